@@ -1,0 +1,100 @@
+"""One error tree for dsh.
+
+Every error dsh raises on purpose derives from :class:`DshError`; the CLI prints its message as
+one line on stderr. ``retryable`` tells callers whether trying the same thing again may succeed.
+
+    DshError
+    ├── ConfigError                 bad config file, key or value (names the key)
+    ├── EventError                  an event breaks a rule of the log (names the seq)
+    │   ├── EventValidationError    rejected at append, or found in a stored log
+    │   └── SurfaceError            replace endpoints / sources / pairing on the surface
+    ├── StoreError                  durable storage problems
+    │   ├── SessionNotFoundError    no session with that id
+    │   ├── SessionLockedError      another process holds the write lock (names its pid)
+    │   ├── LogCorruptError         a stored log cannot be read (names line or seq)
+    │   │   └── UnknownEventTypeError   a required event type this version does not know
+    │   ├── ReadOnlySessionError    append on a session opened read-only
+    │   └── StorageWriteError       the OS refused a write; nothing was committed
+    └── UsageError                  a command was called with arguments it cannot use
+"""
+
+from __future__ import annotations
+
+
+class DshError(Exception):
+    """Base of every error dsh raises on purpose."""
+
+    retryable: bool = False
+
+
+class ConfigError(DshError):
+    """A configuration file, key or value is invalid."""
+
+
+class EventError(DshError):
+    """An event breaks a rule of the log."""
+
+    def __init__(self, message: str, *, seq: int | None = None) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+class EventValidationError(EventError):
+    """An event is malformed or not allowed where it is appended or stored."""
+
+
+class SurfaceError(EventError):
+    """A surface operation is invalid (replace endpoints, sources, tool pairing)."""
+
+
+class StoreError(DshError):
+    """Durable storage failed or refused."""
+
+
+class SessionNotFoundError(StoreError):
+    """No session has the given id."""
+
+
+class SessionLockedError(StoreError):
+    """Another process is writing the session."""
+
+    def __init__(self, message: str, *, holder_pid: int | None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
+class LogCorruptError(StoreError):
+    """A stored log cannot be loaded; the message names the line or seq."""
+
+    def __init__(self, message: str, *, line: int | None = None, seq: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.seq = seq
+
+
+class UnknownEventTypeError(LogCorruptError):
+    """A stored event has a type this version does not know and is not marked ignorable."""
+
+    def __init__(self, event_type: str, *, seq: int | None, line: int | None = None) -> None:
+        where = f"seq {seq}" if seq is not None else f"line {line}"
+        super().__init__(
+            f"unknown event type {event_type!r} at {where} (not marked ignorable); "
+            "this session was written by a newer or foreign harness",
+            line=line,
+            seq=seq,
+        )
+        self.event_type = event_type
+
+
+class ReadOnlySessionError(StoreError):
+    """The session was opened read-only and cannot be appended to."""
+
+
+class StorageWriteError(StoreError):
+    """The operating system refused a write; the event was not committed."""
+
+    retryable = True
+
+
+class UsageError(DshError):
+    """A command was called with arguments it cannot use."""

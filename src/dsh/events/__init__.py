@@ -1,0 +1,66 @@
+"""The event vocabulary: frozen, tagged, lossless-JSON structs, their codec and predicates."""
+
+from dsh.events.codec import (
+    check_contiguous,
+    check_json_value,
+    decode_event_line,
+    decode_events,
+    encode_event,
+    encode_json,
+    event_type_of,
+    validate_event_shape,
+)
+from dsh.events.messages import (
+    COMPACT_PLUGIN,
+    Block,
+    Message,
+    ModelSource,
+    PluginSource,
+    ReasoningBlock,
+    Source,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSource,
+    Usage,
+    UserSource,
+    is_compact_checkpoint_source,
+)
+from dsh.events.predicates import (
+    is_append_surface_event,
+    is_checkpoint_event,
+    is_replacement_surface_event,
+    is_surface_event,
+)
+from dsh.events.types import *  # noqa: F403 - the vocabulary is the module's purpose
+from dsh.events.types import __all__ as _types_all
+
+__all__ = [
+    "COMPACT_PLUGIN",
+    "Block",
+    "Message",
+    "ModelSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "Source",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "ToolSource",
+    "Usage",
+    "UserSource",
+    "check_contiguous",
+    "check_json_value",
+    "decode_event_line",
+    "decode_events",
+    "encode_event",
+    "encode_json",
+    "event_type_of",
+    "is_append_surface_event",
+    "is_checkpoint_event",
+    "is_compact_checkpoint_source",
+    "is_replacement_surface_event",
+    "is_surface_event",
+    "validate_event_shape",
+    *_types_all,
+]

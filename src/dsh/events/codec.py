@@ -1,0 +1,218 @@
+"""Lossless JSON codec for events, and the per-event rules that need no other event.
+
+``encode_event`` is the only way an event becomes bytes and ``decode_events`` the only way bytes
+become events, so memory equals storage: whatever was appended reads back equal, and re-saving a
+loaded log gives the same bytes. Free-form fields (``meta``, request params, tool schemas) are
+checked at append time for values JSON cannot carry losslessly (NaN, infinities, non-string keys,
+non-JSON objects).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from dsh.errors import EventValidationError, LogCorruptError, UnknownEventTypeError
+from dsh.events.messages import ToolResultBlock
+from dsh.events.types import (
+    EVENT_CLASS_BY_TYPE,
+    AssistantMessageEvent,
+    Event,
+    KnownEvent,
+    OpaqueEvent,
+    RequestHeaderEvent,
+    ToolResultEvent,
+    UserMessageEvent,
+)
+
+_encoder = msgspec.json.Encoder()
+_event_decoder = msgspec.json.Decoder(KnownEvent)
+_batch_decoder = msgspec.json.Decoder(list[KnownEvent])
+_generic_decoder = msgspec.json.Decoder()
+
+SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+
+
+# ---- encoding -------------------------------------------------------------------------------
+
+
+def encode_event(event: Event) -> bytes:
+    """The canonical JSON bytes of an event (no trailing newline)."""
+    if isinstance(event, OpaqueEvent):
+        return event.raw
+    try:
+        return _encoder.encode(event)
+    except (UnicodeEncodeError, msgspec.EncodeError, OverflowError, TypeError) as exc:
+        raise EventValidationError(
+            f"event seq {event.seq} ({_type_of(event)}) is not lossless JSON: {exc}", seq=event.seq
+        ) from exc
+
+
+def encode_json(value: Any) -> bytes:
+    """Canonical compact JSON of a plain value (used for tool schemas and headers)."""
+    return _encoder.encode(value)
+
+
+def check_json_value(value: Any, where: str) -> None:
+    """Refuse values JSON cannot carry losslessly; ``where`` names the field in the error."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if item is None or isinstance(item, bool | int | str):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise EventValidationError(f"{path} is {item!r}, which JSON cannot represent")
+            continue
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise EventValidationError(f"{path} has a non-string key {key!r}")
+                stack.append((sub, f"{path}.{key}"))
+            continue
+        if isinstance(item, list | tuple):
+            stack.extend((sub, f"{path}[{i}]") for i, sub in enumerate(item))
+            continue
+        raise EventValidationError(f"{path} holds a {type(item).__name__}, which is not JSON")
+
+
+# ---- per-event rules ------------------------------------------------------------------------
+
+
+def validate_event_shape(event: Event) -> None:
+    """Rules one event must satisfy on its own (spec §1, §2); the fold checks the rest."""
+    if isinstance(event, OpaqueEvent):
+        return
+    seq = event.seq
+    if seq < 0 or event.time < 0:
+        raise EventValidationError(f"event seq {seq}: seq and time must be non-negative", seq=seq)
+    if isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
+        _validate_surface_event(event)
+    elif isinstance(event, RequestHeaderEvent):
+        header = event.data.header
+        if header.config.params is not None:
+            check_json_value(header.config.params, f"seq {seq} header.config.params")
+        if header.tools is not None:
+            check_json_value(list(header.tools), f"seq {seq} header.tools")
+
+
+def _validate_surface_event(
+    event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
+) -> None:
+    seq = event.seq
+    kind = _type_of(event)
+    sources = event.source_event_seqs
+    if sources is not None:
+        if len(set(sources)) != len(sources):
+            raise EventValidationError(f"event seq {seq} ({kind}): sourceEventSeqs repeat", seq=seq)
+        if any(s < 0 or s >= seq for s in sources):
+            raise EventValidationError(
+                f"event seq {seq} ({kind}): sourceEventSeqs must be earlier seqs", seq=seq
+            )
+        if not sources and not isinstance(event, AssistantMessageEvent):
+            raise EventValidationError(
+                f"event seq {seq} ({kind}): sourceEventSeqs may be empty only on assistant/message",
+                seq=seq,
+            )
+    if isinstance(event, UserMessageEvent):
+        role = event.data.role
+        if role != "user":
+            raise EventValidationError(f"event seq {seq}: user/message has role {role!r}", seq=seq)
+    elif isinstance(event, AssistantMessageEvent):
+        role = event.data.message.role
+        if role != "assistant":
+            raise EventValidationError(
+                f"event seq {seq}: assistant/message has role {role!r}", seq=seq
+            )
+    else:
+        message = event.data.message
+        if (
+            message.role != "tool"
+            or len(message.content) != 1
+            or not isinstance(message.content[0], ToolResultBlock)
+        ):
+            raise EventValidationError(
+                f"event seq {seq}: tool/result must be a role 'tool' message with exactly one "
+                "tool-result block",
+                seq=seq,
+            )
+        if event.data.meta is not None:
+            check_json_value(event.data.meta, f"seq {seq} meta")
+
+
+# ---- decoding -------------------------------------------------------------------------------
+
+
+def decode_events(lines: Sequence[bytes], *, first_line: int = 1) -> list[Event]:
+    """Decode stored event lines (no newlines) in order.
+
+    Fast path: one typed decode of the whole batch. If anything in it is off, the lines are
+    decoded one by one so the error names the exact line and seq. Unknown types marked
+    ``ignorable`` become :class:`OpaqueEvent`; other unknown types refuse the load.
+    """
+    if not lines:
+        return []
+    try:
+        events: list[Event] = list(_batch_decoder.decode(b"[" + b",".join(lines) + b"]"))
+    except msgspec.DecodeError:
+        events = [decode_event_line(raw, line=first_line + i) for i, raw in enumerate(lines)]
+    for i, event in enumerate(events):
+        try:
+            validate_event_shape(event)
+        except EventValidationError as exc:
+            line = first_line + i
+            raise LogCorruptError(f"line {line}: {exc}", line=line, seq=event.seq) from exc
+    return events
+
+
+def decode_event_line(raw: bytes, *, line: int) -> Event:
+    """Decode one stored line, naming the line (and seq when known) in any error."""
+    try:
+        return _event_decoder.decode(raw)
+    except msgspec.DecodeError as typed_error:
+        try:
+            generic = _generic_decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise LogCorruptError(f"line {line}: not valid JSON ({exc})", line=line) from exc
+        if not isinstance(generic, dict) or not isinstance(generic.get("type"), str):
+            raise LogCorruptError(f"line {line}: not an event object", line=line) from typed_error
+        seq = generic.get("seq")
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        event_type = generic["type"]
+        if event_type not in EVENT_CLASS_BY_TYPE:
+            if generic.get("ignorable") is True and seq is not None:
+                time = generic.get("time")
+                return OpaqueEvent(
+                    type=event_type, seq=seq, time=time if isinstance(time, int) else 0, raw=raw
+                )
+            raise UnknownEventTypeError(event_type, seq=seq, line=line) from typed_error
+        where = f"line {line}" + (f" (seq {seq}, {event_type})" if seq is not None else "")
+        raise LogCorruptError(f"{where}: {typed_error}", line=line, seq=seq) from typed_error
+
+
+def check_contiguous(events: Iterable[Event], *, first_line: int = 1) -> None:
+    """Refuse a log whose seqs are not exactly 0, 1, 2, … (spec §1: seq = position)."""
+    for position, event in enumerate(events):
+        if event.seq != position:
+            line = first_line + position
+            raise LogCorruptError(
+                f"line {line}: expected seq {position} but found seq {event.seq} "
+                "(a gap or reordering in the log)",
+                line=line,
+                seq=event.seq,
+            )
+
+
+def _type_of(event: Event) -> str:
+    if isinstance(event, OpaqueEvent):
+        return event.type
+    tag = event.__struct_config__.tag
+    return tag if isinstance(tag, str) else "?"
+
+
+def event_type_of(event: Event) -> str:
+    """The ``type`` tag of an event."""
+    return _type_of(event)

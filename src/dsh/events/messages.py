@@ -1,0 +1,117 @@
+"""The message model carried inside events (spec §1.1).
+
+A message is ``{id, role, content: [block…], source}``. Blocks and sources are tagged unions
+(``type`` and ``kind``). Everything is frozen; sequences are tuples so nothing can be mutated
+after it is appended.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+
+class Struct(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+    rename="camel",
+):
+    """Base of every struct stored in a log: frozen, strict, camelCase on disk."""
+
+
+# ---- content blocks -------------------------------------------------------------------------
+
+
+class TextBlock(Struct, tag="text", tag_field="type", frozen=True):
+    text: str
+
+
+class ReasoningBlock(Struct, tag="reasoning", tag_field="type", frozen=True):
+    text: str
+
+
+class ToolCallBlock(Struct, tag="tool-call", tag_field="type", frozen=True):
+    id: str
+    name: str
+    arguments: str
+    """The raw JSON text the model produced (it may be malformed)."""
+
+
+class ToolResultBlock(Struct, tag="tool-result", tag_field="type", frozen=True):
+    tool_call_id: str
+    content: tuple[TextBlock, ...]
+    is_error: bool = False
+
+
+Block = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
+
+
+# ---- sources --------------------------------------------------------------------------------
+
+
+class UserSource(Struct, tag="user", tag_field="kind", frozen=True):
+    """A prompt typed by a person."""
+
+
+class PluginSource(Struct, tag="plugin", tag_field="kind", frozen=True):
+    """Context injected by a plugin; ``plugin == "compact"`` marks a compaction checkpoint."""
+
+    plugin: str
+    compaction_id: str | None = None
+    source_command_id: str | None = None
+    form: str | None = None
+
+
+class ModelSource(Struct, tag="model", tag_field="kind", frozen=True):
+    provider: str
+    model: str
+
+
+class ToolSource(Struct, tag="tool", tag_field="kind", frozen=True):
+    call_id: str
+
+
+Source = UserSource | PluginSource | ModelSource | ToolSource
+
+COMPACT_PLUGIN = "compact"
+"""The plugin name that marks a compaction checkpoint (see ``is_compact_checkpoint_source``)."""
+
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class Message(Struct, frozen=True):
+    id: str
+    role: Role
+    content: tuple[Block, ...]
+    source: Source
+
+    def text(self) -> str:
+        """The concatenated text blocks (no reasoning, no tool calls)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolCallBlock))
+
+
+class Usage(Struct, frozen=True):
+    """Provider token counts. ``input_tokens`` excludes cache reads (the counts are disjoint)."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    def request_tokens(self) -> int:
+        """The size of the request the provider saw: input + cache read + cache write."""
+        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+
+
+def is_compact_checkpoint_source(source: Source) -> bool:
+    """True iff the source marks a compaction checkpoint: the ONE test every consumer uses."""
+    return isinstance(source, PluginSource) and source.plugin == COMPACT_PLUGIN

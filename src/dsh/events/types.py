@@ -1,0 +1,477 @@
+"""The event vocabulary (spec §1.2 and §4.1).
+
+Each event is a frozen struct tagged by its ``type``; its payload lives in ``data``. Surface
+events (``user/message``, ``assistant/message``, ``tool/result``) carry a required ``surfaceOp``
+and optional ``sourceEventSeqs``; every other event has neither field, so a log-only event that
+carries one is refused by the decoder itself.
+
+To append, build the payload (``TurnStart(turn=1)``) and hand it to the session, which wraps it
+in its event class (``event_class_for(payload)``) with the next seq and the current time.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Literal
+
+import msgspec
+
+from dsh.events.messages import Message, Struct, Usage
+
+# ---- envelope -------------------------------------------------------------------------------
+
+
+class ReplaceOp(Struct, tag="replace", tag_field="op", frozen=True):
+    """Splice surface nodes ``start``…``end`` (inclusive, by position) and insert this event."""
+
+    start: int
+    end: int
+
+
+SurfaceOp = Literal["append"] | ReplaceOp
+APPEND: Literal["append"] = "append"
+
+
+class EventBase(Struct, tag_field="type", kw_only=True, frozen=True):
+    """Envelope fields every event has. ``seq`` is the event's index in the log."""
+
+    seq: int
+    time: int
+    """Epoch milliseconds."""
+    ignorable: bool = False
+
+
+# ---- payloads -------------------------------------------------------------------------------
+
+
+class TurnStart(Struct, frozen=True):
+    turn: int
+
+
+TurnEndKind = Literal["completed", "aborted", "error", "max-tokens", "interrupted"]
+
+
+class TurnEndReason(Struct, frozen=True):
+    kind: TurnEndKind
+    error: str | None = None
+
+
+class TurnEnd(Struct, frozen=True):
+    turn: int
+    reason: TurnEndReason
+
+
+class StepStart(Struct, frozen=True):
+    turn: int
+    step: int
+
+
+class StepEnd(Struct, frozen=True):
+    turn: int
+    step: int
+
+
+class StreamChunk(Struct, frozen=True):
+    """One streamed delta. ``index`` numbers tool calls within the message."""
+
+    type: Literal["text", "reasoning", "tool-call"]
+    delta: str
+    index: int | None = None
+    id: str | None = None
+    name: str | None = None
+
+
+class AssistantChunk(Struct, frozen=True):
+    turn: int
+    step: int
+    chunk: StreamChunk
+
+
+class AssistantMessage(Struct, frozen=True):
+    turn: int
+    step: int
+    message: Message
+    usage: Usage | None = None
+    interrupted: bool = False
+
+
+class ToolCall(Struct, frozen=True):
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ToolErrorInfo(Struct, frozen=True):
+    name: str
+    code: str
+
+
+class ToolResult(Struct, frozen=True):
+    turn: int
+    step: int
+    message: Message
+    error: ToolErrorInfo | None = None
+    meta: dict[str, Any] | None = None
+
+
+class RequestConfig(Struct, frozen=True):
+    provider: str
+    model: str
+    params: dict[str, Any] | None = None
+
+
+class RequestHeaderBody(Struct, frozen=True):
+    config: RequestConfig
+    system: str | None = None
+    tools: tuple[dict[str, Any], ...] | None = None
+
+
+class RequestHeader(Struct, frozen=True):
+    header: RequestHeaderBody
+    reason: Literal["initial", "resume", "change"]
+
+
+class RequestContext(Struct, frozen=True):
+    provider: str
+    model: str
+    context_window: int | None = None
+
+
+class RequestError(Struct, frozen=True):
+    turn: int
+    step: int
+    code: str
+    message: str
+    retryable: bool
+
+
+class LlmRetry(Struct, frozen=True):
+    """A retried model call (written with ``ignorable: true``)."""
+
+    turn: int
+    step: int
+    attempt: int
+    code: str
+    message: str
+    delay_ms: int
+
+
+class SessionEndSeed(Struct, frozen=True):
+    """First write of a resumed lifecycle; older unmatched compaction starts are dead."""
+
+
+class Todo(Struct, frozen=True):
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class TodoWrite(Struct, frozen=True):
+    todos: tuple[Todo, ...]
+
+
+class CommandRun(Struct, frozen=True):
+    command_id: str
+    name: str
+    args: str = ""
+
+
+class CommandDone(Struct, frozen=True):
+    command_id: str
+    ok: bool
+    text: str
+    source_event_seq: int | None = None
+
+
+class CompactionStart(Struct, kw_only=True, frozen=True):
+    compaction_id: str
+    pass_id: str | None = None
+    turn: int | None
+    source_command_id: str | None = None
+
+
+CheckpointKind = Literal["index", "state"]
+Degraded = Literal["pointer", "fallback"]
+
+
+class CompactionSummary(Struct, kw_only=True, frozen=True):
+    compaction_id: str
+    pass_id: str | None = None
+    kind: CheckpointKind | None = None
+    """``None`` is a legacy summary and counts as state."""
+    summary: str
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
+    input_range: tuple[int, int] | None = None
+    provider: str
+    model: str
+    usage: Usage | None = None
+    raw_output: str | None = None
+    llm_stream_call: bool = False
+    degraded: Degraded | None = None
+
+
+class CompactionEnd(Struct, kw_only=True, frozen=True):
+    compaction_id: str
+    pass_id: str | None = None
+    turn: int | None
+    error: str | None = None
+
+
+class PlanRegion(Struct, kw_only=True, frozen=True):
+    kind: CheckpointKind
+    shadowed_seqs: tuple[int, ...]
+    input_range: tuple[int, int] | None = None
+    summary: str
+    raw_output: str | None = None
+    usage: Usage | None = None
+    degraded: Degraded | None = None
+
+
+class CompactionPlan(Struct, frozen=True):
+    pass_id: str
+    regions: tuple[PlanRegion, ...]
+
+
+class CompactionPrune(Struct, frozen=True):
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
+
+
+# ---- events ---------------------------------------------------------------------------------
+
+
+class TurnStartEvent(EventBase, tag="turn/start", kw_only=True, frozen=True):
+    data: TurnStart
+
+
+class TurnEndEvent(EventBase, tag="turn/end", kw_only=True, frozen=True):
+    data: TurnEnd
+
+
+class StepStartEvent(EventBase, tag="step/start", kw_only=True, frozen=True):
+    data: StepStart
+
+
+class StepEndEvent(EventBase, tag="step/end", kw_only=True, frozen=True):
+    data: StepEnd
+
+
+class UserMessageEvent(EventBase, tag="user/message", kw_only=True, frozen=True):
+    data: Message
+    surface_op: SurfaceOp
+    source_event_seqs: tuple[int, ...] | None = None
+
+
+class AssistantChunkEvent(EventBase, tag="assistant/chunk", kw_only=True, frozen=True):
+    data: AssistantChunk
+
+
+class AssistantMessageEvent(EventBase, tag="assistant/message", kw_only=True, frozen=True):
+    data: AssistantMessage
+    surface_op: SurfaceOp
+    source_event_seqs: tuple[int, ...] | None = None
+
+
+class ToolCallEvent(EventBase, tag="tool/call", kw_only=True, frozen=True):
+    data: ToolCall
+
+
+class ToolResultEvent(EventBase, tag="tool/result", kw_only=True, frozen=True):
+    data: ToolResult
+    surface_op: SurfaceOp
+    source_event_seqs: tuple[int, ...] | None = None
+
+
+class RequestHeaderEvent(EventBase, tag="request/header", kw_only=True, frozen=True):
+    data: RequestHeader
+
+
+class RequestContextEvent(EventBase, tag="request/context", kw_only=True, frozen=True):
+    data: RequestContext
+
+
+class RequestErrorEvent(EventBase, tag="request/error", kw_only=True, frozen=True):
+    data: RequestError
+
+
+class LlmRetryEvent(EventBase, tag="llm/retry", kw_only=True, frozen=True):
+    data: LlmRetry
+
+
+class SessionEndSeedEvent(EventBase, tag="session/end-seed", kw_only=True, frozen=True):
+    data: SessionEndSeed
+
+
+class TodoWriteEvent(EventBase, tag="todo/write", kw_only=True, frozen=True):
+    data: TodoWrite
+
+
+class CommandRunEvent(EventBase, tag="command/run", kw_only=True, frozen=True):
+    data: CommandRun
+
+
+class CommandDoneEvent(EventBase, tag="command/done", kw_only=True, frozen=True):
+    data: CommandDone
+
+
+class CompactionStartEvent(EventBase, tag="compaction/start", kw_only=True, frozen=True):
+    data: CompactionStart
+
+
+class CompactionSummaryEvent(EventBase, tag="compaction/summary", kw_only=True, frozen=True):
+    data: CompactionSummary
+
+
+class CompactionEndEvent(EventBase, tag="compaction/end", kw_only=True, frozen=True):
+    data: CompactionEnd
+
+
+class CompactionPlanEvent(EventBase, tag="compaction/plan", kw_only=True, frozen=True):
+    data: CompactionPlan
+
+
+class CompactionPruneEvent(EventBase, tag="compaction/prune", kw_only=True, frozen=True):
+    data: CompactionPrune
+
+
+KnownEvent = (
+    TurnStartEvent
+    | TurnEndEvent
+    | StepStartEvent
+    | StepEndEvent
+    | UserMessageEvent
+    | AssistantChunkEvent
+    | AssistantMessageEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | RequestHeaderEvent
+    | RequestContextEvent
+    | RequestErrorEvent
+    | LlmRetryEvent
+    | SessionEndSeedEvent
+    | TodoWriteEvent
+    | CommandRunEvent
+    | CommandDoneEvent
+    | CompactionStartEvent
+    | CompactionSummaryEvent
+    | CompactionEndEvent
+    | CompactionPlanEvent
+    | CompactionPruneEvent
+)
+
+KNOWN_EVENT_CLASSES: tuple[type[EventBase], ...] = KnownEvent.__args__
+
+
+class OpaqueEvent(msgspec.Struct, frozen=True):
+    """An event of a type this version does not know, marked ignorable.
+
+    It keeps its seq (the log stays contiguous), is re-saved byte for byte from ``raw``, and every
+    projection ignores it.
+    """
+
+    type: str
+    seq: int
+    time: int
+    raw: bytes
+
+    @property
+    def ignorable(self) -> bool:
+        return True
+
+
+Event = KnownEvent | OpaqueEvent
+SurfaceEvent = UserMessageEvent | AssistantMessageEvent | ToolResultEvent
+SURFACE_EVENT_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+Payload = Any
+"""The ``data`` of some event class (``TurnStart``, ``Message``, ``ToolResult``…)."""
+
+EVENT_CLASS_BY_PAYLOAD: dict[type, type[EventBase]] = {
+    typing.get_type_hints(cls)["data"]: cls for cls in KNOWN_EVENT_CLASSES
+}
+EVENT_CLASS_BY_TYPE: dict[str, type[EventBase]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in KNOWN_EVENT_CLASSES
+}
+
+
+def event_type_name(cls: type[EventBase]) -> str:
+    """The on-disk ``type`` tag of an event class."""
+    tag = cls.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag
+
+
+__all__ = [
+    "APPEND",
+    "EVENT_CLASS_BY_PAYLOAD",
+    "EVENT_CLASS_BY_TYPE",
+    "KNOWN_EVENT_CLASSES",
+    "SURFACE_EVENT_CLASSES",
+    "AssistantChunk",
+    "AssistantChunkEvent",
+    "AssistantMessage",
+    "AssistantMessageEvent",
+    "CheckpointKind",
+    "CommandDone",
+    "CommandDoneEvent",
+    "CommandRun",
+    "CommandRunEvent",
+    "CompactionEnd",
+    "CompactionEndEvent",
+    "CompactionPlan",
+    "CompactionPlanEvent",
+    "CompactionPrune",
+    "CompactionPruneEvent",
+    "CompactionStart",
+    "CompactionStartEvent",
+    "CompactionSummary",
+    "CompactionSummaryEvent",
+    "Degraded",
+    "Event",
+    "EventBase",
+    "KnownEvent",
+    "LlmRetry",
+    "LlmRetryEvent",
+    "OpaqueEvent",
+    "Payload",
+    "PlanRegion",
+    "ReplaceOp",
+    "RequestConfig",
+    "RequestContext",
+    "RequestContextEvent",
+    "RequestError",
+    "RequestErrorEvent",
+    "RequestHeader",
+    "RequestHeaderBody",
+    "RequestHeaderEvent",
+    "SessionEndSeed",
+    "SessionEndSeedEvent",
+    "StepEnd",
+    "StepEndEvent",
+    "StepStart",
+    "StepStartEvent",
+    "StreamChunk",
+    "SurfaceEvent",
+    "SurfaceOp",
+    "Todo",
+    "TodoWrite",
+    "TodoWriteEvent",
+    "ToolCall",
+    "ToolCallEvent",
+    "ToolErrorInfo",
+    "ToolResult",
+    "ToolResultEvent",
+    "TurnEnd",
+    "TurnEndEvent",
+    "TurnEndKind",
+    "TurnEndReason",
+    "TurnStart",
+    "TurnStartEvent",
+    "UserMessageEvent",
+    "event_type_name",
+]

@@ -1,0 +1,210 @@
+"""The store seam: one small protocol, and the log logic every backend shares.
+
+A backend only moves bytes (``_write_lines``, ``_sync``, ``_close``); ``SessionLog`` owns what
+must be identical everywhere: seq checks, the lossless encoding, which events force an fsync, and
+refusing appends on a read-only or broken log.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+import msgspec
+
+from dsh.errors import (
+    EventValidationError,
+    LogCorruptError,
+    ReadOnlySessionError,
+    StorageWriteError,
+)
+from dsh.events import (
+    CompactionEndEvent,
+    Event,
+    StepEndEvent,
+    TurnEndEvent,
+    encode_event,
+    validate_event_shape,
+)
+
+FORMAT_VERSION = 1
+
+DURABLE_EVENT_CLASSES = (StepEndEvent, TurnEndEvent, CompactionEndEvent)
+"""Appending one of these forces an fsync (spec §1.4); other appends are batched."""
+
+
+class SessionHeader(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    rename="camel",
+    forbid_unknown_fields=True,
+):
+    """Line 1 of a JSONL log (and the sessions row of SQLite)."""
+
+    type: Literal["session"]
+    version: int
+    id: str
+    cwd: str
+    created_at: int
+    """Epoch milliseconds."""
+    parent_session: str | None = None
+    seed_length: int | None = None
+
+
+_header_encoder = msgspec.json.Encoder()
+_header_decoder = msgspec.json.Decoder(SessionHeader)
+
+
+def encode_header(header: SessionHeader) -> bytes:
+    return _header_encoder.encode(header)
+
+
+def new_header(*, cwd: str, parent_session: str | None, seed_length: int) -> SessionHeader:
+    """The header of a session created now."""
+    created = now_millis()
+    return SessionHeader(
+        type="session",
+        version=FORMAT_VERSION,
+        id=new_session_id(created),
+        cwd=cwd,
+        created_at=created,
+        parent_session=parent_session,
+        seed_length=seed_length if parent_session is not None else None,
+    )
+
+
+def decode_header(raw: bytes, *, where: str) -> SessionHeader:
+    try:
+        header = _header_decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise LogCorruptError(f"{where}: not a valid session header ({exc})", line=1) from exc
+    if header.version > FORMAT_VERSION:
+        raise LogCorruptError(
+            f"{where}: session format version {header.version} is newer than this dsh "
+            f"understands ({FORMAT_VERSION})",
+            line=1,
+        )
+    return header
+
+
+def new_session_id(now_ms: int | None = None) -> str:
+    """Ids sort by creation time and are safe on a command line: ``20261130-033232-123-a1b2c3``."""
+    ms = now_ms if now_ms is not None else now_millis()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(ms / 1000))
+    return f"{stamp}-{ms % 1000:03d}-{secrets.token_hex(3)}"
+
+
+def now_millis() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SessionLog(ABC):
+    """The stored log of one session: header, events in seq order, and an appender."""
+
+    def __init__(
+        self,
+        header: SessionHeader,
+        events: list[Event],
+        *,
+        writable: bool,
+        resumed: bool,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        self.header = header
+        self._events = events
+        self.writable = writable
+        self.warnings: list[str] = list(warnings)
+        self.pending_end_seed = writable and resumed and bool(events)
+        """True until the first write of a resumed lifecycle, which must be session/end-seed."""
+        self._broken: str | None = None
+        self._closed = False
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self._events
+
+    def append(self, events: Sequence[Event]) -> None:
+        """Commit events (seq must continue the log). Nothing is committed if anything fails."""
+        if not self.writable or self._closed:
+            raise ReadOnlySessionError(f"session {self.id} is not open for writing")
+        if self._broken is not None:
+            raise StorageWriteError(f"session {self.id} can no longer be written: {self._broken}")
+        expected = len(self._events)
+        lines = []
+        durable = False
+        for offset, event in enumerate(events):
+            if event.seq != expected + offset:
+                raise EventValidationError(
+                    f"event seq {event.seq} appended where seq {expected + offset} is next",
+                    seq=event.seq,
+                )
+            validate_event_shape(event)
+            lines.append(encode_event(event))
+            durable = durable or isinstance(event, DURABLE_EVENT_CLASSES)
+        if not lines:
+            return
+        self._write_lines(lines, durable=durable)
+        self._events.extend(events)
+        if events:
+            self.pending_end_seed = False
+
+    def sync(self) -> None:
+        """Block until everything appended so far is on stable storage."""
+        if self.writable and not self._closed:
+            self._sync()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            if self.writable and self._broken is None:
+                self._sync()
+        finally:
+            self._closed = True
+            self._close()
+
+    def _mark_broken(self, reason: str) -> None:
+        self._broken = reason
+
+    @abstractmethod
+    def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
+        """Persist encoded events atomically or raise StorageWriteError having persisted none."""
+
+    @abstractmethod
+    def _sync(self) -> None: ...
+
+    @abstractmethod
+    def _close(self) -> None: ...
+
+    def __enter__(self) -> SessionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EventStore(Protocol):
+    """Where session logs live. Backends: JSONL (default), SQLite, memory."""
+
+    def create(
+        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+    ) -> SessionLog:
+        """Start a new session, open for writing."""
+        ...
+
+    def open(self, session_id: str, *, writable: bool = False) -> SessionLog:
+        """Load a session; writable opens take the single-writer lock and repair a crash."""
+        ...
+
+    def list(self) -> list[SessionHeader]:
+        """Headers of every stored session, oldest first."""
+        ...

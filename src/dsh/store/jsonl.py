@@ -1,0 +1,248 @@
+"""The default store: one JSONL file per session (spec §1.4).
+
+``<home>/sessions/<id>/session.jsonl``: line 1 is the session header, then one event per line in
+seq order. A last line without its newline is a torn write from a crash: it is dropped with a
+warning (and, when opening for writing, moved aside to ``session.jsonl.torn`` so the bytes are not
+lost). A bad line anywhere else refuses the load and names its line number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from dsh.errors import (
+    LogCorruptError,
+    SessionNotFoundError,
+    StorageWriteError,
+    StoreError,
+)
+from dsh.events import Event, check_contiguous, decode_events, encode_event
+from dsh.store.base import (
+    SessionHeader,
+    SessionLog,
+    decode_header,
+    encode_header,
+    new_header,
+    now_millis,
+)
+from dsh.store.group_commit import GroupFsync
+from dsh.store.locking import WriteLock, acquire_write_lock
+from dsh.store.repair import plan_crash_repair
+
+LOG_NAME = "session.jsonl"
+LOCK_NAME = "session.lock"
+TORN_NAME = "session.jsonl.torn"
+
+
+class JsonlSessionLog(SessionLog):
+    def __init__(
+        self,
+        path: Path,
+        header: SessionHeader,
+        events: list[Event],
+        *,
+        lock: WriteLock | None,
+        resumed: bool,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        super().__init__(
+            header, events, writable=lock is not None, resumed=resumed, warnings=warnings
+        )
+        self.path = path
+        self._lock = lock
+        self._fd: int | None = None
+        self._fsync: GroupFsync | None = None
+        if lock is not None:
+            try:
+                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            except OSError as exc:
+                lock.release()
+                raise StoreError(f"cannot open {path} for writing: {exc.strerror}") from exc
+            self._size = os.fstat(self._fd).st_size
+            fd = self._fd
+            self._fsync = GroupFsync(lambda: os.fsync(fd), header.id)
+
+    def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
+        assert self._fd is not None and self._fsync is not None
+        if self._fsync.error is not None:
+            self._mark_broken(f"fsync failed: {self._fsync.error}")
+            raise StorageWriteError(f"cannot write {self.path}: fsync failed: {self._fsync.error}")
+        data = b"\n".join(lines) + b"\n"
+        try:
+            written = 0
+            view = memoryview(data)
+            while written < len(data):
+                written += os.write(self._fd, view[written:])
+        except OSError as exc:
+            self._undo_partial_write()
+            raise StorageWriteError(
+                f"cannot write {self.path}: {exc.strerror or exc}; nothing was committed"
+            ) from exc
+        self._size += len(data)
+        if durable:
+            self._fsync.request()
+
+    def _undo_partial_write(self) -> None:
+        """Cut a half-written batch so later appends never follow garbage."""
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError as exc:
+            self._mark_broken(f"a failed write could not be undone ({exc.strerror})")
+
+    def _sync(self) -> None:
+        if self._fsync is None:
+            return
+        try:
+            self._fsync.wait()
+        except OSError as exc:
+            self._mark_broken(f"fsync failed: {exc}")
+            raise StorageWriteError(f"cannot sync {self.path}: {exc.strerror or exc}") from exc
+
+    def _close(self) -> None:
+        if self._fsync is not None:
+            self._fsync.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._lock is not None:
+            self._lock.release()
+
+
+class JsonlStore:
+    """Session logs as JSONL files under ``<home>/sessions``."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self.root = self.home / "sessions"
+
+    def session_dir(self, session_id: str) -> Path:
+        return self.root / session_id
+
+    def log_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / LOG_NAME
+
+    def create(
+        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+    ) -> JsonlSessionLog:
+        header = new_header(cwd=cwd, parent_session=parent_session, seed_length=len(seed))
+        directory = self.session_dir(header.id)
+        try:
+            directory.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create session directory {directory}: {_reason(exc)}"
+            ) from exc
+        check_contiguous(seed)
+        body = b"\n".join([encode_header(header), *(encode_event(e) for e in seed)]) + b"\n"
+        path = directory / LOG_NAME
+        lock = acquire_write_lock(directory / LOCK_NAME, header.id)
+        try:
+            _write_new_file(path, body)
+        except OSError as exc:
+            lock.release()
+            raise StoreError(f"cannot create {path}: {_reason(exc)}") from exc
+        return JsonlSessionLog(path, header, list(seed), lock=lock, resumed=False)
+
+    def open(self, session_id: str, *, writable: bool = False) -> JsonlSessionLog:
+        path = self.log_path(session_id)
+        if "/" in session_id or session_id in {"", ".", ".."} or not path.is_file():
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.root}")
+        lock = acquire_write_lock(path.parent / LOCK_NAME, session_id) if writable else None
+        try:
+            header, events, torn, warnings = _load(path)
+            if torn and lock is not None:
+                _move_torn_tail(path, torn)
+            log = JsonlSessionLog(path, header, events, lock=lock, resumed=True, warnings=warnings)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        if lock is not None:
+            repairs = plan_crash_repair(events, now_ms=now_millis())
+            if repairs:
+                log.append(repairs)
+                log.warnings.append(
+                    f"closed turn left open by a crashed process ({len(repairs)} repair events)"
+                )
+        return log
+
+    def list(self) -> list[SessionHeader]:
+        if not self.root.is_dir():
+            return []
+        headers = []
+        for directory in sorted(self.root.iterdir()):
+            path = directory / LOG_NAME
+            if not path.is_file():
+                continue
+            with path.open("rb") as handle:
+                first = handle.readline().rstrip(b"\n")
+            with contextlib.suppress(LogCorruptError):
+                headers.append(decode_header(first, where=str(path)))
+        return headers
+
+
+def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
+    lines = data.split(b"\n")
+    torn = b""
+    warnings: list[str] = []
+    if lines[-1] == b"":
+        lines.pop()
+    else:
+        torn = lines.pop()
+        warnings.append(
+            f"{path}: dropped a torn last line ({len(torn)} bytes) left by an interrupted write"
+        )
+    if not lines:
+        raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+    header = decode_header(lines[0], where=f"{path}: line 1")
+    body = lines[1:]
+    for index, raw in enumerate(body):
+        if not raw.strip():
+            raise LogCorruptError(f"{path}: line {index + 2}: empty line", line=index + 2)
+    try:
+        events = decode_events(body, first_line=2)
+        check_contiguous(events, first_line=2)
+    except LogCorruptError as exc:
+        raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
+    return header, events, torn, warnings
+
+
+def _move_torn_tail(path: Path, torn: bytes) -> None:
+    """Keep the torn bytes beside the log, then cut them off so appends start on a clean line."""
+    with (path.parent / TORN_NAME).open("ab") as aside:
+        aside.write(torn + b"\n")
+        aside.flush()
+        os.fsync(aside.fileno())
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size - len(torn))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _write_new_file(path: Path, body: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(body)
+        written = 0
+        while written < len(body):
+            written += os.write(fd, view[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)

@@ -1,0 +1,82 @@
+"""In-memory store for tests and throwaway sessions.
+
+It keeps encoded bytes, not objects, so every ``open`` decodes like a real store and the shared
+contract suite exercises the same codec paths.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from dsh.errors import SessionLockedError, SessionNotFoundError
+from dsh.events import Event, check_contiguous, decode_events, encode_event
+from dsh.store.base import SessionHeader, SessionLog, new_header, now_millis
+from dsh.store.repair import plan_crash_repair
+
+
+class MemorySessionLog(SessionLog):
+    def __init__(
+        self,
+        store: MemoryStore,
+        header: SessionHeader,
+        events: list[Event],
+        *,
+        writable: bool,
+        resumed: bool,
+    ) -> None:
+        super().__init__(header, events, writable=writable, resumed=resumed)
+        self._store = store
+
+    def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
+        self._store.lines[self.id].extend(lines)
+
+    def _sync(self) -> None:
+        pass
+
+    def _close(self) -> None:
+        if self.writable:
+            self._store.writers.discard(self.id)
+
+
+class MemoryStore:
+    """Sessions held in this process only."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, SessionHeader] = {}
+        self.lines: dict[str, list[bytes]] = {}
+        self.writers: set[str] = set()
+
+    def create(
+        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+    ) -> MemorySessionLog:
+        header = new_header(cwd=cwd, parent_session=parent_session, seed_length=len(seed))
+        check_contiguous(seed)
+        self.headers[header.id] = header
+        self.lines[header.id] = [encode_event(e) for e in seed]
+        self.writers.add(header.id)
+        return MemorySessionLog(self, header, list(seed), writable=True, resumed=False)
+
+    def open(self, session_id: str, *, writable: bool = False) -> MemorySessionLog:
+        if session_id not in self.headers:
+            raise SessionNotFoundError(f"no session {session_id!r} in memory")
+        if writable and session_id in self.writers:
+            raise SessionLockedError(
+                f"session {session_id} is already open for writing by process {os.getpid()}",
+                holder_pid=os.getpid(),
+            )
+        events = decode_events(self.lines[session_id], first_line=0)
+        check_contiguous(events, first_line=0)
+        if writable:
+            self.writers.add(session_id)
+        log = MemorySessionLog(
+            self, self.headers[session_id], events, writable=writable, resumed=True
+        )
+        if writable:
+            repairs = plan_crash_repair(events, now_ms=now_millis())
+            if repairs:
+                log.append(repairs)
+        return log
+
+    def list(self) -> list[SessionHeader]:
+        return sorted(self.headers.values(), key=lambda h: h.id)

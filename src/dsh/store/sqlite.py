@@ -1,0 +1,238 @@
+"""SQLite store: every session in one file, ``<home>/dsh.sqlite3``.
+
+Each event row keeps the exact bytes the JSONL store would write, so both stores share one codec
+and a log moves between them unchanged. Appends commit one transaction per batch (a process crash
+loses nothing appended); batches that contain an fsync-point event commit with
+``synchronous=FULL`` so they also survive a power loss. The schema is built by named migrations
+recorded in ``schema_migrations``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from dsh.errors import LogCorruptError, SessionNotFoundError, StorageWriteError, StoreError
+from dsh.events import Event, check_contiguous, decode_events, encode_event
+from dsh.store.base import (
+    SessionHeader,
+    SessionLog,
+    decode_header,
+    encode_header,
+    new_header,
+    now_millis,
+)
+from dsh.store.locking import WriteLock, acquire_write_lock
+from dsh.store.repair import plan_crash_repair
+
+DB_NAME = "dsh.sqlite3"
+
+
+def _m001_sessions_and_events(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, header BLOB NOT NULL, "
+        "created_at INTEGER NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id), "
+        "seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("001_sessions_and_events", _m001_sessions_and_events),
+]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        _migrate(db)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot open session database {path}: {exc}") from exc
+    return db
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
+        "applied_at INTEGER NOT NULL)"
+    )
+    applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
+    for name, migration in MIGRATIONS:
+        if name in applied:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
+                db.execute("ROLLBACK")  # another process applied it meanwhile
+                continue
+            migration(db)
+            db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, now_millis()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+class SqliteSessionLog(SessionLog):
+    def __init__(
+        self,
+        db: sqlite3.Connection | None,
+        header: SessionHeader,
+        events: list[Event],
+        *,
+        lock: WriteLock | None,
+        resumed: bool,
+    ) -> None:
+        super().__init__(header, events, writable=lock is not None, resumed=resumed)
+        self._db = db
+        self._lock = lock
+
+    def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
+        assert self._db is not None
+        first = len(self.events)
+        rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
+        try:
+            if durable:
+                self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            finally:
+                if durable:
+                    self._db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            raise StorageWriteError(
+                f"cannot write session {self.id}: {exc}; nothing was committed"
+            ) from exc
+
+    def _sync(self) -> None:
+        if self._db is None:
+            return
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(FULL)")
+        except sqlite3.Error as exc:
+            raise StorageWriteError(f"cannot sync session {self.id}: {exc}") from exc
+
+    def _close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        if self._lock is not None:
+            self._lock.release()
+
+
+class SqliteStore:
+    """Session logs in one SQLite database under ``home``."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self.path = self.home / DB_NAME
+        self.lock_dir = self.home / "locks"
+
+    def _lock(self, session_id: str) -> WriteLock:
+        try:
+            self.lock_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.lock_dir}: {exc.strerror}") from exc
+        return acquire_write_lock(self.lock_dir / f"{session_id}.lock", session_id)
+
+    def create(
+        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+    ) -> SqliteSessionLog:
+        header = new_header(cwd=cwd, parent_session=parent_session, seed_length=len(seed))
+        check_contiguous(seed)
+        db = _connect(self.path)
+        lock = self._lock(header.id)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?)",
+                (header.id, encode_header(header), header.created_at),
+            )
+            db.executemany(
+                "INSERT INTO events VALUES (?, ?, ?)",
+                [(header.id, e.seq, encode_event(e)) for e in seed],
+            )
+            db.execute("COMMIT")
+            db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            lock.release()
+            db.close()
+            raise StoreError(f"cannot create session in {self.path}: {exc}") from exc
+        return SqliteSessionLog(db, header, list(seed), lock=lock, resumed=False)
+
+    def open(self, session_id: str, *, writable: bool = False) -> SqliteSessionLog:
+        if not self.path.is_file():
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+        db = _connect(self.path)
+        try:
+            row = db.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+            lock = self._lock(session_id) if writable else None
+            try:
+                header = decode_header(bytes(row[0]), where=f"{self.path}: session {session_id}")
+                bodies = db.execute(
+                    "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+                ).fetchall()
+                events = _decode_rows(session_id, bodies)
+                log = SqliteSessionLog(
+                    db if writable else None, header, events, lock=lock, resumed=True
+                )
+            except BaseException:
+                if lock is not None:
+                    lock.release()
+                raise
+        except BaseException:
+            db.close()
+            raise
+        if not writable:
+            db.close()
+        if lock is not None:
+            repairs = plan_crash_repair(events, now_ms=now_millis())
+            if repairs:
+                log.append(repairs)
+                log.warnings.append(
+                    f"closed turn left open by a crashed process ({len(repairs)} repair events)"
+                )
+        return log
+
+    def list(self) -> list[SessionHeader]:
+        if not self.path.is_file():
+            return []
+        db = _connect(self.path)
+        try:
+            rows = db.execute("SELECT id, header FROM sessions ORDER BY id").fetchall()
+        finally:
+            db.close()
+        return [decode_header(bytes(h), where=f"{self.path}: session {i}") for i, h in rows]
+
+
+def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
+    """Decode event rows; errors name the seq (the row key) where a JSONL error names the line."""
+    for position, (seq, _) in enumerate(rows):
+        if seq != position:
+            raise LogCorruptError(
+                f"session {session_id}: expected seq {position} but found seq {seq} "
+                "(a gap in the log)",
+                seq=seq,
+            )
+    try:
+        events = decode_events([bytes(body) for _, body in rows], first_line=0)
+        check_contiguous(events, first_line=0)
+    except LogCorruptError as exc:
+        # first_line=0 makes "line N" equal the row's seq; say so plainly.
+        message = str(exc).replace("line ", "seq ", 1)
+        raise LogCorruptError(f"session {session_id}: {message}", seq=exc.line) from exc
+    return events

@@ -1,0 +1,28 @@
+"""The model's projection of the log: fold, live session, derived messages, pairing, measure."""
+
+from dsh.surface.projection import Replacement, SurfaceProjection, fold_surface
+from dsh.surface.session import (
+    Draft,
+    Measurement,
+    NodeTokens,
+    Session,
+    derive_messages,
+    surface_message,
+)
+from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools_tokens
+
+__all__ = [
+    "Draft",
+    "Measurement",
+    "NodeTokens",
+    "Replacement",
+    "Session",
+    "SurfaceProjection",
+    "derive_messages",
+    "fold_surface",
+    "message_tokens",
+    "surface_message",
+    "system_tokens",
+    "text_tokens",
+    "tools_tokens",
+]

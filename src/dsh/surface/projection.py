@@ -1,0 +1,181 @@
+"""The surface fold: which events the model sees, in order (spec §2).
+
+``append`` pushes the event's seq; a replace splices the current nodes from ``start`` through
+``end`` (positions of current nodes, inclusive) and inserts the new seq at ``start``'s position.
+The live session and ``fold_surface`` run the same ``SurfaceProjection`` code, so validation at
+append and at load cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dsh.errors import SurfaceError
+from dsh.events import (
+    AssistantMessageEvent,
+    Event,
+    ReplaceOp,
+    SurfaceEvent,
+    ToolResultEvent,
+    UserMessageEvent,
+    event_type_of,
+)
+
+_SURFACE = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """One replace that landed: the new node and the nodes it shadowed."""
+
+    seq: int
+    start: int
+    end: int
+    shadowed_seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    position: int
+    removed: tuple[int, ...]  # () for an append
+
+
+class SurfaceProjection:
+    """The current surface, kept incrementally as events arrive."""
+
+    def __init__(self) -> None:
+        self.nodes: list[int] = []
+        self.replacements: list[Replacement] = []
+        self.replace_generation = 0
+        self._position: dict[int, int] = {}
+        self._events: dict[int, SurfaceEvent] = {}  # every surface event seen, shadowed or not
+        self._pairing: list[int] = []  # running tool-call balance after each node
+        self._pairing_valid_to = 0
+
+    # ---- queries ----------------------------------------------------------------------------
+
+    def position(self, seq: int) -> int:
+        """Index of ``seq`` among the current nodes (SurfaceError if it is not on the surface)."""
+        try:
+            return self._position[seq]
+        except KeyError:
+            raise SurfaceError(f"seq {seq} is not a current surface node", seq=seq) from None
+
+    def __contains__(self, seq: int) -> bool:
+        return seq in self._position
+
+    def event(self, seq: int) -> SurfaceEvent:
+        """The event behind a current node."""
+        self.position(seq)
+        return self._events[seq]
+
+    def node_events(self) -> list[SurfaceEvent]:
+        return [self._events[seq] for seq in self.nodes]
+
+    # ---- folding ----------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> _Undo | None:
+        """Fold one event in; raise SurfaceError (changing nothing) if it breaks a rule."""
+        if not isinstance(event, _SURFACE):
+            return None
+        op = event.surface_op
+        if isinstance(op, ReplaceOp):
+            return self._replace(event, op)
+        self._position[event.seq] = len(self.nodes)
+        self.nodes.append(event.seq)
+        self._events[event.seq] = event
+        return _Undo(position=len(self.nodes) - 1, removed=())
+
+    def _replace(self, event: SurfaceEvent, op: ReplaceOp) -> _Undo:
+        seq = event.seq
+        kind = event_type_of(event)
+        for name, endpoint in (("start", op.start), ("end", op.end)):
+            if endpoint not in self._position:
+                raise SurfaceError(
+                    f"event seq {seq} ({kind}): replace {name} {endpoint} is not a current "
+                    "surface node (it was never on the surface or is already shadowed)",
+                    seq=seq,
+                )
+        first, last = self._position[op.start], self._position[op.end]
+        if first > last:
+            raise SurfaceError(
+                f"event seq {seq} ({kind}): replace start {op.start} comes after end {op.end} "
+                "on the surface",
+                seq=seq,
+            )
+        shadowed = tuple(self.nodes[first : last + 1])
+        sources = set(event.source_event_seqs or ())
+        missing = [s for s in shadowed if s not in sources]
+        if missing:
+            raise SurfaceError(
+                f"event seq {seq} ({kind}): sourceEventSeqs miss shadowed node(s) {missing}",
+                seq=seq,
+            )
+        if isinstance(event, ToolResultEvent) and (
+            len(shadowed) != 1 or not isinstance(self._events[shadowed[0]], ToolResultEvent)
+        ):
+            raise SurfaceError(
+                f"event seq {seq}: a tool/result replace must shadow exactly one tool/result",
+                seq=seq,
+            )
+        self.nodes[first : last + 1] = [seq]
+        for old in shadowed:
+            del self._position[old]
+        self._events[seq] = event
+        self._reindex(first)
+        self.replace_generation += 1
+        self.replacements.append(Replacement(seq, op.start, op.end, shadowed))
+        return _Undo(position=first, removed=shadowed)
+
+    def undo(self, undo: _Undo, event: SurfaceEvent) -> None:
+        """Take back the last ``apply`` (used when the store refuses the write)."""
+        del self._events[event.seq]
+        del self._position[event.seq]
+        if not undo.removed:
+            self.nodes.pop()
+            self._pairing_valid_to = min(self._pairing_valid_to, len(self.nodes))
+            return
+        self.replacements.pop()
+        self.nodes[undo.position : undo.position + 1] = list(undo.removed)
+        self._reindex(undo.position)
+        self.replace_generation -= 1
+
+    def _reindex(self, start: int) -> None:
+        for index in range(start, len(self.nodes)):
+            self._position[self.nodes[index]] = index
+        self._pairing_valid_to = min(self._pairing_valid_to, start)
+
+    # ---- tool pairing -----------------------------------------------------------------------
+
+    def pairing_balance_after(self, position: int) -> int:
+        """Open tool calls after the node at ``position`` (walking current surface order)."""
+        self._refresh_pairing(position + 1)
+        return self._pairing[position]
+
+    def _refresh_pairing(self, upto: int) -> None:
+        del self._pairing[self._pairing_valid_to :]
+        balance = self._pairing[-1] if self._pairing else 0
+        for index in range(len(self._pairing), upto):
+            seq = self.nodes[index]
+            event = self._events[seq]
+            if isinstance(event, AssistantMessageEvent):
+                balance += len(event.data.message.tool_calls())
+            elif isinstance(event, ToolResultEvent):
+                balance -= 1
+                if balance < 0:
+                    raise SurfaceError(
+                        f"tool pairing is negative at seq {seq}: a tool result without an open "
+                        "tool call (corrupt log)",
+                        seq=seq,
+                    )
+            self._pairing.append(balance)
+        self._pairing_valid_to = max(self._pairing_valid_to, upto)
+
+
+def fold_surface(events: Iterable[Event]) -> tuple[list[int], list[Replacement]]:
+    """Fold a whole log: the current nodes and every replace that landed, in log order."""
+    projection = SurfaceProjection()
+    for event in events:
+        projection.apply(event)
+    return projection.nodes, projection.replacements

@@ -1,0 +1,294 @@
+"""``Session``: the append-only log of one session together with its live surface.
+
+Append validates an event against every rule of spec §1–§2, writes it through the store, then
+folds it into the surface and only then tells observers, which cannot undo it. Opening a stored
+log folds it with the very same code, so a log that loads is a log that could have been appended.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsh.errors import EventValidationError, LogCorruptError, SurfaceError
+from dsh.events import (
+    APPEND,
+    EVENT_CLASS_BY_PAYLOAD,
+    AssistantMessageEvent,
+    Event,
+    EventBase,
+    Message,
+    OpaqueEvent,
+    RequestHeaderBody,
+    RequestHeaderEvent,
+    SessionEndSeed,
+    SurfaceEvent,
+    SurfaceOp,
+    ToolResultEvent,
+    UserMessageEvent,
+    validate_event_shape,
+)
+from dsh.store import EventStore, SessionHeader, SessionLog, now_millis
+from dsh.surface.projection import Replacement, SurfaceProjection
+from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
+
+log = logging.getLogger("dsh.session")
+
+Observer = Callable[[Event], None]
+
+_SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """An event to append, before the session gives it a seq and a time."""
+
+    payload: Any
+    surface_op: SurfaceOp | None = None
+    source_event_seqs: tuple[int, ...] | None = None
+    ignorable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTokens:
+    seq: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """``measure()``: the size of the next request (spec §3)."""
+
+    total_tokens: int
+    nodes: tuple[NodeTokens, ...]
+    anchored: bool
+
+
+class Session:
+    """One session: its stored log, the live surface, and observers of new events."""
+
+    def __init__(self, log_: SessionLog, *, clock: Callable[[], int] = now_millis) -> None:
+        self._log = log_
+        self._clock = clock
+        self._surface = SurfaceProjection()
+        self._observers: list[Observer] = []
+        self._tokens: dict[int, int] = {}
+        self._header_event: RequestHeaderEvent | None = None
+        self._last_replace_seq = -1
+        self._anchor: AssistantMessageEvent | None = None
+        for event in log_.events:
+            try:
+                self._track(event, self._surface.apply(event))
+            except SurfaceError as exc:
+                raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
+
+    # ---- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, store: EventStore, *, cwd: str | Path) -> Session:
+        return cls(store.create(cwd=str(cwd)))
+
+    @classmethod
+    def open(cls, store: EventStore, session_id: str, *, writable: bool = False) -> Session:
+        return cls(store.open(session_id, writable=writable))
+
+    def close(self) -> None:
+        self._log.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the log ----------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._log.id
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._log.header
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self._log.events
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._log.warnings
+
+    @property
+    def writable(self) -> bool:
+        return self._log.writable
+
+    def sync(self) -> None:
+        self._log.sync()
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(event)`` after each commit; returns the unsubscribe function."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
+
+    def append(
+        self,
+        payload: Any,
+        *,
+        surface_op: SurfaceOp | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> Event:
+        """Append one event built from its payload; surface payloads default to ``append``."""
+        sources = tuple(source_event_seqs) if source_event_seqs is not None else None
+        return self.append_many([Draft(payload, surface_op, sources, ignorable)])[-1]
+
+    def append_many(self, drafts: Sequence[Draft]) -> list[Event]:
+        """Append several events as one write: all are committed, or none."""
+        batch: list[Draft] = list(drafts)
+        if self._log.pending_end_seed and batch:
+            batch.insert(0, Draft(SessionEndSeed()))
+        now = self._clock()
+        events = [self._build(draft, len(self.events) + i, now) for i, draft in enumerate(batch)]
+        undos = []
+        try:
+            for event in events:
+                validate_event_shape(event)
+                undos.append((self._surface.apply(event), event))
+            self._log.append(events)
+        except BaseException:
+            for undo, event in reversed(undos):
+                if undo is not None:
+                    self._surface.undo(undo, event)  # type: ignore[arg-type]
+            raise
+        for event in events:
+            self._track(event, None)
+            for observer in list(self._observers):
+                try:
+                    observer(event)
+                except Exception:  # an observer cannot undo a commit
+                    log.exception("session observer failed on seq %d", event.seq)
+        return events
+
+    def _build(self, draft: Draft, seq: int, now: int) -> Event:
+        cls = EVENT_CLASS_BY_PAYLOAD.get(type(draft.payload))
+        if cls is None:
+            raise EventValidationError(
+                f"{type(draft.payload).__name__} is not an event payload", seq=seq
+            )
+        fields: dict[str, Any] = {"seq": seq, "time": now, "data": draft.payload}
+        if draft.ignorable:
+            fields["ignorable"] = True
+        if issubclass(cls, _SURFACE_CLASSES):
+            fields["surface_op"] = draft.surface_op if draft.surface_op is not None else APPEND
+            fields["source_event_seqs"] = draft.source_event_seqs
+        elif draft.surface_op is not None or draft.source_event_seqs is not None:
+            raise EventValidationError(
+                f"event seq {seq}: only surface events may carry surfaceOp or sourceEventSeqs",
+                seq=seq,
+            )
+        event: EventBase = cls(**fields)
+        return event  # type: ignore[return-value]
+
+    def _track(self, event: Event, _undo: object) -> None:
+        if isinstance(event, RequestHeaderEvent):
+            self._header_event = event
+        elif isinstance(event, _SURFACE_CLASSES):
+            if not isinstance(event.surface_op, str):
+                self._last_replace_seq = event.seq
+            elif (
+                isinstance(event, AssistantMessageEvent)
+                and event.data.usage is not None
+                and not event.data.interrupted
+            ):
+                self._anchor = event
+
+    # ---- the surface ------------------------------------------------------------------------
+
+    @property
+    def surface(self) -> SurfaceProjection:
+        return self._surface
+
+    @property
+    def nodes(self) -> list[int]:
+        """Seqs of the current surface nodes, in model order."""
+        return self._surface.nodes
+
+    @property
+    def replace_generation(self) -> int:
+        return self._surface.replace_generation
+
+    @property
+    def replacements(self) -> list[Replacement]:
+        return self._surface.replacements
+
+    @property
+    def request_header(self) -> RequestHeaderBody | None:
+        """The latest logged request header (system, tools, config), if any."""
+        return self._header_event.data.header if self._header_event is not None else None
+
+    def derive_messages(self) -> list[Message]:
+        """The model's messages: the current nodes in order, empty assistant messages skipped."""
+        return derive_messages(self._surface.node_events())
+
+    def tool_pairing_balanced_before(self, seq: int) -> bool:
+        """True iff no tool call is open just before node ``seq``."""
+        position = self._surface.position(seq)
+        return position == 0 or self._surface.pairing_balance_after(position - 1) == 0
+
+    def tool_pairing_balanced_after(self, seq: int) -> bool:
+        """True iff no tool call is open just after node ``seq``."""
+        return self._surface.pairing_balance_after(self._surface.position(seq)) == 0
+
+    def node_tokens(self, seq: int) -> int:
+        """Heuristic price of one surface event's message (0 for an empty assistant message)."""
+        cached = self._tokens.get(seq)
+        if cached is None:
+            message = surface_message(self._log.events[seq])  # type: ignore[arg-type]
+            cached = 0 if message is None else message_tokens(message)
+            self._tokens[seq] = cached
+        return cached
+
+    def measure(self) -> Measurement:
+        """Size of the next request: a provider anchor if one still applies, else the heuristic."""
+        nodes = tuple(NodeTokens(seq, self.node_tokens(seq)) for seq in self._surface.nodes)
+        anchor = self._anchor
+        if (
+            anchor is not None
+            and anchor.data.usage is not None
+            and anchor.seq > self._last_replace_seq
+            and (self._header_event is None or self._header_event.seq < anchor.seq)
+            and anchor.seq in self._surface
+        ):
+            first = self._surface.position(anchor.seq)
+            later = sum(n.tokens for n in nodes[first:])
+            return Measurement(anchor.data.usage.request_tokens() + later, nodes, anchored=True)
+        header = self.request_header
+        fixed = 0
+        if header is not None:
+            fixed = system_tokens(header.system) + tools_tokens(header.tools)
+        return Measurement(fixed + sum(n.tokens for n in nodes), nodes, anchored=False)
+
+
+def surface_message(event: SurfaceEvent | OpaqueEvent) -> Message | None:
+    """The message a surface event contributes to the model (None if it contributes none)."""
+    if isinstance(event, UserMessageEvent):
+        return event.data
+    if isinstance(event, AssistantMessageEvent):
+        return event.data.message if event.data.message.content else None
+    if isinstance(event, ToolResultEvent):
+        return event.data.message
+    return None
+
+
+def derive_messages(node_events: Sequence[SurfaceEvent]) -> list[Message]:
+    """Messages of surface events in order, skipping empty assistant messages."""
+    messages = []
+    for event in node_events:
+        message = surface_message(event)
+        if message is not None:
+            messages.append(message)
+    return messages
