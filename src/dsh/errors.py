@@ -75,10 +75,18 @@ class LogCorruptError(StoreError):
 class UnknownEventTypeError(LogCorruptError):
     """A stored event has a type this version does not know and is not marked ignorable."""
 
-    def __init__(self, event_type: str, *, seq: int | None, line: int | None = None) -> None:
+    def __init__(
+        self,
+        event_type: str,
+        *,
+        seq: int | None,
+        line: int | None = None,
+        context: str | None = None,
+    ) -> None:
         where = f"seq {seq}" if seq is not None else f"line {line}"
+        prefix = f"{context}: " if context else ""
         super().__init__(
-            f"unknown event type {event_type!r} at {where} (not marked ignorable); "
+            f"{prefix}unknown event type {event_type!r} at {where} (not marked ignorable); "
             "this session was written by a newer or foreign harness",
             line=line,
             seq=seq,

@@ -31,6 +31,7 @@ from dsh.events.predicates import (
     is_checkpoint_event,
     is_replacement_surface_event,
     is_surface_event,
+    surface_message,
 )
 from dsh.events.types import *  # noqa: F403 - the vocabulary is the module's purpose
 from dsh.events.types import __all__ as _types_all
@@ -61,6 +62,7 @@ __all__ = [
     "is_compact_checkpoint_source",
     "is_replacement_surface_event",
     "is_surface_event",
+    "surface_message",
     "validate_event_shape",
     *_types_all,
 ]

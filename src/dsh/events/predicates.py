@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from dsh.events.messages import is_compact_checkpoint_source
+from dsh.events.messages import Message, is_compact_checkpoint_source
 from dsh.events.types import (
     AssistantMessageEvent,
     Event,
+    OpaqueEvent,
     ReplaceOp,
     SurfaceEvent,
     ToolResultEvent,
@@ -41,10 +42,22 @@ def is_checkpoint_event(event: Event) -> TypeGuard[UserMessageEvent]:
     )
 
 
+def surface_message(event: SurfaceEvent | OpaqueEvent) -> Message | None:
+    """The message a surface event contributes to the model (None if it contributes none)."""
+    if isinstance(event, UserMessageEvent):
+        return event.data
+    if isinstance(event, AssistantMessageEvent):
+        return event.data.message if event.data.message.content else None
+    if isinstance(event, ToolResultEvent):
+        return event.data.message
+    return None
+
+
 __all__ = [
     "is_append_surface_event",
     "is_checkpoint_event",
     "is_compact_checkpoint_source",
     "is_replacement_surface_event",
     "is_surface_event",
+    "surface_message",
 ]

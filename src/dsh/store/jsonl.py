@@ -18,6 +18,7 @@ from dsh.errors import (
     SessionNotFoundError,
     StorageWriteError,
     StoreError,
+    UnknownEventTypeError,
 )
 from dsh.events import Event, check_contiguous, decode_events, encode_event
 from dsh.store.base import (
@@ -210,6 +211,10 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
     try:
         events = decode_events(body, first_line=2)
         check_contiguous(events, first_line=2)
+    except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
+        raise UnknownEventTypeError(
+            exc.event_type, seq=exc.seq, line=exc.line, context=str(path)
+        ) from exc
     except LogCorruptError as exc:
         raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
     return header, events, torn, warnings

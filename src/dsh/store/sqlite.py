@@ -13,7 +13,13 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from dsh.errors import LogCorruptError, SessionNotFoundError, StorageWriteError, StoreError
+from dsh.errors import (
+    LogCorruptError,
+    SessionNotFoundError,
+    StorageWriteError,
+    StoreError,
+    UnknownEventTypeError,
+)
 from dsh.events import Event, check_contiguous, decode_events, encode_event
 from dsh.store.base import (
     SessionHeader,
@@ -231,6 +237,12 @@ def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
     try:
         events = decode_events([bytes(body) for _, body in rows], first_line=0)
         check_contiguous(events, first_line=0)
+    except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
+        raise UnknownEventTypeError(
+            exc.event_type,
+            seq=exc.seq if exc.seq is not None else exc.line,
+            context=f"session {session_id}",
+        ) from exc
     except LogCorruptError as exc:
         # first_line=0 makes "line N" equal the row's seq; say so plainly.
         message = str(exc).replace("line ", "seq ", 1)

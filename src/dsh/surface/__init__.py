@@ -1,5 +1,6 @@
 """The model's projection of the log: fold, live session, derived messages, pairing, measure."""
 
+from dsh.events import surface_message
 from dsh.surface.projection import Replacement, SurfaceProjection, fold_surface
 from dsh.surface.session import (
     Draft,
@@ -7,7 +8,6 @@ from dsh.surface.session import (
     NodeTokens,
     Session,
     derive_messages,
-    surface_message,
 )
 from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools_tokens
 

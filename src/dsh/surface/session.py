@@ -21,7 +21,6 @@ from dsh.events import (
     Event,
     EventBase,
     Message,
-    OpaqueEvent,
     RequestHeaderBody,
     RequestHeaderEvent,
     SessionEndSeed,
@@ -29,6 +28,7 @@ from dsh.events import (
     SurfaceOp,
     ToolResultEvent,
     UserMessageEvent,
+    surface_message,
     validate_event_shape,
 )
 from dsh.store import EventStore, SessionHeader, SessionLog, now_millis
@@ -271,17 +271,6 @@ class Session:
         if header is not None:
             fixed = system_tokens(header.system) + tools_tokens(header.tools)
         return Measurement(fixed + sum(n.tokens for n in nodes), nodes, anchored=False)
-
-
-def surface_message(event: SurfaceEvent | OpaqueEvent) -> Message | None:
-    """The message a surface event contributes to the model (None if it contributes none)."""
-    if isinstance(event, UserMessageEvent):
-        return event.data
-    if isinstance(event, AssistantMessageEvent):
-        return event.data.message if event.data.message.content else None
-    if isinstance(event, ToolResultEvent):
-        return event.data.message
-    return None
 
 
 def derive_messages(node_events: Sequence[SurfaceEvent]) -> list[Message]:

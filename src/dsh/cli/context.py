@@ -1,0 +1,49 @@
+"""What every command needs: settings, the store, session lookup, one-line errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from dsh.config import Settings, dsh_home, load_settings
+from dsh.errors import DshError, SessionNotFoundError, UsageError
+from dsh.store import EventStore, open_store
+
+
+def settings() -> Settings:
+    return load_settings()
+
+
+def store(cfg: Settings | None = None) -> EventStore:
+    cfg = cfg or settings()
+    return open_store(dsh_home(), cfg.store.backend)
+
+
+def resolve_session_id(store_: EventStore, wanted: str) -> str:
+    """An exact id, or a unique prefix of one (ids start with their creation time)."""
+    ids = [h.id for h in store_.list()]
+    if wanted in ids:
+        return wanted
+    matches = [i for i in ids if i.startswith(wanted)] if wanted else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"session id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
+    raise SessionNotFoundError(f"no session {wanted!r} (see `dsh sessions list --all`)")
+
+
+def warn(message: str) -> None:
+    click.echo(f"dsh: warning: {message}", err=True)
+
+
+def fail(exc: DshError) -> None:
+    """Print one line and exit: 2 for usage errors, 1 for everything else."""
+    message = " ".join(str(exc).split())
+    click.echo(f"dsh: error: {message}", err=True)
+    sys.exit(2 if isinstance(exc, UsageError) else 1)
+
+
+def cwd() -> Path:
+    return Path.cwd()

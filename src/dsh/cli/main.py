@@ -1,0 +1,41 @@
+"""The ``dsh`` command: parsing only; each group lives in its own module."""
+
+from __future__ import annotations
+
+import click
+
+from dsh import __version__
+from dsh.cli import context
+from dsh.cli.sessions import sessions
+from dsh.errors import DshError
+
+
+class _Dsh(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except DshError as exc:
+            context.fail(exc)
+            return None
+
+
+@click.group(cls=_Dsh, invoke_without_command=True)
+@click.version_option(__version__, "--version", prog_name="dsh")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """dsh: an agent harness for long coding sessions that never loses history.
+
+    Every interaction is an append-only event log; what the model sees and what you see are
+    two projections of it.
+    """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+        click.echo("\nThe interactive terminal UI is not built yet; use the commands above.")
+        ctx.exit(2)
+
+
+cli.add_command(sessions)
+
+
+def main() -> None:
+    cli()

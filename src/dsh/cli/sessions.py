@@ -1,0 +1,104 @@
+"""``dsh sessions list|show|export``: read stored sessions (never writes, never blocks)."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from dsh.cli import context
+from dsh.events import encode_event, event_type_of, is_checkpoint_event, surface_message
+from dsh.store.base import encode_header
+from dsh.surface import Session
+from dsh.transcript import render_human_transcript, render_markdown, render_message
+
+
+@click.group("sessions")
+def sessions() -> None:
+    """List, show and export stored sessions."""
+
+
+@sessions.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Every session, not only this directory's.")
+def list_sessions(show_all: bool) -> None:
+    """List sessions started in the current directory (oldest first)."""
+    here = str(context.cwd())
+    headers = [h for h in context.store().list() if show_all or h.cwd == here]
+    if not headers:
+        scope = "" if show_all else f" in {here} (use --all to list every session)"
+        click.echo(f"no sessions{scope}")
+        return
+    for header in headers:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created_at / 1000))
+        where = f"  {header.cwd}" if show_all else ""
+        click.echo(f"{header.id}  {created}{where}")
+
+
+VIEWS = ("transcript", "surface", "events")
+
+
+@sessions.command("show")
+@click.argument("session_id")
+@click.option(
+    "--view",
+    type=click.Choice(VIEWS),
+    default="transcript",
+    show_default=True,
+    help="transcript: what people see; surface: what the model sees next; events: the raw log.",
+)
+def show(session_id: str, view: str) -> None:
+    """Print one session."""
+    session = _open(session_id)
+    if view == "events":
+        for event in session.events:
+            click.echo(encode_event(event).decode())
+    elif view == "surface":
+        click.echo(render_surface(session))
+    else:
+        click.echo(render_human_transcript(session.events))
+
+
+@sessions.command("export")
+@click.argument("session_id")
+@click.option("--format", "fmt", type=click.Choice(["md", "jsonl"]), required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+def export(session_id: str, fmt: str, output: str | None) -> None:
+    """Export a session as Markdown (the human transcript) or JSONL (the exact log)."""
+    session = _open(session_id)
+    if fmt == "jsonl":
+        lines = [encode_header(session.header)] + [encode_event(e) for e in session.events]
+        data = b"\n".join(lines) + b"\n"
+    else:
+        data = render_markdown(session.id, session.events).encode()
+    if output is None:
+        click.echo(data, nl=False)
+    else:
+        with open(output, "wb") as handle:
+            handle.write(data)
+
+
+def _open(session_id: str) -> Session:
+    store = context.store()
+    session = Session.open(store, context.resolve_session_id(store, session_id))
+    for warning in session.warnings:
+        context.warn(warning)
+    return session
+
+
+def render_surface(session: Session) -> str:
+    """Each current node with its seq and op; checkpoints labelled instead of a role."""
+    blocks = []
+    for seq in session.nodes:
+        event = session.events[seq]
+        op = "append" if getattr(event, "surface_op", None) == "append" else "replace"
+        message = surface_message(event)  # type: ignore[arg-type]
+        label = "[checkpoint]" if is_checkpoint_event(event) else None
+        body = render_message(message, label=label) if message is not None else "(empty)"
+        blocks.append(f"#{seq} {event_type_of(event)} ({op})\n{body}")
+    return "\n\n".join(blocks)

@@ -1,0 +1,46 @@
+"""Markdown export of the human transcript (``dsh sessions export --format md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dsh.events import Event, Message, ToolResultBlock
+from dsh.transcript.projection import MarkerItem, transcript_items
+from dsh.transcript.render import COMPACTION_MARKER
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}\n{text}\n{ticks}"
+
+
+def message_markdown(message: Message) -> str:
+    if message.role == "assistant":
+        parts = ["### Assistant"]
+        if message.text():
+            parts.append(message.text())
+        parts.extend(
+            f"**Tool call** `{c.name}`\n\n{_fence(c.arguments)}" for c in message.tool_calls()
+        )
+        return "\n\n".join(parts)
+    if message.role == "tool":
+        results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+        body = "".join(inner.text for block in results for inner in block.content)
+        title = "### Tool result"
+        if any(block.is_error for block in results):
+            title += " (error)"
+        return f"{title}\n\n{_fence(body)}"
+    return f"### User\n\n{message.text()}"
+
+
+def render_markdown(session_id: str, events: Iterable[Event]) -> str:
+    """The conversation as people saw it, one section per message, markers included."""
+    out = [f"# dsh session {session_id}"]
+    for item in transcript_items(events):
+        if isinstance(item, MarkerItem):
+            out.append(f"> {COMPACTION_MARKER}")
+        else:
+            out.append(message_markdown(item.message))
+    return "\n\n".join(out) + "\n"

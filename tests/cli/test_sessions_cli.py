@@ -1,0 +1,116 @@
+"""``dsh sessions list|show|export`` against a real DSH_HOME on disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dsh.cli.main import cli
+from dsh.transcript import COMPACTION_MARKER
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "sessions" / "compaction-basic.jsonl"
+FIXTURE_ID = json.loads(FIXTURE.read_text().splitlines()[0])["id"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    target = home / "sessions" / FIXTURE_ID
+    target.mkdir(parents=True)
+    shutil.copy(FIXTURE, target / "session.jsonl")
+    monkeypatch.setenv("DSH_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    return home
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_list_filters_by_directory_unless_all(home):
+    assert "no sessions in" in run("sessions", "list").output
+    listed = run("sessions", "list", "--all")
+    assert listed.exit_code == 0
+    assert FIXTURE_ID in listed.output and "/work/project" in listed.output
+
+
+def test_show_transcript_renders_originals_and_one_marker_but_no_checkpoint_payload(home):
+    result = run("sessions", "show", FIXTURE_ID, "--view", "transcript")
+    assert result.exit_code == 0
+    out = result.output
+    assert "User: What is in notes.txt?" in out
+    assert "[tool call: read_file(" in out
+    assert "Tool result: " in out
+    assert out.count(COMPACTION_MARKER) == 1
+    assert "This is a summary of the earlier" not in out
+    assert out.index("Anything else?") < out.index(COMPACTION_MARKER) < out.index("Remind me")
+
+
+def test_show_surface_shows_the_checkpoint_instead_of_the_shadowed_messages(home):
+    out = run("sessions", "show", FIXTURE_ID, "--view", "surface").output
+    assert "[checkpoint]" in out
+    assert "This is a summary of the earlier" in out
+    assert "What is in notes.txt?" not in out
+    assert "Remind me what the note said." in out
+
+
+def test_show_events_prints_the_stored_lines_byte_for_byte(home):
+    out = run("sessions", "show", FIXTURE_ID, "--view", "events").output
+    stored = FIXTURE.read_text().splitlines()[1:]
+    assert out.splitlines() == stored
+
+
+def test_export_jsonl_reproduces_the_file_exactly(home, tmp_path):
+    target = tmp_path / "out.jsonl"
+    assert (
+        run("sessions", "export", FIXTURE_ID, "--format", "jsonl", "-o", str(target)).exit_code == 0
+    )
+    assert target.read_bytes() == FIXTURE.read_bytes()
+
+
+def test_export_markdown_has_sections_and_the_marker(home):
+    out = run("sessions", "export", FIXTURE_ID, "--format", "md").output
+    assert out.startswith(f"# dsh session {FIXTURE_ID}")
+    assert "### User\n\nWhat is in notes.txt?" in out
+    assert "### Tool result" in out
+    assert f"> {COMPACTION_MARKER}" in out
+
+
+def test_a_unique_id_prefix_is_enough(home):
+    assert run("sessions", "show", FIXTURE_ID[:12]).exit_code == 0
+
+
+def test_unknown_session_is_one_line_on_stderr_with_exit_1(home):
+    result = CliRunner().invoke(cli, ["sessions", "show", "nope"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("dsh: error: no session 'nope'")
+
+
+def test_corrupt_log_is_reported_in_one_line_naming_the_line(home):
+    path = home / "sessions" / FIXTURE_ID / "session.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[5] = b"{garbage"
+    path.write_bytes(b"\n".join(lines))
+    result = CliRunner().invoke(cli, ["sessions", "show", FIXTURE_ID])
+    assert result.exit_code == 1
+    assert "line 6" in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+
+
+def test_bad_view_is_a_usage_error_with_exit_2(home):
+    assert CliRunner().invoke(cli, ["sessions", "show", FIXTURE_ID, "--view", "x"]).exit_code == 2
+
+
+def test_console_script_prints_version_and_help():
+    exe = Path(sys.executable).with_name("dsh")
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.strip() == "dsh, version 0.1.0"
+    helped = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True)
+    assert "sessions" in helped.stdout

@@ -1,0 +1,63 @@
+from pathlib import Path
+
+import pytest
+
+from dsh.config import dsh_home, load_settings
+from dsh.errors import ConfigError
+
+
+def test_defaults_apply_when_nothing_is_configured(tmp_path):
+    settings = load_settings(environ={"DSH_HOME": str(tmp_path / "home")}, cwd=tmp_path)
+    assert settings.compaction.backend == "recallable"
+    assert settings.compaction.threshold_ratio == 0.8
+    assert settings.store.backend == "jsonl"
+
+
+def test_layers_apply_in_order_home_then_project_then_env_then_flags(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[compaction]\nchunk_tokens = 1000\nstub_tokens = 100\n")
+    project = tmp_path / "project"
+    (project / ".dsh").mkdir(parents=True)
+    (project / ".dsh" / "config.toml").write_text("[compaction]\nchunk_tokens = 2000\n")
+    env = {"DSH_HOME": str(home), "DSH_COMPACTION_STUB_TOKENS": "120"}
+    settings = load_settings(environ=env, cwd=project)
+    assert settings.compaction.chunk_tokens == 2000
+    assert settings.compaction.stub_tokens == 120
+    flagged = load_settings(environ=env, cwd=project, overrides={"compaction": {"stub_tokens": 90}})
+    assert flagged.compaction.stub_tokens == 90
+
+
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        ("[compaction]\nchunk_tokenz = 1\n", "compaction.chunk_tokenz"),
+        ("[compactoin]\nx = 1\n", "[compactoin]"),
+        ("[compaction]\nchunk_tokens = 'many'\n", "compaction.chunk_tokens"),
+        ("[compaction]\nretain_ratio = 0.9\n", "compaction.retain_ratio"),
+        ("[compaction]\nstub_tokens = 2000\n", "compaction.stub_tokens"),
+    ],
+)
+def test_bad_config_is_refused_naming_the_key(tmp_path, toml, named):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(toml)
+    with pytest.raises(ConfigError) as info:
+        load_settings(environ={"DSH_HOME": str(home)}, cwd=tmp_path)
+    assert named in str(info.value)
+
+
+def test_unknown_environment_variable_is_refused_by_name(tmp_path):
+    with pytest.raises(ConfigError, match="DSH_NOPE_X"):
+        load_settings(environ={"DSH_HOME": str(tmp_path), "DSH_NOPE_X": "1"}, cwd=tmp_path)
+
+
+def test_invalid_toml_names_the_file(tmp_path):
+    (tmp_path / "config.toml").write_text("[compaction\n")
+    with pytest.raises(ConfigError, match=r"config\.toml"):
+        load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)
+
+
+def test_dsh_home_comes_from_the_environment():
+    assert dsh_home({"DSH_HOME": "/x/y"}) == Path("/x/y")
+    assert dsh_home({}).name == "dsh"
