@@ -15,6 +15,9 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
     │   │   └── UnknownEventTypeError   a required event type this version does not know
     │   ├── ReadOnlySessionError    append on a session opened read-only
     │   └── StorageWriteError       the OS refused a write; nothing was committed
+    ├── ProviderError               a model call failed; ``code`` says how, ``retryable`` whether
+    │                               trying again may help (mapped in ``dsh.llm.errors`` only)
+    ├── ToolError                   a tool refused or failed (becomes an error tool result)
     └── UsageError                  a command was called with arguments it cannot use
 """
 
@@ -102,6 +105,27 @@ class StorageWriteError(StoreError):
     """The operating system refused a write; the event was not committed."""
 
     retryable = True
+
+
+class ProviderError(DshError):
+    """A model call failed. ``code`` is one of ``dsh.llm.errors.ErrorCode``."""
+
+    def __init__(
+        self, code: str, message: str, *, retryable: bool = False, status: int | None = None
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.detail = message
+        self.retryable = retryable
+        self.status = status
+
+
+class ToolError(DshError):
+    """A tool refused its arguments or failed; the loop turns it into an error tool result."""
+
+    def __init__(self, message: str, *, code: str = "TOOL_ERROR") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class UsageError(DshError):

@@ -1,0 +1,1 @@
+"""The only place wire formats exist: provider adapters, keyless providers, error mapping."""

@@ -1,0 +1,82 @@
+"""The provider seam: one request type, one stream-event union, one small protocol.
+
+Everything above ``dsh.llm`` speaks these types; wire formats (OpenAI chat completions,
+Anthropic Messages) exist only inside the adapter modules of this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from dsh.events import Event, Message, Usage
+
+Purpose = Literal["conversation", "compaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Exactly what is sent: the logged header (system, tools, config) plus derived messages.
+
+    ``tools`` are JSON-schema tool specs ``{"name", "description", "parameters"}`` exactly as
+    logged in ``request/header``; adapters translate them to their wire shape.
+    """
+
+    provider: str
+    model: str
+    system: str | None
+    tools: tuple[dict[str, Any], ...]
+    messages: tuple[Message, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    purpose: Purpose = "conversation"
+
+
+# ---- stream events --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of tool call ``index``; ``id`` and ``name`` arrive once, arguments in pieces."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    usage: Usage
+
+
+FinishReason = Literal["stop", "tool-calls", "max-tokens"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    reason: FinishReason
+
+
+StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Finish
+
+
+class Provider(Protocol):
+    """A model endpoint. ``history`` is the session log so far (keyless providers count model
+    calls in it; real providers ignore it). Failures raise ``dsh.errors.ProviderError``."""
+
+    name: str
+
+    def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]: ...
