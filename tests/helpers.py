@@ -6,9 +6,13 @@ could have written.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dsh.events import (
     AssistantMessage,
@@ -167,9 +171,7 @@ def append_chat_turn(
         ).seq
     )
     session.append(StepEnd(turn=turn, step=1))
-    seqs.turn_end = session.append(
-        TurnEnd(turn=turn, reason=TurnEndReason(kind="completed"))
-    ).seq
+    seqs.turn_end = session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind="completed"))).seq
     return seqs
 
 
@@ -199,7 +201,9 @@ def append_tool_turn(
     )
     for block, (_, _, output) in zip(blocks, calls, strict=True):
         call = session.append(
-            ToolCall(turn=turn, step=1, call_id=block.id, name=block.name, arguments=block.arguments)
+            ToolCall(
+                turn=turn, step=1, call_id=block.id, name=block.name, arguments=block.arguments
+            )
         )
         seqs.calls.append(call.seq)
         seqs.results.append(
@@ -212,15 +216,11 @@ def append_tool_turn(
     session.append(StepStart(turn=turn, step=2))
     seqs.assistants.append(
         session.append(
-            AssistantMessage(
-                turn=turn, step=2, message=assistant_message(final), usage=final_usage
-            )
+            AssistantMessage(turn=turn, step=2, message=assistant_message(final), usage=final_usage)
         ).seq
     )
     session.append(StepEnd(turn=turn, step=2))
-    seqs.turn_end = session.append(
-        TurnEnd(turn=turn, reason=TurnEndReason(kind="completed"))
-    ).seq
+    seqs.turn_end = session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind="completed"))).seq
     return seqs
 
 
@@ -295,3 +295,38 @@ def surface_state(session: Session) -> tuple[list[int], list[object], int, int]:
         session.replace_generation,
         len(session.events),
     )
+
+
+# ---- another process ------------------------------------------------------------------------
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from dsh.store import open_store
+log = open_store(Path(sys.argv[1]), sys.argv[2]).open(sys.argv[3], writable=True)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+@contextlib.contextmanager
+def writer_in_child_process(home: Path, backend: str, session_id: str) -> Iterator[int]:
+    """A child process that holds ``session_id`` open for writing; yields its pid and kills it
+    on exit."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(home), backend, session_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline().strip()
+        if ready != "ready":
+            child.kill()
+            _, err = child.communicate(timeout=10)
+            raise AssertionError(f"child did not take the lock: {err}")
+        yield child.pid
+    finally:
+        child.kill()
+        child.wait(timeout=10)

@@ -5,6 +5,7 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
 
     DshError
     ├── ConfigError                 bad config file, key or value (names the key)
+    │   └── MissingApiKeyError      a provider needs a key; names the variable to set
     ├── EventError                  an event breaks a rule of the log (names the seq)
     │   ├── EventValidationError    rejected at append, or found in a stored log
     │   └── SurfaceError            replace endpoints / sources / pairing on the surface
@@ -32,6 +33,16 @@ class DshError(Exception):
 
 class ConfigError(DshError):
     """A configuration file, key or value is invalid."""
+
+
+class MissingApiKeyError(ConfigError):
+    """A provider needs an API key and none was configured; ``variable`` is the one to set."""
+
+    def __init__(self, variable: str, *, provider: str | None = None) -> None:
+        who = f" for {provider}" if provider else ""
+        super().__init__(f"no API key{who}: set {variable} (or run `dsh demo`, which needs none)")
+        self.variable = variable
+        self.provider = provider
 
 
 class EventError(DshError):

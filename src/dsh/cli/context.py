@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from dsh.config import Settings, dsh_home, load_settings
-from dsh.errors import DshError, SessionNotFoundError, UsageError
+from dsh.errors import ConfigError, DshError, SessionNotFoundError, UsageError
 from dsh.store import EventStore, open_store
 
 
@@ -39,10 +39,11 @@ def warn(message: str) -> None:
 
 
 def fail(exc: DshError) -> None:
-    """Print one line and exit: 2 for usage errors, 1 for everything else."""
+    """Print one line and exit: 2 for usage and configuration errors (a missing API key
+    included), 1 for runtime failures."""
     message = " ".join(str(exc).split())
     click.echo(f"dsh: error: {message}", err=True)
-    sys.exit(2 if isinstance(exc, UsageError) else 1)
+    sys.exit(2 if isinstance(exc, UsageError | ConfigError) else 1)
 
 
 def cwd() -> Path:

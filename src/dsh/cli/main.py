@@ -6,6 +6,8 @@ import click
 
 from dsh import __version__
 from dsh.cli import context
+from dsh.cli.demo import demo
+from dsh.cli.run import run
 from dsh.cli.sessions import sessions
 from dsh.errors import DshError
 
@@ -35,6 +37,8 @@ def cli(ctx: click.Context) -> None:
 
 
 cli.add_command(sessions)
+cli.add_command(run)
+cli.add_command(demo)
 
 
 def main() -> None:

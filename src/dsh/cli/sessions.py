@@ -11,6 +11,7 @@ from dsh.events import encode_event, event_type_of, is_checkpoint_event, surface
 from dsh.store.base import encode_header
 from dsh.surface import Session
 from dsh.transcript import render_human_transcript, render_markdown, render_message
+from dsh.transcript.stats import render_stats, session_stats
 
 
 @click.group("sessions")
@@ -81,6 +82,15 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     else:
         with open(output, "wb") as handle:
             handle.write(data)
+
+
+@sessions.command("stats")
+@click.argument("session_id")
+def stats(session_id: str) -> None:
+    """Tokens, cache-hit ratio, steps, tool calls and compactions of one session."""
+    session = _open(session_id)
+    click.echo(f"session {session.id}")
+    click.echo(render_stats(session_stats(session.events)))
 
 
 def _open(session_id: str) -> Session:

@@ -12,7 +12,7 @@ in its event class (``event_class_for(payload)``) with the next seq and the curr
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -35,8 +35,8 @@ APPEND: Literal["append"] = "append"
 class EventBase(Struct, tag_field="type", kw_only=True, frozen=True):
     """Envelope fields every event has. ``seq`` is the event's index in the log."""
 
-    seq: int
-    time: int
+    seq: Annotated[int, msgspec.Meta(ge=0)]
+    time: Annotated[int, msgspec.Meta(ge=0)]
     """Epoch milliseconds."""
     ignorable: bool = False
 

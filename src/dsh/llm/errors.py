@@ -1,11 +1,13 @@
 """Provider error codes, and the ONE place wire errors are mapped to them.
 
-Adapters call ``map_status`` / ``map_exception`` and raise the resulting ``ProviderError``; the
-loop only ever looks at ``code`` and ``retryable``.
+Adapters call ``map_openai_error`` / ``map_anthropic_error`` on whatever their SDK raised (or
+``map_http_status`` / ``map_error_body`` when they only have a status or an error body) and raise
+the resulting ``ProviderError``; the loop only ever looks at ``code`` and ``retryable``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 
 from dsh.errors import ProviderError
@@ -31,3 +33,144 @@ RETRYABLE_CODES = frozenset(
 def provider_error(code: ErrorCode, message: str, *, status: int | None = None) -> ProviderError:
     """A ProviderError whose retryable flag follows the code."""
     return ProviderError(str(code), message, retryable=code in RETRYABLE_CODES, status=status)
+
+
+# Wording servers use when the prompt does not fit (OpenAI, DeepSeek, vLLM, llama.cpp, Anthropic).
+OVERFLOW_PHRASES = (
+    "maximum context length",
+    "context_length_exceeded",
+    "context length exceeded",
+    "exceeds the context window",
+    "exceed context limit",
+    "exceeds context limit",
+    "exceed_context_size",
+    "exceeds the available context size",
+    "too many tokens",
+    "prompt is too long",
+    "prompt too long",
+    "input is too long",
+    "reduce the length of the messages",
+)
+
+# Error ``type``/``code`` values found in error bodies (HTTP or mid-stream), by code.
+_BODY_KINDS: dict[str, ErrorCode] = {
+    "context_length_exceeded": ErrorCode.CONTEXT_WINDOW_EXCEEDED,
+    "rate_limit_error": ErrorCode.RATE_LIMITED,
+    "rate_limit_exceeded": ErrorCode.RATE_LIMITED,
+    "insufficient_quota": ErrorCode.RATE_LIMITED,
+    "overloaded_error": ErrorCode.UNAVAILABLE,
+    "api_error": ErrorCode.UNAVAILABLE,
+    "server_error": ErrorCode.UNAVAILABLE,
+    "service_unavailable": ErrorCode.UNAVAILABLE,
+    "timeout_error": ErrorCode.TIMEOUT,
+    "authentication_error": ErrorCode.AUTH,
+    "invalid_api_key": ErrorCode.AUTH,
+    "permission_error": ErrorCode.AUTH,
+    "invalid_request_error": ErrorCode.BAD_REQUEST,
+    "not_found_error": ErrorCode.BAD_REQUEST,
+    "request_too_large": ErrorCode.BAD_REQUEST,
+}
+
+
+def is_context_overflow(message: str) -> bool:
+    """True if an error message says the prompt does not fit the model's context window."""
+    lowered = message.lower()
+    return any(phrase in lowered for phrase in OVERFLOW_PHRASES)
+
+
+def map_http_status(status: int, message: str) -> ProviderError:
+    """The error for an HTTP error ``status`` whose body said ``message``."""
+    if status in (400, 413, 422) and is_context_overflow(message):
+        code = ErrorCode.CONTEXT_WINDOW_EXCEEDED
+    elif status in (401, 403):
+        code = ErrorCode.AUTH
+    elif status == 429:
+        code = ErrorCode.RATE_LIMITED
+    elif status == 408:
+        code = ErrorCode.TIMEOUT
+    elif status >= 500:
+        code = ErrorCode.UNAVAILABLE
+    elif 400 <= status < 500:
+        code = ErrorCode.BAD_REQUEST
+    else:
+        code = ErrorCode.UNKNOWN
+    return provider_error(code, message, status=status)
+
+
+def map_error_body(body: object, message: str) -> ProviderError:
+    """The error for an error object that arrived without an HTTP error status (mid-stream).
+
+    ``body`` is the ``error`` object (or the whole payload holding one); its ``type`` / ``code``
+    decide, and overflow wording in the message wins over everything.
+    """
+    error = _error_object(body)
+    text = _body_message(error) or message
+    if is_context_overflow(text) or is_context_overflow(message):
+        return provider_error(ErrorCode.CONTEXT_WINDOW_EXCEEDED, text)
+    for key in ("code", "type"):
+        kind = error.get(key)
+        if isinstance(kind, str) and kind in _BODY_KINDS:
+            return provider_error(_BODY_KINDS[kind], text)
+    return provider_error(ErrorCode.UNKNOWN, text)
+
+
+def map_openai_error(exc: BaseException) -> ProviderError:
+    """Map anything the ``openai`` SDK raised (status, stream, timeout, connection errors)."""
+    # Imported here so the loop and the keyless providers never pay for importing the SDK.
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return provider_error(ErrorCode.TIMEOUT, str(exc))
+    if isinstance(exc, openai.APIConnectionError):
+        return provider_error(ErrorCode.CONNECTION, _with_cause(exc))
+    if isinstance(exc, openai.APIStatusError):
+        error = _error_object(exc.body)
+        text = _body_message(error) or exc.message
+        if exc.code == "context_length_exceeded":
+            return provider_error(ErrorCode.CONTEXT_WINDOW_EXCEEDED, text, status=exc.status_code)
+        return map_http_status(exc.status_code, text)
+    if isinstance(exc, openai.APIError):
+        return map_error_body(exc.body, exc.message)
+    return _unexpected(exc)
+
+
+def map_anthropic_error(exc: BaseException) -> ProviderError:
+    """Map anything the ``anthropic`` SDK raised (status, stream, timeout, connection errors)."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return provider_error(ErrorCode.TIMEOUT, "request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return provider_error(ErrorCode.CONNECTION, _with_cause(exc))
+    if isinstance(exc, anthropic.APIStatusError):
+        text = exc.api_message or exc.message
+        if exc.status_code < 400:
+            # An ``event: error`` inside a 200 stream: the SDK raises it with the stream's status.
+            return map_error_body(exc.body, text)
+        return map_http_status(exc.status_code, text)
+    if isinstance(exc, anthropic.APIError):
+        return map_error_body(exc.body, exc.message)
+    return _unexpected(exc)
+
+
+def _unexpected(exc: BaseException) -> ProviderError:
+    if isinstance(exc, ValueError):  # malformed JSON in the stream, among others
+        return provider_error(ErrorCode.INVALID_RESPONSE, f"malformed response: {exc}")
+    return provider_error(ErrorCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
+
+
+def _error_object(body: object) -> Mapping[str, object]:
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        return inner if isinstance(inner, Mapping) else body
+    return {}
+
+
+def _body_message(error: Mapping[str, object]) -> str | None:
+    message = error.get("message")
+    return message if isinstance(message, str) and message else None
+
+
+def _with_cause(exc: BaseException) -> str:
+    cause = exc.__cause__
+    return f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)

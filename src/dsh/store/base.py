@@ -120,7 +120,8 @@ class SessionLog(ABC):
         self.writable = writable
         self.warnings: list[str] = list(warnings)
         self.pending_end_seed = writable and resumed and bool(events)
-        """True until the first write of a resumed lifecycle, which must be session/end-seed."""
+        """True until the first write of a resumed or forked (seeded) lifecycle, which must be
+        session/end-seed (spec §1.2)."""
         self._broken: str | None = None
         self._closed = False
 

@@ -20,7 +20,7 @@ from dsh.errors import (
     StoreError,
     UnknownEventTypeError,
 )
-from dsh.events import Event, check_contiguous, decode_events, encode_event
+from dsh.events import Event, check_contiguous, decode_event_lines, encode_event
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
@@ -146,7 +146,7 @@ class JsonlStore:
         except OSError as exc:
             lock.release()
             raise StoreError(f"cannot create {path}: {_reason(exc)}") from exc
-        return JsonlSessionLog(path, header, list(seed), lock=lock, resumed=False)
+        return JsonlSessionLog(path, header, list(seed), lock=lock, resumed=bool(seed))
 
     def open(self, session_id: str, *, writable: bool = False) -> JsonlSessionLog:
         path = self.log_path(session_id)
@@ -191,25 +191,22 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
         data = path.read_bytes()
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
-    lines = data.split(b"\n")
-    torn = b""
+    end = data.rfind(b"\n") + 1  # everything after the last newline is a torn write
+    torn = data[end:]
     warnings: list[str] = []
-    if lines[-1] == b"":
-        lines.pop()
-    else:
-        torn = lines.pop()
+    if torn:
         warnings.append(
             f"{path}: dropped a torn last line ({len(torn)} bytes) left by an interrupted write"
         )
-    if not lines:
+    header_end = data.find(b"\n", 0, end)
+    if header_end < 0:
         raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-    header = decode_header(lines[0], where=f"{path}: line 1")
-    body = lines[1:]
-    for index, raw in enumerate(body):
-        if not raw.strip():
-            raise LogCorruptError(f"{path}: line {index + 2}: empty line", line=index + 2)
+    header = decode_header(data[:header_end], where=f"{path}: line 1")
+    body = memoryview(data)[header_end + 1 : end]
     try:
-        events = decode_events(body, first_line=2)
+        events = decode_event_lines(
+            body, line_count=data.count(b"\n", header_end + 1, end), first_line=2
+        )
         check_contiguous(events, first_line=2)
     except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
         raise UnknownEventTypeError(

@@ -55,7 +55,7 @@ class MemoryStore:
         self.headers[header.id] = header
         self.lines[header.id] = [encode_event(e) for e in seed]
         self.writers.add(header.id)
-        return MemorySessionLog(self, header, list(seed), writable=True, resumed=False)
+        return MemorySessionLog(self, header, list(seed), writable=True, resumed=bool(seed))
 
     def open(self, session_id: str, *, writable: bool = False) -> MemorySessionLog:
         if session_id not in self.headers:

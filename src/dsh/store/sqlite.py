@@ -176,7 +176,7 @@ class SqliteStore:
             lock.release()
             db.close()
             raise StoreError(f"cannot create session in {self.path}: {exc}") from exc
-        return SqliteSessionLog(db, header, list(seed), lock=lock, resumed=False)
+        return SqliteSessionLog(db, header, list(seed), lock=lock, resumed=bool(seed))
 
     def open(self, session_id: str, *, writable: bool = False) -> SqliteSessionLog:
         if not self.path.is_file():

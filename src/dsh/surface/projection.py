@@ -41,6 +41,9 @@ class _Undo:
     removed: tuple[int, ...]  # () for an append
 
 
+_UNDO_APPEND = _Undo(position=-1, removed=())  # appends undo by popping; no need to allocate
+
+
 class SurfaceProjection:
     """The current surface, kept incrementally as events arrive."""
 
@@ -85,7 +88,7 @@ class SurfaceProjection:
         self._position[event.seq] = len(self.nodes)
         self.nodes.append(event.seq)
         self._events[event.seq] = event
-        return _Undo(position=len(self.nodes) - 1, removed=())
+        return _UNDO_APPEND
 
     def _replace(self, event: SurfaceEvent, op: ReplaceOp) -> _Undo:
         seq = event.seq

@@ -31,6 +31,7 @@ from dsh.events import (
     surface_message,
     validate_event_shape,
 )
+from dsh.events.codec import gc_paused
 from dsh.store import EventStore, SessionHeader, SessionLog, now_millis
 from dsh.surface.projection import Replacement, SurfaceProjection
 from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
@@ -40,6 +41,7 @@ log = logging.getLogger("dsh.session")
 Observer = Callable[[Event], None]
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+_SURFACE_TYPES = frozenset(_SURFACE_CLASSES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +81,13 @@ class Session:
         self._header_event: RequestHeaderEvent | None = None
         self._last_replace_seq = -1
         self._anchor: AssistantMessageEvent | None = None
-        for event in log_.events:
-            try:
-                self._track(event, self._surface.apply(event))
-            except SurfaceError as exc:
-                raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
+        with gc_paused():
+            for event in log_.events:
+                try:
+                    self._surface.apply(event)
+                except SurfaceError as exc:
+                    raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
+                self._track(event)
 
     # ---- opening ----------------------------------------------------------------------------
 
@@ -165,7 +169,7 @@ class Session:
                     self._surface.undo(undo, event)  # type: ignore[arg-type]
             raise
         for event in events:
-            self._track(event, None)
+            self._track(event)
             for observer in list(self._observers):
                 try:
                     observer(event)
@@ -193,18 +197,21 @@ class Session:
         event: EventBase = cls(**fields)
         return event  # type: ignore[return-value]
 
-    def _track(self, event: Event, _undo: object) -> None:
-        if isinstance(event, RequestHeaderEvent):
-            self._header_event = event
-        elif isinstance(event, _SURFACE_CLASSES):
-            if not isinstance(event.surface_op, str):
+    def _track(self, event: Event) -> None:
+        """Remember what ``measure`` needs: the latest header, replace and usage anchor."""
+        kind = type(event)
+        if kind is RequestHeaderEvent:
+            self._header_event = event  # type: ignore[assignment]
+        elif kind in _SURFACE_TYPES:
+            op = event.surface_op  # type: ignore[union-attr]
+            if op != APPEND:
                 self._last_replace_seq = event.seq
             elif (
-                isinstance(event, AssistantMessageEvent)
-                and event.data.usage is not None
-                and not event.data.interrupted
+                kind is AssistantMessageEvent
+                and event.data.usage is not None  # type: ignore[union-attr]
+                and not event.data.interrupted  # type: ignore[union-attr]
             ):
-                self._anchor = event
+                self._anchor = event  # type: ignore[assignment]
 
     # ---- the surface ------------------------------------------------------------------------
 

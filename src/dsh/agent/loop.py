@@ -1,0 +1,435 @@
+"""The turn/step loop (spec §1.3).
+
+One turn: ``turn/start`` → pre-step hooks (automatic compaction hooks in here, before the step's
+new input is logged) → ``step/start`` → the user's message → ``request/header`` (only if changed)
+→ ``request/context`` (only on a route change) → ``assistant/message`` → (``tool/call``,
+``tool/result``) pairs → ``step/end`` → next step … → ``turn/end``. Every request is built from
+the log (``request_from_state``), so what the model saw is always what was logged.
+
+Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
+message, answers any unfinished tool call with an error result, and closes the turn as aborted,
+so the log stays balanced and loadable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from dsh.agent.request import request_from_state
+from dsh.errors import ProviderError
+from dsh.events import (
+    AssistantMessage,
+    LlmRetry,
+    Message,
+    RequestConfig,
+    RequestContext,
+    RequestContextEvent,
+    RequestError,
+    RequestHeader,
+    RequestHeaderBody,
+    SessionEndSeedEvent,
+    StepEnd,
+    StepStart,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolErrorInfo,
+    ToolResult,
+    ToolResultBlock,
+    ToolSource,
+    TurnEnd,
+    TurnEndKind,
+    TurnEndReason,
+    TurnStart,
+    TurnStartEvent,
+    UserSource,
+    encode_json,
+)
+from dsh.llm.assemble import StreamAssembler
+from dsh.llm.errors import ErrorCode
+from dsh.llm.retry import stream_with_retry
+from dsh.llm.types import ModelRequest, Provider, StreamEvent
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.registry import ToolRegistry
+
+log = logging.getLogger("dsh.agent")
+
+T = TypeVar("T")
+
+PreStepHook = Callable[["Agent", int], Awaitable[None]]
+"""Runs before each step's input is logged; gets the agent and the turn number."""
+
+OverflowHandler = Callable[["Agent", int, int], Awaitable[bool]]
+"""Called on CONTEXT_WINDOW_EXCEEDED inside the open step; True if the surface changed."""
+
+StreamListener = Callable[[StreamEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    provider: str
+    model: str
+    system: str
+    context_window: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    max_steps: int = 50
+    max_overflow_retries: int = 1
+    retry_attempts: int = 4
+    retry_base_delay: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    turn: int
+    reason: TurnEndKind
+    text: str
+    """The final assistant text of the turn (empty if none)."""
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _CallOutcome:
+    message: Message | None = None
+    finish: str | None = None
+    error: str | None = None
+    cancelled: bool = False
+    overflow_retries: int = 0
+
+
+class _Cancelled(Exception):
+    """The user cancelled the running turn."""
+
+
+class Agent:
+    """Runs turns against one session, one provider and one tool registry."""
+
+    def __init__(
+        self,
+        session: Session,
+        provider: Provider,
+        tools: ToolRegistry,
+        policy: ApprovalPolicy,
+        *,
+        config: AgentConfig,
+        workspace: Path,
+        pre_step_hooks: Sequence[PreStepHook] = (),
+        overflow_handler: OverflowHandler | None = None,
+        on_stream: StreamListener | None = None,
+        sleep: Callable[[float], Coroutine[Any, Any, None]] = asyncio.sleep,
+    ) -> None:
+        self.session = session
+        self.provider = provider
+        self.tools = tools
+        self.policy = policy
+        self.config = config
+        self.workspace = workspace
+        self.pre_step_hooks = list(pre_step_hooks)
+        self.overflow_handler = overflow_handler
+        self.on_stream = on_stream
+        self._sleep = sleep
+        # Both are made per turn: each asyncio primitive belongs to the loop that first uses it,
+        # and a CLI runs every turn in its own ``asyncio.run``.
+        self._cancel = asyncio.Event()
+        self._exclusive = asyncio.Lock()  # writes and shell commands run one at a time, in order
+        self._header_logged_here = False
+
+    # ---- public -----------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Cancel the running turn (safe to call from a signal handler via the loop)."""
+        self._cancel.set()
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        """Run one turn for a user prompt and return how it ended."""
+        self._cancel = asyncio.Event()
+        self._exclusive = asyncio.Lock()
+        turn = 1 + sum(isinstance(e, TurnStartEvent) for e in self.session.events)
+        self.session.append(TurnStart(turn=turn))
+        pending: list[Message] = [
+            Message(
+                id=f"u-{turn}",
+                role="user",
+                content=(TextBlock(text=prompt),),
+                source=UserSource(),
+            )
+        ]
+        last_text = ""
+        step = 0
+        overflow_retries = 0
+        while True:
+            try:
+                await self._guard(self._run_hooks(turn))
+            except _Cancelled:
+                return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
+            step += 1
+            if step > self.config.max_steps:
+                why = f"stopped after {self.config.max_steps} steps (max_steps)"
+                return self._end_turn(turn, "aborted", last_text, why)
+            self.session.append(StepStart(turn=turn, step=step))
+            for message in pending:
+                self.session.append(message)
+            pending = []
+            outcome = await self._model_call(turn, step, overflow_retries)
+            overflow_retries = outcome.overflow_retries
+            if outcome.error is not None:
+                self.session.append(StepEnd(turn=turn, step=step))
+                kind: TurnEndKind = "aborted" if outcome.cancelled else "error"
+                return self._end_turn(turn, kind, last_text, outcome.error)
+            assert outcome.message is not None
+            last_text = outcome.message.text() or last_text
+            calls = outcome.message.tool_calls()
+            if outcome.cancelled:
+                self._answer_unstarted(turn, step, calls, "CANCELLED", "cancelled by the user")
+                self.session.append(StepEnd(turn=turn, step=step))
+                return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
+            if calls:
+                cancelled = await self._run_tools(turn, step, calls)
+                self.session.append(StepEnd(turn=turn, step=step))
+                if cancelled:
+                    return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
+                continue
+            self.session.append(StepEnd(turn=turn, step=step))
+            if outcome.finish == "max-tokens":
+                return self._end_turn(turn, "max-tokens", last_text, None)
+            return self._end_turn(turn, "completed", last_text, None)
+
+    # ---- steps ------------------------------------------------------------------------------
+
+    async def _run_hooks(self, turn: int) -> None:
+        for hook in self.pre_step_hooks:
+            await hook(self, turn)
+
+    def _end_turn(self, turn: int, kind: TurnEndKind, text: str, error: str | None) -> TurnResult:
+        self.session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind=kind, error=error)))
+        self.session.sync()
+        return TurnResult(turn=turn, reason=kind, text=text, error=error)
+
+    def current_header(self) -> RequestHeaderBody:
+        cfg = self.config
+        return RequestHeaderBody(
+            config=RequestConfig(
+                provider=cfg.provider, model=cfg.model, params=dict(cfg.params) or None
+            ),
+            system=cfg.system,
+            tools=tuple(self.tools.specs()) or None,
+        )
+
+    def _log_header_and_route(self) -> RequestHeaderBody:
+        header = self.current_header()
+        logged = self.session.request_header
+        if logged is None or encode_json(logged) != encode_json(header):
+            reason: Literal["initial", "resume", "change"] = "change"
+            if logged is None:
+                reason = "initial"
+            elif not self._header_logged_here and any(
+                isinstance(e, SessionEndSeedEvent) for e in self.session.events
+            ):
+                reason = "resume"
+            self.session.append(RequestHeader(header=header, reason=reason))
+        self._header_logged_here = True
+        route = RequestContext(
+            provider=self.config.provider,
+            model=self.config.model,
+            context_window=self.config.context_window,
+        )
+        latest = next(
+            (e for e in reversed(self.session.events) if isinstance(e, RequestContextEvent)), None
+        )
+        if latest is None or latest.data != route:
+            self.session.append(route)
+        return header
+
+    async def _model_call(self, turn: int, step: int, overflow_retries: int) -> _CallOutcome:
+        header = self._log_header_and_route()
+        while True:
+            request = request_from_state(header, self.session.surface)
+            assembler = StreamAssembler()
+            try:
+                await self._guard(self._stream(request, assembler, turn, step))
+            except _Cancelled:
+                message = assembler.partial_message(
+                    f"a-{turn}-{step}", self.config.provider, self.config.model
+                )
+                self.session.append(
+                    AssistantMessage(turn=turn, step=step, message=message, interrupted=True)
+                )
+                return _CallOutcome(
+                    message=message, cancelled=True, overflow_retries=overflow_retries
+                )
+            except ProviderError as exc:
+                self.session.append(
+                    RequestError(
+                        turn=turn,
+                        step=step,
+                        code=exc.code,
+                        message=exc.detail,
+                        retryable=exc.retryable,
+                    )
+                )
+                if (
+                    exc.code == ErrorCode.CONTEXT_WINDOW_EXCEEDED
+                    and self.overflow_handler is not None
+                    and overflow_retries < self.config.max_overflow_retries
+                ):
+                    overflow_retries += 1
+                    if await self.overflow_handler(self, turn, step):
+                        continue  # the surface changed: retry in the same step
+                return _CallOutcome(error=str(exc), overflow_retries=overflow_retries)
+            message = assembler.message(f"a-{turn}-{step}", self.config.provider, self.config.model)
+            self.session.append(
+                AssistantMessage(turn=turn, step=step, message=message, usage=assembler.usage)
+            )
+            finish = assembler.finish
+            return _CallOutcome(message=message, finish=finish, overflow_retries=overflow_retries)
+
+    async def _stream(
+        self, request: ModelRequest, assembler: StreamAssembler, turn: int, step: int
+    ) -> None:
+        def on_retry(attempt: int, error: ProviderError, delay: float) -> None:
+            self.session.append(
+                LlmRetry(
+                    turn=turn,
+                    step=step,
+                    attempt=attempt,
+                    code=error.code,
+                    message=error.detail,
+                    delay_ms=round(delay * 1000),
+                ),
+                ignorable=True,
+            )
+
+        async for event in stream_with_retry(
+            self.provider,
+            request,
+            history=self.session.events,
+            max_attempts=self.config.retry_attempts,
+            base_delay=self.config.retry_base_delay,
+            on_retry=on_retry,
+            sleep=self._sleep,
+        ):
+            assembler.feed(event)
+            if self.on_stream is not None:
+                self.on_stream(event)
+
+    # ---- tools ------------------------------------------------------------------------------
+
+    async def _run_tools(self, turn: int, step: int, calls: Sequence[ToolCallBlock]) -> bool:
+        """Log the calls, run them, log results in call order. True if the user cancelled."""
+        call_seqs = [
+            self.session.append(
+                ToolCall(turn=turn, step=step, call_id=c.id, name=c.name, arguments=c.arguments)
+            ).seq
+            for c in calls
+        ]
+        tasks = [asyncio.create_task(self._execute(c)) for c in calls]
+        cancelled = False
+        for call, call_seq, task in zip(calls, call_seqs, tasks, strict=True):
+            if not cancelled:
+                try:
+                    output = await self._guard(asyncio.shield(task))
+                except _Cancelled:
+                    cancelled = True
+                    for pending in tasks:
+                        pending.cancel()
+            if cancelled:
+                output = await _finished_or(
+                    task,
+                    ToolOutput(
+                        text="[CANCELLED] the user cancelled this tool call",
+                        is_error=True,
+                        code="CANCELLED",
+                    ),
+                )
+            self._append_result(turn, step, call, call_seq, output)
+        return cancelled
+
+    async def _execute(self, call: ToolCallBlock) -> ToolOutput:
+        ctx = ToolContext(
+            workspace=self.workspace,
+            session_id=self.session.id,
+            call_id=call.id,
+            history=self.session.events,
+        )
+        tool = self.tools.get(call.name)
+        if tool is not None and tool.kind in ("write", "shell"):
+            async with self._exclusive:
+                return await self.tools.execute(
+                    call.id, call.name, call.arguments, ctx, self.policy
+                )
+        return await self.tools.execute(call.id, call.name, call.arguments, ctx, self.policy)
+
+    def _append_result(
+        self, turn: int, step: int, call: ToolCallBlock, call_seq: int, output: ToolOutput
+    ) -> None:
+        message = Message(
+            id=f"r-{call.id}",
+            role="tool",
+            content=(
+                ToolResultBlock(
+                    tool_call_id=call.id,
+                    content=(TextBlock(text=output.text),),
+                    is_error=output.is_error,
+                ),
+            ),
+            source=ToolSource(call_id=call.id),
+        )
+        error = (
+            ToolErrorInfo(name=call.name, code=output.code or "TOOL_ERROR")
+            if output.is_error
+            else None
+        )
+        self.session.append(
+            ToolResult(turn=turn, step=step, message=message, error=error, meta=output.meta),
+            source_event_seqs=[call_seq],
+        )
+        for payload in output.log:
+            self.session.append(payload)
+
+    def _answer_unstarted(
+        self, turn: int, step: int, calls: Sequence[ToolCallBlock], code: str, why: str
+    ) -> None:
+        """An interrupted message may still carry complete calls: answer them so pairing holds."""
+        for call in calls:
+            seq = self.session.append(
+                ToolCall(
+                    turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments
+                )
+            ).seq
+            output = ToolOutput(text=f"[{code}] {why}", is_error=True, code=code)
+            self._append_result(turn, step, call, seq, output)
+
+    # ---- cancellation -----------------------------------------------------------------------
+
+    async def _guard(self, work: Awaitable[T]) -> T:
+        """Await ``work`` unless the user cancels first (then raise _Cancelled)."""
+        task = asyncio.ensure_future(work)
+        if self._cancel.is_set():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise _Cancelled
+        waiter = asyncio.create_task(self._cancel.wait())
+        try:
+            done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if task in done:
+            return task.result()
+        waiter.result()  # surfaces a failure of the wait itself instead of faking a cancel
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise _Cancelled
+
+
+async def _finished_or(task: asyncio.Task[ToolOutput], fallback: ToolOutput) -> ToolOutput:
+    """The task's output if it finished before cancellation took effect, else ``fallback``."""
+    await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled() or task.exception() is not None:
+        return fallback
+    return task.result()

@@ -1,0 +1,110 @@
+"""Assembling an ``Agent`` from settings: provider, model, window, tools, approval, prompt.
+
+Faces (CLI, TUI, web) call ``build_agent`` and never wire the parts themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.agent.loop import Agent, AgentConfig, StreamListener
+from dsh.agent.prompt import system_prompt
+from dsh.config import Settings
+from dsh.errors import ConfigError
+from dsh.llm.registry import make_provider
+from dsh.llm.replay import ReplayProvider
+from dsh.llm.scripted import ScriptedProvider, load_script
+from dsh.llm.types import Provider
+from dsh.store import EventStore
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.base import ToolKind
+from dsh.tools.registry import ToolRegistry, default_tools
+
+SCRIPTED_CONTEXT_WINDOW = 128_000
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    provider: Provider
+    model: str
+    context_window: int | None
+
+
+def resolve_route(
+    settings: Settings,
+    *,
+    script: Path | None = None,
+    replay_from: str | None = None,
+    store: EventStore | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Route:
+    """The provider, model and context window the settings (and flags) ask for."""
+    cfg = settings.provider
+    window = cfg.context_window
+    if cfg.name == "scripted" or (script is not None and cfg.name in ("scripted", "deepseek")):
+        if script is None:
+            raise ConfigError("the scripted provider needs --script FILE")
+        entries = load_script(script)
+        model = cfg.model or "scripted"
+        return Route(
+            ScriptedProvider(entries, model=model, cache="deepseek"),
+            model,
+            window or SCRIPTED_CONTEXT_WINDOW,
+        )
+    if cfg.name == "replay":
+        if replay_from is None or store is None:
+            raise ConfigError("the replay provider needs --replay SESSION_ID")
+        model = cfg.model or "replay"
+        return Route(
+            ReplayProvider.from_log(store, replay_from), model, window or SCRIPTED_CONTEXT_WINDOW
+        )
+    provider, model, known_window = make_provider(
+        cfg.name,
+        model=cfg.model,
+        base_url=cfg.base_url,
+        api_key=cfg.api_key,
+        environ=os.environ if environ is None else environ,
+    )
+    return Route(provider, model, window or known_window)
+
+
+def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:
+    """Headless policy: ``--yes`` means auto; otherwise the configured mode with ``allow``."""
+    if yes:
+        return ApprovalPolicy("auto")
+    return ApprovalPolicy(settings.tools.approval, allow=allow)
+
+
+def build_agent(
+    session: Session,
+    settings: Settings,
+    route: Route,
+    *,
+    workspace: Path,
+    policy: ApprovalPolicy,
+    on_stream: StreamListener | None = None,
+    max_steps: int = 50,
+) -> Agent:
+    """An agent over ``session`` with the default tools and the system prompt for ``workspace``."""
+    tools = ToolRegistry(default_tools())
+    config = AgentConfig(
+        provider=route.provider.name,
+        model=route.model,
+        system=system_prompt(workspace),
+        context_window=route.context_window,
+        max_steps=max_steps,
+        max_overflow_retries=settings.compaction.max_overflow_retries,
+    )
+    return Agent(
+        session,
+        route.provider,
+        tools,
+        policy,
+        config=config,
+        workspace=workspace,
+        on_stream=on_stream,
+    )

@@ -1,0 +1,59 @@
+"""Plain-text live output for ``dsh run``.
+
+On a terminal, answer text streams to stdout as it arrives and tool activity goes to stderr; when
+stdout is a pipe or file, only each turn's final answer is printed, so scripts get clean output.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from dsh.events import Event, ToolCallEvent, ToolResultEvent
+from dsh.llm.types import StreamEvent, TextDelta
+
+PREVIEW_CHARS = 100
+
+
+class LiveDisplay:
+    def __init__(self, *, streaming: bool) -> None:
+        self.streaming = streaming
+        self._mid_line = False
+
+    @classmethod
+    def for_terminal(cls) -> LiveDisplay:
+        return cls(streaming=sys.stdout.isatty())
+
+    def on_stream(self, event: StreamEvent) -> None:
+        if self.streaming and isinstance(event, TextDelta) and event.text:
+            click.echo(event.text, nl=False)
+            self._mid_line = not event.text.endswith("\n")
+
+    def on_event(self, event: Event) -> None:
+        if not self.streaming:
+            return
+        if isinstance(event, ToolCallEvent):
+            self._break_line()
+            click.echo(f"  → {event.data.name}({_preview(event.data.arguments)})", err=True)
+        elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
+            block = event.data.message.content[0]
+            text = "".join(getattr(b, "text", "") for b in getattr(block, "content", ()))
+            mark = "✗" if getattr(block, "is_error", False) else "✓"
+            click.echo(f"    {mark} {_preview(text)}", err=True)
+
+    def finish_turn(self, final_text: str) -> None:
+        if self.streaming:
+            self._break_line()
+        else:
+            click.echo(final_text)
+
+    def _break_line(self) -> None:
+        if self._mid_line:
+            click.echo()
+            self._mid_line = False
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"

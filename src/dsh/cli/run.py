@@ -1,0 +1,172 @@
+"""``dsh run``: headless turns. Each PROMPT (or line of --prompts-file) is one turn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dsh.agent.runtime import approval_policy, build_agent, resolve_route
+from dsh.cli import context
+from dsh.cli.live import LiveDisplay
+from dsh.config import load_settings
+from dsh.errors import UsageError
+from dsh.events import Event, encode_event
+from dsh.surface import Session
+from dsh.tools.base import ToolKind
+
+ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": "write"}
+
+
+@click.command("run")
+@click.argument("prompts", nargs=-1)
+@click.option("--session", "session_id", help="Continue this session instead of starting one.")
+@click.option(
+    "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
+)
+@click.option("--model", help="Model name (defaults per provider).")
+@click.option("--base-url", help="Endpoint for openai-compatible providers (Ollama, vLLM, …).")
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Script file for the keyless scripted provider (JSON or YAML).",
+)
+@click.option("--replay", "replay_from", help="Serve model calls from this recorded session.")
+@click.option("--compaction", type=click.Choice(["recallable", "basic", "off"]))
+@click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
+@click.option("--summarizer", help="extractive (keyless) or a model name.")
+@click.option(
+    "--prompts-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="One prompt per line (blank lines skipped).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
+@click.option("--yes", is_flag=True, help="Allow every tool call (shell and writes included).")
+@click.option("--allow", default="", help="Allow these tool kinds headless: bash,write.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True)
+def run(
+    prompts: tuple[str, ...],
+    session_id: str | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+    replay_from: str | None,
+    compaction: str | None,
+    context_window: int | None,
+    summarizer: str | None,
+    prompts_file: Path | None,
+    as_json: bool,
+    yes: bool,
+    allow: str,
+    max_steps: int,
+) -> None:
+    """Run prompts headless and print each turn's final answer, then the session id."""
+    turns = list(prompts)
+    if prompts_file is not None:
+        lines = prompts_file.read_text(encoding="utf-8").splitlines()
+        turns.extend(line for line in lines if line.strip())
+    if not turns:
+        raise UsageError("give at least one PROMPT or --prompts-file")
+    allowed = _parse_allow(allow)
+    overrides: dict[str, dict[str, Any]] = {"provider": {}, "compaction": {}}
+    for key, value in (
+        ("name", provider),
+        ("model", model),
+        ("base_url", base_url),
+        ("context_window", context_window),
+    ):
+        if value is not None:
+            overrides["provider"][key] = value
+    if compaction is not None:
+        overrides["compaction"]["backend"] = compaction
+    if summarizer is not None:
+        overrides["compaction"]["summarizer"] = summarizer
+    settings = load_settings(overrides=overrides)
+    store = context.store(settings)
+    route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
+    workspace = context.cwd().resolve()
+    if session_id is not None:
+        session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
+    else:
+        session = Session.create(store, cwd=workspace)
+    for warning in session.warnings:
+        context.warn(warning)
+    live = LiveDisplay.for_terminal() if not as_json else None
+    if as_json:
+        session.subscribe(_print_event)
+    agent = build_agent(
+        session,
+        settings,
+        route,
+        workspace=workspace,
+        policy=approval_policy(settings, yes=yes, allow=allowed),
+        on_stream=live.on_stream if live is not None else None,
+        max_steps=max_steps,
+    )
+    if live is not None:
+        session.subscribe(live.on_event)
+    failed = False
+    try:
+        for prompt in turns:
+            result = _run_with_interrupt(agent, prompt)
+            if live is not None:
+                live.finish_turn(result.text)
+            if result.reason == "error":
+                context.warn(f"turn {result.turn} failed: {result.error}")
+                failed = True
+                break
+            if result.reason == "aborted":
+                context.warn(f"turn {result.turn} stopped: {result.error}")
+                failed = True
+                break
+    finally:
+        session.close()
+    if not as_json:
+        click.echo(f"session: {session.id}")
+    if failed:
+        sys.exit(1)
+
+
+def _run_with_interrupt(agent: Any, prompt: str) -> Any:
+    """Run one turn; the first Ctrl-C cancels the turn cleanly, a second one exits at once."""
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        presses = 0
+
+        def on_sigint() -> None:
+            nonlocal presses
+            presses += 1
+            if presses > 1:
+                raise SystemExit(130)
+            click.echo("\ndsh: cancelling the turn (Ctrl-C again to quit at once)", err=True)
+            agent.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        try:
+            return await agent.run_turn(prompt)
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+
+    return asyncio.run(main())
+
+
+def _print_event(event: Event) -> None:
+    click.echo(encode_event(event).decode())
+
+
+def _parse_allow(allow: str) -> frozenset[ToolKind]:
+    kinds: set[ToolKind] = set()
+    for name in filter(None, (part.strip() for part in allow.split(","))):
+        if name not in ALLOW_NAMES:
+            raise UsageError(f"--allow takes bash and/or write, not {name!r}")
+        kinds.add(ALLOW_NAMES[name])
+    return frozenset(kinds)

@@ -1,0 +1,63 @@
+"""The summariser seam: what a backend asks for, and what comes back.
+
+A backend describes each checkpoint it needs as a ``SummaryTask``; a ``Summarizer`` answers it.
+``ModelSummarizer`` (``dsh.compaction.model_summarizer``) makes one model call per task;
+``ExtractiveSummarizer`` (``dsh.compaction.extractive``) writes the text with code, keyless and
+deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from dsh.events import Message, Usage
+
+TaskKind = Literal["summary", "stub", "state"]
+"""``summary``: the basic backend's one checkpoint; ``stub``/``state``: the recallable pair."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryTask:
+    kind: TaskKind
+    messages: tuple[Message, ...]
+    """The slice to summarise, in surface order."""
+    max_tokens: int
+    """Budget for the text (heuristic tokens)."""
+    system: str | None = None
+    """The conversation's system prompt (model summarisers reuse it so the call is a prefix)."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """The conversation's tool specs (same reason)."""
+    previous: str | None = None
+    """Text of the checkpoint this one supersedes, to merge (not copy): the basic backend's
+    previous summary, or the recallable backend's previous state."""
+    background: str | None = None
+    """Stub tasks: the pass-start state, given as background only, never summarised."""
+    keyword_lines: tuple[str, ...] = ()
+    """Stub tasks: the keyword lines of all committed stubs (what is already indexed)."""
+    recent_stubs: tuple[str, ...] = ()
+    """Stub tasks: the one or two most recent committed stubs."""
+    focus: str | None = None
+    """Manual ``/compact focus``: what the person wants kept."""
+    corpus: tuple[str, ...] = ()
+    """Rendered text of the whole session, for ranking how rare a literal is."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryOutput:
+    text: str
+    provider: str
+    model: str
+    usage: Usage | None = None
+    raw_output: str | None = None
+    """The model's raw text when exactly one model call produced it (replay serves it again)."""
+    truncated: bool = False
+
+
+class Summarizer(Protocol):
+    name: str
+    model: str
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        """Answer one task; raise ``dsh.errors.ProviderError`` (or return empty text) on failure."""
+        ...

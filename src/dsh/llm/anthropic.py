@@ -1,0 +1,215 @@
+"""Anthropic Messages API adapter.
+
+The only module that knows the Messages wire shape: system as a parameter, strictly alternating
+roles, tool results inside user messages, and two prompt-cache breakpoints (the system block and
+the last block of the last message) so each call reads the previous call's prefix from cache.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import anthropic
+
+from dsh.errors import ConfigError, ProviderError
+from dsh.events import Event, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.events import Usage as UsageStruct
+from dsh.llm.errors import ErrorCode, map_anthropic_error, provider_error
+from dsh.llm.types import (
+    Finish,
+    FinishReason,
+    ModelRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageReport,
+)
+
+DEFAULT_MAX_TOKENS = 8192
+"""Sent when neither the request nor the provider's defaults set ``max_tokens`` (required)."""
+
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+
+_STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "refusal": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "max-tokens",
+    "model_context_window_exceeded": "max-tokens",
+}
+
+
+class AnthropicProvider:
+    """The Anthropic Messages API; ``model`` is used when a request does not name one."""
+
+    def __init__(
+        self,
+        name: str = "anthropic",
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        default_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if client is None:
+            # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
+            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
+        self.name = name
+        self.model = model
+        self._client = client
+        self._default_params = dict(default_params or {})
+
+    async def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one model call as ``StreamEvent``s; failures raise ``ProviderError``."""
+        model = request.model or self.model
+        if not model:
+            raise ConfigError(f"provider {self.name!r} needs a model")
+        # Everything but max_tokens goes in the body verbatim: the SDK has no keyword argument
+        # for some API parameters (temperature, top_k…) and rejects unknown ones.
+        body: dict[str, Any] = {**self._default_params, **request.params}
+        max_tokens = int(body.pop("max_tokens", DEFAULT_MAX_TOKENS))
+        if request.system:
+            body["system"] = [
+                {"type": "text", "text": request.system, "cache_control": CACHE_BREAKPOINT}
+            ]
+        if request.tools:
+            body["tools"] = [tool_to_wire(t) for t in request.tools]
+        try:
+            events = await self._client.messages.create(
+                model=model,
+                max_tokens=max_tokens,
+                messages=to_wire_messages(request.messages),
+                stream=True,
+                extra_body=body,
+            )
+            # Closing the stream releases the connection when the caller stops early.
+            async with events:
+                async for event in _events(events):
+                    yield event
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_anthropic_error(exc) from exc
+
+
+def tool_to_wire(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A logged tool spec ``{name, description, parameters}`` as a Messages API tool."""
+    return {
+        "name": tool["name"],
+        "description": tool.get("description", ""),
+        "input_schema": tool.get("parameters", {"type": "object", "properties": {}}),
+    }
+
+
+def to_wire_messages(messages: Sequence[Message]) -> list[Any]:
+    """Messages API ``messages``: same-role neighbours merged, a cache breakpoint at the end."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks_to_wire(message)
+        if not blocks:
+            continue  # the API rejects empty content (e.g. a reply that was only reasoning)
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    if wire:
+        last = wire[-1]["content"]
+        last[-1] = {**last[-1], "cache_control": CACHE_BREAKPOINT}
+    return wire
+
+
+def _blocks_to_wire(message: Message) -> list[dict[str, Any]]:
+    # Reasoning is dropped: the API only accepts thinking blocks with a signature we do not keep.
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock) and block.text:
+            blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolCallBlock):
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": _input(block)}
+            )
+        elif isinstance(block, ToolResultBlock):
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
+            content = [{"type": "text", "text": t.text} for t in block.content if t.text]
+            if content:
+                result["content"] = content
+            if block.is_error:
+                result["is_error"] = True
+            blocks.append(result)
+    return blocks
+
+
+def _input(call: ToolCallBlock) -> dict[str, Any]:
+    try:
+        parsed = json.loads(call.arguments)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+async def _events(stream: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
+    """Translate raw Messages stream events; usage and finish come last, in that order."""
+    usage: dict[str, int | None] = {}
+    stop_reason: str | None = None
+    tool_index: dict[int, int] = {}  # content block index -> tool call ordinal
+    async for event in stream:
+        kind = event.type
+        if kind == "message_start":
+            _take_usage(usage, event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                ordinal = tool_index.setdefault(event.index, len(tool_index))
+                yield ToolCallDelta(index=ordinal, id=block.id, name=block.name)
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                yield TextDelta(delta.text)
+            elif delta.type == "thinking_delta":
+                yield ReasoningDelta(delta.thinking)
+            elif delta.type == "input_json_delta" and event.index in tool_index:
+                yield ToolCallDelta(index=tool_index[event.index], arguments=delta.partial_json)
+        elif kind == "message_delta":
+            _take_usage(usage, event.usage)
+            stop_reason = event.delta.stop_reason or stop_reason
+    if usage:
+        yield UsageReport(
+            UsageStruct(
+                input_tokens=usage.get("input_tokens") or 0,
+                output_tokens=usage.get("output_tokens") or 0,
+                cache_read_tokens=usage.get("cache_read_input_tokens"),
+                cache_write_tokens=usage.get("cache_creation_input_tokens"),
+                reasoning_tokens=usage.get("reasoning_tokens"),
+            )
+        )
+    if stop_reason is None:
+        raise provider_error(ErrorCode.INVALID_RESPONSE, "stream ended without a stop reason")
+    yield Finish(_STOP_REASONS.get(stop_reason, "stop"))
+
+
+def _take_usage(into: dict[str, int | None], usage: Any) -> None:
+    """Fold a usage object in; message_delta figures are cumulative, so later ones win."""
+    if usage is None:
+        return
+    for key in (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ):
+        value = getattr(usage, key, None)
+        if value is not None:
+            into[key] = int(value)
+    details = getattr(usage, "output_tokens_details", None)
+    thinking = getattr(details, "thinking_tokens", None)
+    if thinking is not None:
+        into["reasoning_tokens"] = int(thinking)

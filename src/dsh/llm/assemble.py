@@ -1,0 +1,131 @@
+"""Turn a provider's stream events into the assistant ``Message`` the loop logs.
+
+Every provider (real or keyless) streams the same ``StreamEvent`` union; this is the one place
+that folds it back into a message, so a message logged from a live stream, a scripted reply and
+a replayed one are built by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock, Usage
+from dsh.llm.errors import ErrorCode, provider_error
+from dsh.llm.types import (
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageReport,
+)
+
+AssistantBlock = ReasoningBlock | TextBlock | ToolCallBlock
+
+
+@dataclass(slots=True)
+class _ToolCallParts:
+    id: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+
+
+class StreamAssembler:
+    """Accumulates stream events; ``message()`` builds the final assistant message.
+
+    Blocks come out in a fixed order: reasoning, text, then tool calls sorted by index. A tool
+    call's id and name are taken from the first delta that carries them; its argument pieces
+    are concatenated. The last ``UsageReport`` and ``Finish`` win.
+    """
+
+    def __init__(self) -> None:
+        self._reasoning: list[str] = []
+        self._text: list[str] = []
+        self._calls: dict[int, _ToolCallParts] = {}
+        self.usage: Usage | None = None
+        self.finish: FinishReason | None = None
+
+    def feed(self, event: StreamEvent) -> None:
+        """Take one stream event into account."""
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning.append(event.text)
+        elif isinstance(event, ToolCallDelta):
+            parts = self._calls.setdefault(event.index, _ToolCallParts())
+            if parts.id is None and event.id is not None:
+                parts.id = event.id
+            if parts.name is None and event.name is not None:
+                parts.name = event.name
+            parts.arguments.append(event.arguments)
+        elif isinstance(event, UsageReport):
+            self.usage = event.usage
+        elif isinstance(event, Finish):
+            self.finish = event.reason
+
+    def feed_all(self, events: Iterable[StreamEvent]) -> StreamAssembler:
+        """Feed every event in order; returns ``self`` for chaining."""
+        for event in events:
+            self.feed(event)
+        return self
+
+    @property
+    def text(self) -> str:
+        """The text received so far."""
+        return "".join(self._text)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning received so far."""
+        return "".join(self._reasoning)
+
+    def message(self, id: str, provider: str, model: str) -> Message:
+        """The complete assistant message. A tool call that never got an id or a name is an
+        ``INVALID_RESPONSE`` provider error; malformed arguments are kept verbatim (spec §1.1)."""
+        calls = []
+        for index, parts in sorted(self._calls.items()):
+            if parts.id is None or parts.name is None:
+                missing = "id" if parts.id is None else "name"
+                raise provider_error(
+                    ErrorCode.INVALID_RESPONSE, f"tool call {index} of the stream has no {missing}"
+                )
+            calls.append(
+                ToolCallBlock(id=parts.id, name=parts.name, arguments="".join(parts.arguments))
+            )
+        return self._build(id, provider, model, calls)
+
+    def partial_message(self, id: str, provider: str, model: str) -> Message:
+        """The message of an interrupted stream: whatever text and reasoning arrived, plus only
+        the tool calls that are complete (id, name and arguments that parse as JSON)."""
+        calls = []
+        for _, parts in sorted(self._calls.items()):
+            arguments = "".join(parts.arguments)
+            if parts.id is None or parts.name is None or not _is_json(arguments):
+                continue
+            calls.append(ToolCallBlock(id=parts.id, name=parts.name, arguments=arguments))
+        return self._build(id, provider, model, calls)
+
+    def _build(self, id: str, provider: str, model: str, calls: list[ToolCallBlock]) -> Message:
+        content: list[AssistantBlock] = []
+        if reasoning := self.reasoning:
+            content.append(ReasoningBlock(text=reasoning))
+        if text := self.text:
+            content.append(TextBlock(text=text))
+        content.extend(calls)
+        return Message(
+            id=id,
+            role="assistant",
+            content=tuple(content),
+            source=ModelSource(provider=provider, model=model),
+        )
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

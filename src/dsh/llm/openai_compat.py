@@ -1,0 +1,203 @@
+"""OpenAI-compatible chat completions (DeepSeek, OpenAI, Ollama, vLLM, llama.cpp server).
+
+The only module that knows the chat-completions wire shape. Requests are built from a
+``ModelRequest``; the SSE stream is turned into ``StreamEvent``s; every SDK error is mapped by
+``dsh.llm.errors.map_openai_error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import openai
+
+from dsh.errors import ConfigError, ProviderError
+from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBlock
+from dsh.events import Usage as UsageStruct
+from dsh.llm.errors import ErrorCode, map_openai_error, provider_error
+from dsh.llm.types import (
+    Finish,
+    FinishReason,
+    ModelRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageReport,
+)
+
+TOOL_ERROR_PREFIX = "ERROR (the tool call failed): "
+"""Prepended to an error tool result so the model sees the call failed."""
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "length": "max-tokens",
+    "content_filter": "stop",
+}
+
+
+class OpenAICompatProvider:
+    """A chat-completions endpoint. ``name`` is the provider name (``"deepseek"`` turns on
+    passing reasoning back); ``model`` is used when a request does not name one."""
+
+    def __init__(
+        self,
+        name: str,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        default_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if client is None:
+            if not base_url:
+                raise ConfigError(f"provider {name!r} needs a base_url")
+            # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
+            client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0)
+        self.name = name
+        self.model = model
+        self._client = client
+        self._default_params = dict(default_params or {})
+
+    async def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one model call as ``StreamEvent``s; failures raise ``ProviderError``."""
+        model = request.model or self.model
+        if not model:
+            raise ConfigError(f"provider {self.name!r} needs a model")
+        # Params go in the body verbatim: compatible servers accept keys the SDK has no
+        # argument for (top_k, thinking, …), and the SDK rejects unknown keyword arguments.
+        body: dict[str, Any] = {**self._default_params, **request.params}
+        if request.tools:
+            body["tools"] = [tool_to_wire(t) for t in request.tools]
+        try:
+            chunks = await self._client.chat.completions.create(
+                model=model,
+                messages=to_wire_messages(request, reasoning_back=self.name == "deepseek"),
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_body=body,
+            )
+            # Closing the stream releases the connection when the caller stops early.
+            async with chunks:
+                async for event in _events(chunks):
+                    yield event
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_openai_error(exc) from exc
+
+
+def tool_to_wire(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """A logged tool spec ``{name, description, parameters}`` as a chat-completions tool."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "parameters": tool.get("parameters", {"type": "object", "properties": {}}),
+        },
+    }
+
+
+def to_wire_messages(request: ModelRequest, *, reasoning_back: bool) -> list[Any]:
+    """The chat-completions ``messages`` list for ``request`` (system first)."""
+    wire: list[dict[str, Any]] = []
+    if request.system:
+        wire.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        wire.extend(_message_to_wire(message, reasoning_back=reasoning_back))
+    return wire
+
+
+def _message_to_wire(message: Message, *, reasoning_back: bool) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if message.role == "assistant":
+        entry: dict[str, Any] = {"role": "assistant", "content": message.text()}
+        calls = message.tool_calls()
+        if calls:
+            entry["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
+        if reasoning_back and reasoning:
+            entry["reasoning_content"] = reasoning
+        return [entry]
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            text = "".join(t.text for t in block.content)
+            content = TOOL_ERROR_PREFIX + text if block.is_error else text
+            out.append({"role": "tool", "tool_call_id": block.tool_call_id, "content": content})
+    texts = [b.text for b in message.content if isinstance(b, TextBlock)]
+    if texts or not out:
+        role = "system" if message.role == "system" else "user"
+        out.append({"role": role, "content": "".join(texts)})
+    return out
+
+
+async def _events(chunks: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
+    """Translate chat-completion chunks; usage and finish come last, in that order."""
+    finish: str | None = None
+    usage: Any = None
+    announced: set[int] = set()
+    async for chunk in chunks:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            reasoning = getattr(delta, "reasoning_content", None)
+            if isinstance(reasoning, str) and reasoning:
+                yield ReasoningDelta(reasoning)
+            if delta.content:
+                yield TextDelta(delta.content)
+            for position, call in enumerate(delta.tool_calls or ()):
+                index = call.index if isinstance(call.index, int) else position
+                fn = call.function
+                first = index not in announced
+                announced.add(index)
+                yield ToolCallDelta(
+                    index=index,
+                    # Some servers repeat id and name on every chunk; the seam wants them once.
+                    id=call.id if first else None,
+                    name=fn.name if first and fn is not None else None,
+                    arguments=(fn.arguments or "") if fn is not None else "",
+                )
+            if choice.finish_reason:
+                finish = choice.finish_reason
+    if usage is not None:
+        yield UsageReport(usage_from_wire(usage))
+    if finish is None:
+        raise provider_error(ErrorCode.INVALID_RESPONSE, "stream ended without a finish reason")
+    reason = _FINISH_REASONS.get(finish, "stop")
+    if reason == "stop" and announced:
+        # Ollama and some llama.cpp builds report "stop" for a reply that calls tools.
+        reason = "tool-calls"
+    yield Finish(reason)
+
+
+def usage_from_wire(usage: Any) -> UsageStruct:
+    """Chat-completions usage as dsh ``Usage``: input excludes cache reads."""
+    prompt = int(usage.prompt_tokens or 0)
+    cached = getattr(usage, "prompt_cache_hit_tokens", None)  # DeepSeek
+    details = getattr(usage, "prompt_tokens_details", None)
+    if cached is None and details is not None:
+        cached = details.cached_tokens
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    reasoning = completion_details.reasoning_tokens if completion_details is not None else None
+    cache_read = int(cached) if cached is not None else None
+    return UsageStruct(
+        input_tokens=max(prompt - (cache_read or 0), 0),
+        output_tokens=int(usage.completion_tokens or 0),
+        cache_read_tokens=cache_read,
+        reasoning_tokens=int(reasoning) if reasoning is not None else None,
+    )

@@ -1,0 +1,97 @@
+"""Known providers and ``make_provider``: from a provider name to a ready adapter.
+
+The API key is handed to the SDK client and nowhere else: it is not kept on the provider, in
+the returned tuple, or in any error message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from dsh.errors import ConfigError, MissingApiKeyError
+from dsh.llm.types import Provider
+
+Adapter = Literal["openai-compat", "anthropic"]
+
+KEYLESS_PROVIDERS = {
+    "scripted": "the scripted provider needs a script (--script FILE)",
+    "replay": "the replay provider needs a recorded session (--replay SESSION_ID)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class KnownProvider:
+    """What dsh knows about a provider name.
+
+    ``key_env`` is the variable holding the key; ``key_required`` False means a missing key is
+    sent as ``"none"`` (local servers ignore it). ``None`` fields must come from the config.
+    """
+
+    adapter: Adapter
+    base_url: str | None
+    key_env: str
+    default_model: str | None
+    context_window: int | None
+    key_required: bool = True
+
+
+KNOWN_PROVIDERS: dict[str, KnownProvider] = {
+    "deepseek": KnownProvider(
+        "openai-compat", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek-chat", 128_000
+    ),
+    "openai": KnownProvider(
+        "openai-compat", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4.1", 1_047_576
+    ),
+    "anthropic": KnownProvider(
+        "anthropic", None, "ANTHROPIC_API_KEY", "claude-sonnet-4-5", 200_000
+    ),
+    "openai-compatible": KnownProvider(
+        "openai-compat", None, "OPENAI_API_KEY", None, None, key_required=False
+    ),
+}
+
+
+def make_provider(
+    name: str,
+    *,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    environ: Mapping[str, str],
+) -> tuple[Provider, str, int | None]:
+    """Build the adapter for ``name``; returns ``(provider, model, known context window)``.
+
+    ``model``, ``base_url`` and ``api_key`` override the table; a missing key is looked up in
+    ``environ``. Raises ``MissingApiKeyError`` naming the variable to set, ``ConfigError`` for an
+    unknown name, a keyless provider, or a missing base_url / model.
+    """
+    if name in KEYLESS_PROVIDERS:
+        raise ConfigError(KEYLESS_PROVIDERS[name])
+    known = KNOWN_PROVIDERS.get(name)
+    if known is None:
+        names = ", ".join([*KNOWN_PROVIDERS, *KEYLESS_PROVIDERS])
+        raise ConfigError(f"unknown provider {name!r}; known providers: {names}")
+    resolved_model = model or known.default_model
+    if not resolved_model:
+        raise ConfigError(f"provider {name!r} needs a model: set provider.model")
+    url = base_url or known.base_url
+    if known.adapter == "openai-compat" and not url:
+        raise ConfigError(f"provider {name!r} needs a base_url: set provider.base_url")
+    key = api_key or environ.get(known.key_env)
+    if not key:
+        if known.key_required:
+            raise MissingApiKeyError(known.key_env, provider=name)
+        key = "none"
+    provider: Provider
+    # Imported here so a run pays for importing only the SDK it uses.
+    if known.adapter == "anthropic":
+        from dsh.llm.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(name, resolved_model, url, key)
+    else:
+        from dsh.llm.openai_compat import OpenAICompatProvider
+
+        provider = OpenAICompatProvider(name, resolved_model, url, key)
+    return provider, resolved_model, known.context_window

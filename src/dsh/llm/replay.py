@@ -1,0 +1,122 @@
+"""The ``replay`` provider: serve every model call of a recorded session again, keylessly.
+
+The recorded ``session.jsonl`` is the fixture (spec §7). Conversation calls are answered by the
+recorded ``assistant/message`` and ``request/error`` events in order; compaction calls by the
+recorded ``compaction/summary`` events that came from exactly one model call
+(``llmStreamCall: true``), via their ``rawOutput``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+from dsh.errors import ProviderError
+from dsh.events import (
+    AssistantMessageEvent,
+    CompactionSummaryEvent,
+    Event,
+    ReasoningBlock,
+    RequestErrorEvent,
+    TextBlock,
+    ToolCallBlock,
+)
+from dsh.llm.scripted import count_model_calls
+from dsh.llm.types import (
+    Finish,
+    ModelRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageReport,
+)
+from dsh.store import EventStore
+
+REPLAY_EXHAUSTED = "REPLAY_EXHAUSTED"
+
+
+def _replayable_summaries(events: Sequence[Event]) -> list[CompactionSummaryEvent]:
+    return [e for e in events if isinstance(e, CompactionSummaryEvent) and e.data.llm_stream_call]
+
+
+class ReplayProvider:
+    """Answers model calls from a recorded log.
+
+    Conversation call n (n = ``assistant/message`` + ``request/error`` events in ``history``)
+    gets the n-th such recorded event. Compaction call k gets the k-th replayable summary, where
+    k = max(replayable summaries in ``history``, compaction calls this instance already served):
+    concurrent summary calls issued before any of them is logged get consecutive entries, and a
+    resumed process continues from the log.
+    """
+
+    def __init__(
+        self, recorded_events: Sequence[Event], *, name: str = "replay", model: str = "replay"
+    ) -> None:
+        self.name = name
+        self.model = model
+        self._calls: list[AssistantMessageEvent | RequestErrorEvent] = [
+            e for e in recorded_events if isinstance(e, AssistantMessageEvent | RequestErrorEvent)
+        ]
+        self._summaries = _replayable_summaries(recorded_events)
+        self._compactions_served = 0
+
+    @classmethod
+    def from_log(
+        cls, store: EventStore, session_id: str, *, name: str = "replay", model: str = "replay"
+    ) -> ReplayProvider:
+        """A provider over a stored session, opened read-only."""
+        log = store.open(session_id)
+        try:
+            events = list(log.events)
+        finally:
+            log.close()
+        return cls(events, name=name, model=model)
+
+    def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        """Serve the recorded answer to this call; the index is fixed when the call is made."""
+        if request.purpose == "compaction":
+            k = max(len(_replayable_summaries(history)), self._compactions_served)
+            self._compactions_served = k + 1
+            return self._serve_summary(k)
+        return self._serve_call(count_model_calls(history))
+
+    async def _serve_call(self, n: int) -> AsyncIterator[StreamEvent]:
+        if n >= len(self._calls):
+            raise _exhausted(
+                f"the recording has {len(self._calls)} model calls; this is call {n + 1}"
+            )
+        event = self._calls[n]
+        if isinstance(event, RequestErrorEvent):
+            error = event.data
+            raise ProviderError(error.code, error.message, retryable=error.retryable)
+        recorded = event.data
+        calls = 0
+        for block in recorded.message.content:
+            if isinstance(block, ReasoningBlock):
+                yield ReasoningDelta(block.text)
+            elif isinstance(block, TextBlock):
+                yield TextDelta(block.text)
+            elif isinstance(block, ToolCallBlock):
+                yield ToolCallDelta(calls, id=block.id, name=block.name, arguments=block.arguments)
+                calls += 1
+        if recorded.usage is not None:
+            yield UsageReport(recorded.usage)
+        yield Finish("tool-calls" if calls else "stop")
+
+    async def _serve_summary(self, k: int) -> AsyncIterator[StreamEvent]:
+        if k >= len(self._summaries):
+            raise _exhausted(
+                f"the recording has {len(self._summaries)} replayable summaries; "
+                f"this is compaction call {k + 1}"
+            )
+        summary = self._summaries[k].data
+        yield TextDelta(summary.raw_output or "")
+        if summary.usage is not None:
+            yield UsageReport(summary.usage)
+        yield Finish("stop")
+
+
+def _exhausted(message: str) -> ProviderError:
+    return ProviderError(REPLAY_EXHAUSTED, message, retryable=False)

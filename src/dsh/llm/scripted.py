@@ -1,0 +1,248 @@
+"""The ``scripted`` provider: a keyless, deterministic test double driven by a script file.
+
+A script is a list of entries (JSON or YAML)::
+
+    - text: "Let me look."
+      reasoning: "the user wants the file"
+      toolCalls: [{name: read_file, arguments: {path: a.txt}}]
+      usage: {inputTokens: 120, outputTokens: 9}
+      delayMs: 50
+    - error: {code: RATE_LIMITED, message: "slow down"}
+
+The n-th model call of a session gets entry n, where n is the number of ``assistant/message``
+and ``request/error`` events already in the log (spec §7), so a resumed session, or another
+process, picks up where the log left off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
+
+from dsh.errors import ConfigError, ProviderError
+from dsh.events import (
+    AssistantMessageEvent,
+    Event,
+    Message,
+    RequestErrorEvent,
+    Usage,
+    encode_json,
+)
+from dsh.llm.assemble import StreamAssembler
+from dsh.llm.cache_sim import CacheRule, make_cache, message_segment, request_segments
+from dsh.llm.errors import ErrorCode, provider_error
+from dsh.llm.types import (
+    Finish,
+    ModelRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageReport,
+)
+from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
+
+SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
+
+
+class _ScriptStruct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class ScriptToolCall(_ScriptStruct, frozen=True):
+    """A tool call the scripted model makes; ``arguments`` is raw JSON text or an object."""
+
+    name: str
+    arguments: str | dict[str, Any] = "{}"
+
+    def arguments_json(self) -> str:
+        """The arguments as the model would stream them (objects encoded compactly)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return encode_json(self.arguments).decode()
+
+
+class ScriptError(_ScriptStruct, frozen=True):
+    """A failed model call; retryable iff the code is in ``RETRYABLE_CODES``."""
+
+    code: ErrorCode
+    message: str = "scripted provider error"
+
+
+class ScriptEntry(_ScriptStruct, rename="camel", frozen=True):
+    """One scripted model call: a reply (text, reasoning, tool calls, usage) or an error."""
+
+    text: str | None = None
+    reasoning: str | None = None
+    tool_calls: tuple[ScriptToolCall, ...] = ()
+    usage: Usage | None = None
+    error: ScriptError | None = None
+    delay_ms: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+
+def parse_script(data: object, *, source: str = "<script>") -> list[ScriptEntry]:
+    """Validate decoded script data: a list of entries, or ``{"entries": [...]}``.
+
+    Raises ``ConfigError`` naming ``source`` and the index of the bad entry.
+    """
+    if isinstance(data, Mapping) and set(data) == {"entries"}:
+        data = data["entries"]
+    if not isinstance(data, list):
+        raise ConfigError(f"{source}: a script must be a list of entries or {{entries: [...]}}")
+    return [_parse_entry(raw, source=source, index=i) for i, raw in enumerate(data)]
+
+
+def _parse_entry(raw: object, *, source: str, index: int) -> ScriptEntry:
+    if isinstance(raw, ScriptEntry):
+        entry = raw
+    else:
+        try:
+            entry = msgspec.convert(raw, ScriptEntry)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"{source}: entry {index}: {exc}") from exc
+    if entry.error is not None and (
+        entry.text or entry.reasoning or entry.tool_calls or entry.usage is not None
+    ):
+        raise ConfigError(
+            f"{source}: entry {index}: an error entry cannot also carry text, reasoning, "
+            "toolCalls or usage"
+        )
+    return entry
+
+
+def load_script(path: str | Path) -> list[ScriptEntry]:
+    """Read a script file; JSON or YAML by extension (``.json``, ``.yaml``, ``.yml``)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise ConfigError(f"{path}: a script must be a .json, .yaml or .yml file")
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read script: {exc}") from exc
+    try:
+        data = json.loads(raw) if suffix == ".json" else yaml.safe_load(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from exc
+    return parse_script(data, source=str(path))
+
+
+# ---- serving --------------------------------------------------------------------------------
+
+
+def count_model_calls(history: Sequence[Event]) -> int:
+    """Model calls already answered in a log: ``assistant/message`` + ``request/error``."""
+    return sum(isinstance(e, AssistantMessageEvent | RequestErrorEvent) for e in history)
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    if size <= 0 or len(text) <= size:
+        return [text]
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _request_tokens(request: ModelRequest) -> int:
+    return (
+        tools_tokens(request.tools)
+        + system_tokens(request.system)
+        + sum(message_tokens(m) for m in request.messages)
+    )
+
+
+class ScriptedProvider:
+    """Answers model calls from a script (see the module docstring).
+
+    Which entry answers is derived from ``history`` alone, so the provider is stateless across
+    processes. Two things are per instance: ``requests`` (every request received, for tests
+    that compare them with requests rebuilt from the log) and the simulated prompt cache
+    (``cache="deepseek"``), which starts cold — a resumed session sees a cold cache.
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[ScriptEntry | Mapping[str, Any]],
+        *,
+        name: str = "scripted",
+        model: str = "scripted",
+        cache: Literal["deepseek"] | None = None,
+        chunk_size: int = 0,
+    ) -> None:
+        self.entries: list[ScriptEntry] = parse_script(list(entries), source="<entries>")
+        self.name = name
+        self.model = model
+        self.chunk_size = chunk_size
+        self.requests: list[ModelRequest] = []
+        self._cache: CacheRule | None = make_cache(cache) if cache is not None else None
+
+    @classmethod
+    def from_file(cls, path: str | Path, **options: Any) -> ScriptedProvider:
+        """A provider over ``load_script(path)``; ``options`` as for the constructor."""
+        return cls(load_script(path), **options)
+
+    def remaining(self, history: Sequence[Event]) -> int:
+        """Entries not yet used by the log ``history`` (0 when the script was used up)."""
+        return max(0, len(self.entries) - count_model_calls(history))
+
+    def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream entry n (n = model calls in ``history``, counted when the call is made)."""
+        self.requests.append(request)
+        return self._serve(count_model_calls(history), request)
+
+    async def _serve(self, n: int, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if n >= len(self.entries):
+            raise ProviderError(
+                SCRIPT_EXHAUSTED,
+                f"the script has {len(self.entries)} entries and the log already holds {n} "
+                "model calls; nothing is left to answer this one",
+                retryable=False,
+            )
+        entry = self.entries[n]
+        if entry.delay_ms:
+            await asyncio.sleep(entry.delay_ms / 1000)
+        if entry.error is not None:
+            raise provider_error(entry.error.code, entry.error.message)
+        events = self._reply_events(n, entry)
+        reply = StreamAssembler().feed_all(events).message(f"scripted-{n}", self.name, self.model)
+        usage = self._usage(request, reply)
+        for event in events:
+            yield event
+        yield UsageReport(entry.usage if entry.usage is not None else usage)
+        yield Finish("tool-calls" if entry.tool_calls else "stop")
+
+    def _reply_events(self, n: int, entry: ScriptEntry) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if entry.reasoning:
+            events += [ReasoningDelta(p) for p in _pieces(entry.reasoning, self.chunk_size)]
+        if entry.text:
+            events += [TextDelta(p) for p in _pieces(entry.text, self.chunk_size)]
+        for i, call in enumerate(entry.tool_calls):
+            first, *rest = _pieces(call.arguments_json(), self.chunk_size)
+            events.append(ToolCallDelta(i, id=f"call_{n}_{i}", name=call.name, arguments=first))
+            events += [ToolCallDelta(i, arguments=p) for p in rest]
+        return events
+
+    def _usage(self, request: ModelRequest, reply: Message) -> Usage:
+        """Spec §3 heuristic usage; with a simulated cache, input excludes the cache hit.
+
+        The cache is consulted even when the entry scripts its own usage, so its state follows
+        the conversation either way.
+        """
+        output = message_tokens(reply)
+        if self._cache is None:
+            return Usage(input_tokens=_request_tokens(request), output_tokens=output)
+        segments = request_segments(request)
+        hit = self._cache.serve(segments)
+        self._cache.save_output([*segments, message_segment(reply)])
+        total = sum(tokens for _, tokens in segments)
+        return Usage(input_tokens=total - hit, output_tokens=output, cache_read_tokens=hit)

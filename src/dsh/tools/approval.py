@@ -1,0 +1,102 @@
+"""Approval policies: which tool calls may run without asking, which need a human, which not.
+
+- ``auto``: everything runs (``--yes``).
+- ``read-only``: read and meta tools run; other kinds only if listed in ``allow``.
+- ``ask``: read and meta tools run; kinds in ``allow`` run; any other call is put to the
+  ``approver`` callback (``"once"``, ``"always"`` — remembered by tool name for the rest of the
+  session — or ``"deny"``). Without an approver (a headless run) those calls are denied.
+
+The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write`` to ``allow={"shell", "write"}``.
+Denial reasons tell the human (and the model) what would let the call through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from dsh.errors import ConfigError
+from dsh.tools.base import Tool, ToolContext, ToolKind
+
+ApprovalMode = Literal["ask", "auto", "read-only"]
+ApprovalAnswer = Literal["once", "always", "deny"]
+Approver = Callable[[str, dict[str, Any]], Awaitable[ApprovalAnswer]]
+"""``approver(tool_name, args)``: asks the human; returns ``once``, ``always`` or ``deny``."""
+
+ALWAYS_ALLOWED: frozenset[ToolKind] = frozenset({"read", "meta"})
+ALLOW_FLAG_NAMES: dict[ToolKind, str] = {"shell": "bash", "write": "write", "read": "read"}
+"""How each kind is spelled in ``--allow`` (the CLI maps ``bash`` to the ``shell`` kind)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of :meth:`ApprovalPolicy.decide`: allowed, or denied with a reason."""
+
+    allowed: bool
+    reason: str = ""
+
+    @classmethod
+    def allow(cls) -> Decision:
+        """Let the call run."""
+        return cls(True)
+
+    @classmethod
+    def deny(cls, reason: str) -> Decision:
+        """Refuse the call; ``reason`` becomes the error tool result."""
+        return cls(False, reason)
+
+
+class ApprovalPolicy:
+    """Decides, per tool call, whether it may run. Holds the session's "always" answers."""
+
+    def __init__(
+        self,
+        mode: ApprovalMode,
+        allow: frozenset[ToolKind] = frozenset(),
+        approver: Approver | None = None,
+    ) -> None:
+        if mode not in get_args(ApprovalMode):
+            choices = ", ".join(get_args(ApprovalMode))
+            raise ConfigError(f"tools.approval must be one of {choices}; got {mode!r}")
+        self.mode: ApprovalMode = mode
+        self.allow = frozenset(allow)
+        self.approver = approver
+        self._always: set[str] = set()
+
+    @property
+    def always_allowed_tools(self) -> frozenset[str]:
+        """Tool names the human answered "always" for in this session."""
+        return frozenset(self._always)
+
+    async def decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
+        """Allow or deny one call of ``tool`` with ``args``; may ask the approver."""
+        if self.mode == "auto" or tool.kind in ALWAYS_ALLOWED or tool.kind in self.allow:
+            return Decision.allow()
+        if self.mode == "read-only":
+            return Decision.deny(
+                f"{tool.name} was not run: denied by approval policy 'read-only', which allows "
+                f"only read tools; rerun with --allow {_flag(tool.kind)} or --yes to permit "
+                f"{tool.kind} tools"
+            )
+        if tool.name in self._always:
+            return Decision.allow()
+        if self.approver is None:
+            return Decision.deny(
+                f"{tool.name} was not run: denied by approval policy 'ask' in a headless run; "
+                f"rerun with --allow {_flag(tool.kind)} or --yes"
+            )
+        answer = await self.approver(tool.name, args)
+        if answer == "always":
+            self._always.add(tool.name)
+            return Decision.allow()
+        if answer == "once":
+            return Decision.allow()
+        return Decision.deny(
+            f"{tool.name} was not run: the user denied this call. Do not retry it as is; "
+            "ask the user how to proceed or take a different approach."
+        )
+
+
+def _flag(kind: ToolKind) -> str:
+    return ALLOW_FLAG_NAMES.get(kind, kind)

@@ -1,0 +1,285 @@
+"""File tools: ``read_file``, ``write_file``, ``edit_file``, ``list_dir`` (and, re-exported from
+:mod:`dsh.tools.search`, ``glob`` and ``grep``).
+
+Every path goes through :func:`~dsh.tools.workspace.resolve_in_workspace`. Blocking file I/O runs
+in a worker thread. Expected failures raise ``ToolError``, which the registry turns into an error
+tool result the model can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dsh.errors import ToolError
+from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
+from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.search import GlobTool, GrepTool
+from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
+
+__all__ = ["EditFileTool", "GlobTool", "GrepTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
+
+DEFAULT_READ_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_READ_CHARS = 100_000
+MAX_DIR_ENTRIES = 1000
+
+_T = TypeVar("_T")
+
+
+async def _in_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    """Run blocking file work in a thread, turning OS errors into tool errors."""
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        raise ToolError(f"I/O error{where}: {exc.strerror or exc}", code="IO_ERROR") from exc
+
+
+def _string(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+_PATH_DOC = "File path, relative to the workspace root (absolute paths must be inside it)."
+
+
+def _check_regular_file(path: Path, shown: str) -> None:
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; use list_dir to see it", code="IS_DIRECTORY")
+    if not path.is_file():
+        raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE")
+    if file_is_binary(path):
+        raise ToolError(
+            f"{shown} looks like a binary file ({path.stat().st_size} bytes); "
+            "only text files can be read or edited",
+            code="BINARY_FILE",
+        )
+
+
+class ReadFileTool:
+    """Show a text file with 1-based line numbers, a window of ``limit`` lines at a time."""
+
+    name: str = "read_file"
+    kind: ToolKind = "read"
+    description: str = (
+        "Read a text file from the workspace. Lines are shown as '<number>\\t<text>' (1-based). "
+        f"At most {DEFAULT_READ_LIMIT} lines are returned per call; use offset (first line "
+        "number) and limit to read other parts of long files."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = _object(
+            {
+                "path": _string(_PATH_DOC),
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Line number to start at (1-based). Default 1.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": f"Maximum number of lines. Default {DEFAULT_READ_LIMIT}.",
+                },
+            },
+            ["path"],
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Read ``args.path`` from ``offset`` for ``limit`` lines."""
+        path = str_arg(args, "path")
+        offset = int_arg(args, "offset", 1, minimum=1)
+        limit = int_arg(args, "limit", DEFAULT_READ_LIMIT, minimum=1)
+        text = await _in_thread(_read_window, path, ctx.workspace, offset, limit)
+        return ToolOutput(text)
+
+
+def _read_window(path: str, workspace: Path, offset: int, limit: int) -> str:
+    resolved = resolve_in_workspace(path, workspace, must_exist=True)
+    shown = display_path(resolved, workspace)
+    _check_regular_file(resolved, shown)
+    lines: list[str] = []
+    chars = 0
+    total = 0
+    last = offset - 1
+    with resolved.open(encoding="utf-8", errors="replace", newline="") as fh:
+        for number, raw in enumerate(fh, 1):
+            total = number
+            if number < offset or number >= offset + limit or chars > MAX_READ_CHARS:
+                continue
+            line = raw.rstrip("\r\n")
+            if len(line) > MAX_LINE_CHARS:
+                omitted = len(line) - MAX_LINE_CHARS
+                line = f"{line[:MAX_LINE_CHARS]}… [{omitted} characters omitted]"
+            lines.append(f"{number}\t{line}")
+            chars += len(line) + 1
+            last = number
+    if total == 0:
+        return f"({shown} is empty)"
+    if offset > total:
+        raise ToolError(
+            f"offset {offset} is past the end of {shown}, which has {total} lines",
+            code=INVALID_ARGUMENT,
+        )
+    body = "\n".join(lines)
+    if last < total:
+        return (
+            f"{body}\n(lines {offset}–{last} of {total}; "
+            f"call read_file with offset={last + 1} to read more)"
+        )
+    if offset > 1:
+        return f"{body}\n(lines {offset}–{last} of {total})"
+    return body
+
+
+class WriteFileTool:
+    """Create or overwrite a file with the given content, creating parent directories."""
+
+    name: str = "write_file"
+    kind: ToolKind = "write"
+    description: str = (
+        "Write a file in the workspace, replacing it if it exists. Parent directories are "
+        "created. Prefer edit_file for changing part of an existing file."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = _object(
+            {"path": _string(_PATH_DOC), "content": _string("The complete new file content.")},
+            ["path", "content"],
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Write ``args.content`` (UTF-8) to ``args.path``."""
+        path = str_arg(args, "path")
+        content = str_arg(args, "content")
+        return ToolOutput(await _in_thread(_write, path, content, ctx.workspace))
+
+
+def _write(path: str, content: str, workspace: Path) -> str:
+    resolved = resolve_in_workspace(path, workspace)
+    shown = display_path(resolved, workspace)
+    if resolved.is_dir():
+        raise ToolError(f"{shown} is a directory; give a file path", code="IS_DIRECTORY")
+    existed = resolved.exists()
+    resolved.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    resolved.write_bytes(data)
+    what = "overwrote" if existed else "created"
+    return f"wrote {len(data)} bytes to {shown} ({what})"
+
+
+class EditFileTool:
+    """Replace one exact, unique occurrence of ``old`` with ``new`` in a text file."""
+
+    name: str = "edit_file"
+    kind: ToolKind = "write"
+    description: str = (
+        "Edit a text file by exact string replacement: 'old' must occur exactly once in the "
+        "file (include surrounding lines to make it unique) and is replaced by 'new'. "
+        "Whitespace and indentation must match exactly."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = _object(
+            {
+                "path": _string(_PATH_DOC),
+                "old": _string("The exact text to replace; must occur exactly once."),
+                "new": _string("The replacement text."),
+            },
+            ["path", "old", "new"],
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Replace ``args.old`` by ``args.new`` in ``args.path``."""
+        path, old, new = str_arg(args, "path"), str_arg(args, "old"), str_arg(args, "new")
+        if not old:
+            raise ToolError(
+                "old must not be empty; use write_file to create or overwrite a whole file",
+                code=INVALID_ARGUMENT,
+            )
+        if old == new:
+            raise ToolError("old and new are identical; nothing to change", code=INVALID_ARGUMENT)
+        return ToolOutput(await _in_thread(_edit, path, old, new, ctx.workspace))
+
+
+def _edit(path: str, old: str, new: str, workspace: Path) -> str:
+    resolved = resolve_in_workspace(path, workspace, must_exist=True)
+    shown = display_path(resolved, workspace)
+    _check_regular_file(resolved, shown)
+    try:
+        text = resolved.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{shown} is not valid UTF-8 text: {exc}", code="BINARY_FILE") from exc
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old text not found in {shown}; read the file and copy the text exactly "
+            "(including whitespace)",
+            code="NOT_FOUND",
+        )
+    if count > 1:
+        raise ToolError(
+            f"old text found {count} times in {shown} — give more context so it is unique",
+            code="NOT_UNIQUE",
+        )
+    index = text.index(old)
+    resolved.write_bytes(text.replace(old, new, 1).encode("utf-8"))
+    first = text.count("\n", 0, index) + 1
+    last = first + new.count("\n")
+    where = f"line {first}" if first == last else f"lines {first}–{last}"
+    return f"edited {shown}: replaced 1 occurrence ({where})"
+
+
+class ListDirTool:
+    """List a directory's entries, sorted, directories marked with a trailing ``/``."""
+
+    name: str = "list_dir"
+    kind: ToolKind = "read"
+    description: str = (
+        "List the entries of a directory in the workspace (default: the workspace root), "
+        "sorted by name; directories end with '/'."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = _object(
+            {"path": _string("Directory, relative to the workspace root. Default '.'.")}, []
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """List ``args.path`` (default the workspace root)."""
+        path = str_arg(args, "path", ".")
+        return ToolOutput(await _in_thread(_list_dir, path, ctx.workspace))
+
+
+def _list_dir(path: str, workspace: Path) -> str:
+    resolved = resolve_in_workspace(path, workspace, must_exist=True)
+    shown = display_path(resolved, workspace)
+    if not resolved.is_dir():
+        raise ToolError(f"{shown} is not a directory; use read_file", code="NOT_A_DIRECTORY")
+    names: list[str] = []
+    with os.scandir(resolved) as entries:
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            names.append(entry.name + "/" if is_dir else entry.name)
+    if not names:
+        return f"({shown} is empty)"
+    names.sort()
+    if len(names) > MAX_DIR_ENTRIES:
+        note = f"(showing the first {MAX_DIR_ENTRIES} of {len(names)} entries; use glob to narrow)"
+        return "\n".join([*names[:MAX_DIR_ENTRIES], note])
+    return "\n".join(names)

@@ -1,0 +1,127 @@
+"""The tool registry: specs for the request header, and one ``execute`` that never raises.
+
+``execute`` is the single place a model's tool call becomes a ``ToolOutput``. Every mistake the
+model can make — an unknown tool, arguments that are not a JSON object, a missing, unknown or
+wrongly typed key — comes back as an error output with a code (``UNKNOWN_TOOL``,
+``INVALID_ARGUMENT``), as does a denial (``DENIED``), a ``ToolError`` (its own code) and any other
+exception inside a tool (``TOOL_FAILED``). Only cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from dsh.errors import ToolError
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.args import INVALID_ARGUMENT, drop_null_optionals, json_type_name, validate_args
+from dsh.tools.base import Tool, ToolContext, ToolOutput, tool_spec
+from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
+from dsh.tools.search import GlobTool, GrepTool
+from dsh.tools.shell import BashTool
+from dsh.tools.todo import TodoWriteTool
+
+
+class ToolRegistry:
+    """The tools offered to the model, by name, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"duplicate tool name {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        """Provider-neutral specs (name, description, parameters) in registration order."""
+        return [copy.deepcopy(tool_spec(tool)) for tool in self._tools.values()]
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    async def execute(
+        self,
+        call_id: str,
+        name: str,
+        arguments_json: str,
+        ctx: ToolContext,
+        policy: ApprovalPolicy,
+    ) -> ToolOutput:
+        """Run one tool call; every failure comes back as an error ``ToolOutput``."""
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools) or "none"
+            return _error(f"unknown tool {name!r}; available tools: {available}", "UNKNOWN_TOOL")
+        if ctx.call_id != call_id:
+            ctx = dataclasses.replace(ctx, call_id=call_id)
+        try:
+            args = parse_arguments(arguments_json, tool.parameters)
+        except ToolError as exc:
+            return _error(f"{name}: {exc}", exc.code)
+        try:
+            decision = await policy.decide(tool, args, ctx)
+        except Exception as exc:
+            return _error(f"{name} was not run: approval failed: {_describe(exc)}", "DENIED")
+        if not decision.allowed:
+            return _error(decision.reason, "DENIED")
+        try:
+            return await tool.run(args, ctx)
+        except ToolError as exc:
+            return _error(str(exc), exc.code)
+        except Exception as exc:
+            return _error(f"{name} failed: {_describe(exc)}", "TOOL_FAILED")
+
+
+def parse_arguments(arguments_json: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Decode the model's raw arguments and check them against ``schema``.
+
+    An empty string means no arguments. ``null`` for an optional key counts as leaving it out.
+    Raises ``ToolError(code="INVALID_ARGUMENT")`` quoting the JSON error or naming the key.
+    """
+    if not arguments_json.strip():
+        arguments_json = "{}"
+    try:
+        args = json.loads(arguments_json)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ToolError(
+            f"arguments are not valid JSON ({exc}); send a JSON object", code=INVALID_ARGUMENT
+        ) from exc
+    if not isinstance(args, dict):
+        raise ToolError(
+            f"arguments must be a JSON object, got {json_type_name(args)}", code=INVALID_ARGUMENT
+        )
+    args = drop_null_optionals(args, schema)
+    validate_args(args, schema)
+    return args
+
+
+def default_tools() -> list[Tool]:
+    """The built-in tools (recall tools are registered by the session, not here)."""
+    return [
+        ReadFileTool(),
+        WriteFileTool(),
+        EditFileTool(),
+        ListDirTool(),
+        GlobTool(),
+        GrepTool(),
+        BashTool(),
+        TodoWriteTool(),
+    ]
+
+
+def _error(text: str, code: str) -> ToolOutput:
+    return ToolOutput(text, is_error=True, code=code)
+
+
+def _describe(exc: BaseException) -> str:
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -1,0 +1,190 @@
+"""Search tools: ``glob`` (file names) and ``grep`` (Python regex over text files).
+
+Both stay inside the workspace: glob patterns may not be absolute or contain ``..``, and results
+whose real location is outside the workspace (symlinks pointing out) are dropped. Directories
+that are rarely what the model wants (``.git``, ``node_modules``, ``.venv``) are skipped unless the
+pattern or path names them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from dsh.errors import ToolError
+from dsh.tools.args import INVALID_ARGUMENT, str_arg
+from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.workspace import display_path, is_binary, is_inside, resolve_in_workspace
+
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
+MAX_GLOB_RESULTS = 1000
+MAX_GREP_MATCHES = 500
+MAX_GREP_LINE_CHARS = 300
+MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
+
+
+class GlobTool:
+    """Find files by glob pattern, relative to the workspace root."""
+
+    name: str = "glob"
+    kind: ToolKind = "read"
+    description: str = (
+        "Find files in the workspace by glob pattern, relative to the workspace root "
+        "(e.g. '**/*.py', 'src/*.ts'). '**' matches any number of directories. Results are "
+        f"sorted; directories end with '/'. At most {MAX_GLOB_RESULTS} results."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.py'."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """List the workspace paths matching ``args.pattern``."""
+        pattern = str_arg(args, "pattern")
+        return ToolOutput(await asyncio.to_thread(_glob, pattern, ctx.workspace))
+
+
+def _glob(pattern: str, workspace: Path) -> str:
+    if not pattern.strip():
+        raise ToolError("pattern must not be empty", code=INVALID_ARGUMENT)
+    parts = PurePosixPath(pattern).parts
+    if pattern.startswith(("/", "~")) or ".." in parts:
+        raise ToolError(
+            f"glob pattern {pattern!r} reaches outside the workspace; patterns are relative "
+            "to the workspace root and may not be absolute or contain '..'",
+            code="OUTSIDE_WORKSPACE",
+        )
+    root = workspace.resolve()
+    named = SKIP_DIRS.intersection(parts)
+    found: list[str] = []
+    try:
+        for path in root.glob(pattern):
+            rel = path.relative_to(root)
+            if any(p in SKIP_DIRS and p not in named for p in rel.parts):
+                continue
+            try:
+                real = path.resolve()
+                is_dir = path.is_dir()
+            except (OSError, RuntimeError):
+                continue
+            if not is_inside(real, root) or not rel.parts:
+                continue
+            found.append(rel.as_posix() + ("/" if is_dir else ""))
+    except ValueError as exc:
+        raise ToolError(f"invalid glob pattern {pattern!r}: {exc}", code=INVALID_ARGUMENT) from exc
+    if not found:
+        return f"no files match {pattern!r}"
+    found.sort()
+    if len(found) > MAX_GLOB_RESULTS:
+        note = (
+            f"(showing the first {MAX_GLOB_RESULTS} of {len(found)} matches; "
+            "use a narrower pattern)"
+        )
+        return "\n".join([*found[:MAX_GLOB_RESULTS], note])
+    return "\n".join(found)
+
+
+class GrepTool:
+    """Search text files for a Python regular expression."""
+
+    name: str = "grep"
+    kind: ToolKind = "read"
+    description: str = (
+        "Search text files in the workspace for a Python regular expression (re syntax). "
+        "Searches a file or, recursively, a directory (default: the workspace root), skipping "
+        "binary files and .git, node_modules and .venv. Output lines are 'path:line: text'. "
+        f"At most {MAX_GREP_MATCHES} matches."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Python regular expression."},
+                "path": {
+                    "type": "string",
+                    "description": "File or directory to search, relative to the workspace. "
+                    "Default '.'.",
+                },
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Search ``args.path`` for lines matching ``args.pattern``."""
+        pattern = str_arg(args, "pattern")
+        path = str_arg(args, "path", ".")
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ToolError(
+                f"invalid regular expression {pattern!r}: {exc}", code=INVALID_ARGUMENT
+            ) from exc
+        return ToolOutput(await asyncio.to_thread(_grep, regex, path, ctx.workspace))
+
+
+def _grep(regex: re.Pattern[str], path: str, workspace: Path) -> str:
+    target = resolve_in_workspace(path, workspace, must_exist=True)
+    root = workspace.resolve()
+    if target.is_file():
+        with target.open("rb") as fh:
+            if is_binary(fh.read(8192)):
+                shown = display_path(target, workspace)
+                raise ToolError(f"{shown} is a binary file", code="BINARY_FILE")
+        files: Iterator[Path] = iter([target])
+    else:
+        files = _walk_text_files(target, root)
+    matches: list[str] = []
+    for file in files:
+        shown = display_path(file, workspace)
+        for number, line in _matching_lines(file, regex):
+            if len(matches) == MAX_GREP_MATCHES:
+                note = f"(stopped after {MAX_GREP_MATCHES} matches; narrow the pattern or the path)"
+                return "\n".join([*matches, note])
+            matches.append(f"{shown}:{number}: {line}")
+    if not matches:
+        return f"no matches for {regex.pattern!r} in {display_path(target, workspace)}"
+    return "\n".join(matches)
+
+
+def _walk_text_files(top: Path, root: Path) -> Iterator[Path]:
+    """Files under ``top`` in sorted order, skipping SKIP_DIRS, escapes and binary files."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            file = Path(dirpath) / name
+            try:
+                if file.is_symlink() and not is_inside(file.resolve(), root):
+                    continue
+                if not file.is_file() or file.stat().st_size > MAX_GREP_FILE_BYTES:
+                    continue
+                with file.open("rb") as fh:
+                    if is_binary(fh.read(8192)):
+                        continue
+            except (OSError, RuntimeError):
+                continue
+            yield file
+
+
+def _matching_lines(file: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    try:
+        with file.open(encoding="utf-8", errors="replace") as fh:
+            for number, raw in enumerate(fh, 1):
+                line = raw.rstrip("\r\n")
+                if regex.search(line):
+                    if len(line) > MAX_GREP_LINE_CHARS:
+                        line = line[:MAX_GREP_LINE_CHARS] + "…"
+                    yield number, line
+    except OSError:
+        return

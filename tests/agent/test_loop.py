@@ -1,0 +1,215 @@
+"""The turn/step loop with the scripted provider and real tools (spec §1.3, §11 item 5)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from dsh.agent import rebuild_requests
+from dsh.events import (
+    AssistantMessageEvent,
+    RequestErrorEvent,
+    RequestHeaderEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    encode_json,
+)
+from tests.agent.conftest import Harness, run
+
+TOOL_TURN = [
+    {"text": "Reading it.", "toolCalls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+    {"text": "It says hello."},
+]
+
+
+def test_a_tool_using_turn_is_logged_in_spec_write_order(harness: Harness):
+    (harness.workspace / "a.txt").write_text("hello\n")
+    result = run(harness.agent(TOOL_TURN).run_turn("what is in a.txt?"))
+    assert result.reason == "completed" and result.text == "It says hello."
+    assert harness.types() == [
+        "turn/start",
+        "step/start",
+        "user/message",
+        "request/header",
+        "request/context",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "step/start",
+        "assistant/message",
+        "step/end",
+        "turn/end",
+    ]
+    result_event = next(e for e in harness.session.events if isinstance(e, ToolResultEvent))
+    call_event = next(e for e in harness.session.events if isinstance(e, ToolCallEvent))
+    assert result_event.source_event_seqs == (call_event.seq,)
+    assert "1\thello" in result_event.data.message.content[0].content[0].text
+
+
+def test_header_is_logged_only_when_it_changes_and_context_only_on_route_change(harness):
+    agent = harness.agent([{"text": "one"}, {"text": "two"}])
+    run(agent.run_turn("first"))
+    run(agent.run_turn("second"))
+    assert harness.types().count("request/header") == 1
+    assert harness.types().count("request/context") == 1
+
+
+def test_parallel_tool_calls_run_concurrently_and_results_keep_call_order(harness: Harness):
+    script = [
+        {
+            "toolCalls": [
+                {"name": "bash", "arguments": {"command": "sleep 0.4; echo slow"}},
+                {"name": "read_file", "arguments": {"path": "b.txt"}},
+            ]
+        },
+        {"text": "done"},
+    ]
+    (harness.workspace / "b.txt").write_text("fast\n")
+    run(harness.agent(script).run_turn("go"))
+    events = harness.session.events
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert [c.data.name for c in calls] == ["bash", "read_file"]
+    assert max(c.seq for c in calls) < min(r.seq for r in results)
+    assert [r.source_event_seqs for r in results] == [(calls[0].seq,), (calls[1].seq,)]
+    assert "slow" in results[0].data.message.content[0].content[0].text
+
+
+def test_every_request_is_rebuilt_byte_equal_from_the_log_prefix(harness: Harness):
+    (harness.workspace / "a.txt").write_text("hello\n")
+    agent = harness.agent([*TOOL_TURN, {"text": "bye"}])
+    run(agent.run_turn("what is in a.txt?"))
+    run(agent.run_turn("thanks"))
+    rebuilt = [request for _, request in rebuild_requests(harness.session.events)]
+    sent = harness.provider.requests
+    assert len(sent) == len(rebuilt) == 3
+    for real, again in zip(sent, rebuilt, strict=True):
+        assert encode_json(real.messages) == encode_json(again.messages)
+        assert real.system == again.system
+        assert encode_json(real.tools) == encode_json(again.tools)
+
+
+def test_cancelling_mid_stream_keeps_the_prefix_and_closes_the_turn(harness: Harness):
+    agent = harness.agent([{"text": "partial answer " * 50, "delayMs": 2000}])
+
+    async def scenario():
+        task = asyncio.create_task(agent.run_turn("long task"))
+        await asyncio.sleep(0.2)
+        agent.cancel()
+        return await task
+
+    result = run(scenario())
+    assert result.reason == "aborted"
+    assistant = [e for e in harness.session.events if isinstance(e, AssistantMessageEvent)]
+    assert len(assistant) == 1 and assistant[0].data.interrupted
+    end = harness.session.events[-1]
+    assert isinstance(end, TurnEndEvent) and end.data.reason.kind == "aborted"
+    reopened = harness.reopen()
+    assert len(reopened.events) == len(harness.session.events)
+
+
+def test_cancelling_a_running_tool_answers_every_call_so_pairing_stays_balanced(harness):
+    script = [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}]
+    agent = harness.agent(script)
+
+    async def scenario():
+        task = asyncio.create_task(agent.run_turn("run it"))
+        await asyncio.sleep(0.5)
+        agent.cancel()
+        return await asyncio.wait_for(task, 10)
+
+    result = run(scenario())
+    assert result.reason == "aborted"
+    results = [e for e in harness.session.events if isinstance(e, ToolResultEvent)]
+    assert len(results) == 1 and results[0].data.error.code == "CANCELLED"
+    last_assistant = [e for e in harness.session.events if isinstance(e, AssistantMessageEvent)][-1]
+    assert harness.session.tool_pairing_balanced_after(results[0].seq)
+    assert last_assistant.seq < results[0].seq
+
+
+def test_a_non_retryable_error_ends_the_turn_and_the_session_stays_loadable(harness):
+    script = [{"error": {"code": "AUTH", "message": "bad key"}}]
+    result = run(harness.agent(script).run_turn("hi"))
+    assert result.reason == "error" and "AUTH" in (result.error or "")
+    errors = [e for e in harness.session.events if isinstance(e, RequestErrorEvent)]
+    assert [(e.data.code, e.data.retryable) for e in errors] == [("AUTH", False)]
+    assert harness.types()[-2:] == ["step/end", "turn/end"]
+    assert len(harness.reopen().events) == len(harness.session.events)
+
+
+def test_context_overflow_surfaces_as_its_own_code(harness: Harness):
+    script = [{"error": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "too long"}}]
+    result = run(harness.agent(script).run_turn("hi"))
+    assert result.reason == "error"
+    error = next(e for e in harness.session.events if isinstance(e, RequestErrorEvent))
+    assert error.data.code == "CONTEXT_WINDOW_EXCEEDED" and not error.data.retryable
+
+
+def test_an_overflow_handler_that_changes_nothing_ends_the_turn_after_one_try(harness):
+    script = [{"error": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "too long"}}]
+    agent = harness.agent(script)
+    calls = []
+
+    async def handler(agent_, turn, step):
+        calls.append((turn, step))
+        return False
+
+    agent.overflow_handler = handler
+    result = run(agent.run_turn("hi"))
+    assert result.reason == "error" and calls == [(1, 1)]
+
+
+def test_max_steps_stops_a_model_that_keeps_calling_tools(harness: Harness):
+    loop_forever = {"toolCalls": [{"name": "list_dir", "arguments": {}}]}
+    result = run(harness.agent([loop_forever] * 5, max_steps=3).run_turn("go"))
+    assert result.reason == "aborted" and "max_steps" in (result.error or "")
+    assert harness.types().count("step/start") == 3
+    assert harness.session.tool_pairing_balanced_after(harness.session.nodes[-1])
+
+
+def test_malformed_tool_arguments_become_an_error_result_not_a_crash(harness: Harness):
+    script = [
+        {"toolCalls": [{"name": "read_file", "arguments": "{not json"}]},
+        {"text": "sorry"},
+    ]
+    result = run(harness.agent(script).run_turn("go"))
+    assert result.reason == "completed"
+    tool_result = next(e for e in harness.session.events if isinstance(e, ToolResultEvent))
+    assert tool_result.data.message.content[0].is_error
+    assert tool_result.data.error.code == "INVALID_ARGUMENT"
+
+
+def test_headless_ask_policy_denies_shell_with_an_actionable_message(harness: Harness):
+    script = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "ok"},
+    ]
+    run(harness.agent(script, policy="ask").run_turn("go"))
+    tool_result = next(e for e in harness.session.events if isinstance(e, ToolResultEvent))
+    assert tool_result.data.error.code == "DENIED"
+    assert "--allow" in tool_result.data.message.content[0].content[0].text
+
+
+def test_todo_write_logs_a_todo_event_after_its_result(harness: Harness):
+    todos = {"todos": [{"content": "write tests", "status": "pending"}]}
+    script = [{"toolCalls": [{"name": "todo_write", "arguments": todos}]}, {"text": "planned"}]
+    run(harness.agent(script).run_turn("plan"))
+    types = harness.types()
+    assert types.index("todo/write") == types.index("tool/result") + 1
+
+
+def test_usage_with_cache_reads_is_logged_on_the_assistant_message(harness: Harness):
+    agent = harness.agent([{"text": "one"}, {"text": "two"}])
+    run(agent.run_turn("first"))
+    run(agent.run_turn("second"))
+    usages = [e.data.usage for e in harness.session.events if isinstance(e, AssistantMessageEvent)]
+    assert all(u is not None for u in usages)
+    assert usages[1].cache_read_tokens and usages[1].cache_read_tokens > 0
+
+
+def test_system_prompt_includes_agents_md(harness: Harness):
+    (harness.workspace / "AGENTS.md").write_text("Always run make check.")
+    run(harness.agent([{"text": "ok"}]).run_turn("hi"))
+    header = next(e for e in harness.session.events if isinstance(e, RequestHeaderEvent))
+    assert "Always run make check." in header.data.header.system

@@ -1,0 +1,132 @@
+"""``dsh run``, ``dsh demo`` and ``dsh sessions stats`` as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DSH = str(Path(sys.executable).with_name("dsh"))
+
+
+@pytest.fixture
+def env(tmp_path):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    for key in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        environ.pop(key, None)
+    environ["DSH_HOME"] = str(tmp_path / "home")
+    return environ
+
+
+def dsh(*args: str, env, cwd, check=True):
+    return subprocess.run(
+        [DSH, *args], env=env, cwd=cwd, capture_output=True, text=True, check=check, timeout=60
+    )
+
+
+def write_script(path: Path, entries) -> Path:
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def test_a_session_continues_across_processes_with_session(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "first answer"}, {"text": "second"}])
+    one = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    assert one.stdout.splitlines()[0] == "first answer"
+    session_id = one.stdout.splitlines()[-1].removeprefix("session: ")
+    two = dsh(
+        "run", "--script", str(script), "--session", session_id, "again", env=env, cwd=tmp_path
+    )
+    assert two.stdout.splitlines() == ["second", f"session: {session_id}"]
+    shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
+    assert shown.index("User: hello") < shown.index("first answer") < shown.index("User: again")
+    events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
+    types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
+    assert types.count("turn/start") == 2 and "session/end-seed" in types
+
+
+def test_several_prompts_and_a_prompts_file_are_one_turn_each(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": f"a{i}"} for i in range(3)])
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("third\n\n")
+    out = dsh(
+        "run",
+        "--script",
+        str(script),
+        "one",
+        "two",
+        "--prompts-file",
+        str(prompts),
+        env=env,
+        cwd=tmp_path,
+    ).stdout.splitlines()
+    assert out[:3] == ["a0", "a1", "a2"]
+
+
+def test_json_mode_prints_every_event_as_a_line(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "hi"}])
+    out = dsh("run", "--script", str(script), "--json", "hello", env=env, cwd=tmp_path).stdout
+    types = [json.loads(line)["type"] for line in out.splitlines()]
+    assert types[0] == "turn/start" and types[-1] == "turn/end"
+    assert "assistant/message" in types
+
+
+def test_missing_api_key_names_the_variable_and_exits_2(tmp_path, env):
+    result = dsh("run", "--provider", "deepseek", "hello", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "DEEPSEEK_API_KEY" in result.stderr
+    assert "dsh demo" in result.stderr
+
+
+def test_no_prompt_is_a_usage_error(tmp_path, env):
+    result = dsh(
+        "run",
+        "--script",
+        str(write_script(tmp_path / "s.json", [])),
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 2 and "PROMPT" in result.stderr
+
+
+def test_a_failed_turn_exits_1_and_says_why(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"error": {"code": "AUTH", "message": "nope"}}])
+    result = dsh("run", "--script", str(script), "hi", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 1 and "AUTH" in result.stderr
+    assert result.stdout.startswith("session: ") or "session: " in result.stdout
+
+
+def test_headless_bash_is_denied_unless_allowed(tmp_path, env):
+    entries = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo RAN > ran.txt"}}]},
+        {"text": "done"},
+    ]
+    script = write_script(tmp_path / "s.json", entries)
+    dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path)
+    assert not (tmp_path / "ran.txt").exists()
+    dsh("run", "--script", str(script), "--allow", "bash", "go", env=env, cwd=tmp_path)
+    assert (tmp_path / "ran.txt").read_text() == "RAN\n"
+
+
+def test_stats_reports_tokens_cache_ratio_steps_and_tool_calls(tmp_path, env):
+    entries = [{"toolCalls": [{"name": "list_dir", "arguments": {}}]}, {"text": "done"}]
+    script = write_script(tmp_path / "s.json", entries)
+    out = dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path).stdout
+    session_id = out.splitlines()[-1].removeprefix("session: ")
+    stats = dsh("sessions", "stats", session_id, env=env, cwd=tmp_path).stdout
+    assert "steps              2" in stats
+    assert "tool calls         1" in stats
+    assert "cache-hit ratio" in stats and "%" in stats
+
+
+def test_demo_runs_without_any_key_on_real_files(tmp_path, env):
+    result = dsh("demo", env=env, cwd=tmp_path)
+    assert "AssertionError: add(2, 3) returned -1" in result.stdout
+    assert "all tests passed" in result.stdout
+    assert "median ok" in result.stdout
+    assert "session: " in result.stdout

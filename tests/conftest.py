@@ -1,0 +1,53 @@
+"""Suite-wide fixtures."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+
+class NetworkBlockedError(RuntimeError):
+    """A test tried to reach a non-loopback address."""
+
+
+def _allowed(family: int, address: Any) -> bool:
+    if family == getattr(socket, "AF_UNIX", None):
+        return True
+    if family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(address, tuple):
+        return False
+    host = address[0]
+    if isinstance(host, bytes):
+        host = host.decode()
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False  # a host name other than localhost would need DNS: not loopback
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def _guarded(original: Callable[..., Any]) -> Callable[..., Any]:
+    def connect(sock: socket.socket, address: Any) -> Any:
+        if not _allowed(sock.family, address):
+            # Not an OSError: code that treats network failures as ordinary must not swallow it.
+            raise NetworkBlockedError(
+                f"tests may only connect to loopback or unix sockets, not {address!r} "
+                "(socket guard in tests/conftest.py)"
+            )
+        return original(sock, address)
+
+    return connect
+
+
+@pytest.fixture(autouse=True)
+def _block_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refuse every connect() that is not to 127.0.0.0/8, ::1, localhost or a unix socket."""
+    monkeypatch.setattr(socket.socket, "connect", _guarded(socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded(socket.socket.connect_ex))

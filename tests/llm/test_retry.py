@@ -1,0 +1,126 @@
+"""stream_with_retry: backoff before the first event only, against the real adapter and server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from dsh.errors import ProviderError
+from dsh.llm.errors import ErrorCode
+from dsh.llm.openai_compat import OpenAICompatProvider
+from dsh.llm.retry import backoff_delay, stream_with_retry
+from dsh.llm.types import Finish, StreamEvent, TextDelta
+from tests.llm.fake_server import FakeServer, json_error, oa_chunk, openai_stream, openai_text
+from tests.llm.provider_helpers import collect, collect_until_error, make_request
+
+UNAVAILABLE = json_error(503, {"error": {"message": "Server is busy", "type": "server_error"}})
+
+
+class Recorder:
+    """Stands in for both ``on_retry`` and ``sleep``; records what it was given."""
+
+    def __init__(self) -> None:
+        self.retries: list[tuple[int, str, float]] = []
+        self.sleeps: list[float] = []
+
+    def on_retry(self, attempt: int, error: ProviderError, delay: float) -> None:
+        self.retries.append((attempt, error.code, delay))
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+
+def retrying(server: FakeServer, rec: Recorder, **kwargs: Any) -> AsyncIterator[StreamEvent]:
+    provider = OpenAICompatProvider("deepseek", "m", server.url, "sk-test")
+    return stream_with_retry(
+        provider,
+        make_request(),
+        history=(),
+        on_retry=rec.on_retry,
+        sleep=rec.sleep,
+        rng=lambda: 0.5,
+        **kwargs,
+    )
+
+
+def test_unavailable_then_success_yields_the_success_after_one_retry(server: FakeServer):
+    server.queue(UNAVAILABLE, openai_text("hello"))
+    rec = Recorder()
+
+    events = collect(retrying(server, rec))
+
+    assert events[0] == TextDelta("hello")
+    assert events[-1] == Finish("stop")
+    assert rec.retries == [(1, ErrorCode.UNAVAILABLE, 0.25)]
+    assert rec.sleeps == [0.25]
+    assert len(server.requests) == 2
+
+
+def test_auth_error_is_not_retried(server: FakeServer):
+    server.queue(json_error(401, {"error": {"message": "bad key"}}), openai_text("never"))
+    rec = Recorder()
+
+    _, error = collect_until_error(retrying(server, rec))
+
+    assert error.code == ErrorCode.AUTH
+    assert rec.retries == []
+    assert len(server.requests) == 1
+
+
+def test_error_after_the_first_event_is_not_retried(server: FakeServer):
+    server.queue(
+        openai_stream(
+            oa_chunk(content="partial"),
+            {"error": {"message": "Server overloaded", "type": "server_error"}},
+            done=False,
+        ),
+        openai_text("never"),
+    )
+    rec = Recorder()
+
+    events, error = collect_until_error(retrying(server, rec))
+
+    assert events == [TextDelta("partial")]
+    assert (error.code, error.retryable) == (ErrorCode.UNAVAILABLE, True)
+    assert rec.retries == []
+    assert len(server.requests) == 1
+
+
+def test_attempts_are_capped(server: FakeServer):
+    server.queue(*[UNAVAILABLE] * 5)
+    rec = Recorder()
+
+    _, error = collect_until_error(retrying(server, rec, max_attempts=3))
+
+    assert error.code == ErrorCode.UNAVAILABLE
+    assert [attempt for attempt, _, _ in rec.retries] == [1, 2]
+    assert len(server.requests) == 3
+
+
+def test_delays_grow_exponentially_with_full_jitter_up_to_the_cap(server: FakeServer):
+    server.queue(*[UNAVAILABLE] * 6)
+    rec = Recorder()
+
+    collect_until_error(
+        stream_with_retry(
+            OpenAICompatProvider("deepseek", "m", server.url, "sk-test"),
+            make_request(),
+            history=(),
+            max_attempts=6,
+            base_delay=1.0,
+            max_delay=5.0,
+            sleep=rec.sleep,
+            rng=lambda: 1.0,
+        )
+    )
+
+    assert rec.sleeps == [1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+@pytest.mark.parametrize("draw", [0.0, 0.3, 0.999])
+def test_backoff_delay_is_a_uniform_draw_below_the_exponential_bound(draw: float):
+    delay = backoff_delay(3, base_delay=0.5, max_delay=8.0, rng=lambda: draw)
+
+    assert delay == pytest.approx(draw * 2.0)

@@ -1,0 +1,116 @@
+"""The SQLite store: the shared contract, plus migrations and sharing one database."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dsh.errors import SessionLockedError
+from dsh.events import encode_event
+from dsh.store import SqliteStore
+from dsh.surface import Session
+from tests.contracts.store_contract import StoreContract
+from tests.helpers import append_chat_turn, new_session, writer_in_child_process
+
+
+def _db(store: SqliteStore) -> sqlite3.Connection:
+    return sqlite3.connect(store.path, isolation_level=None)
+
+
+class TestSqliteStore(StoreContract):
+    def make_store(self, tmp_path: Path) -> SqliteStore:
+        return SqliteStore(tmp_path / "home")
+
+    def reopen_store(self, store: SqliteStore) -> SqliteStore:
+        return SqliteStore(store.home)
+
+    def stored_event_bytes(self, store: SqliteStore, session_id: str) -> list[bytes]:
+        db = _db(store)
+        try:
+            rows = db.execute(
+                "SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        finally:
+            db.close()
+        return [bytes(body) for (body,) in rows]
+
+    def replace_stored_event(
+        self, store: SqliteStore, session_id: str, seq: int, raw: bytes
+    ) -> None:
+        db = _db(store)
+        try:
+            changed = db.execute(
+                "UPDATE events SET body = ? WHERE session_id = ? AND seq = ?",
+                (raw, session_id, seq),
+            ).rowcount
+        finally:
+            db.close()
+        assert changed == 1
+
+    def drop_stored_event(self, store: SqliteStore, session_id: str, seq: int) -> None:
+        db = _db(store)
+        try:
+            changed = db.execute(
+                "DELETE FROM events WHERE session_id = ? AND seq = ?", (session_id, seq)
+            ).rowcount
+        finally:
+            db.close()
+        assert changed == 1
+
+    def position_label(self, seq: int) -> str:
+        return f"seq {seq}"  # rows are keyed by seq; there are no lines
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return SqliteStore(tmp_path / "home")
+
+
+def test_schema_migrations_records_each_applied_migration_once(store):
+    new_session(store).close()
+    SqliteStore(store.home).list()  # a second store on the same file migrates nothing again
+    db = _db(store)
+    try:
+        names = [row[0] for row in db.execute("SELECT name FROM schema_migrations")]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    finally:
+        db.close()
+    assert names == ["001_sessions_and_events"]
+    assert {"sessions", "events"} <= tables
+
+
+def test_two_stores_on_the_same_home_share_sessions(store):
+    other = SqliteStore(store.home)
+    with new_session(store) as session:
+        append_chat_turn(session)
+    assert [h.id for h in other.list()] == [session.id]
+
+    with Session.open(other, session.id, writable=True) as resumed:
+        append_chat_turn(resumed)
+    reloaded = store.open(session.id)
+    assert list(reloaded.events) == list(resumed.events)
+    reloaded.close()
+
+
+def test_event_rows_hold_the_same_bytes_the_jsonl_store_writes(store):
+    with new_session(store) as session:
+        append_chat_turn(session)
+    db = _db(store)
+    try:
+        bodies = [bytes(b) for (b,) in db.execute("SELECT body FROM events ORDER BY seq")]
+    finally:
+        db.close()
+    assert bodies == [encode_event(e) for e in session.events]
+
+
+def test_writable_open_held_by_another_process_names_its_pid_until_it_dies(store):
+    with new_session(store) as session:
+        append_chat_turn(session)
+    with writer_in_child_process(store.home, "sqlite", session.id) as child_pid:
+        with pytest.raises(SessionLockedError) as caught:
+            store.open(session.id, writable=True)
+        assert caught.value.holder_pid == child_pid
+        store.open(session.id).close()  # readers never block
+    store.open(session.id, writable=True).close()

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from dsh.errors import ConfigError
+from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy, Decision
+from dsh.tools.base import Tool, ToolContext, ToolKind
+from dsh.tools.registry import default_tools
+
+TOOLS = {tool.name: tool for tool in default_tools()}
+READ, WRITE, SHELL, META = (
+    TOOLS["read_file"],
+    TOOLS["write_file"],
+    TOOLS["bash"],
+    TOOLS["todo_write"],
+)
+
+
+def decide(policy: ApprovalPolicy, tool: Tool, ctx: ToolContext) -> Decision:
+    return asyncio.run(policy.decide(tool, {}, ctx))
+
+
+class ScriptedApprover:
+    """Answers from a list and records each question."""
+
+    def __init__(self, *answers: ApprovalAnswer) -> None:
+        self.answers = list(answers)
+        self.asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, tool_name: str, args: dict[str, Any]) -> ApprovalAnswer:
+        self.asked.append((tool_name, args))
+        return self.answers.pop(0)
+
+
+@pytest.mark.parametrize("tool", [READ, WRITE, SHELL, META], ids=lambda t: t.name)
+def test_auto_allows_every_kind(tool: Tool, ctx: ToolContext) -> None:
+    assert decide(ApprovalPolicy("auto"), tool, ctx).allowed
+
+
+@pytest.mark.parametrize(
+    ("tool", "allowed"),
+    [(READ, True), (META, True), (WRITE, False), (SHELL, False)],
+    ids=["read", "meta", "write", "shell"],
+)
+def test_read_only_allows_only_read_and_meta(tool: Tool, allowed: bool, ctx: ToolContext) -> None:
+    decision = decide(ApprovalPolicy("read-only"), tool, ctx)
+    assert decision.allowed is allowed
+    if not allowed:
+        assert "read-only" in decision.reason
+        assert "--yes" in decision.reason
+
+
+def test_read_only_honours_allow(ctx: ToolContext) -> None:
+    policy = ApprovalPolicy("read-only", allow=frozenset({"write"}))
+    assert decide(policy, WRITE, ctx).allowed
+    assert not decide(policy, SHELL, ctx).allowed
+
+
+def test_ask_allows_read_and_meta_without_asking(ctx: ToolContext) -> None:
+    approver = ScriptedApprover()
+    policy = ApprovalPolicy("ask", approver=approver)
+    assert decide(policy, READ, ctx).allowed
+    assert decide(policy, META, ctx).allowed
+    assert approver.asked == []
+
+
+def test_ask_once_allows_this_call_and_asks_again_next_time(ctx: ToolContext) -> None:
+    approver = ScriptedApprover("once", "deny")
+    policy = ApprovalPolicy("ask", approver=approver)
+    assert asyncio.run(policy.decide(SHELL, {"command": "ls"}, ctx)).allowed
+    assert not decide(policy, SHELL, ctx).allowed
+    assert approver.asked == [("bash", {"command": "ls"}), ("bash", {})]
+
+
+def test_ask_always_remembers_the_tool_for_the_session(ctx: ToolContext) -> None:
+    approver = ScriptedApprover("always", "deny")
+    policy = ApprovalPolicy("ask", approver=approver)
+    assert decide(policy, WRITE, ctx).allowed
+    assert decide(policy, WRITE, ctx).allowed
+    assert len(approver.asked) == 1
+    assert policy.always_allowed_tools == frozenset({"write_file"})
+    # "always" is per tool name: edit_file (same kind) is still asked about
+    assert not decide(policy, TOOLS["edit_file"], ctx).allowed
+    assert len(approver.asked) == 2
+
+
+def test_ask_deny_refuses_with_a_reason(ctx: ToolContext) -> None:
+    decision = decide(ApprovalPolicy("ask", approver=ScriptedApprover("deny")), SHELL, ctx)
+    assert not decision.allowed
+    assert "user denied" in decision.reason
+
+
+@pytest.mark.parametrize(("tool", "flag"), [(WRITE, "write"), (SHELL, "bash")], ids=["w", "s"])
+def test_ask_headless_denies_write_and_shell_with_advice(
+    tool: Tool, flag: str, ctx: ToolContext
+) -> None:
+    decision = decide(ApprovalPolicy("ask"), tool, ctx)
+    assert not decision.allowed
+    assert "denied by approval policy 'ask' in a headless run" in decision.reason
+    assert f"rerun with --allow {flag} or --yes" in decision.reason
+
+
+def test_ask_headless_allows_read_and_meta(ctx: ToolContext) -> None:
+    policy = ApprovalPolicy("ask")
+    assert decide(policy, READ, ctx).allowed
+    assert decide(policy, META, ctx).allowed
+
+
+@pytest.mark.parametrize(
+    ("allow", "write_ok", "shell_ok"),
+    [
+        (frozenset({"write"}), True, False),
+        (frozenset({"shell"}), False, True),
+        (frozenset({"shell", "write"}), True, True),
+    ],
+)
+def test_ask_headless_with_allow(
+    allow: frozenset[ToolKind], write_ok: bool, shell_ok: bool, ctx: ToolContext
+) -> None:
+    policy = ApprovalPolicy("ask", allow=allow)
+    assert decide(policy, WRITE, ctx).allowed is write_ok
+    assert decide(policy, SHELL, ctx).allowed is shell_ok
+
+
+def test_ask_with_allow_skips_the_approver(ctx: ToolContext) -> None:
+    approver = ScriptedApprover()
+    policy = ApprovalPolicy("ask", allow=frozenset({"shell"}), approver=approver)
+    assert decide(policy, SHELL, ctx).allowed
+    assert approver.asked == []
+
+
+def test_unknown_mode_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"tools\.approval"):
+        ApprovalPolicy("yolo")  # type: ignore[arg-type]

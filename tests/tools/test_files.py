@@ -1,0 +1,210 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.errors import ToolError
+from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
+
+
+def call(tool: Any, ctx: ToolContext, **args: Any) -> ToolOutput:
+    result: ToolOutput = asyncio.run(tool.run(args, ctx))
+    return result
+
+
+def refused(tool: Any, ctx: ToolContext, **args: Any) -> ToolError:
+    with pytest.raises(ToolError) as err:
+        call(tool, ctx, **args)
+    return err.value
+
+
+# read_file
+
+
+def test_read_file_numbers_lines_from_one(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "a.txt").write_text("alpha\nbeta\n")
+    out = call(ReadFileTool(), ctx, path="a.txt")
+    assert out.text == "1\talpha\n2\tbeta"
+    assert not out.is_error
+
+
+def test_read_file_with_offset_and_limit_says_how_to_read_more(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    (workspace / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = call(ReadFileTool(), ctx, path="n.txt", offset=3, limit=4)
+    lines = out.text.splitlines()
+    assert lines[:4] == ["3\tline 3", "4\tline 4", "5\tline 5", "6\tline 6"]
+    assert "(lines 3–6 of 10" in lines[4]
+    assert "offset=7" in lines[4]
+
+
+def test_read_file_tail_window_reports_range_without_more(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    (workspace / "n.txt").write_text("a\nb\nc\n")
+    out = call(ReadFileTool(), ctx, path="n.txt", offset=2)
+    assert out.text == "2\tb\n3\tc\n(lines 2–3 of 3)"
+
+
+def test_read_file_default_limit_is_2000_lines(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "big.txt").write_text("x\n" * 2500)
+    out = call(ReadFileTool(), ctx, path="big.txt")
+    assert out.text.splitlines()[-2] == "2000\tx"
+    assert "(lines 1–2000 of 2500" in out.text
+
+
+def test_read_file_offset_past_end_is_an_error(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "a.txt").write_text("one\n")
+    err = refused(ReadFileTool(), ctx, path="a.txt", offset=5)
+    assert "past the end" in str(err)
+
+
+def test_read_file_refuses_binary_files(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "b.bin").write_bytes(b"\x00\x01\x02binary")
+    err = refused(ReadFileTool(), ctx, path="b.bin")
+    assert err.code == "BINARY_FILE"
+    assert "binary" in str(err)
+
+
+def test_read_file_refuses_directories(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "d").mkdir()
+    err = refused(ReadFileTool(), ctx, path="d")
+    assert err.code == "IS_DIRECTORY"
+    assert "list_dir" in str(err)
+
+
+def test_read_file_missing_file_is_not_found(ctx: ToolContext) -> None:
+    assert refused(ReadFileTool(), ctx, path="nope.txt").code == "NOT_FOUND"
+
+
+def test_read_file_refuses_dotdot_escape(ctx: ToolContext, outside: Path) -> None:
+    assert refused(ReadFileTool(), ctx, path="../outside/secret.txt").code == "OUTSIDE_WORKSPACE"
+
+
+def test_read_file_refuses_absolute_path_outside(ctx: ToolContext, outside: Path) -> None:
+    err = refused(ReadFileTool(), ctx, path=str(outside / "secret.txt"))
+    assert err.code == "OUTSIDE_WORKSPACE"
+
+
+def test_read_file_refuses_symlink_pointing_outside(
+    workspace: Path, ctx: ToolContext, outside: Path
+) -> None:
+    (workspace / "s.txt").symlink_to(outside / "secret.txt")
+    assert refused(ReadFileTool(), ctx, path="s.txt").code == "OUTSIDE_WORKSPACE"
+
+
+# write_file
+
+
+def test_write_file_creates_parents_and_reports_bytes(workspace: Path, ctx: ToolContext) -> None:
+    out = call(WriteFileTool(), ctx, path="deep/er/f.txt", content="héllo\n")
+    assert (workspace / "deep/er/f.txt").read_text(encoding="utf-8") == "héllo\n"
+    assert "wrote 7 bytes to deep/er/f.txt" in out.text
+
+
+def test_write_file_overwrites_existing(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "f.txt").write_text("old")
+    out = call(WriteFileTool(), ctx, path="f.txt", content="new")
+    assert (workspace / "f.txt").read_text() == "new"
+    assert "overwrote" in out.text
+
+
+def test_write_file_refuses_symlink_pointing_outside(
+    workspace: Path, ctx: ToolContext, outside: Path
+) -> None:
+    (workspace / "s.txt").symlink_to(outside / "secret.txt")
+    assert refused(WriteFileTool(), ctx, path="s.txt", content="pwned").code == "OUTSIDE_WORKSPACE"
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
+def test_write_file_refuses_through_symlinked_dir_outside(
+    workspace: Path, ctx: ToolContext, outside: Path
+) -> None:
+    (workspace / "out").symlink_to(outside)
+    err = refused(WriteFileTool(), ctx, path="out/new.txt", content="x")
+    assert err.code == "OUTSIDE_WORKSPACE"
+    assert not (outside / "new.txt").exists()
+
+
+def test_write_file_refuses_dotdot_escape(ctx: ToolContext, tmp_path: Path) -> None:
+    err = refused(WriteFileTool(), ctx, path="../escaped.txt", content="x")
+    assert err.code == "OUTSIDE_WORKSPACE"
+    assert not (tmp_path / "escaped.txt").exists()
+
+
+# edit_file
+
+
+def test_edit_file_replaces_unique_occurrence(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "c.py").write_text("a = 1\nb = 2\nc = 3\n")
+    out = call(EditFileTool(), ctx, path="c.py", old="b = 2", new="b = 20")
+    assert (workspace / "c.py").read_text() == "a = 1\nb = 20\nc = 3\n"
+    assert "line 2" in out.text
+
+
+def test_edit_file_preserves_crlf_line_endings(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\n")
+    call(EditFileTool(), ctx, path="w.txt", old="two", new="2")
+    assert (workspace / "w.txt").read_bytes() == b"one\r\n2\r\n"
+
+
+def test_edit_file_old_not_found(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "c.py").write_text("a = 1\n")
+    err = refused(EditFileTool(), ctx, path="c.py", old="zzz", new="y")
+    assert "not found" in str(err)
+    assert (workspace / "c.py").read_text() == "a = 1\n"
+
+
+def test_edit_file_old_not_unique(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "c.py").write_text("x\nx\nx\n")
+    err = refused(EditFileTool(), ctx, path="c.py", old="x", new="y")
+    assert "found 3 times in c.py — give more context so it is unique" in str(err)
+    assert (workspace / "c.py").read_text() == "x\nx\nx\n"
+
+
+def test_edit_file_old_equal_to_new_is_refused(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "c.py").write_text("x\n")
+    err = refused(EditFileTool(), ctx, path="c.py", old="x", new="x")
+    assert "identical" in str(err)
+
+
+def test_edit_file_refuses_symlink_pointing_outside(
+    workspace: Path, ctx: ToolContext, outside: Path
+) -> None:
+    (workspace / "s.txt").symlink_to(outside / "secret.txt")
+    err = refused(EditFileTool(), ctx, path="s.txt", old="top", new="no")
+    assert err.code == "OUTSIDE_WORKSPACE"
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
+# list_dir
+
+
+def test_list_dir_sorted_with_directory_slashes(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "b.txt").write_text("")
+    (workspace / "a").mkdir()
+    (workspace / "c.txt").write_text("")
+    assert call(ListDirTool(), ctx).text == "a/\nb.txt\nc.txt"
+
+
+def test_list_dir_of_subdirectory(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "x").write_text("")
+    assert call(ListDirTool(), ctx, path="sub").text == "x"
+
+
+def test_list_dir_caps_entries_with_a_note(workspace: Path, ctx: ToolContext) -> None:
+    for i in range(1005):
+        (workspace / f"f{i:04d}").write_text("")
+    lines = call(ListDirTool(), ctx).text.splitlines()
+    assert len(lines) == 1001
+    assert "1000 of 1005" in lines[-1]
+
+
+def test_list_dir_refuses_outside(ctx: ToolContext, outside: Path) -> None:
+    assert refused(ListDirTool(), ctx, path="..").code == "OUTSIDE_WORKSPACE"
