@@ -8,7 +8,7 @@ from dsh.errors import ConfigError
 
 def test_defaults_apply_when_nothing_is_configured(tmp_path):
     settings = load_settings(environ={"DSH_HOME": str(tmp_path / "home")}, cwd=tmp_path)
-    assert settings.compaction.backend == "recallable"
+    assert settings.compaction.backend == "basic"
     assert settings.compaction.threshold_ratio == 0.8
     assert settings.store.backend == "jsonl"
 

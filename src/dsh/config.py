@@ -33,7 +33,7 @@ class ProviderSettings(_Section, frozen=True):
 
 
 class CompactionSettings(_Section, frozen=True):
-    backend: Literal["recallable", "basic", "off"] = "recallable"
+    backend: Literal["recallable", "basic", "off"] = "basic"
     threshold_ratio: float = 0.8
     retain_ratio: float = 0.16
     retain_tokens: int | None = None
@@ -44,6 +44,9 @@ class CompactionSettings(_Section, frozen=True):
     summarizer: str = "extractive"
     compaction_retries: int = 1
     max_overflow_retries: int = 1
+    prune_threshold_chars: int = 8192
+    prune_head_chars: int = 4096
+    prune_tail_chars: int = 1024
 
 
 class RecallSettings(_Section, frozen=True):

@@ -31,12 +31,14 @@ class Harness:
             ToolRegistry(default_tools()),
             ApprovalPolicy(policy),  # type: ignore[arg-type]
             config=AgentConfig(
-                provider="scripted",
-                model="scripted",
-                system=system_prompt(self.workspace),
-                context_window=128_000,
-                retry_base_delay=0.0,
-                **config,
+                **{
+                    "provider": "scripted",
+                    "model": "scripted",
+                    "system": system_prompt(self.workspace),
+                    "context_window": 128_000,
+                    "retry_base_delay": 0.0,
+                    **config,
+                }
             ),
             workspace=self.workspace,
         )

@@ -24,6 +24,7 @@ from dsh.agent.request import request_from_state
 from dsh.errors import ProviderError
 from dsh.events import (
     AssistantMessage,
+    Event,
     LlmRetry,
     Message,
     RequestConfig,
@@ -107,6 +108,31 @@ class _Cancelled(Exception):
     """The user cancelled the running turn."""
 
 
+class _LogScan:
+    """What the loop reads from the whole log, kept up to date incrementally: the log only
+    grows, so each update looks at the events appended since the last one instead of rescanning
+    the session (which made every step cost O(session length))."""
+
+    def __init__(self) -> None:
+        self._events: Sequence[Event] | None = None
+        self._seen = 0
+        self.turns = 0
+        """``turn/start`` events in the log."""
+        self.route: RequestContext | None = None
+        """The latest logged ``request/context``."""
+
+    def update(self, events: Sequence[Event]) -> _LogScan:
+        if events is not self._events or len(events) < self._seen:  # another log: start over
+            self._events, self._seen, self.turns, self.route = events, 0, 0, None
+        for event in events[self._seen :]:
+            if isinstance(event, TurnStartEvent):
+                self.turns += 1
+            elif isinstance(event, RequestContextEvent):
+                self.route = event.data
+        self._seen = len(events)
+        return self
+
+
 class Agent:
     """Runs turns against one session, one provider and one tool registry."""
 
@@ -139,6 +165,7 @@ class Agent:
         self._cancel = asyncio.Event()
         self._exclusive = asyncio.Lock()  # writes and shell commands run one at a time, in order
         self._header_logged_here = False
+        self._log_scan = _LogScan()
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -150,7 +177,7 @@ class Agent:
         """Run one turn for a user prompt and return how it ended."""
         self._cancel = asyncio.Event()
         self._exclusive = asyncio.Lock()
-        turn = 1 + sum(isinstance(e, TurnStartEvent) for e in self.session.events)
+        turn = 1 + self._log_scan.update(self.session.events).turns
         self.session.append(TurnStart(turn=turn))
         pending: list[Message] = [
             Message(
@@ -239,10 +266,7 @@ class Agent:
             model=self.config.model,
             context_window=self.config.context_window,
         )
-        latest = next(
-            (e for e in reversed(self.session.events) if isinstance(e, RequestContextEvent)), None
-        )
-        if latest is None or latest.data != route:
+        if self._log_scan.update(self.session.events).route != route:
             self.session.append(route)
         return header
 

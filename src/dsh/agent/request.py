@@ -17,7 +17,7 @@ from dsh.events import (
     RequestHeaderEvent,
 )
 from dsh.llm.types import ModelRequest
-from dsh.surface import SurfaceProjection, derive_messages
+from dsh.surface import SurfaceProjection
 
 
 def request_from_state(header: RequestHeaderBody, projection: SurfaceProjection) -> ModelRequest:
@@ -28,7 +28,7 @@ def request_from_state(header: RequestHeaderBody, projection: SurfaceProjection)
         model=config.model,
         system=header.system,
         tools=tuple(header.tools or ()),
-        messages=tuple(derive_messages(projection.node_events())),
+        messages=tuple(projection.messages()),
         params=dict(config.params or {}),
     )
 

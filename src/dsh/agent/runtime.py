@@ -10,13 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.agent.loop import Agent, AgentConfig, StreamListener
+from dsh.agent.hooks import compaction_hooks
+from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.prompt import system_prompt
+from dsh.compaction import CompactionEngine, make_backend, make_summarizer
 from dsh.config import Settings
 from dsh.errors import ConfigError
 from dsh.llm.registry import make_provider
 from dsh.llm.replay import ReplayProvider
-from dsh.llm.scripted import ScriptedProvider, load_script
+from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -48,10 +50,9 @@ def resolve_route(
     if cfg.name == "scripted" or (script is not None and cfg.name in ("scripted", "deepseek")):
         if script is None:
             raise ConfigError("the scripted provider needs --script FILE")
-        entries = load_script(script)
         model = cfg.model or "scripted"
         return Route(
-            ScriptedProvider(entries, model=model, cache="deepseek"),
+            ScriptedProvider.from_file(script, model=model, cache="deepseek"),
             model,
             window or SCRIPTED_CONTEXT_WINDOW,
         )
@@ -91,6 +92,16 @@ def build_agent(
 ) -> Agent:
     """An agent over ``session`` with the default tools and the system prompt for ``workspace``."""
     tools = ToolRegistry(default_tools())
+    hooks: list[PreStepHook] = []
+    overflow: OverflowHandler | None = None
+    backend = make_backend(
+        settings.compaction,
+        make_summarizer(settings.compaction, route.provider, route.model, history=session.events),
+    )
+    if backend is not None:
+        engine = CompactionEngine(session, backend, settings.compaction)
+        pre_step, overflow = compaction_hooks(engine)
+        hooks.append(pre_step)
     config = AgentConfig(
         provider=route.provider.name,
         model=route.model,
@@ -106,5 +117,7 @@ def build_agent(
         policy,
         config=config,
         workspace=workspace,
+        pre_step_hooks=hooks,
+        overflow_handler=overflow,
         on_stream=on_stream,
     )

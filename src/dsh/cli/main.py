@@ -6,6 +6,7 @@ import click
 
 from dsh import __version__
 from dsh.cli import context
+from dsh.cli.compact import compact
 from dsh.cli.demo import demo
 from dsh.cli.run import run
 from dsh.cli.sessions import sessions
@@ -39,6 +40,7 @@ def cli(ctx: click.Context) -> None:
 cli.add_command(sessions)
 cli.add_command(run)
 cli.add_command(demo)
+cli.add_command(compact)
 
 
 def main() -> None:

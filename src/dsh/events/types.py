@@ -228,6 +228,9 @@ class PlanRegion(Struct, kw_only=True, frozen=True):
     raw_output: str | None = None
     usage: Usage | None = None
     degraded: Degraded | None = None
+    provider: str | None = None
+    """Who wrote the summary (so a resumed commit can log it); absent in older plans."""
+    model: str | None = None
 
 
 class CompactionPlan(Struct, frozen=True):

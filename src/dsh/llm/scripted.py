@@ -28,6 +28,7 @@ import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import (
     AssistantMessageEvent,
+    CompactionSummaryEvent,
     Event,
     Message,
     RequestErrorEvent,
@@ -94,7 +95,7 @@ def parse_script(data: object, *, source: str = "<script>") -> list[ScriptEntry]
 
     Raises ``ConfigError`` naming ``source`` and the index of the bad entry.
     """
-    if isinstance(data, Mapping) and set(data) == {"entries"}:
+    if isinstance(data, Mapping) and set(data) <= {"entries", "summaries"} and "entries" in data:
         data = data["entries"]
     if not isinstance(data, list):
         raise ConfigError(f"{source}: a script must be a list of entries or {{entries: [...]}}")
@@ -120,7 +121,15 @@ def _parse_entry(raw: object, *, source: str, index: int) -> ScriptEntry:
 
 
 def load_script(path: str | Path) -> list[ScriptEntry]:
-    """Read a script file; JSON or YAML by extension (``.json``, ``.yaml``, ``.yml``)."""
+    """Read a script file's conversation entries (see ``load_script_sections``)."""
+    return load_script_sections(path)[0]
+
+
+def load_script_sections(path: str | Path) -> tuple[list[ScriptEntry], list[ScriptEntry]]:
+    """Read a script file; JSON or YAML by extension (``.json``, ``.yaml``, ``.yml``).
+
+    Returns (entries, summaries): ``summaries`` answer compaction calls, in order, when the file
+    is ``{entries: [...], summaries: [...]}``."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
@@ -133,7 +142,10 @@ def load_script(path: str | Path) -> list[ScriptEntry]:
         data = json.loads(raw) if suffix == ".json" else yaml.safe_load(raw)
     except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from exc
-    return parse_script(data, source=str(path))
+    summaries: list[ScriptEntry] = []
+    if isinstance(data, Mapping) and "summaries" in data:
+        summaries = parse_script(data["summaries"], source=f"{path} (summaries)")
+    return parse_script(data, source=str(path)), summaries
 
 
 # ---- serving --------------------------------------------------------------------------------
@@ -175,8 +187,11 @@ class ScriptedProvider:
         model: str = "scripted",
         cache: Literal["deepseek"] | None = None,
         chunk_size: int = 0,
+        summaries: Iterable[ScriptEntry | Mapping[str, Any]] = (),
     ) -> None:
         self.entries: list[ScriptEntry] = parse_script(list(entries), source="<entries>")
+        self.summaries: list[ScriptEntry] = parse_script(list(summaries), source="<summaries>")
+        self._summaries_served = 0
         self.name = name
         self.model = model
         self.chunk_size = chunk_size
@@ -185,8 +200,9 @@ class ScriptedProvider:
 
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> ScriptedProvider:
-        """A provider over ``load_script(path)``; ``options`` as for the constructor."""
-        return cls(load_script(path), **options)
+        """A provider over a script file; ``options`` as for the constructor."""
+        entries, summaries = load_script_sections(path)
+        return cls(entries, summaries=summaries, **options)
 
     def remaining(self, history: Sequence[Event]) -> int:
         """Entries not yet used by the log ``history`` (0 when the script was used up)."""
@@ -195,9 +211,38 @@ class ScriptedProvider:
     def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
     ) -> AsyncIterator[StreamEvent]:
-        """Stream entry n (n = model calls in ``history``, counted when the call is made)."""
+        """Stream entry n (n = model calls in ``history``, counted when the call is made).
+
+        Compaction calls are answered from ``summaries`` instead: the k-th call gets summary k,
+        k = summaries already logged as one model call (``llmStreamCall``), or more when several
+        calls of one pass are in flight before any is logged."""
         self.requests.append(request)
+        if request.purpose == "compaction":
+            logged = sum(
+                isinstance(e, CompactionSummaryEvent) and e.data.llm_stream_call for e in history
+            )
+            k = max(logged, self._summaries_served)
+            self._summaries_served = k + 1
+            return self._serve_summary(k)
         return self._serve(count_model_calls(history), request)
+
+    async def _serve_summary(self, k: int) -> AsyncIterator[StreamEvent]:
+        if k >= len(self.summaries):
+            raise ProviderError(
+                SCRIPT_EXHAUSTED,
+                f"the script has {len(self.summaries)} summaries; this is compaction call {k + 1}",
+                retryable=False,
+            )
+        entry = self.summaries[k]
+        if entry.delay_ms:
+            await asyncio.sleep(entry.delay_ms / 1000)
+        if entry.error is not None:
+            raise provider_error(entry.error.code, entry.error.message)
+        for piece in _pieces(entry.text or "", self.chunk_size):
+            yield TextDelta(piece)
+        if entry.usage is not None:
+            yield UsageReport(entry.usage)
+        yield Finish("stop")
 
     async def _serve(self, n: int, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if n >= len(self.entries):

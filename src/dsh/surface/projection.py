@@ -15,11 +15,13 @@ from dsh.errors import SurfaceError
 from dsh.events import (
     AssistantMessageEvent,
     Event,
+    Message,
     ReplaceOp,
     SurfaceEvent,
     ToolResultEvent,
     UserMessageEvent,
     event_type_of,
+    surface_message,
 )
 
 _SURFACE = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
@@ -49,6 +51,9 @@ class SurfaceProjection:
 
     def __init__(self) -> None:
         self.nodes: list[int] = []
+        # Parallel to nodes once someone asks for messages (built lazily: loading a log needs
+        # no messages, a live loop asks every step).
+        self._messages: list[Message | None] | None = None
         self.replacements: list[Replacement] = []
         self.replace_generation = 0
         self._position: dict[int, int] = {}
@@ -76,6 +81,12 @@ class SurfaceProjection:
     def node_events(self) -> list[SurfaceEvent]:
         return [self._events[seq] for seq in self.nodes]
 
+    def messages(self) -> list[Message]:
+        """The model's messages in node order (empty assistant messages skipped)."""
+        if self._messages is None:
+            self._messages = [surface_message(self._events[seq]) for seq in self.nodes]
+        return [m for m in self._messages if m is not None]
+
     # ---- folding ----------------------------------------------------------------------------
 
     def apply(self, event: Event) -> _Undo | None:
@@ -87,6 +98,8 @@ class SurfaceProjection:
             return self._replace(event, op)
         self._position[event.seq] = len(self.nodes)
         self.nodes.append(event.seq)
+        if self._messages is not None:
+            self._messages.append(surface_message(event))
         self._events[event.seq] = event
         return _UNDO_APPEND
 
@@ -123,6 +136,8 @@ class SurfaceProjection:
                 seq=seq,
             )
         self.nodes[first : last + 1] = [seq]
+        if self._messages is not None:
+            self._messages[first : last + 1] = [surface_message(event)]
         for old in shadowed:
             del self._position[old]
         self._events[seq] = event
@@ -137,10 +152,16 @@ class SurfaceProjection:
         del self._position[event.seq]
         if not undo.removed:
             self.nodes.pop()
+            if self._messages is not None:
+                self._messages.pop()
             self._pairing_valid_to = min(self._pairing_valid_to, len(self.nodes))
             return
         self.replacements.pop()
         self.nodes[undo.position : undo.position + 1] = list(undo.removed)
+        if self._messages is not None:
+            self._messages[undo.position : undo.position + 1] = [
+                surface_message(self._events[seq]) for seq in undo.removed
+            ]
         self._reindex(undo.position)
         self.replace_generation -= 1
 

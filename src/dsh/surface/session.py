@@ -239,7 +239,7 @@ class Session:
 
     def derive_messages(self) -> list[Message]:
         """The model's messages: the current nodes in order, empty assistant messages skipped."""
-        return derive_messages(self._surface.node_events())
+        return self._surface.messages()
 
     def tool_pairing_balanced_before(self, seq: int) -> bool:
         """True iff no tool call is open just before node ``seq``."""

@@ -1,0 +1,63 @@
+"""``dsh compact ID [--focus TEXT]``: compact an idle stored session now."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from dsh.cli import context
+from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
+from dsh.config import load_settings
+from dsh.errors import UsageError
+from dsh.events import RequestContextEvent
+from dsh.surface import Session
+
+DEFAULT_WINDOW = 128_000
+
+
+@click.command("compact")
+@click.argument("session_id")
+@click.option("--focus", default=None, help="What the summary should keep in focus.")
+@click.option("--summarizer", default=None, help="extractive (keyless) or a model name.")
+@click.option("--compaction", type=click.Choice(["recallable", "basic"]), default=None)
+def compact(
+    session_id: str, focus: str | None, summarizer: str | None, compaction: str | None
+) -> None:
+    """Compact a stored, idle session and print what happened."""
+    overrides: dict[str, dict[str, object]] = {"compaction": {}}
+    if summarizer is not None:
+        overrides["compaction"]["summarizer"] = summarizer
+    if compaction is not None:
+        overrides["compaction"]["backend"] = compaction
+    settings = load_settings(overrides=overrides)
+    store = context.store(settings)
+    session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
+    try:
+        provider = None
+        model = None
+        if settings.compaction.summarizer != "extractive":
+            from dsh.agent.runtime import resolve_route
+
+            route = resolve_route(settings, store=store)
+            provider, model = route.provider, route.model
+        backend = make_backend(
+            settings.compaction, make_summarizer(settings.compaction, provider, model)
+        )
+        if backend is None:
+            raise UsageError("compaction.backend is off; choose --compaction basic or recallable")
+        engine = CompactionEngine(session, backend, settings.compaction)
+        window = _window(session) or settings.provider.context_window or DEFAULT_WINDOW
+        ok, text = asyncio.run(run_compact_command(engine, window=window, focus=focus))
+    finally:
+        session.close()
+    click.echo(text)
+    if not ok:
+        raise SystemExit(1)
+
+
+def _window(session: Session) -> int | None:
+    for event in reversed(session.events):
+        if isinstance(event, RequestContextEvent):
+            return event.data.context_window
+    return None

@@ -1,0 +1,82 @@
+"""Compaction: the engine both backends share, the backends, the pruner and the summarisers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dsh.compaction.base import (
+    CompactionBackend,
+    CompactionBusy,
+    CompactionError,
+    CompactionRefused,
+    PassResult,
+    Plan,
+    RegionPlan,
+    RegionText,
+)
+from dsh.compaction.basic import BasicBackend
+from dsh.compaction.commands import NOTHING_TO_COMPACT, run_compact_command
+from dsh.compaction.engine import CompactionEngine
+from dsh.compaction.extractive import ExtractiveSummarizer
+from dsh.compaction.model_summarizer import ModelSummarizer
+from dsh.compaction.pruner import prune_tool_results
+from dsh.compaction.recallable import RecallableBackend
+from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
+from dsh.config import CompactionSettings
+from dsh.errors import ConfigError
+from dsh.events import Event
+from dsh.llm.types import Provider
+from dsh.surface import Session
+
+
+def make_summarizer(
+    settings: CompactionSettings,
+    provider: Provider | None,
+    model: str | None,
+    *,
+    history: Sequence[Event] = (),
+) -> Summarizer:
+    """``extractive`` (keyless) or a model name served by the conversation's provider."""
+    if settings.summarizer == "extractive":
+        return ExtractiveSummarizer()
+    if provider is None:
+        raise ConfigError(
+            f"compaction.summarizer {settings.summarizer!r} needs a provider; "
+            "use --summarizer extractive to compact without one"
+        )
+    return ModelSummarizer(provider, settings.summarizer or model or provider.name, history=history)
+
+
+def make_backend(settings: CompactionSettings, summarizer: Summarizer) -> CompactionBackend | None:
+    """The configured backend, or None for ``off``."""
+    if settings.backend == "off":
+        return None
+    if settings.backend == "basic":
+        return BasicBackend(summarizer, settings)
+    return RecallableBackend(summarizer, settings)
+
+
+__all__ = [
+    "NOTHING_TO_COMPACT",
+    "BasicBackend",
+    "CompactionBackend",
+    "CompactionBusy",
+    "CompactionEngine",
+    "CompactionError",
+    "CompactionRefused",
+    "ExtractiveSummarizer",
+    "ModelSummarizer",
+    "PassResult",
+    "Plan",
+    "RecallableBackend",
+    "RegionPlan",
+    "RegionText",
+    "Session",
+    "Summarizer",
+    "SummaryOutput",
+    "SummaryTask",
+    "make_backend",
+    "make_summarizer",
+    "prune_tool_results",
+    "run_compact_command",
+]

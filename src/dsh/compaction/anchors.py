@@ -1,0 +1,415 @@
+"""Literal anchors: the exact strings a later ``history_search`` can find again.
+
+An anchor is a rare literal copied verbatim from the conversation — an error string, a path, an
+identifier, a value with a unit, a ``key=value`` setting or a short quoted string. Stubs list the
+slice's rarest anchors on one keyword line, grouped by kind (spec §4.4); code extracts them so the
+line is guaranteed even when a model writes the rest of the stub.
+
+Everything here is a pure, deterministic function of its arguments; regexes are compiled once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+KINDS = ("error", "path", "id", "value", "config", "quoted")
+"""Anchor kinds, in the order a keyword line shows them."""
+
+KEYWORD_PREFIX = "Keywords — "
+"""How every keyword line begins (U+2014 em dash)."""
+
+MAX_ERROR_CHARS = 120
+"""Error anchors longer than this keep their first characters (still a literal substring)."""
+
+_COMMON = """a an and are as at be but by do done error false file for from if in is it name no
+none not null of ok on or path text that the this to true type value values was were with yes
+command content default result output input message"""
+COMMON_WORDS = frozenset(_COMMON.split())
+"""Anchors whose whole text is one of these (case-insensitively) are dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """One literal: its kind (one of ``KINDS``, or a model-made kind) and its exact text."""
+
+    kind: str
+    text: str
+
+
+# ---- patterns -------------------------------------------------------------------------------
+# Each kind has a list of patterns tried in order. A pattern's named group ``t`` (when present)
+# is the anchor text; otherwise the whole match is. A ``word`` match must look like an
+# identifier (see ``_is_identifier``).
+
+_EXC_NAME = r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Fault)"
+_RENDER_PREFIX = r"(?:(?:User|Assistant|System|Tool result(?: \(error\))?):[ \t]*)?"
+_LINE_START = r"^[ \t]*" + _RENDER_PREFIX + r"[+-]?[ \t]*"
+_UNITS = (
+    r"KiB|MiB|GiB|TiB|KB|MB|GB|TB|kB|bytes|ms|µs|us|ns|secs|sec|seconds|minutes|mins|min"
+    r"|hours|hrs|days|kHz|MHz|GHz|Hz|tokens|rps|qps|cores"
+)
+_SCALAR = (
+    r"""(?:"[^"\n]*"|'[^'\n]*'|\d+(?:\.\d+)?[ \t](?:""" + _UNITS + r""")\b|[^\s"'#(){}\[\],;=]+)"""
+)
+
+_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "error": (
+        re.compile(r"\b(?:FAILED|ERROR)[ \t]+\S+::\S+"),
+        re.compile(
+            r"(?<![\w.])" + _EXC_NAME + r"(?::[ \t]*\S[^\n]*"
+            r"""|\([ \t]*(?:"[^"\n]*"|'[^'\n]*')[ \t]*\)|[ \t]*$)""",
+            re.M,
+        ),
+        re.compile(r"(?<![\w-])(?:error|fatal|panic)(?:\[[\w-]+\])?:[ \t]*\S[^\n]*", re.I),
+        re.compile(r"^E[ \t]{2,}(?P<t>\S[^\n]*)", re.M),
+        re.compile(r"(?:^|(?<=: ))[A-Z]{1,4}\d{3,4}[ \t]+\S[^\n]*", re.M),
+        re.compile(
+            r"^" + _RENDER_PREFIX + r"(?P<t>[^\n]*?(?:No such file or directory|command not found"
+            r"|Permission denied|Connection refused|Segmentation fault)[^\n]*)",
+            re.M,
+        ),
+        re.compile(r"\bexit(?:ed with)? (?:code|status) \d+", re.I),
+    ),
+    "config": (
+        re.compile(
+            _LINE_START + r"(?:export[ \t]+)?(?P<t>[A-Za-z_][\w.-]*[ \t]*=[ \t]*" + _SCALAR + r")"
+            r"[ \t]*(?:#[^\n]*)?$",
+            re.M,
+        ),
+        re.compile(
+            _LINE_START + r"(?P<t>(?P<key>[a-z_][\w.-]*):[ \t]+" + _SCALAR + r")"
+            r"[ \t]*(?:#[^\n]*)?$",
+            re.M,
+        ),
+        re.compile(
+            _LINE_START + r"""(?P<t>"[\w.-]+":[ \t]*(?:"[^"\n]*"|[^\s"{}\[\],]+)),?[ \t]*$""",
+            re.M,
+        ),
+        re.compile(r"(?<![\w.?&$-])(?P<t>[A-Za-z_][\w.-]*=" + _SCALAR + r")"),
+        re.compile(
+            r"(?<![\w.])(?P<t>[A-Za-z_][\w.-]*[ \t]=[ \t]"
+            r"""(?:"[^"\n]*"|'[^'\n]*'|true|false|\d+(?:\.\d+)?(?:[ \t]?(?:"""
+            + _UNITS
+            + r""")|[A-Za-z%]{1,3})?))(?![\w(])(?!\.\w)"""
+        ),
+    ),
+    "path": (
+        re.compile(r"\bhttps?://[^\s\"'<>`)\]]+"),
+        re.compile(
+            r"(?<![\w/.~:@+<-])"
+            r"(?:(?:~|\.{1,2})?/(?:[\w.@+-]+/)*|(?:[\w.@+-]+/)+)[\w.@+-]*\w(?::\d+){0,2}"
+        ),
+        re.compile(
+            r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|toml|yaml|yml|json|jsonl|md|txt|cfg|ini"
+            r"|conf|lock|log|env|js|ts|tsx|jsx|rs|go|c|h|cpp|hpp|java|kt|rb|sh|sql|html|css|xml"
+            r"|csv|ipynb)(?::\d+){0,2}\b"
+        ),
+    ),
+    "id": (
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
+        re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b"),
+        re.compile(r"(?<![\w.])v\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![.\d])"),
+        re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![.\d])"),
+        re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"),
+        re.compile(r"(?<![\w-])(?P<word>[A-Za-z_][\w-]*[\w])(?![\w-])"),
+    ),
+    "value": (
+        re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?\b"),
+        re.compile(r"(?:\blocalhost|\b[a-z][\w-]*(?:\.[a-z][\w-]*)+):(?P<t>\d{2,5})\b(?![.:]\d)"),
+        re.compile(r"(?:(?<=[\s\"'(=])|^):(?P<t>\d{2,5})\b(?![.:]\d)", re.M),
+        re.compile(r"\b\d{2,5}/(?:tcp|udp)\b"),
+        re.compile(r"(?:\b[Pp]ort|-p|--publish)[ \t]+(?P<t>\d{2,5}(?::\d{2,5})?)\b"),
+        re.compile(r"(?<![\w.])\d+(?:\.\d+)?%"),
+        re.compile(
+            r"(?<![\w.])\d+(?:\.\d+)?(?:[ \t]?(?:" + _UNITS + r")|(?:B|s|m|h|d|k|K|M|G|x|px))\b"
+        ),
+    ),
+    "quoted": (
+        re.compile(r"""(?<![\w\\])"(?P<t>[^"\s](?:[^"\n]{1,58})[^"\s])"(?!\w)(?![ \t]*:)"""),
+        re.compile(r"""(?<![\w\\])'(?P<t>[^'\s](?:[^'\n]{1,58})[^'\s])'(?!\w)(?![ \t]*:)"""),
+        re.compile(r"(?<![\w\\])`(?P<t>[^`\s](?:[^`\n]{1,58})[^`\s])`"),
+    ),
+}
+
+_BLOCKED_BY: dict[str, tuple[str, ...]] = {
+    "error": (),
+    "config": (),
+    "path": (),
+    "id": ("config", "path"),
+    "value": ("config", "path", "id"),
+    "quoted": ("error", "config"),
+}
+"""A match of a kind is dropped when it overlaps a match of one of these kinds."""
+
+_EXTRACTION_ORDER = ("error", "config", "path", "id", "value", "quoted")
+_NOT_CONFIG_KEYS = frozenset({"error", "warning", "note", "hint", "info", "debug", "todo", "fatal"})
+_DIFF_HEADER = re.compile(r"(?:---|\+\+\+|diff --git) ")
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("<", ">"))
+_QUOTES = "\"'`"
+
+
+# ---- extraction -----------------------------------------------------------------------------
+
+
+def extract_anchors(text: str) -> list[Anchor]:
+    """The literal anchors of ``text``, in first-occurrence order, each text at most once."""
+    spans: dict[str, list[tuple[int, int]]] = {kind: [] for kind in KINDS}
+    found: list[tuple[int, int, str]] = []  # (start, kind index, anchor text)
+    for kind in _EXTRACTION_ORDER:
+        blockers = [span for other in _BLOCKED_BY[kind] for span in spans[other]]
+        for pattern in _PATTERNS[kind]:
+            for match in pattern.finditer(text):
+                span = match.span()
+                if _overlaps(span, spans[kind]) or _overlaps(span, blockers):
+                    continue
+                anchor_text = _anchor_text(kind, match, text)
+                if anchor_text is None:
+                    continue
+                spans[kind].append(span)
+                found.append((span[0], KINDS.index(kind), anchor_text))
+    found.sort()
+    # A text found as several kinds keeps the kind that comes first in KINDS.
+    best_kind: dict[str, int] = {}
+    for _, kind_index, anchor_text in found:
+        best_kind[anchor_text] = min(kind_index, best_kind.get(anchor_text, kind_index))
+    anchors: list[Anchor] = []
+    seen: set[str] = set()
+    for _, _, anchor_text in found:
+        if anchor_text not in seen:
+            seen.add(anchor_text)
+            anchors.append(Anchor(KINDS[best_kind[anchor_text]], anchor_text))
+    return anchors
+
+
+def _overlaps(span: tuple[int, int], others: Iterable[tuple[int, int]]) -> bool:
+    start, end = span
+    return any(start < other_end and other_start < end for other_start, other_end in others)
+
+
+def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
+    """The trimmed text of one match, or None when the match is not a useful anchor."""
+    raw = match.group("t") if "t" in match.re.groupindex else match.group(0)
+    result = trim(raw)
+    if kind == "error":
+        result = trim(result[:MAX_ERROR_CHARS])
+    elif kind == "config" and "key" in match.re.groupindex:
+        if match.group("key") in _NOT_CONFIG_KEYS:
+            return None
+    elif kind == "path":
+        result = _path_text(result, text, match.start())
+    elif "word" in match.re.groupindex and not _is_identifier(result):
+        return None
+    if not result or result.lower() in COMMON_WORDS:
+        return None
+    return result
+
+
+def _path_text(path: str, text: str, start: int) -> str:
+    """Drop git's ``a/``/``b/`` on diff headers; refuse ``8080/tcp``, ``1/2`` and ``and/or``."""
+    segments = path.split("/")
+    if segments[0].isdigit():
+        return ""
+    if len(segments) == 2 and all(segment.isalpha() for segment in segments):
+        return ""  # prose like "and/or" or "client/server"
+    line_start = text.rfind("\n", 0, start) + 1
+    if path[:2] in ("a/", "b/") and _DIFF_HEADER.match(text, line_start):
+        return path[2:]
+    return path
+
+
+def _is_identifier(token: str) -> bool:
+    """Identifiers worth anchoring: mixed letters and digits, snake_case, or DASH-123 forms."""
+    has_digit = any(c.isdigit() for c in token)
+    has_letter = any(c.isalpha() for c in token)
+    if not has_letter:
+        return False
+    if has_digit:
+        return len(token) >= 4 or "." in token
+    return "_" in token.strip("_") and len(token) >= 4
+
+
+def trim(text: str) -> str:
+    """Strip whitespace, trailing sentence punctuation and unbalanced brackets or quotes."""
+    previous = None
+    while text != previous:
+        previous = text
+        text = text.strip().rstrip(".,;:!?")
+        for open_char, close_char in _PAIRS:
+            if text.startswith(open_char) and text.count(open_char) > text.count(close_char):
+                text = text[1:]
+            if text.endswith(close_char) and text.count(close_char) > text.count(open_char):
+                text = text[:-1]
+        for quote in _QUOTES:
+            if text.count(quote) % 2 == 1:
+                if text.startswith(quote):
+                    text = text[1:]
+                elif text.endswith(quote):
+                    text = text[:-1]
+    return text
+
+
+# ---- rarity ---------------------------------------------------------------------------------
+
+
+def rarest_anchors(
+    slice_text: str, corpus_texts: Sequence[str], *, limit: int = 12
+) -> list[Anchor]:
+    """The slice's anchors, rarest first, at most ``limit``.
+
+    Rarity is the number of occurrences of the anchor's text across ``corpus_texts`` (the whole
+    session; the slice alone when empty). Ties go by kind order, then by first occurrence in the
+    slice, so the result depends on the corpus only through those counts.
+    """
+    corpus = corpus_texts or (slice_text,)
+    ranked = []
+    for position, anchor in enumerate(extract_anchors(slice_text)):
+        count = sum(text.count(anchor.text) for text in corpus)
+        ranked.append((count, _kind_rank(anchor.kind), position, anchor))
+    ranked.sort(key=lambda item: item[:3])
+    return [item[3] for item in ranked[:limit]]
+
+
+def _kind_rank(kind: str) -> int:
+    return KINDS.index(kind) if kind in KINDS else len(KINDS)
+
+
+# ---- keyword lines --------------------------------------------------------------------------
+
+
+def keyword_line(anchors: Sequence[Anchor], *, max_chars: int = 400) -> str:
+    """One line listing ``anchors`` grouped by kind, e.g.
+    ``Keywords — error: "ValueError: bad port"; path: src/app.py, conf/x.toml; id: ZEBRA-7731``.
+
+    Anchors are taken in the given order (most important first) while the line fits
+    ``max_chars``; one that does not fit is skipped whole. Empty string when nothing fits.
+    """
+    return _render_within(_dedupe(anchors), [], max_chars)
+
+
+def merge_keyword_lines(
+    model_line: str, required: Sequence[Anchor], *, max_chars: int = 400
+) -> str:
+    """The model's keyword line merged with code-extracted ``required`` anchors.
+
+    Every required anchor appears (first within its kind), even past ``max_chars``; the model's
+    other anchors follow as far as ``max_chars`` allows.
+    """
+    must = _dedupe(required)
+    must_texts = {anchor.text for anchor in must}
+    optional = [a for a in _dedupe(parse_keyword_line(model_line)) if a.text not in must_texts]
+    return _render_within(optional, must, max_chars)
+
+
+def parse_keyword_line(line: str) -> list[Anchor]:
+    """The anchors of a keyword line, in the line's order; the inverse of ``keyword_line``.
+
+    Tolerant of model-written lines: the prefix may be missing or spelled ``Keywords:``, and
+    items without a ``kind:`` label get the kind ``other``.
+    """
+    body = line.strip()
+    for prefix in (KEYWORD_PREFIX.strip(), "Keywords:", "Keywords -", "Keywords"):
+        if body.startswith(prefix):
+            body = body[len(prefix) :]
+            break
+    anchors: list[Anchor] = []
+    for group in _split_outside_quotes(body, ";"):
+        kind, items = _split_kind(group)
+        for item in _split_outside_quotes(items, ","):
+            text = _unquote(item.strip())
+            if text:
+                anchors.append(Anchor(kind, text))
+    return anchors
+
+
+def split_config(text: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a config anchor (``retries = 5``, ``PORT=80``, ``"port": 1``)."""
+    match = _CONFIG_PARTS.match(text)
+    if match is None:
+        return None
+    value = match.group("value").strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return match.group("key"), value
+
+
+_CONFIG_PARTS = re.compile(r"""^"?(?P<key>[A-Za-z_][\w.-]*)"?[ \t]*[=:][ \t]*(?P<value>.*)$""")
+_KIND_LABEL = re.compile(r"^\s*([a-z][a-z _-]*):\s")
+
+
+def _dedupe(anchors: Iterable[Anchor]) -> list[Anchor]:
+    seen: set[str] = set()
+    result = []
+    for anchor in anchors:
+        if anchor.text and anchor.text not in seen:
+            seen.add(anchor.text)
+            result.append(anchor)
+    return result
+
+
+def _render_within(candidates: Sequence[Anchor], must: Sequence[Anchor], max_chars: int) -> str:
+    chosen = list(must)
+    for anchor in candidates:
+        if len(_render([*chosen, anchor])) <= max_chars:
+            chosen.append(anchor)
+    return _render(chosen)
+
+
+def _render(anchors: Sequence[Anchor]) -> str:
+    if not anchors:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for anchor in sorted(anchors, key=lambda a: _kind_rank(a.kind)):  # stable within a kind
+        groups.setdefault(anchor.kind, []).append(_quote(anchor))
+    rendered = [f"{kind}: {', '.join(items)}" for kind, items in groups.items()]
+    return KEYWORD_PREFIX + "; ".join(rendered)
+
+
+def _quote(anchor: Anchor) -> str:
+    text = anchor.text
+    needs_quotes = any(c in text for c in ',;"\\\n') or text != text.strip()
+    if anchor.kind in ("error", "quoted") or needs_quotes:
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _unquote(item: str) -> str:
+    if len(item) >= 2 and item.startswith('"') and item.endswith('"'):
+        try:
+            value = json.loads(item)
+        except json.JSONDecodeError:
+            return item[1:-1]
+        return value if isinstance(value, str) else item
+    return item
+
+
+def _split_kind(group: str) -> tuple[str, str]:
+    match = _KIND_LABEL.match(group)
+    if match is None:
+        return "other", group
+    return match.group(1).strip(), group[match.end() :]
+
+
+def _split_outside_quotes(text: str, separator: str) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    in_quotes = False
+    escaped = False
+    for char in text:
+        if in_quotes and escaped:
+            escaped = False
+        elif in_quotes and char == "\\":
+            escaped = True
+        elif char == '"':
+            in_quotes = not in_quotes
+        elif char == separator and not in_quotes:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return [part for part in parts if part.strip()]

@@ -1,0 +1,111 @@
+"""The basic backend (spec §4.3): one summary of everything from the surface head to the retain
+boundary. It is the reference twin the recallable backend is measured against: every pass
+re-summarises the previous checkpoint together with the newer history."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText
+from dsh.compaction.prompts import frame_summary
+from dsh.compaction.summarizer import Summarizer, SummaryTask
+from dsh.config import CompactionSettings
+from dsh.errors import ProviderError
+from dsh.events import CompactionSummaryEvent, is_checkpoint_event, surface_message
+from dsh.surface import Session
+
+
+def retain_boundary(session: Session, retain_tokens: int) -> int:
+    """Index of the first tail node to keep: the tail holds at least ``retain_tokens`` and the
+    cut before it is balanced (no tool call split from its result). 0 means nothing to cut."""
+    nodes = session.nodes
+    keep = len(nodes)
+    kept = 0
+    while keep > 0 and kept < retain_tokens:
+        keep -= 1
+        kept += session.node_tokens(nodes[keep])
+    while keep > 0 and not session.tool_pairing_balanced_after(nodes[keep - 1]):
+        keep -= 1
+    return keep
+
+
+def checkpoint_summary_text(session: Session, checkpoint_seq: int) -> str | None:
+    """The summary behind a checkpoint node, read from its ``compaction/summary`` event."""
+    event = session.events[checkpoint_seq]
+    sources = getattr(event, "source_event_seqs", None) or ()
+    for seq in sources[:2]:
+        candidate = session.events[seq]
+        if isinstance(candidate, CompactionSummaryEvent):
+            return candidate.data.summary
+    return None
+
+
+class BasicBackend:
+    name = "basic"
+
+    def __init__(self, summarizer: Summarizer, settings: CompactionSettings) -> None:
+        self.summarizer = summarizer
+        self.settings = settings
+
+    def plan(
+        self, session: Session, *, retain_tokens: int, focus: str | None, reason: Reason
+    ) -> Plan | None:
+        keep = retain_boundary(session, retain_tokens)
+        shadowed = session.nodes[:keep]
+        if not shadowed or (
+            len(shadowed) == 1 and is_checkpoint_event(session.events[shadowed[0]])
+        ):
+            return None
+        return Plan((self._region(session, shadowed, focus),))
+
+    def plan_span(self, session: Session, first: int, last: int) -> Plan:
+        nodes = session.nodes
+        span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
+        return Plan((self._region(session, span, None),))
+
+    def _region(self, session: Session, shadowed: Sequence[int], focus: str | None) -> RegionPlan:
+        previous = [
+            text
+            for seq in shadowed
+            if is_checkpoint_event(session.events[seq])
+            and (text := checkpoint_summary_text(session, seq)) is not None
+        ]
+        header = session.request_header
+        messages = [
+            message
+            for seq in shadowed
+            if (message := surface_message(session.events[seq])) is not None  # type: ignore[arg-type]
+        ]
+        task = SummaryTask(
+            kind="summary",
+            messages=tuple(messages),
+            max_tokens=self.settings.state_max_tokens,
+            system=header.system if header is not None else None,
+            tools=tuple(header.tools or ()) if header is not None else (),
+            previous="\n\n".join(previous) or None,
+            focus=focus,
+        )
+        return RegionPlan(kind="state", shadowed_seqs=tuple(shadowed), task=task)
+
+    async def summarize(self, plan: Plan) -> list[RegionText]:
+        texts = []
+        for region in plan.regions:
+            assert region.task is not None
+            output = await self.summarizer.summarize(region.task)
+            if not output.text.strip():
+                raise ProviderError("INVALID_RESPONSE", "the summariser returned no text")
+            texts.append(
+                RegionText(
+                    kind=region.kind,
+                    shadowed_seqs=region.shadowed_seqs,
+                    summary=output.text.strip(),
+                    provider=output.provider,
+                    model=output.model,
+                    usage=output.usage,
+                    raw_output=output.raw_output,
+                )
+            )
+        return texts
+
+    def checkpoint_text(self, region: RegionText, summary_seq: int) -> str:
+        return frame_summary(region.summary)

@@ -1,0 +1,417 @@
+"""The compaction engine: brackets, lock, guard, plan-then-commit, resume, triggers (spec §4).
+
+A pass: take the lock (the first ``compaction/start``), summarise every planned region off the
+surface, check that the surface did not move and that the pass shrinks the context (inflation
+guard, same metric on both sides), log ``compaction/plan``, then commit the regions strictly left
+to right, one bracket each: start → summary → checkpoint replace → end. Any failure before the
+first commit writes ``compaction/end{error}`` and leaves the surface untouched. A process killed
+between commits leaves a plan whose regions are not all committed; the next pre-step commits the
+rest from the plan, with no model call and no guard.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dsh.compaction.base import (
+    CheckpointRef,
+    CompactionBackend,
+    CompactionBusy,
+    CompactionError,
+    CompactionRefused,
+    PassResult,
+    Plan,
+    Reason,
+    RegionText,
+    contiguous,
+)
+from dsh.compaction.pruner import prune_tool_results
+from dsh.config import CompactionSettings
+from dsh.events import (
+    CompactionEnd,
+    CompactionEndEvent,
+    CompactionPlan,
+    CompactionPlanEvent,
+    CompactionStart,
+    CompactionStartEvent,
+    CompactionSummary,
+    Message,
+    PlanRegion,
+    PluginSource,
+    ReplaceOp,
+    SessionEndSeedEvent,
+    TextBlock,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from dsh.surface import Session, message_tokens
+
+log = logging.getLogger("dsh.compaction")
+
+CRASH_ENV = "DSH_CRASH_AT"
+"""Fault injection for crash tests: ``commit:N`` kills the process right before the N-th region
+of a pass commits (1-based). Never set outside tests."""
+
+
+@dataclass(slots=True)
+class _LogIndex:
+    """What the engine needs from the log, kept incrementally (no full scan per step)."""
+
+    scanned: int = 0
+    open_starts: dict[str, CompactionStartEvent] | None = None
+    last_end_seed: int = -1
+    last_plan: CompactionPlanEvent | None = None
+    turn_open: bool = False
+
+    def update(self, session: Session) -> None:
+        if self.open_starts is None:
+            self.open_starts = {}
+        events = session.events
+        for event in events[self.scanned :]:
+            if isinstance(event, CompactionStartEvent):
+                self.open_starts[event.data.compaction_id] = event
+            elif isinstance(event, CompactionEndEvent):
+                self.open_starts.pop(event.data.compaction_id, None)
+            elif isinstance(event, SessionEndSeedEvent):
+                self.last_end_seed = event.seq
+            elif isinstance(event, CompactionPlanEvent):
+                self.last_plan = event
+            elif isinstance(event, TurnStartEvent):
+                self.turn_open = True
+            elif isinstance(event, TurnEndEvent):
+                self.turn_open = False
+        self.scanned = len(events)
+
+
+class CompactionEngine:
+    """Runs compaction passes for one session with one backend."""
+
+    def __init__(
+        self,
+        session: Session,
+        backend: CompactionBackend,
+        settings: CompactionSettings,
+        *,
+        new_id: Callable[[], str] = lambda: secrets.token_hex(4),
+    ) -> None:
+        self.session = session
+        self.backend = backend
+        self.settings = settings
+        self._new_id = new_id
+        self._index = _LogIndex()
+        self.warnings: list[str] = []
+
+    # ---- budgets ----------------------------------------------------------------------------
+
+    def threshold(self, window: int) -> int:
+        return int(window * self.settings.threshold_ratio)
+
+    def retain(self, window: int) -> int:
+        if self.settings.retain_tokens is not None:
+            return self.settings.retain_tokens
+        return int(window * self.settings.retain_ratio)
+
+    # ---- the lock ---------------------------------------------------------------------------
+
+    def live_orphan(self) -> CompactionStartEvent | None:
+        """An unmatched ``compaction/start`` of this lifecycle (a dead one blocks nothing)."""
+        self._index.update(self.session)
+        assert self._index.open_starts is not None
+        live = [s for s in self._index.open_starts.values() if s.seq > self._index.last_end_seed]
+        return live[0] if live else None
+
+    def turn_is_open(self) -> bool:
+        self._index.update(self.session)
+        return self._index.turn_open
+
+    # ---- triggers ---------------------------------------------------------------------------
+
+    async def compact_if_needed(
+        self, reason: Reason, *, turn: int | None, window: int
+    ) -> PassResult | None:
+        """Pressure: compact when the next request would reach the threshold. Overflow: prune
+        and compact everything compactable (retain 0). Never loops: bounded attempts, then a
+        warning."""
+        resumed = self.resume_incomplete(turn=turn)
+        if reason == "overflow":
+            prune_tool_results(self.session, self.settings)
+            return await self._attempt(reason, turn=turn, retain=0) or resumed
+        threshold = self.threshold(window)
+        if self.session.measure().total_tokens < threshold:
+            return resumed
+        prune_tool_results(self.session, self.settings)
+        if self.session.measure().total_tokens < threshold:
+            return resumed
+        result = resumed
+        for _ in range(self.settings.compaction_retries + 1):
+            attempt = await self._attempt(reason, turn=turn, retain=self.retain(window))
+            if attempt is None:
+                break
+            result = attempt
+            if self.session.measure().total_tokens < threshold:
+                return result
+        total = self.session.measure().total_tokens
+        message = (
+            f"context is still at {total} tokens, above the compaction threshold {threshold}; "
+            "continuing without further compaction this step"
+        )
+        self.warnings.append(message)
+        log.warning(message)
+        return result
+
+    async def _attempt(self, reason: Reason, *, turn: int | None, retain: int) -> PassResult | None:
+        plan = self.backend.plan(self.session, retain_tokens=retain, focus=None, reason=reason)
+        if plan is None:
+            return None
+        try:
+            return await self.run_pass(plan, turn=turn)
+        except CompactionError as exc:
+            log.info("compaction did not land: %s", exc)
+            return None
+
+    async def compact_now(
+        self, *, window: int, focus: str | None = None, source_command_id: str | None = None
+    ) -> PassResult | None:
+        """Manual compaction of an idle session; None when nothing is compactable."""
+        if self.turn_is_open():
+            raise CompactionBusy("a turn is running; compact when the session is idle")
+        resumed = self.resume_incomplete(turn=None)
+        plan = self.backend.plan(
+            self.session, retain_tokens=self.retain(window), focus=focus, reason="manual"
+        )
+        if plan is None:
+            return resumed
+        return await self.run_pass(plan, turn=None, source_command_id=source_command_id)
+
+    async def compact_region(self, first: int, last: int, *, turn: int | None = None) -> PassResult:
+        """Replace exactly the current nodes ``first``…``last`` (balanced edges required)."""
+        if not (
+            self.session.tool_pairing_balanced_before(first)
+            and self.session.tool_pairing_balanced_after(last)
+        ):
+            raise CompactionRefused(f"region #{first}–#{last} would split a tool call")
+        return await self.run_pass(self.backend.plan_span(self.session, first, last), turn=turn)
+
+    # ---- a pass -----------------------------------------------------------------------------
+
+    async def run_pass(
+        self, plan: Plan, *, turn: int | None, source_command_id: str | None = None
+    ) -> PassResult:
+        """Summarise, guard, log the plan, then commit every region left to right."""
+        orphan = self.live_orphan()
+        if orphan is not None:
+            raise CompactionBusy(
+                f"compaction {orphan.data.compaction_id} (seq {orphan.seq}) has not ended"
+            )
+        pass_id = self._new_id()
+        before = self.session.measure()
+        snapshot = (self.session.replace_generation, tuple(self.session.nodes))
+        lock = self.session.append(
+            CompactionStart(
+                compaction_id=f"{pass_id}-1",
+                pass_id=pass_id,
+                turn=turn,
+                source_command_id=source_command_id,
+            )
+        )
+        assert isinstance(lock, CompactionStartEvent)
+
+        def abort(error: str) -> None:
+            self.session.append(
+                CompactionEnd(compaction_id=f"{pass_id}-1", pass_id=pass_id, turn=turn, error=error)
+            )
+
+        try:
+            texts = await self.backend.summarize(plan)
+        except Exception as exc:
+            abort(f"summary failed: {_describe(exc)}")
+            raise CompactionError(f"summary failed: {_describe(exc)}") from exc
+        except BaseException:
+            abort("cancelled")
+            raise
+        if (self.session.replace_generation, tuple(self.session.nodes)) != snapshot:
+            abort("the surface changed while summarising")
+            raise CompactionRefused("the surface changed while summarising")
+        after = self._estimate_after(before.total_tokens, texts)
+        if after >= before.total_tokens:
+            error = f"inflation guard: {before.total_tokens} -> {after} tokens would not shrink"
+            abort(error)
+            raise CompactionRefused(error)
+        self.session.append(
+            CompactionPlan(pass_id=pass_id, regions=tuple(_plan_region(t) for t in texts))
+        )
+        refs = self._commit(pass_id, texts, turn, source_command_id, first_start=lock)
+        return PassResult(pass_id, refs, before.total_tokens, self.session.measure().total_tokens)
+
+    def _estimate_after(self, before: int, texts: list[RegionText]) -> int:
+        provisional = len(self.session.events) + 2
+        delta = 0
+        for i, region in enumerate(texts):
+            delta -= sum(self.session.node_tokens(seq) for seq in region.shadowed_seqs)
+            text = self.backend.checkpoint_text(region, provisional + 4 * i)
+            delta += message_tokens(_checkpoint_message("x", text, None))
+        return before + delta
+
+    def _commit(
+        self,
+        pass_id: str,
+        texts: list[RegionText],
+        turn: int | None,
+        source_command_id: str | None,
+        *,
+        first_start: CompactionStartEvent | None,
+    ) -> tuple[CheckpointRef, ...]:
+        refs = []
+        for number, region in enumerate(texts, start=1):
+            _crash_point(number)
+            if not contiguous(self.session.nodes, region.shadowed_seqs):
+                raise CompactionError(
+                    f"region {number} of pass {pass_id} is no longer on the surface"
+                )
+            compaction_id = f"{pass_id}-{number}"
+            start = first_start if number == 1 and first_start is not None else None
+            if start is None:
+                start_event = self.session.append(
+                    CompactionStart(
+                        compaction_id=compaction_id,
+                        pass_id=pass_id,
+                        turn=turn,
+                        source_command_id=source_command_id,
+                    )
+                )
+                start_seq = start_event.seq
+            else:
+                compaction_id = start.data.compaction_id
+                start_seq = start.seq
+            refs.append(
+                self._commit_region(
+                    compaction_id, pass_id, region, turn, start_seq, source_command_id
+                )
+            )
+        return tuple(refs)
+
+    def _commit_region(
+        self,
+        compaction_id: str,
+        pass_id: str,
+        region: RegionText,
+        turn: int | None,
+        start_seq: int,
+        source_command_id: str | None,
+    ) -> CheckpointRef:
+        shadowed = region.shadowed_seqs
+        price = sum(self.session.node_tokens(seq) for seq in shadowed)
+        summary = self.session.append(
+            CompactionSummary(
+                compaction_id=compaction_id,
+                pass_id=pass_id,
+                kind=region.kind,
+                summary=region.summary,
+                shadowed_range=(shadowed[0], shadowed[-1]),
+                shadowed_seqs=shadowed,
+                shadowed_token_count=price,
+                input_range=region.input_range,
+                provider=region.provider,
+                model=region.model,
+                usage=region.usage,
+                raw_output=region.raw_output,
+                llm_stream_call=region.raw_output is not None,
+                degraded=region.degraded,
+            )
+        )
+        text = self.backend.checkpoint_text(region, summary.seq)
+        checkpoint = self.session.append(
+            _checkpoint_message(compaction_id, text, source_command_id),
+            surface_op=ReplaceOp(start=shadowed[0], end=shadowed[-1]),
+            source_event_seqs=[start_seq, summary.seq, *shadowed],
+        )
+        self.session.append(CompactionEnd(compaction_id=compaction_id, pass_id=pass_id, turn=turn))
+        return CheckpointRef(region.kind, summary.seq, checkpoint.seq, shadowed, price)
+
+    # ---- crash resume -----------------------------------------------------------------------
+
+    def incomplete_plan(self) -> CompactionPlanEvent | None:
+        """The latest plan if some of its regions never landed (a process died mid-commit)."""
+        self._index.update(self.session)
+        plan = self._index.last_plan
+        if plan is None:
+            return None
+        nodes = set(self.session.nodes)
+        pending = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
+        return plan if pending else None
+
+    def resume_incomplete(self, *, turn: int | None) -> PassResult | None:
+        """Commit the rest of an interrupted pass from its plan: no model call, no guard."""
+        plan = self.incomplete_plan()
+        if plan is None:
+            return None
+        nodes = set(self.session.nodes)
+        remaining = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
+        texts = [
+            RegionText(
+                kind=r.kind,
+                shadowed_seqs=r.shadowed_seqs,
+                summary=r.summary,
+                provider=r.provider or self.backend.name,
+                model=r.model or self.backend.name,
+                input_range=r.input_range,
+                usage=r.usage,
+                raw_output=r.raw_output,
+                degraded=r.degraded,
+            )
+            for r in remaining
+        ]
+        before = self.session.measure().total_tokens
+        skipped = len(plan.data.regions) - len(remaining)
+        refs = []
+        for offset, region in enumerate(texts, start=skipped + 1):
+            compaction_id = f"{plan.data.pass_id}-{offset}r"
+            start = self.session.append(
+                CompactionStart(compaction_id=compaction_id, pass_id=plan.data.pass_id, turn=turn)
+            )
+            refs.append(
+                self._commit_region(compaction_id, plan.data.pass_id, region, turn, start.seq, None)
+            )
+        log.info("resumed compaction pass %s: %d region(s) committed", plan.data.pass_id, len(refs))
+        return PassResult(
+            plan.data.pass_id, tuple(refs), before, self.session.measure().total_tokens
+        )
+
+
+def _checkpoint_message(compaction_id: str, text: str, source_command_id: str | None) -> Message:
+    return Message(
+        id=f"checkpoint-{compaction_id}",
+        role="user",
+        content=(TextBlock(text=text),),
+        source=PluginSource(
+            plugin="compact", compaction_id=compaction_id, source_command_id=source_command_id
+        ),
+    )
+
+
+def _plan_region(region: RegionText) -> PlanRegion:
+    return PlanRegion(
+        kind=region.kind,
+        shadowed_seqs=region.shadowed_seqs,
+        input_range=region.input_range,
+        summary=region.summary,
+        raw_output=region.raw_output,
+        usage=region.usage,
+        degraded=region.degraded,
+        provider=region.provider,
+        model=region.model,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _crash_point(region_number: int) -> None:
+    """Fault injection for the crash-resume tests (see ``CRASH_ENV``)."""
+    if os.environ.get(CRASH_ENV) == f"commit:{region_number}":
+        os._exit(137)

@@ -1,0 +1,70 @@
+"""Tool-result pruning: an oversized result is replaced, on the surface only, by its head and
+tail around a marker. The original stays in the log; people keep seeing it."""
+
+from __future__ import annotations
+
+from dsh.config import CompactionSettings
+from dsh.events import (
+    CompactionPrune,
+    Message,
+    ReplaceOp,
+    TextBlock,
+    ToolResult,
+    ToolResultBlock,
+    ToolResultEvent,
+)
+from dsh.surface import Session
+
+PRUNE_MARKER = "\n… [{omitted} characters pruned from this tool result to save context] …\n"
+
+
+def pruned_text(text: str, *, head: int, tail: int) -> str:
+    omitted = len(text) - head - tail
+    return text[:head] + PRUNE_MARKER.format(omitted=omitted) + text[len(text) - tail :]
+
+
+def prune_tool_results(session: Session, settings: CompactionSettings) -> int:
+    """Prune every current tool result longer than the threshold; returns how many."""
+    count = 0
+    for seq in list(session.nodes):
+        event = session.surface.event(seq)
+        if not isinstance(event, ToolResultEvent):
+            continue
+        block = event.data.message.content[0]
+        assert isinstance(block, ToolResultBlock)
+        text = "".join(part.text for part in block.content)
+        if len(text) <= settings.prune_threshold_chars:
+            continue
+        prune = session.append(
+            CompactionPrune(
+                shadowed_range=(seq, seq),
+                shadowed_seqs=(seq,),
+                shadowed_token_count=session.node_tokens(seq),
+            )
+        )
+        short = pruned_text(text, head=settings.prune_head_chars, tail=settings.prune_tail_chars)
+        message = Message(
+            id=f"{event.data.message.id}-pruned",
+            role="tool",
+            content=(
+                ToolResultBlock(
+                    tool_call_id=block.tool_call_id,
+                    content=(TextBlock(text=short),),
+                    is_error=block.is_error,
+                ),
+            ),
+            source=event.data.message.source,
+        )
+        session.append(
+            ToolResult(
+                turn=event.data.turn,
+                step=event.data.step,
+                message=message,
+                error=event.data.error,
+                meta=event.data.meta,
+            ),
+            surface_op=ReplaceOp(start=seq, end=seq),
+            source_event_seqs=[prune.seq, seq],
+        )
+        count += 1
+    return count

@@ -1,0 +1,90 @@
+"""Deterministic chunking of a compactable span (spec §4.4). A pure function of its inputs.
+
+The span is a run of surface nodes, each with a heuristic price, a flag saying whether the cut
+right after it is balanced (no tool call left open), and a flag saying whether a new turn starts
+right after it (the next node is a person's prompt). The result is a list of half-open index
+ranges covering the span exactly, in order: index chunks first, the trailing (state) slice last.
+
+Rules:
+- every edge is a balanced cut;
+- the trailing slice starts at the last turn boundary when that slice fits in ``chunk_tokens``
+  (about one turn), else at the last balanced cut that keeps it within ``chunk_tokens`` — as close
+  to the retain boundary as balance allows;
+- index chunks accumulate toward ``chunk_tokens``; within the reachable cuts a turn boundary in
+  the second half of the budget wins, else the furthest balanced cut; a chunk with no balanced
+  cut inside the budget grows to the next balanced cut (one oversized node is its own chunk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SpanNode:
+    tokens: int
+    balanced_after: bool
+    turn_after: bool
+    """A person's prompt follows this node (a turn boundary)."""
+
+
+def trailing_start(nodes: Sequence[SpanNode], chunk_tokens: int) -> int:
+    """Index where the trailing (state) slice starts; 0 means the whole span is one slice."""
+    n = len(nodes)
+    tail = 0
+    best_balanced = 0
+    for cut in range(n - 1, 0, -1):  # cut between nodes[cut - 1] and nodes[cut]
+        tail += nodes[cut].tokens
+        if tail > chunk_tokens:
+            break
+        before = nodes[cut - 1]
+        if not before.balanced_after:
+            continue
+        if before.turn_after:
+            return cut
+        if best_balanced == 0:
+            best_balanced = cut
+    return best_balanced
+
+
+def chunk_span(nodes: Sequence[SpanNode], chunk_tokens: int) -> list[tuple[int, int]]:
+    """Half-open ranges covering ``nodes``: index chunks, then the trailing state slice."""
+    n = len(nodes)
+    if n == 0:
+        return []
+    if not nodes[-1].balanced_after:
+        raise ValueError("a compactable span must end at a balanced cut")
+    trail = trailing_start(nodes, chunk_tokens)
+    chunks: list[tuple[int, int]] = []
+    start = 0
+    while start < trail:
+        end = _next_edge(nodes, start, trail, chunk_tokens)
+        chunks.append((start, end))
+        start = end
+    chunks.append((trail, n))
+    return chunks
+
+
+def _next_edge(nodes: Sequence[SpanNode], start: int, limit: int, chunk_tokens: int) -> int:
+    """End (exclusive) of the index chunk that begins at ``start``; never beyond ``limit``."""
+    total = 0
+    furthest_balanced = 0
+    preferred = 0
+    for end in range(start + 1, limit + 1):
+        total += nodes[end - 1].tokens
+        fits = total <= chunk_tokens or end == start + 1
+        if not fits:
+            break
+        if nodes[end - 1].balanced_after or end == limit:
+            furthest_balanced = end
+            if nodes[end - 1].turn_after and total * 2 >= chunk_tokens:
+                preferred = end
+    if preferred:
+        return preferred
+    if furthest_balanced:
+        return furthest_balanced
+    for end in range(start + 1, limit + 1):  # nothing balanced within budget: grow
+        if nodes[end - 1].balanced_after or end == limit:
+            return end
+    return limit
