@@ -61,3 +61,27 @@ def test_invalid_toml_names_the_file(tmp_path):
 def test_dsh_home_comes_from_the_environment():
     assert dsh_home({"DSH_HOME": "/x/y"}) == Path("/x/y")
     assert dsh_home({}).name == "dsh"
+
+
+def test_a_per_model_override_applies_only_to_its_route(tmp_path):
+    (tmp_path / "config.toml").write_text(
+        '[compaction]\nchunk_tokens = 4000\n[compaction.overrides."deepseek:deepseek-chat"]\n'
+        "chunk_tokens = 1200\nstub_tokens = 100\n"
+    )
+    settings = load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)
+    assert settings.compaction.for_route("deepseek", "deepseek-chat").chunk_tokens == 1200
+    assert settings.compaction.for_route("openai", "gpt-4.1").chunk_tokens == 4000
+
+
+def test_an_invalid_override_is_refused_naming_the_override(tmp_path):
+    (tmp_path / "config.toml").write_text(
+        '[compaction.overrides."x:y"]\nstub_tokens = 3000\n'
+    )
+    with pytest.raises(ConfigError, match=r'compaction\.overrides\."x:y"\.stub_tokens'):
+        load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)
+
+
+def test_summarizer_provider_and_model_come_as_a_pair(tmp_path):
+    (tmp_path / "config.toml").write_text('[compaction]\nsummarizer = "deepseek:"\n')
+    with pytest.raises(ConfigError, match="compaction.summarizer"):
+        load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)

@@ -32,6 +32,17 @@ class ProviderSettings(_Section, frozen=True):
     api_key: str | None = None
 
 
+class CompactionOverride(_Section, frozen=True):
+    """Budgets for one model, under ``[compaction.overrides."provider:model"]``."""
+
+    threshold_ratio: float | None = None
+    retain_ratio: float | None = None
+    retain_tokens: int | None = None
+    chunk_tokens: int | None = None
+    stub_tokens: int | None = None
+    state_max_tokens: int | None = None
+
+
 class CompactionSettings(_Section, frozen=True):
     backend: Literal["recallable", "basic", "off"] = "basic"
     threshold_ratio: float = 0.8
@@ -47,6 +58,15 @@ class CompactionSettings(_Section, frozen=True):
     prune_threshold_chars: int = 8192
     prune_head_chars: int = 4096
     prune_tail_chars: int = 1024
+    overrides: dict[str, CompactionOverride] = {}
+
+    def for_route(self, provider: str, model: str) -> CompactionSettings:
+        """These settings with the override for ``provider:model`` (or ``model``) applied."""
+        override = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+        if override is None:
+            return self
+        changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}
+        return msgspec.structs.replace(self, **changes)
 
 
 class RecallSettings(_Section, frozen=True):
@@ -69,6 +89,37 @@ class Settings(_Section, frozen=True):
     tools: ToolSettings = ToolSettings()
     store: StoreSettings = StoreSettings()
 
+
+DESCRIPTIONS: dict[str, str] = {
+    "provider.name": "deepseek, openai, anthropic, openai-compatible, scripted or replay.",
+    "provider.model": "Model name; each provider has a default.",
+    "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp).",
+    "provider.context_window": "Override the model's context window (tokens).",
+    "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",
+    "compaction.backend": "recallable (index stubs + state, recall tools), basic, or off.",
+    "compaction.threshold_ratio": "Compact when the next request reaches window × this.",
+    "compaction.retain_ratio": "Keep at least window × this of recent history verbatim.",
+    "compaction.retain_tokens": "Keep at least this many tokens verbatim (overrides the ratio).",
+    "compaction.chunk_tokens": "Recallable: target size of the slice one index stub covers.",
+    "compaction.stub_tokens": "Recallable: size of one index stub (≤ chunk_tokens / 4).",
+    "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
+    "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
+    "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
+    "conversation's provider, or provider:model.",
+    "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
+    "threshold_ratio, retain_ratio, retain_tokens, chunk_tokens, stub_tokens, state_max_tokens.",
+    "compaction.compaction_retries": "Extra passes allowed when one pass leaves the context "
+    "above the threshold.",
+    "compaction.max_overflow_retries": "Retries of a request after a context-overflow error, "
+    "per turn.",
+    "compaction.prune_threshold_chars": "Tool results longer than this are pruned under pressure.",
+    "compaction.prune_head_chars": "Characters kept from the start of a pruned result.",
+    "compaction.prune_tail_chars": "Characters kept from the end of a pruned result.",
+    "recall.read_budget_chars": "history_read page size in characters.",
+    "recall.search_limit": "Default maximum snippets returned by history_search.",
+    "tools.approval": "ask (interactive default), auto, or read-only.",
+    "store.backend": "jsonl (one file per session) or sqlite (one database).",
+}
 
 SECTIONS: dict[str, type[_Section]] = {
     name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
@@ -107,36 +158,49 @@ def load_settings(
 
 def validate_settings(settings: Settings) -> None:
     """Range checks that a type cannot express; each error names the offending key."""
-    c = settings.compaction
-    _require(0 < c.threshold_ratio <= 1, "compaction.threshold_ratio", "must be in (0, 1]")
-    _require(0 <= c.retain_ratio < 1, "compaction.retain_ratio", "must be in [0, 1)")
-    _require(
-        c.retain_ratio < c.threshold_ratio,
-        "compaction.retain_ratio",
-        "must be below compaction.threshold_ratio (the retained tail must fit under it)",
-    )
-    _require(
-        c.retain_tokens is None or c.retain_tokens >= 0,
-        "compaction.retain_tokens",
-        "must be non-negative",
-    )
-    _require(c.chunk_tokens >= 100, "compaction.chunk_tokens", "must be at least 100")
-    _require(c.stub_tokens >= 20, "compaction.stub_tokens", "must be at least 20")
-    _require(
-        c.stub_tokens <= c.chunk_tokens // 4,
-        "compaction.stub_tokens",
-        "must be at most compaction.chunk_tokens / 4",
-    )
-    _require(c.state_max_tokens >= 100, "compaction.state_max_tokens", "must be at least 100")
-    _require(c.max_concurrency >= 1, "compaction.max_concurrency", "must be at least 1")
-    _require(c.compaction_retries >= 0, "compaction.compaction_retries", "must be non-negative")
-    _require(c.max_overflow_retries >= 0, "compaction.max_overflow_retries", "must be non-negative")
-    _require(
-        settings.recall.read_budget_chars >= 50, "recall.read_budget_chars", "must be at least 50"
-    )
-    _require(1 <= settings.recall.search_limit <= 200, "recall.search_limit", "must be in [1, 200]")
+    _validate_compaction(settings.compaction, "compaction")
+    for name in settings.compaction.overrides:
+        provider, _, model = name.rpartition(":")
+        merged = settings.compaction.for_route(provider, model)
+        _validate_compaction(merged, f'compaction.overrides."{name}"')
+    recall = settings.recall
+    _require(recall.read_budget_chars >= 50, "recall.read_budget_chars", "must be at least 50")
+    _require(1 <= recall.search_limit <= 200, "recall.search_limit", "must be in [1, 200]")
     window = settings.provider.context_window
     _require(window is None or window > 0, "provider.context_window", "must be positive")
+    provider, colon, model = settings.compaction.summarizer.partition(":")
+    _require(
+        not colon or bool(provider and model),
+        "compaction.summarizer",
+        "must be extractive, a model name, or provider:model with both parts",
+    )
+
+
+def _validate_compaction(c: CompactionSettings, where: str) -> None:
+    rules = [
+        (0 < c.threshold_ratio <= 1, "threshold_ratio", "must be in (0, 1]"),
+        (0 <= c.retain_ratio < 1, "retain_ratio", "must be in [0, 1)"),
+        (
+            c.retain_ratio < c.threshold_ratio,
+            "retain_ratio",
+            "must be below threshold_ratio (the retained tail must fit under it)",
+        ),
+        (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
+        (c.chunk_tokens >= 100, "chunk_tokens", "must be at least 100"),
+        (c.stub_tokens >= 20, "stub_tokens", "must be at least 20"),
+        (c.stub_tokens <= c.chunk_tokens // 4, "stub_tokens", "must be at most chunk_tokens / 4"),
+        (c.state_max_tokens >= 100, "state_max_tokens", "must be at least 100"),
+        (c.max_concurrency >= 1, "max_concurrency", "must be at least 1"),
+        (c.compaction_retries >= 0, "compaction_retries", "must be non-negative"),
+        (c.max_overflow_retries >= 0, "max_overflow_retries", "must be non-negative"),
+        (
+            c.prune_head_chars + c.prune_tail_chars < c.prune_threshold_chars,
+            "prune_head_chars",
+            "plus prune_tail_chars must be below prune_threshold_chars",
+        ),
+    ]
+    for ok, key, rule in rules:
+        _require(ok, f"{where}.{key}", rule)
 
 
 def _require(ok: bool, key: str, rule: str) -> None:

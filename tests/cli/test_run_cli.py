@@ -130,3 +130,27 @@ def test_demo_runs_without_any_key_on_real_files(tmp_path, env):
     assert "all tests passed" in result.stdout
     assert "median ok" in result.stdout
     assert "session: " in result.stdout
+
+
+def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, env):
+    entries = [{"text": f"answer {i} " + "detail " * 200} for i in range(6)]
+    script = write_script(tmp_path / "s.json", entries)
+    prompts = [f"question {i} " + "context " * 200 for i in range(6)]
+    out = dsh(
+        "run", "--script", str(script), "--context-window", "8000", *prompts, env=env, cwd=tmp_path
+    ).stdout
+    session_id = out.splitlines()[-1].removeprefix("session: ")
+    result = dsh("compact", session_id, "--focus", "question 2", env=env, cwd=tmp_path)
+    assert result.stdout.startswith("Compacted ") and "history items (~" in result.stdout
+    again = dsh("compact", session_id, env=env, cwd=tmp_path)
+    assert again.returncode == 0
+    events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
+    types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
+    assert types.count("command/run") == 2 and types.count("command/done") == 2
+    shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
+    assert "User: question 0" in shown and "… earlier context was compacted …" in shown
+
+
+def test_compact_of_an_unknown_session_is_one_line_exit_1(tmp_path, env):
+    result = dsh("compact", "nope", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 1 and result.stderr.startswith("dsh: error: no session")

@@ -54,7 +54,7 @@ def test_show_transcript_renders_originals_and_one_marker_but_no_checkpoint_payl
 
 def test_show_surface_shows_the_checkpoint_instead_of_the_shadowed_messages(home):
     out = run("sessions", "show", FIXTURE_ID, "--view", "surface").output
-    assert "[checkpoint]" in out
+    assert "[state checkpoint]" in out and "— state" in out and "— tail" in out
     assert "This is a summary of the earlier" in out
     assert "What is in notes.txt?" not in out
     assert "Remind me what the note said." in out

@@ -73,6 +73,27 @@ def resolve_route(
     return Route(provider, model, window or known_window)
 
 
+def summarizer_route(
+    settings: Settings, route: Route, environ: Mapping[str, str] | None = None
+) -> tuple[Provider | None, str | None]:
+    """Who writes model summaries: ``provider:model`` names its own provider (key from the
+    environment); a bare model name uses the conversation's provider; extractive needs none."""
+    summarizer = settings.compaction.summarizer
+    if summarizer == "extractive":
+        return None, None
+    name, colon, model = summarizer.partition(":")
+    if not colon:
+        return route.provider, summarizer
+    provider, resolved, _ = make_provider(
+        name,
+        model=model,
+        base_url=None,
+        api_key=None,
+        environ=os.environ if environ is None else environ,
+    )
+    return provider, resolved
+
+
 def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:
     """Headless policy: ``--yes`` means auto; otherwise the configured mode with ``allow``."""
     if yes:
@@ -89,6 +110,7 @@ def build_agent(
     policy: ApprovalPolicy,
     on_stream: StreamListener | None = None,
     max_steps: int = 50,
+    environ: Mapping[str, str] | None = None,
 ) -> Agent:
     """An agent over ``session`` with the default tools and the system prompt for ``workspace``."""
     tools = ToolRegistry(default_tools())

@@ -6,6 +6,7 @@ import asyncio
 
 import click
 
+from dsh.agent.runtime import resolve_route, summarizer_route
 from dsh.cli import context
 from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
 from dsh.config import load_settings
@@ -37,12 +38,10 @@ def compact(
         provider = None
         model = None
         if settings.compaction.summarizer != "extractive":
-            from dsh.agent.runtime import resolve_route
-
-            route = resolve_route(settings, store=store)
-            provider, model = route.provider, route.model
+            provider, model = summarizer_route(settings, resolve_route(settings, store=store))
         backend = make_backend(
-            settings.compaction, make_summarizer(settings.compaction, provider, model)
+            settings.compaction,
+            make_summarizer(settings.compaction, provider, model, history=session.events),
         )
         if backend is None:
             raise UsageError("compaction.backend is off; choose --compaction basic or recallable")

@@ -7,7 +7,8 @@ import time
 import click
 
 from dsh.cli import context
-from dsh.events import encode_event, event_type_of, is_checkpoint_event, surface_message
+from dsh.compaction.recallable import checkpoint_kind
+from dsh.events import encode_event, event_type_of, surface_message
 from dsh.store.base import encode_header
 from dsh.surface import Session
 from dsh.transcript import render_human_transcript, render_markdown, render_message
@@ -102,13 +103,16 @@ def _open(session_id: str) -> Session:
 
 
 def render_surface(session: Session) -> str:
-    """Each current node with its seq and op; checkpoints labelled instead of a role."""
+    """Each current node with its seq and op, in model order, marked as index stub, state or
+    tail (the layout ``[stub…][state][tail]`` after a recallable pass)."""
     blocks = []
     for seq in session.nodes:
         event = session.events[seq]
         op = "append" if getattr(event, "surface_op", None) == "append" else "replace"
+        kind = checkpoint_kind(session, seq)
+        role = {"index": "index stub", "state": "state"}.get(kind or "", "tail")
         message = surface_message(event)  # type: ignore[arg-type]
-        label = "[checkpoint]" if is_checkpoint_event(event) else None
+        label = f"[{kind} checkpoint]" if kind is not None else None
         body = render_message(message, label=label) if message is not None else "(empty)"
-        blocks.append(f"#{seq} {event_type_of(event)} ({op})\n{body}")
+        blocks.append(f"#{seq} {event_type_of(event)} ({op}) — {role}\n{body}")
     return "\n\n".join(blocks)

@@ -44,7 +44,7 @@ def make_summarizer(
             f"compaction.summarizer {settings.summarizer!r} needs a provider; "
             "use --summarizer extractive to compact without one"
         )
-    return ModelSummarizer(provider, settings.summarizer or model or provider.name, history=history)
+    return ModelSummarizer(provider, model or settings.summarizer, history=history)
 
 
 def make_backend(settings: CompactionSettings, summarizer: Summarizer) -> CompactionBackend | None:
