@@ -1,18 +1,39 @@
 """The human projection of the log, and the plain-text renderer shared with the model side."""
 
+from dsh.transcript.history import HistoryPage, history, history_page
 from dsh.transcript.markdown import render_markdown
-from dsh.transcript.projection import MarkerItem, MessageItem, TranscriptItem, transcript_items
+from dsh.transcript.projection import (
+    MarkerItem,
+    MessageItem,
+    PassDetails,
+    ToolCallItem,
+    ToolResultItem,
+    TranscriptItem,
+    TranscriptProjector,
+    project,
+    transcript_items,
+    transcript_tool_call_ids,
+)
 from dsh.transcript.render import COMPACTION_MARKER, render_message, render_messages
 from dsh.transcript.text import render_human_transcript
 
 __all__ = [
     "COMPACTION_MARKER",
+    "HistoryPage",
     "MarkerItem",
     "MessageItem",
+    "PassDetails",
+    "ToolCallItem",
+    "ToolResultItem",
     "TranscriptItem",
+    "TranscriptProjector",
+    "history",
+    "history_page",
+    "project",
     "render_human_transcript",
     "render_markdown",
     "render_message",
     "render_messages",
     "transcript_items",
+    "transcript_tool_call_ids",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsh.events import Event, Message, ToolResultBlock
-from dsh.transcript.projection import MarkerItem, transcript_items
+from dsh.transcript.projection import MarkerItem, MessageItem, ToolResultItem, transcript_items
 from dsh.transcript.render import COMPACTION_MARKER
 
 
@@ -41,6 +41,9 @@ def render_markdown(session_id: str, events: Iterable[Event]) -> str:
     for item in transcript_items(events):
         if isinstance(item, MarkerItem):
             out.append(f"> {COMPACTION_MARKER}")
-        else:
+        elif isinstance(item, MessageItem):
             out.append(message_markdown(item.message))
+        elif isinstance(item, ToolResultItem):
+            title = "### Tool result (error)" if item.is_error else "### Tool result"
+            out.append(f"{title}\n\n{_fence(item.text)}")
     return "\n\n".join(out) + "\n"

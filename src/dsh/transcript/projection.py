@@ -1,19 +1,31 @@
 """The human projection (spec §6): original messages in log order, one marker per landed pass.
 
-People see every append-origin surface event; a checkpoint shows no payload, only a marker at
-the log position of its pass's first checkpoint; other replacements show nothing. Classification
-uses the events' own marks (``surfaceOp`` and the checkpoint source), never a fold.
+People see every append-origin surface event. A ``tool/call`` is shown (as a card that its
+result joins) iff its callId appears in an append-origin assistant message, so the cards of
+steps that compaction shadowed stay paired. A checkpoint never shows its payload: a landed pass
+shows one marker at the log position of its first checkpoint, with details taken from the pass's
+``compaction/summary`` events. Other replacements (a pruned result, a regenerated message,
+another plugin's replace) show nothing.
+
+Classification uses the events' own marks (``surfaceOp``, the checkpoint source), never a fold,
+and ``TranscriptProjector.feed`` is the only code path: live consumption (events one by one) and
+replay (a stored log) produce the same items.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dsh.events import (
+    AssistantMessageEvent,
     CompactionStartEvent,
+    CompactionSummaryEvent,
     Event,
     Message,
+    ToolCallEvent,
+    ToolResultBlock,
+    ToolResultEvent,
     is_append_surface_event,
     is_checkpoint_event,
     surface_message,
@@ -22,8 +34,26 @@ from dsh.events import (
 
 @dataclass(frozen=True, slots=True)
 class MessageItem:
+    """A person's prompt or an assistant message (its tool calls come as ToolCallItems)."""
+
     seq: int
     message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallItem:
+    seq: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultItem:
+    seq: int
+    call_id: str
+    text: str
+    is_error: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,22 +64,86 @@ class MarkerItem:
     pass_id: str
 
 
-TranscriptItem = MessageItem | MarkerItem
+TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem
+
+
+@dataclass(slots=True)
+class PassDetails:
+    """What a marker can say about its pass, from the pass's ``compaction/summary`` events."""
+
+    summaries: list[tuple[str, str]] = field(default_factory=list)
+    """(kind, summary text) per checkpoint, in commit order."""
+    summary_seqs: list[int] = field(default_factory=list)
+    items: int = 0
+    tokens: int = 0
+
+
+class TranscriptProjector:
+    """Feeds events in log order; returns the transcript items each one adds."""
+
+    def __init__(self) -> None:
+        self._pass_of: dict[str, str] = {}
+        self._marked: set[str] = set()
+        self._shown_calls: set[str] = set()
+        self.details: dict[str, PassDetails] = {}
+
+    def feed(self, event: Event) -> list[TranscriptItem]:
+        if isinstance(event, CompactionStartEvent):
+            data = event.data
+            self._pass_of[data.compaction_id] = data.pass_id or data.compaction_id
+        elif isinstance(event, CompactionSummaryEvent):
+            data = event.data
+            pass_id = self._pass_of.get(data.compaction_id, data.pass_id or data.compaction_id)
+            details = self.details.setdefault(pass_id, PassDetails())
+            details.summaries.append((data.kind or "state", data.summary))
+            details.summary_seqs.append(event.seq)
+            details.items += len(data.shadowed_seqs)
+            details.tokens += data.shadowed_token_count
+        elif is_checkpoint_event(event):
+            compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
+            pass_id = self._pass_of.get(compaction_id, compaction_id)
+            if pass_id not in self._marked:
+                self._marked.add(pass_id)
+                return [MarkerItem(event.seq, pass_id)]
+        elif isinstance(event, ToolCallEvent):
+            if event.data.call_id in self._shown_calls:
+                data = event.data
+                return [ToolCallItem(event.seq, data.call_id, data.name, data.arguments)]
+        elif is_append_surface_event(event):
+            return self._surface(event)
+        return []
+
+    def _surface(self, event: Event) -> list[TranscriptItem]:
+        if isinstance(event, ToolResultEvent):
+            block = event.data.message.content[0]
+            assert isinstance(block, ToolResultBlock)
+            text = "".join(part.text for part in block.content)
+            return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error)]
+        if isinstance(event, AssistantMessageEvent):
+            self._shown_calls.update(c.id for c in event.data.message.tool_calls())
+        message = surface_message(event)  # type: ignore[arg-type]
+        return [MessageItem(event.seq, message)] if message is not None else []
+
+
+def transcript_tool_call_ids(events: Iterable[Event]) -> set[str]:
+    """callIds of the tool calls people see: those in append-origin assistant messages."""
+    return {
+        call.id
+        for event in events
+        if isinstance(event, AssistantMessageEvent) and is_append_surface_event(event)
+        for call in event.data.message.tool_calls()
+    }
 
 
 def transcript_items(events: Iterable[Event]) -> Iterator[TranscriptItem]:
-    pass_of: dict[str, str] = {}
-    marked: set[str] = set()
+    """Replay: the items of a stored log, through the same projector live views use."""
+    projector = TranscriptProjector()
     for event in events:
-        if isinstance(event, CompactionStartEvent):
-            pass_of[event.data.compaction_id] = event.data.pass_id or event.data.compaction_id
-        elif is_checkpoint_event(event):
-            compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
-            pass_id = pass_of.get(compaction_id, compaction_id)
-            if pass_id not in marked:
-                marked.add(pass_id)
-                yield MarkerItem(event.seq, pass_id)
-        elif is_append_surface_event(event):
-            message = surface_message(event)
-            if message is not None:
-                yield MessageItem(event.seq, message)
+        yield from projector.feed(event)
+
+
+def project(events: Iterable[Event]) -> tuple[list[TranscriptItem], dict[str, PassDetails]]:
+    """All items of a log and the details of every landed pass."""
+    projector = TranscriptProjector()
+    items = [item for event in events for item in projector.feed(event)]
+    return items, projector.details

@@ -5,12 +5,27 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsh.events import Event
-from dsh.transcript.projection import MarkerItem, transcript_items
+from dsh.transcript.projection import (
+    MarkerItem,
+    MessageItem,
+    ToolResultItem,
+    TranscriptItem,
+    transcript_items,
+)
 from dsh.transcript.render import COMPACTION_MARKER, render_message
 
 
+def render_item(item: TranscriptItem) -> str | None:
+    """One item as text; tool calls are already lines of their assistant message."""
+    if isinstance(item, MarkerItem):
+        return COMPACTION_MARKER
+    if isinstance(item, MessageItem):
+        return render_message(item.message)
+    if isinstance(item, ToolResultItem):
+        return f"Tool result (error): {item.text}" if item.is_error else f"Tool result: {item.text}"
+    return None
+
+
 def render_human_transcript(events: Iterable[Event]) -> str:
-    return "\n\n".join(
-        COMPACTION_MARKER if isinstance(item, MarkerItem) else render_message(item.message)
-        for item in transcript_items(events)
-    )
+    blocks = (render_item(item) for item in transcript_items(events))
+    return "\n\n".join(block for block in blocks if block is not None)

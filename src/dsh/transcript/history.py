@@ -1,0 +1,71 @@
+"""History paging for people (spec §6): pages of the log that hold ``max_messages`` messages.
+
+Scanning backwards from ``before_seq``, only append-origin ``user/message`` and
+``assistant/message`` events count (a checkpoint or a pruned copy is not something a person
+wrote or read). At the N-th one the page is cut at min(its seq, its sourceEventSeqs), so the
+chunks it cites stay with it, and the page is the contiguous run of ALL events from the cut —
+log-only ones included, so a checkpoint's ``compaction/summary`` rides along with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dsh.errors import UsageError
+from dsh.events import (
+    AssistantMessageEvent,
+    Event,
+    UserMessageEvent,
+    is_append_surface_event,
+)
+from dsh.store import EventStore
+
+DEFAULT_MAX_MESSAGES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    events: list[Event]
+    has_more: bool
+    """True when older events exist before this page (``cut > 0``)."""
+
+    @property
+    def first_seq(self) -> int | None:
+        return self.events[0].seq if self.events else None
+
+
+def history_page(
+    events: Sequence[Event], before_seq: int | None = None, max_messages: int = DEFAULT_MAX_MESSAGES
+) -> HistoryPage:
+    """The page of ``events`` ending just before ``before_seq`` (the newest page if None)."""
+    if max_messages < 1:
+        raise UsageError("max_messages must be at least 1")
+    end = len(events) if before_seq is None else max(0, min(before_seq, len(events)))
+    counted = 0
+    cut = 0
+    for index in range(end - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, UserMessageEvent | AssistantMessageEvent) and is_append_surface_event(
+            event
+        ):
+            counted += 1
+            if counted == max_messages:
+                sources = event.source_event_seqs or ()
+                cut = min((event.seq, *sources))
+                break
+    return HistoryPage(events=list(events[cut:end]), has_more=cut > 0)
+
+
+def history(
+    store: EventStore,
+    session_id: str,
+    before_seq: int | None = None,
+    max_messages: int = DEFAULT_MAX_MESSAGES,
+) -> HistoryPage:
+    """``history(sessionId, beforeSeq?, maxMessages=50)`` over a stored session (read-only)."""
+    log = store.open(session_id)
+    try:
+        return history_page(log.events, before_seq, max_messages)
+    finally:
+        log.close()
