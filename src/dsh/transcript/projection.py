@@ -89,16 +89,18 @@ class TranscriptProjector:
 
     def feed(self, event: Event) -> list[TranscriptItem]:
         if isinstance(event, CompactionStartEvent):
-            data = event.data
-            self._pass_of[data.compaction_id] = data.pass_id or data.compaction_id
+            start = event.data
+            self._pass_of[start.compaction_id] = start.pass_id or start.compaction_id
         elif isinstance(event, CompactionSummaryEvent):
-            data = event.data
-            pass_id = self._pass_of.get(data.compaction_id, data.pass_id or data.compaction_id)
+            summary = event.data
+            pass_id = self._pass_of.get(
+                summary.compaction_id, summary.pass_id or summary.compaction_id
+            )
             details = self.details.setdefault(pass_id, PassDetails())
-            details.summaries.append((data.kind or "state", data.summary))
+            details.summaries.append((summary.kind or "state", summary.summary))
             details.summary_seqs.append(event.seq)
-            details.items += len(data.shadowed_seqs)
-            details.tokens += data.shadowed_token_count
+            details.items += len(summary.shadowed_seqs)
+            details.tokens += summary.shadowed_token_count
         elif is_checkpoint_event(event):
             compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
             pass_id = self._pass_of.get(compaction_id, compaction_id)
