@@ -129,12 +129,11 @@ class TranscriptProjector:
 
 def transcript_tool_call_ids(events: Iterable[Event]) -> set[str]:
     """callIds of the tool calls people see: those in append-origin assistant messages."""
-    return {
-        call.id
-        for event in events
-        if isinstance(event, AssistantMessageEvent) and is_append_surface_event(event)
-        for call in event.data.message.tool_calls()
-    }
+    ids: set[str] = set()
+    for event in events:
+        if isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
+            ids.update(call.id for call in event.data.message.tool_calls())
+    return ids
 
 
 def transcript_items(events: Iterable[Event]) -> Iterator[TranscriptItem]:
