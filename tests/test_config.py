@@ -8,7 +8,7 @@ from dsh.errors import ConfigError
 
 def test_defaults_apply_when_nothing_is_configured(tmp_path):
     settings = load_settings(environ={"DSH_HOME": str(tmp_path / "home")}, cwd=tmp_path)
-    assert settings.compaction.backend == "basic"
+    assert settings.compaction.backend == "recallable"
     assert settings.compaction.threshold_ratio == 0.8
     assert settings.store.backend == "jsonl"
 
@@ -74,9 +74,7 @@ def test_a_per_model_override_applies_only_to_its_route(tmp_path):
 
 
 def test_an_invalid_override_is_refused_naming_the_override(tmp_path):
-    (tmp_path / "config.toml").write_text(
-        '[compaction.overrides."x:y"]\nstub_tokens = 3000\n'
-    )
+    (tmp_path / "config.toml").write_text('[compaction.overrides."x:y"]\nstub_tokens = 3000\n')
     with pytest.raises(ConfigError, match=r'compaction\.overrides\."x:y"\.stub_tokens'):
         load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)
 

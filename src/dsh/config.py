@@ -44,7 +44,7 @@ class CompactionOverride(_Section, frozen=True):
 
 
 class CompactionSettings(_Section, frozen=True):
-    backend: Literal["recallable", "basic", "off"] = "basic"
+    backend: Literal["recallable", "basic", "off"] = "recallable"
     threshold_ratio: float = 0.8
     retain_ratio: float = 0.16
     retain_tokens: int | None = None

@@ -13,13 +13,14 @@ from pathlib import Path
 from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.prompt import system_prompt
-from dsh.compaction import CompactionEngine, make_backend, make_summarizer
+from dsh.compaction import CompactionEngine, RecallableBackend, make_backend, make_summarizer
 from dsh.config import Settings
 from dsh.errors import ConfigError
 from dsh.llm.registry import make_provider
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
+from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.store import EventStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
@@ -112,30 +113,37 @@ def build_agent(
     max_steps: int = 50,
     environ: Mapping[str, str] | None = None,
 ) -> Agent:
-    """An agent over ``session`` with the default tools and the system prompt for ``workspace``."""
-    tools = ToolRegistry(default_tools())
+    """An agent over ``session``: default tools (plus the recall tools and their prompt section
+    when the recallable backend is active), compaction hooks, and the workspace's prompt."""
+    compaction = settings.compaction.for_route(route.provider.name, route.model)
+    summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
+    backend = make_backend(
+        compaction,
+        make_summarizer(compaction, summarizer_provider, summarizer_model, history=session.events),
+    )
+    tool_list = default_tools()
+    sections: tuple[str, ...] = ()
+    if isinstance(backend, RecallableBackend):
+        tool_list += recall_tools(settings.recall)
+        sections = (RECALL_PROMPT_SECTION,)
     hooks: list[PreStepHook] = []
     overflow: OverflowHandler | None = None
-    backend = make_backend(
-        settings.compaction,
-        make_summarizer(settings.compaction, route.provider, route.model, history=session.events),
-    )
     if backend is not None:
-        engine = CompactionEngine(session, backend, settings.compaction)
+        engine = CompactionEngine(session, backend, compaction)
         pre_step, overflow = compaction_hooks(engine)
         hooks.append(pre_step)
     config = AgentConfig(
         provider=route.provider.name,
         model=route.model,
-        system=system_prompt(workspace),
+        system=system_prompt(workspace, sections=sections),
         context_window=route.context_window,
         max_steps=max_steps,
-        max_overflow_retries=settings.compaction.max_overflow_retries,
+        max_overflow_retries=compaction.max_overflow_retries,
     )
     return Agent(
         session,
         route.provider,
-        tools,
+        ToolRegistry(tool_list),
         policy,
         config=config,
         workspace=workspace,

@@ -8,6 +8,7 @@ from dsh import __version__
 from dsh.cli import context
 from dsh.cli.compact import compact
 from dsh.cli.demo import demo
+from dsh.cli.recall import recall
 from dsh.cli.run import run
 from dsh.cli.sessions import sessions
 from dsh.errors import DshError
@@ -41,6 +42,7 @@ cli.add_command(sessions)
 cli.add_command(run)
 cli.add_command(demo)
 cli.add_command(compact)
+cli.add_command(recall)
 
 
 def main() -> None:

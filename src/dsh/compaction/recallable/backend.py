@@ -25,7 +25,6 @@ from dsh.events import (
     CompactionSummaryEvent,
     Degraded,
     Message,
-    ToolResultBlock,
     UserMessageEvent,
     UserSource,
     is_append_surface_event,
@@ -281,20 +280,16 @@ def _material(session: Session, seqs: Sequence[int]) -> tuple[Message, ...]:
 
 def _recall_only(messages: Sequence[Message]) -> bool:
     """True if a slice holds nothing but recall tool calls and their results."""
-    recall_ids: set[str] = set()
+    saw_call = False
     for message in messages:
         if message.role == "assistant":
             calls = message.tool_calls()
             if not calls or any(call.name not in RECALL_TOOL_NAMES for call in calls):
                 return False
-            recall_ids.update(call.id for call in calls)
-        elif message.role == "tool":
-            for block in message.content:
-                if isinstance(block, ToolResultBlock) and block.tool_call_id not in recall_ids:
-                    return False
-        else:
+            saw_call = True
+        elif message.role != "tool":  # results: a balanced slice also holds their calls
             return False
-    return bool(recall_ids)
+    return saw_call
 
 
 def _slice_text(messages: Sequence[Message]) -> str:

@@ -84,7 +84,7 @@ def _next_edge(nodes: Sequence[SpanNode], start: int, limit: int, chunk_tokens: 
         return preferred
     if furthest_balanced:
         return furthest_balanced
-    for end in range(start + 1, limit + 1):  # nothing balanced within budget: grow
-        if nodes[end - 1].balanced_after or end == limit:
-            return end
-    return limit
+    # Nothing balanced within the budget: grow to the next balanced cut (``limit`` is one).
+    return next(
+        end for end in range(start + 1, limit + 1) if nodes[end - 1].balanced_after or end == limit
+    )

@@ -1,0 +1,79 @@
+"""``dsh recall search|read``: the recall tools from the command line (read-only, never blocks).
+
+They print exactly the text the model would get from ``history_search`` / ``history_read`` on the
+same log. A typed recall error prints ``dsh: error: CODE: message`` and exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from dsh.cli import context
+from dsh.config import Settings
+from dsh.errors import DshError
+from dsh.recall import RecallError, read_checkpoint, search_history
+from dsh.surface import Session
+from dsh.tools.base import ToolOutput
+
+
+class RecallCommandError(DshError):
+    """A recall error on the CLI: ``CODE: message`` (exit status 1)."""
+
+
+class _RecallGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except DshError as exc:
+            context.fail(exc)  # exits
+            return None  # pragma: no cover
+
+
+@click.group("recall", cls=_RecallGroup)
+def recall() -> None:
+    """Search and read compacted history, as the model's recall tools do."""
+
+
+@recall.command("search")
+@click.argument("session_id")
+@click.argument("query")
+@click.option("--checkpoint", default=None, help="Search only this checkpoint (e.g. c123).")
+@click.option("--limit", type=int, default=None, help="Maximum snippets (default: recall config).")
+def search(session_id: str, query: str, checkpoint: str | None, limit: int | None) -> None:
+    """Literal, case-insensitive search of every compacted span of a session."""
+    cfg = context.settings()
+    chosen = cfg.recall.search_limit if limit is None else limit
+    _answer(
+        cfg,
+        session_id,
+        lambda session: search_history(session.events, query, checkpoint=checkpoint, limit=chosen),
+    )
+
+
+@recall.command("read")
+@click.argument("session_id")
+@click.argument("checkpoint")
+@click.option("--offset", type=int, default=0, show_default=True, help="First message index.")
+def read(session_id: str, checkpoint: str, offset: int) -> None:
+    """Print one page of the messages a checkpoint shadows (follow the cursor with --offset)."""
+    cfg = context.settings()
+    budget = cfg.recall.read_budget_chars
+    _answer(
+        cfg,
+        session_id,
+        lambda session: read_checkpoint(session.events, checkpoint, offset, budget_chars=budget),
+    )
+
+
+def _answer(cfg: Settings, session_id: str, work: Callable[[Session], ToolOutput]) -> None:
+    store = context.store(cfg)
+    with Session.open(store, context.resolve_session_id(store, session_id)) as session:
+        for warning in session.warnings:
+            context.warn(warning)
+        try:
+            output = work(session)
+        except RecallError as exc:
+            raise RecallCommandError(f"{exc.code}: {exc.message}") from exc
+    click.echo(output.text)

@@ -1,0 +1,84 @@
+"""Recall: the model's way back into compacted history (spec §5).
+
+``history_read`` and ``history_search`` read the session log only (no index, no model call): a
+checkpoint ``c<summarySeq>`` names a ``compaction/summary``, whose shadowed span is rendered with
+the shared transcript renderer. ``dsh recall`` on the CLI prints the same text.
+"""
+
+from dsh.recall.checkpoints import (
+    CHECKPOINT_NOT_FOUND,
+    INVALID_ARGUMENT,
+    INVALID_OFFSET,
+    NO_COMPACTED_HISTORY,
+    NON_AGENT_CALLER,
+    ORPHANED_COMPACTION,
+    Checkpoint,
+    RecallError,
+    RecallErrorCode,
+    checkpoint_id,
+    list_checkpoints,
+    parse_checkpoint_id,
+    resolve_checkpoint,
+    summary_of_node,
+)
+from dsh.recall.render import (
+    INDEX_LABEL,
+    PRIOR_STATE_LABEL,
+    SpanCache,
+    checkpoint_label,
+    render_node,
+    render_span,
+)
+from dsh.recall.tools import (
+    HISTORY_READ,
+    HISTORY_READ_DESCRIPTION,
+    HISTORY_READ_PARAMETERS,
+    HISTORY_SEARCH,
+    HISTORY_SEARCH_DESCRIPTION,
+    HISTORY_SEARCH_PARAMETERS,
+    RECALL_PROMPT_SECTION,
+    RECALL_TOOL_NAMES,
+    HistoryReadTool,
+    HistorySearchTool,
+    error_output,
+    read_checkpoint,
+    recall_tools,
+    search_history,
+)
+
+__all__ = [
+    "CHECKPOINT_NOT_FOUND",
+    "HISTORY_READ",
+    "HISTORY_READ_DESCRIPTION",
+    "HISTORY_READ_PARAMETERS",
+    "HISTORY_SEARCH",
+    "HISTORY_SEARCH_DESCRIPTION",
+    "HISTORY_SEARCH_PARAMETERS",
+    "INDEX_LABEL",
+    "INVALID_ARGUMENT",
+    "INVALID_OFFSET",
+    "NON_AGENT_CALLER",
+    "NO_COMPACTED_HISTORY",
+    "ORPHANED_COMPACTION",
+    "PRIOR_STATE_LABEL",
+    "RECALL_PROMPT_SECTION",
+    "RECALL_TOOL_NAMES",
+    "Checkpoint",
+    "HistoryReadTool",
+    "HistorySearchTool",
+    "RecallError",
+    "RecallErrorCode",
+    "SpanCache",
+    "checkpoint_id",
+    "checkpoint_label",
+    "error_output",
+    "list_checkpoints",
+    "parse_checkpoint_id",
+    "read_checkpoint",
+    "recall_tools",
+    "render_node",
+    "render_span",
+    "resolve_checkpoint",
+    "search_history",
+    "summary_of_node",
+]

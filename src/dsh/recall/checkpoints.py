@@ -1,0 +1,237 @@
+"""Finding compaction checkpoints in a session log (spec §4.1, §5).
+
+A checkpoint is named ``c<summarySeq>``: the seq of its ``compaction/summary`` event. Its bracket
+is the ``compaction/start`` with the same ``compactionId`` before the summary and the
+``compaction/end`` after it; the checkpoint node is the replacing ``user/message`` that cites the
+summary. A checkpoint is *completed* iff its bracket ended without an error and its replace
+landed. Everything here is a pure function of the log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from dsh.errors import DshError
+from dsh.events import (
+    CheckpointKind,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    CompactionSummaryEvent,
+    Event,
+    UserMessageEvent,
+    event_type_of,
+    is_checkpoint_event,
+)
+
+RecallErrorCode = Literal[
+    "INVALID_ARGUMENT",
+    "CHECKPOINT_NOT_FOUND",
+    "ORPHANED_COMPACTION",
+    "INVALID_OFFSET",
+    "NON_AGENT_CALLER",
+]
+INVALID_ARGUMENT: RecallErrorCode = "INVALID_ARGUMENT"
+CHECKPOINT_NOT_FOUND: RecallErrorCode = "CHECKPOINT_NOT_FOUND"
+ORPHANED_COMPACTION: RecallErrorCode = "ORPHANED_COMPACTION"
+INVALID_OFFSET: RecallErrorCode = "INVALID_OFFSET"
+NON_AGENT_CALLER: RecallErrorCode = "NON_AGENT_CALLER"
+
+NO_COMPACTED_HISTORY = (
+    "This session has no compacted history yet: nothing has been compacted, so the whole "
+    "conversation is still in your context."
+)
+
+_ID = re.compile(r"c([0-9]+)")
+_KNOWN_IDS_SHOWN = 5
+
+
+class RecallError(DshError):
+    """A typed recall failure: ``code`` is one of ``RecallErrorCode``, the message says why."""
+
+    def __init__(self, code: RecallErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code: RecallErrorCode = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One completed checkpoint: its bracket, its summary and the node that replaced the span."""
+
+    start: CompactionStartEvent
+    summary: CompactionSummaryEvent
+    node: UserMessageEvent
+    """The checkpoint ``user/message`` (the replace)."""
+    end: CompactionEndEvent
+
+    @property
+    def seq(self) -> int:
+        """The summary seq, the number in the checkpoint id."""
+        return self.summary.seq
+
+    @property
+    def id(self) -> str:
+        return checkpoint_id(self.summary.seq)
+
+    @property
+    def kind(self) -> CheckpointKind:
+        """``index`` or ``state`` (a legacy summary without a kind counts as state)."""
+        return self.summary.data.kind or "state"
+
+    @property
+    def shadowed_seqs(self) -> tuple[int, ...]:
+        return self.summary.data.shadowed_seqs
+
+    @property
+    def shadowed_range(self) -> tuple[int, int]:
+        return self.summary.data.shadowed_range
+
+
+def checkpoint_id(summary_seq: int) -> str:
+    """``c<summarySeq>``: how footers, tools and the CLI name a checkpoint."""
+    return f"c{summary_seq}"
+
+
+def parse_checkpoint_id(value: object) -> int:
+    """The summary seq named by ``c<digits>``; ``INVALID_ARGUMENT`` for anything else."""
+    text = value.strip() if isinstance(value, str) else None
+    match = _ID.fullmatch(text) if text is not None else None
+    if match is None:
+        raise RecallError(
+            INVALID_ARGUMENT,
+            f"checkpoint must be an id like 'c123' (the letter c and the summary seq, as written "
+            f"in a checkpoint footer), got {value!r}",
+        )
+    return int(match.group(1))
+
+
+def summary_of_node(events: Sequence[Event], node_seq: int) -> CompactionSummaryEvent | None:
+    """The ``compaction/summary`` a checkpoint node cites (``sourceEventSeqs`` starts with the
+    bracket's start and summary), or None."""
+    sources = getattr(events[node_seq], "source_event_seqs", None) or ()
+    for seq in sources[:2]:
+        if 0 <= seq < len(events):
+            candidate = events[seq]
+            if isinstance(candidate, CompactionSummaryEvent):
+                return candidate
+    return None
+
+
+def resolve_checkpoint(events: Sequence[Event], checkpoint: object) -> Checkpoint:
+    """The completed checkpoint named ``checkpoint`` (``c<summarySeq>``), superseded or not.
+
+    Raises ``RecallError``: ``INVALID_ARGUMENT`` (not ``c`` + digits), ``CHECKPOINT_NOT_FOUND``
+    (no ``compaction/summary`` at that seq), ``ORPHANED_COMPACTION`` (the id names a
+    ``compaction/start``, or the bracket has no successful end or no landed replace).
+    """
+    seq = parse_checkpoint_id(checkpoint)
+    name = checkpoint_id(seq)
+    if seq >= len(events):
+        raise RecallError(
+            CHECKPOINT_NOT_FOUND,
+            f"no checkpoint {name}: the log has only {len(events)} events. {_known(events)}",
+        )
+    event = events[seq]
+    if isinstance(event, CompactionStartEvent):
+        raise RecallError(ORPHANED_COMPACTION, _start_message(events, event))
+    if not isinstance(event, CompactionSummaryEvent):
+        raise RecallError(
+            CHECKPOINT_NOT_FOUND,
+            f"no checkpoint {name}: the event at seq {seq} is {event_type_of(event)}, not "
+            f"compaction/summary. {_known(events)}",
+        )
+    return _bracket(events, event)
+
+
+def list_checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
+    """Every completed checkpoint in log order, superseded ones included."""
+    found = []
+    for event in events:
+        if isinstance(event, CompactionSummaryEvent):
+            try:
+                found.append(_bracket(events, event))
+            except RecallError:
+                continue
+    return found
+
+
+def _bracket(events: Sequence[Event], summary: CompactionSummaryEvent) -> Checkpoint:
+    name = checkpoint_id(summary.seq)
+    compaction_id = summary.data.compaction_id
+    start: CompactionStartEvent | None = None
+    for seq in range(summary.seq - 1, -1, -1):
+        candidate = events[seq]
+        if (
+            isinstance(candidate, CompactionStartEvent)
+            and candidate.data.compaction_id == compaction_id
+        ):
+            start = candidate
+            break
+    if start is None:
+        raise RecallError(
+            ORPHANED_COMPACTION,
+            f"checkpoint {name} has no compaction/start for compaction {compaction_id!r}",
+        )
+    node: UserMessageEvent | None = None
+    end: CompactionEndEvent | None = None
+    for seq in range(summary.seq + 1, len(events)):
+        event = events[seq]
+        if isinstance(event, CompactionEndEvent) and event.data.compaction_id == compaction_id:
+            end = event
+            break
+        if node is None and is_checkpoint_event(event) and summary.seq in _sources(event):
+            node = event
+    if end is None:
+        raise RecallError(
+            ORPHANED_COMPACTION,
+            f"checkpoint {name} belongs to compaction {compaction_id!r}, which has no "
+            "compaction/end: the pass never finished, so nothing was replaced",
+        )
+    if end.data.error is not None:
+        raise RecallError(
+            ORPHANED_COMPACTION,
+            f"checkpoint {name} belongs to compaction {compaction_id!r}, which ended with an "
+            f"error ({end.data.error}), so nothing was replaced",
+        )
+    if node is None:
+        raise RecallError(
+            ORPHANED_COMPACTION,
+            f"checkpoint {name} belongs to compaction {compaction_id!r}, whose checkpoint "
+            "replace never landed",
+        )
+    return Checkpoint(start=start, summary=summary, node=node, end=end)
+
+
+def _sources(event: UserMessageEvent) -> tuple[int, ...]:
+    return event.source_event_seqs or ()
+
+
+def _start_message(events: Sequence[Event], start: CompactionStartEvent) -> str:
+    name = checkpoint_id(start.seq)
+    compaction_id = start.data.compaction_id
+    completed = [
+        c.id
+        for c in list_checkpoints(events)
+        if c.start.seq == start.seq and c.summary.data.compaction_id == compaction_id
+    ]
+    if completed:
+        return (
+            f"{name} points at the compaction/start of compaction {compaction_id!r}, not at its "
+            f"checkpoint; its checkpoint id is {completed[0]}"
+        )
+    return (
+        f"{name} points at the compaction/start of compaction {compaction_id!r}, which has no "
+        "completed checkpoint (it never ended successfully)"
+    )
+
+
+def _known(events: Sequence[Event]) -> str:
+    ids = [c.id for c in list_checkpoints(events)]
+    if not ids:
+        return NO_COMPACTED_HISTORY
+    shown = ", ".join(ids[-_KNOWN_IDS_SHOWN:])
+    more = f" (and {len(ids) - _KNOWN_IDS_SHOWN} older)" if len(ids) > _KNOWN_IDS_SHOWN else ""
+    return f"Completed checkpoints (oldest first): {shown}{more}."

@@ -1,0 +1,344 @@
+"""``history_read`` and ``history_search``: the model's way back into compacted history (spec §5).
+
+Both are pure functions of the session log (no index, no model or embedding call) and answer with
+an ordinary tool result. ``read_checkpoint`` and ``search_history`` do the work and raise
+``RecallError``; the tools add the agent-caller check and turn every error into an error
+``ToolOutput`` with its code; ``dsh recall`` on the CLI prints the very same text.
+
+The schemas, descriptions and ``RECALL_PROMPT_SECTION`` are constants: byte-identical in every
+request, whatever the configuration or the number of passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dsh.config import RecallSettings
+from dsh.events import Event
+from dsh.recall.checkpoints import (
+    INVALID_ARGUMENT,
+    INVALID_OFFSET,
+    NO_COMPACTED_HISTORY,
+    NON_AGENT_CALLER,
+    Checkpoint,
+    RecallError,
+    list_checkpoints,
+    resolve_checkpoint,
+)
+from dsh.recall.render import SpanCache
+from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
+
+HISTORY_READ = "history_read"
+HISTORY_SEARCH = "history_search"
+RECALL_TOOL_NAMES = (HISTORY_READ, HISTORY_SEARCH)
+
+MIN_SEARCH_LIMIT = 1
+MAX_SEARCH_LIMIT = 200
+SNIPPET_CHARS = 200
+"""About this many characters of context around a search hit."""
+
+RECALL_PROMPT_SECTION = (
+    "Compacted history: older parts of this conversation may have been compacted. They then "
+    "appear as index checkpoints (short frozen stubs with a keyword line) followed by one state "
+    "checkpoint (the current working memory), each ending with a footer such as [checkpoint "
+    "c123: shadows conversation span #4–#40; originals retrievable via history_read]; the "
+    "original messages are never lost. When you need an exact detail a checkpoint only hints at "
+    "or leaves out (an error message, a value, a path, the reason for a decision), call "
+    "history_search with a literal fragment (case-insensitive exact substring) to find the "
+    "checkpoint that holds it, then history_read with that checkpoint id, and the #msg number as "
+    "offset, to read the originals. A [prior state checkpoint] or [index checkpoint] inside "
+    "history_read output has its own footer naming the checkpoint to read next. Do not recall "
+    "what your context already shows."
+)
+
+HISTORY_READ_DESCRIPTION = (
+    "Read the original messages a compaction checkpoint replaced. Pass the checkpoint id from a "
+    'checkpoint footer (e.g. "c123"); superseded checkpoints can be read too. The span comes '
+    "back as a User:/Assistant:/Tool result: transcript, one page at a time: when a page ends "
+    "with a continuation cursor, call again with that offset. A nested [prior state checkpoint] "
+    "or [index checkpoint] shows its own footer, which names the checkpoint holding its "
+    "originals."
+)
+
+HISTORY_SEARCH_DESCRIPTION = (
+    "Search the original messages behind every compaction checkpoint (superseded ones included) "
+    "for a literal text fragment: a case-insensitive exact substring, not a regex or keywords. "
+    "Returns snippets tagged [c<id> #msg <n>]; read one in context with history_read "
+    "(checkpoint c<id>, offset n). Optionally search one checkpoint only, or cap the number of "
+    "snippets."
+)
+
+HISTORY_READ_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "checkpoint": {
+            "type": "string",
+            "description": 'Checkpoint id from a checkpoint footer, e.g. "c123".',
+        },
+        "offset": {
+            "type": "integer",
+            "description": (
+                "Index of the first message to show (0-based); pass the continuation cursor of "
+                "the previous page. Default 0."
+            ),
+        },
+    },
+    "required": ["checkpoint"],
+    "additionalProperties": False,
+}
+
+HISTORY_SEARCH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": "Literal text to find (case-insensitive exact substring).",
+        },
+        "checkpoint": {
+            "type": "string",
+            "description": 'Search only this checkpoint, e.g. "c123". Default: every checkpoint.',
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": MIN_SEARCH_LIMIT,
+            "maximum": MAX_SEARCH_LIMIT,
+            "description": "Maximum number of snippets to return (1–200).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+# ---- the work (shared with the CLI) ---------------------------------------------------------
+
+
+def read_checkpoint(
+    events: Sequence[Event],
+    checkpoint: object,
+    offset: object = 0,
+    *,
+    budget_chars: int = 8000,
+    cache: SpanCache | None = None,
+) -> ToolOutput:
+    """One page of a checkpoint's shadowed span, starting at message ``offset``.
+
+    Messages are added while the page's accumulated size (each message + 2) stays within
+    ``budget_chars``, always at least one. Raises ``RecallError``.
+    """
+    target = resolve_checkpoint(events, checkpoint)
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise RecallError(
+            INVALID_OFFSET,
+            f"offset must be a non-negative integer (a message index), got {offset!r}",
+        )
+    messages = _span(events, target, cache)
+    total = len(messages)
+    if offset > 0 and offset >= total:
+        raise RecallError(
+            INVALID_OFFSET,
+            f"offset {offset} is past the end of checkpoint {target.id}, which has {total} "
+            f"message(s) (offsets 0–{max(total - 1, 0)})",
+        )
+    page: list[str] = []
+    used = 0
+    for message in messages[offset:]:
+        cost = len(message) + 2
+        if page and used + cost > budget_chars:
+            break
+        page.append(message)
+        used += cost
+    following = offset + len(page)
+    start, end = target.shadowed_range
+    shown = f"showing #msg {offset}–{following - 1}" if page else "nothing to show"
+    header = (
+        f"Checkpoint {target.id} ({target.kind}) shadows conversation span #{start}–#{end}: "
+        f"{total} message(s); {shown}."
+    )
+    if following < total:
+        trailer = (
+            f"[Continuation cursor: offset={following} — call history_read with this offset "
+            "for more]"
+        )
+    else:
+        trailer = "(end of checkpoint span)"
+    text = "\n\n".join([header, *page, trailer])
+    meta = {"checkpoint": target.id, "offset": offset, "next": following, "total": total}
+    return ToolOutput(text, meta=meta)
+
+
+def search_history(
+    events: Sequence[Event],
+    query: object,
+    *,
+    checkpoint: object = None,
+    limit: object = 25,
+    cache: SpanCache | None = None,
+) -> ToolOutput:
+    """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
+
+    One snippet per matching message, at most ``limit``, in log order; ``meta`` holds the
+    coverage ``{scanned, matched, truncated}``. Raises ``RecallError``.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise RecallError(
+            INVALID_ARGUMENT, f"query must be a non-empty string to look for, got {query!r}"
+        )
+    if (
+        not isinstance(limit, int)
+        or isinstance(limit, bool)
+        or not MIN_SEARCH_LIMIT <= limit <= MAX_SEARCH_LIMIT
+    ):
+        raise RecallError(
+            INVALID_ARGUMENT,
+            f"limit must be an integer from {MIN_SEARCH_LIMIT} to {MAX_SEARCH_LIMIT}, "
+            f"got {limit!r}",
+        )
+    if checkpoint is None:
+        targets = list_checkpoints(events)
+        if not targets:
+            meta = {"scanned": 0, "matched": 0, "truncated": False}
+            return ToolOutput(
+                f"{NO_COMPACTED_HISTORY} There is nothing to search.",
+                meta=meta,
+            )
+    else:
+        targets = [resolve_checkpoint(events, checkpoint)]
+    needle = query.lower()
+    hits: list[str] = []
+    matched = 0
+    matched_checkpoints = 0
+    for target in targets:
+        found_here = False
+        for index, message in enumerate(_span(events, target, cache)):
+            position = message.lower().find(needle)
+            if position < 0:
+                continue
+            matched += 1
+            found_here = True
+            if len(hits) < limit:
+                hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, len(query))}")
+        matched_checkpoints += found_here
+    truncated = matched > len(hits)
+    meta = {"scanned": len(targets), "matched": matched, "truncated": truncated}
+    header = (
+        f"Found {matched} match(es) across {matched_checkpoints} checkpoint(s) "
+        f"(scanned {len(targets)}) for {query!r}."
+    )
+    if not matched:
+        plausible = targets[-1].id
+        which = "the checkpoint searched" if checkpoint is not None else "the most recent one"
+        text = (
+            f"{header}\nThe scan is literal (exact substring, case-insensitive): try a shorter "
+            "fragment or another spelling, or read a plausible checkpoint directly, e.g. "
+            f'history_read with checkpoint "{plausible}" ({which}).'
+        )
+        return ToolOutput(text, meta=meta)
+    if truncated:
+        header += (
+            f" Showing the first {len(hits)}; use a more specific query, pass a checkpoint, or "
+            "raise limit to see more."
+        )
+    footer = "Read a match in context with history_read (checkpoint id, offset = the #msg number)."
+    return ToolOutput("\n\n".join([header, "\n".join(hits), footer]), meta=meta)
+
+
+def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) -> tuple[str, ...]:
+    return (cache if cache is not None else SpanCache(max_spans=1)).span(events, target)
+
+
+def _snippet(text: str, position: int, length: int) -> str:
+    pad = max(40, (SNIPPET_CHARS - length) // 2)
+    start = max(0, position - pad)
+    end = min(len(text), position + length + pad)
+    body = " ".join(text[start:end].split())
+    return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
+
+
+# ---- the tools ------------------------------------------------------------------------------
+
+
+class HistoryReadTool:
+    """``history_read{checkpoint, offset?}``: one budgeted page of a checkpoint's originals."""
+
+    name: str = HISTORY_READ
+    kind: ToolKind = "read"
+    description: str = HISTORY_READ_DESCRIPTION
+    parameters: dict[str, Any] = HISTORY_READ_PARAMETERS
+
+    def __init__(self, read_budget_chars: int = 8000, *, cache: SpanCache | None = None) -> None:
+        if read_budget_chars < 1:
+            raise ValueError(f"read_budget_chars must be positive, got {read_budget_chars}")
+        self.read_budget_chars = read_budget_chars
+        self.cache = cache if cache is not None else SpanCache()
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        try:
+            _require_agent(self.name, ctx)
+            return read_checkpoint(
+                ctx.history,
+                args.get("checkpoint"),
+                _or_default(args.get("offset"), 0),
+                budget_chars=self.read_budget_chars,
+                cache=self.cache,
+            )
+        except RecallError as exc:
+            return error_output(exc)
+
+
+class HistorySearchTool:
+    """``history_search{query, checkpoint?, limit?}``: literal scan with coverage metadata."""
+
+    name: str = HISTORY_SEARCH
+    kind: ToolKind = "read"
+    description: str = HISTORY_SEARCH_DESCRIPTION
+    parameters: dict[str, Any] = HISTORY_SEARCH_PARAMETERS
+
+    def __init__(self, search_limit: int = 25, *, cache: SpanCache | None = None) -> None:
+        if not MIN_SEARCH_LIMIT <= search_limit <= MAX_SEARCH_LIMIT:
+            raise ValueError(
+                f"search_limit must be in [{MIN_SEARCH_LIMIT}, {MAX_SEARCH_LIMIT}], "
+                f"got {search_limit}"
+            )
+        self.search_limit = search_limit
+        self.cache = cache if cache is not None else SpanCache()
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        try:
+            _require_agent(self.name, ctx)
+            return search_history(
+                ctx.history,
+                args.get("query"),
+                checkpoint=args.get("checkpoint"),
+                limit=_or_default(args.get("limit"), self.search_limit),
+                cache=self.cache,
+            )
+        except RecallError as exc:
+            return error_output(exc)
+
+
+def recall_tools(settings: RecallSettings) -> list[Tool]:
+    """The two recall tools, sharing one span cache, configured from ``[recall]``."""
+    cache = SpanCache()
+    return [
+        HistoryReadTool(settings.read_budget_chars, cache=cache),
+        HistorySearchTool(settings.search_limit, cache=cache),
+    ]
+
+
+def error_output(exc: RecallError) -> ToolOutput:
+    """The error tool result for a ``RecallError``: its message, ``is_error`` and its code."""
+    return ToolOutput(f"{exc.code}: {exc.message}", is_error=True, code=exc.code)
+
+
+def _or_default(value: object, default: int) -> object:
+    return default if value is None else value
+
+
+def _require_agent(tool: str, ctx: ToolContext) -> None:
+    if ctx.caller != "agent":
+        raise RecallError(
+            NON_AGENT_CALLER,
+            f"{tool} serves the agent only (caller: {ctx.caller}); use `dsh recall` instead",
+        )

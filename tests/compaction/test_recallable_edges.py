@@ -1,0 +1,68 @@
+"""Edge cases of the recallable backend and the chunker."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh.compaction import CompactionError, ExtractiveSummarizer, SummaryOutput
+from dsh.compaction.recallable import SpanNode, checkpoint_kind, chunk_span
+from dsh.events import ReplaceOp
+from dsh.store import MemoryStore
+from tests.agent.conftest import run
+from tests.compaction.test_recallable import assert_layout, engine_for, long_session
+from tests.helpers import append_chat_turn, checkpoint_message, new_session
+
+
+def test_a_checkpoint_without_a_summary_event_counts_as_legacy_state():
+    session = new_session(MemoryStore())
+    turn = append_chat_turn(session, "old", "older")
+    seq = session.append(
+        checkpoint_message("legacy checkpoint text", "legacy"),
+        surface_op=ReplaceOp(start=turn.user, end=turn.assistants[-1]),
+        source_event_seqs=[turn.user, *turn.assistants],
+    ).seq
+    assert checkpoint_kind(session, seq) == "state"
+    assert checkpoint_kind(session, turn.turn_start) is None
+
+
+def test_compact_region_plans_exactly_the_given_span():
+    session = long_session()
+    first, last = session.nodes[0], session.nodes[11]
+    assert session.tool_pairing_balanced_after(last)
+    result = run(engine_for(session).compact_region(first, last))
+    shadowed = [seq for ref in result.checkpoints for seq in ref.shadowed_seqs]
+    assert shadowed[0] == first and shadowed[-1] == last
+    assert_layout(session)
+
+
+class Empty:
+    name = model = "empty"
+
+    def __init__(self, kinds):
+        self.kinds = kinds
+
+    async def summarize(self, task):
+        if task.kind in self.kinds:
+            return SummaryOutput(text="  ", provider="empty", model="empty")
+        return await ExtractiveSummarizer().summarize(task)
+
+
+def test_an_empty_stub_answer_degrades_to_a_fallback_pointer():
+    session = long_session()
+    result = run(engine_for(session, Empty({"stub"})).compact_now(window=100_000))
+    kinds = [session.events[c.summary_seq].data.degraded for c in result.checkpoints]
+    assert kinds[:-1] and all(k == "fallback" for k in kinds[:-1]) and kinds[-1] is None
+
+
+def test_an_empty_state_answer_aborts_the_pass():
+    session = long_session()
+    nodes = list(session.nodes)
+    with pytest.raises(CompactionError, match="no text"):
+        run(engine_for(session, Empty({"state"})).compact_now(window=100_000))
+    assert session.nodes == nodes
+
+
+def test_chunking_an_empty_span_gives_nothing_and_an_open_end_is_refused():
+    assert chunk_span([], 400) == []
+    with pytest.raises(ValueError, match="balanced"):
+        chunk_span([SpanNode(10, False, False)], 400)

@@ -1,0 +1,138 @@
+"""``dsh recall search|read`` print exactly what the model gets, from a JSONL session on disk."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from dsh.cli.recall import recall
+from dsh.recall import HistoryReadTool, HistorySearchTool
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from tests.helpers import fixed_clock
+from tests.recall.builders import NEEDLE, TwoPasses, run_tool, two_passes
+
+
+@pytest.fixture
+def stored(tmp_path, monkeypatch) -> tuple[str, TwoPasses, Session]:
+    """A compacted session written to ``$DSH_HOME`` as JSONL, then reopened read-only."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("DSH_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    store = JsonlStore(home)
+    passes = two_passes(Session(store.create(cwd=str(tmp_path)), clock=fixed_clock))
+    passes.session.close()
+    reopened = Session.open(store, passes.session.id)
+    return passes.session.id, passes, reopened
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(recall, list(args), catch_exceptions=False)
+
+
+def test_search_prints_the_text_history_search_returns(stored):
+    session_id, _, session = stored
+    result = invoke("search", session_id, NEEDLE)
+    assert result.exit_code == 0
+    expected = run_tool(HistorySearchTool(), {"query": NEEDLE}, session).text
+    assert result.stdout == expected + "\n"
+    assert result.stderr == ""
+
+
+def test_search_honours_checkpoint_and_limit(stored):
+    session_id, passes, session = stored
+    result = invoke("search", session_id, "users", "--checkpoint", passes.state1.id, "--limit", "1")
+    assert result.exit_code == 0
+    expected = run_tool(
+        HistorySearchTool(),
+        {"query": "users", "checkpoint": passes.state1.id, "limit": 1},
+        session,
+    ).text
+    assert result.stdout == expected + "\n"
+    assert "Showing the first 1;" in result.stdout
+
+
+def test_search_takes_its_default_limit_from_the_recall_config(stored, monkeypatch):
+    session_id, _, session = stored
+    monkeypatch.setenv("DSH_RECALL_SEARCH_LIMIT", "2")
+    result = invoke("search", session_id, "users")
+    expected = run_tool(HistorySearchTool(search_limit=2), {"query": "users"}, session).text
+    assert result.stdout == expected + "\n"
+
+
+def test_read_prints_the_text_history_read_returns_and_follows_the_offset(stored):
+    session_id, passes, session = stored
+    for offset in (0, 2):
+        result = invoke("read", session_id, passes.state1.id, "--offset", str(offset))
+        assert result.exit_code == 0
+        expected = run_tool(
+            HistoryReadTool(), {"checkpoint": passes.state1.id, "offset": offset}, session
+        ).text
+        assert result.stdout == expected + "\n"
+    assert NEEDLE in invoke("read", session_id, passes.state1.id).stdout
+
+
+def test_read_pages_by_the_configured_budget(stored, monkeypatch):
+    session_id, passes, session = stored
+    monkeypatch.setenv("DSH_RECALL_READ_BUDGET_CHARS", "60")
+    result = invoke("read", session_id, passes.state1.id)
+    expected = run_tool(
+        HistoryReadTool(read_budget_chars=60), {"checkpoint": passes.state1.id}, session
+    ).text
+    assert result.stdout == expected + "\n"
+    assert "[Continuation cursor: offset=1" in result.stdout
+
+
+def test_the_session_id_may_be_a_unique_prefix(stored):
+    session_id, passes, _ = stored
+    full = invoke("read", session_id, passes.index2.id).stdout
+    assert invoke("read", session_id[:-3], passes.index2.id).stdout == full
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("read", "{id}", "latest"), "dsh: error: INVALID_ARGUMENT: checkpoint must be an id"),
+        (("read", "{id}", "c2"), "dsh: error: CHECKPOINT_NOT_FOUND: no checkpoint c2:"),
+        (("read", "{id}", "{start}"), "dsh: error: ORPHANED_COMPACTION: c"),
+        (("read", "{id}", "{state1}", "--offset", "-1"), "dsh: error: INVALID_OFFSET: offset"),
+        (("search", "{id}", ""), "dsh: error: INVALID_ARGUMENT: query must be"),
+        (("search", "{id}", "x", "--limit", "0"), "dsh: error: INVALID_ARGUMENT: limit must be"),
+    ],
+)
+def test_a_typed_error_prints_one_line_with_its_code_and_exits_1(stored, args, line):
+    session_id, passes, _ = stored
+    values = {"id": session_id, "start": f"c{passes.state1.start}", "state1": passes.state1.id}
+    result = invoke(*(a.format(**values) for a in args))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(line)
+    assert result.stderr.count("\n") == 1
+
+
+def test_an_unknown_session_is_a_one_line_error(stored):
+    result = invoke("read", "no-such-session", "c1")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("dsh: error: no session 'no-such-session'")
+
+
+def test_the_cli_never_writes_to_the_session(stored, tmp_path):
+    session_id, passes, session = stored
+    log = next((tmp_path / "home").rglob("session.jsonl"))
+    before = log.read_bytes()
+    invoke("search", session_id, "users")
+    invoke("read", session_id, passes.state2.id)
+    assert log.read_bytes() == before
+    assert len(session.events) == len(passes.session.events)
+
+
+def test_a_torn_tail_is_reported_as_a_warning_and_the_answer_still_printed(stored, tmp_path):
+    session_id, passes, session = stored
+    log = next((tmp_path / "home").rglob("session.jsonl"))
+    with log.open("ab") as handle:
+        handle.write(b'{"type":"turn/start","seq"')
+    result = invoke("read", session_id, passes.state1.id)
+    assert result.exit_code == 0
+    assert result.stderr.startswith("dsh: warning: ")
+    expected = run_tool(HistoryReadTool(), {"checkpoint": passes.state1.id}, session).text
+    assert result.stdout == expected + "\n"

@@ -1,0 +1,117 @@
+"""Recall schemas, descriptions and the prompt section are byte-identical forever (§11 item 15).
+
+The expected values are literals on purpose: any edit to what the model reads must show up here
+as a deliberate change (it also invalidates every provider prompt cache).
+"""
+
+from __future__ import annotations
+
+import json
+
+from dsh.config import RecallSettings
+from dsh.recall import (
+    HISTORY_READ_DESCRIPTION,
+    HISTORY_READ_PARAMETERS,
+    HISTORY_SEARCH_DESCRIPTION,
+    HISTORY_SEARCH_PARAMETERS,
+    RECALL_PROMPT_SECTION,
+    RECALL_TOOL_NAMES,
+    HistoryReadTool,
+    HistorySearchTool,
+    recall_tools,
+    search_history,
+)
+from dsh.tools.base import tool_spec
+from dsh.tools.registry import ToolRegistry
+from tests.helpers import append_chat_turn
+from tests.recall.builders import bracket, two_passes
+
+EXPECTED_PROMPT_SECTION = (
+    "Compacted history: older parts of this conversation may have been compacted. They then "
+    "appear as index checkpoints (short frozen stubs with a keyword line) followed by one state "
+    "checkpoint (the current working memory), each ending with a footer such as [checkpoint "
+    "c123: shadows conversation span #4\u2013#40; originals retrievable via history_read]; the "
+    "original messages are never lost. When you need an exact detail a checkpoint only hints at "
+    "or leaves out (an error message, a value, a path, the reason for a decision), call "
+    "history_search with a literal fragment (case-insensitive exact substring) to find the "
+    "checkpoint that holds it, then history_read with that checkpoint id, and the #msg number as "
+    "offset, to read the originals. A [prior state checkpoint] or [index checkpoint] inside "
+    "history_read output has its own footer naming the checkpoint to read next. Do not recall "
+    "what your context already shows."
+)
+
+EXPECTED_READ_SPEC = (
+    '{"name": "history_read", "description": "Read the original messages a compaction checkpoint '
+    'replaced. Pass the checkpoint id from a checkpoint footer (e.g. \\"c123\\"); superseded '
+    "checkpoints can be read too. The span comes back as a User:/Assistant:/Tool result: "
+    "transcript, one page at a time: when a page ends with a continuation cursor, call again "
+    "with that offset. A nested [prior state checkpoint] or [index checkpoint] shows its own "
+    'footer, which names the checkpoint holding its originals.", "parameters": {"type": '
+    '"object", "properties": {"checkpoint": {"type": "string", "description": "Checkpoint id '
+    'from a checkpoint footer, e.g. \\"c123\\"."}, "offset": {"type": "integer", "description": '
+    '"Index of the first message to show (0-based); pass the continuation cursor of the previous '
+    'page. Default 0."}}, "required": ["checkpoint"], "additionalProperties": false}}'
+)
+
+EXPECTED_SEARCH_SPEC = (
+    '{"name": "history_search", "description": "Search the original messages behind every '
+    "compaction checkpoint (superseded ones included) for a literal text fragment: a "
+    "case-insensitive exact substring, not a regex or keywords. Returns snippets tagged [c<id> "
+    "#msg <n>]; read one in context with history_read (checkpoint c<id>, offset n). Optionally "
+    'search one checkpoint only, or cap the number of snippets.", "parameters": {"type": '
+    '"object", "properties": {"query": {"type": "string", "description": "Literal text to find '
+    '(case-insensitive exact substring)."}, "checkpoint": {"type": "string", "description": '
+    '"Search only this checkpoint, e.g. \\"c123\\". Default: every checkpoint."}, "limit": '
+    '{"type": "integer", "minimum": 1, "maximum": 200, "description": "Maximum number of '
+    'snippets to return (1\\u2013200)."}}, "required": ["query"], "additionalProperties": '
+    "false}}"
+)
+
+
+def spec_json(tool) -> str:
+    return json.dumps(tool_spec(tool))
+
+
+def test_the_prompt_section_is_the_exact_constant_text():
+    assert RECALL_PROMPT_SECTION == EXPECTED_PROMPT_SECTION
+    assert "\n" not in RECALL_PROMPT_SECTION  # one paragraph
+
+
+def test_the_tool_specs_are_the_exact_constant_json():
+    assert spec_json(HistoryReadTool()) == EXPECTED_READ_SPEC
+    assert spec_json(HistorySearchTool()) == EXPECTED_SEARCH_SPEC
+
+
+def test_the_tools_expose_the_module_constants_and_are_read_only():
+    read, search = HistoryReadTool(), HistorySearchTool()
+    assert (read.name, search.name) == RECALL_TOOL_NAMES == ("history_read", "history_search")
+    assert read.kind == search.kind == "read"
+    assert read.description == HISTORY_READ_DESCRIPTION
+    assert search.description == HISTORY_SEARCH_DESCRIPTION
+    assert read.parameters == HISTORY_READ_PARAMETERS
+    assert search.parameters == HISTORY_SEARCH_PARAMETERS
+
+
+def test_specs_do_not_depend_on_the_configured_budgets():
+    small = recall_tools(RecallSettings(read_budget_chars=50, search_limit=1))
+    large = recall_tools(RecallSettings(read_budget_chars=100_000, search_limit=200))
+    assert [spec_json(t) for t in small] == [spec_json(t) for t in large]
+    assert [spec_json(t) for t in small] == [EXPECTED_READ_SPEC, EXPECTED_SEARCH_SPEC]
+
+
+def test_recall_tools_are_configured_from_settings_and_share_one_span_cache():
+    read, search = recall_tools(RecallSettings(read_budget_chars=321, search_limit=7))
+    assert isinstance(read, HistoryReadTool) and isinstance(search, HistorySearchTool)
+    assert read.read_budget_chars == 321 and search.search_limit == 7
+    assert read.cache is search.cache
+
+
+def test_specs_and_the_prompt_section_stay_byte_identical_across_compaction_passes():
+    registry = ToolRegistry(recall_tools(RecallSettings()))
+    before = json.dumps(registry.specs()), RECALL_PROMPT_SECTION
+    passes = two_passes()  # two passes, four checkpoints, searches and reads in between
+    search_history(passes.session.events, "users")
+    turn = append_chat_turn(passes.session, "third pass", "ok")
+    bracket(passes.session, turn.surface, "third", compaction_id="k-5")
+    search_history(passes.session.events, "users")
+    assert (json.dumps(registry.specs()), RECALL_PROMPT_SECTION) == before

@@ -1,0 +1,120 @@
+"""Recall over logs written by the real engine, and recall through the real agent loop."""
+
+from __future__ import annotations
+
+import itertools
+
+from dsh.agent import Agent, AgentConfig, system_prompt
+from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
+from dsh.config import CompactionSettings, RecallSettings
+from dsh.events import AssistantMessageEvent, RequestHeaderEvent, ToolResultEvent
+from dsh.llm.scripted import ScriptedProvider, parse_script
+from dsh.recall import (
+    PRIOR_STATE_LABEL,
+    RECALL_PROMPT_SECTION,
+    list_checkpoints,
+    read_checkpoint,
+    recall_tools,
+    render_span,
+    search_history,
+)
+from dsh.store import MemoryStore
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.registry import ToolRegistry, default_tools
+from tests.agent.conftest import Harness, run
+from tests.helpers import append_chat_turn, append_tool_turn, new_session
+from tests.recall.builders import NEEDLE, two_passes
+
+SETTINGS = CompactionSettings(backend="basic", retain_tokens=60, chunk_tokens=400, stub_tokens=50)
+
+
+def engine_for(session) -> CompactionEngine:
+    ids = itertools.count(1)
+    backend = BasicBackend(ExtractiveSummarizer(), SETTINGS)
+    return CompactionEngine(session, backend, SETTINGS, new_id=lambda: f"p{next(ids)}")
+
+
+def test_text_shadowed_by_a_superseded_basic_checkpoint_is_found_under_its_own_id():
+    session = new_session(MemoryStore())
+    for i in range(6):
+        append_tool_turn(
+            session,
+            f"step {i}: inspect module_{i}.py",
+            calls=[("read_file", f'{{"path":"module_{i}.py"}}', f"value_{i} = {i * 1111}\n" * 20)],
+            final=f"module_{i} returns {i}",
+        )
+    engine = engine_for(session)
+    assert run(engine.compact_now(window=10_000)) is not None
+    (first,) = list_checkpoints(session.events)
+    for i in range(4):
+        append_chat_turn(session, f"later question {i}", f"later answer {i}")
+    assert run(engine.compact_now(window=10_000)) is not None
+    older, newer = list_checkpoints(session.events)
+    assert older.id == first.id
+    assert older.node.seq in newer.shadowed_seqs  # pass 1's checkpoint is superseded
+    assert older.node.seq not in session.nodes
+
+    hits = search_history(session.events, "VALUE_0 = 0", limit=200)
+    assert f"[{older.id} #msg 2]" in hits.text
+    assert hits.meta is not None and hits.meta["scanned"] == 2
+
+    newer_span = render_span(session.events, newer)
+    older_text = older.node.data.text()
+    assert newer_span[0] == f"{PRIOR_STATE_LABEL}\n{older_text}"
+    page = read_checkpoint(session.events, older.id, 2).text
+    assert page.split("\n\n")[1].startswith("Tool result: value_0 = 0")
+
+
+def test_recall_through_the_agent_loop_lands_as_ordinary_tool_results(tmp_path):
+    harness = Harness(tmp_path)
+    passes = two_passes(harness.session)
+    session = harness.session
+    already = sum(isinstance(e, AssistantMessageEvent) for e in session.events)
+    nodes_before = list(session.nodes)
+    script = [{"text": "(earlier)"}] * already + [
+        {
+            "text": "Looking it up.",
+            "toolCalls": [
+                {"name": "history_search", "arguments": {"query": NEEDLE}},
+                {
+                    "name": "history_read",
+                    "arguments": {"checkpoint": passes.state1.id, "offset": 2},
+                },
+            ],
+        },
+        {"text": f"The migration failed with {NEEDLE}."},
+    ]
+    provider = ScriptedProvider(parse_script(script), model="scripted")
+    registry = ToolRegistry([*default_tools(), *recall_tools(RecallSettings())])
+    agent = Agent(
+        session,
+        provider,
+        registry,
+        ApprovalPolicy("read-only"),
+        config=AgentConfig(
+            provider="scripted",
+            model="scripted",
+            system=system_prompt(harness.workspace, sections=(RECALL_PROMPT_SECTION,)),
+            context_window=128_000,
+            retry_base_delay=0.0,
+        ),
+        workspace=harness.workspace,
+    )
+    result = run(agent.run_turn("why did the migration fail?"))
+    assert result.reason == "completed" and NEEDLE in result.text
+    search_result, read_result = [e for e in session.events if isinstance(e, ToolResultEvent)][-2:]
+    assert search_result.surface_op == read_result.surface_op == "append"
+    assert search_result.data.error is None and read_result.data.error is None
+    assert search_result.data.message.text() == ""
+    search_text = search_result.data.message.content[0].content[0].text
+    read_text = read_result.data.message.content[0].content[0].text
+    assert search_text == search_history(session.events, NEEDLE).text
+    assert search_result.data.meta == {"scanned": 4, "matched": 1, "truncated": False}
+    assert read_text == read_checkpoint(session.events, passes.state1.id, 2).text
+    assert f"Tool result: migration failed: {NEEDLE}" in read_text
+    # the recalled bytes are in context at the tail; the compacted prefix did not move
+    assert session.nodes[: len(nodes_before)] == nodes_before
+    assert read_result.seq in session.nodes and search_result.seq in session.nodes
+    header = [e for e in session.events if isinstance(e, RequestHeaderEvent)][-1].data.header
+    assert [t["name"] for t in header.tools or ()][-2:] == ["history_read", "history_search"]
+    assert header.system is not None and header.system.count(RECALL_PROMPT_SECTION) == 1

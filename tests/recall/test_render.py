@@ -1,0 +1,125 @@
+"""Rendering shadowed spans: transcript lines, checkpoint labels, footers, the span cache."""
+
+from __future__ import annotations
+
+from dsh.compaction.prompts import footer
+from dsh.events import AssistantMessage, CompactionSummaryEvent
+from dsh.recall import (
+    INDEX_LABEL,
+    PRIOR_STATE_LABEL,
+    SpanCache,
+    checkpoint_label,
+    list_checkpoints,
+    render_node,
+    render_span,
+    resolve_checkpoint,
+)
+from dsh.store import MemoryStore
+from tests.helpers import (
+    append_chat_turn,
+    assistant_message,
+    compaction_bracket,
+    new_session,
+    replace_with_checkpoint,
+)
+from tests.recall.builders import NEEDLE, bracket, two_passes
+
+
+def test_a_span_renders_user_assistant_tool_calls_and_tool_results_one_string_per_message():
+    passes = two_passes()
+    events = passes.session.events
+    span = render_span(events, resolve_checkpoint(events, passes.state1.id))
+    assert span == (
+        "User: run the migration",
+        'Assistant: [tool call: bash({"command":"make migrate"})]',
+        f"Tool result: migration failed: {NEEDLE} on users",
+        "Assistant: the migration failed on the users table",
+    )
+
+
+def test_a_nested_state_checkpoint_is_labelled_prior_state_and_keeps_its_footer():
+    passes = two_passes()
+    events = passes.session.events
+    span = render_span(events, resolve_checkpoint(events, passes.index2.id))
+    assert span[0] == f"{PRIOR_STATE_LABEL}\n{passes.state1.text}"
+    old_footer = footer(passes.state1.summary, (passes.turn2_surface[0], passes.turn2_surface[-1]))
+    assert span[0].endswith(old_footer)
+    assert span[1:] == ("User: what next?", "Assistant: let me check the users schema")
+
+
+def test_a_nested_index_checkpoint_is_labelled_index_checkpoint_with_its_footer():
+    session = new_session(MemoryStore())
+    first = append_chat_turn(session, "first question", "first answer")
+    stub = bracket(session, first.surface, "first q&a", kind="index", compaction_id="k1")
+    later = append_chat_turn(session, "second question", "second answer")
+    assert stub.node is not None
+    outer = bracket(session, [stub.node, *later.surface], "all of it", compaction_id="k2")
+    events = session.events
+    span = render_span(events, resolve_checkpoint(events, outer.id))
+    assert span[0] == f"{INDEX_LABEL}\n{stub.text}"
+    assert span[0].endswith(
+        f"[checkpoint {stub.id}: shadows conversation span "
+        f"#{first.surface[0]}–#{first.surface[-1]}; originals retrievable via history_read]"
+    )
+
+
+def test_a_legacy_checkpoint_without_kind_or_without_summary_counts_as_prior_state():
+    assert checkpoint_label(None) == PRIOR_STATE_LABEL
+    assert checkpoint_label("state") == PRIOR_STATE_LABEL
+    assert checkpoint_label("index") == INDEX_LABEL
+    session = new_session(MemoryStore())
+    turn = append_chat_turn(session, "old", "older")
+    legacy = bracket(session, turn.surface, "legacy summary", kind=None, compaction_id="k1")
+    summary = session.events[legacy.summary]
+    assert isinstance(summary, CompactionSummaryEvent) and summary.data.kind is None
+    assert legacy.node is not None
+    assert render_node(session.events, legacy.node) == f"{PRIOR_STATE_LABEL}\n{legacy.text}"
+    other = append_chat_turn(session, "x", "y")
+    bare = replace_with_checkpoint(session, other.surface[0], other.surface[-1], "bare text")
+    assert render_node(session.events, bare) == f"{PRIOR_STATE_LABEL}\nbare text"
+
+
+def test_empty_assistant_messages_and_log_only_events_render_nothing():
+    session = new_session(MemoryStore())
+    turn = append_chat_turn(session, "q", "a")
+    empty = session.append(
+        AssistantMessage(turn=turn.turn, step=2, message=assistant_message())
+    ).seq
+    shadowed = [*turn.surface, empty]
+    compaction_bracket(session, shadowed, "summary")
+    (checkpoint,) = list_checkpoints(session.events)
+    assert render_span(session.events, checkpoint) == ("User: q", "Assistant: a")
+    assert render_node(session.events, empty) is None
+    assert render_node(session.events, turn.turn_start) is None
+
+
+def test_the_cache_renders_a_span_once_per_summary_event():
+    passes = two_passes()
+    events = passes.session.events
+    cache = SpanCache()
+    checkpoint = resolve_checkpoint(events, passes.state1.id)
+    first = cache.span(events, checkpoint)
+    assert first == render_span(events, checkpoint)
+    assert cache.span(events, resolve_checkpoint(events, passes.state1.id)) is first
+    assert len(cache) == 1
+
+
+def test_the_cache_never_serves_another_logs_span_under_the_same_seq():
+    cache = SpanCache()
+    one, two = two_passes(), two_passes()
+    a = cache.span(one.session.events, resolve_checkpoint(one.session.events, one.state1.id))
+    b = cache.span(two.session.events, resolve_checkpoint(two.session.events, two.state1.id))
+    assert a == b and a is not b  # same seq, different log: rendered again
+
+
+def test_the_cache_drops_the_least_recently_used_span_beyond_its_size():
+    passes = two_passes()
+    events = passes.session.events
+    cache = SpanCache(max_spans=2)
+    ids = [c.id for c in list_checkpoints(events)]
+    spans = [cache.span(events, resolve_checkpoint(events, i)) for i in ids[:2]]
+    assert cache.span(events, resolve_checkpoint(events, ids[0])) is spans[0]  # ids[0] is fresh
+    cache.span(events, resolve_checkpoint(events, ids[2]))  # evicts ids[1]
+    assert len(cache) == 2
+    assert cache.span(events, resolve_checkpoint(events, ids[0])) is spans[0]
+    assert cache.span(events, resolve_checkpoint(events, ids[1])) is not spans[1]
