@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from dsh import __version__
@@ -45,5 +47,16 @@ cli.add_command(compact)
 cli.add_command(recall)
 
 
+class _OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"dsh: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+
+
 def main() -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger("dsh")
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    root.propagate = False
     cli()

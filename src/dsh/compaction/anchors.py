@@ -55,6 +55,8 @@ _SCALAR = (
     r"""(?:"[^"\n]*"|'[^'\n]*'|\d+(?:\.\d+)?[ \t](?:""" + _UNITS + r""")\b|[^\s"'#(){}\[\],;=]+)"""
 )
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
 _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     "error": (
         re.compile(r"\b(?:FAILED|ERROR)[ \t]+\S+::\S+"),
@@ -196,7 +198,8 @@ def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
     raw = match.group("t") if "t" in match.re.groupindex else match.group(0)
     result = trim(raw)
     if kind == "error":
-        result = trim(result[:MAX_ERROR_CHARS])
+        # An error message ends with its sentence: prose that follows is not part of it.
+        result = trim(_SENTENCE_END.split(result, maxsplit=1)[0][:MAX_ERROR_CHARS])
     elif kind == "config" and "key" in match.re.groupindex:
         if match.group("key") in _NOT_CONFIG_KEYS:
             return None
