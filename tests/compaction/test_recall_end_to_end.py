@@ -68,7 +68,7 @@ def drive(provider, workspace: Path) -> tuple[Session, CompactionEngine, Agent]:
 def test_the_model_recalls_a_compacted_fact_and_replay_is_byte_identical(tmp_path: Path):
     entries = [{"text": f"ok {i} " + "words " * 80} for i in range(len(PROMPTS))]
     provider = ScriptedProvider(entries)
-    session, engine, agent = drive(provider, tmp_path)
+    session, _, agent = drive(provider, tmp_path)
     for prompt in PROMPTS:
         run(agent.run_turn(prompt))
     summaries = [e for e in session.events if isinstance(e, CompactionSummaryEvent)]

@@ -118,7 +118,7 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"(?<![\w.])v\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![.\d])"),
         re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![.\d])"),
         re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"),
-        re.compile(r"(?<![\w-])(?P<word>[A-Za-z_][\w-]*[\w])(?![\w-])"),
+        re.compile(r"(?<![\w-])(?=[\w-]*[\d_])(?P<word>[A-Za-z_][\w-]*\w)(?![\w-])"),
     ),
     "value": (
         re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?\b"),
@@ -160,20 +160,21 @@ _QUOTES = "\"'`"
 
 def extract_anchors(text: str) -> list[Anchor]:
     """The literal anchors of ``text``, in first-occurrence order, each text at most once."""
-    spans: dict[str, list[tuple[int, int]]] = {kind: [] for kind in KINDS}
+    # One byte per character and kind: 1 where a match of that kind was taken (linear time).
+    taken = {kind: bytearray(len(text)) for kind in KINDS}
     found: list[tuple[int, int, str]] = []  # (start, kind index, anchor text)
     for kind in _EXTRACTION_ORDER:
-        blockers = [span for other in _BLOCKED_BY[kind] for span in spans[other]]
+        blockers = [taken[kind]] + [taken[other] for other in _BLOCKED_BY[kind]]
         for pattern in _PATTERNS[kind]:
             for match in pattern.finditer(text):
-                span = match.span()
-                if _overlaps(span, spans[kind]) or _overlaps(span, blockers):
+                start, end = match.span()
+                if any(mask.find(1, start, end) != -1 for mask in blockers):
                     continue
                 anchor_text = _anchor_text(kind, match, text)
                 if anchor_text is None:
                     continue
-                spans[kind].append(span)
-                found.append((span[0], KINDS.index(kind), anchor_text))
+                taken[kind][start:end] = b"\x01" * (end - start)
+                found.append((start, KINDS.index(kind), anchor_text))
     found.sort()
     # A text found as several kinds keeps the kind that comes first in KINDS.
     best_kind: dict[str, int] = {}
@@ -186,11 +187,6 @@ def extract_anchors(text: str) -> list[Anchor]:
             seen.add(anchor_text)
             anchors.append(Anchor(KINDS[best_kind[anchor_text]], anchor_text))
     return anchors
-
-
-def _overlaps(span: tuple[int, int], others: Iterable[tuple[int, int]]) -> bool:
-    start, end = span
-    return any(start < other_end and other_start < end for other_start, other_end in others)
 
 
 def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
