@@ -81,5 +81,5 @@ def test_an_invalid_override_is_refused_naming_the_override(tmp_path):
 
 def test_summarizer_provider_and_model_come_as_a_pair(tmp_path):
     (tmp_path / "config.toml").write_text('[compaction]\nsummarizer = "deepseek:"\n')
-    with pytest.raises(ConfigError, match="compaction.summarizer"):
+    with pytest.raises(ConfigError, match=r"compaction\.summarizer"):
         load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)
