@@ -1,0 +1,30 @@
+"""The plain-text live display of ``dsh run`` on a terminal and in a pipe."""
+
+from __future__ import annotations
+
+from dsh.cli.live import LiveDisplay
+from dsh.events import ToolCall, ToolCallEvent, ToolResult, ToolResultEvent
+from dsh.llm.types import TextDelta
+from tests.helpers import tool_result_message
+
+
+def test_on_a_terminal_text_streams_and_tool_activity_goes_to_stderr(capsys):
+    live = LiveDisplay(streaming=True)
+    for piece in ("Hel", "lo"):
+        live.on_stream(TextDelta(piece))
+    call = ToolCall(turn=1, step=1, call_id="c1", name="bash", arguments='{"command":"ls"}')
+    live.on_event(ToolCallEvent(seq=5, time=0, data=call))
+    result = ToolResult(turn=1, step=1, message=tool_result_message("c1", "a.txt\nb.txt"))
+    live.on_event(ToolResultEvent(seq=6, time=0, data=result, surface_op="append"))
+    live.finish_turn("Hello")
+    out, err = capsys.readouterr()
+    assert out == "Hello\n"
+    assert '→ bash({"command":"ls"})' in err and "✓ a.txt b.txt" in err
+
+
+def test_in_a_pipe_only_the_final_answer_is_printed(capsys):
+    live = LiveDisplay(streaming=False)
+    live.on_stream(TextDelta("partial"))
+    live.finish_turn("the answer")
+    out, err = capsys.readouterr()
+    assert out == "the answer\n" and err == ""
