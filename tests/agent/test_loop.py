@@ -213,3 +213,14 @@ def test_system_prompt_includes_agents_md(harness: Harness):
     run(harness.agent([{"text": "ok"}]).run_turn("hi"))
     header = next(e for e in harness.session.events if isinstance(e, RequestHeaderEvent))
     assert "Always run make check." in header.data.header.system
+
+
+def test_a_failing_pre_step_hook_does_not_break_the_turn(harness: Harness):
+    agent = harness.agent([{"text": "still answered"}])
+
+    async def broken(agent_, turn):
+        raise RuntimeError("hook exploded")
+
+    agent.pre_step_hooks.append(broken)
+    result = run(agent.run_turn("hi"))
+    assert result.reason == "completed" and result.text == "still answered"

@@ -230,8 +230,12 @@ class Agent:
     # ---- steps ------------------------------------------------------------------------------
 
     async def _run_hooks(self, turn: int) -> None:
+        """Pre-step hooks may fail (a compaction that could not land); the turn goes on."""
         for hook in self.pre_step_hooks:
-            await hook(self, turn)
+            try:
+                await hook(self, turn)
+            except Exception:
+                log.warning("a pre-step hook failed; continuing the turn", exc_info=True)
 
     def _end_turn(self, turn: int, kind: TurnEndKind, text: str, error: str | None) -> TurnResult:
         self.session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind=kind, error=error)))
