@@ -184,8 +184,11 @@ def decode_events(lines: Sequence[bytes], *, first_line: int = 1) -> list[Event]
 
 
 def _validate_loaded(events: list[Event], first_line: int) -> None:
-    """Decoded JSON is lossless by construction; only the surface rules need checking here."""
+    """Seqs must be 0, 1, 2, … (a gap refuses the load); decoded JSON is lossless by
+    construction, so beyond that only the surface rules need checking here."""
     for i, event in enumerate(events):
+        if event.seq != i:
+            check_contiguous(events, first_line=first_line)  # raises, naming the line
         if type(event) not in _SURFACE_EVENT_TYPES:
             continue
         try:

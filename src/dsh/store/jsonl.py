@@ -207,7 +207,6 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
         events = decode_event_lines(
             body, line_count=data.count(b"\n", header_end + 1, end), first_line=2
         )
-        check_contiguous(events, first_line=2)
     except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
         raise UnknownEventTypeError(
             exc.event_type, seq=exc.seq, line=exc.line, context=str(path)

@@ -81,13 +81,18 @@ class Session:
         self._header_event: RequestHeaderEvent | None = None
         self._last_replace_seq = -1
         self._anchor: AssistantMessageEvent | None = None
+        apply, track = self._surface.apply, self._track
         with gc_paused():
             for event in log_.events:
-                try:
-                    self._surface.apply(event)
-                except SurfaceError as exc:
-                    raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
-                self._track(event)
+                kind = type(event)
+                if kind in _SURFACE_TYPES:  # only these fold; skip the calls for the rest
+                    try:
+                        apply(event)
+                    except SurfaceError as exc:
+                        raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
+                    track(event)
+                elif kind is RequestHeaderEvent:
+                    track(event)
 
     # ---- opening ----------------------------------------------------------------------------
 
