@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 KINDS = ("error", "path", "id", "value", "config", "quoted")
@@ -28,6 +28,9 @@ _COMMON = """a an and are as at be but by do done error false file for from if i
 none not null of ok on or path text that the this to true type value values was were with yes
 command content default result output input message"""
 COMMON_WORDS = frozenset(_COMMON.split())
+
+MAX_CANDIDATES = 1000
+"""At most this many anchors of one slice are counted against the corpus (bounds the time)."""
 """Anchors whose whole text is one of these (case-insensitively) are dropped."""
 
 
@@ -158,12 +161,20 @@ _QUOTES = "\"'`"
 # ---- extraction -----------------------------------------------------------------------------
 
 
-def extract_anchors(text: str) -> list[Anchor]:
-    """The literal anchors of ``text``, in first-occurrence order, each text at most once."""
+def extract_anchors(text: str, *, kinds: Collection[str] = KINDS) -> list[Anchor]:
+    """The literal anchors of ``text``, in first-occurrence order, each text at most once.
+
+    Every anchor's text occurs verbatim in ``text``. ``kinds`` restricts the result, and the
+    work, to those kinds (and the kinds whose matches block theirs).
+    """
+    needed = set(kinds)
+    for kind in reversed(_EXTRACTION_ORDER):  # blockers always come earlier in this order
+        if kind in needed:
+            needed.update(_BLOCKED_BY[kind])
     # One byte per character and kind: 1 where a match of that kind was taken (linear time).
     taken = {kind: bytearray(len(text)) for kind in KINDS}
     found: list[tuple[int, int, str]] = []  # (start, kind index, anchor text)
-    for kind in _EXTRACTION_ORDER:
+    for kind in (k for k in _EXTRACTION_ORDER if k in needed):
         blockers = [taken[kind]] + [taken[other] for other in _BLOCKED_BY[kind]]
         for pattern in _PATTERNS[kind]:
             for match in pattern.finditer(text):
@@ -186,7 +197,7 @@ def extract_anchors(text: str) -> list[Anchor]:
         if anchor_text not in seen:
             seen.add(anchor_text)
             anchors.append(Anchor(KINDS[best_kind[anchor_text]], anchor_text))
-    return anchors
+    return [anchor for anchor in anchors if anchor.kind in kinds]
 
 
 def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
@@ -262,12 +273,18 @@ def rarest_anchors(
 
     Rarity is the number of occurrences of the anchor's text across ``corpus_texts`` (the whole
     session; the slice alone when empty). Ties go by kind order, then by first occurrence in the
-    slice, so the result depends on the corpus only through those counts.
+    slice, so the result depends on the corpus only through those counts. A slice with more than
+    ``MAX_CANDIDATES`` anchors competes with the first and last ``MAX_CANDIDATES // 2``.
     """
-    corpus = corpus_texts or (slice_text,)
+    # NUL never occurs in an anchor, so no count straddles two corpus texts.
+    corpus = "\0".join(corpus_texts or (slice_text,))
+    candidates = extract_anchors(slice_text)
+    if len(candidates) > MAX_CANDIDATES:  # a huge slice: its head and its tail
+        half = MAX_CANDIDATES // 2
+        candidates = candidates[:half] + candidates[-half:]
     ranked = []
-    for position, anchor in enumerate(extract_anchors(slice_text)):
-        count = sum(text.count(anchor.text) for text in corpus)
+    for position, anchor in enumerate(candidates):
+        count = corpus.count(anchor.text)
         ranked.append((count, _kind_rank(anchor.kind), position, anchor))
     ranked.sort(key=lambda item: item[:3])
     return [item[3] for item in ranked[:limit]]

@@ -305,8 +305,8 @@ def _drop_superseded(sections: list[_Section], texts: Sequence[str]) -> None:
 def _configs(text: str) -> dict[str, str]:
     """``key -> value`` of the config anchors in ``text`` (our ``id: …`` labels excluded)."""
     pairs: dict[str, str] = {}
-    for anchor in extract_anchors(text):
-        parts = split_config(anchor.text) if anchor.kind == "config" else None
+    for anchor in extract_anchors(text, kinds=("config",)):
+        parts = split_config(anchor.text)
         if parts is not None and parts[0] not in KINDS:
             pairs[parts[0]] = parts[1]
     return pairs
@@ -366,8 +366,10 @@ def _summary(task: SummaryTask) -> str:
         return NOTHING
     texts = [render_message(m) for m in material]
     found: dict[str, list[tuple[str, str]]] = {name: [] for name in SUMMARY_SECTIONS}
+    tools = _tool_names(material)
+    path_tools = _path_tools(material)
     for message, text in zip(material, texts, strict=True):
-        _summary_items(message, text, material, found)
+        _summary_items(message, text, tools, path_tools, found)
     replies = _replies(material)
     if replies:
         found["Current state"].append((_clip(_sentences(replies[-1])[0]), replies[-1]))
@@ -386,19 +388,22 @@ def _summary(task: SummaryTask) -> str:
 def _summary_items(
     message: Message,
     text: str,
-    material: Sequence[Message],
+    tools: set[str],
+    path_tools: dict[str, list[str]],
     found: dict[str, list[tuple[str, str]]],
 ) -> None:
     """Add the (bullet, source) pairs one message contributes, by section."""
     if message.role == "user" and message.text().strip():
         found["Request and intent"].append((_clip(_first_line(message.text())), text))
-    for anchor in _anchors(text, _tool_names(material)):
+    for anchor in _anchors(text, tools):
         if anchor.kind == "config":
             found["Key technical facts"].append((anchor.text, text))
         elif anchor.kind in ("value", "id"):
             found["Key technical facts"].append((f"{anchor.kind}: {anchor.text}", text))
         elif anchor.kind == "path":
-            found["Files and code"].append((_path_bullet(anchor.text, material), text))
+            names = path_tools.get(anchor.text)
+            bullet = f"{anchor.text} ({', '.join(names)})" if names else anchor.text
+            found["Files and code"].append((bullet, text))
         elif anchor.kind == "error":
             found["Errors and fixes"].append((_line_of(text, anchor.text), text))
     for block in message.content:
@@ -414,14 +419,18 @@ def _summary_items(
                 found["Pending work"].append((_clip(sentence), text))
 
 
-def _path_bullet(path: str, material: Sequence[Message]) -> str:
-    """``src/app.py (read_file, edit_file)``: the path and the tools whose calls named it."""
-    tools: list[str] = []
+def _path_tools(material: Sequence[Message]) -> dict[str, list[str]]:
+    """Path -> the tools whose call arguments named it, in call order."""
+    result: dict[str, list[str]] = {}
     for message in material:
         for call in message.tool_calls():
-            if path in call.arguments and call.name not in tools:
-                tools.append(call.name)
-    return f"{path} ({', '.join(tools)})" if tools else path
+            for anchor in extract_anchors(call.arguments):
+                if anchor.kind != "path":
+                    continue
+                names = result.setdefault(anchor.text, [])
+                if call.name not in names:
+                    names.append(call.name)
+    return result
 
 
 # ---- stub -----------------------------------------------------------------------------------
@@ -499,7 +508,7 @@ def _state(task: SummaryTask) -> str:
         for sentence in _sentences(message.text()) if message.role != "tool" else []:
             if pattern.search(sentence):
                 found["Constraints" if is_user else "Decisions"].append(_clip(sentence))
-    found["Decisions"].extend(_settings(texts, _tool_names(material)))
+    found["Decisions"].extend(_settings(texts))
     if replies:
         lines = [line for line in replies[-1].splitlines() if line.strip()][:3]
         found["Current state"].extend(_clip(line) for line in lines)
@@ -515,12 +524,12 @@ def _state(task: SummaryTask) -> str:
     return _render(sections)
 
 
-def _settings(texts: Sequence[str], tools: set[str]) -> list[str]:
+def _settings(texts: Sequence[str]) -> list[str]:
     """The ``key = value`` literal of each config key at its newest value, newest last."""
     latest: dict[str, str] = {}
     for text in texts:
-        for anchor in _anchors(text, tools):
-            parts = split_config(anchor.text) if anchor.kind == "config" else None
+        for anchor in extract_anchors(text, kinds=("config",)):
+            parts = split_config(anchor.text)
             if parts is not None:
                 latest.pop(parts[0], None)
                 latest[parts[0]] = anchor.text

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dsh.compaction.prompts import instruction_for
+from dsh.compaction.prompts import SUMMARISER_SYSTEM, context_for, instruction_for
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.errors import ProviderError
 from dsh.events import Event, Message, TextBlock, UserSource
@@ -23,6 +23,38 @@ OUTPUT_TOKEN_SLACK = 2
 long is cut by our cap, not truncated mid-sentence by the provider."""
 
 
+def _user(id_: str, text: str) -> Message:
+    return Message(id=id_, role="user", content=(TextBlock(text=text),), source=UserSource())
+
+
+def summary_request(task: SummaryTask, *, provider: str, model: str) -> ModelRequest:
+    """The model call for a task.
+
+    ``summary`` (basic backend): the conversation's own system prompt, tools and messages, then
+    the instruction — a prefix of the conversation request. ``stub`` / ``state`` (recallable):
+    a fixed system prompt, then the context sibling calls of a pass share (pass-start state,
+    committed keyword lines, recent stubs), then the slice, then the instruction.
+    """
+    instruction = _user("compaction-instruction", instruction_for(task))
+    if task.kind == "summary":
+        system, tools = task.system, task.tools
+        messages: tuple[Message, ...] = (*task.messages, instruction)
+    else:
+        system, tools = SUMMARISER_SYSTEM, ()
+        context = context_for(task)
+        lead = (_user("compaction-context", context),) if context else ()
+        messages = (*lead, *task.messages, instruction)
+    return ModelRequest(
+        provider=provider,
+        model=model,
+        system=system,
+        tools=tools,
+        messages=messages,
+        params={"max_tokens": task.max_tokens * OUTPUT_TOKEN_SLACK},
+        purpose="compaction",
+    )
+
+
 class ModelSummarizer:
     def __init__(self, provider: Provider, model: str, *, history: Sequence[Event] = ()) -> None:
         self.provider = provider
@@ -32,21 +64,7 @@ class ModelSummarizer:
         self.model = model
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        instruction = Message(
-            id="compaction-instruction",
-            role="user",
-            content=(TextBlock(text=instruction_for(task)),),
-            source=UserSource(),
-        )
-        request = ModelRequest(
-            provider=self.name,
-            model=self.model,
-            system=task.system,
-            tools=task.tools,
-            messages=(*task.messages, instruction),
-            params={"max_tokens": task.max_tokens * OUTPUT_TOKEN_SLACK},
-            purpose="compaction",
-        )
+        request = summary_request(task, provider=self.name, model=self.model)
         assembler = StreamAssembler()
         async for event in stream_with_retry(self.provider, request, history=self.history):
             assembler.feed(event)

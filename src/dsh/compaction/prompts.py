@@ -54,8 +54,15 @@ STUB_PREAMBLE = (
 )
 
 
-def instruction_for(task: SummaryTask) -> str:
-    """The last user message of a model summary call for ``task``."""
+SUMMARISER_SYSTEM = (
+    "You maintain the compacted history of a coding agent's session: short, exact index entries "
+    "and a working-memory state. You never call tools and never address the user."
+)
+
+
+def context_for(task: SummaryTask) -> str | None:
+    """What precedes the slice in a stub or state call: the parts sibling calls of one pass
+    share, byte for byte, so a provider can serve them from its prompt cache."""
     if task.kind == "stub":
         parts = []
         if task.background:
@@ -66,11 +73,19 @@ def instruction_for(task: SummaryTask) -> str:
             parts.append("Already indexed keywords:\n" + "\n".join(task.keyword_lines))
         if task.recent_stubs:
             parts.append("Most recent index entries:\n" + "\n\n".join(task.recent_stubs))
-        parts.append(STUB_INSTRUCTION.format(lines=3))
-        return "\n\n".join(parts)
+        return "\n\n".join(parts) or None
+    if task.kind == "state" and task.previous:
+        return f"Previous state:\n{task.previous}"
+    return None
+
+
+def instruction_for(task: SummaryTask) -> str:
+    """The last user message of a model summary call for ``task``."""
+    if task.kind == "stub":
+        return STUB_INSTRUCTION.format(lines=3)
     if task.kind == "state":
-        previous = f"Previous state:\n{task.previous}\n\n" if task.previous else ""
-        return previous + STATE_INSTRUCTION.format(tokens=task.max_tokens)
+        focus = FOCUS_NOTE.format(focus=task.focus) if task.focus else ""
+        return STATE_INSTRUCTION.format(tokens=task.max_tokens) + focus
     return SUMMARY_INSTRUCTION.format(
         sections="\n".join(f"## {name}" for name in SUMMARY_SECTIONS),
         previous=PREVIOUS_NOTE if task.previous else "",

@@ -57,14 +57,17 @@ def render_span(events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, .
 
 
 class SpanCache:
-    """Rendered spans by summary seq (least recently used dropped beyond ``max_spans``).
+    """Rendered spans by summary seq (least recently used dropped beyond ``max_spans`` spans or
+    ``max_chars`` characters in all, whichever comes first).
 
     An entry also holds the summary event it was rendered for and is reused only for that very
     event, so a cache shared across sessions never serves another log's span.
     """
 
-    def __init__(self, max_spans: int = 128) -> None:
+    def __init__(self, max_spans: int = 100_000, max_chars: int = 256_000_000) -> None:
         self.max_spans = max_spans
+        self.max_chars = max_chars
+        self._chars = 0
         self._spans: OrderedDict[int, tuple[CompactionSummaryEvent, tuple[str, ...]]] = (
             OrderedDict()
         )
@@ -80,8 +83,18 @@ class SpanCache:
             self._spans.move_to_end(key)
             return entry[1]
         messages = render_span(events, checkpoint)
+        if entry is not None:
+            self._chars -= _size(entry[1])
         self._spans[key] = (checkpoint.summary, messages)
         self._spans.move_to_end(key)
-        while len(self._spans) > self.max_spans:
-            self._spans.popitem(last=False)
+        self._chars += _size(messages)
+        while len(self._spans) > 1 and (
+            len(self._spans) > self.max_spans or self._chars > self.max_chars
+        ):
+            _, (_, dropped) = self._spans.popitem(last=False)
+            self._chars -= _size(dropped)
         return messages
+
+
+def _size(messages: tuple[str, ...]) -> int:
+    return sum(len(m) for m in messages)

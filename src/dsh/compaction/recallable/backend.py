@@ -66,6 +66,7 @@ class RecallableBackend:
     def __init__(self, summarizer: Summarizer, settings: CompactionSettings) -> None:
         self.summarizer = summarizer
         self.settings = settings
+        self._corpus = _Corpus()
 
     # ---- planning ---------------------------------------------------------------------------
 
@@ -83,7 +84,14 @@ class RecallableBackend:
         first = self.span_start(session)
         keep = retain_boundary(session, retain_tokens)
         span = session.nodes[first:keep]
-        if not span or all(checkpoint_kind(session, seq) is not None for seq in span):
+        material = sum(
+            session.node_tokens(seq) for seq in span if checkpoint_kind(session, seq) is None
+        )
+        if material == 0:
+            return None
+        if reason == "pressure" and material < self.settings.chunk_tokens // 2:
+            # Too little stale history to be worth a pass (each pass adds a frozen stub and
+            # rewrites the state): wait for more rather than compacting on every step.
             return None
         return self._plan(session, span, focus)
 
@@ -96,11 +104,17 @@ class RecallableBackend:
         chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
         state_text = self._pass_start_state(session, span)
         committed = self._committed_stubs(session)
-        keyword_lines = tuple(
-            line for text in committed for line in text.splitlines() if line.startswith("Keywords")
+        keyword_lines = _recent_within(
+            [
+                line
+                for text in committed
+                for line in text.splitlines()
+                if line.startswith("Keywords")
+            ],
+            max_chars=self.settings.chunk_tokens,
         )
         recent = tuple(committed[-RECENT_STUBS:])
-        corpus = _corpus(session)
+        corpus = (self._corpus.text(session),)
         header = session.request_header
         regions: list[RegionPlan] = []
         for begin, end in chunks[:-1]:
@@ -296,15 +310,43 @@ def _slice_text(messages: Sequence[Message]) -> str:
     return "\n".join(render_message(m) for m in messages)
 
 
-def _corpus(session: Session) -> tuple[str, ...]:
-    """Rendered originals of the whole session, for ranking how rare a literal is."""
-    texts = []
-    for event in session.events:
-        if is_append_surface_event(event):
-            message = surface_message(event)
-            if message is not None:
-                texts.append(render_message(message))
-    return tuple(texts)
+class _Corpus:
+    """Rendered originals of the whole session, for ranking how rare a literal is; extended
+    with the new events at each pass instead of re-rendered."""
+
+    def __init__(self) -> None:
+        self._reset(None)
+
+    def _reset(self, session_id: str | None) -> None:
+        self._session_id = session_id
+        self._scanned = 0
+        self._parts: list[str] = []
+        self._joined = ""
+
+    def text(self, session: Session) -> str:
+        if session.id != self._session_id or len(session.events) < self._scanned:
+            self._reset(session.id)
+        for event in session.events[self._scanned :]:
+            if is_append_surface_event(event):
+                message = surface_message(event)
+                if message is not None:
+                    self._parts.append(render_message(message))
+        if self._scanned != len(session.events):
+            self._scanned = len(session.events)
+            self._joined = "\0".join(self._parts)
+        return self._joined
+
+
+def _recent_within(lines: Sequence[str], *, max_chars: int) -> tuple[str, ...]:
+    """The most recent lines whose total length fits ``max_chars`` (in their original order)."""
+    kept: list[str] = []
+    total = 0
+    for line in reversed(lines):
+        total += len(line) + 1
+        if total > max_chars:
+            break
+        kept.append(line)
+    return tuple(reversed(kept))
 
 
 def _cap(text: str, max_tokens: int) -> str:

@@ -1,0 +1,58 @@
+"""The shape of model summary calls: what sibling calls share, and what a failure is."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh.compaction import ModelSummarizer, RecallableBackend
+from dsh.compaction.model_summarizer import summary_request
+from dsh.compaction.prompts import SUMMARISER_SYSTEM
+from dsh.compaction.summarizer import SummaryTask
+from dsh.errors import ProviderError
+from dsh.events import encode_json
+from dsh.llm.scripted import ScriptedProvider
+from tests.agent.conftest import run
+from tests.compaction.test_recallable import SETTINGS, engine_for, long_session
+from tests.helpers import append_tool_turn, assistant_message, user_message
+
+
+def test_stub_calls_of_one_pass_share_a_byte_identical_prefix_before_their_slice():
+    session = long_session()
+    run(engine_for(session).compact_now(window=100_000))  # a state and stubs to share
+    for i in range(8, 16):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
+    plan = RecallableBackend(ModelSummarizer(ScriptedProvider([]), "m"), SETTINGS).plan(
+        session, retain_tokens=100, focus=None, reason="manual"
+    )
+    stubs = [r.task for r in plan.regions if r.kind == "index" and r.task is not None]
+    assert len(stubs) >= 2
+    requests = [summary_request(t, provider="p", model="m") for t in stubs]
+    assert all(r.system == SUMMARISER_SYSTEM and r.tools == () for r in requests)
+    shared = {encode_json(r.messages[0]) for r in requests}
+    assert len(shared) == 1 and b"Background" in next(iter(shared))  # the shared context
+    assert requests[0].messages[1:-1] == stubs[0].messages  # then the slice itself
+
+
+def test_a_basic_summary_call_is_a_prefix_of_the_conversation_request():
+    messages = (user_message("hi"), assistant_message("hello"))
+    task = SummaryTask(
+        kind="summary",
+        messages=messages,
+        max_tokens=100,
+        system="sys",
+        tools=({"name": "t", "description": "d", "parameters": {}},),
+    )
+    request = summary_request(task, provider="p", model="m")
+    assert request.system == "sys" and request.tools == task.tools
+    assert request.messages[:2] == messages and request.purpose == "compaction"
+
+
+@pytest.mark.parametrize(
+    ("summary", "match"),
+    [({"text": "   "}, "no text"), ({"error": {"code": "AUTH", "message": "bad key"}}, "AUTH")],
+)
+def test_empty_or_failed_model_output_is_a_provider_error(summary, match):
+    summarizer = ModelSummarizer(ScriptedProvider([], summaries=[summary]), "m")
+    task = SummaryTask(kind="state", messages=(user_message("x"),), max_tokens=100)
+    with pytest.raises(ProviderError, match=match):
+        run(summarizer.summarize(task))
