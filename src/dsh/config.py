@@ -41,6 +41,7 @@ class CompactionOverride(_Section, frozen=True):
     chunk_tokens: int | None = None
     stub_tokens: int | None = None
     state_max_tokens: int | None = None
+    stub_region_ratio: float | None = None
 
 
 class CompactionSettings(_Section, frozen=True):
@@ -52,6 +53,7 @@ class CompactionSettings(_Section, frozen=True):
     stub_tokens: int = 200
     state_max_tokens: int = 4096
     max_concurrency: int = 8
+    stub_region_ratio: float = 0.3
     summarizer: str = "extractive"
     compaction_retries: int = 1
     max_overflow_retries: int = 1
@@ -104,6 +106,8 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.stub_tokens": "Recallable: size of one index stub (≤ chunk_tokens / 4).",
     "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
     "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
+    "compaction.stub_region_ratio": "Recallable: once the frozen stubs fill window × this, "
+    "passes rewrite only the state (no new stubs).",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
     "conversation's provider, or provider:model.",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
@@ -191,6 +195,7 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
         (c.stub_tokens <= c.chunk_tokens // 4, "stub_tokens", "must be at most chunk_tokens / 4"),
         (c.state_max_tokens >= 100, "state_max_tokens", "must be at least 100"),
         (c.max_concurrency >= 1, "max_concurrency", "must be at least 1"),
+        (0 < c.stub_region_ratio < 1, "stub_region_ratio", "must be in (0, 1)"),
         (c.compaction_retries >= 0, "compaction_retries", "must be non-negative"),
         (c.max_overflow_retries >= 0, "max_overflow_retries", "must be non-negative"),
         (

@@ -10,7 +10,7 @@ from dsh.events import ReplaceOp
 from dsh.store import MemoryStore
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
-from tests.helpers import append_chat_turn, checkpoint_message, new_session
+from tests.helpers import append_chat_turn, append_tool_turn, checkpoint_message, new_session
 
 
 def test_a_checkpoint_without_a_summary_event_counts_as_legacy_state():
@@ -66,3 +66,19 @@ def test_chunking_an_empty_span_gives_nothing_and_an_open_end_is_refused():
     assert chunk_span([], 400) == []
     with pytest.raises(ValueError, match="balanced"):
         chunk_span([SpanNode(10, False, False)], 400)
+
+
+def test_once_stubs_fill_their_share_of_the_window_a_pass_rewrites_only_the_state():
+    session = long_session()
+    engine = engine_for(session)
+    first = run(engine.compact_now(window=100_000))
+    stubs_before = [c for c in first.checkpoints if c.kind == "index"]
+    assert stubs_before
+    for i in range(8, 16):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
+    # a window so small that the committed stubs already fill 30% of it
+    second = run(engine.compact_now(window=1000))
+    assert [c.kind for c in second.checkpoints] == ["state"]
+    assert_layout(session)
+    kinds = [checkpoint_kind(session, seq) for seq in session.nodes]
+    assert kinds.count("index") == len(stubs_before)

@@ -55,9 +55,16 @@ class CompactionBackend(Protocol):
     name: str
 
     def plan(
-        self, session: Session, *, retain_tokens: int, focus: str | None, reason: Reason
+        self,
+        session: Session,
+        *,
+        retain_tokens: int,
+        focus: str | None,
+        reason: Reason,
+        window: int | None = None,
     ) -> Plan | None:
-        """The regions to compact now, or None when nothing is compactable."""
+        """The regions to compact now, or None when nothing is compactable. ``window`` is the
+        routed model's context window when the caller knows it."""
         ...
 
     def plan_span(self, session: Session, first: int, last: int) -> Plan:

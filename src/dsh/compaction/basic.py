@@ -48,7 +48,13 @@ class BasicBackend:
         self.settings = settings
 
     def plan(
-        self, session: Session, *, retain_tokens: int, focus: str | None, reason: Reason
+        self,
+        session: Session,
+        *,
+        retain_tokens: int,
+        focus: str | None,
+        reason: Reason,
+        window: int | None = None,
     ) -> Plan | None:
         keep = retain_boundary(session, retain_tokens)
         shadowed = session.nodes[:keep]

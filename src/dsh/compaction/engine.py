@@ -139,7 +139,7 @@ class CompactionEngine:
         resumed = self.resume_incomplete(turn=turn)
         if reason == "overflow":
             prune_tool_results(self.session, self.settings)
-            return await self._attempt(reason, turn=turn, retain=0) or resumed
+            return await self._attempt(reason, turn=turn, retain=0, window=window) or resumed
         threshold = self.threshold(window)
         if self.session.measure().total_tokens < threshold:
             return resumed
@@ -148,7 +148,9 @@ class CompactionEngine:
             return resumed
         result = resumed
         for _ in range(self.settings.compaction_retries + 1):
-            attempt = await self._attempt(reason, turn=turn, retain=self.retain(window))
+            attempt = await self._attempt(
+                reason, turn=turn, retain=self.retain(window), window=window
+            )
             if attempt is None:
                 break
             result = attempt
@@ -163,8 +165,12 @@ class CompactionEngine:
         log.warning(message)
         return result
 
-    async def _attempt(self, reason: Reason, *, turn: int | None, retain: int) -> PassResult | None:
-        plan = self.backend.plan(self.session, retain_tokens=retain, focus=None, reason=reason)
+    async def _attempt(
+        self, reason: Reason, *, turn: int | None, retain: int, window: int
+    ) -> PassResult | None:
+        plan = self.backend.plan(
+            self.session, retain_tokens=retain, focus=None, reason=reason, window=window
+        )
         if plan is None:
             return None
         try:
@@ -181,7 +187,11 @@ class CompactionEngine:
             raise CompactionBusy("a turn is running; compact when the session is idle")
         resumed = self.resume_incomplete(turn=None)
         plan = self.backend.plan(
-            self.session, retain_tokens=self.retain(window), focus=focus, reason="manual"
+            self.session,
+            retain_tokens=self.retain(window),
+            focus=focus,
+            reason="manual",
+            window=window,
         )
         if plan is None:
             return resumed

@@ -79,7 +79,13 @@ class RecallableBackend:
         return start
 
     def plan(
-        self, session: Session, *, retain_tokens: int, focus: str | None, reason: Reason
+        self,
+        session: Session,
+        *,
+        retain_tokens: int,
+        focus: str | None,
+        reason: Reason,
+        window: int | None = None,
     ) -> Plan | None:
         first = self.span_start(session)
         keep = retain_boundary(session, retain_tokens)
@@ -93,15 +99,34 @@ class RecallableBackend:
             # Too little stale history to be worth a pass (each pass adds a frozen stub and
             # rewrites the state): wait for more rather than compacting on every step.
             return None
-        return self._plan(session, span, focus)
+        stub_budget = None if window is None else int(window * self.settings.stub_region_ratio)
+        stubs_full = stub_budget is not None and self.stub_region_tokens(session) >= stub_budget
+        return self._plan(session, span, focus, state_only=stubs_full)
+
+    def stub_region_tokens(self, session: Session) -> int:
+        """Heuristic size of the committed index stubs on the surface."""
+        return sum(
+            session.node_tokens(seq)
+            for seq in session.nodes
+            if checkpoint_kind(session, seq) == "index"
+        )
 
     def plan_span(self, session: Session, first: int, last: int) -> Plan:
         nodes = session.nodes
         span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
         return self._plan(session, span, None)
 
-    def _plan(self, session: Session, span: Sequence[int], focus: str | None) -> Plan:
-        chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
+    def _plan(
+        self, session: Session, span: Sequence[int], focus: str | None, *, state_only: bool = False
+    ) -> Plan:
+        """Chunk the span into stubs and the state region. ``state_only`` (the stub region has
+        reached its share of the window) makes the whole span the state's region: no new stub,
+        so frozen stubs can never crowd the window; the originals stay recallable through the
+        state checkpoint."""
+        if state_only:
+            chunks = [(0, len(span))]
+        else:
+            chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
         state_text = self._pass_start_state(session, span)
         committed = self._committed_stubs(session)
         keyword_lines = _recent_within(
