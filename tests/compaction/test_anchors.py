@@ -145,6 +145,18 @@ def test_anchors_come_in_first_occurrence_order_each_text_once():
     assert extract_anchors(text) == [Anchor("path", "conf/x.toml"), Anchor("id", "ZEBRA-7731")]
 
 
+@given(st.text(alphabet=st.sampled_from(list("aZ_-09./:= \"'`,;()\nEv%")), max_size=80))
+def test_every_anchor_is_a_verbatim_substring(text):
+    for anchor in extract_anchors(text):
+        assert anchor.text and anchor.text in text
+
+
+def test_extraction_can_be_restricted_to_some_kinds():
+    assert extract_anchors(CONFIG + "\nZEBRA-7731", kinds=("config",)) == [
+        a for a in extract_anchors(CONFIG) if a.kind == "config"
+    ]
+
+
 def test_edge_punctuation_is_trimmed():
     assert of_kind("Edit (src/app.py).", "path") == ["src/app.py"]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh.compaction.anchors import KEYWORD_PREFIX, parse_keyword_line, rarest_anchors
 from dsh.compaction.extractive import (
@@ -34,7 +36,7 @@ def summarize(task: SummaryTask) -> SummaryOutput:
 def text_of(
     kind: TaskKind, messages: tuple[Message, ...], *, max_tokens: int = 800, **fields: object
 ) -> str:
-    task = SummaryTask(kind=kind, messages=messages, max_tokens=max_tokens, **fields)  # type: ignore[arg-type]
+    task = SummaryTask(kind=kind, messages=messages, max_tokens=max_tokens, **fields)
     return summarize(task).text
 
 
@@ -106,6 +108,26 @@ def test_every_kind_is_byte_identical_across_runs(kind: TaskKind):
 @pytest.mark.parametrize("kind", ["summary", "stub", "state"])
 def test_empty_messages_give_a_short_text_without_raising(kind: TaskKind):
     assert text_of(kind, ()) == NOTHING
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["user", "assistant", "tool"]), st.text(max_size=120)),
+        max_size=8,
+    ),
+    st.sampled_from(["summary", "stub", "state"]),
+)
+def test_any_slice_gives_text_within_budget_without_raising(turns, kind):
+    builders = {
+        "user": user_message,
+        "assistant": assistant_message,
+        "tool": lambda text: tool_result_message("c1", text),
+    }
+    messages = tuple(builders[role](text) for role, text in turns)
+    text = text_of(kind, messages, max_tokens=200, previous="## Goal\n- keep going")
+    assert text.strip()
+    assert text_tokens(text) <= 200
 
 
 # ---- summary --------------------------------------------------------------------------------
