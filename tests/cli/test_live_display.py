@@ -28,3 +28,14 @@ def test_in_a_pipe_only_the_final_answer_is_printed(capsys):
     live.finish_turn("the answer")
     out, err = capsys.readouterr()
     assert out == "the answer\n" and err == ""
+
+
+def test_a_compaction_pass_is_announced_on_the_terminal(capsys):
+    from dsh.events import CompactionPlan, CompactionPlanEvent, PlanRegion
+
+    live = LiveDisplay(streaming=True)
+    region = PlanRegion(kind="state", shadowed_seqs=(1, 2), summary="s")
+    live.on_event(
+        CompactionPlanEvent(seq=9, time=0, data=CompactionPlan(pass_id="p", regions=(region,)))
+    )
+    assert "compacting earlier context (1 checkpoint(s))" in capsys.readouterr().err

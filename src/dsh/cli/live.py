@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from dsh.events import Event, ToolCallEvent, ToolResultEvent
+from dsh.events import CompactionPlanEvent, Event, ToolCallEvent, ToolResultEvent
 from dsh.llm.types import StreamEvent, TextDelta
 
 PREVIEW_CHARS = 100
@@ -36,6 +36,10 @@ class LiveDisplay:
         if isinstance(event, ToolCallEvent):
             self._break_line()
             click.echo(f"  → {event.data.name}({_preview(event.data.arguments)})", err=True)
+        elif isinstance(event, CompactionPlanEvent):
+            self._break_line()
+            regions = len(event.data.regions)
+            click.echo(f"  ⋯ compacting earlier context ({regions} checkpoint(s))", err=True)
         elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
             block = event.data.message.content[0]
             text = "".join(getattr(b, "text", "") for b in getattr(block, "content", ()))
