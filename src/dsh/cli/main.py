@@ -8,11 +8,13 @@ import click
 
 from dsh import __version__
 from dsh.cli import context
+from dsh.cli.bench import bench
 from dsh.cli.compact import compact
 from dsh.cli.demo import demo
 from dsh.cli.recall import recall
 from dsh.cli.run import run
 from dsh.cli.sessions import sessions
+from dsh.cli.web import web
 from dsh.errors import DshError
 
 
@@ -45,6 +47,8 @@ cli.add_command(run)
 cli.add_command(demo)
 cli.add_command(compact)
 cli.add_command(recall)
+cli.add_command(web)
+cli.add_command(bench)
 
 
 class _OneLine(logging.Formatter):

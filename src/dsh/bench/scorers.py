@@ -1,0 +1,425 @@
+"""Scorers (bench.md, "Scores per backend"): pure functions of what a run sent and logged.
+
+Each scorer takes plain inputs — the conversation requests in send order, the session log, the
+planted facts, the pass and crossing records — so it can be checked on a hand-made session whose
+right answer is known (``tests/bench/test_scorers.py``).
+
+* ``survival``: share of anchors present verbatim in the final request.
+* ``recall``: ``history_search(query)``, then ``history_read`` of each hit in order; the rank of
+  the first page holding the anchor gives hit@1, hit@5 and MRR (over the first 10 hits).
+* ``superseded_leaks``: a superseded value in a state-class checkpoint (recallable state, basic
+  summary) of a request sent after the superseding message, when no original message of that
+  request still shows the new value. With the new value still verbatim in the tail the old one is
+  only *stale* (a state written before the change; the next pass rewrites it). Index stubs are
+  frozen cards of the slice they cover, so an old value there is history, not a claim that it is
+  current: those are counted apart as ``stub_mentions``.
+* ``stub_stability``: every index stub byte-identical and at the same position in every request
+  after the first one that carried it.
+* ``pairing_errors``: the provider-schema rule that every tool call is answered by a tool result
+  before the next assistant or user message, and no result answers an unknown call.
+* ``cache_figures``: hit ratio and billed cost over a replayed trace, overall and for the first
+  request after each pass.
+* ``growth_commits`` and ``passes_per_crossing``: the safety figures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh.bench.cache_rules import Price, Served
+from dsh.bench.trace import CallRecord, checkpoint_class
+from dsh.config import RecallSettings
+from dsh.events import (
+    Event,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from dsh.llm.cache_sim import message_segment
+from dsh.llm.types import ModelRequest
+from dsh.recall import RecallError, SpanCache, read_checkpoint, search_history
+
+RECALL_DEPTH = 10
+"""Hits read per query when ranking (MRR is MRR@10)."""
+HIT = re.compile(r"\[(c\d+) #msg (\d+)\]")
+
+
+# ---- text ------------------------------------------------------------------------------------
+
+
+def message_strings(message: Message) -> Iterator[str]:
+    """Every string a provider sees in a message: text, reasoning, tool-call arguments (raw and
+    decoded string values) and tool results."""
+    for block in message.content:
+        if isinstance(block, TextBlock | ReasoningBlock):
+            yield block.text
+        elif isinstance(block, ToolCallBlock):
+            yield block.arguments
+            try:
+                decoded = json.loads(block.arguments or "{}")
+            except ValueError:
+                continue
+            if isinstance(decoded, dict):
+                yield from (v for v in decoded.values() if isinstance(v, str))
+        elif isinstance(block, ToolResultBlock):
+            yield from (inner.text for inner in block.content)
+
+
+def message_text(message: Message) -> str:
+    return "\n".join(message_strings(message))
+
+
+def request_text(request: ModelRequest) -> str:
+    return "\n".join([request.system or "", *(message_text(m) for m in request.messages)])
+
+
+# ---- survival --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Survival:
+    present: dict[str, bool]
+
+    @property
+    def share(self) -> float:
+        return sum(self.present.values()) / len(self.present) if self.present else 1.0
+
+
+def survival(final: ModelRequest | None, anchors: Iterable[str]) -> Survival:
+    text = request_text(final) if final is not None else ""
+    return Survival({anchor: anchor in text for anchor in anchors})
+
+
+def raw_anchors(final: ModelRequest | None, anchors: Iterable[str]) -> set[str]:
+    """Anchors still present in an original (non-checkpoint) message of the final request."""
+    if final is None:
+        return set()
+    text = "\n".join(message_text(m) for m in final.messages if checkpoint_class(m) is None)
+    return {anchor for anchor in anchors if anchor in text}
+
+
+# ---- recall ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecallScore:
+    ranks: dict[str, int | None]
+    """Per anchor: 1-based rank of the first hit whose page holds it (None: not within 10)."""
+
+    def hit_at(self, k: int) -> float:
+        if not self.ranks:
+            return 0.0
+        return sum(r is not None and r <= k for r in self.ranks.values()) / len(self.ranks)
+
+    @property
+    def mrr(self) -> float:
+        if not self.ranks:
+            return 0.0
+        return sum(1 / r for r in self.ranks.values() if r is not None) / len(self.ranks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n": len(self.ranks),
+            "hit1": self.hit_at(1),
+            "hit5": self.hit_at(5),
+            "mrr": self.mrr,
+            "ranks": dict(self.ranks),
+        }
+
+
+def recall_rank(
+    events: Sequence[Event],
+    anchor: str,
+    query: str,
+    *,
+    depth: int = RECALL_DEPTH,
+    settings: RecallSettings | None = None,
+    cache: SpanCache | None = None,
+) -> int | None:
+    """Search like the model would, then read each hit in order until a page holds ``anchor``."""
+    settings = settings or RecallSettings()
+    cache = cache if cache is not None else SpanCache()
+    try:
+        found = search_history(events, query, limit=max(depth, 1), cache=cache)
+    except RecallError:
+        return None
+    for rank, (checkpoint, offset) in enumerate(HIT.findall(found.text)[:depth], start=1):
+        try:
+            page = read_checkpoint(
+                events,
+                checkpoint,
+                int(offset),
+                budget_chars=settings.read_budget_chars,
+                cache=cache,
+            )
+        except RecallError:
+            continue
+        if anchor in page.text:
+            return rank
+    return None
+
+
+def recall(
+    events: Sequence[Event], targets: Iterable[tuple[str, str]], *, depth: int = RECALL_DEPTH
+) -> RecallScore:
+    """``targets``: (anchor, query) pairs; one shared span cache for all of them."""
+    cache = SpanCache()
+    return RecallScore(
+        {
+            anchor: recall_rank(events, anchor, query, depth=depth, cache=cache)
+            for anchor, query in targets
+        }
+    )
+
+
+# ---- superseded values -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LeakReport:
+    pairs: int = 0
+    leaked: list[str] = field(default_factory=list)
+    """Old values that came back as current at least once."""
+    leaking_requests: int = 0
+    """(pair, request) combinations with a leak."""
+    first_leak: dict[str, int] = field(default_factory=dict)
+    """Old value -> index of the first request that leaked it."""
+    stale_requests: int = 0
+    """(pair, request) combinations where a state written before the change still names the old
+    value while the new one is still verbatim in the tail (the next pass corrects it)."""
+    stub_mentions: int = 0
+    """(pair, request) combinations where only an index stub (history) names the old value."""
+    unseen: list[str] = field(default_factory=list)
+    """New values never sent (the supersession did not happen within the run)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs,
+            "leaks": len(self.leaked),
+            "leaked": self.leaked,
+            "leakingRequests": self.leaking_requests,
+            "firstLeak": self.first_leak,
+            "staleRequests": self.stale_requests,
+            "stubMentions": self.stub_mentions,
+            "unseen": self.unseen,
+        }
+
+
+def superseded_leaks(
+    requests: Sequence[ModelRequest], pairs: Iterable[tuple[str, str]]
+) -> LeakReport:
+    """``pairs``: (old value, new value). From the first request that carries the new value on,
+    a request *leaks* when a state-class checkpoint names the old value and no original message
+    still shows the new one: the model is told the old value is current and nothing verbatim
+    says otherwise. With the new value still verbatim in the tail it is only *stale*."""
+    report = LeakReport()
+    for old, new in pairs:
+        report.pairs += 1
+        start = _first_request_with(requests, new)
+        if start is None:
+            report.unseen.append(new)
+            continue
+        for index in range(start, len(requests)):
+            messages = requests[index].messages
+            classes = {
+                kind
+                for m in messages
+                if (kind := checkpoint_class(m)) is not None and old in message_text(m)
+            }
+            if "state" in classes:
+                raw_new = any(
+                    checkpoint_class(m) is None and new in message_text(m) for m in messages
+                )
+                if raw_new:
+                    report.stale_requests += 1
+                    continue
+                report.leaking_requests += 1
+                report.first_leak.setdefault(old, index)
+                if old not in report.leaked:
+                    report.leaked.append(old)
+            elif "index" in classes:
+                report.stub_mentions += 1
+    return report
+
+
+def _first_request_with(requests: Sequence[ModelRequest], literal: str) -> int | None:
+    """Index of the first request with ``literal`` in any message (each message read once)."""
+    seen: set[int] = set()
+    for index, request in enumerate(requests):
+        for message in request.messages:
+            if id(message) in seen:
+                continue
+            seen.add(id(message))
+            if literal in message_text(message):
+                return index
+    return None
+
+
+# ---- stub stability --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Stability:
+    stubs: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stubs": self.stubs,
+            "violations": len(self.violations),
+            "examples": self.violations[:5],
+        }
+
+
+def stub_stability(requests: Sequence[ModelRequest]) -> Stability:
+    """Every index stub keeps its bytes and its position in every later request."""
+    report = Stability()
+    frozen: dict[str, tuple[int, int, str]] = {}  # message id -> (first request, position, bytes)
+    for index, request in enumerate(requests):
+        messages = request.messages
+        for stub_id, (first, position, body) in frozen.items():
+            here = messages[position] if position < len(messages) else None
+            if here is None or here.id != stub_id:
+                moved = next((i for i, m in enumerate(messages) if m.id == stub_id), None)
+                where = "gone" if moved is None else f"moved to #{moved}"
+                report.violations.append(
+                    f"request {index}: stub {stub_id} "
+                    f"(first in request {first} at #{position}) {where}"
+                )
+            elif message_segment(here)[0] != body:
+                report.violations.append(f"request {index}: stub {stub_id} changed its bytes")
+        for position, message in enumerate(messages):
+            if message.id not in frozen and checkpoint_class(message) == "index":
+                frozen[message.id] = (index, position, message_segment(message)[0])
+                report.stubs += 1
+    return report
+
+
+# ---- pairing ---------------------------------------------------------------------------------
+
+
+def pairing_errors(messages: Sequence[Message]) -> list[str]:
+    """Provider-schema problems: a call without its result before the next assistant or user
+    message, a result for an unknown or already answered call, a duplicate call id."""
+    errors: list[str] = []
+    open_calls: list[str] = []
+    answered: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.role in ("assistant", "user", "system"):
+            if open_calls:
+                errors.append(f"#{index}: {message.role} message before results of {open_calls}")
+                open_calls = []
+            if message.role == "assistant":
+                for call in message.tool_calls():
+                    if call.id in open_calls or call.id in answered:
+                        errors.append(f"#{index}: duplicate tool call id {call.id}")
+                    open_calls.append(call.id)
+        elif message.role == "tool":
+            for block in message.content:
+                if not isinstance(block, ToolResultBlock):
+                    continue
+                if block.tool_call_id in open_calls:
+                    open_calls.remove(block.tool_call_id)
+                    answered.add(block.tool_call_id)
+                else:
+                    errors.append(f"#{index}: result for unknown call {block.tool_call_id}")
+    if open_calls:
+        errors.append(f"end: calls without results {open_calls}")
+    return errors
+
+
+# ---- cache and cost --------------------------------------------------------------------------
+
+
+def cache_figures(
+    calls: Sequence[CallRecord], served: Sequence[Served], price: Price
+) -> dict[str, Any]:
+    """Hit ratio (Σ read / Σ input) and billed cost, overall, per purpose, for the first request
+    after each pass, and the cumulative hit ratio after each conversation request."""
+    totals: dict[str, dict[str, float]] = {}
+    cumulative: list[float] = []
+    read_so_far = input_so_far = 0
+    first_read = first_input = first_count = 0
+    per_pass: list[dict[str, Any]] = []
+    for call, hit in zip(calls, served, strict=True):
+        if call.purpose == "probe":
+            continue
+        bucket = totals.setdefault(
+            call.purpose, {"input": 0, "read": 0, "write": 0, "output": 0, "cost": 0.0}
+        )
+        bucket["input"] += call.input_tokens
+        bucket["read"] += hit.read
+        bucket["write"] += hit.write
+        bucket["output"] += call.output_tokens
+        bucket["cost"] += price.cost(
+            input_tokens=call.input_tokens,
+            read=hit.read,
+            write=hit.write,
+            output_tokens=call.output_tokens,
+        )
+        read_so_far += hit.read
+        input_so_far += call.input_tokens
+        if call.purpose == "conversation":
+            cumulative.append(read_so_far / input_so_far if input_so_far else 0.0)
+            if call.first_after:
+                first_read += hit.read
+                first_input += call.input_tokens
+                first_count += 1
+                per_pass.append(
+                    {
+                        "passes": list(call.first_after),
+                        "step": call.step,
+                        "hitRatio": hit.read / call.input_tokens if call.input_tokens else 0.0,
+                    }
+                )
+    all_input = sum(b["input"] for b in totals.values())
+    all_read = sum(b["read"] for b in totals.values())
+    conversation = totals.get("conversation", {})
+    summariser = totals.get("compaction", {})
+    return {
+        "hitRatio": all_read / all_input if all_input else 0.0,
+        "conversationHitRatio": (
+            conversation["read"] / conversation["input"] if conversation.get("input") else 0.0
+        ),
+        "inputTokens": int(all_input),
+        "readTokens": int(all_read),
+        "writeTokens": int(sum(b["write"] for b in totals.values())),
+        "outputTokens": int(sum(b["output"] for b in totals.values())),
+        "cost": sum(b["cost"] for b in totals.values()),
+        "conversationCost": conversation.get("cost", 0.0),
+        "summariserCost": summariser.get("cost", 0.0),
+        "summariserInputTokens": int(summariser.get("input", 0)),
+        "firstAfterPass": {
+            "requests": first_count,
+            "inputTokens": first_input,
+            "readTokens": first_read,
+            "hitRatio": first_read / first_input if first_input else None,
+            "perRequest": per_pass,
+        },
+        "cumulative": cumulative,
+    }
+
+
+# ---- safety ----------------------------------------------------------------------------------
+
+
+def growth_commits(passes: Iterable[tuple[int, int]]) -> int:
+    """Passes whose commit left the context at least as large: (tokens before, tokens after)."""
+    return sum(after >= before for before, after in passes)
+
+
+def passes_per_crossing(crossings: Iterable[int]) -> dict[str, float]:
+    """Passes run by each pre-step that found the context over the threshold."""
+    counts = list(crossings)
+    return {
+        "crossings": len(counts),
+        "max": max(counts, default=0),
+        "mean": sum(counts) / len(counts) if counts else 0.0,
+        "loops": sum(c > 1 for c in counts),
+    }

@@ -1,0 +1,104 @@
+"""A whole bench run: scenarios × backends → ``meta.json`` + ``runs/*.json`` + the report."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from dsh.bench.cache_rules import load_prices
+from dsh.bench.report import versions, write_report
+from dsh.bench.runner import (
+    BACKENDS,
+    MAX_WORKERS,
+    Job,
+    RunOptions,
+    load_scenario,
+    run_jobs,
+)
+from dsh.bench.scenario import builtin_names
+from dsh.errors import ConfigError
+
+
+def resolve_scenarios(names: Sequence[str]) -> list[str]:
+    """``all`` → every built-in scenario; names and paths pass through (comma lists allowed)."""
+    flat = [n.strip() for name in names for n in name.split(",") if n.strip()]
+    resolved: list[str] = []
+    for name in flat or ["all"]:
+        for item in builtin_names() if name == "all" else [name]:
+            if item not in resolved:
+                resolved.append(item)
+    return resolved
+
+
+def resolve_backends(names: Sequence[str]) -> list[str]:
+    flat = [n.strip() for name in names for n in name.split(",") if n.strip()] or list(BACKENDS)
+    unknown = [n for n in flat if n not in BACKENDS]
+    if unknown:
+        known = ", ".join(BACKENDS)
+        raise ConfigError(f"unknown backend(s) {', '.join(unknown)}; known: {known}")
+    return sorted(dict.fromkeys(flat), key=BACKENDS.index)
+
+
+def default_out(seed: int) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("bench-results") / f"{stamp}-seed{seed}"
+
+
+def run_suite(
+    scenarios: Sequence[str],
+    backends: Sequence[str],
+    *,
+    seed: int,
+    out: Path,
+    options: RunOptions,
+    headline: str = "deepseek",
+    workers: int = MAX_WORKERS,
+    stream: TextIO | None = None,
+) -> Path:
+    """Run every (scenario, backend), write the run directory, return ``report.md``'s path."""
+    described = []
+    for name in scenarios:  # fail fast on a bad name, before any process starts
+        scenario = load_scenario(name, seed)
+        described.append(
+            {
+                "name": scenario.name,
+                "source": name,
+                "description": scenario.description,
+                "specDigest": scenario.spec_digest,
+                "generatorVersion": scenario.version,
+                "window": scenario.window,
+                "turns": len(scenario.turns),
+                "facts": [msgspec.to_builtins(f) for f in scenario.facts],
+            }
+        )
+    prices = load_prices(options.prices)
+    out.mkdir(parents=True, exist_ok=True)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(exist_ok=True)
+    meta: dict[str, Any] = {
+        "runId": out.name,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "seed": seed,
+        "mode": "online" if options.online else "offline",
+        "latencyMs": options.latency_ms,
+        "online": msgspec.to_builtins(options.online) if options.online else None,
+        "backends": list(backends),
+        "scenarioOrder": [d["name"] for d in described],
+        "scenarios": described,
+        "headline": headline,
+        "prices": {rule: msgspec.structs.asdict(price) for rule, price in prices.items()},
+        "versions": versions(),
+        "workers": workers,
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
+    jobs = [Job(name, backend, seed, options) for name in scenarios for backend in backends]
+    for job, result in zip(jobs, run_jobs(jobs, workers=workers, stream=stream), strict=True):
+        name = result.get("scenario", job.scenario)
+        path = runs_dir / f"{Path(name).stem}--{job.backend}.json"
+        path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+    return write_report(out, rule=headline)

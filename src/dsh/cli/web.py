@@ -1,0 +1,97 @@
+"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]``: the browser client.
+
+Prints the launch URL (with its access token) and serves until Ctrl-C. Binding anything but a
+loopback address needs an explicit ``--token``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dsh.agent.runtime import Route, resolve_route
+from dsh.cli import context
+from dsh.config import load_settings
+from dsh.errors import ConfigError, DshError
+from dsh.web.app import create_app
+from dsh.web.auth import WEAK_TOKEN_CHARS, check_bind, check_token_text, new_token
+from dsh.web.server import bind_socket, make_server, url_host
+from dsh.web.sessions import SessionRegistry, WebRuntime
+
+
+@click.command("web")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=3080, show_default=True)
+@click.option("--no-open", is_flag=True, help="Do not open a browser.")
+@click.option("--token", default=None, help="Access token (default: a random one).")
+@click.option("--provider", default=None, help="Provider for new turns (as for `dsh run`).")
+@click.option("--model", default=None, help="Model name (defaults per provider).")
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Script file for the keyless scripted provider.",
+)
+def web(
+    host: str,
+    port: int,
+    no_open: bool,
+    token: str | None,
+    provider: str | None,
+    model: str | None,
+    script: Path | None,
+) -> None:
+    """Serve the browser client for your sessions on this machine."""
+    try:
+        _serve(host, port, no_open, token, provider, model, script)
+    except DshError as exc:
+        context.fail(exc)
+
+
+def _serve(
+    host: str,
+    port: int,
+    no_open: bool,
+    token: str | None,
+    provider: str | None,
+    model: str | None,
+    script: Path | None,
+) -> None:
+    if token is not None:
+        check_token_text(token)
+        if len(token) < WEAK_TOKEN_CHARS:
+            context.warn(f"--token is shorter than {WEAK_TOKEN_CHARS} characters; easy to guess")
+    check_bind(host, explicit_token=token is not None)
+    overrides: dict[str, dict[str, Any]] = {"provider": {}}
+    if provider is not None:
+        overrides["provider"]["name"] = provider
+    if model is not None:
+        overrides["provider"]["model"] = model
+    settings = load_settings(overrides=overrides)
+    store = context.store(settings)
+    route: Route | None = None
+    try:
+        route = resolve_route(settings, script=script, store=store)
+    except ConfigError as exc:
+        context.warn(f"{exc} — sessions can be browsed, but prompts will fail")
+    runtime = WebRuntime(
+        settings,
+        route or (lambda: resolve_route(settings, script=script, store=store)),
+        store=store,
+    )
+    registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve())
+    secret = token or new_token()
+    app = create_app(registry, token=secret)
+    sock = bind_socket(host, port)
+    url = f"http://{url_host(host)}:{sock.getsockname()[1]}/?token={secret}"
+    click.echo(f"dsh web: open {url}")
+    click.echo("dsh web: Ctrl-C stops the server", err=True)
+    if not no_open:
+        threading.Timer(0.5, webbrowser.open, (url,)).start()
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+        make_server(app).run(sockets=[sock])
+    click.echo("dsh web: stopped", err=True)

@@ -1,0 +1,299 @@
+"""Routes of ``dsh web``: the page, its static files, the JSON API and the live stream.
+
+    GET  /?token=T                                  the page
+    GET  /s/<token>/<file>                          static files (ES modules, CSS, vendor)
+    GET  /api/sessions                              list
+    POST /api/sessions            {cwd?}            create (open for writing here)
+    GET  /api/sessions/{id}                         header, stats, progress, approvals
+    GET  /api/sessions/{id}/history?before_seq=&max_messages=
+    WS   /api/sessions/{id}/live?token=T&after_seq=N
+    POST /api/sessions/{id}/resume                  open a stored session for writing here
+    POST /api/sessions/{id}/close                   release it
+    POST /api/sessions/{id}/prompt  {text}          start a turn (202)
+    POST /api/sessions/{id}/cancel                  cancel the running turn or /compact
+    POST /api/sessions/{id}/compact {focus?}        manual /compact (202)
+    POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny}
+
+Every answer that is not a success is ``{"error": {"code", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from dsh.errors import DshError
+from dsh.events import encode_event
+from dsh.transcript.history import DEFAULT_MAX_MESSAGES
+from dsh.web.auth import STATIC_PREFIX, SecurityHeaders, TokenAuth
+from dsh.web.errors import (
+    INVALID_JSON,
+    PAYLOAD_TOO_LARGE,
+    ApiError,
+    bad_request,
+    handle_api_error,
+    handle_dsh_error,
+    handle_http_exception,
+    handle_unexpected,
+)
+from dsh.web.live import frame, stream
+from dsh.web.sessions import SessionRegistry, check_session_id
+
+STATIC_DIR = Path(__file__).parent / "static"
+MAX_BODY = 1_000_000
+MAX_PROMPT_CHARS = 200_000
+MAX_PAGE_MESSAGES = 500
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+MEDIA_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".html": "text/html; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".txt": "text/plain; charset=utf-8",
+}
+
+
+# ---- request bodies -------------------------------------------------------------------------
+
+
+class _Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class CreateBody(_Body):
+    cwd: str | None = None
+
+
+class PromptBody(_Body):
+    text: str
+
+
+class CompactBody(_Body):
+    focus: str | None = None
+
+
+class EmptyBody(_Body):
+    pass
+
+
+class AnswerBody(_Body):
+    answer: Literal["once", "always", "deny"]
+
+
+B = TypeVar("B", bound=_Body)
+
+
+async def read_body(request: Request, kind: type[B]) -> B:
+    """The JSON body as ``kind``: 413 past ``MAX_BODY``, 400 for bad JSON or a bad field."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks).strip() or b"{}"
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.ValidationError as exc:
+        raise bad_request(f"invalid request body: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise bad_request(f"request body is not JSON: {exc}", INVALID_JSON) from exc
+
+
+def int_param(request: Request, name: str, *, low: int, high: int | None = None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_request(f"{name} must be an integer, not {raw!r}") from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise bad_request(f"{name} must be {bound}, not {value}")
+    return value
+
+
+def json_bytes(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type="application/json")
+
+
+# ---- the app --------------------------------------------------------------------------------
+
+
+def create_app(
+    registry: SessionRegistry, *, token: str, static_dir: Path = STATIC_DIR
+) -> Starlette:
+    """The ASGI app of ``dsh web`` over ``registry``, guarded by ``token``."""
+    static_root = static_dir.resolve()
+
+    async def index(request: Request) -> Response:
+        html = (static_root / "index.html").read_text(encoding="utf-8")
+        html = html.replace("{{STATIC}}", f"{STATIC_PREFIX}{token}")
+        return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
+
+    async def static(request: Request) -> Response:
+        relative = request.path_params["path"]
+        path = (static_root / relative).resolve()
+        if not path.is_relative_to(static_root) or not path.is_file():
+            raise HTTPException(404)
+        media = MEDIA_TYPES.get(path.suffix, "application/octet-stream")
+        return FileResponse(path, media_type=media, headers={"Cache-Control": "no-cache"})
+
+    async def sessions(request: Request) -> Response:
+        if request.method == "POST":
+            body = await read_body(request, CreateBody)
+            cwd = registry.default_cwd if body.cwd is None else Path(body.cwd)
+            if not cwd.is_absolute() or not cwd.is_dir():
+                raise bad_request(f"cwd must be an existing absolute directory, not {body.cwd!r}")
+            handle = registry.create(cwd)
+            return JSONResponse(
+                {"session": await registry.info(handle.session.id)}, status_code=201
+            )
+        return JSONResponse({"sessions": await registry.list_sessions()})
+
+    async def session(request: Request) -> Response:
+        return JSONResponse(await registry.info(request.path_params["session_id"]))
+
+    async def history(request: Request) -> Response:
+        session_id = check_session_id(request.path_params["session_id"])
+        before = int_param(request, "before_seq", low=0)
+        limit = int_param(request, "max_messages", low=1, high=MAX_PAGE_MESSAGES)
+        page, last = await registry.history(session_id, before, limit or DEFAULT_MAX_MESSAGES)
+        events = b",".join(encode_event(e) for e in page.events)
+        first = "null" if page.first_seq is None else str(page.first_seq)
+        tail = f'],"hasMore":{"true" if page.has_more else "false"},"firstSeq":{first},'
+        return json_bytes(b'{"events":[' + events + f'{tail}"lastSeq":{last}}}'.encode())
+
+    async def resume(request: Request) -> Response:
+        await read_body(request, EmptyBody)
+        handle = await registry.resume(request.path_params["session_id"])
+        return JSONResponse({"session": await registry.info(handle.session.id)})
+
+    async def close(request: Request) -> Response:
+        await read_body(request, EmptyBody)
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        registry.close(session_id)
+        return JSONResponse({"closed": True})
+
+    async def prompt(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        body = await read_body(request, PromptBody)
+        if not body.text.strip():
+            raise bad_request("text must not be empty")
+        if len(body.text) > MAX_PROMPT_CHARS:
+            raise bad_request(f"text is longer than {MAX_PROMPT_CHARS} characters")
+        registry.start_prompt(session_id, body.text)
+        return JSONResponse({"started": "turn"}, status_code=202)
+
+    async def cancel(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        await read_body(request, EmptyBody)
+        return JSONResponse({"cancelled": registry.cancel(session_id)})
+
+    async def compact(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        body = await read_body(request, CompactBody)
+        focus = body.focus.strip() if body.focus is not None else None
+        registry.start_compact(session_id, focus or None)
+        return JSONResponse({"started": "compact"}, status_code=202)
+
+    async def approval(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        body = await read_body(request, AnswerBody)
+        registry.answer(session_id, request.path_params["approval_id"], body.answer)
+        return JSONResponse({"answered": body.answer})
+
+    async def live(websocket: WebSocket) -> None:
+        session_id = websocket.path_params["session_id"]
+        hub = subscriber = None
+        try:
+            check_session_id(session_id)
+            after = _after_seq(websocket.query_params.get("after_seq"))
+            info = await registry.info(session_id)
+            hub = registry.hub(session_id)
+            subscriber = hub.subscribe()  # before the catch-up is read: nothing falls between
+            events = await registry.events(session_id)
+        except ApiError as exc:
+            if hub is not None and subscriber is not None:
+                hub.unsubscribe(subscriber)
+            await websocket.send_denial_response(exc.response())
+            return
+        catch_up = events[after + 1 :] if after is not None else ()
+        await websocket.accept()
+        await stream(websocket, hub, frame("hello", session=info), catch_up, subscriber)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await registry.shutdown()
+
+    session_path = "/api/sessions/{session_id}"
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route(STATIC_PREFIX + "{token}/{path:path}", static, methods=["GET"]),
+        Route("/api/sessions", sessions, methods=["GET", "POST"]),
+        Route(session_path, session, methods=["GET"]),
+        Route(session_path + "/history", history, methods=["GET"]),
+        Route(session_path + "/resume", resume, methods=["POST"]),
+        Route(session_path + "/close", close, methods=["POST"]),
+        Route(session_path + "/prompt", prompt, methods=["POST"]),
+        Route(session_path + "/cancel", cancel, methods=["POST"]),
+        Route(session_path + "/compact", compact, methods=["POST"]),
+        Route(session_path + "/approvals/{approval_id}", approval, methods=["POST"]),
+        WebSocketRoute(session_path + "/live", live),
+    ]
+    handlers: dict[Any, Any] = {
+        ApiError: handle_api_error,
+        DshError: handle_dsh_error,
+        HTTPException: handle_http_exception,
+        Exception: handle_unexpected,
+    }
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(TokenAuth, token=token),
+            Middleware(GZipMiddleware, minimum_size=1024),
+        ],
+        exception_handlers=handlers,
+        lifespan=lifespan,
+    )
+
+
+def _after_seq(raw: str | None) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise bad_request(f"after_seq must be an integer, not {raw!r}") from None
+    if value < -1:
+        raise bad_request(f"after_seq must be at least -1, not {value}")
+    return value

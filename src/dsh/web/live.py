@@ -1,0 +1,220 @@
+"""The live stream of one session: every appended event (as its exact stored JSON), stream
+deltas, compaction progress, run status, stats and approval requests.
+
+A ``LiveHub`` exists per session id, whether or not the session is open for writing here, so a
+browser can watch a session before it is resumed. Messages are JSON text frames::
+
+    {"kind": "hello", "session": {...}}           first frame (then catch-up events)
+    {"kind": "event", "event": {...}}             an appended event, byte-identical to the log
+    {"kind": "delta", "channel": "text"|"reasoning"|"tool", "text": "..."}
+    {"kind": "progress", "progress": {passId, phase, done, total} | null}
+    {"kind": "status", "running": "turn"|"compact"|null, "open": bool}
+    {"kind": "stats", "stats": {...}}
+    {"kind": "approval", "approval": {id, tool, args}}
+    {"kind": "approval-resolved", "id": ..., "answer": ...}
+    {"kind": "error", "error": {code, message}}
+
+Events are encoded once (``encode_event``) and spliced into the frame, never re-serialised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from dsh.events import (
+    CompactionEndEvent,
+    CompactionPlanEvent,
+    CompactionStartEvent,
+    Event,
+    SessionEndSeedEvent,
+    TurnEndEvent,
+    encode_event,
+)
+from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+
+log = logging.getLogger("dsh.web")
+
+MAX_QUEUE = 50_000
+"""A subscriber this far behind is dropped (its socket is closed; the page reconnects)."""
+
+
+def frame(kind: str, **fields: Any) -> str:
+    return json.dumps({"kind": kind, **fields}, separators=(",", ":"), ensure_ascii=False)
+
+
+def event_frame(event: Event) -> str:
+    return '{"kind":"event","event":' + encode_event(event).decode() + "}"
+
+
+def delta_frame(event: StreamEvent) -> str | None:
+    if isinstance(event, TextDelta) and event.text:
+        return frame("delta", channel="text", text=event.text)
+    if isinstance(event, ReasoningDelta) and event.text:
+        return frame("delta", channel="reasoning", text=event.text)
+    if isinstance(event, ToolCallDelta) and event.name:
+        return frame("delta", channel="tool", text=event.name)
+    return None
+
+
+@dataclass(slots=True)
+class Progress:
+    pass_id: str
+    phase: str  # "summarizing" until compaction/plan, then "committing"
+    done: int = 0
+    total: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {"passId": self.pass_id, "phase": self.phase, "done": self.done, "total": self.total}
+
+
+class ProgressTracker:
+    """Compaction progress from the events alone: a pass starts with its first
+    ``compaction/start``, learns its region count from ``compaction/plan`` and counts each
+    region's ``compaction/end``; an error end, the last region, a turn end or a new lifecycle
+    ends it."""
+
+    def __init__(self) -> None:
+        self.current: Progress | None = None
+
+    def feed(self, event: Event) -> bool:
+        """Update from one event; True if the progress changed."""
+        current = self.current
+        if isinstance(event, CompactionStartEvent):
+            pass_id = event.data.pass_id or event.data.compaction_id
+            if current is None or current.pass_id != pass_id:
+                self.current = Progress(pass_id, "summarizing")
+                return True
+            return False
+        if current is None:
+            return False
+        if isinstance(event, CompactionPlanEvent):
+            current.phase, current.total, current.done = "committing", len(event.data.regions), 0
+            return True
+        if isinstance(event, CompactionEndEvent):
+            if event.data.error is not None or current.total is None:
+                self.current = None
+            else:
+                current.done += 1
+                if current.done >= current.total:
+                    self.current = None
+            return True
+        if isinstance(event, TurnEndEvent | SessionEndSeedEvent):
+            self.current = None
+            return True
+        return False
+
+    def public(self) -> dict[str, Any] | None:
+        return self.current.public() if self.current is not None else None
+
+
+class Subscriber:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.dropped = False
+
+    def push(self, message: str) -> None:
+        if self.dropped:
+            return
+        if self.queue.qsize() >= MAX_QUEUE:
+            self.dropped = True
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(message)
+
+
+class LiveHub:
+    """Fan-out of one session's live messages to its subscribers."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.subscribers: set[Subscriber] = set()
+        self.progress = ProgressTracker()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: int | None = None
+
+    def bind_loop(self) -> None:
+        """Remember the server's loop so pushes from other threads are handed to it."""
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+
+    def publish(self, message: str) -> None:
+        if not self.subscribers:
+            return
+        if self._loop is not None and threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self._fan_out, message)
+        else:
+            self._fan_out(message)
+
+    def _fan_out(self, message: str) -> None:
+        for subscriber in list(self.subscribers):
+            subscriber.push(message)
+
+    def on_event(self, event: Event) -> None:
+        """Session observer: the event, then any progress change it causes."""
+        self.publish(event_frame(event))
+        if self.progress.feed(event):
+            self.publish(frame("progress", progress=self.progress.public()))
+
+    def subscribe(self) -> Subscriber:
+        subscriber = Subscriber()
+        self.subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self.subscribers.discard(subscriber)
+
+
+async def stream(
+    websocket: WebSocket,
+    hub: LiveHub,
+    hello: str,
+    catch_up: Sequence[Event],
+    subscriber: Subscriber,
+) -> None:
+    """Serve one accepted socket: hello, catch-up events, then live messages until either side
+    goes away. ``subscriber`` was subscribed before ``catch_up`` was read, so nothing is lost
+    between them (the page drops duplicates by seq)."""
+    try:
+        await websocket.send_text(hello)
+        for event in catch_up:
+            await websocket.send_text(event_frame(event))
+        receiver = asyncio.create_task(_drain(websocket))
+        try:
+            while True:
+                getter = asyncio.create_task(subscriber.queue.get())
+                done, _ = await asyncio.wait(
+                    {getter, receiver}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter not in done:
+                    getter.cancel()
+                    break
+                message = getter.result()
+                if message is None:  # too far behind: let the page reconnect and resync
+                    await websocket.close(code=4408, reason="subscriber fell behind")
+                    break
+                await websocket.send_text(message)
+        finally:
+            receiver.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await receiver
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+    finally:
+        hub.unsubscribe(subscriber)
+
+
+async def _drain(websocket: WebSocket) -> None:
+    """Read (and ignore) client frames until the socket closes."""
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return

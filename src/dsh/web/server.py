@@ -1,0 +1,94 @@
+"""Serving the app with uvicorn on a socket bound up front (so port 0 works and a busy port is
+a clean one-line error), in the foreground (the CLI) or in a background thread (tests and the
+benchmark)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from dsh.errors import UsageError
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0 picks a free one)."""
+    infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    family, _, _, _, address = infos[0]
+    # proto must say TCP: asyncio sets TCP_NODELAY on accepted connections only then (without
+    # it, Nagle and delayed ACKs add ~40 ms to every response).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def make_server(app: Any) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", ws_ping_interval=20.0
+    )
+    return uvicorn.Server(config)
+
+
+class BackgroundServer:
+    """The app served on ``host`` (a free port) in a daemon thread; ``stop()`` shuts it down."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = bind_socket(host, port)
+        self.host = host
+        self.port: int = self.sock.getsockname()[1]
+        self.server = make_server(app)
+        self.thread = threading.Thread(target=self._run, name="dsh-web", daemon=True)
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{url_host(self.host)}:{self.port}"
+
+    def _run(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))
+
+    def start(self, timeout: float = 10.0) -> BackgroundServer:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("dsh web did not start")
+            time.sleep(0.01)
+        return self
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(*args)`` on the server's loop and wait for its result."""
+        assert self.loop is not None
+
+        async def run() -> Any:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout=30)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout)
+        self.sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

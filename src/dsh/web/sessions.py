@@ -1,0 +1,624 @@
+"""Sessions the server knows about: the store, the ones open for writing here, their agents.
+
+A session is *open* here once it was created or resumed through the API: the server then holds
+its single-writer lock (the same lock as the CLI, so a session another process writes cannot be
+opened, and the answer names that process), its ``Session`` object, its ``Agent`` and at most
+one running activity (a turn or a manual ``/compact``). Sessions not open here are read from
+the store, read-only (a small cache keeps the last few loads while their file is unchanged).
+
+How agents and compaction engines are made is the ``Runtime``'s business, so tests inject the
+keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio.to_thread
+
+from dsh.agent.loop import Agent, StreamListener
+from dsh.agent.runtime import (
+    Route,
+    approval_policy,
+    build_agent,
+    resolve_route,
+    summarizer_route,
+)
+from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
+from dsh.config import Settings
+from dsh.errors import DshError
+from dsh.events import (
+    AssistantMessageEvent,
+    CommandDone,
+    CommandDoneEvent,
+    CommandRunEvent,
+    CompactionEndEvent,
+    Event,
+    RequestContextEvent,
+    TextBlock,
+    UserMessageEvent,
+    UserSource,
+)
+from dsh.store import EventStore, SessionHeader
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalAnswer, Approver
+from dsh.transcript.history import HistoryPage, history_page
+from dsh.transcript.stats import SessionStats, session_stats
+from dsh.web.errors import (
+    APPROVAL_NOT_FOUND,
+    COMPACTION_DISABLED,
+    INTERNAL,
+    NOT_RUNNING,
+    SESSION_BUSY,
+    SESSION_NOT_OPEN,
+    ApiError,
+    bad_request,
+    from_dsh_error,
+)
+from dsh.web.live import LiveHub, delta_frame, frame
+
+log = logging.getLogger("dsh.web")
+
+Activity = Literal["turn", "compact"]
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+DEFAULT_WINDOW = 128_000
+TITLE_CHARS = 80
+
+
+def check_session_id(session_id: str) -> str:
+    """A session id as it may appear in a URL (no path tricks); 400 otherwise."""
+    if not SESSION_ID.match(session_id) or ".." in session_id:
+        raise bad_request(f"{session_id!r} is not a valid session id")
+    return session_id
+
+
+# ---- how agents are made --------------------------------------------------------------------
+
+
+class Runtime(Protocol):
+    """Makes the agent and the compaction engine of a session (injectable for tests)."""
+
+    def make_agent(
+        self, session: Session, *, on_stream: StreamListener, approver: Approver
+    ) -> Agent: ...
+
+    def make_engine(self, session: Session) -> CompactionEngine | None: ...
+
+    def default_window(self) -> int: ...
+
+
+class WebRuntime:
+    """The real runtime: ``build_agent`` with the settings and a route (resolved lazily, so the
+    server starts and shows sessions even when no API key is configured)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        route: Route | Callable[[], Route] | None = None,
+        *,
+        store: EventStore | None = None,
+    ) -> None:
+        self.settings = settings
+        self._route = route
+        self._store = store
+
+    def route(self) -> Route:
+        if isinstance(self._route, Route):
+            return self._route
+        resolved = (
+            self._route()
+            if self._route is not None
+            else resolve_route(self.settings, store=self._store)
+        )
+        self._route = resolved
+        return resolved
+
+    def make_agent(
+        self, session: Session, *, on_stream: StreamListener, approver: Approver
+    ) -> Agent:
+        policy = approval_policy(self.settings, yes=False, allow=frozenset())
+        policy.approver = approver
+        return build_agent(
+            session,
+            self.settings,
+            self.route(),
+            workspace=Path(session.header.cwd),
+            policy=policy,
+            on_stream=on_stream,
+        )
+
+    def make_engine(self, session: Session) -> CompactionEngine | None:
+        cfg = self.settings.compaction
+        provider = model = None
+        if cfg.summarizer != "extractive":
+            provider, model = summarizer_route(self.settings, self.route())
+        backend = make_backend(cfg, make_summarizer(cfg, provider, model, history=session.events))
+        return CompactionEngine(session, backend, cfg) if backend is not None else None
+
+    def default_window(self) -> int:
+        if isinstance(self._route, Route) and self._route.context_window:
+            return self._route.context_window
+        return self.settings.provider.context_window or DEFAULT_WINDOW
+
+
+# ---- reading stored sessions ----------------------------------------------------------------
+
+
+class ReadCache:
+    """Read-only sessions loaded from the store, kept while their file is unchanged.
+
+    A page load asks for a session's info and its newest history page at once; both read the
+    whole log, so the second (and every scroll-back page) reuses the first load. Freshness is the
+    JSONL file's size and mtime; a store without files (SQLite, memory) is read every time.
+    """
+
+    def __init__(self, store: EventStore, size: int = 4) -> None:
+        self.store = store
+        self.size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[tuple[int, int], Session]] = OrderedDict()
+
+    def _stamp(self, session_id: str) -> tuple[int, int] | None:
+        log_path = getattr(self.store, "log_path", None)
+        if log_path is None:
+            return None
+        try:
+            stat = Path(log_path(session_id)).stat()
+        except OSError:
+            return None
+        return stat.st_size, stat.st_mtime_ns
+
+    def get(self, session_id: str) -> Session:
+        """The session, read-only (raises the store's errors, e.g. SessionNotFoundError)."""
+        stamp = self._stamp(session_id)
+        with self._lock:
+            cached = self._entries.get(session_id)
+            if cached is not None and stamp is not None and cached[0] == stamp:
+                self._entries.move_to_end(session_id)
+                return cached[1]
+        session = Session.open(self.store, session_id)
+        session.close()  # a read-only log holds nothing; its events stay readable
+        if stamp is not None:
+            with self._lock:
+                self._entries[session_id] = (stamp, session)
+                self._entries.move_to_end(session_id)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        return session
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._entries.pop(session_id, None)
+
+
+# ---- one open session -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PendingApproval:
+    id: str
+    tool: str
+    args: dict[str, Any]
+    future: asyncio.Future[ApprovalAnswer]
+
+    def public(self) -> dict[str, Any]:
+        return {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+
+
+@dataclass(slots=True)
+class _StatsAccumulator:
+    """``session_stats`` kept up to date incrementally (all its figures are sums)."""
+
+    seen: int = 0
+    total: SessionStats = field(default_factory=lambda: session_stats(()))
+
+    def update(self, events: Sequence[Event]) -> SessionStats:
+        if len(events) > self.seen:
+            self.total = _add(self.total, session_stats(events[self.seen :]))
+            self.seen = len(events)
+        return self.total
+
+
+class Handle:
+    """A session open for writing in this server."""
+
+    def __init__(self, session: Session, hub: LiveHub) -> None:
+        self.session = session
+        self.hub = hub
+        self.agent: Agent | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.activity: Activity | None = None
+        self.approvals: dict[str, PendingApproval] = {}
+        self.stats = _StatsAccumulator()
+        self.watchers = [session.subscribe(hub.on_event)]
+
+
+# ---- the registry ---------------------------------------------------------------------------
+
+
+class SessionRegistry:
+    def __init__(self, store: EventStore, runtime: Runtime, *, default_cwd: Path) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.default_cwd = default_cwd
+        self.handles: dict[str, Handle] = {}
+        self.hubs: dict[str, LiveHub] = {}
+        self.readers = ReadCache(store)
+        self._opening = asyncio.Lock()
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def hub(self, session_id: str) -> LiveHub:
+        hub = self.hubs.get(session_id)
+        if hub is None:
+            hub = self.hubs[session_id] = LiveHub(session_id)
+            with contextlib.suppress(RuntimeError):
+                hub.bind_loop()
+        return hub
+
+    def open_handle(self, session_id: str) -> Handle:
+        """The handle of a session open here; 409 if it exists but is not open, else 404."""
+        handle = self.handles.get(check_session_id(session_id))
+        if handle is not None:
+            return handle
+        raise ApiError(
+            409,
+            SESSION_NOT_OPEN,
+            f"session {session_id} is not open for writing here; POST .../resume first",
+        )
+
+    async def require_open(self, session_id: str) -> Handle:
+        if check_session_id(session_id) not in self.handles:
+            await self._read(session_id)  # 404 for an unknown session
+        return self.open_handle(session_id)
+
+    async def _read(self, session_id: str) -> tuple[SessionHeader, Sequence[Event]]:
+        """Header and events: from the open session, else read-only from the store."""
+        handle = self.handles.get(check_session_id(session_id))
+        if handle is not None:
+            return handle.session.header, handle.session.events
+        session = await self._stored(session_id)
+        return session.header, session.events
+
+    async def _stored(self, session_id: str) -> Session:
+        try:
+            return await anyio.to_thread.run_sync(self.readers.get, session_id)
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+
+    async def events(self, session_id: str) -> Sequence[Event]:
+        return (await self._read(session_id))[1]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        try:
+            headers = await anyio.to_thread.run_sync(self.store.list)
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+        rows = [self._summary(h) for h in headers]
+        rows.sort(key=lambda row: (row["createdAt"], row["id"]), reverse=True)
+        return rows
+
+    def _summary(self, header: SessionHeader) -> dict[str, Any]:
+        handle = self.handles.get(header.id)
+        row: dict[str, Any] = {
+            "id": header.id,
+            "cwd": header.cwd,
+            "createdAt": header.created_at,
+            "open": handle is not None,
+            "running": handle.activity if handle is not None else None,
+        }
+        if header.parent_session is not None:
+            row["parentSession"] = header.parent_session
+        return row
+
+    async def info(self, session_id: str) -> dict[str, Any]:
+        """Everything the page header needs about one session."""
+        handle = self.handles.get(check_session_id(session_id))
+        if handle is not None:
+            session = handle.session
+            stats = self._stats(session, handle.stats.update(session.events))
+            return {
+                **self._summary(session.header),
+                "title": _title(session.events),
+                "lastSeq": len(session.events) - 1,
+                "stats": stats,
+                "progress": handle.hub.progress.public(),
+                "approvals": [a.public() for a in handle.approvals.values()],
+            }
+        session = await self._stored(session_id)
+
+        def stored_stats() -> dict[str, Any]:  # O(log length): off the event loop
+            return self._stats(session, session_stats(session.events))
+
+        return {
+            **self._summary(session.header),
+            "title": _title(session.events),
+            "lastSeq": len(session.events) - 1,
+            "stats": await anyio.to_thread.run_sync(stored_stats),
+            "progress": None,
+            "approvals": [],
+        }
+
+    def stats(self, handle: Handle) -> dict[str, Any]:
+        return self._stats(handle.session, handle.stats.update(handle.session.events))
+
+    def _stats(self, session: Session, stats: SessionStats) -> dict[str, Any]:
+        window = _logged_window(session.events) or self.runtime.default_window()
+        tokens = session.measure().total_tokens
+        return {
+            "contextTokens": tokens,
+            "contextWindow": window,
+            "contextRatio": tokens / window if window else None,
+            "cacheHitRatio": stats.cache_hit_ratio,
+            "inputTokens": stats.input_tokens,
+            "cacheReadTokens": stats.cache_read_tokens,
+            "outputTokens": stats.output_tokens,
+            "modelCalls": stats.model_calls,
+            "turns": stats.turns,
+            "compactions": stats.compactions,
+            "events": stats.events,
+        }
+
+    async def history(
+        self, session_id: str, before_seq: int | None, max_messages: int
+    ) -> tuple[HistoryPage, int]:
+        """A history page (spec §6 ``history(sessionId, beforeSeq?, maxMessages)``, the same
+        ``history_page`` as ``dsh.transcript.history``) and the session's last seq."""
+        events = await self.events(session_id)
+        return history_page(events, before_seq, max_messages), len(events) - 1
+
+    # -- opening and closing ---------------------------------------------------------------
+
+    def create(self, cwd: Path) -> Handle:
+        try:
+            session = Session.create(self.store, cwd=cwd)
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+        return self._adopt(session)
+
+    async def resume(self, session_id: str) -> Handle:
+        """Open a stored session for writing here (idempotent for one already open here)."""
+        check_session_id(session_id)
+        async with self._opening:  # two resumes at once must not race for the lock
+            handle = self.handles.get(session_id)
+            if handle is not None:
+                return handle
+            try:
+                session = await anyio.to_thread.run_sync(
+                    lambda: Session.open(self.store, session_id, writable=True)
+                )
+            except DshError as exc:
+                raise from_dsh_error(exc) from exc
+            self.readers.forget(session_id)
+            return self._adopt(session)
+
+    def _adopt(self, session: Session) -> Handle:
+        handle = Handle(session, self.hub(session.id))
+        self.handles[session.id] = handle
+
+        def stats_on(event: Event) -> None:  # context use moves with these
+            if isinstance(event, AssistantMessageEvent | CompactionEndEvent):
+                handle.hub.publish(frame("stats", stats=self.stats(handle)))
+
+        handle.watchers.append(session.subscribe(stats_on))
+        self._status(handle)
+        return handle
+
+    def close(self, session_id: str) -> None:
+        handle = self.open_handle(session_id)
+        self._ensure_idle(handle)
+        self._release(handle)
+        self._status(handle, open_=False)
+
+    def _release(self, handle: Handle) -> None:
+        for unsubscribe in handle.watchers:
+            unsubscribe()
+        self.handles.pop(handle.session.id, None)
+        handle.session.close()
+
+    async def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop what runs (turns are cancelled cleanly, so their logs stay balanced) and
+        release every writer lock."""
+        tasks = []
+        for handle in list(self.handles.values()):
+            if handle.task is not None:
+                if handle.activity == "turn" and handle.agent is not None:
+                    handle.agent.cancel()
+                else:
+                    handle.task.cancel()
+                tasks.append(handle.task)
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        for handle in list(self.handles.values()):
+            with contextlib.suppress(DshError):
+                self._release(handle)
+
+    # -- activities --------------------------------------------------------------------------
+
+    def _ensure_idle(self, handle: Handle) -> None:
+        if handle.activity is not None:
+            what = "a turn" if handle.activity == "turn" else "a /compact"
+            raise ApiError(
+                409,
+                SESSION_BUSY,
+                f"{what} is already running in session {handle.session.id}; wait or cancel it",
+                running=handle.activity,
+            )
+
+    def start_prompt(self, session_id: str, text: str) -> Handle:
+        handle = self.open_handle(session_id)
+        self._ensure_idle(handle)
+        if handle.agent is None:
+            try:
+                handle.agent = self.runtime.make_agent(
+                    handle.session,
+                    on_stream=self._stream_listener(handle),
+                    approver=self._approver(handle),
+                )
+            except DshError as exc:
+                raise from_dsh_error(exc) from exc
+        self._start(handle, "turn", self._turn(handle, handle.agent, text))
+        return handle
+
+    def start_compact(self, session_id: str, focus: str | None) -> Handle:
+        handle = self.open_handle(session_id)
+        self._ensure_idle(handle)
+        try:
+            engine = self.runtime.make_engine(handle.session)
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+        if engine is None:
+            raise ApiError(
+                409, COMPACTION_DISABLED, "compaction.backend is off; nothing can compact"
+            )
+        self._start(handle, "compact", self._compact(handle, engine, focus))
+        return handle
+
+    def cancel(self, session_id: str) -> Activity:
+        handle = self.open_handle(session_id)
+        activity = handle.activity
+        if activity is None or handle.task is None:
+            raise ApiError(409, NOT_RUNNING, f"nothing is running in session {session_id}")
+        if activity == "turn" and handle.agent is not None:
+            handle.agent.cancel()
+        else:
+            handle.task.cancel()
+        return activity
+
+    def answer(self, session_id: str, approval_id: str, answer: ApprovalAnswer) -> None:
+        handle = self.handles.get(check_session_id(session_id))
+        pending = handle.approvals.get(approval_id) if handle is not None else None
+        if pending is None or pending.future.done():
+            raise ApiError(
+                404,
+                APPROVAL_NOT_FOUND,
+                f"no pending approval {approval_id!r} in session {session_id}",
+            )
+        pending.future.set_result(answer)
+
+    def _start(self, handle: Handle, activity: Activity, work: Any) -> None:
+        handle.activity = activity
+        handle.task = asyncio.get_running_loop().create_task(work)
+        self._status(handle)
+
+    async def _turn(self, handle: Handle, agent: Agent, text: str) -> None:
+        try:
+            await agent.run_turn(text)
+        except DshError as exc:
+            self._report(handle, from_dsh_error(exc))
+        except Exception as exc:
+            log.exception("turn failed in session %s", handle.session.id)
+            self._report(handle, ApiError(500, INTERNAL, f"the turn failed: {exc}"))
+        finally:
+            self._finish(handle)
+
+    async def _compact(self, handle: Handle, engine: CompactionEngine, focus: str | None) -> None:
+        window = _logged_window(handle.session.events) or self.runtime.default_window()
+        try:
+            await run_compact_command(engine, window=window, focus=focus)
+        except asyncio.CancelledError:
+            _close_open_command(handle.session, "Compaction cancelled.")
+        except DshError as exc:
+            self._report(handle, from_dsh_error(exc))
+        except Exception as exc:
+            log.exception("/compact failed in session %s", handle.session.id)
+            self._report(handle, ApiError(500, INTERNAL, f"/compact failed: {exc}"))
+        finally:
+            self._finish(handle)
+
+    def _finish(self, handle: Handle) -> None:
+        handle.task = None
+        handle.activity = None
+        if handle.session.id in self.handles:
+            handle.hub.publish(frame("stats", stats=self.stats(handle)))
+        self._status(handle)
+
+    def _report(self, handle: Handle, error: ApiError) -> None:
+        handle.hub.publish(frame("error", error=error.body()["error"]))
+
+    def _status(self, handle: Handle, *, open_: bool = True) -> None:
+        handle.hub.publish(frame("status", running=handle.activity, open=open_))
+
+    def _stream_listener(self, handle: Handle) -> StreamListener:
+        def listen(event: Any) -> None:
+            message = delta_frame(event)
+            if message is not None:
+                handle.hub.publish(message)
+
+        return listen
+
+    def _approver(self, handle: Handle) -> Approver:
+        async def approve(tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+            future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+            pending = PendingApproval(secrets.token_hex(6), tool, args, future)
+            handle.approvals[pending.id] = pending
+            handle.hub.publish(frame("approval", approval=pending.public()))
+            outcome = "cancelled"
+            try:
+                answer = await future
+                outcome = answer
+                return answer
+            finally:
+                handle.approvals.pop(pending.id, None)
+                handle.hub.publish(frame("approval-resolved", id=pending.id, answer=outcome))
+
+        return approve
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def _add(a: SessionStats, b: SessionStats) -> SessionStats:
+    return SessionStats(
+        **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(a)}
+    )
+
+
+def _logged_window(events: Sequence[Event]) -> int | None:
+    for event in reversed(events):
+        if isinstance(event, RequestContextEvent):
+            return event.data.context_window
+    return None
+
+
+def _title(events: Sequence[Event]) -> str | None:
+    """The first prompt a person typed, shortened."""
+    for event in events:
+        if (
+            isinstance(event, UserMessageEvent)
+            and event.surface_op == "append"
+            and isinstance(event.data.source, UserSource)
+        ):
+            text = " ".join(
+                "".join(b.text for b in event.data.content if isinstance(b, TextBlock)).split()
+            )
+            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return None
+
+
+def _close_open_command(session: Session, text: str) -> None:
+    """Answer a ``command/run`` left without its ``command/done`` (a cancelled /compact)."""
+    done = {e.data.command_id for e in session.events if isinstance(e, CommandDoneEvent)}
+    for event in reversed(session.events):
+        if isinstance(event, CommandRunEvent) and event.data.command_id not in done:
+            with contextlib.suppress(DshError):
+                session.append(CommandDone(command_id=event.data.command_id, ok=False, text=text))
+            return
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,451 @@
+// dsh web: the page controller. One session is shown at a time (#s=<id> in the URL). Its
+// newest history page is loaded first; older pages load as you scroll up; the live stream
+// (opened after the first page, catching up from its last seq) feeds new events through the
+// same projector and view, so live and reloaded views are the same DOM.
+import { api, ApiError, liveSocket, sessionPath } from './api.js';
+import { Projector } from './projection.js';
+import { TranscriptView } from './view.js';
+
+const PAGE_MESSAGES = 50;
+const LOAD_OLDER_WITHIN_PX = 400;
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  sessionId: null,
+  info: null,
+  view: null,
+  lastSeq: -1,      // newest event fed
+  oldestSeq: null,  // first seq of the oldest page fed
+  hasMore: false,
+  loadingOlder: false,
+  socket: null,
+  generation: 0,    // bumps on every session switch; stale async work checks it
+  stream: { text: '', reasoning: '', tool: '' },
+};
+window.dsh = state; // for tests and the benchmark
+
+// ---- small UI helpers ------------------------------------------------------------------------
+
+function toast(message) {
+  const box = $('toast');
+  box.textContent = message;
+  box.hidden = !message;
+  clearTimeout(toast.timer);
+  if (message) toast.timer = setTimeout(() => { box.hidden = true; }, 8000);
+}
+
+function fmtTokens(n) {
+  if (n === null || n === undefined) return '–';
+  if (n >= 1000) return `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k`;
+  return String(n);
+}
+
+function fmtWhen(ms) {
+  const d = new Date(ms);
+  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+function nearBottom() {
+  const c = $('conversation');
+  return c.scrollHeight - c.scrollTop - c.clientHeight < 80;
+}
+
+function scrollToBottom() {
+  const c = $('conversation');
+  c.scrollTop = c.scrollHeight;
+}
+
+// ---- header ------------------------------------------------------------------------------------
+
+function renderStats(stats) {
+  if (!stats) {
+    $('context-use').textContent = '';
+    $('cache-hit').textContent = '';
+    return;
+  }
+  const pct = stats.contextRatio === null ? '–' : `${Math.round(stats.contextRatio * 100)}%`;
+  $('context-use').textContent = `context ${fmtTokens(stats.contextTokens)} / ${fmtTokens(stats.contextWindow)} (${pct})`;
+  const hit = stats.cacheHitRatio === null ? '–' : `${Math.round(stats.cacheHitRatio * 100)}%`;
+  $('cache-hit').textContent = `cache hit ${hit}`;
+}
+
+function renderProgress(progress) {
+  const box = $('progress');
+  if (!progress) {
+    box.hidden = true;
+    box.textContent = '';
+    return;
+  }
+  box.hidden = false;
+  box.textContent = progress.total === null
+    ? 'compacting…'
+    : `compacting · ${progress.done} of ${progress.total} regions`;
+}
+
+function renderStatus() {
+  const info = state.info;
+  const running = info ? info.running : null;
+  const box = $('run-state');
+  box.hidden = !running;
+  box.textContent = running === 'turn' ? 'running' : running === 'compact' ? '/compact running' : '';
+  $('cancel').hidden = !running;
+  const usable = !!info;
+  $('prompt').disabled = !usable;
+  $('send').disabled = !usable || !!running;
+  if (!running) clearStream();
+}
+
+function renderTitle() {
+  const info = state.info;
+  $('session-title').textContent = info ? (info.title || `Session ${info.id}`) : 'No session selected';
+}
+
+// ---- streaming tail ------------------------------------------------------------------------------
+
+function clearStream() {
+  state.stream = { text: '', reasoning: '', tool: '' };
+  paintStream();
+}
+
+function paintStream() {
+  const tail = $('live-tail');
+  const s = state.stream;
+  tail.querySelector('.stream-text').textContent = s.text;
+  tail.querySelector('.stream-reasoning').textContent = s.reasoning;
+  tail.querySelector('.stream-tool').textContent = s.tool ? `calling ${s.tool}…` : '';
+  tail.hidden = !(s.text || s.reasoning || s.tool);
+}
+
+function onDelta(message) {
+  const stick = nearBottom();
+  if (message.channel === 'text') state.stream.text += message.text;
+  else if (message.channel === 'reasoning') state.stream.reasoning += message.text;
+  else if (message.channel === 'tool') state.stream.tool = message.text;
+  paintStream();
+  if (stick) scrollToBottom();
+}
+
+// ---- approvals -------------------------------------------------------------------------------------
+
+function showApproval(approval) {
+  if (document.querySelector(`.approval[data-id="${CSS.escape(approval.id)}"]`)) return;
+  const box = document.createElement('div');
+  box.className = 'approval';
+  box.dataset.id = approval.id;
+  const title = document.createElement('div');
+  title.textContent = `dsh wants to run ${approval.tool}:`;
+  const args = document.createElement('pre');
+  args.textContent = JSON.stringify(approval.args, null, 2);
+  const buttons = document.createElement('div');
+  buttons.className = 'buttons';
+  for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = label;
+    button.dataset.answer = answer;
+    button.addEventListener('click', async () => {
+      try {
+        await api('POST', `${sessionPath(state.sessionId)}/approvals/${encodeURIComponent(approval.id)}`, { answer });
+      } catch (error) {
+        toast(error.message);
+      }
+    });
+    buttons.append(button);
+  }
+  box.append(title, args, buttons);
+  $('approvals').append(box);
+}
+
+function dropApproval(id) {
+  document.querySelector(`.approval[data-id="${CSS.escape(id)}"]`)?.remove();
+}
+
+// ---- sessions ----------------------------------------------------------------------------------------
+
+async function loadSessionList() {
+  let data;
+  try {
+    data = await api('GET', '/api/sessions');
+  } catch (error) {
+    toast(error.message);
+    return;
+  }
+  const nav = $('session-list');
+  nav.replaceChildren();
+  for (const s of data.sessions) {
+    const a = document.createElement('a');
+    a.className = 'session-item';
+    a.href = `#s=${encodeURIComponent(s.id)}`;
+    a.dataset.id = s.id;
+    if (s.id === state.sessionId) a.classList.add('selected');
+    const when = document.createElement('div');
+    when.className = 'when';
+    when.textContent = fmtWhen(s.createdAt);
+    if (s.running) {
+      const badge = document.createElement('span');
+      badge.className = 'badge';
+      badge.textContent = '● running';
+      when.append(badge);
+    }
+    const where = document.createElement('div');
+    where.className = 'where';
+    where.textContent = s.cwd;
+    const sid = document.createElement('div');
+    sid.className = 'sid';
+    sid.textContent = s.id;
+    a.append(when, where, sid);
+    nav.append(a);
+  }
+}
+
+function selectedFromHash() {
+  const match = /(?:^#|&)s=([^&]+)/.exec(location.hash);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+function closeSocket() {
+  if (state.socket) {
+    state.socket.onclose = null;
+    state.socket.close();
+    state.socket = null;
+  }
+}
+
+async function openSession(id) {
+  const generation = ++state.generation;
+  closeSocket();
+  state.sessionId = id;
+  state.info = null;
+  state.lastSeq = -1;
+  state.oldestSeq = null;
+  state.hasMore = false;
+  state.loadingOlder = false;
+  $('log').replaceChildren();
+  $('approvals').replaceChildren();
+  $('history-status').textContent = '';
+  state.view = new TranscriptView($('log'), new Projector());
+  clearStream();
+  document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
+  $('empty').hidden = !!id;
+  $('empty').textContent = 'Select a session or start a new one.';
+  if (!id) {
+    renderTitle();
+    renderStats(null);
+    renderProgress(null);
+    renderStatus();
+    return;
+  }
+  let info;
+  let page;
+  try {
+    [info, page] = await Promise.all([
+      api('GET', sessionPath(id)),
+      api('GET', `${sessionPath(id)}/history?max_messages=${PAGE_MESSAGES}`),
+    ]);
+  } catch (error) {
+    if (generation !== state.generation) return;
+    $('empty').hidden = false;
+    $('empty').textContent = error.message;
+    return;
+  }
+  if (generation !== state.generation) return;
+  state.info = info;
+  renderTitle();
+  renderStats(info.stats);
+  renderProgress(info.progress);
+  renderStatus();
+  for (const approval of info.approvals) showApproval(approval);
+  feedPage(page, true);
+  scrollToBottom();
+  performance.mark('dsh:first-page');
+  requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
+  connect(generation);
+  await fillViewport(generation);
+}
+
+function feedPage(page, newest) {
+  const events = page.events;
+  if (newest) {
+    state.view.ingest(events);
+    state.lastSeq = Math.max(state.lastSeq, page.lastSeq, events.length ? events[events.length - 1].seq : -1);
+  } else {
+    state.view.ingest(events);
+  }
+  if (events.length) state.oldestSeq = events[0].seq;
+  else if (newest) state.oldestSeq = page.lastSeq + 1;
+  state.hasMore = page.hasMore;
+  $('history-status').textContent = state.hasMore ? '' : (state.lastSeq >= 0 ? 'Beginning of the session' : '');
+  $('log').dataset.oldestSeq = String(state.oldestSeq);
+}
+
+async function loadOlder() {
+  if (!state.hasMore || state.loadingOlder || state.oldestSeq === null) return;
+  const generation = state.generation;
+  state.loadingOlder = true;
+  $('history-status').textContent = 'Loading earlier history…';
+  try {
+    const page = await api('GET', `${sessionPath(state.sessionId)}/history?before_seq=${state.oldestSeq}&max_messages=${PAGE_MESSAGES}`);
+    if (generation !== state.generation) return;
+    const c = $('conversation');
+    const fromBottom = c.scrollHeight - c.scrollTop;
+    feedPage(page, false);
+    c.scrollTop = c.scrollHeight - fromBottom;
+  } catch (error) {
+    toast(error.message);
+    $('history-status').textContent = '';
+  } finally {
+    if (generation === state.generation) state.loadingOlder = false;
+  }
+}
+
+async function fillViewport(generation) {
+  const c = $('conversation');
+  while (generation === state.generation && state.hasMore && c.scrollHeight <= c.clientHeight + LOAD_OLDER_WITHIN_PX) {
+    const before = state.oldestSeq;
+    await loadOlder();
+    if (state.oldestSeq === before) break;
+  }
+}
+
+// ---- live stream ---------------------------------------------------------------------------------------
+
+function connect(generation) {
+  const socket = liveSocket(state.sessionId, state.lastSeq);
+  state.socket = socket;
+  socket.onmessage = (message) => {
+    if (generation !== state.generation) return;
+    onLive(JSON.parse(message.data));
+  };
+  socket.onclose = () => {
+    if (generation !== state.generation) return;
+    state.socket = null;
+    setTimeout(() => { if (generation === state.generation) connect(generation); }, 1000);
+  };
+}
+
+function onLive(message) {
+  switch (message.kind) {
+    case 'event': {
+      const event = message.event;
+      if (event.seq <= state.lastSeq) return;
+      const stick = nearBottom();
+      state.lastSeq = event.seq;
+      if (event.type === 'assistant/message' || event.type === 'turn/end') clearStream();
+      if (state.info && !state.info.title && event.type === 'user/message'
+          && event.surfaceOp === 'append' && event.data.source.kind === 'user') {
+        const text = event.data.content.filter((b) => b.type === 'text').map((b) => b.text).join('')
+          .replace(/\s+/g, ' ').trim();
+        state.info.title = text.length <= 80 ? text : `${text.slice(0, 79)}…`;
+        renderTitle();
+      }
+      state.view.ingest([event]);
+      if (stick) scrollToBottom();
+      return;
+    }
+    case 'hello':
+      state.info = message.session;
+      renderTitle();
+      renderStats(message.session.stats);
+      renderProgress(message.session.progress);
+      renderStatus();
+      for (const approval of message.session.approvals) showApproval(approval);
+      return;
+    case 'delta':
+      onDelta(message);
+      return;
+    case 'status':
+      if (state.info) {
+        state.info.running = message.running;
+        state.info.open = message.open;
+      }
+      renderStatus();
+      loadSessionList();
+      return;
+    case 'progress':
+      renderProgress(message.progress);
+      return;
+    case 'stats':
+      renderStats(message.stats);
+      return;
+    case 'approval':
+      showApproval(message.approval);
+      return;
+    case 'approval-resolved':
+      dropApproval(message.id);
+      return;
+    case 'error':
+      toast(message.error.message);
+      return;
+    default:
+  }
+}
+
+// ---- the composer --------------------------------------------------------------------------------------
+
+async function ensureOpen() {
+  if (state.info && state.info.open) return;
+  const data = await api('POST', `${sessionPath(state.sessionId)}/resume`);
+  state.info = { ...state.info, ...data.session };
+}
+
+async function submit() {
+  const box = $('prompt');
+  const text = box.value.trim();
+  if (!text || !state.sessionId) return;
+  try {
+    await ensureOpen();
+    if (text === '/compact' || text.startsWith('/compact ')) {
+      const focus = text.slice('/compact'.length).trim();
+      await api('POST', `${sessionPath(state.sessionId)}/compact`, focus ? { focus } : {});
+    } else if (/^\/\S/.test(text) && !text.startsWith('//')) {
+      toast(`Unknown command ${text.split(/\s/)[0]} (commands: /compact [focus])`);
+      return;
+    } else {
+      await api('POST', `${sessionPath(state.sessionId)}/prompt`, { text: text.startsWith('//') ? text.slice(1) : text });
+    }
+    box.value = '';
+    toast('');
+  } catch (error) {
+    toast(error instanceof ApiError ? error.message : String(error));
+  }
+}
+
+async function cancel() {
+  try {
+    await api('POST', `${sessionPath(state.sessionId)}/cancel`);
+  } catch (error) {
+    toast(error.message);
+  }
+}
+
+async function newSession() {
+  try {
+    const data = await api('POST', '/api/sessions', {});
+    await loadSessionList();
+    location.hash = `#s=${encodeURIComponent(data.session.id)}`;
+  } catch (error) {
+    toast(error.message);
+  }
+}
+
+// ---- wiring -----------------------------------------------------------------------------------------------
+
+function init() {
+  $('composer').addEventListener('submit', (event) => { event.preventDefault(); submit(); });
+  $('prompt').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  $('cancel').addEventListener('click', cancel);
+  $('new-session').addEventListener('click', newSession);
+  $('conversation').addEventListener('scroll', () => {
+    if ($('conversation').scrollTop < LOAD_OLDER_WITHIN_PX) loadOlder();
+  });
+  window.addEventListener('hashchange', () => openSession(selectedFromHash()));
+  loadSessionList();
+  openSession(selectedFromHash());
+}
+
+init();

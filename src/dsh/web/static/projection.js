@@ -1,0 +1,193 @@
+// The human projection (spec §6), ported from dsh.transcript.projection.TranscriptProjector.
+//
+// People see every append-origin surface event in log order. A tool/call is shown (as a card
+// its result joins) iff its callId appears in an append-origin assistant message. A compaction
+// checkpoint never shows its payload: a landed pass shows one marker at the log position of its
+// first checkpoint, with details from the pass's compaction/summary events. Other replacements
+// show nothing. Classification uses the events' own marks (surfaceOp, the checkpoint source).
+//
+// Beyond the Python projector this adds what a page needs: a manual /compact pairs with its
+// pass only through command/done.sourceEventSeq (= the state summary's seq); a /compact that
+// landed nothing, and a turn that did not complete, add a notice.
+//
+// feed(event) is the only entry point, for live events and for history pages alike; pages
+// arrive newest first, so a marker can move to an earlier checkpoint of its pass and a pass's
+// details can arrive after its marker.
+
+const SURFACE = new Set(['user/message', 'assistant/message', 'tool/result']);
+
+export function isSurfaceEvent(e) {
+  return SURFACE.has(e.type);
+}
+export function isAppendSurfaceEvent(e) {
+  return SURFACE.has(e.type) && e.surfaceOp === 'append';
+}
+export function isReplacementSurfaceEvent(e) {
+  return SURFACE.has(e.type) && e.surfaceOp !== null && typeof e.surfaceOp === 'object'
+    && e.surfaceOp.op === 'replace';
+}
+export function isCompactCheckpointSource(source) {
+  return !!source && source.kind === 'plugin' && source.plugin === 'compact';
+}
+export function isCheckpointEvent(e) {
+  return e.type === 'user/message' && isReplacementSurfaceEvent(e)
+    && isCompactCheckpointSource(e.data.source);
+}
+export function surfaceMessage(e) {
+  if (e.type === 'user/message') return e.data;
+  if (e.type === 'assistant/message') return e.data.message.content.length ? e.data.message : null;
+  if (e.type === 'tool/result') return e.data.message;
+  return null;
+}
+
+const TURN_END_TEXT = {
+  aborted: 'stopped',
+  error: 'failed',
+  'max-tokens': 'stopped at the model\'s output limit',
+  interrupted: 'was interrupted (the process ended mid-turn)',
+};
+
+export class Projector {
+  constructor() {
+    this.passOf = new Map();        // compactionId -> passId
+    this.shownCalls = new Set();    // callIds of append-origin assistant messages
+    this.details = new Map();       // passId -> {summaries: [{seq, kind, text}], items, tokens}
+    this.markerSeq = new Map();     // passId -> seq of the marker (its first checkpoint)
+    this.summaryPass = new Map();   // summary seq -> passId
+    this.commands = new Map();      // commandId -> {name, args}
+    this.manual = new Map();        // passId -> {args, text}
+    this.pendingManual = new Map(); // summary seq -> {args, text} (summary not seen yet)
+    this.provisional = new Set();   // markers keyed by a compactionId whose pass was unknown
+  }
+
+  // The pass of a compaction became known (its compaction/start, or a summary naming it). A
+  // marker made before that (an older page arriving after a newer one) was keyed by the
+  // compactionId: give it its pass, or drop it if the pass already has an earlier marker.
+  learnPass(compactionId, passId) {
+    if (this.passOf.get(compactionId) === passId) return [];
+    this.passOf.set(compactionId, passId);
+    if (compactionId === passId || !this.provisional.has(compactionId)) return [];
+    this.provisional.delete(compactionId);
+    const seq = this.markerSeq.get(compactionId);
+    this.markerSeq.delete(compactionId);
+    const existing = this.markerSeq.get(passId);
+    if (existing === undefined) {
+      this.markerSeq.set(passId, seq);
+      return [{ op: 'rekey-marker', from: compactionId, to: passId }];
+    }
+    if (seq < existing) {
+      this.markerSeq.set(passId, seq);
+      return [{ op: 'drop-marker', passId: compactionId }, { op: 'move-marker', passId, seq }];
+    }
+    return [{ op: 'drop-marker', passId: compactionId }];
+  }
+
+  passId(compactionId, fallback) {
+    return this.passOf.get(compactionId) ?? fallback ?? compactionId;
+  }
+
+  feed(event) {
+    const t = event.type;
+    if (t === 'compaction/start') {
+      const d = event.data;
+      return this.learnPass(d.compactionId, d.passId || d.compactionId);
+    }
+    if (t === 'compaction/summary') return this.summary(event);
+    if (isCheckpointEvent(event)) return this.checkpoint(event);
+    if (t === 'tool/call') {
+      const d = event.data;
+      if (!this.shownCalls.has(d.callId)) return [];
+      return [{ op: 'add', item: { kind: 'tool-call', seq: event.seq, callId: d.callId, name: d.name, arguments: d.arguments } }];
+    }
+    if (isAppendSurfaceEvent(event)) return this.surface(event);
+    if (t === 'command/run') {
+      this.commands.set(event.data.commandId, { name: event.data.name, args: event.data.args || '' });
+      return [];
+    }
+    if (t === 'command/done') return this.commandDone(event);
+    if (t === 'turn/end') {
+      const reason = event.data.reason;
+      if (reason.kind === 'completed') return [];
+      const what = TURN_END_TEXT[reason.kind] || reason.kind;
+      const text = `Turn ${event.data.turn} ${what}${reason.error ? `: ${reason.error}` : ''}`;
+      return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text, tone: reason.kind === 'error' ? 'error' : '' } }];
+    }
+    return [];
+  }
+
+  summary(event) {
+    const d = event.data;
+    const changes = !this.passOf.has(d.compactionId) && d.passId
+      ? this.learnPass(d.compactionId, d.passId) : [];
+    const passId = this.passId(d.compactionId, d.passId || d.compactionId);
+    let details = this.details.get(passId);
+    if (!details) {
+      details = { summaries: [], items: 0, tokens: 0 };
+      this.details.set(passId, details);
+    }
+    details.summaries.push({ seq: event.seq, kind: d.kind || 'state', text: d.summary });
+    details.summaries.sort((a, b) => a.seq - b.seq);
+    details.items += d.shadowedSeqs.length;
+    details.tokens += d.shadowedTokenCount;
+    this.summaryPass.set(event.seq, passId);
+    const pending = this.pendingManual.get(event.seq);
+    if (pending) {
+      this.pendingManual.delete(event.seq);
+      this.manual.set(passId, pending);
+    }
+    if (this.markerSeq.has(passId)) changes.push({ op: 'marker', passId });
+    return changes;
+  }
+
+  checkpoint(event) {
+    const source = event.data.source;
+    const compactionId = source.compactionId || `#${event.seq}`;
+    const passId = this.passId(compactionId);
+    const at = this.markerSeq.get(passId);
+    if (at === undefined) {
+      this.markerSeq.set(passId, event.seq);
+      if (!this.passOf.has(compactionId)) this.provisional.add(compactionId);
+      return [{ op: 'add', item: { kind: 'marker', seq: event.seq, passId } }];
+    }
+    if (event.seq < at) {
+      this.markerSeq.set(passId, event.seq);
+      return [{ op: 'move-marker', passId, seq: event.seq }];
+    }
+    return [];
+  }
+
+  surface(event) {
+    if (event.type === 'tool/result') {
+      const block = event.data.message.content[0];
+      const text = block.content.map((part) => part.text).join('');
+      const name = event.data.error ? event.data.error.name : null;
+      return [{ op: 'add', item: { kind: 'tool-result', seq: event.seq, callId: block.toolCallId, text, isError: !!block.isError, name } }];
+    }
+    if (event.type === 'assistant/message') {
+      for (const block of event.data.message.content) {
+        if (block.type === 'tool-call') this.shownCalls.add(block.id);
+      }
+    }
+    const message = surfaceMessage(event);
+    if (message === null) return [];
+    const interrupted = event.type === 'assistant/message' && !!event.data.interrupted;
+    return [{ op: 'add', item: { kind: 'message', seq: event.seq, message, interrupted } }];
+  }
+
+  commandDone(event) {
+    const d = event.data;
+    const command = this.commands.get(d.commandId) || { name: 'command', args: '' };
+    const info = { name: command.name, args: command.args, text: d.text, ok: d.ok };
+    if (d.sourceEventSeq !== undefined && d.sourceEventSeq !== null) {
+      const passId = this.summaryPass.get(d.sourceEventSeq);
+      if (passId === undefined) {
+        this.pendingManual.set(d.sourceEventSeq, info);
+        return [];
+      }
+      this.manual.set(passId, info);
+      return this.markerSeq.has(passId) ? [{ op: 'marker', passId }] : [];
+    }
+    const typed = `/${command.name}${command.args ? ` ${command.args}` : ''}`;
+    return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text: `${typed} — ${d.text}`, tone: d.ok ? '' : 'error' } }];
+  }
+}

@@ -1,0 +1,250 @@
+// The conversation DOM: one row per transcript item, kept in log (seq) order whatever order
+// the items arrive in (live events append; older history pages prepend). Every row is a pure
+// function of the projector's state, so a session watched live and the same session reloaded
+// render the same DOM.
+import { renderMarkdown } from './markdown.js';
+
+const PREVIEW_CHARS = 120;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function prettyArguments(raw) {
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2);
+  } catch {
+    return raw;
+  }
+}
+
+function preview(text) {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 1)}…`;
+}
+
+export function compactedText(details) {
+  return `Compacted ${details.items} history items (~${details.tokens} tokens)`;
+}
+
+export class TranscriptView {
+  constructor(root, projector) {
+    this.root = root;
+    this.projector = projector;
+    this.order = [];             // seqs of rows, ascending
+    this.rows = new Map();       // seq -> row element
+    this.cards = new Map();      // callId -> {row, card, orphan}
+    this.markers = new Map();    // passId -> row element
+  }
+
+  ingest(events) {
+    for (const event of events) this.apply(this.projector.feed(event));
+  }
+
+  apply(changes) {
+    for (const change of changes) {
+      if (change.op === 'add') this.add(change.item);
+      else if (change.op === 'marker') this.refreshMarker(change.passId);
+      else if (change.op === 'move-marker') this.moveMarker(change.passId, change.seq);
+      else if (change.op === 'rekey-marker') this.rekeyMarker(change.from, change.to);
+      else if (change.op === 'drop-marker') this.dropMarker(change.passId);
+    }
+  }
+
+  // ---- placement ---------------------------------------------------------------------------
+
+  insert(seq, row) {
+    row.dataset.seq = String(seq);
+    let lo = 0;
+    let hi = this.order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.order[mid] < seq) lo = mid + 1; else hi = mid;
+    }
+    const next = lo < this.order.length ? this.rows.get(this.order[lo]) : null;
+    this.order.splice(lo, 0, seq);
+    this.rows.set(seq, row);
+    this.root.insertBefore(row, next);
+  }
+
+  remove(seq) {
+    const row = this.rows.get(seq);
+    if (!row) return;
+    row.remove();
+    this.rows.delete(seq);
+    const index = this.order.indexOf(seq);
+    if (index >= 0) this.order.splice(index, 1);
+  }
+
+  // ---- items -------------------------------------------------------------------------------
+
+  add(item) {
+    if (item.kind === 'message') this.addMessage(item);
+    else if (item.kind === 'tool-call') this.addToolCall(item);
+    else if (item.kind === 'tool-result') this.addToolResult(item);
+    else if (item.kind === 'marker') this.addMarker(item);
+    else if (item.kind === 'notice') {
+      const row = el('div', `row notice${item.tone ? ` ${item.tone}` : ''}`, item.text);
+      this.insert(item.seq, row);
+    }
+  }
+
+  addMessage(item) {
+    const message = item.message;
+    const text = message.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const reasoning = message.content.filter((b) => b.type === 'reasoning').map((b) => b.text).join('');
+    let row;
+    if (message.role === 'assistant') {
+      if (!text && !reasoning && !item.interrupted) return;
+      row = el('div', 'row assistant');
+      row.append(el('div', 'who', 'Assistant'));
+      if (reasoning) {
+        const details = el('details', 'reasoning');
+        details.append(el('summary', '', 'Reasoning'), el('div', 'reasoning-text', reasoning));
+        row.append(details);
+      }
+      if (text) row.append(this.markdown(text));
+      if (item.interrupted) row.append(el('div', 'interrupted', '(interrupted)'));
+    } else if (message.source && message.source.kind === 'plugin') {
+      row = el('div', 'row context');
+      const details = el('details');
+      details.append(el('summary', '', `Injected context · ${message.source.plugin}`), this.markdown(text));
+      row.append(details);
+    } else {
+      row = el('div', `row ${message.role === 'system' ? 'system' : 'user'}`);
+      row.append(el('div', 'who', message.role === 'system' ? 'System' : 'You'), this.markdown(text));
+    }
+    this.insert(item.seq, row);
+  }
+
+  markdown(text) {
+    const body = el('div', 'body md');
+    body.innerHTML = renderMarkdown(text);
+    return body;
+  }
+
+  newCard(seq, callId, name, argumentsText) {
+    const row = el('div', 'row tool');
+    row.dataset.call = callId;
+    const card = el('details', 'tool-card');
+    const summary = el('summary');
+    summary.append(
+      el('span', 'tool-name', name),
+      el('code', 'tool-preview', argumentsText === null ? '' : preview(argumentsText)),
+      el('span', 'tool-status', argumentsText === null ? '' : 'running…'),
+    );
+    card.append(summary);
+    if (argumentsText !== null) {
+      const args = el('div', 'tool-section tool-arguments');
+      args.append(el('div', 'label', 'Arguments'), el('pre', 'tool-args', prettyArguments(argumentsText)));
+      card.append(args);
+    }
+    row.append(card);
+    this.insert(seq, row);
+    return { row, card };
+  }
+
+  addToolCall(item) {
+    const { row, card } = this.newCard(item.seq, item.callId, item.name, item.arguments);
+    const orphan = this.cards.get(item.callId);
+    const entry = { row, card, orphan: false, result: null };
+    this.cards.set(item.callId, entry);
+    if (orphan && orphan.orphan) {  // its result arrived first (an older page loaded later)
+      this.remove(Number(orphan.row.dataset.seq));
+      if (orphan.result) this.fillResult(entry, orphan.result.text, orphan.result.isError);
+    }
+  }
+
+  addToolResult(item) {
+    let entry = this.cards.get(item.callId);
+    if (!entry) {
+      const { row, card } = this.newCard(item.seq, item.callId, item.name || 'tool', null);
+      entry = { row, card, orphan: true, result: null };
+      this.cards.set(item.callId, entry);
+    }
+    this.fillResult(entry, item.text, item.isError);
+  }
+
+  fillResult(entry, text, isError) {
+    const card = entry.card;
+    entry.result = { text, isError };
+    card.querySelector('.tool-result-section')?.remove();
+    const section = el('div', 'tool-section tool-result-section');
+    section.append(el('div', 'label', isError ? 'Result (error)' : 'Result'), el('pre', 'tool-output', text));
+    card.append(section);
+    card.classList.toggle('error', isError);
+    card.querySelector('.tool-status').textContent = isError ? 'error' : 'done';
+  }
+
+  // ---- compaction markers ------------------------------------------------------------------
+
+  addMarker(item) {
+    const row = el('div', 'row marker');
+    row.dataset.pass = item.passId;
+    this.markers.set(item.passId, row);
+    this.renderMarker(row, item.passId);
+    this.insert(item.seq, row);
+  }
+
+  moveMarker(passId, seq) {
+    const row = this.markers.get(passId);
+    if (!row) return;
+    this.remove(Number(row.dataset.seq));
+    this.insert(seq, row);
+  }
+
+  rekeyMarker(from, to) {
+    const row = this.markers.get(from);
+    if (!row) return;
+    this.markers.delete(from);
+    this.markers.set(to, row);
+    row.dataset.pass = to;
+    this.renderMarker(row, to);
+  }
+
+  dropMarker(passId) {
+    const row = this.markers.get(passId);
+    if (!row) return;
+    this.markers.delete(passId);
+    this.remove(Number(row.dataset.seq));
+  }
+
+  refreshMarker(passId) {
+    const row = this.markers.get(passId);
+    if (row) this.renderMarker(row, passId);
+  }
+
+  renderMarker(row, passId) {
+    const details = this.projector.details.get(passId);
+    const manual = this.projector.manual.get(passId);
+    const wasOpen = row.querySelector('details.marker-details')?.open ?? false;
+    row.replaceChildren();
+    row.classList.toggle('manual', !!manual);
+    const head = el('div', 'marker-head');
+    if (manual) {
+      head.append(el('span', 'marker-command', `/${manual.name}${manual.args ? ` ${manual.args}` : ''}`));
+    }
+    head.append(el('span', 'marker-title', 'Context compacted'));
+    if (details) head.append(el('span', 'marker-stats', compactedText(details)));
+    row.append(head);
+    if (!details) {
+      row.append(el('div', 'marker-unavailable', 'Compaction summary unavailable'));
+      return;
+    }
+    const disclosure = el('details', 'marker-details');
+    disclosure.append(el('summary', '', 'View compaction summary'));
+    let index = 0;
+    for (const summary of details.summaries) {
+      const block = el('div', 'marker-summary');
+      block.dataset.summarySeq = String(summary.seq);
+      const label = summary.kind === 'index' ? `Index checkpoint ${++index}` : 'State checkpoint';
+      block.append(el('div', 'summary-kind', label), el('div', 'summary-text', summary.text));
+      disclosure.append(block);
+    }
+    disclosure.open = wasOpen;
+    row.append(disclosure);
+  }
+}

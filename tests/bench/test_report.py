@@ -1,0 +1,74 @@
+"""The report from hand-assembled run directories: online probe rows, failed runs, verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dsh.bench.generate import generate
+from dsh.bench.report import flat, pool, verdict, write_report
+from dsh.bench.runner import Job, OnlineOptions, RunOptions, run_job, run_scenario
+from dsh.bench.scenario import parse_spec
+from tests.bench.test_runner import SPEC, FakeOnline
+
+
+def write_run_dir(directory: Path, runs: list[dict[str, Any]], **meta: Any) -> None:
+    (directory / "runs").mkdir(parents=True)
+    for number, run in enumerate(runs):
+        path = directory / "runs" / f"{number}.json"
+        path.write_text(json.dumps(run), encoding="utf-8")
+    (directory / "meta.json").write_text(json.dumps({"seed": 5, **meta}), encoding="utf-8")
+
+
+def test_online_runs_get_the_probe_rows_and_a_failed_run_is_reported(tmp_path: Path) -> None:
+    scenario = generate(parse_spec(SPEC, source="test"), 5)
+    online = OnlineOptions(provider="fake", model="fake-1", questions=2)
+    probed = run_scenario(
+        scenario, "recallable", options=RunOptions(online=online), summariser_provider=FakeOnline()
+    )
+    failed = run_job(Job("missing.jsonl", "basic", 5, RunOptions()))
+    assert "cannot read scenario" in failed["error"] and "traceback" in failed
+    write_run_dir(tmp_path, [probed, failed], mode="online", online={"provider": "fake"})
+    report = write_report(tmp_path).read_text()
+    assert report.count("| Handoff probe: exact answers (stale answers) |") == 2
+    assert "> **basic did not complete:** BenchError" in report
+    assert "No verdict: basic and recallable did not both complete." in report
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["summary"]["recallable"]["probeQuestions"] > 0
+
+
+def test_the_verdict_says_plainly_when_recallable_wins_within_budget() -> None:
+    base = {
+        "reachable": 5,
+        "anchors": 10,
+        "surviving": 5,
+        "summariserCalls": 2,
+        "passes": 2,
+        "tokensAfterSum": 2000,
+        "warnings": 0,
+        "deepseek.cost": 1.0,
+        "deepseek.summariserCost": 0.1,
+        "deepseek.firstRead": 0,
+        "deepseek.firstInput": 100,
+    }
+    better = {**base, "reachable": 9, "deepseek.cost": 1.2}
+    assert verdict(base, better, "deepseek").startswith(
+        "**Recallable beats basic on recall at 1.20× basic's cost"
+    )
+    costly = {**better, "deepseek.cost": 2.0, "deepseek.summariserCost": 0.5, "summariserCalls": 9}
+    text = verdict(base, costly, "deepseek")
+    assert text.startswith("**Recallable beats basic on recall, but not within 1.25×")
+    assert "summariser calls cost $0.5000 against $0.1000" in text
+    assert verdict(base, base, "deepseek").startswith("**Recallable does not beat basic")
+
+
+def test_pooling_sums_counts_and_keeps_maxima() -> None:
+    a = {"backend": "basic", "passes": 2, "peak": 100, "recallOffered": False}
+    b = {"backend": "basic", "passes": 3, "peak": 300, "recallOffered": False}
+    assert pool([a, b]) == {"backend": "basic", "passes": 5, "peak": 300, "recallOffered": False}
+    assert flat({"backend": "off", "error": "boom"}) == {
+        "errors": 1,
+        "backend": "off",
+        "recallOffered": False,
+    }

@@ -1,0 +1,234 @@
+"""Each scorer on a hand-made session or request sequence whose right answer is known."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dsh.bench.cache_rules import Price, Served
+from dsh.bench.scorers import (
+    cache_figures,
+    growth_commits,
+    pairing_errors,
+    passes_per_crossing,
+    raw_anchors,
+    recall,
+    stub_stability,
+    superseded_leaks,
+    survival,
+)
+from dsh.bench.trace import CallRecord, checkpoint_class
+from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
+from dsh.config import CompactionSettings
+from dsh.llm.types import ModelRequest
+from dsh.store import MemoryStore
+from tests.helpers import (
+    append_tool_turn,
+    assistant_message,
+    checkpoint_message,
+    new_session,
+    tool_call_block,
+    tool_result_message,
+    user_message,
+)
+
+STATE = "<compacted-summary>\n{}\n</compacted-summary>"
+STUB = "<compacted-index-stub>\n{}\n</compacted-index-stub>"
+
+
+def request(*messages: object) -> ModelRequest:
+    return ModelRequest(
+        provider="p",
+        model="m",
+        system="sys",
+        tools=(),
+        messages=tuple(messages),  # type: ignore[arg-type]
+    )
+
+
+# ---- survival --------------------------------------------------------------------------------
+
+
+def test_survival_counts_anchors_anywhere_the_provider_sees_them() -> None:
+    call = tool_call_block(
+        "c1", "edit_file", '{"path":"deploy/a.toml","old":"x","new":"port = 9443"}'
+    )
+    final = request(
+        user_message("ticket ZEBRA-7731"),
+        assistant_message(tool_calls=[call]),
+        tool_result_message("c1", "ChecksumError: block 0x3f2a"),
+        checkpoint_message(STATE.format("- KESTREL-0419"), "p1"),
+    )
+    result = survival(
+        final,
+        [
+            "ZEBRA-7731",
+            "port = 9443",
+            "ChecksumError: block 0x3f2a",
+            "KESTREL-0419",
+            "missing-anchor",
+        ],
+    )
+    assert result.present["missing-anchor"] is False
+    assert result.share == pytest.approx(4 / 5)
+    # Only original messages count as "raw": the checkpoint's KESTREL-0419 is not.
+    assert raw_anchors(final, ["ZEBRA-7731", "KESTREL-0419"]) == {"ZEBRA-7731"}
+
+
+# ---- recall ----------------------------------------------------------------------------------
+
+
+def compacted_session():
+    """Three turns, then a basic pass that compacts all but the last one.
+
+    Turn 1 holds the look-alike ZEBRA-7713, turn 2 a 9,000-character log (so a page read from
+    turn 1 cannot reach turn 3), turn 3 the anchor ZEBRA-7731."""
+    session = new_session(MemoryStore())
+    append_tool_turn(session, "old ticket ZEBRA-7713 is closed", final="ok")
+    append_tool_turn(
+        session, "read the log", calls=[("read_file", '{"path":"log"}', "x" * 9000)], final="ok"
+    )
+    append_tool_turn(session, "the ticket is ZEBRA-7731", final="noted")
+    append_tool_turn(session, "keep going", final="fine")
+    settings = CompactionSettings(backend="basic", retain_tokens=10)
+    engine = CompactionEngine(session, BasicBackend(ExtractiveSummarizer(), settings), settings)
+    assert asyncio.run(engine.compact_now(window=100_000)) is not None
+    return session
+
+
+def test_recall_ranks_the_first_page_that_holds_the_anchor() -> None:
+    events = compacted_session().events
+    exact = recall(events, [("ZEBRA-7731", "ZEBRA-7731")])
+    # The partial query "ZEBRA-77" hits turn 1 first (the look-alike; its page stops before the
+    # long log), then turn 3: rank 2.
+    partial = recall(events, [("ZEBRA-7731", "ZEBRA-77")])
+    missing = recall(events, [("NOPE-1", "NOPE-1")])
+    assert exact.ranks == {"ZEBRA-7731": 1}
+    assert partial.ranks == {"ZEBRA-7731": 2}
+    assert (partial.hit_at(1), partial.hit_at(5), partial.mrr) == (0.0, 1.0, 0.5)
+    assert missing.ranks == {"NOPE-1": None} and missing.mrr == 0.0
+
+
+def test_recall_on_a_log_without_checkpoints_finds_nothing() -> None:
+    session = new_session(MemoryStore())
+    append_tool_turn(session, "the ticket is ZEBRA-7731")
+    assert recall(session.events, [("ZEBRA-7731", "ZEBRA-7731")]).ranks == {"ZEBRA-7731": None}
+
+
+# ---- superseded values -----------------------------------------------------------------------
+
+
+def test_superseded_values_leak_only_when_nothing_verbatim_says_otherwise() -> None:
+    old_state = checkpoint_message(STATE.format("- port = 8123"), "p1", id="state-1")
+    new_state = checkpoint_message(STATE.format("- port = 9443"), "p2", id="state-2")
+    old_stub = checkpoint_message(STUB.format("Keywords — config: port = 8123"), "p2", id="stub")
+    change = user_message("move it: port = 9443")
+    requests = [
+        request(user_message("port = 8123 for now")),  # 0: before the change: not scored
+        request(old_state, change),  # 1: old state, the change still verbatim: stale
+        request(old_state, user_message("go on")),  # 2: old state, nothing says otherwise: leak
+        request(old_stub, new_state),  # 3: only a stub (history) names it
+        request(new_state),  # 4: clean
+    ]
+    report = superseded_leaks(requests, [("port = 8123", "port = 9443")])
+    assert report.leaked == ["port = 8123"]
+    assert (report.leaking_requests, report.stale_requests, report.stub_mentions) == (1, 1, 1)
+    assert report.first_leak == {"port = 8123": 2}
+    assert superseded_leaks(requests[:1], [("a = 1", "a = 2")]).unseen == ["a = 2"]
+
+
+def test_checkpoint_classes() -> None:
+    assert checkpoint_class(checkpoint_message(STUB.format("x"), "p")) == "index"
+    assert checkpoint_class(checkpoint_message(STATE.format("x"), "p")) == "state"
+    assert checkpoint_class(user_message(STUB.format("typed by a person"))) is None
+
+
+# ---- stub stability --------------------------------------------------------------------------
+
+
+def test_stub_stability_flags_changed_moved_and_vanished_stubs() -> None:
+    a = checkpoint_message(STUB.format("stub a"), "p1", id="stub-a")
+    b = checkpoint_message(STUB.format("stub b"), "p2", id="stub-b")
+    b_changed = checkpoint_message(STUB.format("stub b, rewritten"), "p2", id="stub-b")
+    tail = user_message("tail")
+    report = stub_stability(
+        [
+            request(a, tail),  # a appears at #0
+            request(a, b, tail),  # b appears at #1
+            request(a, b, tail),  # fine
+            request(a, b_changed),  # b changed its bytes
+            request(b, tail),  # a gone; b moved to #0
+        ]
+    )
+    assert report.stubs == 2
+    assert len(report.violations) == 3
+    assert "changed its bytes" in report.violations[0]
+    assert "stub-a" in report.violations[1] and "gone" in report.violations[1]
+    assert "moved to #0" in report.violations[2]
+    assert stub_stability([request(a, tail), request(a, b, tail)]).violations == []
+
+
+# ---- pairing ---------------------------------------------------------------------------------
+
+
+def test_pairing_errors_follow_the_provider_schema() -> None:
+    c1, c2 = tool_call_block("c1"), tool_call_block("c2")
+    good = [
+        user_message("go"),
+        assistant_message(tool_calls=[c1, c2]),
+        tool_result_message("c1", "one"),
+        tool_result_message("c2", "two"),
+        assistant_message("done"),
+    ]
+    assert pairing_errors(good) == []
+    unanswered = [user_message("go"), assistant_message(tool_calls=[c1]), user_message("more")]
+    assert "before results of ['c1']" in pairing_errors(unanswered)[0]
+    orphan = [user_message("go"), tool_result_message("c9", "?")]
+    assert "unknown call c9" in pairing_errors(orphan)[0]
+    open_end = [user_message("go"), assistant_message(tool_calls=[c1])]
+    assert "without results" in pairing_errors(open_end)[0]
+    duplicate = [
+        assistant_message(tool_calls=[c1]),
+        tool_result_message("c1", "one"),
+        assistant_message(tool_calls=[c1]),
+        tool_result_message("c1", "again"),
+    ]
+    assert any("duplicate" in e for e in pairing_errors(duplicate))
+
+
+# ---- cache figures and safety ----------------------------------------------------------------
+
+
+def test_cache_figures_pool_tokens_and_bill_each_call() -> None:
+    price = Price(model="m", input=1.0, output=2.0, cache_read=0.1)
+    calls = [
+        CallRecord("conversation", [], (), input_tokens=1000, step=0, output_tokens=10),
+        CallRecord("compaction", [], (), input_tokens=500, step=1, output_tokens=100),
+        CallRecord(
+            "conversation", [], (), input_tokens=600, step=1, output_tokens=10, first_after=[1]
+        ),
+        CallRecord("probe", [], (), input_tokens=9999, step=2, output_tokens=9),
+    ]
+    served = [Served(0), Served(400), Served(300), Served(9999)]
+    figures = cache_figures(calls, served, price)
+    # Probes are left out: read 700 of 2,100 input tokens.
+    assert figures["hitRatio"] == pytest.approx(700 / 2100)
+    assert figures["conversationHitRatio"] == pytest.approx(300 / 1600)
+    assert figures["firstAfterPass"] == {
+        "requests": 1,
+        "inputTokens": 600,
+        "readTokens": 300,
+        "hitRatio": 0.5,
+        "perRequest": [{"passes": [1], "step": 1, "hitRatio": 0.5}],
+    }
+    # Summariser: (100 + 400*0.1) * $1 + 100 * $2 = 340 units -> $0.00034.
+    assert figures["summariserCost"] == pytest.approx(340 / 1e6)
+    # Cumulative after each conversation request: 0/1000, then (0+400+300)/(1000+500+600).
+    assert figures["cumulative"] == pytest.approx([0.0, 700 / 2100])
+
+
+def test_growth_and_passes_per_crossing() -> None:
+    assert growth_commits([(1000, 400), (900, 900), (800, 850)]) == 2
+    assert passes_per_crossing([1, 1, 0, 3]) == {"crossings": 4, "max": 3, "mean": 1.25, "loops": 1}
+    assert passes_per_crossing([]) == {"crossings": 0, "max": 0, "mean": 0.0, "loops": 0}

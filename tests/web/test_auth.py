@@ -1,0 +1,223 @@
+"""The access token on every request and on the live stream; no CORS; binding rules."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient, WebSocketDenialResponse
+
+from dsh.cli import web as web_cli
+from dsh.errors import UsageError
+from dsh.web.auth import check_bind, is_loopback, new_token, token_matches
+from tests.web.conftest import TOKEN, WebEnv, error_of
+
+API_ROUTES = [
+    ("GET", "/api/sessions"),
+    ("POST", "/api/sessions"),
+    ("GET", "/api/sessions/{sid}"),
+    ("GET", "/api/sessions/{sid}/history"),
+    ("POST", "/api/sessions/{sid}/resume"),
+    ("POST", "/api/sessions/{sid}/close"),
+    ("POST", "/api/sessions/{sid}/prompt"),
+    ("POST", "/api/sessions/{sid}/cancel"),
+    ("POST", "/api/sessions/{sid}/compact"),
+    ("POST", "/api/sessions/{sid}/approvals/x"),
+]
+
+
+@pytest.fixture
+def bare(env: WebEnv) -> Any:
+    """A client that sends no token by itself, and an open session id."""
+    with TestClient(env.app()) as c:
+        sid = c.post("/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"}).json()[
+            "session"
+        ]["id"]
+        yield c, sid
+
+
+@pytest.mark.parametrize(("method", "path"), API_ROUTES)
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong-token"}, {"Authorization": f"Basic {TOKEN}"}],
+    ids=["missing", "wrong", "not-bearer"],
+)
+def test_api_routes_need_the_token(
+    bare: Any, method: str, path: str, headers: dict[str, str]
+) -> None:
+    client, sid = bare
+    response = client.request(method, path.format(sid=sid), headers=headers, json={})
+    assert error_of(response) == (401, "UNAUTHORIZED")
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_query_token_is_not_accepted_on_the_api(bare: Any) -> None:
+    client, _ = bare
+    assert error_of(client.get(f"/api/sessions?token={TOKEN}")) == (401, "UNAUTHORIZED")
+
+
+def test_the_right_bearer_token_is_accepted(bare: Any) -> None:
+    client, _ = bare
+    ok = client.get("/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200
+
+
+def test_the_page_needs_the_token_in_its_url(bare: Any) -> None:
+    client, _ = bare
+    assert error_of(client.get("/")) == (401, "UNAUTHORIZED")
+    assert error_of(client.get("/?token=nope")) == (401, "UNAUTHORIZED")
+    page = client.get(f"/?token={TOKEN}")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert f'src="/s/{TOKEN}/app.js"' in page.text
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+
+
+def test_static_files_carry_the_token_in_their_path(bare: Any) -> None:
+    client, _ = bare
+    assert error_of(client.get("/s/wrong/app.js")) == (401, "UNAUTHORIZED")
+    assert error_of(client.get("/s/app.js")) == (401, "UNAUTHORIZED")
+    script = client.get(f"/s/{TOKEN}/app.js")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
+    vendor = client.get(f"/s/{TOKEN}/vendor/marked/marked.esm.js")
+    assert vendor.status_code == 200 and "marked" in vendor.text
+    assert error_of(client.get(f"/s/{TOKEN}/nope.js")) == (404, "NOT_FOUND")
+    assert error_of(client.get(f"/s/{TOKEN}/%2e%2e/app.py")) == (404, "NOT_FOUND")
+
+
+def test_live_stream_needs_the_token(bare: Any) -> None:
+    client, sid = bare
+    for query in ("", "?token=wrong", "?token="):
+        with (
+            pytest.raises(WebSocketDenialResponse) as denied,
+            client.websocket_connect(f"/api/sessions/{sid}/live{query}"),
+        ):
+            pass
+        assert denied.value.status_code == 401
+        assert denied.value.json()["error"]["code"] == "UNAUTHORIZED"
+    with client.websocket_connect(f"/api/sessions/{sid}/live?token={TOKEN}") as ws:
+        assert ws.receive_json()["kind"] == "hello"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with client.websocket_connect(f"/api/sessions/{sid}/live", headers=headers) as ws:
+        assert ws.receive_json()["kind"] == "hello"
+
+
+def test_no_cors_headers_ever(bare: Any) -> None:
+    client, _ = bare
+    origin = {"Origin": "http://evil.example"}
+    responses = [
+        client.get("/api/sessions", headers={**origin, "Authorization": f"Bearer {TOKEN}"}),
+        client.get("/api/sessions", headers=origin),
+        client.options(
+            "/api/sessions",
+            headers={**origin, "Access-Control-Request-Method": "POST"},
+        ),
+    ]
+    for response in responses:
+        assert not any(k.lower().startswith("access-control-") for k in response.headers)
+
+
+def test_security_headers_on_every_answer(bare: Any) -> None:
+    client, _ = bare
+    for response in (client.get("/api/sessions"), client.get(f"/?token={TOKEN}")):
+        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_tokens_are_random_and_compared_exactly() -> None:
+    first, second = new_token(), new_token()
+    assert first != second and len(first) >= 40
+    assert token_matches(first, first)
+    assert not token_matches(first, first[:-1])
+    assert not token_matches(first, None)
+
+
+# ---- binding --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
+def test_loopback_hosts_bind_without_a_token(host: str) -> None:
+    assert is_loopback(host)
+    check_bind(host, explicit_token=False)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.com"])
+def test_non_loopback_needs_an_explicit_token(host: str) -> None:
+    assert not is_loopback(host)
+    with pytest.raises(UsageError, match="--token"):
+        check_bind(host, explicit_token=False)
+    check_bind(host, explicit_token=True)
+
+
+def test_cli_refuses_a_non_loopback_host_without_token_exit_2() -> None:
+    result = CliRunner().invoke(web_cli.web, ["--host", "0.0.0.0", "--no-open"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dsh: error: refusing to bind 0.0.0.0")
+
+
+def test_cli_refuses_a_token_that_cannot_travel_in_a_url() -> None:
+    result = CliRunner().invoke(web_cli.web, ["--token", "a/b c", "--no-open"])
+    assert result.exit_code == 2 and "--token" in result.stderr
+
+
+def test_cli_binds_non_loopback_with_an_explicit_token(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    served: list[Any] = []
+
+    class FakeServer:
+        def run(self, sockets: list[Any]) -> None:
+            served.extend(sockets)
+
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(web_cli, "make_server", lambda app: FakeServer())
+    token = "an-explicit-token-of-some-length"
+    result = CliRunner().invoke(
+        web_cli.web, ["--host", "0.0.0.0", "--port", "0", "--token", token, "--no-open"]
+    )
+    assert result.exit_code == 0, result.output
+    port = served[0].getsockname()[1]
+    assert f"http://0.0.0.0:{port}/?token={token}" in result.stdout
+    for sock in served:
+        sock.close()
+
+
+def test_dsh_web_serves_until_interrupted(tmp_path: Path) -> None:
+    """The real command in a process: prints the URL with a fresh token, answers with it,
+    refuses without it, and exits cleanly on Ctrl-C."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    code = "from dsh.cli.web import web; web()"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "--port", "0", "--no-open", "--provider", "scripted"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_-]{40,})", line)
+        assert match, line
+        base, token = match.groups()
+        with httpx.Client(base_url=base, timeout=10) as http:
+            assert http.get("/api/sessions").status_code == 401
+            ok = http.get("/api/sessions", headers={"Authorization": f"Bearer {token}"})
+            assert ok.status_code == 200 and ok.json() == {"sessions": []}
+            assert http.get(f"/?token={token}").status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 0, stderr
