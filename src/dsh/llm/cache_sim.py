@@ -22,8 +22,6 @@ from dsh.events import Message, encode_json
 from dsh.llm.types import ModelRequest
 from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
 
-MESSAGE_PREFIX = "message:"
-
 Segment = tuple[str, int]
 """One unit of a request: its canonical text and its heuristic token count."""
 
@@ -60,7 +58,7 @@ def message_segment(message: Message) -> Segment:
     so a reply assembled from a stream (under any id) matches the logged message later.
     """
     wire = _WireMessage(role=message.role, content=message.content)
-    return MESSAGE_PREFIX + _encoder.encode(wire).decode(), message_tokens(message)
+    return "message:" + _encoder.encode(wire).decode(), message_tokens(message)
 
 
 def request_segments(request: ModelRequest) -> list[Segment]:
@@ -89,24 +87,17 @@ class DeepSeekCache:
     """DeepSeek's context cache: prefix units are saved at the end of each user input and each
     model output; a request hits the longest saved unit that is a full prefix of it.
 
-    Every message of a served request is an input (user or tool) or an earlier model output, so
-    a unit is saved at the end of each of its messages. With A+B saved, A+B+C hits A+B's tokens;
-    A+C hits A's tokens only if a unit ended right after A. Saved prefixes live in a trie keyed
-    by segment text.
+    With A+B saved, A+B+C hits A+B's tokens; A+C hits A's tokens only if A alone was saved.
+    Saved prefixes live in a trie keyed by segment text.
     """
 
     def __init__(self) -> None:
         self._root = _Node()
 
     def serve(self, segments: Sequence[Segment]) -> int:
-        """Hit tokens of this request; then a unit is saved at the end of each message."""
+        """Hit tokens of this request; then its full prefix (the user input) is saved."""
         hit = self._longest_saved_prefix(segments)
-        node = self._root
-        for text, _ in segments:
-            node = node.children.setdefault(text, _Node())
-            if text.startswith(MESSAGE_PREFIX):
-                node.saved = True
-        node.saved = True
+        self._save(segments)
         return hit
 
     def save_output(self, segments: Sequence[Segment]) -> None:
