@@ -8,8 +8,10 @@ from pathlib import Path
 import click
 
 from dsh.config import Settings, dsh_home, load_settings
-from dsh.errors import ConfigError, DshError, SessionNotFoundError, UsageError
-from dsh.store import EventStore, open_store
+from dsh.errors import ConfigError, DshError, UsageError
+from dsh.store import EventStore, open_store, resolve_session_id
+
+__all__ = ["cwd", "fail", "resolve_session_id", "settings", "store", "warn"]
 
 
 def settings() -> Settings:
@@ -19,19 +21,6 @@ def settings() -> Settings:
 def store(cfg: Settings | None = None) -> EventStore:
     cfg = cfg or settings()
     return open_store(dsh_home(), cfg.store.backend)
-
-
-def resolve_session_id(store_: EventStore, wanted: str) -> str:
-    """An exact id, or a unique prefix of one (ids start with their creation time)."""
-    ids = [h.id for h in store_.list()]
-    if wanted in ids:
-        return wanted
-    matches = [i for i in ids if i.startswith(wanted)] if wanted else []
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise UsageError(f"session id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
-    raise SessionNotFoundError(f"no session {wanted!r} (see `dsh sessions list --all`)")
 
 
 def warn(message: str) -> None:

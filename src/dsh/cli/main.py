@@ -29,17 +29,27 @@ class _Dsh(click.Group):
 
 @click.group(cls=_Dsh, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="dsh")
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[ID]",
+    help="Open the terminal UI on a session: the newest one here, or ID (a unique prefix works).",
+)
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, resume: str | None) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
-    Every interaction is an append-only event log; what the model sees and what you see are
-    two projections of it.
+    With no command, dsh opens the terminal UI in the current directory. Every interaction is
+    an append-only event log; what the model sees and what you see are two projections of it.
     """
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
-        click.echo("\nThe interactive terminal UI is not built yet; use the commands above.")
-        ctx.exit(2)
+        from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
+
+        launch(resume, False)
+    elif resume is not None:
+        raise click.UsageError("--resume opens the terminal UI; it takes no command")
 
 
 cli.add_command(sessions)

@@ -13,6 +13,7 @@ from dsh.store.base import (
     SessionLog,
     new_session_id,
     now_millis,
+    resolve_session_id,
 )
 from dsh.store.jsonl import JsonlStore
 from dsh.store.memory import MemoryStore
@@ -46,4 +47,5 @@ __all__ = [
     "now_millis",
     "open_store",
     "plan_crash_repair",
+    "resolve_session_id",
 ]

@@ -19,7 +19,9 @@ from dsh.errors import (
     EventValidationError,
     LogCorruptError,
     ReadOnlySessionError,
+    SessionNotFoundError,
     StorageWriteError,
+    UsageError,
 )
 from dsh.events import (
     CompactionEndEvent,
@@ -209,3 +211,16 @@ class EventStore(Protocol):
     def list(self) -> list[SessionHeader]:
         """Headers of every stored session, oldest first."""
         ...
+
+
+def resolve_session_id(store_: EventStore, wanted: str) -> str:
+    """An exact id, or a unique prefix of one (ids start with their creation time)."""
+    ids = [h.id for h in store_.list()]
+    if wanted in ids:
+        return wanted
+    matches = [i for i in ids if i.startswith(wanted)] if wanted else []
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"session id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
+    raise SessionNotFoundError(f"no session {wanted!r} (see `dsh sessions list --all`)")

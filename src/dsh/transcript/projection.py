@@ -30,6 +30,7 @@ from dsh.events import (
     is_checkpoint_event,
     surface_message,
 )
+from dsh.events.codec import gc_paused
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,5 +147,6 @@ def transcript_items(events: Iterable[Event]) -> Iterator[TranscriptItem]:
 def project(events: Iterable[Event]) -> tuple[list[TranscriptItem], dict[str, PassDetails]]:
     """All items of a log and the details of every landed pass."""
     projector = TranscriptProjector()
-    items = [item for event in events for item in projector.feed(event)]
+    with gc_paused():  # many small acyclic objects: a collection pass would find nothing
+        items = [item for event in events for item in projector.feed(event)]
     return items, projector.details

@@ -1,0 +1,50 @@
+"""``dsh`` with no subcommand, and ``dsh --resume [ID]``: the terminal UI.
+
+The lead wires it from ``dsh.cli.main``::
+
+    launch(resume=None, new=False)   # dsh: a new session in the current directory
+    launch(resume="", new=False)     # dsh --resume: this directory's most recent session
+    launch(resume="ID", new=False)   # dsh --resume ID: that session (a unique prefix is enough)
+
+``new=True`` asks for a fresh session explicitly (a ``--new`` flag); it cannot be combined with
+``resume``. Errors before the UI starts (unknown session, bad configuration) are raised as
+``DshError`` for the command group to print; a missing API key is shown inside the UI.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from dsh.cli import context
+from dsh.errors import SessionNotFoundError, UsageError
+from dsh.store import EventStore
+
+
+def latest_session_id(store: EventStore, cwd: str) -> str:
+    """The most recently created session started in ``cwd``."""
+    headers = [h for h in store.list() if h.cwd == cwd]
+    if not headers:
+        raise SessionNotFoundError(f"no session to resume in {cwd} (see `dsh sessions list --all`)")
+    return max(headers, key=lambda h: (h.created_at, h.id)).id
+
+
+def launch(resume: str | None, new: bool) -> None:
+    """Run the terminal UI until the person quits; exits with the app's return code."""
+    from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
+
+    if new and resume is not None:
+        raise UsageError("--new and --resume cannot be combined")
+    settings = context.settings()
+    store = context.store(settings)
+    workspace = context.cwd().resolve()
+    session_id: str | None = None
+    if resume is not None:
+        session_id = (
+            context.resolve_session_id(store, resume)
+            if resume
+            else latest_session_id(store, str(workspace))
+        )
+    app = DshApp(TuiOptions(settings=settings, store=store, workspace=workspace, resume=session_id))
+    app.run()
+    if app.return_code:
+        sys.exit(app.return_code)

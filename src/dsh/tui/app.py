@@ -1,0 +1,338 @@
+"""The dsh terminal UI: transcript, status bar, prompt box, and the wiring between them.
+
+The ``Controller`` owns the session and the agent; this app turns its events into widget
+updates, runs turns and ``/compact`` as workers, and answers the approval policy with a modal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Input
+from textual.worker import Worker
+
+from dsh.errors import DshError, MissingApiKeyError
+from dsh.events import (
+    AssistantMessageEvent,
+    CompactionEndEvent,
+    CompactionSummaryEvent,
+    Event,
+    TurnEndEvent,
+    is_replacement_surface_event,
+)
+from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+from dsh.tools.approval import ApprovalAnswer
+from dsh.transcript import TranscriptItem
+from dsh.tui.approval import ApprovalScreen
+from dsh.tui.commands import HELP, Command, parse_command
+from dsh.tui.controller import Controller, TuiOptions, prompts_of
+from dsh.tui.no_key import NoKeyScreen
+from dsh.tui.prompt import PromptBox
+from dsh.tui.status_bar import StatusBar
+from dsh.tui.transcript_view import TranscriptView
+
+log = logging.getLogger("dsh.tui")
+
+CONTEXT_EVERY = 0.25
+QUIT_GRACE = 5.0
+"""Seconds a quit waits for the cancelled turn to close its log entries."""
+_CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
+
+
+class DshApp(App[None]):
+    TITLE = "dsh"
+    CSS = """
+    Screen {
+        layout: vertical;
+    }
+    """
+
+    BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
+        Binding("ctrl+c", "interrupt", "Cancel turn", priority=True, show=False),
+        Binding("escape", "cancel_turn", "Cancel turn", show=False),
+        Binding("ctrl+r", "toggle_reasoning", "Reasoning", show=False),
+        Binding("ctrl+o", "toggle_card", "Expand card", show=False),
+    ]
+
+    def __init__(self, options: TuiOptions) -> None:
+        super().__init__()
+        self.controller = Controller(options, self)
+        self.ready = False
+        self._busy: str | None = None
+        self._context_pending = False
+        self._worker: Worker[None] | None = None
+        self._live_text = ""
+        self._live_reasoning = ""
+        self._live_calls: dict[int, str] = {}
+
+    def compose(self) -> ComposeResult:
+        yield TranscriptView(id="transcript")
+        yield StatusBar(id="status")
+        yield PromptBox(id="prompt")
+
+    def on_mount(self) -> None:
+        self.transcript = self.query_one(TranscriptView)
+        self.status_bar = self.query_one(StatusBar)
+        self.prompt_box = self.query_one(PromptBox)
+        self.prompt_box.focus()
+        try:
+            items = self.controller.start()
+        except MissingApiKeyError as exc:
+            self.push_screen(NoKeyScreen(exc))
+            return
+        except DshError as exc:
+            self.exit(return_code=1, message=f"dsh: error: {exc}")
+            return
+        self._show_session(items)
+        self.ready = True
+
+    def on_unmount(self) -> None:
+        self.controller.close()
+
+    def _show_session(self, items: list[TranscriptItem]) -> None:
+        self.transcript.load(items, self.controller.projector.details)
+        self.prompt_box.seed(prompts_of(items))
+        self._update_status()
+        self._measure_context()
+
+    # ---- what the controller reports ------------------------------------------------------------
+
+    def event_logged(self, event: Event, items: list[TranscriptItem]) -> None:
+        view = self.transcript
+        if isinstance(event, AssistantMessageEvent):
+            self._reset_live()
+        if items:
+            view.add_items(items)
+        if isinstance(event, CompactionSummaryEvent):
+            view.refresh_markers()
+        self._update_status(
+            context=isinstance(event, _CONTEXT_EVENTS) or is_replacement_surface_event(event)
+        )
+
+    def streamed(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._live_text += event.text
+        elif isinstance(event, ReasoningDelta):
+            self._live_reasoning += event.text
+        elif isinstance(event, ToolCallDelta):
+            if event.name or event.index not in self._live_calls:
+                self._live_calls[event.index] = event.name or ""
+        else:
+            return
+        calls = [self._live_calls[i] for i in sorted(self._live_calls)]
+        self.transcript.set_live(self._live_text, self._live_reasoning, calls)
+
+    async def approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+        answer: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+
+        def done(result: ApprovalAnswer | None) -> None:
+            if not answer.done():
+                answer.set_result(result or "deny")
+
+        screen = ApprovalScreen(tool, args)
+        await self.push_screen(screen, callback=done)
+        try:
+            return await answer
+        except asyncio.CancelledError:  # the turn was cancelled while the modal was up
+            if self.screen is screen:
+                self.pop_screen()
+            raise
+
+    def _reset_live(self) -> None:
+        self._live_text, self._live_reasoning, self._live_calls = "", "", {}
+        self.transcript.clear_live()
+
+    def _update_status(self, *, context: bool = False) -> None:
+        """Refresh the status bar; ``context`` asks for the context use to be measured again,
+        which happens at most every ``CONTEXT_EVERY`` seconds (``Session.measure`` walks the
+        whole surface) and at every turn's end."""
+        controller = self.controller
+        self.status_bar.set(
+            model=controller.model,
+            context_window=controller.window,
+            cache_ratio=controller.cache.ratio,
+            compaction=controller.progress.text,
+            busy=self._busy,
+        )
+        if context and not self._context_pending:
+            self._context_pending = True
+            self.set_timer(CONTEXT_EVERY, self._measure_context)
+
+    @property
+    def status_settled(self) -> bool:
+        """False while a re-measure of the context use is scheduled."""
+        return not self._context_pending
+
+    def _measure_context(self) -> None:
+        self._context_pending = False
+        self.status_bar.set(context_tokens=self.controller.context_tokens())
+
+    def note(self, text: str) -> None:
+        self.transcript.add_note(text)
+
+    def _set_busy(self, busy: str | None) -> None:
+        self._busy = busy
+        self._update_status()
+
+    # ---- input --------------------------------------------------------------------------------
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self.prompt_box.value = ""
+        if not text:
+            return
+        self.prompt_box.remember(text)
+        command = parse_command(text)
+        if command is None:
+            self.send(text)
+        else:
+            self.run_command(command)
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and not self._worker.is_finished
+
+    def send(self, prompt: str) -> None:
+        if self.running:
+            self.note("Something is running: wait for it (esc cancels a turn).")
+            return
+        self._worker = self.run_worker(self._turn(prompt), group="turn", exit_on_error=False)
+
+    async def _turn(self, prompt: str) -> None:
+        self._set_busy("working… (esc cancels)")
+        try:
+            result = await self.controller.run_turn(prompt)
+        except DshError as exc:
+            self.note(f"error: {exc}")
+        except Exception as exc:  # a bug must not take the session down with it
+            log.exception("turn failed")
+            self.note(f"internal error: {type(exc).__name__}: {exc}")
+        else:
+            if result.reason == "aborted":
+                self.note(f"Turn stopped: {result.error}")
+            elif result.reason == "error":
+                self.note(f"Turn failed: {result.error}")
+            elif result.reason == "max-tokens":
+                self.note("The reply was cut at the model's output limit.")
+        finally:
+            self._reset_live()
+            self._set_busy(None)
+            self._measure_context()
+
+    def run_command(self, command: Command) -> None:
+        name, arg = command.name, command.arg
+        if name == "help":
+            self.note(HELP)
+        elif name == "quit":
+            self.call_later(self.action_quit)
+        elif name == "sessions":
+            self.note(self._sessions_text())
+        elif name == "model":
+            self._model(arg)
+        elif name in ("compact", "resume") and self.running:
+            self.note(f"/{name} waits for the running turn (esc cancels it).")
+        elif name == "compact":
+            self._worker = self.run_worker(
+                self._compact(arg or None), group="turn", exit_on_error=False
+            )
+        elif name == "resume":
+            self._resume(arg)
+        else:
+            self.note(f"Unknown command /{name}; /help lists the commands.")
+
+    async def _compact(self, focus: str | None) -> None:
+        self._set_busy("compacting")
+        try:
+            self.note(await self.controller.compact(focus))
+        except DshError as exc:
+            self.note(f"error: {exc}")
+        finally:
+            self._set_busy(None)
+            self._measure_context()
+
+    def _sessions_text(self) -> str:
+        headers = self.controller.sessions()
+        if not headers:
+            return "No sessions in this directory yet."
+        current = self.controller.session.id if self.controller.session is not None else None
+        lines = ["Sessions in this directory (oldest first):"]
+        for header in headers:
+            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created_at / 1000))
+            mark = "  (this one)" if header.id == current else ""
+            lines.append(f"  {header.id}  {created}{mark}")
+        lines.append("Open one with /resume ID (a unique prefix is enough).")
+        return "\n".join(lines)
+
+    def _resume(self, wanted: str) -> None:
+        from dsh.store import resolve_session_id
+
+        if not wanted:
+            self.note(self._sessions_text())
+            return
+        controller = self.controller
+        try:
+            session_id = resolve_session_id(controller.options.store, wanted)
+            if controller.session is not None and controller.session.id == session_id:
+                self.note(f"Session {session_id} is already open.")
+                return
+            items = controller.open(session_id)
+        except DshError as exc:
+            self.note(f"error: {exc}")
+            return
+        self._reset_live()
+        self._show_session(items)
+        self.note(f"Resumed session {session_id}.")
+
+    def _model(self, name: str) -> None:
+        controller = self.controller
+        if name:
+            try:
+                controller.switch_model(name)
+            except DshError as exc:
+                self.note(f"error: {exc}")
+                return
+            self.note(f"Model for the next turns: {controller.model}.")
+            self._update_status()
+            return
+        route = controller.route
+        provider = route.provider.name if route is not None else "?"
+        self.note(
+            f"Model: {controller.model} (provider {provider}, context window "
+            f"{controller.window} tokens). /model NAME switches for the next turns."
+        )
+
+    # ---- keys ---------------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Leave; a running turn is cancelled first so the log closes it (``turn/end``)."""
+        worker = self._worker
+        if worker is not None and not worker.is_finished and self.controller.cancel():
+            self._set_busy("cancelling…")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
+        self.exit()
+
+    def action_cancel_turn(self) -> None:
+        if self.controller.cancel():
+            self._set_busy("cancelling…")
+
+    def action_interrupt(self) -> None:
+        if self.controller.cancel():
+            self._set_busy("cancelling…")
+        elif self.running:
+            self.notify("Compaction cannot be cancelled; it ends on its own.")
+        else:
+            self.notify("Nothing is running. Press ctrl+q or type /quit to leave dsh.")
+
+    def action_toggle_reasoning(self) -> None:
+        view = self.transcript
+        view.set_show_reasoning(not view.show_reasoning)
+
+    def action_toggle_card(self) -> None:
+        self.transcript.toggle_current()

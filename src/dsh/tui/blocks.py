@@ -1,0 +1,352 @@
+"""The transcript as blocks, and each block as rows of styled text for a given width.
+
+A block is what one transcript item (or a local note) shows: a prompt, an assistant message, a
+tool card (the call and, once it arrives, its result), the marker of a compaction pass. Items
+come from ``dsh.transcript.TranscriptProjector`` only, so a session watched live and the same
+log opened cold give the same blocks, and the same rows.
+
+Rows are pure functions of (block, width, show_reasoning, pass details): no widget state, no
+time, which keeps rendering testable without a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from rich.segment import Segment
+from rich.style import Style
+
+from dsh.events import Message, ReasoningBlock, UserSource
+from dsh.transcript import (
+    COMPACTION_MARKER,
+    MarkerItem,
+    PassDetails,
+    ToolCallItem,
+    ToolResultItem,
+    TranscriptItem,
+)
+from dsh.tui.wrap import one_line, sanitize, wrap
+
+BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
+Row = list[Segment]
+
+USER = Style(bold=True)
+USER_MARK = Style(bold=True, color="cyan")
+ASSISTANT_MARK = Style(color="magenta")
+REASONING = Style(dim=True, italic=True)
+DIM = Style(dim=True)
+TOOL_NAME = Style(bold=True, color="yellow")
+RESULT_OK = Style(color="green")
+RESULT_ERROR = Style(color="red")
+NOTE = Style(dim=True, italic=True)
+TYPING = Style(dim=True, italic=True)
+
+EXPANDABLE: frozenset[BlockKind] = frozenset({"tool", "result", "marker", "context"})
+
+
+def compacted_line(details: PassDetails) -> str:
+    """The marker's detail line (the same words as ``/compact``'s answer)."""
+    return f"Compacted {details.items} history items (~{details.tokens} tokens)"
+
+
+@dataclass(eq=False, slots=True)
+class Block:
+    kind: BlockKind
+    seq: int
+    """The log seq of the item (-1 for a local note)."""
+    message: Message | None = None
+    """The message a user / assistant / context block shows (its text is read lazily: a
+    session opens without touching the text of blocks that are never drawn)."""
+    label: str = ""
+    """Tool name, or who injected a context message."""
+    arguments: str = ""
+    call_id: str = ""
+    result: ToolResultItem | None = None
+    pass_id: str = ""
+    expanded: bool = False
+    cached_text: str | None = None
+    cached_reasoning: str | None = None
+
+    @property
+    def expandable(self) -> bool:
+        return self.kind in EXPANDABLE
+
+    @property
+    def text(self) -> str:
+        if self.cached_text is None:
+            message = self.message
+            self.cached_text = sanitize(message.text()) if message is not None else ""
+        return self.cached_text
+
+    @property
+    def reasoning(self) -> str:
+        if self.cached_reasoning is None:
+            parts = self.message.content if self.message is not None else ()
+            reasoning = "\n".join(b.text for b in parts if isinstance(b, ReasoningBlock))
+            self.cached_reasoning = sanitize(reasoning)
+        return self.cached_reasoning
+
+
+def block_for(item: TranscriptItem) -> Block | None:
+    """A new block for ``item`` (None for items that only update another block)."""
+    if isinstance(item, MarkerItem):
+        return Block("marker", item.seq, pass_id=item.pass_id)
+    if isinstance(item, ToolCallItem):
+        return Block(
+            "tool", item.seq, label=item.name, arguments=item.arguments, call_id=item.call_id
+        )
+    if isinstance(item, ToolResultItem):
+        return Block("result", item.seq, label="tool result", call_id=item.call_id, result=item)
+    message = item.message
+    if message.role == "assistant":
+        return Block("assistant", item.seq, message=message)
+    if isinstance(message.source, UserSource):
+        return Block("user", item.seq, message=message)
+    return Block("context", item.seq, message=message, label=getattr(message.source, "plugin", ""))
+
+
+class TranscriptModel:
+    """The ordered blocks of one transcript; tool results join the card of their call."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self._cards: dict[str, int] = {}
+        self._markers: dict[str, int] = {}
+
+    def clear(self) -> None:
+        self.blocks.clear()
+        self._cards.clear()
+        self._markers.clear()
+
+    def add(self, items: Iterable[TranscriptItem]) -> set[int]:
+        """Append the blocks of ``items``; returns indices of EARLIER blocks that changed."""
+        changed: set[int] = set()
+        for item in items:
+            if isinstance(item, ToolResultItem) and item.call_id in self._cards:
+                index = self._cards[item.call_id]
+                card = self.blocks[index]
+                if card.result is None:
+                    card.result = item
+                    changed.add(index)
+                    continue
+            block = block_for(item)
+            if block is None:
+                continue
+            if block.kind == "tool":
+                self._cards[block.call_id] = len(self.blocks)
+            elif block.kind == "marker":
+                self._markers[block.pass_id] = len(self.blocks)
+            self.blocks.append(block)
+        return {i for i in changed if i < len(self.blocks)}
+
+    def add_note(self, text: str) -> None:
+        self.blocks.append(Block("note", -1, cached_text=sanitize(text), cached_reasoning=""))
+
+    def marker_indices(self) -> list[int]:
+        return list(self._markers.values())
+
+
+# ---- rows ------------------------------------------------------------------------------------
+
+
+def _prefixed(
+    lines: list[str], first: Segment, rest: Segment, style: Style | None = None
+) -> list[Row]:
+    rows: list[Row] = []
+    for i, line in enumerate(lines):
+        rows.append([first if i == 0 else rest, Segment(line, style)])
+    return rows
+
+
+def _indented(text: str, width: int, indent: int, style: Style | None = None) -> list[Row]:
+    pad = Segment(" " * indent)
+    return [[pad, Segment(line, style)] for line in wrap(text, width - indent)]
+
+
+def _pretty_arguments(arguments: str) -> str:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return sanitize(arguments)
+    return sanitize(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _arguments_summary(arguments: str) -> str:
+    """One line for a collapsed card: a lone argument's value, else the compact JSON."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return sanitize(arguments)
+    if isinstance(value, dict) and len(value) == 1:
+        (only,) = value.values()
+        if isinstance(only, str):
+            return sanitize(only)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _result_text(result: ToolResultItem) -> str:
+    return sanitize(result.text)
+
+
+def _card_rows(block: Block, width: int) -> list[Row]:
+    result = block.result
+    mark = "▾ " if block.expanded else "▸ "
+    head: Row = [Segment("  "), Segment(mark, DIM), Segment(block.label, TOOL_NAME)]
+    if block.kind == "tool" and not block.expanded:
+        room = width - 4 - len(block.label) - 2
+        if room > 1:
+            head += [
+                Segment("  "),
+                Segment(one_line(_arguments_summary(block.arguments), room), DIM),
+            ]
+    rows = [head]
+    if block.expanded:
+        if block.kind == "tool":
+            rows.append([Segment("    "), Segment("arguments", DIM)])
+            rows += _indented(_pretty_arguments(block.arguments), width, 6)
+        if result is not None:
+            title = "result (error)" if result.is_error else "result"
+            rows.append([Segment("    "), Segment(title, RESULT_ERROR if result.is_error else DIM)])
+            rows += _indented(_result_text(result), width, 6)
+        elif block.kind == "tool":
+            rows.append([Segment("    "), Segment("no result yet", DIM)])
+        return rows
+    if result is None:
+        rows.append([Segment("    └ ", DIM), Segment("running…", DIM)])
+        return rows
+    text = _result_text(result)
+    lines = text.strip().count("\n") + 1 if text.strip() else 0
+    more = f" (+{lines - 1} lines)" if lines > 1 else ""
+    style = RESULT_ERROR if result.is_error else RESULT_OK
+    room = max(1, width - 6 - len(more))
+    first_line = text.strip().partition("\n")[0]
+    head_text = one_line(first_line, room) if text.strip() else "(no output)"
+    rows.append([Segment("    └ ", style), Segment(head_text), Segment(more, DIM)])
+    return rows
+
+
+def _marker_rows(block: Block, width: int, details: Mapping[str, PassDetails]) -> list[Row]:
+    rows: list[Row] = [[Segment("  "), Segment(one_line(COMPACTION_MARKER, width - 2), DIM)]]
+    if not block.expanded:
+        return rows
+    info = details.get(block.pass_id)
+    if info is None:
+        return [*rows, [Segment("    "), Segment("no details were logged for this pass", DIM)]]
+    rows += _indented(compacted_line(info), width, 4, DIM)
+    for kind, summary in info.summaries:
+        rows.append([Segment("    "), Segment(f"{kind} summary", DIM)])
+        rows += _indented(sanitize(summary), width, 6, DIM)
+    return rows
+
+
+def _reasoning_rows(reasoning: str, width: int) -> list[Row]:
+    bar = Segment("  ┊ ", DIM)
+    return _prefixed(wrap(reasoning, width - 4), bar, bar, REASONING)
+
+
+def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:
+    rows: list[Row] = []
+    if block.kind == "user":
+        mark = Segment("❯ ", USER_MARK)
+        return _prefixed(wrap(block.text, width - 2), mark, Segment("  "), USER)
+    if show_reasoning and block.reasoning:
+        rows += _prefixed(
+            wrap(block.reasoning, width - 4), Segment("  ┊ ", DIM), Segment("  ┊ ", DIM), REASONING
+        )
+    if block.text:
+        rows += _prefixed(wrap(block.text, width - 2), Segment("● ", ASSISTANT_MARK), Segment("  "))
+    return rows
+
+
+def _context_rows(block: Block, width: int) -> list[Row]:
+    mark = "▾ " if block.expanded else "▸ "
+    title = f"context from {block.label}" if block.label else "context"
+    head: Row = [Segment("  "), Segment(mark, DIM), Segment(title, DIM)]
+    if not block.expanded:
+        room = width - 4 - len(title) - 2
+        if room > 1:
+            head += [Segment("  "), Segment(one_line(block.text, room), DIM)]
+        return [head]
+    return [head, *_indented(block.text, width, 4, DIM)]
+
+
+def block_rows(
+    block: Block, width: int, *, show_reasoning: bool, details: Mapping[str, PassDetails]
+) -> list[Row]:
+    """The rows of one block at ``width`` cells, with the blank row that follows it (a block
+    that shows nothing, such as an assistant message with only tool calls, has no rows)."""
+    width = max(width, 12)
+    if block.kind in ("user", "assistant"):
+        rows = _message_rows(block, width, show_reasoning)
+    elif block.kind in ("tool", "result"):
+        rows = _card_rows(block, width)
+    elif block.kind == "marker":
+        rows = _marker_rows(block, width, details)
+    elif block.kind == "context":
+        rows = _context_rows(block, width)
+    else:
+        rows = _indented(block.text, width, 2, NOTE)
+    if rows:
+        rows.append([])
+    return rows
+
+
+UNREAD_MESSAGE_ROWS = 4
+"""The height guess for a message whose text was not read yet."""
+
+
+def estimated_height(block: Block, width: int, *, show_reasoning: bool) -> int:
+    """A cheap guess of ``len(block_rows(...))``; exact for collapsed cards and markers, -1
+    when there is no cheap guess (measure the block instead)."""
+    if block.kind in ("user", "assistant"):
+        if block.cached_text is None:
+            return UNREAD_MESSAGE_ROWS
+        room = max(1, width - 2)
+        text = block.text
+        guess = (text.count("\n") + 1 + len(text) // room) if text else 0
+        if show_reasoning and block.reasoning:
+            guess += block.reasoning.count("\n") + 1 + len(block.reasoning) // room
+        return guess + 1 if guess else 0
+    if block.expanded or block.kind == "note":
+        return -1
+    if block.kind in ("tool", "result"):
+        return 3
+    return 2
+
+
+def live_rows(
+    text: str, reasoning: str, calls: list[str], width: int, *, show_reasoning: bool
+) -> list[Row]:
+    """The "assistant is typing" block: what the model has streamed so far."""
+    width = max(width, 12)
+    rows: list[Row] = []
+    if show_reasoning and reasoning:
+        rows += _prefixed(
+            wrap(sanitize(reasoning), width - 4),
+            Segment("  ┊ ", DIM),
+            Segment("  ┊ ", DIM),
+            REASONING,
+        )
+    if text:
+        lines = wrap(sanitize(text) + "▍", width - 2)
+        rows += _prefixed(lines, Segment("● ", ASSISTANT_MARK), Segment("  "))
+    for name in calls:
+        rows.append(
+            [
+                Segment("  "),
+                Segment("▸ ", DIM),
+                Segment(name or "tool", TOOL_NAME),
+                Segment("  …", DIM),
+            ]
+        )
+    if not rows:
+        rows.append([Segment("● ", ASSISTANT_MARK), Segment("assistant is typing…", TYPING)])
+    rows.append([])
+    return rows
+
+
+def row_text(row: Row) -> str:
+    return "".join(segment.text for segment in row)

@@ -1,0 +1,39 @@
+"""Slash commands typed in the prompt box."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HELP = """\
+Commands
+  /compact [focus]   compact the conversation now (idle sessions only)
+  /sessions          list the sessions started in this directory
+  /resume ID         open another session (an id or a unique prefix)
+  /model [NAME]      show the model, or use NAME for the next turns
+  /help              this help
+  /quit              leave dsh (ctrl+q works too)
+Keys
+  enter              send the prompt        up / down    earlier prompts
+  esc, ctrl+c        cancel the running turn
+  ctrl+r             show / hide the model's reasoning
+  ctrl+o             expand / collapse the selected (or last) tool card or marker
+  tab                move to the transcript: up / down select a card, enter expands it,
+                     a click expands too; pgup / pgdn / home / end scroll"""
+
+COMMANDS = ("compact", "sessions", "resume", "model", "help", "quit")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    arg: str
+    """Everything after the name, stripped ("" when none)."""
+
+
+def parse_command(text: str) -> Command | None:
+    """``/name rest`` as a Command; None for a prompt (text not starting with "/")."""
+    text = text.strip()
+    if not text.startswith("/"):
+        return None
+    name, _, arg = text[1:].partition(" ")
+    return Command(name.lower(), arg.strip())

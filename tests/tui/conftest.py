@@ -1,0 +1,140 @@
+"""A keyless rig for the TUI: the real app and agent, a scripted provider, a temp store."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from dsh.agent import Agent, AgentConfig
+from dsh.agent.hooks import compaction_hooks
+from dsh.agent.loop import StreamListener
+from dsh.agent.runtime import Route
+from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
+from dsh.config import CompactionSettings, Settings, ToolSettings
+from dsh.llm.scripted import ScriptedProvider, parse_script
+from dsh.llm.types import Provider
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalMode, ApprovalPolicy
+from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.tui import DshApp, TuiOptions
+
+SYSTEM = "You are dsh, under test."
+SIZE = (100, 32)
+
+
+class Rig:
+    """Builds apps over one store and workspace; each app gets the scripted model."""
+
+    def __init__(self, root: Path) -> None:
+        self.home = root / "home"
+        self.workspace = root / "ws"
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        (self.workspace / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+        self.store = JsonlStore(self.home)
+        self.cache: Literal["deepseek"] | None = None
+        """The scripted provider's simulated prompt cache (off: screens do not depend on it)."""
+
+    def settings(self, approval: ApprovalMode = "auto", **compaction: Any) -> Settings:
+        return Settings(
+            compaction=CompactionSettings(backend="basic", **compaction),
+            tools=ToolSettings(approval=approval),
+        )
+
+    def app(
+        self,
+        script: list[dict[str, Any]],
+        *,
+        resume: str | None = None,
+        window: int = 128_000,
+        approval: ApprovalMode = "auto",
+        auto_compact: bool = False,
+        wrap_provider: Callable[[ScriptedProvider], Provider] | None = None,
+        **compaction: Any,
+    ) -> DshApp:
+        settings = self.settings(approval, **compaction)
+        scripted = ScriptedProvider(parse_script(script), model="scripted", cache=self.cache)
+        self.provider = scripted
+        provider: Provider = wrap_provider(scripted) if wrap_provider else scripted
+
+        def route(model: str | None) -> Route:
+            return Route(provider, model or "scripted", window)
+
+        def agent(
+            session: Session, route_: Route, policy: ApprovalPolicy, on_stream: StreamListener
+        ) -> Agent:
+            built = Agent(
+                session,
+                route_.provider,
+                ToolRegistry(default_tools()),
+                policy,
+                config=AgentConfig(
+                    provider="scripted",
+                    model=route_.model,
+                    system=SYSTEM,
+                    context_window=route_.context_window,
+                    retry_base_delay=0.0,
+                ),
+                workspace=self.workspace,
+                on_stream=on_stream,
+            )
+            if auto_compact:
+                ids = itertools.count(1)
+                engine = CompactionEngine(
+                    session,
+                    BasicBackend(ExtractiveSummarizer(), settings.compaction),
+                    settings.compaction,
+                    new_id=lambda: f"pass{next(ids)}",
+                )
+                pre_step, overflow = compaction_hooks(engine)
+                built.pre_step_hooks.append(pre_step)
+                built.overflow_handler = overflow
+            return built
+
+        options = TuiOptions(
+            settings=settings,
+            store=self.store,
+            workspace=self.workspace,
+            resume=resume,
+            route_factory=route,
+            agent_factory=agent,
+        )
+        return DshApp(options)
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    return Rig(tmp_path)
+
+
+async def settle(pilot: Any, condition: Callable[[], bool], *, timeout: float = 10.0) -> None:
+    """Pause the pilot until ``condition()`` holds (or fail after ``timeout`` seconds)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.01)
+
+
+async def submit(pilot: Any, text: str) -> None:
+    """Type ``text`` in the prompt box and press enter."""
+    app = pilot.app
+    app.prompt_box.value = text
+    await pilot.press("enter")
+
+
+async def run_prompt(pilot: Any, text: str) -> None:
+    """Send a prompt and wait until its turn has ended."""
+    await submit(pilot, text)
+    await settle(pilot, lambda: not pilot.app.running)
+    await pilot.pause()
+
+
+Driver = Callable[[Any], Awaitable[None]]

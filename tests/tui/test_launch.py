@@ -1,0 +1,76 @@
+"""``dsh.cli.tui.launch``: which session ``dsh`` / ``dsh --resume [ID]`` open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dsh.tui
+from dsh.cli import tui as cli_tui
+from dsh.errors import SessionNotFoundError, UsageError
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from dsh.tui import TuiOptions
+
+
+@pytest.fixture
+def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Run ``launch`` in a temp home and directory; records the options instead of running."""
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.setenv("DSH_HOME", str(home))
+    monkeypatch.chdir(workspace)
+    seen: dict[str, Any] = {"store": JsonlStore(home), "cwd": str(workspace.resolve())}
+
+    class FakeApp:
+        return_code = 0
+
+        def __init__(self, options: TuiOptions) -> None:
+            seen["options"] = options
+
+        def run(self) -> None:
+            seen["ran"] = True
+
+    monkeypatch.setattr(dsh.tui, "DshApp", FakeApp)
+    return seen
+
+
+def make_session(store: JsonlStore, cwd: str) -> str:
+    session = Session.create(store, cwd=cwd)
+    session.close()
+    return session.id
+
+
+def test_plain_dsh_starts_a_new_session_in_the_current_directory(launched):
+    cli_tui.launch(None, False)
+    options = launched["options"]
+    assert options.resume is None and str(options.workspace) == launched["cwd"]
+
+
+def test_resume_without_an_id_opens_this_directorys_latest_session(launched):
+    store = launched["store"]
+    make_session(store, "/somewhere/else")
+    older = make_session(store, launched["cwd"])
+    newer = make_session(store, launched["cwd"])
+    make_session(store, "/somewhere/else")
+    assert older != newer
+    cli_tui.launch("", False)
+    assert launched["options"].resume == newer
+
+
+def test_resume_takes_an_id_or_a_unique_prefix(launched):
+    session_id = make_session(launched["store"], "/any/dir")
+    cli_tui.launch(session_id[:-3], False)
+    assert launched["options"].resume == session_id
+
+
+def test_resume_errors_are_raised_before_the_ui_starts(launched):
+    with pytest.raises(SessionNotFoundError):
+        cli_tui.launch("", False)
+    with pytest.raises(SessionNotFoundError):
+        cli_tui.launch("nope", False)
+    with pytest.raises(UsageError):
+        cli_tui.launch("x", True)
+    assert "options" not in launched

@@ -1,0 +1,34 @@
+"""Snapshots of the screens that are not the transcript: no API key, and an approval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh.errors import MissingApiKeyError
+from dsh.tui import DshApp, TuiOptions
+from dsh.tui.approval import ApprovalScreen
+from tests.tui.conftest import SIZE, Rig, settle, submit
+
+
+def test_no_key_screen_snapshot(snap_compare, rig: Rig):
+    def route(model: str | None) -> Any:
+        raise MissingApiKeyError("DEEPSEEK_API_KEY", provider="deepseek")
+
+    options = TuiOptions(
+        settings=rig.settings(), store=rig.store, workspace=rig.workspace, route_factory=route
+    )
+    assert snap_compare(DshApp(options), terminal_size=SIZE)
+
+
+def test_approval_modal_snapshot(snap_compare, rig: Rig):
+    app = rig.app(
+        [{"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf build/"}}]}],
+        approval="ask",
+    )
+
+    async def ask(pilot: Any) -> None:
+        await submit(pilot, "clean the build directory")
+        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await settle(pilot, lambda: app.status_settled)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=ask)

@@ -1,0 +1,120 @@
+"""The status bar: compaction progress, cache-hit ratio, context use."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dsh.events import (
+    CompactionEnd,
+    CompactionPlan,
+    CompactionStart,
+    PlanRegion,
+    SessionEndSeed,
+)
+from dsh.store import MemoryStore
+from dsh.surface import Session
+from dsh.transcript.stats import session_stats
+from dsh.tui.progress import CacheCounter, CompactionProgress
+from dsh.tui.status_bar import StatusInfo, status_text
+from tests.helpers import new_session
+from tests.tui import scenarios
+from tests.tui.conftest import SIZE, Rig
+
+REGION = PlanRegion(kind="state", shadowed_seqs=(0,), summary="s")
+
+
+def follow(session: Session, progress: CompactionProgress) -> list[str | None]:
+    texts: list[str | None] = []
+    session.subscribe(lambda event: (progress.feed(event), texts.append(progress.text)))
+    return texts
+
+
+def test_the_indicator_counts_committed_regions_of_the_planned_pass():
+    session = new_session(MemoryStore())
+    progress = CompactionProgress()
+    texts = follow(session, progress)
+    session.append(CompactionStart(compaction_id="p-1", pass_id="p", turn=None))
+    session.append(CompactionPlan(pass_id="p", regions=(REGION, REGION, REGION)))
+    session.append(CompactionEnd(compaction_id="p-1", pass_id="p", turn=None))
+    session.append(CompactionStart(compaction_id="p-2", pass_id="p", turn=None))
+    session.append(CompactionEnd(compaction_id="p-2", pass_id="p", turn=None))
+    session.append(CompactionStart(compaction_id="p-3", pass_id="p", turn=None))
+    session.append(CompactionEnd(compaction_id="p-3", pass_id="p", turn=None))
+    assert texts == [
+        "compacting…",
+        "compacting · 0 of 3 regions",
+        "compacting · 1 of 3 regions",
+        "compacting · 1 of 3 regions",
+        "compacting · 2 of 3 regions",
+        "compacting · 2 of 3 regions",
+        None,
+    ]
+
+
+def test_a_failed_pass_a_legacy_bracket_and_a_dead_lifecycle_clear_the_indicator():
+    session = new_session(MemoryStore())
+    progress = CompactionProgress()
+    texts = follow(session, progress)
+    session.append(CompactionStart(compaction_id="q-1", pass_id="q", turn=None))
+    session.append(CompactionEnd(compaction_id="q-1", pass_id="q", turn=None, error="guard"))
+    session.append(CompactionStart(compaction_id="legacy", turn=None))
+    session.append(CompactionEnd(compaction_id="legacy", turn=None))
+    session.append(CompactionStart(compaction_id="r-1", pass_id="r", turn=None))
+    session.append(SessionEndSeed())
+    assert texts == ["compacting…", None, "compacting…", None, "compacting…", None]
+
+
+def test_the_status_bar_shows_the_pass_while_the_app_watches_it(rig: Rig):
+    app = scenarios.compaction_app(rig)
+    shown: list[str | None] = []
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            session = app.controller.ensure_session()
+            session.subscribe(lambda event: shown.append(app.status_bar.info.compaction))
+            await scenarios.drive(pilot)
+
+    asyncio.run(main())
+    assert "compacting…" in shown
+    assert "compacting · 0 of 1 regions" in shown
+    assert shown[-1] is None
+
+
+def test_the_cache_ratio_is_the_one_session_stats_reports(rig: Rig):
+    rig.cache = "deepseek"
+    session_id, _ = scenarios.record(rig, SIZE)
+    session = Session.open(rig.store, session_id)
+    counter = CacheCounter()
+    for event in session.events:
+        counter.feed(event)
+    expected = session_stats(session.events).cache_hit_ratio
+    assert expected is not None and expected > 0 and counter.ratio == expected
+    app = scenarios.cold_app(rig, session_id)
+
+    async def main() -> Any:
+        async with app.run_test(size=SIZE):
+            return app.status_bar.info
+
+    info = asyncio.run(main())
+    assert info.cache_ratio == expected
+    assert info.context_tokens == session.measure().total_tokens
+    assert info.compaction is None
+
+
+def test_status_text_reads_model_context_cache_and_activity():
+    info = StatusInfo(
+        model="deepseek-chat",
+        context_tokens=32_000,
+        context_window=128_000,
+        cache_ratio=0.5,
+        compaction="compacting · 1 of 3 regions",
+        busy="working…",
+    )
+    assert status_text(info).plain == (
+        " deepseek-chat · context 25% of 128k · cache hits 50%"
+        " · compacting · 1 of 3 regions · working…"
+    )
+    assert status_text(StatusInfo(context_window=2500)).plain == (
+        " no model · context 0% of 2.5k · cache hits n/a"
+    )
