@@ -26,7 +26,6 @@ from dsh.config import CompactionSettings
 from dsh.errors import ConfigError
 from dsh.events import Event
 from dsh.llm.types import Provider
-from dsh.surface import Session
 
 
 def make_summarizer(
@@ -71,7 +70,6 @@ __all__ = [
     "RecallableBackend",
     "RegionPlan",
     "RegionText",
-    "Session",
     "Summarizer",
     "SummaryOutput",
     "SummaryTask",

@@ -15,7 +15,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dsh.compaction.base import (
     CheckpointRef,
@@ -62,14 +62,12 @@ class _LogIndex:
     """What the engine needs from the log, kept incrementally (no full scan per step)."""
 
     scanned: int = 0
-    open_starts: dict[str, CompactionStartEvent] | None = None
+    open_starts: dict[str, CompactionStartEvent] = field(default_factory=dict)
     last_end_seed: int = -1
     last_plan: CompactionPlanEvent | None = None
     turn_open: bool = False
 
     def update(self, session: Session) -> None:
-        if self.open_starts is None:
-            self.open_starts = {}
         events = session.events
         for event in events[self.scanned :]:
             if isinstance(event, CompactionStartEvent):
@@ -120,7 +118,6 @@ class CompactionEngine:
     def live_orphan(self) -> CompactionStartEvent | None:
         """An unmatched ``compaction/start`` of this lifecycle (a dead one blocks nothing)."""
         self._index.update(self.session)
-        assert self._index.open_starts is not None
         live = [s for s in self._index.open_starts.values() if s.seq > self._index.last_end_seed]
         return live[0] if live else None
 
