@@ -154,3 +154,20 @@ def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, en
 def test_compact_of_an_unknown_session_is_one_line_exit_1(tmp_path, env):
     result = dsh("compact", "nope", env=env, cwd=tmp_path, check=False)
     assert result.returncode == 1 and result.stderr.startswith("dsh: error: no session")
+
+
+def test_compact_uses_the_budgets_of_the_sessions_own_model(tmp_path, env):
+    entries = [{"text": f"answer {i} " + "detail " * 200} for i in range(6)]
+    script = write_script(tmp_path / "s.json", entries)
+    prompts = [f"question {i} " + "context " * 200 for i in range(6)]
+    out = dsh(
+        "run", "--script", str(script), "--context-window", "8000", *prompts, env=env, cwd=tmp_path
+    ).stdout
+    session_id = out.splitlines()[-1].removeprefix("session: ")
+    home = Path(env["DSH_HOME"])
+    (home / "config.toml").write_text(
+        '[compaction.overrides."scripted:scripted"]\nretain_tokens = 7000\n'
+    )
+    # with the override the whole session fits in the retained tail: nothing to compact
+    result = dsh("compact", session_id, env=env, cwd=tmp_path)
+    assert result.stdout.strip() == "No compactable history yet."

@@ -11,7 +11,7 @@ from dsh.cli import context
 from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
 from dsh.config import load_settings
 from dsh.errors import UsageError
-from dsh.events import RequestContextEvent
+from dsh.events import RequestContext, RequestContextEvent
 from dsh.surface import Session
 
 DEFAULT_WINDOW = 128_000
@@ -35,18 +35,25 @@ def compact(
     store = context.store(settings)
     session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
     try:
+        route = _route(session)
+        budgets = settings.compaction
+        if route is not None:  # the budgets the session's own model runs with
+            budgets = budgets.for_route(route.provider, route.model)
         provider = None
         model = None
-        if settings.compaction.summarizer != "extractive":
+        if budgets.summarizer != "extractive":
             provider, model = summarizer_route(settings, resolve_route(settings, store=store))
         backend = make_backend(
-            settings.compaction,
-            make_summarizer(settings.compaction, provider, model, history=session.events),
+            budgets, make_summarizer(budgets, provider, model, history=session.events)
         )
         if backend is None:
             raise UsageError("compaction.backend is off; choose --compaction basic or recallable")
-        engine = CompactionEngine(session, backend, settings.compaction)
-        window = _window(session) or settings.provider.context_window or DEFAULT_WINDOW
+        engine = CompactionEngine(session, backend, budgets)
+        window = (
+            (route.context_window if route is not None else None)
+            or settings.provider.context_window
+            or DEFAULT_WINDOW
+        )
         ok, text = asyncio.run(run_compact_command(engine, window=window, focus=focus))
     finally:
         session.close()
@@ -55,8 +62,9 @@ def compact(
         raise SystemExit(1)
 
 
-def _window(session: Session) -> int | None:
+def _route(session: Session) -> RequestContext | None:
+    """The provider, model and window the session last ran with (its latest route)."""
     for event in reversed(session.events):
         if isinstance(event, RequestContextEvent):
-            return event.data.context_window
+            return event.data
     return None
