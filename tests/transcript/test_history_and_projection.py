@@ -164,3 +164,13 @@ def test_shadowed_tool_cards_stay_paired_and_no_payload_shows():
     assert "prompt 0" in texts and not any("<compacted-summary>" in t for t in texts)
     pass_details = details[markers[0].pass_id]
     assert pass_details.items > 0 and pass_details.tokens > 0 and pass_details.summaries
+
+
+def test_transcript_tool_call_ids_come_from_append_origin_assistant_messages_only():
+    from dsh.transcript import transcript_tool_call_ids
+
+    session = compacted_session()
+    ids = transcript_tool_call_ids(session.events)
+    items, _ = project(session.events)
+    assert ids == {i.call_id for i in items if isinstance(i, ToolCallItem)}
+    assert len(ids) == 7

@@ -34,7 +34,6 @@ _encoder = msgspec.json.Encoder()
 _event_decoder = msgspec.json.Decoder(KnownEvent)
 _generic_decoder = msgspec.json.Decoder()
 
-SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 _SURFACE_EVENT_TYPES = frozenset({UserMessageEvent, AssistantMessageEvent, ToolResultEvent})
 
 

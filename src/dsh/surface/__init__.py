@@ -7,7 +7,6 @@ from dsh.surface.session import (
     Measurement,
     NodeTokens,
     Session,
-    derive_messages,
 )
 from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools_tokens
 
@@ -18,7 +17,6 @@ __all__ = [
     "Replacement",
     "Session",
     "SurfaceProjection",
-    "derive_messages",
     "fold_surface",
     "message_tokens",
     "surface_message",

@@ -24,7 +24,6 @@ from dsh.events import (
     RequestHeaderBody,
     RequestHeaderEvent,
     SessionEndSeed,
-    SurfaceEvent,
     SurfaceOp,
     ToolResultEvent,
     UserMessageEvent,
@@ -283,13 +282,3 @@ class Session:
         if header is not None:
             fixed = system_tokens(header.system) + tools_tokens(header.tools)
         return Measurement(fixed + sum(n.tokens for n in nodes), nodes, anchored=False)
-
-
-def derive_messages(node_events: Sequence[SurfaceEvent]) -> list[Message]:
-    """Messages of surface events in order, skipping empty assistant messages."""
-    messages = []
-    for event in node_events:
-        message = surface_message(event)
-        if message is not None:
-            messages.append(message)
-    return messages

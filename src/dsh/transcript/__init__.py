@@ -14,7 +14,7 @@ from dsh.transcript.projection import (
     transcript_items,
     transcript_tool_call_ids,
 )
-from dsh.transcript.render import COMPACTION_MARKER, render_message, render_messages
+from dsh.transcript.render import COMPACTION_MARKER, render_message
 from dsh.transcript.text import render_human_transcript
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "render_human_transcript",
     "render_markdown",
     "render_message",
-    "render_messages",
     "transcript_items",
     "transcript_tool_call_ids",
 ]

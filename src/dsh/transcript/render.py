@@ -7,8 +7,6 @@ model's scratch work, not part of the conversation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from dsh.events import Message, TextBlock, ToolCallBlock, ToolResultBlock
 
 COMPACTION_MARKER = "… earlier context was compacted …"
@@ -41,8 +39,3 @@ def _render_tool_result(block: object) -> str:
     if isinstance(block, ToolCallBlock):
         return f"[tool call: {block.name}({block.arguments})]"
     return ""
-
-
-def render_messages(messages: Iterable[Message]) -> str:
-    """Messages separated by blank lines."""
-    return "\n\n".join(render_message(m) for m in messages)
