@@ -23,22 +23,13 @@ from dsh.bench.runner import MAX_WORKERS, OnlineOptions, RunOptions
 from dsh.bench.scenario import iter_builtin_specs, load_spec, to_jsonl
 from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, run_suite
 from dsh.cli import context
-from dsh.errors import ConfigError, DshError
+from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS
 
 DEFAULT_SEED = 7
 
 
-class _BenchGroup(click.Group):
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except DshError as exc:
-            context.fail(exc)  # exits
-            return None  # pragma: no cover
-
-
-@click.group("bench", cls=_BenchGroup)
+@click.group("bench", cls=context.DshGroup)
 def bench() -> None:
     """Measure compaction honestly: cost, cache hits and what the model can still use."""
 

@@ -11,7 +11,18 @@ from dsh.config import Settings, dsh_home, load_settings
 from dsh.errors import ConfigError, DshError, UsageError
 from dsh.store import EventStore, open_store, resolve_session_id
 
-__all__ = ["cwd", "fail", "resolve_session_id", "settings", "store", "warn"]
+__all__ = ["DshGroup", "cwd", "fail", "resolve_session_id", "settings", "store", "warn"]
+
+
+class DshGroup(click.Group):
+    """A click group whose commands report a DshError as one line (see ``fail``)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except DshError as exc:
+            fail(exc)
+            return None  # pragma: no cover - fail exits
 
 
 def settings() -> Settings:

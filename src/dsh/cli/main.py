@@ -15,19 +15,9 @@ from dsh.cli.recall import recall
 from dsh.cli.run import run
 from dsh.cli.sessions import sessions
 from dsh.cli.web import web
-from dsh.errors import DshError
 
 
-class _Dsh(click.Group):
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except DshError as exc:
-            context.fail(exc)
-            return None
-
-
-@click.group(cls=_Dsh, invoke_without_command=True)
+@click.group(cls=context.DshGroup, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="dsh")
 @click.option(
     "--resume",

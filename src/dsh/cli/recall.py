@@ -22,16 +22,7 @@ class RecallCommandError(DshError):
     """A recall error on the CLI: ``CODE: message`` (exit status 1)."""
 
 
-class _RecallGroup(click.Group):
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except DshError as exc:
-            context.fail(exc)  # exits
-            return None  # pragma: no cover
-
-
-@click.group("recall", cls=_RecallGroup)
+@click.group("recall", cls=context.DshGroup)
 def recall() -> None:
     """Search and read compacted history, as the model's recall tools do."""
 

@@ -29,15 +29,22 @@ def retain_boundary(session: Session, retain_tokens: int) -> int:
     return keep
 
 
-def checkpoint_summary_text(session: Session, checkpoint_seq: int) -> str | None:
-    """The summary behind a checkpoint node, read from its ``compaction/summary`` event."""
-    event = session.events[checkpoint_seq]
-    sources = getattr(event, "source_event_seqs", None) or ()
+def checkpoint_summary_event(
+    session: Session, checkpoint_seq: int
+) -> CompactionSummaryEvent | None:
+    """The ``compaction/summary`` a checkpoint cites (sources ``[start, summary, …]``), if any."""
+    sources = getattr(session.events[checkpoint_seq], "source_event_seqs", None) or ()
     for seq in sources[:2]:
         candidate = session.events[seq]
         if isinstance(candidate, CompactionSummaryEvent):
-            return candidate.data.summary
+            return candidate
     return None
+
+
+def checkpoint_summary_text(session: Session, checkpoint_seq: int) -> str | None:
+    """The summary behind a checkpoint node, read from its ``compaction/summary`` event."""
+    summary = checkpoint_summary_event(session, checkpoint_seq)
+    return summary.data.summary if summary is not None else None
 
 
 class BasicBackend:

@@ -19,6 +19,7 @@ from dsh.compaction.anchors import (
     rarest_anchors,
     split_config,
 )
+from dsh.compaction.prompts import SUMMARY_SECTIONS
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.events import Message, ToolResultBlock, is_compact_checkpoint_source
 from dsh.transcript import render_message
@@ -27,15 +28,6 @@ PROVIDER = "extractive"
 NOTHING = "(nothing to summarise)"
 NONE = "(none)"
 
-SUMMARY_SECTIONS = (
-    "Request and intent",
-    "Key technical facts",
-    "Files and code",
-    "Errors and fixes",
-    "Pending work",
-    "Current state",
-    "Next step",
-)
 STATE_SECTIONS = ("Goal", "Decisions", "Current state", "Constraints", "Next steps")
 
 BULLET_CHARS = 240

@@ -15,14 +15,17 @@ from collections.abc import Sequence
 
 from dsh.compaction.anchors import keyword_line, merge_keyword_lines, rarest_anchors
 from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText
-from dsh.compaction.basic import checkpoint_summary_text, retain_boundary
+from dsh.compaction.basic import (
+    checkpoint_summary_event,
+    checkpoint_summary_text,
+    retain_boundary,
+)
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span
 from dsh.compaction.summarizer import Summarizer, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
 from dsh.events import (
-    CompactionSummaryEvent,
     Degraded,
     Message,
     UserMessageEvent,
@@ -46,18 +49,9 @@ def checkpoint_kind(session: Session, seq: int) -> str | None:
     event = session.events[seq]
     if not is_checkpoint_event(event):
         return None
-    summary = _summary_event(session, seq)
+    summary = checkpoint_summary_event(session, seq)
     kind = summary.data.kind if summary is not None else None
     return kind or "state"
-
-
-def _summary_event(session: Session, checkpoint_seq: int) -> CompactionSummaryEvent | None:
-    sources = getattr(session.events[checkpoint_seq], "source_event_seqs", None) or ()
-    for seq in sources[:2]:
-        event = session.events[seq]
-        if isinstance(event, CompactionSummaryEvent):
-            return event
-    return None
 
 
 class RecallableBackend:
