@@ -102,6 +102,7 @@ class Rig:
             resume=resume,
             route_factory=route,
             agent_factory=agent,
+            cursor_blink=False,
         )
         return DshApp(options)
 
@@ -131,9 +132,9 @@ async def submit(pilot: Any, text: str) -> None:
 
 
 async def run_prompt(pilot: Any, text: str) -> None:
-    """Send a prompt and wait until its turn has ended."""
+    """Send a prompt and wait until its turn has ended and the status bar has re-measured."""
     await submit(pilot, text)
-    await settle(pilot, lambda: not pilot.app.running)
+    await settle(pilot, lambda: not pilot.app.running and pilot.app.status_settled)
     await pilot.pause()
 
 

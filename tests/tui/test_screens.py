@@ -15,7 +15,11 @@ def test_no_key_screen_snapshot(snap_compare, rig: Rig):
         raise MissingApiKeyError("DEEPSEEK_API_KEY", provider="deepseek")
 
     options = TuiOptions(
-        settings=rig.settings(), store=rig.store, workspace=rig.workspace, route_factory=route
+        settings=rig.settings(),
+        store=rig.store,
+        workspace=rig.workspace,
+        route_factory=route,
+        cursor_blink=False,
     )
     assert snap_compare(DshApp(options), terminal_size=SIZE)
 

@@ -1,4 +1,4 @@
-"""``dsh bench``: measuring compaction honestly (``/work/shared/design/bench.md``).
+"""``dsh bench``: measuring compaction honestly (the method is in ``docs/bench.md``).
 
 * ``scenario`` / ``generate`` — scenario specs (YAML data in ``scenarios/``) and the seeded
   generator that turns a spec into a concrete session (JSONL, byte-identical per seed);

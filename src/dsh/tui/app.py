@@ -63,6 +63,7 @@ class DshApp(App[None]):
     def __init__(self, options: TuiOptions) -> None:
         super().__init__()
         self.controller = Controller(options, self)
+        self._cursor_blink = options.cursor_blink
         self.ready = False
         self._busy: str | None = None
         self._context_pending = False
@@ -74,7 +75,9 @@ class DshApp(App[None]):
     def compose(self) -> ComposeResult:
         yield TranscriptView(id="transcript")
         yield StatusBar(id="status")
-        yield PromptBox(id="prompt")
+        prompt = PromptBox(id="prompt")
+        prompt.cursor_blink = self._cursor_blink
+        yield prompt
 
     def on_mount(self) -> None:
         self.transcript = self.query_one(TranscriptView)

@@ -64,6 +64,8 @@ class TuiOptions:
     """The exact id of a session to open at start (None: a new session on the first prompt)."""
     route_factory: RouteFactory | None = None
     agent_factory: AgentFactory | None = None
+    cursor_blink: bool = True
+    """False keeps the prompt's cursor steady (snapshot tests: a blink is a timer)."""
 
 
 def settings_route_factory(settings: Settings) -> RouteFactory:
