@@ -204,3 +204,29 @@ def test_imported_checkpoint_is_adopted_as_state_by_the_recallable_backend(home,
         "not expressible upstream: compaction/summary.kind has no upstream field" in export.stderr
     )
     assert "compaction/plan has no upstream counterpart" in export.stderr
+
+
+def test_import_into_the_sqlite_store_works_the_same(home, monkeypatch):
+    monkeypatch.setenv("DSH_STORE_BACKEND", "sqlite")
+    imported(home, "03-block-summary.jsonl", "sq")
+    assert (home / "dsh.sqlite3").is_file() and not (home / "sessions").exists()
+    assert "c21" in run("recall", "read", "sq", "c21").output
+    assert (home / "imports" / "sq" / "original.jsonl").is_file()
+
+
+def test_a_store_that_fails_to_create_the_session_leaves_no_copy_behind(
+    home, monkeypatch, tmp_path
+):
+    from dsh.errors import StoreError
+    from dsh.interop import import_upstream
+
+    class FailingStore(JsonlStore):
+        def create(self, **kwargs):  # type: ignore[override]
+            raise StoreError("disk full")
+
+    with pytest.raises(StoreError, match="disk full"):
+        import_upstream(
+            FailingStore(home), home, FIXTURES / "01-header-v0.jsonl", cwd=str(tmp_path)
+        )
+    assert list((home / "imports").iterdir()) == []
+    assert JsonlStore(home).list() == []

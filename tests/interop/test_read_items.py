@@ -361,3 +361,76 @@ def test_surface_content_without_a_dsh_counterpart_refuses_naming_the_line(
         UpstreamFormatError, match=f"^u: line 2: seq 0 \\(user/message\\): {message}"
     ):
         read_upstream(_one_user_message(content, source), name="u")
+
+
+def _log(*events: dict) -> bytes:
+    header = {"type": "session", "version": 0, "id": "x", "createdAt": 1, "delegationDepth": 0}
+    return "".join(json.dumps(r) + "\n" for r in (header, *events)).encode()
+
+
+def test_header_extras_error_objects_and_block_systems_are_bent_into_dsh_shapes():
+    config = {"provider": "p", "model": "m", "temperature": 0.2}
+    header = {"config": config, "system": [{"type": "text", "text": "be terse"}]}
+    header["adapterDefaults"] = {"maxTokens": 10}
+    result = read_upstream(
+        _log(
+            {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+            {
+                "type": "request/header",
+                "seq": 1,
+                "time": 1,
+                "data": {"header": header, "reason": "initial"},
+            },
+            {
+                "type": "turn/end",
+                "seq": 2,
+                "time": 1,
+                "data": {
+                    "turn": 1,
+                    "reason": {"kind": "error", "error": {"message": "boom", "code": "X"}},
+                },
+            },
+        ),
+        name="h",
+    )
+    body = result.events[1].data.header  # type: ignore[union-attr]
+    assert (body.system, body.config.params) == ("be terse", {"temperature": 0.2})
+    assert result.notes["dropped field request/header.adapterDefaults"] == 1
+    assert result.events[2].data.reason.error == "boom"  # type: ignore[union-attr]
+
+
+def test_a_finish_with_a_bare_error_reason_and_a_sibling_failure_is_a_request_error():
+    chunk = {
+        "type": "finish",
+        "reason": "error",
+        "failure": {"code": "RATE_LIMITED", "retryable": True},
+    }
+    result = read_upstream(
+        _log(
+            {
+                "type": "assistant/chunk",
+                "seq": 0,
+                "time": 1,
+                "data": {"turn": 1, "step": 1, "chunk": chunk},
+            }
+        ),
+        name="f",
+    )
+    data = result.events[0].data  # type: ignore[union-attr]
+    assert (data.code, data.message, data.retryable) == ("RATE_LIMITED", "RATE_LIMITED", True)
+
+
+def test_an_event_upstream_already_marked_ignorable_keeps_its_envelope_without_the_marker():
+    event = {"type": "x/new", "seq": 0, "time": 1, "data": {"a": 1}, "ignorable": True}
+    (opaque,) = read_upstream(_log(event), name="i").events
+    assert isinstance(opaque, OpaqueEvent) and json.loads(opaque.raw) == event
+
+
+def test_tool_call_arguments_given_as_a_json_value_are_stored_as_their_text():
+    call = {"type": "tool-call", "id": "c", "name": "grep", "arguments": {"q": "x"}}
+    message = {"id": "a", "role": "assistant", "content": [call], "source": make_fixtures.MODEL}
+    event = {"type": "assistant/message", "seq": 0, "time": 1}
+    event.update(data={"turn": 1, "step": 1, "message": message}, surfaceOp="append")
+    result = read_upstream(_log(event), name="a")
+    block = result.events[0].data.message.content[0]  # type: ignore[union-attr]
+    assert block.arguments == '{"q":"x"}'

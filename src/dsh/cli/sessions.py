@@ -1,5 +1,4 @@
-"""``dsh sessions list|show|export|stats`` read stored sessions (never writing, never blocking);
-``dsh sessions import`` adds one converted from the TypeScript harness."""
+"""``dsh sessions list|show|export``: read stored sessions (never writes, never blocks)."""
 
 from __future__ import annotations
 
@@ -98,7 +97,8 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--id", "session_id", default=None, help="Id of the new session (default: new).")
 def import_(file: Path, session_id: str | None) -> None:
-    """Import a TypeScript-harness session log as a new session (see docs/interop.md)."""
+    """Import a TypeScript-harness session log as a new session (the one command here that
+    writes; see docs/interop.md)."""
     result = import_upstream(
         context.store(), dsh_home(), file, cwd=str(context.cwd()), session_id=session_id
     )

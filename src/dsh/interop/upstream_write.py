@@ -80,6 +80,8 @@ def _event(event: Event, notes: Counter[str], command_ids: dict[str, str]) -> Js
     if kind in DSH_ONLY_TYPES:
         notes[f"{kind} has no upstream counterpart: written with ignorable: true"] += 1
         out["ignorable"] = True
+    elif kind == "llm/retry":
+        notes["llm/retry written in dsh's shape with ignorable: true"] += 1
     elif kind == "request/error":
         failure = {k: data[k] for k in ("code", "message", "retryable")}
         chunk = {"type": "finish", "reason": {"kind": "error", "failure": failure}}
