@@ -434,3 +434,10 @@ def test_tool_call_arguments_given_as_a_json_value_are_stored_as_their_text():
     result = read_upstream(_log(event), name="a")
     block = result.events[0].data.message.content[0]  # type: ignore[union-attr]
     assert block.arguments == '{"q":"x"}'
+
+
+def test_unknown_envelope_fields_on_a_known_type_are_dropped_and_counted():
+    event = {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}, "traceId": "t-1"}
+    result = read_upstream(_log(event), name="e")
+    assert result.events[0].data.turn == 1  # type: ignore[union-attr]
+    assert result.notes["dropped field envelope.traceId"] == 1

@@ -40,6 +40,7 @@ SOFT_TYPES = frozenset({"todo/write", "command/run", "command/done", "llm/retry"
 DSH_ONLY_TYPES = frozenset({"compaction/plan"})
 """dsh types the upstream reader does not know; export marks them ignorable, import clears it."""
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+ENVELOPE_FIELDS = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable")
 
 
 class MappingError(ValueError):
@@ -367,7 +368,7 @@ def to_dsh(event: Json, notes: Notes) -> tuple[Json, bool]:
                 f"upstream event {kind!r} changes the surface but dsh has no such event"
             )
         return opaque(event, renamed=False), True
-    out = dict(event)
+    out = _keep(event, ENVELOPE_FIELDS, "envelope", notes)
     if kind in DSH_ONLY_TYPES:
         out.pop("ignorable", None)
     converter = DATA_CONVERTERS.get(kind)
