@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from dsh.cli.main import cli
 from dsh.compaction.recallable import checkpoint_kind
-from dsh.events import CompactionSummaryEvent, encode_event
+from dsh.events import CompactionSummaryEvent, ToolResultEvent, encode_event
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.transcript import COMPACTION_MARKER
@@ -230,3 +230,17 @@ def test_a_store_that_fails_to_create_the_session_leaves_no_copy_behind(
         )
     assert list((home / "imports").iterdir()) == []
     assert JsonlStore(home).list() == []
+
+
+def test_the_model_recalls_imported_history_through_history_search(home, tmp_path):
+    imported(home, "03-block-summary.jsonl", "recall")
+    search = {"name": "history_search", "arguments": {"query": "holds the launch code"}}
+    entries = [{"text": "unused"}] * 4 + [{"toolCalls": [search]}, {"text": "Found it."}]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(entries))
+    result = dsh("run", "--session", "recall", "--script", str(script), "What was it?", home=home)
+    assert result.stdout.splitlines()[0] == "Found it."
+    results = [e for e in events_of(home, "recall")[29:] if isinstance(e, ToolResultEvent)]
+    (answer,) = results
+    text = answer.data.message.content[0].content[0].text  # type: ignore[union-attr]
+    assert "[c21 #msg 3] Assistant: It holds the launch code." in text
