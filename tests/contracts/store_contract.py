@@ -19,6 +19,7 @@ from dsh.errors import (
     ReadOnlySessionError,
     SessionLockedError,
     SessionNotFoundError,
+    StoreError,
     UnknownEventTypeError,
 )
 from dsh.events import (
@@ -151,6 +152,15 @@ class StoreContract(ABC):
         seeded = store.create(cwd="/elsewhere", seed=list(source.events))
         seeded.close()
         assert self.stored_event_bytes(store, seeded.id) == [encode_event(e) for e in source.events]
+
+    def test_create_with_a_chosen_id_and_creation_time_refuses_an_existing_id(self, store):
+        log = store.create(cwd="/imported", session_id="imported-1", created_at=1_700_000_000_000)
+        log.close()
+        header = self.reopen_store(store).open("imported-1").header
+        assert (header.id, header.created_at) == ("imported-1", 1_700_000_000_000)
+        with pytest.raises(StoreError):
+            store.create(cwd="/imported", session_id="imported-1")
+        assert [h.id for h in self.reopen_store(store).list()].count("imported-1") == 1
 
     def test_append_with_a_seq_that_does_not_continue_the_log_is_refused(self, store):
         log = store.create(cwd="/work/project")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
 from dsh.cli import context
 from dsh.compaction.recallable import checkpoint_kind
+from dsh.config import dsh_home
 from dsh.events import encode_event, event_type_of, surface_message
+from dsh.interop import export_upstream, import_upstream
 from dsh.store.base import encode_header
 from dsh.surface import Session
 from dsh.transcript import render_human_transcript, render_markdown, render_message
@@ -62,7 +65,7 @@ def show(session_id: str, view: str) -> None:
 
 @sessions.command("export")
 @click.argument("session_id")
-@click.option("--format", "fmt", type=click.Choice(["md", "jsonl"]), required=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "jsonl", "upstream"]), required=True)
 @click.option(
     "-o",
     "--output",
@@ -71,9 +74,14 @@ def show(session_id: str, view: str) -> None:
     help="Write to this file instead of standard output.",
 )
 def export(session_id: str, fmt: str, output: str | None) -> None:
-    """Export a session as Markdown (the human transcript) or JSONL (the exact log)."""
+    """Export a session as Markdown (the human transcript), JSONL (the exact log) or upstream
+    (the TypeScript harness's format; what it cannot express is listed on stderr)."""
     session = _open(session_id)
-    if fmt == "jsonl":
+    if fmt == "upstream":
+        data, notes = export_upstream(session.header, session.events)
+        for note, count in sorted(notes.items()):
+            context.warn(f"not expressible upstream: {note} ×{count}")
+    elif fmt == "jsonl":
         lines = [encode_header(session.header)] + [encode_event(e) for e in session.events]
         data = b"\n".join(lines) + b"\n"
     else:
@@ -83,6 +91,18 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     else:
         with open(output, "wb") as handle:
             handle.write(data)
+
+
+@sessions.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--id", "session_id", default=None, help="Id of the new session (default: new).")
+def import_(file: Path, session_id: str | None) -> None:
+    """Import a TypeScript-harness session log as a new session (the one command here that
+    writes; see docs/interop.md)."""
+    result = import_upstream(
+        context.store(), dsh_home(), file, cwd=str(context.cwd()), session_id=session_id
+    )
+    click.echo(result.report())
 
 
 @sessions.command("stats")

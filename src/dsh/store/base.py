@@ -66,13 +66,21 @@ def encode_header(header: SessionHeader) -> bytes:
     return _header_encoder.encode(header)
 
 
-def new_header(*, cwd: str, parent_session: str | None, seed_length: int) -> SessionHeader:
-    """The header of a session created now."""
-    created = now_millis()
+def new_header(
+    *,
+    cwd: str,
+    parent_session: str | None,
+    seed_length: int,
+    session_id: str | None = None,
+    created_at: int | None = None,
+) -> SessionHeader:
+    """The header of a new session: created now with a fresh id unless told otherwise (an
+    imported session keeps its original creation time and may be given an id)."""
+    created = now_millis() if created_at is None else created_at
     return SessionHeader(
         type="session",
         version=FORMAT_VERSION,
-        id=new_session_id(created),
+        id=session_id if session_id is not None else new_session_id(created),
         cwd=cwd,
         created_at=created,
         parent_session=parent_session,
@@ -199,9 +207,16 @@ class EventStore(Protocol):
     """Where session logs live. Backends: JSONL (default), SQLite, memory."""
 
     def create(
-        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+        self,
+        *,
+        cwd: str,
+        parent_session: str | None = None,
+        seed: Sequence[Event] = (),
+        session_id: str | None = None,
+        created_at: int | None = None,
     ) -> SessionLog:
-        """Start a new session, open for writing."""
+        """Start a new session, open for writing (``session_id``/``created_at`` default to a
+        fresh id and now; an existing id is refused)."""
         ...
 
     def open(self, session_id: str, *, writable: bool = False) -> SessionLog:

@@ -127,9 +127,21 @@ class JsonlStore:
         return self.session_dir(session_id) / LOG_NAME
 
     def create(
-        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+        self,
+        *,
+        cwd: str,
+        parent_session: str | None = None,
+        seed: Sequence[Event] = (),
+        session_id: str | None = None,
+        created_at: int | None = None,
     ) -> JsonlSessionLog:
-        header = new_header(cwd=cwd, parent_session=parent_session, seed_length=len(seed))
+        header = new_header(
+            cwd=cwd,
+            parent_session=parent_session,
+            seed_length=len(seed),
+            session_id=session_id,
+            created_at=created_at,
+        )
         directory = self.session_dir(header.id)
         try:
             directory.mkdir(parents=True, exist_ok=False)

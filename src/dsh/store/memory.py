@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from dsh.errors import SessionLockedError, SessionNotFoundError
+from dsh.errors import SessionLockedError, SessionNotFoundError, StoreError
 from dsh.events import Event, check_contiguous, decode_events, encode_event
 from dsh.store.base import SessionHeader, SessionLog, new_header, now_millis
 from dsh.store.repair import plan_crash_repair
@@ -48,10 +48,24 @@ class MemoryStore:
         self.writers: set[str] = set()
 
     def create(
-        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+        self,
+        *,
+        cwd: str,
+        parent_session: str | None = None,
+        seed: Sequence[Event] = (),
+        session_id: str | None = None,
+        created_at: int | None = None,
     ) -> MemorySessionLog:
-        header = new_header(cwd=cwd, parent_session=parent_session, seed_length=len(seed))
+        header = new_header(
+            cwd=cwd,
+            parent_session=parent_session,
+            seed_length=len(seed),
+            session_id=session_id,
+            created_at=created_at,
+        )
         check_contiguous(seed)
+        if header.id in self.headers:
+            raise StoreError(f"session {header.id} already exists")
         self.headers[header.id] = header
         self.lines[header.id] = [encode_event(e) for e in seed]
         self.writers.add(header.id)

@@ -153,9 +153,21 @@ class SqliteStore:
         return acquire_write_lock(self.lock_dir / f"{session_id}.lock", session_id)
 
     def create(
-        self, *, cwd: str, parent_session: str | None = None, seed: Sequence[Event] = ()
+        self,
+        *,
+        cwd: str,
+        parent_session: str | None = None,
+        seed: Sequence[Event] = (),
+        session_id: str | None = None,
+        created_at: int | None = None,
     ) -> SqliteSessionLog:
-        header = new_header(cwd=cwd, parent_session=parent_session, seed_length=len(seed))
+        header = new_header(
+            cwd=cwd,
+            parent_session=parent_session,
+            seed_length=len(seed),
+            session_id=session_id,
+            created_at=created_at,
+        )
         check_contiguous(seed)
         db = _connect(self.path)
         lock = self._lock(header.id)

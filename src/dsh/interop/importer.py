@@ -1,0 +1,101 @@
+"""``dsh sessions import``: a TypeScript-harness log becomes a new dsh session, all or nothing.
+
+Order of work, so a failure never leaves a partial session behind: read and convert the whole
+file in memory (any problem refuses here, naming the line); copy the original, untouched, into a
+staging directory; create the session with every converted event in one write; only then move
+the staged copy to ``$DSH_HOME/imports/<session-id>/`` beside the report. If creating the session
+fails, the staged copy is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.errors import StoreError, UsageError
+from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
+from dsh.store import EventStore, new_session_id
+
+IMPORTS_DIR = "imports"
+ORIGINAL_NAME = "original.jsonl"
+REPORT_NAME = "report.txt"
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass
+class ImportResult:
+    session_id: str
+    cwd: str
+    original: Path
+    conversion: Conversion
+
+    def report(self) -> str:
+        """What the import converted, kept opaque and changed (also saved as report.txt)."""
+        c = self.conversion
+        lines = [
+            f"imported {c.header.id} as session {self.session_id} "
+            f"({len(c.events)} events from {c.lines} lines)",
+            f"original copied to {self.original}",
+            f"workspace: {self.cwd}"
+            + ("" if c.header.cwd is not None else " (the log names none: the current directory)"),
+            "converted: " + _counts(c.converted),
+            "kept as opaque ignorable events: " + (_counts(c.kept_opaque) or "none"),
+        ]
+        for key, value in c.header.extras.items():
+            lines.append(
+                f"header field {key} = {value!r} has no dsh counterpart (kept in the copy)"
+            )
+        lines.extend(f"{note} ×{count}" for note, count in sorted(c.notes.items()))
+        lines.extend(f"warning: {w}" for w in c.warnings)
+        return "\n".join(lines)
+
+
+def _counts(counter: dict[str, int]) -> str:
+    return ", ".join(f"{kind} ×{count}" for kind, count in sorted(counter.items()))
+
+
+def import_upstream(
+    store: EventStore, home: Path, path: Path, *, cwd: str, session_id: str | None = None
+) -> ImportResult:
+    """Import one TypeScript-harness log; raises a one-line DshError and writes nothing if the
+    log cannot be imported."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if data[:4] == b"\x28\xb5\x2f\xfd":
+        raise UpstreamFormatError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
+    conversion = read_upstream(data, name=str(path))
+    chosen = session_id or new_session_id(conversion.header.created_at)
+    if not _SAFE_ID.fullmatch(chosen):
+        raise UsageError(f"--id {chosen!r}: use letters, digits, '.', '_' and '-' (≤ 100)")
+    if any(h.id == chosen for h in store.list()):
+        raise UsageError(f"a session {chosen} already exists; choose another --id")
+    final = home / IMPORTS_DIR / chosen
+    if final.exists():
+        raise UsageError(f"{final} already exists; choose another --id")
+    workspace = conversion.header.cwd or cwd
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{chosen}.", dir=final.parent))
+    try:
+        shutil.copyfile(path, staging / ORIGINAL_NAME)
+        log = store.create(
+            cwd=workspace,
+            seed=conversion.events,
+            session_id=chosen,
+            created_at=conversion.header.created_at,
+        )
+    except (OSError, StoreError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, StoreError):
+            raise
+        raise StoreError(f"cannot copy {path}: {exc.strerror or exc}") from exc
+    log.close()
+    result = ImportResult(chosen, workspace, final / ORIGINAL_NAME, conversion)
+    (staging / REPORT_NAME).write_text(result.report() + "\n", encoding="utf-8")
+    os.replace(staging, final)
+    return result

@@ -1,0 +1,193 @@
+"""A tolerant reader of the TypeScript harness's ``session.jsonl``: bytes → dsh events.
+
+It accepts what that harness writes (docs/interop.md): a version-0 header with
+``delegationDepth`` and an optional ``cwd``; packed chunk rows; its stream chunks, tool-result
+roles, block summaries and ``{start, end}`` ranges; every event type of its vocabulary. The
+result is checked with dsh's own codec and surface fold before anything is stored, so a log that
+converts is a log dsh could have written. Any problem raises :class:`UpstreamFormatError` naming
+the line, and nothing has been written by then.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from dsh.errors import DshError, EventError, LogCorruptError
+from dsh.events import (
+    Event,
+    OpaqueEvent,
+    decode_event_line,
+    encode_json,
+    event_type_of,
+    validate_event_shape,
+)
+from dsh.interop.packing import PACKED_ROW_TYPES, PackedRowError, expand_row
+from dsh.interop.to_dsh import SOFT_TYPES, SURFACE_TYPES, MappingError, opaque, to_dsh
+from dsh.surface.projection import SurfaceProjection
+
+UPSTREAM_VERSION = 0
+
+
+class UpstreamFormatError(DshError):
+    """A TypeScript-harness log that cannot be imported (the message names the line)."""
+
+
+@dataclass
+class UpstreamHeader:
+    id: str
+    created_at: int
+    cwd: str | None
+    extras: dict[str, Any]
+    """Header fields dsh's header has no place for (origin, delegationDepth, agentPreset…)."""
+
+
+@dataclass
+class Conversion:
+    """The converted log and what the conversion did."""
+
+    header: UpstreamHeader
+    events: list[Event]
+    lines: int
+    converted: Counter[str] = field(default_factory=Counter)
+    """dsh events written, by type."""
+    kept_opaque: Counter[str] = field(default_factory=Counter)
+    """Upstream events kept as opaque ignorable events, by (stored) type."""
+    notes: Counter[str] = field(default_factory=Counter)
+    """Every lossy or renaming step, counted."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _fail(name: str, line: int, message: str) -> UpstreamFormatError:
+    return UpstreamFormatError(f"{name}: line {line}: {message}")
+
+
+def _parse_lines(data: bytes, name: str, warnings: list[str]) -> list[tuple[int, Any]]:
+    """(line number, JSON value) of every non-empty line; a torn last line is dropped."""
+    raw_lines = data.split(b"\n")
+    torn = raw_lines.pop() if raw_lines else b""
+    parsed = []
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            parsed.append((number, _json(raw)))
+        except msgspec.DecodeError as exc:
+            raise _fail(name, number, f"not valid JSON ({exc})") from exc
+    if torn.strip():
+        try:
+            parsed.append((len(raw_lines) + 1, _json(torn)))
+        except msgspec.DecodeError:
+            warnings.append(
+                f"dropped a torn last line ({len(torn)} bytes) left by an interrupted write"
+            )
+    return parsed
+
+
+_json = msgspec.json.Decoder().decode
+"""Strict JSON: no NaN or infinities, so whatever converts is lossless."""
+
+
+def _header(value: Any, name: str) -> UpstreamHeader:
+    if not isinstance(value, dict) or value.get("type") != "session":
+        raise _fail(name, 1, "missing the session header (type 'session')")
+    if value.get("version") != UPSTREAM_VERSION:
+        raise _fail(
+            name,
+            1,
+            f"session format version {value.get('version')!r} is not the TypeScript harness's "
+            f"({UPSTREAM_VERSION}); a dsh log needs no import",
+        )
+    ident, created, cwd = value.get("id"), value.get("createdAt"), value.get("cwd")
+    if not isinstance(ident, str) or not ident:
+        raise _fail(name, 1, "the session header has no id")
+    if not isinstance(created, int) or isinstance(created, bool) or created < 0:
+        raise _fail(
+            name, 1, f"the session header's createdAt is not epoch milliseconds: {created!r}"
+        )
+    if cwd is not None and not isinstance(cwd, str):
+        raise _fail(name, 1, f"the session header's cwd is not text: {cwd!r}")
+    extras = {
+        k: v for k, v in value.items() if k not in ("type", "version", "id", "cwd", "createdAt")
+    }
+    return UpstreamHeader(id=ident, created_at=created, cwd=cwd, extras=extras)
+
+
+def expand_rows(parsed: list[tuple[int, Any]], name: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line, upstream event) per seq: packed rows expanded, seqs checked to be 0, 1, 2, …"""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for line, value in parsed:
+        if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+            raise _fail(name, line, "not an event object")
+        if value["type"] in PACKED_ROW_TYPES:
+            try:
+                events = expand_row(value)
+            except PackedRowError as exc:
+                raise _fail(name, line, str(exc)) from exc
+        else:
+            events = [value]
+        for event in events:
+            if event.get("seq") != len(out):
+                raise _fail(
+                    name,
+                    line,
+                    f"expected seq {len(out)} but found seq {event.get('seq')!r} "
+                    "(a gap or reordering in the log)",
+                )
+            out.append((line, event))
+    return out
+
+
+def read_upstream(data: bytes, *, name: str) -> Conversion:
+    """Convert a TypeScript-harness log; raises UpstreamFormatError naming the line."""
+    warnings: list[str] = []
+    parsed = _parse_lines(data, name, warnings)
+    if not parsed:
+        raise _fail(name, 1, "empty file (no session header)")
+    header = _header(parsed[0][1], name)
+    records = expand_rows(parsed[1:], name)
+    result = Conversion(header=header, events=[], lines=parsed[-1][0], warnings=warnings)
+    surface = SurfaceProjection()
+    for line, record in records:
+        event = _convert(record, line, name, result)
+        if event_type_of(event) in SURFACE_TYPES:
+            try:
+                surface.apply(event)
+            except EventError as exc:
+                raise _fail(name, line, str(exc)) from exc
+        result.events.append(event)
+    return result
+
+
+def _convert(record: dict[str, Any], line: int, name: str, result: Conversion) -> Event:
+    notes: Counter[str] = Counter()
+    try:
+        mapped, is_opaque = to_dsh(record, notes)
+    except MappingError as exc:
+        raise _fail(name, line, f"seq {record.get('seq')} ({record['type']}): {exc}") from exc
+    try:
+        event = _decode(mapped, line)
+    except (LogCorruptError, EventError) as exc:
+        if record["type"] not in SOFT_TYPES:
+            raise _fail(name, line, _strip_line(str(exc), line)) from exc
+        notes = Counter({f"{record['type']} of another shape kept opaque": 1})
+        event, is_opaque = _decode(opaque(record, renamed=True), line), True
+    result.notes.update(notes)
+    kind = event_type_of(event)
+    (result.kept_opaque if is_opaque else result.converted)[kind] += 1
+    assert is_opaque == isinstance(event, OpaqueEvent)
+    return event
+
+
+def _decode(mapped: dict[str, Any], line: int) -> Event:
+    event = decode_event_line(encode_json(mapped), line=line)
+    validate_event_shape(event)
+    return event
+
+
+def _strip_line(message: str, line: int) -> str:
+    prefix = f"line {line}"
+    return message[len(prefix) :].lstrip(": ") if message.startswith(prefix) else message
