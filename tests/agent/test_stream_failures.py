@@ -19,7 +19,7 @@ from dsh.events import (
 from dsh.llm.openai_compat import OpenAICompatProvider
 from dsh.llm.replay import ReplayProvider
 from dsh.surface import Session
-from dsh.transcript import MessageItem, transcript_items
+from dsh.transcript import MessageItem, render_human_transcript, transcript_items
 from tests.agent.conftest import Harness, run
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import (
@@ -79,8 +79,15 @@ def test_a_dropped_stream_logs_the_streamed_text_marked_after_its_error(
     assert partial.data.message.text() == "The answer is forty-two, because"
     assert _of(harness, TurnEndEvent)[0].data.reason.kind == "error"
     # Shown in the transcript, and the log reloads with it.
-    texts = [i.message.text() for i in transcript_items(harness.session.events)]
-    assert "The answer is forty-two, because" in texts
+    items = [i for i in transcript_items(harness.session.events) if isinstance(i, MessageItem)]
+    assert [(i.message.text(), i.cut_by) for i in items][-1] == (
+        "The answer is forty-two, because",
+        "CONNECTION",
+    )
+    shown = render_human_transcript(harness.session.events)
+    assert shown.endswith(
+        "Assistant: The answer is forty-two, because\n(the reply was cut off: CONNECTION)"
+    )
     reopened = harness.reopen()
     assert [encode_event(e) for e in reopened.events] == [
         encode_event(e) for e in harness.session.events
