@@ -35,7 +35,7 @@ class LiveDisplay:
         if not self.notices or notice == self._notice:
             return
         self._notice = notice
-        click.echo("\r\x1b[K" + (notice or ""), nl=False, err=True)
+        click.echo("\r\x1b[K" + (notice or ""), nl=False, err=True, color=True)
 
     def on_stream(self, event: StreamEvent) -> None:
         self.show_waiting(None)
