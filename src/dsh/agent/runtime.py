@@ -132,10 +132,8 @@ def build_agent(
         engine = CompactionEngine(session, backend, compaction)
         pre_step, overflow = compaction_hooks(engine)
         hooks.append(pre_step)
-    name, generation = (
-        route.provider.name,
-        settings.provider.for_route(route.provider.name, route.model),
-    )
+    name = route.provider.name
+    generation = settings.provider.for_route(name, route.model)
     config = AgentConfig(
         provider=name,
         model=route.model,
