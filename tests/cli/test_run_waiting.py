@@ -83,5 +83,6 @@ def test_a_slow_first_chunk_shows_the_waiting_notice_on_a_terminal(
     assert child.returncode == 0
     assert out.decode().splitlines()[0] == "prefill done"  # stdout stays clean
     assert NOTICE not in out
+    assert server.bodies[0]["max_tokens"] == 4096  # and the local route's output is bounded
     terminal = before + after
     assert terminal.rfind(b"\r\x1b[K") > terminal.rfind(NOTICE)  # erased once the reply came
