@@ -60,6 +60,7 @@ def test_prose_an_unknown_tool_bad_arguments_or_extra_keys_stay_text():
         '```json\n{"name": "bash", "arguments": {"command": "ls"}}',  # fence never closed
         '```python\nprint("hi")\n```',
         '{"name": "bash", "arguments": {"command": NaN}}',
+        '{"name": "bash", "arguments": {"command": "\\ud800"}}',  # not loggable as UTF-8
         "",
         "   ",
     ):

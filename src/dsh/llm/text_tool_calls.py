@@ -119,4 +119,9 @@ def _as_call(value: Any) -> TextToolCall | None:
             return None
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return None
-    return TextToolCall(name=name, arguments=json.dumps(arguments, ensure_ascii=False))
+    encoded = json.dumps(arguments, ensure_ascii=False)
+    try:
+        encoded.encode("utf-8")  # a lone surrogate (\ud800) cannot be logged: leave it text
+    except UnicodeEncodeError:
+        return None
+    return TextToolCall(name=name, arguments=encoded)
