@@ -24,12 +24,43 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     pass
 
 
+ToolChoice = Literal["auto", "required", "none"]
+
+
+class ProviderOverride(_Section, frozen=True):
+    """Generation settings for one route, under ``[provider.overrides."provider:model"]``."""
+
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    tool_choice: ToolChoice | None = None
+    text_tool_calls: bool | None = None
+    stream_idle_timeout: float | None = None
+    call_timeout: float | None = None
+
+
 class ProviderSettings(_Section, frozen=True):
     name: str = "deepseek"
     model: str | None = None
     base_url: str | None = None
     context_window: int | None = None
     api_key: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    tool_choice: ToolChoice | None = None
+    text_tool_calls: bool | None = None
+    stream_idle_timeout: float = 300.0
+    call_timeout: float = 1200.0
+    overrides: dict[str, ProviderOverride] = {}
+
+    def for_route(self, provider: str, model: str) -> ProviderSettings:
+        """These settings with the override for ``provider:model`` (or ``model``) applied."""
+        override = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+        if override is None:
+            return self
+        changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}
+        return msgspec.structs.replace(self, **changes)
 
 
 class CompactionOverride(_Section, frozen=True):
@@ -98,6 +129,20 @@ DESCRIPTIONS: dict[str, str] = {
     "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp).",
     "provider.context_window": "Override the model's context window (tokens).",
     "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",
+    "provider.max_output_tokens": "Output bound sent with every conversation request "
+    "(max_tokens); unset: a default per provider and model (4096 for openai-compatible).",
+    "provider.temperature": "Sampling temperature sent with every request (unset: the server's).",
+    "provider.top_p": "Nucleus sampling top_p sent with every request (unset: the server's).",
+    "provider.tool_choice": "auto, required or none (OpenAI-compatible routes only).",
+    "provider.text_tool_calls": "Recover a reply whose whole text is JSON tool calls as tool "
+    "calls; unset: on for openai-compatible, off for the others.",
+    "provider.stream_idle_timeout": "Seconds without a stream chunk (the first included) before "
+    "the call fails with a retryable TIMEOUT.",
+    "provider.call_timeout": "Seconds one model call may take in all, retries included "
+    "(then TIMEOUT, not retried).",
+    "provider.overrides": 'Per-route settings: [provider.overrides."provider:model"] (or a '
+    "model name) with max_output_tokens, temperature, top_p, tool_choice, text_tool_calls, "
+    "stream_idle_timeout, call_timeout.",
     "compaction.backend": "recallable (index stubs + state, recall tools), basic, or off.",
     "compaction.threshold_ratio": "Compact when the next request reaches window × this.",
     "compaction.retain_ratio": "Keep at least window × this of recent history verbatim.",
@@ -172,12 +217,29 @@ def validate_settings(settings: Settings) -> None:
     _require(1 <= recall.search_limit <= 200, "recall.search_limit", "must be in [1, 200]")
     window = settings.provider.context_window
     _require(window is None or window > 0, "provider.context_window", "must be positive")
+    _validate_provider(settings.provider, "provider")
+    for name in settings.provider.overrides:
+        provider, _, model = name.rpartition(":")
+        route = settings.provider.for_route(provider, model)
+        _validate_provider(route, f'provider.overrides."{name}"')
     provider, colon, model = settings.compaction.summarizer.partition(":")
     _require(
         not colon or bool(provider and model),
         "compaction.summarizer",
         "must be extractive, a model name, or provider:model with both parts",
     )
+
+
+def _validate_provider(p: ProviderSettings, where: str) -> None:
+    rules = [
+        (p.max_output_tokens is None or p.max_output_tokens >= 1, "max_output_tokens", ">= 1"),
+        (p.temperature is None or 0 <= p.temperature <= 2, "temperature", "in [0, 2]"),
+        (p.top_p is None or 0 < p.top_p <= 1, "top_p", "in (0, 1]"),
+        (p.stream_idle_timeout > 0, "stream_idle_timeout", "positive"),
+        (p.call_timeout > 0, "call_timeout", "positive"),
+    ]
+    for ok, key, rule in rules:
+        _require(ok, f"{where}.{key}", f"must be {rule}")
 
 
 def _validate_compaction(c: CompactionSettings, where: str) -> None:

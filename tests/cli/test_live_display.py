@@ -39,3 +39,22 @@ def test_a_compaction_pass_is_announced_on_the_terminal(capsys):
         CompactionPlanEvent(seq=9, time=0, data=CompactionPlan(pass_id="p", regions=(region,)))
     )
     assert "compacting earlier context (1 checkpoint(s))" in capsys.readouterr().err
+
+
+def test_the_waiting_notice_is_rewritten_in_place_and_erased_by_the_reply(capsys):
+    live = LiveDisplay(streaming=True, notices=True)
+    live.show_waiting("waiting for the model (1 s)")
+    live.show_waiting("waiting for the model (1 s)")  # unchanged: not written again
+    live.show_waiting("waiting for the model (2 s)")
+    live.on_stream(TextDelta("Hi"))
+    live.finish_turn("Hi")
+    out, err = capsys.readouterr()
+    assert out == "Hi\n"
+    assert err == ("\r\x1b[Kwaiting for the model (1 s)\r\x1b[Kwaiting for the model (2 s)\r\x1b[K")
+
+
+def test_without_a_terminal_on_stderr_no_notice_is_written(capsys):
+    live = LiveDisplay(streaming=False, notices=False)
+    live.show_waiting("waiting for the model (5 s)")
+    live.finish_turn("answer")
+    assert capsys.readouterr() == ("answer\n", "")

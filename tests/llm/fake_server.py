@@ -8,7 +8,9 @@ answers (for timeouts) and streams that carry an error part-way through.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -26,6 +28,13 @@ class Canned:
     parts: tuple[bytes, ...] = ()
     delay: float = 0.0
     """Seconds to wait before answering (to provoke client timeouts)."""
+    chunked: bool = False
+    """Frame the body with ``Transfer-Encoding: chunked`` (HTTP/1.1), as real servers stream."""
+    drop_after: int | None = None
+    """Write only this many parts, then close the connection mid-body (a killed server)."""
+    hold: threading.Event | None = None
+    """Wait for this event (at most 30 s) before writing part ``hold_before``."""
+    hold_before: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,17 +109,33 @@ class FakeServer:
                 )
                 if canned.delay:
                     time.sleep(canned.delay)
-                try:
-                    self.send_response(canned.status)
-                    for key, value in canned.headers.items():
-                        self.send_header(key, value)
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    for part in canned.parts:
-                        self.wfile.write(part)
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout tests)
+                # The client may give up first (timeout tests).
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._answer(canned)
+
+            def _answer(self, canned: Canned) -> None:
+                if canned.chunked:
+                    self.protocol_version = "HTTP/1.1"
+                self.send_response(canned.status)
+                for key, value in canned.headers.items():
+                    self.send_header(key, value)
+                if canned.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.flush()
+                for index, part in enumerate(canned.parts):
+                    if canned.drop_after is not None and index >= canned.drop_after:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    if canned.hold is not None and index == canned.hold_before:
+                        canned.hold.wait(timeout=30)
+                    framed = b"%x\r\n%s\r\n" % (len(part), part) if canned.chunked else part
+                    self.wfile.write(framed)
+                    self.wfile.flush()
+                if canned.chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -124,3 +124,65 @@ def test_backoff_delay_is_a_uniform_draw_below_the_exponential_bound(draw: float
     delay = backoff_delay(3, base_delay=0.5, max_delay=8.0, rng=lambda: draw)
 
     assert delay == pytest.approx(draw * 2.0)
+
+
+# ---- idle timeout and call deadline ---------------------------------------------------------
+
+
+class _Silent:
+    """A provider that says nothing until released (a long prefill), then answers."""
+
+    name = "silent"
+
+    def __init__(self, silent_calls: int, *, after_first: bool = False) -> None:
+        import asyncio
+
+        self.calls = 0
+        self.silent_calls = silent_calls
+        self.after_first = after_first
+        self._never = asyncio.Event()
+
+    async def stream(self, request: Any, *, history: Any) -> AsyncIterator[StreamEvent]:
+        self.calls += 1
+        if self.after_first:
+            yield TextDelta("partial")
+        if self.calls <= self.silent_calls:
+            await self._never.wait()
+        yield TextDelta("hello")
+        yield Finish("stop")
+
+
+def _bounded(provider: Any, rec: Recorder, **kwargs: Any) -> AsyncIterator[StreamEvent]:
+    return stream_with_retry(
+        provider, make_request(), history=(), on_retry=rec.on_retry, sleep=rec.sleep, **kwargs
+    )
+
+
+def test_a_silent_stream_times_out_retryably_and_is_retried_before_its_first_event():
+    rec = Recorder()
+    provider = _Silent(silent_calls=1)
+    events = collect(_bounded(provider, rec, idle_timeout=0.05))
+    assert events == [TextDelta("hello"), Finish("stop")]
+    assert [code for _, code, _ in rec.retries] == [ErrorCode.TIMEOUT]
+    assert provider.calls == 2
+
+
+def test_silence_after_the_first_event_is_a_timeout_that_is_not_retried():
+    rec = Recorder()
+    events, error = collect_until_error(
+        _bounded(_Silent(silent_calls=9, after_first=True), rec, idle_timeout=0.05)
+    )
+    assert events == [TextDelta("partial")]
+    assert error.code == ErrorCode.TIMEOUT and error.retryable
+    assert "stream_idle_timeout" in error.detail
+    assert rec.retries == []
+
+
+def test_the_call_deadline_is_final_and_not_retried():
+    rec = Recorder()
+    provider = _Silent(silent_calls=9)
+    with pytest.raises(ProviderError) as caught:
+        collect(_bounded(provider, rec, idle_timeout=60.0, deadline=0.05))
+    assert caught.value.code == ErrorCode.TIMEOUT and not caught.value.retryable
+    assert "call_timeout" in caught.value.detail
+    assert provider.calls == 1 and rec.retries == []

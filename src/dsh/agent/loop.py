@@ -8,7 +8,10 @@ the log (``request_from_state``), so what the model saw is always what was logge
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
 message, answers any unfinished tool call with an error result, and closes the turn as aborted,
-so the log stays balanced and loadable.
+so the log stays balanced and loadable. A provider failure mid-stream does the same after its
+``request/error`` (the message carries the error's code) and closes the turn as an error. With
+``text_tool_calls`` on, a reply whose whole text is valid tool calls is logged as those calls
+(``dsh.llm.text_tool_calls``) and they run through approval like any other.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from dsh.agent.cancel import Cancelled as _Cancelled
+from dsh.agent.cancel import finished_or as _finished_or
+from dsh.agent.cancel import guarded
 from dsh.agent.request import request_from_state
-from dsh.errors import ProviderError
+from dsh.errors import DshError, ProviderError
 from dsh.events import (
     AssistantMessage,
     Event,
@@ -54,11 +60,12 @@ from dsh.events import (
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.retry import stream_with_retry
+from dsh.llm.text_tool_calls import with_recovered_calls
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.registry import ToolRegistry
+from dsh.tools.registry import ToolRegistry, parse_arguments
 
 log = logging.getLogger("dsh.agent")
 
@@ -84,6 +91,9 @@ class AgentConfig:
     max_overflow_retries: int = 1
     retry_attempts: int = 4
     retry_base_delay: float = 0.5
+    text_tool_calls: bool = False
+    stream_idle_timeout: float | None = None
+    call_timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +112,7 @@ class _CallOutcome:
     error: str | None = None
     cancelled: bool = False
     overflow_retries: int = 0
-
-
-class _Cancelled(Exception):
-    """The user cancelled the running turn."""
+    from_text: bool = False
 
 
 class _LogScan:
@@ -166,6 +173,8 @@ class Agent:
         self._exclusive = asyncio.Lock()  # writes and shell commands run one at a time, in order
         self._header_logged_here = False
         self._log_scan = _LogScan()
+        self.waiting_since: float | None = None
+        """Event-loop time a model call started while it has produced nothing yet, else None."""
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -217,7 +226,7 @@ class Agent:
                 self.session.append(StepEnd(turn=turn, step=step))
                 return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
             if calls:
-                cancelled = await self._run_tools(turn, step, calls)
+                cancelled = await self._run_tools(turn, step, calls, outcome.from_text)
                 self.session.append(StepEnd(turn=turn, step=step))
                 if cancelled:
                     return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
@@ -301,7 +310,9 @@ class Agent:
                         retryable=exc.retryable,
                     )
                 )
-                if (
+                if assembler.received:  # what the user saw streamed is kept, marked
+                    self._log_partial(turn, step, assembler, exc.code)
+                elif (
                     exc.code == ErrorCode.CONTEXT_WINDOW_EXCEEDED
                     and self.overflow_handler is not None
                     and overflow_retries < self.config.max_overflow_retries
@@ -311,11 +322,47 @@ class Agent:
                         continue  # the surface changed: retry in the same step
                 return _CallOutcome(error=str(exc), overflow_retries=overflow_retries)
             message = assembler.message(f"a-{turn}-{step}", self.config.provider, self.config.model)
+            recovered = None
+            if self.config.text_tool_calls:
+                recovered = with_recovered_calls(message, self._accepts, f"text-{turn}-{step}")
             self.session.append(
-                AssistantMessage(turn=turn, step=step, message=message, usage=assembler.usage)
+                AssistantMessage(
+                    turn=turn,
+                    step=step,
+                    message=recovered or message,
+                    usage=assembler.usage,
+                    recovered_from_text=message.text() if recovered else None,
+                )
             )
-            finish = assembler.finish
-            return _CallOutcome(message=message, finish=finish, overflow_retries=overflow_retries)
+            return _CallOutcome(
+                message=recovered or message,
+                finish=assembler.finish,
+                overflow_retries=overflow_retries,
+                from_text=recovered is not None,
+            )
+
+    def _log_partial(
+        self, turn: int, step: int, assembler: StreamAssembler, error_code: str
+    ) -> None:
+        """Log a failed stream's prefix; its complete tool calls get error results (not run)."""
+        cfg = self.config
+        message = assembler.partial_message(f"a-{turn}-{step}", cfg.provider, cfg.model)
+        self.session.append(
+            AssistantMessage(
+                turn=turn, step=step, message=message, interrupted=True, error_code=error_code
+            )
+        )
+        why = f"not run: the model's reply was cut off ({error_code})"
+        self._answer_unstarted(turn, step, message.tool_calls(), "NOT_RUN", why)
+
+    def _accepts(self, name: str, arguments: str) -> bool:
+        """Whether ``name`` is a registered tool whose schema takes ``arguments``."""
+        tool = self.tools.get(name)
+        try:
+            parsed = tool is not None and parse_arguments(arguments, tool.parameters)
+        except DshError:
+            return False
+        return isinstance(parsed, dict)
 
     async def _stream(
         self, request: ModelRequest, assembler: StreamAssembler, turn: int, step: int
@@ -333,29 +380,34 @@ class Agent:
                 ignorable=True,
             )
 
-        async for event in stream_with_retry(
-            self.provider,
-            request,
-            history=self.session.events,
-            max_attempts=self.config.retry_attempts,
-            base_delay=self.config.retry_base_delay,
-            on_retry=on_retry,
-            sleep=self._sleep,
-        ):
-            assembler.feed(event)
-            if self.on_stream is not None:
-                self.on_stream(event)
+        cfg = self.config
+        self.waiting_since = asyncio.get_running_loop().time()
+        try:
+            async for event in stream_with_retry(
+                self.provider,
+                request,
+                history=self.session.events,
+                max_attempts=cfg.retry_attempts,
+                base_delay=cfg.retry_base_delay,
+                on_retry=on_retry,
+                sleep=self._sleep,
+                idle_timeout=cfg.stream_idle_timeout,
+                deadline=cfg.call_timeout,
+            ):
+                self.waiting_since = None
+                assembler.feed(event)
+                if self.on_stream is not None:
+                    self.on_stream(event)
+        finally:
+            self.waiting_since = None
 
     # ---- tools ------------------------------------------------------------------------------
 
-    async def _run_tools(self, turn: int, step: int, calls: Sequence[ToolCallBlock]) -> bool:
+    async def _run_tools(
+        self, turn: int, step: int, calls: Sequence[ToolCallBlock], from_text: bool
+    ) -> bool:
         """Log the calls, run them, log results in call order. True if the user cancelled."""
-        call_seqs = [
-            self.session.append(
-                ToolCall(turn=turn, step=step, call_id=c.id, name=c.name, arguments=c.arguments)
-            ).seq
-            for c in calls
-        ]
+        call_seqs = [self.session.append(_tool_call(turn, step, c, from_text)).seq for c in calls]
         tasks = [asyncio.create_task(self._execute(c)) for c in calls]
         cancelled = False
         for call, call_seq, task in zip(calls, call_seqs, tasks, strict=True):
@@ -425,11 +477,7 @@ class Agent:
     ) -> None:
         """An interrupted message may still carry complete calls: answer them so pairing holds."""
         for call in calls:
-            seq = self.session.append(
-                ToolCall(
-                    turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments
-                )
-            ).seq
+            seq = self.session.append(_tool_call(turn, step, call, False)).seq
             output = ToolOutput(text=f"[{code}] {why}", is_error=True, code=code)
             self._append_result(turn, step, call, seq, output)
 
@@ -437,27 +485,9 @@ class Agent:
 
     async def _guard(self, work: Awaitable[T]) -> T:
         """Await ``work`` unless the user cancels first (then raise _Cancelled)."""
-        task = asyncio.ensure_future(work)
-        if self._cancel.is_set():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            raise _Cancelled
-        waiter = asyncio.create_task(self._cancel.wait())
-        try:
-            done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-        if task in done:
-            return task.result()
-        waiter.result()  # surfaces a failure of the wait itself instead of faking a cancel
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise _Cancelled
+        return await guarded(self._cancel, work)
 
 
-async def _finished_or(task: asyncio.Task[ToolOutput], fallback: ToolOutput) -> ToolOutput:
-    """The task's output if it finished before cancellation took effect, else ``fallback``."""
-    await asyncio.gather(task, return_exceptions=True)
-    if task.cancelled() or task.exception() is not None:
-        return fallback
-    return task.result()
+def _tool_call(turn: int, step: int, call: ToolCallBlock, from_text: bool) -> ToolCall:
+    fields = {"call_id": call.id, "name": call.name, "arguments": call.arguments}
+    return ToolCall(turn=turn, step=step, from_text=from_text, **fields)

@@ -40,7 +40,9 @@ def rebuild_requests(events: Sequence[Event]) -> Iterator[tuple[int, ModelReques
     header: RequestHeaderBody | None = None
     for event in events:
         is_call = isinstance(event, RequestErrorEvent) or (
-            isinstance(event, AssistantMessageEvent) and event.surface_op == "append"
+            isinstance(event, AssistantMessageEvent)
+            and event.surface_op == "append"
+            and event.data.error_code is None  # a failed stream's prefix: its error is the call
         )
         if is_call and header is not None:
             yield event.seq, request_from_state(header, projection)

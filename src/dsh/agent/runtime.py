@@ -16,7 +16,7 @@ from dsh.agent.prompt import system_prompt
 from dsh.compaction import CompactionEngine, RecallableBackend, make_backend, make_summarizer
 from dsh.config import Settings
 from dsh.errors import ConfigError
-from dsh.llm.registry import make_provider
+from dsh.llm.registry import make_provider, route_params, text_tool_calls_enabled
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
@@ -132,13 +132,19 @@ def build_agent(
         engine = CompactionEngine(session, backend, compaction)
         pre_step, overflow = compaction_hooks(engine)
         hooks.append(pre_step)
+    name = route.provider.name
+    generation = settings.provider.for_route(name, route.model)
     config = AgentConfig(
-        provider=route.provider.name,
+        provider=name,
         model=route.model,
         system=system_prompt(workspace, sections=sections),
         context_window=route.context_window,
+        params=route_params(settings.provider, name, route.model),
         max_steps=max_steps,
         max_overflow_retries=compaction.max_overflow_retries,
+        text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
+        stream_idle_timeout=generation.stream_idle_timeout,
+        call_timeout=generation.call_timeout,
     )
     return Agent(
         session,

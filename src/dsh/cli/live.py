@@ -2,6 +2,8 @@
 
 On a terminal, answer text streams to stdout as it arrives and tool activity goes to stderr; when
 stdout is a pipe or file, only each turn's final answer is printed, so scripts get clean output.
+When stderr is a terminal, a model call that has produced nothing for a second shows a
+"waiting for the model (N s)" line there, rewritten in place and erased once the reply starts.
 """
 
 from __future__ import annotations
@@ -17,20 +19,32 @@ PREVIEW_CHARS = 100
 
 
 class LiveDisplay:
-    def __init__(self, *, streaming: bool) -> None:
+    def __init__(self, *, streaming: bool, notices: bool = False) -> None:
         self.streaming = streaming
+        self.notices = notices
+        """Show the waiting notice on stderr (a terminal: it is rewritten in place)."""
         self._mid_line = False
+        self._notice: str | None = None
 
     @classmethod
     def for_terminal(cls) -> LiveDisplay:
-        return cls(streaming=sys.stdout.isatty())
+        return cls(streaming=sys.stdout.isatty(), notices=sys.stderr.isatty())
+
+    def show_waiting(self, notice: str | None) -> None:
+        """Show ``notice`` in place of the previous one (None erases it)."""
+        if not self.notices or notice == self._notice:
+            return
+        self._notice = notice
+        click.echo("\r\x1b[K" + (notice or ""), nl=False, err=True, color=True)
 
     def on_stream(self, event: StreamEvent) -> None:
+        self.show_waiting(None)
         if self.streaming and isinstance(event, TextDelta) and event.text:
             click.echo(event.text, nl=False)
             self._mid_line = not event.text.endswith("\n")
 
     def on_event(self, event: Event) -> None:
+        self.show_waiting(None)
         if not self.streaming:
             return
         if isinstance(event, ToolCallEvent):

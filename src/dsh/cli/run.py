@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from dsh.agent.runtime import approval_policy, build_agent, resolve_route
+from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
 from dsh.config import load_settings
@@ -114,7 +115,7 @@ def run(
     failed = False
     try:
         for prompt in turns:
-            result = _run_with_interrupt(agent, prompt)
+            result = _run_with_interrupt(agent, prompt, live)
             if live is not None:
                 live.finish_turn(result.text)
             if result.reason == "error":
@@ -133,12 +134,22 @@ def run(
         sys.exit(1)
 
 
-def _run_with_interrupt(agent: Any, prompt: str) -> Any:
-    """Run one turn; the first Ctrl-C cancels the turn cleanly, a second one exits at once."""
+def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> Any:
+    """Run one turn; the first Ctrl-C cancels the turn cleanly, a second one exits at once.
+    While it runs, ``live`` shows how long a silent model call has been waiting."""
+
+    async def notices(display: LiveDisplay) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(POLL_EVERY)
+            display.show_waiting(waiting_notice(agent.waiting_since, loop.time()))
 
     async def main() -> Any:
         loop = asyncio.get_running_loop()
         presses = 0
+        ticker = None
+        if live is not None and live.notices:
+            ticker = asyncio.create_task(notices(live))
 
         def on_sigint() -> None:
             nonlocal presses
@@ -153,6 +164,9 @@ def _run_with_interrupt(agent: Any, prompt: str) -> Any:
         try:
             return await agent.run_turn(prompt)
         finally:
+            if ticker is not None and live is not None:
+                ticker.cancel()
+                live.show_waiting(None)
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
 

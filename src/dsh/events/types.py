@@ -88,19 +88,28 @@ class AssistantChunk(Struct, frozen=True):
 
 
 class AssistantMessage(Struct, frozen=True):
+    """``interrupted``: the stream was cut (Ctrl-C, or a provider failure whose code is
+    ``errorCode``; its ``request/error`` comes just before). ``recoveredFromText``: the reply
+    text the message's tool calls were recovered from (``provider.text_tool_calls``)."""
+
     turn: int
     step: int
     message: Message
     usage: Usage | None = None
     interrupted: bool = False
+    error_code: str | None = None
+    recovered_from_text: str | None = None
 
 
 class ToolCall(Struct, frozen=True):
+    """``fromText``: the model wrote this call as text and dsh recovered it."""
+
     turn: int
     step: int
     call_id: str
     name: str
     arguments: str
+    from_text: bool = False
 
 
 class ToolErrorInfo(Struct, frozen=True):

@@ -73,6 +73,11 @@ class StreamAssembler:
         return self
 
     @property
+    def received(self) -> bool:
+        """True once any text, reasoning or tool-call piece has arrived."""
+        return bool(self.text or self.reasoning or self._calls)
+
+    @property
     def text(self) -> str:
         """The text received so far."""
         return "".join(self._text)

@@ -154,6 +154,12 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
 
 
 def _unexpected(exc: BaseException) -> ProviderError:
+    import httpx  # what both SDKs raise when a stream breaks after the response started
+
+    if isinstance(exc, httpx.TimeoutException):
+        return provider_error(ErrorCode.TIMEOUT, f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx.TransportError):
+        return provider_error(ErrorCode.CONNECTION, f"{type(exc).__name__}: {exc}")
     if isinstance(exc, ValueError):  # malformed JSON in the stream, among others
         return provider_error(ErrorCode.INVALID_RESPONSE, f"malformed response: {exc}")
     return provider_error(ErrorCode.UNKNOWN, f"{type(exc).__name__}: {exc}")

@@ -73,6 +73,9 @@ class OpenAICompatProvider:
         # Params go in the body verbatim: compatible servers accept keys the SDK has no
         # argument for (top_k, thinking, …), and the SDK rejects unknown keyword arguments.
         body: dict[str, Any] = {**self._default_params, **request.params}
+        if self.name == "openai" and "max_tokens" in body:
+            # OpenAI's own API refuses max_tokens for its newer models; its successor is this.
+            body["max_completion_tokens"] = body.pop("max_tokens")
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]
         try:

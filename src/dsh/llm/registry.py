@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from dsh.config import ProviderSettings
 from dsh.errors import ConfigError, MissingApiKeyError
 from dsh.llm.types import Provider
 
@@ -35,6 +36,8 @@ class KnownProvider:
     default_model: str | None
     context_window: int | None
     key_required: bool = True
+    max_output_tokens: int = 8192
+    """The output bound sent when the config sets none (a looping model must stop)."""
 
 
 KNOWN_PROVIDERS: dict[str, KnownProvider] = {
@@ -48,9 +51,65 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
         "anthropic", None, "ANTHROPIC_API_KEY", "claude-sonnet-4-5", 200_000
     ),
     "openai-compatible": KnownProvider(
-        "openai-compat", None, "OPENAI_API_KEY", None, None, key_required=False
+        "openai-compat",
+        None,
+        "OPENAI_API_KEY",
+        None,
+        None,
+        key_required=False,
+        max_output_tokens=4096,
     ),
 }
+
+MODEL_MAX_OUTPUT_TOKENS: dict[str, int] = {
+    "deepseek:deepseek-reasoner": 32_768,
+    "openai:gpt-4.1": 32_768,
+    "anthropic:claude-sonnet-4-5": 16_384,
+    "anthropic:claude-opus-4-1": 16_384,
+}
+"""Default output bounds of known models that differ from their provider's default."""
+
+TEXT_TOOL_CALL_PROVIDERS = frozenset({"openai-compatible"})
+"""Providers whose replies are searched for tool calls written as text by default."""
+
+
+def default_max_output_tokens(provider: str, model: str) -> int | None:
+    """The output bound for ``provider:model`` when the config sets none (None: unknown
+    provider, e.g. a keyless test double, which sends no bound)."""
+    known = KNOWN_PROVIDERS.get(provider)
+    if known is None:
+        return None
+    return MODEL_MAX_OUTPUT_TOKENS.get(f"{provider}:{model}", known.max_output_tokens)
+
+
+def route_params(settings: ProviderSettings, provider: str, model: str) -> dict[str, Any]:
+    """The generation parameters every conversation request on ``provider:model`` carries
+    (logged in ``request/header``): always an output bound, plus the sampling settings and
+    ``tool_choice`` the config sets. A keyless provider (scripted, replay) gets none."""
+    known = KNOWN_PROVIDERS.get(provider)
+    if known is None:
+        return {}
+    route = settings.for_route(provider, model)
+    params: dict[str, Any] = {
+        "max_tokens": route.max_output_tokens or default_max_output_tokens(provider, model)
+    }
+    if route.temperature is not None:
+        params["temperature"] = route.temperature
+    if route.top_p is not None:
+        params["top_p"] = route.top_p
+    if route.tool_choice is not None:
+        if known.adapter != "openai-compat":
+            raise ConfigError(
+                f"provider.tool_choice is for OpenAI-compatible routes, not {provider}"
+            )
+        params["tool_choice"] = route.tool_choice
+    return params
+
+
+def text_tool_calls_enabled(settings: ProviderSettings, provider: str, model: str) -> bool:
+    """Whether replies on this route are searched for tool calls written as text."""
+    chosen = settings.for_route(provider, model).text_tool_calls
+    return provider in TEXT_TOOL_CALL_PROVIDERS if chosen is None else chosen
 
 
 def make_provider(

@@ -1,7 +1,9 @@
 """The ``replay`` provider: serve every model call of a recorded session again, keylessly.
 
 The recorded ``session.jsonl`` is the fixture (spec §7). Conversation calls are answered by the
-recorded ``assistant/message`` and ``request/error`` events in order; compaction calls by the
+recorded ``assistant/message`` and ``request/error`` events in order (a failed stream's partial
+message is streamed again before its error; tool calls recovered from text are served as that
+text, so the loop recovers them again); compaction calls by the
 recorded ``compaction/summary`` events that came from exactly one model call
 (``llmStreamCall: true``), via their ``rawOutput``.
 """
@@ -54,9 +56,16 @@ class ReplayProvider:
     ) -> None:
         self.name = name
         self.model = model
-        self._calls: list[AssistantMessageEvent | RequestErrorEvent] = [
-            e for e in recorded_events if isinstance(e, AssistantMessageEvent | RequestErrorEvent)
-        ]
+        self._calls: list[AssistantMessageEvent | RequestErrorEvent] = []
+        self._partials: dict[int, AssistantMessageEvent] = {}
+        """Recorded request/error seq → the partial message logged right after it."""
+        for i, e in enumerate(recorded_events):
+            if isinstance(e, AssistantMessageEvent) and e.data.error_code is not None:
+                before = recorded_events[i - 1] if i else None
+                if isinstance(before, RequestErrorEvent):
+                    self._partials[before.seq] = e
+            elif isinstance(e, AssistantMessageEvent | RequestErrorEvent):
+                self._calls.append(e)
         self._summaries = _replayable_summaries(recorded_events)
         self._compactions_served = 0
 
@@ -89,18 +98,17 @@ class ReplayProvider:
             )
         event = self._calls[n]
         if isinstance(event, RequestErrorEvent):
+            partial = self._partials.get(event.seq)
+            if partial is not None:
+                for delta in _deltas(partial.data.message.content, None):
+                    yield delta
             error = event.data
             raise ProviderError(error.code, error.message, retryable=error.retryable)
         recorded = event.data
         calls = 0
-        for block in recorded.message.content:
-            if isinstance(block, ReasoningBlock):
-                yield ReasoningDelta(block.text)
-            elif isinstance(block, TextBlock):
-                yield TextDelta(block.text)
-            elif isinstance(block, ToolCallBlock):
-                yield ToolCallDelta(calls, id=block.id, name=block.name, arguments=block.arguments)
-                calls += 1
+        for delta in _deltas(recorded.message.content, recorded.recovered_from_text):
+            yield delta
+            calls += isinstance(delta, ToolCallDelta)
         if recorded.usage is not None:
             yield UsageReport(recorded.usage)
         yield Finish("tool-calls" if calls else "stop")
@@ -116,6 +124,22 @@ class ReplayProvider:
         if summary.usage is not None:
             yield UsageReport(summary.usage)
         yield Finish("stop")
+
+
+def _deltas(content: Sequence[object], recovered_from_text: str | None) -> list[StreamEvent]:
+    """A recorded message as the stream that made it (recovered calls: as their text)."""
+    deltas: list[StreamEvent] = []
+    for block in content:
+        if isinstance(block, ReasoningBlock):
+            deltas.append(ReasoningDelta(block.text))
+        elif isinstance(block, TextBlock):
+            deltas.append(TextDelta(block.text))
+        elif isinstance(block, ToolCallBlock) and recovered_from_text is None:
+            index = sum(isinstance(d, ToolCallDelta) for d in deltas)
+            deltas.append(ToolCallDelta(index, block.id, block.name, block.arguments))
+    if recovered_from_text is not None:
+        deltas.append(TextDelta(recovered_from_text))
+    return deltas
 
 
 def _exhausted(message: str) -> ProviderError:

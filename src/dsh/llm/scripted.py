@@ -152,8 +152,13 @@ def load_script_sections(path: str | Path) -> tuple[list[ScriptEntry], list[Scri
 
 
 def count_model_calls(history: Sequence[Event]) -> int:
-    """Model calls already answered in a log: ``assistant/message`` + ``request/error``."""
-    return sum(isinstance(e, AssistantMessageEvent | RequestErrorEvent) for e in history)
+    """Model calls already answered in a log: ``assistant/message`` + ``request/error``,
+    where the partial message a provider failure left (``errorCode``) belongs to its error."""
+    return sum(
+        isinstance(e, RequestErrorEvent)
+        or (isinstance(e, AssistantMessageEvent) and e.data.error_code is None)
+        for e in history
+    )
 
 
 def _pieces(text: str, size: int) -> list[str]:

@@ -14,7 +14,7 @@ from dsh.transcript.projection import (
     transcript_items,
     transcript_tool_call_ids,
 )
-from dsh.transcript.render import COMPACTION_MARKER, render_message
+from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, render_message
 from dsh.transcript.text import render_human_transcript
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ToolResultItem",
     "TranscriptItem",
     "TranscriptProjector",
+    "cut_off_note",
     "history",
     "history_page",
     "project",

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from dsh.events import Event, Message, ToolResultBlock
 from dsh.transcript.projection import MarkerItem, MessageItem, ToolResultItem, transcript_items
-from dsh.transcript.render import COMPACTION_MARKER
+from dsh.transcript.render import COMPACTION_MARKER, cut_off_note
 
 
 def _fence(text: str) -> str:
@@ -43,6 +43,8 @@ def render_markdown(session_id: str, events: Iterable[Event]) -> str:
             out.append(f"> {COMPACTION_MARKER}")
         elif isinstance(item, MessageItem):
             out.append(message_markdown(item.message))
+            if item.cut_by is not None:
+                out.append(f"*{cut_off_note(item.cut_by)}*")
         elif isinstance(item, ToolResultItem):
             title = "### Tool result (error)" if item.is_error else "### Tool result"
             out.append(f"{title}\n\n{_fence(item.text)}")

@@ -39,6 +39,8 @@ class MessageItem:
 
     seq: int
     message: Message
+    cut_by: str | None = None
+    """The error code of the provider failure that cut this assistant message short."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +124,12 @@ class TranscriptProjector:
             assert isinstance(block, ToolResultBlock)
             text = "".join(part.text for part in block.content)
             return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error)]
+        cut_by = None
         if isinstance(event, AssistantMessageEvent):
             self._shown_calls.update(c.id for c in event.data.message.tool_calls())
+            cut_by = event.data.error_code
         message = surface_message(event)  # type: ignore[arg-type]
-        return [MessageItem(event.seq, message)] if message is not None else []
+        return [MessageItem(event.seq, message, cut_by)] if message is not None else []
 
 
 def transcript_tool_call_ids(events: Iterable[Event]) -> set[str]:

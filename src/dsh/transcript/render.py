@@ -13,6 +13,11 @@ COMPACTION_MARKER = "… earlier context was compacted …"
 """The one dim line people see where a compaction pass landed (spec §6)."""
 
 
+def cut_off_note(code: str) -> str:
+    """The mark under an assistant message that a provider failure (``code``) cut short."""
+    return f"(the reply was cut off: {code})"
+
+
 def render_message(message: Message, *, label: str | None = None) -> str:
     """Render one message; ``label`` (e.g. ``[index checkpoint]``) replaces the role prefix."""
     if label is not None:

@@ -12,7 +12,7 @@ from dsh.transcript.projection import (
     TranscriptItem,
     transcript_items,
 )
-from dsh.transcript.render import COMPACTION_MARKER, render_message
+from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, render_message
 
 
 def render_item(item: TranscriptItem) -> str | None:
@@ -20,7 +20,8 @@ def render_item(item: TranscriptItem) -> str | None:
     if isinstance(item, MarkerItem):
         return COMPACTION_MARKER
     if isinstance(item, MessageItem):
-        return render_message(item.message)
+        text = render_message(item.message)
+        return text if item.cut_by is None else f"{text}\n{cut_off_note(item.cut_by)}"
     if isinstance(item, ToolResultItem):
         return f"Tool result (error): {item.text}" if item.is_error else f"Tool result: {item.text}"
     return None

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.widgets import Input
 from textual.worker import Worker
 
+from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import DshError, MissingApiKeyError
 from dsh.events import (
     AssistantMessageEvent,
@@ -40,6 +41,7 @@ from dsh.tui.transcript_view import TranscriptView
 log = logging.getLogger("dsh.tui")
 
 CONTEXT_EVERY = 0.25
+WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
@@ -66,6 +68,7 @@ class DshApp(App[None]):
         self._cursor_blink = options.cursor_blink
         self.ready = False
         self._busy: str | None = None
+        self._waiting: str | None = None
         self._context_pending = False
         self._worker: Worker[None] | None = None
         self._live_text = ""
@@ -207,8 +210,19 @@ class DshApp(App[None]):
             return
         self._worker = self.run_worker(self._turn(prompt), group="turn", exit_on_error=False)
 
+    def _poll_waiting(self) -> None:
+        """While a model call is silent, the status says for how long (after a second)."""
+        if self._busy not in (WORKING, self._waiting):
+            return  # cancelling…: that says more
+        notice = waiting_notice(self.controller.waiting_since, asyncio.get_running_loop().time())
+        self._waiting = f"{notice} (esc cancels)" if notice else None
+        busy = self._waiting or WORKING
+        if busy != self._busy:
+            self._set_busy(busy)
+
     async def _turn(self, prompt: str) -> None:
-        self._set_busy("working… (esc cancels)")
+        self._set_busy(WORKING)
+        poll = self.set_interval(POLL_EVERY, self._poll_waiting)
         try:
             result = await self.controller.run_turn(prompt)
         except DshError as exc:
@@ -224,6 +238,8 @@ class DshApp(App[None]):
             elif result.reason == "max-tokens":
                 self.note("The reply was cut at the model's output limit.")
         finally:
+            poll.stop()
+            self._waiting = None
             self._reset_live()
             self._set_busy(None)
             self._measure_context()

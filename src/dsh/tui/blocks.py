@@ -27,6 +27,7 @@ from dsh.transcript import (
     ToolCallItem,
     ToolResultItem,
     TranscriptItem,
+    cut_off_note,
 )
 from dsh.tui.wrap import one_line, sanitize, wrap
 
@@ -67,6 +68,8 @@ class Block:
     result: ToolResultItem | None = None
     pass_id: str = ""
     expanded: bool = False
+    cut_by: str | None = None
+    """The error code of the provider failure that cut an assistant message short."""
     cached_text: str | None = None
     cached_reasoning: str | None = None
 
@@ -102,7 +105,7 @@ def block_for(item: TranscriptItem) -> Block | None:
         return Block("result", item.seq, label="tool result", call_id=item.call_id, result=item)
     message = item.message
     if message.role == "assistant":
-        return Block("assistant", item.seq, message=message)
+        return Block("assistant", item.seq, message=message, cut_by=item.cut_by)
     if isinstance(message.source, UserSource):
         return Block("user", item.seq, message=message)
     return Block("context", item.seq, message=message, label=getattr(message.source, "plugin", ""))
@@ -258,6 +261,8 @@ def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:
         )
     if block.text:
         rows += _prefixed(wrap(block.text, width - 2), Segment("● ", ASSISTANT_MARK), Segment("  "))
+    if block.cut_by is not None:
+        rows += _indented(cut_off_note(block.cut_by), width, 2, DIM)
     return rows
 
 

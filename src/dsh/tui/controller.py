@@ -203,6 +203,11 @@ class Controller:
             self.busy = None
             self._running = None
 
+    @property
+    def waiting_since(self) -> float | None:
+        """When the running turn's model call started, while it has produced nothing yet."""
+        return self._running.waiting_since if self._running is not None else None
+
     def cancel(self) -> bool:
         """Cancel the running turn; False if none is running."""
         if self._running is None:

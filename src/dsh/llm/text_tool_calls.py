@@ -1,0 +1,127 @@
+"""Tool calls a model wrote as text instead of in the API's tool-call syntax.
+
+Small local models often answer a tool prompt with a fenced ````` ```json {"name": …,
+"arguments": …} ``` ````` block, so the server returns plain content. With
+``provider.text_tool_calls`` on, a reply whose WHOLE text is one or more such objects (each bare
+or in a ``` / ```json fence, separated only by whitespace) becomes tool calls — but only if
+every object has exactly the keys ``name`` and ``arguments``, names a registered tool, and has
+arguments that the tool accepts (``accepts``). Anything else stays text: prose around the
+JSON, an unknown tool, arguments that do not validate, a truncated object.
+
+Recovery is a pure function of the text, so a replayed reply recovers the same calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.events import Message, TextBlock, ToolCallBlock
+
+Accepts = Callable[[str, str], bool]
+"""``accepts(name, arguments_json)``: True iff ``name`` is a registered tool that takes them."""
+
+_FENCE_OPEN = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE)
+_FENCE_CLOSE = "```"
+
+
+@dataclass(frozen=True, slots=True)
+class TextToolCall:
+    name: str
+    arguments: str
+    """The arguments as a JSON object string (re-encoded from what the model wrote)."""
+
+
+def recover_tool_calls(text: str, accepts: Accepts) -> list[TextToolCall] | None:
+    """The tool calls ``text`` consists of, or None if it is anything but valid calls."""
+    objects = _json_objects(text)
+    if not objects:
+        return None
+    calls = []
+    for obj in objects:
+        call = _as_call(obj)
+        if call is None or not accepts(call.name, call.arguments):
+            return None
+        calls.append(call)
+    return calls
+
+
+def with_recovered_calls(message: Message, accepts: Accepts, id_prefix: str) -> Message | None:
+    """``message`` with its text turned into tool calls (ids ``{id_prefix}-0``, ``-1``, …), or
+    None when it already calls tools or its text is not exactly valid tool calls."""
+    if message.tool_calls():
+        return None
+    calls = recover_tool_calls(message.text(), accepts)
+    if calls is None:
+        return None
+    kept = tuple(b for b in message.content if not isinstance(b, TextBlock))
+    blocks = tuple(
+        ToolCallBlock(id=f"{id_prefix}-{i}", name=c.name, arguments=c.arguments)
+        for i, c in enumerate(calls)
+    )
+    return Message(id=message.id, role=message.role, content=kept + blocks, source=message.source)
+
+
+def _json_objects(text: str) -> list[Any] | None:
+    """The JSON values ``text`` is made of (whitespace between), or None."""
+    values: list[Any] = []
+    position, end = 0, len(text)
+    while True:
+        while position < end and text[position].isspace():
+            position += 1
+        if position == end:
+            return values
+        fence = _FENCE_OPEN.match(text, position)
+        if fence is not None:
+            close = text.find(_FENCE_CLOSE, fence.end())
+            if close < 0:
+                return None
+            inner = text[fence.end() : close].strip()
+            value, used = _decode(inner, 0)
+            if used != len(inner):
+                return None
+            position = close + len(_FENCE_CLOSE)
+        elif text[position] == "{":
+            value, position = _decode(text, position)
+            if position < 0:
+                return None
+        else:
+            return None
+        values.append(value)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _decode(text: str, position: int) -> tuple[Any, int]:
+    """One JSON value at ``position`` and the index after it; (None, -1) if there is none."""
+    try:
+        return _DECODER.raw_decode(text, position)
+    except (ValueError, RecursionError):
+        return None, -1
+
+
+def _as_call(value: Any) -> TextToolCall | None:
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+        return None
+    name, arguments = value["name"], value["arguments"]
+    if isinstance(arguments, str):  # some models send the arguments as a JSON string
+        inner = arguments.strip()
+        arguments, used = _decode(inner, 0)
+        if used != len(inner):
+            return None
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return None
+    encoded = json.dumps(arguments, ensure_ascii=False)
+    try:
+        encoded.encode("utf-8")  # a lone surrogate (\ud800) cannot be logged: leave it text
+    except UnicodeEncodeError:
+        return None
+    return TextToolCall(name=name, arguments=encoded)

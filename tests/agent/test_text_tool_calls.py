@@ -1,0 +1,167 @@
+"""Tool calls written as text by small models: recovered on openai-compatible routes, logged as
+ordinary tool calls marked ``fromText``, run through approval, and replayed byte-identically."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh.agent import rebuild_requests
+from dsh.agent.runtime import build_agent, resolve_route
+from dsh.config import ProviderSettings, Settings, ToolSettings
+from dsh.events import AssistantMessageEvent, Event, ToolCallEvent, ToolResultEvent, encode_event
+from dsh.llm.replay import ReplayProvider
+from dsh.llm.types import ModelRequest, Provider, StreamEvent
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalPolicy
+from tests.agent.conftest import Harness, run
+from tests.llm.conftest import server  # noqa: F401
+from tests.llm.fake_server import FakeServer, oa_chunk, openai_stream, openai_text
+
+FENCED = '```json\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n```'
+
+
+def _text_reply(text: str):
+    return openai_stream(
+        oa_chunk(content=text[:10]), oa_chunk(content=text[10:]), oa_chunk(finish="stop")
+    )
+
+
+def _local_agent(tmp_path: Path, url: str, *, approval: str = "auto", **provider):
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "notes.txt").write_text("alpha beta\n")
+    settings = Settings(
+        provider=ProviderSettings(name="openai-compatible", model="qwen", base_url=url, **provider),
+        tools=ToolSettings(approval=approval),  # type: ignore[arg-type]
+    )
+    session = Session.create(JsonlStore(tmp_path / "home"), cwd=workspace)
+    route = resolve_route(settings, environ={})
+    policy = ApprovalPolicy(settings.tools.approval)
+    return build_agent(session, settings, route, workspace=workspace, policy=policy, environ={})
+
+
+def test_a_fenced_json_reply_runs_as_a_tool_call_marked_recovered(tmp_path, server: FakeServer):  # noqa: F811
+    server.queue(_text_reply(FENCED), openai_text("It says alpha beta."))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    result = run(agent.run_turn("what is in notes.txt?"))
+    assert result.reason == "completed" and result.text == "It says alpha beta."
+    events = agent.session.events
+    first = next(e for e in events if isinstance(e, AssistantMessageEvent))
+    assert first.data.recovered_from_text == FENCED
+    assert first.data.message.text() == ""
+    (call,) = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert call.data.from_text and call.data.name == "read_file"
+    assert call.data.call_id == "text-1-1-0"
+    (result_event,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    (block,) = result_event.data.message.content
+    assert result_event.data.error is None and "alpha beta" in block.content[0].text
+    assert "alpha beta" in json.dumps(server.bodies[1]["messages"])
+    wire = server.bodies[1]["messages"]
+    assistant = next(m for m in wire if m["role"] == "assistant")
+    assert assistant["tool_calls"][0]["id"] == "text-1-1-0"
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "read_file",
+        "arguments": '{"path": "notes.txt"}',
+    }
+    assert next(m for m in wire if m["role"] == "tool")["tool_call_id"] == "text-1-1-0"
+    assert server.bodies[0]["max_tokens"] == 4096  # the local route is bounded by default
+
+
+def test_a_recovered_call_goes_through_approval_as_usual(tmp_path, server: FakeServer):  # noqa: F811
+    call = '{"name": "bash", "arguments": {"command": "echo pwned > owned.txt"}}'
+    server.queue(_text_reply(call), openai_text("ok"))
+    agent = _local_agent(tmp_path, server.url + "/v1", approval="read-only")
+    run(agent.run_turn("run it"))
+    (result,) = [e for e in agent.session.events if isinstance(e, ToolResultEvent)]
+    assert result.data.error is not None and result.data.error.code == "DENIED"
+    assert not (agent.workspace / "owned.txt").exists()
+
+
+def test_text_that_is_not_a_valid_call_stays_text(tmp_path, server: FakeServer):  # noqa: F811
+    reply = 'I would call {"name": "read_file", "arguments": {"path": "notes.txt"}}'
+    server.queue(_text_reply(reply))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    assert run(agent.run_turn("q")).text == reply
+    assert not any(isinstance(e, ToolCallEvent) for e in agent.session.events)
+
+
+def test_recovery_can_be_turned_off_per_route(tmp_path, server: FakeServer):  # noqa: F811
+    server.queue(_text_reply(FENCED))
+    agent = _local_agent(tmp_path, server.url + "/v1", text_tool_calls=False)
+    assert run(agent.run_turn("q")).text == FENCED
+    assert not any(isinstance(e, ToolCallEvent) for e in agent.session.events)
+
+
+# ---- replay: byte-identical ----------------------------------------------------------------
+
+
+class _Recording:
+    """Wraps a provider and keeps every conversation request it was sent."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner, self.name, self.requests = inner, inner.name, []
+
+    def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        return self.inner.stream(request, history=history)
+
+
+def _comparable(events: Sequence[Event]) -> list[bytes]:
+    out = []
+    for event in events:
+        raw = msgspec.json.decode(encode_event(event))
+        raw.pop("time")
+        out.append(msgspec.json.encode(raw))
+    return out
+
+
+_paths = st.sampled_from(["notes.txt", "missing.txt", "dir/x.md", "ünï code.txt"])
+
+
+def _call_text(path: str, fenced: bool, lines: int) -> str:
+    body = json.dumps({"name": "read_file", "arguments": {"path": path, "limit": lines}})
+    return f"```json\n{body}\n```" if fenced else body
+
+
+_call_texts = st.builds(_call_text, _paths, st.booleans(), st.integers(1, 50))
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_call_texts, min_size=1, max_size=3), st.text(max_size=30))
+def test_recovered_calls_replay_byte_identically_and_every_request_rebuilds(
+    tmp_path_factory, texts, final
+):
+    root = tmp_path_factory.mktemp("replay")
+    harness = Harness(root)
+    (harness.workspace / "notes.txt").write_text("one\ntwo\n")
+    script = [{"text": t} for t in texts] + [{"text": final or "done"}]
+    agent = harness.agent(script, text_tool_calls=True)
+    recording = _Recording(agent.provider)
+    agent.provider = recording
+    run(agent.run_turn("read things"))
+    recorded = list(harness.session.events)
+    calls = [e for e in recorded if isinstance(e, ToolCallEvent)]
+    assert len(calls) == len(texts) and all(c.data.from_text for c in calls)
+    # Every request the model was sent is rebuilt byte-equal from the log.
+    rebuilt = [r for _, r in rebuild_requests(recorded)]
+    assert [msgspec.json.encode(r.messages) for r in rebuilt] == [
+        msgspec.json.encode(r.messages) for r in recording.requests
+    ]
+    # Replaying the log gives the same log, byte for byte (times aside).
+    replay_session = Session.create(harness.store, cwd=harness.workspace)
+    again = harness.agent([], text_tool_calls=True)
+    again.session = replay_session
+    again.provider = ReplayProvider(recorded)
+    run(again.run_turn("read things"))
+    assert _comparable(replay_session.events) == _comparable(recorded)

@@ -1,0 +1,180 @@
+"""Recovering tool calls that a model wrote as text: only exact, valid calls are recovered."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock
+from dsh.llm.text_tool_calls import TextToolCall, recover_tool_calls, with_recovered_calls
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "read_file": {"path": str, "limit": int},
+    "bash": {"command": str},
+}
+"""The registered tools of these tests: name → accepted keys and their types (all optional
+but the first)."""
+
+
+def accepts(name: str, arguments: str) -> bool:
+    schema = SCHEMAS.get(name)
+    if schema is None:
+        return False
+    args = json.loads(arguments)
+    first = next(iter(schema))
+    return (
+        isinstance(args, dict)
+        and first in args
+        and all(k in schema and type(v) is schema[k] for k, v in args.items())
+    )
+
+
+def test_a_fenced_json_call_is_recovered():
+    text = '```json\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n```'
+    assert recover_tool_calls(text, accepts) == [TextToolCall("read_file", '{"path": "notes.txt"}')]
+
+
+def test_bare_and_several_calls_and_string_arguments_are_recovered():
+    text = (
+        '{"name": "bash", "arguments": {"command": "ls"}}\n\n'
+        '```\n{"name": "read_file", "arguments": "{\\"path\\": \\"a\\"}"}\n```'
+    )
+    calls = recover_tool_calls(text, accepts)
+    assert calls == [
+        TextToolCall("bash", '{"command": "ls"}'),
+        TextToolCall("read_file", '{"path": "a"}'),
+    ]
+
+
+def test_prose_an_unknown_tool_bad_arguments_or_extra_keys_stay_text():
+    call = '{"name": "bash", "arguments": {"command": "ls"}}'
+    for text in (
+        f"Sure! {call}",
+        f"{call} and then I will read it.",
+        '{"name": "rm_rf", "arguments": {}}',
+        '{"name": "bash", "arguments": {"cmd": "ls"}}',
+        '{"name": "bash", "arguments": {"command": "ls"}, "id": 1}',
+        '```json\n{"name": "bash", "arguments": {"command": "ls"}}',  # fence never closed
+        '```python\nprint("hi")\n```',
+        '{"name": "bash", "arguments": {"command": NaN}}',
+        '{"name": "bash", "arguments": {"command": "\\ud800"}}',  # not loggable as UTF-8
+        "",
+        "   ",
+    ):
+        assert recover_tool_calls(text, accepts) is None, text
+
+
+def _message(*blocks: Any) -> Message:
+    return Message(id="a-1-1", role="assistant", content=blocks, source=ModelSource("p", "m"))
+
+
+def test_the_recovered_message_keeps_reasoning_and_replaces_the_text_with_calls():
+    text = '{"name": "bash", "arguments": {"command": "pwd"}}'
+    message = _message(ReasoningBlock("let me look"), TextBlock(text))
+    recovered = with_recovered_calls(message, accepts, "text-1-1")
+    assert recovered is not None
+    assert recovered.content == (
+        ReasoningBlock("let me look"),
+        ToolCallBlock(id="text-1-1-0", name="bash", arguments='{"command": "pwd"}'),
+    )
+    already = _message(TextBlock(text), ToolCallBlock(id="c", name="bash", arguments="{}"))
+    assert with_recovered_calls(already, accepts, "x") is None
+
+
+# ---- properties -----------------------------------------------------------------------------
+
+_values = st.one_of(
+    st.text(max_size=12), st.integers(-5, 5), st.booleans(), st.none(), st.just([1, "x"])
+)
+_valid_calls = st.one_of(
+    st.builds(
+        lambda p, limit: ("read_file", {"path": p, **({} if limit is None else {"limit": limit})}),
+        st.text(max_size=20),
+        st.none() | st.integers(0, 10**6),
+    ),
+    st.builds(lambda c: ("bash", {"command": c}), st.text(max_size=20)),
+)
+_spaces = st.sampled_from(["", " ", "\n", "\n\n", "\t \n"])
+
+
+def _render(name: str, args: dict[str, Any], fenced: int, indent: int | None) -> str:
+    body = json.dumps({"name": name, "arguments": args}, indent=indent, ensure_ascii=False)
+    return [body, f"```json\n{body}\n```", f"```\n{body}\n```", f"```JSON {body}```"][fenced]
+
+
+@st.composite
+def _replies(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    calls = draw(st.lists(_valid_calls, min_size=1, max_size=3))
+    parts = [
+        _render(n, a, draw(st.integers(0, 3)), draw(st.sampled_from([None, 2]))) for n, a in calls
+    ]
+    gaps = [draw(_spaces) for _ in range(len(parts) + 1)]
+    gaps[1:-1] = [g or "\n" for g in gaps[1:-1]]
+    text = gaps[0] + "".join(p + g for p, g in zip(parts, gaps[1:], strict=True))
+    return text, calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(_replies())
+def test_text_that_is_exactly_valid_calls_recovers_exactly_those_calls(reply):
+    text, calls = reply
+    recovered = recover_tool_calls(text, accepts)
+    assert recovered is not None
+    assert [(c.name, json.loads(c.arguments)) for c in recovered] == calls
+
+
+_breakers = st.sampled_from(
+    [
+        ("prefix", "Here is the call: "),
+        ("suffix", " Let me know!"),
+        ("suffix", "\n```"),
+        ("unknown", None),
+        ("bad-arg", None),
+        ("extra-key", None),
+        ("truncate", None),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_replies(), _breakers, st.data())
+def test_no_recovery_from_text_that_is_not_exactly_valid_calls(reply, breaker, data):
+    text, calls = reply
+    kind, extra = breaker
+    if kind == "prefix":
+        broken = extra + text.lstrip()
+    elif kind == "suffix":
+        broken = text.rstrip() + extra
+    elif kind == "truncate":
+        cut = data.draw(st.integers(1, len(text.strip()) - 1))
+        broken = text.strip()[:cut]
+        if recover_tool_calls(broken, accepts) is not None:
+            # Cutting between two whole calls leaves valid calls: only a strict prefix of them.
+            assert len(recover_tool_calls(broken, accepts) or []) < len(calls)
+            return
+    else:
+        i = data.draw(st.integers(0, len(calls) - 1))
+        name, args = calls[i]
+        if kind == "unknown":
+            name = data.draw(st.text(min_size=1, max_size=8).filter(lambda n: n not in SCHEMAS))
+        elif kind == "bad-arg":
+            args = {**args, data.draw(st.sampled_from(["nope", "path", "command"])): 1.5}
+        bad = {"name": name, "arguments": args}
+        if kind == "extra-key":
+            bad["id"] = data.draw(_values)
+        rendered = [json.dumps({"name": n, "arguments": a}) for n, a in calls]
+        rendered[i] = json.dumps(bad)
+        broken = "\n".join(rendered)
+    assert recover_tool_calls(broken, accepts) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_arbitrary_text_recovers_only_when_every_piece_is_a_registered_valid_call(text):
+    recovered = recover_tool_calls(text, accepts)
+    if recovered is not None:
+        assert recovered and all(accepts(c.name, c.arguments) for c in recovered)
+        assert all(c.name in SCHEMAS for c in recovered)
