@@ -338,6 +338,7 @@ class _Generator:
                 turn=fact_turn[f.id],
                 query=f.query or f.anchor[: max(4, len(f.anchor) // 2)],
                 question=f.question or f"What is the exact value recorded as {f.id!r}?",
+                paraphrases=f.paraphrases,
                 distractors=f.distractors,
                 distractor_turns=tuple(distractor_turns.get(f.id, ())),
                 supersedes=f.supersedes,

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh.agent import Agent
+from dsh.bench.options import OnlineOptions
 from dsh.bench.scenario import PlantedFact, Scenario
 from dsh.bench.scorers import message_text
 from dsh.bench.trace import checkpoint_class
@@ -29,9 +30,6 @@ from dsh.recall import RECALL_TOOL_NAMES, HistoryReadTool, HistorySearchTool
 from dsh.surface import Session
 from dsh.tools.base import ToolContext
 from dsh.tools.registry import parse_arguments
-
-if TYPE_CHECKING:
-    from dsh.bench.runner import OnlineOptions
 
 MAX_ROUNDS = 4
 ANSWER_TOKENS = 400
