@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dsh.bench.cache_rules import RULES
-from dsh.bench.options import DEEPSEEK_INTERVALS
 from dsh.bench.tables import KINDS, flat, money, order, pct, pool
 
 Cell = Callable[[dict[str, Any]], str]
@@ -110,7 +109,12 @@ def cost_table(grid: Grid, rule: str) -> list[str]:
 
 def sensitivity_table(grid: Grid) -> list[str]:
     """Pooled DeepSeek figures for each interval of rule (c)."""
-    names = ["off" if i is None else str(i) for i in DEEPSEEK_INTERVALS]
+    names = list(
+        dict.fromkeys(
+            k for r in grid.runs for k in r.get("sensitivity", {}).get("deepseekInterval", {})
+        )
+    )
+    names.sort(key=lambda n: -1 if n == "off" else int(n))
     lines = [
         "| arm | " + " | ".join(f"interval {n}" for n in names) + " |",
         "|---|" + "---|" * len(names),

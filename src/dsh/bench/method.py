@@ -13,11 +13,7 @@ from dsh.bench.cache_rules import (
     OPENAI_INCREMENT,
     OPENAI_MIN_TOKENS,
 )
-from dsh.bench.options import DEEPSEEK_INTERVALS
-
-
-def _interval(value: Any) -> str:
-    return "off" if value is None else str(value)
+from dsh.bench.options import interval_name, sensitivity_intervals
 
 
 def what_was_real(meta: dict[str, Any]) -> list[str]:
@@ -53,7 +49,8 @@ def cache_notes(meta: dict[str, Any]) -> list[str]:
     cache = meta.get("cache", {})
     prices = meta.get("prices", {}).get("anthropic", {})
     evict = cache.get("openaiEvictMinutes")
-    sensitivity = ", ".join(_interval(i) for i in DEEPSEEK_INTERVALS)
+    interval = cache.get("deepseekInterval")
+    sensitivity = ", ".join(interval_name(i) for i in sensitivity_intervals(interval))
     return [
         "Requests are segmented in provider order (tools, system, then one segment per message; "
         "one per content block for anthropic) and counted with dsh's token heuristic (about 4 "
@@ -62,7 +59,7 @@ def cache_notes(meta: dict[str, Any]) -> list[str]:
         "previous one; a pass's summariser calls run at the time of the request that follows.",
         "deepseek: prefix units are persisted at the end of each request and each reply, at the "
         "prefix a request shares with earlier traffic, and every "
-        f"{_interval(cache.get('deepseekInterval'))} tokens, in {DEEPSEEK_UNIT}-token units; a "
+        f"{interval_name(interval)} tokens, in {DEEPSEEK_UNIT}-token units; a "
         "request hits the longest persisted unit that is a full prefix of it.",
         "DeepSeek does not document the interval of the fixed-interval units; the sensitivity "
         f"table shows intervals {sensitivity}.",

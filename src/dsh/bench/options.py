@@ -16,6 +16,17 @@ DEEPSEEK_INTERVALS = (None, 1024, 4096, 16384)
 """The intervals of the sensitivity table (None: rule (c) off)."""
 
 
+def sensitivity_intervals(configured: int | None) -> list[int | None]:
+    """The intervals the sensitivity table shows: the fixed set and the run's own (off first)."""
+    values = {*DEEPSEEK_INTERVALS, configured}
+    numbers: list[int | None] = [*sorted(v for v in values if v is not None)]
+    return [None, *numbers] if None in values else numbers
+
+
+def interval_name(value: int | None) -> str:
+    return "off" if value is None else str(value)
+
+
 @dataclass(frozen=True, slots=True)
 class OnlineOptions:
     provider: str

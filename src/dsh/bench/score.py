@@ -11,7 +11,7 @@ import msgspec
 
 from dsh.agent import rebuild_requests
 from dsh.bench.cache_rules import RULES, AnthropicRule, DeepSeekRule, Price, load_prices, make_rule
-from dsh.bench.options import DEEPSEEK_INTERVALS, RunOptions
+from dsh.bench.options import RunOptions, interval_name, sensitivity_intervals
 from dsh.bench.recall_scores import cues, paraphrase_key, recall
 from dsh.bench.records import Crossing, PassRecord
 from dsh.bench.scenario import Scenario
@@ -181,13 +181,13 @@ def cache_section(trace: Trace, options: RunOptions) -> tuple[dict[str, Any], di
     keys = ("hitRatio", "inputTokens", "readTokens", "cost", "firstAfterPass")
     what_if = figures(AnthropicRule(), prices["anthropic"], stub_breakpoint=True)
     sensitivity = {}
-    for interval in DEEPSEEK_INTERVALS:
+    for interval in sensitivity_intervals(knobs.deepseek_interval):
         found = (
             cache["deepseek"]
             if interval == knobs.deepseek_interval
             else figures(DeepSeekRule(interval), prices["deepseek"])
         )
-        sensitivity[str(interval or "off")] = {
+        sensitivity[interval_name(interval)] = {
             "hitRatio": found["hitRatio"],
             "inputTokens": found["inputTokens"],
             "readTokens": found["readTokens"],
