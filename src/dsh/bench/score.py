@@ -63,15 +63,7 @@ def score_run(
     final = log.requests[-1] if log.requests else None
     context = [c.input_tokens for c in log.trace.calls if c.purpose == "conversation"]
     recalled = recall_figures(scenario, events, final, offered=log.recall_offered)
-    facts = scenario.facts
-    present = survival(final, [f.anchor for f in facts]).present
-    exact_ranks = recalled["exact"]["ranks"]
-    reachable = [
-        f.anchor
-        for f in facts
-        if present[f.anchor] or (log.recall_offered and (exact_ranks.get(f.anchor) or 99) <= 5)
-    ]
-    current = {f.anchor for f in scenario.current_facts()}
+    reached = reach_figures(scenario, final, recalled, offered=log.recall_offered)
     leaks = superseded_leaks(
         log.requests, [(old.anchor, new.anchor) for old, new in scenario.supersessions()]
     )
@@ -98,27 +90,50 @@ def score_run(
         "context": context,
         "cache": cache,
         **extra,
+        **reached,
+        "recall": recalled,
+        "superseded": leaks.as_dict(),
+        "stability": stub_stability(log.requests).as_dict(),
+        "safety": safety_section(scenario, log, context),
+        "time": time_section(log.passes, options),
+        "online": None,
+    }
+
+
+def reach_figures(
+    scenario: Scenario,
+    final: ModelRequest | None,
+    recalled: dict[str, Any],
+    *,
+    offered: bool,
+) -> dict[str, Any]:
+    """``survival`` (all facts, then current and superseded apart) and ``reachable``."""
+    facts = scenario.facts
+    present = survival(final, [f.anchor for f in facts]).present
+    ranks = recalled["exact"]["ranks"]
+    reachable = [
+        f.anchor
+        for f in facts
+        if present[f.anchor] or (offered and (ranks.get(f.anchor) or 99) <= 5)
+    ]
+    current = {f.anchor for f in scenario.current_facts()}
+    split = survival_split(
+        final,
+        [f.anchor for f in facts if f.anchor in current],
+        [f.anchor for f in facts if f.anchor not in current],
+    )
+    return {
         "survival": {
             "share": sum(present.values()) / len(present) if present else 1.0,
             "present": present,
-            **survival_split(
-                final,
-                [f.anchor for f in facts if f.anchor in current],
-                [f.anchor for f in facts if f.anchor not in current],
-            ),
+            **split,
         },
-        "recall": recalled,
         "reachable": {
             "share": len(reachable) / len(facts) if facts else 1.0,
             "anchors": reachable,
             "current": sum(a in current for a in reachable),
             "currentN": len(current),
         },
-        "superseded": leaks.as_dict(),
-        "stability": stub_stability(log.requests).as_dict(),
-        "safety": safety_section(scenario, log, context),
-        "time": time_section(log.passes, options),
-        "online": None,
     }
 
 

@@ -357,6 +357,19 @@ def cache_figures(
                         "hitRatio": hit.read / size if size else 0.0,
                     }
                 )
+    first = {
+        "requests": first_count,
+        "inputTokens": first_input,
+        "readTokens": first_read,
+        "hitRatio": first_read / first_input if first_input else None,
+        "perRequest": per_pass,
+    }
+    return _cache_summary(totals, first, cumulative)
+
+
+def _cache_summary(
+    totals: dict[str, dict[str, float]], first: dict[str, Any], cumulative: list[float]
+) -> dict[str, Any]:
     all_input = sum(b["input"] for b in totals.values())
     all_read = sum(b["read"] for b in totals.values())
     conversation = totals.get("conversation", {})
@@ -375,13 +388,7 @@ def cache_figures(
         "summariserCost": summariser.get("cost", 0.0),
         "summariserInputTokens": int(summariser.get("input", 0)),
         "summariserReadTokens": int(summariser.get("read", 0)),
-        "firstAfterPass": {
-            "requests": first_count,
-            "inputTokens": first_input,
-            "readTokens": first_read,
-            "hitRatio": first_read / first_input if first_input else None,
-            "perRequest": per_pass,
-        },
+        "firstAfterPass": first,
         "cumulative": cumulative,
     }
 

@@ -69,16 +69,28 @@ def flat(run: dict[str, Any]) -> dict[str, Any]:
         "tokensAfterSum": sum(p["tokens_after"] for p in passes),
         "errors": 1 if run.get("error") else 0,
     }
-    online = run.get("online")
-    if online:
-        records = [r for r in online["records"] if r["error"] is None]
-        using = [r for r in records if r["recallCalls"]]
-        figures["probeQuestions"] = len(records)
-        figures["probeErrors"] = online["errors"]
-        figures["probeCorrect"] = sum(r["correct"] for r in records)
-        figures["probeStale"] = sum(r["stale"] for r in records)
-        figures["probeRecalling"] = len(using)
-        figures["probeRecalledUsed"] = sum(r["correct"] and r["recalledExpected"] for r in using)
+    figures.update(_online_figures(run.get("online")))
+    figures.update(_cache_figures(run))
+    return figures
+
+
+def _online_figures(online: dict[str, Any] | None) -> dict[str, Any]:
+    if not online:
+        return {}
+    records = [r for r in online["records"] if r["error"] is None]
+    using = [r for r in records if r["recallCalls"]]
+    return {
+        "probeQuestions": len(records),
+        "probeErrors": online["errors"],
+        "probeCorrect": sum(r["correct"] for r in records),
+        "probeStale": sum(r["stale"] for r in records),
+        "probeRecalling": len(using),
+        "probeRecalledUsed": sum(r["correct"] and r["recalledExpected"] for r in using),
+    }
+
+
+def _cache_figures(run: dict[str, Any]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
     what_if = run.get("whatIf", {}).get("anthropicStubBreakpoint")
     if what_if is not None:
         figures["whatIf.input"] = what_if["inputTokens"]
@@ -196,124 +208,138 @@ def _recall_row(kind: str) -> Row:
     return Row(f"Recall hit@1 / hit@5 / MRR — {kind} query", lambda f: _recall_cell(f, kind), True)
 
 
-def rows(rule: str, *, online: bool = False) -> list[Row]:
-    def cache_rows(name: str, summary: bool) -> list[Row]:
-        return [
-            Row(
-                f"Cache-hit ratio — {name}",
-                lambda f: pct(f[f"{name}.read"], f[f"{name}.input"]),
-                summary,
+def _cache_rows(name: str, summary: bool) -> list[Row]:
+    return [
+        Row(
+            f"Cache-hit ratio — {name}",
+            lambda f: pct(f[f"{name}.read"], f[f"{name}.input"]),
+            summary,
+        ),
+        Row(
+            f"First request after a pass: hit ratio — {name}",
+            lambda f: pct(f[f"{name}.firstRead"], f[f"{name}.firstInput"]),
+            summary,
+        ),
+        Row(
+            f"Billed cost — {name} (summariser share)",
+            lambda f: (
+                f"{money(f[f'{name}.cost'])} "
+                f"({pct(f[f'{name}.summariserCost'], f[f'{name}.cost'])})"
             ),
-            Row(
-                f"First request after a pass: hit ratio — {name}",
-                lambda f: pct(f[f"{name}.firstRead"], f[f"{name}.firstInput"]),
-                summary,
-            ),
-            Row(
-                f"Billed cost — {name} (summariser share)",
-                lambda f: (
-                    f"{money(f[f'{name}.cost'])} "
-                    f"({pct(f[f'{name}.summariserCost'], f[f'{name}.cost'])})"
-                ),
-                summary,
-            ),
-        ]
+            summary,
+        ),
+    ]
 
+
+FACT_ROWS: list[Row] = [
+    Row(
+        "Survival — current facts verbatim in the final request",
+        lambda f: (
+            f"{f['currentSurviving']}/{f['current']} = {pct(f['currentSurviving'], f['current'])}"
+        ),
+        True,
+    ),
+    Row(
+        "Superseded values in the final request: shown / shown as current",
+        lambda f: f"{f['supersededShown']} / {f['supersededAsCurrent']} of {f['superseded']}",
+        True,
+    ),
+    *(_recall_row(kind) for kind in KINDS),
+    Row(
+        "Compacted facts the stub/state text names a working search term for",
+        lambda f: f"{f['cued']}/{f['compacted']} = {pct(f['cued'], f['compacted'])}",
+        True,
+    ),
+    Row(
+        "Reachable (in the final request, or exact recall hit@5 with the tools offered)",
+        lambda f: f"{f['reachable']}/{f['anchors']} = {pct(f['reachable'], f['anchors'])}",
+        True,
+    ),
+    Row(
+        "Superseded values leaked as current",
+        lambda f: f"{f['leaks']} of {f['leakPairs']} ({f['leakingRequests']} requests)",
+        True,
+    ),
+    Row(
+        "Requests with a stale state (new value still verbatim)",
+        lambda f: str(f["staleRequests"]),
+    ),
+    Row(
+        "Requests where only stubs marking it replaced name an old value (history)",
+        lambda f: str(f["stubMentions"]),
+    ),
+]
+
+SAFETY_ROWS: list[Row] = [
+    Row("Compaction passes", lambda f: str(f["passes"]), True),
+    Row("Commits that grew the context", lambda f: str(f["growth"]), True),
+    Row(
+        "Passes per threshold crossing (max; crossings with > 1)",
+        lambda f: f"{f['maxPerCrossing']} ({f['loops']})",
+        True,
+    ),
+    Row("Pairing errors (requests)", lambda f: str(f["pairing"]), True),
+    Row(
+        "Index stubs / stability violations",
+        lambda f: f"{f['stubs']} / {f['stubViolations']}",
+        True,
+    ),
+]
+
+DETAIL_ROWS: list[Row] = [
+    Row(
+        "What-if, anthropic with a 3rd breakpoint after the last stub: hit ratio / first "
+        "request after a pass / cost",
+        lambda f: (
+            f"{pct(f['whatIf.read'], f['whatIf.input'])} / "
+            f"{pct(f['whatIf.firstRead'], f['whatIf.firstInput'])} / {money(f['whatIf.cost'])}"
+        ),
+    ),
+    Row("Events in the log", lambda f: f"{f['events']:,}"),
+    Row("Conversation requests", lambda f: f"{f['requests']:,}"),
+    Row("Requests over the context window", lambda f: str(f["overWindow"])),
+    Row("Peak context (tokens)", lambda f: f"{f['peak']:,}"),
+    Row(
+        "Mean context right after a pass (tokens)",
+        lambda f: f"{f['tokensAfterSum'] / f['passes']:,.0f}" if f["passes"] else "n/a",
+    ),
+    Row(
+        "Regions larger than what they shadow (pass still shrank)",
+        lambda f: str(f["regionGrowth"]),
+    ),
+    Row("Still over the threshold after a pre-step (warnings)", lambda f: str(f["warnings"])),
+    Row("Requests rebuilt from the log ≠ requests sent", lambda f: str(f["mismatches"])),
+    Row(
+        "Summariser calls (per pass)",
+        lambda f: (
+            f"{f['summariserCalls']} ({f['summariserCalls'] / f['passes']:.1f})"
+            if f["passes"]
+            else str(f["summariserCalls"])
+        ),
+    ),
+    Row(
+        "Wall time per pass, mean / max",
+        lambda f: (
+            f"{f['passWallSum'] / f['passes']:.2f} s / {f['passWallMax']:.2f} s"
+            if f["passes"]
+            else "n/a"
+        ),
+    ),
+    Row("Run wall time", lambda f: f"{f['wall']:.1f} s"),
+]
+
+
+def rows(rule: str, *, online: bool = False) -> list[Row]:
+    """Every metric row, the headline rule's cache rows in the summary, the others after."""
     ordered = [rule, *(r for r in RULES if r != rule)]
-    others = [row for name in ordered[1:] for row in cache_rows(name, False)]
+    others = [row for name in ordered[1:] for row in _cache_rows(name, False)]
     return [
         *(ONLINE_ROWS if online else []),
-        Row(
-            "Survival — current facts verbatim in the final request",
-            lambda f: (
-                f"{f['currentSurviving']}/{f['current']} = "
-                f"{pct(f['currentSurviving'], f['current'])}"
-            ),
-            True,
-        ),
-        Row(
-            "Superseded values in the final request: shown / shown as current",
-            lambda f: f"{f['supersededShown']} / {f['supersededAsCurrent']} of {f['superseded']}",
-            True,
-        ),
-        *(_recall_row(kind) for kind in KINDS),
-        Row(
-            "Compacted facts the stub/state text names a working search term for",
-            lambda f: f"{f['cued']}/{f['compacted']} = {pct(f['cued'], f['compacted'])}",
-            True,
-        ),
-        Row(
-            "Reachable (in the final request, or exact recall hit@5 with the tools offered)",
-            lambda f: f"{f['reachable']}/{f['anchors']} = {pct(f['reachable'], f['anchors'])}",
-            True,
-        ),
-        Row(
-            "Superseded values leaked as current",
-            lambda f: f"{f['leaks']} of {f['leakPairs']} ({f['leakingRequests']} requests)",
-            True,
-        ),
-        Row(
-            "Requests with a stale state (new value still verbatim)",
-            lambda f: str(f["staleRequests"]),
-        ),
-        Row(
-            "Requests where only stubs marking it replaced name an old value (history)",
-            lambda f: str(f["stubMentions"]),
-        ),
-        *cache_rows(ordered[0], True),
-        Row("Compaction passes", lambda f: str(f["passes"]), True),
-        Row("Commits that grew the context", lambda f: str(f["growth"]), True),
-        Row(
-            "Passes per threshold crossing (max; crossings with > 1)",
-            lambda f: f"{f['maxPerCrossing']} ({f['loops']})",
-            True,
-        ),
-        Row("Pairing errors (requests)", lambda f: str(f["pairing"]), True),
-        Row(
-            "Index stubs / stability violations",
-            lambda f: f"{f['stubs']} / {f['stubViolations']}",
-            True,
-        ),
+        *FACT_ROWS,
+        *_cache_rows(ordered[0], True),
+        *SAFETY_ROWS,
         *others,
-        Row(
-            "What-if, anthropic with a 3rd breakpoint after the last stub: hit ratio / first "
-            "request after a pass / cost",
-            lambda f: (
-                f"{pct(f['whatIf.read'], f['whatIf.input'])} / "
-                f"{pct(f['whatIf.firstRead'], f['whatIf.firstInput'])} / {money(f['whatIf.cost'])}"
-            ),
-        ),
-        Row("Events in the log", lambda f: f"{f['events']:,}"),
-        Row("Conversation requests", lambda f: f"{f['requests']:,}"),
-        Row("Requests over the context window", lambda f: str(f["overWindow"])),
-        Row("Peak context (tokens)", lambda f: f"{f['peak']:,}"),
-        Row(
-            "Mean context right after a pass (tokens)",
-            lambda f: f"{f['tokensAfterSum'] / f['passes']:,.0f}" if f["passes"] else "n/a",
-        ),
-        Row(
-            "Regions larger than what they shadow (pass still shrank)",
-            lambda f: str(f["regionGrowth"]),
-        ),
-        Row("Still over the threshold after a pre-step (warnings)", lambda f: str(f["warnings"])),
-        Row("Requests rebuilt from the log ≠ requests sent", lambda f: str(f["mismatches"])),
-        Row(
-            "Summariser calls (per pass)",
-            lambda f: (
-                f"{f['summariserCalls']} ({f['summariserCalls'] / f['passes']:.1f})"
-                if f["passes"]
-                else str(f["summariserCalls"])
-            ),
-        ),
-        Row(
-            "Wall time per pass, mean / max",
-            lambda f: (
-                f"{f['passWallSum'] / f['passes']:.2f} s / {f['passWallMax']:.2f} s"
-                if f["passes"]
-                else "n/a"
-            ),
-        ),
-        Row("Run wall time", lambda f: f"{f['wall']:.1f} s"),
+        *DETAIL_ROWS,
     ]
 
 
