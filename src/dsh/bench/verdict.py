@@ -97,6 +97,10 @@ def _reasons(basic: dict[str, Any], recallable: dict[str, Any], rule: str) -> li
             "request: stubs, the recall tools and their prompt section)"
         )
     first_r = ratio(recallable[f"{rule}.firstRead"], recallable[f"{rule}.firstInput"])
-    if first_r is not None:
-        why.append(f"the first request after a pass hits {first_r:.0%} under the {rule} rule")
+    first_b = ratio(basic[f"{rule}.firstRead"], basic[f"{rule}.firstInput"])
+    if first_r is not None and first_b is not None and first_r < first_b:
+        why.append(
+            f"the first request after a pass hits {first_r:.0%} under the {rule} rule, against "
+            f"basic's {first_b:.0%}"
+        )
     return why
