@@ -4,20 +4,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 import click
 
 from dsh.cli import context
 from dsh.compaction.recallable import checkpoint_kind
 from dsh.config import trusted_directories
-from dsh.errors import SurfaceError, UsageError
-from dsh.events import Event, encode_event, event_type_of, surface_message
+from dsh.errors import UsageError
+from dsh.events import encode_event, event_type_of, surface_message
 from dsh.store import JsonlStore
 from dsh.store.base import encode_header
 from dsh.store.salvage import salvage_session
 from dsh.surface import Session
-from dsh.surface.projection import SurfaceProjection
+from dsh.surface.projection import first_refused
 from dsh.transcript import render_human_transcript, render_markdown, render_message
 from dsh.transcript.stats import render_stats, session_stats
 
@@ -118,21 +117,10 @@ def repair(session_id: str) -> None:
     if not isinstance(store, JsonlStore):
         raise UsageError("dsh sessions repair works on the jsonl store (store.backend = jsonl)")
     report = salvage_session(
-        store, context.resolve_session_id(store, session_id), validate=_first_refused
+        store, context.resolve_session_id(store, session_id), validate=first_refused
     )
     for line in report.lines():
         click.echo(line)
-
-
-def _first_refused(events: Sequence[Event]) -> int | None:
-    """Index of the first event the surface fold refuses (what a load would refuse)."""
-    projection = SurfaceProjection()
-    for index, event in enumerate(events):
-        try:
-            projection.apply(event)
-        except SurfaceError:
-            return index
-    return None
 
 
 def _open(session_id: str) -> Session:

@@ -217,3 +217,14 @@ def fold_surface(events: Iterable[Event]) -> tuple[list[int], list[Replacement]]
     for event in events:
         projection.apply(event)
     return projection.nodes, projection.replacements
+
+
+def first_refused(events: Iterable[Event]) -> int | None:
+    """Index of the first event the fold refuses (what loading the log would refuse), or None."""
+    projection = SurfaceProjection()
+    for index, event in enumerate(events):
+        try:
+            projection.apply(event)
+        except SurfaceError:
+            return index
+    return None
