@@ -93,9 +93,10 @@ def run(registry: ToolRegistry, ctx: ToolContext, name: str, arguments: str) -> 
 
 
 def outside_untouched(outside: Path) -> bool:
-    return sorted(p.name for p in outside.iterdir()) == ["secret.txt"] and (
-        outside / "secret.txt"
-    ).read_text() == SECRET
+    return (
+        sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+        and (outside / "secret.txt").read_text() == SECRET
+    )
 
 
 def check(output: ToolOutput, outside: Path, path: str) -> str:
