@@ -34,7 +34,7 @@ from dsh.tui.commands import HELP, Command, parse_command
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.prompt import PromptBox
-from dsh.tui.status_bar import StatusBar
+from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
 log = logging.getLogger("dsh.tui")
@@ -84,6 +84,7 @@ class DshApp(App[None]):
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
         self.prompt_box.focus()
+        self.status_bar.set(trust=trust_label(self.controller.options.workspace))
         try:
             items = self.controller.start()
         except MissingApiKeyError as exc:
