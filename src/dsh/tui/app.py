@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult
@@ -43,6 +44,14 @@ CONTEXT_EVERY = 0.25
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
+
+
+def _recorded_elsewhere(options: TuiOptions, session_id: str) -> str | None:
+    """The workspace ``session_id`` recorded, if it is not this app's workspace."""
+    header = next((h for h in options.store.list() if h.id == session_id), None)
+    if header is None or Path(header.cwd).resolve() == options.workspace.resolve():
+        return None
+    return header.cwd
 
 
 class DshApp(App[None]):
@@ -284,6 +293,15 @@ class DshApp(App[None]):
             session_id = resolve_session_id(controller.options.store, wanted)
             if controller.session is not None and controller.session.id == session_id:
                 self.note(f"Session {session_id} is already open.")
+                return
+            elsewhere = _recorded_elsewhere(controller.options, session_id)
+            if elsewhere is not None:
+                here = controller.options.workspace
+                self.note(
+                    f"Session {session_id} ran in {elsewhere}, not here; its tools would run in "
+                    f"the wrong directory. Quit and run `dsh --resume {session_id}` (its own "
+                    f"workspace) or `dsh --resume {session_id} --cwd {here}`."
+                )
                 return
             items = controller.open(session_id)
         except DshError as exc:
