@@ -258,10 +258,28 @@ def test_tool_result_replace_must_shadow_exactly_one_tool_result(store):
         )
     assert surface_state(session) == state
 
+    call_id = session.events[second].data.message.content[0].tool_call_id
+    kept = ToolResult(turn=1, step=1, message=tool_result_message(call_id, "[pruned]"))
     event = session.append(
-        pruned, surface_op=ReplaceOp(start=second, end=second), source_event_seqs=[second]
+        kept, surface_op=ReplaceOp(start=second, end=second), source_event_seqs=[second]
     )
     assert session.nodes == [turn.user, turn.assistants[0], first, event.seq, turn.assistants[1]]
+
+
+def test_a_tool_result_replace_that_repoints_the_tool_call_id_is_refused(store, tmp_path):
+    """A pruned or replaced tool/result must answer the same call; providers reject a result
+    pointing at another call (HTTP 400), so the append is refused and nothing changes."""
+    session = new_session(store)
+    turn = append_tool_turn(session, calls=[("ls", "{}", "a b c"), ("cat", '{"f":"a"}', "x" * 400)])
+    first, second = turn.results
+    first_id = session.events[first].data.message.content[0].tool_call_id
+    state, length = surface_state(session), len(session.events)
+    repointed = ToolResult(turn=1, step=1, message=tool_result_message(first_id, "[pruned]"))
+    with pytest.raises(SurfaceError, match=f"must keep toolCallId .* not '{first_id}'"):
+        session.append(
+            repointed, surface_op=ReplaceOp(start=second, end=second), source_event_seqs=[second]
+        )
+    assert surface_state(session) == state and len(session.events) == length
 
 
 # ---- the fold -------------------------------------------------------------------------------
@@ -303,8 +321,9 @@ def test_fold_at_load_equals_the_live_projection(tmp_path):
     append_chat_turn(session)
     replace_with_checkpoint(session, first.user, first.assistants[-1], extra_sources=[0])
     third = append_tool_turn(session)
+    call_id = session.events[third.results[0]].data.message.content[0].tool_call_id
     session.append(
-        ToolResult(turn=3, step=1, message=tool_result_message("c", "[pruned]")),
+        ToolResult(turn=3, step=1, message=tool_result_message(call_id, "[pruned]")),
         surface_op=ReplaceOp(start=third.results[0], end=third.results[0]),
         source_event_seqs=[third.results[0]],
     )

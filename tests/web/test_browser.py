@@ -90,20 +90,18 @@ def same_as_one_pass(page: Any) -> bool:
     """True iff the conversation on screen (built page by page, newest first, plus live events)
     is the DOM the same modules build from the whole log fed at once, in order."""
     result: bool = page.evaluate(
-        """async (token) => {
-            const base = `/s/${token}`;
+        """async () => {
+            const base = '/s';  // the page's cookie authenticates modules and the API
             const { Projector } = await import(`${base}/projection.js`);
             const { TranscriptView } = await import(`${base}/view.js`);
-            const r = await fetch(`/api/sessions/${window.dsh.sessionId}/history?max_messages=500`,
-                { headers: { Authorization: `Bearer ${token}` } });
+            const r = await fetch(`/api/sessions/${window.dsh.sessionId}/history?max_messages=500`);
             const page = await r.json();
             if (page.hasMore) throw new Error('session too long for one page');
             const root = document.createElement('div');
             new TranscriptView(root, new Projector()).ingest(page.events);
             document.querySelectorAll('#log details').forEach((d) => { d.open = false; });
             return root.innerHTML === document.getElementById('log').innerHTML;
-        }""",
-        TOKEN,
+        }"""
     )
     return result
 
@@ -354,10 +352,9 @@ def assert_projection_parity(page: Any, env: WebEnv, sid: str) -> None:
     expected = python_items(list(log.events))
     log.close()
     got = page.evaluate(
-        """async ([token, sid]) => {
-            const { Projector } = await import(`/s/${token}/projection.js`);
-            const r = await fetch(`/api/sessions/${sid}/history?max_messages=500`,
-                { headers: { Authorization: `Bearer ${token}` } });
+        """async (sid) => {
+            const { Projector } = await import('/s/projection.js');
+            const r = await fetch(`/api/sessions/${sid}/history?max_messages=500`);
             const events = (await r.json()).events;
             const projector = new Projector();
             const rows = [];
@@ -380,7 +377,7 @@ def assert_projection_parity(page: Any, env: WebEnv, sid: str) -> None:
             }
             return [rows, passes];
         }""",
-        [TOKEN, sid],
+        sid,
     )
     assert got[0] == expected[0]
     assert got[1] == expected[1]
@@ -400,6 +397,28 @@ def test_the_browser_projection_matches_the_python_projection(browser: Any, tmp_
 
 
 # ---- safety, approvals, progress ------------------------------------------------------------
+
+
+def test_the_token_leaves_the_address_bar_for_an_httponly_strict_cookie(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    log = env.store.create(cwd=str(env.workspace))
+    sid = log.id
+    log.close()
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
+        page.wait_for_function("() => window.dsh !== undefined")
+        assert page.url == f"{server.base_url}/#s={sid}"  # replaced, the hash kept
+        assert TOKEN not in page.evaluate("() => document.cookie")  # HttpOnly: not for scripts
+        (cookie,) = page.context.cookies()
+        assert cookie["value"] == TOKEN and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        page.reload()
+        page.wait_for_function("() => window.dsh !== undefined")
+        status = page.evaluate("async () => (await fetch('/api/sessions')).status")
+        assert status == 200 and page.url == f"{server.base_url}/#s={sid}"
+        page.go_back()  # the entry before is the blank start page, not a URL with the token
+        assert TOKEN not in page.url
 
 
 def test_message_html_is_shown_as_text_and_links_are_safe(browser: Any, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import click
 
@@ -14,6 +15,7 @@ from dsh.cli.demo import demo
 from dsh.cli.recall import recall
 from dsh.cli.run import run
 from dsh.cli.sessions import sessions
+from dsh.cli.trust import trust
 from dsh.cli.web import web
 
 
@@ -27,8 +29,14 @@ from dsh.cli.web import web
     metavar="[ID]",
     help="Open the terminal UI on a session: the newest one here, or ID (a unique prefix works).",
 )
+@click.option(
+    "--cwd",
+    "workspace_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
+)
 @click.pass_context
-def cli(ctx: click.Context, resume: str | None) -> None:
+def cli(ctx: click.Context, resume: str | None, workspace_dir: Path | None) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
     With no command, dsh opens the terminal UI in the current directory. Every interaction is
@@ -37,9 +45,9 @@ def cli(ctx: click.Context, resume: str | None) -> None:
     if ctx.invoked_subcommand is None:
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 
-        launch(resume, False)
-    elif resume is not None:
-        raise click.UsageError("--resume opens the terminal UI; it takes no command")
+        launch(resume, False, workspace_dir)
+    elif resume is not None or workspace_dir is not None:
+        raise click.UsageError("--resume and --cwd open the terminal UI; they take no command")
 
 
 cli.add_command(sessions)
@@ -49,6 +57,7 @@ cli.add_command(compact)
 cli.add_command(recall)
 cli.add_command(web)
 cli.add_command(bench)
+cli.add_command(trust)
 
 
 class _OneLine(logging.Formatter):

@@ -11,6 +11,7 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import msgspec
@@ -56,6 +57,15 @@ class SessionHeader(
     """Epoch milliseconds."""
     parent_session: str | None = None
     seed_length: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableSession:
+    """A stored session whose header cannot be decoded: listed, never silently left out."""
+
+    id: str
+    reason: str
+    line: int | None = None
 
 
 _header_encoder = msgspec.json.Encoder()
@@ -223,6 +233,10 @@ class EventStore(Protocol):
         """Load a session; writable opens take the single-writer lock and repair a crash."""
         ...
 
+    def unreadable(self) -> list[UnreadableSession]:
+        """Stored sessions whose header cannot be read (left out of ``list``), with the reason."""
+        ...
+
     def list(self) -> list[SessionHeader]:
         """Headers of every stored session, oldest first."""
         ...
@@ -230,7 +244,7 @@ class EventStore(Protocol):
 
 def resolve_session_id(store_: EventStore, wanted: str) -> str:
     """An exact id, or a unique prefix of one (ids start with their creation time)."""
-    ids = [h.id for h in store_.list()]
+    ids = [h.id for h in store_.list()] + [u.id for u in store_.unreadable()]
     if wanted in ids:
         return wanted
     matches = [i for i in ids if i.startswith(wanted)] if wanted else []

@@ -24,6 +24,7 @@ from dsh.events import Event, check_contiguous, decode_events, encode_event
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
+    UnreadableSession,
     decode_header,
     encode_header,
     new_header,
@@ -226,7 +227,10 @@ class SqliteStore:
                 )
         return log
 
-    def list(self) -> list[SessionHeader]:
+    def unreadable(self) -> list[UnreadableSession]:
+        return [u for u in self._scan() if isinstance(u, UnreadableSession)]
+
+    def _scan(self) -> list[SessionHeader | UnreadableSession]:
         if not self.path.is_file():
             return []
         db = _connect(self.path)
@@ -234,7 +238,16 @@ class SqliteStore:
             rows = db.execute("SELECT id, header FROM sessions ORDER BY id").fetchall()
         finally:
             db.close()
-        return [decode_header(bytes(h), where=f"{self.path}: session {i}") for i, h in rows]
+        found: list[SessionHeader | UnreadableSession] = []
+        for session_id, raw in rows:
+            try:
+                found.append(decode_header(bytes(raw), where=f"{self.path}: session {session_id}"))
+            except LogCorruptError as exc:
+                found.append(UnreadableSession(str(session_id), str(exc), None))
+        return found
+
+    def list(self) -> list[SessionHeader]:
+        return [h for h in self._scan() if isinstance(h, SessionHeader)]
 
 
 def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
