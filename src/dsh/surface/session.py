@@ -54,17 +54,11 @@ class Draft:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeTokens:
-    seq: int
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
 class Measurement:
-    """``measure()``: the size of the next request (spec §3)."""
+    """``measure()``: the size of the next request (spec §3). Per-node prices come from
+    ``Session.node_tokens``."""
 
     total_tokens: int
-    nodes: tuple[NodeTokens, ...]
     anchored: bool
 
 
@@ -80,6 +74,10 @@ class Session:
         self._header_event: RequestHeaderEvent | None = None
         self._last_replace_seq = -1
         self._anchor: AssistantMessageEvent | None = None
+        # Sum of node_tokens over the current nodes, kept from the first unanchored measure on
+        # (None until then: opening a log prices no node). Nodes change only at the fold's edges.
+        self._node_sum: int | None = None
+        self._fixed: tuple[RequestHeaderEvent, int] | None = None
         apply, track = self._surface.apply, self._track
         with gc_paused():
             for event in log_.events:
@@ -208,6 +206,8 @@ class Session:
             self._header_event = event  # type: ignore[assignment]
         elif kind in _SURFACE_TYPES:
             op = event.surface_op  # type: ignore[union-attr]
+            if self._node_sum is not None:
+                self._node_sum += self._priced_change(event.seq, op == APPEND)
             if op != APPEND:
                 self._last_replace_seq = event.seq
             elif (
@@ -216,6 +216,17 @@ class Session:
                 and not event.data.interrupted  # type: ignore[union-attr]
             ):
                 self._anchor = event  # type: ignore[assignment]
+
+    def _priced_change(self, seq: int, appended: bool) -> int:
+        """How the committed surface event ``seq`` changed the sum of node prices."""
+        change = self.node_tokens(seq)
+        if not appended:
+            replacements = self._surface.replacements
+            index = len(replacements) - 1
+            while replacements[index].seq != seq:  # a batch may hold later replaces
+                index -= 1
+            change -= sum(self.node_tokens(old) for old in replacements[index].shadowed_seqs)
+        return change
 
     # ---- the surface ------------------------------------------------------------------------
 
@@ -264,8 +275,10 @@ class Session:
         return cached
 
     def measure(self) -> Measurement:
-        """Size of the next request: a provider anchor if one still applies, else the heuristic."""
-        nodes = tuple(NodeTokens(seq, self.node_tokens(seq)) for seq in self._surface.nodes)
+        """Size of the next request: a provider anchor if one still applies, else the heuristic.
+
+        Costs O(nodes after the anchor) when anchored; unanchored, the node sum is computed once
+        and then kept as events commit, so neither path walks the whole surface per call."""
         anchor = self._anchor
         if (
             anchor is not None
@@ -274,11 +287,22 @@ class Session:
             and (self._header_event is None or self._header_event.seq < anchor.seq)
             and anchor.seq in self._surface
         ):
-            first = self._surface.position(anchor.seq)
-            later = sum(n.tokens for n in nodes[first:])
-            return Measurement(anchor.data.usage.request_tokens() + later, nodes, anchored=True)
-        header = self.request_header
-        fixed = 0
-        if header is not None:
-            fixed = system_tokens(header.system) + tools_tokens(header.tools)
-        return Measurement(fixed + sum(n.tokens for n in nodes), nodes, anchored=False)
+            nodes = self._surface.nodes
+            later = sum(
+                self.node_tokens(nodes[i])
+                for i in range(self._surface.position(anchor.seq), len(nodes))
+            )
+            return Measurement(anchor.data.usage.request_tokens() + later, anchored=True)
+        if self._node_sum is None:
+            self._node_sum = sum(self.node_tokens(seq) for seq in self._surface.nodes)
+        return Measurement(self._fixed_tokens() + self._node_sum, anchored=False)
+
+    def _fixed_tokens(self) -> int:
+        """System prompt and tool schemas of the latest header, priced once per header."""
+        header_event = self._header_event
+        if header_event is None:
+            return 0
+        if self._fixed is None or self._fixed[0] is not header_event:
+            header = header_event.data.header
+            self._fixed = (header_event, system_tokens(header.system) + tools_tokens(header.tools))
+        return self._fixed[1]
