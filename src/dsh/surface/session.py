@@ -8,10 +8,11 @@ log folds it with the very same code, so a log that loads is a log that could ha
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dsh.errors import EventValidationError, LogCorruptError, SurfaceError
 from dsh.events import (
@@ -38,6 +39,7 @@ from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
 log = logging.getLogger("dsh.session")
 
 Observer = Callable[[Event], None]
+E = TypeVar("E", bound=EventBase)
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
 _SURFACE_TYPES = frozenset(_SURFACE_CLASSES)
@@ -78,10 +80,12 @@ class Session:
         # (None until then: opening a log prices no node). Nodes change only at the fold's edges.
         self._node_sum: int | None = None
         self._fixed: tuple[RequestHeaderEvent, int] | None = None
-        apply, track = self._surface.apply, self._track
+        self._by_type: defaultdict[type, list[Event]] = defaultdict(list)
+        apply, track, by_type = self._surface.apply, self._track, self._by_type
         with gc_paused():
             for event in log_.events:
                 kind = type(event)
+                by_type[kind].append(event)
                 if kind in _SURFACE_TYPES:  # only these fold; skip the calls for the rest
                     try:
                         apply(event)
@@ -135,6 +139,11 @@ class Session:
     def sync(self) -> None:
         self._log.sync()
 
+    def of_type(self, kind: type[E]) -> Sequence[E]:
+        """The events of exactly type ``kind``, in log order: kept as the log loads and as
+        events commit, so a reader needing a few kinds does not scan the whole log."""
+        return self._by_type.get(kind, ())  # type: ignore[return-value]
+
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(event)`` after each commit; returns the unsubscribe function."""
         self._observers.append(observer)
@@ -171,6 +180,7 @@ class Session:
                     self._surface.undo(undo, event)  # type: ignore[arg-type]
             raise
         for event in events:
+            self._by_type[type(event)].append(event)
             self._track(event)
             for observer in list(self._observers):
                 try:
