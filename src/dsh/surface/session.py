@@ -173,7 +173,7 @@ class Session:
             for event in events:
                 validate_event_shape(event)
                 undos.append((self._surface.apply(event), event))
-            self._log.append(events)
+            self._log.append(events, validated=True)
         except BaseException:
             for undo, event in reversed(undos):
                 if undo is not None:
