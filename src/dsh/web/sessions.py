@@ -604,10 +604,7 @@ def _logged_window(session: Session) -> int | None:
 def _title(session: Session) -> str | None:
     """The first prompt a person typed, shortened."""
     for event in session.of_type(UserMessageEvent):
-        if (
-            event.surface_op == "append"
-            and isinstance(event.data.source, UserSource)
-        ):
+        if event.surface_op == "append" and isinstance(event.data.source, UserSource):
             text = " ".join(
                 "".join(b.text for b in event.data.content if isinstance(b, TextBlock)).split()
             )
