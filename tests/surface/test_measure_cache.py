@@ -129,7 +129,8 @@ def _step(data: st.DataObject, session: Session, op: str) -> None:
 @given(st.data())
 def test_every_measure_equals_a_fresh_computation(data):
     ops = st.sampled_from(["chat", "tools", "header", "user", "checkpoint", "two-replaces"])
-    with new_session(MemoryStore()) as session:
+    store = MemoryStore()
+    with new_session(store) as session:
         for op in data.draw(st.lists(ops, min_size=1, max_size=14), label="ops"):
             _step(data, session, op)
             if data.draw(st.booleans(), label="measure now"):  # caches start at different times
@@ -137,6 +138,8 @@ def test_every_measure_equals_a_fresh_computation(data):
                 assert (measured.total_tokens, measured.anchored) == fresh_measure(session)
         measured = session.measure()
         assert (measured.total_tokens, measured.anchored) == fresh_measure(session)
+    reopened = Session.open(store, session.id)  # what loading remembers, not appending
+    assert reopened.measure() == measured
 
 
 def _counting(monkeypatch) -> list[int]:

@@ -81,19 +81,17 @@ class Session:
         self._node_sum: int | None = None
         self._fixed: tuple[RequestHeaderEvent, int] | None = None
         self._by_type: defaultdict[type, list[Event]] = defaultdict(list)
-        apply, track, by_type = self._surface.apply, self._track, self._by_type
+        apply, by_type = self._surface.apply, self._by_type
         with gc_paused():
             for event in log_.events:
                 kind = type(event)
                 by_type[kind].append(event)
-                if kind in _SURFACE_TYPES:  # only these fold; skip the calls for the rest
+                if kind in _SURFACE_TYPES:  # only these fold; skip the call for the rest
                     try:
                         apply(event)
                     except SurfaceError as exc:
                         raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
-                    track(event)
-                elif kind is RequestHeaderEvent:
-                    track(event)
+        self._track_loaded()
 
     # ---- opening ----------------------------------------------------------------------------
 
@@ -226,6 +224,18 @@ class Session:
                 and not event.data.interrupted  # type: ignore[union-attr]
             ):
                 self._anchor = event  # type: ignore[assignment]
+
+    def _track_loaded(self) -> None:
+        """What ``_track`` would have remembered over the loaded log, from its last events."""
+        headers = self.of_type(RequestHeaderEvent)
+        self._header_event = headers[-1] if headers else None
+        replacements = self._surface.replacements
+        self._last_replace_seq = replacements[-1].seq if replacements else -1
+        for event in reversed(self.of_type(AssistantMessageEvent)):
+            data = event.data
+            if event.surface_op == APPEND and data.usage is not None and not data.interrupted:
+                self._anchor = event
+                break
 
     def _priced_change(self, seq: int, appended: bool) -> int:
         """How the committed surface event ``seq`` changed the sum of node prices."""
