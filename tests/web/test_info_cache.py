@@ -3,11 +3,10 @@ and always equal a fresh ``session_stats`` of what is on disk."""
 
 from __future__ import annotations
 
-import asyncio
-
 from dsh.surface import Session
 from dsh.web import sessions as web_sessions
 from tests.helpers import append_chat_turn, new_session
+from tests.web.builders import run_apart
 from tests.web.conftest import make_env
 
 
@@ -24,13 +23,13 @@ def test_stored_info_stats_are_cached_per_load_and_never_stale(tmp_path, monkeyp
         return real(events)
 
     monkeypatch.setattr(web_sessions, "session_stats", counted)
-    first = asyncio.run(registry.info(writer.id))
-    again = asyncio.run(registry.info(writer.id))
+    first = run_apart(registry.info(writer.id))
+    again = run_apart(registry.info(writer.id))
     assert first == again and len(calls) == 1  # the unchanged log is not summed again
     assert first["title"] == "hello there"
     with Session.open(env.store, writer.id, writable=True) as more:
         append_chat_turn(more, "second", "reply")
-    changed = asyncio.run(registry.info(writer.id))
+    changed = run_apart(registry.info(writer.id))
     fresh = real(Session.open(env.store, writer.id).events)
     assert changed["stats"]["events"] == fresh.events > first["stats"]["events"]
     assert changed["stats"]["turns"] == fresh.turns == 2
