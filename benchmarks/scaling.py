@@ -10,10 +10,11 @@ assistant message with provider usage per step, a tool result, turn and step bra
 * ``first step`` / ``step``: harness overhead (wall - provider - tools) of the first step after
   opening and the mean of the next steps (``--repeat`` opens, one turn each; the minimum over
   repeats of each step, so one-off stalls from other processes drop out), through the real
-  ``Agent`` with the compaction engine as its pre-step hook (recallable backend, extractive summarizer), the keyless
-  ``ScriptedProvider`` and the default tools, as in ``loop_overhead.py``;
-* ``measure``: one ``Session.measure()`` (unanchored, after a fresh append) and
-  ``compact_if_needed`` below the threshold, averaged.
+  ``Agent`` with the compaction engine as its pre-step hook (default compaction settings, the
+  extractive summarizer), the keyless ``ScriptedProvider`` and the default tools, as in
+  ``loop_overhead.py``;
+* ``measure``: one ``Session.measure()`` after the turn (anchored on its last usage) and one
+  ``compact_if_needed`` below the threshold, medians of 51 and 21 calls.
 
 Printed: each figure per size and the growth factor against the 1k figure (target for per-step
 costs: flat, 100k/1k <= 1.2x). A missed target is reported, never an error exit.
