@@ -11,10 +11,11 @@ rest from the plan, with no model call and no guard.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dsh.compaction.base import (
@@ -59,7 +60,8 @@ of a pass commits (1-based). Never set outside tests."""
 
 @dataclass(slots=True)
 class _LogIndex:
-    """What the engine needs from the log, kept incrementally (no full scan per step)."""
+    """What the engine needs from the log, kept incrementally (no full scan per step). The
+    first update reads the session's per-type index instead of scanning the log it opened."""
 
     scanned: int = 0
     open_starts: dict[str, CompactionStartEvent] = field(default_factory=dict)
@@ -69,6 +71,8 @@ class _LogIndex:
 
     def update(self, session: Session) -> None:
         events = session.events
+        if self.scanned == 0:
+            self._bootstrap(session)
         for event in events[self.scanned :]:
             if isinstance(event, CompactionStartEvent):
                 self.open_starts[event.data.compaction_id] = event
@@ -83,6 +87,26 @@ class _LogIndex:
             elif isinstance(event, TurnEndEvent):
                 self.turn_open = False
         self.scanned = len(events)
+
+    def _bootstrap(self, session: Session) -> None:
+        """The same state as scanning every event so far, from the few events it depends on."""
+        starts = session.of_type(CompactionStartEvent)
+        ends = session.of_type(CompactionEndEvent)
+        brackets: Iterable[CompactionStartEvent | CompactionEndEvent] = heapq.merge(
+            starts, ends, key=lambda e: e.seq
+        )
+        for event in brackets:
+            if isinstance(event, CompactionStartEvent):
+                self.open_starts[event.data.compaction_id] = event
+            else:
+                self.open_starts.pop(event.data.compaction_id, None)
+        seeds, plans = session.of_type(SessionEndSeedEvent), session.of_type(CompactionPlanEvent)
+        self.last_end_seed = seeds[-1].seq if seeds else -1
+        self.last_plan = plans[-1] if plans else None
+        turn_starts, turn_ends = session.of_type(TurnStartEvent), session.of_type(TurnEndEvent)
+        last_start = turn_starts[-1].seq if turn_starts else -1
+        self.turn_open = last_start > (turn_ends[-1].seq if turn_ends else -1)
+        self.scanned = len(session.events)
 
 
 class CompactionEngine:
