@@ -69,7 +69,7 @@ def test_chunking_an_empty_span_gives_nothing_and_an_open_end_is_refused():
 
 
 def test_once_stubs_fill_their_share_the_oldest_are_rolled_up_by_code_and_new_stubs_land():
-    session = long_session()
+    session = long_session(turns=14)
     engine = engine_for(session)
     first = run(engine.compact_now(window=100_000))
     stubs_before = [c for c in first.checkpoints if c.kind == "index"]
@@ -77,7 +77,7 @@ def test_once_stubs_fill_their_share_the_oldest_are_rolled_up_by_code_and_new_st
     for i in range(8, 16):
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
     # a window so small that the committed stubs already fill their 30% share of it
-    second = run(engine.compact_now(window=2000))
+    second = run(engine.compact_now(window=6000))
     kinds = [c.kind for c in second.checkpoints]
     assert kinds[0] == "index" and kinds[-1] == "state" and kinds.count("index") >= 2
     assert_layout(session)

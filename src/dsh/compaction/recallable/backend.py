@@ -27,6 +27,7 @@ from dsh.compaction.base import (
     heuristic_total,
 )
 from dsh.compaction.basic import checkpoint_summary_event, checkpoint_summary_text, retain_boundary
+from dsh.compaction.model_summarizer import OUTPUT_TOKEN_SLACK
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span
 from dsh.compaction.recallable.rollup import (
@@ -38,7 +39,6 @@ from dsh.compaction.recallable.rollup import (
 from dsh.compaction.recallable.spans import ConversationSpans, SessionAnchors
 from dsh.compaction.recallable.state_input import fold_state
 from dsh.compaction.recallable.texts import (
-    KEYWORD_LINE_CHARS,
     pointer,
     slice_text,
     stub_text,
@@ -59,6 +59,8 @@ log = logging.getLogger("dsh.compaction")
 RECALL_TOOL_NAMES = frozenset({"history_read", "history_search"})
 RECENT_STUBS = 2
 ROLLUP_MODEL = "rollup"
+INSTRUCTION_TOKENS = 300
+"""Room a riding call's instruction message takes (heuristic tokens, generous)."""
 _BIG = 10**9  # a seq larger than any real one, to price a footer before its seq exists
 
 
@@ -84,7 +86,7 @@ class RecallableBackend:
         self._window: int | None = None
         framing = frame_stub("") + "\n" + footer(_BIG, (_BIG, _BIG))
         self._stub_min = message_tokens_of(framing) + 12
-        self._stub_estimate = self._stub_min + settings.stub_tokens + KEYWORD_LINE_CHARS // 4
+        self._stub_estimate = self._stub_min + settings.stub_tokens
         self._state_min = message_tokens_of(frame_summary("") + "\n" + footer(_BIG, (_BIG, _BIG)))
         self._state_estimate = self._state_min + settings.state_max_tokens
 
@@ -139,23 +141,41 @@ class RecallableBackend:
         chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
         rollup: Sequence[int] = ()
         if window is not None:
-            budget = int(window * self.settings.stub_region_ratio)
-            region = self.stub_region_tokens(session) + (len(chunks) - 1) * self._stub_estimate
+            budget = self.stub_budget(session, window, retain_tokens)
+            incoming = (len(chunks) - 1) * self._stub_estimate
+            region = self.stub_region_tokens(session) + incoming
             if region > budget:
                 leading = self._leading_stubs(session)
-                count = rollup_cut(session, leading, region_tokens=region, budget=budget // 2)
+                count = rollup_cut(
+                    session, leading, incoming=incoming, target=budget * 3 // 4, limit=budget
+                )
                 if count:
                     rollup = leading[:count]
                 else:
                     log.info(
-                        "stub region of %d tokens exceeds its share (%d) and no rollup of the "
-                        "oldest stubs can make room: this pass writes one summary after the "
-                        "frozen boundary",
+                        "stub region of %d tokens would exceed its share (%d) and no rollup of "
+                        "the oldest stubs can make room: this pass writes one summary after "
+                        "the frozen boundary",
                         region,
                         budget,
                     )
                     chunks = [(0, len(span))]
         return self._plan(session, span, chunks, focus, rollup=rollup)
+
+    def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
+        """The stub region's share: ``window × stub_region_ratio``, and never so much that the
+        layout after a pass (system and tools, stubs, the state at its cap, the retained tail)
+        could not reach the low watermark — else every pass would leave little room and the
+        next crossing would come at once."""
+        share = int(window * self.settings.stub_region_ratio)
+        header = session.request_header
+        fixed = (
+            0
+            if header is None
+            else heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
+        )
+        room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
+        return max(2 * self._stub_estimate, min(share, room - retain_tokens))
 
     def stub_region_tokens(self, session: Session) -> int:
         """Heuristic size of the committed index stubs on the surface."""
@@ -191,11 +211,12 @@ class RecallableBackend:
         rollup: Sequence[int] = (),
     ) -> Plan:
         index = self._anchors.update(session)
-        layout: Layout = "riding" if self._rides(session) else "compact"
+        stub_layout = self._layout(session, self.settings.stub_tokens)
+        state_layout = self._layout(session, self.settings.state_max_tokens)
         header = session.request_header
         positions: dict[int, int] = {}
         conversation: tuple[Message, ...] = ()
-        if layout == "riding":
+        if "riding" in (stub_layout, state_layout):
             conversation = tuple(session.derive_messages())
             for seq in session.nodes:
                 if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
@@ -203,10 +224,14 @@ class RecallableBackend:
         common = {
             "system": header.system if header is not None else None,
             "tools": tuple(header.tools or ()) if header is not None else (),
-            "layout": layout,
-            "conversation": conversation,
             "rarity": index.count,
         }
+
+        def riding(layout: Layout) -> dict[str, object]:
+            if layout == "compact":
+                return {"layout": layout}
+            return {"layout": layout, "conversation": conversation}
+
         state_text = self._pass_start_state(session, span)
         committed = self._committed_stubs(session)
         keyword_lines = _recent_within(
@@ -236,6 +261,7 @@ class RecallableBackend:
                     recent_stubs=tuple(committed[-RECENT_STUBS:]),
                     slice_range=_range(positions, seqs),
                     **common,  # type: ignore[arg-type]
+                    **riding(stub_layout),  # type: ignore[arg-type]
                 )
             regions.append(
                 RegionPlan(
@@ -261,6 +287,7 @@ class RecallableBackend:
             slice_range=_range(positions, span),
             previous_at=previous_at,
             **common,  # type: ignore[arg-type]
+            **riding(state_layout),  # type: ignore[arg-type]
         )
         regions.append(
             RegionPlan(
@@ -274,19 +301,20 @@ class RecallableBackend:
         )
         return Plan(tuple(regions))
 
-    def _rides(self, session: Session) -> bool:
-        """True when stub and state calls ride the conversation's cache: the summariser is the
-        conversation's own route (or writes with code), and the conversation plus a state's
-        output fits the summariser's (= the conversation's) window."""
+    def _layout(self, session: Session, output_tokens: int) -> Layout:
+        """``riding`` when stub and state calls can ride the conversation's cache: the
+        summariser is the conversation's own route (or writes with code), and the conversation
+        plus the call's output budget fits the summariser's (= the conversation's) window."""
         route = getattr(self.summarizer, "route", None)
         header = session.request_header
         if route is not None and (
             header is None or (header.config.provider, header.config.model) != tuple(route)
         ):
-            return False
+            return "compact"
         if self._window is None:
-            return True
-        return heuristic_total(session) + self._state_estimate * 2 <= self._window
+            return "riding"
+        needed = heuristic_total(session) + INSTRUCTION_TOKENS + output_tokens * OUTPUT_TOKEN_SLACK
+        return "riding" if needed <= self._window else "compact"
 
     def _rollup_region(self, session: Session, seqs: Sequence[int]) -> RegionPlan:
         texts = []

@@ -55,11 +55,18 @@ def rollup_text(body: str, summary_seq: int, span: tuple[int, int]) -> str:
     return f"{frame_rollup(body)}\n{footer(summary_seq, span)}"
 
 
-def rollup_cut(session: Session, leading: Sequence[int], *, region_tokens: int, budget: int) -> int:
+def rollup_cut(
+    session: Session, leading: Sequence[int], *, incoming: int, target: int, limit: int
+) -> int:
     """How many of the ``leading`` index checkpoints (the run at the surface head, oldest
-    first) to roll up so the stub region drops to ``budget``; 0 when no rollup makes room."""
+    first) to roll up so the stub region — what stays of ``leading``, the rollup, and the
+    ``incoming`` new stubs — drops to ``target``: the fewest that do; all of them when only
+    that keeps the region within ``limit``. 0 when no rollup keeps it within ``limit`` (the
+    next rung of the ladder takes over), so a rollup never lands only to be redone at once."""
     texts: list[str] = []
+    region = sum(session.node_tokens(seq) for seq in leading) + incoming
     removed = 0
+    after = region
     for count, seq in enumerate(leading, start=1):
         message = surface_message(session.events[seq])  # type: ignore[arg-type]
         texts.append(message.text() if message is not None else "")
@@ -67,13 +74,10 @@ def rollup_cut(session: Session, leading: Sequence[int], *, region_tokens: int, 
         if count < 2:
             continue
         added = message_tokens_of(rollup_text(rollup_body(texts), 10**9, (10**9, 10**9)))
-        if added < removed and region_tokens - removed + added <= budget:
+        after = region - removed + added
+        if after <= target:
             return count
-    if len(texts) >= 2:
-        added = message_tokens_of(rollup_text(rollup_body(texts), 10**9, (10**9, 10**9)))
-        if added < removed:
-            return len(texts)  # all of them: the most room a rollup can make
-    return 0
+    return len(leading) if len(leading) >= 2 and after <= limit else 0
 
 
 def message_tokens_of(text: str) -> int:
