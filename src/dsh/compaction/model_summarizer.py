@@ -29,6 +29,15 @@ def _user(id_: str, text: str) -> Message:
     return Message(id=id_, role="user", content=(TextBlock(text=text),), source=UserSource())
 
 
+def output_budget(task: SummaryTask) -> int:
+    """The ``max_tokens`` a call for ``task`` asks for: the budget with slack, within the room
+    a riding call has left (never below the budget itself)."""
+    budget = task.max_tokens * OUTPUT_TOKEN_SLACK
+    if task.output_limit is not None:
+        budget = max(task.max_tokens, min(budget, task.output_limit))
+    return budget
+
+
 def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> ModelRequest:
     """The exact model call for a task.
 
@@ -60,7 +69,7 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
         system=system,
         tools=tools,
         messages=messages,
-        params={"max_tokens": task.max_tokens * OUTPUT_TOKEN_SLACK},
+        params={"max_tokens": output_budget(task)},
         purpose="compaction",
     )
 

@@ -59,6 +59,9 @@ class SummaryTask:
     slice_range: tuple[int, int] | None = None
     """``riding`` layout: 1-based positions in ``conversation`` of the first and last message
     to index (a stub) or to fold into the state."""
+    output_limit: int | None = None
+    """Most output tokens the call may ask for (the room a riding call leaves in the window);
+    None: ``max_tokens`` times the usual slack."""
     previous_at: int | None = None
     """``riding`` state: 1-based position in ``conversation`` of the previous state checkpoint."""
 

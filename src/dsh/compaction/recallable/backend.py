@@ -27,7 +27,6 @@ from dsh.compaction.base import (
     heuristic_total,
 )
 from dsh.compaction.basic import checkpoint_summary_event, checkpoint_summary_text, retain_boundary
-from dsh.compaction.model_summarizer import OUTPUT_TOKEN_SLACK
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span
 from dsh.compaction.recallable.rollup import (
@@ -211,8 +210,8 @@ class RecallableBackend:
         rollup: Sequence[int] = (),
     ) -> Plan:
         index = self._anchors.update(session)
-        stub_layout = self._layout(session, self.settings.stub_tokens)
-        state_layout = self._layout(session, self.settings.state_max_tokens)
+        stub_layout, stub_room = self._layout(session, self.settings.stub_tokens)
+        state_layout, state_room = self._layout(session, self.settings.state_max_tokens)
         header = session.request_header
         positions: dict[int, int] = {}
         conversation: tuple[Message, ...] = ()
@@ -227,10 +226,10 @@ class RecallableBackend:
             "rarity": index.count,
         }
 
-        def riding(layout: Layout) -> dict[str, object]:
+        def riding(layout: Layout, room: int | None) -> dict[str, object]:
             if layout == "compact":
                 return {"layout": layout}
-            return {"layout": layout, "conversation": conversation}
+            return {"layout": layout, "conversation": conversation, "output_limit": room}
 
         state_text = self._pass_start_state(session, span)
         committed = self._committed_stubs(session)
@@ -261,7 +260,7 @@ class RecallableBackend:
                     recent_stubs=tuple(committed[-RECENT_STUBS:]),
                     slice_range=_range(positions, seqs),
                     **common,  # type: ignore[arg-type]
-                    **riding(stub_layout),  # type: ignore[arg-type]
+                    **riding(stub_layout, stub_room),  # type: ignore[arg-type]
                 )
             regions.append(
                 RegionPlan(
@@ -287,7 +286,7 @@ class RecallableBackend:
             slice_range=_range(positions, span),
             previous_at=previous_at,
             **common,  # type: ignore[arg-type]
-            **riding(state_layout),  # type: ignore[arg-type]
+            **riding(state_layout, state_room),  # type: ignore[arg-type]
         )
         regions.append(
             RegionPlan(
@@ -301,20 +300,21 @@ class RecallableBackend:
         )
         return Plan(tuple(regions))
 
-    def _layout(self, session: Session, output_tokens: int) -> Layout:
+    def _layout(self, session: Session, output_tokens: int) -> tuple[Layout, int | None]:
         """``riding`` when stub and state calls can ride the conversation's cache: the
         summariser is the conversation's own route (or writes with code), and the conversation
-        plus the call's output budget fits the summariser's (= the conversation's) window."""
+        plus the call's output budget fits the summariser's (= the conversation's) window.
+        Also the output room a riding call has left (None: no limit known)."""
         route = getattr(self.summarizer, "route", None)
         header = session.request_header
         if route is not None and (
             header is None or (header.config.provider, header.config.model) != tuple(route)
         ):
-            return "compact"
+            return "compact", None
         if self._window is None:
-            return "riding"
-        needed = heuristic_total(session) + INSTRUCTION_TOKENS + output_tokens * OUTPUT_TOKEN_SLACK
-        return "riding" if needed <= self._window else "compact"
+            return "riding", None
+        room = self._window - heuristic_total(session) - INSTRUCTION_TOKENS
+        return ("riding", room) if room >= output_tokens else ("compact", None)
 
     def _rollup_region(self, session: Session, seqs: Sequence[int]) -> RegionPlan:
         texts = []

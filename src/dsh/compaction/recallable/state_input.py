@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from dsh.compaction.base import RegionPlan, RegionText
-from dsh.compaction.model_summarizer import OUTPUT_TOKEN_SLACK, build_summary_request
+from dsh.compaction.model_summarizer import build_summary_request, output_budget
 from dsh.compaction.recallable.texts import state_text
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.surface import message_tokens, system_tokens, tools_tokens
@@ -20,7 +20,7 @@ def request_tokens(task: SummaryTask) -> int:
         system_tokens(request.system)
         + tools_tokens(request.tools)
         + sum(message_tokens(m) for m in request.messages)
-        + task.max_tokens * OUTPUT_TOKEN_SLACK
+        + output_budget(task)
     )
 
 
@@ -30,7 +30,9 @@ def split_state_task(task: SummaryTask, window: int | None) -> list[SummaryTask]
     too large for any part travels alone."""
     if window is None or request_tokens(task) <= window:
         return [task]
-    compact = dataclasses.replace(task, layout="compact", conversation=(), slice_range=None)
+    compact = dataclasses.replace(
+        task, layout="compact", conversation=(), slice_range=None, output_limit=None
+    )
     base = dataclasses.replace(compact, messages=(), previous="x" * (task.max_tokens * 4))
     room = max(1, window - request_tokens(base))
     parts: list[list[int]] = [[]]
