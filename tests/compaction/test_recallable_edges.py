@@ -6,11 +6,18 @@ import pytest
 
 from dsh.compaction import CompactionError, ExtractiveSummarizer, SummaryOutput
 from dsh.compaction.recallable import SpanNode, checkpoint_kind, chunk_span
+from dsh.compaction.recallable.texts import junk_reason
 from dsh.events import ReplaceOp
 from dsh.store import MemoryStore
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
-from tests.helpers import append_chat_turn, append_tool_turn, checkpoint_message, new_session
+from tests.helpers import (
+    append_chat_turn,
+    append_tool_turn,
+    checkpoint_message,
+    new_session,
+    user_message,
+)
 
 
 def test_a_checkpoint_without_a_summary_event_counts_as_legacy_state():
@@ -92,3 +99,27 @@ def test_once_stubs_fill_their_share_the_oldest_are_rolled_up_by_code_and_new_st
             assert original.splitlines()[-1] in text
     assert "ZEBRA-7700" in text  # keyword lines merged
     assert second.tokens_after < second.tokens_before
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("", "empty"),
+        ("x" * 5000, "over-long"),
+        ("Did things.\n[checkpoint c12: shadows conversation span #1–#4; ...]", "footer-like"),
+        ("alpha beta gamma delta epsilon zeta eta theta iota kappa", "a copy of the slice"),
+        (
+            "\n".join(f"line {i} of the long tool output with enough words" for i in (3, 1, 4, 0)),
+            "a copy of the slice",
+        ),
+        ("Read the config; the port is set.\nKeywords — value: 8080", None),
+    ],
+)
+def test_junk_stub_answers_are_recognised(answer, reason):
+    slice_messages = (
+        user_message("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda"),
+        user_message(
+            "\n".join(f"line {i} of the long tool output with enough words" for i in range(9))
+        ),
+    )
+    assert junk_reason(answer, slice_messages, 100) == reason

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsh.compaction import CompactionEngine, RecallableBackend
-from dsh.compaction.recallable.rollup import rollup_body
+from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
+from dsh.compaction.recallable.rollup import rollup_body, rollup_cut
 from dsh.events import CompactionPlanEvent, CompactionSummaryEvent, event_type_of
 from dsh.recall.tools import read_checkpoint, search_history
 from dsh.store import JsonlStore
@@ -132,3 +132,17 @@ def test_a_kill_after_the_rollup_committed_is_completed_from_the_plan(tmp_path: 
     assert [s.data.summary for s in landed] == [r.summary for r in plan.data.regions]
     assert engine.incomplete_plan() is None
     assert_layout(reopened)
+
+
+def test_the_rollup_cut_takes_the_fewest_stubs_or_all_of_them_or_none():
+    session = long_session(turns=14)
+    run(engine_for(session).compact_now(window=100_000))
+    backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS)
+    leading = backend._leading_stubs(session)
+    region = sum(session.node_tokens(s) for s in leading)
+    assert len(leading) >= 3
+    assert rollup_cut(session, leading, incoming=0, target=region, limit=region) == 2
+    assert rollup_cut(session, leading, incoming=0, target=0, limit=10**6) == len(leading)
+    assert rollup_cut(session, leading, incoming=0, target=0, limit=0) == 0
+    assert rollup_cut(session, leading[:1], incoming=0, target=10**6, limit=10**6) == 0
+    assert backend.min_stale_tokens(None) == SETTINGS.chunk_tokens // 2

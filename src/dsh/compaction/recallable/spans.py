@@ -55,14 +55,11 @@ class ConversationSpans:
             if missing:
                 stack.extend(missing)
                 continue
-            stack.pop()
-            if not sources:
-                self._memo[top] = (top, top)
-            else:
-                self._memo[top] = (
-                    min(self._memo[s][0] for s in sources),
-                    max(self._memo[s][1] for s in sources),
-                )
+            stack.pop()  # a replacement always shadows surface events (validated at append)
+            self._memo[top] = (
+                min(self._memo[s][0] for s in sources),
+                max(self._memo[s][1] for s in sources),
+            )
         return self._memo[seq]
 
 
