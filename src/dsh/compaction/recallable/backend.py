@@ -162,10 +162,10 @@ class RecallableBackend:
         return self._plan(session, span, chunks, focus, rollup=rollup)
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
-        """The stub region's share: ``window × stub_region_ratio``, and never so much that the
-        layout after a pass (system and tools, stubs, the state at its cap, the retained tail)
-        could not reach the low watermark — else every pass would leave little room and the
-        next crossing would come at once."""
+        """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half of
+        it) so the layout after a pass (system and tools, stubs, the state at its cap, the
+        retained tail) can reach the low watermark — else every pass would leave little room and
+        the next crossing would come at once."""
         share = int(window * self.settings.stub_region_ratio)
         header = session.request_header
         fixed = (
@@ -174,7 +174,7 @@ class RecallableBackend:
             else heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
         )
         room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
-        return max(2 * self._stub_estimate, min(share, room - retain_tokens))
+        return max(share // 2, min(share, room - retain_tokens))
 
     def stub_region_tokens(self, session: Session) -> int:
         """Heuristic size of the committed index stubs on the surface."""
