@@ -189,3 +189,28 @@ def test_refusals_restart_after_the_context_drops_below_the_threshold():
     engine._crossing.gave_up = True
     result = run(engine.compact_if_needed("pressure", turn=None, window=10**7))
     assert result is None and not engine._crossing.gave_up and engine._crossing.refusals == 0
+
+
+class _Overlap:
+    """Counts how many summary calls are in flight at once."""
+
+    name = model = "overlap"
+
+    def __init__(self) -> None:
+        self.running = self.peak = self.calls = 0
+
+    async def summarize(self, task):
+        self.running += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.running)
+        await asyncio.sleep(0.01)
+        self.running -= 1
+        return await ExtractiveSummarizer().summarize(task)
+
+
+def test_a_pass_of_twenty_plus_chunks_runs_every_call_at_once():
+    session = long_session(turns=60)
+    summarizer = _Overlap()
+    run(engine_for(session, summarizer).compact_now(window=10**6))
+    assert summarizer.calls >= 21
+    assert summarizer.peak == summarizer.calls  # the default cap (32) does not serialise them
