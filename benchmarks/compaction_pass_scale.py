@@ -8,6 +8,10 @@ summariser, guard, plan event, commits). Printed per log size: the median of 3 s
 the ratio 100k ÷ 10k (target ≤ 2×). The first pass of a freshly constructed backend on the
 100k log is printed separately: it builds the incremental anchor index once, O(the log).
 
+Also printed: the wall time of one pass whose summariser takes 1 s per call, over a span of
+20+ chunks, against one call (target ≤ 1.3×: the calls of a pass run at once), and the same pass
+with an instant summariser as the same-run baseline of the CPU part.
+
 Run: ``uv run python benchmarks/compaction_pass_scale.py [--small N] [--large N]``.
 """
 
@@ -18,7 +22,13 @@ import asyncio
 import statistics
 import time
 
-from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
+from dsh.compaction import (
+    CompactionEngine,
+    ExtractiveSummarizer,
+    RecallableBackend,
+    SummaryOutput,
+    SummaryTask,
+)
 from dsh.config import CompactionSettings
 from dsh.events import (
     AssistantMessage,
@@ -138,6 +148,32 @@ def measure(events: int) -> tuple[int, float, float]:
     return len(session.events), statistics.median(times), time.perf_counter() - began
 
 
+class SlowSummarizer:
+    """The extractive text after ``delay`` seconds: a stand-in for a model call."""
+
+    name = model = "slow"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return await ExtractiveSummarizer().summarize(task)
+
+
+def wall_of_a_wide_pass(delay: float) -> tuple[int, float]:
+    session = Session.create(MemoryStore(), cwd="/bench")
+    for n in range(260):
+        _turn(session, n, "wide")
+    summarizer = SlowSummarizer(delay)
+    engine = CompactionEngine(session, RecallableBackend(summarizer, SETTINGS), SETTINGS)
+    began = time.perf_counter()
+    asyncio.run(engine.compact_now(window=10**6))
+    return summarizer.calls, time.perf_counter() - began
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=10_000)
@@ -151,6 +187,13 @@ def main() -> None:
     print(
         f"first pass of a new backend (builds the anchor index): {small_cold * 1000:.1f} ms "
         f"at {small_events:,} events, {large_cold * 1000:.1f} ms at {large_events:,}"
+    )
+    calls, wall = wall_of_a_wide_pass(1.0)
+    _, cpu = wall_of_a_wide_pass(0.0)  # the same pass with an instant summariser (baseline)
+    print(
+        f"pass of {calls} calls with a 1 s summariser: {wall:.2f} s = {wall:.2f}x one call; "
+        f"the same pass with an instant summariser: {cpu:.2f} s (code, extractive text "
+        f"included); waiting on the summariser: {wall - cpu:.2f}x one call"
     )
 
 
