@@ -82,19 +82,23 @@ class CompactionOverride(_Section, frozen=True):
     stub_tokens: int | None = None
     state_max_tokens: int | None = None
     stub_region_ratio: float | None = None
+    low_watermark_ratio: float | None = None
 
 
 class CompactionSettings(_Section, frozen=True):
     backend: Literal["recallable", "basic", "off"] = "recallable"
     threshold_ratio: float = 0.8
+    low_watermark_ratio: float = 0.4
     retain_ratio: float = 0.16
     retain_tokens: int | None = None
     chunk_tokens: int = 4000
     stub_tokens: int = 200
     state_max_tokens: int = 4096
-    max_concurrency: int = 8
+    max_concurrency: int = 32
     stub_region_ratio: float = 0.3
+    min_stale_ratio: float = 0.0625
     summarizer: str = "extractive"
+    summarizer_timeout_s: float = 120.0
     compaction_retries: int = 1
     max_overflow_retries: int = 1
     prune_threshold_chars: int = 8192
@@ -160,6 +164,8 @@ DESCRIPTIONS: dict[str, str] = {
     "stream_idle_timeout, call_timeout.",
     "compaction.backend": "recallable (index stubs + state, recall tools), basic, or off.",
     "compaction.threshold_ratio": "Compact when the next request reaches window × this.",
+    "compaction.low_watermark_ratio": "A pressure pass compacts down to about window × this "
+    "(hysteresis: the next crossing is far away).",
     "compaction.retain_ratio": "Keep at least window × this of recent history verbatim.",
     "compaction.retain_tokens": "Keep at least this many tokens verbatim (overrides the ratio).",
     "compaction.chunk_tokens": "Recallable: target size of the slice one index stub covers.",
@@ -167,11 +173,15 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
     "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
     "compaction.stub_region_ratio": "Recallable: once the frozen stubs fill window × this, "
-    "passes rewrite only the state (no new stubs).",
+    "the oldest are rolled up by code into one rollup checkpoint.",
+    "compaction.min_stale_ratio": "Least stale history for a pressure pass: window × this, "
+    "at most chunk_tokens / 2.",
+    "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
     "conversation's provider, or provider:model.",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
-    "threshold_ratio, retain_ratio, retain_tokens, chunk_tokens, stub_tokens, state_max_tokens.",
+    "threshold_ratio, low_watermark_ratio, retain_ratio, retain_tokens, chunk_tokens, "
+    "stub_tokens, state_max_tokens, stub_region_ratio.",
     "compaction.compaction_retries": "Extra passes allowed when one pass leaves the context "
     "above the threshold.",
     "compaction.max_overflow_retries": "Retries of a request after a context-overflow error, "
@@ -361,6 +371,8 @@ def validate_settings(settings: Settings) -> None:
         provider, _, model = name.rpartition(":")
         route = settings.provider.for_route(provider, model)
         _validate_provider(route, f'provider.overrides."{name}"')
+    if window is not None:
+        _require_compactable(settings.compaction, window)
     provider, colon, model = settings.compaction.summarizer.partition(":")
     _require(
         not colon or bool(provider and model),
@@ -390,6 +402,18 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
             "retain_ratio",
             "must be below threshold_ratio (the retained tail must fit under it)",
         ),
+        (
+            c.retain_ratio <= c.low_watermark_ratio < c.threshold_ratio,
+            "low_watermark_ratio",
+            "must be in [retain_ratio, threshold_ratio) (a pass compacts down to it)",
+        ),
+        (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
+        (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
+        (
+            c.stub_region_ratio < c.threshold_ratio,
+            "stub_region_ratio",
+            "must be below threshold_ratio (the stubs must leave room under it)",
+        ),
         (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
         (c.chunk_tokens >= 100, "chunk_tokens", "must be at least 100"),
         (c.stub_tokens >= 20, "stub_tokens", "must be at least 20"),
@@ -407,6 +431,24 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
     ]
     for ok, key, rule in rules:
         _require(ok, f"{where}.{key}", rule)
+
+
+def _require_compactable(c: CompactionSettings, window: int) -> None:
+    """Refuse budgets that cannot compact in ``window``: a retained tail or a state that alone
+    reaches the threshold would make every pass refuse."""
+    threshold = int(window * c.threshold_ratio)
+    if c.retain_tokens is not None:
+        _require(
+            c.retain_tokens < threshold,
+            "compaction.retain_tokens",
+            f"must be below the threshold ({threshold} tokens in a {window}-token window)",
+        )
+    _require(
+        c.state_max_tokens + int(window * c.retain_ratio) < threshold,
+        "compaction.state_max_tokens",
+        f"plus the retained tail must be below the threshold ({threshold} tokens in a "
+        f"{window}-token window)",
+    )
 
 
 def _require(ok: bool, key: str, rule: str) -> None:

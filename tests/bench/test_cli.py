@@ -251,9 +251,11 @@ def test_the_method_notes_are_true_of_the_run_sentence_by_sentence(
     checks: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
         (r"Seeds: (?P<seeds>.+); arms: (?P<arms>.+); scenarios: (?P<scenarios>.+)\.$", seeds),
         (
-            r"Real: the agent loop, .* built by `summary_request`, the function "
+            r"Real: the agent loop, .* built by `build_summary_request`, the function "
             r"`ModelSummarizer` sends\.$",
-            lambda m: SimulatedSummarizer.summarize.__code__.co_names.count("summary_request") == 1,
+            lambda m: (
+                SimulatedSummarizer.summarize.__code__.co_names.count("build_summary_request") == 1
+            ),
         ),
         (
             r"Simulated: the conversation model is `scripted` .* latency of (?P<ms>\d+) ms per "

@@ -202,6 +202,8 @@ def test_shares_substring_is_case_insensitive_and_eight_characters_long() -> Non
 def test_checkpoint_classes() -> None:
     assert checkpoint_class(checkpoint_message(STUB.format("x"), "p")) == "index"
     assert checkpoint_class(checkpoint_message(STATE.format("x"), "p")) == "state"
+    rollup = "<compacted-rollup>\nRolled-up index of 2 earlier checkpoints\n</compacted-rollup>"
+    assert checkpoint_class(checkpoint_message(rollup, "p")) == "index"
     assert checkpoint_class(user_message(STUB.format("typed by a person"))) is None
 
 
@@ -228,6 +230,30 @@ def test_stub_stability_flags_changed_moved_and_vanished_stubs() -> None:
     assert "stub-a" in report.violations[1] and "gone" in report.violations[1]
     assert "moved to #0" in report.violations[2]
     assert stub_stability([request(a, tail), request(a, b, tail)]).violations == []
+
+
+def test_stub_stability_accepts_stubs_rolled_up_with_their_footers_and_the_shift_after() -> None:
+    footer = (
+        "[checkpoint c{}: shadows conversation span #{}–#{}; "
+        "originals retrievable via history_read]"
+    )
+    a = checkpoint_message(STUB.format("stub a\n" + footer.format(10, 1, 9)), "p1", id="stub-a")
+    b = checkpoint_message(STUB.format("stub b\n" + footer.format(20, 11, 19)), "p2", id="stub-b")
+    c = checkpoint_message(STUB.format("stub c\n" + footer.format(30, 21, 29)), "p3", id="stub-c")
+    rollup = checkpoint_message(
+        STUB.format("rolled up\n" + footer.format(10, 1, 9) + "\n" + footer.format(20, 11, 19)),
+        "p4",
+        id="rollup",
+    )
+    lossy = checkpoint_message(STUB.format("rolled up\n" + footer.format(10, 1, 9)), "p4", id="r2")
+    tail = user_message("tail")
+    before = [request(a, b, c, tail)]
+    report = stub_stability([*before, request(rollup, c, tail), request(rollup, c, tail)])
+    assert (report.rolled_up, report.shifted, report.violations) == (2, 1, [])
+    assert report.stubs == 4
+    dropped = stub_stability([*before, request(lossy, c, tail)])
+    assert dropped.rolled_up == 1
+    assert any("stub-b" in v and "gone" in v for v in dropped.violations)
 
 
 # ---- pairing ---------------------------------------------------------------------------------

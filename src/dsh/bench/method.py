@@ -20,8 +20,8 @@ def what_was_real(meta: dict[str, Any]) -> list[str]:
     """What ran for real and what was simulated, by mode."""
     notes = [
         "Real: the agent loop, the tools (in a temporary workspace), the compaction engine and "
-        "backends, the recall tools, and the summariser's request, built by `summary_request`, "
-        "the function `ModelSummarizer` sends."
+        "backends, the recall tools, and the summariser's request, built by "
+        "`build_summary_request`, the function `ModelSummarizer` sends."
     ]
     online = meta.get("online")
     if meta.get("mode") == "online" and online:

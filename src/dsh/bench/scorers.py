@@ -245,32 +245,73 @@ def _first_request_with(requests: Sequence[ModelRequest], literal: str) -> int |
 @dataclass(slots=True)
 class Stability:
     stubs: int = 0
+    rolled_up: int = 0
+    """Stubs that left the surface into a code rollup that carries their footer verbatim."""
+    shifted: int = 0
+    """Stub positions that moved head-ward because a rollup before them replaced several stubs
+    (order kept, bytes kept; the prefix after the rollup is new to the provider's cache)."""
     violations: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "stubs": self.stubs,
+            "rolledUp": self.rolled_up,
+            "shifted": self.shifted,
             "violations": len(self.violations),
             "examples": self.violations[:5],
         }
 
 
+_FOOTER = re.compile(r"\[checkpoint c\d+: [^\]]*\]")
+
+
+def _footer_of(body: str) -> str | None:
+    found = _FOOTER.findall(body)
+    return found[-1] if found else None
+
+
 def stub_stability(requests: Sequence[ModelRequest]) -> Stability:
-    """Every index stub keeps its bytes and its position in every later request."""
+    """Every index stub keeps its bytes and its position in every later request. Two moves are
+    not violations, and are counted instead: a stub that leaves into a rollup checkpoint carrying
+    its footer verbatim (the rollup ladder), and a stub that moves head-ward, order kept, in the
+    request where a rollup before it first appears."""
     report = Stability()
     frozen: dict[str, tuple[int, int, str]] = {}  # message id -> (first request, position, bytes)
     for index, request in enumerate(requests):
         messages = request.messages
-        for stub_id, (first, position, body) in frozen.items():
-            here = messages[position] if position < len(messages) else None
-            if here is None or here.id != stub_id:
-                moved = next((i for i, m in enumerate(messages) if m.id == stub_id), None)
-                where = "gone" if moved is None else f"moved to #{moved}"
+        where_now = {m.id: i for i, m in enumerate(messages)}
+        index_texts = [message_segment(m)[0] for m in messages if checkpoint_class(m) == "index"]
+        retired = {
+            stub_id
+            for stub_id, (_, _, body) in frozen.items()
+            if stub_id not in where_now
+            and (footer := _footer_of(body)) is not None
+            and any(footer in text for text in index_texts)
+        }
+        retired_positions = sorted(frozen[stub_id][1] for stub_id in retired)
+        for stub_id in retired:
+            del frozen[stub_id]
+        report.rolled_up += len(retired)
+        for stub_id, (first, position, body) in list(frozen.items()):
+            here = where_now.get(stub_id)
+            if here is None:
                 report.violations.append(
                     f"request {index}: stub {stub_id} "
-                    f"(first in request {first} at #{position}) {where}"
+                    f"(first in request {first} at #{position}) gone"
                 )
-            elif message_segment(here)[0] != body:
+                continue
+            if here != position:
+                rolled_before = any(p < position for p in retired_positions)
+                if here < position and rolled_before:
+                    report.shifted += 1
+                    frozen[stub_id] = (first, here, body)
+                else:
+                    report.violations.append(
+                        f"request {index}: stub {stub_id} "
+                        f"(first in request {first} at #{position}) moved to #{here}"
+                    )
+                    continue
+            if message_segment(messages[here])[0] != body:
                 report.violations.append(f"request {index}: stub {stub_id} changed its bytes")
         for position, message in enumerate(messages):
             if message.id not in frozen and checkpoint_class(message) == "index":

@@ -2,8 +2,9 @@
 
 ``Trace`` holds one ``CallRecord`` per model request — conversation calls (through
 ``RecordingProvider``), summariser calls (``RecordingProvider`` around a real summariser's
-provider online; ``SimulatedSummarizer`` offline, which records the request
-``dsh.compaction.model_summarizer.summary_request`` builds, the one ``ModelSummarizer`` sends),
+provider online; ``SimulatedSummarizer`` offline, which records the request that
+``dsh.compaction.model_summarizer.build_summary_request`` builds, the one ``ModelSummarizer``
+sends),
 and online probe calls — plus the order in which requests were sent and replies finished, so
 every cache rule can be replayed afterwards over exactly the same sequence (``replay``).
 
@@ -24,7 +25,7 @@ from typing import Literal
 
 from dsh.bench.cache_rules import CacheSimulator, Served
 from dsh.bench.options import STEP_SECONDS
-from dsh.compaction.model_summarizer import summary_request
+from dsh.compaction.model_summarizer import build_summary_request
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.events import (
     Event,
@@ -44,14 +45,17 @@ from dsh.surface.tokens import MESSAGE_OVERHEAD, block_tokens, system_tokens, to
 
 CallPurpose = Literal["conversation", "compaction", "probe"]
 STUB_TAG = "<compacted-index-stub>"
+ROLLUP_TAG = "<compacted-rollup>"
+"""A code rollup of the oldest stubs: frozen like a stub, so it counts as one."""
 
 
 def checkpoint_class(message: Message) -> str | None:
-    """``index`` for an index stub, ``state`` for a state checkpoint or a basic summary, None
-    for an ordinary message."""
+    """``index`` for an index stub or a rollup of stubs, ``state`` for a state checkpoint or a
+    basic summary, None for an ordinary message."""
     if not is_compact_checkpoint_source(message.source):
         return None
-    return "index" if STUB_TAG in message.text() else "state"
+    text = message.text()
+    return "index" if STUB_TAG in text or ROLLUP_TAG in text else "state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +295,7 @@ class SimulatedSummarizer:
         """Every request billed, as built."""
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        request = summary_request(task, provider=self.provider, model=self._model)
+        request = build_summary_request(task, provider=self.provider, model=self._model)
         self.requests.append(request)
         index = self.trace.begin(request)
         if self.latency > 0:

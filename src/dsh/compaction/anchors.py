@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 KINDS = ("error", "path", "id", "value", "config", "quoted")
@@ -267,27 +268,54 @@ def trim(text: str) -> str:
 
 
 def rarest_anchors(
-    slice_text: str, corpus_texts: Sequence[str], *, limit: int = 12
+    slice_text: str,
+    corpus_texts: Sequence[str] = (),
+    *,
+    limit: int = 12,
+    counts: Callable[[str], int] | None = None,
 ) -> list[Anchor]:
     """The slice's anchors, rarest first, at most ``limit``.
 
-    Rarity is the number of occurrences of the anchor's text across ``corpus_texts`` (the whole
+    Rarity is ``counts(text)`` when given (an ``AnchorIndex`` of the session: O(the slice)),
+    else the number of occurrences of the anchor's text across ``corpus_texts`` (the whole
     session; the slice alone when empty). Ties go by kind order, then by first occurrence in the
     slice, so the result depends on the corpus only through those counts. A slice with more than
     ``MAX_CANDIDATES`` anchors competes with the first and last ``MAX_CANDIDATES // 2``.
     """
-    # NUL never occurs in an anchor, so no count straddles two corpus texts.
-    corpus = "\0".join(corpus_texts or (slice_text,))
+    if counts is None:
+        # NUL never occurs in an anchor, so no count straddles two corpus texts.
+        counts = "\0".join(corpus_texts or (slice_text,)).count
     candidates = extract_anchors(slice_text)
     if len(candidates) > MAX_CANDIDATES:  # a huge slice: its head and its tail
         half = MAX_CANDIDATES // 2
         candidates = candidates[:half] + candidates[-half:]
     ranked = []
     for position, anchor in enumerate(candidates):
-        count = corpus.count(anchor.text)
+        count = counts(anchor.text)
         ranked.append((count, _kind_rank(anchor.kind), position, anchor))
     ranked.sort(key=lambda item: item[:3])
     return [item[3] for item in ranked[:limit]]
+
+
+class AnchorIndex:
+    """How many texts of a session mention each anchor, kept incrementally: each text is
+    scanned once, when it is added, so a later lookup costs O(1) however long the log is.
+
+    ``count(text)`` is the number of added texts in which ``text`` was extracted as an anchor;
+    like the substring count it ranks a literal that recurs across the session above one seen
+    once, and it does not depend on the order the texts were added in.
+    """
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self.texts = 0
+
+    def add(self, text: str) -> None:
+        self._counts.update({anchor.text for anchor in extract_anchors(text)})
+        self.texts += 1
+
+    def count(self, text: str) -> int:
+        return self._counts[text]
 
 
 def _kind_rank(kind: str) -> int:

@@ -9,7 +9,7 @@ Rules:
 - every edge is a balanced cut;
 - the trailing slice starts at the last turn boundary when that slice fits in ``chunk_tokens``
   (about one turn), else at the last balanced cut that keeps it within ``chunk_tokens`` — as close
-  to the retain boundary as balance allows;
+  to the retain boundary as balance allows (an oversized last exchange is the slice alone);
 - index chunks accumulate toward ``chunk_tokens``; within the reachable cuts a turn boundary in
   the second half of the budget wins, else the furthest balanced cut; a chunk with no balanced
   cut inside the budget grows to the next balanced cut (one oversized node is its own chunk).
@@ -36,15 +36,17 @@ def trailing_start(nodes: Sequence[SpanNode], chunk_tokens: int) -> int:
     best_balanced = 0
     for cut in range(n - 1, 0, -1):  # cut between nodes[cut - 1] and nodes[cut]
         tail += nodes[cut].tokens
-        if tail > chunk_tokens:
+        if tail > chunk_tokens and best_balanced:
             break
         before = nodes[cut - 1]
         if not before.balanced_after:
             continue
-        if before.turn_after:
+        if before.turn_after and tail <= chunk_tokens:
             return cut
         if best_balanced == 0:
-            best_balanced = cut
+            best_balanced = cut  # the nearest balanced cut: an oversized last node stands alone
+        if tail > chunk_tokens:
+            break
     return best_balanced
 
 

@@ -1,0 +1,119 @@
+"""Turning summariser answers into checkpoint text (spec §4.4): stubs, pointers, the state.
+
+A stub answer that is junk — empty, over-long, footer-like, or a copy of its slice — degrades
+that stub to a code pointer stub (``degraded: "fallback"``); it never breaks the layout. The
+state is the only hard model dependency: a failed or empty state aborts the pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from dsh.compaction.anchors import keyword_line, merge_keyword_lines
+from dsh.compaction.base import RegionPlan, RegionText
+from dsh.compaction.summarizer import SummaryOutput
+from dsh.errors import ProviderError
+from dsh.events import Degraded, Message
+from dsh.transcript import render_message
+
+KEYWORD_LINE_CHARS = 400
+MAX_STUB_LINES = 3
+OVERLONG_FACTOR = 3
+"""A stub answer longer than ``stub_tokens`` × this is junk (a copy, or a runaway answer)."""
+COPY_CHARS = 160
+"""A stub answer holding this many characters of its slice verbatim is a copy."""
+
+_FOOTER_LIKE = re.compile(r"\[checkpoint c\d+|shadows conversation span|<compacted-", re.I)
+
+
+def slice_text(messages: Sequence[Message]) -> str:
+    return "\n".join(render_message(m) for m in messages)
+
+
+def stub_text(region: RegionPlan, output: SummaryOutput, stub_tokens: int) -> RegionText:
+    """A stub from the model's answer, or a pointer stub when the answer is junk."""
+    task = region.task
+    assert task is not None
+    body = output.text.strip()
+    if junk_reason(body, task.messages, stub_tokens) is not None:
+        return pointer(region, "fallback", None)
+    lines = [line for line in body.splitlines() if line.strip()]
+    model_line = next((line for line in lines if line.startswith("Keywords")), "")
+    prose = [line for line in lines if not line.startswith("Keywords")][:MAX_STUB_LINES]
+    keywords = merge_keyword_lines(model_line, region.anchors, max_chars=KEYWORD_LINE_CHARS)
+    return RegionText(
+        kind="index",
+        shadowed_seqs=region.shadowed_seqs,
+        summary="\n".join([*prose, keywords] if keywords else prose),
+        provider=output.provider,
+        model=output.model,
+        usage=output.usage,
+        raw_output=output.raw_output,
+    )
+
+
+def junk_reason(body: str, messages: Sequence[Message], stub_tokens: int) -> str | None:
+    """Why a stub answer cannot be used (None when it can)."""
+    if not body:
+        return "empty"
+    if len(body) > stub_tokens * 4 * OVERLONG_FACTOR:
+        return "over-long"
+    if _FOOTER_LIKE.search(body):
+        return "footer-like"
+    flat = " ".join(body.split())
+    source = " ".join(slice_text(messages).split())
+    if len(flat) >= 40 and flat in source:
+        return "a copy of the slice"
+    copied = _copied_chars(body, source)
+    if copied >= COPY_CHARS and copied * 5 >= len(flat) * 4:
+        return "a copy of the slice"
+    return None
+
+
+def _copied_chars(body: str, source: str) -> int:
+    """Characters of the answer's lines that occur verbatim in the slice."""
+    lines = (" ".join(line.split()) for line in body.splitlines())
+    return sum(len(line) for line in lines if len(line) >= 20 and line in source)
+
+
+def pointer(region: RegionPlan, degraded: Degraded, what: str | None) -> RegionText:
+    """A code-only stub: one line, and the slice's rarest literals."""
+    seqs = region.shadowed_seqs
+    description = what or f"{len(seqs)} earlier messages (no summary could be written)"
+    lines = [f"Earlier conversation: {description}."]
+    line = keyword_line(region.anchors, max_chars=KEYWORD_LINE_CHARS)
+    if line:
+        lines.append(line)
+    return RegionText(
+        kind="index",
+        shadowed_seqs=seqs,
+        summary="\n".join(lines),
+        provider="code",
+        model="pointer",
+        degraded=degraded,
+    )
+
+
+def state_text(region: RegionPlan, output: SummaryOutput, state_max_tokens: int) -> RegionText:
+    """The state from the model's answer: footer-like lines dropped (code writes the footer),
+    capped at ``state_max_tokens``; nothing left is a failure."""
+    lines = [line for line in output.text.strip().splitlines() if not _FOOTER_LIKE.search(line)]
+    text = "\n".join(lines).strip()
+    if not text:
+        raise ProviderError("INVALID_RESPONSE", "the state rewrite returned no text")
+    return RegionText(
+        kind="state",
+        shadowed_seqs=region.shadowed_seqs,
+        summary=cap(text, state_max_tokens),
+        provider=output.provider,
+        model=output.model,
+        input_range=region.input_range,
+        usage=output.usage,
+        raw_output=output.raw_output,
+    )
+
+
+def cap(text: str, max_tokens: int) -> str:
+    limit = max_tokens * 4
+    return text if len(text) <= limit else text[:limit].rstrip() + "\n[state truncated]"
