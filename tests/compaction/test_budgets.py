@@ -158,7 +158,8 @@ class _Recorder:
 
     async def summarize(self, task):
         self.tasks.append(task)
-        return SummaryOutput(text=f"state after {len(self.tasks)}", provider="r", model="r")
+        text = f"## Goal\nstate after {len(self.tasks)}"
+        return SummaryOutput(text=text, provider="r", model="r")
 
 
 def test_a_state_input_too_big_for_the_window_is_split_in_order_and_folded():
@@ -172,11 +173,13 @@ def test_a_state_input_too_big_for_the_window_is_split_in_order_and_folded():
     recorder = _Recorder()
     region = RegionPlan(kind="state", shadowed_seqs=(1, 2), task=task)
     text = run(fold_state(recorder, region, 100, window))
-    assert [t.previous for t in recorder.tasks] == [
-        "old state",
-        *(f"state after {n}" for n in range(1, len(parts))),
+    previous = [t.previous for t in recorder.tasks]
+    assert previous[0] == "old state"
+    assert [p.split("\n")[:2] for p in previous[1:]] == [
+        ["## Goal", f"state after {n}"] for n in range(1, len(parts))
     ]
-    assert text.summary == f"state after {len(parts)}" and text.raw_output is None
+    assert text.summary.split("\n")[:2] == ["## Goal", f"state after {len(parts)}"]
+    assert text.raw_output is None
     assert split_state_task(task, None) == [task]
     assert split_state_task(dataclasses.replace(task, messages=messages[:1]), 10_000) == [
         dataclasses.replace(task, messages=messages[:1])

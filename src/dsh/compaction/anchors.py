@@ -336,17 +336,29 @@ def keyword_line(anchors: Sequence[Anchor], *, max_chars: int = 400) -> str:
 
 
 def merge_keyword_lines(
-    model_line: str, required: Sequence[Anchor], *, max_chars: int = 400
+    model_line: str, required: Sequence[Anchor], *, source: str | None = None, max_chars: int = 400
 ) -> str:
     """The model's keyword line merged with code-extracted ``required`` anchors.
 
     Every required anchor appears (first within its kind), even past ``max_chars``; the model's
-    other anchors follow as far as ``max_chars`` allows.
+    other anchors follow as far as ``max_chars`` allows — when ``source`` is given, only those
+    that occur in it verbatim (a literal the model invented or copied from an instruction never
+    reaches a frozen stub).
     """
     must = _dedupe(required)
     must_texts = {anchor.text for anchor in must}
-    optional = [a for a in _dedupe(parse_keyword_line(model_line)) if a.text not in must_texts]
+    listed = parse_keyword_line(model_line)
+    if source is not None:
+        listed = [anchor for anchor in listed if occurs_in(anchor.text, source)]
+    optional = [a for a in _dedupe(listed) if a.text not in must_texts]
     return _render_within(optional, must, max_chars)
+
+
+def occurs_in(literal: str, source: str) -> bool:
+    """True when ``literal`` occurs verbatim in ``source``; a literal clipped with ``…`` counts
+    when each of its parts does (a clipped line keeps a prefix of the original)."""
+    parts = [part for part in literal.split("…") if part]
+    return bool(parts) and all(part in source for part in parts)
 
 
 def parse_keyword_line(line: str) -> list[Anchor]:

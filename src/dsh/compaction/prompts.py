@@ -38,9 +38,17 @@ FOCUS_NOTE = "\nThe user asked to keep this in focus: {focus}"
 STUB_INSTRUCTION = """\
 Index the conversation slice above in at most {lines} short lines: what was asked, what was done,
 what came out. Then one line starting with "Keywords — " listing its rarest exact literals
-(error strings, paths, ids, values, config keys) grouped by kind, e.g.
-Keywords — error: "ValueError: bad port"; path: src/app.py; id: ZEBRA-7731; config: retries=5
+(error strings, paths, ids, values, config keys) grouped by kind, in this schematic form
+(the <…> placeholders stand for literals copied from the slice; never write them):
+{example}
 Do not restate the working state or earlier index entries given as background; no footer."""
+
+EXAMPLE_PLACEHOLDERS = ("<ERROR-STRING>", "<path>", "<ID>", "<key>=<value>")
+"""The schematic literals of the instructions' one example: obviously not conversation text."""
+
+KEYWORD_EXAMPLE = 'Keywords — error: "{}"; path: {}; id: {}; config: {}'.format(
+    *EXAMPLE_PLACEHOLDERS
+)
 
 STATE_INSTRUCTION = """\
 Rewrite the working-memory state of this session from the previous state and the conversation
@@ -103,7 +111,7 @@ def instruction_for(task: SummaryTask) -> str:
     if task.layout == "riding" and task.kind != "summary":
         return _riding_instruction(task)
     if task.kind == "stub":
-        return STUB_INSTRUCTION.format(lines=3)
+        return STUB_INSTRUCTION.format(lines=3, example=KEYWORD_EXAMPLE)
     if task.kind == "state":
         focus = FOCUS_NOTE.format(focus=task.focus) if task.focus else ""
         return STATE_INSTRUCTION.format(tokens=task.max_tokens) + focus
@@ -124,7 +132,8 @@ def _riding_instruction(task: SummaryTask) -> str:
     tail = _quote(messages[-1]) if messages else "(nothing)"
     if task.kind == "stub":
         lead = RIDING_STUB_INSTRUCTION.format(first=first, last=last, head=head, tail=tail)
-        rules = STUB_INSTRUCTION.format(lines=3).replace("the conversation slice above", "it")
+        rules = STUB_INSTRUCTION.format(lines=3, example=KEYWORD_EXAMPLE)
+        rules = rules.replace("the conversation slice above", "it")
         return f"{lead}\n{rules}"
     previous = RIDING_PREVIOUS.format(at=task.previous_at) if task.previous_at else ""
     lead = RIDING_STATE_INSTRUCTION.format(
@@ -135,6 +144,12 @@ def _riding_instruction(task: SummaryTask) -> str:
         "the previous state and the conversation\nslice above", "the previous state and\nthat slice"
     )
     return f"{lead}\n{rules}{focus}"
+
+
+def echoes_example(text: str, source: str) -> bool:
+    """True when ``text`` repeats an instruction's example: one of its schematic placeholders
+    that the conversation itself (``source``) never said."""
+    return any(mark in text and mark not in source for mark in EXAMPLE_PLACEHOLDERS)
 
 
 def _quote(message: Message) -> str:

@@ -28,7 +28,7 @@ from dsh.compaction.base import (
 )
 from dsh.compaction.basic import checkpoint_summary_event, checkpoint_summary_text, retain_boundary
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
-from dsh.compaction.recallable.chunking import SpanNode, chunk_span
+from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
     rollup_body,
@@ -38,6 +38,7 @@ from dsh.compaction.recallable.rollup import (
 from dsh.compaction.recallable.spans import ConversationSpans, SessionAnchors
 from dsh.compaction.recallable.state_input import fold_state
 from dsh.compaction.recallable.texts import (
+    junk_reason,
     pointer,
     slice_text,
     stub_text,
@@ -57,6 +58,8 @@ log = logging.getLogger("dsh.compaction")
 
 RECALL_TOOL_NAMES = frozenset({"history_read", "history_search"})
 RECENT_STUBS = 2
+STUB_ATTEMPTS = 2
+"""A junk stub answer is asked for once more before the stub degrades to a pointer."""
 ROLLUP_MODEL = "rollup"
 INSTRUCTION_TOKENS = 300
 """Room a riding call's instruction message takes (heuristic tokens, generous)."""
@@ -137,7 +140,7 @@ class RecallableBackend:
             return None
         if reason == "pressure" and material < self.min_stale_tokens(window):
             return None  # too little stale history to be worth a pass: wait for more
-        chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
+        chunks = self._chunks(session, span)
         rollup: Sequence[int] = ()
         if window is not None:
             budget = self.stub_budget(session, window, retain_tokens)
@@ -188,8 +191,13 @@ class RecallableBackend:
         self._window = None
         nodes = session.nodes
         span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
+        return self._plan(session, span, self._chunks(session, span), None)
+
+    def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
+        """The span's chunks; a chunk of checkpoints alone folds into the next one."""
         chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
-        return self._plan(session, span, chunks, None)
+        flags = [checkpoint_kind(session, seq) is not None for seq in span]
+        return fold_checkpoint_chunks(chunks, flags)
 
     def _leading_stubs(self, session: Session) -> list[int]:
         """The run of index checkpoints at the surface head (the oldest frozen entries)."""
@@ -258,7 +266,9 @@ class RecallableBackend:
                     background=state_text,
                     keyword_lines=keyword_lines,
                     recent_stubs=tuple(committed[-RECENT_STUBS:]),
-                    slice_range=_range(positions, seqs),
+                    slice_range=_range(
+                        positions, [s for s in seqs if checkpoint_kind(session, s) is None]
+                    ),
                     **common,  # type: ignore[arg-type]
                     **riding(stub_layout, stub_room),  # type: ignore[arg-type]
                 )
@@ -366,6 +376,8 @@ class RecallableBackend:
                     model=ROLLUP_MODEL,
                 )
             if region.task is None:
+                # Only a recall-only slice has no task: a chunk of checkpoints alone folds into
+                # the next chunk (``fold_checkpoint_chunks``), so every index slice has material.
                 return pointer(region, "pointer", "recall activity (history_read/history_search)")
             async with gate:
                 if region.kind == "state":
@@ -377,12 +389,20 @@ class RecallableBackend:
         return list(await asyncio.gather(*(one(r) for r in plan.regions)))
 
     async def _stub(self, region: RegionPlan) -> RegionText:
-        assert region.task is not None
-        try:
-            output = await self.summarizer.summarize(region.task)
-        except Exception:  # a failed stub degrades to a pointer; the pass goes on
-            return pointer(region, "fallback", None)
-        return stub_text(region, output, self.settings.stub_tokens)
+        """The model's stub; a junk answer is asked for once more, then (like a failed call)
+        degrades to a pointer stub and the pass goes on."""
+        task = region.task
+        assert task is not None
+        for _ in range(STUB_ATTEMPTS):
+            try:
+                output = await self.summarizer.summarize(task)
+            except Exception:
+                break
+            reason = junk_reason(output.text.strip(), task.messages, self.settings.stub_tokens)
+            if reason is None:
+                return stub_text(region, output)
+            log.info("stub answer rejected (%s)", reason)
+        return pointer(region, "fallback", None)
 
     # ---- text -------------------------------------------------------------------------------
 

@@ -12,7 +12,9 @@ Rules:
   to the retain boundary as balance allows (an oversized last exchange is the slice alone);
 - index chunks accumulate toward ``chunk_tokens``; within the reachable cuts a turn boundary in
   the second half of the budget wins, else the furthest balanced cut; a chunk with no balanced
-  cut inside the budget grows to the next balanced cut (one oversized node is its own chunk).
+  cut inside the budget grows to the next balanced cut (one oversized node is its own chunk);
+- ``fold_checkpoint_chunks``: an index chunk made of checkpoint nodes alone (a superseded state)
+  joins the chunk after it, so it never becomes a stub of its own.
 """
 
 from __future__ import annotations
@@ -90,3 +92,21 @@ def _next_edge(nodes: Sequence[SpanNode], start: int, limit: int, chunk_tokens: 
     return next(
         end for end in range(start + 1, limit + 1) if nodes[end - 1].balanced_after or end == limit
     )
+
+
+def fold_checkpoint_chunks(
+    chunks: Sequence[tuple[int, int]], is_checkpoint: Sequence[bool]
+) -> list[tuple[int, int]]:
+    """``chunks`` with every index chunk whose nodes are all checkpoints merged into the chunk
+    after it (the last chunk — the state region — absorbs one before it)."""
+    folded: list[tuple[int, int]] = []
+    carry: int | None = None
+    for position, (start, end) in enumerate(chunks):
+        begin = start if carry is None else carry
+        last = position == len(chunks) - 1
+        if not last and all(is_checkpoint[start:end]):
+            carry = begin
+            continue
+        folded.append((begin, end))
+        carry = None
+    return folded

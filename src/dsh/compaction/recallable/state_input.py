@@ -5,12 +5,16 @@ folded part by part, each part's state the merge base of the next."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from dsh.compaction.base import RegionPlan, RegionText
 from dsh.compaction.model_summarizer import build_summary_request, output_budget
-from dsh.compaction.recallable.texts import state_text
+from dsh.compaction.recallable.texts import slice_text, state_text
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
+from dsh.errors import ProviderError
 from dsh.surface import message_tokens, system_tokens, tools_tokens
+
+log = logging.getLogger("dsh.compaction")
 
 
 def request_tokens(task: SummaryTask) -> int:
@@ -57,12 +61,33 @@ async def fold_state(
     assert region.task is not None
     tasks = split_state_task(region.task, window)
     previous = region.task.previous
-    output: SummaryOutput | None = None
+    text: RegionText | None = None
     for task in tasks:
-        output = await summarizer.summarize(dataclasses.replace(task, previous=previous))
-        previous = state_text(region, output, state_max_tokens).summary
-    assert output is not None
-    text = state_text(region, output, state_max_tokens)
+        text = await _one_state(
+            summarizer, region, dataclasses.replace(task, previous=previous), state_max_tokens
+        )
+        previous = text.summary
+    assert text is not None
     if len(tasks) > 1:  # no single call produced it: replay cannot serve it as one call
         text = dataclasses.replace(text, raw_output=None, usage=None)
     return text
+
+
+async def _one_state(
+    summarizer: Summarizer, region: RegionPlan, task: SummaryTask, state_max_tokens: int
+) -> RegionText:
+    """One state call, retried once when its answer is not a usable state (``check_state``);
+    a second bad answer fails the pass."""
+    source = "\n".join(
+        part for part in (slice_text(task.messages), task.previous, task.focus) if part
+    )
+
+    def checked(output: SummaryOutput) -> RegionText:
+        return state_text(region, output, state_max_tokens, source=source, previous=task.previous)
+
+    output = await summarizer.summarize(task)  # a failed call fails the pass (no retry here)
+    try:
+        return checked(output)
+    except ProviderError as exc:
+        log.info("state answer rejected (%s): asking once more", exc)
+    return checked(await summarizer.summarize(task))

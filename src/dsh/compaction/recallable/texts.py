@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from dsh.compaction.anchors import keyword_line, merge_keyword_lines
 from dsh.compaction.base import RegionPlan, RegionText
+from dsh.compaction.prompts import echoes_example
+from dsh.compaction.recallable.state_check import check_state
 from dsh.compaction.summarizer import SummaryOutput
 from dsh.errors import ProviderError
 from dsh.events import Degraded, Message
@@ -31,17 +33,19 @@ def slice_text(messages: Sequence[Message]) -> str:
     return "\n".join(render_message(m) for m in messages)
 
 
-def stub_text(region: RegionPlan, output: SummaryOutput, stub_tokens: int) -> RegionText:
-    """A stub from the model's answer, or a pointer stub when the answer is junk."""
+def stub_text(region: RegionPlan, output: SummaryOutput) -> RegionText:
+    """A stub from the model's answer (one ``junk_reason`` accepted): its prose lines, and its
+    keyword line keeping only literals that occur in the slice, merged with the code anchors."""
     task = region.task
     assert task is not None
     body = output.text.strip()
-    if junk_reason(body, task.messages, stub_tokens) is not None:
-        return pointer(region, "fallback", None)
+    source = slice_text(task.messages)
     lines = [line for line in body.splitlines() if line.strip()]
     model_line = next((line for line in lines if line.startswith("Keywords")), "")
     prose = [line for line in lines if not line.startswith("Keywords")][:MAX_STUB_LINES]
-    keywords = merge_keyword_lines(model_line, region.anchors, max_chars=KEYWORD_LINE_CHARS)
+    keywords = merge_keyword_lines(
+        model_line, region.anchors, source=source, max_chars=KEYWORD_LINE_CHARS
+    )
     return RegionText(
         kind="index",
         shadowed_seqs=region.shadowed_seqs,
@@ -61,8 +65,11 @@ def junk_reason(body: str, messages: Sequence[Message], stub_tokens: int) -> str
         return "over-long"
     if _FOOTER_LIKE.search(body):
         return "footer-like"
+    rendered = slice_text(messages)
+    if echoes_example(body, rendered):
+        return "an echo of the instruction's example"
     flat = " ".join(body.split())
-    source = " ".join(slice_text(messages).split())
+    source = " ".join(rendered.split())
     if len(flat) >= 40 and flat in source:
         return "a copy of the slice"
     copied = _copied_chars(body, source)
@@ -95,13 +102,22 @@ def pointer(region: RegionPlan, degraded: Degraded, what: str | None) -> RegionT
     )
 
 
-def state_text(region: RegionPlan, output: SummaryOutput, state_max_tokens: int) -> RegionText:
+def state_text(
+    region: RegionPlan,
+    output: SummaryOutput,
+    state_max_tokens: int,
+    *,
+    source: str,
+    previous: str | None,
+) -> RegionText:
     """The state from the model's answer: footer-like lines dropped (code writes the footer),
-    capped at ``state_max_tokens``; nothing left is a failure."""
+    validated against ``source`` and ``previous`` (``check_state``), capped at
+    ``state_max_tokens``; nothing left, or no state at all, is a failure."""
     lines = [line for line in output.text.strip().splitlines() if not _FOOTER_LIKE.search(line)]
     text = "\n".join(lines).strip()
     if not text:
         raise ProviderError("INVALID_RESPONSE", "the state rewrite returned no text")
+    text = check_state(text, source=source, previous=previous)
     return RegionText(
         kind="state",
         shadowed_seqs=region.shadowed_seqs,
