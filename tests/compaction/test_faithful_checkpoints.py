@@ -32,7 +32,12 @@ from dsh.compaction.recallable import checkpoint_kind
 from dsh.compaction.recallable.chunking import fold_checkpoint_chunks
 from dsh.compaction.recallable.state_check import check_state
 from dsh.compaction.recallable.state_input import fold_state
-from dsh.compaction.recallable.texts import junk_reason, slice_text
+from dsh.compaction.recallable.texts import (
+    junk_reason,
+    mark_replaced,
+    slice_text,
+    superseded_values,
+)
 from dsh.compaction.summarizer import SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
@@ -423,3 +428,44 @@ def test_every_frozen_stub_of_a_small_model_lists_only_literals_of_its_slice():
     stub_calls = [r for r in server.requests if "Index the conversation" in json.dumps(r.body)]
     assert len(stub_calls) == 2 * len(stubs)  # every stub asked once more after the echo
     assert_layout(session)
+
+
+# ---- superseded values ------------------------------------------------------------------------
+
+
+def test_a_setting_changed_later_maps_its_old_literals_to_the_newest():
+    texts = ["set retries=3 and timeout = 5s", "retries = 3 still", "now retries=5", "retries=5"]
+    assert superseded_values(texts) == {"retries=3": "retries=5", "retries = 3": "retries=5"}
+    assert superseded_values(["retries=3", "retries = 3"]) == {}  # same value, other spelling
+
+
+def test_every_line_naming_an_old_value_is_marked_and_others_are_left_alone():
+    text = "Keywords — config: retries=3, a=1;2\nkept retries=30\nset retries=3 today"
+    marked = mark_replaced(text, {"retries=3": "retries=5", "a=1;2": "a=2"})
+    assert marked.splitlines() == [
+        'Keywords — config: retries=3, a=1;2; replaced: retries=3, "a=1;2"',
+        "kept retries=30",
+        "set retries=3 today (retries=3 → retries=5)",
+    ]
+    assert parse_keyword_line(marked.splitlines()[0])[-1] == Anchor("replaced", "a=1;2")
+    assert mark_replaced(text, {}) == text
+
+
+def test_a_value_changed_within_a_pass_is_marked_in_its_stubs_and_its_state():
+    session = new_session(MemoryStore())
+    append_tool_turn(
+        session, "set retries=3 in conf/app.toml", calls=[("read_file", "{}", "x " * 300)]
+    )
+    for i in range(4):
+        append_tool_turn(session, f"step {i}", calls=[("read_file", "{}", f"y{i} " * 200)])
+    append_tool_turn(session, "change it: retries=5", calls=[("read_file", "{}", "z " * 300)])
+    for i in range(3):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"w{i} " * 200)])
+    states = [BIG_STATE.replace("- decisions note 0 of the work", "- retries=3 for the importer")]
+    result = run(engine_for(session, Scripted(states=states)).compact_now(window=100_000))
+    texts = [session.events[c.summary_seq].data.summary for c in result.checkpoints]
+    naming = [line for text in texts for line in text.splitlines() if "retries=3" in line]
+    assert len(naming) >= 2  # the first stub's keyword line, and the state's decision
+    keyword_lines = [line for line in naming if line.startswith("Keywords")]
+    assert keyword_lines and all(line.endswith("; replaced: retries=3") for line in keyword_lines)
+    assert all("(retries=3 → retries=5)" in line for line in naming if line not in keyword_lines)

@@ -40,6 +40,9 @@ class RegionPlan:
     min_tokens: int = 0
     """Least price the checkpoint can have (framing and footer around the shortest text): if
     even that cannot shrink the context, no model is called."""
+    replaced: tuple[tuple[str, str], ...] = ()
+    """``(old, new)`` settings whose value changed later in the pass's span: every line of the
+    checkpoint naming ``old`` is marked ``(old → new)``, so none presents it as current."""
 
 
 @dataclass(frozen=True, slots=True)

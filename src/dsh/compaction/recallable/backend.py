@@ -42,6 +42,7 @@ from dsh.compaction.recallable.texts import (
     pointer,
     slice_text,
     stub_text,
+    superseded_values,
 )
 from dsh.compaction.summarizer import Layout, Summarizer, SummaryTask
 from dsh.config import CompactionSettings
@@ -53,6 +54,7 @@ from dsh.events import (
     surface_message,
 )
 from dsh.surface import Session
+from dsh.transcript import render_message
 
 log = logging.getLogger("dsh.compaction")
 
@@ -250,6 +252,9 @@ class RecallableBackend:
             ],
             max_chars=self.settings.chunk_tokens,
         )
+        replaced = tuple(
+            superseded_values([render_message(m) for m in _material(session, tuple(span))]).items()
+        )
         regions: list[RegionPlan] = []
         if rollup:
             regions.append(self._rollup_region(session, rollup))
@@ -280,6 +285,7 @@ class RecallableBackend:
                     anchors=anchors,
                     estimate_tokens=self._stub_estimate,
                     min_tokens=self._stub_min,
+                    replaced=replaced,
                 )
             )
         begin, _ = chunks[-1]
@@ -306,6 +312,7 @@ class RecallableBackend:
                 input_range=self._spans.of(session, span),
                 estimate_tokens=self._state_estimate,
                 min_tokens=self._state_min,
+                replaced=replaced,
             )
         )
         return Plan(tuple(regions))

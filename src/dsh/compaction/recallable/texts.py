@@ -7,10 +7,11 @@ state is the only hard model dependency: a failed or empty state aborts the pass
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
-from dsh.compaction.anchors import keyword_line, merge_keyword_lines
+from dsh.compaction.anchors import extract_anchors, keyword_line, merge_keyword_lines, split_config
 from dsh.compaction.base import RegionPlan, RegionText
 from dsh.compaction.prompts import echoes_example
 from dsh.compaction.recallable.state_check import check_state
@@ -49,7 +50,9 @@ def stub_text(region: RegionPlan, output: SummaryOutput) -> RegionText:
     return RegionText(
         kind="index",
         shadowed_seqs=region.shadowed_seqs,
-        summary="\n".join([*prose, keywords] if keywords else prose),
+        summary=mark_replaced(
+            "\n".join([*prose, keywords] if keywords else prose), dict(region.replaced)
+        ),
         provider=output.provider,
         model=output.model,
         usage=output.usage,
@@ -95,7 +98,7 @@ def pointer(region: RegionPlan, degraded: Degraded, what: str | None) -> RegionT
     return RegionText(
         kind="index",
         shadowed_seqs=seqs,
-        summary="\n".join(lines),
+        summary=mark_replaced("\n".join(lines), dict(region.replaced)),
         provider="code",
         model="pointer",
         degraded=degraded,
@@ -117,7 +120,7 @@ def state_text(
     text = "\n".join(lines).strip()
     if not text:
         raise ProviderError("INVALID_RESPONSE", "the state rewrite returned no text")
-    text = check_state(text, source=source, previous=previous)
+    text = mark_replaced(check_state(text, source=source, previous=previous), dict(region.replaced))
     return RegionText(
         kind="state",
         shadowed_seqs=region.shadowed_seqs,
@@ -133,3 +136,41 @@ def state_text(
 def cap(text: str, max_tokens: int) -> str:
     limit = max_tokens * 4
     return text if len(text) <= limit else text[:limit].rstrip() + "\n[state truncated]"
+
+
+def superseded_values(texts: Sequence[str]) -> dict[str, str]:
+    """``old literal -> newest literal`` for every ``key = value`` setting of ``texts`` (in
+    order) whose value changed later on: what a checkpoint must not present as current."""
+    latest: dict[str, tuple[str, str]] = {}
+    seen: dict[str, dict[str, str]] = {}
+    for text in texts:
+        for anchor in extract_anchors(text, kinds=("config",)):
+            parts = split_config(anchor.text)
+            if parts is not None:
+                key, value = parts
+                latest[key] = (value, anchor.text)
+                seen.setdefault(key, {})[anchor.text] = value
+    return {
+        old: latest[key][1]
+        for key, olds in seen.items()
+        for old, value in olds.items()
+        if value != latest[key][0]
+    }
+
+
+def mark_replaced(text: str, replaced: dict[str, str]) -> str:
+    """``text`` with every line naming a superseded literal marked: a keyword line gets a
+    ``replaced:`` group listing the old literals (each still a literal of the slice), any other
+    line ``(old → new)``."""
+    if not replaced:
+        return text
+    lines = []
+    for line in text.splitlines():
+        olds = [old for old in replaced if re.search(re.escape(old) + r"(?![\w.])", line)]
+        if olds and line.startswith("Keywords"):
+            items = (json.dumps(old) if any(c in old for c in ',;"') else old for old in olds)
+            line += "; replaced: " + ", ".join(items)
+        elif olds:
+            line += "".join(f" ({old} → {replaced[old]})" for old in olds)
+        lines.append(line)
+    return "\n".join(lines)
