@@ -3,6 +3,7 @@
 // function of the projector's state, so a session watched live and the same session reloaded
 // render the same DOM.
 import { renderMarkdown } from './markdown.js';
+import { renderArguments } from './tools.js';
 
 const PREVIEW_CHARS = 120;
 
@@ -11,14 +12,6 @@ function el(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
-}
-
-function prettyArguments(raw) {
-  try {
-    return JSON.stringify(JSON.parse(raw), null, 2);
-  } catch {
-    return raw;
-  }
 }
 
 function preview(text) {
@@ -139,7 +132,7 @@ export class TranscriptView {
     card.append(summary);
     if (argumentsText !== null) {
       const args = el('div', 'tool-section tool-arguments');
-      args.append(el('div', 'label', 'Arguments'), el('pre', 'tool-args', prettyArguments(argumentsText)));
+      args.append(el('div', 'label', name === 'bash' ? 'Command' : 'Arguments'), renderArguments(name, argumentsText));
       card.append(args);
     }
     row.append(card);
@@ -150,7 +143,7 @@ export class TranscriptView {
   addToolCall(item) {
     const { row, card } = this.newCard(item.seq, item.callId, item.name, item.arguments);
     const orphan = this.cards.get(item.callId);
-    const entry = { row, card, orphan: false, result: null };
+    const entry = { row, card, orphan: false, result: null, name: item.name };
     this.cards.set(item.callId, entry);
     if (orphan && orphan.orphan) {  // its result arrived first (an older page loaded later)
       this.remove(Number(orphan.row.dataset.seq));
@@ -162,7 +155,7 @@ export class TranscriptView {
     let entry = this.cards.get(item.callId);
     if (!entry) {
       const { row, card } = this.newCard(item.seq, item.callId, item.name || 'tool', null);
-      entry = { row, card, orphan: true, result: null };
+      entry = { row, card, orphan: true, result: null, name: item.name };
       this.cards.set(item.callId, entry);
     }
     this.fillResult(entry, item.text, item.isError);
@@ -173,7 +166,8 @@ export class TranscriptView {
     entry.result = { text, isError };
     card.querySelector('.tool-result-section')?.remove();
     const section = el('div', 'tool-section tool-result-section');
-    section.append(el('div', 'label', isError ? 'Result (error)' : 'Result'), el('pre', 'tool-output', text));
+    const label = entry.name === 'bash' ? 'Output' : 'Result';
+    section.append(el('div', 'label', isError ? `${label} (error)` : label), el('pre', 'tool-output', text));
     card.append(section);
     card.classList.toggle('error', isError);
     card.querySelector('.tool-status').textContent = isError ? 'error' : 'done';
@@ -227,15 +221,14 @@ export class TranscriptView {
     if (manual) {
       head.append(el('span', 'marker-command', `/${manual.name}${manual.args ? ` ${manual.args}` : ''}`));
     }
-    head.append(el('span', 'marker-title', 'Context compacted'));
-    if (details) head.append(el('span', 'marker-stats', compactedText(details)));
+    head.append(el('span', 'marker-title', '… earlier context was compacted …'));
     row.append(head);
     if (!details) {
       row.append(el('div', 'marker-unavailable', 'Compaction summary unavailable'));
       return;
     }
     const disclosure = el('details', 'marker-details');
-    disclosure.append(el('summary', '', 'View compaction summary'));
+    disclosure.append(el('summary', '', 'Details'), el('div', 'marker-stats', compactedText(details)));
     let index = 0;
     for (const summary of details.summaries) {
       const block = el('div', 'marker-summary');
