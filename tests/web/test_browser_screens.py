@@ -12,7 +12,14 @@ import pytest
 
 from tests.web.builders import long_session
 from tests.web.conftest import TOKEN, make_env
-from tests.web.test_browser import ARTIFACTS, first_page_loaded, scroll_to_beginning, send, serve
+from tests.web.test_browser import (
+    ARTIFACTS,
+    first_page_loaded,
+    scroll_to_beginning,
+    send,
+    serve,
+    stored_events,
+)
 from tests.web.test_browser import wait_idle as page_idle
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -302,3 +309,65 @@ def test_only_new_messages_are_announced_and_the_marker_reads_as_the_spec_says(
         assert page.text_content("#announcer") == "Assistant: a fresh reply", page.text_content(
             "#toast"
         )
+
+
+# ---- copy and time ----------------------------------------------------------------------------
+
+
+def test_copy_buttons_hover_timestamps_and_the_theme_toggle(browser: Any, tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    env.script = [{"text": "Run this:\n\n```python\nprint('fox')\n```\n\nand **done**."}]
+    with serve(env) as server, open_page(browser, 1280) as page:
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "show me *code*")
+        page_idle(page)
+        reply = page.locator("#log .row.assistant")
+        reply.wait_for()
+
+        # the message's copy button copies its Markdown as written; the code block's its code
+        reply.hover()
+        reply.locator("button.copy-message").click()
+        page.wait_for_function(
+            "() => document.querySelector('.row.assistant .copy-message').textContent === 'Copied'"
+        )
+        assert page.evaluate("() => navigator.clipboard.readText()") == (
+            "Run this:\n\n```python\nprint('fox')\n```\n\nand **done**."
+        )
+        reply.locator("pre").hover()
+        reply.locator("button.copy-code").click()
+        assert page.evaluate("() => navigator.clipboard.readText()") == "print('fox')"
+        user_row = page.locator("#log .row.user")
+        user_row.hover()
+        user_row.locator("button.copy-message").click()
+        assert page.evaluate("() => navigator.clipboard.readText()") == "show me *code*"
+
+        # every row's time is on hover: the event's own time, as the browser formats it
+        sid = page.evaluate("() => window.dsh.sessionId")
+        stored = {e["seq"]: e["time"] for e in stored_events(env, sid)}
+        seq = int(reply.get_attribute("data-seq"))
+        expected = page.evaluate(f"() => new Date({stored[seq]}).toLocaleString()")
+        assert reply.get_attribute("title") == expected
+
+        # the theme: auto -> light -> dark -> auto, remembered across a reload
+        def background() -> str:
+            return page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+
+        assert page.inner_text("#theme-toggle") == "Theme: auto"
+        page.click("#theme-toggle")
+        assert page.inner_text("#theme-toggle") == "Theme: light"
+        assert background() == "rgb(255, 255, 255)"
+        page.click("#theme-toggle")
+        assert page.inner_text("#theme-toggle") == "Theme: dark"
+        assert background() == "rgb(13, 17, 23)"
+        assert page.get_attribute("#hljs-dark", "media") == "all"
+        assert page.get_attribute("#hljs-light", "media") == "not all"
+        shot(page, "theme-dark")
+        page.reload()
+        page.wait_for_function("() => window.dsh.info")
+        assert page.inner_text("#theme-toggle") == "Theme: dark"
+        assert background() == "rgb(13, 17, 23)"
+        page.click("#theme-toggle")
+        assert page.inner_text("#theme-toggle") == "Theme: auto"

@@ -48,6 +48,45 @@ function fmtWhen(ms) {
   return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
+// ---- copy buttons and the theme ------------------------------------------------------------
+
+async function copyFrom(button) {
+  const row = button.closest('.row');
+  const text = button.classList.contains('copy-code')
+    ? button.closest('pre').querySelector('code').textContent
+    : state.view && row ? state.view.sourceOf(row) : null;
+  if (text === null || text === undefined) return;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+    setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+  } catch (error) {
+    toast(`cannot copy: ${error.message}`);
+  }
+}
+
+const THEMES = ['auto', 'light', 'dark'];
+
+function applyTheme(theme) {
+  const root = document.documentElement;
+  if (theme === 'auto') delete root.dataset.theme; else root.dataset.theme = theme;
+  const light = $('hljs-light');
+  const dark = $('hljs-dark');
+  light.media = theme === 'auto' ? '(prefers-color-scheme: light)' : theme === 'light' ? 'all' : 'not all';
+  dark.media = theme === 'auto' ? '(prefers-color-scheme: dark)' : theme === 'dark' ? 'all' : 'not all';
+  $('theme-toggle').textContent = `Theme: ${theme}`;
+  try { localStorage.setItem('dsh-theme', theme); } catch { /* storage off: this page only */ }
+}
+
+function storedTheme() {
+  try {
+    const theme = localStorage.getItem('dsh-theme');
+    return THEMES.includes(theme) ? theme : 'auto';
+  } catch {
+    return 'auto';
+  }
+}
+
 function setSidebar(open) {
   document.body.dataset.sidebar = open ? 'open' : 'closed';
   $('sidebar-toggle').setAttribute('aria-expanded', String(open));
@@ -470,6 +509,15 @@ function init() {
   $('cancel').addEventListener('click', cancel);
   $('new-session').addEventListener('click', newSession);
   setSidebar(!NARROW.matches);
+  applyTheme(storedTheme());
+  $('theme-toggle').addEventListener('click', () => {
+    const now = document.documentElement.dataset.theme || 'auto';
+    applyTheme(THEMES[(THEMES.indexOf(now) + 1) % THEMES.length]);
+  });
+  $('log').addEventListener('click', (event) => {
+    const button = event.target.closest('button.copy');
+    if (button) copyFrom(button);
+  });
   $('sidebar-toggle').addEventListener('click', () => setSidebar(document.body.dataset.sidebar !== 'open'));
   $('session-list').addEventListener('click', (event) => {
     if (NARROW.matches && event.target.closest('.session-item')) setSidebar(false);

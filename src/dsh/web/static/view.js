@@ -31,10 +31,19 @@ export class TranscriptView {
     this.rows = new Map();       // seq -> row element
     this.cards = new Map();      // callId -> {row, card, orphan}
     this.markers = new Map();    // passId -> row element
+    this.times = new Map();      // seq -> the event's time (ms), for the hover timestamps
+    this.sources = new WeakMap();  // message row -> its text as written, for its copy button
   }
 
   ingest(events) {
-    for (const event of events) this.apply(this.projector.feed(event));
+    for (const event of events) {
+      this.times.set(event.seq, event.time);
+      this.apply(this.projector.feed(event));
+    }
+  }
+
+  sourceOf(row) {
+    return this.sources.get(row);
   }
 
   apply(changes) {
@@ -51,6 +60,8 @@ export class TranscriptView {
 
   insert(seq, row) {
     row.dataset.seq = String(seq);
+    const time = this.times.get(seq);
+    if (time !== undefined && !row.title) row.title = new Date(time).toLocaleString();
     let lo = 0;
     let hi = this.order.length;
     while (lo < hi) {
@@ -101,6 +112,7 @@ export class TranscriptView {
       }
       if (text) row.append(this.markdown(text));
       if (item.interrupted) row.append(el('div', 'interrupted', '(interrupted)'));
+      if (text) this.copyable(row, text);
     } else if (message.source && message.source.kind === 'plugin') {
       row = el('div', 'row context');
       const details = el('details');
@@ -109,6 +121,7 @@ export class TranscriptView {
     } else {
       row = el('div', `row ${message.role === 'system' ? 'system' : 'user'}`);
       row.append(el('div', 'who', message.role === 'system' ? 'System' : 'You'), this.markdown(text));
+      this.copyable(row, text);
     }
     this.insert(item.seq, row);
   }
@@ -116,7 +129,21 @@ export class TranscriptView {
   markdown(text) {
     const body = el('div', 'body md');
     body.innerHTML = renderMarkdown(text);
+    for (const pre of body.querySelectorAll('pre')) {
+      const button = el('button', 'copy copy-code', 'Copy');
+      button.type = 'button';
+      button.setAttribute('aria-label', 'Copy code');
+      pre.append(button);
+    }
     return body;
+  }
+
+  copyable(row, text) {
+    const button = el('button', 'copy copy-message', 'Copy');
+    button.type = 'button';
+    button.setAttribute('aria-label', 'Copy message');
+    row.querySelector('.who').append(button);
+    this.sources.set(row, text);
   }
 
   newCard(seq, callId, name, argumentsText) {
