@@ -371,3 +371,37 @@ def test_copy_buttons_hover_timestamps_and_the_theme_toggle(browser: Any, tmp_pa
         assert background() == "rgb(13, 17, 23)"
         page.click("#theme-toggle")
         assert page.inner_text("#theme-toggle") == "Theme: auto"
+
+
+# ---- find ---------------------------------------------------------------------------------------
+
+
+def test_the_search_box_filters_sessions_by_workspace_and_id(browser: Any, tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    (tmp_path / "alpha-project").mkdir()
+    (tmp_path / "beta-project").mkdir()
+    alpha = long_session(env.store, tmp_path / "alpha-project", turns=1)
+    beta = long_session(env.store, tmp_path / "beta-project", turns=1)
+    with serve(env) as server, open_page(browser, 1280) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        items = page.locator("#session-list .session-item")
+        page.wait_for_function("() => document.querySelectorAll('.session-item').length === 2")
+
+        def shown() -> list[str]:
+            return [
+                items.nth(i).get_attribute("data-id") or ""
+                for i in range(items.count())
+                if items.nth(i).is_visible()
+            ]
+
+        page.fill("#session-search", "ALPHA")
+        assert shown() == [alpha]
+        page.fill("#session-search", "project " + beta[-6:])
+        assert shown() == [beta]
+        assert page.is_hidden("#session-none")
+        page.fill("#session-search", "gamma")
+        assert shown() == []
+        assert page.inner_text("#session-none") == "No session matches."
+        shot(page, "session-search-none")
+        page.fill("#session-search", "")
+        assert sorted(shown()) == sorted([alpha, beta])

@@ -257,6 +257,19 @@ async function loadSessionList() {
     a.append(when, where, sid);
     nav.append(a);
   }
+  filterSessions();
+}
+
+// The search box keeps the sessions whose date, workspace or id contain every word typed.
+function filterSessions() {
+  const words = $('session-search').value.toLowerCase().split(/\s+/).filter(Boolean);
+  let shown = 0;
+  for (const item of $('session-list').querySelectorAll('.session-item')) {
+    const text = item.textContent.toLowerCase();
+    item.hidden = !words.every((w) => text.includes(w));
+    if (!item.hidden) shown += 1;
+  }
+  $('session-none').hidden = shown > 0 || words.length === 0;
 }
 
 function selectedFromHash() {
@@ -510,6 +523,7 @@ function init() {
   $('new-session').addEventListener('click', newSession);
   setSidebar(!NARROW.matches);
   applyTheme(storedTheme());
+  $('session-search').addEventListener('input', filterSessions);
   $('theme-toggle').addEventListener('click', () => {
     const now = document.documentElement.dataset.theme || 'auto';
     applyTheme(THEMES[(THEMES.indexOf(now) + 1) % THEMES.length]);
