@@ -6,6 +6,9 @@ import { api, ApiError, liveSocket, sessionPath } from './api.js';
 import { Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { renderArguments } from './tools.js';
+import {
+  applyTheme, filterSessions, fmtTokens, fmtWhen, nextTheme, setSidebar, storedTheme,
+} from './chrome.js';
 
 const PAGE_MESSAGES = 50;
 const LOAD_OLDER_WITHIN_PX = 400;
@@ -37,18 +40,7 @@ function toast(message) {
   if (message) toast.timer = setTimeout(() => { box.hidden = true; }, 8000);
 }
 
-function fmtTokens(n) {
-  if (n === null || n === undefined) return '–';
-  if (n >= 1000) return `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k`;
-  return String(n);
-}
-
-function fmtWhen(ms) {
-  const d = new Date(ms);
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
-}
-
-// ---- copy buttons and the theme ------------------------------------------------------------
+// ---- copy buttons ------------------------------------------------------------------------
 
 async function copyFrom(button) {
   const row = button.closest('.row');
@@ -63,33 +55,6 @@ async function copyFrom(button) {
   } catch (error) {
     toast(`cannot copy: ${error.message}`);
   }
-}
-
-const THEMES = ['auto', 'light', 'dark'];
-
-function applyTheme(theme) {
-  const root = document.documentElement;
-  if (theme === 'auto') delete root.dataset.theme; else root.dataset.theme = theme;
-  const light = $('hljs-light');
-  const dark = $('hljs-dark');
-  light.media = theme === 'auto' ? '(prefers-color-scheme: light)' : theme === 'light' ? 'all' : 'not all';
-  dark.media = theme === 'auto' ? '(prefers-color-scheme: dark)' : theme === 'dark' ? 'all' : 'not all';
-  $('theme-toggle').textContent = `Theme: ${theme}`;
-  try { localStorage.setItem('dsh-theme', theme); } catch { /* storage off: this page only */ }
-}
-
-function storedTheme() {
-  try {
-    const theme = localStorage.getItem('dsh-theme');
-    return THEMES.includes(theme) ? theme : 'auto';
-  } catch {
-    return 'auto';
-  }
-}
-
-function setSidebar(open) {
-  document.body.dataset.sidebar = open ? 'open' : 'closed';
-  $('sidebar-toggle').setAttribute('aria-expanded', String(open));
 }
 
 // Screen readers hear new messages only: the conversation itself is not a live region (older
@@ -258,18 +223,6 @@ async function loadSessionList() {
     nav.append(a);
   }
   filterSessions();
-}
-
-// The search box keeps the sessions whose date, workspace or id contain every word typed.
-function filterSessions() {
-  const words = $('session-search').value.toLowerCase().split(/\s+/).filter(Boolean);
-  let shown = 0;
-  for (const item of $('session-list').querySelectorAll('.session-item')) {
-    const text = item.textContent.toLowerCase();
-    item.hidden = !words.every((w) => text.includes(w));
-    if (!item.hidden) shown += 1;
-  }
-  $('session-none').hidden = shown > 0 || words.length === 0;
 }
 
 function selectedFromHash() {
@@ -524,10 +477,7 @@ function init() {
   setSidebar(!NARROW.matches);
   applyTheme(storedTheme());
   $('session-search').addEventListener('input', filterSessions);
-  $('theme-toggle').addEventListener('click', () => {
-    const now = document.documentElement.dataset.theme || 'auto';
-    applyTheme(THEMES[(THEMES.indexOf(now) + 1) % THEMES.length]);
-  });
+  $('theme-toggle').addEventListener('click', () => applyTheme(nextTheme()));
   $('log').addEventListener('click', (event) => {
     const button = event.target.closest('button.copy');
     if (button) copyFrom(button);
