@@ -179,7 +179,7 @@ def test_conversation_streams_compacts_and_survives_a_reload(browser: Any, tmp_p
         prompt_row = page.locator("#log .row.user").first
         assert prompt_row.inner_text().endswith("Please read notes.txt")
         assert prompt_row.is_visible()
-        card.locator("summary").click()
+        card.locator("details.tool-card > summary").click()
         output = card.locator(".tool-output")
         assert output.is_visible() and output.inner_text() == tool_output
         assert "line 59: the quick brown fox" in output.inner_text()
@@ -191,8 +191,8 @@ def test_conversation_streams_compacts_and_survives_a_reload(browser: Any, tmp_p
         items = sum(len(s["data"]["shadowedSeqs"]) for s in summaries)
         tokens = sum(s["data"]["shadowedTokenCount"] for s in summaries)
         assert marker.locator(".marker-command").inner_text() == "/compact"
-        assert marker.locator(".marker-title").inner_text() == "Context compacted"
-        assert marker.locator(".marker-stats").inner_text() == (
+        assert marker.locator(".marker-title").inner_text() == "… earlier context was compacted …"
+        assert marker.locator(".marker-stats").text_content() == (
             f"Compacted {items} history items (~{tokens} tokens)"
         )
         assert done["data"]["text"] == f"Compacted {items} history items (~{tokens} tokens)"
@@ -240,7 +240,7 @@ def test_automatic_compaction_shows_the_plain_marker(browser: Any, tmp_path: Pat
         assert marker.count() == 1
         assert marker.get_attribute("class") == "row marker"  # not a /compact row
         assert marker.locator(".marker-command").count() == 0
-        assert marker.locator(".marker-stats").inner_text().startswith("Compacted ")
+        assert marker.locator(".marker-stats").text_content().startswith("Compacted ")
         sid = page.evaluate("() => window.dsh.sessionId")
         start = next(e for e in stored_events(env, sid) if e["type"] == "compaction/start")
         assert start["data"]["turn"] == 3 and "sourceCommandId" not in start["data"]
@@ -279,7 +279,7 @@ def test_scrolling_up_loads_older_pages_and_the_marker_renders(
         )
         assert checkpoint["seq"] >= oldest
         assert checkpoint["surfaceOp"]["start"] < oldest
-        assert marker.locator(".marker-stats").inner_text().startswith("Compacted ")
+        assert marker.locator(".marker-stats").text_content().startswith("Compacted ")
         assert marker.locator(".marker-unavailable").count() == 0
 
         scroll_to_beginning(page)
@@ -307,7 +307,7 @@ def test_a_marker_without_its_summaries_says_so_until_an_older_page_supplies_the
         page.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
         first_page_loaded(page)
         marker = page.locator("#log .row.marker")
-        assert marker.locator(".marker-title").inner_text() == "Context compacted"
+        assert marker.locator(".marker-title").inner_text() == "… earlier context was compacted …"
         assert (
             marker.locator(".marker-unavailable").inner_text() == "Compaction summary unavailable"
         )
@@ -315,7 +315,8 @@ def test_a_marker_without_its_summaries_says_so_until_an_older_page_supplies_the
         scroll_to_beginning(page)
         assert marker.locator(".marker-unavailable").count() == 0
         assert (
-            marker.locator(".marker-stats").inner_text() == "Compacted 2 history items (~17 tokens)"
+            marker.locator(".marker-stats").text_content()
+            == "Compacted 2 history items (~17 tokens)"
         )
         marker.locator("details.marker-details > summary").click()
         assert (
@@ -466,7 +467,7 @@ def test_approvals_are_asked_in_the_page(browser: Any, tmp_path: Path) -> None:
         approval.wait_for(state="detached")
         wait_idle(page)
         card = page.locator("#log .row.tool")
-        card.locator("summary").click()
+        card.locator("details.tool-card > summary").click()
         assert "approved-in-browser" in card.locator(".tool-output").inner_text()
 
 

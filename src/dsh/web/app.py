@@ -6,7 +6,7 @@
     POST /api/sessions            {cwd?}            create (open for writing here)
     GET  /api/sessions/{id}                         header, stats, progress, approvals
     GET  /api/sessions/{id}/history?before_seq=&max_messages=
-    WS   /api/sessions/{id}/live?after_seq=N
+    WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     POST /api/sessions/{id}/resume                  open a stored session for writing here
     POST /api/sessions/{id}/close                   release it
     POST /api/sessions/{id}/prompt  {text}          start a turn (202)
@@ -60,6 +60,7 @@ from dsh.web.errors import (
     handle_http_exception,
     handle_unexpected,
 )
+from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
 from dsh.web.sessions import SessionRegistry, check_session_id
 
@@ -177,6 +178,14 @@ def create_app(
     (``host:port`` values) turns on the ``Host`` check; ``None`` accepts any ``Host``."""
     static_root = static_dir.resolve()
     files = static_files(static_root)
+    followers = Followers(registry)
+
+    async def session_info(session_id: str) -> dict[str, Any]:
+        """The registry's info plus ``heldBy``: the pid of another process writing it."""
+        info = await registry.info(session_id)
+        open_here = session_id in registry.handles
+        info["heldBy"] = None if open_here else lock_holder(registry.store, session_id)
+        return info
 
     async def index(request: Request) -> Response:
         html = (static_root / "index.html").read_text(encoding="utf-8")
@@ -206,7 +215,7 @@ def create_app(
         return JSONResponse({"sessions": await registry.list_sessions()})
 
     async def session(request: Request) -> Response:
-        return JSONResponse(await registry.info(request.path_params["session_id"]))
+        return JSONResponse(await session_info(request.path_params["session_id"]))
 
     async def history(request: Request) -> Response:
         session_id = check_session_id(request.path_params["session_id"])
@@ -268,7 +277,7 @@ def create_app(
         try:
             check_session_id(session_id)
             after = _after_seq(websocket.query_params.get("after_seq"))
-            info = await registry.info(session_id)
+            info = await session_info(session_id)
             hub = registry.hub(session_id)
             subscriber = hub.subscribe()  # before the catch-up is read: nothing falls between
             events = await registry.events(session_id)
@@ -278,12 +287,14 @@ def create_app(
             await websocket.send_denial_response(exc.response())
             return
         catch_up = events[after + 1 :] if after is not None else ()
+        followers.ensure(session_id, len(events) - 1)  # another process may be writing it
         await websocket.accept()
         await stream(websocket, hub, frame("hello", session=info), catch_up, subscriber)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        await followers.stop()
         await registry.shutdown()
 
     session_path = "/api/sessions/{session_id}"
