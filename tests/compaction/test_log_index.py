@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.compaction.engine import _LogIndex
+from dsh.compaction.log_index import LogIndex
 from dsh.events import (
     CompactionEnd,
     CompactionPlan,
@@ -29,17 +29,17 @@ OPS = ["turn-start", "turn-end", "start", "end", "plan", "user", "reopen"]
 IDS = ["a", "b", "c"]
 
 
-def _state(index: _LogIndex) -> tuple[object, ...]:
+def _state(index: LogIndex) -> tuple[object, ...]:
     starts = {k: v.seq for k, v in index.open_starts.items()}
     plan = index.last_plan.seq if index.last_plan is not None else None
     return starts, index.last_end_seed, plan, index.turn_open, index.scanned
 
 
-def _scanned(session: Session, monkeypatch: pytest.MonkeyPatch) -> _LogIndex:
+def _scanned(session: Session, monkeypatch: pytest.MonkeyPatch) -> LogIndex:
     """The reference: every event visited in order (the bootstrap switched off)."""
     with monkeypatch.context() as patch:
-        patch.setattr(_LogIndex, "_bootstrap", lambda self, session: None)
-        index = _LogIndex()
+        patch.setattr(LogIndex, "_bootstrap", lambda self, session: None)
+        index = LogIndex()
         index.update(session)
     return index
 
@@ -65,23 +65,23 @@ def test_index_equals_a_full_scan_however_it_was_built(ops):
     with pytest.MonkeyPatch.context() as monkeypatch, tempfile.TemporaryDirectory() as home:
         store = JsonlStore(Path(home))
         session = new_session(store)
-        live = _LogIndex()
+        live = LogIndex()
         for op, name in ops:
             if op == "reopen":  # the next append logs session/end-seed first
                 session.close()
                 session = Session.open(store, session.id, writable=True)
-                live = _LogIndex()
+                live = LogIndex()
             else:
                 _apply(session, op, name)
             live.update(session)
-            opened = _LogIndex()
+            opened = LogIndex()
             opened.update(session)
             assert _state(live) == _state(opened) == _state(_scanned(session, monkeypatch))
             for kind in {type(e) for e in session.events}:
                 assert list(session.of_type(kind)) == [e for e in session.events if type(e) is kind]
         session.close()
         with Session.open(store, session.id) as reopened:
-            fresh = _LogIndex()
+            fresh = LogIndex()
             fresh.update(reopened)
             assert _state(fresh) == _state(_scanned(reopened, monkeypatch))
 
@@ -112,6 +112,6 @@ def test_the_first_update_after_opening_does_not_scan_the_log(tmp_path, monkeypa
     with Session.open(store, session.id) as opened:
         events = _NoScan(opened.events)
         monkeypatch.setattr(Session, "events", property(lambda self: events))
-        index = _LogIndex()
+        index = LogIndex()
         index.update(opened)
         assert list(index.open_starts) == ["x"] and index.turn_open

@@ -11,12 +11,10 @@ rest from the plan, with no model call and no guard.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import secrets
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from dsh.compaction.base import (
     CheckpointRef,
@@ -32,6 +30,7 @@ from dsh.compaction.base import (
     contiguous,
     heuristic_total,
 )
+from dsh.compaction.log_index import LogIndex
 from dsh.compaction.pruner import prune_tool_results
 from dsh.compaction.triggers import (
     MAX_REFUSALS,
@@ -43,7 +42,6 @@ from dsh.compaction.triggers import stale_tokens as _stale_tokens
 from dsh.config import CompactionSettings
 from dsh.events import (
     CompactionEnd,
-    CompactionEndEvent,
     CompactionPlan,
     CompactionPlanEvent,
     CompactionStart,
@@ -51,9 +49,6 @@ from dsh.events import (
     CompactionSummary,
     PlanRegion,
     ReplaceOp,
-    SessionEndSeedEvent,
-    TurnEndEvent,
-    TurnStartEvent,
 )
 from dsh.surface import Session, message_tokens
 
@@ -62,57 +57,6 @@ log = logging.getLogger("dsh.compaction")
 CRASH_ENV = "DSH_CRASH_AT"
 """Fault injection for crash tests: ``commit:N`` kills the process right before the N-th region
 of a pass commits (1-based). Never set outside tests."""
-
-
-@dataclass(slots=True)
-class _LogIndex:
-    """What the engine needs from the log, kept incrementally (no full scan per step). The
-    first update reads the session's per-type index instead of scanning the log it opened."""
-
-    scanned: int = 0
-    open_starts: dict[str, CompactionStartEvent] = field(default_factory=dict)
-    last_end_seed: int = -1
-    last_plan: CompactionPlanEvent | None = None
-    turn_open: bool = False
-
-    def update(self, session: Session) -> None:
-        events = session.events
-        if self.scanned == 0:
-            self._bootstrap(session)
-        for event in events[self.scanned :]:
-            if isinstance(event, CompactionStartEvent):
-                self.open_starts[event.data.compaction_id] = event
-            elif isinstance(event, CompactionEndEvent):
-                self.open_starts.pop(event.data.compaction_id, None)
-            elif isinstance(event, SessionEndSeedEvent):
-                self.last_end_seed = event.seq
-            elif isinstance(event, CompactionPlanEvent):
-                self.last_plan = event
-            elif isinstance(event, TurnStartEvent):
-                self.turn_open = True
-            elif isinstance(event, TurnEndEvent):
-                self.turn_open = False
-        self.scanned = len(events)
-
-    def _bootstrap(self, session: Session) -> None:
-        """The same state as scanning every event so far, from the few events it depends on."""
-        starts = session.of_type(CompactionStartEvent)
-        ends = session.of_type(CompactionEndEvent)
-        brackets: Iterable[CompactionStartEvent | CompactionEndEvent] = heapq.merge(
-            starts, ends, key=lambda e: e.seq
-        )
-        for event in brackets:
-            if isinstance(event, CompactionStartEvent):
-                self.open_starts[event.data.compaction_id] = event
-            else:
-                self.open_starts.pop(event.data.compaction_id, None)
-        seeds, plans = session.of_type(SessionEndSeedEvent), session.of_type(CompactionPlanEvent)
-        self.last_end_seed = seeds[-1].seq if seeds else -1
-        self.last_plan = plans[-1] if plans else None
-        turn_starts, turn_ends = session.of_type(TurnStartEvent), session.of_type(TurnEndEvent)
-        last_start = turn_starts[-1].seq if turn_starts else -1
-        self.turn_open = last_start > (turn_ends[-1].seq if turn_ends else -1)
-        self.scanned = len(session.events)
 
 
 class CompactionEngine:
@@ -130,7 +74,7 @@ class CompactionEngine:
         self.backend = backend
         self.settings = settings
         self._new_id = new_id
-        self._index = _LogIndex()
+        self._index = LogIndex()
         self.warnings: list[str] = []
         self._crossing = Crossing()
         self._refused = False

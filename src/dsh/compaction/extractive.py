@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from dsh.compaction import extractive_text as et
 from dsh.compaction.anchors import (
     KINDS,
-    Anchor,
     extract_anchors,
     keyword_line,
     rarest_anchors,
@@ -30,7 +30,6 @@ NONE = "(none)"
 
 STATE_SECTIONS = ("Goal", "Decisions", "Current state", "Constraints", "Next steps")
 
-BULLET_CHARS = 240
 STUB_LINE_CHARS = 120
 FOCUS_CHARS = 400
 
@@ -50,9 +49,6 @@ _STATE_HOME = {name.lower(): name for name in STATE_SECTIONS} | {
 _REPLACED = frozenset({"Current state", "Next step", "Next steps"})
 """Sections whose previous bullets give way when the messages provide new ones."""
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_BULLET_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-_RENDER_PREFIX = re.compile(r"^(?:User|Assistant|Tool result(?: \(error\))?): ")
 _PATH_BULLET = re.compile(r"^(?P<path>\S+)(?: \((?P<tools>[^()]*)\))?$")
 _FIX = re.compile(r"\b(?:fix|fixed|fixes|resolved|solved|patched)\b", re.I)
 _PENDING = re.compile(
@@ -66,8 +62,6 @@ _DECISION = re.compile(
 _CONSTRAINT = re.compile(
     r"\b(?:must|never|always|don't|do not|only|should not|shouldn't|cannot|can't)\b", re.I
 )
-_WORD = re.compile(r"[\w.-]{3,}")
-_STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "into", "keep", "about"])
 
 
 class ExtractiveSummarizer:
@@ -126,65 +120,6 @@ def _previous(task: SummaryTask) -> str | None:
     return text
 
 
-def _prompts(messages: Sequence[Message]) -> list[str]:
-    return [m.text() for m in messages if m.role == "user" and m.text().strip()]
-
-
-def _replies(messages: Sequence[Message]) -> list[str]:
-    return [m.text() for m in messages if m.role == "assistant" and m.text().strip()]
-
-
-def _clip(text: str, limit: int = BULLET_CHARS) -> str:
-    """``text`` stripped and cut at a word boundary to at most ``limit`` characters."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    if " " in cut[limit // 2 :]:
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip() + "…"
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _sentences(text: str) -> list[str]:
-    parts = (_BULLET_MARK.sub("", part).strip() for part in _SENTENCE_END.split(text))
-    return [part for part in parts if part]
-
-
-def _line_of(text: str, literal: str) -> str:
-    """The line of ``text`` holding ``literal`` (render prefix removed), or the literal alone."""
-    for line in text.splitlines():
-        if literal in line:
-            line = _RENDER_PREFIX.sub("", line.strip())
-            return line if len(line) <= BULLET_CHARS else literal
-    return literal
-
-
-def _tool_names(material: Sequence[Message]) -> set[str]:
-    return {call.name for message in material for call in message.tool_calls()}
-
-
-def _anchors(text: str, tools: set[str]) -> list[Anchor]:
-    """The anchors of ``text``, minus tool names (``[tool call: read_file(…)]`` is no id)."""
-    return [a for a in extract_anchors(text) if not (a.kind == "id" and a.text in tools)]
-
-
-def _focus_words(focus: str | None) -> list[str]:
-    words = _WORD.findall(focus or "")
-    return [w.lower() for w in words if w.lower() not in _STOP]
-
-
-def _mentions(text: str, words: Sequence[str]) -> bool:
-    lowered = text.lower()
-    return any(word in lowered for word in words)
-
-
 # ---- merging with the previous checkpoint ---------------------------------------------------
 
 
@@ -201,7 +136,7 @@ def parse_sections(text: str) -> dict[str, list[str]]:
             heading = line[3:].strip().lower()
             sections.setdefault(heading, [])
             continue
-        line = _BULLET_MARK.sub("", line).strip()
+        line = et.BULLET_MARK.sub("", line).strip()
         framing = (line.startswith("<") and line.endswith(">")) or (
             line.startswith("[") and line.endswith("]")
         )
@@ -227,7 +162,7 @@ def _merge(
         fresh = new.get(name, [])
         kept = [] if name in _REPLACED and fresh else old[name]
         bullets = [
-            _Bullet(text, i - len(kept), _mentions(text, focus_words))
+            _Bullet(text, i - len(kept), et.mentions(text, focus_words))
             for i, text in enumerate(kept)
         ]
         bullets = _unique([*bullets, *fresh])
@@ -343,7 +278,7 @@ def _fit(sections: list[_Section], max_chars: int, lead: str = "") -> None:
 def _bullets(items: Sequence[tuple[str, str]], focus_words: Sequence[str]) -> list[_Bullet]:
     """(bullet text, source text) pairs to bullets, in order, focus marked by either text."""
     return [
-        _Bullet(text, age, _mentions(text, focus_words) or _mentions(source, focus_words))
+        _Bullet(text, age, et.mentions(text, focus_words) or et.mentions(source, focus_words))
         for age, (text, source) in enumerate(items)
     ]
 
@@ -358,21 +293,21 @@ def _summary(task: SummaryTask) -> str:
         return NOTHING
     texts = [render_message(m) for m in material]
     found: dict[str, list[tuple[str, str]]] = {name: [] for name in SUMMARY_SECTIONS}
-    tools = _tool_names(material)
+    tools = et.tool_names(material)
     path_tools = _path_tools(material)
     for message, text in zip(material, texts, strict=True):
         _summary_items(message, text, tools, path_tools, found)
-    replies = _replies(material)
+    replies = et.replies(material)
     if replies:
-        found["Current state"].append((_clip(_sentences(replies[-1])[0]), replies[-1]))
-    prompts = _prompts(material)
+        found["Current state"].append((et.clip(et.sentences(replies[-1])[0]), replies[-1]))
+    prompts = et.prompts(material)
     if prompts:
-        found["Next step"].append((_clip(_first_line(prompts[-1])), prompts[-1]))
-    words = _focus_words(task.focus)
+        found["Next step"].append((et.clip(et.first_line(prompts[-1])), prompts[-1]))
+    words = et.focus_words(task.focus)
     new = {name: _bullets(items, words) for name, items in found.items()}
     sections = _merge(SUMMARY_SECTIONS, _SUMMARY_HOME, previous, new, words)
     _drop_superseded(sections, texts)
-    lead = f"## Focus\n{_clip(task.focus, FOCUS_CHARS)}" if task.focus else ""
+    lead = f"## Focus\n{et.clip(task.focus, FOCUS_CHARS)}" if task.focus else ""
     _fit(sections, task.max_tokens * 4, lead)
     return _render(sections, lead)
 
@@ -386,8 +321,8 @@ def _summary_items(
 ) -> None:
     """Add the (bullet, source) pairs one message contributes, by section."""
     if message.role == "user" and message.text().strip():
-        found["Request and intent"].append((_clip(_first_line(message.text())), text))
-    for anchor in _anchors(text, tools):
+        found["Request and intent"].append((et.clip(et.first_line(message.text())), text))
+    for anchor in et.anchors(text, tools):
         if anchor.kind == "config":
             found["Key technical facts"].append((anchor.text, text))
         elif anchor.kind in ("value", "id"):
@@ -397,18 +332,18 @@ def _summary_items(
             bullet = f"{anchor.text} ({', '.join(names)})" if names else anchor.text
             found["Files and code"].append((bullet, text))
         elif anchor.kind == "error":
-            found["Errors and fixes"].append((_line_of(text, anchor.text), text))
+            found["Errors and fixes"].append((et.line_of(text, anchor.text), text))
     for block in message.content:
         if isinstance(block, ToolResultBlock) and block.is_error:
-            first = _first_line("".join(inner.text for inner in block.content))
+            first = et.first_line("".join(inner.text for inner in block.content))
             if first and not extract_anchors(first):
-                found["Errors and fixes"].append((_clip(f"Tool error: {first}"), text))
+                found["Errors and fixes"].append((et.clip(f"Tool error: {first}"), text))
     if message.role == "assistant":
-        for sentence in _sentences(message.text()):
+        for sentence in et.sentences(message.text()):
             if _FIX.search(sentence):
-                found["Errors and fixes"].append((_clip(f"Fix: {sentence}"), text))
+                found["Errors and fixes"].append((et.clip(f"Fix: {sentence}"), text))
             if _PENDING.search(sentence):
-                found["Pending work"].append((_clip(sentence), text))
+                found["Pending work"].append((et.clip(sentence), text))
 
 
 def _path_tools(material: Sequence[Message]) -> dict[str, list[str]]:
@@ -440,8 +375,8 @@ def _stub(task: SummaryTask) -> str:
     slice_text = "\n\n".join(render_message(m) for m in material)
     budget = max(task.max_tokens, 1) * 4
     line_chars = min(STUB_LINE_CHARS, max(40, budget // 6))
-    lines = [_clip(line, line_chars) for line in _stub_lines(material)]
-    tools = _tool_names(material)
+    lines = [et.clip(line, line_chars) for line in _stub_lines(material)]
+    tools = et.tool_names(material)
     ranked = rarest_anchors(slice_text, task.corpus, limit=12 + len(tools), counts=task.rarity)
     anchors = [a for a in ranked if not (a.kind == "id" and a.text in tools)][:12]
     while True:
@@ -455,10 +390,10 @@ def _stub(task: SummaryTask) -> str:
 
 def _stub_lines(material: Sequence[Message]) -> list[str]:
     lines = []
-    prompts = _prompts(material)
+    prompts = et.prompts(material)
     if prompts:
         more = f" (+{len(prompts) - 1} more)" if len(prompts) > 1 else ""
-        lines.append(f"User asked: {_first_line(prompts[0])}{more}")
+        lines.append(f"User asked: {et.first_line(prompts[0])}{more}")
     counts: dict[str, int] = {}
     for message in material:
         for call in message.tool_calls():
@@ -468,14 +403,14 @@ def _stub_lines(material: Sequence[Message]) -> list[str]:
         total = sum(counts.values())
         names = ", ".join(f"{name}×{n}" if n > 1 else name for name, n in counts.items())
         parts.append(f"{total} tool call{'s' if total > 1 else ''} ({names})")
-    replies = _replies(material)
+    replies = et.replies(material)
     if replies:
-        parts.append(_first_line(replies[-1]))
+        parts.append(et.first_line(replies[-1]))
     if parts:
         lines.append("Assistant: " + "; ".join(parts))
     results = [b for m in material for b in m.content if isinstance(b, ToolResultBlock)]
     if results:
-        first = _first_line("".join(inner.text for inner in results[-1].content)) or "(empty)"
+        first = et.first_line("".join(inner.text for inner in results[-1].content)) or "(empty)"
         lines.append(f"Outcome: {'error: ' if results[-1].is_error else ''}{first}")
     return lines or ["(no text)"]
 
@@ -489,23 +424,23 @@ def _state(task: SummaryTask) -> str:
     if not material and not previous:
         return NOTHING
     texts = [render_message(m) for m in material]
-    prompts = _prompts(material)
-    replies = _replies(material)
+    prompts = et.prompts(material)
+    replies = et.replies(material)
     found: dict[str, list[str]] = {name: [] for name in STATE_SECTIONS}
     if prompts and not parse_sections(previous or "").get("goal"):
-        found["Goal"].append(_clip(_first_line(prompts[0])))
+        found["Goal"].append(et.clip(et.first_line(prompts[0])))
     for message in material:
         is_user = message.role == "user"
         pattern = _CONSTRAINT if is_user else _DECISION
-        for sentence in _sentences(message.text()) if message.role != "tool" else []:
+        for sentence in et.sentences(message.text()) if message.role != "tool" else []:
             if pattern.search(sentence):
-                found["Constraints" if is_user else "Decisions"].append(_clip(sentence))
+                found["Constraints" if is_user else "Decisions"].append(et.clip(sentence))
     found["Decisions"].extend(_settings(texts))
     if replies:
         lines = [line for line in replies[-1].splitlines() if line.strip()][:3]
-        found["Current state"].extend(_clip(line) for line in lines)
+        found["Current state"].extend(et.clip(line) for line in lines)
     if prompts:
-        found["Next steps"].append(_clip(_first_line(prompts[-1])))
+        found["Next steps"].append(et.clip(et.first_line(prompts[-1])))
     new = {
         name: [_Bullet(text, age) for age, text in enumerate(dict.fromkeys(items))]
         for name, items in found.items()
