@@ -16,6 +16,16 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from dsh.events.compaction_payloads import (
+    CheckpointKind,
+    CompactionEnd,
+    CompactionPlan,
+    CompactionPrune,
+    CompactionStart,
+    CompactionSummary,
+    Degraded,
+    PlanRegion,
+)
 from dsh.events.messages import Message, Struct, Usage
 
 # ---- envelope -------------------------------------------------------------------------------
@@ -199,66 +209,6 @@ class CommandDone(Struct, frozen=True):
     ok: bool
     text: str
     source_event_seq: int | None = None
-
-
-class CompactionStart(Struct, kw_only=True, frozen=True):
-    compaction_id: str
-    pass_id: str | None = None
-    turn: int | None
-    source_command_id: str | None = None
-
-
-CheckpointKind = Literal["index", "state"]
-Degraded = Literal["pointer", "fallback"]
-
-
-class CompactionSummary(Struct, kw_only=True, frozen=True):
-    compaction_id: str
-    pass_id: str | None = None
-    kind: CheckpointKind | None = None
-    """``None`` is a legacy summary and counts as state."""
-    summary: str
-    shadowed_range: tuple[int, int]
-    shadowed_seqs: tuple[int, ...]
-    shadowed_token_count: int
-    input_range: tuple[int, int] | None = None
-    provider: str
-    model: str
-    usage: Usage | None = None
-    raw_output: str | None = None
-    llm_stream_call: bool = False
-    degraded: Degraded | None = None
-
-
-class CompactionEnd(Struct, kw_only=True, frozen=True):
-    compaction_id: str
-    pass_id: str | None = None
-    turn: int | None
-    error: str | None = None
-
-
-class PlanRegion(Struct, kw_only=True, frozen=True):
-    kind: CheckpointKind
-    shadowed_seqs: tuple[int, ...]
-    input_range: tuple[int, int] | None = None
-    summary: str
-    raw_output: str | None = None
-    usage: Usage | None = None
-    degraded: Degraded | None = None
-    provider: str | None = None
-    """Who wrote the summary (so a resumed commit can log it); absent in older plans."""
-    model: str | None = None
-
-
-class CompactionPlan(Struct, frozen=True):
-    pass_id: str
-    regions: tuple[PlanRegion, ...]
-
-
-class CompactionPrune(Struct, frozen=True):
-    shadowed_range: tuple[int, int]
-    shadowed_seqs: tuple[int, ...]
-    shadowed_token_count: int
 
 
 # ---- events ---------------------------------------------------------------------------------

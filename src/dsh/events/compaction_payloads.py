@@ -1,0 +1,67 @@
+"""The payloads of the compaction events (spec §4.1): brackets, summaries, plans, prunes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from dsh.events.messages import Struct, Usage
+
+
+class CompactionStart(Struct, kw_only=True, frozen=True):
+    compaction_id: str
+    pass_id: str | None = None
+    turn: int | None
+    source_command_id: str | None = None
+
+
+CheckpointKind = Literal["index", "state"]
+Degraded = Literal["pointer", "fallback"]
+
+
+class CompactionSummary(Struct, kw_only=True, frozen=True):
+    compaction_id: str
+    pass_id: str | None = None
+    kind: CheckpointKind | None = None
+    """``None`` is a legacy summary and counts as state."""
+    summary: str
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
+    input_range: tuple[int, int] | None = None
+    provider: str
+    model: str
+    usage: Usage | None = None
+    raw_output: str | None = None
+    llm_stream_call: bool = False
+    degraded: Degraded | None = None
+
+
+class CompactionEnd(Struct, kw_only=True, frozen=True):
+    compaction_id: str
+    pass_id: str | None = None
+    turn: int | None
+    error: str | None = None
+
+
+class PlanRegion(Struct, kw_only=True, frozen=True):
+    kind: CheckpointKind
+    shadowed_seqs: tuple[int, ...]
+    input_range: tuple[int, int] | None = None
+    summary: str
+    raw_output: str | None = None
+    usage: Usage | None = None
+    degraded: Degraded | None = None
+    provider: str | None = None
+    """Who wrote the summary (so a resumed commit can log it); absent in older plans."""
+    model: str | None = None
+
+
+class CompactionPlan(Struct, frozen=True):
+    pass_id: str
+    regions: tuple[PlanRegion, ...]
+
+
+class CompactionPrune(Struct, frozen=True):
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
