@@ -29,7 +29,8 @@ from dsh.config import Settings
 from dsh.llm.scripted import ScriptedProvider
 from dsh.store import JsonlStore
 from dsh.surface import Session
-from dsh.web.sessions import SessionRegistry, WebRuntime
+from dsh.web.runtime import WebRuntime
+from dsh.web.sessions import SessionRegistry
 from scaling import _turn, prefill
 
 

@@ -451,3 +451,23 @@ def test_cancel_stops_a_running_compact_and_answers_its_command(env: WebEnv) -> 
             "ok": False,
             "text": "Compaction cancelled.",
         }
+
+
+def test_the_web_compact_engine_applies_the_routes_per_model_budgets(tmp_path: Path) -> None:
+    """`/compact` in the web face compacts with the same per-model overrides as a turn."""
+    from dsh.compaction import CompactionEngine
+    from dsh.config import CompactionOverride, CompactionSettings, Settings
+    from dsh.llm.scripted import ScriptedProvider, parse_script
+    from dsh.store import MemoryStore
+
+    compaction = CompactionSettings(
+        chunk_tokens=4000,
+        overrides={"scripted:tiny": CompactionOverride(chunk_tokens=1200, stub_tokens=100)},
+    )
+    provider = ScriptedProvider(parse_script([]), model="tiny")
+    runtime = WebRuntime(Settings(compaction=compaction), Route(provider, "tiny", 8000))
+    store = MemoryStore()
+    session = Session.create(store, cwd=str(tmp_path))
+    engine = runtime.make_engine(session)
+    assert isinstance(engine, CompactionEngine)
+    assert (engine.settings.chunk_tokens, engine.settings.stub_tokens) == (1200, 100)

@@ -30,8 +30,9 @@ from dsh.web.auth import (
     loopback_hosts,
     new_token,
 )
+from dsh.web.runtime import WebRuntime
 from dsh.web.server import bind_socket, make_server, url_host
-from dsh.web.sessions import SessionRegistry, WebRuntime
+from dsh.web.sessions import SessionRegistry
 
 
 @click.command("web")

@@ -7,8 +7,9 @@ events with the same projection rule the terminal uses.
 
 from dsh.web.app import create_app
 from dsh.web.auth import check_bind, is_loopback, new_token
+from dsh.web.runtime import Runtime, WebRuntime
 from dsh.web.server import BackgroundServer, bind_socket
-from dsh.web.sessions import Runtime, SessionRegistry, WebRuntime
+from dsh.web.sessions import SessionRegistry
 
 __all__ = [
     "BackgroundServer",

@@ -14,30 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import re
 import secrets
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio.to_thread
 
 from dsh.agent.loop import Agent, StreamListener
-from dsh.agent.runtime import (
-    Route,
-    approval_policy,
-    build_agent,
-    resolve_route,
-    summarizer_route,
-)
-from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
-from dsh.config import Settings
+from dsh.compaction import CompactionEngine, run_compact_command
 from dsh.errors import DshError
 from dsh.events import (
     AssistantMessageEvent,
@@ -68,12 +57,13 @@ from dsh.web.errors import (
     from_dsh_error,
 )
 from dsh.web.live import LiveHub, delta_frame, frame
+from dsh.web.read_cache import ReadCache, StatsAccumulator
+from dsh.web.runtime import Runtime
 
 log = logging.getLogger("dsh.web")
 
 Activity = Literal["turn", "compact"]
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-DEFAULT_WINDOW = 128_000
 TITLE_CHARS = 80
 
 
@@ -82,125 +72,6 @@ def check_session_id(session_id: str) -> str:
     if not SESSION_ID.match(session_id) or ".." in session_id:
         raise bad_request(f"{session_id!r} is not a valid session id")
     return session_id
-
-
-# ---- how agents are made --------------------------------------------------------------------
-
-
-class Runtime(Protocol):
-    """Makes the agent and the compaction engine of a session (injectable for tests)."""
-
-    def make_agent(
-        self, session: Session, *, on_stream: StreamListener, approver: Approver
-    ) -> Agent: ...
-
-    def make_engine(self, session: Session) -> CompactionEngine | None: ...
-
-    def default_window(self) -> int: ...
-
-
-class WebRuntime:
-    """The real runtime: ``build_agent`` with the settings and a route (resolved lazily, so the
-    server starts and shows sessions even when no API key is configured)."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        route: Route | Callable[[], Route] | None = None,
-        *,
-        store: EventStore | None = None,
-    ) -> None:
-        self.settings = settings
-        self._route = route
-        self._store = store
-
-    def route(self) -> Route:
-        if isinstance(self._route, Route):
-            return self._route
-        resolved = (
-            self._route()
-            if self._route is not None
-            else resolve_route(self.settings, store=self._store)
-        )
-        self._route = resolved
-        return resolved
-
-    def make_agent(
-        self, session: Session, *, on_stream: StreamListener, approver: Approver
-    ) -> Agent:
-        policy = approval_policy(self.settings, yes=False, allow=frozenset())
-        policy.approver = approver
-        return build_agent(
-            session,
-            self.settings,
-            self.route(),
-            workspace=Path(session.header.cwd),
-            policy=policy,
-            on_stream=on_stream,
-        )
-
-    def make_engine(self, session: Session) -> CompactionEngine | None:
-        cfg = self.settings.compaction
-        provider = model = None
-        if cfg.summarizer != "extractive":
-            provider, model = summarizer_route(self.settings, self.route())
-        backend = make_backend(cfg, make_summarizer(cfg, provider, model, history=session.events))
-        return CompactionEngine(session, backend, cfg) if backend is not None else None
-
-    def default_window(self) -> int:
-        if isinstance(self._route, Route) and self._route.context_window:
-            return self._route.context_window
-        return self.settings.provider.context_window or DEFAULT_WINDOW
-
-
-# ---- reading stored sessions ----------------------------------------------------------------
-
-
-class ReadCache:
-    """Read-only sessions loaded from the store, kept while their file is unchanged.
-
-    A page load asks for a session's info and its newest history page at once; both read the
-    whole log, so the second (and every scroll-back page) reuses the first load. Freshness is the
-    JSONL file's size and mtime; a store without files (SQLite, memory) is read every time.
-    """
-
-    def __init__(self, store: EventStore, size: int = 4) -> None:
-        self.store = store
-        self.size = size
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[str, tuple[tuple[int, int], Session]] = OrderedDict()
-
-    def _stamp(self, session_id: str) -> tuple[int, int] | None:
-        log_path = getattr(self.store, "log_path", None)
-        if log_path is None:
-            return None
-        try:
-            stat = Path(log_path(session_id)).stat()
-        except OSError:
-            return None
-        return stat.st_size, stat.st_mtime_ns
-
-    def get(self, session_id: str) -> Session:
-        """The session, read-only (raises the store's errors, e.g. SessionNotFoundError)."""
-        stamp = self._stamp(session_id)
-        with self._lock:
-            cached = self._entries.get(session_id)
-            if cached is not None and stamp is not None and cached[0] == stamp:
-                self._entries.move_to_end(session_id)
-                return cached[1]
-        session = Session.open(self.store, session_id)
-        session.close()  # a read-only log holds nothing; its events stay readable
-        if stamp is not None:
-            with self._lock:
-                self._entries[session_id] = (stamp, session)
-                self._entries.move_to_end(session_id)
-                while len(self._entries) > self.size:
-                    self._entries.popitem(last=False)
-        return session
-
-    def forget(self, session_id: str) -> None:
-        with self._lock:
-            self._entries.pop(session_id, None)
 
 
 # ---- one open session -----------------------------------------------------------------------
@@ -217,20 +88,6 @@ class PendingApproval:
         return {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
 
 
-@dataclass(slots=True)
-class _StatsAccumulator:
-    """``session_stats`` kept up to date incrementally (all its figures are sums)."""
-
-    seen: int = 0
-    total: SessionStats = field(default_factory=lambda: session_stats(()))
-
-    def update(self, events: Sequence[Event]) -> SessionStats:
-        if len(events) > self.seen:
-            self.total = _add(self.total, session_stats(events[self.seen :]))
-            self.seen = len(events)
-        return self.total
-
-
 class Handle:
     """A session open for writing in this server."""
 
@@ -241,7 +98,7 @@ class Handle:
         self.task: asyncio.Task[None] | None = None
         self.activity: Activity | None = None
         self.approvals: dict[str, PendingApproval] = {}
-        self.stats = _StatsAccumulator()
+        self.stats = StatsAccumulator()
         self.watchers = [session.subscribe(hub.on_event)]
 
 
@@ -588,12 +445,6 @@ class SessionRegistry:
 
 
 # ---- helpers --------------------------------------------------------------------------------
-
-
-def _add(a: SessionStats, b: SessionStats) -> SessionStats:
-    return SessionStats(
-        **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(a)}
-    )
 
 
 def _logged_window(session: Session) -> int | None:

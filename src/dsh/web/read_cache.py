@@ -1,0 +1,82 @@
+"""Read-only sessions the web server loaded from the store, and their stats kept as sums."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dsh.events import Event
+from dsh.store import EventStore
+from dsh.surface import Session
+from dsh.transcript.stats import SessionStats, session_stats
+
+
+class ReadCache:
+    """Read-only sessions loaded from the store, kept while their file is unchanged.
+
+    A page load asks for a session's info and its newest history page at once; both read the
+    whole log, so the second (and every scroll-back page) reuses the first load. Freshness is the
+    JSONL file's size and mtime; a store without files (SQLite, memory) is read every time.
+    """
+
+    def __init__(self, store: EventStore, size: int = 4) -> None:
+        self.store = store
+        self.size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[tuple[int, int], Session]] = OrderedDict()
+
+    def _stamp(self, session_id: str) -> tuple[int, int] | None:
+        log_path = getattr(self.store, "log_path", None)
+        if log_path is None:
+            return None
+        try:
+            stat = Path(log_path(session_id)).stat()
+        except OSError:
+            return None
+        return stat.st_size, stat.st_mtime_ns
+
+    def get(self, session_id: str) -> Session:
+        """The session, read-only (raises the store's errors, e.g. SessionNotFoundError)."""
+        stamp = self._stamp(session_id)
+        with self._lock:
+            cached = self._entries.get(session_id)
+            if cached is not None and stamp is not None and cached[0] == stamp:
+                self._entries.move_to_end(session_id)
+                return cached[1]
+        session = Session.open(self.store, session_id)
+        session.close()  # a read-only log holds nothing; its events stay readable
+        if stamp is not None:
+            with self._lock:
+                self._entries[session_id] = (stamp, session)
+                self._entries.move_to_end(session_id)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        return session
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._entries.pop(session_id, None)
+
+
+@dataclass(slots=True)
+class StatsAccumulator:
+    """``session_stats`` kept up to date incrementally (all its figures are sums)."""
+
+    seen: int = 0
+    total: SessionStats = field(default_factory=lambda: session_stats(()))
+
+    def update(self, events: Sequence[Event]) -> SessionStats:
+        if len(events) > self.seen:
+            self.total = add_stats(self.total, session_stats(events[self.seen :]))
+            self.seen = len(events)
+        return self.total
+
+
+def add_stats(a: SessionStats, b: SessionStats) -> SessionStats:
+    return SessionStats(
+        **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(a)}
+    )
