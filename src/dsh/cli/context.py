@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,6 +18,7 @@ __all__ = [
     "DshGroup",
     "cwd",
     "fail",
+    "provider_overrides",
     "record_workspace",
     "resolve_session_id",
     "session_workspace",
@@ -87,3 +89,18 @@ def record_workspace(session: Session, workspace: Path) -> None:
     if str(workspace) != recorded:
         session.append(SessionWorkspace(cwd=str(workspace), recorded=recorded))
         warn(f"session {session.id} ran in {recorded}; its tools now run in {workspace} (--cwd)")
+
+
+def provider_overrides(
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    context_window: int | None = None,
+) -> dict[str, Any]:
+    """The ``provider`` settings the flags ask for. ``--base-url`` without ``--provider``
+    means an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, …)."""
+    if base_url is not None and provider is None:
+        provider = "openai-compatible"
+    flags: dict[str, Any] = {"name": provider, "model": model, "base_url": base_url}
+    flags["context_window"] = context_window
+    return {key: value for key, value in flags.items() if value is not None}

@@ -38,7 +38,11 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
     "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
 )
 @click.option("--model", help="Model name (defaults per provider).")
-@click.option("--base-url", help="Endpoint for openai-compatible providers (Ollama, vLLM, …).")
+@click.option(
+    "--base-url",
+    help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
+    "--provider openai-compatible when no provider is given.",
+)
 @click.option(
     "--script",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -83,15 +87,10 @@ def run(
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
     allowed = _parse_allow(allow)
-    overrides: dict[str, dict[str, Any]] = {"provider": {}, "compaction": {}}
-    for key, value in (
-        ("name", provider),
-        ("model", model),
-        ("base_url", base_url),
-        ("context_window", context_window),
-    ):
-        if value is not None:
-            overrides["provider"][key] = value
+    overrides: dict[str, dict[str, Any]] = {
+        "provider": context.provider_overrides(provider, model, base_url, context_window),
+        "compaction": {},
+    }
     if compaction is not None:
         overrides["compaction"]["backend"] = compaction
     if summarizer is not None:

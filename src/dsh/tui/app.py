@@ -118,6 +118,8 @@ class DshApp(App[None]):
             self.exit(return_code=1, message=f"dsh: error: {exc}")
             return
         self._show_session(items)
+        if self.controller.options.greeting:
+            self.note(self.controller.options.greeting)
         self.ready = True
 
     def on_unmount(self) -> None:
