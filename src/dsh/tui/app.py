@@ -165,7 +165,7 @@ class DshApp(App[None]):
             if not answer.done():
                 answer.set_result(result or "deny")
 
-        screen = ApprovalScreen(tool, args)
+        screen = ApprovalScreen(tool, args, self.controller.options.workspace)
         await self.push_screen(screen, callback=done)
         try:
             return await answer

@@ -29,6 +29,7 @@ from dsh.transcript import (
     TranscriptItem,
     cut_off_note,
 )
+from dsh.tui.diffs import DIFF_TOOLS, FileDiff, call_diff, line_style, parse_arguments
 from dsh.tui.wrap import one_line, sanitize, wrap
 
 BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
@@ -194,20 +195,31 @@ def _result_text(result: ToolResultItem) -> str:
     return sanitize(result.text)
 
 
+def _card_diff(block: Block) -> FileDiff | None:
+    """An edit_file / write_file card's diff, from its arguments (the file has moved on)."""
+    if block.kind != "tool" or block.label not in DIFF_TOOLS:
+        return None
+    args = parse_arguments(block.arguments)
+    return call_diff(block.label, args) if args is not None else None
+
+
 def _card_rows(block: Block, width: int) -> list[Row]:
     result = block.result
     mark = "▾ " if block.expanded else "▸ "
     head: Row = [Segment("  "), Segment(mark, DIM), Segment(block.label, TOOL_NAME)]
+    diff = _card_diff(block)
     if block.kind == "tool" and not block.expanded:
         room = width - 4 - len(block.label) - 2
+        summary = diff.summary if diff is not None else _arguments_summary(block.arguments)
         if room > 1:
-            head += [
-                Segment("  "),
-                Segment(one_line(_arguments_summary(block.arguments), room), DIM),
-            ]
+            head += [Segment("  "), Segment(one_line(summary, room), DIM)]
     rows = [head]
     if block.expanded:
-        if block.kind == "tool":
+        if diff is not None:
+            rows.append([Segment("    "), Segment("diff", DIM)])
+            for line in diff.lines:
+                rows += _indented(line, width, 6, line_style(line))
+        elif block.kind == "tool":
             rows.append([Segment("    "), Segment("arguments", DIM)])
             rows += _indented(_pretty_arguments(block.arguments), width, 6)
         if result is not None:
