@@ -30,6 +30,7 @@ from dsh.transcript import (
     cut_off_note,
 )
 from dsh.tui.diffs import DIFF_TOOLS, FileDiff, call_diff, line_style, parse_arguments
+from dsh.tui.markdown import looks_like_markdown, markdown_rows
 from dsh.tui.wrap import one_line, sanitize, wrap
 
 BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
@@ -271,7 +272,10 @@ def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:
         rows += _prefixed(
             wrap(block.reasoning, width - 4), Segment("  ┊ ", DIM), Segment("  ┊ ", DIM), REASONING
         )
-    if block.text:
+    if block.text and looks_like_markdown(block.text):
+        for i, line in enumerate(markdown_rows(block.text, width - 2)):
+            rows.append([Segment("● ", ASSISTANT_MARK) if i == 0 else Segment("  "), *line])
+    elif block.text:
         rows += _prefixed(wrap(block.text, width - 2), Segment("● ", ASSISTANT_MARK), Segment("  "))
     if block.cut_by is not None:
         rows += _indented(cut_off_note(block.cut_by), width, 2, DIM)
