@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from pathlib import Path
 
 import click
@@ -158,4 +159,21 @@ def main() -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     root.propagate = False
-    cli()
+    try:
+        code = cli.main(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a group with no command: its help
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # click's own usage errors, as one line like the others
+        where = exc.ctx.command_path if exc.ctx is not None else "dsh"
+        message = " ".join(exc.format_message().split())
+        click.echo(f"dsh: error: {message.rstrip('.')} (see `{where} --help`)", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"dsh: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("dsh: aborted", err=True)
+        sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)
