@@ -230,3 +230,16 @@ def test_a_closed_stdout_ends_the_run_quietly_with_141_and_closes_the_session(tm
     session_id = first["session"]
     shown = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
     assert "prompt 4" not in shown.stdout  # the later prompts never ran
+
+
+def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is_an_error(
+    tmp_path, env
+):
+    """No --provider and no key: --base-url means openai-compatible (no DEEPSEEK_API_KEY
+    asked for); nothing listens on port 1, so the turn fails, reported as an error."""
+    url = "http://127.0.0.1:1/v1"
+    result = dsh("run", "--base-url", url, "--model", "m", "hi", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 1
+    assert "DEEPSEEK_API_KEY" not in result.stderr
+    assert result.stderr.startswith("dsh: error: turn 1 failed: CONNECTION")
+    assert "warning" not in result.stderr

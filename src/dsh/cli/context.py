@@ -17,6 +17,7 @@ from dsh.surface import Session
 __all__ = [
     "DshGroup",
     "cwd",
+    "error",
     "fail",
     "provider_overrides",
     "record_workspace",
@@ -50,6 +51,11 @@ def store(cfg: Settings | None = None) -> EventStore:
 
 def warn(message: str) -> None:
     click.echo(f"dsh: warning: {message}", err=True)
+
+
+def error(message: str) -> None:
+    """Report a failure that does not end the command by itself (a failed turn)."""
+    click.echo(f"dsh: error: {' '.join(message.split())}", err=True)
 
 
 def fail(exc: DshError) -> None:

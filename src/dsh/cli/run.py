@@ -144,7 +144,7 @@ def run(
             if live is not None:
                 out.call(live.finish_turn, result.text)
             if result.reason == "error":
-                context.warn(f"turn {result.turn} failed: {result.error}")
+                context.error(f"turn {result.turn} failed: {result.error}")
                 failed = True
                 break
             if result.reason == "aborted":
