@@ -181,3 +181,18 @@ def test_page_keys_scroll_the_transcript_from_the_prompt(rig: Rig):
         assert app.prompt_box.has_focus
 
     run(app, body, SIZE)
+
+
+def test_multi_line_draft_and_completion_hint_snapshot(snap_compare, rig: Rig):
+    (rig.workspace / "notes-old.txt").write_text("x")
+    app = rig.app([])
+
+    async def draft(pilot: Any) -> None:
+        await settle(pilot, lambda: app.ready)
+        app.post_message(events.Paste("first pasted line\nsecond pasted line\nthird: see "))
+        await pilot.pause()
+        await pilot.press("@", "n", "tab")
+        await settle(pilot, lambda: "@notes.txt" in str(app.query_one("#hint").render()))
+        await settle(pilot, lambda: app.status_settled)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=draft)
