@@ -243,3 +243,14 @@ def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is
     assert "DEEPSEEK_API_KEY" not in result.stderr
     assert result.stderr.startswith("dsh: error: turn 1 failed: CONNECTION")
     assert "warning" not in result.stderr
+
+
+def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "never"}])
+    args = ["run", "--script", str(script), "--summarizer", "deepseek:deepseek-chat", "hi"]
+    result = dsh(*args, env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 2 and "DEEPSEEK_API_KEY" in result.stderr
+    home = Path(env["DSH_HOME"])
+    assert not list(home.rglob("*.lock")) and not list(home.rglob("session.jsonl"))
+    listed = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
+    assert listed.stdout.strip() == "no sessions"

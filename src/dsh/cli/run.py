@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from dsh.agent.runtime import approval_policy, build_agent, resolve_route
+from dsh.agent.runtime import approval_policy, build_agent, resolve_route, summarizer_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
@@ -111,6 +111,7 @@ def run(
     settings = load_settings(cwd=workspace, overrides=overrides)
     store = context.store(settings)
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
+    summarizer_route(settings, route)  # a summariser's missing key fails before a session
     if resumed is not None:
         session = Session.open(store, resumed, writable=True)
         context.record_workspace(session, workspace)
@@ -123,15 +124,19 @@ def run(
     if as_json:
         out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
         session.subscribe(lambda event: out.line(encode_event(event).decode()))
-    agent = build_agent(
-        session,
-        settings,
-        route,
-        workspace=workspace,
-        policy=approval_policy(settings, yes=yes, allow=allowed),
-        on_stream=live.on_stream if live is not None else None,
-        max_steps=max_steps,
-    )
+    try:
+        agent = build_agent(
+            session,
+            settings,
+            route,
+            workspace=workspace,
+            policy=approval_policy(settings, yes=yes, allow=allowed),
+            on_stream=live.on_stream if live is not None else None,
+            max_steps=max_steps,
+        )
+    except BaseException:
+        session.close()  # no stale lock file behind a configuration error
+        raise
     out.agent = agent
     if live is not None:
         session.subscribe(live.on_event)
