@@ -70,9 +70,13 @@ def test_several_prompts_and_a_prompts_file_are_one_turn_each(tmp_path, env):
 def test_json_mode_prints_every_event_as_a_line(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"text": "hi"}])
     out = dsh("run", "--script", str(script), "--json", "hello", env=env, cwd=tmp_path).stdout
-    types = [json.loads(line)["type"] for line in out.splitlines()]
+    first, *rest = (json.loads(line) for line in out.splitlines())
+    types = [line["type"] for line in rest]
     assert types[0] == "turn/start" and types[-1] == "turn/end"
     assert "assistant/message" in types
+    assert first["type"] == "session" and set(first) == {"type", "session"}
+    shown = dsh("sessions", "show", first["session"], "--view", "events", env=env, cwd=tmp_path)
+    assert "hello" in shown.stdout  # the id names the session this run logged
 
 
 def test_missing_api_key_names_the_variable_and_exits_2(tmp_path, env):
@@ -171,3 +175,82 @@ def test_compact_uses_the_budgets_of_the_sessions_own_model(tmp_path, env):
     # with the override the whole session fits in the retained tail: nothing to compact
     result = dsh("compact", session_id, env=env, cwd=tmp_path)
     assert result.stdout.strip() == "No compactable history yet."
+
+
+def test_a_prompt_of_dash_is_read_from_stdin(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "read it"}])
+    done = subprocess.run(
+        [DSH, "run", "--script", str(script), "--json", "-"],
+        input="a prompt\nover two lines\n",
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines()[1:]]
+    (user,) = [e for e in events if e["type"] == "user/message"]
+    assert user["data"]["content"][0]["text"] == "a prompt\nover two lines"
+
+
+def test_an_empty_stdin_prompt_is_a_usage_error(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "never"}])
+    done = subprocess.run(
+        [DSH, "run", "--script", str(script), "-"],
+        input="",
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        done.returncode == 2
+        and done.stderr == "dsh: error: the prompt '-' reads stdin, which was empty\n"
+    )
+
+
+def test_a_closed_stdout_ends_the_run_quietly_with_141_and_closes_the_session(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": f"answer {i}"} for i in range(5)])
+    prompts = [f"prompt {i}" for i in range(5)]
+    process = subprocess.Popen(
+        [DSH, "run", "--script", str(script), "--json", *prompts],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = json.loads(process.stdout.readline())  # like `| head -1`
+    process.stdout.close()
+    assert process.wait(timeout=60) == 141
+    assert process.stderr.read() == ""  # no per-event errors, no traceback
+    session_id = first["session"]
+    shown = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
+    assert "prompt 4" not in shown.stdout  # the later prompts never ran
+
+
+def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is_an_error(
+    tmp_path, env
+):
+    """No --provider and no key: --base-url means openai-compatible (no DEEPSEEK_API_KEY
+    asked for); nothing listens on port 1, so the turn fails, reported as an error."""
+    url = "http://127.0.0.1:1/v1"
+    result = dsh("run", "--base-url", url, "--model", "m", "hi", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 1
+    assert "DEEPSEEK_API_KEY" not in result.stderr
+    assert result.stderr.startswith("dsh: error: turn 1 failed: CONNECTION")
+    assert "warning" not in result.stderr
+
+
+def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "never"}])
+    args = ["run", "--script", str(script), "--summarizer", "deepseek:deepseek-chat", "hi"]
+    result = dsh(*args, env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 2 and "DEEPSEEK_API_KEY" in result.stderr
+    home = Path(env["DSH_HOME"])
+    assert not list(home.rglob("*.lock")) and not list(home.rglob("session.jsonl"))
+    listed = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
+    assert listed.stdout.strip() == "no sessions"

@@ -98,3 +98,38 @@ def test_resume_errors_are_raised_before_the_ui_starts(launched):
     with pytest.raises(UsageError):
         cli_tui.launch("x", True)
     assert "options" not in launched
+
+
+def test_provider_flags_reach_the_ui_and_a_script_feeds_the_scripted_model(launched, tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "scripted hello"}]')
+    cli_tui.launch(None, False, provider={"name": "scripted", "model": "mine"}, script=script)
+    options = launched["options"]
+    assert options.settings.provider.name == "scripted"
+    route = options.route_factory(None)
+    assert type(route.provider).__name__ == "ScriptedProvider" and route.model == "mine"
+    assert options.route_factory("other").model == "other"  # /model still switches
+
+
+def test_a_scripted_provider_without_a_script_is_a_config_error_before_the_ui(launched):
+    from dsh.errors import ConfigError
+
+    cli_tui.launch(None, False, provider={"name": "scripted"})
+    with pytest.raises(ConfigError, match="--script FILE"):
+        launched["options"].route_factory(None)
+
+
+def test_demo_tui_opens_the_ui_on_a_throwaway_copy_answered_by_the_demo_script(launched):
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+    from dsh.demo import PROMPTS
+
+    result = CliRunner().invoke(demo, ["--tui"])
+    assert result.exit_code == 0, result.output
+    options = launched["options"]
+    assert (options.workspace / "calc.py").is_file()
+    assert str(options.workspace) != launched["cwd"]
+    route = options.route_factory(None)
+    assert type(route.provider).__name__ == "ScriptedProvider" and route.model == "demo"
+    assert options.greeting is not None and PROMPTS[0] in options.greeting

@@ -364,7 +364,7 @@ def test_resuming_a_session_shows_its_transcript_and_seeds_the_history(rig: Rig)
         lines = lines_of(app)
         assert lines[0] == "❯ an old prompt"
         assert "    └ stored result" in lines and "● a stored reply" in lines
-        assert app.prompt_box.history == ["an old prompt", "and then?"]
+        assert app.prompt_box.prompts == ["an old prompt", "and then?"]
         await run_prompt(pilot, "go on")
         assert "● continued" in lines_of(app)
         assert app.controller.session is not None and app.controller.session.id == session_id

@@ -36,3 +36,19 @@ def test_approval_modal_snapshot(snap_compare, rig: Rig):
         await settle(pilot, lambda: app.status_settled)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
+
+
+def test_the_no_key_screen_names_every_way_in():
+    from dsh.tui.no_key import no_key_text
+
+    text = no_key_text(MissingApiKeyError("DEEPSEEK_API_KEY", provider="deepseek"))
+    for way in (
+        "export DEEPSEEK_API_KEY=",
+        "export ANTHROPIC_API_KEY=",
+        "dsh --provider anthropic",
+        "dsh --base-url http://localhost:11434/v1",
+        "Ollama",
+        "dsh demo --tui",
+        "dsh --script FILE",
+    ):
+        assert way in text, way

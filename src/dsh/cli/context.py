@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,7 +17,9 @@ from dsh.surface import Session
 __all__ = [
     "DshGroup",
     "cwd",
+    "error",
     "fail",
+    "provider_overrides",
     "record_workspace",
     "resolve_session_id",
     "session_workspace",
@@ -48,6 +51,11 @@ def store(cfg: Settings | None = None) -> EventStore:
 
 def warn(message: str) -> None:
     click.echo(f"dsh: warning: {message}", err=True)
+
+
+def error(message: str) -> None:
+    """Report a failure that does not end the command by itself (a failed turn)."""
+    click.echo(f"dsh: error: {' '.join(message.split())}", err=True)
 
 
 def fail(exc: DshError) -> None:
@@ -87,3 +95,18 @@ def record_workspace(session: Session, workspace: Path) -> None:
     if str(workspace) != recorded:
         session.append(SessionWorkspace(cwd=str(workspace), recorded=recorded))
         warn(f"session {session.id} ran in {recorded}; its tools now run in {workspace} (--cwd)")
+
+
+def provider_overrides(
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    context_window: int | None = None,
+) -> dict[str, Any]:
+    """The ``provider`` settings the flags ask for. ``--base-url`` without ``--provider``
+    means an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, …)."""
+    if base_url is not None and provider is None:
+        provider = "openai-compatible"
+    flags: dict[str, Any] = {"name": provider, "model": model, "base_url": base_url}
+    flags["context_window"] = context_window
+    return {key: value for key, value in flags.items() if value is not None}

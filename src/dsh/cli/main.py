@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from pathlib import Path
 
 import click
@@ -103,19 +104,47 @@ class LazyGroup(click.Group):
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
 )
+@click.option(
+    "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
+)
+@click.option("--model", help="Model name (defaults per provider).")
+@click.option(
+    "--base-url",
+    help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
+    "--provider openai-compatible when no provider is given.",
+)
+@click.option(
+    "--script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Script file for the keyless scripted provider (JSON or YAML).",
+)
 @click.pass_context
-def cli(ctx: click.Context, resume: str | None, workspace_dir: Path | None) -> None:
+def cli(
+    ctx: click.Context,
+    resume: str | None,
+    workspace_dir: Path | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
     With no command, dsh opens the terminal UI in the current directory. Every interaction is
     an append-only event log; what the model sees and what you see are two projections of it.
     """
+    ui_flags = (resume, workspace_dir, provider, model, base_url, script)
     if ctx.invoked_subcommand is None:
+        from dsh.cli import context
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 
-        launch(resume, False, workspace_dir)
-    elif resume is not None or workspace_dir is not None:
-        raise click.UsageError("--resume and --cwd open the terminal UI; they take no command")
+        overrides = context.provider_overrides(provider, model, base_url)
+        launch(resume, False, workspace_dir, provider=overrides, script=script)
+    elif any(flag is not None for flag in ui_flags):
+        raise click.UsageError(
+            "--resume, --cwd, --provider, --model, --base-url and --script before a command "
+            "open the terminal UI; give them after the command (dsh run --provider …)"
+        )
 
 
 class _OneLine(logging.Formatter):
@@ -130,4 +159,21 @@ def main() -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     root.propagate = False
-    cli()
+    try:
+        code = cli.main(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a group with no command: its help
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # click's own usage errors, as one line like the others
+        where = exc.ctx.command_path if exc.ctx is not None else "dsh"
+        message = " ".join(exc.format_message().split())
+        click.echo(f"dsh: error: {message.rstrip('.')} (see `{where} --help`)", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"dsh: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("dsh: aborted", err=True)
+        sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from dsh.agent.runtime import approval_policy, build_agent, resolve_route
+from dsh.agent.runtime import approval_policy, build_agent, resolve_route, summarizer_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
 from dsh.config import load_settings
 from dsh.errors import UsageError
-from dsh.events import Event, encode_event
+from dsh.events import encode_event
 from dsh.surface import Session
 from dsh.tools.base import ToolKind
 
@@ -25,7 +28,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
 
 
 @click.command("run")
-@click.argument("prompts", nargs=-1)
+@click.argument("prompts", nargs=-1)  # "-": read one prompt from stdin
 @click.option("--session", "session_id", help="Continue this session instead of starting one.")
 @click.option(
     "--cwd",
@@ -38,7 +41,11 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
     "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
 )
 @click.option("--model", help="Model name (defaults per provider).")
-@click.option("--base-url", help="Endpoint for openai-compatible providers (Ollama, vLLM, …).")
+@click.option(
+    "--base-url",
+    help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
+    "--provider openai-compatible when no provider is given.",
+)
 @click.option(
     "--script",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -75,23 +82,23 @@ def run(
     allow: str,
     max_steps: int,
 ) -> None:
-    """Run prompts headless and print each turn's final answer, then the session id."""
-    turns = list(prompts)
+    """Run prompts headless and print each turn's final answer, then the session id.
+
+    A PROMPT of ``-`` reads one prompt from stdin. With ``--json`` the first line names the
+    session (``{"type":"session","session":ID}``), then every event follows as a line. A
+    closed stdout (``| head``) cancels the running turn at its next event and exits 141.
+    """
+    turns = [_stdin_prompt() if prompt == "-" else prompt for prompt in prompts]
     if prompts_file is not None:
         lines = prompts_file.read_text(encoding="utf-8").splitlines()
         turns.extend(line for line in lines if line.strip())
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
     allowed = _parse_allow(allow)
-    overrides: dict[str, dict[str, Any]] = {"provider": {}, "compaction": {}}
-    for key, value in (
-        ("name", provider),
-        ("model", model),
-        ("base_url", base_url),
-        ("context_window", context_window),
-    ):
-        if value is not None:
-            overrides["provider"][key] = value
+    overrides: dict[str, dict[str, Any]] = {
+        "provider": context.provider_overrides(provider, model, base_url, context_window),
+        "compaction": {},
+    }
     if compaction is not None:
         overrides["compaction"]["backend"] = compaction
     if summarizer is not None:
@@ -104,6 +111,7 @@ def run(
     settings = load_settings(cwd=workspace, overrides=overrides)
     store = context.store(settings)
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
+    summarizer_route(settings, route)  # a summariser's missing key fails before a session
     if resumed is not None:
         session = Session.open(store, resumed, writable=True)
         context.record_workspace(session, workspace)
@@ -112,27 +120,36 @@ def run(
     for warning in session.warnings:
         context.warn(warning)
     live = LiveDisplay.for_terminal() if not as_json else None
+    out = _Output()
     if as_json:
-        session.subscribe(_print_event)
-    agent = build_agent(
-        session,
-        settings,
-        route,
-        workspace=workspace,
-        policy=approval_policy(settings, yes=yes, allow=allowed),
-        on_stream=live.on_stream if live is not None else None,
-        max_steps=max_steps,
-    )
+        out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
+        session.subscribe(lambda event: out.line(encode_event(event).decode()))
+    try:
+        agent = build_agent(
+            session,
+            settings,
+            route,
+            workspace=workspace,
+            policy=approval_policy(settings, yes=yes, allow=allowed),
+            on_stream=live.on_stream if live is not None else None,
+            max_steps=max_steps,
+        )
+    except BaseException:
+        session.close()  # no stale lock file behind a configuration error
+        raise
+    out.agent = agent
     if live is not None:
         session.subscribe(live.on_event)
     failed = False
     try:
         for prompt in turns:
             result = _run_with_interrupt(agent, prompt, live)
+            if out.closed:
+                break
             if live is not None:
-                live.finish_turn(result.text)
+                out.call(live.finish_turn, result.text)
             if result.reason == "error":
-                context.warn(f"turn {result.turn} failed: {result.error}")
+                context.error(f"turn {result.turn} failed: {result.error}")
                 failed = True
                 break
             if result.reason == "aborted":
@@ -142,9 +159,51 @@ def run(
     finally:
         session.close()
     if not as_json:
-        click.echo(f"session: {session.id}")
+        out.call(click.echo, f"session: {session.id}")
+    if out.closed:
+        # stdout was closed by its reader (``dsh run … | head``): stop quietly, as a shell
+        # tool does; the session is logged and closed. Point stdout at /dev/null so the
+        # interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(EXIT_PIPE_CLOSED)
     if failed:
         sys.exit(1)
+
+
+EXIT_PIPE_CLOSED = 141
+"""128 + SIGPIPE, what a shell reports for a tool whose output pipe was closed."""
+
+
+class _Output:
+    """Writes to stdout; once the reader has gone (a broken pipe) it stops writing and
+    cancels the running turn, so tools stop and no event reports an error."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.agent: Any = None
+
+    def line(self, text: str) -> None:
+        self.call(click.echo, text)
+
+    def call(self, write: Callable[..., object], *args: Any) -> None:
+        if self.closed:
+            return
+        try:
+            write(*args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.closed = True
+            if self.agent is not None:
+                self.agent.cancel()
+
+
+def _stdin_prompt() -> str:
+    """``-`` as a PROMPT: the whole of stdin is one prompt."""
+    text = sys.stdin.read().strip()
+    if not text:
+        raise UsageError("the prompt '-' reads stdin, which was empty")
+    return text
 
 
 def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> Any:
@@ -184,10 +243,6 @@ def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> An
                 loop.remove_signal_handler(signal.SIGINT)
 
     return asyncio.run(main())
-
-
-def _print_event(event: Event) -> None:
-    click.echo(encode_event(event).decode())
 
 
 def _parse_allow(allow: str) -> frozenset[ToolKind]:

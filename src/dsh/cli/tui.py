@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from dsh.cli import context
 from dsh.config import load_settings
@@ -31,12 +32,23 @@ def latest_session_id(store: EventStore, cwd: str) -> str:
     return max(headers, key=lambda h: (h.created_at, h.id)).id
 
 
-def launch(resume: str | None, new: bool, workspace_dir: Path | None = None) -> None:
+def launch(
+    resume: str | None,
+    new: bool,
+    workspace_dir: Path | None = None,
+    *,
+    provider: dict[str, Any] | None = None,
+    script: Path | None = None,
+    greeting: str | None = None,
+) -> None:
     """Run the terminal UI until the person quits; exits with the app's return code.
 
     A resumed session runs its tools in its own recorded workspace unless ``workspace_dir``
-    (``--cwd``) says otherwise; that choice is logged (``session/workspace``)."""
+    (``--cwd``) says otherwise; that choice is logged (``session/workspace``). ``provider``
+    overrides the provider settings (the ``--provider/--model/--base-url`` flags, see
+    ``context.provider_overrides``); ``script`` feeds the keyless scripted provider."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
+    from dsh.tui.controller import settings_route_factory
 
     if new and resume is not None:
         raise UsageError("--new and --resume cannot be combined")
@@ -50,12 +62,20 @@ def launch(resume: str | None, new: bool, workspace_dir: Path | None = None) -> 
             else latest_session_id(store, str(here))
         )
     workspace = context.session_workspace(store, session_id, workspace_dir)
-    settings = load_settings(cwd=workspace)
+    settings = load_settings(cwd=workspace, overrides={"provider": provider or {}})
     store = context.store(settings)
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
             context.record_workspace(session, workspace)
-    app = DshApp(TuiOptions(settings=settings, store=store, workspace=workspace, resume=session_id))
+    options = TuiOptions(
+        settings=settings,
+        store=store,
+        workspace=workspace,
+        resume=session_id,
+        route_factory=settings_route_factory(settings, script),
+        greeting=greeting,
+    )
+    app = DshApp(options)
     app.run()
     if app.return_code:
         sys.exit(app.return_code)

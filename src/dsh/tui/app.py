@@ -15,7 +15,7 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input
+from textual.widgets import Static
 from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
@@ -32,10 +32,10 @@ from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.approval import ApprovalScreen
-from dsh.tui.commands import HELP, Command, parse_command
+from dsh.tui.commands import COMMANDS, HELP, Command, parse_command
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
-from dsh.tui.prompt import PromptBox
+from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
@@ -62,6 +62,11 @@ class DshApp(App[None]):
     Screen {
         layout: vertical;
     }
+    #hint {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+    }
     """
 
     BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
@@ -69,6 +74,10 @@ class DshApp(App[None]):
         Binding("escape", "cancel_turn", "Cancel turn", show=False),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning", show=False),
         Binding("ctrl+o", "toggle_card", "Expand card", show=False),
+        Binding("pageup", "scroll_transcript('page_up')", "Scroll up", show=False, priority=True),
+        Binding(
+            "pagedown", "scroll_transcript('page_down')", "Scroll down", show=False, priority=True
+        ),
     ]
 
     def __init__(self, options: TuiOptions) -> None:
@@ -87,9 +96,12 @@ class DshApp(App[None]):
     def compose(self) -> ComposeResult:
         yield TranscriptView(id="transcript")
         yield StatusBar(id="status")
-        prompt = PromptBox(id="prompt")
+        prompt = PromptBox(
+            commands=COMMANDS, workspace=self.controller.options.workspace, id="prompt"
+        )
         prompt.cursor_blink = self._cursor_blink
         yield prompt
+        yield Static(KEYS_HINT, id="hint", markup=False)
 
     def on_mount(self) -> None:
         self.transcript = self.query_one(TranscriptView)
@@ -106,6 +118,8 @@ class DshApp(App[None]):
             self.exit(return_code=1, message=f"dsh: error: {exc}")
             return
         self._show_session(items)
+        if self.controller.options.greeting:
+            self.note(self.controller.options.greeting)
         self.ready = True
 
     def on_unmount(self) -> None:
@@ -151,7 +165,7 @@ class DshApp(App[None]):
             if not answer.done():
                 answer.set_result(result or "deny")
 
-        screen = ApprovalScreen(tool, args)
+        screen = ApprovalScreen(tool, args, self.controller.options.workspace)
         await self.push_screen(screen, callback=done)
         try:
             return await answer
@@ -198,9 +212,10 @@ class DshApp(App[None]):
 
     # ---- input --------------------------------------------------------------------------------
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    def on_prompt_box_submitted(self, event: PromptBox.Submitted) -> None:
         text = event.value.strip()
         self.prompt_box.value = ""
+        self.query_one("#hint", Static).update(KEYS_HINT)
         if not text:
             return
         self.prompt_box.remember(text)
@@ -356,13 +371,35 @@ class DshApp(App[None]):
                 await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
         self.exit()
 
+    def on_prompt_box_hint(self, event: PromptBox.Hint) -> None:
+        self.query_one("#hint", Static).update(event.text or KEYS_HINT)
+
+    def on_prompt_box_scroll(self, event: PromptBox.Scroll) -> None:
+        self.action_scroll_transcript(event.where)
+
+    def action_scroll_transcript(self, where: str) -> None:
+        """PgUp / PgDn (and Home / End on an empty draft) scroll the transcript from the prompt."""
+        view = self.transcript
+        if where == "page_up":
+            view.scroll_page_up(animate=False)
+        elif where == "page_down":
+            view.scroll_page_down(animate=False)
+        elif where == "home":
+            view.scroll_home(animate=False)
+        else:
+            view.scroll_end(animate=False)
+
     def action_cancel_turn(self) -> None:
         if self.controller.cancel():
             self._set_busy("cancelling…")
+        elif not self.running:
+            self.prompt_box.clear_draft()
 
     def action_interrupt(self) -> None:
         if self.controller.cancel():
             self._set_busy("cancelling…")
+        elif not self.running and self.prompt_box.clear_draft():
+            return
         elif self.running:
             self.notify("Compaction cannot be cancelled; it ends on its own.")
         else:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from rich.style import Style
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -12,21 +15,36 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from dsh.tools.approval import ApprovalAnswer
+from dsh.tui.diffs import call_diff, line_style
 from dsh.tui.wrap import sanitize
 
 PREVIEW_LINES = 12
+DIFF_PREVIEW_LINES = 18
+COMMAND = Style(bold=True)
 
 
-def describe_call(args: dict[str, Any]) -> str:
-    """The arguments as people read them: a lone ``command`` as is, else indented JSON."""
+def _capped(lines: list[Text], limit: int) -> Text:
+    if len(lines) > limit:
+        lines = [*lines[:limit], Text(f"… ({len(lines) - limit} more lines)", style="dim")]
+    return Text("\n").join(lines)
+
+
+def describe_call(tool: str, args: dict[str, Any], workspace: Path | None = None) -> Text:
+    """The call as people review it: a file edit as a coloured diff of the file, a lone
+    ``command`` as a shell line (``$ …``), anything else as indented JSON."""
+    diff = call_diff(tool, args, workspace)
+    if diff is not None:
+        rows = [Text(line, style=line_style(line) or "") for line in diff.lines]
+        return _capped(rows or [Text("(no change)", style="dim")], DIFF_PREVIEW_LINES)
     if set(args) <= {"command", "timeout"} and isinstance(args.get("command"), str):
-        text = args["command"]
-    else:
-        text = json.dumps(args, indent=2, ensure_ascii=False)
-    lines = sanitize(text).splitlines() or [""]
-    if len(lines) > PREVIEW_LINES:
-        lines = [*lines[:PREVIEW_LINES], f"… ({len(lines) - PREVIEW_LINES} more lines)"]
-    return "\n".join(lines)
+        lines = sanitize(args["command"]).splitlines() or [""]
+        rows = [
+            Text.assemble(("$ " if i == 0 else "  ", "dim"), (line, COMMAND))
+            for i, line in enumerate(lines)
+        ]
+        return _capped(rows, PREVIEW_LINES)
+    text = json.dumps(args, indent=2, ensure_ascii=False)
+    return _capped([Text(line) for line in sanitize(text).splitlines() or [""]], PREVIEW_LINES)
 
 
 class ApprovalScreen(ModalScreen[ApprovalAnswer]):
@@ -46,7 +64,6 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     }
     ApprovalScreen #call {
         margin: 1 0;
-        color: $text-muted;
     }
     ApprovalScreen Horizontal {
         height: auto;
@@ -62,15 +79,16 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         Binding("d,n,escape", "answer('deny')", "Deny"),
     ]
 
-    def __init__(self, tool: str, args: dict[str, Any]) -> None:
+    def __init__(self, tool: str, args: dict[str, Any], workspace: Path | None = None) -> None:
         super().__init__()
         self.tool = tool
         self.args = args
+        self.workspace = workspace
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"Allow [b]{self.tool}[/b] to run?", id="question")
-            yield Static(describe_call(self.args), id="call", markup=False)
+            yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
             with Horizontal():
                 yield Button("Allow once (o)", id="once", variant="primary")
                 yield Button(f"Always allow {self.tool} this session (a)", id="always")

@@ -29,6 +29,8 @@ from dsh.transcript import (
     TranscriptItem,
     cut_off_note,
 )
+from dsh.tui.diffs import DIFF_TOOLS, FileDiff, call_diff, line_style, parse_arguments
+from dsh.tui.markdown import looks_like_markdown, markdown_rows
 from dsh.tui.wrap import one_line, sanitize, wrap
 
 BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
@@ -194,20 +196,31 @@ def _result_text(result: ToolResultItem) -> str:
     return sanitize(result.text)
 
 
+def _card_diff(block: Block) -> FileDiff | None:
+    """An edit_file / write_file card's diff, from its arguments (the file has moved on)."""
+    if block.kind != "tool" or block.label not in DIFF_TOOLS:
+        return None
+    args = parse_arguments(block.arguments)
+    return call_diff(block.label, args) if args is not None else None
+
+
 def _card_rows(block: Block, width: int) -> list[Row]:
     result = block.result
     mark = "▾ " if block.expanded else "▸ "
     head: Row = [Segment("  "), Segment(mark, DIM), Segment(block.label, TOOL_NAME)]
+    diff = _card_diff(block)
     if block.kind == "tool" and not block.expanded:
         room = width - 4 - len(block.label) - 2
+        summary = diff.summary if diff is not None else _arguments_summary(block.arguments)
         if room > 1:
-            head += [
-                Segment("  "),
-                Segment(one_line(_arguments_summary(block.arguments), room), DIM),
-            ]
+            head += [Segment("  "), Segment(one_line(summary, room), DIM)]
     rows = [head]
     if block.expanded:
-        if block.kind == "tool":
+        if diff is not None:
+            rows.append([Segment("    "), Segment("diff", DIM)])
+            for line in diff.lines:
+                rows += _indented(line, width, 6, line_style(line))
+        elif block.kind == "tool":
             rows.append([Segment("    "), Segment("arguments", DIM)])
             rows += _indented(_pretty_arguments(block.arguments), width, 6)
         if result is not None:
@@ -259,7 +272,10 @@ def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:
         rows += _prefixed(
             wrap(block.reasoning, width - 4), Segment("  ┊ ", DIM), Segment("  ┊ ", DIM), REASONING
         )
-    if block.text:
+    if block.text and looks_like_markdown(block.text):
+        for i, line in enumerate(markdown_rows(block.text, width - 2)):
+            rows.append([Segment("● ", ASSISTANT_MARK) if i == 0 else Segment("  "), *line])
+    elif block.text:
         rows += _prefixed(wrap(block.text, width - 2), Segment("● ", ASSISTANT_MARK), Segment("  "))
     if block.cut_by is not None:
         rows += _indented(cut_off_note(block.cut_by), width, 2, DIM)

@@ -13,12 +13,15 @@ Commands
   /help              this help
   /quit              leave dsh (ctrl+q works too)
 Keys
-  enter              send the prompt        up / down    earlier prompts
-  esc, ctrl+c        cancel the running turn
+  enter              send the prompt        shift+enter, ctrl+j   a new line
+  up / down          earlier prompts (from the first / last line of the draft)
+  pgup / pgdn        scroll the transcript  (home / end too, on an empty draft)
+  esc, ctrl+c        cancel the running turn; when idle, clear the draft
   ctrl+r             show / hide the model's reasoning
   ctrl+o             expand / collapse the selected (or last) tool card or marker
-  tab                move to the transcript: up / down select a card, enter expands it,
-                     a click expands too; pgup / pgdn / home / end scroll"""
+  tab                complete a /command or an @path from the workspace; with nothing to
+                     complete, move to the transcript: up / down select a card, enter
+                     expands it, a click expands too; pgup / pgdn / home / end scroll"""
 
 COMMANDS = ("compact", "sessions", "resume", "model", "help", "quit")
 

@@ -61,18 +61,21 @@ class TuiOptions:
     route_factory: RouteFactory | None = None
     agent_factory: AgentFactory | None = None
     cursor_blink: bool = True
+    greeting: str | None = None
+    """A note shown when the app starts (``dsh demo --tui`` says what to try)."""
     """False keeps the prompt's cursor steady (snapshot tests: a blink is a timer)."""
 
 
-def settings_route_factory(settings: Settings) -> RouteFactory:
-    """Routes from the settings (``/model NAME`` overrides ``provider.model``)."""
+def settings_route_factory(settings: Settings, script: Path | None = None) -> RouteFactory:
+    """Routes from the settings (``/model NAME`` overrides ``provider.model``); ``script``
+    is the scripted provider's script (``dsh --script FILE``)."""
 
     def route(model: str | None) -> Route:
         chosen = settings
         if model is not None:
             provider = msgspec.structs.replace(settings.provider, model=model)
             chosen = msgspec.structs.replace(settings, provider=provider)
-        return resolve_route(chosen)
+        return resolve_route(chosen, script=script)
 
     return route
 

@@ -12,13 +12,19 @@ from dsh.errors import MissingApiKeyError
 
 
 def no_key_text(error: MissingApiKeyError) -> str:
+    """The missing key, and every way into dsh: each provider's key, a local server, no key."""
     who = f" for {error.provider}" if error.provider else ""
     return (
-        f"dsh needs an API key{who}.\n\n"
-        f"Set the environment variable {error.variable}, for example:\n\n"
+        f"dsh needs an API key{who}. Set {error.variable} and start dsh again:\n\n"
         f"    export {error.variable}=…\n\n"
-        "then start dsh again.\n\n"
-        "No key at hand? `dsh demo` runs a scripted coding session that needs none.\n\n"
+        "Other ways in:\n\n"
+        "  DeepSeek       export DEEPSEEK_API_KEY=…   then  dsh\n"
+        "  Anthropic      export ANTHROPIC_API_KEY=…  then  dsh --provider anthropic\n"
+        "  OpenAI         export OPENAI_API_KEY=…     then  dsh --provider openai\n"
+        "  Local server   an OpenAI-compatible base URL (Ollama, vLLM, LM Studio):\n"
+        "                 dsh --base-url http://localhost:11434/v1 --model qwen2.5-coder\n"
+        "  No key at all  dsh demo --tui   a scripted session on a throwaway project\n"
+        "                 dsh --script FILE   your own scripted model\n\n"
         "Press q to quit."
     )
 
@@ -29,11 +35,11 @@ class NoKeyScreen(Screen[None]):
         align: center middle;
     }
     NoKeyScreen > Vertical {
-        width: 80;
+        width: 90;
         max-width: 100%;
         height: auto;
         border: round $error;
-        padding: 1 3;
+        padding: 1 2;
     }
     NoKeyScreen Static {
         width: 100%;

@@ -1,53 +1,261 @@
-"""The prompt box: one line of input with a history of earlier prompts (up / down)."""
+"""The composer: multi-line input with a history of earlier prompts and tab completion.
+
+Enter sends; shift+enter or ctrl+j inserts a newline; a paste of any size is inserted whole.
+Up on the first line and down on the last line walk the history of earlier prompts. Tab
+completes a slash command at the start of the draft, or an ``@path`` from the workspace;
+with several candidates it completes their common prefix and names them in the hint line.
+"""
 
 from __future__ import annotations
 
-from textual.binding import Binding
-from textual.widgets import Input
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-PLACEHOLDER = "Ask dsh…  (/help for commands, esc cancels a running turn)"
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
+KEYS_HINT = (
+    "enter send · shift+enter/ctrl+j newline · tab completes / and @path · esc clears · "
+    "pgup/pgdn scroll"
+)
+NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "newline"})
+MAX_LISTED = 8
+"""Completion candidates named in the hint line; more are counted."""
 
 
-class PromptBox(Input):
-    BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
-        Binding("up", "history(-1)", "Earlier prompt", show=False),
-        Binding("down", "history(1)", "Later prompt", show=False),
-    ]
+@dataclass(frozen=True, slots=True)
+class Completion:
+    start: int
+    """Offset in the draft where the completed word starts."""
+    end: int
+    candidates: tuple[str, ...]
+    """Full replacements for ``draft[start:end]``, sorted."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(placeholder=PLACEHOLDER, id=id)
-        self.history: list[str] = []
+    @property
+    def common(self) -> str:
+        return os.path.commonprefix(list(self.candidates))  # noqa: RUF071 (characters meant)
+
+
+def complete_command(draft: str, commands: Sequence[str]) -> Completion | None:
+    """``/na`` at the start of a one-word draft: the commands it may begin."""
+    if not draft.startswith("/") or any(c.isspace() for c in draft):
+        return None
+    word = draft[1:].lower()
+    found = tuple(sorted(f"/{c}" for c in commands if c.startswith(word)))
+    return Completion(0, len(draft), found) if found else None
+
+
+def complete_path(draft: str, cursor: int, workspace: Path) -> Completion | None:
+    """``@some/pa`` ending at ``cursor``: the workspace entries it may name (directories
+    end in ``/``; hidden entries only when the typed part starts with a dot)."""
+    start = cursor
+    while start > 0 and not draft[start - 1].isspace():
+        start -= 1
+    word = draft[start:cursor]
+    if not word.startswith("@"):
+        return None
+    typed = word[1:]
+    folder, _, stem = typed.rpartition("/")
+    base = (workspace / folder).resolve()
+    root = workspace.resolve()
+    if not base.is_relative_to(root) or not base.is_dir():
+        return None
+    found: list[str] = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.name.startswith(stem) or (entry.name.startswith(".") and not stem):
+            continue
+        name = f"{folder}/{entry.name}" if folder else entry.name
+        found.append(f"@{name}/" if entry.is_dir() else f"@{name}")
+    return Completion(start, cursor, tuple(sorted(found))) if found else None
+
+
+class PromptBox(TextArea):
+    DEFAULT_CSS = """
+    PromptBox {
+        height: auto;
+        min-height: 3;
+        max-height: 12;
+        border: tall $border-blurred;
+    }
+    PromptBox:focus {
+        border: tall $border;
+    }
+    """
+
+    class Submitted(Message):
+        def __init__(self, prompt: PromptBox, value: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.value = value
+
+    class Hint(Message):
+        """The hint line should say ``text`` (the keys when empty)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Scroll(Message):
+        """Scroll the transcript: ``home`` or ``end`` (keys pressed on an empty draft)."""
+
+        def __init__(self, where: str) -> None:
+            super().__init__()
+            self.where = where
+
+    def __init__(
+        self,
+        *,
+        commands: Sequence[str] = (),
+        workspace: Path | None = None,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(
+            placeholder=PLACEHOLDER,
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+        )
+        self.commands = tuple(commands)
+        self.workspace = workspace
+        self.prompts: list[str] = []
+        """Earlier prompts, oldest first (``history`` is TextArea's undo history)."""
         self._index: int | None = None
         self._draft = ""
 
+    @property
+    def value(self) -> str:
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
     def remember(self, text: str) -> None:
         """Add a submitted prompt (a repeat of the last one is kept once)."""
-        if text and (not self.history or self.history[-1] != text):
-            self.history.append(text)
+        if text and (not self.prompts or self.prompts[-1] != text):
+            self.prompts.append(text)
         self._index = None
 
     def seed(self, prompts: list[str]) -> None:
-        self.history = list(prompts)
+        self.prompts = list(prompts)
         self._index = None
 
-    def action_history(self, step: int) -> None:
-        if not self.history:
+    def clear_draft(self) -> bool:
+        """Empty the box; False if there was nothing to clear."""
+        if not self.text:
+            return False
+        self.value = ""
+        self._index = None
+        self.post_message(self.Hint(""))
+        return True
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Submitted(self, self.text))
             return
+        if event.key in NEWLINE_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.insert("\n")
+            return
+        if event.key == "tab" and self._complete():
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+    # ---- completion ---------------------------------------------------------------------------
+
+    def _draft_offset(self) -> int:
+        row, column = self.cursor_location
+        lines = self.text.split("\n")
+        return sum(len(line) + 1 for line in lines[:row]) + column
+
+    def completion(self) -> Completion | None:
+        draft = self.text
+        found = complete_command(draft, self.commands)
+        if found is None and self.workspace is not None:
+            found = complete_path(draft, self._draft_offset(), self.workspace)
+        return found
+
+    def _complete(self) -> bool:
+        """Complete the word at the cursor; False when there is nothing to complete (tab then
+        moves the focus as usual)."""
+        found = self.completion()
+        if found is None:
+            return False
+        draft = self.text
+        current = draft[found.start : found.end]
+        replacement = found.candidates[0] if len(found.candidates) == 1 else found.common
+        if len(found.candidates) == 1 and not replacement.endswith("/"):
+            replacement += " "
+        if len(replacement) > len(current):
+            self.value = draft[: found.start] + replacement + draft[found.end :]
+            offset = found.start + len(replacement)
+            before = self.text[:offset].split("\n")
+            self.move_cursor((len(before) - 1, len(before[-1])))
+        if len(found.candidates) > 1:
+            listed = "  ".join(found.candidates[:MAX_LISTED])
+            more = len(found.candidates) - MAX_LISTED
+            self.post_message(self.Hint(listed + (f"  (+{more} more)" if more > 0 else "")))
+        else:
+            self.post_message(self.Hint(""))
+        return True
+
+    def action_cursor_line_start(self, select: bool = False) -> None:
+        if not self.text:
+            self.post_message(self.Scroll("home"))
+            return
+        super().action_cursor_line_start(select)
+
+    def action_cursor_line_end(self, select: bool = False) -> None:
+        if not self.text:
+            self.post_message(self.Scroll("end"))
+            return
+        super().action_cursor_line_end(select)
+
+    # ---- history ------------------------------------------------------------------------------
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if not select and self.cursor_location[0] == 0 and self._history(-1):
+            return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        last = self.document.line_count - 1
+        if not select and self.cursor_location[0] == last and self._history(1):
+            return
+        super().action_cursor_down(select)
+
+    def _history(self, step: int) -> bool:
+        """Show an earlier (-1) or later (1) prompt; False when there is none to show."""
+        if not self.prompts:
+            return False
         if self._index is None:
             if step > 0:
-                return
-            self._draft = self.value
-            index = len(self.history) - 1
+                return False
+            self._draft = self.text
+            index = len(self.prompts) - 1
         else:
             index = self._index + step
-            if index >= len(self.history):
+            if index >= len(self.prompts):
                 self._index = None
-                self._show(self._draft)
-                return
+                self.value = self._draft
+                return True
             index = max(0, index)
         self._index = index
-        self._show(self.history[index])
-
-    def _show(self, text: str) -> None:
-        self.value = text
-        self.cursor_position = len(text)
+        self.value = self.prompts[index]
+        return True

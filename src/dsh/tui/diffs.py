@@ -1,0 +1,111 @@
+"""File edits as people review them: a coloured unified diff (before → after) of an
+``edit_file`` or ``write_file`` call, instead of its JSON arguments.
+
+With the workspace at hand (the approval prompt, before the call runs) the diff is of the
+real file: its current text against the text the call would leave. Without it (a tool card,
+drawn after the fact) the diff is of the arguments alone: ``old`` → ``new``, or an empty file
+→ ``content``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.style import Style
+
+from dsh.tui.wrap import sanitize
+
+DIFF_TOOLS = frozenset({"edit_file", "write_file"})
+ADDED = Style(color="green")
+REMOVED = Style(color="red")
+HUNK = Style(color="cyan")
+HEADER = Style(bold=True)
+CONTEXT_LINES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    path: str
+    lines: tuple[str, ...]
+    """Unified diff lines, headers included (``--- a/…``, ``+++ b/…``, ``@@ … @@``)."""
+    added: int
+    removed: int
+
+    @property
+    def summary(self) -> str:
+        return f"{self.path} +{self.added} -{self.removed}"
+
+
+def line_style(line: str) -> Style | None:
+    if line.startswith(("+++", "---")):
+        return HEADER
+    if line.startswith("@@"):
+        return HUNK
+    if line.startswith("+"):
+        return ADDED
+    if line.startswith("-"):
+        return REMOVED
+    return None
+
+
+def parse_arguments(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _before_after(
+    tool: str, args: dict[str, Any], workspace: Path | None
+) -> tuple[str, str] | None:
+    path = args.get("path")
+    if not isinstance(path, str):
+        return None
+    current = None
+    if workspace is not None:
+        target = (workspace / path).resolve()
+        if target.is_relative_to(workspace.resolve()):
+            current = _read(target)
+    if tool == "write_file":
+        content = args.get("content")
+        return (current or "", content) if isinstance(content, str) else None
+    old, new = args.get("old"), args.get("new")
+    if not isinstance(old, str) or not isinstance(new, str):
+        return None
+    if current is not None and current.count(old) == 1:
+        return current, current.replace(old, new)
+    return old, new  # the file is not at hand (or the edit will fail): the arguments alone
+
+
+def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) -> FileDiff | None:
+    """The diff an ``edit_file`` / ``write_file`` call makes; None for other tools or
+    arguments that name no edit."""
+    if tool not in DIFF_TOOLS:
+        return None
+    texts = _before_after(tool, args, workspace)
+    if texts is None:
+        return None
+    before, after = (sanitize(text).splitlines(keepends=True) for text in texts)
+    path = str(args["path"])
+    lines = [
+        line.rstrip("\n")
+        for line in difflib.unified_diff(
+            before, after, f"a/{path}", f"b/{path}", n=CONTEXT_LINES, lineterm="\n"
+        )
+    ]
+    body = [line for line in lines if not line.startswith(("+++", "---"))]
+    added = sum(1 for line in body if line.startswith("+"))
+    removed = sum(1 for line in body if line.startswith("-"))
+    return FileDiff(path, tuple(lines), added, removed)

@@ -1,0 +1,64 @@
+"""``dsh`` (the terminal UI) takes the provider flags of ``dsh run``; ``--base-url`` alone
+means an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import dsh.cli.tui
+from dsh.cli.context import provider_overrides
+from dsh.cli.main import cli
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+
+    def launch(resume: Any, new: bool, workspace_dir: Any = None, **kwargs: Any) -> None:
+        calls.append({"resume": resume, "workspace_dir": workspace_dir, **kwargs})
+
+    monkeypatch.setattr(dsh.cli.tui, "launch", launch)
+    return calls
+
+
+def test_dsh_passes_provider_model_base_url_and_script_to_the_ui(launches, tmp_path: Path):
+    script = tmp_path / "s.yaml"
+    script.write_text("entries: []\n")
+    args = ["--provider", "scripted", "--model", "m", "--script", str(script)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    (call,) = launches
+    assert call["provider"] == {"name": "scripted", "model": "m"}
+    assert call["script"] == script
+
+
+def test_dsh_base_url_alone_means_an_openai_compatible_server(launches):
+    result = CliRunner().invoke(cli, ["--base-url", "http://localhost:11434/v1"])
+    assert result.exit_code == 0, result.output
+    assert launches[0]["provider"] == {
+        "name": "openai-compatible",
+        "base_url": "http://localhost:11434/v1",
+    }
+
+
+def test_ui_flags_before_a_command_are_a_usage_error(launches):
+    result = CliRunner().invoke(cli, ["--provider", "scripted", "sessions", "list"])
+    assert result.exit_code == 2 and "give them after the command" in result.output
+    assert launches == []
+
+
+def test_provider_overrides_keep_an_explicit_provider_and_drop_unset_flags():
+    assert provider_overrides(None, None, None) == {}
+    assert provider_overrides("deepseek", None, "http://proxy/v1") == {
+        "name": "deepseek",
+        "base_url": "http://proxy/v1",
+    }
+    assert provider_overrides(None, None, "http://x/v1", 4096) == {
+        "name": "openai-compatible",
+        "base_url": "http://x/v1",
+        "context_window": 4096,
+    }

@@ -1,0 +1,198 @@
+"""The composer: multi-line drafts, pastes kept whole, completion, clearing a draft, and
+scrolling the transcript from the prompt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import events
+
+from dsh.events import UserMessageEvent
+from dsh.tui.prompt import KEYS_HINT, complete_command, complete_path
+from tests.tui.conftest import SIZE, Rig, settle
+from tests.tui.test_pilot import logged, run, text_of
+
+
+def sent(app: Any) -> list[str]:
+    if app.controller.session is None:
+        return []
+    return [e.data.text() for e in logged(app) if isinstance(e, UserMessageEvent)]
+
+
+async def finish(pilot: Any) -> None:
+    app = pilot.app
+    await settle(pilot, lambda: app.controller.session is not None)
+    await settle(pilot, lambda: not app.running and app.status_settled)
+
+
+def test_a_pasted_three_line_block_is_sent_whole(rig: Rig):
+    app = rig.app([{"text": "Got all three."}])
+
+    async def body(pilot: Any) -> None:
+        app.post_message(events.Paste("line one\nline two\nline three"))
+        await pilot.pause()
+        assert app.prompt_box.value == "line one\nline two\nline three"
+        await pilot.press("enter")
+        await finish(pilot)
+        assert sent(app) == ["line one\nline two\nline three"]
+        assert "line three" in text_of(app)
+        assert app.prompt_box.value == ""
+
+    run(app, body)
+
+
+def test_a_large_paste_is_kept_whole(rig: Rig):
+    app = rig.app([])
+    block = "\n".join(f"row {i}" for i in range(2000))
+
+    async def body(pilot: Any) -> None:
+        app.post_message(events.Paste(block))
+        await pilot.pause()
+        assert app.prompt_box.value == block
+
+    run(app, body)
+
+
+def test_shift_enter_and_ctrl_j_insert_newlines_and_enter_sends(rig: Rig):
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("a", "shift+enter", "b", "ctrl+j", "c")
+        assert app.prompt_box.value == "a\nb\nc"
+        assert sent(app) == []
+        await pilot.press("enter")
+        await finish(pilot)
+        assert sent(app) == ["a\nb\nc"]
+
+    run(app, body)
+
+
+def test_the_hint_line_says_how_to_send_and_break_lines(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        hint = str(app.query_one("#hint").render())
+        assert hint == KEYS_HINT
+        assert "enter send" in hint and "shift+enter/ctrl+j newline" in hint
+
+    run(app, body)
+
+
+def test_up_walks_history_only_from_the_first_line(rig: Rig):
+    app = rig.app([{"text": "one"}])
+
+    async def body(pilot: Any) -> None:
+        app.prompt_box.remember("earlier prompt")
+        await pilot.press("x", "ctrl+j", "y")
+        await pilot.press("up")  # from line 2: the cursor moves up a line
+        assert app.prompt_box.value == "x\ny"
+        await pilot.press("up")  # on line 1: the earlier prompt
+        assert app.prompt_box.value == "earlier prompt"
+        await pilot.press("down")
+        assert app.prompt_box.value == "x\ny"
+
+    run(app, body)
+
+
+def test_tab_completes_a_unique_slash_command(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("/", "c", "o", "tab")
+        assert app.prompt_box.value == "/compact "
+        assert app.prompt_box.has_focus
+
+    run(app, body)
+
+
+def test_tab_lists_several_candidates_in_the_hint_line(rig: Rig):
+    (rig.workspace / "notes-old.txt").write_text("x")
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("r", "e", "a", "d", "space", "@", "n", "tab")
+        assert app.prompt_box.value == "read @notes"
+        assert str(app.query_one("#hint").render()) == "@notes-old.txt  @notes.txt"
+        await pilot.press(".", "tab")
+        assert app.prompt_box.value == "read @notes.txt "
+
+    run(app, body)
+
+
+def test_complete_path_walks_folders_and_stays_in_the_workspace(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "mod.py").write_text("")
+    (tmp_path / ".hidden").write_text("")
+    found = complete_path("see @sr", 7, tmp_path)
+    assert found is not None and found.candidates == ("@src/",)
+    found = complete_path("@src/pkg/m", 10, tmp_path)
+    assert found is not None and found.candidates == ("@src/pkg/mod.py",)
+    assert complete_path("@../", 4, tmp_path) is None
+    assert complete_path("@", 1, tmp_path) is not None
+    assert "@.hidden" not in complete_path("@", 1, tmp_path).candidates  # type: ignore[union-attr]
+    assert complete_path("no at here", 10, tmp_path) is None
+
+
+def test_complete_command_only_at_the_start_of_a_one_word_draft():
+    assert complete_command("/re", ["resume", "help"]) is not None
+    assert complete_command("/re x", ["resume"]) is None
+    assert complete_command("re", ["resume"]) is None
+    assert complete_command("/zz", ["resume"]) is None
+
+
+def test_esc_and_ctrl_c_clear_a_draft_when_idle(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        for key in ("escape", "ctrl+c"):
+            await pilot.press("d", "r", "a", "f", "t")
+            assert app.prompt_box.value == "draft"
+            await pilot.press(key)
+            assert app.prompt_box.value == ""
+            assert app.is_running
+
+    run(app, body)
+
+
+def test_page_keys_scroll_the_transcript_from_the_prompt(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        for i in range(80):
+            app.note(f"note {i}")
+        await pilot.pause()
+        view = app.transcript
+        view.scroll_end(animate=False)
+        await pilot.pause()
+        bottom = view.scroll_y
+        assert bottom > 0 and app.prompt_box.has_focus
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert view.scroll_y < bottom
+        await pilot.press("home")
+        await pilot.pause()
+        assert view.scroll_y == 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.scroll_y == bottom
+        await pilot.press("pageup", "pagedown")
+        await pilot.pause()
+        assert view.scroll_y == bottom
+        assert app.prompt_box.has_focus
+
+    run(app, body, SIZE)
+
+
+def test_multi_line_draft_and_completion_hint_snapshot(snap_compare, rig: Rig):
+    (rig.workspace / "notes-old.txt").write_text("x")
+    app = rig.app([])
+
+    async def draft(pilot: Any) -> None:
+        await settle(pilot, lambda: app.ready)
+        app.post_message(events.Paste("first pasted line\nsecond pasted line\nthird: see "))
+        await pilot.pause()
+        await pilot.press("@", "n", "tab")
+        await settle(pilot, lambda: "@notes.txt" in str(app.query_one("#hint").render()))
+        await settle(pilot, lambda: app.status_settled)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=draft)

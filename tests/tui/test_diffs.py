@@ -1,0 +1,104 @@
+"""File edits show as coloured unified diffs (approval prompt and tool cards); a bash
+approval shows its command as a shell line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dsh.tui.approval import ApprovalScreen, describe_call
+from dsh.tui.diffs import ADDED, HUNK, REMOVED, call_diff
+from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.test_pilot import lines_of, run, text_of
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+EDIT = {
+    "path": "calc.py",
+    "old": "def add(a, b):\n    return a - b",
+    "new": "def add(a, b):\n    return a + b",
+}
+
+
+def test_an_edit_diffs_the_real_file_with_context(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC)
+    diff = call_diff("edit_file", EDIT, tmp_path)
+    assert diff is not None
+    assert diff.lines[:3] == ("--- a/calc.py", "+++ b/calc.py", "@@ -1,5 +1,5 @@")
+    assert "-    return a - b" in diff.lines and "+    return a + b" in diff.lines
+    assert " def sub(a, b):" in diff.lines  # context from the file, not from the arguments
+    assert (diff.added, diff.removed) == (1, 1) and diff.summary == "calc.py +1 -1"
+
+
+def test_without_the_file_an_edit_diffs_its_arguments(tmp_path: Path):
+    diff = call_diff("edit_file", EDIT, None)
+    assert diff is not None and " def sub(a, b):" not in diff.lines
+    assert "+    return a + b" in diff.lines
+    outside = dict(EDIT, path="../calc.py")
+    (tmp_path.parent / "calc.py").write_text(CALC)
+    diff = call_diff("edit_file", outside, tmp_path)  # never read outside the workspace
+    assert diff is not None and " def sub(a, b):" not in diff.lines
+
+
+def test_a_write_diffs_against_the_current_file_or_nothing(tmp_path: Path):
+    new = call_diff("write_file", {"path": "n.py", "content": "x = 1\ny = 2\n"}, tmp_path)
+    assert new is not None and (new.added, new.removed) == (2, 0)
+    (tmp_path / "n.py").write_text("x = 1\n")
+    over = call_diff("write_file", {"path": "n.py", "content": "x = 1\ny = 2\n"}, tmp_path)
+    assert over is not None and (over.added, over.removed) == (1, 0)
+    assert call_diff("bash", {"command": "ls"}) is None
+    assert call_diff("write_file", {"path": "n.py"}) is None
+
+
+def test_the_approval_text_colours_the_diff_and_shows_a_command_as_a_command(tmp_path: Path):
+    (tmp_path / "calc.py").write_text(CALC)
+    text = describe_call("edit_file", EDIT, tmp_path)
+    assert "{" not in text.plain and '"old"' not in text.plain
+    styles = {str(span.style) for span in text.spans}
+    assert {str(ADDED), str(REMOVED), str(HUNK)} <= styles
+    bash = describe_call("bash", {"command": "rm -rf build/"})
+    assert bash.plain == "$ rm -rf build/"
+
+
+def test_an_edit_approval_shows_the_diff_of_the_file(rig: Rig):
+    (rig.workspace / "calc.py").write_text(CALC)
+    app = rig.app(
+        [{"toolCalls": [{"name": "edit_file", "arguments": EDIT}]}, {"text": "ok"}], approval="ask"
+    )
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "fix add")
+        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        shown = str(app.screen.query_one("#call").render())
+        assert "-    return a - b" in shown and "+    return a + b" in shown
+        await pilot.press("o")
+        await settle(pilot, lambda: not app.running)
+        assert "return a + b" in (rig.workspace / "calc.py").read_text()
+
+    run(app, body)
+
+
+def test_edit_cards_summarise_the_change_and_expand_to_the_diff(rig: Rig):
+    (rig.workspace / "calc.py").write_text(CALC)
+    app = rig.app([{"toolCalls": [{"name": "edit_file", "arguments": EDIT}]}, {"text": "Fixed."}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "fix add")
+        assert "  ▸ edit_file  calc.py +1 -1" in lines_of(app)
+        await pilot.press("ctrl+o")
+        lines = lines_of(app)
+        assert "    diff" in lines and "      +    return a + b" in lines
+        assert '"old"' not in text_of(app)
+
+    run(app, body)
+
+
+def test_edit_approval_snapshot(snap_compare, rig: Rig):
+    (rig.workspace / "calc.py").write_text(CALC)
+    app = rig.app([{"toolCalls": [{"name": "edit_file", "arguments": EDIT}]}], approval="ask")
+
+    async def ask(pilot: Any) -> None:
+        await submit(pilot, "fix add")
+        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await settle(pilot, lambda: app.status_settled)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=ask)

@@ -1,0 +1,110 @@
+"""The real ``dsh`` entry point in a real terminal (tmux), answered by a scripted model: type
+a prompt, paste three lines (bracketed paste), see both sent whole, review a diff approval,
+quit. Skipped when tmux is not installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dsh.events import UserMessageEvent
+from dsh.store import JsonlStore
+from dsh.surface import Session
+
+TMUX = shutil.which("tmux")
+DSH = str(Path(sys.executable).with_name("dsh"))
+pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+
+SCRIPT = [
+    {"text": "First answer."},
+    {"text": "Got the three lines."},
+    {
+        "toolCalls": [
+            {
+                "name": "edit_file",
+                "arguments": {"path": "calc.py", "old": "return a - b", "new": "return a + b"},
+            }
+        ]
+    },
+    {"text": "Edited calc.py."},
+]
+
+
+class Terminal:
+    def __init__(self, socket: Path) -> None:
+        self.base = [str(TMUX), "-S", str(socket)]
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, check=True, timeout=30
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "dsh")
+
+    def wait_for(self, condition: Callable[[str], bool], what: str, timeout: float = 30) -> str:
+        """Poll the screen until ``condition`` holds (a deadline, not a timing assertion)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never saw {what}; the screen was:\n{screen}")
+            time.sleep(0.1)
+
+
+def test_type_paste_review_a_diff_and_quit_in_a_real_terminal(tmp_path: Path):
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env.update(DSH_HOME=str(home), TERM="xterm-256color")
+    term = Terminal(tmp_path / "tmux.sock")
+    command = f"{DSH} --script {script}; echo dsh-exited-$?; sleep 30"
+    term.tmux(
+        "new-session", "-d", "-s", "dsh", "-x", "110", "-y", "40", "-c", str(workspace),
+        *[f"-e{k}={v}" for k, v in env.items() if k in ("DSH_HOME", "TERM", "PATH", "HOME")],
+        command,
+    )  # fmt: skip
+    try:
+        term.wait_for(lambda s: "enter send" in s, "the composer's key hint")
+        term.tmux("send-keys", "-t", "dsh", "-l", "hello there")
+        term.tmux("send-keys", "-t", "dsh", "Enter")
+        term.wait_for(lambda s: "First answer." in s, "the first answer")
+
+        term.tmux("set-buffer", "-b", "p", "line one\nline two\nline three")
+        term.tmux("paste-buffer", "-p", "-b", "p", "-t", "dsh")  # -p: bracketed paste
+        term.wait_for(lambda s: "line three" in s, "the whole paste in the composer")
+        term.tmux("send-keys", "-t", "dsh", "Enter")
+        term.wait_for(lambda s: "Got the three lines." in s, "the second answer")
+
+        term.tmux("send-keys", "-t", "dsh", "-l", "fix add")
+        term.tmux("send-keys", "-t", "dsh", "Enter")
+        screen = term.wait_for(lambda s: "Allow edit_file" in s, "the edit approval")
+        assert "-    return a - b" in screen and "+    return a + b" in screen
+        term.tmux("send-keys", "-t", "dsh", "o")
+        term.wait_for(lambda s: "Edited calc.py." in s, "the answer after the edit")
+        assert "return a + b" in (workspace / "calc.py").read_text()
+
+        term.tmux("send-keys", "-t", "dsh", "C-q")
+        term.wait_for(lambda s: "dsh-exited-0" in s, "dsh leaving with status 0")
+    finally:
+        subprocess.run([*term.base, "kill-server"], capture_output=True, check=False)
+
+    store = JsonlStore(home)
+    (header,) = store.list()
+    with Session.open(store, header.id) as session:
+        sent = [e.data.text() for e in session.events if isinstance(e, UserMessageEvent)]
+    assert sent == ["hello there", "line one\nline two\nline three", "fix add"]
