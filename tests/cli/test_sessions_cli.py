@@ -82,6 +82,13 @@ def test_export_markdown_has_sections_and_the_marker(home):
     assert f"> {COMPACTION_MARKER}" in out
 
 
+def test_export_defaults_to_markdown(home):
+    default = run("sessions", "export", FIXTURE_ID)
+    assert default.exit_code == 0
+    assert default.output == run("sessions", "export", FIXTURE_ID, "--format", "md").output
+    assert default.output.startswith(f"# dsh session {FIXTURE_ID}")
+
+
 def test_a_unique_id_prefix_is_enough(home):
     assert run("sessions", "show", FIXTURE_ID[:12]).exit_code == 0
 

@@ -79,7 +79,13 @@ def show(session_id: str, view: str) -> None:
 
 @sessions.command("export")
 @click.argument("session_id")
-@click.option("--format", "fmt", type=click.Choice(["md", "jsonl", "upstream"]), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "jsonl", "upstream"]),
+    default="md",
+    show_default=True,
+)
 @click.option(
     "-o",
     "--output",
@@ -88,7 +94,8 @@ def show(session_id: str, view: str) -> None:
     help="Write to this file instead of standard output.",
 )
 def export(session_id: str, fmt: str, output: str | None) -> None:
-    """Export a session as Markdown (the human transcript), JSONL (the exact log) or upstream
+    """Export a session as Markdown (the human transcript, the default), JSONL (the log's
+    header and events as canonical JSON, without the store's CRC seals) or upstream
     (the TypeScript harness's format; what it cannot express is listed on stderr)."""
     session = _open(session_id)
     if fmt == "upstream":
