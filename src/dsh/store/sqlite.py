@@ -275,6 +275,20 @@ class SqliteStore:
                 )
         return log
 
+    def remove_session(self, session_id: str) -> None:
+        """Delete a session's rows (``dsh sessions migrate``, once its copy is verified)."""
+        db = _connect(self.path)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot remove session {session_id} from {self.path}: {exc}") from exc
+        finally:
+            db.close()
+
     def unreadable(self) -> list[UnreadableSession]:
         return [u for u in self._scan() if isinstance(u, UnreadableSession)]
 
