@@ -20,7 +20,8 @@ from dsh.errors import LogCorruptError
 
 _MARK = b',"crc":"'
 _SEAL_SIZE = len(_MARK) + 8 + 2  # ,"crc":"  + 8 hex digits + "}
-_HEX = frozenset(b"0123456789abcdef")
+_MARK_SIZE = len(_MARK)
+_HEX = b"0123456789abcdef"
 
 
 def seal(line: bytes) -> bytes:
@@ -35,8 +36,8 @@ def unseal(line: bytes) -> tuple[bytes, int | None]:
     start = len(line) - _SEAL_SIZE
     if line[start : start + len(_MARK)] != _MARK:
         return line, None
-    digits = line[start + len(_MARK) : -2]
-    if not _HEX.issuperset(digits):
+    digits = line[start + _MARK_SIZE : -2]
+    if digits.translate(None, _HEX):  # not only lowercase hex digits
         return line, None
     return line[:start] + b"}", int(digits, 16)
 
@@ -57,26 +58,27 @@ def unseal_body(data: bytes, start: int, end: int, *, first_line: int, where: st
     and its seal removed. One pass, one copy."""
     view = memoryview(data)
     parts: list[memoryview | bytes] = []
+    append, find, starts, crc32 = parts.append, data.find, data.startswith, zlib.crc32
     number = first_line
     position = start
-    mark_size = len(_MARK)
     while position < end:
-        newline = data.index(b"\n", position, end)
+        newline = find(b"\n", position, end)
         mark = newline - _SEAL_SIZE
         if (
             mark > position
-            and data.startswith(_MARK, mark)
-            and data.endswith(b'"}', 0, newline)
-            and _HEX.issuperset(view[mark + mark_size : newline - 2])
+            and starts(_MARK, mark)
+            and data[newline - 1] == 0x7D  # }
+            and data[newline - 2] == 0x22  # "
+            and not (digits := data[mark + _MARK_SIZE : newline - 2]).translate(None, _HEX)
         ):
-            crc = int(data[mark + mark_size : newline - 2], 16)
             kept = view[position:mark]
-            actual = zlib.crc32(b"}", zlib.crc32(kept))
-            if actual != crc:
-                raise _mismatch(number, where, crc, actual)
-            parts += (kept, b"}\n")
+            actual = crc32(b"}", crc32(kept))
+            if actual != int(digits, 16):
+                raise _mismatch(number, where, int(digits, 16), actual)
+            append(kept)
+            append(b"}\n")
         else:
-            parts.append(view[position : newline + 1])
+            append(view[position : newline + 1])
         position = newline + 1
         number += 1
     return b"".join(parts)

@@ -237,17 +237,11 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
     if header_end < 0:
         raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
     header = _decode_header_line(data[:header_end], path)
-    body = unseal_body(
-        data,
-        header_end + 1,
-        end,
-        first_line=2,
-        where=f"{path}: ",
-    )
+    line_count = data.count(b"\n", header_end + 1, end)
+    body = unseal_body(data, header_end + 1, end, first_line=2, where=f"{path}: ")
+    del data  # only the unsealed copy is needed now: the peak is one copy plus the events
     try:
-        events = decode_event_lines(
-            body, line_count=data.count(b"\n", header_end + 1, end), first_line=2
-        )
+        events = decode_event_lines(body, line_count=line_count, first_line=2)
     except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
         raise UnknownEventTypeError(
             exc.event_type, seq=exc.seq, line=exc.line, context=str(path)
