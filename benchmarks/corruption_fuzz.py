@@ -10,7 +10,8 @@ then each mutant of its bytes is written over the log and opened read-only with
 * ``zero-page``: one 4 KB page among the last 32 KB replaced by NUL bytes, later pages intact
   (a power loss that kept later blocks but not that one);
 * ``json``: one event line parsed and changed — an int leaf moved, a string leaf rewritten, a key
-  dropped or added, the ``type`` or ``seq`` replaced, the line deleted, duplicated or swapped.
+  dropped or added, the ``type`` or ``seq`` replaced, the line deleted, duplicated or swapped (the
+  line's ``"crc"`` seal is kept as it was, as an editor would).
 
 Each outcome is one of: ``refused`` (a one-line ``DshError``), ``loaded-unchanged`` (every
 event that loaded equals the original event at its seq — a dropped torn tail is allowed),
@@ -36,6 +37,7 @@ from dsh.errors import DshError
 from dsh.events import EVENT_CLASS_BY_TYPE, encode_event
 from dsh.store import JsonlStore
 from dsh.store.base import encode_header
+from dsh.store.integrity import unseal
 from dsh.store.salvage import plan_salvage
 from dsh.surface import Session
 from log_replay import build  # type: ignore[import-not-found]
@@ -159,7 +161,8 @@ def main() -> None:
         store = JsonlStore(home)
         path = store.log_path(session.id)
         pristine = path.read_bytes()
-        original = pristine.split(b"\n")[:-1]
+        # what each line holds: its canonical JSON (the store's CRC seal is not content)
+        original = [unseal(line)[0] for line in pristine.split(b"\n")[:-1]]
         outcomes: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
         repaired: Counter[str] = Counter()
         for kind in KINDS:

@@ -147,12 +147,25 @@ def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, en
     result = dsh("compact", session_id, "--focus", "question 2", env=env, cwd=tmp_path)
     assert result.stdout.startswith("Compacted ") and "history items (~" in result.stdout
     again = dsh("compact", session_id, env=env, cwd=tmp_path)
-    assert again.returncode == 0
+    assert again.returncode == 0 and again.stdout.strip() == "No compactable history yet."
     events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
-    assert types.count("command/run") == 2 and types.count("command/done") == 2
+    # the second call had nothing to compact, so it logged nothing
+    assert types.count("command/run") == 1 and types.count("command/done") == 1
     shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
     assert "User: question 0" in shown and "… earlier context was compacted …" in shown
+
+
+def test_compact_with_nothing_to_compact_appends_nothing(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "short answer"}])
+    out = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path).stdout
+    session_id = out.splitlines()[-1].removeprefix("session: ")
+    (log,) = (Path(env["DSH_HOME"]) / "sessions").glob(f"{session_id}/session.jsonl")
+    before = log.read_bytes()
+    for _ in range(2):
+        result = dsh("compact", session_id, env=env, cwd=tmp_path)
+        assert result.stdout.strip() == "No compactable history yet."
+    assert log.read_bytes() == before
 
 
 def test_compact_of_an_unknown_session_is_one_line_exit_1(tmp_path, env):

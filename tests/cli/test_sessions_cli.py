@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from dsh.cli.main import cli
+from dsh.store.integrity import unseal
 from dsh.transcript import COMPACTION_MARKER
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sessions" / "compaction-basic.jsonl"
@@ -82,6 +83,13 @@ def test_export_markdown_has_sections_and_the_marker(home):
     assert f"> {COMPACTION_MARKER}" in out
 
 
+def test_export_defaults_to_markdown(home):
+    default = run("sessions", "export", FIXTURE_ID)
+    assert default.exit_code == 0
+    assert default.output == run("sessions", "export", FIXTURE_ID, "--format", "md").output
+    assert default.output.startswith(f"# dsh session {FIXTURE_ID}")
+
+
 def test_a_unique_id_prefix_is_enough(home):
     assert run("sessions", "show", FIXTURE_ID[:12]).exit_code == 0
 
@@ -114,3 +122,40 @@ def test_console_script_prints_version_and_help():
     assert version.stdout.strip() == "dsh, version 0.1.0"
     helped = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True)
     assert "sessions" in helped.stdout
+
+
+def test_with_the_sqlite_backend_list_says_where_the_jsonl_sessions_are(home, monkeypatch):
+    monkeypatch.setenv("DSH_STORE_BACKEND", "sqlite")
+    out = run("sessions", "list", "--all").output
+    assert "no sessions" in out
+    assert f"1 more session(s) in the jsonl store ({home / 'sessions'})" in out
+    assert "dsh sessions migrate --to sqlite" in out
+
+
+def test_migrate_moves_sessions_both_ways_with_identical_events(home, monkeypatch):
+    events = run("sessions", "show", FIXTURE_ID, "--view", "events").output
+    moved = run("sessions", "migrate", "--to", "sqlite")
+    assert moved.exit_code == 0
+    assert moved.output.startswith(f"moved 1 session(s) from {home / 'sessions'} to ")
+    assert not (home / "sessions" / FIXTURE_ID / "session.jsonl").exists()
+    assert "1 more session(s) in the sqlite store" in run("sessions", "list", "--all").output
+    monkeypatch.setenv("DSH_STORE_BACKEND", "sqlite")
+    assert run("sessions", "show", FIXTURE_ID, "--view", "events").output == events
+    assert FIXTURE_ID in run("sessions", "list", "--all").output
+    back = run("sessions", "migrate", "--to", "jsonl")
+    assert back.exit_code == 0 and back.output.startswith("moved 1 session(s)")
+    assert "no sessions" in run("sessions", "list", "--all").output
+    stored = (home / "sessions" / FIXTURE_ID / "session.jsonl").read_bytes().split(b"\n")[:-1]
+    # the same header and event bytes as the original file, now each with its CRC seal
+    assert [unseal(line)[0] for line in stored] == FIXTURE.read_bytes().split(b"\n")[:-1]
+
+
+def test_migrate_leaves_a_session_that_loads_with_a_warning_where_it_is(home):
+    path = home / "sessions" / FIXTURE_ID / "session.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"type":"turn/st')  # a torn last line
+    before = path.read_bytes()
+    result = CliRunner().invoke(cli, ["sessions", "migrate", "--to", "sqlite"])
+    assert result.exit_code == 1
+    assert f"{FIXTURE_ID}: not moved: it loads with a warning" in result.output
+    assert path.read_bytes() == before
+    assert "moved 0 session(s)" in result.output

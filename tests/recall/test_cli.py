@@ -1,4 +1,5 @@
-"""``dsh recall search|read`` print exactly what the model gets, from a JSONL session on disk."""
+"""``dsh recall search|read`` print what the model gets, from a JSONL session on disk — with the
+hints that name the model's tool naming the CLI command instead."""
 
 from __future__ import annotations
 
@@ -30,12 +31,25 @@ def invoke(*args: str):
     return CliRunner().invoke(recall, list(args), catch_exceptions=False)
 
 
+SEARCH_HINT = (
+    "Read a match in context with `dsh recall read {id} CHECKPOINT --offset N` "
+    "(N = the #msg number).\n"
+)
+
+
+def same_but_hint(printed: str, tool_text: str, hint: str) -> bool:
+    """``printed`` is ``tool_text`` with its last paragraph (the tool's hint) replaced by
+    ``hint``."""
+    return printed == tool_text.rpartition("\n\n")[0] + "\n\n" + hint
+
+
 def test_search_prints_the_text_history_search_returns(stored):
     session_id, _, session = stored
     result = invoke("search", session_id, NEEDLE)
     assert result.exit_code == 0
     expected = run_tool(HistorySearchTool(), {"query": NEEDLE}, session).text
-    assert result.stdout == expected + "\n"
+    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id))
+    assert "history_read" not in result.stdout
     assert result.stderr == ""
 
 
@@ -48,7 +62,7 @@ def test_search_honours_checkpoint_and_limit(stored):
         {"query": "users", "checkpoint": passes.state1.id, "limit": 1},
         session,
     ).text
-    assert result.stdout == expected + "\n"
+    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id))
     assert "Showing the first 1;" in result.stdout
 
 
@@ -57,7 +71,7 @@ def test_search_takes_its_default_limit_from_the_recall_config(stored, monkeypat
     monkeypatch.setenv("DSH_RECALL_SEARCH_LIMIT", "2")
     result = invoke("search", session_id, "users")
     expected = run_tool(HistorySearchTool(search_limit=2), {"query": "users"}, session).text
-    assert result.stdout == expected + "\n"
+    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id))
 
 
 def test_read_prints_the_text_history_read_returns_and_follows_the_offset(stored):
@@ -79,8 +93,13 @@ def test_read_pages_by_the_configured_budget(stored, monkeypatch):
     expected = run_tool(
         HistoryReadTool(read_budget_chars=60), {"checkpoint": passes.state1.id}, session
     ).text
-    assert result.stdout == expected + "\n"
-    assert "[Continuation cursor: offset=1" in result.stdout
+    checkpoint = passes.state1.id
+    hint = (
+        f"[Continuation cursor: offset=1 — run `dsh recall read {session_id} {checkpoint} "
+        "--offset 1` for more]\n"
+    )
+    assert same_but_hint(result.stdout, expected, hint)
+    assert "history_read" not in result.stdout
 
 
 def test_the_session_id_may_be_a_unique_prefix(stored):

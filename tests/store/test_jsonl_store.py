@@ -14,6 +14,7 @@ import pytest
 from dsh.errors import LogCorruptError, SessionLockedError, StorageWriteError, StoreError
 from dsh.events import SessionEndSeedEvent, TurnEndEvent, TurnStart, TurnStartEvent
 from dsh.store import JsonlStore, new_session_id
+from dsh.store.integrity import seal, unseal
 from dsh.surface import Session
 from tests.contracts.store_contract import StoreContract
 from tests.helpers import (
@@ -29,13 +30,17 @@ from tests.helpers import (
 
 
 def _lines(store: JsonlStore, session_id: str) -> list[bytes]:
+    """The stored lines without their CRC seals (the canonical JSON the codec reads)."""
     data = store.log_path(session_id).read_bytes()
     assert data.endswith(b"\n")
-    return data.split(b"\n")[:-1]
+    return [unseal(line)[0] for line in data.split(b"\n")[:-1]]
 
 
 def _write_lines(store: JsonlStore, session_id: str, lines: list[bytes]) -> None:
-    store.log_path(session_id).write_bytes(b"\n".join(lines) + b"\n")
+    """Store ``lines`` as a writer would, each with its seal (so only the content is odd)."""
+    store.log_path(session_id).write_bytes(
+        b"\n".join(seal(line) if line else line for line in lines) + b"\n"
+    )
 
 
 class TestJsonlStore(StoreContract):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dsh.errors import LogCorruptError, SessionLockedError
 from dsh.store import JsonlStore, SqliteStore, resolve_session_id
+from dsh.store.integrity import unseal
 from dsh.store.salvage import plan_salvage, salvage_session
 from dsh.surface import Session
 from dsh.surface.projection import first_refused
@@ -31,7 +32,9 @@ def test_a_jsonl_session_with_a_bad_header_is_listed_as_unreadable_not_dropped(
     store = JsonlStore(tmp_path)
     good, bad = closed_session(store), closed_session(store)
     path = store.log_path(bad)
-    path.write_bytes(b'{"type":"session","version":1,"id":' + path.read_bytes()[40:])
+    header, rest = path.read_bytes().split(b"\n", 1)
+    unsealed = unseal(header)[0]  # a header that is bad as JSON, not only by its checksum
+    path.write_bytes(b'{"type":"session","version":1,"id":' + unsealed[40:] + b"\n" + rest)
     assert [h.id for h in store.list()] == [good]
     (unreadable,) = store.unreadable()
     assert unreadable.id == bad and unreadable.line == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -114,3 +115,40 @@ def test_writable_open_held_by_another_process_names_its_pid_until_it_dies(store
         assert caught.value.holder_pid == child_pid
         store.open(session.id).close()  # readers never block
     store.open(session.id, writable=True).close()
+
+
+def test_a_writable_open_after_a_killed_writer_runs_quick_check_and_says_so(store):
+    with new_session(store) as session:
+        append_chat_turn(session)
+    with store.open(session.id, writable=True) as clean:
+        assert not any("quick_check" in w for w in clean.warnings)  # the last close was clean
+    with writer_in_child_process(store.home, "sqlite", session.id) as child_pid:
+        pass  # killed while holding the session open
+    with store.open(session.id, writable=True) as after_crash:
+        (line,) = [w for w in after_crash.warnings if "quick_check" in w]
+        assert f"the last writer (pid {child_pid}) stopped without closing" in line
+        assert line.endswith("PRAGMA quick_check: ok")
+    with store.open(session.id, writable=True) as again:  # that close was clean again
+        assert not any("quick_check" in w for w in again.warnings)
+
+
+def test_quick_check_problems_after_an_unclean_shutdown_are_reported_in_one_line(store):
+    with new_session(store) as session:
+        append_chat_turn(session)
+    db = _db(store)
+    try:
+        db.execute("CREATE TABLE scratch (x TEXT)")
+        db.executemany("INSERT INTO scratch VALUES (?)", [("x" * 500,) for _ in range(40)])
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'scratch'").fetchone()[0]
+    finally:
+        db.close()
+    with store.path.open("r+b") as handle:  # a page of another table left as garbage
+        handle.seek((root - 1) * page_size)
+        handle.write(b"\x0d" + b"\xff" * (page_size - 1))
+    (store.lock_dir / f"{session.id}.lock").write_text("4242\n")  # as a killed writer leaves it
+    with store.open(session.id, writable=True) as log:
+        (line,) = [w for w in log.warnings if "quick_check" in w]
+        assert "(pid 4242) stopped without closing; PRAGMA quick_check found" in line
+        assert "\n" not in line and re.search(r"found \d+ problem\(s\): \S", line), line

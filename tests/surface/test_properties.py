@@ -24,6 +24,7 @@ from dsh.events import (
     encode_event,
 )
 from dsh.store import JsonlStore, MemoryStore
+from dsh.store.integrity import seal
 from dsh.surface import Session, fold_surface
 from tests.helpers import (
     append_chat_turn,
@@ -143,7 +144,8 @@ def test_store_round_trip_gives_identical_events_and_identical_bytes_on_resave(d
         stored = store.log_path(live.id).read_bytes().split(b"\n")[1:-1]
         loaded = store.open(live.id)
         assert list(loaded.events) == list(live.events)
-        assert [encode_event(e) for e in loaded.events] == stored
+        # each stored line is the event's canonical bytes plus the store's CRC seal
+        assert [seal(encode_event(e)) for e in loaded.events] == stored
         # Re-saving the loaded events into another session writes the same bytes again.
         copy = store.create(cwd="/copy", seed=loaded.events)
         copy.close()

@@ -20,6 +20,7 @@ from dsh.events import Event
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import JsonlStore
+from dsh.store.integrity import unseal
 from dsh.web import SessionRegistry, WebRuntime, create_app
 
 TOKEN = "test-token-0123456789abcdef"
@@ -80,7 +81,9 @@ class WebEnv:
         return create_app(self.registry(runtime), token=TOKEN)
 
     def log_lines(self, session_id: str) -> list[bytes]:
-        return self.store.log_path(session_id).read_bytes().splitlines()[1:]
+        """The stored event lines as the codec reads them (without the store's CRC seals)."""
+        lines = self.store.log_path(session_id).read_bytes().splitlines()[1:]
+        return [unseal(line)[0] for line in lines]
 
 
 def make_env(

@@ -1,4 +1,8 @@
-"""``dsh compact ID [--focus TEXT]``: compact an idle stored session now."""
+"""``dsh compact ID [--focus TEXT]``: compact an idle stored session now.
+
+A call with nothing to compact (no plan, no interrupted pass to finish) appends nothing: no
+``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,13 @@ import click
 
 from dsh.agent.runtime import resolve_route, summarizer_route
 from dsh.cli import context
-from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
+from dsh.compaction import (
+    NOTHING_TO_COMPACT,
+    CompactionEngine,
+    make_backend,
+    make_summarizer,
+    run_compact_command,
+)
 from dsh.config import load_settings
 from dsh.errors import UsageError
 from dsh.events import RequestContext, RequestContextEvent
@@ -54,7 +64,10 @@ def compact(
             or settings.provider.context_window
             or DEFAULT_WINDOW
         )
-        ok, text = asyncio.run(run_compact_command(engine, window=window, focus=focus))
+        if _nothing_to_compact(engine, window=window, focus=focus):
+            ok, text = True, NOTHING_TO_COMPACT
+        else:
+            ok, text = asyncio.run(run_compact_command(engine, window=window, focus=focus))
     finally:
         session.close()
     click.echo(text)
@@ -68,3 +81,17 @@ def _route(session: Session) -> RequestContext | None:
         if isinstance(event, RequestContextEvent):
             return event.data
     return None
+
+
+def _nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | None) -> bool:
+    """True when ``compact_now`` would find nothing: idle, no interrupted pass, no plan."""
+    if engine.turn_is_open() or engine.incomplete_plan() is not None:
+        return False  # let the command run and say why (busy) or finish the pass
+    plan = engine.backend.plan(
+        engine.session,
+        retain_tokens=engine.retain(window),
+        focus=focus,
+        reason="manual",
+        window=window,
+    )
+    return plan is None

@@ -1,11 +1,13 @@
 """``dsh recall search|read``: the recall tools from the command line (read-only, never blocks).
 
-They print exactly the text the model would get from ``history_search`` / ``history_read`` on the
-same log. A typed recall error prints ``dsh: error: CODE: message`` and exits 1.
+They print the text the model would get from ``history_search`` / ``history_read`` on the same
+log, except that hints naming the model's tool name the command to type instead (``dsh recall
+read ID c42 --offset 1``). A typed recall error prints ``dsh: error: CODE: message`` and exits 1.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import click
@@ -40,6 +42,7 @@ def search(session_id: str, query: str, checkpoint: str | None, limit: int | Non
         cfg,
         session_id,
         lambda session: search_history(session.events, query, checkpoint=checkpoint, limit=chosen),
+        _search_hints,
     )
 
 
@@ -55,10 +58,43 @@ def read(session_id: str, checkpoint: str, offset: int) -> None:
         cfg,
         session_id,
         lambda session: read_checkpoint(session.events, checkpoint, offset, budget_chars=budget),
+        _read_hint,
     )
 
 
-def _answer(cfg: Settings, session_id: str, work: Callable[[Session], ToolOutput]) -> None:
+Hints = Callable[[ToolOutput, str], str]
+"""The text to print for a tool's output, given the (resolved) session id."""
+
+_CURSOR = re.compile(
+    r"\[Continuation cursor: offset=(\d+) — call history_read with this offset for more\]$"
+)
+_READ_MATCH = "Read a match in context with history_read (checkpoint id, offset = the #msg number)."
+_READ_PLAUSIBLE = re.compile(r'history_read with checkpoint "(c\d+)"')
+
+
+def _read_hint(output: ToolOutput, session_id: str) -> str:
+    meta = output.meta or {}
+    return _CURSOR.sub(
+        lambda m: (
+            f"[Continuation cursor: offset={m[1]} — run `dsh recall read {session_id} "
+            f"{meta.get('checkpoint', 'CHECKPOINT')} --offset {m[1]}` for more]"
+        ),
+        output.text,
+    )
+
+
+def _search_hints(output: ToolOutput, session_id: str) -> str:
+    text = output.text.replace(
+        _READ_MATCH,
+        f"Read a match in context with `dsh recall read {session_id} CHECKPOINT --offset N` "
+        "(N = the #msg number).",
+    )
+    return _READ_PLAUSIBLE.sub(lambda m: f"`dsh recall read {session_id} {m[1]}`", text)
+
+
+def _answer(
+    cfg: Settings, session_id: str, work: Callable[[Session], ToolOutput], hints: Hints
+) -> None:
     store = context.store(cfg)
     with Session.open(store, context.resolve_session_id(store, session_id)) as session:
         for warning in session.warnings:
@@ -67,4 +103,4 @@ def _answer(cfg: Settings, session_id: str, work: Callable[[Session], ToolOutput
             output = work(session)
         except RecallError as exc:
             raise RecallCommandError(f"{exc.code}: {exc.message}") from exc
-    click.echo(output.text)
+    click.echo(hints(output, session.id))

@@ -1,5 +1,6 @@
 """``dsh sessions list|show|export|stats``: read stored sessions (never writes, never blocks);
-``dsh sessions repair`` salvages a corrupt log into a copy (see :mod:`dsh.store.salvage`)."""
+``dsh sessions repair`` salvages a corrupt log into a copy (see :mod:`dsh.store.salvage`);
+``dsh sessions migrate`` moves sessions between the stores (see :mod:`dsh.store.migrate`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from dsh.config import dsh_home, trusted_directories
 from dsh.errors import UsageError
 from dsh.events import encode_event, event_type_of, surface_message
 from dsh.interop import export_upstream, import_upstream
-from dsh.store import JsonlStore
+from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.store.base import encode_header
+from dsh.store.migrate import migrate_sessions, store_location
 from dsh.store.salvage import salvage_session
 from dsh.surface import Session
 from dsh.surface.projection import first_refused
@@ -48,9 +50,27 @@ def list_sessions(show_all: bool) -> None:
         line = f" (line {bad.line})" if bad.line is not None else ""
         hint = f"(try `dsh sessions repair {bad.id}`)"
         click.echo(f"{bad.id}  UNREADABLE{line}: {bad.reason}  {hint}")
+    _mention_the_other_store(store, here=None if show_all else here)
     if not show_all:
         state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"
         click.echo(f"workspace {here}: {state}")
+
+
+def _mention_the_other_store(store: EventStore, *, here: str | None) -> None:
+    """Sessions kept by the store that is not configured are not silently gone: say where."""
+    current, other = (
+        ("sqlite", JsonlStore(dsh_home()))
+        if isinstance(store, SqliteStore)
+        else ("jsonl", SqliteStore(dsh_home()))
+    )
+    name = "jsonl" if current == "sqlite" else "sqlite"
+    count = sum(1 for h in other.list() if here is None or h.cwd == here) + len(other.unreadable())
+    if count:
+        click.echo(
+            f"{count} more session(s) in the {name} store ({store_location(other)}): list them "
+            f"with `DSH_STORE_BACKEND={name} dsh sessions list`, or move them here with "
+            f"`dsh sessions migrate --to {current}`"
+        )
 
 
 VIEWS = ("transcript", "surface", "events")
@@ -79,7 +99,13 @@ def show(session_id: str, view: str) -> None:
 
 @sessions.command("export")
 @click.argument("session_id")
-@click.option("--format", "fmt", type=click.Choice(["md", "jsonl", "upstream"]), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "jsonl", "upstream"]),
+    default="md",
+    show_default=True,
+)
 @click.option(
     "-o",
     "--output",
@@ -88,7 +114,8 @@ def show(session_id: str, view: str) -> None:
     help="Write to this file instead of standard output.",
 )
 def export(session_id: str, fmt: str, output: str | None) -> None:
-    """Export a session as Markdown (the human transcript), JSONL (the exact log) or upstream
+    """Export a session as Markdown (the human transcript, the default), JSONL (the log's
+    header and events as canonical JSON, without the store's CRC seals) or upstream
     (the TypeScript harness's format; what it cannot express is listed on stderr)."""
     session = _open(session_id)
     if fmt == "upstream":
@@ -140,6 +167,21 @@ def repair(session_id: str) -> None:
     )
     for line in report.lines():
         click.echo(line)
+
+
+@sessions.command("migrate")
+@click.option("--to", "backend", type=click.Choice(["sqlite", "jsonl"]), required=True)
+def migrate(backend: str) -> None:
+    """Move every session of the other store into the ``--to`` store: each copy is read back
+    and compared event by event before its original is removed."""
+    home = dsh_home()
+    jsonl, sqlite = JsonlStore(home), SqliteStore(home)
+    source, target = (jsonl, sqlite) if backend == "sqlite" else (sqlite, jsonl)
+    report = migrate_sessions(source, target)
+    for line in report.lines(store_location(source), store_location(target)):
+        click.echo(line)
+    if report.failed:
+        raise SystemExit(1)
 
 
 def _open(session_id: str) -> Session:

@@ -3,7 +3,8 @@
 ``<home>/sessions/<id>/session.jsonl``: line 1 is the session header, then one event per line in
 seq order. A last line without its newline is a torn write from a crash: it is dropped with a
 warning (and, when opening for writing, moved aside to ``session.jsonl.torn`` so the bytes are not
-lost). A bad line anywhere else refuses the load and names its line number.
+lost). A bad line anywhere else refuses the load and names its line number. Every line carries a
+CRC32 seal (``dsh.store.integrity``), so a flipped byte refuses the load too, naming the line.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from dsh.errors import (
     StoreError,
     UnknownEventTypeError,
 )
-from dsh.events import Event, check_contiguous, decode_event_lines, encode_event
+from dsh.events import (
+    Event,
+    check_contiguous,
+    decode_event_lines,
+    encode_event,
+)
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
@@ -30,6 +36,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.group_commit import GroupFsync
+from dsh.store.integrity import check_line, seal, unseal_body
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
 
@@ -71,7 +78,7 @@ class JsonlSessionLog(SessionLog):
         if self._fsync.error is not None:
             self._mark_broken(f"fsync failed: {self._fsync.error}")
             raise StorageWriteError(f"cannot write {self.path}: fsync failed: {self._fsync.error}")
-        data = b"\n".join(lines) + b"\n"
+        data = b"\n".join([seal(line) for line in lines]) + b"\n"
         try:
             written = 0
             view = memoryview(data)
@@ -150,7 +157,8 @@ class JsonlStore:
                 f"cannot create session directory {directory}: {_reason(exc)}"
             ) from exc
         check_contiguous(seed)
-        body = b"\n".join([encode_header(header), *(encode_event(e) for e in seed)]) + b"\n"
+        lines = [encode_header(header), *(encode_event(e) for e in seed)]
+        body = b"\n".join([seal(line) for line in lines]) + b"\n"
         path = directory / LOG_NAME
         lock = acquire_write_lock(directory / LOCK_NAME, header.id)
         try:
@@ -204,7 +212,7 @@ class JsonlStore:
             try:
                 if not first.endswith(b"\n"):
                     raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-                found.append(decode_header(first.rstrip(b"\n"), where=f"{path}: line 1"))
+                found.append(_decode_header_line(first.rstrip(b"\n"), path))
             except LogCorruptError as exc:
                 found.append(UnreadableSession(directory.name, str(exc), exc.line))
         return found
@@ -228,12 +236,12 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
     header_end = data.find(b"\n", 0, end)
     if header_end < 0:
         raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-    header = decode_header(data[:header_end], where=f"{path}: line 1")
-    body = memoryview(data)[header_end + 1 : end]
+    header = _decode_header_line(data[:header_end], path)
+    line_count = data.count(b"\n", header_end + 1, end)
+    body = unseal_body(data, header_end + 1, end, first_line=2, where=f"{path}: ")
+    del data  # only the unsealed copy is needed now: the peak is one copy plus the events
     try:
-        events = decode_event_lines(
-            body, line_count=data.count(b"\n", header_end + 1, end), first_line=2
-        )
+        events = decode_event_lines(body, line_count=line_count, first_line=2)
     except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
         raise UnknownEventTypeError(
             exc.event_type, seq=exc.seq, line=exc.line, context=str(path)
@@ -241,6 +249,11 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
     except LogCorruptError as exc:
         raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
     return header, events, torn, warnings
+
+
+def _decode_header_line(raw: bytes, path: Path) -> SessionHeader:
+    canonical = check_line(raw, number=1, where=f"{path}: ")
+    return decode_header(canonical, where=f"{path}: line 1")
 
 
 def _move_torn_tail(path: Path, torn: bytes) -> None:

@@ -1,7 +1,8 @@
 """One writer per session: an advisory ``flock`` on a lock file that records the holder's pid.
 
 The kernel drops the lock when the holder dies, so a crashed process never leaves a stale lock.
-Readers never take it.
+Readers never take it. A clean release empties the file, so a pid still in it when the lock is
+next taken means its holder stopped without closing (``WriteLock.unclean_holder``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from dsh.errors import SessionLockedError, StoreError
 class WriteLock:
     """An acquired writer lock; release it with :meth:`release` (or let the process end)."""
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, *, unclean_holder: int | None = None) -> None:
         self.path = path
         self._fd: int | None = fd
+        self.unclean_holder = unclean_holder
+        """The pid of the previous holder if it never released the lock (crashed or killed)."""
 
     def release(self) -> None:
         if self._fd is None:
@@ -45,12 +48,13 @@ def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
         raise SessionLockedError(
             f"session {session_id} is already open for writing by {who}", holder_pid=holder
         ) from None
+    previous = _read_pid(fd)
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     except OSError:
         pass  # the pid is only informative; the lock is held
-    return WriteLock(path, fd)
+    return WriteLock(path, fd, unclean_holder=previous)
 
 
 def _read_pid(fd: int) -> int | None:

@@ -2,7 +2,8 @@
 
 A log that is bad in the middle refuses to load (spec §1.4), so it cannot even be exported.
 Salvage keeps the longest prefix that loads — the header and every event line up to the first one
-that does not decode, breaks the seq order or a per-event rule (or that the caller's ``validate``
+that does not decode, fails its CRC seal, breaks the seq order or a per-event rule (or that the
+caller's ``validate``
 refuses, e.g. the surface fold) — and drops the rest, including a zero-filled tail left by a power
 loss and a torn last line. It never works in place without a copy: the original bytes are first
 copied to ``session.jsonl.before-repair-<time>`` (fsynced), then the kept prefix replaces the log
@@ -20,6 +21,7 @@ from pathlib import Path
 from dsh.errors import DshError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, decode_events
 from dsh.store.base import decode_header
+from dsh.store.integrity import check_line
 from dsh.store.jsonl import LOCK_NAME, JsonlStore
 from dsh.store.locking import acquire_write_lock
 
@@ -105,7 +107,9 @@ def plan_salvage(
     lines = data[:end].split(b"\n")[:-1]
     if not lines:
         raise LogCorruptError(f"{path}: line 1: missing session header; nothing to salvage", line=1)
-    decode_header(lines[0], where=f"{path}: line 1")  # raises: nothing to keep without it
+    # raises: nothing to keep without the header
+    header = check_line(lines[0], number=1, where=f"{path}: ")
+    decode_header(header, where=f"{path}: line 1")
     body = lines[1:]
     zeros = len(tail) if _zero_filled(tail) else 0
     torn = 0 if zeros else len(tail)
@@ -113,9 +117,9 @@ def plan_salvage(
     while count and _zero_filled(body[count - 1]):
         count -= 1
     zeros += sum(len(raw) + 1 for raw in body[count:])
-    kept, reason = _loadable_prefix(body[:count])
+    kept, reason, canonical = _loadable_prefix(body[:count])
     if validate is not None and kept:
-        bad = validate(decode_events(body[:kept], first_line=2))
+        bad = validate(decode_events(canonical[:kept], first_line=2))
         if bad is not None:
             kept, reason = bad, f"line {bad + 2} (seq {bad}): refused by the surface fold"
     report = SalvageReport(
@@ -129,12 +133,15 @@ def plan_salvage(
     return report
 
 
-def _loadable_prefix(lines: Sequence[bytes]) -> tuple[int, str | None]:
-    """How many event lines load (decode, seq = position, per-event rules), and why not more."""
+def _loadable_prefix(lines: Sequence[bytes]) -> tuple[int, str | None, list[bytes]]:
+    """How many event lines load (seal, decode, seq = position, per-event rules), why not more,
+    and the loadable lines without their seals."""
     count, reason = len(lines), None
+    canonical: list[bytes] = []
     for index, raw in enumerate(lines):
         try:
-            event = decode_event_line(raw, line=index + 2)
+            line = check_line(raw, number=index + 2, where="")
+            event = decode_event_line(line, line=index + 2)
         except DshError as exc:
             count, reason = index, str(exc)
             break
@@ -142,15 +149,16 @@ def _loadable_prefix(lines: Sequence[bytes]) -> tuple[int, str | None]:
             count = index
             reason = f"line {index + 2}: expected seq {index} but found seq {event.seq}"
             break
+        canonical.append(line)
     while count:
         try:
-            decode_events(lines[:count], first_line=2)
-            return count, reason
+            decode_events(canonical[:count], first_line=2)
+            return count, reason, canonical
         except LogCorruptError as exc:  # a rule across lines: cut before the line it names
             if exc.line is None or not 2 <= exc.line < count + 2:
-                return 0, str(exc)
+                return 0, str(exc), canonical
             count, reason = exc.line - 2, str(exc)
-    return 0, reason
+    return 0, reason, canonical
 
 
 def _zero_filled(raw: bytes) -> bool:

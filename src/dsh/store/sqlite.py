@@ -6,7 +6,9 @@ and a log moves between them unchanged. Appends commit one transaction per batch
 fsync-point event requests an fsync of the WAL from a background thread that coalesces requests
 (group commit, as the JSONL store), and ``sync``/``close`` wait for it, so a power loss loses
 nothing that was synced. The schema is built by named migrations
-recorded in ``schema_migrations``.
+recorded in ``schema_migrations``. Opening a session for writing after its previous writer
+stopped without closing (its lock file still names it) runs ``PRAGMA quick_check`` first and
+reports the outcome as one warning line.
 """
 
 from __future__ import annotations
@@ -239,6 +241,7 @@ class SqliteStore:
                 raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
             lock = self._lock(session_id) if writable else None
             try:
+                checked = _check_after_crash(db, self.path, lock)
                 header = decode_header(bytes(row[0]), where=f"{self.path}: session {session_id}")
                 bodies = db.execute(
                     "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
@@ -252,6 +255,8 @@ class SqliteStore:
                     resumed=True,
                     path=self.path,
                 )
+                if checked is not None:
+                    log.warnings.append(checked)
             except BaseException:
                 if lock is not None:
                     lock.release()
@@ -269,6 +274,20 @@ class SqliteStore:
                     f"closed turn left open by a crashed process ({len(repairs)} repair events)"
                 )
         return log
+
+    def remove_session(self, session_id: str) -> None:
+        """Delete a session's rows (``dsh sessions migrate``, once its copy is verified)."""
+        db = _connect(self.path)
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot remove session {session_id} from {self.path}: {exc}") from exc
+        finally:
+            db.close()
 
     def unreadable(self) -> list[UnreadableSession]:
         return [u for u in self._scan() if isinstance(u, UnreadableSession)]
@@ -291,6 +310,22 @@ class SqliteStore:
 
     def list(self) -> list[SessionHeader]:
         return [h for h in self._scan() if isinstance(h, SessionHeader)]
+
+
+def _check_after_crash(db: sqlite3.Connection, path: Path, lock: WriteLock | None) -> str | None:
+    """After an unclean shutdown of the session's last writer: ``PRAGMA quick_check``, as one
+    line (None when the last writer closed cleanly, or when only reading)."""
+    if lock is None or lock.unclean_holder is None:
+        return None
+    try:
+        problems = [" ".join(str(row[0]).split()) for row in db.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    what = f"{path}: the last writer (pid {lock.unclean_holder}) stopped without closing;"
+    if problems == ["ok"]:
+        return f"{what} PRAGMA quick_check: ok"
+    shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
+    return f"{what} PRAGMA quick_check found {len(problems)} problem(s): {shown}"
 
 
 def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:

@@ -1,0 +1,92 @@
+"""Per-line CRC32 seals for JSONL logs: a changed byte refuses the load, naming the line.
+
+The JSONL store writes every line (the header and each event) as its canonical JSON with one
+more key at the end, ``"crc"``: eight lowercase hex digits of ``zlib.crc32`` over the canonical
+line (the line as it would be without that key). The codec does not know the key (event structs
+forbid unknown fields), so the store checks and strips the key before decoding: what the
+codec sees, and what the SQLite store and exports hold, is the canonical line.
+
+A line without a seal loads as before (logs written before seals existed, or a line written by
+hand). A damaged seal cannot pass for a missing one: a changed hex digit fails the comparison,
+and any other change to the ``,"crc":"…"`` text either breaks the JSON or leaves a key the codec
+refuses.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from dsh.errors import LogCorruptError
+
+_MARK = b',"crc":"'
+_SEAL_SIZE = len(_MARK) + 8 + 2  # ,"crc":"  + 8 hex digits + "}
+_MARK_SIZE = len(_MARK)
+_HEX = b"0123456789abcdef"
+
+
+def seal(line: bytes) -> bytes:
+    """``line`` (a canonical JSON object, no newline) with its ``"crc"`` key appended."""
+    return b'%s,"crc":"%08x"}' % (line[:-1], zlib.crc32(line))
+
+
+def unseal(line: bytes) -> tuple[bytes, int | None]:
+    """The canonical line and the CRC its seal names (``None``: the line has no seal)."""
+    if len(line) <= _SEAL_SIZE or not line.endswith(b'"}'):
+        return line, None
+    start = len(line) - _SEAL_SIZE
+    if line[start : start + len(_MARK)] != _MARK:
+        return line, None
+    digits = line[start + _MARK_SIZE : -2]
+    if digits.translate(None, _HEX):  # not only lowercase hex digits
+        return line, None
+    return line[:start] + b"}", int(digits, 16)
+
+
+def check_line(line: bytes, *, number: int, where: str) -> bytes:
+    """The canonical bytes of stored line ``number``; refuses a line whose seal does not match."""
+    canonical, crc = unseal(line)
+    if crc is None:
+        return canonical
+    actual = zlib.crc32(canonical)
+    if actual != crc:
+        raise _mismatch(number, where, crc, actual)
+    return canonical
+
+
+def unseal_body(data: bytes, start: int, end: int, *, first_line: int, where: str) -> bytes:
+    """``data[start:end]`` (complete lines) with every line checked as :func:`check_line` does
+    and its seal removed. One pass, one copy."""
+    view = memoryview(data)
+    parts: list[memoryview | bytes] = []
+    append, find, starts, crc32 = parts.append, data.find, data.startswith, zlib.crc32
+    number = first_line
+    position = start
+    while position < end:
+        newline = find(b"\n", position, end)
+        mark = newline - _SEAL_SIZE
+        if (
+            mark > position
+            and starts(_MARK, mark)
+            and data[newline - 1] == 0x7D  # }
+            and data[newline - 2] == 0x22  # "
+            and not (digits := data[mark + _MARK_SIZE : newline - 2]).translate(None, _HEX)
+        ):
+            kept = view[position:mark]
+            actual = crc32(b"}", crc32(kept))
+            if actual != int(digits, 16):
+                raise _mismatch(number, where, int(digits, 16), actual)
+            append(kept)
+            append(b"}\n")
+        else:
+            append(view[position : newline + 1])
+        position = newline + 1
+        number += 1
+    return b"".join(parts)
+
+
+def _mismatch(number: int, where: str, stored: int, actual: int) -> LogCorruptError:
+    return LogCorruptError(
+        f"{where}line {number}: checksum mismatch (stored {stored:08x}, content {actual:08x}); "
+        "the line changed after it was written",
+        line=number,
+    )

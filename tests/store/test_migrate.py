@@ -1,0 +1,52 @@
+"""Moving sessions between the JSONL and SQLite stores keeps headers and event bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dsh.events import encode_event
+from dsh.store import JsonlStore, SqliteStore
+from dsh.store.base import encode_header
+from dsh.store.migrate import migrate_sessions
+from tests.helpers import append_chat_turn, append_tool_turn, new_session
+
+
+def snapshot(store: JsonlStore | SqliteStore) -> dict[str, list[bytes]]:
+    out = {}
+    for header in store.list():
+        with store.open(header.id) as log:
+            out[header.id] = [encode_header(log.header)] + [encode_event(e) for e in log.events]
+    return out
+
+
+def test_a_forked_session_keeps_its_parent_and_seed_length_both_ways(tmp_path: Path) -> None:
+    jsonl, sqlite = JsonlStore(tmp_path), SqliteStore(tmp_path)
+    with new_session(jsonl) as parent:
+        append_chat_turn(parent)
+        append_tool_turn(parent)
+    with jsonl.open(parent.id) as log:
+        seed = list(log.events)[:4]
+    fork = jsonl.create(cwd="/elsewhere", parent_session=parent.id, seed=seed)
+    fork.close()
+    before = snapshot(jsonl)
+    assert len(before) == 2
+    report = migrate_sessions(jsonl, sqlite)
+    assert sorted(report.moved) == sorted(before) and not report.failed
+    assert jsonl.list() == [] and snapshot(sqlite) == before
+    assert sqlite.open(fork.id).header.seed_length == 4
+    assert sorted(migrate_sessions(sqlite, jsonl).moved) == sorted(before)
+    assert sqlite.list() == [] and snapshot(jsonl) == before
+
+
+def test_a_session_already_in_the_target_is_left_in_both(tmp_path: Path) -> None:
+    jsonl, sqlite = JsonlStore(tmp_path), SqliteStore(tmp_path)
+    with new_session(jsonl) as session:
+        append_chat_turn(session)
+    migrate_sessions(jsonl, sqlite)
+    with new_session(sqlite) as other:
+        append_chat_turn(other)
+    migrate_sessions(sqlite, jsonl)  # both back in jsonl
+    sqlite.create(cwd="/x", session_id=session.id).close()  # same id, different content
+    report = migrate_sessions(jsonl, sqlite)
+    assert report.skipped == [session.id] and report.moved == [other.id]
+    assert [h.id for h in jsonl.list()] == [session.id]
