@@ -86,6 +86,8 @@ class CompactionSettings(_Section, frozen=True):
     max_concurrency: int = 8
     stub_region_ratio: float = 0.3
     summarizer: str = "extractive"
+    summarizer_provider: str | None = None
+    summarizer_base_url: str | None = None
     compaction_retries: int = 1
     max_overflow_retries: int = 1
     prune_threshold_chars: int = 8192
@@ -154,7 +156,12 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.stub_region_ratio": "Recallable: once the frozen stubs fill window × this, "
     "passes rewrite only the state (no new stubs).",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
-    "conversation's provider, or provider:model.",
+    "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
+    "prefix is a known provider.",
+    "compaction.summarizer_provider": "Provider of the summariser model (unset: the prefix of "
+    "compaction.summarizer if it is a known provider, else the conversation's).",
+    "compaction.summarizer_base_url": "Endpoint of the summariser (unset: the conversation's "
+    "base_url when the summariser uses the conversation's provider).",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
     "threshold_ratio, retain_ratio, retain_tokens, chunk_tokens, stub_tokens, state_max_tokens.",
     "compaction.compaction_retries": "Extra passes allowed when one pass leaves the context "
@@ -222,9 +229,11 @@ def validate_settings(settings: Settings) -> None:
         provider, _, model = name.rpartition(":")
         route = settings.provider.for_route(provider, model)
         _validate_provider(route, f'provider.overrides."{name}"')
-    provider, colon, model = settings.compaction.summarizer.partition(":")
+    summarizer = settings.compaction.summarizer
     _require(
-        not colon or bool(provider and model),
+        bool(summarizer.strip())
+        and not summarizer.startswith(":")
+        and not summarizer.endswith(":"),
         "compaction.summarizer",
         "must be extractive, a model name, or provider:model with both parts",
     )

@@ -50,6 +50,10 @@ class FakeServer:
 
     def __init__(self) -> None:
         self._queue: deque[Canned] = deque()
+        self.gets: dict[str, Canned] = {}
+        """GET answers by path (the query string ignored), served every time; others 404."""
+        self.get_requests: list[Recorded] = []
+        """GETs received (kept apart, so ``requests`` stays the model calls)."""
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -110,6 +114,15 @@ class FakeServer:
                 if canned.delay:
                     time.sleep(canned.delay)
                 # The client may give up first (timeout tests).
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._answer(canned)
+
+            def do_GET(self) -> None:
+                path = self.path.partition("?")[0]
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with server._lock:
+                    server.get_requests.append(Recorded("GET", self.path, headers, None))
+                    canned = server.gets.get(path) or json_error(404, {"error": "not found"})
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._answer(canned)
 

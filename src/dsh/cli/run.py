@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from dsh.agent.runtime import approval_policy, build_agent, resolve_route
+from dsh.agent.runtime import approval_policy, build_agent, resolve_route, wire
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
@@ -40,7 +40,9 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
 @click.option("--replay", "replay_from", help="Serve model calls from this recorded session.")
 @click.option("--compaction", type=click.Choice(["recallable", "basic", "off"]))
 @click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
-@click.option("--summarizer", help="extractive (keyless) or a model name.")
+@click.option(
+    "--summarizer", help="extractive (keyless), a model name (tags allowed) or provider:model."
+)
 @click.option(
     "--prompts-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -91,6 +93,8 @@ def run(
     settings = load_settings(overrides=overrides)
     store = context.store(settings)
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
+    wiring = wire(settings, route)
+    policy = approval_policy(settings, yes=yes, allow=allowed)
     workspace = context.cwd().resolve()
     if session_id is not None:
         session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
@@ -99,21 +103,22 @@ def run(
     for warning in session.warnings:
         context.warn(warning)
     live = LiveDisplay.for_terminal() if not as_json else None
-    if as_json:
-        session.subscribe(_print_event)
-    agent = build_agent(
-        session,
-        settings,
-        route,
-        workspace=workspace,
-        policy=approval_policy(settings, yes=yes, allow=allowed),
-        on_stream=live.on_stream if live is not None else None,
-        max_steps=max_steps,
-    )
-    if live is not None:
-        session.subscribe(live.on_event)
     failed = False
     try:
+        if as_json:
+            session.subscribe(_print_event)
+        agent = build_agent(
+            session,
+            settings,
+            route,
+            workspace=workspace,
+            policy=policy,
+            on_stream=live.on_stream if live is not None else None,
+            max_steps=max_steps,
+            wiring=wiring,
+        )
+        if live is not None:
+            session.subscribe(live.on_event)
         for prompt in turns:
             result = _run_with_interrupt(agent, prompt, live)
             if live is not None:
