@@ -26,6 +26,7 @@ from dsh.llm.registry import (
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
+from dsh.llm.window import discover_window
 from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -34,6 +35,8 @@ from dsh.tools.base import ToolKind
 from dsh.tools.registry import ToolRegistry, default_tools
 
 SCRIPTED_CONTEXT_WINDOW = 128_000
+DEFAULT_WINDOW = 128_000
+"""The window assumed for a server that does not say its own (and none is configured)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,8 @@ class Route:
     provider: Provider
     model: str
     context_window: int | None
+    notice: str | None = None
+    """Something the face should say once (the server did not report its window)."""
 
 
 def resolve_route(
@@ -70,14 +75,22 @@ def resolve_route(
         return Route(
             ReplayProvider.from_log(store, replay_from), model, window or SCRIPTED_CONTEXT_WINDOW
         )
+    env = os.environ if environ is None else environ
     provider, model, known_window = make_provider(
-        cfg.name,
-        model=cfg.model,
-        base_url=cfg.base_url,
-        api_key=cfg.api_key,
-        environ=os.environ if environ is None else environ,
+        cfg.name, model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, environ=env
     )
-    return Route(provider, model, window or known_window)
+    if window or known_window or cfg.base_url is None:
+        return Route(provider, model, window or known_window)
+    found = discover_window(
+        cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
+    )
+    if found is not None:
+        return Route(provider, model, found.window)
+    notice = (
+        f"{cfg.base_url} does not report its context window; assuming {DEFAULT_WINDOW:,} tokens "
+        "(set provider.context_window or --context-window)"
+    )
+    return Route(provider, model, DEFAULT_WINDOW, notice)
 
 
 def summarizer_route(

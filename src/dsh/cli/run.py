@@ -93,6 +93,8 @@ def run(
     settings = load_settings(overrides=overrides)
     store = context.store(settings)
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
+    if route.notice is not None:
+        context.warn(route.notice)
     wiring = wire(settings, route)
     policy = approval_policy(settings, yes=yes, allow=allowed)
     workspace = context.cwd().resolve()
