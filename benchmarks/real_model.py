@@ -8,10 +8,10 @@ installed) and a GGUF file you have. Without them it prints why and exits 0. It 
 server with a small context, then drives ``dsh run`` / ``dsh compact`` / ``dsh recall`` as
 real subprocesses through:
 
-1. streaming text (the adapter itself: deltas and time to first token, then one ``dsh run``
-   turn), with the window dsh discovered from ``/props`` logged in ``request/context``;
-2. usage with cached tokens on the next turn of the same session;
-3. a tool-call round trip (``read_file`` on a planted file, the answer quoting it);
+1. streaming text (the adapter itself: deltas and time to first token);
+2. a first ``dsh run`` turn that needs a tool (``read_file`` on a planted file, the answer
+   quoting it), with the window dsh discovered from ``/props`` logged in ``request/context``;
+3. usage with cached tokens on the next turn of the same session;
 4. overflow → compact → retry: a long scripted history, continued on the real server with a
    window dsh is told is far larger than the server's, so the server refuses the request;
 5. a compaction pass with the real model as summariser (``dsh compact``): how many
@@ -49,7 +49,10 @@ DSH = str(Path(sys.executable).with_name("dsh"))
 MODEL = "qwen2.5-coder-0.5b"
 FACT = "ORCHID-4417"
 TOOL_PROMPT = "Use the read_file tool to read notes.txt, then tell me the release code in it."
-PROMPTS = ("Reply with one short sentence: what is 2 + 2?", "Now say the same in French.")
+PROMPTS = ("Reply with one short sentence: what is 2 + 2?",)
+MAX_OUTPUT = 256
+"""provider.max_output_tokens for every dsh call: unbounded, the 0.5B model once looped on
+text tool calls until the 4096-token window was full (1809 tokens at ~3.6 tokens/s)."""
 
 
 @dataclass
@@ -71,7 +74,8 @@ class Lab:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
-        env.update(DSH_HOME=str(self.home), **extra)
+        env.update(DSH_HOME=str(self.home), DSH_PROVIDER_MAX_OUTPUT_TOKENS=str(MAX_OUTPUT))
+        env.update(extra)
         return env
 
     def dsh(self, *args: str, timeout: float = 900, **extra: str) -> tuple[Any, float]:
@@ -168,36 +172,39 @@ def step_stream(lab: Lab) -> Row:
     )
 
 
-def step_first_turn(lab: Lab) -> tuple[Row, str | None]:
-    done, seconds = lab.dsh("run", *lab.route(), PROMPTS[0])
-    if done.returncode != 0:
-        return Row("dsh run turn + window", False, seconds, done.stderr.strip()[-200:]), None
+def step_tool_turn(lab: Lab) -> tuple[list[Row], str | None]:
+    """A fresh session's first turn: the tool prompt (window discovery + a tool round trip)."""
+    done, seconds = lab.dsh("run", *lab.route(), "--max-steps", "4", TOOL_PROMPT)
+    if "session:" not in done.stdout:
+        return [Row("dsh run turn + window", False, seconds, done.stderr.strip()[-200:])], None
     sid = session_of(done.stdout)
     events = lab.events(sid)
     windows = [e["data"].get("contextWindow") for e in of_type(events, "request/context")]
-    text = done.stdout.strip().splitlines()[0][:60]
-    ok = windows == [lab.ctx]
-    return Row("dsh run turn + window", ok, seconds, f"window {windows}; said {text!r}"), sid
+    calls = [e["data"] for e in of_type(events, "tool/call")]
+    results = [json.dumps(e["data"]) for e in of_type(events, "tool/result")]
+    names = [f"{c.get('name')}{' (text)' if c.get('fromText') else ''}" for c in calls]
+    steps = len(of_type(events, "assistant/message"))
+    ends = [e["data"]["reason"]["kind"] for e in of_type(events, "turn/end")]
+    answer = done.stdout.strip().splitlines()[0][:50]
+    ok = bool(calls) and any(FACT in r for r in results) and FACT in done.stdout
+    return [
+        Row("dsh run turn + window", windows == [lab.ctx], seconds, f"window {windows}"),
+        Row(
+            "tool call round trip",
+            ok,
+            seconds,
+            f"calls {names}; {steps} steps, end {ends}; answer {answer!r}",
+        ),
+    ], sid
 
 
 def step_cached(lab: Lab, sid: str) -> Row:
-    done, seconds = lab.dsh("run", *lab.route(), "--session", sid, PROMPTS[1])
+    done, seconds = lab.dsh("run", *lab.route(), "--session", sid, PROMPTS[0])
     usages = [e["data"].get("usage") or {} for e in of_type(lab.events(sid), "assistant/message")]
     last = usages[-1] if usages else {}
     cached = last.get("cacheReadTokens") or 0
     seen = f"usage {last}" if done.returncode == 0 else done.stderr.strip()[-200:]
     return Row("usage with cached tokens", done.returncode == 0 and cached > 0, seconds, seen)
-
-
-def step_tool(lab: Lab, sid: str) -> Row:
-    done, seconds = lab.dsh("run", *lab.route(), "--session", sid, TOOL_PROMPT)
-    events = lab.events(sid)
-    calls = [e["data"] for e in of_type(events, "tool/call")]
-    results = of_type(events, "tool/result")
-    answer = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
-    names = [f"{c.get('name')}{' (from text)' if c.get('fromText') else ''}" for c in calls]
-    ok = bool(calls) and bool(results) and FACT in done.stdout
-    return Row("tool call round trip", ok, seconds, f"calls {names}; answer {answer[:70]!r}")
 
 
 def long_history(lab: Lab, turns: int, chars: int) -> str:
@@ -221,6 +228,8 @@ def step_overflow(lab: Lab) -> Row:
     done, seconds = lab.dsh(
         "run", *lab.route(), "--session", sid, "--context-window", "200000",
         "What is the release code? Answer with the code only.",
+        DSH_COMPACTION_CHUNK_TOKENS="1000", DSH_COMPACTION_STUB_TOKENS="100",
+        DSH_COMPACTION_STATE_MAX_TOKENS="500",
     )  # fmt: skip
     events = lab.events(sid)
     errors = [e["data"]["code"] for e in of_type(events, "request/error")]
@@ -238,7 +247,7 @@ def step_model_summarizer(lab: Lab) -> tuple[Row, str]:
         DSH_PROVIDER_NAME="openai-compatible", DSH_PROVIDER_BASE_URL=lab.url,
         DSH_PROVIDER_MODEL=MODEL, DSH_PROVIDER_CONTEXT_WINDOW=str(lab.ctx),
         DSH_COMPACTION_CHUNK_TOKENS="600", DSH_COMPACTION_STUB_TOKENS="120",
-        DSH_COMPACTION_STATE_MAX_TOKENS="400",
+        DSH_COMPACTION_STATE_MAX_TOKENS="400", DSH_COMPACTION_RETAIN_TOKENS="200",
     )  # fmt: skip
     summaries = [e["data"] for e in of_type(lab.events(sid), "compaction/summary")]
     by_model = [s for s in summaries if s.get("llmStreamCall")]
@@ -312,11 +321,10 @@ def main() -> int:
         rows: list[Row] = []
         try:
             rows.append(guarded("stream (adapter)", lambda: step_stream(lab)))
-            first, sid = step_first_turn(lab)
-            rows.append(first)
+            first, sid = step_tool_turn(lab)
+            rows += first
             if sid is not None:
                 rows.append(guarded("usage with cached tokens", lambda: step_cached(lab, sid)))
-                rows.append(guarded("tool call round trip", lambda: step_tool(lab, sid)))
                 if args.record is not None:
                     shutil.copyfile(lab.home / "sessions" / sid / "session.jsonl", args.record)
             rows.append(guarded("overflow -> compact -> retry", lambda: step_overflow(lab)))
