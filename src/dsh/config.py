@@ -4,10 +4,19 @@ Later layers win: defaults < ``$DSH_HOME/config.toml`` < ``./.dsh/config.toml`` 
 environment variables < command-line flags. TOML keys are snake_case, in sections; environment
 variables are ``DSH_<SECTION>_<KEY>`` (``DSH_COMPACTION_CHUNK_TOKENS=800``). Unknown keys are
 refused by name, and so is a value of the wrong type or out of range.
+
+A project's ``./.dsh/config.toml`` comes with the repository, so it is not trusted by default: it
+may tighten the safety settings (``tools.approval``, ``tools.scrub_env``, ``provider.base_url``,
+the provider of ``compaction.summarizer``) but never loosen them. A loosening key is ignored with a
+warning naming it, until the user trusts that directory (``dsh trust``), which records it under
+``[trust] directories`` in the user's own ``$DSH_HOME/config.toml``. Only the user config may hold
+``[trust]``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -73,21 +82,25 @@ class CompactionOverride(_Section, frozen=True):
     stub_tokens: int | None = None
     state_max_tokens: int | None = None
     stub_region_ratio: float | None = None
+    low_watermark_ratio: float | None = None
 
 
 class CompactionSettings(_Section, frozen=True):
     backend: Literal["recallable", "basic", "off"] = "recallable"
     threshold_ratio: float = 0.8
+    low_watermark_ratio: float = 0.4
     retain_ratio: float = 0.16
     retain_tokens: int | None = None
     chunk_tokens: int = 4000
     stub_tokens: int = 200
     state_max_tokens: int = 4096
-    max_concurrency: int = 8
+    max_concurrency: int = 32
     stub_region_ratio: float = 0.3
+    min_stale_ratio: float = 0.0625
     summarizer: str = "extractive"
     summarizer_provider: str | None = None
     summarizer_base_url: str | None = None
+    summarizer_timeout_s: float = 120.0
     compaction_retries: int = 1
     max_overflow_retries: int = 1
     prune_threshold_chars: int = 8192
@@ -111,6 +124,11 @@ class RecallSettings(_Section, frozen=True):
 
 class ToolSettings(_Section, frozen=True):
     approval: Literal["ask", "auto", "read-only"] = "ask"
+    scrub_env: list[str] = []
+
+
+class TrustSettings(_Section, frozen=True):
+    directories: list[str] = []
 
 
 class StoreSettings(_Section, frozen=True):
@@ -123,6 +141,7 @@ class Settings(_Section, frozen=True):
     recall: RecallSettings = RecallSettings()
     tools: ToolSettings = ToolSettings()
     store: StoreSettings = StoreSettings()
+    trust: TrustSettings = TrustSettings()
 
 
 DESCRIPTIONS: dict[str, str] = {
@@ -147,6 +166,8 @@ DESCRIPTIONS: dict[str, str] = {
     "stream_idle_timeout, call_timeout.",
     "compaction.backend": "recallable (index stubs + state, recall tools), basic, or off.",
     "compaction.threshold_ratio": "Compact when the next request reaches window × this.",
+    "compaction.low_watermark_ratio": "A pressure pass compacts down to about window × this "
+    "(hysteresis: the next crossing is far away).",
     "compaction.retain_ratio": "Keep at least window × this of recent history verbatim.",
     "compaction.retain_tokens": "Keep at least this many tokens verbatim (overrides the ratio).",
     "compaction.chunk_tokens": "Recallable: target size of the slice one index stub covers.",
@@ -154,7 +175,10 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
     "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
     "compaction.stub_region_ratio": "Recallable: once the frozen stubs fill window × this, "
-    "passes rewrite only the state (no new stubs).",
+    "the oldest are rolled up by code into one rollup checkpoint.",
+    "compaction.min_stale_ratio": "Least stale history for a pressure pass: window × this, "
+    "at most chunk_tokens / 2.",
+    "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
     "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
     "prefix is a known provider.",
@@ -163,7 +187,8 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.summarizer_base_url": "Endpoint of the summariser (unset: the conversation's "
     "base_url when the summariser uses the conversation's provider).",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
-    "threshold_ratio, retain_ratio, retain_tokens, chunk_tokens, stub_tokens, state_max_tokens.",
+    "threshold_ratio, low_watermark_ratio, retain_ratio, retain_tokens, chunk_tokens, "
+    "stub_tokens, state_max_tokens, stub_region_ratio.",
     "compaction.compaction_retries": "Extra passes allowed when one pass leaves the context "
     "above the threshold.",
     "compaction.max_overflow_retries": "Retries of a request after a context-overflow error, "
@@ -174,12 +199,23 @@ DESCRIPTIONS: dict[str, str] = {
     "recall.read_budget_chars": "history_read page size in characters.",
     "recall.search_limit": "Default maximum snippets returned by history_search.",
     "tools.approval": "ask (interactive default), auto, or read-only.",
+    "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
+    "of provider keys, *_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD*); their values are masked in "
+    "tool output.",
+    "trust.directories": "Workspaces whose ./.dsh/config.toml may loosen safety settings "
+    "(managed by `dsh trust`; only read from the user config).",
     "store.backend": "jsonl (one file per session) or sqlite (one database).",
 }
 
 SECTIONS: dict[str, type[_Section]] = {
     name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
 }
+ENVIRONMENT_NAMES = frozenset({"DSH_HOME", "DSH_WEB_TOKEN"})
+"""``DSH_*`` variables that are not config keys."""
+USER_ONLY_SECTIONS = frozenset({"trust"})
+"""Sections only the user config may set (not a project file, not the environment)."""
+APPROVAL_STRICTNESS = {"auto": 0, "ask": 1, "read-only": 2}
+log = logging.getLogger(__name__)
 
 
 def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -198,9 +234,17 @@ def load_settings(
     """Merge every layer into one validated ``Settings``."""
     env = os.environ if environ is None else environ
     merged: dict[str, dict[str, Any]] = {}
-    for path in (dsh_home(env) / "config.toml", (cwd or Path.cwd()) / ".dsh" / "config.toml"):
-        if path.is_file():
-            _merge(merged, _read_toml(path), origin=str(path))
+    user_path = dsh_home(env) / "config.toml"
+    if user_path.is_file():
+        _merge(merged, _read_toml(user_path), origin=str(user_path))
+    workspace = (cwd or Path.cwd()).resolve()
+    project_path = workspace / ".dsh" / "config.toml"
+    if project_path.is_file():
+        layer = _read_toml(project_path)
+        _merge({}, layer, origin=str(project_path))  # unknown keys are refused first, by name
+        trusted = str(workspace) in merged.get("trust", {}).get("directories", [])
+        layer = restrict_project_layer(layer, merged, trusted=trusted, origin=str(project_path))
+        _merge(merged, layer, origin=str(project_path))
     _merge(merged, _environment_layer(env), origin="environment")
     if overrides:
         _merge(merged, {k: dict(v) for k, v in overrides.items()}, origin="command line")
@@ -210,6 +254,111 @@ def load_settings(
         raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
     validate_settings(settings)
     return settings
+
+
+def restrict_project_layer(
+    layer: Mapping[str, Any],
+    below: Mapping[str, Mapping[str, Any]],
+    *,
+    trusted: bool,
+    origin: str,
+) -> dict[str, Any]:
+    """The project layer with every key that would loosen safety dropped (each one logged as a
+    warning naming it); ``below`` is what the defaults and the user config give so far.
+
+    Untrusted, a project may only: choose a stricter ``tools.approval``; add to
+    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.base_url`` and the
+    summariser provider already in effect (or switch the summariser to ``extractive`` or a bare
+    model name on the conversation's provider). Nobody's project may set ``[trust]``.
+    """
+    out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
+
+    def drop(section: str, key: str, why: str) -> None:
+        value = out[section].pop(key)
+        log.warning(
+            "%s: ignored %s.%s = %s: %s; run `dsh trust` in that directory to allow it",
+            origin,
+            section,
+            key,
+            json.dumps(value),
+            why,
+        )
+
+    if "trust" in out:
+        log.warning("%s: ignored [trust]: only the user config may trust directories", origin)
+        del out["trust"]
+    if trusted:
+        return out
+    tools, provider = out.get("tools", {}), out.get("provider", {})
+    compaction = out.get("compaction", {})
+    default_tools = ToolSettings()
+    if "approval" in tools:
+        current = below.get("tools", {}).get("approval", default_tools.approval)
+        wanted = tools["approval"]
+        if APPROVAL_STRICTNESS.get(wanted, 99) < APPROVAL_STRICTNESS.get(current, 0):
+            drop("tools", "approval", f"it is looser than {current!r}")
+    if "scrub_env" in tools and isinstance(tools["scrub_env"], list):
+        tools["scrub_env"] = [*below.get("tools", {}).get("scrub_env", []), *tools["scrub_env"]]
+    if "base_url" in provider and provider["base_url"] != below.get("provider", {}).get("base_url"):
+        drop("provider", "base_url", "a project may not send requests to another endpoint")
+    if "summarizer" in compaction:
+        wanted = compaction["summarizer"]
+        current = below.get("compaction", {}).get("summarizer", "extractive")
+        if isinstance(wanted, str) and ":" in wanted and wanted != current:
+            drop("compaction", "summarizer", "a project may not choose the summariser's provider")
+    return out
+
+
+def is_trusted(directory: Path, environ: Mapping[str, str] | None = None) -> bool:
+    """True if the user trusted ``directory`` (its project config may loosen safety)."""
+    return str(directory.resolve()) in trusted_directories(environ)
+
+
+def trusted_directories(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The directories listed under ``[trust]`` in the user config."""
+    path = dsh_home(environ) / "config.toml"
+    if not path.is_file():
+        return []
+    directories = _read_toml(path).get("trust", {}).get("directories", [])
+    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
+        raise ConfigError(f"{path}: trust.directories must be a list of strings")
+    return directories
+
+
+def set_trust(directory: Path, trusted: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """Add (or remove) ``directory`` in the user config's ``[trust]``; True if it changed.
+
+    The rest of the file is kept byte for byte: only the ``[trust]`` table is rewritten (it is
+    moved to the end of the file, and dsh owns it).
+    """
+    path = dsh_home(environ) / "config.toml"
+    current = trusted_directories(environ)
+    name = str(directory.resolve())
+    wanted = sorted({*current, name}) if trusted else [d for d in current if d != name]
+    if wanted == current or (trusted and name in current):
+        return False
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    kept = _without_table(text, "trust").rstrip("\n")
+    table = "[trust]\ndirectories = [\n" + "".join(f"    {json.dumps(d)},\n" for d in wanted)
+    new_text = (kept + "\n\n" if kept else "") + table + "]\n"
+    _read_toml_text(new_text, path)  # never write a file that would not load
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(new_text, encoding="utf-8")
+    os.replace(temporary, path)
+    return True
+
+
+def _without_table(text: str, table: str) -> str:
+    """``text`` without the ``[table]`` header and the lines up to the next table header."""
+    lines, out, inside = text.splitlines(keepends=True), [], False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = stripped.split("#", 1)[0].strip() == f"[{table}]"
+        if not inside:
+            out.append(line)
+    return "".join(out)
 
 
 def validate_settings(settings: Settings) -> None:
@@ -229,6 +378,8 @@ def validate_settings(settings: Settings) -> None:
         provider, _, model = name.rpartition(":")
         route = settings.provider.for_route(provider, model)
         _validate_provider(route, f'provider.overrides."{name}"')
+    if window is not None:
+        _require_compactable(settings.compaction, window)
     summarizer = settings.compaction.summarizer
     _require(
         bool(summarizer.strip())
@@ -260,6 +411,18 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
             "retain_ratio",
             "must be below threshold_ratio (the retained tail must fit under it)",
         ),
+        (
+            c.retain_ratio <= c.low_watermark_ratio < c.threshold_ratio,
+            "low_watermark_ratio",
+            "must be in [retain_ratio, threshold_ratio) (a pass compacts down to it)",
+        ),
+        (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
+        (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
+        (
+            c.stub_region_ratio < c.threshold_ratio,
+            "stub_region_ratio",
+            "must be below threshold_ratio (the stubs must leave room under it)",
+        ),
         (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
         (c.chunk_tokens >= 100, "chunk_tokens", "must be at least 100"),
         (c.stub_tokens >= 20, "stub_tokens", "must be at least 20"),
@@ -279,6 +442,24 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
         _require(ok, f"{where}.{key}", rule)
 
 
+def _require_compactable(c: CompactionSettings, window: int) -> None:
+    """Refuse budgets that cannot compact in ``window``: a retained tail or a state that alone
+    reaches the threshold would make every pass refuse."""
+    threshold = int(window * c.threshold_ratio)
+    if c.retain_tokens is not None:
+        _require(
+            c.retain_tokens < threshold,
+            "compaction.retain_tokens",
+            f"must be below the threshold ({threshold} tokens in a {window}-token window)",
+        )
+    _require(
+        c.state_max_tokens + int(window * c.retain_ratio) < threshold,
+        "compaction.state_max_tokens",
+        f"plus the retained tail must be below the threshold ({threshold} tokens in a "
+        f"{window}-token window)",
+    )
+
+
 def _require(ok: bool, key: str, rule: str) -> None:
     if not ok:
         raise ConfigError(f"config key {key} {rule}")
@@ -286,21 +467,29 @@ def _require(ok: bool, key: str, rule: str) -> None:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        raise ConfigError(f"{path}: cannot read ({reason})") from exc
+    return _read_toml_text(text, path)
+
+
+def _read_toml_text(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
 
 
 def _environment_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     layer: dict[str, dict[str, Any]] = {}
     for name, value in env.items():
-        if not name.startswith("DSH_") or name == "DSH_HOME":
+        if not name.startswith("DSH_") or name in ENVIRONMENT_NAMES:
             continue
         rest = name[4:].lower()
-        section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
+        section = next(
+            (s for s in SECTIONS if rest.startswith(s + "_") and s not in USER_ONLY_SECTIONS), None
+        )
         if section is None:
             raise ConfigError(f"unknown environment variable {name} (no config section matches)")
         layer.setdefault(section, {})[rest[len(section) + 1 :]] = value

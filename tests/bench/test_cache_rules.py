@@ -4,20 +4,28 @@ next to its assertion. Segments are (key, tokens): same key, same bytes."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh.bench.cache_rules import (
     AnthropicRule,
     DeepSeekRule,
+    DeepSeekStrictRule,
     OpenAIRule,
     Price,
     Served,
+    anthropic_read,
+    deepseek_units,
     load_prices,
     make_rule,
+    openai_hit,
 )
 from dsh.bench.trace import Trace
 from dsh.errors import ConfigError
+from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock
 from dsh.llm.types import ModelRequest
-from tests.helpers import assistant_message, checkpoint_message, user_message
+from dsh.surface.tokens import block_tokens
+from tests.helpers import assistant_message, checkpoint_message, tool_call_block, user_message
 
 T, S = ("tools", 800), ("system", 400)  # 1,200 tokens of header
 M1, M2, M3, M4 = ("m1", 300), ("m2", 200), ("m3", 100), ("m4", 60)
@@ -26,15 +34,90 @@ X = ("x", 50)
 
 # ---- DeepSeek --------------------------------------------------------------------------------
 
+A, B, C, D = ("A", 1000), ("B", 300), ("C", 200), ("D", 100)
 
-def test_deepseek_hits_the_longest_saved_unit_only() -> None:
-    rule = DeepSeekRule()
+
+def test_deepseek_documented_example_a_b_then_a_c_then_a_d() -> None:
+    """The KV-cache guide's example: after A+B, a request A+C does not hit A (only A+B was
+    persisted), but the two share A, so A is persisted and a later A+D hits it."""
+    rule = DeepSeekRule(interval=None)
+    assert rule.request([A, B]) == Served(0)  # cold; persists A+B (1,300 -> 1,280 in units)
+    assert rule.request([A, C]) == Served(0)  # A alone was never persisted
+    # A is now a persisted unit (common to both): 1,000 tokens -> 15 units of 64 = 960.
+    assert rule.request([A, D]) == Served(960)
+
+
+def test_deepseek_persists_whole_requests_and_replies_in_64_token_units() -> None:
+    rule = DeepSeekRule(interval=None)
+    rule.request([A, B])  # unit A+B: 1,300 -> 20 × 64 = 1,280
+    assert rule.request([A, B, C]) == Served(1280)
+    rule.response([A, B, C, D])  # the reply persists A+B+C+D: 1,600 = 25 × 64
+    assert rule.request([A, B, C, D, ("E", 5)]) == Served(1600)
+
+
+def test_deepseek_fixed_interval_units_credit_a_long_shared_prefix() -> None:
+    """Rule (c): a request of 2,200 tokens persists units at 512, 1,024, 1,536 and 2,048
+    tokens; a later request sharing only its first segment (1,000 tokens) hits the 512 unit
+    (the 1,024 unit ends inside B, which differs)."""
+    long = [A, ("B2", 1200)]
+    rule = DeepSeekRule(interval=512)
+    rule.request(long)
+    assert rule.request([A, ("Z", 50)]) == Served(512)
+    strict = DeepSeekRule(interval=None)
+    strict.request(long)
+    assert strict.request([A, ("Z", 50)]) == Served(0)
+
+
+def test_deepseek_units_are_a_pure_function_of_the_documented_rules() -> None:
+    # (a) 1,300 -> 1,280; (b) common 1,000 -> 960; (c) every 512: 512, 1,024.
+    assert deepseek_units(1300, 1000, interval=512) == [512, 960, 1024, 1280]
+    assert deepseek_units(1300, 0, interval=None) == [1280]
+    assert deepseek_units(40, 20, interval=None) == []  # under one 64-token unit: not stored
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(1, 400)), min_size=1, max_size=6),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_deepseek_hits_are_whole_units_and_never_exceed_a_matched_prefix(
+    requests: list[list[tuple[str, int]]],
+) -> None:
+    rule = DeepSeekRule(interval=256)
+    seen: list[list[tuple[str, int]]] = []
+    for raw in requests:
+        # the same key always carries the same size (same bytes)
+        request = [(key, 50 + ord(key)) for key, _ in raw]
+        hit = rule.request(request).read
+        assert hit % 64 == 0
+        longest = max((_lcp(request, old) for old in seen), default=0)
+        assert hit <= longest
+        seen.append(request)
+
+
+def _lcp(a: list[tuple[str, int]], b: list[tuple[str, int]]) -> int:
+    total = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        total += x[1]
+    return total
+
+
+def test_deepseek_strict_hits_the_longest_saved_unit_only() -> None:
+    rule = DeepSeekStrictRule()
     assert rule.request([T, S, M1]) == Served(0)  # cold; saves T+S+M1
     rule.response([T, S, M1, M2])  # the reply: saves T+S+M1+M2
     # T+S+M1+M2 is a saved unit and a full prefix: 800+400+300+200 = 1700.
     assert rule.request([T, S, M1, M2, M3]) == Served(1700)
     # T+S+X…: no saved unit ends at T+S (units are whole requests/replies): 0.
     assert rule.request([T, S, X, M3]) == Served(0)
+    # … and, unlike the documented rule, A+C never persists the shared A.
+    rule.request([T, S, X])
+    assert rule.request([T, S, M4]) == Served(0)
 
 
 # ---- OpenAI ----------------------------------------------------------------------------------
@@ -74,6 +157,27 @@ def test_openai_needs_1024_common_tokens() -> None:
     assert rule.request([("a", 1000), ("c", 600)]) == Served(0)
 
 
+def test_openai_hit_is_a_pure_function_of_the_documented_rule() -> None:
+    # The guide: caching starts at 1,024 tokens and grows in 128-token increments.
+    assert openai_hit(1500, 1500) == 1408
+    assert openai_hit(1000, 2000) == 0 and openai_hit(1500, 900) == 0
+    assert openai_hit(1024, 1024) == 1024
+
+
+def test_openai_evicts_a_prefix_unused_for_n_simulated_minutes() -> None:
+    rule = OpenAIRule(evict_minutes=5)
+    rule.request([T, S, M1], now=0)
+    # 4 minutes later: still cached (LCP T+S+M1 = 1,500 -> 1,408), and the hit refreshes it.
+    assert rule.request([T, S, M1, M2], now=240) == Served(1408)
+    # 9 minutes after the start but only 5 after the last use: the prefix is still live.
+    assert rule.request([T, S, M1, M3], now=540) == Served(1408)
+    # 6 minutes idle: evicted, a miss (and cached again from now).
+    assert rule.request([T, S, M1, M4], now=900) == Served(0)
+    never = OpenAIRule()
+    never.request([T, S, M1], now=0)
+    assert never.request([T, S, M1, M2], now=86_400) == Served(1408)
+
+
 # ---- Anthropic -------------------------------------------------------------------------------
 
 
@@ -108,6 +212,25 @@ def test_anthropic_looks_back_at_most_20_blocks() -> None:
     assert rule.request(head + tail, [21]).read == 1200
 
 
+def test_anthropic_entries_live_five_minutes_refreshed_on_read() -> None:
+    rule = AnthropicRule()
+    rule.request([T, S, M1, M2], [1, 3], now=0)  # written at t=0, live until 300 s
+    # Read at 299 s (T+S+M1+M2 = 1,700); the new entry at #4 lives until 599 s.
+    assert rule.request([T, S, M1, M2, M3], [1, 4], now=299).read == 1700
+    # At 590 s the entry at #4 (written at 299 s) is still live.
+    assert rule.request([T, S, M1, M2, M3, M4], [1, 5], now=590).read == 1800
+    # 301 s after the last touch everything has expired: nothing is read, all is written.
+    assert rule.request([T, S, M1, M2, M3, M4], [1, 5], now=891) == Served(read=0, write=1860)
+
+
+def test_anthropic_read_is_a_pure_function_of_live_entries() -> None:
+    sums = [100 * (i + 1) for i in range(30)]
+    live = [i == 2 for i in range(30)]
+    assert anthropic_read(live, sums, [22]) == (300, 2)  # exactly 20 blocks back
+    assert anthropic_read(live, sums, [23]) == (0, None)  # 21 blocks back: out of reach
+    assert anthropic_read(live[:10], sums, [25]) == (0, None)  # matched only 10 blocks
+
+
 def test_anthropic_caches_nothing_below_1024_tokens_and_allows_four_breakpoints() -> None:
     rule = AnthropicRule()
     assert rule.request([("a", 600), ("b", 300)], [0, 1]) == Served(0, 0)  # 900 < 1,024
@@ -135,25 +258,23 @@ def test_prices_bill_reads_and_writes_by_their_multipliers() -> None:
 def test_price_overrides_and_unknown_rules() -> None:
     prices = load_prices({"deepseek": {"cache_read": 0.026}})
     assert prices["deepseek"].cache_read == 0.026 and prices["deepseek"].input == 0.28
+    assert prices["deepseek-strict"] == prices["deepseek"]  # follows deepseek unless overridden
     with pytest.raises(ConfigError, match="unknown cache rule"):
         load_prices({"gemini": {"input": 1.0}})
     with pytest.raises(ConfigError, match="unknown cache rule"):
         make_rule("gemini")
-    assert {make_rule(n).name for n in ("deepseek", "openai", "anthropic")} == {
-        "deepseek",
-        "openai",
-        "anthropic",
-    }
+    names = ("deepseek", "deepseek-strict", "openai", "anthropic")
+    assert tuple(make_rule(n).name for n in names) == names
 
 
 # ---- requests as segments --------------------------------------------------------------------
 
 
-def _request(*messages: object) -> ModelRequest:
+def _request(*messages: object, system: str = "be brief") -> ModelRequest:
     return ModelRequest(
         provider="p",
         model="m",
-        system="be brief",
+        system=system,
         tools=({"name": "t", "description": "d", "parameters": {}},),
         messages=tuple(messages),  # type: ignore[arg-type]
     )
@@ -170,8 +291,41 @@ def test_equal_messages_share_a_segment_and_breakpoints_follow_dsh() -> None:
     assert breakpoints == (1, 3)  # system block and last message, as dsh.llm.anthropic marks
     index = trace.begin(_request(first))
     trace.end(index, assistant_message("hi"))
-    served = trace.replay(DeepSeekRule())
-    assert served == [Served(0)]
+    assert trace.replay(DeepSeekRule()) == [Served(0)]
+
+
+def test_anthropic_counts_content_blocks_as_the_adapter_sends_them() -> None:
+    """A step with text and three tool calls is four blocks; reasoning is not sent; the
+    breakpoints are the system block and the last block of the last message."""
+    step = Message(
+        id="a1",
+        role="assistant",
+        content=(
+            ReasoningBlock("thinking it over"),
+            TextBlock("Let me look."),
+            *(tool_call_block(f"c{i}", "read_file", f'{{"path": "f{i}"}}') for i in range(3)),
+        ),
+        source=ModelSource(provider="p", model="m"),
+    )
+    trace = Trace()
+    index = trace.begin(_request(user_message("go"), step))
+    record = trace.calls[index]
+    assert len(record.messages.segments) == 4  # tools, system, two messages
+    assert len(record.blocks.segments) == 7  # tools, system, 1 + 4 blocks
+    assert record.blocks.breakpoints == (1, 6)
+    reasoning = block_tokens(ReasoningBlock("thinking it over"))
+    assert record.blocks.tokens == record.messages.tokens - reasoning
+    # An empty system prompt gets no breakpoint (the adapter sends no system block).
+    bare = trace.calls[trace.begin(_request(user_message("go"), system=""))]
+    assert bare.blocks.breakpoints == (2,)
+
+
+def test_the_simulated_clock_advances_per_conversation_request() -> None:
+    trace = Trace(step_seconds=30)
+    first = trace.begin(_request(user_message("a")))
+    summary = trace.begin(_request(user_message("b")), "compaction")
+    second = trace.begin(_request(user_message("c")))
+    assert [trace.calls[i].at for i in (first, summary, second)] == [0, 30, 30]
 
 
 def test_a_breakpoint_after_the_last_stub_keeps_the_stub_prefix_after_a_pass() -> None:
@@ -187,7 +341,7 @@ def test_a_breakpoint_after_the_last_stub_keeps_the_stub_prefix_after_a_pass() -
         for messages in (before, after):
             index = trace.begin(_request(*messages, user_message("go on")))
             trace.end(index, assistant_message("ok"))
-        assert trace.calls[0].stub_end == 2  # tools #0, system #1, the stub #2
+        assert trace.calls[0].blocks.stub_end == 2  # tools #0, system #1, the stub's block #2
         return trace.replay(AnthropicRule(), stub_breakpoint=stub_breakpoint)
 
     header_and_stub = Trace().segments(_request(stub))[0]

@@ -1,30 +1,44 @@
-"""``dsh bench`` end to end: one small scenario, three backends in parallel processes, the
-report with every table and plot, and the other subcommands."""
+"""``dsh bench`` end to end: one small scenario, four arms and two seeds in parallel processes,
+the report with every table and plot, the results.json fields other tools read, and the other
+subcommands."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from dsh.bench.cache_rules import (
+    ANTHROPIC_LOOKBACK_BLOCKS,
+    ANTHROPIC_MIN_TOKENS,
+    ANTHROPIC_TTL_S,
+    DEEPSEEK_UNIT,
+    RULES,
+    make_rule,
+)
 from dsh.bench.generate import generate
+from dsh.bench.method import SCORING_NOTES
 from dsh.bench.report import write_report
+from dsh.bench.runner import BACKENDS
 from dsh.bench.scenario import load_spec, to_jsonl
+from dsh.bench.trace import SimulatedSummarizer
 from dsh.cli.bench import bench
+from tests.bench.test_runner import SPEC
+from tests.llm.fake_server import FakeServer, oa_usage, openai_text
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, str]:
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("bench") / "run"
-    started = time.monotonic()
     result = CliRunner().invoke(
         bench,
         [
@@ -35,39 +49,57 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, str]
             str(out),
             "--seed",
             "7",
+            "--seed",
+            "11",
             "--latency-ms",
             "20",
             "--jobs",
             "2",
+            "--deepseek-interval",
+            "2048",
+            "--openai-evict-minutes",
+            "7",
+            "--step-seconds",
+            "15",
         ],
         catch_exceptions=False,
     )
-    elapsed = time.monotonic() - started
     assert result.exit_code == 0, result.output
-    return out, elapsed, result.output
+    return out, result.output
 
 
-def test_a_small_run_finishes_in_under_a_minute(run_dir: tuple[Path, float, str]) -> None:
-    out, elapsed, output = run_dir
-    assert elapsed < 60
+def test_a_run_names_its_report_and_shows_progress_per_run(run_dir: tuple[Path, str]) -> None:
+    out, output = run_dir
     assert f"report: {out / 'report.md'}" in output
-    assert "[bench] bugfix-small/recallable: finished" in output  # plain progress lines
+    for arm in ("off", "basic", "basic+recall", "recallable"):
+        for seed in (7, 11):  # plain progress lines, one run per arm and seed
+            assert f"[bench] bugfix-small/{arm}@{seed}: finished" in output
 
 
-def test_the_report_has_every_table(run_dir: tuple[Path, float, str]) -> None:
-    out, _, _ = run_dir
+def test_the_report_has_every_table(run_dir: tuple[Path, str]) -> None:
+    out, _ = run_dir
     report = (out / "report.md").read_text()
-    assert "Seed: **7**" in report and "Versions: dsh" in report
-    assert "## Summary (all scenarios pooled)" in report
-    assert "| metric | off | basic | recallable |" in report
+    assert "Seeds: **7, 11**" in report and "Versions: dsh" in report
+    assert "## Headline" in report and "Cells are seed s7 / s11" in report
+    for rule in ("deepseek", "deepseek-strict", "openai", "anthropic"):
+        assert f"### Billed cost (cache-hit ratio) — {rule}" in report
+    assert "| scenario | off | basic | basic+recall | recallable | recallable ÷ basic |" in report
+    assert "| **all** | recallable |" in report  # pooled rows
+    assert "### DeepSeek: sensitivity to the fixed-interval rule" in report
+    assert "## Summary (every scenario and seed pooled)" in report
+    assert "| metric | off | basic | basic+recall | recallable |" in report
     assert "## Scenario `bugfix-small`" in report
+    assert "### Seed 7" in report and "### Seed 11" in report
     assert "### Verdict: recallable against basic" in report
     summary_rows = (
-        "Survival (anchors verbatim in the final request)",
+        "Survival — current facts verbatim in the final request",
+        "Superseded values in the final request: shown / shown as current",
         "Recall hit@1 / hit@5 / MRR — exact query",
         "Recall hit@1 / hit@5 / MRR — partial query",
+        "Recall hit@1 / hit@5 / MRR — paraphrase query",
+        "Compacted facts the stub/state text names a working search term for",
         "Superseded values leaked as current",
-        "Cache-hit ratio — deepseek",
+        "Cache-hit ratio — deepseek |",
         "Billed cost — deepseek (summariser share)",
         "Compaction passes",
         "Commits that grew the context",
@@ -75,33 +107,49 @@ def test_the_report_has_every_table(run_dir: tuple[Path, float, str]) -> None:
         "Pairing errors (requests)",
         "Index stubs / stability violations",
     )
-    for row in summary_rows:  # in the summary table and in the scenario table
-        assert report.count(f"| {row}") == 2, row
+    for row in summary_rows:  # in the summary table and in each seed's scenario table
+        assert report.count(f"| {row}") == 3, row
     for row in (
         "First request after a pass: hit ratio — openai",
         "Billed cost — anthropic (summariser share)",
+        "Billed cost — deepseek-strict (summariser share)",
         "Wall time per pass, mean / max",
         "Requests rebuilt from the log ≠ requests sent",
     ):
-        assert report.count(f"| {row}") == 1, row
+        assert report.count(f"| {row}") == 2, row
     assert "## Configuration and method" in report and "spec digest" in report
+    assert "- Control (basic+recall: basic compaction with the recall tools)" in report
 
 
-def test_results_json_holds_every_run(run_dir: tuple[Path, float, str]) -> None:
-    out, _, _ = run_dir
+def test_results_json_keeps_the_fields_other_tools_read(run_dir: tuple[Path, str]) -> None:
+    out, _ = run_dir
     results = json.loads((out / "results.json").read_text())
-    assert [r["backend"] for r in results["runs"]] == ["off", "basic", "recallable"]
-    assert all(r["error"] is None for r in results["runs"])
-    assert results["meta"]["seed"] == 7 and results["meta"]["versions"]["python"]
-    assert set(results["summary"]) == {"off", "basic", "recallable"}
-    recallable = results["runs"][2]
-    assert recallable["counts"]["events"] >= 200
-    assert recallable["passes"] and recallable["safety"]["growthCommits"] == 0
+    runs = results["runs"]
+    arms = ["off", "basic", "basic+recall", "recallable"]
+    assert [(r["seed"], r["backend"]) for r in runs] == [(s, a) for s in (7, 11) for a in arms]
+    assert all(r["error"] is None and r["scenario"] == "bugfix-small" for r in runs)
+    assert results["meta"]["seeds"] == [7, 11] and results["meta"]["versions"]["python"]
+    assert set(results["summary"]) == set(arms)
+    for run in runs:
+        for rule in ("deepseek", "deepseek-strict", "openai", "anthropic"):
+            assert {"cost", "hitRatio", "summariserCost"} <= set(run["cache"][rule])
+        assert isinstance(run["passes"], list)
+        assert 0 <= run["reachable"]["share"] <= 1
+        for kind in ("exact", "partial", "paraphrase"):
+            assert 0 <= run["recall"][kind]["hit5"] <= 1
+        assert run["safety"]["growthCommits"] == 0
+        assert {"current", "superseded"} <= set(run["survival"])
+    (scenario,) = results["meta"]["scenarios"]
+    assert all(fact["paraphrases"] for fact in scenario["facts"])
+    recallable = runs[3]
+    assert recallable["counts"]["events"] >= 200 and recallable["passes"]
+    per_request = recallable["cache"]["deepseek"]["firstAfterPass"]["perRequest"]
+    assert sum(len(r["passes"]) for r in per_request) == len(recallable["passes"])
 
 
 @pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="matplotlib is not installed: no PNG plots")
-def test_the_report_links_every_plot(run_dir: tuple[Path, float, str]) -> None:
-    out, _, _ = run_dir
+def test_the_report_links_every_plot(run_dir: tuple[Path, str]) -> None:
+    out, _ = run_dir
     report = (out / "report.md").read_text()
     for name in ("context-bugfix-small.png", "cache-bugfix-small.png", "cost.png", "recall.png"):
         path = out / "plots" / name
@@ -110,7 +158,7 @@ def test_the_report_links_every_plot(run_dir: tuple[Path, float, str]) -> None:
 
 
 def test_without_matplotlib_the_report_says_plots_were_skipped(
-    run_dir: tuple[Path, float, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_dir: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(run_dir[0], copy)
@@ -119,13 +167,13 @@ def test_without_matplotlib_the_report_says_plots_were_skipped(
     report = write_report(copy).read_text()
     assert "Plots skipped: matplotlib is not installed" in report
     assert "![" not in report and not (copy / "plots").exists()
-    assert "## Summary (all scenarios pooled)" in report
+    assert "## Summary (every scenario and seed pooled)" in report
 
 
 def test_report_rewrites_a_run_directory_with_another_headline(
-    run_dir: tuple[Path, float, str],
+    run_dir: tuple[Path, str],
 ) -> None:
-    out, _, _ = run_dir
+    out, _ = run_dir
     result = CliRunner().invoke(bench, ["report", str(out), "--provider-cache", "anthropic"])
     assert result.exit_code == 0, result.output
     report = (out / "report.md").read_text()
@@ -174,3 +222,175 @@ def test_unknown_names_are_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "unknown scenario 'nope'" in result.output
     result = CliRunner().invoke(bench, ["run", "--backend", "fancy", "--out", str(tmp_path / "y")])
     assert result.exit_code == 2 and "unknown backend(s) fancy" in result.output
+
+
+def _method_sentences(report: str) -> list[str]:
+    notes = report.split("Method notes:", 1)[1].strip().splitlines()
+    bullets = [line[2:] for line in notes if line.startswith("- ")]
+    return [s for b in bullets for s in re.split(r"(?<=\.)\s+(?=[A-Z])", b)]
+
+
+def test_the_method_notes_are_true_of_the_run_sentence_by_sentence(
+    run_dir: tuple[Path, str],
+) -> None:
+    """Each sentence of the method section is matched to a check against the run's own
+    settings (the flags the fixture passed, meta.json, the runs, the code's constants); a
+    sentence no check covers fails the test."""
+    out, _ = run_dir
+    results = json.loads((out / "results.json").read_text())
+    meta, runs = results["meta"], results["runs"]
+    anthropic = meta["prices"]["anthropic"]
+
+    def seeds(m: re.Match[str]) -> bool:
+        return (
+            m["seeds"] == "7, 11"
+            and m["arms"].split(", ") == sorted({r["backend"] for r in runs}, key=BACKENDS.index)
+            and m["scenarios"] == "bugfix-small"
+        )
+
+    checks: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
+        (r"Seeds: (?P<seeds>.+); arms: (?P<arms>.+); scenarios: (?P<scenarios>.+)\.$", seeds),
+        (
+            r"Real: the agent loop, .* built by `build_summary_request`, the function "
+            r"`ModelSummarizer` sends\.$",
+            lambda m: (
+                SimulatedSummarizer.summarize.__code__.co_names.count("build_summary_request") == 1
+            ),
+        ),
+        (
+            r"Simulated: the conversation model is `scripted` .* latency of (?P<ms>\d+) ms per "
+            r"call; every cache figure and price comes from the cache rules below\.$",
+            lambda m: (
+                int(m["ms"]) == 20 == meta["latencyMs"]
+                and all(r["time"]["latencyMs"] == 20 for r in runs)
+                and all(r["summariser"].startswith("extractive") for r in runs)
+            ),
+        ),
+        (
+            r"Requests are segmented in provider order .* one per content block for anthropic\) "
+            r"and counted with dsh's token heuristic .*; a segment that differs at all misses "
+            r"from its first byte\.$",
+            lambda m: (
+                [make_rule(n).view for n in RULES] == ["messages", "messages", "messages", "blocks"]
+            ),
+        ),
+        (
+            r"Simulated clock: each conversation request comes (?P<s>[\d.]+) s after the previous",
+            lambda m: float(m["s"]) == 15.0 == meta["cache"]["stepSeconds"],
+        ),
+        (
+            r"deepseek: prefix units are persisted .* and every (?P<n>\d+|off) tokens, in "
+            r"(?P<unit>\d+)-token units; a request hits the longest persisted unit",
+            lambda m: (
+                int(m["n"]) == 2048 == meta["cache"]["deepseekInterval"]
+                and int(m["unit"]) == DEEPSEEK_UNIT
+            ),
+        ),
+        (
+            r"DeepSeek does not document the interval .*; the sensitivity table shows intervals "
+            r"(?P<list>.+)\.$",
+            lambda m: (
+                m["list"] == "off, 1024, 2048, 4096, 16384"
+                and all(
+                    set(m["list"].split(", ")) == set(r["sensitivity"]["deepseekInterval"])
+                    for r in runs
+                )
+            ),
+        ),
+        (
+            r"deepseek-strict: only whole earlier requests and request \+ reply are persisted, "
+            r"with no (?P<unit>\d+)-token rounding\.$",
+            lambda m: int(m["unit"]) == DEEPSEEK_UNIT,
+        ),
+        (
+            r"openai: floor\(LCP/128\)×128 against earlier prompts, for prompts of at least "
+            r"1024 tokens; a prefix unused for (?P<min>[\d.]+) minutes is evicted\.$",
+            lambda m: float(m["min"]) == 7.0 == meta["cache"]["openaiEvictMinutes"],
+        ),
+        (
+            r"anthropic: breakpoints where `dsh.llm.anthropic` puts them .* a (?P<look>\d+)-block "
+            r"lookback counted in content blocks, a (?P<min>\d+)-token minimum, writes "
+            r"×(?P<w>[\d.]+), reads ×(?P<r>[\d.]+), and entries that live (?P<ttl>[\d.]+) s",
+            lambda m: (
+                int(m["look"]) == ANTHROPIC_LOOKBACK_BLOCKS
+                and int(m["min"]) == ANTHROPIC_MIN_TOKENS
+                and float(m["w"]) == anthropic["cache_write"]
+                and float(m["r"]) == anthropic["cache_read"]
+                and float(m["ttl"]) == ANTHROPIC_TTL_S == meta["cache"]["anthropicTtlS"]
+            ),
+        ),
+        (r"Probe calls \(online mode\) are left out", lambda m: meta["mode"] == "offline"),
+        *((re.escape(note) + "$", lambda m: True) for note in SCORING_NOTES),
+    ]
+    sentences = _method_sentences((out / "report.md").read_text())
+    assert len(sentences) == len(checks)
+    for sentence in sentences:
+        matched = [(p, check) for p, check in checks if re.match(p, sentence)]
+        assert len(matched) == 1, sentence
+        pattern, check = matched[0]
+        assert check(re.match(pattern, sentence)), sentence  # type: ignore[arg-type]
+
+
+def test_online_mode_targets_an_openai_compatible_server_from_the_provider_config(
+    tmp_path: Path,
+) -> None:
+    """A real HTTP stand-in on 127.0.0.1: the `[provider]` config names it, `--api-key-env`
+    names the key; every summariser and probe call goes to it with that key, and the report's
+    method says what was real."""
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(SPEC), encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    with FakeServer() as server:
+        reply = openai_text(
+            "## Goal\n- keep going\nKeywords — id: ZEBRA-7731", usage=oa_usage(9, 3)
+        )
+        server.queue(*[reply] * 400)
+        (home / "config.toml").write_text(
+            '[provider]\nname = "openai-compatible"\nmodel = "fake-1"\n'
+            f'base_url = "{server.url}"\n',
+            encoding="utf-8",
+        )
+        out = tmp_path / "online"
+        result = CliRunner(env={"DSH_HOME": str(home), "BENCH_FAKE_KEY": "sekrit"}).invoke(
+            bench,
+            [
+                "run",
+                "--online",
+                "--api-key-env",
+                "BENCH_FAKE_KEY",
+                "--scenario",
+                str(spec),
+                "--backend",
+                "recallable",
+                "--seed",
+                "5",
+                "--jobs",
+                "1",
+                "--questions",
+                "1",
+                "--out",
+                str(out),
+            ],
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 0, result.output
+        requests = list(server.requests)
+    assert requests and all(r.headers.get("authorization") == "Bearer sekrit" for r in requests)
+    assert {r.body["model"] for r in requests} == {"fake-1"}
+    results = json.loads((out / "results.json").read_text())
+    (run,) = results["runs"]
+    assert run["error"] is None and run["summariser"] == "model"
+    assert run["online"]["questions"] > 0 and run["online"]["errors"] == 0
+    compaction = run["counts"]["summariserCalls"]
+    assert compaction > 0 and len(requests) == compaction + sum(
+        1 + r["recallCalls"] for r in run["online"]["records"]
+    )
+    assert results["meta"]["online"]["base_url"] == server.url
+    assert "sekrit" not in (out / "meta.json").read_text()
+    report = (out / "report.md").read_text()
+    assert (
+        f"Real (online): the summariser and the handoff probe, `openai-compatible:fake-1` at "
+        f"{server.url}, with the key from BENCH_FAKE_KEY." in report
+    )
+    assert "the summariser's text comes from `extractive`" not in report

@@ -33,6 +33,7 @@ SMALL = {
             "where": "user",
             "at": 0.2,
             "distractors": ["ZEBRA-7713"],
+            "paraphrases": ["keep it in mind", "bug number"],
         },
         {
             "id": "port",
@@ -40,6 +41,7 @@ SMALL = {
             "where": "file",
             "path": "deploy/a.toml",
             "at": 0.4,
+            "paraphrases": ["staging port"],
         },
         {
             "id": "new-port",
@@ -51,6 +53,30 @@ SMALL = {
         },
     ],
 }
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_built_in_fact_has_three_kinds_of_query(name: str) -> None:
+    """Exact (the anchor), partial (a shorter literal part of it) and paraphrases that share no
+    8-character substring with it (case-insensitive), carried into results.json's facts."""
+    scenario = generate(load_spec(name), 7)
+    for fact in scenario.facts:
+        assert fact.query in fact.anchor and fact.query != fact.anchor, fact.id
+        assert fact.paraphrases, fact.id
+        for phrase in fact.paraphrases:
+            low = phrase.lower()
+            anchor = fact.anchor.lower()
+            windows = {anchor[i : i + 8] for i in range(len(anchor) - 7)}
+            assert not any(w in low for w in windows), (fact.id, phrase)
+
+
+def test_a_paraphrase_sharing_eight_characters_with_its_anchor_is_refused() -> None:
+    facts = [{**SMALL["facts"][0], "paraphrases": ["the zebra-77 ticket"]}]  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match="shares 'zebra-77'"):
+        parse_spec({**SMALL, "facts": facts}, source="test")
+    facts = [{**SMALL["facts"][0], "query": "ZEBRA-7731"}]  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match="query must be a literal part of the anchor"):
+        parse_spec({**SMALL, "facts": facts}, source="test")
 
 
 def test_the_built_in_scenarios_are_listed() -> None:

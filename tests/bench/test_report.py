@@ -7,9 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from dsh.bench.generate import generate
-from dsh.bench.report import flat, pool, verdict, write_report
-from dsh.bench.runner import Job, OnlineOptions, RunOptions, run_job, run_scenario
+from dsh.bench.jobs import Job, run_job
+from dsh.bench.options import OnlineOptions, RunOptions
+from dsh.bench.report import write_report
+from dsh.bench.runner import run_scenario
 from dsh.bench.scenario import parse_spec
+from dsh.bench.tables import flat, pool
+from dsh.bench.verdict import verdict
 from tests.bench.test_runner import SPEC, FakeOnline
 
 
@@ -43,12 +47,16 @@ def test_the_verdict_says_plainly_when_recallable_wins_within_budget() -> None:
         "reachable": 5,
         "anchors": 10,
         "surviving": 5,
+        "current": 8,
+        "currentSurviving": 4,
         "summariserCalls": 2,
         "passes": 2,
         "tokensAfterSum": 2000,
         "warnings": 0,
         "deepseek.cost": 1.0,
         "deepseek.summariserCost": 0.1,
+        "deepseek.summariserInput": 1000,
+        "deepseek.summariserRead": 100,
         "deepseek.firstRead": 0,
         "deepseek.firstInput": 100,
     }
@@ -60,7 +68,15 @@ def test_the_verdict_says_plainly_when_recallable_wins_within_budget() -> None:
     text = verdict(base, costly, "deepseek")
     assert text.startswith("**Recallable beats basic on recall, but not within 1.25×")
     assert "summariser calls cost $0.5000 against $0.1000" in text
+    assert "10% of recallable's summariser input is a cache hit" in text
     assert verdict(base, base, "deepseek").startswith("**Recallable does not beat basic")
+    tools = {**base, "reachable": 8, "paraphraseHit5": 1, "paraphraseN": 4}
+    with_control = verdict(
+        base, {**better, "paraphraseHit5": 2, "paraphraseN": 4}, "deepseek", tools
+    )
+    assert "the tools alone take reach from 50% to 80%, stubs and state take it to 90%" in (
+        with_control
+    )
 
 
 def test_pooling_sums_counts_and_keeps_maxima() -> None:

@@ -7,18 +7,21 @@ import asyncio
 import pytest
 
 from dsh.bench.cache_rules import Price, Served
+from dsh.bench.recall_scores import cues, paraphrase_key, recall, shares_substring
 from dsh.bench.scorers import (
     cache_figures,
     growth_commits,
+    marks_replaced,
     pairing_errors,
     passes_per_crossing,
     raw_anchors,
-    recall,
     stub_stability,
     superseded_leaks,
     survival,
+    survival_split,
+    where_shown,
 )
-from dsh.bench.trace import CallRecord, checkpoint_class
+from dsh.bench.trace import CallRecord, View, checkpoint_class
 from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
 from dsh.config import CompactionSettings
 from dsh.llm.types import ModelRequest
@@ -123,24 +126,84 @@ def test_superseded_values_leak_only_when_nothing_verbatim_says_otherwise() -> N
     old_state = checkpoint_message(STATE.format("- port = 8123"), "p1", id="state-1")
     new_state = checkpoint_message(STATE.format("- port = 9443"), "p2", id="state-2")
     old_stub = checkpoint_message(STUB.format("Keywords — config: port = 8123"), "p2", id="stub")
+    marked = checkpoint_message(
+        STUB.format("- port = 8123 (replaced by port = 9443)"), "p3", id="stub-2"
+    )
     change = user_message("move it: port = 9443")
     requests = [
         request(user_message("port = 8123 for now")),  # 0: before the change: not scored
         request(old_state, change),  # 1: old state, the change still verbatim: stale
         request(old_state, user_message("go on")),  # 2: old state, nothing says otherwise: leak
-        request(old_stub, new_state),  # 3: only a stub (history) names it
-        request(new_state),  # 4: clean
+        request(old_stub, new_state),  # 3: an unmarked stub names it as if current: leak
+        request(marked, new_state),  # 4: a stub that marks it replaced: history
+        request(new_state),  # 5: clean
     ]
     report = superseded_leaks(requests, [("port = 8123", "port = 9443")])
     assert report.leaked == ["port = 8123"]
-    assert (report.leaking_requests, report.stale_requests, report.stub_mentions) == (1, 1, 1)
+    assert (report.leaking_requests, report.stale_requests, report.stub_mentions) == (2, 1, 1)
     assert report.first_leak == {"port = 8123": 2}
     assert superseded_leaks(requests[:1], [("a = 1", "a = 2")]).unseen == ["a = 2"]
+
+
+def test_a_stub_marks_an_old_value_replaced_only_on_every_line_naming_it() -> None:
+    assert marks_replaced("- port = 8123 (replaced by port = 9443)", "port = 8123")
+    assert marks_replaced("port = 8123 -> port = 9443", "port = 8123")
+    assert not marks_replaced("- port = 8123", "port = 8123")
+    assert not marks_replaced("port = 8123 was replaced\nport = 8123", "port = 8123")
+    assert not marks_replaced("nothing here", "port = 8123")
+
+
+def test_survival_scores_current_and_superseded_facts_apart() -> None:
+    stub = checkpoint_message(STUB.format("- port = 8123"), "p1", id="stub")
+    final = request(stub, user_message("ticket ZEBRA-7731, port = 9443"))
+    split = survival_split(final, ["ZEBRA-7731", "port = 9443", "KESTREL-0419"], ["port = 8123"])
+    assert split["current"]["present"] == {
+        "ZEBRA-7731": True,
+        "port = 9443": True,
+        "KESTREL-0419": False,
+    }
+    assert split["current"]["share"] == pytest.approx(2 / 3)
+    # The old port shows only in an unmarked stub: shown, and shown as current.
+    assert split["superseded"]["where"] == {"port = 8123": "stub"}
+    assert split["superseded"]["asCurrent"] == 1
+    raw = request(user_message("it was port = 8123 before"))
+    assert where_shown(raw, "port = 8123") == "original"
+    assert where_shown(raw, "port = 1") is None
+
+
+def test_paraphrases_are_scored_per_query_and_cues_need_a_working_search() -> None:
+    events = compacted_session().events
+    # "the ticket is" is the words around the anchor; "bug number" is not in the log.
+    score = recall(
+        events,
+        [
+            (paraphrase_key("ZEBRA-7731", q), "ZEBRA-7731", q)
+            for q in ("the ticket is", "bug number")
+        ],
+    )
+    assert score.ranks == {
+        "ZEBRA-7731 ← the ticket is": 1,
+        "ZEBRA-7731 ← bug number": None,
+    }
+    assert score.hit_at(5) == 0.5
+    # The compacted text names "ticket" — a search for it finds the anchor's page (rank 2,
+    # after the look-alike's); it does not name "bug number".
+    found = cues(events, "Keywords — ticket", {"ZEBRA-7731": ["ZEBRA-7731", "ticket"]})
+    assert found == {"ZEBRA-7731": "ticket"}
+    assert cues(events, "nothing useful", {"ZEBRA-7731": ["ZEBRA-7731"]}) == {"ZEBRA-7731": None}
+
+
+def test_shares_substring_is_case_insensitive_and_eight_characters_long() -> None:
+    assert shares_substring("Checksum mismatch", "ChecksumError: block") == "Checksum"
+    assert shares_substring("corrupt block", "ChecksumError: block 0x3f2a") is None
+    assert shares_substring("port = 81", "port = 8123") == "port = 8"
 
 
 def test_checkpoint_classes() -> None:
     assert checkpoint_class(checkpoint_message(STUB.format("x"), "p")) == "index"
     assert checkpoint_class(checkpoint_message(STATE.format("x"), "p")) == "state"
+    rollup = "<compacted-rollup>\nRolled-up index of 2 earlier checkpoints\n</compacted-rollup>"
+    assert checkpoint_class(checkpoint_message(rollup, "p")) == "index"
     assert checkpoint_class(user_message(STUB.format("typed by a person"))) is None
 
 
@@ -167,6 +230,30 @@ def test_stub_stability_flags_changed_moved_and_vanished_stubs() -> None:
     assert "stub-a" in report.violations[1] and "gone" in report.violations[1]
     assert "moved to #0" in report.violations[2]
     assert stub_stability([request(a, tail), request(a, b, tail)]).violations == []
+
+
+def test_stub_stability_accepts_stubs_rolled_up_with_their_footers_and_the_shift_after() -> None:
+    footer = (
+        "[checkpoint c{}: shadows conversation span #{}–#{}; "
+        "originals retrievable via history_read]"
+    )
+    a = checkpoint_message(STUB.format("stub a\n" + footer.format(10, 1, 9)), "p1", id="stub-a")
+    b = checkpoint_message(STUB.format("stub b\n" + footer.format(20, 11, 19)), "p2", id="stub-b")
+    c = checkpoint_message(STUB.format("stub c\n" + footer.format(30, 21, 29)), "p3", id="stub-c")
+    rollup = checkpoint_message(
+        STUB.format("rolled up\n" + footer.format(10, 1, 9) + "\n" + footer.format(20, 11, 19)),
+        "p4",
+        id="rollup",
+    )
+    lossy = checkpoint_message(STUB.format("rolled up\n" + footer.format(10, 1, 9)), "p4", id="r2")
+    tail = user_message("tail")
+    before = [request(a, b, c, tail)]
+    report = stub_stability([*before, request(rollup, c, tail), request(rollup, c, tail)])
+    assert (report.rolled_up, report.shifted, report.violations) == (2, 1, [])
+    assert report.stubs == 4
+    dropped = stub_stability([*before, request(lossy, c, tail)])
+    assert dropped.rolled_up == 1
+    assert any("stub-b" in v and "gone" in v for v in dropped.violations)
 
 
 # ---- pairing ---------------------------------------------------------------------------------
@@ -200,15 +287,18 @@ def test_pairing_errors_follow_the_provider_schema() -> None:
 # ---- cache figures and safety ----------------------------------------------------------------
 
 
+def _call(purpose: str, tokens: int, step: int, output: int, **extra: object) -> CallRecord:
+    view = View([("k", tokens)])
+    return CallRecord(purpose, view, view, step=step, output_tokens=output, **extra)  # type: ignore[arg-type]
+
+
 def test_cache_figures_pool_tokens_and_bill_each_call() -> None:
     price = Price(model="m", input=1.0, output=2.0, cache_read=0.1)
     calls = [
-        CallRecord("conversation", [], (), input_tokens=1000, step=0, output_tokens=10),
-        CallRecord("compaction", [], (), input_tokens=500, step=1, output_tokens=100),
-        CallRecord(
-            "conversation", [], (), input_tokens=600, step=1, output_tokens=10, first_after=[1]
-        ),
-        CallRecord("probe", [], (), input_tokens=9999, step=2, output_tokens=9),
+        _call("conversation", 1000, 0, 10),
+        _call("compaction", 500, 1, 100),
+        _call("conversation", 600, 1, 10, first_after=[1]),
+        _call("probe", 9999, 2, 9),
     ]
     served = [Served(0), Served(400), Served(300), Served(9999)]
     figures = cache_figures(calls, served, price)
@@ -224,6 +314,7 @@ def test_cache_figures_pool_tokens_and_bill_each_call() -> None:
     }
     # Summariser: (100 + 400*0.1) * $1 + 100 * $2 = 340 units -> $0.00034.
     assert figures["summariserCost"] == pytest.approx(340 / 1e6)
+    assert (figures["summariserInputTokens"], figures["summariserReadTokens"]) == (500, 400)
     # Cumulative after each conversation request: 0/1000, then (0+400+300)/(1000+500+600).
     assert figures["cumulative"] == pytest.approx([0.0, 700 / 2100])
 

@@ -289,16 +289,19 @@ def test_overflow_retries_are_capped_per_turn(harness: Harness):
     assert len(errors) == 2  # the first try and one retry (max_overflow_retries = 1)
 
 
-def test_guard_refusal_lets_the_turn_go_on(harness: Harness):
+def test_guard_refusals_back_off_and_stop_after_three_in_one_crossing(harness: Harness):
     filler = "lorem ipsum " * 60
-    agent = harness.agent([{"text": f"a{i}"} for i in range(4)], context_window=1500)
+    agent = harness.agent([{"text": f"a{i}"} for i in range(12)], context_window=1500)
     engine = engine_for(harness.session, HugeSummarizer())
     agent.pre_step_hooks.append(compaction_hooks(engine)[0])
-    results = [run(agent.run_turn(f"q{i} {filler}")) for i in range(4)]
+    results = [run(agent.run_turn(f"q{i} {filler}")) for i in range(12)]
     assert all(r.reason == "completed" for r in results)
     ends = [e for e in harness.session.events if isinstance(e, CompactionEndEvent)]
     assert ends and all("inflation guard" in (e.data.error or "") for e in ends)
-    assert engine.warnings
+    # 12 steps over the threshold, but a refused pass waits for a chunk of new stale history
+    # (it never re-summarises on every step) and the third refusal ends the attempts
+    assert len(ends) == 3
+    assert len(engine.warnings) == 1 and "refused 3 times" in engine.warnings[0]
 
 
 def test_checkpoints_are_never_counted_as_user_prompts_by_the_transcript():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh.compaction import ModelSummarizer, RecallableBackend
-from dsh.compaction.model_summarizer import summary_request
+from dsh.compaction.model_summarizer import build_summary_request
 from dsh.compaction.prompts import SUMMARISER_SYSTEM
 from dsh.compaction.summarizer import SummaryTask
 from dsh.errors import ProviderError
@@ -26,7 +26,7 @@ def test_stub_calls_of_one_pass_share_a_byte_identical_prefix_before_their_slice
     )
     stubs = [r.task for r in plan.regions if r.kind == "index" and r.task is not None]
     assert len(stubs) >= 2
-    requests = [summary_request(t, provider="p", model="m") for t in stubs]
+    requests = [build_summary_request(t, provider="p", model="m") for t in stubs]
     assert all(r.system == SUMMARISER_SYSTEM and r.tools == () for r in requests)
     shared = {encode_json(r.messages[0]) for r in requests}
     assert len(shared) == 1 and b"Background" in next(iter(shared))  # the shared context
@@ -42,7 +42,7 @@ def test_a_basic_summary_call_is_a_prefix_of_the_conversation_request():
         system="sys",
         tools=({"name": "t", "description": "d", "parameters": {}},),
     )
-    request = summary_request(task, provider="p", model="m")
+    request = build_summary_request(task, provider="p", model="m")
     assert request.system == "sys" and request.tools == task.tools
     assert request.messages[:2] == messages and request.purpose == "compaction"
 

@@ -6,11 +6,18 @@ import pytest
 
 from dsh.compaction import CompactionError, ExtractiveSummarizer, SummaryOutput
 from dsh.compaction.recallable import SpanNode, checkpoint_kind, chunk_span
+from dsh.compaction.recallable.texts import junk_reason
 from dsh.events import ReplaceOp
 from dsh.store import MemoryStore
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
-from tests.helpers import append_chat_turn, append_tool_turn, checkpoint_message, new_session
+from tests.helpers import (
+    append_chat_turn,
+    append_tool_turn,
+    checkpoint_message,
+    new_session,
+    user_message,
+)
 
 
 def test_a_checkpoint_without_a_summary_event_counts_as_legacy_state():
@@ -68,17 +75,51 @@ def test_chunking_an_empty_span_gives_nothing_and_an_open_end_is_refused():
         chunk_span([SpanNode(10, False, False)], 400)
 
 
-def test_once_stubs_fill_their_share_of_the_window_a_pass_rewrites_only_the_state():
-    session = long_session()
+def test_once_stubs_fill_their_share_the_oldest_are_rolled_up_by_code_and_new_stubs_land():
+    session = long_session(turns=14)
     engine = engine_for(session)
     first = run(engine.compact_now(window=100_000))
     stubs_before = [c for c in first.checkpoints if c.kind == "index"]
-    assert stubs_before
+    assert len(stubs_before) >= 2
     for i in range(8, 16):
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
-    # a window so small that the committed stubs already fill 30% of it
-    second = run(engine.compact_now(window=1000))
-    assert [c.kind for c in second.checkpoints] == ["state"]
+    # a window so small that the committed stubs already fill their 30% share of it
+    second = run(engine.compact_now(window=6000))
+    kinds = [c.kind for c in second.checkpoints]
+    assert kinds[0] == "index" and kinds[-1] == "state" and kinds.count("index") >= 2
     assert_layout(session)
-    kinds = [checkpoint_kind(session, seq) for seq in session.nodes]
-    assert kinds.count("index") == len(stubs_before)
+    rollup = session.events[second.checkpoints[0].summary_seq]
+    assert rollup.data.provider == "code" and rollup.data.model == "rollup"
+    rolled = set(rollup.data.shadowed_seqs)
+    assert rolled <= {c.checkpoint_seq for c in stubs_before}
+    text = session.events[second.checkpoints[0].checkpoint_seq].data.text()
+    for stub in stubs_before:
+        if stub.checkpoint_seq in rolled:  # every original footer is kept, verbatim
+            original = session.events[stub.checkpoint_seq].data.text()
+            assert original.splitlines()[-1] in text
+    assert "ZEBRA-7700" in text  # keyword lines merged
+    assert second.tokens_after < second.tokens_before
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("", "empty"),
+        ("x" * 5000, "over-long"),
+        ("Did things.\n[checkpoint c12: shadows conversation span #1–#4; ...]", "footer-like"),
+        ("alpha beta gamma delta epsilon zeta eta theta iota kappa", "a copy of the slice"),
+        (
+            "\n".join(f"line {i} of the long tool output with enough words" for i in (3, 1, 4, 0)),
+            "a copy of the slice",
+        ),
+        ("Read the config; the port is set.\nKeywords — value: 8080", None),
+    ],
+)
+def test_junk_stub_answers_are_recognised(answer, reason):
+    slice_messages = (
+        user_message("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda"),
+        user_message(
+            "\n".join(f"line {i} of the long tool output with enough words" for i in range(9))
+        ),
+    )
+    assert junk_reason(answer, slice_messages, 100) == reason

@@ -52,6 +52,8 @@ from dsh.events import (
     RequestHeaderEvent,
     SessionEndSeed,
     SessionEndSeedEvent,
+    SessionWorkspace,
+    SessionWorkspaceEvent,
     StepEnd,
     StepEndEvent,
     StepStart,
@@ -291,6 +293,7 @@ EXAMPLES: list[Any] = [
         time=T,
         data=CompactionPrune(shadowed_range=(8, 8), shadowed_seqs=(8,), shadowed_token_count=9),
     ),
+    SessionWorkspaceEvent(seq=23, time=T, data=SessionWorkspace(cwd="/b", recorded="/a")),
 ]
 
 

@@ -159,7 +159,17 @@ def test_dsh_run_continues_an_imported_session_with_the_scripted_provider(home, 
     calls = 3  # two assistant messages and one request/error are already in the log
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "unused"}] * calls + [{"text": "Carried on."}]))
-    result = dsh("run", "--session", "four", "--script", str(script), "next?", home=home)
+    result = dsh(
+        "run",
+        "--session",
+        "four",
+        "--cwd",
+        str(tmp_path),
+        "--script",
+        str(script),
+        "next?",
+        home=home,
+    )
     assert result.stdout.splitlines() == ["Carried on.", "session: four"]
     events = events_of(home, "four")
     assert [encode_event(e) for e in events[:24]] == [
@@ -183,7 +193,17 @@ def test_imported_checkpoint_is_adopted_as_state_by_the_recallable_backend(home,
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "unused"}] * 4 + [{"text": answer}] * 3))
     prompts = ["Describe one", "Describe two", "Describe three"]
-    dsh("run", "--session", "adopt", "--script", str(script), *prompts, home=home)
+    dsh(
+        "run",
+        "--session",
+        "adopt",
+        "--cwd",
+        str(tmp_path),
+        "--script",
+        str(script),
+        *prompts,
+        home=home,
+    )
     budgets = {
         "DSH_COMPACTION_RETAIN_TOKENS": "200",
         "DSH_COMPACTION_CHUNK_TOKENS": "400",
@@ -238,7 +258,17 @@ def test_the_model_recalls_imported_history_through_history_search(home, tmp_pat
     entries = [{"text": "unused"}] * 4 + [{"toolCalls": [search]}, {"text": "Found it."}]
     script = tmp_path / "script.json"
     script.write_text(json.dumps(entries))
-    result = dsh("run", "--session", "recall", "--script", str(script), "What was it?", home=home)
+    result = dsh(
+        "run",
+        "--session",
+        "recall",
+        "--cwd",
+        str(tmp_path),
+        "--script",
+        str(script),
+        "What was it?",
+        home=home,
+    )
     assert result.stdout.splitlines()[0] == "Found it."
     results = [e for e in events_of(home, "recall")[29:] if isinstance(e, ToolResultEvent)]
     (answer,) = results

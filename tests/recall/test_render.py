@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dsh.compaction.prompts import footer
 from dsh.events import AssistantMessage, CompactionSummaryEvent
 from dsh.recall import (
@@ -123,3 +126,38 @@ def test_the_cache_drops_the_least_recently_used_span_beyond_its_size():
     assert len(cache) == 2
     assert cache.span(events, resolve_checkpoint(events, ids[0])) is spans[0]
     assert cache.span(events, resolve_checkpoint(events, ids[1])) is not spans[1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["span", "lowered"]), st.integers(0, 10)), max_size=30),
+    st.integers(1, 3),
+    st.integers(1, 400),
+)
+def test_cached_spans_and_lowered_text_equal_a_fresh_render_and_sizes_add_up(
+    calls, max_spans, max_chars
+):
+    passes = two_passes()
+    events = passes.session.events
+    checkpoints = list_checkpoints(events)
+    cache = SpanCache(max_spans=max_spans, max_chars=max_chars)
+    for what, pick in calls:
+        checkpoint = checkpoints[pick % len(checkpoints)]
+        fresh = render_span(events, checkpoint)
+        if what == "span":
+            assert cache.span(events, checkpoint) == fresh
+        else:
+            assert cache.lowered(events, checkpoint) == tuple(m.lower() for m in fresh)
+        kept = list(cache._spans.values())
+        assert cache._chars == sum(entry.size() for entry in kept)
+        assert len(kept) == 1 or (len(kept) <= max_spans and cache._chars <= max_chars)
+
+
+def test_lowered_text_is_computed_once_per_cached_span():
+    passes = two_passes()
+    events = passes.session.events
+    cache = SpanCache()
+    checkpoint = resolve_checkpoint(events, passes.state1.id)
+    first = cache.lowered(events, checkpoint)
+    assert cache.lowered(events, resolve_checkpoint(events, passes.state1.id)) is first
+    assert NEEDLE.lower() in "\n".join(first)

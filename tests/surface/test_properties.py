@@ -98,8 +98,9 @@ def build_session(data: st.DataObject, session: Session, *, balanced: bool = Tru
             results = [s for s in session.nodes if isinstance(session.events[s], ToolResultEvent)]
             if results:
                 target = data.draw(st.sampled_from(results), label="prune")
+                call_id = session.events[target].data.message.content[0].tool_call_id
                 session.append(
-                    ToolResult(turn=0, step=0, message=tool_result_message("p", "[pruned]")),
+                    ToolResult(turn=0, step=0, message=tool_result_message(call_id, "[pruned]")),
                     surface_op=ReplaceOp(start=target, end=target),
                     source_event_seqs=[target],
                 )

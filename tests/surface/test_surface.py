@@ -258,10 +258,28 @@ def test_tool_result_replace_must_shadow_exactly_one_tool_result(store):
         )
     assert surface_state(session) == state
 
+    call_id = session.events[second].data.message.content[0].tool_call_id
+    kept = ToolResult(turn=1, step=1, message=tool_result_message(call_id, "[pruned]"))
     event = session.append(
-        pruned, surface_op=ReplaceOp(start=second, end=second), source_event_seqs=[second]
+        kept, surface_op=ReplaceOp(start=second, end=second), source_event_seqs=[second]
     )
     assert session.nodes == [turn.user, turn.assistants[0], first, event.seq, turn.assistants[1]]
+
+
+def test_a_tool_result_replace_that_repoints_the_tool_call_id_is_refused(store, tmp_path):
+    """A pruned or replaced tool/result must answer the same call; providers reject a result
+    pointing at another call (HTTP 400), so the append is refused and nothing changes."""
+    session = new_session(store)
+    turn = append_tool_turn(session, calls=[("ls", "{}", "a b c"), ("cat", '{"f":"a"}', "x" * 400)])
+    first, second = turn.results
+    first_id = session.events[first].data.message.content[0].tool_call_id
+    state, length = surface_state(session), len(session.events)
+    repointed = ToolResult(turn=1, step=1, message=tool_result_message(first_id, "[pruned]"))
+    with pytest.raises(SurfaceError, match=f"must keep toolCallId .* not '{first_id}'"):
+        session.append(
+            repointed, surface_op=ReplaceOp(start=second, end=second), source_event_seqs=[second]
+        )
+    assert surface_state(session) == state and len(session.events) == length
 
 
 # ---- the fold -------------------------------------------------------------------------------
@@ -303,8 +321,9 @@ def test_fold_at_load_equals_the_live_projection(tmp_path):
     append_chat_turn(session)
     replace_with_checkpoint(session, first.user, first.assistants[-1], extra_sources=[0])
     third = append_tool_turn(session)
+    call_id = session.events[third.results[0]].data.message.content[0].tool_call_id
     session.append(
-        ToolResult(turn=3, step=1, message=tool_result_message("c", "[pruned]")),
+        ToolResult(turn=3, step=1, message=tool_result_message(call_id, "[pruned]")),
         surface_op=ReplaceOp(start=third.results[0], end=third.results[0]),
         source_event_seqs=[third.results[0]],
     )
@@ -441,7 +460,8 @@ def test_measure_without_usage_is_the_spec_heuristic(store):
     assistant = (2 + 4) + (1 + 4) + (1 + 1 + 4) + 4  # reasoning, text, call(ls, {}), message
     result = ((3 + 4) + 4) + 4  # inner text ceil(11/4)+4, block +4, message +4
     measured = session.measure()
-    assert [n.tokens for n in measured.nodes] == [user, assistant, result] == [11, 21, 15]
+    assert [session.node_tokens(seq) for seq in session.nodes] == [user, assistant, result]
+    assert [user, assistant, result] == [11, 21, 15]
     assert measured.total_tokens == system + tools + user + assistant + result == 63
     assert not measured.anchored
 
@@ -465,7 +485,6 @@ def test_measure_anchors_on_the_last_assistant_usage_and_adds_later_nodes(store)
     measured = session.measure()
     assert measured.anchored
     assert measured.total_tokens == (1000 + 200 + 30) + 9 + 11
-    assert [n.seq for n in measured.nodes] == session.nodes
     assert message_tokens(replied.data.message) == 9
     session.close()
     assert Session.open(store, session.id).measure() == measured

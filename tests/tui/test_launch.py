@@ -60,9 +60,33 @@ def test_resume_without_an_id_opens_this_directorys_latest_session(launched):
     assert launched["options"].resume == newer
 
 
-def test_resume_takes_an_id_or_a_unique_prefix(launched):
-    session_id = make_session(launched["store"], "/any/dir")
+def test_resume_takes_an_id_or_a_unique_prefix(launched, tmp_path):
+    (tmp_path / "other").mkdir()
+    session_id = make_session(launched["store"], str(tmp_path / "other"))
     cli_tui.launch(session_id[:-3], False)
+    assert launched["options"].resume == session_id
+
+
+def test_a_resumed_session_keeps_its_own_workspace_unless_cwd_says_so(launched, tmp_path):
+    """``dsh --resume ID`` from another directory must not retarget the agent silently."""
+    other = tmp_path / "other"
+    other.mkdir()
+    session_id = make_session(launched["store"], str(other))
+    cli_tui.launch(session_id, False)
+    assert launched["options"].workspace == other.resolve()
+    here = Path(launched["cwd"])
+    cli_tui.launch(session_id, False, here)
+    assert launched["options"].workspace == here
+    events = Session.open(launched["store"], session_id).events
+    moves = [e.data for e in events if type(e).__name__ == "SessionWorkspaceEvent"]
+    assert [(m.cwd, m.recorded) for m in moves] == [(str(here), str(other))]
+
+
+def test_resuming_a_session_whose_workspace_is_gone_needs_cwd(launched):
+    session_id = make_session(launched["store"], "/no/such/dir")
+    with pytest.raises(UsageError, match="--cwd"):
+        cli_tui.launch(session_id, False)
+    cli_tui.launch(session_id, False, Path(launched["cwd"]))
     assert launched["options"].resume == session_id
 
 

@@ -392,6 +392,21 @@ def test_the_resume_command_switches_to_another_session(rig: Rig):
     run(app, body)
 
 
+def test_the_resume_command_will_not_retarget_a_session_from_another_workspace(rig: Rig, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = stored_session(rig.store, str(elsewhere), "a prompt from elsewhere")
+    app = rig.app([{"text": "here"}])
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, f"/resume {other}")
+        shown = " ".join(text_of(app).split())  # the note wraps
+        assert f"Session {other} ran in {elsewhere}, not here" in shown
+        assert app.controller.session is None  # nothing was opened here
+
+    run(app, body)
+
+
 # ---- no API key -------------------------------------------------------------------------------
 
 

@@ -118,3 +118,20 @@ def test_status_text_reads_model_context_cache_and_activity():
     assert status_text(StatusInfo(context_window=2500)).plain == (
         " no model · context 0% of 2.5k · cache hits n/a"
     )
+
+
+def test_the_status_bar_says_whether_the_project_config_is_trusted(tmp_path):
+    from dsh.config import set_trust
+    from dsh.tui.status_bar import trust_label
+
+    env = {"DSH_HOME": str(tmp_path / "home")}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert trust_label(workspace, env) is None  # no project config: nothing to say
+    (workspace / ".dsh").mkdir()
+    (workspace / ".dsh" / "config.toml").write_text('[tools]\napproval = "auto"\n')
+    untrusted = trust_label(workspace, env)
+    assert untrusted == "project config untrusted: safety keys ignored (dsh trust)"
+    assert status_text(StatusInfo(trust=untrusted)).plain.endswith(f" · {untrusted}")
+    set_trust(workspace, True, env)
+    assert trust_label(workspace, env) == "project config trusted"

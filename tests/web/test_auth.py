@@ -17,7 +17,7 @@ from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from dsh.cli import web as web_cli
 from dsh.errors import UsageError
-from dsh.web.auth import check_bind, is_loopback, new_token, token_matches
+from dsh.web.auth import check_bind, cookie_name, is_loopback, new_token, token_matches
 from tests.web.conftest import TOKEN, WebEnv, error_of
 
 API_ROUTES = [
@@ -70,33 +70,39 @@ def test_the_right_bearer_token_is_accepted(bare: Any) -> None:
     assert ok.status_code == 200
 
 
-def test_the_page_needs_the_token_in_its_url(bare: Any) -> None:
+def test_the_page_takes_the_token_from_its_url_once_and_sets_a_strict_cookie(bare: Any) -> None:
     client, _ = bare
     assert error_of(client.get("/")) == (401, "UNAUTHORIZED")
     assert error_of(client.get("/?token=nope")) == (401, "UNAUTHORIZED")
     page = client.get(f"/?token={TOKEN}")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert f'src="/s/{TOKEN}/app.js"' in page.text
+    assert 'src="/s/app.js"' in page.text and TOKEN not in page.text
+    cookie = page.headers["set-cookie"]
+    assert cookie == f"{cookie_name(TOKEN)}={TOKEN}; HttpOnly; SameSite=Strict; Path=/"
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    again = client.get("/")  # the client now holds the cookie: no token in the URL needed
+    assert again.status_code == 200 and "set-cookie" not in again.headers
 
 
-def test_static_files_carry_the_token_in_their_path(bare: Any) -> None:
+def test_static_files_need_the_cookie_or_bearer_and_keep_the_token_out_of_their_path(
+    bare: Any,
+) -> None:
     client, _ = bare
-    assert error_of(client.get("/s/wrong/app.js")) == (401, "UNAUTHORIZED")
     assert error_of(client.get("/s/app.js")) == (401, "UNAUTHORIZED")
-    script = client.get(f"/s/{TOKEN}/app.js")
+    client.get(f"/?token={TOKEN}")  # sets the cookie
+    script = client.get("/s/app.js")
     assert script.status_code == 200
     assert script.headers["content-type"].startswith("text/javascript")
-    vendor = client.get(f"/s/{TOKEN}/vendor/marked/marked.esm.js")
+    vendor = client.get("/s/vendor/marked/marked.esm.js")
     assert vendor.status_code == 200 and "marked" in vendor.text
-    assert error_of(client.get(f"/s/{TOKEN}/nope.js")) == (404, "NOT_FOUND")
-    assert error_of(client.get(f"/s/{TOKEN}/%2e%2e/app.py")) == (404, "NOT_FOUND")
+    assert error_of(client.get("/s/nope.js")) == (404, "NOT_FOUND")
+    assert error_of(client.get("/s/%2e%2e/app.py")) == (404, "NOT_FOUND")
 
 
 def test_live_stream_needs_the_token(bare: Any) -> None:
     client, sid = bare
-    for query in ("", "?token=wrong", "?token="):
+    for query in ("", f"?token={TOKEN}", "?token=wrong"):  # never in the URL
         with (
             pytest.raises(WebSocketDenialResponse) as denied,
             client.websocket_connect(f"/api/sessions/{sid}/live{query}"),
@@ -104,10 +110,11 @@ def test_live_stream_needs_the_token(bare: Any) -> None:
             pass
         assert denied.value.status_code == 401
         assert denied.value.json()["error"]["code"] == "UNAUTHORIZED"
-    with client.websocket_connect(f"/api/sessions/{sid}/live?token={TOKEN}") as ws:
-        assert ws.receive_json()["kind"] == "hello"
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with client.websocket_connect(f"/api/sessions/{sid}/live", headers=headers) as ws:
+        assert ws.receive_json()["kind"] == "hello"
+    client.get(f"/?token={TOKEN}")
+    with client.websocket_connect(f"/api/sessions/{sid}/live") as ws:  # the page's cookie
         assert ws.receive_json()["kind"] == "hello"
 
 
@@ -129,6 +136,7 @@ def test_no_cors_headers_ever(bare: Any) -> None:
 def test_security_headers_on_every_answer(bare: Any) -> None:
     client, _ = bare
     for response in (client.get("/api/sessions"), client.get(f"/?token={TOKEN}")):
+        assert "default-src 'none'" in response.headers["content-security-policy"]
         assert response.headers["referrer-policy"] == "no-referrer"
         assert response.headers["x-content-type-options"] == "nosniff"
 

@@ -90,20 +90,18 @@ def same_as_one_pass(page: Any) -> bool:
     """True iff the conversation on screen (built page by page, newest first, plus live events)
     is the DOM the same modules build from the whole log fed at once, in order."""
     result: bool = page.evaluate(
-        """async (token) => {
-            const base = `/s/${token}`;
+        """async () => {
+            const base = '/s';  // the page's cookie authenticates modules and the API
             const { Projector } = await import(`${base}/projection.js`);
             const { TranscriptView } = await import(`${base}/view.js`);
-            const r = await fetch(`/api/sessions/${window.dsh.sessionId}/history?max_messages=500`,
-                { headers: { Authorization: `Bearer ${token}` } });
+            const r = await fetch(`/api/sessions/${window.dsh.sessionId}/history?max_messages=500`);
             const page = await r.json();
             if (page.hasMore) throw new Error('session too long for one page');
             const root = document.createElement('div');
             new TranscriptView(root, new Projector()).ingest(page.events);
             document.querySelectorAll('#log details').forEach((d) => { d.open = false; });
             return root.innerHTML === document.getElementById('log').innerHTML;
-        }""",
-        TOKEN,
+        }"""
     )
     return result
 
@@ -181,7 +179,7 @@ def test_conversation_streams_compacts_and_survives_a_reload(browser: Any, tmp_p
         prompt_row = page.locator("#log .row.user").first
         assert prompt_row.inner_text().endswith("Please read notes.txt")
         assert prompt_row.is_visible()
-        card.locator("summary").click()
+        card.locator("details.tool-card > summary").click()
         output = card.locator(".tool-output")
         assert output.is_visible() and output.inner_text() == tool_output
         assert "line 59: the quick brown fox" in output.inner_text()
@@ -193,8 +191,8 @@ def test_conversation_streams_compacts_and_survives_a_reload(browser: Any, tmp_p
         items = sum(len(s["data"]["shadowedSeqs"]) for s in summaries)
         tokens = sum(s["data"]["shadowedTokenCount"] for s in summaries)
         assert marker.locator(".marker-command").inner_text() == "/compact"
-        assert marker.locator(".marker-title").inner_text() == "Context compacted"
-        assert marker.locator(".marker-stats").inner_text() == (
+        assert marker.locator(".marker-title").inner_text() == "… earlier context was compacted …"
+        assert marker.locator(".marker-stats").text_content() == (
             f"Compacted {items} history items (~{tokens} tokens)"
         )
         assert done["data"]["text"] == f"Compacted {items} history items (~{tokens} tokens)"
@@ -242,7 +240,7 @@ def test_automatic_compaction_shows_the_plain_marker(browser: Any, tmp_path: Pat
         assert marker.count() == 1
         assert marker.get_attribute("class") == "row marker"  # not a /compact row
         assert marker.locator(".marker-command").count() == 0
-        assert marker.locator(".marker-stats").inner_text().startswith("Compacted ")
+        assert marker.locator(".marker-stats").text_content().startswith("Compacted ")
         sid = page.evaluate("() => window.dsh.sessionId")
         start = next(e for e in stored_events(env, sid) if e["type"] == "compaction/start")
         assert start["data"]["turn"] == 3 and "sourceCommandId" not in start["data"]
@@ -281,7 +279,7 @@ def test_scrolling_up_loads_older_pages_and_the_marker_renders(
         )
         assert checkpoint["seq"] >= oldest
         assert checkpoint["surfaceOp"]["start"] < oldest
-        assert marker.locator(".marker-stats").inner_text().startswith("Compacted ")
+        assert marker.locator(".marker-stats").text_content().startswith("Compacted ")
         assert marker.locator(".marker-unavailable").count() == 0
 
         scroll_to_beginning(page)
@@ -309,7 +307,7 @@ def test_a_marker_without_its_summaries_says_so_until_an_older_page_supplies_the
         page.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
         first_page_loaded(page)
         marker = page.locator("#log .row.marker")
-        assert marker.locator(".marker-title").inner_text() == "Context compacted"
+        assert marker.locator(".marker-title").inner_text() == "… earlier context was compacted …"
         assert (
             marker.locator(".marker-unavailable").inner_text() == "Compaction summary unavailable"
         )
@@ -317,7 +315,8 @@ def test_a_marker_without_its_summaries_says_so_until_an_older_page_supplies_the
         scroll_to_beginning(page)
         assert marker.locator(".marker-unavailable").count() == 0
         assert (
-            marker.locator(".marker-stats").inner_text() == "Compacted 2 history items (~17 tokens)"
+            marker.locator(".marker-stats").text_content()
+            == "Compacted 2 history items (~17 tokens)"
         )
         marker.locator("details.marker-details > summary").click()
         assert (
@@ -354,10 +353,9 @@ def assert_projection_parity(page: Any, env: WebEnv, sid: str) -> None:
     expected = python_items(list(log.events))
     log.close()
     got = page.evaluate(
-        """async ([token, sid]) => {
-            const { Projector } = await import(`/s/${token}/projection.js`);
-            const r = await fetch(`/api/sessions/${sid}/history?max_messages=500`,
-                { headers: { Authorization: `Bearer ${token}` } });
+        """async (sid) => {
+            const { Projector } = await import('/s/projection.js');
+            const r = await fetch(`/api/sessions/${sid}/history?max_messages=500`);
             const events = (await r.json()).events;
             const projector = new Projector();
             const rows = [];
@@ -380,7 +378,7 @@ def assert_projection_parity(page: Any, env: WebEnv, sid: str) -> None:
             }
             return [rows, passes];
         }""",
-        [TOKEN, sid],
+        sid,
     )
     assert got[0] == expected[0]
     assert got[1] == expected[1]
@@ -400,6 +398,28 @@ def test_the_browser_projection_matches_the_python_projection(browser: Any, tmp_
 
 
 # ---- safety, approvals, progress ------------------------------------------------------------
+
+
+def test_the_token_leaves_the_address_bar_for_an_httponly_strict_cookie(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    log = env.store.create(cwd=str(env.workspace))
+    sid = log.id
+    log.close()
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
+        page.wait_for_function("() => window.dsh !== undefined")
+        assert page.url == f"{server.base_url}/#s={sid}"  # replaced, the hash kept
+        assert TOKEN not in page.evaluate("() => document.cookie")  # HttpOnly: not for scripts
+        (cookie,) = page.context.cookies()
+        assert cookie["value"] == TOKEN and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        page.reload()
+        page.wait_for_function("() => window.dsh !== undefined")
+        status = page.evaluate("async () => (await fetch('/api/sessions')).status")
+        assert status == 200 and page.url == f"{server.base_url}/#s={sid}"
+        page.go_back()  # the entry before is the blank start page, not a URL with the token
+        assert TOKEN not in page.url
 
 
 def test_message_html_is_shown_as_text_and_links_are_safe(browser: Any, tmp_path: Path) -> None:
@@ -447,7 +467,7 @@ def test_approvals_are_asked_in_the_page(browser: Any, tmp_path: Path) -> None:
         approval.wait_for(state="detached")
         wait_idle(page)
         card = page.locator("#log .row.tool")
-        card.locator("summary").click()
+        card.locator("details.tool-card > summary").click()
         assert "approved-in-browser" in card.locator(".tool-output").inner_text()
 
 

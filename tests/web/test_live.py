@@ -16,7 +16,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from dsh.surface import Session
 from dsh.web import BackgroundServer
-from tests.web.conftest import AUTH, TOKEN, WebEnv, make_env
+from tests.web.conftest import AUTH, WebEnv, make_env
 
 EVENT_PREFIX = '{"kind":"event","event":'
 
@@ -28,9 +28,9 @@ class Served:
         self.http = httpx.Client(base_url=self.server.base_url, headers=AUTH, timeout=10)
 
     def live(self, session_id: str, after_seq: int | None = None) -> Live:
-        query = f"token={TOKEN}" + (f"&after_seq={after_seq}" if after_seq is not None else "")
-        url = f"ws://127.0.0.1:{self.server.port}/api/sessions/{session_id}/live?{query}"
-        return Live(connect(url, proxy=None, open_timeout=10, legacy=True))
+        query = f"?after_seq={after_seq}" if after_seq is not None else ""
+        url = f"ws://127.0.0.1:{self.server.port}/api/sessions/{session_id}/live{query}"
+        return Live(connect(url, proxy=None, open_timeout=10, additional_headers=AUTH, legacy=True))
 
     def new_session(self) -> str:
         return self.http.post("/api/sessions", json={}).json()["session"]["id"]  # type: ignore[no-any-return]
@@ -180,10 +180,9 @@ def test_a_session_watched_before_it_is_resumed_streams_after_resume(
 def test_live_stream_errors_are_typed(served: Served, path: str, status: int) -> None:
     sid = served.new_session()
     target = path.format(sid=sid)
-    sep = "&" if "?" in target else "?"
-    url = f"ws://127.0.0.1:{served.server.port}/api/sessions/{target}{sep}token={TOKEN}"
+    url = f"ws://127.0.0.1:{served.server.port}/api/sessions/{target}"
     with pytest.raises(InvalidStatus) as denied:
-        connect(url, proxy=None, open_timeout=5, legacy=True)
+        connect(url, proxy=None, open_timeout=5, additional_headers=AUTH, legacy=True)
     assert denied.value.response.status_code == status
     body = json.loads(denied.value.response.body or b"{}")
     assert body["error"]["code"] in ("SESSION_NOT_FOUND", "INVALID_ARGUMENT")

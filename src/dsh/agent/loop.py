@@ -116,9 +116,9 @@ class _CallOutcome:
 
 
 class _LogScan:
-    """What the loop reads from the whole log, kept up to date incrementally: the log only
-    grows, so each update looks at the events appended since the last one instead of rescanning
-    the session (which made every step cost O(session length))."""
+    """What the loop reads from the whole log, kept up to date incrementally: the first update
+    takes the session's per-type index (no scan of the log it opened), later ones look only at
+    the events appended since (the log only grows)."""
 
     def __init__(self) -> None:
         self._events: Sequence[Event] | None = None
@@ -128,9 +128,14 @@ class _LogScan:
         self.route: RequestContext | None = None
         """The latest logged ``request/context``."""
 
-    def update(self, events: Sequence[Event]) -> _LogScan:
+    def update(self, session: Session) -> _LogScan:
+        events = session.events
         if events is not self._events or len(events) < self._seen:  # another log: start over
-            self._events, self._seen, self.turns, self.route = events, 0, 0, None
+            contexts = session.of_type(RequestContextEvent)
+            self._events, self._seen = events, len(events)
+            self.turns = len(session.of_type(TurnStartEvent))
+            self.route = contexts[-1].data if contexts else None
+            return self
         for event in events[self._seen :]:
             if isinstance(event, TurnStartEvent):
                 self.turns += 1
@@ -186,7 +191,7 @@ class Agent:
         """Run one turn for a user prompt and return how it ended."""
         self._cancel = asyncio.Event()
         self._exclusive = asyncio.Lock()
-        turn = 1 + self._log_scan.update(self.session.events).turns
+        turn = 1 + self._log_scan.update(self.session).turns
         self.session.append(TurnStart(turn=turn))
         pending: list[Message] = [
             Message(
@@ -279,7 +284,7 @@ class Agent:
             model=self.config.model,
             context_window=self.config.context_window,
         )
-        if self._log_scan.update(self.session.events).route != route:
+        if self._log_scan.update(self.session).route != route:
             self.session.append(route)
         return header
 

@@ -33,6 +33,7 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
 from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.tools.secrets import SecretPolicy
 
 SCRIPTED_CONTEXT_WINDOW = 128_000
 DEFAULT_WINDOW = 128_000
@@ -182,7 +183,12 @@ def build_agent(
             compaction, parts.summarizer_provider, parts.summarizer_model, history=session.events
         ),
     )
-    tool_list = default_tools()
+    secrets = SecretPolicy.from_environment(
+        environ,
+        extra_patterns=settings.tools.scrub_env,
+        configured_keys=[("provider.api_key", settings.provider.api_key)],
+    )
+    tool_list = default_tools(secrets)
     sections: tuple[str, ...] = ()
     if isinstance(backend, RecallableBackend):
         tool_list += recall_tools(settings.recall)
@@ -208,7 +214,7 @@ def build_agent(
     return Agent(
         session,
         route.provider,
-        ToolRegistry(tool_list),
+        ToolRegistry(tool_list, secrets),
         policy,
         config=config,
         workspace=workspace,

@@ -1,27 +1,31 @@
-"""Provider prompt-cache rules and prices for the bench (bench.md, "Cache simulator").
+"""Provider prompt-cache rules and prices for the bench (docs/bench.md, "Cache simulator").
 
-A request is a sequence of segments ``(key, tokens)`` in the provider's order — tools, system,
-then one segment per message (``dsh.llm.cache_sim.request_segments``); two segments with the same
-key are byte-identical. Each rule is one class that, request by request, says how many leading
-tokens are read from cache and how many are written to it:
+A request is a sequence of segments ``(key, tokens)`` in the provider's order; two segments with
+the same key are byte-identical. DeepSeek and OpenAI see one segment per message (tools, system,
+then each message); Anthropic sees one segment per content block as ``dsh.llm.anthropic`` sends
+them (``view = "blocks"``). Each rule's decision is a small pure function pinned by the
+provider's documented examples; a class per rule keeps the state (a prefix trie) across requests:
 
-* ``deepseek`` — ``DeepSeekCache`` (``dsh.llm.cache_sim``): prefix units are saved at the end of
-  each request and each model output; a request hits the longest saved unit that is a full prefix
-  of it.
-* ``openai`` — automatic for prompts of at least 1024 tokens: the hit is the longest common
-  prefix with any earlier request, rounded down to a multiple of 128 (so 0 below 1024).
-* ``anthropic`` — explicit breakpoints (at most 4; dsh marks the system block and the last
-  message, ``dsh.llm.anthropic``). A request reads the longest cached entry found at one of its
-  breakpoints or up to 20 blocks before one; it writes entries at its breakpoints of at least
-  1024 tokens; written tokens bill 1.25×, read tokens 0.1×.
+* ``deepseek`` — the documented KV-cache rule: prefix units are persisted (a) at the end of each
+  request's input and of each model output, (b) at a prefix common to an earlier request, and
+  (c) every ``interval`` tokens (undocumented: configurable); storage is in 64-token units. A
+  request hits the longest persisted unit that is a full prefix of it (``deepseek_units``).
+* ``deepseek-strict`` — rule (a) alone, no 64-token rounding (``dsh.llm.cache_sim``).
+* ``openai`` — automatic for prompts of at least 1024 tokens: the longest common prefix with an
+  earlier request, rounded down to 128 (``openai_hit``); optionally a prefix unused for N
+  simulated minutes is evicted.
+* ``anthropic`` — explicit breakpoints (at most 4; dsh marks the system block and the last block
+  of the last message). A breakpoint reads the longest live entry at it or up to 20 blocks
+  before it (``anthropic_read``); entries are written at breakpoints of at least 1024 tokens
+  (1.25×), read at 0.1×, and live 5 minutes from their last write or read.
 
-Segments are whole messages: a message that differs in its last byte misses from its first (a
-slight under-estimate of token-level providers). Rules hold only in-process state, start cold,
-and never expire entries (real caches evict after minutes of inactivity).
+Segments are whole messages (blocks for Anthropic): a segment that differs in its last byte
+misses from its first (a slight under-estimate of token-level providers).
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -31,14 +35,17 @@ import msgspec
 from dsh.errors import ConfigError
 from dsh.llm.cache_sim import DeepSeekCache, Segment
 
-RuleName = Literal["deepseek", "openai", "anthropic"]
-RULES: tuple[RuleName, ...] = ("deepseek", "openai", "anthropic")
+RuleName = Literal["deepseek", "deepseek-strict", "openai", "anthropic"]
+RULES: tuple[RuleName, ...] = ("deepseek", "deepseek-strict", "openai", "anthropic")
+View = Literal["messages", "blocks"]
 
+DEEPSEEK_UNIT = 64
 OPENAI_MIN_TOKENS = 1024
 OPENAI_INCREMENT = 128
 ANTHROPIC_MIN_TOKENS = 1024
 ANTHROPIC_MAX_BREAKPOINTS = 4
 ANTHROPIC_LOOKBACK_BLOCKS = 20
+ANTHROPIC_TTL_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,33 +57,62 @@ class Served:
 
 
 class CacheSimulator(Protocol):
-    """One provider rule: ``request`` when a request is sent, ``response`` when its reply ends."""
+    """One provider rule: ``request`` when a request is sent, ``response`` when its reply ends;
+    ``now`` is simulated seconds since the session started."""
 
     name: str
+    view: View
 
-    def request(self, segments: Sequence[Segment], breakpoints: Sequence[int] = ()) -> Served: ...
+    def request(
+        self, segments: Sequence[Segment], breakpoints: Sequence[int] = (), now: float = 0.0
+    ) -> Served: ...
 
-    def response(self, segments: Sequence[Segment]) -> None:
+    def response(self, segments: Sequence[Segment], now: float = 0.0) -> None:
         """``segments``: the request followed by the reply's segment."""
         ...
 
 
-# ---- DeepSeek --------------------------------------------------------------------------------
+# ---- the pure rules --------------------------------------------------------------------------
 
 
-class DeepSeekRule:
-    """``DeepSeekCache`` behind the bench protocol (DeepSeek bills no cache writes)."""
+def deepseek_units(
+    total: int, common: int, *, interval: int | None, unit: int = DEEPSEEK_UNIT
+) -> list[int]:
+    """Prefix lengths persisted after a request of ``total`` tokens whose longest common prefix
+    with earlier traffic is ``common``: (a) the whole input, (b) the common prefix, (c) every
+    ``interval`` tokens; each rounded down to whole ``unit``s (a unit under 64 is not stored)."""
+    lengths = {total}
+    if 0 < common < total:
+        lengths.add(common)
+    if interval:
+        lengths.update(range(interval, total, interval))
+    return sorted({n // unit * unit for n in lengths} - {0})
 
-    name = "deepseek"
 
-    def __init__(self) -> None:
-        self.cache = DeepSeekCache()
+def openai_hit(common: int, total: int) -> int:
+    """Cached tokens of an OpenAI prompt of ``total`` tokens sharing ``common`` leading tokens
+    with an earlier prompt: 0 under 1024, else ``common`` rounded down to 128 (0 under 1024)."""
+    if total < OPENAI_MIN_TOKENS:
+        return 0
+    hit = common // OPENAI_INCREMENT * OPENAI_INCREMENT
+    return hit if hit >= OPENAI_MIN_TOKENS else 0
 
-    def request(self, segments: Sequence[Segment], breakpoints: Sequence[int] = ()) -> Served:
-        return Served(read=self.cache.serve(segments))
 
-    def response(self, segments: Sequence[Segment]) -> None:
-        self.cache.save_output(segments)
+def anthropic_read(
+    live: Sequence[bool], sums: Sequence[int], points: Sequence[int]
+) -> tuple[int, int | None]:
+    """(tokens read, block index read) for breakpoints ``points``: each looks at itself and up
+    to 20 blocks before it for a live entry; ``live[i]``: block ``i`` of the request matches the
+    cache and a live entry ends there (``live`` stops at the first block that does not match)."""
+    read, at = 0, None
+    for point in points:
+        first = min(point, len(live) - 1)
+        for block in range(first, max(point - ANTHROPIC_LOOKBACK_BLOCKS, 0) - 1, -1):
+            if live[block]:
+                if sums[block] > read:
+                    read, at = sums[block], block
+                break
+    return read, at
 
 
 # ---- a prefix trie ---------------------------------------------------------------------------
@@ -85,17 +121,22 @@ class DeepSeekRule:
 @dataclass(slots=True)
 class _Node:
     children: dict[str, _Node] = field(default_factory=dict)
-    entry: bool = False
-    """A cache entry ends here (Anthropic)."""
+    saved: int = 0
+    """DeepSeek: the longest persisted unit that needs this node matched (tokens)."""
+    expires: float = -1.0
+    """Anthropic: an entry ends here and lives until then (simulated seconds)."""
+    used: float = 0.0
+    """OpenAI: last time a prompt went through this node."""
 
 
-def _walk(root: _Node, segments: Sequence[Segment]) -> list[_Node]:
-    """The trie nodes matched by the leading segments, in order (stops at the first miss)."""
+def _walk(root: _Node, segments: Sequence[Segment], alive: float | None = None) -> list[_Node]:
+    """The trie nodes matched by the leading segments (stops at the first miss, or at the first
+    node last used before ``alive``)."""
     path = []
     node = root
     for key, _ in segments:
         child = node.children.get(key)
-        if child is None:
+        if child is None or (alive is not None and child.used < alive):
             break
         path.append(child)
         node = child
@@ -120,46 +161,107 @@ def _prefix_tokens(segments: Sequence[Segment]) -> list[int]:
     return out
 
 
+# ---- DeepSeek --------------------------------------------------------------------------------
+
+
+class DeepSeekRule:
+    """The documented rule; ``interval`` None turns rule (c) off."""
+
+    name = "deepseek"
+    view: View = "messages"
+
+    def __init__(self, interval: int | None = 4096) -> None:
+        self.interval = interval
+        self._root = _Node()
+
+    def request(
+        self, segments: Sequence[Segment], breakpoints: Sequence[int] = (), now: float = 0.0
+    ) -> Served:
+        sums = _prefix_tokens(segments)
+        matched = _walk(self._root, segments)
+        hit = max((node.saved for node in matched), default=0)
+        common = sums[len(matched) - 1] if matched else 0
+        self._persist(segments, sums, common)
+        return Served(read=hit)
+
+    def response(self, segments: Sequence[Segment], now: float = 0.0) -> None:
+        self._persist(segments, _prefix_tokens(segments), 0)
+
+    def _persist(self, segments: Sequence[Segment], sums: list[int], common: int) -> None:
+        if not segments:
+            return
+        path = _insert(self._root, segments)
+        for length in deepseek_units(sums[-1], common, interval=self.interval):
+            node = path[bisect.bisect_left(sums, length)]  # the segment holding the unit's end
+            node.saved = max(node.saved, length)
+
+
+class DeepSeekStrictRule:
+    """``DeepSeekCache`` behind the bench protocol: rule (a) only (DeepSeek bills no writes)."""
+
+    name = "deepseek-strict"
+    view: View = "messages"
+
+    def __init__(self) -> None:
+        self.cache = DeepSeekCache()
+
+    def request(
+        self, segments: Sequence[Segment], breakpoints: Sequence[int] = (), now: float = 0.0
+    ) -> Served:
+        return Served(read=self.cache.serve(segments))
+
+    def response(self, segments: Sequence[Segment], now: float = 0.0) -> None:
+        self.cache.save_output(segments)
+
+
 # ---- OpenAI ----------------------------------------------------------------------------------
 
 
 class OpenAIRule:
-    """Automatic prefix caching: ``floor(LCP / 128) × 128`` for prompts of ≥ 1024 tokens."""
+    """Automatic prefix caching over earlier prompts (replies are cached only as part of a
+    later prompt); ``evict_minutes`` drops prefixes unused for that long."""
 
     name = "openai"
+    view: View = "messages"
 
-    def __init__(self) -> None:
+    def __init__(self, evict_minutes: float | None = None) -> None:
+        self.evict_s = None if evict_minutes is None else evict_minutes * 60
         self._root = _Node()
 
-    def request(self, segments: Sequence[Segment], breakpoints: Sequence[int] = ()) -> Served:
+    def request(
+        self, segments: Sequence[Segment], breakpoints: Sequence[int] = (), now: float = 0.0
+    ) -> Served:
         sums = _prefix_tokens(segments)
         total = sums[-1] if sums else 0
         if total < OPENAI_MIN_TOKENS:
             return Served()
-        matched = len(_walk(self._root, segments))
-        lcp = sums[matched - 1] if matched else 0
-        _insert(self._root, segments)
-        hit = (lcp // OPENAI_INCREMENT) * OPENAI_INCREMENT
-        return Served(read=hit if hit >= OPENAI_MIN_TOKENS else 0)
+        alive = None if self.evict_s is None else now - self.evict_s
+        matched = len(_walk(self._root, segments, alive))
+        for node in _insert(self._root, segments):
+            node.used = now
+        return Served(read=openai_hit(sums[matched - 1] if matched else 0, total))
 
-    def response(self, segments: Sequence[Segment]) -> None:
-        """Only prompts are cached; the reply comes back as part of the next prompt."""
+    def response(self, segments: Sequence[Segment], now: float = 0.0) -> None:
+        """Only prompts are cached."""
 
 
 # ---- Anthropic -------------------------------------------------------------------------------
 
 
 class AnthropicRule:
-    """Explicit breakpoints: read the longest entry at or up to 20 blocks before a breakpoint;
-    write an entry at every breakpoint of ≥ 1024 tokens (billed from the read point to the last
-    breakpoint)."""
+    """Explicit breakpoints over content blocks, 20-block lookback, 5-minute TTL refreshed on
+    read; writes are billed from the read point to the last cacheable breakpoint."""
 
     name = "anthropic"
+    view: View = "blocks"
 
-    def __init__(self) -> None:
+    def __init__(self, ttl_s: float = ANTHROPIC_TTL_S) -> None:
+        self.ttl_s = ttl_s
         self._root = _Node()
 
-    def request(self, segments: Sequence[Segment], breakpoints: Sequence[int] = ()) -> Served:
+    def request(
+        self, segments: Sequence[Segment], breakpoints: Sequence[int] = (), now: float = 0.0
+    ) -> Served:
         points = sorted({b for b in breakpoints if 0 <= b < len(segments)})
         if len(points) > ANTHROPIC_MAX_BREAKPOINTS:
             raise ValueError(f"{len(points)} breakpoints; Anthropic allows at most 4")
@@ -167,31 +269,30 @@ class AnthropicRule:
             return Served()
         sums = _prefix_tokens(segments)
         matched = _walk(self._root, segments)
-        read = 0
-        for point in points:
-            first = min(point, len(matched) - 1)
-            last = max(point - ANTHROPIC_LOOKBACK_BLOCKS, 0)
-            for block in range(first, last - 1, -1):
-                if matched[block].entry:
-                    read = max(read, sums[block])
-                    break
-        cached_points = [p for p in points if sums[p] >= ANTHROPIC_MIN_TOKENS]
-        if not cached_points:
+        read, at = anthropic_read([n.expires >= now for n in matched], sums, points)
+        if at is not None:
+            matched[at].expires = now + self.ttl_s  # a read refreshes the entry
+        cached = [p for p in points if sums[p] >= ANTHROPIC_MIN_TOKENS]
+        if not cached:
             return Served(read=read)
-        path = _insert(self._root, segments[: cached_points[-1] + 1])
-        for point in cached_points:
-            path[point].entry = True
-        return Served(read=read, write=max(0, sums[cached_points[-1]] - read))
+        path = _insert(self._root, segments[: cached[-1] + 1])
+        for point in cached:
+            path[point].expires = now + self.ttl_s
+        return Served(read=read, write=max(0, sums[cached[-1]] - read))
 
-    def response(self, segments: Sequence[Segment]) -> None:
+    def response(self, segments: Sequence[Segment], now: float = 0.0) -> None:
         """Replies are cached only as part of a later request's prefix."""
 
 
-def make_rule(name: str) -> CacheSimulator:
+def make_rule(
+    name: str, *, interval: int | None = 4096, evict_minutes: float | None = None
+) -> CacheSimulator:
     if name == "deepseek":
-        return DeepSeekRule()
+        return DeepSeekRule(interval)
+    if name == "deepseek-strict":
+        return DeepSeekStrictRule()
     if name == "openai":
-        return OpenAIRule()
+        return OpenAIRule(evict_minutes)
     if name == "anthropic":
         return AnthropicRule()
     raise ConfigError(f"unknown cache rule {name!r}; known rules: {', '.join(RULES)}")
@@ -231,16 +332,21 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 
 def load_prices(overrides: Mapping[str, Any] | None = None) -> dict[str, Price]:
-    """The default price table with ``overrides`` (``{rule: {field: value}}``) applied."""
+    """The default price table with ``overrides`` (``{rule: {field: value}}``) applied;
+    ``deepseek-strict`` bills at the ``deepseek`` price unless it has its own override."""
     prices = dict(DEFAULT_PRICES)
-    for rule, values in (overrides or {}).items():
+    overrides = dict(overrides or {})
+    for rule in overrides:
         if rule not in RULES:
             raise ConfigError(
                 f"prices: unknown cache rule {rule!r}; known rules: {', '.join(RULES)}"
             )
+    for rule in RULES:
+        base = prices.get(rule) or prices["deepseek"]
+        values = overrides.get(rule, {})
         if not isinstance(values, Mapping):
             raise ConfigError(f"prices.{rule} must be a table of fields")
-        merged = {**msgspec.structs.asdict(prices[rule]), **values}
+        merged = {**msgspec.structs.asdict(base), **values}
         try:
             prices[rule] = msgspec.convert(merged, Price)
         except msgspec.ValidationError as exc:

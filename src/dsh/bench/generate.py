@@ -182,6 +182,13 @@ class _Generator:
                 "name": "glob",
                 "arguments": {"pattern": rng.choice(["**/*.py", "tests/*.py", "*.md"])},
             }
+        path = self._shown_file(kind, module, extra)
+        turn.shown.add(path)
+        return {"name": "bash", "arguments": {"command": f"cat {path}"}}
+
+    def _shown_file(self, kind: str, module: str, extra: str | None) -> str:
+        """Write the file a ``bash cat`` step shows (a log, trace or patch); returns its path."""
+        rng, project, sizes = self.rng, self.project, self.spec.sizes
         if kind == "test_log":
             failure = (
                 extra
@@ -213,8 +220,7 @@ class _Generator:
             path = self._new_file("patch", "", text)
         else:
             raise ConfigError(f"scenario {self.spec.name}: unknown step kind {kind!r}")
-        turn.shown.add(path)
-        return {"name": "bash", "arguments": {"command": f"cat {path}"}}
+        return path
 
     def _fill(self, template: str) -> str:
         module, fn, noun = self._pick()
@@ -338,6 +344,7 @@ class _Generator:
                 turn=fact_turn[f.id],
                 query=f.query or f.anchor[: max(4, len(f.anchor) // 2)],
                 question=f.question or f"What is the exact value recorded as {f.id!r}?",
+                paraphrases=f.paraphrases,
                 distractors=f.distractors,
                 distractor_turns=tuple(distractor_turns.get(f.id, ())),
                 supersedes=f.supersedes,

@@ -14,14 +14,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh.agent import Agent
+from dsh.bench.options import OnlineOptions
 from dsh.bench.scenario import PlantedFact, Scenario
 from dsh.bench.scorers import message_text
 from dsh.bench.trace import checkpoint_class
 from dsh.errors import ProviderError
-from dsh.events import Message, TextBlock, ToolResultBlock, ToolSource, UserSource
+from dsh.events import (
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSource,
+    UserSource,
+)
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.retry import stream_with_retry
 from dsh.llm.types import ModelRequest, Provider
@@ -29,9 +37,6 @@ from dsh.recall import RECALL_TOOL_NAMES, HistoryReadTool, HistorySearchTool
 from dsh.surface import Session
 from dsh.tools.base import ToolContext
 from dsh.tools.registry import parse_arguments
-
-if TYPE_CHECKING:
-    from dsh.bench.runner import OnlineOptions
 
 MAX_ROUNDS = 4
 ANSWER_TOKENS = 400
@@ -106,7 +111,6 @@ class HandoffProbe:
                 source=UserSource(),
             )
         )
-        search, read = HistorySearchTool(), HistoryReadTool()
         ctx = ToolContext(
             workspace=Path("."),
             session_id=self.session.id,
@@ -134,33 +138,33 @@ class HandoffProbe:
                 break
             messages.append(reply)
             for call in calls:
-                if call.name in RECALL_TOOL_NAMES:
-                    record.recall_calls += 1
-                    tool = search if call.name == search.name else read
-                    try:
-                        output = await tool.run(
-                            parse_arguments(call.arguments, tool.parameters), ctx
-                        )
-                        text, is_error = output.text, output.is_error
-                    except Exception as exc:  # a bad argument is the model's problem
-                        text, is_error = f"{type(exc).__name__}: {exc}", True
-                    record.recalled_expected |= fact.anchor in text
-                else:
-                    text, is_error = "this tool is not available during the handoff check", True
-                messages.append(
-                    Message(
-                        id=f"probe-result-{call.id}",
-                        role="tool",
-                        content=(
-                            ToolResultBlock(
-                                tool_call_id=call.id, content=(TextBlock(text),), is_error=is_error
-                            ),
-                        ),
-                        source=ToolSource(call_id=call.id),
-                    )
-                )
+                messages.append(await self._answer_call(call, ctx, fact, record))
         record.correct = fact.anchor in record.answer
         record.stale = any(value in record.answer for value in stale)
+
+    async def _answer_call(
+        self, call: ToolCallBlock, ctx: ToolContext, fact: PlantedFact, record: ProbeRecord
+    ) -> Message:
+        """Run a recall tool the model called (any other tool is refused) as a tool result."""
+        if call.name in RECALL_TOOL_NAMES:
+            record.recall_calls += 1
+            search = HistorySearchTool()
+            tool = search if call.name == search.name else HistoryReadTool()
+            try:
+                output = await tool.run(parse_arguments(call.arguments, tool.parameters), ctx)
+                text, is_error = output.text, output.is_error
+            except Exception as exc:  # a bad argument is the model's problem
+                text, is_error = f"{type(exc).__name__}: {exc}", True
+            record.recalled_expected |= fact.anchor in text
+        else:
+            text, is_error = "this tool is not available during the handoff check", True
+        block = ToolResultBlock(tool_call_id=call.id, content=(TextBlock(text),), is_error=is_error)
+        return Message(
+            id=f"probe-result-{call.id}",
+            role="tool",
+            content=(block,),
+            source=ToolSource(call_id=call.id),
+        )
 
     def summary(self) -> dict[str, Any]:
         done = [r for r in self.records if r.error is None]

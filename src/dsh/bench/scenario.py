@@ -34,6 +34,7 @@ from typing import Any, Literal
 import msgspec
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
+from dsh.bench.recall_scores import shares_substring
 from dsh.config import CompactionSettings
 from dsh.errors import ConfigError
 
@@ -51,7 +52,7 @@ StepKind = Literal[
     "app_log",
     "diff",
 ]
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bumped whenever the generator's output for a given spec and seed changes."""
 
 DEFAULT_MIX: dict[str, int] = {
@@ -79,7 +80,10 @@ class FactSpec(_Spec, frozen=True):
     at: float
     """Where in the session, as a share of the turns (0 < at <= 1)."""
     query: str | None = None
-    """A partial or paraphrased ``history_search`` query (a literal fragment)."""
+    """A partial ``history_search`` query: a literal fragment of the anchor, shorter than it."""
+    paraphrases: tuple[str, ...] = ()
+    """Queries in the words a person would use for the fact, each sharing no 8-character
+    substring with the anchor (case-insensitive)."""
     question: str | None = None
     """Online handoff probe: the question whose exact answer is the anchor."""
     say: str | None = None
@@ -154,6 +158,7 @@ class PlantedFact(_Spec, frozen=True):
     """1-based turn the anchor was planted in."""
     query: str
     question: str
+    paraphrases: tuple[str, ...] = ()
     distractors: tuple[str, ...] = ()
     distractor_turns: tuple[int, ...] = ()
     supersedes: str | None = None
@@ -341,6 +346,15 @@ def validate_spec(spec: ScenarioSpec, *, source: str) -> None:
     for fact in spec.facts:
         if not 0 < fact.at <= 1:
             fail(f"fact {fact.id}: at must be in (0, 1]")
+        if fact.query is not None and (fact.query not in fact.anchor or fact.query == fact.anchor):
+            fail(f"fact {fact.id}: query must be a literal part of the anchor, shorter than it")
+        for phrase in fact.paraphrases:
+            shared = shares_substring(phrase, fact.anchor)
+            if shared is not None or not phrase.strip():
+                fail(
+                    f"fact {fact.id}: paraphrase {phrase!r} shares {shared!r} with the anchor; "
+                    "a paraphrase shares no 8-character substring with it"
+                )
         if fact.where in ("file", "edit") and not fact.path:
             fail(f"fact {fact.id}: a {fact.where} fact needs a path")
         if fact.supersedes is not None:

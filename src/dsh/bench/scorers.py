@@ -4,21 +4,22 @@ Each scorer takes plain inputs — the conversation requests in send order, the 
 planted facts, the pass and crossing records — so it can be checked on a hand-made session whose
 right answer is known (``tests/bench/test_scorers.py``).
 
-* ``survival``: share of anchors present verbatim in the final request.
-* ``recall``: ``history_search(query)``, then ``history_read`` of each hit in order; the rank of
-  the first page holding the anchor gives hit@1, hit@5 and MRR (over the first 10 hits).
-* ``superseded_leaks``: a superseded value in a state-class checkpoint (recallable state, basic
-  summary) of a request sent after the superseding message, when no original message of that
-  request still shows the new value. With the new value still verbatim in the tail the old one is
-  only *stale* (a state written before the change; the next pass rewrites it). Index stubs are
-  frozen cards of the slice they cover, so an old value there is history, not a claim that it is
-  current: those are counted apart as ``stub_mentions``.
+* ``survival``: share of anchors present verbatim in the final request; ``survival_split``
+  scores current facts and superseded facts apart (where each superseded value still shows).
+* ``superseded_leaks``: a superseded value in a checkpoint of a request sent after the
+  superseding message, when no original message of that request still shows the new value: in a
+  state-class checkpoint (recallable state, basic summary) always, in an index stub unless the
+  stub marks it as replaced (``marks_replaced``). With the new value still verbatim in the tail
+  the old one is only *stale* (the next pass rewrites it). Marked stub mentions are history,
+  counted apart as ``stub_mentions``.
 * ``stub_stability``: every index stub byte-identical and at the same position in every request
   after the first one that carried it.
 * ``pairing_errors``: the provider-schema rule that every tool call is answered by a tool result
   before the next assistant or user message, and no result answers an unknown call.
-* ``cache_figures``: hit ratio and billed cost over a replayed trace, overall and for the first
-  request after each pass.
+* ``cache_figures``: hit ratio and billed cost over a replayed trace (in the rule's view of each
+  request), overall and for the first request after each pass.
+
+Recall is scored in ``dsh.bench.recall_scores``.
 * ``growth_commits`` and ``passes_per_crossing``: the safety figures.
 """
 
@@ -32,9 +33,7 @@ from typing import Any
 
 from dsh.bench.cache_rules import Price, Served
 from dsh.bench.trace import CallRecord, checkpoint_class
-from dsh.config import RecallSettings
 from dsh.events import (
-    Event,
     Message,
     ReasoningBlock,
     TextBlock,
@@ -43,11 +42,12 @@ from dsh.events import (
 )
 from dsh.llm.cache_sim import message_segment
 from dsh.llm.types import ModelRequest
-from dsh.recall import RecallError, SpanCache, read_checkpoint, search_history
 
-RECALL_DEPTH = 10
-"""Hits read per query when ranking (MRR is MRR@10)."""
-HIT = re.compile(r"\[(c\d+) #msg (\d+)\]")
+REPLACED = re.compile(
+    r"\b(replaced|superseded|no longer|previously|formerly|obsolete|outdated|old value)\b|→|->",
+    re.IGNORECASE,
+)
+"""Words that, on the line of an old value, mark it as replaced."""
 
 
 # ---- text ------------------------------------------------------------------------------------
@@ -104,78 +104,54 @@ def raw_anchors(final: ModelRequest | None, anchors: Iterable[str]) -> set[str]:
     return {anchor for anchor in anchors if anchor in text}
 
 
-# ---- recall ----------------------------------------------------------------------------------
+def marks_replaced(text: str, old: str) -> bool:
+    """Every line of ``text`` naming ``old`` also says it was replaced (``REPLACED``)."""
+    lines = [line for line in text.splitlines() if old in line]
+    return bool(lines) and all(REPLACED.search(line.replace(old, "")) for line in lines)
 
 
-@dataclass(frozen=True, slots=True)
-class RecallScore:
-    ranks: dict[str, int | None]
-    """Per anchor: 1-based rank of the first hit whose page holds it (None: not within 10)."""
-
-    def hit_at(self, k: int) -> float:
-        if not self.ranks:
-            return 0.0
-        return sum(r is not None and r <= k for r in self.ranks.values()) / len(self.ranks)
-
-    @property
-    def mrr(self) -> float:
-        if not self.ranks:
-            return 0.0
-        return sum(1 / r for r in self.ranks.values() if r is not None) / len(self.ranks)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "n": len(self.ranks),
-            "hit1": self.hit_at(1),
-            "hit5": self.hit_at(5),
-            "mrr": self.mrr,
-            "ranks": dict(self.ranks),
-        }
-
-
-def recall_rank(
-    events: Sequence[Event],
-    anchor: str,
-    query: str,
-    *,
-    depth: int = RECALL_DEPTH,
-    settings: RecallSettings | None = None,
-    cache: SpanCache | None = None,
-) -> int | None:
-    """Search like the model would, then read each hit in order until a page holds ``anchor``."""
-    settings = settings or RecallSettings()
-    cache = cache if cache is not None else SpanCache()
-    try:
-        found = search_history(events, query, limit=max(depth, 1), cache=cache)
-    except RecallError:
+def where_shown(final: ModelRequest | None, literal: str) -> str | None:
+    """Where ``literal`` shows in the final request: ``original`` (an original message),
+    ``state`` (a state checkpoint or basic summary), ``stub`` (an index stub, unmarked),
+    ``marked`` (only in stubs that mark it as replaced), ``system``; None when absent."""
+    if final is None:
         return None
-    for rank, (checkpoint, offset) in enumerate(HIT.findall(found.text)[:depth], start=1):
-        try:
-            page = read_checkpoint(
-                events,
-                checkpoint,
-                int(offset),
-                budget_chars=settings.read_budget_chars,
-                cache=cache,
-            )
-        except RecallError:
+    places = []
+    for message in final.messages:
+        text = message_text(message)
+        if literal not in text:
             continue
-        if anchor in page.text:
-            return rank
-    return None
+        kind = checkpoint_class(message)
+        if kind is None:
+            places.append("original")
+        elif kind == "state":
+            places.append("state")
+        else:
+            places.append("marked" if marks_replaced(text, literal) else "stub")
+    for place in ("original", "state", "stub", "marked"):
+        if place in places:
+            return place
+    return "system" if literal in (final.system or "") else None
 
 
-def recall(
-    events: Sequence[Event], targets: Iterable[tuple[str, str]], *, depth: int = RECALL_DEPTH
-) -> RecallScore:
-    """``targets``: (anchor, query) pairs; one shared span cache for all of them."""
-    cache = SpanCache()
-    return RecallScore(
-        {
-            anchor: recall_rank(events, anchor, query, depth=depth, cache=cache)
-            for anchor, query in targets
-        }
-    )
+def survival_split(
+    final: ModelRequest | None, current: Iterable[str], superseded: Iterable[str]
+) -> dict[str, Any]:
+    """Current facts: share verbatim in the final request. Superseded facts: where each old
+    value still shows, and how many show as current (in a state, or an unmarked stub)."""
+    now = survival(final, current)
+    shown = {old: where_shown(final, old) for old in superseded}
+    as_current = [old for old, place in shown.items() if place in ("state", "stub")]
+    return {
+        "current": {"n": len(now.present), "share": now.share, "present": now.present},
+        "superseded": {
+            "n": len(shown),
+            "share": (sum(p is not None for p in shown.values()) / len(shown)) if shown else 0.0,
+            "where": shown,
+            "asCurrent": len(as_current),
+            "asCurrentShare": len(as_current) / len(shown) if shown else 0.0,
+        },
+    }
 
 
 # ---- superseded values -----------------------------------------------------------------------
@@ -194,7 +170,8 @@ class LeakReport:
     """(pair, request) combinations where a state written before the change still names the old
     value while the new one is still verbatim in the tail (the next pass corrects it)."""
     stub_mentions: int = 0
-    """(pair, request) combinations where only an index stub (history) names the old value."""
+    """(pair, request) combinations where only stubs marking it as replaced name the old
+    value."""
     unseen: list[str] = field(default_factory=list)
     """New values never sent (the supersession did not happen within the run)."""
 
@@ -215,9 +192,10 @@ def superseded_leaks(
     requests: Sequence[ModelRequest], pairs: Iterable[tuple[str, str]]
 ) -> LeakReport:
     """``pairs``: (old value, new value). From the first request that carries the new value on,
-    a request *leaks* when a state-class checkpoint names the old value and no original message
-    still shows the new one: the model is told the old value is current and nothing verbatim
-    says otherwise. With the new value still verbatim in the tail it is only *stale*."""
+    a request *leaks* when a state-class checkpoint, or an index stub that does not mark it as
+    replaced, names the old value and no original message still shows the new one: the model is
+    told the old value is current and nothing verbatim says otherwise. With the new value still
+    verbatim in the tail it is only *stale*."""
     report = LeakReport()
     for old, new in pairs:
         report.pairs += 1
@@ -228,11 +206,11 @@ def superseded_leaks(
         for index in range(start, len(requests)):
             messages = requests[index].messages
             classes = {
-                kind
+                "stub" if kind == "index" and not marks_replaced(text, old) else kind
                 for m in messages
-                if (kind := checkpoint_class(m)) is not None and old in message_text(m)
+                if (kind := checkpoint_class(m)) is not None and old in (text := message_text(m))
             }
-            if "state" in classes:
+            if "state" in classes or "stub" in classes:
                 raw_new = any(
                     checkpoint_class(m) is None and new in message_text(m) for m in messages
                 )
@@ -267,32 +245,73 @@ def _first_request_with(requests: Sequence[ModelRequest], literal: str) -> int |
 @dataclass(slots=True)
 class Stability:
     stubs: int = 0
+    rolled_up: int = 0
+    """Stubs that left the surface into a code rollup that carries their footer verbatim."""
+    shifted: int = 0
+    """Stub positions that moved head-ward because a rollup before them replaced several stubs
+    (order kept, bytes kept; the prefix after the rollup is new to the provider's cache)."""
     violations: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "stubs": self.stubs,
+            "rolledUp": self.rolled_up,
+            "shifted": self.shifted,
             "violations": len(self.violations),
             "examples": self.violations[:5],
         }
 
 
+_FOOTER = re.compile(r"\[checkpoint c\d+: [^\]]*\]")
+
+
+def _footer_of(body: str) -> str | None:
+    found = _FOOTER.findall(body)
+    return found[-1] if found else None
+
+
 def stub_stability(requests: Sequence[ModelRequest]) -> Stability:
-    """Every index stub keeps its bytes and its position in every later request."""
+    """Every index stub keeps its bytes and its position in every later request. Two moves are
+    not violations, and are counted instead: a stub that leaves into a rollup checkpoint carrying
+    its footer verbatim (the rollup ladder), and a stub that moves head-ward, order kept, in the
+    request where a rollup before it first appears."""
     report = Stability()
     frozen: dict[str, tuple[int, int, str]] = {}  # message id -> (first request, position, bytes)
     for index, request in enumerate(requests):
         messages = request.messages
-        for stub_id, (first, position, body) in frozen.items():
-            here = messages[position] if position < len(messages) else None
-            if here is None or here.id != stub_id:
-                moved = next((i for i, m in enumerate(messages) if m.id == stub_id), None)
-                where = "gone" if moved is None else f"moved to #{moved}"
+        where_now = {m.id: i for i, m in enumerate(messages)}
+        index_texts = [message_segment(m)[0] for m in messages if checkpoint_class(m) == "index"]
+        retired = {
+            stub_id
+            for stub_id, (_, _, body) in frozen.items()
+            if stub_id not in where_now
+            and (footer := _footer_of(body)) is not None
+            and any(footer in text for text in index_texts)
+        }
+        retired_positions = sorted(frozen[stub_id][1] for stub_id in retired)
+        for stub_id in retired:
+            del frozen[stub_id]
+        report.rolled_up += len(retired)
+        for stub_id, (first, position, body) in list(frozen.items()):
+            here = where_now.get(stub_id)
+            if here is None:
                 report.violations.append(
                     f"request {index}: stub {stub_id} "
-                    f"(first in request {first} at #{position}) {where}"
+                    f"(first in request {first} at #{position}) gone"
                 )
-            elif message_segment(here)[0] != body:
+                continue
+            if here != position:
+                rolled_before = any(p < position for p in retired_positions)
+                if here < position and rolled_before:
+                    report.shifted += 1
+                    frozen[stub_id] = (first, here, body)
+                else:
+                    report.violations.append(
+                        f"request {index}: stub {stub_id} "
+                        f"(first in request {first} at #{position}) moved to #{here}"
+                    )
+                    continue
+            if message_segment(messages[here])[0] != body:
                 report.violations.append(f"request {index}: stub {stub_id} changed its bytes")
         for position, message in enumerate(messages):
             if message.id not in frozen and checkpoint_class(message) == "index":
@@ -338,7 +357,7 @@ def pairing_errors(messages: Sequence[Message]) -> list[str]:
 
 
 def cache_figures(
-    calls: Sequence[CallRecord], served: Sequence[Served], price: Price
+    calls: Sequence[CallRecord], served: Sequence[Served], price: Price, view: str = "messages"
 ) -> dict[str, Any]:
     """Hit ratio (Σ read / Σ input) and billed cost, overall, per purpose, for the first request
     after each pass, and the cumulative hit ratio after each conversation request."""
@@ -350,34 +369,48 @@ def cache_figures(
     for call, hit in zip(calls, served, strict=True):
         if call.purpose == "probe":
             continue
+        size = call.view(view).tokens
         bucket = totals.setdefault(
             call.purpose, {"input": 0, "read": 0, "write": 0, "output": 0, "cost": 0.0}
         )
-        bucket["input"] += call.input_tokens
+        bucket["input"] += size
         bucket["read"] += hit.read
         bucket["write"] += hit.write
         bucket["output"] += call.output_tokens
         bucket["cost"] += price.cost(
-            input_tokens=call.input_tokens,
+            input_tokens=size,
             read=hit.read,
             write=hit.write,
             output_tokens=call.output_tokens,
         )
         read_so_far += hit.read
-        input_so_far += call.input_tokens
+        input_so_far += size
         if call.purpose == "conversation":
             cumulative.append(read_so_far / input_so_far if input_so_far else 0.0)
             if call.first_after:
                 first_read += hit.read
-                first_input += call.input_tokens
+                first_input += size
                 first_count += 1
                 per_pass.append(
                     {
                         "passes": list(call.first_after),
                         "step": call.step,
-                        "hitRatio": hit.read / call.input_tokens if call.input_tokens else 0.0,
+                        "hitRatio": hit.read / size if size else 0.0,
                     }
                 )
+    first = {
+        "requests": first_count,
+        "inputTokens": first_input,
+        "readTokens": first_read,
+        "hitRatio": first_read / first_input if first_input else None,
+        "perRequest": per_pass,
+    }
+    return _cache_summary(totals, first, cumulative)
+
+
+def _cache_summary(
+    totals: dict[str, dict[str, float]], first: dict[str, Any], cumulative: list[float]
+) -> dict[str, Any]:
     all_input = sum(b["input"] for b in totals.values())
     all_read = sum(b["read"] for b in totals.values())
     conversation = totals.get("conversation", {})
@@ -395,13 +428,8 @@ def cache_figures(
         "conversationCost": conversation.get("cost", 0.0),
         "summariserCost": summariser.get("cost", 0.0),
         "summariserInputTokens": int(summariser.get("input", 0)),
-        "firstAfterPass": {
-            "requests": first_count,
-            "inputTokens": first_input,
-            "readTokens": first_read,
-            "hitRatio": first_read / first_input if first_input else None,
-            "perRequest": per_pass,
-        },
+        "summariserReadTokens": int(summariser.get("read", 0)),
+        "firstAfterPass": first,
         "cumulative": cumulative,
     }
 

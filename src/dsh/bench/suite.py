@@ -1,4 +1,4 @@
-"""A whole bench run: scenarios × backends → ``meta.json`` + ``runs/*.json`` + the report."""
+"""A whole bench run: scenarios × arms × seeds → ``meta.json`` + ``runs/*.json`` + the report."""
 
 from __future__ import annotations
 
@@ -10,16 +10,11 @@ from typing import Any, TextIO
 
 import msgspec
 
-from dsh.bench.cache_rules import load_prices
+from dsh.bench.cache_rules import ANTHROPIC_TTL_S, load_prices
+from dsh.bench.jobs import MAX_WORKERS, Job, run_jobs
+from dsh.bench.options import RunOptions
 from dsh.bench.report import versions, write_report
-from dsh.bench.runner import (
-    BACKENDS,
-    MAX_WORKERS,
-    Job,
-    RunOptions,
-    load_scenario,
-    run_jobs,
-)
+from dsh.bench.runner import BACKENDS, load_scenario
 from dsh.bench.scenario import builtin_names
 from dsh.errors import ConfigError
 
@@ -44,61 +39,102 @@ def resolve_backends(names: Sequence[str]) -> list[str]:
     return sorted(dict.fromkeys(flat), key=BACKENDS.index)
 
 
-def default_out(seed: int) -> Path:
+def default_out(seeds: Sequence[int]) -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("bench-results") / f"{stamp}-seed{seed}"
+    return Path("bench-results") / f"{stamp}-seed{'-'.join(str(s) for s in seeds)}"
+
+
+def describe(name: str, seed: int) -> dict[str, Any]:
+    scenario = load_scenario(name, seed)
+    return {
+        "name": scenario.name,
+        "source": name,
+        "description": scenario.description,
+        "specDigest": scenario.spec_digest,
+        "generatorVersion": scenario.version,
+        "window": scenario.window,
+        "turns": len(scenario.turns),
+        "facts": [msgspec.to_builtins(f) for f in scenario.facts],
+    }
+
+
+def run_meta(
+    out: Path,
+    described: Sequence[dict[str, Any]],
+    *,
+    backends: Sequence[str],
+    seeds: Sequence[int],
+    options: RunOptions,
+    headline: str,
+    workers: int,
+) -> dict[str, Any]:
+    """``meta.json``: what the run was configured with (the report's method notes read it)."""
+    prices = load_prices(options.prices)
+    online = msgspec.to_builtins(options.online) if options.online else None
+    return {
+        "runId": out.name,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "seed": seeds[0],
+        "seeds": list(seeds),
+        "mode": "online" if options.online else "offline",
+        "latencyMs": options.latency_ms,
+        "online": online,
+        "cache": {
+            "deepseekInterval": options.cache.deepseek_interval,
+            "openaiEvictMinutes": options.cache.openai_evict_minutes,
+            "stepSeconds": options.cache.step_seconds,
+            "anthropicTtlS": ANTHROPIC_TTL_S,
+        },
+        "backends": list(backends),
+        "scenarioOrder": [d["name"] for d in described],
+        "scenarios": list(described),
+        "headline": headline,
+        "prices": {rule: msgspec.structs.asdict(price) for rule, price in prices.items()},
+        "versions": versions(),
+        "workers": workers,
+    }
 
 
 def run_suite(
     scenarios: Sequence[str],
     backends: Sequence[str],
     *,
-    seed: int,
+    seeds: Sequence[int],
     out: Path,
     options: RunOptions,
     headline: str = "deepseek",
     workers: int = MAX_WORKERS,
     stream: TextIO | None = None,
 ) -> Path:
-    """Run every (scenario, backend), write the run directory, return ``report.md``'s path."""
-    described = []
-    for name in scenarios:  # fail fast on a bad name, before any process starts
-        scenario = load_scenario(name, seed)
-        described.append(
-            {
-                "name": scenario.name,
-                "source": name,
-                "description": scenario.description,
-                "specDigest": scenario.spec_digest,
-                "generatorVersion": scenario.version,
-                "window": scenario.window,
-                "turns": len(scenario.turns),
-                "facts": [msgspec.to_builtins(f) for f in scenario.facts],
-            }
-        )
-    prices = load_prices(options.prices)
+    """Run every (scenario, arm, seed), write the run directory, return ``report.md``'s path."""
+    seeds = list(dict.fromkeys(seeds))
+    # Fail fast on a bad name, before any process starts; every seed must generate.
+    described = [describe(name, seeds[0]) for name in scenarios]
+    for name in scenarios:
+        for seed in seeds[1:]:
+            load_scenario(name, seed)
     out.mkdir(parents=True, exist_ok=True)
     runs_dir = out / "runs"
     runs_dir.mkdir(exist_ok=True)
-    meta: dict[str, Any] = {
-        "runId": out.name,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "seed": seed,
-        "mode": "online" if options.online else "offline",
-        "latencyMs": options.latency_ms,
-        "online": msgspec.to_builtins(options.online) if options.online else None,
-        "backends": list(backends),
-        "scenarioOrder": [d["name"] for d in described],
-        "scenarios": described,
-        "headline": headline,
-        "prices": {rule: msgspec.structs.asdict(price) for rule, price in prices.items()},
-        "versions": versions(),
-        "workers": workers,
-    }
+    meta = run_meta(
+        out,
+        described,
+        backends=backends,
+        seeds=seeds,
+        options=options,
+        headline=headline,
+        workers=workers,
+    )
     (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-    jobs = [Job(name, backend, seed, options) for name in scenarios for backend in backends]
+    many = len(seeds) > 1
+    jobs = [
+        Job(name, backend, seed, options, show_seed=many)
+        for seed in seeds
+        for name in scenarios
+        for backend in backends
+    ]
     for job, result in zip(jobs, run_jobs(jobs, workers=workers, stream=stream), strict=True):
         name = result.get("scenario", job.scenario)
-        path = runs_dir / f"{Path(name).stem}--{job.backend}.json"
+        path = runs_dir / f"{Path(name).stem}--{job.backend}--seed{job.seed}.json"
         path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
     return write_report(out, rule=headline)

@@ -2,10 +2,17 @@
 
 ``Trace`` holds one ``CallRecord`` per model request — conversation calls (through
 ``RecordingProvider``), summariser calls (``RecordingProvider`` around a real summariser's
-provider online; ``SimulatedSummarizer`` offline), and online probe calls — plus the order in
-which requests were sent and replies finished, so every cache rule can be replayed afterwards
-over exactly the same sequence (``replay``). Segments are interned: a message seen in many
-requests is serialised and hashed once, and each request keeps only short keys.
+provider online; ``SimulatedSummarizer`` offline, which records the request that
+``dsh.compaction.model_summarizer.build_summary_request`` builds, the one ``ModelSummarizer``
+sends),
+and online probe calls — plus the order in which requests were sent and replies finished, so
+every cache rule can be replayed afterwards over exactly the same sequence (``replay``).
+
+Each request is kept in two views: one segment per message (DeepSeek, OpenAI) and one segment
+per content block as ``dsh.llm.anthropic`` puts them on the wire, with the breakpoints it marks
+(Anthropic). Segments are interned: a message seen in many requests is serialised and hashed
+once, and each request keeps only short keys. Each call also carries a simulated time: the
+conversation requests sent before it × ``step_seconds``.
 """
 
 from __future__ import annotations
@@ -17,47 +24,65 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dsh.bench.cache_rules import CacheSimulator, Served
-from dsh.compaction.model_summarizer import OUTPUT_TOKEN_SLACK
-from dsh.compaction.prompts import instruction_for
+from dsh.bench.options import STEP_SECONDS
+from dsh.compaction.model_summarizer import build_summary_request
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.events import (
     Event,
     Message,
     ModelSource,
+    ReasoningBlock,
     TextBlock,
     Usage,
-    UserSource,
     encode_json,
     is_compact_checkpoint_source,
 )
+from dsh.llm.anthropic import to_wire_messages
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.cache_sim import Segment, message_segment
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
-from dsh.surface.tokens import system_tokens, tools_tokens
+from dsh.surface.tokens import MESSAGE_OVERHEAD, block_tokens, system_tokens, tools_tokens
 
 CallPurpose = Literal["conversation", "compaction", "probe"]
 STUB_TAG = "<compacted-index-stub>"
+ROLLUP_TAG = "<compacted-rollup>"
+"""A code rollup of the oldest stubs: frozen like a stub, so it counts as one."""
 
 
 def checkpoint_class(message: Message) -> str | None:
-    """``index`` for an index stub, ``state`` for a state checkpoint or a basic summary, None
-    for an ordinary message."""
+    """``index`` for an index stub or a rollup of stubs, ``state`` for a state checkpoint or a
+    basic summary, None for an ordinary message."""
     if not is_compact_checkpoint_source(message.source):
         return None
-    return "index" if STUB_TAG in message.text() else "state"
+    text = message.text()
+    return "index" if STUB_TAG in text or ROLLUP_TAG in text else "state"
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A request as one provider sees it: segments, breakpoints, the last index stub."""
+
+    segments: list[Segment]
+    breakpoints: tuple[int, ...] = ()
+    stub_end: int | None = None
+    """Segment index that ends the last index stub (a what-if breakpoint), None without stubs."""
+
+    @property
+    def tokens(self) -> int:
+        return sum(t for _, t in self.segments)
 
 
 @dataclass(slots=True)
 class CallRecord:
     purpose: CallPurpose
-    segments: list[Segment]
-    breakpoints: tuple[int, ...]
-    """Anthropic cache breakpoints as dsh places them: the system block and the last message."""
-    input_tokens: int
+    messages: View
+    """One segment per message (tools, system, messages)."""
+    blocks: View
+    """One segment per Anthropic content block, with the adapter's breakpoints."""
     step: int
     """Conversation requests sent before this one."""
-    stub_end: int | None = None
-    """Segment index of the last index stub (a what-if breakpoint), None without stubs."""
+    at: float = 0.0
+    """Simulated seconds since the session started."""
     output_tokens: int = 0
     reply: Segment | None = None
     reported: Usage | None = None
@@ -65,14 +90,22 @@ class CallRecord:
     first_after: list[int] = field(default_factory=list)
     """Pass numbers this conversation request is the first request after."""
 
+    @property
+    def input_tokens(self) -> int:
+        return self.messages.tokens
+
+    def view(self, name: str) -> View:
+        return self.blocks if name == "blocks" else self.messages
+
 
 class Trace:
-    def __init__(self) -> None:
+    def __init__(self, *, step_seconds: float = STEP_SECONDS) -> None:
+        self.step_seconds = step_seconds
         self.calls: list[CallRecord] = []
         self.ops: list[tuple[Literal["request", "response"], int]] = []
         self.pending_passes: list[int] = []
         self.conversation_calls = 0
-        self._by_object: dict[int, tuple[Message, Segment]] = {}
+        self._by_object: dict[int, tuple[Message, Segment, list[Segment]]] = {}
         self._keys: dict[bytes, str] = {}
 
     # ---- segments -----------------------------------------------------------------------------
@@ -84,49 +117,90 @@ class Trace:
             key = self._keys[digest] = f"s{len(self._keys)}"
         return key
 
-    def message(self, message: Message) -> Segment:
-        """The interned segment of a message (serialised once per message object)."""
+    def _interned(self, message: Message) -> tuple[Message, Segment, list[Segment]]:
         known = self._by_object.get(id(message))
         if known is not None and known[0] is message:
-            return known[1]
+            return known
         text, tokens = message_segment(message)
-        segment = (self._key(text), tokens)
-        self._by_object[id(message)] = (message, segment)
-        return segment
+        entry = (message, (self._key(text), tokens), self._wire_blocks(message))
+        self._by_object[id(message)] = entry
+        return entry
+
+    def message(self, message: Message) -> Segment:
+        """The interned segment of a message (serialised once per message object)."""
+        return self._interned(message)[1]
+
+    def _wire_blocks(self, message: Message) -> list[Segment]:
+        """The message's Anthropic content blocks (``to_wire_messages``: reasoning and empty
+        text dropped), each with the spec's token count; the message overhead goes on the
+        first block."""
+        wire = to_wire_messages([message])
+        if not wire:
+            return []
+        blocks = [dict(b) for b in wire[0]["content"]]
+        blocks[-1].pop("cache_control", None)
+        kept = [
+            b
+            for b in message.content
+            if not isinstance(b, ReasoningBlock) and not (isinstance(b, TextBlock) and not b.text)
+        ]
+        tokens = [block_tokens(b) for b in kept]
+        if len(tokens) != len(blocks):  # the adapter changed its filter: heuristic per block
+            tokens = [(len(encode_json(b)) + 3) // 4 for b in blocks]
+        tokens[0] += MESSAGE_OVERHEAD
+        role = wire[0]["role"]
+        return [
+            (self._key(f"block:{role}:" + encode_json(b).decode()), n)
+            for b, n in zip(blocks, tokens, strict=True)
+        ]
 
     def segments(self, request: ModelRequest) -> tuple[list[Segment], tuple[int, ...]]:
-        """The request's segments (tools, system, messages) and its Anthropic breakpoints."""
-        return self._segments(request)[:2]
+        """The request's message segments (tools, system, messages) and its Anthropic
+        breakpoints counted in those segments (system block, last message)."""
+        view = self._views(request)[0]
+        return view.segments, view.breakpoints
 
-    def _segments(self, request: ModelRequest) -> tuple[list[Segment], tuple[int, ...], int | None]:
-        segments: list[Segment] = []
+    def _views(self, request: ModelRequest) -> tuple[View, View]:
+        header: list[Segment] = []
         if request.tools:
             text = "tools:" + encode_json(list(request.tools)).decode()
-            segments.append((self._key(text), tools_tokens(request.tools)))
-        breakpoints = []
+            header.append((self._key(text), tools_tokens(request.tools)))
+        system_at = None
         if request.system is not None:
-            segments.append((self._key("system:" + request.system), system_tokens(request.system)))
-            breakpoints.append(len(segments) - 1)
-        first = len(segments)
-        segments.extend(self.message(m) for m in request.messages)
+            header.append((self._key("system:" + request.system), system_tokens(request.system)))
+            system_at = len(header) - 1
+        interned = [self._interned(m) for m in request.messages]
+        messages = [*header, *(entry[1] for entry in interned)]
+        blocks = list(header)
+        stub_block = stub_message = None
+        for index, (message, _, wire) in enumerate(interned):
+            blocks.extend(wire)
+            if checkpoint_class(message) == "index":
+                stub_message = len(header) + index
+                stub_block = len(blocks) - 1 if wire else stub_block
+        points = [system_at] if system_at is not None else []
         if request.messages:
-            breakpoints.append(len(segments) - 1)
-        stubs = [i for i, m in enumerate(request.messages) if checkpoint_class(m) == "index"]
-        stub_end = first + stubs[-1] if stubs else None
-        return segments, tuple(dict.fromkeys(breakpoints)), stub_end
+            points.append(len(messages) - 1)
+        # The adapter marks the system block only when the system prompt is not empty.
+        block_points = [system_at] if system_at is not None and request.system else []
+        if len(blocks) > len(header):
+            block_points.append(len(blocks) - 1)
+        return (
+            View(messages, tuple(dict.fromkeys(points)), stub_message),
+            View(blocks, tuple(dict.fromkeys(block_points)), stub_block),
+        )
 
     # ---- calls --------------------------------------------------------------------------------
 
     def begin(self, request: ModelRequest, purpose: CallPurpose | None = None) -> int:
-        segments, breakpoints, stub_end = self._segments(request)
+        messages, blocks = self._views(request)
         kind: CallPurpose = purpose or request.purpose
         record = CallRecord(
             purpose=kind,
-            segments=segments,
-            breakpoints=breakpoints,
-            input_tokens=sum(t for _, t in segments),
+            messages=messages,
+            blocks=blocks,
             step=self.conversation_calls,
-            stub_end=stub_end,
+            at=self.conversation_calls * self.step_seconds,
         )
         if kind == "conversation":
             record.first_after, self.pending_passes = self.pending_passes, []
@@ -144,21 +218,23 @@ class Trace:
         self.ops.append(("response", index))
 
     def replay(self, rule: CacheSimulator, *, stub_breakpoint: bool = False) -> list[Served]:
-        """Serve every recorded request (probe calls aside) through ``rule`` in send order;
-        ``stub_breakpoint`` adds a breakpoint after the last index stub (a what-if for
-        Anthropic: dsh marks only the system block and the last message)."""
+        """Serve every recorded request (probe calls aside) through ``rule`` in send order, in
+        the rule's view, at each call's simulated time; ``stub_breakpoint`` adds a breakpoint
+        after the last index stub (a what-if: dsh marks only the system block and the last
+        message)."""
         served: list[Served] = [Served()] * len(self.calls)
         for op, index in self.ops:
             record = self.calls[index]
             if record.purpose == "probe":  # measurement, not part of the session
                 continue
+            view = record.view(rule.view)
             if op == "request":
-                points = record.breakpoints
-                if stub_breakpoint and record.stub_end is not None:
-                    points = tuple(sorted({*points, record.stub_end}))
-                served[index] = rule.request(record.segments, points)
+                points = view.breakpoints
+                if stub_breakpoint and view.stub_end is not None:
+                    points = tuple(sorted({*points, view.stub_end}))
+                served[index] = rule.request(view.segments, points, record.at)
             elif record.reply is not None:
-                rule.response([*record.segments, record.reply])
+                rule.response([*record.messages.segments, record.reply], record.at)
         return served
 
 
@@ -194,26 +270,6 @@ class RecordingProvider:
         self.trace.end(index, reply, assembler.usage)
 
 
-def summary_request(task: SummaryTask, provider: str, model: str) -> ModelRequest:
-    """The request ``ModelSummarizer`` sends for ``task`` (same system, tools, messages, and
-    instruction), so an offline run can bill what a model summariser would be sent."""
-    instruction = Message(
-        id="compaction-instruction",
-        role="user",
-        content=(TextBlock(text=instruction_for(task)),),
-        source=UserSource(),
-    )
-    return ModelRequest(
-        provider=provider,
-        model=model,
-        system=task.system,
-        tools=task.tools,
-        messages=(*task.messages, instruction),
-        params={"max_tokens": task.max_tokens * OUTPUT_TOKEN_SLACK},
-        purpose="compaction",
-    )
-
-
 class SimulatedSummarizer:
     """Offline summariser: the text comes from ``inner`` (extractive), while the trace records
     the model call a ``ModelSummarizer`` would have made for the same task, and each call waits
@@ -235,9 +291,13 @@ class SimulatedSummarizer:
         self.name = inner.name
         self.model = inner.model
         self._model = model
+        self.requests: list[ModelRequest] = []
+        """Every request billed, as built."""
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        index = self.trace.begin(summary_request(task, self.provider, self._model))
+        request = build_summary_request(task, provider=self.provider, model=self._model)
+        self.requests.append(request)
+        index = self.trace.begin(request)
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         output = await self.inner.summarize(task)

@@ -1,10 +1,10 @@
 """``dsh bench``: measure compaction backends on generated long sessions (docs: bench.md).
 
-``dsh bench run`` drives each scenario through the real agent loop once per backend (scripted
-model, extractive summariser, simulated provider caches) in parallel processes and writes a run
-directory with ``report.md``, ``results.json`` and PNG plots; ``dsh bench report DIR`` rewrites
-the report from a run directory; ``list`` and ``generate`` show the scenarios and the concrete
-sessions they generate.
+``dsh bench run`` drives each scenario through the real agent loop once per arm and seed
+(scripted model, extractive summariser, simulated provider caches) in parallel processes and
+writes a run directory with ``report.md``, ``results.json`` and PNG plots; ``dsh bench report
+DIR`` rewrites the report from a run directory; ``list`` and ``generate`` show the scenarios
+and the concrete sessions they generate.
 """
 
 from __future__ import annotations
@@ -18,15 +18,25 @@ import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
 from dsh.bench.cache_rules import RULES
 from dsh.bench.generate import generate
+from dsh.bench.jobs import MAX_WORKERS
+from dsh.bench.options import (
+    DEEPSEEK_INTERVAL,
+    DEFAULT_SEEDS,
+    STEP_SECONDS,
+    CacheOptions,
+    OnlineOptions,
+    RunOptions,
+)
 from dsh.bench.report import write_report
-from dsh.bench.runner import MAX_WORKERS, OnlineOptions, RunOptions
+from dsh.bench.runner import BACKENDS
 from dsh.bench.scenario import iter_builtin_specs, load_spec, to_jsonl
 from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, run_suite
 from dsh.cli import context
+from dsh.config import load_settings
 from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS
 
-DEFAULT_SEED = 7
+DEFAULT_SEED = DEFAULT_SEEDS[0]
 
 
 @click.group("bench", cls=context.DshGroup)
@@ -76,9 +86,9 @@ def generate_command(scenario: str, seed: int, out: Path | None) -> None:
     "--backend",
     "backends",
     multiple=True,
-    default=("off,basic,recallable",),
+    default=(",".join(BACKENDS),),
     show_default=True,
-    help="Backends to compare (comma-separated).",
+    help="Arms to compare (comma-separated); basic+recall is basic with the recall tools.",
 )
 @click.option(
     "--provider-cache",
@@ -88,12 +98,20 @@ def generate_command(scenario: str, seed: int, out: Path | None) -> None:
     show_default=True,
     help="Cache rule and prices for the summary (all are computed).",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--seed",
+    "seeds",
+    type=int,
+    multiple=True,
+    default=DEFAULT_SEEDS,
+    show_default=True,
+    help="Seeds (repeat the option); the headline tables show every seed side by side.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Run directory (default: bench-results/<time>-seed<N>).",
+    help="Run directory (default: bench-results/<time>-seed<N>-<M>).",
 )
 @click.option(
     "--jobs",
@@ -116,9 +134,43 @@ def generate_command(scenario: str, seed: int, out: Path | None) -> None:
     default=None,
     help="YAML {rule: {input, output, cache_read, cache_write}} overrides.",
 )
+@click.option(
+    "--deepseek-interval",
+    default=str(DEEPSEEK_INTERVAL),
+    show_default=True,
+    help="DeepSeek rule (c): tokens between fixed-interval cache units, or 'off' "
+    "(undocumented by DeepSeek; the report shows the sensitivity).",
+)
+@click.option(
+    "--openai-evict-minutes",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    help="OpenAI rule: evict a cached prefix unused for this many simulated minutes.",
+)
+@click.option(
+    "--step-seconds",
+    type=click.FloatRange(min=0.0),
+    default=STEP_SECONDS,
+    show_default=True,
+    help="Simulated seconds between conversation requests (for TTLs and eviction).",
+)
 @click.option("--online", is_flag=True, help="Real summariser + handoff probe (needs an API key).")
-@click.option("--provider", default="deepseek", show_default=True, help="Online: provider.")
-@click.option("--model", default=None, help="Online: summariser and probe model.")
+@click.option(
+    "--provider", default=None, help="Online: provider (default: [provider] name of the config)."
+)
+@click.option(
+    "--model", default=None, help="Online: summariser and probe model (default: [provider] model)."
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="Online: endpoint, e.g. an OpenAI-compatible server (default: [provider] base_url).",
+)
+@click.option(
+    "--api-key-env",
+    default=None,
+    help="Online: environment variable holding the key (default: the provider's own).",
+)
 @click.option(
     "--questions",
     type=click.IntRange(1, 20),
@@ -130,53 +182,106 @@ def run_command(
     scenarios: tuple[str, ...],
     backends: tuple[str, ...],
     headline: str,
-    seed: int,
+    seeds: tuple[int, ...],
     out: Path | None,
     jobs: int,
     latency_ms: int,
     prices_file: Path | None,
+    deepseek_interval: str,
+    openai_evict_minutes: float | None,
+    step_seconds: float,
     online: bool,
-    provider: str,
+    provider: str | None,
     model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
     questions: int,
 ) -> None:
-    """Run scenarios × backends through the real loop and write the report."""
-    prices: dict[str, object] = {}
-    if prices_file is not None:
-        try:
-            prices = yaml.safe_load(prices_file.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{prices_file}: cannot read prices: {exc}") from exc
-        if not isinstance(prices, dict):
-            raise ConfigError(f"{prices_file}: prices must be a table of rules")
+    """Run scenarios × arms × seeds through the real loop and write the report."""
     online_options = None
     if online:
-        known = KNOWN_PROVIDERS.get(provider)
-        if known is None:
-            raise ConfigError(f"unknown provider {provider!r}; known: {', '.join(KNOWN_PROVIDERS)}")
-        if known.key_required and not os.environ.get(known.key_env):
-            click.echo(
-                f"dsh bench: online mode skipped: {known.key_env} is not set. Set it to run the "
-                "real summariser and the handoff probe; `dsh bench run` without --online needs "
-                "no key.",
-                err=True,
-            )
+        online_options = _online_options(provider, model, base_url, api_key_env, questions)
+        if online_options is None:
             return
-        online_options = OnlineOptions(
-            provider=provider, model=model or known.default_model or "", questions=questions
-        )
-    options = RunOptions(latency_ms=latency_ms, prices=prices, online=online_options)
-    chosen = resolve_scenarios(scenarios)
+    cache = CacheOptions(
+        deepseek_interval=_interval(deepseek_interval),
+        openai_evict_minutes=openai_evict_minutes,
+        step_seconds=step_seconds,
+    )
+    options = RunOptions(
+        latency_ms=latency_ms, prices=_prices(prices_file), online=online_options, cache=cache
+    )
+    chosen_seeds = list(seeds) or list(DEFAULT_SEEDS)
     report = run_suite(
-        chosen,
+        resolve_scenarios(scenarios),
         resolve_backends(backends),
-        seed=seed,
-        out=out or default_out(seed),
+        seeds=chosen_seeds,
+        out=out or default_out(chosen_seeds),
         options=options,
         headline=headline,
         workers=jobs,
     )
     click.echo(f"report: {report}")
+
+
+def _interval(value: str) -> int | None:
+    if value.strip().lower() == "off":
+        return None
+    try:
+        interval = int(value)
+    except ValueError:
+        interval = 0
+    if interval < 64:
+        raise ConfigError(f"--deepseek-interval must be 'off' or at least 64 tokens, got {value!r}")
+    return interval
+
+
+def _prices(prices_file: Path | None) -> dict[str, object]:
+    if prices_file is None:
+        return {}
+    try:
+        prices = yaml.safe_load(prices_file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{prices_file}: cannot read prices: {exc}") from exc
+    if not isinstance(prices, dict):
+        raise ConfigError(f"{prices_file}: prices must be a table of rules")
+    return prices
+
+
+def _online_options(
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    questions: int,
+) -> OnlineOptions | None:
+    """Flags over the ``[provider]`` config; None (with a message) when the key is missing."""
+    configured = load_settings().provider
+    name = provider or configured.name
+    known = KNOWN_PROVIDERS.get(name)
+    if known is None:
+        raise ConfigError(f"unknown provider {name!r}; known: {', '.join(KNOWN_PROVIDERS)}")
+    same = name == configured.name
+    key_env = api_key_env or known.key_env
+    has_key = bool(os.environ.get(key_env)) or (same and configured.api_key is not None)
+    if known.key_required and not has_key:
+        click.echo(
+            f"dsh bench: online mode skipped: {key_env} is not set. Set it to run the "
+            "real summariser and the handoff probe; `dsh bench run` without --online needs "
+            "no key.",
+            err=True,
+        )
+        return None
+    chosen = model or (configured.model if same else None) or known.default_model
+    if not chosen:
+        raise ConfigError(f"provider {name!r} needs a model: pass --model or set provider.model")
+    return OnlineOptions(
+        provider=name,
+        model=chosen,
+        questions=questions,
+        base_url=base_url or (configured.base_url if same else None),
+        api_key_env=key_env,
+    )
 
 
 @bench.command("report")

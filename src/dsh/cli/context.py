@@ -8,10 +8,22 @@ from pathlib import Path
 import click
 
 from dsh.config import Settings, dsh_home, load_settings
-from dsh.errors import ConfigError, DshError, UsageError
+from dsh.errors import ConfigError, DshError, SessionNotFoundError, UsageError
+from dsh.events import SessionWorkspace
 from dsh.store import EventStore, open_store, resolve_session_id
+from dsh.surface import Session
 
-__all__ = ["DshGroup", "cwd", "fail", "resolve_session_id", "settings", "store", "warn"]
+__all__ = [
+    "DshGroup",
+    "cwd",
+    "fail",
+    "record_workspace",
+    "resolve_session_id",
+    "session_workspace",
+    "settings",
+    "store",
+    "warn",
+]
 
 
 class DshGroup(click.Group):
@@ -48,3 +60,30 @@ def fail(exc: DshError) -> None:
 
 def cwd() -> Path:
     return Path.cwd()
+
+
+def session_workspace(store_: EventStore, session_id: str | None, override: Path | None) -> Path:
+    """Where tools run: ``--cwd`` if given, else a resumed session's own recorded workspace
+    (which must still exist), else the current directory."""
+    if override is not None:
+        return override.resolve()
+    if session_id is None:
+        return cwd().resolve()
+    header = next((h for h in store_.list() if h.id == session_id), None)
+    if header is None:
+        raise SessionNotFoundError(f"no session {session_id!r} (see `dsh sessions list --all`)")
+    recorded = Path(header.cwd)
+    if not recorded.is_dir():
+        raise UsageError(
+            f"session {session_id} ran in {recorded}, which is no longer a directory; "
+            "pass --cwd DIR to run its tools elsewhere"
+        )
+    return recorded
+
+
+def record_workspace(session: Session, workspace: Path) -> None:
+    """Log a ``session/workspace`` event when tools will run outside the recorded workspace."""
+    recorded = session.header.cwd
+    if str(workspace) != recorded:
+        session.append(SessionWorkspace(cwd=str(workspace), recorded=recorded))
+        warn(f"session {session.id} ran in {recorded}; its tools now run in {workspace} (--cwd)")

@@ -1,23 +1,93 @@
-"""The ``dsh`` command: parsing only; each group lives in its own module."""
+"""The ``dsh`` command: parsing only; each group lives in its own module.
+
+Command groups load lazily: ``dsh --help`` and ``dsh --version`` import none of them (the web
+server, the bench, YAML and the store stay unloaded); running a command imports only its module.
+The one-line summaries in ``--help`` come from ``COMMANDS`` so that listing needs no import;
+a test checks each against the command's own docstring.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
+from pathlib import Path
 
 import click
 
-from dsh import __version__
-from dsh.cli import context
-from dsh.cli.bench import bench
-from dsh.cli.compact import compact
-from dsh.cli.demo import demo
-from dsh.cli.recall import recall
-from dsh.cli.run import run
-from dsh.cli.sessions import sessions
-from dsh.cli.web import web
+from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
+from dsh.errors import DshError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": (
+        "dsh.cli.bench:bench",
+        "Measure compaction honestly: cost, cache hits and what the model can still use.",
+    ),
+    "compact": (
+        "dsh.cli.compact:compact",
+        "Compact a stored, idle session and print what happened.",
+    ),
+    "demo": (
+        "dsh.cli.demo:demo",
+        "Run a scripted coding session (no API key needed) and print what happened.",
+    ),
+    "recall": (
+        "dsh.cli.recall:recall",
+        "Search and read compacted history, as the model's recall tools do.",
+    ),
+    "run": (
+        "dsh.cli.run:run",
+        "Run prompts headless and print each turn's final answer, then the session id.",
+    ),
+    "sessions": ("dsh.cli.sessions:sessions", "List, show and export stored sessions."),
+    "trust": (
+        "dsh.cli.trust:trust",
+        "Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen "
+        "approval, the provider endpoint and the summariser provider.",
+    ),
+    "web": ("dsh.cli.web:web", "Serve the browser client for your sessions on this machine."),
+}
+"""name -> ("module:attribute", the first sentence of its help, which ``--help`` shortens)."""
 
 
-@click.group(cls=context.DshGroup, invoke_without_command=True)
+def load_command(name: str) -> click.Command:
+    target, _ = COMMANDS[name]
+    module, attribute = target.split(":")
+    command = getattr(importlib.import_module(module), attribute)
+    assert isinstance(command, click.Command)
+    return command
+
+
+class LazyGroup(click.Group):
+    """The root group: commands import on first use; a DshError prints as one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.add_command(load_command(cmd_name), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [
+            (name, click.Command(name, help=summary).get_short_help_str(limit))
+            for name, (_, summary) in sorted(COMMANDS.items())
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except DshError as exc:
+            from dsh.cli.context import fail
+
+            fail(exc)
+            return None  # pragma: no cover - fail exits
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="dsh")
 @click.option(
     "--resume",
@@ -27,8 +97,14 @@ from dsh.cli.web import web
     metavar="[ID]",
     help="Open the terminal UI on a session: the newest one here, or ID (a unique prefix works).",
 )
+@click.option(
+    "--cwd",
+    "workspace_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
+)
 @click.pass_context
-def cli(ctx: click.Context, resume: str | None) -> None:
+def cli(ctx: click.Context, resume: str | None, workspace_dir: Path | None) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
     With no command, dsh opens the terminal UI in the current directory. Every interaction is
@@ -37,18 +113,9 @@ def cli(ctx: click.Context, resume: str | None) -> None:
     if ctx.invoked_subcommand is None:
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 
-        launch(resume, False)
-    elif resume is not None:
-        raise click.UsageError("--resume opens the terminal UI; it takes no command")
-
-
-cli.add_command(sessions)
-cli.add_command(run)
-cli.add_command(demo)
-cli.add_command(compact)
-cli.add_command(recall)
-cli.add_command(web)
-cli.add_command(bench)
+        launch(resume, False, workspace_dir)
+    elif resume is not None or workspace_dir is not None:
+        raise click.UsageError("--resume and --cwd open the terminal UI; they take no command")
 
 
 class _OneLine(logging.Formatter):

@@ -28,6 +28,13 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
 @click.argument("prompts", nargs=-1)
 @click.option("--session", "session_id", help="Continue this session instead of starting one.")
 @click.option(
+    "--cwd",
+    "workspace_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Run tools in this directory (default: the current one, or a resumed session's own "
+    "recorded workspace).",
+)
+@click.option(
     "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
 )
 @click.option("--model", help="Model name (defaults per provider).")
@@ -55,6 +62,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
 def run(
     prompts: tuple[str, ...],
     session_id: str | None,
+    workspace_dir: Path | None,
     provider: str | None,
     model: str | None,
     base_url: str | None,
@@ -90,16 +98,21 @@ def run(
         overrides["compaction"]["backend"] = compaction
     if summarizer is not None:
         overrides["compaction"]["summarizer"] = summarizer
-    settings = load_settings(overrides=overrides)
+    store = context.store()
+    resumed = None
+    if session_id is not None:
+        resumed = context.resolve_session_id(store, session_id)
+    workspace = context.session_workspace(store, resumed, workspace_dir)
+    settings = load_settings(cwd=workspace, overrides=overrides)
     store = context.store(settings)
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
     if route.notice is not None:
         context.warn(route.notice)
     wiring = wire(settings, route)
     policy = approval_policy(settings, yes=yes, allow=allowed)
-    workspace = context.cwd().resolve()
-    if session_id is not None:
-        session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
+    if resumed is not None:
+        session = Session.open(store, resumed, writable=True)
+        context.record_workspace(session, workspace)
     else:
         session = Session.create(store, cwd=workspace)
     for warning in session.warnings:

@@ -1,4 +1,5 @@
-"""``dsh sessions list|show|export``: read stored sessions (never writes, never blocks)."""
+"""``dsh sessions list|show|export|stats``: read stored sessions (never writes, never blocks);
+``dsh sessions repair`` salvages a corrupt log into a copy (see :mod:`dsh.store.salvage`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import click
 
 from dsh.cli import context
 from dsh.compaction.recallable import checkpoint_kind
-from dsh.config import dsh_home
+from dsh.config import dsh_home, trusted_directories
+from dsh.errors import UsageError
 from dsh.events import encode_event, event_type_of, surface_message
 from dsh.interop import export_upstream, import_upstream
+from dsh.store import JsonlStore
 from dsh.store.base import encode_header
+from dsh.store.salvage import salvage_session
 from dsh.surface import Session
+from dsh.surface.projection import first_refused
 from dsh.transcript import render_human_transcript, render_markdown, render_message
 from dsh.transcript.stats import render_stats, session_stats
 
@@ -28,15 +33,24 @@ def sessions() -> None:
 def list_sessions(show_all: bool) -> None:
     """List sessions started in the current directory (oldest first)."""
     here = str(context.cwd())
-    headers = [h for h in context.store().list() if show_all or h.cwd == here]
+    store = context.store()
+    headers = [h for h in store.list() if show_all or h.cwd == here]
+    trusted = set(trusted_directories())
     if not headers:
         scope = "" if show_all else f" in {here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
-        return
     for header in headers:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created_at / 1000))
         where = f"  {header.cwd}" if show_all else ""
-        click.echo(f"{header.id}  {created}{where}")
+        trust = "  [trusted]" if header.cwd in trusted else ""
+        click.echo(f"{header.id}  {created}{where}{trust}")
+    for bad in store.unreadable():  # their workspace is unknown: listed everywhere
+        line = f" (line {bad.line})" if bad.line is not None else ""
+        hint = f"(try `dsh sessions repair {bad.id}`)"
+        click.echo(f"{bad.id}  UNREADABLE{line}: {bad.reason}  {hint}")
+    if not show_all:
+        state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"
+        click.echo(f"workspace {here}: {state}")
 
 
 VIEWS = ("transcript", "surface", "events")
@@ -112,6 +126,20 @@ def stats(session_id: str) -> None:
     session = _open(session_id)
     click.echo(f"session {session.id}")
     click.echo(render_stats(session_stats(session.events)))
+
+
+@sessions.command("repair")
+@click.argument("session_id")
+def repair(session_id: str) -> None:
+    """Salvage a corrupt JSONL log: copy it aside, keep its valid prefix, say what was dropped."""
+    store = context.store()
+    if not isinstance(store, JsonlStore):
+        raise UsageError("dsh sessions repair works on the jsonl store (store.backend = jsonl)")
+    report = salvage_session(
+        store, context.resolve_session_id(store, session_id), validate=first_refused
+    )
+    for line in report.lines():
+        click.echo(line)
 
 
 def _open(session_id: str) -> Session:

@@ -14,10 +14,13 @@ The lead wires it from ``dsh.cli.main``::
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from dsh.cli import context
+from dsh.config import load_settings
 from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import EventStore
+from dsh.surface import Session
 
 
 def latest_session_id(store: EventStore, cwd: str) -> str:
@@ -28,22 +31,30 @@ def latest_session_id(store: EventStore, cwd: str) -> str:
     return max(headers, key=lambda h: (h.created_at, h.id)).id
 
 
-def launch(resume: str | None, new: bool) -> None:
-    """Run the terminal UI until the person quits; exits with the app's return code."""
+def launch(resume: str | None, new: bool, workspace_dir: Path | None = None) -> None:
+    """Run the terminal UI until the person quits; exits with the app's return code.
+
+    A resumed session runs its tools in its own recorded workspace unless ``workspace_dir``
+    (``--cwd``) says otherwise; that choice is logged (``session/workspace``)."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
 
     if new and resume is not None:
         raise UsageError("--new and --resume cannot be combined")
-    settings = context.settings()
-    store = context.store(settings)
-    workspace = context.cwd().resolve()
+    store = context.store()
+    here = (workspace_dir or context.cwd()).resolve()
     session_id: str | None = None
     if resume is not None:
         session_id = (
             context.resolve_session_id(store, resume)
             if resume
-            else latest_session_id(store, str(workspace))
+            else latest_session_id(store, str(here))
         )
+    workspace = context.session_workspace(store, session_id, workspace_dir)
+    settings = load_settings(cwd=workspace)
+    store = context.store(settings)
+    if session_id is not None and workspace_dir is not None:
+        with Session.open(store, session_id, writable=True) as session:
+            context.record_workspace(session, workspace)
     app = DshApp(TuiOptions(settings=settings, store=store, workspace=workspace, resume=session_id))
     app.run()
     if app.return_code:

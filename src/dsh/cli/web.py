@@ -1,12 +1,15 @@
 """``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]``: the browser client.
 
-Prints the launch URL (with its access token) and serves until Ctrl-C. Binding anything but a
-loopback address needs an explicit ``--token``.
+Prints the launch URL (with its access token) and serves until Ctrl-C. The token can come from
+``DSH_WEB_TOKEN`` instead of ``--token`` (a flag is visible to everyone in ``ps``). Binding
+anything but a loopback address needs an explicit token of at least 32 characters. A loopback
+server answers only to its own ``Host`` names (no DNS rebinding).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import webbrowser
 from pathlib import Path
@@ -19,7 +22,14 @@ from dsh.cli import context
 from dsh.config import load_settings
 from dsh.errors import ConfigError, DshError
 from dsh.web.app import create_app
-from dsh.web.auth import WEAK_TOKEN_CHARS, check_bind, check_token_text, new_token
+from dsh.web.auth import (
+    WEAK_TOKEN_CHARS,
+    check_bind,
+    check_token_text,
+    is_loopback,
+    loopback_hosts,
+    new_token,
+)
 from dsh.web.server import bind_socket, make_server, url_host
 from dsh.web.sessions import SessionRegistry, WebRuntime
 
@@ -28,7 +38,12 @@ from dsh.web.sessions import SessionRegistry, WebRuntime
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=3080, show_default=True)
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
-@click.option("--token", default=None, help="Access token (default: a random one).")
+@click.option(
+    "--token",
+    default=None,
+    help="Access token (default: $DSH_WEB_TOKEN, else a random one). Prefer the variable: "
+    "a flag shows in `ps`.",
+)
 @click.option("--provider", default=None, help="Provider for new turns (as for `dsh run`).")
 @click.option("--model", default=None, help="Model name (defaults per provider).")
 @click.option(
@@ -61,11 +76,15 @@ def _serve(
     model: str | None,
     script: Path | None,
 ) -> None:
+    if token is None:
+        token = os.environ.get("DSH_WEB_TOKEN") or None
     if token is not None:
         check_token_text(token)
         if len(token) < WEAK_TOKEN_CHARS:
-            context.warn(f"--token is shorter than {WEAK_TOKEN_CHARS} characters; easy to guess")
-    check_bind(host, explicit_token=token is not None)
+            context.warn(
+                f"the web token is shorter than {WEAK_TOKEN_CHARS} characters; easy to guess"
+            )
+    check_bind(host, explicit_token=token is not None, token=token)
     overrides: dict[str, dict[str, Any]] = {"provider": {}}
     if provider is not None:
         overrides["provider"]["name"] = provider
@@ -85,8 +104,10 @@ def _serve(
     )
     registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve())
     secret = token or new_token()
-    app = create_app(registry, token=secret)
     sock = bind_socket(host, port)
+    bound = sock.getsockname()[1]
+    hosts = loopback_hosts(host, bound) if is_loopback(host) else None
+    app = create_app(registry, token=secret, allowed_hosts=hosts)
     url = f"http://{url_host(host)}:{sock.getsockname()[1]}/?token={secret}"
     click.echo(f"dsh web: open {url}")
     click.echo("dsh web: Ctrl-C stops the server", err=True)

@@ -18,7 +18,7 @@ from dsh.compaction.basic import BasicBackend
 from dsh.compaction.commands import NOTHING_TO_COMPACT, run_compact_command
 from dsh.compaction.engine import CompactionEngine
 from dsh.compaction.extractive import ExtractiveSummarizer
-from dsh.compaction.model_summarizer import ModelSummarizer
+from dsh.compaction.model_summarizer import ModelSummarizer, build_summary_request
 from dsh.compaction.pruner import prune_tool_results
 from dsh.compaction.recallable import RecallableBackend
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
@@ -43,7 +43,12 @@ def make_summarizer(
             f"compaction.summarizer {settings.summarizer!r} needs a provider; "
             "use --summarizer extractive to compact without one"
         )
-    return ModelSummarizer(provider, model or settings.summarizer, history=history)
+    return ModelSummarizer(
+        provider,
+        model or settings.summarizer,
+        history=history,
+        timeout_s=settings.summarizer_timeout_s,
+    )
 
 
 def make_backend(settings: CompactionSettings, summarizer: Summarizer) -> CompactionBackend | None:
@@ -73,6 +78,7 @@ __all__ = [
     "Summarizer",
     "SummaryOutput",
     "SummaryTask",
+    "build_summary_request",
     "make_backend",
     "make_summarizer",
     "prune_tool_results",

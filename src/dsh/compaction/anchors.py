@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 KINDS = ("error", "path", "id", "value", "config", "quoted")
@@ -267,27 +268,54 @@ def trim(text: str) -> str:
 
 
 def rarest_anchors(
-    slice_text: str, corpus_texts: Sequence[str], *, limit: int = 12
+    slice_text: str,
+    corpus_texts: Sequence[str] = (),
+    *,
+    limit: int = 12,
+    counts: Callable[[str], int] | None = None,
 ) -> list[Anchor]:
     """The slice's anchors, rarest first, at most ``limit``.
 
-    Rarity is the number of occurrences of the anchor's text across ``corpus_texts`` (the whole
+    Rarity is ``counts(text)`` when given (an ``AnchorIndex`` of the session: O(the slice)),
+    else the number of occurrences of the anchor's text across ``corpus_texts`` (the whole
     session; the slice alone when empty). Ties go by kind order, then by first occurrence in the
     slice, so the result depends on the corpus only through those counts. A slice with more than
     ``MAX_CANDIDATES`` anchors competes with the first and last ``MAX_CANDIDATES // 2``.
     """
-    # NUL never occurs in an anchor, so no count straddles two corpus texts.
-    corpus = "\0".join(corpus_texts or (slice_text,))
+    if counts is None:
+        # NUL never occurs in an anchor, so no count straddles two corpus texts.
+        counts = "\0".join(corpus_texts or (slice_text,)).count
     candidates = extract_anchors(slice_text)
     if len(candidates) > MAX_CANDIDATES:  # a huge slice: its head and its tail
         half = MAX_CANDIDATES // 2
         candidates = candidates[:half] + candidates[-half:]
     ranked = []
     for position, anchor in enumerate(candidates):
-        count = corpus.count(anchor.text)
+        count = counts(anchor.text)
         ranked.append((count, _kind_rank(anchor.kind), position, anchor))
     ranked.sort(key=lambda item: item[:3])
     return [item[3] for item in ranked[:limit]]
+
+
+class AnchorIndex:
+    """How many texts of a session mention each anchor, kept incrementally: each text is
+    scanned once, when it is added, so a later lookup costs O(1) however long the log is.
+
+    ``count(text)`` is the number of added texts in which ``text`` was extracted as an anchor;
+    like the substring count it ranks a literal that recurs across the session above one seen
+    once, and it does not depend on the order the texts were added in.
+    """
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self.texts = 0
+
+    def add(self, text: str) -> None:
+        self._counts.update({anchor.text for anchor in extract_anchors(text)})
+        self.texts += 1
+
+    def count(self, text: str) -> int:
+        return self._counts[text]
 
 
 def _kind_rank(kind: str) -> int:
@@ -308,17 +336,29 @@ def keyword_line(anchors: Sequence[Anchor], *, max_chars: int = 400) -> str:
 
 
 def merge_keyword_lines(
-    model_line: str, required: Sequence[Anchor], *, max_chars: int = 400
+    model_line: str, required: Sequence[Anchor], *, source: str | None = None, max_chars: int = 400
 ) -> str:
     """The model's keyword line merged with code-extracted ``required`` anchors.
 
     Every required anchor appears (first within its kind), even past ``max_chars``; the model's
-    other anchors follow as far as ``max_chars`` allows.
+    other anchors follow as far as ``max_chars`` allows — when ``source`` is given, only those
+    that occur in it verbatim (a literal the model invented or copied from an instruction never
+    reaches a frozen stub).
     """
     must = _dedupe(required)
     must_texts = {anchor.text for anchor in must}
-    optional = [a for a in _dedupe(parse_keyword_line(model_line)) if a.text not in must_texts]
+    listed = parse_keyword_line(model_line)
+    if source is not None:
+        listed = [anchor for anchor in listed if occurs_in(anchor.text, source)]
+    optional = [a for a in _dedupe(listed) if a.text not in must_texts]
     return _render_within(optional, must, max_chars)
+
+
+def occurs_in(literal: str, source: str) -> bool:
+    """True when ``literal`` occurs verbatim in ``source``; a literal clipped with ``…`` counts
+    when each of its parts does (a clipped line keeps a prefix of the original)."""
+    parts = [part for part in literal.split("…") if part]
+    return bool(parts) and all(part in source for part in parts)
 
 
 def parse_keyword_line(line: str) -> list[Anchor]:

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from dsh.compaction.anchors import Anchor
 from dsh.compaction.summarizer import SummaryTask
 from dsh.errors import DshError
-from dsh.events import CheckpointKind, Degraded, Usage
-from dsh.surface import Session
+from dsh.events import CheckpointKind, Degraded, Message, PluginSource, TextBlock, Usage
+from dsh.surface import Session, system_tokens, tools_tokens
 
 Reason = Literal["pressure", "overflow", "manual", "region"]
 
@@ -27,8 +28,21 @@ class RegionPlan:
     shadowed_seqs: tuple[int, ...]
     """Contiguous current surface nodes, in order."""
     task: SummaryTask | None
-    """What to ask the summariser; None for a code-only (pointer) checkpoint."""
+    """What to ask the summariser; None for a code-only (pointer or rollup) checkpoint."""
     input_range: tuple[int, int] | None = None
+    code_text: str | None = None
+    """The text of a checkpoint written by code at plan time (a rollup of the oldest stubs)."""
+    estimate_tokens: int = 0
+    """Expected price of the checkpoint this region becomes (its budgeted size)."""
+    anchors: tuple[Anchor, ...] = ()
+    """Index regions: the slice's rarest literals, ranked at plan time (O(the slice)) so no CPU
+    work serialises the concurrent summariser phase."""
+    min_tokens: int = 0
+    """Least price the checkpoint can have (framing and footer around the shortest text): if
+    even that cannot shrink the context, no model is called."""
+    replaced: tuple[tuple[str, str], ...] = ()
+    """``(old, new)`` settings whose value changed later in the pass's span: every line of the
+    checkpoint naming ``old`` is marked ``(old → new)``, so none presents it as current."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +89,7 @@ class CompactionBackend(Protocol):
         """Summarise every region (concurrently where it can); raise if the pass must abort."""
         ...
 
-    def checkpoint_text(self, region: RegionText, summary_seq: int) -> str:
+    def checkpoint_text(self, session: Session, region: RegionText, summary_seq: int) -> str:
         """The checkpoint message text for a region whose summary event has ``summary_seq``."""
         ...
 
@@ -122,6 +136,28 @@ class CompactionBusy(CompactionError):
 
 class CompactionRefused(CompactionError):
     """The pass would not shrink the context (inflation guard) or the surface moved under it."""
+
+
+def heuristic_total(session: Session) -> int:
+    """The next request's size by the heuristic alone (system + tools + every node): the one
+    metric the guard compares on both sides, and pressure planning estimates with."""
+    header = session.request_header
+    fixed = 0 if header is None else system_tokens(header.system) + tools_tokens(header.tools)
+    return fixed + sum(session.node_tokens(seq) for seq in session.nodes)
+
+
+def checkpoint_message(
+    text: str, compaction_id: str = "x", source_command_id: str | None = None
+) -> Message:
+    """The ``user/message`` a checkpoint lands as (also used to price one before it exists)."""
+    return Message(
+        id=f"checkpoint-{compaction_id}",
+        role="user",
+        content=(TextBlock(text=text),),
+        source=PluginSource(
+            plugin="compact", compaction_id=compaction_id, source_command_id=source_command_id
+        ),
+    )
 
 
 def contiguous(nodes: Sequence[int], seqs: Sequence[int]) -> bool:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText
+from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText, checkpoint_message
 from dsh.compaction.prompts import frame_summary
 from dsh.compaction.summarizer import Summarizer, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
 from dsh.events import CompactionSummaryEvent, is_checkpoint_event, surface_message
-from dsh.surface import Session
+from dsh.surface import Session, message_tokens
 
 
 def retain_boundary(session: Session, retain_tokens: int) -> int:
@@ -98,7 +98,14 @@ class BasicBackend:
             previous="\n\n".join(previous) or None,
             focus=focus,
         )
-        return RegionPlan(kind="state", shadowed_seqs=tuple(shadowed), task=task)
+        framing = message_tokens(checkpoint_message(frame_summary("")))
+        return RegionPlan(
+            kind="state",
+            shadowed_seqs=tuple(shadowed),
+            task=task,
+            estimate_tokens=framing + self.settings.state_max_tokens,
+            min_tokens=framing + 1,
+        )
 
     async def summarize(self, plan: Plan) -> list[RegionText]:
         texts = []
@@ -120,5 +127,5 @@ class BasicBackend:
             )
         return texts
 
-    def checkpoint_text(self, region: RegionText, summary_seq: int) -> str:
+    def checkpoint_text(self, session: Session, region: RegionText, summary_seq: int) -> str:
         return frame_summary(region.summary)

@@ -11,10 +11,11 @@ rest from the plan, with no model call and no guard.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dsh.compaction.base import (
@@ -27,9 +28,18 @@ from dsh.compaction.base import (
     Plan,
     Reason,
     RegionText,
+    checkpoint_message,
     contiguous,
+    heuristic_total,
 )
 from dsh.compaction.pruner import prune_tool_results
+from dsh.compaction.triggers import (
+    MAX_REFUSALS,
+    Crossing,
+    keep_newest_tool_exchange,
+    retry_step,
+)
+from dsh.compaction.triggers import stale_tokens as _stale_tokens
 from dsh.config import CompactionSettings
 from dsh.events import (
     CompactionEnd,
@@ -39,12 +49,9 @@ from dsh.events import (
     CompactionStart,
     CompactionStartEvent,
     CompactionSummary,
-    Message,
     PlanRegion,
-    PluginSource,
     ReplaceOp,
     SessionEndSeedEvent,
-    TextBlock,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -59,7 +66,8 @@ of a pass commits (1-based). Never set outside tests."""
 
 @dataclass(slots=True)
 class _LogIndex:
-    """What the engine needs from the log, kept incrementally (no full scan per step)."""
+    """What the engine needs from the log, kept incrementally (no full scan per step). The
+    first update reads the session's per-type index instead of scanning the log it opened."""
 
     scanned: int = 0
     open_starts: dict[str, CompactionStartEvent] = field(default_factory=dict)
@@ -69,6 +77,8 @@ class _LogIndex:
 
     def update(self, session: Session) -> None:
         events = session.events
+        if self.scanned == 0:
+            self._bootstrap(session)
         for event in events[self.scanned :]:
             if isinstance(event, CompactionStartEvent):
                 self.open_starts[event.data.compaction_id] = event
@@ -83,6 +93,26 @@ class _LogIndex:
             elif isinstance(event, TurnEndEvent):
                 self.turn_open = False
         self.scanned = len(events)
+
+    def _bootstrap(self, session: Session) -> None:
+        """The same state as scanning every event so far, from the few events it depends on."""
+        starts = session.of_type(CompactionStartEvent)
+        ends = session.of_type(CompactionEndEvent)
+        brackets: Iterable[CompactionStartEvent | CompactionEndEvent] = heapq.merge(
+            starts, ends, key=lambda e: e.seq
+        )
+        for event in brackets:
+            if isinstance(event, CompactionStartEvent):
+                self.open_starts[event.data.compaction_id] = event
+            else:
+                self.open_starts.pop(event.data.compaction_id, None)
+        seeds, plans = session.of_type(SessionEndSeedEvent), session.of_type(CompactionPlanEvent)
+        self.last_end_seed = seeds[-1].seq if seeds else -1
+        self.last_plan = plans[-1] if plans else None
+        turn_starts, turn_ends = session.of_type(TurnStartEvent), session.of_type(TurnEndEvent)
+        last_start = turn_starts[-1].seq if turn_starts else -1
+        self.turn_open = last_start > (turn_ends[-1].seq if turn_ends else -1)
+        self.scanned = len(session.events)
 
 
 class CompactionEngine:
@@ -102,6 +132,9 @@ class CompactionEngine:
         self._new_id = new_id
         self._index = _LogIndex()
         self.warnings: list[str] = []
+        self._crossing = Crossing()
+        self._refused = False
+        self._last_refusal = ""
 
     # ---- budgets ----------------------------------------------------------------------------
 
@@ -127,54 +160,116 @@ class CompactionEngine:
 
     # ---- triggers ---------------------------------------------------------------------------
 
+    def low_watermark(self, window: int) -> int:
+        return int(window * self.settings.low_watermark_ratio)
+
     async def compact_if_needed(
         self, reason: Reason, *, turn: int | None, window: int
     ) -> PassResult | None:
-        """Pressure: compact when the next request would reach the threshold. Overflow: prune
-        and compact everything compactable (retain 0). Never loops: bounded attempts, then a
-        warning."""
+        """Pressure: when the next request reaches the threshold, compact down to the low
+        watermark. Overflow: prune, keep the newest tool call and its result, compact the rest.
+        Never loops: a refused pass waits until the stale material grew by a chunk, and after
+        ``MAX_REFUSALS`` refusals in one crossing the engine says so once and stops trying."""
         resumed = self.resume_incomplete(turn=turn)
         if reason == "overflow":
             prune_tool_results(self.session, self.settings)
-            return await self._attempt(reason, turn=turn, retain=0, window=window) or resumed
+            retain = keep_newest_tool_exchange(self.session, self.low_watermark(window) // 2)
+            return await self._attempt(reason, turn=turn, retain=retain, window=window) or resumed
         threshold = self.threshold(window)
         if self.session.measure().total_tokens < threshold:
+            self._crossing.reset()
             return resumed
         prune_tool_results(self.session, self.settings)
         if self.session.measure().total_tokens < threshold:
+            self._crossing.reset()
+            return resumed
+        crossing = self._crossing
+        if crossing.gave_up:
+            return resumed
+        retain = self.retain(window)
+        stale = _stale_tokens(self.backend, self.session, retain)
+        if crossing.waiting(stale, retry_step(self.settings, window)):
             return resumed
         result = resumed
         for _ in range(self.settings.compaction_retries + 1):
-            attempt = await self._attempt(
-                reason, turn=turn, retain=self.retain(window), window=window
-            )
+            attempt = await self._attempt(reason, turn=turn, retain=retain, window=window)
             if attempt is None:
+                if self._refused:
+                    self._note_refusal(stale, threshold)
                 break
             result = attempt
             if self.session.measure().total_tokens < threshold:
                 return result
-        total = self.session.measure().total_tokens
-        message = (
-            f"context is still at {total} tokens, above the compaction threshold {threshold}; "
-            "continuing without further compaction this step"
-        )
+        if result is not resumed and self.session.measure().total_tokens >= threshold:
+            self._warn_once(
+                f"context is still at {self.session.measure().total_tokens} tokens, above the "
+                f"compaction threshold {threshold}; continuing without further compaction"
+            )
+        return result
+
+    def _note_refusal(self, stale: int, threshold: int) -> None:
+        crossing = self._crossing
+        crossing.refused(stale)
+        if crossing.refusals >= MAX_REFUSALS:
+            crossing.gave_up = True
+            self._warn_once(
+                f"compaction refused {crossing.refusals} times while the context stayed above "
+                f"the threshold {threshold} ({self._last_refusal}); no more attempts until "
+                "the context drops below it"
+            )
+
+    def _warn_once(self, message: str) -> None:
+        if self._crossing.warned:
+            return
+        self._crossing.warned = True
         self.warnings.append(message)
         log.warning(message)
-        return result
 
     async def _attempt(
         self, reason: Reason, *, turn: int | None, retain: int, window: int
     ) -> PassResult | None:
-        plan = self.backend.plan(
-            self.session, retain_tokens=retain, focus=None, reason=reason, window=window
-        )
+        self._refused = False
+        plan = self._plan_to_watermark(reason, retain=retain, window=window)
         if plan is None:
             return None
         try:
             return await self.run_pass(plan, turn=turn)
+        except CompactionRefused as exc:
+            self._refused = True
+            self._last_refusal = str(exc)
+            log.info("compaction did not land: %s", exc)
+            return None
         except CompactionError as exc:
             log.info("compaction did not land: %s", exc)
             return None
+
+    def _plan_to_watermark(self, reason: Reason, *, retain: int, window: int) -> Plan | None:
+        """The backend's plan; under pressure, one whose estimated result reaches the low
+        watermark (a smaller retained tail, down to a quarter of it) when the first does not."""
+        plan = self.backend.plan(
+            self.session, retain_tokens=retain, focus=None, reason=reason, window=window
+        )
+        if plan is None or reason != "pressure":
+            return plan
+        excess = self._estimate(plan) - self.low_watermark(window)
+        if excess <= 0:
+            return plan
+        deeper = self.backend.plan(
+            self.session,
+            retain_tokens=max(retain // 4, retain - excess),
+            focus=None,
+            reason=reason,
+            window=window,
+        )
+        return deeper or plan
+
+    def _estimate(self, plan: Plan, *, least: bool = False) -> int:
+        """Heuristic size after ``plan`` commits, from each region's budgeted (or least) price."""
+        total = heuristic_total(self.session)
+        for region in plan.regions:
+            total -= sum(self.session.node_tokens(seq) for seq in region.shadowed_seqs)
+            total += region.min_tokens if least else region.estimate_tokens
+        return total
 
     async def compact_now(
         self, *, window: int, focus: str | None = None, source_command_id: str | None = None
@@ -214,6 +309,13 @@ class CompactionEngine:
             raise CompactionBusy(
                 f"compaction {orphan.data.compaction_id} (seq {orphan.seq}) has not ended"
             )
+        before_total = heuristic_total(self.session)
+        floor = self._estimate(plan, least=True)
+        if floor >= before_total:  # hopeless: even the shortest checkpoints would not shrink
+            raise CompactionRefused(
+                f"inflation guard (before any model call): {before_total} -> at least {floor} "
+                "tokens would not shrink"
+            )
         pass_id = self._new_id()
         before = self.session.measure()
         snapshot = (self.session.replace_generation, tuple(self.session.nodes))
@@ -243,9 +345,9 @@ class CompactionEngine:
         if (self.session.replace_generation, tuple(self.session.nodes)) != snapshot:
             abort("the surface changed while summarising")
             raise CompactionRefused("the surface changed while summarising")
-        after = self._estimate_after(before.total_tokens, texts)
-        if after >= before.total_tokens:
-            error = f"inflation guard: {before.total_tokens} -> {after} tokens would not shrink"
+        after = self._estimate_after(before_total, texts)
+        if after >= before_total:
+            error = f"inflation guard: {before_total} -> {after} tokens would not shrink"
             abort(error)
             raise CompactionRefused(error)
         self.session.append(
@@ -259,8 +361,8 @@ class CompactionEngine:
         delta = 0
         for i, region in enumerate(texts):
             delta -= sum(self.session.node_tokens(seq) for seq in region.shadowed_seqs)
-            text = self.backend.checkpoint_text(region, provisional + 4 * i)
-            delta += message_tokens(_checkpoint_message("x", text, None))
+            text = self.backend.checkpoint_text(self.session, region, provisional + 4 * i)
+            delta += message_tokens(checkpoint_message(text))
         return before + delta
 
     def _commit(
@@ -330,9 +432,9 @@ class CompactionEngine:
                 degraded=region.degraded,
             )
         )
-        text = self.backend.checkpoint_text(region, summary.seq)
+        text = self.backend.checkpoint_text(self.session, region, summary.seq)
         checkpoint = self.session.append(
-            _checkpoint_message(compaction_id, text, source_command_id),
+            checkpoint_message(text, compaction_id, source_command_id),
             surface_op=ReplaceOp(start=shadowed[0], end=shadowed[-1]),
             source_event_seqs=[start_seq, summary.seq, *shadowed],
         )
@@ -387,17 +489,6 @@ class CompactionEngine:
         return PassResult(
             plan.data.pass_id, tuple(refs), before, self.session.measure().total_tokens
         )
-
-
-def _checkpoint_message(compaction_id: str, text: str, source_command_id: str | None) -> Message:
-    return Message(
-        id=f"checkpoint-{compaction_id}",
-        role="user",
-        content=(TextBlock(text=text),),
-        source=PluginSource(
-            plugin="compact", compaction_id=compaction_id, source_command_id=source_command_id
-        ),
-    )
 
 
 def _plan_region(region: RegionText) -> PlanRegion:

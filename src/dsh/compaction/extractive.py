@@ -442,7 +442,7 @@ def _stub(task: SummaryTask) -> str:
     line_chars = min(STUB_LINE_CHARS, max(40, budget // 6))
     lines = [_clip(line, line_chars) for line in _stub_lines(material)]
     tools = _tool_names(material)
-    ranked = rarest_anchors(slice_text, task.corpus, limit=12 + len(tools))
+    ranked = rarest_anchors(slice_text, task.corpus, limit=12 + len(tools), counts=task.rarity)
     anchors = [a for a in ranked if not (a.kind == "id" and a.text in tools)][:12]
     while True:
         room = budget - sum(len(line) + 1 for line in lines)

@@ -1,12 +1,12 @@
-"""``ModelSummarizer``: one model call per summary task.
+"""``ModelSummarizer``: one model call per summary task, built by ``build_summary_request``.
 
-The call is built as a prefix of the conversation request (same system prompt and tools, the
-slice's messages in order) with the instruction as the last user message, so a provider's prompt
-cache can serve the shared prefix. Error, empty or truncated output is a failure.
+``build_summary_request`` is the ONE function that lays a task out as a model call; the bench
+bills exactly what it returns. Error, empty, truncated or timed-out output is a failure.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from dsh.compaction.prompts import SUMMARISER_SYSTEM, context_for, instruction_for
@@ -22,23 +22,42 @@ OUTPUT_TOKEN_SLACK = 2
 """The model's ``max_tokens`` is the task budget times this, so a summary that runs a little
 long is cut by our cap, not truncated mid-sentence by the provider."""
 
+DEFAULT_TIMEOUT_S = 120.0
+
 
 def _user(id_: str, text: str) -> Message:
     return Message(id=id_, role="user", content=(TextBlock(text=text),), source=UserSource())
 
 
-def summary_request(task: SummaryTask, *, provider: str, model: str) -> ModelRequest:
-    """The model call for a task.
+def output_budget(task: SummaryTask) -> int:
+    """The ``max_tokens`` a call for ``task`` asks for: the budget with slack, within the room
+    a riding call has left (never below the budget itself)."""
+    budget = task.max_tokens * OUTPUT_TOKEN_SLACK
+    if task.output_limit is not None:
+        budget = max(task.max_tokens, min(budget, task.output_limit))
+    return budget
 
-    ``summary`` (basic backend): the conversation's own system prompt, tools and messages, then
-    the instruction — a prefix of the conversation request. ``stub`` / ``state`` (recallable):
-    a fixed system prompt, then the context sibling calls of a pass share (pass-start state,
-    committed keyword lines, recent stubs), then the slice, then the instruction.
+
+def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> ModelRequest:
+    """The exact model call for a task.
+
+    - ``summary`` (basic backend): the conversation's system prompt, tools and shadowed
+      messages, then the instruction — a prefix of the conversation request.
+    - ``stub`` / ``state``, ``riding`` layout (the summariser is the conversation's own route):
+      the conversation request as sent (system, tools, every surface message), then one
+      instruction naming the slice ``messages #a–#b`` — every call of a pass extends the last
+      conversation request, so they share its cached prefix.
+    - ``stub`` / ``state``, ``compact`` layout (a different summariser model): a fixed system
+      prompt, the context sibling calls share (pass-start state, committed keyword lines,
+      recent stubs), the slice, then the instruction.
     """
     instruction = _user("compaction-instruction", instruction_for(task))
     if task.kind == "summary":
         system, tools = task.system, task.tools
         messages: tuple[Message, ...] = (*task.messages, instruction)
+    elif task.layout == "riding":
+        system, tools = task.system, task.tools
+        messages = (*task.conversation, instruction)
     else:
         system, tools = SUMMARISER_SYSTEM, ()
         context = context_for(task)
@@ -50,24 +69,43 @@ def summary_request(task: SummaryTask, *, provider: str, model: str) -> ModelReq
         system=system,
         tools=tools,
         messages=messages,
-        params={"max_tokens": task.max_tokens * OUTPUT_TOKEN_SLACK},
+        params={"max_tokens": output_budget(task)},
         purpose="compaction",
     )
 
 
 class ModelSummarizer:
-    def __init__(self, provider: Provider, model: str, *, history: Sequence[Event] = ()) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        *,
+        history: Sequence[Event] = (),
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ) -> None:
         self.provider = provider
         self.history = history
         """The session log (a live view): keyless providers count compaction calls in it."""
         self.name = provider.name
         self.model = model
+        self.timeout_s = timeout_s
+
+    @property
+    def route(self) -> tuple[str, str]:
+        """``(provider, model)`` this summariser calls (compared with the conversation's)."""
+        return (self.name, self.model)
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        request = summary_request(task, provider=self.name, model=self.model)
+        request = build_summary_request(task, provider=self.name, model=self.model)
         assembler = StreamAssembler()
-        async for event in stream_with_retry(self.provider, request, history=self.history):
-            assembler.feed(event)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                async for event in stream_with_retry(self.provider, request, history=self.history):
+                    assembler.feed(event)
+        except TimeoutError as exc:
+            raise provider_error(
+                ErrorCode.TIMEOUT, f"the summariser did not answer within {self.timeout_s:g} s"
+            ) from exc
         text = assembler.text.strip()
         if assembler.finish == "max-tokens":
             raise provider_error(

@@ -5,7 +5,11 @@ Every string the model reads about compaction lives here, once.
 
 from __future__ import annotations
 
+import json
+
 from dsh.compaction.summarizer import SummaryTask
+from dsh.events import Message
+from dsh.transcript import render_message
 
 SUMMARY_SECTIONS = (
     "Request and intent",
@@ -34,15 +38,38 @@ FOCUS_NOTE = "\nThe user asked to keep this in focus: {focus}"
 STUB_INSTRUCTION = """\
 Index the conversation slice above in at most {lines} short lines: what was asked, what was done,
 what came out. Then one line starting with "Keywords — " listing its rarest exact literals
-(error strings, paths, ids, values, config keys) grouped by kind, e.g.
-Keywords — error: "ValueError: bad port"; path: src/app.py; id: ZEBRA-7731; config: retries=5
+(error strings, paths, ids, values, config keys) grouped by kind, in this schematic form
+(the <…> placeholders stand for literals copied from the slice; never write them):
+{example}
 Do not restate the working state or earlier index entries given as background; no footer."""
+
+EXAMPLE_PLACEHOLDERS = ("<ERROR-STRING>", "<path>", "<ID>", "<key>=<value>")
+"""The schematic literals of the instructions' one example: obviously not conversation text."""
+
+KEYWORD_EXAMPLE = 'Keywords — error: "{}"; path: {}; id: {}; config: {}'.format(
+    *EXAMPLE_PLACEHOLDERS
+)
 
 STATE_INSTRUCTION = """\
 Rewrite the working-memory state of this session from the previous state and the conversation
 slice above. Merge, don't restate: keep what still holds, replace what changed (a superseded value
 must not survive as current), add what is new. Sections, in order: ## Goal, ## Decisions,
 ## Current state, ## Constraints, ## Next steps. At most about {tokens} tokens. No footer."""
+
+RIDING_STUB_INSTRUCTION = """\
+[Compaction task, not a user request: do not call tools and do not answer the conversation.]
+Index only messages #{first}–#{last} of this conversation (message #1 is the first one), from
+{head} to {tail}. Everything outside that slice is background: do not index it."""
+
+RIDING_STATE_INSTRUCTION = """\
+[Compaction task, not a user request: do not call tools and do not answer the conversation.]
+Fold messages #{first}–#{last} of this conversation (message #1 is the first one), from {head}
+to {tail}, into the working-memory state{previous}."""
+
+RIDING_PREVIOUS = ", starting from the previous state checkpoint (message #{at})"
+
+QUOTE_CHARS = 60
+"""How much of a slice's first and last message a riding instruction quotes to locate it."""
 
 SUMMARY_PREAMBLE = (
     "[This is an automatically generated checkpoint of earlier conversation. Treat it as "
@@ -81,8 +108,10 @@ def context_for(task: SummaryTask) -> str | None:
 
 def instruction_for(task: SummaryTask) -> str:
     """The last user message of a model summary call for ``task``."""
+    if task.layout == "riding" and task.kind != "summary":
+        return _riding_instruction(task)
     if task.kind == "stub":
-        return STUB_INSTRUCTION.format(lines=3)
+        return STUB_INSTRUCTION.format(lines=3, example=KEYWORD_EXAMPLE)
     if task.kind == "state":
         focus = FOCUS_NOTE.format(focus=task.focus) if task.focus else ""
         return STATE_INSTRUCTION.format(tokens=task.max_tokens) + focus
@@ -93,9 +122,56 @@ def instruction_for(task: SummaryTask) -> str:
     )
 
 
+def _riding_instruction(task: SummaryTask) -> str:
+    """Names the slice by position in the conversation and quotes its two ends, then the
+    usual rules for a stub or a state."""
+    assert task.slice_range is not None, "a riding task names its slice"
+    first, last = task.slice_range
+    messages = task.messages
+    head = _quote(messages[0]) if messages else "(nothing)"
+    tail = _quote(messages[-1]) if messages else "(nothing)"
+    if task.kind == "stub":
+        lead = RIDING_STUB_INSTRUCTION.format(first=first, last=last, head=head, tail=tail)
+        rules = STUB_INSTRUCTION.format(lines=3, example=KEYWORD_EXAMPLE)
+        rules = rules.replace("the conversation slice above", "it")
+        return f"{lead}\n{rules}"
+    previous = RIDING_PREVIOUS.format(at=task.previous_at) if task.previous_at else ""
+    lead = RIDING_STATE_INSTRUCTION.format(
+        first=first, last=last, head=head, tail=tail, previous=previous
+    )
+    focus = FOCUS_NOTE.format(focus=task.focus) if task.focus else ""
+    rules = STATE_INSTRUCTION.format(tokens=task.max_tokens).replace(
+        "the previous state and the conversation\nslice above", "the previous state and\nthat slice"
+    )
+    return f"{lead}\n{rules}{focus}"
+
+
+def echoes_example(text: str, source: str) -> bool:
+    """True when ``text`` repeats an instruction's example: one of its schematic placeholders
+    that the conversation itself (``source``) never said."""
+    return any(mark in text and mark not in source for mark in EXAMPLE_PLACEHOLDERS)
+
+
+def _quote(message: Message) -> str:
+    text = " ".join(render_message(message).split())
+    clipped = text[:QUOTE_CHARS] + ("…" if len(text) > QUOTE_CHARS else "")
+    return json.dumps(clipped, ensure_ascii=False)
+
+
 def frame_summary(text: str) -> str:
     """A state-class checkpoint body: preamble + tagged summary."""
     return f"{SUMMARY_PREAMBLE}\n<compacted-summary>\n{text}\n</compacted-summary>"
+
+
+ROLLUP_PREAMBLE = (
+    "[Rolled-up index of earlier conversation: frozen directory cards merged by code, not "
+    "instructions. Each footer below names a checkpoint history_read can open.]"
+)
+
+
+def frame_rollup(text: str) -> str:
+    """A rollup checkpoint body (the oldest stubs merged by code)."""
+    return f"{ROLLUP_PREAMBLE}\n<compacted-rollup>\n{text}\n</compacted-rollup>"
 
 
 def frame_stub(text: str) -> str:
@@ -114,7 +190,7 @@ def footer(summary_seq: int, span: tuple[int, int]) -> str:
 
 def unframe(text: str) -> str:
     """The summary inside a framed checkpoint (for merging a previous checkpoint)."""
-    for tag in ("compacted-summary", "compacted-index-stub"):
+    for tag in ("compacted-summary", "compacted-index-stub", "compacted-rollup"):
         open_tag, close_tag = f"<{tag}>", f"</{tag}>"
         if open_tag in text and close_tag in text:
             return text.split(open_tag, 1)[1].rsplit(close_tag, 1)[0].strip()

@@ -27,44 +27,59 @@ def prune_tool_results(session: Session, settings: CompactionSettings) -> int:
     """Prune every current tool result longer than the threshold; returns how many."""
     count = 0
     for seq in list(session.nodes):
-        event = session.surface.event(seq)
-        if not isinstance(event, ToolResultEvent):
+        text = result_text(session, seq)
+        if text is None or len(text) <= settings.prune_threshold_chars:
             continue
-        block = event.data.message.content[0]
-        assert isinstance(block, ToolResultBlock)
-        text = "".join(part.text for part in block.content)
-        if len(text) <= settings.prune_threshold_chars:
-            continue
-        prune = session.append(
-            CompactionPrune(
-                shadowed_range=(seq, seq),
-                shadowed_seqs=(seq,),
-                shadowed_token_count=session.node_tokens(seq),
-            )
-        )
-        short = pruned_text(text, head=settings.prune_head_chars, tail=settings.prune_tail_chars)
-        message = Message(
-            id=f"{event.data.message.id}-pruned",
-            role="tool",
-            content=(
-                ToolResultBlock(
-                    tool_call_id=block.tool_call_id,
-                    content=(TextBlock(text=short),),
-                    is_error=block.is_error,
-                ),
-            ),
-            source=event.data.message.source,
-        )
-        session.append(
-            ToolResult(
-                turn=event.data.turn,
-                step=event.data.step,
-                message=message,
-                error=event.data.error,
-                meta=event.data.meta,
-            ),
-            surface_op=ReplaceOp(start=seq, end=seq),
-            source_event_seqs=[prune.seq, seq],
-        )
+        prune_result(session, seq, head=settings.prune_head_chars, tail=settings.prune_tail_chars)
         count += 1
     return count
+
+
+def result_text(session: Session, seq: int) -> str | None:
+    """The text of the tool result at node ``seq`` (None when the node is not a tool result)."""
+    event = session.surface.event(seq)
+    if not isinstance(event, ToolResultEvent):
+        return None
+    block = event.data.message.content[0]
+    assert isinstance(block, ToolResultBlock)
+    return "".join(part.text for part in block.content)
+
+
+def prune_result(session: Session, seq: int, *, head: int, tail: int) -> int:
+    """Replace the tool result at node ``seq`` by its head and tail; returns the new node's seq."""
+    event = session.surface.event(seq)
+    assert isinstance(event, ToolResultEvent)
+    block = event.data.message.content[0]
+    assert isinstance(block, ToolResultBlock)
+    text = "".join(part.text for part in block.content)
+    prune = session.append(
+        CompactionPrune(
+            shadowed_range=(seq, seq),
+            shadowed_seqs=(seq,),
+            shadowed_token_count=session.node_tokens(seq),
+        )
+    )
+    message = Message(
+        id=f"{event.data.message.id}-pruned",
+        role="tool",
+        content=(
+            ToolResultBlock(
+                tool_call_id=block.tool_call_id,
+                content=(TextBlock(text=pruned_text(text, head=head, tail=tail)),),
+                is_error=block.is_error,
+            ),
+        ),
+        source=event.data.message.source,
+    )
+    pruned = session.append(
+        ToolResult(
+            turn=event.data.turn,
+            step=event.data.step,
+            message=message,
+            error=event.data.error,
+            meta=event.data.meta,
+        ),
+        surface_op=ReplaceOp(start=seq, end=seq),
+        source_event_seqs=[prune.seq, seq],
+    )
+    return pruned.seq

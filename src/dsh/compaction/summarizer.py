@@ -8,6 +8,7 @@ deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -15,6 +16,13 @@ from dsh.events import Message, Usage
 
 TaskKind = Literal["summary", "stub", "state"]
 """``summary``: the basic backend's one checkpoint; ``stub``/``state``: the recallable pair."""
+
+Layout = Literal["compact", "riding"]
+"""How a model call for a stub or state task is laid out. ``riding``: the conversation request
+as sent (system, tools, every surface message) plus one instruction naming the slice, so every
+call of a pass extends the conversation's cached prefix (the summariser is the conversation's own
+route). ``compact``: a fixed summariser system prompt, the shared pass context, then the slice
+(a different summariser model, or a conversation too large for the summariser's window)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +48,22 @@ class SummaryTask:
     focus: str | None = None
     """Manual ``/compact focus``: what the person wants kept."""
     corpus: tuple[str, ...] = ()
-    """Rendered text of the whole session, for ranking how rare a literal is."""
+    """Rendered text of the whole session, for ranking how rare a literal is (when ``rarity``
+    is not given)."""
+    rarity: Callable[[str], int] | None = None
+    """How often a literal occurs in the session (an incremental index kept by the backend);
+    preferred over ``corpus`` so a stub costs O(its slice), not O(the log)."""
+    layout: Layout = "compact"
+    conversation: tuple[Message, ...] = ()
+    """``riding`` layout: the conversation's messages exactly as the next request sends them."""
+    slice_range: tuple[int, int] | None = None
+    """``riding`` layout: 1-based positions in ``conversation`` of the first and last message
+    to index (a stub) or to fold into the state."""
+    output_limit: int | None = None
+    """Most output tokens the call may ask for (the room a riding call leaves in the window);
+    None: ``max_tokens`` times the usual slack."""
+    previous_at: int | None = None
+    """``riding`` state: 1-based position in ``conversation`` of the previous state checkpoint."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,11 @@ class Struct(
     forbid_unknown_fields=True,
     omit_defaults=True,
     rename="camel",
+    gc=False,
 ):
-    """Base of every struct stored in a log: frozen, strict, camelCase on disk."""
+    """Base of every struct stored in a log: frozen, strict, camelCase on disk. ``gc=False``:
+    the cyclic collector never tracks them (frozen values decoded from JSON cannot form a
+    cycle), so a full collection does not walk a loaded log; reference counting frees them."""
 
 
 # ---- content blocks -------------------------------------------------------------------------

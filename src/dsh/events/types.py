@@ -171,6 +171,14 @@ class SessionEndSeed(Struct, frozen=True):
     """First write of a resumed lifecycle; older unmatched compaction starts are dead."""
 
 
+class SessionWorkspace(Struct, frozen=True):
+    """Tools of this lifecycle run in ``cwd`` instead of the header's workspace (``--cwd``)."""
+
+    cwd: str
+    recorded: str
+    """The workspace the session header records."""
+
+
 class Todo(Struct, frozen=True):
     content: str
     status: Literal["pending", "in_progress", "completed"]
@@ -318,6 +326,10 @@ class SessionEndSeedEvent(EventBase, tag="session/end-seed", kw_only=True, froze
     data: SessionEndSeed
 
 
+class SessionWorkspaceEvent(EventBase, tag="session/workspace", kw_only=True, frozen=True):
+    data: SessionWorkspace
+
+
 class TodoWriteEvent(EventBase, tag="todo/write", kw_only=True, frozen=True):
     data: TodoWrite
 
@@ -365,6 +377,7 @@ KnownEvent = (
     | RequestErrorEvent
     | LlmRetryEvent
     | SessionEndSeedEvent
+    | SessionWorkspaceEvent
     | TodoWriteEvent
     | CommandRunEvent
     | CommandDoneEvent
@@ -463,6 +476,8 @@ __all__ = [
     "RequestHeaderEvent",
     "SessionEndSeed",
     "SessionEndSeedEvent",
+    "SessionWorkspace",
+    "SessionWorkspaceEvent",
     "StepEnd",
     "StepEndEvent",
     "StepStart",

@@ -1,8 +1,9 @@
 """Anthropic Messages API adapter.
 
 The only module that knows the Messages wire shape: system as a parameter, strictly alternating
-roles, tool results inside user messages, and two prompt-cache breakpoints (the system block and
-the last block of the last message) so each call reads the previous call's prefix from cache.
+roles, tool results inside user messages, and prompt-cache breakpoints (the system block, the end
+of the frozen stub region, the last block of the last message) so each call reads the previous
+call's prefix from cache, and a compaction pass re-reads the unchanged stubs.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from typing import Any
 import anthropic
 
 from dsh.errors import ConfigError, ProviderError
-from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.events import (
+    Event,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    is_compact_checkpoint_source,
+)
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import ErrorCode, map_anthropic_error, provider_error
 from dsh.llm.types import (
@@ -110,9 +119,14 @@ def tool_to_wire(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_wire_messages(messages: Sequence[Message]) -> list[Any]:
-    """Messages API ``messages``: same-role neighbours merged, a cache breakpoint at the end."""
+    """Messages API ``messages``: same-role neighbours merged, a cache breakpoint at the end,
+    and one at the end of the frozen stub region (``stub_region_end``), so after a compaction
+    pass the stubs are read from cache instead of written again. With the system block that
+    makes at most three breakpoints (the API allows four)."""
     wire: list[dict[str, Any]] = []
-    for message in messages:
+    stubs_end = stub_region_end(messages)
+    marked: tuple[int, int] | None = None
+    for index, message in enumerate(messages):
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _blocks_to_wire(message)
         if not blocks:
@@ -121,10 +135,24 @@ def to_wire_messages(messages: Sequence[Message]) -> list[Any]:
             wire[-1]["content"].extend(blocks)
         else:
             wire.append({"role": role, "content": blocks})
+        if index == stubs_end:
+            marked = (len(wire) - 1, len(wire[-1]["content"]) - 1)
+    if marked is not None:
+        content = wire[marked[0]]["content"]
+        content[marked[1]] = {**content[marked[1]], "cache_control": CACHE_BREAKPOINT}
     if wire:
         last = wire[-1]["content"]
         last[-1] = {**last[-1], "cache_control": CACHE_BREAKPOINT}
     return wire
+
+
+def stub_region_end(messages: Sequence[Message]) -> int | None:
+    """Index of the last frozen stub: the checkpoints at the head are ``[stub…][state]``, so it
+    is the one before the last of that run (None with fewer than two checkpoints there)."""
+    run = 0
+    while run < len(messages) and is_compact_checkpoint_source(messages[run].source):
+        run += 1
+    return run - 2 if run >= 2 else None
 
 
 def _blocks_to_wire(message: Message) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -161,6 +161,34 @@ def count_model_calls(history: Sequence[Event]) -> int:
     )
 
 
+class _Counter:
+    """A count of matching events in a log, kept incrementally: the log only grows, so each
+    call looks at the events appended since the last one (O(1) per model call, amortized)
+    instead of the whole log. Another log (or a shorter one) starts the count over."""
+
+    def __init__(self, matches: Callable[[Event], bool]) -> None:
+        self._matches = matches
+        self._log: Sequence[Event] | None = None
+        self._seen = 0
+        self._count = 0
+
+    def __call__(self, history: Sequence[Event]) -> int:
+        if history is not self._log or len(history) < self._seen:
+            self._log, self._seen, self._count = history, 0, 0
+        matches = self._matches
+        self._count += sum(1 for e in history[self._seen :] if matches(e))
+        self._seen = len(history)
+        return self._count
+
+
+def _is_model_call(event: Event) -> bool:
+    return isinstance(event, AssistantMessageEvent | RequestErrorEvent)
+
+
+def _is_logged_summary_call(event: Event) -> bool:
+    return isinstance(event, CompactionSummaryEvent) and event.data.llm_stream_call
+
+
 def _pieces(text: str, size: int) -> list[str]:
     if size <= 0 or len(text) <= size:
         return [text]
@@ -202,6 +230,8 @@ class ScriptedProvider:
         self.chunk_size = chunk_size
         self.requests: list[ModelRequest] = []
         self._cache: CacheRule | None = make_cache(cache) if cache is not None else None
+        self._model_calls = _Counter(_is_model_call)
+        self._logged_summaries = _Counter(_is_logged_summary_call)
 
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> ScriptedProvider:
@@ -211,7 +241,7 @@ class ScriptedProvider:
 
     def remaining(self, history: Sequence[Event]) -> int:
         """Entries not yet used by the log ``history`` (0 when the script was used up)."""
-        return max(0, len(self.entries) - count_model_calls(history))
+        return max(0, len(self.entries) - self._model_calls(history))
 
     def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
@@ -223,13 +253,10 @@ class ScriptedProvider:
         calls of one pass are in flight before any is logged."""
         self.requests.append(request)
         if request.purpose == "compaction":
-            logged = sum(
-                isinstance(e, CompactionSummaryEvent) and e.data.llm_stream_call for e in history
-            )
-            k = max(logged, self._summaries_served)
+            k = max(self._logged_summaries(history), self._summaries_served)
             self._summaries_served = k + 1
             return self._serve_summary(k)
-        return self._serve(count_model_calls(history), request)
+        return self._serve(self._model_calls(history), request)
 
     async def _serve_summary(self, k: int) -> AsyncIterator[StreamEvent]:
         if k >= len(self.summaries):

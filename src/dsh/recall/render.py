@@ -57,8 +57,9 @@ def render_span(events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, .
 
 
 class SpanCache:
-    """Rendered spans by summary seq (least recently used dropped beyond ``max_spans`` spans or
-    ``max_chars`` characters in all, whichever comes first).
+    """Rendered spans by summary seq, each with its lower-cased text once a search asked for it
+    (least recently used dropped beyond ``max_spans`` spans or ``max_chars`` characters in all,
+    rendered and lower-cased text counted alike, whichever comes first).
 
     An entry also holds the summary event it was rendered for and is reused only for that very
     event, so a cache shared across sessions never serves another log's span.
@@ -68,32 +69,57 @@ class SpanCache:
         self.max_spans = max_spans
         self.max_chars = max_chars
         self._chars = 0
-        self._spans: OrderedDict[int, tuple[CompactionSummaryEvent, tuple[str, ...]]] = (
-            OrderedDict()
-        )
+        self._spans: OrderedDict[int, _Entry] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._spans)
 
     def span(self, events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
         """``render_span(events, checkpoint)``, rendered at most once per summary event."""
+        return self._entry(events, checkpoint).messages
+
+    def lowered(self, events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
+        """``tuple(m.lower() for m in span(...))``, lower-cased at most once per entry."""
+        entry = self._entry(events, checkpoint)
+        if entry.lowered is None:
+            entry.lowered = tuple(m.lower() for m in entry.messages)
+            self._chars += _size(entry.lowered)
+            self._evict()
+        return entry.lowered
+
+    def _entry(self, events: Sequence[Event], checkpoint: Checkpoint) -> _Entry:
         key = checkpoint.seq
         entry = self._spans.get(key)
-        if entry is not None and entry[0] is checkpoint.summary:
+        if entry is not None and entry.summary is checkpoint.summary:
             self._spans.move_to_end(key)
-            return entry[1]
-        messages = render_span(events, checkpoint)
+            return entry
         if entry is not None:
-            self._chars -= _size(entry[1])
-        self._spans[key] = (checkpoint.summary, messages)
+            self._chars -= entry.size()
+        fresh = _Entry(checkpoint.summary, render_span(events, checkpoint))
+        self._spans[key] = fresh
         self._spans.move_to_end(key)
-        self._chars += _size(messages)
+        self._chars += fresh.size()
+        self._evict()
+        return fresh
+
+    def _evict(self) -> None:
         while len(self._spans) > 1 and (
             len(self._spans) > self.max_spans or self._chars > self.max_chars
         ):
-            _, (_, dropped) = self._spans.popitem(last=False)
-            self._chars -= _size(dropped)
-        return messages
+            _, dropped = self._spans.popitem(last=False)
+            self._chars -= dropped.size()
+
+
+class _Entry:
+    __slots__ = ("lowered", "messages", "summary")
+
+    def __init__(self, summary: CompactionSummaryEvent, messages: tuple[str, ...]) -> None:
+        self.summary = summary
+        self.messages = messages
+        self.lowered: tuple[str, ...] | None = None
+
+    def size(self) -> int:
+        return _size(self.messages) + (_size(self.lowered) if self.lowered is not None else 0)
 
 
 def _size(messages: tuple[str, ...]) -> int:

@@ -209,12 +209,15 @@ def search_history(
     hits: list[str] = []
     matched = 0
     matched_checkpoints = 0
+    spans = cache if cache is not None else SpanCache(max_spans=1)
     for target in targets:
         found_here = False
-        for index, message in enumerate(_span(events, target, cache)):
-            position = message.lower().find(needle)
+        lowered = spans.lowered(events, target)
+        for index, lower in enumerate(lowered):
+            position = lower.find(needle)
             if position < 0:
                 continue
+            message = spans.span(events, target)[index]
             matched += 1
             found_here = True
             if len(hits) < limit:

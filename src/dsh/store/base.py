@@ -11,6 +11,7 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import msgspec
@@ -36,6 +37,7 @@ FORMAT_VERSION = 1
 
 DURABLE_EVENT_CLASSES = (StepEndEvent, TurnEndEvent, CompactionEndEvent)
 """Appending one of these forces an fsync (spec §1.4); other appends are batched."""
+_DURABLE_TYPES = frozenset(DURABLE_EVENT_CLASSES)
 
 
 class SessionHeader(
@@ -56,6 +58,15 @@ class SessionHeader(
     """Epoch milliseconds."""
     parent_session: str | None = None
     seed_length: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableSession:
+    """A stored session whose header cannot be decoded: listed, never silently left out."""
+
+    id: str
+    reason: str
+    line: int | None = None
 
 
 _header_encoder = msgspec.json.Encoder()
@@ -143,30 +154,30 @@ class SessionLog(ABC):
     def events(self) -> Sequence[Event]:
         return self._events
 
-    def append(self, events: Sequence[Event]) -> None:
-        """Commit events (seq must continue the log). Nothing is committed if anything fails."""
+    def append(self, events: Sequence[Event], *, validated: bool = False) -> None:
+        """Commit events (seq must continue the log). Nothing is committed if anything fails.
+        ``validated``: the caller already ran ``validate_event_shape`` on each (``Session`` does,
+        before folding), so it is not run twice."""
         if not self.writable or self._closed:
             raise ReadOnlySessionError(f"session {self.id} is not open for writing")
         if self._broken is not None:
             raise StorageWriteError(f"session {self.id} can no longer be written: {self._broken}")
+        if not events:
+            return
         expected = len(self._events)
-        lines = []
-        durable = False
         for offset, event in enumerate(events):
             if event.seq != expected + offset:
                 raise EventValidationError(
                     f"event seq {event.seq} appended where seq {expected + offset} is next",
                     seq=event.seq,
                 )
-            validate_event_shape(event)
-            lines.append(encode_event(event))
-            durable = durable or isinstance(event, DURABLE_EVENT_CLASSES)
-        if not lines:
-            return
+            if not validated:
+                validate_event_shape(event)
+        lines = [encode_event(event) for event in events]
+        durable = any(type(event) in _DURABLE_TYPES for event in events)
         self._write_lines(lines, durable=durable)
         self._events.extend(events)
-        if events:
-            self.pending_end_seed = False
+        self.pending_end_seed = False
 
     def sync(self) -> None:
         """Block until everything appended so far is on stable storage."""
@@ -223,6 +234,10 @@ class EventStore(Protocol):
         """Load a session; writable opens take the single-writer lock and repair a crash."""
         ...
 
+    def unreadable(self) -> list[UnreadableSession]:
+        """Stored sessions whose header cannot be read (left out of ``list``), with the reason."""
+        ...
+
     def list(self) -> list[SessionHeader]:
         """Headers of every stored session, oldest first."""
         ...
@@ -230,7 +245,7 @@ class EventStore(Protocol):
 
 def resolve_session_id(store_: EventStore, wanted: str) -> str:
     """An exact id, or a unique prefix of one (ids start with their creation time)."""
-    ids = [h.id for h in store_.list()]
+    ids = [h.id for h in store_.list()] + [u.id for u in store_.unreadable()]
     if wanted in ids:
         return wanted
     matches = [i for i in ids if i.startswith(wanted)] if wanted else []

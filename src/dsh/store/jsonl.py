@@ -8,7 +8,6 @@ lost). A bad line anywhere else refuses the load and names its line number.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from dsh.events import Event, check_contiguous, decode_event_lines, encode_event
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
+    UnreadableSession,
     decode_header,
     encode_header,
     new_header,
@@ -183,19 +183,34 @@ class JsonlStore:
                 )
         return log
 
-    def list(self) -> list[SessionHeader]:
+    def unreadable(self) -> list[UnreadableSession]:
+        return [u for u in self._scan() if isinstance(u, UnreadableSession)]
+
+    def _scan(self) -> list[SessionHeader | UnreadableSession]:
+        """The header of every session directory, or why it cannot be read (by directory)."""
         if not self.root.is_dir():
             return []
-        headers = []
+        found: list[SessionHeader | UnreadableSession] = []
         for directory in sorted(self.root.iterdir()):
             path = directory / LOG_NAME
             if not path.is_file():
                 continue
-            with path.open("rb") as handle:
-                first = handle.readline().rstrip(b"\n")
-            with contextlib.suppress(LogCorruptError):
-                headers.append(decode_header(first, where=str(path)))
-        return headers
+            try:
+                with path.open("rb") as handle:
+                    first = handle.readline()
+            except OSError as exc:
+                found.append(UnreadableSession(directory.name, f"cannot read: {_reason(exc)}"))
+                continue
+            try:
+                if not first.endswith(b"\n"):
+                    raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+                found.append(decode_header(first.rstrip(b"\n"), where=f"{path}: line 1"))
+            except LogCorruptError as exc:
+                found.append(UnreadableSession(directory.name, str(exc), exc.line))
+        return found
+
+    def list(self) -> list[SessionHeader]:
+        return [h for h in self._scan() if isinstance(h, SessionHeader)]
 
 
 def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:

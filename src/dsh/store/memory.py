@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from dsh.errors import SessionLockedError, SessionNotFoundError, StoreError
 from dsh.events import Event, check_contiguous, decode_events, encode_event
-from dsh.store.base import SessionHeader, SessionLog, new_header, now_millis
+from dsh.store.base import SessionHeader, SessionLog, UnreadableSession, new_header, now_millis
 from dsh.store.repair import plan_crash_repair
 
 
@@ -90,6 +90,9 @@ class MemoryStore:
             if repairs:
                 log.append(repairs)
         return log
+
+    def unreadable(self) -> list[UnreadableSession]:
+        return []  # headers are kept as objects; nothing to decode
 
     def list(self) -> list[SessionHeader]:
         return sorted(self.headers.values(), key=lambda h: h.id)

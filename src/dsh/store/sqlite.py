@@ -1,14 +1,17 @@
 """SQLite store: every session in one file, ``<home>/dsh.sqlite3``.
 
 Each event row keeps the exact bytes the JSONL store would write, so both stores share one codec
-and a log moves between them unchanged. Appends commit one transaction per batch (a process crash
-loses nothing appended); batches that contain an fsync-point event commit with
-``synchronous=FULL`` so they also survive a power loss. The schema is built by named migrations
+and a log moves between them unchanged. Appends commit one transaction per batch with
+``synchronous=NORMAL`` (a process crash loses nothing appended); a batch that contains an
+fsync-point event requests an fsync of the WAL from a background thread that coalesces requests
+(group commit, as the JSONL store), and ``sync``/``close`` wait for it, so a power loss loses
+nothing that was synced. The schema is built by named migrations
 recorded in ``schema_migrations``.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,15 +27,18 @@ from dsh.events import Event, check_contiguous, decode_events, encode_event
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
+    UnreadableSession,
     decode_header,
     encode_header,
     new_header,
     now_millis,
 )
+from dsh.store.group_commit import GroupFsync
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
 
 DB_NAME = "dsh.sqlite3"
+_INSERT = "INSERT INTO events VALUES (?, ?, ?)"
 
 
 def _m001_sessions_and_events(db: sqlite3.Connection) -> None:
@@ -95,46 +101,77 @@ class SqliteSessionLog(SessionLog):
         *,
         lock: WriteLock | None,
         resumed: bool,
+        path: Path | None = None,
     ) -> None:
         super().__init__(header, events, writable=lock is not None, resumed=resumed)
         self._db = db
         self._lock = lock
+        self._fsync: GroupFsync | None = None
+        self._unsynced = False  # committed since the last fsync request
+        if db is not None and path is not None:
+            wal = path.with_name(path.name + "-wal")
+            self._fsync = GroupFsync(lambda: _fsync_file(wal), header.id)
 
     def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
-        assert self._db is not None
+        assert self._db is not None and self._fsync is not None
+        if self._fsync.error is not None:
+            self._mark_broken(f"fsync failed: {self._fsync.error}")
+            raise StorageWriteError(f"cannot write session {self.id}: fsync failed")
         first = len(self.events)
         rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
         try:
-            if durable:
-                self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            finally:
-                if durable:
-                    self._db.execute("PRAGMA synchronous=NORMAL")
+            if len(rows) == 1:  # autocommit: one statement is one transaction
+                self._db.execute(_INSERT, rows[0])
+            else:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(_INSERT, rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
         except sqlite3.Error as exc:
             raise StorageWriteError(
                 f"cannot write session {self.id}: {exc}; nothing was committed"
             ) from exc
+        self._unsynced = True
+        if durable:  # group commit: the WAL is fsynced in the background, shared by batches
+            self._unsynced = False
+            self._fsync.request()
 
     def _sync(self) -> None:
-        if self._db is None:
+        """Everything committed so far reaches stable storage before this returns."""
+        if self._fsync is None:
             return
+        if self._unsynced:
+            self._unsynced = False
+            self._fsync.request()
         try:
-            self._db.execute("PRAGMA wal_checkpoint(FULL)")
-        except sqlite3.Error as exc:
+            self._fsync.wait()
+        except OSError as exc:
+            self._mark_broken(f"fsync failed: {exc}")
             raise StorageWriteError(f"cannot sync session {self.id}: {exc}") from exc
 
     def _close(self) -> None:
+        if self._fsync is not None:
+            self._fsync.close()
         if self._db is not None:
             self._db.close()
         if self._lock is not None:
             self._lock.release()
+
+
+def _fsync_file(path: Path) -> None:
+    """fsync the WAL: with ``synchronous=NORMAL`` a commit is in the WAL but not yet synced;
+    the checkpoint that moves it into the database file syncs on its own."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # no WAL: everything is checkpointed into the synced database
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class SqliteStore:
@@ -188,7 +225,9 @@ class SqliteStore:
             lock.release()
             db.close()
             raise StoreError(f"cannot create session in {self.path}: {exc}") from exc
-        return SqliteSessionLog(db, header, list(seed), lock=lock, resumed=bool(seed))
+        return SqliteSessionLog(
+            db, header, list(seed), lock=lock, resumed=bool(seed), path=self.path
+        )
 
     def open(self, session_id: str, *, writable: bool = False) -> SqliteSessionLog:
         if not self.path.is_file():
@@ -206,7 +245,12 @@ class SqliteStore:
                 ).fetchall()
                 events = _decode_rows(session_id, bodies)
                 log = SqliteSessionLog(
-                    db if writable else None, header, events, lock=lock, resumed=True
+                    db if writable else None,
+                    header,
+                    events,
+                    lock=lock,
+                    resumed=True,
+                    path=self.path,
                 )
             except BaseException:
                 if lock is not None:
@@ -226,7 +270,10 @@ class SqliteStore:
                 )
         return log
 
-    def list(self) -> list[SessionHeader]:
+    def unreadable(self) -> list[UnreadableSession]:
+        return [u for u in self._scan() if isinstance(u, UnreadableSession)]
+
+    def _scan(self) -> list[SessionHeader | UnreadableSession]:
         if not self.path.is_file():
             return []
         db = _connect(self.path)
@@ -234,7 +281,16 @@ class SqliteStore:
             rows = db.execute("SELECT id, header FROM sessions ORDER BY id").fetchall()
         finally:
             db.close()
-        return [decode_header(bytes(h), where=f"{self.path}: session {i}") for i, h in rows]
+        found: list[SessionHeader | UnreadableSession] = []
+        for session_id, raw in rows:
+            try:
+                found.append(decode_header(bytes(raw), where=f"{self.path}: session {session_id}"))
+            except LogCorruptError as exc:
+                found.append(UnreadableSession(str(session_id), str(exc), None))
+        return found
+
+    def list(self) -> list[SessionHeader]:
+        return [h for h in self._scan() if isinstance(h, SessionHeader)]
 
 
 def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:

@@ -5,7 +5,6 @@ from dsh.surface.projection import Replacement, SurfaceProjection, fold_surface
 from dsh.surface.session import (
     Draft,
     Measurement,
-    NodeTokens,
     Session,
 )
 from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools_tokens
@@ -13,7 +12,6 @@ from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools
 __all__ = [
     "Draft",
     "Measurement",
-    "NodeTokens",
     "Replacement",
     "Session",
     "SurfaceProjection",

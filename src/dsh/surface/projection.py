@@ -18,6 +18,7 @@ from dsh.events import (
     Message,
     ReplaceOp,
     SurfaceEvent,
+    ToolResultBlock,
     ToolResultEvent,
     UserMessageEvent,
     event_type_of,
@@ -135,6 +136,14 @@ class SurfaceProjection:
                 f"event seq {seq}: a tool/result replace must shadow exactly one tool/result",
                 seq=seq,
             )
+        if isinstance(event, ToolResultEvent):
+            new_id, old_id = _call_id(event), _call_id(self._events[shadowed[0]])
+            if new_id != old_id:
+                raise SurfaceError(
+                    f"event seq {seq}: a tool/result replace must keep toolCallId {old_id!r} "
+                    f"of the result it shadows (seq {shadowed[0]}), not {new_id!r}",
+                    seq=seq,
+                )
         self.nodes[first : last + 1] = [seq]
         if self._messages is not None:
             self._messages[first : last + 1] = [surface_message(event)]
@@ -197,9 +206,25 @@ class SurfaceProjection:
         self._pairing_valid_to = max(self._pairing_valid_to, upto)
 
 
+def _call_id(event: SurfaceEvent) -> str:
+    block = event.data.message.content[0]  # type: ignore[union-attr]
+    return block.tool_call_id if isinstance(block, ToolResultBlock) else ""
+
+
 def fold_surface(events: Iterable[Event]) -> tuple[list[int], list[Replacement]]:
     """Fold a whole log: the current nodes and every replace that landed, in log order."""
     projection = SurfaceProjection()
     for event in events:
         projection.apply(event)
     return projection.nodes, projection.replacements
+
+
+def first_refused(events: Iterable[Event]) -> int | None:
+    """Index of the first event the fold refuses (what loading the log would refuse), or None."""
+    projection = SurfaceProjection()
+    for index, event in enumerate(events):
+        try:
+            projection.apply(event)
+        except SurfaceError:
+            return index
+    return None

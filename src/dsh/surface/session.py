@@ -8,10 +8,11 @@ log folds it with the very same code, so a log that loads is a log that could ha
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dsh.errors import EventValidationError, LogCorruptError, SurfaceError
 from dsh.events import (
@@ -38,6 +39,7 @@ from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
 log = logging.getLogger("dsh.session")
 
 Observer = Callable[[Event], None]
+E = TypeVar("E", bound=EventBase)
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
 _SURFACE_TYPES = frozenset(_SURFACE_CLASSES)
@@ -54,17 +56,11 @@ class Draft:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeTokens:
-    seq: int
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
 class Measurement:
-    """``measure()``: the size of the next request (spec §3)."""
+    """``measure()``: the size of the next request (spec §3). Per-node prices come from
+    ``Session.node_tokens``."""
 
     total_tokens: int
-    nodes: tuple[NodeTokens, ...]
     anchored: bool
 
 
@@ -80,18 +76,22 @@ class Session:
         self._header_event: RequestHeaderEvent | None = None
         self._last_replace_seq = -1
         self._anchor: AssistantMessageEvent | None = None
-        apply, track = self._surface.apply, self._track
+        # Sum of node_tokens over the current nodes, kept from the first unanchored measure on
+        # (None until then: opening a log prices no node). Nodes change only at the fold's edges.
+        self._node_sum: int | None = None
+        self._fixed: tuple[RequestHeaderEvent, int] | None = None
+        self._by_type: defaultdict[type, list[Event]] = defaultdict(list)
+        apply, by_type = self._surface.apply, self._by_type
         with gc_paused():
             for event in log_.events:
                 kind = type(event)
-                if kind in _SURFACE_TYPES:  # only these fold; skip the calls for the rest
+                by_type[kind].append(event)
+                if kind in _SURFACE_TYPES:  # only these fold; skip the call for the rest
                     try:
                         apply(event)
                     except SurfaceError as exc:
                         raise LogCorruptError(f"session {log_.id}: {exc}", seq=exc.seq) from exc
-                    track(event)
-                elif kind is RequestHeaderEvent:
-                    track(event)
+        self._track_loaded()
 
     # ---- opening ----------------------------------------------------------------------------
 
@@ -137,6 +137,11 @@ class Session:
     def sync(self) -> None:
         self._log.sync()
 
+    def of_type(self, kind: type[E]) -> Sequence[E]:
+        """The events of exactly type ``kind``, in log order: kept as the log loads and as
+        events commit, so a reader needing a few kinds does not scan the whole log."""
+        return self._by_type.get(kind, ())  # type: ignore[return-value]
+
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(event)`` after each commit; returns the unsubscribe function."""
         self._observers.append(observer)
@@ -166,13 +171,14 @@ class Session:
             for event in events:
                 validate_event_shape(event)
                 undos.append((self._surface.apply(event), event))
-            self._log.append(events)
+            self._log.append(events, validated=True)
         except BaseException:
             for undo, event in reversed(undos):
                 if undo is not None:
                     self._surface.undo(undo, event)  # type: ignore[arg-type]
             raise
         for event in events:
+            self._by_type[type(event)].append(event)
             self._track(event)
             for observer in list(self._observers):
                 try:
@@ -208,6 +214,8 @@ class Session:
             self._header_event = event  # type: ignore[assignment]
         elif kind in _SURFACE_TYPES:
             op = event.surface_op  # type: ignore[union-attr]
+            if self._node_sum is not None:
+                self._node_sum += self._priced_change(event.seq, op == APPEND)
             if op != APPEND:
                 self._last_replace_seq = event.seq
             elif (
@@ -216,6 +224,29 @@ class Session:
                 and not event.data.interrupted  # type: ignore[union-attr]
             ):
                 self._anchor = event  # type: ignore[assignment]
+
+    def _track_loaded(self) -> None:
+        """What ``_track`` would have remembered over the loaded log, from its last events."""
+        headers = self.of_type(RequestHeaderEvent)
+        self._header_event = headers[-1] if headers else None
+        replacements = self._surface.replacements
+        self._last_replace_seq = replacements[-1].seq if replacements else -1
+        for event in reversed(self.of_type(AssistantMessageEvent)):
+            data = event.data
+            if event.surface_op == APPEND and data.usage is not None and not data.interrupted:
+                self._anchor = event
+                break
+
+    def _priced_change(self, seq: int, appended: bool) -> int:
+        """How the committed surface event ``seq`` changed the sum of node prices."""
+        change = self.node_tokens(seq)
+        if not appended:
+            replacements = self._surface.replacements
+            index = len(replacements) - 1
+            while replacements[index].seq != seq:  # a batch may hold later replaces
+                index -= 1
+            change -= sum(self.node_tokens(old) for old in replacements[index].shadowed_seqs)
+        return change
 
     # ---- the surface ------------------------------------------------------------------------
 
@@ -264,8 +295,10 @@ class Session:
         return cached
 
     def measure(self) -> Measurement:
-        """Size of the next request: a provider anchor if one still applies, else the heuristic."""
-        nodes = tuple(NodeTokens(seq, self.node_tokens(seq)) for seq in self._surface.nodes)
+        """Size of the next request: a provider anchor if one still applies, else the heuristic.
+
+        Costs O(nodes after the anchor) when anchored; unanchored, the node sum is computed once
+        and then kept as events commit, so neither path walks the whole surface per call."""
         anchor = self._anchor
         if (
             anchor is not None
@@ -274,11 +307,22 @@ class Session:
             and (self._header_event is None or self._header_event.seq < anchor.seq)
             and anchor.seq in self._surface
         ):
-            first = self._surface.position(anchor.seq)
-            later = sum(n.tokens for n in nodes[first:])
-            return Measurement(anchor.data.usage.request_tokens() + later, nodes, anchored=True)
-        header = self.request_header
-        fixed = 0
-        if header is not None:
-            fixed = system_tokens(header.system) + tools_tokens(header.tools)
-        return Measurement(fixed + sum(n.tokens for n in nodes), nodes, anchored=False)
+            nodes = self._surface.nodes
+            later = sum(
+                self.node_tokens(nodes[i])
+                for i in range(self._surface.position(anchor.seq), len(nodes))
+            )
+            return Measurement(anchor.data.usage.request_tokens() + later, anchored=True)
+        if self._node_sum is None:
+            self._node_sum = sum(self.node_tokens(seq) for seq in self._surface.nodes)
+        return Measurement(self._fixed_tokens() + self._node_sum, anchored=False)
+
+    def _fixed_tokens(self) -> int:
+        """System prompt and tool schemas of the latest header, priced once per header."""
+        header_event = self._header_event
+        if header_event is None:
+            return 0
+        if self._fixed is None or self._fixed[0] is not header_event:
+            header = header_event.data.header
+            self._fixed = (header_event, system_tokens(header.system) + tools_tokens(header.tools))
+        return self._fixed[1]

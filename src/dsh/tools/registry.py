@@ -4,7 +4,8 @@
 model can make — an unknown tool, arguments that are not a JSON object, a missing, unknown or
 wrongly typed key — comes back as an error output with a code (``UNKNOWN_TOOL``,
 ``INVALID_ARGUMENT``), as does a denial (``DENIED``), a ``ToolError`` (its own code) and any other
-exception inside a tool (``TOOL_FAILED``). Only cancellation propagates.
+exception inside a tool (``TOOL_FAILED``). Only cancellation propagates. Every output, success or
+error, has known secret values masked (``SecretPolicy.mask``) before it is returned.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dsh.tools.args import INVALID_ARGUMENT, drop_null_optionals, json_type_name
 from dsh.tools.base import Tool, ToolContext, ToolOutput, tool_spec
 from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
 from dsh.tools.search import GlobTool, GrepTool
+from dsh.tools.secrets import SecretPolicy
 from dsh.tools.shell import BashTool
 from dsh.tools.todo import TodoWriteTool
 
@@ -28,7 +30,9 @@ from dsh.tools.todo import TodoWriteTool
 class ToolRegistry:
     """The tools offered to the model, by name, in registration order."""
 
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    def __init__(self, tools: Iterable[Tool], secrets: SecretPolicy | None = None) -> None:
+        self.secrets = secrets if secrets is not None else SecretPolicy.from_environment()
+        """Secret values masked in every output (see :mod:`dsh.tools.secrets`)."""
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
@@ -56,7 +60,20 @@ class ToolRegistry:
         ctx: ToolContext,
         policy: ApprovalPolicy,
     ) -> ToolOutput:
-        """Run one tool call; every failure comes back as an error ``ToolOutput``."""
+        """Run one tool call; every failure comes back as an error ``ToolOutput``, and known
+        secret values in the output are masked before anyone logs it."""
+        output = await self._execute(call_id, name, arguments_json, ctx, policy)
+        masked = self.secrets.mask(output.text)
+        return output if masked == output.text else dataclasses.replace(output, text=masked)
+
+    async def _execute(
+        self,
+        call_id: str,
+        name: str,
+        arguments_json: str,
+        ctx: ToolContext,
+        policy: ApprovalPolicy,
+    ) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:
             available = ", ".join(self._tools) or "none"
@@ -104,8 +121,9 @@ def parse_arguments(arguments_json: str, schema: dict[str, Any]) -> dict[str, An
     return args
 
 
-def default_tools() -> list[Tool]:
-    """The built-in tools (recall tools are registered by the session, not here)."""
+def default_tools(secrets: SecretPolicy | None = None) -> list[Tool]:
+    """The built-in tools (recall tools are registered by the session, not here); ``bash``
+    scrubs its environment with ``secrets``."""
     return [
         ReadFileTool(),
         WriteFileTool(),
@@ -113,7 +131,7 @@ def default_tools() -> list[Tool]:
         ListDirTool(),
         GlobTool(),
         GrepTool(),
-        BashTool(),
+        BashTool(secrets),
         TodoWriteTool(),
     ]
 

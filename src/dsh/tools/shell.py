@@ -1,8 +1,9 @@
 """The ``bash`` tool: one shell command in the workspace, with a timeout and an output cap.
 
-The command runs as ``bash -c`` in its own process group (a new session), with stdin closed and
-stderr merged into stdout. On timeout, and when the awaiting task is cancelled, the whole group is
-killed, so no child outlives the call. A background process that keeps the output pipe open after
+The command runs as ``bash -c`` in its own process group (a new session), with stdin closed,
+stderr merged into stdout, and an environment without secrets (see :mod:`dsh.tools.secrets`).
+On timeout, and when the awaiting task is cancelled, the whole group is killed, so no child
+outlives the call. A background process that keeps the output pipe open after
 the shell exits is killed too (after a short grace period); one whose output is redirected away
 keeps running.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from dsh.tools.args import int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.secrets import SecretPolicy
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -79,7 +81,8 @@ class BashTool:
         f"long output is cut to about {OUTPUT_CAP} characters, keeping the start and the end."
     )
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: SecretPolicy | None = None) -> None:
+        self.secrets = secrets or SecretPolicy()
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {
@@ -100,7 +103,7 @@ class BashTool:
         """Run ``args.command``; kill its process group on timeout or cancellation."""
         command = str_arg(args, "command")
         timeout = int_arg(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
-        env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat"}
+        env = {**self.secrets.scrubbed_environment(), "PAGER": "cat", "GIT_PAGER": "cat"}
         proc = await asyncio.create_subprocess_exec(
             "bash",
             "-c",

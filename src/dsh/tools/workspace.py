@@ -3,7 +3,8 @@
 Every path a tool receives goes through :func:`resolve_in_workspace`: relative paths are taken
 relative to the workspace, then symlinks are followed and ``..`` collapsed, and the result must
 lie inside the resolved workspace. A symlink inside the workspace that points outside is refused
-like any other escape, for reading and for writing.
+like any other escape, for reading and for writing. Refusals name only the path the model gave,
+never where it resolved to (a symlink's target, an expanded ``~``, the workspace's location).
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ def resolve_in_workspace(path: str, workspace: Path, *, must_exist: bool = False
     try:
         resolved = Path(os.path.realpath(candidate))
     except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
-        raise ToolError(f"cannot resolve path {path!r}: {exc}", code="INVALID_ARGUMENT") from exc
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "a symlink loop"
+        raise ToolError(f"cannot resolve path {path!r}: {reason}", code="INVALID_ARGUMENT") from exc
     if not is_inside(resolved, root):
         raise ToolError(
-            f"path {path!r} resolves to {str(resolved)!r}, which is outside the workspace "
-            f"{str(root)!r}; file tools only work inside the workspace",
+            f"path {path!r} is outside the workspace (it, or a symlink on its way, leads out); "
+            "file tools only work inside the workspace: give a path relative to its root",
             code="OUTSIDE_WORKSPACE",
         )
     if must_exist and not resolved.exists():

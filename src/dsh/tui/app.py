@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult
@@ -35,7 +36,7 @@ from dsh.tui.commands import HELP, Command, parse_command
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.prompt import PromptBox
-from dsh.tui.status_bar import StatusBar
+from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
 log = logging.getLogger("dsh.tui")
@@ -45,6 +46,14 @@ WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
+
+
+def _recorded_elsewhere(options: TuiOptions, session_id: str) -> str | None:
+    """The workspace ``session_id`` recorded, if it is not this app's workspace."""
+    header = next((h for h in options.store.list() if h.id == session_id), None)
+    if header is None or Path(header.cwd).resolve() == options.workspace.resolve():
+        return None
+    return header.cwd
 
 
 class DshApp(App[None]):
@@ -87,6 +96,7 @@ class DshApp(App[None]):
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
         self.prompt_box.focus()
+        self.status_bar.set(trust=trust_label(self.controller.options.workspace))
         try:
             items = self.controller.start()
         except MissingApiKeyError as exc:
@@ -299,6 +309,15 @@ class DshApp(App[None]):
             session_id = resolve_session_id(controller.options.store, wanted)
             if controller.session is not None and controller.session.id == session_id:
                 self.note(f"Session {session_id} is already open.")
+                return
+            elsewhere = _recorded_elsewhere(controller.options, session_id)
+            if elsewhere is not None:
+                here = controller.options.workspace
+                self.note(
+                    f"Session {session_id} ran in {elsewhere}, not here; its tools would run in "
+                    f"the wrong directory. Quit and run `dsh --resume {session_id}` (its own "
+                    f"workspace) or `dsh --resume {session_id} --cwd {here}`."
+                )
                 return
             items = controller.open(session_id)
         except DshError as exc:

@@ -8,7 +8,6 @@ it by the session observer, so what people see live is what they see after reope
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,9 +31,6 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy
 from dsh.transcript import MessageItem, TranscriptItem, TranscriptProjector
 from dsh.tui.progress import CacheCounter, CompactionProgress
-
-FREEZE_AFTER = 50_000
-"""Opening a log at least this long moves the heap to the collector's permanent generation."""
 
 RouteFactory = Callable[[str | None], Route]
 """``route(model)``: the provider, model and window for ``model`` (None: the configured one).
@@ -146,11 +142,6 @@ class Controller:
                 cache(event)
                 progress(event)
         self.progress.reset()  # nobody runs a pass that a stored log left open
-        if len(session.events) >= FREEZE_AFTER:
-            # The log is read-only history from here on: keep the cyclic collector from
-            # walking its millions of objects on every full collection (a frozen object is
-            # still freed by reference counting when the session is closed).
-            gc.freeze()
         self._unsubscribe = session.subscribe(self._observe)
         self.project_seconds = time.perf_counter() - started
         return items

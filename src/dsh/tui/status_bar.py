@@ -1,12 +1,17 @@
-"""The one-line status bar: model, context use, cache-hit ratio, compaction, activity."""
+"""The one-line status bar: model, context use, cache-hit ratio, compaction, activity, and
+whether the workspace's project config is trusted (only when there is one)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
+
+from dsh.config import is_trusted
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +24,8 @@ class StatusInfo:
     """``compacting…`` / ``compacting · k of N regions`` while a pass runs."""
     busy: str | None = None
     """What is running (``working…``), if anything."""
+    trust: str | None = None
+    """Whether the workspace's own ``.dsh/config.toml`` is trusted (only when it has one)."""
 
 
 def _tokens(count: int) -> str:
@@ -42,7 +49,18 @@ def status_text(info: StatusInfo) -> Text:
         text.append(f" · {info.compaction}", style="bold yellow")
     if info.busy:
         text.append(f" · {info.busy}", style="italic")
+    if info.trust:
+        text.append(f" · {info.trust}", style="dim")
     return text
+
+
+def trust_label(workspace: Path, environ: Mapping[str, str] | None = None) -> str | None:
+    """``project config trusted``/``untrusted`` when ``workspace`` has ``.dsh/config.toml``."""
+    if not (workspace / ".dsh" / "config.toml").is_file():
+        return None
+    if is_trusted(workspace, environ):
+        return "project config trusted"
+    return "project config untrusted: safety keys ignored (dsh trust)"
 
 
 class StatusBar(Static):

@@ -1,12 +1,12 @@
 """Routes of ``dsh web``: the page, its static files, the JSON API and the live stream.
 
-    GET  /?token=T                                  the page
-    GET  /s/<token>/<file>                          static files (ES modules, CSS, vendor)
+    GET  /?token=T                                  the page (sets the token cookie)
+    GET  /s/<file>                                  static files (ES modules, CSS, vendor)
     GET  /api/sessions                              list
     POST /api/sessions            {cwd?}            create (open for writing here)
     GET  /api/sessions/{id}                         header, stats, progress, approvals
     GET  /api/sessions/{id}/history?before_seq=&max_messages=
-    WS   /api/sessions/{id}/live?token=T&after_seq=N
+    WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     POST /api/sessions/{id}/resume                  open a stored session for writing here
     POST /api/sessions/{id}/close                   release it
     POST /api/sessions/{id}/prompt  {text}          start a turn (202)
@@ -14,13 +14,15 @@
     POST /api/sessions/{id}/compact {focus?}        manual /compact (202)
     POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny}
 
-Every answer that is not a success is ``{"error": {"code", "message"}}``.
+Every answer that is not a success is ``{"error": {"code", "message"}}``. Only the files
+listed in the static directory when the app is built are served; any other path (a NUL byte,
+``..``, an odd encoding) is a plain 404.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -37,7 +39,17 @@ from starlette.websockets import WebSocket
 from dsh.errors import DshError
 from dsh.events import encode_event
 from dsh.transcript.history import DEFAULT_MAX_MESSAGES
-from dsh.web.auth import STATIC_PREFIX, SecurityHeaders, TokenAuth
+from dsh.web.auth import (
+    CSP,
+    STATIC_PREFIX,
+    FailureLimiter,
+    OriginGuard,
+    SecurityHeaders,
+    TokenAuth,
+    is_page_request,
+    query_token,
+    session_cookie,
+)
 from dsh.web.errors import (
     INVALID_JSON,
     PAYLOAD_TOO_LARGE,
@@ -48,6 +60,7 @@ from dsh.web.errors import (
     handle_http_exception,
     handle_unexpected,
 )
+from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
 from dsh.web.sessions import SessionRegistry, check_session_id
 
@@ -55,11 +68,6 @@ STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY = 1_000_000
 MAX_PROMPT_CHARS = 200_000
 MAX_PAGE_MESSAGES = 500
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
-)
 MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8",
@@ -142,21 +150,54 @@ def json_bytes(body: bytes, status: int = 200) -> Response:
 # ---- the app --------------------------------------------------------------------------------
 
 
+def static_files(static_dir: Path) -> dict[str, Path]:
+    """The client files the static route may serve: regular files under ``static_dir`` with a
+    known type, by their relative POSIX path (no dotfiles, nothing a symlink leads out to)."""
+    root = static_dir.resolve()
+    listed: dict[str, Path] = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or path.suffix not in MEDIA_TYPES:
+            continue
+        if relative.as_posix() == "index.html":  # a template: served (filled in) at /
+            continue
+        if path.is_file() and path.resolve().is_relative_to(root):
+            listed[relative.as_posix()] = path
+    return listed
+
+
 def create_app(
-    registry: SessionRegistry, *, token: str, static_dir: Path = STATIC_DIR
+    registry: SessionRegistry,
+    *,
+    token: str,
+    static_dir: Path = STATIC_DIR,
+    allowed_hosts: Collection[str] | None = None,
+    limiter: FailureLimiter | None = None,
 ) -> Starlette:
-    """The ASGI app of ``dsh web`` over ``registry``, guarded by ``token``."""
+    """The ASGI app of ``dsh web`` over ``registry``, guarded by ``token``. ``allowed_hosts``
+    (``host:port`` values) turns on the ``Host`` check; ``None`` accepts any ``Host``."""
     static_root = static_dir.resolve()
+    files = static_files(static_root)
+    followers = Followers(registry)
+
+    async def session_info(session_id: str) -> dict[str, Any]:
+        """The registry's info plus ``heldBy``: the pid of another process writing it."""
+        info = await registry.info(session_id)
+        open_here = session_id in registry.handles
+        info["heldBy"] = None if open_here else lock_holder(registry.store, session_id)
+        return info
 
     async def index(request: Request) -> Response:
         html = (static_root / "index.html").read_text(encoding="utf-8")
-        html = html.replace("{{STATIC}}", f"{STATIC_PREFIX}{token}")
-        return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
+        html = html.replace("{{STATIC}}", STATIC_PREFIX.rstrip("/"))
+        response = HTMLResponse(html, headers={"Content-Security-Policy": CSP})
+        if is_page_request(request.scope) and query_token(request.scope) is not None:
+            response.headers.append("set-cookie", session_cookie(token))
+        return response
 
     async def static(request: Request) -> Response:
-        relative = request.path_params["path"]
-        path = (static_root / relative).resolve()
-        if not path.is_relative_to(static_root) or not path.is_file():
+        path = files.get(request.path_params["path"])
+        if path is None:
             raise HTTPException(404)
         media = MEDIA_TYPES.get(path.suffix, "application/octet-stream")
         return FileResponse(path, media_type=media, headers={"Cache-Control": "no-cache"})
@@ -174,7 +215,7 @@ def create_app(
         return JSONResponse({"sessions": await registry.list_sessions()})
 
     async def session(request: Request) -> Response:
-        return JSONResponse(await registry.info(request.path_params["session_id"]))
+        return JSONResponse(await session_info(request.path_params["session_id"]))
 
     async def history(request: Request) -> Response:
         session_id = check_session_id(request.path_params["session_id"])
@@ -236,7 +277,7 @@ def create_app(
         try:
             check_session_id(session_id)
             after = _after_seq(websocket.query_params.get("after_seq"))
-            info = await registry.info(session_id)
+            info = await session_info(session_id)
             hub = registry.hub(session_id)
             subscriber = hub.subscribe()  # before the catch-up is read: nothing falls between
             events = await registry.events(session_id)
@@ -246,18 +287,20 @@ def create_app(
             await websocket.send_denial_response(exc.response())
             return
         catch_up = events[after + 1 :] if after is not None else ()
+        followers.ensure(session_id, len(events) - 1)  # another process may be writing it
         await websocket.accept()
         await stream(websocket, hub, frame("hello", session=info), catch_up, subscriber)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        await followers.stop()
         await registry.shutdown()
 
     session_path = "/api/sessions/{session_id}"
     routes = [
         Route("/", index, methods=["GET"]),
-        Route(STATIC_PREFIX + "{token}/{path:path}", static, methods=["GET"]),
+        Route(STATIC_PREFIX + "{path:path}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET", "POST"]),
         Route(session_path, session, methods=["GET"]),
         Route(session_path + "/history", history, methods=["GET"]),
@@ -279,7 +322,8 @@ def create_app(
         routes=routes,
         middleware=[
             Middleware(SecurityHeaders),
-            Middleware(TokenAuth, token=token),
+            Middleware(OriginGuard, hosts=allowed_hosts),
+            Middleware(TokenAuth, token=token, limiter=limiter),
             Middleware(GZipMiddleware, minimum_size=1024),
         ],
         exception_handlers=handlers,

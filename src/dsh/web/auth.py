@@ -1,32 +1,48 @@
-"""The access token and the binding rules.
+"""The access token, where a request may carry it, and the binding rules.
 
-Every request carries the token: ``Authorization: Bearer <token>`` anywhere; ``?token=`` only
-on the first page load (``GET /``) and the live stream (a browser cannot set headers there);
-static files carry it in their path (``/s/<token>/…``) so that ES modules importing each other
-by relative URL keep it. Comparison is constant-time (``hmac.compare_digest``).
+A request presents the token as ``Authorization: Bearer <token>`` (API clients) or as the
+session cookie the page sets. The launch URL's ``?token=`` is accepted only on the page itself
+(``GET /``): that answer sets the cookie (``HttpOnly; SameSite=Strict``) and the page's script
+removes the query from the address bar with ``history.replaceState``, so the token is not left in
+the address bar, in the history or in copied links; static files and the live stream use the
+cookie. Comparison is constant-time (``hmac.compare_digest``). Failed attempts are rate-limited
+per client address (``429`` once :data:`MAX_FAILURES` failed within :data:`FAILURE_WINDOW`
+seconds).
 
-The server binds to loopback unless the user passes ``--token`` explicitly: a generated token
-printed in a terminal is fine for this machine, but exposing the agent (which runs shell
-commands) to a network must be a deliberate choice.
+:class:`OriginGuard` is a second line if the token leaks: the ``Host`` must be one the server
+answers to (a loopback bind lists its own names, which defeats DNS rebinding), and a WebSocket
+handshake or a state-changing request with an ``Origin`` must come from the same origin.
+
+The server binds to loopback unless the token was chosen explicitly (``--token`` or
+``DSH_WEB_TOKEN``), and then only with a token of at least :data:`MIN_EXPOSED_TOKEN_CHARS`
+characters: exposing the agent (which runs shell commands) to a network must be deliberate.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import re
 import secrets
-from urllib.parse import parse_qs
+import time
+from collections.abc import Callable, Collection
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dsh.errors import UsageError
-from dsh.web.errors import UNAUTHORIZED, ApiError
+from dsh.web.errors import FORBIDDEN, RATE_LIMITED, UNAUTHORIZED, ApiError
 
 STATIC_PREFIX = "/s/"
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9._~-]+$")
 WEAK_TOKEN_CHARS = 16
+MIN_EXPOSED_TOKEN_CHARS = 32
+MAX_FAILURES = 20
+FAILURE_WINDOW = 60.0
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def new_token() -> str:
@@ -35,15 +51,26 @@ def new_token() -> str:
 
 
 def check_token_text(token: str) -> None:
-    """Refuse a user-given token that cannot travel in a URL path unescaped."""
+    """Refuse a user-given token that cannot travel in a URL query unescaped."""
     if not TOKEN_PATTERN.match(token):
-        raise UsageError("--token may contain only letters, digits and - . _ ~")
+        raise UsageError("--token (or DSH_WEB_TOKEN) may contain only letters, digits and - . _ ~")
 
 
 def token_matches(expected: str, given: str | None) -> bool:
     if given is None:
         return False
     return hmac.compare_digest(expected.encode(), given.encode())
+
+
+def cookie_name(token: str) -> str:
+    """The cookie of the server guarded by ``token``: named after a hash of it, so servers on
+    other ports of the same host (cookies ignore ports) do not overwrite each other's."""
+    return "dsh_" + hashlib.sha256(token.encode()).hexdigest()[:12]
+
+
+def session_cookie(token: str) -> str:
+    """The ``Set-Cookie`` value the page answer carries."""
+    return f"{cookie_name(token)}={token}; HttpOnly; SameSite=Strict; Path=/"
 
 
 def is_loopback(host: str) -> bool:
@@ -59,84 +86,203 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
-def check_bind(host: str, *, explicit_token: bool) -> None:
-    """Refuse a non-loopback bind unless the token was chosen explicitly."""
-    if not is_loopback(host) and not explicit_token:
+def check_bind(host: str, *, explicit_token: bool, token: str | None = None) -> None:
+    """Refuse a non-loopback bind unless the token was chosen explicitly and is long enough."""
+    if is_loopback(host):
+        return
+    if not explicit_token:
         raise UsageError(
             f"refusing to bind {host}: it is not a loopback address; pass --token TOKEN "
-            "to expose dsh web to other machines"
+            "(or set DSH_WEB_TOKEN) to expose dsh web to other machines"
+        )
+    if token is not None and len(token) < MIN_EXPOSED_TOKEN_CHARS:
+        raise UsageError(
+            f"refusing to bind {host} with a {len(token)}-character token: a token for a "
+            f"non-loopback address needs at least {MIN_EXPOSED_TOKEN_CHARS} characters"
         )
 
 
-def _bearer(scope: Scope) -> str | None:
+def loopback_hosts(host: str, port: int) -> frozenset[str]:
+    """The ``Host`` values a server on a loopback ``host:port`` answers to."""
+    names = {host.strip("[]").lower(), "127.0.0.1", "localhost", "::1"}
+    bracketed = {f"[{n}]" if ":" in n else n for n in names}
+    hosts = {f"{n}:{port}" for n in bracketed}
+    return frozenset(hosts | bracketed if port == 80 else hosts)  # browsers omit :80
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
     for name, value in headers:
-        if name == b"authorization":
-            scheme, _, credentials = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer":
-                return credentials.strip()
+        if name == wanted:
+            return value.decode("latin-1")
     return None
 
 
-def _query_token(scope: Scope) -> str | None:
+def _bearer(scope: Scope) -> str | None:
+    value = _header(scope, b"authorization")
+    if value is None:
+        return None
+    scheme, _, credentials = value.partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    raw = _header(scope, b"cookie")
+    if not raw:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(raw)
+    except Exception:  # a malformed Cookie header presents no token
+        return None
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None else None
+
+
+def query_token(scope: Scope) -> str | None:
     raw: bytes = scope.get("query_string", b"")
     values = parse_qs(raw.decode("latin-1")).get("token")
     return values[-1] if values else None
 
 
-def _path_token(path: str) -> str | None:
-    if not path.startswith(STATIC_PREFIX):
-        return None
-    token, slash, _ = path[len(STATIC_PREFIX) :].partition("/")
-    return token if slash else None
+def is_page_request(scope: Scope) -> bool:
+    return scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") == "/"
 
 
-def request_token(scope: Scope) -> str | None:
+def request_token(scope: Scope, cookie: str) -> str | None:
     """The token a request presents, where it is allowed to present it."""
     bearer = _bearer(scope)
     if bearer is not None:
         return bearer
-    path: str = scope.get("path", "")
-    if scope["type"] == "websocket" or (scope.get("method") == "GET" and path == "/"):
-        return _query_token(scope)
-    return _path_token(path)
+    if is_page_request(scope):
+        given = query_token(scope)
+        if given is not None:
+            return given
+    return _cookie(scope, cookie)
+
+
+class FailureLimiter:
+    """Failed token attempts per client address in a sliding window."""
+
+    def __init__(
+        self,
+        limit: int = MAX_FAILURES,
+        window: float = FAILURE_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+        self._failures: dict[str, list[float]] = {}
+
+    def _recent(self, client: str) -> list[float]:
+        cutoff = self.clock() - self.window
+        recent = [t for t in self._failures.get(client, []) if t > cutoff]
+        if recent:
+            self._failures[client] = recent
+        else:
+            self._failures.pop(client, None)
+        return recent
+
+    def blocked(self, client: str) -> bool:
+        return len(self._recent(client)) >= self.limit
+
+    def record(self, client: str) -> None:
+        self._failures.setdefault(client, []).append(self.clock())
+        if len(self._failures) > 10_000:  # a flood of addresses: forget the quiet ones
+            for quiet in [c for c in self._failures if not self._recent(c)]:
+                self._failures.pop(quiet, None)
+
+
+async def _deny(scope: Scope, receive: Receive, send: Send, error: ApiError) -> None:
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
+    if error.status == 429:
+        headers["Retry-After"] = str(int(FAILURE_WINDOW))
+    response = JSONResponse(error.body(), status_code=error.status, headers=headers)
+    if scope["type"] == "websocket":
+        if "websocket.http.response" in scope.get("extensions", {}):
+            await response(scope, receive, send)
+        else:
+            await send({"type": "websocket.close", "code": 4000 + error.status, "reason": ""})
+        return
+    await response(scope, receive, send)
 
 
 class TokenAuth:
-    """ASGI middleware: 401 (JSON) unless the request presents the token."""
+    """ASGI middleware: 401 (JSON) unless the request presents the token; 429 after too many
+    failures from one address."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, limiter: FailureLimiter | None = None) -> None:
         self.app = app
         self.token = token
+        self.cookie = cookie_name(token)
+        self.limiter = limiter or FailureLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or token_matches(
-            self.token, request_token(scope)
-        ):
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        client = (scope.get("client") or ("?", 0))[0]
+        if self.limiter.blocked(client):
+            message = "too many failed attempts with a wrong access token; wait a minute"
+            await _deny(scope, receive, send, ApiError(429, RATE_LIMITED, message))
+            return
+        if token_matches(self.token, request_token(scope, self.cookie)):
+            await self.app(scope, receive, send)
+            return
+        self.limiter.record(client)
         error = ApiError(
             401,
             UNAUTHORIZED,
             "missing or wrong access token: open the URL that `dsh web` printed",
         )
-        response = JSONResponse(
-            error.body(), status_code=401, headers={"WWW-Authenticate": "Bearer"}
-        )
-        if scope["type"] == "websocket":
-            if "websocket.http.response" in scope.get("extensions", {}):
-                await response(scope, receive, send)
-            else:
-                await send({"type": "websocket.close", "code": 4401, "reason": "unauthorized"})
-            return
-        await response(scope, receive, send)
+        await _deny(scope, receive, send, error)
+
+
+class OriginGuard:
+    """ASGI middleware: 403 for a ``Host`` the server does not answer to (when ``hosts`` is
+    given), and for a WebSocket or state-changing request whose ``Origin`` is another origin."""
+
+    def __init__(self, app: ASGIApp, hosts: Collection[str] | None = None) -> None:
+        self.app = app
+        self.hosts = None if hosts is None else frozenset(h.lower() for h in hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            problem = self._problem(scope)
+            if problem is not None:
+                await _deny(scope, receive, send, ApiError(403, FORBIDDEN, problem))
+                return
+        await self.app(scope, receive, send)
+
+    def _problem(self, scope: Scope) -> str | None:
+        host = (_header(scope, b"host") or "").lower()
+        if self.hosts is not None and host not in self.hosts:
+            return "this server does not answer to that Host (open the URL `dsh web` printed)"
+        if scope["type"] == "http" and scope.get("method") in SAFE_METHODS:
+            return None
+        origin = _header(scope, b"origin")
+        if origin is None:
+            return None  # not a browser, or a same-origin GET-like request
+        parts = urlsplit(origin.lower())
+        if parts.scheme not in ("http", "https", "ws", "wss") or parts.netloc != host:
+            return "cross-origin request refused"
+        return None
+
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
 
 
 class SecurityHeaders:
-    """Headers on every HTTP response: no referrer (the page URL holds the token), no sniffing,
-    no framing, no caching of API answers. No CORS headers are ever sent."""
+    """Headers on every HTTP response: the CSP, no referrer (the launch URL holds the token),
+    no sniffing, no framing, no caching of API answers. No CORS headers are ever sent."""
 
     HEADERS = (
+        (b"content-security-policy", CSP.encode()),
         (b"referrer-policy", b"no-referrer"),
         (b"x-content-type-options", b"nosniff"),
         (b"x-frame-options", b"DENY"),

@@ -26,6 +26,8 @@ from dsh.errors import (
 INVALID_JSON = "INVALID_JSON"
 INVALID_ARGUMENT = "INVALID_ARGUMENT"
 UNAUTHORIZED = "UNAUTHORIZED"
+FORBIDDEN = "FORBIDDEN"
+RATE_LIMITED = "RATE_LIMITED"
 NOT_FOUND = "NOT_FOUND"
 SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
 APPROVAL_NOT_FOUND = "APPROVAL_NOT_FOUND"
@@ -104,12 +106,13 @@ async def handle_dsh_error(request: Request, exc: Exception) -> Response:
 
 
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
-    """Starlette's own 404/405 (unknown route, wrong method) in the same JSON shape."""
+    """Starlette's own 404/405 (unknown route, wrong method) in the same JSON shape. The request
+    path is never echoed: it may hold the access token (an old ``/s/<token>/…`` link)."""
     assert isinstance(exc, HTTPException)
     code = _HTTP_CODES.get(exc.status_code, INTERNAL if exc.status_code >= 500 else NOT_FOUND)
     message = {
-        404: f"no route {request.url.path}",
-        405: f"{request.method} is not allowed on {request.url.path}",
+        404: "no such route or file",
+        405: f"{request.method} is not allowed on this route",
     }.get(exc.status_code, str(exc.detail))
     headers = dict(exc.headers) if exc.headers else None
     return ApiError(exc.status_code, code, message).response(headers=headers)

@@ -256,6 +256,8 @@ class SessionRegistry:
         self.handles: dict[str, Handle] = {}
         self.hubs: dict[str, LiveHub] = {}
         self.readers = ReadCache(store)
+        self._stored_stats: dict[str, tuple[Session, SessionStats]] = {}
+        """Stats of a stored session, for the very session object ``readers`` holds."""
         self._opening = asyncio.Lock()
 
     # -- lookup ----------------------------------------------------------------------------
@@ -333,7 +335,7 @@ class SessionRegistry:
             stats = self._stats(session, handle.stats.update(session.events))
             return {
                 **self._summary(session.header),
-                "title": _title(session.events),
+                "title": _title(session),
                 "lastSeq": len(session.events) - 1,
                 "stats": stats,
                 "progress": handle.hub.progress.public(),
@@ -341,12 +343,18 @@ class SessionRegistry:
             }
         session = await self._stored(session_id)
 
-        def stored_stats() -> dict[str, Any]:  # O(log length): off the event loop
-            return self._stats(session, session_stats(session.events))
+        def stored_stats() -> dict[str, Any]:  # O(log length) once per load: off the loop
+            cached = self._stored_stats.get(session_id)
+            if cached is None or cached[0] is not session:
+                cached = (session, session_stats(session.events))
+                self._stored_stats[session_id] = cached
+                while len(self._stored_stats) > self.readers.size:
+                    self._stored_stats.pop(next(iter(self._stored_stats)))
+            return self._stats(session, cached[1])
 
         return {
             **self._summary(session.header),
-            "title": _title(session.events),
+            "title": _title(session),
             "lastSeq": len(session.events) - 1,
             "stats": await anyio.to_thread.run_sync(stored_stats),
             "progress": None,
@@ -357,7 +365,7 @@ class SessionRegistry:
         return self._stats(handle.session, handle.stats.update(handle.session.events))
 
     def _stats(self, session: Session, stats: SessionStats) -> dict[str, Any]:
-        window = _logged_window(session.events) or self.runtime.default_window()
+        window = _logged_window(session) or self.runtime.default_window()
         tokens = session.measure().total_tokens
         return {
             "contextTokens": tokens,
@@ -527,7 +535,7 @@ class SessionRegistry:
             self._finish(handle)
 
     async def _compact(self, handle: Handle, engine: CompactionEngine, focus: str | None) -> None:
-        window = _logged_window(handle.session.events) or self.runtime.default_window()
+        window = _logged_window(handle.session) or self.runtime.default_window()
         try:
             await run_compact_command(engine, window=window, focus=focus)
         except asyncio.CancelledError:
@@ -588,21 +596,15 @@ def _add(a: SessionStats, b: SessionStats) -> SessionStats:
     )
 
 
-def _logged_window(events: Sequence[Event]) -> int | None:
-    for event in reversed(events):
-        if isinstance(event, RequestContextEvent):
-            return event.data.context_window
-    return None
+def _logged_window(session: Session) -> int | None:
+    contexts = session.of_type(RequestContextEvent)
+    return contexts[-1].data.context_window if contexts else None
 
 
-def _title(events: Sequence[Event]) -> str | None:
+def _title(session: Session) -> str | None:
     """The first prompt a person typed, shortened."""
-    for event in events:
-        if (
-            isinstance(event, UserMessageEvent)
-            and event.surface_op == "append"
-            and isinstance(event.data.source, UserSource)
-        ):
+    for event in session.of_type(UserMessageEvent):
+        if event.surface_op == "append" and isinstance(event.data.source, UserSource):
             text = " ".join(
                 "".join(b.text for b in event.data.content if isinstance(b, TextBlock)).split()
             )

@@ -6,41 +6,66 @@ is chunked; every chunk but the last becomes a frozen index stub (2–3 lines an
 rare literals); the trailing slice is shadowed by the new state checkpoint, rewritten from the
 previous state plus everything this pass made stale. Stubs are never rewritten and never fall
 inside a later span, so the request prefix stays byte-stable and provider caches keep hitting.
+
+When the stub region outgrows its share of the window, the oldest stubs are rolled up by code
+(``rollup``) in the same pass; only when no rollup can make room does a pass fall back to one
+summary after the frozen boundary (no new stubs), and it logs why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
-from dsh.compaction.anchors import keyword_line, merge_keyword_lines, rarest_anchors
-from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText
-from dsh.compaction.basic import (
-    checkpoint_summary_event,
-    checkpoint_summary_text,
-    retain_boundary,
+from dsh.compaction.anchors import rarest_anchors
+from dsh.compaction.base import (
+    Plan,
+    Reason,
+    RegionPlan,
+    RegionText,
+    heuristic_total,
 )
+from dsh.compaction.basic import checkpoint_summary_event, checkpoint_summary_text, retain_boundary
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
-from dsh.compaction.recallable.chunking import SpanNode, chunk_span
-from dsh.compaction.summarizer import Summarizer, SummaryTask
+from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
+from dsh.compaction.recallable.rollup import (
+    message_tokens_of,
+    rollup_body,
+    rollup_cut,
+    rollup_text,
+)
+from dsh.compaction.recallable.spans import ConversationSpans, SessionAnchors
+from dsh.compaction.recallable.state_input import fold_state
+from dsh.compaction.recallable.texts import (
+    junk_reason,
+    pointer,
+    slice_text,
+    stub_text,
+    superseded_values,
+)
+from dsh.compaction.summarizer import Layout, Summarizer, SummaryTask
 from dsh.config import CompactionSettings
-from dsh.errors import ProviderError
 from dsh.events import (
-    Degraded,
     Message,
     UserMessageEvent,
     UserSource,
-    is_append_surface_event,
     is_checkpoint_event,
     surface_message,
 )
 from dsh.surface import Session
 from dsh.transcript import render_message
 
+log = logging.getLogger("dsh.compaction")
+
 RECALL_TOOL_NAMES = frozenset({"history_read", "history_search"})
-KEYWORD_LINE_CHARS = 400
-MAX_STUB_LINES = 3
 RECENT_STUBS = 2
+STUB_ATTEMPTS = 2
+"""A junk stub answer is asked for once more before the stub degrades to a pointer."""
+ROLLUP_MODEL = "rollup"
+INSTRUCTION_TOKENS = 300
+"""Room a riding call's instruction message takes (heuristic tokens, generous)."""
+_BIG = 10**9  # a seq larger than any real one, to price a footer before its seq exists
 
 
 def checkpoint_kind(session: Session, seq: int) -> str | None:
@@ -60,7 +85,14 @@ class RecallableBackend:
     def __init__(self, summarizer: Summarizer, settings: CompactionSettings) -> None:
         self.summarizer = summarizer
         self.settings = settings
-        self._corpus = _Corpus()
+        self._anchors = SessionAnchors()
+        self._spans = ConversationSpans()
+        self._window: int | None = None
+        framing = frame_stub("") + "\n" + footer(_BIG, (_BIG, _BIG))
+        self._stub_min = message_tokens_of(framing) + 12
+        self._stub_estimate = self._stub_min + settings.stub_tokens
+        self._state_min = message_tokens_of(frame_summary("") + "\n" + footer(_BIG, (_BIG, _BIG)))
+        self._state_estimate = self._state_min + settings.state_max_tokens
 
     # ---- planning ---------------------------------------------------------------------------
 
@@ -72,6 +104,24 @@ class RecallableBackend:
                 start = index + 1
         return start
 
+    def min_stale_tokens(self, window: int | None) -> int:
+        """Least stale material a pressure pass waits for; scales with the window, so a small
+        window still compacts (``chunk_tokens // 2`` alone would block a 4k window)."""
+        floor = self.settings.chunk_tokens // 2
+        if window is None:
+            return floor
+        return max(1, min(floor, int(window * self.settings.min_stale_ratio)))
+
+    def stale_tokens(self, session: Session, retain_tokens: int) -> int:
+        """Heuristic size of the history a pass would make stale (checkpoints excluded)."""
+        first = self.span_start(session)
+        keep = retain_boundary(session, retain_tokens)
+        return sum(
+            session.node_tokens(seq)
+            for seq in session.nodes[first:keep]
+            if checkpoint_kind(session, seq) is None
+        )
+
     def plan(
         self,
         session: Session,
@@ -81,6 +131,7 @@ class RecallableBackend:
         reason: Reason,
         window: int | None = None,
     ) -> Plan | None:
+        self._window = window
         first = self.span_start(session)
         keep = retain_boundary(session, retain_tokens)
         span = session.nodes[first:keep]
@@ -89,13 +140,46 @@ class RecallableBackend:
         )
         if material == 0:
             return None
-        if reason == "pressure" and material < self.settings.chunk_tokens // 2:
-            # Too little stale history to be worth a pass (each pass adds a frozen stub and
-            # rewrites the state): wait for more rather than compacting on every step.
-            return None
-        stub_budget = None if window is None else int(window * self.settings.stub_region_ratio)
-        stubs_full = stub_budget is not None and self.stub_region_tokens(session) >= stub_budget
-        return self._plan(session, span, focus, state_only=stubs_full)
+        if reason == "pressure" and material < self.min_stale_tokens(window):
+            return None  # too little stale history to be worth a pass: wait for more
+        chunks = self._chunks(session, span)
+        rollup: Sequence[int] = ()
+        if window is not None:
+            budget = self.stub_budget(session, window, retain_tokens)
+            incoming = (len(chunks) - 1) * self._stub_estimate
+            region = self.stub_region_tokens(session) + incoming
+            if region > budget:
+                leading = self._leading_stubs(session)
+                count = rollup_cut(
+                    session, leading, incoming=incoming, target=budget * 3 // 4, limit=budget
+                )
+                if count:
+                    rollup = leading[:count]
+                else:
+                    log.info(
+                        "stub region of %d tokens would exceed its share (%d) and no rollup of "
+                        "the oldest stubs can make room: this pass writes one summary after "
+                        "the frozen boundary",
+                        region,
+                        budget,
+                    )
+                    chunks = [(0, len(span))]
+        return self._plan(session, span, chunks, focus, rollup=rollup)
+
+    def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
+        """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half of
+        it) so the layout after a pass (system and tools, stubs, the state at its cap, the
+        retained tail) can reach the low watermark — else every pass would leave little room and
+        the next crossing would come at once."""
+        share = int(window * self.settings.stub_region_ratio)
+        header = session.request_header
+        fixed = (
+            0
+            if header is None
+            else heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
+        )
+        room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
+        return max(share // 2, min(share, room - retain_tokens))
 
     def stub_region_tokens(self, session: Session) -> int:
         """Heuristic size of the committed index stubs on the surface."""
@@ -106,21 +190,57 @@ class RecallableBackend:
         )
 
     def plan_span(self, session: Session, first: int, last: int) -> Plan:
+        self._window = None
         nodes = session.nodes
         span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
-        return self._plan(session, span, None)
+        return self._plan(session, span, self._chunks(session, span), None)
+
+    def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
+        """The span's chunks; a chunk of checkpoints alone folds into the next one."""
+        chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
+        flags = [checkpoint_kind(session, seq) is not None for seq in span]
+        return fold_checkpoint_chunks(chunks, flags)
+
+    def _leading_stubs(self, session: Session) -> list[int]:
+        """The run of index checkpoints at the surface head (the oldest frozen entries)."""
+        leading = []
+        for seq in session.nodes:
+            if checkpoint_kind(session, seq) != "index":
+                break
+            leading.append(seq)
+        return leading
 
     def _plan(
-        self, session: Session, span: Sequence[int], focus: str | None, *, state_only: bool = False
+        self,
+        session: Session,
+        span: Sequence[int],
+        chunks: list[tuple[int, int]],
+        focus: str | None,
+        *,
+        rollup: Sequence[int] = (),
     ) -> Plan:
-        """Chunk the span into stubs and the state region. ``state_only`` (the stub region has
-        reached its share of the window) makes the whole span the state's region: no new stub,
-        so frozen stubs can never crowd the window; the originals stay recallable through the
-        state checkpoint."""
-        if state_only:
-            chunks = [(0, len(span))]
-        else:
-            chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
+        index = self._anchors.update(session)
+        stub_layout, stub_room = self._layout(session, self.settings.stub_tokens)
+        state_layout, state_room = self._layout(session, self.settings.state_max_tokens)
+        header = session.request_header
+        positions: dict[int, int] = {}
+        conversation: tuple[Message, ...] = ()
+        if "riding" in (stub_layout, state_layout):
+            conversation = tuple(session.derive_messages())
+            for seq in session.nodes:
+                if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
+                    positions[seq] = len(positions) + 1
+        common = {
+            "system": header.system if header is not None else None,
+            "tools": tuple(header.tools or ()) if header is not None else (),
+            "rarity": index.count,
+        }
+
+        def riding(layout: Layout, room: int | None) -> dict[str, object]:
+            if layout == "compact":
+                return {"layout": layout}
+            return {"layout": layout, "conversation": conversation, "output_limit": room}
+
         state_text = self._pass_start_state(session, span)
         committed = self._committed_stubs(session)
         keyword_lines = _recent_within(
@@ -132,13 +252,16 @@ class RecallableBackend:
             ],
             max_chars=self.settings.chunk_tokens,
         )
-        recent = tuple(committed[-RECENT_STUBS:])
-        corpus = (self._corpus.text(session),)
-        header = session.request_header
+        replaced = tuple(
+            superseded_values([render_message(m) for m in _material(session, tuple(span))]).items()
+        )
         regions: list[RegionPlan] = []
+        if rollup:
+            regions.append(self._rollup_region(session, rollup))
         for begin, end in chunks[:-1]:
             seqs = tuple(span[begin:end])
             messages = _material(session, seqs)
+            anchors = tuple(rarest_anchors(slice_text(messages), counts=index.count))
             task = None
             if messages and not _recall_only(messages):
                 task = SummaryTask(
@@ -147,29 +270,84 @@ class RecallableBackend:
                     max_tokens=self.settings.stub_tokens,
                     background=state_text,
                     keyword_lines=keyword_lines,
-                    recent_stubs=recent,
-                    corpus=corpus,
+                    recent_stubs=tuple(committed[-RECENT_STUBS:]),
+                    slice_range=_range(
+                        positions, [s for s in seqs if checkpoint_kind(session, s) is None]
+                    ),
+                    **common,  # type: ignore[arg-type]
+                    **riding(stub_layout, stub_room),  # type: ignore[arg-type]
                 )
-            regions.append(RegionPlan(kind="index", shadowed_seqs=seqs, task=task))
-        begin, end = chunks[-1]
+            regions.append(
+                RegionPlan(
+                    kind="index",
+                    shadowed_seqs=seqs,
+                    task=task,
+                    anchors=anchors,
+                    estimate_tokens=self._stub_estimate,
+                    min_tokens=self._stub_min,
+                    replaced=replaced,
+                )
+            )
+        begin, _ = chunks[-1]
+        previous_at = next(
+            (positions.get(s) for s in reversed(span) if checkpoint_kind(session, s) == "state"),
+            None,
+        )
         state_task = SummaryTask(
             kind="state",
             messages=_material(session, tuple(span)),
             max_tokens=self.settings.state_max_tokens,
-            system=header.system if header is not None else None,
             previous=state_text,
             focus=focus,
-            corpus=corpus,
+            slice_range=_range(positions, span),
+            previous_at=previous_at,
+            **common,  # type: ignore[arg-type]
+            **riding(state_layout, state_room),  # type: ignore[arg-type]
         )
         regions.append(
             RegionPlan(
                 kind="state",
-                shadowed_seqs=tuple(span[begin:end]),
+                shadowed_seqs=tuple(span[begin:]),
                 task=state_task,
-                input_range=(span[0], span[-1]),
+                input_range=self._spans.of(session, span),
+                estimate_tokens=self._state_estimate,
+                min_tokens=self._state_min,
+                replaced=replaced,
             )
         )
         return Plan(tuple(regions))
+
+    def _layout(self, session: Session, output_tokens: int) -> tuple[Layout, int | None]:
+        """``riding`` when stub and state calls can ride the conversation's cache: the
+        summariser is the conversation's own route (or writes with code), and the conversation
+        plus the call's output budget fits the summariser's (= the conversation's) window.
+        Also the output room a riding call has left (None: no limit known)."""
+        route = getattr(self.summarizer, "route", None)
+        header = session.request_header
+        if route is not None and (
+            header is None or (header.config.provider, header.config.model) != tuple(route)
+        ):
+            return "compact", None
+        if self._window is None:
+            return "riding", None
+        room = self._window - heuristic_total(session) - INSTRUCTION_TOKENS
+        return ("riding", room) if room >= output_tokens else ("compact", None)
+
+    def _rollup_region(self, session: Session, seqs: Sequence[int]) -> RegionPlan:
+        texts = []
+        for seq in seqs:
+            message = surface_message(session.events[seq])  # type: ignore[arg-type]
+            texts.append(message.text() if message is not None else "")
+        body = rollup_body(texts)
+        price = message_tokens_of(rollup_text(body, _BIG, (_BIG, _BIG)))
+        return RegionPlan(
+            kind="index",
+            shadowed_seqs=tuple(seqs),
+            task=None,
+            code_text=body,
+            estimate_tokens=price,
+            min_tokens=price,
+        )
 
     def _pass_start_state(self, session: Session, span: Sequence[int]) -> str | None:
         """The current state (or an adopted legacy/basic head checkpoint) — the merge base."""
@@ -196,86 +374,54 @@ class RecallableBackend:
         gate = asyncio.Semaphore(self.settings.max_concurrency)
 
         async def one(region: RegionPlan) -> RegionText:
+            if region.code_text is not None:
+                return RegionText(
+                    kind="index",
+                    shadowed_seqs=region.shadowed_seqs,
+                    summary=region.code_text,
+                    provider="code",
+                    model=ROLLUP_MODEL,
+                )
+            if region.task is None:
+                # Only a recall-only slice has no task: a chunk of checkpoints alone folds into
+                # the next chunk (``fold_checkpoint_chunks``), so every index slice has material.
+                return pointer(region, "pointer", "recall activity (history_read/history_search)")
             async with gate:
                 if region.kind == "state":
-                    return await self._state(region)
+                    return await fold_state(
+                        self.summarizer, region, self.settings.state_max_tokens, self._window
+                    )
                 return await self._stub(region)
 
         return list(await asyncio.gather(*(one(r) for r in plan.regions)))
 
-    async def _state(self, region: RegionPlan) -> RegionText:
-        assert region.task is not None
-        output = await self.summarizer.summarize(region.task)  # a failure aborts the pass
-        text = output.text.strip()
-        if not text:
-            raise ProviderError("INVALID_RESPONSE", "the state rewrite returned no text")
-        return RegionText(
-            kind="state",
-            shadowed_seqs=region.shadowed_seqs,
-            summary=_cap(text, self.settings.state_max_tokens),
-            provider=output.provider,
-            model=output.model,
-            input_range=region.input_range,
-            usage=output.usage,
-            raw_output=output.raw_output,
-        )
-
     async def _stub(self, region: RegionPlan) -> RegionText:
+        """The model's stub; a junk answer is asked for once more, then (like a failed call)
+        degrades to a pointer stub and the pass goes on."""
         task = region.task
-        if task is None:
-            return self._pointer(region, "pointer", "recall activity (history_read/history_search)")
-        try:
-            output = await self.summarizer.summarize(task)
-        except Exception:  # a failed stub degrades to a pointer; the pass goes on
-            return self._pointer(region, "fallback", None)
-        body = output.text.strip()
-        if not body:
-            return self._pointer(region, "fallback", None)
-        return RegionText(
-            kind="index",
-            shadowed_seqs=region.shadowed_seqs,
-            summary=self._with_keywords(body, task),
-            provider=output.provider,
-            model=output.model,
-            usage=output.usage,
-            raw_output=output.raw_output,
-        )
-
-    def _with_keywords(self, body: str, task: SummaryTask) -> str:
-        """2–3 lines of prose, then one keyword line that always holds the slice's rarest
-        literals (code-extracted anchors merged with the model's own keywords)."""
-        lines = [line for line in body.splitlines() if line.strip()]
-        model_line = next((line for line in lines if line.startswith("Keywords")), "")
-        prose = [line for line in lines if not line.startswith("Keywords")][:MAX_STUB_LINES]
-        required = rarest_anchors(_slice_text(task.messages), task.corpus)
-        keywords = merge_keyword_lines(model_line, required, max_chars=KEYWORD_LINE_CHARS)
-        return "\n".join([*prose, keywords] if keywords else prose)
-
-    def _pointer(self, region: RegionPlan, degraded: Degraded, what: str | None) -> RegionText:
-        seqs = region.shadowed_seqs
-        description = what or f"{len(seqs)} earlier messages (no summary could be written)"
-        lines = [f"Earlier conversation: {description}."]
-        if region.task is not None:
-            anchors = rarest_anchors(_slice_text(region.task.messages), region.task.corpus)
-            line = keyword_line(anchors, max_chars=KEYWORD_LINE_CHARS)
-            if line:
-                lines.append(line)
-        return RegionText(
-            kind="index",
-            shadowed_seqs=seqs,
-            summary="\n".join(lines),
-            provider="code",
-            model="pointer",
-            degraded=degraded,
-        )
+        assert task is not None
+        for _ in range(STUB_ATTEMPTS):
+            try:
+                output = await self.summarizer.summarize(task)
+            except Exception:
+                break
+            reason = junk_reason(output.text.strip(), task.messages, self.settings.stub_tokens)
+            if reason is None:
+                return stub_text(region, output)
+            log.info("stub answer rejected (%s)", reason)
+        return pointer(region, "fallback", None)
 
     # ---- text -------------------------------------------------------------------------------
 
-    def checkpoint_text(self, region: RegionText, summary_seq: int) -> str:
+    def checkpoint_text(self, session: Session, region: RegionText, summary_seq: int) -> str:
+        """The framed text and footer; the footer reads forwards (smallest and largest
+        conversation seq the checkpoint stands for)."""
         if region.kind == "index":
-            span = (region.shadowed_seqs[0], region.shadowed_seqs[-1])
+            span = self._spans.of(session, region.shadowed_seqs)
+            if region.model == ROLLUP_MODEL and region.provider == "code":
+                return rollup_text(region.summary, summary_seq, span)
             return f"{frame_stub(region.summary)}\n{footer(summary_seq, span)}"
-        span = region.input_range or (region.shadowed_seqs[0], region.shadowed_seqs[-1])
+        span = region.input_range or self._spans.of(session, region.shadowed_seqs)
         return f"{frame_summary(region.summary)}\n{footer(summary_seq, span)}"
 
 
@@ -292,6 +438,12 @@ def _span_nodes(session: Session, span: Sequence[int]) -> list[SpanNode]:
             )
         )
     return nodes
+
+
+def _range(positions: dict[int, int], seqs: Sequence[int]) -> tuple[int, int] | None:
+    """1-based first/last message positions of ``seqs`` in the conversation (riding only)."""
+    found = [positions[s] for s in seqs if s in positions]
+    return (found[0], found[-1]) if found else None
 
 
 def _is_prompt(session: Session, seq: int) -> bool:
@@ -325,37 +477,6 @@ def _recall_only(messages: Sequence[Message]) -> bool:
     return saw_call
 
 
-def _slice_text(messages: Sequence[Message]) -> str:
-    return "\n".join(render_message(m) for m in messages)
-
-
-class _Corpus:
-    """Rendered originals of the whole session, for ranking how rare a literal is; extended
-    with the new events at each pass instead of re-rendered."""
-
-    def __init__(self) -> None:
-        self._reset(None)
-
-    def _reset(self, session_id: str | None) -> None:
-        self._session_id = session_id
-        self._scanned = 0
-        self._parts: list[str] = []
-        self._joined = ""
-
-    def text(self, session: Session) -> str:
-        if session.id != self._session_id or len(session.events) < self._scanned:
-            self._reset(session.id)
-        for event in session.events[self._scanned :]:
-            if is_append_surface_event(event):
-                message = surface_message(event)
-                if message is not None:
-                    self._parts.append(render_message(message))
-        if self._scanned != len(session.events):
-            self._scanned = len(session.events)
-            self._joined = "\0".join(self._parts)
-        return self._joined
-
-
 def _recent_within(lines: Sequence[str], *, max_chars: int) -> tuple[str, ...]:
     """The most recent lines whose total length fits ``max_chars`` (in their original order)."""
     kept: list[str] = []
@@ -366,8 +487,3 @@ def _recent_within(lines: Sequence[str], *, max_chars: int) -> tuple[str, ...]:
             break
         kept.append(line)
     return tuple(reversed(kept))
-
-
-def _cap(text: str, max_tokens: int) -> str:
-    limit = max_tokens * 4
-    return text if len(text) <= limit else text[:limit].rstrip() + "\n[state truncated]"

@@ -9,10 +9,12 @@ Rules:
 - every edge is a balanced cut;
 - the trailing slice starts at the last turn boundary when that slice fits in ``chunk_tokens``
   (about one turn), else at the last balanced cut that keeps it within ``chunk_tokens`` — as close
-  to the retain boundary as balance allows;
+  to the retain boundary as balance allows (an oversized last exchange is the slice alone);
 - index chunks accumulate toward ``chunk_tokens``; within the reachable cuts a turn boundary in
   the second half of the budget wins, else the furthest balanced cut; a chunk with no balanced
-  cut inside the budget grows to the next balanced cut (one oversized node is its own chunk).
+  cut inside the budget grows to the next balanced cut (one oversized node is its own chunk);
+- ``fold_checkpoint_chunks``: an index chunk made of checkpoint nodes alone (a superseded state)
+  joins the chunk after it, so it never becomes a stub of its own.
 """
 
 from __future__ import annotations
@@ -36,15 +38,17 @@ def trailing_start(nodes: Sequence[SpanNode], chunk_tokens: int) -> int:
     best_balanced = 0
     for cut in range(n - 1, 0, -1):  # cut between nodes[cut - 1] and nodes[cut]
         tail += nodes[cut].tokens
-        if tail > chunk_tokens:
+        if tail > chunk_tokens and best_balanced:
             break
         before = nodes[cut - 1]
         if not before.balanced_after:
             continue
-        if before.turn_after:
+        if before.turn_after and tail <= chunk_tokens:
             return cut
         if best_balanced == 0:
-            best_balanced = cut
+            best_balanced = cut  # the nearest balanced cut: an oversized last node stands alone
+        if tail > chunk_tokens:
+            break
     return best_balanced
 
 
@@ -88,3 +92,21 @@ def _next_edge(nodes: Sequence[SpanNode], start: int, limit: int, chunk_tokens: 
     return next(
         end for end in range(start + 1, limit + 1) if nodes[end - 1].balanced_after or end == limit
     )
+
+
+def fold_checkpoint_chunks(
+    chunks: Sequence[tuple[int, int]], is_checkpoint: Sequence[bool]
+) -> list[tuple[int, int]]:
+    """``chunks`` with every index chunk whose nodes are all checkpoints merged into the chunk
+    after it (the last chunk — the state region — absorbs one before it)."""
+    folded: list[tuple[int, int]] = []
+    carry: int | None = None
+    for position, (start, end) in enumerate(chunks):
+        begin = start if carry is None else carry
+        last = position == len(chunks) - 1
+        if not last and all(is_checkpoint[start:end]):
+            carry = begin
+            continue
+        folded.append((begin, end))
+        carry = None
+    return folded

@@ -1,7 +1,10 @@
-// The JSON API and the live stream. The access token comes from the page URL (?token=) and is
-// sent as a Bearer header on every API call; the WebSocket carries it as ?token= (browsers
-// cannot set headers there).
-export const TOKEN = new URLSearchParams(location.search).get('token') || '';
+// The JSON API and the live stream. The launch URL's ?token= was exchanged for an HttpOnly,
+// SameSite=Strict cookie by the page's own answer; the cookie authenticates every API call,
+// static file and the WebSocket, so the token is removed from the address bar (and with it from
+// the history and from copied links) before anything else runs.
+if (new URLSearchParams(location.search).has('token')) {
+  history.replaceState(history.state, '', location.pathname + location.hash);
+}
 
 export class ApiError extends Error {
   constructor(status, code, message, extra = {}) {
@@ -13,7 +16,7 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body) {
-  const init = { method, headers: { Authorization: `Bearer ${TOKEN}` } };
+  const init = { method, headers: {}, credentials: 'same-origin' };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -36,6 +39,6 @@ export const sessionPath = (id) => `/api/sessions/${encodeURIComponent(id)}`;
 
 export function liveSocket(id, afterSeq) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-  const query = new URLSearchParams({ token: TOKEN, after_seq: String(afterSeq) });
+  const query = new URLSearchParams({ after_seq: String(afterSeq) });
   return new WebSocket(`${scheme}://${location.host}${sessionPath(id)}/live?${query}`);
 }

@@ -5,10 +5,16 @@
 import { api, ApiError, liveSocket, sessionPath } from './api.js';
 import { Projector } from './projection.js';
 import { TranscriptView } from './view.js';
+import { renderArguments } from './tools.js';
+import {
+  applyTheme, filterSessions, fmtTokens, fmtWhen, nextTheme, setSidebar, storedTheme,
+} from './chrome.js';
 
 const PAGE_MESSAGES = 50;
 const LOAD_OLDER_WITHIN_PX = 400;
 const $ = (id) => document.getElementById(id);
+const NARROW = window.matchMedia('(max-width: 768px)');
+const ANNOUNCE_CHARS = 300;
 
 const state = {
   sessionId: null,
@@ -34,15 +40,32 @@ function toast(message) {
   if (message) toast.timer = setTimeout(() => { box.hidden = true; }, 8000);
 }
 
-function fmtTokens(n) {
-  if (n === null || n === undefined) return '–';
-  if (n >= 1000) return `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k`;
-  return String(n);
+// ---- copy buttons ------------------------------------------------------------------------
+
+async function copyFrom(button) {
+  const row = button.closest('.row');
+  const text = button.classList.contains('copy-code')
+    ? button.closest('pre').querySelector('code').textContent
+    : state.view && row ? state.view.sourceOf(row) : null;
+  if (text === null || text === undefined) return;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+    setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+  } catch (error) {
+    toast(`cannot copy: ${error.message}`);
+  }
 }
 
-function fmtWhen(ms) {
-  const d = new Date(ms);
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+// Screen readers hear new messages only: the conversation itself is not a live region (older
+// pages loaded on scroll would be read out), this one-line region gets each new message.
+function announce(event) {
+  if (event.surfaceOp !== 'append') return;
+  const who = event.type === 'user/message' ? 'You' : event.type === 'assistant/message' ? 'Assistant' : null;
+  if (!who || (who === 'You' && event.data.source && event.data.source.kind !== 'user')) return;
+  const message = who === 'You' ? event.data : event.data.message;
+  const text = message.content.filter((b) => b.type === 'text').map((b) => b.text).join('').trim();
+  if (text) $('announcer').textContent = `${who}: ${text.slice(0, ANNOUNCE_CHARS)}`;
 }
 
 function nearBottom() {
@@ -89,7 +112,11 @@ function renderStatus() {
   box.hidden = !running;
   box.textContent = running === 'turn' ? 'running' : running === 'compact' ? '/compact running' : '';
   $('cancel').hidden = !running;
-  const usable = !!info;
+  const holder = info ? info.heldBy : null;
+  const busy = $('busy-elsewhere');
+  busy.hidden = !holder;
+  busy.textContent = holder ? `busy in another process (pid ${holder})` : '';
+  const usable = !!info && !holder;
   $('prompt').disabled = !usable;
   $('send').disabled = !usable || !!running;
   if (!running) clearStream();
@@ -134,8 +161,7 @@ function showApproval(approval) {
   box.dataset.id = approval.id;
   const title = document.createElement('div');
   title.textContent = `dsh wants to run ${approval.tool}:`;
-  const args = document.createElement('pre');
-  args.textContent = JSON.stringify(approval.args, null, 2);
+  const args = renderArguments(approval.tool, approval.args);
   const buttons = document.createElement('div');
   buttons.className = 'buttons';
   for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
@@ -196,6 +222,7 @@ async function loadSessionList() {
     a.append(when, where, sid);
     nav.append(a);
   }
+  filterSessions();
 }
 
 function selectedFromHash() {
@@ -228,13 +255,12 @@ async function openSession(id) {
   document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
   $('empty').hidden = !!id;
   $('empty').textContent = 'Select a session or start a new one.';
-  if (!id) {
-    renderTitle();
-    renderStats(null);
-    renderProgress(null);
-    renderStatus();
-    return;
-  }
+  $('announcer').textContent = '';
+  renderTitle();   // nothing of the previous session stays on screen while this one loads
+  renderStats(null);
+  renderProgress(null);
+  renderStatus();
+  if (!id) return;
   let info;
   let page;
   try {
@@ -246,6 +272,7 @@ async function openSession(id) {
     if (generation !== state.generation) return;
     $('empty').hidden = false;
     $('empty').textContent = error.message;
+    $('session-title').textContent = error.status === 404 ? 'Unknown session' : 'Session unavailable';
     return;
   }
   if (generation !== state.generation) return;
@@ -257,6 +284,8 @@ async function openSession(id) {
   for (const approval of info.approvals) showApproval(approval);
   feedPage(page, true);
   scrollToBottom();
+  if (!$('prompt').disabled) $('prompt').focus();
+  if (NARROW.matches) setSidebar(false);
   performance.mark('dsh:first-page');
   requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
   connect(generation);
@@ -339,6 +368,7 @@ function onLive(message) {
         renderTitle();
       }
       state.view.ingest([event]);
+      announce(event);
       if (stick) scrollToBottom();
       return;
     }
@@ -360,6 +390,10 @@ function onLive(message) {
       }
       renderStatus();
       loadSessionList();
+      return;
+    case 'holder':
+      if (state.info) state.info.heldBy = message.pid;
+      renderStatus();
       return;
     case 'progress':
       renderProgress(message.progress);
@@ -440,6 +474,18 @@ function init() {
   });
   $('cancel').addEventListener('click', cancel);
   $('new-session').addEventListener('click', newSession);
+  setSidebar(!NARROW.matches);
+  applyTheme(storedTheme());
+  $('session-search').addEventListener('input', filterSessions);
+  $('theme-toggle').addEventListener('click', () => applyTheme(nextTheme()));
+  $('log').addEventListener('click', (event) => {
+    const button = event.target.closest('button.copy');
+    if (button) copyFrom(button);
+  });
+  $('sidebar-toggle').addEventListener('click', () => setSidebar(document.body.dataset.sidebar !== 'open'));
+  $('session-list').addEventListener('click', (event) => {
+    if (NARROW.matches && event.target.closest('.session-item')) setSidebar(false);
+  });
   $('conversation').addEventListener('scroll', () => {
     if ($('conversation').scrollTop < LOAD_OLDER_WITHIN_PX) loadOlder();
   });

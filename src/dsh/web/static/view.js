@@ -3,6 +3,7 @@
 // function of the projector's state, so a session watched live and the same session reloaded
 // render the same DOM.
 import { renderMarkdown } from './markdown.js';
+import { renderArguments } from './tools.js';
 
 const PREVIEW_CHARS = 120;
 
@@ -11,14 +12,6 @@ function el(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
-}
-
-function prettyArguments(raw) {
-  try {
-    return JSON.stringify(JSON.parse(raw), null, 2);
-  } catch {
-    return raw;
-  }
 }
 
 function preview(text) {
@@ -38,10 +31,19 @@ export class TranscriptView {
     this.rows = new Map();       // seq -> row element
     this.cards = new Map();      // callId -> {row, card, orphan}
     this.markers = new Map();    // passId -> row element
+    this.times = new Map();      // seq -> the event's time (ms), for the hover timestamps
+    this.sources = new WeakMap();  // message row -> its text as written, for its copy button
   }
 
   ingest(events) {
-    for (const event of events) this.apply(this.projector.feed(event));
+    for (const event of events) {
+      this.times.set(event.seq, event.time);
+      this.apply(this.projector.feed(event));
+    }
+  }
+
+  sourceOf(row) {
+    return this.sources.get(row);
   }
 
   apply(changes) {
@@ -58,6 +60,8 @@ export class TranscriptView {
 
   insert(seq, row) {
     row.dataset.seq = String(seq);
+    const time = this.times.get(seq);
+    if (time !== undefined && !row.title) row.title = new Date(time).toLocaleString();
     let lo = 0;
     let hi = this.order.length;
     while (lo < hi) {
@@ -108,6 +112,7 @@ export class TranscriptView {
       }
       if (text) row.append(this.markdown(text));
       if (item.interrupted) row.append(el('div', 'interrupted', '(interrupted)'));
+      if (text) this.copyable(row, text);
     } else if (message.source && message.source.kind === 'plugin') {
       row = el('div', 'row context');
       const details = el('details');
@@ -116,6 +121,7 @@ export class TranscriptView {
     } else {
       row = el('div', `row ${message.role === 'system' ? 'system' : 'user'}`);
       row.append(el('div', 'who', message.role === 'system' ? 'System' : 'You'), this.markdown(text));
+      this.copyable(row, text);
     }
     this.insert(item.seq, row);
   }
@@ -123,7 +129,21 @@ export class TranscriptView {
   markdown(text) {
     const body = el('div', 'body md');
     body.innerHTML = renderMarkdown(text);
+    for (const pre of body.querySelectorAll('pre')) {
+      const button = el('button', 'copy copy-code', 'Copy');
+      button.type = 'button';
+      button.setAttribute('aria-label', 'Copy code');
+      pre.append(button);
+    }
     return body;
+  }
+
+  copyable(row, text) {
+    const button = el('button', 'copy copy-message', 'Copy');
+    button.type = 'button';
+    button.setAttribute('aria-label', 'Copy message');
+    row.querySelector('.who').append(button);
+    this.sources.set(row, text);
   }
 
   newCard(seq, callId, name, argumentsText) {
@@ -139,7 +159,7 @@ export class TranscriptView {
     card.append(summary);
     if (argumentsText !== null) {
       const args = el('div', 'tool-section tool-arguments');
-      args.append(el('div', 'label', 'Arguments'), el('pre', 'tool-args', prettyArguments(argumentsText)));
+      args.append(el('div', 'label', name === 'bash' ? 'Command' : 'Arguments'), renderArguments(name, argumentsText));
       card.append(args);
     }
     row.append(card);
@@ -150,7 +170,7 @@ export class TranscriptView {
   addToolCall(item) {
     const { row, card } = this.newCard(item.seq, item.callId, item.name, item.arguments);
     const orphan = this.cards.get(item.callId);
-    const entry = { row, card, orphan: false, result: null };
+    const entry = { row, card, orphan: false, result: null, name: item.name };
     this.cards.set(item.callId, entry);
     if (orphan && orphan.orphan) {  // its result arrived first (an older page loaded later)
       this.remove(Number(orphan.row.dataset.seq));
@@ -162,7 +182,7 @@ export class TranscriptView {
     let entry = this.cards.get(item.callId);
     if (!entry) {
       const { row, card } = this.newCard(item.seq, item.callId, item.name || 'tool', null);
-      entry = { row, card, orphan: true, result: null };
+      entry = { row, card, orphan: true, result: null, name: item.name };
       this.cards.set(item.callId, entry);
     }
     this.fillResult(entry, item.text, item.isError);
@@ -173,7 +193,8 @@ export class TranscriptView {
     entry.result = { text, isError };
     card.querySelector('.tool-result-section')?.remove();
     const section = el('div', 'tool-section tool-result-section');
-    section.append(el('div', 'label', isError ? 'Result (error)' : 'Result'), el('pre', 'tool-output', text));
+    const label = entry.name === 'bash' ? 'Output' : 'Result';
+    section.append(el('div', 'label', isError ? `${label} (error)` : label), el('pre', 'tool-output', text));
     card.append(section);
     card.classList.toggle('error', isError);
     card.querySelector('.tool-status').textContent = isError ? 'error' : 'done';
@@ -227,15 +248,14 @@ export class TranscriptView {
     if (manual) {
       head.append(el('span', 'marker-command', `/${manual.name}${manual.args ? ` ${manual.args}` : ''}`));
     }
-    head.append(el('span', 'marker-title', 'Context compacted'));
-    if (details) head.append(el('span', 'marker-stats', compactedText(details)));
+    head.append(el('span', 'marker-title', '… earlier context was compacted …'));
     row.append(head);
     if (!details) {
       row.append(el('div', 'marker-unavailable', 'Compaction summary unavailable'));
       return;
     }
     const disclosure = el('details', 'marker-details');
-    disclosure.append(el('summary', '', 'View compaction summary'));
+    disclosure.append(el('summary', '', 'Details'), el('div', 'marker-stats', compactedText(details)));
     let index = 0;
     for (const summary of details.summaries) {
       const block = el('div', 'marker-summary');

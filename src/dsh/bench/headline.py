@@ -1,0 +1,158 @@
+"""The headline tables: per scenario and arm, every seed side by side, and pooled rows — one
+cache-independent table (passes, survival, reachability, recall), one table per cache rule
+(cost, hit ratio, recallable ÷ basic), and the DeepSeek interval sensitivity."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dsh.bench.cache_rules import RULES
+from dsh.bench.tables import KINDS, flat, money, order, pct, pool
+
+Cell = Callable[[dict[str, Any]], str]
+
+FIGURES: list[tuple[str, Cell]] = [
+    ("passes", lambda f: str(f["passes"])),
+    ("survival current", lambda f: pct(f["currentSurviving"], f["current"])),
+    ("superseded shown as current", lambda f: f"{f['supersededAsCurrent']}/{f['superseded']}"),
+    ("reachable", lambda f: pct(f["reachable"], f["anchors"])),
+    *((f"{kind} hit@5", (lambda f, kind=kind: _hit5(f, kind))) for kind in KINDS),
+    ("cued", lambda f: f"{f['cued']}/{f['compacted']}"),
+]
+
+
+def _hit5(f: dict[str, Any], kind: str) -> str:
+    cell = pct(f[f"{kind}Hit5"], f[f"{kind}N"])
+    return cell if f.get("recallOffered") else f"({cell})"
+
+
+def _safe(cell: Cell, f: dict[str, Any] | None) -> str:
+    if f is None or f.get("errors"):
+        return "—"
+    try:
+        return cell(f)
+    except (KeyError, ZeroDivisionError, TypeError):
+        return "—"
+
+
+class Grid:
+    """Flat figures by (scenario, arm, seed), and pooled over any of them."""
+
+    def __init__(self, runs: Sequence[dict[str, Any]]) -> None:
+        self.runs = list(runs)
+        self.scenarios = list(dict.fromkeys(r["scenario"] for r in runs))
+        self.arms = sorted({r["backend"] for r in runs}, key=order)
+        self.seeds = list(dict.fromkeys(r.get("seed") for r in runs))
+
+    def figures(
+        self, scenario: str | None = None, arm: str | None = None, seed: object = None
+    ) -> dict[str, Any] | None:
+        mine = [
+            flat(r)
+            for r in self.runs
+            if (scenario is None or r["scenario"] == scenario)
+            and (arm is None or r["backend"] == arm)
+            and (seed is None or r.get("seed") == seed)
+        ]
+        return pool(mine) if mine else None
+
+    def per_seed(self, cell: Cell, scenario: str | None, arm: str) -> str:
+        return " / ".join(_safe(cell, self.figures(scenario, arm, seed)) for seed in self.seeds)
+
+
+def figures_table(grid: Grid) -> list[str]:
+    seeds = " / ".join(f"s{s}" for s in grid.seeds)
+    head = "| scenario | arm | " + " | ".join(name for name, _ in FIGURES) + " |"
+    lines = [
+        f"Cells are seed {seeds}; the last rows pool every scenario and seed. Recall in "
+        "parentheses: the arm does not offer the recall tools (what the log holds).",
+        "",
+        head,
+        "|---|---|" + "---|" * len(FIGURES),
+    ]
+    for scenario in grid.scenarios:
+        for arm in grid.arms:
+            cells = [grid.per_seed(cell, scenario, arm) for _, cell in FIGURES]
+            lines.append(f"| {scenario} | {arm} | " + " | ".join(cells) + " |")
+    for arm in grid.arms:
+        pooled = grid.figures(arm=arm)
+        cells = [_safe(cell, pooled) for _, cell in FIGURES]
+        lines.append(f"| **all** | {arm} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _ratio(grid: Grid, rule: str, scenario: str | None, seed: object) -> str:
+    basic = grid.figures(scenario, "basic", seed)
+    recallable = grid.figures(scenario, "recallable", seed)
+    if not basic or not recallable or not basic.get(f"{rule}.cost"):
+        return "—"
+    return f"{recallable[f'{rule}.cost'] / basic[f'{rule}.cost']:.2f}×"
+
+
+def cost_table(grid: Grid, rule: str) -> list[str]:
+    def cell(f: dict[str, Any]) -> str:
+        return f"{money(f[f'{rule}.cost'])} ({pct(f[f'{rule}.read'], f[f'{rule}.input'])})"
+
+    lines = [
+        "| scenario | " + " | ".join(grid.arms) + " | recallable ÷ basic |",
+        "|---|" + "---|" * (len(grid.arms) + 1),
+    ]
+    for scenario in grid.scenarios:
+        cells = [grid.per_seed(cell, scenario, arm) for arm in grid.arms]
+        ratio = " / ".join(_ratio(grid, rule, scenario, seed) for seed in grid.seeds)
+        lines.append(f"| {scenario} | " + " | ".join(cells) + f" | {ratio} |")
+    pooled = [_safe(cell, grid.figures(arm=arm)) for arm in grid.arms]
+    lines.append("| **all** | " + " | ".join(pooled) + f" | {_ratio(grid, rule, None, None)} |")
+    return lines
+
+
+def sensitivity_table(grid: Grid) -> list[str]:
+    """Pooled DeepSeek figures for each interval of rule (c)."""
+    names = list(
+        dict.fromkeys(
+            k for r in grid.runs for k in r.get("sensitivity", {}).get("deepseekInterval", {})
+        )
+    )
+    names.sort(key=lambda n: -1 if n == "off" else int(n))
+    lines = [
+        "| arm | " + " | ".join(f"interval {n}" for n in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for arm in grid.arms:
+        cells = []
+        for name in names:
+            found = [
+                r["sensitivity"]["deepseekInterval"][name]
+                for r in grid.runs
+                if r["backend"] == arm and "sensitivity" in r
+            ]
+            read = sum(f["readTokens"] for f in found)
+            total = sum(f["inputTokens"] for f in found)
+            cells.append(f"{money(sum(f['cost'] for f in found))} ({pct(read, total)})")
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def headline(runs: Sequence[dict[str, Any]], rule: str) -> list[str]:
+    """The headline section (markdown lines)."""
+    grid = Grid([r for r in runs if "counts" in r])
+    lines = ["## Headline", "", *figures_table(grid)]
+    for name in [rule, *(r for r in RULES if r != rule)]:
+        lines += [
+            "",
+            f"### Billed cost (cache-hit ratio) — {name}",
+            "",
+            "Cells are seed " + " / ".join(f"s{s}" for s in grid.seeds) + ".",
+            "",
+            *cost_table(grid, name),
+        ]
+    lines += [
+        "",
+        "### DeepSeek: sensitivity to the fixed-interval rule (undocumented interval)",
+        "",
+        "Billed cost (cache-hit ratio), every scenario and seed pooled.",
+        "",
+        *sensitivity_table(grid),
+    ]
+    return lines

@@ -1,0 +1,98 @@
+"""Many bench runs: (scenario, arm, seed) jobs in a ``ProcessPoolExecutor`` (spawned workers,
+at most two by default), with progress per run."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsh.bench.options import RunOptions
+from dsh.bench.runner import load_scenario, run_scenario
+
+MAX_WORKERS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    scenario: str
+    backend: str
+    seed: int
+    options: RunOptions
+    show_seed: bool = False
+    """Name the seed in the progress key (runs with several seeds)."""
+
+    @property
+    def key(self) -> str:
+        name = Path(self.scenario).stem if "/" in self.scenario else self.scenario
+        return f"{name}/{self.backend}" + (f"@{self.seed}" if self.show_seed else "")
+
+
+def run_job(job: Job, queue: Any = None) -> dict[str, Any]:
+    """Worker entry point: one run, never raising (a failure is a result with ``error``)."""
+
+    def progress(done: int, total: int, passes: int) -> None:
+        if queue is not None:
+            queue.put((job.key, done, total, passes))
+
+    try:
+        scenario = load_scenario(job.scenario, job.seed)
+        return run_scenario(scenario, job.backend, options=job.options, progress=progress)
+    except Exception as exc:  # one failed run must not sink the others
+        return _failed(job, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    finally:
+        if queue is not None:
+            queue.put((job.key, -1, -1, -1))
+
+
+def _failed(job: Job, error: str, trace: str | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "scenario": job.scenario,
+        "backend": job.backend,
+        "seed": job.seed,
+        "error": error,
+    }
+    if trace is not None:
+        found["traceback"] = trace
+    return found
+
+
+def run_jobs(
+    jobs: Sequence[Job], *, workers: int = MAX_WORKERS, stream: Any = None
+) -> list[dict[str, Any]]:
+    """Run every job, in spawned worker processes when ``workers`` > 1 (capped by the CPU
+    count); results in job order. A worker that dies is reported as that job's error."""
+    from dsh.bench.progress import ProgressBoard
+
+    board = ProgressBoard([j.key for j in jobs], stream=stream or sys.stderr)
+    workers = max(1, min(workers, len(jobs), os.cpu_count() or 1))
+    try:
+        if workers == 1:
+            return [run_job(job, board.sink()) for job in jobs]
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
+        with context.Manager() as manager:
+            queue = manager.Queue()
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures: list[Future[dict[str, Any]]] = [
+                    pool.submit(run_job, job, queue) for job in jobs
+                ]
+                while not all(f.done() for f in futures):
+                    board.drain(queue, timeout=0.2)
+                board.drain(queue)
+            return [_outcome(job, future) for job, future in zip(jobs, futures, strict=True)]
+    finally:
+        board.close()
+
+
+def _outcome(job: Job, future: Future[dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return future.result()
+    except Exception as exc:  # a worker process died (killed, out of memory)
+        return _failed(job, f"worker failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,31 @@
+"""What a bench run records as it goes: one ``PassRecord`` per landed pass, one ``Crossing``
+per pre-step that found the context over the threshold (or ran a pass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class PassRecord:
+    number: int
+    step: int
+    """Conversation requests sent before the pass."""
+    turn: int | None
+    tokens_before: int
+    tokens_after: int
+    regions: int
+    stubs: int
+    summariser_calls: int
+    wall_s: float
+    region_growth: int
+    """Regions whose checkpoint is larger than what it shadows (the pass as a whole shrank)."""
+
+
+@dataclass(slots=True)
+class Crossing:
+    step: int
+    tokens: int
+    threshold: int
+    passes: int
+    after: int

@@ -1,0 +1,85 @@
+"""What a checkpoint stands for, read forwards (spec §4.4), and the session's anchor index.
+
+A footer names the smallest and largest seq of the *conversation* events a checkpoint stands
+for — directly, or through the checkpoints and pruned results it shadows — never surface order
+(a superseded state checkpoint sits before the older tail it did not shadow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dsh.compaction.anchors import AnchorIndex
+from dsh.events import (
+    is_append_surface_event,
+    is_replacement_surface_event,
+    surface_message,
+)
+from dsh.surface import Session
+from dsh.transcript import render_message
+
+
+class ConversationSpans:
+    """Memoised ``(smallest, largest)`` conversation seq behind each surface event. Events are
+    immutable, so a figure once computed stays true."""
+
+    def __init__(self) -> None:
+        self._session_id: str | None = None
+        self._memo: dict[int, tuple[int, int]] = {}
+
+    def of(self, session: Session, seqs: Iterable[int]) -> tuple[int, int]:
+        if session.id != self._session_id:
+            self._session_id, self._memo = session.id, {}
+        spans = [self._one(session, seq) for seq in seqs]
+        return min(s for s, _ in spans), max(e for _, e in spans)
+
+    def _one(self, session: Session, seq: int) -> tuple[int, int]:
+        events = session.events
+        stack = [seq]
+        while stack:  # iterative: a chain of superseded states can be long
+            top = stack[-1]
+            if top in self._memo:
+                stack.pop()
+                continue
+            event = events[top]
+            if not is_replacement_surface_event(event):
+                self._memo[top] = (top, top)
+                stack.pop()
+                continue
+            sources = [
+                s
+                for s in (getattr(event, "source_event_seqs", None) or ())
+                if is_append_surface_event(events[s]) or is_replacement_surface_event(events[s])
+            ]
+            missing = [s for s in sources if s not in self._memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()  # a replacement always shadows surface events (validated at append)
+            self._memo[top] = (
+                min(self._memo[s][0] for s in sources),
+                max(self._memo[s][1] for s in sources),
+            )
+        return self._memo[seq]
+
+
+class SessionAnchors:
+    """An ``AnchorIndex`` over the rendered appended messages of one session, extended with the
+    events appended since the last look (each event is scanned once)."""
+
+    def __init__(self) -> None:
+        self._session_id: str | None = None
+        self._scanned = 0
+        self.index = AnchorIndex()
+
+    def update(self, session: Session) -> AnchorIndex:
+        if session.id != self._session_id or len(session.events) < self._scanned:
+            self._session_id, self._scanned, self.index = session.id, 0, AnchorIndex()
+        events = session.events
+        for event in events[self._scanned :]:
+            if is_append_surface_event(event):
+                message = surface_message(event)
+                if message is not None:
+                    self.index.add(render_message(message))
+        self._scanned = len(events)
+        return self.index

@@ -1,0 +1,93 @@
+"""The state rewrite, checked against the summariser's window (spec §4.4, issue: no oversized
+call): when the compact call for the state would not fit, its slice is split in order and
+folded part by part, each part's state the merge base of the next."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from dsh.compaction.base import RegionPlan, RegionText
+from dsh.compaction.model_summarizer import build_summary_request, output_budget
+from dsh.compaction.recallable.texts import slice_text, state_text
+from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
+from dsh.errors import ProviderError
+from dsh.surface import message_tokens, system_tokens, tools_tokens
+
+log = logging.getLogger("dsh.compaction")
+
+
+def request_tokens(task: SummaryTask) -> int:
+    """Heuristic size of the call for ``task``, its output budget included."""
+    request = build_summary_request(task, provider="-", model="-")
+    return (
+        system_tokens(request.system)
+        + tools_tokens(request.tools)
+        + sum(message_tokens(m) for m in request.messages)
+        + output_budget(task)
+    )
+
+
+def split_state_task(task: SummaryTask, window: int | None) -> list[SummaryTask]:
+    """``task`` itself when its call fits ``window``; else compact-layout parts, in order, each
+    fitting the window with the previous state (at its cap) as background. A single message
+    too large for any part travels alone."""
+    if window is None or request_tokens(task) <= window:
+        return [task]
+    compact = dataclasses.replace(
+        task, layout="compact", conversation=(), slice_range=None, output_limit=None
+    )
+    base = dataclasses.replace(compact, messages=(), previous="x" * (task.max_tokens * 4))
+    room = max(1, window - request_tokens(base))
+    parts: list[list[int]] = [[]]
+    used = 0
+    for index, message in enumerate(task.messages):
+        price = message_tokens(message)
+        if parts[-1] and used + price > room:
+            parts.append([])
+            used = 0
+        parts[-1].append(index)
+        used += price
+    return [
+        dataclasses.replace(compact, messages=tuple(task.messages[i] for i in part))
+        for part in parts
+    ]
+
+
+async def fold_state(
+    summarizer: Summarizer, region: RegionPlan, state_max_tokens: int, window: int | None
+) -> RegionText:
+    """The state of ``region``: one call, or one call per part folded left to right."""
+    assert region.task is not None
+    tasks = split_state_task(region.task, window)
+    previous = region.task.previous
+    text: RegionText | None = None
+    for task in tasks:
+        text = await _one_state(
+            summarizer, region, dataclasses.replace(task, previous=previous), state_max_tokens
+        )
+        previous = text.summary
+    assert text is not None
+    if len(tasks) > 1:  # no single call produced it: replay cannot serve it as one call
+        text = dataclasses.replace(text, raw_output=None, usage=None)
+    return text
+
+
+async def _one_state(
+    summarizer: Summarizer, region: RegionPlan, task: SummaryTask, state_max_tokens: int
+) -> RegionText:
+    """One state call, retried once when its answer is not a usable state (``check_state``);
+    a second bad answer fails the pass."""
+    source = "\n".join(
+        part for part in (slice_text(task.messages), task.previous, task.focus) if part
+    )
+
+    def checked(output: SummaryOutput) -> RegionText:
+        return state_text(region, output, state_max_tokens, source=source, previous=task.previous)
+
+    output = await summarizer.summarize(task)  # a failed call fails the pass (no retry here)
+    try:
+        return checked(output)
+    except ProviderError as exc:
+        log.info("state answer rejected (%s): asking once more", exc)
+    return checked(await summarizer.summarize(task))

@@ -1,0 +1,208 @@
+"""``dsh sessions repair``: salvage the valid prefix of a corrupt JSONL log.
+
+A log that is bad in the middle refuses to load (spec §1.4), so it cannot even be exported.
+Salvage keeps the longest prefix that loads — the header and every event line up to the first one
+that does not decode, breaks the seq order or a per-event rule (or that the caller's ``validate``
+refuses, e.g. the surface fold) — and drops the rest, including a zero-filled tail left by a power
+loss and a torn last line. It never works in place without a copy: the original bytes are first
+copied to ``session.jsonl.before-repair-<time>`` (fsynced), then the kept prefix replaces the log
+atomically. The report says exactly which lines were dropped and why.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dsh.errors import DshError, LogCorruptError, StoreError
+from dsh.events import Event, decode_event_line, decode_events
+from dsh.store.base import decode_header
+from dsh.store.jsonl import LOCK_NAME, JsonlStore
+from dsh.store.locking import acquire_write_lock
+
+Validator = Callable[[Sequence[Event]], int | None]
+"""Given the decoded prefix, the index of the first event it refuses (None: all fine)."""
+
+
+@dataclass
+class SalvageReport:
+    """What ``salvage_session`` kept and dropped."""
+
+    session_id: str
+    path: Path
+    kept_lines: int
+    """Lines kept, the header included."""
+    total_lines: int
+    """Complete lines in the original file."""
+    dropped_bytes: int = 0
+    torn_bytes: int = 0
+    zero_bytes: int = 0
+    first_bad_line: int | None = None
+    reason: str | None = None
+    copy: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.copy is not None
+
+    def lines(self) -> list[str]:
+        """The report as plain lines for the terminal."""
+        if not self.changed:
+            return [f"session {self.session_id}: the log loads as it is; nothing to repair"]
+        dropped = self.total_lines - self.kept_lines
+        out = [f"session {self.session_id}: copied the original to {self.copy}"]
+        out.append(
+            f"kept lines 1-{self.kept_lines} (the header and {self.kept_lines - 1} events, "
+            f"seq 0-{self.kept_lines - 2})"
+            if self.kept_lines > 1
+            else "kept line 1 (the header; no event survived)"
+        )
+        if dropped:
+            out.append(
+                f"dropped lines {self.kept_lines + 1}-{self.total_lines} ({dropped} lines, "
+                f"{self.dropped_bytes} bytes); first bad line {self.first_bad_line}: {self.reason}"
+            )
+        if self.zero_bytes:
+            out.append(f"dropped a zero-filled tail of {self.zero_bytes} bytes (power loss)")
+        if self.torn_bytes:
+            out.append(f"dropped a torn last line of {self.torn_bytes} bytes (interrupted write)")
+        out.extend(self.notes)
+        return out
+
+
+def salvage_session(
+    store: JsonlStore, session_id: str, *, validate: Validator | None = None
+) -> SalvageReport:
+    """Cut the log of ``session_id`` to its longest loadable prefix (see the module doc).
+
+    Holds the session's write lock throughout, so no writer runs meanwhile. Raises
+    ``LogCorruptError`` if even the header is unreadable (there is nothing to keep).
+    """
+    path = store.log_path(session_id)
+    lock = acquire_write_lock(path.parent / LOCK_NAME, session_id)
+    try:
+        data = _read(path)
+        report = plan_salvage(data, session_id=session_id, path=path, validate=validate)
+        if report.kept_lines < report.total_lines or report.torn_bytes or report.zero_bytes:
+            report.copy = _copy_aside(path, data)
+            kept = _prefix(data, report.kept_lines)
+            _replace(path, kept)
+        return report
+    finally:
+        lock.release()
+
+
+def plan_salvage(
+    data: bytes, *, session_id: str, path: Path, validate: Validator | None = None
+) -> SalvageReport:
+    """Decide what to keep of ``data`` (the log's bytes) without writing anything."""
+    end = data.rfind(b"\n") + 1
+    tail = data[end:]
+    lines = data[:end].split(b"\n")[:-1]
+    if not lines:
+        raise LogCorruptError(f"{path}: line 1: missing session header; nothing to salvage", line=1)
+    decode_header(lines[0], where=f"{path}: line 1")  # raises: nothing to keep without it
+    body = lines[1:]
+    zeros = len(tail) if _zero_filled(tail) else 0
+    torn = 0 if zeros else len(tail)
+    count = len(body)
+    while count and _zero_filled(body[count - 1]):
+        count -= 1
+    zeros += sum(len(raw) + 1 for raw in body[count:])
+    kept, reason = _loadable_prefix(body[:count])
+    if validate is not None and kept:
+        bad = validate(decode_events(body[:kept], first_line=2))
+        if bad is not None:
+            kept, reason = bad, f"line {bad + 2} (seq {bad}): refused by the surface fold"
+    report = SalvageReport(
+        session_id, path, kept_lines=1 + kept, total_lines=1 + count, zero_bytes=zeros
+    )
+    report.torn_bytes = torn
+    if kept < count:
+        report.first_bad_line = kept + 2
+        report.reason = reason
+        report.dropped_bytes = sum(len(raw) + 1 for raw in body[kept:count])
+    return report
+
+
+def _loadable_prefix(lines: Sequence[bytes]) -> tuple[int, str | None]:
+    """How many event lines load (decode, seq = position, per-event rules), and why not more."""
+    count, reason = len(lines), None
+    for index, raw in enumerate(lines):
+        try:
+            event = decode_event_line(raw, line=index + 2)
+        except DshError as exc:
+            count, reason = index, str(exc)
+            break
+        if event.seq != index:
+            count = index
+            reason = f"line {index + 2}: expected seq {index} but found seq {event.seq}"
+            break
+    while count:
+        try:
+            decode_events(lines[:count], first_line=2)
+            return count, reason
+        except LogCorruptError as exc:  # a rule across lines: cut before the line it names
+            if exc.line is None or not 2 <= exc.line < count + 2:
+                return 0, str(exc)
+            count, reason = exc.line - 2, str(exc)
+    return 0, reason
+
+
+def _zero_filled(raw: bytes) -> bool:
+    return bool(raw) and not raw.strip(b"\x00")
+
+
+def _prefix(data: bytes, line_count: int) -> bytes:
+    position = 0
+    for _ in range(line_count):
+        position = data.index(b"\n", position) + 1
+    return data[:position]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _copy_aside(path: Path, data: bytes) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    for attempt in range(100):
+        suffix = f"{stamp}" if attempt == 0 else f"{stamp}-{attempt}"
+        target = path.with_name(f"{path.name}.before-repair-{suffix}")
+        try:
+            _write_synced(target, data, exclusive=True)
+        except FileExistsError:
+            continue
+        return target
+    raise StoreError(f"cannot find a free name for a copy of {path}")
+
+
+def _replace(path: Path, data: bytes) -> None:
+    temporary = path.with_name(path.name + ".repair-tmp")
+    _write_synced(temporary, data, exclusive=False)
+    os.replace(temporary, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_synced(path: Path, data: bytes, *, exclusive: bool) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        written = 0
+        while written < len(data):
+            written += os.write(fd, view[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,79 @@
+"""Keeping secrets out of tools (spec §10).
+
+Shell commands run with a scrubbed environment: no provider key and no variable whose name
+matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the
+names or glob patterns configured in ``tools.scrub_env``. And since a key can still reach a tool
+another way (``cat .env``, a shell profile, a file the model reads), the value of every such
+variable — and a configured ``provider.api_key`` — is masked in every tool output before it is
+logged. Values shorter than :data:`MIN_MASK_CHARS` are not masked (``1`` or ``yes`` would blank
+ordinary text); they are still scrubbed from the environment.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+PROVIDER_KEY_VARS = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+SECRET_NAME_PATTERNS = ("*_API_KEY", "*_TOKEN", "*_SECRET*", "*PASSWORD*")
+MIN_MASK_CHARS = 8
+MASK = "[masked {name}]"
+
+
+def is_secret_name(name: str, extra_patterns: Iterable[str] = ()) -> bool:
+    """True if the variable ``name`` must not reach a command (case-insensitive globs)."""
+    upper = name.upper()
+    if upper in PROVIDER_KEY_VARS:
+        return True
+    patterns = (*SECRET_NAME_PATTERNS, *(p.upper() for p in extra_patterns))
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in patterns)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPolicy:
+    """What to scrub from command environments and what to mask in tool output."""
+
+    extra_patterns: tuple[str, ...] = ()
+    """Configured names or glob patterns scrubbed on top of the built-in ones."""
+    values: tuple[tuple[str, str], ...] = ()
+    """``(name, value)`` pairs masked in tool output, longest value first."""
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        extra_patterns: Iterable[str] = (),
+        configured_keys: Iterable[tuple[str, str | None]] = (),
+    ) -> SecretPolicy:
+        """The policy for ``environ`` (default ``os.environ``): every secret-named variable's
+        value is masked, and so is each configured key (``(name, value)``)."""
+        env = os.environ if environ is None else environ
+        patterns = tuple(extra_patterns)
+        pairs = {(n, v) for n, v in env.items() if is_secret_name(n, patterns)}
+        pairs.update((n, v) for n, v in configured_keys if v)
+        kept = [(n, v) for n, v in pairs if len(v) >= MIN_MASK_CHARS]
+        kept.sort(key=lambda pair: (-len(pair[1]), pair[0]))
+        return cls(extra_patterns=patterns, values=tuple(kept))
+
+    def scrubbed_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``environ`` (default ``os.environ``) without any secret-named variable."""
+        env = os.environ if environ is None else environ
+        return {n: v for n, v in env.items() if not is_secret_name(n, self.extra_patterns)}
+
+    def mask(self, text: str) -> str:
+        """``text`` with every known secret value replaced by ``[masked NAME]``."""
+        if not self.values or not text:
+            return text
+        pattern = _compiled(self.values)
+        names = {value: name for name, value in self.values}
+        return pattern.sub(lambda m: MASK.format(name=names[m.group(0)]), text)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(values: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(v) for _, v in values))  # longest first: greedy wins

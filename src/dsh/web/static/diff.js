@@ -1,0 +1,119 @@
+// Line diffs for edit cards: a longest-common-subsequence diff of two texts as unified hunks,
+// each line highlighted on its own by highlight.js (from the path's extension) and sanitised.
+import hljs from './vendor/highlight/highlight.min.js';
+import DOMPurify from './vendor/dompurify/purify.es.mjs';
+
+const CONTEXT = 3;
+const MAX_CELLS = 4_000_000; // beyond this the texts are shown as all removed + all added
+
+/** The edit script of two line arrays: [{op: ' '|'-'|'+', text, a, b}] (a/b: 1-based numbers). */
+export function diffLines(before, after) {
+  const n = before.length;
+  const m = after.length;
+  const out = [];
+  if (n * m > MAX_CELLS) {
+    before.forEach((text, i) => out.push({ op: '-', text, a: i + 1, b: null }));
+    after.forEach((text, j) => out.push({ op: '+', text, a: null, b: j + 1 }));
+    return out;
+  }
+  const width = m + 1;
+  const lcs = new Uint32Array((n + 1) * width);
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      lcs[i * width + j] = before[i] === after[j]
+        ? lcs[(i + 1) * width + j + 1] + 1
+        : Math.max(lcs[(i + 1) * width + j], lcs[i * width + j + 1]);
+    }
+  }
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && before[i] === after[j]) {
+      out.push({ op: ' ', text: before[i], a: i + 1, b: j + 1 });
+      i++; j++;
+    } else if (i < n && (j >= m || lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])) {
+      out.push({ op: '-', text: before[i], a: i + 1, b: null });  // removals before additions
+      i++;
+    } else {
+      out.push({ op: '+', text: after[j], a: null, b: j + 1 });
+      j++;
+    }
+  }
+  return out;
+}
+
+/** Unified hunks: runs of changes with up to CONTEXT unchanged lines around them. */
+export function hunks(script) {
+  const keep = new Array(script.length).fill(false);
+  script.forEach((line, k) => {
+    if (line.op === ' ') return;
+    for (let d = Math.max(0, k - CONTEXT); d <= Math.min(script.length - 1, k + CONTEXT); d++) keep[d] = true;
+  });
+  const result = [];
+  let current = null;
+  script.forEach((line, k) => {
+    if (!keep[k]) { current = null; return; }
+    if (!current) { current = []; result.push(current); }
+    current.push(line);
+  });
+  return result;
+}
+
+function splitLines(text) {
+  if (!text) return [];
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+function languageOf(path) {
+  const match = /\.([A-Za-z0-9_+-]+)$/.exec(path || '');
+  const ext = match ? match[1].toLowerCase() : '';
+  return ext && hljs.getLanguage(ext) ? ext : null;
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function codeCell(text, language) {
+  const cell = el('code', 'diff-code');
+  if (language) {
+    const html = hljs.highlight(text, { language, ignoreIllegals: true }).value;
+    cell.innerHTML = DOMPurify.sanitize(html, { ALLOWED_TAGS: ['span'], ALLOWED_ATTR: ['class'] });
+  } else {
+    cell.textContent = text;
+  }
+  return cell;
+}
+
+/** A unified diff of `before` -> `after` for the file at `path`, as a DOM node. */
+export function renderDiff(path, before, after) {
+  const language = languageOf(path);
+  const script = diffLines(splitLines(before), splitLines(after));
+  const added = script.filter((l) => l.op === '+').length;
+  const removed = script.filter((l) => l.op === '-').length;
+  const box = el('div', 'diff');
+  const head = el('div', 'diff-head');
+  head.append(el('span', 'diff-path', path || '(no path)'), el('span', 'diff-added', `+${added}`),
+    el('span', 'diff-removed', `−${removed}`));
+  box.append(head);
+  const table = el('div', 'diff-body');
+  for (const hunk of hunks(script)) {
+    const first = hunk[0];
+    table.append(el('div', 'diff-hunk', `@@ −${first.a ?? '…'} +${first.b ?? '…'} @@`));
+    for (const line of hunk) {
+      const kind = line.op === '+' ? 'add' : line.op === '-' ? 'del' : 'ctx';
+      const row = el('div', `diff-line ${kind}`);
+      row.append(el('span', 'diff-num', line.a === null ? '' : String(line.a)),
+        el('span', 'diff-num', line.b === null ? '' : String(line.b)),
+        el('span', 'diff-sign', line.op), codeCell(line.text, language));
+      table.append(row);
+    }
+  }
+  box.append(table);
+  return box;
+}

@@ -1,0 +1,176 @@
+"""Summariser calls ride the conversation's cache (spec §4.4 "Summariser layout").
+
+When the summariser is the conversation's own route, every stub and state call of a pass is the
+last conversation request extended by what the surface gained since and one instruction naming
+the slice; with a different summariser model the compact layout applies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import msgspec
+
+from dsh.agent.hooks import compaction_hooks
+from dsh.compaction import (
+    CompactionEngine,
+    ExtractiveSummarizer,
+    RecallableBackend,
+    build_summary_request,
+)
+from dsh.compaction.anchors import parse_keyword_line
+from dsh.compaction.prompts import SUMMARISER_SYSTEM
+from dsh.compaction.summarizer import SummaryOutput, SummaryTask
+from dsh.events import (
+    CompactionPlanEvent,
+    CompactionSummaryEvent,
+    is_compact_checkpoint_source,
+    surface_message,
+)
+from dsh.llm.openai_compat import to_wire_messages, tool_to_wire
+from dsh.llm.types import ModelRequest
+from dsh.transcript import render_message
+from tests.agent.conftest import Harness, run
+from tests.compaction.test_recallable import SETTINGS, assert_layout, long_session
+
+RANGE = re.compile(r"messages #(\d+)–#(\d+)")
+ROOMY = msgspec.structs.replace(SETTINGS, threshold_ratio=0.6, low_watermark_ratio=0.5)
+"""Passes start at 60% of the window, so the conversation plus a call's output fits it."""
+
+
+class RouteSummarizer:
+    """The extractive text, while recording the exact call a model on ``route`` would get."""
+
+    def __init__(self, route: tuple[str, str]) -> None:
+        self.name, self.model = route
+        self.route = route
+        self.requests: list[ModelRequest] = []
+        self.tasks: list[SummaryTask] = []
+        self._inner = ExtractiveSummarizer()
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        self.tasks.append(task)
+        self.requests.append(build_summary_request(task, provider=self.name, model=self.model))
+        return await self._inner.summarize(task)
+
+
+def _wire(request: ModelRequest) -> tuple[str, str]:
+    tools = json.dumps([tool_to_wire(t) for t in request.tools], sort_keys=True)
+    messages = json.dumps(to_wire_messages(request, reasoning_back=True), sort_keys=True)
+    return tools, messages
+
+
+def _loop(harness: Harness, summarizer) -> tuple[CompactionEngine, list[int]]:
+    filler = "the log says step {i} finished; value_{i} = {v} in src/mod_{i}.py "
+    script = []
+    for i in range(40):
+        if i % 2 == 0:
+            script.append({"toolCalls": [{"name": "list_dir", "arguments": {}}]})
+        else:
+            script.append({"text": (filler * 18).format(i=i, v=i * 7)})
+    agent = harness.agent(script, context_window=12_000)
+    backend = RecallableBackend(summarizer, ROOMY)
+    engine = CompactionEngine(harness.session, backend, ROOMY)
+    pre_step, overflow = compaction_hooks(engine)
+    agent.pre_step_hooks.append(pre_step)
+    agent.overflow_handler = overflow
+    calls_before_pass: list[int] = []  # conversation requests sent before each pass
+    for i in range(20):
+        passes = len(engine_passes(harness))
+        run(agent.run_turn(f"task {i}: " + (filler * 24).format(i=i, v=i)))
+        for _ in range(len(engine_passes(harness)) - passes):
+            calls_before_pass.append(len(harness.provider.requests))
+    return engine, calls_before_pass
+
+
+def engine_passes(harness: Harness) -> list[CompactionPlanEvent]:
+    return [e for e in harness.session.events if isinstance(e, CompactionPlanEvent)]
+
+
+def test_every_call_of_a_pass_extends_the_last_conversation_request_byte_for_byte(
+    harness: Harness,
+):
+    summarizer = RouteSummarizer(("scripted", "scripted"))
+    _loop(harness, summarizer)
+    assert len(engine_passes(harness)) >= 2 and summarizer.requests
+    conversation = harness.provider.requests
+    assert all(t.layout == "riding" for t in summarizer.tasks)
+    checked = 0
+    for request in summarizer.requests:
+        # the last conversation request sent before this call
+        tools, messages = _wire(request)
+        earlier = [
+            r
+            for r in conversation
+            if _wire(r)[1][:-1] and messages.startswith(_wire(r)[1][:-1]) and _wire(r)[0] == tools
+        ]
+        assert earlier, "a summariser call that does not extend any conversation request"
+        last = earlier[-1]
+        assert request.system == last.system
+        assert len(request.messages) > len(last.messages)
+        assert request.messages[-1].text().startswith("[Compaction task")
+        checked += 1
+    assert checked == len(summarizer.requests)
+    # and the calls of one pass share one prefix: the conversation as it stood at the pass
+    by_prefix = {_wire(r)[1].rsplit('{"content"', 1)[0] for r in summarizer.requests}
+    assert len(by_prefix) <= len(engine_passes(harness))
+    assert_layout(harness.session)
+
+
+def test_a_riding_stub_names_only_its_slice_and_the_extractive_stub_indexes_only_it(
+    harness: Harness,
+):
+    summarizer = RouteSummarizer(("scripted", "scripted"))
+    _loop(harness, summarizer)
+    assert any(t.kind == "stub" for t in summarizer.tasks)
+    for task, request in zip(summarizer.tasks, summarizer.requests, strict=True):
+        assert task.layout == "riding"
+        match = RANGE.search(request.messages[-1].text())
+        assert match, request.messages[-1].text()
+        named = task.conversation[int(match.group(1)) - 1 : int(match.group(2))]
+        if task.kind == "stub":  # exactly the slice's messages, by position
+            assert tuple(named) == task.messages
+        else:  # the state folds the whole span; checkpoints in it are background
+            assert tuple(m for m in named if not _is_checkpoint(m)) == task.messages
+    session = harness.session
+    stubs = [
+        e
+        for e in session.events
+        if isinstance(e, CompactionSummaryEvent) and e.data.model == "extractive"
+    ]
+    assert stubs
+    for stub in stubs:  # every keyword of a stub is a literal of its own slice
+        own = "\n".join(
+            render_message(m)
+            for s in stub.data.shadowed_seqs
+            if (m := surface_message(session.events[s])) is not None
+        )
+        line = next((x for x in stub.data.summary.splitlines() if x.startswith("Keywords")), "")
+        for anchor in parse_keyword_line(line):
+            assert anchor.text in own, (anchor, stub.seq)
+
+
+def _is_checkpoint(message) -> bool:
+    return is_compact_checkpoint_source(message.source)
+
+
+def test_a_different_summariser_model_keeps_the_compact_layout():
+    session = long_session()
+    summarizer = RouteSummarizer(("other", "small-model"))
+    backend = RecallableBackend(summarizer, SETTINGS)
+    run(CompactionEngine(session, backend, SETTINGS).compact_now(window=100_000))
+    assert summarizer.requests
+    for task, request in zip(summarizer.tasks, summarizer.requests, strict=True):
+        assert task.layout == "compact"
+        assert request.system == SUMMARISER_SYSTEM and request.tools == ()
+        assert request.messages[-2] == task.messages[-1]
+
+
+def test_a_conversation_too_big_for_the_window_falls_back_to_the_compact_layout():
+    session = long_session()
+    summarizer = RouteSummarizer(("scripted", "scripted"))
+    backend = RecallableBackend(summarizer, SETTINGS)
+    total = sum(session.node_tokens(s) for s in session.nodes)
+    run(CompactionEngine(session, backend, SETTINGS).compact_now(window=total + 10))
+    assert summarizer.tasks and all(t.layout == "compact" for t in summarizer.tasks)

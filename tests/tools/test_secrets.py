@@ -1,0 +1,105 @@
+"""Secrets stay out of tools: a scrubbed environment for commands, masked values in output."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.base import ToolContext
+from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.tools.secrets import SecretPolicy, is_secret_name
+from dsh.tools.shell import BashTool
+
+KEYS = {
+    "DEEPSEEK_API_KEY": "sk-deepseek-0123456789abcdef",
+    "OPENAI_API_KEY": "sk-openai-0123456789abcdef",
+    "ANTHROPIC_API_KEY": "sk-ant-0123456789abcdef",
+    "GITHUB_TOKEN": "ghp_0123456789abcdefghij",
+    "AWS_SECRET_ACCESS_KEY": "aws/secret/0123456789",
+    "DB_PASSWORD": "hunter2-but-longer",
+    "DSH_PROVIDER_API_KEY": "sk-config-0123456789",
+}
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HARMLESS_SETTING", "visible-value")
+    return KEYS
+
+
+def run_bash(command: str, ctx: ToolContext, tool: BashTool | None = None) -> str:
+    output = asyncio.run((tool or BashTool()).run({"command": command}, ctx))
+    return output.text
+
+
+def test_env_in_bash_shows_no_provider_key_nor_secret_named_variable(
+    ctx: ToolContext, secret_env: dict[str, str]
+) -> None:
+    text = run_bash("env", ctx)
+    assert "HARMLESS_SETTING=visible-value" in text  # the scrub is targeted, not a blank env
+    for name, value in secret_env.items():
+        assert name not in text and value not in text
+
+
+def test_a_configured_pattern_is_scrubbed_too(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORP_VAULT_ADDR", "https://vault.internal")
+    monkeypatch.setenv("CORP_OTHER", "kept")
+    tool = BashTool(SecretPolicy(extra_patterns=("corp_vault_*",)))
+    text = run_bash("env", ctx, tool)
+    assert "CORP_VAULT_ADDR" not in text and "CORP_OTHER=kept" in text
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("my_api_key", True),
+        ("GH_TOKEN", True),
+        ("CLIENT_SECRET_FILE", True),
+        ("MYSQL_PASSWORD", True),
+        ("PASSWORD", True),
+        ("TOKENIZER", False),
+        ("PATH", False),
+        ("HOME", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_a_key_value_that_reaches_output_another_way_is_masked_before_logging(
+    ctx: ToolContext, workspace: Path, secret_env: dict[str, str]
+) -> None:
+    """The key is not in the environment of the command, but a file holds it: every tool's
+    output (read_file here, bash too) is masked by the registry."""
+    (workspace / ".env").write_text(f"OPENAI_API_KEY={secret_env['OPENAI_API_KEY']}\nX=1\n")
+    policy = SecretPolicy.from_environment(
+        configured_keys=[("provider.api_key", "conf-key-123456")]
+    )
+    registry = ToolRegistry(default_tools(policy), policy)
+    auto = ApprovalPolicy("auto")
+    read = asyncio.run(registry.execute("c1", "read_file", '{"path": ".env"}', ctx, auto))
+    assert secret_env["OPENAI_API_KEY"] not in read.text
+    assert "[masked OPENAI_API_KEY]" in read.text and "X=1" in read.text
+    shell = asyncio.run(
+        registry.execute("c2", "bash", '{"command": "cat .env; echo conf-key-123456"}', ctx, auto)
+    )
+    assert secret_env["OPENAI_API_KEY"] not in shell.text and "conf-key-123456" not in shell.text
+    assert "[masked provider.api_key]" in shell.text
+
+
+def test_masking_prefers_the_longest_value_and_skips_short_ones() -> None:
+    policy = SecretPolicy.from_environment(
+        {"A_TOKEN": "abcdefgh", "B_TOKEN": "abcdefgh-longer", "C_TOKEN": "1", "PATH": "abcdefgh"}
+    )
+    assert policy.mask("x abcdefgh-longer y abcdefgh 1") == (
+        "x [masked B_TOKEN] y [masked A_TOKEN] 1"
+    )
+    assert SecretPolicy().mask("abcdefgh") == "abcdefgh"

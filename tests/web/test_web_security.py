@@ -1,0 +1,144 @@
+"""The web token leaves the URL and is harder to abuse: rate limits, Origin/Host checks, a static
+route that serves only its listed files, and no path echoed back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient, WebSocketDenialResponse
+
+from dsh.cli import web as web_cli
+from dsh.errors import UsageError
+from dsh.web import create_app
+from dsh.web.app import STATIC_DIR, static_files
+from dsh.web.auth import FailureLimiter, check_bind, loopback_hosts
+from tests.web.conftest import AUTH, TOKEN, WebEnv, error_of
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def app_for(env: WebEnv, **options: Any) -> Any:
+    return create_app(env.registry(), token=TOKEN, **options)
+
+
+def test_failed_attempts_are_rate_limited_per_address(env: WebEnv) -> None:
+    clock = Clock()
+    limiter = FailureLimiter(limit=3, window=60.0, clock=clock)
+    with TestClient(app_for(env, limiter=limiter)) as client:
+        for _ in range(3):
+            assert error_of(client.get("/api/sessions")) == (401, "UNAUTHORIZED")
+        blocked = client.get("/api/sessions", headers=AUTH)  # even the right token waits
+        assert error_of(blocked) == (429, "RATE_LIMITED")
+        assert blocked.headers["retry-after"] == "60"
+        clock.now += 61
+        assert client.get("/api/sessions", headers=AUTH).status_code == 200
+
+
+def test_a_cross_origin_state_change_or_websocket_is_refused(env: WebEnv) -> None:
+    with TestClient(app_for(env)) as client:
+        client.headers.update(AUTH)
+        evil = {"Origin": "http://evil.example"}
+        assert error_of(client.post("/api/sessions", json={}, headers=evil)) == (403, "FORBIDDEN")
+        same = {"Origin": "http://testserver"}
+        created = client.post("/api/sessions", json={}, headers=same)
+        assert created.status_code == 201
+        sid = created.json()["session"]["id"]
+        assert client.get("/api/sessions", headers=evil).status_code == 200  # reads: token only
+        with (
+            pytest.raises(WebSocketDenialResponse) as denied,
+            client.websocket_connect(f"/api/sessions/{sid}/live", headers=evil),
+        ):
+            pass
+        assert denied.value.status_code == 403
+        with client.websocket_connect(f"/api/sessions/{sid}/live", headers=same) as ws:
+            assert ws.receive_json()["kind"] == "hello"
+
+
+def test_a_loopback_server_answers_only_to_its_own_host_names(env: WebEnv) -> None:
+    """DNS rebinding: evil.example resolving to 127.0.0.1 still sends Host: evil.example."""
+    hosts = loopback_hosts("127.0.0.1", 3080)
+    assert {"127.0.0.1:3080", "localhost:3080", "[::1]:3080"} <= hosts
+    with TestClient(app_for(env, allowed_hosts=hosts), base_url="http://127.0.0.1:3080") as ok:
+        assert ok.get("/api/sessions", headers=AUTH).status_code == 200
+        rebound = ok.get("/api/sessions", headers={**AUTH, "Host": "evil.example:3080"})
+        assert error_of(rebound) == (403, "FORBIDDEN")
+
+
+def test_the_static_route_serves_only_listed_files_and_odd_paths_are_404(env: WebEnv) -> None:
+    listed = static_files(STATIC_DIR)
+    assert {"app.js", "api.js", "style.css", "vendor/marked/marked.esm.js"} <= set(listed)
+    assert "index.html" not in listed
+    with TestClient(app_for(env), raise_server_exceptions=False) as client:
+        client.headers.update(AUTH)
+        for name in listed:
+            assert client.get(f"/s/{name}").status_code == 200, name
+        for odd in (
+            "/s/app.js%00.png",
+            "/s/%00",
+            "/s/../web/app.py",
+            "/s/%2e%2e/auth.py",
+            "/s/index.html",
+            "/s/vendor",
+            "/s//etc/passwd",
+            "/s/app.js/",
+            "/s/%ff%fe",
+            "/s/" + "a" * 5000,
+        ):
+            response = client.get(odd)
+            assert error_of(response) == (404, "NOT_FOUND"), odd
+            assert "Traceback" not in response.text
+
+
+def test_error_bodies_never_echo_a_path_holding_the_token(env: WebEnv) -> None:
+    with TestClient(app_for(env)) as client:
+        client.headers.update(AUTH)
+        for path in (f"/s/{TOKEN}/app.js", f"/nope/{TOKEN}", f"/api/{TOKEN}"):
+            response = client.get(path)
+            assert response.status_code == 404 and TOKEN not in response.text
+        wrong_method = client.delete(f"/api/sessions?token={TOKEN}")
+        assert TOKEN not in wrong_method.text
+
+
+def test_every_html_answer_carries_the_csp(env: WebEnv) -> None:
+    with TestClient(app_for(env)) as client:
+        for response in (client.get(f"/?token={TOKEN}"), client.get("/"), client.get("/nope")):
+            assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_a_short_token_cannot_expose_the_server_to_a_network() -> None:
+    with pytest.raises(UsageError, match="at least 32 characters"):
+        check_bind("0.0.0.0", explicit_token=True, token="x" * 31)
+    check_bind("0.0.0.0", explicit_token=True, token="x" * 32)
+    check_bind("127.0.0.1", explicit_token=True, token="short")
+
+
+def test_the_token_can_come_from_dsh_web_token(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    served: list[Any] = []
+
+    class FakeServer:
+        def run(self, sockets: list[Any]) -> None:
+            served.extend(sockets)
+
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(web_cli, "make_server", lambda app: FakeServer())
+    monkeypatch.setenv("DSH_WEB_TOKEN", "short-token")
+    refused = CliRunner().invoke(web_cli.web, ["--host", "0.0.0.0", "--port", "0", "--no-open"])
+    assert refused.exit_code == 2 and "at least 32 characters" in refused.stderr
+    token = "t" * 40
+    monkeypatch.setenv("DSH_WEB_TOKEN", token)
+    result = CliRunner().invoke(web_cli.web, ["--host", "0.0.0.0", "--port", "0", "--no-open"])
+    assert result.exit_code == 0, result.output
+    assert f"/?token={token}" in result.stdout
+    for sock in served:
+        sock.close()
