@@ -88,8 +88,8 @@ def test_dsh_run_logs_the_discovered_window_and_asks_once(tmp_path, server: Fake
 def test_the_flag_wins_and_nothing_is_asked(tmp_path, server: FakeServer):  # noqa: F811
     server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
     server.queue(openai_text("one"))
-    result = run_dsh(tmp_path, server.url + "/v1", "--context-window", "3000", "hi")
-    assert context_windows(result.stdout) == [3000] and server.fixed_requests == []
+    result = run_dsh(tmp_path, server.url + "/v1", "--context-window", "30000", "hi")
+    assert context_windows(result.stdout) == [30000] and server.fixed_requests == []
 
 
 def test_a_silent_server_keeps_the_default_and_says_so_once(tmp_path, server: FakeServer):  # noqa: F811
