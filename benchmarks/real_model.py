@@ -259,7 +259,7 @@ def step_model_summarizer(lab: Lab) -> tuple[Row, str]:
     ok = done.returncode == 0 and bool(by_model)
     seen = f"{len(by_model)} by the model, {len(pointers)} pointer/extractive {kinds}; {first!r}"
     if done.returncode != 0:
-        seen = done.stderr.strip()[-200:]
+        seen = (done.stderr.strip() or done.stdout.strip())[-200:]
     return Row("compaction, real summariser", ok, seconds, seen), sid
 
 
