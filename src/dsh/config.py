@@ -98,6 +98,8 @@ class CompactionSettings(_Section, frozen=True):
     stub_region_ratio: float = 0.3
     min_stale_ratio: float = 0.0625
     summarizer: str = "extractive"
+    summarizer_provider: str | None = None
+    summarizer_base_url: str | None = None
     summarizer_timeout_s: float = 120.0
     compaction_retries: int = 1
     max_overflow_retries: int = 1
@@ -178,7 +180,12 @@ DESCRIPTIONS: dict[str, str] = {
     "at most chunk_tokens / 2.",
     "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
-    "conversation's provider, or provider:model.",
+    "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
+    "prefix is a known provider.",
+    "compaction.summarizer_provider": "Provider of the summariser model (unset: the prefix of "
+    "compaction.summarizer if it is a known provider, else the conversation's).",
+    "compaction.summarizer_base_url": "Endpoint of the summariser (unset: the conversation's "
+    "base_url when the summariser uses the conversation's provider).",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
     "threshold_ratio, low_watermark_ratio, retain_ratio, retain_tokens, chunk_tokens, "
     "stub_tokens, state_max_tokens, stub_region_ratio.",
@@ -373,9 +380,11 @@ def validate_settings(settings: Settings) -> None:
         _validate_provider(route, f'provider.overrides."{name}"')
     if window is not None:
         _require_compactable(settings.compaction, window)
-    provider, colon, model = settings.compaction.summarizer.partition(":")
+    summarizer = settings.compaction.summarizer
     _require(
-        not colon or bool(provider and model),
+        bool(summarizer.strip())
+        and not summarizer.startswith(":")
+        and not summarizer.endswith(":"),
         "compaction.summarizer",
         "must be extractive, a model name, or provider:model with both parts",
     )

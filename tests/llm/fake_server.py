@@ -50,6 +50,11 @@ class FakeServer:
 
     def __init__(self) -> None:
         self._queue: deque[Canned] = deque()
+        self.fixed: dict[str, Canned] = {}
+        """Answers by path (query string ignored) for any method, served every time; a GET to
+        another path gets 404. Model calls (POSTs elsewhere) take the queue."""
+        self.fixed_requests: list[Recorded] = []
+        """GETs and fixed-path POSTs received (kept apart: ``requests`` stays the model calls)."""
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -102,14 +107,25 @@ class FakeServer:
                     body: Any = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                canned = server._next(
-                    Recorded(
-                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
-                    )
-                )
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                recorded = Recorded("POST", self.path, headers, body)
+                fixed = server.fixed.get(self.path.partition("?")[0])
+                if fixed is not None:
+                    with server._lock:
+                        server.fixed_requests.append(recorded)
+                canned = fixed or server._next(recorded)
                 if canned.delay:
                     time.sleep(canned.delay)
                 # The client may give up first (timeout tests).
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._answer(canned)
+
+            def do_GET(self) -> None:
+                path = self.path.partition("?")[0]
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with server._lock:
+                    server.fixed_requests.append(Recorded("GET", self.path, headers, None))
+                    canned = server.fixed.get(path) or json_error(404, {"error": "not found"})
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._answer(canned)
 
@@ -153,6 +169,14 @@ def json_error(status: int, body: Any) -> Canned:
         status,
         {"Content-Type": "application/json", "Content-Length": str(len(data))},
         (data,),
+    )
+
+
+def json_ok(body: Any) -> Canned:
+    """A 200 answer with a JSON body."""
+    data = json.dumps(body).encode()
+    return Canned(
+        200, {"Content-Type": "application/json", "Content-Length": str(len(data))}, (data,)
     )
 
 

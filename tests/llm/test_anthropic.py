@@ -8,8 +8,10 @@ from typing import Any
 import anthropic
 import pytest
 
-from dsh.events import Usage
+from dsh.events import ReasoningBlock, Usage
+from dsh.events.codec import encode_json
 from dsh.llm.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
+from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.types import Finish, ReasoningDelta, TextDelta, ToolCallDelta, UsageReport
 from tests.llm.fake_server import (
@@ -87,7 +89,57 @@ def test_thinking_streams_as_reasoning_deltas(server: FakeServer):
 
     events = collect(provider(server).stream(make_request(), history=()))
 
-    assert events[:3] == [ReasoningDelta("Hmm, "), ReasoningDelta("yes."), TextDelta("Yes.")]
+    assert events[:5] == [
+        ReasoningDelta("", new_block=True),
+        ReasoningDelta("Hmm, "),
+        ReasoningDelta("yes."),
+        ReasoningDelta("", signature="sig"),
+        TextDelta("Yes."),
+    ]
+    message = StreamAssembler().feed_all(events).message("a1", "anthropic", "m")
+    assert message.content[0] == ReasoningBlock(text="Hmm, yes.", signature="sig")
+
+
+def test_thinking_and_redacted_thinking_go_back_first_with_signatures_intact(
+    server: FakeServer,
+):
+    server.queue(
+        anthropic_stream(
+            an_message_start(),
+            an_block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+            an_delta(0, {"type": "thinking_delta", "thinking": "check a.py"}),
+            an_delta(0, {"type": "signature_delta", "signature": "SIG-1"}),
+            an_block_stop(0),
+            an_block_start(1, {"type": "redacted_thinking", "data": "OPAQUE=="}),
+            an_block_stop(1),
+            an_block_start(
+                2, {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {}}
+            ),
+            an_delta(2, {"type": "input_json_delta", "partial_json": '{"path": "a.py"}'}),
+            an_block_stop(2),
+            *an_message_end("tool_use"),
+        ),
+        anthropic_text("done"),
+    )
+    first = collect(provider(server).stream(make_request(user("go", id="u1")), history=()))
+    message = StreamAssembler().feed_all(first).message("a1", "anthropic", "m")
+    assert message.content[:2] == (
+        ReasoningBlock(text="check a.py", signature="SIG-1"),
+        ReasoningBlock(text="", redacted="OPAQUE=="),
+    )
+    follow_up = make_request(user("go", id="u1"), message, tool_result("toolu_a", "x", id="t1"))
+    collect(provider(server).stream(follow_up, history=()))
+    sent = server.bodies[1]["messages"][1]
+    assert sent["role"] == "assistant"
+    assert sent["content"][:3] == [
+        {"type": "thinking", "thinking": "check a.py", "signature": "SIG-1"},
+        {"type": "redacted_thinking", "data": "OPAQUE=="},
+        {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a.py"}},
+    ]
+
+
+def test_a_reasoning_block_without_signature_encodes_as_before():
+    assert encode_json(ReasoningBlock(text="t")) == b'{"type":"reasoning","text":"t"}'
 
 
 def test_tool_use_input_split_over_deltas_reassembles_with_tool_ordinals(server: FakeServer):
@@ -214,7 +266,7 @@ def test_cache_breakpoints_are_on_the_system_block_and_the_last_block(server: Fa
     assert breakpoints == 2
 
 
-def test_reasoning_is_not_sent_back(server: FakeServer):
+def test_reasoning_without_a_signature_is_not_sent_back(server: FakeServer):
     server.queue(anthropic_text("ok"))
 
     collect(provider(server).stream(_conversation(), history=()))

@@ -15,7 +15,11 @@ from dsh.events import (
     CompactionStart,
     CompactionSummary,
     Event,
+    Message,
+    ModelSource,
+    ReasoningBlock,
     RequestError,
+    TextBlock,
     Usage,
 )
 from dsh.llm.assemble import StreamAssembler
@@ -207,3 +211,18 @@ def test_from_log_reads_a_stored_session_read_only() -> None:
     assert serve(provider, ()).text == "recorded reply"
     # Nothing holds the session: it can still be opened for writing.
     store.open(session.id, writable=True).close()
+
+
+def test_signed_and_redacted_reasoning_is_served_again_block_for_block() -> None:
+    recorded = new_session(MemoryStore())
+    content = (
+        ReasoningBlock(text="first thought", signature="SIG-A"),
+        ReasoningBlock(text="", redacted="OPAQUE"),
+        TextBlock(text="answer"),
+    )
+    message = Message(
+        id="a1", role="assistant", content=content, source=ModelSource(provider="p", model="m")
+    )
+    recorded.append(AssistantMessage(turn=1, step=1, message=message))
+    served = serve(ReplayProvider(recorded.events), new_session(MemoryStore()).events)
+    assert served.message("a1", "p", "m").content == content

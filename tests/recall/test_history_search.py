@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dsh.events import AssistantMessage, StepEnd, StepStart, TurnEnd, TurnEndReason, TurnStart
 from dsh.recall import (
     CHECKPOINT_NOT_FOUND,
     INVALID_ARGUMENT,
@@ -16,7 +17,13 @@ from dsh.recall import (
     search_history,
 )
 from dsh.store import MemoryStore
-from tests.helpers import append_chat_turn, append_tool_turn, new_session
+from tests.helpers import (
+    append_chat_turn,
+    append_tool_turn,
+    assistant_message,
+    new_session,
+    user_message,
+)
 from tests.recall.builders import NEEDLE, bracket, run_tool, two_passes
 
 
@@ -194,3 +201,18 @@ def test_the_function_and_the_tool_give_the_same_answer():
     passes = two_passes()
     direct = search_history(passes.session.events, "users", limit=25)
     assert search(passes.session, query="users") == direct
+
+
+def test_a_fact_stated_only_in_reasoning_is_found_under_its_label():
+    session = new_session(MemoryStore())
+    session.append(TurnStart(turn=1))
+    session.append(StepStart(turn=1, step=1))
+    user = session.append(user_message("which port?")).seq
+    reply = assistant_message("it is configured", reasoning="the config says PORT_REASONED_8731")
+    said = session.append(AssistantMessage(turn=1, step=1, message=reply)).seq
+    session.append(StepEnd(turn=1, step=1))
+    session.append(TurnEnd(turn=1, reason=TurnEndReason(kind="completed")))
+    state = bracket(session, [user, said], "asked about the port", compaction_id="cmp-r")
+    output = search(session, query="port_reasoned_8731")
+    (hit,) = snippet_lines(output.text)
+    assert hit.startswith(f"[{state.id} #msg 1] Assistant (reasoning): the config says")

@@ -42,9 +42,17 @@ def test_each_role_renders_with_its_prefix():
     )
 
 
-def test_reasoning_is_not_rendered():
-    text = render_message(assistant_message("answer", reasoning="secret thoughts"))
-    assert "secret" not in text
+def test_reasoning_renders_on_its_own_labelled_line_before_the_answer():
+    text = render_message(assistant_message("answer", reasoning="the port is 8731"))
+    assert text == "Assistant (reasoning): the port is 8731\nAssistant: answer"
+
+
+def test_reasoning_before_a_bare_tool_call_and_reasoning_alone():
+    calls = [tool_call_block("c1", "bash", "{}")]
+    with_call = render_message(assistant_message("", reasoning="look first", tool_calls=calls))
+    assert with_call == "Assistant (reasoning): look first\nAssistant: [tool call: bash({})]"
+    alone = render_message(assistant_message("", reasoning="only thinking"))
+    assert alone == "Assistant (reasoning): only thinking"
 
 
 def test_a_label_replaces_the_role_prefix():
@@ -99,3 +107,10 @@ def test_one_marker_per_pass_even_when_a_pass_lands_several_checkpoints():
     text = render_human_transcript(session.events)
     assert "first prompt" in text and "second reply" in text
     assert "PAYLOAD" not in text
+
+
+def test_markdown_quotes_reasoning_under_its_label_before_the_answer():
+    from dsh.transcript.markdown import message_markdown
+
+    text = message_markdown(assistant_message("done", reasoning="line one\nline two"))
+    assert text == "### Assistant\n\n> *Reasoning:* line one\n> line two\n\ndone"

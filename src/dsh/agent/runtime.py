@@ -9,17 +9,24 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.prompt import system_prompt
 from dsh.compaction import CompactionEngine, RecallableBackend, make_backend, make_summarizer
-from dsh.config import Settings
+from dsh.config import CompactionSettings, ProviderSettings, Settings
 from dsh.errors import ConfigError
-from dsh.llm.registry import make_provider, route_params, text_tool_calls_enabled
+from dsh.llm.registry import (
+    KNOWN_PROVIDERS,
+    make_provider,
+    route_params,
+    text_tool_calls_enabled,
+)
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
+from dsh.llm.window import discover_window
 from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -29,6 +36,8 @@ from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.tools.secrets import SecretPolicy
 
 SCRIPTED_CONTEXT_WINDOW = 128_000
+DEFAULT_WINDOW = 128_000
+"""The window assumed for a server that does not say its own (and none is configured)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +45,8 @@ class Route:
     provider: Provider
     model: str
     context_window: int | None
+    notice: str | None = None
+    """Something the face should say once (the server did not report its window)."""
 
 
 def resolve_route(
@@ -65,32 +76,52 @@ def resolve_route(
         return Route(
             ReplayProvider.from_log(store, replay_from), model, window or SCRIPTED_CONTEXT_WINDOW
         )
+    env = os.environ if environ is None else environ
     provider, model, known_window = make_provider(
-        cfg.name,
-        model=cfg.model,
-        base_url=cfg.base_url,
-        api_key=cfg.api_key,
-        environ=os.environ if environ is None else environ,
+        cfg.name, model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, environ=env
     )
-    return Route(provider, model, window or known_window)
+    if window or known_window or cfg.base_url is None:
+        return Route(provider, model, window or known_window)
+    found = discover_window(
+        cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
+    )
+    if found is not None:
+        return Route(provider, model, found.window)
+    notice = (
+        f"{cfg.base_url} does not report its context window; assuming {DEFAULT_WINDOW:,} tokens "
+        "(set provider.context_window or --context-window)"
+    )
+    return Route(provider, model, DEFAULT_WINDOW, notice)
 
 
 def summarizer_route(
     settings: Settings, route: Route, environ: Mapping[str, str] | None = None
 ) -> tuple[Provider | None, str | None]:
-    """Who writes model summaries: ``provider:model`` names its own provider (key from the
-    environment); a bare model name uses the conversation's provider; extractive needs none."""
-    summarizer = settings.compaction.summarizer
+    """Who writes model summaries (extractive needs no one).
+
+    ``compaction.summarizer`` is a model name (tags and all: ``qwen2.5-coder:0.5b``) on the
+    conversation's provider, or ``provider:model`` when the prefix is a known provider.
+    ``compaction.summarizer_provider`` / ``summarizer_base_url`` name the route explicitly. A
+    summariser on the conversation's provider inherits its base URL and key."""
+    cfg = settings.compaction
+    summarizer = cfg.summarizer
     if summarizer == "extractive":
         return None, None
-    name, colon, model = summarizer.partition(":")
-    if not colon:
-        return route.provider, summarizer
+    name, model = route.provider.name, summarizer
+    prefix, colon, rest = summarizer.partition(":")
+    if cfg.summarizer_provider is not None:
+        name = cfg.summarizer_provider
+    elif colon and prefix in KNOWN_PROVIDERS:
+        name, model = prefix, rest
+    same = name == route.provider.name
+    if same and cfg.summarizer_base_url is None:
+        return route.provider, model
+    conversation = settings.provider
     provider, resolved, _ = make_provider(
         name,
         model=model,
-        base_url=None,
-        api_key=None,
+        base_url=cfg.summarizer_base_url or (conversation.base_url if same else None),
+        api_key=conversation.api_key if same else None,
         environ=os.environ if environ is None else environ,
     )
     return provider, resolved
@@ -103,6 +134,33 @@ def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]
     return ApprovalPolicy(settings.tools.approval, allow=allow)
 
 
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """What ``build_agent`` takes from the settings that a bad config can fail: made before a
+    session exists (``wire``), so a config error creates no session and leaves no lock."""
+
+    compaction: CompactionSettings
+    summarizer_provider: Provider | None
+    summarizer_model: str | None
+    params: dict[str, Any]
+    text_tool_calls: bool
+    generation: ProviderSettings
+
+
+def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = None) -> Wiring:
+    """Resolve the summariser and the route's generation settings; raises ``ConfigError``."""
+    name = route.provider.name
+    summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
+    return Wiring(
+        compaction=settings.compaction.for_route(name, route.model),
+        summarizer_provider=summarizer_provider,
+        summarizer_model=summarizer_model,
+        params=route_params(settings.provider, name, route.model),
+        text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
+        generation=settings.provider.for_route(name, route.model),
+    )
+
+
 def build_agent(
     session: Session,
     settings: Settings,
@@ -113,14 +171,17 @@ def build_agent(
     on_stream: StreamListener | None = None,
     max_steps: int = 50,
     environ: Mapping[str, str] | None = None,
+    wiring: Wiring | None = None,
 ) -> Agent:
     """An agent over ``session``: default tools (plus the recall tools and their prompt section
     when the recallable backend is active), compaction hooks, and the workspace's prompt."""
-    compaction = settings.compaction.for_route(route.provider.name, route.model)
-    summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
+    parts = wiring or wire(settings, route, environ)
+    compaction = parts.compaction
     backend = make_backend(
         compaction,
-        make_summarizer(compaction, summarizer_provider, summarizer_model, history=session.events),
+        make_summarizer(
+            compaction, parts.summarizer_provider, parts.summarizer_model, history=session.events
+        ),
     )
     secrets = SecretPolicy.from_environment(
         environ,
@@ -138,19 +199,17 @@ def build_agent(
         engine = CompactionEngine(session, backend, compaction)
         pre_step, overflow = compaction_hooks(engine)
         hooks.append(pre_step)
-    name = route.provider.name
-    generation = settings.provider.for_route(name, route.model)
     config = AgentConfig(
-        provider=name,
+        provider=route.provider.name,
         model=route.model,
         system=system_prompt(workspace, sections=sections),
         context_window=route.context_window,
-        params=route_params(settings.provider, name, route.model),
+        params=parts.params,
         max_steps=max_steps,
         max_overflow_retries=compaction.max_overflow_retries,
-        text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
-        stream_idle_timeout=generation.stream_idle_timeout,
-        call_timeout=generation.call_timeout,
+        text_tool_calls=parts.text_tool_calls,
+        stream_idle_timeout=parts.generation.stream_idle_timeout,
+        call_timeout=parts.generation.call_timeout,
     )
     return Agent(
         session,

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from dsh.agent.runtime import approval_policy, build_agent, resolve_route, summarizer_route
+from dsh.agent.runtime import approval_policy, build_agent, resolve_route, wire
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
@@ -54,7 +54,9 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
 @click.option("--replay", "replay_from", help="Serve model calls from this recorded session.")
 @click.option("--compaction", type=click.Choice(["recallable", "basic", "off"]))
 @click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
-@click.option("--summarizer", help="extractive (keyless) or a model name.")
+@click.option(
+    "--summarizer", help="extractive (keyless), a model name (tags allowed) or provider:model."
+)
 @click.option(
     "--prompts-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -111,7 +113,10 @@ def run(
     settings = load_settings(cwd=workspace, overrides=overrides)
     store = context.store(settings)
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
-    summarizer_route(settings, route)  # a summariser's missing key fails before a session
+    if route.notice is not None:
+        context.warn(route.notice)
+    wiring = wire(settings, route)  # a summariser's missing key fails before a session
+    policy = approval_policy(settings, yes=yes, allow=allowed)
     if resumed is not None:
         session = Session.open(store, resumed, writable=True)
         context.record_workspace(session, workspace)
@@ -130,9 +135,10 @@ def run(
             settings,
             route,
             workspace=workspace,
-            policy=approval_policy(settings, yes=yes, allow=allowed),
+            policy=policy,
             on_stream=live.on_stream if live is not None else None,
             max_steps=max_steps,
+            wiring=wiring,
         )
     except BaseException:
         session.close()  # no stale lock file behind a configuration error

@@ -35,6 +35,10 @@ class TextBlock(Struct, tag="text", tag_field="type", frozen=True):
 
 class ReasoningBlock(Struct, tag="reasoning", tag_field="type", frozen=True):
     text: str
+    signature: str | None = None
+    """Anthropic: the thinking block's signature, sent back with it unchanged."""
+    redacted: str | None = None
+    """Anthropic: the opaque ``data`` of a ``redacted_thinking`` block (``text`` is empty)."""
 
 
 class ToolCallBlock(Struct, tag="tool-call", tag_field="type", frozen=True):

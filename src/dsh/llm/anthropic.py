@@ -18,6 +18,7 @@ from dsh.errors import ConfigError, ProviderError
 from dsh.events import (
     Event,
     Message,
+    ReasoningBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -155,10 +156,17 @@ def stub_region_end(messages: Sequence[Message]) -> int | None:
 
 
 def _blocks_to_wire(message: Message) -> list[dict[str, Any]]:
-    # Reasoning is dropped: the API only accepts thinking blocks with a signature we do not keep.
+    # Thinking goes back as it came, signature intact (the API checks it); reasoning without a
+    # signature (another provider's, or a stream cut before the signature) is not sent.
     blocks: list[dict[str, Any]] = []
     for block in message.content:
-        if isinstance(block, TextBlock) and block.text:
+        if isinstance(block, ReasoningBlock) and block.redacted:
+            blocks.append({"type": "redacted_thinking", "data": block.redacted})
+        elif isinstance(block, ReasoningBlock) and block.signature:
+            blocks.append(
+                {"type": "thinking", "thinking": block.text, "signature": block.signature}
+            )
+        elif isinstance(block, TextBlock) and block.text:
             blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolCallBlock):
             blocks.append(
@@ -197,12 +205,20 @@ async def _events(stream: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
             if block.type == "tool_use":
                 ordinal = tool_index.setdefault(event.index, len(tool_index))
                 yield ToolCallDelta(index=ordinal, id=block.id, name=block.name)
+            elif block.type == "thinking":
+                yield ReasoningDelta(
+                    block.thinking or "", signature=block.signature or None, new_block=True
+                )
+            elif block.type == "redacted_thinking":
+                yield ReasoningDelta("", redacted=block.data, new_block=True)
         elif kind == "content_block_delta":
             delta = event.delta
             if delta.type == "text_delta":
                 yield TextDelta(delta.text)
             elif delta.type == "thinking_delta":
                 yield ReasoningDelta(delta.thinking)
+            elif delta.type == "signature_delta":
+                yield ReasoningDelta("", signature=delta.signature)
             elif delta.type == "input_json_delta" and event.index in tool_index:
                 yield ToolCallDelta(index=tool_index[event.index], arguments=delta.partial_json)
         elif kind == "message_delta":

@@ -26,6 +26,13 @@ from dsh.llm.types import (
 AssistantBlock = ReasoningBlock | TextBlock | ToolCallBlock
 
 
+@dataclass
+class _ReasoningParts:
+    text: list[str] = field(default_factory=list)
+    signature: str | None = None
+    redacted: str | None = None
+
+
 @dataclass(slots=True)
 class _ToolCallParts:
     id: str | None = None
@@ -42,7 +49,7 @@ class StreamAssembler:
     """
 
     def __init__(self) -> None:
-        self._reasoning: list[str] = []
+        self._reasoning: list[_ReasoningParts] = []
         self._text: list[str] = []
         self._calls: dict[int, _ToolCallParts] = {}
         self.usage: Usage | None = None
@@ -53,7 +60,12 @@ class StreamAssembler:
         if isinstance(event, TextDelta):
             self._text.append(event.text)
         elif isinstance(event, ReasoningDelta):
-            self._reasoning.append(event.text)
+            if event.new_block or not self._reasoning:
+                self._reasoning.append(_ReasoningParts())
+            thinking = self._reasoning[-1]
+            thinking.text.append(event.text)
+            thinking.signature = event.signature or thinking.signature
+            thinking.redacted = event.redacted or thinking.redacted
         elif isinstance(event, ToolCallDelta):
             parts = self._calls.setdefault(event.index, _ToolCallParts())
             if parts.id is None and event.id is not None:
@@ -85,7 +97,7 @@ class StreamAssembler:
     @property
     def reasoning(self) -> str:
         """The reasoning received so far."""
-        return "".join(self._reasoning)
+        return "".join(t for thinking in self._reasoning for t in thinking.text)
 
     def message(self, id: str, provider: str, model: str) -> Message:
         """The complete assistant message. A tool call that never got an id or a name is an
@@ -115,8 +127,14 @@ class StreamAssembler:
 
     def _build(self, id: str, provider: str, model: str, calls: list[ToolCallBlock]) -> Message:
         content: list[AssistantBlock] = []
-        if reasoning := self.reasoning:
-            content.append(ReasoningBlock(text=reasoning))
+        for thinking in self._reasoning:
+            block = ReasoningBlock(
+                text="".join(thinking.text),
+                signature=thinking.signature,
+                redacted=thinking.redacted,
+            )
+            if block.text or block.signature or block.redacted:
+                content.append(block)
         if text := self.text:
             content.append(TextBlock(text=text))
         content.extend(calls)

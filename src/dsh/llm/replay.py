@@ -131,7 +131,11 @@ def _deltas(content: Sequence[object], recovered_from_text: str | None) -> list[
     deltas: list[StreamEvent] = []
     for block in content:
         if isinstance(block, ReasoningBlock):
-            deltas.append(ReasoningDelta(block.text))
+            deltas.append(
+                ReasoningDelta(
+                    block.text, signature=block.signature, redacted=block.redacted, new_block=True
+                )
+            )
         elif isinstance(block, TextBlock):
             deltas.append(TextDelta(block.text))
         elif isinstance(block, ToolCallBlock) and recovered_from_text is None:

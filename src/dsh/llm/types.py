@@ -43,6 +43,12 @@ class TextDelta:
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
     text: str
+    signature: str | None = None
+    """The signature of the reasoning block this delta belongs to (Anthropic)."""
+    redacted: str | None = None
+    """The opaque data of a redacted reasoning block (Anthropic ``redacted_thinking``)."""
+    new_block: bool = False
+    """This delta opens a new reasoning block (Anthropic sends several per message)."""
 
 
 @dataclass(frozen=True, slots=True)

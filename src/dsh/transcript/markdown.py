@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dsh.events import Event, Message, ToolResultBlock
+from dsh.events import Event, Message, ReasoningBlock, ToolResultBlock
 from dsh.transcript.projection import MarkerItem, MessageItem, ToolResultItem, transcript_items
 from dsh.transcript.render import COMPACTION_MARKER, cut_off_note
 
@@ -19,6 +19,9 @@ def _fence(text: str) -> str:
 def message_markdown(message: Message) -> str:
     if message.role == "assistant":
         parts = ["### Assistant"]
+        reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
+        if reasoning:
+            parts.append("\n".join(f"> {line}" for line in f"*Reasoning:* {reasoning}".split("\n")))
         if message.text():
             parts.append(message.text())
         parts.extend(

@@ -1,16 +1,21 @@
 """Plain-text rendering of messages: ``User:`` / ``Assistant:`` / ``Tool result:``.
 
 One renderer serves the summariser input, the recall tools, the CLI views and exports, so the
-model and people read the same words for the same events. Reasoning is not rendered: it is the
-model's scratch work, not part of the conversation.
+model and people read the same words for the same events. Reasoning is rendered on its own
+labelled line, ``Assistant (reasoning): …``, before the answer: a fact the model stated only
+while reasoning can be recalled, and is never mistaken for what it said.
 """
 
 from __future__ import annotations
 
-from dsh.events import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.events import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 COMPACTION_MARKER = "… earlier context was compacted …"
 """The one dim line people see where a compaction pass landed (spec §6)."""
+
+
+REASONING_LABEL = "Assistant (reasoning):"
+"""The label of the model's reasoning wherever a message is rendered as text."""
 
 
 def cut_off_note(code: str) -> str:
@@ -28,7 +33,11 @@ def render_message(message: Message, *, label: str | None = None) -> str:
         if text:
             parts.append(text)
         parts.extend(f"[tool call: {c.name}({c.arguments})]" for c in message.tool_calls())
-        return "Assistant: " + "\n".join(parts)
+        said = "Assistant: " + "\n".join(parts)
+        reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
+        if not reasoning:
+            return said
+        return f"{REASONING_LABEL} {reasoning}" + (f"\n{said}" if parts else "")
     if message.role == "tool":
         return "\n".join(_render_tool_result(b) for b in message.content)
     prefix = "System" if message.role == "system" else "User"

@@ -1,0 +1,123 @@
+"""Asking an OpenAI-compatible server how large its context window is.
+
+Three servers say it, each in its own way:
+
+- llama.cpp: ``GET /props`` → ``default_generation_settings.n_ctx`` (the window of one slot);
+- vLLM: ``GET /v1/models`` → the model's ``max_model_len``;
+- Ollama (its ``/v1/models`` entries are ``owned_by: library``): ``POST /api/show`` →
+  ``num_ctx`` in the model's parameters, else ``model_info["<arch>.context_length"]``.
+
+Anything else (no answer, an error, a body without the figure) is "the server does not say".
+Answers are cached per process by (base URL, model): one question per session.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+TIMEOUT = 5.0
+"""Seconds one discovery request may take (a busy local server answers /props at once)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    window: int
+    source: str
+    """Which endpoint said it, for the log line: ``llama.cpp /props`` etc."""
+
+
+_CACHE: dict[tuple[str, str], Discovered | None] = {}
+
+
+def discover_window(base_url: str, model: str, api_key: str | None = None) -> Discovered | None:
+    """The window the server at ``base_url`` reports for ``model``, or None if it says nothing."""
+    key = (base_url.rstrip("/"), model)
+    if key not in _CACHE:
+        _CACHE[key] = _ask(key[0], model, api_key)
+    return _CACHE[key]
+
+
+def _ask(base: str, model: str, api_key: str | None) -> Discovered | None:
+    root = base.removesuffix("/v1")
+    props = _get_json(f"{root}/props", api_key)
+    n_ctx = _positive(_dig(props, "default_generation_settings", "n_ctx"))
+    if n_ctx is not None:
+        return Discovered(n_ctx, "llama.cpp /props")
+    models = _get_json(f"{base}/models", api_key)
+    entries = models.get("data") if isinstance(models, dict) else None
+    entry = _entry_for(entries if isinstance(entries, list) else [], model)
+    if entry is None:
+        return None
+    max_len = _positive(entry.get("max_model_len"))
+    if max_len is not None:
+        return Discovered(max_len, "vLLM /v1/models")
+    if entry.get("owned_by") == "library":
+        return _ask_ollama(root, model, api_key)
+    return None
+
+
+def _ask_ollama(root: str, model: str, api_key: str | None) -> Discovered | None:
+    shown = _get_json(f"{root}/api/show", api_key, body={"model": model})
+    if not isinstance(shown, dict):
+        return None
+    for line in str(shown.get("parameters") or "").splitlines():
+        name, _, value = line.strip().partition(" ")
+        num_ctx = _positive(_int(value.strip())) if name == "num_ctx" else None
+        if num_ctx is not None:
+            return Discovered(num_ctx, "Ollama /api/show num_ctx")
+    info = shown.get("model_info")
+    if isinstance(info, dict):
+        for name, value in info.items():
+            if str(name).endswith(".context_length") and _positive(value) is not None:
+                return Discovered(int(value), "Ollama /api/show context_length")
+    return None
+
+
+def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
+    dicts = [e for e in entries if isinstance(e, dict)]
+    named = [e for e in dicts if e.get("id") == model]
+    if named:
+        return named[0]
+    return dicts[0] if len(dicts) == 1 else None  # a one-model server serves any name
+
+
+def _get_json(url: str, api_key: str | None, *, body: Any = None) -> Any:
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return json.loads(response.read(1_000_000))
+    except (
+        OSError,
+        ValueError,
+        http.client.HTTPException,
+    ):  # refused, HTTP errors, timeouts, bad JSON
+        return None
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value

@@ -1,0 +1,99 @@
+"""The context window of an OpenAI-compatible server: asked once, config wins, logged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh.llm.window import Discovered, discover_window
+from tests.llm.conftest import server  # noqa: F401
+from tests.llm.fake_server import FakeServer, json_ok, openai_text
+
+DSH = str(Path(sys.executable).with_name("dsh"))
+
+
+def test_llama_cpp_props_give_the_slot_window(server: FakeServer):  # noqa: F811
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 4096}})
+    found = discover_window(server.url + "/v1", "qwen")
+    assert found == Discovered(4096, "llama.cpp /props")
+    assert [r.path for r in server.fixed_requests] == ["/props"]
+
+
+def test_vllm_models_give_max_model_len_of_the_named_model(server: FakeServer):  # noqa: F811
+    server.fixed["/v1/models"] = json_ok(
+        {"data": [{"id": "other", "max_model_len": 9}, {"id": "m", "max_model_len": 32768}]}
+    )
+    assert discover_window(server.url + "/v1", "m") == Discovered(32768, "vLLM /v1/models")
+
+
+def test_ollama_show_prefers_num_ctx_over_the_trained_length(server: FakeServer):  # noqa: F811
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "q:0.5b", "owned_by": "library"}]})
+    server.fixed["/api/show"] = json_ok(
+        {
+            "parameters": "stop <|im_end|>\nnum_ctx 8192",
+            "model_info": {"qwen2.context_length": 32768},
+        }
+    )
+    assert discover_window(server.url + "/v1", "q:0.5b") == Discovered(
+        8192, "Ollama /api/show num_ctx"
+    )
+    assert server.fixed_requests[-1].body == {"model": "q:0.5b"}
+    assert server.requests == []  # the model queue is untouched
+
+
+def test_ollama_without_num_ctx_gives_the_models_context_length(server: FakeServer):  # noqa: F811
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "q", "owned_by": "library"}]})
+    server.fixed["/api/show"] = json_ok({"model_info": {"qwen2.context_length": 32768}})
+    assert discover_window(server.url + "/v1", "q") == Discovered(
+        32768, "Ollama /api/show context_length"
+    )
+
+
+def test_a_server_that_tells_nothing_is_asked_once(server: FakeServer):  # noqa: F811
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": "big"}})
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "a"}, {"id": "b"}]})
+    url = server.url + "/v1"
+    assert discover_window(url, "m") is None
+    assert discover_window(url, "m") is None
+    assert [r.path for r in server.fixed_requests] == ["/props", "/v1/models"]
+
+
+def run_dsh(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    command = [DSH, "run", "--provider", "openai-compatible", "--base-url", url, "--model", "m"]
+    return subprocess.run(
+        [*command, "--json", *args],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+
+
+def context_windows(stdout: str) -> list[int]:
+    events = [json.loads(line) for line in stdout.splitlines()]
+    return [e["data"]["contextWindow"] for e in events if e["type"] == "request/context"]
+
+
+def test_dsh_run_logs_the_discovered_window_and_asks_once(tmp_path, server: FakeServer):  # noqa: F811
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    server.queue(openai_text("one"), openai_text("two"))
+    result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
+    assert context_windows(result.stdout) == [2048]
+    assert [r.path for r in server.fixed_requests] == ["/props"]
+    assert "context window" not in result.stderr
+
+
+def test_the_flag_wins_and_nothing_is_asked(tmp_path, server: FakeServer):  # noqa: F811
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    server.queue(openai_text("one"))
+    result = run_dsh(tmp_path, server.url + "/v1", "--context-window", "30000", "hi")
+    assert context_windows(result.stdout) == [30000] and server.fixed_requests == []
+
+
+def test_a_silent_server_keeps_the_default_and_says_so_once(tmp_path, server: FakeServer):  # noqa: F811
+    server.queue(openai_text("one"), openai_text("two"))
+    result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
+    assert context_windows(result.stdout) == [128_000]
+    assert result.stderr.count("does not report its context window; assuming 128,000") == 1

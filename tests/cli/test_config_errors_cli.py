@@ -1,0 +1,55 @@
+"""A ``dsh run`` that stops on a configuration error touches no session (real processes)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.test_run_cli import dsh, env, write_script  # noqa: F401
+
+
+def session_files(home):
+    sessions = home / "sessions"
+    return sorted(p.relative_to(home) for p in sessions.rglob("*")) if sessions.exists() else []
+
+
+def test_a_summariser_without_its_key_creates_no_session_and_no_lock(tmp_path, env):  # noqa: F811
+    script = write_script(tmp_path / "s.json", [{"text": "hi"}])
+    result = dsh(
+        "run", "--script", str(script), "--summarizer", "deepseek:deepseek-chat", "hello",
+        env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "DEEPSEEK_API_KEY" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert session_files(tmp_path / "home") == []
+
+
+def test_an_unknown_summariser_provider_creates_no_session(tmp_path, env):  # noqa: F811
+    script = write_script(tmp_path / "s.json", [{"text": "hi"}])
+    env = {**env, "DSH_COMPACTION_SUMMARIZER_PROVIDER": "nowhere"}
+    result = dsh(
+        "run", "--script", str(script), "--summarizer", "m", "hello",
+        env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and "unknown provider 'nowhere'" in result.stderr
+    assert session_files(tmp_path / "home") == []
+
+
+def test_a_config_error_on_resume_appends_nothing_and_holds_no_lock(tmp_path, env):  # noqa: F811
+    script = write_script(tmp_path / "s.json", [{"text": "first"}, {"text": "second"}])
+    first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    log = next((tmp_path / "home" / "sessions").rglob("session.jsonl"))
+    before = log.read_bytes()
+    failed = dsh(
+        "run", "--script", str(script), "--session", session_id,
+        "--summarizer", "deepseek:deepseek-chat", "again", env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert failed.returncode == 2 and log.read_bytes() == before
+    lock = log.with_name("session.lock")
+    assert not lock.exists() or lock.read_text() == ""  # no pid left behind
+    again = dsh(
+        "run", "--script", str(script), "--session", session_id, "again", env=env, cwd=tmp_path
+    )
+    assert again.stdout.splitlines()[0] == "second"
+    types = [json.loads(line)["type"] for line in log.read_text().splitlines()]
+    assert types.count("turn/start") == 2
