@@ -254,8 +254,11 @@ def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is
     result = dsh("run", "--base-url", url, "--model", "m", "hi", env=env, cwd=tmp_path, check=False)
     assert result.returncode == 1
     assert "DEEPSEEK_API_KEY" not in result.stderr
-    assert result.stderr.startswith("dsh: error: turn 1 failed: CONNECTION")
-    assert "warning" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith("dsh: error: turn 1 failed: CONNECTION")
+    # The only warning: the unreachable server could not tell its context window.
+    warnings = [line for line in lines if line.startswith("dsh: warning:")]
+    assert len(warnings) == 1 and "does not report its context window" in warnings[0]
 
 
 def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env):
