@@ -14,7 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from dsh.config import DESCRIPTIONS, SECTIONS, Settings
+from dsh.config import SECTIONS, Settings
+from dsh.config.descriptions import DESCRIPTIONS
 from dsh.tools.base import tool_spec
 from dsh.tools.registry import default_tools
 

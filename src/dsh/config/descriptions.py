@@ -1,0 +1,66 @@
+"""One line per configuration key, shown in ``docs/config.md`` (``python -m dsh.reference``)."""
+
+from __future__ import annotations
+
+DESCRIPTIONS: dict[str, str] = {
+    "provider.name": "deepseek, openai, anthropic, openai-compatible, scripted or replay.",
+    "provider.model": "Model name; each provider has a default.",
+    "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp).",
+    "provider.context_window": "Override the model's context window (tokens).",
+    "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",
+    "provider.max_output_tokens": "Output bound sent with every conversation request "
+    "(max_tokens); unset: a default per provider and model (4096 for openai-compatible).",
+    "provider.temperature": "Sampling temperature sent with every request (unset: the server's).",
+    "provider.top_p": "Nucleus sampling top_p sent with every request (unset: the server's).",
+    "provider.tool_choice": "auto, required or none (OpenAI-compatible routes only).",
+    "provider.text_tool_calls": "Recover a reply whose whole text is JSON tool calls as tool "
+    "calls; unset: on for openai-compatible, off for the others.",
+    "provider.stream_idle_timeout": "Seconds without a stream chunk (the first included) before "
+    "the call fails with a retryable TIMEOUT.",
+    "provider.call_timeout": "Seconds one model call may take in all, retries included "
+    "(then TIMEOUT, not retried).",
+    "provider.overrides": 'Per-route settings: [provider.overrides."provider:model"] (or a '
+    "model name) with max_output_tokens, temperature, top_p, tool_choice, text_tool_calls, "
+    "stream_idle_timeout, call_timeout.",
+    "compaction.backend": "recallable (index stubs + state, recall tools), basic, or off.",
+    "compaction.threshold_ratio": "Compact when the next request reaches window × this.",
+    "compaction.low_watermark_ratio": "A pressure pass compacts down to about window × this "
+    "(hysteresis: the next crossing is far away).",
+    "compaction.retain_ratio": "Keep at least window × this of recent history verbatim.",
+    "compaction.retain_tokens": "Keep at least this many tokens verbatim (overrides the ratio).",
+    "compaction.chunk_tokens": "Recallable: target size of the slice one index stub covers.",
+    "compaction.stub_tokens": "Recallable: size of one index stub (≤ chunk_tokens / 4).",
+    "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
+    "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
+    "compaction.stub_region_ratio": "Recallable: once the frozen stubs fill window × this, "
+    "the oldest are rolled up by code into one rollup checkpoint.",
+    "compaction.min_stale_ratio": "Least stale history for a pressure pass: window × this, "
+    "at most chunk_tokens / 2.",
+    "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",
+    "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
+    "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
+    "prefix is a known provider.",
+    "compaction.summarizer_provider": "Provider of the summariser model (unset: the prefix of "
+    "compaction.summarizer if it is a known provider, else the conversation's).",
+    "compaction.summarizer_base_url": "Endpoint of the summariser (unset: the conversation's "
+    "base_url when the summariser uses the conversation's provider).",
+    "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
+    "threshold_ratio, low_watermark_ratio, retain_ratio, retain_tokens, chunk_tokens, "
+    "stub_tokens, state_max_tokens, stub_region_ratio.",
+    "compaction.compaction_retries": "Extra passes allowed when one pass leaves the context "
+    "above the threshold.",
+    "compaction.max_overflow_retries": "Retries of a request after a context-overflow error, "
+    "per turn.",
+    "compaction.prune_threshold_chars": "Tool results longer than this are pruned under pressure.",
+    "compaction.prune_head_chars": "Characters kept from the start of a pruned result.",
+    "compaction.prune_tail_chars": "Characters kept from the end of a pruned result.",
+    "recall.read_budget_chars": "history_read page size in characters.",
+    "recall.search_limit": "Default maximum snippets returned by history_search.",
+    "tools.approval": "ask (interactive default), auto, or read-only.",
+    "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
+    "of provider keys, *_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD*); their values are masked in "
+    "tool output.",
+    "trust.directories": "Workspaces whose ./.dsh/config.toml may loosen safety settings "
+    "(managed by `dsh trust`; only read from the user config).",
+    "store.backend": "jsonl (one file per session) or sqlite (one database).",
+}
