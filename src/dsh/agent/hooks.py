@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dsh.agent.loop import Agent, OverflowHandler, PreStepHook
 from dsh.compaction import CompactionEngine
+from dsh.config import DEFAULT_CONTEXT_WINDOW
 
-DEFAULT_WINDOW = 128_000
+DEFAULT_WINDOW = DEFAULT_CONTEXT_WINDOW
 
 
 def compaction_hooks(engine: CompactionEngine) -> tuple[PreStepHook, OverflowHandler]:

@@ -15,7 +15,7 @@ from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.prompt import system_prompt
 from dsh.compaction import CompactionEngine, RecallableBackend, make_backend, make_summarizer
-from dsh.config import CompactionSettings, ProviderSettings, Settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, CompactionSettings, ProviderSettings, Settings
 from dsh.errors import ConfigError
 from dsh.llm.registry import (
     KNOWN_PROVIDERS,
@@ -35,8 +35,8 @@ from dsh.tools.base import ToolKind
 from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.tools.secrets import SecretPolicy
 
-SCRIPTED_CONTEXT_WINDOW = 128_000
-DEFAULT_WINDOW = 128_000
+SCRIPTED_CONTEXT_WINDOW = DEFAULT_CONTEXT_WINDOW
+DEFAULT_WINDOW = DEFAULT_CONTEXT_WINDOW
 """The window assumed for a server that does not say its own (and none is configured)."""
 
 

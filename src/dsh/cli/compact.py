@@ -19,12 +19,12 @@ from dsh.compaction import (
     make_summarizer,
     run_compact_command,
 )
-from dsh.config import load_settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, load_settings
 from dsh.errors import UsageError
 from dsh.events import RequestContext, RequestContextEvent
 from dsh.surface import Session
 
-DEFAULT_WINDOW = 128_000
+DEFAULT_WINDOW = DEFAULT_CONTEXT_WINDOW
 
 
 @click.command("compact")

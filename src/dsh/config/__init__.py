@@ -144,6 +144,10 @@ class Settings(_Section, frozen=True):
     trust: TrustSettings = TrustSettings()
 
 
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""The context window assumed when neither config, a flag nor the provider tells one: the one
+place this default lives."""
+
 SECTIONS: dict[str, type[_Section]] = {
     name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from dsh.agent.loop import Agent, AgentConfig, TurnResult
 from dsh.agent.prompt import system_prompt
+from dsh.config import DEFAULT_CONTEXT_WINDOW
 from dsh.llm.scripted import ScriptedProvider, load_script
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -52,7 +53,7 @@ def run_demo(
             provider=provider.name,
             model="demo",
             system=system_prompt(workspace),
-            context_window=128_000,
+            context_window=DEFAULT_CONTEXT_WINDOW,
         ),
         workspace=workspace,
     )
