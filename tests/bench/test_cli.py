@@ -394,3 +394,34 @@ def test_online_mode_targets_an_openai_compatible_server_from_the_provider_confi
         f"{server.url}, with the key from BENCH_FAKE_KEY." in report
     )
     assert "the summariser's text comes from `extractive`" not in report
+
+
+def test_online_mode_takes_the_endpoint_from_the_environment_for_an_openai_compatible_server(
+    tmp_path: Path,
+) -> None:
+    """`DSH_PROVIDER_BASE_URL` with `--provider openai-compatible` (the config's provider name is
+    still the default) reaches the stand-in; with no endpoint anywhere the run is refused with
+    one line instead of writing a failed report."""
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(SPEC), encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    args = ["run", "--online", "--provider", "openai-compatible", "--model", "fake-1"]
+    args += ["--scenario", str(spec), "--backend", "recallable", "--seed", "5", "--jobs", "1"]
+    args += ["--questions", "1"]
+    refused = CliRunner(env={"DSH_HOME": str(home)}).invoke(
+        bench, [*args, "--out", str(tmp_path / "none")]
+    )
+    assert refused.exit_code == 2
+    assert "needs a base URL" in refused.output
+    assert not (tmp_path / "none").exists()
+    with FakeServer() as server:
+        reply = openai_text("## Goal\n- keep going", usage=oa_usage(9, 3))
+        server.queue(*[reply] * 400)
+        env = {"DSH_HOME": str(home), "DSH_PROVIDER_BASE_URL": server.url}
+        result = CliRunner(env=env).invoke(
+            bench, [*args, "--out", str(tmp_path / "online")], catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        assert server.requests
+    assert {r.body["model"] for r in server.requests} == {"fake-1"}

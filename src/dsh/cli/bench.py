@@ -275,11 +275,18 @@ def _online_options(
     chosen = model or (configured.model if same else None) or known.default_model
     if not chosen:
         raise ConfigError(f"provider {name!r} needs a model: pass --model or set provider.model")
+    # A configured endpoint serves the provider it was set for, and any server that has no
+    # endpoint of its own (openai-compatible), whatever provider name the config carries.
+    endpoint = base_url or (configured.base_url if same or known.base_url is None else None)
+    if known.adapter == "openai-compat" and known.base_url is None and endpoint is None:
+        raise ConfigError(
+            f"provider {name!r} needs a base URL: pass --base-url or set provider.base_url"
+        )
     return OnlineOptions(
         provider=name,
         model=chosen,
         questions=questions,
-        base_url=base_url or (configured.base_url if same else None),
+        base_url=endpoint,
         api_key_env=key_env,
     )
 
