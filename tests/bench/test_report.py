@@ -60,13 +60,15 @@ def test_the_verdict_says_plainly_when_recallable_wins_within_budget() -> None:
         "deepseek.firstRead": 0,
         "deepseek.firstInput": 100,
     }
-    better = {**base, "reachable": 9, "deepseek.cost": 1.2}
+    better = {**base, "reachable": 9, "deepseek.cost": 0.9}
     assert verdict(base, better, "deepseek").startswith(
-        "**Recallable beats basic on recall at 1.20× basic's cost"
+        "**Recallable beats basic on recall at 0.90× basic's cost (budget 1.00×)"
     )
+    near = {**better, "deepseek.cost": 1.2}
+    assert "not within 1.00×" in verdict(base, near, "deepseek")
     costly = {**better, "deepseek.cost": 2.0, "deepseek.summariserCost": 0.5, "summariserCalls": 9}
     text = verdict(base, costly, "deepseek")
-    assert text.startswith("**Recallable beats basic on recall, but not within 1.25×")
+    assert text.startswith("**Recallable beats basic on recall, but not within 1.00×")
     assert "summariser calls cost $0.5000 against $0.1000" in text
     assert "10% of recallable's summariser input is a cache hit" in text
     assert verdict(base, base, "deepseek").startswith("**Recallable does not beat basic")
