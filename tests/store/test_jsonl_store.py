@@ -341,3 +341,13 @@ def test_writable_open_held_by_another_process_names_its_pid_until_it_dies(store
         reader.close()
     # The kernel dropped the dead child's lock.
     store.open(session.id, writable=True).close()
+
+
+def test_sessions_created_in_one_millisecond_still_sort_in_creation_order(monkeypatch):
+    """Ids and createdAt sort by creation even when the clock does not move between two."""
+    import dsh.store.base as base
+
+    monkeypatch.setattr(base, "now_millis", lambda: 1_780_000_000_000)
+    made = [base.new_header(cwd="/w", parent_session=None, seed_length=0) for _ in range(20)]
+    assert [h.id for h in made] == sorted(h.id for h in made)
+    assert [h.created_at for h in made] == sorted({h.created_at for h in made})

@@ -8,6 +8,7 @@ refusing appends on a read-only or broken log.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -87,7 +88,7 @@ def new_header(
 ) -> SessionHeader:
     """The header of a new session: created now with a fresh id unless told otherwise (an
     imported session keeps its original creation time and may be given an id)."""
-    created = now_millis() if created_at is None else created_at
+    created = _creation_millis() if created_at is None else created_at
     return SessionHeader(
         type="session",
         version=FORMAT_VERSION,
@@ -111,6 +112,19 @@ def decode_header(raw: bytes, *, where: str) -> SessionHeader:
             line=1,
         )
     return header
+
+
+_created_lock = threading.Lock()
+_last_created = 0
+
+
+def _creation_millis() -> int:
+    """Now in epoch ms, strictly later than any session this process created before, so two
+    sessions made in one millisecond still sort (by id and by ``createdAt``) in creation order."""
+    global _last_created
+    with _created_lock:
+        _last_created = max(now_millis(), _last_created + 1)
+        return _last_created
 
 
 def new_session_id(now_ms: int | None = None) -> str:
