@@ -351,3 +351,14 @@ def test_sessions_created_in_one_millisecond_still_sort_in_creation_order(monkey
     made = [base.new_header(cwd="/w", parent_session=None, seed_length=0) for _ in range(20)]
     assert [h.id for h in made] == sorted(h.id for h in made)
     assert [h.created_at for h in made] == sorted({h.created_at for h in made})
+
+
+def test_an_ambiguous_id_prefix_says_how_many_sessions_match(tmp_path):
+    from dsh.errors import UsageError
+    from dsh.store import resolve_session_id
+
+    store = JsonlStore(tmp_path)
+    for _ in range(7):
+        store.create(cwd="/w")
+    with pytest.raises(UsageError, match=r"is ambiguous: 7 sessions match \(.*, …\); give more"):
+        resolve_session_id(store, "2")  # every id starts with its creation year

@@ -266,5 +266,9 @@ def resolve_session_id(store_: EventStore, wanted: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise UsageError(f"session id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
+        shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+        raise UsageError(
+            f"session id {wanted!r} is ambiguous: {len(matches)} sessions match ({shown}); "
+            "give more of the id"
+        )
     raise SessionNotFoundError(f"no session {wanted!r} (see `dsh sessions list --all`)")
