@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
+from dsh.cli.options import provider_options
 from dsh.errors import DshError
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -104,20 +105,7 @@ class LazyGroup(click.Group):
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
 )
-@click.option(
-    "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
-)
-@click.option("--model", help="Model name (defaults per provider).")
-@click.option(
-    "--base-url",
-    help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
-    "--provider openai-compatible when no provider is given.",
-)
-@click.option(
-    "--script",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Script file for the keyless scripted provider (JSON or YAML).",
-)
+@provider_options
 @click.pass_context
 def cli(
     ctx: click.Context,

@@ -18,6 +18,7 @@ from dsh.agent.runtime import approval_policy, build_agent, resolve_route, wire
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
+from dsh.cli.options import provider_options
 from dsh.config import load_settings
 from dsh.errors import UsageError
 from dsh.events import encode_event
@@ -37,20 +38,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
     help="Run tools in this directory (default: the current one, or a resumed session's own "
     "recorded workspace).",
 )
-@click.option(
-    "--provider", help="deepseek, openai, anthropic, openai-compatible, scripted, replay."
-)
-@click.option("--model", help="Model name (defaults per provider).")
-@click.option(
-    "--base-url",
-    help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
-    "--provider openai-compatible when no provider is given.",
-)
-@click.option(
-    "--script",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Script file for the keyless scripted provider (JSON or YAML).",
-)
+@provider_options
 @click.option("--replay", "replay_from", help="Serve model calls from this recorded session.")
 @click.option("--compaction", type=click.Choice(["recallable", "basic", "off"]))
 @click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
