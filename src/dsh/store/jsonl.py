@@ -269,7 +269,14 @@ def _move_torn_tail(path: Path, torn: bytes) -> None:
 
 
 def _write_new_file(path: Path, body: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    write_synced(path, body, exclusive=True)
+    fsync_dir(path.parent)
+
+
+def write_synced(path: Path, body: bytes, *, exclusive: bool) -> None:
+    """Write ``body`` as the whole of ``path`` and fsync it (``exclusive``: it must be new)."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o644)
     try:
         view = memoryview(body)
         written = 0
@@ -278,7 +285,11 @@ def _write_new_file(path: Path, body: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a file created or renamed in ``directory`` survive a power loss."""
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:

@@ -22,7 +22,7 @@ from dsh.errors import DshError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, decode_events
 from dsh.store.base import decode_header
 from dsh.store.integrity import check_line
-from dsh.store.jsonl import LOCK_NAME, JsonlStore
+from dsh.store.jsonl import LOCK_NAME, JsonlStore, fsync_dir, write_synced
 from dsh.store.locking import acquire_write_lock
 
 Validator = Callable[[Sequence[Event]], int | None]
@@ -185,7 +185,7 @@ def _copy_aside(path: Path, data: bytes) -> Path:
         suffix = f"{stamp}" if attempt == 0 else f"{stamp}-{attempt}"
         target = path.with_name(f"{path.name}.before-repair-{suffix}")
         try:
-            _write_synced(target, data, exclusive=True)
+            write_synced(target, data, exclusive=True)
         except FileExistsError:
             continue
         return target
@@ -194,23 +194,6 @@ def _copy_aside(path: Path, data: bytes) -> Path:
 
 def _replace(path: Path, data: bytes) -> None:
     temporary = path.with_name(path.name + ".repair-tmp")
-    _write_synced(temporary, data, exclusive=False)
+    write_synced(temporary, data, exclusive=False)
     os.replace(temporary, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _write_synced(path: Path, data: bytes, *, exclusive: bool) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, 0o644)
-    try:
-        view = memoryview(data)
-        written = 0
-        while written < len(data):
-            written += os.write(fd, view[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)
