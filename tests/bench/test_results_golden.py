@@ -65,7 +65,8 @@ def golden_runs() -> list[dict[str, Any]]:
     runs = [run_scenario(offline, arm, options=options) for arm in BACKENDS]
     online = RunOptions(online=OnlineOptions(provider="fake", model="fake-1", questions=2))
     probed = generate(parse_spec(SPEC, source="test"), 6)
-    runs.append(run_scenario(probed, "recallable", options=online, summariser_provider=FakeOnline()))
+    fake = FakeOnline()
+    runs.append(run_scenario(probed, "recallable", options=online, summariser_provider=fake))
     runs.append(run_job(Job("missing.jsonl", "basic", 5, RunOptions())))
     return [_fixed_times(run) for run in runs]
 
