@@ -24,6 +24,7 @@ from dsh.bench.plots import write_plots
 from dsh.bench.results import RunRecord, RunResult, as_json, as_record
 from dsh.bench.tables import configuration_tables, flat, order, pool, rows, table
 from dsh.bench.verdict import verdict
+from dsh.errors import ConfigError
 
 
 def load_run_dir(directory: Path) -> tuple[dict[str, Any], list[RunRecord]]:
@@ -31,10 +32,7 @@ def load_run_dir(directory: Path) -> tuple[dict[str, Any], list[RunRecord]]:
     order of the run, then seed order, then arm)."""
     meta_path = directory / "meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    runs = [
-        as_record(json.loads(p.read_text(encoding="utf-8")))
-        for p in sorted((directory / "runs").glob("*.json"))
-    ]
+    runs = [_read_run(path) for path in sorted((directory / "runs").glob("*.json"))]
     position = {name: i for i, name in enumerate(meta.get("scenarioOrder", []))}
     seeds = {seed: i for i, seed in enumerate(meta.get("seeds", []))}
     runs.sort(
@@ -46,6 +44,14 @@ def load_run_dir(directory: Path) -> tuple[dict[str, Any], list[RunRecord]]:
         )
     )
     return meta, runs
+
+
+def _read_run(path: Path) -> RunRecord:
+    """One ``runs/*.json`` as its record; a file that is not one is a one-line error."""
+    try:
+        return as_record(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:  # msgspec.ValidationError is a ValueError
+        raise ConfigError(f"{path}: not a bench run record: {exc}") from exc
 
 
 def write_report(directory: Path, *, rule: str | None = None) -> Path:
