@@ -18,6 +18,7 @@ from dsh.bench.cache_rules import ANTHROPIC_TTL_S, load_prices
 from dsh.bench.jobs import MAX_WORKERS, Job, run_jobs
 from dsh.bench.options import RunOptions
 from dsh.bench.report import write_report
+from dsh.bench.results import as_record
 from dsh.bench.runner import BACKENDS, load_scenario
 from dsh.bench.scenario import builtin_names
 from dsh.errors import ConfigError
@@ -170,7 +171,7 @@ def run_suite(
         for backend in backends
     ]
     for job, result in zip(jobs, run_jobs(jobs, workers=workers, stream=stream), strict=True):
-        name = result.get("scenario", job.scenario)
+        name = as_record(result).scenario or job.scenario
         path = runs_dir / f"{Path(name).stem}--{job.backend}--seed{job.seed}.json"
         path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
     return write_report(out, rule=headline)
