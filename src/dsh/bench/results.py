@@ -6,9 +6,12 @@ items of ``results.json`` and the ``runs/*.json`` files: camelCase keys, except 
 crossing records (``dsh.bench.records``), which keep their snake_case field names. Every record
 is a frozen, keyword-only struct.
 
-Their JSON form is the wire format: a worker process hands its run back as a plain dict, and
-``runs/*.json`` files (including hand-made ones in tests) are plain JSON. ``as_record`` reads a
-dict back into its typed record.
+Their JSON form is the wire format: ``run_scenario`` and a worker process hand a run back as
+that plain dict (``as_json``), and ``runs/*.json`` files (including hand-made ones in tests) are
+plain JSON. ``as_record`` reads a dict back into its typed record; inside the bench only records
+are read, never a run's dict by key. The few defaulted fields (``whatIf``, ``sensitivity``,
+``reachable.current``/``currentN``, ``summariserReadTokens``) are the ones the report already
+tolerated missing in older run directories.
 """
 
 from __future__ import annotations
