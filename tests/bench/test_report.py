@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
+
 from dsh.bench.generate import generate
 from dsh.bench.jobs import Job, run_job
 from dsh.bench.options import OnlineOptions, RunOptions
@@ -14,6 +16,7 @@ from dsh.bench.runner import run_scenario
 from dsh.bench.scenario import parse_spec
 from dsh.bench.tables import flat, pool
 from dsh.bench.verdict import verdict
+from dsh.cli.bench import bench
 from tests.bench.test_runner import SPEC, FakeOnline
 
 
@@ -90,3 +93,17 @@ def test_pooling_sums_counts_and_keeps_maxima() -> None:
         "backend": "off",
         "recallOffered": False,
     }
+
+
+def test_a_run_file_with_a_mistyped_field_is_a_one_line_error_naming_file_and_field(
+    tmp_path: Path,
+) -> None:
+    golden = Path(__file__).parent / "golden" / "runs" / "1.json"
+    run = json.loads(golden.read_text(encoding="utf-8"))
+    run["safety"]["peakContext"] = "lots"
+    write_run_dir(tmp_path, [run])
+    result = CliRunner().invoke(bench, ["report", str(tmp_path)])
+    assert result.exit_code != 0
+    (line,) = result.output.strip().splitlines()
+    assert "0.json: not a bench run record" in line and "$.safety.peakContext" in line
+    assert not (tmp_path / "results.json").exists()

@@ -9,6 +9,8 @@
   Anthropic cache rules with their prices;
 * ``scorers`` / ``recall_scores`` / ``score`` — survival by fact status, recall by query kind,
   superseded leaks, stub stability, pairing, cache, safety;
+* ``results`` / ``records`` — the typed record of a run (msgspec structs; their JSON form is
+  ``runs/*.json`` and ``results.json``'s ``runs[]``);
 * ``online`` — the handoff probe of online mode;
 * ``suite`` / ``report`` (``headline``, ``tables``, ``verdict``, ``plots``, ``method``) — the run
   directory: ``report.md``, ``results.json``, PNG plots.

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dsh.bench.cache_rules import RULES
+from dsh.bench.results import IntervalFigures, RunRecord, RunResult
 from dsh.bench.tables import KINDS, flat, money, order, pct, pool
 
 Cell = Callable[[dict[str, Any]], str]
@@ -39,11 +40,11 @@ def _safe(cell: Cell, f: dict[str, Any] | None) -> str:
 class Grid:
     """Flat figures by (scenario, arm, seed), and pooled over any of them."""
 
-    def __init__(self, runs: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, runs: Sequence[RunResult]) -> None:
         self.runs = list(runs)
-        self.scenarios = list(dict.fromkeys(r["scenario"] for r in runs))
-        self.arms = sorted({r["backend"] for r in runs}, key=order)
-        self.seeds = list(dict.fromkeys(r.get("seed") for r in runs))
+        self.scenarios = list(dict.fromkeys(r.scenario for r in runs))
+        self.arms = sorted({r.backend for r in runs}, key=order)
+        self.seeds = list(dict.fromkeys(r.seed for r in runs))
 
     def figures(
         self, scenario: str | None = None, arm: str | None = None, seed: object = None
@@ -51,9 +52,9 @@ class Grid:
         mine = [
             flat(r)
             for r in self.runs
-            if (scenario is None or r["scenario"] == scenario)
-            and (arm is None or r["backend"] == arm)
-            and (seed is None or r.get("seed") == seed)
+            if (scenario is None or r.scenario == scenario)
+            and (arm is None or r.backend == arm)
+            and (seed is None or r.seed == seed)
         ]
         return pool(mine) if mine else None
 
@@ -109,11 +110,7 @@ def cost_table(grid: Grid, rule: str) -> list[str]:
 
 def sensitivity_table(grid: Grid) -> list[str]:
     """Pooled DeepSeek figures for each interval of rule (c)."""
-    names = list(
-        dict.fromkeys(
-            k for r in grid.runs for k in r.get("sensitivity", {}).get("deepseekInterval", {})
-        )
-    )
+    names = list(dict.fromkeys(k for r in grid.runs for k in _intervals(r)))
     names.sort(key=lambda n: -1 if n == "off" else int(n))
     lines = [
         "| arm | " + " | ".join(f"interval {n}" for n in names) + " |",
@@ -122,21 +119,21 @@ def sensitivity_table(grid: Grid) -> list[str]:
     for arm in grid.arms:
         cells = []
         for name in names:
-            found = [
-                r["sensitivity"]["deepseekInterval"][name]
-                for r in grid.runs
-                if r["backend"] == arm and "sensitivity" in r
-            ]
-            read = sum(f["readTokens"] for f in found)
-            total = sum(f["inputTokens"] for f in found)
-            cells.append(f"{money(sum(f['cost'] for f in found))} ({pct(read, total)})")
+            found = [_intervals(r)[name] for r in grid.runs if r.backend == arm and _intervals(r)]
+            read = sum(f.read_tokens for f in found)
+            total = sum(f.input_tokens for f in found)
+            cells.append(f"{money(sum(f.cost for f in found))} ({pct(read, total)})")
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     return lines
 
 
-def headline(runs: Sequence[dict[str, Any]], rule: str) -> list[str]:
+def _intervals(run: RunResult) -> dict[str, IntervalFigures]:
+    return run.sensitivity.deepseek_interval if run.sensitivity is not None else {}
+
+
+def headline(runs: Sequence[RunRecord], rule: str) -> list[str]:
     """The headline section (markdown lines)."""
-    grid = Grid([r for r in runs if "counts" in r])
+    grid = Grid([r for r in runs if isinstance(r, RunResult)])
     lines = ["## Headline", "", *figures_table(grid)]
     for name in [rule, *(r for r in RULES if r != rule)]:
         lines += [

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.bench.options import RunOptions
+from dsh.bench.results import FailedRun, as_json
 from dsh.bench.runner import load_scenario, run_scenario
 
 MAX_WORKERS = 2
@@ -34,7 +35,8 @@ class Job:
 
 
 def run_job(job: Job, queue: Any = None) -> dict[str, Any]:
-    """Worker entry point: one run, never raising (a failure is a result with ``error``)."""
+    """Worker entry point: one run, never raising (a failure is a ``FailedRun``), as the JSON
+    form of its record (what crosses the process boundary and lands in ``runs/*.json``)."""
 
     def progress(done: int, total: int, passes: int) -> None:
         if queue is not None:
@@ -51,15 +53,10 @@ def run_job(job: Job, queue: Any = None) -> dict[str, Any]:
 
 
 def _failed(job: Job, error: str, trace: str | None = None) -> dict[str, Any]:
-    found: dict[str, Any] = {
-        "scenario": job.scenario,
-        "backend": job.backend,
-        "seed": job.seed,
-        "error": error,
-    }
-    if trace is not None:
-        found["traceback"] = trace
-    return found
+    record = FailedRun(
+        scenario=job.scenario, backend=job.backend, seed=job.seed, error=error, traceback=trace
+    )
+    return as_json(record)
 
 
 def run_jobs(

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dsh.agent import Agent
 from dsh.bench.options import OnlineOptions
+from dsh.bench.results import OnlineSummary, ProbeOutcome
 from dsh.bench.scenario import PlantedFact, Scenario
 from dsh.bench.scorers import message_text
 from dsh.bench.trace import checkpoint_class
@@ -62,6 +62,21 @@ class ProbeRecord:
     in_context: bool = False
     """The expected anchor was verbatim in an original message of the probed context."""
     error: str | None = None
+
+    def outcome(self) -> ProbeOutcome:
+        """This question as ``online.records[]`` reports it (the answer cut to 300 chars)."""
+        return ProbeOutcome(
+            pass_number=self.pass_number,
+            turn=self.turn,
+            fact=self.fact,
+            correct=self.correct,
+            stale=self.stale,
+            recall_calls=self.recall_calls,
+            recalled_expected=self.recalled_expected,
+            in_context=self.in_context,
+            answer=self.answer[:300],
+            error=self.error,
+        )
 
 
 @dataclass(slots=True)
@@ -166,33 +181,19 @@ class HandoffProbe:
             source=ToolSource(call_id=call.id),
         )
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> OnlineSummary:
         done = [r for r in self.records if r.error is None]
         recalling = [r for r in done if r.recall_calls]
-        return {
-            "questions": len(self.records),
-            "errors": len(self.records) - len(done),
-            "correct": sum(r.correct for r in done) / len(done) if done else None,
-            "stale": sum(r.stale for r in done),
-            "recallUsage": len(recalling) / len(done) if done else None,
-            "recalledUsed": (
+        return OnlineSummary(
+            questions=len(self.records),
+            errors=len(self.records) - len(done),
+            correct=sum(r.correct for r in done) / len(done) if done else None,
+            stale=sum(r.stale for r in done),
+            recall_usage=len(recalling) / len(done) if done else None,
+            recalled_used=(
                 sum(r.correct and r.recalled_expected for r in recalling) / len(recalling)
                 if recalling
                 else None
             ),
-            "records": [
-                {
-                    "pass": r.pass_number,
-                    "turn": r.turn,
-                    "fact": r.fact,
-                    "correct": r.correct,
-                    "stale": r.stale,
-                    "recallCalls": r.recall_calls,
-                    "recalledExpected": r.recalled_expected,
-                    "inContext": r.in_context,
-                    "answer": r.answer[:300],
-                    "error": r.error,
-                }
-                for r in self.records
-            ],
-        }
+            records=[r.outcome() for r in self.records],
+        )

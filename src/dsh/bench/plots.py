@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dsh.bench.results import RunRecord, RunResult
 from dsh.bench.tables import flat, order, pool, ratio
 
 COLOURS = {"off": "#999999", "basic": "#1f77b4", "basic+recall": "#2ca02c", "recallable": "#d62728"}
 
 
-def write_plots(
-    out: Path, runs: Sequence[dict[str, Any]], rule: str
-) -> tuple[list[str], str | None]:
+def write_plots(out: Path, runs: Sequence[RunRecord], rule: str) -> tuple[list[str], str | None]:
     """PNG plots; returns (file names relative to ``out``, reason when skipped)."""
     try:
         import matplotlib
@@ -26,45 +25,45 @@ def write_plots(
         return [], "matplotlib is not installed (add it to the project to get the PNG plots)"
     folder = out / "plots"
     folder.mkdir(parents=True, exist_ok=True)
-    ok = [r for r in runs if "counts" in r]
-    first_seed = ok[0]["seed"] if ok else None
-    scenarios = list(dict.fromkeys(r["scenario"] for r in ok))
+    ok = [r for r in runs if isinstance(r, RunResult)]
+    first_seed = ok[0].seed if ok else None
+    scenarios = list(dict.fromkeys(r.scenario for r in ok))
     names: list[str] = []
     for scenario in scenarios:
         mine = sorted(
-            (r for r in ok if r["scenario"] == scenario and r["seed"] == first_seed),
-            key=lambda r: order(r["backend"]),
+            (r for r in ok if r.scenario == scenario and r.seed == first_seed),
+            key=lambda r: order(r.backend),
         )
         names.append(_save(plt, _context(plt, scenario, mine), folder, f"context-{scenario}.png"))
         names.append(_save(plt, _cache(plt, scenario, mine, rule), folder, f"cache-{scenario}.png"))
-    backends = sorted({r["backend"] for r in ok}, key=order)
+    backends = sorted({r.backend for r in ok}, key=order)
     names.append(_save(plt, _cost(plt, ok, scenarios, backends, rule), folder, "cost.png"))
     names.append(_save(plt, _recall(plt, ok, backends), folder, "recall.png"))
     return names, None
 
 
-def _context(plt: Any, scenario: str, mine: Sequence[dict[str, Any]]) -> Any:
+def _context(plt: Any, scenario: str, mine: Sequence[RunResult]) -> Any:
     fig, ax = plt.subplots(figsize=(9, 4.2))
-    window = mine[0]["window"]
-    peaks = [max(r["context"], default=0) * 1.05 for r in mine if r["backend"] != "off"]
+    window = mine[0].window
+    peaks = [max(r.context, default=0) * 1.05 for r in mine if r.backend != "off"]
     for run in mine:
-        style = "--" if run["backend"] == "off" else "-"
-        ax.plot(run["context"], style, label=run["backend"], color=COLOURS.get(run["backend"]))
+        style = "--" if run.backend == "off" else "-"
+        ax.plot(run.context, style, label=run.backend, color=COLOURS.get(run.backend))
     ax.axhline(window, color="black", linewidth=0.8, label=f"window {window:,}")
-    ax.axhline(mine[0]["threshold"], color="black", linestyle=":", linewidth=0.8, label="threshold")
+    ax.axhline(mine[0].threshold, color="black", linestyle=":", linewidth=0.8, label="threshold")
     ax.set_ylim(0, max([window * 1.15, *peaks]))
     ax.set_xlabel("conversation request (step)")
     ax.set_ylabel("context size (tokens)")
-    ax.set_title(f"{scenario} (seed {mine[0]['seed']}): context size over steps (off is clipped)")
+    ax.set_title(f"{scenario} (seed {mine[0].seed}): context size over steps (off is clipped)")
     ax.legend(loc="upper left", fontsize=8)
     return fig
 
 
-def _cache(plt: Any, scenario: str, mine: Sequence[dict[str, Any]], rule: str) -> Any:
+def _cache(plt: Any, scenario: str, mine: Sequence[RunResult], rule: str) -> Any:
     fig, ax = plt.subplots(figsize=(9, 4.2))
     for run in mine:
-        cumulative = run["cache"][rule]["cumulative"]
-        ax.plot(cumulative, label=run["backend"], color=COLOURS.get(run["backend"]))
+        cumulative = run.cache[rule].cumulative
+        ax.plot(cumulative, label=run.backend, color=COLOURS.get(run.backend))
     ax.set_ylim(0, 1)
     ax.set_xlabel("conversation request (step)")
     ax.set_ylabel(f"cumulative cache-hit ratio ({rule})")
@@ -85,7 +84,7 @@ def _bars(ax: Any, labels: Sequence[str], series: dict[str, list[float]]) -> Non
 
 def _cost(
     plt: Any,
-    ok: Sequence[dict[str, Any]],
+    ok: Sequence[RunResult],
     scenarios: Sequence[str],
     backends: Sequence[str],
     rule: str,
@@ -93,7 +92,7 @@ def _cost(
     fig, ax = plt.subplots(figsize=(9, 4.2))
     series = {
         b: [
-            sum(r["cache"][rule]["cost"] for r in ok if r["scenario"] == s and r["backend"] == b)
+            sum(r.cache[rule].cost for r in ok if r.scenario == s and r.backend == b)
             for s in scenarios
         ]
         for b in backends
@@ -105,12 +104,12 @@ def _cost(
     return fig
 
 
-def _recall(plt: Any, ok: Sequence[dict[str, Any]], backends: Sequence[str]) -> Any:
+def _recall(plt: Any, ok: Sequence[RunResult], backends: Sequence[str]) -> Any:
     fig, ax = plt.subplots(figsize=(9, 4.2))
     metrics = ("current survival", "exact hit@5", "partial hit@5", "paraphrase hit@5", "reachable")
     series = {}
     for backend in backends:
-        f = pool(flat(r) for r in ok if r["backend"] == backend)
+        f = pool(flat(r) for r in ok if r.backend == backend)
         offered = f.get("recallOffered", False)
         series[backend] = [
             ratio(f["currentSurviving"], f["current"]) or 0,

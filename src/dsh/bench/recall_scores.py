@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from dsh.bench.results import RecallFigures
 from dsh.config import RecallSettings
 from dsh.events import Event
 from dsh.recall import RecallError, SpanCache, read_checkpoint, search_history
@@ -58,14 +58,14 @@ class RecallScore:
             return 0.0
         return sum(1 / r for r in self.ranks.values() if r is not None) / len(self.ranks)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "n": len(self.ranks),
-            "hit1": self.hit_at(1),
-            "hit5": self.hit_at(5),
-            "mrr": self.mrr,
-            "ranks": dict(self.ranks),
-        }
+    def figures(self) -> RecallFigures:
+        return RecallFigures(
+            n=len(self.ranks),
+            hit1=self.hit_at(1),
+            hit5=self.hit_at(5),
+            mrr=self.mrr,
+            ranks=dict(self.ranks),
+        )
 
 
 def recall_rank(

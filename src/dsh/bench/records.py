@@ -1,13 +1,13 @@
 """What a bench run records as it goes: one ``PassRecord`` per landed pass, one ``Crossing``
-per pre-step that found the context over the threshold (or ran a pass)."""
+per pre-step that found the context over the threshold (or ran a pass). They are part of the run
+record (``dsh.bench.results.RunResult``) and keep their snake_case field names in JSON."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(slots=True)
-class PassRecord:
+class PassRecord(msgspec.Struct, kw_only=True, frozen=True):
     number: int
     step: int
     """Conversation requests sent before the pass."""
@@ -22,8 +22,7 @@ class PassRecord:
     """Regions whose checkpoint is larger than what it shadows (the pass as a whole shrank)."""
 
 
-@dataclass(slots=True)
-class Crossing:
+class Crossing(msgspec.Struct, frozen=True):
     step: int
     tokens: int
     threshold: int

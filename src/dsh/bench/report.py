@@ -13,11 +13,7 @@ A run directory holds ``meta.json`` (seeds, versions, configuration) and one ``r
 from __future__ import annotations
 
 import json
-import platform
-import subprocess
-import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,60 +21,37 @@ from dsh.bench.cache_rules import RULES
 from dsh.bench.headline import headline
 from dsh.bench.method import method_notes
 from dsh.bench.plots import write_plots
-from dsh.bench.tables import flat, order, pool, rows, table
+from dsh.bench.results import RunRecord, RunResult, as_json, as_record
+from dsh.bench.tables import configuration_tables, flat, order, pool, rows, table
 from dsh.bench.verdict import verdict
+from dsh.errors import ConfigError
 
 
-def versions() -> dict[str, str]:
-    """Versions the report states: dsh, its git commit, Python, platform and key libraries."""
-    found = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for package in ("dsh", "msgspec", "click", "matplotlib"):
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            found[package] = "not installed"
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).parent,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).parent,
-        )
-        if commit.returncode == 0:
-            found["git"] = commit.stdout.strip() + (
-                ", modified tree" if dirty.stdout.strip() else ""
-            )
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return found
-
-
-def load_run_dir(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_run_dir(directory: Path) -> tuple[dict[str, Any], list[RunRecord]]:
+    """``meta.json`` and every ``runs/*.json`` as its typed record, in report order (scenario
+    order of the run, then seed order, then arm)."""
     meta_path = directory / "meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    runs = [
-        json.loads(p.read_text(encoding="utf-8"))
-        for p in sorted((directory / "runs").glob("*.json"))
-    ]
+    runs = [_read_run(path) for path in sorted((directory / "runs").glob("*.json"))]
     position = {name: i for i, name in enumerate(meta.get("scenarioOrder", []))}
     seeds = {seed: i for i, seed in enumerate(meta.get("seeds", []))}
     runs.sort(
         key=lambda r: (
-            position.get(r["scenario"], len(position)),
-            r["scenario"],
-            seeds.get(r.get("seed"), len(seeds)),
-            order(r["backend"]),
+            position.get(r.scenario, len(position)),
+            r.scenario,
+            seeds.get(r.seed, len(seeds)),
+            order(r.backend),
         )
     )
     return meta, runs
+
+
+def _read_run(path: Path) -> RunRecord:
+    """One ``runs/*.json`` as its record; a file that is not one is a one-line error."""
+    try:
+        return as_record(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:  # msgspec.ValidationError is a ValueError
+        raise ConfigError(f"{path}: not a bench run record: {exc}") from exc
 
 
 def write_report(directory: Path, *, rule: str | None = None) -> Path:
@@ -87,21 +60,14 @@ def write_report(directory: Path, *, rule: str | None = None) -> Path:
     rule = rule or meta.get("headline", "deepseek")
     if rule not in RULES:
         rule = "deepseek"
-    arms = sorted({r["backend"] for r in runs}, key=order)
-    pooled = {b: pool(flat(r) for r in runs if r["backend"] == b) for b in arms}
+    arms = sorted({r.backend for r in runs}, key=order)
+    pooled = {b: pool(flat(r) for r in runs if r.backend == b) for b in arms}
     plots, skipped = write_plots(directory, runs, rule)
-    all_rows = rows(rule, online=any(r.get("online") for r in runs))
     lines = [f"# dsh bench — {meta.get('runId', directory.name)}", ""]
     lines += _preamble(meta, rule)
-    lines += ["", *headline(runs, rule)]
-    lines += ["", "## Summary (every scenario and seed pooled)", ""]
-    lines.append(table([(b, pooled[b]) for b in arms], [r for r in all_rows if r.summary]))
-    lines += ["", "### Verdict: recallable against basic", ""]
-    lines.append(
-        verdict(pooled.get("basic"), pooled.get("recallable"), rule, pooled.get("basic+recall"))
-    )
-    for scenario in dict.fromkeys(r["scenario"] for r in runs):
-        lines += _scenario_section(meta, [r for r in runs if r["scenario"] == scenario], rule)
+    lines += ["", *headline(runs, rule), *_summary(runs, pooled, rule)]
+    for scenario in dict.fromkeys(r.scenario for r in runs):
+        lines += _scenario_section(meta, [r for r in runs if r.scenario == scenario], rule)
         for name in (f"plots/context-{scenario}.png", f"plots/cache-{scenario}.png"):
             if name in plots:
                 lines += ["", f"![{name}]({name})"]
@@ -111,7 +77,7 @@ def write_report(directory: Path, *, rule: str | None = None) -> Path:
     for name in ("plots/cost.png", "plots/recall.png"):
         if name in plots:
             lines += [f"![{name}]({name})", ""]
-    lines += ["", "## Configuration and method", "", *_configuration(meta, runs)]
+    lines += ["", "## Configuration and method", "", *configuration_tables(meta, runs)]
     lines += ["", "Method notes:", "", *(f"- {note}" for note in method_notes(meta))]
     report = directory / "report.md"
     report.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
@@ -119,7 +85,7 @@ def write_report(directory: Path, *, rule: str | None = None) -> Path:
         "meta": meta,
         "headline": rule,
         "summary": pooled,
-        "runs": runs,
+        "runs": [as_json(r) for r in runs],
         "plots": plots,
         "plotsSkipped": skipped,
     }
@@ -129,31 +95,48 @@ def write_report(directory: Path, *, rule: str | None = None) -> Path:
     return report
 
 
-def _scenario_section(meta: dict[str, Any], mine: Sequence[dict[str, Any]], rule: str) -> list[str]:
+def _online(runs: Sequence[RunRecord]) -> bool:
+    return any(isinstance(r, RunResult) and r.online for r in runs)
+
+
+def _summary(runs: Sequence[RunRecord], pooled: dict[str, dict[str, Any]], rule: str) -> list[str]:
+    """The pooled summary table and the pooled verdict."""
+    summary_rows = [r for r in rows(rule, online=_online(runs)) if r.summary]
+    return [
+        "",
+        "## Summary (every scenario and seed pooled)",
+        "",
+        table(list(pooled.items()), summary_rows),
+        "",
+        "### Verdict: recallable against basic",
+        "",
+        verdict(pooled.get("basic"), pooled.get("recallable"), rule, pooled.get("basic+recall")),
+    ]
+
+
+def _scenario_section(meta: dict[str, Any], mine: Sequence[RunRecord], rule: str) -> list[str]:
     """One scenario: its description, then a table per seed with its verdict."""
-    scenario = mine[0]["scenario"]
+    scenario = mine[0].scenario
     lines = ["", f"## Scenario `{scenario}`", ""]
     described: dict[str, Any] = next(
         (s for s in meta.get("scenarios", []) if s.get("name") == scenario), {}
     )
     if described.get("description"):
         lines += [described["description"], ""]
-    all_rows = rows(rule, online=any(r.get("online") for r in mine))
-    for seed in dict.fromkeys(r.get("seed") for r in mine):
-        runs = sorted((r for r in mine if r.get("seed") == seed), key=lambda r: order(r["backend"]))
-        first = next((r for r in runs if "counts" in r), runs[0])
+    all_rows = rows(rule, online=_online(mine))
+    for seed in dict.fromkeys(r.seed for r in mine):
+        runs = sorted((r for r in mine if r.seed == seed), key=lambda r: order(r.backend))
+        done = [r for r in runs if isinstance(r, RunResult)]
         lines += [f"### Seed {seed}", ""]
-        if "window" in first:
+        if done:
+            first = done[0]
             lines += [
-                f"Window {first['window']:,} tokens, threshold {first['threshold']:,}; "
-                f"{first['counts']['turns']} turns, {len(first['survival']['present'])} planted "
-                "facts.",
+                f"Window {first.window:,} tokens, threshold {first.threshold:,}; "
+                f"{first.counts.turns} turns, {len(first.survival.present)} planted facts.",
                 "",
             ]
-        for run in runs:
-            if run.get("error"):
-                lines.append(f"> **{run['backend']} did not complete:** {run['error']}")
-        flats = {r["backend"]: flat(r) for r in runs if "counts" in r}
+        lines += [f"> **{r.backend} did not complete:** {r.error}" for r in runs if r.error]
+        flats = {r.backend: flat(r) for r in done}
         if flats:
             lines += [table(list(flats.items()), all_rows), ""]
             if "basic" in flats and "recallable" in flats:
@@ -184,41 +167,4 @@ def _preamble(meta: dict[str, Any], rule: str) -> list[str]:
         f"cache write ×{price.get('cache_write')}). "
         f"All {len(RULES)} rules are in the headline and in each scenario table."
     )
-    return lines
-
-
-def _configuration(meta: dict[str, Any], runs: Sequence[dict[str, Any]]) -> list[str]:
-    lines = ["| scenario | spec digest | window | compaction settings |", "|---|---|---|---|"]
-    seen = set()
-    for run in runs:
-        if run["scenario"] in seen or "settings" not in run:
-            continue
-        seen.add(run["scenario"])
-        settings = ", ".join(
-            f"{k}={v}"
-            for k, v in run["settings"].items()
-            if k
-            in (
-                "threshold_ratio",
-                "retain_tokens",
-                "chunk_tokens",
-                "stub_tokens",
-                "state_max_tokens",
-                "max_concurrency",
-                "summarizer",
-            )
-        )
-        lines.append(
-            f"| {run['scenario']} | {run['specDigest']} | {run['window']:,} | {settings} |"
-        )
-    lines += [
-        "",
-        "| cache rule | model | input $/M | output $/M | read × | write × |",
-        "|---|---|---|---|---|---|",
-    ]
-    for rule, price in meta.get("prices", {}).items():
-        lines.append(
-            f"| {rule} | {price.get('model')} | {price.get('input')} | {price.get('output')} | "
-            f"{price.get('cache_read')} | {price.get('cache_write')} |"
-        )
     return lines

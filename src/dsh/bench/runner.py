@@ -32,6 +32,7 @@ from dsh.bench.generate import generate
 from dsh.bench.online import HandoffProbe
 from dsh.bench.options import OnlineOptions, RunOptions
 from dsh.bench.records import Crossing, PassRecord
+from dsh.bench.results import RunResult, as_json
 from dsh.bench.scenario import Scenario, from_jsonl, load_spec
 from dsh.bench.score import RunLog, score_run
 from dsh.bench.trace import RecordingProvider, SimulatedSummarizer, Trace
@@ -142,9 +143,11 @@ def run_scenario(
     progress: Progress | None = None,
     summariser_provider: Provider | None = None,
 ) -> dict[str, Any]:
-    """Drive ``scenario`` through the loop with ``backend`` (an arm); returns the JSON-able
-    result. Online (``options.online``), ``summariser_provider`` writes the summaries and
-    answers the handoff probes; it is built from ``options.online`` when not given."""
+    """Drive ``scenario`` through the loop with ``backend`` (an arm); returns the run's
+    ``RunResult`` in its JSON form (``dsh.bench.results.as_json``: what a worker process hands
+    back and ``runs/*.json`` holds). Online (``options.online``), ``summariser_provider``
+    writes the summaries and answers the handoff probes; it is built from ``options.online``
+    when not given."""
     options = options or RunOptions()
     if backend not in BACKENDS:
         raise BenchError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
@@ -157,7 +160,7 @@ def run_scenario(
     try:
         with tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp:
             run = _Run(scenario, backend, options, Path(workdir or tmp), summariser_provider)
-            return asyncio.run(run.drive(progress))
+            return as_json(asyncio.run(run.drive(progress)))
     finally:
         quiet.setLevel(level)
 
@@ -264,7 +267,7 @@ class _Run:
             overflow_handler=overflow,
         )
 
-    async def drive(self, progress: Progress | None) -> dict[str, Any]:
+    async def drive(self, progress: Progress | None) -> RunResult:
         agent = self._agent()
         engine, turns = self.engine, self.scenario.turns
         started = time.perf_counter()
@@ -276,7 +279,6 @@ class _Run:
                 break
             if progress is not None:
                 progress(number, len(turns), len(engine.passes) if engine else 0)
-        wall = time.perf_counter() - started
         log = RunLog(
             session=self.session,
             trace=self.trace,
@@ -286,15 +288,11 @@ class _Run:
             warnings=len(engine.warnings) if engine else 0,
             refusals=len(engine.refusals) if engine else 0,
             recall_offered=self.arm in RECALL_ARMS,
+            wall_s=time.perf_counter() - started,
+            error=error,
+            online=self.probe.summary() if self.probe is not None else None,
         )
-        figures = score_run(
-            self.scenario, self.arm, log, settings=self.settings, options=self.options
-        )
-        figures["time"]["wallS"] = wall
-        figures["error"] = error
-        if self.probe is not None:
-            figures["online"] = self.probe.summary()
-        return figures
+        return score_run(self.scenario, self.arm, log, settings=self.settings, options=self.options)
 
 
 def make_online_provider(online: OnlineOptions) -> Provider:

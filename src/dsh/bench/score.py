@@ -1,10 +1,11 @@
-"""Every score of one finished bench run, as the JSON-able ``runs[]`` record of results.json
-(the scorers themselves are in ``dsh.bench.scorers`` and ``dsh.bench.recall_scores``)."""
+"""Every score of one finished bench run, as its typed record (``dsh.bench.results.RunResult``,
+the ``runs[]`` item of results.json); the scorers themselves are in ``dsh.bench.scorers`` and
+``dsh.bench.recall_scores``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -14,6 +15,25 @@ from dsh.bench.cache_rules import RULES, AnthropicRule, DeepSeekRule, Price, loa
 from dsh.bench.options import RunOptions, interval_name, sensitivity_intervals
 from dsh.bench.recall_scores import cues, paraphrase_key, recall
 from dsh.bench.records import Crossing, PassRecord
+from dsh.bench.results import (
+    CacheFigures,
+    Counts,
+    Cued,
+    CurrentSurvival,
+    IntervalFigures,
+    Layout,
+    OnlineSummary,
+    Reachable,
+    Recall,
+    RunResult,
+    Safety,
+    Sensitivity,
+    StubBreakpointWhatIf,
+    SupersededSurvival,
+    Survival,
+    Timing,
+    WhatIf,
+)
 from dsh.bench.scenario import Scenario
 from dsh.bench.scorers import (
     cache_figures,
@@ -48,6 +68,12 @@ class RunLog:
     warnings: int
     refusals: int
     recall_offered: bool
+    wall_s: float = 0.0
+    """Wall time of the whole run."""
+    error: str | None = None
+    """Why the run stopped before its last turn."""
+    online: OnlineSummary | None = None
+    """The handoff probe's figures (online mode)."""
 
 
 def score_run(
@@ -57,60 +83,72 @@ def score_run(
     *,
     settings: CompactionSettings,
     options: RunOptions,
-) -> dict[str, Any]:
+) -> RunResult:
     """Every score of one finished run (see ``dsh.bench.scorers``)."""
-    events = log.session.events
     final = log.requests[-1] if log.requests else None
     context = [c.input_tokens for c in log.trace.calls if c.purpose == "conversation"]
-    recalled = recall_figures(scenario, events, final, offered=log.recall_offered)
-    reached = reach_figures(scenario, final, recalled, offered=log.recall_offered)
-    leaks = superseded_leaks(
-        log.requests, [(old.anchor, new.anchor) for old, new in scenario.supersessions()]
+    recalled = recall_figures(scenario, log.session.events, final, offered=log.recall_offered)
+    survived, reachable = reach_figures(scenario, final, recalled, offered=log.recall_offered)
+    pairs = [(old.anchor, new.anchor) for old, new in scenario.supersessions()]
+    cache, what_if, sensitivity = cache_section(log.trace, options)
+    return RunResult(
+        scenario=scenario.name,
+        backend=backend,
+        seed=scenario.seed,
+        spec_digest=scenario.spec_digest,
+        window=scenario.window,
+        threshold=int(scenario.window * settings.threshold_ratio),
+        settings=settings_echo(settings),
+        summariser="model" if options.online else "extractive (billed as a model call)",
+        counts=counts_section(scenario, log),
+        passes=list(log.passes),
+        crossings=list(log.crossings),
+        context=context,
+        cache=cache,
+        what_if=what_if,
+        sensitivity=sensitivity,
+        survival=survived,
+        reachable=reachable,
+        recall=recalled,
+        superseded=superseded_leaks(log.requests, pairs).figures(),
+        stability=stub_stability(log.requests).figures(),
+        safety=safety_section(scenario, log, context),
+        time=time_section(log, options),
+        online=log.online,
+        error=log.error,
     )
+
+
+def settings_echo(settings: CompactionSettings) -> dict[str, Any]:
+    """The run's ``[compaction]`` settings, per-model overrides left out."""
+    found = msgspec.structs.asdict(settings)
+    return {key: value for key, value in found.items() if key != "overrides"}
+
+
+def counts_section(scenario: Scenario, log: RunLog) -> Counts:
     layout = [checkpoint_kind(log.session, seq) or "tail" for seq in log.session.nodes]
-    cache, extra = cache_section(log.trace, options)
-    return {
-        "scenario": scenario.name,
-        "backend": backend,
-        "seed": scenario.seed,
-        "specDigest": scenario.spec_digest,
-        "window": scenario.window,
-        "threshold": int(scenario.window * settings.threshold_ratio),
-        "settings": {k: v for k, v in msgspec.structs.asdict(settings).items() if k != "overrides"},
-        "summariser": "model" if options.online else "extractive (billed as a model call)",
-        "counts": {
-            "events": len(events),
-            "turns": len(scenario.turns),
-            "requests": len(log.requests),
-            "summariserCalls": sum(c.purpose == "compaction" for c in log.trace.calls),
-            "finalLayout": {k: layout.count(k) for k in ("index", "state", "tail")},
-        },
-        "passes": [asdict(p) for p in log.passes],
-        "crossings": [asdict(c) for c in log.crossings],
-        "context": context,
-        "cache": cache,
-        **extra,
-        **reached,
-        "recall": recalled,
-        "superseded": leaks.as_dict(),
-        "stability": stub_stability(log.requests).as_dict(),
-        "safety": safety_section(scenario, log, context),
-        "time": time_section(log.passes, options),
-        "online": None,
-    }
+    return Counts(
+        events=len(log.session.events),
+        turns=len(scenario.turns),
+        requests=len(log.requests),
+        summariser_calls=sum(c.purpose == "compaction" for c in log.trace.calls),
+        final_layout=Layout(
+            index=layout.count("index"), state=layout.count("state"), tail=layout.count("tail")
+        ),
+    )
 
 
 def reach_figures(
     scenario: Scenario,
     final: ModelRequest | None,
-    recalled: dict[str, Any],
+    recalled: Recall,
     *,
     offered: bool,
-) -> dict[str, Any]:
+) -> tuple[Survival, Reachable]:
     """``survival`` (all facts, then current and superseded apart) and ``reachable``."""
     facts = scenario.facts
     present = survival(final, [f.anchor for f in facts]).present
-    ranks = recalled["exact"]["ranks"]
+    ranks = recalled.exact.ranks
     reachable = [
         f.anchor
         for f in facts
@@ -122,38 +160,34 @@ def reach_figures(
         [f.anchor for f in facts if f.anchor in current],
         [f.anchor for f in facts if f.anchor not in current],
     )
-    return {
-        "survival": {
-            "share": sum(present.values()) / len(present) if present else 1.0,
-            "present": present,
-            **split,
-        },
-        "reachable": {
-            "share": len(reachable) / len(facts) if facts else 1.0,
-            "anchors": reachable,
-            "current": sum(a in current for a in reachable),
-            "currentN": len(current),
-        },
-    }
+    survived = Survival(
+        share=sum(present.values()) / len(present) if present else 1.0,
+        present=present,
+        current=msgspec.convert(split["current"], CurrentSurvival),
+        superseded=msgspec.convert(split["superseded"], SupersededSurvival),
+    )
+    return survived, Reachable(
+        share=len(reachable) / len(facts) if facts else 1.0,
+        anchors=reachable,
+        current=sum(a in current for a in reachable),
+        current_n=len(current),
+    )
 
 
 def recall_figures(
     scenario: Scenario, events: Sequence[Event], final: ModelRequest | None, *, offered: bool
-) -> dict[str, Any]:
+) -> Recall:
     """Recall over the facts no longer verbatim in an original message of the final request:
     exact, partial and paraphrase queries, and which anchors the stub/state text cues."""
     raw = raw_anchors(final, [f.anchor for f in scenario.facts])
     compacted = [f for f in scenario.facts if f.anchor not in raw]
     cache = SpanCache()
-    kinds = {
-        "exact": recall(events, [(f.anchor, f.anchor) for f in compacted], cache=cache),
-        "partial": recall(events, [(f.anchor, f.query) for f in compacted], cache=cache),
-        "paraphrase": recall(
-            events,
-            [(paraphrase_key(f.anchor, q), f.anchor, q) for f in compacted for q in f.paraphrases],
-            cache=cache,
-        ),
-    }
+    paraphrases = [
+        (paraphrase_key(f.anchor, q), f.anchor, q) for f in compacted for q in f.paraphrases
+    ]
+    exact = recall(events, [(f.anchor, f.anchor) for f in compacted], cache=cache)
+    partial = recall(events, [(f.anchor, f.query) for f in compacted], cache=cache)
+    paraphrase = recall(events, paraphrases, cache=cache)
     checkpoints = "\n".join(
         message_text(m) for m in (final.messages if final else ()) if checkpoint_class(m)
     )
@@ -163,28 +197,33 @@ def recall_figures(
         {f.anchor: [f.anchor, f.query, *f.paraphrases] for f in compacted},
         cache=cache,
     )
-    return {
-        "offered": offered,
-        "population": len(compacted),
-        **{kind: score.as_dict() for kind, score in kinds.items()},
-        "cued": {
-            "n": len(cued),
-            "share": sum(c is not None for c in cued.values()) / len(cued) if cued else 0.0,
-            "anchors": cued,
-        },
-    }
+    return Recall(
+        offered=offered,
+        population=len(compacted),
+        exact=exact.figures(),
+        partial=partial.figures(),
+        paraphrase=paraphrase.figures(),
+        cued=Cued(
+            n=len(cued),
+            share=sum(c is not None for c in cued.values()) / len(cued) if cued else 0.0,
+            anchors=cued,
+        ),
+    )
 
 
-def cache_section(trace: Trace, options: RunOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+def cache_section(
+    trace: Trace, options: RunOptions
+) -> tuple[dict[str, CacheFigures], WhatIf, Sensitivity]:
     """Figures under every rule, the Anthropic stub-breakpoint what-if, and the sensitivity of
     the DeepSeek rule to its (undocumented) interval."""
     prices = load_prices(options.prices)
     knobs = options.cache
 
-    def figures(rule: Any, price: Price, **kwargs: Any) -> dict[str, Any]:
-        return cache_figures(trace.calls, trace.replay(rule, **kwargs), price, rule.view)
+    def figures(rule: Any, price: Price, **kwargs: Any) -> CacheFigures:
+        found = cache_figures(trace.calls, trace.replay(rule, **kwargs), price, rule.view)
+        return msgspec.convert(found, CacheFigures)
 
-    cache: dict[str, Any] = {
+    cache: dict[str, CacheFigures] = {
         rule: figures(
             make_rule(
                 rule, interval=knobs.deepseek_interval, evict_minutes=knobs.openai_evict_minutes
@@ -193,30 +232,36 @@ def cache_section(trace: Trace, options: RunOptions) -> tuple[dict[str, Any], di
         )
         for rule in RULES
     }
-    keys = ("hitRatio", "inputTokens", "readTokens", "cost", "firstAfterPass")
     what_if = figures(AnthropicRule(), prices["anthropic"], stub_breakpoint=True)
-    sensitivity = {}
+    sensitivity: dict[str, IntervalFigures] = {}
     for interval in sensitivity_intervals(knobs.deepseek_interval):
         found = (
             cache["deepseek"]
             if interval == knobs.deepseek_interval
             else figures(DeepSeekRule(interval), prices["deepseek"])
         )
-        sensitivity[interval_name(interval)] = {
-            "hitRatio": found["hitRatio"],
-            "inputTokens": found["inputTokens"],
-            "readTokens": found["readTokens"],
-            "cost": found["cost"],
-            "firstAfterPassHitRatio": found["firstAfterPass"]["hitRatio"],
-        }
-    extra = {
-        "whatIf": {"anthropicStubBreakpoint": {key: what_if[key] for key in keys}},
-        "sensitivity": {"deepseekInterval": sensitivity},
-    }
-    return cache, extra
+        sensitivity[interval_name(interval)] = IntervalFigures(
+            hit_ratio=found.hit_ratio,
+            input_tokens=found.input_tokens,
+            read_tokens=found.read_tokens,
+            cost=found.cost,
+            first_after_pass_hit_ratio=found.first_after_pass.hit_ratio,
+        )
+    breakpoint_figures = StubBreakpointWhatIf(
+        hit_ratio=what_if.hit_ratio,
+        input_tokens=what_if.input_tokens,
+        read_tokens=what_if.read_tokens,
+        cost=what_if.cost,
+        first_after_pass=what_if.first_after_pass,
+    )
+    return (
+        cache,
+        WhatIf(anthropic_stub_breakpoint=breakpoint_figures),
+        Sensitivity(deepseek_interval=sensitivity),
+    )
 
 
-def safety_section(scenario: Scenario, log: RunLog, context: Sequence[int]) -> dict[str, Any]:
+def safety_section(scenario: Scenario, log: RunLog, context: Sequence[int]) -> Safety:
     requests = log.requests
     pairing = [
         (i, errors) for i, r in enumerate(requests) if (errors := pairing_errors(r.messages))
@@ -226,30 +271,32 @@ def safety_section(scenario: Scenario, log: RunLog, context: Sequence[int]) -> d
         len(rebuilt) - len(requests)
     )
     per_crossing = passes_per_crossing(c.passes for c in log.crossings)
-    return {
-        "growthCommits": growth_commits((p.tokens_before, p.tokens_after) for p in log.passes),
-        "regionGrowth": sum(p.region_growth for p in log.passes),
-        **{
-            f"{k}PassesPerCrossing" if k in ("max", "mean") else k: v
-            for k, v in per_crossing.items()
-        },
-        "warnings": log.warnings,
-        "refusals": log.refusals,
-        "pairingErrors": len(pairing),
-        "pairingExamples": [f"request {i}: {e[0]}" for i, e in pairing[:3]],
-        "logMismatches": mismatches,
-        "overWindow": sum(tokens > scenario.window for tokens in context),
-        "peakContext": max(context, default=0),
-    }
+    return Safety(
+        growth_commits=growth_commits((p.tokens_before, p.tokens_after) for p in log.passes),
+        region_growth=sum(p.region_growth for p in log.passes),
+        crossings=int(per_crossing["crossings"]),
+        max_passes_per_crossing=int(per_crossing["max"]),
+        mean_passes_per_crossing=per_crossing["mean"],
+        loops=int(per_crossing["loops"]),
+        warnings=log.warnings,
+        refusals=log.refusals,
+        pairing_errors=len(pairing),
+        pairing_examples=[f"request {i}: {e[0]}" for i, e in pairing[:3]],
+        log_mismatches=mismatches,
+        over_window=sum(tokens > scenario.window for tokens in context),
+        peak_context=max(context, default=0),
+    )
 
 
-def time_section(passes: Sequence[PassRecord], options: RunOptions) -> dict[str, Any]:
+def time_section(log: RunLog, options: RunOptions) -> Timing:
+    passes = log.passes
     walls = [p.wall_s for p in passes]
-    return {
-        "latencyMs": options.latency_ms if options.online is None else None,
-        "passWallMeanS": sum(walls) / len(walls) if walls else 0.0,
-        "passWallMaxS": max(walls, default=0.0),
-        "summariserCallsPerPass": (
+    return Timing(
+        latency_ms=options.latency_ms if options.online is None else None,
+        pass_wall_mean_s=sum(walls) / len(walls) if walls else 0.0,
+        pass_wall_max_s=max(walls, default=0.0),
+        summariser_calls_per_pass=(
             sum(p.summariser_calls for p in passes) / len(passes) if passes else 0.0
         ),
-    }
+        wall_s=log.wall_s,
+    )

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.bench.cache_rules import Price, Served
+from dsh.bench.results import StubStability, Superseded
 from dsh.bench.trace import CallRecord, checkpoint_class
 from dsh.events import (
     Message,
@@ -175,17 +176,17 @@ class LeakReport:
     unseen: list[str] = field(default_factory=list)
     """New values never sent (the supersession did not happen within the run)."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "pairs": self.pairs,
-            "leaks": len(self.leaked),
-            "leaked": self.leaked,
-            "leakingRequests": self.leaking_requests,
-            "firstLeak": self.first_leak,
-            "staleRequests": self.stale_requests,
-            "stubMentions": self.stub_mentions,
-            "unseen": self.unseen,
-        }
+    def figures(self) -> Superseded:
+        return Superseded(
+            pairs=self.pairs,
+            leaks=len(self.leaked),
+            leaked=self.leaked,
+            leaking_requests=self.leaking_requests,
+            first_leak=self.first_leak,
+            stale_requests=self.stale_requests,
+            stub_mentions=self.stub_mentions,
+            unseen=self.unseen,
+        )
 
 
 def superseded_leaks(
@@ -252,14 +253,14 @@ class Stability:
     (order kept, bytes kept; the prefix after the rollup is new to the provider's cache)."""
     violations: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "stubs": self.stubs,
-            "rolledUp": self.rolled_up,
-            "shifted": self.shifted,
-            "violations": len(self.violations),
-            "examples": self.violations[:5],
-        }
+    def figures(self) -> StubStability:
+        return StubStability(
+            stubs=self.stubs,
+            rolled_up=self.rolled_up,
+            shifted=self.shifted,
+            violations=len(self.violations),
+            examples=self.violations[:5],
+        )
 
 
 _FOOTER = re.compile(r"\[checkpoint c\d+: [^\]]*\]")

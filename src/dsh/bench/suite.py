@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import platform
+import subprocess
+import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -13,10 +17,43 @@ import msgspec
 from dsh.bench.cache_rules import ANTHROPIC_TTL_S, load_prices
 from dsh.bench.jobs import MAX_WORKERS, Job, run_jobs
 from dsh.bench.options import RunOptions
-from dsh.bench.report import versions, write_report
+from dsh.bench.report import write_report
+from dsh.bench.results import as_record
 from dsh.bench.runner import BACKENDS, load_scenario
 from dsh.bench.scenario import builtin_names
 from dsh.errors import ConfigError
+
+
+def versions() -> dict[str, str]:
+    """Versions the report states: dsh, its git commit, Python, platform and key libraries."""
+    found = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for package in ("dsh", "msgspec", "click", "matplotlib"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).parent,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).parent,
+        )
+        if commit.returncode == 0:
+            found["git"] = commit.stdout.strip() + (
+                ", modified tree" if dirty.stdout.strip() else ""
+            )
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return found
 
 
 def resolve_scenarios(names: Sequence[str]) -> list[str]:
@@ -134,7 +171,7 @@ def run_suite(
         for backend in backends
     ]
     for job, result in zip(jobs, run_jobs(jobs, workers=workers, stream=stream), strict=True):
-        name = result.get("scenario", job.scenario)
+        name = as_record(result).scenario or job.scenario
         path = runs_dir / f"{Path(name).stem}--{job.backend}--seed{job.seed}.json"
         path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
     return write_report(out, rule=headline)

@@ -9,6 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh.bench.cache_rules import RULES
+from dsh.bench.results import (
+    FailedRun,
+    OnlineSummary,
+    Recall,
+    RunRecord,
+    RunResult,
+    Safety,
+    Superseded,
+    Survival,
+    as_record,
+)
 
 BACKEND_ORDER = ("off", "basic", "basic+recall", "recallable")
 MAX_KEYS = ("maxPerCrossing", "peak", "passWallMax")
@@ -22,114 +33,126 @@ def order(backend: str) -> int:
 # ---- flat figures ----------------------------------------------------------------------------
 
 
-def flat(run: dict[str, Any]) -> dict[str, Any]:
-    """The figures of one run as sums that pool across scenarios."""
-    if run.get("error") and "counts" not in run:
+def flat(run: RunRecord | dict[str, Any]) -> dict[str, Any]:
+    """The figures of one run (its record, or the record's JSON form) as sums that pool across
+    scenarios."""
+    record = as_record(run)
+    if isinstance(record, FailedRun):
         return {
             "errors": 1,
-            "backend": run["backend"],
-            "recallOffered": run["backend"] in ("basic+recall", "recallable"),
+            "backend": record.backend,
+            "recallOffered": record.backend in ("basic+recall", "recallable"),
         }
-    safety, recall = run["safety"], run["recall"]
-    passes = run["passes"]
-    figures: dict[str, Any] = {
-        "backend": run["backend"],
-        "events": run["counts"]["events"],
-        "requests": run["counts"]["requests"],
-        "passes": len(passes),
-        "crossings": safety["crossings"],
-        "maxPerCrossing": safety["maxPassesPerCrossing"],
-        "loops": safety["loops"],
-        "growth": safety["growthCommits"],
-        "regionGrowth": safety["regionGrowth"],
-        "warnings": safety["warnings"],
-        "pairing": safety["pairingErrors"],
-        "mismatches": safety["logMismatches"],
-        "overWindow": safety["overWindow"],
-        "peak": safety["peakContext"],
-        "anchors": len(run["survival"]["present"]),
-        "surviving": sum(run["survival"]["present"].values()),
-        "compacted": recall["population"],
-        "recallOffered": recall["offered"],
-        **_recall_figures(recall),
-        **_survival_figures(run["survival"]),
-        "reachable": len(run["reachable"]["anchors"]),
-        "reachableCurrent": run["reachable"].get("current", 0),
-        "leakPairs": run["superseded"]["pairs"],
-        "leaks": run["superseded"]["leaks"],
-        "leakingRequests": run["superseded"]["leakingRequests"],
-        "staleRequests": run["superseded"]["staleRequests"],
-        "stubMentions": run["superseded"]["stubMentions"],
-        "stubs": run["stability"]["stubs"],
-        "stubViolations": run["stability"]["violations"],
-        "summariserCalls": run["counts"]["summariserCalls"],
-        "wall": run["time"]["wallS"],
-        "passWallSum": sum(p["wall_s"] for p in passes),
-        "passWallMax": run["time"]["passWallMaxS"],
-        "tokensAfterSum": sum(p["tokens_after"] for p in passes),
-        "errors": 1 if run.get("error") else 0,
+    figures = {
+        "backend": record.backend,
+        "events": record.counts.events,
+        "requests": record.counts.requests,
+        "passes": len(record.passes),
+        **_safety_figures(record.safety),
+        "compacted": record.recall.population,
+        "recallOffered": record.recall.offered,
+        **_recall_figures(record.recall),
+        **_survival_figures(record.survival),
+        "reachable": len(record.reachable.anchors),
+        "reachableCurrent": record.reachable.current,
+        **_superseded_figures(record.superseded),
+        "stubs": record.stability.stubs,
+        "stubViolations": record.stability.violations,
+        "summariserCalls": record.counts.summariser_calls,
+        "wall": record.time.wall_s,
+        "passWallSum": sum(p.wall_s for p in record.passes),
+        "passWallMax": record.time.pass_wall_max_s,
+        "tokensAfterSum": sum(p.tokens_after for p in record.passes),
+        "errors": 1 if record.error else 0,
     }
-    figures.update(_online_figures(run.get("online")))
-    figures.update(_cache_figures(run))
+    figures.update(_online_figures(record.online))
+    figures.update(_cache_figures(record))
     return figures
 
 
-def _online_figures(online: dict[str, Any] | None) -> dict[str, Any]:
+def _safety_figures(safety: Safety) -> dict[str, Any]:
+    return {
+        "crossings": safety.crossings,
+        "maxPerCrossing": safety.max_passes_per_crossing,
+        "loops": safety.loops,
+        "growth": safety.growth_commits,
+        "regionGrowth": safety.region_growth,
+        "warnings": safety.warnings,
+        "pairing": safety.pairing_errors,
+        "mismatches": safety.log_mismatches,
+        "overWindow": safety.over_window,
+        "peak": safety.peak_context,
+    }
+
+
+def _superseded_figures(superseded: Superseded) -> dict[str, Any]:
+    return {
+        "leakPairs": superseded.pairs,
+        "leaks": superseded.leaks,
+        "leakingRequests": superseded.leaking_requests,
+        "staleRequests": superseded.stale_requests,
+        "stubMentions": superseded.stub_mentions,
+    }
+
+
+def _online_figures(online: OnlineSummary | None) -> dict[str, Any]:
     if not online:
         return {}
-    records = [r for r in online["records"] if r["error"] is None]
-    using = [r for r in records if r["recallCalls"]]
+    records = [r for r in online.records if r.error is None]
+    using = [r for r in records if r.recall_calls]
     return {
         "probeQuestions": len(records),
-        "probeErrors": online["errors"],
-        "probeCorrect": sum(r["correct"] for r in records),
-        "probeStale": sum(r["stale"] for r in records),
+        "probeErrors": online.errors,
+        "probeCorrect": sum(r.correct for r in records),
+        "probeStale": sum(r.stale for r in records),
         "probeRecalling": len(using),
-        "probeRecalledUsed": sum(r["correct"] and r["recalledExpected"] for r in using),
+        "probeRecalledUsed": sum(r.correct and r.recalled_expected for r in using),
     }
 
 
-def _cache_figures(run: dict[str, Any]) -> dict[str, Any]:
+def _cache_figures(run: RunResult) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    what_if = run.get("whatIf", {}).get("anthropicStubBreakpoint")
-    if what_if is not None:
-        figures["whatIf.input"] = what_if["inputTokens"]
-        figures["whatIf.read"] = what_if["readTokens"]
-        figures["whatIf.cost"] = what_if["cost"]
-        figures["whatIf.firstInput"] = what_if["firstAfterPass"]["inputTokens"]
-        figures["whatIf.firstRead"] = what_if["firstAfterPass"]["readTokens"]
+    if run.what_if is not None:
+        what_if = run.what_if.anthropic_stub_breakpoint
+        figures["whatIf.input"] = what_if.input_tokens
+        figures["whatIf.read"] = what_if.read_tokens
+        figures["whatIf.cost"] = what_if.cost
+        figures["whatIf.firstInput"] = what_if.first_after_pass.input_tokens
+        figures["whatIf.firstRead"] = what_if.first_after_pass.read_tokens
     for rule in RULES:
-        cache = run["cache"][rule]
-        figures[f"{rule}.input"] = cache["inputTokens"]
-        figures[f"{rule}.read"] = cache["readTokens"]
-        figures[f"{rule}.cost"] = cache["cost"]
-        figures[f"{rule}.summariserCost"] = cache["summariserCost"]
-        figures[f"{rule}.summariserInput"] = cache["summariserInputTokens"]
-        figures[f"{rule}.summariserRead"] = cache.get("summariserReadTokens", 0)
-        figures[f"{rule}.firstInput"] = cache["firstAfterPass"]["inputTokens"]
-        figures[f"{rule}.firstRead"] = cache["firstAfterPass"]["readTokens"]
+        cache = run.cache[rule]
+        figures[f"{rule}.input"] = cache.input_tokens
+        figures[f"{rule}.read"] = cache.read_tokens
+        figures[f"{rule}.cost"] = cache.cost
+        figures[f"{rule}.summariserCost"] = cache.summariser_cost
+        figures[f"{rule}.summariserInput"] = cache.summariser_input_tokens
+        figures[f"{rule}.summariserRead"] = cache.summariser_read_tokens
+        figures[f"{rule}.firstInput"] = cache.first_after_pass.input_tokens
+        figures[f"{rule}.firstRead"] = cache.first_after_pass.read_tokens
     return figures
 
 
-def _recall_figures(recall: dict[str, Any]) -> dict[str, Any]:
-    figures: dict[str, Any] = {"cued": round(recall["cued"]["share"] * recall["cued"]["n"])}
+def _recall_figures(recall: Recall) -> dict[str, Any]:
+    figures: dict[str, Any] = {"cued": round(recall.cued.share * recall.cued.n)}
     for kind in KINDS:
-        score = recall[kind]
-        figures[f"{kind}N"] = score["n"]
-        figures[f"{kind}Hit1"] = round(score["hit1"] * score["n"])
-        figures[f"{kind}Hit5"] = round(score["hit5"] * score["n"])
-        figures[f"{kind}RR"] = score["mrr"] * score["n"]
+        score = recall.kind(kind)
+        figures[f"{kind}N"] = score.n
+        figures[f"{kind}Hit1"] = round(score.hit1 * score.n)
+        figures[f"{kind}Hit5"] = round(score.hit5 * score.n)
+        figures[f"{kind}RR"] = score.mrr * score.n
     return figures
 
 
-def _survival_figures(survival: dict[str, Any]) -> dict[str, Any]:
-    current, superseded = survival["current"], survival["superseded"]
+def _survival_figures(survival: Survival) -> dict[str, Any]:
+    current, superseded = survival.current, survival.superseded
     return {
-        "current": current["n"],
-        "currentSurviving": sum(current["present"].values()),
-        "superseded": superseded["n"],
-        "supersededShown": sum(p is not None for p in superseded["where"].values()),
-        "supersededAsCurrent": superseded["asCurrent"],
+        "anchors": len(survival.present),
+        "surviving": sum(survival.present.values()),
+        "current": current.n,
+        "currentSurviving": sum(current.present.values()),
+        "superseded": superseded.n,
+        "supersededShown": sum(p is not None for p in superseded.where.values()),
+        "supersededAsCurrent": superseded.as_current,
     }
 
 
@@ -356,3 +379,40 @@ def table(columns: Sequence[tuple[str, dict[str, Any]]], selected: Sequence[Row]
                 cells.append("—")
         body.append(f"| {row.label} | " + " | ".join(cells) + " |")
     return "\n".join([head, rule, *body])
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+SHOWN_SETTINGS = (
+    "threshold_ratio",
+    "retain_tokens",
+    "chunk_tokens",
+    "stub_tokens",
+    "state_max_tokens",
+    "max_concurrency",
+    "summarizer",
+)
+"""The ``[compaction]`` settings the configuration table names."""
+
+
+def configuration_tables(meta: dict[str, Any], runs: Sequence[RunRecord]) -> list[str]:
+    """Per scenario its spec digest, window and settings; per cache rule its prices."""
+    lines = ["| scenario | spec digest | window | compaction settings |", "|---|---|---|---|"]
+    seen = set()
+    for run in runs:
+        if run.scenario in seen or not isinstance(run, RunResult):
+            continue
+        seen.add(run.scenario)
+        settings = ", ".join(f"{k}={v}" for k, v in run.settings.items() if k in SHOWN_SETTINGS)
+        lines.append(f"| {run.scenario} | {run.spec_digest} | {run.window:,} | {settings} |")
+    lines += [
+        "",
+        "| cache rule | model | input $/M | output $/M | read × | write × |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rule, price in meta.get("prices", {}).items():
+        lines.append(
+            f"| {rule} | {price.get('model')} | {price.get('input')} | {price.get('output')} | "
+            f"{price.get('cache_read')} | {price.get('cache_write')} |"
+        )
+    return lines
