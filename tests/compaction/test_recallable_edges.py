@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dsh.compaction import CompactionError, ExtractiveSummarizer, SummaryOutput
-from dsh.compaction.recallable import SpanNode, checkpoint_kind, chunk_span
+from dsh.compaction.recallable import SpanNode, chunk_span
 from dsh.compaction.recallable.texts import junk_reason
 from dsh.events import ReplaceOp
 from dsh.store import MemoryStore
+from dsh.surface import checkpoint_kind
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
 from tests.helpers import (

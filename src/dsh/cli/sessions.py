@@ -10,7 +10,6 @@ from pathlib import Path
 import click
 
 from dsh.cli import context
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.config import dsh_home, trusted_directories
 from dsh.errors import UsageError
 from dsh.events import encode_event, event_type_of, surface_message
@@ -19,7 +18,7 @@ from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.store.base import encode_header
 from dsh.store.migrate import migrate_sessions, store_location
 from dsh.store.salvage import salvage_session
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
 from dsh.transcript import render_human_transcript, render_markdown, render_message
 from dsh.transcript.stats import render_stats, session_stats
