@@ -39,11 +39,6 @@ class BasicBackend:
             return None
         return Plan((self._region(session, shadowed, focus),))
 
-    def plan_span(self, session: Session, first: int, last: int) -> Plan:
-        nodes = session.nodes
-        span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
-        return Plan((self._region(session, span, None),))
-
     def _region(self, session: Session, shadowed: Sequence[int], focus: str | None) -> RegionPlan:
         previous = [
             text

@@ -43,10 +43,20 @@ class CompactionEnd(Struct, kw_only=True, frozen=True):
     error: str | None = None
 
 
-class PlanRegion(Struct, kw_only=True, frozen=True):
+class Region(Struct, kw_only=True, frozen=True):
+    """What every stage of a region shares, from plan to log: which checkpoint it becomes and
+    the nodes it replaces."""
+
     kind: CheckpointKind
     shadowed_seqs: tuple[int, ...]
+    """Contiguous current surface nodes, in order."""
     input_range: tuple[int, int] | None = None
+    """State only: the wider conversation span the state summarises."""
+
+
+class RegionText(Region, kw_only=True, frozen=True):
+    """A written region, held off-surface until its pass commits and logged as it is."""
+
     summary: str
     raw_output: str | None = None
     usage: Usage | None = None
@@ -58,7 +68,7 @@ class PlanRegion(Struct, kw_only=True, frozen=True):
 
 class CompactionPlan(Struct, frozen=True):
     pass_id: str
-    regions: tuple[PlanRegion, ...]
+    regions: tuple[RegionText, ...]
 
 
 class CompactionPrune(Struct, frozen=True):

@@ -24,7 +24,8 @@ from dsh.events.compaction_payloads import (
     CompactionStart,
     CompactionSummary,
     Degraded,
-    PlanRegion,
+    Region,
+    RegionText,
 )
 from dsh.events.messages import Message, Struct, Usage
 
@@ -414,7 +415,8 @@ __all__ = [
     "LlmRetryEvent",
     "OpaqueEvent",
     "Payload",
-    "PlanRegion",
+    "Region",
+    "RegionText",
     "ReplaceOp",
     "RequestConfig",
     "RequestContext",

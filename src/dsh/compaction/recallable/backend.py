@@ -177,12 +177,6 @@ class RecallableBackend:
             if checkpoint_kind(session, seq) == "index"
         )
 
-    def plan_span(self, session: Session, first: int, last: int) -> Plan:
-        self._window = None
-        nodes = session.nodes
-        span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
-        return self._plan(session, span, self._chunks(session, span), None)
-
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""
         chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
