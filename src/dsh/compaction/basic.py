@@ -11,7 +11,7 @@ from dsh.compaction.prompts import frame_summary
 from dsh.compaction.summarizer import Summarizer, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
-from dsh.events import is_checkpoint_event, surface_message
+from dsh.events import is_checkpoint_event
 from dsh.surface import Session, checkpoint_summary_text, message_tokens, retain_boundary
 
 
@@ -48,9 +48,7 @@ class BasicBackend:
         ]
         header = session.request_header
         messages = [
-            message
-            for seq in shadowed
-            if (message := surface_message(session.events[seq])) is not None  # type: ignore[arg-type]
+            message for seq in shadowed if (message := session.node_message(seq)) is not None
         ]
         task = SummaryTask(
             kind="summary",
