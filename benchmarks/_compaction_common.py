@@ -45,7 +45,6 @@ from dsh.compaction import (
     RecallableBackend,
 )
 from dsh.compaction.prompts import instruction_for
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.events import Event, Message, TextBlock, UserSource
@@ -54,7 +53,7 @@ from dsh.llm.cache_sim import DeepSeekCache, message_segment, request_segments
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import MemoryStore
-from dsh.surface import Session, message_tokens
+from dsh.surface import Session, checkpoint_kind, message_tokens
 from dsh.surface.tokens import system_tokens, tools_tokens
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext

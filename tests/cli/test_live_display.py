@@ -31,10 +31,10 @@ def test_in_a_pipe_only_the_final_answer_is_printed(capsys):
 
 
 def test_a_compaction_pass_is_announced_on_the_terminal(capsys):
-    from dsh.events import CompactionPlan, CompactionPlanEvent, PlanRegion
+    from dsh.events import CompactionPlan, CompactionPlanEvent, RegionText
 
     live = LiveDisplay(streaming=True)
-    region = PlanRegion(kind="state", shadowed_seqs=(1, 2), summary="s")
+    region = RegionText(kind="state", shadowed_seqs=(1, 2), summary="s")
     live.on_event(
         CompactionPlanEvent(seq=9, time=0, data=CompactionPlan(pass_id="p", regions=(region,)))
     )

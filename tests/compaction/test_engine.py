@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 
 import msgspec
@@ -317,11 +316,3 @@ def test_checkpoints_are_never_counted_as_user_prompts_by_the_transcript():
         for i in items
         if not isinstance(i, MarkerItem)
     )
-
-
-def test_compact_region_refuses_a_span_that_splits_a_tool_call():
-    session = long_session(2)
-    assistant_with_call = session.nodes[1]
-    with pytest.raises(CompactionRefused, match="split a tool call"):
-        run(engine_for(session).compact_region(session.nodes[0], assistant_with_call))
-    assert asyncio.iscoroutinefunction(engine_for(session).compact_region)

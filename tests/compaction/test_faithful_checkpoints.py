@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from dsh.compaction import ExtractiveSummarizer, RecallableBackend, SummaryOutput
 from dsh.compaction.anchors import Anchor, keyword_line, merge_keyword_lines, parse_keyword_line
 from dsh.compaction.base import RegionPlan
-from dsh.compaction.basic import checkpoint_summary_text
 from dsh.compaction.model_summarizer import ModelSummarizer
 from dsh.compaction.prompts import (
     EXAMPLE_PLACEHOLDERS,
@@ -28,7 +27,6 @@ from dsh.compaction.prompts import (
     context_for,
     instruction_for,
 )
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.compaction.recallable.chunking import fold_checkpoint_chunks
 from dsh.compaction.recallable.state_check import check_state
 from dsh.compaction.recallable.state_input import fold_state
@@ -44,7 +42,7 @@ from dsh.errors import ProviderError
 from dsh.events import is_checkpoint_event, surface_message
 from dsh.llm.openai_compat import OpenAICompatProvider
 from dsh.store import MemoryStore
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind, checkpoint_summary_text
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
 from tests.helpers import append_tool_turn, new_session, user_message

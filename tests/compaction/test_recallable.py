@@ -20,7 +20,6 @@ from dsh.compaction import (
     RecallableBackend,
     SummaryOutput,
 )
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.config import CompactionSettings
 from dsh.events import (
     CompactionPlanEvent,
@@ -31,7 +30,7 @@ from dsh.events import (
     is_checkpoint_event,
 )
 from dsh.store import JsonlStore, MemoryStore
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind
 from tests.agent.conftest import Harness, run
 from tests.helpers import append_chat_turn, append_tool_turn, new_session
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dsh.compaction import CompactionError, ExtractiveSummarizer, SummaryOutput
-from dsh.compaction.recallable import SpanNode, checkpoint_kind, chunk_span
+from dsh.compaction.recallable import SpanNode, chunk_span
 from dsh.compaction.recallable.texts import junk_reason
 from dsh.events import ReplaceOp
 from dsh.store import MemoryStore
+from dsh.surface import checkpoint_kind, retain_boundary
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
 from tests.helpers import (
@@ -32,13 +33,14 @@ def test_a_checkpoint_without_a_summary_event_counts_as_legacy_state():
     assert checkpoint_kind(session, turn.turn_start) is None
 
 
-def test_compact_region_plans_exactly_the_given_span():
+def test_a_manual_pass_shadows_exactly_the_nodes_from_the_head_to_the_retain_boundary():
     session = long_session()
-    first, last = session.nodes[0], session.nodes[11]
-    assert session.tool_pairing_balanced_after(last)
-    result = run(engine_for(session).compact_region(first, last))
-    shadowed = [seq for ref in result.checkpoints for seq in ref.shadowed_seqs]
-    assert shadowed[0] == first and shadowed[-1] == last
+    engine = engine_for(session)
+    span = session.nodes[: retain_boundary(session, engine.retain(100_000))]
+    assert span and session.tool_pairing_balanced_after(span[-1])
+    result = run(engine.compact_now(window=100_000))
+    assert result is not None
+    assert [seq for ref in result.checkpoints for seq in ref.shadowed_seqs] == span
     assert_layout(session)
 
 

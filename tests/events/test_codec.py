@@ -38,9 +38,9 @@ from dsh.events import (
     Message,
     ModelSource,
     OpaqueEvent,
-    PlanRegion,
     PluginSource,
     ReasoningBlock,
+    RegionText,
     ReplaceOp,
     RequestConfig,
     RequestContext,
@@ -234,7 +234,7 @@ EXAMPLES: list[Any] = [
         data=CompactionPlan(
             pass_id="pass-1",
             regions=(
-                PlanRegion(
+                RegionText(
                     kind="state",
                     shadowed_seqs=(2, 6, 8),
                     input_range=(2, 8),

@@ -14,10 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from dsh.cli.main import cli
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.events import CompactionSummaryEvent, ToolResultEvent, encode_event
 from dsh.store import JsonlStore
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind
 from dsh.transcript import COMPACTION_MARKER
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,9 +15,9 @@ from dsh.recall import (
     list_checkpoints,
     parse_checkpoint_id,
     resolve_checkpoint,
-    summary_of_node,
 )
 from dsh.store import MemoryStore
+from dsh.surface import summary_of_node
 from tests.helpers import append_chat_turn, new_session, replace_with_checkpoint
 from tests.recall.builders import bracket, two_passes
 

@@ -9,7 +9,7 @@ from dsh.events import (
     CompactionEnd,
     CompactionPlan,
     CompactionStart,
-    PlanRegion,
+    RegionText,
     SessionEndSeed,
 )
 from dsh.store import MemoryStore
@@ -21,7 +21,7 @@ from tests.helpers import new_session
 from tests.tui import scenarios
 from tests.tui.conftest import SIZE, Rig
 
-REGION = PlanRegion(kind="state", shadowed_seqs=(0,), summary="s")
+REGION = RegionText(kind="state", shadowed_seqs=(0,), summary="s")
 
 
 def follow(session: Session, progress: CompactionProgress) -> list[str | None]:

@@ -48,12 +48,11 @@ from dsh.bench.scorers import (
     survival_split,
 )
 from dsh.bench.trace import Trace, checkpoint_class
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.config import CompactionSettings
 from dsh.events import Event
 from dsh.llm.types import ModelRequest
 from dsh.recall import SpanCache
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind
 
 
 @dataclass(frozen=True, slots=True)

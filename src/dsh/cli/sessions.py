@@ -10,16 +10,15 @@ from pathlib import Path
 import click
 
 from dsh.cli import context
-from dsh.compaction.recallable import checkpoint_kind
 from dsh.config import dsh_home, trusted_directories
 from dsh.errors import UsageError
-from dsh.events import encode_event, event_type_of, surface_message
+from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.store.base import encode_header
 from dsh.store.migrate import migrate_sessions, store_location
 from dsh.store.salvage import salvage_session
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
 from dsh.transcript import render_human_transcript, render_markdown, render_message
 from dsh.transcript.stats import render_stats, session_stats
@@ -201,7 +200,7 @@ def render_surface(session: Session) -> str:
         op = "append" if getattr(event, "surface_op", None) == "append" else "replace"
         kind = checkpoint_kind(session, seq)
         role = {"index": "index stub", "state": "state"}.get(kind or "", "tail")
-        message = surface_message(event)  # type: ignore[arg-type]
+        message = session.node_message(seq)
         label = f"[{kind} checkpoint]" if kind is not None else None
         body = render_message(message, label=label) if message is not None else "(empty)"
         blocks.append(f"#{seq} {event_type_of(event)} ({op}) — {role}\n{body}")

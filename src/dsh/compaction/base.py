@@ -14,22 +14,25 @@ from typing import Literal, Protocol
 from dsh.compaction.anchors import Anchor
 from dsh.compaction.summarizer import SummaryTask
 from dsh.errors import DshError
-from dsh.events import CheckpointKind, Degraded, Message, PluginSource, TextBlock, Usage
+from dsh.events import (
+    CheckpointKind,
+    Message,
+    PluginSource,
+    Region,
+    TextBlock,
+)
+from dsh.events import RegionText as RegionText  # re-exported: backends write them
 from dsh.surface import Session, system_tokens, tools_tokens
 
-Reason = Literal["pressure", "overflow", "manual", "region"]
+Reason = Literal["pressure", "overflow", "manual"]
 
 
-@dataclass(frozen=True, slots=True)
-class RegionPlan:
-    """One region to replace with one checkpoint."""
+class RegionPlan(Region, kw_only=True, frozen=True):
+    """One region to replace with one checkpoint, as planned: the backend writes it into a
+    ``RegionText`` (the same head fields plus the text), which the plan event logs."""
 
-    kind: CheckpointKind
-    shadowed_seqs: tuple[int, ...]
-    """Contiguous current surface nodes, in order."""
     task: SummaryTask | None
     """What to ask the summariser; None for a code-only (pointer or rollup) checkpoint."""
-    input_range: tuple[int, int] | None = None
     code_text: str | None = None
     """The text of a checkpoint written by code at plan time (a rollup of the oldest stubs)."""
     estimate_tokens: int = 0
@@ -50,21 +53,6 @@ class Plan:
     regions: tuple[RegionPlan, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RegionText:
-    """A summarised region, buffered off-surface until the whole pass can commit."""
-
-    kind: CheckpointKind
-    shadowed_seqs: tuple[int, ...]
-    summary: str
-    provider: str
-    model: str
-    input_range: tuple[int, int] | None = None
-    usage: Usage | None = None
-    raw_output: str | None = None
-    degraded: Degraded | None = None
-
-
 class CompactionBackend(Protocol):
     name: str
 
@@ -79,10 +67,6 @@ class CompactionBackend(Protocol):
     ) -> Plan | None:
         """The regions to compact now, or None when nothing is compactable. ``window`` is the
         routed model's context window when the caller knows it."""
-        ...
-
-    def plan_span(self, session: Session, first: int, last: int) -> Plan:
-        """A plan that replaces exactly the current nodes ``first``…``last``."""
         ...
 
     async def summarize(self, plan: Plan) -> list[RegionText]:

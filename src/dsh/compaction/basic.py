@@ -11,40 +11,8 @@ from dsh.compaction.prompts import frame_summary
 from dsh.compaction.summarizer import Summarizer, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
-from dsh.events import CompactionSummaryEvent, is_checkpoint_event, surface_message
-from dsh.surface import Session, message_tokens
-
-
-def retain_boundary(session: Session, retain_tokens: int) -> int:
-    """Index of the first tail node to keep: the tail holds at least ``retain_tokens`` and the
-    cut before it is balanced (no tool call split from its result). 0 means nothing to cut."""
-    nodes = session.nodes
-    keep = len(nodes)
-    kept = 0
-    while keep > 0 and kept < retain_tokens:
-        keep -= 1
-        kept += session.node_tokens(nodes[keep])
-    while keep > 0 and not session.tool_pairing_balanced_after(nodes[keep - 1]):
-        keep -= 1
-    return keep
-
-
-def checkpoint_summary_event(
-    session: Session, checkpoint_seq: int
-) -> CompactionSummaryEvent | None:
-    """The ``compaction/summary`` a checkpoint cites (sources ``[start, summary, …]``), if any."""
-    sources = getattr(session.events[checkpoint_seq], "source_event_seqs", None) or ()
-    for seq in sources[:2]:
-        candidate = session.events[seq]
-        if isinstance(candidate, CompactionSummaryEvent):
-            return candidate
-    return None
-
-
-def checkpoint_summary_text(session: Session, checkpoint_seq: int) -> str | None:
-    """The summary behind a checkpoint node, read from its ``compaction/summary`` event."""
-    summary = checkpoint_summary_event(session, checkpoint_seq)
-    return summary.data.summary if summary is not None else None
+from dsh.events import is_checkpoint_event
+from dsh.surface import Session, checkpoint_summary_text, message_tokens, retain_boundary
 
 
 class BasicBackend:
@@ -71,11 +39,6 @@ class BasicBackend:
             return None
         return Plan((self._region(session, shadowed, focus),))
 
-    def plan_span(self, session: Session, first: int, last: int) -> Plan:
-        nodes = session.nodes
-        span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
-        return Plan((self._region(session, span, None),))
-
     def _region(self, session: Session, shadowed: Sequence[int], focus: str | None) -> RegionPlan:
         previous = [
             text
@@ -85,9 +48,7 @@ class BasicBackend:
         ]
         header = session.request_header
         messages = [
-            message
-            for seq in shadowed
-            if (message := surface_message(session.events[seq])) is not None  # type: ignore[arg-type]
+            message for seq in shadowed if (message := session.node_message(seq)) is not None
         ]
         task = SummaryTask(
             kind="summary",

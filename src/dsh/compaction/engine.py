@@ -16,6 +16,8 @@ import os
 import secrets
 from collections.abc import Callable
 
+import msgspec
+
 from dsh.compaction.base import (
     CheckpointRef,
     CompactionBackend,
@@ -47,7 +49,6 @@ from dsh.events import (
     CompactionStart,
     CompactionStartEvent,
     CompactionSummary,
-    PlanRegion,
     ReplaceOp,
 )
 from dsh.surface import Session, message_tokens
@@ -233,15 +234,6 @@ class CompactionEngine:
             return resumed
         return await self.run_pass(plan, turn=None, source_command_id=source_command_id)
 
-    async def compact_region(self, first: int, last: int, *, turn: int | None = None) -> PassResult:
-        """Replace exactly the current nodes ``first``…``last`` (balanced edges required)."""
-        if not (
-            self.session.tool_pairing_balanced_before(first)
-            and self.session.tool_pairing_balanced_after(last)
-        ):
-            raise CompactionRefused(f"region #{first}–#{last} would split a tool call")
-        return await self.run_pass(self.backend.plan_span(self.session, first, last), turn=turn)
-
     # ---- a pass -----------------------------------------------------------------------------
 
     async def run_pass(
@@ -294,9 +286,7 @@ class CompactionEngine:
             error = f"inflation guard: {before_total} -> {after} tokens would not shrink"
             abort(error)
             raise CompactionRefused(error)
-        self.session.append(
-            CompactionPlan(pass_id=pass_id, regions=tuple(_plan_region(t) for t in texts))
-        )
+        self.session.append(CompactionPlan(pass_id=pass_id, regions=tuple(texts)))
         refs = self._commit(pass_id, texts, turn, source_command_id, first_start=lock)
         return PassResult(pass_id, refs, before.total_tokens, self.session.measure().total_tokens)
 
@@ -368,8 +358,8 @@ class CompactionEngine:
                 shadowed_seqs=shadowed,
                 shadowed_token_count=price,
                 input_range=region.input_range,
-                provider=region.provider,
-                model=region.model,
+                provider=region.provider or self.backend.name,
+                model=region.model or self.backend.name,
                 usage=region.usage,
                 raw_output=region.raw_output,
                 llm_stream_call=region.raw_output is not None,
@@ -404,18 +394,9 @@ class CompactionEngine:
             return None
         nodes = set(self.session.nodes)
         remaining = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
+        name = self.backend.name  # older plans do not say who wrote the summary
         texts = [
-            RegionText(
-                kind=r.kind,
-                shadowed_seqs=r.shadowed_seqs,
-                summary=r.summary,
-                provider=r.provider or self.backend.name,
-                model=r.model or self.backend.name,
-                input_range=r.input_range,
-                usage=r.usage,
-                raw_output=r.raw_output,
-                degraded=r.degraded,
-            )
+            msgspec.structs.replace(r, provider=r.provider or name, model=r.model or name)
             for r in remaining
         ]
         before = self.session.measure().total_tokens
@@ -433,20 +414,6 @@ class CompactionEngine:
         return PassResult(
             plan.data.pass_id, tuple(refs), before, self.session.measure().total_tokens
         )
-
-
-def _plan_region(region: RegionText) -> PlanRegion:
-    return PlanRegion(
-        kind=region.kind,
-        shadowed_seqs=region.shadowed_seqs,
-        input_range=region.input_range,
-        summary=region.summary,
-        raw_output=region.raw_output,
-        usage=region.usage,
-        degraded=region.degraded,
-        provider=region.provider,
-        model=region.model,
-    )
 
 
 def _describe(exc: BaseException) -> str:

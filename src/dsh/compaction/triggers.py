@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dsh.compaction.base import CompactionBackend
-from dsh.compaction.basic import retain_boundary
 from dsh.compaction.pruner import prune_result, result_text
 from dsh.config import CompactionSettings
 from dsh.events import AssistantMessageEvent, is_checkpoint_event
-from dsh.surface import Session
+from dsh.surface import Session, retain_boundary
 
 MAX_REFUSALS = 3
 """Refused passes allowed in one threshold crossing before the engine stops trying."""

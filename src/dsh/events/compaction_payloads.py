@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from dsh.events.messages import Struct, Usage
+from dsh.events.messages import Payload, Struct, Usage
+
+if TYPE_CHECKING:  # the event classes each payload names in its base (type-level only)
+    from dsh.events.types import (  # noqa: F401
+        CompactionEndEvent,
+        CompactionPlanEvent,
+        CompactionPruneEvent,
+        CompactionStartEvent,
+        CompactionSummaryEvent,
+    )
 
 
-class CompactionStart(Struct, kw_only=True, frozen=True):
+class CompactionStart(Payload["CompactionStartEvent"], kw_only=True, frozen=True):
     compaction_id: str
     pass_id: str | None = None
     turn: int | None
@@ -18,7 +27,7 @@ CheckpointKind = Literal["index", "state"]
 Degraded = Literal["pointer", "fallback"]
 
 
-class CompactionSummary(Struct, kw_only=True, frozen=True):
+class CompactionSummary(Payload["CompactionSummaryEvent"], kw_only=True, frozen=True):
     compaction_id: str
     pass_id: str | None = None
     kind: CheckpointKind | None = None
@@ -36,17 +45,27 @@ class CompactionSummary(Struct, kw_only=True, frozen=True):
     degraded: Degraded | None = None
 
 
-class CompactionEnd(Struct, kw_only=True, frozen=True):
+class CompactionEnd(Payload["CompactionEndEvent"], kw_only=True, frozen=True):
     compaction_id: str
     pass_id: str | None = None
     turn: int | None
     error: str | None = None
 
 
-class PlanRegion(Struct, kw_only=True, frozen=True):
+class Region(Struct, kw_only=True, frozen=True):
+    """What every stage of a region shares, from plan to log: which checkpoint it becomes and
+    the nodes it replaces."""
+
     kind: CheckpointKind
     shadowed_seqs: tuple[int, ...]
+    """Contiguous current surface nodes, in order."""
     input_range: tuple[int, int] | None = None
+    """State only: the wider conversation span the state summarises."""
+
+
+class RegionText(Region, kw_only=True, frozen=True):
+    """A written region, held off-surface until its pass commits and logged as it is."""
+
     summary: str
     raw_output: str | None = None
     usage: Usage | None = None
@@ -56,12 +75,12 @@ class PlanRegion(Struct, kw_only=True, frozen=True):
     model: str | None = None
 
 
-class CompactionPlan(Struct, frozen=True):
+class CompactionPlan(Payload["CompactionPlanEvent"], frozen=True):
     pass_id: str
-    regions: tuple[PlanRegion, ...]
+    regions: tuple[RegionText, ...]
 
 
-class CompactionPrune(Struct, frozen=True):
+class CompactionPrune(Payload["CompactionPruneEvent"], frozen=True):
     shadowed_range: tuple[int, int]
     shadowed_seqs: tuple[int, ...]
     shadowed_token_count: int

@@ -7,9 +7,15 @@ after it is appended.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 import msgspec
+
+if TYPE_CHECKING:
+    from dsh.events.types import (
+        EventBase,
+        UserMessageEvent,  # noqa: F401 - named by Message's base
+    )
 
 
 class Struct(
@@ -24,6 +30,16 @@ class Struct(
     """Base of every struct stored in a log: frozen, strict, camelCase on disk. ``gc=False``:
     the cyclic collector never tracks them (frozen values decoded from JSON cannot form a
     cycle), so a full collection does not walk a loaded log; reference counting frees them."""
+
+
+E = TypeVar("E", bound="EventBase")
+
+
+class Payload(Struct, Generic[E], frozen=True):
+    """The ``data`` of exactly one event class ``E``: every payload names the event it becomes
+    (``class TurnStart(Payload["TurnStartEvent"])``), so ``Session.append(payload)`` is typed
+    as returning that class. Type-level only: the parameter is never resolved at run time and
+    changes nothing on disk."""
 
 
 # ---- content blocks -------------------------------------------------------------------------
@@ -91,7 +107,7 @@ COMPACT_PLUGIN = "compact"
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-class Message(Struct, frozen=True):
+class Message(Payload["UserMessageEvent"], frozen=True):
     id: str
     role: Role
     content: tuple[Block, ...]

@@ -24,9 +24,10 @@ from dsh.events.compaction_payloads import (
     CompactionStart,
     CompactionSummary,
     Degraded,
-    PlanRegion,
+    Region,
+    RegionText,
 )
-from dsh.events.messages import Message, Struct, Usage
+from dsh.events.messages import Message, Payload, Struct, Usage
 
 # ---- envelope -------------------------------------------------------------------------------
 
@@ -54,7 +55,7 @@ class EventBase(Struct, tag_field="type", kw_only=True, frozen=True):
 # ---- payloads -------------------------------------------------------------------------------
 
 
-class TurnStart(Struct, frozen=True):
+class TurnStart(Payload["TurnStartEvent"], frozen=True):
     turn: int
 
 
@@ -66,17 +67,17 @@ class TurnEndReason(Struct, frozen=True):
     error: str | None = None
 
 
-class TurnEnd(Struct, frozen=True):
+class TurnEnd(Payload["TurnEndEvent"], frozen=True):
     turn: int
     reason: TurnEndReason
 
 
-class StepStart(Struct, frozen=True):
+class StepStart(Payload["StepStartEvent"], frozen=True):
     turn: int
     step: int
 
 
-class StepEnd(Struct, frozen=True):
+class StepEnd(Payload["StepEndEvent"], frozen=True):
     turn: int
     step: int
 
@@ -91,13 +92,13 @@ class StreamChunk(Struct, frozen=True):
     name: str | None = None
 
 
-class AssistantChunk(Struct, frozen=True):
+class AssistantChunk(Payload["AssistantChunkEvent"], frozen=True):
     turn: int
     step: int
     chunk: StreamChunk
 
 
-class AssistantMessage(Struct, frozen=True):
+class AssistantMessage(Payload["AssistantMessageEvent"], frozen=True):
     """``interrupted``: the stream was cut (Ctrl-C, or a provider failure whose code is
     ``errorCode``; its ``request/error`` comes just before). ``recoveredFromText``: the reply
     text the message's tool calls were recovered from (``provider.text_tool_calls``)."""
@@ -111,7 +112,7 @@ class AssistantMessage(Struct, frozen=True):
     recovered_from_text: str | None = None
 
 
-class ToolCall(Struct, frozen=True):
+class ToolCall(Payload["ToolCallEvent"], frozen=True):
     """``fromText``: the model wrote this call as text and dsh recovered it."""
 
     turn: int
@@ -127,7 +128,7 @@ class ToolErrorInfo(Struct, frozen=True):
     code: str
 
 
-class ToolResult(Struct, frozen=True):
+class ToolResult(Payload["ToolResultEvent"], frozen=True):
     turn: int
     step: int
     message: Message
@@ -147,18 +148,18 @@ class RequestHeaderBody(Struct, frozen=True):
     tools: tuple[dict[str, Any], ...] | None = None
 
 
-class RequestHeader(Struct, frozen=True):
+class RequestHeader(Payload["RequestHeaderEvent"], frozen=True):
     header: RequestHeaderBody
     reason: Literal["initial", "resume", "change"]
 
 
-class RequestContext(Struct, frozen=True):
+class RequestContext(Payload["RequestContextEvent"], frozen=True):
     provider: str
     model: str
     context_window: int | None = None
 
 
-class RequestError(Struct, frozen=True):
+class RequestError(Payload["RequestErrorEvent"], frozen=True):
     turn: int
     step: int
     code: str
@@ -166,7 +167,7 @@ class RequestError(Struct, frozen=True):
     retryable: bool
 
 
-class LlmRetry(Struct, frozen=True):
+class LlmRetry(Payload["LlmRetryEvent"], frozen=True):
     """A retried model call (written with ``ignorable: true``)."""
 
     turn: int
@@ -177,11 +178,11 @@ class LlmRetry(Struct, frozen=True):
     delay_ms: int
 
 
-class SessionEndSeed(Struct, frozen=True):
+class SessionEndSeed(Payload["SessionEndSeedEvent"], frozen=True):
     """First write of a resumed lifecycle; older unmatched compaction starts are dead."""
 
 
-class SessionWorkspace(Struct, frozen=True):
+class SessionWorkspace(Payload["SessionWorkspaceEvent"], frozen=True):
     """Tools of this lifecycle run in ``cwd`` instead of the header's workspace (``--cwd``)."""
 
     cwd: str
@@ -194,17 +195,17 @@ class Todo(Struct, frozen=True):
     status: Literal["pending", "in_progress", "completed"]
 
 
-class TodoWrite(Struct, frozen=True):
+class TodoWrite(Payload["TodoWriteEvent"], frozen=True):
     todos: tuple[Todo, ...]
 
 
-class CommandRun(Struct, frozen=True):
+class CommandRun(Payload["CommandRunEvent"], frozen=True):
     command_id: str
     name: str
     args: str = ""
 
 
-class CommandDone(Struct, frozen=True):
+class CommandDone(Payload["CommandDoneEvent"], frozen=True):
     command_id: str
     ok: bool
     text: str
@@ -338,7 +339,7 @@ KnownEvent = (
     | CompactionPruneEvent
 )
 
-KNOWN_EVENT_CLASSES: tuple[type[EventBase], ...] = KnownEvent.__args__
+KNOWN_EVENT_CLASSES: tuple[type[KnownEvent], ...] = KnownEvent.__args__
 
 
 class OpaqueEvent(msgspec.Struct, frozen=True):
@@ -362,10 +363,7 @@ Event = KnownEvent | OpaqueEvent
 SurfaceEvent = UserMessageEvent | AssistantMessageEvent | ToolResultEvent
 SURFACE_EVENT_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
 
-Payload = Any
-"""The ``data`` of some event class (``TurnStart``, ``Message``, ``ToolResult``…)."""
-
-EVENT_CLASS_BY_PAYLOAD: dict[type, type[EventBase]] = {
+EVENT_CLASS_BY_PAYLOAD: dict[type, type[KnownEvent]] = {
     typing.get_type_hints(cls)["data"]: cls for cls in KNOWN_EVENT_CLASSES
 }
 EVENT_CLASS_BY_TYPE: dict[str, type[EventBase]] = {
@@ -414,7 +412,8 @@ __all__ = [
     "LlmRetryEvent",
     "OpaqueEvent",
     "Payload",
-    "PlanRegion",
+    "Region",
+    "RegionText",
     "ReplaceOp",
     "RequestConfig",
     "RequestContext",

@@ -19,7 +19,6 @@ from dsh.recall.checkpoints import (
     list_checkpoints,
     parse_checkpoint_id,
     resolve_checkpoint,
-    summary_of_node,
 )
 from dsh.recall.render import (
     INDEX_LABEL,
@@ -80,5 +79,4 @@ __all__ = [
     "render_span",
     "resolve_checkpoint",
     "search_history",
-    "summary_of_node",
 ]

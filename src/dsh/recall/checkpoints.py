@@ -25,6 +25,7 @@ from dsh.events import (
     event_type_of,
     is_checkpoint_event,
 )
+from dsh.surface import summary_kind
 
 RecallErrorCode = Literal[
     "INVALID_ARGUMENT",
@@ -79,7 +80,7 @@ class Checkpoint:
     @property
     def kind(self) -> CheckpointKind:
         """``index`` or ``state`` (a legacy summary without a kind counts as state)."""
-        return self.summary.data.kind or "state"
+        return summary_kind(self.summary)
 
     @property
     def shadowed_seqs(self) -> tuple[int, ...]:
@@ -106,18 +107,6 @@ def parse_checkpoint_id(value: object) -> int:
             f"in a checkpoint footer), got {value!r}",
         )
     return int(match.group(1))
-
-
-def summary_of_node(events: Sequence[Event], node_seq: int) -> CompactionSummaryEvent | None:
-    """The ``compaction/summary`` a checkpoint node cites (``sourceEventSeqs`` starts with the
-    bracket's start and summary), or None."""
-    sources = getattr(events[node_seq], "source_event_seqs", None) or ()
-    for seq in sources[:2]:
-        if 0 <= seq < len(events):
-            candidate = events[seq]
-            if isinstance(candidate, CompactionSummaryEvent):
-                return candidate
-    return None
 
 
 def resolve_checkpoint(events: Sequence[Event], checkpoint: object) -> Checkpoint:

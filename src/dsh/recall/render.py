@@ -23,7 +23,8 @@ from dsh.events import (
     is_surface_event,
     surface_message,
 )
-from dsh.recall.checkpoints import Checkpoint, summary_of_node
+from dsh.recall.checkpoints import Checkpoint
+from dsh.surface import summary_of_node
 from dsh.transcript import render_message
 
 PRIOR_STATE_LABEL = "[prior state checkpoint]"

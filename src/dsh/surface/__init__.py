@@ -1,6 +1,14 @@
 """The model's projection of the log: fold, live session, derived messages, pairing, measure."""
 
 from dsh.events import surface_message
+from dsh.surface.checkpoints import (
+    checkpoint_kind,
+    checkpoint_summary_event,
+    checkpoint_summary_text,
+    retain_boundary,
+    summary_kind,
+    summary_of_node,
+)
 from dsh.surface.projection import Replacement, SurfaceProjection, fold_surface
 from dsh.surface.session import (
     Draft,
@@ -15,8 +23,14 @@ __all__ = [
     "Replacement",
     "Session",
     "SurfaceProjection",
+    "checkpoint_kind",
+    "checkpoint_summary_event",
+    "checkpoint_summary_text",
     "fold_surface",
     "message_tokens",
+    "retain_boundary",
+    "summary_kind",
+    "summary_of_node",
     "surface_message",
     "system_tokens",
     "text_tokens",

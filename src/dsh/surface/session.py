@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from dsh.errors import EventValidationError, LogCorruptError, SurfaceError
 from dsh.events import (
@@ -21,13 +21,18 @@ from dsh.events import (
     AssistantMessageEvent,
     Event,
     EventBase,
+    KnownEvent,
     Message,
+    Payload,
     RequestHeaderBody,
     RequestHeaderEvent,
     SessionEndSeed,
+    SurfaceEvent,
     SurfaceOp,
     ToolResultEvent,
     UserMessageEvent,
+    event_type_of,
+    is_surface_event,
     surface_message,
     validate_event_shape,
 )
@@ -49,7 +54,7 @@ _SURFACE_TYPES = frozenset(_SURFACE_CLASSES)
 class Draft:
     """An event to append, before the session gives it a seq and a time."""
 
-    payload: Any
+    payload: Payload[Any]
     surface_op: SurfaceOp | None = None
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool = False
@@ -140,7 +145,7 @@ class Session:
     def of_type(self, kind: type[E]) -> Sequence[E]:
         """The events of exactly type ``kind``, in log order: kept as the log loads and as
         events commit, so a reader needing a few kinds does not scan the whole log."""
-        return self._by_type.get(kind, ())  # type: ignore[return-value]
+        return cast(Sequence[E], self._by_type.get(kind, ()))  # keyed by exact type
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(event)`` after each commit; returns the unsubscribe function."""
@@ -149,17 +154,19 @@ class Session:
 
     def append(
         self,
-        payload: Any,
+        payload: Payload[E],
         *,
         surface_op: SurfaceOp | None = None,
         source_event_seqs: Sequence[int] | None = None,
         ignorable: bool = False,
-    ) -> Event:
-        """Append one event built from its payload; surface payloads default to ``append``."""
+    ) -> E:
+        """Append one event built from its payload; surface payloads default to ``append``.
+        The result is the payload's own event class (``TurnStart`` -> ``TurnStartEvent``)."""
         sources = tuple(source_event_seqs) if source_event_seqs is not None else None
-        return self.append_many([Draft(payload, surface_op, sources, ignorable)])[-1]
+        event = self.append_many([Draft(payload, surface_op, sources, ignorable)])[-1]
+        return cast(E, event)  # built from EVENT_CLASS_BY_PAYLOAD, the runtime twin of E
 
-    def append_many(self, drafts: Sequence[Draft]) -> list[Event]:
+    def append_many(self, drafts: Sequence[Draft]) -> list[KnownEvent]:
         """Append several events as one write: all are committed, or none."""
         batch: list[Draft] = list(drafts)
         if self._log.pending_end_seed and batch:
@@ -170,12 +177,13 @@ class Session:
         try:
             for event in events:
                 validate_event_shape(event)
-                undos.append((self._surface.apply(event), event))
+                undo = self._surface.apply(event)
+                if undo is not None and is_surface_event(event):
+                    undos.append((undo, event))
             self._log.append(events, validated=True)
         except BaseException:
-            for undo, event in reversed(undos):
-                if undo is not None:
-                    self._surface.undo(undo, event)  # type: ignore[arg-type]
+            for undo, surface_event in reversed(undos):
+                self._surface.undo(undo, surface_event)
             raise
         for event in events:
             self._by_type[type(event)].append(event)
@@ -187,7 +195,7 @@ class Session:
                     log.exception("session observer failed on seq %d", event.seq)
         return events
 
-    def _build(self, draft: Draft, seq: int, now: int) -> Event:
+    def _build(self, draft: Draft, seq: int, now: int) -> KnownEvent:
         cls = EVENT_CLASS_BY_PAYLOAD.get(type(draft.payload))
         if cls is None:
             raise EventValidationError(
@@ -204,26 +212,24 @@ class Session:
                 f"event seq {seq}: only surface events may carry surfaceOp or sourceEventSeqs",
                 seq=seq,
             )
-        event: EventBase = cls(**fields)
-        return event  # type: ignore[return-value]
+        return cls(**fields)
 
     def _track(self, event: Event) -> None:
         """Remember what ``measure`` needs: the latest header, replace and usage anchor."""
-        kind = type(event)
-        if kind is RequestHeaderEvent:
-            self._header_event = event  # type: ignore[assignment]
-        elif kind in _SURFACE_TYPES:
-            op = event.surface_op  # type: ignore[union-attr]
+        if isinstance(event, RequestHeaderEvent):
+            self._header_event = event
+        elif is_surface_event(event):
+            op = event.surface_op
             if self._node_sum is not None:
                 self._node_sum += self._priced_change(event.seq, op == APPEND)
             if op != APPEND:
                 self._last_replace_seq = event.seq
             elif (
-                kind is AssistantMessageEvent
-                and event.data.usage is not None  # type: ignore[union-attr]
-                and not event.data.interrupted  # type: ignore[union-attr]
+                isinstance(event, AssistantMessageEvent)
+                and event.data.usage is not None
+                and not event.data.interrupted
             ):
-                self._anchor = event  # type: ignore[assignment]
+                self._anchor = event
 
     def _track_loaded(self) -> None:
         """What ``_track`` would have remembered over the loaded log, from its last events."""
@@ -285,11 +291,24 @@ class Session:
         """True iff no tool call is open just after node ``seq``."""
         return self._surface.pairing_balance_after(self._surface.position(seq)) == 0
 
+    def node(self, seq: int) -> SurfaceEvent:
+        """The surface event ``seq``: a current node, or one a replace has shadowed."""
+        event = self._log.events[seq]
+        if not is_surface_event(event):
+            raise SurfaceError(f"seq {seq} is {event_type_of(event)}, not a surface event", seq=seq)
+        return event
+
+    def node_message(self, seq: int) -> Message | None:
+        """The message event ``seq`` contributes to the model: None for an empty assistant
+        message, and for an event that is not a surface event."""
+        event = self._log.events[seq]
+        return surface_message(event) if is_surface_event(event) else None
+
     def node_tokens(self, seq: int) -> int:
         """Heuristic price of one surface event's message (0 for an empty assistant message)."""
         cached = self._tokens.get(seq)
         if cached is None:
-            message = surface_message(self._log.events[seq])  # type: ignore[arg-type]
+            message = self.node_message(seq)
             cached = 0 if message is None else message_tokens(message)
             self._tokens[seq] = cached
         return cached

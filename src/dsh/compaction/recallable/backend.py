@@ -26,7 +26,6 @@ from dsh.compaction.base import (
     RegionText,
     heuristic_total,
 )
-from dsh.compaction.basic import checkpoint_summary_event, checkpoint_summary_text, retain_boundary
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
 from dsh.compaction.recallable.rollup import (
@@ -53,7 +52,7 @@ from dsh.events import (
     is_checkpoint_event,
     surface_message,
 )
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind, checkpoint_summary_text, retain_boundary
 from dsh.transcript import render_message
 
 log = logging.getLogger("dsh.compaction")
@@ -66,17 +65,6 @@ ROLLUP_MODEL = "rollup"
 INSTRUCTION_TOKENS = 300
 """Room a riding call's instruction message takes (heuristic tokens, generous)."""
 _BIG = 10**9  # a seq larger than any real one, to price a footer before its seq exists
-
-
-def checkpoint_kind(session: Session, seq: int) -> str | None:
-    """``index`` or ``state`` for a checkpoint node (legacy kind-less summaries count as state);
-    None for a node that is not a checkpoint."""
-    event = session.events[seq]
-    if not is_checkpoint_event(event):
-        return None
-    summary = checkpoint_summary_event(session, seq)
-    kind = summary.data.kind if summary is not None else None
-    return kind or "state"
 
 
 class RecallableBackend:
@@ -188,12 +176,6 @@ class RecallableBackend:
             for seq in session.nodes
             if checkpoint_kind(session, seq) == "index"
         )
-
-    def plan_span(self, session: Session, first: int, last: int) -> Plan:
-        self._window = None
-        nodes = session.nodes
-        span = nodes[session.surface.position(first) : session.surface.position(last) + 1]
-        return self._plan(session, span, self._chunks(session, span), None)
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""

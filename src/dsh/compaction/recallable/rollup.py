@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dsh.compaction.anchors import Anchor, keyword_line, parse_keyword_line
 from dsh.compaction.base import checkpoint_message
 from dsh.compaction.prompts import footer, frame_rollup
-from dsh.events import surface_message
 from dsh.surface import Session, message_tokens
 
 ROLLUP_KEYWORD_CHARS = 600
@@ -68,7 +67,7 @@ def rollup_cut(
     removed = 0
     after = region
     for count, seq in enumerate(leading, start=1):
-        message = surface_message(session.events[seq])  # type: ignore[arg-type]
+        message = session.node_message(seq)
         texts.append(message.text() if message is not None else "")
         removed += session.node_tokens(seq)
         if count < 2:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+import msgspec
+
 from dsh.compaction.base import RegionPlan, RegionText
 from dsh.compaction.model_summarizer import build_summary_request, output_budget
 from dsh.compaction.recallable.texts import slice_text, state_text
@@ -69,7 +71,7 @@ async def fold_state(
         previous = text.summary
     assert text is not None
     if len(tasks) > 1:  # no single call produced it: replay cannot serve it as one call
-        text = dataclasses.replace(text, raw_output=None, usage=None)
+        text = msgspec.structs.replace(text, raw_output=None, usage=None)
     return text
 
 
