@@ -86,6 +86,7 @@ class Injection:
     offer_recall: bool | None = None
     """Offer the recall tools regardless of the backend (the bench's ``basic+recall`` arm)."""
     on_commit: CommitHook | None = None
+    """Run right before each region commits (crash tests exit there)."""
 
 
 @dataclass(frozen=True, slots=True)

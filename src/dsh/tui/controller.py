@@ -1,5 +1,6 @@
-"""The TUI's model of one session: the log, the agent, the projector, and what the status bar
-follows. No widgets here: the app listens (``Listener``) and runs the coroutines as workers.
+"""The TUI's model of one session: its ``SessionRunner`` (the log, the agent, the one running
+activity, cancel), the projector, and what the status bar follows. No widgets here: the app
+listens (``Listener``) and runs the coroutines as workers.
 
 One ``TranscriptProjector`` per opened session: the stored events are fed to it when the
 session opens, and every event appended afterwards (by the agent, by ``/compact``) is fed to
