@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh.agent import rebuild_requests
-from dsh.agent.runtime import build_agent, resolve_route
+from dsh.agent.runtime import resolve_route
+from dsh.agent.wiring import build_agent
 from dsh.config import ProviderSettings, Settings, ToolSettings
 from dsh.events import AssistantMessageEvent, Event, ToolCallEvent, ToolResultEvent, encode_event
 from dsh.llm.replay import ReplayProvider

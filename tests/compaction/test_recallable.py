@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import subprocess
 import sys
@@ -284,7 +283,7 @@ def test_a_later_pass_never_puts_an_old_stub_inside_its_region():
 
 
 CRASHER = """
-import asyncio, itertools, sys
+import asyncio, itertools, os, sys
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from dsh.config import CompactionSettings
 from dsh.store import JsonlStore
@@ -293,8 +292,10 @@ settings = CompactionSettings(backend="recallable", retain_tokens=300, chunk_tok
                               stub_tokens=100, state_max_tokens=300)
 session = Session.open(JsonlStore(sys.argv[1]), sys.argv[2], writable=True)
 ids = itertools.count(1)
+crash_at = int(sys.argv[3])
 engine = CompactionEngine(session, RecallableBackend(ExtractiveSummarizer(), settings), settings,
-                          new_id=lambda: f"p{next(ids)}")
+                          new_id=lambda: f"p{next(ids)}",
+                          on_commit=lambda n: os._exit(137) if n == crash_at else None)
 asyncio.run(engine.compact_now(window=100_000))
 """
 
@@ -307,10 +308,8 @@ def test_a_kill_between_commits_is_completed_from_the_plan_to_the_same_layout(
     session = long_session(store)
     session_id = session.id
     session.close()
-    env = {**os.environ, "DSH_CRASH_AT": f"commit:{crash_at}"}
     child = subprocess.run(
-        [sys.executable, "-c", CRASHER, str(tmp_path / "crashed"), session_id],
-        env=env,
+        [sys.executable, "-c", CRASHER, str(tmp_path / "crashed"), session_id, str(crash_at)],
         timeout=60,
     )
     assert child.returncode == 137

@@ -86,14 +86,15 @@ def test_a_rollup_keeps_every_footer_even_of_an_earlier_rollup_and_trims_keyword
 
 
 CRASHER = """
-import asyncio, sys
+import asyncio, os, sys
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from tests.compaction.test_recallable import SETTINGS
 from dsh.store import JsonlStore
 from dsh.surface import Session
 session = Session.open(JsonlStore(sys.argv[1]), sys.argv[2], writable=True)
 backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS)
-engine = CompactionEngine(session, backend, SETTINGS)
+engine = CompactionEngine(session, backend, SETTINGS,
+                          on_commit=lambda n: os._exit(137) if n == 2 else None)
 asyncio.run(engine.compact_now(window=6000))
 """
 
@@ -113,7 +114,7 @@ def test_a_kill_after_the_rollup_committed_is_completed_from_the_plan(tmp_path: 
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
     session_id = session.id
     session.close()
-    env = {**os.environ, "DSH_CRASH_AT": "commit:2", "PYTHONPATH": str(Path.cwd())}
+    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
     child = subprocess.run(
         [sys.executable, "-c", CRASHER, str(tmp_path), session_id], env=env, timeout=120
     )

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent.runtime import build_agent, resolve_route
+from dsh.agent.runtime import resolve_route
+from dsh.agent.wiring import build_agent
 from dsh.config import ProviderSettings, Settings, load_settings
 from dsh.errors import ConfigError
 from dsh.events import RequestHeaderEvent

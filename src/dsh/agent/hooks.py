@@ -7,17 +7,15 @@ from dsh.agent.loop import Agent, OverflowHandler, PreStepHook
 from dsh.compaction import CompactionEngine
 from dsh.config import DEFAULT_CONTEXT_WINDOW
 
-DEFAULT_WINDOW = DEFAULT_CONTEXT_WINDOW
-
 
 def compaction_hooks(engine: CompactionEngine) -> tuple[PreStepHook, OverflowHandler]:
     async def pre_step(agent: Agent, turn: int) -> None:
-        window = agent.config.context_window or DEFAULT_WINDOW
+        window = agent.config.context_window or DEFAULT_CONTEXT_WINDOW
         await engine.compact_if_needed("pressure", turn=turn, window=window)
 
     async def on_overflow(agent: Agent, turn: int, step: int) -> bool:
         before = agent.session.replace_generation
-        window = agent.config.context_window or DEFAULT_WINDOW
+        window = agent.config.context_window or DEFAULT_CONTEXT_WINDOW
         await engine.compact_if_needed("overflow", turn=turn, window=window)
         return agent.session.replace_generation != before
 

@@ -1,14 +1,15 @@
 """Driving one scenario through the real agent loop with one backend (arm).
 
-``run_scenario`` mirrors ``dsh.agent.runtime.build_agent`` — default tools, plus the recall tools
-and their prompt section where the arm offers them, compaction hooks, the ``auto`` approval
-policy — but builds the parts itself because the bench needs handles on them: the engine is a
-``ProbedEngine`` (records each pass), the pre-step hook is wrapped (records each threshold
-crossing), the provider is a ``RecordingProvider`` around the ``scripted`` provider, and the
-summariser is the extractive one billed as a model call (``SimulatedSummarizer``) or, online, a
-real ``ModelSummarizer``. Tools are the real ones, run in a temporary workspace that the scenario
-seeds with its files. The system prompt names a fixed workspace path, so token counts (and so
-every figure but time) are the same on every machine.
+``run_scenario`` builds the parts through the builder every face uses
+(``dsh.agent.wiring.build_parts``: default tools, plus the recall tools and their prompt section
+where the arm offers them, the engine and its compaction hooks) with the bench's injection points:
+the route's provider is a ``RecordingProvider`` around the ``scripted`` provider, an ``on_pass``
+observer records each pass, the summariser is the extractive one billed as a model call
+(``SimulatedSummarizer``) or, online, a real ``ModelSummarizer``; the pre-step hook is wrapped
+(records each threshold crossing) and the approval policy is ``auto``. Tools are the real ones,
+run in a temporary workspace that the scenario seeds with its files. The system prompt names a
+fixed workspace path, so token counts (and so every figure but time) are the same on every
+machine.
 
 Arms: ``off``, ``basic``, ``basic+recall`` (basic compaction with the recall tools, the control
 that separates what the tools buy from what stubs and state buy) and ``recallable``.
@@ -27,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from dsh.agent import Agent, AgentConfig, PreStepHook, system_prompt
-from dsh.agent.hooks import DEFAULT_WINDOW, compaction_hooks
+from dsh.agent.runtime import Route
+from dsh.agent.wiring import Injection, build_parts
 from dsh.bench.generate import generate
 from dsh.bench.online import HandoffProbe
 from dsh.bench.options import OnlineOptions, RunOptions
@@ -36,26 +38,16 @@ from dsh.bench.results import RunResult, as_json
 from dsh.bench.scenario import Scenario, from_jsonl, load_spec
 from dsh.bench.score import RunLog, score_run
 from dsh.bench.trace import RecordingProvider, SimulatedSummarizer, Trace
-from dsh.compaction import (
-    CompactionEngine,
-    ExtractiveSummarizer,
-    ModelSummarizer,
-    PassResult,
-    Plan,
-    make_backend,
-)
-from dsh.compaction.base import CompactionBackend, CompactionError
+from dsh.compaction import ExtractiveSummarizer, ModelSummarizer
+from dsh.compaction.engine import PassOutcome
 from dsh.compaction.summarizer import Summarizer
-from dsh.config import CompactionSettings, RecallSettings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import DshError
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
-from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.store import MemoryStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
-from dsh.tools.base import Tool
-from dsh.tools.registry import ToolRegistry, default_tools
 
 BACKENDS = ("off", "basic", "basic+recall", "recallable")
 RECALL_ARMS = ("basic+recall", "recallable")
@@ -74,53 +66,6 @@ class BenchError(DshError):
 def compaction_backend(arm: str) -> str:
     """The ``[compaction] backend`` of an arm."""
     return "basic" if arm == "basic+recall" else arm
-
-
-class ProbedEngine(CompactionEngine):
-    """The engine, recording every landed pass (and every refusal) as it happens."""
-
-    def __init__(
-        self,
-        session: Session,
-        backend: CompactionBackend,
-        settings: CompactionSettings,
-        trace: Trace,
-        **options: Any,
-    ) -> None:
-        super().__init__(session, backend, settings, **options)
-        self.trace = trace
-        self.passes: list[PassRecord] = []
-        self.refusals: list[str] = []
-
-    async def run_pass(
-        self, plan: Plan, *, turn: int | None, source_command_id: str | None = None
-    ) -> PassResult:
-        calls = len(self.trace.calls)
-        started = time.perf_counter()
-        try:
-            result = await super().run_pass(plan, turn=turn, source_command_id=source_command_id)
-        except CompactionError as exc:
-            self.refusals.append(str(exc))
-            raise
-        elapsed = time.perf_counter() - started
-        record = PassRecord(
-            number=len(self.passes) + 1,
-            step=self.trace.conversation_calls,
-            turn=turn,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
-            regions=len(result.checkpoints),
-            stubs=sum(c.kind == "index" for c in result.checkpoints),
-            summariser_calls=sum(c.purpose == "compaction" for c in self.trace.calls[calls:]),
-            wall_s=elapsed,
-            region_growth=sum(
-                self.session.node_tokens(c.checkpoint_seq) >= c.shadowed_tokens
-                for c in result.checkpoints
-            ),
-        )
-        self.passes.append(record)
-        self.trace.pending_passes.append(record.number)
-        return result
 
 
 def load_scenario(name_or_path: str, seed: int) -> Scenario:
@@ -189,17 +134,50 @@ class _Run:
             ScriptedProvider(scenario.entries(), model="scripted"), self.trace
         )
         self.online_provider = online_provider
-        backend = make_backend(self.settings, self._summarizer())
+        self.passes: list[PassRecord] = []
+        self.refusals: list[str] = []
+        self._calls_seen = 0
         ids = itertools.count(1)
-        self.engine = (
-            ProbedEngine(
-                self.session, backend, self.settings, self.trace, new_id=lambda: f"p{next(ids):03d}"
-            )
-            if backend is not None
-            else None
+        self.parts = build_parts(
+            Settings(compaction=self.settings),
+            Route(self.provider, "scripted", scenario.window),
+            self.session,
+            inject=Injection(
+                summarizer=lambda session: self._summarizer(),
+                on_pass=self._record_pass,
+                new_id=lambda: f"p{next(ids):03d}",
+                offer_recall=arm in RECALL_ARMS,
+            ),
         )
+        self.engine = self.parts.engine
         self.crossings: list[Crossing] = []
         self.probe: HandoffProbe | None = None
+
+    def _record_pass(self, outcome: PassOutcome) -> None:
+        """Every landed pass (and every refusal), as it happens."""
+        calls = self.trace.calls[self._calls_seen :]
+        self._calls_seen = len(self.trace.calls)
+        result = outcome.result
+        if result is None:
+            self.refusals.append(str(outcome.error))
+            return
+        record = PassRecord(
+            number=len(self.passes) + 1,
+            step=self.trace.conversation_calls,
+            turn=outcome.turn,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            regions=len(result.checkpoints),
+            stubs=sum(c.kind == "index" for c in result.checkpoints),
+            summariser_calls=sum(c.purpose == "compaction" for c in calls),
+            wall_s=outcome.wall_s,
+            region_growth=sum(
+                self.session.node_tokens(c.checkpoint_seq) >= c.shadowed_tokens
+                for c in result.checkpoints
+            ),
+        )
+        self.passes.append(record)
+        self.trace.pending_passes.append(record.number)
 
     def _summarizer(self) -> Summarizer:
         online = self.options.online
@@ -218,7 +196,7 @@ class _Run:
         engine = self.engine
         if engine is None:
             return [], None
-        pre_step, overflow = compaction_hooks(engine)
+        (pre_step,), overflow = self.parts.hooks, self.parts.overflow
         online = self.options.online
         if online is not None:
             assert self.online_provider is not None
@@ -226,37 +204,32 @@ class _Run:
             self.probe = HandoffProbe(self.scenario, self.session, purpose, online)
 
         async def recorded(agent: Agent, turn: int) -> None:
-            threshold = engine.threshold(agent.config.context_window or DEFAULT_WINDOW)
+            threshold = engine.threshold(agent.config.context_window or DEFAULT_CONTEXT_WINDOW)
             before = self.session.measure().total_tokens
-            passes = len(engine.passes)
+            passes = len(self.passes)
             await pre_step(agent, turn)
-            ran = len(engine.passes) - passes
+            ran = len(self.passes) - passes
             if before >= threshold or ran:
                 after = self.session.measure().total_tokens
                 step = self.trace.conversation_calls
                 self.crossings.append(Crossing(step, before, threshold, ran, after))
             if ran and self.probe is not None:
-                await self.probe.after_pass(agent, turn, engine.passes[-1].number)
+                await self.probe.after_pass(agent, turn, self.passes[-1].number)
 
         return [recorded], overflow
 
     def _agent(self) -> Agent:
-        tools: list[Tool] = default_tools()
-        sections: tuple[str, ...] = ()
-        if self.arm in RECALL_ARMS:
-            tools += recall_tools(RecallSettings())
-            sections = (RECALL_PROMPT_SECTION,)
         hooks, overflow = self._hooks()
         root = Path(f"{DISPLAY_ROOT}/{self.scenario.name}")
         return Agent(
             self.session,
             self.provider,
-            ToolRegistry(tools),
+            self.parts.tools,
             ApprovalPolicy("auto"),
             config=AgentConfig(
                 provider="scripted",
                 model="scripted",
-                system=system_prompt(root, sections=sections),
+                system=system_prompt(root, sections=self.parts.sections),
                 context_window=self.scenario.window,
                 max_steps=50,
                 retry_base_delay=0.0,
@@ -278,15 +251,15 @@ class _Run:
                 error = f"turn {number} ended {result.reason}: {result.error}"
                 break
             if progress is not None:
-                progress(number, len(turns), len(engine.passes) if engine else 0)
+                progress(number, len(turns), len(self.passes))
         log = RunLog(
             session=self.session,
             trace=self.trace,
             requests=self.provider.requests,
-            passes=engine.passes if engine else [],
+            passes=self.passes,
             crossings=self.crossings,
             warnings=len(engine.warnings) if engine else 0,
-            refusals=len(engine.refusals) if engine else 0,
+            refusals=len(self.refusals),
             recall_offered=self.arm in RECALL_ARMS,
             wall_s=time.perf_counter() - started,
             error=error,

@@ -1,30 +1,29 @@
 """``dsh compact ID [--focus TEXT]``: compact an idle stored session now.
 
 A call with nothing to compact (no plan, no interrupted pass to finish) appends nothing: no
-``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it.
+``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it. The
+summariser, the budgets and the window come from the same builder as the TUI's and the web's
+``/compact`` (``dsh.agent.wiring``), on the route the session last ran with.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 import click
 
-from dsh.agent.runtime import resolve_route, summarizer_route
+from dsh.agent.runtime import Route, resolve_route
+from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context
-from dsh.compaction import (
-    NOTHING_TO_COMPACT,
-    CompactionEngine,
-    make_backend,
-    make_summarizer,
-    run_compact_command,
-)
-from dsh.config import DEFAULT_CONTEXT_WINDOW, load_settings
-from dsh.errors import UsageError
-from dsh.events import RequestContext, RequestContextEvent
+from dsh.config import Settings, load_settings
+from dsh.errors import ConfigError, UsageError
+from dsh.events import Event, RequestContext, RequestContextEvent
+from dsh.llm.types import ModelRequest, StreamEvent
+from dsh.store import EventStore
 from dsh.surface import Session
-
-DEFAULT_WINDOW = DEFAULT_CONTEXT_WINDOW
+from dsh.tools.approval import ApprovalAnswer
 
 
 @click.command("compact")
@@ -45,29 +44,9 @@ def compact(
     store = context.store(settings)
     session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
     try:
-        route = _route(session)
-        budgets = settings.compaction
-        if route is not None:  # the budgets the session's own model runs with
-            budgets = budgets.for_route(route.provider, route.model)
-        provider = None
-        model = None
-        if budgets.summarizer != "extractive":
-            provider, model = summarizer_route(settings, resolve_route(settings, store=store))
-        backend = make_backend(
-            budgets, make_summarizer(budgets, provider, model, history=session.events)
-        )
-        if backend is None:
-            raise UsageError("compaction.backend is off; choose --compaction basic or recallable")
-        engine = CompactionEngine(session, backend, budgets)
-        window = (
-            (route.context_window if route is not None else None)
-            or settings.provider.context_window
-            or DEFAULT_WINDOW
-        )
-        if _nothing_to_compact(engine, window=window, focus=focus):
-            ok, text = True, NOTHING_TO_COMPACT
-        else:
-            ok, text = asyncio.run(run_compact_command(engine, window=window, focus=focus))
+        route = session_route(settings, session, store)
+        runner = SessionRunner(session, SettingsWiring(settings, lambda: route), approver=_deny)
+        ok, text = asyncio.run(_compact(runner, focus))
     finally:
         session.close()
     click.echo(text)
@@ -75,7 +54,32 @@ def compact(
         raise SystemExit(1)
 
 
-def _route(session: Session) -> RequestContext | None:
+async def _compact(runner: SessionRunner, focus: str | None) -> tuple[bool, str]:
+    try:
+        return await runner.start_compact(focus, log_nothing=False)
+    except CompactionOff as exc:
+        raise UsageError(f"{exc}; choose --compaction basic or recallable") from exc
+
+
+def session_route(settings: Settings, session: Session, store: EventStore) -> Route:
+    """The route a stored session compacts with: the provider, model and window it last ran
+    with (from its log), on the configured provider when a model summariser needs it. An
+    extractive summariser calls no model, so no key is needed."""
+    logged = _logged_route(session)
+    if settings.compaction.summarizer == "extractive":
+        if logged is None:
+            cfg = settings.provider
+            return Route(_Unreachable(cfg.name), cfg.model or "", cfg.context_window)
+        window = logged.context_window or settings.provider.context_window
+        return Route(_Unreachable(logged.provider), logged.model, window)
+    configured = resolve_route(settings, store=store)
+    if logged is None or logged.provider != configured.provider.name:
+        return configured
+    window = logged.context_window or configured.context_window
+    return Route(configured.provider, logged.model, window)
+
+
+def _logged_route(session: Session) -> RequestContext | None:
     """The provider, model and window the session last ran with (its latest route)."""
     for event in reversed(session.events):
         if isinstance(event, RequestContextEvent):
@@ -83,15 +87,17 @@ def _route(session: Session) -> RequestContext | None:
     return None
 
 
-def _nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | None) -> bool:
-    """True when ``compact_now`` would find nothing: idle, no interrupted pass, no plan."""
-    if engine.turn_is_open() or engine.incomplete_plan() is not None:
-        return False  # let the command run and say why (busy) or finish the pass
-    plan = engine.backend.plan(
-        engine.session,
-        retain_tokens=engine.retain(window),
-        focus=focus,
-        reason="manual",
-        window=window,
-    )
-    return plan is None
+@dataclass(slots=True)
+class _Unreachable:
+    """The provider a session ran on, by name only: compacting extractively calls no model."""
+
+    name: str
+
+    def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        raise ConfigError(f"dsh compact does not reach the {self.name} provider")
+
+
+async def _deny(tool: str, args: dict[str, object]) -> ApprovalAnswer:
+    return "deny"  # dsh compact runs no turn, so no tool asks

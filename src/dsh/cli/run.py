@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
-from dsh.agent.runtime import approval_policy, build_agent, resolve_route, wire
+from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
+from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import provider_options

@@ -15,7 +15,12 @@ from dsh.compaction.base import (
     RegionText,
 )
 from dsh.compaction.basic import BasicBackend
-from dsh.compaction.commands import NOTHING_TO_COMPACT, run_compact_command
+from dsh.compaction.commands import (
+    COMPACT_CANCELLED,
+    NOTHING_TO_COMPACT,
+    nothing_to_compact,
+    run_compact_command,
+)
 from dsh.compaction.engine import CompactionEngine
 from dsh.compaction.extractive import ExtractiveSummarizer
 from dsh.compaction.model_summarizer import ModelSummarizer, build_summary_request
@@ -61,6 +66,7 @@ def make_backend(settings: CompactionSettings, summarizer: Summarizer) -> Compac
 
 
 __all__ = [
+    "COMPACT_CANCELLED",
     "NOTHING_TO_COMPACT",
     "BasicBackend",
     "CompactionBackend",
@@ -81,6 +87,7 @@ __all__ = [
     "build_summary_request",
     "make_backend",
     "make_summarizer",
+    "nothing_to_compact",
     "prune_tool_results",
     "run_compact_command",
 ]

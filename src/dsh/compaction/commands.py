@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 
 from dsh.compaction.base import CompactionError, PassResult
 from dsh.compaction.engine import CompactionEngine
+from dsh.errors import DshError
 from dsh.events import CommandDone, CommandRun
 
 NOTHING_TO_COMPACT = "No compactable history yet."
+COMPACT_CANCELLED = "Compaction cancelled."
+
+
+def nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | None) -> bool:
+    """True when ``compact_now`` would find nothing: idle, no interrupted pass, no plan."""
+    if engine.turn_is_open() or engine.incomplete_plan() is not None:
+        return False  # let the command run and say why (busy) or finish the pass
+    plan = engine.backend.plan(
+        engine.session,
+        retain_tokens=engine.retain(window),
+        focus=focus,
+        reason="manual",
+        window=window,
+    )
+    return plan is None
 
 
 def compacted_text(result: PassResult) -> str:
@@ -19,7 +37,11 @@ async def run_compact_command(
     engine: CompactionEngine, *, window: int, focus: str | None = None
 ) -> tuple[bool, str]:
     """Log ``command/run``, compact, log ``command/done`` (``sourceEventSeq`` = the state
-    summary's seq). Returns (ok, the answer people see)."""
+    summary's seq). Returns (ok, the answer people see).
+
+    Every ``command/run`` gets its ``command/done``: a cancelled command (``CancelledError``,
+    ctrl-c) or one that failed unexpectedly is answered ``ok: false`` before the exception
+    goes on."""
     session = engine.session
     command_id = f"cmd-{secrets.token_hex(4)}"
     session.append(CommandRun(command_id=command_id, name="compact", args=focus or ""))
@@ -29,6 +51,12 @@ async def run_compact_command(
         text = f"Compaction failed: {exc}"
         session.append(CommandDone(command_id=command_id, ok=False, text=text))
         return False, text
+    except BaseException as exc:
+        cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+        text = COMPACT_CANCELLED if cancelled else f"Compaction failed: {type(exc).__name__}: {exc}"
+        with contextlib.suppress(DshError):  # a closed or lost session keeps the exception
+            session.append(CommandDone(command_id=command_id, ok=False, text=text))
+        raise
     if result is None:
         session.append(CommandDone(command_id=command_id, ok=True, text=NOTHING_TO_COMPACT))
         return True, NOTHING_TO_COMPACT

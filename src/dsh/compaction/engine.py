@@ -12,9 +12,10 @@ rest from the plan, with no model call and no guard.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
@@ -55,9 +56,20 @@ from dsh.surface import Session, message_tokens
 
 log = logging.getLogger("dsh.compaction")
 
-CRASH_ENV = "DSH_CRASH_AT"
-"""Fault injection for crash tests: ``commit:N`` kills the process right before the N-th region
-of a pass commits (1-based). Never set outside tests."""
+
+@dataclass(frozen=True, slots=True)
+class PassOutcome:
+    """What an ``on_pass`` observer hears after each ``run_pass``: the result or the refusal."""
+
+    turn: int | None
+    result: PassResult | None
+    error: CompactionError | None
+    wall_s: float
+
+
+PassObserver = Callable[[PassOutcome], None]
+CommitHook = Callable[[int], None]
+"""Called with a region's 1-based number right before it commits (crash tests exit there)."""
 
 
 class CompactionEngine:
@@ -70,11 +82,15 @@ class CompactionEngine:
         settings: CompactionSettings,
         *,
         new_id: Callable[[], str] = lambda: secrets.token_hex(4),
+        on_pass: PassObserver | None = None,
+        on_commit: CommitHook | None = None,
     ) -> None:
         self.session = session
         self.backend = backend
         self.settings = settings
         self._new_id = new_id
+        self._on_pass = on_pass
+        self._on_commit = on_commit
         self._index = LogIndex()
         self.warnings: list[str] = []
         self._crossing = Crossing()
@@ -239,7 +255,22 @@ class CompactionEngine:
     async def run_pass(
         self, plan: Plan, *, turn: int | None, source_command_id: str | None = None
     ) -> PassResult:
-        """Summarise, guard, log the plan, then commit every region left to right."""
+        """Summarise, guard, log the plan, then commit every region left to right; the
+        ``on_pass`` observer hears the result or the refusal."""
+        if self._on_pass is None:
+            return await self._run_pass(plan, turn=turn, source_command_id=source_command_id)
+        started = time.perf_counter()
+        try:
+            result = await self._run_pass(plan, turn=turn, source_command_id=source_command_id)
+        except CompactionError as exc:
+            self._on_pass(PassOutcome(turn, None, exc, time.perf_counter() - started))
+            raise
+        self._on_pass(PassOutcome(turn, result, None, time.perf_counter() - started))
+        return result
+
+    async def _run_pass(
+        self, plan: Plan, *, turn: int | None, source_command_id: str | None
+    ) -> PassResult:
         orphan = self.live_orphan()
         if orphan is not None:
             raise CompactionBusy(
@@ -310,7 +341,8 @@ class CompactionEngine:
     ) -> tuple[CheckpointRef, ...]:
         refs = []
         for number, region in enumerate(texts, start=1):
-            _crash_point(number)
+            if self._on_commit is not None:
+                self._on_commit(number)
             if not contiguous(self.session.nodes, region.shadowed_seqs):
                 raise CompactionError(
                     f"region {number} of pass {pass_id} is no longer on the surface"
@@ -418,9 +450,3 @@ class CompactionEngine:
 
 def _describe(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _crash_point(region_number: int) -> None:
-    """Fault injection for the crash-resume tests (see ``CRASH_ENV``)."""
-    if os.environ.get(CRASH_ENV) == f"commit:{region_number}":
-        os._exit(137)

@@ -1,5 +1,6 @@
-"""The TUI's model of one session: the log, the agent, the projector, and what the status bar
-follows. No widgets here: the app listens (``Listener``) and runs the coroutines as workers.
+"""The TUI's model of one session: its ``SessionRunner`` (the log, the agent, the one running
+activity, cancel), the projector, and what the status bar follows. No widgets here: the app
+listens (``Listener``) and runs the coroutines as workers.
 
 One ``TranscriptProjector`` per opened session: the stored events are fed to it when the
 session opens, and every event appended afterwards (by the agent, by ``/compact``) is fed to
@@ -8,6 +9,7 @@ it by the session observer, so what people see live is what they see after reope
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,19 +18,25 @@ from typing import Any, Protocol
 
 import msgspec
 
-from dsh.agent.hooks import DEFAULT_WINDOW
 from dsh.agent.loop import Agent, StreamListener, TurnResult
-from dsh.agent.runtime import Route, build_agent, resolve_route
-from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
-from dsh.compaction.commands import NOTHING_TO_COMPACT
-from dsh.config import Settings
+from dsh.agent.runtime import Route, resolve_route
+from dsh.agent.session_runner import (
+    COMPACT_CANCELLED,
+    NOTHING_TO_COMPACT,
+    CompactionOff,
+    SessionBusy,
+    SessionRunner,
+    SettingsWiring,
+)
+from dsh.agent.wiring import build_agent, session_window
+from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import UsageError
 from dsh.events import Event, UserSource
 from dsh.events.codec import gc_paused
 from dsh.llm.types import StreamEvent
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
-from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy
+from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy, Approver
 from dsh.transcript import MessageItem, TranscriptItem, TranscriptProjector
 from dsh.tui.progress import CacheCounter, CompactionProgress
 
@@ -102,17 +110,14 @@ class Controller:
             options.settings, options.workspace
         )
         self.route: Route | None = None
-        self.session: Session | None = None
-        self.agent: Agent | None = None
+        self.runner: SessionRunner | None = None
         self.policy = self._new_policy()
         self.projector = TranscriptProjector()
         self.cache = CacheCounter()
         self.progress = CompactionProgress()
-        self.busy: str | None = None
         self.load_seconds = 0.0
         self.project_seconds = 0.0
         self._unsubscribe: Callable[[], None] | None = None
-        self._running: Agent | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -127,16 +132,18 @@ class Controller:
     def open(self, session_id: str) -> list[TranscriptItem]:
         """Open a stored session for writing (closing the current one) and project it."""
         started = time.perf_counter()
-        session = Session.open(self.options.store, session_id, writable=True)
+        runner = SessionRunner.open(
+            self.options.store, session_id, _FaceWiring(self), approver=self._approve
+        )
         self.load_seconds = time.perf_counter() - started
         self.close()
         started = time.perf_counter()
-        self.session = session
+        self._adopt(runner)
+        session = runner.session
         self.projector = TranscriptProjector()
         self.cache = CacheCounter()
         self.progress = CompactionProgress()
         self.policy = self._new_policy()
-        self.agent = None
         feed, cache, progress = self.projector.feed, self.cache.feed, self.progress.feed
         items: list[TranscriptItem] = []
         with gc_paused():
@@ -145,18 +152,25 @@ class Controller:
                 cache(event)
                 progress(event)
         self.progress.reset()  # nobody runs a pass that a stored log left open
-        self._unsubscribe = session.subscribe(self._observe)
+        self._unsubscribe = runner.subscribe(self._observe)
         self.project_seconds = time.perf_counter() - started
         return items
+
+    def _adopt(self, runner: SessionRunner) -> None:
+        runner.on_stream = self.listener.streamed
+        self.runner = runner
+
+    @property
+    def session(self) -> Session | None:
+        return self.runner.session if self.runner is not None else None
 
     def close(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self.session is not None:
-            self.session.close()
-            self.session = None
-        self.agent = None
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
 
     def _new_policy(self) -> ApprovalPolicy:
         return ApprovalPolicy(self.options.settings.tools.approval, approver=self._approve)
@@ -171,64 +185,63 @@ class Controller:
         self.listener.event_logged(event, items)
 
     def ensure_session(self) -> Session:
-        if self.session is None:
-            self.session = Session.create(self.options.store, cwd=self.options.workspace)
-            self._unsubscribe = self.session.subscribe(self._observe)
-        return self.session
+        return self._ensure_runner().session
+
+    def _ensure_runner(self) -> SessionRunner:
+        runner = self.runner
+        if runner is None:
+            runner = SessionRunner.create(
+                self.options.store,
+                self.options.workspace,
+                _FaceWiring(self),
+                approver=self._approve,
+            )
+            self._adopt(runner)
+            self._unsubscribe = runner.subscribe(self._observe)
+        return runner
 
     # ---- turns ------------------------------------------------------------------------------
 
-    def _agent(self) -> Agent:
-        if self.agent is None:
-            assert self.route is not None, "start() resolves the route first"
-            self.agent = self._agent_factory(
-                self.ensure_session(), self.route, self.policy, self.listener.streamed
-            )
-        return self.agent
+    @property
+    def busy(self) -> str | None:
+        """What runs, as the status bar says it (None: idle)."""
+        activity = self.runner.activity if self.runner is not None else None
+        return None if activity is None else BUSY[activity]
 
     async def run_turn(self, prompt: str) -> TurnResult:
         if self.busy is not None:
             raise UsageError(f"{self.busy}; wait for it or press esc to cancel")
-        agent = self._running = self._agent()
-        self.busy = "working…"
-        try:
-            return await agent.run_turn(prompt)
-        finally:
-            self.busy = None
-            self._running = None
+        assert self.route is not None, "start() resolves the route first"
+        return await self._ensure_runner().start_turn(prompt)
 
     @property
     def waiting_since(self) -> float | None:
         """When the running turn's model call started, while it has produced nothing yet."""
-        return self._running.waiting_since if self._running is not None else None
+        return self.runner.waiting_since if self.runner is not None else None
 
     def cancel(self) -> bool:
-        """Cancel the running turn; False if none is running."""
-        if self._running is None:
-            return False
-        self._running.cancel()
-        return True
+        """Cancel the running turn or ``/compact``; False if nothing runs."""
+        return self.runner is not None and self.runner.cancel() is not None
 
     async def compact(self, focus: str | None) -> str:
         """``/compact [focus]`` on an idle session; returns the answer people see."""
         if self.busy is not None:
             return f"{self.busy}; /compact works on an idle session"
-        if self.session is None:
+        if self.runner is None:
             return NOTHING_TO_COMPACT
-        assert self.route is not None
-        cfg = self.options.settings.compaction
-        summarizer = make_summarizer(
-            cfg, self.route.provider, self.route.model, history=self.session.events
-        )
-        backend = make_backend(cfg, summarizer)
-        if backend is None:
-            return "Compaction is off (compaction.backend = off)."
-        engine = CompactionEngine(self.session, backend, cfg)
-        self.busy = "compacting"
         try:
-            _, text = await run_compact_command(engine, window=self.window, focus=focus)
-        finally:
-            self.busy = None
+            task = self.runner.start_compact(focus)
+        except CompactionOff:
+            return "Compaction is off (compaction.backend = off)."
+        except SessionBusy as exc:
+            return f"{BUSY[exc.activity]}; /compact works on an idle session"
+        try:
+            _, text = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the app itself is going away
+            return COMPACT_CANCELLED
         return text
 
     # ---- reading ----------------------------------------------------------------------------
@@ -239,8 +252,7 @@ class Controller:
 
     @property
     def window(self) -> int:
-        window = self.route.context_window if self.route is not None else None
-        return window or DEFAULT_WINDOW
+        return session_window(self.route) if self.route is not None else DEFAULT_CONTEXT_WINDOW
 
     def context_tokens(self) -> int:
         return self.session.measure().total_tokens if self.session is not None else 0
@@ -253,8 +265,32 @@ class Controller:
     def switch_model(self, name: str) -> Route:
         """Use ``name`` for the next turns (the running one keeps its model)."""
         self.route = self._route_factory(name)
-        self.agent = None
+        if self.runner is not None:
+            self.runner.reset_agent()
         return self.route
+
+
+BUSY = {"turn": "working…", "compact": "compacting"}
+
+
+class _FaceWiring(SettingsWiring):
+    """The settings wiring every face uses, on the controller's current route, with the agent
+    from ``agent_factory`` and the session's approval policy."""
+
+    def __init__(self, controller: Controller) -> None:
+        super().__init__(controller.options.settings, self._current_route)
+        self.controller = controller
+
+    def _current_route(self) -> Route:
+        route = self.controller.route
+        assert route is not None, "start() resolves the route first"
+        return route
+
+    def make_agent(
+        self, session: Session, *, on_stream: StreamListener, approver: Approver
+    ) -> Agent:
+        controller = self.controller
+        return controller._agent_factory(session, self.route(), controller.policy, on_stream)
 
 
 def prompts_of(items: list[TranscriptItem]) -> list[str]:

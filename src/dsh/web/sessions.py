@@ -21,18 +21,19 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio.to_thread
 
-from dsh.agent.loop import Agent, StreamListener
-from dsh.compaction import CompactionEngine, run_compact_command
+from dsh.agent.session_runner import (
+    Activity,
+    ActivityChanged,
+    CompactionOff,
+    SessionRunner,
+)
 from dsh.errors import DshError
 from dsh.events import (
     AssistantMessageEvent,
-    CommandDone,
-    CommandDoneEvent,
-    CommandRunEvent,
     CompactionEndEvent,
     Event,
     RequestContextEvent,
@@ -42,7 +43,7 @@ from dsh.events import (
 )
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
-from dsh.tools.approval import ApprovalAnswer, Approver
+from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript.history import HistoryPage, history_page
 from dsh.transcript.stats import SessionStats, session_stats
 from dsh.web.errors import (
@@ -62,7 +63,6 @@ from dsh.web.runtime import Runtime
 
 log = logging.getLogger("dsh.web")
 
-Activity = Literal["turn", "compact"]
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 TITLE_CHARS = 80
 
@@ -89,17 +89,40 @@ class PendingApproval:
 
 
 class Handle:
-    """A session open for writing in this server."""
+    """A session open for writing in this server: its runner, translated to frames."""
 
-    def __init__(self, session: Session, hub: LiveHub) -> None:
+    def __init__(self, session: Session, hub: LiveHub, runtime: Runtime) -> None:
+        self.runner = SessionRunner(
+            session, runtime, approver=self._approve, on_stream=self._stream
+        )
         self.session = session
         self.hub = hub
-        self.agent: Agent | None = None
-        self.task: asyncio.Task[None] | None = None
-        self.activity: Activity | None = None
         self.approvals: dict[str, PendingApproval] = {}
         self.stats = StatsAccumulator()
-        self.watchers = [session.subscribe(hub.on_event)]
+        self.watchers = [self.runner.subscribe(hub.on_event)]
+
+    @property
+    def activity(self) -> Activity | None:
+        return self.runner.activity
+
+    def _stream(self, event: Any) -> None:
+        message = delta_frame(event)
+        if message is not None:
+            self.hub.publish(message)
+
+    async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+        pending = PendingApproval(secrets.token_hex(6), tool, args, future)
+        self.approvals[pending.id] = pending
+        self.hub.publish(frame("approval", approval=pending.public()))
+        outcome = "cancelled"
+        try:
+            answer = await future
+            outcome = answer
+            return answer
+        finally:
+            self.approvals.pop(pending.id, None)
+            self.hub.publish(frame("approval-resolved", id=pending.id, answer=outcome))
 
 
 # ---- the registry ---------------------------------------------------------------------------
@@ -272,7 +295,8 @@ class SessionRegistry:
             return self._adopt(session)
 
     def _adopt(self, session: Session) -> Handle:
-        handle = Handle(session, self.hub(session.id))
+        handle = Handle(session, self.hub(session.id), self.runtime)
+        handle.runner.on_activity(lambda change: self._activity_changed(handle, change))
         self.handles[session.id] = handle
 
         def stats_on(event: Event) -> None:  # context use moves with these
@@ -300,12 +324,10 @@ class SessionRegistry:
         release every writer lock."""
         tasks = []
         for handle in list(self.handles.values()):
-            if handle.task is not None:
-                if handle.activity == "turn" and handle.agent is not None:
-                    handle.agent.cancel()
-                else:
-                    handle.task.cancel()
-                tasks.append(handle.task)
+            task = handle.runner.task
+            if task is not None:
+                handle.runner.cancel()
+                tasks.append(task)
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
         for handle in list(self.handles.values()):
@@ -327,41 +349,30 @@ class SessionRegistry:
     def start_prompt(self, session_id: str, text: str) -> Handle:
         handle = self.open_handle(session_id)
         self._ensure_idle(handle)
-        if handle.agent is None:
-            try:
-                handle.agent = self.runtime.make_agent(
-                    handle.session,
-                    on_stream=self._stream_listener(handle),
-                    approver=self._approver(handle),
-                )
-            except DshError as exc:
-                raise from_dsh_error(exc) from exc
-        self._start(handle, "turn", self._turn(handle, handle.agent, text))
+        try:
+            task = handle.runner.start_turn(text)
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+        task.add_done_callback(_retrieved)
         return handle
 
     def start_compact(self, session_id: str, focus: str | None) -> Handle:
         handle = self.open_handle(session_id)
         self._ensure_idle(handle)
         try:
-            engine = self.runtime.make_engine(handle.session)
+            task = handle.runner.start_compact(focus)
+        except CompactionOff as exc:
+            raise ApiError(409, COMPACTION_DISABLED, str(exc)) from exc
         except DshError as exc:
             raise from_dsh_error(exc) from exc
-        if engine is None:
-            raise ApiError(
-                409, COMPACTION_DISABLED, "compaction.backend is off; nothing can compact"
-            )
-        self._start(handle, "compact", self._compact(handle, engine, focus))
+        task.add_done_callback(_retrieved)
         return handle
 
     def cancel(self, session_id: str) -> Activity:
         handle = self.open_handle(session_id)
-        activity = handle.activity
-        if activity is None or handle.task is None:
+        activity = handle.runner.cancel()
+        if activity is None:
             raise ApiError(409, NOT_RUNNING, f"nothing is running in session {session_id}")
-        if activity == "turn" and handle.agent is not None:
-            handle.agent.cancel()
-        else:
-            handle.task.cancel()
         return activity
 
     def answer(self, session_id: str, approval_id: str, answer: ApprovalAnswer) -> None:
@@ -375,39 +386,18 @@ class SessionRegistry:
             )
         pending.future.set_result(answer)
 
-    def _start(self, handle: Handle, activity: Activity, work: Any) -> None:
-        handle.activity = activity
-        handle.task = asyncio.get_running_loop().create_task(work)
-        self._status(handle)
-
-    async def _turn(self, handle: Handle, agent: Agent, text: str) -> None:
-        try:
-            await agent.run_turn(text)
-        except DshError as exc:
-            self._report(handle, from_dsh_error(exc))
-        except Exception as exc:
-            log.exception("turn failed in session %s", handle.session.id)
-            self._report(handle, ApiError(500, INTERNAL, f"the turn failed: {exc}"))
-        finally:
-            self._finish(handle)
-
-    async def _compact(self, handle: Handle, engine: CompactionEngine, focus: str | None) -> None:
-        window = _logged_window(handle.session) or self.runtime.default_window()
-        try:
-            await run_compact_command(engine, window=window, focus=focus)
-        except asyncio.CancelledError:
-            _close_open_command(handle.session, "Compaction cancelled.")
-        except DshError as exc:
-            self._report(handle, from_dsh_error(exc))
-        except Exception as exc:
-            log.exception("/compact failed in session %s", handle.session.id)
-            self._report(handle, ApiError(500, INTERNAL, f"/compact failed: {exc}"))
-        finally:
-            self._finish(handle)
-
-    def _finish(self, handle: Handle) -> None:
-        handle.task = None
-        handle.activity = None
+    def _activity_changed(self, handle: Handle, change: ActivityChanged) -> None:
+        """The runner's activity, as frames: errors, then stats and status when it ends."""
+        if change.running:
+            self._status(handle)
+            return
+        error = change.error
+        what = "the turn" if change.activity == "turn" else "/compact"
+        if isinstance(error, DshError):
+            self._report(handle, from_dsh_error(error))
+        elif isinstance(error, Exception):
+            log.error("%s failed in session %s", what, handle.session.id, exc_info=error)
+            self._report(handle, ApiError(500, INTERNAL, f"{what} failed: {error}"))
         if handle.session.id in self.handles:
             handle.hub.publish(frame("stats", stats=self.stats(handle)))
         self._status(handle)
@@ -417,31 +407,6 @@ class SessionRegistry:
 
     def _status(self, handle: Handle, *, open_: bool = True) -> None:
         handle.hub.publish(frame("status", running=handle.activity, open=open_))
-
-    def _stream_listener(self, handle: Handle) -> StreamListener:
-        def listen(event: Any) -> None:
-            message = delta_frame(event)
-            if message is not None:
-                handle.hub.publish(message)
-
-        return listen
-
-    def _approver(self, handle: Handle) -> Approver:
-        async def approve(tool: str, args: dict[str, Any]) -> ApprovalAnswer:
-            future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-            pending = PendingApproval(secrets.token_hex(6), tool, args, future)
-            handle.approvals[pending.id] = pending
-            handle.hub.publish(frame("approval", approval=pending.public()))
-            outcome = "cancelled"
-            try:
-                answer = await future
-                outcome = answer
-                return answer
-            finally:
-                handle.approvals.pop(pending.id, None)
-                handle.hub.publish(frame("approval-resolved", id=pending.id, answer=outcome))
-
-        return approve
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -463,15 +428,11 @@ def _title(session: Session) -> str | None:
     return None
 
 
-def _close_open_command(session: Session, text: str) -> None:
-    """Answer a ``command/run`` left without its ``command/done`` (a cancelled /compact)."""
-    done = {e.data.command_id for e in session.events if isinstance(e, CommandDoneEvent)}
-    for event in reversed(session.events):
-        if isinstance(event, CommandRunEvent) and event.data.command_id not in done:
-            with contextlib.suppress(DshError):
-                session.append(CommandDone(command_id=event.data.command_id, ok=False, text=text))
-            return
-
-
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """The runner reported the outcome as frames; mark a task's exception as seen."""
+    if not task.cancelled():
+        task.exception()

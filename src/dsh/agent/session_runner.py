@@ -1,0 +1,260 @@
+"""One open session and what runs in it, for every face: the TUI and the web translate it to
+widgets and to HTTP/WebSocket frames, and keep nothing of it themselves.
+
+A ``SessionRunner`` holds a writable session, its agent (made on the first turn), and at most one
+activity: a turn or a manual ``/compact``. Starting one while another runs raises
+``SessionBusy`` at once (before anything is logged); ``cancel`` stops what runs the way it must
+stop: a turn cooperatively (the loop closes its log entries), a ``/compact`` by cancelling its
+task (the command answers its own ``command/run``, see ``run_compact_command``). Approvals are a
+callback the face supplies; subscribers hear every appended event and every activity change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from dsh.agent.loop import Agent, StreamListener, TurnResult
+from dsh.agent.runtime import Route, approval_policy
+from dsh.agent.wiring import build_agent, build_parts, session_window
+from dsh.compaction import (
+    COMPACT_CANCELLED,
+    NOTHING_TO_COMPACT,
+    CompactionEngine,
+    nothing_to_compact,
+    run_compact_command,
+)
+from dsh.config import Settings
+from dsh.errors import UsageError
+from dsh.events import Event
+from dsh.store import EventStore
+from dsh.surface import Session
+from dsh.tools.approval import Approver
+
+__all__ = [
+    "COMPACT_CANCELLED",
+    "NOTHING_TO_COMPACT",
+    "ActivityChanged",
+    "CompactionEngine",
+    "CompactionOff",
+    "SessionBusy",
+    "SessionRunner",
+    "SessionWiring",
+    "SettingsWiring",
+]
+"""The answers and the engine type a face translates come from here, not from compaction."""
+
+Activity = Literal["turn", "compact"]
+T = TypeVar("T")
+
+
+class SessionBusy(UsageError):
+    """Something already runs in the session."""
+
+    def __init__(self, activity: Activity) -> None:
+        what = "a turn" if activity == "turn" else "a /compact"
+        super().__init__(f"{what} is already running; wait for it or cancel it")
+        self.activity: Activity = activity
+
+
+class CompactionOff(UsageError):
+    """``/compact`` with ``compaction.backend = off``."""
+
+    def __init__(self) -> None:
+        super().__init__("compaction.backend is off; nothing can compact")
+
+
+class SessionWiring(Protocol):
+    """How a runner gets its agent, its compaction engine and its window (tests inject)."""
+
+    def make_agent(
+        self, session: Session, *, on_stream: StreamListener, approver: Approver
+    ) -> Agent: ...
+
+    def make_engine(self, session: Session) -> CompactionEngine | None: ...
+
+    def compact_window(self, session: Session) -> int: ...
+
+
+class SettingsWiring:
+    """The real wiring: ``build_agent`` / ``build_parts`` with the settings and the route
+    ``route()`` gives at the time (a face may switch models between turns)."""
+
+    def __init__(self, settings: Settings, route: Callable[[], Route]) -> None:
+        self.settings = settings
+        self._route_of = route
+
+    def route(self) -> Route:
+        return self._route_of()
+
+    def make_agent(
+        self, session: Session, *, on_stream: StreamListener, approver: Approver
+    ) -> Agent:
+        policy = approval_policy(self.settings, yes=False, allow=frozenset())
+        policy.approver = approver
+        return build_agent(
+            session,
+            self.settings,
+            self.route(),
+            workspace=Path(session.header.cwd),
+            policy=policy,
+            on_stream=on_stream,
+        )
+
+    def make_engine(self, session: Session) -> CompactionEngine | None:
+        return build_parts(self.settings, self.route(), session).engine
+
+    def compact_window(self, session: Session) -> int:
+        return session_window(self.route())
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityChanged:
+    """``activity`` started (``running``) or ended (``error`` when it raised)."""
+
+    activity: Activity
+    running: bool
+    error: BaseException | None = None
+
+
+RunnerListener = Callable[[ActivityChanged], None]
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        session: Session,
+        wiring: SessionWiring,
+        *,
+        approver: Approver,
+        on_stream: StreamListener | None = None,
+    ) -> None:
+        self.session = session
+        self.wiring = wiring
+        self.approver = approver
+        self.on_stream: StreamListener = on_stream or (lambda event: None)
+        self.agent: Agent | None = None
+        self.activity: Activity | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self._listeners: list[RunnerListener] = []
+
+    @classmethod
+    def create(
+        cls, store: EventStore, cwd: Path | str, wiring: SessionWiring, **options: Any
+    ) -> SessionRunner:
+        return cls(Session.create(store, cwd=cwd), wiring, **options)
+
+    @classmethod
+    def open(
+        cls, store: EventStore, session_id: str, wiring: SessionWiring, **options: Any
+    ) -> SessionRunner:
+        """Open a stored session for writing (its single-writer lock)."""
+        return cls(Session.open(store, session_id, writable=True), wiring, **options)
+
+    def close(self) -> None:
+        self.session.close()
+
+    # ---- subscribers --------------------------------------------------------------------------
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Hear every event appended to the session; returns the unsubscribe."""
+        return self.session.subscribe(listener)
+
+    def on_activity(self, listener: RunnerListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _tell(self, change: ActivityChanged) -> None:
+        for listener in list(self._listeners):
+            listener(change)
+
+    # ---- activities ---------------------------------------------------------------------------
+
+    def ensure_agent(self) -> Agent:
+        if self.agent is None:
+            self.agent = self.wiring.make_agent(
+                self.session, on_stream=self.on_stream, approver=self.approver
+            )
+        return self.agent
+
+    def reset_agent(self) -> None:
+        """The next turn gets a new agent (another model); a running turn keeps its own."""
+        self.agent = None
+
+    def start_turn(self, prompt: str) -> asyncio.Task[TurnResult]:
+        """Run one turn as a task; ``SessionBusy`` if something runs, or the wiring's error."""
+        self._ensure_idle()
+        agent = self.ensure_agent()
+        return self._start("turn", agent.run_turn(prompt))
+
+    def start_compact(
+        self, focus: str | None, *, log_nothing: bool = True
+    ) -> asyncio.Task[tuple[bool, str]]:
+        """Run ``/compact [focus]`` as a task; returns (ok, the answer people see). With
+        ``log_nothing=False`` a call that finds nothing to compact appends nothing."""
+        self._ensure_idle()
+        engine = self.wiring.make_engine(self.session)
+        if engine is None:
+            raise CompactionOff()
+        window = self.wiring.compact_window(self.session)
+        if not log_nothing and nothing_to_compact(engine, window=window, focus=focus):
+            return self._start("compact", _answer(True, NOTHING_TO_COMPACT))
+        return self._start("compact", run_compact_command(engine, window=window, focus=focus))
+
+    def cancel(self) -> Activity | None:
+        """Stop what runs (None if nothing does)."""
+        activity, task = self.activity, self.task
+        if activity is None or task is None:
+            return None
+        if activity == "turn" and self.agent is not None:
+            self.agent.cancel()
+        else:
+            task.cancel()
+        return activity
+
+    @property
+    def waiting_since(self) -> float | None:
+        """When the running turn's model call started, while it has produced nothing yet."""
+        if self.activity != "turn" or self.agent is None:
+            return None
+        return self.agent.waiting_since
+
+    def _ensure_idle(self) -> None:
+        if self.activity is not None:
+            raise SessionBusy(self.activity)
+
+    def _start(self, activity: Activity, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        self.activity = activity
+        task = asyncio.get_running_loop().create_task(self._run(activity, work))
+        self.task = task
+
+        def cancelled_before_it_ran(_: asyncio.Task[T]) -> None:
+            if self.task is task:  # its body never ran, so nothing was logged
+                work.close()
+                self._release(activity, asyncio.CancelledError())
+
+        task.add_done_callback(cancelled_before_it_ran)
+        self._tell(ActivityChanged(activity, running=True))
+        return task
+
+    async def _run(self, activity: Activity, work: Coroutine[Any, Any, T]) -> T:
+        error: BaseException | None = None
+        try:
+            return await work
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._release(activity, error)
+
+    def _release(self, activity: Activity, error: BaseException | None) -> None:
+        self.activity = None
+        self.task = None
+        self._tell(ActivityChanged(activity, running=False, error=error))
+
+
+async def _answer(ok: bool, text: str) -> tuple[bool, str]:
+    return ok, text

@@ -1,0 +1,202 @@
+"""The composition root: from settings + route + session, everything a session runs with.
+
+``build_parts`` is the one place the summariser, the compaction backend and engine, the
+compaction hooks, the tools (the recall tools and their prompt section only when the backend is
+recallable) and the window are made; ``build_agent`` puts them into an ``Agent``. Every face
+builds through here (turns through ``build_agent``, ``/compact`` through ``build_parts``), so a
+configured summariser, the per-model overrides and the window are the same in the TUI, the web
+and ``dsh compact``. The bench substitutes parts only through ``Injection``.
+
+The window rule: the route's window (config or flag, then what the provider says, see
+``resolve_route``), else ``DEFAULT_CONTEXT_WINDOW``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh.agent.hooks import compaction_hooks
+from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
+from dsh.agent.prompt import system_prompt
+from dsh.agent.runtime import Route, summarizer_route
+from dsh.compaction import (
+    CompactionEngine,
+    RecallableBackend,
+    Summarizer,
+    make_backend,
+    make_summarizer,
+)
+from dsh.compaction.engine import CommitHook, PassObserver
+from dsh.config import DEFAULT_CONTEXT_WINDOW, CompactionSettings, ProviderSettings, Settings
+from dsh.llm.registry import route_params, text_tool_calls_enabled
+from dsh.llm.types import Provider
+from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.tools.secrets import SecretPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """What ``build_parts`` takes from the settings that a bad config can fail: made before a
+    session exists (``wire``), so a config error creates no session and leaves no lock."""
+
+    compaction: CompactionSettings
+    """The budgets of this route (``compaction.overrides`` applied)."""
+    summarizer_provider: Provider | None
+    summarizer_model: str | None
+    params: dict[str, Any]
+    text_tool_calls: bool
+    generation: ProviderSettings
+
+
+def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = None) -> Wiring:
+    """Resolve the summariser and the route's generation settings; raises ``ConfigError``."""
+    name = route.provider.name
+    summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
+    return Wiring(
+        compaction=settings.compaction.for_route(name, route.model),
+        summarizer_provider=summarizer_provider,
+        summarizer_model=summarizer_model,
+        params=route_params(settings.provider, name, route.model),
+        text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
+        generation=settings.provider.for_route(name, route.model),
+    )
+
+
+def session_window(route: Route) -> int:
+    """The window a session on ``route`` runs (and compacts) with."""
+    return route.context_window or DEFAULT_CONTEXT_WINDOW
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """What the bench substitutes for the parts every face gets (all None: nothing)."""
+
+    summarizer: Callable[[Session], Summarizer] | None = None
+    """Choose the summariser (given the session whose history it may read)."""
+    on_pass: PassObserver | None = None
+    """Observe every compaction pass (its result or its refusal)."""
+    new_id: Callable[[], str] | None = None
+    """Pass ids (deterministic ones for a reproducible log)."""
+    offer_recall: bool | None = None
+    """Offer the recall tools regardless of the backend (the bench's ``basic+recall`` arm)."""
+    on_commit: CommitHook | None = None
+    """Run right before each region commits (crash tests exit there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionParts:
+    """What one session runs with; ``engine`` is None when compaction is off."""
+
+    compaction: CompactionSettings
+    summarizer: Summarizer
+    engine: CompactionEngine | None
+    hooks: tuple[PreStepHook, ...]
+    overflow: OverflowHandler | None
+    tools: ToolRegistry
+    sections: tuple[str, ...]
+    """System-prompt sections that go with the tools (the recall section)."""
+    window: int
+    wiring: Wiring = field(repr=False)
+
+
+def build_parts(
+    settings: Settings,
+    route: Route,
+    session: Session,
+    *,
+    environ: Mapping[str, str] | None = None,
+    wiring: Wiring | None = None,
+    inject: Injection | None = None,
+) -> SessionParts:
+    """The summariser, engine, hooks, tools and window of ``session`` on ``route``."""
+    parts = wiring or wire(settings, route, environ)
+    extra = inject or Injection()
+    compaction = parts.compaction
+    if extra.summarizer is not None:
+        summarizer = extra.summarizer(session)
+    else:
+        summarizer = make_summarizer(
+            compaction, parts.summarizer_provider, parts.summarizer_model, history=session.events
+        )
+    backend = make_backend(compaction, summarizer)
+    engine: CompactionEngine | None = None
+    hooks: tuple[PreStepHook, ...] = ()
+    overflow: OverflowHandler | None = None
+    if backend is not None:
+        options: dict[str, Any] = {"on_pass": extra.on_pass, "on_commit": extra.on_commit}
+        if extra.new_id is not None:
+            options["new_id"] = extra.new_id
+        engine = CompactionEngine(session, backend, compaction, **options)
+        pre_step, overflow = compaction_hooks(engine)
+        hooks = (pre_step,)
+    secrets = SecretPolicy.from_environment(
+        environ,
+        extra_patterns=settings.tools.scrub_env,
+        configured_keys=[("provider.api_key", settings.provider.api_key)],
+    )
+    tool_list = default_tools(secrets)
+    sections: tuple[str, ...] = ()
+    recall = extra.offer_recall
+    if recall is None:
+        recall = isinstance(backend, RecallableBackend)
+    if recall:
+        tool_list += recall_tools(settings.recall)
+        sections = (RECALL_PROMPT_SECTION,)
+    return SessionParts(
+        compaction=compaction,
+        summarizer=summarizer,
+        engine=engine,
+        hooks=hooks,
+        overflow=overflow,
+        tools=ToolRegistry(tool_list, secrets),
+        sections=sections,
+        window=session_window(route),
+        wiring=parts,
+    )
+
+
+def build_agent(
+    session: Session,
+    settings: Settings,
+    route: Route,
+    *,
+    workspace: Path,
+    policy: ApprovalPolicy,
+    on_stream: StreamListener | None = None,
+    max_steps: int = 50,
+    environ: Mapping[str, str] | None = None,
+    wiring: Wiring | None = None,
+) -> Agent:
+    """An agent over ``session`` with ``build_parts``'s tools, hooks and prompt sections, and
+    the workspace's prompt."""
+    parts = build_parts(settings, route, session, environ=environ, wiring=wiring)
+    generation = parts.wiring
+    config = AgentConfig(
+        provider=route.provider.name,
+        model=route.model,
+        system=system_prompt(workspace, sections=parts.sections),
+        context_window=route.context_window,
+        params=generation.params,
+        max_steps=max_steps,
+        max_overflow_retries=parts.compaction.max_overflow_retries,
+        text_tool_calls=generation.text_tool_calls,
+        stream_idle_timeout=generation.generation.stream_idle_timeout,
+        call_timeout=generation.generation.call_timeout,
+    )
+    return Agent(
+        session,
+        route.provider,
+        parts.tools,
+        policy,
+        config=config,
+        workspace=workspace,
+        pre_step_hooks=list(parts.hooks),
+        overflow_handler=parts.overflow,
+        on_stream=on_stream,
+    )

@@ -1,0 +1,211 @@
+"""The face-neutral session runner: one activity at a time, cancel, and every ``command/run``
+answered by its ``command/done`` (on success, cancellation and failure alike)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.agent.runtime import Route
+from dsh.agent.session_runner import (
+    ActivityChanged,
+    CompactionOff,
+    SessionBusy,
+    SessionRunner,
+    SettingsWiring,
+)
+from dsh.agent.wiring import Injection, build_parts
+from dsh.compaction import CompactionEngine, ExtractiveSummarizer, SummaryOutput, SummaryTask
+from dsh.config import CompactionSettings, Settings, ToolSettings
+from dsh.events import CommandDoneEvent, CommandRunEvent, event_type_of
+from dsh.llm.scripted import ScriptedProvider, parse_script
+from dsh.store import MemoryStore
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalAnswer
+from tests.helpers import append_tool_turn
+
+
+class Hangs:
+    """A summariser that never answers (until cancelled)."""
+
+    name = model = "hangs"
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+class Breaks:
+    name = model = "breaks"
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        raise RuntimeError("a bug in the summariser")
+
+
+class Wiring(SettingsWiring):
+    """The settings wiring with a chosen summariser and a scripted conversation."""
+
+    def __init__(self, backend: str = "basic", summarizer: Any = None, script: Any = ()) -> None:
+        settings = Settings(
+            compaction=CompactionSettings(backend=backend, retain_tokens=60),  # type: ignore[arg-type]
+            tools=ToolSettings(approval="auto"),
+        )
+        provider = ScriptedProvider(parse_script(list(script)), model="scripted")
+        super().__init__(settings, lambda: Route(provider, "scripted", 8000))
+        self.summarizer = summarizer or ExtractiveSummarizer()
+
+    def make_engine(self, session: Session) -> CompactionEngine | None:
+        inject = Injection(summarizer=lambda s: self.summarizer)
+        return build_parts(self.settings, self.route(), session, inject=inject).engine
+
+
+async def never_asked(tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+    raise AssertionError("no tool asks under auto")
+
+
+def runner_for(wiring: Wiring, tmp_path: Path) -> SessionRunner:
+    runner = SessionRunner.create(MemoryStore(), tmp_path, wiring, approver=never_asked)
+    for i in range(6):
+        append_tool_turn(runner.session, f"p{i}", calls=[("read_file", "{}", f"output {i} " * 80)])
+    return runner
+
+
+def commands(session: Session) -> list[tuple[str, Any]]:
+    return [
+        (event_type_of(e), e.data)
+        for e in session.events
+        if isinstance(e, CommandRunEvent | CommandDoneEvent)
+    ]
+
+
+def answered(session: Session) -> tuple[bool, str]:
+    (run, run_data), (done, done_data) = commands(session)
+    assert (run, done) == ("command/run", "command/done")
+    assert done_data.command_id == run_data.command_id
+    return done_data.ok, done_data.text
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0)
+
+
+def test_a_compact_runs_as_the_one_activity_and_answers_its_command(tmp_path: Path):
+    runner = runner_for(Wiring(), tmp_path)
+    heard: list[ActivityChanged] = []
+    runner.on_activity(heard.append)
+
+    async def main() -> tuple[bool, str]:
+        task = runner.start_compact(None)
+        assert runner.activity == "compact"
+        with pytest.raises(SessionBusy, match="a /compact is already running"):
+            runner.start_turn("meanwhile")
+        return await task
+
+    ok, text = asyncio.run(main())
+    assert ok and text.startswith("Compacted ")
+    assert answered(runner.session) == (True, text)
+    assert runner.activity is None and runner.task is None
+    assert [(h.activity, h.running, h.error) for h in heard] == [
+        ("compact", True, None),
+        ("compact", False, None),
+    ]
+
+
+def test_a_cancelled_compact_answers_its_command_cancelled(tmp_path: Path):
+    runner = runner_for(Wiring(summarizer=Hangs()), tmp_path)
+
+    async def main() -> None:
+        task = runner.start_compact("focus")
+        await until(lambda: event_type_of(runner.session.events[-1]) == "compaction/start")
+        assert runner.cancel() == "compact"
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert answered(runner.session) == (False, "Compaction cancelled.")
+    ends = [e for e in runner.session.events if event_type_of(e) == "compaction/end"]
+    assert [e.data.error for e in ends] == ["cancelled"]
+    assert runner.activity is None
+
+
+def test_a_compact_that_fails_unexpectedly_still_answers_its_command(tmp_path: Path):
+    runner = runner_for(Wiring(summarizer=Breaks()), tmp_path)
+    heard: list[ActivityChanged] = []
+    runner.on_activity(heard.append)
+
+    async def main() -> tuple[bool, str]:
+        return await runner.start_compact(None)
+
+    ok, text = asyncio.run(main())  # the summariser's failure is a refused pass, not a crash
+    assert not ok and text.startswith("Compaction failed: summary failed")
+    assert answered(runner.session) == (False, text)
+
+
+def test_a_bug_in_the_command_answers_it_and_reaches_the_subscribers(tmp_path: Path):
+    runner = runner_for(Wiring(), tmp_path)
+    heard: list[ActivityChanged] = []
+    runner.on_activity(heard.append)
+
+    async def broken(**kwargs: Any) -> Any:
+        raise KeyError("a bug")
+
+    async def main() -> None:
+        await runner.start_compact(None)
+
+    engine = runner.wiring.make_engine(runner.session)
+    assert engine is not None
+    engine.compact_now = broken  # type: ignore[method-assign]
+    runner.wiring.make_engine = lambda session: engine  # type: ignore[method-assign]
+    with pytest.raises(KeyError):
+        asyncio.run(main())
+    ok, text = answered(runner.session)
+    assert not ok and text == "Compaction failed: KeyError: 'a bug'"
+    assert isinstance(heard[-1].error, KeyError) and not heard[-1].running
+
+
+def test_an_activity_cancelled_before_it_ran_frees_the_session_and_logs_nothing(tmp_path: Path):
+    runner = runner_for(Wiring(), tmp_path)
+    before = len(runner.session.events)
+
+    async def main() -> None:
+        task = runner.start_compact(None)
+        assert runner.cancel() == "compact"
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)  # done callbacks run on the next loop turn
+
+    asyncio.run(main())
+    assert runner.activity is None and len(runner.session.events) == before
+
+
+def test_a_turn_is_cancelled_cooperatively_and_ends_aborted(tmp_path: Path):
+    wiring = Wiring(script=[{"text": "never", "delayMs": 20_000}])
+    runner = SessionRunner.create(MemoryStore(), tmp_path, wiring, approver=never_asked)
+
+    async def main() -> Any:
+        task = runner.start_turn("slow one")
+        await until(lambda: runner.waiting_since is not None)
+        assert runner.cancel() == "turn"
+        return await task
+
+    result = asyncio.run(main())
+    assert result.reason == "aborted"
+    assert event_type_of(runner.session.events[-1]) == "turn/end"
+    assert runner.activity is None and runner.cancel() is None
+
+
+def test_compaction_off_is_refused_before_anything_is_logged(tmp_path: Path):
+    runner = runner_for(Wiring(backend="off"), tmp_path)
+    before = len(runner.session.events)
+
+    async def main() -> None:
+        with pytest.raises(CompactionOff):
+            runner.start_compact(None)
+
+    asyncio.run(main())
+    assert runner.activity is None and len(runner.session.events) == before
