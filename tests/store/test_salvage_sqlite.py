@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from dsh.cli.main import cli
 from dsh.errors import LogCorruptError, SessionLockedError, StoreError
 from dsh.events import encode_event
-from dsh.store import SqliteStore
+from dsh.store import SqliteStore, span_cache_path
 from dsh.store.salvage_sqlite import salvage_sqlite_session
 from dsh.surface import Session
 from dsh.surface.projection import first_refused
@@ -59,8 +59,12 @@ def test_repair_keeps_the_events_before_a_body_corrupted_on_disk_and_copies_the_
     with pytest.raises(LogCorruptError, match="seq 9"):
         Session.open(store, sid)
 
+    spans = span_cache_path(tmp_path, sid)  # derived from the log: stale once the log is cut
+    spans.parent.mkdir(parents=True)
+    spans.write_bytes(b"stale")
     report = salvage_sqlite_session(store, sid, validate=first_refused)
 
+    assert not spans.exists() and f"dropped {spans} (rebuilt on use)" in report.lines()
     assert report.copy is not None and report.copy.read_bytes() == corrupted
     assert report.copy.name.startswith("dsh.sqlite3.before-repair-")
     assert stored_events(store, sid) == before[:9]  # the valid events, unchanged

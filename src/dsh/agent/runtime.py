@@ -15,7 +15,13 @@ from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.prompt import system_prompt
 from dsh.compaction import CompactionEngine, RecallableBackend, make_backend, make_summarizer
-from dsh.config import DEFAULT_CONTEXT_WINDOW, CompactionSettings, ProviderSettings, Settings
+from dsh.config import (
+    DEFAULT_CONTEXT_WINDOW,
+    CompactionSettings,
+    ProviderSettings,
+    Settings,
+    dsh_home,
+)
 from dsh.errors import ConfigError
 from dsh.llm.registry import (
     KNOWN_PROVIDERS,
@@ -28,7 +34,7 @@ from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
 from dsh.llm.window import discover_window
 from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
-from dsh.store import EventStore
+from dsh.store import EventStore, span_cache_dir
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
@@ -191,7 +197,7 @@ def build_agent(
     tool_list = default_tools(secrets)
     sections: tuple[str, ...] = ()
     if isinstance(backend, RecallableBackend):
-        tool_list += recall_tools(settings.recall)
+        tool_list += recall_tools(settings.recall, span_dir=span_cache_dir(dsh_home(environ)))
         sections = (RECALL_PROMPT_SECTION,)
     hooks: list[PreStepHook] = []
     overflow: OverflowHandler | None = None

@@ -21,6 +21,7 @@ from pathlib import Path
 from dsh.errors import DshError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, decode_events
 from dsh.store.base import decode_header
+from dsh.store.derived import drop_derived
 from dsh.store.integrity import check_line
 from dsh.store.jsonl import LOCK_NAME, JsonlStore, fsync_dir, write_synced
 from dsh.store.locking import acquire_write_lock
@@ -93,6 +94,9 @@ def salvage_session(
             report.copy = _copy_aside(path, data)
             kept = _prefix(data, report.kept_lines)
             _replace(path, kept)
+            report.notes.extend(
+                f"dropped {p} (rebuilt on use)" for p in drop_derived(store.home, session_id)
+            )
         return report
     finally:
         lock.release()

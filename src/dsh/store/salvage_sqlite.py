@@ -22,6 +22,7 @@ from pathlib import Path
 from dsh.errors import SessionNotFoundError, StoreError
 from dsh.events import decode_events
 from dsh.store.base import decode_header
+from dsh.store.derived import drop_derived
 from dsh.store.jsonl import fsync_dir
 from dsh.store.salvage import Validator, loadable_prefix
 from dsh.store.sqlite import SqliteStore, connect
@@ -46,6 +47,7 @@ class SqliteSalvageReport:
     """Why SQLite stopped returning rows (a damaged page), if it did."""
     copy: Path | None = None
     copies: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def needed(self) -> bool:
@@ -79,6 +81,7 @@ class SqliteSalvageReport:
                 if self.stored
                 else f"dropped every event row: SQLite could not read them ({self.unreadable})"
             )
+        out.extend(self.notes)
         return out
 
 
@@ -99,6 +102,8 @@ def salvage_sqlite_session(
             report = plan_sqlite_salvage(db, store.path, session_id, validate=validate)
             if report.needed:
                 _copy_and_cut(db, store.path, report)
+                dropped = drop_derived(store.home, session_id)
+                report.notes.extend(f"dropped {p} (rebuilt on use)" for p in dropped)
             return report
         finally:
             db.close()
