@@ -142,6 +142,7 @@ class SpanFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._spans: dict[int, StoredSpan] | None = None
+        self._dir_made = False
 
     def get(self, summary: CompactionSummaryEvent) -> StoredSpan | None:
         """The stored span of exactly ``summary``, if the file has it."""
@@ -167,7 +168,9 @@ class SpanFile:
             log.debug("cannot write the span cache %s: %s", self.path, exc)
 
     def _append(self, frame: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self._dir_made:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._dir_made = True
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             frame = MAGIC + frame
