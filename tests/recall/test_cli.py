@@ -3,12 +3,15 @@ hints that name the model's tool naming the CLI command instead."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
 from dsh.cli.recall import recall
 from dsh.recall import HistoryReadTool, HistorySearchTool
-from dsh.store import JsonlStore
+from dsh.store import JsonlStore, span_cache_path
 from dsh.surface import Session
 from tests.helpers import fixed_clock
 from tests.recall.builders import NEEDLE, TwoPasses, run_tool, two_passes
@@ -155,3 +158,14 @@ def test_a_torn_tail_is_reported_as_a_warning_and_the_answer_still_printed(store
     assert result.stderr.startswith("dsh: warning: ")
     expected = run_tool(HistoryReadTool(), {"checkpoint": passes.state1.id}, session).text
     assert result.stdout == expected + "\n"
+
+
+def test_search_keeps_the_lower_cased_spans_in_the_sessions_span_file(stored, tmp_path):
+    session_id, _, _ = stored
+    first = invoke("search", session_id, NEEDLE)
+    path = span_cache_path(Path(os.environ["DSH_HOME"]), session_id)
+    assert path.is_file() and path.stat().st_size > 0
+    stored_bytes = path.read_bytes()
+    again = invoke("search", session_id, NEEDLE)  # a new process would read, not render
+    assert again.output == first.output
+    assert path.read_bytes() == stored_bytes  # nothing appended: every span was found

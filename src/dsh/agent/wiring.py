@@ -30,10 +30,17 @@ from dsh.compaction import (
     make_summarizer,
 )
 from dsh.compaction.engine import CommitHook, PassObserver
-from dsh.config import DEFAULT_CONTEXT_WINDOW, CompactionSettings, ProviderSettings, Settings
+from dsh.config import (
+    DEFAULT_CONTEXT_WINDOW,
+    CompactionSettings,
+    ProviderSettings,
+    Settings,
+    dsh_home,
+)
 from dsh.llm.registry import route_params, text_tool_calls_enabled
 from dsh.llm.types import Provider
 from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
+from dsh.store import span_cache_dir
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
@@ -87,6 +94,9 @@ class Injection:
     """Offer the recall tools regardless of the backend (the bench's ``basic+recall`` arm)."""
     on_commit: CommitHook | None = None
     """Run right before each region commits (crash tests exit there)."""
+    span_file: bool = True
+    """Keep history_search's lower-cased spans in the home's span cache (the bench keeps them in
+    memory: its sessions are throwaway)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +156,8 @@ def build_parts(
     if recall is None:
         recall = isinstance(backend, RecallableBackend)
     if recall:
-        tool_list += recall_tools(settings.recall)
+        span_dir = span_cache_dir(dsh_home(environ)) if extra.span_file else None
+        tool_list += recall_tools(settings.recall, span_dir=span_dir)
         sections = (RECALL_PROMPT_SECTION,)
     return SessionParts(
         compaction=compaction,

@@ -1,4 +1,5 @@
-"""``dsh recall search|read``: the recall tools from the command line (read-only, never blocks).
+"""``dsh recall search|read``: the recall tools from the command line (never blocks; writes
+nothing but the session's span file, the cache a search shares with the agent's searches).
 
 They print the text the model would get from ``history_search`` / ``history_read`` on the same
 log, except that hints naming the model's tool name the command to type instead (``dsh recall
@@ -13,9 +14,10 @@ from collections.abc import Callable
 import click
 
 from dsh.cli import context
-from dsh.config import Settings
+from dsh.config import Settings, dsh_home
 from dsh.errors import DshError
-from dsh.recall import RecallError, read_checkpoint, search_history
+from dsh.recall import RecallError, SpanCache, read_checkpoint, search_history
+from dsh.store import span_cache_path
 from dsh.surface import Session
 from dsh.tools.base import ToolOutput
 
@@ -41,7 +43,9 @@ def search(session_id: str, query: str, checkpoint: str | None, limit: int | Non
     _answer(
         cfg,
         session_id,
-        lambda session: search_history(session.events, query, checkpoint=checkpoint, limit=chosen),
+        lambda session: search_history(
+            session.events, query, checkpoint=checkpoint, limit=chosen, cache=_span_cache(session)
+        ),
         _search_hints,
     )
 
@@ -60,6 +64,14 @@ def read(session_id: str, checkpoint: str, offset: int) -> None:
         lambda session: read_checkpoint(session.events, checkpoint, offset, budget_chars=budget),
         _read_hint,
     )
+
+
+def _span_cache(session: Session) -> SpanCache:
+    """A cache backed by the session's span file: the lower-cased spans an earlier search (here
+    or in the agent) stored are read, not rendered again."""
+    cache = SpanCache()
+    cache.use_file(span_cache_path(dsh_home(), session.id))
+    return cache
 
 
 Hints = Callable[[ToolOutput, str], str]

@@ -1,5 +1,6 @@
 """``dsh sessions list|show|export|stats``: read stored sessions (never writes, never blocks);
-``dsh sessions repair`` salvages a corrupt log into a copy (see :mod:`dsh.store.salvage`);
+``dsh sessions repair`` salvages a corrupt session after copying it aside (see
+:mod:`dsh.store.salvage`, :mod:`dsh.store.salvage_sqlite`);
 ``dsh sessions migrate`` moves sessions between the stores (see :mod:`dsh.store.migrate`)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.store.base import encode_header
 from dsh.store.migrate import migrate_sessions, store_location
 from dsh.store.salvage import salvage_session
+from dsh.store.salvage_sqlite import salvage_sqlite_session
 from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
 from dsh.transcript import render_human_transcript, render_markdown, render_message
@@ -157,14 +159,17 @@ def stats(session_id: str) -> None:
 @sessions.command("repair")
 @click.argument("session_id")
 def repair(session_id: str) -> None:
-    """Salvage a corrupt JSONL log: copy it aside, keep its valid prefix, say what was dropped."""
+    """Salvage a corrupt session: copy its log (JSONL) or database (SQLite) aside, keep the
+    events that load, say exactly what was dropped."""
     store = context.store()
-    if not isinstance(store, JsonlStore):
-        raise UsageError("dsh sessions repair works on the jsonl store (store.backend = jsonl)")
-    report = salvage_session(
-        store, context.resolve_session_id(store, session_id), validate=first_refused
-    )
-    for line in report.lines():
+    resolved = context.resolve_session_id(store, session_id)
+    if isinstance(store, JsonlStore):
+        lines = salvage_session(store, resolved, validate=first_refused).lines()
+    elif isinstance(store, SqliteStore):
+        lines = salvage_sqlite_session(store, resolved, validate=first_refused).lines()
+    else:
+        raise UsageError("dsh sessions repair works on the jsonl and sqlite stores")
+    for line in lines:
         click.echo(line)
 
 

@@ -110,7 +110,11 @@ class CompactionEngine:
     # ---- the lock ---------------------------------------------------------------------------
 
     def live_orphan(self) -> CompactionStartEvent | None:
-        """An unmatched ``compaction/start`` of this lifecycle (a dead one blocks nothing)."""
+        """An unmatched ``compaction/start`` of this lifecycle (a dead one blocks nothing; before
+        a reopened session's first write, its ``session/end-seed`` is pending and every start in
+        the log is dead)."""
+        if not self.session.lifecycle_started:
+            return None
         self._index.update(self.session)
         live = [s for s in self._index.open_starts.values() if s.seq > self._index.last_end_seed]
         return live[0] if live else None

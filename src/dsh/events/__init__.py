@@ -3,6 +3,7 @@
 from dsh.events.codec import (
     check_contiguous,
     check_json_value,
+    decode_event_chunks,
     decode_event_line,
     decode_event_lines,
     decode_events,
@@ -53,6 +54,7 @@ __all__ = [
     "UserSource",
     "check_contiguous",
     "check_json_value",
+    "decode_event_chunks",
     "decode_event_line",
     "decode_event_lines",
     "decode_events",

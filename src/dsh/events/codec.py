@@ -217,6 +217,30 @@ def decode_event_lines(
     return events
 
 
+def decode_event_chunks(
+    chunks: Iterable[tuple[bytes | memoryview, int]], *, first_line: int
+) -> list[Event]:
+    """Decode a JSONL body that arrives in consecutive pieces (each complete lines ending in a
+    newline, with its line count): the events and errors of :func:`decode_event_lines` over the
+    joined body, without ever holding that body whole (a large log loads in about the memory
+    of its events)."""
+    events: list[Event] = []
+    line = first_line
+    for body, count in chunks:
+        try:
+            with gc_paused():
+                part: list[Event] = list(_event_decoder.decode_lines(body))
+        except msgspec.DecodeError:
+            part = []
+        if len(part) != count:
+            raws = bytes(body).split(b"\n")[:-1]
+            part = [decode_event_line(raw, line=line + i) for i, raw in enumerate(raws)]
+        events.extend(part)
+        line += count
+    _validate_loaded(events, first_line)
+    return events
+
+
 def decode_event_line(raw: bytes, *, line: int) -> Event:
     """Decode one stored line, naming the line (and seq when known) in any error."""
     if not raw.strip():

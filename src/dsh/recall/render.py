@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 from dsh.events import (
     CheckpointKind,
@@ -24,6 +25,7 @@ from dsh.events import (
     surface_message,
 )
 from dsh.recall.checkpoints import Checkpoint
+from dsh.recall.span_file import SpanFile, StoredSpan, encode_text
 from dsh.surface import summary_of_node
 from dsh.transcript import render_message
 
@@ -53,8 +55,16 @@ def render_node(events: Sequence[Event], seq: int) -> str | None:
 
 def render_span(events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
     """The shadowed span of ``checkpoint``, one string per message, in surface order."""
-    rendered = (render_node(events, seq) for seq in checkpoint.shadowed_seqs)
-    return tuple(text for text in rendered if text is not None)
+    return _render_span(events, checkpoint)[1]
+
+
+def _render_span(
+    events: Sequence[Event], checkpoint: Checkpoint
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The span's messages and the node seq each one was rendered from."""
+    rendered = [(seq, render_node(events, seq)) for seq in checkpoint.shadowed_seqs]
+    kept = [(seq, text) for seq, text in rendered if text is not None]
+    return tuple(seq for seq, _ in kept), tuple(text for _, text in kept)
 
 
 class SpanCache:
@@ -63,7 +73,9 @@ class SpanCache:
     rendered and lower-cased text counted alike, whichever comes first).
 
     An entry also holds the summary event it was rendered for and is reused only for that very
-    event, so a cache shared across sessions never serves another log's span.
+    event, so a cache shared across sessions never serves another log's span. With a span file
+    (:meth:`use_file`, one per session) the lower-cased text of a span is read from the file
+    when an earlier process stored it, and stored there when it is first computed here.
     """
 
     def __init__(self, max_spans: int = 100_000, max_chars: int = 256_000_000) -> None:
@@ -71,22 +83,76 @@ class SpanCache:
         self.max_chars = max_chars
         self._chars = 0
         self._spans: OrderedDict[int, _Entry] = OrderedDict()
+        self._file: SpanFile | None = None
 
     def __len__(self) -> int:
         return len(self._spans)
 
+    def use_file(self, path: Path | None) -> None:
+        """Keep lower-cased spans in the span file at ``path`` (None: in memory only)."""
+        if path is None:
+            self._file = None
+        elif self._file is None or self._file.path != path:
+            self._file = SpanFile(path)
+
     def span(self, events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
         """``render_span(events, checkpoint)``, rendered at most once per summary event."""
-        return self._entry(events, checkpoint).messages
+        entry = self._entry(events, checkpoint)
+        if entry.messages is None:
+            entry.nodes, entry.messages = _render_span(events, checkpoint)
+            self._grew(_size(entry.messages))
+        return entry.messages
 
     def lowered(self, events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
-        """``tuple(m.lower() for m in span(...))``, lower-cased at most once per entry."""
+        """``tuple(m.lower() for m in span(...))``, lower-cased at most once per entry (and,
+        with a span file, at most once per summary event across processes)."""
         entry = self._entry(events, checkpoint)
         if entry.lowered is None:
-            entry.lowered = tuple(m.lower() for m in entry.messages)
-            self._chars += _size(entry.lowered)
-            self._evict()
+            stored = self._stored(entry, checkpoint)
+            if stored is not None:
+                entry.lowered = stored.lowered()
+            else:
+                messages = self.span(events, checkpoint)
+                entry.lowered = tuple(m.lower() for m in messages)
+                if self._file is not None:
+                    self._file.put(checkpoint.summary, entry.nodes or (), entry.lowered)
+            self._grew(_size(entry.lowered))
         return entry.lowered
+
+    def matches(
+        self, events: Sequence[Event], checkpoint: Checkpoint, needle: str
+    ) -> list[tuple[int, int]]:
+        """(message index, position) of the first match of ``needle`` (lower-cased) in the
+        lower-cased text of every message of the span that has one: what ``lower.find(needle)``
+        over :meth:`lowered` gives, found in place in the span file when it has the span."""
+        entry = self._entry(events, checkpoint)
+        if entry.lowered is None:
+            stored = self._stored(entry, checkpoint)
+            if stored is not None:
+                return stored.find(encode_text(needle))
+        found = []
+        for index, lower in enumerate(self.lowered(events, checkpoint)):
+            position = lower.find(needle)
+            if position >= 0:
+                found.append((index, position))
+        return found
+
+    def message(self, events: Sequence[Event], checkpoint: Checkpoint, index: int) -> str:
+        """Message ``index`` of the span: from the rendered span when it is here, else the one
+        node rendered again (a hit found in the span file)."""
+        entry = self._entry(events, checkpoint)
+        if entry.messages is not None or entry.nodes is None:
+            return self.span(events, checkpoint)[index]
+        text = render_node(events, entry.nodes[index])
+        assert text is not None  # the node rendered to a message when the span was stored
+        return text
+
+    def _stored(self, entry: _Entry, checkpoint: Checkpoint) -> StoredSpan | None:
+        """The span file's record of ``checkpoint`` (its node seqs noted in ``entry``)."""
+        stored = self._file.get(checkpoint.summary) if self._file is not None else None
+        if stored is not None and entry.nodes is None:
+            entry.nodes = stored.nodes
+        return stored
 
     def _entry(self, events: Sequence[Event], checkpoint: Checkpoint) -> _Entry:
         key = checkpoint.seq
@@ -96,12 +162,14 @@ class SpanCache:
             return entry
         if entry is not None:
             self._chars -= entry.size()
-        fresh = _Entry(checkpoint.summary, render_span(events, checkpoint))
+        fresh = _Entry(checkpoint.summary)
         self._spans[key] = fresh
         self._spans.move_to_end(key)
-        self._chars += fresh.size()
-        self._evict()
         return fresh
+
+    def _grew(self, chars: int) -> None:
+        self._chars += chars
+        self._evict()
 
     def _evict(self) -> None:
         while len(self._spans) > 1 and (
@@ -112,15 +180,16 @@ class SpanCache:
 
 
 class _Entry:
-    __slots__ = ("lowered", "messages", "summary")
+    __slots__ = ("lowered", "messages", "nodes", "summary")
 
-    def __init__(self, summary: CompactionSummaryEvent, messages: tuple[str, ...]) -> None:
+    def __init__(self, summary: CompactionSummaryEvent) -> None:
         self.summary = summary
-        self.messages = messages
+        self.messages: tuple[str, ...] | None = None
         self.lowered: tuple[str, ...] | None = None
+        self.nodes: tuple[int, ...] | None = None
 
     def size(self) -> int:
-        return _size(self.messages) + (_size(self.lowered) if self.lowered is not None else 0)
+        return sum(_size(part) for part in (self.messages, self.lowered) if part is not None)
 
 
 def _size(messages: tuple[str, ...]) -> int:

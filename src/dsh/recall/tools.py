@@ -12,6 +12,7 @@ request, whatever the configuration or the number of passes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from dsh.config import RecallSettings
@@ -212,15 +213,11 @@ def search_history(
     spans = cache if cache is not None else SpanCache(max_spans=1)
     for target in targets:
         found_here = False
-        lowered = spans.lowered(events, target)
-        for index, lower in enumerate(lowered):
-            position = lower.find(needle)
-            if position < 0:
-                continue
-            message = spans.span(events, target)[index]
+        for index, position in spans.matches(events, target, needle):
             matched += 1
             found_here = True
             if len(hits) < limit:
+                message = spans.message(events, target, index)
                 hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, len(query))}")
         matched_checkpoints += found_here
     truncated = matched > len(hits)
@@ -298,7 +295,13 @@ class HistorySearchTool:
     description: str = HISTORY_SEARCH_DESCRIPTION
     parameters: dict[str, Any] = HISTORY_SEARCH_PARAMETERS
 
-    def __init__(self, search_limit: int = 25, *, cache: SpanCache | None = None) -> None:
+    def __init__(
+        self,
+        search_limit: int = 25,
+        *,
+        cache: SpanCache | None = None,
+        span_dir: Path | None = None,
+    ) -> None:
         if not MIN_SEARCH_LIMIT <= search_limit <= MAX_SEARCH_LIMIT:
             raise ValueError(
                 f"search_limit must be in [{MIN_SEARCH_LIMIT}, {MAX_SEARCH_LIMIT}], "
@@ -306,10 +309,14 @@ class HistorySearchTool:
             )
         self.search_limit = search_limit
         self.cache = cache if cache is not None else SpanCache()
+        self.span_dir = span_dir
+        """Where the sessions' span files are (``<home>/cache/recall``); None: memory only."""
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
             _require_agent(self.name, ctx)
+            if self.span_dir is not None:
+                self.cache.use_file(self.span_dir / f"{ctx.session_id}.spans")
             return search_history(
                 ctx.history,
                 args.get("query"),
@@ -321,12 +328,14 @@ class HistorySearchTool:
             return error_output(exc)
 
 
-def recall_tools(settings: RecallSettings) -> list[Tool]:
-    """The two recall tools, sharing one span cache, configured from ``[recall]``."""
+def recall_tools(settings: RecallSettings, *, span_dir: Path | None = None) -> list[Tool]:
+    """The two recall tools, sharing one span cache, configured from ``[recall]``; with
+    ``span_dir`` (``dsh.store.span_cache_dir(home)``) searches keep their lower-cased spans in
+    the session's span file."""
     cache = SpanCache()
     return [
         HistoryReadTool(settings.read_budget_chars, cache=cache),
-        HistorySearchTool(settings.search_limit, cache=cache),
+        HistorySearchTool(settings.search_limit, cache=cache, span_dir=span_dir),
     ]
 
 

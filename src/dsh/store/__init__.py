@@ -16,6 +16,7 @@ from dsh.store.base import (
     now_millis,
     resolve_session_id,
 )
+from dsh.store.derived import span_cache_dir, span_cache_path
 from dsh.store.jsonl import JsonlStore
 from dsh.store.memory import MemoryStore
 from dsh.store.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, plan_crash_repair
@@ -50,4 +51,6 @@ __all__ = [
     "open_store",
     "plan_crash_repair",
     "resolve_session_id",
+    "span_cache_dir",
+    "span_cache_path",
 ]

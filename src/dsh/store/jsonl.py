@@ -10,8 +10,9 @@ CRC32 seal (``dsh.store.integrity``), so a flipped byte refuses the load too, na
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from dsh.errors import (
     LogCorruptError,
@@ -23,7 +24,7 @@ from dsh.errors import (
 from dsh.events import (
     Event,
     check_contiguous,
-    decode_event_lines,
+    decode_event_chunks,
     encode_event,
 )
 from dsh.store.base import (
@@ -221,34 +222,64 @@ class JsonlStore:
         return [h for h in self._scan() if isinstance(h, SessionHeader)]
 
 
+READ_CHUNK = 1 << 20
+"""Bytes read (and unsealed, and decoded) at a time when a log loads."""
+
+
 def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
+    """Header, events, torn tail and warnings of the log at ``path``, read a chunk at a time so
+    the peak is about the decoded events, not the file and its unsealed copy besides."""
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
-    end = data.rfind(b"\n") + 1  # everything after the last newline is a torn write
-    torn = data[end:]
+    with handle:
+        try:
+            first = handle.readline()
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
+        if not first.endswith(b"\n"):
+            raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+        header = _decode_header_line(first[:-1], path)
+        torn: list[bytes] = []
+        try:
+            events = decode_event_chunks(_event_chunks(handle, path, torn), first_line=2)
+        except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
+            raise UnknownEventTypeError(
+                exc.event_type, seq=exc.seq, line=exc.line, context=str(path)
+            ) from exc
+        except LogCorruptError as exc:
+            raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
     warnings: list[str] = []
-    if torn:
+    tail = b"".join(torn)  # everything after the last newline is a torn write
+    if tail:
         warnings.append(
-            f"{path}: dropped a torn last line ({len(torn)} bytes) left by an interrupted write"
+            f"{path}: dropped a torn last line ({len(tail)} bytes) left by an interrupted write"
         )
-    header_end = data.find(b"\n", 0, end)
-    if header_end < 0:
-        raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-    header = _decode_header_line(data[:header_end], path)
-    line_count = data.count(b"\n", header_end + 1, end)
-    body = unseal_body(data, header_end + 1, end, first_line=2, where=f"{path}: ")
-    del data  # only the unsealed copy is needed now: the peak is one copy plus the events
-    try:
-        events = decode_event_lines(body, line_count=line_count, first_line=2)
-    except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
-        raise UnknownEventTypeError(
-            exc.event_type, seq=exc.seq, line=exc.line, context=str(path)
-        ) from exc
-    except LogCorruptError as exc:
-        raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
-    return header, events, torn, warnings
+    return header, events, tail, warnings
+
+
+def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[tuple[bytes, int]]:
+    """The event lines after the header, unsealed, as (complete lines, line count) pieces of
+    about ``READ_CHUNK`` bytes; what follows the last newline is left in ``torn``."""
+    line = 2
+    while True:
+        try:
+            chunk = handle.read(READ_CHUNK)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
+        if not chunk:
+            return
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:  # a line longer than a chunk: keep reading until it ends
+            torn.append(chunk)
+            continue
+        data = b"".join([*torn, chunk]) if torn else chunk
+        end = len(data) - (len(chunk) - cut)
+        torn[:] = [data[end:]] if end < len(data) else []
+        count = data.count(b"\n", 0, end)
+        yield unseal_body(data, 0, end, first_line=line, where=f"{path}: "), count
+        line += count
 
 
 def _decode_header_line(raw: bytes, path: Path) -> SessionHeader:

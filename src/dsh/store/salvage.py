@@ -21,6 +21,7 @@ from pathlib import Path
 from dsh.errors import DshError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, decode_events
 from dsh.store.base import decode_header
+from dsh.store.derived import drop_derived
 from dsh.store.integrity import check_line
 from dsh.store.jsonl import LOCK_NAME, JsonlStore, fsync_dir, write_synced
 from dsh.store.locking import acquire_write_lock
@@ -93,6 +94,9 @@ def salvage_session(
             report.copy = _copy_aside(path, data)
             kept = _prefix(data, report.kept_lines)
             _replace(path, kept)
+            report.notes.extend(
+                f"dropped {p} (rebuilt on use)" for p in drop_derived(store.home, session_id)
+            )
         return report
     finally:
         lock.release()
@@ -136,29 +140,44 @@ def plan_salvage(
 def _loadable_prefix(lines: Sequence[bytes]) -> tuple[int, str | None, list[bytes]]:
     """How many event lines load (seal, decode, seq = position, per-event rules), why not more,
     and the loadable lines without their seals."""
+    return loadable_prefix(lines, first=2, unit="line")
+
+
+def loadable_prefix(
+    lines: Sequence[bytes], *, first: int, unit: str
+) -> tuple[int, str | None, list[bytes]]:
+    """How many stored events load, why not more, and the loadable ones without their seals.
+    ``first`` is the number the store gives the first event (JSONL: line 2; SQLite: seq 0) and
+    ``unit`` what it calls it (``line``/``seq``), so the reason names the place as the store
+    does."""
     count, reason = len(lines), None
     canonical: list[bytes] = []
     for index, raw in enumerate(lines):
         try:
-            line = check_line(raw, number=index + 2, where="")
-            event = decode_event_line(line, line=index + 2)
+            line = check_line(raw, number=index + first, where="")
+            event = decode_event_line(line, line=index + first)
         except DshError as exc:
-            count, reason = index, str(exc)
+            count, reason = index, _in_units(str(exc), unit)
             break
         if event.seq != index:
             count = index
-            reason = f"line {index + 2}: expected seq {index} but found seq {event.seq}"
+            reason = f"{unit} {index + first}: expected seq {index} but found seq {event.seq}"
             break
         canonical.append(line)
     while count:
         try:
-            decode_events(canonical[:count], first_line=2)
+            decode_events(canonical[:count], first_line=first)
             return count, reason, canonical
         except LogCorruptError as exc:  # a rule across lines: cut before the line it names
-            if exc.line is None or not 2 <= exc.line < count + 2:
-                return 0, str(exc), canonical
-            count, reason = exc.line - 2, str(exc)
+            if exc.line is None or not first <= exc.line < count + first:
+                return 0, _in_units(str(exc), unit), canonical
+            count, reason = exc.line - first, _in_units(str(exc), unit)
     return 0, reason, canonical
+
+
+def _in_units(message: str, unit: str) -> str:
+    """The codec names a place ``line N``; the SQLite store calls it ``seq N``."""
+    return message if unit == "line" else message.replace("line ", f"{unit} ", 1)
 
 
 def _zero_filled(raw: bytes) -> bool:

@@ -72,6 +72,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to the session database at ``path``, set up and migrated as the store's own
+    (for tools that work on the rows directly: ``dsh sessions repair``)."""
+    return _connect(path)
+
+
 def _migrate(db: sqlite3.Connection) -> None:
     db.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
@@ -184,6 +190,10 @@ class SqliteStore:
         self.path = self.home / DB_NAME
         self.lock_dir = self.home / "locks"
 
+    def write_lock(self, session_id: str) -> WriteLock:
+        """The session's single-writer lock (``dsh sessions repair`` holds it while it works)."""
+        return self._lock(session_id)
+
     def _lock(self, session_id: str) -> WriteLock:
         try:
             self.lock_dir.mkdir(parents=True, exist_ok=True)
@@ -261,6 +271,11 @@ class SqliteStore:
                 if lock is not None:
                     lock.release()
                 raise
+        except sqlite3.DatabaseError as exc:  # a damaged page: one line, never a traceback
+            db.close()
+            raise LogCorruptError(
+                f"{self.path}: session {session_id}: SQLite cannot read it ({exc})"
+            ) from exc
         except BaseException:
             db.close()
             raise

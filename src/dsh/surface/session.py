@@ -139,6 +139,13 @@ class Session:
     def writable(self) -> bool:
         return self._log.writable
 
+    @property
+    def lifecycle_started(self) -> bool:
+        """False while a resumed session opened for writing has written nothing yet (its
+        ``session/end-seed`` is still pending): everything in the log then belongs to an earlier
+        lifecycle, so a ``compaction/start`` without end there is dead, not a live lock."""
+        return not self._log.pending_end_seed
+
     def sync(self) -> None:
         self._log.sync()
 

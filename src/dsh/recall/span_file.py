@@ -1,0 +1,220 @@
+"""Lower-cased checkpoint spans kept on disk, so a search in a new process starts warm.
+
+``history_search`` scans the lower-cased text of every shadowed message. Rendering and
+lower-casing a long session's spans costs several times the scan itself, and every process
+(``dsh recall search`` runs once per command; a resumed agent starts empty) paid it again. A
+span depends only on the log's events below its summary, and the log is append-only, so the
+lower-cased span of a checkpoint can be kept for good: one file per session
+(``<home>/cache/recall/<id>.spans``, see ``dsh.store.span_cache_path``), appended to as spans are
+first rendered, read whole by the next process that searches.
+
+The file holds a first line naming the format and a fingerprint of the renderer (the rendering
+of a fixed set of probe messages: if the renderer's output changes, old files stop matching and
+are replaced), then records: a frame (header length, text length, CRC32 of both), a msgpack
+header ``[summarySeq, key, nodeSeqs, textLengths]`` and the span's lower-cased messages as UTF-8
+(``surrogatepass``), one after another. ``key`` is the CRC32 of the summary event's encoding: a
+record is used only for that very summary at that seq. A search looks for the needle's UTF-8 in
+each message's bytes, in place (a UTF-8 needle only matches at character boundaries, so the
+first byte match is the first character match); only a hit is decoded. A record that does not
+check out ends the reading (the rest is computed again); any error reading or writing the file
+only means the spans are rendered as without it. ``dsh sessions repair`` deletes the file when
+it cuts a log, the one operation that changes events below an existing summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import mmap
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from dsh.events import (
+    CompactionSummaryEvent,
+    Message,
+    ModelSource,
+    PluginSource,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSource,
+    UserSource,
+    encode_event,
+)
+from dsh.transcript import render_message
+
+log = logging.getLogger("dsh.recall")
+
+_FRAME = struct.Struct("<III")  # header length, text length, CRC32 of header and text
+ENCODING = "utf-8"
+ERRORS = "surrogatepass"  # a lone surrogate (JSON allows one) still round-trips
+
+
+class SpanHeader(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    seq: int
+    key: int
+    nodes: tuple[int, ...]
+    lengths: tuple[int, ...]
+    """Byte length of each lower-cased message."""
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(SpanHeader)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSpan:
+    """One checkpoint's span as stored: the node seq of each rendered message, and where each
+    lower-cased message's UTF-8 lies in ``data`` (the file, mapped)."""
+
+    key: int
+    nodes: tuple[int, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    data: mmap.mmap
+
+    def find(self, needle: bytes) -> list[tuple[int, int]]:
+        """(message index, character position in the lower-cased message) of the first match
+        of ``needle`` (lower-cased, encoded as here) in every message that has one."""
+        found = []
+        find = self.data.find
+        for index, (start, end) in enumerate(zip(self.starts, self.ends, strict=True)):
+            at = find(needle, start, end)
+            if at >= 0:
+                found.append((index, len(self.data[start:at].decode(ENCODING, ERRORS))))
+        return found
+
+    def lowered(self) -> tuple[str, ...]:
+        """The lower-cased messages, decoded."""
+        return tuple(
+            self.data[start:end].decode(ENCODING, ERRORS)
+            for start, end in zip(self.starts, self.ends, strict=True)
+        )
+
+
+def summary_key(summary: CompactionSummaryEvent) -> int:
+    """What a record must match to stand for ``summary``'s span."""
+    return zlib.crc32(encode_event(summary))
+
+
+def encode_text(text: str) -> bytes:
+    return text.encode(ENCODING, ERRORS)
+
+
+def _renderer_fingerprint() -> int:
+    probes = [
+        Message(id="p1", role="user", content=(TextBlock(text="Probe"),), source=UserSource()),
+        Message(
+            id="p2",
+            role="assistant",
+            content=(TextBlock(text="x"), ToolCallBlock(id="c", name="n", arguments="{}")),
+            source=ModelSource(provider="p", model="m"),
+        ),
+        Message(
+            id="p3",
+            role="tool",
+            content=(ToolResultBlock(tool_call_id="c", content=(TextBlock(text="r"),)),),
+            source=ToolSource(call_id="c"),
+        ),
+        Message(
+            id="p4",
+            role="user",
+            content=(TextBlock(text="s"),),
+            source=PluginSource(plugin="compact", compaction_id="k"),
+        ),
+    ]
+    rendered = [render_message(m) for m in probes] + [render_message(probes[3], label="[l]")]
+    return zlib.crc32("\x00".join(rendered).encode())
+
+
+MAGIC = b"dsh-spans 1 %08x\n" % _renderer_fingerprint()
+
+
+class SpanFile:
+    """The stored spans of one session's file (read once, on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._spans: dict[int, StoredSpan] | None = None
+        self._dir_made = False
+
+    def get(self, summary: CompactionSummaryEvent) -> StoredSpan | None:
+        """The stored span of exactly ``summary``, if the file has it."""
+        if self._spans is None:
+            self._spans = self._read()
+        span = self._spans.get(summary.seq)
+        return span if span is not None and span.key == summary_key(summary) else None
+
+    def put(
+        self, summary: CompactionSummaryEvent, nodes: tuple[int, ...], lowered: tuple[str, ...]
+    ) -> None:
+        """Append the span of ``summary`` (one write); a failure is logged and otherwise
+        ignored: the file is a cache."""
+        texts = [encode_text(m) for m in lowered]
+        header = _encoder.encode(
+            SpanHeader(summary.seq, summary_key(summary), nodes, tuple(len(t) for t in texts))
+        )
+        text = b"".join(texts)
+        crc = zlib.crc32(text, zlib.crc32(header))
+        try:
+            self._append(_FRAME.pack(len(header), len(text), crc) + header + text)
+        except OSError as exc:
+            log.debug("cannot write the span cache %s: %s", self.path, exc)
+
+    def _append(self, frame: bytes) -> None:
+        if not self._dir_made:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._dir_made = True
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            frame = MAGIC + frame
+        except FileExistsError:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+    def _read(self) -> dict[int, StoredSpan]:
+        data = _map(self.path)
+        if data is None:
+            return {}
+        if data[: len(MAGIC)] != MAGIC:  # another format or renderer: start the file again
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            return {}
+        spans: dict[int, StoredSpan] = {}
+        view = memoryview(data)
+        position = len(MAGIC)
+        while position + _FRAME.size <= len(data):
+            header_size, text_size, crc = _FRAME.unpack_from(data, position)
+            start = position + _FRAME.size
+            text_start = start + header_size
+            end = text_start + text_size
+            if end > len(data) or zlib.crc32(view[start:end]) != crc:
+                break  # a torn or damaged record: what follows is computed again
+            header = _decoder.decode(view[start:text_start])
+            starts = list(itertools.accumulate(header.lengths, initial=text_start))
+            spans[header.seq] = StoredSpan(  # the latest record of a seq wins
+                header.key, header.nodes, tuple(starts[:-1]), tuple(starts[1:]), data
+            )
+            position = end
+        return spans
+
+
+def _map(path: Path) -> mmap.mmap | None:
+    """The file's bytes, mapped read-only (searched in place, never copied); None if it cannot
+    be read or is empty."""
+    try:
+        with path.open("rb") as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return None

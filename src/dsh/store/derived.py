@@ -1,0 +1,31 @@
+"""Files derived from a session's log and kept under the dsh home, outside the log itself.
+
+Recall keeps each session's lower-cased checkpoint spans in ``<home>/cache/recall/<id>.spans``
+(see ``dsh.recall.span_file``). Such a file stays true because the log is append-only; cutting a
+log (``dsh sessions repair``) is the one change that can make it stale, so repair drops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+
+def span_cache_dir(home: Path) -> Path:
+    """Where the sessions' span files live."""
+    return Path(home) / "cache" / "recall"
+
+
+def span_cache_path(home: Path, session_id: str) -> Path:
+    """The span file of ``session_id``."""
+    return span_cache_dir(home) / f"{session_id}.spans"
+
+
+def drop_derived(home: Path, session_id: str) -> list[Path]:
+    """Delete the files derived from ``session_id``'s log; the paths that were deleted."""
+    dropped = []
+    path = span_cache_path(home, session_id)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+        dropped.append(path)
+    return dropped
