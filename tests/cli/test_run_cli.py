@@ -111,8 +111,11 @@ def test_headless_bash_is_denied_unless_allowed(tmp_path, env):
         {"text": "done"},
     ]
     script = write_script(tmp_path / "s.json", entries)
-    dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path)
+    denied = dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path)
     assert not (tmp_path / "ran.txt").exists()
+    # stdout is a pipe here, yet stderr still says what was denied and how to allow it
+    assert "dsh: bash was not run: denied by approval policy" in denied.stderr
+    assert "--allow bash" in denied.stderr
     dsh("run", "--script", str(script), "--allow", "bash", "go", env=env, cwd=tmp_path)
     assert (tmp_path / "ran.txt").read_text() == "RAN\n"
 

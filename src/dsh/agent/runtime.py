@@ -6,7 +6,7 @@ Faces (CLI, TUI, web) call ``build_agent`` and never wire the parts themselves.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,6 +172,7 @@ def build_agent(
     max_steps: int = 50,
     environ: Mapping[str, str] | None = None,
     wiring: Wiring | None = None,
+    on_summary_call: Callable[[], None] | None = None,
 ) -> Agent:
     """An agent over ``session``: default tools (plus the recall tools and their prompt section
     when the recallable backend is active), compaction hooks, and the workspace's prompt."""
@@ -180,7 +181,11 @@ def build_agent(
     backend = make_backend(
         compaction,
         make_summarizer(
-            compaction, parts.summarizer_provider, parts.summarizer_model, history=session.events
+            compaction,
+            parts.summarizer_provider,
+            parts.summarizer_model,
+            history=session.events,
+            on_call=on_summary_call,
         ),
     )
     secrets = SecretPolicy.from_environment(

@@ -127,6 +127,7 @@ def run(
             on_stream=live.on_stream if live is not None else None,
             max_steps=max_steps,
             wiring=wiring,
+            on_summary_call=live.summary_call_done if live is not None else None,
         )
     except BaseException:
         session.close()  # no stale lock file behind a configuration error
