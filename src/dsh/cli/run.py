@@ -100,6 +100,14 @@ def run(
     workspace = context.session_workspace(store, resumed, workspace_dir)
     settings = load_settings(cwd=workspace, overrides=overrides)
     store = context.store(settings)
+    # the session's recorded settings win over the config; a flag overrides them (logged). A
+    # new session replaying a recorded one (--replay) starts from the recorded one's settings.
+    own = resumed
+    if resumed is None and replay_from is not None and settings.provider.name == "replay":
+        own = replay_from
+    settings = context.session_settings(
+        store, own, settings, overrides, switch=True, announce=resumed is not None
+    )
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
     if route.notice is not None:
         context.warn(route.notice)
@@ -110,6 +118,7 @@ def run(
         context.record_workspace(session, workspace)
     else:
         session = Session.create(store, cwd=workspace)
+    context.record_settings(session, settings, route, workspace)
     for warning in session.warnings:
         context.warn(warning)
     live = LiveDisplay.for_terminal() if not as_json else None

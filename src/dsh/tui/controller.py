@@ -9,13 +9,14 @@ it by the session observer, so what people see live is what they see after reope
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
 
+from dsh.agent import session_settings
 from dsh.agent.hooks import DEFAULT_WINDOW
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.runtime import Route, build_agent, resolve_route
@@ -63,6 +64,8 @@ class TuiOptions:
     cursor_blink: bool = True
     greeting: str | None = None
     """A note shown when the app starts (``dsh demo --tui`` says what to try)."""
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The flags given (``{"provider": {...}}``): they override a session's recorded settings."""
     """False keeps the prompt's cursor steady (snapshot tests: a blink is a timer)."""
 
 
@@ -98,9 +101,8 @@ class Controller:
         self.options = options
         self.listener = listener
         self._route_factory = options.route_factory or settings_route_factory(options.settings)
-        self._agent_factory = options.agent_factory or settings_agent_factory(
-            options.settings, options.workspace
-        )
+        self.settings = options.settings
+        """The open session's own settings (recorded, then the flags; else the configured)."""
         self.route: Route | None = None
         self.session: Session | None = None
         self.agent: Agent | None = None
@@ -129,7 +131,13 @@ class Controller:
         started = time.perf_counter()
         session = Session.open(self.options.store, session_id, writable=True)
         self.load_seconds = time.perf_counter() - started
+        try:
+            settings, route = self._own_settings(session)
+        except BaseException:
+            session.close()
+            raise
         self.close()
+        self.settings, self.route = settings, route
         started = time.perf_counter()
         self.session = session
         self.projector = TranscriptProjector()
@@ -149,6 +157,31 @@ class Controller:
         self.project_seconds = time.perf_counter() - started
         return items
 
+    def _own_settings(self, session: Session) -> tuple[Settings, Route | None]:
+        """The settings and route ``session`` recorded (a flag given at launch still wins).
+        Another provider or endpoint than this UI's is refused: it needs its own launch."""
+        recorded = session_settings.latest(session)
+        resolved = session_settings.effective(
+            self.options.settings, recorded, self.options.overrides, switch=True
+        )
+        wanted, route = resolved.settings.provider, self.route
+        here = (
+            route.provider.name if route is not None else wanted.name,
+            self.options.settings.provider.base_url,
+        )
+        if recorded is not None and (wanted.name, wanted.base_url) != here:
+            raise UsageError(
+                f"session {session.id} runs on provider {wanted.name}"
+                + (f" at {recorded.base_url}" if recorded.base_url else "")
+                + f"; quit and run `dsh --resume {session.id}` to open it on its own route"
+            )
+        if route is not None and wanted.model is not None and wanted.model != route.model:
+            route = self._route_factory(wanted.model)
+        window = wanted.context_window
+        if route is not None and window is not None and window != route.context_window:
+            route = replace(route, context_window=window)
+        return resolved.settings, route
+
     def close(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -159,7 +192,7 @@ class Controller:
         self.agent = None
 
     def _new_policy(self) -> ApprovalPolicy:
-        return ApprovalPolicy(self.options.settings.tools.approval, approver=self._approve)
+        return ApprovalPolicy(self.settings.tools.approval, approver=self._approve)
 
     async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
         return await self.listener.approve(tool, args)
@@ -181,10 +214,24 @@ class Controller:
     def _agent(self) -> Agent:
         if self.agent is None:
             assert self.route is not None, "start() resolves the route first"
-            self.agent = self._agent_factory(
-                self.ensure_session(), self.route, self.policy, self.listener.streamed
+            factory = self.options.agent_factory or settings_agent_factory(
+                self.settings, self.options.workspace
             )
+            session = self.ensure_session()
+            self.agent = factory(session, self.route, self.policy, self.listener.streamed)
+            self._record(session, self.route)
         return self.agent
+
+    def _record(self, session: Session, route: Route) -> None:
+        """Log the settings this session runs with, when new or changed."""
+        snapshot = session_settings.snapshot(
+            self.settings,
+            route.provider.name,
+            route.model,
+            route.context_window,
+            str(self.options.workspace),
+        )
+        session_settings.record(session, snapshot)
 
     async def run_turn(self, prompt: str) -> TurnResult:
         if self.busy is not None:
@@ -216,7 +263,7 @@ class Controller:
         if self.session is None:
             return NOTHING_TO_COMPACT
         assert self.route is not None
-        cfg = self.options.settings.compaction
+        cfg = self.settings.compaction
         summarizer = make_summarizer(
             cfg, self.route.provider, self.route.model, history=self.session.events
         )
@@ -224,6 +271,7 @@ class Controller:
         if backend is None:
             return "Compaction is off (compaction.backend = off)."
         engine = CompactionEngine(self.session, backend, cfg)
+        self._record(self.session, self.route)
         self.busy = "compacting"
         try:
             _, text = await run_compact_command(engine, window=self.window, focus=focus)

@@ -6,9 +6,11 @@ when no API key is configured; tests pass a keyless route."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from dsh.agent import session_settings
 from dsh.agent.hooks import DEFAULT_WINDOW
 from dsh.agent.loop import Agent, StreamListener
 from dsh.agent.runtime import (
@@ -65,30 +67,58 @@ class WebRuntime:
         self._route = resolved
         return resolved
 
+    def own_settings(self, session: Session) -> tuple[Settings, Route]:
+        """The settings and route ``session`` recorded (a new session or an older log: this
+        server's); a recorded route other than the server's is resolved for it."""
+        recorded = session_settings.latest(session)
+        settings = session_settings.effective(self.settings, recorded).settings
+        route = self.route()
+        if recorded is None:
+            return settings, route
+        wanted = settings.provider
+        if (wanted.name, wanted.model) != (route.provider.name, route.model):
+            route = resolve_route(settings, store=self._store)
+        if wanted.context_window is not None and wanted.context_window != route.context_window:
+            route = replace(route, context_window=wanted.context_window)
+        return settings, route
+
     def make_agent(
         self, session: Session, *, on_stream: StreamListener, approver: Approver
     ) -> Agent:
-        policy = approval_policy(self.settings, yes=False, allow=frozenset())
+        settings, route = self.own_settings(session)
+        policy = approval_policy(settings, yes=False, allow=frozenset())
         policy.approver = approver
-        return build_agent(
+        agent = build_agent(
             session,
-            self.settings,
-            self.route(),
+            settings,
+            route,
             workspace=Path(session.header.cwd),
             policy=policy,
             on_stream=on_stream,
         )
+        _record(session, settings, route)
+        return agent
 
     def make_engine(self, session: Session) -> CompactionEngine | None:
-        route = self.route()
-        cfg = self.settings.compaction.for_route(route.provider.name, route.model)
+        settings, route = self.own_settings(session)
+        cfg = settings.compaction.for_route(route.provider.name, route.model)
         provider = model = None
         if cfg.summarizer != "extractive":
-            provider, model = summarizer_route(self.settings, route)
+            provider, model = summarizer_route(settings, route)
         backend = make_backend(cfg, make_summarizer(cfg, provider, model, history=session.events))
-        return CompactionEngine(session, backend, cfg) if backend is not None else None
+        if backend is None:
+            return None
+        _record(session, settings, route)
+        return CompactionEngine(session, backend, cfg)
 
     def default_window(self) -> int:
         if isinstance(self._route, Route) and self._route.context_window:
             return self._route.context_window
         return self.settings.provider.context_window or DEFAULT_WINDOW
+
+
+def _record(session: Session, settings: Settings, route: Route) -> None:
+    snapshot = session_settings.snapshot(
+        settings, route.provider.name, route.model, route.context_window, session.header.cwd
+    )
+    session_settings.record(session, snapshot)

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import anyio.to_thread
 
+from dsh.agent import session_settings
 from dsh.agent.loop import Agent, StreamListener
 from dsh.compaction import CompactionEngine, run_compact_command
 from dsh.errors import DshError
@@ -448,6 +449,10 @@ class SessionRegistry:
 
 
 def _logged_window(session: Session) -> int | None:
+    """The window the session recorded, else the one it last ran with."""
+    recorded = session_settings.latest(session)
+    if recorded is not None and recorded.context_window is not None:
+        return recorded.context_window
     contexts = session.of_type(RequestContextEvent)
     return contexts[-1].data.context_window if contexts else None
 
