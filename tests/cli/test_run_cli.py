@@ -180,14 +180,15 @@ def test_compact_uses_the_budgets_of_the_sessions_own_model(tmp_path, env):
     entries = [{"text": f"answer {i} " + "detail " * 200} for i in range(6)]
     script = write_script(tmp_path / "s.json", entries)
     prompts = [f"question {i} " + "context " * 200 for i in range(6)]
+    home = Path(env["DSH_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "config.toml"
+    config.write_text('[compaction.overrides."scripted:scripted"]\nretain_tokens = 7000\n')
     out = dsh(
         "run", "--script", str(script), "--context-window", "8000", *prompts, env=env, cwd=tmp_path
     ).stdout
     session_id = out.splitlines()[-1].removeprefix("session: ")
-    home = Path(env["DSH_HOME"])
-    (home / "config.toml").write_text(
-        '[compaction.overrides."scripted:scripted"]\nretain_tokens = 7000\n'
-    )
+    config.unlink()  # the session recorded the budgets of its model; the config no longer matters
     # with the override the whole session fits in the retained tail: nothing to compact
     result = dsh("compact", session_id, env=env, cwd=tmp_path)
     assert result.stdout.strip() == "No compactable history yet."
