@@ -25,6 +25,7 @@ in its range).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,12 +34,13 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from dsh.config import CompactionSettings, Settings
-from dsh.errors import UsageError
+from dsh.errors import DshError, UsageError
 from dsh.events import (
     Event,
     RecordedCompaction,
     SessionSettings,
     SessionSettingsEvent,
+    event_type_name,
     is_checkpoint_event,
 )
 from dsh.store import EventStore
@@ -62,6 +64,7 @@ ROUTE_KEYS = ("name", "model", "base_url", "context_window")
 """``provider.*`` keys that belong to the session."""
 COMPACTION_KEYS: tuple[str, ...] = RecordedCompaction.__struct_fields__
 """``compaction.*`` keys that belong to the session."""
+SETTINGS_TYPE = event_type_name(SessionSettingsEvent)
 REPLAY = "replay"
 """The provider that serves a recorded session's calls again (``--provider replay``)."""
 _RECORDED_ROUTE = {"name": "provider", "model": "model", "base_url": "base_url"}
@@ -94,9 +97,16 @@ def latest(session: Session) -> SessionSettings | None:
 
 
 def read(store: EventStore, session_id: str | None) -> SessionSettings | None:
-    """The recorded settings of a stored session, read without taking its writer lock."""
+    """The recorded settings of a stored session, read without taking its writer lock (a
+    JSONL log is searched for its last ``session/settings`` line; any other store, or a line
+    that does not read, loads the log)."""
     if session_id is None:
         return None
+    last_of_type = getattr(store, "last_of_type", None)
+    if last_of_type is not None:
+        with contextlib.suppress(DshError):
+            event = last_of_type(session_id, SETTINGS_TYPE)
+            return event.data if isinstance(event, SessionSettingsEvent) else None
     with Session.open(store, session_id) as session:
         return latest(session)
 
