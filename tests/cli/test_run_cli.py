@@ -72,7 +72,8 @@ def test_json_mode_prints_every_event_as_a_line(tmp_path, env):
     out = dsh("run", "--script", str(script), "--json", "hello", env=env, cwd=tmp_path).stdout
     first, *rest = (json.loads(line) for line in out.splitlines())
     types = [line["type"] for line in rest]
-    assert types[0] == "turn/start" and types[-1] == "turn/end"
+    # the settings the session runs with come first: they are an event of this run too
+    assert types[:2] == ["session/settings", "turn/start"] and types[-1] == "turn/end"
     assert "assistant/message" in types
     assert first["type"] == "session" and set(first) == {"type", "session"}
     shown = dsh("sessions", "show", first["session"], "--view", "events", env=env, cwd=tmp_path)

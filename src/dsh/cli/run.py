@@ -118,7 +118,6 @@ def run(
         context.record_workspace(session, workspace)
     else:
         session = Session.create(store, cwd=workspace)
-    context.record_settings(session, settings, route, workspace)
     for warning in session.warnings:
         context.warn(warning)
     live = LiveDisplay.for_terminal() if not as_json else None
@@ -126,6 +125,7 @@ def run(
     if as_json:
         out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
         session.subscribe(lambda event: out.line(encode_event(event).decode()))
+    context.record_settings(session, settings, route, workspace)  # after: --json prints it
     try:
         agent = build_agent(
             session,
