@@ -41,3 +41,34 @@ def test_a_resumed_session_keeps_its_recorded_window_and_budgets(rig: Rig):
     windows = [e.data.context_window for e in events if isinstance(e, RequestContextEvent)]
     assert set(windows) == {16_000}  # the turn after the reopen ran in the recorded window
     assert len([e for e in events if isinstance(e, SessionSettingsEvent)]) == 1
+
+
+def test_resume_in_the_ui_keeps_the_recorded_model_and_refuses_another_provider(rig: Rig):
+    from dsh.agent import session_settings
+    from dsh.config import Settings
+    from dsh.surface import Session
+    from tests.tui.conftest import submit
+
+    def stored(provider: str, model: str) -> str:
+        with Session.create(rig.store, cwd=str(rig.workspace)) as session:
+            snapshot = session_settings.snapshot(
+                Settings(), provider, model, 16_000, str(rig.workspace)
+            )
+            session_settings.record(session, snapshot)
+            return session.id
+
+    same_route, other_provider = stored("scripted", "recorded-model"), stored("deepseek", "chat")
+    app = rig.app([])
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)
+            await submit(pilot, f"/resume {other_provider}")
+            shown = " ".join("\n".join(app.transcript.rendered_lines()).split())
+            assert f"session {other_provider} runs on provider deepseek" in shown
+            assert app.controller.session is None  # nothing was opened
+            await submit(pilot, f"/resume {same_route}")
+            await settle(pilot, lambda: app.controller.session is not None)
+            assert (app.controller.model, app.controller.window) == ("recorded-model", 16_000)
+
+    asyncio.run(main())
