@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from dsh.agent.session_settings import COMPACTION_KEYS, ROUTE_KEYS
 from dsh.config import SECTIONS, Settings
 from dsh.config.descriptions import DESCRIPTIONS
 from dsh.tools.base import tool_spec
@@ -33,6 +34,14 @@ def render_config() -> str:
         "below `threshold_ratio`; `stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50.",
+        "",
+        "A session keeps its own settings: "
+        + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)
+        + " and "
+        + ", ".join(f"`compaction.{k}`" for k in COMPACTION_KEYS)
+        + " are recorded in its log (`session/settings`, never a key) when it first runs, and "
+        "every reopen uses them, not the layers above; a flag given on reopen overrides them and "
+        "is logged. `dsh sessions show ID --view settings` prints them.",
         "",
     ]
     for section in SECTIONS:

@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 from dsh.cli.live import LiveDisplay
-from dsh.events import ToolCall, ToolCallEvent, ToolResult, ToolResultEvent
+from dsh.events import (
+    CompactionEnd,
+    CompactionEndEvent,
+    CompactionPlan,
+    CompactionPlanEvent,
+    CompactionStart,
+    CompactionStartEvent,
+    RegionText,
+    ToolCall,
+    ToolCallEvent,
+    ToolErrorInfo,
+    ToolResult,
+    ToolResultEvent,
+)
 from dsh.llm.types import TextDelta
 from tests.helpers import tool_result_message
 
@@ -31,14 +44,86 @@ def test_in_a_pipe_only_the_final_answer_is_printed(capsys):
 
 
 def test_a_compaction_pass_is_announced_on_the_terminal(capsys):
-    from dsh.events import CompactionPlan, CompactionPlanEvent, RegionText
-
     live = LiveDisplay(streaming=True)
     region = RegionText(kind="state", shadowed_seqs=(1, 2), summary="s")
     live.on_event(
         CompactionPlanEvent(seq=9, time=0, data=CompactionPlan(pass_id="p", regions=(region,)))
     )
     assert "compacting earlier context (1 checkpoint(s))" in capsys.readouterr().err
+
+
+def _pass_start(pass_id: str = "p") -> CompactionStartEvent:
+    start = CompactionStart(compaction_id=f"{pass_id}-1", pass_id=pass_id, turn=1)
+    return CompactionStartEvent(seq=8, time=0, data=start)
+
+
+def _plan(regions: int) -> CompactionPlanEvent:
+    region = RegionText(kind="state", shadowed_seqs=(1, 2), summary="s")
+    return CompactionPlanEvent(
+        seq=9, time=0, data=CompactionPlan(pass_id="p", regions=(region,) * regions)
+    )
+
+
+def test_a_pass_is_announced_when_it_starts_before_any_summary_exists(capsys):
+    live = LiveDisplay(streaming=True)
+    live.on_event(_pass_start())
+    assert capsys.readouterr().err == "  ⋯ compacting earlier context\n"
+
+
+def test_on_a_terminal_the_pass_line_counts_the_calls_done_in_place(capsys):
+    live = LiveDisplay(streaming=True, notices=True)
+    live.summary_call_done()  # no pass running: nothing to count
+    live.on_event(_pass_start())
+    live.on_event(_pass_start())  # a second region bracket of the same pass
+    live.summary_call_done()
+    live.summary_call_done()
+    live.on_event(_plan(2))
+    live.summary_call_done()  # after the pass: ignored
+    line = "\r\x1b[K  ⋯ compacting earlier context "
+    assert capsys.readouterr().err == (
+        f"{line}(0 call(s) done){line}(1 call(s) done){line}(2 call(s) done)"
+        f"{line}(2 checkpoint(s))\n"
+    )
+
+
+def test_a_refused_pass_ends_its_line_with_the_reason(capsys):
+    live = LiveDisplay(streaming=True, notices=True)
+    live.on_event(_pass_start())
+    end = CompactionEnd(compaction_id="p-1", pass_id="p", turn=1, error="inflation guard")
+    live.on_event(CompactionEndEvent(seq=9, time=0, data=end))
+    assert capsys.readouterr().err.endswith("compacting earlier context stopped: inflation guard\n")
+
+
+def _denied_result() -> ToolResultEvent:
+    text = (
+        "bash was not run: denied by approval policy 'ask' in a headless run; "
+        "rerun with --allow bash or --yes"
+    )
+    result = ToolResult(
+        turn=1,
+        step=1,
+        message=tool_result_message("c1", text, is_error=True),
+        error=ToolErrorInfo(name="bash", code="DENIED"),
+    )
+    return ToolResultEvent(seq=6, time=0, data=result, surface_op="append")
+
+
+def test_in_a_pipe_a_denied_call_is_still_told_on_stderr_with_how_to_allow_it(capsys):
+    live = LiveDisplay(streaming=False)
+    live.on_event(_denied_result())
+    live.finish_turn("answer")
+    out, err = capsys.readouterr()
+    assert out == "answer\n"
+    assert err == (
+        "dsh: bash was not run: denied by approval policy 'ask' in a headless run; "
+        "rerun with --allow bash or --yes\n"
+    )
+
+
+def test_on_a_terminal_a_denial_is_shown_in_full_not_cut_to_a_preview(capsys):
+    live = LiveDisplay(streaming=True)
+    live.on_event(_denied_result())
+    assert capsys.readouterr().err.endswith("rerun with --allow bash or --yes\n")
 
 
 def test_the_waiting_notice_is_rewritten_in_place_and_erased_by_the_reply(capsys):

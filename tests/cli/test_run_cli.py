@@ -72,7 +72,8 @@ def test_json_mode_prints_every_event_as_a_line(tmp_path, env):
     out = dsh("run", "--script", str(script), "--json", "hello", env=env, cwd=tmp_path).stdout
     first, *rest = (json.loads(line) for line in out.splitlines())
     types = [line["type"] for line in rest]
-    assert types[0] == "turn/start" and types[-1] == "turn/end"
+    # the settings the session runs with come first: they are an event of this run too
+    assert types[:2] == ["session/settings", "turn/start"] and types[-1] == "turn/end"
     assert "assistant/message" in types
     assert first["type"] == "session" and set(first) == {"type", "session"}
     shown = dsh("sessions", "show", first["session"], "--view", "events", env=env, cwd=tmp_path)
@@ -111,8 +112,11 @@ def test_headless_bash_is_denied_unless_allowed(tmp_path, env):
         {"text": "done"},
     ]
     script = write_script(tmp_path / "s.json", entries)
-    dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path)
+    denied = dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path)
     assert not (tmp_path / "ran.txt").exists()
+    # stdout is a pipe here, yet stderr still says what was denied and how to allow it
+    assert "dsh: bash was not run: denied by approval policy" in denied.stderr
+    assert "--allow bash" in denied.stderr
     dsh("run", "--script", str(script), "--allow", "bash", "go", env=env, cwd=tmp_path)
     assert (tmp_path / "ran.txt").read_text() == "RAN\n"
 
@@ -177,14 +181,15 @@ def test_compact_uses_the_budgets_of_the_sessions_own_model(tmp_path, env):
     entries = [{"text": f"answer {i} " + "detail " * 200} for i in range(6)]
     script = write_script(tmp_path / "s.json", entries)
     prompts = [f"question {i} " + "context " * 200 for i in range(6)]
+    home = Path(env["DSH_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "config.toml"
+    config.write_text('[compaction.overrides."scripted:scripted"]\nretain_tokens = 7000\n')
     out = dsh(
         "run", "--script", str(script), "--context-window", "8000", *prompts, env=env, cwd=tmp_path
     ).stdout
     session_id = out.splitlines()[-1].removeprefix("session: ")
-    home = Path(env["DSH_HOME"])
-    (home / "config.toml").write_text(
-        '[compaction.overrides."scripted:scripted"]\nretain_tokens = 7000\n'
-    )
+    config.unlink()  # the session recorded the budgets of its model; the config no longer matters
     # with the override the whole session fits in the retained tail: nothing to compact
     result = dsh("compact", session_id, env=env, cwd=tmp_path)
     assert result.stdout.strip() == "No compactable history yet."

@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 IMPORTABLE = sorted(p.name for p in FIXTURES.glob("*.jsonl") if "surface-event" not in p.name)
 HEADER = SessionHeader(type="session", version=1, id="s1", cwd="/w", created_at=7)
 UPSTREAM_SURFACE_TYPES = {"user/message", "assistant/message", "tool/result"}
-DSH_ONLY = {"compaction/plan", "request/error"}
+DSH_ONLY = {"compaction/plan", "session/settings", "request/error"}
 
 
 def check_upstream_shape(data: bytes) -> list[dict]:
@@ -144,3 +144,19 @@ def test_what_upstream_cannot_express_is_listed():
         for key in ("passId", "kind", "inputRange", "degraded")
     }
     assert read_upstream(data, name="e").events[2].data.kind is None  # type: ignore[union-attr]
+
+
+def test_recorded_settings_go_upstream_as_ignorable_and_come_back_unchanged():
+    from dsh.agent.session_settings import snapshot
+    from dsh.config import Settings
+    from dsh.events import SessionSettingsEvent
+
+    with Session.create(MemoryStore(), cwd="/w") as session:
+        recorded = session.append(snapshot(Settings(), "deepseek", "deepseek-chat", 4000, "/w"))
+        session.append(TurnStart(turn=1))
+        exported, notes = export_upstream(HEADER, session.events)
+    rows = check_upstream_shape(exported)
+    assert next(r for r in rows if r["type"] == "session/settings")["ignorable"] is True
+    assert "session/settings has no upstream counterpart: written with ignorable: true" in notes
+    again = read_upstream(exported, name="exported").events
+    assert isinstance(again[0], SessionSettingsEvent) and again[0] == recorded

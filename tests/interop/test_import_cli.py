@@ -192,6 +192,13 @@ def test_imported_checkpoint_is_adopted_as_state_by_the_recallable_backend(home,
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "unused"}] * 4 + [{"text": answer}] * 3))
     prompts = ["Describe one", "Describe two", "Describe three"]
+    budgets = {
+        "DSH_COMPACTION_RETAIN_TOKENS": "200",
+        "DSH_COMPACTION_CHUNK_TOKENS": "400",
+        "DSH_COMPACTION_STUB_TOKENS": "50",
+    }
+    # the imported log records no settings: its first dsh run records these budgets, and the
+    # compaction below reads them from the log
     dsh(
         "run",
         "--session",
@@ -202,13 +209,9 @@ def test_imported_checkpoint_is_adopted_as_state_by_the_recallable_backend(home,
         str(script),
         *prompts,
         home=home,
+        **budgets,
     )
-    budgets = {
-        "DSH_COMPACTION_RETAIN_TOKENS": "200",
-        "DSH_COMPACTION_CHUNK_TOKENS": "400",
-        "DSH_COMPACTION_STUB_TOKENS": "50",
-    }
-    compacted = dsh("compact", "adopt", home=home, **budgets)
+    compacted = dsh("compact", "adopt", home=home)
     assert compacted.stdout.startswith("Compacted ")
     events = events_of(home, "adopt")
     new = [e for e in events[29:] if isinstance(e, CompactionSummaryEvent)]

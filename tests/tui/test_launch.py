@@ -133,3 +133,29 @@ def test_demo_tui_opens_the_ui_on_a_throwaway_copy_answered_by_the_demo_script(l
     route = options.route_factory(None)
     assert type(route.provider).__name__ == "ScriptedProvider" and route.model == "demo"
     assert options.greeting is not None and PROMPTS[0] in options.greeting
+
+
+def test_resume_reopens_on_the_recorded_route_and_a_flag_overrides_it(launched, tmp_path):
+    from dsh.agent import session_settings
+    from dsh.config import Settings
+
+    store = launched["store"]
+    with Session.create(store, cwd=launched["cwd"]) as session:
+        recorded = session_settings.snapshot(Settings(), "scripted", "m1", 16_000, launched["cwd"])
+        session_settings.record(session, recorded)
+        session_id = session.id
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "hi"}]')
+    cli_tui.launch(session_id, False, script=script)  # the config says deepseek, 128k
+    options = launched["options"]
+    assert (options.settings.provider.name, options.settings.provider.context_window) == (
+        "scripted",
+        16_000,
+    )
+    route = options.route_factory(None)
+    assert (route.model, route.context_window) == ("m1", 16_000)
+    cli_tui.launch(session_id, False, provider={"model": "m2"}, script=script)
+    options = launched["options"]
+    assert options.route_factory(None).model == "m2" and options.overrides["provider"] == {
+        "model": "m2"
+    }

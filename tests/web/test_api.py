@@ -226,7 +226,8 @@ def test_prompt_runs_a_turn_in_the_background(client: TestClient, env: WebEnv) -
     assert response.status_code == 202 and response.json() == {"started": "turn"}
     wait_idle(client, sid)
     types = [json.loads(line)["type"] for line in env.log_lines(sid)]
-    assert types[0] == "turn/start" and types[-1] == "turn/end"
+    # the settings the session runs with are recorded before its first turn
+    assert types[:2] == ["session/settings", "turn/start"] and types[-1] == "turn/end"
     assert "tool/result" in types
 
 

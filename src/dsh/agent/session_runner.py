@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from dsh.agent import session_settings
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.wiring import build_agent, build_parts, session_window
@@ -44,6 +45,7 @@ __all__ = [
     "SessionRunner",
     "SessionWiring",
     "SettingsWiring",
+    "record_settings",
 ]
 """The answers and the engine type a face translates come from here, not from compaction."""
 
@@ -80,35 +82,86 @@ class SessionWiring(Protocol):
 
 
 class SettingsWiring:
-    """The real wiring: ``build_agent`` / ``build_parts`` with the settings and the route
-    ``route()`` gives at the time (a face may switch models between turns)."""
+    """The real wiring: ``build_agent`` / ``build_parts`` on the session's own settings (what it
+    recorded, else these settings) and the route ``route()`` gives at the time (a face may switch
+    models between turns); a session recorded on another model is resolved with ``reroute``."""
 
-    def __init__(self, settings: Settings, route: Callable[[], Route]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        route: Callable[[], Route],
+        *,
+        reroute: Callable[[Settings], Route] | None = None,
+        recorded_wins: bool = True,
+    ) -> None:
         self.settings = settings
         self._route_of = route
+        self._reroute = reroute
+        self._recorded_wins = recorded_wins
+        """False: ``settings`` and ``route`` are already the session's own (resolved by the
+        face with its flags), so the recorded ones are not applied again."""
 
     def route(self) -> Route:
         return self._route_of()
 
+    def own(self, session: Session) -> tuple[Settings, Route]:
+        """The settings and route ``session`` runs with: its recorded ones win over the
+        configured (an older log without them gets the configured)."""
+        recorded = session_settings.latest(session) if self._recorded_wins else None
+        settings = session_settings.effective(self.settings, recorded).settings
+        route = self.route()
+        if recorded is None:
+            return settings, route
+        wanted = settings.provider
+        moved = (wanted.name, wanted.model) != (route.provider.name, route.model)
+        if moved and self._reroute is not None:
+            route = self._reroute(settings)
+        if wanted.context_window is not None and wanted.context_window != route.context_window:
+            route = replace(route, context_window=wanted.context_window)
+        return settings, route
+
     def make_agent(
         self, session: Session, *, on_stream: StreamListener, approver: Approver
     ) -> Agent:
-        policy = approval_policy(self.settings, yes=False, allow=frozenset())
+        settings, route = self.own(session)
+        policy = approval_policy(settings, yes=False, allow=frozenset())
         policy.approver = approver
-        return build_agent(
+        agent = build_agent(
             session,
-            self.settings,
-            self.route(),
+            settings,
+            route,
             workspace=Path(session.header.cwd),
             policy=policy,
             on_stream=on_stream,
         )
+        record_settings(session, settings, route)
+        return agent
 
     def make_engine(self, session: Session) -> CompactionEngine | None:
-        return build_parts(self.settings, self.route(), session).engine
+        settings, route = self.own(session)
+        return build_parts(settings, route, session).engine
 
     def compact_window(self, session: Session) -> int:
-        return session_window(self.route())
+        return session_window(self.own(session)[1])
+
+    def record_settings_of(self, session: Session) -> None:
+        """Log the settings a ``/compact`` that will run uses (when new or changed)."""
+        settings, route = self.own(session)
+        record_settings(session, settings, route)
+
+
+def record_settings(
+    session: Session, settings: Settings, route: Route, workspace: str | None = None
+) -> None:
+    """Log the settings ``session`` runs with, when they are new or changed."""
+    snapshot = session_settings.snapshot(
+        settings,
+        route.provider.name,
+        route.model,
+        route.context_window,
+        workspace if workspace is not None else session.header.cwd,
+    )
+    session_settings.record(session, snapshot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +255,17 @@ class SessionRunner:
         window = self.wiring.compact_window(self.session)
         if not log_nothing and nothing_to_compact(engine, window=window, focus=focus):
             return self._start("compact", _answer(True, NOTHING_TO_COMPACT))
-        return self._start("compact", run_compact_command(engine, window=window, focus=focus))
+        return self._start("compact", self._compact(engine, window, focus))
+
+    async def _compact(
+        self, engine: CompactionEngine, window: int, focus: str | None
+    ) -> tuple[bool, str]:
+        """The command, after logging the settings it runs with (a command cancelled before it
+        ran logs nothing)."""
+        record = getattr(self.wiring, "record_settings_of", None)
+        if record is not None:  # test wirings record nothing
+            record(self.session)
+        return await run_compact_command(engine, window=window, focus=focus)
 
     def cancel(self) -> Activity | None:
         """Stop what runs (None if nothing does)."""

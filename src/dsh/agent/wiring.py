@@ -94,6 +94,8 @@ class Injection:
     """Offer the recall tools regardless of the backend (the bench's ``basic+recall`` arm)."""
     on_commit: CommitHook | None = None
     """Run right before each region commits (crash tests exit there)."""
+    on_summary_call: Callable[[], None] | None = None
+    """Called as each summariser call of a pass completes (``dsh run`` counts them)."""
     span_file: bool = True
     """Keep history_search's lower-cased spans in the home's span cache (the bench keeps them in
     memory: its sessions are throwaway)."""
@@ -132,7 +134,11 @@ def build_parts(
         summarizer = extra.summarizer(session)
     else:
         summarizer = make_summarizer(
-            compaction, parts.summarizer_provider, parts.summarizer_model, history=session.events
+            compaction,
+            parts.summarizer_provider,
+            parts.summarizer_model,
+            history=session.events,
+            on_call=extra.on_summary_call,
         )
     backend = make_backend(compaction, summarizer)
     engine: CompactionEngine | None = None
@@ -183,10 +189,12 @@ def build_agent(
     max_steps: int = 50,
     environ: Mapping[str, str] | None = None,
     wiring: Wiring | None = None,
+    on_summary_call: Callable[[], None] | None = None,
 ) -> Agent:
     """An agent over ``session`` with ``build_parts``'s tools, hooks and prompt sections, and
-    the workspace's prompt."""
-    parts = build_parts(settings, route, session, environ=environ, wiring=wiring)
+    the workspace's prompt; ``on_summary_call`` counts the summariser calls of a pass."""
+    inject = Injection(on_summary_call=on_summary_call)
+    parts = build_parts(settings, route, session, environ=environ, wiring=wiring, inject=inject)
     generation = parts.wiring
     config = AgentConfig(
         provider=route.provider.name,

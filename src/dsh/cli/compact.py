@@ -1,4 +1,5 @@
-"""``dsh compact ID [--focus TEXT]``: compact an idle stored session now.
+"""``dsh compact ID [--focus TEXT] [--backend B]``: compact an idle stored session now, with the
+session's own recorded settings (``dsh.agent.session_settings``); ``--backend`` switches them.
 
 A call with nothing to compact (no plan, no interrupted pass to finish) appends nothing: no
 ``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it. The
@@ -14,12 +15,13 @@ from dataclasses import dataclass
 
 import click
 
+from dsh.agent import session_settings
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context
 from dsh.config import Settings, load_settings
 from dsh.errors import ConfigError, UsageError
-from dsh.events import Event, RequestContext, RequestContextEvent
+from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -30,22 +32,41 @@ from dsh.tools.approval import ApprovalAnswer
 @click.argument("session_id")
 @click.option("--focus", default=None, help="What the summary should keep in focus.")
 @click.option("--summarizer", default=None, help="extractive (keyless) or a model name.")
-@click.option("--compaction", type=click.Choice(["recallable", "basic"]), default=None)
+@click.option(
+    "--backend",
+    type=click.Choice(["recallable", "basic"]),
+    default=None,
+    help="Switch the session's compaction backend (it adopts the checkpoints it has).",
+)
+@click.option(
+    "--compaction",
+    type=click.Choice(["recallable", "basic"]),
+    default=None,
+    help="Compact with this backend; refused if it would mix layouts (see --backend).",
+)
 def compact(
-    session_id: str, focus: str | None, summarizer: str | None, compaction: str | None
+    session_id: str,
+    focus: str | None,
+    summarizer: str | None,
+    backend: str | None,
+    compaction: str | None,
 ) -> None:
     """Compact a stored, idle session and print what happened."""
-    overrides: dict[str, dict[str, object]] = {"compaction": {}}
+    if backend is not None and compaction is not None and backend != compaction:
+        raise UsageError("--backend and --compaction name different backends; give one")
+    flags: dict[str, dict[str, object]] = {"compaction": {}}
     if summarizer is not None:
-        overrides["compaction"]["summarizer"] = summarizer
-    if compaction is not None:
-        overrides["compaction"]["backend"] = compaction
-    settings = load_settings(overrides=overrides)
+        flags["compaction"]["summarizer"] = summarizer
+    if (backend or compaction) is not None:
+        flags["compaction"]["backend"] = backend or compaction
+    settings = load_settings(overrides=flags)
     store = context.store(settings)
     session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
     try:
-        route = session_route(settings, session, store)
-        runner = SessionRunner(session, SettingsWiring(settings, lambda: route), approver=_deny)
+        settings, recorded = _own_settings(session, settings, flags, switch=backend is not None)
+        route = session_route(settings, session, store, recorded)
+        wiring = SettingsWiring(settings, lambda: route, recorded_wins=False)
+        runner = SessionRunner(session, wiring, approver=_deny)
         ok, text = asyncio.run(_compact(runner, focus))
     finally:
         session.close()
@@ -58,14 +79,38 @@ async def _compact(runner: SessionRunner, focus: str | None) -> tuple[bool, str]
     try:
         return await runner.start_compact(focus, log_nothing=False)
     except CompactionOff as exc:
-        raise UsageError(f"{exc}; choose --compaction basic or recallable") from exc
+        raise UsageError(f"{exc}; choose --backend basic or recallable") from exc
 
 
-def session_route(settings: Settings, session: Session, store: EventStore) -> Route:
-    """The route a stored session compacts with: the provider, model and window it last ran
-    with (from its log), on the configured provider when a model summariser needs it. An
-    extractive summariser calls no model, so no key is needed."""
-    logged = _logged_route(session)
+def _own_settings(
+    session: Session, settings: Settings, flags: dict[str, dict[str, object]], *, switch: bool
+) -> tuple[Settings, SessionSettings | None]:
+    """The session's own recorded settings with the flags over them (a log without them: the
+    configured ones); a flag that changes them is said on stderr (and logged by the pass)."""
+    recorded = session_settings.latest(session)
+    resolved = session_settings.effective(
+        settings,
+        recorded,
+        flags,
+        switch=switch,
+        checkpoints=session_settings.has_checkpoints(session.events),
+    )
+    if resolved.changes:
+        changes = "; ".join(change.describe() for change in resolved.changes)
+        context.warn(f"session {session.id}: the flags change its recorded settings: {changes}")
+    return resolved.settings, recorded
+
+
+def session_route(
+    settings: Settings,
+    session: Session,
+    store: EventStore,
+    recorded: SessionSettings | None = None,
+) -> Route:
+    """The route a stored session compacts with: the provider, model and window it recorded
+    (else those it last ran with, from its log), on the configured provider when a model
+    summariser needs it. An extractive summariser calls no model, so no key is needed."""
+    logged = _logged_route(session, recorded)
     if settings.compaction.summarizer == "extractive":
         if logged is None:
             cfg = settings.provider
@@ -79,8 +124,15 @@ def session_route(settings: Settings, session: Session, store: EventStore) -> Ro
     return Route(configured.provider, logged.model, window)
 
 
-def _logged_route(session: Session) -> RequestContext | None:
-    """The provider, model and window the session last ran with (its latest route)."""
+def _logged_route(session: Session, recorded: SessionSettings | None) -> RequestContext | None:
+    """The provider, model and window the session runs with: recorded, else its latest
+    logged route."""
+    if recorded is not None:
+        return RequestContext(
+            provider=recorded.provider,
+            model=recorded.model,
+            context_window=recorded.context_window,
+        )
     for event in reversed(session.events):
         if isinstance(event, RequestContextEvent):
             return event.data

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,14 +15,19 @@ from dsh.events import SessionWorkspace
 from dsh.store import EventStore, open_store, resolve_session_id
 from dsh.surface import Session
 
+if TYPE_CHECKING:
+    from dsh.agent.runtime import Route
+
 __all__ = [
     "DshGroup",
     "cwd",
     "error",
     "fail",
     "provider_overrides",
+    "record_settings",
     "record_workspace",
     "resolve_session_id",
+    "session_settings",
     "session_workspace",
     "settings",
     "store",
@@ -95,6 +101,43 @@ def record_workspace(session: Session, workspace: Path) -> None:
     if str(workspace) != recorded:
         session.append(SessionWorkspace(cwd=str(workspace), recorded=recorded))
         warn(f"session {session.id} ran in {recorded}; its tools now run in {workspace} (--cwd)")
+
+
+def session_settings(
+    store_: EventStore,
+    session_id: str | None,
+    settings_: Settings,
+    overrides: Mapping[str, Mapping[str, Any]],
+    *,
+    switch: bool,
+    checkpoints: bool = False,
+    announce: bool = True,
+) -> Settings:
+    """``settings_`` with the session's recorded settings back where no flag overrides them;
+    each flag that does is said once on stderr (and logged by ``record_settings``)."""
+    from dsh.agent import session_settings as recorded_settings
+
+    resolved = recorded_settings.effective(
+        settings_,
+        recorded_settings.read(store_, session_id),
+        overrides,
+        switch=switch,
+        checkpoints=checkpoints,
+    )
+    if resolved.changes and announce:
+        changes = "; ".join(change.describe() for change in resolved.changes)
+        warn(f"session {session_id}: the flags change its recorded settings: {changes}")
+    return resolved.settings
+
+
+def record_settings(session: Session, settings_: Settings, route: Route, workspace: Path) -> None:
+    """Log the settings the session runs with, when they are new or changed."""
+    from dsh.agent import session_settings as recorded_settings
+
+    snapshot = recorded_settings.snapshot(
+        settings_, route.provider.name, route.model, route.context_window, str(workspace)
+    )
+    recorded_settings.record(session, snapshot)
 
 
 def provider_overrides(

@@ -4,6 +4,9 @@ On a terminal, answer text streams to stdout as it arrives and tool activity goe
 stdout is a pipe or file, only each turn's final answer is printed, so scripts get clean output.
 When stderr is a terminal, a model call that has produced nothing for a second shows a
 "waiting for the model (N s)" line there, rewritten in place and erased once the reply starts.
+A compaction pass is announced when it starts; with stderr on a terminal its line counts the
+summary calls done so far, in place. A tool call the approval policy denied is told on stderr
+in full (with how to allow it) whether or not stdout is a terminal.
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ import sys
 
 import click
 
-from dsh.events import CompactionPlanEvent, Event, ToolCallEvent, ToolResultEvent
+from dsh.events import (
+    CompactionEndEvent,
+    CompactionPlanEvent,
+    CompactionStartEvent,
+    Event,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from dsh.llm.types import StreamEvent, TextDelta
 
 PREVIEW_CHARS = 100
@@ -25,6 +35,9 @@ class LiveDisplay:
         """Show the waiting notice on stderr (a terminal: it is rewritten in place)."""
         self._mid_line = False
         self._notice: str | None = None
+        self._pass: str | None = None
+        """The compaction pass whose line is showing (None: no pass running)."""
+        self._calls = 0
 
     @classmethod
     def for_terminal(cls) -> LiveDisplay:
@@ -45,20 +58,62 @@ class LiveDisplay:
 
     def on_event(self, event: Event) -> None:
         self.show_waiting(None)
+        if isinstance(event, ToolResultEvent) and self._told_denial(event):
+            return
         if not self.streaming:
             return
         if isinstance(event, ToolCallEvent):
             self._break_line()
             click.echo(f"  → {event.data.name}({_preview(event.data.arguments)})", err=True)
+        elif isinstance(event, CompactionStartEvent):
+            self._pass_started(event.data.pass_id or event.data.compaction_id)
         elif isinstance(event, CompactionPlanEvent):
-            self._break_line()
-            regions = len(event.data.regions)
-            click.echo(f"  ⋯ compacting earlier context ({regions} checkpoint(s))", err=True)
+            self._pass_line(f"({len(event.data.regions)} checkpoint(s))", done=True)
+        elif isinstance(event, CompactionEndEvent) and event.data.error is not None:
+            if self._pass is not None:
+                self._pass_line(f"stopped: {event.data.error}", done=True)
         elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
             block = event.data.message.content[0]
-            text = "".join(getattr(b, "text", "") for b in getattr(block, "content", ()))
             mark = "✗" if getattr(block, "is_error", False) else "✓"
-            click.echo(f"    {mark} {_preview(text)}", err=True)
+            click.echo(f"    {mark} {_preview(_result_text(event))}", err=True)
+
+    def summary_call_done(self) -> None:
+        """One summary call of the running pass finished (the count shows on a terminal)."""
+        if self._pass is None:
+            return
+        self._calls += 1
+        if self.streaming and self.notices:
+            self._pass_line(f"({self._calls} call(s) done)")
+
+    def _pass_started(self, pass_id: str) -> None:
+        if pass_id == self._pass:
+            return
+        self._break_line()
+        self._pass, self._calls = pass_id, 0
+        if self.notices:
+            self._pass_line("(0 call(s) done)")
+        else:
+            click.echo("  ⋯ compacting earlier context", err=True)
+
+    def _pass_line(self, detail: str, *, done: bool = False) -> None:
+        """The pass's line: rewritten in place on a terminal, one line per state otherwise."""
+        text = f"  ⋯ compacting earlier context {detail}"
+        if self.notices:
+            click.echo("\r\x1b[K" + text, nl=done, err=True, color=True)
+        elif done:
+            click.echo(text, err=True)
+        if done:
+            self._pass = None
+
+    def _told_denial(self, event: ToolResultEvent) -> bool:
+        """Tell a denied call in full on stderr (its text says how to allow it)."""
+        error = event.data.error
+        if event.surface_op != "append" or error is None or error.code != "DENIED":
+            return False
+        self._break_line()
+        prefix = "    ✗ " if self.streaming else "dsh: "
+        click.echo(prefix + " ".join(_result_text(event).split()), err=True)
+        return True
 
     def finish_turn(self, final_text: str) -> None:
         if self.streaming:
@@ -70,6 +125,14 @@ class LiveDisplay:
         if self._mid_line:
             click.echo()
             self._mid_line = False
+        if self._pass is not None and self.notices:
+            click.echo(err=True)  # leave the pass's in-place line as it stands
+            self._pass = None
+
+
+def _result_text(event: ToolResultEvent) -> str:
+    block = event.data.message.content[0]
+    return "".join(getattr(b, "text", "") for b in getattr(block, "content", ()))
 
 
 def _preview(text: str) -> str:

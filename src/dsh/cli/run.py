@@ -101,6 +101,14 @@ def run(
     workspace = context.session_workspace(store, resumed, workspace_dir)
     settings = load_settings(cwd=workspace, overrides=overrides)
     store = context.store(settings)
+    # the session's recorded settings win over the config; a flag overrides them (logged). A
+    # new session replaying a recorded one (--replay) starts from the recorded one's settings.
+    own = resumed
+    if resumed is None and replay_from is not None and settings.provider.name == "replay":
+        own = replay_from
+    settings = context.session_settings(
+        store, own, settings, overrides, switch=True, announce=resumed is not None
+    )
     route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
     if route.notice is not None:
         context.warn(route.notice)
@@ -118,6 +126,7 @@ def run(
     if as_json:
         out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
         session.subscribe(lambda event: out.line(encode_event(event).decode()))
+    context.record_settings(session, settings, route, workspace)  # after: --json prints it
     try:
         agent = build_agent(
             session,
@@ -128,6 +137,7 @@ def run(
             on_stream=live.on_stream if live is not None else None,
             max_steps=max_steps,
             wiring=wiring,
+            on_summary_call=live.summary_call_done if live is not None else None,
         )
     except BaseException:
         session.close()  # no stale lock file behind a configuration error

@@ -74,7 +74,7 @@ def _mention_the_other_store(store: EventStore, *, here: str | None) -> None:
         )
 
 
-VIEWS = ("transcript", "surface", "events")
+VIEWS = ("transcript", "surface", "events", "settings")
 
 
 @sessions.command("show")
@@ -84,7 +84,8 @@ VIEWS = ("transcript", "surface", "events")
     type=click.Choice(VIEWS),
     default="transcript",
     show_default=True,
-    help="transcript: what people see; surface: what the model sees next; events: the raw log.",
+    help="transcript: what people see; surface: what the model sees next; events: the raw log; "
+    "settings: the route, window, compaction and workspace the session runs with.",
 )
 def show(session_id: str, view: str) -> None:
     """Print one session."""
@@ -94,6 +95,11 @@ def show(session_id: str, view: str) -> None:
             click.echo(encode_event(event).decode())
     elif view == "surface":
         click.echo(render_surface(session))
+    elif view == "settings":
+        from dsh.agent import session_settings
+
+        for line in session_settings.describe(session_settings.latest(session)):
+            click.echo(line)
     else:
         click.echo(render_human_transcript(session.events))
 

@@ -62,8 +62,11 @@ def launch(
             else latest_session_id(store, str(here))
         )
     workspace = context.session_workspace(store, session_id, workspace_dir)
-    settings = load_settings(cwd=workspace, overrides={"provider": provider or {}})
+    flags = {"provider": provider or {}}
+    settings = load_settings(cwd=workspace, overrides=flags)
     store = context.store(settings)
+    # a resumed session runs with its own recorded settings; a flag overrides them (logged)
+    settings = context.session_settings(store, session_id, settings, flags, switch=True)
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
             context.record_workspace(session, workspace)
@@ -74,6 +77,7 @@ def launch(
         resume=session_id,
         route_factory=settings_route_factory(settings, script),
         greeting=greeting,
+        overrides=flags,
     )
     app = DshApp(options)
     app.run()

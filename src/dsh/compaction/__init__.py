@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dsh.compaction.base import (
     CompactionBackend,
@@ -26,7 +26,7 @@ from dsh.compaction.extractive import ExtractiveSummarizer
 from dsh.compaction.model_summarizer import ModelSummarizer, build_summary_request
 from dsh.compaction.pruner import prune_tool_results
 from dsh.compaction.recallable import RecallableBackend
-from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
+from dsh.compaction.summarizer import CountedSummarizer, Summarizer, SummaryOutput, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ConfigError
 from dsh.events import Event
@@ -39,8 +39,21 @@ def make_summarizer(
     model: str | None,
     *,
     history: Sequence[Event] = (),
+    on_call: Callable[[], None] | None = None,
 ) -> Summarizer:
-    """``extractive`` (keyless) or a model name served by the conversation's provider."""
+    """``extractive`` (keyless) or a model name served by the conversation's provider;
+    ``on_call`` hears of each finished summary call."""
+    summarizer = _make_summarizer(settings, provider, model, history=history)
+    return summarizer if on_call is None else CountedSummarizer(summarizer, on_call)
+
+
+def _make_summarizer(
+    settings: CompactionSettings,
+    provider: Provider | None,
+    model: str | None,
+    *,
+    history: Sequence[Event],
+) -> Summarizer:
     if settings.summarizer == "extractive":
         return ExtractiveSummarizer()
     if provider is None:

@@ -84,3 +84,19 @@ class Summarizer(Protocol):
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
         """Answer one task; raise ``dsh.errors.ProviderError`` (or return empty text) on failure."""
         ...
+
+
+class CountedSummarizer:
+    """``inner`` that reports each finished call to ``on_call`` (a face's progress line)."""
+
+    def __init__(self, inner: Summarizer, on_call: Callable[[], None]) -> None:
+        self.inner = inner
+        self.on_call = on_call
+        self.name = inner.name
+        self.model = inner.model
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        try:
+            return await self.inner.summarize(task)
+        finally:
+            self.on_call()

@@ -190,6 +190,38 @@ class SessionWorkspace(Payload["SessionWorkspaceEvent"], frozen=True):
     """The workspace the session header records."""
 
 
+class RecordedCompaction(Struct, frozen=True):
+    """The compaction backend, budgets and summariser a session runs with."""
+
+    backend: Literal["recallable", "basic", "off"]
+    threshold_ratio: float
+    low_watermark_ratio: float
+    retain_ratio: float
+    chunk_tokens: int
+    stub_tokens: int
+    state_max_tokens: int
+    stub_region_ratio: float
+    min_stale_ratio: float
+    summarizer: str
+    retain_tokens: int | None = None
+    summarizer_provider: str | None = None
+    summarizer_base_url: str | None = None
+
+
+class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):
+    """The settings that define the session (latest wins; never a key): its route, window,
+    compaction and workspace. Logged when first chosen and whenever a flag changes one;
+    ``changed`` names the keys that changed (empty on the first record)."""
+
+    provider: str
+    model: str
+    compaction: RecordedCompaction
+    workspace: str
+    base_url: str | None = None
+    context_window: int | None = None
+    changed: tuple[str, ...] = ()
+
+
 class Todo(Struct, frozen=True):
     content: str
     status: Literal["pending", "in_progress", "completed"]
@@ -281,6 +313,10 @@ class SessionWorkspaceEvent(EventBase, tag="session/workspace", kw_only=True, fr
     data: SessionWorkspace
 
 
+class SessionSettingsEvent(EventBase, tag="session/settings", kw_only=True, frozen=True):
+    data: SessionSettings
+
+
 class TodoWriteEvent(EventBase, tag="todo/write", kw_only=True, frozen=True):
     data: TodoWrite
 
@@ -329,6 +365,7 @@ KnownEvent = (
     | LlmRetryEvent
     | SessionEndSeedEvent
     | SessionWorkspaceEvent
+    | SessionSettingsEvent
     | TodoWriteEvent
     | CommandRunEvent
     | CommandDoneEvent
@@ -412,6 +449,7 @@ __all__ = [
     "LlmRetryEvent",
     "OpaqueEvent",
     "Payload",
+    "RecordedCompaction",
     "Region",
     "RegionText",
     "ReplaceOp",
@@ -425,6 +463,8 @@ __all__ = [
     "RequestHeaderEvent",
     "SessionEndSeed",
     "SessionEndSeedEvent",
+    "SessionSettings",
+    "SessionSettingsEvent",
     "SessionWorkspace",
     "SessionWorkspaceEvent",
     "StepEnd",

@@ -37,7 +37,7 @@ RENAMED_PREFIX = "upstream:"
 """Type prefix of an upstream event of a dsh type kept opaque (its shape did not fit)."""
 SOFT_TYPES = frozenset({"todo/write", "command/run", "command/done", "llm/retry"})
 """Known log-only types kept opaque (renamed) when their upstream shape does not fit dsh's."""
-DSH_ONLY_TYPES = frozenset({"compaction/plan"})
+DSH_ONLY_TYPES = frozenset({"compaction/plan", "session/settings"})
 """dsh types the upstream reader does not know; export marks them ignorable, import clears it."""
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 ENVELOPE_FIELDS = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable")

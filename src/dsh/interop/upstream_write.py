@@ -6,8 +6,8 @@ header with ``delegationDepth``, ``role: "user"`` tool results, content-block su
 carrying the failure) and packed chunk rows. Opaque events an import kept are written back as
 they were. What upstream cannot express is counted in the returned notes: the recallable
 checkpoint class (``kind``), ``passId``, ``inputRange``, ``degraded``, and dsh-only events
-(``compaction/plan``), which are written with ``ignorable: true`` so the upstream reader keeps
-loading.
+(``compaction/plan``, ``session/settings``), which are written with ``ignorable: true`` so the
+upstream reader keeps loading.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from dsh.events import (
     Event,
     check_contiguous,
     decode_event_chunks,
+    decode_event_line,
     encode_event,
 )
 from dsh.store.base import (
@@ -133,6 +134,26 @@ class JsonlStore:
 
     def log_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / LOG_NAME
+
+    def last_of_type(self, session_id: str, event_type: str) -> Event | None:
+        """The last stored event of ``event_type``, found without decoding the others: every
+        event line starts ``{"type":"<type>",`` and a JSON string cannot hold those quotes
+        unescaped, so a raw search finds exactly its lines. Its seal is checked; a torn or bad
+        line raises ``LogCorruptError`` (a full ``open`` then says what is wrong)."""
+        path = self.log_path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise SessionNotFoundError(f"no session {session_id!r}") from exc
+        start = data.rfind(b'\n{"type":"' + event_type.encode() + b'",') + 1
+        if start == 0:
+            return None
+        end = data.find(b"\n", start)
+        number = data.count(b"\n", 0, start) + 1
+        if end < 0:
+            raise LogCorruptError(f"{path}: line {number} is torn", line=number)
+        line = check_line(data[start:end], number=number, where=f"{path}: ")
+        return decode_event_line(line, line=number)
 
     def create(
         self,

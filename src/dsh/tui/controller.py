@@ -11,24 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
 
+from dsh.agent import session_settings
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import (
     COMPACT_CANCELLED,
     NOTHING_TO_COMPACT,
+    CompactionEngine,
     CompactionOff,
     SessionBusy,
     SessionRunner,
     SettingsWiring,
 )
-from dsh.agent.wiring import build_agent, session_window
+from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import UsageError
 from dsh.events import Event, UserSource
@@ -71,6 +73,8 @@ class TuiOptions:
     cursor_blink: bool = True
     greeting: str | None = None
     """A note shown when the app starts (``dsh demo --tui`` says what to try)."""
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The flags given (``{"provider": {...}}``): they override a session's recorded settings."""
     """False keeps the prompt's cursor steady (snapshot tests: a blink is a timer)."""
 
 
@@ -106,9 +110,8 @@ class Controller:
         self.options = options
         self.listener = listener
         self._route_factory = options.route_factory or settings_route_factory(options.settings)
-        self._agent_factory = options.agent_factory or settings_agent_factory(
-            options.settings, options.workspace
-        )
+        self.settings = options.settings
+        """The open session's own settings (recorded, then the flags; else the configured)."""
         self.route: Route | None = None
         self.runner: SessionRunner | None = None
         self.policy = self._new_policy()
@@ -136,7 +139,13 @@ class Controller:
             self.options.store, session_id, _FaceWiring(self), approver=self._approve
         )
         self.load_seconds = time.perf_counter() - started
+        try:
+            settings, route = self._own_settings(runner.session)
+        except BaseException:
+            runner.close()
+            raise
         self.close()
+        self.settings, self.route = settings, route
         started = time.perf_counter()
         self._adopt(runner)
         session = runner.session
@@ -164,6 +173,31 @@ class Controller:
     def session(self) -> Session | None:
         return self.runner.session if self.runner is not None else None
 
+    def _own_settings(self, session: Session) -> tuple[Settings, Route | None]:
+        """The settings and route ``session`` recorded (a flag given at launch still wins).
+        Another provider or endpoint than this UI's is refused: it needs its own launch."""
+        recorded = session_settings.latest(session)
+        resolved = session_settings.effective(
+            self.options.settings, recorded, self.options.overrides, switch=True
+        )
+        wanted, route = resolved.settings.provider, self.route
+        here = (
+            route.provider.name if route is not None else wanted.name,
+            self.options.settings.provider.base_url,
+        )
+        if recorded is not None and (wanted.name, wanted.base_url) != here:
+            raise UsageError(
+                f"session {session.id} runs on provider {wanted.name}"
+                + (f" at {recorded.base_url}" if recorded.base_url else "")
+                + f"; quit and run `dsh --resume {session.id}` to open it on its own route"
+            )
+        if route is not None and wanted.model is not None and wanted.model != route.model:
+            route = self._route_factory(wanted.model)
+        window = wanted.context_window
+        if route is not None and window is not None and window != route.context_window:
+            route = replace(route, context_window=window)
+        return resolved.settings, route
+
     def close(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -173,7 +207,7 @@ class Controller:
             self.runner = None
 
     def _new_policy(self) -> ApprovalPolicy:
-        return ApprovalPolicy(self.options.settings.tools.approval, approver=self._approve)
+        return ApprovalPolicy(self.settings.tools.approval, approver=self._approve)
 
     async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
         return await self.listener.approve(tool, args)
@@ -207,6 +241,17 @@ class Controller:
         """What runs, as the status bar says it (None: idle)."""
         activity = self.runner.activity if self.runner is not None else None
         return None if activity is None else BUSY[activity]
+
+    def _record(self, session: Session, route: Route) -> None:
+        """Log the settings this session runs with, when new or changed."""
+        snapshot = session_settings.snapshot(
+            self.settings,
+            route.provider.name,
+            route.model,
+            route.context_window,
+            str(self.options.workspace),
+        )
+        session_settings.record(session, snapshot)
 
     async def run_turn(self, prompt: str) -> TurnResult:
         if self.busy is not None:
@@ -278,7 +323,7 @@ class _FaceWiring(SettingsWiring):
     from ``agent_factory`` and the session's approval policy."""
 
     def __init__(self, controller: Controller) -> None:
-        super().__init__(controller.options.settings, self._current_route)
+        super().__init__(controller.options.settings, self._current_route, recorded_wins=False)
         self.controller = controller
 
     def _current_route(self) -> Route:
@@ -290,7 +335,19 @@ class _FaceWiring(SettingsWiring):
         self, session: Session, *, on_stream: StreamListener, approver: Approver
     ) -> Agent:
         controller = self.controller
-        return controller._agent_factory(session, self.route(), controller.policy, on_stream)
+        factory = controller.options.agent_factory or settings_agent_factory(
+            controller.settings, controller.options.workspace
+        )
+        agent = factory(session, self.route(), controller.policy, on_stream)
+        controller._record(session, self.route())
+        return agent
+
+    def make_engine(self, session: Session) -> CompactionEngine | None:
+        """The engine on the session's own settings (its recorded budgets and summariser)."""
+        return build_parts(self.controller.settings, self.route(), session).engine
+
+    def record_settings_of(self, session: Session) -> None:
+        self.controller._record(session, self.route())
 
 
 def prompts_of(items: list[TranscriptItem]) -> list[str]:

@@ -34,7 +34,9 @@ class WebRuntime(SettingsWiring):
         *,
         store: EventStore | None = None,
     ) -> None:
-        super().__init__(settings, self._resolved)
+        super().__init__(
+            settings, self._resolved, reroute=lambda own: resolve_route(own, store=self._store)
+        )
         self._route = route
         self._store = store
 

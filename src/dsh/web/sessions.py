@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from dsh.agent import session_settings
 from dsh.agent.session_runner import (
     Activity,
     ActivityChanged,
@@ -413,6 +414,10 @@ class SessionRegistry:
 
 
 def _logged_window(session: Session) -> int | None:
+    """The window the session recorded, else the one it last ran with."""
+    recorded = session_settings.latest(session)
+    if recorded is not None and recorded.context_window is not None:
+        return recorded.context_window
     contexts = session.of_type(RequestContextEvent)
     return contexts[-1].data.context_window if contexts else None
 

@@ -1,0 +1,171 @@
+"""A session's own settings: recorded in its log, read back, and winning over the config on
+reopen unless a flag says otherwise (``dsh.agent.session_settings``)."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.agent import session_settings as ss
+from dsh.config import CompactionOverride, CompactionSettings, ProviderSettings, Settings
+from dsh.errors import UsageError
+from dsh.events import RecordedCompaction, SessionSettings, SessionSettingsEvent
+from dsh.store import JsonlStore, MemoryStore
+from dsh.surface import Session
+
+texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+ratios = st.floats(min_value=0, max_value=1, allow_nan=False, allow_infinity=False)
+sizes = st.integers(min_value=0, max_value=10**9)
+compactions = st.builds(
+    RecordedCompaction,
+    backend=st.sampled_from(["recallable", "basic", "off"]),
+    threshold_ratio=ratios,
+    low_watermark_ratio=ratios,
+    retain_ratio=ratios,
+    chunk_tokens=sizes,
+    stub_tokens=sizes,
+    state_max_tokens=sizes,
+    stub_region_ratio=ratios,
+    min_stale_ratio=ratios,
+    summarizer=texts,
+    retain_tokens=st.none() | sizes,
+    summarizer_provider=st.none() | texts,
+    summarizer_base_url=st.none() | texts,
+)
+recorded_settings = st.builds(
+    SessionSettings,
+    provider=texts,
+    model=texts,
+    compaction=compactions,
+    workspace=texts,
+    base_url=st.none() | texts,
+    context_window=st.none() | st.integers(min_value=1, max_value=10**7),
+)
+
+
+def _recorded(**changes: object) -> SessionSettings:
+    base = ss.snapshot(
+        Settings(compaction=CompactionSettings(backend="basic", chunk_tokens=1000)),
+        "deepseek",
+        "deepseek-chat",
+        4000,
+        "/work/a",
+    )
+    return msgspec.structs.replace(base, **changes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequence=st.lists(recorded_settings, min_size=1, max_size=4))
+def test_record_then_read_round_trips_through_a_real_log_file(tmp_path_factory, sequence):
+    store = JsonlStore(tmp_path_factory.mktemp("home"))
+    with Session.create(store, cwd="/w") as session:
+        for recorded in sequence:
+            ss.record(session, recorded)
+        session_id = session.id
+    read = ss.read(store, session_id)
+    assert read is not None
+    assert msgspec.structs.replace(read, changed=()) == sequence[-1]
+
+
+def test_the_same_settings_are_recorded_once_and_a_change_names_its_keys():
+    session = Session.create(MemoryStore(), cwd="/w")
+    first = _recorded()
+    assert ss.record(session, first) is not None
+    assert ss.record(session, first) is None  # unchanged: nothing appended
+    moved = msgspec.structs.replace(
+        first,
+        context_window=8000,
+        compaction=msgspec.structs.replace(first.compaction, backend="recallable"),
+    )
+    event = ss.record(session, moved)
+    assert event is not None
+    assert event.data.changed == ("provider.context_window", "compaction.backend")
+    assert len(session.of_type(SessionSettingsEvent)) == 2
+    assert ss.latest(session) == event.data
+
+
+def test_recorded_settings_win_over_a_changed_config():
+    config = Settings(
+        provider=ProviderSettings(name="anthropic", model="claude", context_window=200_000),
+        compaction=CompactionSettings(
+            backend="recallable",
+            chunk_tokens=4000,
+            overrides={"deepseek:deepseek-chat": CompactionOverride(chunk_tokens=2000)},
+        ),
+    )
+    resolved = ss.effective(config, _recorded())
+    provider, compaction = resolved.settings.provider, resolved.settings.compaction
+    assert (provider.name, provider.model, provider.context_window) == (
+        "deepseek",
+        "deepseek-chat",
+        4000,
+    )
+    assert (compaction.backend, compaction.chunk_tokens) == ("basic", 1000)
+    # the recorded budgets already hold the per-model override: the config's is not re-applied
+    assert compaction.for_route("deepseek", "deepseek-chat").chunk_tokens == 1000
+    assert resolved.changes == ()
+
+
+def test_a_flag_overrides_a_recorded_setting_and_says_so():
+    flags = {"provider": {"context_window": 16_000}, "compaction": {"summarizer": "m"}}
+    resolved = ss.effective(Settings(), _recorded(), flags)
+    assert resolved.settings.provider.context_window == 16_000
+    assert resolved.settings.provider.model == "deepseek-chat"  # the rest stays recorded
+    assert [c.describe() for c in resolved.changes] == [
+        "provider.context_window 4000 -> 16000",
+        "compaction.summarizer extractive -> m",
+    ]
+
+
+def test_another_provider_by_flag_takes_the_whole_route_from_flags_and_config():
+    config = Settings(provider=ProviderSettings(name="openai", model="gpt-x"))
+    resolved = ss.effective(config, _recorded(), {"provider": {"name": "openai"}})
+    provider = resolved.settings.provider
+    assert (provider.name, provider.model, provider.context_window) == ("openai", "gpt-x", None)
+    assert resolved.settings.compaction.backend == "basic"  # compaction is still the session's
+
+
+def test_a_replay_runs_in_the_recorded_window():
+    resolved = ss.effective(Settings(), _recorded(), {"provider": {"name": "replay"}})
+    assert resolved.settings.provider.context_window == 4000
+
+
+def test_a_backend_change_on_a_session_with_checkpoints_needs_the_explicit_switch():
+    flags = {"compaction": {"backend": "recallable"}}
+    with pytest.raises(UsageError, match="--backend recallable") as refused:
+        ss.effective(Settings(), _recorded(), flags, checkpoints=True)
+    assert "\n" not in str(refused.value)
+    switched = ss.effective(Settings(), _recorded(), flags, checkpoints=True, switch=True)
+    assert switched.settings.compaction.backend == "recallable"
+    # no checkpoints yet: nothing to mix, the flag just applies
+    assert ss.effective(Settings(), _recorded(), flags).settings.compaction.backend == "recallable"
+
+
+def test_a_log_without_recorded_settings_gets_the_configured_ones():
+    config = Settings(compaction=CompactionSettings(backend="basic", chunk_tokens=900))
+    resolved = ss.effective(config, None, {"compaction": {"backend": "basic"}})
+    assert resolved.settings is config and resolved.changes == ()
+    assert "no settings recorded" in ss.describe(None)[0]
+
+
+def test_credentials_in_a_base_url_never_enter_the_log_but_still_reach_the_endpoint():
+    config = Settings(
+        provider=ProviderSettings(
+            name="openai-compatible", model="m", base_url="http://user:secret@127.0.0.1:8080/v1"
+        )
+    )
+    recorded = ss.snapshot(config, "openai-compatible", "m", 4096, "/w")
+    assert recorded.base_url == "http://127.0.0.1:8080/v1"
+    assert "secret" not in msgspec.json.encode(recorded).decode()
+    resolved = ss.effective(config, recorded)
+    assert resolved.settings.provider.base_url == "http://user:secret@127.0.0.1:8080/v1"
+
+
+def test_the_settings_view_prints_one_line_per_setting():
+    lines = ss.describe(_recorded(changed=("compaction.backend",)))
+    assert any(line.split() == ["provider.context_window", "4000"] for line in lines)
+    assert any(line.split() == ["compaction.backend", "basic"] for line in lines)
+    assert any(line.split() == ["workspace", "/work/a"] for line in lines)
+    assert lines[-1].split() == ["last", "changed", "compaction.backend"]
