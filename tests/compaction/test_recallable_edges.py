@@ -43,7 +43,10 @@ def test_compact_region_plans_exactly_the_given_span():
 
 
 class Empty:
+    """Answers some task kinds with blank text; a different route (one call per region)."""
+
     name = model = "empty"
+    route = ("empty", "empty")
 
     def __init__(self, kinds):
         self.kinds = kinds
