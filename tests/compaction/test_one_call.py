@@ -34,7 +34,7 @@ from dsh.compaction.prompts import (
     pass_marker,
     split_pass_answer,
 )
-from dsh.compaction.recallable.one_call import pass_batches, pass_task
+from dsh.compaction.recallable.one_call import pass_batches, pass_task, sent_prefix
 from dsh.compaction.recallable.state_input import request_tokens
 from dsh.config import CompactionSettings
 from dsh.events import CompactionSummaryEvent, encode_event
@@ -47,7 +47,13 @@ from dsh.tools.registry import ToolRegistry, default_tools
 from tests.agent.conftest import Harness, run
 from tests.compaction.test_cache_riding import RouteSummarizer, _loop, _wire, engine_passes
 from tests.compaction.test_recallable import SETTINGS, assert_layout, engine_for, long_session
-from tests.helpers import fixed_clock
+from tests.helpers import (
+    assistant_message,
+    fixed_clock,
+    tool_call_block,
+    tool_result_message,
+    user_message,
+)
 
 
 class Sections:
@@ -123,11 +129,30 @@ def test_every_pass_of_the_loop_is_one_call_extending_the_last_conversation_requ
     assert len(summarizer.requests) == len(passes)  # one summariser call per pass
     assert any(t.kind == "pass" for t in summarizer.tasks)
     conversation = [_wire(r) for r in harness.provider.requests]
+    sent = harness.provider.requests
     for request in summarizer.requests:
         tools, messages = _wire(request)
         prefixes = [m for t, m in conversation if t == tools and messages.startswith(m[:-1])]
         assert prefixes, "a pass call that does not extend a conversation request"
         assert request.messages[-1].text().startswith("[Compaction task")
+        # it carries the last request as sent (and at most its text reply): nothing unsent
+        carried = request.messages[:-1]
+        last = next(r for r in reversed(sent) if r.messages == carried[: len(r.messages)])
+        assert len(carried) - len(last.messages) <= 1
+        assert all(m.role == "assistant" for m in carried[len(last.messages) :])
+
+
+def test_a_riding_call_carries_the_last_request_as_sent_when_the_pass_reads_only_that():
+    prompt, reply = user_message("go", id="u1"), assistant_message("done", id="a1")
+    calling = assistant_message("", id="a2", tool_calls=[tool_call_block("c1")])
+    result, follow = tool_result_message("c1", "out", id="t1"), user_message("next", id="u2")
+    # a text reply was seen by the provider: it rides along; the unsent prompt does not
+    assert sent_prefix((prompt, reply, follow), 2) == (prompt, reply)
+    # a reply that opened a tool call would leave it unanswered: cut before it
+    assert sent_prefix((prompt, reply, follow, calling, result), 3) == (prompt, reply, follow)
+    # the pass reads beyond what was sent, or nothing was sent yet: the whole conversation
+    assert sent_prefix((prompt, reply, follow), 3) == (prompt, reply, follow)
+    assert sent_prefix((prompt, follow), 1) == (prompt, follow)
 
 
 def test_the_pass_call_asks_for_every_part_and_names_each_marker():

@@ -29,7 +29,7 @@ from dsh.compaction.base import (
 from dsh.compaction.basic import checkpoint_summary_event, checkpoint_summary_text, retain_boundary
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
-from dsh.compaction.recallable.one_call import answer_pass
+from dsh.compaction.recallable.one_call import answer_pass, sent_prefix
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
     rollup_body,
@@ -231,6 +231,7 @@ class RecallableBackend:
             for seq in session.nodes:
                 if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
                     positions[seq] = len(positions) + 1
+            conversation = sent_prefix(conversation, max(positions.get(s, 0) for s in span))
         common = {
             "system": header.system if header is not None else None,
             "tools": tuple(header.tools or ()) if header is not None else (),
