@@ -311,12 +311,12 @@ def test_the_instruction_of_a_call_without_the_state_has_only_the_stub_rules():
         pass_task(parts[:2], window=None, max_output=None), provider="p", model="m"
     )
     text = stubs_only.messages[-1].text()
-    assert "Under each stub marker" in text and "state marker" not in text
+    assert "Stub sections:" in text and "State section:" not in text
     state_only = build_summary_request(
         pass_task(parts[-1:], window=None, max_output=None), provider="p", model="m"
     )
     text = state_only.messages[-1].text()
-    assert "Under the state marker" in text and "stub marker" not in text
+    assert "State section:" in text and "Stub sections:" not in text
     assert text.endswith("keep this in focus: the port")
 
 

@@ -71,28 +71,29 @@ to {tail}, into the working-memory state{previous}."""
 RIDING_PREVIOUS = ", starting from the previous state checkpoint (message #{at})"
 
 PASS_INSTRUCTION = """\
-[Compaction task, not a user request: do not call tools and do not answer the conversation.]
-Write {count} sections, each starting with its marker line exactly as given, alone on its line,
-in this order, with nothing before the first marker (message #1 is the first one):
+[Compaction task, not a user request: do not call tools or answer the conversation.]
+Write these {count} sections in order, each under its marker line exactly as given, nothing
+before the first (message #1 is the first message above):
 {sections}"""
 
 PASS_STUB_RULES = """
-Under each stub marker: index only that stub's messages, in at most {lines} short lines: what
-was asked, what was done, what came out. Then one line starting with "Keywords — " listing the
-slice's rarest exact literals (error strings, paths, ids, values, config keys) grouped by kind,
-in this schematic form (the <…> placeholders stand for literals copied from the slice; never
-write them):
+Stub sections: index only that stub's messages in at most {lines} short lines (asked, done,
+outcome), then one line "Keywords — " with their rarest exact literals grouped by kind, in this
+schematic form (never write the <…> placeholders):
 {example}
-Everything outside a stub's messages is background for it: do not index it; no footer."""
+All other messages are background for it; no footer."""
 
 PASS_STATE_RULES = """
-Under the state marker: rewrite the working-memory state from the previous state and its
-messages. Merge, don't restate: keep what still holds, replace what changed (a superseded value
-must not survive as current), add what is new. Sections, in order: ## Goal, ## Decisions,
-## Current state, ## Constraints, ## Next steps. At most about {tokens} tokens. No footer."""
+State section: rewrite the working-memory state from the previous state and its messages.
+Merge, don't restate: a superseded value must not survive as current. Sections: ## Goal,
+## Decisions, ## Current state, ## Constraints, ## Next steps; at most about {tokens} tokens;
+no footer."""
 
-PASS_STUB_LINE = "{marker} index messages #{first}–#{last}, from {head} to {tail}"
-PASS_STATE_LINE = "{marker} fold messages #{first}–#{last}, from {head} to {tail}{previous}"
+PASS_STUB_LINE = "{marker} messages #{first}–#{last}, {head} … {tail}"
+PASS_STATE_LINE = "{marker} messages #{first}–#{last}{previous}"
+PASS_PREVIOUS = " and the previous state (message #{at})"
+PASS_QUOTE_CHARS = 40
+"""How much of a stub's first and last message a pass instruction quotes (it lists many)."""
 
 STATE_LABEL = "state"
 _MARKER = re.compile(r"^\s*=+\s*(stub\s+\d+|state)\s*=+\s*$", re.I)
@@ -227,24 +228,24 @@ def _pass_instruction(task: SummaryTask) -> str:
     for label, part in zip(pass_labels(task), task.parts, strict=True):
         assert part.slice_range is not None, "a riding part names its slice"
         first, last = part.slice_range
-        head, tail = _ends(part.messages)
         fields = {"marker": pass_marker(label), "first": first, "last": last}
         if part.kind == "stub":
+            head, tail = _ends(part.messages, PASS_QUOTE_CHARS)
             lines.append(PASS_STUB_LINE.format(**fields, head=head, tail=tail))
             rules = PASS_STUB_RULES.format(lines=3, example=KEYWORD_EXAMPLE)
             continue
         state = part
-        previous = RIDING_PREVIOUS.format(at=part.previous_at) if part.previous_at else ""
-        lines.append(PASS_STATE_LINE.format(**fields, head=head, tail=tail, previous=previous))
+        previous = PASS_PREVIOUS.format(at=part.previous_at) if part.previous_at else ""
+        lines.append(PASS_STATE_LINE.format(**fields, previous=previous))
     if state is not None:
         rules += PASS_STATE_RULES.format(tokens=state.max_tokens)
         rules += FOCUS_NOTE.format(focus=state.focus) if state.focus else ""
     return PASS_INSTRUCTION.format(count=len(lines), sections="\n".join(lines)) + rules
 
 
-def _ends(messages: Sequence[Message]) -> tuple[str, str]:
-    head = _quote(messages[0]) if messages else "(nothing)"
-    tail = _quote(messages[-1]) if messages else "(nothing)"
+def _ends(messages: Sequence[Message], chars: int = QUOTE_CHARS) -> tuple[str, str]:
+    head = _quote(messages[0], chars) if messages else "(nothing)"
+    tail = _quote(messages[-1], chars) if messages else "(nothing)"
     return head, tail
 
 
@@ -254,9 +255,9 @@ def echoes_example(text: str, source: str) -> bool:
     return any(mark in text and mark not in source for mark in EXAMPLE_PLACEHOLDERS)
 
 
-def _quote(message: Message) -> str:
+def _quote(message: Message, chars: int = QUOTE_CHARS) -> str:
     text = " ".join(render_message(message).split())
-    clipped = text[:QUOTE_CHARS] + ("…" if len(text) > QUOTE_CHARS else "")
+    clipped = text[:chars] + ("…" if len(text) > chars else "")
     return json.dumps(clipped, ensure_ascii=False)
 
 
