@@ -42,6 +42,34 @@ SLICE = (
     assistant_message("noted", id="a2"),
 )
 TOOLS = ({"name": "read_file", "description": "read", "parameters": {"type": "object"}},)
+CONVERSATION = (user_message("fix the importer", id="u0"), *SLICE)
+
+
+def _riding(kind, messages, max_tokens, slice_range, **extra) -> SummaryTask:
+    return SummaryTask(
+        kind,
+        messages,
+        max_tokens,
+        system="be brief",
+        tools=TOOLS,
+        layout="riding",
+        conversation=CONVERSATION,
+        slice_range=slice_range,
+        **extra,
+    )
+
+
+PASS = _riding(
+    "pass",
+    (),
+    520,
+    None,
+    output_limit=900,
+    parts=(
+        _riding("stub", SLICE[:3], 120, (2, 4)),
+        _riding("state", SLICE, 400, (2, 5), previous="- goal"),
+    ),
+)
 
 
 @pytest.mark.parametrize(
@@ -59,8 +87,9 @@ TOOLS = ({"name": "read_file", "description": "read", "parameters": {"type": "ob
             recent_stubs=("<compacted-index-stub>\nearlier\n</compacted-index-stub>",),
         ),
         SummaryTask("state", SLICE, 400, system="be brief", tools=TOOLS, previous="- goal"),
+        PASS,
     ],
-    ids=["summary", "stub", "state"],
+    ids=["summary", "stub", "state", "pass"],
 )
 def test_the_billed_request_is_the_one_model_summarizer_sends(task: SummaryTask) -> None:
     provider = Capturing()

@@ -195,9 +195,11 @@ def test_refusals_restart_after_the_context_drops_below_the_threshold():
 
 
 class _Overlap:
-    """Counts how many summary calls are in flight at once."""
+    """Counts how many summary calls are in flight at once. A different route from the
+    conversation's, so every region gets a call of its own (compact layout)."""
 
     name = model = "overlap"
+    route = ("overlap", "overlap")
 
     def __init__(self) -> None:
         self.running = self.peak = self.calls = 0

@@ -123,16 +123,20 @@ def test_a_riding_stub_names_only_its_slice_and_the_extractive_stub_indexes_only
 ):
     summarizer = RouteSummarizer(("scripted", "scripted"))
     _loop(harness, summarizer)
-    assert any(t.kind == "stub" for t in summarizer.tasks)
+    assert any(t.kind == "pass" for t in summarizer.tasks)
     for task, request in zip(summarizer.tasks, summarizer.requests, strict=True):
         assert task.layout == "riding"
-        match = RANGE.search(request.messages[-1].text())
-        assert match, request.messages[-1].text()
-        named = task.conversation[int(match.group(1)) - 1 : int(match.group(2))]
-        if task.kind == "stub":  # exactly the slice's messages, by position
-            assert tuple(named) == task.messages
-        else:  # the state folds the whole span; checkpoints in it are background
-            assert tuple(m for m in named if not _is_checkpoint(m)) == task.messages
+        # a pass task names one range per part, in order, on its marker lines
+        parts = task.parts if task.kind == "pass" else (task,)
+        ranges = RANGE.findall(request.messages[-1].text())
+        assert len(ranges) == len(parts), request.messages[-1].text()
+        assert any(p.kind == "stub" for p in parts) or task.kind != "pass"
+        for part, (first, last) in zip(parts, ranges, strict=True):
+            named = task.conversation[int(first) - 1 : int(last)]
+            if part.kind == "stub":  # exactly the slice's messages, by position
+                assert tuple(named) == part.messages
+            else:  # the state folds the whole span; checkpoints in it are background
+                assert tuple(m for m in named if not _is_checkpoint(m)) == part.messages
     session = harness.session
     stubs = [
         e

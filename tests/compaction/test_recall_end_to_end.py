@@ -119,7 +119,7 @@ def test_stability_check_refuses_a_pass_when_the_surface_moved_under_it():
         async def summarize(self, task):
             from tests.helpers import append_chat_turn
 
-            if task.kind == "state":
+            if task.kind in ("state", "pass"):
                 append_chat_turn(session, "meanwhile", "moved")
             return await ExtractiveSummarizer().summarize(task)
 

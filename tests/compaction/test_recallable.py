@@ -140,7 +140,11 @@ def test_the_stub_keyword_line_holds_the_slice_rarest_literal():
 
 
 class FailingSummarizer:
+    """Fails the calls of some task kinds. A different route from the conversation's, so each
+    stub and the state get a call of their own (compact layout)."""
+
     name = model = "failing"
+    route = ("failing", "failing")
 
     def __init__(self, fail_kinds):
         self.fail_kinds = fail_kinds

@@ -19,7 +19,7 @@ from dsh.compaction.anchors import (
     rarest_anchors,
     split_config,
 )
-from dsh.compaction.prompts import SUMMARY_SECTIONS
+from dsh.compaction.prompts import SUMMARY_SECTIONS, join_pass_answer, pass_labels
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.events import Message, ToolResultBlock, is_compact_checkpoint_source
 from dsh.transcript import render_message
@@ -78,6 +78,10 @@ class ExtractiveSummarizer:
 
 def write_extractive(task: SummaryTask) -> str:
     """The checkpoint text for ``task``: a pure function of the task."""
+    if task.kind == "pass":  # every part, in its labelled section
+        return join_pass_answer(
+            zip(pass_labels(task), (write_extractive(p) for p in task.parts), strict=True)
+        )
     if task.kind == "stub":
         return _stub(task)
     if task.kind == "state":

@@ -15,6 +15,7 @@ from dsh.errors import ProviderError
 from dsh.events import Event, Message, TextBlock, UserSource
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode, provider_error
+from dsh.llm.registry import default_max_output_tokens
 from dsh.llm.retry import stream_with_retry
 from dsh.llm.types import ModelRequest, Provider
 
@@ -47,6 +48,9 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
       the conversation request as sent (system, tools, every surface message), then one
       instruction naming the slice ``messages #a–#b`` — every call of a pass extends the last
       conversation request, so they share its cached prefix.
+    - ``pass`` (always riding): the same conversation, then one instruction naming every
+      stub's slice and the state's span, answered in labelled sections — the whole pass in
+      one call.
     - ``stub`` / ``state``, ``compact`` layout (a different summariser model): a fixed system
       prompt, the context sibling calls share (pass-start state, committed keyword lines,
       recent stubs), the slice, then the instruction.
@@ -82,6 +86,7 @@ class ModelSummarizer:
         *,
         history: Sequence[Event] = (),
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.provider = provider
         self.history = history
@@ -89,6 +94,11 @@ class ModelSummarizer:
         self.name = provider.name
         self.model = model
         self.timeout_s = timeout_s
+        self.max_output_tokens = max_output_tokens or default_max_output_tokens(
+            provider.name, model
+        )
+        """Most output tokens one call may ask for (None: unknown, no bound): a pass whose
+        one-call answer would need more is written call by call."""
 
     @property
     def route(self) -> tuple[str, str]:

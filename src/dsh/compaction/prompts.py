@@ -6,6 +6,8 @@ Every string the model reads about compaction lives here, once.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable, Sequence
 
 from dsh.compaction.summarizer import SummaryTask
 from dsh.events import Message
@@ -68,6 +70,34 @@ to {tail}, into the working-memory state{previous}."""
 
 RIDING_PREVIOUS = ", starting from the previous state checkpoint (message #{at})"
 
+PASS_INSTRUCTION = """\
+[Compaction task, not a user request: do not call tools or answer the conversation.]
+Write these {count} sections in order, each under its marker line exactly as given, nothing
+before the first (message #1 is the first message above):
+{sections}"""
+
+PASS_STUB_RULES = """
+Stub sections: index only that stub's messages in at most {lines} short lines (asked, done,
+outcome), then one line "Keywords — " with their rarest exact literals grouped by kind, in this
+schematic form (never write the <…> placeholders):
+{example}
+All other messages are background for it; no footer."""
+
+PASS_STATE_RULES = """
+State section: rewrite the working-memory state from the previous state and its messages.
+Merge, don't restate: a superseded value must not survive as current. Sections: ## Goal,
+## Decisions, ## Current state, ## Constraints, ## Next steps; at most about {tokens} tokens;
+no footer."""
+
+PASS_STUB_LINE = "{marker} messages #{first}–#{last}, {head} … {tail}"
+PASS_STATE_LINE = "{marker} messages #{first}–#{last}{previous}"
+PASS_PREVIOUS = " and the previous state (message #{at})"
+PASS_QUOTE_CHARS = 40
+"""How much of a stub's first and last message a pass instruction quotes (it lists many)."""
+
+STATE_LABEL = "state"
+_MARKER = re.compile(r"^\s*=+\s*(stub\s+\d+|state)\s*=+\s*$", re.I)
+
 QUOTE_CHARS = 60
 """How much of a slice's first and last message a riding instruction quotes to locate it."""
 
@@ -108,6 +138,8 @@ def context_for(task: SummaryTask) -> str | None:
 
 def instruction_for(task: SummaryTask) -> str:
     """The last user message of a model summary call for ``task``."""
+    if task.kind == "pass":
+        return _pass_instruction(task)
     if task.layout == "riding" and task.kind != "summary":
         return _riding_instruction(task)
     if task.kind == "stub":
@@ -127,9 +159,7 @@ def _riding_instruction(task: SummaryTask) -> str:
     usual rules for a stub or a state."""
     assert task.slice_range is not None, "a riding task names its slice"
     first, last = task.slice_range
-    messages = task.messages
-    head = _quote(messages[0]) if messages else "(nothing)"
-    tail = _quote(messages[-1]) if messages else "(nothing)"
+    head, tail = _ends(task.messages)
     if task.kind == "stub":
         lead = RIDING_STUB_INSTRUCTION.format(first=first, last=last, head=head, tail=tail)
         rules = STUB_INSTRUCTION.format(lines=3, example=KEYWORD_EXAMPLE)
@@ -146,15 +176,88 @@ def _riding_instruction(task: SummaryTask) -> str:
     return f"{lead}\n{rules}{focus}"
 
 
+def pass_labels(task: SummaryTask) -> tuple[str, ...]:
+    """The section labels of a ``pass`` task's answer, one per part: ``stub 1``…, ``state``."""
+    labels, stubs = [], 0
+    for part in task.parts:
+        if part.kind == "stub":
+            stubs += 1
+            labels.append(f"stub {stubs}")
+        else:
+            labels.append(STATE_LABEL)
+    return tuple(labels)
+
+
+def pass_marker(label: str) -> str:
+    """The line that starts a section of a ``pass`` answer."""
+    return f"=== {label} ==="
+
+
+def join_pass_answer(sections: Iterable[tuple[str, str]]) -> str:
+    """A ``pass`` answer from ``(label, text)`` sections (what a well-behaved model writes)."""
+    return "\n".join(f"{pass_marker(label)}\n{text}" for label, text in sections)
+
+
+def split_pass_answer(text: str, labels: Sequence[str]) -> dict[str, str]:
+    """The sections of a ``pass`` answer by label. A marker line (``=== stub 2 ===``, any case
+    and number of ``=``) starts a section; text before the first marker, a section whose label
+    is not in ``labels``, and any repeat of a label already seen are dropped; a label the answer
+    lacks is absent."""
+    wanted = set(labels)
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = _MARKER.match(line)
+        if match is None:
+            if current is not None:
+                current.append(line)
+            continue
+        label = " ".join(match.group(1).lower().split())
+        current = None
+        if label in wanted and label not in sections:
+            current = sections[label] = []
+    return {label: "\n".join(lines).strip() for label, lines in sections.items()}
+
+
+def _pass_instruction(task: SummaryTask) -> str:
+    """One marker line per part naming its slice by position (quoting its two ends), then the
+    rules for stubs and for the state (those the task has parts of)."""
+    lines = []
+    rules = ""
+    state = None
+    for label, part in zip(pass_labels(task), task.parts, strict=True):
+        assert part.slice_range is not None, "a riding part names its slice"
+        first, last = part.slice_range
+        fields = {"marker": pass_marker(label), "first": first, "last": last}
+        if part.kind == "stub":
+            head, tail = _ends(part.messages, PASS_QUOTE_CHARS)
+            lines.append(PASS_STUB_LINE.format(**fields, head=head, tail=tail))
+            rules = PASS_STUB_RULES.format(lines=3, example=KEYWORD_EXAMPLE)
+            continue
+        state = part
+        previous = PASS_PREVIOUS.format(at=part.previous_at) if part.previous_at else ""
+        lines.append(PASS_STATE_LINE.format(**fields, previous=previous))
+    if state is not None:
+        rules += PASS_STATE_RULES.format(tokens=state.max_tokens)
+        rules += FOCUS_NOTE.format(focus=state.focus) if state.focus else ""
+    return PASS_INSTRUCTION.format(count=len(lines), sections="\n".join(lines)) + rules
+
+
+def _ends(messages: Sequence[Message], chars: int = QUOTE_CHARS) -> tuple[str, str]:
+    head = _quote(messages[0], chars) if messages else "(nothing)"
+    tail = _quote(messages[-1], chars) if messages else "(nothing)"
+    return head, tail
+
+
 def echoes_example(text: str, source: str) -> bool:
     """True when ``text`` repeats an instruction's example: one of its schematic placeholders
     that the conversation itself (``source``) never said."""
     return any(mark in text and mark not in source for mark in EXAMPLE_PLACEHOLDERS)
 
 
-def _quote(message: Message) -> str:
+def _quote(message: Message, chars: int = QUOTE_CHARS) -> str:
     text = " ".join(render_message(message).split())
-    clipped = text[:QUOTE_CHARS] + ("…" if len(text) > QUOTE_CHARS else "")
+    clipped = text[:chars] + ("…" if len(text) > chars else "")
     return json.dumps(clipped, ensure_ascii=False)
 
 

@@ -14,8 +14,9 @@ from typing import Any, Literal, Protocol
 
 from dsh.events import Message, Usage
 
-TaskKind = Literal["summary", "stub", "state"]
-"""``summary``: the basic backend's one checkpoint; ``stub``/``state``: the recallable pair."""
+TaskKind = Literal["summary", "stub", "state", "pass"]
+"""``summary``: the basic backend's one checkpoint; ``stub``/``state``: the recallable pair;
+``pass``: every stub and the state of one recallable pass in one riding call (``parts``)."""
 
 Layout = Literal["compact", "riding"]
 """How a model call for a stub or state task is laid out. ``riding``: the conversation request
@@ -64,6 +65,9 @@ class SummaryTask:
     None: ``max_tokens`` times the usual slack."""
     previous_at: int | None = None
     """``riding`` state: 1-based position in ``conversation`` of the previous state checkpoint."""
+    parts: tuple[SummaryTask, ...] = ()
+    """``pass`` tasks: the pass's riding stub tasks, then its state task, answered in one call
+    as labelled sections (``dsh.compaction.prompts.pass_labels``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from dsh.compaction.base import (
 )
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
+from dsh.compaction.recallable.one_call import answer_pass, sent_prefix
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
     rollup_body,
@@ -212,6 +213,7 @@ class RecallableBackend:
             for seq in session.nodes:
                 if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
                     positions[seq] = len(positions) + 1
+            conversation = sent_prefix(conversation, max(positions.get(s, 0) for s in span))
         common = {
             "system": header.system if header is not None else None,
             "tools": tuple(header.tools or ()) if header is not None else (),
@@ -352,10 +354,23 @@ class RecallableBackend:
     # ---- summarising ------------------------------------------------------------------------
 
     async def summarize(self, plan: Plan) -> list[RegionText]:
-        """Every region at once (bounded by ``max_concurrency``); buffered, nothing committed."""
+        """Every region at once: one riding call for the whole pass when it can
+        (``one_call``), else one call per region (bounded by ``max_concurrency``); buffered,
+        nothing committed."""
         gate = asyncio.Semaphore(self.settings.max_concurrency)
 
-        async def one(region: RegionPlan) -> RegionText:
+        async def state(region: RegionPlan) -> RegionText:
+            return await fold_state(
+                self.summarizer, region, self.settings.state_max_tokens, self._window
+            )
+
+        answered = await answer_pass(
+            self.summarizer, plan.regions, self.settings, window=self._window, state=state
+        )
+
+        async def one(index: int, region: RegionPlan) -> RegionText:
+            if index in answered:
+                return answered[index]
             if region.code_text is not None:
                 return RegionText(
                     kind="index",
@@ -369,13 +384,9 @@ class RecallableBackend:
                 # the next chunk (``fold_checkpoint_chunks``), so every index slice has material.
                 return pointer(region, "pointer", "recall activity (history_read/history_search)")
             async with gate:
-                if region.kind == "state":
-                    return await fold_state(
-                        self.summarizer, region, self.settings.state_max_tokens, self._window
-                    )
-                return await self._stub(region)
+                return await (state(region) if region.kind == "state" else self._stub(region))
 
-        return list(await asyncio.gather(*(one(r) for r in plan.regions)))
+        return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(plan.regions))))
 
     async def _stub(self, region: RegionPlan) -> RegionText:
         """The model's stub; a junk answer is asked for once more, then (like a failed call)

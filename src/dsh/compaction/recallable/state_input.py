@@ -75,21 +75,25 @@ async def fold_state(
     return text
 
 
+def checked_state(
+    region: RegionPlan, task: SummaryTask, output: SummaryOutput, state_max_tokens: int
+) -> RegionText:
+    """The state from ``output``, validated against ``task``'s slice, previous state and focus
+    (``state_text``); raises ``ProviderError`` when it is not a usable state."""
+    source = "\n".join(
+        part for part in (slice_text(task.messages), task.previous, task.focus) if part
+    )
+    return state_text(region, output, state_max_tokens, source=source, previous=task.previous)
+
+
 async def _one_state(
     summarizer: Summarizer, region: RegionPlan, task: SummaryTask, state_max_tokens: int
 ) -> RegionText:
     """One state call, retried once when its answer is not a usable state (``check_state``);
     a second bad answer fails the pass."""
-    source = "\n".join(
-        part for part in (slice_text(task.messages), task.previous, task.focus) if part
-    )
-
-    def checked(output: SummaryOutput) -> RegionText:
-        return state_text(region, output, state_max_tokens, source=source, previous=task.previous)
-
     output = await summarizer.summarize(task)  # a failed call fails the pass (no retry here)
     try:
-        return checked(output)
+        return checked_state(region, task, output, state_max_tokens)
     except ProviderError as exc:
         log.info("state answer rejected (%s): asking once more", exc)
-    return checked(await summarizer.summarize(task))
+    return checked_state(region, task, await summarizer.summarize(task), state_max_tokens)

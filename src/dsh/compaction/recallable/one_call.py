@@ -1,0 +1,198 @@
+"""One riding call per pass (spec §4.4 "Summariser layout"): every stub and the state together.
+
+When every model region of a pass rides the conversation's cache, the pass asks for all of them
+in ONE call — the conversation as sent, then one instruction naming each stub's slice and the
+state's span — and the answer comes back in labelled sections (``=== stub 1 ===`` …
+``=== state ===``) that code splits and checks part by part, exactly as it checks the answer of
+a call of its own: a stub section that is missing or junk degrades only that stub to a code
+pointer stub; a state section that is not a usable state is asked for once more in a call of
+its own. When the one answer would not fit (the summariser's output bound, or the room the
+call leaves in the window) the pass takes the fewest calls that fit, consecutive parts in order;
+it is written call by call when the summariser is a different route (compact layout), when one
+region's answer alone would not fit, or when a call fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from dsh.compaction.base import RegionPlan, RegionText
+from dsh.compaction.prompts import pass_labels, split_pass_answer
+from dsh.compaction.recallable.state_input import checked_state, request_tokens
+from dsh.compaction.recallable.texts import junk_reason, pointer, stub_text
+from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
+from dsh.config import CompactionSettings
+from dsh.errors import ProviderError
+from dsh.events import Message
+
+log = logging.getLogger("dsh.compaction")
+
+StateFallback = Callable[[RegionPlan], Awaitable[RegionText]]
+
+
+async def answer_pass(
+    summarizer: Summarizer,
+    regions: Sequence[RegionPlan],
+    settings: CompactionSettings,
+    *,
+    window: int | None,
+    state: StateFallback,
+) -> dict[int, RegionText]:
+    """The text of the pass's model regions (by index in ``regions``) from one call — or from
+    the fewest calls whose answers fit, in order, when one would not (``pass_batches``); empty
+    when the pass is written call by call. A batch whose call fails leaves its regions out (the
+    caller writes them call by call)."""
+    batches = pass_batches(
+        regions, window=window, max_output=getattr(summarizer, "max_output_tokens", None)
+    )
+    answers = await asyncio.gather(
+        *(
+            answer_in_one_call(
+                summarizer,
+                [regions[i] for i in indexes],
+                task,
+                stub_tokens=settings.stub_tokens,
+                state_max_tokens=settings.state_max_tokens,
+                state_fallback=state,
+            )
+            for indexes, task in batches
+        )
+    )
+    texts: dict[int, RegionText] = {}
+    for (indexes, _), answer in zip(batches, answers, strict=True):
+        for position, text in (answer or {}).items():
+            texts[indexes[position]] = text
+    return texts
+
+
+def pass_batches(
+    regions: Sequence[RegionPlan], *, window: int | None, max_output: int | None
+) -> list[tuple[tuple[int, ...], SummaryTask]]:
+    """The pass calls for the model regions of a pass: ``(region indexes, task)`` per call,
+    consecutive regions in order — one call when its answer fits, else the fewest that do.
+    Empty (call by call) for fewer than two model regions, a part not riding (a different
+    summariser), or a region whose answer alone would not fit."""
+    model = [(index, r.task) for index, r in enumerate(regions) if r.task is not None]
+    if len(model) < 2 or any(task.layout != "riding" for _, task in model):
+        return []
+    batches: list[tuple[tuple[int, ...], SummaryTask]] = []
+    current: list[tuple[int, SummaryTask]] = []
+    for item in model:
+        grown = pass_task([t for _, t in [*current, item]], window=window, max_output=max_output)
+        if grown is None and current:
+            batches.append(_batch(current, window=window, max_output=max_output))
+            current = []
+            grown = pass_task([item[1]], window=window, max_output=max_output)
+        if grown is None:
+            return []
+        current.append(item)
+    batches.append(_batch(current, window=window, max_output=max_output))
+    return batches
+
+
+def _batch(
+    items: Sequence[tuple[int, SummaryTask]], *, window: int | None, max_output: int | None
+) -> tuple[tuple[int, ...], SummaryTask]:
+    task = pass_task([t for _, t in items], window=window, max_output=max_output)
+    assert task is not None, "a batch is only closed once it fits"
+    return tuple(index for index, _ in items), task
+
+
+def pass_task(
+    parts: Sequence[SummaryTask], *, window: int | None, max_output: int | None
+) -> SummaryTask | None:
+    """One riding call for ``parts`` (stub tasks, and the state task last if it is among
+    them), or None when its answer — every part's budget — would not fit the summariser's
+    output bound or the room the call, its instruction naming every slice included, leaves in
+    the window."""
+    last = parts[-1]
+    task = SummaryTask(
+        kind="pass",
+        messages=(),
+        max_tokens=sum(t.max_tokens for t in parts),
+        system=last.system,
+        tools=last.tools,
+        rarity=last.rarity,
+        layout="riding",
+        conversation=last.conversation,
+        parts=tuple(parts),
+    )
+    bounds = [] if max_output is None else [max_output]
+    if window is not None:
+        bounds.append(window - request_tokens(dataclasses.replace(task, max_tokens=0)))
+    limit = min(bounds) if bounds else None
+    if limit is not None and task.max_tokens > limit:
+        return None
+    return dataclasses.replace(task, output_limit=limit)
+
+
+async def answer_in_one_call(
+    summarizer: Summarizer,
+    regions: Sequence[RegionPlan],
+    task: SummaryTask,
+    *,
+    stub_tokens: int,
+    state_max_tokens: int,
+    state_fallback: StateFallback,
+) -> dict[int, RegionText] | None:
+    """The checkpoint text of ``regions`` (by position), whose tasks are ``task``'s parts, from
+    one call for ``task``; None when the call fails. The call's usage and raw answer go on the
+    first region, so a replay serves the one answer once."""
+    try:
+        output = await summarizer.summarize(task)
+    except Exception as exc:
+        log.info("a one-call pass failed (%s): writing its regions call by call", exc)
+        return None
+    sections = split_pass_answer(output.text, pass_labels(task))
+    texts: dict[int, RegionText] = {}
+    for position, (region, label) in enumerate(zip(regions, pass_labels(task), strict=True)):
+        part = SummaryOutput(
+            text=sections.get(label, ""), provider=output.provider, model=output.model
+        )
+        if region.kind == "state":
+            texts[position] = await _state(region, part, state_max_tokens, state_fallback)
+        else:
+            texts[position] = _stub(region, part, stub_tokens)
+    texts[0] = dataclasses.replace(texts[0], usage=output.usage, raw_output=output.raw_output)
+    return texts
+
+
+def sent_prefix(conversation: Sequence[Message], needed: int) -> tuple[Message, ...]:
+    """What a riding call carries of ``conversation``: the last request as it was sent (plus
+    its text reply, when the reply opened no tool call), when the ``needed`` first messages —
+    everything the pass reads — lie within it, so the call hits the provider cache from its
+    first byte to its instruction; else the whole conversation."""
+    last = next(
+        (i for i in range(len(conversation) - 1, -1, -1) if conversation[i].role == "assistant"),
+        None,
+    )
+    if last is None:
+        return tuple(conversation)
+    cut = last if conversation[last].tool_calls() else last + 1
+    return tuple(conversation[:cut]) if needed <= cut else tuple(conversation)
+
+
+def _stub(region: RegionPlan, part: SummaryOutput, stub_tokens: int) -> RegionText:
+    """A stub from its section; a missing or junk section degrades to a pointer stub."""
+    assert region.task is not None
+    reason = junk_reason(part.text.strip(), region.task.messages, stub_tokens)
+    if reason is None:
+        return stub_text(region, part)
+    log.info("stub section rejected (%s)", reason)
+    return pointer(region, "fallback", None)
+
+
+async def _state(
+    region: RegionPlan, part: SummaryOutput, state_max_tokens: int, fallback: StateFallback
+) -> RegionText:
+    """The state from its section; one that is not a usable state is asked for in a call of
+    its own (``fallback``), which may fail the pass."""
+    assert region.task is not None
+    try:
+        return checked_state(region, region.task, part, state_max_tokens)
+    except ProviderError as exc:
+        log.info("state section rejected (%s): asking in a call of its own", exc)
+    return await fallback(region)
