@@ -1,5 +1,6 @@
 """``results.json`` and ``report.md`` of a small run directory are byte-for-byte what they were
-before the bench results became typed (fixtures recorded from the dict-based code).
+before the bench results became typed (fixtures recorded from the dict-based code, then
+regenerated once when the one-call recallable pass changed recallable's figures on purpose).
 
 The run directory holds the four offline arms of the small test scenario, one online run
 against the keyless fake provider (the probe section) and one failed run. Wall times and the

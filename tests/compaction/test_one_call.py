@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 from pathlib import Path
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -295,7 +296,7 @@ def test_pass_task_says_no_when_the_answer_or_the_instruction_would_not_fit():
     assert [len(indexes) for indexes, _ in whole] == [len(parts)]
     assert pass_batches(plan.regions[-1:], window=None, max_output=None) == []
     compact = [
-        dataclasses.replace(r, task=dataclasses.replace(r.task, layout="compact"))
+        msgspec.structs.replace(r, task=dataclasses.replace(r.task, layout="compact"))
         for r in plan.regions
         if r.task is not None
     ]

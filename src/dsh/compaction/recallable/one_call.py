@@ -19,6 +19,8 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
+
 from dsh.compaction.base import RegionPlan, RegionText
 from dsh.compaction.prompts import pass_labels, split_pass_answer
 from dsh.compaction.recallable.state_input import checked_state, request_tokens
@@ -156,7 +158,7 @@ async def answer_in_one_call(
             texts[position] = await _state(region, part, state_max_tokens, state_fallback)
         else:
             texts[position] = _stub(region, part, stub_tokens)
-    texts[0] = dataclasses.replace(texts[0], usage=output.usage, raw_output=output.raw_output)
+    texts[0] = msgspec.structs.replace(texts[0], usage=output.usage, raw_output=output.raw_output)
     return texts
 
 
