@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,21 @@ def test_demo_runs_without_any_key_on_real_files(tmp_path, env):
     assert "all tests passed" in result.stdout
     assert "median ok" in result.stdout
     assert "session: " in result.stdout
+
+
+def test_demo_shows_compaction_progress_the_marker_and_a_recall(tmp_path, env):
+    out = dsh("demo", env=env, cwd=tmp_path).stdout
+    lines = out.splitlines()
+    progress = next(i for i, line in enumerate(lines) if "compacting · 1 of" in line)
+    marker = next(i for i, line in enumerate(lines) if "earlier context was compacted" in line)
+    read = next(i for i, line in enumerate(lines) if "recall: history_read" in line)
+    assert progress < marker < read
+    assert "line 3, in <module>" in "\n".join(lines[read:])  # the recalled traceback
+    assert re.search(r"^compactions +[1-9]", out, re.MULTILINE)
+    session_id = next(line for line in lines if line.startswith("session: ")).split()[1]
+    transcript = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
+    assert "… earlier context was compacted …" in transcript
+    assert "history_search" in transcript and "history_read" in transcript
 
 
 def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, env):

@@ -133,3 +133,17 @@ def test_demo_tui_opens_the_ui_on_a_throwaway_copy_answered_by_the_demo_script(l
     route = options.route_factory(None)
     assert type(route.provider).__name__ == "ScriptedProvider" and route.model == "demo"
     assert options.greeting is not None and PROMPTS[0] in options.greeting
+
+
+def test_demo_tui_runs_in_the_small_window_that_makes_it_compact(launched):
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+    from dsh.demo import DEMO_OVERRIDES, DEMO_WINDOW, PROMPTS
+
+    assert CliRunner().invoke(demo, ["--tui"]).exit_code == 0
+    options = launched["options"]
+    assert options.route_factory(None).context_window == DEMO_WINDOW
+    chunk = DEMO_OVERRIDES["compaction"]["chunk_tokens"]
+    assert options.settings.compaction.chunk_tokens == chunk
+    assert all(prompt in options.greeting for prompt in PROMPTS)

@@ -38,6 +38,7 @@ def launch(
     workspace_dir: Path | None = None,
     *,
     provider: dict[str, Any] | None = None,
+    compaction: dict[str, Any] | None = None,
     script: Path | None = None,
     greeting: str | None = None,
 ) -> None:
@@ -46,7 +47,8 @@ def launch(
     A resumed session runs its tools in its own recorded workspace unless ``workspace_dir``
     (``--cwd``) says otherwise; that choice is logged (``session/workspace``). ``provider``
     overrides the provider settings (the ``--provider/--model/--base-url`` flags, see
-    ``context.provider_overrides``); ``script`` feeds the keyless scripted provider."""
+    ``context.provider_overrides``), ``compaction`` the compaction settings (the demo's small
+    budgets); ``script`` feeds the keyless scripted provider."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.controller import settings_route_factory
 
@@ -62,7 +64,9 @@ def launch(
             else latest_session_id(store, str(here))
         )
     workspace = context.session_workspace(store, session_id, workspace_dir)
-    settings = load_settings(cwd=workspace, overrides={"provider": provider or {}})
+    settings = load_settings(
+        cwd=workspace, overrides={"provider": provider or {}, "compaction": compaction or {}}
+    )
     store = context.store(settings)
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
