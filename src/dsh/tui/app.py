@@ -33,6 +33,7 @@ from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.approval import ApprovalScreen
 from dsh.tui.commands import COMMANDS, HELP, Command, parse_command
+from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.prompt import KEYS_HINT, PromptBox
@@ -279,6 +280,10 @@ class DshApp(App[None]):
             self.note(self._sessions_text())
         elif name == "model":
             self._model(arg)
+        elif name in ("context", "cost"):
+            self.note(
+                context_text(self.controller) if name == "context" else cost_text(self.controller)
+            )
         elif name in ("compact", "resume") and self.running:
             self.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":
