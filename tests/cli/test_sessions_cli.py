@@ -41,6 +41,12 @@ def test_list_filters_by_directory_unless_all(home):
     assert FIXTURE_ID in listed.output and "/work/project" in listed.output
 
 
+def test_list_shows_each_session_title_and_size(home):
+    (line,) = [x for x in run("sessions", "list", "--all").output.splitlines() if FIXTURE_ID in x]
+    assert "What is in notes.txt?" in line  # the first prompt is the title
+    assert " turns  " in line
+
+
 def test_show_transcript_renders_originals_and_one_marker_but_no_checkpoint_payload(home):
     result = run("sessions", "show", FIXTURE_ID, "--view", "transcript")
     assert result.exit_code == 0

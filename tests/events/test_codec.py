@@ -52,6 +52,8 @@ from dsh.events import (
     RequestHeaderEvent,
     SessionEndSeed,
     SessionEndSeedEvent,
+    SessionTitle,
+    SessionTitleEvent,
     SessionWorkspace,
     SessionWorkspaceEvent,
     StepEnd,
@@ -294,6 +296,7 @@ EXAMPLES: list[Any] = [
         data=CompactionPrune(shadowed_range=(8, 8), shadowed_seqs=(8,), shadowed_token_count=9),
     ),
     SessionWorkspaceEvent(seq=23, time=T, data=SessionWorkspace(cwd="/b", recorded="/a")),
+    SessionTitleEvent(seq=24, time=T, data=SessionTitle(title="Fix the failing test")),
 ]
 
 

@@ -189,6 +189,12 @@ class SessionWorkspace(Struct, frozen=True):
     """The workspace the session header records."""
 
 
+class SessionTitle(Struct, frozen=True):
+    """The session's title, set by a person (``/title``); without one, the first prompt is."""
+
+    title: str
+
+
 class Todo(Struct, frozen=True):
     content: str
     status: Literal["pending", "in_progress", "completed"]
@@ -280,6 +286,10 @@ class SessionWorkspaceEvent(EventBase, tag="session/workspace", kw_only=True, fr
     data: SessionWorkspace
 
 
+class SessionTitleEvent(EventBase, tag="session/title", kw_only=True, frozen=True):
+    data: SessionTitle
+
+
 class TodoWriteEvent(EventBase, tag="todo/write", kw_only=True, frozen=True):
     data: TodoWrite
 
@@ -328,6 +338,7 @@ KnownEvent = (
     | LlmRetryEvent
     | SessionEndSeedEvent
     | SessionWorkspaceEvent
+    | SessionTitleEvent
     | TodoWriteEvent
     | CommandRunEvent
     | CommandDoneEvent
@@ -426,6 +437,8 @@ __all__ = [
     "RequestHeaderEvent",
     "SessionEndSeed",
     "SessionEndSeedEvent",
+    "SessionTitle",
+    "SessionTitleEvent",
     "SessionWorkspace",
     "SessionWorkspaceEvent",
     "StepEnd",

@@ -22,6 +22,7 @@ from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import DshError, MissingApiKeyError
 from dsh.events import (
     AssistantMessageEvent,
+    CommandDoneEvent,
     CompactionEndEvent,
     CompactionSummaryEvent,
     Event,
@@ -37,6 +38,7 @@ from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.prompt import KEYS_HINT, PromptBox
+from dsh.tui.sessions_view import session_picker, title_command
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
@@ -55,6 +57,13 @@ def _recorded_elsewhere(options: TuiOptions, session_id: str) -> str | None:
     if header is None or Path(header.cwd).resolve() == options.workspace.resolve():
         return None
     return header.cwd
+
+
+def _logged_answer(controller: Controller, text: str) -> bool:
+    """True if ``text`` is the answer a command just logged (``command/done``)."""
+    events = controller.session.events if controller.session is not None else ()
+    last = events[-1] if events else None
+    return isinstance(last, CommandDoneEvent) and last.data.text == text
 
 
 class DshApp(App[None]):
@@ -86,6 +95,8 @@ class DshApp(App[None]):
         self.controller = Controller(options, self)
         self._cursor_blink = options.cursor_blink
         self.ready = False
+        self.last_session_id: str | None = None
+        """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
         self._waiting: str | None = None
         self._context_pending = False
@@ -124,6 +135,8 @@ class DshApp(App[None]):
         self.ready = True
 
     def on_unmount(self) -> None:
+        session = self.controller.session
+        self.last_session_id = session.id if session is not None else None
         self.controller.close()
 
     def _show_session(self, items: list[TranscriptItem]) -> None:
@@ -250,19 +263,12 @@ class DshApp(App[None]):
         self._set_busy(WORKING)
         poll = self.set_interval(POLL_EVERY, self._poll_waiting)
         try:
-            result = await self.controller.run_turn(prompt)
+            await self.controller.run_turn(prompt)  # how it ended is a logged note (turn/end)
         except DshError as exc:
             self.note(f"error: {exc}")
         except Exception as exc:  # a bug must not take the session down with it
             log.exception("turn failed")
             self.note(f"internal error: {type(exc).__name__}: {exc}")
-        else:
-            if result.reason == "aborted":
-                self.note(f"Turn stopped: {result.error}")
-            elif result.reason == "error":
-                self.note(f"Turn failed: {result.error}")
-            elif result.reason == "max-tokens":
-                self.note("The reply was cut at the model's output limit.")
         finally:
             poll.stop()
             self._waiting = None
@@ -277,14 +283,16 @@ class DshApp(App[None]):
         elif name == "quit":
             self.call_later(self.action_quit)
         elif name == "sessions":
-            self.note(self._sessions_text())
+            self._pick_session()
+        elif name == "title" and not (arg and self.running):
+            self.note(title_command(self.controller, arg))
         elif name == "model":
             self._model(arg)
         elif name in ("context", "cost"):
             self.note(
                 context_text(self.controller) if name == "context" else cost_text(self.controller)
             )
-        elif name in ("compact", "resume") and self.running:
+        elif name in ("compact", "resume", "title") and self.running:
             self.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":
             self._worker = self.run_worker(
@@ -298,12 +306,27 @@ class DshApp(App[None]):
     async def _compact(self, focus: str | None) -> None:
         self._set_busy("compacting")
         try:
-            self.note(await self.controller.compact(focus))
+            text = await self.controller.compact(focus)
+            if not _logged_answer(self.controller, text):  # a logged answer is shown as a note
+                self.note(text)
         except DshError as exc:
             self.note(f"error: {exc}")
         finally:
             self._set_busy(None)
             self._measure_context()
+
+    def _pick_session(self) -> None:
+        picker = session_picker(self.controller)
+        if picker is None:
+            self.note("No sessions yet.")
+            return
+
+        def chosen(session_id: str | None) -> None:
+            current = self.controller.session
+            if session_id is not None and (current is None or current.id != session_id):
+                self._resume(session_id)
+
+        self.push_screen(picker, callback=chosen)
 
     def _sessions_text(self) -> str:
         headers = self.controller.sessions()

@@ -9,7 +9,8 @@ Commands
   /compact [focus]   compact the conversation now (idle sessions only)
   /context           what the model sees: system, tools, stubs, state, tail; cache hits
   /cost              billed tokens and a list-price estimate
-  /sessions          list the sessions started in this directory
+  /sessions          pick a session to open (title, age, size, workspace)
+  /title [TEXT]      show the session's title, or rename it (logged)
   /resume ID         open another session (an id or a unique prefix)
   /model [NAME]      show the model, or use NAME for the next turns
   /help              this help
@@ -25,7 +26,7 @@ Keys
                      complete, move to the transcript: up / down select a card, enter
                      expands it, a click expands too; pgup / pgdn / home / end scroll"""
 
-COMMANDS = ("compact", "context", "cost", "sessions", "resume", "model", "help", "quit")
+COMMANDS = ("compact", "context", "cost", "sessions", "title", "resume", "model", "help", "quit")
 
 
 @dataclass(frozen=True, slots=True)
