@@ -39,6 +39,7 @@ from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.sessions_view import session_picker, title_command
+from dsh.tui.shell_command import context_block, run_shell_command, shell_command
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
@@ -95,6 +96,8 @@ class DshApp(App[None]):
         self.controller = Controller(options, self)
         self._cursor_blink = options.cursor_blink
         self.ready = False
+        self.shell_context: list[str] = []
+        """``!cmd`` outputs waiting for the next prompt."""
         self.last_session_id: str | None = None
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
@@ -233,8 +236,11 @@ class DshApp(App[None]):
         if not text:
             return
         self.prompt_box.remember(text)
+        shell = shell_command(text)
         command = parse_command(text)
-        if command is None:
+        if shell is not None:
+            self.run_shell(shell)
+        elif command is None:
             self.send(text)
         else:
             self.run_command(command)
@@ -247,7 +253,32 @@ class DshApp(App[None]):
         if self.running:
             self.note("Something is running: wait for it (esc cancels a turn).")
             return
+        if self.shell_context:  # ``!cmd`` output goes to the model with this prompt
+            prompt = "\n\n".join([*self.shell_context, prompt])
+            self.shell_context = []
         self._worker = self.run_worker(self._turn(prompt), group="turn", exit_on_error=False)
+
+    def run_shell(self, command: str) -> None:
+        """``!cmd``: run it (asking first under the ``ask`` policy); its output joins the
+        context with the next prompt."""
+        if not command:
+            self.note("!cmd runs cmd in the workspace; its output goes with your next prompt.")
+        elif self.running:
+            self.note("Something is running: wait for it (esc cancels a turn).")
+        else:
+            self._worker = self.run_worker(self._shell(command), group="turn", exit_on_error=False)
+
+    async def _shell(self, command: str) -> None:
+        self._set_busy(f"$ {command}")
+        try:
+            output = await run_shell_command(self.controller, command)
+        finally:
+            self._set_busy(None)
+        if output.code == "DENIED":
+            self.note(output.text)
+            return
+        self.shell_context.append(context_block(command, output))
+        self.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
 
     def _poll_waiting(self) -> None:
         """While a model call is silent, the status says for how long (after a second)."""

@@ -13,6 +13,8 @@ Commands
   /title [TEXT]      show the session's title, or rename it (logged)
   /resume ID         open another session (an id or a unique prefix)
   /model [NAME]      show the model, or use NAME for the next turns
+  !cmd               run cmd in the workspace (asks first under the ask policy); its
+                     output goes to the model with your next prompt
   /help              this help
   /quit              leave dsh (ctrl+q works too)
 Keys
