@@ -271,10 +271,26 @@ def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is
     assert result.returncode == 1
     assert "DEEPSEEK_API_KEY" not in result.stderr
     lines = result.stderr.splitlines()
-    assert lines[-1].startswith("dsh: error: turn 1 failed: CONNECTION")
+    assert lines[-2].startswith("dsh: error: turn 1 failed: CONNECTION")
+    assert lines[-1] == "dsh: error: the provider was never reached; no session was kept"
     # The only warning: the unreachable server could not tell its context window.
     warnings = [line for line in lines if line.startswith("dsh: warning:")]
     assert len(warnings) == 1 and "does not report its context window" in warnings[0]
+    assert "session: " not in result.stdout
+    listed = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
+    assert listed.stdout.strip() == "no sessions"  # no empty session left behind
+
+
+def test_a_resumed_session_that_cannot_connect_is_kept(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "first answer"}])
+    first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    url = "http://127.0.0.1:1/v1"
+    args = ["run", "--session", session_id, "--base-url", url, "--model", "m", "--context-window"]
+    again = dsh(*args, "8000", "more", env=env, cwd=tmp_path, check=False)
+    assert again.returncode == 1 and "no session was kept" not in again.stderr
+    shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path)
+    assert "first answer" in shown.stdout
 
 
 def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env):

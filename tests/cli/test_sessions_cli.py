@@ -107,6 +107,20 @@ def test_unknown_session_is_one_line_on_stderr_with_exit_1(home):
     assert result.stderr.startswith("dsh: error: no session 'nope'")
 
 
+def test_an_ambiguous_id_exits_like_an_unknown_one_and_says_how_many_match(home):
+    from dsh.store import JsonlStore
+
+    store = JsonlStore(home)
+    for _ in range(2):
+        store.create(cwd="/w").close()
+    prefix = "20"  # every id starts with its creation time
+    ambiguous = CliRunner().invoke(cli, ["sessions", "show", prefix])
+    unknown = CliRunner().invoke(cli, ["sessions", "show", "nope"])
+    assert ambiguous.exit_code == unknown.exit_code == 1
+    assert "is ambiguous: 3 sessions match" in ambiguous.stderr
+    assert ambiguous.stderr.count("\n") == 1
+
+
 def test_corrupt_log_is_reported_in_one_line_naming_the_line(home):
     path = home / "sessions" / FIXTURE_ID / "session.jsonl"
     lines = path.read_bytes().split(b"\n")
