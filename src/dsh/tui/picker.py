@@ -100,10 +100,9 @@ class SessionPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(
-                f"{self.heading}: enter opens, esc closes ({len(self.summaries)} sessions)",
-                id="picker-title",
-            )
+            count = len(self.summaries)
+            sessions = f"{count} session{'' if count == 1 else 's'}"
+            yield Static(f"{self.heading}: enter opens, esc closes ({sessions})", id="picker-title")
             options = [
                 Option(picker_row(s, self.now_ms, current=s.id == self.current), id=s.id)
                 for s in self.summaries
