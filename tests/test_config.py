@@ -47,9 +47,22 @@ def test_bad_config_is_refused_naming_the_key(tmp_path, toml, named):
     assert named in str(info.value)
 
 
-def test_unknown_environment_variable_is_refused_by_name(tmp_path):
-    with pytest.raises(ConfigError, match="DSH_NOPE_X"):
-        load_settings(environ={"DSH_HOME": str(tmp_path), "DSH_NOPE_X": "1"}, cwd=tmp_path)
+def test_an_unknown_environment_variable_is_a_warning_naming_it_not_a_refusal(tmp_path, caplog):
+    environ = {
+        "DSH_HOME": str(tmp_path),
+        "DSH_NOPE_X": "1",
+        "DSH_PROVIDER_MODLE": "typo",
+        "DSH_PROVIDER_MODEL": "kept",
+    }
+    with caplog.at_level("WARNING", logger="dsh.config"):
+        settings = load_settings(environ=environ, cwd=tmp_path)
+        load_settings(environ=environ, cwd=tmp_path)  # said once, not on every load
+    assert settings.provider.model == "kept"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert sum("DSH_NOPE_X" in w and "no config section" in w for w in warnings) == 1
+    assert (
+        sum("DSH_PROVIDER_MODLE" in w and "[provider] has no such key" in w for w in warnings) == 1
+    )
 
 
 def test_invalid_toml_names_the_file(tmp_path):

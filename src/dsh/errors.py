@@ -141,3 +141,7 @@ class ToolError(DshError):
 
 class UsageError(DshError):
     """A command was called with arguments it cannot use."""
+
+
+class AmbiguousSessionError(UsageError):
+    """A session id prefix matches more than one session (the CLI exits as for an unknown id)."""

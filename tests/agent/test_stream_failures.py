@@ -85,9 +85,9 @@ def test_a_dropped_stream_logs_the_streamed_text_marked_after_its_error(
         "CONNECTION",
     )
     shown = render_human_transcript(harness.session.events)
-    assert shown.endswith(
-        "Assistant: The answer is forty-two, because\n(the reply was cut off: CONNECTION)"
-    )
+    cut = "Assistant: The answer is forty-two, because\n(the reply was cut off: CONNECTION)"
+    assert cut in shown
+    assert shown.endswith(")") and "(Turn failed: CONNECTION" in shown.split(cut)[1]
     reopened = harness.reopen()
     assert [encode_event(e) for e in reopened.events] == [
         encode_event(e) for e in harness.session.events

@@ -53,3 +53,10 @@ def test_a_config_error_on_resume_appends_nothing_and_holds_no_lock(tmp_path, en
     assert again.stdout.splitlines()[0] == "second"
     types = [json.loads(line)["type"] for line in log.read_text().splitlines()]
     assert types.count("turn/start") == 2
+
+
+def test_an_unknown_dsh_variable_warns_by_name_and_the_command_still_runs(tmp_path, env):  # noqa: F811
+    result = dsh("sessions", "list", env={**env, "DSH_NO_SUCH_THING": "1"}, cwd=tmp_path)
+    assert result.returncode == 0 and "no sessions" in result.stdout
+    assert result.stderr.count("DSH_NO_SUCH_THING") == 1
+    assert result.stderr.startswith("dsh: warning: ignored environment variable DSH_NO_SUCH_THING")

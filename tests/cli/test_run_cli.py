@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,21 @@ def test_demo_runs_without_any_key_on_real_files(tmp_path, env):
     assert "session: " in result.stdout
 
 
+def test_demo_shows_compaction_progress_the_marker_and_a_recall(tmp_path, env):
+    out = dsh("demo", env=env, cwd=tmp_path).stdout
+    lines = out.splitlines()
+    progress = next(i for i, line in enumerate(lines) if "compacting · 1 of" in line)
+    marker = next(i for i, line in enumerate(lines) if "earlier context was compacted" in line)
+    read = next(i for i, line in enumerate(lines) if "recall: history_read" in line)
+    assert progress < marker < read
+    assert "line 3, in <module>" in "\n".join(lines[read:])  # the recalled traceback
+    assert re.search(r"^compactions +[1-9]", out, re.MULTILINE)
+    session_id = next(line for line in lines if line.startswith("session: ")).split()[1]
+    transcript = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
+    assert "… earlier context was compacted …" in transcript
+    assert "history_search" in transcript and "history_read" in transcript
+
+
 def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, env):
     entries = [{"text": f"answer {i} " + "detail " * 200} for i in range(6)]
     script = write_script(tmp_path / "s.json", entries)
@@ -260,10 +276,26 @@ def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is
     assert result.returncode == 1
     assert "DEEPSEEK_API_KEY" not in result.stderr
     lines = result.stderr.splitlines()
-    assert lines[-1].startswith("dsh: error: turn 1 failed: CONNECTION")
+    assert lines[-2].startswith("dsh: error: turn 1 failed: CONNECTION")
+    assert lines[-1] == "dsh: error: the provider was never reached; no session was kept"
     # The only warning: the unreachable server could not tell its context window.
     warnings = [line for line in lines if line.startswith("dsh: warning:")]
     assert len(warnings) == 1 and "does not report its context window" in warnings[0]
+    assert "session: " not in result.stdout
+    listed = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
+    assert listed.stdout.strip() == "no sessions"  # no empty session left behind
+
+
+def test_a_resumed_session_that_cannot_connect_is_kept(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "first answer"}])
+    first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    url = "http://127.0.0.1:1/v1"
+    args = ["run", "--session", session_id, "--base-url", url, "--model", "m", "--context-window"]
+    again = dsh(*args, "8000", "more", env=env, cwd=tmp_path, check=False)
+    assert again.returncode == 1 and "no session was kept" not in again.stderr
+    shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path)
+    assert "first answer" in shown.stdout
 
 
 def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env):

@@ -41,6 +41,12 @@ def test_list_filters_by_directory_unless_all(home):
     assert FIXTURE_ID in listed.output and "/work/project" in listed.output
 
 
+def test_list_shows_each_session_title_and_size(home):
+    (line,) = [x for x in run("sessions", "list", "--all").output.splitlines() if FIXTURE_ID in x]
+    assert "What is in notes.txt?" in line  # the first prompt is the title
+    assert " turns  " in line
+
+
 def test_show_transcript_renders_originals_and_one_marker_but_no_checkpoint_payload(home):
     result = run("sessions", "show", FIXTURE_ID, "--view", "transcript")
     assert result.exit_code == 0
@@ -99,6 +105,20 @@ def test_unknown_session_is_one_line_on_stderr_with_exit_1(home):
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("dsh: error: no session 'nope'")
+
+
+def test_an_ambiguous_id_exits_like_an_unknown_one_and_says_how_many_match(home):
+    from dsh.store import JsonlStore
+
+    store = JsonlStore(home)
+    for _ in range(2):
+        store.create(cwd="/w").close()
+    prefix = "20"  # every id starts with its creation time
+    ambiguous = CliRunner().invoke(cli, ["sessions", "show", prefix])
+    unknown = CliRunner().invoke(cli, ["sessions", "show", "nope"])
+    assert ambiguous.exit_code == unknown.exit_code == 1
+    assert "is ambiguous: 3 sessions match" in ambiguous.stderr
+    assert ambiguous.stderr.count("\n") == 1
 
 
 def test_corrupt_log_is_reported_in_one_line_naming_the_line(home):

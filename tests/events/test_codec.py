@@ -55,6 +55,8 @@ from dsh.events import (
     SessionEndSeedEvent,
     SessionSettings,
     SessionSettingsEvent,
+    SessionTitle,
+    SessionTitleEvent,
     SessionWorkspace,
     SessionWorkspaceEvent,
     StepEnd,
@@ -324,6 +326,7 @@ EXAMPLES: list[Any] = [
             changed=("compaction.backend",),
         ),
     ),
+    SessionTitleEvent(seq=25, time=T, data=SessionTitle(title="Fix the failing test")),
 ]
 
 

@@ -70,7 +70,7 @@ def test_import_reports_what_it_converted_and_keeps_the_original(home):
         "imported 0b8e1f8a-0006-4d0e-9a51-5e0c9b1f0a06 as session six (16 events from 17 lines)"
     )
     assert "kept as opaque ignorable events: agent/inbox/spliced ×1" in out
-    assert "session/title ×1" in out and "upstream:llm/retry ×1" in out
+    assert "upstream:llm/retry ×1" in out and "session/title ×1, step/end" in out  # converted
     copy = home / "imports" / "six" / "original.jsonl"
     assert f"original copied to {copy}" in out
     assert copy.read_bytes() == (FIXTURES / "06-foreign-events.jsonl").read_bytes()

@@ -19,6 +19,7 @@ from dsh.events import (
     PluginSource,
     RequestErrorEvent,
     RequestHeaderEvent,
+    SessionTitleEvent,
     ToolResultEvent,
     TurnEndEvent,
     UserMessageEvent,
@@ -231,7 +232,7 @@ def test_foreign_log_only_events_are_kept_opaque_and_ignorable_so_nothing_is_dro
     source = rows("06-foreign-events.jsonl")[1:]
     assert len(result.events) == len(source)
     opaque = {e.seq: e for e in result.events if isinstance(e, OpaqueEvent)}
-    assert {e.type for e in opaque.values()} >= {"session/title", "agent/inbox/spliced"}
+    assert {e.type for e in opaque.values()} >= {"agent/inbox/spliced"}
     for seq, event in opaque.items():
         stored = json.loads(encode_event(event))
         assert stored["ignorable"] is True and stored["foreign"] is True
@@ -239,6 +240,9 @@ def test_foreign_log_only_events_are_kept_opaque_and_ignorable_so_nothing_is_dro
     # llm/retry is a dsh type, but this one has upstream's shape: kept opaque under a new name
     assert opaque[12].type == "upstream:llm/retry"
     assert not any(isinstance(e, LlmRetryEvent) for e in result.events)
+    # session/title has the same shape in both vocabularies: it becomes dsh's own event
+    (title,) = [e for e in result.events if isinstance(e, SessionTitleEvent)]
+    assert title.data.title == "TODO hunt"
 
 
 def test_a_foreign_event_that_changes_the_surface_refuses_the_import_naming_the_line():

@@ -98,7 +98,7 @@ def test_tab_completes_a_unique_slash_command(rig: Rig):
     app = rig.app([])
 
     async def body(pilot: Any) -> None:
-        await pilot.press("/", "c", "o", "tab")
+        await pilot.press("/", "c", "o", "m", "tab")
         assert app.prompt_box.value == "/compact "
         assert app.prompt_box.has_focus
 

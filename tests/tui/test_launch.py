@@ -26,12 +26,14 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     class FakeApp:
         return_code = 0
+        last_session_id: str | None = seen.get("last_session_id")
 
         def __init__(self, options: TuiOptions) -> None:
             seen["options"] = options
 
         def run(self) -> None:
             seen["ran"] = True
+            self.last_session_id = seen.get("last_session_id")
 
     monkeypatch.setattr(dsh.tui, "DshApp", FakeApp)
     return seen
@@ -58,6 +60,40 @@ def test_resume_without_an_id_opens_this_directorys_latest_session(launched):
     assert older != newer
     cli_tui.launch("", False)
     assert launched["options"].resume == newer
+
+
+def test_resume_without_an_id_in_a_terminal_opens_the_session_picked(launched, monkeypatch):
+    import dsh.tui.picker
+
+    other = make_session(launched["store"], launched["cwd"])
+    make_session(launched["store"], launched["cwd"])
+    offered: list[str] = []
+
+    def pick(store):
+        offered.extend(h.id for h in store.list())
+        return other
+
+    monkeypatch.setattr(cli_tui, "interactive", lambda: True)
+    monkeypatch.setattr(dsh.tui.picker, "pick_session", pick)
+    cli_tui.launch("", False)
+    assert launched["options"].resume == other and len(offered) == 2
+
+
+def test_closing_the_picker_without_a_choice_opens_nothing(launched, monkeypatch, capsys):
+    import dsh.tui.picker
+
+    make_session(launched["store"], launched["cwd"])
+    monkeypatch.setattr(cli_tui, "interactive", lambda: True)
+    monkeypatch.setattr(dsh.tui.picker, "pick_session", lambda store: None)
+    cli_tui.launch("", False)
+    assert "options" not in launched and "no session chosen" in capsys.readouterr().out
+
+
+def test_quitting_says_how_to_resume_the_session(launched, capsys):
+    launched["last_session_id"] = "20261202-010203-456-abcdef"
+    cli_tui.launch(None, False)
+    out = capsys.readouterr().out
+    assert out.strip() == "resume with: dsh --resume 20261202-010203-456-abcdef"
 
 
 def test_resume_takes_an_id_or_a_unique_prefix(launched, tmp_path):
@@ -159,3 +195,17 @@ def test_resume_reopens_on_the_recorded_route_and_a_flag_overrides_it(launched, 
     assert options.route_factory(None).model == "m2" and options.overrides["provider"] == {
         "model": "m2"
     }
+
+
+def test_demo_tui_runs_in_the_small_window_that_makes_it_compact(launched):
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+    from dsh.demo import DEMO_OVERRIDES, DEMO_WINDOW, PROMPTS
+
+    assert CliRunner().invoke(demo, ["--tui"]).exit_code == 0
+    options = launched["options"]
+    assert options.route_factory(None).context_window == DEMO_WINDOW
+    chunk = DEMO_OVERRIDES["compaction"]["chunk_tokens"]
+    assert options.settings.compaction.chunk_tokens == chunk
+    assert all(prompt in options.greeting for prompt in PROMPTS)

@@ -194,7 +194,7 @@ def test_help_sessions_model_and_unknown_commands_answer_in_the_transcript(rig: 
         await submit(pilot, "/help")
         assert "/compact [focus]" in text_of(app)
         await run_prompt(pilot, "make a session")
-        await submit(pilot, "/sessions")
+        await submit(pilot, "/resume")
         assert app.controller.session is not None
         assert f"{app.controller.session.id}" in text_of(app) and "(this one)" in text_of(app)
         await submit(pilot, "/model")

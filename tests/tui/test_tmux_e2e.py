@@ -1,6 +1,6 @@
 """The real ``dsh`` entry point in a real terminal (tmux), answered by a scripted model: type
 a prompt, paste three lines (bracketed paste), see both sent whole, review a diff approval,
-quit. Skipped when tmux is not installed."""
+quit, see how to resume. Skipped when tmux is not installed."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_type_paste_review_a_diff_and_quit_in_a_real_terminal(tmp_path: Path):
         assert "return a + b" in (workspace / "calc.py").read_text()
 
         term.tmux("send-keys", "-t", "dsh", "C-q")
-        term.wait_for(lambda s: "dsh-exited-0" in s, "dsh leaving with status 0")
+        screen = term.wait_for(lambda s: "dsh-exited-0" in s, "dsh leaving with status 0")
     finally:
         subprocess.run([*term.base, "kill-server"], capture_output=True, check=False)
 
@@ -108,3 +108,4 @@ def test_type_paste_review_a_diff_and_quit_in_a_real_terminal(tmp_path: Path):
     with Session.open(store, header.id) as session:
         sent = [e.data.text() for e in session.events if isinstance(e, UserMessageEvent)]
     assert sent == ["hello there", "line one\nline two\nline three", "fix add"]
+    assert f"resume with: dsh --resume {header.id}" in screen

@@ -1,6 +1,7 @@
 """The report's PNG plots: per scenario (first seed) the context size over steps (the
 saw-tooth) and the cumulative cache-hit ratio; across scenarios the billed cost per arm and
-recall per arm. matplotlib is imported lazily; without it the report says so and skips them."""
+recall per arm. matplotlib (the ``bench`` extra) is imported only here, when plots are drawn;
+without it the report says so, says how to get them, and skips them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ def write_plots(out: Path, runs: Sequence[RunRecord], rule: str) -> tuple[list[s
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return [], "matplotlib is not installed (add it to the project to get the PNG plots)"
+        return [], (
+            "matplotlib is not installed; get the PNG plots with `uv sync --extra bench` "
+            "(or `pip install 'dsh[bench]'`) and rerun `dsh bench report`"
+        )
     folder = out / "plots"
     folder.mkdir(parents=True, exist_ok=True)
     ok = [r for r in runs if isinstance(r, RunResult)]

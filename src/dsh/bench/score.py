@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from dsh.agent import rebuild_requests
-from dsh.bench.cache_rules import RULES, AnthropicRule, DeepSeekRule, Price, load_prices, make_rule
+from dsh.bench.cache_rules import RULES, AnthropicRule, DeepSeekRule, load_prices, make_rule
 from dsh.bench.options import RunOptions, interval_name, sensitivity_intervals
 from dsh.bench.recall_scores import cues, paraphrase_key, recall
 from dsh.bench.records import Crossing, PassRecord
@@ -50,6 +50,7 @@ from dsh.bench.scorers import (
 from dsh.bench.trace import Trace, checkpoint_class
 from dsh.config import CompactionSettings
 from dsh.events import Event
+from dsh.llm.prices import Price
 from dsh.llm.types import ModelRequest
 from dsh.recall import SpanCache
 from dsh.surface import Session, checkpoint_kind

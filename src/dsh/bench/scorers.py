@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh.bench.cache_rules import Price, Served
+from dsh.bench.cache_rules import Served
 from dsh.bench.results import StubStability, Superseded
 from dsh.bench.trace import CallRecord, checkpoint_class
 from dsh.events import (
@@ -42,6 +42,7 @@ from dsh.events import (
     ToolResultBlock,
 )
 from dsh.llm.cache_sim import message_segment
+from dsh.llm.prices import Price
 from dsh.llm.types import ModelRequest
 
 REPLACED = re.compile(

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dsh.config import Settings, dsh_home, load_settings
-from dsh.errors import ConfigError, DshError, SessionNotFoundError, UsageError
+from dsh.errors import (
+    AmbiguousSessionError,
+    ConfigError,
+    DshError,
+    SessionNotFoundError,
+    UsageError,
+)
 from dsh.events import SessionWorkspace
 from dsh.store import EventStore, open_store, resolve_session_id
 from dsh.surface import Session
@@ -66,9 +72,12 @@ def error(message: str) -> None:
 
 def fail(exc: DshError) -> None:
     """Print one line and exit: 2 for usage and configuration errors (a missing API key
-    included), 1 for runtime failures."""
+    included), 1 for runtime failures and for a session id that names no single session
+    (unknown or ambiguous: the same code)."""
     message = " ".join(str(exc).split())
     click.echo(f"dsh: error: {message}", err=True)
+    if isinstance(exc, AmbiguousSessionError):
+        sys.exit(1)
     sys.exit(2 if isinstance(exc, UsageError | ConfigError) else 1)
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
 import click
 
 from dsh.cli import context
-from dsh.demo import PROMPTS, prepare_workspace, run_demo
-from dsh.transcript import render_human_transcript
+from dsh.demo import DEMO_OVERRIDES, PROMPTS, demo_script, prepare_workspace, run_demo
+from dsh.demo.narration import Narrator
 from dsh.transcript.stats import render_stats, session_stats
 
 
@@ -21,15 +19,17 @@ def demo(keep: bool, tui: bool) -> None:
         _demo_tui()
         return
     workspace = prepare_workspace()
-    session, results = run_demo(context.store(), workspace=workspace, keep=keep)
-    click.echo(render_human_transcript(session.events))
+    narrator = Narrator(click.echo)
+    session, results = run_demo(context.store(), workspace=workspace, keep=keep, on_event=narrator)
     click.echo()
     click.echo(render_stats(session_stats(session.events)))
     click.echo()
     click.echo(f"session: {session.id}")
     if keep:
         click.echo(f"workspace: {workspace}")
-    click.echo(f"explore it: dsh sessions show {session.id} --view events")
+    click.echo(f"the transcript: dsh sessions show {session.id}")
+    click.echo(f"what the model saw: dsh sessions show {session.id} --view surface")
+    click.echo(f"every event: dsh sessions show {session.id} --view events")
     failed = [r for r in results if r.reason != "completed"]
     if failed:
         raise SystemExit(1)
@@ -40,17 +40,20 @@ def _demo_tui() -> None:
     from dsh.cli.tui import launch
 
     workspace = prepare_workspace()
+    prompts = "\n".join(f"  {n}. {prompt}" for n, prompt in enumerate(PROMPTS, 1))
     greeting = (
         f"Demo: a scripted model (no API key) on a throwaway project in {workspace}.\n"
-        f"Try: {PROMPTS[0]}\nthen: {PROMPTS[1]}\n"
-        "The script answers each prompt in turn, whatever you type; its edits ask first."
+        f"Try, in order:\n{prompts}\n"
+        "The script answers each prompt in turn, whatever you type; its edits ask first. "
+        "The window is small: turn 3 compacts, turn 4 recalls a detail from before."
     )
-    with resources.as_file(resources.files("dsh.demo") / "script.yaml") as script:
+    with demo_script() as script:
         launch(
             None,
             False,
             workspace,
-            provider={"name": "scripted", "model": "demo"},
+            provider=DEMO_OVERRIDES["provider"],
+            compaction=DEMO_OVERRIDES["compaction"],
             script=script,
             greeting=greeting,
         )

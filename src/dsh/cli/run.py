@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,9 @@ from dsh.cli.live import LiveDisplay
 from dsh.cli.options import provider_options
 from dsh.config import load_settings
 from dsh.errors import UsageError
-from dsh.events import encode_event
+from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
+from dsh.store import JsonlStore, SqliteStore
+from dsh.store.migrate import remove_session
 from dsh.surface import Session
 from dsh.tools.base import ToolKind
 
@@ -163,6 +165,9 @@ def run(
                 break
     finally:
         session.close()
+    if resumed is None and never_connected(session.events):
+        _discard(store, session.id)
+        sys.exit(1)
     if not as_json:
         out.call(click.echo, f"session: {session.id}")
     if out.closed:
@@ -174,6 +179,23 @@ def run(
         sys.exit(EXIT_PIPE_CLOSED)
     if failed:
         sys.exit(1)
+
+
+def never_connected(events: Sequence[Event]) -> bool:
+    """True if the provider was never reached: model calls were made and every one failed
+    with a connection error (so the session holds nothing but the prompts)."""
+    errors = [e for e in events if isinstance(e, RequestErrorEvent)]
+    answered = any(
+        isinstance(e, AssistantMessageEvent) and e.data.error_code is None for e in events
+    )
+    return bool(errors) and not answered and all(e.data.code == "CONNECTION" for e in errors)
+
+
+def _discard(store: Any, session_id: str) -> None:
+    """Remove a session the provider never answered: a retry starts clean, not beside it."""
+    if isinstance(store, JsonlStore | SqliteStore):
+        remove_session(store, session_id)
+        context.error("the provider was never reached; no session was kept")
 
 
 EXIT_PIPE_CLOSED = 141

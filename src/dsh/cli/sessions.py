@@ -24,6 +24,7 @@ from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
 from dsh.transcript import render_human_transcript, render_markdown, render_message
 from dsh.transcript.stats import render_stats, session_stats
+from dsh.transcript.titles import session_summaries
 
 
 @click.group("sessions")
@@ -34,7 +35,7 @@ def sessions() -> None:
 @sessions.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Every session, not only this directory's.")
 def list_sessions(show_all: bool) -> None:
-    """List sessions started in the current directory (oldest first)."""
+    """List sessions started in the current directory (oldest first), with their titles."""
     here = str(context.cwd())
     store = context.store()
     headers = [h for h in store.list() if show_all or h.cwd == here]
@@ -42,11 +43,12 @@ def list_sessions(show_all: bool) -> None:
     if not headers:
         scope = "" if show_all else f" in {here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
-    for header in headers:
-        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created_at / 1000))
-        where = f"  {header.cwd}" if show_all else ""
-        trust = "  [trusted]" if header.cwd in trusted else ""
-        click.echo(f"{header.id}  {created}{where}{trust}")
+    for summary in session_summaries(store, headers):
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
+        where = f"  {summary.cwd}" if show_all else ""
+        trust = "  [trusted]" if summary.cwd in trusted else ""
+        turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
+        click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}")
     for bad in store.unreadable():  # their workspace is unknown: listed everywhere
         line = f" (line {bad.line})" if bad.line is not None else ""
         hint = f"(try `dsh sessions repair {bad.id}`)"

@@ -3,7 +3,8 @@
 The lead wires it from ``dsh.cli.main``::
 
     launch(resume=None, new=False)   # dsh: a new session in the current directory
-    launch(resume="", new=False)     # dsh --resume: this directory's most recent session
+    launch(resume="", new=False)     # dsh --resume: a picker over every session (in a
+                                     # terminal), else this directory's most recent session
     launch(resume="ID", new=False)   # dsh --resume ID: that session (a unique prefix is enough)
 
 ``new=True`` asks for a fresh session explicitly (a ``--new`` flag); it cannot be combined with
@@ -16,6 +17,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import Any
+
+import click
 
 from dsh.cli import context
 from dsh.config import load_settings
@@ -38,6 +41,7 @@ def launch(
     workspace_dir: Path | None = None,
     *,
     provider: dict[str, Any] | None = None,
+    compaction: dict[str, Any] | None = None,
     script: Path | None = None,
     greeting: str | None = None,
 ) -> None:
@@ -46,7 +50,8 @@ def launch(
     A resumed session runs its tools in its own recorded workspace unless ``workspace_dir``
     (``--cwd``) says otherwise; that choice is logged (``session/workspace``). ``provider``
     overrides the provider settings (the ``--provider/--model/--base-url`` flags, see
-    ``context.provider_overrides``); ``script`` feeds the keyless scripted provider."""
+    ``context.provider_overrides``), ``compaction`` the compaction settings (the demo's small
+    budgets); ``script`` feeds the keyless scripted provider."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.controller import settings_route_factory
 
@@ -55,14 +60,15 @@ def launch(
     store = context.store()
     here = (workspace_dir or context.cwd()).resolve()
     session_id: str | None = None
-    if resume is not None:
-        session_id = (
-            context.resolve_session_id(store, resume)
-            if resume
-            else latest_session_id(store, str(here))
-        )
+    if resume:
+        session_id = context.resolve_session_id(store, resume)
+    elif resume is not None:
+        session_id = _picked(store) if interactive() else latest_session_id(store, str(here))
+        if session_id is None:
+            click.echo("no session chosen")
+            return
     workspace = context.session_workspace(store, session_id, workspace_dir)
-    flags = {"provider": provider or {}}
+    flags = {"provider": provider or {}, "compaction": compaction or {}}
     settings = load_settings(cwd=workspace, overrides=flags)
     store = context.store(settings)
     # a resumed session runs with its own recorded settings; a flag overrides them (logged)
@@ -81,5 +87,21 @@ def launch(
     )
     app = DshApp(options)
     app.run()
+    if app.last_session_id is not None:
+        click.echo(f"resume with: dsh --resume {app.last_session_id}")
     if app.return_code:
         sys.exit(app.return_code)
+
+
+def interactive() -> bool:
+    """Both ends are a terminal: a picker can be shown and answered."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _picked(store: EventStore) -> str | None:
+    """The session chosen in the picker (None: closed without choosing)."""
+    from dsh.tui.picker import pick_session
+
+    if not store.list():
+        raise SessionNotFoundError("no session to resume (see `dsh sessions list --all`)")
+    return pick_session(store)

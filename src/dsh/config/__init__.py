@@ -423,18 +423,35 @@ def _read_toml_text(text: str, path: Path) -> dict[str, Any]:
 
 
 def _environment_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """The ``DSH_SECTION_KEY`` variables as a layer. A ``DSH_*`` variable that names no config
+    key is ignored with a warning naming it (once per process), not a refusal: a typo or a
+    variable of another dsh version must not stop every command. ``DSH_TRUST_*`` is refused:
+    trust comes only from the user config."""
     layer: dict[str, dict[str, Any]] = {}
     for name, value in env.items():
         if not name.startswith("DSH_") or name in ENVIRONMENT_NAMES:
             continue
         rest = name[4:].lower()
-        section = next(
-            (s for s in SECTIONS if rest.startswith(s + "_") and s not in USER_ONLY_SECTIONS), None
-        )
-        if section is None:
-            raise ConfigError(f"unknown environment variable {name} (no config section matches)")
-        layer.setdefault(section, {})[rest[len(section) + 1 :]] = value
+        section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
+        if section in USER_ONLY_SECTIONS:  # a safety setting: refused, not ignored
+            raise ConfigError(f"{name}: [{section}] may be set only in the user config file")
+        key = rest[len(section) + 1 :] if section is not None else ""
+        if section is None or key not in SECTIONS[section].__struct_fields__:
+            _warn_unknown_variable(name, section)
+            continue
+        layer.setdefault(section, {})[key] = value
     return layer
+
+
+_warned_variables: set[str] = set()
+
+
+def _warn_unknown_variable(name: str, section: str | None) -> None:
+    if name in _warned_variables:
+        return
+    _warned_variables.add(name)
+    why = "no config section matches" if section is None else f"[{section}] has no such key"
+    log.warning("ignored environment variable %s: %s (see docs/config.md)", name, why)
 
 
 def _merge(into: dict[str, dict[str, Any]], layer: Mapping[str, Any], *, origin: str) -> None:

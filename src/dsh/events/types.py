@@ -222,6 +222,12 @@ class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):
     changed: tuple[str, ...] = ()
 
 
+class SessionTitle(Payload["SessionTitleEvent"], frozen=True):
+    """The session's title, set by a person (``/title``); without one, the first prompt is."""
+
+    title: str
+
+
 class Todo(Struct, frozen=True):
     content: str
     status: Literal["pending", "in_progress", "completed"]
@@ -317,6 +323,10 @@ class SessionSettingsEvent(EventBase, tag="session/settings", kw_only=True, froz
     data: SessionSettings
 
 
+class SessionTitleEvent(EventBase, tag="session/title", kw_only=True, frozen=True):
+    data: SessionTitle
+
+
 class TodoWriteEvent(EventBase, tag="todo/write", kw_only=True, frozen=True):
     data: TodoWrite
 
@@ -366,6 +376,7 @@ KnownEvent = (
     | SessionEndSeedEvent
     | SessionWorkspaceEvent
     | SessionSettingsEvent
+    | SessionTitleEvent
     | TodoWriteEvent
     | CommandRunEvent
     | CommandDoneEvent
@@ -465,6 +476,8 @@ __all__ = [
     "SessionEndSeedEvent",
     "SessionSettings",
     "SessionSettingsEvent",
+    "SessionTitle",
+    "SessionTitleEvent",
     "SessionWorkspace",
     "SessionWorkspaceEvent",
     "StepEnd",

@@ -35,7 +35,7 @@ FOREIGN_MARK = "foreign"
 """Envelope key on an opaque event whose ``ignorable`` was added by the import."""
 RENAMED_PREFIX = "upstream:"
 """Type prefix of an upstream event of a dsh type kept opaque (its shape did not fit)."""
-SOFT_TYPES = frozenset({"todo/write", "command/run", "command/done", "llm/retry"})
+SOFT_TYPES = frozenset({"todo/write", "command/run", "command/done", "llm/retry", "session/title"})
 """Known log-only types kept opaque (renamed) when their upstream shape does not fit dsh's."""
 DSH_ONLY_TYPES = frozenset({"compaction/plan", "session/settings"})
 """dsh types the upstream reader does not know; export marks them ignorable, import clears it."""

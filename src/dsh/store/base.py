@@ -18,12 +18,12 @@ from typing import Literal, Protocol
 import msgspec
 
 from dsh.errors import (
+    AmbiguousSessionError,
     EventValidationError,
     LogCorruptError,
     ReadOnlySessionError,
     SessionNotFoundError,
     StorageWriteError,
-    UsageError,
 )
 from dsh.events import (
     CompactionEndEvent,
@@ -267,7 +267,7 @@ def resolve_session_id(store_: EventStore, wanted: str) -> str:
         return matches[0]
     if len(matches) > 1:
         shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
-        raise UsageError(
+        raise AmbiguousSessionError(
             f"session id {wanted!r} is ambiguous: {len(matches)} sessions match ({shown}); "
             "give more of the id"
         )

@@ -74,9 +74,11 @@ def _move(source: Store, target: Store, session_id: str) -> None:
             _verify(target, header, events)
         except BaseException:
             with contextlib.suppress(DshError, OSError):
-                _remove(target, session_id)
+                remove_session(target, session_id)
             raise
-        _remove(source, session_id)  # a JSONL directory keeps any other files (repair copies)
+        remove_session(
+            source, session_id
+        )  # a JSONL directory keeps any other files (repair copies)
     finally:
         lock.release()
 
@@ -118,7 +120,8 @@ def _source_lock(source: Store, session_id: str) -> WriteLock:
     return acquire_write_lock(source.lock_dir / f"{session_id}.lock", session_id)
 
 
-def _remove(store: Store, session_id: str) -> None:
+def remove_session(store: Store, session_id: str) -> None:
+    """Delete a stored session from either store (its log and lock; other files stay)."""
     if isinstance(store, JsonlStore):
         directory = store.session_dir(session_id)
         try:

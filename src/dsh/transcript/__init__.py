@@ -5,6 +5,7 @@ from dsh.transcript.markdown import render_markdown
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
+    NoteItem,
     PassDetails,
     ToolCallItem,
     ToolResultItem,
@@ -22,6 +23,7 @@ __all__ = [
     "HistoryPage",
     "MarkerItem",
     "MessageItem",
+    "NoteItem",
     "PassDetails",
     "ToolCallItem",
     "ToolResultItem",

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsh.events import Event, Message, ReasoningBlock, ToolResultBlock
-from dsh.transcript.projection import MarkerItem, MessageItem, ToolResultItem, transcript_items
+from dsh.transcript.projection import (
+    MarkerItem,
+    MessageItem,
+    NoteItem,
+    ToolResultItem,
+    transcript_items,
+)
 from dsh.transcript.render import COMPACTION_MARKER, cut_off_note
 
 
@@ -51,4 +57,6 @@ def render_markdown(session_id: str, events: Iterable[Event]) -> str:
         elif isinstance(item, ToolResultItem):
             title = "### Tool result (error)" if item.is_error else "### Tool result"
             out.append(f"{title}\n\n{_fence(item.text)}")
+        elif isinstance(item, NoteItem):
+            out.append(f"*{item.text}*")
     return "\n\n".join(out) + "\n"

@@ -1,6 +1,7 @@
 """The human projection (spec §6): original messages in log order, one marker per landed pass.
 
-People see every append-origin surface event. A ``tool/call`` is shown (as a card that its
+People see every append-origin surface event, and a note for each turn that did not complete
+and each command's answer (``command/done``). A ``tool/call`` is shown (as a card that its
 result joins) iff its callId appears in an append-origin assistant message, so the cards of
 steps that compaction shadowed stay paired. A checkpoint never shows its payload: a landed pass
 shows one marker at the log position of its first checkpoint, with details taken from the pass's
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from dsh.events import (
     AssistantMessageEvent,
+    CommandDoneEvent,
     CompactionStartEvent,
     CompactionSummaryEvent,
     Event,
@@ -26,6 +28,8 @@ from dsh.events import (
     ToolCallEvent,
     ToolResultBlock,
     ToolResultEvent,
+    TurnEndEvent,
+    TurnEndReason,
     is_append_surface_event,
     is_checkpoint_event,
     surface_message,
@@ -67,7 +71,29 @@ class MarkerItem:
     pass_id: str
 
 
-TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem
+@dataclass(frozen=True, slots=True)
+class NoteItem:
+    """A logged note for people: a turn that did not complete, or a command's answer (the
+    ``command/done`` of ``/compact``), so what was said live is there again after a resume."""
+
+    seq: int
+    text: str
+
+
+TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem | NoteItem
+
+
+def turn_end_note(reason: TurnEndReason) -> str | None:
+    """What people are told about a turn that ended ``reason`` (None: it completed)."""
+    if reason.kind == "aborted":
+        return f"Turn stopped: {reason.error or 'cancelled'}"
+    if reason.kind == "error":
+        return f"Turn failed: {reason.error or 'unknown error'}"
+    if reason.kind == "max-tokens":
+        return "The reply was cut at the model's output limit."
+    if reason.kind == "interrupted":
+        return "Turn interrupted: dsh stopped before it ended."
+    return None
 
 
 @dataclass(slots=True)
@@ -116,6 +142,11 @@ class TranscriptProjector:
                 return [ToolCallItem(event.seq, data.call_id, data.name, data.arguments)]
         elif is_append_surface_event(event):
             return self._surface(event)
+        elif isinstance(event, TurnEndEvent):
+            note = turn_end_note(event.data.reason)
+            return [NoteItem(event.seq, note)] if note is not None else []
+        elif isinstance(event, CommandDoneEvent):
+            return [NoteItem(event.seq, event.data.text)]
         return []
 
     def _surface(self, event: Event) -> list[TranscriptItem]:

@@ -8,6 +8,7 @@ from dsh.events import Event
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
+    NoteItem,
     ToolResultItem,
     TranscriptItem,
     transcript_items,
@@ -24,6 +25,8 @@ def render_item(item: TranscriptItem) -> str | None:
         return text if item.cut_by is None else f"{text}\n{cut_off_note(item.cut_by)}"
     if isinstance(item, ToolResultItem):
         return f"Tool result (error): {item.text}" if item.is_error else f"Tool result: {item.text}"
+    if isinstance(item, NoteItem):
+        return f"({item.text})"
     return None
 
 

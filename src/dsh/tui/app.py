@@ -22,6 +22,7 @@ from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import DshError, MissingApiKeyError
 from dsh.events import (
     AssistantMessageEvent,
+    CommandDoneEvent,
     CompactionEndEvent,
     CompactionSummaryEvent,
     Event,
@@ -33,9 +34,12 @@ from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.approval import ApprovalScreen
 from dsh.tui.commands import COMMANDS, HELP, Command, parse_command
+from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.prompt import KEYS_HINT, PromptBox
+from dsh.tui.sessions_view import session_picker, title_command
+from dsh.tui.shell_command import context_block, run_shell_command, shell_command
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
@@ -54,6 +58,13 @@ def _recorded_elsewhere(options: TuiOptions, session_id: str) -> str | None:
     if header is None or Path(header.cwd).resolve() == options.workspace.resolve():
         return None
     return header.cwd
+
+
+def _logged_answer(controller: Controller, text: str) -> bool:
+    """True if ``text`` is the answer a command just logged (``command/done``)."""
+    events = controller.session.events if controller.session is not None else ()
+    last = events[-1] if events else None
+    return isinstance(last, CommandDoneEvent) and last.data.text == text
 
 
 class DshApp(App[None]):
@@ -85,6 +96,10 @@ class DshApp(App[None]):
         self.controller = Controller(options, self)
         self._cursor_blink = options.cursor_blink
         self.ready = False
+        self.shell_context: list[str] = []
+        """``!cmd`` outputs waiting for the next prompt."""
+        self.last_session_id: str | None = None
+        """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
         self._waiting: str | None = None
         self._context_pending = False
@@ -123,6 +138,8 @@ class DshApp(App[None]):
         self.ready = True
 
     def on_unmount(self) -> None:
+        session = self.controller.session
+        self.last_session_id = session.id if session is not None else None
         self.controller.close()
 
     def _show_session(self, items: list[TranscriptItem]) -> None:
@@ -219,8 +236,11 @@ class DshApp(App[None]):
         if not text:
             return
         self.prompt_box.remember(text)
+        shell = shell_command(text)
         command = parse_command(text)
-        if command is None:
+        if shell is not None:
+            self.run_shell(shell)
+        elif command is None:
             self.send(text)
         else:
             self.run_command(command)
@@ -233,7 +253,32 @@ class DshApp(App[None]):
         if self.running:
             self.note("Something is running: wait for it (esc cancels a turn).")
             return
+        if self.shell_context:  # ``!cmd`` output goes to the model with this prompt
+            prompt = "\n\n".join([*self.shell_context, prompt])
+            self.shell_context = []
         self._worker = self.run_worker(self._turn(prompt), group="turn", exit_on_error=False)
+
+    def run_shell(self, command: str) -> None:
+        """``!cmd``: run it (asking first under the ``ask`` policy); its output joins the
+        context with the next prompt."""
+        if not command:
+            self.note("!cmd runs cmd in the workspace; its output goes with your next prompt.")
+        elif self.running:
+            self.note("Something is running: wait for it (esc cancels a turn).")
+        else:
+            self._worker = self.run_worker(self._shell(command), group="turn", exit_on_error=False)
+
+    async def _shell(self, command: str) -> None:
+        self._set_busy(f"$ {command}")
+        try:
+            output = await run_shell_command(self.controller, command)
+        finally:
+            self._set_busy(None)
+        if output.code == "DENIED":
+            self.note(output.text)
+            return
+        self.shell_context.append(context_block(command, output))
+        self.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
 
     def _poll_waiting(self) -> None:
         """While a model call is silent, the status says for how long (after a second)."""
@@ -249,19 +294,12 @@ class DshApp(App[None]):
         self._set_busy(WORKING)
         poll = self.set_interval(POLL_EVERY, self._poll_waiting)
         try:
-            result = await self.controller.run_turn(prompt)
+            await self.controller.run_turn(prompt)  # how it ended is a logged note (turn/end)
         except DshError as exc:
             self.note(f"error: {exc}")
         except Exception as exc:  # a bug must not take the session down with it
             log.exception("turn failed")
             self.note(f"internal error: {type(exc).__name__}: {exc}")
-        else:
-            if result.reason == "aborted":
-                self.note(f"Turn stopped: {result.error}")
-            elif result.reason == "error":
-                self.note(f"Turn failed: {result.error}")
-            elif result.reason == "max-tokens":
-                self.note("The reply was cut at the model's output limit.")
         finally:
             poll.stop()
             self._waiting = None
@@ -276,10 +314,16 @@ class DshApp(App[None]):
         elif name == "quit":
             self.call_later(self.action_quit)
         elif name == "sessions":
-            self.note(self._sessions_text())
+            self._pick_session()
+        elif name == "title" and not (arg and self.running):
+            self.note(title_command(self.controller, arg))
         elif name == "model":
             self._model(arg)
-        elif name in ("compact", "resume") and self.running:
+        elif name in ("context", "cost"):
+            self.note(
+                context_text(self.controller) if name == "context" else cost_text(self.controller)
+            )
+        elif name in ("compact", "resume", "title") and self.running:
             self.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":
             self._worker = self.run_worker(
@@ -293,12 +337,27 @@ class DshApp(App[None]):
     async def _compact(self, focus: str | None) -> None:
         self._set_busy("compacting")
         try:
-            self.note(await self.controller.compact(focus))
+            text = await self.controller.compact(focus)
+            if not _logged_answer(self.controller, text):  # a logged answer is shown as a note
+                self.note(text)
         except DshError as exc:
             self.note(f"error: {exc}")
         finally:
             self._set_busy(None)
             self._measure_context()
+
+    def _pick_session(self) -> None:
+        picker = session_picker(self.controller)
+        if picker is None:
+            self.note("No sessions yet.")
+            return
+
+        def chosen(session_id: str | None) -> None:
+            current = self.controller.session
+            if session_id is not None and (current is None or current.id != session_id):
+                self._resume(session_id)
+
+        self.push_screen(picker, callback=chosen)
 
     def _sessions_text(self) -> str:
         headers = self.controller.sessions()

@@ -23,6 +23,7 @@ from dsh.events import Message, ReasoningBlock, UserSource
 from dsh.transcript import (
     COMPACTION_MARKER,
     MarkerItem,
+    NoteItem,
     PassDetails,
     ToolCallItem,
     ToolResultItem,
@@ -105,6 +106,8 @@ def block_for(item: TranscriptItem) -> Block | None:
         )
     if isinstance(item, ToolResultItem):
         return Block("result", item.seq, label="tool result", call_id=item.call_id, result=item)
+    if isinstance(item, NoteItem):
+        return Block("note", item.seq, cached_text=sanitize(item.text), cached_reasoning="")
     message = item.message
     if message.role == "assistant":
         return Block("assistant", item.seq, message=message, cut_by=item.cut_by)

@@ -7,9 +7,14 @@ from dataclasses import dataclass
 HELP = """\
 Commands
   /compact [focus]   compact the conversation now (idle sessions only)
-  /sessions          list the sessions started in this directory
+  /context           what the model sees: system, tools, stubs, state, tail; cache hits
+  /cost              billed tokens and a list-price estimate
+  /sessions          pick a session to open (title, age, size, workspace)
+  /title [TEXT]      show the session's title, or rename it (logged)
   /resume ID         open another session (an id or a unique prefix)
   /model [NAME]      show the model, or use NAME for the next turns
+  !cmd               run cmd in the workspace (asks first under the ask policy); its
+                     output goes to the model with your next prompt
   /help              this help
   /quit              leave dsh (ctrl+q works too)
 Keys
@@ -23,7 +28,7 @@ Keys
                      complete, move to the transcript: up / down select a card, enter
                      expands it, a click expands too; pgup / pgdn / home / end scroll"""
 
-COMMANDS = ("compact", "sessions", "resume", "model", "help", "quit")
+COMMANDS = ("compact", "context", "cost", "sessions", "title", "resume", "model", "help", "quit")
 
 
 @dataclass(frozen=True, slots=True)

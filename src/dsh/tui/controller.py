@@ -173,6 +173,11 @@ class Controller:
     def session(self) -> Session | None:
         return self.runner.session if self.runner is not None else None
 
+    @property
+    def agent(self) -> Agent | None:
+        """The open session's agent, once a turn has built it."""
+        return self.runner.agent if self.runner is not None else None
+
     def _own_settings(self, session: Session) -> tuple[Settings, Route | None]:
         """The settings and route ``session`` recorded (a flag given at launch still wins).
         Another provider or endpoint than this UI's is refused: it needs its own launch."""

@@ -1,0 +1,38 @@
+"""List prices of the known providers, and what a call costs under them (US$ per million
+tokens). The bench bills its simulated calls with them (``dsh.bench.cache_rules.load_prices``
+applies a run's overrides); ``/cost`` estimates a session's bill with the same table.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """US$ per million tokens: uncached input and output, and multipliers of the input price
+    for cache reads and cache writes."""
+
+    model: str
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float = 1.0
+
+    def cost(self, *, input_tokens: int, read: int, write: int, output_tokens: int) -> float:
+        """Billed US$ for one call: ``input_tokens`` is the whole request (read and write
+        included)."""
+        uncached = input_tokens - read - write
+        units = uncached + read * self.cache_read + write * self.cache_write
+        return (units * self.input + output_tokens * self.output) / 1e6
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    # deepseek-chat (V3.2) list prices: $0.28 miss, $0.028 hit, $0.42 output.
+    "deepseek": Price(model="deepseek-chat", input=0.28, output=0.42, cache_read=0.1),
+    # gpt-4.1: $2.00 input, $0.50 cached, $8.00 output.
+    "openai": Price(model="gpt-4.1", input=2.0, output=8.0, cache_read=0.25),
+    # claude-sonnet-4.5: $3 input, $15 output; 5-minute cache write 1.25×, read 0.1×.
+    "anthropic": Price(
+        model="claude-sonnet-4-5", input=3.0, output=15.0, cache_read=0.1, cache_write=1.25
+    ),
+}

@@ -1,0 +1,28 @@
+"""``/context`` and ``/cost`` in the terminal UI: the face-neutral reports of
+``dsh.agent.context_report`` for the controller's open session."""
+
+from __future__ import annotations
+
+from dsh.agent.context_report import context_report, cost_report, render_context, render_cost
+from dsh.tui.controller import Controller
+
+NOTHING_SENT = "Nothing sent yet: the first prompt starts the session."
+
+
+def context_text(controller: Controller) -> str:
+    """What the model sees in the next request, part by part, and the cache hits so far."""
+    session = controller.session
+    if session is None:
+        return NOTHING_SENT
+    agent = controller.agent
+    header = agent.current_header() if agent is not None else None
+    report = context_report(session, window=controller.window, header=header)
+    return render_context(report)
+
+
+def cost_text(controller: Controller) -> str:
+    """The billed tokens per provider:model and a list-price estimate."""
+    session = controller.session
+    if session is None:
+        return NOTHING_SENT
+    return render_cost(cost_report(session.events))

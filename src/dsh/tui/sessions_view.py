@@ -1,0 +1,35 @@
+"""``/title`` and ``/sessions`` in the terminal UI: the session's title (logged as a
+``session/title`` event, so it survives resume) and the session picker over every session."""
+
+from __future__ import annotations
+
+from dsh.events import SessionTitle
+from dsh.transcript.titles import session_summaries, session_title, trim_title
+from dsh.tui.controller import Controller
+from dsh.tui.picker import SessionPicker
+
+NO_SESSION = "No session yet: the first prompt starts one (and titles it); /title then renames it."
+
+
+def title_command(controller: Controller, wanted: str) -> str:
+    """``/title``: say the title; ``/title TEXT``: log TEXT (trimmed) as the new title."""
+    session = controller.session
+    if session is None:
+        return NO_SESSION
+    if not wanted:
+        current = session_title(session.events)
+        if current is None:
+            return "This session has no title yet: its first prompt will be it (/title TEXT)."
+        return f"Title: {current}  (/title TEXT renames the session)"
+    title = trim_title(wanted)
+    session.append(SessionTitle(title=title))
+    return f"Session titled: {title}"
+
+
+def session_picker(controller: Controller) -> SessionPicker | None:
+    """The picker over every stored session (None when there is none to show)."""
+    summaries = session_summaries(controller.options.store)
+    if not summaries:
+        return None
+    current = controller.session.id if controller.session is not None else None
+    return SessionPicker(summaries, current=current, heading="Open a session")

@@ -1,0 +1,69 @@
+"""``!cmd`` in the prompt box: run a shell command in the workspace, through the same ``bash``
+tool and approval policy the model's calls go through, and put its output into the context:
+it is sent, quoted, at the head of the next prompt (so the log holds exactly what the model
+saw)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.tools.secrets import SecretPolicy
+from dsh.tui.controller import Controller
+
+SHELL_TOOL = "bash"
+MAX_OUTPUT_CHARS = 16_000
+"""Output kept for the context; a longer one keeps its head and tail."""
+
+
+def shell_command(text: str) -> str | None:
+    """The command of a ``!cmd`` line (None when ``text`` is not one)."""
+    stripped = text.strip()
+    if not stripped.startswith("!"):
+        return None
+    return stripped[1:].strip()
+
+
+def _registry(controller: Controller) -> ToolRegistry:
+    """The running agent's tools (its scrubbed environment and masking), else the defaults
+    with the configured scrubbing."""
+    if controller.agent is not None:
+        return controller.agent.tools
+    settings = controller.settings
+    secret_policy = SecretPolicy.from_environment(
+        extra_patterns=settings.tools.scrub_env,
+        configured_keys=[("provider.api_key", settings.provider.api_key)],
+    )
+    return ToolRegistry(default_tools(secret_policy), secret_policy)
+
+
+async def run_shell_command(controller: Controller, command: str) -> ToolOutput:
+    """Run ``command`` with the ``bash`` tool, asking first if the policy says so."""
+    call_id = f"human-{secrets.token_hex(3)}"
+    session = controller.session
+    ctx = ToolContext(
+        workspace=controller.options.workspace,
+        session_id=session.id if session is not None else "",
+        call_id=call_id,
+        caller="human",
+    )
+    arguments = json.dumps({"command": command})
+    return await _registry(controller).execute(
+        call_id, SHELL_TOOL, arguments, ctx, controller.policy
+    )
+
+
+def context_block(command: str, output: ToolOutput) -> str:
+    """How a command's output goes into the next prompt."""
+    text = output.text
+    if len(text) > MAX_OUTPUT_CHARS:
+        half = MAX_OUTPUT_CHARS // 2
+        left_out = len(text) - MAX_OUTPUT_CHARS
+        text = f"{text[:half]}\n… ({left_out} characters left out) …\n{text[-half:]}"
+    outcome = "failed" if output.is_error else "printed"
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"I ran `{command}` in the workspace; it {outcome}:\n{fence}\n{text.rstrip()}\n{fence}"

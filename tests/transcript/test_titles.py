@@ -1,0 +1,58 @@
+"""Session titles: the latest ``/title``, else the first prompt, one line, cut with an ellipsis."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh.events import SessionTitle
+from dsh.store import JsonlStore, MemoryStore
+from dsh.transcript.titles import (
+    TITLE_CHARS,
+    UNTITLED,
+    session_summaries,
+    session_title,
+    trim_title,
+)
+from tests.helpers import append_chat_turn, new_session
+
+
+@given(st.text())
+def test_a_trimmed_title_is_one_line_within_the_limit_and_keeps_short_text(text):
+    title = trim_title(text)
+    assert "\n" not in title and len(title) <= TITLE_CHARS
+    flat = " ".join(text.split())
+    if len(flat) <= TITLE_CHARS:
+        assert title == flat
+    else:
+        assert title.endswith("…") and flat.startswith(title[:-1])
+
+
+def test_the_first_prompt_is_the_title_until_one_is_set():
+    session = new_session(MemoryStore())
+    assert session_title(session.events) is None
+    append_chat_turn(session, "Fix the failing\ntest in calc.py", "done")
+    append_chat_turn(session, "and the docs", "done")
+    assert session_title(session.events) == "Fix the failing test in calc.py"
+    session.append(SessionTitle(title="calc fixes"))
+    session.append(SessionTitle(title="calc and docs"))
+    assert session_title(session.events) == "calc and docs"
+
+
+def test_summaries_read_each_session_and_name_an_unreadable_one(tmp_path):
+    store = JsonlStore(tmp_path)
+    with new_session(store) as session:
+        append_chat_turn(session, "first", "ok")
+        append_chat_turn(session, "second", "ok")
+    empty = store.create(cwd="/elsewhere")
+    empty.close()
+    summaries = {s.id: s for s in session_summaries(store)}
+    assert summaries[session.id].title == "first" and summaries[session.id].turns == 2
+    assert summaries[session.id].updated_at >= summaries[session.id].created_at
+    assert summaries[empty.id].title == UNTITLED and summaries[empty.id].events == 0
+    path = tmp_path / "sessions" / session.id / "session.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b"first", b"fir5t")  # its CRC no longer matches
+    path.write_bytes(b"".join(lines))
+    (broken,) = [s for s in session_summaries(store) if s.id == session.id]
+    assert broken.title.startswith("(unreadable: ") and broken.turns == 0

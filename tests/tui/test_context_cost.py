@@ -1,0 +1,65 @@
+"""``/context`` and ``/cost`` in the terminal UI: what the model sees, part by part, and the
+billed tokens with a list-price estimate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.test_pilot import run, text_of
+
+
+def test_context_lists_each_part_with_tokens_and_the_cache_hits(rig: Rig):
+    rig.cache = "deepseek"
+    app = rig.app([{"text": "first answer"}, {"text": "second answer"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "one")
+        await run_prompt(pilot, "two")
+        await submit(pilot, "/context")
+        await settle(pilot, lambda: "What the model sees" in text_of(app))
+        text = text_of(app)
+        for part in ("system", "tools", "stubs", "state", "tail"):
+            assert f"  {part} " in text, part
+        assert "4 messages" in text  # two prompts and two answers
+        assert "over 2 call(s)" in text and "of 128,000" in text
+
+    run(app, body)
+
+
+def test_cost_shows_the_billed_tokens_and_the_estimate(rig: Rig):
+    app = rig.app([{"text": "an answer"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "hi")
+        await submit(pilot, "/cost")
+        await settle(pilot, lambda: "Billed tokens" in text_of(app))
+        text = text_of(app)
+        assert "scripted:scripted (conversation, 1 call(s))" in text
+        assert "Estimated total: $" in text
+
+    run(app, body)
+
+
+def test_before_the_first_prompt_both_say_nothing_was_sent(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/context")
+        await submit(pilot, "/cost")
+        await settle(pilot, lambda: text_of(app).count("Nothing sent yet") == 2)
+        assert app.controller.session is None  # asking created no session
+
+    run(app, body)
+
+
+def test_context_snapshot(snap_compare, rig: Rig):
+    app = rig.app([{"text": "Done: the answer."}])
+
+    async def ask(pilot: Any) -> None:
+        await run_prompt(pilot, "what is in the context?")
+        await submit(pilot, "/context")
+        await settle(pilot, lambda: "Cache hits" in text_of(pilot.app))
+        await settle(pilot, lambda: pilot.app.status_settled)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=ask)

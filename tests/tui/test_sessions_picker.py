@@ -1,0 +1,126 @@
+"""Finding sessions again: titles (the first prompt, or ``/title``, logged), the picker of
+``/sessions`` and ``dsh --resume`` (title, age, size, workspace), and the rows it shows."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dsh.events import SessionTitleEvent
+from dsh.surface import Session
+from dsh.transcript.titles import SessionSummary, session_summaries
+from dsh.tui.picker import PickerApp, SessionPicker, age_text, newest_first, picker_row
+from tests.helpers import append_chat_turn
+from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.test_pilot import run, text_of
+
+NOW = 1_800_000_000_000
+
+
+def summary(
+    id: str, title: str, *, updated: int, turns: int = 1, cwd: str = "/w"
+) -> SessionSummary:
+    return SessionSummary(id, cwd, updated - 1000, updated, title, turns, 4 * turns)
+
+
+def test_ages_are_coarse_and_never_negative():
+    assert age_text(NOW, NOW) == "just now"
+    assert age_text(NOW - 59_000, NOW) == "just now"
+    assert age_text(NOW - 5 * 60_000, NOW) == "5 min ago"
+    assert age_text(NOW - 3 * 3_600_000, NOW) == "3 h ago"
+    assert age_text(NOW - 2 * 86_400_000, NOW) == "2 d ago"
+    assert age_text(NOW - 15 * 86_400_000, NOW) == "2 wk ago"
+    assert age_text(NOW + 5000, NOW) == "just now"  # a clock that moved back
+
+
+def test_a_row_shows_title_age_size_and_workspace_newest_first():
+    old = summary("a", "Fix the failing test", updated=NOW - 2 * 86_400_000, turns=3)
+    new = summary("b", "Write the docs", updated=NOW - 60_000)
+    assert [s.id for s in newest_first([old, new])] == ["b", "a"]
+    row = picker_row(old, NOW).plain
+    assert row.startswith("Fix the failing test")
+    assert "2 d ago" in row and "3 turns" in row and row.rstrip().endswith("/w")
+
+
+def test_title_renames_the_session_in_the_log_and_survives_reopening(rig: Rig):
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/title")
+        assert "No session yet" in text_of(app)
+        await run_prompt(pilot, "Fix the flaky login test please")
+        await submit(pilot, "/title")
+        assert "Title: Fix the flaky login test please" in text_of(app)
+        await submit(pilot, "/title login flake")
+        assert "Session titled: login flake" in text_of(app)
+
+    run(app, body)
+    (header,) = rig.store.list()
+    with Session.open(rig.store, header.id) as session:
+        titles = [e.data.title for e in session.events if isinstance(e, SessionTitleEvent)]
+    assert titles == ["login flake"]
+    assert session_summaries(rig.store)[0].title == "login flake"
+
+
+def test_sessions_opens_the_picker_and_enter_resumes_the_highlighted_session(rig: Rig):
+    with Session.create(rig.store, cwd=str(rig.workspace)) as other:
+        append_chat_turn(other, "the other session's question", "its answer")
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "a new question")
+        current = app.controller.session.id
+        await submit(pilot, "/sessions")
+        await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        assert [s.id for s in picker.summaries] == [current, other.id]  # newest first
+        await pilot.press("down", "enter")
+        await settle(pilot, lambda: app.controller.session.id == other.id)
+        assert "the other session's question" in text_of(app)
+
+    run(app, body)
+
+
+def test_esc_closes_the_picker_and_keeps_the_session(rig: Rig):
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "only question")
+        current = app.controller.session.id
+        await submit(pilot, "/sessions")
+        await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+        await pilot.press("escape")
+        await settle(pilot, lambda: not isinstance(app.screen, SessionPicker))
+        assert app.controller.session.id == current
+
+    run(app, body)
+
+
+def test_the_standalone_picker_returns_the_chosen_id():
+    rows = [
+        summary("old", "older work", updated=NOW - 86_400_000),
+        summary("new", "new", updated=NOW),
+    ]
+    app = PickerApp(rows, now_ms=NOW)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+            await pilot.press("down", "enter")
+
+    asyncio.run(main())
+    assert app.return_value == "old"
+
+
+def test_picker_snapshot(snap_compare):
+    rows = [
+        summary("s1", "Fix the failing test in calc.py", updated=NOW - 3_600_000, turns=4),
+        summary("s2", "Add median() with a test", updated=NOW - 3 * 86_400_000, turns=2),
+        summary("s3", "(no prompt yet)", updated=NOW - 20 * 86_400_000, turns=0, cwd="/tmp/x"),
+    ]
+    app = PickerApp(rows, now_ms=NOW)
+
+    async def shown(pilot: Any) -> None:
+        await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=shown)
