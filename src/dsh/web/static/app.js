@@ -74,6 +74,7 @@ function nearBottom() {
 }
 
 function scrollToBottom() {
+  state.view?.revealEnd();
   const c = $('conversation');
   c.scrollTop = c.scrollHeight;
 }
@@ -250,7 +251,8 @@ async function openSession(id) {
   $('log').replaceChildren();
   $('approvals').replaceChildren();
   $('history-status').textContent = '';
-  state.view = new TranscriptView($('log'), new Projector());
+  state.view?.disconnect();
+  state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
   clearStream();
   document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
   $('empty').hidden = !!id;
@@ -439,6 +441,7 @@ async function submit() {
     }
     box.value = '';
     toast('');
+    scrollToBottom();  // what you sent, and its answer, are at the end
   } catch (error) {
     toast(error instanceof ApiError ? error.message : String(error));
   }
