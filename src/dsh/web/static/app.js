@@ -5,10 +5,13 @@
 import { api, ApiError, liveSocket, sessionPath } from './api.js';
 import { Projector } from './projection.js';
 import { TranscriptView } from './view.js';
-import { renderArguments } from './tools.js';
+import { dropApproval, showApproval } from './approvals.js';
 import {
-  applyTheme, filterSessions, fmtTokens, fmtWhen, nextTheme, setSidebar, storedTheme,
+  applyTheme, filterSessions, fmtTokens, nextTheme, setSidebar, storedTheme,
 } from './chrome.js';
+import { ContextInfo } from './context.js';
+import { FindInSession } from './find.js';
+import { loadSessionList as listSessions } from './sidebar.js';
 
 const PAGE_MESSAGES = 50;
 const LOAD_OLDER_WITHIN_PX = 400;
@@ -155,75 +158,10 @@ function onDelta(message) {
 
 // ---- approvals -------------------------------------------------------------------------------------
 
-function showApproval(approval) {
-  if (document.querySelector(`.approval[data-id="${CSS.escape(approval.id)}"]`)) return;
-  const box = document.createElement('div');
-  box.className = 'approval';
-  box.dataset.id = approval.id;
-  const title = document.createElement('div');
-  title.textContent = `dsh wants to run ${approval.tool}:`;
-  const args = renderArguments(approval.tool, approval.args);
-  const buttons = document.createElement('div');
-  buttons.className = 'buttons';
-  for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.textContent = label;
-    button.dataset.answer = answer;
-    button.addEventListener('click', async () => {
-      try {
-        await api('POST', `${sessionPath(state.sessionId)}/approvals/${encodeURIComponent(approval.id)}`, { answer });
-      } catch (error) {
-        toast(error.message);
-      }
-    });
-    buttons.append(button);
-  }
-  box.append(title, args, buttons);
-  $('approvals').append(box);
-}
-
-function dropApproval(id) {
-  document.querySelector(`.approval[data-id="${CSS.escape(id)}"]`)?.remove();
-}
-
 // ---- sessions ----------------------------------------------------------------------------------------
 
-async function loadSessionList() {
-  let data;
-  try {
-    data = await api('GET', '/api/sessions');
-  } catch (error) {
-    toast(error.message);
-    return;
-  }
-  const nav = $('session-list');
-  nav.replaceChildren();
-  for (const s of data.sessions) {
-    const a = document.createElement('a');
-    a.className = 'session-item';
-    a.href = `#s=${encodeURIComponent(s.id)}`;
-    a.dataset.id = s.id;
-    if (s.id === state.sessionId) a.classList.add('selected');
-    const when = document.createElement('div');
-    when.className = 'when';
-    when.textContent = fmtWhen(s.createdAt);
-    if (s.running) {
-      const badge = document.createElement('span');
-      badge.className = 'badge';
-      badge.textContent = '● running';
-      when.append(badge);
-    }
-    const where = document.createElement('div');
-    where.className = 'where';
-    where.textContent = s.cwd;
-    const sid = document.createElement('div');
-    sid.className = 'sid';
-    sid.textContent = s.id;
-    a.append(when, where, sid);
-    nav.append(a);
-  }
-  filterSessions();
+function loadSessionList() {
+  return listSessions(state.sessionId, toast);
 }
 
 function selectedFromHash() {
@@ -254,6 +192,8 @@ async function openSession(id) {
   state.view?.disconnect();
   state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
   clearStream();
+  state.context.open(id);
+  state.find.reset();
   document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
   $('empty').hidden = !!id;
   $('empty').textContent = 'Select a session or start a new one.';
@@ -283,7 +223,7 @@ async function openSession(id) {
   renderStats(info.stats);
   renderProgress(info.progress);
   renderStatus();
-  for (const approval of info.approvals) showApproval(approval);
+  for (const approval of info.approvals) showApproval(approval, state.sessionId, toast);
   feedPage(page, true);
   scrollToBottom();
   if (!$('prompt').disabled) $('prompt').focus();
@@ -329,6 +269,20 @@ async function loadOlder() {
   }
 }
 
+// Load older pages until the event `seq` is in the view (for find).
+async function loadUntil(seq) {
+  const generation = state.generation;
+  while (generation === state.generation && state.hasMore && state.oldestSeq > seq) {
+    if (state.loadingOlder) {
+      await new Promise((done) => { setTimeout(done, 30); });
+      continue;
+    }
+    const before = state.oldestSeq;
+    await loadOlder();
+    if (state.oldestSeq === before) break;
+  }
+}
+
 async function fillViewport(generation) {
   const c = $('conversation');
   while (generation === state.generation && state.hasMore && c.scrollHeight <= c.clientHeight + LOAD_OLDER_WITHIN_PX) {
@@ -371,6 +325,7 @@ function onLive(message) {
       }
       state.view.ingest([event]);
       announce(event);
+      if (event.type === 'assistant/message' || event.type === 'compaction/end') state.context.changed();
       if (stick) scrollToBottom();
       return;
     }
@@ -380,7 +335,7 @@ function onLive(message) {
       renderStats(message.session.stats);
       renderProgress(message.session.progress);
       renderStatus();
-      for (const approval of message.session.approvals) showApproval(approval);
+      for (const approval of message.session.approvals) showApproval(approval, state.sessionId, toast);
       return;
     case 'delta':
       onDelta(message);
@@ -402,9 +357,10 @@ function onLive(message) {
       return;
     case 'stats':
       renderStats(message.stats);
+      state.context.changed();
       return;
     case 'approval':
-      showApproval(message.approval);
+      showApproval(message.approval, state.sessionId, toast);
       return;
     case 'approval-resolved':
       dropApproval(message.id);
@@ -468,6 +424,12 @@ async function newSession() {
 // ---- wiring -----------------------------------------------------------------------------------------------
 
 function init() {
+  state.context = new ContextInfo();
+  state.find = new FindInSession({
+    sessionId: () => state.sessionId,
+    view: () => state.view,
+    loadUntil,
+  });
   $('composer').addEventListener('submit', (event) => { event.preventDefault(); submit(); });
   $('prompt').addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
