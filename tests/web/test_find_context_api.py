@@ -78,9 +78,7 @@ def test_titles_are_read_once_per_change_of_the_log(
     writer.close()
 
 
-def test_context_is_the_face_neutral_report_of_the_session(
-    client: TestClient, env: WebEnv
-) -> None:
+def test_context_is_the_face_neutral_report_of_the_session(client: TestClient, env: WebEnv) -> None:
     sid = new_session(client)
     client.post(f"/api/sessions/{sid}/prompt", json={"text": "Please read notes.txt"})
     wait_idle(client, sid)

@@ -67,6 +67,7 @@ from dsh.web.errors import (
 )
 from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
+from dsh.web.newest import newest_page
 from dsh.web.sessions import SessionRegistry, check_session_id
 from dsh.web.titles import SessionIndex
 
@@ -232,7 +233,15 @@ def create_app(
         session_id = check_session_id(request.path_params["session_id"])
         before = int_param(request, "before_seq", low=0)
         limit = int_param(request, "max_messages", low=1, high=MAX_PAGE_MESSAGES)
-        page, last = await registry.history(session_id, before, limit or DEFAULT_MAX_MESSAGES)
+        page_size = limit or DEFAULT_MAX_MESSAGES
+        found = None
+        log_path = getattr(registry.store, "log_path", None)
+        if before is None and log_path is not None and session_id not in registry.handles:
+            # the newest page of a stored log: read from its end, not the whole log
+            found = await anyio.to_thread.run_sync(
+                newest_page, Path(log_path(session_id)), page_size
+            )
+        page, last = found or await registry.history(session_id, before, page_size)
         events = b",".join(encode_event(e) for e in page.events)
         first = "null" if page.first_seq is None else str(page.first_seq)
         tail = f'],"hasMore":{"true" if page.has_more else "false"},"firstSeq":{first},'

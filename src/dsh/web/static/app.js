@@ -203,15 +203,23 @@ async function openSession(id) {
   renderProgress(null);
   renderStatus();
   if (!id) return;
+  // The conversation first (its newest page is read from the log's end); the header follows
+  // with the info, which sums the whole log.
+  const asked = api('GET', sessionPath(id));
+  asked.catch(() => {});  // awaited below
   let info;
-  let page;
   try {
-    [info, page] = await Promise.all([
-      api('GET', sessionPath(id)),
-      api('GET', `${sessionPath(id)}/history?max_messages=${PAGE_MESSAGES}`),
-    ]);
+    const page = await api('GET', `${sessionPath(id)}/history?max_messages=${PAGE_MESSAGES}`);
+    if (generation !== state.generation) return;
+    feedPage(page, true);
+    scrollToBottom();
+    requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
+    info = await asked;
   } catch (error) {
     if (generation !== state.generation) return;
+    $('log').replaceChildren();
+    state.view.disconnect();
+    state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
     $('empty').hidden = false;
     $('empty').textContent = error.message;
     $('session-title').textContent = error.status === 404 ? 'Unknown session' : 'Session unavailable';
@@ -224,12 +232,9 @@ async function openSession(id) {
   renderProgress(info.progress);
   renderStatus();
   for (const approval of info.approvals) showApproval(approval, state.sessionId, toast);
-  feedPage(page, true);
-  scrollToBottom();
   if (!$('prompt').disabled) $('prompt').focus();
   if (NARROW.matches) setSidebar(false);
   performance.mark('dsh:first-page');
-  requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
   connect(generation);
   await fillViewport(generation);
 }
