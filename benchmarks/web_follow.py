@@ -66,7 +66,7 @@ OBSERVE = """() => {
         for (const r of records) for (const n of r.addedNodes) {
             if (n.dataset && n.dataset.seq) window.arrivals[n.dataset.seq] = now;
         }
-    }).observe(document.getElementById('log'), { childList: true });
+    }).observe(document.getElementById('log'), { childList: true, subtree: true });
 }"""
 
 

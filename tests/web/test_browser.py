@@ -3,10 +3,7 @@ with the keyless scripted provider."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,99 +12,24 @@ import pytest
 from dsh.events import Message, TextBlock, UserSource
 from dsh.surface import Session
 from dsh.transcript import MarkerItem, MessageItem, ToolCallItem, ToolResultItem, project
-from dsh.web import BackgroundServer
 from tests.web.builders import long_session, summary_on_an_older_page
 from tests.web.conftest import READ_NOTES, TOKEN, WebEnv, make_env
-
-ARTIFACTS = Path(__file__).parent / "artifacts"
+from tests.web.pages import (
+    ARTIFACTS,
+    first_page_loaded,
+    open_page,
+    reveal,
+    same_as_one_pass,
+    scroll_to_beginning,
+    send,
+    serve,
+    snapshot,
+    stored_events,
+    view_rows,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-@contextlib.contextmanager
-def serve(env: WebEnv) -> Iterator[BackgroundServer]:
-    server = BackgroundServer(env.app()).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@contextlib.contextmanager
-def open_page(browser: Any, height: int = 800) -> Iterator[Any]:
-    """A fresh page; fails the test on any script error or console error it logs."""
-    context = browser.new_context(viewport={"width": 1280, "height": height})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
-    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
-    try:
-        yield page
-    finally:
-        context.close()
-    assert errors == []
-
-
-def first_page_loaded(page: Any) -> None:
-    page.wait_for_function(
-        "() => window.dsh && window.dsh.info"
-        " && performance.getEntriesByName('dsh:first-page').length > 0"
-    )
-
-
-def wait_idle(page: Any) -> None:
-    page.wait_for_function("() => window.dsh.info && window.dsh.info.running === null")
-
-
-def send(page: Any, text: str) -> None:
-    page.fill("#prompt", text)
-    page.press("#prompt", "Enter")
-
-
-def snapshot(page: Any) -> tuple[str, str]:
-    """The conversation with every disclosure closed: (innerHTML, innerText)."""
-    result: list[str] = page.evaluate(
-        """() => {
-            document.querySelectorAll('#log details').forEach((d) => { d.open = false; });
-            const log = document.getElementById('log');
-            return [log.innerHTML, log.innerText];
-        }"""
-    )
-    return result[0], result[1]
-
-
-def scroll_to_beginning(page: Any) -> None:
-    for _ in range(50):
-        if not page.evaluate("() => window.dsh.hasMore"):
-            return
-        page.evaluate("() => { document.getElementById('conversation').scrollTop = 0; }")
-        page.wait_for_function("() => !window.dsh.loadingOlder")
-        page.wait_for_timeout(30)
-    raise AssertionError("history never reached its beginning")
-
-
-def same_as_one_pass(page: Any) -> bool:
-    """True iff the conversation on screen (built page by page, newest first, plus live events)
-    is the DOM the same modules build from the whole log fed at once, in order."""
-    result: bool = page.evaluate(
-        """async () => {
-            const base = '/s';  // the page's cookie authenticates modules and the API
-            const { Projector } = await import(`${base}/projection.js`);
-            const { TranscriptView } = await import(`${base}/view.js`);
-            const r = await fetch(`/api/sessions/${window.dsh.sessionId}/history?max_messages=500`);
-            const page = await r.json();
-            if (page.hasMore) throw new Error('session too long for one page');
-            const root = document.createElement('div');
-            new TranscriptView(root, new Projector()).ingest(page.events);
-            document.querySelectorAll('#log details').forEach((d) => { d.open = false; });
-            return root.innerHTML === document.getElementById('log').innerHTML;
-        }"""
-    )
-    return result
-
-
-def stored_events(env: WebEnv, session_id: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in env.log_lines(session_id)]
 
 
 # ---- the whole conversation -----------------------------------------------------------------
@@ -173,7 +95,7 @@ def test_conversation_streams_compacts_and_survives_a_reload(browser: Any, tmp_p
         ][0]["content"][0]["text"]
 
         # the original prompt and the full tool output are still on screen
-        rows = page.locator("#log > .row")
+        rows = page.locator("#log .row")
         kinds = rows.evaluate_all("rows => rows.map(r => r.className)")
         assert kinds.count("row marker manual") == 1 and page.locator(".row.marker").count() == 1
         prompt_row = page.locator("#log .row.user").first
@@ -272,6 +194,8 @@ def test_scrolling_up_loads_older_pages_and_the_marker_renders(
         assert "Turn 1:" not in page.inner_text("#log")
 
         # the checkpoint is in this page; the range it replaced is not
+        assert len(view_rows(page, ".row.marker")) == 1
+        reveal(page, ".row.marker")
         marker = page.locator("#log .row.marker")
         assert marker.count() == 1
         checkpoint = next(
@@ -284,15 +208,15 @@ def test_scrolling_up_loads_older_pages_and_the_marker_renders(
 
         scroll_to_beginning(page)
         assert page.inner_text("#history-status") == "Beginning of the session"
-        users = page.locator("#log .row.user").all_inner_texts()
+        users = view_rows(page, ".row.user")
         assert len(users) == 80
-        assert users[0].endswith("Turn 1: look at module_1.py")
-        seqs = page.evaluate(
-            "() => [...document.querySelectorAll('#log > .row')].map(r => +r.dataset.seq)"
-        )
+        assert users[0].strip().endswith("Turn 1: look at module_1.py")
+        top = page.locator("#log .row.user").first  # the first block is in the page, on screen
+        assert top.inner_text().endswith("Turn 1: look at module_1.py")
+        seqs = page.evaluate("() => window.dsh.view.allRows().map(r => +r.dataset.seq)")
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-        assert page.locator("#log .row.marker").count() == 1
-        assert page.locator("#log .row.tool").count() == 80
+        assert len(view_rows(page, ".row.marker")) == 1
+        assert len(view_rows(page, ".row.tool")) == 80
 
         # pages fed newest-first build the same DOM as the whole log fed at once
         assert same_as_one_pass(page)

@@ -15,7 +15,7 @@ import pytest
 
 from dsh.surface import Session
 from tests.web.conftest import TOKEN, make_env, wait_until
-from tests.web.test_browser import ARTIFACTS, first_page_loaded, open_page, same_as_one_pass, serve
+from tests.web.pages import ARTIFACTS, first_page_loaded, open_page, same_as_one_pass, serve
 
 DSH = Path(sys.executable).parent / "dsh"  # the console script of this environment
 

@@ -12,15 +12,16 @@ import pytest
 
 from tests.web.builders import long_session
 from tests.web.conftest import TOKEN, make_env
-from tests.web.test_browser import (
+from tests.web.pages import (
     ARTIFACTS,
     first_page_loaded,
+    reveal,
     scroll_to_beginning,
     send,
     serve,
     stored_events,
 )
-from tests.web.test_browser import wait_idle as page_idle
+from tests.web.pages import wait_idle as page_idle
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -296,6 +297,7 @@ def test_only_new_messages_are_announced_and_the_marker_reads_as_the_spec_says(
         assert page.inner_text("#log").count("Turn 1:") >= 1
         assert page.text_content("#announcer") == ""  # pages loaded on scroll: silent
 
+        reveal(page, ".row.marker")  # far below the beginning: its block is parked
         marker = page.locator("#log .row.marker")
         assert marker.locator(".marker-title").inner_text() == "… earlier context was compacted …"
         stats = marker.locator(".marker-stats")

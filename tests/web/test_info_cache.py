@@ -3,8 +3,12 @@ and always equal a fresh ``session_stats`` of what is on disk."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 from dsh.surface import Session
 from dsh.web import sessions as web_sessions
+from dsh.web.read_cache import ReadCache
 from tests.helpers import append_chat_turn, new_session
 from tests.web.builders import run_apart
 from tests.web.conftest import make_env
@@ -34,3 +38,41 @@ def test_stored_info_stats_are_cached_per_load_and_never_stale(tmp_path, monkeyp
     assert changed["stats"]["events"] == fresh.events > first["stats"]["events"]
     assert changed["stats"]["turns"] == fresh.turns == 2
     assert len(calls) == 2
+
+
+def test_two_askers_missing_the_read_cache_at_once_load_the_log_once(tmp_path):
+    """A page asks for the info and the newest history page together: the second asker waits
+    for the first one's load instead of decoding the whole log a second time beside it."""
+    env = make_env(tmp_path)
+    with new_session(env.store) as writer:
+        append_chat_turn(writer, "hello there", "hi")
+    store = env.store
+    opened: list[str] = []
+    first_in_open = threading.Event()
+    second_asked = threading.Event()
+    second_opened = threading.Event()
+    real_open = store.open
+
+    def slow_open(session_id, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(session_id)
+        if len(opened) == 1:  # the first load: the second asker arrives meanwhile
+            first_in_open.set()
+            second_asked.wait(10)
+            second_opened.wait(1)  # set only if the second asker reads the log too
+        else:
+            second_opened.set()
+        return real_open(session_id, **kwargs)
+
+    def second_get() -> object:
+        second_asked.set()
+        return cache.get(writer.id)
+
+    store.open = slow_open  # type: ignore[method-assign]
+    cache = ReadCache(store)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(cache.get, writer.id)
+        assert first_in_open.wait(10)
+        second = pool.submit(second_get)
+        results = [first.result(), second.result()]
+    assert opened == [writer.id]
+    assert results[0] is results[1]

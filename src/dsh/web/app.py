@@ -6,6 +6,8 @@
     POST /api/sessions            {cwd?}            create (open for writing here)
     GET  /api/sessions/{id}                         header, stats, progress, approvals
     GET  /api/sessions/{id}/history?before_seq=&max_messages=
+    GET  /api/sessions/{id}/context                 the model's view, tokens and cost
+    GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
     WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     POST /api/sessions/{id}/resume                  open a stored session for writing here
     POST /api/sessions/{id}/close                   release it
@@ -26,6 +28,7 @@ from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import anyio.to_thread
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -38,6 +41,7 @@ from starlette.websockets import WebSocket
 
 from dsh.errors import DshError
 from dsh.events import encode_event
+from dsh.transcript.find import MAX_QUERY_CHARS, find_in_transcript
 from dsh.transcript.history import DEFAULT_MAX_MESSAGES
 from dsh.web.auth import (
     CSP,
@@ -50,6 +54,7 @@ from dsh.web.auth import (
     query_token,
     session_cookie,
 )
+from dsh.web.context import session_context
 from dsh.web.errors import (
     INVALID_JSON,
     PAYLOAD_TOO_LARGE,
@@ -62,12 +67,15 @@ from dsh.web.errors import (
 )
 from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
+from dsh.web.newest import newest_page
 from dsh.web.sessions import SessionRegistry, check_session_id
+from dsh.web.titles import SessionIndex
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY = 1_000_000
 MAX_PROMPT_CHARS = 200_000
 MAX_PAGE_MESSAGES = 500
+MAX_FIND_HITS = 1000
 MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8",
@@ -179,6 +187,7 @@ def create_app(
     static_root = static_dir.resolve()
     files = static_files(static_root)
     followers = Followers(registry)
+    session_index = SessionIndex(registry.store)
 
     async def session_info(session_id: str) -> dict[str, Any]:
         """The registry's info plus ``heldBy``: the pid of another process writing it."""
@@ -212,7 +221,10 @@ def create_app(
             return JSONResponse(
                 {"session": await registry.info(handle.session.id)}, status_code=201
             )
-        return JSONResponse({"sessions": await registry.list_sessions()})
+        rows = await registry.list_sessions()
+        return JSONResponse(
+            {"sessions": await anyio.to_thread.run_sync(session_index.annotate, rows)}
+        )
 
     async def session(request: Request) -> Response:
         return JSONResponse(await session_info(request.path_params["session_id"]))
@@ -221,11 +233,43 @@ def create_app(
         session_id = check_session_id(request.path_params["session_id"])
         before = int_param(request, "before_seq", low=0)
         limit = int_param(request, "max_messages", low=1, high=MAX_PAGE_MESSAGES)
-        page, last = await registry.history(session_id, before, limit or DEFAULT_MAX_MESSAGES)
+        page_size = limit or DEFAULT_MAX_MESSAGES
+        found = None
+        log_path = getattr(registry.store, "log_path", None)
+        if before is None and log_path is not None and session_id not in registry.handles:
+            # the newest page of a stored log: read from its end, not the whole log
+            found = await anyio.to_thread.run_sync(
+                newest_page, Path(log_path(session_id)), page_size
+            )
+        page, last = found or await registry.history(session_id, before, page_size)
         events = b",".join(encode_event(e) for e in page.events)
         first = "null" if page.first_seq is None else str(page.first_seq)
         tail = f'],"hasMore":{"true" if page.has_more else "false"},"firstSeq":{first},'
         return json_bytes(b'{"events":[' + events + f'{tail}"lastSeq":{last}}}'.encode())
+
+    async def context(request: Request) -> Response:
+        return JSONResponse(await session_context(registry, request.path_params["session_id"]))
+
+    async def find(request: Request) -> Response:
+        session_id = check_session_id(request.path_params["session_id"])
+        query = request.query_params.get("q", "")
+        if not query.strip() or len(query) > MAX_QUERY_CHARS:
+            raise bad_request(f"q must be 1 to {MAX_QUERY_CHARS} characters")
+        limit = int_param(request, "limit", low=1, high=MAX_FIND_HITS) or MAX_FIND_HITS
+        events = await registry.events(session_id)
+        hits = await anyio.to_thread.run_sync(
+            lambda: find_in_transcript(events, query, limit=limit + 1)
+        )
+        return JSONResponse(
+            {
+                "query": query,
+                "hits": [
+                    {"seq": h.seq, "kind": h.kind, "snippet": h.snippet, "callId": h.call_id}
+                    for h in hits[:limit]
+                ],
+                "truncated": len(hits) > limit,
+            }
+        )
 
     async def resume(request: Request) -> Response:
         await read_body(request, EmptyBody)
@@ -304,6 +348,8 @@ def create_app(
         Route("/api/sessions", sessions, methods=["GET", "POST"]),
         Route(session_path, session, methods=["GET"]),
         Route(session_path + "/history", history, methods=["GET"]),
+        Route(session_path + "/context", context, methods=["GET"]),
+        Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/resume", resume, methods=["POST"]),
         Route(session_path + "/close", close, methods=["POST"]),
         Route(session_path + "/prompt", prompt, methods=["POST"]),

@@ -1,9 +1,9 @@
 """Follow a session that another process writes (``dsh run``, the TUI, another ``dsh web``).
 
-While a page watches a session that is not open for writing here, a ``Follower`` polls its log
-file every ``POLL_SECONDS``: when the file's size or mtime moves it re-reads the session (through
-the registry's read cache) and publishes every event past the last one it published, exactly as
-the writer's own observer would, so the page cannot tell a local writer from a remote one. It
+While a page watches a session that is not open for writing here, a ``Follower`` tails its log
+every ``POLL_SECONDS`` (``dsh.store.tail.LogTail``: the bytes or rows appended since the last
+read, never the whole log again) and publishes each new event exactly as the writer's own
+observer would, so the page cannot tell a local writer from a remote one. It
 also reads the writer lock's holder pid and publishes ``{"kind": "holder", "pid": N | null}``
 when it changes; the page shows "busy in another process" and disables its composer meanwhile.
 A follower stops when the session's last subscriber leaves.
@@ -18,9 +18,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+
 from dsh.errors import DshError
 from dsh.store.jsonl import LOCK_NAME
-from dsh.web.errors import ApiError
+from dsh.store.tail import LogTail
 from dsh.web.live import frame
 
 if TYPE_CHECKING:
@@ -53,17 +55,6 @@ def lock_holder(store: Any, session_id: str) -> int | None:
     return pid
 
 
-def _stamp(store: Any, session_id: str) -> tuple[int, int] | None:
-    log_path = getattr(store, "log_path", None)
-    if log_path is None:
-        return None
-    try:
-        st = Path(log_path(session_id)).stat()
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
 class Follower:
     def __init__(self, registry: SessionRegistry, session_id: str, last_seq: int) -> None:
         self.registry = registry
@@ -75,35 +66,47 @@ class Follower:
     async def run(self) -> None:
         registry, session_id = self.registry, self.session_id
         hub = registry.hub(session_id)
-        stamp = _stamp(registry.store, session_id)
-        while hub.subscribers:
-            await asyncio.sleep(POLL_SECONDS)
-            handle = registry.handles.get(session_id)
-            if handle is not None:  # written here: the session's own observer publishes
-                self.last_seq = len(handle.session.events) - 1
-                self._set_holder(None)
-                continue
-            self._set_holder(lock_holder(registry.store, session_id))
-            now = _stamp(registry.store, session_id)
-            if now == stamp:
-                continue
-            stamp = now
-            try:
-                events = await registry.events(session_id)
-            except (ApiError, DshError) as exc:  # e.g. a torn tail mid-write: retry on change
-                log.debug("follow %s: %s", session_id, exc)
-                stamp = None
-                continue
-            if session_id in registry.handles:
-                continue
-            for event in events[self.last_seq + 1 :]:
-                hub.on_event(event)
-            self.last_seq = max(self.last_seq, len(events) - 1)
+        tail: LogTail | None = None
+        try:
+            while hub.subscribers:
+                await asyncio.sleep(POLL_SECONDS)
+                handle = registry.handles.get(session_id)
+                if handle is not None:  # written here: the session's own observer publishes
+                    self.last_seq = len(handle.session.events) - 1
+                    self._set_holder(None)
+                    _closed(tail)  # it takes up from the new end when released
+                    tail = None
+                    continue
+                self._set_holder(lock_holder(registry.store, session_id))
+                try:
+                    if tail is None:  # finding the place reads the log once: off the loop
+                        tail = await anyio.to_thread.run_sync(
+                            LogTail, registry.store, session_id, self.last_seq
+                        )
+                    events = tail.read()
+                except DshError as exc:  # e.g. a log cut back under us: find our place again
+                    log.debug("follow %s: %s", session_id, exc)
+                    _closed(tail)
+                    tail = None
+                    continue
+                if session_id in registry.handles:
+                    continue
+                for event in events:
+                    hub.on_event(event)
+                self.last_seq = max(self.last_seq, tail.last_seq)
+        finally:
+            _closed(tail)
 
     def _set_holder(self, pid: int | None) -> None:
         if pid != self.holder:
             self.holder = pid
             self.registry.hub(self.session_id).publish(frame("holder", pid=pid))
+
+
+def _closed(tail: LogTail | None) -> None:
+    """Close ``tail`` (if any); the caller's tail is then None."""
+    if tail is not None:
+        tail.close()
 
 
 class Followers:

@@ -18,9 +18,10 @@ from dsh.transcript.stats import SessionStats, session_stats
 class ReadCache:
     """Read-only sessions loaded from the store, kept while their file is unchanged.
 
-    A page load asks for a session's info and its newest history page at once; both read the
-    whole log, so the second (and every scroll-back page) reuses the first load. Freshness is the
-    JSONL file's size and mtime; a store without files (SQLite, memory) is read every time.
+    A page load asks for a session's info and its newest history page at once; both need the
+    whole log, so one load serves both (the second asker waits for the first one's load rather
+    than reading the log again beside it) and every scroll-back page. Freshness is the JSONL
+    file's size and mtime; a store without files (SQLite, memory) is read every time.
     """
 
     def __init__(self, store: EventStore, size: int = 4) -> None:
@@ -28,6 +29,8 @@ class ReadCache:
         self.size = size
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[tuple[int, int], Session]] = OrderedDict()
+        self._loading: dict[str, threading.Lock] = {}
+        """One lock per session id while it loads: concurrent misses load it once."""
 
     def _stamp(self, session_id: str) -> tuple[int, int] | None:
         log_path = getattr(self.store, "log_path", None)
@@ -39,14 +42,27 @@ class ReadCache:
             return None
         return stat.st_size, stat.st_mtime_ns
 
-    def get(self, session_id: str) -> Session:
-        """The session, read-only (raises the store's errors, e.g. SessionNotFoundError)."""
-        stamp = self._stamp(session_id)
+    def _fresh(self, session_id: str, stamp: tuple[int, int] | None) -> Session | None:
         with self._lock:
             cached = self._entries.get(session_id)
             if cached is not None and stamp is not None and cached[0] == stamp:
                 self._entries.move_to_end(session_id)
                 return cached[1]
+        return None
+
+    def get(self, session_id: str) -> Session:
+        """The session, read-only (raises the store's errors, e.g. SessionNotFoundError)."""
+        cached = self._fresh(session_id, self._stamp(session_id))
+        if cached is not None:
+            return cached
+        with self._lock:
+            loading = self._loading.setdefault(session_id, threading.Lock())
+        with loading:
+            stamp = self._stamp(session_id)
+            cached = self._fresh(session_id, stamp)  # loaded meanwhile by another asker
+            return cached if cached is not None else self._load(session_id, stamp)
+
+    def _load(self, session_id: str, stamp: tuple[int, int] | None) -> Session:
         session = Session.open(self.store, session_id)
         session.close()  # a read-only log holds nothing; its events stay readable
         if stamp is not None:

@@ -38,15 +38,14 @@ from dsh.events import (
     CompactionEndEvent,
     Event,
     RequestContextEvent,
-    TextBlock,
     UserMessageEvent,
-    UserSource,
 )
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript.history import HistoryPage, history_page
 from dsh.transcript.stats import SessionStats, session_stats
+from dsh.transcript.title import session_title
 from dsh.web.errors import (
     APPROVAL_NOT_FOUND,
     COMPACTION_DISABLED,
@@ -65,7 +64,6 @@ from dsh.web.runtime import Runtime
 log = logging.getLogger("dsh.web")
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-TITLE_CHARS = 80
 
 
 def check_session_id(session_id: str) -> str:
@@ -423,14 +421,8 @@ def _logged_window(session: Session) -> int | None:
 
 
 def _title(session: Session) -> str | None:
-    """The first prompt a person typed, shortened."""
-    for event in session.of_type(UserMessageEvent):
-        if event.surface_op == "append" and isinstance(event.data.source, UserSource):
-            text = " ".join(
-                "".join(b.text for b in event.data.content if isinstance(b, TextBlock)).split()
-            )
-            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
-    return None
+    """The session's title (``dsh.transcript.title``: the first prompt, shortened)."""
+    return session_title(session.of_type(UserMessageEvent))
 
 
 def _jsonable(value: Any) -> Any:

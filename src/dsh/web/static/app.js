@@ -5,10 +5,13 @@
 import { api, ApiError, liveSocket, sessionPath } from './api.js';
 import { Projector } from './projection.js';
 import { TranscriptView } from './view.js';
-import { renderArguments } from './tools.js';
+import { dropApproval, showApproval } from './approvals.js';
 import {
-  applyTheme, filterSessions, fmtTokens, fmtWhen, nextTheme, setSidebar, storedTheme,
+  applyTheme, filterSessions, fmtTokens, nextTheme, setSidebar, storedTheme,
 } from './chrome.js';
+import { ContextInfo } from './context.js';
+import { FindInSession } from './find.js';
+import { loadSessionList as listSessions } from './sidebar.js';
 
 const PAGE_MESSAGES = 50;
 const LOAD_OLDER_WITHIN_PX = 400;
@@ -74,6 +77,7 @@ function nearBottom() {
 }
 
 function scrollToBottom() {
+  state.view?.revealEnd();
   const c = $('conversation');
   c.scrollTop = c.scrollHeight;
 }
@@ -154,75 +158,10 @@ function onDelta(message) {
 
 // ---- approvals -------------------------------------------------------------------------------------
 
-function showApproval(approval) {
-  if (document.querySelector(`.approval[data-id="${CSS.escape(approval.id)}"]`)) return;
-  const box = document.createElement('div');
-  box.className = 'approval';
-  box.dataset.id = approval.id;
-  const title = document.createElement('div');
-  title.textContent = `dsh wants to run ${approval.tool}:`;
-  const args = renderArguments(approval.tool, approval.args);
-  const buttons = document.createElement('div');
-  buttons.className = 'buttons';
-  for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.textContent = label;
-    button.dataset.answer = answer;
-    button.addEventListener('click', async () => {
-      try {
-        await api('POST', `${sessionPath(state.sessionId)}/approvals/${encodeURIComponent(approval.id)}`, { answer });
-      } catch (error) {
-        toast(error.message);
-      }
-    });
-    buttons.append(button);
-  }
-  box.append(title, args, buttons);
-  $('approvals').append(box);
-}
-
-function dropApproval(id) {
-  document.querySelector(`.approval[data-id="${CSS.escape(id)}"]`)?.remove();
-}
-
 // ---- sessions ----------------------------------------------------------------------------------------
 
-async function loadSessionList() {
-  let data;
-  try {
-    data = await api('GET', '/api/sessions');
-  } catch (error) {
-    toast(error.message);
-    return;
-  }
-  const nav = $('session-list');
-  nav.replaceChildren();
-  for (const s of data.sessions) {
-    const a = document.createElement('a');
-    a.className = 'session-item';
-    a.href = `#s=${encodeURIComponent(s.id)}`;
-    a.dataset.id = s.id;
-    if (s.id === state.sessionId) a.classList.add('selected');
-    const when = document.createElement('div');
-    when.className = 'when';
-    when.textContent = fmtWhen(s.createdAt);
-    if (s.running) {
-      const badge = document.createElement('span');
-      badge.className = 'badge';
-      badge.textContent = '● running';
-      when.append(badge);
-    }
-    const where = document.createElement('div');
-    where.className = 'where';
-    where.textContent = s.cwd;
-    const sid = document.createElement('div');
-    sid.className = 'sid';
-    sid.textContent = s.id;
-    a.append(when, where, sid);
-    nav.append(a);
-  }
-  filterSessions();
+function loadSessionList() {
+  return listSessions(state.sessionId, toast);
 }
 
 function selectedFromHash() {
@@ -250,8 +189,11 @@ async function openSession(id) {
   $('log').replaceChildren();
   $('approvals').replaceChildren();
   $('history-status').textContent = '';
-  state.view = new TranscriptView($('log'), new Projector());
+  state.view?.disconnect();
+  state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
   clearStream();
+  state.context.open(id);
+  state.find.reset();
   document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
   $('empty').hidden = !!id;
   $('empty').textContent = 'Select a session or start a new one.';
@@ -261,15 +203,23 @@ async function openSession(id) {
   renderProgress(null);
   renderStatus();
   if (!id) return;
+  // The conversation first (its newest page is read from the log's end); the header follows
+  // with the info, which sums the whole log.
+  const asked = api('GET', sessionPath(id));
+  asked.catch(() => {});  // awaited below
   let info;
-  let page;
   try {
-    [info, page] = await Promise.all([
-      api('GET', sessionPath(id)),
-      api('GET', `${sessionPath(id)}/history?max_messages=${PAGE_MESSAGES}`),
-    ]);
+    const page = await api('GET', `${sessionPath(id)}/history?max_messages=${PAGE_MESSAGES}`);
+    if (generation !== state.generation) return;
+    feedPage(page, true);
+    scrollToBottom();
+    requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
+    info = await asked;
   } catch (error) {
     if (generation !== state.generation) return;
+    $('log').replaceChildren();
+    state.view.disconnect();
+    state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
     $('empty').hidden = false;
     $('empty').textContent = error.message;
     $('session-title').textContent = error.status === 404 ? 'Unknown session' : 'Session unavailable';
@@ -281,13 +231,10 @@ async function openSession(id) {
   renderStats(info.stats);
   renderProgress(info.progress);
   renderStatus();
-  for (const approval of info.approvals) showApproval(approval);
-  feedPage(page, true);
-  scrollToBottom();
+  for (const approval of info.approvals) showApproval(approval, state.sessionId, toast);
   if (!$('prompt').disabled) $('prompt').focus();
   if (NARROW.matches) setSidebar(false);
   performance.mark('dsh:first-page');
-  requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
   connect(generation);
   await fillViewport(generation);
 }
@@ -324,6 +271,20 @@ async function loadOlder() {
     $('history-status').textContent = '';
   } finally {
     if (generation === state.generation) state.loadingOlder = false;
+  }
+}
+
+// Load older pages until the event `seq` is in the view (for find).
+async function loadUntil(seq) {
+  const generation = state.generation;
+  while (generation === state.generation && state.hasMore && state.oldestSeq > seq) {
+    if (state.loadingOlder) {
+      await new Promise((done) => { setTimeout(done, 30); });
+      continue;
+    }
+    const before = state.oldestSeq;
+    await loadOlder();
+    if (state.oldestSeq === before) break;
   }
 }
 
@@ -369,6 +330,7 @@ function onLive(message) {
       }
       state.view.ingest([event]);
       announce(event);
+      if (event.type === 'assistant/message' || event.type === 'compaction/end') state.context.changed();
       if (stick) scrollToBottom();
       return;
     }
@@ -378,7 +340,7 @@ function onLive(message) {
       renderStats(message.session.stats);
       renderProgress(message.session.progress);
       renderStatus();
-      for (const approval of message.session.approvals) showApproval(approval);
+      for (const approval of message.session.approvals) showApproval(approval, state.sessionId, toast);
       return;
     case 'delta':
       onDelta(message);
@@ -400,9 +362,10 @@ function onLive(message) {
       return;
     case 'stats':
       renderStats(message.stats);
+      state.context.changed();
       return;
     case 'approval':
-      showApproval(message.approval);
+      showApproval(message.approval, state.sessionId, toast);
       return;
     case 'approval-resolved':
       dropApproval(message.id);
@@ -439,6 +402,7 @@ async function submit() {
     }
     box.value = '';
     toast('');
+    scrollToBottom();  // what you sent, and its answer, are at the end
   } catch (error) {
     toast(error instanceof ApiError ? error.message : String(error));
   }
@@ -465,6 +429,12 @@ async function newSession() {
 // ---- wiring -----------------------------------------------------------------------------------------------
 
 function init() {
+  state.context = new ContextInfo();
+  state.find = new FindInSession({
+    sessionId: () => state.sessionId,
+    view: () => state.view,
+    loadUntil,
+  });
   $('composer').addEventListener('submit', (event) => { event.preventDefault(); submit(); });
   $('prompt').addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {

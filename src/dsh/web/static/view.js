@@ -1,9 +1,11 @@
 // The conversation DOM: one row per transcript item, kept in log (seq) order whatever order
 // the items arrive in (live events append; older history pages prepend). Every row is a pure
 // function of the projector's state, so a session watched live and the same session reloaded
-// render the same DOM.
+// render the same rows. Rows live in blocks (RowBlocks); blocks far from the viewport are parked
+// (swapped for a spacer of their height), so the page stays light however far you scroll back.
 import { renderMarkdown } from './markdown.js';
 import { renderArguments } from './tools.js';
+import { RowBlocks } from './blocks.js';
 
 const PREVIEW_CHARS = 120;
 
@@ -24,9 +26,11 @@ export function compactedText(details) {
 }
 
 export class TranscriptView {
-  constructor(root, projector) {
+  // `scroller`: the scrolling element around `root`; given, far blocks are parked.
+  constructor(root, projector, scroller = null) {
     this.root = root;
     this.projector = projector;
+    this.blocks = new RowBlocks(root, scroller);
     this.order = [];             // seqs of rows, ascending
     this.rows = new Map();       // seq -> row element
     this.cards = new Map();      // callId -> {row, card, orphan}
@@ -44,6 +48,34 @@ export class TranscriptView {
 
   sourceOf(row) {
     return this.sources.get(row);
+  }
+
+  // Every row in seq order, parked ones included.
+  allRows() {
+    return this.order.map((seq) => this.rows.get(seq));
+  }
+
+  // The rows' markup in order, whatever blocks hold them: the view's content, for comparisons.
+  html() {
+    return this.allRows().map((row) => row.outerHTML).join('');
+  }
+
+  // Bring `row` into the middle of the viewport (its block back first if it was parked).
+  reveal(row) {
+    if (!row) return null;
+    this.blocks.unpark(row.parentNode);
+    row.scrollIntoView({ block: 'center' });
+    return row;
+  }
+
+  // The newest rows' block back in the page (before scrolling to the end).
+  revealEnd() {
+    const last = this.blocks.list[this.blocks.list.length - 1];
+    if (last) this.blocks.unpark(last);
+  }
+
+  disconnect() {
+    this.blocks.disconnect();
   }
 
   apply(changes) {
@@ -68,16 +100,16 @@ export class TranscriptView {
       const mid = (lo + hi) >> 1;
       if (this.order[mid] < seq) lo = mid + 1; else hi = mid;
     }
-    const next = lo < this.order.length ? this.rows.get(this.order[lo]) : null;
+    const prev = lo > 0 ? this.rows.get(this.order[lo - 1]) : null;
+    this.blocks.place(row, prev, lo === this.order.length);
     this.order.splice(lo, 0, seq);
     this.rows.set(seq, row);
-    this.root.insertBefore(row, next);
   }
 
   remove(seq) {
     const row = this.rows.get(seq);
     if (!row) return;
-    row.remove();
+    this.blocks.take(row);
     this.rows.delete(seq);
     const index = this.order.indexOf(seq);
     if (index >= 0) this.order.splice(index, 1);

@@ -1,0 +1,86 @@
+"""Find in a session's transcript: what people see, originals of compacted history included.
+
+``find_in_transcript(events, query)`` walks the human transcript (``transcript_items``: every
+append-origin message, the tool cards people see, one marker per compaction pass with its
+summaries) and returns each item whose text contains ``query`` (case-insensitive), in log order,
+with a short snippet around the first match. A checkpoint's payload is never searched: it is not
+in the transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from dsh.events import Event, ReasoningBlock, TextBlock
+from dsh.transcript.projection import (
+    MarkerItem,
+    MessageItem,
+    ToolCallItem,
+    ToolResultItem,
+    TranscriptProjector,
+)
+
+SNIPPET_CHARS = 80
+MAX_QUERY_CHARS = 200
+
+HitKind = Literal["user", "assistant", "system", "tool-call", "tool-result", "marker"]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    seq: int
+    """The seq of the transcript item (a tool result's own seq: its card is its call's)."""
+    kind: HitKind
+    snippet: str
+    call_id: str | None = None
+
+
+def find_in_transcript(events: Iterable[Event], query: str, *, limit: int = 500) -> list[Hit]:
+    """Items whose text contains ``query`` (case-insensitive, whitespace-trimmed), log order,
+    at most ``limit`` (the first ones)."""
+    needle = query.strip().lower()
+    if not needle:
+        return []
+    projector = TranscriptProjector()
+    hits: list[Hit] = []
+    for event in events:
+        for item in projector.feed(event):
+            for kind, text, call_id in _texts(item, projector):
+                at = text.lower().find(needle)
+                if at >= 0:
+                    hits.append(Hit(item.seq, kind, _snippet(text, at, len(needle)), call_id))
+                    break
+            if len(hits) >= limit:
+                return hits
+    return hits
+
+
+def _texts(item: object, projector: TranscriptProjector) -> list[tuple[HitKind, str, str | None]]:
+    if isinstance(item, MessageItem):
+        role = item.message.role
+        kind: HitKind = (
+            "assistant" if role == "assistant" else "system" if role == "system" else "user"
+        )
+        blocks = item.message.content
+        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+        reasoning = "".join(b.text for b in blocks if isinstance(b, ReasoningBlock))
+        return [(kind, text, None), (kind, reasoning, None)]
+    if isinstance(item, ToolCallItem):
+        return [("tool-call", f"{item.name} {item.arguments}", item.call_id)]
+    if isinstance(item, ToolResultItem):
+        return [("tool-result", item.text, item.call_id)]
+    if isinstance(item, MarkerItem):
+        details = projector.details.get(item.pass_id)
+        summaries = details.summaries if details is not None else []
+        return [("marker", text, None) for _, text in summaries]
+    return []
+
+
+def _snippet(text: str, at: int, length: int) -> str:
+    """About ``SNIPPET_CHARS`` of ``text`` around ``text[at:at+length]``, on one line."""
+    room = max(0, (SNIPPET_CHARS - length) // 2)
+    start, end = max(0, at - room), min(len(text), at + length + room)
+    body = " ".join(text[start:end].split())
+    return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")

@@ -1,0 +1,46 @@
+"""``GET /api/sessions/{id}/context``: the model's view of a session and its estimated cost, as
+``dsh.agent.context_panel`` computes them for every face; this module only finds the session
+(open here, else read-only from the store) and the route's provider and model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from dsh.agent.context_panel import context_report
+from dsh.errors import DshError
+from dsh.surface import Session
+from dsh.web.errors import from_dsh_error
+from dsh.web.sessions import SessionRegistry, check_session_id
+
+
+def configured_route(registry: SessionRegistry) -> tuple[str, str] | None:
+    """(provider, model) of the server's route, or None when it cannot be resolved (no key)."""
+    resolve = getattr(registry.runtime, "route", None)
+    if resolve is None:
+        return None
+    try:
+        route = resolve()
+    except DshError:
+        return None
+    return route.provider.name, route.model
+
+
+async def session_context(registry: SessionRegistry, session_id: str) -> dict[str, Any]:
+    handle = registry.handles.get(check_session_id(session_id))
+    window = registry.runtime.default_window()
+    route = configured_route(registry)
+    if handle is not None:  # being written on this loop: read it here, between appends
+        stats = handle.stats.update(handle.session.events)
+        report = context_report(handle.session, window=window, route=route, stats=stats)
+        return report.public()
+
+    def stored() -> dict[str, Any]:
+        session: Session = registry.readers.get(session_id)
+        return context_report(session, window=window, route=route).public()
+
+    try:
+        return await anyio.to_thread.run_sync(stored)
+    except DshError as exc:
+        raise from_dsh_error(exc) from exc

@@ -1,0 +1,38 @@
+// Approvals asked in the page: the tool, its arguments (as the tool cards show them) and the
+// three answers.
+import { api, sessionPath } from './api.js';
+import { renderArguments } from './tools.js';
+
+const $ = (id) => document.getElementById(id);
+
+export function showApproval(approval, sessionId, onError) {
+  if (document.querySelector(`.approval[data-id="${CSS.escape(approval.id)}"]`)) return;
+  const box = document.createElement('div');
+  box.className = 'approval';
+  box.dataset.id = approval.id;
+  const title = document.createElement('div');
+  title.textContent = `dsh wants to run ${approval.tool}:`;
+  const args = renderArguments(approval.tool, approval.args);
+  const buttons = document.createElement('div');
+  buttons.className = 'buttons';
+  for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = label;
+    button.dataset.answer = answer;
+    button.addEventListener('click', async () => {
+      try {
+        await api('POST', `${sessionPath(sessionId)}/approvals/${encodeURIComponent(approval.id)}`, { answer });
+      } catch (error) {
+        onError(error.message);
+      }
+    });
+    buttons.append(button);
+  }
+  box.append(title, args, buttons);
+  $('approvals').append(box);
+}
+
+export function dropApproval(id) {
+  document.querySelector(`.approval[data-id="${CSS.escape(id)}"]`)?.remove();
+}

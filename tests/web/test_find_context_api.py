@@ -1,0 +1,118 @@
+"""The routes behind find, the sidebar and the context panel: ``/find``, the list's title, age
+and holder, ``/context``; and a SQLite session followed from another writer."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from dsh.agent.context_panel import context_report
+from dsh.store import SqliteStore
+from dsh.surface import Session
+from dsh.web import titles as web_titles
+from dsh.web.follow import Followers
+from dsh.web.titles import SessionIndex
+from tests.helpers import append_chat_turn
+from tests.helpers import new_session as new_stored_session
+from tests.web.builders import run_apart, summary_on_an_older_page
+from tests.web.conftest import WebEnv, error_of, make_env, new_session, wait_idle
+
+
+def test_find_answers_hits_in_log_order_and_refuses_a_bad_query(
+    client: TestClient, env: WebEnv
+) -> None:
+    sid = summary_on_an_older_page(env.store, env.workspace, after=6)
+    body = client.get(f"/api/sessions/{sid}/find", params={"q": "prompt"}).json()
+    assert body["query"] == "prompt" and body["truncated"] is False
+    seqs = [h["seq"] for h in body["hits"]]
+    assert seqs == sorted(seqs) and body["hits"][0]["snippet"] == "first prompt"
+    assert {h["kind"] for h in body["hits"]} == {"user"}
+    limited = client.get(f"/api/sessions/{sid}/find", params={"q": "prompt", "limit": 1}).json()
+    assert len(limited["hits"]) == 1 and limited["truncated"] is True
+    for query in ({"q": ""}, {"q": "   "}, {"q": "x" * 201}, {}):
+        assert error_of(client.get(f"/api/sessions/{sid}/find", params=query)) == (
+            400,
+            "INVALID_ARGUMENT",
+        )
+    assert error_of(client.get("/api/sessions/nope/find", params={"q": "a"}))[0] == 404
+
+
+def test_the_list_carries_title_last_activity_and_who_holds_it(
+    client: TestClient, env: WebEnv
+) -> None:
+    sid = new_session(client)
+    client.post(f"/api/sessions/{sid}/prompt", json={"text": "Please   read\nnotes.txt"})
+    wait_idle(client, sid)
+    row = next(r for r in client.get("/api/sessions").json()["sessions"] if r["id"] == sid)
+    assert row["title"] == "Please read notes.txt"
+    assert row["heldBy"] is None and row["open"] is True
+    mtime = env.store.log_path(sid).stat().st_mtime_ns // 1_000_000
+    assert row["lastActive"] == mtime >= row["createdAt"]
+
+
+def test_titles_are_read_once_per_change_of_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = make_env(tmp_path)
+    writer = new_stored_session(env.store)
+    index = SessionIndex(env.store)
+    calls: list[int] = []
+    real = web_titles.session_title
+
+    def counted(events):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(events)
+
+    monkeypatch.setattr(web_titles, "session_title", counted)
+    rows = [{"id": writer.id, "open": False}]
+    assert index.annotate(rows)[0]["title"] is None
+    index.annotate(rows)
+    assert len(calls) == 1  # unchanged file: the cached answer
+    append_chat_turn(writer, "the very first prompt", "ok")
+    writer.sync()
+    assert index.annotate(rows)[0]["title"] == "the very first prompt"
+    assert len(calls) == 2
+    writer.close()
+
+
+def test_context_is_the_face_neutral_report_of_the_session(client: TestClient, env: WebEnv) -> None:
+    sid = new_session(client)
+    client.post(f"/api/sessions/{sid}/prompt", json={"text": "Please read notes.txt"})
+    wait_idle(client, sid)
+    live = client.get(f"/api/sessions/{sid}/context").json()
+    client.post(f"/api/sessions/{sid}/close")
+    stored = client.get(f"/api/sessions/{sid}/context").json()
+    with Session.open(env.store, sid) as session:
+        expected = context_report(session, window=env.window).public()
+    assert live == stored == expected
+    assert live["provider"] == "scripted" and live["cost"]["usd"] == 0.0
+    assert error_of(client.get("/api/sessions/nope/context"))[0] == 404
+
+
+def test_a_sqlite_session_another_writer_appends_to_is_followed(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    env.store = SqliteStore(tmp_path / "sqlite-home")  # type: ignore[assignment]
+    writer = new_stored_session(env.store)
+    append_chat_turn(writer, "before", "ok")
+    registry = env.registry()
+
+    async def follow() -> list[str]:
+        hub = registry.hub(writer.id)
+        hub.bind_loop()
+        subscriber = hub.subscribe()
+        followers = Followers(registry)
+        followers.ensure(writer.id, len(writer.events) - 1)
+        append_chat_turn(writer, "written elsewhere", "seen here")
+        frames: list[str] = []
+        while sum('"kind":"event"' in f for f in frames) < 6:
+            frames.append(await asyncio.wait_for(subscriber.queue.get(), 10))
+        await followers.stop()
+        return frames
+
+    frames = run_apart(follow())
+    events = [f for f in frames if '"kind":"event"' in f]
+    assert len(events) == 6 and "written elsewhere" in events[2] and "seen here" in events[3]
+    writer.close()
