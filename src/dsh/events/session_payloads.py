@@ -1,0 +1,61 @@
+"""The payloads of the session-level events: the workspace a lifecycle runs in, the settings
+that define the session, and its title."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from dsh.events.messages import Payload, Struct
+
+if TYPE_CHECKING:  # the event classes each payload names in its base (type-level only)
+    from dsh.events.types import (  # noqa: F401
+        SessionSettingsEvent,
+        SessionTitleEvent,
+        SessionWorkspaceEvent,
+    )
+
+
+class SessionWorkspace(Payload["SessionWorkspaceEvent"], frozen=True):
+    """Tools of this lifecycle run in ``cwd`` instead of the header's workspace (``--cwd``)."""
+
+    cwd: str
+    recorded: str
+    """The workspace the session header records."""
+
+
+class RecordedCompaction(Struct, frozen=True):
+    """The compaction backend, budgets and summariser a session runs with."""
+
+    backend: Literal["recallable", "basic", "off"]
+    threshold_ratio: float
+    low_watermark_ratio: float
+    retain_ratio: float
+    chunk_tokens: int
+    stub_tokens: int
+    state_max_tokens: int
+    stub_region_ratio: float
+    min_stale_ratio: float
+    summarizer: str
+    retain_tokens: int | None = None
+    summarizer_provider: str | None = None
+    summarizer_base_url: str | None = None
+
+
+class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):
+    """The settings that define the session (latest wins; never a key): its route, window,
+    compaction and workspace. Logged when first chosen and whenever a flag changes one;
+    ``changed`` names the keys that changed (empty on the first record)."""
+
+    provider: str
+    model: str
+    compaction: RecordedCompaction
+    workspace: str
+    base_url: str | None = None
+    context_window: int | None = None
+    changed: tuple[str, ...] = ()
+
+
+class SessionTitle(Payload["SessionTitleEvent"], frozen=True):
+    """The session's title, set by a person (``/title``); without one, the first prompt is."""
+
+    title: str
