@@ -82,7 +82,9 @@ def test_dsh_run_logs_the_discovered_window_and_asks_once(tmp_path, server: Fake
     result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
     assert context_windows(result.stdout) == [2048]
     assert [r.path for r in server.fixed_requests] == ["/props"]
-    assert "context window" not in result.stderr
+    assert "does not report its context window" not in result.stderr
+    # the default budgets cannot compact in 2,048 tokens: said once, the run still goes on
+    assert result.stderr.count("too small for these compaction budgets") == 1
 
 
 def test_the_flag_wins_and_nothing_is_asked(tmp_path, server: FakeServer):  # noqa: F811
@@ -97,3 +99,31 @@ def test_a_silent_server_keeps_the_default_and_says_so_once(tmp_path, server: Fa
     result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
     assert context_windows(result.stdout) == [128_000]
     assert result.stderr.count("does not report its context window; assuming 128,000") == 1
+
+
+def _route_on(server: FakeServer, n_ctx: int, **compaction: object):  # noqa: F811
+    from dsh.agent.runtime import resolve_route
+    from dsh.config import load_settings
+
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": n_ctx}})
+    overrides = {
+        "provider": {"name": "openai-compatible", "base_url": server.url + "/v1", "model": "m"},
+        "compaction": dict(compaction),
+    }
+    settings = load_settings(overrides=overrides, environ={}, cwd=Path("/nonexistent"))
+    return resolve_route(settings, environ={})
+
+
+def test_a_reported_window_too_small_for_the_budgets_is_said_once_not_refused(
+    server: FakeServer,  # noqa: F811
+):
+    route = _route_on(server, 4096)  # the default state budget (4096) alone fills it
+    assert route.context_window == 4096
+    assert route.notice is not None
+    assert "4,096-token context window" in route.notice
+    assert "compaction.state_max_tokens" in route.notice
+
+
+def test_a_reported_window_the_budgets_fit_says_nothing(server: FakeServer):  # noqa: F811
+    assert _route_on(server, 32768).notice is None
+    assert _route_on(server, 4096, state_max_tokens=1000).notice is None

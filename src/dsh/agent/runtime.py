@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, compaction_misfit
 from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS, make_provider
 from dsh.llm.replay import ReplayProvider
@@ -67,12 +67,27 @@ def resolve_route(
         cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
     )
     if found is not None:
-        return Route(provider, model, found.window)
+        return Route(provider, model, found.window, _misfit_notice(settings, found.window))
     notice = (
         f"{cfg.base_url} does not report its context window; assuming "
         f"{DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or --context-window)"
     )
     return Route(provider, model, DEFAULT_CONTEXT_WINDOW, notice)
+
+
+def _misfit_notice(settings: Settings, window: int) -> str | None:
+    """A server-reported window the compaction budgets cannot compact in (a configured one is
+    refused by config validation; a reported one is the server's, so it is said, not refused)."""
+    budgets = settings.compaction.for_route(settings.provider.name, settings.provider.model or "")
+    if budgets.backend == "off":
+        return None
+    problem = compaction_misfit(budgets, window)
+    if problem is None:
+        return None
+    return (
+        f"the server reports a {window:,}-token context window, too small for these compaction "
+        f"budgets ({problem.removeprefix('config key ')}); passes will refuse until you lower it"
+    )
 
 
 def summarizer_route(

@@ -383,22 +383,27 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
         _require(ok, f"{where}.{key}", rule)
 
 
-def _require_compactable(c: CompactionSettings, window: int) -> None:
-    """Refuse budgets that cannot compact in ``window``: a retained tail or a state that alone
-    reaches the threshold would make every pass refuse."""
+def compaction_misfit(c: CompactionSettings, window: int) -> str | None:
+    """Why budgets ``c`` cannot compact in ``window`` (None: they can): a retained tail or a
+    state that alone reaches the threshold would make every pass refuse."""
     threshold = int(window * c.threshold_ratio)
-    if c.retain_tokens is not None:
-        _require(
-            c.retain_tokens < threshold,
-            "compaction.retain_tokens",
-            f"must be below the threshold ({threshold} tokens in a {window}-token window)",
+    if c.retain_tokens is not None and c.retain_tokens >= threshold:
+        return (
+            f"config key compaction.retain_tokens must be below the threshold ({threshold} "
+            f"tokens in a {window}-token window)"
         )
-    _require(
-        c.state_max_tokens + int(window * c.retain_ratio) < threshold,
-        "compaction.state_max_tokens",
-        f"plus the retained tail must be below the threshold ({threshold} tokens in a "
-        f"{window}-token window)",
-    )
+    if c.state_max_tokens + int(window * c.retain_ratio) >= threshold:
+        return (
+            f"config key compaction.state_max_tokens plus the retained tail must be below the "
+            f"threshold ({threshold} tokens in a {window}-token window)"
+        )
+    return None
+
+
+def _require_compactable(c: CompactionSettings, window: int) -> None:
+    problem = compaction_misfit(c, window)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def _require(ok: bool, key: str, rule: str) -> None:
