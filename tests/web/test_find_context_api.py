@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from dsh.agent.context_panel import context_report
+from dsh.agent.context_report import context_report
 from dsh.store import SqliteStore
 from dsh.surface import Session
 from dsh.web import titles as web_titles
@@ -86,9 +86,10 @@ def test_context_is_the_face_neutral_report_of_the_session(client: TestClient, e
     client.post(f"/api/sessions/{sid}/close")
     stored = client.get(f"/api/sessions/{sid}/context").json()
     with Session.open(env.store, sid) as session:
-        expected = context_report(session, window=env.window).public()
+        expected = context_report(session, default_window=env.window).public()
     assert live == stored == expected
-    assert live["provider"] == "scripted" and live["cost"]["usd"] == 0.0
+    assert live["provider"] == "scripted" and live["cost"]["usd"] > 0  # priced as DeepSeek
+    assert live["cost"]["basis"].endswith("at deepseek-chat list prices")
     assert error_of(client.get("/api/sessions/nope/context"))[0] == 404
 
 
