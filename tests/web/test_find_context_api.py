@@ -10,8 +10,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from dsh.agent.context_report import context_report
+from dsh.events import SessionTitle
 from dsh.store import SqliteStore
 from dsh.surface import Session
+from dsh.transcript.titles import session_title
 from dsh.web import titles as web_titles
 from dsh.web.follow import Followers
 from dsh.web.titles import SessionIndex
@@ -62,9 +64,9 @@ def test_titles_are_read_once_per_change_of_the_log(
     calls: list[int] = []
     real = web_titles.session_title
 
-    def counted(events):  # type: ignore[no-untyped-def]
+    def counted(events, limit):  # type: ignore[no-untyped-def]
         calls.append(1)
-        return real(events)
+        return real(events, limit)
 
     monkeypatch.setattr(web_titles, "session_title", counted)
     rows = [{"id": writer.id, "open": False}]
@@ -75,6 +77,26 @@ def test_titles_are_read_once_per_change_of_the_log(
     writer.sync()
     assert index.annotate(rows)[0]["title"] == "the very first prompt"
     assert len(calls) == 2
+    writer.close()
+
+
+def test_a_title_set_with_slash_title_shows_in_the_web_session_list(
+    client: TestClient, env: WebEnv
+) -> None:
+    writer = new_stored_session(env.store)  # the TUI's /title logs a session/title event
+    append_chat_turn(writer, "the first prompt", "ok")
+    writer.append(SessionTitle(title="named in the terminal"))
+    append_chat_turn(writer, "a later prompt", "ok")
+    writer.append(SessionTitle(title="renamed in the terminal"))
+    writer.sync()
+    rows = client.get("/api/sessions").json()["sessions"]
+    assert next(r for r in rows if r["id"] == writer.id)["title"] == "renamed in the terminal"
+    assert client.get(f"/api/sessions/{writer.id}").json()["title"] == "renamed in the terminal"
+    assert session_title(writer.events) == "renamed in the terminal"  # what the TUI shows
+    writer.append(SessionTitle(title="and again"))
+    writer.sync()
+    rows = client.get("/api/sessions").json()["sessions"]
+    assert next(r for r in rows if r["id"] == writer.id)["title"] == "and again"
     writer.close()
 
 
