@@ -4,14 +4,17 @@ and holder, ``/context``; and a SQLite session followed from another writer."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from dsh.agent.context_report import context_report
 from dsh.events import SessionTitle
-from dsh.store import SqliteStore
+from dsh.store import JsonlStore, SqliteStore
 from dsh.surface import Session
 from dsh.transcript.titles import session_title
 from dsh.web import titles as web_titles
@@ -139,3 +142,25 @@ def test_a_sqlite_session_another_writer_appends_to_is_followed(tmp_path: Path) 
     events = [f for f in frames if '"kind":"event"' in f]
     assert len(events) == 6 and "written elsewhere" in events[2] and "seen here" in events[3]
     writer.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["prompt", "title"]), st.text(min_size=1, max_size=120)),
+        max_size=6,
+    )
+)
+def test_the_sidebar_title_read_from_the_file_is_the_one_of_the_whole_log(steps) -> None:  # type: ignore[no-untyped-def]
+    with tempfile.TemporaryDirectory() as home:
+        store = JsonlStore(Path(home))
+        writer = new_stored_session(store)
+        for kind, text in steps:
+            if kind == "prompt":
+                append_chat_turn(writer, text, "ok")
+            else:
+                writer.append(SessionTitle(title=text))
+        writer.sync()
+        rows = SessionIndex(store).annotate([{"id": writer.id, "open": False}])
+        assert rows[0]["title"] == session_title(writer.events, web_titles.SIDEBAR_TITLE_CHARS)
+        writer.close()
