@@ -1,15 +1,15 @@
 """Find in the transcript (what people see, compacted originals included, never a checkpoint's
-payload) and the session title (the first prompt, read no further than it)."""
+payload) and the session title (the latest ``/title``, else the first prompt) at the web's width."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-from dsh.events import Event, UserMessageEvent
+from dsh.events import Event, SessionTitle, UserMessageEvent
 from dsh.store import JsonlStore
 from dsh.transcript.find import find_in_transcript
-from dsh.transcript.title import TITLE_CHARS, session_title
+from dsh.transcript.titles import session_title
+from dsh.web.titles import SIDEBAR_TITLE_CHARS
 from tests.helpers import append_chat_turn, append_tool_turn, new_session
 from tests.web.builders import summary_on_an_older_page
 
@@ -51,19 +51,16 @@ def test_find_covers_tool_cards_in_log_order_with_a_snippet(tmp_path: Path) -> N
     assert len(find_in_transcript(session.events, "zebra", limit=2)) == 2
 
 
-def test_the_title_is_the_first_prompt_on_one_line_and_no_further_is_read(tmp_path: Path) -> None:
+def test_the_title_is_the_first_prompt_on_one_line_until_a_title_is_set(tmp_path: Path) -> None:
     session = new_session(JsonlStore(tmp_path))
     assert session_title(session.events) is None
     append_chat_turn(session, "  fix the\n\nparser   please ", "ok")
     append_chat_turn(session, "second prompt", "ok")
     assert session_title(session.events) == "fix the parser please"
-
-    def stops_at_the_first_prompt() -> Iterator[Event]:
-        yield from session.events[:4]
-        raise AssertionError("read past the first prompt")
-
-    assert session_title(stops_at_the_first_prompt()) == "fix the parser please"
+    session.append(SessionTitle(title="parser fixes"))
+    append_chat_turn(session, "third prompt", "ok")
+    assert session_title(session.events) == "parser fixes"  # a /title anywhere in the log
     other = new_session(JsonlStore(tmp_path))
     append_chat_turn(other, "word " * 100, "ok")
-    title = session_title(other.events)
-    assert title is not None and len(title) == TITLE_CHARS and title.endswith("…")
+    title = session_title(other.events, SIDEBAR_TITLE_CHARS)
+    assert title is not None and len(title) == SIDEBAR_TITLE_CHARS and title.endswith("…")

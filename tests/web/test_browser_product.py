@@ -1,6 +1,6 @@
 """Find and follow, cost and context, in a real browser: the sidebar's titles, workspaces, ages
 and states; find-in-session reaching compacted originals pages back; the header's model and cost
-and the context panel showing the model's view as ``dsh.agent.context_panel`` computes it."""
+and the context panel showing the model's view as ``dsh.agent.context_report`` computes it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dsh.agent.context_panel import context_report
+from dsh.agent.context_report import context_report
 from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
 from tests.web.builders import long_session
@@ -138,13 +138,17 @@ def test_the_header_and_context_panel_show_the_models_view(browser: Any, tmp_pat
         page.wait_for_function(
             "() => document.getElementById('model').textContent === 'scripted · scripted'"
         )
-        assert page.inner_text("#cost") == "cost ≈ $0.00"
 
         page.click("#context-toggle")
         page.wait_for_selector("#context-panel .context-parts tr[data-part='tail']")
         served = httpx.get(f"{server.base_url}/api/sessions/{sid}/context", headers=AUTH).json()
         with Session.open(env.store, sid) as stored:
-            expected = context_report(stored, window=env.window).public()
+            expected = context_report(stored, default_window=env.window).public()
+        usd = served["cost"]["usd"]  # the scripted model is priced as DeepSeek, as in /cost
+        assert 0 < usd < 0.01
+        page.wait_for_function(
+            "text => document.getElementById('cost').textContent === text", arg=f"cost ≈ ${usd:.4f}"
+        )
         assert served["parts"] == expected["parts"]
         assert served["items"] == expected["items"]
         rows = page.locator("#context-panel .context-parts tr")

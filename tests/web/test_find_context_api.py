@@ -4,14 +4,19 @@ and holder, ``/context``; and a SQLite session followed from another writer."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from dsh.agent.context_panel import context_report
-from dsh.store import SqliteStore
+from dsh.agent.context_report import context_report
+from dsh.events import SessionTitle
+from dsh.store import JsonlStore, SqliteStore
 from dsh.surface import Session
+from dsh.transcript.titles import session_title
 from dsh.web import titles as web_titles
 from dsh.web.follow import Followers
 from dsh.web.titles import SessionIndex
@@ -62,9 +67,9 @@ def test_titles_are_read_once_per_change_of_the_log(
     calls: list[int] = []
     real = web_titles.session_title
 
-    def counted(events):  # type: ignore[no-untyped-def]
+    def counted(events, limit):  # type: ignore[no-untyped-def]
         calls.append(1)
-        return real(events)
+        return real(events, limit)
 
     monkeypatch.setattr(web_titles, "session_title", counted)
     rows = [{"id": writer.id, "open": False}]
@@ -78,6 +83,26 @@ def test_titles_are_read_once_per_change_of_the_log(
     writer.close()
 
 
+def test_a_title_set_with_slash_title_shows_in_the_web_session_list(
+    client: TestClient, env: WebEnv
+) -> None:
+    writer = new_stored_session(env.store)  # the TUI's /title logs a session/title event
+    append_chat_turn(writer, "the first prompt", "ok")
+    writer.append(SessionTitle(title="named in the terminal"))
+    append_chat_turn(writer, "a later prompt", "ok")
+    writer.append(SessionTitle(title="renamed in the terminal"))
+    writer.sync()
+    rows = client.get("/api/sessions").json()["sessions"]
+    assert next(r for r in rows if r["id"] == writer.id)["title"] == "renamed in the terminal"
+    assert client.get(f"/api/sessions/{writer.id}").json()["title"] == "renamed in the terminal"
+    assert session_title(writer.events) == "renamed in the terminal"  # what the TUI shows
+    writer.append(SessionTitle(title="and again"))
+    writer.sync()
+    rows = client.get("/api/sessions").json()["sessions"]
+    assert next(r for r in rows if r["id"] == writer.id)["title"] == "and again"
+    writer.close()
+
+
 def test_context_is_the_face_neutral_report_of_the_session(client: TestClient, env: WebEnv) -> None:
     sid = new_session(client)
     client.post(f"/api/sessions/{sid}/prompt", json={"text": "Please read notes.txt"})
@@ -86,9 +111,10 @@ def test_context_is_the_face_neutral_report_of_the_session(client: TestClient, e
     client.post(f"/api/sessions/{sid}/close")
     stored = client.get(f"/api/sessions/{sid}/context").json()
     with Session.open(env.store, sid) as session:
-        expected = context_report(session, window=env.window).public()
+        expected = context_report(session, default_window=env.window).public()
     assert live == stored == expected
-    assert live["provider"] == "scripted" and live["cost"]["usd"] == 0.0
+    assert live["provider"] == "scripted" and live["cost"]["usd"] > 0  # priced as DeepSeek
+    assert live["cost"]["basis"].endswith("at deepseek-chat list prices")
     assert error_of(client.get("/api/sessions/nope/context"))[0] == 404
 
 
@@ -116,3 +142,25 @@ def test_a_sqlite_session_another_writer_appends_to_is_followed(tmp_path: Path) 
     events = [f for f in frames if '"kind":"event"' in f]
     assert len(events) == 6 and "written elsewhere" in events[2] and "seen here" in events[3]
     writer.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["prompt", "title"]), st.text(min_size=1, max_size=120)),
+        max_size=6,
+    )
+)
+def test_the_sidebar_title_read_from_the_file_is_the_one_of_the_whole_log(steps) -> None:  # type: ignore[no-untyped-def]
+    with tempfile.TemporaryDirectory() as home:
+        store = JsonlStore(Path(home))
+        writer = new_stored_session(store)
+        for kind, text in steps:
+            if kind == "prompt":
+                append_chat_turn(writer, text, "ok")
+            else:
+                writer.append(SessionTitle(title=text))
+        writer.sync()
+        rows = SessionIndex(store).annotate([{"id": writer.id, "open": False}])
+        assert rows[0]["title"] == session_title(writer.events, web_titles.SIDEBAR_TITLE_CHARS)
+        writer.close()

@@ -1,27 +1,44 @@
-"""What the model sees and what it cost, computed from a session (``/context``, ``/cost``).
+"""What the model sees next and what the session has cost, for every face: the TUI's
+``/context`` and ``/cost`` (``render_context``, ``render_cost``) and the web's context panel and
+header (``ContextReport.public()``).
 
-Face-neutral: the TUI prints ``render_context`` / ``render_cost``; another face can show the
-same figures from ``context_report`` / ``cost_report``. Sizes are the spec §3 heuristic (the
-figure compaction prices with); billed tokens are the providers' own usage figures from the log.
+``context_report(session, …)`` splits the next request into its parts, in model order: the
+system prompt and the tool schemas, then the surface nodes, each an index checkpoint (a *stub*),
+the *state* checkpoint, or a message of the *tail* (the conversation kept verbatim). Every size is
+spec §3's heuristic, so the parts add up to ``heuristic_tokens``; ``used_tokens`` is
+``Session.measure()`` (provider-anchored when it can be), the figure compaction acts on. Billed
+tokens are the providers' own usage figures from the log, priced with the one list-price table,
+``dsh.llm.prices`` (shared with the bench); a provider without a list price is not estimated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from dsh.events import (
     AssistantMessageEvent,
     CompactionSummaryEvent,
     Event,
     ModelSource,
+    RequestContextEvent,
     RequestHeaderBody,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
     Usage,
     is_checkpoint_event,
+    surface_message,
 )
 from dsh.llm.prices import DEFAULT_PRICES, Price
 from dsh.surface import Session, summary_of_node
 from dsh.surface.tokens import system_tokens, tools_tokens
+from dsh.transcript.stats import SessionStats, session_stats
+
+PartName = Literal["system", "tools", "stubs", "state", "tail"]
+NodePart = Literal["stubs", "state", "tail"]
+PREVIEW_CHARS = 100
 
 PRICE_RULE_OF_PROVIDER = {
     "deepseek": "deepseek",
@@ -33,79 +50,222 @@ PRICE_RULE_OF_PROVIDER = {
 DeepSeek's rule, so it is priced as DeepSeek; others (a local server) have no list price."""
 
 
+def price_of(provider: str | None) -> Price | None:
+    """The list price that bills ``provider``'s calls, or None when none is known."""
+    rule = PRICE_RULE_OF_PROVIDER.get(provider or "")
+    return DEFAULT_PRICES[rule] if rule is not None else None
+
+
+# ---- context ---------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class Part:
     """One part of the next request: how many items and their heuristic tokens."""
 
-    name: str
+    name: PartName
     items: int
     tokens: int
 
 
 @dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One surface node of the next request."""
+
+    seq: int
+    part: NodePart
+    role: str
+    tokens: int
+    preview: str
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """The session's conversation calls at one list price."""
+
+    usd: float | None
+    """None: no price is known for this provider."""
+    price: Price | None
+    basis: str
+    """What was priced, in words."""
+
+
+@dataclass(frozen=True, slots=True)
 class ContextReport:
+    provider: str | None
+    model: str | None
+    window: int | None
+    used_tokens: int
+    """``Session.measure``: the provider's last figure plus what came since, if it applies."""
+    anchored: bool
     parts: tuple[Part, ...]
     """system, tools, stubs (index checkpoints), state (the state checkpoint), tail (verbatim)."""
-    measured_tokens: int
-    """``Session.measure``: the provider's last figure plus what came since, if it applies."""
-    window: int | None
+    tools: tuple[tuple[str, int], ...]
+    """Each tool schema's own heuristic price, by name."""
+    items: tuple[ContextItem, ...]
+    stats: SessionStats
     calls: int
-    """Conversation model calls with usage so far."""
-    cache_read: int
-    request_tokens: int
-    """All input tokens of those calls (uncached + cache read + cache write)."""
-    last_call_read: int | None
-    last_call_tokens: int | None
+    """Conversation model calls that reported usage."""
+    last_call: Usage | None
+    cost: CostEstimate
 
     @property
-    def total(self) -> int:
+    def heuristic_tokens(self) -> int:
         return sum(part.tokens for part in self.parts)
 
     @property
+    def part_tokens(self) -> dict[PartName, int]:
+        return {part.name: part.tokens for part in self.parts}
+
+    @property
+    def counts(self) -> dict[PartName, int]:
+        return {part.name: part.items for part in self.parts}
+
+    @property
+    def used_ratio(self) -> float | None:
+        return self.used_tokens / self.window if self.window else None
+
+    @property
+    def cache_read(self) -> int:
+        return self.stats.cache_read_tokens
+
+    @property
+    def request_tokens(self) -> int:
+        """All input tokens of the conversation calls (uncached + cache read + cache write)."""
+        stats = self.stats
+        return stats.input_tokens + stats.cache_read_tokens + stats.cache_write_tokens
+
+    @property
     def cache_ratio(self) -> float | None:
-        return self.cache_read / self.request_tokens if self.request_tokens else None
+        return self.stats.cache_hit_ratio
+
+    def public(self) -> dict[str, Any]:
+        """The report as JSON-ready camelCase data (the web's ``GET …/context``)."""
+        stats = self.stats
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "window": self.window,
+            "usedTokens": self.used_tokens,
+            "usedRatio": self.used_ratio,
+            "anchored": self.anchored,
+            "heuristicTokens": self.heuristic_tokens,
+            "parts": [{"part": p.name, "tokens": p.tokens, "items": p.items} for p in self.parts],
+            "tools": [{"name": name, "tokens": tokens} for name, tokens in self.tools],
+            "items": [
+                {
+                    "seq": i.seq,
+                    "part": i.part,
+                    "role": i.role,
+                    "tokens": i.tokens,
+                    "preview": i.preview,
+                }
+                for i in self.items
+            ],
+            "cacheHitRatio": stats.cache_hit_ratio,
+            "usage": {
+                "modelCalls": stats.model_calls,
+                "inputTokens": stats.input_tokens,
+                "cacheReadTokens": stats.cache_read_tokens,
+                "cacheWriteTokens": stats.cache_write_tokens,
+                "outputTokens": stats.output_tokens,
+            },
+            "cost": {
+                "usd": self.cost.usd,
+                "basis": self.cost.basis,
+                "price": _public_price(self.cost.price),
+            },
+        }
+
+
+def _public_price(price: Price | None) -> dict[str, float] | None:
+    """US$ per million tokens of each kind."""
+    if price is None:
+        return None
+    return {
+        "input": price.input,
+        "cacheRead": price.input * price.cache_read,
+        "cacheWrite": price.input * price.cache_write,
+        "output": price.output,
+    }
 
 
 def context_report(
-    session: Session, *, window: int | None, header: RequestHeaderBody | None = None
+    session: Session,
+    *,
+    window: int | None = None,
+    default_window: int | None = None,
+    header: RequestHeaderBody | None = None,
+    route: tuple[str, str] | None = None,
+    stats: SessionStats | None = None,
 ) -> ContextReport:
-    """The next request of ``session`` in parts. The system prompt and tools are ``header``'s
-    (the agent's ``current_header()``: what the next request carries), else the latest logged
-    header's; with neither (nothing sent yet) they count 0."""
+    """The next request of ``session`` by part.
+
+    ``window``: the next request's window when the caller knows it (the TUI's live route), else
+    the latest logged one, else ``default_window``. ``header``: what the next request carries
+    (the agent's ``current_header()``), else the latest logged one; with neither, system and tools
+    count 0. ``route``: (provider, model) when neither the log nor the header names one.
+    ``stats``: the session's ``session_stats`` if the caller keeps them."""
+    contexts = session.of_type(RequestContextEvent)
+    logged = contexts[-1].data if contexts else None
     header = header or session.request_header
+    provider = logged.provider if logged else header.config.provider if header else None
+    model = logged.model if logged else header.config.model if header else None
+    if provider is None and route is not None:
+        provider, model = route
+    window = window or (logged.context_window if logged else None) or default_window
     system = header.system if header is not None else None
-    tools = header.tools if header is not None else None
-    stubs = state = tail = (0, 0)
-    for seq in session.nodes:
-        tokens = session.node_tokens(seq)
-        event = session.events[seq]
-        if is_checkpoint_event(event):
-            summary = summary_of_node(session.events, seq)
-            if summary is not None and summary.data.kind == "index":
-                stubs = (stubs[0] + 1, stubs[1] + tokens)
-            else:
-                state = (state[0] + 1, state[1] + tokens)
-        else:
-            tail = (tail[0] + 1, tail[1] + tokens)
-    parts = (
+    schemas = (header.tools if header is not None else None) or ()
+    items = tuple(_item(session, seq) for seq in session.nodes)
+    parts = [
         Part("system", 1 if system else 0, system_tokens(system)),
-        Part("tools", len(tools or ()), tools_tokens(tools)),
-        Part("stubs", *stubs),
-        Part("state", *state),
-        Part("tail", *tail),
-    )
+        Part("tools", len(schemas), tools_tokens(schemas)),
+    ]
+    for name in ("stubs", "state", "tail"):
+        of_part = [item.tokens for item in items if item.part == name]
+        parts.append(Part(name, len(of_part), sum(of_part)))
+    measured = session.measure()
+    stats = stats if stats is not None else session_stats(session.events)
     usages = _conversation_usages(session.events)
-    last = usages[-1] if usages else None
     return ContextReport(
-        parts=parts,
-        measured_tokens=session.measure().total_tokens,
+        provider=provider,
+        model=model,
         window=window,
+        used_tokens=measured.total_tokens,
+        anchored=measured.anchored,
+        parts=tuple(parts),
+        tools=tuple((str(t.get("name", "?")), tools_tokens([t])) for t in schemas),
+        items=items,
+        stats=stats,
         calls=len(usages),
-        cache_read=sum(u.cache_read_tokens or 0 for u in usages),
-        request_tokens=sum(u.request_tokens() for u in usages),
-        last_call_read=None if last is None else last.cache_read_tokens or 0,
-        last_call_tokens=None if last is None else last.request_tokens(),
+        last_call=usages[-1] if usages else None,
+        cost=cost_estimate(stats, price_of(provider)),
     )
+
+
+def _item(session: Session, seq: int) -> ContextItem:
+    event = session.events[seq]
+    message = surface_message(event)  # type: ignore[arg-type]
+    part: NodePart = "tail"
+    if is_checkpoint_event(event):
+        summary = summary_of_node(session.events, seq)
+        part = "stubs" if summary is not None and summary.data.kind == "index" else "state"
+    role = message.role if message is not None else "assistant"
+    preview = _preview(message.content) if message is not None else ""
+    return ContextItem(seq, part, role, session.node_tokens(seq), preview)
+
+
+def _preview(content: Sequence[Any]) -> str:
+    texts: list[str] = []
+    for block in content:
+        if isinstance(block, TextBlock):
+            texts.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            texts.append(f"{block.name}({block.arguments})")
+        elif isinstance(block, ToolResultBlock):
+            texts.extend(b.text for b in block.content if isinstance(b, TextBlock))
+    flat = " ".join(" ".join(texts).split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
 def _conversation_usages(events: Iterable[Event]) -> list[Usage]:
@@ -118,24 +278,44 @@ def _conversation_usages(events: Iterable[Event]) -> list[Usage]:
     ]
 
 
+def cost_estimate(stats: SessionStats, price: Price | None) -> CostEstimate:
+    """The logged usage of conversation model calls at ``price`` (summariser calls excluded)."""
+    basis = (
+        f"{stats.model_calls} conversation calls: {stats.input_tokens} uncached input, "
+        f"{stats.cache_read_tokens} cache-read, {stats.cache_write_tokens} cache-write and "
+        f"{stats.output_tokens} output tokens"
+    )
+    if price is None:
+        return CostEstimate(None, None, basis)
+    read, write = stats.cache_read_tokens, stats.cache_write_tokens
+    usd = price.cost(
+        input_tokens=stats.input_tokens + read + write,
+        read=read,
+        write=write,
+        output_tokens=stats.output_tokens,
+    )
+    return CostEstimate(usd, price, f"{basis}, at {price.model} list prices")
+
+
 def render_context(report: ContextReport) -> str:
     width = max(len(part.name) for part in report.parts)
     lines = ["What the model sees in the next request (heuristic tokens):"]
     for part in report.parts:
         lines.append(f"  {part.name:<{width}}  {part.tokens:>8,}  {_items(part)}")
-    lines.append(f"  {'total':<{width}}  {report.total:>8,}")
+    lines.append(f"  {'total':<{width}}  {report.heuristic_tokens:>8,}")
     share = ""
     if report.window:
-        share = f" ({100 * report.measured_tokens / report.window:.0f}% of {report.window:,})"
-    lines.append(f"Measured for compaction: {report.measured_tokens:,} tokens{share}.")
-    if report.calls == 0:
+        share = f" ({100 * report.used_tokens / report.window:.0f}% of {report.window:,})"
+    lines.append(f"Measured for compaction: {report.used_tokens:,} tokens{share}.")
+    last = report.last_call
+    if last is None:
         lines.append("Cache hits: no model call yet.")
     else:
         ratio = report.cache_ratio or 0.0
         lines.append(
             f"Cache hits so far: {report.cache_read:,} of {report.request_tokens:,} input tokens "
             f"({ratio:.0%}) over {report.calls} call(s); last call "
-            f"{report.last_call_read or 0:,} of {report.last_call_tokens or 0:,}."
+            f"{last.cache_read_tokens or 0:,} of {last.request_tokens():,}."
         )
     return "\n".join(lines)
 
@@ -152,7 +332,7 @@ def _items(part: Part) -> str:
     return f"{part.items} {noun}{'' if part.items == 1 else 's'}"
 
 
-# ---- cost ------------------------------------------------------------------------------------
+# ---- cost ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,11 +411,6 @@ def cost_report(events: Iterable[Event]) -> CostReport:
         for (provider, model, role), (calls, uncached, read, write, output) in totals.items()
     )
     return CostReport(bills)
-
-
-def price_of(provider: str) -> Price | None:
-    rule = PRICE_RULE_OF_PROVIDER.get(provider)
-    return DEFAULT_PRICES[rule] if rule is not None else None
 
 
 def render_cost(report: CostReport) -> str:

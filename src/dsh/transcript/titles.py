@@ -1,8 +1,9 @@
 """Session titles and the one-line summaries that pickers and lists show.
 
-A session's title is the latest ``session/title`` (``/title``) if any, else its first prompt,
-flattened to one line and cut at ``TITLE_CHARS``. A summary adds what a person needs to choose
-a session: its workspace, when it was created and last written, and its size in turns.
+A session's title, for every face, is the latest ``session/title`` (``/title``) if any, else its
+first prompt, flattened to one line and cut at ``TITLE_CHARS`` (or a face's own width). A
+summary adds what a person needs to choose a session: its workspace, when it was created and last
+written, and its size in turns.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def trim_title(text: str, limit: int = TITLE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def session_title(events: Iterable[Event]) -> str | None:
-    """The latest ``/title``, else the first prompt, trimmed; None for a session without one."""
+def session_title(events: Iterable[Event], limit: int = TITLE_CHARS) -> str | None:
+    """The latest ``/title``, else the first prompt, trimmed to ``limit``; None for a session
+    without either. Every face's title (the TUI's picker and ``/title``, the web's sidebar and
+    header): it reads the whole of ``events``, since a ``/title`` may come at any point."""
     title: str | None = None
     first_prompt: str | None = None
     for event in events:
@@ -47,7 +50,7 @@ def session_title(events: Iterable[Event]) -> str | None:
     chosen = title if title is not None else first_prompt
     if chosen is None or not chosen.strip():
         return None
-    return trim_title(chosen)
+    return trim_title(chosen, limit)
 
 
 @dataclass(frozen=True, slots=True)

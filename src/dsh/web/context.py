@@ -1,5 +1,5 @@
 """``GET /api/sessions/{id}/context``: the model's view of a session and its estimated cost, as
-``dsh.agent.context_panel`` computes them for every face; this module only finds the session
+``dsh.agent.context_report`` computes them for every face; this module only finds the session
 (open here, else read-only from the store) and the route's provider and model."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from dsh.agent.context_panel import context_report
+from dsh.agent.context_report import context_report
 from dsh.errors import DshError
 from dsh.surface import Session
 from dsh.web.errors import from_dsh_error
@@ -33,12 +33,12 @@ async def session_context(registry: SessionRegistry, session_id: str) -> dict[st
     route = configured_route(registry)
     if handle is not None:  # being written on this loop: read it here, between appends
         stats = handle.stats.update(handle.session.events)
-        report = context_report(handle.session, window=window, route=route, stats=stats)
+        report = context_report(handle.session, default_window=window, route=route, stats=stats)
         return report.public()
 
     def stored() -> dict[str, Any]:
         session: Session = registry.readers.get(session_id)
-        return context_report(session, window=window, route=route).public()
+        return context_report(session, default_window=window, route=route).public()
 
     try:
         return await anyio.to_thread.run_sync(stored)

@@ -20,6 +20,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from dsh.events import (
     CompactionEndEvent,
     Event,
     RequestContextEvent,
+    SessionTitleEvent,
     UserMessageEvent,
 )
 from dsh.store import EventStore, SessionHeader
@@ -45,7 +47,7 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript.history import HistoryPage, history_page
 from dsh.transcript.stats import SessionStats, session_stats
-from dsh.transcript.title import session_title
+from dsh.transcript.titles import session_title
 from dsh.web.errors import (
     APPROVAL_NOT_FOUND,
     COMPACTION_DISABLED,
@@ -60,6 +62,7 @@ from dsh.web.errors import (
 from dsh.web.live import LiveHub, delta_frame, frame
 from dsh.web.read_cache import ReadCache, StatsAccumulator
 from dsh.web.runtime import Runtime
+from dsh.web.titles import SIDEBAR_TITLE_CHARS
 
 log = logging.getLogger("dsh.web")
 
@@ -421,8 +424,10 @@ def _logged_window(session: Session) -> int | None:
 
 
 def _title(session: Session) -> str | None:
-    """The session's title (``dsh.transcript.title``: the first prompt, shortened)."""
-    return session_title(session.of_type(UserMessageEvent))
+    """The session's title (``dsh.transcript.titles``: the latest ``/title``, else the first
+    prompt, shortened); only the two kinds of event that can name it are read."""
+    titles = session.of_type(SessionTitleEvent)[-1:]
+    return session_title(chain(titles, session.of_type(UserMessageEvent)), SIDEBAR_TITLE_CHARS)
 
 
 def _jsonable(value: Any) -> Any:

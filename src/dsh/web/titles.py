@@ -1,10 +1,13 @@
 """What the session list shows beside each id: its title, when it was last written, and whether
 another process is writing it now.
 
-Titles come from ``dsh.transcript.title.session_title``. For a JSONL session only the log's first
-lines are read (up to the first prompt), and the answer is kept while the file's size and mtime
-stay put; the last activity is the file's mtime. Other stores are opened once per session until a
-title appears (a first prompt never changes), and report no last activity.
+Titles come from ``dsh.transcript.titles.session_title`` (the latest ``/title``, else the first
+prompt), the one the TUI shows. For a JSONL session only the lines that can name it are decoded
+(every ``session/title`` and the first ``user/message``; a line is told by its canonical
+``{"type":…`` prefix), and the answer is kept while the file's size and mtime stay put; the last
+activity is the file's mtime. Other stores have no cheap change stamp: they are opened once per
+session until a title appears and report no last activity, so a later ``/title`` there shows
+once the server restarts.
 """
 
 from __future__ import annotations
@@ -15,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from dsh.errors import DshError
-from dsh.events import Event, decode_event_line
+from dsh.events import Event, UserMessageEvent, UserSource, decode_event_line
 from dsh.store import EventStore
 from dsh.store.integrity import check_line
-from dsh.transcript.title import session_title
+from dsh.transcript.titles import session_title
 from dsh.web.follow import lock_holder
+
+SIDEBAR_TITLE_CHARS = 80
+"""The web's titles are cut wider than the terminal's (``dsh.transcript.titles.TITLE_CHARS``)."""
+_TITLE_LINE = b'{"type":"session/title"'
+_PROMPT_LINE = b'{"type":"user/message"'
 
 
 class SessionIndex:
@@ -44,7 +52,7 @@ class SessionIndex:
         if known is not None and (known[0] == stamp or (stamp is None and known[1] is not None)):
             return known[1]
         try:
-            title = session_title(self._events(session_id))
+            title = session_title(self._events(session_id), SIDEBAR_TITLE_CHARS)
         except DshError:
             title = None  # unreadable now (a torn line mid-write, say): ask again next time
         with self._lock:
@@ -66,7 +74,7 @@ class SessionIndex:
         return stat.st_size, stat.st_mtime_ns
 
     def _events(self, session_id: str) -> Iterator[Event]:
-        """The session's events from the start, read lazily (JSONL) or from a load."""
+        """The session's events that can title it, read lazily (JSONL), or all from a load."""
         path = self._path(session_id)
         if path is None:
             log = self.store.open(session_id)
@@ -81,8 +89,22 @@ class SessionIndex:
             return
         with handle:
             handle.readline()  # the header
+            prompted = False
             for number, raw in enumerate(handle, start=2):
                 if not raw.endswith(b"\n"):
                     return  # still being written
+                prompt = not prompted and raw.startswith(_PROMPT_LINE)
+                if not prompt and not raw.startswith(_TITLE_LINE):
+                    continue
                 canonical = check_line(raw[:-1], number=number, where=f"{path}: ")
-                yield decode_event_line(canonical, line=number)
+                event = decode_event_line(canonical, line=number)
+                prompted = prompted or _is_prompt(event)
+                yield event
+
+
+def _is_prompt(event: Event) -> bool:
+    return (
+        isinstance(event, UserMessageEvent)
+        and event.surface_op == "append"
+        and isinstance(event.data.source, UserSource)
+    )

@@ -1,4 +1,4 @@
-// The model's view of the open session (GET …/context: dsh.agent.context_panel, the data of the
+// The model's view of the open session (GET …/context: dsh.agent.context_report, the data of the
 // TUI's /context and /cost): the header's model, cost and figures, and the context panel listing
 // the next request part by part (system, tools, stubs, state, tail) with their tokens.
 import { api, sessionPath } from './api.js';

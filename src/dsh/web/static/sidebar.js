@@ -1,5 +1,5 @@
-// The session list: each session's title (its first prompt), workspace, age (since it was last
-// written) and state: running or open here, busy in another process, or idle.
+// The session list: each session's title (its latest /title, else its first prompt), workspace,
+// age (since it was last written) and state: running or open here, busy elsewhere, or idle.
 import { api } from './api.js';
 import { filterSessions, fmtWhen } from './chrome.js';
 
