@@ -207,8 +207,11 @@ def step_cached(lab: Lab, sid: str) -> Row:
     return Row("usage with cached tokens", done.returncode == 0 and cached > 0, seconds, seen)
 
 
-def long_history(lab: Lab, turns: int, chars: int) -> str:
-    """A keyless scripted session of ``turns`` long turns, the fact planted in the first."""
+def long_history(lab: Lab, turns: int, chars: int, **settings: str) -> str:
+    """A keyless scripted session of ``turns`` long turns, the fact planted in the first.
+
+    A session keeps the compaction settings it was first run with (its ``session/settings``
+    event), so the budgets and summariser a later step needs are given here, at seeding."""
     filler = "The build pipeline log line repeats with small variations. " * (chars // 60)
     script = [{"text": f"Noted ({i}). {filler}"} for i in range(turns)]
     (lab.workspace / "script.json").write_text(json.dumps(script))
@@ -216,20 +219,21 @@ def long_history(lab: Lab, turns: int, chars: int) -> str:
     prompts += [f"Turn {i}: {filler}" for i in range(1, turns)]
     (lab.workspace / "prompts.txt").write_text("\n".join(prompts) + "\n")
     done, _ = lab.dsh(
-        "run", "--script", "script.json", "--prompts-file", "prompts.txt", "--compaction", "off"
-    )
+        "run", "--script", "script.json", "--prompts-file", "prompts.txt", **settings
+    )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"seeding failed: {done.stderr.strip()}")
     return session_of(done.stdout)
 
 
 def step_overflow(lab: Lab) -> Row:
-    sid = long_history(lab, turns=6, chars=2400)
+    sid = long_history(
+        lab, turns=6, chars=2400, DSH_COMPACTION_CHUNK_TOKENS="1000",
+        DSH_COMPACTION_STUB_TOKENS="100", DSH_COMPACTION_STATE_MAX_TOKENS="500",
+    )  # fmt: skip
     done, seconds = lab.dsh(
         "run", *lab.route(), "--session", sid, "--context-window", "200000",
         "What is the release code? Answer with the code only.",
-        DSH_COMPACTION_CHUNK_TOKENS="1000", DSH_COMPACTION_STUB_TOKENS="100",
-        DSH_COMPACTION_STATE_MAX_TOKENS="500",
     )  # fmt: skip
     events = lab.events(sid)
     errors = [e["data"]["code"] for e in of_type(events, "request/error")]
@@ -241,14 +245,14 @@ def step_overflow(lab: Lab) -> Row:
 
 
 def step_model_summarizer(lab: Lab) -> tuple[Row, str]:
-    sid = long_history(lab, turns=4, chars=900)
-    done, seconds = lab.dsh(
-        "compact", sid, "--summarizer", MODEL,
-        DSH_PROVIDER_NAME="openai-compatible", DSH_PROVIDER_BASE_URL=lab.url,
-        DSH_PROVIDER_MODEL=MODEL, DSH_PROVIDER_CONTEXT_WINDOW=str(lab.ctx),
+    sid = long_history(
+        lab, turns=4, chars=900, DSH_COMPACTION_SUMMARIZER=MODEL,
+        DSH_COMPACTION_SUMMARIZER_PROVIDER="openai-compatible",
+        DSH_COMPACTION_SUMMARIZER_BASE_URL=lab.url,
         DSH_COMPACTION_CHUNK_TOKENS="600", DSH_COMPACTION_STUB_TOKENS="120",
         DSH_COMPACTION_STATE_MAX_TOKENS="400", DSH_COMPACTION_RETAIN_TOKENS="200",
     )  # fmt: skip
+    done, seconds = lab.dsh("compact", sid)
     summaries = [e["data"] for e in of_type(lab.events(sid), "compaction/summary")]
     by_model = [s for s in summaries if s.get("llmStreamCall")]
     pointers = [s for s in summaries if not s.get("llmStreamCall")]

@@ -22,6 +22,7 @@ from dsh.cli import context
 from dsh.config import Settings, load_settings
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
+from dsh.llm.registry import KNOWN_PROVIDERS
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -109,9 +110,11 @@ def session_route(
 ) -> Route:
     """The route a stored session compacts with: the provider, model and window it recorded
     (else those it last ran with, from its log), on the configured provider when a model
-    summariser needs it. An extractive summariser calls no model, so no key is needed."""
+    summariser needs it. An extractive summariser, or one on a provider of its own, does not call
+    the conversation's provider, so that provider is not resolved (no key, no script needed)."""
     logged = _logged_route(session, recorded)
-    if settings.compaction.summarizer == "extractive":
+    conversation = logged.provider if logged is not None else settings.provider.name
+    if not _summarizes_on(settings, conversation):
         if logged is None:
             cfg = settings.provider
             return Route(_Unreachable(cfg.name), cfg.model or "", cfg.context_window)
@@ -122,6 +125,17 @@ def session_route(
         return configured
     window = logged.context_window or configured.context_window
     return Route(configured.provider, logged.model, window)
+
+
+def _summarizes_on(settings: Settings, provider: str) -> bool:
+    """Whether the configured summariser calls ``provider`` (the conversation's)."""
+    cfg = settings.compaction
+    if cfg.summarizer == "extractive":
+        return False
+    if cfg.summarizer_provider is not None:
+        return cfg.summarizer_provider == provider
+    prefix, colon, _ = cfg.summarizer.partition(":")
+    return not (colon and prefix in KNOWN_PROVIDERS and prefix != provider)
 
 
 def _logged_route(session: Session, recorded: SessionSettings | None) -> RequestContext | None:
