@@ -140,3 +140,21 @@ def test_a_short_log_opens_in_one_step(rig: Rig) -> None:
             await pilot.pause()
 
     asyncio.run(run())
+
+
+def test_quitting_while_the_log_opens_leaves_it_closed(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id = long_session(rig)
+    app = rig.app([], resume=session_id)
+    blocked = paged_app(app, monkeypatch)
+
+    async def run() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, blocked.called.is_set)
+            app.exit()
+        blocked.release.set()  # the open completes after the app has gone
+
+    asyncio.run(run())  # waits for the opening thread
+    assert app.controller.session is None
+    rig.store.open(session_id, writable=True).close()  # its writer lock was let go

@@ -37,7 +37,7 @@ from dsh.tui.commands import COMMANDS, HELP, Command, parse_command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
-from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page
+from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.sessions_view import session_picker, title_command
 from dsh.tui.shell_command import context_block, run_shell_command, shell_command
@@ -109,6 +109,7 @@ class DshApp(App[None]):
         self._live_reasoning = ""
         self._live_calls: dict[int, str] = {}
         self.first_page_from = FIRST_PAGE_FROM_BYTES  # logs this long paint their newest page first
+        self._closed = False
 
     def compose(self) -> ComposeResult:
         yield TranscriptView(id="transcript")
@@ -141,13 +142,12 @@ class DshApp(App[None]):
         self.call_after_refresh(lambda: self.run_worker(self._finish_open(resume), group="open"))
 
     async def _finish_open(self, session_id: str) -> None:
-        """Open the session and project it off the event loop, then show all of it."""
         try:
-            items = await asyncio.to_thread(self.controller.open, session_id)
+            items = await open_off_the_loop(self.controller, session_id, lambda: self._closed)
         except (MissingApiKeyError, DshError) as exc:
-            self._open_failed(exc)
-            return
-        self._opened(items)
+            return self._open_failed(exc)
+        if items is not None:
+            self._opened(items)
 
     def _open_failed(self, exc: DshError) -> None:
         if isinstance(exc, MissingApiKeyError):
@@ -162,6 +162,7 @@ class DshApp(App[None]):
         self.ready = True
 
     def on_unmount(self) -> None:
+        self._closed = True  # a session still opening closes once it is open
         session = self.controller.session
         self.last_session_id = session.id if session is not None else None
         self.controller.close()

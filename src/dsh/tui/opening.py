@@ -10,12 +10,17 @@ takes no turn. Short logs (under ``FIRST_PAGE_FROM_BYTES``) open in one step as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dsh.store import EventStore, JsonlStore
 from dsh.transcript import PassDetails, TranscriptItem, TranscriptProjector
 from dsh.transcript.newest import newest_page
+
+if TYPE_CHECKING:
+    from dsh.tui.controller import Controller
 
 FIRST_PAGE_FROM_BYTES = 1 << 20
 """Logs at least this long are shown newest page first."""
@@ -49,3 +54,19 @@ def first_page(store: EventStore, session_id: str | None, *, from_bytes: int) ->
     for event in found[0].events:
         items += projector.feed(event)
     return FirstPage(items, projector.details)
+
+
+async def open_off_the_loop(
+    controller: Controller, session_id: str, closed: Callable[[], bool]
+) -> list[TranscriptItem] | None:
+    """``controller.open(session_id)`` in a thread, so the screen stays live meanwhile; None
+    (and the session closed again) if the app closed while it ran."""
+
+    def run() -> list[TranscriptItem] | None:
+        items = controller.open(session_id)
+        if closed():  # the app's own close ran before this runner existed
+            controller.close()
+            return None
+        return items
+
+    return await asyncio.to_thread(run)
