@@ -49,6 +49,7 @@ def test_a_long_session_opens_at_its_end_and_is_measured_in_the_background(rig: 
 
     async def main() -> Any:
         async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)  # a long log: newest page first, then all
             view = app.transcript
             assert len(view.model.blocks) > SYNC_MEASURE_LIMIT
             await pilot.pause()
@@ -78,6 +79,7 @@ def test_scrolling_into_unmeasured_history_draws_exact_rows(rig: Rig):
 
     async def main() -> Any:
         async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)  # a long log: newest page first, then all
             view = app.transcript
             view.workers.cancel_group(view, "measure")  # keep the estimates in place
             await pilot.pause()
@@ -102,6 +104,7 @@ def test_new_events_follow_the_end_unless_the_reader_scrolled_up(rig: Rig):
 
     async def main() -> Any:
         async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)  # a long log: newest page first, then all
             view = app.transcript
             await settle(pilot, lambda: view.unmeasured == 0)
             app.prompt_box.value = "next"

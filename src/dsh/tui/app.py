@@ -37,6 +37,7 @@ from dsh.tui.commands import COMMANDS, HELP, Command, parse_command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
+from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.sessions_view import session_picker, title_command
 from dsh.tui.shell_command import context_block, run_shell_command, shell_command
@@ -107,6 +108,8 @@ class DshApp(App[None]):
         self._live_text = ""
         self._live_reasoning = ""
         self._live_calls: dict[int, str] = {}
+        self.first_page_from = FIRST_PAGE_FROM_BYTES  # logs this long paint their newest page first
+        self._closed = False
 
     def compose(self) -> ComposeResult:
         yield TranscriptView(id="transcript")
@@ -124,20 +127,42 @@ class DshApp(App[None]):
         self.prompt_box = self.query_one(PromptBox)
         self.prompt_box.focus()
         self.status_bar.set(trust=trust_label(self.controller.options.workspace))
+        resume = self.controller.options.resume
+        page = first_page(self.controller.options.store, resume, from_bytes=self.first_page_from)
         try:
-            items = self.controller.start()
-        except MissingApiKeyError as exc:
+            items = self.controller.start(resume=page is None)
+        except (MissingApiKeyError, DshError) as exc:
+            self._open_failed(exc)
+            return
+        if page is None or resume is None:  # nothing to resume, or a log short enough to open
+            self._opened(items)
+            return
+        self.transcript.load(page.items, page.details)  # the newest page now, the rest after
+        self._update_status()
+        self.call_after_refresh(lambda: self.run_worker(self._finish_open(resume), group="open"))
+
+    async def _finish_open(self, session_id: str) -> None:
+        try:
+            items = await open_off_the_loop(self.controller, session_id, lambda: self._closed)
+        except (MissingApiKeyError, DshError) as exc:
+            return self._open_failed(exc)
+        if items is not None:
+            self._opened(items)
+
+    def _open_failed(self, exc: DshError) -> None:
+        if isinstance(exc, MissingApiKeyError):
             self.push_screen(NoKeyScreen(exc))
-            return
-        except DshError as exc:
+        else:
             self.exit(return_code=1, message=f"dsh: error: {exc}")
-            return
+
+    def _opened(self, items: list[TranscriptItem]) -> None:
         self._show_session(items)
         if self.controller.options.greeting:
             self.note(self.controller.options.greeting)
         self.ready = True
 
     def on_unmount(self) -> None:
+        self._closed = True  # a session still opening closes once it is open
         session = self.controller.session
         self.last_session_id = session.id if session is not None else None
         self.controller.close()
@@ -230,6 +255,9 @@ class DshApp(App[None]):
     # ---- input --------------------------------------------------------------------------------
 
     def on_prompt_box_submitted(self, event: PromptBox.Submitted) -> None:
+        if not self.ready:  # the draft stays; the session is not open for turns yet
+            self.notify(STILL_OPENING)
+            return
         text = event.value.strip()
         self.prompt_box.value = ""
         self.query_one("#hint", Static).update(KEYS_HINT)

@@ -124,11 +124,12 @@ class Controller:
 
     # ---- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> list[TranscriptItem]:
+    def start(self, *, resume: bool = True) -> list[TranscriptItem]:
         """Resolve the route (``MissingApiKeyError`` if the key is missing) and open the
-        session to resume, if any; returns its transcript items."""
+        session to resume, if any (and ``resume``: False leaves that to the caller); returns
+        its transcript items."""
         self.route = self._route_factory(None)
-        if self.options.resume is not None:
+        if resume and self.options.resume is not None:
             return self.open(self.options.resume)
         return []
 
