@@ -54,6 +54,7 @@ class Rig:
         approval: ApprovalMode = "auto",
         auto_compact: bool = False,
         wrap_provider: Callable[[ScriptedProvider], Provider] | None = None,
+        route_notice: str | None = None,
         **compaction: Any,
     ) -> DshApp:
         settings = self.settings(approval, **compaction)
@@ -62,7 +63,7 @@ class Rig:
         provider: Provider = wrap_provider(scripted) if wrap_provider else scripted
 
         def route(model: str | None) -> Route:
-            return Route(provider, model or "scripted", window)
+            return Route(provider, model or "scripted", window, route_notice)
 
         def agent(
             session: Session, route_: Route, policy: ApprovalPolicy, on_stream: StreamListener

@@ -441,3 +441,21 @@ def test_a_missing_key_from_any_route_shows_the_same_screen(rig: Rig):
         assert "ANTHROPIC_API_KEY" in text and "for anthropic" in text
 
     run(app, body)
+
+
+def test_what_resolving_the_route_found_is_said_once_when_the_ui_opens(rig: Rig):
+    notice = "http://127.0.0.1:8080/v1 does not report its context window; assuming 128,000 tokens"
+    app = rig.app([{"text": "hi"}], route_notice=notice)
+
+    async def body(pilot: Any) -> None:
+        await settle(pilot, lambda: app.ready)
+        assert text_of(app).count("does not report its context window") == 1
+
+    run(app, body)
+    quiet = rig.app([{"text": "hi"}])
+
+    async def nothing(pilot: Any) -> None:
+        await settle(pilot, lambda: quiet.ready)
+        assert "context window" not in text_of(quiet)
+
+    run(quiet, nothing)

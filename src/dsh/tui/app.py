@@ -157,8 +157,8 @@ class DshApp(App[None]):
 
     def _opened(self, items: list[TranscriptItem]) -> None:
         self._show_session(items)
-        if self.controller.options.greeting:
-            self.note(self.controller.options.greeting)
+        for text in self.controller.opening_notes():
+            self.note(text)
         self.ready = True
 
     def on_unmount(self) -> None:

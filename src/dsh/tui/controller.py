@@ -297,6 +297,12 @@ class Controller:
 
     # ---- reading ----------------------------------------------------------------------------
 
+    def opening_notes(self) -> list[str]:
+        """What the UI says once when it opens: the greeting, then what resolving the route
+        found (a server that does not report its window, or one too small for the budgets)."""
+        notice = self.route.notice if self.route is not None else None
+        return [text for text in (self.options.greeting, notice) if text]
+
     @property
     def model(self) -> str:
         return self.route.model if self.route is not None else ""
