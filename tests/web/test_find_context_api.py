@@ -23,7 +23,7 @@ from dsh.web.titles import SessionIndex
 from tests.helpers import append_chat_turn
 from tests.helpers import new_session as new_stored_session
 from tests.web.builders import run_apart, summary_on_an_older_page
-from tests.web.conftest import WebEnv, error_of, make_env, new_session, wait_idle
+from tests.web.conftest import WebEnv, error_of, make_env, new_session, open_client, wait_idle
 
 
 def test_find_answers_hits_in_log_order_and_refuses_a_bad_query(
@@ -112,7 +112,7 @@ def test_context_is_the_face_neutral_report_of_the_session(client: TestClient, e
     stored = client.get(f"/api/sessions/{sid}/context").json()
     with Session.open(env.store, sid) as session:
         expected = context_report(session, default_window=env.window).public()
-    assert live == stored == expected
+    assert live == stored == {**expected, "routeNotice": None}  # the route found nothing to say
     assert live["provider"] == "scripted" and live["cost"]["usd"] > 0  # priced as DeepSeek
     assert live["cost"]["basis"].endswith("at deepseek-chat list prices")
     assert error_of(client.get("/api/sessions/nope/context"))[0] == 404
@@ -164,3 +164,19 @@ def test_the_sidebar_title_read_from_the_file_is_the_one_of_the_whole_log(steps)
         rows = SessionIndex(store).annotate([{"id": writer.id, "open": False}])
         assert rows[0]["title"] == session_title(writer.events, web_titles.SIDEBAR_TITLE_CHARS)
         writer.close()
+
+
+def test_the_context_carries_what_resolving_the_route_found(tmp_path: Path) -> None:
+    from dsh.agent.runtime import Route
+    from dsh.web.runtime import WebRuntime
+
+    env = make_env(tmp_path)
+    env.script = [{"text": "hi"}]
+    notice = "http://127.0.0.1:9/v1 does not report its context window; assuming 128,000 tokens"
+    runtime = WebRuntime(env.settings, Route(env.provider(), "scripted", env.window, notice))
+    with open_client(env, runtime) as client:
+        sid = new_session(client)
+        assert client.get(f"/api/sessions/{sid}/context").json()["routeNotice"] == notice
+    with open_client(env) as quiet:
+        sid = new_session(quiet)
+        assert quiet.get(f"/api/sessions/{sid}/context").json()["routeNotice"] is None

@@ -76,7 +76,10 @@ export class ContextInfo {
 
   paint() {
     const data = this.data;
-    $('model').textContent = data && data.model ? `${data.provider} · ${data.model}` : '';
+    const notice = data && data.routeNotice ? data.routeNotice : '';
+    const model = data && data.model ? `${data.provider} · ${data.model}` : '';
+    $('model').textContent = notice && model ? `${model} ⚠` : model;
+    $('model').title = notice;
     $('cost').textContent = data ? `cost ≈ ${fmtCost(data.cost.usd)}` : '';
     $('cost').title = data ? `Estimated from ${data.cost.basis}` : '';
     if (!$('context-panel').hidden) this.paintPanel(data);
