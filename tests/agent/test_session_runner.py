@@ -209,3 +209,20 @@ def test_compaction_off_is_refused_before_anything_is_logged(tmp_path: Path):
 
     asyncio.run(main())
     assert runner.activity is None and len(runner.session.events) == before
+
+
+def test_recording_keeps_the_workspace_a_cwd_run_recorded(tmp_path: Path) -> None:
+    """A face that records without naming a workspace (the web, ``dsh compact``) keeps the one
+    recorded (a ``--cwd`` run's), so reopening logs no workspace change."""
+    from dsh.agent.session_runner import record_settings
+    from dsh.events import SessionSettingsEvent
+
+    session = Session.create(MemoryStore(), cwd=tmp_path)
+    route = Route(ScriptedProvider(parse_script([])), "scripted", 8000)
+    record_settings(session, Settings(), route, "/elsewhere")
+    record_settings(session, Settings(), route)
+    recorded = session.of_type(SessionSettingsEvent)
+    assert [e.data.workspace for e in recorded] == ["/elsewhere"]
+    fresh = Session.create(MemoryStore(), cwd=tmp_path)
+    record_settings(fresh, Settings(), route)  # nothing recorded yet: the header's workspace
+    assert [e.data.workspace for e in fresh.of_type(SessionSettingsEvent)] == [str(tmp_path)]

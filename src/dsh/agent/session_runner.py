@@ -153,13 +153,13 @@ class SettingsWiring:
 def record_settings(
     session: Session, settings: Settings, route: Route, workspace: str | None = None
 ) -> None:
-    """Log the settings ``session`` runs with, when they are new or changed."""
+    """Log the settings ``session`` runs with, when they are new or changed; ``workspace``
+    unset keeps the recorded one (a ``--cwd`` run's), else the header's."""
+    if workspace is None:
+        recorded = session_settings.latest(session)
+        workspace = recorded.workspace if recorded is not None else session.header.cwd
     snapshot = session_settings.snapshot(
-        settings,
-        route.provider.name,
-        route.model,
-        route.context_window,
-        workspace if workspace is not None else session.header.cwd,
+        settings, route.provider.name, route.model, route.context_window, workspace
     )
     session_settings.record(session, snapshot)
 
