@@ -90,6 +90,20 @@ def _misfit_notice(settings: Settings, window: int) -> str | None:
     )
 
 
+def summarizer_target(settings: Settings, conversation: str) -> tuple[str, str] | None:
+    """The provider and model that write model summaries for a conversation on the provider
+    ``conversation`` (None: the extractive summariser calls no model); see ``summarizer_route``."""
+    cfg = settings.compaction
+    if cfg.summarizer == "extractive":
+        return None
+    prefix, colon, rest = cfg.summarizer.partition(":")
+    if cfg.summarizer_provider is not None:
+        return cfg.summarizer_provider, cfg.summarizer
+    if colon and prefix in KNOWN_PROVIDERS:
+        return prefix, rest
+    return conversation, cfg.summarizer
+
+
 def summarizer_route(
     settings: Settings, route: Route, environ: Mapping[str, str] | None = None
 ) -> tuple[Provider | None, str | None]:
@@ -100,15 +114,10 @@ def summarizer_route(
     ``compaction.summarizer_provider`` / ``summarizer_base_url`` name the route explicitly. A
     summariser on the conversation's provider inherits its base URL and key."""
     cfg = settings.compaction
-    summarizer = cfg.summarizer
-    if summarizer == "extractive":
+    target = summarizer_target(settings, route.provider.name)
+    if target is None:
         return None, None
-    name, model = route.provider.name, summarizer
-    prefix, colon, rest = summarizer.partition(":")
-    if cfg.summarizer_provider is not None:
-        name = cfg.summarizer_provider
-    elif colon and prefix in KNOWN_PROVIDERS:
-        name, model = prefix, rest
+    name, model = target
     same = name == route.provider.name
     if same and cfg.summarizer_base_url is None:
         return route.provider, model

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 import click
 
 from dsh.agent import session_settings
-from dsh.agent.runtime import Route, resolve_route
+from dsh.agent.runtime import Route, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context
 from dsh.config import Settings, load_settings
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
-from dsh.llm.registry import KNOWN_PROVIDERS
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -129,13 +128,8 @@ def session_route(
 
 def _summarizes_on(settings: Settings, provider: str) -> bool:
     """Whether the configured summariser calls ``provider`` (the conversation's)."""
-    cfg = settings.compaction
-    if cfg.summarizer == "extractive":
-        return False
-    if cfg.summarizer_provider is not None:
-        return cfg.summarizer_provider == provider
-    prefix, colon, _ = cfg.summarizer.partition(":")
-    return not (colon and prefix in KNOWN_PROVIDERS and prefix != provider)
+    target = summarizer_target(settings, provider)
+    return target is not None and target[0] == provider
 
 
 def _logged_route(session: Session, recorded: SessionSettings | None) -> RequestContext | None:

@@ -29,6 +29,7 @@ from dsh.agent.session_runner import (
     SessionBusy,
     SessionRunner,
     SettingsWiring,
+    record_settings,
 )
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
@@ -250,14 +251,7 @@ class Controller:
 
     def _record(self, session: Session, route: Route) -> None:
         """Log the settings this session runs with, when new or changed."""
-        snapshot = session_settings.snapshot(
-            self.settings,
-            route.provider.name,
-            route.model,
-            route.context_window,
-            str(self.options.workspace),
-        )
-        session_settings.record(session, snapshot)
+        record_settings(session, self.settings, route, str(self.options.workspace))
 
     async def run_turn(self, prompt: str) -> TurnResult:
         if self.busy is not None:

@@ -28,24 +28,13 @@ def _resolved_route(registry: SessionRegistry) -> Route | None:
     return route
 
 
-def configured_route(registry: SessionRegistry) -> tuple[str, str] | None:
-    """(provider, model) of the server's route, or None when it cannot be resolved (no key)."""
-    route = _resolved_route(registry)
-    return (route.provider.name, route.model) if route is not None else None
-
-
-def route_notice(registry: SessionRegistry) -> str | None:
-    """What resolving the route found that people should know (the server did not report its
-    window, or reported one too small for the budgets); the page shows it by the model."""
-    route = _resolved_route(registry)
-    return route.notice if route is not None else None
-
-
 async def session_context(registry: SessionRegistry, session_id: str) -> dict[str, Any]:
     handle = registry.handles.get(check_session_id(session_id))
     window = registry.runtime.default_window()
-    route = configured_route(registry)
-    notice = {"routeNotice": route_notice(registry)}
+    resolved = _resolved_route(registry)  # once: an unresolvable route is tried once per ask
+    route = (resolved.provider.name, resolved.model) if resolved is not None else None
+    # what resolving it found (no window reported, or one too small); shown by the model name
+    notice = {"routeNotice": resolved.notice if resolved is not None else None}
     if handle is not None:  # being written on this loop: read it here, between appends
         stats = handle.stats.update(handle.session.events)
         report = context_report(handle.session, default_window=window, route=route, stats=stats)
