@@ -7,6 +7,7 @@ the slice; with a different summariser model the compact layout applies.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -25,6 +26,9 @@ from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.events import (
     CompactionPlanEvent,
     CompactionSummaryEvent,
+    RequestConfig,
+    RequestHeader,
+    RequestHeaderBody,
     is_compact_checkpoint_source,
     surface_message,
 )
@@ -171,10 +175,67 @@ def test_a_different_summariser_model_keeps_the_compact_layout():
         assert request.messages[-2] == task.messages[-1]
 
 
+class SlowSummarizer(RouteSummarizer):
+    """Each call yields to the loop before answering, counting the calls in flight."""
+
+    in_flight = 0
+    most_in_flight = 0
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            return await super().summarize(task)
+        finally:
+            self.in_flight -= 1
+
+
+def test_the_calls_of_a_compact_layout_pass_run_concurrently():
+    """Call by call (a different summariser model), the pass still waits about one call: every
+    region's call is in flight at once, up to ``max_concurrency``."""
+    session = long_session(turns=12)
+    summarizer = SlowSummarizer(("other", "small-model"))
+    backend = RecallableBackend(summarizer, SETTINGS)
+    run(CompactionEngine(session, backend, SETTINGS).compact_now(window=100_000))
+    calls = len(summarizer.tasks)
+    assert calls >= 3
+    assert summarizer.most_in_flight == min(calls, SETTINGS.max_concurrency)
+
+
+def with_header(session):
+    """The conversation's route is the summariser's, so only the window decides the layout."""
+    config = RequestConfig(provider="scripted", model="scripted")
+    session.append(RequestHeader(header=RequestHeaderBody(config=config), reason="initial"))
+    return session
+
+
 def test_a_conversation_too_big_for_the_window_falls_back_to_the_compact_layout():
-    session = long_session()
+    """Even the request cut at the span's end leaves no room for an answer."""
+    session = with_header(long_session())
     summarizer = RouteSummarizer(("scripted", "scripted"))
     backend = RecallableBackend(summarizer, SETTINGS)
     total = sum(session.node_tokens(s) for s in session.nodes)
     run(CompactionEngine(session, backend, SETTINGS).compact_now(window=total + 10))
     assert summarizer.tasks and all(t.layout == "compact" for t in summarizer.tasks)
+
+
+def test_near_the_window_a_riding_call_carries_the_request_only_to_the_span_end():
+    """The whole request would leave no room for the answer, the request up to the end of the
+    compacted span does: the calls still ride (a byte prefix of the conversation, so the cache
+    still serves them) instead of leaving the cache for compact calls of their own."""
+    session = with_header(long_session(turns=30))
+    settings = msgspec.structs.replace(SETTINGS, retain_tokens=1000)
+    summarizer = RouteSummarizer(("scripted", "scripted"))
+    backend = RecallableBackend(summarizer, settings)
+    conversation = tuple(session.derive_messages())
+    total = sum(session.node_tokens(s) for s in session.nodes)
+    run(CompactionEngine(session, backend, settings).compact_now(window=total + 10))
+    assert summarizer.tasks and all(t.layout == "riding" for t in summarizer.tasks)
+    for task, request in zip(summarizer.tasks, summarizer.requests, strict=True):
+        carried = request.messages[:-1]  # the instruction is last
+        assert 0 < len(carried) < len(conversation)
+        assert carried == conversation[: len(carried)]
+        assert task.slice_range is not None and task.slice_range[1] <= len(carried)
+        assert task.output_limit is not None and task.output_limit >= task.max_tokens
+    assert_layout(session)

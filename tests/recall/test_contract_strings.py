@@ -27,45 +27,37 @@ from tests.helpers import append_chat_turn
 from tests.recall.builders import bracket, two_passes
 
 EXPECTED_PROMPT_SECTION = (
-    "Compacted history: older parts of this conversation may have been compacted. They then "
-    "appear as index checkpoints (short frozen stubs with a keyword line) followed by one state "
-    "checkpoint (the current working memory), each ending with a footer such as [checkpoint "
-    "c123: shadows conversation span #4\u2013#40; originals retrievable via history_read]; the "
-    "original messages are never lost. When you need an exact detail a checkpoint only hints at "
-    "or leaves out (an error message, a value, a path, the reason for a decision), call "
-    "history_search with a literal fragment (case-insensitive exact substring) to find the "
-    "checkpoint that holds it, then history_read with that checkpoint id, and the #msg number as "
-    "offset, to read the originals. A [prior state checkpoint] or [index checkpoint] inside "
-    "history_read output has its own footer naming the checkpoint to read next. Do not recall "
-    "what your context already shows."
+    "Compacted history: older turns may show as index checkpoints (frozen stubs with a keyword "
+    "line) and one state checkpoint (working memory), each ending in a footer such as "
+    "[checkpoint c123: shadows conversation span #4\u2013#40; \u2026]. The originals are kept: "
+    "for an exact detail a checkpoint only hints at, call history_search with a literal "
+    "fragment, then history_read with the checkpoint id (offset: the #msg number). Do not "
+    "recall what your context already shows."
 )
 
 EXPECTED_READ_SPEC = (
-    '{"name": "history_read", "description": "Read the original messages a compaction checkpoint '
-    'replaced. Pass the checkpoint id from a checkpoint footer (e.g. \\"c123\\"); superseded '
-    "checkpoints can be read too. The span comes back as a User:/Assistant:/Tool result: "
-    "transcript, one page at a time: when a page ends with a continuation cursor, call again "
-    "with that offset. A nested [prior state checkpoint] or [index checkpoint] shows its own "
-    'footer, which names the checkpoint holding its originals.", "parameters": {"type": '
-    '"object", "properties": {"checkpoint": {"type": "string", "description": "Checkpoint id '
-    'from a checkpoint footer, e.g. \\"c123\\"."}, "offset": {"type": "integer", "description": '
-    '"Index of the first message to show (0-based); pass the continuation cursor of the previous '
-    'page. Default 0."}}, "required": ["checkpoint"], "additionalProperties": false}}'
+    '{"name": "history_read", "description": "Read the original messages behind a checkpoint '
+    "(any id from a footer, superseded ones too), a page at a time; a page ending with a cursor "
+    'continues at that offset. A nested checkpoint shows its own footer.", "parameters": '
+    '{"type": "object", "properties": {"checkpoint": {"type": "string", "description": "Id '
+    'from a footer, e.g. \\"c123\\"."}, "offset": {"type": "integer", "description": "First '
+    'message (0-based); default 0."}}, "required": ["checkpoint"], "additionalProperties": '
+    "false}}"
 )
 
 EXPECTED_SEARCH_SPEC = (
-    '{"name": "history_search", "description": "Search the original messages behind every '
-    "compaction checkpoint (superseded ones included) for a literal text fragment: a "
-    "case-insensitive exact substring, not a regex or keywords. Returns snippets tagged [c<id> "
-    "#msg <n>]; read one in context with history_read (checkpoint c<id>, offset n). Optionally "
-    'search one checkpoint only, or cap the number of snippets.", "parameters": {"type": '
-    '"object", "properties": {"query": {"type": "string", "description": "Literal text to find '
-    '(case-insensitive exact substring)."}, "checkpoint": {"type": "string", "description": '
-    '"Search only this checkpoint, e.g. \\"c123\\". Default: every checkpoint."}, "limit": '
-    '{"type": "integer", "minimum": 1, "maximum": 200, "description": "Maximum number of '
-    'snippets to return (1\\u2013200)."}}, "required": ["query"], "additionalProperties": '
-    "false}}"
+    '{"name": "history_search", "description": "Find a literal fragment (case-insensitive '
+    "substring, not a regex) in the originals behind every checkpoint. Hits are tagged [c<id> "
+    '#msg <n>]: read one with history_read (c<id>, offset n).", "parameters": {"type": '
+    '"object", "properties": {"query": {"type": "string", "description": "Literal text, '
+    'case-insensitive."}, "checkpoint": {"type": "string", "description": "Search this '
+    'checkpoint only."}, "limit": {"type": "integer", "minimum": 1, "maximum": 200, '
+    '"description": "Most snippets returned."}}, "required": ["query"], '
+    '"additionalProperties": false}}'
 )
+
+RECALL_TOKENS_BUDGET = 400
+"""What the recall tools and their prompt section may cost every request (heuristic tokens)."""
 
 
 def spec_json(tool) -> str:
@@ -80,6 +72,15 @@ def test_the_prompt_section_is_the_exact_constant_text():
 def test_the_tool_specs_are_the_exact_constant_json():
     assert spec_json(HistoryReadTool()) == EXPECTED_READ_SPEC
     assert spec_json(HistorySearchTool()) == EXPECTED_SEARCH_SPEC
+
+
+def test_the_recall_tools_and_their_prompt_section_stay_cheap_on_every_request():
+    """Every request of a recallable session carries them, recalled or not."""
+    from dsh.surface.tokens import system_tokens, tools_tokens
+
+    specs = [tool_spec(HistoryReadTool()), tool_spec(HistorySearchTool())]
+    cost = system_tokens(RECALL_PROMPT_SECTION) + tools_tokens(specs)
+    assert cost <= RECALL_TOKENS_BUDGET
 
 
 def test_the_tools_expose_the_module_constants_and_are_read_only():

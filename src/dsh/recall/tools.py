@@ -40,50 +40,33 @@ SNIPPET_CHARS = 200
 """About this many characters of context around a search hit."""
 
 RECALL_PROMPT_SECTION = (
-    "Compacted history: older parts of this conversation may have been compacted. They then "
-    "appear as index checkpoints (short frozen stubs with a keyword line) followed by one state "
-    "checkpoint (the current working memory), each ending with a footer such as [checkpoint "
-    "c123: shadows conversation span #4–#40; originals retrievable via history_read]; the "
-    "original messages are never lost. When you need an exact detail a checkpoint only hints at "
-    "or leaves out (an error message, a value, a path, the reason for a decision), call "
-    "history_search with a literal fragment (case-insensitive exact substring) to find the "
-    "checkpoint that holds it, then history_read with that checkpoint id, and the #msg number as "
-    "offset, to read the originals. A [prior state checkpoint] or [index checkpoint] inside "
-    "history_read output has its own footer naming the checkpoint to read next. Do not recall "
-    "what your context already shows."
+    "Compacted history: older turns may show as index checkpoints (frozen stubs with a keyword "
+    "line) and one state checkpoint (working memory), each ending in a footer such as "
+    "[checkpoint c123: shadows conversation span #4\u2013#40; \u2026]. The originals are kept: "
+    "for an exact detail a checkpoint only hints at, call history_search with a literal "
+    "fragment, then history_read with the checkpoint id (offset: the #msg number). Do not "
+    "recall what your context already shows."
 )
+"""Every request carries this and the two tool specs, so they stay short (about 300 tokens in
+all): a session pays for them on each request whether or not it ever recalls."""
 
 HISTORY_READ_DESCRIPTION = (
-    "Read the original messages a compaction checkpoint replaced. Pass the checkpoint id from a "
-    'checkpoint footer (e.g. "c123"); superseded checkpoints can be read too. The span comes '
-    "back as a User:/Assistant:/Tool result: transcript, one page at a time: when a page ends "
-    "with a continuation cursor, call again with that offset. A nested [prior state checkpoint] "
-    "or [index checkpoint] shows its own footer, which names the checkpoint holding its "
-    "originals."
+    "Read the original messages behind a checkpoint (any id from a footer, superseded ones "
+    "too), a page at a time; a page ending with a cursor continues at that offset. A nested "
+    "checkpoint shows its own footer."
 )
 
 HISTORY_SEARCH_DESCRIPTION = (
-    "Search the original messages behind every compaction checkpoint (superseded ones included) "
-    "for a literal text fragment: a case-insensitive exact substring, not a regex or keywords. "
-    "Returns snippets tagged [c<id> #msg <n>]; read one in context with history_read "
-    "(checkpoint c<id>, offset n). Optionally search one checkpoint only, or cap the number of "
-    "snippets."
+    "Find a literal fragment (case-insensitive substring, not a regex) in the originals behind "
+    "every checkpoint. Hits are tagged [c<id> #msg <n>]: read one with history_read (c<id>, "
+    "offset n)."
 )
 
 HISTORY_READ_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "checkpoint": {
-            "type": "string",
-            "description": 'Checkpoint id from a checkpoint footer, e.g. "c123".',
-        },
-        "offset": {
-            "type": "integer",
-            "description": (
-                "Index of the first message to show (0-based); pass the continuation cursor of "
-                "the previous page. Default 0."
-            ),
-        },
+        "checkpoint": {"type": "string", "description": 'Id from a footer, e.g. "c123".'},
+        "offset": {"type": "integer", "description": "First message (0-based); default 0."},
     },
     "required": ["checkpoint"],
     "additionalProperties": False,
@@ -92,19 +75,13 @@ HISTORY_READ_PARAMETERS: dict[str, Any] = {
 HISTORY_SEARCH_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {
-            "type": "string",
-            "description": "Literal text to find (case-insensitive exact substring).",
-        },
-        "checkpoint": {
-            "type": "string",
-            "description": 'Search only this checkpoint, e.g. "c123". Default: every checkpoint.',
-        },
+        "query": {"type": "string", "description": "Literal text, case-insensitive."},
+        "checkpoint": {"type": "string", "description": "Search this checkpoint only."},
         "limit": {
             "type": "integer",
             "minimum": MIN_SEARCH_LIMIT,
             "maximum": MAX_SEARCH_LIMIT,
-            "description": "Maximum number of snippets to return (1–200).",
+            "description": "Most snippets returned.",
         },
     },
     "required": ["query"],

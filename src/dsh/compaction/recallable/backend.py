@@ -28,7 +28,8 @@ from dsh.compaction.base import (
 )
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
-from dsh.compaction.recallable.one_call import answer_pass, sent_prefix
+from dsh.compaction.recallable.one_call import answer_pass
+from dsh.compaction.recallable.riding import riding_input
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
     rollup_body,
@@ -63,8 +64,6 @@ RECENT_STUBS = 2
 STUB_ATTEMPTS = 2
 """A junk stub answer is asked for once more before the stub degrades to a pointer."""
 ROLLUP_MODEL = "rollup"
-INSTRUCTION_TOKENS = 300
-"""Room a riding call's instruction message takes (heuristic tokens, generous)."""
 _BIG = 10**9  # a seq larger than any real one, to price a footer before its seq exists
 
 
@@ -203,17 +202,20 @@ class RecallableBackend:
         rollup: Sequence[int] = (),
     ) -> Plan:
         index = self._anchors.update(session)
-        stub_layout, stub_room = self._layout(session, self.settings.stub_tokens)
-        state_layout, state_room = self._layout(session, self.settings.state_max_tokens)
         header = session.request_header
         positions: dict[int, int] = {}
         conversation: tuple[Message, ...] = ()
-        if "riding" in (stub_layout, state_layout):
-            conversation = tuple(session.derive_messages())
-            for seq in session.nodes:
-                if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
-                    positions[seq] = len(positions) + 1
-            conversation = sent_prefix(conversation, max(positions.get(s, 0) for s in span))
+        stub_layout: Layout = "compact"
+        state_layout: Layout = "compact"
+        stub_room: int | None = None
+        state_room: int | None = None
+        if self._rides(session):
+            stubs = sum(1 for b, e in chunks[:-1] if b < e)
+            wanted = stubs * self.settings.stub_tokens + self.settings.state_max_tokens
+            ride = riding_input(session, span, window=self._window, wanted=wanted)
+            conversation, positions = ride.conversation, ride.positions
+            stub_layout, stub_room = _layout(ride.room, self.settings.stub_tokens)
+            state_layout, state_room = _layout(ride.room, self.settings.state_max_tokens)
         common = {
             "system": header.system if header is not None else None,
             "tools": tuple(header.tools or ()) if header is not None else (),
@@ -301,21 +303,14 @@ class RecallableBackend:
         )
         return Plan(tuple(regions))
 
-    def _layout(self, session: Session, output_tokens: int) -> tuple[Layout, int | None]:
-        """``riding`` when stub and state calls can ride the conversation's cache: the
-        summariser is the conversation's own route (or writes with code), and the conversation
-        plus the call's output budget fits the summariser's (= the conversation's) window.
-        Also the output room a riding call has left (None: no limit known)."""
+    def _rides(self, session: Session) -> bool:
+        """Whether stub and state calls can ride the conversation's cache: the summariser is
+        the conversation's own route (or writes with code)."""
         route = getattr(self.summarizer, "route", None)
         header = session.request_header
-        if route is not None and (
-            header is None or (header.config.provider, header.config.model) != tuple(route)
-        ):
-            return "compact", None
-        if self._window is None:
-            return "riding", None
-        room = self._window - heuristic_total(session) - INSTRUCTION_TOKENS
-        return ("riding", room) if room >= output_tokens else ("compact", None)
+        return route is None or (
+            header is not None and (header.config.provider, header.config.model) == tuple(route)
+        )
 
     def _rollup_region(self, session: Session, seqs: Sequence[int]) -> RegionPlan:
         texts = []
@@ -431,6 +426,14 @@ def _span_nodes(session: Session, span: Sequence[int]) -> list[SpanNode]:
             )
         )
     return nodes
+
+
+def _layout(room: int | None, output_tokens: int) -> tuple[Layout, int | None]:
+    """``riding`` when the riding call leaves ``output_tokens`` of room in the window (or no
+    window is known), with that room; else ``compact``."""
+    if room is None or room >= output_tokens:
+        return "riding", room
+    return "compact", None
 
 
 def _range(positions: dict[int, int], seqs: Sequence[int]) -> tuple[int, int] | None:

@@ -1,0 +1,62 @@
+"""What a riding summariser call carries of the conversation (spec §4.4 "Summariser layout").
+
+A riding call is the conversation's last request as it was sent, then one instruction: every
+byte before the instruction is a provider cache hit. Near the window that request leaves too
+little room for the pass's answer; the call then carries the request only up to the end of the
+span the pass compacts — still a byte prefix of the request as sent, so it still reads from the
+cache — instead of leaving the cache for a compact-layout call of its own per region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dsh.compaction.base import heuristic_total
+from dsh.compaction.recallable.one_call import sent_prefix
+from dsh.events import Message, surface_message
+from dsh.surface import Session
+
+INSTRUCTION_TOKENS = 300
+"""Room a riding call's instruction message takes (heuristic tokens, generous)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RidingInput:
+    """The conversation a riding call carries, where each surface node sits in it, and the
+    output room the call leaves in the window (None: no window known)."""
+
+    conversation: tuple[Message, ...]
+    positions: dict[int, int]
+    """Surface seq -> 1-based position of its message in the conversation."""
+    room: int | None
+
+
+def riding_input(
+    session: Session, span: Sequence[int], *, window: int | None, wanted: int
+) -> RidingInput:
+    """The request as sent (see ``sent_prefix``); cut at the span's last message when the whole
+    request would leave less than ``wanted`` output tokens (the pass's answer) in ``window``."""
+    messages = tuple(session.derive_messages())
+    positions: dict[int, int] = {}
+    tokens_through: list[int] = []  # heuristic tokens of the nodes up to each position
+    running = 0
+    for seq in session.nodes:
+        running += session.node_tokens(seq)
+        if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
+            positions[seq] = len(positions) + 1
+            tokens_through.append(running)
+    needed = max((positions.get(s, 0) for s in span), default=0)
+    conversation = sent_prefix(messages, needed)
+    if window is None:
+        return RidingInput(conversation, positions, None)
+    fixed = heuristic_total(session) - running
+
+    def room(length: int) -> int:
+        carried = tokens_through[length - 1] if length else 0
+        return window - fixed - carried - INSTRUCTION_TOKENS
+
+    full = room(len(conversation))
+    if full >= wanted or needed >= len(conversation):
+        return RidingInput(conversation, positions, full)
+    return RidingInput(messages[:needed], positions, room(needed))
