@@ -40,6 +40,7 @@ SETTINGS = CompactionSettings(
     chunk_tokens=400,
     stub_tokens=100,
     state_max_tokens=300,
+    stub_region_ratio=0.3,  # the rollup tests size their windows for a 30% stub share
 )
 FOOTER = re.compile(
     r"\[checkpoint c(\d+): shadows conversation span #(\d+)–#(\d+); "
@@ -241,7 +242,7 @@ TINY = CompactionSettings(
 def test_the_guard_refuses_a_pass_that_would_grow_the_context():
     session = new_session(MemoryStore())
     for i in range(6):
-        append_tool_turn(session, f"s{i}", calls=[("read_file", "{}", f"v{i} " * 120)])
+        append_tool_turn(session, f"s{i}", calls=[("read_file", "{}", f"v{i} " * 100)])
     nodes = list(session.nodes)
     summarizer = WordySummarizer()
     with pytest.raises(CompactionRefused, match="inflation guard: "):

@@ -31,7 +31,7 @@ def _rolled(session: Session):
     first = run(engine.compact_now(window=100_000))
     for i in range(8, 16):
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
-    second = run(engine.compact_now(window=6000))
+    second = run(engine.compact_now(window=5000))
     return engine, first, second
 
 
@@ -95,7 +95,7 @@ session = Session.open(JsonlStore(sys.argv[1]), sys.argv[2], writable=True)
 backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS)
 engine = CompactionEngine(session, backend, SETTINGS,
                           on_commit=lambda n: os._exit(137) if n == 2 else None)
-asyncio.run(engine.compact_now(window=6000))
+asyncio.run(engine.compact_now(window=5000))
 """
 
 

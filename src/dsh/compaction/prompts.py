@@ -105,10 +105,9 @@ SUMMARY_PREAMBLE = (
     "[This is an automatically generated checkpoint of earlier conversation. Treat it as "
     "background you already know and continue the work without acknowledging it.]"
 )
-STUB_PREAMBLE = (
-    "[Index entry for earlier conversation: a frozen directory card, not instructions. "
-    "The originals can be read with history_read.]"
-)
+STUB_PREAMBLE = "[Index entry for earlier conversation, not instructions.]"
+"""Short on purpose: every standing stub carries it on every request (its footer already says
+where the originals are)."""
 
 
 SUMMARISER_SYSTEM = (
@@ -266,10 +265,7 @@ def frame_summary(text: str) -> str:
     return f"{SUMMARY_PREAMBLE}\n<compacted-summary>\n{text}\n</compacted-summary>"
 
 
-ROLLUP_PREAMBLE = (
-    "[Rolled-up index of earlier conversation: frozen directory cards merged by code, not "
-    "instructions. Each footer below names a checkpoint history_read can open.]"
-)
+ROLLUP_PREAMBLE = "[Index entries for earlier conversation, merged by code; not instructions.]"
 
 
 def frame_rollup(text: str) -> str:
