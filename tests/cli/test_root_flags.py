@@ -36,6 +36,21 @@ def test_dsh_passes_provider_model_base_url_and_script_to_the_ui(launches, tmp_p
     assert call["script"] == script
 
 
+def test_path_flags_reach_the_ui_as_paths_and_are_checked(launches, tmp_path: Path):
+    script = tmp_path / "s.yaml"
+    script.write_text("entries: []\n")
+    result = CliRunner().invoke(cli, ["--cwd", str(tmp_path), "--script", str(script)])
+    assert result.exit_code == 0, result.output
+    (call,) = launches
+    assert type(call["workspace_dir"]) is type(tmp_path) and call["workspace_dir"] == tmp_path
+    assert type(call["script"]) is type(script) and call["script"] == script
+    missing = CliRunner().invoke(cli, ["--cwd", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    a_directory = CliRunner().invoke(cli, ["--script", str(tmp_path)])
+    assert a_directory.exit_code == 2 and "is a directory" in a_directory.output
+    assert len(launches) == 1
+
+
 def test_dsh_base_url_alone_means_an_openai_compatible_server(launches):
     result = CliRunner().invoke(cli, ["--base-url", "http://localhost:11434/v1"])
     assert result.exit_code == 0, result.output

@@ -2,6 +2,8 @@
 
 Command groups load lazily: ``dsh --help`` and ``dsh --version`` import none of them (the web
 server, the bench, YAML and the store stay unloaded); running a command imports only its module.
+Parsing imports neither ``logging`` nor ``pathlib``: the warning handler is set up once a command
+line has parsed (``ConsoleScript``) and path options build their ``Path`` on demand.
 The one-line summaries in ``--help`` come from ``COMMANDS`` so that listing needs no import;
 a test checks each against the command's own docstring.
 """
@@ -9,15 +11,17 @@ a test checks each against the command's own docstring.
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
-from dsh.cli.options import provider_options
+from dsh.cli.options import PathlibPath, provider_options
 from dsh.errors import DshError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": (
@@ -52,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def load_command(name: str) -> click.Command:
+    """Import the command ``name`` from its module (``COMMANDS`` says where it lives)."""
     target, _ = COMMANDS[name]
     module, attribute = target.split(":")
     command = getattr(importlib.import_module(module), attribute)
@@ -80,6 +85,9 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> object:
+        """Run the parsed command line; a ``DshError`` becomes one ``dsh: error:`` line."""
+        if isinstance(ctx.obj, ConsoleScript):
+            ctx.obj.start()
         try:
             return super().invoke(ctx)
         except DshError as exc:
@@ -102,7 +110,7 @@ class LazyGroup(click.Group):
 @click.option(
     "--cwd",
     "workspace_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=PathlibPath(exists=True, file_okay=False),
     help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
 )
 @provider_options
@@ -135,20 +143,36 @@ def cli(
         )
 
 
-class _OneLine(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return f"dsh: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+class ConsoleScript:
+    """``ctx.obj`` of a run of the ``dsh`` console script (``main``).
+
+    Tests that drive ``cli`` directly pass none, so their warnings stay with pytest's log capture.
+    """
+
+    def start(self) -> None:
+        """Once the command line has parsed: dsh's warnings go to stderr, one line each.
+
+        Not earlier, so parsing alone (``dsh --help``, ``dsh --version``) never loads ``logging``.
+        """
+        import logging
+
+        class OneLine(logging.Formatter):
+            def format(self, record: logging.LogRecord) -> str:
+                message = " ".join(record.getMessage().split())
+                return f"dsh: {record.levelname.lower()}: {message}"
+
+        handler = logging.StreamHandler()
+        handler.setFormatter(OneLine())
+        root = logging.getLogger("dsh")
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+        root.propagate = False
 
 
 def main() -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(_OneLine())
-    root = logging.getLogger("dsh")
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    root.propagate = False
+    """The ``dsh`` console script: run the command line; click's errors print as one line."""
     try:
-        code = cli.main(standalone_mode=False)
+        code = cli.main(standalone_mode=False, obj=ConsoleScript())
     except click.exceptions.NoArgsIsHelpError as exc:  # a group with no command: its help
         exc.show()
         sys.exit(exc.exit_code)

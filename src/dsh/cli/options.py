@@ -1,16 +1,33 @@
 """Flags shared by the commands that start a model route (``dsh`` and ``dsh run``).
 
-Imports only click, so ``dsh --help`` stays light."""
+Imports only click (not even pathlib: see :class:`PathlibPath`), so ``dsh --help`` stays light."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 F = TypeVar("F", bound=Callable[..., object])
+
+
+class PathlibPath(click.Path["Path"]):
+    """``click.Path`` whose values are ``pathlib.Path``, importing pathlib only for a value.
+
+    ``click.Path(path_type=Path)`` needs the class when the option is declared, which is at
+    import, so ``dsh --help`` would load pathlib (and urllib, ipaddress, fnmatch) for nothing.
+    """
+
+    def coerce_path_result(self, value: str | os.PathLike[str]) -> Path:
+        """The checked value as a ``pathlib.Path``."""
+        from pathlib import Path
+
+        return Path(value)
 
 
 def provider_options(command: F) -> F:
@@ -29,7 +46,7 @@ def provider_options(command: F) -> F:
             ),
             click.option(
                 "--script",
-                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                type=PathlibPath(exists=True, dir_okay=False),
                 help="Script file for the keyless scripted provider (JSON or YAML).",
             ),
         ]
