@@ -37,7 +37,8 @@ from dsh.events import (
 FORMAT_VERSION = 1
 
 DURABLE_EVENT_CLASSES = (StepEndEvent, TurnEndEvent, CompactionEndEvent)
-"""Appending one of these forces an fsync (spec §1.4); other appends are batched."""
+"""Appending one of these requests a background fsync (spec §1.4); other appends ride on the
+next one, or on ``sync()``/``close()``."""
 _DURABLE_TYPES = frozenset(DURABLE_EVENT_CLASSES)
 
 

@@ -92,8 +92,7 @@ class JsonlSessionLog(SessionLog):
                 f"cannot write {self.path}: {exc.strerror or exc}; nothing was committed"
             ) from exc
         self._size += len(data)
-        if durable:
-            self._fsync.request()
+        self._fsync.wrote(durable=durable)
 
     def _undo_partial_write(self) -> None:
         """Cut a half-written batch so later appends never follow garbage."""
@@ -107,7 +106,7 @@ class JsonlSessionLog(SessionLog):
         if self._fsync is None:
             return
         try:
-            self._fsync.wait()
+            self._fsync.sync()
         except OSError as exc:
             self._mark_broken(f"fsync failed: {exc}")
             raise StorageWriteError(f"cannot sync {self.path}: {exc.strerror or exc}") from exc
