@@ -189,7 +189,7 @@ class SessionLog(ABC):
             if not validated:
                 validate_event_shape(event)
         lines = [encode_event(event) for event in events]
-        durable = any(type(event) in _DURABLE_TYPES for event in events)
+        durable = not _DURABLE_TYPES.isdisjoint(map(type, events))
         self._write_lines(lines, durable=durable)
         self._events.extend(events)
         self.pending_end_seed = False

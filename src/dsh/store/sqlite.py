@@ -115,22 +115,24 @@ class SqliteSessionLog(SessionLog):
         super().__init__(header, events, writable=lock is not None, resumed=resumed)
         self._db = db
         self._lock = lock
+        self._cursor = db.cursor() if db is not None else None  # reused by every append
         self._fsync: GroupFsync | None = None
         self._wal: WalUpkeep | None = None
         if db is not None and path is not None:
             self._fsync, self._wal = _group_commit(db, path, header.id)
 
     def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
-        assert self._db is not None and self._fsync is not None and self._wal is not None
+        assert self._db is not None and self._cursor is not None
+        assert self._fsync is not None and self._wal is not None
         if self._fsync.error is not None:
             self._mark_broken(f"fsync failed: {self._fsync.error}")
             raise StorageWriteError(f"cannot write session {self.id}: fsync failed")
         first = len(self.events)
-        rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
         try:
-            if len(rows) == 1:  # autocommit: one statement is one transaction
-                self._db.execute(_INSERT, rows[0])
+            if len(lines) == 1:  # autocommit: one statement is one transaction
+                self._cursor.execute(_INSERT, (self.id, first, lines[0]))
             else:
+                rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(_INSERT, rows)
