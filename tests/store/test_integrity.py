@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,7 +14,7 @@ from dsh.errors import DshError, LogCorruptError
 from dsh.events import encode_event
 from dsh.store import JsonlStore
 from dsh.store.base import encode_header
-from dsh.store.integrity import check_line, seal, unseal, unseal_body
+from dsh.store.integrity import check_line, seal, sealed_lines, unseal, unseal_body
 from dsh.store.salvage import salvage_session
 from dsh.surface import Session
 from tests.helpers import append_chat_turn, append_tool_turn, new_session
@@ -39,6 +40,22 @@ def test_every_stored_line_is_its_canonical_json_sealed_with_its_crc32(tmp_path:
     lines = canonical(store, session_id)
     assert stored == [seal(line) for line in lines]
     assert stored[3].endswith(b',"crc":"%08x"}' % zlib.crc32(lines[3]))
+
+
+_json_objects = st.dictionaries(
+    st.text(max_size=8), st.text(max_size=40) | st.integers(), max_size=4
+).map(msgspec.json.encode)
+
+
+@given(st.lists(_json_objects, max_size=6))
+def test_a_batch_is_sealed_as_each_line_is_and_unseals_to_the_canonical_lines(
+    lines: list[bytes],
+) -> None:
+    batch = sealed_lines(lines)
+    assert batch == b"".join(seal(line) + b"\n" for line in lines)
+    assert unseal_body(batch, 0, len(batch), first_line=1, where="") == b"".join(
+        line + b"\n" for line in lines
+    )
 
 
 def test_a_changed_byte_in_an_event_refuses_the_load_naming_the_line(tmp_path: Path) -> None:

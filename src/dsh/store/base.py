@@ -37,7 +37,8 @@ from dsh.events import (
 FORMAT_VERSION = 1
 
 DURABLE_EVENT_CLASSES = (StepEndEvent, TurnEndEvent, CompactionEndEvent)
-"""Appending one of these forces an fsync (spec §1.4); other appends are batched."""
+"""Appending one of these requests a background fsync (spec §1.4); other appends ride on the
+next one, or on ``sync()``/``close()``."""
 _DURABLE_TYPES = frozenset(DURABLE_EVENT_CLASSES)
 
 
@@ -188,7 +189,7 @@ class SessionLog(ABC):
             if not validated:
                 validate_event_shape(event)
         lines = [encode_event(event) for event in events]
-        durable = any(type(event) in _DURABLE_TYPES for event in events)
+        durable = not _DURABLE_TYPES.isdisjoint(map(type, events))
         self._write_lines(lines, durable=durable)
         self._events.extend(events)
         self.pending_end_seed = False

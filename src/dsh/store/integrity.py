@@ -24,9 +24,20 @@ _MARK_SIZE = len(_MARK)
 _HEX = b"0123456789abcdef"
 
 
+_SEALED = b'%s,"crc":"%08x"}'
+_SEALED_LINE = _SEALED + b"\n"
+
+
 def seal(line: bytes) -> bytes:
     """``line`` (a canonical JSON object, no newline) with its ``"crc"`` key appended."""
-    return b'%s,"crc":"%08x"}' % (line[:-1], zlib.crc32(line))
+    return _SEALED % (line[:-1], zlib.crc32(line))
+
+
+def sealed_lines(lines: list[bytes]) -> bytes:
+    """``lines`` sealed as :func:`seal` does, each ended by a newline, as one buffer (what one
+    append writes)."""
+    crc32 = zlib.crc32
+    return b"".join([_SEALED_LINE % (line[:-1], crc32(line)) for line in lines])
 
 
 def unseal(line: bytes) -> tuple[bytes, int | None]:

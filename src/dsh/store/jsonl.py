@@ -38,7 +38,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.group_commit import GroupFsync
-from dsh.store.integrity import check_line, seal, unseal_body
+from dsh.store.integrity import check_line, seal, sealed_lines, unseal_body
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
 
@@ -80,20 +80,18 @@ class JsonlSessionLog(SessionLog):
         if self._fsync.error is not None:
             self._mark_broken(f"fsync failed: {self._fsync.error}")
             raise StorageWriteError(f"cannot write {self.path}: fsync failed: {self._fsync.error}")
-        data = b"\n".join([seal(line) for line in lines]) + b"\n"
+        data = sealed_lines(lines)
         try:
-            written = 0
-            view = memoryview(data)
+            written = os.write(self._fd, data)  # one syscall for the batch, unless it is short
             while written < len(data):
-                written += os.write(self._fd, view[written:])
+                written += os.write(self._fd, memoryview(data)[written:])
         except OSError as exc:
             self._undo_partial_write()
             raise StorageWriteError(
                 f"cannot write {self.path}: {exc.strerror or exc}; nothing was committed"
             ) from exc
         self._size += len(data)
-        if durable:
-            self._fsync.request()
+        self._fsync.wrote(durable=durable)
 
     def _undo_partial_write(self) -> None:
         """Cut a half-written batch so later appends never follow garbage."""
@@ -107,7 +105,7 @@ class JsonlSessionLog(SessionLog):
         if self._fsync is None:
             return
         try:
-            self._fsync.wait()
+            self._fsync.sync()
         except OSError as exc:
             self._mark_broken(f"fsync failed: {exc}")
             raise StorageWriteError(f"cannot sync {self.path}: {exc.strerror or exc}") from exc

@@ -5,15 +5,15 @@ and a log moves between them unchanged. Appends commit one transaction per batch
 ``synchronous=NORMAL`` (a process crash loses nothing appended); a batch that contains an
 fsync-point event requests an fsync of the WAL from a background thread that coalesces requests
 (group commit, as the JSONL store), and ``sync``/``close`` wait for it, so a power loss loses
-nothing that was synced. The schema is built by named migrations
-recorded in ``schema_migrations``. Opening a session for writing after its previous writer
+nothing that was synced. The same thread checkpoints the WAL, so appends do not wait for a
+checkpoint's fsyncs (``dsh.store.wal``). The schema is built by named migrations recorded in
+``schema_migrations``. Opening a session for writing after its previous writer
 stopped without closing (its lock file still names it) runs ``PRAGMA quick_check`` first and
 reports the outcome as one warning line.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,6 +38,7 @@ from dsh.store.base import (
 from dsh.store.group_commit import GroupFsync
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
+from dsh.store.wal import WRITER_BACKSTOP_PAGES, WalUpkeep, fsync_wal
 
 DB_NAME = "dsh.sqlite3"
 _INSERT = "INSERT INTO events VALUES (?, ?, ?)"
@@ -114,23 +115,24 @@ class SqliteSessionLog(SessionLog):
         super().__init__(header, events, writable=lock is not None, resumed=resumed)
         self._db = db
         self._lock = lock
+        self._cursor = db.cursor() if db is not None else None  # reused by every append
         self._fsync: GroupFsync | None = None
-        self._unsynced = False  # committed since the last fsync request
+        self._wal: WalUpkeep | None = None
         if db is not None and path is not None:
-            wal = path.with_name(path.name + "-wal")
-            self._fsync = GroupFsync(lambda: _fsync_file(wal), header.id)
+            self._fsync, self._wal = _group_commit(db, path, header.id)
 
     def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
-        assert self._db is not None and self._fsync is not None
+        assert self._db is not None and self._cursor is not None
+        assert self._fsync is not None and self._wal is not None
         if self._fsync.error is not None:
             self._mark_broken(f"fsync failed: {self._fsync.error}")
             raise StorageWriteError(f"cannot write session {self.id}: fsync failed")
         first = len(self.events)
-        rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
         try:
-            if len(rows) == 1:  # autocommit: one statement is one transaction
-                self._db.execute(_INSERT, rows[0])
+            if len(lines) == 1:  # autocommit: one statement is one transaction
+                self._cursor.execute(_INSERT, (self.id, first, lines[0]))
             else:
+                rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(_INSERT, rows)
@@ -142,20 +144,15 @@ class SqliteSessionLog(SessionLog):
             raise StorageWriteError(
                 f"cannot write session {self.id}: {exc}; nothing was committed"
             ) from exc
-        self._unsynced = True
-        if durable:  # group commit: the WAL is fsynced in the background, shared by batches
-            self._unsynced = False
-            self._fsync.request()
+        self._wal.committed(sum(map(len, lines)))
+        self._fsync.wrote(durable=durable)  # durable: the WAL is fsynced in the background
 
     def _sync(self) -> None:
         """Everything committed so far reaches stable storage before this returns."""
         if self._fsync is None:
             return
-        if self._unsynced:
-            self._unsynced = False
-            self._fsync.request()
         try:
-            self._fsync.wait()
+            self._fsync.sync()
         except OSError as exc:
             self._mark_broken(f"fsync failed: {exc}")
             raise StorageWriteError(f"cannot sync session {self.id}: {exc}") from exc
@@ -163,23 +160,24 @@ class SqliteSessionLog(SessionLog):
     def _close(self) -> None:
         if self._fsync is not None:
             self._fsync.close()
+        if self._wal is not None:
+            self._wal.close()
         if self._db is not None:
             self._db.close()
         if self._lock is not None:
             self._lock.release()
 
 
-def _fsync_file(path: Path) -> None:
-    """fsync the WAL: with ``synchronous=NORMAL`` a commit is in the WAL but not yet synced;
-    the checkpoint that moves it into the database file syncs on its own."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:  # no WAL: everything is checkpointed into the synced database
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _group_commit(
+    db: sqlite3.Connection, path: Path, session_id: str
+) -> tuple[GroupFsync, WalUpkeep]:
+    """The writer's WAL upkeep (``dsh.store.wal``): its fsync thread, which also checkpoints,
+    with the connection's own inline checkpoint left as a backstop only."""
+    db.execute(f"PRAGMA wal_autocheckpoint={WRITER_BACKSTOP_PAGES}")
+    page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+    wal = path.with_name(path.name + "-wal")
+    upkeep = WalUpkeep(path, page_size=page_size)
+    return GroupFsync(lambda: fsync_wal(wal), session_id, after=upkeep.checkpoint_if_due), upkeep
 
 
 class SqliteStore:
