@@ -61,8 +61,9 @@ def test_every_figure_but_time_is_deterministic(scenario: Scenario, backend: str
 
 
 @pytest.mark.xfail(
-    reason="known defect: a frozen stub written before a value changed names the old value "
-    "unmarked once the change leaves the tail (bench.md counts it as a leak)",
+    reason="known defect: the extractive state keeps a decision naming a value the conversation "
+    "later replaced in prose ('Change of plan: ... instead') unmarked, and a frozen stub written "
+    "before a value changed keeps naming the old one (bench.md counts both as leaks)",
     strict=True,
 )
 def test_a_compacting_run_presents_no_superseded_value_as_current() -> None:
