@@ -60,14 +60,9 @@ def test_every_figure_but_time_is_deterministic(scenario: Scenario, backend: str
     assert without_time(first) == without_time(second)
 
 
-@pytest.mark.xfail(
-    reason="known defect: the extractive state keeps a decision naming a value the conversation "
-    "later replaced in prose ('Change of plan: ... instead') unmarked, and a frozen stub written "
-    "before a value changed keeps naming the old one (bench.md counts both as leaks)",
-    strict=True,
-)
 def test_a_compacting_run_presents_no_superseded_value_as_current() -> None:
-    # refactor-medium at seed 7 shows it with the default budgets (the tiny spec no longer does)
+    """refactor-medium at seed 7 reverses a decision in prose ("Change of plan: ... instead")
+    after the old one reached the state; the state drops the reversed decision."""
     scenario = generate(load_spec("refactor-medium"), 7)
     result = run_scenario(scenario, "recallable", options=RunOptions(latency_ms=0))
     assert result["superseded"]["leaks"] == 0

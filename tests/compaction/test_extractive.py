@@ -307,6 +307,36 @@ def test_state_supersedes_a_value_held_by_the_previous_state():
     assert "timeout = 30s" in text
 
 
+def test_state_drops_a_decision_a_later_one_reverses_in_prose():
+    previous = text_of(
+        "state", (assistant_message("Decision: we will cut the fix from release/2025.03."),)
+    )
+    assert "release/2025.03" in previous
+    reversal = "Change of plan: we will cut the fix from release/2025.04 instead."
+    text = text_of("state", (assistant_message(reversal),), previous=previous)
+    assert "release/2025.03" not in text
+    assert reversal in text
+
+
+def test_state_keeps_decisions_a_reversal_is_not_about():
+    messages = (
+        assistant_message("We will use pytest-xdist for the suite in ci/run.sh."),
+        assistant_message("Decision: we will cut the fix from release/2025.03."),
+        assistant_message("Instead of mocking, we will use a real SQLite file in tests/db.py."),
+    )
+    text = text_of("state", messages)
+    assert "release/2025.03" in text and "ci/run.sh" in text and "tests/db.py" in text
+
+
+def test_a_reversal_that_names_the_same_literals_drops_nothing():
+    messages = (
+        assistant_message("We will deploy from release/2025.03 on Monday."),
+        assistant_message("We will deploy from release/2025.03 on Tuesday instead."),
+    )
+    text = text_of("state", messages)
+    assert "Monday" in text and "Tuesday" in text
+
+
 def test_state_merges_the_previous_state_keeping_its_goal():
     previous = text_of("state", debugging_slice())
     newer = (

@@ -451,6 +451,11 @@ def _state(task: SummaryTask) -> str:
     }
     sections = _merge(STATE_SECTIONS, _STATE_HOME, previous, new, [])
     _drop_superseded(sections, texts)
+    for section in sections:  # a decision reversed later on is no longer a decision
+        if section.heading == "Decisions":
+            bullets = sorted(section.bullets, key=lambda b: b.age)
+            gone = {bullets[i].text for i in et.reversed_decisions([b.text for b in bullets])}
+            section.bullets = [b for b in section.bullets if b.text not in gone]
     _fit(sections, task.max_tokens * 4)
     return _render(sections)
 

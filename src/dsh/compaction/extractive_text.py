@@ -76,3 +76,35 @@ def focus_words(focus: str | None) -> list[str]:
 def mentions(text: str, words: Sequence[str]) -> bool:
     lowered = text.lower()
     return any(word in lowered for word in words)
+
+
+REVERSAL = re.compile(
+    r"\b(?:instead|change of plan|changed our mind|rather than|no longer|switch(?:ed)? to)\b",
+    re.IGNORECASE,
+)
+"""Words with which a later decision says it replaces an earlier one."""
+REVERSAL_OVERLAP = 0.6
+"""Share of an earlier decision's words a reversal must repeat to be about the same thing."""
+_PLAIN_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def reversed_decisions(decisions: Sequence[str]) -> set[int]:
+    """Indexes of the ``decisions`` (oldest first) that a later one reverses: the later one
+    says so (``instead``, ``change of plan``, …), repeats most of the earlier one's words
+    (``REVERSAL_OVERLAP``) and drops a literal the earlier one named — "we will cut the fix from
+    release/2025.03" then "change of plan: we will cut the fix from release/2025.04 instead"."""
+    words = [set(_PLAIN_WORD.findall(d.lower())) for d in decisions]
+    literals = [{a.text for a in extract_anchors(d)} for d in decisions]
+    reversed_: set[int] = set()
+    for later, text in enumerate(decisions):
+        if not REVERSAL.search(text):
+            continue
+        for earlier in range(later):
+            shared = len(words[earlier] & words[later])
+            if (
+                words[earlier]
+                and shared >= REVERSAL_OVERLAP * len(words[earlier])
+                and literals[earlier] - literals[later]
+            ):
+                reversed_.add(earlier)
+    return reversed_
