@@ -93,18 +93,25 @@ def reversed_decisions(decisions: Sequence[str]) -> set[int]:
     says so (``instead``, ``change of plan``, …), repeats most of the earlier one's words
     (``REVERSAL_OVERLAP``) and drops a literal the earlier one named — "we will cut the fix from
     release/2025.03" then "change of plan: we will cut the fix from release/2025.04 instead"."""
+    reversals = [i for i, text in enumerate(decisions) if REVERSAL.search(text)]
+    if not reversals:
+        return set()
     words = [set(_PLAIN_WORD.findall(d.lower())) for d in decisions]
-    literals = [{a.text for a in extract_anchors(d)} for d in decisions]
+    literals: dict[int, set[str]] = {}
+
+    def literals_of(index: int) -> set[str]:  # extracted only for pairs that overlap
+        if index not in literals:
+            literals[index] = {a.text for a in extract_anchors(decisions[index])}
+        return literals[index]
+
     reversed_: set[int] = set()
-    for later, text in enumerate(decisions):
-        if not REVERSAL.search(text):
-            continue
+    for later in reversals:
         for earlier in range(later):
             shared = len(words[earlier] & words[later])
             if (
                 words[earlier]
                 and shared >= REVERSAL_OVERLAP * len(words[earlier])
-                and literals[earlier] - literals[later]
+                and literals_of(earlier) - literals_of(later)
             ):
                 reversed_.add(earlier)
     return reversed_
