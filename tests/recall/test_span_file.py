@@ -207,41 +207,6 @@ def _summary(seq: int) -> CompactionSummaryEvent:
     return CompactionSummaryEvent(seq=seq, time=0, data=data)
 
 
-_small = st.text(alphabet="abcß", max_size=6)  # seqs below 128 are these very bytes in headers
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    spans=st.dictionaries(
-        st.integers(0, 127),
-        st.tuples(st.lists(st.integers(97, 99), max_size=3), st.lists(_small, max_size=3)),
-        max_size=5,
-    ),
-    needles=st.lists(st.text(alphabet="abcß", min_size=1, max_size=3), min_size=1, max_size=4),
-    rewritten=st.sets(st.integers(0, 127), max_size=2),
-)
-def test_one_scan_of_the_whole_file_finds_what_a_search_of_each_message_finds(
-    tmp_path_factory: pytest.TempPathFactory,
-    spans: dict[int, tuple[list[int], list[str]]],
-    needles: list[str],
-    rewritten: set[int],
-) -> None:
-    path = tmp_path_factory.mktemp("scan") / "s.spans"
-    writer = SpanFile(path)
-    for seq, (nodes, texts) in [*spans.items(), *((s, ([], ["ab"])) for s in rewritten)]:
-        writer.put(_summary(seq), tuple(nodes[: len(texts)]), tuple(texts))
-    for seq in rewritten & spans.keys():  # a later record of a seq replaces the earlier one
-        writer.put(_summary(seq), (), tuple(spans[seq][1]))
-    writer.flush()
-    reader = SpanFile(path)
-    for needle in needles:
-        for seq, (_, texts) in spans.items():
-            stored = reader.get(_summary(seq))
-            assert stored is not None
-            expected = [(i, t.find(needle)) for i, t in enumerate(texts) if needle in t]
-            assert reader.find(stored, span_file_module.encode_text(needle)) == expected
-
-
 def test_queued_spans_beyond_the_flush_size_are_written_before_the_search_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

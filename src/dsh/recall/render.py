@@ -133,10 +133,10 @@ class SpanCache:
         lower-cased text of every message of the span that has one: what ``lower.find(needle)``
         over :meth:`lowered` gives, found in place in the span file when it has the span."""
         entry = self._entry(events, checkpoint)
-        if entry.lowered is None and self._file is not None:
+        if entry.lowered is None:
             stored = self._stored(entry, checkpoint)
             if stored is not None:
-                return self._file.find(stored, encode_text(needle))
+                return stored.find(encode_text(needle))
         found = []
         for index, lower in enumerate(self.lowered(events, checkpoint)):
             position = lower.find(needle)

@@ -14,10 +14,8 @@ are replaced), then records: a frame (header length, text length, CRC32 of both)
 header ``[summarySeq, key, nodeSeqs, textLengths]`` and the span's lower-cased messages as UTF-8
 (``surrogatepass``), one after another. ``key`` is the CRC32 of the summary event's encoding: a
 record is used only for that very summary at that seq. A search looks for the needle's UTF-8 in
-the whole mapped file at once, in place (a UTF-8 needle only matches at character boundaries, so
-the first byte match is the first character match); each hit is placed in its message by
-bisection over the messages' offsets (a hit in a record's frame or header, or across the end of
-a message, is passed over), and only a hit is decoded. A record that does not
+each message's bytes, in place (a UTF-8 needle only matches at character boundaries, so the
+first byte match is the first character match); only a hit is decoded. A record that does not
 check out ends the reading (the rest is computed again); any error reading or writing the file
 only means the spans are rendered as without it. ``dsh sessions repair`` deletes the file when
 it cuts a log, the one operation that changes events below an existing summary.
@@ -25,7 +23,6 @@ it cuts a log, the one operation that changes events below an existing summary.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import itertools
 import logging
@@ -76,12 +73,22 @@ class StoredSpan:
     """One checkpoint's span as stored: the node seq of each rendered message, and where each
     lower-cased message's UTF-8 lies in ``data`` (the file, mapped)."""
 
-    seq: int
     key: int
     nodes: tuple[int, ...]
     starts: tuple[int, ...]
     ends: tuple[int, ...]
     data: mmap.mmap
+
+    def find(self, needle: bytes) -> list[tuple[int, int]]:
+        """(message index, character position in the lower-cased message) of the first match
+        of ``needle`` (lower-cased, encoded as here) in every message that has one."""
+        found = []
+        find = self.data.find
+        for index, (start, end) in enumerate(zip(self.starts, self.ends, strict=True)):
+            at = find(needle, start, end)
+            if at >= 0:
+                found.append((index, len(self.data[start:at].decode(ENCODING, ERRORS))))
+        return found
 
     def lowered(self) -> tuple[str, ...]:
         """The lower-cased messages, decoded."""
@@ -139,45 +146,8 @@ class SpanFile:
         self.path = path
         self._spans: dict[int, StoredSpan] | None = None
         self._dir_made = False
-        self._found: tuple[bytes, dict[int, list[tuple[int, int]]]] | None = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-
-    def find(self, span: StoredSpan, needle: bytes) -> list[tuple[int, int]]:
-        """(message index, character position in the lower-cased message) of the first match
-        of ``needle`` (lower-cased, encoded as here) in every message of ``span`` (one of this
-        file's, from :meth:`get`) that has one.
-
-        The first call for a needle scans the whole file once, in place (one ``find`` over the
-        mapped bytes per hit, not one per message), and keeps the hits of every stored span."""
-        if self._found is None or self._found[0] != needle:
-            self._found = (needle, self._scan(needle))
-        return self._found[1].get(span.seq, [])
-
-    def _scan(self, needle: bytes) -> dict[int, list[tuple[int, int]]]:
-        """The hits of ``needle`` in every stored span, by summary seq."""
-        spans = sorted((self._spans or {}).values(), key=lambda span: span.starts[:1])
-        starts = [start for span in spans for start in span.starts]
-        ends = [end for span in spans for end in span.ends]
-        owners = [(span, index) for span in spans for index in range(len(span.starts))]
-        found: dict[int, list[tuple[int, int]]] = {}
-        if not starts:
-            return found
-        data = spans[0].data
-        at = _find(data, needle, starts[0])
-        while at >= 0:
-            which = bisect.bisect_right(starts, at) - 1
-            if at + len(needle) <= ends[which]:  # inside one message, not across two
-                span, index = owners[which]
-                position = len(data[starts[which] : at].decode(ENCODING, ERRORS))
-                found.setdefault(span.seq, []).append((index, position))
-                at = ends[which]  # the first match of a message is the one reported
-            elif at >= ends[which]:  # in a record's frame or header: go on at the next text
-                at = starts[which + 1] if which + 1 < len(starts) else len(data)
-            else:
-                at = ends[which]  # across a message's end: nothing of this message fits
-            at = _find(data, needle, at)
-        return found
 
     def get(self, summary: CompactionSummaryEvent) -> StoredSpan | None:
         """The stored span of exactly ``summary``, if the file has it."""
@@ -203,9 +173,8 @@ class SpanFile:
             self.flush()
 
     def flush(self) -> None:
-        """End of a search: forget its hits, and append the queued spans (one write); a failure
-        is logged and otherwise ignored: the file is a cache."""
-        self._found = None  # a search's hits are kept for that search only
+        """Append the queued spans (one write); a failure is logged and otherwise ignored: the
+        file is a cache."""
         if not self._pending:
             return
         frames = b"".join(self._pending)
@@ -252,27 +221,10 @@ class SpanFile:
             header = _decoder.decode(view[start:text_start])
             starts = list(itertools.accumulate(header.lengths, initial=text_start))
             spans[header.seq] = StoredSpan(  # the latest record of a seq wins
-                header.seq, header.key, header.nodes, tuple(starts[:-1]), tuple(starts[1:]), data
+                header.key, header.nodes, tuple(starts[:-1]), tuple(starts[1:]), data
             )
             position = end
         return spans
-
-
-WINDOW = 16_384
-"""Bytes searched per ``find`` call. CPython's ``find`` switches to the two-way algorithm above
-30,000 bytes of haystack (for needles of 6 to 99 bytes), which on text is about half as fast as
-its default search; windows below that keep the default."""
-
-
-def _find(data: mmap.mmap, needle: bytes, start: int) -> int:
-    """``data.find(needle, start)``, searched a window at a time."""
-    size, overlap = len(data), len(needle) - 1
-    while start < size:
-        at = data.find(needle, start, min(start + WINDOW + overlap, size))
-        if at >= 0:
-            return at
-        start += WINDOW
-    return -1
 
 
 def _map(path: Path) -> mmap.mmap | None:
