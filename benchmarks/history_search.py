@@ -6,17 +6,20 @@ checkpoints, one planted needle). Timed, best of 3 where it says so:
 * first search ever: the first query of a fresh ``HistorySearchTool`` with a span directory and
   no span file yet (renders and lower-cases every span, and stores the lower-cased spans);
 * cold: the first query of another fresh tool (empty memory), as a new process runs it (a
-  resumed agent): it reads the span file the first search stored (best of 3, each a new tool);
+  resumed agent): it reads the span file the first search stored;
 * warm: a later query on the same tool (spans and their lower-cased text are in memory);
 * CLI path: ``search_history`` with a fresh cache on the same span file, as ``dsh recall
-  search`` runs it once per process (best of 3);
+  search`` runs it once per process;
 * without a span file: a fresh tool without a span directory (what every cold search cost
   before span files);
-* baseline: ``text.lower().find(query)`` over the same text concatenated (best of 3).
+* baseline: ``text.lower().find(query)`` over the same text concatenated.
 
-Targets: cold and warm <= 2x the baseline. Misses are reported, never an error exit.
+The machine is shared, so each of ``--rounds`` rounds times the baseline and then every row once
+(a new span directory per round); a row's ratio is its time over the same round's baseline, and
+the median and range of times and ratios are printed with the load average. Targets: the median
+ratio of cold, warm and the CLI path <= 2x. Misses are reported, never an error exit.
 
-Run: ``uv run python benchmarks/history_search.py [--mb 100] [--seed 1]``
+Run: ``uv run python benchmarks/history_search.py [--mb 100] [--seed 1] [--rounds 5]``
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -37,61 +42,83 @@ from dsh.tools.base import ToolContext
 from recallable import build_search_log
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+def timed(fn: Callable[[], Any]) -> float:
     gc.collect()
     start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
+    fn()
+    return time.perf_counter() - start
+
+
+def spread(values: list[float], fmt: str) -> str:
+    """``median (min–max)`` of ``values``."""
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     session, text, needle = build_search_log(args.mb, args.seed)
     ctx = ToolContext(
         workspace=Path("."), session_id=session.id, call_id="s", history=session.events
     )
-    with tempfile.TemporaryDirectory(prefix="dsh-spans-") as spans:
-        span_dir = Path(spans)
+    query = needle.lower()
 
-        def search(tool: HistorySearchTool) -> Any:
-            output = asyncio.run(tool.run({"query": needle}, ctx))
-            assert needle in output.text
-            return output
+    def search(tool: HistorySearchTool) -> Any:
+        output = asyncio.run(tool.run({"query": needle}, ctx))
+        assert needle in output.text
+        return output
 
-        first = timed(lambda: search(HistorySearchTool(span_dir=span_dir)))[0]
-        cold = min(timed(lambda: search(HistorySearchTool(span_dir=span_dir)))[0] for _ in range(3))
+    rows = ("first search ever (stores)", "cold (new tool, span file)", "warm")
+    rows += ("CLI path (span file)", "cold without a span file")
+    times: dict[str, list[float]] = {"baseline": [], **{row: [] for row in rows}}
+    file_mb = 0.0
+    load_before = os.getloadavg()[0]
+
+    def one_round(span_dir: Path) -> list[float]:
+        """The baseline's time and each row's, in this order."""
+        spans_path = span_dir / f"{session.id}.spans"
         tool = HistorySearchTool(span_dir=span_dir)
-        search(tool)
-        warm = min(timed(lambda: search(tool))[0] for _ in range(3))
 
         def cli_search() -> Any:
             cache = SpanCache()
-            cache.use_file(span_dir / f"{session.id}.spans")
+            cache.use_file(spans_path)
             return search_history(session.events, needle, cache=cache)
 
-        cli = min(timed(cli_search)[0] for _ in range(3))
-        file_mb = (span_dir / f"{session.id}.spans").stat().st_size / 1e6
-    no_file = timed(lambda: search(HistorySearchTool()))[0]
-    query = needle.lower()
-    bare = min(timed(lambda: text.lower().find(query))[0] for _ in range(3))
+        figures = [
+            timed(lambda: text.lower().find(query)),
+            timed(lambda: search(HistorySearchTool(span_dir=span_dir))),
+            timed(lambda: search(HistorySearchTool(span_dir=span_dir))),
+        ]
+        search(tool)
+        figures += [timed(lambda: search(tool)), timed(cli_search)]
+        figures.append(timed(lambda: search(HistorySearchTool())))
+        return figures
+
+    for _ in range(args.rounds):  # round-robin: the machine's load hits baseline and subjects
+        with tempfile.TemporaryDirectory(prefix="dsh-spans-") as spans:
+            for name, seconds in zip(times, one_round(Path(spans)), strict=True):
+                times[name].append(seconds)
+            file_mb = (Path(spans) / f"{session.id}.spans").stat().st_size / 1e6
+    load_after = os.getloadavg()[0]
     print(f"history_search over {len(text) / 1e6:.0f} MB shadowed, {len(session.events):,} events")
-    print(f"span file: {file_mb:.0f} MB")
-    print(f"baseline bare lower().find      {bare:8.3f} s")
-    for name, seconds, target in (
-        ("first search ever (stores)", first, None),
-        ("cold (new tool, span file)", cold, 2),
-        ("warm", warm, 2),
-        ("CLI path (span file)", cli, 2),
-        ("cold without a span file", no_file, None),
-    ):
+    print(
+        f"span file: {file_mb:.0f} MB; {args.rounds} rounds round-robin; "
+        f"load average {load_before:.1f} -> {load_after:.1f}"
+    )
+    print(f"baseline bare lower().find      {spread(times['baseline'], '.3f')} s")
+    targets = {rows[1]: 2, rows[2]: 2, rows[3]: 2}
+    for name in rows:
+        ratios = [t / b for t, b in zip(times[name], times["baseline"], strict=True)]
         verdict = ""
-        if target is not None:
-            ok = seconds <= target * bare
-            verdict = f"  target <= {target}x {'PASS' if ok else 'MISS'}"
-        print(f"{name:30s}  {seconds:8.3f} s   {seconds / bare:6.2f}x{verdict}")
+        if name in targets:
+            ok = statistics.median(ratios) <= targets[name]
+            verdict = f"  target <= {targets[name]}x {'PASS' if ok else 'MISS'}"
+        print(
+            f"{name:30s}  {spread(times[name], '.3f')} s   ratio {spread(ratios, '.2f')}{verdict}"
+        )
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@ decode of the same log in the same run.
 
 A JSONL session of ``--events`` events (``scaling.py``'s prefill) is stored under a temporary
 ``DSH_HOME``; each command runs in-process through the click entry point with its output
-discarded (best of ``--repeat``). Baseline: reading the file and ``msgspec.json`` decoding every
-line, untyped, with the cyclic collector off (best of ``--repeat``). Target: <= 1.2x the
-baseline; a miss is reported.
+discarded. Baseline: reading the file and ``msgspec.json`` decoding every line, untyped, with the
+cyclic collector off. The machine is shared, so the baseline and the commands are timed
+round-robin (baseline, stats, show, baseline, …, ``--rounds`` rounds): each round's ratio is a
+command's time over the baseline's time in that round, and the median and range of those ratios
+are printed with the load average. Target: median <= 1.2x the baseline; a miss is reported.
 
-Run: ``uv run python benchmarks/sessions_cli.py [--events 100000] [--repeat 3]``
+Run: ``uv run python benchmarks/sessions_cli.py [--events 100000] [--rounds 7]``
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -31,20 +35,25 @@ from scaling import prefill
 TARGET = 1.2
 
 
-def best(repeat: int, work) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(work: Callable[[], object]) -> float:
+    """Seconds one call of ``work`` takes."""
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def spread(values: list[float], fmt: str) -> str:
+    """``median (min–max)`` of ``values``."""
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}–{max(values):{fmt}})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
+    names = ("sessions stats", "sessions show")
+    times: dict[str, list[float]] = {"baseline": [], **{name: [] for name in names}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "ws").mkdir()
@@ -61,22 +70,34 @@ def main() -> None:
             finally:
                 gc.enable()
 
-        bare = best(args.repeat, decode)
         runner = CliRunner()
 
-        def command(*argv: str) -> None:
-            result = runner.invoke(cli, ["sessions", *argv, session_id])
-            assert result.exit_code == 0, result.output
+        def command(name: str) -> Callable[[], None]:
+            def run() -> None:
+                result = runner.invoke(cli, [*name.split(), session_id])
+                assert result.exit_code == 0, result.output
 
-        rows = [
-            ("sessions stats", best(args.repeat, lambda: command("stats"))),
-            ("sessions show", best(args.repeat, lambda: command("show"))),
-        ]
-    print(f"{args.events:,} events; baseline bare decode {bare:.3f} s")
-    for name, seconds in rows:
-        ratio = seconds / bare
-        verdict = "PASS" if ratio <= TARGET else "MISS"
-        print(f"{name:16s} {seconds:7.3f} s   {ratio:5.2f}x   target <= {TARGET}x {verdict}")
+            return run
+
+        load_before = os.getloadavg()[0]
+        for _ in range(args.rounds):
+            times["baseline"].append(timed(decode))
+            for name in names:
+                gc.collect()
+                times[name].append(timed(command(name)))
+        load_after = os.getloadavg()[0]
+    print(
+        f"{args.events:,} events, {args.rounds} rounds round-robin; "
+        f"load average {load_before:.1f} -> {load_after:.1f}"
+    )
+    print(f"baseline bare decode  {spread(times['baseline'], '.3f')} s")
+    for name in names:
+        ratios = [t / b for t, b in zip(times[name], times["baseline"], strict=True)]
+        verdict = "PASS" if statistics.median(ratios) <= TARGET else "MISS"
+        print(
+            f"{name:16s}      {spread(times[name], '.3f')} s   "
+            f"ratio {spread(ratios, '.2f')}   target <= {TARGET}x {verdict}"
+        )
 
 
 if __name__ == "__main__":

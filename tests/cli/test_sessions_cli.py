@@ -179,3 +179,22 @@ def test_migrate_leaves_a_session_that_loads_with_a_warning_where_it_is(home):
     assert f"{FIXTURE_ID}: not moved: it loads with a warning" in result.output
     assert path.read_bytes() == before
     assert "moved 0 session(s)" in result.output
+
+
+def test_stats_and_the_transcript_and_events_views_read_the_log_without_folding_a_surface(
+    home, monkeypatch
+):
+    expected = {
+        argv: run("sessions", *argv, FIXTURE_ID).output
+        for argv in (("stats",), ("show",), ("show", "--view", "events"))
+    }
+
+    def no_fold(*args, **kwargs):
+        raise AssertionError("the surface was folded")
+
+    monkeypatch.setattr("dsh.surface.Session.__init__", no_fold)
+    for argv, output in expected.items():
+        result = run("sessions", *argv, FIXTURE_ID)
+        assert result.exit_code == 0 and result.output == output
+    assert "cache-hit ratio" in expected[("stats",)]
+    assert COMPACTION_MARKER in expected[("show",)]

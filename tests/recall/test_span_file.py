@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh.events import CompactionSummary, CompactionSummaryEvent
 from dsh.recall import HistorySearchTool, SpanCache, list_checkpoints, search_history
 from dsh.recall import span_file as span_file_module
 from dsh.recall.span_file import MAGIC, SpanFile
@@ -191,3 +192,37 @@ def test_span_file_reads_once(tmp_path: Path) -> None:
     assert spans.get(summary) is not None
     path.unlink()
     assert spans.get(summary) is not None  # already read: the mapping stays valid
+
+
+def _summary(seq: int) -> CompactionSummaryEvent:
+    data = CompactionSummary(
+        compaction_id=f"k{seq}",
+        summary="s",
+        shadowed_range=(0, 0),
+        shadowed_seqs=(0,),
+        shadowed_token_count=1,
+        provider="p",
+        model="m",
+    )
+    return CompactionSummaryEvent(seq=seq, time=0, data=data)
+
+
+def test_queued_spans_beyond_the_flush_size_are_written_before_the_search_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(span_file_module, "FLUSH_BYTES", 1)
+    path = tmp_path / "s.spans"
+    writer = SpanFile(path)
+    writer.put(_summary(3), (1,), ("one",))
+    assert SpanFile(path).get(_summary(3)) is not None  # written without a flush
+    writer.flush()  # nothing queued: nothing written
+    assert path.read_bytes().count(b"one") == 1
+
+
+def test_a_search_writes_the_spans_it_lowered_in_one_write(tmp_path: Path, monkeypatch) -> None:
+    passes = two_passes()
+    writes: list[int] = []
+    original = SpanFile._append
+    monkeypatch.setattr(SpanFile, "_append", lambda self, b: writes.append(1) or original(self, b))
+    with_file(passes.session, NEEDLE, tmp_path / "s.spans")
+    assert len(list_checkpoints(passes.session.events)) > 1 and writes == [1]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dsh.errors import DshError, LogCorruptError
 from dsh.events import encode_event
-from dsh.store import JsonlStore
+from dsh.store import JsonlStore, integrity
 from dsh.store.base import encode_header
 from dsh.store.integrity import check_line, seal, sealed_lines, unseal, unseal_body
 from dsh.store.salvage import salvage_session
@@ -165,3 +165,65 @@ def test_no_single_bit_flip_loads_with_changed_content(
     finally:
         path.write_bytes(data)
     assert loaded == original[: len(loaded)]
+
+
+def _line_by_line(body: bytes) -> bytes | str:
+    """What checking ``body`` one line at a time gives: the unsealed body, or the error."""
+    try:
+        return integrity._unseal_lines(body, 0, len(body), 1, "")
+    except LogCorruptError as exc:
+        return str(exc)
+
+
+def _unsealed(body: bytes) -> bytes | str:
+    try:
+        return unseal_body(body, 0, len(body), first_line=1, where="")
+    except LogCorruptError as exc:
+        return str(exc)
+
+
+def _damaged(line: bytes, how: str) -> bytes:
+    sealed = seal(line)
+    if how == "sealed":
+        return sealed
+    if how == "unsealed":
+        return line
+    if how == "upper":  # a seal whose digits are not lowercase hex: not a seal
+        return sealed[:-10] + sealed[-10:-2].upper() + b'"}'
+    if how == "only seal":  # nothing before the seal
+        return sealed[len(line) - 1 :]
+    digit = sealed[-3:-2]
+    return sealed[:-3] + (b"0" if digit != b"0" else b"1") + b'"}'  # a CRC that does not match
+
+
+@given(
+    st.lists(
+        st.tuples(
+            _json_objects, st.sampled_from(["sealed", "unsealed", "upper", "only seal", "crc"])
+        ),
+        max_size=8,
+    )
+)
+def test_unsealing_a_body_at_once_equals_checking_it_line_by_line(
+    lines: list[tuple[bytes, str]],
+) -> None:
+    body = b"".join(_damaged(line, how) + b"\n" for line, how in lines)
+    assert _unsealed(body) == _line_by_line(body)
+
+
+def test_a_fully_sealed_body_is_unsealed_without_a_pass_per_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = [b'{"a":1}', b'{"b":"x,\\"crc\\":\\"00000000\\"}"}', b'{"c":[1,2]}']
+    body = sealed_lines(lines)
+
+    def per_line(*args: object) -> bytes:
+        raise AssertionError("checked line by line")
+
+    monkeypatch.setattr(integrity, "_unseal_lines", per_line)
+    assert unseal_body(body, 0, len(body), first_line=1, where="") == b"".join(
+        line + b"\n" for line in lines
+    )
+    assert unseal_body(b"x" + body, 1, len(body) + 1, first_line=1, where="", lines=3) == (
+        b"".join(line + b"\n" for line in lines)
+    )

@@ -16,7 +16,7 @@ from dsh.errors import UsageError
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
-from dsh.store.base import encode_header
+from dsh.store.base import SessionLog, encode_header
 from dsh.store.migrate import migrate_sessions, store_location
 from dsh.store.salvage import salvage_session
 from dsh.store.salvage_sqlite import salvage_sqlite_session
@@ -91,19 +91,21 @@ VIEWS = ("transcript", "surface", "events", "settings")
 )
 def show(session_id: str, view: str) -> None:
     """Print one session."""
+    if view in ("transcript", "events"):  # the log's events alone: no surface fold needed
+        with _open_log(session_id) as log:
+            if view == "events" and log.events:
+                click.echo("\n".join(encode_event(event).decode() for event in log.events))
+            elif view == "transcript":
+                click.echo(render_human_transcript(log.events))
+        return
     session = _open(session_id)
-    if view == "events":
-        for event in session.events:
-            click.echo(encode_event(event).decode())
-    elif view == "surface":
+    if view == "surface":
         click.echo(render_surface(session))
     elif view == "settings":
         from dsh.agent import session_settings
 
         for line in session_settings.describe(session_settings.latest(session)):
             click.echo(line)
-    else:
-        click.echo(render_human_transcript(session.events))
 
 
 @sessions.command("export")
@@ -159,9 +161,9 @@ def import_(file: Path, session_id: str | None) -> None:
 @click.argument("session_id")
 def stats(session_id: str) -> None:
     """Tokens, cache-hit ratio, steps, tool calls and compactions of one session."""
-    session = _open(session_id)
-    click.echo(f"session {session.id}")
-    click.echo(render_stats(session_stats(session.events)))
+    with _open_log(session_id) as log:  # figures of the log's events: no surface fold needed
+        click.echo(f"session {log.id}")
+        click.echo(render_stats(session_stats(log.events)))
 
 
 @sessions.command("repair")
@@ -194,6 +196,16 @@ def migrate(backend: str) -> None:
         click.echo(line)
     if report.failed:
         raise SystemExit(1)
+
+
+def _open_log(session_id: str) -> SessionLog:
+    """The stored log, read-only (decoded, its seals and events checked, not folded into a
+    surface: what the views that only read events need)."""
+    store = context.store()
+    log = store.open(context.resolve_session_id(store, session_id))
+    for warning in log.warnings:
+        context.warn(warning)
+    return log
 
 
 def _open(session_id: str) -> Session:

@@ -138,12 +138,11 @@ def resolve_checkpoint(events: Sequence[Event], checkpoint: object) -> Checkpoin
 def list_checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
     """Every completed checkpoint in log order, superseded ones included."""
     found = []
-    for event in events:
-        if isinstance(event, CompactionSummaryEvent):
-            try:
-                found.append(_bracket(events, event))
-            except RecallError:
-                continue
+    for event in [e for e in events if type(e) is CompactionSummaryEvent]:  # a leaf class
+        try:
+            found.append(_bracket(events, event))
+        except RecallError:
+            continue
     return found
 
 

@@ -75,7 +75,8 @@ class SpanCache:
     An entry also holds the summary event it was rendered for and is reused only for that very
     event, so a cache shared across sessions never serves another log's span. With a span file
     (:meth:`use_file`, one per session) the lower-cased text of a span is read from the file
-    when an earlier process stored it, and stored there when it is first computed here.
+    when an earlier process stored it, and stored there when it is first computed here (queued,
+    and written by :meth:`flush`, which ``search_history`` calls once per search).
     """
 
     def __init__(self, max_spans: int = 100_000, max_chars: int = 256_000_000) -> None:
@@ -90,10 +91,16 @@ class SpanCache:
 
     def use_file(self, path: Path | None) -> None:
         """Keep lower-cased spans in the span file at ``path`` (None: in memory only)."""
+        self.flush()
         if path is None:
             self._file = None
         elif self._file is None or self._file.path != path:
             self._file = SpanFile(path)
+
+    def flush(self) -> None:
+        """Write the spans lower-cased since the last flush to the span file (one write)."""
+        if self._file is not None:
+            self._file.flush()
 
     def span(self, events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
         """``render_span(events, checkpoint)``, rendered at most once per summary event."""

@@ -6,7 +6,7 @@ lower-casing a long session's spans costs several times the scan itself, and eve
 span depends only on the log's events below its summary, and the log is append-only, so the
 lower-cased span of a checkpoint can be kept for good: one file per session
 (``<home>/cache/recall/<id>.spans``, see ``dsh.store.span_cache_path``), appended to as spans are
-first rendered, read whole by the next process that searches.
+first rendered (one write at the end of a search), read whole by the next process that searches.
 
 The file holds a first line naming the format and a fingerprint of the renderer (the rendering
 of a fixed set of probe messages: if the renderer's output changes, old files stop matching and
@@ -133,6 +133,9 @@ def _renderer_fingerprint() -> int:
     return zlib.crc32("\x00".join(rendered).encode())
 
 
+FLUSH_BYTES = 16 << 20
+"""Queued span bytes that make :meth:`SpanFile.put` write them out without waiting for a flush."""
+
 MAGIC = b"dsh-spans 1 %08x\n" % _renderer_fingerprint()
 
 
@@ -143,6 +146,8 @@ class SpanFile:
         self.path = path
         self._spans: dict[int, StoredSpan] | None = None
         self._dir_made = False
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
 
     def get(self, summary: CompactionSummaryEvent) -> StoredSpan | None:
         """The stored span of exactly ``summary``, if the file has it."""
@@ -154,16 +159,28 @@ class SpanFile:
     def put(
         self, summary: CompactionSummaryEvent, nodes: tuple[int, ...], lowered: tuple[str, ...]
     ) -> None:
-        """Append the span of ``summary`` (one write); a failure is logged and otherwise
-        ignored: the file is a cache."""
+        """Queue the span of ``summary`` to be appended by the next :meth:`flush` (done here
+        once ``FLUSH_BYTES`` are queued)."""
         texts = [encode_text(m) for m in lowered]
         header = _encoder.encode(
             SpanHeader(summary.seq, summary_key(summary), nodes, tuple(len(t) for t in texts))
         )
         text = b"".join(texts)
         crc = zlib.crc32(text, zlib.crc32(header))
+        self._pending += (_FRAME.pack(len(header), len(text), crc), header, text)
+        self._pending_bytes += len(header) + len(text)
+        if self._pending_bytes >= FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the queued spans (one write); a failure is logged and otherwise ignored: the
+        file is a cache."""
+        if not self._pending:
+            return
+        frames = b"".join(self._pending)
+        self._pending, self._pending_bytes = [], 0
         try:
-            self._append(_FRAME.pack(len(header), len(text), crc) + header + text)
+            self._append(frames)
         except OSError as exc:
             log.debug("cannot write the span cache %s: %s", self.path, exc)
 

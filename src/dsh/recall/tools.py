@@ -197,6 +197,7 @@ def search_history(
                 message = spans.message(events, target, index)
                 hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, len(query))}")
         matched_checkpoints += found_here
+    spans.flush()  # the spans lower-cased by this search, stored in one write
     truncated = matched > len(hits)
     meta = {"scanned": len(targets), "matched": matched, "truncated": truncated}
     header = (

@@ -14,7 +14,9 @@ refuses.
 
 from __future__ import annotations
 
+import re
 import zlib
+from itertools import repeat
 
 from dsh.errors import LogCorruptError
 
@@ -64,9 +66,46 @@ def check_line(line: bytes, *, number: int, where: str) -> bytes:
     return canonical
 
 
-def unseal_body(data: bytes, start: int, end: int, *, first_line: int, where: str) -> bytes:
+_SEAL_AT_LINE_END = re.compile(rb',"crc":"([0-9a-f]{8})"\}\n')
+"""A seal and its newline. A JSON string holds no raw newline or bare quote, so in a line of
+JSON this can only match at the line's end."""
+
+
+def unseal_body(
+    data: bytes, start: int, end: int, *, first_line: int, where: str, lines: int | None = None
+) -> bytes:
     """``data[start:end]`` (complete lines) with every line checked as :func:`check_line` does
-    and its seal removed. One pass, one copy."""
+    and its seal removed.
+
+    Fast path, when every line is sealed: the seals are cut out in one regex split, the CRCs
+    are computed and compared list against list with no Python code per line. Otherwise (a log
+    written before seals, a line whose seal does not read as one, a mismatch) the lines are
+    checked one by one, which gives the same body or names the first bad line. ``lines``: the
+    number of lines in the body, if the caller has counted them."""
+    if lines is None:
+        lines = data.count(b"\n", start, end)
+    fast = _unseal_all_sealed(data, start, end, lines)
+    return fast if fast is not None else _unseal_lines(data, start, end, first_line, where)
+
+
+def _unseal_all_sealed(data: bytes, start: int, end: int, lines: int) -> bytes | None:
+    """The unsealed body if every line ends in a seal that matches; None otherwise."""
+    body = data[start:end] if start or end != len(data) else data
+    parts = _SEAL_AT_LINE_END.split(body)
+    if parts[-1] or len(parts) // 2 != lines:
+        return None  # a line without a seal (the last part is what follows the last seal)
+    kept = parts[0:-1:2]  # each line's canonical JSON but its closing brace
+    if not all(kept):
+        return None  # a line that is only a seal: checked (and refused) line by line
+    crc32 = zlib.crc32
+    actual = list(map(crc32, repeat(b"}"), map(crc32, kept)))
+    if actual != list(map(int, parts[1::2], repeat(16))):
+        return None  # a mismatch: found again, with its line number, line by line
+    kept.append(b"")
+    return b"}\n".join(kept)
+
+
+def _unseal_lines(data: bytes, start: int, end: int, first_line: int, where: str) -> bytes:
     view = memoryview(data)
     parts: list[memoryview | bytes] = []
     append, find, starts, crc32 = parts.append, data.find, data.startswith, zlib.crc32

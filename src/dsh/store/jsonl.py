@@ -297,7 +297,7 @@ def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[t
         end = len(data) - (len(chunk) - cut)
         torn[:] = [data[end:]] if end < len(data) else []
         count = data.count(b"\n", 0, end)
-        yield unseal_body(data, 0, end, first_line=line, where=f"{path}: "), count
+        yield unseal_body(data, 0, end, first_line=line, where=f"{path}: ", lines=count), count
         line += count
 
 

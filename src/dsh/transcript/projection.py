@@ -15,8 +15,9 @@ replay (a stored log) produce the same items.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from dsh.events import (
     AssistantMessageEvent,
@@ -25,14 +26,14 @@ from dsh.events import (
     CompactionSummaryEvent,
     Event,
     Message,
+    ToolCallBlock,
     ToolCallEvent,
     ToolResultBlock,
     ToolResultEvent,
     TurnEndEvent,
     TurnEndReason,
-    is_append_surface_event,
+    UserMessageEvent,
     is_checkpoint_event,
-    surface_message,
 )
 from dsh.events.codec import gc_paused
 
@@ -108,59 +109,88 @@ class PassDetails:
 
 
 class TranscriptProjector:
-    """Feeds events in log order; returns the transcript items each one adds."""
+    """Feeds events in log order; returns the transcript items each one adds.
+
+    ``feed`` dispatches on the event's exact type (event classes are leaves), one dict lookup
+    per event: most events of a long log (step and turn brackets, requests) add nothing."""
 
     def __init__(self) -> None:
         self._pass_of: dict[str, str] = {}
         self._marked: set[str] = set()
         self._shown_calls: set[str] = set()
         self.details: dict[str, PassDetails] = {}
+        self._handlers: dict[type, Callable[[Any], list[TranscriptItem]]] = {
+            CompactionStartEvent: self._compaction_start,
+            CompactionSummaryEvent: self._compaction_summary,
+            UserMessageEvent: self._user_message,
+            AssistantMessageEvent: self._assistant_message,
+            ToolResultEvent: self._tool_result,
+            ToolCallEvent: self._tool_call,
+            TurnEndEvent: self._turn_end,
+            CommandDoneEvent: self._command_done,
+        }
 
     def feed(self, event: Event) -> list[TranscriptItem]:
-        if isinstance(event, CompactionStartEvent):
-            start = event.data
-            self._pass_of[start.compaction_id] = start.pass_id or start.compaction_id
-        elif isinstance(event, CompactionSummaryEvent):
-            summary = event.data
-            pass_id = self._pass_of.get(
-                summary.compaction_id, summary.pass_id or summary.compaction_id
-            )
-            details = self.details.setdefault(pass_id, PassDetails())
-            details.summaries.append((summary.kind or "state", summary.summary))
-            details.summary_seqs.append(event.seq)
-            details.items += len(summary.shadowed_seqs)
-            details.tokens += summary.shadowed_token_count
-        elif is_checkpoint_event(event):
-            compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
-            pass_id = self._pass_of.get(compaction_id, compaction_id)
-            if pass_id not in self._marked:
-                self._marked.add(pass_id)
-                return [MarkerItem(event.seq, pass_id)]
-        elif isinstance(event, ToolCallEvent):
-            if event.data.call_id in self._shown_calls:
-                data = event.data
-                return [ToolCallItem(event.seq, data.call_id, data.name, data.arguments)]
-        elif is_append_surface_event(event):
-            return self._surface(event)
-        elif isinstance(event, TurnEndEvent):
-            note = turn_end_note(event.data.reason)
-            return [NoteItem(event.seq, note)] if note is not None else []
-        elif isinstance(event, CommandDoneEvent):
-            return [NoteItem(event.seq, event.data.text)]
+        """The items ``event`` adds to the transcript (often none)."""
+        handler = self._handlers.get(type(event))
+        return [] if handler is None else handler(event)
+
+    def _compaction_start(self, event: CompactionStartEvent) -> list[TranscriptItem]:
+        start = event.data
+        self._pass_of[start.compaction_id] = start.pass_id or start.compaction_id
         return []
 
-    def _surface(self, event: Event) -> list[TranscriptItem]:
-        if isinstance(event, ToolResultEvent):
-            block = event.data.message.content[0]
-            assert isinstance(block, ToolResultBlock)
-            text = "".join(part.text for part in block.content)
-            return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error)]
-        cut_by = None
-        if isinstance(event, AssistantMessageEvent):
-            self._shown_calls.update(c.id for c in event.data.message.tool_calls())
-            cut_by = event.data.error_code
-        message = surface_message(event)  # type: ignore[arg-type]
-        return [MessageItem(event.seq, message, cut_by)] if message is not None else []
+    def _compaction_summary(self, event: CompactionSummaryEvent) -> list[TranscriptItem]:
+        summary = event.data
+        pass_id = self._pass_of.get(summary.compaction_id, summary.pass_id or summary.compaction_id)
+        details = self.details.setdefault(pass_id, PassDetails())
+        details.summaries.append((summary.kind or "state", summary.summary))
+        details.summary_seqs.append(event.seq)
+        details.items += len(summary.shadowed_seqs)
+        details.tokens += summary.shadowed_token_count
+        return []
+
+    def _user_message(self, event: UserMessageEvent) -> list[TranscriptItem]:
+        if event.surface_op == "append":
+            return [MessageItem(event.seq, event.data)]
+        if not is_checkpoint_event(event):
+            return []  # another replacement: shows nothing
+        compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
+        pass_id = self._pass_of.get(compaction_id, compaction_id)
+        if pass_id in self._marked:
+            return []
+        self._marked.add(pass_id)
+        return [MarkerItem(event.seq, pass_id)]
+
+    def _assistant_message(self, event: AssistantMessageEvent) -> list[TranscriptItem]:
+        if event.surface_op != "append":
+            return []
+        message = event.data.message
+        self._shown_calls.update(b.id for b in message.content if type(b) is ToolCallBlock)
+        if not message.content:
+            return []
+        return [MessageItem(event.seq, message, event.data.error_code)]
+
+    def _tool_result(self, event: ToolResultEvent) -> list[TranscriptItem]:
+        if event.surface_op != "append":
+            return []
+        block = event.data.message.content[0]
+        assert isinstance(block, ToolResultBlock)
+        text = "".join([part.text for part in block.content])
+        return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error)]
+
+    def _tool_call(self, event: ToolCallEvent) -> list[TranscriptItem]:
+        data = event.data
+        if data.call_id not in self._shown_calls:
+            return []
+        return [ToolCallItem(event.seq, data.call_id, data.name, data.arguments)]
+
+    def _turn_end(self, event: TurnEndEvent) -> list[TranscriptItem]:
+        note = turn_end_note(event.data.reason)
+        return [NoteItem(event.seq, note)] if note is not None else []
+
+    def _command_done(self, event: CommandDoneEvent) -> list[TranscriptItem]:
+        return [NoteItem(event.seq, event.data.text)]
 
 
 def transcript_tool_call_ids(events: Iterable[Event]) -> set[str]:

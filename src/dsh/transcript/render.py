@@ -27,20 +27,30 @@ def render_message(message: Message, *, label: str | None = None) -> str:
     """Render one message; ``label`` (e.g. ``[index checkpoint]``) replaces the role prefix."""
     if label is not None:
         return f"{label}\n{message.text()}"
-    if message.role == "assistant":
-        parts = []
-        text = message.text()
+    role = message.role
+    if role == "assistant":  # one pass over the blocks: long logs render many thousands
+        texts: list[str] = []
+        parts: list[str] = []
+        thoughts: list[str] = []
+        for block in message.content:
+            kind = type(block)
+            if kind is TextBlock:
+                texts.append(block.text)  # type: ignore[union-attr]
+            elif kind is ToolCallBlock:
+                parts.append(f"[tool call: {block.name}({block.arguments})]")  # type: ignore[union-attr]
+            elif kind is ReasoningBlock:
+                thoughts.append(block.text)  # type: ignore[union-attr]
+        text = "".join(texts)
         if text:
-            parts.append(text)
-        parts.extend(f"[tool call: {c.name}({c.arguments})]" for c in message.tool_calls())
+            parts.insert(0, text)
         said = "Assistant: " + "\n".join(parts)
-        reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
+        reasoning = "".join(thoughts)
         if not reasoning:
             return said
         return f"{REASONING_LABEL} {reasoning}" + (f"\n{said}" if parts else "")
-    if message.role == "tool":
-        return "\n".join(_render_tool_result(b) for b in message.content)
-    prefix = "System" if message.role == "system" else "User"
+    if role == "tool":
+        return "\n".join([_render_tool_result(b) for b in message.content])
+    prefix = "System" if role == "system" else "User"
     return f"{prefix}: {message.text()}"
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dsh.events import (
@@ -42,64 +43,49 @@ class SessionStats:
         return self.cache_read_tokens / total if total else None
 
 
+_WITH_FIGURES = frozenset((AssistantMessageEvent, CompactionEndEvent, CompactionSummaryEvent))
+"""The event types that carry figures beyond their count."""
+
+
 def session_stats(events: Iterable[Event]) -> SessionStats:
-    counts = dict.fromkeys(
-        (
-            "events",
-            "turns",
-            "steps",
-            "calls",
-            "failed",
-            "tools",
-            "inp",
-            "read",
-            "write",
-            "out",
-            "compactions",
-            "s_in",
-            "s_out",
-        ),
-        0,
-    )
-    for event in events:
-        counts["events"] += 1
-        if isinstance(event, TurnStartEvent):
-            counts["turns"] += 1
-        elif isinstance(event, StepStartEvent):
-            counts["steps"] += 1
-        elif isinstance(event, ToolCallEvent):
-            counts["tools"] += 1
-        elif isinstance(event, RequestErrorEvent):
-            counts["calls"] += 1
-            counts["failed"] += 1
-        elif isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
-            counts["calls"] += 1
-            usage = event.data.usage
-            if usage is not None:
-                counts["inp"] += usage.input_tokens
-                counts["read"] += usage.cache_read_tokens or 0
-                counts["write"] += usage.cache_write_tokens or 0
-                counts["out"] += usage.output_tokens
-        elif isinstance(event, CompactionEndEvent) and event.data.error is None:
-            counts["compactions"] += 1
+    """The figures of ``events`` (a log, in order).
+
+    Events are counted by type in one pass (``Counter`` over ``map(type, …)``, no Python code
+    per event); only the events that carry figures beyond their count (assistant messages,
+    compaction ends and summaries) are looked at one by one."""
+    events = events if isinstance(events, Sequence) else list(events)
+    counts = Counter(map(type, events))
+    inp = read = write = out = appended = compactions = s_in = s_out = 0
+    for event in [e for e in events if type(e) in _WITH_FIGURES]:
+        if isinstance(event, AssistantMessageEvent):
+            if event.surface_op == "append":
+                appended += 1
+                usage = event.data.usage
+                if usage is not None:
+                    inp += usage.input_tokens
+                    read += usage.cache_read_tokens or 0
+                    write += usage.cache_write_tokens or 0
+                    out += usage.output_tokens
+        elif isinstance(event, CompactionEndEvent):
+            compactions += event.data.error is None
         elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
-            usage = event.data.usage
-            counts["s_in"] += usage.request_tokens()
-            counts["s_out"] += usage.output_tokens
+            s_in += event.data.usage.request_tokens()
+            s_out += event.data.usage.output_tokens
+    failed = counts[RequestErrorEvent]
     return SessionStats(
-        events=counts["events"],
-        turns=counts["turns"],
-        steps=counts["steps"],
-        model_calls=counts["calls"],
-        failed_calls=counts["failed"],
-        tool_calls=counts["tools"],
-        input_tokens=counts["inp"],
-        cache_read_tokens=counts["read"],
-        cache_write_tokens=counts["write"],
-        output_tokens=counts["out"],
-        compactions=counts["compactions"],
-        summarizer_input_tokens=counts["s_in"],
-        summarizer_output_tokens=counts["s_out"],
+        events=len(events),
+        turns=counts[TurnStartEvent],
+        steps=counts[StepStartEvent],
+        model_calls=appended + failed,
+        failed_calls=failed,
+        tool_calls=counts[ToolCallEvent],
+        input_tokens=inp,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        output_tokens=out,
+        compactions=compactions,
+        summarizer_input_tokens=s_in,
+        summarizer_output_tokens=s_out,
     )
 
 

@@ -11,7 +11,7 @@ from dsh.transcript.projection import (
     NoteItem,
     ToolResultItem,
     TranscriptItem,
-    transcript_items,
+    TranscriptProjector,
 )
 from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, render_message
 
@@ -31,5 +31,7 @@ def render_item(item: TranscriptItem) -> str | None:
 
 
 def render_human_transcript(events: Iterable[Event]) -> str:
-    blocks = (render_item(item) for item in transcript_items(events))
-    return "\n\n".join(block for block in blocks if block is not None)
+    """The transcript people see of ``events`` (a log, in order), blocks apart by a blank line."""
+    feed = TranscriptProjector().feed
+    blocks = [render_item(item) for event in events for item in feed(event)]
+    return "\n\n".join([block for block in blocks if block is not None])
