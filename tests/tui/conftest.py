@@ -113,6 +113,10 @@ def rig(tmp_path: Path) -> Rig:
     return Rig(tmp_path)
 
 
+WAITING_NOTICE = "waiting for the model"
+"""How the status bar's notice for a silent model call starts (``dsh.agent.waiting``)."""
+
+
 async def settle(pilot: Any, condition: Callable[[], bool], *, timeout: float = 10.0) -> None:
     """Pause the pilot until ``condition()`` holds (or fail after ``timeout`` seconds)."""
     import asyncio
@@ -132,10 +136,25 @@ async def submit(pilot: Any, text: str) -> None:
     await pilot.press("enter")
 
 
+def status_at_rest(app: DshApp) -> bool:
+    """Nothing already under way can still change the status bar: no re-measure of the
+    context use is scheduled (``status_settled``), no model call is waiting for its first
+    event, and no "waiting for the model (N s)" notice is left over from a call that has
+    answered (the app's poll puts "working…" back on its next tick, ``POLL_EVERY`` seconds
+    later). The notice appears only after a second of silence, so it shows in a snapshot only
+    on a machine loaded enough to stall a scripted model call that long."""
+    busy = app.status_bar.info.busy or ""
+    return (
+        app.status_settled
+        and app.controller.waiting_since is None
+        and not busy.startswith(WAITING_NOTICE)
+    )
+
+
 async def run_prompt(pilot: Any, text: str) -> None:
-    """Send a prompt and wait until its turn has ended and the status bar has re-measured."""
+    """Send a prompt and wait until its turn has ended and the status bar is at rest."""
     await submit(pilot, text)
-    await settle(pilot, lambda: not pilot.app.running and pilot.app.status_settled)
+    await settle(pilot, lambda: not pilot.app.running and status_at_rest(pilot.app))
     await pilot.pause()
 
 

@@ -9,7 +9,7 @@ from textual import events
 
 from dsh.events import UserMessageEvent
 from dsh.tui.prompt import KEYS_HINT, complete_command, complete_path
-from tests.tui.conftest import SIZE, Rig, settle
+from tests.tui.conftest import SIZE, Rig, settle, status_at_rest
 from tests.tui.test_pilot import logged, run, text_of
 
 
@@ -22,7 +22,7 @@ def sent(app: Any) -> list[str]:
 async def finish(pilot: Any) -> None:
     app = pilot.app
     await settle(pilot, lambda: app.controller.session is not None)
-    await settle(pilot, lambda: not app.running and app.status_settled)
+    await settle(pilot, lambda: not app.running and status_at_rest(app))
 
 
 def test_a_pasted_three_line_block_is_sent_whole(rig: Rig):
@@ -193,6 +193,6 @@ def test_multi_line_draft_and_completion_hint_snapshot(snap_compare, rig: Rig):
         await pilot.pause()
         await pilot.press("@", "n", "tab")
         await settle(pilot, lambda: "@notes.txt" in str(app.query_one("#hint").render()))
-        await settle(pilot, lambda: app.status_settled)
+        await settle(pilot, lambda: status_at_rest(app))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=draft)

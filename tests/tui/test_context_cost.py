@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.conftest import SIZE, Rig, run_prompt, settle, status_at_rest, submit
 from tests.tui.test_pilot import run, text_of
 
 
@@ -60,6 +60,6 @@ def test_context_snapshot(snap_compare, rig: Rig):
         await run_prompt(pilot, "what is in the context?")
         await submit(pilot, "/context")
         await settle(pilot, lambda: "Cache hits" in text_of(pilot.app))
-        await settle(pilot, lambda: pilot.app.status_settled)
+        await settle(pilot, lambda: status_at_rest(pilot.app))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
