@@ -30,7 +30,7 @@ def test_a_stopped_turn_and_a_compact_answer_are_notes_of_the_log(tmp_path):
 
 
 def test_a_cancelled_turn_note_is_shown_once_and_again_after_reopening(rig: Rig):
-    app = rig.app([{"text": "far too late", "delayMs": 20_000}])
+    app = rig.app([{"text": "far too late", "delayMs": 3_600_000}])  # only a cancel ends it
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "take your time")
