@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,24 @@ SCRIPT = [
     },
     {"text": "Edited calc.py."},
 ]
+
+
+STATUS = re.compile(r"· cache hits (?:\d+%|n/a)(?P<rest>.*)$", re.MULTILINE)
+"""The status bar's line; after the cache-hit ratio it names what runs (``working…``, the
+waiting notice, ``compacting``…), if anything."""
+
+
+def idle(screen: str) -> bool:
+    """The status bar says nothing runs: the last turn is over, so the app takes a prompt.
+    (It clears ``working…`` in the step that ends the turn's worker.)"""
+    found = STATUS.search(screen)
+    return found is not None and not found["rest"].strip()
+
+
+def answered(text: str) -> Callable[[str], bool]:
+    """``text`` is on screen and the turn that wrote it is over (a prompt sent while it still
+    ran would be refused, and a capture may catch the screen before the status bar changes)."""
+    return lambda screen: text in screen and idle(screen)
 
 
 class Terminal:
@@ -79,23 +98,24 @@ def test_type_paste_review_a_diff_and_quit_in_a_real_terminal(tmp_path: Path):
         command,
     )  # fmt: skip
     try:
-        term.wait_for(lambda s: "enter send" in s, "the composer's key hint")
+        term.wait_for(lambda s: "enter send" in s and idle(s), "the composer's key hint")
         term.tmux("send-keys", "-t", "dsh", "-l", "hello there")
         term.tmux("send-keys", "-t", "dsh", "Enter")
-        term.wait_for(lambda s: "First answer." in s, "the first answer")
+        term.wait_for(answered("First answer."), "the first answer, its turn over")
 
         term.tmux("set-buffer", "-b", "p", "line one\nline two\nline three")
         term.tmux("paste-buffer", "-p", "-b", "p", "-t", "dsh")  # -p: bracketed paste
         term.wait_for(lambda s: "line three" in s, "the whole paste in the composer")
         term.tmux("send-keys", "-t", "dsh", "Enter")
-        term.wait_for(lambda s: "Got the three lines." in s, "the second answer")
+        term.wait_for(answered("Got the three lines."), "the second answer, its turn over")
 
         term.tmux("send-keys", "-t", "dsh", "-l", "fix add")
         term.tmux("send-keys", "-t", "dsh", "Enter")
-        screen = term.wait_for(lambda s: "Allow edit_file" in s, "the edit approval")
-        assert "-    return a - b" in screen and "+    return a + b" in screen
+        # the whole modal, not the first rows of a frame the terminal is still drawing
+        diff = ("Allow edit_file", "-    return a - b", "+    return a + b")
+        term.wait_for(lambda s: all(part in s for part in diff), "the edit approval's diff")
         term.tmux("send-keys", "-t", "dsh", "o")
-        term.wait_for(lambda s: "Edited calc.py." in s, "the answer after the edit")
+        term.wait_for(answered("Edited calc.py."), "the answer after the edit, its turn over")
         assert "return a + b" in (workspace / "calc.py").read_text()
 
         term.tmux("send-keys", "-t", "dsh", "C-q")
