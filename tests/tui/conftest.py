@@ -113,11 +113,18 @@ def rig(tmp_path: Path) -> Rig:
     return Rig(tmp_path)
 
 
+SETTLE_TIMEOUT = 30.0
+"""How long ``settle`` waits before it fails. Only a guard against a hang: the tests never
+depend on how long something takes, and a loaded 2-core CI machine can be many times slower
+than a desk."""
+
 WAITING_NOTICE = "waiting for the model"
 """How the status bar's notice for a silent model call starts (``dsh.agent.waiting``)."""
 
 
-async def settle(pilot: Any, condition: Callable[[], bool], *, timeout: float = 10.0) -> None:
+async def settle(
+    pilot: Any, condition: Callable[[], bool], *, timeout: float = SETTLE_TIMEOUT
+) -> None:
     """Pause the pilot until ``condition()`` holds (or fail after ``timeout`` seconds)."""
     import asyncio
 
