@@ -165,4 +165,15 @@ async def run_prompt(pilot: Any, text: str) -> None:
     await pilot.pause()
 
 
+@pytest.fixture
+def patient_quit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quit waits as long as ``settle`` would for the cancelled turn or ``/compact`` to
+    close its log entries. The app's ``QUIT_GRACE`` (seconds) bounds that wait for people; a
+    test that checks what the log holds after a quit must not depend on the machine beating
+    it."""
+    import dsh.tui.app
+
+    monkeypatch.setattr(dsh.tui.app, "QUIT_GRACE", SETTLE_TIMEOUT)
+
+
 Driver = Callable[[Any], Awaitable[None]]

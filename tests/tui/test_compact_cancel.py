@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import pytest
+
 from dsh.events import CompactionStartEvent, Event, event_type_of
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import ModelRequest, StreamEvent
@@ -83,6 +85,7 @@ def test_esc_cancels_a_running_compact_and_its_command_is_answered(rig: Rig):
     assert_closed_as_cancelled(rig.store, ids[0])
 
 
+@pytest.mark.usefixtures("patient_quit")
 def test_quitting_during_a_compact_answers_its_command(rig: Rig):
     app = compacting_app(rig)
     ids: list[str] = []

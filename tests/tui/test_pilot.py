@@ -218,8 +218,9 @@ def test_quit_command_leaves_the_app(rig: Rig):
     run(app, body)
 
 
+@pytest.mark.usefixtures("patient_quit")
 def test_quitting_during_a_turn_cancels_it_so_the_log_closes_the_turn(rig: Rig):
-    app = rig.app([{"text": "never", "delayMs": 20_000}])
+    app = rig.app([{"text": "never", "delayMs": 3_600_000}])  # only a cancel ends it
     session: list[Session] = []
 
     async def body(pilot: Any) -> None:
