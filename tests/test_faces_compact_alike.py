@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import dsh.llm.window
 from dsh.cli.compact import compact
 from dsh.compaction import BasicBackend, ExtractiveSummarizer
 from dsh.config import CompactionSettings, load_settings
@@ -136,6 +137,10 @@ def test_the_tui_the_web_and_dsh_compact_compact_with_one_summariser_budgets_and
     workspace.mkdir()
     monkeypatch.chdir(workspace)
     monkeypatch.setenv("DSH_HOME", str(home))
+    # The window is asked once per process and a timeout is remembered as "not reported": on a
+    # machine loaded enough to miss the 5 s budget all three faces would fall back to the
+    # default window together, and the budgets below would not be the ones under test.
+    monkeypatch.setattr(dsh.llm.window, "TIMEOUT", 60.0)
     settings = load_settings()
     store = JsonlStore(home)
     tui, web, cli = (a_long_session(store, workspace) for _ in range(3))
