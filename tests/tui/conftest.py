@@ -158,6 +158,15 @@ def status_at_rest(app: DshApp) -> bool:
     )
 
 
+async def repaint(pilot: Any) -> None:
+    """Repaint the screen on top from every widget as it is now, those of a screen under a
+    modal included. Textual repaints a screen under a modal on that screen's own update timer,
+    which the pilot's pauses do not drive: a change there (the status bar's re-measure while an
+    approval is up) could reach a snapshot after it was taken on a loaded machine."""
+    pilot.app.screen.refresh()
+    await pilot.pause()
+
+
 async def run_prompt(pilot: Any, text: str) -> None:
     """Send a prompt and wait until its turn has ended and the status bar is at rest."""
     await submit(pilot, text)

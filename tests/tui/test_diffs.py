@@ -8,7 +8,15 @@ from typing import Any
 
 from dsh.tui.approval import ApprovalScreen, describe_call
 from dsh.tui.diffs import ADDED, HUNK, REMOVED, call_diff
-from tests.tui.conftest import SIZE, Rig, run_prompt, settle, status_at_rest, submit
+from tests.tui.conftest import (
+    SIZE,
+    Rig,
+    repaint,
+    run_prompt,
+    settle,
+    status_at_rest,
+    submit,
+)
 from tests.tui.test_pilot import lines_of, run, text_of
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -100,5 +108,6 @@ def test_edit_approval_snapshot(snap_compare, rig: Rig):
         await submit(pilot, "fix add")
         await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await settle(pilot, lambda: status_at_rest(app))
+        await repaint(pilot)  # the status bar under the modal, as it is now
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)

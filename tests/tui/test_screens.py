@@ -7,7 +7,7 @@ from typing import Any
 from dsh.errors import MissingApiKeyError
 from dsh.tui import DshApp, TuiOptions
 from dsh.tui.approval import ApprovalScreen
-from tests.tui.conftest import SIZE, Rig, settle, status_at_rest, submit
+from tests.tui.conftest import SIZE, Rig, repaint, settle, status_at_rest, submit
 
 
 def test_no_key_screen_snapshot(snap_compare, rig: Rig):
@@ -34,6 +34,7 @@ def test_approval_modal_snapshot(snap_compare, rig: Rig):
         await submit(pilot, "clean the build directory")
         await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await settle(pilot, lambda: status_at_rest(app))
+        await repaint(pilot)  # the status bar under the modal, as it is now
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
 
