@@ -50,6 +50,19 @@ def wait_idle(page: Any) -> None:
     page.wait_for_function("() => window.dsh.info && window.dsh.info.running === null")
 
 
+def wait_turn_over(page: Any, reply: str) -> None:
+    """Wait until ``reply`` shows in the conversation and the session is idle again.
+
+    ``wait_idle`` alone can pass before a just-sent turn has been reported running (a loaded
+    machine), and a prompt sent then is refused as busy."""
+    page.wait_for_function(
+        "(reply) => [...document.querySelectorAll('#log .row')]"
+        ".some((row) => row.textContent.includes(reply))",
+        arg=reply,
+    )
+    wait_idle(page)
+
+
 def send(page: Any, text: str) -> None:
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")

@@ -27,6 +27,7 @@ from tests.web.pages import (
     stored_events,
     view_rows,
     wait_idle,
+    wait_turn_over,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -403,7 +404,7 @@ def test_compaction_progress_is_shown_while_a_pass_runs(browser: Any, tmp_path: 
         page.click("#new-session")
         page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
         send(page, "read the notes")
-        wait_idle(page)
+        wait_turn_over(page, "The file has")
         page.evaluate(
             """() => {
                 window.progressSeen = [];

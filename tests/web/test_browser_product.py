@@ -18,7 +18,14 @@ from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
 from tests.web.builders import long_session
 from tests.web.conftest import AUTH, READ_NOTES, TOKEN, make_env
-from tests.web.pages import ARTIFACTS, first_page_loaded, open_page, send, serve, wait_idle
+from tests.web.pages import (
+    ARTIFACTS,
+    first_page_loaded,
+    open_page,
+    send,
+    serve,
+    wait_turn_over,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -133,7 +140,7 @@ def test_the_header_and_context_panel_show_the_models_view(browser: Any, tmp_pat
         page.click("#new-session")
         page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
         send(page, "Please read notes.txt")
-        wait_idle(page)
+        wait_turn_over(page, "The file has")
         sid = page.evaluate("() => window.dsh.sessionId")
         page.wait_for_function(
             "() => document.getElementById('model').textContent === 'scripted · scripted'"
