@@ -35,7 +35,8 @@ from dsh.compaction.prompts import (
     pass_marker,
     split_pass_answer,
 )
-from dsh.compaction.recallable.one_call import pass_batches, pass_task, sent_prefix
+from dsh.compaction.recallable.one_call import pass_batches, pass_task
+from dsh.compaction.recallable.riding import sent_prefix
 from dsh.compaction.recallable.state_input import request_tokens
 from dsh.config import CompactionSettings
 from dsh.events import CompactionSummaryEvent, encode_event

@@ -233,6 +233,15 @@ def _drop_superseded(sections: list[_Section], texts: Sequence[str]) -> None:
         ]
 
 
+def _drop_reversed_decisions(sections: list[_Section]) -> None:
+    """Remove the decisions a later one reverses (``extractive_text.reversed_decisions``)."""
+    for section in sections:
+        if section.heading == "Decisions":
+            bullets = sorted(section.bullets, key=lambda b: b.age)
+            gone = {bullets[i].text for i in et.reversed_decisions([b.text for b in bullets])}
+            section.bullets = [b for b in section.bullets if b.text not in gone]
+
+
 def _configs(text: str) -> dict[str, str]:
     """``key -> value`` of the config anchors in ``text`` (our ``id: …`` labels excluded)."""
     pairs: dict[str, str] = {}
@@ -451,11 +460,7 @@ def _state(task: SummaryTask) -> str:
     }
     sections = _merge(STATE_SECTIONS, _STATE_HOME, previous, new, [])
     _drop_superseded(sections, texts)
-    for section in sections:  # a decision reversed later on is no longer a decision
-        if section.heading == "Decisions":
-            bullets = sorted(section.bullets, key=lambda b: b.age)
-            gone = {bullets[i].text for i in et.reversed_decisions([b.text for b in bullets])}
-            section.bullets = [b for b in section.bullets if b.text not in gone]
+    _drop_reversed_decisions(sections)
     _fit(sections, task.max_tokens * 4)
     return _render(sections)
 

@@ -38,7 +38,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.group_commit import GroupFsync
-from dsh.store.integrity import check_line, seal, sealed_lines, unseal_body
+from dsh.store.integrity import check_line, sealed_lines, unseal_body
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
 
@@ -178,7 +178,7 @@ class JsonlStore:
             ) from exc
         check_contiguous(seed)
         lines = [encode_header(header), *(encode_event(e) for e in seed)]
-        body = b"\n".join([seal(line) for line in lines]) + b"\n"
+        body = sealed_lines(lines)
         path = directory / LOG_NAME
         lock = acquire_write_lock(directory / LOCK_NAME, header.id)
         try:

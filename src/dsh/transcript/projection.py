@@ -26,7 +26,6 @@ from dsh.events import (
     CompactionSummaryEvent,
     Event,
     Message,
-    ToolCallBlock,
     ToolCallEvent,
     ToolResultBlock,
     ToolResultEvent,
@@ -34,6 +33,7 @@ from dsh.events import (
     TurnEndReason,
     UserMessageEvent,
     is_checkpoint_event,
+    surface_message,
 )
 from dsh.events.codec import gc_paused
 
@@ -165,11 +165,9 @@ class TranscriptProjector:
     def _assistant_message(self, event: AssistantMessageEvent) -> list[TranscriptItem]:
         if event.surface_op != "append":
             return []
-        message = event.data.message
-        self._shown_calls.update(b.id for b in message.content if type(b) is ToolCallBlock)
-        if not message.content:
-            return []
-        return [MessageItem(event.seq, message, event.data.error_code)]
+        self._shown_calls.update(call.id for call in event.data.message.tool_calls())
+        message = surface_message(event)  # None for an empty message, as on the surface
+        return [] if message is None else [MessageItem(event.seq, message, event.data.error_code)]
 
     def _tool_result(self, event: ToolResultEvent) -> list[TranscriptItem]:
         if event.surface_op != "append":

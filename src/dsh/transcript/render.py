@@ -33,13 +33,12 @@ def render_message(message: Message, *, label: str | None = None) -> str:
         parts: list[str] = []
         thoughts: list[str] = []
         for block in message.content:
-            kind = type(block)
-            if kind is TextBlock:
-                texts.append(block.text)  # type: ignore[union-attr]
-            elif kind is ToolCallBlock:
-                parts.append(f"[tool call: {block.name}({block.arguments})]")  # type: ignore[union-attr]
-            elif kind is ReasoningBlock:
-                thoughts.append(block.text)  # type: ignore[union-attr]
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+            elif isinstance(block, ToolCallBlock):
+                parts.append(f"[tool call: {block.name}({block.arguments})]")
+            elif isinstance(block, ReasoningBlock):
+                thoughts.append(block.text)
         text = "".join(texts)
         if text:
             parts.insert(0, text)

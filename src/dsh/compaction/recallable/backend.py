@@ -210,7 +210,7 @@ class RecallableBackend:
         stub_room: int | None = None
         state_room: int | None = None
         if self._rides(session):
-            stubs = sum(1 for b, e in chunks[:-1] if b < e)
+            stubs = len(chunks) - 1  # every chunk but the last is a stub
             wanted = stubs * self.settings.stub_tokens + self.settings.state_max_tokens
             ride = riding_input(session, span, window=self._window, wanted=wanted)
             conversation, positions = ride.conversation, ride.positions

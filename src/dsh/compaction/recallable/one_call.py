@@ -28,7 +28,6 @@ from dsh.compaction.recallable.texts import junk_reason, pointer, stub_text
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
-from dsh.events import Message
 
 log = logging.getLogger("dsh.compaction")
 
@@ -160,21 +159,6 @@ async def answer_in_one_call(
             texts[position] = _stub(region, part, stub_tokens)
     texts[0] = msgspec.structs.replace(texts[0], usage=output.usage, raw_output=output.raw_output)
     return texts
-
-
-def sent_prefix(conversation: Sequence[Message], needed: int) -> tuple[Message, ...]:
-    """What a riding call carries of ``conversation``: the last request as it was sent (plus
-    its text reply, when the reply opened no tool call), when the ``needed`` first messages —
-    everything the pass reads — lie within it, so the call hits the provider cache from its
-    first byte to its instruction; else the whole conversation."""
-    last = next(
-        (i for i in range(len(conversation) - 1, -1, -1) if conversation[i].role == "assistant"),
-        None,
-    )
-    if last is None:
-        return tuple(conversation)
-    cut = last if conversation[last].tool_calls() else last + 1
-    return tuple(conversation[:cut]) if needed <= cut else tuple(conversation)
 
 
 def _stub(region: RegionPlan, part: SummaryOutput, stub_tokens: int) -> RegionText:

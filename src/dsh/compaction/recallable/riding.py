@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsh.compaction.base import heuristic_total
-from dsh.compaction.recallable.one_call import sent_prefix
 from dsh.events import Message, surface_message
 from dsh.surface import Session
 
@@ -30,6 +29,21 @@ class RidingInput:
     positions: dict[int, int]
     """Surface seq -> 1-based position of its message in the conversation."""
     room: int | None
+
+
+def sent_prefix(conversation: Sequence[Message], needed: int) -> tuple[Message, ...]:
+    """What a riding call carries of ``conversation``: the last request as it was sent (plus
+    its text reply, when the reply opened no tool call), when the ``needed`` first messages —
+    everything the pass reads — lie within it, so the call hits the provider cache from its
+    first byte to its instruction; else the whole conversation."""
+    last = next(
+        (i for i in range(len(conversation) - 1, -1, -1) if conversation[i].role == "assistant"),
+        None,
+    )
+    if last is None:
+        return tuple(conversation)
+    cut = last if conversation[last].tool_calls() else last + 1
+    return tuple(conversation[:cut]) if needed <= cut else tuple(conversation)
 
 
 def riding_input(
