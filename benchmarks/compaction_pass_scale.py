@@ -9,8 +9,11 @@ the ratio 100k ÷ 10k (target ≤ 2×). The first pass of a freshly constructed 
 100k log is printed separately: it builds the incremental anchor index once, O(the log).
 
 Also printed: the wall time of one pass whose summariser takes 1 s per call, over a span of
-20+ chunks, against one call (target ≤ 1.3×: the calls of a pass run at once), and the same pass
-with an instant summariser as the same-run baseline of the CPU part.
+20+ chunks, against one call (target ≤ 1.3×), and the same pass with instant answers as the
+same-run figure of dsh's own work. The stand-in replays answers prepared before the clock starts
+(a model's answer costs no local CPU); the pass ranks its literals in a thread while the call is
+out. For comparison, the same pass whose stand-in writes the extractive text after its delay
+(that text reads the rarity counts, so the ranking runs before the call).
 
 Run: ``uv run python benchmarks/compaction_pass_scale.py [--small N] [--large N]``.
 """
@@ -149,29 +152,49 @@ def measure(events: int) -> tuple[int, float, float]:
 
 
 class SlowSummarizer:
-    """The extractive text after ``delay`` seconds: a stand-in for a model call."""
+    """A stand-in for a model call: answers after ``delay`` seconds. With ``answers`` it
+    replays them in order (prepared before the clock starts, so the pass pays no local CPU for
+    them, as with a real model); without, it writes the extractive text after the delay."""
 
     name = model = "slow"
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, answers: list[SummaryOutput] | None = None) -> None:
         self.delay = delay
-        self.calls = 0
+        self.answers = answers
+        self.outputs: list[SummaryOutput] = []
+
+    @property
+    def calls(self) -> int:
+        return len(self.outputs)
+
+    @property
+    def reads_rarity(self) -> bool:
+        """Replayed answers read nothing of the task, like a model's; the extractive text
+        reads its rarity counts."""
+        return self.answers is None
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        self.calls += 1
         await asyncio.sleep(self.delay)
-        return await ExtractiveSummarizer().summarize(task)
+        if self.answers is None:
+            output = await ExtractiveSummarizer().summarize(task)
+        else:
+            output = self.answers[len(self.outputs)]
+        self.outputs.append(output)
+        return output
 
 
-def wall_of_a_wide_pass(delay: float) -> tuple[int, float]:
+def wall_of_a_wide_pass(delay: float, answers: list[SummaryOutput] | None = None) -> SlowSummarizer:
+    """Time one pass over 260 turns (20+ chunks) with ``SlowSummarizer(delay, answers)``; the
+    summariser it ran with (its outputs, and ``wall`` set to the pass's wall time)."""
     session = Session.create(MemoryStore(), cwd="/bench")
     for n in range(260):
         _turn(session, n, "wide")
-    summarizer = SlowSummarizer(delay)
+    summarizer = SlowSummarizer(delay, answers)
     engine = CompactionEngine(session, RecallableBackend(summarizer, SETTINGS), SETTINGS)
     began = time.perf_counter()
     asyncio.run(engine.compact_now(window=10**6))
-    return summarizer.calls, time.perf_counter() - began
+    summarizer.wall = time.perf_counter() - began  # type: ignore[attr-defined]
+    return summarizer
 
 
 def main() -> None:
@@ -188,12 +211,18 @@ def main() -> None:
         f"first pass of a new backend (builds the anchor index): {small_cold * 1000:.1f} ms "
         f"at {small_events:,} events, {large_cold * 1000:.1f} ms at {large_events:,}"
     )
-    calls, wall = wall_of_a_wide_pass(1.0)
-    _, cpu = wall_of_a_wide_pass(0.0)  # the same pass with an instant summariser (baseline)
+    extractive = wall_of_a_wide_pass(1.0)  # the stand-in writes its text after the delay
+    answers = extractive.outputs
+    model = wall_of_a_wide_pass(1.0, answers)  # a model's answers: no local CPU for them
+    code = wall_of_a_wide_pass(0.0, answers)  # the same pass, instant answers (baseline)
+    wall, cpu = model.wall, code.wall  # type: ignore[attr-defined]
     print(
-        f"pass of {calls} calls with a 1 s summariser: {wall:.2f} s = {wall:.2f}x one call; "
-        f"the same pass with an instant summariser: {cpu:.2f} s (code, extractive text "
-        f"included); waiting on the summariser: {wall - cpu:.2f}x one call"
+        f"pass of {model.calls} call(s) with a 1 s summariser: {wall:.2f} s = {wall:.2f}x one "
+        f"call (target <= 1.3x); the same pass with instant answers: {cpu:.2f} s of dsh's own "
+        f"work (plan, ranking, checks, commits), the ranking done beside the call"
+    )
+    print(
+        f"with the extractive text written inside the 1 s stand-in: {extractive.wall:.2f} s"  # type: ignore[attr-defined]
     )
 
 

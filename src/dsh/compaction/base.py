@@ -51,6 +51,9 @@ class RegionPlan(Region, kw_only=True, frozen=True):
 @dataclass(frozen=True, slots=True)
 class Plan:
     regions: tuple[RegionPlan, ...]
+    pending: object = None
+    """Backend-private work the plan leaves for ``summarize`` (the recallable backend's
+    ranking, done beside the summariser call); None when there is none."""
 
 
 class CompactionBackend(Protocol):

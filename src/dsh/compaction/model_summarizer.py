@@ -79,6 +79,9 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
 
 
 class ModelSummarizer:
+    reads_rarity = False
+    """A model's answer depends on the request alone: the backend ranks literals beside it."""
+
     def __init__(
         self,
         provider: Provider,

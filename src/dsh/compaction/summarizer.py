@@ -90,14 +90,28 @@ class Summarizer(Protocol):
         ...
 
 
+def reads_rarity(summarizer: Summarizer) -> bool:
+    """Whether ``summarizer``'s answers read a task's ``rarity`` counts (code that ranks
+    literals, like the extractive summariser). A summariser says it does not with a false
+    ``reads_rarity`` attribute (a model call); unless it says so, assume it does."""
+    return bool(getattr(summarizer, "reads_rarity", True))
+
+
 class CountedSummarizer:
-    """``inner`` that reports each finished call to ``on_call`` (a face's progress line)."""
+    """``inner`` that reports each finished call to ``on_call`` (a face's progress line); every
+    other attribute (``route``, ``max_output_tokens``, ``reads_rarity``) is ``inner``'s, so the
+    backend plans a counted summariser exactly as the one it wraps."""
 
     def __init__(self, inner: Summarizer, on_call: Callable[[], None]) -> None:
         self.inner = inner
         self.on_call = on_call
         self.name = inner.name
         self.model = inner.model
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy in the making): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
         try:

@@ -18,7 +18,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from dsh.compaction.anchors import rarest_anchors
 from dsh.compaction.base import (
     Plan,
     Reason,
@@ -27,8 +26,15 @@ from dsh.compaction.base import (
     heuristic_total,
 )
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
-from dsh.compaction.recallable.chunking import SpanNode, chunk_span, fold_checkpoint_chunks
+from dsh.compaction.recallable.chunking import chunk_span, fold_checkpoint_chunks
+from dsh.compaction.recallable.material import (
+    recall_only,
+    recent_within,
+    slice_material,
+    span_nodes,
+)
 from dsh.compaction.recallable.one_call import answer_pass
+from dsh.compaction.recallable.ranking import CompletedRegions, Ranking, start_ranking
 from dsh.compaction.recallable.riding import riding_input
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
@@ -41,25 +47,18 @@ from dsh.compaction.recallable.state_input import fold_state
 from dsh.compaction.recallable.texts import (
     junk_reason,
     pointer,
-    slice_text,
     stub_text,
-    superseded_values,
 )
-from dsh.compaction.summarizer import Layout, Summarizer, SummaryTask
+from dsh.compaction.summarizer import Layout, Summarizer, SummaryTask, reads_rarity
 from dsh.config import CompactionSettings
 from dsh.events import (
     Message,
-    UserMessageEvent,
-    UserSource,
-    is_checkpoint_event,
     surface_message,
 )
 from dsh.surface import Session, checkpoint_kind, checkpoint_summary_text, retain_boundary
-from dsh.transcript import render_message
 
 log = logging.getLogger("dsh.compaction")
 
-RECALL_TOOL_NAMES = frozenset({"history_read", "history_search"})
 RECENT_STUBS = 2
 STUB_ATTEMPTS = 2
 """A junk stub answer is asked for once more before the stub degrades to a pointer."""
@@ -179,7 +178,7 @@ class RecallableBackend:
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""
-        chunks = chunk_span(_span_nodes(session, span), self.settings.chunk_tokens)
+        chunks = chunk_span(span_nodes(session, span), self.settings.chunk_tokens)
         flags = [checkpoint_kind(session, seq) is not None for seq in span]
         return fold_checkpoint_chunks(chunks, flags)
 
@@ -201,7 +200,6 @@ class RecallableBackend:
         *,
         rollup: Sequence[int] = (),
     ) -> Plan:
-        index = self._anchors.update(session)
         header = session.request_header
         positions: dict[int, int] = {}
         conversation: tuple[Message, ...] = ()
@@ -219,7 +217,7 @@ class RecallableBackend:
         common = {
             "system": header.system if header is not None else None,
             "tools": tuple(header.tools or ()) if header is not None else (),
-            "rarity": index.count,
+            "rarity": self._rarity,
         }
 
         def riding(layout: Layout, room: int | None) -> dict[str, object]:
@@ -229,7 +227,7 @@ class RecallableBackend:
 
         state_text = self._pass_start_state(session, span)
         committed = self._committed_stubs(session)
-        keyword_lines = _recent_within(
+        keyword_lines = recent_within(
             [
                 line
                 for text in committed
@@ -238,18 +236,16 @@ class RecallableBackend:
             ],
             max_chars=self.settings.chunk_tokens,
         )
-        replaced = tuple(
-            superseded_values([render_message(m) for m in _material(session, tuple(span))]).items()
-        )
         regions: list[RegionPlan] = []
         if rollup:
             regions.append(self._rollup_region(session, rollup))
+        slices: dict[int, tuple[Message, ...]] = {}
         for begin, end in chunks[:-1]:
             seqs = tuple(span[begin:end])
-            messages = _material(session, seqs)
-            anchors = tuple(rarest_anchors(slice_text(messages), counts=index.count))
+            messages = slice_material(session, seqs)
+            slices[len(regions)] = messages
             task = None
-            if messages and not _recall_only(messages):
+            if messages and not recall_only(messages):
                 task = SummaryTask(
                     kind="stub",
                     messages=messages,
@@ -268,10 +264,8 @@ class RecallableBackend:
                     kind="index",
                     shadowed_seqs=seqs,
                     task=task,
-                    anchors=anchors,
                     estimate_tokens=self._stub_estimate,
                     min_tokens=self._stub_min,
-                    replaced=replaced,
                 )
             )
         begin, _ = chunks[-1]
@@ -279,9 +273,10 @@ class RecallableBackend:
             (positions.get(s) for s in reversed(span) if checkpoint_kind(session, s) == "state"),
             None,
         )
+        span_messages = slice_material(session, tuple(span))
         state_task = SummaryTask(
             kind="state",
-            messages=_material(session, tuple(span)),
+            messages=span_messages,
             max_tokens=self.settings.state_max_tokens,
             previous=state_text,
             focus=focus,
@@ -298,10 +293,16 @@ class RecallableBackend:
                 input_range=self._spans.of(session, span),
                 estimate_tokens=self._state_estimate,
                 min_tokens=self._state_min,
-                replaced=replaced,
             )
         )
-        return Plan(tuple(regions))
+        return Plan(
+            tuple(regions),
+            Ranking(session, self._anchors, len(session.events), slices, span_messages),
+        )
+
+    def _rarity(self, text: str) -> int:
+        """How many of the session's texts name ``text`` (read once the ranking is done)."""
+        return self._anchors.index.count(text)
 
     def _rides(self, session: Session) -> bool:
         """Whether stub and state calls can ride the conversation's cache: the summariser is
@@ -354,14 +355,20 @@ class RecallableBackend:
         nothing committed."""
         gate = asyncio.Semaphore(self.settings.max_concurrency)
 
-        async def state(region: RegionPlan) -> RegionText:
-            return await fold_state(
-                self.summarizer, region, self.settings.state_max_tokens, self._window
-            )
-
-        answered = await answer_pass(
-            self.summarizer, plan.regions, self.settings, window=self._window, state=state
+        ranking = plan.pending if isinstance(plan.pending, Ranking) else None
+        completed, settle = start_ranking(
+            plan.regions, ranking, beside_the_call=not reads_rarity(self.summarizer)
         )
+
+        async def state(region: RegionPlan) -> RegionText:
+            index = plan.regions.index(region) if region in plan.regions else None
+
+            async def ranked() -> RegionPlan:
+                return region if index is None else (await completed())[index]
+
+            return await fold_state(
+                self.summarizer, region, self.settings.state_max_tokens, self._window, ranked
+            )
 
         async def one(index: int, region: RegionPlan) -> RegionText:
             if index in answered:
@@ -377,15 +384,32 @@ class RecallableBackend:
             if region.task is None:
                 # Only a recall-only slice has no task: a chunk of checkpoints alone folds into
                 # the next chunk (``fold_checkpoint_chunks``), so every index slice has material.
-                return pointer(region, "pointer", "recall activity (history_read/history_search)")
+                what = "recall activity (history_read/history_search)"
+                return pointer((await completed())[index], "pointer", what)
             async with gate:
-                return await (state(region) if region.kind == "state" else self._stub(region))
+                if region.kind == "state":
+                    return await state(region)
+                return await self._stub(region, completed, index)
 
-        return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(plan.regions))))
+        try:
+            answered = await answer_pass(
+                self.summarizer,
+                plan.regions,
+                self.settings,
+                window=self._window,
+                state=state,
+                completed=completed,
+            )
+            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(plan.regions))))
+        finally:
+            await settle()
 
-    async def _stub(self, region: RegionPlan) -> RegionText:
+    async def _stub(
+        self, region: RegionPlan, completed: CompletedRegions, index: int
+    ) -> RegionText:
         """The model's stub; a junk answer is asked for once more, then (like a failed call)
-        degrades to a pointer stub and the pass goes on."""
+        degrades to a pointer stub and the pass goes on. The text is written into the ranked
+        region (``completed``), awaited once an answer is in."""
         task = region.task
         assert task is not None
         for _ in range(STUB_ATTEMPTS):
@@ -395,9 +419,9 @@ class RecallableBackend:
                 break
             reason = junk_reason(output.text.strip(), task.messages, self.settings.stub_tokens)
             if reason is None:
-                return stub_text(region, output)
+                return stub_text((await completed())[index], output)
             log.info("stub answer rejected (%s)", reason)
-        return pointer(region, "fallback", None)
+        return pointer((await completed())[index], "fallback", None)
 
     # ---- text -------------------------------------------------------------------------------
 
@@ -413,21 +437,6 @@ class RecallableBackend:
         return f"{frame_summary(region.summary)}\n{footer(summary_seq, span)}"
 
 
-def _span_nodes(session: Session, span: Sequence[int]) -> list[SpanNode]:
-    nodes = []
-    for position, seq in enumerate(span):
-        following = span[position + 1] if position + 1 < len(span) else None
-        turn_after = following is not None and _is_prompt(session, following)
-        nodes.append(
-            SpanNode(
-                tokens=session.node_tokens(seq),
-                balanced_after=session.tool_pairing_balanced_after(seq),
-                turn_after=turn_after,
-            )
-        )
-    return nodes
-
-
 def _layout(room: int | None, output_tokens: int) -> tuple[Layout, int | None]:
     """``riding`` when the riding call leaves ``output_tokens`` of room in the window (or no
     window is known), with that room; else ``compact``."""
@@ -440,46 +449,3 @@ def _range(positions: dict[int, int], seqs: Sequence[int]) -> tuple[int, int] | 
     """1-based first/last message positions of ``seqs`` in the conversation (riding only)."""
     found = [positions[s] for s in seqs if s in positions]
     return (found[0], found[-1]) if found else None
-
-
-def _is_prompt(session: Session, seq: int) -> bool:
-    event = session.events[seq]
-    return isinstance(event, UserMessageEvent) and isinstance(event.data.source, UserSource)
-
-
-def _material(session: Session, seqs: Sequence[int]) -> tuple[Message, ...]:
-    """The messages to summarise: checkpoints are background, never material."""
-    messages = []
-    for seq in seqs:
-        if is_checkpoint_event(session.events[seq]):
-            continue
-        message = surface_message(session.events[seq])  # type: ignore[arg-type]
-        if message is not None:
-            messages.append(message)
-    return tuple(messages)
-
-
-def _recall_only(messages: Sequence[Message]) -> bool:
-    """True if a slice holds nothing but recall tool calls and their results."""
-    saw_call = False
-    for message in messages:
-        if message.role == "assistant":
-            calls = message.tool_calls()
-            if not calls or any(call.name not in RECALL_TOOL_NAMES for call in calls):
-                return False
-            saw_call = True
-        elif message.role != "tool":  # results: a balanced slice also holds their calls
-            return False
-    return saw_call
-
-
-def _recent_within(lines: Sequence[str], *, max_chars: int) -> tuple[str, ...]:
-    """The most recent lines whose total length fits ``max_chars`` (in their original order)."""
-    kept: list[str] = []
-    total = 0
-    for line in reversed(lines):
-        total += len(line) + 1
-        if total > max_chars:
-            break
-        kept.append(line)
-    return tuple(reversed(kept))

@@ -23,6 +23,7 @@ import msgspec
 
 from dsh.compaction.base import RegionPlan, RegionText
 from dsh.compaction.prompts import pass_labels, split_pass_answer
+from dsh.compaction.recallable.ranking import CompletedRegions
 from dsh.compaction.recallable.state_input import checked_state, request_tokens
 from dsh.compaction.recallable.texts import junk_reason, pointer, stub_text
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
@@ -41,11 +42,13 @@ async def answer_pass(
     *,
     window: int | None,
     state: StateFallback,
+    completed: CompletedRegions,
 ) -> dict[int, RegionText]:
     """The text of the pass's model regions (by index in ``regions``) from one call — or from
     the fewest calls whose answers fit, in order, when one would not (``pass_batches``); empty
     when the pass is written call by call. A batch whose call fails leaves its regions out (the
-    caller writes them call by call)."""
+    caller writes them call by call). Each answer is written into ``completed``'s regions (the
+    plan's, ranked beside the call)."""
     batches = pass_batches(
         regions, window=window, max_output=getattr(summarizer, "max_output_tokens", None)
     )
@@ -53,7 +56,7 @@ async def answer_pass(
         *(
             answer_in_one_call(
                 summarizer,
-                [regions[i] for i in indexes],
+                _regions_of(completed, indexes),
                 task,
                 stub_tokens=settings.stub_tokens,
                 state_max_tokens=settings.state_max_tokens,
@@ -67,6 +70,16 @@ async def answer_pass(
         for position, text in (answer or {}).items():
             texts[indexes[position]] = text
     return texts
+
+
+def _regions_of(
+    completed: CompletedRegions, indexes: Sequence[int]
+) -> Callable[[], Awaitable[list[RegionPlan]]]:
+    async def regions() -> list[RegionPlan]:
+        done = await completed()
+        return [done[i] for i in indexes]
+
+    return regions
 
 
 def pass_batches(
@@ -132,21 +145,23 @@ def pass_task(
 
 async def answer_in_one_call(
     summarizer: Summarizer,
-    regions: Sequence[RegionPlan],
+    planned: Callable[[], Awaitable[Sequence[RegionPlan]]],
     task: SummaryTask,
     *,
     stub_tokens: int,
     state_max_tokens: int,
     state_fallback: StateFallback,
 ) -> dict[int, RegionText] | None:
-    """The checkpoint text of ``regions`` (by position), whose tasks are ``task``'s parts, from
-    one call for ``task``; None when the call fails. The call's usage and raw answer go on the
-    first region, so a replay serves the one answer once."""
+    """The checkpoint text of the ``planned`` regions (by position), whose tasks are ``task``'s
+    parts, from one call for ``task``; None when the call fails. The regions are awaited only
+    once the answer is in (their ranking runs beside the call). The call's usage and raw answer
+    go on the first region, so a replay serves the one answer once."""
     try:
         output = await summarizer.summarize(task)
     except Exception as exc:
         log.info("a one-call pass failed (%s): writing its regions call by call", exc)
         return None
+    regions = await planned()
     sections = split_pass_answer(output.text, pass_labels(task))
     texts: dict[int, RegionText] = {}
     for position, (region, label) in enumerate(zip(regions, pass_labels(task), strict=True)):

@@ -72,14 +72,15 @@ class SessionAnchors:
         self._scanned = 0
         self.index = AnchorIndex()
 
-    def update(self, session: Session) -> AnchorIndex:
-        if session.id != self._session_id or len(session.events) < self._scanned:
+    def update(self, session: Session, upto: int | None = None) -> AnchorIndex:
+        """The index over the session's first ``upto`` events (all of them when None)."""
+        end = len(session.events) if upto is None else upto
+        if session.id != self._session_id or end < self._scanned:
             self._session_id, self._scanned, self.index = session.id, 0, AnchorIndex()
-        events = session.events
-        for event in events[self._scanned :]:
+        for event in session.events[self._scanned : end]:
             if is_append_surface_event(event):
                 message = surface_message(event)
                 if message is not None:
                     self.index.add(render_message(message))
-        self._scanned = len(events)
+        self._scanned = end
         return self.index

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 
 import msgspec
 
@@ -57,16 +58,26 @@ def split_state_task(task: SummaryTask, window: int | None) -> list[SummaryTask]
 
 
 async def fold_state(
-    summarizer: Summarizer, region: RegionPlan, state_max_tokens: int, window: int | None
+    summarizer: Summarizer,
+    region: RegionPlan,
+    state_max_tokens: int,
+    window: int | None,
+    ranked: Callable[[], Awaitable[RegionPlan]] | None = None,
 ) -> RegionText:
-    """The state of ``region``: one call, or one call per part folded left to right."""
+    """The state of ``region``: one call, or one call per part folded left to right. Each
+    answer is written into ``ranked()`` (the region with its replaced values, ranked beside the
+    call) when given, else into ``region``."""
     assert region.task is not None
     tasks = split_state_task(region.task, window)
     previous = region.task.previous
     text: RegionText | None = None
     for task in tasks:
         text = await _one_state(
-            summarizer, region, dataclasses.replace(task, previous=previous), state_max_tokens
+            summarizer,
+            region,
+            dataclasses.replace(task, previous=previous),
+            state_max_tokens,
+            ranked,
         )
         previous = text.summary
     assert text is not None
@@ -87,11 +98,17 @@ def checked_state(
 
 
 async def _one_state(
-    summarizer: Summarizer, region: RegionPlan, task: SummaryTask, state_max_tokens: int
+    summarizer: Summarizer,
+    region: RegionPlan,
+    task: SummaryTask,
+    state_max_tokens: int,
+    ranked: Callable[[], Awaitable[RegionPlan]] | None,
 ) -> RegionText:
     """One state call, retried once when its answer is not a usable state (``check_state``);
     a second bad answer fails the pass."""
     output = await summarizer.summarize(task)  # a failed call fails the pass (no retry here)
+    if ranked is not None:
+        region = await ranked()
     try:
         return checked_state(region, task, output, state_max_tokens)
     except ProviderError as exc:
