@@ -149,6 +149,14 @@ def test_a_stub_marks_an_old_value_replaced_only_on_every_line_naming_it() -> No
     assert marks_replaced("- port = 8123 (replaced by port = 9443)", "port = 8123")
     assert marks_replaced("port = 8123 -> port = 9443", "port = 8123")
     assert not marks_replaced("- port = 8123", "port = 8123")
+
+
+def test_on_a_keyword_line_only_the_literal_s_own_mark_counts():
+    line = "Keywords — config: port = 8123, mode = fast; replaced: mode = fast"
+    assert marks_replaced(line, "mode = fast")
+    assert not marks_replaced(line, "port = 8123")  # another literal's mark is not its own
+    assert marks_replaced("Keywords — config: port = 8123 → port = 9443", "port = 8123")
+    assert not marks_replaced("Keywords — config: port = 8123; note: no longer x", "port = 8123")
     assert not marks_replaced("port = 8123 was replaced\nport = 8123", "port = 8123")
     assert not marks_replaced("nothing here", "port = 8123")
 

@@ -107,9 +107,23 @@ def raw_anchors(final: ModelRequest | None, anchors: Iterable[str]) -> set[str]:
 
 
 def marks_replaced(text: str, old: str) -> bool:
-    """Every line of ``text`` naming ``old`` also says it was replaced (``REPLACED``)."""
+    """Every line of ``text`` naming ``old`` also says it was replaced (``REPLACED``). A
+    keyword line lists many literals, so there the mark must be ``old``'s own: a group whose
+    label says replaced holds it, or an arrow follows it in its group."""
     lines = [line for line in text.splitlines() if old in line]
-    return bool(lines) and all(REPLACED.search(line.replace(old, "")) for line in lines)
+    return bool(lines) and all(_line_marks(line, old) for line in lines)
+
+
+def _line_marks(line: str, old: str) -> bool:
+    if not line.lstrip().startswith("Keywords"):
+        return bool(REPLACED.search(line.replace(old, "")))
+    for group in line.split(";"):
+        if old not in group:
+            continue
+        label = group.split(":", 1)[0] if ":" in group else ""
+        if REPLACED.search(label) or re.search(re.escape(old) + r"\s*(?:→|->)", group):
+            return True
+    return False
 
 
 def where_shown(final: ModelRequest | None, literal: str) -> str | None:

@@ -41,6 +41,7 @@ from dsh.compaction.recallable.rollup import (
     rollup_body,
     rollup_cut,
     rollup_text,
+    superseded_in_stubs,
 )
 from dsh.compaction.recallable.spans import ConversationSpans, SessionAnchors
 from dsh.compaction.recallable.state_input import fold_state
@@ -130,13 +131,13 @@ class RecallableBackend:
         if reason == "pressure" and material < self.min_stale_tokens(window):
             return None  # too little stale history to be worth a pass: wait for more
         chunks = self._chunks(session, span)
+        leading = self._leading_stubs(session)
         rollup: Sequence[int] = ()
         if window is not None:
             budget = self.stub_budget(session, window, retain_tokens)
             incoming = (len(chunks) - 1) * self._stub_estimate
             region = self.stub_region_tokens(session) + incoming
             if region > budget:
-                leading = self._leading_stubs(session)
                 count = rollup_cut(
                     session, leading, incoming=incoming, target=budget * 3 // 4, limit=budget
                 )
@@ -151,7 +152,15 @@ class RecallableBackend:
                         budget,
                     )
                     chunks = [(0, len(span))]
-        return self._plan(session, span, chunks, focus, rollup=rollup)
+        stale, replaced = superseded_in_stubs(
+            [self._text(session, seq) for seq in leading],
+            slice_material(session, span),
+            slice_material(session, session.nodes[keep:]),
+        )
+        if stale > len(rollup):
+            log.info("%d frozen stub(s) name a value since replaced: rolled up and marked", stale)
+            rollup = leading[:stale]
+        return self._plan(session, span, chunks, focus, rollup=rollup, replaced=replaced)
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
         """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half of
@@ -199,6 +208,7 @@ class RecallableBackend:
         focus: str | None,
         *,
         rollup: Sequence[int] = (),
+        replaced: dict[str, str] | None = None,
     ) -> Plan:
         header = session.request_header
         positions: dict[int, int] = {}
@@ -238,7 +248,7 @@ class RecallableBackend:
         )
         regions: list[RegionPlan] = []
         if rollup:
-            regions.append(self._rollup_region(session, rollup))
+            regions.append(self._rollup_region(session, rollup, replaced or {}))
         slices: dict[int, tuple[Message, ...]] = {}
         for begin, end in chunks[:-1]:
             seqs = tuple(span[begin:end])
@@ -313,12 +323,10 @@ class RecallableBackend:
             header is not None and (header.config.provider, header.config.model) == tuple(route)
         )
 
-    def _rollup_region(self, session: Session, seqs: Sequence[int]) -> RegionPlan:
-        texts = []
-        for seq in seqs:
-            message = surface_message(session.events[seq])  # type: ignore[arg-type]
-            texts.append(message.text() if message is not None else "")
-        body = rollup_body(texts)
+    def _rollup_region(
+        self, session: Session, seqs: Sequence[int], replaced: dict[str, str]
+    ) -> RegionPlan:
+        body = rollup_body([self._text(session, seq) for seq in seqs], replaced)
         price = message_tokens_of(rollup_text(body, _BIG, (_BIG, _BIG)))
         return RegionPlan(
             kind="index",
@@ -328,6 +336,12 @@ class RecallableBackend:
             estimate_tokens=price,
             min_tokens=price,
         )
+
+    @staticmethod
+    def _text(session: Session, seq: int) -> str:
+        """The surface text of the checkpoint at ``seq`` (footer included)."""
+        message = surface_message(session.events[seq])  # type: ignore[arg-type]
+        return message.text() if message is not None else ""
 
     def _pass_start_state(self, session: Session, span: Sequence[int]) -> str | None:
         """The current state (or an adopted legacy/basic head checkpoint) — the merge base."""

@@ -5,6 +5,11 @@ the surface are replaced by one rollup checkpoint, written by code (no model cal
 saying what it covers, their keyword lines merged and trimmed, and every original footer kept,
 so each rolled-up id stays a ``history_read``/``history_search`` target. The rollup is itself
 an index checkpoint: frozen, and a candidate for a later rollup (its footers travel on).
+
+A frozen stub cannot be corrected, so one that names a setting whose value later changed would
+present the old value as current for good (issue 22). The pass that compacts the change finds
+such stubs (``superseded_in_stubs``) and rolls them up too: the rollup marks each old literal
+as replaced, and the mark travels on through later rollups.
 """
 
 from __future__ import annotations
@@ -12,10 +17,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dsh.compaction.anchors import Anchor, keyword_line, parse_keyword_line
+from dsh.compaction.anchors import (
+    Anchor,
+    extract_anchors,
+    keyword_line,
+    parse_keyword_line,
+    split_config,
+)
 from dsh.compaction.base import checkpoint_message
 from dsh.compaction.prompts import footer, frame_rollup
+from dsh.compaction.recallable.texts import mark_replaced
+from dsh.events import Message
 from dsh.surface import Session, message_tokens
+from dsh.transcript import render_message
+
+REPLACED_KIND = "replaced"
+"""The keyword-line group that lists a checkpoint's superseded literals (``mark_replaced``)."""
 
 ROLLUP_KEYWORD_CHARS = 600
 """Length cap of a rollup's merged keyword line."""
@@ -25,17 +42,24 @@ FOOTER_TOKENS = 40
 """Price of one footer line, as the rollup planner estimates it."""
 
 
-def rollup_body(texts: Sequence[str]) -> str:
+def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) -> str:
     """The summary of a rollup of checkpoints whose surface ``texts`` are given, oldest first:
-    a line naming how many entries it holds, the merged keyword line, every footer in order."""
+    a line naming how many entries it holds, the merged keyword line, every footer in order.
+    The keyword line marks as replaced each old literal of ``replaced`` and each one a rolled-up
+    checkpoint already marked."""
     footers: list[str] = []
     per_stub: list[list[Anchor]] = []
+    marks = dict(replaced or {})
     for text in texts:
         footers.extend(FOOTER_LINE.findall(text))
         anchors: list[Anchor] = []
         for line in text.splitlines():
             if line.startswith("Keywords"):
-                anchors.extend(parse_keyword_line(line))
+                for anchor in parse_keyword_line(line):
+                    if anchor.kind == REPLACED_KIND:
+                        marks.setdefault(anchor.text, anchor.text)
+                    else:
+                        anchors.append(anchor)
         per_stub.append(anchors)
     # Round robin over the entries, so each keeps its first (rarest) anchors when trimmed.
     merged: list[Anchor] = []
@@ -45,9 +69,73 @@ def rollup_body(texts: Sequence[str]) -> str:
     lines = [f"Rolled-up index of {len(footers)} earlier checkpoints; open one by its footer id."]
     keywords = keyword_line(merged, max_chars=ROLLUP_KEYWORD_CHARS)
     if keywords:
-        lines.append(keywords)
+        lines.append(mark_replaced(keywords, marks))
     lines.extend(footers)
     return "\n".join(lines)
+
+
+def superseded_in_stubs(
+    texts: Sequence[str], span: Sequence[Message], tail: Sequence[Message]
+) -> tuple[int, dict[str, str]]:
+    """For frozen stubs whose surface ``texts`` are given (the leading run, oldest first), the
+    messages of the ``span`` a pass compacts and the retained ``tail`` after it: how many of the
+    oldest stubs a rollup must take so that no stub left names, unmarked, a setting whose value
+    changed later on while the new value leaves the surface with this pass — and ``old literal
+    -> newest literal`` for that rollup to mark. A new value still verbatim in the tail waits
+    for the pass that compacts it (until then the model reads it there). ``(0, {})`` when no
+    frozen stub names a superseded value."""
+    named: list[tuple[int, str, str, str]] = []  # (stub position, literal, key, value)
+    for position, text in enumerate(texts):
+        for literal in _config_literals(text):
+            parts = split_config(literal)
+            if parts is not None and not _marked(text, literal):
+                named.append((position, literal, *parts))
+    if not named:
+        return 0, {}
+    keys = {key for _, _, key, _ in named}
+    latest: dict[str, tuple[str, str]] = {}
+    tail_texts = [render_message(message) for message in tail]
+    for text in [*(render_message(message) for message in span), *tail_texts]:
+        if not any(key in text for key in keys):
+            continue
+        for anchor in extract_anchors(text, kinds=("config",)):
+            parts = split_config(anchor.text)
+            if parts is not None and parts[0] in keys:
+                latest[parts[0]] = (parts[1], anchor.text)
+    count, replaced = 0, {}
+    for position, literal, key, value in named:
+        if key not in latest or latest[key][0] == value:
+            continue
+        if not any(latest[key][1] in text for text in tail_texts):
+            replaced[literal] = latest[key][1]
+            count = max(count, position + 1)
+    return count, replaced
+
+
+def _config_literals(text: str) -> list[str]:
+    """The settings a stub names: its keyword lines' config items and the config anchors of
+    its other lines (footers aside)."""
+    literals: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("Keywords"):
+            literals.extend(a.text for a in parse_keyword_line(line) if a.kind == "config")
+        elif not FOOTER_LINE.match(line):
+            literals.extend(a.text for a in extract_anchors(line, kinds=("config",)))
+    return list(dict.fromkeys(literals))
+
+
+def _marked(text: str, literal: str) -> bool:
+    """Every line of ``text`` naming ``literal`` already marks it as replaced: a keyword line
+    in its ``replaced`` group, any other line as ``(literal → …)``."""
+    lines = [line for line in text.splitlines() if literal in line]
+    for line in lines:
+        if line.startswith("Keywords"):
+            group = {a.text for a in parse_keyword_line(line) if a.kind == REPLACED_KIND}
+            if literal not in group:
+                return False
+        elif f"({literal} →" not in line:
+            return False
+    return bool(lines)
 
 
 def rollup_text(body: str, summary_seq: int, span: tuple[int, int]) -> str:
