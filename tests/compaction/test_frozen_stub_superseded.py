@@ -9,8 +9,12 @@ new value is still verbatim in the retained tail nothing is rolled up: the model
 
 from __future__ import annotations
 
+import dataclasses
+
 from dsh.bench.scorers import marks_replaced
+from dsh.compaction import ExtractiveSummarizer
 from dsh.compaction.recallable.rollup import rollup_body, superseded_in_stubs
+from dsh.compaction.summarizer import SummaryOutput
 from dsh.surface import Session, checkpoint_kind
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
@@ -92,3 +96,35 @@ def test_a_rollup_marks_replaced_literals_and_keeps_earlier_marks():
     again = rollup_body([body, stubs[1]], {"mode = fast": "mode = slow"})
     assert marks_replaced(again, OLD) and marks_replaced(again, "mode = fast")
     assert superseded_in_stubs([again], (user_message(NEW),), ()) == (0, {})  # already marked
+
+
+class CopiesThePreviousState(ExtractiveSummarizer):
+    """A lazy model on another route: its state is the previous state, word for word."""
+
+    route = ("other", "lazy")
+    reads_rarity = False
+
+    async def summarize(self, task):
+        if task.kind == "state" and task.previous:
+            return SummaryOutput(text=task.previous, provider="other", model="lazy")
+        return await super().summarize(dataclasses.replace(task, rarity=None))
+
+
+def test_a_state_carrying_an_old_value_from_the_previous_state_marks_it_replaced():
+    session, _ = _session_with_a_frozen_old_value()
+    state = next(
+        session.node_message(seq).text()
+        for seq in session.nodes
+        if checkpoint_kind(session, seq) == "state"
+    )
+    assert OLD in state  # the pass-start state names the old value
+    append_tool_turn(session, "change the port", calls=[("edit_file", "{}", f"now {NEW}")])
+    _filler(session, 10, 12)
+    run(engine_for(session, CopiesThePreviousState()).compact_now(window=100_000))
+    state = next(
+        session.node_message(seq).text()
+        for seq in session.nodes
+        if checkpoint_kind(session, seq) == "state"
+    )
+    lines = [line for line in state.splitlines() if OLD in line]
+    assert lines and all(f"({OLD} → {NEW})" in line for line in lines)

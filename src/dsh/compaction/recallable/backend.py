@@ -307,7 +307,7 @@ class RecallableBackend:
         )
         return Plan(
             tuple(regions),
-            Ranking(session, self._anchors, len(session.events), slices, span_messages),
+            Ranking(session, self._anchors, len(session.events), slices, span_messages, state_text),
         )
 
     def _rarity(self, text: str) -> int:

@@ -41,11 +41,15 @@ class Ranking:
     """How many of the session's events the rarity counts cover (those logged at plan time)."""
     slices: dict[int, tuple[Message, ...]]
     span: tuple[Message, ...]
+    previous: str | None = None
+    """The pass-start state: a setting it names that the span changes is replaced too (a model
+    merging it into the new state would otherwise carry the old value on unmarked)."""
 
     def complete(self, regions: Sequence[RegionPlan]) -> tuple[RegionPlan, ...]:
         """``regions`` with each index slice's rarest anchors and the span's replaced values."""
         index = self.anchors.update(self.session, self.events)
-        replaced = tuple(superseded_values([render_message(m) for m in self.span]).items())
+        texts = [render_message(m) for m in self.span]
+        replaced = tuple(superseded_values([self.previous or "", *texts]).items())
         done = []
         for position, region in enumerate(regions):
             if region.code_text is not None:  # a rollup: written by code at plan time
