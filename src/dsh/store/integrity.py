@@ -15,6 +15,7 @@ refuses.
 from __future__ import annotations
 
 import re
+import struct
 import zlib
 from itertools import repeat
 
@@ -99,7 +100,10 @@ def _unseal_all_sealed(data: bytes, start: int, end: int, lines: int) -> bytes |
         return None  # a line that is only a seal: checked (and refused) line by line
     crc32 = zlib.crc32
     actual = list(map(crc32, repeat(b"}"), map(crc32, kept)))
-    if actual != list(map(int, parts[1::2], repeat(16))):
+    # Compared as bytes: the CRCs as 4-byte big-endian words against the stored hex digits,
+    # read at once (the pattern let only lowercase hex digits through).
+    stored = bytes.fromhex(b"".join(parts[1::2]).decode("ascii"))
+    if struct.pack(f">{len(actual)}I", *actual) != stored:
         return None  # a mismatch: found again, with its line number, line by line
     kept.append(b"")
     return b"}\n".join(kept)
