@@ -59,6 +59,20 @@ def _note_text(text: str) -> str:
     return f"({text})"
 
 
+_TEXT_EVENTS = frozenset(
+    {
+        AssistantMessageEvent,
+        ToolResultEvent,
+        UserMessageEvent,
+        TurnEndEvent,
+        CommandDoneEvent,
+        CompactionStartEvent,
+    }
+)
+"""The event classes that add to the text, or to what it needs to know (event classes are
+leaves: the exact type is the class)."""
+
+
 def transcript_blocks(events: Iterable[Event]) -> list[str]:
     """The blocks of the transcript people see of ``events`` (a log, in order): exactly
     ``render_item`` of each item ``TranscriptProjector`` gives (tests/transcript/test_text.py
@@ -73,6 +87,8 @@ def transcript_blocks(events: Iterable[Event]) -> list[str]:
     add = blocks.append
     passes = PassMarks()
     for event in events:
+        if type(event) not in _TEXT_EVENTS:
+            continue  # most of a long log: turn and step brackets, requests
         if type(event) is AssistantMessageEvent:
             if event.surface_op == "append" and (message := surface_message(event)) is not None:
                 add(_message_text(message, event.data.error_code))
