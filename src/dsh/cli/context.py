@@ -61,7 +61,7 @@ def store(cfg: Settings | None = None) -> EventStore:
     return open_store(dsh_home(), cfg.store.backend)
 
 
-ECHO_PIECE = 1000
+ECHO_PIECE = 100
 """Blocks that :func:`echo_blocks` writes per ``click.echo``."""
 
 
