@@ -9,8 +9,11 @@ shows one marker at the log position of its first checkpoint, with details taken
 another plugin's replace) show nothing.
 
 Classification uses the events' own marks (``surfaceOp``, the checkpoint source), never a fold,
-and ``TranscriptProjector.feed`` is the only code path: live consumption (events one by one) and
-replay (a stored log) produce the same items.
+and ``TranscriptProjector.feed`` is the only code path to items: live consumption (events one by
+one) and replay (a stored log) produce the same items. The plain text of a whole log
+(:func:`dsh.transcript.text.transcript_blocks`) skips the items but shares the rules
+(``PassMarks``, ``turn_end_note``, ``surface_message``); a property test holds it equal to
+rendering the items.
 """
 
 from __future__ import annotations
