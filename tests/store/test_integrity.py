@@ -14,7 +14,14 @@ from dsh.errors import DshError, LogCorruptError
 from dsh.events import encode_event
 from dsh.store import JsonlStore, integrity
 from dsh.store.base import encode_header
-from dsh.store.integrity import check_line, seal, sealed_lines, unseal, unseal_body
+from dsh.store.integrity import (
+    check_line,
+    seal,
+    sealed_lines,
+    unseal,
+    unseal_body,
+    unseal_counted,
+)
 from dsh.store.salvage import salvage_session
 from dsh.surface import Session
 from tests.helpers import append_chat_turn, append_tool_turn, new_session
@@ -177,9 +184,12 @@ def _line_by_line(body: bytes) -> bytes | str:
 
 def _unsealed(body: bytes) -> bytes | str:
     try:
-        return unseal_body(body, 0, len(body), first_line=1, where="")
+        unsealed, count = unseal_counted(body, 0, len(body), first_line=1, where="")
     except LogCorruptError as exc:
         return str(exc)
+    assert count == body.count(b"\n")  # the lines of the body, however they were found
+    assert unseal_body(body, 0, len(body), first_line=1, where="") == unsealed
+    return unsealed
 
 
 def _damaged(line: bytes, how: str) -> bytes:
@@ -188,6 +198,8 @@ def _damaged(line: bytes, how: str) -> bytes:
         return sealed
     if how == "unsealed":
         return line
+    if how == "blank":
+        return b""
     if how == "upper":  # a seal whose digits are not lowercase hex: not a seal
         return sealed[:-10] + sealed[-10:-2].upper() + b'"}'
     if how == "only seal":  # nothing before the seal
@@ -199,7 +211,8 @@ def _damaged(line: bytes, how: str) -> bytes:
 @given(
     st.lists(
         st.tuples(
-            _json_objects, st.sampled_from(["sealed", "unsealed", "upper", "only seal", "crc"])
+            _json_objects,
+            st.sampled_from(["sealed", "unsealed", "blank", "upper", "only seal", "crc"]),
         ),
         max_size=8,
     )
@@ -224,6 +237,17 @@ def test_a_fully_sealed_body_is_unsealed_without_a_pass_per_line(
     assert unseal_body(body, 0, len(body), first_line=1, where="") == b"".join(
         line + b"\n" for line in lines
     )
-    assert unseal_body(b"x" + body, 1, len(body) + 1, first_line=1, where="", lines=3) == (
-        b"".join(line + b"\n" for line in lines)
+    assert unseal_counted(b"x" + body, 1, len(body) + 1, first_line=1, where="") == (
+        b"".join(line + b"\n" for line in lines),
+        3,
     )
+
+
+def test_a_seal_whose_crc_spans_an_unsealed_line_before_it_is_refused() -> None:
+    """The one CRC of two lines (an unsealed one, then one sealed over both) must not pass for
+    the seal of the second: each line is checked against its own seal."""
+    first, second = b'{"a":1}', b'{"b":2}'
+    spanning = b'%s,"crc":"%08x"}' % (second[:-1], zlib.crc32(first + b"\n" + second))
+    body = first + b"\n" + spanning + b"\n"
+    assert _unsealed(body) == _line_by_line(body)
+    assert "line 2: checksum mismatch" in str(_unsealed(body))

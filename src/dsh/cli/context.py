@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,29 @@ def settings() -> Settings:
 def store(cfg: Settings | None = None) -> EventStore:
     cfg = cfg or settings()
     return open_store(dsh_home(), cfg.store.backend)
+
+
+ECHO_PIECE = 100
+"""Blocks that :func:`echo_blocks` writes per ``click.echo``."""
+
+
+def echo_blocks(blocks: Sequence[str], separator: str, *, per_piece: int = ECHO_PIECE) -> None:
+    """``click.echo(separator.join(blocks))``, written ``per_piece`` blocks at a time: the same
+    bytes, without building one string of a long output (then copied for its newline, scanned
+    for colour codes and encoded whole; one non-ASCII character makes all of it wide).
+
+    A piece ends with a separator, which holds a newline, and a colour code never spans a
+    newline: stripping codes piece by piece (when the output is not a terminal) strips what
+    stripping the whole would. A piece without an escape character has no code to strip, and
+    is written as it is."""
+    assert "\n" in separator
+    count = len(blocks)
+    for start in range(0, max(count, 1), per_piece):
+        last = start + per_piece >= count
+        piece = separator.join(blocks[start : start + per_piece])
+        if not last:
+            piece += separator
+        click.echo(piece, nl=last, color=True if "\x1b" not in piece else None)
 
 
 def warn(message: str) -> None:

@@ -22,7 +22,12 @@ from dsh.store.salvage import salvage_session
 from dsh.store.salvage_sqlite import salvage_sqlite_session
 from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
-from dsh.transcript import render_human_transcript, render_markdown, render_message
+from dsh.transcript import (
+    TRANSCRIPT_SEPARATOR,
+    render_markdown,
+    render_message,
+    transcript_blocks,
+)
 from dsh.transcript.stats import render_stats, session_stats
 from dsh.transcript.titles import session_summaries
 
@@ -96,7 +101,7 @@ def show(session_id: str, view: str) -> None:
             if view == "events" and log.events:
                 click.echo("\n".join(encode_event(event).decode() for event in log.events))
             elif view == "transcript":
-                click.echo(render_human_transcript(log.events))
+                context.echo_blocks(transcript_blocks(log.events), TRANSCRIPT_SEPARATOR)
         return
     session = _open(session_id)
     if view == "surface":

@@ -34,8 +34,6 @@ _encoder = msgspec.json.Encoder()
 _event_decoder = msgspec.json.Decoder(KnownEvent)
 _generic_decoder = msgspec.json.Decoder()
 
-_SURFACE_EVENT_TYPES = frozenset({UserMessageEvent, AssistantMessageEvent, ToolResultEvent})
-
 
 # ---- encoding -------------------------------------------------------------------------------
 
@@ -184,14 +182,31 @@ def decode_events(lines: Sequence[bytes], *, first_line: int = 1) -> list[Event]
 
 def _validate_loaded(events: list[Event], first_line: int) -> None:
     """Seqs must be 0, 1, 2, … (a gap refuses the load); decoded JSON is lossless by
-    construction, so beyond that only the surface rules need checking here."""
+    construction, so beyond that only the surface rules need checking here. Most surface
+    events pass them at a glance (no ``sourceEventSeqs``, the role their type needs, a result's
+    one tool-result block); only the others are checked rule by rule, which names the fault."""
     for i, event in enumerate(events):
         if event.seq != i:
             check_contiguous(events, first_line=first_line)  # raises, naming the line
-        if type(event) not in _SURFACE_EVENT_TYPES:
+        if type(event) is UserMessageEvent:
+            if event.source_event_seqs is None and event.data.role == "user":
+                continue
+        elif type(event) is AssistantMessageEvent:
+            if event.source_event_seqs is None and event.data.message.role == "assistant":
+                continue
+        elif type(event) is ToolResultEvent:
+            message = event.data.message
+            if (
+                event.source_event_seqs is None
+                and message.role == "tool"
+                and len(message.content) == 1
+                and type(message.content[0]) is ToolResultBlock
+            ):
+                continue
+        else:
             continue
         try:
-            _validate_surface_event(event)  # type: ignore[arg-type]
+            _validate_surface_event(event)
         except EventValidationError as exc:
             line = first_line + i
             raise LogCorruptError(f"line {line}: {exc}", line=line, seq=event.seq) from exc

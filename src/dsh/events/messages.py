@@ -115,7 +115,7 @@ class Message(Payload["UserMessageEvent"], frozen=True):
 
     def text(self) -> str:
         """The concatenated text blocks (no reasoning, no tool calls)."""
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+        return "".join([b.text for b in self.content if type(b) is TextBlock])
 
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolCallBlock))

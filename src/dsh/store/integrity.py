@@ -15,6 +15,7 @@ refuses.
 from __future__ import annotations
 
 import re
+import struct
 import zlib
 from itertools import repeat
 
@@ -71,38 +72,51 @@ _SEAL_AT_LINE_END = re.compile(rb',"crc":"([0-9a-f]{8})"\}\n')
 JSON this can only match at the line's end."""
 
 
-def unseal_body(
-    data: bytes, start: int, end: int, *, first_line: int, where: str, lines: int | None = None
-) -> bytes:
+def unseal_body(data: bytes, start: int, end: int, *, first_line: int, where: str) -> bytes:
     """``data[start:end]`` (complete lines) with every line checked as :func:`check_line` does
-    and its seal removed.
+    and its seal removed."""
+    return unseal_counted(data, start, end, first_line=first_line, where=where)[0]
+
+
+def unseal_counted(
+    data: bytes, start: int, end: int, *, first_line: int, where: str
+) -> tuple[bytes, int]:
+    """:func:`unseal_body` and the number of lines in the body.
 
     Fast path, when every line is sealed: the seals are cut out in one regex split, the CRCs
-    are computed and compared list against list with no Python code per line. Otherwise (a log
+    are computed and compared with the stored digits with no Python code per line, and the
+    lines are the seals (no newline is left between two: none needs counting). Otherwise (a log
     written before seals, a line whose seal does not read as one, a mismatch) the lines are
-    checked one by one, which gives the same body or names the first bad line. ``lines``: the
-    number of lines in the body, if the caller has counted them."""
-    if lines is None:
-        lines = data.count(b"\n", start, end)
-    fast = _unseal_all_sealed(data, start, end, lines)
-    return fast if fast is not None else _unseal_lines(data, start, end, first_line, where)
+    checked one by one, which gives the same body or names the first bad line."""
+    fast = _unseal_all_sealed(data, start, end)
+    if fast is not None:
+        return fast
+    body = _unseal_lines(data, start, end, first_line, where)
+    return body, data.count(b"\n", start, end)
 
 
-def _unseal_all_sealed(data: bytes, start: int, end: int, lines: int) -> bytes | None:
-    """The unsealed body if every line ends in a seal that matches; None otherwise."""
+def _unseal_all_sealed(data: bytes, start: int, end: int) -> tuple[bytes, int] | None:
+    """The unsealed body and its line count if every line ends in a seal that matches; None
+    otherwise."""
     body = data[start:end] if start or end != len(data) else data
     parts = _SEAL_AT_LINE_END.split(body)
-    if parts[-1] or len(parts) // 2 != lines:
-        return None  # a line without a seal (the last part is what follows the last seal)
+    if parts[-1]:
+        return None  # the body does not end with a seal (the last part follows the last one)
     kept = parts[0:-1:2]  # each line's canonical JSON but its closing brace
     if not all(kept):
         return None  # a line that is only a seal: checked (and refused) line by line
+    if b"\n" in b"".join(kept):
+        return None  # a line without a seal, before a sealed one
     crc32 = zlib.crc32
     actual = list(map(crc32, repeat(b"}"), map(crc32, kept)))
-    if actual != list(map(int, parts[1::2], repeat(16))):
+    # Compared as bytes: the CRCs as 4-byte big-endian words against the stored hex digits,
+    # read at once (the pattern let only lowercase hex digits through).
+    stored = bytes.fromhex(b"".join(parts[1::2]).decode("ascii"))
+    if struct.pack(f">{len(actual)}I", *actual) != stored:
         return None  # a mismatch: found again, with its line number, line by line
+    lines = len(kept)
     kept.append(b"")
-    return b"}\n".join(kept)
+    return b"}\n".join(kept), lines
 
 
 def _unseal_lines(data: bytes, start: int, end: int, first_line: int, where: str) -> bytes:

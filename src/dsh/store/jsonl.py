@@ -38,7 +38,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.group_commit import GroupFsync
-from dsh.store.integrity import check_line, sealed_lines, unseal_body
+from dsh.store.integrity import check_line, sealed_lines, unseal_counted
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
 
@@ -296,8 +296,8 @@ def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[t
         data = b"".join([*torn, chunk]) if torn else chunk
         end = len(data) - (len(chunk) - cut)
         torn[:] = [data[end:]] if end < len(data) else []
-        count = data.count(b"\n", 0, end)
-        yield unseal_body(data, 0, end, first_line=line, where=f"{path}: ", lines=count), count
+        body, count = unseal_counted(data, 0, end, first_line=line, where=f"{path}: ")
+        yield body, count
         line += count
 
 

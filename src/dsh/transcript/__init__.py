@@ -16,10 +16,15 @@ from dsh.transcript.projection import (
     transcript_tool_call_ids,
 )
 from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, render_message
-from dsh.transcript.text import render_human_transcript
+from dsh.transcript.text import (
+    TRANSCRIPT_SEPARATOR,
+    render_human_transcript,
+    transcript_blocks,
+)
 
 __all__ = [
     "COMPACTION_MARKER",
+    "TRANSCRIPT_SEPARATOR",
     "HistoryPage",
     "MarkerItem",
     "MessageItem",
@@ -36,6 +41,7 @@ __all__ = [
     "render_human_transcript",
     "render_markdown",
     "render_message",
+    "transcript_blocks",
     "transcript_items",
     "transcript_tool_call_ids",
 ]

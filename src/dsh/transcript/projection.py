@@ -9,8 +9,11 @@ shows one marker at the log position of its first checkpoint, with details taken
 another plugin's replace) show nothing.
 
 Classification uses the events' own marks (``surfaceOp``, the checkpoint source), never a fold,
-and ``TranscriptProjector.feed`` is the only code path: live consumption (events one by one) and
-replay (a stored log) produce the same items.
+and ``TranscriptProjector.feed`` is the only code path to items: live consumption (events one by
+one) and replay (a stored log) produce the same items. The plain text of a whole log
+(:func:`dsh.transcript.text.transcript_blocks`) skips the items but shares the rules
+(``PassMarks``, ``turn_end_note``, ``surface_message``); a property test holds it equal to
+rendering the items.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from dsh.events import (
     AssistantMessageEvent,
     CommandDoneEvent,
+    CompactionStart,
     CompactionStartEvent,
     CompactionSummaryEvent,
     Event,
@@ -86,6 +90,8 @@ TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem | Note
 
 def turn_end_note(reason: TurnEndReason) -> str | None:
     """What people are told about a turn that ended ``reason`` (None: it completed)."""
+    if reason.kind == "completed":  # most turns
+        return None
     if reason.kind == "aborted":
         return f"Turn stopped: {reason.error or 'cancelled'}"
     if reason.kind == "error":
@@ -108,6 +114,36 @@ class PassDetails:
     tokens: int = 0
 
 
+class PassMarks:
+    """Which compaction pass each checkpoint belongs to, and which passes have shown their one
+    marker: the marker rule every text of the transcript follows (the projector's items and
+    :func:`dsh.transcript.text.transcript_blocks`)."""
+
+    __slots__ = ("_marked", "_pass_of")
+
+    def __init__(self) -> None:
+        self._pass_of: dict[str, str] = {}
+        self._marked: set[str] = set()
+
+    def started(self, start: CompactionStart) -> None:
+        """A compaction began: its checkpoints and summaries belong to its pass."""
+        self._pass_of[start.compaction_id] = start.pass_id or start.compaction_id
+
+    def pass_of(self, compaction_id: str, default: str) -> str:
+        """The pass of compaction ``compaction_id`` (``default`` if it never started)."""
+        return self._pass_of.get(compaction_id, default)
+
+    def first_checkpoint(self, event: UserMessageEvent) -> str | None:
+        """The pass of checkpoint ``event`` if it is the first of its pass (its marker shows
+        here), else None."""
+        compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
+        pass_id = self._pass_of.get(compaction_id, compaction_id)
+        if pass_id in self._marked:
+            return None
+        self._marked.add(pass_id)
+        return pass_id
+
+
 class TranscriptProjector:
     """Feeds events in log order; returns the transcript items each one adds.
 
@@ -115,8 +151,7 @@ class TranscriptProjector:
     per event: most events of a long log (step and turn brackets, requests) add nothing."""
 
     def __init__(self) -> None:
-        self._pass_of: dict[str, str] = {}
-        self._marked: set[str] = set()
+        self._passes = PassMarks()
         self._shown_calls: set[str] = set()
         self.details: dict[str, PassDetails] = {}
         self._handlers: dict[type, Callable[[Any], list[TranscriptItem]]] = {
@@ -136,13 +171,14 @@ class TranscriptProjector:
         return [] if handler is None else handler(event)
 
     def _compaction_start(self, event: CompactionStartEvent) -> list[TranscriptItem]:
-        start = event.data
-        self._pass_of[start.compaction_id] = start.pass_id or start.compaction_id
+        self._passes.started(event.data)
         return []
 
     def _compaction_summary(self, event: CompactionSummaryEvent) -> list[TranscriptItem]:
         summary = event.data
-        pass_id = self._pass_of.get(summary.compaction_id, summary.pass_id or summary.compaction_id)
+        pass_id = self._passes.pass_of(
+            summary.compaction_id, summary.pass_id or summary.compaction_id
+        )
         details = self.details.setdefault(pass_id, PassDetails())
         details.summaries.append((summary.kind or "state", summary.summary))
         details.summary_seqs.append(event.seq)
@@ -155,12 +191,8 @@ class TranscriptProjector:
             return [MessageItem(event.seq, event.data)]
         if not is_checkpoint_event(event):
             return []  # another replacement: shows nothing
-        compaction_id = getattr(event.data.source, "compaction_id", None) or f"#{event.seq}"
-        pass_id = self._pass_of.get(compaction_id, compaction_id)
-        if pass_id in self._marked:
-            return []
-        self._marked.add(pass_id)
-        return [MarkerItem(event.seq, pass_id)]
+        pass_id = self._passes.first_checkpoint(event)
+        return [] if pass_id is None else [MarkerItem(event.seq, pass_id)]
 
     def _assistant_message(self, event: AssistantMessageEvent) -> list[TranscriptItem]:
         if event.surface_op != "append":

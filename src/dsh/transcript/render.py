@@ -32,12 +32,12 @@ def render_message(message: Message, *, label: str | None = None) -> str:
         texts: list[str] = []
         parts: list[str] = []
         thoughts: list[str] = []
-        for block in message.content:
-            if isinstance(block, TextBlock):
+        for block in message.content:  # exact types: block classes are leaves
+            if type(block) is TextBlock:
                 texts.append(block.text)
-            elif isinstance(block, ToolCallBlock):
+            elif type(block) is ToolCallBlock:
                 parts.append(f"[tool call: {block.name}({block.arguments})]")
-            elif isinstance(block, ReasoningBlock):
+            elif type(block) is ReasoningBlock:
                 thoughts.append(block.text)
         text = "".join(texts)
         if text:
@@ -53,10 +53,15 @@ def render_message(message: Message, *, label: str | None = None) -> str:
     return f"{prefix}: {message.text()}"
 
 
+def tool_result_line(text: str, *, is_error: bool) -> str:
+    """A tool's result as people and the model read it."""
+    return f"Tool result (error): {text}" if is_error else f"Tool result: {text}"
+
+
 def _render_tool_result(block: object) -> str:
     if isinstance(block, ToolResultBlock):
-        text = "".join(inner.text for inner in block.content)
-        return f"Tool result (error): {text}" if block.is_error else f"Tool result: {text}"
+        text = "".join([inner.text for inner in block.content])
+        return tool_result_line(text, is_error=block.is_error)
     if isinstance(block, TextBlock):
         return f"Tool result: {block.text}"
     if isinstance(block, ToolCallBlock):

@@ -4,16 +4,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dsh.events import Event
+from dsh.events import (
+    AssistantMessageEvent,
+    CommandDoneEvent,
+    CompactionStartEvent,
+    Event,
+    Message,
+    ToolResultBlock,
+    ToolResultEvent,
+    TurnEndEvent,
+    UserMessageEvent,
+    is_checkpoint_event,
+    surface_message,
+)
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
     NoteItem,
+    PassMarks,
     ToolResultItem,
     TranscriptItem,
-    TranscriptProjector,
+    turn_end_note,
 )
-from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, render_message
+from dsh.transcript.render import (
+    COMPACTION_MARKER,
+    cut_off_note,
+    render_message,
+    tool_result_line,
+)
+
+TRANSCRIPT_SEPARATOR = "\n\n"
+"""Between two blocks of the transcript: a blank line."""
 
 
 def render_item(item: TranscriptItem) -> str | None:
@@ -21,17 +42,77 @@ def render_item(item: TranscriptItem) -> str | None:
     if isinstance(item, MarkerItem):
         return COMPACTION_MARKER
     if isinstance(item, MessageItem):
-        text = render_message(item.message)
-        return text if item.cut_by is None else f"{text}\n{cut_off_note(item.cut_by)}"
+        return _message_text(item.message, item.cut_by)
     if isinstance(item, ToolResultItem):
-        return f"Tool result (error): {item.text}" if item.is_error else f"Tool result: {item.text}"
+        return tool_result_line(item.text, is_error=item.is_error)
     if isinstance(item, NoteItem):
-        return f"({item.text})"
+        return _note_text(item.text)
     return None
+
+
+def _message_text(message: Message, cut_by: str | None) -> str:
+    text = render_message(message)
+    return text if cut_by is None else f"{text}\n{cut_off_note(cut_by)}"
+
+
+def _note_text(text: str) -> str:
+    return f"({text})"
+
+
+_TEXT_EVENTS = frozenset(
+    {
+        AssistantMessageEvent,
+        ToolResultEvent,
+        UserMessageEvent,
+        TurnEndEvent,
+        CommandDoneEvent,
+        CompactionStartEvent,
+    }
+)
+"""The event classes that add to the text, or to what it needs to know (event classes are
+leaves: the exact type is the class)."""
+
+
+def transcript_blocks(events: Iterable[Event]) -> list[str]:
+    """The blocks of the transcript people see of ``events`` (a log, in order): exactly
+    ``render_item`` of each item ``TranscriptProjector`` gives (tests/transcript/test_text.py
+    holds the two equal over random logs), in one pass that builds no items.
+
+    A long log's ``show`` renders tens of thousands of blocks, so this pass skips what text
+    leaves out: the items' objects, the tool-call cards (lines of their assistant message
+    already) and the passes' summary details. It applies the projector's rules through the
+    same helpers: ``surface_message``, ``PassMarks``, ``turn_end_note`` and the renderers.
+    It dispatches on the exact type, as the projector does (event classes are leaves)."""
+    blocks: list[str] = []
+    add = blocks.append
+    passes = PassMarks()
+    for event in events:
+        if type(event) not in _TEXT_EVENTS:
+            continue  # most of a long log: turn and step brackets, requests
+        if type(event) is AssistantMessageEvent:
+            if event.surface_op == "append" and (message := surface_message(event)) is not None:
+                add(_message_text(message, event.data.error_code))
+        elif type(event) is ToolResultEvent:
+            if event.surface_op == "append":
+                block = event.data.message.content[0]
+                assert type(block) is ToolResultBlock
+                text = "".join([part.text for part in block.content])
+                add(tool_result_line(text, is_error=block.is_error))
+        elif type(event) is UserMessageEvent:
+            if event.surface_op == "append":
+                add(render_message(event.data))
+            elif is_checkpoint_event(event) and passes.first_checkpoint(event) is not None:
+                add(COMPACTION_MARKER)
+        elif type(event) is TurnEndEvent:
+            if (note := turn_end_note(event.data.reason)) is not None:
+                add(_note_text(note))
+        elif type(event) is CommandDoneEvent:
+            add(_note_text(event.data.text))
+        elif type(event) is CompactionStartEvent:
+            passes.started(event.data)
+    return blocks
 
 
 def render_human_transcript(events: Iterable[Event]) -> str:
     """The transcript people see of ``events`` (a log, in order), blocks apart by a blank line."""
-    feed = TranscriptProjector().feed
-    blocks = [render_item(item) for event in events for item in feed(event)]
-    return "\n\n".join([block for block in blocks if block is not None])
+    return TRANSCRIPT_SEPARATOR.join(transcript_blocks(events))
