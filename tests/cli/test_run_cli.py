@@ -246,7 +246,10 @@ def test_an_empty_stdin_prompt_is_a_usage_error(tmp_path, env):
 
 
 def test_a_closed_stdout_ends_the_run_quietly_with_141_and_closes_the_session(tmp_path, env):
-    script = write_script(tmp_path / "s.json", [{"text": f"answer {i}"} for i in range(5)])
+    # Each answer outgrows a pipe's buffer, so the run is still writing the first one when the
+    # reader goes away, however fast the machine (short answers let it finish all five first).
+    answer = "x" * 300_000
+    script = write_script(tmp_path / "s.json", [{"text": f"{answer} {i}"} for i in range(5)])
     prompts = [f"prompt {i}" for i in range(5)]
     process = subprocess.Popen(
         [DSH, "run", "--script", str(script), "--json", *prompts],
