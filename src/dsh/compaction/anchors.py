@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from dsh.compaction.anchor_patterns import BLOCKED_BY, EXTRACTION_ORDER, NEEDLES, PATTERNS
+
 KINDS = ("error", "path", "id", "value", "config", "quoted")
 """Anchor kinds, in the order a keyword line shows them."""
 
@@ -43,116 +45,7 @@ class Anchor:
     text: str
 
 
-# ---- patterns -------------------------------------------------------------------------------
-# Each kind has a list of patterns tried in order. A pattern's named group ``t`` (when present)
-# is the anchor text; otherwise the whole match is. A ``word`` match must look like an
-# identifier (see ``_is_identifier``).
-
-_EXC_NAME = r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Fault)"
-_RENDER_PREFIX = r"(?:(?:User|Assistant|System|Tool result(?: \(error\))?):[ \t]*)?"
-_LINE_START = r"^[ \t]*" + _RENDER_PREFIX + r"[+-]?[ \t]*"
-_UNITS = (
-    r"KiB|MiB|GiB|TiB|KB|MB|GB|TB|kB|bytes|ms|µs|us|ns|secs|sec|seconds|minutes|mins|min"
-    r"|hours|hrs|days|kHz|MHz|GHz|Hz|tokens|rps|qps|cores"
-)
-_SCALAR = (
-    r"""(?:"[^"\n]*"|'[^'\n]*'|\d+(?:\.\d+)?[ \t](?:""" + _UNITS + r""")\b|[^\s"'#(){}\[\],;=]+)"""
-)
-
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
-
-_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
-    "error": (
-        re.compile(r"\b(?:FAILED|ERROR)[ \t]+\S+::\S+"),
-        re.compile(
-            r"(?<![\w.])" + _EXC_NAME + r"(?::[ \t]*\S[^\n]*"
-            r"""|\([ \t]*(?:"[^"\n]*"|'[^'\n]*')[ \t]*\)|[ \t]*$)""",
-            re.M,
-        ),
-        re.compile(r"(?<![\w-])(?:error|fatal|panic)(?:\[[\w-]+\])?:[ \t]*\S[^\n]*", re.I),
-        re.compile(r"^E[ \t]{2,}(?P<t>\S[^\n]*)", re.M),
-        re.compile(r"(?:^|(?<=: ))[A-Z]{1,4}\d{3,4}[ \t]+\S[^\n]*", re.M),
-        re.compile(
-            r"^" + _RENDER_PREFIX + r"(?P<t>[^\n]*?(?:No such file or directory|command not found"
-            r"|Permission denied|Connection refused|Segmentation fault)[^\n]*)",
-            re.M,
-        ),
-        re.compile(r"\bexit(?:ed with)? (?:code|status) \d+", re.I),
-    ),
-    "config": (
-        re.compile(
-            _LINE_START + r"(?:export[ \t]+)?(?P<t>[A-Za-z_][\w.-]*[ \t]*=[ \t]*" + _SCALAR + r")"
-            r"[ \t]*(?:#[^\n]*)?$",
-            re.M,
-        ),
-        re.compile(
-            _LINE_START + r"(?P<t>(?P<key>[a-z_][\w.-]*):[ \t]+" + _SCALAR + r")"
-            r"[ \t]*(?:#[^\n]*)?$",
-            re.M,
-        ),
-        re.compile(
-            _LINE_START + r"""(?P<t>"[\w.-]+":[ \t]*(?:"[^"\n]*"|[^\s"{}\[\],]+)),?[ \t]*$""",
-            re.M,
-        ),
-        re.compile(r"(?<![\w.?&$-])(?P<t>[A-Za-z_][\w.-]*=" + _SCALAR + r")"),
-        re.compile(
-            r"(?<![\w.])(?P<t>[A-Za-z_][\w.-]*[ \t]=[ \t]"
-            r"""(?:"[^"\n]*"|'[^'\n]*'|true|false|\d+(?:\.\d+)?(?:[ \t]?(?:"""
-            + _UNITS
-            + r""")|[A-Za-z%]{1,3})?))(?![\w(])(?!\.\w)"""
-        ),
-    ),
-    "path": (
-        re.compile(r"\bhttps?://[^\s\"'<>`)\]]+"),
-        re.compile(
-            r"(?<![\w/.~:@+<-])"
-            r"(?:(?:~|\.{1,2})?/(?:[\w.@+-]+/)*|(?:[\w.@+-]+/)+)[\w.@+-]*\w(?::\d+){0,2}"
-        ),
-        re.compile(
-            r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|toml|yaml|yml|json|jsonl|md|txt|cfg|ini"
-            r"|conf|lock|log|env|js|ts|tsx|jsx|rs|go|c|h|cpp|hpp|java|kt|rb|sh|sql|html|css|xml"
-            r"|csv|ipynb)(?::\d+){0,2}\b"
-        ),
-    ),
-    "id": (
-        re.compile(
-            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-        ),
-        re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b"),
-        re.compile(r"(?<![\w.])v\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![.\d])"),
-        re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![.\d])"),
-        re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"),
-        re.compile(r"(?<![\w-])(?=[\w-]*[\d_])(?P<word>[A-Za-z_][\w-]*\w)(?![\w-])"),
-    ),
-    "value": (
-        re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?\b"),
-        re.compile(r"(?:\blocalhost|\b[a-z][\w-]*(?:\.[a-z][\w-]*)+):(?P<t>\d{2,5})\b(?![.:]\d)"),
-        re.compile(r"(?:(?<=[\s\"'(=])|^):(?P<t>\d{2,5})\b(?![.:]\d)", re.M),
-        re.compile(r"\b\d{2,5}/(?:tcp|udp)\b"),
-        re.compile(r"(?:\b[Pp]ort|-p|--publish)[ \t]+(?P<t>\d{2,5}(?::\d{2,5})?)\b"),
-        re.compile(r"(?<![\w.])\d+(?:\.\d+)?%"),
-        re.compile(
-            r"(?<![\w.])\d+(?:\.\d+)?(?:[ \t]?(?:" + _UNITS + r")|(?:B|s|m|h|d|k|K|M|G|x|px))\b"
-        ),
-    ),
-    "quoted": (
-        re.compile(r"""(?<![\w\\])"(?P<t>[^"\s](?:[^"\n]{1,58})[^"\s])"(?!\w)(?![ \t]*:)"""),
-        re.compile(r"""(?<![\w\\])'(?P<t>[^'\s](?:[^'\n]{1,58})[^'\s])'(?!\w)(?![ \t]*:)"""),
-        re.compile(r"(?<![\w\\])`(?P<t>[^`\s](?:[^`\n]{1,58})[^`\s])`"),
-    ),
-}
-
-_BLOCKED_BY: dict[str, tuple[str, ...]] = {
-    "error": (),
-    "config": (),
-    "path": (),
-    "id": ("config", "path"),
-    "value": ("config", "path", "id"),
-    "quoted": ("error", "config"),
-}
-"""A match of a kind is dropped when it overlaps a match of one of these kinds."""
-
-_EXTRACTION_ORDER = ("error", "config", "path", "id", "value", "quoted")
 _NOT_CONFIG_KEYS = frozenset({"error", "warning", "note", "hint", "info", "debug", "todo", "fatal"})
 _DIFF_HEADER = re.compile(r"(?:---|\+\+\+|diff --git) ")
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("<", ">"))
@@ -162,22 +55,29 @@ _QUOTES = "\"'`"
 # ---- extraction -----------------------------------------------------------------------------
 
 
-def extract_anchors(text: str, *, kinds: Collection[str] = KINDS) -> list[Anchor]:
+def extract_anchors(
+    text: str, *, kinds: Collection[str] = KINDS, prefilter: bool = True
+) -> list[Anchor]:
     """The literal anchors of ``text``, in first-occurrence order, each text at most once.
 
     Every anchor's text occurs verbatim in ``text``. ``kinds`` restricts the result, and the
-    work, to those kinds (and the kinds whose matches block theirs).
+    work, to those kinds (and the kinds whose matches block theirs). ``prefilter``: skip a
+    pattern whose needles (``anchor_patterns.NEEDLES``) are all absent — the same result, less
+    work; off only to check that.
     """
     needed = set(kinds)
-    for kind in reversed(_EXTRACTION_ORDER):  # blockers always come earlier in this order
+    for kind in reversed(EXTRACTION_ORDER):  # blockers always come earlier in this order
         if kind in needed:
-            needed.update(_BLOCKED_BY[kind])
+            needed.update(BLOCKED_BY[kind])
     # One byte per character and kind: 1 where a match of that kind was taken (linear time).
     taken = {kind: bytearray(len(text)) for kind in KINDS}
     found: list[tuple[int, int, str]] = []  # (start, kind index, anchor text)
-    for kind in (k for k in _EXTRACTION_ORDER if k in needed):
-        blockers = [taken[kind]] + [taken[other] for other in _BLOCKED_BY[kind]]
-        for pattern in _PATTERNS[kind]:
+    lowered = text.lower() if prefilter else ""
+    for kind in (k for k in EXTRACTION_ORDER if k in needed):
+        blockers = [taken[kind]] + [taken[other] for other in BLOCKED_BY[kind]]
+        for pattern, needles in zip(PATTERNS[kind], NEEDLES[kind], strict=True):
+            if prefilter and needles is not None and needles.absent(text, lowered):
+                continue  # no match can exist: skip the scan
             for match in pattern.finditer(text):
                 start, end = match.span()
                 if any(mask.find(1, start, end) != -1 for mask in blockers):
