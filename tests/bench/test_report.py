@@ -69,6 +69,10 @@ def test_the_verdict_says_plainly_when_recallable_wins_within_budget() -> None:
     )
     near = {**better, "deepseek.cost": 1.2}
     assert "not within 1.00×" in verdict(base, near, "deepseek")
+    hair = {**better, "deepseek.cost": 1.003}  # two decimals would hide the miss as 1.00×
+    assert "not within 1.00× basic's cost: it costs 1.003×" in verdict(base, hair, "deepseek")
+    level = {**better, "deepseek.cost": 1.0}
+    assert "at 1.00× basic's cost" in verdict(base, level, "deepseek")
     costly = {**better, "deepseek.cost": 2.0, "deepseek.summariserCost": 0.5, "summariserCalls": 9}
     text = verdict(base, costly, "deepseek")
     assert text.startswith("**Recallable beats basic on recall, but not within 1.00×")

@@ -9,7 +9,7 @@ from typing import Any
 
 from dsh.bench.cache_rules import RULES
 from dsh.bench.results import IntervalFigures, RunRecord, RunResult
-from dsh.bench.tables import KINDS, flat, money, order, pct, pool
+from dsh.bench.tables import KINDS, flat, money, order, pct, pool, times
 
 Cell = Callable[[dict[str, Any]], str]
 
@@ -88,7 +88,7 @@ def _ratio(grid: Grid, rule: str, scenario: str | None, seed: object) -> str:
     recallable = grid.figures(scenario, "recallable", seed)
     if not basic or not recallable or not basic.get(f"{rule}.cost"):
         return "—"
-    return f"{recallable[f'{rule}.cost'] / basic[f'{rule}.cost']:.2f}×"
+    return times(recallable[f"{rule}.cost"] / basic[f"{rule}.cost"])
 
 
 def cost_table(grid: Grid, rule: str) -> list[str]:

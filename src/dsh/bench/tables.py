@@ -182,6 +182,13 @@ def ratio(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
 
+def times(value: float) -> str:
+    """A cost multiple, two decimals — three when two would read 1.00× for a value that is not
+    exactly 1 (1.003× is over a 1.00× budget, and the table must not hide which side it is)."""
+    text = f"{value:.2f}×"
+    return f"{value:.3f}×" if text == "1.00×" and value != 1.0 else text
+
+
 def money(value: float) -> str:
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh.bench.tables import money, pct, ratio
+from dsh.bench.tables import money, pct, ratio, times
 
 COST_BUDGET = 1.0
 """Recallable should beat basic on recall at no more than this multiple of basic's cost (it
@@ -25,20 +25,20 @@ def verdict(
     reach_b = ratio(basic["reachable"], basic["anchors"]) or 0
     reach_r = ratio(recallable["reachable"], recallable["anchors"]) or 0
     cost_b, cost_r = basic[f"{rule}.cost"], recallable[f"{rule}.cost"]
-    times = cost_r / cost_b if cost_b else float("inf")
+    multiple = cost_r / cost_b if cost_b else float("inf")
     lines = [
         f"- Reachable facts: recallable {pct(recallable['reachable'], recallable['anchors'])}, "
         f"basic {pct(basic['reachable'], basic['anchors'])}; current facts verbatim in the final "
         f"request: recallable {pct(recallable['currentSurviving'], recallable['current'])}, "
         f"basic {pct(basic['currentSurviving'], basic['current'])}.",
-        f"- Billed cost ({rule}): recallable {money(cost_r)} = {times:.2f}× "
+        f"- Billed cost ({rule}): recallable {money(cost_r)} = {times(multiple)} "
         f"basic's {money(cost_b)}.",
     ]
     if tools and not tools.get("errors"):
         lines.append(_tools_line(basic, recallable, tools, rule))
-    if reach_r > reach_b and times <= COST_BUDGET:
+    if reach_r > reach_b and multiple <= COST_BUDGET:
         head = (
-            f"**Recallable beats basic on recall at {times:.2f}× basic's cost "
+            f"**Recallable beats basic on recall at {times(multiple)} basic's cost "
             f"(budget {COST_BUDGET:.2f}×).**"
         )
         return "\n".join([head, *lines])
@@ -47,7 +47,7 @@ def verdict(
     else:
         head = (
             f"**Recallable beats basic on recall, but not within {COST_BUDGET:.2f}× basic's "
-            f"cost: it costs {times:.2f}×.**"
+            f"cost: it costs {times(multiple)}.**"
         )
     return "\n".join([head, *lines, *(f"- Why: {w}." for w in _reasons(basic, recallable, rule))])
 
