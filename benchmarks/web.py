@@ -27,7 +27,10 @@ Measured:
   posted from it: the frame's style, layout and paint are done by then); it includes the wait
   for the frame. Median, p95, max after the scroll-back; baseline = the same keys on the first
   page alone, in the same page. Also the frame's own work (from the frame's start, the
-  ``requestAnimationFrame`` callback, to its end), and the rows in the page vs in the view;
+  ``requestAnimationFrame`` callback, to its end), and the rows in the page vs in the view.
+  Reference, same browser and harness: the same keys (a second round, as after the scroll-back)
+  in an empty page (a bare textarea, no page code): what waiting for the browser's next frame
+  and drawing it cost without the client;
 * live latency: the session is resumed, a page watches it, and the server appends ``--live``
   (default 200) user messages 20 ms apart on its own loop; latency = wall time when the row
   with that seq entered the DOM (``performance.timeOrigin + performance.now()`` in a
@@ -222,6 +225,20 @@ def measure_keystrokes(browser: Any, url: str, pages: int, keys: int) -> dict[st
     }
 
 
+def measure_empty_page(browser: Any, keys: int) -> dict[str, Any]:
+    """The keystroke figures of an empty page (a bare textarea, no page code), measured as the
+    client's are, the second round of keys as there: the floor the browser's frame scheduling
+    sets for any page."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_content('<textarea id="prompt" rows="3" cols="80"></textarea>')
+    page.evaluate(KEY_PROBE)
+    press_keys(page, keys)
+    figures = key_figures(press_keys(page, keys))
+    context.close()
+    return figures
+
+
 def measure_live(
     browser: Any,
     server: BackgroundServer,
@@ -307,6 +324,8 @@ def serve_and_measure(
             for e in page["events"]
         )
         keys = measure_keystrokes(browser, url, args.pages if full else 0, args.keys)
+        if full:
+            keys["empty_page"] = measure_empty_page(browser, args.keys)
         live = measure_live(browser, server, registry, session_id, url, args.live) if full else None
         browser.close()
     session = {
@@ -417,6 +436,13 @@ def print_report(results: dict[str, Any], small: dict[str, Any]) -> None:
         f"first page only median {first['frame_work_median_ms']:.1f} ms, p95 "
         f"{first['frame_work_p95_ms']:.1f} (ratio "
         f"{after['frame_work_median_ms'] / max(first['frame_work_median_ms'], 0.1):.2f}x)"
+    )
+    empty = keys["empty_page"]
+    print(
+        f"    reference, an empty page (a bare textarea, no page code) in the same browser: median "
+        f"{empty['median_ms']:.1f} ms, p95 {empty['p95_ms']:.1f}; its frame's work median "
+        f"{empty['frame_work_median_ms']:.1f} ms (the wait for the browser's next frame, which no "
+        f"page code shortens)"
     )
     print(
         f"  live event latency, append -> DOM: median {live['median_ms']:.1f} ms, p95 "

@@ -119,6 +119,53 @@ def test_the_layout_fits_the_screen_and_a_long_word_wraps(
         shot(page, f"layout-{width}-toggled")
 
 
+COVERS = """([x, y, selector]) => !!document.elementFromPoint(x, y)?.closest(selector)"""
+
+
+@pytest.mark.parametrize("width", [390, 768, 1280])
+def test_the_composer_is_a_layer_of_its_own_under_the_drawer_and_the_panel(
+    browser: Any, tmp_path: Path, width: int
+) -> None:
+    """The composer is composited on its own (an opaque layer a keystroke repaints without the
+    conversation's): it still sits at the bottom of the column under the conversation, takes
+    keys, and the drawer and the context panel still cover it."""
+    env = make_env(tmp_path)
+    sid = long_session(env.store, env.workspace, turns=12)
+    with serve(env) as server, open_page(browser, width) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
+        first_page_loaded(page)
+        style = page.evaluate(
+            "() => { const s = getComputedStyle(document.getElementById('composer'));"
+            " return [s.willChange, s.backgroundColor,"
+            " getComputedStyle(document.body).backgroundColor]; }"
+        )
+        assert style[0] == "transform"
+        assert style[1] == style[2]  # opaque, the page's own background
+        composer, column = box(page, "#composer"), box(page, "#main")
+        assert composer["y"] + composer["height"] == pytest.approx(800, abs=1)
+        assert composer["x"] == pytest.approx(column["x"], abs=1)
+        assert composer["width"] == pytest.approx(column["width"], abs=1)
+        conversation = box(page, "#conversation")
+        assert conversation["y"] + conversation["height"] <= composer["y"] + 0.5
+        middle = composer["y"] + composer["height"] / 2
+        page.focus("#prompt")
+        page.keyboard.type("typed on its own layer")
+        assert page.input_value("#prompt") == "typed on its own layer"
+        assert page.evaluate(COVERS, [composer["x"] + 40, middle, "#prompt"])
+        shot(page, f"composer-{width}")
+
+        page.click("#context-toggle")
+        page.wait_for_selector("#context-panel .context-parts tr[data-part='tail']")
+        assert page.evaluate(COVERS, [width - 20, middle, "#context-panel"])
+        shot(page, f"composer-{width}-panel")
+        page.click("#context-close")
+        assert page.evaluate(COVERS, [width - 60, middle, "#composer"])
+        if width <= 768:  # the drawer slides over the composer
+            page.click("#sidebar-toggle")
+            assert page.evaluate(COVERS, [20, middle, "#sidebar"])
+            shot(page, f"composer-{width}-drawer")
+
+
 # ---- tool calls as diffs, checklists and commands ---------------------------------------------
 
 XSS = '<img src=x onerror="window.pwned=1">'

@@ -3,6 +3,7 @@ near the viewport, paging stays anchored, and a parked row comes back when it is
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from tests.web.pages import (
     first_page_loaded,
     open_page,
     same_as_one_pass,
+    scroll_to_beginning,
     serve,
     view_rows,
 )
@@ -108,4 +110,64 @@ def test_scroll_back_keeps_few_rows_in_the_page_and_the_reading_position(
         assert view_rows(page, ".row.assistant")[-1].strip().startswith("Assistant")
         page.screenshot(path=str(ARTIFACTS / "virtual-back-at-the-end.png"))
         # parked or not, the rows are the ones the whole log fed at once makes
+        assert same_as_one_pass(page)
+
+
+WINDOW = """() => {
+    const c = document.getElementById('conversation');
+    const view = c.getBoundingClientRect();
+    const log = [...document.getElementById('log').children];
+    const onScreen = (r) => {
+        const b = r.getBoundingClientRect();
+        return b.bottom > view.top && b.top < view.bottom;
+    };
+    const shown = [...document.querySelectorAll('#log > .block > .row')]
+        .filter(onScreen).map((r) => +r.dataset.seq);
+    return {
+        kinds: log.map((e) => e.className),
+        parked: window.dsh.view.blocks.list.filter((b) => !b.isConnected).length,
+        shown,
+        scrollTop: c.scrollTop,
+    };
+}"""
+
+
+def test_parked_blocks_share_a_spacer_and_a_jump_brings_back_the_rows_there(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Consecutive parked blocks stand behind one spacer (the page, and what the intersection
+    observer watches, stays a few elements however long the scroll-back), and a jump into the
+    middle of a run brings back the rows there without moving the scroll position."""
+    env = make_env(tmp_path)
+    sid = long_session(env.store, env.workspace, turns=150)
+    with serve(env) as server, open_page(browser, height=700) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
+        first_page_loaded(page)
+        scroll_to_beginning(page)
+        page.evaluate(SETTLED)
+        for where in (0.5, 0.2, 0.8, 1.0, 0.0, 0.5):
+            target = page.evaluate(
+                f"""() => {{
+                    const c = document.getElementById('conversation');
+                    c.scrollTop = Math.round((c.scrollHeight - c.clientHeight) * {where});
+                    return c.scrollTop;
+                }}"""
+            )
+            # the rows at the new position come back (the observer reports after a frame)
+            page.wait_for_function(f"() => ({WINDOW})().shown.length > 0")
+            page.evaluate(SETTLED)
+            window = page.evaluate(WINDOW)
+            kinds = window["kinds"]
+            assert window["parked"] > 0, (where, kinds)
+            # no two spacers side by side: a run of parked blocks has one spacer
+            spacers = [i for i, kind in enumerate(kinds) if kind == "block-spacer"]
+            assert all(b - a > 1 for a, b in itertools.pairwise(spacers)), kinds
+            assert len(spacers) <= 2 and len(kinds) <= 6, (where, kinds)
+            # the rows on screen are consecutive rows of the conversation, and nothing moved
+            order = page.evaluate("() => window.dsh.view.order")
+            first = order.index(window["shown"][0])
+            assert order[first : first + len(window["shown"])] == window["shown"]
+            assert abs(window["scrollTop"] - target) <= 1, (where, window["scrollTop"], target)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "virtual-jump-to-the-middle.png"))
         assert same_as_one_pass(page)
