@@ -169,8 +169,11 @@ def error_of(response: Any) -> tuple[int, str]:
 # ---- browser --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One chromium for the browser tests, closed when ``tests/web`` is done: Playwright's sync
+    API keeps an event loop running on the main thread while it is open, and a later test
+    calling ``asyncio.run`` would fail ("cannot be called from a running event loop")."""
     if not CHROMIUM.exists():
         pytest.skip(
             "browser tests need Debian's chromium at /usr/bin/chromium (apt-get install chromium)"
