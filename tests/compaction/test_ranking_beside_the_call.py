@@ -140,3 +140,44 @@ def test_a_counted_summariser_is_planned_as_the_one_it_wraps():
     assert counted.max_output_tokens == 8192
     assert counted.reads_rarity is False
     assert not hasattr(CountedSummarizer(ExtractiveSummarizer(), lambda: None), "route")
+
+
+def test_a_cancelled_pass_returns_at_once_and_the_next_one_waits_for_its_worker(monkeypatch):
+    """Esc during a pass must not wait out the worker (seconds on a long resumed log); the
+    worker's index update still finishes before another pass reads the index."""
+    release = threading.Event()
+    entered = threading.Event()
+    complete = ranking_module.Ranking.complete
+
+    def held_complete(self, regions):
+        entered.set()
+        release.wait(timeout=20)
+        return complete(self, regions)
+
+    class Hangs(ModelLike):
+        async def summarize(self, task):
+            self.called.set()
+            await asyncio.Event().wait()  # a model call that never answers
+
+    monkeypatch.setattr(ranking_module.Ranking, "complete", held_complete)
+    session = long_session(turns=30)
+    summarizer = Hangs(reads_rarity=False)
+    engine = engine_for(session, summarizer)
+
+    async def cancel_mid_pass() -> bool:
+        task = asyncio.ensure_future(engine.compact_now(window=10**6))
+        while not (summarizer.called.is_set() and entered.is_set()):
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=10)
+        return release.is_set()  # still held: the cancel did not wait for the worker
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(cancel_mid_pass()) is False
+    finally:
+        release.set()
+        loop.close()
+    monkeypatch.setattr(ranking_module.Ranking, "complete", complete)
+    assert _plan_texts(ModelLike(reads_rarity=False))  # a later pass runs as usual

@@ -414,9 +414,14 @@ class RecallableBackend:
                 state=state,
                 completed=completed,
             )
-            return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(plan.regions))))
-        finally:
+            texts = list(await asyncio.gather(*(one(i, r) for i, r in enumerate(plan.regions))))
+        except asyncio.CancelledError:
+            raise  # at once: the worker ends on its own, the next pass waits for it (its lock)
+        except BaseException:
             await settle()
+            raise
+        await settle()
+        return texts
 
     async def _stub(
         self, region: RegionPlan, completed: CompletedRegions, index: int

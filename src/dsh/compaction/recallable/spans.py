@@ -7,6 +7,7 @@ for — directly, or through the checkpoints and pruned results it shadows — n
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 from dsh.compaction.anchors import AnchorIndex
@@ -65,22 +66,26 @@ class ConversationSpans:
 
 class SessionAnchors:
     """An ``AnchorIndex`` over the rendered appended messages of one session, extended with the
-    events appended since the last look (each event is scanned once)."""
+    events appended since the last look (each event is scanned once). Updates run in a pass's
+    worker thread; a lock serialises them, so a pass cancelled while its worker still runs
+    leaves the next pass waiting for that worker rather than racing it."""
 
     def __init__(self) -> None:
         self._session_id: str | None = None
         self._scanned = 0
+        self._lock = threading.Lock()
         self.index = AnchorIndex()
 
     def update(self, session: Session, upto: int | None = None) -> AnchorIndex:
         """The index over the session's first ``upto`` events (all of them when None)."""
-        end = len(session.events) if upto is None else upto
-        if session.id != self._session_id or end < self._scanned:
-            self._session_id, self._scanned, self.index = session.id, 0, AnchorIndex()
-        for event in session.events[self._scanned : end]:
-            if is_append_surface_event(event):
-                message = surface_message(event)
-                if message is not None:
-                    self.index.add(render_message(message))
-        self._scanned = end
-        return self.index
+        with self._lock:
+            end = len(session.events) if upto is None else upto
+            if session.id != self._session_id or end < self._scanned:
+                self._session_id, self._scanned, self.index = session.id, 0, AnchorIndex()
+            for event in session.events[self._scanned : end]:
+                if is_append_surface_event(event):
+                    message = surface_message(event)
+                    if message is not None:
+                        self.index.add(render_message(message))
+            self._scanned = end
+            return self.index
