@@ -83,9 +83,7 @@ def _texts():
 @settings(max_examples=400, deadline=None)
 @given(_texts(), st.sampled_from([KINDS, ("config",), ("error",), ("value", "quoted")]))
 def test_extraction_with_the_prefilter_equals_extraction_without_it(text, kinds):
-    assert extract_anchors(text, kinds=kinds) == extract_anchors(
-        text, kinds=kinds, prefilter=False
-    )
+    assert extract_anchors(text, kinds=kinds) == extract_anchors(text, kinds=kinds, prefilter=False)
 
 
 def test_each_fragment_in_each_case_keeps_its_anchors_and_its_needles():
