@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from tests.helpers import append_chat_turn, new_session
 
 from dsh.store import JsonlStore
-from dsh.transcript.titles import session_summaries
+from dsh.transcript.listing import session_summaries
 
 
 def best(repeat: int, work: Callable[[], object]) -> float:
