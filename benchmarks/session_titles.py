@@ -1,18 +1,34 @@
 """``dsh sessions list`` / the session picker with titles, against the same listing without
-them, in the same run.
+them, in the same run: what the summary cache makes a listing cost.
 
-``--sessions`` JSONL sessions of ``--turns`` chat turns each are stored under a temporary home.
-Baseline: ``store.list()`` (headers only, what the list cost before titles). Measured:
-``session_summaries(store)`` (opens every log read-only for its title, age and size). Both best
-of ``--repeat``. No target: the figure says what a title costs per session, so a person knows
-when the picker would want an index of titles (none is kept today).
+``--sessions`` sessions of ``--turns`` chat turns each (about ``1 + 6 x turns`` events) are
+stored under a temporary home (``--backend jsonl`` or ``sqlite``). Timed, each best of
+``--repeat``:
 
-Run: ``uv run python benchmarks/session_titles.py [--sessions 200] [--turns 20] [--repeat 3]``
+- ``store.list()``: the headers alone (the floor: what any listing costs);
+- whole logs: every log loaded and summarised, as listings did before the cache;
+- first listing: ``session_summaries(store)`` with no cache file (it reads every log once and
+  writes the cache);
+- repeat listing, recent logs: the same with the cache in place and nothing appended, every log
+  written in the last two seconds (JSONL: each file opened and its last line compared; SQLite:
+  one indexed row per session);
+- repeat listing, settled logs: the same once the logs' mtimes are an hour old (JSONL: a stat
+  per session; the usual case, since most sessions were written long before the listing);
+- after appends: a repeat listing after ``--appended`` sessions got one more turn each (it reads
+  just those turns).
+
+Ratios are to ``store.list()`` and to the whole-log listing. The cache keeps a listing's cost at
+the sessions' number plus what was appended, so the repeat ratio stays flat as sessions grow
+longer (try ``--turns 200``), while the whole-log one grows with them.
+
+Run: ``uv run python benchmarks/session_titles.py [--sessions 200] [--turns 20] [--repeat 5]
+[--backend jsonl] [--appended 5]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -22,38 +38,92 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from tests.helpers import append_chat_turn, new_session
 
-from dsh.store import JsonlStore
-from dsh.transcript.titles import session_summaries
+from dsh.store import EventStore, JsonlStore, SqliteStore
+from dsh.store.derived import summary_cache_path
+from dsh.surface import Session
+from dsh.transcript.listing import read_whole, session_summaries
 
 
-def best(repeat: int, work: Callable[[], object]) -> float:
+def best(repeat: int, work: Callable[[], object], before: Callable[[], object] = list) -> float:
+    """The shortest of ``repeat`` timed runs of ``work`` (``before`` runs untimed first)."""
     times = []
     for _ in range(repeat):
+        before()
         start = time.perf_counter()
         work()
         times.append(time.perf_counter() - start)
     return min(times)
 
 
+def fill(store: EventStore, sessions: int, turns: int) -> list[Session]:
+    """``sessions`` closed sessions of ``turns`` chat turns; reopened for appending later."""
+    made = []
+    for n in range(sessions):
+        with new_session(store) as session:
+            for turn in range(turns):
+                append_chat_turn(session, f"question {n}.{turn} " * 8, "an answer " * 30)
+        made.append(session)
+    return made
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--backend", choices=("jsonl", "sqlite"), default="jsonl")
+    parser.add_argument("--appended", type=int, default=5, help="sessions appended to")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        store = JsonlStore(Path(tmp))
-        for n in range(args.sessions):
-            with new_session(store) as session:
-                for turn in range(args.turns):
-                    append_chat_turn(session, f"question {n}.{turn} " * 8, "an answer " * 30)
+        home = Path(tmp)
+        store: EventStore = JsonlStore(home) if args.backend == "jsonl" else SqliteStore(home)
+        ids = [s.id for s in fill(store, args.sessions, args.turns)]
+        cache = summary_cache_path(home, args.backend)
+
+        def drop_cache() -> None:
+            cache.unlink(missing_ok=True)
+
+        def append_some() -> None:
+            for session_id in ids[: args.appended]:
+                with Session(store.open(session_id, writable=True)) as session:
+                    append_chat_turn(session, "one more question", "one more answer")
+
         headers = best(args.repeat, store.list)
-        titled = best(args.repeat, lambda: session_summaries(store))
+        whole = best(args.repeat, lambda: [read_whole(store, h) for h in store.list()])
+        first = best(args.repeat, lambda: session_summaries(store), before=drop_cache)
+        recent = best(args.repeat, lambda: session_summaries(store))
+        if isinstance(store, JsonlStore):
+            hour_ago = time.time_ns() - 3600 * 10**9
+            for session_id in ids:
+                os.utime(store.log_path(session_id), ns=(hour_ago, hour_ago))
+        session_summaries(store)  # the cache takes in the settled mtimes
+        settled = best(args.repeat, lambda: session_summaries(store))
+        appended = best(args.repeat, lambda: session_summaries(store), before=append_some)
+        cache_bytes = cache.stat().st_size
     events = args.sessions * (1 + 6 * args.turns)
-    print(f"{args.sessions} sessions x {args.turns} turns (~{events:,} events)")
-    print(f"baseline store.list()          {headers:7.3f} s")
-    print(f"session_summaries (titles)     {titled:7.3f} s   {titled / headers:6.1f}x")
-    print(f"per session                    {1000 * titled / args.sessions:7.2f} ms")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"{args.sessions} sessions x {args.turns} turns (~{events:,} events), "
+        f"{args.backend} store, best of {args.repeat}; load average {load}"
+    )
+    print(f"{'':36} {'seconds':>8} {'x list()':>9} {'x whole':>8} {'ms/session':>11}")
+    rows = [
+        ("store.list() (headers only)", headers),
+        ("whole logs (before the cache)", whole),
+        ("first listing (no cache file)", first),
+        ("repeat listing, recent logs", recent),
+        ("repeat listing, settled logs", settled),
+        (f"after {args.appended} sessions got a turn", appended),
+    ]
+    for name, seconds in rows:
+        print(
+            f"{name:36} {seconds:8.4f} {seconds / headers:8.2f}x {seconds / whole:7.2f}x "
+            f"{1000 * seconds / args.sessions:11.3f}"
+        )
+    print(
+        f"first / repeat: {first / recent:.1f}x (recent logs), {first / settled:.1f}x (settled); "
+        f"cache file {cache_bytes:,} bytes"
+    )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,16 @@ def test_list_shows_each_session_title_and_size(home):
     assert " turns  " in line
 
 
+def test_a_repeat_list_reads_the_summary_cache_the_first_one_wrote(home):
+    first = run("sessions", "list", "--all").output
+    cache = home / "cache" / "session-summaries-jsonl.json"
+    assert FIXTURE_ID.encode() in cache.read_bytes()
+    assert run("sessions", "list", "--all").output == first
+    cache.write_bytes(b"not a cache")  # a damaged cache is rebuilt, never an error
+    assert run("sessions", "list", "--all").output == first
+    assert FIXTURE_ID.encode() in cache.read_bytes()
+
+
 def test_show_transcript_renders_originals_and_one_marker_but_no_checkpoint_payload(home):
     result = run("sessions", "show", FIXTURE_ID, "--view", "transcript")
     assert result.exit_code == 0

@@ -85,6 +85,7 @@ from dsh.events import (
     UserMessageEvent,
     UserSource,
     decode_event_line,
+    decode_event_lines,
     decode_events,
     encode_event,
     event_type_of,
@@ -553,6 +554,19 @@ def test_surface_message_with_the_wrong_role_or_shape_is_refused_at_append(paylo
     with pytest.raises(EventValidationError):
         session.append(payload)
     assert list(session.events) == []
+
+
+def test_the_rest_of_a_log_decodes_from_its_first_seq_and_a_gap_names_its_line():
+    """What a reader that remembers its place hands on: the lines after seq 1 of a log."""
+    events = [TurnStartEvent(seq=seq, time=T, data=TurnStart(turn=seq + 1)) for seq in range(5)]
+    rest = [encode_event(e) for e in events[2:]]
+    body = b"".join(line + b"\n" for line in rest)
+    assert decode_events(rest, first_line=4, first_seq=2) == events[2:]
+    assert decode_event_lines(body, line_count=3, first_line=4, first_seq=2) == events[2:]
+    with pytest.raises(LogCorruptError, match="line 4: expected seq 1 but found seq 2"):
+        decode_event_lines(body, line_count=3, first_line=4, first_seq=1)
+    with pytest.raises(LogCorruptError, match="line 5: expected seq 3 but found seq 4"):
+        decode_events([rest[0], rest[2]], first_line=4, first_seq=2)
 
 
 def test_negative_seq_in_a_stored_line_refuses_the_load():

@@ -7,13 +7,8 @@ from hypothesis import strategies as st
 
 from dsh.events import SessionTitle
 from dsh.store import JsonlStore, MemoryStore
-from dsh.transcript.titles import (
-    TITLE_CHARS,
-    UNTITLED,
-    session_summaries,
-    session_title,
-    trim_title,
-)
+from dsh.transcript.listing import session_summaries
+from dsh.transcript.titles import TITLE_CHARS, UNTITLED, session_title, trim_title
 from tests.helpers import append_chat_turn, new_session
 
 
@@ -44,15 +39,18 @@ def test_summaries_read_each_session_and_name_an_unreadable_one(tmp_path):
     with new_session(store) as session:
         append_chat_turn(session, "first", "ok")
         append_chat_turn(session, "second", "ok")
+    with new_session(store) as damaged:
+        append_chat_turn(damaged, "first", "ok")
     empty = store.create(cwd="/elsewhere")
     empty.close()
-    summaries = {s.id: s for s in session_summaries(store)}
-    assert summaries[session.id].title == "first" and summaries[session.id].turns == 2
-    assert summaries[session.id].updated_at >= summaries[session.id].created_at
-    assert summaries[empty.id].title == UNTITLED and summaries[empty.id].events == 0
-    path = tmp_path / "sessions" / session.id / "session.jsonl"
+    path = tmp_path / "sessions" / damaged.id / "session.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     lines[3] = lines[3].replace(b"first", b"fir5t")  # its CRC no longer matches
     path.write_bytes(b"".join(lines))
-    (broken,) = [s for s in session_summaries(store) if s.id == session.id]
-    assert broken.title.startswith("(unreadable: ") and broken.turns == 0
+    for _ in range(2):  # the second listing reads the summary cache the first one wrote
+        summaries = {s.id: s for s in session_summaries(store)}
+        assert summaries[session.id].title == "first" and summaries[session.id].turns == 2
+        assert summaries[session.id].updated_at >= summaries[session.id].created_at
+        assert summaries[empty.id].title == UNTITLED and summaries[empty.id].events == 0
+        broken = summaries[damaged.id]
+        assert broken.title.startswith("(unreadable: ") and broken.turns == 0

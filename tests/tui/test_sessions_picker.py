@@ -8,7 +8,8 @@ from typing import Any
 
 from dsh.events import SessionTitleEvent
 from dsh.surface import Session
-from dsh.transcript.titles import SessionSummary, session_summaries
+from dsh.transcript.listing import session_summaries
+from dsh.transcript.titles import SessionSummary
 from dsh.tui.picker import PickerApp, SessionPicker, age_text, newest_first, picker_row
 from tests.helpers import append_chat_turn
 from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit

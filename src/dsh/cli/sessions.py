@@ -28,8 +28,8 @@ from dsh.transcript import (
     render_message,
     transcript_blocks,
 )
+from dsh.transcript.listing import session_summaries
 from dsh.transcript.stats import render_stats, session_stats
-from dsh.transcript.titles import session_summaries
 
 
 @click.group("sessions")
@@ -43,12 +43,14 @@ def list_sessions(show_all: bool) -> None:
     """List sessions started in the current directory (oldest first), with their titles."""
     here = str(context.cwd())
     store = context.store()
-    headers = [h for h in store.list() if show_all or h.cwd == here]
+    # --all lists every session, which lets the summary cache forget the sessions that are gone
+    headers = None if show_all else [h for h in store.list() if h.cwd == here]
+    summaries = session_summaries(store, headers)
     trusted = set(trusted_directories())
-    if not headers:
+    if not summaries:
         scope = "" if show_all else f" in {here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
-    for summary in session_summaries(store, headers):
+    for summary in summaries:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
         where = f"  {summary.cwd}" if show_all else ""
         trust = "  [trusted]" if summary.cwd in trusted else ""

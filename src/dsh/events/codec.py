@@ -161,8 +161,11 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decode_events(lines: Sequence[bytes], *, first_line: int = 1) -> list[Event]:
-    """Decode stored event lines (no newlines) in order.
+def decode_events(
+    lines: Sequence[bytes], *, first_line: int = 1, first_seq: int = 0
+) -> list[Event]:
+    """Decode stored event lines (no newlines) in order; the first must be seq ``first_seq``
+    (0: a whole log; more: the rest of one, read on from a known position).
 
     Fast path: one typed decode per line, with no error bookkeeping (joining the lines into one
     JSON array would copy the whole log once more, and would accept a line holding two events).
@@ -176,18 +179,19 @@ def decode_events(lines: Sequence[bytes], *, first_line: int = 1) -> list[Event]
             events: list[Event] = [decode(raw) for raw in lines]
     except msgspec.DecodeError:
         events = [decode_event_line(raw, line=first_line + i) for i, raw in enumerate(lines)]
-    _validate_loaded(events, first_line)
+    _validate_loaded(events, first_line, first_seq)
     return events
 
 
-def _validate_loaded(events: list[Event], first_line: int) -> None:
-    """Seqs must be 0, 1, 2, … (a gap refuses the load); decoded JSON is lossless by
-    construction, so beyond that only the surface rules need checking here. Most surface
-    events pass them at a glance (no ``sourceEventSeqs``, the role their type needs, a result's
-    one tool-result block); only the others are checked rule by rule, which names the fault."""
-    for i, event in enumerate(events):
-        if event.seq != i:
-            check_contiguous(events, first_line=first_line)  # raises, naming the line
+def _validate_loaded(events: list[Event], first_line: int, first_seq: int = 0) -> None:
+    """Seqs must be ``first_seq``, then one more each (a gap refuses the load); decoded JSON is
+    lossless by construction, so beyond that only the surface rules need checking here. Most
+    surface events pass them at a glance (no ``sourceEventSeqs``, the role their type needs, a
+    result's one tool-result block); only the others are checked rule by rule, which names the
+    fault."""
+    for seq, event in enumerate(events, first_seq):
+        if event.seq != seq:
+            check_contiguous(events, first_line=first_line, first_seq=first_seq)  # raises
         if type(event) is UserMessageEvent:
             if event.source_event_seqs is None and event.data.role == "user":
                 continue
@@ -208,12 +212,12 @@ def _validate_loaded(events: list[Event], first_line: int) -> None:
         try:
             _validate_surface_event(event)
         except EventValidationError as exc:
-            line = first_line + i
+            line = first_line + seq - first_seq
             raise LogCorruptError(f"line {line}: {exc}", line=line, seq=event.seq) from exc
 
 
 def decode_event_lines(
-    body: bytes | memoryview, *, line_count: int, first_line: int
+    body: bytes | memoryview, *, line_count: int, first_line: int, first_seq: int = 0
 ) -> list[Event]:
     """Decode a JSONL body (complete lines, each ending in a newline) in one call.
 
@@ -227,8 +231,9 @@ def decode_event_lines(
     except msgspec.DecodeError:
         events = []
     if len(events) != line_count:
-        return decode_events(bytes(body).split(b"\n")[:-1], first_line=first_line)
-    _validate_loaded(events, first_line)
+        lines = bytes(body).split(b"\n")[:-1]
+        return decode_events(lines, first_line=first_line, first_seq=first_seq)
+    _validate_loaded(events, first_line, first_seq)
     return events
 
 
@@ -283,11 +288,12 @@ def decode_event_line(raw: bytes, *, line: int) -> Event:
         raise LogCorruptError(f"{where}: {typed_error}", line=line, seq=seq) from typed_error
 
 
-def check_contiguous(events: Iterable[Event], *, first_line: int = 1) -> None:
-    """Refuse a log whose seqs are not exactly 0, 1, 2, … (spec §1: seq = position)."""
-    for position, event in enumerate(events):
+def check_contiguous(events: Iterable[Event], *, first_line: int = 1, first_seq: int = 0) -> None:
+    """Refuse a log whose seqs are not exactly 0, 1, 2, … (spec §1: seq = position), or, for the
+    rest of a log, ``first_seq`` and on."""
+    for position, event in enumerate(events, first_seq):
         if event.seq != position:
-            line = first_line + position
+            line = first_line + position - first_seq
             raise LogCorruptError(
                 f"line {line}: expected seq {position} but found seq {event.seq} "
                 "(a gap or reordering in the log)",

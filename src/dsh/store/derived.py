@@ -3,6 +3,11 @@
 Recall keeps each session's lower-cased checkpoint spans in ``<home>/cache/recall/<id>.spans``
 (see ``dsh.recall.span_file``). Such a file stays true because the log is append-only; cutting a
 log (``dsh sessions repair``) is the one change that can make it stale, so repair drops it.
+
+The session lists keep every session's summary figures in one file per store,
+``<home>/cache/session-summaries-<backend>.json`` (see ``dsh.transcript.summary_cache``), each
+with the position it covers; a log that changed other than by appends is told apart there
+(``dsh.store.appended``), so repair need not drop anything from it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ def span_cache_dir(home: Path) -> Path:
 def span_cache_path(home: Path, session_id: str) -> Path:
     """The span file of ``session_id``."""
     return span_cache_dir(home) / f"{session_id}.spans"
+
+
+def summary_cache_path(home: Path, backend: str) -> Path:
+    """The session summary cache of the ``backend`` store (``jsonl`` or ``sqlite``)."""
+    return Path(home) / "cache" / f"session-summaries-{backend}.json"
 
 
 def drop_derived(home: Path, session_id: str) -> list[Path]:

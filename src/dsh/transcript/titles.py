@@ -3,7 +3,8 @@
 A session's title, for every face, is the latest ``session/title`` (``/title``) if any, else its
 first prompt, flattened to one line and cut at ``TITLE_CHARS`` (or a face's own width). A
 summary adds what a person needs to choose a session: its workspace, when it was created and last
-written, and its size in turns.
+written, and its size in turns. ``SummaryFold`` keeps what a summary needs as a log is read, so
+a summary can be brought up to date from the events appended since (``dsh.transcript.listing``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dsh.errors import DshError
+import msgspec
+
 from dsh.events import (
     Event,
     SessionTitleEvent,
@@ -19,7 +21,7 @@ from dsh.events import (
     UserMessageEvent,
     UserSource,
 )
-from dsh.store import EventStore, SessionHeader
+from dsh.store import SessionHeader
 
 TITLE_CHARS = 60
 UNTITLED = "(no prompt yet)"
@@ -40,13 +42,23 @@ def session_title(events: Iterable[Event], limit: int = TITLE_CHARS) -> str | No
     for event in events:
         if isinstance(event, SessionTitleEvent):
             title = event.data.title
-        elif (
-            first_prompt is None
-            and isinstance(event, UserMessageEvent)
-            and event.surface_op == "append"
-            and isinstance(event.data.source, UserSource)
-        ):
-            first_prompt = event.data.text()
+        elif first_prompt is None:
+            first_prompt = _prompt_text(event)
+    return _chosen_title(title, first_prompt, limit)
+
+
+def _prompt_text(event: Event) -> str | None:
+    """The text of a prompt a person typed (None for any other event)."""
+    if (
+        isinstance(event, UserMessageEvent)
+        and event.surface_op == "append"
+        and isinstance(event.data.source, UserSource)
+    ):
+        return event.data.text()
+    return None
+
+
+def _chosen_title(title: str | None, first_prompt: str | None, limit: int) -> str | None:
     chosen = title if title is not None else first_prompt
     if chosen is None or not chosen.strip():
         return None
@@ -81,20 +93,47 @@ def summarize(
     )
 
 
-def session_summaries(
-    store: EventStore, headers: Iterable[SessionHeader] | None = None
-) -> list[SessionSummary]:
-    """Summaries of ``headers`` (default: every stored session), read without the writer lock;
-    a session that cannot be read is summarised from its header alone, titled by the reason."""
-    out: list[SessionSummary] = []
-    for header in store.list() if headers is None else headers:
-        try:
-            log = store.open(header.id)
-        except DshError as exc:
-            out.append(summarize(header, [], title=f"(unreadable: {trim_title(str(exc), 40)})"))
-            continue
-        try:
-            out.append(summarize(header, log.events))
-        finally:
-            log.close()
-    return out
+class SummaryFold(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A session's summary figures, folded one event at a time: ``add`` the log's events in
+    order (in any number of calls) and ``summary`` equals ``summarize`` over all of them. Titles
+    are kept cut to ``TITLE_CHARS`` (cutting twice changes nothing), so the fold stays small."""
+
+    events: int = 0
+    turns: int = 0
+    last_time: int | None = None
+    title: str | None = None
+    """The latest ``/title``, trimmed."""
+    first_prompt: str | None = None
+    """The first prompt, trimmed."""
+
+    def add(self, events: Sequence[Event]) -> None:
+        for event in events:
+            if isinstance(event, SessionTitleEvent):
+                self.title = trim_title(event.data.title)
+            elif isinstance(event, TurnStartEvent):
+                self.turns += 1
+            elif self.first_prompt is None and (text := _prompt_text(event)) is not None:
+                self.first_prompt = trim_title(text)
+        if events:
+            self.events += len(events)
+            self.last_time = events[-1].time
+
+    def restart(self) -> None:
+        """Back to the figures of an empty log."""
+        self.events, self.turns, self.last_time = 0, 0, None
+        self.title = self.first_prompt = None
+
+    def summary(self, header: SessionHeader) -> SessionSummary:
+        return SessionSummary(
+            id=header.id,
+            cwd=header.cwd,
+            created_at=header.created_at,
+            updated_at=(
+                header.created_at
+                if self.last_time is None
+                else max(header.created_at, self.last_time)
+            ),
+            title=_chosen_title(self.title, self.first_prompt, TITLE_CHARS) or UNTITLED,
+            turns=self.turns,
+            events=self.events,
+        )

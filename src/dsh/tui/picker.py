@@ -19,7 +19,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from dsh.store import EventStore
-from dsh.transcript.titles import SessionSummary, session_summaries, trim_title
+from dsh.transcript.listing import session_summaries
+from dsh.transcript.titles import SessionSummary, trim_title
 
 TITLE_WIDTH = 44
 WORKSPACE_WIDTH = 30

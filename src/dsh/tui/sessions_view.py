@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from dsh.events import SessionTitle
-from dsh.transcript.titles import session_summaries, session_title, trim_title
+from dsh.transcript.listing import session_summaries
+from dsh.transcript.titles import session_title, trim_title
 from dsh.tui.controller import Controller
 from dsh.tui.picker import SessionPicker
 

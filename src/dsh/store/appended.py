@@ -1,0 +1,259 @@
+"""Read a stored log on from a remembered position: only what was appended since.
+
+A ``LogPosition`` says how far a reader got (the last seq it read) and how to tell that the log
+it read is still the one stored: a hash of the session header, and a hash of the last line (or
+row) it read, the *anchor*. JSONL also keeps the byte offset after that line and the file's
+inode, size and mtime when it was read; SQLite keeps the seq alone (the anchor is that row).
+
+``AppendedReader.read(header, position, sink)`` hands the events after ``position`` to ``sink``
+in batches and returns the new position. When the position no longer holds (the file was
+replaced, cut back, or the session deleted and created again: another inode, a smaller size, a
+changed header or anchor) it calls ``sink.restart()`` and reads the log from its first event;
+``position=None`` does the same. A JSONL log whose inode, size and mtime are as remembered is not
+opened at all, provided that mtime was already ``SETTLED_NS`` old when it was read: file times
+are coarse (a clock tick, or more), so a file written again within the same tick could keep its
+mtime, and a recent one is checked by its anchor instead (git's "racy clean" rule). Events are
+checked as a load checks them (seals, decode, contiguous seqs, the
+surface rules), a chunk at a time; a line still being written (no newline yet) waits for the next
+read. Reading never writes, locks or repairs anything. Errors are the store's (``StoreError``,
+``LogCorruptError``); a caller that wants the load's exact message opens the log.
+
+What a position cannot see: a byte changed in place inside what was already read, the anchor
+kept (or, once settled, the file's inode, size and mtime too). dsh never rewrites a log in place
+(JSONL repair and import write a new file and rename it); a log cut back in place (SQLite repair,
+a failed write undone) that grows again holds later events at the anchor's place, and each event
+carries its time, so the anchor differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+import msgspec
+
+from dsh.errors import LogCorruptError, StoreError
+from dsh.events import Event, decode_event_lines, decode_events
+from dsh.store.base import EventStore, SessionHeader, encode_header
+from dsh.store.integrity import unseal_counted
+from dsh.store.jsonl import READ_CHUNK, JsonlStore
+from dsh.store.sqlite import SqliteStore, connect
+
+ROWS_PER_BATCH = 2048
+"""SQLite rows decoded (and handed on) at a time."""
+SETTLED_NS = 2_000_000_000
+"""How old a JSONL file's mtime must be for an unchanged stat to mean an unchanged file."""
+
+
+class LogPosition(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
+    """How far a reader got in one stored log, and what identifies that log."""
+
+    seq: int
+    """The last event read (-1: none; the anchor is then the header)."""
+    header: str
+    """Hash of the session header's canonical bytes."""
+    anchor: str
+    """Hash of the last line read, with its seal and newline (JSONL; the header line when
+    ``seq`` is -1), or of the last row's body (SQLite; the header's bytes when ``seq`` is -1)."""
+    offset: int = 0
+    """JSONL: the byte offset just after the anchor line (where the next line starts)."""
+    anchor_size: int = 0
+    """JSONL: the anchor line's length in bytes."""
+    inode: int = 0
+    size: int = 0
+    mtime_ns: int = -1
+    """JSONL: the file's inode, size and mtime as they were just before it was read (mtime -1:
+    not yet settled, so the file is opened and its anchor checked next time)."""
+
+
+class EventSink(Protocol):
+    """Where a read puts the events it decodes."""
+
+    def restart(self) -> None:
+        """Forget every event handed on so far: the log is read again from its start."""
+
+    def add(self, events: Sequence[Event]) -> None:
+        """The next events, in seq order."""
+
+
+def fingerprint(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def header_key(header: SessionHeader) -> str:
+    return fingerprint(encode_header(header))
+
+
+class AppendedReader:
+    """Reads any number of sessions of one JSONL or SQLite store on from their positions."""
+
+    def __init__(self, store: JsonlStore | SqliteStore) -> None:
+        self.store = store
+        self._db: sqlite3.Connection | None = None
+
+    def read(
+        self, header: SessionHeader, position: LogPosition | None, sink: EventSink
+    ) -> LogPosition:
+        """Hand ``sink`` what follows ``position`` in session ``header.id``; the new position."""
+        key = header_key(header)
+        if position is not None and position.header != key:
+            position = None
+        if isinstance(self.store, JsonlStore):
+            return _read_jsonl(self.store.log_path(header.id), key, position, sink)
+        return self._read_sqlite(header, key, position, sink)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> AppendedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- SQLite ----------------------------------------------------------------------------
+
+    def _read_sqlite(
+        self, header: SessionHeader, key: str, position: LogPosition | None, sink: EventSink
+    ) -> LogPosition:
+        assert isinstance(self.store, SqliteStore)
+        if self._db is None:
+            self._db = connect(self.store.path)
+        session_id = header.id
+        try:
+            if position is not None and position.seq >= 0:
+                cursor = self._rows(session_id, position.seq)
+                first = cursor.fetchone()
+                if first is not None and fingerprint(bytes(first[1])) == position.anchor:
+                    return _sqlite_rows(cursor, session_id, position, sink)
+                cursor.close()
+                position = None
+            if position is None:  # else: the remembered empty log, read from its first row
+                sink.restart()
+            start = LogPosition(seq=-1, header=key, anchor=key)
+            return _sqlite_rows(self._rows(session_id, 0), session_id, start, sink)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read session {session_id}: {exc}") from exc
+
+    def _rows(self, session_id: str, from_seq: int) -> sqlite3.Cursor:
+        assert self._db is not None
+        return self._db.execute(
+            "SELECT seq, body FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq",
+            (session_id, from_seq),
+        )
+
+
+def _sqlite_rows(
+    cursor: sqlite3.Cursor, session_id: str, position: LogPosition, sink: EventSink
+) -> LogPosition:
+    """Decode the rows left in ``cursor`` (those after ``position``) a batch at a time."""
+    seq, anchor = position.seq, position.anchor
+    while rows := cursor.fetchmany(ROWS_PER_BATCH):
+        bodies = [bytes(body) for _, body in rows]
+        try:
+            events = decode_events(bodies, first_line=seq + 1, first_seq=seq + 1)
+        except LogCorruptError as exc:
+            raise LogCorruptError(f"session {session_id}: {exc}", seq=exc.seq) from exc
+        sink.add(events)
+        seq, anchor = events[-1].seq, fingerprint(bodies[-1])
+    return LogPosition(seq=seq, header=position.header, anchor=anchor)
+
+
+# ---- JSONL ---------------------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path, key: str, position: LogPosition | None, sink: EventSink) -> LogPosition:
+    try:
+        if position is not None and _unchanged(position, os.stat(path)):
+            return position
+        with path.open("rb") as handle:
+            seen = os.fstat(handle.fileno())  # before reading: later appends are read next time
+            if position is None or not _still_holds(handle, position, seen):
+                sink.restart()
+                position = _start(handle, path, key)
+            settled = seen.st_mtime_ns < time.time_ns() - SETTLED_NS
+            position = msgspec.structs.replace(
+                position,
+                inode=seen.st_ino,
+                size=seen.st_size,
+                mtime_ns=seen.st_mtime_ns if settled else -1,
+            )
+            return _jsonl_lines(handle, path, position, sink)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _start(handle: BinaryIO, path: Path, key: str) -> LogPosition:
+    """The position of an empty log: just after the header line (the handle is left there)."""
+    handle.seek(0)
+    first = handle.readline()
+    if not first.endswith(b"\n"):
+        raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+    size = len(first)
+    return LogPosition(seq=-1, header=key, anchor=fingerprint(first), offset=size, anchor_size=size)
+
+
+def _unchanged(position: LogPosition, seen: os.stat_result) -> bool:
+    return (position.inode, position.size, position.mtime_ns) == (
+        seen.st_ino,
+        seen.st_size,
+        seen.st_mtime_ns,
+    )
+
+
+def _still_holds(handle: BinaryIO, position: LogPosition, seen: os.stat_result) -> bool:
+    """The file is the one read before, grown or not: same inode, at least as long, the same
+    anchor line just before the remembered offset (the handle is left at that offset)."""
+    if seen.st_ino != position.inode or seen.st_size < position.offset:
+        return False
+    handle.seek(position.offset - position.anchor_size)
+    line = handle.read(position.anchor_size)
+    return len(line) == position.anchor_size and fingerprint(line) == position.anchor
+
+
+def _jsonl_lines(
+    handle: BinaryIO, path: Path, position: LogPosition, sink: EventSink
+) -> LogPosition:
+    """Decode the complete lines from ``position.offset`` on (the handle is there), a chunk at a
+    time; what follows the last newline is left for the next read."""
+    seq, offset, anchor, anchor_size = (
+        position.seq,
+        position.offset,
+        position.anchor,
+        position.anchor_size,
+    )
+    pending = b""
+    while chunk := handle.read(READ_CHUNK):
+        data = pending + chunk if pending else chunk
+        end = data.rfind(b"\n") + 1
+        if not end:  # a line longer than a chunk: keep reading until it ends
+            pending = data
+            continue
+        line = seq + 3  # line 1 is the header, seq N is line N + 2
+        body, count = unseal_counted(data, 0, end, first_line=line, where=f"{path}: ")
+        try:
+            events = decode_event_lines(body, line_count=count, first_line=line, first_seq=seq + 1)
+        except LogCorruptError as exc:
+            raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
+        sink.add(events)
+        last = data.rfind(b"\n", 0, end - 1) + 1
+        seq, offset = events[-1].seq, offset + end
+        anchor, anchor_size = fingerprint(data[last:end]), end - last
+        pending = data[end:]
+    return msgspec.structs.replace(
+        position, seq=seq, offset=offset, anchor=anchor, anchor_size=anchor_size
+    )
+
+
+def reader_for(store: EventStore) -> AppendedReader | None:
+    """A reader for ``store``, or None for a store it cannot read on from a position."""
+    return AppendedReader(store) if isinstance(store, JsonlStore | SqliteStore) else None

@@ -1,0 +1,80 @@
+"""The summaries behind every list of sessions (``dsh sessions list``, the TUI's ``/sessions``
+picker, ``dsh --resume`` without an id), kept up to date at the cost of what was appended.
+
+Each session's figures come from the summary cache (``dsh.transcript.summary_cache``), brought
+up to date with the events appended since the position it covers (``dsh.store.appended``): a
+repeat listing costs the sessions' headers and a stat each, plus the new events. A log that
+changed other than by appends is read again from its start; a session that cannot be read that
+way is loaded as a whole, as before the cache, so its summary (or the reason it is unreadable)
+is the load's. A listing of every session drops the cache entries of sessions that are gone.
+Stores without positions (``MemoryStore``) are read whole every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dsh.errors import DshError
+from dsh.store import EventStore, SessionHeader, SqliteStore
+from dsh.store.appended import AppendedReader, reader_for
+from dsh.store.derived import summary_cache_path
+from dsh.transcript.summary_cache import CachedSummary, load_cache, save_cache
+from dsh.transcript.titles import SessionSummary, SummaryFold, summarize, trim_title
+
+
+def session_summaries(
+    store: EventStore, headers: Iterable[SessionHeader] | None = None
+) -> list[SessionSummary]:
+    """Summaries of ``headers`` (default: every stored session), read without the writer lock;
+    a session that cannot be read is summarised from its header alone, titled by the reason."""
+    listed = store.list() if headers is None else list(headers)
+    reader = reader_for(store)
+    if reader is None:
+        return [read_whole(store, header) for header in listed]
+    backend = "sqlite" if isinstance(reader.store, SqliteStore) else "jsonl"
+    path = summary_cache_path(reader.store.home, backend)
+    cached = load_cache(path)
+    with reader:
+        summaries, kept = _bring_up_to_date(store, reader, listed, cached)
+    if headers is None:  # every session was listed: forget those that are gone
+        kept = {header.id: kept[header.id] for header in listed if header.id in kept}
+    if kept != cached:
+        save_cache(path, kept)
+    return summaries
+
+
+def _bring_up_to_date(
+    store: EventStore,
+    reader: AppendedReader,
+    listed: list[SessionHeader],
+    cached: dict[str, CachedSummary],
+) -> tuple[list[SessionSummary], dict[str, CachedSummary]]:
+    """Each listed session's summary, and the cache entries as they now stand."""
+    kept = dict(cached)
+    summaries: list[SessionSummary] = []
+    for header in listed:
+        entry = kept.pop(header.id, None)
+        fold = SummaryFold() if entry is None else entry.fold
+        try:
+            position = reader.read(header, None if entry is None else entry.position, fold)
+        except (DshError, OSError):
+            summaries.append(read_whole(store, header))
+            continue
+        if entry is not None and position == entry.position:
+            kept[header.id] = entry  # nothing was read: the same figures
+        else:
+            kept[header.id] = CachedSummary(position=position, fold=fold)
+        summaries.append(fold.summary(header))
+    return summaries, kept
+
+
+def read_whole(store: EventStore, header: SessionHeader) -> SessionSummary:
+    """The summary of one session from its whole log, loaded as ``open`` loads it."""
+    try:
+        log = store.open(header.id)
+    except DshError as exc:
+        return summarize(header, [], title=f"(unreadable: {trim_title(str(exc), 40)})")
+    try:
+        return summarize(header, log.events)
+    finally:
+        log.close()
