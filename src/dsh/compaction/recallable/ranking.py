@@ -73,8 +73,10 @@ def start_ranking(
     regions: tuple[RegionPlan, ...], ranking: Ranking | None, *, beside_the_call: bool
 ) -> tuple[CompletedRegions, Callable[[], Awaitable[None]]]:
     """Begin completing ``regions``: in a worker thread when ``beside_the_call``, else now.
-    Returns the awaitable of the completed regions and a ``settle`` to await before the pass
-    returns (so a worker never outlives its pass unobserved)."""
+    Returns the awaitable of the completed regions and a ``settle`` that a pass ending with
+    its texts or an error awaits, so its worker is done when it returns. A cancelled pass
+    returns at once; its worker finishes on its own, and the anchor index's lock makes the next
+    pass wait for it."""
     if ranking is None or not beside_the_call:
         done = regions if ranking is None else ranking.complete(regions)
 
