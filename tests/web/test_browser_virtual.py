@@ -37,6 +37,13 @@ NEAR_THE_TOP = "() => { document.getElementById('conversation').scrollTop = 500;
 SETTLED = """() => new Promise((done) =>
     requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))))"""
 
+TOP_BLOCK_BACK = """() => {
+    const first = document.getElementById('log').firstElementChild;
+    return !!first && first.className === 'block' && !!first.querySelector('.row');
+}"""
+"""The first block is in the page again (the intersection observer's callback has run: on a
+loaded machine that can take longer than a couple of frames)."""
+
 
 def test_scroll_back_keeps_few_rows_in_the_page_and_the_reading_position(
     browser: Any, tmp_path: Path
@@ -53,6 +60,7 @@ def test_scroll_back_keeps_few_rows_in_the_page_and_the_reading_position(
             # the row at the top stays where it was while the older page lands above it and
             # the blocks far below are parked
             page.evaluate(NEAR_THE_TOP)  # as a person scrolls: the blocks up there come back
+            page.wait_for_function(TOP_BLOCK_BACK)
             page.evaluate(SETTLED)
             seq, offset = page.evaluate(TO_THE_TOP)
             page.wait_for_function(
