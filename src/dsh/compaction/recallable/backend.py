@@ -38,6 +38,7 @@ from dsh.compaction.recallable.ranking import CompletedRegions, Ranking, start_r
 from dsh.compaction.recallable.riding import riding_input
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
+    node_text,
     rollup_body,
     rollup_cut,
     rollup_text,
@@ -54,7 +55,6 @@ from dsh.compaction.summarizer import Layout, Summarizer, SummaryTask, reads_rar
 from dsh.config import CompactionSettings
 from dsh.events import (
     Message,
-    surface_message,
 )
 from dsh.surface import Session, checkpoint_kind, checkpoint_summary_text, retain_boundary
 
@@ -153,7 +153,7 @@ class RecallableBackend:
                     )
                     chunks = [(0, len(span))]
         stale, replaced = superseded_in_stubs(
-            [self._text(session, seq) for seq in leading],
+            [node_text(session, seq) for seq in leading],
             slice_material(session, span),
             slice_material(session, session.nodes[keep:]),
         )
@@ -326,7 +326,7 @@ class RecallableBackend:
     def _rollup_region(
         self, session: Session, seqs: Sequence[int], replaced: dict[str, str]
     ) -> RegionPlan:
-        body = rollup_body([self._text(session, seq) for seq in seqs], replaced)
+        body = rollup_body([node_text(session, seq) for seq in seqs], replaced)
         price = message_tokens_of(rollup_text(body, _BIG, (_BIG, _BIG)))
         return RegionPlan(
             kind="index",
@@ -336,12 +336,6 @@ class RecallableBackend:
             estimate_tokens=price,
             min_tokens=price,
         )
-
-    @staticmethod
-    def _text(session: Session, seq: int) -> str:
-        """The surface text of the checkpoint at ``seq`` (footer included)."""
-        message = surface_message(session.events[seq])  # type: ignore[arg-type]
-        return message.text() if message is not None else ""
 
     def _pass_start_state(self, session: Session, span: Sequence[int]) -> str | None:
         """The current state (or an adopted legacy/basic head checkpoint) — the merge base."""
@@ -375,7 +369,9 @@ class RecallableBackend:
         )
 
         async def state(region: RegionPlan) -> RegionText:
-            index = plan.regions.index(region) if region in plan.regions else None
+            # the planned region (a call of its own): its text goes into the ranked one; the
+            # one-call fallback hands over a region already ranked
+            index = next((i for i, r in enumerate(plan.regions) if r is region), None)
 
             async def ranked() -> RegionPlan:
                 return region if index is None else (await completed())[index]

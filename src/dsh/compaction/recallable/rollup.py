@@ -155,8 +155,7 @@ def rollup_cut(
     removed = 0
     after = region
     for count, seq in enumerate(leading, start=1):
-        message = session.node_message(seq)
-        texts.append(message.text() if message is not None else "")
+        texts.append(node_text(session, seq))
         removed += session.node_tokens(seq)
         if count < 2:
             continue
@@ -165,6 +164,12 @@ def rollup_cut(
         if after <= target:
             return count
     return len(leading) if len(leading) >= 2 and after <= limit else 0
+
+
+def node_text(session: Session, seq: int) -> str:
+    """The surface text of the checkpoint at ``seq`` (footer included)."""
+    message = session.node_message(seq)
+    return message.text() if message is not None else ""
 
 
 def message_tokens_of(text: str) -> int:
