@@ -103,9 +103,7 @@ class CompactionEngine:
         return int(window * self.settings.threshold_ratio)
 
     def retain(self, window: int) -> int:
-        if self.settings.retain_tokens is not None:
-            return self.settings.retain_tokens
-        return int(window * self.settings.retain_ratio)
+        return self.settings.retain_for(window)
 
     # ---- the lock ---------------------------------------------------------------------------
 

@@ -111,6 +111,12 @@ class CompactionSettings(_Section, frozen=True):
     prune_tail_chars: int = 1024
     overrides: dict[str, CompactionOverride] = {}
 
+    def retain_for(self, window: int) -> int:
+        """The retained tail as configured: ``retain_tokens``, else ``window × retain_ratio``."""
+        if self.retain_tokens is not None:
+            return self.retain_tokens
+        return int(window * self.retain_ratio)
+
     def for_route(self, provider: str, model: str) -> CompactionSettings:
         """These settings with the override for ``provider:model`` (or ``model``) applied."""
         override = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)

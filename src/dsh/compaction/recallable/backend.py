@@ -8,8 +8,9 @@ previous state plus everything this pass made stale. Stubs are never rewritten a
 inside a later span, so the request prefix stays byte-stable and provider caches keep hitting.
 
 When the stub region outgrows its share of the window, the oldest stubs are rolled up by code
-(``rollup``) in the same pass; only when no rollup can make room does a pass fall back to one
-summary after the frozen boundary (no new stubs), and it logs why.
+(``rollup``) in the same pass, else the pass commits fewer, coarser stubs; only when not one
+new stub fits does a pass fall back to one summary after the frozen boundary (no new stubs),
+and it logs why (``stub_region``).
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ from dsh.compaction.recallable.rollup import (
     message_tokens_of,
     node_text,
     rollup_body,
-    rollup_cut,
     rollup_text,
     superseded_in_stubs,
 )
 from dsh.compaction.recallable.spans import ConversationSpans, SessionAnchors
 from dsh.compaction.recallable.state_input import fold_state
+from dsh.compaction.recallable.stub_region import fit_stub_region
 from dsh.compaction.recallable.texts import (
     junk_reason,
     pointer,
@@ -134,24 +135,14 @@ class RecallableBackend:
         leading = self._leading_stubs(session)
         rollup: Sequence[int] = ()
         if window is not None:
-            budget = self.stub_budget(session, window, retain_tokens)
-            incoming = (len(chunks) - 1) * self._stub_estimate
-            region = self.stub_region_tokens(session) + incoming
-            if region > budget:
-                count = rollup_cut(
-                    session, leading, incoming=incoming, target=budget * 3 // 4, limit=budget
-                )
-                if count:
-                    rollup = leading[:count]
-                else:
-                    log.info(
-                        "stub region of %d tokens would exceed its share (%d) and no rollup of "
-                        "the oldest stubs can make room: this pass writes one summary after "
-                        "the frozen boundary",
-                        region,
-                        budget,
-                    )
-                    chunks = [(0, len(span))]
+            chunks, rollup = fit_stub_region(
+                session,
+                span,
+                chunks,
+                leading,
+                budget=self.stub_budget(session, window, retain_tokens),
+                stub_estimate=self._stub_estimate,
+            )
         stale, replaced = superseded_in_stubs(
             [node_text(session, seq) for seq in leading],
             slice_material(session, span),
@@ -166,7 +157,9 @@ class RecallableBackend:
         """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half of
         it) so the layout after a pass (system and tools, stubs, the state at its cap, the
         retained tail) can reach the low watermark — else every pass would leave little room and
-        the next crossing would come at once."""
+        the next crossing would come at once. The tail counts at least at its configured size:
+        a pass planned deeper to reach the watermark (a smaller ``retain_tokens``) frees room
+        to reach it, not room for more stubs (which would squeeze the tail and land no lower)."""
         share = int(window * self.settings.stub_region_ratio)
         header = session.request_header
         fixed = (
@@ -174,16 +167,9 @@ class RecallableBackend:
             if header is None
             else heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
         )
+        tail = max(retain_tokens, self.settings.retain_for(window))
         room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
-        return max(share // 2, min(share, room - retain_tokens))
-
-    def stub_region_tokens(self, session: Session) -> int:
-        """Heuristic size of the committed index stubs on the surface."""
-        return sum(
-            session.node_tokens(seq)
-            for seq in session.nodes
-            if checkpoint_kind(session, seq) == "index"
-        )
+        return max(share // 2, min(share, room - tail))
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""

@@ -15,6 +15,8 @@ Rules:
   cut inside the budget grows to the next balanced cut (one oversized node is its own chunk);
 - ``fold_checkpoint_chunks``: an index chunk made of checkpoint nodes alone (a superseded state)
   joins the chunk after it, so it never becomes a stub of its own.
+- ``coarsen_chunks``: when fewer stubs must do (the stub region is full), adjacent index chunks
+  merge at their existing edges into runs of about equal size.
 """
 
 from __future__ import annotations
@@ -110,3 +112,32 @@ def fold_checkpoint_chunks(
         folded.append((begin, end))
         carry = None
     return folded
+
+
+def coarsen_chunks(
+    chunks: Sequence[tuple[int, int]], tokens: Sequence[int], stubs: int
+) -> list[tuple[int, int]]:
+    """``chunks`` (index chunks, then the state slice) with the index chunks merged into
+    ``stubs`` runs of about equal size (``tokens``: each chunk's price), cutting only at the
+    existing edges; the state slice is kept. With ``stubs`` 0 the whole span is the state
+    slice; with as many stubs as index chunks, ``chunks`` unchanged."""
+    index = list(chunks[:-1])
+    if stubs >= len(index):
+        return list(chunks)
+    if stubs < 1:
+        return [(chunks[0][0], chunks[-1][1])]
+    total = sum(tokens[: len(index)])
+    runs: list[tuple[int, int]] = []
+    start = 0
+    size = 0
+    for position, (_, end) in enumerate(index):
+        size += tokens[position]
+        runs_left = stubs - len(runs) - 1
+        if runs_left == 0:
+            continue  # the last run takes the rest
+        chunks_left = len(index) - position - 1
+        if size * stubs >= total * (len(runs) + 1) or chunks_left == runs_left:
+            runs.append((index[start][0], end))
+            start = position + 1
+    runs.append((index[start][0], index[-1][1]))
+    return [*runs, chunks[-1]]

@@ -1,0 +1,126 @@
+"""The stub region's ladder (spec §4.4 "Stub-region pressure"): a pass whose new stubs would
+overflow the region's share rolls the oldest up, else commits fewer, coarser stubs, else the
+state alone — and a pass planned deeper to reach the low watermark does not spend the room it
+frees on more stubs."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
+from dsh.compaction.base import Plan
+from dsh.compaction.recallable.chunking import coarsen_chunks
+from dsh.events import RequestConfig, RequestHeader, RequestHeaderBody
+from dsh.recall.tools import read_checkpoint
+from dsh.surface import Session
+from tests.agent.conftest import run
+from tests.compaction.test_recallable import SETTINGS, assert_layout, long_session
+
+RETAIN = 900
+TIGHT = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15, retain_tokens=RETAIN)
+WINDOW = 6000
+"""With a 600-token system prompt, the stubs of a 30-turn span overflow this window's share."""
+
+
+def _session() -> Session:
+    session = long_session(turns=30)
+    body = RequestHeaderBody(config=RequestConfig(provider="x", model="x"), system="s" * 2400)
+    session.append(RequestHeader(header=body, reason="initial"))
+    return session
+
+
+def _plan(backend: RecallableBackend, session: Session, *, retain: int, window: int | None) -> Plan:
+    plan = backend.plan(session, retain_tokens=retain, focus=None, reason="pressure", window=window)
+    assert plan is not None
+    return plan
+
+
+def _stubs(plan: Plan) -> list[tuple[int, ...]]:
+    return [region.shadowed_seqs for region in plan.regions if region.kind == "index"]
+
+
+def test_a_plan_made_deeper_for_the_watermark_does_not_spend_the_freed_room_on_stubs():
+    """The engine shrinks the retained tail to reach the low watermark; the stub share still
+    counts the tail at its configured size, so the room freed brings the context down instead
+    of filling up with more stubs (which squeezed the tail and landed no lower)."""
+    session = _session()
+    backend = RecallableBackend(ExtractiveSummarizer(), TIGHT)
+    budget = backend.stub_budget(session, WINDOW, RETAIN)
+    deeper = _plan(backend, session, retain=RETAIN // 4, window=WINDOW)
+    planned = [r.estimate_tokens for r in deeper.regions if r.kind == "index"]
+    assert planned and sum(planned) <= budget
+    assert backend.stub_budget(session, WINDOW, RETAIN // 4) == budget
+    assert backend.stub_budget(session, WINDOW, RETAIN * 2) < budget  # a longer tail still counts
+
+
+def test_stubs_that_overflow_the_share_with_nothing_to_roll_up_land_fewer_and_coarser():
+    session = _session()
+    backend = RecallableBackend(ExtractiveSummarizer(), TIGHT)
+    unbounded = _stubs(_plan(backend, session, retain=RETAIN, window=None))
+    coarse = _stubs(_plan(backend, session, retain=RETAIN, window=WINDOW))
+    assert 1 <= len(coarse) < len(unbounded)
+    # the same nodes, cut only where the fine chunks were cut
+    assert [s for stub in coarse for s in stub] == [s for stub in unbounded for s in stub]
+    edges = {stub[0] for stub in unbounded}
+    assert all(stub[0] in edges for stub in coarse)
+    result = run(CompactionEngine(session, backend, TIGHT).compact_now(window=WINDOW))
+    assert result is not None
+    assert [c.kind for c in result.checkpoints] == ["index"] * len(coarse) + ["state"]
+    assert_layout(session)
+    for stub in result.checkpoints[:-1]:  # each coarse stub opens its whole slice
+        page = read_checkpoint(session.events, f"c{stub.summary_seq}", budget_chars=10**6).text
+        assert page.count("User:") >= 2
+
+
+def test_when_not_one_stub_fits_the_pass_writes_the_state_alone_and_says_why(caplog):
+    session = _session()
+    settings = msgspec.structs.replace(TIGHT, stub_region_ratio=0.01)
+    backend = RecallableBackend(ExtractiveSummarizer(), settings)
+    with caplog.at_level(logging.INFO, logger="dsh.compaction"):
+        plan = _plan(backend, session, retain=RETAIN, window=WINDOW)
+    assert [region.kind for region in plan.regions] == ["state"]
+    assert "neither a rollup of the oldest stubs nor fewer new stubs make room" in caplog.text
+
+
+@st.composite
+def _chunked(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[int]]:
+    widths = draw(st.lists(st.integers(1, 4), min_size=1, max_size=25))
+    chunks, start = [], 0
+    for width in widths:
+        chunks.append((start, start + width))
+        start += width
+    return chunks, draw(st.lists(st.integers(1, 900), min_size=len(chunks), max_size=len(chunks)))
+
+
+@given(_chunked(), st.integers(0, 30))
+def test_coarsening_merges_index_chunks_at_their_edges_into_even_runs(chunked, stubs):
+    chunks, tokens = chunked
+    runs = coarsen_chunks(chunks, tokens, stubs)
+    index = len(chunks) - 1
+    assert runs[0][0] == chunks[0][0] and runs[-1][1] == chunks[-1][1]
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(runs))
+    if stubs == 0:
+        assert runs == [(chunks[0][0], chunks[-1][1])]
+        return
+    if index == 0:
+        assert runs == chunks
+        return
+    assert runs[-1] == chunks[-1]  # the state slice is kept
+    assert len(runs) - 1 == min(stubs, index)
+    assert {end for _, end in runs} <= {end for _, end in chunks}
+    price = {chunk: t for chunk, t in zip(chunks, tokens, strict=True)}
+    total, largest = sum(tokens[:index]), max(tokens[:index])
+    for begin, end in runs[:-1]:
+        size = sum(t for (b, e), t in price.items() if begin <= b and e <= end)
+        assert size * min(stubs, index) <= total + largest * min(stubs, index)
+
+
+@pytest.mark.parametrize("stubs", [0, 1, 3])
+def test_coarsening_a_span_with_no_index_chunk_keeps_it_one_slice(stubs):
+    assert coarsen_chunks([(0, 5)], [40], stubs) == [(0, 5)]
