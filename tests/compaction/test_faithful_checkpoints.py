@@ -438,10 +438,13 @@ def test_a_setting_changed_later_maps_its_old_literals_to_the_newest():
 
 
 def test_every_line_naming_an_old_value_is_marked_and_others_are_left_alone():
-    text = "Keywords — config: retries=3, a=1;2\nkept retries=30\nset retries=3 today"
+    text = (
+        'Keywords — path: conf/app.toml; config: retries=3, "a=1;2", b=4\n'
+        "kept retries=30\nset retries=3 today"
+    )
     marked = mark_replaced(text, {"retries=3": "retries=5", "a=1;2": "a=2"})
-    assert marked.splitlines() == [
-        'Keywords — config: retries=3, a=1;2; replaced: retries=3, "a=1;2"',
+    assert marked.splitlines() == [  # an old literal is listed once, as replaced
+        'Keywords — path: conf/app.toml; config: b=4; replaced: retries=3, "a=1;2"',
         "kept retries=30",
         "set retries=3 today (retries=3 → retries=5)",
     ]
@@ -465,5 +468,6 @@ def test_a_value_changed_within_a_pass_is_marked_in_its_stubs_and_its_state():
     naming = [line for text in texts for line in text.splitlines() if "retries=3" in line]
     assert len(naming) >= 2  # the first stub's keyword line, and the state's decision
     keyword_lines = [line for line in naming if line.startswith("Keywords")]
-    assert keyword_lines and all(line.endswith("; replaced: retries=3") for line in keyword_lines)
+    assert keyword_lines and all(line.endswith("replaced: retries=3") for line in keyword_lines)
+    assert all(line.count("retries=3") == 1 for line in keyword_lines)
     assert all("(retries=3 → retries=5)" in line for line in naming if line not in keyword_lines)

@@ -26,13 +26,10 @@ from dsh.compaction.anchors import (
 )
 from dsh.compaction.base import checkpoint_message
 from dsh.compaction.prompts import footer, frame_rollup
-from dsh.compaction.recallable.texts import mark_replaced
+from dsh.compaction.recallable.texts import REPLACED_KIND, mark_replaced
 from dsh.events import Message
 from dsh.surface import Session, message_tokens
 from dsh.transcript import render_message
-
-REPLACED_KIND = "replaced"
-"""The keyword-line group that lists a checkpoint's superseded literals (``mark_replaced``)."""
 
 ROLLUP_KEYWORD_CHARS = 600
 """Length cap of a rollup's merged keyword line."""
@@ -56,10 +53,9 @@ def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) ->
         for line in text.splitlines():
             if line.startswith("Keywords"):
                 for anchor in parse_keyword_line(line):
-                    if anchor.kind == REPLACED_KIND:
+                    if anchor.kind == REPLACED_KIND:  # the mark travels on, with its literal
                         marks.setdefault(anchor.text, anchor.text)
-                    else:
-                        anchors.append(anchor)
+                    anchors.append(anchor)
         per_stub.append(anchors)
     # Round robin over the entries, so each keeps its first (rarest) anchors when trimmed.
     merged: list[Anchor] = []

@@ -7,11 +7,18 @@ state is the only hard model dependency: a failed or empty state aborts the pass
 
 from __future__ import annotations
 
-import json
 import re
+import sys
 from collections.abc import Sequence
 
-from dsh.compaction.anchors import extract_anchors, keyword_line, merge_keyword_lines, split_config
+from dsh.compaction.anchors import (
+    Anchor,
+    extract_anchors,
+    keyword_line,
+    merge_keyword_lines,
+    parse_keyword_line,
+    split_config,
+)
 from dsh.compaction.base import RegionPlan, RegionText
 from dsh.compaction.prompts import echoes_example
 from dsh.compaction.recallable.state_check import check_state
@@ -21,6 +28,8 @@ from dsh.events import Degraded, Message
 from dsh.transcript import render_message
 
 KEYWORD_LINE_CHARS = 400
+REPLACED_KIND = "replaced"
+"""The keyword-line group that lists a checkpoint's superseded literals (``mark_replaced``)."""
 MAX_STUB_LINES = 3
 OVERLONG_FACTOR = 3
 """A stub answer longer than ``stub_tokens`` × this is junk (a copy, or a runaway answer)."""
@@ -159,18 +168,28 @@ def superseded_values(texts: Sequence[str]) -> dict[str, str]:
 
 
 def mark_replaced(text: str, replaced: dict[str, str]) -> str:
-    """``text`` with every line naming a superseded literal marked: a keyword line gets a
-    ``replaced:`` group listing the old literals (each still a literal of the slice), any other
-    line ``(old → new)``."""
+    """``text`` with every line naming a superseded literal marked: on a keyword line the old
+    literals move to a ``replaced:`` group (each still a literal of the slice, listed once, and
+    no longer among the current values of its own group), any other line gets
+    ``(old → new)``."""
     if not replaced:
         return text
     lines = []
     for line in text.splitlines():
         olds = [old for old in replaced if re.search(re.escape(old) + r"(?![\w.])", line)]
         if olds and line.startswith("Keywords"):
-            items = (json.dumps(old) if any(c in old for c in ',;"') else old for old in olds)
-            line += "; replaced: " + ", ".join(items)
+            line = _keywords_marked(line, olds)
         elif olds:
             line += "".join(f" ({old} → {replaced[old]})" for old in olds)
         lines.append(line)
     return "\n".join(lines)
+
+
+def _keywords_marked(line: str, olds: Sequence[str]) -> str:
+    anchors = parse_keyword_line(line)
+    marked = [a for a in anchors if a.kind == REPLACED_KIND]
+    listed = {a.text for a in marked}
+    marked += [Anchor(REPLACED_KIND, old) for old in olds if old not in listed]
+    gone = {a.text for a in marked}
+    current = [a for a in anchors if a.kind != REPLACED_KIND and a.text not in gone]
+    return keyword_line([*current, *marked], max_chars=sys.maxsize)
