@@ -425,3 +425,50 @@ def test_online_mode_takes_the_endpoint_from_the_environment_for_an_openai_compa
         assert result.exit_code == 0, result.output
         assert server.requests
     assert {r.body["model"] for r in server.requests} == {"fake-1"}
+
+
+def test_compaction_overrides_reach_every_run_and_the_report(tmp_path: Path) -> None:
+    spec = tmp_path / "small.yaml"
+    spec.write_text(json.dumps({**SPEC, "name": "small"}), encoding="utf-8")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        bench,
+        [
+            *("run", "--scenario", str(spec), "--backend", "basic,recallable", "--seed", "5"),
+            *("--latency-ms", "0", "--out", str(out), "--jobs", "1"),
+            *("--compaction", "stub_region_ratio=0.2", "--compaction", "low_watermark_ratio=0.3"),
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    runs = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
+    assert len(runs) == 2
+    for run in runs:
+        assert run["settings"]["stub_region_ratio"] == 0.2
+        assert run["settings"]["low_watermark_ratio"] == 0.3
+        assert run["settings"]["chunk_tokens"] == SPEC["compaction"]["chunk_tokens"]  # kept
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["compactionOverrides"] == {"stub_region_ratio": 0.2, "low_watermark_ratio": 0.3}
+    report = (out / "report.md").read_text()
+    assert "compaction overrides (every scenario, every arm): low_watermark_ratio=0.3, " in report
+    assert "stub_region_ratio=0.2" in report.split("| compaction settings |", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("nope=2", "--compaction 'nope=2': expected KEY=VALUE"),
+        ("stub_region_ratio", "--compaction 'stub_region_ratio': expected KEY=VALUE"),
+        ("stub_region_ratio=0.9", "compaction.stub_region_ratio must be below threshold_ratio"),
+        ("chunk_tokens=lots", "scenario bugfix-small: compaction:"),
+    ],
+)
+def test_a_bad_compaction_override_is_refused_before_anything_runs(
+    tmp_path: Path, item: str, message: str
+) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        bench, ["run", "--scenario", "bugfix-small", "--out", str(out), "--compaction", item]
+    )
+    assert result.exit_code == 2 and message in result.output
+    assert len(result.output.strip().splitlines()) == 1 and not out.exists()

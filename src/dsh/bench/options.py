@@ -54,3 +54,5 @@ class RunOptions:
     prices: dict[str, Any] = field(default_factory=dict)
     online: OnlineOptions | None = None
     cache: CacheOptions = CacheOptions()
+    compaction: dict[str, Any] = field(default_factory=dict)
+    """Overrides of every scenario's ``[compaction]`` budgets, the same for every arm."""

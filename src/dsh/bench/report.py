@@ -154,7 +154,8 @@ def _preamble(meta: dict[str, Any], rule: str) -> list[str]:
         f"- Seeds: **{', '.join(str(x) for x in meta.get('seeds', [meta.get('seed', '?')]))}**; "
         f"created {meta.get('created', '?')}; "
         f"arms: {', '.join(meta.get('backends', []))}; "
-        f"scenarios: {', '.join(meta.get('scenarioOrder', []))}.",
+        f"scenarios: {', '.join(meta.get('scenarioOrder', []))}"
+        f"{_overrides_note(meta.get('compactionOverrides') or {})}.",
         f"- Versions: dsh {v.get('dsh', '?')} (git {v.get('git', 'unknown')}), "
         f"Python {v.get('python', '?')}, msgspec {v.get('msgspec', '?')}, "
         f"matplotlib {v.get('matplotlib', '?')}; {v.get('platform', '')}.",
@@ -168,3 +169,11 @@ def _preamble(meta: dict[str, Any], rule: str) -> list[str]:
         f"All {len(RULES)} rules are in the headline and in each scenario table."
     )
     return lines
+
+
+def _overrides_note(overrides: dict[str, Any]) -> str:
+    """The ``--compaction`` overrides of a run, for its header line ('' when none)."""
+    if not overrides:
+        return ""
+    items = ", ".join(f"{key}={value}" for key, value in sorted(overrides.items()))
+    return f"; compaction overrides (every scenario, every arm): {items}"

@@ -122,7 +122,7 @@ class _Run:
         online_provider: Provider | None,
     ) -> None:
         self.scenario, self.arm, self.options = scenario, arm, options
-        self.settings = scenario.settings(compaction_backend(arm))
+        self.settings = scenario.settings(compaction_backend(arm), options.compaction)
         self.workspace = workdir / "ws"
         for name, text in scenario.files.items():
             path = self.workspace / name

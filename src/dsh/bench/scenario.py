@@ -35,7 +35,7 @@ import msgspec
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
 from dsh.bench.recall_scores import shares_substring
-from dsh.config import CompactionSettings
+from dsh.config import CompactionSettings, Settings, validate_settings
 from dsh.errors import ConfigError
 
 FactKind = Literal[
@@ -111,6 +111,22 @@ class SizeSpec(_Spec, frozen=True):
     window_lines: tuple[int, int] = (20, 60)
 
 
+def compaction_settings(
+    name: str, compaction: dict[str, Any], backend: str, overrides: dict[str, Any] | None = None
+) -> CompactionSettings:
+    """Validated settings from a scenario's ``[compaction]`` table, ``overrides`` over it."""
+    try:
+        settings = msgspec.convert(
+            {**compaction, **(overrides or {}), "backend": backend}, CompactionSettings
+        )
+        validate_settings(Settings(compaction=settings))
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"scenario {name}: compaction: {exc}") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"scenario {name}: {exc}") from exc
+    return settings
+
+
 class ScenarioSpec(_Spec, frozen=True):
     name: str
     description: str
@@ -130,12 +146,9 @@ class ScenarioSpec(_Spec, frozen=True):
     mix: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_MIX))
     facts: tuple[FactSpec, ...] = ()
 
-    def settings(self, backend: str) -> CompactionSettings:
+    def settings(self, backend: str, overrides: dict[str, Any] | None = None) -> CompactionSettings:
         """The compaction settings of a run of this scenario with ``backend``."""
-        try:
-            return msgspec.convert({**self.compaction, "backend": backend}, CompactionSettings)
-        except msgspec.ValidationError as exc:
-            raise ConfigError(f"scenario {self.name}: compaction: {exc}") from exc
+        return compaction_settings(self.name, self.compaction, backend, overrides)
 
     def digest(self) -> str:
         return hashlib.sha256(msgspec.json.encode(self, order="deterministic")).hexdigest()[:16]
@@ -177,11 +190,9 @@ class Scenario(_Spec, frozen=True):
     turns: list[TurnData]
     facts: list[PlantedFact]
 
-    def settings(self, backend: str) -> CompactionSettings:
-        try:
-            return msgspec.convert({**self.compaction, "backend": backend}, CompactionSettings)
-        except msgspec.ValidationError as exc:
-            raise ConfigError(f"scenario {self.name}: compaction: {exc}") from exc
+    def settings(self, backend: str, overrides: dict[str, Any] | None = None) -> CompactionSettings:
+        """The compaction settings of a run with ``backend`` (``overrides`` over the spec's)."""
+        return compaction_settings(self.name, self.compaction, backend, overrides)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every scripted model entry, in call order."""

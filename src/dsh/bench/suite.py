@@ -19,7 +19,7 @@ from dsh.bench.jobs import MAX_WORKERS, Job, run_jobs
 from dsh.bench.options import RunOptions
 from dsh.bench.report import write_report
 from dsh.bench.results import as_record
-from dsh.bench.runner import BACKENDS, load_scenario
+from dsh.bench.runner import BACKENDS, compaction_backend, load_scenario
 from dsh.bench.scenario import builtin_names
 from dsh.errors import ConfigError
 
@@ -123,6 +123,7 @@ def run_meta(
             "anthropicTtlS": ANTHROPIC_TTL_S,
         },
         "backends": list(backends),
+        "compactionOverrides": dict(options.compaction),
         "scenarioOrder": [d["name"] for d in described],
         "scenarios": list(described),
         "headline": headline,
@@ -150,6 +151,8 @@ def run_suite(
     for name in scenarios:
         for seed in seeds[1:]:
             load_scenario(name, seed)
+        for backend in backends:  # overrides must make valid settings for every run
+            load_scenario(name, seeds[0]).settings(compaction_backend(backend), options.compaction)
     out.mkdir(parents=True, exist_ok=True)
     runs_dir = out / "runs"
     runs_dir.mkdir(exist_ok=True)

@@ -393,6 +393,8 @@ def table(columns: Sequence[tuple[str, dict[str, Any]]], selected: Sequence[Row]
 SHOWN_SETTINGS = (
     "threshold_ratio",
     "retain_tokens",
+    "low_watermark_ratio",
+    "stub_region_ratio",
     "chunk_tokens",
     "stub_tokens",
     "state_max_tokens",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
@@ -32,7 +34,7 @@ from dsh.bench.runner import BACKENDS
 from dsh.bench.scenario import iter_builtin_specs, load_spec, to_jsonl
 from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, run_suite
 from dsh.cli import context
-from dsh.config import load_settings
+from dsh.config import CompactionSettings, load_settings
 from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS
 
@@ -154,6 +156,14 @@ def generate_command(scenario: str, seed: int, out: Path | None) -> None:
     show_default=True,
     help="Simulated seconds between conversation requests (for TTLs and eviction).",
 )
+@click.option(
+    "--compaction",
+    "compaction_overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a [compaction] budget in every scenario, for every arm (repeat), e.g. "
+    "stub_region_ratio=0.1.",
+)
 @click.option("--online", is_flag=True, help="Real summariser + handoff probe (needs an API key).")
 @click.option(
     "--provider", default=None, help="Online: provider (default: [provider] name of the config)."
@@ -190,6 +200,7 @@ def run_command(
     deepseek_interval: str,
     openai_evict_minutes: float | None,
     step_seconds: float,
+    compaction_overrides: tuple[str, ...],
     online: bool,
     provider: str | None,
     model: str | None,
@@ -209,7 +220,11 @@ def run_command(
         step_seconds=step_seconds,
     )
     options = RunOptions(
-        latency_ms=latency_ms, prices=_prices(prices_file), online=online_options, cache=cache
+        latency_ms=latency_ms,
+        prices=_prices(prices_file),
+        online=online_options,
+        cache=cache,
+        compaction=_overrides(compaction_overrides),
     )
     chosen_seeds = list(seeds) or list(DEFAULT_SEEDS)
     report = run_suite(
@@ -234,6 +249,23 @@ def _interval(value: str) -> int | None:
     if interval < 64:
         raise ConfigError(f"--deepseek-interval must be 'off' or at least 64 tokens, got {value!r}")
     return interval
+
+
+def _overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as a ``[compaction]`` table (values read as YAML scalars)."""
+    known = set(CompactionSettings.__struct_fields__) - {"backend", "overrides"}
+    table: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip().removeprefix("compaction.")
+        if not sep or key not in known:
+            keys = ", ".join(sorted(known))
+            raise ConfigError(f"--compaction {item!r}: expected KEY=VALUE, KEY one of {keys}")
+        try:
+            table[key] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--compaction {item!r}: unreadable value: {exc}") from exc
+    return table
 
 
 def _prices(prices_file: Path | None) -> dict[str, object]:
