@@ -44,14 +44,14 @@ from dsh.compaction import (
     PassResult,
     RecallableBackend,
 )
-from dsh.compaction.prompts import instruction_for
+from dsh.compaction.prompts import instruction_for, join_pass_answer
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.config import CompactionSettings
 from dsh.events import Event, Message, TextBlock, UserSource
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.cache_sim import DeepSeekCache, message_segment, request_segments
 from dsh.llm.scripted import ScriptedProvider, parse_script
-from dsh.llm.types import ModelRequest, StreamEvent
+from dsh.llm.types import Finish, ModelRequest, StreamEvent, TextDelta
 from dsh.store import MemoryStore
 from dsh.surface import Session, checkpoint_kind, message_tokens
 from dsh.surface.tokens import system_tokens, tools_tokens
@@ -238,6 +238,40 @@ def summary_text(settings: CompactionSettings) -> str:
     lines += ["## Current state", "- Reviewing.", "## Constraints", "- (none)", "## Next steps"]
     lines.append("- Continue the review.")
     return "\n".join(lines)
+
+
+class FollowingSummaries(ScriptedProvider):
+    """The scripted conversation, and a model summariser that follows the instruction's layout
+    (after ``delay_ms``): a one-call pass gets one section per marker line it names (a stub's
+    lines, the state), a stub call a stub's lines, any other call all of ``text`` (a stub's
+    lines, then the state's sections) — as a model that does what it is asked would."""
+
+    def __init__(self, entries: Any, *, model: str, text: str, delay_ms: int) -> None:
+        super().__init__(entries, model=model)
+        lines = text.splitlines()
+        cut = lines.index("## Goal")
+        self.text, self.stub, self.state = text, "\n".join(lines[:cut]), "\n".join(lines[cut:])
+        self.delay_ms = delay_ms
+
+    def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        if request.purpose != "compaction":
+            return super().stream(request, history=history)
+        self.requests.append(request)
+        return self._answer(request.messages[-1].text())
+
+    async def _answer(self, instruction: str) -> AsyncIterator[StreamEvent]:
+        await asyncio.sleep(self.delay_ms / 1000)
+        labels = re.findall(r"^=== (stub \d+|state) ===", instruction, re.M)
+        if labels:
+            text = join_pass_answer((a, self.state if a == "state" else self.stub) for a in labels)
+        elif "Index " in instruction:
+            text = self.stub
+        else:
+            text = self.text
+        yield TextDelta(text)
+        yield Finish("stop")
 
 
 # ---- timing -----------------------------------------------------------------------------------
@@ -601,11 +635,12 @@ def run_session(
     make_workspace(workspace)
     script = make_script(turns, seed)
     session = Session.create(MemoryStore(), cwd=workspace)
-    summaries: list[dict[str, Any]] = []
-    if model_summarizer:
-        text = summary_text(settings)
-        summaries = [{"text": text, "delayMs": summary_delay_ms}] * (20 * turns + 100)
-    scripted = ScriptedProvider(parse_script(script.entries), model="scripted", summaries=summaries)
+    scripted = FollowingSummaries(
+        parse_script(script.entries),
+        model="scripted",
+        text=summary_text(settings),
+        delay_ms=summary_delay_ms,
+    )
     provider = RecordingProvider(scripted)
     summarizer: Summarizer
     if model_summarizer:

@@ -461,6 +461,7 @@ def test_compaction_overrides_reach_every_run_and_the_report(tmp_path: Path) -> 
         ("stub_region_ratio", "--compaction 'stub_region_ratio': expected KEY=VALUE"),
         ("stub_region_ratio=0.9", "compaction.stub_region_ratio must be below threshold_ratio"),
         ("chunk_tokens=lots", "scenario bugfix-small: compaction:"),
+        ("retain_tokens=20000", "retain_tokens must be below the threshold (9600 tokens"),
     ],
 )
 def test_a_bad_compaction_override_is_refused_before_anything_runs(

@@ -74,6 +74,20 @@ def test_config_refuses_budgets_that_cannot_compact_in_the_configured_window():
     assert ok.compaction.state_max_tokens == 800
 
 
+def test_the_fit_check_counts_the_configured_retain_tokens_not_the_ratio():
+    """The state plus the retained tail must fit under the threshold; with ``retain_tokens``
+    set, that is the tail (the ratio's 16% of 8,000 would have let 3,000 + 4,000 through)."""
+    window = {"provider": {"context_window": 8000}}
+    with pytest.raises(ConfigError, match=r"compaction\.state_max_tokens plus the retained tail"):
+        load_settings(
+            environ={},
+            overrides={**window, "compaction": {"retain_tokens": 3000, "state_max_tokens": 4000}},
+        )
+    small_tail = {"retain_tokens": 200, "state_max_tokens": 6000}  # 6,200 < 6,400
+    ok = load_settings(environ={}, overrides={**window, "compaction": small_tail})
+    assert ok.compaction.state_max_tokens == 6000
+
+
 def test_a_4k_window_compacts_under_pressure(harness: Harness):
     """``chunk_tokens // 2`` (2000) alone as the least stale material blocked every automatic
     pass in a 4k window; it scales with the window now."""

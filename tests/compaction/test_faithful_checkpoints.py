@@ -450,6 +450,11 @@ def test_every_line_naming_an_old_value_is_marked_and_others_are_left_alone():
     ]
     assert parse_keyword_line(marked.splitlines()[0])[-1] == Anchor("replaced", "a=1;2")
     assert mark_replaced(text, {}) == text
+    # a line code would not write this way (a model's spelling) keeps every byte, plus the group
+    odd = "Keywords — config: retries=3, a=1;2, path C:\\tmp\\x.txt"
+    assert mark_replaced(odd, {"retries=3": "retries=5", "a=1;2": "a=2"}) == (
+        odd + '; replaced: retries=3, "a=1;2"'
+    )
 
 
 def test_a_value_changed_within_a_pass_is_marked_in_its_stubs_and_its_state():

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
-from dsh.compaction.recallable.rollup import rollup_body, rollup_cut
+from dsh.compaction.recallable.rollup import rollup_body, rollup_count, rollup_gains
 from dsh.events import CompactionPlanEvent, CompactionSummaryEvent, event_type_of
 from dsh.recall.tools import read_checkpoint, search_history
 from dsh.store import JsonlStore
@@ -142,8 +142,13 @@ def test_the_rollup_cut_takes_the_fewest_stubs_or_all_of_them_or_none():
     leading = backend._leading_stubs(session)
     region = sum(session.node_tokens(s) for s in leading)
     assert len(leading) >= 3
-    assert rollup_cut(session, leading, incoming=0, target=region, limit=region) == 2
-    assert rollup_cut(session, leading, incoming=0, target=0, limit=10**6) == len(leading)
-    assert rollup_cut(session, leading, incoming=0, target=0, limit=0) == 0
-    assert rollup_cut(session, leading[:1], incoming=0, target=10**6, limit=10**6) == 0
+    gains = rollup_gains(session, leading)
+    assert gains[0] is None and all(g is not None for g in gains[1:])
+    assert rollup_count(region, gains, target=region, limit=region) == 2
+    assert rollup_count(region, gains, target=0, limit=10**6) == len(leading)
+    assert rollup_count(region, gains, target=0, limit=0) == 0
+    assert rollup_count(region, gains[:1], target=10**6, limit=10**6) == 0
+    # new stubs count: the same gains need more of the oldest rolled up
+    incoming = (gains[1] or 0) + 1
+    assert rollup_count(region + incoming, gains, target=region, limit=10**6) > 2
     assert backend.min_stale_tokens(None) == SETTINGS.chunk_tokens // 2

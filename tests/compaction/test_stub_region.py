@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from dsh.compaction.base import Plan
 from dsh.compaction.recallable.chunking import coarsen_chunks
+from dsh.compaction.recallable.stub_region import stub_region_tokens
 from dsh.events import RequestConfig, RequestHeader, RequestHeaderBody
 from dsh.recall.tools import read_checkpoint
 from dsh.surface import Session
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import SETTINGS, assert_layout, long_session
+from tests.helpers import append_tool_turn
 
 RETAIN = 900
 TIGHT = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15, retain_tokens=RETAIN)
@@ -124,3 +126,35 @@ def test_coarsening_merges_index_chunks_at_their_edges_into_even_runs(chunked, s
 @pytest.mark.parametrize("stubs", [0, 1, 3])
 def test_coarsening_a_span_with_no_index_chunk_keeps_it_one_slice(stubs):
     assert coarsen_chunks([(0, 5)], [40], stubs) == [(0, 5)]
+
+
+def test_fewer_coarser_stubs_come_with_a_rollup_of_the_oldest_when_only_both_make_room():
+    """Rung 3 with rung 2: not even the coarser stubs fit beside every committed stub, so the
+    oldest are rolled up as well — rather than dropping to fewer stubs still."""
+    settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
+    session = long_session(turns=14)
+    run(
+        CompactionEngine(
+            session, RecallableBackend(ExtractiveSummarizer(), settings), settings
+        ).compact_now(window=100_000)
+    )
+    for i in range(8, 20):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
+    backend = RecallableBackend(ExtractiveSummarizer(), settings)
+    window = 6000
+    unbounded = _stubs(_plan(backend, session, retain=settings.retain_tokens or 0, window=None))
+    plan = _plan(backend, session, retain=settings.retain_tokens or 0, window=window)
+    rollups = [r for r in plan.regions if r.code_text is not None]
+    new = [r for r in plan.regions if r.kind == "index" and r.code_text is None]
+    assert len(rollups) == 1 and 1 <= len(new) < len(unbounded)
+    budget = backend.stub_budget(session, window, settings.retain_tokens or 0)
+    committed = stub_region_tokens(session)
+    assert committed + len(new) * new[0].estimate_tokens > budget  # fewer alone do not fit
+    rolled = sum(session.node_tokens(seq) for seq in rollups[0].shadowed_seqs)
+    after = committed - rolled + rollups[0].estimate_tokens + sum(r.estimate_tokens for r in new)
+    assert after <= budget
+    result = run(CompactionEngine(session, backend, settings).compact_now(window=window))
+    assert result is not None
+    assert [c.kind for c in result.checkpoints] == ["index"] * (1 + len(new)) + ["state"]
+    assert session.events[result.checkpoints[0].summary_seq].data.model == "rollup"
+    assert_layout(session)

@@ -35,7 +35,7 @@ import msgspec
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
 from dsh.bench.recall_scores import shares_substring
-from dsh.config import CompactionSettings, Settings, validate_settings
+from dsh.config import CompactionSettings, Settings, compaction_misfit, validate_settings
 from dsh.errors import ConfigError
 
 FactKind = Literal[
@@ -112,9 +112,15 @@ class SizeSpec(_Spec, frozen=True):
 
 
 def compaction_settings(
-    name: str, compaction: dict[str, Any], backend: str, overrides: dict[str, Any] | None = None
+    name: str,
+    compaction: dict[str, Any],
+    backend: str,
+    window: int | None,
+    overrides: dict[str, Any] | None = None,
 ) -> CompactionSettings:
-    """Validated settings from a scenario's ``[compaction]`` table, ``overrides`` over it."""
+    """Validated settings from a scenario's ``[compaction]`` table, ``overrides`` over it:
+    valid on their own, and (given a ``window``: the settings of a run) able to compact in
+    the scenario's window."""
     try:
         settings = msgspec.convert(
             {**compaction, **(overrides or {}), "backend": backend}, CompactionSettings
@@ -124,6 +130,9 @@ def compaction_settings(
         raise ConfigError(f"scenario {name}: compaction: {exc}") from exc
     except ConfigError as exc:
         raise ConfigError(f"scenario {name}: {exc}") from exc
+    misfit = None if window is None else compaction_misfit(settings, window)
+    if misfit is not None:
+        raise ConfigError(f"scenario {name}: {misfit}")
     return settings
 
 
@@ -147,8 +156,9 @@ class ScenarioSpec(_Spec, frozen=True):
     facts: tuple[FactSpec, ...] = ()
 
     def settings(self, backend: str, overrides: dict[str, Any] | None = None) -> CompactionSettings:
-        """The compaction settings of a run of this scenario with ``backend``."""
-        return compaction_settings(self.name, self.compaction, backend, overrides)
+        """The spec's budgets as settings for ``backend``, validated (whether they fit the
+        window is checked per run, on the generated ``Scenario``)."""
+        return compaction_settings(self.name, self.compaction, backend, None, overrides)
 
     def digest(self) -> str:
         return hashlib.sha256(msgspec.json.encode(self, order="deterministic")).hexdigest()[:16]
@@ -192,7 +202,7 @@ class Scenario(_Spec, frozen=True):
 
     def settings(self, backend: str, overrides: dict[str, Any] | None = None) -> CompactionSettings:
         """The compaction settings of a run with ``backend`` (``overrides`` over the spec's)."""
-        return compaction_settings(self.name, self.compaction, backend, overrides)
+        return compaction_settings(self.name, self.compaction, backend, self.window, overrides)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every scripted model entry, in call order."""

@@ -401,7 +401,7 @@ def compaction_misfit(c: CompactionSettings, window: int) -> str | None:
             f"config key compaction.retain_tokens must be below the threshold ({threshold} "
             f"tokens in a {window}-token window)"
         )
-    if c.state_max_tokens + int(window * c.retain_ratio) >= threshold:
+    if c.state_max_tokens + c.retain_for(window) >= threshold:
         return (
             f"config key compaction.state_max_tokens plus the retained tail must be below the "
             f"threshold ({threshold} tokens in a {window}-token window)"

@@ -138,28 +138,38 @@ def rollup_text(body: str, summary_seq: int, span: tuple[int, int]) -> str:
     return f"{frame_rollup(body)}\n{footer(summary_seq, span)}"
 
 
-def rollup_cut(
-    session: Session, leading: Sequence[int], *, incoming: int, target: int, limit: int
-) -> int:
-    """How many of the ``leading`` index checkpoints (the run at the surface head, oldest
-    first) to roll up so the stub region — what stays of ``leading``, the rollup, and the
-    ``incoming`` new stubs — drops to ``target``: the fewest that do; all of them when only
-    that keeps the region within ``limit``. 0 when no rollup keeps it within ``limit`` (the
-    next rung of the ladder takes over), so a rollup never lands only to be redone at once."""
+def rollup_gains(session: Session, leading: Sequence[int]) -> list[int | None]:
+    """Entry ``k - 1``: the tokens the stub region loses when the first ``k`` of the
+    ``leading`` checkpoints become one rollup (None for ``k`` = 1: a rollup takes two or more).
+    Computed once per plan, whatever the number of new stubs it then tries."""
     texts: list[str] = []
-    region = sum(session.node_tokens(seq) for seq in leading) + incoming
     removed = 0
-    after = region
+    gains: list[int | None] = []
     for count, seq in enumerate(leading, start=1):
         texts.append(node_text(session, seq))
         removed += session.node_tokens(seq)
         if count < 2:
+            gains.append(None)
             continue
         added = message_tokens_of(rollup_text(rollup_body(texts), 10**9, (10**9, 10**9)))
-        after = region - removed + added
+        gains.append(removed - added)
+    return gains
+
+
+def rollup_count(region: int, gains: Sequence[int | None], *, target: int, limit: int) -> int:
+    """How many of the leading index checkpoints (the run at the surface head, oldest first;
+    ``gains``: their ``rollup_gains``) to roll up so a stub region of ``region`` tokens (the
+    leading run and the new stubs) drops to ``target``: the fewest that do; all of them when
+    only that keeps the region within ``limit``. 0 when no rollup keeps it within ``limit``
+    (the next rung of the ladder takes over), so a rollup never lands only to be redone."""
+    after = region
+    for count, gain in enumerate(gains, start=1):
+        if gain is None:
+            continue
+        after = region - gain
         if after <= target:
             return count
-    return len(leading) if len(leading) >= 2 and after <= limit else 0
+    return len(gains) if len(gains) >= 2 and after <= limit else 0
 
 
 def node_text(session: Session, seq: int) -> str:

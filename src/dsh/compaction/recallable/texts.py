@@ -7,6 +7,7 @@ state is the only hard model dependency: a failed or empty state aborts the pass
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -186,7 +187,13 @@ def mark_replaced(text: str, replaced: dict[str, str]) -> str:
 
 
 def _keywords_marked(line: str, olds: Sequence[str]) -> str:
+    """A keyword line as code writes it, with ``olds`` moved to its ``replaced:`` group; any
+    other line starting with "Keywords" (a model's own spelling, which would not survive being
+    written again) keeps every byte and gains the group."""
     anchors = parse_keyword_line(line)
+    if keyword_line(anchors, max_chars=sys.maxsize) != line:
+        items = (json.dumps(old) if any(c in old for c in ',;"') else old for old in olds)
+        return f"{line}; {REPLACED_KIND}: {', '.join(items)}"
     marked = [a for a in anchors if a.kind == REPLACED_KIND]
     listed = {a.text for a in marked}
     marked += [Anchor(REPLACED_KIND, old) for old in olds if old not in listed]
