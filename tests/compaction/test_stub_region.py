@@ -10,7 +10,7 @@ import logging
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
@@ -19,10 +19,11 @@ from dsh.compaction.recallable.chunking import coarsen_chunks
 from dsh.compaction.recallable.stub_region import stub_region_tokens
 from dsh.events import RequestConfig, RequestHeader, RequestHeaderBody
 from dsh.recall.tools import read_checkpoint
-from dsh.surface import Session
+from dsh.store import MemoryStore
+from dsh.surface import Session, checkpoint_kind
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import SETTINGS, assert_layout, long_session
-from tests.helpers import append_tool_turn
+from tests.helpers import append_tool_turn, new_session
 
 RETAIN = 900
 TIGHT = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15, retain_tokens=RETAIN)
@@ -158,3 +159,47 @@ def test_fewer_coarser_stubs_come_with_a_rollup_of_the_oldest_when_only_both_mak
     assert [c.kind for c in result.checkpoints] == ["index"] * (1 + len(new)) + ["state"]
     assert session.events[result.checkpoints[0].summary_seq].data.model == "rollup"
     assert_layout(session)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lines=st.lists(st.integers(5, 300), min_size=8, max_size=30),
+    window=st.integers(2500, 9000),
+    ratio=st.sampled_from([0.05, 0.1, 0.15, 0.3]),
+)
+def test_pressure_passes_keep_the_layout_frozen_stubs_and_the_share(lines, window, ratio):
+    """Over a session that keeps growing, every landed pass leaves ``[stubs][state][tail]``;
+    a stub stays byte for byte until a rollup takes it (and the rollup keeps its footer); a
+    pass that commits new stubs leaves the region within the share planned with the tail at
+    its configured size (a system prompt makes passes plan deeper for the watermark)."""
+    budgets = msgspec.structs.replace(SETTINGS, stub_region_ratio=ratio)
+    session = new_session(MemoryStore())
+    header = RequestHeaderBody(config=RequestConfig(provider="x", model="x"), system="s" * 2400)
+    session.append(RequestHeader(header=header, reason="initial"))
+    backend = RecallableBackend(ExtractiveSummarizer(), budgets)
+    engine = CompactionEngine(session, backend, budgets)
+    frozen: dict[int, str] = {}
+    for i, count in enumerate(lines):
+        append_tool_turn(
+            session,
+            f"step {i}: check ZEBRA-{7700 + i}",
+            calls=[("read_file", f'{{"path":"src/m{i}.py"}}', f"line {i} of m{i}\n" * count)],
+            final=f"m{i} listens on port {8000 + i}",
+        )
+        budget = backend.stub_budget(session, window, budgets.retain_tokens or 0)
+        result = run(engine.compact_if_needed("pressure", turn=None, window=window))
+        if result is None:
+            continue
+        assert_layout(session)
+        stubs = [s for s in session.nodes if checkpoint_kind(session, s) == "index"]
+        texts = {seq: session.events[seq].data.text() for seq in stubs}
+        for seq, text in frozen.items():
+            if seq in texts:
+                assert texts[seq] == text  # frozen
+            else:  # rolled up: its footer lives on in the rollup that took it
+                assert any(text.splitlines()[-1] in t for t in texts.values())
+        new = [c for c in result.checkpoints if c.kind == "index"]
+        rolled = [c for c in new if session.events[c.summary_seq].data.model == "rollup"]
+        if len(new) > len(rolled):
+            assert stub_region_tokens(session) <= budget
+        frozen = texts
