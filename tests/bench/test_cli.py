@@ -458,6 +458,7 @@ def test_compaction_overrides_reach_every_run_and_the_report(tmp_path: Path) -> 
     ("item", "message"),
     [
         ("nope=2", "--compaction 'nope=2': expected KEY=VALUE"),
+        ("summarizer=model", "--compaction 'summarizer=model': expected KEY=VALUE"),
         ("stub_region_ratio", "--compaction 'stub_region_ratio': expected KEY=VALUE"),
         ("stub_region_ratio=0.9", "compaction.stub_region_ratio must be below threshold_ratio"),
         ("chunk_tokens=lots", "scenario bugfix-small: compaction:"),

@@ -251,9 +251,19 @@ def _interval(value: str) -> int | None:
     return interval
 
 
+SUMMARISER_KEYS = (
+    "summarizer",
+    "summarizer_provider",
+    "summarizer_base_url",
+    "summarizer_timeout_s",
+)
+
+
 def _overrides(items: Sequence[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs as a ``[compaction]`` table (values read as YAML scalars)."""
-    known = set(CompactionSettings.__struct_fields__) - {"backend", "overrides"}
+    # The arm sets the backend; the run sets the summariser (offline extractive, --online model).
+    chosen_by_the_run = {"backend", "overrides", *SUMMARISER_KEYS}
+    known = set(CompactionSettings.__struct_fields__) - chosen_by_the_run
     table: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
