@@ -33,7 +33,8 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
     "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
     "compaction.stub_region_ratio": "Recallable: once the frozen stubs fill window × this, "
-    "the oldest are rolled up by code into one rollup checkpoint.",
+    "the oldest are rolled up by code into one rollup checkpoint (else a pass makes fewer, "
+    "coarser stubs).",
     "compaction.min_stale_ratio": "Least stale history for a pressure pass: window × this, "
     "at most chunk_tokens / 2.",
     "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",
