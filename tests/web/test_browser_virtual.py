@@ -78,6 +78,12 @@ def test_scroll_back_keeps_few_rows_in_the_page_and_the_reading_position(
             pages += 1
         assert pages >= 6
 
+        # the blocks far from the viewport get parked (the observer's callback may come late)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.block-spacer').length > 0"
+            " && document.querySelectorAll('#log .row').length * 3"
+            " < window.dsh.view.order.length"
+        )
         counts = page.evaluate(
             "() => [document.querySelectorAll('#log .row').length,"
             " window.dsh.view.order.length, document.querySelectorAll('.block-spacer').length]"
