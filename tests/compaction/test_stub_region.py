@@ -31,11 +31,15 @@ WINDOW = 6000
 """With a 600-token system prompt, the stubs of a 30-turn span overflow this window's share."""
 
 
-def _session() -> Session:
-    session = long_session(turns=30)
+def _with_system_prompt(session: Session) -> Session:
+    """``session`` with a request header carrying a 600-token system prompt."""
     body = RequestHeaderBody(config=RequestConfig(provider="x", model="x"), system="s" * 2400)
     session.append(RequestHeader(header=body, reason="initial"))
     return session
+
+
+def _session() -> Session:
+    return _with_system_prompt(long_session(turns=30))
 
 
 def _plan(backend: RecallableBackend, session: Session, *, retain: int, window: int | None) -> Plan:
@@ -173,9 +177,7 @@ def test_pressure_passes_keep_the_layout_frozen_stubs_and_the_share(lines, windo
     pass that commits new stubs leaves the region within the share planned with the tail at
     its configured size (a system prompt makes passes plan deeper for the watermark)."""
     budgets = msgspec.structs.replace(SETTINGS, stub_region_ratio=ratio)
-    session = new_session(MemoryStore())
-    header = RequestHeaderBody(config=RequestConfig(provider="x", model="x"), system="s" * 2400)
-    session.append(RequestHeader(header=header, reason="initial"))
+    session = _with_system_prompt(new_session(MemoryStore()))
     backend = RecallableBackend(ExtractiveSummarizer(), budgets)
     engine = CompactionEngine(session, backend, budgets)
     frozen: dict[int, str] = {}
