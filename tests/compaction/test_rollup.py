@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
-from dsh.compaction.recallable.rollup import rollup_body, rollup_count, rollup_gains
+from dsh.compaction.recallable.rollup import (
+    rollup_body,
+    rollup_count,
+    rollup_gains,
+    rollup_text,
+)
 from dsh.events import CompactionPlanEvent, CompactionSummaryEvent, event_type_of
 from dsh.recall.tools import read_checkpoint, search_history
 from dsh.store import JsonlStore
@@ -31,7 +36,7 @@ def _rolled(session: Session):
     first = run(engine.compact_now(window=100_000))
     for i in range(8, 16):
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
-    second = run(engine.compact_now(window=5000))
+    second = run(engine.compact_now(window=3500))
     return engine, first, second
 
 
@@ -70,7 +75,10 @@ def test_a_rollup_is_frozen_in_the_next_pass():
     assert_layout(session)
 
 
-def test_a_rollup_keeps_every_footer_even_of_an_earlier_rollup_and_trims_keywords():
+def test_a_rollup_keeps_each_entrys_own_footer_and_trims_keywords():
+    """A rollup lists the footer of every checkpoint it takes; a rolled-up rollup brings its own
+    footer, not the ones listed inside it (those are one history_read away), so rolling up
+    again does not grow by a footer per stub of the whole session."""
     stubs = [
         f"Did {i}.\nKeywords — id: ZEBRA-{i}, X_{i}_long_identifier_{i}\n"
         f"[checkpoint c{i}: shadows conversation span #{i}–#{i + 1}; originals retrievable "
@@ -79,8 +87,13 @@ def test_a_rollup_keeps_every_footer_even_of_an_earlier_rollup_and_trims_keyword
     ]
     body = rollup_body(stubs)
     assert all(f"[checkpoint c{i}:" in body for i in range(40))
-    again = rollup_body([f"<compacted-rollup>\n{body}\n</compacted-rollup>", stubs[0]])
-    assert again.count("[checkpoint c0:") == 2 and "[checkpoint c39:" in again
+    assert body.startswith("Rolled-up index of 40 earlier checkpoints")
+    earlier = rollup_text(body, 500, (0, 41))
+    again = rollup_body([earlier, stubs[0]])
+    assert again.count("[checkpoint c") == 2
+    assert "[checkpoint c500: shadows conversation span #0–#41;" in again
+    assert again.count("[checkpoint c0:") == 1 and "[checkpoint c39:" not in again
+    assert len(again) < len(body) // 2
     keywords = next(line for line in body.splitlines() if line.startswith("Keywords"))
     assert len(keywords) <= 600 and "ZEBRA-0" in keywords and "ZEBRA-1" in keywords
 
@@ -95,7 +108,7 @@ session = Session.open(JsonlStore(sys.argv[1]), sys.argv[2], writable=True)
 backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS)
 engine = CompactionEngine(session, backend, SETTINGS,
                           on_commit=lambda n: os._exit(137) if n == 2 else None)
-asyncio.run(engine.compact_now(window=5000))
+asyncio.run(engine.compact_now(window=3500))
 """
 
 
@@ -135,7 +148,7 @@ def test_a_kill_after_the_rollup_committed_is_completed_from_the_plan(tmp_path: 
     assert_layout(reopened)
 
 
-def test_the_rollup_cut_takes_the_fewest_stubs_or_all_of_them_or_none():
+def test_the_rollup_cut_takes_the_fewest_stubs_that_reach_the_target_or_none():
     session = long_session(turns=14)
     run(engine_for(session).compact_now(window=100_000))
     backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS)
@@ -144,11 +157,11 @@ def test_the_rollup_cut_takes_the_fewest_stubs_or_all_of_them_or_none():
     assert len(leading) >= 3
     gains = rollup_gains(session, leading)
     assert gains[0] is None and all(g is not None for g in gains[1:])
-    assert rollup_count(region, gains, target=region, limit=region) == 2
-    assert rollup_count(region, gains, target=0, limit=10**6) == len(leading)
-    assert rollup_count(region, gains, target=0, limit=0) == 0
-    assert rollup_count(region, gains[:1], target=10**6, limit=10**6) == 0
+    assert rollup_count(region, gains, target=region) == 2
+    assert rollup_count(region, gains, target=region - (gains[-1] or 0)) <= len(leading)
+    assert rollup_count(region, gains, target=0) == 0
+    assert rollup_count(region, gains[:1], target=10**6) == 0
     # new stubs count: the same gains need more of the oldest rolled up
     incoming = (gains[1] or 0) + 1
-    assert rollup_count(region + incoming, gains, target=region, limit=10**6) > 2
+    assert rollup_count(region + incoming, gains, target=region) > 2
     assert backend.min_stale_tokens(None) == SETTINGS.chunk_tokens // 2

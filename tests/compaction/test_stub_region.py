@@ -1,12 +1,13 @@
 """The stub region's ladder (spec §4.4 "Stub-region pressure"): a pass whose new stubs would
-overflow the region's share rolls the oldest up, else commits fewer, coarser stubs, else the
-state alone — and a pass planned deeper to reach the low watermark does not spend the room it
-frees on more stubs."""
+overflow the region's share commits fewer, coarser stubs, else rolls the oldest up, else writes
+the state alone — and a pass planned deeper to reach the low watermark does not spend the room
+it frees on more stubs."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+import re
 
 import msgspec
 import pytest
@@ -133,9 +134,10 @@ def test_coarsening_a_span_with_no_index_chunk_keeps_it_one_slice(stubs):
     assert coarsen_chunks([(0, 5)], [40], stubs) == [(0, 5)]
 
 
-def test_fewer_coarser_stubs_come_with_a_rollup_of_the_oldest_when_only_both_make_room():
-    """Rung 3 with rung 2: not even the coarser stubs fit beside every committed stub, so the
-    oldest are rolled up as well — rather than dropping to fewer stubs still."""
+def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_more_passes():
+    """Rung 3: fewer, coarser stubs beside the frozen ones come first (no head rewrite); only
+    when not one fits are the oldest rolled up, the fewest that bring the region with the new
+    stubs down to half the share — or all of them with one new stub."""
     settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
     session = long_session(turns=14)
     run(
@@ -146,18 +148,24 @@ def test_fewer_coarser_stubs_come_with_a_rollup_of_the_oldest_when_only_both_mak
     for i in range(8, 20):
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
     backend = RecallableBackend(ExtractiveSummarizer(), settings)
+    retain = settings.retain_tokens or 0
+    committed = stub_region_tokens(session)
+    roomy = 9000  # one coarse stub fits beside the frozen ones here: no rollup
+    assert committed + backend._stub_estimate <= backend.stub_budget(session, roomy, retain)
+    plan = _plan(backend, session, retain=retain, window=roomy)
+    assert not [r for r in plan.regions if r.code_text is not None]
     window = 6000
-    unbounded = _stubs(_plan(backend, session, retain=settings.retain_tokens or 0, window=None))
-    plan = _plan(backend, session, retain=settings.retain_tokens or 0, window=window)
+    budget = backend.stub_budget(session, window, retain)
+    assert committed + backend._stub_estimate > budget  # not one new stub fits
+    plan = _plan(backend, session, retain=retain, window=window)
     rollups = [r for r in plan.regions if r.code_text is not None]
     new = [r for r in plan.regions if r.kind == "index" and r.code_text is None]
-    assert len(rollups) == 1 and 1 <= len(new) < len(unbounded)
-    budget = backend.stub_budget(session, window, settings.retain_tokens or 0)
-    committed = stub_region_tokens(session)
-    assert committed + len(new) * new[0].estimate_tokens > budget  # fewer alone do not fit
+    assert len(rollups) == 1 and len(new) >= 1
     rolled = sum(session.node_tokens(seq) for seq in rollups[0].shadowed_seqs)
     after = committed - rolled + rollups[0].estimate_tokens + sum(r.estimate_tokens for r in new)
-    assert after <= budget
+    leading = backend._leading_stubs(session)
+    everything = list(rollups[0].shadowed_seqs) == leading and len(new) == 1
+    assert after <= budget // 2 or (everything and after <= budget)
     result = run(CompactionEngine(session, backend, settings).compact_now(window=window))
     assert result is not None
     assert [c.kind for c in result.checkpoints] == ["index"] * (1 + len(new)) + ["state"]
@@ -205,3 +213,64 @@ def test_pressure_passes_keep_the_layout_frozen_stubs_and_the_share(lines, windo
         if len(new) > len(rolled):
             assert stub_region_tokens(session) <= budget
         frozen = texts
+
+
+_FOOTER_ID = re.compile(r"\[checkpoint (c\d+): shadows conversation span")
+
+
+def _reachable_ids(session: Session) -> set[str]:
+    """Checkpoint ids a model can reach from what its context shows: the footers on the
+    surface, then the footers shown by reading each of those (a rollup lists its entries)."""
+    todo = [
+        found
+        for seq in session.nodes
+        if checkpoint_kind(session, seq) is not None
+        for found in _FOOTER_ID.findall(session.events[seq].data.text())
+    ]
+    seen: set[str] = set()
+    while todo:
+        checkpoint = todo.pop()
+        if checkpoint in seen:
+            continue
+        seen.add(checkpoint)
+        page = read_checkpoint(session.events, checkpoint, budget_chars=10**7).text
+        todo.extend(_FOOTER_ID.findall(page))
+    return seen
+
+
+def test_a_long_session_keeps_indexing_and_every_stub_stays_reachable_through_footers():
+    """Rollups keep the footer of each entry they take, not the footers listed inside a rolled-
+    up rollup, so the head rollup does not grow by a footer per stub for the whole session:
+    every pass of a long session in a small window still commits a new index stub (a rollup
+    that carried every footer on filled the share after some twenty passes, and every later
+    pass wrote the state alone), and every stub ever committed stays reachable from the
+    surface by reading the checkpoints its footers name."""
+    settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
+    session = _with_system_prompt(new_session(MemoryStore()))
+    engine = CompactionEngine(
+        session, RecallableBackend(ExtractiveSummarizer(), settings), settings
+    )
+    committed: set[str] = set()
+    passes = rollups = 0
+    for i in range(240):
+        append_tool_turn(
+            session,
+            f"step {i}: check ZEBRA-{7700 + i}",
+            calls=[("read_file", f'{{"path":"src/m{i}.py"}}', f"line {i} of m{i}\n" * 60)],
+            final=f"m{i} listens on port {8000 + i}",
+        )
+        result = run(engine.compact_if_needed("pressure", turn=None, window=WINDOW))
+        if result is None:
+            continue
+        passes += 1
+        assert_layout(session)
+        index = [
+            (c.summary_seq, session.events[c.summary_seq].data.model)
+            for c in result.checkpoints
+            if c.kind == "index"
+        ]
+        rollups += any(model == "rollup" for _, model in index)
+        assert any(model != "rollup" for _, model in index), f"pass {passes} wrote no stub"
+        committed.update(f"c{seq}" for seq, _ in index)
+    assert passes >= 20 and rollups >= 3
+    assert committed <= _reachable_ids(session)

@@ -2,9 +2,15 @@
 
 When the frozen stub region outgrows its share of the window, the oldest index checkpoints on
 the surface are replaced by one rollup checkpoint, written by code (no model call): one line
-saying what it covers, their keyword lines merged and trimmed, and every original footer kept,
-so each rolled-up id stays a ``history_read``/``history_search`` target. The rollup is itself
-an index checkpoint: frozen, and a candidate for a later rollup (its footers travel on).
+saying what it covers, their keyword lines merged and trimmed, and the footer of every
+checkpoint it takes, so each rolled-up id stays a ``history_read``/``history_search`` target.
+The rollup is itself an index checkpoint: frozen, and a candidate for a later rollup. A later
+rollup that takes it keeps *its* footer, not the footers listed inside it: those are one
+``history_read`` away (reading a rollup renders its entries, footers included — the two-hop
+chain of spec §5), and ``history_search`` tags a hit with the stub that shadows it directly.
+Carrying every nested footer on would grow the head rollup by a footer per stub for the whole
+session until no rollup could make room and every later pass wrote no stub at all (measured:
+from the 25th pass on in a 16k window).
 
 A frozen stub cannot be corrected, so one that names a setting whose value later changed would
 present the old value as current for good (issue 22). The pass that compacts the change finds
@@ -41,14 +47,15 @@ FOOTER_TOKENS = 40
 
 def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) -> str:
     """The summary of a rollup of checkpoints whose surface ``texts`` are given, oldest first:
-    a line naming how many entries it holds, the merged keyword line, every footer in order.
+    a line naming how many entries it holds, the merged keyword line, each entry's own footer
+    (its last footer line: a rolled-up rollup's inner footers stay inside it) in order.
     The keyword line marks as replaced each old literal of ``replaced`` and each one a rolled-up
     checkpoint already marked."""
     footers: list[str] = []
     per_stub: list[list[Anchor]] = []
     marks = dict(replaced or {})
     for text in texts:
-        footers.extend(FOOTER_LINE.findall(text))
+        footers.extend(FOOTER_LINE.findall(text)[-1:])
         anchors: list[Anchor] = []
         for line in text.splitlines():
             if line.startswith("Keywords"):
@@ -156,20 +163,14 @@ def rollup_gains(session: Session, leading: Sequence[int]) -> list[int | None]:
     return gains
 
 
-def rollup_count(region: int, gains: Sequence[int | None], *, target: int, limit: int) -> int:
+def rollup_count(region: int, gains: Sequence[int | None], *, target: int) -> int:
     """How many of the leading index checkpoints (the run at the surface head, oldest first;
     ``gains``: their ``rollup_gains``) to roll up so a stub region of ``region`` tokens (the
-    leading run and the new stubs) drops to ``target``: the fewest that do; all of them when
-    only that keeps the region within ``limit``. 0 when no rollup keeps it within ``limit``
-    (the next rung of the ladder takes over), so a rollup never lands only to be redone."""
-    after = region
+    leading run and the new stubs) drops to ``target``: the fewest that do, 0 when none does."""
     for count, gain in enumerate(gains, start=1):
-        if gain is None:
-            continue
-        after = region - gain
-        if after <= target:
+        if gain is not None and region - gain <= target:
             return count
-    return len(gains) if len(gains) >= 2 and after <= limit else 0
+    return 0
 
 
 def node_text(session: Session, seq: int) -> str:

@@ -1,10 +1,15 @@
 """The ladder a pass climbs when its new stubs would overflow the stub region's share of the
 window (spec §4.4, "stub-region pressure"; the share is ``RecallableBackend.stub_budget``).
 
+A rollup rewrites the head of every later request (one cache miss of the whole region), so the
+ladder reaches for it last and then makes it count:
+
 1. The new stubs fit: the pass commits them as chunked.
-2. They fit once the oldest stubs are rolled up by code (``rollup_count``).
-3. They fit as fewer, coarser stubs — adjacent chunks merged (``coarsen_chunks``) — with or
-   without such a rollup: a small window still gets an index of what it compacts.
+2. Fewer, coarser stubs fit beside the frozen ones — adjacent chunks merged
+   (``coarsen_chunks``): the pass commits the most that fit and the head stays byte-stable.
+3. Not one stub fits: the oldest stubs are rolled up by code, the fewest that bring the region
+   (with the new stubs) down to half its share, so several passes fit before the next rollup;
+   when no rollup gets that far, all of them with one new stub, if that fits the share.
 4. Nothing fits: the pass writes no new stub, only the state after the frozen boundary, and
    says why in the log.
 """
@@ -45,24 +50,27 @@ def fit_stub_region(
     up, so the stub region stays within ``budget`` (each new stub priced ``stub_estimate``): the
     first rung of the ladder that works, trying the most new stubs first."""
     committed = stub_region_tokens(session)
-    leading_tokens = sum(session.node_tokens(seq) for seq in leading)
     tokens = [sum(session.node_tokens(seq) for seq in span[begin:end]) for begin, end in chunks]
-    gains: list[int | None] | None = None  # computed once, when a rollup is first considered
     most = len(chunks) - 1
     for stubs in range(most, 0, -1) if most else (0,):
-        incoming = stubs * stub_estimate
-        if committed + incoming <= budget:
+        if committed + stubs * stub_estimate <= budget:
             return coarsen_chunks(chunks, tokens, stubs), ()
-        gains = rollup_gains(session, leading) if gains is None else gains
-        count = rollup_count(leading_tokens + incoming, gains, target=budget * 3 // 4, limit=budget)
+    leading_tokens = sum(session.node_tokens(seq) for seq in leading)
+    gains = rollup_gains(session, leading)
+    for stubs in range(most, 0, -1) if most else (0,):
+        count = rollup_count(leading_tokens + stubs * stub_estimate, gains, target=budget // 2)
         if count:
             return coarsen_chunks(chunks, tokens, stubs), leading[:count]
+    stubs = min(most, 1)
+    whole = gains[-1] if gains else None
+    if whole is not None and leading_tokens - whole + stubs * stub_estimate <= budget:
+        return coarsen_chunks(chunks, tokens, stubs), leading
     if most:
         log.info(
             "stub region of %d tokens would exceed its share (%d) and neither a rollup of the "
             "oldest stubs nor fewer new stubs make room: this pass writes one summary after "
             "the frozen boundary",
-            committed + most * stub_estimate,
+            committed + stub_estimate,
             budget,
         )
     return coarsen_chunks(chunks, tokens, 0), ()
