@@ -156,12 +156,13 @@ def test_the_rollup_cut_takes_the_fewest_stubs_that_reach_the_target_or_none():
     region = sum(session.node_tokens(s) for s in leading)
     assert len(leading) >= 3
     gains = rollup_gains(session, leading)
-    assert gains[0] is None and all(g is not None for g in gains[1:])
-    assert rollup_count(region, gains, target=region) == 2
-    assert rollup_count(region, gains, target=region - (gains[-1] or 0)) <= len(leading)
-    assert rollup_count(region, gains, target=0) == 0
-    assert rollup_count(region, gains[:1], target=10**6) == 0
+    assert len(gains) == len(leading)
+    assert gains[0] <= 0 < gains[1] < gains[-1]  # a lone stub rolls up to about its own size
+    assert rollup_count(region, gains, target=region) == 2  # the first that shrinks
+    assert rollup_count(region, gains, target=region - gains[-1]) == len(leading)
+    assert rollup_count(region, gains, target=region - gains[-1] - 1) == 0
+    assert rollup_count(region, gains[:1], target=10**6) == 0  # no gain, no rollup
     # new stubs count: the same gains need more of the oldest rolled up
-    incoming = (gains[1] or 0) + 1
+    incoming = gains[1] + 1
     assert rollup_count(region + incoming, gains, target=region) > 2
     assert backend.min_stale_tokens(None) == SETTINGS.chunk_tokens // 2

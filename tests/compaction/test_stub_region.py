@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from dsh.compaction.base import Plan
 from dsh.compaction.recallable.chunking import coarsen_chunks
+from dsh.compaction.recallable.rollup import reroll_tokens, rollup_count, rollup_gains
 from dsh.compaction.recallable.stub_region import stub_region_tokens
 from dsh.events import RequestConfig, RequestHeader, RequestHeaderBody
 from dsh.recall.tools import read_checkpoint
@@ -135,9 +136,9 @@ def test_coarsening_a_span_with_no_index_chunk_keeps_it_one_slice(stubs):
 
 
 def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_more_passes():
-    """Rung 3: fewer, coarser stubs beside the frozen ones come first (no head rewrite); only
-    when not one fits are the oldest rolled up, the fewest that bring the region with the new
-    stubs down to half the share — or all of them with one new stub."""
+    """Rung 3: when not one new stub fits beside the frozen ones, the oldest are rolled up —
+    the fewest that bring the region with the new stubs down to half the share, or all of them
+    with one new stub."""
     settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
     session = long_session(turns=14)
     run(
@@ -150,10 +151,6 @@ def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_mo
     backend = RecallableBackend(ExtractiveSummarizer(), settings)
     retain = settings.retain_tokens or 0
     committed = stub_region_tokens(session)
-    roomy = 9000  # one coarse stub fits beside the frozen ones here: no rollup
-    assert committed + backend._stub_estimate <= backend.stub_budget(session, roomy, retain)
-    plan = _plan(backend, session, retain=retain, window=roomy)
-    assert not [r for r in plan.regions if r.code_text is not None]
     window = 6000
     budget = backend.stub_budget(session, window, retain)
     assert committed + backend._stub_estimate > budget  # not one new stub fits
@@ -171,6 +168,102 @@ def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_mo
     assert [c.kind for c in result.checkpoints] == ["index"] * (1 + len(new)) + ["state"]
     assert session.events[result.checkpoints[0].summary_seq].data.model == "rollup"
     assert_layout(session)
+
+
+def _many_stubs_then_more_turns() -> tuple[Session, RecallableBackend, int]:
+    """29 frozen stubs (3,582 tokens) from a pass in a roomy window, then twelve more turns;
+    the stub share is 15% of the window (``long_session``'s settings otherwise)."""
+    settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
+    session = long_session(turns=60)
+    run(
+        CompactionEngine(
+            session, RecallableBackend(ExtractiveSummarizer(), settings), settings
+        ).compact_now(window=100_000)
+    )
+    for i in range(100, 112):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
+    return session, RecallableBackend(ExtractiveSummarizer(), settings), settings.retain_tokens or 0
+
+
+def test_fewer_coarser_stubs_come_before_a_rollup_that_would_fit_them_all():
+    """Rung 2 before rung 3: a rollup rewrites the head of every later request, so while some
+    new stubs fit beside the frozen ones the pass commits those — even where rolling up the
+    oldest would make room for all of them."""
+    session, backend, retain = _many_stubs_then_more_turns()
+    most = len(_stubs(_plan(backend, session, retain=retain, window=None)))
+    window = 30_000
+    budget = backend.stub_budget(session, window, retain)
+    leading = backend._leading_stubs(session)
+    region = stub_region_tokens(session) + most * backend._stub_estimate
+    assert rollup_count(region, rollup_gains(session, leading), target=budget // 2) > 0
+    plan = _plan(backend, session, retain=retain, window=window)
+    assert not [r for r in plan.regions if r.code_text is not None]
+    assert 1 <= len(_stubs(plan)) < most
+
+
+def test_a_rollup_pass_commits_the_most_new_stubs_that_reach_half_the_share():
+    session, backend, retain = _many_stubs_then_more_turns()
+    most = len(_stubs(_plan(backend, session, retain=retain, window=None)))
+    window = 24_000
+    budget = backend.stub_budget(session, window, retain)
+    leading = backend._leading_stubs(session)
+    gains = rollup_gains(session, leading)
+    committed, estimate = stub_region_tokens(session), backend._stub_estimate
+    assert committed + estimate > budget  # not one new stub fits beside the frozen ones
+    plan = _plan(backend, session, retain=retain, window=window)
+    new = [r for r in plan.regions if r.kind == "index" and r.code_text is None]
+    assert [r.code_text is not None for r in plan.regions].count(True) == 1
+    assert 1 < len(new) < most
+    assert rollup_count(committed + len(new) * estimate, gains, target=budget // 2) > 0
+    assert rollup_count(committed + (len(new) + 1) * estimate, gains, target=budget // 2) == 0
+
+
+def test_a_session_whose_window_shrank_under_many_stubs_rolls_them_up_and_indexes_again(caplog):
+    """When even a rollup of every stub leaves no room for a new one (the window shrank, say,
+    after a switch to a smaller model), the pass rolls them all up and writes the state alone;
+    the rollup lists one footer per stub, and the next pass rolls it up again to one footer and
+    commits a new stub beside it."""
+    session, backend, _ = _many_stubs_then_more_turns()
+    engine = CompactionEngine(session, backend, backend.settings)
+    window = 7000
+    with caplog.at_level(logging.INFO, logger="dsh.compaction"):
+        first = run(engine.compact_now(window=window))
+    assert first is not None
+    assert "this pass rolls every stub up and writes no new one" in caplog.text
+    models = [session.events[c.summary_seq].data.model for c in first.checkpoints]
+    assert models[0] == "rollup" and [c.kind for c in first.checkpoints] == ["index", "state"]
+    for i in range(200, 206):
+        append_tool_turn(session, f"later {i}", calls=[("read_file", "{}", f"later {i}\n" * 60)])
+    second = run(engine.compact_now(window=window))
+    assert second is not None
+    kinds = [(c.kind, session.events[c.summary_seq].data.model) for c in second.checkpoints]
+    assert kinds[0] == ("index", "rollup") and ("index", "extractive") in kinds
+    assert stub_region_tokens(session) <= backend.stub_budget(session, window, 300)
+    assert_layout(session)
+
+
+def test_no_rollup_when_even_a_second_one_would_leave_no_room_for_a_stub():
+    """A rollup of every stub with no new one is a head rewrite for nothing unless rolling
+    that rollup up again later makes room for a stub: here it would not, so the pass writes
+    the state alone and leaves the frozen stubs as they are."""
+    settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
+    session = long_session(turns=8)
+    run(
+        CompactionEngine(
+            session, RecallableBackend(ExtractiveSummarizer(), settings), settings
+        ).compact_now(window=100_000)
+    )
+    for i in range(100, 106):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
+    backend = RecallableBackend(ExtractiveSummarizer(), settings)
+    window = 2500
+    budget = backend.stub_budget(session, window, 300)
+    leading = backend._leading_stubs(session)
+    rolled = stub_region_tokens(session) - rollup_gains(session, leading)[-1]
+    assert rolled <= budget < rolled + backend._stub_estimate  # a rollup alone would fit
+    assert reroll_tokens(session, leading) + backend._stub_estimate > budget
+    plan = _plan(backend, session, retain=300, window=window)
+    assert [region.kind for region in plan.regions] == ["state"]
 
 
 @settings(max_examples=40, deadline=None)

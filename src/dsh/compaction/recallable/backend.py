@@ -7,10 +7,10 @@ rare literals); the trailing slice is shadowed by the new state checkpoint, rewr
 previous state plus everything this pass made stale. Stubs are never rewritten and never fall
 inside a later span, so the request prefix stays byte-stable and provider caches keep hitting.
 
-When the stub region outgrows its share of the window, the oldest stubs are rolled up by code
-(``rollup``) in the same pass, else the pass commits fewer, coarser stubs; only when not one
-new stub fits does a pass fall back to one summary after the frozen boundary (no new stubs),
-and it logs why (``stub_region``).
+When new stubs would overflow the stub region's share of the window, the pass commits fewer,
+coarser stubs; when not one fits, the oldest stubs are rolled up by code (``rollup``) in the
+same pass; only when no rollup makes room for a new stub does a pass fall back to one summary
+after the frozen boundary (no new stubs), and it logs why (``stub_region``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The degradation ladder's first rung (spec §4.4): a code-only rollup of the oldest stubs.
+"""The degradation ladder's rollup (spec §4.4): a code-only rollup of the oldest stubs.
 
 When the frozen stub region outgrows its share of the window, the oldest index checkpoints on
 the surface are replaced by one rollup checkpoint, written by code (no model call): one line
@@ -41,6 +41,7 @@ ROLLUP_KEYWORD_CHARS = 600
 """Length cap of a rollup's merged keyword line."""
 
 FOOTER_LINE = re.compile(r"^\[checkpoint c\d+: shadows conversation span #\d+–#\d+;[^\n]*\]$", re.M)
+ROLLUP_TAG = "<compacted-rollup>"
 FOOTER_TOKENS = 40
 """Price of one footer line, as the rollup planner estimates it."""
 
@@ -69,7 +70,8 @@ def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) ->
     depth = max((len(a) for a in per_stub), default=0)
     for rank in range(depth):
         merged.extend(anchors[rank] for anchors in per_stub if rank < len(anchors))
-    lines = [f"Rolled-up index of {len(footers)} earlier checkpoints; open one by its footer id."]
+    entries = f"{len(footers)} earlier checkpoint" + ("" if len(footers) == 1 else "s")
+    lines = [f"Rolled-up index of {entries}; open one by its footer id."]
     keywords = keyword_line(merged, max_chars=ROLLUP_KEYWORD_CHARS)
     if keywords:
         lines.append(mark_replaced(keywords, marks))
@@ -145,30 +147,40 @@ def rollup_text(body: str, summary_seq: int, span: tuple[int, int]) -> str:
     return f"{frame_rollup(body)}\n{footer(summary_seq, span)}"
 
 
-def rollup_gains(session: Session, leading: Sequence[int]) -> list[int | None]:
+def rollup_gains(session: Session, leading: Sequence[int]) -> list[int]:
     """Entry ``k - 1``: the tokens the stub region loses when the first ``k`` of the
-    ``leading`` checkpoints become one rollup (None for ``k`` = 1: a rollup takes two or more).
-    Computed once per plan, whatever the number of new stubs it then tries."""
+    ``leading`` checkpoints become one rollup (0 when none). A rollup takes two or more, or one
+    earlier rollup alone (down to its own footer); a lone stub is never rolled up for room — it
+    would trade its lines for a rollup's header and save a few tokens at the price of a head
+    rewrite. Computed once per plan, whatever the number of new stubs it then tries."""
     texts: list[str] = []
     removed = 0
-    gains: list[int | None] = []
-    for count, seq in enumerate(leading, start=1):
+    gains: list[int] = []
+    for seq in leading:
         texts.append(node_text(session, seq))
         removed += session.node_tokens(seq)
-        if count < 2:
-            gains.append(None)
+        if len(texts) == 1 and ROLLUP_TAG not in texts[0]:
+            gains.append(0)
             continue
         added = message_tokens_of(rollup_text(rollup_body(texts), 10**9, (10**9, 10**9)))
-        gains.append(removed - added)
+        gains.append(max(0, removed - added))
     return gains
 
 
-def rollup_count(region: int, gains: Sequence[int | None], *, target: int) -> int:
+def reroll_tokens(session: Session, leading: Sequence[int]) -> int:
+    """Tokens of the rollup a later pass would make of the rollup of every ``leading``
+    checkpoint, rolled up alone (down to its own footer)."""
+    body = rollup_body([node_text(session, seq) for seq in leading])
+    once = rollup_text(body, 10**9, (10**9, 10**9))
+    return message_tokens_of(rollup_text(rollup_body([once]), 10**9, (10**9, 10**9)))
+
+
+def rollup_count(region: int, gains: Sequence[int], *, target: int) -> int:
     """How many of the leading index checkpoints (the run at the surface head, oldest first;
     ``gains``: their ``rollup_gains``) to roll up so a stub region of ``region`` tokens (the
     leading run and the new stubs) drops to ``target``: the fewest that do, 0 when none does."""
     for count, gain in enumerate(gains, start=1):
-        if gain is not None and region - gain <= target:
+        if gain > 0 and region - gain <= target:
             return count
     return 0
 

@@ -11,7 +11,9 @@ ladder reaches for it last and then makes it count:
    (with the new stubs) down to half its share, so several passes fit before the next rollup;
    when no rollup gets that far, all of them with one new stub, if that fits the share.
 4. Nothing fits: the pass writes no new stub, only the state after the frozen boundary, and
-   says why in the log.
+   says why in the log — rolling every leading stub up all the same when that fits the share
+   and a later pass, rolling that rollup up again to its own footer, would find room for a
+   stub beside it (a session whose window shrank under many stubs indexes again).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 from collections.abc import Sequence
 
 from dsh.compaction.recallable.chunking import coarsen_chunks
-from dsh.compaction.recallable.rollup import rollup_count, rollup_gains
+from dsh.compaction.recallable.rollup import reroll_tokens, rollup_count, rollup_gains
 from dsh.surface import Session, checkpoint_kind
 
 log = logging.getLogger("dsh.compaction")
@@ -61,10 +63,24 @@ def fit_stub_region(
         count = rollup_count(leading_tokens + stubs * stub_estimate, gains, target=budget // 2)
         if count:
             return coarsen_chunks(chunks, tokens, stubs), leading[:count]
-    stubs = min(most, 1)
-    whole = gains[-1] if gains else None
-    if whole is not None and leading_tokens - whole + stubs * stub_estimate <= budget:
-        return coarsen_chunks(chunks, tokens, stubs), leading
+    whole = gains[-1] if gains else 0
+    rolled = leading_tokens - whole
+    if whole > 0 and rolled + min(most, 1) * stub_estimate <= budget:
+        return coarsen_chunks(chunks, tokens, min(most, 1)), leading
+    if (
+        most
+        and whole > 0
+        and rolled <= budget
+        and reroll_tokens(session, leading) + stub_estimate <= budget
+    ):
+        log.info(
+            "stub region of %d tokens leaves no room for a new stub within its share (%d): "
+            "this pass rolls every stub up and writes no new one; the next can roll that up "
+            "again and index beside it",
+            committed,
+            budget,
+        )
+        return coarsen_chunks(chunks, tokens, 0), leading
     if most:
         log.info(
             "stub region of %d tokens would exceed its share (%d) and neither a rollup of the "
