@@ -157,7 +157,7 @@ def test_the_rollup_cut_takes_the_fewest_stubs_that_reach_the_target_or_none():
     assert len(leading) >= 3
     gains = rollup_gains(session, leading)
     assert len(gains) == len(leading)
-    assert gains[0] <= 0 < gains[1] < gains[-1]  # a lone stub rolls up to about its own size
+    assert gains[0] == 0 < gains[1] < gains[-1]  # a lone stub is never rolled up for room
     assert rollup_count(region, gains, target=region) == 2  # the first that shrinks
     assert rollup_count(region, gains, target=region - gains[-1]) == len(leading)
     assert rollup_count(region, gains, target=region - gains[-1] - 1) == 0

@@ -218,20 +218,24 @@ def test_a_rollup_pass_commits_the_most_new_stubs_that_reach_half_the_share():
     assert rollup_count(committed + (len(new) + 1) * estimate, gains, target=budget // 2) == 0
 
 
-def test_a_session_whose_window_shrank_under_many_stubs_rolls_them_up_and_indexes_again(caplog):
+@pytest.mark.parametrize("window", [7000, 6000, 4000])
+def test_a_session_whose_window_shrank_under_many_stubs_rolls_them_up_and_indexes_again(
+    caplog, window
+):
     """When even a rollup of every stub leaves no room for a new one (the window shrank, say,
     after a switch to a smaller model), the pass rolls them all up and writes the state alone;
     the rollup lists one footer per stub, and the next pass rolls it up again to one footer and
     commits a new stub beside it."""
     session, backend, _ = _many_stubs_then_more_turns()
     engine = CompactionEngine(session, backend, backend.settings)
-    window = 7000
     with caplog.at_level(logging.INFO, logger="dsh.compaction"):
         first = run(engine.compact_now(window=window))
     assert first is not None
     assert "this pass rolls every stub up and writes no new one" in caplog.text
     models = [session.events[c.summary_seq].data.model for c in first.checkpoints]
     assert models[0] == "rollup" and [c.kind for c in first.checkpoints] == ["index", "state"]
+    rolled_all = stub_region_tokens(session)
+    assert rolled_all < 3582 // 3  # one footer per stub, the keywords trimmed
     for i in range(200, 206):
         append_tool_turn(session, f"later {i}", calls=[("read_file", "{}", f"later {i}\n" * 60)])
     second = run(engine.compact_now(window=window))
@@ -240,6 +244,8 @@ def test_a_session_whose_window_shrank_under_many_stubs_rolls_them_up_and_indexe
     assert kinds[0] == ("index", "rollup") and ("index", "extractive") in kinds
     assert stub_region_tokens(session) <= backend.stub_budget(session, window, 300)
     assert_layout(session)
+    if window < 7000:  # the rollup of all 29 did not fit the share: it was made all the same
+        assert rolled_all > backend.stub_budget(session, window, 300)
 
 
 def test_no_rollup_when_even_a_second_one_would_leave_no_room_for_a_stub():

@@ -10,7 +10,9 @@ inside a later span, so the request prefix stays byte-stable and provider caches
 When new stubs would overflow the stub region's share of the window, the pass commits fewer,
 coarser stubs; when not one fits, the oldest stubs are rolled up by code (``rollup``) in the
 same pass; only when no rollup makes room for a new stub does a pass fall back to one summary
-after the frozen boundary (no new stubs), and it logs why (``stub_region``).
+after the frozen boundary (no new stubs), and it logs why (``stub_region``) — rolling every
+stub up all the same when that lets the next pass index again. A frozen stub naming a value
+since replaced is rolled up too (issue 22), whatever the ladder chose.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ ladder reaches for it last and then makes it count:
    (with the new stubs) down to half its share, so several passes fit before the next rollup;
    when no rollup gets that far, all of them with one new stub, if that fits the share.
 4. Nothing fits: the pass writes no new stub, only the state after the frozen boundary, and
-   says why in the log — rolling every leading stub up all the same when that fits the share
-   and a later pass, rolling that rollup up again to its own footer, would find room for a
-   stub beside it (a session whose window shrank under many stubs indexes again).
+   says why in the log — rolling every leading stub up all the same when a later pass, rolling
+   that rollup up again to its own footer, would find room for a stub beside it (a session
+   whose window shrank under many stubs indexes again; in a small share this alternates with
+   passes that add a stub).
 """
 
 from __future__ import annotations
@@ -67,12 +68,7 @@ def fit_stub_region(
     rolled = leading_tokens - whole
     if whole > 0 and rolled + min(most, 1) * stub_estimate <= budget:
         return coarsen_chunks(chunks, tokens, min(most, 1)), leading
-    if (
-        most
-        and whole > 0
-        and rolled <= budget
-        and reroll_tokens(session, leading) + stub_estimate <= budget
-    ):
+    if most and whole > 0 and reroll_tokens(session, leading) + stub_estimate <= budget:
         log.info(
             "stub region of %d tokens leaves no room for a new stub within its share (%d): "
             "this pass rolls every stub up and writes no new one; the next can roll that up "
