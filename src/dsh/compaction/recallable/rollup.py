@@ -10,7 +10,7 @@ rollup that takes it keeps *its* footer, not the footers listed inside it: those
 chain of spec §5), and ``history_search`` tags a hit with the stub that shadows it directly.
 Carrying every nested footer on would grow the head rollup by a footer per stub for the whole
 session until no rollup could make room and every later pass wrote no stub at all (measured:
-from the 25th pass on in a 16k window).
+from the 14th pass on in a 16k window).
 
 A frozen stub cannot be corrected, so one that names a setting whose value later changed would
 present the old value as current for good (issue 22). The pass that compacts the change finds
@@ -42,8 +42,6 @@ ROLLUP_KEYWORD_CHARS = 600
 
 FOOTER_LINE = re.compile(r"^\[checkpoint c\d+: shadows conversation span #\d+–#\d+;[^\n]*\]$", re.M)
 ROLLUP_TAG = "<compacted-rollup>"
-FOOTER_TOKENS = 40
-"""Price of one footer line, as the rollup planner estimates it."""
 
 
 def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) -> str:
