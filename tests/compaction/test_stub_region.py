@@ -135,21 +135,27 @@ def test_coarsening_a_span_with_no_index_chunk_keeps_it_one_slice(stubs):
     assert coarsen_chunks([(0, 5)], [40], stubs) == [(0, 5)]
 
 
-def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_more_passes():
-    """Rung 3: when not one new stub fits beside the frozen ones, the oldest are rolled up —
-    the fewest that bring the region with the new stubs down to half the share, or all of them
-    with one new stub."""
+def _stubs_then_more_turns(*, turns: int, more: range) -> tuple[Session, RecallableBackend, int]:
+    """The stubs of a ``turns``-turn session compacted in a roomy window, then the ``more``
+    turns; the stub share is 15% of the window (``long_session``'s settings otherwise). Returns
+    the session, a fresh backend with those settings and the configured retained tail."""
     settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
-    session = long_session(turns=14)
+    session = long_session(turns=turns)
     run(
         CompactionEngine(
             session, RecallableBackend(ExtractiveSummarizer(), settings), settings
         ).compact_now(window=100_000)
     )
-    for i in range(8, 20):
+    for i in more:
         append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
-    backend = RecallableBackend(ExtractiveSummarizer(), settings)
-    retain = settings.retain_tokens or 0
+    return session, RecallableBackend(ExtractiveSummarizer(), settings), settings.retain_tokens or 0
+
+
+def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_more_passes():
+    """Rung 3: when not one new stub fits beside the frozen ones, the oldest are rolled up —
+    the fewest that bring the region with the new stubs down to half the share, or all of them
+    with one new stub."""
+    session, backend, retain = _stubs_then_more_turns(turns=14, more=range(8, 20))
     committed = stub_region_tokens(session)
     window = 6000
     budget = backend.stub_budget(session, window, retain)
@@ -163,7 +169,7 @@ def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_mo
     leading = backend._leading_stubs(session)
     everything = list(rollups[0].shadowed_seqs) == leading and len(new) == 1
     assert after <= budget // 2 or (everything and after <= budget)
-    result = run(CompactionEngine(session, backend, settings).compact_now(window=window))
+    result = run(CompactionEngine(session, backend, backend.settings).compact_now(window=window))
     assert result is not None
     assert [c.kind for c in result.checkpoints] == ["index"] * (1 + len(new)) + ["state"]
     assert session.events[result.checkpoints[0].summary_seq].data.model == "rollup"
@@ -173,16 +179,7 @@ def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_mo
 def _many_stubs_then_more_turns() -> tuple[Session, RecallableBackend, int]:
     """29 frozen stubs (3,582 tokens) from a pass in a roomy window, then twelve more turns;
     the stub share is 15% of the window (``long_session``'s settings otherwise)."""
-    settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
-    session = long_session(turns=60)
-    run(
-        CompactionEngine(
-            session, RecallableBackend(ExtractiveSummarizer(), settings), settings
-        ).compact_now(window=100_000)
-    )
-    for i in range(100, 112):
-        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
-    return session, RecallableBackend(ExtractiveSummarizer(), settings), settings.retain_tokens or 0
+    return _stubs_then_more_turns(turns=60, more=range(100, 112))
 
 
 def test_fewer_coarser_stubs_come_before_a_rollup_that_would_fit_them_all():
@@ -252,16 +249,7 @@ def test_no_rollup_when_even_a_second_one_would_leave_no_room_for_a_stub():
     """A rollup of every stub with no new one is a head rewrite for nothing unless rolling
     that rollup up again later makes room for a stub: here it would not, so the pass writes
     the state alone and leaves the frozen stubs as they are."""
-    settings = msgspec.structs.replace(SETTINGS, stub_region_ratio=0.15)
-    session = long_session(turns=8)
-    run(
-        CompactionEngine(
-            session, RecallableBackend(ExtractiveSummarizer(), settings), settings
-        ).compact_now(window=100_000)
-    )
-    for i in range(100, 106):
-        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
-    backend = RecallableBackend(ExtractiveSummarizer(), settings)
+    session, backend, _ = _stubs_then_more_turns(turns=8, more=range(100, 106))
     window = 2500
     budget = backend.stub_budget(session, window, 300)
     leading = backend._leading_stubs(session)
