@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from dsh.compaction.base import Plan
+from dsh.compaction.recallable.backend import MIN_SHARE_STUBS
 from dsh.compaction.recallable.chunking import coarsen_chunks
 from dsh.compaction.recallable.rollup import reroll_tokens, rollup_count, rollup_gains
 from dsh.compaction.recallable.stub_region import stub_region_tokens
@@ -87,14 +88,17 @@ def test_stubs_that_overflow_the_share_with_nothing_to_roll_up_land_fewer_and_co
         assert page.count("User:") >= 2
 
 
-def test_when_not_one_stub_fits_the_pass_writes_the_state_alone_and_says_why(caplog):
+def test_a_share_too_small_for_a_few_stubs_is_raised_so_a_small_window_still_indexes():
+    """1% of a 6,000-token window is 60 tokens, not room for one stub: the share is raised to
+    ``MIN_SHARE_STUBS`` stubs and the pass commits stubs beside the state."""
     session = _session()
     settings = msgspec.structs.replace(TIGHT, stub_region_ratio=0.01)
     backend = RecallableBackend(ExtractiveSummarizer(), settings)
-    with caplog.at_level(logging.INFO, logger="dsh.compaction"):
-        plan = _plan(backend, session, retain=RETAIN, window=WINDOW)
-    assert [region.kind for region in plan.regions] == ["state"]
-    assert "neither a rollup of the oldest stubs nor fewer new stubs make room" in caplog.text
+    budget = backend.stub_budget(session, WINDOW, RETAIN)
+    assert budget >= MIN_SHARE_STUBS * settings.stub_tokens // 2
+    plan = _plan(backend, session, retain=RETAIN, window=WINDOW)
+    assert len(_stubs(plan)) >= 1 and plan.regions[-1].kind == "state"
+    assert sum(region.estimate_tokens for region in plan.regions[:-1]) <= budget
 
 
 @st.composite
@@ -245,10 +249,10 @@ def test_a_session_whose_window_shrank_under_many_stubs_rolls_them_up_and_indexe
         assert rolled_all > backend.stub_budget(session, window, 300)
 
 
-def test_no_rollup_when_even_a_second_one_would_leave_no_room_for_a_stub():
+def test_no_rollup_when_even_a_second_one_would_leave_no_room_for_a_stub(caplog):
     """A rollup of every stub with no new one is a head rewrite for nothing unless rolling
     that rollup up again later makes room for a stub: here it would not, so the pass writes
-    the state alone and leaves the frozen stubs as they are."""
+    the state alone, leaves the frozen stubs as they are and says why."""
     session, backend, _ = _stubs_then_more_turns(turns=8, more=range(100, 106))
     window = 2500
     budget = backend.stub_budget(session, window, 300)
@@ -256,8 +260,10 @@ def test_no_rollup_when_even_a_second_one_would_leave_no_room_for_a_stub():
     rolled = stub_region_tokens(session) - rollup_gains(session, leading)[-1]
     assert rolled <= budget < rolled + backend._stub_estimate  # a rollup alone would fit
     assert reroll_tokens(session, leading) + backend._stub_estimate > budget
-    plan = _plan(backend, session, retain=300, window=window)
+    with caplog.at_level(logging.INFO, logger="dsh.compaction"):
+        plan = _plan(backend, session, retain=300, window=window)
     assert [region.kind for region in plan.regions] == ["state"]
+    assert "neither a rollup of the oldest stubs nor fewer new stubs make room" in caplog.text
 
 
 @settings(max_examples=40, deadline=None)

@@ -32,9 +32,9 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.stub_tokens": "Recallable: size of one index stub (≤ chunk_tokens / 4).",
     "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
     "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
-    "compaction.stub_region_ratio": "Recallable: the frozen stubs' share of the window; when "
-    "new stubs would overflow it a pass makes fewer, coarser ones, and when not one fits it "
-    "rolls the oldest up by code into one rollup checkpoint.",
+    "compaction.stub_region_ratio": "Recallable: the frozen stubs' share of the window (at "
+    "least four stubs); when new stubs would overflow it a pass makes fewer, coarser ones, and "
+    "when not one fits it rolls the oldest up by code into one rollup checkpoint.",
     "compaction.min_stale_ratio": "Least stale history for a pressure pass: window × this, "
     "at most chunk_tokens / 2.",
     "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",

@@ -48,6 +48,7 @@ DEMO_OVERRIDES: dict[str, dict[str, Any]] = {
         "chunk_tokens": 800,
         "stub_tokens": 120,
         "state_max_tokens": 600,
+        "stub_region_ratio": 0.15,  # a tiny window: room for the stubs the demo shows
         "prune_threshold_chars": 40_000,  # turn 3's output is compacted, not pruned
     },
 }

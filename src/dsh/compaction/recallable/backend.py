@@ -67,6 +67,9 @@ RECENT_STUBS = 2
 STUB_ATTEMPTS = 2
 """A junk stub answer is asked for once more before the stub degrades to a pointer."""
 ROLLUP_MODEL = "rollup"
+MIN_SHARE_STUBS = 4
+"""The stub share holds at least this many stubs: a rollup (about two stubs' worth) and room
+for new ones beside it."""
 _BIG = 10**9  # a seq larger than any real one, to price a footer before its seq exists
 
 
@@ -156,13 +159,18 @@ class RecallableBackend:
         return self._plan(session, span, chunks, focus, rollup=rollup, replaced=replaced)
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
-        """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half of
-        it) so the layout after a pass (system and tools, stubs, the state at its cap, the
-        retained tail) can reach the low watermark — else every pass would leave little room and
-        the next crossing would come at once. The tail counts at least at its configured size:
-        a pass planned deeper to reach the watermark (a smaller ``retain_tokens``) frees room
-        to reach it, not room for more stubs (which would squeeze the tail and land no lower)."""
-        share = int(window * self.settings.stub_region_ratio)
+        """The stub region's share: ``window × stub_region_ratio`` but never less than room for
+        ``MIN_SHARE_STUBS`` stubs (below that a rollup and a new stub no longer fit together and
+        a small window would stop indexing), lowered (at most to half of it) so the layout after
+        a pass (system and tools, stubs, the state at its cap, the retained tail) can reach the
+        low watermark — else every pass would leave little room and the next crossing would
+        come at once. The tail counts at least at its configured size: a pass planned deeper to
+        reach the watermark (a smaller ``retain_tokens``) frees room to reach it, not room for
+        more stubs (which would squeeze the tail and land no lower)."""
+        share = max(
+            int(window * self.settings.stub_region_ratio),
+            MIN_SHARE_STUBS * self.settings.stub_tokens,
+        )
         header = session.request_header
         fixed = (
             0
