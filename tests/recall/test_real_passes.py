@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import re
+
+import msgspec
 
 from dsh.agent import Agent, AgentConfig, system_prompt
 from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
+from dsh.compaction.pruner import prune_tool_results
 from dsh.config import CompactionSettings, RecallSettings
 from dsh.events import AssistantMessageEvent, RequestHeaderEvent, ToolResultEvent
 from dsh.llm.scripted import ScriptedProvider, parse_script
@@ -16,8 +20,10 @@ from dsh.recall import (
     read_checkpoint,
     recall_tools,
     render_span,
+    resolve_checkpoint,
     search_history,
 )
+from dsh.recall.render import CONTINUED, PART_CHARS
 from dsh.store import MemoryStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
@@ -118,3 +124,65 @@ def test_recall_through_the_agent_loop_lands_as_ordinary_tool_results(tmp_path):
     header = [e for e in session.events if isinstance(e, RequestHeaderEvent)][-1].data.header
     assert [t["name"] for t in header.tools or ()][-2:] == ["history_read", "history_search"]
     assert header.system is not None and header.system.count(RECALL_PROMPT_SECTION) == 1
+
+
+def _pruned_then_compacted(middle: str) -> tuple[object, str]:
+    """A session whose first tool result (19,600 characters, ``middle`` in its middle) was
+    pruned under pressure, then compacted behind a checkpoint; returns the session and the id."""
+    session = new_session(MemoryStore())
+    log_text = "".join(f"line {n:05d} ok\n" for n in range(700))
+    long_result = log_text + middle + "\n" + log_text
+    append_tool_turn(
+        session,
+        "read the service log",
+        calls=[("read_file", '{"path":"logs/service.log"}', long_result)],
+        final="the log has one error",
+    )
+    for i in range(4):
+        append_chat_turn(session, f"later question {i}", f"later answer {i}")
+    settings = msgspec.structs.replace(SETTINGS, prune_threshold_chars=8192)
+    assert prune_tool_results(session, settings) == 1
+    assert middle not in "".join(
+        str(session.node_message(seq).text()) for seq in session.nodes
+    )  # pruned off the surface
+    assert run(engine_for(session).compact_now(window=10_000)) is not None
+    (checkpoint,) = list_checkpoints(session.events)
+    return session, checkpoint.id
+
+
+def test_recall_gives_back_what_pruning_cut_from_a_tool_result():
+    """Pruning keeps a long tool result's head and tail on the surface; once compacted, the
+    checkpoint shadows that pruned copy. history_search and history_read see the original."""
+    middle = "MemoryError: arena 7 exhausted while compacting segment 0x19ff"
+    session, checkpoint = _pruned_then_compacted(middle)
+    hits = search_history(session.events, "arena 7")
+    assert hits.meta is not None and hits.meta["matched"] == 1
+    assert middle in hits.text
+    page = read_checkpoint(session.events, checkpoint, budget_chars=100_000).text
+    assert middle in page and "pruned from this tool result" not in page
+
+
+def test_a_long_original_is_read_in_parts_and_a_search_hit_names_the_part_that_holds_it():
+    middle = "MemoryError: arena 7 exhausted while compacting segment 0x19ff"
+    session, checkpoint = _pruned_then_compacted(middle)
+    messages = render_span(session.events, resolve_checkpoint(session.events, checkpoint))
+    parts = [m for m in messages if m.endswith(CONTINUED) or m.startswith("[part ")]
+    assert len(parts) == 4
+    assert all(len(m) <= PART_CHARS + len("[part 4 of 4]\n" + CONTINUED) for m in messages)
+    hits = search_history(session.events, "arena 7")
+    (offset,) = re.findall(r"#msg (\d+)\]", hits.text)
+    page = read_checkpoint(session.events, checkpoint, offset=int(offset), budget_chars=8000)
+    assert middle in page.text
+
+
+def test_a_message_longer_than_the_page_is_cut_and_says_how_much_is_not_shown():
+    session, checkpoint = _pruned_then_compacted("the one error line")
+    messages = render_span(session.events, resolve_checkpoint(session.events, checkpoint))
+    longest = max(range(len(messages)), key=lambda i: len(messages[i]))
+    page = read_checkpoint(session.events, checkpoint, offset=longest, budget_chars=2000)
+    shown = page.text.split("\n\n", 1)[1]
+    assert shown.startswith(messages[longest][:2000])
+    omitted = len(messages[longest]) - 2000
+    assert f"{omitted} more characters of this message are not shown" in shown
+    assert len(page.text) < 2000 + 600
+    assert page.meta is not None and page.meta["next"] == longest + 1

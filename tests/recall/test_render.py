@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.compaction.prompts import footer
-from dsh.events import AssistantMessage, CompactionSummaryEvent
+from dsh.events import (
+    AssistantMessage,
+    CompactionSummaryEvent,
+    ReplaceOp,
+    ToolResult,
+    ToolResultEvent,
+)
 from dsh.recall import (
     INDEX_LABEL,
     PRIOR_STATE_LABEL,
@@ -17,13 +23,16 @@ from dsh.recall import (
     render_span,
     resolve_checkpoint,
 )
+from dsh.recall.render import CONTINUED, PART_BREAK_ZONE, PART_CHARS, split_parts
 from dsh.store import MemoryStore
 from tests.helpers import (
     append_chat_turn,
+    append_tool_turn,
     assistant_message,
     compaction_bracket,
     new_session,
     replace_with_checkpoint,
+    tool_result_message,
 )
 from tests.recall.builders import NEEDLE, bracket, two_passes
 
@@ -161,3 +170,50 @@ def test_lowered_text_is_computed_once_per_cached_span():
     first = cache.lowered(events, checkpoint)
     assert cache.lowered(events, resolve_checkpoint(events, passes.state1.id)) is first
     assert NEEDLE.lower() in "\n".join(first)
+
+
+def test_a_tool_result_replaced_by_anything_but_the_pruner_renders_as_itself():
+    """Only a pruned copy (a replace sourced from ``compaction/prune``) renders as its original;
+    another replace of a tool result (a plugin's rewrite) is what it says."""
+    session = new_session(MemoryStore())
+    turn = append_tool_turn(session, calls=[("read_file", "{}", "the original text")])
+    (result,) = turn.results
+    event = session.events[result]
+    assert isinstance(event, ToolResultEvent)
+    rewrite = session.append(
+        ToolResult(
+            turn=event.data.turn,
+            step=event.data.step,
+            message=tool_result_message(event.data.message.content[0].tool_call_id, "rewritten"),
+        ),
+        surface_op=ReplaceOp(start=result, end=result),
+        source_event_seqs=[result],
+    ).seq
+    assert render_node(session.events, rewrite) == "Tool result: rewritten"
+    assert render_node(session.events, result) == "Tool result: the original text"
+
+
+_LINES = st.lists(st.text(alphabet="ab \t", max_size=2500), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LINES, st.booleans())
+def test_long_text_splits_into_parts_that_put_back_together_are_the_text(lines, trailing):
+    """Every part within ``PART_CHARS`` (plus its markers); unmarked and joined, the parts are
+    the text; a part ends at a line break when one falls in its last fifth."""
+    text = "\n".join(lines) + ("\n" if trailing else "")
+    parts = split_parts(text)
+    count = len(parts)
+    pieces = []
+    for number, part in enumerate(parts, start=1):
+        prefix = f"[part {number} of {count}]\n" if number > 1 else ""
+        suffix = CONTINUED if number < count else ""
+        assert part.startswith(prefix) and part.endswith(suffix)
+        piece = part[len(prefix) : len(part) - len(suffix)]
+        assert len(piece) <= PART_CHARS and (piece or count == 1)
+        if number < count:
+            zone = piece[-PART_BREAK_ZONE:]
+            assert piece.endswith("\n") or ("\n" not in zone and len(piece) == PART_CHARS)
+        pieces.append(piece)
+    assert "".join(pieces) == text
+    assert count == 1 or len(text) > PART_CHARS

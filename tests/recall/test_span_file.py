@@ -226,3 +226,17 @@ def test_a_search_writes_the_spans_it_lowered_in_one_write(tmp_path: Path, monke
     monkeypatch.setattr(SpanFile, "_append", lambda self, b: writes.append(1) or original(self, b))
     with_file(passes.session, NEEDLE, tmp_path / "s.spans")
     assert len(list_checkpoints(passes.session.events)) > 1 and writes == [1]
+
+
+def test_a_hit_in_a_long_message_read_from_the_file_is_the_part_that_holds_it(tmp_path: Path):
+    """A message split into parts is stored part by part; a search answered from the file in
+    a new process shows the very part a fresh computation shows."""
+    session = new_session(_memory())
+    long_result = "".join(f"row {n:05d}\n" for n in range(2000)) + "ERR_7731 at the end\n"
+    turn = append_tool_turn(session, "dump", calls=[("read_file", "{}", long_result)])
+    bracket(session, turn.surface, "summary", kind="index", compaction_id="k1")
+    path = tmp_path / "s.spans"
+    assert with_file(session, "row 00001", path)[0] == fresh(session, "row 00001")[0]
+    answer = with_file(session, "err_7731", path)  # a new cache: read from the file
+    assert answer == fresh(session, "err_7731")
+    assert "#msg 5]" in answer[0] and "ERR_7731 at the end" in answer[0]

@@ -18,8 +18,11 @@ from pathlib import Path
 
 from dsh.events import (
     CheckpointKind,
+    CompactionPruneEvent,
     CompactionSummaryEvent,
     Event,
+    ReplaceOp,
+    ToolResultEvent,
     is_checkpoint_event,
     is_surface_event,
     surface_message,
@@ -31,6 +34,14 @@ from dsh.transcript import render_message
 
 PRIOR_STATE_LABEL = "[prior state checkpoint]"
 INDEX_LABEL = "[index checkpoint]"
+PART_CHARS = 6000
+"""A rendered message longer than this is split into parts, each its own message of the span
+(its own ``#msg``): a page holds at least one whole, and a search hit names the part that holds
+it. A constant, so message numbers depend on the log alone, never on the configuration."""
+PART_BREAK_ZONE = PART_CHARS // 5
+"""A part ends at the last line break in its final fifth when there is one (a literal within a
+line is never split), else at ``PART_CHARS`` exactly."""
+CONTINUED = "\n[continued in the next message]"
 
 
 def checkpoint_label(kind: CheckpointKind | None) -> str:
@@ -38,8 +49,26 @@ def checkpoint_label(kind: CheckpointKind | None) -> str:
     return INDEX_LABEL if kind == "index" else PRIOR_STATE_LABEL
 
 
+def pruned_original(events: Sequence[Event], seq: int) -> int | None:
+    """The seq of the tool result that the node at ``seq`` replaced by its head and tail (a
+    pruned copy: a replace whose first source is a ``compaction/prune``); None otherwise."""
+    event = events[seq]
+    if not isinstance(event, ToolResultEvent) or not isinstance(event.surface_op, ReplaceOp):
+        return None
+    sources = event.source_event_seqs or ()
+    prune = events[sources[0]] if sources else None
+    if not isinstance(prune, CompactionPruneEvent) or not prune.data.shadowed_seqs:
+        return None
+    return prune.data.shadowed_seqs[0]
+
+
 def render_node(events: Sequence[Event], seq: int) -> str | None:
-    """One shadowed node as transcript text; None if it contributes no message."""
+    """One shadowed node as transcript text; None if it contributes no message. A pruned tool
+    result renders as the original it was cut from: recall gives back what pruning took off the
+    surface (in parts when it is long, see ``split_parts``)."""
+    original = pruned_original(events, seq)
+    if original is not None:
+        return render_node(events, original)
     event = events[seq]
     if not is_surface_event(event):
         return None
@@ -53,6 +82,34 @@ def render_node(events: Sequence[Event], seq: int) -> str | None:
     return render_message(message)
 
 
+def render_parts(events: Sequence[Event], seq: int) -> tuple[str, ...]:
+    """The messages one shadowed node renders to: none, one, or the parts of a long one."""
+    text = render_node(events, seq)
+    return () if text is None else split_parts(text)
+
+
+def split_parts(text: str) -> tuple[str, ...]:
+    """``text`` in parts of at most ``PART_CHARS`` characters (plus their markers): every part
+    but the last ends with ``CONTINUED``, every part but the first starts with ``[part k of n]``."""
+    if len(text) <= PART_CHARS:
+        return (text,)
+    pieces, start = [], 0
+    while len(text) - start > PART_CHARS:
+        end = start + PART_CHARS
+        newline = text.rfind("\n", end - PART_BREAK_ZONE, end)
+        end = newline + 1 if newline >= 0 else end
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    count = len(pieces)
+    return tuple(
+        (f"[part {number} of {count}]\n" if number > 1 else "")
+        + piece
+        + (CONTINUED if number < count else "")
+        for number, piece in enumerate(pieces, start=1)
+    )
+
+
 def render_span(events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
     """The shadowed span of ``checkpoint``, one string per message, in surface order."""
     return _render_span(events, checkpoint)[1]
@@ -61,9 +118,9 @@ def render_span(events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, .
 def _render_span(
     events: Sequence[Event], checkpoint: Checkpoint
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """The span's messages and the node seq each one was rendered from."""
-    rendered = [(seq, render_node(events, seq)) for seq in checkpoint.shadowed_seqs]
-    kept = [(seq, text) for seq, text in rendered if text is not None]
+    """The span's messages and the node seq each one was rendered from (a long node's parts
+    each name it)."""
+    kept = [(seq, part) for seq in checkpoint.shadowed_seqs for part in render_parts(events, seq)]
     return tuple(seq for seq, _ in kept), tuple(text for _, text in kept)
 
 
@@ -150,9 +207,8 @@ class SpanCache:
         entry = self._entry(events, checkpoint)
         if entry.messages is not None or entry.nodes is None:
             return self.span(events, checkpoint)[index]
-        text = render_node(events, entry.nodes[index])
-        assert text is not None  # the node rendered to a message when the span was stored
-        return text
+        node = entry.nodes[index]
+        return render_parts(events, node)[index - entry.nodes.index(node)]
 
     def _stored(self, entry: _Entry, checkpoint: Checkpoint) -> StoredSpan | None:
         """The span file's record of ``checkpoint`` (its node seqs noted in ``entry``)."""

@@ -136,7 +136,8 @@ def _renderer_fingerprint() -> int:
 FLUSH_BYTES = 16 << 20
 """Queued span bytes that make :meth:`SpanFile.put` write them out without waiting for a flush."""
 
-MAGIC = b"dsh-spans 1 %08x\n" % _renderer_fingerprint()
+MAGIC = b"dsh-spans 2 %08x\n" % _renderer_fingerprint()
+"""Format 2: a pruned tool result's span holds the original, not the pruned copy."""
 
 
 class SpanFile:
