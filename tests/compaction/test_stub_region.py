@@ -367,3 +367,14 @@ def test_a_long_session_keeps_indexing_and_every_stub_stays_reachable_through_fo
         committed.update(f"c{seq}" for seq, _ in index)
     assert passes >= 20 and rollups >= 3
     assert committed <= _reachable_ids(session)
+
+
+def test_the_four_stub_floor_never_takes_more_than_fifteen_percent_of_the_window():
+    """A ``stub_tokens`` large against the window (12,000-token window, 3,000-token stubs,
+    which validation accepts) must not make the share larger than the old default share: four
+    stubs would be the whole window and no pass could get under the threshold."""
+    settings = msgspec.structs.replace(
+        SETTINGS, chunk_tokens=12_000, stub_tokens=3000, stub_region_ratio=0.03
+    )
+    backend = RecallableBackend(ExtractiveSummarizer(), settings)
+    assert backend.stub_budget(_session(), 12_000, RETAIN) <= 12_000 * 15 // 100

@@ -22,7 +22,6 @@ from dsh.recall import (
     render_span,
     resolve_checkpoint,
 )
-from dsh.recall.tools import CUT_NOTE
 from dsh.store import MemoryStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext
@@ -87,10 +86,7 @@ def test_small_budget_pages_cover_every_message_exactly_once_in_order():
     session, checkpoint = long_span()
     events = session.events
     expected = list(render_span(events, resolve_checkpoint(events, checkpoint.id)))
-    assert any(len(m) > 120 for m in expected)  # shown alone on its page, cut at the budget
-    expected = [
-        m if len(m) <= 120 else m[:120] + CUT_NOTE.format(omitted=len(m) - 120) for m in expected
-    ]
+    assert any(len(m) + 2 > 120 for m in expected)  # a page may hold a single oversized message
     seen: list[str] = []
     offset, pages = 0, 0
     while True:

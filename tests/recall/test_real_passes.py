@@ -23,7 +23,7 @@ from dsh.recall import (
     resolve_checkpoint,
     search_history,
 )
-from dsh.recall.render import CONTINUED, PART_CHARS
+from dsh.recall.parts import CONTINUED, PART_CHARS
 from dsh.store import MemoryStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
@@ -173,16 +173,3 @@ def test_a_long_original_is_read_in_parts_and_a_search_hit_names_the_part_that_h
     (offset,) = re.findall(r"#msg (\d+)\]", hits.text)
     page = read_checkpoint(session.events, checkpoint, offset=int(offset), budget_chars=8000)
     assert middle in page.text
-
-
-def test_a_message_longer_than_the_page_is_cut_and_says_how_much_is_not_shown():
-    session, checkpoint = _pruned_then_compacted("the one error line")
-    messages = render_span(session.events, resolve_checkpoint(session.events, checkpoint))
-    longest = max(range(len(messages)), key=lambda i: len(messages[i]))
-    page = read_checkpoint(session.events, checkpoint, offset=longest, budget_chars=2000)
-    shown = page.text.split("\n\n", 1)[1]
-    assert shown.startswith(messages[longest][:2000])
-    omitted = len(messages[longest]) - 2000
-    assert f"{omitted} more characters of this message are not shown" in shown
-    assert len(page.text) < 2000 + 600
-    assert page.meta is not None and page.meta["next"] == longest + 1

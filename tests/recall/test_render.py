@@ -22,8 +22,9 @@ from dsh.recall import (
     render_node,
     render_span,
     resolve_checkpoint,
+    search_history,
 )
-from dsh.recall.render import CONTINUED, PART_BREAK_ZONE, PART_CHARS, split_parts
+from dsh.recall.parts import CONTINUED, PART_BREAK_ZONE, PART_CHARS, PART_OVERLAP, split_parts
 from dsh.store import MemoryStore
 from tests.helpers import (
     append_chat_turn,
@@ -199,21 +200,40 @@ _LINES = st.lists(st.text(alphabet="ab \t", max_size=2500), min_size=1, max_size
 @settings(max_examples=200, deadline=None)
 @given(_LINES, st.booleans())
 def test_long_text_splits_into_parts_that_put_back_together_are_the_text(lines, trailing):
-    """Every part within ``PART_CHARS`` (plus its markers); unmarked and joined, the parts are
-    the text; a part ends at a line break when one falls in its last fifth."""
+    """Every part within ``PART_CHARS`` (plus its markers); a part ends at a line break when one
+    falls in its last fifth, else at ``PART_CHARS`` with the next part repeating its last
+    ``PART_OVERLAP`` characters; unmarked and joined without the repeats, the parts are the
+    text."""
     text = "\n".join(lines) + ("\n" if trailing else "")
     parts = split_parts(text)
     count = len(parts)
-    pieces = []
+    joined, overlap = "", 0
     for number, part in enumerate(parts, start=1):
         prefix = f"[part {number} of {count}]\n" if number > 1 else ""
         suffix = CONTINUED if number < count else ""
         assert part.startswith(prefix) and part.endswith(suffix)
         piece = part[len(prefix) : len(part) - len(suffix)]
         assert len(piece) <= PART_CHARS and (piece or count == 1)
-        if number < count:
-            zone = piece[-PART_BREAK_ZONE:]
-            assert piece.endswith("\n") or ("\n" not in zone and len(piece) == PART_CHARS)
-        pieces.append(piece)
-    assert "".join(pieces) == text
+        assert piece.startswith(joined[len(joined) - overlap :])
+        joined += piece[overlap:]
+        overlap = 0
+        if number < count and not piece.endswith("\n"):
+            assert "\n" not in piece[-PART_BREAK_ZONE:] and len(piece) == PART_CHARS
+            overlap = PART_OVERLAP
+    assert joined == text
     assert count == 1 or len(text) > PART_CHARS
+
+
+def test_a_literal_across_a_cut_inside_a_long_line_is_found_whole_in_the_next_part():
+    """One 9,000-character line: the cut falls inside it, and the next part starts
+    ``PART_OVERLAP`` characters back, so a literal straddling the cut is in that part whole."""
+    literal = "SPLIT_LITERAL_XYZ"
+    line = "x" * (PART_CHARS - 8) + literal + "y" * 3000
+    parts = split_parts(line)
+    assert literal not in parts[0]
+    assert literal in parts[1]
+    session = new_session(MemoryStore())
+    turn = append_tool_turn(session, calls=[("read_file", "{}", line)])
+    compaction_bracket(session, turn.surface, "summary")
+    found = search_history(session.events, "split_literal_xyz")
+    assert found.meta is not None and found.meta["matched"] == 1

@@ -28,20 +28,13 @@ from dsh.events import (
     surface_message,
 )
 from dsh.recall.checkpoints import Checkpoint
+from dsh.recall.parts import split_parts
 from dsh.recall.span_file import SpanFile, StoredSpan, encode_text
 from dsh.surface import summary_of_node
 from dsh.transcript import render_message
 
 PRIOR_STATE_LABEL = "[prior state checkpoint]"
 INDEX_LABEL = "[index checkpoint]"
-PART_CHARS = 6000
-"""A rendered message longer than this is split into parts, each its own message of the span
-(its own ``#msg``): a page holds at least one whole, and a search hit names the part that holds
-it. A constant, so message numbers depend on the log alone, never on the configuration."""
-PART_BREAK_ZONE = PART_CHARS // 5
-"""A part ends at the last line break in its final fifth when there is one (a literal within a
-line is never split), else at ``PART_CHARS`` exactly."""
-CONTINUED = "\n[continued in the next message]"
 
 
 def checkpoint_label(kind: CheckpointKind | None) -> str:
@@ -51,15 +44,18 @@ def checkpoint_label(kind: CheckpointKind | None) -> str:
 
 def pruned_original(events: Sequence[Event], seq: int) -> int | None:
     """The seq of the tool result that the node at ``seq`` replaced by its head and tail (a
-    pruned copy: a replace whose first source is a ``compaction/prune``); None otherwise."""
+    pruned copy: a one-node replace of an earlier tool result, sourced from a
+    ``compaction/prune``); None otherwise. The replaced node is the one the surface projection
+    checked when it applied the replace, so the chain only goes back in the log."""
     event = events[seq]
     if not isinstance(event, ToolResultEvent) or not isinstance(event.surface_op, ReplaceOp):
         return None
     sources = event.source_event_seqs or ()
-    prune = events[sources[0]] if sources else None
-    if not isinstance(prune, CompactionPruneEvent) or not prune.data.shadowed_seqs:
+    if not sources or not isinstance(events[sources[0]], CompactionPruneEvent):
         return None
-    return prune.data.shadowed_seqs[0]
+    original = event.surface_op.start
+    valid = original == event.surface_op.end and 0 <= original < seq
+    return original if valid and isinstance(events[original], ToolResultEvent) else None
 
 
 def render_node(events: Sequence[Event], seq: int) -> str | None:
@@ -86,28 +82,6 @@ def render_parts(events: Sequence[Event], seq: int) -> tuple[str, ...]:
     """The messages one shadowed node renders to: none, one, or the parts of a long one."""
     text = render_node(events, seq)
     return () if text is None else split_parts(text)
-
-
-def split_parts(text: str) -> tuple[str, ...]:
-    """``text`` in parts of at most ``PART_CHARS`` characters (plus their markers): every part
-    but the last ends with ``CONTINUED``, every part but the first starts with ``[part k of n]``."""
-    if len(text) <= PART_CHARS:
-        return (text,)
-    pieces, start = [], 0
-    while len(text) - start > PART_CHARS:
-        end = start + PART_CHARS
-        newline = text.rfind("\n", end - PART_BREAK_ZONE, end)
-        end = newline + 1 if newline >= 0 else end
-        pieces.append(text[start:end])
-        start = end
-    pieces.append(text[start:])
-    count = len(pieces)
-    return tuple(
-        (f"[part {number} of {count}]\n" if number > 1 else "")
-        + piece
-        + (CONTINUED if number < count else "")
-        for number, piece in enumerate(pieces, start=1)
-    )
 
 
 def render_span(events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
@@ -207,8 +181,11 @@ class SpanCache:
         entry = self._entry(events, checkpoint)
         if entry.messages is not None or entry.nodes is None:
             return self.span(events, checkpoint)[index]
-        node = entry.nodes[index]
-        return render_parts(events, node)[index - entry.nodes.index(node)]
+        nodes = entry.nodes
+        first = index  # a node's parts are consecutive: the part is the place in that run
+        while first > 0 and nodes[first - 1] == nodes[index]:
+            first -= 1
+        return render_parts(events, nodes[index])[index - first]
 
     def _stored(self, entry: _Entry, checkpoint: Checkpoint) -> StoredSpan | None:
         """The span file's record of ``checkpoint`` (its node seqs noted in ``entry``)."""

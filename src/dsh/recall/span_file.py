@@ -9,16 +9,17 @@ lower-cased span of a checkpoint can be kept for good: one file per session
 first rendered (one write at the end of a search), read whole by the next process that searches.
 
 The file holds a first line naming the format and a fingerprint of the renderer (the rendering
-of a fixed set of probe messages: if the renderer's output changes, old files stop matching and
-are replaced), then records: a frame (header length, text length, CRC32 of both), a msgpack
-header ``[summarySeq, key, nodeSeqs, textLengths]`` and the span's lower-cased messages as UTF-8
-(``surrogatepass``), one after another. ``key`` is the CRC32 of the summary event's encoding: a
-record is used only for that very summary at that seq. A search looks for the needle's UTF-8 in
-each message's bytes, in place (a UTF-8 needle only matches at character boundaries, so the
-first byte match is the first character match); only a hit is decoded. A record that does not
-check out ends the reading (the rest is computed again); any error reading or writing the file
-only means the spans are rendered as without it. ``dsh sessions repair`` deletes the file when
-it cuts a log, the one operation that changes events below an existing summary.
+of a fixed set of probe messages and the parts of a long probe text: if the renderer's output
+changes, old files stop matching and are replaced), then records: a frame (header length, text
+length, CRC32 of both), a msgpack header ``[summarySeq, key, nodeSeqs, textLengths]`` and the
+span's lower-cased messages as UTF-8 (``surrogatepass``), one after another. ``key`` is the
+CRC32 of the summary event's encoding: a record is used only for that very summary at that seq.
+A search looks for the needle's UTF-8 in each message's bytes, in place (a UTF-8 needle only
+matches at character boundaries, so the first byte match is the first character match); only a
+hit is decoded. A record that does not check out ends the reading (the rest is computed again);
+any error reading or writing the file only means the spans are rendered as without it.
+``dsh sessions repair`` deletes the file when it cuts a log, the one operation that changes
+events below an existing summary.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from dsh.events import (
     UserSource,
     encode_event,
 )
+from dsh.recall.parts import PART_CHARS, split_parts
 from dsh.transcript import render_message
 
 log = logging.getLogger("dsh.recall")
@@ -130,6 +132,8 @@ def _renderer_fingerprint() -> int:
         ),
     ]
     rendered = [render_message(m) for m in probes] + [render_message(probes[3], label="[l]")]
+    long_probe = "ab\n" * PART_CHARS + "c" * (3 * PART_CHARS)  # line breaks, then one long line
+    rendered += split_parts(long_probe)
     return zlib.crc32("\x00".join(rendered).encode())
 
 

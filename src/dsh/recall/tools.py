@@ -38,10 +38,6 @@ MIN_SEARCH_LIMIT = 1
 MAX_SEARCH_LIMIT = 200
 SNIPPET_CHARS = 200
 """About this many characters of context around a search hit."""
-CUT_NOTE = (
-    "\n… [{omitted} more characters of this message are not shown: history_search with a "
-    "literal from it shows the text around each hit] …"
-)
 
 RECALL_PROMPT_SECTION = (
     "Compacted history: older turns may show as index checkpoints (frozen stubs with a keyword "
@@ -129,7 +125,7 @@ def read_checkpoint(
         cost = len(message) + 2
         if page and used + cost > budget_chars:
             break
-        page.append(_cut(message, budget_chars))
+        page.append(message)
         used += cost
     following = offset + len(page)
     start, end = target.shadowed_range
@@ -148,14 +144,6 @@ def read_checkpoint(
     text = "\n\n".join([header, *page, trailer])
     meta = {"checkpoint": target.id, "offset": offset, "next": following, "total": total}
     return ToolOutput(text, meta=meta)
-
-
-def _cut(message: str, budget_chars: int) -> str:
-    """``message`` as shown on a page: cut at the page size when it alone is longer (a long
-    tool result, given back whole where pruning had cut it), saying how much is not shown."""
-    if len(message) <= budget_chars:
-        return message
-    return message[:budget_chars] + CUT_NOTE.format(omitted=len(message) - budget_chars)
 
 
 def search_history(

@@ -69,7 +69,9 @@ STUB_ATTEMPTS = 2
 ROLLUP_MODEL = "rollup"
 MIN_SHARE_STUBS = 4
 """The stub share holds at least this many stubs: a rollup (about two stubs' worth) and room
-for new ones beside it."""
+for new ones beside it — up to ``MAX_FLOOR_RATIO`` of the window (a ``stub_tokens`` that large
+against the window is a configuration that validation let through for the share alone)."""
+MAX_FLOOR_RATIO = 0.15
 _BIG = 10**9  # a seq larger than any real one, to price a footer before its seq exists
 
 
@@ -160,17 +162,16 @@ class RecallableBackend:
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
         """The stub region's share: ``window × stub_region_ratio`` but never less than room for
-        ``MIN_SHARE_STUBS`` stubs (below that a rollup and a new stub no longer fit together and
-        a small window would stop indexing), lowered (at most to half of it) so the layout after
-        a pass (system and tools, stubs, the state at its cap, the retained tail) can reach the
-        low watermark — else every pass would leave little room and the next crossing would
-        come at once. The tail counts at least at its configured size: a pass planned deeper to
-        reach the watermark (a smaller ``retain_tokens``) frees room to reach it, not room for
-        more stubs (which would squeeze the tail and land no lower)."""
-        share = max(
-            int(window * self.settings.stub_region_ratio),
-            MIN_SHARE_STUBS * self.settings.stub_tokens,
-        )
+        ``MIN_SHARE_STUBS`` stubs (up to 15% of the window; below that a rollup and a new
+        stub no longer fit together and a small window would stop indexing), lowered (at
+        most to half of it) so the layout after a pass (system and tools, stubs, the state
+        at its cap, the retained tail) can reach the low watermark — else every pass would
+        leave little room and the next crossing would come at once. The tail counts at least
+        at its configured size: a pass planned deeper to reach the watermark (a smaller
+        ``retain_tokens``) frees room to reach it, not room for more stubs (which would
+        squeeze the tail and land no lower)."""
+        floor = min(MIN_SHARE_STUBS * self.settings.stub_tokens, int(window * MAX_FLOOR_RATIO))
+        share = max(int(window * self.settings.stub_region_ratio), floor)
         header = session.request_header
         fixed = (
             0
