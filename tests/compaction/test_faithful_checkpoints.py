@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.compaction import ExtractiveSummarizer, RecallableBackend, SummaryOutput
@@ -455,6 +456,30 @@ def test_every_line_naming_an_old_value_is_marked_and_others_are_left_alone():
     assert mark_replaced(odd, {"retries=3": "retries=5", "a=1;2": "a=2"}) == (
         odd + '; replaced: retries=3, "a=1;2"'
     )
+
+
+_LITERALS = st.sampled_from(["retries=3", "a=1;2", "port 80", "x.y", "v=1", "v=10", "ZEBRA-7"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(
+        st.lists(st.one_of(_LITERALS, st.sampled_from(["set", ".", "_", "word", " "])), max_size=6),
+        max_size=5,
+    ),
+    olds=st.lists(_LITERALS, max_size=4, unique=True),
+)
+def test_marking_finds_the_lines_a_fresh_regex_per_literal_finds(lines, olds):
+    """The compiled-once pattern (with a substring check first) marks exactly the lines that
+    compiling ``re.escape(old) + "(?![\\w.])"`` afresh for every line marks."""
+    text = "\n".join(" ".join(words) for words in lines)
+    replaced = {old: old + "0" for old in olds}
+    fresh = []
+    for line in text.splitlines():
+        named = [o for o in replaced if re.search(re.escape(o) + r"(?![\w.])", line)]
+        fresh.append(line + "".join(f" ({o} → {replaced[o]})" for o in named))
+    expected = "\n".join(fresh) if replaced else text
+    assert mark_replaced(text, replaced) == expected
 
 
 def test_a_value_changed_within_a_pass_is_marked_in_its_stubs_and_its_state():
