@@ -121,11 +121,15 @@ def test_a_run_scores_every_recall_kind_and_survival_by_fact_status(scenario: Sc
     assert intervals["4096"]["cost"] == result["cache"]["deepseek"]["cost"]
 
 
-def test_every_pass_of_a_riding_run_makes_one_summariser_call(scenario: Scenario) -> None:
+def test_every_pass_of_a_riding_run_makes_one_summariser_call() -> None:
     """The bench's summariser is the conversation's own route, so each pass writes all its
     stubs and the state in one call riding the conversation's cache (even near the window,
-    where the call carries the request up to the compacted span's end)."""
-    result = run_scenario(scenario, "recallable", options=RunOptions(latency_ms=0))
+    where the call carries the request up to the compacted span's end). In the 5,000-token
+    window of the other tests the four-stub floor is an eighth of the window, and the last pass
+    near the window splits its answer over two calls (the fewest that fit, ``pass_batches``,
+    tested on its own); at 6,500 tokens every answer fits one call."""
+    roomier = generate(parse_spec({**SPEC, "window": 6500}, source="test"), 5)
+    result = run_scenario(roomier, "recallable", options=RunOptions(latency_ms=0))
     assert result["passes"]
     assert [p["summariser_calls"] for p in result["passes"]] == [1] * len(result["passes"])
 

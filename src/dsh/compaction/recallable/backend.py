@@ -161,17 +161,17 @@ class RecallableBackend:
         return self._plan(session, span, chunks, focus, rollup=rollup, replaced=replaced)
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
-        """The stub region's share: ``window × stub_region_ratio`` but never less than room for
-        ``MIN_SHARE_STUBS`` stubs (up to 15% of the window; below that a rollup and a new
-        stub no longer fit together and a small window would stop indexing), lowered (at
-        most to half of it) so the layout after a pass (system and tools, stubs, the state
-        at its cap, the retained tail) can reach the low watermark — else every pass would
-        leave little room and the next crossing would come at once. The tail counts at least
-        at its configured size: a pass planned deeper to reach the watermark (a smaller
+        """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half
+        of it) so the layout after a pass (system and tools, stubs, the state at its cap, the
+        retained tail) can reach the low watermark — else every pass would leave little room
+        and the next crossing would come at once — and never below room for
+        ``MIN_SHARE_STUBS`` stubs (up to 15% of the window): with less, a rollup and a new stub
+        no longer fit together and the session stops indexing. The tail counts at least at its
+        configured size: a pass planned deeper to reach the watermark (a smaller
         ``retain_tokens``) frees room to reach it, not room for more stubs (which would
         squeeze the tail and land no lower)."""
-        floor = min(MIN_SHARE_STUBS * self.settings.stub_tokens, int(window * MAX_FLOOR_RATIO))
-        share = max(int(window * self.settings.stub_region_ratio), floor)
+        floor = min(MIN_SHARE_STUBS * self._stub_estimate, int(window * MAX_FLOOR_RATIO))
+        share = int(window * self.settings.stub_region_ratio)
         header = session.request_header
         fixed = (
             0
@@ -180,7 +180,7 @@ class RecallableBackend:
         )
         tail = max(retain_tokens, self.settings.retain_for(window))
         room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
-        return max(share // 2, min(share, room - tail))
+        return max(floor, share // 2, min(share, room - tail))
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""
