@@ -1,9 +1,10 @@
-"""Marking superseded values in a pass's texts: ``mark_replaced`` against the same marking with a
-regex compiled afresh per literal and line (how it was written before), in the same run.
+"""Marking superseded values in a pass's texts: ``mark_replaced`` (a substring check before the
+regex) against the same marking with a regex per literal and line (how it was written before),
+in the same run.
 
 A long session collects hundreds of superseded ``key=value`` literals; every line of every stub
 and of the state is checked against each of them. Python's regex cache holds 512 patterns, so
-with more literals than that every check compiled its pattern again: in the offline bench's
+with more literals than that every search compiled its pattern again: in the offline bench's
 ``wide-window`` scenario (128k window, 240 turns) that was 92 of the recallable run's 121 s.
 
 Inputs: ``--lines`` lines of state text, a fifth of them naming one of ``--literals``

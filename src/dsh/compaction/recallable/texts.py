@@ -7,7 +7,6 @@ state is the only hard model dependency: a failed or empty state aborts the pass
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sys
@@ -178,20 +177,17 @@ def mark_replaced(text: str, replaced: dict[str, str]) -> str:
         return text
     lines = []
     for line in text.splitlines():
-        olds = [old for old in replaced if old in line and _named(old).search(line)]
+        olds = [  # the substring check first: most lines name none of hundreds of values
+            old
+            for old in replaced
+            if old in line and re.search(re.escape(old) + r"(?![\w.])", line)
+        ]
         if olds and line.startswith("Keywords"):
             line = _keywords_marked(line, olds)
         elif olds:
             line += "".join(f" ({old} → {replaced[old]})" for old in olds)
         lines.append(line)
     return "\n".join(lines)
-
-
-@functools.lru_cache(maxsize=4096)
-def _named(old: str) -> re.Pattern[str]:
-    """``old`` as a whole literal: not followed by a word character or a dot. Compiled once:
-    a long session's replaced values are hundreds, over every line of every pass."""
-    return re.compile(re.escape(old) + r"(?![\w.])")
 
 
 def _keywords_marked(line: str, olds: Sequence[str]) -> str:
