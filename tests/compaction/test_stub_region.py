@@ -20,7 +20,6 @@ from dsh.compaction.recallable.backend import MIN_SHARE_STUBS
 from dsh.compaction.recallable.chunking import coarsen_chunks
 from dsh.compaction.recallable.rollup import reroll_tokens, rollup_count, rollup_gains
 from dsh.compaction.recallable.stub_region import stub_region_tokens
-from dsh.config import CompactionSettings
 from dsh.events import RequestConfig, RequestHeader, RequestHeaderBody
 from dsh.recall.tools import read_checkpoint
 from dsh.store import MemoryStore
@@ -383,17 +382,3 @@ def test_the_four_stub_floor_never_takes_more_than_fifteen_percent_of_the_window
     )
     backend = RecallableBackend(ExtractiveSummarizer(), settings)
     assert backend.stub_budget(_session(), 12_000, RETAIN) <= 12_000 * 15 // 100
-
-
-def test_the_floor_never_plans_a_layout_that_reaches_the_threshold():
-    """Default budgets in an 8,000-token window: four stubs, the state at its 4,096-token cap
-    and the retained tail would reach the threshold, so the floor takes at most half of what
-    that layout leaves under it (a review found the layout planned at 6,568 tokens against a
-    6,400-token threshold)."""
-    settings = msgspec.structs.replace(CompactionSettings(), backend="recallable")
-    backend = RecallableBackend(ExtractiveSummarizer(), settings)
-    session = long_session(turns=30)
-    window = 8000
-    tail = settings.retain_for(window)
-    budget = backend.stub_budget(session, window, tail)
-    assert budget + backend._state_estimate + tail < int(window * settings.threshold_ratio)

@@ -99,7 +99,7 @@ class CompactionSettings(_Section, frozen=True):
     """About one pass's stubs at full size: a pass compacts roughly half the window, which at
     ``chunk_tokens`` 4000 and ``stub_tokens`` 200 makes stubs of about 3% of it; older ones roll
     up. The stubs stand in every request, so a larger share is paid for on each of them: in the
-    offline bench a 0.15 share cost 1.08× basic in a 128k window and 0.03 costs 0.99× (share
+    offline bench a 0.15 share cost 1.09× basic in a 128k window and 0.03 costs 0.99× (share
     raised to at least four stubs in small windows)."""
     min_stale_ratio: float = 0.0625
     summarizer: str = "extractive"

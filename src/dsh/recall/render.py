@@ -51,7 +51,8 @@ def pruned_original(events: Sequence[Event], seq: int) -> int | None:
     if not isinstance(event, ToolResultEvent) or not isinstance(event.surface_op, ReplaceOp):
         return None
     sources = event.source_event_seqs or ()
-    if not sources or not isinstance(events[sources[0]], CompactionPruneEvent):
+    prune = events[sources[0]] if sources and 0 <= sources[0] < seq else None
+    if not isinstance(prune, CompactionPruneEvent):
         return None
     original = event.surface_op.start
     valid = original == event.surface_op.end and 0 <= original < seq

@@ -165,10 +165,9 @@ class RecallableBackend:
         of it) so the layout after a pass (system and tools, stubs, the state at its cap, the
         retained tail) can reach the low watermark — else every pass would leave little room
         and the next crossing would come at once — and never below room for
-        ``MIN_SHARE_STUBS`` stubs (up to 15% of the window, and at most half of what the layout
-        with the state at its cap leaves under the threshold): with less, a rollup and a new
-        stub no longer fit together and the session stops indexing. The tail counts at least at its
-        configured size: a pass planned deeper to reach the watermark (a smaller
+        ``MIN_SHARE_STUBS`` stubs (up to 15% of the window): with less, a rollup and a new
+        stub no longer fit together and the session stops indexing. The tail counts at least
+        at its configured size: a pass planned deeper to reach the watermark (a smaller
         ``retain_tokens``) frees room to reach it, not room for more stubs (which would
         squeeze the tail and land no lower)."""
         share = int(window * self.settings.stub_region_ratio)
@@ -181,11 +180,7 @@ class RecallableBackend:
         tail = max(retain_tokens, self.settings.retain_for(window))
         layout = fixed + self._state_estimate + tail
         room = int(window * self.settings.low_watermark_ratio) - layout
-        floor = min(
-            MIN_SHARE_STUBS * self._stub_estimate,
-            int(window * MAX_FLOOR_RATIO),
-            (int(window * self.settings.threshold_ratio) - layout) // 2,
-        )
+        floor = min(MIN_SHARE_STUBS * self._stub_estimate, int(window * MAX_FLOOR_RATIO))
         return max(floor, share // 2, min(share, room))
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
