@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 import re
 
-import msgspec
-
 from dsh.agent import Agent, AgentConfig, system_prompt
 from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
 from dsh.compaction.pruner import prune_tool_results
@@ -25,6 +23,7 @@ from dsh.recall import (
 )
 from dsh.recall.parts import CONTINUED, PART_CHARS
 from dsh.store import MemoryStore
+from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
 from tests.agent.conftest import Harness, run
@@ -126,7 +125,7 @@ def test_recall_through_the_agent_loop_lands_as_ordinary_tool_results(tmp_path):
     assert header.system is not None and header.system.count(RECALL_PROMPT_SECTION) == 1
 
 
-def _pruned_then_compacted(middle: str) -> tuple[object, str]:
+def _pruned_then_compacted(middle: str) -> tuple[Session, str]:
     """A session whose first tool result (19,600 characters, ``middle`` in its middle) was
     pruned under pressure, then compacted behind a checkpoint; returns the session and the id."""
     session = new_session(MemoryStore())
@@ -140,8 +139,8 @@ def _pruned_then_compacted(middle: str) -> tuple[object, str]:
     )
     for i in range(4):
         append_chat_turn(session, f"later question {i}", f"later answer {i}")
-    settings = msgspec.structs.replace(SETTINGS, prune_threshold_chars=8192)
-    assert prune_tool_results(session, settings) == 1
+    assert SETTINGS.prune_threshold_chars < len(long_result)
+    assert prune_tool_results(session, SETTINGS) == 1
     assert middle not in "".join(
         str(session.node_message(seq).text()) for seq in session.nodes
     )  # pruned off the surface

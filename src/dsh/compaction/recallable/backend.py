@@ -178,10 +178,9 @@ class RecallableBackend:
             else heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
         )
         tail = max(retain_tokens, self.settings.retain_for(window))
-        layout = fixed + self._state_estimate + tail
-        room = int(window * self.settings.low_watermark_ratio) - layout
+        room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
         floor = min(MIN_SHARE_STUBS * self._stub_estimate, int(window * MAX_FLOOR_RATIO))
-        return max(floor, share // 2, min(share, room))
+        return max(floor, share // 2, min(share, room - tail))
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""
