@@ -241,8 +241,8 @@ TINY = CompactionSettings(
 
 def test_the_guard_refuses_a_pass_that_would_grow_the_context():
     session = new_session(MemoryStore())
-    for i in range(6):
-        append_tool_turn(session, f"s{i}", calls=[("read_file", "{}", f"v{i} " * 100)])
+    for i in range(4):  # slices well under what a wordy stub and its framing cost
+        append_tool_turn(session, f"s{i}", calls=[("read_file", "{}", f"v{i} " * 40)])
     nodes = list(session.nodes)
     summarizer = WordySummarizer()
     with pytest.raises(CompactionRefused, match="inflation guard: "):

@@ -162,7 +162,7 @@ def test_a_rollup_comes_only_when_not_one_new_stub_fits_and_it_makes_room_for_mo
     with one new stub."""
     session, backend, retain = _stubs_then_more_turns(turns=14, more=range(8, 20))
     committed = stub_region_tokens(session)
-    window = 6000
+    window = 5000
     budget = backend.stub_budget(session, window, retain)
     assert committed + backend._stub_estimate > budget  # not one new stub fits
     plan = _plan(backend, session, retain=retain, window=window)
@@ -193,7 +193,7 @@ def test_fewer_coarser_stubs_come_before_a_rollup_that_would_fit_them_all():
     oldest would make room for all of them."""
     session, backend, retain = _many_stubs_then_more_turns()
     most = len(_stubs(_plan(backend, session, retain=retain, window=None)))
-    window = 30_000
+    window = 27_000
     budget = backend.stub_budget(session, window, retain)
     leading = backend._leading_stubs(session)
     region = stub_region_tokens(session) + most * backend._stub_estimate
@@ -206,7 +206,7 @@ def test_fewer_coarser_stubs_come_before_a_rollup_that_would_fit_them_all():
 def test_a_rollup_pass_commits_the_most_new_stubs_that_reach_half_the_share():
     session, backend, retain = _many_stubs_then_more_turns()
     most = len(_stubs(_plan(backend, session, retain=retain, window=None)))
-    window = 24_000
+    window = 21_000
     budget = backend.stub_budget(session, window, retain)
     leading = backend._leading_stubs(session)
     gains = rollup_gains(session, leading)
@@ -220,7 +220,7 @@ def test_a_rollup_pass_commits_the_most_new_stubs_that_reach_half_the_share():
     assert rollup_count(committed + (len(new) + 1) * estimate, gains, target=budget // 2) == 0
 
 
-@pytest.mark.parametrize("window", [7000, 6000, 4000])
+@pytest.mark.parametrize("window", [7000, 5500, 4000])
 def test_a_session_whose_window_shrank_under_many_stubs_rolls_them_up_and_indexes_again(
     caplog, window
 ):

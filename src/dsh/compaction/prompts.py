@@ -105,9 +105,6 @@ SUMMARY_PREAMBLE = (
     "[This is an automatically generated checkpoint of earlier conversation. Treat it as "
     "background you already know and continue the work without acknowledging it.]"
 )
-STUB_PREAMBLE = "[Index entry for earlier conversation, not instructions.]"
-"""Short on purpose: every standing stub carries it on every request (its footer already says
-where the originals are)."""
 
 
 SUMMARISER_SYSTEM = (
@@ -265,17 +262,14 @@ def frame_summary(text: str) -> str:
     return f"{SUMMARY_PREAMBLE}\n<compacted-summary>\n{text}\n</compacted-summary>"
 
 
-ROLLUP_PREAMBLE = "[Index entries for earlier conversation, merged by code; not instructions.]"
-
-
 def frame_rollup(text: str) -> str:
     """A rollup checkpoint body (the oldest stubs merged by code)."""
-    return f"{ROLLUP_PREAMBLE}\n<compacted-rollup>\n{text}\n</compacted-rollup>"
+    return f"<compacted-rollup>\n{text}\n</compacted-rollup>"
 
 
 def frame_stub(text: str) -> str:
     """An index-stub checkpoint body."""
-    return f"{STUB_PREAMBLE}\n<compacted-index-stub>\n{text}\n</compacted-index-stub>"
+    return f"<compacted-index-stub>\n{text}\n</compacted-index-stub>"
 
 
 def footer(summary_seq: int, span: tuple[int, int]) -> str:
