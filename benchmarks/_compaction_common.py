@@ -323,12 +323,14 @@ class Call:
 
 class RecordingProvider:
     """The ``Provider`` protocol around a ``ScriptedProvider``; simulates DeepSeek's cache over
-    every request in send order and records each one as a ``Call``."""
+    every request in send order and records each one as a ``Call``. A provider caches per
+    model: a summariser on another model than the conversation's never reads the
+    conversation's cached prefix, so each model gets a cache of its own."""
 
     def __init__(self, inner: ScriptedProvider) -> None:
         self.inner = inner
         self.name = inner.name
-        self.cache = DeepSeekCache()
+        self.caches: dict[str, DeepSeekCache] = {}
         self.calls: list[Call] = []
         self.pending_passes: list[int] = []
         self._conversation = 0
@@ -338,7 +340,8 @@ class RecordingProvider:
         self, request: ModelRequest, *, history: Sequence[Event]
     ) -> AsyncIterator[StreamEvent]:
         segments = request_segments(request)
-        hit = self.cache.serve(segments)
+        cache = self.caches.setdefault(request.model, DeepSeekCache())
+        hit = cache.serve(segments)
         call = Call(request.purpose, self._conversation, sum(t for _, t in segments), hit)
         if request.purpose == "conversation":
             call.prefix_kept = _common_prefix_tokens(self._previous, segments)
@@ -346,17 +349,21 @@ class RecordingProvider:
             self._previous = segments
             self._conversation += 1
         self.calls.append(call)
-        return self._relay(self.inner.stream(request, history=history), segments, call)
+        return self._relay(self.inner.stream(request, history=history), segments, call, cache)
 
     async def _relay(
-        self, events: AsyncIterator[StreamEvent], segments: list[tuple[str, int]], call: Call
+        self,
+        events: AsyncIterator[StreamEvent],
+        segments: list[tuple[str, int]],
+        call: Call,
+        cache: DeepSeekCache,
     ) -> AsyncIterator[StreamEvent]:
         assembler = StreamAssembler()
         async for event in events:
             assembler.feed(event)
             yield event
         reply = assembler.message("reply", self.name, self.inner.model)
-        self.cache.save_output([*segments, message_segment(reply)])
+        cache.save_output([*segments, message_segment(reply)])
         call.output_tokens = message_tokens(reply)
 
 
