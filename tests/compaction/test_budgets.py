@@ -210,7 +210,8 @@ def test_refusals_restart_after_the_context_drops_below_the_threshold():
 
 class _Overlap:
     """Counts how many summary calls are in flight at once. A different route from the
-    conversation's, so every region gets a call of its own (compact layout)."""
+    conversation's (compact layout) whose one-call pass fails, so every region gets a call of
+    its own."""
 
     name = model = "overlap"
     route = ("overlap", "overlap")
@@ -219,6 +220,8 @@ class _Overlap:
         self.running = self.peak = self.calls = 0
 
     async def summarize(self, task):
+        if task.kind == "pass":
+            raise RuntimeError("the one call failed")
         self.running += 1
         self.calls += 1
         self.peak = max(self.peak, self.running)

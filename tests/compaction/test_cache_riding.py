@@ -178,6 +178,33 @@ def test_a_different_summariser_model_keeps_the_compact_layout():
         assert request.messages[-2] == task.messages[-1]
 
 
+def test_a_compact_pass_is_one_call_that_sends_the_span_once():
+    """With a different summariser model the pass is still one call: the context the stubs
+    share, then the compacted span once (not once per stub and again for the state), each
+    marker line naming its slice by position in that call."""
+    session = long_session()
+    summarizer = RouteSummarizer(("other", "small-model"))
+    backend = RecallableBackend(summarizer, SETTINGS)
+    result = run(CompactionEngine(session, backend, SETTINGS).compact_now(window=100_000))
+    assert [t.kind for t in summarizer.tasks] == ["pass"]
+    (task,), (request,) = summarizer.tasks, summarizer.requests
+    assert task.layout == "compact" and [p.kind for p in task.parts][-1] == "state"
+    assert len(task.parts) == len(result.checkpoints) >= 3
+    state = task.parts[-1]
+    lead = len(request.messages) - 1 - len(state.messages)  # the shared context, if any
+    assert request.messages[lead:-1] == state.messages  # the span, once
+    for part in task.parts:
+        assert part.slice_range is not None
+        first, last = part.slice_range
+        assert request.messages[first - 1 : last] == part.messages
+        assert f"messages #{first}–#{last}" in request.messages[-1].text()
+    # call by call, each stub's slice went out twice: in its own call and in the state's
+    apart = [build_summary_request(p, provider="other", model="small-model") for p in task.parts]
+    stub_messages = [m for p in task.parts[:-1] for m in p.messages]
+    assert all(sum(m in r.messages for r in apart) == 2 for m in stub_messages)
+    assert all(request.messages.count(m) == 1 for m in stub_messages)
+
+
 class SlowSummarizer(RouteSummarizer):
     """Each call yields to the loop before answering, counting the calls in flight."""
 
@@ -194,11 +221,21 @@ class SlowSummarizer(RouteSummarizer):
             self.in_flight -= 1
 
 
+class SlowCallByCall(SlowSummarizer):
+    """Fails the one-call pass, so every region gets a call of its own."""
+
+    async def summarize(self, task: SummaryTask) -> SummaryOutput:
+        if task.kind == "pass":
+            raise RuntimeError("the one call failed")
+        return await super().summarize(task)
+
+
 def test_the_calls_of_a_compact_layout_pass_run_concurrently():
-    """Call by call (a different summariser model), the pass still waits about one call: every
-    region's call is in flight at once, up to ``max_concurrency``."""
+    """Call by call (a different summariser model whose one-call pass failed), the pass still
+    waits about one call: every region's call is in flight at once, up to
+    ``max_concurrency``."""
     session = long_session(turns=12)
-    summarizer = SlowSummarizer(("other", "small-model"))
+    summarizer = SlowCallByCall(("other", "small-model"))
     backend = RecallableBackend(summarizer, SETTINGS)
     run(CompactionEngine(session, backend, SETTINGS).compact_now(window=100_000))
     calls = len(summarizer.tasks)

@@ -47,7 +47,7 @@ from dsh.surface import Session, checkpoint_kind, checkpoint_summary_text
 from tests.agent.conftest import run
 from tests.compaction.test_recallable import assert_layout, engine_for, long_session
 from tests.helpers import append_tool_turn, new_session, user_message
-from tests.llm.fake_server import Canned, FakeServer, Recorded, openai_text
+from tests.llm.fake_server import Canned, FakeServer, Recorded, json_error, openai_text
 
 SCENARIOS = Path(__file__).parents[2] / "src" / "dsh" / "bench" / "scenarios"
 OLD_EXAMPLE = 'Keywords — error: "ValueError: bad port"; path: src/app.py; id: ZEBRA-7731'
@@ -378,7 +378,8 @@ def test_a_riding_stub_names_only_its_material_when_a_state_folds_into_it():
 class SmallModelServer(FakeServer):
     """Answers each summariser call from its content: a stub call first gets the instruction's
     example copied back, its retry an answer with invented and copied ids; a state call gets
-    ``## Goal`` alone with an invented id."""
+    ``## Goal`` alone with an invented id. A one-call pass is refused (400), so every region
+    gets a call of its own."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -393,6 +394,8 @@ class SmallModelServer(FakeServer):
             self.seen.add(key)
         last = messages[-1]["content"]
         instruction = last if isinstance(last, str) else json.dumps(last)
+        if "=== stub 1 ===" in instruction:
+            return json_error(400, {"error": {"message": "too many sections for this model"}})
         if "working-memory state" in instruction:
             return openai_text("## Goal\n- finish QX-9999 for the team\n- keep the modules")
         if not retry:

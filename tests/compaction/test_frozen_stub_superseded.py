@@ -99,12 +99,15 @@ def test_a_rollup_marks_replaced_literals_and_keeps_earlier_marks():
 
 
 class CopiesThePreviousState(ExtractiveSummarizer):
-    """A lazy model on another route: its state is the previous state, word for word."""
+    """A lazy model on another route: its state is the previous state, word for word (it
+    fails the one-call pass, so the state gets a call of its own)."""
 
     route = ("other", "lazy")
     reads_rarity = False
 
     async def summarize(self, task):
+        if task.kind == "pass":
+            raise RuntimeError("answers call by call")
         if task.kind == "state" and task.previous:
             return SummaryOutput(text=task.previous, provider="other", model="lazy")
         return await super().summarize(dataclasses.replace(task, rarity=None))

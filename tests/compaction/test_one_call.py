@@ -35,7 +35,7 @@ from dsh.compaction.prompts import (
     pass_marker,
     split_pass_answer,
 )
-from dsh.compaction.recallable.one_call import pass_batches, pass_task
+from dsh.compaction.recallable.one_call import compact_pass_task, pass_batches, pass_task
 from dsh.compaction.recallable.riding import sent_prefix
 from dsh.compaction.recallable.state_input import request_tokens
 from dsh.config import CompactionSettings
@@ -113,9 +113,9 @@ def test_one_call_texts_equal_what_separate_calls_would_write():
     """The split answer lands byte for byte what one call per region would have landed."""
     together, apart = long_session(), long_session()
     one = run(engine_for(together, Sections()).compact_now(window=100_000))
-    separate = RouteSummarizer(("other", "model"))  # a different route: one call per region
+    separate = Sections(fail_kinds=("pass",))  # the one call fails: one call per region
     many = run(engine_for(apart, separate).compact_now(window=100_000))
-    assert len(separate.tasks) == len(many.checkpoints) > 1
+    assert len(separate.tasks) == len(many.checkpoints) + 1 > 2
     assert [s.summary for s in _summaries(together, one)] == [
         s.summary for s in _summaries(apart, many)
     ]
@@ -292,16 +292,18 @@ def test_pass_task_says_no_when_the_answer_or_the_instruction_would_not_fit():
     assert sent > sum(session.node_tokens(s) for s in session.nodes)
     assert pass_task(parts, window=sent + total, max_output=None).output_limit == total
     assert pass_task(parts, window=sent + total - 1, max_output=None) is None
-    # one call when it fits; a single model region, or a part in the compact layout: none
+    # one call when it fits; a single model region, or parts of both layouts: none
     whole = pass_batches(plan.regions, window=sent + total, max_output=None)
     assert [len(indexes) for indexes, _ in whole] == [len(parts)]
     assert pass_batches(plan.regions[-1:], window=None, max_output=None) == []
-    compact = [
+    model = [r for r in plan.regions if r.task is not None]
+    mixed = [
         msgspec.structs.replace(r, task=dataclasses.replace(r.task, layout="compact"))
-        for r in plan.regions
-        if r.task is not None
+        if i == 0
+        else r
+        for i, r in enumerate(model)
     ]
-    assert pass_batches(compact, window=None, max_output=None) == []
+    assert pass_batches(mixed, window=None, max_output=None) == []
 
 
 def test_the_instruction_of_a_call_without_the_state_has_only_the_stub_rules():
@@ -320,6 +322,69 @@ def test_the_instruction_of_a_call_without_the_state_has_only_the_stub_rules():
     text = state_only.messages[-1].text()
     assert "State section:" in text and "Stub sections:" not in text
     assert text.endswith("keep this in focus: the port")
+
+
+# ---- the compact layout (a different summariser model) -------------------------------------
+
+
+class OtherRouteSections(Sections):
+    """``Sections`` on a route other than the conversation's: the compact layout."""
+
+    route = ("other", "small-model")
+
+
+def test_a_compact_pass_beyond_the_output_bound_takes_the_fewest_calls_that_fit_in_order():
+    """Each compact call sends its own parts' messages once — a call of stubs alone their
+    slices in order, the call with the state the whole span — and each marker line names its
+    slice where that call sends it."""
+    session = long_session()
+    bound = SETTINGS.state_max_tokens + 2 * SETTINGS.stub_tokens
+    summarizer = OtherRouteSections(max_output_tokens=bound)
+    result = run(engine_for(session, summarizer).compact_now(window=100_000))
+    tasks = summarizer.tasks
+    assert len(tasks) > 1 and all(t.kind == "pass" and t.layout == "compact" for t in tasks)
+    parts = [p for t in tasks for p in t.parts]
+    assert len(parts) == len(result.checkpoints) and parts[-1].kind == "state"
+    for task in tasks:
+        request = build_summary_request(task, provider="other", model="small-model")
+        if task.parts[-1].kind == "state":
+            assert task.messages == task.parts[-1].messages
+        else:
+            assert task.messages == tuple(m for p in task.parts for m in p.messages)
+        for part in task.parts:
+            assert part.slice_range is not None
+            first, last = part.slice_range
+            assert request.messages[first - 1 : last] == part.messages
+    summaries = _summaries(session, result)
+    assert all(s.degraded is None for s in summaries)
+    assert_layout(session)
+
+
+def test_compact_parts_share_a_call_only_with_one_context_and_their_slices_in_its_span():
+    session = long_session()
+    backend = RecallableBackend(RouteSummarizer(("other", "small-model")), SETTINGS)
+    plan = backend.plan(session, retain_tokens=300, focus=None, reason="manual")
+    parts = [r.task for r in plan.regions if r.task is not None]
+    assert all(p.layout == "compact" for p in parts) and len(parts) >= 3
+    whole = compact_pass_task(parts)
+    assert whole is not None and whole.messages == parts[-1].messages
+    stubs, state = parts[:-1], parts[-1]
+    other_context = [dataclasses.replace(stubs[0], keyword_lines=("Keywords — x",)), *parts[1:]]
+    assert compact_pass_task(other_context) is None
+    other_base = [*stubs, dataclasses.replace(state, previous="## Goal\n- another state")]
+    assert compact_pass_task(other_base) is None
+    elsewhere = (user_message("a message outside the span"),)
+    outside = [dataclasses.replace(stubs[0], messages=elsewhere), *parts[1:]]
+    assert compact_pass_task(outside) is None
+    assert pass_task(outside, window=None, max_output=None) is None
+    empty = [dataclasses.replace(stubs[0], messages=()), *parts[1:]]
+    assert compact_pass_task(empty) is None
+    # a call of stubs alone sends their slices, consecutive, from message #1 (no context yet)
+    alone = compact_pass_task(stubs[:2])
+    assert alone is not None and [p.slice_range for p in alone.parts] == [
+        (1, len(stubs[0].messages)),
+        (len(stubs[0].messages) + 1, len(stubs[0].messages) + len(stubs[1].messages)),
+    ]
 
 
 # ---- the splitter --------------------------------------------------------------------------

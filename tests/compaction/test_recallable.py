@@ -141,8 +141,9 @@ def test_the_stub_keyword_line_holds_the_slice_rarest_literal():
 
 
 class FailingSummarizer:
-    """Fails the calls of some task kinds. A different route from the conversation's, so each
-    stub and the state get a call of their own (compact layout)."""
+    """Fails the calls of some task kinds. A different route from the conversation's (compact
+    layout); with ``pass`` among the kinds, the one-call pass fails and each stub and the state
+    get a call of their own."""
 
     name = model = "failing"
     route = ("failing", "failing")
@@ -158,7 +159,9 @@ class FailingSummarizer:
 
 def test_a_failed_stub_call_degrades_to_a_pointer_stub_and_the_pass_lands():
     session = long_session()
-    result = run(engine_for(session, FailingSummarizer({"stub"})).compact_now(window=100_000))
+    result = run(
+        engine_for(session, FailingSummarizer({"pass", "stub"})).compact_now(window=100_000)
+    )
     summaries = [session.events[c.summary_seq].data for c in result.checkpoints]
     assert all(s.degraded == "fallback" for s in summaries if s.kind == "index")
     assert summaries[-1].kind == "state" and summaries[-1].degraded is None
@@ -168,7 +171,7 @@ def test_a_failed_state_rewrite_commits_nothing():
     session = long_session()
     nodes = list(session.nodes)
     with pytest.raises(CompactionError, match="state call failed"):
-        run(engine_for(session, FailingSummarizer({"state"})).compact_now(window=100_000))
+        run(engine_for(session, FailingSummarizer({"pass", "state"})).compact_now(window=100_000))
     assert session.nodes == nodes
     assert not any(isinstance(e, CompactionPlanEvent) for e in session.events)
 

@@ -45,7 +45,9 @@ def test_a_manual_pass_shadows_exactly_the_nodes_from_the_head_to_the_retain_bou
 
 
 class Empty:
-    """Answers some task kinds with blank text; a different route (one call per region)."""
+    """Answers some task kinds with blank text; a different route (compact layout). A blank
+    one-call pass leaves every section missing: the stubs degrade, the state gets a call of its
+    own."""
 
     name = model = "empty"
     route = ("empty", "empty")
@@ -61,7 +63,7 @@ class Empty:
 
 def test_an_empty_stub_answer_degrades_to_a_fallback_pointer():
     session = long_session()
-    result = run(engine_for(session, Empty({"stub"})).compact_now(window=100_000))
+    result = run(engine_for(session, Empty({"pass", "stub"})).compact_now(window=100_000))
     kinds = [session.events[c.summary_seq].data.degraded for c in result.checkpoints]
     assert kinds[:-1] and all(k == "fallback" for k in kinds[:-1]) and kinds[-1] is None
 
@@ -70,7 +72,7 @@ def test_an_empty_state_answer_aborts_the_pass():
     session = long_session()
     nodes = list(session.nodes)
     with pytest.raises(CompactionError, match="no text"):
-        run(engine_for(session, Empty({"state"})).compact_now(window=100_000))
+        run(engine_for(session, Empty({"pass", "state"})).compact_now(window=100_000))
     assert session.nodes == nodes
 
 

@@ -48,12 +48,11 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
       the conversation request as sent (system, tools, every surface message), then one
       instruction naming the slice ``messages #a–#b`` — every call of a pass extends the last
       conversation request, so they share its cached prefix.
-    - ``pass`` (always riding): the same conversation, then one instruction naming every
-      stub's slice and the state's span, answered in labelled sections — the whole pass in
-      one call.
-    - ``stub`` / ``state``, ``compact`` layout (a different summariser model): a fixed system
-      prompt, the context sibling calls share (pass-start state, committed keyword lines,
-      recent stubs), the slice, then the instruction.
+    - ``pass``, ``riding``: the same conversation, then one instruction naming every stub's
+      slice and the state's span, answered in labelled sections — the whole pass in one call.
+    - ``stub`` / ``state`` / ``pass``, ``compact`` layout (a different summariser model): a
+      fixed system prompt, the context the stubs share (pass-start state, committed keyword
+      lines, recent stubs), the slice — for a pass, the span once — then the instruction.
     """
     instruction = _user("compaction-instruction", instruction_for(task))
     if task.kind == "summary":

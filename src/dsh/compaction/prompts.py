@@ -129,6 +129,8 @@ def context_for(task: SummaryTask) -> str | None:
         return "\n\n".join(parts) or None
     if task.kind == "state" and task.previous:
         return f"Previous state:\n{task.previous}"
+    if task.kind == "pass" and task.parts:  # compact: the context its parts share
+        return context_for(task.parts[0])
     return None
 
 
@@ -222,7 +224,7 @@ def _pass_instruction(task: SummaryTask) -> str:
     rules = ""
     state = None
     for label, part in zip(pass_labels(task), task.parts, strict=True):
-        assert part.slice_range is not None, "a riding part names its slice"
+        assert part.slice_range is not None, "a pass part names its slice"
         first, last = part.slice_range
         fields = {"marker": pass_marker(label), "first": first, "last": last}
         if part.kind == "stub":

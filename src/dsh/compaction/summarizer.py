@@ -66,8 +66,8 @@ class SummaryTask:
     previous_at: int | None = None
     """``riding`` state: 1-based position in ``conversation`` of the previous state checkpoint."""
     parts: tuple[SummaryTask, ...] = ()
-    """``pass`` tasks: the pass's riding stub tasks, then its state task, answered in one call
-    as labelled sections (``dsh.compaction.prompts.pass_labels``)."""
+    """``pass`` tasks: the pass's stub tasks, then its state task (all of one layout), answered
+    in one call as labelled sections (``dsh.compaction.prompts.pass_labels``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -355,9 +355,8 @@ class RecallableBackend:
     # ---- summarising ------------------------------------------------------------------------
 
     async def summarize(self, plan: Plan) -> list[RegionText]:
-        """Every region at once: one riding call for the whole pass when it can
-        (``one_call``), else one call per region (bounded by ``max_concurrency``); buffered,
-        nothing committed."""
+        """Every region at once: one call for the whole pass when it can (``one_call``), else
+        one call per region (bounded by ``max_concurrency``); buffered, nothing committed."""
         gate = asyncio.Semaphore(self.settings.max_concurrency)
 
         ranking = plan.pending if isinstance(plan.pending, Ranking) else None

@@ -1,15 +1,18 @@
-"""One riding call per pass (spec §4.4 "Summariser layout"): every stub and the state together.
+"""One call per pass (spec §4.4 "Summariser layout"): every stub and the state together.
 
-When every model region of a pass rides the conversation's cache, the pass asks for all of them
-in ONE call — the conversation as sent, then one instruction naming each stub's slice and the
-state's span — and the answer comes back in labelled sections (``=== stub 1 ===`` …
-``=== state ===``) that code splits and checks part by part, exactly as it checks the answer of
-a call of its own: a stub section that is missing or junk degrades only that stub to a code
-pointer stub; a state section that is not a usable state is asked for once more in a call of
-its own. When the one answer would not fit (the summariser's output bound, or the room the
-call leaves in the window) the pass takes the fewest calls that fit, consecutive parts in order;
-it is written call by call when the summariser is a different route (compact layout), when one
-region's answer alone would not fit, or when a call fails.
+The pass asks for all of its model regions in ONE call and the answer comes back in labelled
+sections (``=== stub 1 ===`` … ``=== state ===``) that code splits and checks part by part,
+exactly as it checks the answer of a call of its own: a stub section that is missing or junk
+degrades only that stub to a code pointer stub; a state section that is not a usable state is
+asked for once more in a call of its own. When the summariser is the conversation's own route
+the call rides its cache (the conversation as sent, then one instruction naming each stub's
+slice and the state's span); with a different summariser model it is compact: the context the
+stubs share (the pass-start state, committed keyword lines, recent stubs), the span once, and
+the same instruction — the span is sent once, not once per stub and once more for the state.
+When the one answer would not fit (the summariser's output bound, or the room the call leaves
+in the window) the pass takes the fewest calls that fit, consecutive parts in order; it is
+written call by call when one region's answer alone would not fit, when its parts do not share
+one layout, or when a call fails.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import msgspec
 
 from dsh.compaction.base import RegionPlan, RegionText
-from dsh.compaction.prompts import pass_labels, split_pass_answer
+from dsh.compaction.prompts import context_for, pass_labels, split_pass_answer
 from dsh.compaction.recallable.ranking import CompletedRegions
 from dsh.compaction.recallable.state_input import checked_state, request_tokens
 from dsh.compaction.recallable.texts import junk_reason, pointer, stub_text
@@ -87,10 +90,10 @@ def pass_batches(
 ) -> list[tuple[tuple[int, ...], SummaryTask]]:
     """The pass calls for the model regions of a pass: ``(region indexes, task)`` per call,
     consecutive regions in order — one call when its answer fits, else the fewest that do.
-    Empty (call by call) for fewer than two model regions, a part not riding (a different
-    summariser), or a region whose answer alone would not fit."""
+    Empty (call by call) for fewer than two model regions, parts of both layouts, or a region
+    whose answer alone would not fit."""
     model = [(index, r.task) for index, r in enumerate(regions) if r.task is not None]
-    if len(model) < 2 or any(task.layout != "riding" for _, task in model):
+    if len(model) < 2 or len({task.layout for _, task in model}) > 1:
         return []
     batches: list[tuple[tuple[int, ...], SummaryTask]] = []
     current: list[tuple[int, SummaryTask]] = []
@@ -118,22 +121,27 @@ def _batch(
 def pass_task(
     parts: Sequence[SummaryTask], *, window: int | None, max_output: int | None
 ) -> SummaryTask | None:
-    """One riding call for ``parts`` (stub tasks, and the state task last if it is among
-    them), or None when its answer — every part's budget — would not fit the summariser's
-    output bound or the room the call, its instruction naming every slice included, leaves in
-    the window."""
+    """One call for ``parts`` (stub tasks, and the state task last if it is among them), or
+    None when its answer — every part's budget — would not fit the summariser's output bound
+    or the room the call, its instruction naming every slice included, leaves in the window
+    (or, compact, when a part's slice is not where the call sends it)."""
     last = parts[-1]
-    task = SummaryTask(
-        kind="pass",
-        messages=(),
-        max_tokens=sum(t.max_tokens for t in parts),
-        system=last.system,
-        tools=last.tools,
-        rarity=last.rarity,
-        layout="riding",
-        conversation=last.conversation,
-        parts=tuple(parts),
-    )
+    if last.layout == "riding":
+        task: SummaryTask | None = SummaryTask(
+            kind="pass",
+            messages=(),
+            max_tokens=sum(t.max_tokens for t in parts),
+            system=last.system,
+            tools=last.tools,
+            rarity=last.rarity,
+            layout="riding",
+            conversation=last.conversation,
+            parts=tuple(parts),
+        )
+    else:
+        task = compact_pass_task(parts)
+    if task is None:
+        return None
     bounds = [] if max_output is None else [max_output]
     if window is not None:
         bounds.append(window - request_tokens(dataclasses.replace(task, max_tokens=0)))
@@ -141,6 +149,57 @@ def pass_task(
     if limit is not None and task.max_tokens > limit:
         return None
     return dataclasses.replace(task, output_limit=limit)
+
+
+def compact_pass_task(parts: Sequence[SummaryTask]) -> SummaryTask | None:
+    """The compact call for ``parts``: the context the stubs share (the first part's), then
+    the span once — the state's messages when the state is among the parts (its span holds
+    every stub's slice), else the stubs' slices in order — and each part naming its slice by
+    position, counting the context as message #1. None when the parts do not share one
+    context (or the state's merge base is not the stubs' background), or a stub's slice is
+    not one run of the span."""
+    first, last = parts[0], parts[-1]
+    stubs = [p for p in parts if p.kind == "stub"]
+    shared = {(p.background, p.keyword_lines, p.recent_stubs) for p in stubs}
+    if len(shared) > 1 or (stubs and last.kind == "state" and last.previous != first.background):
+        return None
+    if last.kind == "state":
+        messages = last.messages
+    else:
+        messages = tuple(m for p in parts for m in p.messages)
+    lead = 1 if context_for(first) else 0
+    ids = [m.id for m in messages]
+    placed: list[SummaryTask] = []
+    for part in parts:
+        if not part.messages:
+            return None
+        at = 0 if part.kind == "state" else _run_at(ids, [m.id for m in part.messages])
+        if at is None:
+            return None
+        placed.append(
+            dataclasses.replace(
+                part,
+                slice_range=(lead + at + 1, lead + at + len(part.messages)),
+                previous_at=1 if part.kind == "state" and lead and part.previous else None,
+            )
+        )
+    return SummaryTask(
+        kind="pass",
+        messages=messages,
+        max_tokens=sum(t.max_tokens for t in parts),
+        rarity=last.rarity,
+        layout="compact",
+        parts=tuple(placed),
+    )
+
+
+def _run_at(ids: Sequence[str], run: Sequence[str]) -> int | None:
+    """Where ``run`` occurs in ``ids`` as one consecutive run (the first place), else None."""
+    width = len(run)
+    for start in range(len(ids) - width + 1):
+        if ids[start] == run[0] and list(ids[start : start + width]) == list(run):
+            return start
+    return None
 
 
 async def answer_in_one_call(
