@@ -21,6 +21,7 @@ from dsh.compaction import (
     build_summary_request,
 )
 from dsh.compaction.anchors import parse_keyword_line
+from dsh.compaction.model_summarizer import as_transcript
 from dsh.compaction.prompts import SUMMARISER_SYSTEM
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.events import (
@@ -29,9 +30,11 @@ from dsh.events import (
     RequestConfig,
     RequestHeader,
     RequestHeaderBody,
+    TextBlock,
     is_compact_checkpoint_source,
     surface_message,
 )
+from dsh.llm.anthropic import to_wire_messages as anthropic_wire
 from dsh.llm.openai_compat import to_wire_messages, tool_to_wire
 from dsh.llm.types import ModelRequest
 from dsh.transcript import render_message
@@ -175,7 +178,26 @@ def test_a_different_summariser_model_keeps_the_compact_layout():
     for task, request in zip(summarizer.tasks, summarizer.requests, strict=True):
         assert task.layout == "compact"
         assert request.system == SUMMARISER_SYSTEM and request.tools == ()
-        assert request.messages[-2] == task.messages[-1]
+        assert request.messages[-2] == as_transcript(task.messages[-1])
+
+
+def test_a_compact_call_sends_the_span_as_transcript_text_with_no_tool_blocks():
+    """A compact call offers no tools, so it carries no tool-call or tool-result blocks (the
+    Messages API refuses them in a request without tools): each message goes as the transcript
+    renders it."""
+    session = long_session()
+    summarizer = RouteSummarizer(("other", "small-model"))
+    backend = RecallableBackend(summarizer, SETTINGS)
+    run(CompactionEngine(session, backend, SETTINGS).compact_now(window=100_000))
+    (request,) = summarizer.requests
+    assert all(
+        [type(b) for b in m.content] == [TextBlock] and m.role in ("user", "assistant")
+        for m in request.messages
+    )
+    text = "\n".join(m.text() for m in request.messages)
+    assert "[tool call: read_file(" in text and "Tool result: " in text
+    wire = json.dumps(anthropic_wire(request.messages))
+    assert '"tool_use"' not in wire and '"tool_result"' not in wire
 
 
 def test_a_compact_pass_is_one_call_that_sends_the_span_once():
@@ -192,17 +214,17 @@ def test_a_compact_pass_is_one_call_that_sends_the_span_once():
     assert len(task.parts) == len(result.checkpoints) >= 3
     state = task.parts[-1]
     lead = len(request.messages) - 1 - len(state.messages)  # the shared context, if any
-    assert request.messages[lead:-1] == state.messages  # the span, once
+    assert request.messages[lead:-1] == tuple(map(as_transcript, state.messages))  # once
     for part in task.parts:
         assert part.slice_range is not None
         first, last = part.slice_range
-        assert request.messages[first - 1 : last] == part.messages
+        assert request.messages[first - 1 : last] == tuple(map(as_transcript, part.messages))
         assert f"messages #{first}–#{last}" in request.messages[-1].text()
     # call by call, each stub's slice went out twice: in its own call and in the state's
     apart = [build_summary_request(p, provider="other", model="small-model") for p in task.parts]
     stub_messages = [m for p in task.parts[:-1] for m in p.messages]
-    assert all(sum(m in r.messages for r in apart) == 2 for m in stub_messages)
-    assert all(request.messages.count(m) == 1 for m in stub_messages)
+    assert all(sum(as_transcript(m) in r.messages for r in apart) == 2 for m in stub_messages)
+    assert all(request.messages.count(as_transcript(m)) == 1 for m in stub_messages)
 
 
 class SlowSummarizer(RouteSummarizer):

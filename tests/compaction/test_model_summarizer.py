@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh.compaction import ModelSummarizer, RecallableBackend
-from dsh.compaction.model_summarizer import build_summary_request
+from dsh.compaction.model_summarizer import as_transcript, build_summary_request
 from dsh.compaction.prompts import SUMMARISER_SYSTEM
 from dsh.compaction.summarizer import SummaryTask
 from dsh.errors import ProviderError
@@ -30,7 +30,8 @@ def test_stub_calls_of_one_pass_share_a_byte_identical_prefix_before_their_slice
     assert all(r.system == SUMMARISER_SYSTEM and r.tools == () for r in requests)
     shared = {encode_json(r.messages[0]) for r in requests}
     assert len(shared) == 1 and b"Background" in next(iter(shared))  # the shared context
-    assert requests[0].messages[1:-1] == stubs[0].messages  # then the slice itself
+    # then the slice itself, as transcript text
+    assert requests[0].messages[1:-1] == tuple(map(as_transcript, stubs[0].messages))
 
 
 def test_a_basic_summary_call_is_a_prefix_of_the_conversation_request():

@@ -28,7 +28,7 @@ from dsh.compaction import (
     SummaryOutput,
     build_summary_request,
 )
-from dsh.compaction.model_summarizer import output_budget
+from dsh.compaction.model_summarizer import as_transcript, output_budget
 from dsh.compaction.prompts import (
     join_pass_answer,
     pass_labels,
@@ -354,7 +354,7 @@ def test_a_compact_pass_beyond_the_output_bound_takes_the_fewest_calls_that_fit_
         for part in task.parts:
             assert part.slice_range is not None
             first, last = part.slice_range
-            assert request.messages[first - 1 : last] == part.messages
+            assert request.messages[first - 1 : last] == tuple(map(as_transcript, part.messages))
     summaries = _summaries(session, result)
     assert all(s.degraded is None for s in summaries)
     assert_layout(session)

@@ -9,15 +9,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import msgspec
+
 from dsh.compaction.prompts import SUMMARISER_SYSTEM, context_for, instruction_for
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.errors import ProviderError
-from dsh.events import Event, Message, TextBlock, UserSource
+from dsh.events import Event, Message, ReasoningBlock, TextBlock, UserSource
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode, provider_error
 from dsh.llm.registry import default_max_output_tokens
 from dsh.llm.retry import stream_with_retry
 from dsh.llm.types import ModelRequest, Provider
+from dsh.transcript import render_message
 
 OUTPUT_TOKEN_SLACK = 2
 """The model's ``max_tokens`` is the task budget times this, so a summary that runs a little
@@ -28,6 +31,17 @@ DEFAULT_TIMEOUT_S = 120.0
 
 def _user(id_: str, text: str) -> Message:
     return Message(id=id_, role="user", content=(TextBlock(text=text),), source=UserSource())
+
+
+def as_transcript(message: Message) -> Message:
+    """``message`` as the transcript renders it, one text block (reasoning left out), for a
+    compact call: that call offers no tools, and a provider may refuse tool-call and
+    tool-result blocks in a request without tools (Anthropic answers 400). Same id; a tool
+    result becomes a user message."""
+    said = tuple(b for b in message.content if type(b) is not ReasoningBlock)
+    text = render_message(msgspec.structs.replace(message, content=said))
+    role = "assistant" if message.role == "assistant" else "user"
+    return msgspec.structs.replace(message, role=role, content=(TextBlock(text=text),))
 
 
 def output_budget(task: SummaryTask) -> int:
@@ -51,8 +65,9 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
     - ``pass``, ``riding``: the same conversation, then one instruction naming every stub's
       slice and the state's span, answered in labelled sections — the whole pass in one call.
     - ``stub`` / ``state`` / ``pass``, ``compact`` layout (a different summariser model): a
-      fixed system prompt, the context the stubs share (pass-start state, committed keyword
-      lines, recent stubs), the slice — for a pass, the span once — then the instruction.
+      fixed system prompt and no tools, the context the stubs share (pass-start state,
+      committed keyword lines, recent stubs), the slice as transcript text, one message per
+      message (``as_transcript``; for a pass, the span once), then the instruction.
     """
     instruction = _user("compaction-instruction", instruction_for(task))
     if task.kind == "summary":
@@ -65,7 +80,7 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
         system, tools = SUMMARISER_SYSTEM, ()
         context = context_for(task)
         lead = (_user("compaction-context", context),) if context else ()
-        messages = (*lead, *task.messages, instruction)
+        messages = (*lead, *(as_transcript(m) for m in task.messages), instruction)
     return ModelRequest(
         provider=provider,
         model=model,

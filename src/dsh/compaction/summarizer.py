@@ -16,14 +16,16 @@ from dsh.events import Message, Usage
 
 TaskKind = Literal["summary", "stub", "state", "pass"]
 """``summary``: the basic backend's one checkpoint; ``stub``/``state``: the recallable pair;
-``pass``: every stub and the state of one recallable pass in one riding call (``parts``)."""
+``pass``: every stub and the state of one recallable pass in one call (``parts``), riding or
+compact."""
 
 Layout = Literal["compact", "riding"]
-"""How a model call for a stub or state task is laid out. ``riding``: the conversation request
-as sent (system, tools, every surface message) plus one instruction naming the slice, so every
-call of a pass extends the conversation's cached prefix (the summariser is the conversation's own
-route). ``compact``: a fixed summariser system prompt, the shared pass context, then the slice
-(a different summariser model, or a conversation too large for the summariser's window)."""
+"""How a model call for a stub, state or pass task is laid out. ``riding``: the conversation
+request as sent (system, tools, every surface message) plus one instruction naming the slice, so
+every call of a pass extends the conversation's cached prefix (the summariser is the
+conversation's own route). ``compact``: a fixed summariser system prompt and no tools, the shared
+pass context, then the slice as transcript text (a different summariser model, or a conversation
+too large for the summariser's window)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +60,15 @@ class SummaryTask:
     conversation: tuple[Message, ...] = ()
     """``riding`` layout: the conversation's messages exactly as the next request sends them."""
     slice_range: tuple[int, int] | None = None
-    """``riding`` layout: 1-based positions in ``conversation`` of the first and last message
-    to index (a stub) or to fold into the state."""
+    """1-based positions of the first and last message to index (a stub) or to fold into the
+    state: in ``conversation`` (riding), or in the call of a compact ``pass`` (its context
+    message counting as #1)."""
     output_limit: int | None = None
     """Most output tokens the call may ask for (the room a riding call leaves in the window);
     None: ``max_tokens`` times the usual slack."""
     previous_at: int | None = None
-    """``riding`` state: 1-based position in ``conversation`` of the previous state checkpoint."""
+    """A state part: 1-based position of the previous state — its checkpoint in
+    ``conversation`` (riding), or the context message of a compact ``pass`` (#1)."""
     parts: tuple[SummaryTask, ...] = ()
     """``pass`` tasks: the pass's stub tasks, then its state task (all of one layout), answered
     in one call as labelled sections (``dsh.compaction.prompts.pass_labels``)."""
