@@ -45,17 +45,20 @@ def test_a_manual_pass_shadows_exactly_the_nodes_from_the_head_to_the_retain_bou
 
 
 class Empty:
-    """Answers some task kinds with blank text; a different route (compact layout). A blank
-    one-call pass leaves every section missing: the stubs degrade, the state gets a call of its
-    own."""
+    """Answers some task kinds with blank text; a different route (compact layout) whose
+    one-call pass fails, so every stub and the state get a call of their own."""
 
     name = model = "empty"
     route = ("empty", "empty")
 
     def __init__(self, kinds):
         self.kinds = kinds
+        self.calls: list[str] = []
 
     async def summarize(self, task):
+        self.calls.append(task.kind)
+        if task.kind == "pass":
+            raise RuntimeError("the one call failed")
         if task.kind in self.kinds:
             return SummaryOutput(text="  ", provider="empty", model="empty")
         return await ExtractiveSummarizer().summarize(task)
@@ -63,16 +66,18 @@ class Empty:
 
 def test_an_empty_stub_answer_degrades_to_a_fallback_pointer():
     session = long_session()
-    result = run(engine_for(session, Empty({"pass", "stub"})).compact_now(window=100_000))
+    summarizer = Empty({"stub"})
+    result = run(engine_for(session, summarizer).compact_now(window=100_000))
     kinds = [session.events[c.summary_seq].data.degraded for c in result.checkpoints]
     assert kinds[:-1] and all(k == "fallback" for k in kinds[:-1]) and kinds[-1] is None
+    assert summarizer.calls.count("stub") == 2 * (len(kinds) - 1)  # each asked once more
 
 
 def test_an_empty_state_answer_aborts_the_pass():
     session = long_session()
     nodes = list(session.nodes)
     with pytest.raises(CompactionError, match="no text"):
-        run(engine_for(session, Empty({"pass", "state"})).compact_now(window=100_000))
+        run(engine_for(session, Empty({"state"})).compact_now(window=100_000))
     assert session.nodes == nodes
 
 
