@@ -83,7 +83,11 @@ def test_the_report_has_every_table(run_dir: tuple[Path, str]) -> None:
     assert "## Headline" in report and "Cells are seed s7 / s11" in report
     for rule in ("deepseek", "deepseek-strict", "openai", "anthropic"):
         assert f"### Billed cost (cache-hit ratio) — {rule}" in report
-    assert "| scenario | off | basic | basic+recall | recallable | recallable ÷ basic |" in report
+    assert (
+        "| scenario | off | basic | basic+recall | recallable | recallable ÷ basic "
+        "| basic+recall ÷ basic |" in report
+    )
+    assert "basic+recall ÷ basic is the control" in report
     assert "| **all** | recallable |" in report  # pooled rows
     assert "### DeepSeek: sensitivity to the fixed-interval rule" in report
     assert "## Summary (every scenario and seed pooled)" in report

@@ -83,28 +83,42 @@ def figures_table(grid: Grid) -> list[str]:
     return lines
 
 
-def _ratio(grid: Grid, rule: str, scenario: str | None, seed: object) -> str:
+CONTROL = "basic+recall"
+"""The control arm: basic with the recall tools. Its ratio to basic is what the tools alone
+(about 300 tokens on every request, and the earlier threshold crossings they cause) do to a
+cell — the spread a recallable ratio near 1.00× should be read against."""
+
+
+def _ratio(grid: Grid, rule: str, scenario: str | None, seed: object, arm: str) -> str:
     basic = grid.figures(scenario, "basic", seed)
-    recallable = grid.figures(scenario, "recallable", seed)
-    if not basic or not recallable or not basic.get(f"{rule}.cost"):
+    other = grid.figures(scenario, arm, seed)
+    if not basic or not other or not basic.get(f"{rule}.cost"):
         return "—"
-    return times(recallable[f"{rule}.cost"] / basic[f"{rule}.cost"])
+    return times(other[f"{rule}.cost"] / basic[f"{rule}.cost"])
 
 
 def cost_table(grid: Grid, rule: str) -> list[str]:
     def cell(f: dict[str, Any]) -> str:
         return f"{money(f[f'{rule}.cost'])} ({pct(f[f'{rule}.read'], f[f'{rule}.input'])})"
 
+    ratios = ["recallable", *([CONTROL] if CONTROL in grid.arms else [])]
     lines = [
-        "| scenario | " + " | ".join(grid.arms) + " | recallable ÷ basic |",
-        "|---|" + "---|" * (len(grid.arms) + 1),
+        "| scenario | "
+        + " | ".join(grid.arms)
+        + "".join(f" | {arm} ÷ basic" for arm in ratios)
+        + " |",
+        "|---|" + "---|" * (len(grid.arms) + len(ratios)),
     ]
     for scenario in grid.scenarios:
         cells = [grid.per_seed(cell, scenario, arm) for arm in grid.arms]
-        ratio = " / ".join(_ratio(grid, rule, scenario, seed) for seed in grid.seeds)
-        lines.append(f"| {scenario} | " + " | ".join(cells) + f" | {ratio} |")
+        cells += [
+            " / ".join(_ratio(grid, rule, scenario, seed, arm) for seed in grid.seeds)
+            for arm in ratios
+        ]
+        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
     pooled = [_safe(cell, grid.figures(arm=arm)) for arm in grid.arms]
-    lines.append("| **all** | " + " | ".join(pooled) + f" | {_ratio(grid, rule, None, None)} |")
+    pooled += [_ratio(grid, rule, None, None, arm) for arm in ratios]
+    lines.append("| **all** | " + " | ".join(pooled) + " |")
     return lines
 
 
@@ -135,12 +149,18 @@ def headline(runs: Sequence[RunRecord], rule: str) -> list[str]:
     """The headline section (markdown lines)."""
     grid = Grid([r for r in runs if isinstance(r, RunResult)])
     lines = ["## Headline", "", *figures_table(grid)]
+    control = (
+        f" {CONTROL} ÷ basic is the control: what the recall tools alone (and the earlier"
+        " threshold crossings they cause) do to a cell."
+        if CONTROL in grid.arms
+        else ""
+    )
     for name in [rule, *(r for r in RULES if r != rule)]:
         lines += [
             "",
             f"### Billed cost (cache-hit ratio) — {name}",
             "",
-            "Cells are seed " + " / ".join(f"s{s}" for s in grid.seeds) + ".",
+            "Cells are seed " + " / ".join(f"s{s}" for s in grid.seeds) + "." + control,
             "",
             *cost_table(grid, name),
         ]
