@@ -20,11 +20,12 @@ Printed side by side:
   ``history_read`` of the first hit's checkpoint at the hit's message offset must contain it
   (needs ``dsh.recall``; skipped with a note if it is missing).
 
-Then a *model* summariser variant of both backends (the first ``--model-turns`` turns, default
+Then a *model* summariser variant of both backends — the summariser on another model than the
+conversation's, each with its own simulated cache (the first ``--model-turns`` turns, default
 50, because every call really waits): a
 ``ModelSummarizer`` served by the ``ScriptedProvider``'s ``summaries`` entries with
 ``delayMs`` = ``--summary-delay-ms`` (default 1000), to measure the wall time of a pass against
-one summariser call (concurrent stub calls should make a pass cost about one call), the
+one summariser call (a pass is one call, or its regions' calls at once), the
 summariser's input tokens, its cache hits and its cost.
 
 Last, ``history_search`` over ``--search-mb`` MB (default 100; 0 skips) of shadowed tool-result
