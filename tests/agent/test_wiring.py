@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dsh.agent.runtime import Route
@@ -21,6 +22,8 @@ from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     CompactionOverride,
     CompactionSettings,
+    ProviderOverride,
+    ProviderSettings,
     Settings,
 )
 from dsh.llm.scripted import ScriptedProvider, parse_script
@@ -103,6 +106,26 @@ def test_the_budgets_are_the_routes_override_and_the_summariser_the_configured_m
     assert parts.engine is not None and parts.engine.settings.chunk_tokens == 1200
     assert isinstance(parts.summarizer, ModelSummarizer)
     assert parts.summarizer.route == ("scripted", "cheap-summary-model")
+
+
+def test_the_summarisers_own_route_override_bounds_one_summariser_call():
+    """``[provider.overrides."<summariser route>"] max_output_tokens`` reaches the summariser,
+    so a slow local summariser's one-call pass can be split into smaller calls; the
+    conversation's own bound does not apply to it."""
+    bounded = Settings(
+        provider=ProviderSettings(
+            max_output_tokens=4096,
+            overrides={"scripted:local-summary-model": ProviderOverride(max_output_tokens=900)},
+        ),
+        compaction=CompactionSettings(summarizer="local-summary-model"),
+    )
+    parts = build_parts(bounded, route(model="tiny"), session())
+    assert isinstance(parts.summarizer, ModelSummarizer)
+    assert parts.summarizer.max_output_tokens == 900
+    unbounded = msgspec.structs.replace(bounded, provider=ProviderSettings(max_output_tokens=4096))
+    parts = build_parts(unbounded, route(model="tiny"), session())
+    assert isinstance(parts.summarizer, ModelSummarizer)
+    assert parts.summarizer.max_output_tokens != 4096  # the model's known limit, or none
 
 
 class Wordy:

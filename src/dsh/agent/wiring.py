@@ -56,6 +56,9 @@ class Wiring:
     """The budgets of this route (``compaction.overrides`` applied)."""
     summarizer_provider: Provider | None
     summarizer_model: str | None
+    summarizer_max_output: int | None
+    """``max_output_tokens`` of the summariser's route in ``[provider.overrides]``: bounds one
+    summariser call's answer (a pass whose one-call answer would need more is split)."""
     params: dict[str, Any]
     text_tool_calls: bool
     generation: ProviderSettings
@@ -65,10 +68,18 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
     """Resolve the summariser and the route's generation settings; raises ``ConfigError``."""
     name = route.provider.name
     summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
+    summarizer_max_output = None
+    if summarizer_provider is not None and summarizer_model is not None:
+        overrides = settings.provider.overrides
+        override = overrides.get(f"{summarizer_provider.name}:{summarizer_model}") or overrides.get(
+            summarizer_model
+        )
+        summarizer_max_output = override.max_output_tokens if override is not None else None
     return Wiring(
         compaction=settings.compaction.for_route(name, route.model),
         summarizer_provider=summarizer_provider,
         summarizer_model=summarizer_model,
+        summarizer_max_output=summarizer_max_output,
         params=route_params(settings.provider, name, route.model),
         text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
         generation=settings.provider.for_route(name, route.model),
@@ -139,6 +150,7 @@ def build_parts(
             parts.summarizer_model,
             history=session.events,
             on_call=extra.on_summary_call,
+            max_output_tokens=parts.summarizer_max_output,
         )
     backend = make_backend(compaction, summarizer)
     engine: CompactionEngine | None = None

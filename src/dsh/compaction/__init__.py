@@ -40,10 +40,14 @@ def make_summarizer(
     *,
     history: Sequence[Event] = (),
     on_call: Callable[[], None] | None = None,
+    max_output_tokens: int | None = None,
 ) -> Summarizer:
     """``extractive`` (keyless) or a model name served by the conversation's provider;
-    ``on_call`` hears of each finished summary call."""
-    summarizer = _make_summarizer(settings, provider, model, history=history)
+    ``on_call`` hears of each finished summary call; ``max_output_tokens`` bounds one call's
+    answer (default: the model's known limit)."""
+    summarizer = _make_summarizer(
+        settings, provider, model, history=history, max_output_tokens=max_output_tokens
+    )
     return summarizer if on_call is None else CountedSummarizer(summarizer, on_call)
 
 
@@ -53,6 +57,7 @@ def _make_summarizer(
     model: str | None,
     *,
     history: Sequence[Event],
+    max_output_tokens: int | None,
 ) -> Summarizer:
     if settings.summarizer == "extractive":
         return ExtractiveSummarizer()
@@ -66,6 +71,7 @@ def _make_summarizer(
         model or settings.summarizer,
         history=history,
         timeout_s=settings.summarizer_timeout_s,
+        max_output_tokens=max_output_tokens,
     )
 
 
