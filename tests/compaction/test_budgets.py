@@ -29,7 +29,13 @@ from dsh.errors import ConfigError, ProviderError
 from dsh.events import CompactionPlanEvent, CompactionSummaryEvent
 from tests.agent.conftest import Harness, run
 from tests.compaction.test_recallable import FOOTER, SETTINGS, engine_for, long_session
-from tests.helpers import append_tool_turn, user_message
+from tests.helpers import (
+    append_tool_turn,
+    assistant_message,
+    tool_call_block,
+    tool_result_message,
+    user_message,
+)
 
 WORDS = ["ZEBRA-7731", "src/app.py", "retries=5", "port 8080", "plain", "words", "v1.2.3"]
 
@@ -174,6 +180,20 @@ class _Recorder:
         self.tasks.append(task)
         text = f"## Goal\nstate after {len(self.tasks)}"
         return SummaryOutput(text=text, provider="r", model="r")
+
+
+def test_each_part_of_a_split_state_input_fits_the_window_as_it_is_sent():
+    """The parts are priced as a compact call sends them (transcript text, which for short
+    tool steps is longer than the blocks): every part of several messages fits the window."""
+    messages: list = []
+    for i in range(60):
+        call = tool_call_block(f"c{i}", "read_file", f'{{"path":"src/m{i}.py"}}')
+        messages += [assistant_message(tool_calls=[call]), tool_result_message(f"c{i}", "ok")]
+    task = SummaryTask(kind="state", messages=tuple(messages), max_tokens=100, previous="s")
+    for window in (1000, 1500):
+        parts = split_state_task(task, window)
+        assert len(parts) > 1
+        assert all(request_tokens(p) <= window for p in parts if len(p.messages) > 1)
 
 
 def test_a_state_input_too_big_for_the_window_is_split_in_order_and_folded():

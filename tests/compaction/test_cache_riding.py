@@ -21,8 +21,9 @@ from dsh.compaction import (
     build_summary_request,
 )
 from dsh.compaction.anchors import parse_keyword_line
-from dsh.compaction.model_summarizer import as_transcript
+from dsh.compaction.model_summarizer import SLICE_LEAD, as_transcript
 from dsh.compaction.prompts import SUMMARISER_SYSTEM
+from dsh.compaction.recallable.one_call import compact_pass_task
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.events import (
     CompactionPlanEvent,
@@ -40,6 +41,7 @@ from dsh.llm.types import ModelRequest
 from dsh.transcript import render_message
 from tests.agent.conftest import Harness, run
 from tests.compaction.test_recallable import SETTINGS, assert_layout, long_session
+from tests.helpers import assistant_message, tool_call_block, tool_result_message, user_message
 
 RANGE = re.compile(r"messages #(\d+)–#(\d+)")
 ROOMY = msgspec.structs.replace(
@@ -198,6 +200,28 @@ def test_a_compact_call_sends_the_span_as_transcript_text_with_no_tool_blocks():
     assert "[tool call: read_file(" in text and "Tool result: " in text
     wire = json.dumps(anthropic_wire(request.messages))
     assert '"tool_use"' not in wire and '"tool_result"' not in wire
+
+
+def test_a_compact_call_opens_with_a_user_message_when_its_slice_does_not():
+    """No shared context yet (a first pass) and a slice that starts with a model message: the
+    call opens with a short user line (a provider may refuse a first message that is not the
+    user's), and a one-call pass counts it when it names its slices."""
+    start = assistant_message(tool_calls=[tool_call_block("c1")])
+    rest = (tool_result_message("c1", "ok"), user_message("next"), assistant_message("done"))
+    stub = SummaryTask(kind="stub", messages=(start, rest[0]), max_tokens=50)
+    request = build_summary_request(stub, provider="other", model="m")
+    assert request.messages[0].role == "user" and request.messages[0].text() == SLICE_LEAD
+    state = SummaryTask(kind="state", messages=(start, *rest), max_tokens=80)
+    task = compact_pass_task([stub, state])
+    assert task is not None
+    assert [p.slice_range for p in task.parts] == [(2, 3), (2, 5)]
+    request = build_summary_request(task, provider="other", model="m")
+    assert request.messages[0].text() == SLICE_LEAD
+    assert request.messages[1:3] == (as_transcript(start), as_transcript(rest[0]))
+    opening = SummaryTask(kind="stub", messages=rest[1:], max_tokens=50)
+    assert build_summary_request(opening, provider="o", model="m").messages[0].text() == (
+        "User: next"
+    )
 
 
 def test_a_compact_pass_is_one_call_that_sends_the_span_once():

@@ -44,6 +44,21 @@ def as_transcript(message: Message) -> Message:
     return msgspec.structs.replace(message, role=role, content=(TextBlock(text=text),))
 
 
+SLICE_LEAD = "The conversation slice follows."
+"""Opens a compact call that has no shared context and whose slice starts with a model
+message: a provider may refuse a request whose first message is not the user's."""
+
+
+def compact_lead(context: str | None, messages: Sequence[Message]) -> tuple[Message, ...]:
+    """What a compact call sends before its slice: the shared context, or ``SLICE_LEAD`` when
+    there is none and the slice does not start with a user message, or nothing."""
+    if context:
+        return (_user("compaction-context", context),)
+    if messages and messages[0].role != "user":
+        return (_user("compaction-context", SLICE_LEAD),)
+    return ()
+
+
 def output_budget(task: SummaryTask) -> int:
     """The ``max_tokens`` a call for ``task`` asks for: the budget with slack, within the room
     a riding call has left (never below the budget itself)."""
@@ -78,8 +93,7 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
         messages = (*task.conversation, instruction)
     else:
         system, tools = SUMMARISER_SYSTEM, ()
-        context = context_for(task)
-        lead = (_user("compaction-context", context),) if context else ()
+        lead = compact_lead(context_for(task), task.messages)
         messages = (*lead, *(as_transcript(m) for m in task.messages), instruction)
     return ModelRequest(
         provider=provider,

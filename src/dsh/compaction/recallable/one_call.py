@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import msgspec
 
 from dsh.compaction.base import RegionPlan, RegionText
+from dsh.compaction.model_summarizer import compact_lead
 from dsh.compaction.prompts import context_for, pass_labels, split_pass_answer
 from dsh.compaction.recallable.ranking import CompletedRegions
 from dsh.compaction.recallable.state_input import checked_state, request_tokens
@@ -167,7 +168,7 @@ def compact_pass_task(parts: Sequence[SummaryTask]) -> SummaryTask | None:
         messages = last.messages
     else:
         messages = tuple(m for p in parts for m in p.messages)
-    lead = 1 if context_for(first) else 0
+    lead = len(compact_lead(context_for(first), messages))
     ids = [m.id for m in messages]
     placed: list[SummaryTask] = []
     for part in parts:
@@ -180,7 +181,7 @@ def compact_pass_task(parts: Sequence[SummaryTask]) -> SummaryTask | None:
             dataclasses.replace(
                 part,
                 slice_range=(lead + at + 1, lead + at + len(part.messages)),
-                previous_at=1 if part.kind == "state" and lead and part.previous else None,
+                previous_at=1 if part.kind == "state" and part.previous else None,
             )
         )
     return SummaryTask(

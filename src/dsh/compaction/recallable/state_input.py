@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import msgspec
 
 from dsh.compaction.base import RegionPlan, RegionText
-from dsh.compaction.model_summarizer import build_summary_request, output_budget
+from dsh.compaction.model_summarizer import as_transcript, build_summary_request, output_budget
 from dsh.compaction.recallable.texts import slice_text, state_text
 from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
 from dsh.errors import ProviderError
@@ -45,7 +45,7 @@ def split_state_task(task: SummaryTask, window: int | None) -> list[SummaryTask]
     parts: list[list[int]] = [[]]
     used = 0
     for index, message in enumerate(task.messages):
-        price = message_tokens(message)
+        price = message_tokens(as_transcript(message))  # what a compact call sends
         if parts[-1] and used + price > room:
             parts.append([])
             used = 0
