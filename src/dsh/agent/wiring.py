@@ -70,10 +70,7 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
     summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
     summarizer_max_output = None
     if summarizer_provider is not None and summarizer_model is not None:
-        overrides = settings.provider.overrides
-        override = overrides.get(f"{summarizer_provider.name}:{summarizer_model}") or overrides.get(
-            summarizer_model
-        )
+        override = settings.provider.override_for(summarizer_provider.name, summarizer_model)
         summarizer_max_output = override.max_output_tokens if override is not None else None
     return Wiring(
         compaction=settings.compaction.for_route(name, route.model),

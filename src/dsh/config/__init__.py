@@ -63,9 +63,13 @@ class ProviderSettings(_Section, frozen=True):
     call_timeout: float = 1200.0
     overrides: dict[str, ProviderOverride] = {}
 
+    def override_for(self, provider: str, model: str) -> ProviderOverride | None:
+        """The override for ``provider:model``, else for ``model``, else None."""
+        return self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+
     def for_route(self, provider: str, model: str) -> ProviderSettings:
         """These settings with the override for ``provider:model`` (or ``model``) applied."""
-        override = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+        override = self.override_for(provider, model)
         if override is None:
             return self
         changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}

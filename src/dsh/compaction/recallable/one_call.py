@@ -194,11 +194,11 @@ def compact_pass_task(parts: Sequence[SummaryTask]) -> SummaryTask | None:
     )
 
 
-def _run_at(ids: Sequence[str], run: Sequence[str]) -> int | None:
+def _run_at(ids: list[str], run: list[str]) -> int | None:
     """Where ``run`` occurs in ``ids`` as one consecutive run (the first place), else None."""
     width = len(run)
     for start in range(len(ids) - width + 1):
-        if ids[start] == run[0] and list(ids[start : start + width]) == list(run):
+        if ids[start] == run[0] and ids[start : start + width] == run:
             return start
     return None
 
