@@ -90,7 +90,7 @@ def test_the_report_has_every_table(run_dir: tuple[Path, str]) -> None:
     assert "basic+recall ÷ basic is the control" in report
     assert "| **all** | recallable |" in report  # pooled rows
     assert "### DeepSeek: sensitivity to the fixed-interval rule" in report
-    assert "## Summary (every scenario and seed pooled)" in report
+    assert "## Summary (the scenario-seed cells every arm completed, pooled)" in report
     assert "| metric | off | basic | basic+recall | recallable |" in report
     assert "## Scenario `bugfix-small`" in report
     assert "### Seed 7" in report and "### Seed 11" in report
@@ -171,7 +171,7 @@ def test_without_matplotlib_the_report_says_plots_were_skipped(
     report = write_report(copy).read_text()
     assert "Plots skipped: matplotlib is not installed" in report
     assert "![" not in report and not (copy / "plots").exists()
-    assert "## Summary (every scenario and seed pooled)" in report
+    assert "## Summary (the scenario-seed cells every arm completed, pooled)" in report
 
 
 def test_report_rewrites_a_run_directory_with_another_headline(

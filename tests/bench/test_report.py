@@ -41,8 +41,33 @@ def test_online_runs_get_the_probe_rows_and_a_failed_run_is_reported(tmp_path: P
     assert report.count("| Handoff probe: exact answers (stale answers) |") == 2
     assert "> **basic did not complete:** BenchError" in report
     assert "No verdict: basic and recallable did not both complete." in report
+    # basic failed in the only cell: nothing is pooled, and the report says which cell is out
+    assert "left out: missing.jsonl seed 5, tiny seed 5." in report
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["summary"]["recallable"]["probeQuestions"] > 0
+    assert results["summary"]["recallable"] == {}
+    assert next(r for r in results["runs"] if "online" in r)["online"]["questions"] > 0
+
+
+def test_pooled_figures_compare_arms_on_the_cells_every_arm_completed(tmp_path: Path) -> None:
+    """Recallable ran seeds 5 and 6, basic only seed 5 (its seed-6 run failed): the pooled ratio
+    is seed 5's ratio, not recallable's two seeds over basic's one."""
+    runs = [
+        run_scenario(generate(parse_spec(SPEC, source="test"), seed), backend)
+        for seed in (5, 6)
+        for backend in ("basic", "recallable")
+    ]
+    name = runs[0]["scenario"]
+    runs[2] = {"backend": "basic", "error": "BenchError: worker died", "scenario": name, "seed": 6}
+    write_run_dir(tmp_path, runs)
+    report = write_report(tmp_path).read_text()
+    assert f"left out: {name} seed 6." in report
+    table = report.split("### Billed cost (cache-hit ratio) — deepseek\n")[1]
+    row = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
+    all_row = next(line for line in table.splitlines() if line.startswith("| **all** |"))
+    seed5_ratio = row.split("|")[-2].split("/")[0].strip()
+    assert all_row.split("|")[-2].strip() == seed5_ratio
+    summary = json.loads((tmp_path / "results.json").read_text())["summary"]
+    assert summary["recallable"]["requests"] == runs[1]["counts"]["requests"]
 
 
 def test_the_verdict_says_plainly_when_recallable_wins_within_budget() -> None:

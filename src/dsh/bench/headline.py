@@ -9,7 +9,17 @@ from typing import Any
 
 from dsh.bench.cache_rules import RULES
 from dsh.bench.results import IntervalFigures, RunRecord, RunResult
-from dsh.bench.tables import KINDS, flat, money, order, pct, pool, times
+from dsh.bench.tables import (
+    KINDS,
+    cells_note,
+    complete_cells,
+    flat,
+    money,
+    order,
+    pct,
+    pool,
+    times,
+)
 
 Cell = Callable[[dict[str, Any]], str]
 
@@ -38,27 +48,29 @@ def _safe(cell: Cell, f: dict[str, Any] | None) -> str:
 
 
 class Grid:
-    """Flat figures by (scenario, arm, seed), and pooled over any of them."""
+    """Flat figures by (scenario, arm, seed), and pooled over the cells every arm completed."""
 
-    def __init__(self, runs: Sequence[RunResult]) -> None:
-        self.runs = list(runs)
-        self.scenarios = list(dict.fromkeys(r.scenario for r in runs))
-        self.arms = sorted({r.backend for r in runs}, key=order)
-        self.seeds = list(dict.fromkeys(r.seed for r in runs))
+    def __init__(self, runs: Sequence[RunRecord]) -> None:
+        self.runs = [r for r in runs if isinstance(r, RunResult)]
+        self.complete, self.left_out = complete_cells(runs)
+        self.scenarios = list(dict.fromkeys(r.scenario for r in self.runs))
+        self.arms = sorted({r.backend for r in self.runs}, key=order)
+        self.seeds = list(dict.fromkeys(r.seed for r in self.runs))
 
-    def figures(
-        self, scenario: str | None = None, arm: str | None = None, seed: object = None
-    ) -> dict[str, Any] | None:
+    def figures(self, scenario: str, arm: str, seed: object) -> dict[str, Any] | None:
         mine = [
             flat(r)
             for r in self.runs
-            if (scenario is None or r.scenario == scenario)
-            and (arm is None or r.backend == arm)
-            and (seed is None or r.seed == seed)
+            if r.scenario == scenario and r.backend == arm and r.seed == seed
         ]
         return pool(mine) if mine else None
 
-    def per_seed(self, cell: Cell, scenario: str | None, arm: str) -> str:
+    def pooled(self, arm: str) -> dict[str, Any] | None:
+        """One arm over the complete cells (the same cells for every arm)."""
+        mine = [flat(r) for r in self.complete if r.backend == arm]
+        return pool(mine) if mine else None
+
+    def per_seed(self, cell: Cell, scenario: str, arm: str) -> str:
         return " / ".join(_safe(cell, self.figures(scenario, arm, seed)) for seed in self.seeds)
 
 
@@ -66,7 +78,9 @@ def figures_table(grid: Grid) -> list[str]:
     seeds = " / ".join(f"s{s}" for s in grid.seeds)
     head = "| scenario | arm | " + " | ".join(name for name, _ in FIGURES) + " |"
     lines = [
-        f"Cells are seed {seeds}; the last rows pool every scenario and seed. Recall in "
+        f"Cells are seed {seeds}; the last rows pool the scenario-seed cells every arm "
+        "completed (the same cells for every arm, so pooled ratios compare like with like). "
+        "Recall in "
         "parentheses: the arm does not offer the recall tools (what the log holds).",
         "",
         head,
@@ -77,7 +91,7 @@ def figures_table(grid: Grid) -> list[str]:
             cells = [grid.per_seed(cell, scenario, arm) for _, cell in FIGURES]
             lines.append(f"| {scenario} | {arm} | " + " | ".join(cells) + " |")
     for arm in grid.arms:
-        pooled = grid.figures(arm=arm)
+        pooled = grid.pooled(arm)
         cells = [_safe(cell, pooled) for _, cell in FIGURES]
         lines.append(f"| **all** | {arm} | " + " | ".join(cells) + " |")
     return lines
@@ -90,8 +104,11 @@ cell — the spread a recallable ratio near 1.00× should be read against."""
 
 
 def _ratio(grid: Grid, rule: str, scenario: str | None, seed: object, arm: str) -> str:
-    basic = grid.figures(scenario, "basic", seed)
-    other = grid.figures(scenario, arm, seed)
+    """One cell's ratio, or (no scenario) the pooled one over the complete cells."""
+    if scenario is None:
+        basic, other = grid.pooled("basic"), grid.pooled(arm)
+    else:
+        basic, other = grid.figures(scenario, "basic", seed), grid.figures(scenario, arm, seed)
     if not basic or not other or not basic.get(f"{rule}.cost"):
         return "—"
     return times(other[f"{rule}.cost"] / basic[f"{rule}.cost"])
@@ -116,7 +133,7 @@ def cost_table(grid: Grid, rule: str) -> list[str]:
             for arm in ratios
         ]
         lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
-    pooled = [_safe(cell, grid.figures(arm=arm)) for arm in grid.arms]
+    pooled = [_safe(cell, grid.pooled(arm)) for arm in grid.arms]
     pooled += [_ratio(grid, rule, None, None, arm) for arm in ratios]
     lines.append("| **all** | " + " | ".join(pooled) + " |")
     return lines
@@ -133,7 +150,9 @@ def sensitivity_table(grid: Grid) -> list[str]:
     for arm in grid.arms:
         cells = []
         for name in names:
-            found = [_intervals(r)[name] for r in grid.runs if r.backend == arm and _intervals(r)]
+            found = [
+                _intervals(r)[name] for r in grid.complete if r.backend == arm and _intervals(r)
+            ]
             read = sum(f.read_tokens for f in found)
             total = sum(f.input_tokens for f in found)
             cells.append(f"{money(sum(f.cost for f in found))} ({pct(read, total)})")
@@ -147,8 +166,11 @@ def _intervals(run: RunResult) -> dict[str, IntervalFigures]:
 
 def headline(runs: Sequence[RunRecord], rule: str) -> list[str]:
     """The headline section (markdown lines)."""
-    grid = Grid([r for r in runs if isinstance(r, RunResult)])
+    grid = Grid(runs)
     lines = ["## Headline", "", *figures_table(grid)]
+    note = cells_note(grid.left_out)
+    if note:
+        lines += ["", note]
     control = (
         f" {CONTROL} ÷ basic is the control: what the recall tools alone (and the earlier"
         " threshold crossings they cause) do to a cell."
@@ -168,7 +190,7 @@ def headline(runs: Sequence[RunRecord], rule: str) -> list[str]:
         "",
         "### DeepSeek: sensitivity to the fixed-interval rule (undocumented interval)",
         "",
-        "Billed cost (cache-hit ratio), every scenario and seed pooled.",
+        "Billed cost (cache-hit ratio), pooled over the cells every arm completed.",
         "",
         *sensitivity_table(grid),
     ]

@@ -22,7 +22,16 @@ from dsh.bench.headline import headline
 from dsh.bench.method import method_notes
 from dsh.bench.plots import write_plots
 from dsh.bench.results import RunRecord, RunResult, as_json, as_record
-from dsh.bench.tables import configuration_tables, flat, order, pool, rows, table
+from dsh.bench.tables import (
+    cells_note,
+    complete_cells,
+    configuration_tables,
+    flat,
+    order,
+    pool,
+    rows,
+    table,
+)
 from dsh.bench.verdict import verdict
 from dsh.errors import ConfigError
 
@@ -61,11 +70,12 @@ def write_report(directory: Path, *, rule: str | None = None) -> Path:
     if rule not in RULES:
         rule = "deepseek"
     arms = sorted({r.backend for r in runs}, key=order)
-    pooled = {b: pool(flat(r) for r in runs if r.backend == b) for b in arms}
+    complete, left_out = complete_cells(runs)
+    pooled = {b: pool(flat(r) for r in complete if r.backend == b) for b in arms}
     plots, skipped = write_plots(directory, runs, rule)
     lines = [f"# dsh bench — {meta.get('runId', directory.name)}", ""]
     lines += _preamble(meta, rule)
-    lines += ["", *headline(runs, rule), *_summary(runs, pooled, rule)]
+    lines += ["", *headline(runs, rule), *_summary(runs, pooled, rule, cells_note(left_out))]
     for scenario in dict.fromkeys(r.scenario for r in runs):
         lines += _scenario_section(meta, [r for r in runs if r.scenario == scenario], rule)
         for name in (f"plots/context-{scenario}.png", f"plots/cache-{scenario}.png"):
@@ -99,13 +109,16 @@ def _online(runs: Sequence[RunRecord]) -> bool:
     return any(isinstance(r, RunResult) and r.online for r in runs)
 
 
-def _summary(runs: Sequence[RunRecord], pooled: dict[str, dict[str, Any]], rule: str) -> list[str]:
+def _summary(
+    runs: Sequence[RunRecord], pooled: dict[str, dict[str, Any]], rule: str, note: str
+) -> list[str]:
     """The pooled summary table and the pooled verdict."""
     summary_rows = [r for r in rows(rule, online=_online(runs)) if r.summary]
     return [
         "",
-        "## Summary (every scenario and seed pooled)",
+        "## Summary (the scenario-seed cells every arm completed, pooled)",
         "",
+        *([note, ""] if note else []),
         table(list(pooled.items()), summary_rows),
         "",
         "### Verdict: recallable against basic",

@@ -171,6 +171,36 @@ def pool(flats: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return pooled
 
 
+ScenarioSeed = tuple[str, int | None]
+"""A scenario and a seed."""
+
+
+def complete_cells(runs: Sequence[RunRecord]) -> tuple[list[RunResult], list[ScenarioSeed]]:
+    """The completed runs of the scenario-seed cells that every arm completed, and the cells
+    left out (some arm failed or did not run there), in run order.
+
+    Pooled figures and ratios are taken over these runs only, so arms are compared on the same
+    cells: pooling whatever each arm has would set one arm's two seeds against another's one.
+    """
+    arms = {r.backend for r in runs}
+    done: dict[ScenarioSeed, set[str]] = {}
+    for run in runs:
+        done.setdefault((run.scenario, run.seed), set())
+        if isinstance(run, RunResult):
+            done[(run.scenario, run.seed)].add(run.backend)
+    left_out = [cell for cell, have in done.items() if have != arms]
+    kept = [r for r in runs if isinstance(r, RunResult) and (r.scenario, r.seed) not in left_out]
+    return kept, left_out
+
+
+def cells_note(left_out: Sequence[ScenarioSeed]) -> str:
+    """One line naming the cells a pooled figure leaves out, or nothing."""
+    if not left_out:
+        return ""
+    names = ", ".join(f"{scenario} seed {seed}" for scenario, seed in left_out)
+    return f"Pooled over the cells every arm completed; left out: {names}."
+
+
 # ---- formatting ------------------------------------------------------------------------------
 
 
