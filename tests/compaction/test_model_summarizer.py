@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh.compaction import ModelSummarizer, RecallableBackend
+from dsh.compaction.basic import BasicBackend
 from dsh.compaction.model_summarizer import as_transcript, build_summary_request
 from dsh.compaction.prompts import SUMMARISER_SYSTEM
 from dsh.compaction.summarizer import SummaryTask
@@ -57,3 +58,23 @@ def test_empty_or_failed_model_output_is_a_provider_error(summary, match):
     task = SummaryTask(kind="state", messages=(user_message("x"),), max_tokens=100)
     with pytest.raises(ProviderError, match=match):
         run(summarizer.summarize(task))
+
+
+def test_a_summary_call_never_asks_for_more_output_than_the_route_allows():
+    """The slack a call asks beyond its budget stays within the route's max_output_tokens
+    (a server refuses a larger max_tokens, or the model's limit cuts it)."""
+    task = SummaryTask(kind="state", messages=(user_message("x"),), max_tokens=800)
+    assert build_summary_request(task, provider="p", model="m").params["max_tokens"] == 1600
+    provider = ScriptedProvider([], summaries=[{"text": "## Goal\nok"}])
+    run(ModelSummarizer(provider, "m", max_output_tokens=1000).summarize(task))
+    assert provider.requests[0].params["max_tokens"] == 1000
+
+
+def test_a_basic_summary_budget_is_capped_at_the_summarisers_bound():
+    session = long_session()
+    summarizer = ModelSummarizer(ScriptedProvider([]), "m", max_output_tokens=200)
+    plan = BasicBackend(summarizer, SETTINGS).plan(
+        session, retain_tokens=100, focus=None, reason="manual"
+    )
+    (region,) = plan.regions
+    assert region.task is not None and region.task.max_tokens == 200 < SETTINGS.state_max_tokens

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText, checkpoint_message
 from dsh.compaction.prompts import frame_summary
-from dsh.compaction.summarizer import Summarizer, SummaryTask
+from dsh.compaction.summarizer import Summarizer, SummaryTask, within_bound
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
 from dsh.events import is_checkpoint_event
@@ -53,7 +53,7 @@ class BasicBackend:
         task = SummaryTask(
             kind="summary",
             messages=tuple(messages),
-            max_tokens=self.settings.state_max_tokens,
+            max_tokens=within_bound(self.settings.state_max_tokens, self.summarizer),
             system=header.system if header is not None else None,
             tools=tuple(header.tools or ()) if header is not None else (),
             previous="\n\n".join(previous) or None,
@@ -64,7 +64,7 @@ class BasicBackend:
             kind="state",
             shadowed_seqs=tuple(shadowed),
             task=task,
-            estimate_tokens=framing + self.settings.state_max_tokens,
+            estimate_tokens=framing + task.max_tokens,
             min_tokens=framing + 1,
         )
 

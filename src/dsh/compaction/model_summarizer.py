@@ -59,16 +59,19 @@ def compact_lead(context: str | None, messages: Sequence[Message]) -> tuple[Mess
     return ()
 
 
-def output_budget(task: SummaryTask) -> int:
+def output_budget(task: SummaryTask, max_output: int | None = None) -> int:
     """The ``max_tokens`` a call for ``task`` asks for: the budget with slack, within the room
-    a riding call has left (never below the budget itself)."""
+    a riding call has left and the route's ``max_output`` (never below the budget itself)."""
     budget = task.max_tokens * OUTPUT_TOKEN_SLACK
-    if task.output_limit is not None:
-        budget = max(task.max_tokens, min(budget, task.output_limit))
+    for limit in (task.output_limit, max_output):
+        if limit is not None:
+            budget = max(task.max_tokens, min(budget, limit))
     return budget
 
 
-def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> ModelRequest:
+def build_summary_request(
+    task: SummaryTask, *, provider: str, model: str, max_output: int | None = None
+) -> ModelRequest:
     """The exact model call for a task.
 
     - ``summary`` (basic backend): the conversation's system prompt, tools and shadowed
@@ -101,7 +104,7 @@ def build_summary_request(task: SummaryTask, *, provider: str, model: str) -> Mo
         system=system,
         tools=tools,
         messages=messages,
-        params={"max_tokens": output_budget(task)},
+        params={"max_tokens": output_budget(task, max_output)},
         purpose="compaction",
     )
 
@@ -137,7 +140,9 @@ class ModelSummarizer:
         return (self.name, self.model)
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        request = build_summary_request(task, provider=self.name, model=self.model)
+        request = build_summary_request(
+            task, provider=self.name, model=self.model, max_output=self.max_output_tokens
+        )
         assembler = StreamAssembler()
         try:
             async with asyncio.timeout(self.timeout_s):

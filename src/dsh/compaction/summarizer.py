@@ -101,6 +101,21 @@ def reads_rarity(summarizer: Summarizer) -> bool:
     return bool(getattr(summarizer, "reads_rarity", True))
 
 
+def output_bound(summarizer: Summarizer) -> int | None:
+    """The most output tokens one call of ``summarizer`` may ask for (its route's
+    ``max_output_tokens``), or None when it has no such bound (code, an unknown model)."""
+    bound = getattr(summarizer, "max_output_tokens", None)
+    return bound if isinstance(bound, int) and bound > 0 else None
+
+
+def within_bound(budget: int, summarizer: Summarizer) -> int:
+    """A region's token budget (``stub_tokens``, ``state_max_tokens``) capped at what one call
+    of ``summarizer`` may write: asked for more, a model is cut off (a failed call) or the
+    server refuses the request."""
+    bound = output_bound(summarizer)
+    return budget if bound is None else min(budget, bound)
+
+
 class CountedSummarizer:
     """``inner`` that reports each finished call to ``on_call`` (a face's progress line); every
     other attribute (``route``, ``max_output_tokens``, ``reads_rarity``) is ``inner``'s, so the

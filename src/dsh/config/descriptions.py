@@ -21,9 +21,9 @@ DESCRIPTIONS: dict[str, str] = {
     "(then TIMEOUT, not retried).",
     "provider.overrides": 'Per-route settings: [provider.overrides."provider:model"] (or a '
     "model name) with max_output_tokens, temperature, top_p, tool_choice, text_tool_calls, "
-    "stream_idle_timeout, call_timeout. A summariser route's max_output_tokens bounds a "
-    "compaction pass's one call (a pass whose answer would need more is split, while each "
-    "stub_tokens and state_max_tokens budget fits it).",
+    "stream_idle_timeout, call_timeout. A summariser route's max_output_tokens bounds one "
+    "summariser call: a pass whose answer would need more is split into the fewest calls "
+    "that fit, and a stub_tokens or state_max_tokens above it is asked for at the bound.",
     "compaction.backend": "recallable (index stubs + state, recall tools), basic, or off.",
     "compaction.threshold_ratio": "Compact when the next request reaches window × this.",
     "compaction.low_watermark_ratio": "A pressure pass compacts down to about window × this "

@@ -54,7 +54,13 @@ from dsh.compaction.recallable.texts import (
     pointer,
     stub_text,
 )
-from dsh.compaction.summarizer import Layout, Summarizer, SummaryTask, reads_rarity
+from dsh.compaction.summarizer import (
+    Layout,
+    Summarizer,
+    SummaryTask,
+    reads_rarity,
+    within_bound,
+)
 from dsh.config import CompactionSettings
 from dsh.events import (
     Message,
@@ -86,9 +92,12 @@ class RecallableBackend:
         self._window: int | None = None
         framing = frame_stub("") + "\n" + footer(_BIG, (_BIG, _BIG))
         self._stub_min = message_tokens_of(framing) + 12
-        self._stub_estimate = self._stub_min + settings.stub_tokens
+        self._stub_tokens = within_bound(settings.stub_tokens, summarizer)
+        self._state_tokens = within_bound(settings.state_max_tokens, summarizer)
+        """The budgets a call is asked for: the settings', within the summariser's bound."""
+        self._stub_estimate = self._stub_min + self._stub_tokens
         self._state_min = message_tokens_of(frame_summary("") + "\n" + footer(_BIG, (_BIG, _BIG)))
-        self._state_estimate = self._state_min + settings.state_max_tokens
+        self._state_estimate = self._state_min + self._state_tokens
 
     # ---- planning ---------------------------------------------------------------------------
 
@@ -216,11 +225,11 @@ class RecallableBackend:
         state_room: int | None = None
         if self._rides(session):
             stubs = len(chunks) - 1  # every chunk but the last is a stub
-            wanted = stubs * self.settings.stub_tokens + self.settings.state_max_tokens
+            wanted = stubs * self._stub_tokens + self._state_tokens
             ride = riding_input(session, span, window=self._window, wanted=wanted)
             conversation, positions = ride.conversation, ride.positions
-            stub_layout, stub_room = _layout(ride.room, self.settings.stub_tokens)
-            state_layout, state_room = _layout(ride.room, self.settings.state_max_tokens)
+            stub_layout, stub_room = _layout(ride.room, self._stub_tokens)
+            state_layout, state_room = _layout(ride.room, self._state_tokens)
         common = {
             "system": header.system if header is not None else None,
             "tools": tuple(header.tools or ()) if header is not None else (),
@@ -256,7 +265,7 @@ class RecallableBackend:
                 task = SummaryTask(
                     kind="stub",
                     messages=messages,
-                    max_tokens=self.settings.stub_tokens,
+                    max_tokens=self._stub_tokens,
                     background=state_text,
                     keyword_lines=keyword_lines,
                     recent_stubs=tuple(committed[-RECENT_STUBS:]),
@@ -284,7 +293,7 @@ class RecallableBackend:
         state_task = SummaryTask(
             kind="state",
             messages=span_messages,
-            max_tokens=self.settings.state_max_tokens,
+            max_tokens=self._state_tokens,
             previous=state_text,
             focus=focus,
             slice_range=_range(positions, span),
@@ -373,7 +382,7 @@ class RecallableBackend:
                 return region if index is None else (await completed())[index]
 
             return await fold_state(
-                self.summarizer, region, self.settings.state_max_tokens, self._window, ranked
+                self.summarizer, region, self._state_tokens, self._window, ranked
             )
 
         async def one(index: int, region: RegionPlan) -> RegionText:
@@ -401,7 +410,8 @@ class RecallableBackend:
             answered = await answer_pass(
                 self.summarizer,
                 plan.regions,
-                self.settings,
+                stub_tokens=self._stub_tokens,
+                state_tokens=self._state_tokens,
                 window=self._window,
                 state=state,
                 completed=completed,
@@ -428,7 +438,7 @@ class RecallableBackend:
                 output = await self.summarizer.summarize(task)
             except Exception:
                 break
-            reason = junk_reason(output.text.strip(), task.messages, self.settings.stub_tokens)
+            reason = junk_reason(output.text.strip(), task.messages, self._stub_tokens)
             if reason is None:
                 return stub_text((await completed())[index], output)
             log.info("stub answer rejected (%s)", reason)

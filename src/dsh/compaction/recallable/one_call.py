@@ -30,8 +30,7 @@ from dsh.compaction.prompts import context_for, pass_labels, split_pass_answer
 from dsh.compaction.recallable.ranking import CompletedRegions
 from dsh.compaction.recallable.state_input import checked_state, request_tokens
 from dsh.compaction.recallable.texts import junk_reason, pointer, stub_text
-from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask
-from dsh.config import CompactionSettings
+from dsh.compaction.summarizer import Summarizer, SummaryOutput, SummaryTask, output_bound
 from dsh.errors import ProviderError
 
 log = logging.getLogger("dsh.compaction")
@@ -42,8 +41,9 @@ StateFallback = Callable[[RegionPlan], Awaitable[RegionText]]
 async def answer_pass(
     summarizer: Summarizer,
     regions: Sequence[RegionPlan],
-    settings: CompactionSettings,
     *,
+    stub_tokens: int,
+    state_tokens: int,
     window: int | None,
     state: StateFallback,
     completed: CompletedRegions,
@@ -53,17 +53,15 @@ async def answer_pass(
     when the pass is written call by call. A batch whose call fails leaves its regions out (the
     caller writes them call by call). Each answer is written into ``completed``'s regions (the
     plan's, ranked beside the call)."""
-    batches = pass_batches(
-        regions, window=window, max_output=getattr(summarizer, "max_output_tokens", None)
-    )
+    batches = pass_batches(regions, window=window, max_output=output_bound(summarizer))
     answers = await asyncio.gather(
         *(
             answer_in_one_call(
                 summarizer,
                 _regions_of(completed, indexes),
                 task,
-                stub_tokens=settings.stub_tokens,
-                state_max_tokens=settings.state_max_tokens,
+                stub_tokens=stub_tokens,
+                state_max_tokens=state_tokens,
                 state_fallback=state,
             )
             for indexes, task in batches
