@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText, checkpoint_message
 from dsh.compaction.prompts import frame_summary
+from dsh.compaction.pruner import unsent_prunes
 from dsh.compaction.summarizer import Summarizer, SummaryTask, within_bound
 from dsh.config import CompactionSettings
 from dsh.errors import ProviderError
@@ -47,8 +48,11 @@ class BasicBackend:
             and (text := checkpoint_summary_text(session, seq)) is not None
         ]
         header = session.request_header
+        unsent = unsent_prunes(session)  # as sent: the call extends the last request
         messages = [
-            message for seq in shadowed if (message := session.node_message(seq)) is not None
+            message
+            for seq in shadowed
+            if (message := session.node_message(unsent.get(seq, seq))) is not None
         ]
         task = SummaryTask(
             kind="summary",

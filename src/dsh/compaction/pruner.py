@@ -6,6 +6,7 @@ from __future__ import annotations
 from dsh.config import CompactionSettings
 from dsh.events import (
     CompactionPrune,
+    CompactionPruneEvent,
     Message,
     ReplaceOp,
     TextBlock,
@@ -83,3 +84,26 @@ def prune_result(session: Session, seq: int, *, head: int, tail: int) -> int:
         source_event_seqs=[prune.seq, seq],
     )
     return pruned.seq
+
+
+def unsent_prunes(session: Session) -> dict[int, int]:
+    """Tool results pruned since the last request was sent (after the last assistant message,
+    at the crossing that triggers a pass): the pruned node's seq -> the seq of the result as it
+    was sent. A summariser call that extends the last request carries these as sent: the
+    pruned text would break the cached prefix at the first of them."""
+    last_reply = next(
+        (
+            seq
+            for seq in reversed(session.nodes)
+            if (message := session.node_message(seq)) is not None and message.role == "assistant"
+        ),
+        -1,
+    )
+    unsent: dict[int, int] = {}
+    for seq in session.nodes:
+        sources = getattr(session.events[seq], "source_event_seqs", None)
+        if seq > last_reply and sources and len(sources) == 2:
+            prune, original = sources
+            if isinstance(session.events[prune], CompactionPruneEvent):
+                unsent[seq] = original
+    return unsent

@@ -5,6 +5,10 @@ byte before the instruction is a provider cache hit. Near the window that reques
 little room for the pass's answer; the call then carries the request only up to the end of the
 span the pass compacts — still a byte prefix of the request as sent, so it still reads from the
 cache — instead of leaving the cache for a compact-layout call of its own per region.
+
+A tool result pruned at the crossing that triggers the pass (after the last request was sent)
+rides as it was sent, not pruned: the pruned text would break the prefix at that result, and
+every token after it would miss the cache.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsh.compaction.base import heuristic_total
+from dsh.compaction.pruner import unsent_prunes
 from dsh.events import Message, surface_message
 from dsh.surface import Session
 
@@ -49,22 +54,46 @@ def sent_prefix(conversation: Sequence[Message], needed: int) -> tuple[Message, 
 def riding_input(
     session: Session, span: Sequence[int], *, window: int | None, wanted: int
 ) -> RidingInput:
-    """The request as sent (see ``sent_prefix``); cut at the span's last message when the whole
-    request would leave less than ``wanted`` output tokens (the pass's answer) in ``window``."""
-    messages = tuple(session.derive_messages())
+    """The request as sent (see ``sent_prefix``), results pruned since then as they were sent;
+    cut at the span's last message when the whole request would leave less than ``wanted``
+    output tokens (the pass's answer) in ``window``. When even that leaves too little room,
+    the pruned results instead (the call then misses the cache from the first of them on, but
+    may still fit)."""
+    unsent = unsent_prunes(session)
+    ride = _ride(session, span, window=window, wanted=wanted, unsent=unsent)
+    if not unsent or ride.room is None or ride.room >= wanted:
+        return ride
+    return _ride(session, span, window=window, wanted=wanted, unsent={})
+
+
+def _ride(
+    session: Session,
+    span: Sequence[int],
+    *,
+    window: int | None,
+    wanted: int,
+    unsent: dict[int, int],
+) -> RidingInput:
+    as_sent = list(session.derive_messages())
     positions: dict[int, int] = {}
     tokens_through: list[int] = []  # heuristic tokens of the nodes up to each position
     running = 0
     for seq in session.nodes:
-        running += session.node_tokens(seq)
+        sent = unsent.get(seq, seq)
+        running += session.node_tokens(sent)
         if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
             positions[seq] = len(positions) + 1
             tokens_through.append(running)
+            if sent != seq:
+                message = session.node_message(sent)
+                assert message is not None, "a pruned tool result was a message"
+                as_sent[positions[seq] - 1] = message
+    messages = tuple(as_sent)
     needed = max((positions.get(s, 0) for s in span), default=0)
     conversation = sent_prefix(messages, needed)
     if window is None:
         return RidingInput(conversation, positions, None)
-    fixed = heuristic_total(session) - running
+    fixed = heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
 
     def room(length: int) -> int:
         carried = tokens_through[length - 1] if length else 0
