@@ -51,3 +51,16 @@ def _block_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Refuse every connect() that is not to 127.0.0.0/8, ::1, localhost or a unix socket."""
     monkeypatch.setattr(socket.socket, "connect", _guarded(socket.socket.connect))
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded(socket.socket.connect_ex))
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every test (and every process it starts) gets its own dsh home and XDG directories:
+    nothing a test writes — a store, a span cache, a summary cache — lands in the user's real
+    data, and no user config leaks into a test. A test that needs other values sets its own."""
+    root = tmp_path_factory.mktemp("private")
+    monkeypatch.setenv("DSH_HOME", str(root / "dsh-home"))
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(name, str(root / name.lower()))
