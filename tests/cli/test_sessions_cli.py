@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -140,6 +141,24 @@ def test_corrupt_log_is_reported_in_one_line_naming_the_line(home):
     assert result.exit_code == 1
     assert "line 6" in result.stderr
     assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.count(str(path)) == 1  # the path once
+    assert f"(try `dsh sessions repair {FIXTURE_ID}`)" in result.stderr
+
+
+def test_a_log_edited_in_place_after_a_listing_is_listed_unreadable_with_the_repair_hint(home):
+    """The summary cache must not keep showing a session whose log no longer loads: a byte
+    changed in place (same size) after the cache was written."""
+    run("sessions", "list", "--all")  # fills the summary cache
+    path = home / "sessions" / FIXTURE_ID / "session.jsonl"
+    data = bytearray(path.read_bytes())
+    at = data.rindex(b"\n", 0, data.index(b"What is in notes.txt?")) + 1
+    data[at] = ord("X")  # the line's opening brace: it no longer decodes
+    stat = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    (line,) = [x for x in run("sessions", "list", "--all").output.splitlines() if FIXTURE_ID in x]
+    assert "0 turns  (unreadable: line " in line
+    assert line.endswith(f"(try `dsh sessions repair {FIXTURE_ID}`)")
 
 
 def test_bad_view_is_a_usage_error_with_exit_2(home):

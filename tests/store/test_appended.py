@@ -284,3 +284,28 @@ def test_only_jsonl_and_sqlite_stores_have_a_reader(tmp_path: Path) -> None:
     assert reader_for(MemoryStore()) is None
     assert reader_for(JsonlStore(tmp_path)) is not None
     assert reader_for(SqliteStore(tmp_path)) is not None
+
+
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_line_changed_in_place_before_the_anchor_is_found(tmp_path: Path, settled: bool) -> None:
+    """A byte of an earlier line edited in place (by hand, or a disk fault): the file keeps its
+    size but its mtime moves, which no append does, so it is read again from its start and the
+    bad line refused — a listing shows the session unreadable, not as it was."""
+    store = JsonlStore(tmp_path)
+    with writer(store) as session:
+        append_chat_turn(session, "list numbers", "ok")
+        append_chat_turn(session, "second", "ok")
+    path = store.log_path(session.id)
+    if settled:
+        hour_ago = (FIXED_TIME - 3_600_000) * 1_000_000
+        os.utime(path, ns=(hour_ago, hour_ago))
+    position = read(store, session.id, None, Collect())
+    assert (position.mtime_ns >= 0) is settled
+    data = bytearray(path.read_bytes())
+    data[data.index(b"list numbers")] = ord("L")  # not the anchor line: the first turn
+    stat = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    header = store.list()[0]  # the header line is intact (a load would refuse the log)
+    with AppendedReader(store) as reader, pytest.raises(LogCorruptError, match="checksum"):
+        reader.read(header, position, Collect())

@@ -356,3 +356,23 @@ def test_a_store_without_positions_is_summarised_whole() -> None:
         append_chat_turn(session, "in memory", "ok")
     (summary,) = session_summaries(store)
     assert summary.title == "in memory" and summary.turns == 1
+
+
+def test_a_session_edited_in_place_after_it_was_cached_is_listed_as_unreadable(
+    tmp_path: Path,
+) -> None:
+    """The audit's case: a byte of an early line changed in place (same size) after a listing
+    cached the session; the next listing must not show it as healthy."""
+    store = JsonlStore(tmp_path)
+    (session,) = filled(store, 1)
+    session.close()
+    session_summaries(store)
+    path = store.log_path(session.id)
+    data = bytearray(path.read_bytes())
+    second = data.index(b"\n") + 1  # the first event line, well before the last one
+    data[second + 40] ^= 0x01
+    stat = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    (summary,) = session_summaries(store)
+    assert summary.title.startswith("(unreadable: ") and "checksum" in summary.title

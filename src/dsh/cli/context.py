@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,7 +15,9 @@ from dsh.errors import (
     AmbiguousSessionError,
     ConfigError,
     DshError,
+    LogCorruptError,
     SessionNotFoundError,
+    UnknownEventTypeError,
     UsageError,
 )
 from dsh.events import SessionWorkspace
@@ -93,11 +96,18 @@ def error(message: str) -> None:
     click.echo(f"dsh: error: {' '.join(message.split())}", err=True)
 
 
+_LOG_ID = re.compile(r"[/\\]sessions[/\\]([^/\\]+)[/\\]session\.jsonl")
+"""The session id in a JSONL log's path, as a corrupt-log error names it."""
+
+
 def fail(exc: DshError) -> None:
     """Print one line and exit: 2 for usage and configuration errors (a missing API key
     included), 1 for runtime failures and for a session id that names no single session
     (unknown or ambiguous: the same code)."""
     message = " ".join(str(exc).split())
+    if isinstance(exc, LogCorruptError) and not isinstance(exc, UnknownEventTypeError):
+        found = _LOG_ID.search(message)
+        message += f" (try `dsh sessions repair {found.group(1) if found else 'ID'}`)"
     click.echo(f"dsh: error: {message}", err=True)
     if isinstance(exc, AmbiguousSessionError):
         sys.exit(1)

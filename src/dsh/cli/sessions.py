@@ -28,7 +28,7 @@ from dsh.transcript import (
     render_message,
     transcript_blocks,
 )
-from dsh.transcript.listing import session_summaries
+from dsh.transcript.listing import is_unreadable, session_summaries
 from dsh.transcript.stats import render_stats, session_stats
 
 
@@ -55,7 +55,8 @@ def list_sessions(show_all: bool) -> None:
         where = f"  {summary.cwd}" if show_all else ""
         trust = "  [trusted]" if summary.cwd in trusted else ""
         turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
-        click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}")
+        repair = f"  (try `dsh sessions repair {summary.id}`)" if is_unreadable(summary) else ""
+        click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}{repair}")
     for bad in store.unreadable():  # their workspace is unknown: listed everywhere
         line = f" (line {bad.line})" if bad.line is not None else ""
         hint = f"(try `dsh sessions repair {bad.id}`)"

@@ -18,8 +18,11 @@ surface rules), a chunk at a time; a line still being written (no newline yet) w
 read. Reading never writes, locks or repairs anything. Errors are the store's (``StoreError``,
 ``LogCorruptError``); a caller that wants the load's exact message opens the log.
 
-What a position cannot see: a byte changed in place inside what was already read, the anchor
-kept (or, once settled, the file's inode, size and mtime too). dsh never rewrites a log in place
+A file of the size it had when read but with another mtime was changed in place (an append
+always grows it): it is read again from its start, so a line edited by hand or by a disk fault
+is found and the session shows as unreadable, not as it was. What a position cannot see: a byte
+changed in place inside what was already read while the file also grew, the anchor kept (or a
+change that kept the file's inode, size and mtime). dsh never rewrites a log in place
 (JSONL repair and import write a new file and rename it); a log cut back in place (SQLite repair,
 a failed write undone) that grows again holds later events at the anchor's place, and each event
 carries its time, so the anchor differs.
@@ -71,6 +74,10 @@ class LogPosition(
     mtime_ns: int = -1
     """JSONL: the file's inode, size and mtime as they were just before it was read (mtime -1:
     not yet settled, so the file is opened and its anchor checked next time)."""
+    seen_mtime_ns: int = -1
+    """JSONL: the file's mtime when it was read, settled or not (-1: unknown, an older cache).
+    A file of the same size with another mtime was changed in place, not appended to: it is
+    read again from its start (and so checked line by line)."""
 
 
 class EventSink(Protocol):
@@ -186,6 +193,7 @@ def _read_jsonl(path: Path, key: str, position: LogPosition | None, sink: EventS
                 inode=seen.st_ino,
                 size=seen.st_size,
                 mtime_ns=seen.st_mtime_ns if settled else -1,
+                seen_mtime_ns=seen.st_mtime_ns,
             )
             return _jsonl_lines(handle, path, position, sink)
     except OSError as exc:
@@ -211,9 +219,13 @@ def _unchanged(position: LogPosition, seen: os.stat_result) -> bool:
 
 
 def _still_holds(handle: BinaryIO, position: LogPosition, seen: os.stat_result) -> bool:
-    """The file is the one read before, grown or not: same inode, at least as long, the same
-    anchor line just before the remembered offset (the handle is left at that offset)."""
+    """The file is the one read before, grown or not: same inode, at least as long, not
+    changed in place (the same size with another mtime), the same anchor line just before the
+    remembered offset (the handle is left at that offset)."""
     if seen.st_ino != position.inode or seen.st_size < position.offset:
+        return False
+    rewritten = seen.st_size == position.size and seen.st_mtime_ns != position.seen_mtime_ns
+    if rewritten and position.seen_mtime_ns >= 0:
         return False
     handle.seek(position.offset - position.anchor_size)
     line = handle.read(position.anchor_size)

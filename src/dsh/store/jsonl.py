@@ -271,7 +271,10 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
                 exc.event_type, seq=exc.seq, line=exc.line, context=str(path)
             ) from exc
         except LogCorruptError as exc:
-            raise LogCorruptError(f"{path}: {exc}", line=exc.line, seq=exc.seq) from exc
+            message = str(exc)
+            if not message.startswith(f"{path}: "):  # a line check names the file already
+                message = f"{path}: {message}"
+            raise LogCorruptError(message, line=exc.line, seq=exc.seq) from exc
     warnings: list[str] = []
     tail = b"".join(torn)  # everything after the last newline is a torn write
     if tail:

@@ -73,8 +73,27 @@ def read_whole(store: EventStore, header: SessionHeader) -> SessionSummary:
     try:
         log = store.open(header.id)
     except DshError as exc:
-        return summarize(header, [], title=f"(unreadable: {trim_title(str(exc), 40)})")
+        reason = _without_path(str(exc), store, header.id)
+        return summarize(header, [], title=f"{UNREADABLE}{trim_title(reason, 40)})")
     try:
         return summarize(header, log.events)
     finally:
         log.close()
+
+
+def _without_path(reason: str, store: EventStore, session_id: str) -> str:
+    """``reason`` without the log's path in front (a listing row names the session already):
+    what is wrong is what fits in the row."""
+    log_path = getattr(store, "log_path", None)
+    if log_path is None:
+        return reason
+    return reason.removeprefix(f"{log_path(session_id)}: ")
+
+
+UNREADABLE = "(unreadable: "
+"""How the title of a session whose log does not load begins."""
+
+
+def is_unreadable(summary: SessionSummary) -> bool:
+    """The session's log did not load: its title says why."""
+    return summary.events == 0 and summary.title.startswith(UNREADABLE)
