@@ -80,6 +80,7 @@ def test_a_repository_config_cannot_approve_its_own_shell_commands(tmp_path: Pat
     script = bash_script(tmp_path / "s.json", "touch pwned", None, "touch pwned", None)
     result = dsh("run", "--script", str(script), "go", env=env, cwd=repo)
     assert "ignored tools.approval" in result.stderr and "dsh trust" in result.stderr
+    assert result.stderr.count("ignored tools.approval") == 1  # said once, not per config read
     assert not (repo / "pwned").exists()
     assert tool_results(env, session_id(result))[0]["error"]["code"] == "DENIED"
     listed = dsh("sessions", "list", env=env, cwd=repo).stdout

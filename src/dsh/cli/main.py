@@ -161,8 +161,20 @@ class ConsoleScript:
                 message = " ".join(record.getMessage().split())
                 return f"dsh: {record.levelname.lower()}: {message}"
 
+        printed: set[str] = set()
+
+        def once(record: logging.LogRecord) -> bool:
+            """A warning the command already printed is not printed again (one command may
+            read the same configuration twice)."""
+            line = record.getMessage()
+            if line in printed:
+                return False
+            printed.add(line)
+            return True
+
         handler = logging.StreamHandler()
         handler.setFormatter(OneLine())
+        handler.addFilter(once)
         root = logging.getLogger("dsh")
         root.addHandler(handler)
         root.setLevel(logging.WARNING)
