@@ -12,9 +12,11 @@ import json
 import re
 
 import msgspec
+import pytest
 
 from dsh.agent.hooks import compaction_hooks
 from dsh.compaction import (
+    BasicBackend,
     CompactionEngine,
     ExtractiveSummarizer,
     RecallableBackend,
@@ -409,8 +411,6 @@ def test_when_the_result_as_sent_leaves_no_room_the_call_rides_with_it_pruned():
 def test_a_basic_summary_of_a_result_pruned_at_the_crossing_reads_it_as_it_was_sent():
     """Basic's summary call is the conversation's shadowed prefix: a result pruned at the
     crossing goes as it was sent, so the call still extends the last request."""
-    from dsh.compaction import BasicBackend
-
     session = with_header(long_session(turns=40))
     big = "line of a long build log that the model already read\n" * 40
     append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
@@ -433,3 +433,29 @@ def test_a_basic_summary_of_a_result_pruned_at_the_crossing_reads_it_as_it_was_s
     (request,) = summarizer.requests
     carried = request.messages[:-1]
     assert carried == sent[: len(carried)] and any(big in _result_text(m) for m in carried)
+
+
+@pytest.mark.parametrize("backend", ["recallable", "basic"])
+def test_after_an_overflow_the_summariser_reads_the_pruned_result(backend: str):
+    """The request that overflowed was refused: nothing of it is cached, and its results as
+    sent are what did not fit, so the pass's call carries the pruned copy."""
+    session = with_header(long_session(turns=40))
+    big = "line of a long build log that the model already read\n" * 40
+    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
+    append_tool_turn(session, "and now?", final="still going")
+    settings = msgspec.structs.replace(
+        SETTINGS,
+        backend=backend,
+        retain_tokens=60,
+        prune_threshold_chars=2000,
+        prune_head_chars=200,
+        prune_tail_chars=100,
+    )
+    summarizer = RouteSummarizer(("scripted", "scripted"))
+    chosen = (RecallableBackend if backend == "recallable" else BasicBackend)(summarizer, settings)
+    engine = CompactionEngine(session, chosen, settings)
+    run(engine.compact_if_needed("overflow", turn=None, window=heuristic_total(session) + 4000))
+    assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
+    carried = [m for r in summarizer.requests for m in r.messages]
+    assert summarizer.requests and not any(big in _result_text(m) for m in carried)
+    assert any("pruned from this tool result" in _result_text(m) for m in carried)

@@ -38,9 +38,14 @@ class BasicBackend:
             len(shadowed) == 1 and is_checkpoint_event(session.events[shadowed[0]])
         ):
             return None
-        return Plan((self._region(session, shadowed, focus),))
+        # the last request was refused on overflow: nothing of it is cached, and its results
+        # as sent are what did not fit
+        as_sent = reason != "overflow"
+        return Plan((self._region(session, shadowed, focus, as_sent=as_sent),))
 
-    def _region(self, session: Session, shadowed: Sequence[int], focus: str | None) -> RegionPlan:
+    def _region(
+        self, session: Session, shadowed: Sequence[int], focus: str | None, *, as_sent: bool
+    ) -> RegionPlan:
         previous = [
             text
             for seq in shadowed
@@ -48,7 +53,7 @@ class BasicBackend:
             and (text := checkpoint_summary_text(session, seq)) is not None
         ]
         header = session.request_header
-        unsent = unsent_prunes(session)  # as sent: the call extends the last request
+        unsent = unsent_prunes(session) if as_sent else {}  # the call extends the last request
         messages = [
             message
             for seq in shadowed

@@ -167,7 +167,15 @@ class RecallableBackend:
         if stale > len(rollup):
             log.info("%d frozen stub(s) name a value since replaced: rolled up and marked", stale)
             rollup = leading[:stale]
-        return self._plan(session, span, chunks, focus, rollup=rollup, replaced=replaced)
+        return self._plan(
+            session,
+            span,
+            chunks,
+            focus,
+            rollup=rollup,
+            replaced=replaced,
+            as_sent=reason != "overflow",  # a refused request is not cached, nor did it fit
+        )
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
         """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half
@@ -215,6 +223,7 @@ class RecallableBackend:
         *,
         rollup: Sequence[int] = (),
         replaced: dict[str, str] | None = None,
+        as_sent: bool = True,
     ) -> Plan:
         header = session.request_header
         positions: dict[int, int] = {}
@@ -226,7 +235,7 @@ class RecallableBackend:
         if self._rides(session):
             stubs = len(chunks) - 1  # every chunk but the last is a stub
             wanted = stubs * self._stub_tokens + self._state_tokens
-            ride = riding_input(session, span, window=self._window, wanted=wanted)
+            ride = riding_input(session, span, window=self._window, wanted=wanted, as_sent=as_sent)
             conversation, positions = ride.conversation, ride.positions
             stub_layout, stub_room = _layout(ride.room, self._stub_tokens)
             state_layout, state_room = _layout(ride.room, self._state_tokens)

@@ -52,14 +52,15 @@ def sent_prefix(conversation: Sequence[Message], needed: int) -> tuple[Message, 
 
 
 def riding_input(
-    session: Session, span: Sequence[int], *, window: int | None, wanted: int
+    session: Session, span: Sequence[int], *, window: int | None, wanted: int, as_sent: bool = True
 ) -> RidingInput:
     """The request as sent (see ``sent_prefix``), results pruned since then as they were sent;
     cut at the span's last message when the whole request would leave less than ``wanted``
     output tokens (the pass's answer) in ``window``. When even that leaves too little room,
     the pruned results instead (the call then misses the cache from the first of them on, but
-    may still fit)."""
-    unsent = unsent_prunes(session)
+    may still fit) — and always after an overflow (``as_sent`` false): the refused request is
+    not cached, and its results as sent are what did not fit."""
+    unsent = unsent_prunes(session) if as_sent else {}
     ride = _ride(session, span, window=window, wanted=wanted, unsent=unsent)
     if not unsent or ride.room is None or ride.room >= wanted:
         return ride
