@@ -6,15 +6,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh.bench.generate import generate
 from dsh.bench.jobs import Job, run_job
 from dsh.bench.options import OnlineOptions, RunOptions
 from dsh.bench.report import write_report
+from dsh.bench.results import FailedRun, RunResult, as_record
 from dsh.bench.runner import run_scenario
 from dsh.bench.scenario import parse_spec
-from dsh.bench.tables import flat, pool
+from dsh.bench.tables import complete_cells, flat, pool
 from dsh.bench.verdict import verdict
 from dsh.cli.bench import bench
 from tests.bench.test_runner import SPEC, FakeOnline
@@ -136,3 +140,40 @@ def test_a_run_file_with_a_mistyped_field_is_a_one_line_error_naming_file_and_fi
     (line,) = result.output.strip().splitlines()
     assert "0.json: not a bench run record" in line and "$.safety.peakContext" in line
     assert not (tmp_path / "results.json").exists()
+
+
+_TEMPLATE = as_record(
+    json.loads((Path(__file__).parent / "golden" / "runs" / "1.json").read_text())
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    present=st.dictionaries(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.integers(1, 3),
+            st.sampled_from(["basic", "recallable", "off"]),
+        ),
+        st.booleans(),  # True: completed, False: failed
+        max_size=27,
+    )
+)
+def test_complete_cells_are_exactly_the_cells_every_arm_completed(present) -> None:
+    """Pairing property: the kept runs are those of the cells where every arm that appears
+    anywhere completed; every arm keeps the same cells; kept and left-out cells cover all."""
+    assert isinstance(_TEMPLATE, RunResult)
+    runs = [
+        msgspec.structs.replace(_TEMPLATE, scenario=sc, seed=seed, backend=arm)
+        if done
+        else FailedRun(backend=arm, error="x", scenario=sc, seed=seed)
+        for (sc, seed, arm), done in present.items()
+    ]
+    kept, left_out = complete_cells(runs)
+    arms = {arm for _, _, arm in present}
+    cells = {(sc, seed) for sc, seed, _ in present}
+    complete = {cell for cell in cells if all(present.get((*cell, arm)) is True for arm in arms)}
+    assert {(r.scenario, r.seed) for r in kept} == complete
+    assert set(left_out) == cells - complete and len(left_out) == len(set(left_out))
+    for arm in arms:
+        assert {(r.scenario, r.seed) for r in kept if r.backend == arm} == complete
