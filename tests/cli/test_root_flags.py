@@ -77,3 +77,11 @@ def test_provider_overrides_keep_an_explicit_provider_and_drop_unset_flags():
         "base_url": "http://x/v1",
         "context_window": 4096,
     }
+
+
+def test_help_says_resume_without_an_id_opens_a_picker_of_every_session():
+    result = CliRunner().invoke(cli, ["--help"], terminal_width=200)
+    assert result.exit_code == 0
+    (line,) = [line for line in result.output.splitlines() if "--resume" in line]
+    assert "with no ID, a picker of every session, from all workspaces" in line
+    assert "(not in a terminal: the newest one here)" in line

@@ -105,7 +105,10 @@ class LazyGroup(click.Group):
     flag_value="",
     default=None,
     metavar="[ID]",
-    help="Open the terminal UI on a session: the newest one here, or ID (a unique prefix works).",
+    help=(
+        "Open the terminal UI on session ID (a unique prefix works); with no ID, a picker of "
+        "every session, from all workspaces (not in a terminal: the newest one here)."
+    ),
 )
 @click.option(
     "--cwd",
