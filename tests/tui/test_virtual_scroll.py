@@ -107,7 +107,7 @@ def test_scrolling_into_unmeasured_history_draws_exact_rows(
     asyncio.run(main())
 
 
-def test_new_events_follow_the_end_unless_the_reader_scrolled_up(rig: Rig):
+def test_new_events_follow_the_end_unless_the_reader_scrolled_up_until_a_prompt(rig: Rig):
     session_id = long_session(rig.store, str(rig.workspace))
     app: DshApp = rig.app(
         [{"text": "x"}] * (TURNS + TURNS // 5) + [{"text": "fresh answer"}] * 2, resume=session_id
@@ -124,11 +124,16 @@ def test_new_events_follow_the_end_unless_the_reader_scrolled_up(rig: Rig):
             assert "● fresh answer" in screen_rows(view)
             view.scroll_to(y=10, animate=False)
             await pilot.pause()
-            app.prompt_box.value = "again"
+            app.note("new output while the reader is up there")
+            await pilot.pause()
+            assert round(view.scroll_y) == 10
+            assert_screen_is_a_slice(view)
+            app.prompt_box.value = "again"  # sending brings the view back to the end
             await pilot.press("enter")
             await settle(pilot, lambda: not app.running)
             await pilot.pause()
-            assert round(view.scroll_y) == 10
+            assert round(view.scroll_y) == view.max_scroll_y
+            assert "● fresh answer" in screen_rows(view)
             assert_screen_is_a_slice(view)
 
     asyncio.run(main())

@@ -263,6 +263,7 @@ class DshApp(App[None]):
         self.query_one("#hint", Static).update(KEYS_HINT)
         if not text:
             return
+        self.transcript.follow_end()  # what was sent and its answer show, as they come
         self.prompt_box.remember(text)
         shell = shell_command(text)
         command = parse_command(text)
@@ -466,15 +467,7 @@ class DshApp(App[None]):
 
     def action_scroll_transcript(self, where: str) -> None:
         """PgUp / PgDn (and Home / End on an empty draft) scroll the transcript from the prompt."""
-        view = self.transcript
-        if where == "page_up":
-            view.scroll_page_up(animate=False)
-        elif where == "page_down":
-            view.scroll_page_down(animate=False)
-        elif where == "home":
-            view.scroll_home(animate=False)
-        else:
-            view.scroll_end(animate=False)
+        self.transcript.scroll_by_key(where)
 
     def action_cancel_turn(self) -> None:
         if self.controller.cancel():

@@ -137,10 +137,17 @@ class TranscriptView(ScrollView, can_focus=True):
             self._change(lambda: set(expanded))
 
     def toggle(self, index: int) -> None:
+        """Expand or collapse a card, keeping the top of the screen in place; a view that
+        followed the end keeps following when the card's first row stays on screen there."""
         block = self.model.blocks[index]
         if block.expandable:
+            following = self._follow
             block.expanded = not block.expanded
             self._change(lambda: {index}, keep=True)
+            if following and self._width > 0 and self._offsets[index] >= self.max_scroll_y:
+                self._follow = True
+                self._restore(None)
+                self._measure_viewport()
 
     def toggle_current(self) -> None:
         """Expand or collapse the selected card, or else the last one."""
@@ -372,6 +379,26 @@ class TranscriptView(ScrollView, can_focus=True):
         self._follow = round(self.scroll_y) >= self.max_scroll_y
         self._measure_viewport()
         self.refresh()
+
+    def follow_end(self) -> None:
+        """Scroll to the end and follow new output again (the person sent something)."""
+        self._publish()
+        self._follow = True
+        if self._width > 0:
+            self._restore(None)
+            self._measure_viewport()
+            self.refresh()
+
+    def scroll_by_key(self, where: str) -> None:
+        """``page_up``, ``page_down``, ``home`` or ``end`` (which follows the end again)."""
+        if where == "page_up":
+            self.scroll_page_up(animate=False)
+        elif where == "page_down":
+            self.scroll_page_down(animate=False)
+        elif where == "home":
+            self.scroll_home(animate=False)
+        else:
+            self.follow_end()
 
     def action_select(self, step: int) -> None:
         self._publish()

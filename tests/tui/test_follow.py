@@ -1,0 +1,80 @@
+"""The transcript follows its end: sending something brings the view back to the end, and new
+output shows as it comes unless the reader scrolled away from the end (expanding a card is
+not scrolling away while its first row stays on screen)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dsh.tui import DshApp
+from dsh.tui.approval import ApprovalScreen
+from dsh.tui.transcript_view import TranscriptView
+from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.test_virtual_scroll import screen_rows
+
+
+def at_end(view: TranscriptView) -> bool:
+    return view.max_scroll_y > 0 and round(view.scroll_y) == view.max_scroll_y
+
+
+def run(app: DshApp, body: Any) -> None:
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)
+            await body(pilot, app.transcript)
+
+    asyncio.run(main())
+
+
+def test_a_prompt_sent_after_ctrl_o_shows_itself_its_approval_and_its_answer(rig: Rig):
+    (rig.workspace / "long.txt").write_text("".join(f"line {i}\n" for i in range(200)))
+    app = rig.app(
+        [
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "long.txt"}}]},
+            {"text": "Read it."},
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+            {"text": "fresh answer"},
+        ],
+        approval="ask",
+    )
+
+    async def body(pilot: Any, view: TranscriptView) -> None:
+        await run_prompt(pilot, "read it")
+        await pilot.press("ctrl+o")  # the card is taller than the screen: its top shows
+        assert screen_rows(view)[0] == "▌ ▾ read_file" and not at_end(view)
+        await submit(pilot, "next")
+        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause()
+        rows = screen_rows(view)
+        assert at_end(view) and "❯ next" in rows and "  ▸ bash  echo hi" in rows
+        await pilot.press("o")
+        await settle(pilot, lambda: not app.running)
+        await pilot.pause()
+        assert at_end(view) and "● fresh answer" in screen_rows(view)
+
+    run(app, body)
+
+
+def test_expanding_the_last_card_at_the_end_keeps_following(rig: Rig):
+    (rig.workspace / "a.txt").write_text("first line\nsecond line\nthird line\n")
+    app = rig.app(
+        [
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"text": "Read it."},
+        ]
+    )
+
+    async def body(pilot: Any, view: TranscriptView) -> None:
+        for i in range(40):
+            app.note(f"note {i}")
+        await run_prompt(pilot, "read a.txt")
+        assert at_end(view)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert at_end(view) and "▌     3   third line" in screen_rows(view)
+        app.note("later output")
+        await pilot.pause()
+        assert at_end(view) and "  later output" in screen_rows(view)
+
+    run(app, body)
