@@ -147,6 +147,22 @@ def test_edit_file_replaces_unique_occurrence(workspace: Path, ctx: ToolContext)
     assert "line 2" in out.text
 
 
+def test_edit_file_logs_the_real_diff_for_people(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    out = call(EditFileTool(), ctx, path="calc.py", old="return a - b", new="return a + b")
+    assert "(line 2)" in out.text
+    assert out.meta == {
+        "diff": [
+            "--- a/calc.py",
+            "+++ b/calc.py",
+            "@@ -1,2 +1,2 @@",
+            " def add(a, b):",
+            "-    return a - b",
+            "+    return a + b",
+        ]
+    }
+
+
 def test_edit_file_preserves_crlf_line_endings(workspace: Path, ctx: ToolContext) -> None:
     (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\n")
     call(EditFileTool(), ctx, path="w.txt", old="two", new="2")

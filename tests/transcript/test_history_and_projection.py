@@ -14,6 +14,7 @@ from dsh.events import (
     CompactionSummary,
     ReplaceOp,
     StreamChunk,
+    ToolResult,
     event_type_of,
 )
 from dsh.store import JsonlStore, MemoryStore
@@ -35,6 +36,7 @@ from tests.helpers import (
     assistant_message,
     checkpoint_message,
     new_session,
+    tool_result_message,
     user_message,
 )
 
@@ -174,3 +176,15 @@ def test_transcript_tool_call_ids_come_from_append_origin_assistant_messages_onl
     items, _ = project(session.events)
     assert ids == {i.call_id for i in items if isinstance(i, ToolCallItem)}
     assert len(ids) == 7
+
+
+def test_a_result_carries_the_diff_its_meta_logged_and_nothing_else_of_the_meta():
+    session = new_session(MemoryStore())
+    lines = ["--- a/c.py", "+++ b/c.py", "@@ -1 +1 @@", "-a", "+b"]
+    metas = [{"diff": lines}, {"diff": "not lines"}, {"diff": [1, 2]}, {"checkpoint": "c1"}, None]
+    for i, meta in enumerate(metas):
+        message = tool_result_message(f"call{i}", "edited")
+        session.append(ToolResult(turn=1, step=1, message=message, meta=meta))
+    items, _ = project(session.events)
+    diffs = [item.diff for item in items if isinstance(item, ToolResultItem)]
+    assert diffs == [tuple(lines), None, None, None, None]

@@ -111,3 +111,34 @@ def test_edit_approval_snapshot(snap_compare, rig: Rig):
         await repaint(pilot)  # the status bar under the modal, as it is now
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
+
+
+def test_an_edit_card_shows_the_diff_the_approval_showed(rig: Rig):
+    (rig.workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    edit = {"path": "calc.py", "old": "return a - b", "new": "return a + b"}
+    app = rig.app(
+        [{"toolCalls": [{"name": "edit_file", "arguments": edit}]}, {"text": "ok"}],
+        approval="ask",
+    )
+    expected = [
+        "--- a/calc.py",
+        "+++ b/calc.py",
+        "@@ -1,2 +1,2 @@",
+        " def add(a, b):",
+        "-    return a - b",
+        "+    return a + b",
+    ]
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "fix add")
+        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert str(app.screen.query_one("#call").render()).splitlines() == expected
+        await pilot.press("o")
+        await settle(pilot, lambda: not app.running)
+        await pilot.press("ctrl+o")
+        lines = lines_of(app)
+        start = lines.index("    diff") + 1
+        assert lines[start : start + len(expected)] == [f"      {line}" for line in expected]
+        assert "edited calc.py: replaced 1 occurrence (line 2)" in text_of(app)
+
+    run(app, body)

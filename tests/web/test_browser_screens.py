@@ -219,8 +219,9 @@ def test_tool_calls_render_as_diffs_checklists_commands_and_key_values(
         for i in range(5):
             cards.nth(i).locator("summary").first.click()
 
-        # edit_file: a unified diff, one line removed and two added, with context around them
+        # edit_file: the file's diff, one line removed and two added, with context around them
         edit = page.locator("#log .row.tool[data-call]").nth(0)
+        assert edit.locator(".diff-hunk").inner_text() == "@@ −1,7 +1,8 @@"
         assert edit.locator(".diff-path").inner_text() == "notes.txt"
         assert edit.locator(".diff-added").inner_text() == "+2"
         assert edit.locator(".diff-removed").inner_text() == "−1"
@@ -232,14 +233,15 @@ def test_tool_calls_render_as_diffs_checklists_commands_and_key_values(
             "line 3b: new",
         ]
         assert edit.locator(".diff-line.ctx .diff-code").all_inner_texts() == [
-            "line 2: the quick brown fox"
+            f"line {i}: the quick brown fox" for i in (0, 1, 2, 4, 5, 6)
         ]
         kinds = edit.locator(".diff-line").evaluate_all("(rows) => rows.map((r) => r.className)")
-        assert kinds == ["diff-line ctx", "diff-line del", "diff-line add", "diff-line add"]
+        ctx, changed = ["diff-line ctx"] * 3, ["diff-line del", "diff-line add", "diff-line add"]
+        assert kinds == ctx + changed + ctx
         colours = edit.locator(".diff-line").evaluate_all(
             "(rows) => rows.map((row) => getComputedStyle(row).backgroundColor)"
         )
-        assert len({colours[0], colours[1], colours[2]}) == 3  # context, removed, added differ
+        assert len({colours[0], colours[3], colours[4]}) == 3  # context, removed, added differ
         assert not edit.locator(".raw-json pre").is_visible()
         edit.locator(".raw-json > summary").click()
         assert '"old": "line 2' in edit.locator(".raw-json pre").inner_text()
@@ -289,6 +291,7 @@ def test_an_edit_waiting_for_approval_shows_its_diff(browser: Any, tmp_path: Pat
         send(page, "edit it")
         approval = page.locator("#approvals .approval")
         approval.wait_for()
+        assert approval.locator(".diff-hunk").inner_text() == "@@ −1,2 +1,3 @@"  # the arguments
         assert approval.locator(".diff-line.del .diff-code").all_inner_texts() == [
             "line 3: the quick brown fox"
         ]

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.diffs import DIFF_META, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
 
@@ -211,10 +212,12 @@ class EditFileTool:
             )
         if old == new:
             raise ToolError("old and new are identical; nothing to change", code=INVALID_ARGUMENT)
-        return ToolOutput(await _in_thread(_edit, path, old, new, ctx.workspace))
+        text, diff = await _in_thread(_edit, path, old, new, ctx.workspace)
+        return ToolOutput(text, meta={DIFF_META: diff})
 
 
-def _edit(path: str, old: str, new: str, workspace: Path) -> str:
+def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, list[str]]:
+    """The result's text and the unified diff of the file's change (for people)."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
     _check_regular_file(resolved, shown)
@@ -235,11 +238,13 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> str:
             code="NOT_UNIQUE",
         )
     index = text.index(old)
-    resolved.write_bytes(text.replace(old, new, 1).encode("utf-8"))
+    edited = text.replace(old, new, 1)
+    resolved.write_bytes(edited.encode("utf-8"))
     first = text.count("\n", 0, index) + 1
     last = first + new.count("\n")
     where = f"line {first}" if first == last else f"lines {first}–{last}"
-    return f"edited {shown}: replaced 1 occurrence ({where})"
+    diff = unified_diff(shown, text, edited)
+    return f"edited {shown}: replaced 1 occurrence ({where})", diff
 
 
 class ListDirTool:

@@ -66,6 +66,8 @@ class ToolResultItem:
     call_id: str
     text: str
     is_error: bool
+    diff: tuple[str, ...] | None = None
+    """The unified diff lines of a file edit the result logged (``meta["diff"]``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +209,8 @@ class TranscriptProjector:
         block = event.data.message.content[0]
         assert isinstance(block, ToolResultBlock)
         text = "".join([part.text for part in block.content])
-        return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error)]
+        diff = _diff_lines(event.data.meta)
+        return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error, diff)]
 
     def _tool_call(self, event: ToolCallEvent) -> list[TranscriptItem]:
         data = event.data
@@ -221,6 +224,14 @@ class TranscriptProjector:
 
     def _command_done(self, event: CommandDoneEvent) -> list[TranscriptItem]:
         return [NoteItem(event.seq, event.data.text)]
+
+
+def _diff_lines(meta: dict[str, Any] | None) -> tuple[str, ...] | None:
+    """``meta["diff"]`` when it is a list of lines (``dsh.tools.diffs``), else None."""
+    lines = meta.get("diff") if meta is not None else None
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        return None
+    return tuple(lines)
 
 
 def transcript_tool_call_ids(events: Iterable[Event]) -> set[str]:

@@ -30,7 +30,14 @@ from dsh.transcript import (
     TranscriptItem,
     cut_off_note,
 )
-from dsh.tui.diffs import DIFF_TOOLS, FileDiff, call_diff, line_style, parse_arguments
+from dsh.tui.diffs import (
+    DIFF_TOOLS,
+    FileDiff,
+    call_diff,
+    line_style,
+    logged_diff,
+    parse_arguments,
+)
 from dsh.tui.markdown import looks_like_markdown, markdown_rows
 from dsh.tui.wrap import one_line, sanitize, wrap
 
@@ -200,10 +207,15 @@ def _result_text(result: ToolResultItem) -> str:
 
 
 def _card_diff(block: Block) -> FileDiff | None:
-    """An edit_file / write_file card's diff, from its arguments (the file has moved on)."""
+    """An edit_file / write_file card's diff: the one its result logged, else from its
+    arguments (the file has moved on)."""
     if block.kind != "tool" or block.label not in DIFF_TOOLS:
         return None
     args = parse_arguments(block.arguments)
+    logged = block.result.diff if block.result is not None else None
+    if logged is not None:
+        path = args.get("path") if args is not None else None
+        return logged_diff(path if isinstance(path, str) else "?", logged)
     return call_diff(block.label, args) if args is not None else None
 
 

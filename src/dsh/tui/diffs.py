@@ -2,14 +2,14 @@
 ``edit_file`` or ``write_file`` call, instead of its JSON arguments.
 
 With the workspace at hand (the approval prompt, before the call runs) the diff is of the
-real file: its current text against the text the call would leave. Without it (a tool card,
-drawn after the fact) the diff is of the arguments alone: ``old`` → ``new``, or an empty file
-→ ``content``.
+real file: its current text against the text the call would leave. A tool card, drawn after
+the fact, shows the diff its result logged (``dsh.tools.diffs``: the real lines, numbers and
+indentation); without one (before the result, an older log) the diff is of the arguments
+alone: ``old`` → ``new``, or an empty file → ``content``.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.style import Style
 
+from dsh.tools.diffs import unified_diff
 from dsh.tui.wrap import sanitize
 
 DIFF_TOOLS = frozenset({"edit_file", "write_file"})
@@ -24,7 +25,6 @@ ADDED = Style(color="green")
 REMOVED = Style(color="red")
 HUNK = Style(color="cyan")
 HEADER = Style(bold=True)
-CONTEXT_LINES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +97,18 @@ def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) ->
     texts = _before_after(tool, args, workspace)
     if texts is None:
         return None
-    before, after = (sanitize(text).splitlines(keepends=True) for text in texts)
+    before, after = (sanitize(text) for text in texts)
     path = str(args["path"])
-    lines = [
-        line.rstrip("\n")
-        for line in difflib.unified_diff(
-            before, after, f"a/{path}", f"b/{path}", n=CONTEXT_LINES, lineterm="\n"
-        )
-    ]
+    return _file_diff(path, unified_diff(path, before, after))
+
+
+def logged_diff(path: str, lines: tuple[str, ...]) -> FileDiff:
+    """The diff a result logged, made safe for a terminal (a line's sign kept apart from its
+    text, so a tab in it expands as it does in the file)."""
+    return _file_diff(path, [line[:1] + sanitize(line[1:]) for line in lines])
+
+
+def _file_diff(path: str, lines: list[str]) -> FileDiff:
     body = [line for line in lines if not line.startswith(("+++", "---"))]
     added = sum(1 for line in body if line.startswith("+"))
     removed = sum(1 for line in body if line.startswith("-"))

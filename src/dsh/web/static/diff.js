@@ -1,19 +1,21 @@
 // Line diffs for edit cards: a longest-common-subsequence diff of two texts as unified hunks,
-// each line highlighted on its own by highlight.js (from the path's extension) and sanitised.
+// or the unified diff a result logged (meta.diff: the file's real lines and numbers), each line
+// highlighted on its own by highlight.js (from the path's extension) and sanitised.
 import hljs from './vendor/highlight/highlight.min.js';
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
 
 const CONTEXT = 3;
 const MAX_CELLS = 4_000_000; // beyond this the texts are shown as all removed + all added
 
-/** The edit script of two line arrays: [{op: ' '|'-'|'+', text, a, b}] (a/b: 1-based numbers). */
+/** The edit script of two line arrays: [{op: ' '|'-'|'+', text, a, b, ai, bj}] (a/b: 1-based
+ * numbers, null on the side a line is not on; ai/bj: lines of each side before it). */
 export function diffLines(before, after) {
   const n = before.length;
   const m = after.length;
   const out = [];
   if (n * m > MAX_CELLS) {
-    before.forEach((text, i) => out.push({ op: '-', text, a: i + 1, b: null }));
-    after.forEach((text, j) => out.push({ op: '+', text, a: null, b: j + 1 }));
+    before.forEach((text, i) => out.push({ op: '-', text, a: i + 1, b: null, ai: i, bj: 0 }));
+    after.forEach((text, j) => out.push({ op: '+', text, a: null, b: j + 1, ai: n, bj: j }));
     return out;
   }
   const width = m + 1;
@@ -29,20 +31,30 @@ export function diffLines(before, after) {
   let j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && before[i] === after[j]) {
-      out.push({ op: ' ', text: before[i], a: i + 1, b: j + 1 });
+      out.push({ op: ' ', text: before[i], a: i + 1, b: j + 1, ai: i, bj: j });
       i++; j++;
     } else if (i < n && (j >= m || lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])) {
-      out.push({ op: '-', text: before[i], a: i + 1, b: null });  // removals before additions
+      out.push({ op: '-', text: before[i], a: i + 1, b: null, ai: i, bj: j });  // removals first
       i++;
     } else {
-      out.push({ op: '+', text: after[j], a: null, b: j + 1 });
+      out.push({ op: '+', text: after[j], a: null, b: j + 1, ai: i, bj: j });
       j++;
     }
   }
   return out;
 }
 
-/** Unified hunks: runs of changes with up to CONTEXT unchanged lines around them. */
+/** A hunk's ranges as a unified diff numbers them (difflib's: a one-line range is its line, an
+ * empty range starts at the line before it). */
+function ranged(lines) {
+  const aLen = lines.filter((l) => l.a !== null).length;
+  const bLen = lines.filter((l) => l.b !== null).length;
+  const first = lines[0];
+  return { aStart: aLen ? first.ai + 1 : first.ai, aLen, bStart: bLen ? first.bj + 1 : first.bj, bLen, lines };
+}
+
+/** Unified hunks: runs of changes with up to CONTEXT unchanged lines around them,
+ * as [{aStart, aLen, bStart, bLen, lines}]. */
 export function hunks(script) {
   const keep = new Array(script.length).fill(false);
   script.forEach((line, k) => {
@@ -56,6 +68,34 @@ export function hunks(script) {
     if (!current) { current = []; result.push(current); }
     current.push(line);
   });
+  return result.map(ranged);
+}
+
+const HUNK_HEAD = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+
+/** The hunks of a unified diff's lines (`--- a/…`, `+++ b/…`, `@@ … @@`, then ' '/'-'/'+'
+ * lines), numbered from their headers. */
+export function parseUnified(lines) {
+  const result = [];
+  let current = null;
+  let a = 0;
+  let b = 0;
+  for (const line of lines) {
+    const head = HUNK_HEAD.exec(line);
+    if (head) {
+      const [aStart, bStart] = [Number(head[1]), Number(head[3])];
+      const aLen = head[2] === undefined ? 1 : Number(head[2]);
+      const bLen = head[4] === undefined ? 1 : Number(head[4]);
+      current = { aStart, aLen, bStart, bLen, lines: [] };
+      result.push(current);
+      a = aLen ? aStart : aStart + 1;
+      b = bLen ? bStart : bStart + 1;
+    } else if (current && line && ' -+'.includes(line[0])) {
+      const op = line[0];
+      const text = line.slice(1);
+      current.lines.push({ op, text, a: op === '+' ? null : a++, b: op === '-' ? null : b++ });
+    }
+  }
   return result;
 }
 
@@ -90,22 +130,34 @@ function codeCell(text, language) {
   return cell;
 }
 
+function range(start, length) {
+  return length === 1 ? String(start) : `${start},${length}`;
+}
+
 /** A unified diff of `before` -> `after` for the file at `path`, as a DOM node. */
 export function renderDiff(path, before, after) {
+  return renderHunks(path, hunks(diffLines(splitLines(before), splitLines(after))));
+}
+
+/** The unified diff a tool result logged (its lines), as a DOM node. */
+export function renderUnifiedDiff(path, lines) {
+  return renderHunks(path, parseUnified(lines));
+}
+
+function renderHunks(path, parts) {
   const language = languageOf(path);
-  const script = diffLines(splitLines(before), splitLines(after));
-  const added = script.filter((l) => l.op === '+').length;
-  const removed = script.filter((l) => l.op === '-').length;
+  const all = parts.flatMap((hunk) => hunk.lines);
+  const added = all.filter((l) => l.op === '+').length;
+  const removed = all.filter((l) => l.op === '-').length;
   const box = el('div', 'diff');
   const head = el('div', 'diff-head');
   head.append(el('span', 'diff-path', path || '(no path)'), el('span', 'diff-added', `+${added}`),
     el('span', 'diff-removed', `−${removed}`));
   box.append(head);
   const table = el('div', 'diff-body');
-  for (const hunk of hunks(script)) {
-    const first = hunk[0];
-    table.append(el('div', 'diff-hunk', `@@ −${first.a ?? '…'} +${first.b ?? '…'} @@`));
-    for (const line of hunk) {
+  for (const hunk of parts) {
+    table.append(el('div', 'diff-hunk', `@@ −${range(hunk.aStart, hunk.aLen)} +${range(hunk.bStart, hunk.bLen)} @@`));
+    for (const line of hunk.lines) {
       const kind = line.op === '+' ? 'add' : line.op === '-' ? 'del' : 'ctx';
       const row = el('div', `diff-line ${kind}`);
       row.append(el('span', 'diff-num', line.a === null ? '' : String(line.a)),

@@ -33,6 +33,11 @@ export function isCheckpointEvent(e) {
   return e.type === 'user/message' && isReplacementSurfaceEvent(e)
     && isCompactCheckpointSource(e.data.source);
 }
+/** meta.diff when it is a list of lines (the unified diff of a file edit), else null. */
+function loggedDiff(meta) {
+  const lines = meta ? meta.diff : null;
+  return Array.isArray(lines) && lines.every((l) => typeof l === 'string') ? lines : null;
+}
 export function surfaceMessage(e) {
   if (e.type === 'user/message') return e.data;
   if (e.type === 'assistant/message') return e.data.message.content.length ? e.data.message : null;
@@ -161,7 +166,8 @@ export class Projector {
       const block = event.data.message.content[0];
       const text = block.content.map((part) => part.text).join('');
       const name = event.data.error ? event.data.error.name : null;
-      return [{ op: 'add', item: { kind: 'tool-result', seq: event.seq, callId: block.toolCallId, text, isError: !!block.isError, name } }];
+      const diff = loggedDiff(event.data.meta);
+      return [{ op: 'add', item: { kind: 'tool-result', seq: event.seq, callId: block.toolCallId, text, isError: !!block.isError, name, diff } }];
     }
     if (event.type === 'assistant/message') {
       for (const block of event.data.message.content) {

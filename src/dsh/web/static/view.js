@@ -4,6 +4,7 @@
 // render the same rows. Rows live in blocks (RowBlocks); blocks far from the viewport are parked
 // (swapped for a spacer of their height), so the page stays light however far you scroll back.
 import { renderMarkdown } from './markdown.js';
+import { renderUnifiedDiff } from './diff.js';
 import { renderArguments } from './tools.js';
 import { RowBlocks } from './blocks.js';
 
@@ -206,7 +207,7 @@ export class TranscriptView {
     this.cards.set(item.callId, entry);
     if (orphan && orphan.orphan) {  // its result arrived first (an older page loaded later)
       this.remove(Number(orphan.row.dataset.seq));
-      if (orphan.result) this.fillResult(entry, orphan.result.text, orphan.result.isError);
+      if (orphan.result) this.fillResult(entry, orphan.result);
     }
   }
 
@@ -217,12 +218,17 @@ export class TranscriptView {
       entry = { row, card, orphan: true, result: null, name: item.name };
       this.cards.set(item.callId, entry);
     }
-    this.fillResult(entry, item.text, item.isError);
+    this.fillResult(entry, { text: item.text, isError: item.isError, diff: item.diff });
   }
 
-  fillResult(entry, text, isError) {
+  fillResult(entry, result) {
     const card = entry.card;
-    entry.result = { text, isError };
+    const { text, isError, diff } = result;
+    entry.result = result;
+    const argsDiff = card.querySelector('.tool-arguments .diff');
+    if (diff && argsDiff) {  // the edit as it landed in the file, not its arguments alone
+      argsDiff.replaceWith(renderUnifiedDiff(argsDiff.querySelector('.diff-path').textContent, diff));
+    }
     card.querySelector('.tool-result-section')?.remove();
     const section = el('div', 'tool-section tool-result-section');
     const label = entry.name === 'bash' ? 'Output' : 'Result';

@@ -1,0 +1,28 @@
+"""Unified diffs of file edits, the way people review them.
+
+``edit_file`` logs the diff of what it changed in its result's meta (``meta["diff"]``: the
+lines of a unified diff of the file, ``--- a/…``/``+++ b/…`` headers and ``@@ … @@`` hunks,
+no newlines), so a tool card shows the file's real line numbers and indentation, not the
+arguments alone, after the file has moved on. The faces colour and lay the lines out.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+CONTEXT_LINES = 3
+DIFF_META = "diff"
+"""The key of a result's meta that holds its diff lines."""
+
+
+def unified_diff(path: str, before: str, after: str, *, context: int = CONTEXT_LINES) -> list[str]:
+    """The lines of a unified diff of ``before`` → ``after`` (``path`` names both sides)."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        f"a/{path}",
+        f"b/{path}",
+        n=context,
+        lineterm="\n",
+    )
+    return [line.rstrip("\n") for line in lines]

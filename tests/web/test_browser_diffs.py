@@ -1,0 +1,53 @@
+"""An edit card shows the diff the edit made in the file (logged in its result's meta): the
+file's line numbers and indentation, live and after a reload, not the arguments alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import TOKEN, make_env
+from tests.web.pages import open_page, send, serve, wait_turn_over
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+EDIT = {"path": "calc.py", "old": "return a - b", "new": "return a + b"}
+
+
+def edit_card_rows(page: Any) -> list[list[str]]:
+    """The edit card's diff: its hunk header, then each line's numbers, sign and code."""
+    card = page.locator("#log .row.tool[data-call]").first
+    card.locator("summary").first.click()
+    rows: list[list[str]] = card.locator(".diff-body > div").evaluate_all(
+        """(rows) => rows.map((row) => row.classList.contains('diff-hunk')
+            ? [row.textContent]
+            : [...row.children].map((cell) => cell.textContent))"""
+    )
+    return rows
+
+
+def test_an_edit_card_shows_the_real_line_numbers_and_indentation(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    (env.workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    env.script = [{"toolCalls": [{"name": "edit_file", "arguments": EDIT}]}, {"text": "fixed"}]
+    expected = [
+        ["@@ −1,2 +1,2 @@"],
+        ["1", "1", " ", "def add(a, b):"],
+        ["2", "", "-", "    return a - b"],
+        ["", "2", "+", "    return a + b"],
+    ]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "fix add")
+        wait_turn_over(page, "fixed")
+        assert edit_card_rows(page) == expected
+        assert "(line 2)" in page.locator("#log .row.tool .tool-output").first.inner_text()
+        page.reload()  # the same card drawn from the stored log
+        page.wait_for_selector("#log .row.tool .tool-status:text-is('done')")
+        assert edit_card_rows(page) == expected
