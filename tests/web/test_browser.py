@@ -373,6 +373,25 @@ def test_message_html_is_shown_as_text_and_links_are_safe(browser: Any, tmp_path
         assert page.evaluate("() => window.__pwned === undefined")
 
 
+def test_a_prompt_of_several_lines_keeps_its_line_breaks(browser: Any, tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    env.script = [{"text": "*one* reply\nin one paragraph"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "first line <b>as typed</b>\nsecond line")
+        wait_turn_over(page, "one")
+        for _ in range(2):  # live, then drawn from the stored log
+            prompt = page.locator("#log .row.user .body")
+            assert prompt.inner_text() == "first line <b>as typed</b>\nsecond line"
+            assert prompt.locator("br").count() == 1 and prompt.locator("b").count() == 0
+            reply = page.locator("#log .row.assistant .body")  # replies stay Markdown
+            assert reply.inner_text() == "one reply in one paragraph"
+            page.reload()
+            first_page_loaded(page)
+
+
 def test_approvals_are_asked_in_the_page(browser: Any, tmp_path: Path) -> None:
     env = make_env(tmp_path, approval="ask")
     env.script = [

@@ -10,8 +10,7 @@ export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-const marked = new Marked({ gfm: true, breaks: false, async: false });
-marked.use({
+const RENDERER = {
   renderer: {
     html(token) {
       return escapeHtml(token.text);
@@ -29,7 +28,10 @@ marked.use({
       return `<pre><code class="${cls}">${body}</code></pre>\n`;
     },
   },
-});
+};
+const marked = new Marked({ gfm: true, breaks: false, async: false }).use(RENDERER);
+// A person's prompt keeps its line breaks (as typed, and as the terminal UI shows it).
+const typed = new Marked({ gfm: true, breaks: true, async: false }).use(RENDERER);
 
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   if (node.tagName === 'A') {
@@ -40,6 +42,7 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 
 const PURIFY = { USE_PROFILES: { html: true }, FORBID_TAGS: ['style', 'form', 'input', 'button'] };
 
-export function renderMarkdown(text) {
-  return DOMPurify.sanitize(marked.parse(text || ''), PURIFY);
+/** Markdown as safe HTML; `breaks`: every newline is a line break (a person's prompt). */
+export function renderMarkdown(text, { breaks = false } = {}) {
+  return DOMPurify.sanitize((breaks ? typed : marked).parse(text || ''), PURIFY);
 }

@@ -153,15 +153,16 @@ export class TranscriptView {
       row.append(details);
     } else {
       row = el('div', `row ${message.role === 'system' ? 'system' : 'user'}`);
-      row.append(el('div', 'who', message.role === 'system' ? 'System' : 'You'), this.markdown(text));
+      const breaks = message.role === 'user';  // a prompt's lines as typed
+      row.append(el('div', 'who', message.role === 'system' ? 'System' : 'You'), this.markdown(text, breaks));
       this.copyable(row, text);
     }
     this.insert(item.seq, row);
   }
 
-  markdown(text) {
+  markdown(text, breaks = false) {
     const body = el('div', 'body md');
-    body.innerHTML = renderMarkdown(text);
+    body.innerHTML = renderMarkdown(text, { breaks });
     for (const pre of body.querySelectorAll('pre')) {
       const button = el('button', 'copy copy-code', 'Copy');
       button.type = 'button';
