@@ -95,6 +95,23 @@ def test_a_key_value_that_reaches_output_another_way_is_masked_before_logging(
     assert "[masked provider.api_key]" in shell.text
 
 
+def test_an_edit_of_a_file_holding_a_key_masks_it_in_the_logged_diff_too(
+    ctx: ToolContext, workspace: Path, secret_env: dict[str, str]
+) -> None:
+    """edit_file logs the diff it made (meta), whose context lines are the file's own: a key
+    next to the edited line is masked there as in the result's text."""
+    key = secret_env["OPENAI_API_KEY"]
+    (workspace / ".env").write_text(f"OPENAI_API_KEY={key}\nDEBUG=0\n")
+    policy = SecretPolicy.from_environment()
+    registry = ToolRegistry(default_tools(policy), policy)
+    edit = '{"path": ".env", "old": "DEBUG=0", "new": "DEBUG=1"}'
+    result = asyncio.run(registry.execute("c1", "edit_file", edit, ctx, ApprovalPolicy("auto")))
+    assert result.meta is not None and not result.is_error
+    lines = result.meta["diff"]
+    assert "+DEBUG=1" in lines and not any(key in line for line in lines)
+    assert " OPENAI_API_KEY=[masked OPENAI_API_KEY]" in lines
+
+
 def test_masking_prefers_the_longest_value_and_skips_short_ones() -> None:
     policy = SecretPolicy.from_environment(
         {"A_TOKEN": "abcdefgh", "B_TOKEN": "abcdefgh-longer", "C_TOKEN": "1", "PATH": "abcdefgh"}

@@ -63,8 +63,22 @@ class ToolRegistry:
         """Run one tool call; every failure comes back as an error ``ToolOutput``, and known
         secret values in the output are masked before anyone logs it."""
         output = await self._execute(call_id, name, arguments_json, ctx, policy)
-        masked = self.secrets.mask(output.text)
-        return output if masked == output.text else dataclasses.replace(output, text=masked)
+        text = self.secrets.mask(output.text)
+        meta = self._masked(output.meta)
+        if text == output.text and meta == output.meta:
+            return output
+        return dataclasses.replace(output, text=text, meta=meta)
+
+    def _masked(self, value: Any) -> Any:
+        """``value`` (a result's meta: an edit's diff lines hold the file's own lines) with
+        every string in it masked, however nested."""
+        if isinstance(value, str):
+            return self.secrets.mask(value)
+        if isinstance(value, dict):
+            return {key: self._masked(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._masked(item) for item in value)
+        return value
 
     async def _execute(
         self,
