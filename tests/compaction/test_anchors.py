@@ -126,6 +126,13 @@ def test_ids_cover_snake_case_mixed_hex_versions_and_uuids():
     ]
 
 
+def test_a_ticket_id_with_a_hyphenated_tail_is_kept_whole_never_cut():
+    """A real model answered "QX-7731" after a stub's keyword line cut QX-7731-LAMBDA there:
+    a stub must not carry a literal the conversation never said as a whole."""
+    text = "The deploy token prefix is QX-7731-LAMBDA. Fix ABC-123-hotfix; see JIRA-42, PROJ-7."
+    assert of_kind(text, "id") == ["QX-7731-LAMBDA", "ABC-123-hotfix", "JIRA-42", "PROJ-7"]
+
+
 def test_values_need_a_unit_a_port_context_or_a_percent_sign():
     text = "limit 512 MiB, wait 30s, listen on :8080, expose 8080/tcp, 12 apples, at 12:30"
     assert of_kind(text, "value") == ["512 MiB", "30s", "8080", "8080/tcp"]

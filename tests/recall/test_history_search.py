@@ -125,12 +125,27 @@ def test_a_search_can_be_scoped_to_one_checkpoint():
     assert [line.split("]")[0] + "]" for line in snippet_lines(scoped.text)] == [
         f"[{passes.index2.id} #msg 2]"
     ]
-    missing = search(passes.session, query=NEEDLE, checkpoint=passes.index2.id)
+    missing = search(passes.session, query="no such text anywhere", checkpoint=passes.index2.id)
     assert missing.meta["matched"] == 0
     assert f'history_read with checkpoint "{passes.index2.id}" (the checkpoint searched)' in (
         missing.text
     )
     assert search(passes.session, query=NEEDLE, checkpoint=passes.state1.id).meta["matched"] == 1
+
+
+def test_a_scoped_search_that_finds_nothing_there_answers_from_every_other_checkpoint():
+    """A real 1.5B model searched the state checkpoint whose footer names the whole pass's
+    range, found nothing (the state's own span is the pass's last chunk) and guessed: a scoped
+    search with no hit now says so and shows the hits elsewhere."""
+    passes = two_passes()
+    widened = search(passes.session, query=NEEDLE, checkpoint=passes.index2.id)
+    assert widened.text.startswith("Found 0 match(es) across 0 checkpoint(s) (scanned 1) for")
+    assert "Every other checkpoint: 1 match(es) across 1 checkpoint(s)" in widened.text
+    assert [line.split("]")[0] + "]" for line in snippet_lines(widened.text)] == [
+        f"[{passes.state1.id} #msg 2]"
+    ]
+    assert widened.meta is not None and widened.meta["matched"] == 1
+    assert search(passes.session, query=NEEDLE, checkpoint="").meta["matched"] == 1  # as absent
 
 
 def test_a_session_without_compaction_says_there_is_no_compacted_history_yet():

@@ -99,7 +99,8 @@ PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(
             r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
         ),
-        re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b"),
+        # a ticket-like id with any hyphenated tail: QX-7731-LAMBDA whole, never cut to QX-7731
+        re.compile(r"(?<![\w-])[A-Z][A-Z0-9]+-\d+(?:-[A-Za-z0-9]+)*(?!-?\w)"),
         re.compile(r"(?<![\w.])v\d+(?:\.\d+)+(?:[-+][\w.]+)?(?![.\d])"),
         re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![.\d])"),
         re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"),

@@ -12,6 +12,7 @@ request, whatever the configuration or the number of passes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +170,11 @@ def search_history(
             f"limit must be an integer from {MIN_SEARCH_LIMIT} to {MAX_SEARCH_LIMIT}, "
             f"got {limit!r}",
         )
+    if checkpoint == "":  # a model's way of leaving the optional argument out
+        checkpoint = None
+    everything = list_checkpoints(events)
     if checkpoint is None:
-        targets = list_checkpoints(events)
+        targets = everything
         if not targets:
             meta = {"scanned": 0, "matched": 0, "truncated": False}
             return ToolOutput(
@@ -179,28 +183,32 @@ def search_history(
             )
     else:
         targets = [resolve_checkpoint(events, checkpoint)]
-    needle = query.lower()
-    hits: list[str] = []
-    matched = 0
-    matched_checkpoints = 0
     spans = cache if cache is not None else SpanCache(max_spans=1)
-    for target in targets:
-        found_here = False
-        for index, position in spans.matches(events, target, needle):
-            matched += 1
-            found_here = True
-            if len(hits) < limit:
-                message = spans.message(events, target, index)
-                hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, len(query))}")
-        matched_checkpoints += found_here
+    found = _scan(events, targets, query, limit, spans)
+    widened: _Found | None = None
+    if checkpoint is not None and not found.matched and len(everything) > 1:
+        # a checkpoint's footer may name a wider range than its own span (a state folds the
+        # whole pass): rather than send the model away empty-handed, search everything
+        others = [c for c in everything if c.id != targets[0].id]
+        widened = _scan(events, others, query, limit, spans)
     spans.flush()  # the spans lower-cased by this search, stored in one write
-    truncated = matched > len(hits)
-    meta = {"scanned": len(targets), "matched": matched, "truncated": truncated}
     header = (
-        f"Found {matched} match(es) across {matched_checkpoints} checkpoint(s) "
+        f"Found {found.matched} match(es) across {found.checkpoints} checkpoint(s) "
         f"(scanned {len(targets)}) for {query!r}."
     )
-    if not matched:
+    if widened is not None and widened.matched:
+        meta = {
+            "scanned": len(targets) + len(others),
+            "matched": widened.matched,
+            "truncated": widened.truncated,
+        }
+        header += (
+            f" Every other checkpoint: {widened.matched} match(es) across "
+            f"{widened.checkpoints} checkpoint(s) (scanned {len(others)})."
+        )
+        return ToolOutput(_hits_text(header, widened), meta=meta)
+    meta = {"scanned": len(targets), "matched": found.matched, "truncated": found.truncated}
+    if not found.matched:
         plausible = targets[-1].id
         which = "the checkpoint searched" if checkpoint is not None else "the most recent one"
         text = (
@@ -209,13 +217,47 @@ def search_history(
             f'history_read with checkpoint "{plausible}" ({which}).'
         )
         return ToolOutput(text, meta=meta)
-    if truncated:
+    return ToolOutput(_hits_text(header, found), meta=meta)
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    hits: list[str]
+    matched: int
+    checkpoints: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.matched > len(self.hits)
+
+
+def _scan(
+    events: Sequence[Event], targets: Sequence[Checkpoint], query: str, limit: int, spans: SpanCache
+) -> _Found:
+    """One snippet per matching message of ``targets``, at most ``limit``, in log order."""
+    needle = query.lower()
+    hits: list[str] = []
+    matched = checkpoints = 0
+    for target in targets:
+        found_here = False
+        for index, position in spans.matches(events, target, needle):
+            matched += 1
+            found_here = True
+            if len(hits) < limit:
+                message = spans.message(events, target, index)
+                hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, len(query))}")
+        checkpoints += found_here
+    return _Found(hits, matched, checkpoints)
+
+
+def _hits_text(header: str, found: _Found) -> str:
+    if found.truncated:
         header += (
-            f" Showing the first {len(hits)}; use a more specific query, pass a checkpoint, or "
-            "raise limit to see more."
+            f" Showing the first {len(found.hits)}; use a more specific query, pass a checkpoint, "
+            "or raise limit to see more."
         )
     footer = "Read a match in context with history_read (checkpoint id, offset = the #msg number)."
-    return ToolOutput("\n\n".join([header, "\n".join(hits), footer]), meta=meta)
+    return "\n\n".join([header, "\n".join(found.hits), footer])
 
 
 def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) -> tuple[str, ...]:
