@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +62,8 @@ def _private_dirs(
     nothing a test writes — a store, a span cache, a summary cache — lands in the user's real
     data, and no user config leaks into a test. A test that needs other values sets its own."""
     root = tmp_path_factory.mktemp("private")
+    for name in [n for n in os.environ if n.startswith("DSH_")]:  # a developer's shell settings
+        monkeypatch.delenv(name)
     monkeypatch.setenv("DSH_HOME", str(root / "dsh-home"))
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(root / name.lower()))

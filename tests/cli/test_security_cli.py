@@ -190,3 +190,24 @@ def test_repair_drops_a_zero_filled_tail_after_power_loss(tmp_path: Path, env) -
     )
     assert path.read_bytes() == b"".join(lines[:-2])
     assert dsh("sessions", "show", sid, env=env, cwd=tmp_path).returncode == 0
+
+
+def test_the_console_script_says_a_config_warning_once_but_every_other_warning_each_time(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    from dsh.cli.main import ConsoleScript
+
+    root = logging.getLogger("dsh")
+    handlers, level, propagate = list(root.handlers), root.level, root.propagate
+    try:
+        ConsoleScript().start()
+        for _ in range(2):
+            logging.getLogger("dsh.config").warning("ignored tools.approval")
+            logging.getLogger("dsh.agent").warning("a pre-step hook failed")
+    finally:
+        root.handlers, root.level, root.propagate = handlers, level, propagate
+    err = capsys.readouterr().err
+    assert err.count("ignored tools.approval") == 1
+    assert err.count("a pre-step hook failed") == 2

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from dsh.cli.context import fail
 from dsh.cli.main import cli
+from dsh.errors import LogCorruptError
 from dsh.store.integrity import unseal
 from dsh.transcript import COMPACTION_MARKER
 
@@ -227,3 +229,43 @@ def test_stats_and_the_transcript_and_events_views_read_the_log_without_folding_
         assert result.exit_code == 0 and result.output == output
     assert "cache-hit ratio" in expected[("stats",)]
     assert COMPACTION_MARKER in expected[("show",)]
+
+
+def test_a_session_written_by_a_newer_dsh_is_not_offered_repair(home):
+    """An event type this version lacks is not damage: `repair` would drop the newer events,
+    so the listing says a newer dsh is needed and suggests no repair."""
+    path = home / "sessions" / FIXTURE_ID / "session.jsonl"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('{"type":"future/thing","seq":28,"time":1790000000000,"data":{}}\n')
+    (line,) = [x for x in run("sessions", "list", "--all").output.splitlines() if FIXTURE_ID in x]
+    assert "(needs a newer dsh: " in line and "repair" not in line
+
+
+def test_repair_that_cannot_salvage_a_log_does_not_tell_you_to_run_repair(home):
+    path = home / "sessions" / FIXTURE_ID / "session.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[0] = b"{not a header"
+    path.write_bytes(b"\n".join(lines))
+    result = CliRunner().invoke(cli, ["sessions", "repair", FIXTURE_ID])
+    assert result.exit_code == 1 and "line 1" in result.stderr
+    assert "try `dsh sessions repair" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("message", "session"),
+    [
+        (
+            "/h/sessions/20260101-000000-000-abcdef/session.jsonl: line 5: bad",
+            "20260101-000000-000-abcdef",
+        ),
+        (
+            "/h/dsh.sqlite3: session 20260101-000000-000-abcdef: seq 4: bad",
+            "20260101-000000-000-abcdef",
+        ),
+        ("somewhere: bad", "ID"),
+    ],
+)
+def test_a_corrupt_log_error_names_the_repair_command_for_its_session(capsys, message, session):
+    with pytest.raises(SystemExit):
+        fail(LogCorruptError(message))
+    assert capsys.readouterr().err.strip().endswith(f"(try `dsh sessions repair {session}`)")

@@ -12,31 +12,26 @@ import json
 import re
 
 import msgspec
-import pytest
 
 from dsh.agent.hooks import compaction_hooks
 from dsh.compaction import (
-    BasicBackend,
     CompactionEngine,
     ExtractiveSummarizer,
     RecallableBackend,
     build_summary_request,
 )
 from dsh.compaction.anchors import parse_keyword_line
-from dsh.compaction.base import heuristic_total
 from dsh.compaction.model_summarizer import SLICE_LEAD, as_transcript
 from dsh.compaction.prompts import SUMMARISER_SYSTEM
 from dsh.compaction.recallable.one_call import compact_pass_task
 from dsh.compaction.summarizer import SummaryOutput, SummaryTask
 from dsh.events import (
     CompactionPlanEvent,
-    CompactionPruneEvent,
     CompactionSummaryEvent,
     RequestConfig,
     RequestHeader,
     RequestHeaderBody,
     TextBlock,
-    ToolResultBlock,
     is_compact_checkpoint_source,
     surface_message,
 )
@@ -47,7 +42,6 @@ from dsh.transcript import render_message
 from tests.agent.conftest import Harness, run
 from tests.compaction.test_recallable import SETTINGS, assert_layout, long_session
 from tests.helpers import (
-    append_tool_turn,
     assistant_message,
     tool_call_block,
     tool_result_message,
@@ -338,124 +332,3 @@ def test_near_the_window_a_riding_call_carries_the_request_only_to_the_span_end(
         assert all(r is not None and r[1] <= len(carried) for r in ranges)
         assert task.output_limit is not None and task.output_limit >= task.max_tokens
     assert_layout(session)
-
-
-def test_a_result_pruned_at_the_crossing_rides_as_it_was_sent():
-    """The pressure pass prunes a long tool result that the last request carried in full: the
-    riding call carries it in full too (a byte prefix of that request, so the cache serves it
-    past the result), while the surface after the pass holds the pruned text."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 40  # > prune threshold
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    sent = tuple(session.derive_messages())  # the last request (and its reply) as sent
-    assert any(big in _result_text(m) for m in sent)
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        threshold_ratio=0.6,
-        low_watermark_ratio=0.5,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
-    summarizer = RouteSummarizer(("scripted", "scripted"))
-    engine = CompactionEngine(session, RecallableBackend(summarizer, settings), settings)
-    window = heuristic_total(session) + 4000  # still over the threshold once pruned
-    run(engine.compact_if_needed("pressure", turn=None, window=window))
-    assert any(isinstance(e, CompactionPruneEvent) for e in session.events)  # pruned, then passed
-    assert summarizer.requests and all(t.layout == "riding" for t in summarizer.tasks)
-    for request in summarizer.requests:
-        carried = request.messages[:-1]  # the instruction is last
-        assert carried == sent[: len(carried)] and any(big in _result_text(m) for m in carried)
-    assert not any(big in _result_text(m) for m in session.derive_messages())
-    assert_layout(session)
-
-
-def _result_text(message) -> str:
-    return "".join(
-        part.text
-        for block in message.content
-        if isinstance(block, ToolResultBlock)
-        for part in block.content
-    )
-
-
-def test_when_the_result_as_sent_leaves_no_room_the_call_rides_with_it_pruned():
-    """The window no longer holds the request as sent plus the answer, but holds it with the
-    result pruned: the call still rides (missing the cache from the pruned result on) rather
-    than leaving the conversation for the compact layout."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 120
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        threshold_ratio=0.6,
-        low_watermark_ratio=0.5,
-        retain_tokens=2000,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
-    summarizer = RouteSummarizer(("scripted", "scripted"))
-    engine = CompactionEngine(session, RecallableBackend(summarizer, settings), settings)
-    window = heuristic_total(session) + 200  # the request as sent leaves no room to answer
-    run(engine.compact_if_needed("pressure", turn=None, window=window))
-    assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
-    assert summarizer.requests and all(t.layout == "riding" for t in summarizer.tasks)
-    carried = [m for r in summarizer.requests for m in r.messages[:-1]]
-    assert not any(big in _result_text(m) for m in carried)
-    assert_layout(session)
-
-
-def test_a_basic_summary_of_a_result_pruned_at_the_crossing_reads_it_as_it_was_sent():
-    """Basic's summary call is the conversation's shadowed prefix: a result pruned at the
-    crossing goes as it was sent, so the call still extends the last request."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 40
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    sent = tuple(session.derive_messages())
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        backend="basic",
-        retain_tokens=60,  # the pruned result is in the summarised span
-        threshold_ratio=0.6,
-        low_watermark_ratio=0.5,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
-    summarizer = RouteSummarizer(("scripted", "scripted"))
-    engine = CompactionEngine(session, BasicBackend(summarizer, settings), settings)
-    run(engine.compact_if_needed("pressure", turn=None, window=heuristic_total(session) + 4000))
-    assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
-    (request,) = summarizer.requests
-    carried = request.messages[:-1]
-    assert carried == sent[: len(carried)] and any(big in _result_text(m) for m in carried)
-
-
-@pytest.mark.parametrize("backend", ["recallable", "basic"])
-def test_after_an_overflow_the_summariser_reads_the_pruned_result(backend: str):
-    """The request that overflowed was refused: nothing of it is cached, and its results as
-    sent are what did not fit, so the pass's call carries the pruned copy."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 40
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        backend=backend,
-        retain_tokens=60,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
-    summarizer = RouteSummarizer(("scripted", "scripted"))
-    chosen = (RecallableBackend if backend == "recallable" else BasicBackend)(summarizer, settings)
-    engine = CompactionEngine(session, chosen, settings)
-    run(engine.compact_if_needed("overflow", turn=None, window=heuristic_total(session) + 4000))
-    assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
-    carried = [m for r in summarizer.requests for m in r.messages]
-    assert summarizer.requests and not any(big in _result_text(m) for m in carried)
-    assert any("pruned from this tool result" in _result_text(m) for m in carried)

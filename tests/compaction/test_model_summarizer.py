@@ -13,6 +13,7 @@ from dsh.errors import ProviderError
 from dsh.events import encode_json
 from dsh.llm.scripted import ScriptedProvider
 from tests.agent.conftest import run
+from tests.compaction.test_one_call import Sections, _summaries
 from tests.compaction.test_recallable import SETTINGS, engine_for, long_session
 from tests.helpers import append_tool_turn, assistant_message, user_message
 
@@ -78,3 +79,17 @@ def test_a_basic_summary_budget_is_capped_at_the_summarisers_bound():
     )
     (region,) = plan.regions
     assert region.task is not None and region.task.max_tokens == 200 < SETTINGS.state_max_tokens
+
+
+def test_a_state_budget_above_the_output_bound_is_asked_within_it_in_the_fewest_calls():
+    """state_max_tokens above what one summariser call may write: the state is asked for the
+    bound (it could not write more), and the pass still takes the fewest calls that fit."""
+    session = long_session()
+    bound = SETTINGS.state_max_tokens - 1
+    summarizer = Sections(max_output_tokens=bound)
+    result = run(engine_for(session, summarizer).compact_now(window=100_000))
+    tasks = summarizer.tasks
+    assert all(t.kind == "pass" and t.max_tokens <= bound for t in tasks)
+    assert [p.max_tokens for t in tasks for p in t.parts if p.kind == "state"] == [bound]
+    assert 1 < len(tasks) < len(result.checkpoints)
+    assert all(s.degraded is None for s in _summaries(session, result))

@@ -266,20 +266,6 @@ def test_an_answer_beyond_the_output_bound_takes_the_fewest_calls_that_fit_in_or
     assert_layout(session)
 
 
-def test_a_state_budget_above_the_output_bound_is_asked_within_it_in_the_fewest_calls():
-    """state_max_tokens above what one summariser call may write: the state is asked for the
-    bound (it could not write more), and the pass still takes the fewest calls that fit."""
-    session = long_session()
-    bound = SETTINGS.state_max_tokens - 1
-    summarizer = Sections(max_output_tokens=bound)
-    result = run(engine_for(session, summarizer).compact_now(window=100_000))
-    tasks = summarizer.tasks
-    assert all(t.kind == "pass" and t.max_tokens <= bound for t in tasks)
-    assert [p.max_tokens for t in tasks for p in t.parts if p.kind == "state"] == [bound]
-    assert 1 < len(tasks) < len(result.checkpoints)
-    assert all(s.degraded is None for s in _summaries(session, result))
-
-
 def test_pass_task_says_no_when_the_answer_or_the_instruction_would_not_fit():
     session = long_session()
     backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS)

@@ -343,7 +343,7 @@ def test_a_session_that_stops_loading_is_listed_as_unreadable_and_not_cached(
     session.close()
     session_summaries(store)
     with store.log_path(session.id).open("ab") as handle:
-        handle.write(b'{"type":"nonsense"}\n')
+        handle.write(b'{"type": garbage\n')
     for _ in range(2):
         (summary,) = session_summaries(store)
         assert summary.title.startswith("(unreadable: ") and summary.events == 0

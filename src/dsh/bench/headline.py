@@ -13,6 +13,7 @@ from dsh.bench.tables import (
     KINDS,
     cells_note,
     complete_cells,
+    failed_arms,
     flat,
     money,
     order,
@@ -168,7 +169,7 @@ def headline(runs: Sequence[RunRecord], rule: str) -> list[str]:
     """The headline section (markdown lines)."""
     grid = Grid(runs)
     lines = ["## Headline", "", *figures_table(grid)]
-    note = cells_note(grid.left_out)
+    note = cells_note(grid.left_out, failed_arms(runs))
     if note:
         lines += ["", note]
     control = (

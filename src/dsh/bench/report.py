@@ -26,6 +26,7 @@ from dsh.bench.tables import (
     cells_note,
     complete_cells,
     configuration_tables,
+    failed_arms,
     flat,
     order,
     pool,
@@ -75,7 +76,11 @@ def write_report(directory: Path, *, rule: str | None = None) -> Path:
     plots, skipped = write_plots(directory, runs, rule)
     lines = [f"# dsh bench — {meta.get('runId', directory.name)}", ""]
     lines += _preamble(meta, rule)
-    lines += ["", *headline(runs, rule), *_summary(runs, pooled, rule, cells_note(left_out))]
+    lines += [
+        "",
+        *headline(runs, rule),
+        *_summary(runs, pooled, rule, cells_note(left_out, failed_arms(runs))),
+    ]
     for scenario in dict.fromkeys(r.scenario for r in runs):
         lines += _scenario_section(meta, [r for r in runs if r.scenario == scenario], rule)
         for name in (f"plots/context-{scenario}.png", f"plots/cache-{scenario}.png"):

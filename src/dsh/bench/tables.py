@@ -181,24 +181,36 @@ def complete_cells(runs: Sequence[RunRecord]) -> tuple[list[RunResult], list[Sce
 
     Pooled figures and ratios are taken over these runs only, so arms are compared on the same
     cells: pooling whatever each arm has would set one arm's two seeds against another's one.
+    An arm that completed no run at all has nothing to compare: it does not empty every cell
+    (``failed_arms`` names it).
     """
-    arms = {r.backend for r in runs}
+    arms = {r.backend for r in runs if isinstance(r, RunResult)}
     done: dict[ScenarioSeed, set[str]] = {}
     for run in runs:
         done.setdefault((run.scenario, run.seed), set())
         if isinstance(run, RunResult):
             done[(run.scenario, run.seed)].add(run.backend)
-    left_out = [cell for cell, have in done.items() if have != arms]
+    left_out = [cell for cell, have in done.items() if not have or have != arms]
     kept = [r for r in runs if isinstance(r, RunResult) and (r.scenario, r.seed) not in left_out]
     return kept, left_out
 
 
-def cells_note(left_out: Sequence[ScenarioSeed]) -> str:
-    """One line naming the cells a pooled figure leaves out, or nothing."""
-    if not left_out:
-        return ""
-    names = ", ".join(f"{scenario} seed {seed}" for scenario, seed in left_out)
-    return f"Pooled over the cells every arm completed; left out: {names}."
+def failed_arms(runs: Sequence[RunRecord]) -> list[str]:
+    """Arms that completed no run (every one of theirs failed), in order."""
+    done = {r.backend for r in runs if isinstance(r, RunResult)}
+    return sorted({r.backend for r in runs} - done, key=order)
+
+
+def cells_note(left_out: Sequence[ScenarioSeed], failed: Sequence[str] = ()) -> str:
+    """One line naming the cells a pooled figure leaves out (and the arms that completed no
+    run), or nothing."""
+    parts = []
+    if left_out:
+        names = ", ".join(f"{scenario} seed {seed}" for scenario, seed in left_out)
+        parts.append(f"Pooled over the cells every arm completed; left out: {names}.")
+    if failed:
+        parts.append(f"Completed no run: {', '.join(failed)}.")
+    return " ".join(parts)
 
 
 # ---- formatting ------------------------------------------------------------------------------

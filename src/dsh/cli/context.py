@@ -96,8 +96,14 @@ def error(message: str) -> None:
     click.echo(f"dsh: error: {' '.join(message.split())}", err=True)
 
 
-_LOG_ID = re.compile(r"[/\\]sessions[/\\]([^/\\]+)[/\\]session\.jsonl")
-"""The session id in a JSONL log's path, as a corrupt-log error names it."""
+_LOG_ID = re.compile(
+    r"[/\\]sessions[/\\](?P<jsonl>[^/\\]+)[/\\]session\.jsonl|\bsession (?P<sqlite>[\w-]+):"
+)
+"""The session id a corrupt-log error names: in a JSONL log's path, or SQLite's "session ID:"."""
+
+
+class Unrepaired(LogCorruptError):
+    """What ``dsh sessions repair`` itself could not salvage: no hint to run it again."""
 
 
 def fail(exc: DshError) -> None:
@@ -105,9 +111,10 @@ def fail(exc: DshError) -> None:
     included), 1 for runtime failures and for a session id that names no single session
     (unknown or ambiguous: the same code)."""
     message = " ".join(str(exc).split())
-    if isinstance(exc, LogCorruptError) and not isinstance(exc, UnknownEventTypeError):
+    if isinstance(exc, LogCorruptError) and not isinstance(exc, UnknownEventTypeError | Unrepaired):
         found = _LOG_ID.search(message)
-        message += f" (try `dsh sessions repair {found.group(1) if found else 'ID'}`)"
+        session = (found.group("jsonl") or found.group("sqlite")) if found else "ID"
+        message += f" (try `dsh sessions repair {session}`)"
     click.echo(f"dsh: error: {message}", err=True)
     if isinstance(exc, AmbiguousSessionError):
         sys.exit(1)

@@ -167,8 +167,10 @@ class ConsoleScript:
         printed: set[str] = set()
 
         def once(record: logging.LogRecord) -> bool:
-            """A warning the command already printed is not printed again (one command may
-            read the same configuration twice)."""
+            """A configuration warning the command already printed is not printed again (one
+            command may read the same configuration twice); other warnings all print."""
+            if record.name != "dsh.config":
+                return True
             line = record.getMessage()
             if line in printed:
                 return False

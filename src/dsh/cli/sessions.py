@@ -12,7 +12,7 @@ import click
 
 from dsh.cli import context
 from dsh.config import dsh_home, trusted_directories
-from dsh.errors import UsageError
+from dsh.errors import LogCorruptError, UsageError
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
@@ -181,12 +181,15 @@ def repair(session_id: str) -> None:
     events that load, say exactly what was dropped."""
     store = context.store()
     resolved = context.resolve_session_id(store, session_id)
-    if isinstance(store, JsonlStore):
-        lines = salvage_session(store, resolved, validate=first_refused).lines()
-    elif isinstance(store, SqliteStore):
-        lines = salvage_sqlite_session(store, resolved, validate=first_refused).lines()
-    else:
-        raise UsageError("dsh sessions repair works on the jsonl and sqlite stores")
+    try:
+        if isinstance(store, JsonlStore):
+            lines = salvage_session(store, resolved, validate=first_refused).lines()
+        elif isinstance(store, SqliteStore):
+            lines = salvage_sqlite_session(store, resolved, validate=first_refused).lines()
+        else:
+            raise UsageError("dsh sessions repair works on the jsonl and sqlite stores")
+    except LogCorruptError as exc:  # beyond repair (its header): not "try repair" again
+        raise context.Unrepaired(str(exc), line=exc.line, seq=exc.seq) from exc
     for line in lines:
         click.echo(line)
 

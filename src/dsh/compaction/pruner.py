@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dsh.config import CompactionSettings
 from dsh.events import (
+    AssistantMessageEvent,
     CompactionPrune,
     CompactionPruneEvent,
     Message,
@@ -87,15 +88,17 @@ def prune_result(session: Session, seq: int, *, head: int, tail: int) -> int:
 
 
 def unsent_prunes(session: Session) -> dict[int, int]:
-    """Tool results pruned since the last request was sent (after the last assistant message,
-    at the crossing that triggers a pass): the pruned node's seq -> the seq of the result as it
-    was sent. A summariser call that extends the last request carries these as sent: the
-    pruned text would break the cached prefix at the first of them."""
+    """Tool results the last request carried in full and that were pruned since (at the
+    crossing that triggers a pass): the pruned node's seq -> the seq of the result as it was
+    sent. The last request is the one the last assistant message answered (empty or not); a
+    result newer than that message was never sent, and stays pruned. A summariser call that
+    extends the last request carries these as sent: the pruned text would break the cached
+    prefix at the first of them."""
     last_reply = next(
         (
             seq
             for seq in reversed(session.nodes)
-            if (message := session.node_message(seq)) is not None and message.role == "assistant"
+            if isinstance(session.events[seq], AssistantMessageEvent)
         ),
         -1,
     )
@@ -104,6 +107,6 @@ def unsent_prunes(session: Session) -> dict[int, int]:
         sources = getattr(session.events[seq], "source_event_seqs", None)
         if seq > last_reply and sources and len(sources) == 2:
             prune, original = sources
-            if isinstance(session.events[prune], CompactionPruneEvent):
+            if original < last_reply and isinstance(session.events[prune], CompactionPruneEvent):
                 unsent[seq] = original
     return unsent

@@ -224,8 +224,9 @@ def _still_holds(handle: BinaryIO, position: LogPosition, seen: os.stat_result) 
     remembered offset (the handle is left at that offset)."""
     if seen.st_ino != position.inode or seen.st_size < position.offset:
         return False
-    rewritten = seen.st_size == position.size and seen.st_mtime_ns != position.seen_mtime_ns
-    if rewritten and position.seen_mtime_ns >= 0:
+    # the mtime it had when read (an older cache kept it only once settled)
+    known = position.seen_mtime_ns if position.seen_mtime_ns >= 0 else position.mtime_ns
+    if known >= 0 and seen.st_size == position.size and seen.st_mtime_ns != known:
         return False
     handle.seek(position.offset - position.anchor_size)
     line = handle.read(position.anchor_size)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dsh.errors import DshError
+from dsh.errors import DshError, UnknownEventTypeError
 from dsh.store import EventStore, SessionHeader, SqliteStore
 from dsh.store.appended import AppendedReader, reader_for
 from dsh.store.derived import summary_cache_path
@@ -74,7 +74,9 @@ def read_whole(store: EventStore, header: SessionHeader) -> SessionSummary:
         log = store.open(header.id)
     except DshError as exc:
         reason = _without_path(str(exc), store, header.id)
-        return summarize(header, [], title=f"{UNREADABLE}{trim_title(reason, 40)})")
+        # a newer dsh's log is not damaged: repair would drop what this version cannot read
+        prefix = NEWER if isinstance(exc, UnknownEventTypeError) else UNREADABLE
+        return summarize(header, [], title=f"{prefix}{trim_title(reason, 40)})")
     try:
         return summarize(header, log.events)
     finally:
@@ -92,6 +94,8 @@ def _without_path(reason: str, store: EventStore, session_id: str) -> str:
 
 UNREADABLE = "(unreadable: "
 """How the title of a session whose log does not load begins."""
+NEWER = "(needs a newer dsh: "
+"""How the title of a session written by a newer dsh (an event type this one lacks) begins."""
 
 
 def is_unreadable(summary: SessionSummary) -> bool:
