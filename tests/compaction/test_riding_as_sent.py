@@ -10,6 +10,7 @@ import pytest
 from dsh.compaction import BasicBackend, CompactionEngine, RecallableBackend
 from dsh.compaction.base import heuristic_total
 from dsh.compaction.pruner import prune_result, unsent_prunes
+from dsh.compaction.recallable.riding import riding_input
 from dsh.events import AssistantMessage, CompactionPruneEvent, ToolResult, ToolResultBlock
 from tests.agent.conftest import run
 from tests.compaction.test_cache_riding import RouteSummarizer, with_header
@@ -63,31 +64,32 @@ def _result_text(message) -> str:
 
 
 def test_when_the_result_as_sent_leaves_no_room_the_call_rides_with_it_pruned():
-    """The window no longer holds the request as sent plus the answer, but holds it with the
-    result pruned: the call still rides (missing the cache from the pruned result on) rather
-    than leaving the conversation for the compact layout."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 120
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        threshold_ratio=0.6,
-        low_watermark_ratio=0.5,
-        retain_tokens=2000,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
-    summarizer = RouteSummarizer(("scripted", "scripted"))
-    engine = CompactionEngine(session, RecallableBackend(summarizer, settings), settings)
-    window = heuristic_total(session) + 200  # the request as sent leaves no room to answer
-    run(engine.compact_if_needed("pressure", turn=None, window=window))
-    assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
-    assert summarizer.requests and all(t.layout == "riding" for t in summarizer.tasks)
-    carried = [m for r in summarizer.requests for m in r.messages[:-1]]
-    assert not any(big in _result_text(m) for m in carried)
-    assert_layout(session)
+    """The window holds the request with the result pruned, plus the answer, but not the
+    request as sent: the call still rides, with the pruned copy (missing the cache from it
+    on), rather than leaving the conversation for the compact layout."""
+    session, result = _pruned_result_session()
+    pruned = prune_result(session, result, head=200, tail=100)
+    span = tuple(session.nodes)
+    big = 1_000_000
+    sent_needs = big - _room(riding_input(session, span, window=big, wanted=0))
+    pruned_needs = big - _room(riding_input(session, span, window=big, wanted=0, as_sent=False))
+    assert sent_needs > pruned_needs
+    wanted = 500
+    tight = riding_input(session, span, window=pruned_needs + wanted, wanted=wanted)
+    assert tight.room == wanted and not any(_big(m) for m in tight.conversation)
+    roomy = riding_input(session, span, window=sent_needs + wanted, wanted=wanted)
+    assert roomy.room == wanted and any(_big(m) for m in roomy.conversation)
+    assert pruned in session.nodes
+
+
+def _room(ride) -> int:
+    assert ride.room is not None
+    return ride.room
+
+
+def _big(message) -> bool:
+    """The build log as it was sent (the pruned copy is a few hundred characters)."""
+    return len(_result_text(message)) > 1000
 
 
 def test_a_basic_summary_of_a_result_pruned_at_the_crossing_reads_it_as_it_was_sent():

@@ -6,7 +6,12 @@ import itertools
 import re
 
 from dsh.agent import Agent, AgentConfig, system_prompt
-from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
+from dsh.compaction import (
+    BasicBackend,
+    CompactionEngine,
+    ExtractiveSummarizer,
+    RecallableBackend,
+)
 from dsh.compaction.pruner import prune_tool_results
 from dsh.config import CompactionSettings, RecallSettings
 from dsh.events import AssistantMessageEvent, RequestHeaderEvent, ToolResultEvent
@@ -27,6 +32,8 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
 from tests.agent.conftest import Harness, run
+from tests.compaction.test_recallable import SETTINGS as RECALLABLE
+from tests.compaction.test_recallable import long_session
 from tests.helpers import append_chat_turn, append_tool_turn, new_session
 from tests.recall.builders import NEEDLE, two_passes
 
@@ -172,3 +179,25 @@ def test_a_long_original_is_read_in_parts_and_a_search_hit_names_the_part_that_h
     (offset,) = re.findall(r"#msg (\d+)\]", hits.text)
     page = read_checkpoint(session.events, checkpoint, offset=int(offset), budget_chars=8000)
     assert middle in page.text
+
+
+def test_reading_a_state_says_where_the_rest_of_its_folded_range_is():
+    """A state's footer names the whole pass's range, its own span is the pass's last chunk: a
+    read of it says so and names the index checkpoints that hold the rest (a real 1.5B model
+    read the state, saw only the last chunk and guessed)."""
+    session = long_session()
+    engine = CompactionEngine(
+        session, RecallableBackend(ExtractiveSummarizer(), RECALLABLE), RECALLABLE
+    )
+    result = run(engine.compact_now(window=100_000))
+    assert result is not None
+    checkpoints = list_checkpoints(session.events)
+    state = next(c for c in checkpoints if c.kind == "state")
+    stubs = [c.id for c in checkpoints if c.kind == "index"]
+    wider = state.summary.data.input_range
+    assert wider is not None and wider[0] < state.shadowed_range[0] and stubs
+    header = read_checkpoint(session.events, state.id).text.split("\n\n")[0]
+    assert f"This state folds #{wider[0]}–#{wider[1]}" in header
+    assert f"the messages before #{state.shadowed_range[0]} are behind {', '.join(stubs)}" in header
+    stub_header = read_checkpoint(session.events, stubs[0]).text.split("\n\n")[0]
+    assert "folds" not in stub_header

@@ -130,7 +130,7 @@ def read_checkpoint(
     header = (
         f"Checkpoint {target.id} ({target.kind}) shadows conversation span #{start}–#{end}: "
         f"{total} message(s); {shown}."
-    )
+    ) + _folded_elsewhere(events, target)
     if following < total:
         trailer = (
             f"[Continuation cursor: offset={following} — call history_read with this offset "
@@ -141,6 +141,25 @@ def read_checkpoint(
     text = "\n\n".join([header, *page, trailer])
     meta = {"checkpoint": target.id, "offset": offset, "next": following, "total": total}
     return ToolOutput(text, meta=meta)
+
+
+def _folded_elsewhere(events: Sequence[Event], target: Checkpoint) -> str:
+    """For a state whose footer names a wider range than its own span (it folds the whole
+    pass): where the rest of that range is, so a reader is not left thinking it saw it all."""
+    wider = target.summary.data.input_range
+    start = target.shadowed_range[0]
+    if target.kind != "state" or wider is None or wider[0] >= start:
+        return ""
+    behind = [
+        c.id
+        for c in list_checkpoints(events)
+        if c.id != target.id and wider[0] <= c.shadowed_range[0] and c.shadowed_range[1] < start
+    ]
+    where = f" behind {', '.join(behind)}" if behind else " in earlier checkpoints"
+    return (
+        f" This state folds #{wider[0]}–#{wider[1]}; the messages before #{start} are{where} "
+        "(history_search without a checkpoint scans them all)."
+    )
 
 
 def search_history(
