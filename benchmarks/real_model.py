@@ -3,6 +3,9 @@
     DSH_LLAMA_SERVER=/path/to/llama-server DSH_LLAMA_MODEL=/path/to/model.gguf \\
         uv run python benchmarks/real_model.py [--ctx 4096] [--record FILE]
 
+``DSH_LLAMA_EXTRA_ARGS`` adds server flags (``--no-repack`` where the server crashes loading a
+model on a CPU that advertises AMX it cannot run).
+
 Nothing is built or downloaded here: it reuses a ``llama-server`` binary you built (or
 installed) and a GGUF file you have. Without them it prints why and exits 0. It starts the
 server with a small context, then drives ``dsh run`` / ``dsh compact`` / ``dsh recall`` as
@@ -29,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -121,6 +125,7 @@ def start_server(
     port = free_port()
     command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
     command += ["-c", str(ctx), "-np", "1", "--jinja", "-t", str(min(4, os.cpu_count() or 2))]
+    command += shlex.split(os.environ.get("DSH_LLAMA_EXTRA_ARGS", ""))  # e.g. --no-repack
     handle = log.open("wb")
     process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
     root = f"http://127.0.0.1:{port}"
