@@ -22,25 +22,37 @@ from tests.helpers import (
     tool_result_message,
 )
 
+BIG = "line of a long build log that the model already read\n" * 40
+"""A result above the pruning threshold of ``_pruning`` (2,000 characters)."""
+
+
+def _crossing_session():
+    """A session whose next-to-last turn read ``BIG``, and the messages its last request sent."""
+    session = with_header(long_session(turns=40))
+    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', BIG)])
+    append_tool_turn(session, "and now?", final="still going")
+    return session, tuple(session.derive_messages())
+
+
+def _pruning(**changes):
+    """Settings that prune ``BIG`` to about 300 characters and pass at 60% of the window."""
+    defaults = {
+        "threshold_ratio": 0.6,
+        "low_watermark_ratio": 0.5,
+        "prune_threshold_chars": 2000,
+        "prune_head_chars": 200,
+        "prune_tail_chars": 100,
+    }
+    return msgspec.structs.replace(SETTINGS, **{**defaults, **changes})
+
 
 def test_a_result_pruned_at_the_crossing_rides_as_it_was_sent():
     """The pressure pass prunes a long tool result that the last request carried in full: the
     riding call carries it in full too (a byte prefix of that request, so the cache serves it
     past the result), while the surface after the pass holds the pruned text."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 40  # > prune threshold
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    sent = tuple(session.derive_messages())  # the last request (and its reply) as sent
-    assert any(big in _result_text(m) for m in sent)
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        threshold_ratio=0.6,
-        low_watermark_ratio=0.5,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
+    session, sent = _crossing_session()
+    assert any(BIG in _result_text(m) for m in sent)
+    settings = _pruning()
     summarizer = RouteSummarizer(("scripted", "scripted"))
     engine = CompactionEngine(session, RecallableBackend(summarizer, settings), settings)
     window = heuristic_total(session) + 4000  # still over the threshold once pruned
@@ -49,8 +61,8 @@ def test_a_result_pruned_at_the_crossing_rides_as_it_was_sent():
     assert summarizer.requests and all(t.layout == "riding" for t in summarizer.tasks)
     for request in summarizer.requests:
         carried = request.messages[:-1]  # the instruction is last
-        assert carried == sent[: len(carried)] and any(big in _result_text(m) for m in carried)
-    assert not any(big in _result_text(m) for m in session.derive_messages())
+        assert carried == sent[: len(carried)] and any(BIG in _result_text(m) for m in carried)
+    assert not any(BIG in _result_text(m) for m in session.derive_messages())
     assert_layout(session)
 
 
@@ -70,9 +82,9 @@ def test_when_the_result_as_sent_leaves_no_room_the_call_rides_with_it_pruned():
     session, result = _pruned_result_session()
     pruned = prune_result(session, result, head=200, tail=100)
     span = tuple(session.nodes)
-    big = 1_000_000
-    sent_needs = big - _room(riding_input(session, span, window=big, wanted=0))
-    pruned_needs = big - _room(riding_input(session, span, window=big, wanted=0, as_sent=False))
+    huge = 1_000_000
+    sent_needs = huge - _room(riding_input(session, span, window=huge, wanted=0))
+    pruned_needs = huge - _room(riding_input(session, span, window=huge, wanted=0, as_sent=False))
     assert sent_needs > pruned_needs
     wanted = 500
     tight = riding_input(session, span, window=pruned_needs + wanted, wanted=wanted)
@@ -95,45 +107,24 @@ def _big(message) -> bool:
 def test_a_basic_summary_of_a_result_pruned_at_the_crossing_reads_it_as_it_was_sent():
     """Basic's summary call is the conversation's shadowed prefix: a result pruned at the
     crossing goes as it was sent, so the call still extends the last request."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 40
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    sent = tuple(session.derive_messages())
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        backend="basic",
-        retain_tokens=60,  # the pruned result is in the summarised span
-        threshold_ratio=0.6,
-        low_watermark_ratio=0.5,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
-    )
+    session, sent = _crossing_session()
+    settings = _pruning(backend="basic", retain_tokens=60)  # the result in the summarised span
     summarizer = RouteSummarizer(("scripted", "scripted"))
     engine = CompactionEngine(session, BasicBackend(summarizer, settings), settings)
     run(engine.compact_if_needed("pressure", turn=None, window=heuristic_total(session) + 4000))
     assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
     (request,) = summarizer.requests
     carried = request.messages[:-1]
-    assert carried == sent[: len(carried)] and any(big in _result_text(m) for m in carried)
+    assert carried == sent[: len(carried)] and any(BIG in _result_text(m) for m in carried)
 
 
 @pytest.mark.parametrize("backend", ["recallable", "basic"])
 def test_after_an_overflow_the_summariser_reads_the_pruned_result(backend: str):
     """The request that overflowed was refused: nothing of it is cached, and its results as
     sent are what did not fit, so the pass's call carries the pruned copy."""
-    session = with_header(long_session(turns=40))
-    big = "line of a long build log that the model already read\n" * 40
-    append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
-    append_tool_turn(session, "and now?", final="still going")
-    settings = msgspec.structs.replace(
-        SETTINGS,
-        backend=backend,
-        retain_tokens=60,
-        prune_threshold_chars=2000,
-        prune_head_chars=200,
-        prune_tail_chars=100,
+    session, _ = _crossing_session()
+    settings = _pruning(
+        backend=backend, retain_tokens=60, threshold_ratio=0.8, low_watermark_ratio=0.4
     )
     summarizer = RouteSummarizer(("scripted", "scripted"))
     chosen = (RecallableBackend if backend == "recallable" else BasicBackend)(summarizer, settings)
@@ -141,14 +132,13 @@ def test_after_an_overflow_the_summariser_reads_the_pruned_result(backend: str):
     run(engine.compact_if_needed("overflow", turn=None, window=heuristic_total(session) + 4000))
     assert any(isinstance(e, CompactionPruneEvent) for e in session.events)
     carried = [m for r in summarizer.requests for m in r.messages]
-    assert summarizer.requests and not any(big in _result_text(m) for m in carried)
+    assert summarizer.requests and not any(BIG in _result_text(m) for m in carried)
     assert any("pruned from this tool result" in _result_text(m) for m in carried)
 
 
 def _pruned_result_session() -> tuple:
     session = with_header(long_session(turns=4))
-    big = "line of a long build log that the model already read\n" * 40
-    turn = append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', big)])
+    turn = append_tool_turn(session, "build it", calls=[("bash", '{"cmd":"make"}', BIG)])
     (result,) = turn.results
     return session, result
 
