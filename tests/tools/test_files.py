@@ -8,6 +8,7 @@ import pytest
 
 from dsh.errors import ToolError
 from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.diffs import MAX_DIFF_CHARS
 from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
 
 
@@ -224,3 +225,32 @@ def test_list_dir_caps_entries_with_a_note(workspace: Path, ctx: ToolContext) ->
 
 def test_list_dir_refuses_outside(ctx: ToolContext, outside: Path) -> None:
     assert refused(ListDirTool(), ctx, path="..").code == "OUTSIDE_WORKSPACE"
+
+
+def test_write_file_over_a_text_file_logs_the_real_diff_and_a_new_file_none(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """An overwrite is not all new lines: the card shows what changed, as for edit_file."""
+    (workspace / "notes.txt").write_text("one\ntwo\nthree\n")
+    out = call(WriteFileTool(), ctx, path="notes.txt", content="one\n2\nthree\n")
+    assert out.meta == {
+        "diff": [
+            "--- a/notes.txt",
+            "+++ b/notes.txt",
+            "@@ -1,3 +1,3 @@",
+            " one",
+            "-two",
+            "+2",
+            " three",
+        ]
+    }
+    created = call(WriteFileTool(), ctx, path="new.txt", content="fresh\n")
+    assert created.meta is None and "(created)" in created.text
+    (workspace / "blob.bin").write_bytes(b"\xff\xfe\x00binary")
+    assert call(WriteFileTool(), ctx, path="blob.bin", content="text\n").meta is None
+
+
+def test_a_file_too_large_to_diff_logs_no_diff(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "big.txt").write_text("x\n" * (MAX_DIFF_CHARS // 2) + "marker\n")
+    out = call(EditFileTool(), ctx, path="big.txt", old="marker", new="done")
+    assert not out.is_error and out.meta is None

@@ -165,20 +165,33 @@ class WriteFileTool:
         """Write ``args.content`` (UTF-8) to ``args.path``."""
         path = str_arg(args, "path")
         content = str_arg(args, "content")
-        return ToolOutput(await _in_thread(_write, path, content, ctx.workspace))
+        text, diff = await _in_thread(_write, path, content, ctx.workspace)
+        return ToolOutput(text, meta=None if diff is None else {DIFF_META: diff})
 
 
-def _write(path: str, content: str, workspace: Path) -> str:
+def _write(path: str, content: str, workspace: Path) -> tuple[str, list[str] | None]:
+    """The result's text and, over an existing text file, the diff of the change (for
+    people: an overwrite is not all new lines)."""
     resolved = resolve_in_workspace(path, workspace)
     shown = display_path(resolved, workspace)
     if resolved.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path", code="IS_DIRECTORY")
     existed = resolved.exists()
+    before = _old_text(resolved) if existed else None
     resolved.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     resolved.write_bytes(data)
     what = "overwrote" if existed else "created"
-    return f"wrote {len(data)} bytes to {shown} ({what})"
+    diff = None if before is None else unified_diff(shown, before, content)
+    return f"wrote {len(data)} bytes to {shown} ({what})", diff
+
+
+def _old_text(resolved: Path) -> str | None:
+    """A file's text before an overwrite: None if it is not a readable UTF-8 text file."""
+    try:
+        return resolved.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 class EditFileTool:
@@ -213,10 +226,10 @@ class EditFileTool:
         if old == new:
             raise ToolError("old and new are identical; nothing to change", code=INVALID_ARGUMENT)
         text, diff = await _in_thread(_edit, path, old, new, ctx.workspace)
-        return ToolOutput(text, meta={DIFF_META: diff})
+        return ToolOutput(text, meta=None if diff is None else {DIFF_META: diff})
 
 
-def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, list[str]]:
+def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, list[str] | None]:
     """The result's text and the unified diff of the file's change (for people)."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)

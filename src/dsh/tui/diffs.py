@@ -99,7 +99,8 @@ def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) ->
         return None
     before, after = (sanitize(text) for text in texts)
     path = str(args["path"])
-    return _file_diff(path, unified_diff(path, before, after))
+    lines = unified_diff(path, before, after)
+    return None if lines is None else _file_diff(path, lines)  # None: a file too large to diff
 
 
 def logged_diff(path: str, lines: tuple[str, ...]) -> FileDiff:
