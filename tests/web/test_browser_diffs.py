@@ -51,3 +51,33 @@ def test_an_edit_card_shows_the_real_line_numbers_and_indentation(
         page.reload()  # the same card drawn from the stored log
         page.wait_for_selector("#log .row.tool .tool-status:text-is('done')")
         assert edit_card_rows(page) == expected
+
+
+def test_an_edit_approval_shows_the_real_line_numbers_before_it_runs(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The page cannot read the file: the server sends the approval with the diff it made
+    against the file as it is, so the person approves what will really change."""
+    env = make_env(tmp_path, approval="ask")
+    (env.workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    env.script = [{"toolCalls": [{"name": "edit_file", "arguments": EDIT}]}, {"text": "fixed"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "fix add")
+        approval = page.locator("#approvals .approval")
+        approval.wait_for()
+        rows = approval.locator(".diff-body > div").evaluate_all(
+            """(rows) => rows.map((row) => row.classList.contains('diff-hunk')
+                ? [row.textContent]
+                : [...row.children].map((cell) => cell.textContent))"""
+        )
+        assert rows == [
+            ["@@ −1,2 +1,2 @@"],
+            ["1", "1", " ", "def add(a, b):"],
+            ["2", "", "-", "    return a - b"],
+            ["", "2", "+", "    return a + b"],
+        ]
+        approval.locator("button[data-answer='once']").click()
+        wait_turn_over(page, "fixed")

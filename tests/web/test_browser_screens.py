@@ -291,7 +291,8 @@ def test_an_edit_waiting_for_approval_shows_its_diff(browser: Any, tmp_path: Pat
         send(page, "edit it")
         approval = page.locator("#approvals .approval")
         approval.wait_for()
-        assert approval.locator(".diff-hunk").inner_text() == "@@ −1,2 +1,3 @@"  # the arguments
+        # against the file (line 3 of notes.txt, 3 lines of context), not the arguments alone
+        assert approval.locator(".diff-hunk").inner_text() == "@@ −1,7 +1,8 @@"
         assert approval.locator(".diff-line.del .diff-code").all_inner_texts() == [
             "line 3: the quick brown fox"
         ]

@@ -20,6 +20,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from dsh.events import Message, ReasoningBlock, UserSource
+from dsh.tools.diffs import DIFF_TOOLS
 from dsh.transcript import (
     COMPACTION_MARKER,
     MarkerItem,
@@ -31,7 +32,6 @@ from dsh.transcript import (
     cut_off_note,
 )
 from dsh.tui.diffs import (
-    DIFF_TOOLS,
     FileDiff,
     call_diff,
     line_style,

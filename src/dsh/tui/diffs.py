@@ -17,10 +17,9 @@ from typing import Any
 
 from rich.style import Style
 
-from dsh.tools.diffs import unified_diff
+from dsh.tools.diffs import DIFF_TOOLS, planned_texts, unified_diff
 from dsh.tui.wrap import sanitize
 
-DIFF_TOOLS = frozenset({"edit_file", "write_file"})
 ADDED = Style(color="green")
 REMOVED = Style(color="red")
 HUNK = Style(color="cyan")
@@ -60,41 +59,12 @@ def parse_arguments(arguments: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _before_after(
-    tool: str, args: dict[str, Any], workspace: Path | None
-) -> tuple[str, str] | None:
-    path = args.get("path")
-    if not isinstance(path, str):
-        return None
-    current = None
-    if workspace is not None:
-        target = (workspace / path).resolve()
-        if target.is_relative_to(workspace.resolve()):
-            current = _read(target)
-    if tool == "write_file":
-        content = args.get("content")
-        return (current or "", content) if isinstance(content, str) else None
-    old, new = args.get("old"), args.get("new")
-    if not isinstance(old, str) or not isinstance(new, str):
-        return None
-    if current is not None and current.count(old) == 1:
-        return current, current.replace(old, new)
-    return old, new  # the file is not at hand (or the edit will fail): the arguments alone
-
-
 def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) -> FileDiff | None:
     """The diff an ``edit_file`` / ``write_file`` call makes; None for other tools or
     arguments that name no edit."""
     if tool not in DIFF_TOOLS:
         return None
-    texts = _before_after(tool, args, workspace)
+    texts = planned_texts(tool, args, workspace)
     if texts is None:
         return None
     before, after = (sanitize(text) for text in texts)

@@ -45,6 +45,7 @@ from dsh.events import (
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
+from dsh.tools.diffs import planned_diff
 from dsh.transcript.history import HistoryPage, history_page
 from dsh.transcript.stats import SessionStats, session_stats
 from dsh.transcript.titles import session_title
@@ -85,9 +86,12 @@ class PendingApproval:
     tool: str
     args: dict[str, Any]
     future: asyncio.Future[ApprovalAnswer]
+    diff: list[str] | None = None
+    """A file-writing call's diff against the file as it is (the page cannot read it)."""
 
     def public(self) -> dict[str, Any]:
-        return {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+        shown = {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+        return shown if self.diff is None else {**shown, "diff": self.diff}
 
 
 class Handle:
@@ -114,7 +118,9 @@ class Handle:
 
     async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        pending = PendingApproval(secrets.token_hex(6), tool, args, future)
+        workspace = Path(self.session.header.cwd)  # where the runner's tools run
+        diff = await anyio.to_thread.run_sync(planned_diff, tool, args, workspace)
+        pending = PendingApproval(secrets.token_hex(6), tool, args, future, diff)
         self.approvals[pending.id] = pending
         self.hub.publish(frame("approval", approval=pending.public()))
         outcome = "cancelled"

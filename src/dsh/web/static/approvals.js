@@ -1,6 +1,7 @@
-// Approvals asked in the page: the tool, its arguments (as the tool cards show them) and the
-// three answers.
+// Approvals asked in the page: the tool, its arguments (as the tool cards show them; a file
+// edit as the diff the server made against the file) and the three answers.
 import { api, sessionPath } from './api.js';
+import { renderUnifiedDiff } from './diff.js';
 import { renderArguments } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
@@ -13,6 +14,10 @@ export function showApproval(approval, sessionId, onError) {
   const title = document.createElement('div');
   title.textContent = `dsh wants to run ${approval.tool}:`;
   const args = renderArguments(approval.tool, approval.args);
+  const argsDiff = args.querySelector('.diff');
+  if (Array.isArray(approval.diff) && argsDiff) {  // against the file as it is (the server read it)
+    argsDiff.replaceWith(renderUnifiedDiff(argsDiff.querySelector('.diff-path').textContent, approval.diff));
+  }
   const buttons = document.createElement('div');
   buttons.className = 'buttons';
   for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
