@@ -8,7 +8,7 @@ import pytest
 
 from dsh.errors import ToolError
 from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.diffs import MAX_DIFF_CHARS
+from dsh.tools.diffs import MAX_DIFF_CHARS, planned_texts, read_small_text
 from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
 
 
@@ -254,3 +254,27 @@ def test_a_file_too_large_to_diff_logs_no_diff(workspace: Path, ctx: ToolContext
     (workspace / "big.txt").write_text("x\n" * (MAX_DIFF_CHARS // 2) + "marker\n")
     out = call(EditFileTool(), ctx, path="big.txt", old="marker", new="done")
     assert not out.is_error and out.meta is None
+
+
+def test_a_file_too_large_to_diff_is_never_read_for_a_diff(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An approval reads the file before anyone approved anything: a huge file is judged by
+    its size, not loaded to be left out."""
+    huge = workspace / "huge.log"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_DIFF_CHARS * 4 + 1)
+    read: list[Path] = []
+    real = Path.read_bytes
+
+    def spy(self: Path) -> bytes:
+        read.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    assert read_small_text(huge) is None and read == []
+    assert planned_texts("write_file", {"path": "huge.log", "content": "x"}, workspace) == (
+        "",
+        "x",
+    )
+    assert read == []

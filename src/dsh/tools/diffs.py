@@ -57,7 +57,7 @@ def planned_texts(
     if workspace is not None:
         target = (workspace / path).resolve()
         if target.is_relative_to(workspace.resolve()):
-            current = _read(target)
+            current = read_small_text(target)
     if tool == "write_file":
         content = args.get("content")
         return (current or "", content) if isinstance(content, str) else None
@@ -78,8 +78,12 @@ def planned_diff(tool: str, args: dict[str, Any], workspace: Path | None) -> lis
     return None if texts is None else unified_diff(str(args["path"]), *texts)
 
 
-def _read(path: Path) -> str | None:
+def read_small_text(path: Path) -> str | None:
+    """A file's UTF-8 text, or None when it cannot be read, is not text, or is too large to
+    diff (checked before reading: a huge file is never loaded just to be left out)."""
     try:
-        return path.read_text(encoding="utf-8")
+        if path.stat().st_size > MAX_DIFF_CHARS * 4:  # at most 4 bytes a character
+            return None
+        return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None

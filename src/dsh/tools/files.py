@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
-from dsh.tools.diffs import DIFF_META, unified_diff
+from dsh.tools.diffs import DIFF_META, read_small_text, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
 
@@ -177,21 +177,13 @@ def _write(path: str, content: str, workspace: Path) -> tuple[str, list[str] | N
     if resolved.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path", code="IS_DIRECTORY")
     existed = resolved.exists()
-    before = _old_text(resolved) if existed else None
+    before = read_small_text(resolved) if existed else None
     resolved.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     resolved.write_bytes(data)
     what = "overwrote" if existed else "created"
     diff = None if before is None else unified_diff(shown, before, content)
     return f"wrote {len(data)} bytes to {shown} ({what})", diff
-
-
-def _old_text(resolved: Path) -> str | None:
-    """A file's text before an overwrite: None if it is not a readable UTF-8 text file."""
-    try:
-        return resolved.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 class EditFileTool:
