@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -8,7 +9,14 @@ import pytest
 
 from dsh.errors import ToolError
 from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.diffs import MAX_DIFF_CHARS, planned_texts, read_small_text
+from dsh.tools.diffs import (
+    MAX_DIFF_CHARS,
+    MAX_DIFF_LINES,
+    planned_diff,
+    planned_texts,
+    read_small_text,
+    unified_diff,
+)
 from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
 
 
@@ -278,3 +286,23 @@ def test_a_file_too_large_to_diff_is_never_read_for_a_diff(
         "x",
     )
     assert read == []
+
+
+def test_planning_a_diff_never_blocks_or_fails_on_odd_paths(workspace: Path) -> None:
+    """Before approval, on the UI thread: a FIFO is not read (it would block), a NUL byte in
+    the model's path is not an exception (it crashed the TUI), CRLF is kept as stored."""
+    os.mkfifo(workspace / "pipe")
+    edit = {"path": "pipe", "old": "a", "new": "b"}
+    assert planned_texts("edit_file", edit, workspace) == ("a", "b")  # the arguments alone
+    nul = {"path": "a\x00b", "old": "a", "new": "b"}
+    assert planned_texts("edit_file", nul, workspace) == ("a", "b")
+    (workspace / "c.txt").write_bytes(b"one\r\ntwo\r\n")
+    lines = planned_diff("write_file", {"path": "c.txt", "content": "one\ntwo\n"}, workspace)
+    assert lines is not None and "-one\r" in lines and "+one" in lines  # not "no change"
+
+
+def test_diff_lines_split_at_newlines_only_and_many_lines_are_not_diffed() -> None:
+    lines = unified_diff("f", "a\x0cb\nc\n", "a\x0cb\nC\n")
+    assert lines is not None and "@@ -1,2 +1,2 @@" in lines  # a form feed ends no line
+    many = "x\n" * (MAX_DIFF_LINES + 1)
+    assert unified_diff("f", many, many + "y\n") is None

@@ -142,3 +142,17 @@ def test_an_edit_card_shows_the_diff_the_approval_showed(rig: Rig):
         assert "edited calc.py: replaced 1 occurrence (line 2)" in text_of(app)
 
     run(app, body)
+
+
+def test_a_removed_sql_comment_and_an_added_increment_are_lines_not_file_headers(
+    tmp_path: Path,
+):
+    """Only the lines before the first hunk are headers: `-- old comment` removed and
+    `++counter;` added count as a change and are coloured as one."""
+    (tmp_path / "q.sql").write_text("-- old comment\nselect 1;\n")
+    edit = {"path": "q.sql", "old": "-- old comment", "new": "++counter;"}
+    diff = call_diff("edit_file", edit, tmp_path)
+    assert diff is not None and diff.summary == "q.sql +1 -1" and diff.headers == 2
+    text = describe_call("edit_file", edit, tmp_path)
+    styles = {span.style for span in text.spans}
+    assert ADDED in styles and REMOVED in styles

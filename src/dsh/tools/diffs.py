@@ -10,6 +10,7 @@ arguments alone, after the file has moved on. The faces colour and lay the lines
 from __future__ import annotations
 
 import difflib
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ DIFF_META = "diff"
 MAX_DIFF_CHARS = 256 * 1024
 """Files larger than this on either side get no logged diff (difflib's time grows faster than
 the file; the card then shows the arguments' diff)."""
+MAX_DIFF_LINES = 10_000
+"""Nor files of more lines than this: many short repeated lines cost difflib far more than
+their characters suggest (87k lines of three characters took 23 s)."""
 
 
 def unified_diff(
@@ -28,15 +32,26 @@ def unified_diff(
     None for a side over ``MAX_DIFF_CHARS``."""
     if len(before) > MAX_DIFF_CHARS or len(after) > MAX_DIFF_CHARS:
         return None
+    old, new = _lines(before), _lines(after)
+    if len(old) > MAX_DIFF_LINES or len(new) > MAX_DIFF_LINES:
+        return None
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        old,
+        new,
         f"a/{path}",
         f"b/{path}",
         n=context,
         lineterm="\n",
     )
     return [line.rstrip("\n") for line in lines]
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines with their newlines, split at ``\\n`` only (as the tools count lines:
+    a form feed or a Unicode line separator inside a line does not end it)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines
 
 
 DIFF_TOOLS = frozenset({"edit_file", "write_file"})
@@ -55,8 +70,12 @@ def planned_texts(
         return None
     current = None
     if workspace is not None:
-        target = (workspace / path).resolve()
-        if target.is_relative_to(workspace.resolve()):
+        try:
+            target = (workspace / path).resolve()
+            inside = target.is_relative_to(workspace.resolve())
+        except (OSError, ValueError):  # a NUL byte, a symlink loop: not a file to read
+            inside = False
+        if inside:
             current = read_small_text(target)
     if tool == "write_file":
         content = args.get("content")
@@ -79,11 +98,13 @@ def planned_diff(tool: str, args: dict[str, Any], workspace: Path | None) -> lis
 
 
 def read_small_text(path: Path) -> str | None:
-    """A file's UTF-8 text, or None when it cannot be read, is not text, or is too large to
-    diff (checked before reading: a huge file is never loaded just to be left out)."""
+    """A regular file's UTF-8 text (line endings as stored), or None when it cannot be read,
+    is not text, is not a regular file, or is too large to diff (checked before reading: a
+    huge file is never loaded just to be left out)."""
     try:
-        if path.stat().st_size > MAX_DIFF_CHARS * 4:  # at most 4 bytes a character
-            return None
+        found = path.stat()
+        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_DIFF_CHARS * 4:
+            return None  # a FIFO or a device would block or never end; 4 bytes a character
         return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None

@@ -34,7 +34,10 @@ def describe_call(tool: str, args: dict[str, Any], workspace: Path | None = None
     ``command`` as a shell line (``$ …``), anything else as indented JSON."""
     diff = call_diff(tool, args, workspace)
     if diff is not None:
-        rows = [Text(line, style=line_style(line) or "") for line in diff.lines]
+        rows = [
+            Text(line, style=line_style(line, header=i < diff.headers) or "")
+            for i, line in enumerate(diff.lines)
+        ]
         return _capped(rows or [Text("(no change)", style="dim")], DIFF_PREVIEW_LINES)
     if set(args) <= {"command", "timeout"} and isinstance(args.get("command"), str):
         lines = sanitize(args["command"]).splitlines() or [""]

@@ -233,8 +233,8 @@ def _card_rows(block: Block, width: int) -> list[Row]:
     if block.expanded:
         if diff is not None:
             rows.append([Segment("    "), Segment("diff", DIM)])
-            for line in diff.lines:
-                rows += _indented(line, width, 6, line_style(line))
+            for i, line in enumerate(diff.lines):
+                rows += _indented(line, width, 6, line_style(line, header=i < diff.headers))
         elif block.kind == "tool":
             rows.append([Segment("    "), Segment("arguments", DIM)])
             rows += _indented(_pretty_arguments(block.arguments), width, 6)

@@ -33,14 +33,17 @@ class FileDiff:
     """Unified diff lines, headers included (``--- a/…``, ``+++ b/…``, ``@@ … @@``)."""
     added: int
     removed: int
+    headers: int = 0
+    """How many leading lines are file headers (before the first ``@@``): a removed line that
+    starts ``--`` or an added one that starts ``++`` is not one."""
 
     @property
     def summary(self) -> str:
         return f"{self.path} +{self.added} -{self.removed}"
 
 
-def line_style(line: str) -> Style | None:
-    if line.startswith(("+++", "---")):
+def line_style(line: str, *, header: bool = False) -> Style | None:
+    if header:
         return HEADER
     if line.startswith("@@"):
         return HUNK
@@ -80,7 +83,8 @@ def logged_diff(path: str, lines: tuple[str, ...]) -> FileDiff:
 
 
 def _file_diff(path: str, lines: list[str]) -> FileDiff:
-    body = [line for line in lines if not line.startswith(("+++", "---"))]
+    headers = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    body = lines[headers:]
     added = sum(1 for line in body if line.startswith("+"))
     removed = sum(1 for line in body if line.startswith("-"))
-    return FileDiff(path, tuple(lines), added, removed)
+    return FileDiff(path, tuple(lines), added, removed, headers)
