@@ -191,9 +191,8 @@ def search_history(
         )
     if checkpoint == "":  # a model's way of leaving the optional argument out
         checkpoint = None
-    everything = list_checkpoints(events)
     if checkpoint is None:
-        targets = everything
+        targets = list_checkpoints(events)
         if not targets:
             meta = {"scanned": 0, "matched": 0, "truncated": False}
             return ToolOutput(
@@ -205,10 +204,11 @@ def search_history(
     spans = cache if cache is not None else SpanCache(max_spans=1)
     found = _scan(events, targets, query, limit, spans)
     widened: _Found | None = None
-    if checkpoint is not None and not found.matched and len(everything) > 1:
+    others: list[Checkpoint] = []
+    if checkpoint is not None and not found.matched:
         # a checkpoint's footer may name a wider range than its own span (a state folds the
         # whole pass): rather than send the model away empty-handed, search everything
-        others = [c for c in everything if c.id != targets[0].id]
+        others = [c for c in list_checkpoints(events) if c.id != targets[0].id]
         widened = _scan(events, others, query, limit, spans)
     spans.flush()  # the spans lower-cased by this search, stored in one write
     header = (

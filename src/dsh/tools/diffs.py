@@ -14,6 +14,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from dsh.errors import ToolError
+from dsh.tools.workspace import resolve_in_workspace
+
 CONTEXT_LINES = 3
 DIFF_META = "diff"
 """The key of a result's meta that holds its diff lines."""
@@ -70,13 +73,10 @@ def planned_texts(
         return None
     current = None
     if workspace is not None:
-        try:
-            target = (workspace / path).resolve()
-            inside = target.is_relative_to(workspace.resolve())
-        except (OSError, ValueError):  # a NUL byte, a symlink loop: not a file to read
-            inside = False
-        if inside:
-            current = read_small_text(target)
+        try:  # the tool's own resolution: a NUL byte, a loop or an escape is no file to read
+            current = read_small_text(resolve_in_workspace(path, workspace))
+        except ToolError:
+            current = None
     if tool == "write_file":
         content = args.get("content")
         return (current or "", content) if isinstance(content, str) else None

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.style import Style
 
-from dsh.tools.diffs import DIFF_TOOLS, planned_texts, unified_diff
+from dsh.tools.diffs import planned_diff
 from dsh.tui.wrap import sanitize
 
 ADDED = Style(color="green")
@@ -65,15 +65,8 @@ def parse_arguments(arguments: str) -> dict[str, Any] | None:
 def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) -> FileDiff | None:
     """The diff an ``edit_file`` / ``write_file`` call makes; None for other tools or
     arguments that name no edit."""
-    if tool not in DIFF_TOOLS:
-        return None
-    texts = planned_texts(tool, args, workspace)
-    if texts is None:
-        return None
-    before, after = (sanitize(text) for text in texts)
-    path = str(args["path"])
-    lines = unified_diff(path, before, after)
-    return None if lines is None else _file_diff(path, lines)  # None: a file too large to diff
+    lines = planned_diff(tool, args, workspace)  # None too for a file too large to diff
+    return None if lines is None else logged_diff(str(args["path"]), tuple(lines))
 
 
 def logged_diff(path: str, lines: tuple[str, ...]) -> FileDiff:

@@ -78,10 +78,11 @@ def _ride(
     as_sent = list(session.derive_messages())
     positions: dict[int, int] = {}
     tokens_through: list[int] = []  # heuristic tokens of the nodes up to each position
-    running = 0
+    running = surface = 0  # surface: the nodes as they stand (pruned), for the fixed part
     for seq in session.nodes:
         sent = unsent.get(seq, seq)
         running += session.node_tokens(sent)
+        surface += session.node_tokens(seq)
         if surface_message(session.events[seq]) is not None:  # type: ignore[arg-type]
             positions[seq] = len(positions) + 1
             tokens_through.append(running)
@@ -94,7 +95,7 @@ def _ride(
     conversation = sent_prefix(messages, needed)
     if window is None:
         return RidingInput(conversation, positions, None)
-    fixed = heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
+    fixed = heuristic_total(session) - surface
 
     def room(length: int) -> int:
         carried = tokens_through[length - 1] if length else 0
