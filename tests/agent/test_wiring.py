@@ -128,6 +128,29 @@ def test_the_summarisers_own_route_override_bounds_one_summariser_call():
     assert parts.summarizer.max_output_tokens != 4096  # the model's known limit, or none
 
 
+def test_a_summariser_on_the_conversations_route_keeps_the_conversations_output_bound():
+    """When the summariser is the conversation's own route, ``[provider] max_output_tokens``
+    (with that route's override applied) bounds its calls as it bounds the conversation's."""
+    same_route = Settings(
+        provider=ProviderSettings(max_output_tokens=700),
+        compaction=CompactionSettings(summarizer="tiny"),
+    )
+    parts = build_parts(same_route, route(model="tiny"), session())
+    assert isinstance(parts.summarizer, ModelSummarizer)
+    assert parts.summarizer.route == ("scripted", "tiny")
+    assert parts.summarizer.max_output_tokens == 700
+    overridden = msgspec.structs.replace(
+        same_route,
+        provider=ProviderSettings(
+            max_output_tokens=700,
+            overrides={"scripted:tiny": ProviderOverride(max_output_tokens=500)},
+        ),
+    )
+    parts = build_parts(overridden, route(model="tiny"), session())
+    assert isinstance(parts.summarizer, ModelSummarizer)
+    assert parts.summarizer.max_output_tokens == 500
+
+
 class Wordy:
     """A summariser whose summaries are longer than what they replace."""
 

@@ -12,6 +12,7 @@ from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.diffs import (
     MAX_DIFF_CHARS,
     MAX_DIFF_LINES,
+    NO_NEWLINE,
     planned_diff,
     planned_texts,
     read_small_text,
@@ -306,3 +307,22 @@ def test_diff_lines_split_at_newlines_only_and_many_lines_are_not_diffed() -> No
     assert lines is not None and "@@ -1,2 +1,2 @@" in lines  # a form feed ends no line
     many = "x\n" * (MAX_DIFF_LINES + 1)
     assert unified_diff("f", many, many + "y\n") is None
+
+
+def test_a_diff_marks_a_last_line_without_a_newline_as_git_does() -> None:
+    """A side that ends without a final newline gets ``\\ No newline at end of file`` under
+    its last line, so adding or dropping only the final newline reads as that change."""
+    assert unified_diff("f", "a\nb", "a\nb\n") == [
+        "--- a/f",
+        "+++ b/f",
+        "@@ -1,2 +1,2 @@",
+        " a",
+        "-b",
+        NO_NEWLINE,
+        "+b",
+    ]
+    lines = unified_diff("f", "x\ny", "x\nz")
+    assert lines is not None and lines[-4:] == ["-y", NO_NEWLINE, "+z", NO_NEWLINE]
+    context = unified_diff("f", "a\nb\nc", "A\nb\nc")
+    assert context is not None and context[-2:] == [" c", NO_NEWLINE]
+    assert NO_NEWLINE not in (unified_diff("f", "a\n", "b\n") or [])

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.tui.approval import ApprovalScreen, describe_call
-from dsh.tui.diffs import ADDED, HUNK, REMOVED, call_diff
+from dsh.tui.diffs import ADDED, HUNK, NOTE, REMOVED, call_diff
 from tests.tui.conftest import (
     SIZE,
     Rig,
@@ -156,3 +156,15 @@ def test_a_removed_sql_comment_and_an_added_increment_are_lines_not_file_headers
     text = describe_call("edit_file", edit, tmp_path)
     styles = {span.style for span in text.spans}
     assert ADDED in styles and REMOVED in styles
+
+
+def test_a_missing_final_newline_is_a_dim_note_not_a_changed_line(tmp_path: Path):
+    """Dropping only a file's final newline shows git's note under the old last line (dim,
+    counted as no change), so the card does not read as the same line removed and added."""
+    (tmp_path / "v.txt").write_text("one\ntwo")
+    diff = call_diff("write_file", {"path": "v.txt", "content": "one\ntwo\n"}, tmp_path)
+    assert diff is not None and diff.summary == "v.txt +1 -1"
+    assert diff.lines[-3:] == ("-two", "\\ No newline at end of file", "+two")
+    text = describe_call("write_file", {"path": "v.txt", "content": "one\ntwo\n"}, tmp_path)
+    note = text.plain.index("\\ No newline")
+    assert any(span.style == NOTE and span.start <= note < span.end for span in text.spans)

@@ -81,3 +81,35 @@ def test_an_edit_approval_shows_the_real_line_numbers_before_it_runs(
         ]
         approval.locator("button[data-answer='once']").click()
         wait_turn_over(page, "fixed")
+
+
+def test_a_missing_final_newline_shows_as_a_note_not_as_a_numbered_line(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A file without a final newline: the logged diff's ``\\ No newline at end of file``
+    lines show as notes under the lines they speak of, numbering no line of the file."""
+    env = make_env(tmp_path)
+    (env.workspace / "calc.py").write_text("def add(a, b):\n    return a - b")
+    env.script = [{"toolCalls": [{"name": "edit_file", "arguments": EDIT}]}, {"text": "fixed"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "fix add")
+        wait_turn_over(page, "fixed")
+        card = page.locator("#log .row.tool[data-call]").first
+        card.locator("summary").first.click()
+        rows = card.locator(".diff-body > div").evaluate_all(
+            """(rows) => rows.map((row) => row.children.length
+                ? [...row.children].map((cell) => cell.textContent)
+                : [row.className, row.textContent])"""
+        )
+        assert rows == [
+            ["diff-hunk", "@@ −1,2 +1,2 @@"],
+            ["1", "1", " ", "def add(a, b):"],
+            ["2", "", "-", "    return a - b"],
+            ["diff-note", "No newline at end of file"],
+            ["", "2", "+", "    return a + b"],
+            ["diff-note", "No newline at end of file"],
+        ]
+        assert card.locator(".diff-head").inner_text().split() == ["calc.py", "+1", "−1"]

@@ -57,8 +57,9 @@ class Wiring:
     summarizer_provider: Provider | None
     summarizer_model: str | None
     summarizer_max_output: int | None
-    """``max_output_tokens`` of the summariser's route in ``[provider.overrides]``: bounds one
-    summariser call's answer (a pass whose one-call answer would need more is split)."""
+    """Bounds one summariser call's answer (a pass whose one-call answer would need more is
+    split): the conversation's own ``max_output_tokens`` (its route override applied) when the
+    summariser is the conversation's route, else that route's ``[provider.overrides]`` one."""
     params: dict[str, Any]
     text_tool_calls: bool
     generation: ProviderSettings
@@ -68,10 +69,14 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
     """Resolve the summariser and the route's generation settings; raises ``ConfigError``."""
     name = route.provider.name
     summarizer_provider, summarizer_model = summarizer_route(settings, route, environ)
+    generation = settings.provider.for_route(name, route.model)
     summarizer_max_output = None
     if summarizer_provider is not None and summarizer_model is not None:
-        override = settings.provider.override_for(summarizer_provider.name, summarizer_model)
-        summarizer_max_output = override.max_output_tokens if override is not None else None
+        if summarizer_provider is route.provider and summarizer_model == route.model:
+            summarizer_max_output = generation.max_output_tokens
+        else:
+            override = settings.provider.override_for(summarizer_provider.name, summarizer_model)
+            summarizer_max_output = override.max_output_tokens if override is not None else None
     return Wiring(
         compaction=settings.compaction.for_route(name, route.model),
         summarizer_provider=summarizer_provider,
@@ -79,7 +84,7 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
         summarizer_max_output=summarizer_max_output,
         params=route_params(settings.provider, name, route.model),
         text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
-        generation=settings.provider.for_route(name, route.model),
+        generation=generation,
     )
 
 

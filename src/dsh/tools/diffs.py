@@ -28,6 +28,11 @@ MAX_DIFF_LINES = 10_000
 their characters suggest (87k lines of three characters took 23 s)."""
 
 
+NO_NEWLINE = "\\ No newline at end of file"
+"""The line after a diff line that ends its side's file without a newline (as ``diff -u`` and
+git write it): a change of the final newline alone is then visible, not ``-b`` / ``+b``."""
+
+
 def unified_diff(
     path: str, before: str, after: str, *, context: int = CONTEXT_LINES
 ) -> list[str] | None:
@@ -46,7 +51,12 @@ def unified_diff(
         n=context,
         lineterm="\n",
     )
-    return [line.rstrip("\n") for line in lines]
+    result: list[str] = []
+    for line in lines:  # headers and hunk lines end in a newline; a file's last line may not
+        result.append(line.rstrip("\n"))
+        if not line.endswith("\n"):
+            result.append(NO_NEWLINE)
+    return result
 
 
 def _lines(text: str) -> list[str]:

@@ -24,6 +24,8 @@ ADDED = Style(color="green")
 REMOVED = Style(color="red")
 HUNK = Style(color="cyan")
 HEADER = Style(bold=True)
+NOTE = Style(dim=True)
+"""``\\ No newline at end of file`` under the line it speaks of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,8 @@ def line_style(line: str, *, header: bool = False) -> Style | None:
         return HEADER
     if line.startswith("@@"):
         return HUNK
+    if line.startswith("\\"):
+        return NOTE
     if line.startswith("+"):
         return ADDED
     if line.startswith("-"):

@@ -90,6 +90,8 @@ export function parseUnified(lines) {
       result.push(current);
       a = aLen ? aStart : aStart + 1;
       b = bLen ? bStart : bStart + 1;
+    } else if (current && line.startsWith('\\')) {  // "\ No newline at end of file": no line of its own
+      current.lines.push({ op: '\\', text: line.slice(1).trim(), a: null, b: null });
     } else if (current && line && ' -+'.includes(line[0])) {
       const op = line[0];
       const text = line.slice(1);
@@ -158,6 +160,10 @@ function renderHunks(path, parts) {
   for (const hunk of parts) {
     table.append(el('div', 'diff-hunk', `@@ −${range(hunk.aStart, hunk.aLen)} +${range(hunk.bStart, hunk.bLen)} @@`));
     for (const line of hunk.lines) {
+      if (line.op === '\\') {
+        table.append(el('div', 'diff-note', line.text));
+        continue;
+      }
       const kind = line.op === '+' ? 'add' : line.op === '-' ? 'del' : 'ctx';
       const row = el('div', `diff-line ${kind}`);
       row.append(el('span', 'diff-num', line.a === null ? '' : String(line.a)),
