@@ -201,3 +201,29 @@ def test_reading_a_state_says_where_the_rest_of_its_folded_range_is():
     assert f"the messages before #{state.shadowed_range[0]} are behind {', '.join(stubs)}" in header
     stub_header = read_checkpoint(session.events, stubs[0]).text.split("\n\n")[0]
     assert "folds" not in stub_header
+
+
+def test_a_read_names_the_span_forwards_as_the_footer_does_when_a_superseded_state_leads_it():
+    """A second pass's first stub shadows the superseded state (a later seq) and the older tail
+    after it: its shadowedRange is surface order (#103–#74 reads backwards). The read's header
+    names the span as the footer does, smallest to largest conversation seq (spec §4.4 "Footer
+    ranges read forwards")."""
+    session = long_session()
+    engine = CompactionEngine(
+        session, RecallableBackend(ExtractiveSummarizer(), RECALLABLE), RECALLABLE
+    )
+    run(engine.compact_now(window=100_000))
+    for i in range(8, 12):
+        append_tool_turn(session, f"more {i}", calls=[("read_file", "{}", f"more {i}\n" * 60)])
+    second = run(engine.compact_now(window=100_000))
+    assert second is not None
+    first = next(
+        c for c in list_checkpoints(session.events) if c.seq == second.checkpoints[0].summary_seq
+    )
+    start, end = first.shadowed_range
+    assert start > end  # the superseded state leads the span: surface order reads backwards
+    footer = re.search(r"span #(\d+)–#(\d+);", first.node.data.text())
+    assert footer is not None
+    header = read_checkpoint(session.events, first.id).text.split("\n\n")[0]
+    assert f"shadows conversation span #{footer[1]}–#{footer[2]}:" in header
+    assert int(footer[1]) <= int(footer[2])

@@ -23,7 +23,9 @@ from dsh.events import (
     Event,
     UserMessageEvent,
     event_type_of,
+    is_append_surface_event,
     is_checkpoint_event,
+    is_replacement_surface_event,
 )
 from dsh.surface import summary_kind
 
@@ -89,6 +91,30 @@ class Checkpoint:
     @property
     def shadowed_range(self) -> tuple[int, int]:
         return self.summary.data.shadowed_range
+
+
+def conversation_span(events: Sequence[Event], seqs: Sequence[int]) -> tuple[int, int]:
+    """The smallest and largest seq of the conversation events that the surface nodes ``seqs``
+    stand for — directly, or through the checkpoints and pruned results they replaced — read
+    forwards, as a footer names them (spec §4.4), never in surface order: a superseded state
+    leads a later stub's span although its seq is after the older tail it did not shadow."""
+    low, high = None, None
+    stack = list(seqs)
+    while stack:
+        seq = stack.pop()
+        event = events[seq]
+        if is_replacement_surface_event(event):
+            stack.extend(
+                s
+                for s in event.source_event_seqs or ()
+                if is_append_surface_event(events[s]) or is_replacement_surface_event(events[s])
+            )
+            continue
+        low = seq if low is None else min(low, seq)
+        high = seq if high is None else max(high, seq)
+    if low is None or high is None:
+        raise ValueError("a span needs at least one surface node")
+    return low, high
 
 
 def checkpoint_id(summary_seq: int) -> str:

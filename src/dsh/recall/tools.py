@@ -25,6 +25,7 @@ from dsh.recall.checkpoints import (
     NON_AGENT_CALLER,
     Checkpoint,
     RecallError,
+    conversation_span,
     list_checkpoints,
     resolve_checkpoint,
 )
@@ -125,7 +126,7 @@ def read_checkpoint(
         page.append(message)
         used += cost
     following = offset + len(page)
-    start, end = target.shadowed_range
+    start, end = conversation_span(events, target.shadowed_seqs)
     shown = f"showing #msg {offset}–{following - 1}" if page else "nothing to show"
     header = (
         f"Checkpoint {target.id} ({target.kind}) shadows conversation span #{start}–#{end}: "
@@ -147,14 +148,16 @@ def _folded_elsewhere(events: Sequence[Event], target: Checkpoint) -> str:
     """For a state whose footer names a wider range than its own span (it folds the whole
     pass): where the rest of that range is, so a reader is not left thinking it saw it all."""
     wider = target.summary.data.input_range
-    start = target.shadowed_range[0]
-    if target.kind != "state" or wider is None or wider[0] >= start:
+    if target.kind != "state" or wider is None:
         return ""
-    behind = [
-        c.id
-        for c in list_checkpoints(events)
-        if c.id != target.id and wider[0] <= c.shadowed_range[0] and c.shadowed_range[1] < start
-    ]
+    start = conversation_span(events, target.shadowed_seqs)[0]
+    if wider[0] >= start:
+        return ""
+    behind = []
+    for other in list_checkpoints(events):
+        first, last = conversation_span(events, other.shadowed_seqs)
+        if other.id != target.id and wider[0] <= first and last < start:
+            behind.append(other.id)
     where = f" behind {', '.join(behind)}" if behind else " in earlier checkpoints"
     return (
         f" This state folds #{wider[0]}–#{wider[1]}; the messages before #{start} are{where} "
