@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext
+from dsh.tools.files import MAX_LINE_CHARS
 from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.tools.search import MAX_GREP_LINE_CHARS
 from dsh.tools.secrets import SecretPolicy, is_secret_name
-from dsh.tools.shell import BashTool
+from dsh.tools.shell import OUTPUT_CAP, BashTool
 
 KEYS = {
     "DEEPSEEK_API_KEY": "sk-deepseek-0123456789abcdef",
@@ -120,3 +125,77 @@ def test_masking_prefers_the_longest_value_and_skips_short_ones() -> None:
         "x [masked B_TOKEN] y [masked A_TOKEN] 1"
     )
     assert SecretPolicy().mask("abcdefgh") == "abcdefgh"
+
+
+SPLIT_KEY = "KEYPART-A1b2C3d4-E5f6G7h8-I9j0K1l2M3n4"
+"""A key whose every fragment is recognisable: no part of it may reach the log."""
+
+
+def _registry_with_split_key() -> ToolRegistry:
+    policy = SecretPolicy.from_environment({"OPENAI_API_KEY": SPLIT_KEY})
+    return ToolRegistry(default_tools(policy), policy)
+
+
+@pytest.mark.parametrize("shift", [1, 10, len(SPLIT_KEY) - 1])
+def test_a_key_cut_by_the_bash_output_cap_leaks_no_part_of_it(
+    ctx: ToolContext, workspace: Path, shift: int
+) -> None:
+    """The cap keeps the head and the tail of a long output: a key straddling either cut is
+    masked whole, never shown in part (spec §10: a key value in tool output is masked)."""
+    half = OUTPUT_CAP // 2
+    body = "x" * (half - shift) + SPLIT_KEY + "y" * OUTPUT_CAP + SPLIT_KEY + "z" * (half - shift)
+    (workspace / "big.txt").write_text(body)
+    command = '{"command": "cat big.txt"}'
+    result = asyncio.run(
+        _registry_with_split_key().execute("c1", "bash", command, ctx, ApprovalPolicy("auto"))
+    )
+    assert "characters omitted" in result.text
+    assert "KEYPART" not in result.text and "K1l2M3n4" not in result.text
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "limit"),
+    [
+        ("read_file", {"path": "long.txt"}, MAX_LINE_CHARS),
+        ("grep", {"pattern": "x"}, MAX_GREP_LINE_CHARS),
+    ],
+)
+def test_a_key_cut_by_a_long_line_limit_leaks_no_part_of_it(
+    ctx: ToolContext, workspace: Path, tool: str, arguments: dict[str, str], limit: int
+) -> None:
+    """read_file and grep shorten a very long line: a key across the cut is masked whole."""
+    (workspace / "long.txt").write_text("x" * (limit - 10) + SPLIT_KEY + "y" * 50 + "\n")
+    result = asyncio.run(
+        _registry_with_split_key().execute(
+            "c1", tool, json.dumps(arguments), ctx, ApprovalPolicy("auto")
+        )
+    )
+    assert not result.is_error and "y" * 50 not in result.text  # the line was cut
+    assert "KEYPART" not in result.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["ab", "x", "KEY-0123456789", "0123456789-KEY-ZZ"]), max_size=30),
+    st.integers(0, 400),
+    st.sampled_from(["head", "tail"]),
+)
+def test_a_safe_cut_never_splits_a_value_and_moves_only_as_far_as_it_must(parts, at, keep):
+    policy = SecretPolicy.from_environment(
+        {"A_TOKEN": "KEY-0123456789", "B_TOKEN": "0123456789-KEY-ZZ"}
+    )
+    text = "".join(parts)
+    at = min(at, len(text))
+    cut = policy.safe_cut(text, at, keep=keep)
+    assert (cut <= at) if keep == "head" else (cut >= at)
+    for _, value in policy.values:
+        start = text.find(value)
+        while start != -1:
+            assert not start < cut < start + len(value), (text, at, cut, value)
+            start = text.find(value, start + 1)
+    if cut != at:  # it moved to the edge of a value that spanned the cut
+        values = [value for _, value in policy.values]
+        if keep == "head":
+            assert any(text.startswith(v, cut) for v in values)
+        else:
+            assert any(text.endswith(v, 0, cut) for v in values)

@@ -19,6 +19,7 @@ from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.diffs import DIFF_META, read_small_text, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
+from dsh.tools.secrets import SecretPolicy
 from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
 
 __all__ = ["EditFileTool", "GlobTool", "GrepTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
@@ -80,7 +81,9 @@ class ReadFileTool:
         "number) and limit to read other parts of long files."
     )
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: SecretPolicy | None = None) -> None:
+        self.secrets = secrets or SecretPolicy()
+        """A long line is never cut inside one of its values (the registry masks them)."""
         self.parameters: dict[str, Any] = _object(
             {
                 "path": _string(_PATH_DOC),
@@ -103,11 +106,11 @@ class ReadFileTool:
         path = str_arg(args, "path")
         offset = int_arg(args, "offset", 1, minimum=1)
         limit = int_arg(args, "limit", DEFAULT_READ_LIMIT, minimum=1)
-        text = await _in_thread(_read_window, path, ctx.workspace, offset, limit)
+        text = await _in_thread(_read_window, path, ctx.workspace, offset, limit, self.secrets)
         return ToolOutput(text)
 
 
-def _read_window(path: str, workspace: Path, offset: int, limit: int) -> str:
+def _read_window(path: str, workspace: Path, offset: int, limit: int, secrets: SecretPolicy) -> str:
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
     _check_regular_file(resolved, shown)
@@ -122,8 +125,8 @@ def _read_window(path: str, workspace: Path, offset: int, limit: int) -> str:
                 continue
             line = raw.rstrip("\r\n")
             if len(line) > MAX_LINE_CHARS:
-                omitted = len(line) - MAX_LINE_CHARS
-                line = f"{line[:MAX_LINE_CHARS]}… [{omitted} characters omitted]"
+                cut = secrets.safe_cut(line, MAX_LINE_CHARS)
+                line = f"{line[:cut]}… [{len(line) - cut} characters omitted]"
             lines.append(f"{number}\t{line}")
             chars += len(line) + 1
             last = number

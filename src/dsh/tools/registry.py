@@ -137,14 +137,15 @@ def parse_arguments(arguments_json: str, schema: dict[str, Any]) -> dict[str, An
 
 def default_tools(secrets: SecretPolicy | None = None) -> list[Tool]:
     """The built-in tools (recall tools are registered by the session, not here); ``bash``
-    scrubs its environment with ``secrets``."""
+    scrubs its environment with ``secrets``, and the tools that shorten an output (``bash``,
+    ``read_file``, ``grep``) never cut inside one of its values."""
     return [
-        ReadFileTool(),
+        ReadFileTool(secrets),
         WriteFileTool(),
         EditFileTool(),
         ListDirTool(),
         GlobTool(),
-        GrepTool(),
+        GrepTool(secrets),
         BashTool(secrets),
         TodoWriteTool(),
     ]

@@ -18,6 +18,7 @@ from typing import Any
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.secrets import SecretPolicy
 from dsh.tools.workspace import display_path, is_binary, is_inside, resolve_in_workspace
 
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
@@ -106,7 +107,9 @@ class GrepTool:
         f"At most {MAX_GREP_MATCHES} matches."
     )
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: SecretPolicy | None = None) -> None:
+        self.secrets = secrets or SecretPolicy()
+        """A long line is never cut inside one of its values (the registry masks them)."""
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {
@@ -131,10 +134,10 @@ class GrepTool:
             raise ToolError(
                 f"invalid regular expression {pattern!r}: {exc}", code=INVALID_ARGUMENT
             ) from exc
-        return ToolOutput(await asyncio.to_thread(_grep, regex, path, ctx.workspace))
+        return ToolOutput(await asyncio.to_thread(_grep, regex, path, ctx.workspace, self.secrets))
 
 
-def _grep(regex: re.Pattern[str], path: str, workspace: Path) -> str:
+def _grep(regex: re.Pattern[str], path: str, workspace: Path, secrets: SecretPolicy) -> str:
     target = resolve_in_workspace(path, workspace, must_exist=True)
     root = workspace.resolve()
     if target.is_file():
@@ -148,7 +151,7 @@ def _grep(regex: re.Pattern[str], path: str, workspace: Path) -> str:
     matches: list[str] = []
     for file in files:
         shown = display_path(file, workspace)
-        for number, line in _matching_lines(file, regex):
+        for number, line in _matching_lines(file, regex, secrets):
             if len(matches) == MAX_GREP_MATCHES:
                 note = f"(stopped after {MAX_GREP_MATCHES} matches; narrow the pattern or the path)"
                 return "\n".join([*matches, note])
@@ -177,14 +180,16 @@ def _walk_text_files(top: Path, root: Path) -> Iterator[Path]:
             yield file
 
 
-def _matching_lines(file: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _matching_lines(
+    file: Path, regex: re.Pattern[str], secrets: SecretPolicy
+) -> Iterator[tuple[int, str]]:
     try:
         with file.open(encoding="utf-8", errors="replace") as fh:
             for number, raw in enumerate(fh, 1):
                 line = raw.rstrip("\r\n")
                 if regex.search(line):
                     if len(line) > MAX_GREP_LINE_CHARS:
-                        line = line[:MAX_GREP_LINE_CHARS] + "…"
+                        line = line[: secrets.safe_cut(line, MAX_GREP_LINE_CHARS)] + "…"
                     yield number, line
     except OSError:
         return

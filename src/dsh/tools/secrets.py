@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 PROVIDER_KEY_VARS = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 SECRET_NAME_PATTERNS = ("*_API_KEY", "*_TOKEN", "*_SECRET*", "*PASSWORD*")
@@ -64,6 +65,31 @@ class SecretPolicy:
         """``environ`` (default ``os.environ``) without any secret-named variable."""
         env = os.environ if environ is None else environ
         return {n: v for n, v in env.items() if not is_secret_name(n, self.extra_patterns)}
+
+    @property
+    def longest(self) -> int:
+        """Length of the longest value masked (0 when there is none)."""
+        return len(self.values[0][1]) if self.values else 0
+
+    def safe_cut(self, text: str, at: int, *, keep: Literal["head", "tail"] = "head") -> int:
+        """A cut of ``text`` near ``at`` that splits no secret value, so a shortened output
+        never shows part of a key that ``mask`` would not recognise. Keeping the head
+        (``text[:cut]``), a value across ``at`` moves the cut back to where it starts; keeping
+        the tail (``text[cut:]``), forward to where it ends."""
+        cut = at
+        while True:  # values may overlap: move until no value spans the cut
+            moved = cut
+            for _, value in self.values:
+                end = moved + len(value) - 1
+                found = text.find(value, max(0, moved - len(value) + 1), end)
+                while found != -1 and found < moved:
+                    if found + len(value) > moved:
+                        moved = found if keep == "head" else found + len(value)
+                        break
+                    found = text.find(value, found + 1, end)
+            if moved == cut:
+                return cut
+            cut = moved
 
     def mask(self, text: str) -> str:
         """``text`` with every known secret value replaced by ``[masked NAME]``."""

@@ -29,10 +29,16 @@ PIPE_GRACE_SECONDS = 1.0
 
 
 class CappedOutput:
-    """Text accumulated from a stream, keeping at most ``cap`` characters: the head and the tail."""
+    """Text accumulated from a stream, keeping at most ``cap`` characters: the head and the tail.
 
-    def __init__(self, cap: int = OUTPUT_CAP) -> None:
+    With ``secrets``, a little more than each half is kept, so that a secret value across a cut
+    can move the cut out of it (``SecretPolicy.safe_cut``): the output then shows the value
+    whole (and masked) or not at all, never a part the mask would not recognise."""
+
+    def __init__(self, cap: int = OUTPUT_CAP, secrets: SecretPolicy | None = None) -> None:
         self._half = cap // 2
+        self._secrets = secrets or SecretPolicy()
+        self._keep = self._half + max(self._secrets.longest - 1, 0)
         self._head = ""
         self._tail = ""
         self._total = 0
@@ -42,19 +48,22 @@ class CappedOutput:
         """Add raw bytes (decoded as UTF-8, invalid bytes replaced)."""
         text = self._decoder.decode(data, final=final)
         self._total += len(text)
-        room = self._half - len(self._head)
+        room = self._keep - len(self._head)
         if room > 0:
             self._head += text[:room]
             text = text[room:]
         if text:
-            self._tail = (self._tail + text)[-self._half :]
+            self._tail = (self._tail + text)[-self._keep :]
 
     def text(self) -> str:
         """The output, with ``… [N characters omitted] …`` where the middle was dropped."""
-        omitted = self._total - len(self._head) - len(self._tail)
-        if omitted > 0:
-            return f"{self._head}\n… [{omitted} characters omitted] …\n{self._tail}"
-        return self._head + self._tail
+        if self._total <= 2 * self._half:  # nothing was dropped
+            return self._head + self._tail
+        head = self._head[: self._secrets.safe_cut(self._head, self._half)]
+        start = max(len(self._tail) - self._half, 0)
+        tail = self._tail[self._secrets.safe_cut(self._tail, start, keep="tail") :]
+        omitted = self._total - len(head) - len(tail)
+        return f"{head}\n… [{omitted} characters omitted] …\n{tail}"
 
 
 def kill_group(pgid: int) -> None:
@@ -116,7 +125,7 @@ class BashTool:
             start_new_session=True,
         )
         assert proc.stdout is not None
-        out = CappedOutput()
+        out = CappedOutput(secrets=self.secrets)
         reader = asyncio.create_task(_pump(proc.stdout, out))
         notes: list[str] = []
         try:
