@@ -223,9 +223,10 @@ def restrict_project_layer(
     warning naming it); ``below`` is what the defaults and the user config give so far.
 
     Untrusted, a project may only: choose a stricter ``tools.approval``; add to
-    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.base_url`` and the
-    summariser provider already in effect (or switch the summariser to ``extractive`` or a bare
-    model name on the conversation's provider). Nobody's project may set ``[trust]``.
+    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.base_url``,
+    ``provider.api_key`` and the summariser route (``summarizer_provider``,
+    ``summarizer_base_url``) already in effect (or switch the summariser to ``extractive`` or a
+    bare model name on the conversation's provider). Nobody's project may set ``[trust]``.
     """
     out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
 
@@ -236,7 +237,7 @@ def restrict_project_layer(
             origin,
             section,
             key,
-            json.dumps(value),
+            "(a key)" if key == "api_key" else json.dumps(value),  # a key is never printed
             why,
         )
 
@@ -257,11 +258,16 @@ def restrict_project_layer(
         tools["scrub_env"] = [*below.get("tools", {}).get("scrub_env", []), *tools["scrub_env"]]
     if "base_url" in provider and provider["base_url"] != below.get("provider", {}).get("base_url"):
         drop("provider", "base_url", "a project may not send requests to another endpoint")
+    if "api_key" in provider and provider["api_key"] != below.get("provider", {}).get("api_key"):
+        drop("provider", "api_key", "a project may not send requests to another account")
     if "summarizer" in compaction:
         wanted = compaction["summarizer"]
         current = below.get("compaction", {}).get("summarizer", "extractive")
         if isinstance(wanted, str) and ":" in wanted and wanted != current:
             drop("compaction", "summarizer", "a project may not choose the summariser's provider")
+    for key in ("summarizer_provider", "summarizer_base_url"):
+        if key in compaction and compaction[key] != below.get("compaction", {}).get(key):
+            drop("compaction", key, "a project may not choose the summariser's provider")
     return out
 
 
