@@ -65,6 +65,34 @@ def test_an_unknown_environment_variable_is_a_warning_naming_it_not_a_refusal(tm
     )
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("CORP_*", ["CORP_*"]),
+        ("CORP_*, VAULT_ADDR,", ["CORP_*", "VAULT_ADDR"]),
+        ('["A", "B"]', ["A", "B"]),
+    ],
+)
+def test_a_list_key_is_set_from_the_environment(tmp_path, value, expected):
+    """``DSH_TOOLS_SCRUB_ENV`` (spec §9, §10): comma-separated names or a TOML array."""
+    environ = {"DSH_HOME": str(tmp_path), "DSH_TOOLS_SCRUB_ENV": value}
+    assert load_settings(environ=environ, cwd=tmp_path).tools.scrub_env == expected
+
+
+def test_a_table_key_is_set_from_the_environment_and_a_malformed_one_names_the_variable(
+    tmp_path,
+):
+    environ = {
+        "DSH_HOME": str(tmp_path),
+        "DSH_PROVIDER_OVERRIDES": '{ "deepseek:tiny" = { max_output_tokens = 900 } }',
+    }
+    settings = load_settings(environ=environ, cwd=tmp_path)
+    assert settings.provider.overrides["deepseek:tiny"].max_output_tokens == 900
+    broken = {"DSH_HOME": str(tmp_path), "DSH_TOOLS_SCRUB_ENV": '["CORP_*"'}
+    with pytest.raises(ConfigError, match=r"^DSH_TOOLS_SCRUB_ENV: expected a TOML array"):
+        load_settings(environ=broken, cwd=tmp_path)
+
+
 def test_invalid_toml_names_the_file(tmp_path):
     (tmp_path / "config.toml").write_text("[compaction\n")
     with pytest.raises(ConfigError, match=r"config\.toml"):

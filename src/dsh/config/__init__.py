@@ -26,6 +26,7 @@ from typing import Any, Literal
 import msgspec
 import platformdirs
 
+from dsh.config.environment import environment_layer
 from dsh.errors import ConfigError
 
 
@@ -201,7 +202,8 @@ def load_settings(
         trusted = str(workspace) in merged.get("trust", {}).get("directories", [])
         layer = restrict_project_layer(layer, merged, trusted=trusted, origin=str(project_path))
         _merge(merged, layer, origin=str(project_path))
-    _merge(merged, _environment_layer(env), origin="environment")
+    layer = environment_layer(env, SECTIONS, skip=ENVIRONMENT_NAMES, refuse=USER_ONLY_SECTIONS)
+    _merge(merged, layer, origin="environment")
     if overrides:
         _merge(merged, {k: dict(v) for k, v in overrides.items()}, origin="command line")
     try:
@@ -446,38 +448,6 @@ def _read_toml_text(text: str, path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-
-
-def _environment_layer(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """The ``DSH_SECTION_KEY`` variables as a layer. A ``DSH_*`` variable that names no config
-    key is ignored with a warning naming it (once per process), not a refusal: a typo or a
-    variable of another dsh version must not stop every command. ``DSH_TRUST_*`` is refused:
-    trust comes only from the user config."""
-    layer: dict[str, dict[str, Any]] = {}
-    for name, value in env.items():
-        if not name.startswith("DSH_") or name in ENVIRONMENT_NAMES:
-            continue
-        rest = name[4:].lower()
-        section = next((s for s in SECTIONS if rest.startswith(s + "_")), None)
-        if section in USER_ONLY_SECTIONS:  # a safety setting: refused, not ignored
-            raise ConfigError(f"{name}: [{section}] may be set only in the user config file")
-        key = rest[len(section) + 1 :] if section is not None else ""
-        if section is None or key not in SECTIONS[section].__struct_fields__:
-            _warn_unknown_variable(name, section)
-            continue
-        layer.setdefault(section, {})[key] = value
-    return layer
-
-
-_warned_variables: set[str] = set()
-
-
-def _warn_unknown_variable(name: str, section: str | None) -> None:
-    if name in _warned_variables:
-        return
-    _warned_variables.add(name)
-    why = "no config section matches" if section is None else f"[{section}] has no such key"
-    log.warning("ignored environment variable %s: %s (see docs/config.md)", name, why)
 
 
 def _merge(into: dict[str, dict[str, Any]], layer: Mapping[str, Any], *, origin: str) -> None:
