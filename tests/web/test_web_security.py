@@ -43,6 +43,29 @@ def test_failed_attempts_are_rate_limited_per_address(env: WebEnv) -> None:
         assert client.get("/api/sessions", headers=AUTH).status_code == 200
 
 
+def test_another_site_cannot_lock_the_user_out_through_the_failure_limit(env: WebEnv) -> None:
+    """A page on another site (or another port of localhost) fetching the API with no-cors
+    carries no cookie: its requests used to count as failed attempts, so any web page the user
+    visited could lock the real page out with 429 for a minute, again and again."""
+    limiter = FailureLimiter(limit=3, window=60.0, clock=Clock())
+    with TestClient(app_for(env, limiter=limiter)) as client:
+        for site in ("cross-site", "same-site"):
+            for _ in range(5):
+                fetched = {"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "no-cors"}
+                assert error_of(client.get("/api/sessions", headers=fetched)) == (
+                    403,
+                    "FORBIDDEN",
+                )
+                assert error_of(client.get(f"/?token={TOKEN}x", headers=fetched))[0] == 403
+        assert client.get("/api/sessions", headers=AUTH).status_code == 200
+        same = {"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"}
+        assert client.get("/api/sessions", headers={**AUTH, **same}).status_code == 200
+        # the launch URL followed from a link on another site still opens the page
+        followed = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+        opened = client.get(f"/?token={TOKEN}", headers={**followed, "Sec-Fetch-Dest": "document"})
+        assert opened.status_code == 200 and "set-cookie" in opened.headers
+
+
 def test_a_cross_origin_state_change_or_websocket_is_refused(env: WebEnv) -> None:
     with TestClient(app_for(env)) as client:
         client.headers.update(AUTH)

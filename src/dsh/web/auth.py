@@ -11,7 +11,9 @@ seconds).
 
 :class:`OriginGuard` is a second line if the token leaks: the ``Host`` must be one the server
 answers to (a loopback bind lists its own names, which defeats DNS rebinding), and a WebSocket
-handshake or a state-changing request with an ``Origin`` must come from the same origin.
+handshake or a state-changing request with an ``Origin`` must come from the same origin, and a
+request a browser marks as made by another site's page (``Sec-Fetch-Site``) is refused before
+its token is checked (else any web page could spend the failure limit and lock the user out).
 
 The server binds to loopback unless the token was chosen explicitly (``--token`` or
 ``DSH_WEB_TOKEN``), and then only with a token of at least :data:`MIN_EXPOSED_TOKEN_CHARS`
@@ -259,6 +261,8 @@ class OriginGuard:
         host = (_header(scope, b"host") or "").lower()
         if self.hosts is not None and host not in self.hosts:
             return "this server does not answer to that Host (open the URL `dsh web` printed)"
+        if _from_another_site(scope):
+            return "request from another site refused (open the URL `dsh web` printed)"
         if scope["type"] == "http" and scope.get("method") in SAFE_METHODS:
             return None
         origin = _header(scope, b"origin")
@@ -268,6 +272,20 @@ class OriginGuard:
         if parts.scheme not in ("http", "https", "ws", "wss") or parts.netloc != host:
             return "cross-origin request refused"
         return None
+
+
+def _from_another_site(scope: Scope) -> bool:
+    """A request a browser says another site's page made (``Sec-Fetch-Site``), other than a
+    top-level navigation (a link to the launch URL). Refused before the token is checked, so such
+    requests never count as failed attempts: a page on any site could otherwise lock the user
+    out with ``429`` by fetching the API a few times."""
+    if _header(scope, b"sec-fetch-site") not in ("cross-site", "same-site"):
+        return False
+    navigation = (
+        _header(scope, b"sec-fetch-mode") == "navigate"
+        and _header(scope, b"sec-fetch-dest") == "document"
+    )
+    return not (navigation and is_page_request(scope))
 
 
 CSP = (
