@@ -116,11 +116,12 @@ def same_as_one_pass(page: Any) -> bool:
     is the DOM the same modules build from the whole log fed at once, in order."""
     result: bool = page.evaluate(
         """async () => {
-            const base = '/s';  // the page's cookie authenticates modules and the API
+            const base = '/s';
             const { Projector } = await import(`${base}/projection.js`);
             const { TranscriptView } = await import(`${base}/view.js`);
-            const r = await fetch(`/api/sessions/${window.dsh.sessionId}/history?max_messages=500`);
-            const page = await r.json();
+            const { api } = await import(`${base}/api.js`);  // with the page's token
+            const sid = window.dsh.sessionId;
+            const page = await api('GET', `/api/sessions/${sid}/history?max_messages=500`);
             if (page.hasMore) throw new Error('session too long for one page');
             const root = document.createElement('div');
             const whole = new TranscriptView(root, new Projector());

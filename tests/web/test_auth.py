@@ -17,7 +17,7 @@ from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from dsh.cli import web as web_cli
 from dsh.errors import UsageError
-from dsh.web.auth import check_bind, cookie_name, is_loopback, new_token, token_matches
+from dsh.web.auth import check_bind, is_loopback, new_token, token_matches
 from tests.web.conftest import TOKEN, WebEnv, error_of
 
 API_ROUTES = [
@@ -70,27 +70,22 @@ def test_the_right_bearer_token_is_accepted(bare: Any) -> None:
     assert ok.status_code == 200
 
 
-def test_the_page_takes_the_token_from_its_url_once_and_sets_a_strict_cookie(bare: Any) -> None:
+def test_the_page_and_its_files_are_public_and_never_set_a_cookie(bare: Any) -> None:
+    """The page's script keeps the token in its origin's storage: a cookie for 127.0.0.1 would
+    be sent to every other server on that address, whatever its port."""
     client, _ = bare
-    assert error_of(client.get("/")) == (401, "UNAUTHORIZED")
-    assert error_of(client.get("/?token=nope")) == (401, "UNAUTHORIZED")
-    page = client.get(f"/?token={TOKEN}")
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert 'src="/s/app.js"' in page.text and TOKEN not in page.text
-    cookie = page.headers["set-cookie"]
-    assert cookie == f"{cookie_name(TOKEN)}={TOKEN}; HttpOnly; SameSite=Strict; Path=/"
-    csp = page.headers["content-security-policy"]
-    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
-    again = client.get("/")  # the client now holds the cookie: no token in the URL needed
-    assert again.status_code == 200 and "set-cookie" not in again.headers
+    for url in ("/", "/?token=nope", f"/?token={TOKEN}"):
+        page = client.get(url)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert 'src="/s/app.js"' in page.text and TOKEN not in page.text
+        assert "set-cookie" not in page.headers
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert not client.cookies
 
 
-def test_static_files_need_the_cookie_or_bearer_and_keep_the_token_out_of_their_path(
-    bare: Any,
-) -> None:
+def test_static_files_are_served_without_the_token_and_odd_paths_are_404(bare: Any) -> None:
     client, _ = bare
-    assert error_of(client.get("/s/app.js")) == (401, "UNAUTHORIZED")
-    client.get(f"/?token={TOKEN}")  # sets the cookie
     script = client.get("/s/app.js")
     assert script.status_code == 200
     assert script.headers["content-type"].startswith("text/javascript")
@@ -98,23 +93,27 @@ def test_static_files_need_the_cookie_or_bearer_and_keep_the_token_out_of_their_
     assert vendor.status_code == 200 and "marked" in vendor.text
     assert error_of(client.get("/s/nope.js")) == (404, "NOT_FOUND")
     assert error_of(client.get("/s/%2e%2e/app.py")) == (404, "NOT_FOUND")
+    assert error_of(client.post("/s/app.js")) == (401, "UNAUTHORIZED")
 
 
 def test_live_stream_needs_the_token(bare: Any) -> None:
     client, sid = bare
-    for query in ("", f"?token={TOKEN}", "?token=wrong"):  # never in the URL
+    wrong = ["dsh", "dsh.token.wrong"]
+    for query, protocols in (("", None), (f"?token={TOKEN}", None), ("", wrong)):
         with (
             pytest.raises(WebSocketDenialResponse) as denied,
-            client.websocket_connect(f"/api/sessions/{sid}/live{query}"),
+            client.websocket_connect(f"/api/sessions/{sid}/live{query}", subprotocols=protocols),
         ):
             pass
         assert denied.value.status_code == 401
         assert denied.value.json()["error"]["code"] == "UNAUTHORIZED"
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with client.websocket_connect(f"/api/sessions/{sid}/live", headers=headers) as ws:
+        assert ws.accepted_subprotocol is None
         assert ws.receive_json()["kind"] == "hello"
-    client.get(f"/?token={TOKEN}")
-    with client.websocket_connect(f"/api/sessions/{sid}/live") as ws:  # the page's cookie
+    page = ["dsh", f"dsh.token.{TOKEN}"]  # what the page offers (it cannot set headers)
+    with client.websocket_connect(f"/api/sessions/{sid}/live", subprotocols=page) as ws:
+        assert ws.accepted_subprotocol == "dsh"
         assert ws.receive_json()["kind"] == "hello"
 
 

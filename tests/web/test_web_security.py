@@ -63,7 +63,7 @@ def test_another_site_cannot_lock_the_user_out_through_the_failure_limit(env: We
         # the launch URL followed from a link on another site still opens the page
         followed = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
         opened = client.get(f"/?token={TOKEN}", headers={**followed, "Sec-Fetch-Dest": "document"})
-        assert opened.status_code == 200 and "set-cookie" in opened.headers
+        assert opened.status_code == 200
 
 
 def test_a_cross_origin_state_change_or_websocket_is_refused(env: WebEnv) -> None:

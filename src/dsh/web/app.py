@@ -1,6 +1,6 @@
 """Routes of ``dsh web``: the page, its static files, the JSON API and the live stream.
 
-    GET  /?token=T                                  the page (sets the token cookie)
+    GET  /?token=T                                  the page (its script keeps the token)
     GET  /s/<file>                                  static files (ES modules, CSS, vendor)
     GET  /api/sessions                              list
     POST /api/sessions            {cwd?}            create (open for writing here)
@@ -46,13 +46,11 @@ from dsh.transcript.history import DEFAULT_MAX_MESSAGES
 from dsh.web.auth import (
     CSP,
     STATIC_PREFIX,
+    WS_PROTOCOL,
     FailureLimiter,
     OriginGuard,
     SecurityHeaders,
     TokenAuth,
-    is_page_request,
-    query_token,
-    session_cookie,
 )
 from dsh.web.context import session_context
 from dsh.web.errors import (
@@ -199,10 +197,7 @@ def create_app(
     async def index(request: Request) -> Response:
         html = (static_root / "index.html").read_text(encoding="utf-8")
         html = html.replace("{{STATIC}}", STATIC_PREFIX.rstrip("/"))
-        response = HTMLResponse(html, headers={"Content-Security-Policy": CSP})
-        if is_page_request(request.scope) and query_token(request.scope) is not None:
-            response.headers.append("set-cookie", session_cookie(token))
-        return response
+        return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
 
     async def static(request: Request) -> Response:
         path = files.get(request.path_params["path"])
@@ -332,7 +327,8 @@ def create_app(
             return
         catch_up = events[after + 1 :] if after is not None else ()
         followers.ensure(session_id, len(events) - 1)  # another process may be writing it
-        await websocket.accept()
+        offered = websocket.scope.get("subprotocols", [])  # the page's: dsh + its token
+        await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
         await stream(websocket, hub, frame("hello", session=info), catch_up, subscriber)
 
     @contextlib.asynccontextmanager

@@ -1,16 +1,18 @@
 """The access token, where a request may carry it, and the binding rules.
 
-A request presents the token as ``Authorization: Bearer <token>`` (API clients) or as the
-session cookie the page sets. The launch URL's ``?token=`` is accepted only on the page itself
-(``GET /``): that answer sets the cookie (``HttpOnly; SameSite=Strict``) and the page's script
-removes the query from the address bar with ``history.replaceState``, so the token is not left in
-the address bar, in the history or in copied links; static files and the live stream use the
-cookie. Comparison is constant-time (``hmac.compare_digest``). Failed attempts are rate-limited
-per client address (``429`` once :data:`MAX_FAILURES` failed within :data:`FAILURE_WINDOW`
-seconds).
+API requests present the token as ``Authorization: Bearer <token>``; the live WebSocket (a
+browser cannot set its headers) as the subprotocol ``dsh.token.<token>`` next to ``dsh``. The
+page (``GET /``) and its client files (``/s/…``) are the public client code and need no token:
+the page's script takes the token from the launch URL's ``?token=``, keeps it in the origin's
+``localStorage`` and removes the query from the address bar with ``history.replaceState``, so
+it is not left in the address bar, in the history or in copied links. No cookie holds it: a
+browser sends a cookie for ``127.0.0.1`` to a server on any port of that address, so another
+local user's server the browser visited would have received the token. Comparison is
+constant-time (``hmac.compare_digest``). Failed attempts are rate-limited per client address
+(``429`` once :data:`MAX_FAILURES` failed within :data:`FAILURE_WINDOW` seconds).
 
 :class:`OriginGuard` is a second line if the token leaks: the ``Host`` must be one the server
-answers to (a loopback bind lists its own names, which defeats DNS rebinding), and a WebSocket
+answers to (a loopback bind lists its own names, which defeats DNS rebinding), a WebSocket
 handshake or a state-changing request with an ``Origin`` must come from the same origin, and a
 request a browser marks as made by another site's page (``Sec-Fetch-Site``) is refused before
 its token is checked (else any web page could spend the failure limit and lock the user out).
@@ -22,15 +24,13 @@ characters: exposing the agent (which runs shell commands) to a network must be 
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 import re
 import secrets
 import time
 from collections.abc import Callable, Collection
-from http.cookies import SimpleCookie
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -39,6 +39,8 @@ from dsh.errors import UsageError
 from dsh.web.errors import FORBIDDEN, RATE_LIMITED, UNAUTHORIZED, ApiError
 
 STATIC_PREFIX = "/s/"
+WS_PROTOCOL = "dsh"
+WS_TOKEN_PREFIX = "dsh.token."
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9._~-]+$")
 WEAK_TOKEN_CHARS = 16
 MIN_EXPOSED_TOKEN_CHARS = 32
@@ -62,17 +64,6 @@ def token_matches(expected: str, given: str | None) -> bool:
     if given is None:
         return False
     return hmac.compare_digest(expected.encode(), given.encode())
-
-
-def cookie_name(token: str) -> str:
-    """The cookie of the server guarded by ``token``: named after a hash of it, so servers on
-    other ports of the same host (cookies ignore ports) do not overwrite each other's."""
-    return "dsh_" + hashlib.sha256(token.encode()).hexdigest()[:12]
-
-
-def session_cookie(token: str) -> str:
-    """The ``Set-Cookie`` value the page answer carries."""
-    return f"{cookie_name(token)}={token}; HttpOnly; SameSite=Strict; Path=/"
 
 
 def is_loopback(host: str) -> bool:
@@ -128,39 +119,33 @@ def _bearer(scope: Scope) -> str | None:
     return credentials.strip() if scheme.lower() == "bearer" else None
 
 
-def _cookie(scope: Scope, name: str) -> str | None:
-    raw = _header(scope, b"cookie")
-    if not raw:
-        return None
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(raw)
-    except Exception:  # a malformed Cookie header presents no token
-        return None
-    morsel = jar.get(name)
-    return morsel.value if morsel is not None else None
-
-
-def query_token(scope: Scope) -> str | None:
-    raw: bytes = scope.get("query_string", b"")
-    values = parse_qs(raw.decode("latin-1")).get("token")
-    return values[-1] if values else None
+def _ws_token(scope: Scope) -> str | None:
+    """The token a WebSocket handshake offers as the subprotocol ``dsh.token.<token>``."""
+    for protocol in scope.get("subprotocols", []):
+        if protocol.startswith(WS_TOKEN_PREFIX):
+            return str(protocol[len(WS_TOKEN_PREFIX) :])
+    return None
 
 
 def is_page_request(scope: Scope) -> bool:
     return scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") == "/"
 
 
-def request_token(scope: Scope, cookie: str) -> str | None:
+def is_public(scope: Scope) -> bool:
+    """The page and its client files: public code, served without the token (the page's
+    script holds the token, and presents it on every API call and the live stream)."""
+    if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD"):
+        return False
+    path: str = scope.get("path", "")
+    return path == "/" or path.startswith(STATIC_PREFIX)
+
+
+def request_token(scope: Scope) -> str | None:
     """The token a request presents, where it is allowed to present it."""
     bearer = _bearer(scope)
-    if bearer is not None:
+    if bearer is not None or scope["type"] != "websocket":
         return bearer
-    if is_page_request(scope):
-        given = query_token(scope)
-        if given is not None:
-            return given
-    return _cookie(scope, cookie)
+    return _ws_token(scope)
 
 
 class FailureLimiter:
@@ -217,11 +202,10 @@ class TokenAuth:
     def __init__(self, app: ASGIApp, token: str, limiter: FailureLimiter | None = None) -> None:
         self.app = app
         self.token = token
-        self.cookie = cookie_name(token)
         self.limiter = limiter or FailureLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket") or is_public(scope):
             await self.app(scope, receive, send)
             return
         client = (scope.get("client") or ("?", 0))[0]
@@ -229,7 +213,7 @@ class TokenAuth:
             message = "too many failed attempts with a wrong access token; wait a minute"
             await _deny(scope, receive, send, ApiError(429, RATE_LIMITED, message))
             return
-        if token_matches(self.token, request_token(scope, self.cookie)):
+        if token_matches(self.token, request_token(scope)):
             await self.app(scope, receive, send)
             return
         self.limiter.record(client)

@@ -1,10 +1,17 @@
-// The JSON API and the live stream. The launch URL's ?token= was exchanged for an HttpOnly,
-// SameSite=Strict cookie by the page's own answer; the cookie authenticates every API call,
-// static file and the WebSocket, so the token is removed from the address bar (and with it from
-// the history and from copied links) before anything else runs.
-if (new URLSearchParams(location.search).has('token')) {
+// The JSON API and the live stream. The launch URL's ?token= is kept in this origin's
+// localStorage (scheme, host and port: no other server on this machine can read it, where a
+// cookie would be sent to every port of 127.0.0.1) and removed from the address bar (and with it
+// from the history and from copied links) before anything else runs. Every API call presents it
+// as a Bearer header, the WebSocket as its `dsh.token.<token>` subprotocol.
+const TOKEN_KEY = 'dsh-token';
+const launched = new URLSearchParams(location.search).get('token');
+if (launched !== null) {
+  try { localStorage.setItem(TOKEN_KEY, launched); } catch { /* storage off: this page only */ }
   history.replaceState(history.state, '', location.pathname + location.hash);
 }
+const token = launched ?? (() => {
+  try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
+})();
 
 export class ApiError extends Error {
   constructor(status, code, message, extra = {}) {
@@ -16,7 +23,7 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body) {
-  const init = { method, headers: {}, credentials: 'same-origin' };
+  const init = { method, headers: token ? { Authorization: `Bearer ${token}` } : {} };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -40,5 +47,6 @@ export const sessionPath = (id) => `/api/sessions/${encodeURIComponent(id)}`;
 export function liveSocket(id, afterSeq) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const query = new URLSearchParams({ after_seq: String(afterSeq) });
-  return new WebSocket(`${scheme}://${location.host}${sessionPath(id)}/live?${query}`);
+  const protocols = token ? ['dsh', `dsh.token.${token}`] : ['dsh'];
+  return new WebSocket(`${scheme}://${location.host}${sessionPath(id)}/live?${query}`, protocols);
 }
