@@ -14,9 +14,10 @@ import httpx
 import pytest
 
 from dsh.agent.context_report import context_report
+from dsh.events import TurnEnd, TurnEndReason, TurnStart
 from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
-from tests.web.builders import long_session
+from tests.web.builders import long_session, user
 from tests.web.conftest import AUTH, READ_NOTES, TOKEN, make_env
 from tests.web.pages import (
     ARTIFACTS,
@@ -130,6 +131,39 @@ def test_find_in_session_reaches_compacted_originals_pages_back(
         assert page.locator("#log .row.find-current").count() == 0
         page.press("#find-input", "Escape")
         assert page.is_hidden("#find-bar")
+
+
+def test_find_highlights_the_match_after_text_that_lowercases_longer(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Lowercasing "İ" gives two characters: matching in the lowercased text put the highlight
+    after the real match, or past the end of the text (an uncaught IndexSizeError)."""
+    env = make_env(tmp_path)
+    session = Session.create(env.store, cwd=env.workspace)
+    session.append(TurnStart(turn=1))
+    session.append(user("İİİİ fox", 1))
+    session.append(user("İstanbul ISTANBUL foxes", 1))
+    session.append(TurnEnd(turn=1, reason=TurnEndReason(kind="completed")))
+    session.close()
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}#s={session.id}")
+        first_page_loaded(page)
+        page.keyboard.press("Control+f")
+        for query, status, marked in (
+            ("fox", "2 of 2", ["fox"]),
+            ("fox", "1 of 2", ["fox"]),
+            ("istanbul", "1 of 1", ["ISTANBUL"]),  # "İstanbul" lowercases to "i̇stanbul"
+        ):
+            page.fill("#find-input", query)
+            page.press("#find-input", "Enter")
+            page.wait_for_function(
+                "(s) => document.getElementById('find-status').textContent === s", arg=status
+            )
+            page.wait_for_function("() => CSS.highlights.has('find')")
+            got = page.evaluate(
+                "() => [...CSS.highlights.get('find')].map((range) => range.toString())"
+            )
+            assert got == marked
 
 
 def test_the_header_and_context_panel_show_the_models_view(browser: Any, tmp_path: Path) -> None:

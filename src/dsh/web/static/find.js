@@ -127,13 +127,16 @@ export class FindInSession {
   highlight(row, needle) {
     if (typeof Highlight !== 'function' || !CSS.highlights) return;
     const ranges = [];
+    // Matched in the text as it is (a case-insensitive pattern), not in a lowercased copy:
+    // lowercasing can lengthen text ("İ" becomes two characters) and shift every offset after it.
+    const pattern = new RegExp(needle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
     const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      const text = node.nodeValue.toLowerCase();
-      for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) {
+      for (const match of node.nodeValue.matchAll(pattern)) {
+        if (!match[0]) break;
         const range = new Range();
-        range.setStart(node, at);
-        range.setEnd(node, at + needle.length);
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
         ranges.push(range);
       }
     }
