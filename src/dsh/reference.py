@@ -32,7 +32,8 @@ def render_config() -> str:
         "`DSH_<SECTION>_<KEY>` environment variables < command-line flags. Unknown keys in a "
         "file are refused by name; a `DSH_*` variable that names no key is ignored with a "
         "warning naming it. A list variable takes comma-separated values or a TOML array "
-        "(`DSH_TOOLS_SCRUB_ENV=CORP_*,VAULT_ADDR`), a table one a TOML inline table. Validation: `threshold_ratio` in (0, 1]; `retain_ratio` in [0, 1) and "
+        "(`DSH_TOOLS_SCRUB_ENV=CORP_*,VAULT_ADDR`), a table one a TOML inline table. "
+        "Validation: `threshold_ratio` in (0, 1]; `retain_ratio` in [0, 1) and "
         "below `threshold_ratio`; `stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50.",

@@ -205,6 +205,19 @@ def test_prompt_validates_its_body(client: TestClient, raw: bytes, code: str) ->
     assert error_of(response) == (400, code)
 
 
+def test_a_lone_surrogate_is_named_as_such_not_as_truncated_input(client: TestClient) -> None:
+    sid = new_session(client)
+    for raw, says in (
+        (b'{"text": "a\\ud800b"}', "not valid Unicode (a lone surrogate)"),
+        (b'{"text": NaN}', "request body is not JSON"),  # the standard parser takes NaN
+    ):
+        response = client.post(
+            f"/api/sessions/{sid}/prompt", content=raw, headers={"content-type": "application/json"}
+        )
+        assert error_of(response) == (400, "INVALID_JSON")
+        assert says in response.json()["error"]["message"]
+
+
 def test_oversized_body_is_413(client: TestClient) -> None:
     sid = new_session(client)
     response = client.post(f"/api/sessions/{sid}/prompt", json={"text": "x" * 1_100_000})

@@ -12,10 +12,10 @@ from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from dsh.cli import web as web_cli
 from dsh.errors import UsageError
-from dsh.web import create_app
+from dsh.web import BackgroundServer, create_app
 from dsh.web.app import STATIC_DIR, static_files
 from dsh.web.auth import FailureLimiter, check_bind, loopback_hosts
-from tests.web.conftest import AUTH, TOKEN, WebEnv, error_of
+from tests.web.conftest import AUTH, TOKEN, WebEnv, error_of, make_env
 
 
 class Clock:
@@ -165,3 +165,35 @@ def test_the_token_can_come_from_dsh_web_token(
     assert f"/?token={token}" in result.stdout
     for sock in served:
         sock.close()
+
+
+def test_a_page_whose_token_is_refused_stops_reconnecting_and_says_so(
+    browser: Any, tmp_path: Path
+) -> None:
+    """``dsh web`` restarted with another token on the same port: the open page's live stream
+    drops, and instead of retrying every second (each attempt a failed token, until its address
+    is locked out with 429) the page asks the API once, is refused, and says what to do."""
+    env = make_env(tmp_path)
+    first = BackgroundServer(env.app()).start()
+    port = first.port
+    context = browser.new_context()  # a refused request logs a console error: expected here
+    page = context.new_page()
+    try:
+        page.goto(f"{first.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.socket && window.dsh.socket.readyState === 1")
+        first.stop()
+        limiter = FailureLimiter()
+        other = create_app(env.registry(), token="another-token-0123456789abcdef", limiter=limiter)
+        second = BackgroundServer(other, port=port).start()
+        try:
+            toast = page.locator("#toast")
+            toast.wait_for(state="visible", timeout=30_000)
+            assert "no longer accepts this page's access token" in toast.inner_text()
+            assert page.evaluate("() => window.dsh.socket") is None  # no reconnect under way
+            # the question (and at most one handshake that raced the restart), not a retry loop
+            assert 1 <= len(limiter._recent("127.0.0.1")) <= 2
+        finally:
+            second.stop()
+    finally:
+        context.close()

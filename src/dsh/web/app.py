@@ -24,6 +24,7 @@ listed in the static directory when the app is built are served; any other path 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -132,7 +133,30 @@ async def read_body(request: Request, kind: type[B]) -> B:
     except msgspec.ValidationError as exc:
         raise bad_request(f"invalid request body: {exc}") from exc
     except msgspec.DecodeError as exc:
+        if _has_lone_surrogate(raw):  # msgspec calls that "Input data was truncated"
+            message = "request body has a string that is not valid Unicode (a lone surrogate)"
+            raise bad_request(message, INVALID_JSON) from exc
         raise bad_request(f"request body is not JSON: {exc}", INVALID_JSON) from exc
+
+
+def _has_lone_surrogate(raw: bytes) -> bool:
+    """True when ``raw`` parses as JSON (the standard library's parser accepts a
+    ``\\uD800``-style escape of half a UTF-16 pair) with such a half in one of its strings."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return False
+    pending = [parsed]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in value):
+                return True
+        elif isinstance(value, dict):
+            pending += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            pending += value
+    return False
 
 
 def int_param(request: Request, name: str, *, low: int, high: int | None = None) -> int | None:

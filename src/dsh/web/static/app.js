@@ -35,12 +35,12 @@ window.dsh = state; // for tests and the benchmark
 
 // ---- small UI helpers ------------------------------------------------------------------------
 
-function toast(message) {
+function toast(message, { sticky = false } = {}) {
   const box = $('toast');
   box.textContent = message;
   box.hidden = !message;
   clearTimeout(toast.timer);
-  if (message) toast.timer = setTimeout(() => { box.hidden = true; }, 8000);
+  if (message && !sticky) toast.timer = setTimeout(() => { box.hidden = true; }, 8000);
 }
 
 // ---- copy buttons ------------------------------------------------------------------------
@@ -309,8 +309,27 @@ function connect(generation) {
   socket.onclose = () => {
     if (generation !== state.generation) return;
     state.socket = null;
-    setTimeout(() => { if (generation === state.generation) connect(generation); }, 1000);
+    setTimeout(() => reconnect(generation), 1000);
   };
+}
+
+const TOKEN_REFUSED = 'dsh web no longer accepts this page\'s access token (was it restarted?): '
+  + 'open the URL `dsh web` printed.';
+
+/** Reconnect the live stream, unless the server refuses the token: a browser cannot read why a
+ * WebSocket handshake failed, so ask the API first; retrying a refused token every second would
+ * only spend the failure limit and lock this address out (429). */
+async function reconnect(generation) {
+  if (generation !== state.generation) return;
+  try {
+    await api('GET', sessionPath(state.sessionId));
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 401 || error.status === 429)) {
+      if (generation === state.generation) toast(TOKEN_REFUSED, { sticky: true });
+      return;
+    }
+  }
+  if (generation === state.generation) connect(generation);
 }
 
 function onLive(message) {
