@@ -196,3 +196,45 @@ def test_multi_line_draft_and_completion_hint_snapshot(snap_compare, rig: Rig):
         await settle(pilot, lambda: status_at_rest(app))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=draft)
+
+
+def test_a_prompt_sent_while_a_turn_runs_stays_in_the_box(rig: Rig):
+    # Enter during a turn used to empty the box and drop the prompt: it was never sent.
+    app = rig.app([{"text": "far too late", "delayMs": 3_600_000}, {"text": "second answer"}])
+
+    async def body(pilot: Any) -> None:
+        app.prompt_box.value = "first"
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.running and app.controller.waiting_since is not None)
+        app.post_message(events.Paste("a long follow-up\nwritten while it ran"))
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.prompt_box.value == "a long follow-up\nwritten while it ran"
+        assert "your draft stays in the box" in text_of(app)
+        await pilot.press("escape")  # cancels the turn; the draft stays
+        await finish(pilot)
+        assert app.prompt_box.value == "a long follow-up\nwritten while it ran"
+        await pilot.press("enter")
+        await finish(pilot)
+        assert sent(app) == ["first", "a long follow-up\nwritten while it ran"]
+        assert "second answer" in text_of(app)
+
+    run(app, body)
+
+
+def test_commands_that_answer_at_once_still_work_while_a_turn_runs(rig: Rig):
+    app = rig.app([{"text": "far too late", "delayMs": 3_600_000}])
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("f", "enter")
+        await settle(pilot, lambda: app.running and app.controller.waiting_since is not None)
+        app.prompt_box.value = "/model"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.prompt_box.value == ""
+        assert "Model: scripted" in text_of(app)
+        await pilot.press("escape")
+        await finish(pilot)
+
+    run(app, body)

@@ -33,7 +33,7 @@ from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.approval import ApprovalScreen
-from dsh.tui.commands import COMMANDS, HELP, Command, parse_command
+from dsh.tui.commands import COMMANDS, HELP, KEPT_WHILE_RUNNING, Command, parse_command, waits
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
@@ -259,14 +259,17 @@ class DshApp(App[None]):
             self.notify(STILL_OPENING)
             return
         text = event.value.strip()
+        shell = shell_command(text)
+        command = parse_command(text)
+        if text and self.running and waits(shell, command):
+            self.note(KEPT_WHILE_RUNNING)  # the draft stays in the box, to send after
+            return
         self.prompt_box.value = ""
         self.query_one("#hint", Static).update(KEYS_HINT)
         if not text:
             return
         self.transcript.follow_end()  # what was sent and its answer show, as they come
         self.prompt_box.remember(text)
-        shell = shell_command(text)
-        command = parse_command(text)
         if shell is not None:
             self.run_shell(shell)
         elif command is None:

@@ -28,6 +28,11 @@ Keys
                      complete, move to the transcript: up / down select a card, enter
                      expands it, a click expands too; pgup / pgdn / home / end scroll"""
 
+KEPT_WHILE_RUNNING = (
+    "Something is running: your draft stays in the box; press enter again when it is done "
+    "(esc cancels a turn)."
+)
+
 COMMANDS = ("compact", "context", "cost", "sessions", "title", "resume", "model", "help", "quit")
 
 
@@ -45,3 +50,13 @@ def parse_command(text: str) -> Command | None:
         return None
     name, _, arg = text[1:].partition(" ")
     return Command(name.lower(), arg.strip())
+
+
+def waits(shell: str | None, command: Command | None) -> bool:
+    """True if a draft must wait for the running turn (a prompt, ``!cmd``, ``/compact``,
+    ``/resume ID``, ``/title TEXT``); the other commands answer at once."""
+    if shell is not None:
+        return bool(shell)
+    if command is None:
+        return True
+    return command.name == "compact" or (command.name in ("resume", "title") and bool(command.arg))
