@@ -238,3 +238,24 @@ def test_commands_that_answer_at_once_still_work_while_a_turn_runs(rig: Rig):
         await finish(pilot)
 
     run(app, body)
+
+
+def test_typing_or_pasting_with_the_transcript_focused_goes_to_the_prompt(rig: Rig):
+    # Tab with nothing to complete moves the focus to the transcript; keys typed there
+    # (and a paste) used to vanish.
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("h", "i", "tab")
+        assert app.focused is app.transcript
+        await pilot.press("!", "x")
+        assert app.focused is app.prompt_box
+        assert app.prompt_box.value == "hi!x"
+        await pilot.press("tab")
+        assert app.focused is app.transcript
+        app.post_message(events.Paste("\npasted\ntext"))
+        await pilot.pause()
+        assert app.prompt_box.value == "hi!x\npasted\ntext"
+        assert app.focused is app.prompt_box
+
+    run(app, body)

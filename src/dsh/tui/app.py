@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import KEYS_HINT, PromptBox
-from dsh.tui.sessions_view import session_picker, title_command
+from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 from dsh.tui.shell_command import context_block, run_shell_command, shell_command
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
@@ -391,24 +390,11 @@ class DshApp(App[None]):
 
         self.push_screen(picker, callback=chosen)
 
-    def _sessions_text(self) -> str:
-        headers = self.controller.sessions()
-        if not headers:
-            return "No sessions in this directory yet."
-        current = self.controller.session.id if self.controller.session is not None else None
-        lines = ["Sessions in this directory (oldest first):"]
-        for header in headers:
-            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created_at / 1000))
-            mark = "  (this one)" if header.id == current else ""
-            lines.append(f"  {header.id}  {created}{mark}")
-        lines.append("Open one with /resume ID (a unique prefix is enough).")
-        return "\n".join(lines)
-
     def _resume(self, wanted: str) -> None:
         from dsh.store import resolve_session_id
 
         if not wanted:
-            self.note(self._sessions_text())
+            self.note(sessions_text(self.controller))
             return
         controller = self.controller
         try:
@@ -464,6 +450,11 @@ class DshApp(App[None]):
 
     def on_prompt_box_hint(self, event: PromptBox.Hint) -> None:
         self.query_one("#hint", Static).update(event.text or KEYS_HINT)
+
+    def on_transcript_view_typed(self, event: TranscriptView.Typed) -> None:
+        """Typing (or a paste) with the transcript focused goes to the prompt, not nowhere."""
+        self.prompt_box.focus()
+        self.prompt_box.insert(event.text)
 
     def on_prompt_box_scroll(self, event: PromptBox.Scroll) -> None:
         self.action_scroll_transcript(event.where)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 from dsh.events import SessionTitle
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import session_title, trim_title
@@ -34,3 +36,18 @@ def session_picker(controller: Controller) -> SessionPicker | None:
         return None
     current = controller.session.id if controller.session is not None else None
     return SessionPicker(summaries, current=current, heading="Open a session")
+
+
+def sessions_text(controller: Controller) -> str:
+    """``/resume`` without an id: the sessions started in this workspace."""
+    headers = controller.sessions()
+    if not headers:
+        return "No sessions in this directory yet."
+    current = controller.session.id if controller.session is not None else None
+    lines = ["Sessions in this directory (oldest first):"]
+    for header in headers:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(header.created_at / 1000))
+        mark = "  (this one)" if header.id == current else ""
+        lines.append(f"  {header.id}  {created}{mark}")
+    lines.append("Open one with /resume ID (a unique prefix is enough).")
+    return "\n".join(lines)

@@ -25,6 +25,7 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -37,7 +38,7 @@ from dsh.tui.blocks import (
     block_rows,
     estimated_height,
     live_rows,
-    row_text,
+    plain_lines,
 )
 
 SYNC_MEASURE_LIMIT = 2000
@@ -67,6 +68,13 @@ class TranscriptView(ScrollView, can_focus=True):
         Binding("down", "select(1)", "Next card", show=False),
         Binding("enter,space", "toggle_selected", "Expand / collapse", show=False),
     ]
+
+    class Typed(Message):
+        """Text typed or pasted with the transcript focused: it belongs in the prompt."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -170,17 +178,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def rendered_lines(self, width: int | None = None) -> list[str]:
         """Every row of the transcript as plain text, the typing block included."""
         width = width or self._width or 80
-        out: list[str] = []
-        for block in self.model.blocks:
-            rows = block_rows(
-                block, width, show_reasoning=self.show_reasoning, details=self.details
-            )
-            out += [row_text(row).rstrip() for row in rows]
-        if self._live is not None:
-            text, reasoning, calls = self._live
-            rows = live_rows(text, reasoning, calls, width, show_reasoning=self.show_reasoning)
-            out += [row_text(row).rstrip() for row in rows]
-        return out
+        return plain_lines(self.model.blocks, self._live, width, self.show_reasoning, self.details)
 
     @property
     def total_height(self) -> int:
@@ -420,6 +418,16 @@ class TranscriptView(ScrollView, can_focus=True):
     def action_toggle_selected(self) -> None:
         if self.selected is not None:
             self.toggle(self.selected)
+
+    def on_key(self, event: events.Key) -> None:
+        if event.is_printable and event.character and event.key != "space":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Typed(event.character))
+
+    def on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        self.post_message(self.Typed(event.text))
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
