@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual import events
 
 from dsh.events import UserMessageEvent
@@ -150,6 +151,26 @@ def test_esc_and_ctrl_c_clear_a_draft_when_idle(rig: Rig):
             await pilot.press(key)
             assert app.prompt_box.value == ""
             assert app.is_running
+
+    run(app, body)
+
+
+@pytest.mark.parametrize("key", ["escape", "ctrl+c"])
+def test_a_cleared_draft_comes_back_with_ctrl_z(rig: Rig, key: str):
+    # esc also cancels a turn: pressed just after one ended, it used to wipe the draft for good.
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        app.post_message(events.Paste("a long draft\nover two lines"))
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        assert app.prompt_box.value == ""
+        assert "ctrl+z brings it back" in str(app.query_one("#hint").render())
+        await pilot.press("ctrl+z")
+        await pilot.pause()
+        assert app.prompt_box.value == "a long draft\nover two lines"
+        assert str(app.query_one("#hint").render()) == KEYS_HINT
 
     run(app, body)
 

@@ -21,7 +21,8 @@ Keys
   enter              send the prompt        shift+enter, ctrl+j   a new line
   up / down          earlier prompts (from the first / last line of the draft)
   pgup / pgdn        scroll the transcript  (home / end too, on an empty draft)
-  esc, ctrl+c        cancel the running turn; when idle, clear the draft
+  esc, ctrl+c        cancel the running turn; when idle, clear the draft (ctrl+z
+                     brings it back)
   ctrl+r             show / hide the model's reasoning
   ctrl+o             expand / collapse the selected (or last) tool card or marker
   tab                complete a /command or an @path from the workspace; with nothing to

@@ -22,6 +22,7 @@ KEYS_HINT = (
     "enter send · shift+enter/ctrl+j newline · tab completes / and @path · esc clears · "
     "pgup/pgdn scroll"
 )
+CLEARED_HINT = "draft cleared · ctrl+z brings it back"
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "newline"})
 MAX_LISTED = 8
 """Completion candidates named in the hint line; more are counted."""
@@ -131,6 +132,7 @@ class PromptBox(TextArea):
         """Earlier prompts, oldest first (``history`` is TextArea's undo history)."""
         self._index: int | None = None
         self._draft = ""
+        self._cleared = False
 
     @property
     def value(self) -> str:
@@ -152,13 +154,21 @@ class PromptBox(TextArea):
         self._index = None
 
     def clear_draft(self) -> bool:
-        """Empty the box; False if there was nothing to clear."""
+        """Empty the box as an edit that ctrl+z undoes (the hint line says so); False if
+        there was nothing to clear."""
         if not self.text:
             return False
-        self.value = ""
+        self.history.checkpoint()
+        self.clear()
         self._index = None
-        self.post_message(self.Hint(""))
+        self._cleared = True
+        self.post_message(self.Hint(CLEARED_HINT))
         return True
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if self._cleared and self.text:  # typing again (or the undo): the keys again
+            self._cleared = False
+            self.post_message(self.Hint(""))
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
