@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dsh.errors import MissingApiKeyError
 from dsh.tui import DshApp, TuiOptions
 from dsh.tui.approval import ApprovalScreen
@@ -53,3 +55,35 @@ def test_the_no_key_screen_names_every_way_in():
         "dsh --script FILE",
     ):
         assert way in text, way
+
+
+@pytest.mark.parametrize("long_call", ["file", "command"])
+def test_the_approval_prompt_fits_an_80_by_24_terminal(rig: Rig, long_call: str):
+    # A 40-line new file, or a long command that wraps: the preview used to push the question
+    # off the top of a classic 80x24 terminal, and the Deny button went off its right edge.
+    import asyncio
+
+    from textual.widgets import Button
+
+    content = "".join(f"line {i}\n" for i in range(40))
+    command = " && ".join(f"echo step{i}" for i in range(40)) + "\nls\npwd"
+    call = (
+        {"name": "write_file", "arguments": {"path": "big.txt", "content": content}}
+        if long_call == "file"
+        else {"name": "bash", "arguments": {"command": command}}
+    )
+    app = rig.app([{"toolCalls": [call]}], approval="ask")
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, lambda: app.ready)
+            await submit(pilot, "write it")
+            await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            screen = app.screen
+            shown = [screen.query_one("#question"), *screen.query(Button)]
+            await pilot.pause()
+            await settle(pilot, lambda: all(screen.region.contains_region(w.region) for w in shown))
+            await pilot.press("d")
+            await settle(pilot, lambda: not app.running)
+
+    asyncio.run(main())

@@ -10,7 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -20,6 +20,8 @@ from dsh.tui.wrap import sanitize
 
 PREVIEW_LINES = 12
 DIFF_PREVIEW_LINES = 18
+FRAME_ROWS = 11
+"""Rows of the prompt besides the preview: border, padding, question, margins, buttons."""
 COMMAND = Style(bold=True)
 
 
@@ -59,13 +61,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     }
     ApprovalScreen > Vertical {
         width: 80%;
+        min-width: 66;
         max-width: 100;
         height: auto;
         border: thick $warning;
         background: $surface;
         padding: 1 2;
     }
-    ApprovalScreen #call {
+    ApprovalScreen #preview {
+        height: auto;
         margin: 1 0;
     }
     ApprovalScreen Horizontal {
@@ -91,14 +95,21 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"Allow [b]{self.tool}[/b] to run?", id="question")
-            yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
+            with VerticalScroll(id="preview"):  # scrolls when the screen is too short
+                yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
             with Horizontal():
                 yield Button("Allow once (o)", id="once", variant="primary")
-                yield Button(f"Always allow {self.tool} this session (a)", id="always")
+                yield Button("Always, this session (a)", id="always")
                 yield Button("Deny (d)", id="deny", variant="error")
 
     def on_mount(self) -> None:
         self.query_one("#once", Button).focus()
+        self.on_resize()
+
+    def on_resize(self) -> None:
+        """Keep the question and the buttons on screen: the preview gets the rows left."""
+        room = max(1, self.app.size.height - FRAME_ROWS)
+        self.query_one("#preview", VerticalScroll).styles.max_height = room
 
     def action_answer(self, answer: ApprovalAnswer) -> None:
         self.dismiss(answer)
