@@ -139,3 +139,20 @@ def test_collapsed_cards_and_markers_are_measured_exactly_without_rendering():
     )
     for block in model.blocks:
         assert estimated_height(block, 60, show_reasoning=False) == len(rows_text(block))
+
+
+def test_a_tool_name_with_escape_sequences_cannot_reach_the_terminal():
+    # A model may name a tool anything; "\x1b[2J" in the name cleared the whole screen.
+    from dsh.tui.blocks import live_rows
+
+    name = "evil\x1b[2J\x1b[31mname\ttab"
+    model = TranscriptModel()
+    model.add([ToolCallItem(2, "c1", name, '{"command": "ls"}')])
+    model.blocks[0].expanded = True
+    for block_row in [
+        *block_rows(model.blocks[0], 60, show_reasoning=False, details={}),
+        *live_rows("", "", [name], 60, show_reasoning=False),
+    ]:
+        text = row_text(block_row)
+        assert "\x1b" not in text and "\t" not in text, text
+    assert rows_text(model.blocks[0])[0].startswith("  ▾ evilname    tab")

@@ -108,8 +108,12 @@ def block_for(item: TranscriptItem) -> Block | None:
     if isinstance(item, MarkerItem):
         return Block("marker", item.seq, pass_id=item.pass_id)
     if isinstance(item, ToolCallItem):
-        return Block(
-            "tool", item.seq, label=item.name, arguments=item.arguments, call_id=item.call_id
+        return Block(  # a tool's name is the model's text too: no escapes reach a terminal
+            "tool",
+            item.seq,
+            label=sanitize(item.name),
+            arguments=item.arguments,
+            call_id=item.call_id,
         )
     if isinstance(item, ToolResultItem):
         return Block("result", item.seq, label="tool result", call_id=item.call_id, result=item)
@@ -374,7 +378,7 @@ def live_rows(
             [
                 Segment("  "),
                 Segment("▸ ", DIM),
-                Segment(name or "tool", TOOL_NAME),
+                Segment(sanitize(name) or "tool", TOOL_NAME),
                 Segment("  …", DIM),
             ]
         )
