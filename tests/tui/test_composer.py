@@ -280,3 +280,38 @@ def test_typing_or_pasting_with_the_transcript_focused_goes_to_the_prompt(rig: R
         assert app.focused is app.prompt_box
 
     run(app, body)
+
+
+def test_a_pasted_indented_block_keeps_its_first_lines_indentation(rig: Rig):
+    """Only leading blank lines and trailing whitespace go: a prompt that starts with an
+    indented line of code is sent as pasted."""
+    app = rig.app([{"text": "seen"}])
+
+    async def body(pilot: Any) -> None:
+        app.post_message(events.Paste("\n    x = 1\n    y = 2\n\n"))
+        await pilot.pause()
+        await pilot.press("enter")
+        await finish(pilot)
+        assert sent(app) == ["    x = 1\n    y = 2"]
+
+    run(app, body)
+
+
+def test_a_path_or_a_double_slash_is_a_prompt_and_an_unknown_command_keeps_the_draft(rig: Rig):
+    app = rig.app([{"text": "first"}, {"text": "second"}])
+
+    async def body(pilot: Any) -> None:
+        app.prompt_box.value = "/nonsense now"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.prompt_box.value == "/nonsense now"  # kept, to mend
+        assert "Unknown command /nonsense" in text_of(app)
+        app.prompt_box.value = "/usr/lib/libfoo.so is missing"
+        await pilot.press("enter")
+        await finish(pilot)
+        app.prompt_box.value = "//compact is a command name"
+        await pilot.press("enter")
+        await finish(pilot)
+        assert sent(app) == ["/usr/lib/libfoo.so is missing", "/compact is a command name"]
+
+    run(app, body)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh.events import Message, TextBlock, UserSource
+from dsh.events import Message, TextBlock, UserMessageEvent, UserSource
 from dsh.surface import Session
 from dsh.transcript import MarkerItem, MessageItem, ToolCallItem, ToolResultItem, project
 from tests.web.builders import long_session, summary_on_an_older_page
@@ -396,6 +396,37 @@ def test_a_prompt_of_several_lines_keeps_its_line_breaks(browser: Any, tmp_path:
             assert reply.inner_text() == "one reply in one paragraph"
             page.reload()
             first_page_loaded(page)
+
+
+def test_a_prompt_keeps_its_first_lines_indentation_and_a_path_is_not_a_command(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Only leading blank lines and trailing whitespace go (a pasted indented block is sent as
+    pasted); ``/usr/lib/x`` and ``//…`` are prompts; an unknown command stays in the box."""
+    env = make_env(tmp_path)
+    env.script = [{"text": "one"}, {"text": "two"}, {"text": "three"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "\n    x = 1\n    y = 2\n\n")
+        wait_turn_over(page, "one")
+        send(page, "/usr/lib/libfoo.so is missing")
+        wait_turn_over(page, "two")
+        send(page, "//compact is a word")
+        wait_turn_over(page, "three")
+        send(page, "/nonsense here")
+        page.locator("#toast").wait_for(state="visible")
+        assert "Unknown command /nonsense" in page.locator("#toast").inner_text()
+        assert page.input_value("#prompt") == "/nonsense here"
+        sid = page.evaluate("() => window.dsh.sessionId")
+    with env.store.open(sid) as log:
+        prompts = [e.data.text() for e in log.events if isinstance(e, UserMessageEvent)]
+    assert prompts == [
+        "    x = 1\n    y = 2",
+        "/usr/lib/libfoo.so is missing",
+        "/compact is a word",
+    ]
 
 
 def test_approvals_are_asked_in_the_page(browser: Any, tmp_path: Path) -> None:

@@ -32,7 +32,15 @@ from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.approval import ApprovalScreen
-from dsh.tui.commands import COMMANDS, HELP, KEPT_WHILE_RUNNING, Command, parse_command, waits
+from dsh.tui.commands import (
+    COMMANDS,
+    HELP,
+    KEPT_WHILE_RUNNING,
+    Command,
+    parse_command,
+    prompt_text,
+    waits,
+)
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.no_key import NoKeyScreen
@@ -263,17 +271,22 @@ class DshApp(App[None]):
         if text and self.running and waits(shell, command):
             self.note(KEPT_WHILE_RUNNING)  # the draft stays in the box, to send after
             return
+        if command is not None and command.name not in COMMANDS:  # the draft stays, to mend
+            self.note(f"Unknown command /{command.name}; /help lists the commands (// sends /).")
+            return
         self.prompt_box.value = ""
         self.query_one("#hint", Static).update(KEYS_HINT)
         if not text:
             return
         self.transcript.follow_end()  # what was sent and its answer show, as they come
-        self.prompt_box.remember(text)
         if shell is not None:
+            self.prompt_box.remember(text)
             self.run_shell(shell)
         elif command is None:
-            self.send(text)
+            self.prompt_box.remember(event.value.rstrip())
+            self.send(prompt_text(event.value))
         else:
+            self.prompt_box.remember(text)
             self.run_command(command)
 
     @property

@@ -17,6 +17,7 @@ Commands
                      output goes to the model with your next prompt
   /help              this help
   /quit              leave dsh (ctrl+q works too)
+  //text             send "/text" as a prompt (a path like /usr/lib/x is sent as it is)
 Keys
   enter              send the prompt        shift+enter, ctrl+j   a new line
   up / down          earlier prompts (from the first / last line of the draft)
@@ -45,12 +46,26 @@ class Command:
 
 
 def parse_command(text: str) -> Command | None:
-    """``/name rest`` as a Command; None for a prompt (text not starting with "/")."""
+    """``/name rest`` as a Command; None for a prompt: text not starting with "/", starting
+    with "//" (sent as "/…"), or a path (``/usr/lib/x is missing``)."""
     text = text.strip()
-    if not text.startswith("/"):
+    if not text.startswith("/") or text.startswith("//"):
         return None
     name, _, arg = text[1:].partition(" ")
+    if "/" in name:
+        return None
     return Command(name.lower(), arg.strip())
+
+
+def prompt_text(draft: str) -> str:
+    """What a draft sends as a prompt: its leading blank lines and trailing whitespace dropped,
+    the first line's indentation kept (a pasted code block stays as it was); ``//…`` sends
+    ``/…``."""
+    lines = draft.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    text = "\n".join(lines)
+    return text[1:] if text.lstrip().startswith("//") else text
 
 
 def waits(shell: str | None, command: Command | None) -> bool:

@@ -404,20 +404,28 @@ async function ensureOpen() {
   state.info = { ...state.info, ...data.session };
 }
 
+/** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
+ * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
+function promptText(draft) {
+  const text = draft.replace(/\s+$/, '').replace(/^(?:[ \t]*\r?\n)+/, '');
+  return text.trimStart().startsWith('//') ? text.replace('//', '/') : text;
+}
+
 async function submit() {
   const box = $('prompt');
   const text = box.value.trim();
   if (!text || !state.sessionId) return;
+  const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
   try {
     await ensureOpen();
     if (text === '/compact' || text.startsWith('/compact ')) {
       const focus = text.slice('/compact'.length).trim();
       await api('POST', `${sessionPath(state.sessionId)}/compact`, focus ? { focus } : {});
-    } else if (/^\/\S/.test(text) && !text.startsWith('//')) {
-      toast(`Unknown command ${text.split(/\s/)[0]} (commands: /compact [focus])`);
+    } else if (command) {
+      toast(`Unknown command ${command[0]} (commands: /compact [focus]; // sends /)`);
       return;
     } else {
-      await api('POST', `${sessionPath(state.sessionId)}/prompt`, { text: text.startsWith('//') ? text.slice(1) : text });
+      await api('POST', `${sessionPath(state.sessionId)}/prompt`, { text: promptText(box.value) });
     }
     box.value = '';
     toast('');
