@@ -57,8 +57,11 @@ def test_the_no_key_screen_names_every_way_in():
         assert way in text, way
 
 
+@pytest.mark.parametrize("size", [(80, 24), (40, 30)])
 @pytest.mark.parametrize("long_call", ["file", "command"])
-def test_the_approval_prompt_fits_an_80_by_24_terminal(rig: Rig, long_call: str):
+def test_the_approval_prompt_fits_an_80_by_24_and_a_40_column_terminal(
+    rig: Rig, long_call: str, size: tuple[int, int]
+):
     # A 40-line new file, or a long command that wraps: the preview used to push the question
     # off the top of a classic 80x24 terminal, and the Deny button went off its right edge.
     import asyncio
@@ -75,7 +78,7 @@ def test_the_approval_prompt_fits_an_80_by_24_terminal(rig: Rig, long_call: str)
     app = rig.app([{"toolCalls": [call]}], approval="ask")
 
     async def main() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=size) as pilot:  # 40 columns: the buttons stack
             await settle(pilot, lambda: app.ready)
             await submit(pilot, "write it")
             await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))

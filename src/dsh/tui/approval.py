@@ -22,6 +22,10 @@ PREVIEW_LINES = 12
 DIFF_PREVIEW_LINES = 18
 FRAME_ROWS = 11
 """Rows of the prompt besides the preview: border, padding, question, margins, buttons."""
+NARROW_COLUMNS = 72
+"""Below this width the three buttons do not fit side by side: they stack, full width."""
+STACKED_ROWS = 6
+"""The rows stacking adds (two more buttons of three rows)."""
 COMMAND = Style(bold=True)
 
 
@@ -78,6 +82,18 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     ApprovalScreen Button {
         margin-right: 1;
     }
+    ApprovalScreen.narrow > Vertical {
+        width: 100%;
+        min-width: 0;
+        padding: 0 1;
+    }
+    ApprovalScreen.narrow Horizontal {
+        layout: vertical;
+    }
+    ApprovalScreen.narrow Button {
+        width: 100%;
+        margin-right: 0;
+    }
     """
 
     BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
@@ -107,8 +123,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.on_resize()
 
     def on_resize(self) -> None:
-        """Keep the question and the buttons on screen: the preview gets the rows left."""
-        room = max(1, self.app.size.height - FRAME_ROWS)
+        """Keep the question and the buttons on screen: the buttons stack on a narrow
+        screen, and the preview gets the rows left."""
+        narrow = self.app.size.width < NARROW_COLUMNS
+        self.set_class(narrow, "narrow")
+        room = max(1, self.app.size.height - FRAME_ROWS - (STACKED_ROWS if narrow else 0))
         self.query_one("#preview", VerticalScroll).styles.max_height = room
 
     def action_answer(self, answer: ApprovalAnswer) -> None:
