@@ -81,10 +81,10 @@ def run(
     session (``{"type":"session","session":ID}``), then every event follows as a line. A
     closed stdout (``| head``) cancels the running turn at its next event and exits 141.
     """
-    turns = [_stdin_prompt() if prompt == "-" else prompt for prompt in prompts]
+    turns = [_stdin_prompt() if prompt == "-" else _argument_prompt(prompt) for prompt in prompts]
     if prompts_file is not None:
-        lines = prompts_file.read_text(encoding="utf-8").splitlines()
-        turns.extend(line for line in lines if line.strip())
+        lines = _utf8_text(prompts_file.read_bytes(), f"--prompts-file {prompts_file}")
+        turns.extend(line for line in lines.splitlines() if line.strip())
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
     allowed = _parse_allow(allow)
@@ -225,9 +225,25 @@ class _Output:
                 self.agent.cancel()
 
 
+def _utf8_text(data: bytes, what: str) -> str:
+    """``data`` decoded as UTF-8, or a UsageError naming ``what`` and the first bad byte: a
+    prompt the log cannot store is refused before a session or a turn is written."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        byte = data[exc.start]
+        raise UsageError(f"{what} is not UTF-8 text (byte 0x{byte:02x} on line {line})") from None
+
+
+def _argument_prompt(prompt: str) -> str:
+    """A PROMPT argument; bytes that were not UTF-8 arrive as lone surrogates (PEP 383)."""
+    return _utf8_text(os.fsencode(prompt), "a PROMPT argument")
+
+
 def _stdin_prompt() -> str:
     """``-`` as a PROMPT: the whole of stdin is one prompt."""
-    text = sys.stdin.read().strip()
+    text = _utf8_text(sys.stdin.buffer.read(), "the prompt read from stdin").strip()
     if not text:
         raise UsageError("the prompt '-' reads stdin, which was empty")
     return text
