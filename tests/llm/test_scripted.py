@@ -139,6 +139,17 @@ def test_a_missing_script_file_is_a_config_error(tmp_path: Path) -> None:
 # ---- which entry answers --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["s.yaml", "s.json"])
+def test_a_script_that_is_not_utf8_is_a_config_error_naming_the_byte(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"- text: caf\xe9\n")
+    with pytest.raises(ConfigError) as caught:
+        load_script(path)
+    assert str(caught.value) == f"{path}: a script must be UTF-8 text (byte 0xe9 at offset 11)"
+
+
 def test_entry_n_answers_the_nth_model_call_counted_from_the_log() -> None:
     provider = ScriptedProvider([{"text": f"reply {i}"} for i in range(5)])
     session = new_session(MemoryStore())

@@ -138,6 +138,11 @@ def load_script_sections(path: str | Path) -> tuple[list[ScriptEntry], list[Scri
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read script: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: a script must be UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+            f"offset {exc.start})"
+        ) from None
     try:
         data = json.loads(raw) if suffix == ".json" else yaml.safe_load(raw)
     except (ValueError, yaml.YAMLError) as exc:
