@@ -85,7 +85,8 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> object:
-        """Run the parsed command line; a ``DshError`` becomes one ``dsh: error:`` line."""
+        """Run the parsed command line; a ``DshError`` or an ``OSError`` becomes one
+        ``dsh: error:`` line."""
         if isinstance(ctx.obj, ConsoleScript):
             ctx.obj.start()
         try:
@@ -95,6 +96,11 @@ class LazyGroup(click.Group):
 
             fail(exc)
             return None  # pragma: no cover - fail exits
+        except OSError as exc:  # the OS refused a file dsh was told to use (a missing
+            # directory, a read-only home, a full disk): one line naming it, not a traceback
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            click.echo(f"dsh: error: {where}{exc.strerror or exc}", err=True)
+            sys.exit(1)
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True)
