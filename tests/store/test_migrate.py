@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from dsh.errors import StoreError
 from dsh.events import encode_event
 from dsh.store import JsonlStore, SqliteStore
 from dsh.store.base import encode_header
@@ -50,3 +53,32 @@ def test_a_session_already_in_the_target_is_left_in_both(tmp_path: Path) -> None
     report = migrate_sessions(jsonl, sqlite)
     assert report.skipped == [session.id] and report.moved == [other.id]
     assert [h.id for h in jsonl.list()] == [session.id]
+
+
+def test_a_repaired_session_moves_back_to_jsonl_beside_its_repair_copy(tmp_path: Path) -> None:
+    """A move to SQLite keeps the JSONL directory's other files (a repair copy, a torn tail),
+    and so the directory: the move back reuses it instead of failing with "File exists"."""
+    jsonl, sqlite = JsonlStore(tmp_path), SqliteStore(tmp_path)
+    with new_session(jsonl) as session:
+        append_chat_turn(session)
+    aside = jsonl.session_dir(session.id) / "session.jsonl.before-repair-20260101-000000"
+    aside.write_bytes(b"the bytes a repair copied aside\n")
+    before = snapshot(jsonl)
+    assert migrate_sessions(jsonl, sqlite).moved == [session.id]
+    assert aside.exists()
+
+    report = migrate_sessions(sqlite, jsonl)
+
+    assert report.moved == [session.id] and not report.failed
+    assert snapshot(jsonl) == before and sqlite.list() == []
+    assert aside.read_bytes() == b"the bytes a repair copied aside\n"
+
+
+def test_creating_a_session_over_an_existing_log_is_refused(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    with new_session(store) as session:
+        append_chat_turn(session)
+    before = snapshot(store)
+    with pytest.raises(StoreError, match="exists"):
+        store.create(cwd="/x", session_id=session.id)
+    assert snapshot(store) == before

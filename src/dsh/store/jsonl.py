@@ -170,12 +170,15 @@ class JsonlStore:
             created_at=created_at,
         )
         directory = self.session_dir(header.id)
-        try:
-            directory.mkdir(parents=True, exist_ok=False)
+        try:  # a directory without a log is reused: a migration or a removal keeps the other
+            # files a session directory held (repair copies, a torn tail) and so the directory
+            directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(
                 f"cannot create session directory {directory}: {_reason(exc)}"
             ) from exc
+        if (directory / LOG_NAME).exists():  # the new log is created exclusively below, too
+            raise StoreError(f"a session {header.id} already exists in {directory}")
         check_contiguous(seed)
         lines = [encode_header(header), *(encode_event(e) for e in seed)]
         body = sealed_lines(lines)
