@@ -109,6 +109,38 @@ def test_export_defaults_to_markdown(home):
     assert default.output.startswith(f"# dsh session {FIXTURE_ID}")
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        "sessions/{id}/session.jsonl",  # the session's own log
+        "sessions/{id}/../{id}/session.jsonl",
+        "sessions/another/session.jsonl",
+        "dsh.sqlite3",
+        "dsh.sqlite3-wal",
+    ],
+)
+@pytest.mark.parametrize("fmt", ["md", "jsonl"])
+def test_export_into_the_session_store_is_refused_and_the_log_kept(home, where, fmt):
+    log = home / "sessions" / FIXTURE_ID / "session.jsonl"
+    before = log.read_bytes()
+    target = home / where.format(id=FIXTURE_ID)
+    result = CliRunner().invoke(
+        cli, ["sessions", "export", FIXTURE_ID, "--format", fmt, "-o", str(target)]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dsh: error: -o {target} is inside dsh's session store")
+    assert log.read_bytes() == before
+    assert run("sessions", "show", FIXTURE_ID).exit_code == 0
+    assert not (home / "dsh.sqlite3").exists() and not (home / "sessions" / "another").exists()
+
+
+def test_export_into_a_home_directory_outside_the_store_is_fine(home):
+    target = home / "exports" / "out.md"
+    target.parent.mkdir()
+    assert run("sessions", "export", FIXTURE_ID, "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith(f"# dsh session {FIXTURE_ID}")
+
+
 def test_a_unique_id_prefix_is_enough(home):
     assert run("sessions", "show", FIXTURE_ID[:12]).exit_code == 0
 

@@ -136,6 +136,8 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     """Export a session as Markdown (the human transcript, the default), JSONL (the log's
     header and events as canonical JSON, without the store's CRC seals) or upstream
     (the TypeScript harness's format; what it cannot express is listed on stderr)."""
+    if output is not None:
+        _refuse_store_path(Path(output))
     session = _open(session_id)
     if fmt == "upstream":
         data, notes = export_upstream(session.header, session.events)
@@ -151,6 +153,23 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     else:
         with open(output, "wb") as handle:
             handle.write(data)
+
+
+def _refuse_store_path(output: Path) -> None:
+    """An export written into the store (over a session's log, the database or its journal)
+    would replace the session it reads with a copy the store cannot load: refused."""
+    home = dsh_home()
+    target = output.resolve()
+    log_root = JsonlStore(home).root.resolve()
+    database = SqliteStore(home).path.resolve()
+    in_store = target.is_relative_to(log_root) or (
+        target.parent == database.parent and target.name.startswith(database.name)
+    )
+    if in_store:
+        raise UsageError(
+            f"-o {output} is inside dsh's session store ({log_root} or {database}); "
+            "write the export somewhere else"
+        )
 
 
 @sessions.command("import")
