@@ -310,3 +310,29 @@ def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env)
     assert not list(home.rglob("*.lock")) and not list(home.rglob("session.jsonl"))
     listed = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
     assert listed.stdout.strip() == "no sessions"
+
+
+def test_replay_alone_serves_the_recorded_session_not_the_configured_provider(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "recorded answer"}])
+    first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    recorded = first.stdout.splitlines()[-1].removeprefix("session: ")
+    env["DEEPSEEK_API_KEY"] = "sk-not-a-real-key"  # the configured default must not be called
+    env["DSH_PROVIDER_BASE_URL"] = "http://127.0.0.1:9/v1"  # and could not be reached
+
+    replayed = dsh("run", "--replay", recorded, "hello", env=env, cwd=tmp_path, check=False)
+
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.splitlines()[0] == "recorded answer"
+    session_id = replayed.stdout.splitlines()[-1].removeprefix("session: ")
+    settings = dsh("sessions", "show", session_id, "--view", "settings", env=env, cwd=tmp_path)
+    assert settings.stdout.splitlines()[0].split() == ["provider.name", "replay"]
+
+
+def test_replay_with_another_provider_is_a_usage_error(tmp_path, env):
+    done = dsh(
+        "run", "--provider", "openai", "--replay", "x", "hi", env=env, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "dsh: error: --replay serves model calls with --provider replay, not openai\n"
+    )

@@ -42,7 +42,11 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
     "recorded workspace).",
 )
 @provider_options
-@click.option("--replay", "replay_from", help="Serve model calls from this recorded session.")
+@click.option(
+    "--replay",
+    "replay_from",
+    help="Serve model calls from this recorded session (implies --provider replay).",
+)
 @click.option("--compaction", type=click.Choice(["recallable", "basic", "off"]))
 @click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
 @click.option(
@@ -88,6 +92,10 @@ def run(
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
     allowed = _parse_allow(allow)
+    if replay_from is not None and provider is None:
+        provider = "replay"  # else the configured provider ran, with --replay ignored
+    elif replay_from is not None and provider != "replay":
+        raise UsageError(f"--replay serves model calls with --provider replay, not {provider}")
     overrides: dict[str, dict[str, Any]] = {
         "provider": context.provider_overrides(provider, model, base_url, context_window),
         "compaction": {},
