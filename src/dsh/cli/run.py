@@ -245,8 +245,12 @@ def _utf8_text(data: bytes, what: str) -> str:
 
 
 def _argument_prompt(prompt: str) -> str:
-    """A PROMPT argument; bytes that were not UTF-8 arrive as lone surrogates (PEP 383)."""
-    return _utf8_text(os.fsencode(prompt), "a PROMPT argument")
+    """A PROMPT argument; bytes that were not UTF-8 arrive as lone surrogates (PEP 383). A
+    blank one (``dsh run "$UNSET"``) is refused, as an empty stdin and blank file lines are."""
+    text = _utf8_text(os.fsencode(prompt), "a PROMPT argument")
+    if not text.strip():
+        raise UsageError("a PROMPT argument is empty; give the prompt text")
+    return text
 
 
 def _stdin_prompt() -> str:

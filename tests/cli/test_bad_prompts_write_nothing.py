@@ -1,5 +1,6 @@
-"""A prompt that is not UTF-8 (a PROMPT argument, stdin, --prompts-file) is refused with one
-line before anything is written: no half-logged turn in a resumed session, no empty new one."""
+"""A prompt that is not UTF-8 (a PROMPT argument, stdin, --prompts-file), or a blank PROMPT
+argument, is refused with one line before anything is written: no half-logged turn in a resumed
+session, no empty new one."""
 
 from __future__ import annotations
 
@@ -76,5 +77,16 @@ def test_a_non_utf8_prompts_file_is_one_line_and_creates_no_session(tmp_path, en
     assert bad.returncode == 2
     assert bad.stderr.decode().splitlines() == [
         f"dsh: error: --prompts-file {prompts} is not UTF-8 text (byte 0x80 on line 2)"
+    ]
+    assert session_ids(env, tmp_path) == []
+
+
+@pytest.mark.parametrize("blank", ["", "  \n"])
+def test_a_blank_prompt_argument_is_refused_like_an_empty_stdin(tmp_path, env, script, blank):
+    bad = dsh("run", "--script", str(script), "first", blank, env=env, cwd=tmp_path)
+
+    assert bad.returncode == 2
+    assert bad.stderr.decode().splitlines() == [
+        "dsh: error: a PROMPT argument is empty; give the prompt text"
     ]
     assert session_ids(env, tmp_path) == []
