@@ -362,3 +362,12 @@ def test_an_ambiguous_id_prefix_says_how_many_sessions_match(tmp_path):
         store.create(cwd="/w")
     with pytest.raises(UsageError, match=r"is ambiguous: 7 sessions match \(.*, …\); give more"):
         resolve_session_id(store, "2")  # every id starts with its creation year
+
+
+def test_a_workspace_path_that_is_not_utf8_is_refused_before_anything_is_created(tmp_path):
+    from dsh.errors import UsageError
+
+    store = JsonlStore(tmp_path)
+    with pytest.raises(UsageError, match=r"the workspace /w/x\\xff is not a UTF-8 path"):
+        store.create(cwd=os.fsdecode(b"/w/x\xff"))
+    assert not store.root.exists() or list(store.root.iterdir()) == []

@@ -24,6 +24,7 @@ from dsh.errors import (
     ReadOnlySessionError,
     SessionNotFoundError,
     StorageWriteError,
+    UsageError,
 )
 from dsh.events import (
     CompactionEndEvent,
@@ -89,6 +90,15 @@ def new_header(
 ) -> SessionHeader:
     """The header of a new session: created now with a fresh id unless told otherwise (an
     imported session keeps its original creation time and may be given an id)."""
+    if not cwd.isascii():  # a path of non-UTF-8 bytes arrives as lone surrogates (PEP 383)
+        try:
+            cwd.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = cwd.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise UsageError(
+                f"the workspace {shown} is not a UTF-8 path, which a session log cannot record; "
+                "run dsh in a directory whose path is UTF-8 (or pass --cwd)"
+            ) from None
     created = _creation_millis() if created_at is None else created_at
     return SessionHeader(
         type="session",
