@@ -224,3 +224,24 @@ def test_a_failing_pre_step_hook_does_not_break_the_turn(harness: Harness):
     agent.pre_step_hooks.append(broken)
     result = run(agent.run_turn("hi"))
     assert result.reason == "completed" and result.text == "still answered"
+
+
+def test_a_turn_cancelled_during_its_pre_step_compaction_still_logs_the_prompt(harness: Harness):
+    """Esc while the pre-step compaction runs (or a closed pipe under ``dsh run --json``) ended
+    the turn before its first step, and the prompt was in no event: it is logged in a step of
+    its own, and the next turn's request carries it."""
+    agent = harness.agent([{"text": "answered the second"}])
+
+    async def compacting(agent_, turn):
+        if turn == 1:
+            agent_.cancel()
+            await asyncio.Event().wait()  # a long summariser call, cancelled
+
+    agent.pre_step_hooks.append(compacting)
+    result = run(agent.run_turn("keep this question"))
+    assert result.reason == "aborted"
+    assert harness.types() == ["turn/start", "step/start", "user/message", "step/end", "turn/end"]
+    run(agent.run_turn("and this one"))
+    ((_, request),) = rebuild_requests(harness.session.events)
+    texts = [m.text() for m in request.messages if m.role == "user"]
+    assert texts == ["keep this question", "and this one"]

@@ -67,7 +67,7 @@ def test_help_and_version_import_nothing_heavy(flag):
 
 def test_running_a_command_loads_only_its_own_group():
     loaded, output = modules_loaded_by(["sessions", "--help"])
-    assert "List, show and export" in output
+    assert "List, show, export, import" in output
     assert "dsh.cli.sessions" in loaded and "logging" in loaded  # warnings are routed from here
     others = [f"dsh.cli.{name}" for name in COMMANDS if name != "sessions"]
     assert [name for name in others if name in loaded] == []
@@ -90,5 +90,5 @@ def test_help_lists_every_command_and_commands_still_run():
     for name in COMMANDS:
         assert f"  {name} " in result.output
     ran = CliRunner().invoke(cli, ["sessions", "--help"])
-    assert ran.exit_code == 0 and "List, show and export" in ran.output
+    assert ran.exit_code == 0 and "List, show, export, import" in ran.output
     assert cli.get_command(click.Context(cli), "nope") is None

@@ -65,3 +65,15 @@ def test_import_when_the_imports_directory_cannot_be_made_is_one_line(tmp_path, 
     assert done.stderr.startswith("dsh: error: ") and len(done.stderr.splitlines()) == 1
     assert str(home / "imports") in done.stderr
     assert "no sessions" in dsh("sessions", "list", "--all", env=env, cwd=tmp_path).stdout
+
+
+def test_a_deleted_current_directory_is_named_as_such(tmp_path, env):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{DSH}" sessions list'],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("dsh: error: the current directory no longer exists")
+    assert done.stderr.count("\n") == 1

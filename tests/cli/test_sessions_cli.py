@@ -195,6 +195,20 @@ def test_a_log_edited_in_place_after_a_listing_is_listed_unreadable_with_the_rep
     assert line.endswith(f"(try `dsh sessions repair {FIXTURE_ID}`)")
 
 
+def test_a_copied_session_directory_is_listed_once_as_a_copy_not_twice_as_one_id(home):
+    """``cp -r ID ID.bak`` in the store: the id was listed twice and every prefix of it was
+    ambiguous between two equal ids. The copy is listed as what it is, without a repair hint
+    (its log is whole: repair cannot help)."""
+    sessions = home / "sessions"
+    shutil.copytree(sessions / FIXTURE_ID, sessions / f"{FIXTURE_ID}.bak")
+    lines = run("sessions", "list", "--all").output.splitlines()
+    assert sum(line.startswith(f"{FIXTURE_ID}  ") for line in lines) == 1
+    (copy,) = [line for line in lines if line.startswith(f"{FIXTURE_ID}.bak")]
+    assert f"UNREADABLE: its log is session {FIXTURE_ID}, not {FIXTURE_ID}.bak" in copy
+    assert "repair" not in copy
+    assert run("sessions", "show", FIXTURE_ID).exit_code == 0
+
+
 def test_bad_view_is_a_usage_error_with_exit_2(home):
     assert CliRunner().invoke(cli, ["sessions", "show", FIXTURE_ID, "--view", "x"]).exit_code == 2
 

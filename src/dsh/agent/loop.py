@@ -26,16 +26,15 @@ from typing import Any, Literal, TypeVar
 from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.cancel import finished_or as _finished_or
 from dsh.agent.cancel import guarded
+from dsh.agent.log_scan import LogScan
 from dsh.agent.request import request_from_state
 from dsh.errors import DshError, ProviderError
 from dsh.events import (
     AssistantMessage,
-    Event,
     LlmRetry,
     Message,
     RequestConfig,
     RequestContext,
-    RequestContextEvent,
     RequestError,
     RequestHeader,
     RequestHeaderBody,
@@ -53,7 +52,6 @@ from dsh.events import (
     TurnEndKind,
     TurnEndReason,
     TurnStart,
-    TurnStartEvent,
     UserSource,
     encode_json,
 )
@@ -115,36 +113,6 @@ class _CallOutcome:
     from_text: bool = False
 
 
-class _LogScan:
-    """What the loop reads from the whole log, kept up to date incrementally: the first update
-    takes the session's per-type index (no scan of the log it opened), later ones look only at
-    the events appended since (the log only grows)."""
-
-    def __init__(self) -> None:
-        self._events: Sequence[Event] | None = None
-        self._seen = 0
-        self.turns = 0
-        """``turn/start`` events in the log."""
-        self.route: RequestContext | None = None
-        """The latest logged ``request/context``."""
-
-    def update(self, session: Session) -> _LogScan:
-        events = session.events
-        if events is not self._events or len(events) < self._seen:  # another log: start over
-            contexts = session.of_type(RequestContextEvent)
-            self._events, self._seen = events, len(events)
-            self.turns = len(session.of_type(TurnStartEvent))
-            self.route = contexts[-1].data if contexts else None
-            return self
-        for event in events[self._seen :]:
-            if isinstance(event, TurnStartEvent):
-                self.turns += 1
-            elif isinstance(event, RequestContextEvent):
-                self.route = event.data
-        self._seen = len(events)
-        return self
-
-
 class Agent:
     """Runs turns against one session, one provider and one tool registry."""
 
@@ -177,7 +145,7 @@ class Agent:
         self._cancel = asyncio.Event()
         self._exclusive = asyncio.Lock()  # writes and shell commands run one at a time, in order
         self._header_logged_here = False
-        self._log_scan = _LogScan()
+        self._log_scan = LogScan()
         self.waiting_since: float | None = None
         """Event-loop time a model call started while it has produced nothing yet, else None."""
 
@@ -208,6 +176,7 @@ class Agent:
             try:
                 await self._guard(self._run_hooks(turn))
             except _Cancelled:
+                self._keep_unsent(turn, step + 1, pending)
                 return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
             step += 1
             if step > self.config.max_steps:
@@ -250,6 +219,15 @@ class Agent:
                 await hook(self, turn)
             except Exception:
                 log.warning("a pre-step hook failed; continuing the turn", exc_info=True)
+
+    def _keep_unsent(self, turn: int, step: int, pending: list[Message]) -> None:
+        """A turn cancelled before its first step (during a compaction) still logs its prompt,
+        in a step of its own: what the user asked is never lost."""
+        if pending:
+            self.session.append(StepStart(turn=turn, step=step))
+            for message in pending:
+                self.session.append(message)
+            self.session.append(StepEnd(turn=turn, step=step))
 
     def _end_turn(self, turn: int, kind: TurnEndKind, text: str, error: str | None) -> TurnResult:
         self.session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind=kind, error=error)))

@@ -11,6 +11,7 @@ a test checks each against the command's own docstring.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dsh.cli.run:run",
         "Run prompts headless and print each turn's final answer, then the session id.",
     ),
-    "sessions": ("dsh.cli.sessions:sessions", "List, show and export stored sessions."),
+    "sessions": (
+        "dsh.cli.sessions:sessions",
+        "List, show, export, import, repair and move stored sessions.",
+    ),
     "trust": (
         "dsh.cli.trust:trust",
         "Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen "
@@ -99,8 +103,18 @@ class LazyGroup(click.Group):
         except OSError as exc:  # the OS refused a file dsh was told to use (a missing
             # directory, a read-only home, a full disk): one line naming it, not a traceback
             where = f"{exc.filename}: " if exc.filename is not None else ""
+            if not where and not _cwd_exists():
+                where = "the current directory no longer exists (cd to one that does): "
             click.echo(f"dsh: error: {where}{exc.strerror or exc}", err=True)
             sys.exit(1)
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True)

@@ -47,7 +47,11 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
     "replay_from",
     help="Serve model calls from this recorded session (implies --provider replay).",
 )
-@click.option("--compaction", type=click.Choice(["recallable", "basic", "off"]))
+@click.option(
+    "--compaction",
+    type=click.Choice(["recallable", "basic", "off"]),
+    help="Compaction backend (default: a resumed session's own, else the config's: recallable).",
+)
 @click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
 @click.option(
     "--summarizer", help="extractive (keyless), a model name (tags allowed) or provider:model."

@@ -34,7 +34,7 @@ from dsh.transcript.stats import render_stats, session_stats
 
 @click.group("sessions")
 def sessions() -> None:
-    """List, show and export stored sessions."""
+    """List, show, export, import, repair and move stored sessions."""
 
 
 @sessions.command("list")
@@ -59,8 +59,8 @@ def list_sessions(show_all: bool) -> None:
         click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}{repair}")
     for bad in store.unreadable():  # their workspace is unknown: listed everywhere
         line = f" (line {bad.line})" if bad.line is not None else ""
-        hint = f"(try `dsh sessions repair {bad.id}`)"
-        click.echo(f"{bad.id}  UNREADABLE{line}: {bad.reason}  {hint}")
+        hint = f"  (try `dsh sessions repair {bad.id}`)" if bad.repairable else ""
+        click.echo(f"{bad.id}  UNREADABLE{line}: {bad.reason}{hint}")
     _mention_the_other_store(store, here=None if show_all else here)
     if not show_all:
         state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"

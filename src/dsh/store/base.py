@@ -70,6 +70,8 @@ class UnreadableSession:
     id: str
     reason: str
     line: int | None = None
+    repairable: bool = True
+    """False where ``dsh sessions repair`` cannot help (a copied directory: its log is whole)."""
 
 
 _header_encoder = msgspec.json.Encoder()

@@ -235,9 +235,18 @@ class JsonlStore:
             try:
                 if not first.endswith(b"\n"):
                     raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-                found.append(_decode_header_line(first.rstrip(b"\n"), path))
+                header = _decode_header_line(first.rstrip(b"\n"), path)
             except LogCorruptError as exc:
                 found.append(UnreadableSession(directory.name, str(exc), exc.line))
+                continue
+            if header.id == directory.name:
+                found.append(header)
+            else:  # a copy (``cp -r ID ID.bak``) would list the same id twice
+                why = (
+                    f"its log is session {header.id}, not {directory.name} (a copied or renamed "
+                    f"directory: give it back its name, or move it out of {self.root})"
+                )
+                found.append(UnreadableSession(directory.name, why, repairable=False))
         return found
 
     def list(self) -> list[SessionHeader]:
