@@ -59,6 +59,7 @@ def bracket(
     with_replace: bool = True,
     with_end: bool = True,
     end_error: str | None = None,
+    input_range: tuple[int, int] | None = None,
 ) -> Bracket:
     """One compaction of the contiguous surface span ``shadowed``; the checkpoint text is the
     framed ``body`` followed by the footer naming this bracket's summary seq."""
@@ -78,6 +79,7 @@ def bracket(
             shadowed_range=span,
             shadowed_seqs=tuple(shadowed),
             shadowed_token_count=heuristic_price(session, shadowed),
+            input_range=input_range,
             provider=PROVIDER,
             model=MODEL,
         )

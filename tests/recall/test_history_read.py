@@ -22,6 +22,7 @@ from dsh.recall import (
     render_span,
     resolve_checkpoint,
 )
+from dsh.recall.checkpoints import conversation_span
 from dsh.store import MemoryStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext
@@ -150,6 +151,25 @@ def test_a_span_with_no_messages_says_so_and_ends():
     text = read_page(session, checkpoint.id).text
     assert text.startswith(f"Checkpoint {checkpoint.id} (state)")
     assert "0 message(s); nothing to show." in text and text.endswith(END)
+
+
+def test_a_state_whose_footer_range_is_its_own_span_says_nothing_of_other_checkpoints():
+    """Only a state whose footer names a wider range than its own span (it folds a whole pass)
+    says where the rest is; one that folds just its own messages (a one-chunk pass, the ladder's
+    one-summary fallback) does not send the reader elsewhere."""
+    session = new_session(MemoryStore())
+    append_chat_turn(session)
+    append_chat_turn(session)
+    shadowed = list(session.nodes)
+    span = (shadowed[0], shadowed[-1])
+    own = bracket(session, shadowed, "all of it", compaction_id="k1", input_range=span)
+    header = read_page(session, own.id).text.split("\n\n")[0]
+    assert header.endswith("showing #msg 0–3.") and "folds" not in header
+
+
+def test_a_span_needs_a_node():
+    with pytest.raises(ValueError, match="at least one surface node"):
+        conversation_span([], [])
 
 
 @pytest.mark.parametrize("offset", [-1, -100])
