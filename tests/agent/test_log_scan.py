@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.agent.loop import _LogScan
+from dsh.agent.log_scan import LogScan
 from dsh.events import RequestContext, RequestContextEvent, TurnStart, TurnStartEvent
 from dsh.store import MemoryStore
 from dsh.surface import Session
@@ -29,7 +29,7 @@ def _fresh(session: Session) -> tuple[int, RequestContext | None]:
 def test_scan_equals_a_fresh_scan(ops):
     store = MemoryStore()
     with new_session(store) as session:
-        live = _LogScan()
+        live = LogScan()
         for op in ops:
             if op == "turn":
                 session.append(TurnStart(turn=1))
@@ -40,7 +40,7 @@ def test_scan_equals_a_fresh_scan(ops):
             live.update(session)
             assert (
                 (live.turns, live.route)
-                == (_LogScan().update(session).turns, _LogScan().update(session).route)
+                == (LogScan().update(session).turns, LogScan().update(session).route)
                 == _fresh(session)
             )
 
@@ -54,5 +54,5 @@ def test_the_first_update_after_opening_does_not_scan_the_log(monkeypatch):
     opened = Session.open(store, session.id)
     events = _NoScan(opened.events)
     monkeypatch.setattr(Session, "events", property(lambda self: events))
-    scan = _LogScan().update(opened)
+    scan = LogScan().update(opened)
     assert scan.turns == 100 and scan.route == _context("m")
