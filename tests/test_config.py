@@ -1,8 +1,20 @@
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dsh.config import dsh_home, load_settings
+from dsh.config import (
+    LARGE_WINDOW_CHUNK,
+    LARGE_WINDOW_STATE,
+    LARGE_WINDOW_STUB,
+    CompactionSettings,
+    Settings,
+    compaction_misfit,
+    dsh_home,
+    load_settings,
+    validate_settings,
+)
 from dsh.errors import ConfigError
 
 
@@ -124,3 +136,28 @@ def test_summarizer_provider_and_model_come_as_a_pair(tmp_path):
     (tmp_path / "config.toml").write_text('[compaction]\nsummarizer = "deepseek:"\n')
     with pytest.raises(ConfigError, match=r"compaction\.summarizer"):
         load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(small=st.integers(min_value=512, max_value=2_000_000), step=st.integers(0, 100_000))
+def test_unset_budgets_scale_to_the_window_and_always_validate_and_fit(small, step):
+    """Unset ``chunk_tokens``, ``stub_tokens`` and ``state_max_tokens`` resolve per window:
+    valid, able to compact there, never above the large-window budgets (reached from 80k
+    tokens), and never smaller in a larger window."""
+    base = CompactionSettings()
+    low, high = base.for_window(small), base.for_window(small + step)
+    for resolved, window in ((low, small), (high, small + step)):
+        validate_settings(Settings(compaction=resolved))
+        assert compaction_misfit(resolved, window) is None
+        assert resolved.chunk <= LARGE_WINDOW_CHUNK and resolved.stub <= LARGE_WINDOW_STUB
+        assert resolved.state_max <= LARGE_WINDOW_STATE
+    assert low.chunk <= high.chunk and low.stub <= high.stub and low.state_max <= high.state_max
+    big = base.for_window(max(small, 82_000))
+    assert (big.chunk, big.stub, big.state_max) == (4000, 200, 4096)
+
+
+def test_a_set_budget_is_kept_and_a_chunk_grows_to_hold_four_set_stubs():
+    resolved = CompactionSettings(stub_tokens=300, state_max_tokens=500).for_window(8000)
+    assert (resolved.stub, resolved.state_max, resolved.chunk) == (300, 500, 1200)
+    assert CompactionSettings(chunk_tokens=900).for_window(4096).chunk == 900
+    assert CompactionSettings().chunk == 4000  # no window known: the large-window budget

@@ -83,7 +83,27 @@ def test_dsh_run_logs_the_discovered_window_and_asks_once(tmp_path, server: Fake
     assert context_windows(result.stdout) == [2048]
     assert [r.path for r in server.fixed_requests] == ["/props"]
     assert "does not report its context window" not in result.stderr
-    # the default budgets cannot compact in 2,048 tokens: said once, the run still goes on
+    # the default budgets scale to the window the server reported: nothing to warn about
+    assert "too small for these compaction budgets" not in result.stderr
+    settings = [json.loads(line) for line in result.stdout.splitlines()]
+    (recorded,) = [e["data"]["compaction"] for e in settings if e["type"] == "session/settings"]
+    assert (recorded["chunkTokens"], recorded["stubTokens"], recorded["stateMaxTokens"]) == (
+        256,
+        20,
+        102,
+    )
+
+
+def test_a_set_budget_too_large_for_the_reported_window_is_said_once(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    server.queue(openai_text("one"), openai_text("two"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text("[compaction]\nstate_max_tokens = 4096\n")
+    result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
+    # a state of 4,096 tokens cannot compact in 2,048: said once, the run still goes on
     assert result.stderr.count("too small for these compaction budgets") == 1
 
 
@@ -117,7 +137,7 @@ def _route_on(server: FakeServer, n_ctx: int, **compaction: object):  # noqa: F8
 def test_a_reported_window_too_small_for_the_budgets_is_said_once_not_refused(
     server: FakeServer,  # noqa: F811
 ):
-    route = _route_on(server, 4096)  # the default state budget (4096) alone fills it
+    route = _route_on(server, 4096, state_max_tokens=4096)  # a state that alone fills it
     assert route.context_window == 4096
     assert route.notice is not None
     assert "4,096-token context window" in route.notice
@@ -127,3 +147,4 @@ def test_a_reported_window_too_small_for_the_budgets_is_said_once_not_refused(
 def test_a_reported_window_the_budgets_fit_says_nothing(server: FakeServer):  # noqa: F811
     assert _route_on(server, 32768).notice is None
     assert _route_on(server, 4096, state_max_tokens=1000).notice is None
+    assert _route_on(server, 4096).notice is None  # unset budgets scale to the window

@@ -69,7 +69,7 @@ def test_the_default_window_is_defined_once_and_not_aliased():
         for line in path.read_text(encoding="utf-8").splitlines()
         if re.match(r"\s*\w*WINDOW\w*\s*=\s*(128_000|DEFAULT_CONTEXT_WINDOW)\b", line)
     ]
-    assert defining == ["dsh/config/__init__.py"]
+    assert defining == ["dsh/config/sections.py"]
 
 
 def test_the_recall_tools_and_their_section_come_only_with_the_recallable_backend():

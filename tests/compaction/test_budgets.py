@@ -64,7 +64,14 @@ def test_config_refuses_a_low_watermark_at_or_above_the_threshold():
 
 def test_config_refuses_budgets_that_cannot_compact_in_the_configured_window():
     with pytest.raises(ConfigError, match=r"compaction\.state_max_tokens"):
-        load_settings(environ={}, overrides={"provider": {"context_window": 4000}})
+        load_settings(
+            environ={},
+            overrides={
+                "provider": {"context_window": 4000},
+                "compaction": {"state_max_tokens": 4096},
+            },
+        )
+    load_settings(environ={}, overrides={"provider": {"context_window": 4000}})  # unset: scaled
     with pytest.raises(ConfigError, match=r"compaction\.retain_tokens"):
         load_settings(
             environ={},

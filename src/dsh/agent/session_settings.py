@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from dsh.config import CompactionSettings, Settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, CompactionSettings, Settings
 from dsh.errors import DshError, UsageError
 from dsh.events import (
     Event,
@@ -197,6 +197,7 @@ def snapshot(
 ) -> SessionSettings:
     """What to record for a session run with ``settings`` on the route ``provider:model``."""
     budgets = settings.compaction.for_route(provider, model)
+    budgets = budgets.for_window(window or DEFAULT_CONTEXT_WINDOW)  # the budgets it runs with
     compaction = {key: getattr(budgets, key) for key in COMPACTION_KEYS}
     compaction["summarizer_base_url"] = _redact(budgets.summarizer_base_url)
     return SessionSettings(

@@ -78,7 +78,9 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
             override = settings.provider.override_for(summarizer_provider.name, summarizer_model)
             summarizer_max_output = override.max_output_tokens if override is not None else None
     return Wiring(
-        compaction=settings.compaction.for_route(name, route.model),
+        compaction=settings.compaction.for_route(name, route.model).for_window(
+            session_window(route)
+        ),
         summarizer_provider=summarizer_provider,
         summarizer_model=summarizer_model,
         summarizer_max_output=summarizer_max_output,

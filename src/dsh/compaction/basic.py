@@ -62,7 +62,7 @@ class BasicBackend:
         task = SummaryTask(
             kind="summary",
             messages=tuple(messages),
-            max_tokens=within_bound(self.settings.state_max_tokens, self.summarizer),
+            max_tokens=within_bound(self.settings.state_max, self.summarizer),
             system=header.system if header is not None else None,
             tools=tuple(header.tools or ()) if header is not None else (),
             previous="\n\n".join(previous) or None,

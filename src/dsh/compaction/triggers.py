@@ -57,7 +57,7 @@ def stale_tokens(backend: CompactionBackend, session: Session, retain_tokens: in
 def retry_step(settings: CompactionSettings, window: int) -> int:
     """How much the stale material must grow before a refused pass is tried again: a chunk,
     but never more than a quarter of the window."""
-    return max(1, min(settings.chunk_tokens, window // 4))
+    return max(1, min(settings.chunk, window // 4))
 
 
 def keep_newest_tool_exchange(session: Session, budget: int) -> int:

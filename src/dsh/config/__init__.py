@@ -21,157 +21,63 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import platformdirs
 
 from dsh.config.environment import environment_layer
+from dsh.config.sections import (
+    APPROVAL_STRICTNESS,
+    DEFAULT_CONTEXT_WINDOW,
+    ENVIRONMENT_NAMES,
+    LARGE_WINDOW_CHUNK,
+    LARGE_WINDOW_STATE,
+    LARGE_WINDOW_STUB,
+    SECTIONS,
+    USER_ONLY_SECTIONS,
+    CompactionOverride,
+    CompactionSettings,
+    ProviderOverride,
+    ProviderSettings,
+    RecallSettings,
+    Settings,
+    StoreSettings,
+    ToolChoice,
+    ToolSettings,
+    TrustSettings,
+)
 from dsh.errors import ConfigError
 
+__all__ = [
+    "APPROVAL_STRICTNESS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "ENVIRONMENT_NAMES",
+    "LARGE_WINDOW_CHUNK",
+    "LARGE_WINDOW_STATE",
+    "LARGE_WINDOW_STUB",
+    "SECTIONS",
+    "USER_ONLY_SECTIONS",
+    "CompactionOverride",
+    "CompactionSettings",
+    "ProviderOverride",
+    "ProviderSettings",
+    "RecallSettings",
+    "Settings",
+    "StoreSettings",
+    "ToolChoice",
+    "ToolSettings",
+    "TrustSettings",
+    "compaction_misfit",
+    "dsh_home",
+    "is_trusted",
+    "load_settings",
+    "restrict_project_layer",
+    "set_trust",
+    "trusted_directories",
+    "validate_settings",
+]
 
-class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-ToolChoice = Literal["auto", "required", "none"]
-
-
-class ProviderOverride(_Section, frozen=True):
-    """Generation settings for one route, under ``[provider.overrides."provider:model"]``."""
-
-    max_output_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    tool_choice: ToolChoice | None = None
-    text_tool_calls: bool | None = None
-    stream_idle_timeout: float | None = None
-    call_timeout: float | None = None
-
-
-class ProviderSettings(_Section, frozen=True):
-    name: str = "deepseek"
-    model: str | None = None
-    base_url: str | None = None
-    context_window: int | None = None
-    api_key: str | None = None
-    max_output_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    tool_choice: ToolChoice | None = None
-    text_tool_calls: bool | None = None
-    stream_idle_timeout: float = 300.0
-    call_timeout: float = 1200.0
-    overrides: dict[str, ProviderOverride] = {}
-
-    def override_for(self, provider: str, model: str) -> ProviderOverride | None:
-        """The override for ``provider:model``, else for ``model``, else None."""
-        return self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
-
-    def for_route(self, provider: str, model: str) -> ProviderSettings:
-        """These settings with the override for ``provider:model`` (or ``model``) applied."""
-        override = self.override_for(provider, model)
-        if override is None:
-            return self
-        changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}
-        return msgspec.structs.replace(self, **changes)
-
-
-class CompactionOverride(_Section, frozen=True):
-    """Budgets for one model, under ``[compaction.overrides."provider:model"]``."""
-
-    threshold_ratio: float | None = None
-    retain_ratio: float | None = None
-    retain_tokens: int | None = None
-    chunk_tokens: int | None = None
-    stub_tokens: int | None = None
-    state_max_tokens: int | None = None
-    stub_region_ratio: float | None = None
-    low_watermark_ratio: float | None = None
-
-
-class CompactionSettings(_Section, frozen=True):
-    backend: Literal["recallable", "basic", "off"] = "recallable"
-    threshold_ratio: float = 0.8
-    low_watermark_ratio: float = 0.4
-    retain_ratio: float = 0.16
-    retain_tokens: int | None = None
-    chunk_tokens: int = 4000
-    stub_tokens: int = 200
-    state_max_tokens: int = 4096
-    max_concurrency: int = 32
-    stub_region_ratio: float = 0.03
-    """About one pass's stubs at full size: a pass compacts roughly half the window, which at
-    ``chunk_tokens`` 4000 and ``stub_tokens`` 200 makes stubs of about 3% of it; older ones roll
-    up. The stubs stand in every request, so a larger share is paid for on each of them: in the
-    offline bench a 0.15 share cost 1.09× basic in a 128k window and 0.03 costs 0.99× (share
-    raised to at least four stubs in small windows)."""
-    min_stale_ratio: float = 0.0625
-    summarizer: str = "extractive"
-    summarizer_provider: str | None = None
-    summarizer_base_url: str | None = None
-    summarizer_timeout_s: float = 120.0
-    compaction_retries: int = 1
-    max_overflow_retries: int = 1
-    prune_threshold_chars: int = 8192
-    prune_head_chars: int = 4096
-    prune_tail_chars: int = 1024
-    overrides: dict[str, CompactionOverride] = {}
-
-    def retain_for(self, window: int) -> int:
-        """The retained tail as configured: ``retain_tokens``, else ``window × retain_ratio``."""
-        if self.retain_tokens is not None:
-            return self.retain_tokens
-        return int(window * self.retain_ratio)
-
-    def for_route(self, provider: str, model: str) -> CompactionSettings:
-        """These settings with the override for ``provider:model`` (or ``model``) applied."""
-        override = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
-        if override is None:
-            return self
-        changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}
-        return msgspec.structs.replace(self, **changes)
-
-
-class RecallSettings(_Section, frozen=True):
-    read_budget_chars: int = 8000
-    search_limit: int = 25
-
-
-class ToolSettings(_Section, frozen=True):
-    approval: Literal["ask", "auto", "read-only"] = "ask"
-    scrub_env: list[str] = []
-
-
-class TrustSettings(_Section, frozen=True):
-    directories: list[str] = []
-
-
-class StoreSettings(_Section, frozen=True):
-    backend: Literal["jsonl", "sqlite"] = "jsonl"
-
-
-class Settings(_Section, frozen=True):
-    provider: ProviderSettings = ProviderSettings()
-    compaction: CompactionSettings = CompactionSettings()
-    recall: RecallSettings = RecallSettings()
-    tools: ToolSettings = ToolSettings()
-    store: StoreSettings = StoreSettings()
-    trust: TrustSettings = TrustSettings()
-
-
-DEFAULT_CONTEXT_WINDOW = 128_000
-"""The context window assumed when neither config, a flag nor the provider tells one: the one
-place this default lives."""
-
-SECTIONS: dict[str, type[_Section]] = {
-    name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
-}
-ENVIRONMENT_NAMES = frozenset({"DSH_HOME", "DSH_WEB_TOKEN"})
-"""``DSH_*`` variables that are not config keys."""
-USER_ONLY_SECTIONS = frozenset({"trust"})
-"""Sections only the user config may set (not a project file, not the environment)."""
-APPROVAL_STRICTNESS = {"auto": 0, "ask": 1, "read-only": 2}
 log = logging.getLogger(__name__)
 
 
@@ -388,10 +294,10 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
             "must be below threshold_ratio (the stubs must leave room under it)",
         ),
         (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
-        (c.chunk_tokens >= 100, "chunk_tokens", "must be at least 100"),
-        (c.stub_tokens >= 20, "stub_tokens", "must be at least 20"),
-        (c.stub_tokens <= c.chunk_tokens // 4, "stub_tokens", "must be at most chunk_tokens / 4"),
-        (c.state_max_tokens >= 100, "state_max_tokens", "must be at least 100"),
+        (c.chunk >= 100, "chunk_tokens", "must be at least 100"),
+        (c.stub >= 20, "stub_tokens", "must be at least 20"),
+        (c.stub <= c.chunk // 4, "stub_tokens", "must be at most chunk_tokens / 4"),
+        (c.state_max >= 100, "state_max_tokens", "must be at least 100"),
         (c.max_concurrency >= 1, "max_concurrency", "must be at least 1"),
         (0 < c.stub_region_ratio < 1, "stub_region_ratio", "must be in (0, 1)"),
         (c.compaction_retries >= 0, "compaction_retries", "must be non-negative"),
@@ -415,7 +321,7 @@ def compaction_misfit(c: CompactionSettings, window: int) -> str | None:
             f"config key compaction.retain_tokens must be below the threshold ({threshold} "
             f"tokens in a {window}-token window)"
         )
-    if c.state_max_tokens + c.retain_for(window) >= threshold:
+    if c.for_window(window).state_max + c.retain_for(window) >= threshold:
         return (
             f"config key compaction.state_max_tokens plus the retained tail must be below the "
             f"threshold ({threshold} tokens in a {window}-token window)"

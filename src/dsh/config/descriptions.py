@@ -31,9 +31,12 @@ DESCRIPTIONS: dict[str, str] = {
     "(hysteresis: the next crossing is far away).",
     "compaction.retain_ratio": "Keep at least window × this of recent history verbatim.",
     "compaction.retain_tokens": "Keep at least this many tokens verbatim (overrides the ratio).",
-    "compaction.chunk_tokens": "Recallable: target size of the slice one index stub covers.",
-    "compaction.stub_tokens": "Recallable: size of one index stub (≤ chunk_tokens / 4).",
-    "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary).",
+    "compaction.chunk_tokens": "Recallable: target size of the slice one index stub covers; "
+    "unset: window / 8, at most 4000.",
+    "compaction.stub_tokens": "Recallable: size of one index stub (≤ chunk_tokens / 4); unset: "
+    "window / 100, at most 200.",
+    "compaction.state_max_tokens": "Cap of the state checkpoint (and of a basic summary); unset: "
+    "window / 20, at most 4096 (a session records the value it ran with).",
     "compaction.max_concurrency": "Recallable: summary calls run at once within a pass.",
     "compaction.stub_region_ratio": "Recallable: the frozen stubs' share of the window (at "
     "least four stubs); when new stubs would overflow it a pass makes fewer, coarser ones, and "

@@ -92,8 +92,8 @@ class RecallableBackend:
         self._window: int | None = None
         framing = frame_stub("") + "\n" + footer(_BIG, (_BIG, _BIG))
         self._stub_min = message_tokens_of(framing) + 12
-        self._stub_tokens = within_bound(settings.stub_tokens, summarizer)
-        self._state_tokens = within_bound(settings.state_max_tokens, summarizer)
+        self._stub_tokens = within_bound(settings.stub, summarizer)
+        self._state_tokens = within_bound(settings.state_max, summarizer)
         """The budgets a call is asked for: the settings', within the summariser's bound."""
         self._stub_estimate = self._stub_min + self._stub_tokens
         self._state_min = message_tokens_of(frame_summary("") + "\n" + footer(_BIG, (_BIG, _BIG)))
@@ -112,7 +112,7 @@ class RecallableBackend:
     def min_stale_tokens(self, window: int | None) -> int:
         """Least stale material a pressure pass waits for; scales with the window, so a small
         window still compacts (``chunk_tokens // 2`` alone would block a 4k window)."""
-        floor = self.settings.chunk_tokens // 2
+        floor = self.settings.chunk // 2
         if window is None:
             return floor
         return max(1, min(floor, int(window * self.settings.min_stale_ratio)))
@@ -201,7 +201,7 @@ class RecallableBackend:
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
         """The span's chunks; a chunk of checkpoints alone folds into the next one."""
-        chunks = chunk_span(span_nodes(session, span), self.settings.chunk_tokens)
+        chunks = chunk_span(span_nodes(session, span), self.settings.chunk)
         flags = [checkpoint_kind(session, seq) is not None for seq in span]
         return fold_checkpoint_chunks(chunks, flags)
 
@@ -259,7 +259,7 @@ class RecallableBackend:
                 for line in text.splitlines()
                 if line.startswith("Keywords")
             ],
-            max_chars=self.settings.chunk_tokens,
+            max_chars=self.settings.chunk,
         )
         regions: list[RegionPlan] = []
         if rollup:

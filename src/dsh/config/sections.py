@@ -1,0 +1,189 @@
+"""The configuration's sections and their defaults: one ``msgspec`` struct per TOML table."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+ToolChoice = Literal["auto", "required", "none"]
+
+
+class ProviderOverride(_Section, frozen=True):
+    """Generation settings for one route, under ``[provider.overrides."provider:model"]``."""
+
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    tool_choice: ToolChoice | None = None
+    text_tool_calls: bool | None = None
+    stream_idle_timeout: float | None = None
+    call_timeout: float | None = None
+
+
+class ProviderSettings(_Section, frozen=True):
+    name: str = "deepseek"
+    model: str | None = None
+    base_url: str | None = None
+    context_window: int | None = None
+    api_key: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    tool_choice: ToolChoice | None = None
+    text_tool_calls: bool | None = None
+    stream_idle_timeout: float = 300.0
+    call_timeout: float = 1200.0
+    overrides: dict[str, ProviderOverride] = {}
+
+    def override_for(self, provider: str, model: str) -> ProviderOverride | None:
+        """The override for ``provider:model``, else for ``model``, else None."""
+        return self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+
+    def for_route(self, provider: str, model: str) -> ProviderSettings:
+        """These settings with the override for ``provider:model`` (or ``model``) applied."""
+        override = self.override_for(provider, model)
+        if override is None:
+            return self
+        changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}
+        return msgspec.structs.replace(self, **changes)
+
+
+class CompactionOverride(_Section, frozen=True):
+    """Budgets for one model, under ``[compaction.overrides."provider:model"]``."""
+
+    threshold_ratio: float | None = None
+    retain_ratio: float | None = None
+    retain_tokens: int | None = None
+    chunk_tokens: int | None = None
+    stub_tokens: int | None = None
+    state_max_tokens: int | None = None
+    stub_region_ratio: float | None = None
+    low_watermark_ratio: float | None = None
+
+
+LARGE_WINDOW_CHUNK = 4000
+LARGE_WINDOW_STUB = 200
+LARGE_WINDOW_STATE = 4096
+"""The budgets of a large window (80k tokens and more); a smaller one scales them down."""
+
+
+class CompactionSettings(_Section, frozen=True):
+    backend: Literal["recallable", "basic", "off"] = "recallable"
+    threshold_ratio: float = 0.8
+    low_watermark_ratio: float = 0.4
+    retain_ratio: float = 0.16
+    retain_tokens: int | None = None
+    chunk_tokens: int | None = None
+    """Unset: scaled to the session's window (``for_window``); 4000 where none is known."""
+    stub_tokens: int | None = None
+    state_max_tokens: int | None = None
+    max_concurrency: int = 32
+    stub_region_ratio: float = 0.03
+    """About one pass's stubs at full size: a pass compacts roughly half the window, which at
+    ``chunk_tokens`` 4000 and ``stub_tokens`` 200 makes stubs of about 3% of it; older ones roll
+    up. The stubs stand in every request, so a larger share is paid for on each of them: in the
+    offline bench a 0.15 share cost 1.09× basic in a 128k window and 0.03 costs 0.99× (share
+    raised to at least four stubs in small windows)."""
+    min_stale_ratio: float = 0.0625
+    summarizer: str = "extractive"
+    summarizer_provider: str | None = None
+    summarizer_base_url: str | None = None
+    summarizer_timeout_s: float = 120.0
+    compaction_retries: int = 1
+    max_overflow_retries: int = 1
+    prune_threshold_chars: int = 8192
+    prune_head_chars: int = 4096
+    prune_tail_chars: int = 1024
+    overrides: dict[str, CompactionOverride] = {}
+
+    @property
+    def chunk(self) -> int:
+        """``chunk_tokens``, or the budget of a large window when it is unset."""
+        return self.chunk_tokens if self.chunk_tokens is not None else LARGE_WINDOW_CHUNK
+
+    @property
+    def stub(self) -> int:
+        return self.stub_tokens if self.stub_tokens is not None else LARGE_WINDOW_STUB
+
+    @property
+    def state_max(self) -> int:
+        return self.state_max_tokens if self.state_max_tokens is not None else LARGE_WINDOW_STATE
+
+    def for_window(self, window: int) -> CompactionSettings:
+        """These settings with each unset budget scaled to ``window``: a chunk of window / 8,
+        a stub of window / 100 and a state of window / 20 (the proportions of the offline
+        bench's scenarios), each at most its large-window value and at least the least
+        validation allows; a set budget is kept (a chunk grows to hold four set stubs)."""
+        chunk = self.chunk_tokens
+        if chunk is None:
+            chunk = max(100, min(LARGE_WINDOW_CHUNK, window // 8), 4 * (self.stub_tokens or 0))
+        stub = self.stub_tokens
+        if stub is None:
+            stub = max(20, min(LARGE_WINDOW_STUB, window // 100, chunk // 4))
+        state = self.state_max_tokens
+        if state is None:
+            state = max(100, min(LARGE_WINDOW_STATE, window // 20))
+        return msgspec.structs.replace(
+            self, chunk_tokens=chunk, stub_tokens=stub, state_max_tokens=state
+        )
+
+    def retain_for(self, window: int) -> int:
+        """The retained tail as configured: ``retain_tokens``, else ``window × retain_ratio``."""
+        if self.retain_tokens is not None:
+            return self.retain_tokens
+        return int(window * self.retain_ratio)
+
+    def for_route(self, provider: str, model: str) -> CompactionSettings:
+        """These settings with the override for ``provider:model`` (or ``model``) applied."""
+        override = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+        if override is None:
+            return self
+        changes = {k: v for k, v in msgspec.structs.asdict(override).items() if v is not None}
+        return msgspec.structs.replace(self, **changes)
+
+
+class RecallSettings(_Section, frozen=True):
+    read_budget_chars: int = 8000
+    search_limit: int = 25
+
+
+class ToolSettings(_Section, frozen=True):
+    approval: Literal["ask", "auto", "read-only"] = "ask"
+    scrub_env: list[str] = []
+
+
+class TrustSettings(_Section, frozen=True):
+    directories: list[str] = []
+
+
+class StoreSettings(_Section, frozen=True):
+    backend: Literal["jsonl", "sqlite"] = "jsonl"
+
+
+class Settings(_Section, frozen=True):
+    provider: ProviderSettings = ProviderSettings()
+    compaction: CompactionSettings = CompactionSettings()
+    recall: RecallSettings = RecallSettings()
+    tools: ToolSettings = ToolSettings()
+    store: StoreSettings = StoreSettings()
+    trust: TrustSettings = TrustSettings()
+
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""The context window assumed when neither config, a flag nor the provider tells one: the one
+place this default lives."""
+
+SECTIONS: dict[str, type[_Section]] = {
+    name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
+}
+ENVIRONMENT_NAMES = frozenset({"DSH_HOME", "DSH_WEB_TOKEN"})
+"""``DSH_*`` variables that are not config keys."""
+USER_ONLY_SECTIONS = frozenset({"trust"})
+"""Sections only the user config may set (not a project file, not the environment)."""
+APPROVAL_STRICTNESS = {"auto": 0, "ask": 1, "read-only": 2}
