@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from dsh.agent.session_settings import COMPACTION_KEYS, ROUTE_KEYS
-from dsh.config import SECTIONS, Settings
+from dsh.config import SECTIONS, USER_ONLY_SECTIONS, Settings
 from dsh.config.descriptions import DESCRIPTIONS
 from dsh.tools.base import tool_spec
 from dsh.tools.registry import default_tools
@@ -34,7 +34,9 @@ def render_config() -> str:
         "warning naming it. A list variable takes comma-separated values or a TOML array "
         "(`DSH_TOOLS_SCRUB_ENV=CORP_*,VAULT_ADDR`), a table one a TOML inline table. "
         "Validation: `threshold_ratio` in (0, 1]; `retain_ratio` in [0, 1) and "
-        "below `threshold_ratio`; `stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
+        "below `threshold_ratio`; `low_watermark_ratio` in [`retain_ratio`, `threshold_ratio`); "
+        "`stub_region_ratio` in (0, 1) and below `threshold_ratio`; `min_stale_ratio` in (0, 1); "
+        "`stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50.",
         "",
@@ -56,10 +58,10 @@ def render_config() -> str:
         ]
         values = msgspec.structs.asdict(defaults[section])
         for key, value in values.items():
-            env = f"DSH_{section.upper()}_{key.upper()}"
+            env = "—" if section in USER_ONLY_SECTIONS else f"`DSH_{section.upper()}_{key.upper()}`"
             shown = "—" if value is None else f"`{json.dumps(value)}`"
             out.append(
-                f"| `{key}` | {shown} | `{env}` | {DESCRIPTIONS.get(f'{section}.{key}', '')} |"
+                f"| `{key}` | {shown} | {env} | {DESCRIPTIONS.get(f'{section}.{key}', '')} |"
             )
         out.append("")
     return "\n".join(out)
