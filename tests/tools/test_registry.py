@@ -119,6 +119,12 @@ def test_malformed_json_is_an_error_quoting_the_json_error(ctx: ToolContext) -> 
     assert "line 1 column" in out.text
 
 
+def test_an_integer_too_long_to_convert_is_an_error_not_an_exception(ctx: ToolContext) -> None:
+    out = execute(ctx, "read_file", '{"path": "a.txt", "offset": ' + "1" * 5000 + "}")
+    assert out.is_error and out.code == "INVALID_ARGUMENT"
+    assert "not valid JSON" in out.text
+
+
 @pytest.mark.parametrize("raw", ["[1, 2]", '"a.txt"', "42", "null"])
 def test_non_object_json_is_an_error(raw: str, ctx: ToolContext) -> None:
     out = execute(ctx, "read_file", raw)

@@ -122,7 +122,7 @@ def parse_arguments(arguments_json: str, schema: dict[str, Any]) -> dict[str, An
         arguments_json = "{}"
     try:
         args = json.loads(arguments_json)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also an integer over 4300 digits
         raise ToolError(
             f"arguments are not valid JSON ({exc}); send a JSON object", code=INVALID_ARGUMENT
         ) from exc
