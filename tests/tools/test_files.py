@@ -147,6 +147,52 @@ def test_write_file_refuses_dotdot_escape(ctx: ToolContext, tmp_path: Path) -> N
     assert not (tmp_path / "escaped.txt").exists()
 
 
+def test_write_file_refuses_a_fifo_with_a_reader_and_writes_nothing_into_it(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    os.mkfifo(workspace / "pipe")
+    reader = os.open(workspace / "pipe", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        err = refused(WriteFileTool(), ctx, path="pipe", content="into the pipe")
+        assert err.code == "NOT_A_FILE"
+        assert os.read(reader, 100) == b""  # nothing was written into the pipe
+    finally:
+        os.close(reader)
+
+
+def test_write_file_refuses_a_fifo_without_a_reader_instead_of_blocking(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    os.mkfifo(workspace / "pipe")
+    assert refused(WriteFileTool(), ctx, path="pipe", content="x").code == "NOT_A_FILE"
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+def test_a_symlink_swapped_in_after_the_check_is_not_followed(
+    tool: str, workspace: Path, ctx: ToolContext, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is replaced by a symlink leading out between resolving and writing."""
+    import dsh.tools.files as files_module
+
+    real_resolve = files_module.resolve_in_workspace
+
+    def resolve_then_swap(path: str, root: Path, **kwargs: Any) -> Path:
+        resolved = real_resolve(path, root, **kwargs)
+        resolved.unlink()
+        resolved.symlink_to(outside / "secret.txt")
+        return resolved
+
+    (workspace / "f.txt").write_text("top\n")
+    monkeypatch.setattr(files_module, "resolve_in_workspace", resolve_then_swap)
+    monkeypatch.setattr(files_module, "_check_regular_file", lambda path, shown: None)
+    if tool == "write_file":
+        err = refused(WriteFileTool(), ctx, path="f.txt", content="pwned")
+    else:
+        err = refused(EditFileTool(), ctx, path="f.txt", old="top", new="pwned")
+    assert err.code == "NOT_A_FILE"
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
 # edit_file
 
 

@@ -20,7 +20,12 @@ from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.diffs import DIFF_META, read_small_text, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.secrets import SecretPolicy
-from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
+from dsh.tools.workspace import (
+    display_path,
+    file_is_binary,
+    resolve_in_workspace,
+    write_regular_file,
+)
 
 __all__ = ["EditFileTool", "GlobTool", "GrepTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
 
@@ -183,7 +188,7 @@ def _write(path: str, content: str, workspace: Path) -> tuple[str, list[str] | N
     before = read_small_text(resolved) if existed else None
     resolved.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    resolved.write_bytes(data)
+    write_regular_file(resolved, data, shown)
     what = "overwrote" if existed else "created"
     diff = None if before is None else unified_diff(shown, before, content)
     return f"wrote {len(data)} bytes to {shown} ({what})", diff
@@ -247,7 +252,7 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, list[str
         )
     index = text.index(old)
     edited = text.replace(old, new, 1)
-    resolved.write_bytes(edited.encode("utf-8"))
+    write_regular_file(resolved, edited.encode("utf-8"), shown)
     first = text.count("\n", 0, index) + 1
     last = first + new.count("\n")
     where = f"line {first}" if first == last else f"lines {first}–{last}"
