@@ -1,7 +1,8 @@
 """Keeping secrets out of tools (spec §10).
 
 Shell commands run with a scrubbed environment: no provider key and no variable whose name
-matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive), plus the
+matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive; the word may
+begin the name: ``API_KEY``, ``TOKEN``, ``SECRET_KEY``), plus the
 names or glob patterns configured in ``tools.scrub_env``. And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
 variable — and a configured ``provider.api_key`` — is masked in every tool output before it is
@@ -30,8 +31,10 @@ def is_secret_name(name: str, extra_patterns: Iterable[str] = ()) -> bool:
     upper = name.upper()
     if upper in PROVIDER_KEY_VARS:
         return True
-    patterns = (*SECRET_NAME_PATTERNS, *(p.upper() for p in extra_patterns))
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in patterns)
+    # The built-in words may also begin the name: API_KEY, TOKEN, SECRET_KEY.
+    if any(fnmatch.fnmatchcase(f"_{upper}", pattern) for pattern in SECRET_NAME_PATTERNS):
+        return True
+    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in extra_patterns)
 
 
 @dataclass(frozen=True, slots=True)
