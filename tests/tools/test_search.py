@@ -132,3 +132,31 @@ def test_grep_ignores_symlinked_files_pointing_outside(
 ) -> None:
     (workspace / "s.txt").symlink_to(outside / "secret.txt")
     assert "no matches" in call(GrepTool(), ctx, pattern="secret").text
+
+
+def test_a_catastrophic_pattern_is_stopped_at_the_deadline_not_run_forever(
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``re`` holds the GIL for a whole match: in a thread this froze the whole harness (2**40
+    steps); in the worker process it is killed at the deadline."""
+    import dsh.tools.search as search
+
+    monkeypatch.setattr(search, "GREP_TIMEOUT", 1.0)
+    (workspace / "a.txt").write_text("a" * 40 + "\n")
+    err = refused(GrepTool(), ctx, pattern="(a|a)*b")
+    assert err.code == "TIMEOUT"
+    assert "(a+)+" in str(err)
+
+
+def test_grep_does_not_import_a_dsh_package_planted_in_the_current_directory(
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planted = workspace / "dsh" / "tools"
+    planted.mkdir(parents=True)
+    for package in (workspace / "dsh", planted):
+        (package / "__init__.py").write_text("")
+    (planted / "grep_worker.py").write_text("open('PWNED', 'w').close()\n")
+    (workspace / "x.txt").write_text("needle\n")
+    monkeypatch.chdir(workspace)
+    assert call(GrepTool(), ctx, pattern="needle", path="x.txt").text == "x.txt:1: needle"
+    assert not (workspace / "PWNED").exists()

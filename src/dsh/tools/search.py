@@ -3,14 +3,19 @@
 Both stay inside the workspace: glob patterns may not be absolute or contain ``..``, and results
 whose real location is outside the workspace (symlinks pointing out) are dropped. Directories
 that are rarely what the model wants (``.git``, ``node_modules``, ``.venv``) are skipped unless the
-pattern or path names them.
+pattern or path names them. ``grep`` matches in a worker process (:mod:`dsh.tools.grep_worker`),
+killed after :data:`GREP_TIMEOUT` or when its call is cancelled: a regex that backtracks
+catastrophically holds the GIL and would freeze the whole harness in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,6 +31,8 @@ MAX_GLOB_RESULTS = 1000
 MAX_GREP_MATCHES = 500
 MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
+GREP_TIMEOUT = 60.0
+"""Seconds before a ``grep`` is stopped (its worker process killed)."""
 
 
 class GlobTool:
@@ -125,19 +132,65 @@ class GrepTool:
         }
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        """Search ``args.path`` for lines matching ``args.pattern``."""
+        """Search ``args.path`` for lines matching ``args.pattern``, in a worker process."""
         pattern = str_arg(args, "pattern")
         path = str_arg(args, "path", ".")
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(
-                f"invalid regular expression {pattern!r}: {exc}", code=INVALID_ARGUMENT
-            ) from exc
-        return ToolOutput(await asyncio.to_thread(_grep, regex, path, ctx.workspace, self.secrets))
+        request = {
+            "pattern": pattern,
+            "path": path,
+            "workspace": str(ctx.workspace),
+            "values": [list(pair) for pair in self.secrets.values],
+        }
+        answer = await _run_worker(json.dumps(request).encode(), GREP_TIMEOUT)
+        if "error" in answer:
+            raise ToolError(str(answer["error"]), code=str(answer.get("code") or "TOOL_FAILED"))
+        return ToolOutput(str(answer["text"]))
 
 
-def _grep(regex: re.Pattern[str], path: str, workspace: Path, secrets: SecretPolicy) -> str:
+async def _run_worker(request: bytes, timeout: float) -> dict[str, Any]:
+    """Run :mod:`dsh.tools.grep_worker` on ``request``; kill it at ``timeout`` or when the
+    call is cancelled. ``-P``: a ``dsh`` package in the current directory (a workspace's) is
+    never imported in its place."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-P",
+        "-m",
+        "dsh.tools.grep_worker",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(request), timeout)
+    except TimeoutError:
+        raise ToolError(
+            f"grep was stopped after {timeout:g} s. A pattern with nested or overlapping "
+            "repetition, like (a+)+ or (a|a)*, can take forever on a line that almost "
+            "matches: simplify the pattern, or narrow the path",
+            code="TIMEOUT",
+        ) from None
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(proc.wait(), 5)
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        raise ToolError(
+            f"grep failed: {detail[-1] if detail else f'exit code {proc.returncode}'}",
+            code="TOOL_FAILED",
+        ) from None
+    if not isinstance(answer, dict):
+        raise ToolError("grep failed: the worker gave no answer", code="TOOL_FAILED")
+    return answer
+
+
+def grep_text(regex: re.Pattern[str], path: str, workspace: Path, secrets: SecretPolicy) -> str:
+    """The ``grep`` tool's answer (run in :mod:`dsh.tools.grep_worker`)."""
     target = resolve_in_workspace(path, workspace, must_exist=True)
     root = workspace.resolve()
     if target.is_file():
