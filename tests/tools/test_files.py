@@ -108,6 +108,41 @@ def test_read_file_refuses_symlink_pointing_outside(
     assert refused(ReadFileTool(), ctx, path="s.txt").code == "OUTSIDE_WORKSPACE"
 
 
+def test_read_file_never_holds_a_huge_line_in_memory(workspace: Path, ctx: ToolContext) -> None:
+    import tracemalloc
+
+    size = 20_000_000
+    with (workspace / "one-line.txt").open("w") as fh:
+        for _ in range(size // 100_000):
+            fh.write("x" * 100_000)
+        fh.write("\nsecond\r\nthird\rfourth")
+    tracemalloc.start()
+    try:
+        text = call(ReadFileTool(), ctx, path="one-line.txt").text
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < size // 4
+    first, *rest = text.split("\n")
+    assert first == f"1\t{'x' * 2000}… [{size - 2000} characters omitted]"
+    assert rest == ["2\tsecond", "3\tthird", "4\tfourth"]
+
+
+@pytest.mark.parametrize("length", [1999, 2000, 2001, 2002, 2003])
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r", ""])
+def test_read_file_cuts_only_lines_over_the_limit(
+    length: int, ending: str, workspace: Path, ctx: ToolContext
+) -> None:
+    """Around the cut, with each line ending and none (the file's end)."""
+    (workspace / "l.txt").write_bytes(("y" * length + ending + "next" * bool(ending)).encode())
+    first, *rest = call(ReadFileTool(), ctx, path="l.txt").text.split("\n")
+    if length <= 2000:
+        assert first == f"1\t{'y' * length}"
+    else:
+        assert first == f"1\t{'y' * 2000}… [{length - 2000} characters omitted]"
+    assert rest == (["2\tnext"] if ending else [])
+
+
 # write_file
 
 

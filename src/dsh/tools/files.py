@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
@@ -123,15 +123,15 @@ def _read_window(path: str, workspace: Path, offset: int, limit: int, secrets: S
     chars = 0
     total = 0
     last = offset - 1
-    with resolved.open(encoding="utf-8", errors="replace", newline="") as fh:
-        for number, raw in enumerate(fh, 1):
+    keep = MAX_LINE_CHARS + secrets.longest
+    with resolved.open(encoding="utf-8", errors="replace") as fh:  # \n, \r\n and \r end lines
+        for number, (line, length) in enumerate(_bounded_lines(fh, keep), 1):
             total = number
             if number < offset or number >= offset + limit or chars > MAX_READ_CHARS:
                 continue
-            line = raw.rstrip("\r\n")
-            if len(line) > MAX_LINE_CHARS:
+            if length > MAX_LINE_CHARS:
                 cut = secrets.safe_cut(line, MAX_LINE_CHARS)
-                line = f"{line[:cut]}… [{len(line) - cut} characters omitted]"
+                line = f"{line[:cut]}… [{length - cut} characters omitted]"
             lines.append(f"{number}\t{line}")
             chars += len(line) + 1
             last = number
@@ -151,6 +151,27 @@ def _read_window(path: str, workspace: Path, offset: int, limit: int, secrets: S
     if offset > 1:
         return f"{body}\n(lines {offset}–{last} of {total})"
     return body
+
+
+def _bounded_lines(fh: TextIO, keep: int) -> Iterator[tuple[str, int]]:
+    """Each line of ``fh`` (opened with universal newlines) without its line break, cut to
+    its first ``keep`` characters, and its full length: a file of one huge line is never held
+    in memory whole."""
+    while part := fh.readline(keep + 1):
+        if part.endswith("\n") or len(part) <= keep:  # the whole line
+            line = part.removesuffix("\n")
+            yield line, len(line)
+            continue
+        length = len(part)
+        while more := fh.readline(_SKIP_CHUNK):
+            if more.endswith("\n"):
+                length += len(more) - 1
+                break
+            length += len(more)
+        yield part[:keep], length
+
+
+_SKIP_CHUNK = 1 << 16
 
 
 class WriteFileTool:
