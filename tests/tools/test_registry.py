@@ -125,6 +125,21 @@ def test_an_integer_too_long_to_convert_is_an_error_not_an_exception(ctx: ToolCo
     assert "not valid JSON" in out.text
 
 
+def test_a_lone_surrogate_in_an_argument_is_named_not_a_tool_failure(ctx: ToolContext) -> None:
+    """JSON's ``"\\ud800"`` decodes to half a UTF-16 pair, which no file or command can take:
+    it was a ``TOOL_FAILED`` with a ``UnicodeEncodeError``."""
+    out = execute(ctx, "write_file", '{"path": "a.txt", "content": "x\\ud800y"}')
+    assert out.is_error and out.code == "INVALID_ARGUMENT"
+    assert "'content' is not valid Unicode" in out.text
+    paired = execute(ctx, "write_file", '{"path": "b.txt", "content": "x\\ud83d\\ude00"}')
+    assert not paired.is_error  # a whole pair is a character
+
+
+def test_a_home_of_no_user_is_an_invalid_argument(ctx: ToolContext) -> None:
+    out = execute(ctx, "read_file", {"path": "~no-such-user-here/x"})
+    assert out.is_error and out.code == "INVALID_ARGUMENT" and "no such user" in out.text
+
+
 @pytest.mark.parametrize("raw", ["[1, 2]", '"a.txt"', "42", "null"])
 def test_non_object_json_is_an_error(raw: str, ctx: ToolContext) -> None:
     out = execute(ctx, "read_file", raw)

@@ -132,7 +132,23 @@ def parse_arguments(arguments_json: str, schema: dict[str, Any]) -> dict[str, An
         )
     args = drop_null_optionals(args, schema)
     validate_args(args, schema)
+    for key, value in args.items():
+        if _has_lone_surrogate(value):  # JSON's "\ud800" decodes; no file or command takes it
+            raise ToolError(
+                f"argument {key!r} is not valid Unicode (half of a UTF-16 surrogate pair)",
+                code=INVALID_ARGUMENT,
+            )
     return args
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
 
 
 def default_tools(secrets: SecretPolicy | None = None) -> list[Tool]:

@@ -31,7 +31,14 @@ def resolve_in_workspace(path: str, workspace: Path, *, must_exist: bool = False
     if not path or "\x00" in path:
         raise ToolError(f"invalid path {path!r}", code="INVALID_ARGUMENT")
     root = workspace.resolve()
-    given = Path(path).expanduser()
+    try:
+        given = Path(path).expanduser()
+    except RuntimeError as exc:  # ``~name`` for a user that does not exist
+        raise ToolError(
+            f"cannot expand {path!r}: no such user's home; give a path relative to the "
+            "workspace root (./~name for a file named so)",
+            code="INVALID_ARGUMENT",
+        ) from exc
     candidate = given if given.is_absolute() else root / given
     try:
         resolved = Path(os.path.realpath(candidate))
