@@ -268,15 +268,16 @@ class Agent:
 
     async def _model_call(self, turn: int, step: int, overflow_retries: int) -> _CallOutcome:
         header = self._log_header_and_route()
+        cfg = self.config
         while True:
             request = request_from_state(header, self.session.surface)
             assembler = StreamAssembler()
             try:
                 await self._guard(self._stream(request, assembler, turn, step))
+                # A streamed tool call without an id or a name fails here, like a broken stream.
+                message = assembler.message(f"a-{turn}-{step}", cfg.provider, cfg.model)
             except _Cancelled:
-                message = assembler.partial_message(
-                    f"a-{turn}-{step}", self.config.provider, self.config.model
-                )
+                message = assembler.partial_message(f"a-{turn}-{step}", cfg.provider, cfg.model)
                 self.session.append(
                     AssistantMessage(turn=turn, step=step, message=message, interrupted=True)
                 )
@@ -304,7 +305,6 @@ class Agent:
                     if await self.overflow_handler(self, turn, step):
                         continue  # the surface changed: retry in the same step
                 return _CallOutcome(error=str(exc), overflow_retries=overflow_retries)
-            message = assembler.message(f"a-{turn}-{step}", self.config.provider, self.config.model)
             recovered = None
             if self.config.text_tool_calls:
                 recovered = with_recovered_calls(message, self._accepts, f"text-{turn}-{step}")

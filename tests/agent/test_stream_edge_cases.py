@@ -1,0 +1,65 @@
+"""Edge cases of real streams, driven through the loop against a stand-in server on 127.0.0.1:
+the log stays balanced and loadable, what was streamed is kept, and a replay of the session
+rebuilds the same log."""
+
+from __future__ import annotations
+
+import msgspec
+
+from dsh.events import AssistantMessageEvent, RequestErrorEvent, TurnEndEvent, encode_event
+from dsh.llm.replay import ReplayProvider
+from dsh.surface import Session
+from tests.agent.conftest import Harness, run
+from tests.agent.test_stream_failures import _agent, _of
+from tests.llm.conftest import server  # noqa: F401
+from tests.llm.fake_server import FakeServer, oa_chunk, oa_tool_call, openai_stream, openai_text
+
+
+def _replayed(harness: Harness, *prompts: str) -> Session:
+    """The session's turns run again against a replay of its own log."""
+    replayed = Session.create(harness.store, cwd=harness.workspace)
+    again = harness.agent([])
+    again.session = replayed
+    again.provider = ReplayProvider(list(harness.session.events))
+    for prompt in prompts:
+        run(again.run_turn(prompt))
+    return replayed
+
+
+def _comparable(events) -> list[dict]:
+    out = []
+    for event in events:
+        raw = msgspec.json.decode(encode_event(event))
+        raw.pop("time")
+        out.append(raw)
+    return out
+
+
+def test_a_streamed_tool_call_without_an_id_ends_the_turn_as_an_error_and_keeps_the_text(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+):
+    server.queue(
+        openai_stream(
+            oa_chunk(content="Let me look."),
+            oa_chunk(tool_calls=[oa_tool_call(0, name="read_file", arguments='{"path": "a"}')]),
+            oa_chunk(finish="tool_calls"),
+        ),
+        openai_text("fine"),
+    )
+    agent = _agent(harness, server)
+    result = run(agent.run_turn("one"))
+    assert result.reason == "error" and "INVALID_RESPONSE" in (result.error or "")
+    assert harness.types()[-4:] == ["request/error", "assistant/message", "step/end", "turn/end"]
+    (error,) = _of(harness, RequestErrorEvent)
+    assert error.data.code == "INVALID_RESPONSE" and "has no id" in error.data.message
+    (partial,) = _of(harness, AssistantMessageEvent)
+    assert partial.data.interrupted and partial.data.error_code == "INVALID_RESPONSE"
+    assert partial.data.message.text() == "Let me look." and not partial.data.message.tool_calls()
+    assert _of(harness, TurnEndEvent)[0].data.reason.kind == "error"
+    assert run(agent.run_turn("two")).text == "fine"
+    reopened = harness.reopen()
+    assert [encode_event(e) for e in reopened.events] == [
+        encode_event(e) for e in harness.session.events
+    ]
+    assert _comparable(_replayed(harness, "one", "two").events) == _comparable(reopened.events)
