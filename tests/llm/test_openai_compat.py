@@ -119,6 +119,23 @@ def test_repeated_tool_call_ids_are_passed_on_once(server: FakeServer):
     ]
 
 
+def test_a_tool_call_name_sent_after_its_id_is_kept(server: FakeServer):
+    server.queue(
+        openai_stream(
+            oa_chunk(tool_calls=[oa_tool_call(0, id="c")]),
+            oa_chunk(tool_calls=[oa_tool_call(0, name="read_file", arguments='{"path": ')]),
+            oa_chunk(tool_calls=[oa_tool_call(0, id="c", name="read_file", arguments='"a"}')]),
+            oa_chunk(finish="tool_calls"),
+        )
+    )
+
+    events = collect(provider(server).stream(make_request(), history=()))
+
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert [(d.id, d.name) for d in deltas] == [("c", None), (None, "read_file"), (None, None)]
+    assert tool_calls(events) == {0: ("c", "read_file", '{"path": "a"}')}
+
+
 def test_stop_with_tool_calls_finishes_as_tool_calls(server: FakeServer):
     server.queue(
         openai_stream(

@@ -153,6 +153,8 @@ async def _events(chunks: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
     finish: str | None = None
     usage: Any = None
     announced: set[int] = set()
+    named: set[int] = set()
+    identified: set[int] = set()
     async for chunk in chunks:
         if chunk.usage is not None:
             usage = chunk.usage
@@ -166,13 +168,19 @@ async def _events(chunks: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
             for position, call in enumerate(delta.tool_calls or ()):
                 index = call.index if isinstance(call.index, int) else position
                 fn = call.function
-                first = index not in announced
                 announced.add(index)
+                # Some servers repeat id and name on every chunk, some send the name after the
+                # id; the seam wants each once, from the first chunk that has it.
+                call_id = call.id if index not in identified else None
+                name = fn.name if fn is not None and index not in named else None
+                if call_id is not None:
+                    identified.add(index)
+                if name is not None:
+                    named.add(index)
                 yield ToolCallDelta(
                     index=index,
-                    # Some servers repeat id and name on every chunk; the seam wants them once.
-                    id=call.id if first else None,
-                    name=fn.name if first and fn is not None else None,
+                    id=call_id,
+                    name=name,
                     arguments=(fn.arguments or "") if fn is not None else "",
                 )
             if choice.finish_reason:
