@@ -10,7 +10,7 @@ from dsh.events import AssistantMessageEvent, RequestErrorEvent, TurnEndEvent, e
 from dsh.llm.replay import ReplayProvider
 from dsh.surface import Session
 from tests.agent.conftest import Harness, run
-from tests.agent.test_stream_failures import _agent, _of
+from tests.agent.test_stream_failures import _agent, _dropping, _of
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import FakeServer, oa_chunk, oa_tool_call, openai_stream, openai_text
 
@@ -63,3 +63,29 @@ def test_a_streamed_tool_call_without_an_id_ends_the_turn_as_an_error_and_keeps_
         encode_event(e) for e in harness.session.events
     ]
     assert _comparable(_replayed(harness, "one", "two").events) == _comparable(reopened.events)
+
+
+def test_a_stream_cut_before_any_complete_content_replays_to_the_same_log(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+):
+    # The only thing streamed is half a tool call: the stream had started, so the retryable
+    # error is not retried; a replay must not retry it either.
+    server.queue(
+        _dropping(
+            oa_chunk(tool_calls=[oa_tool_call(0, id="c1", name="read_file", arguments='{"pa')]),
+            oa_chunk(tool_calls=[oa_tool_call(0, arguments='th": "x"}')]),
+            oa_chunk(finish="tool_calls"),
+            after=1,
+        ),
+        openai_text("fine"),
+    )
+    agent = _agent(harness, server)
+    assert run(agent.run_turn("one")).reason == "error"
+    assert run(agent.run_turn("two")).text == "fine"
+    assert "llm/retry" not in harness.types()
+    (error,) = _of(harness, RequestErrorEvent)
+    assert error.data.code == "CONNECTION" and error.data.retryable
+    assert len(server.requests) == 2
+    replayed = _replayed(harness, "one", "two")
+    assert _comparable(replayed.events) == _comparable(harness.session.events)

@@ -294,7 +294,7 @@ class Agent:
                         retryable=exc.retryable,
                     )
                 )
-                if assembler.received:  # what the user saw streamed is kept, marked
+                if assembler.started:  # what was streamed is kept, marked (maybe empty)
                     self._log_partial(turn, step, assembler, exc.code)
                 elif (
                     exc.code == ErrorCode.CONTEXT_WINDOW_EXCEEDED

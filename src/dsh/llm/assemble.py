@@ -54,9 +54,12 @@ class StreamAssembler:
         self._calls: dict[int, _ToolCallParts] = {}
         self.usage: Usage | None = None
         self.finish: FinishReason | None = None
+        self.started = False
+        """True once any event has arrived (after which the call is no longer retried)."""
 
     def feed(self, event: StreamEvent) -> None:
         """Take one stream event into account."""
+        self.started = True
         if isinstance(event, TextDelta):
             self._text.append(event.text)
         elif isinstance(event, ReasoningDelta):
@@ -83,11 +86,6 @@ class StreamAssembler:
         for event in events:
             self.feed(event)
         return self
-
-    @property
-    def received(self) -> bool:
-        """True once any text, reasoning or tool-call piece has arrived."""
-        return bool(self.text or self.reasoning or self._calls)
 
     @property
     def text(self) -> str:

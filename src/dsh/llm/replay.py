@@ -100,7 +100,9 @@ class ReplayProvider:
         if isinstance(event, RequestErrorEvent):
             partial = self._partials.get(event.seq)
             if partial is not None:
-                for delta in _deltas(partial.data.message.content, None):
+                # The stream had started (so it was not retried): at least one event, even if
+                # all that arrived is gone from the partial (half a tool call).
+                for delta in _deltas(partial.data.message.content, None) or [TextDelta("")]:
                     yield delta
             error = event.data
             raise ProviderError(error.code, error.message, retryable=error.retryable)
