@@ -122,13 +122,21 @@ class ProviderError(DshError):
     """A model call failed. ``code`` is one of ``dsh.llm.errors.ErrorCode``."""
 
     def __init__(
-        self, code: str, message: str, *, retryable: bool = False, status: int | None = None
+        self,
+        code: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.detail = message
         self.retryable = retryable
         self.status = status
+        self.retry_after = retry_after
+        """Seconds the server asked the client to wait before trying again (``Retry-After``)."""
 
 
 class ToolError(DshError):

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from dsh.errors import ProviderError
-from dsh.llm.errors import ErrorCode
+from dsh.llm.errors import ErrorCode, retry_after_seconds
 from dsh.llm.openai_compat import OpenAICompatProvider
 from dsh.llm.retry import backoff_delay, stream_with_retry
 from dsh.llm.types import Finish, StreamEvent, TextDelta
-from tests.llm.fake_server import FakeServer, json_error, oa_chunk, openai_stream, openai_text
+from tests.llm.fake_server import (
+    Canned,
+    FakeServer,
+    json_error,
+    oa_chunk,
+    openai_stream,
+    openai_text,
+)
 from tests.llm.provider_helpers import collect, collect_until_error, make_request
 
 UNAVAILABLE = json_error(503, {"error": {"message": "Server is busy", "type": "server_error"}})
@@ -186,3 +194,53 @@ def test_the_call_deadline_is_final_and_not_retried():
     assert caught.value.code == ErrorCode.TIMEOUT and not caught.value.retryable
     assert "call_timeout" in caught.value.detail
     assert provider.calls == 1 and rec.retries == []
+
+
+def _rate_limited(retry_after: str) -> Canned:
+    limited = json_error(429, {"error": {"message": "Rate limit reached", "type": "requests"}})
+    return Canned(limited.status, {**limited.headers, "Retry-After": retry_after}, limited.parts)
+
+
+def test_a_rate_limit_waits_at_least_the_servers_retry_after(server: FakeServer):
+    server.queue(_rate_limited("7"), openai_text("hello"))
+    rec = Recorder()
+
+    events = collect(retrying(server, rec))
+
+    assert events[-1] == Finish("stop")
+    assert rec.retries == [(1, ErrorCode.RATE_LIMITED, 7.0)]
+    assert rec.sleeps == [7.0]
+
+
+def test_a_retry_after_longer_than_the_call_deadline_fails_at_once(server: FakeServer):
+    server.queue(_rate_limited("3600"), openai_text("never asked"))
+    rec = Recorder()
+
+    _, error = collect_until_error(retrying(server, rec, deadline=600.0))
+
+    assert error.code == ErrorCode.RATE_LIMITED and error.retry_after == 3600.0
+    assert rec.retries == [] and len(server.requests) == 1
+
+
+def test_retry_after_is_read_in_seconds_milliseconds_and_as_an_http_date():
+    now = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds({"Retry-After": "12"}, now=now) == 12.0
+    assert retry_after_seconds({"retry-after-ms": "1500", "Retry-After": "2"}, now=now) == 1.5
+    date = "Tue, 01 Dec 2026 12:00:30 GMT"
+    assert retry_after_seconds({"Retry-After": date}, now=now) == 30.0
+    assert retry_after_seconds({"Retry-After": "Tue, 01 Dec 2026 11:00:00 GMT"}, now=now) == 0.0
+    assert retry_after_seconds({"Retry-After": "soon"}, now=now) is None
+    assert retry_after_seconds({"Retry-After": "-5"}, now=now) is None
+    assert retry_after_seconds({}, now=now) is None
+
+
+def test_the_anthropic_adapter_reads_retry_after_too(server: FakeServer):
+    from dsh.llm.anthropic import AnthropicProvider
+
+    server.queue(_rate_limited("4"))
+
+    _, error = collect_until_error(
+        AnthropicProvider("anthropic", "m", server.url, "k").stream(make_request(), history=())
+    )
+
+    assert (error.code, error.retry_after) == (ErrorCode.RATE_LIMITED, 4.0)

@@ -8,6 +8,8 @@ the resulting ``ProviderError``; the loop only ever looks at ``code`` and ``retr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
 from dsh.errors import ProviderError
@@ -30,9 +32,39 @@ RETRYABLE_CODES = frozenset(
 )
 
 
-def provider_error(code: ErrorCode, message: str, *, status: int | None = None) -> ProviderError:
+def provider_error(
+    code: ErrorCode, message: str, *, status: int | None = None, retry_after: float | None = None
+) -> ProviderError:
     """A ProviderError whose retryable flag follows the code."""
-    return ProviderError(str(code), message, retryable=code in RETRYABLE_CODES, status=status)
+    retryable = code in RETRYABLE_CODES
+    return ProviderError(
+        str(code),
+        message,
+        retryable=retryable,
+        status=status,
+        retry_after=retry_after if retryable else None,
+    )
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """The wait a response asks for: ``retry-after-ms``, else ``Retry-After`` in seconds or as
+    an HTTP date (None when absent or unreadable; a date in the past is no wait)."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = lowered.get(key, "").strip()
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            seconds = None
+        if seconds is not None and seconds == seconds and 0 <= seconds < float("inf"):
+            return seconds
+    try:
+        when = parsedate_to_datetime(lowered.get("retry-after", ""))
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
 # Wording servers use when the prompt does not fit (OpenAI, DeepSeek, vLLM, llama.cpp, Anthropic).
@@ -78,7 +110,9 @@ def is_context_overflow(message: str) -> bool:
     return any(phrase in lowered for phrase in OVERFLOW_PHRASES)
 
 
-def map_http_status(status: int, message: str) -> ProviderError:
+def map_http_status(
+    status: int, message: str, *, retry_after: float | None = None
+) -> ProviderError:
     """The error for an HTTP error ``status`` whose body said ``message``."""
     if status in (400, 413, 422) and is_context_overflow(message):
         code = ErrorCode.CONTEXT_WINDOW_EXCEEDED
@@ -94,7 +128,7 @@ def map_http_status(status: int, message: str) -> ProviderError:
         code = ErrorCode.BAD_REQUEST
     else:
         code = ErrorCode.UNKNOWN
-    return provider_error(code, message, status=status)
+    return provider_error(code, message, status=status, retry_after=retry_after)
 
 
 def map_error_body(body: object, message: str) -> ProviderError:
@@ -128,7 +162,7 @@ def map_openai_error(exc: BaseException) -> ProviderError:
         text = _body_message(error) or exc.message
         if exc.code == "context_length_exceeded":
             return provider_error(ErrorCode.CONTEXT_WINDOW_EXCEEDED, text, status=exc.status_code)
-        return map_http_status(exc.status_code, text)
+        return map_http_status(exc.status_code, text, retry_after=_wait(exc))
     if isinstance(exc, openai.APIError):
         return map_error_body(exc.body, exc.message)
     return _unexpected(exc)
@@ -147,7 +181,7 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
         if exc.status_code < 400:
             # An ``event: error`` inside a 200 stream: the SDK raises it with the stream's status.
             return map_error_body(exc.body, text)
-        return map_http_status(exc.status_code, text)
+        return map_http_status(exc.status_code, text, retry_after=_wait(exc))
     if isinstance(exc, anthropic.APIError):
         return map_error_body(exc.body, exc.message)
     return _unexpected(exc)
@@ -163,6 +197,13 @@ def _unexpected(exc: BaseException) -> ProviderError:
     if isinstance(exc, ValueError):  # malformed JSON in the stream, among others
         return provider_error(ErrorCode.INVALID_RESPONSE, f"malformed response: {exc}")
     return provider_error(ErrorCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
+
+
+def _wait(exc: BaseException) -> float | None:
+    """The ``Retry-After`` wait of an SDK status error's HTTP response."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    return retry_after_seconds(headers) if isinstance(headers, Mapping) else None
 
 
 def _error_object(body: object) -> Mapping[str, object]:

@@ -4,7 +4,8 @@ A call is retried only while nothing has been yielded: once a stream event has r
 caller, a retry would duplicate what it already consumed, so a mid-stream failure is re-raised.
 Two clocks bound a call: ``idle_timeout`` (no stream event for that long, the first included,
 is a retryable ``TIMEOUT``) and ``deadline`` (the whole call, retries and back-off included,
-past which it fails with a ``TIMEOUT`` that is not retried).
+past which it fails with a ``TIMEOUT`` that is not retried). A server's ``Retry-After`` is
+waited out (at least); one longer than what is left of the deadline fails the call at once.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ async def stream_with_retry(
             if started or not error.retryable or attempt >= max_attempts:
                 raise
             delay = backoff_delay(attempt, base_delay=base_delay, max_delay=max_delay, rng=rng)
+            wait = error.retry_after
+            if wait is not None:
+                if ends_at is not None and wait > ends_at - loop.time():
+                    raise  # the server's wait outlasts the call's deadline: fail now, not then
+                delay = max(delay, wait)
             if ends_at is not None:
                 delay = min(delay, max(ends_at - loop.time(), 0.0))
             if on_retry is not None:
