@@ -306,6 +306,12 @@ DEEPSEEK_OVERFLOW = (
             "CONTEXT_WINDOW_EXCEEDED",
             False,
         ),
+        (  # Ollama's wording
+            400,
+            _error("the input length exceeds the context length", "api_error"),
+            "CONTEXT_WINDOW_EXCEEDED",
+            False,
+        ),
         (400, _error("Invalid 'messages[1].role'"), ErrorCode.BAD_REQUEST, False),
         (404, _error("model not found"), ErrorCode.BAD_REQUEST, False),
         (422, {"detail": "unprocessable"}, ErrorCode.BAD_REQUEST, False),

@@ -67,7 +67,8 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = No
     return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
-# Wording servers use when the prompt does not fit (OpenAI, DeepSeek, vLLM, llama.cpp, Anthropic).
+# Wording servers use when the prompt does not fit (OpenAI, DeepSeek, vLLM, llama.cpp, Ollama,
+# Anthropic).
 OVERFLOW_PHRASES = (
     "maximum context length",
     "context_length_exceeded",
@@ -77,6 +78,7 @@ OVERFLOW_PHRASES = (
     "exceeds context limit",
     "exceed_context_size",
     "exceeds the available context size",
+    "exceeds the context length",
     "too many tokens",
     "prompt is too long",
     "prompt too long",
