@@ -360,6 +360,26 @@ def test_error_inside_the_stream_maps_and_follows_what_was_streamed(server: Fake
     assert (error.code, error.retryable) == (ErrorCode.UNAVAILABLE, True)
 
 
+@pytest.mark.parametrize(
+    ("status", "code", "retryable"),
+    [
+        (500, ErrorCode.UNAVAILABLE, True),
+        (429, ErrorCode.RATE_LIMITED, True),
+        (400, "BAD_REQUEST", False),
+    ],
+)
+def test_an_error_inside_the_stream_with_an_http_status_as_its_code_maps_like_that_status(
+    server: FakeServer, status: int, code: str, retryable: bool
+):
+    """Some servers put the HTTP status in the error's ``code`` (``"code": 500``): it was
+    UNKNOWN, so not retried even before the first event."""
+    server.queue(openai_stream({"error": {"message": "Internal server error", "code": status}}))
+
+    _, error = collect_until_error(provider(server).stream(make_request(), history=()))
+
+    assert (error.code, error.retryable) == (code, retryable)
+
+
 def test_overflow_error_inside_the_stream_maps_to_context_window_exceeded(server: FakeServer):
     server.queue(
         openai_stream({"error": {"message": DEEPSEEK_OVERFLOW, "type": "invalid_request_error"}})

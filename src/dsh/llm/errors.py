@@ -147,6 +147,9 @@ def map_error_body(body: object, message: str) -> ProviderError:
         kind = error.get(key)
         if isinstance(kind, str) and kind in _BODY_KINDS:
             return provider_error(_BODY_KINDS[kind], text)
+    status = error.get("code")  # some servers put an HTTP status there (``"code": 500``)
+    if isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 600:
+        return map_http_status(status, text)
     return provider_error(ErrorCode.UNKNOWN, text)
 
 
