@@ -5,21 +5,12 @@ session, no empty new one."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-DSH = str(Path(sys.executable).with_name("dsh"))
-
-
-@pytest.fixture
-def env(tmp_path):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
-    environ["DSH_HOME"] = str(tmp_path / "home")
-    return environ
+from tests.cli.conftest import DSH
 
 
 def dsh(*args: str | bytes, env, cwd, stdin: bytes = b""):
