@@ -326,6 +326,26 @@ def test_dsh_home_that_is_a_regular_file_gives_a_one_line_store_error(tmp_path):
     assert str(home) in message
 
 
+def test_a_copied_session_directory_is_never_opened_for_writing(store):
+    """``cp -r ID ID.bak``, then ``dsh run --session ID.bak --cwd DIR``: the writable open took
+    the copy's lock and appended to the copy as session ID (the run even printed ``session: ID``),
+    so two writers could each append to "session ID" at once. The copy still reads as it is."""
+    session = _closed(store)
+    copy = store.session_dir(session.id).with_name(f"{session.id}.bak")
+    shutil.copytree(store.session_dir(session.id), copy)
+    before = (copy / "session.jsonl").read_bytes()
+    with pytest.raises(StoreError) as caught:
+        store.open(copy.name, writable=True)
+    message = str(caught.value)
+    assert f"its log is session {session.id}, not {copy.name}" in message
+    assert "\n" not in message
+    assert (copy / "session.jsonl").read_bytes() == before
+    with store.open(session.id, writable=True):  # the copy's open left no lock behind
+        pass
+    assert len(store.open(copy.name).events) == len(session.events)
+    assert [h.id for h in store.list()] == [session.id]
+
+
 # ---- another process ------------------------------------------------------------------------
 
 

@@ -5,6 +5,8 @@ seq order. A last line without its newline is a torn write from a crash: it is d
 warning (and, when opening for writing, moved aside to ``session.jsonl.torn`` so the bytes are not
 lost). A bad line anywhere else refuses the load and names its line number. Every line carries a
 CRC32 seal (``dsh.store.integrity``), so a flipped byte refuses the load too, naming the line.
+A directory whose log names another session (a copy, ``cp -r ID ID.bak``) is never opened for
+writing: its appends would be another writer of that session.
 """
 
 from __future__ import annotations
@@ -198,6 +200,8 @@ class JsonlStore:
         lock = acquire_write_lock(path.parent / LOCK_NAME, session_id) if writable else None
         try:
             header, events, torn, warnings = _load(path)
+            if lock is not None and header.id != session_id:  # appends would land in a copy
+                raise StoreError(f"{path}: {_copied_log(header.id, session_id, self.root)}")
             if torn and lock is not None:
                 _move_torn_tail(path, torn)
             log = JsonlSessionLog(path, header, events, lock=lock, resumed=True, warnings=warnings)
@@ -242,10 +246,7 @@ class JsonlStore:
             if header.id == directory.name:
                 found.append(header)
             else:  # a copy (``cp -r ID ID.bak``) would list the same id twice
-                why = (
-                    f"its log is session {header.id}, not {directory.name} (a copied or renamed "
-                    f"directory: give it back its name, or move it out of {self.root})"
-                )
+                why = _copied_log(header.id, directory.name, self.root)
                 found.append(UnreadableSession(directory.name, why, repairable=False))
         return found
 
@@ -362,6 +363,13 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _copied_log(logged: str, directory: str, root: Path) -> str:
+    return (
+        f"its log is session {logged}, not {directory} (a copied or renamed "
+        f"directory: give it back its name, or move it out of {root})"
+    )
 
 
 def _reason(exc: OSError) -> str:
