@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.errors import SessionLockedError
+from dsh.errors import SessionLockedError, StoreError
 from dsh.events import encode_event
 from dsh.store import SqliteStore
 from dsh.surface import Session
@@ -80,6 +80,35 @@ def test_schema_migrations_records_each_applied_migration_once(store):
         db.close()
     assert names == ["001_sessions_and_events"]
     assert {"sessions", "events"} <= tables
+
+
+def test_a_database_migrated_by_a_newer_dsh_is_refused_before_anything_is_written(store):
+    """A newer dsh recorded a migration this one lacks (here: a column added to ``events``).
+    This dsh opened it for writing, took the lock and failed only at the first append with
+    "table events has 4 columns but 3 values were supplied"; a migration that kept the columns
+    would have been written into silently. Refused at open in one line, read or write, as a
+    JSONL header of a newer format version is."""
+    with new_session(store) as session:
+        append_chat_turn(session)
+    db = _db(store)
+    try:
+        db.execute("INSERT INTO schema_migrations VALUES ('002_from_the_future', 0)")
+        db.execute("ALTER TABLE events ADD COLUMN extra TEXT")
+        db.commit()
+    finally:
+        db.close()
+    for attempt in (store.list, lambda: store.open(session.id, writable=True)):
+        with pytest.raises(StoreError) as caught:
+            attempt()
+        message = str(caught.value)
+        assert "newer dsh" in message and "002_from_the_future" in message
+        assert "\n" not in message
+    db = _db(store)
+    try:
+        (count,) = db.execute("SELECT count(*) FROM events").fetchone()
+    finally:
+        db.close()
+    assert count == len(session.events)
 
 
 def test_two_stores_on_the_same_home_share_sessions(store):

@@ -7,9 +7,10 @@ fsync-point event requests an fsync of the WAL from a background thread that coa
 (group commit, as the JSONL store), and ``sync``/``close`` wait for it, so a power loss loses
 nothing that was synced. The same thread checkpoints the WAL, so appends do not wait for a
 checkpoint's fsyncs (``dsh.store.wal``). The schema is built by named migrations recorded in
-``schema_migrations``. Opening a session for writing after its previous writer
-stopped without closing (its lock file still names it) runs ``PRAGMA quick_check`` first and
-reports the outcome as one warning line.
+``schema_migrations``; a database that records a migration this version does not know (a newer
+dsh's) is refused, read or write, as a JSONL header of a newer format version is. Opening a
+session for writing after its previous writer stopped without closing (its lock file still names
+it) runs ``PRAGMA quick_check`` first and reports the outcome as one warning line.
 """
 
 from __future__ import annotations
@@ -64,11 +65,15 @@ def _connect(path: Path) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot open session database {path}: {exc}") from exc
+    try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=5000")
         _migrate(db)
-    except (OSError, sqlite3.Error) as exc:
+    except (StoreError, sqlite3.Error) as exc:
+        db.close()
         raise StoreError(f"cannot open session database {path}: {exc}") from exc
     return db
 
@@ -85,6 +90,12 @@ def _migrate(db: sqlite3.Connection) -> None:
         "applied_at INTEGER NOT NULL)"
     )
     applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
+    unknown = sorted(applied - {name for name, _ in MIGRATIONS})
+    if unknown:  # a newer dsh changed the schema: reading or writing it here could go wrong
+        raise StoreError(
+            f"it was migrated by a newer dsh (schema migration "
+            f"{', '.join(unknown)} is unknown to this version); use that dsh with it"
+        )
     for name, migration in MIGRATIONS:
         if name in applied:
             continue
