@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh.events import SessionTitle
-from dsh.store import JsonlStore, MemoryStore
+from dsh.store import JsonlStore, MemoryStore, SqliteStore
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import TITLE_CHARS, UNTITLED, session_title, trim_title
 from tests.helpers import append_chat_turn, new_session
@@ -32,6 +34,27 @@ def test_the_first_prompt_is_the_title_until_one_is_set():
     session.append(SessionTitle(title="calc fixes"))
     session.append(SessionTitle(title="calc and docs"))
     assert session_title(session.events) == "calc and docs"
+
+
+def test_an_unreadable_sqlite_session_is_titled_by_what_is_wrong_not_by_the_database_path(
+    tmp_path,
+):
+    """The reason SQLite gives begins with the database's path (and the session's id, which the
+    row shows already): cut to 40 characters, the row said ``(unreadable: /home/…/dsh.sqlit…)``
+    and never what was wrong, where a JSONL row says ``line 5: checksum mismatch``."""
+    store = SqliteStore(tmp_path)
+    with new_session(store) as session:
+        append_chat_turn(session, "first", "ok")
+    with sqlite3.connect(store.path) as db:
+        db.execute(
+            "UPDATE events SET body = CAST('{\"type\": garbage' AS BLOB) "
+            "WHERE session_id = ? AND seq = 2",
+            (session.id,),
+        )
+    db.close()
+    (broken,) = session_summaries(store)
+    assert broken.title.startswith("(unreadable: seq 2: ") and broken.turns == 0
+    assert str(store.path) not in broken.title and session.id not in broken.title
 
 
 def test_summaries_read_each_session_and_name_an_unreadable_one(tmp_path):

@@ -84,12 +84,16 @@ def read_whole(store: EventStore, header: SessionHeader) -> SessionSummary:
 
 
 def _without_path(reason: str, store: EventStore, session_id: str) -> str:
-    """``reason`` without the log's path in front (a listing row names the session already):
-    what is wrong is what fits in the row."""
+    """``reason`` without the log's path or the session's id in front (a listing row names the
+    session already): what is wrong is what fits in the row. SQLite names its database file and
+    then the session (``<path>: session <id>: ``), or the session alone."""
     log_path = getattr(store, "log_path", None)
-    if log_path is None:
-        return reason
-    return reason.removeprefix(f"{log_path(session_id)}: ")
+    if log_path is not None:
+        return reason.removeprefix(f"{log_path(session_id)}: ")
+    if isinstance(store, SqliteStore):
+        reason = reason.removeprefix(f"{store.path}: ")
+        return reason.removeprefix(f"session {session_id}: ")
+    return reason
 
 
 UNREADABLE = "(unreadable: "
