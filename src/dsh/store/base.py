@@ -252,9 +252,12 @@ class EventStore(Protocol):
         seed: Sequence[Event] = (),
         session_id: str | None = None,
         created_at: int | None = None,
+        seed_length: int | None = None,
     ) -> SessionLog:
         """Start a new session, open for writing (``session_id``/``created_at`` default to a
-        fresh id and now; an existing id is refused)."""
+        fresh id and now; an existing id is refused). The header and ``seed`` are written as
+        one (all or nothing); a fork's ``seedLength`` is ``len(seed)`` unless ``seed_length``
+        says otherwise (a moved fork keeps its own while its whole log is its seed)."""
         ...
 
     def open(self, session_id: str, *, writable: bool = False) -> SessionLog:

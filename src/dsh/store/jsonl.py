@@ -11,7 +11,10 @@ writing: its appends would be another writer of that session.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -163,11 +166,12 @@ class JsonlStore:
         seed: Sequence[Event] = (),
         session_id: str | None = None,
         created_at: int | None = None,
+        seed_length: int | None = None,
     ) -> JsonlSessionLog:
         header = new_header(
             cwd=cwd,
             parent_session=parent_session,
-            seed_length=len(seed),
+            seed_length=len(seed) if seed_length is None else seed_length,
             session_id=session_id,
             created_at=created_at,
         )
@@ -188,6 +192,9 @@ class JsonlStore:
         lock = acquire_write_lock(directory / LOCK_NAME, header.id)
         try:
             _write_new_file(path, body)
+        except FileExistsError:
+            lock.release()
+            raise StoreError(f"a session {header.id} already exists in {directory}") from None
         except OSError as exc:
             lock.release()
             raise StoreError(f"cannot create {path}: {_reason(exc)}") from exc
@@ -338,7 +345,19 @@ def _move_torn_tail(path: Path, torn: bytes) -> None:
 
 
 def _write_new_file(path: Path, body: bytes) -> None:
-    write_synced(path, body, exclusive=True)
+    """Write a new log whole or not at all: a process killed halfway through writing ``body``
+    leaves a stray temporary file, never a log that holds part of it. The caller holds the
+    session's lock, so no other creator renames over ``path`` between the check and the rename."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
+    try:
+        write_synced(temporary, body, exclusive=True)
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "File exists", str(path))
+        os.rename(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
     fsync_dir(path.parent)
 
 

@@ -55,11 +55,12 @@ class MemoryStore:
         seed: Sequence[Event] = (),
         session_id: str | None = None,
         created_at: int | None = None,
+        seed_length: int | None = None,
     ) -> MemorySessionLog:
         header = new_header(
             cwd=cwd,
             parent_session=parent_session,
-            seed_length=len(seed),
+            seed_length=len(seed) if seed_length is None else seed_length,
             session_id=session_id,
             created_at=created_at,
         )

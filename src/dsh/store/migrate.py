@@ -1,7 +1,8 @@
 """``dsh sessions migrate --to sqlite|jsonl``: move every session from one store to the other.
 
 Each session is copied under both stores' write locks (no writer runs meanwhile): the header
-keeps its id, workspace, parent and creation time, the events are appended unchanged, and the
+keeps its id, workspace, parent and creation time, the events are written unchanged with the
+header in one write or transaction (a kill meanwhile leaves no partial copy behind), and the
 copy is read back and compared with the original — the header and every event's canonical bytes
 must be identical. Only then is the original removed; a session that fails the check stays where
 it was (its partial copy is removed instead). A session already present in the target is left
@@ -84,17 +85,18 @@ def _move(source: Store, target: Store, session_id: str) -> None:
 
 
 def _copy(target: Store, header: SessionHeader, events: Sequence[Event]) -> None:
-    seeded = (header.seed_length or 0) if header.parent_session is not None else 0
+    """The copy is created with every event as its seed: one write (JSONL) or transaction
+    (SQLite) holds the header and the events, so a migrate killed meanwhile leaves no copy for
+    the next one to take for the session (a header and part of the events did)."""
     copy: SessionLog = target.create(
         cwd=header.cwd,
         parent_session=header.parent_session,
-        seed=events[:seeded],
+        seed=events,
         session_id=header.id,
         created_at=header.created_at,
+        seed_length=header.seed_length,
     )
     try:
-        if len(events) > seeded:
-            copy.append(events[seeded:])
         copy.sync()
     finally:
         copy.close()

@@ -218,11 +218,12 @@ class SqliteStore:
         seed: Sequence[Event] = (),
         session_id: str | None = None,
         created_at: int | None = None,
+        seed_length: int | None = None,
     ) -> SqliteSessionLog:
         header = new_header(
             cwd=cwd,
             parent_session=parent_session,
-            seed_length=len(seed),
+            seed_length=len(seed) if seed_length is None else seed_length,
             session_id=session_id,
             created_at=created_at,
         )
