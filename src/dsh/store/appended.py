@@ -45,7 +45,7 @@ from dsh.events import Event, decode_event_lines, decode_events
 from dsh.store.base import EventStore, SessionHeader, encode_header
 from dsh.store.integrity import unseal_counted
 from dsh.store.jsonl import READ_CHUNK, JsonlStore
-from dsh.store.sqlite import SqliteStore, connect
+from dsh.store.sqlite import SqliteStore, connect_reader
 
 ROWS_PER_BATCH = 2048
 """SQLite rows decoded (and handed on) at a time."""
@@ -134,7 +134,7 @@ class AppendedReader:
     ) -> LogPosition:
         assert isinstance(self.store, SqliteStore)
         if self._db is None:
-            self._db = connect(self.store.path)
+            self._db = connect_reader(self.store.path)
         session_id = header.id
         try:
             if position is not None and position.seq >= 0:

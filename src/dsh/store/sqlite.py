@@ -11,13 +11,17 @@ checkpoint's fsyncs (``dsh.store.wal``). The schema is built by named migrations
 dsh's) is refused, read or write, as a JSONL header of a newer format version is. Opening a
 session for writing after its previous writer stopped without closing (its lock file still names
 it) runs ``PRAGMA quick_check`` first and reports the outcome as one warning line.
+Readers (``list``, a read-only ``open``, ``dsh.store.appended``, ``dsh.store.tail``) also read a
+database whose directory cannot be written (``connect_reader``).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from dsh.errors import (
     LogCorruptError,
@@ -84,18 +88,56 @@ def connect(path: Path) -> sqlite3.Connection:
     return _connect(path)
 
 
-def _migrate(db: sqlite3.Connection) -> None:
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
-        "applied_at INTEGER NOT NULL)"
-    )
-    applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A connection that only reads: the store's own, unless the database's directory cannot be
+    written (a read-only mount, another user's home). There SQLite cannot create the WAL's
+    shared-memory file and refuses a WAL database, so it is opened read-only instead: as it is
+    when its ``-wal`` and ``-shm`` files exist, else as immutable (no WAL is left to read, and
+    no writer can start one in that directory). Refused as ``_connect`` refuses otherwise."""
+    try:
+        return _connect(path)
+    except StoreError:
+        if os.access(path.parent, os.W_OK) or not path.is_file():
+            raise
+    wal = path.with_name(path.name + "-wal")
+    shm = path.with_name(path.name + "-shm")
+    mode = "mode=ro" if wal.exists() and shm.exists() else "immutable=1"
+    if mode == "immutable=1" and wal.exists() and wal.stat().st_size:
+        raise StoreError(
+            f"cannot open session database {path}: its directory is read-only and it has a "
+            f"write-ahead log ({wal.name}) without its {shm.name}"
+        )
+    try:
+        db = sqlite3.connect(f"file:{quote(str(path))}?{mode}", uri=True, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open session database {path} read-only: {exc}") from exc
+    try:
+        applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
+        _check_known(applied)
+        if applied != {name for name, _ in MIGRATIONS}:
+            raise StoreError("its schema is older than this dsh and cannot be migrated read-only")
+    except (StoreError, sqlite3.Error) as exc:
+        db.close()
+        raise StoreError(f"cannot open session database {path} read-only: {exc}") from exc
+    return db
+
+
+def _check_known(applied: set[str]) -> None:
     unknown = sorted(applied - {name for name, _ in MIGRATIONS})
     if unknown:  # a newer dsh changed the schema: reading or writing it here could go wrong
         raise StoreError(
             f"it was migrated by a newer dsh (schema migration "
             f"{', '.join(unknown)} is unknown to this version); use that dsh with it"
         )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
+        "applied_at INTEGER NOT NULL)"
+    )
+    applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
+    _check_known(applied)
     for name, migration in MIGRATIONS:
         if name in applied:
             continue
@@ -254,7 +296,7 @@ class SqliteStore:
     def open(self, session_id: str, *, writable: bool = False) -> SqliteSessionLog:
         if not self.path.is_file():
             raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
-        db = _connect(self.path)
+        db = _connect(self.path) if writable else connect_reader(self.path)
         try:
             row = db.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
@@ -320,7 +362,7 @@ class SqliteStore:
     def _scan(self) -> list[SessionHeader | UnreadableSession]:
         if not self.path.is_file():
             return []
-        db = _connect(self.path)
+        db = connect_reader(self.path)
         try:
             rows = db.execute("SELECT id, header FROM sessions ORDER BY id").fetchall()
         finally:

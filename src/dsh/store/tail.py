@@ -19,7 +19,7 @@ from dsh.events import Event, decode_event_line, validate_event_shape
 from dsh.store.base import EventStore
 from dsh.store.integrity import check_line
 from dsh.store.jsonl import JsonlStore
-from dsh.store.sqlite import SqliteStore, _connect
+from dsh.store.sqlite import SqliteStore, connect_reader
 
 
 class LogTail:
@@ -99,7 +99,7 @@ class LogTail:
 
     def _read_sqlite(self, store: SqliteStore) -> list[Event]:
         if self._db is None:
-            self._db = _connect(store.path)
+            self._db = connect_reader(store.path)
         try:
             rows = self._db.execute(
                 "SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
