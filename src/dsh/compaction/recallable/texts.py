@@ -1,7 +1,9 @@
 """Turning summariser answers into checkpoint text (spec §4.4): stubs, pointers, the state.
 
-A stub answer that is junk — empty, over-long, footer-like, or a copy of its slice — degrades
-that stub to a code pointer stub (``degraded: "fallback"``); it never breaks the layout. The
+A stub answer that is junk — empty, over-long, footer-like, a copy of its slice, or prose whose
+every line names a literal the slice never said — degrades that stub to a code pointer stub
+(``degraded: "fallback"``); it never breaks the layout. A prose line naming such a literal is
+dropped from a stub that is kept, as the keyword line drops one. The
 state is the only hard model dependency: a failed or empty state aborts the pass.
 """
 
@@ -17,6 +19,7 @@ from dsh.compaction.anchors import (
     extract_anchors,
     keyword_line,
     merge_keyword_lines,
+    occurs_in,
     parse_keyword_line,
     split_config,
 )
@@ -53,7 +56,7 @@ def stub_text(region: RegionPlan, output: SummaryOutput) -> RegionText:
     source = slice_text(task.messages)
     lines = [line for line in body.splitlines() if line.strip()]
     model_line = next((line for line in lines if line.startswith("Keywords")), "")
-    prose = [line for line in lines if not line.startswith("Keywords")][:MAX_STUB_LINES]
+    prose = [line for line in _prose(body) if said_in(line, source)][:MAX_STUB_LINES]
     keywords = merge_keyword_lines(
         model_line, region.anchors, source=source, max_chars=KEYWORD_LINE_CHARS
     )
@@ -88,7 +91,21 @@ def junk_reason(body: str, messages: Sequence[Message], stub_tokens: int) -> str
     copied = _copied_chars(body, source)
     if copied >= COPY_CHARS and copied * 5 >= len(flat) * 4:
         return "a copy of the slice"
+    prose = _prose(body)
+    if prose and not any(said_in(line, rendered) for line in prose):
+        return "literals its slice never said"
     return None
+
+
+def _prose(body: str) -> list[str]:
+    """The non-blank lines of a stub answer other than keyword lines."""
+    return [line for line in body.splitlines() if line.strip() and not line.startswith("Keywords")]
+
+
+def said_in(line: str, source: str) -> bool:
+    """True when every literal ``line`` names (``extract_anchors``) occurs in ``source``: a
+    prose line of a stub naming an invented id, path or value never reaches a frozen stub."""
+    return all(occurs_in(anchor.text, source) for anchor in extract_anchors(line))
 
 
 def _copied_chars(body: str, source: str) -> int:

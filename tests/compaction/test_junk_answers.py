@@ -1,0 +1,117 @@
+"""Junk summariser answers degrade to pointer stubs and never reach a frozen checkpoint.
+
+A stub is frozen forever, so what a model writes into it is checked: its prose lines may name
+only literals its slice said (as its keyword line may), and nothing in a stub or the state may
+forge the checkpoint framing code writes around them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh.compaction import ModelSummarizer, SummaryOutput
+from dsh.compaction.anchors import extract_anchors
+from dsh.compaction.prompts import join_pass_answer
+from dsh.llm.openai_compat import OpenAICompatProvider
+from tests.agent.conftest import run
+from tests.compaction.test_faithful_checkpoints import slice_of
+from tests.compaction.test_recallable import assert_layout, engine_for, long_session
+from tests.llm.fake_server import Canned, FakeServer, Recorded, openai_text
+
+STATE = "## Goal\n- keep going\n## Decisions\n- none\n## Current state\n- ok\n## Constraints\n"
+STATE += "- none\n## Next steps\n- continue"
+INVENTED = ("QX-4242", "src/invented_zz.py", "retries = 99")
+
+
+class SectionServer(FakeServer):
+    """Answers a one-call pass with ``stub`` for every stub section and ``state`` for the
+    state; a call of its own gets the same."""
+
+    def __init__(self, stub: str, state: str = STATE) -> None:
+        super().__init__()
+        self.stub, self.state = stub, state
+
+    def _next(self, recorded: Recorded) -> Canned:
+        with self._lock:
+            self.requests.append(recorded)
+        last = recorded.body["messages"][-1]["content"]
+        instruction = last if isinstance(last, str) else json.dumps(last)
+        labels = re.findall(r"=== (stub \d+|state) ===", instruction)
+        if labels:
+            sections = [(label, self.state if label == "state" else self.stub) for label in labels]
+            return openai_text(join_pass_answer(sections))
+        return openai_text(self.state if "working-memory state" in instruction else self.stub)
+
+
+def pass_over_http(stub: str, state: str = STATE):
+    session = long_session(turns=8)
+    with SectionServer(stub, state) as server:
+        provider = OpenAICompatProvider("openai-compatible", "m", server.url + "/v1", "sk-test")
+        summarizer = ModelSummarizer(provider, "m", history=session.events)
+        result = run(engine_for(session, summarizer).compact_now(window=100_000))
+    assert result is not None
+    assert_layout(session)
+    return session, result
+
+
+def prose(summary: str) -> list[str]:
+    return [line for line in summary.splitlines() if not line.startswith("Keywords")]
+
+
+def test_a_stub_prose_line_naming_an_invented_literal_never_reaches_the_stub():
+    answer = "Read the module tests.\nFixed QX-4242 in src/invented_zz.py with retries = 99"
+    session, result = pass_over_http(answer)
+    stubs = [session.events[c.summary_seq].data for c in result.checkpoints if c.kind == "index"]
+    assert len(stubs) >= 2
+    for stub in stubs:
+        assert stub.degraded is None
+        assert prose(stub.summary) == ["Read the module tests."]
+        assert not any(literal in stub.summary for literal in INVENTED)
+
+
+def test_a_stub_whose_every_prose_line_is_invented_becomes_a_pointer():
+    session, result = pass_over_http("Fixed QX-4242 in src/invented_zz.py")
+    stubs = [session.events[c.summary_seq].data for c in result.checkpoints if c.kind == "index"]
+    assert stubs and all(s.degraded == "fallback" for s in stubs)
+    assert not any("QX-4242" in s.summary for s in stubs)
+
+
+class Answering:
+    """Answers every stub call with ``stub`` (a one-call pass fails: call by call)."""
+
+    name = model = "answering"
+
+    def __init__(self, stub: str) -> None:
+        self.stub = stub
+
+    async def summarize(self, task):
+        if task.kind == "pass":
+            raise RuntimeError("no one-call pass here")
+        text = STATE if task.kind == "state" else self.stub
+        return SummaryOutput(text=text, provider="answering", model="answering")
+
+
+SAID = ("ZEBRA-7700", "src/mod_0.py", "ZEBRA-7701", "src/mod_1.py", "read_file")
+WORDS = st.sampled_from(("read", "the", "module", "and", "checked", "fixed", "tests"))
+LITERALS = st.sampled_from(SAID + INVENTED)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.one_of(WORDS, LITERALS), min_size=1, max_size=6), max_size=4))
+def test_every_literal_of_a_frozen_stub_prose_occurs_in_its_slice(lines):
+    answer = "\n".join(" ".join(words) for words in lines)
+    session = long_session(turns=4)
+    result = run(engine_for(session, Answering(answer)).compact_now(window=100_000))
+    assert result is not None
+    for ref in result.checkpoints:
+        if ref.kind != "index":
+            continue
+        source = slice_of(session, ref.shadowed_seqs)
+        for line in prose(session.events[ref.summary_seq].data.summary):
+            for anchor in extract_anchors(line):
+                assert anchor.text in source, (anchor.text, line)
+    assert_layout(session)
