@@ -40,7 +40,10 @@ OVERLONG_FACTOR = 3
 COPY_CHARS = 160
 """A stub answer holding this many characters of its slice verbatim is a copy."""
 
-_FOOTER_LIKE = re.compile(r"\[checkpoint c\d+|shadows conversation span|<compacted-", re.I)
+_FOOTER_LIKE = re.compile(r"\[checkpoint c\d+|shadows conversation span|</?compacted-", re.I)
+"""Code's own framing: a footer, or a ``<compacted-…>`` tag, opening or closing (a closing tag
+in an answer would end the checkpoint's frame early, and what follows would read as outside
+it)."""
 
 
 def slice_text(messages: Sequence[Message]) -> str:
