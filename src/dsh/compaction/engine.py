@@ -6,8 +6,8 @@ guard, same metric on both sides), log ``compaction/plan``, then commit the regi
 to right, one bracket each: start → summary → checkpoint replace → end. Any failure before the
 first commit writes ``compaction/end{error}`` and leaves the surface untouched. A process killed
 between commits leaves a plan whose regions are not all committed; the next pre-step commits the
-rest from the plan, with no model call and no guard.
-"""
+rest from the plan, with no model call and no guard, and first closes the bracket of a region
+whose checkpoint landed but whose end did not (killed between the two)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from dsh.compaction.base import (
     contiguous,
     heuristic_total,
 )
-from dsh.compaction.log_index import LogIndex
+from dsh.compaction.log_index import LogIndex, unended_landed
 from dsh.compaction.pruner import prune_tool_results
 from dsh.compaction.triggers import (
     MAX_REFUSALS,
@@ -419,13 +419,22 @@ class CompactionEngine:
             return None
         nodes = set(self.session.nodes)
         pending = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
-        return plan if pending else None
+        unended = unended_landed(self.session, self._index, plan.data.pass_id)
+        return plan if pending or unended else None
 
     def resume_incomplete(self, *, turn: int | None) -> PassResult | None:
         """Commit the rest of an interrupted pass from its plan: no model call, no guard."""
         plan = self.incomplete_plan()
         if plan is None:
             return None
+        for start in unended_landed(self.session, self._index, plan.data.pass_id):
+            self.session.append(
+                CompactionEnd(
+                    compaction_id=start.data.compaction_id,
+                    pass_id=plan.data.pass_id,
+                    turn=start.data.turn,
+                )
+            )
         nodes = set(self.session.nodes)
         remaining = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
         name = self.backend.name  # older plans do not say who wrote the summary
@@ -445,6 +454,8 @@ class CompactionEngine:
                 self._commit_region(compaction_id, plan.data.pass_id, region, turn, start.seq, None)
             )
         log.info("resumed compaction pass %s: %d region(s) committed", plan.data.pass_id, len(refs))
+        if not refs:
+            return None  # only brackets were closed: no checkpoint is new
         return PassResult(
             plan.data.pass_id, tuple(refs), before, self.session.measure().total_tokens
         )

@@ -11,9 +11,11 @@ from dsh.events import (
     CompactionEndEvent,
     CompactionPlanEvent,
     CompactionStartEvent,
+    CompactionSummaryEvent,
     SessionEndSeedEvent,
     TurnEndEvent,
     TurnStartEvent,
+    is_checkpoint_event,
 )
 from dsh.surface import Session
 
@@ -67,3 +69,25 @@ class LogIndex:
         last_start = turn_starts[-1].seq if turn_starts else -1
         self.turn_open = last_start > (turn_ends[-1].seq if turn_ends else -1)
         self.scanned = len(session.events)
+
+
+def unended_landed(session: Session, index: LogIndex, pass_id: str) -> list[CompactionStartEvent]:
+    """The open ``compaction/start``s of pass ``pass_id`` whose checkpoint replace landed but
+    whose ``compaction/end`` never did (a process killed between the two): the checkpoint
+    stands on the surface, yet recall reads only a closed bracket, so the originals it shadows
+    were out of reach of ``history_read``/``history_search`` until the bracket is closed."""
+    events = session.events
+    landed = []
+    for start in [s for s in index.open_starts.values() if s.data.pass_id == pass_id]:
+        summary: CompactionSummaryEvent | None = None
+        for event in events[start.seq + 1 :]:
+            if summary is None:
+                if (
+                    isinstance(event, CompactionSummaryEvent)
+                    and event.data.compaction_id == start.data.compaction_id
+                ):
+                    summary = event
+            elif is_checkpoint_event(event) and summary.seq in (event.source_event_seqs or ()):
+                landed.append(start)
+                break
+    return landed
