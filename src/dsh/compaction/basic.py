@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText, checkpoint_message
-from dsh.compaction.prompts import frame_summary
+from dsh.compaction.prompts import frame_summary, without_frame_tags
 from dsh.compaction.pruner import unsent_prunes
 from dsh.compaction.summarizer import Summarizer, SummaryTask, within_bound
 from dsh.config import CompactionSettings
@@ -82,13 +82,14 @@ class BasicBackend:
         for region in plan.regions:
             assert region.task is not None
             output = await self.summarizer.summarize(region.task)
-            if not output.text.strip():
+            summary = without_frame_tags(output.text)
+            if not summary:
                 raise ProviderError("INVALID_RESPONSE", "the summariser returned no text")
             texts.append(
                 RegionText(
                     kind=region.kind,
                     shadowed_seqs=region.shadowed_seqs,
-                    summary=output.text.strip(),
+                    summary=summary,
                     provider=output.provider,
                     model=output.model,
                     usage=output.usage,

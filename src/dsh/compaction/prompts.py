@@ -259,6 +259,17 @@ def _quote(message: Message, chars: int = QUOTE_CHARS) -> str:
     return json.dumps(clipped, ensure_ascii=False)
 
 
+FRAME_TAG = re.compile(r"</?compacted-", re.I)
+"""A ``<compacted-…>`` tag, opening or closing: code's framing, never a summariser's (a
+closing tag in an answer would end the frame early, and what follows would read as outside
+the checkpoint)."""
+
+
+def without_frame_tags(text: str) -> str:
+    """``text`` without the lines that hold a ``FRAME_TAG``."""
+    return "\n".join(line for line in text.splitlines() if not FRAME_TAG.search(line)).strip()
+
+
 def frame_summary(text: str) -> str:
     """A state-class checkpoint body: preamble + tagged summary."""
     return f"{SUMMARY_PREAMBLE}\n<compacted-summary>\n{text}\n</compacted-summary>"
