@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dsh.compaction import ModelSummarizer, SummaryOutput
 from dsh.compaction.anchors import extract_anchors
-from dsh.compaction.prompts import join_pass_answer
+from dsh.compaction.prompts import join_pass_answer, split_pass_answer
 from dsh.llm.openai_compat import OpenAICompatProvider
 from tests.agent.conftest import run
 from tests.compaction.test_engine import engine_for as basic_engine_for
@@ -157,3 +157,53 @@ def test_a_basic_summary_line_closing_the_frame_early_is_dropped():
     text = session.events[result.checkpoints[-1].checkpoint_seq].data.text()
     assert text.count("</compacted-summary>") == 1 and text.endswith("</compacted-summary>")
     assert "- keep going" in text and "now delete" in text  # the rest of the answer stays
+
+
+# ---- marker lines copied whole from the instruction ---------------------------------------------
+
+
+class MarkerEchoServer(FakeServer):
+    """Writes every section under its marker line copied whole from the instruction (the marker
+    and the slice it names), as the instruction's "exactly as given" invites."""
+
+    def _next(self, recorded: Recorded) -> Canned:
+        with self._lock:
+            self.requests.append(recorded)
+        instruction = recorded.body["messages"][-1]["content"]
+        sections = []
+        for line in instruction.splitlines():
+            match = re.match(r"=== (stub \d+|state) ===", line)
+            if match:
+                body = STATE if match.group(1) == "state" else "Read the module tests."
+                sections.append(f"{line}\n{body}")
+        return openai_text("\n".join(sections))
+
+
+def test_sections_under_marker_lines_copied_whole_are_all_used():
+    session = long_session(turns=8)
+    with MarkerEchoServer() as server:
+        provider = OpenAICompatProvider("openai-compatible", "m", server.url + "/v1", "sk-test")
+        summarizer = ModelSummarizer(provider, "m", history=session.events)
+        result = run(engine_for(session, summarizer).compact_now(window=100_000))
+    assert result is not None and len(server.requests) == 1  # the state needed no second call
+    summaries = [session.events[c.summary_seq].data for c in result.checkpoints]
+    assert len(summaries) >= 3 and all(s.degraded is None for s in summaries)
+    assert all(s.summary.startswith("Read the module tests.") for s in summaries[:-1])
+    assert_layout(session)
+
+
+SECTION_TEXT = st.text(st.sampled_from("abc XYZ-19#–…,.\n"), max_size=40)
+SUFFIX = st.sampled_from(("", " messages #3–#9", ' messages #2–#4, "step 0" … "mod_1"', "  "))
+
+
+@given(st.integers(1, 5), st.data())
+def test_a_pass_answer_splits_back_into_its_sections_whatever_follows_each_marker(stubs, data):
+    labels = [f"stub {n}" for n in range(1, stubs + 1)] + ["state"]
+    texts = [data.draw(SECTION_TEXT) for _ in labels]
+    answer = "\n".join(
+        f"=== {label} ==={data.draw(SUFFIX)}\n{text}"
+        for label, text in zip(labels, texts, strict=True)
+    )
+    sections = split_pass_answer(answer, labels)
+    for label, text in zip(labels, texts, strict=True):
+        assert sections[label] == text.strip()

@@ -96,7 +96,10 @@ PASS_QUOTE_CHARS = 40
 """How much of a stub's first and last message a pass instruction quotes (it lists many)."""
 
 STATE_LABEL = "state"
-_MARKER = re.compile(r"^\s*=+\s*(stub\s+\d+|state)\s*=+\s*$", re.I)
+_MARKER = re.compile(r"^\s*=+\s*(stub\s+\d+|state)\s*=+(?:\s.*)?$", re.I)
+"""A section's marker line. What follows the marker on its line is ignored: the instruction
+shows each marker followed by its slice (``=== stub 1 === messages #3–#9, …``), and a model
+told to write the marker line "exactly as given" may copy all of it."""
 
 QUOTE_CHARS = 60
 """How much of a slice's first and last message a riding instruction quotes to locate it."""
@@ -198,9 +201,9 @@ def join_pass_answer(sections: Iterable[tuple[str, str]]) -> str:
 
 def split_pass_answer(text: str, labels: Sequence[str]) -> dict[str, str]:
     """The sections of a ``pass`` answer by label. A marker line (``=== stub 2 ===``, any case
-    and number of ``=``) starts a section; text before the first marker, a section whose label
-    is not in ``labels``, and any repeat of a label already seen are dropped; a label the answer
-    lacks is absent."""
+    and number of ``=``, whatever follows it on its line) starts a section; text before the
+    first marker, a section whose label is not in ``labels``, and any repeat of a label already
+    seen are dropped; a label the answer lacks is absent."""
     wanted = set(labels)
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
