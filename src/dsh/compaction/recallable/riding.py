@@ -59,8 +59,13 @@ def riding_input(
     output tokens (the pass's answer) in ``window``. When even that leaves too little room,
     the pruned results instead (the call then misses the cache from the first of them on, but
     may still fit) — and always after an overflow (``as_sent`` false): the refused request is
-    not cached, and its results as sent are what did not fit."""
-    unsent = unsent_prunes(session) if as_sent else {}
+    not cached, and its results as sent are what did not fit. After an overflow the call is
+    also always cut at the span's last message: the provider refused the whole request, so
+    the whole request plus an instruction would be refused too (the newest tool exchange, which
+    the overflow pass keeps verbatim, is what did not fit), and the pass failed with it."""
+    if not as_sent:
+        return _ride(session, span, window=window, wanted=wanted, unsent={}, cut=True)
+    unsent = unsent_prunes(session)
     ride = _ride(session, span, window=window, wanted=wanted, unsent=unsent)
     if not unsent or ride.room is None or ride.room >= wanted:
         return ride
@@ -74,6 +79,7 @@ def _ride(
     window: int | None,
     wanted: int,
     unsent: dict[int, int],
+    cut: bool = False,
 ) -> RidingInput:
     as_sent = list(session.derive_messages())
     positions: dict[int, int] = {}
@@ -92,7 +98,7 @@ def _ride(
                 as_sent[positions[seq] - 1] = message
     messages = tuple(as_sent)
     needed = max((positions.get(s, 0) for s in span), default=0)
-    conversation = sent_prefix(messages, needed)
+    conversation = messages[:needed] if cut else sent_prefix(messages, needed)
     if window is None:
         return RidingInput(conversation, positions, None)
     fixed = heuristic_total(session) - surface
