@@ -1,4 +1,5 @@
-"""After a context overflow the riding summariser call stops at the compacted span's end.
+"""After a context overflow the riding summariser call stops at the compacted span's end, and a
+riding state call refused as too long is asked again in the compact layout.
 
 The provider refused the whole conversation request; the overflow pass keeps the newest tool
 exchange verbatim (that is what did not fit). A riding call that carried the whole request
@@ -10,7 +11,9 @@ layout.
 
 from __future__ import annotations
 
-from dsh.compaction import CompactionEngine, RecallableBackend
+import pytest
+
+from dsh.compaction import CompactionEngine, CompactionError, RecallableBackend
 from dsh.compaction.base import heuristic_total
 from dsh.errors import ProviderError
 from dsh.events import ToolResultBlock
@@ -55,3 +58,42 @@ def test_an_overflow_pass_rides_only_up_to_its_span_and_lands():
     for request in summarizer.requests:
         assert not any("did not fit" in text for text in _result_texts(request))
     assert_layout(session)
+
+
+class RefusesRiding(RouteSummarizer):
+    """The conversation's route, whose real window refuses every riding call (the tools and
+    the conversation do not fit); a compact call fits. ``code`` is what it refuses with."""
+
+    def __init__(self, code: str = "CONTEXT_WINDOW_EXCEEDED") -> None:
+        super().__init__(("scripted", "scripted"))
+        self.code = code
+
+    async def summarize(self, task):
+        output = await super().summarize(task)
+        if task.layout == "riding":
+            raise ProviderError(self.code, "refused")
+        return output
+
+
+def test_a_riding_state_call_refused_as_too_long_is_asked_in_the_compact_layout():
+    session = with_header(long_session(turns=12))
+    append_tool_turn(session, "read the page", calls=[("read_file", '{"path":"p"}', NEWEST)])
+    summarizer = RefusesRiding()
+    engine = CompactionEngine(session, RecallableBackend(summarizer, SETTINGS), SETTINGS)
+    window = heuristic_total(session) + 2000
+    result = run(engine.compact_if_needed("overflow", turn=None, window=window))
+    assert result is not None and result.checkpoints[-1].kind == "state"
+    state_calls = [t.layout for t in summarizer.tasks if t.kind == "state"]
+    assert state_calls == ["riding", "compact"]
+    assert_layout(session)
+
+
+def test_a_riding_state_call_that_fails_otherwise_still_fails_the_pass():
+    session = with_header(long_session(turns=12))
+    summarizer = RefusesRiding("UNAVAILABLE")
+    engine = CompactionEngine(session, RecallableBackend(summarizer, SETTINGS), SETTINGS)
+    nodes = list(session.nodes)
+    with pytest.raises(CompactionError, match="UNAVAILABLE"):
+        run(engine.compact_now(window=100_000))
+    assert session.nodes == nodes
+    assert [t.layout for t in summarizer.tasks if t.kind == "state"] == ["riding"]

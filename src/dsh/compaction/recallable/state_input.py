@@ -19,6 +19,9 @@ from dsh.surface import message_tokens, system_tokens, tools_tokens
 
 log = logging.getLogger("dsh.compaction")
 
+OVERFLOW = "CONTEXT_WINDOW_EXCEEDED"
+"""The code of a call refused as too long for the provider's window (``ErrorCode``)."""
+
 
 def request_tokens(task: SummaryTask) -> int:
     """Heuristic size of the call for ``task``, its output budget included."""
@@ -66,10 +69,34 @@ async def fold_state(
 ) -> RegionText:
     """The state of ``region``: one call, or one call per part folded left to right. Each
     answer is written into ``ranked()`` (the region with its replaced values, ranked beside the
-    call) when given, else into ``region``."""
-    assert region.task is not None
-    tasks = split_state_task(region.task, window)
-    previous = region.task.previous
+    call) when given, else into ``region``. A riding call the provider refuses as too long for
+    its window (a window smaller than dsh's figure: the usual cause of an overflow) is asked
+    again in the compact layout, which leaves the tools and the rest of the conversation out;
+    before, the pass failed, and with an overflow pass the turn."""
+    task = region.task
+    assert task is not None
+    try:
+        return await _fold(summarizer, region, task, state_max_tokens, window, ranked)
+    except ProviderError as exc:
+        if task.layout != "riding" or exc.code != OVERFLOW:
+            raise
+        log.info("the riding state call overflowed (%s): asking in the compact layout", exc)
+    compact = dataclasses.replace(
+        task, layout="compact", conversation=(), slice_range=None, output_limit=None
+    )
+    return await _fold(summarizer, region, compact, state_max_tokens, window, ranked)
+
+
+async def _fold(
+    summarizer: Summarizer,
+    region: RegionPlan,
+    task: SummaryTask,
+    state_max_tokens: int,
+    window: int | None,
+    ranked: Callable[[], Awaitable[RegionPlan]] | None,
+) -> RegionText:
+    tasks = split_state_task(task, window)
+    previous = task.previous
     text: RegionText | None = None
     for task in tasks:
         text = await _one_state(
