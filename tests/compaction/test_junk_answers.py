@@ -194,15 +194,18 @@ def test_sections_under_marker_lines_copied_whole_are_all_used():
 
 SECTION_TEXT = st.text(st.sampled_from("abc XYZ-19#–…,.\n"), max_size=40)
 SUFFIX = st.sampled_from(("", " messages #3–#9", ' messages #2–#4, "step 0" … "mod_1"', "  "))
+WRAP = st.sampled_from((("", ""), ("**", "**"), ("## ", ""), ("__", "__"), ("### **", "**")))
+"""Markdown a model may wrap a marker line in."""
 
 
 @given(st.integers(1, 5), st.data())
 def test_a_pass_answer_splits_back_into_its_sections_whatever_follows_each_marker(stubs, data):
     labels = [f"stub {n}" for n in range(1, stubs + 1)] + ["state"]
     texts = [data.draw(SECTION_TEXT) for _ in labels]
+    wraps = [data.draw(WRAP) for _ in labels]
     answer = "\n".join(
-        f"=== {label} ==={data.draw(SUFFIX)}\n{text}"
-        for label, text in zip(labels, texts, strict=True)
+        f"{before}=== {label} ==={after}{data.draw(SUFFIX)}\n{text}"
+        for label, text, (before, after) in zip(labels, texts, wraps, strict=True)
     )
     sections = split_pass_answer(answer, labels)
     for label, text in zip(labels, texts, strict=True):

@@ -96,10 +96,11 @@ PASS_QUOTE_CHARS = 40
 """How much of a stub's first and last message a pass instruction quotes (it lists many)."""
 
 STATE_LABEL = "state"
-_MARKER = re.compile(r"^\s*=+\s*(stub\s+\d+|state)\s*=+(?:\s.*)?$", re.I)
+_MARKER = re.compile(r"^[\s#*_]*=+\s*(stub\s+\d+|state)\s*=+[*_]*(?:\s.*)?$", re.I)
 """A section's marker line. What follows the marker on its line is ignored: the instruction
 shows each marker followed by its slice (``=== stub 1 === messages #3–#9, …``), and a model
-told to write the marker line "exactly as given" may copy all of it."""
+told to write the marker line "exactly as given" may copy all of it. Markdown a model wraps
+it in (``**=== stub 1 ===**``, ``## === state ===``) is ignored too."""
 
 QUOTE_CHARS = 60
 """How much of a slice's first and last message a riding instruction quotes to locate it."""
