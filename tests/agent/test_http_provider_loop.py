@@ -7,11 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsh.events import AssistantMessageEvent, LlmRetryEvent, encode_event
+from dsh.events import AssistantMessageEvent, LlmRetryEvent, TurnEndEvent, encode_event
 from dsh.llm.openai_compat import OpenAICompatProvider
+from dsh.llm.replay import ReplayProvider
+from dsh.surface import Session
 from tests.agent.conftest import Harness, run
+from tests.agent.test_stream_failures import _comparable
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import FakeServer, json_error, openai_text
+from tests.llm.fake_server import (
+    FakeServer,
+    json_error,
+    oa_chunk,
+    oa_usage,
+    openai_stream,
+    openai_text,
+)
 
 SECRET = "sk-test-SECRET-4242"
 
@@ -81,3 +91,50 @@ def test_events_of_a_real_http_turn_encode_losslessly(harness: Harness, server: 
     assert [encode_event(e) for e in reopened.events] == [
         encode_event(e) for e in harness.session.events
     ]
+
+
+def test_a_reply_stopped_by_the_content_filter_ends_the_turn_as_failed_and_keeps_its_text(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+):
+    server.queue(
+        openai_stream(
+            oa_chunk(content="Here is how to"),
+            oa_chunk(finish="content_filter"),
+            oa_chunk(no_choices=True, usage=oa_usage(10, 4)),
+        )
+    )
+    agent = harness.agent([])
+    agent.provider = OpenAICompatProvider("openai-compatible", "m", server.url + "/v1", SECRET)
+    result = run(agent.run_turn("hello"))
+    assert result.reason == "error" and result.text == "Here is how to"
+    end = next(e for e in harness.session.events if isinstance(e, TurnEndEvent))
+    assert end.data.reason.kind == "error"
+    assert "content filter" in (end.data.reason.error or "")
+    message = next(e for e in harness.session.events if isinstance(e, AssistantMessageEvent))
+    assert message.data.message.text() == "Here is how to"
+
+
+def test_replaying_turns_the_provider_stopped_early_rebuilds_the_same_log(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+):
+    def stopped(text: str, finish: str):
+        return openai_stream(
+            oa_chunk(content=text),
+            oa_chunk(finish=finish),
+            oa_chunk(no_choices=True, usage=oa_usage(10, 4)),
+        )
+
+    server.queue(stopped("cut at", "length"), stopped("filtered", "content_filter"))
+    server.queue(openai_text("whole"))
+    agent = harness.agent([])
+    agent.provider = OpenAICompatProvider("openai-compatible", "m", server.url + "/v1", SECRET)
+    prompts = ["one", "two", "three"]
+    assert [run(agent.run_turn(p)).reason for p in prompts] == ["max-tokens", "error", "completed"]
+    recorded = list(harness.session.events)
+    again = harness.agent([])
+    again.session = Session.create(harness.store, cwd=harness.workspace)
+    again.provider = ReplayProvider(recorded)
+    assert [run(again.run_turn(p)).reason for p in prompts] == ["max-tokens", "error", "completed"]
+    assert _comparable(again.session.events) == _comparable(recorded)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from dsh.compaction import ModelSummarizer, RecallableBackend
@@ -12,6 +14,7 @@ from dsh.compaction.summarizer import SummaryTask
 from dsh.errors import ProviderError
 from dsh.events import encode_json
 from dsh.llm.scripted import ScriptedProvider
+from dsh.llm.types import Finish, FinishReason, StreamEvent, TextDelta
 from tests.agent.conftest import run
 from tests.compaction.test_one_call import Sections, _summaries
 from tests.compaction.test_recallable import SETTINGS, engine_for, long_session
@@ -56,6 +59,30 @@ def test_a_basic_summary_call_is_a_prefix_of_the_conversation_request():
 )
 def test_empty_or_failed_model_output_is_a_provider_error(summary, match):
     summarizer = ModelSummarizer(ScriptedProvider([], summaries=[summary]), "m")
+    task = SummaryTask(kind="state", messages=(user_message("x"),), max_tokens=100)
+    with pytest.raises(ProviderError, match=match):
+        run(summarizer.summarize(task))
+
+
+class _Stopped:
+    """A provider whose reply streams some text, then finishes ``reason``."""
+
+    name = "stopped"
+
+    def __init__(self, reason: FinishReason) -> None:
+        self.reason: FinishReason = reason
+
+    async def stream(self, request, *, history=()) -> AsyncIterator[StreamEvent]:
+        yield TextDelta("## Goal\nhalf a summ")
+        yield Finish(self.reason)
+
+
+@pytest.mark.parametrize(
+    ("reason", "match"),
+    [("max-tokens", "output limit"), ("filtered", "content filter")],
+)
+def test_a_summary_the_provider_stopped_early_is_a_provider_error_not_a_checkpoint(reason, match):
+    summarizer = ModelSummarizer(_Stopped(reason), "m")
     task = SummaryTask(kind="state", messages=(user_message("x"),), max_tokens=100)
     with pytest.raises(ProviderError, match=match):
         run(summarizer.summarize(task))

@@ -180,6 +180,7 @@ def test_tool_use_input_split_over_deltas_reassembles_with_tool_ordinals(server:
         ("stop_sequence", "stop"),
         ("tool_use", "tool-calls"),
         ("max_tokens", "max-tokens"),
+        ("refusal", "filtered"),
     ],
 )
 def test_stop_reason_maps(server: FakeServer, wire: str, reason: str):
@@ -380,3 +381,40 @@ def test_refused_connection_is_a_connection_error():
     _, error = collect_until_error(p.stream(make_request(), history=()))
 
     assert (error.code, error.retryable) == (ErrorCode.CONNECTION, True)
+
+
+def test_a_finished_call_without_arguments_survives_a_reply_cut_off_after_it(server: FakeServer):
+    server.queue(
+        anthropic_stream(
+            an_message_start(),
+            *an_text_block(0, "Checking."),
+            an_block_start(1, {"type": "tool_use", "id": "toolu_a", "name": "list", "input": {}}),
+            an_block_stop(1),  # no input streamed: the call takes no arguments
+            an_block_start(2, {"type": "tool_use", "id": "toolu_b", "name": "list", "input": {}}),
+            _error("overloaded_error", "Overloaded"),  # the second call never ended
+        )
+    )
+
+    events, error = collect_until_error(provider(server).stream(make_request(), history=()))
+
+    assert error.code == ErrorCode.UNAVAILABLE
+    partial = StreamAssembler().feed_all(events).partial_message("a1", "anthropic", "m")
+    assert [(c.id, c.arguments) for c in partial.tool_calls()] == [("toolu_a", "{}")]
+
+
+def test_a_call_with_streamed_arguments_gets_nothing_added_at_its_end(server: FakeServer):
+    server.queue(
+        anthropic_stream(
+            an_message_start(),
+            an_block_start(0, {"type": "tool_use", "id": "toolu_a", "name": "read", "input": {}}),
+            an_delta(0, {"type": "input_json_delta", "partial_json": ""}),
+            an_delta(0, {"type": "input_json_delta", "partial_json": '{"path": "a"}'}),
+            an_block_stop(0),
+            *an_message_end("tool_use"),
+        )
+    )
+
+    events = collect(provider(server).stream(make_request(), history=()))
+
+    message = StreamAssembler().feed_all(events).message("a1", "anthropic", "m")
+    assert [c.arguments for c in message.tool_calls()] == ['{"path": "a"}']

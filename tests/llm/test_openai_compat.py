@@ -151,7 +151,12 @@ def test_stop_with_tool_calls_finishes_as_tool_calls(server: FakeServer):
 
 @pytest.mark.parametrize(
     ("wire", "reason"),
-    [("stop", "stop"), ("length", "max-tokens"), ("tool_calls", "tool-calls")],
+    [
+        ("stop", "stop"),
+        ("length", "max-tokens"),
+        ("tool_calls", "tool-calls"),
+        ("content_filter", "filtered"),
+    ],
 )
 def test_finish_reason_maps(server: FakeServer, wire: str, reason: str):
     server.queue(openai_stream(oa_chunk(content="x"), oa_chunk(finish=wire)))

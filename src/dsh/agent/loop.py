@@ -208,6 +208,9 @@ class Agent:
             self.session.append(StepEnd(turn=turn, step=step))
             if outcome.finish == "max-tokens":
                 return self._end_turn(turn, "max-tokens", last_text, None)
+            if outcome.finish == "filtered":
+                why = "the provider stopped the reply (content filter or refusal)"
+                return self._end_turn(turn, "error", last_text, why)
             return self._end_turn(turn, "completed", last_text, None)
 
     # ---- steps ------------------------------------------------------------------------------

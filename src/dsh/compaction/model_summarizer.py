@@ -157,6 +157,10 @@ class ModelSummarizer:
             raise provider_error(
                 ErrorCode.INVALID_RESPONSE, "the summary was cut off at the output limit"
             )
+        if assembler.finish == "filtered":
+            raise provider_error(
+                ErrorCode.INVALID_RESPONSE, "the provider stopped the summary (content filter)"
+            )
         if not text:
             raise ProviderError(str(ErrorCode.INVALID_RESPONSE), "the summariser returned no text")
         return SummaryOutput(

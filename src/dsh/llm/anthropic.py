@@ -46,7 +46,7 @@ _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
-    "refusal": "stop",
+    "refusal": "filtered",
     "tool_use": "tool-calls",
     "max_tokens": "max-tokens",
     "model_context_window_exceeded": "max-tokens",
@@ -196,6 +196,7 @@ async def _events(stream: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
     usage: dict[str, int | None] = {}
     stop_reason: str | None = None
     tool_index: dict[int, int] = {}  # content block index -> tool call ordinal
+    given_input: set[int] = set()  # tool blocks whose input has streamed a piece
     async for event in stream:
         kind = event.type
         if kind == "message_start":
@@ -220,7 +221,14 @@ async def _events(stream: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
             elif delta.type == "signature_delta":
                 yield ReasoningDelta("", signature=delta.signature)
             elif delta.type == "input_json_delta" and event.index in tool_index:
+                if delta.partial_json:
+                    given_input.add(event.index)
                 yield ToolCallDelta(index=tool_index[event.index], arguments=delta.partial_json)
+        elif kind == "content_block_stop" and event.index in tool_index:
+            if event.index not in given_input:
+                # A call that takes no arguments streams no input: its block's end is what
+                # says it is complete (a partial reply keeps it), and its input is ``{}``.
+                yield ToolCallDelta(index=tool_index[event.index], arguments="{}")
         elif kind == "message_delta":
             _take_usage(usage, event.usage)
             stop_reason = event.delta.stop_reason or stop_reason

@@ -35,7 +35,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
     "tool_calls": "tool-calls",
     "function_call": "tool-calls",
     "length": "max-tokens",
-    "content_filter": "stop",
+    "content_filter": "filtered",
 }
 
 

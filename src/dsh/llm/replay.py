@@ -21,10 +21,12 @@ from dsh.events import (
     RequestErrorEvent,
     TextBlock,
     ToolCallBlock,
+    TurnEndEvent,
 )
 from dsh.llm.scripted import count_model_calls
 from dsh.llm.types import (
     Finish,
+    FinishReason,
     ModelRequest,
     ReasoningDelta,
     StreamEvent,
@@ -39,6 +41,26 @@ REPLAY_EXHAUSTED = "REPLAY_EXHAUSTED"
 
 def _replayable_summaries(events: Sequence[Event]) -> list[CompactionSummaryEvent]:
     return [e for e in events if isinstance(e, CompactionSummaryEvent) and e.data.llm_stream_call]
+
+
+def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
+    """The answers whose finish ended their turn early: a turn that ends ``max-tokens`` right
+    after an answer without tool calls was cut at the output limit; one that ends ``error``
+    there, with no ``request/error`` between, was stopped by the provider (``filtered``)."""
+    finishes: dict[int, FinishReason] = {}
+    last: Event | None = None
+    for e in events:
+        if isinstance(e, AssistantMessageEvent | RequestErrorEvent):
+            last = e
+        elif isinstance(e, TurnEndEvent) and isinstance(last, AssistantMessageEvent):
+            answered = last.data.error_code is None and not last.data.message.tool_calls()
+            if answered and e.data.reason.kind == "max-tokens":
+                finishes[last.seq] = "max-tokens"
+            elif answered and e.data.reason.kind == "error":
+                finishes[last.seq] = "filtered"
+        if isinstance(e, TurnEndEvent):
+            last = None
+    return finishes
 
 
 class ReplayProvider:
@@ -66,6 +88,8 @@ class ReplayProvider:
                     self._partials[before.seq] = e
             elif isinstance(e, AssistantMessageEvent | RequestErrorEvent):
                 self._calls.append(e)
+        self._finishes = _stopped_finishes(recorded_events)
+        """Recorded answer → the finish that ended its turn early (output limit, filter)."""
         self._summaries = _replayable_summaries(recorded_events)
         self._compactions_served = 0
 
@@ -113,7 +137,7 @@ class ReplayProvider:
             calls += isinstance(delta, ToolCallDelta)
         if recorded.usage is not None:
             yield UsageReport(recorded.usage)
-        yield Finish("tool-calls" if calls else "stop")
+        yield Finish("tool-calls" if calls else self._finishes.get(event.seq, "stop"))
 
     async def _serve_summary(self, k: int) -> AsyncIterator[StreamEvent]:
         if k >= len(self._summaries):

@@ -66,7 +66,9 @@ class UsageReport:
     usage: Usage
 
 
-FinishReason = Literal["stop", "tool-calls", "max-tokens"]
+FinishReason = Literal["stop", "tool-calls", "max-tokens", "filtered"]
+"""``filtered``: the provider stopped the reply itself (a content filter, a refusal); what was
+streamed is kept, but the reply is not a complete answer."""
 
 
 @dataclass(frozen=True, slots=True)
