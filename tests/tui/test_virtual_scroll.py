@@ -12,7 +12,8 @@ import pytest
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.tui import DshApp
-from dsh.tui.transcript_view import SYNC_MEASURE_LIMIT, TranscriptView
+from dsh.tui.transcript_layout import SYNC_MEASURE_LIMIT
+from dsh.tui.transcript_view import TranscriptView
 from tests.helpers import append_chat_turn, append_tool_turn
 from tests.tui.conftest import SIZE, Rig, settle
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult
@@ -21,7 +20,6 @@ from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import DshError, MissingApiKeyError
 from dsh.events import (
     AssistantMessageEvent,
-    CommandDoneEvent,
     CompactionEndEvent,
     CompactionSummaryEvent,
     Event,
@@ -43,6 +41,7 @@ from dsh.tui.commands import (
 )
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
+from dsh.tui.find import FindBar
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import KEYS_HINT, PromptBox
@@ -58,21 +57,6 @@ WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
-
-
-def _recorded_elsewhere(options: TuiOptions, session_id: str) -> str | None:
-    """The workspace ``session_id`` recorded, if it is not this app's workspace."""
-    header = next((h for h in options.store.list() if h.id == session_id), None)
-    if header is None or Path(header.cwd).resolve() == options.workspace.resolve():
-        return None
-    return header.cwd
-
-
-def _logged_answer(controller: Controller, text: str) -> bool:
-    """True if ``text`` is the answer a command just logged (``command/done``)."""
-    events = controller.session.events if controller.session is not None else ()
-    last = events[-1] if events else None
-    return isinstance(last, CommandDoneEvent) and last.data.text == text
 
 
 class DshApp(App[None]):
@@ -93,6 +77,7 @@ class DshApp(App[None]):
         Binding("escape", "cancel_turn", "Cancel turn", show=False),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning", show=False),
         Binding("ctrl+o", "toggle_card", "Expand card", show=False),
+        Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("pageup", "scroll_transcript('page_up')", "Scroll up", show=False, priority=True),
         Binding(
             "pagedown", "scroll_transcript('page_down')", "Scroll down", show=False, priority=True
@@ -119,8 +104,10 @@ class DshApp(App[None]):
         self._closed = False
 
     def compose(self) -> ComposeResult:
-        yield TranscriptView(id="transcript")
+        view = TranscriptView(id="transcript")
+        yield view
         yield StatusBar(id="status")
+        yield FindBar(view, cursor_blink=self._cursor_blink, id="find")
         prompt = PromptBox(
             commands=COMMANDS, workspace=self.controller.options.workspace, id="prompt"
         )
@@ -382,7 +369,7 @@ class DshApp(App[None]):
         self._set_busy("compacting")
         try:
             text = await self.controller.compact(focus)
-            if not _logged_answer(self.controller, text):  # a logged answer is shown as a note
+            if not self.controller.logged_answer(text):  # a logged answer is shown as a note
                 self.note(text)
         except DshError as exc:
             self.note(f"error: {exc}")
@@ -415,7 +402,7 @@ class DshApp(App[None]):
             if controller.session is not None and controller.session.id == session_id:
                 self.note(f"Session {session_id} is already open.")
                 return
-            elsewhere = _recorded_elsewhere(controller.options, session_id)
+            elsewhere = controller.recorded_elsewhere(session_id)
             if elsewhere is not None:
                 here = controller.options.workspace
                 self.note(
@@ -498,3 +485,6 @@ class DshApp(App[None]):
 
     def action_toggle_card(self) -> None:
         self.transcript.toggle_current()
+
+    def action_find(self) -> None:
+        self.query_one(FindBar).open()

@@ -210,6 +210,12 @@ def _result_text(result: ToolResultItem) -> str:
     return sanitize(result.text)
 
 
+def card_text(block: Block) -> str:
+    """Everything a tool card can show once expanded: its name, arguments and result."""
+    result = _result_text(block.result) if block.result is not None else ""
+    return f"{block.label}\n{_pretty_arguments(block.arguments)}\n{result}"
+
+
 def _card_diff(block: Block) -> FileDiff | None:
     """An edit_file / write_file card's diff: the one its result logged, else from its
     arguments (the file has moved on)."""

@@ -26,6 +26,8 @@ Keys
                      brings it back)
   ctrl+r             show / hide the model's reasoning
   ctrl+o             expand / collapse the selected (or last) tool card or marker
+  ctrl+f             find in the transcript: enter / down next, shift+enter / up
+                     previous, esc back to the prompt
   tab                complete a /command or an @path from the workspace; with nothing to
                      complete, move to the transcript: up / down select a card, enter
                      expands it, a click expands too; pgup / pgdn / home / end scroll"""

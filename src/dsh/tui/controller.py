@@ -34,7 +34,7 @@ from dsh.agent.session_runner import (
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import UsageError
-from dsh.events import Event, UserSource
+from dsh.events import CommandDoneEvent, Event, UserSource
 from dsh.events.codec import gc_paused
 from dsh.llm.types import StreamEvent
 from dsh.store import EventStore, SessionHeader
@@ -312,6 +312,19 @@ class Controller:
         """Sessions started in this workspace, oldest first."""
         here = str(self.options.workspace)
         return [h for h in self.options.store.list() if h.cwd == here]
+
+    def recorded_elsewhere(self, session_id: str) -> str | None:
+        """The workspace ``session_id`` recorded, if it is not this app's workspace."""
+        header = next((h for h in self.options.store.list() if h.id == session_id), None)
+        if header is None or Path(header.cwd).resolve() == self.options.workspace.resolve():
+            return None
+        return header.cwd
+
+    def logged_answer(self, text: str) -> bool:
+        """True if ``text`` is the answer a command just logged (``command/done``)."""
+        events = self.session.events if self.session is not None else ()
+        last = events[-1] if events else None
+        return isinstance(last, CommandDoneEvent) and last.data.text == text
 
     def switch_model(self, name: str) -> Route:
         """Use ``name`` for the next turns (the running one keeps its model)."""

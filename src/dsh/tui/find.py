@@ -1,0 +1,205 @@
+"""Find in the transcript: ``ctrl+f`` opens a bar above the prompt.
+
+Typing searches as you type (case-insensitive) from the top of the screen down, wrapping
+round; ``enter`` or ``down`` goes to the next block that matches, ``shift+enter`` or ``up`` to
+the previous one, ``esc`` closes the bar and gives the prompt its focus back. A match inside a
+collapsed tool card opens the card; the first row that shows the match is highlighted and put
+on screen. Reasoning is searched only while it is shown (``ctrl+r``).
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Input, Static
+
+from dsh.tui.blocks import Block, card_text, row_text
+from dsh.tui.prompt import KEYS_HINT
+from dsh.tui.transcript_view import TranscriptView
+
+PLACEHOLDER = "find in the transcript"
+KEYS = "enter/down next match · shift+enter/up previous · pgup/pgdn scroll · esc back to the prompt"
+
+
+def searchable(block: Block, *, show_reasoning: bool) -> str:
+    """What a find looks in for ``block``, case-folded: what the block can show."""
+    if block.kind in ("tool", "result"):
+        return card_text(block).casefold()
+    if block.kind == "marker":
+        return ""
+    if show_reasoning:
+        return f"{block.reasoning}\n{block.text}".casefold()
+    return block.text.casefold()
+
+
+def matching_blocks(blocks: list[Block], needle: str, *, show_reasoning: bool) -> list[int]:
+    """The indices of the blocks whose text holds ``needle`` (case-insensitive), in order."""
+    return SearchIndex().matching(blocks, needle, show_reasoning=show_reasoning)
+
+
+class SearchIndex:
+    """Each block's searchable text, folded once and kept while the block is unchanged (a
+    find runs on every key typed; folding a long session's text each time would lag)."""
+
+    def __init__(self) -> None:
+        self._texts: list[tuple[Block, bool, bool, str]] = []
+        """Per block: the block, whether it had a result, whether reasoning was in, text."""
+
+    def matching(self, blocks: list[Block], needle: str, *, show_reasoning: bool) -> list[int]:
+        folded = needle.casefold()
+        if not folded:
+            return []
+        texts = self._texts
+        del texts[len(blocks) :]
+        for i, block in enumerate(blocks):
+            key = (block, block.result is not None, show_reasoning)
+            if i < len(texts) and texts[i][:3] == key:
+                continue
+            entry = (*key, searchable(block, show_reasoning=show_reasoning))
+            if i < len(texts):
+                texts[i] = entry
+            else:
+                texts.append(entry)
+        return [i for i, entry in enumerate(texts) if folded in entry[3]]
+
+
+def first_at_or_after(matches: list[int], index: int) -> int:
+    """The position in ``matches`` of the first block at or after ``index`` (wrapping to 0)."""
+    return next((n for n, block in enumerate(matches) if block >= index), 0)
+
+
+class FindInput(Input):
+    """The bar's text field; ``up``/``down`` and ``shift+enter`` step through the matches."""
+
+    BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
+        Binding("down", "step(1)", "Next match", show=False),
+        Binding("up,shift+enter", "step(-1)", "Previous match", show=False),
+        Binding("escape", "close", "Close find", show=False),
+    ]
+
+    def action_step(self, step: int) -> None:
+        bar = self.parent
+        if isinstance(bar, FindBar):
+            bar.step(step)
+
+    def action_close(self) -> None:
+        bar = self.parent
+        if isinstance(bar, FindBar):
+            bar.close()
+
+
+class FindBar(Horizontal):
+    """The find bar: a text field and what it found (``2 of 5``, ``no match``)."""
+
+    DEFAULT_CSS = """
+    FindBar {
+        height: 1;
+        display: none;
+    }
+    FindBar.open {
+        display: block;
+    }
+    FindBar FindInput, FindBar FindInput:focus {
+        width: 1fr;
+        height: 1;
+        border: none;
+        padding: 0 1;
+    }
+    FindBar #find-label {
+        width: auto;
+        padding: 0 0 0 1;
+        color: $accent;
+    }
+    FindBar #find-status {
+        width: auto;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    """
+
+    def __init__(
+        self, view: TranscriptView, *, cursor_blink: bool = True, id: str | None = None
+    ) -> None:
+        super().__init__(id=id)
+        self.view = view
+        self.cursor_blink = cursor_blink
+        self.matches: list[int] = []
+        self.index = SearchIndex()
+        self.position = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("find", id="find-label", markup=False)
+        field = FindInput(placeholder=PLACEHOLDER, id="find-input")
+        field.cursor_blink = self.cursor_blink
+        yield field
+        yield Static("", id="find-status", markup=False)
+
+    @property
+    def needle(self) -> str:
+        return self.query_one(FindInput).value
+
+    def open(self) -> None:
+        """Show the bar and focus it; a needle left from before is searched again."""
+        self.add_class("open")
+        self.app.query_one("#hint", Static).update(KEYS)
+        field = self.query_one(FindInput)
+        field.focus()
+        field.select_all()
+        self.search()
+
+    def close(self) -> None:
+        self.remove_class("open")
+        self.app.query_one("#hint", Static).update(KEYS_HINT)
+        self.view.show_found(None)
+        self.app.query_one("#prompt").focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.search()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.step(1)
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("pageup", "pagedown"):  # the transcript scrolls under the bar
+            event.stop()
+            self.view.scroll_by_key(event.key.replace("page", "page_"))
+
+    def search(self) -> None:
+        """Find from the block at the top of the screen down, wrapping round."""
+        view = self.view
+        self.matches = self.index.matching(
+            view.model.blocks, self.needle, show_reasoning=view.show_reasoning
+        )
+        self.position = first_at_or_after(self.matches, view.top_block())
+        self._show()
+
+    def step(self, step: int) -> None:
+        """Go to the next (``1``) or previous (``-1``) matching block."""
+        if self.matches:
+            self.position = (self.position + step) % len(self.matches)
+        self._show()
+
+    def _show(self) -> None:
+        status = self.query_one("#find-status", Static)
+        if not self.needle:
+            status.update("")
+            self.view.show_found(None)
+            return
+        if not self.matches:
+            status.update("no match")
+            self.view.show_found(None)
+            return
+        index = self.matches[self.position]
+        view = self.view
+        block = view.model.blocks[index]
+        if block.expandable and not block.expanded and block.kind != "marker":
+            view.toggle(index)
+        folded = self.needle.casefold()
+        rows = view.rows_of(index)
+        row = next((n for n, r in enumerate(rows) if folded in row_text(r).casefold()), 0)
+        view.show_found((index, row))
+        status.update(f"{self.position + 1} of {len(self.matches)}")

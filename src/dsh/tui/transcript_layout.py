@@ -1,0 +1,312 @@
+"""The layout under the transcript view: a virtual list of blocks drawn with Textual's Line API.
+
+Nothing is mounted per item: the layout keeps its blocks (``TranscriptModel``), a height per
+block and the prefix sums of those heights, and ``render_line`` turns only the rows on screen
+into strips (the rows of recently drawn blocks are cached).
+
+Opening a session lays out nothing but the screen: every block starts with a cheap height
+estimate (exact for collapsed cards and markers), the blocks on and around the screen are
+measured before they are drawn, and the rest are measured in the background a slice at a
+time, keeping whatever is at the top of the screen where it was. Live events append blocks
+that are measured at once; a burst of them is published (size, scroll, repaint) once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from itertools import accumulate
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from dsh.transcript import PassDetails
+from dsh.tui.blocks import (
+    Block,
+    Row,
+    TranscriptModel,
+    block_rows,
+    estimated_height,
+    live_rows,
+)
+
+SYNC_MEASURE_LIMIT = 2000
+"""Up to this many unmeasured blocks are measured at once; more go to the background."""
+MEASURE_SLICE = 400
+ROW_CACHE_BLOCKS = 256
+SELECTED = Style(color="cyan", bold=True)
+FOUND = Style(reverse=True)
+
+Anchor = tuple[int, int] | None
+"""(index of the block at the top of the screen, rows of it above the screen), or None."""
+
+
+class TranscriptLayout(ScrollView):
+    """Heights, offsets, measuring and drawing of the transcript's blocks; what the blocks are
+    and how people move through them is ``TranscriptView``'s."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = TranscriptModel()
+        self.details: Mapping[str, PassDetails] = {}
+        self.show_reasoning = False
+        self.selected: int | None = None
+        self.found: tuple[int, int] | None = None
+        """(block, row) of a find's match, highlighted."""
+        self.loaded = False
+        self.first_paint: float | None = None
+        """``time.perf_counter()`` at the end of the first drawing of loaded content."""
+        self._heights: list[int] = []
+        self._exact = bytearray()
+        self._unmeasured = 0
+        self._offsets: list[int] = [0]
+        self._width = 0
+        self._rows: OrderedDict[int, list[Row]] = OrderedDict()
+        self._live: tuple[str, str, list[str]] | None = None
+        self._live_rows: list[Row] = []
+        self._follow = True
+        self._adjusting = False
+        self._generation = 0
+        self._pending = False
+        self._pending_anchor: Anchor = None
+
+    @property
+    def total_height(self) -> int:
+        return self._offsets[-1] + len(self._live_rows)
+
+    @property
+    def unmeasured(self) -> int:
+        """Blocks whose height is still an estimate."""
+        return self._unmeasured
+
+    def _content_width(self) -> int:
+        return self.scrollable_content_region.width
+
+    def _measure(self, block: Block) -> int:
+        rows = block_rows(
+            block, self._width, show_reasoning=self.show_reasoning, details=self.details
+        )
+        return len(rows)
+
+    def _set_height(self, index: int, *, exact: bool) -> None:
+        """(Re)compute one block's height: measured if ``exact``, else estimated when the
+        estimate is cheap (a message); collapsed cards and markers are always exact."""
+        block = self.model.blocks[index]
+        self._rows.pop(index, None)
+        guess = (
+            -1
+            if exact
+            else estimated_height(block, self._width, show_reasoning=self.show_reasoning)
+        )
+        measured = guess < 0 or block.kind not in ("user", "assistant")
+        height = self._measure(block) if guess < 0 else guess
+        if index == len(self._heights):
+            self._heights.append(height)
+            self._exact.append(1)
+        was_exact = self._exact[index]
+        self._heights[index] = height
+        self._exact[index] = int(measured)
+        self._unmeasured += was_exact - int(measured)
+
+    def _offsets_from(self, first: int) -> None:
+        start = self._offsets[first]
+        self._offsets[first + 1 :] = list(accumulate(self._heights[first:], initial=start))[1:]
+
+    def _change(self, mutate: Callable[[], set[int]], *, keep: bool = False) -> None:
+        """Apply a change to the blocks; ``mutate()`` returns indices of earlier blocks that
+        changed. New and changed blocks are measured at once; the new size and scroll
+        position are published once per burst (or at once when ``keep``: a toggle)."""
+        if self._width <= 0:
+            mutate()
+            return
+        first_of_burst = not self._pending
+        if first_of_burst:
+            self._pending = True
+            self._pending_anchor = self._anchor() if keep or not self._follow else None
+        before = len(self.model.blocks)
+        changed = mutate()
+        for index in range(before, len(self.model.blocks)):
+            self._set_height(index, exact=True)
+        for index in changed:
+            self._set_height(index, exact=True)
+        self._offsets_from(min(changed, default=before))
+        self._live_rows = self._make_live_rows()
+        if keep or not self.is_attached:
+            self._publish()
+            if keep:
+                self._follow = round(self.scroll_y) >= self.max_scroll_y
+        elif first_of_burst:
+            self.call_later(self._publish)
+
+    def _publish(self) -> None:
+        if not self._pending:
+            return
+        self._pending = False
+        self._apply(self._pending_anchor)
+
+    def _relayout(self, *, keep_position: bool) -> None:
+        """Estimate every block again (new content, width or reasoning setting)."""
+        self._publish()
+        anchor = self._anchor() if keep_position and not self._follow else None
+        self._generation += 1
+        self._width = self._content_width()
+        self._rows.clear()
+        self._heights, self._exact, self._unmeasured = [], bytearray(), 0
+        if self._width > 0:
+            for index in range(len(self.model.blocks)):
+                self._set_height(index, exact=False)
+        self._offsets = [0, *accumulate(self._heights)]
+        self._live_rows = self._make_live_rows()
+        self._apply(anchor)
+        if self._unmeasured > SYNC_MEASURE_LIMIT and self.is_attached:
+            self.run_worker(self._measure_rest(), group="measure", exclusive=True)
+        elif self._unmeasured:
+            self._measure_some(self._unmeasured)
+
+    def _apply(self, anchor: Anchor) -> None:
+        """Publish the size, restore the scroll position, measure what is on screen."""
+        self.virtual_size = Size(self._width, self.total_height)
+        self._restore(anchor)
+        self._measure_viewport()
+        self.refresh()
+
+    def _anchor(self) -> Anchor:
+        top = round(self.scroll_y)
+        if not self.model.blocks or top >= self._offsets[-1]:
+            return None
+        index = bisect_right(self._offsets, top) - 1
+        return index, top - self._offsets[index]
+
+    def _jump(self, y: int) -> None:
+        self._adjusting = True
+        try:
+            self.scroll_target_y = y
+            self.scroll_y = y
+        finally:
+            self._adjusting = False
+
+    def _restore(self, anchor: Anchor) -> None:
+        if anchor is None:
+            if self._follow:
+                self._jump(self.max_scroll_y)
+            return
+        index, delta = anchor
+        if index < len(self._heights):
+            self._jump(self._offsets[index] + min(delta, max(0, self._heights[index] - 1)))
+
+    def _measure_viewport(self) -> None:
+        """Measure the blocks on screen (and a screen around it) before they are drawn,
+        keeping the top of the screen in place when heights above it change."""
+        for _ in range(4):
+            height = max(1, self.scrollable_content_region.height)
+            start, end = round(self.scroll_y) - height, round(self.scroll_y) + 2 * height
+            index = max(0, bisect_right(self._offsets, max(0, start)) - 1)
+            changed = []
+            while index < len(self._heights) and self._offsets[index] < end:
+                if not self._exact[index]:
+                    self._set_height(index, exact=True)
+                    changed.append(index)
+                index += 1
+            if not changed:
+                return
+            self._reflow(changed[0])
+
+    def _reflow(self, first: int) -> None:
+        """New offsets after heights from ``first`` on changed; the screen stays put."""
+        anchor = None if self._follow else self._anchor()
+        self._offsets_from(first)
+        self.virtual_size = Size(self._width, self.total_height)
+        self._restore(anchor)
+
+    def _measure_some(self, budget: int) -> int:
+        """Measure up to ``budget`` unmeasured blocks, newest first; returns how many."""
+        done, end, first = 0, len(self._exact), len(self._exact)
+        while done < budget:
+            index = self._exact.rfind(0, 0, end)
+            if index < 0:
+                break
+            self._set_height(index, exact=True)
+            first = end = index
+            done += 1
+        if done:
+            self._reflow(first)
+        return done
+
+    async def _measure_rest(self) -> None:
+        generation = self._generation
+        while self._unmeasured and generation == self._generation:
+            self._measure_some(MEASURE_SLICE)
+            self.refresh()
+            await asyncio.sleep(0)
+
+    def _make_live_rows(self) -> list[Row]:
+        if self._live is None or self._width <= 0:
+            return []
+        text, reasoning, calls = self._live
+        return live_rows(text, reasoning, calls, self._width, show_reasoning=self.show_reasoning)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._adjusting or not self.loaded or self._width <= 0:
+            return
+        self._follow = round(new_value) >= self.max_scroll_y
+        self._adjusting = True
+        try:
+            self._measure_viewport()
+        finally:
+            self._adjusting = False
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._content_width() != self._width:
+            self._relayout(keep_position=True)
+
+    def rows_of(self, index: int) -> list[Row]:
+        rows = self._rows.get(index)
+        if rows is None:
+            block = self.model.blocks[index]
+            rows = block_rows(
+                block, self._width, show_reasoning=self.show_reasoning, details=self.details
+            )
+            self._rows[index] = rows
+            if len(self._rows) > ROW_CACHE_BLOCKS:
+                self._rows.popitem(last=False)
+        else:
+            self._rows.move_to_end(index)
+        return rows
+
+    def render_line(self, y: int) -> Strip:
+        width = self._content_width()
+        base = self.rich_style
+        line = round(self.scroll_y) + y
+        total = self._offsets[-1]
+        row: Row = []
+        selected = found = False
+        if width == self._width and line < total:
+            index = bisect_right(self._offsets, line) - 1
+            rows = self.rows_of(index)
+            at = line - self._offsets[index]
+            if at < len(rows):
+                row = rows[at]
+                selected = index == self.selected and at < len(rows) - 1
+                found = self.found == (index, at)
+        elif width == self._width and line - total < len(self._live_rows):
+            row = self._live_rows[line - total]
+        strip = Strip(row)
+        if found:
+            strip = strip.apply_style(FOUND)
+        if selected:
+            strip = Strip([Segment("▌", SELECTED), *strip.crop(1, width)._segments])
+        return strip.crop_extend(0, width, base).apply_style(base)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if self.first_paint is None and self.loaded:
+            self.first_paint = time.perf_counter()
+        return lines

@@ -1,0 +1,173 @@
+"""Find in the transcript (ctrl+f): matches as shown, steps through them, opens a card whose
+result holds the match, highlights the matching row on screen, and esc gives the prompt back."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from dsh.transcript import ToolResultItem
+from dsh.tui import DshApp
+from dsh.tui.blocks import Block, row_text
+from dsh.tui.find import FindBar, SearchIndex, first_at_or_after, matching_blocks
+from dsh.tui.prompt import KEYS_HINT, PromptBox
+from dsh.tui.transcript_view import TranscriptView
+from tests.helpers import append_chat_turn, append_tool_turn, assistant_message
+from tests.tui.conftest import SIZE, Rig, settle, status_at_rest
+from tests.tui.test_virtual_scroll import screen_rows
+
+TURNS = 60
+
+
+def found_session(store: JsonlStore, cwd: str) -> str:
+    """Sixty turns; "Kestrel" is said in turns 3 and 40, and only a tool result of turn 10
+    holds "walrus" (its card is collapsed)."""
+    session = Session.create(store, cwd=cwd)
+    for i in range(TURNS):
+        if i == 10:
+            result = "line one\nline two\nthe walrus config\nline four\n"
+            append_tool_turn(session, f"prompt {i}", [("read_file", "{}", result)], f"reply {i}")
+        else:
+            said = " about Kestrel" if i in (3, 40) else ""
+            append_chat_turn(session, f"prompt {i}", f"reply {i}{said}")
+    session.close()
+    return session.id
+
+
+def run(app: DshApp, body: Any) -> None:
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)
+            await pilot.pause()
+            await body(pilot, app.transcript, app.query_one(FindBar))
+
+    asyncio.run(main())
+
+
+def status(bar: FindBar) -> str:
+    return str(bar.query_one("#find-status").render())
+
+
+def highlighted(view: TranscriptView) -> str:
+    """The text of the row a find highlights, if it is on screen."""
+    assert view.found is not None
+    index, row = view.found
+    return row_text(view.rows_of(index)[row])
+
+
+async def type_needle(pilot: Any, text: str) -> None:
+    for key in text:
+        await pilot.press(key)
+    await pilot.pause()
+
+
+def test_matching_is_case_insensitive_over_what_a_block_can_show():
+    user = Block("user", 1, message=assistant_message("Fix the KESTREL bug"))
+    marker = Block("marker", 2, pass_id="p")
+    thinking = Block("assistant", 3, cached_text="done", cached_reasoning="kestrel again")
+    blocks = [user, marker, thinking]
+    assert matching_blocks(blocks, "kestrel", show_reasoning=False) == [0]
+    assert matching_blocks(blocks, "Kestrel", show_reasoning=True) == [0, 2]
+    assert matching_blocks(blocks, "", show_reasoning=True) == []
+    assert first_at_or_after([3, 9, 20], 4) == 1
+    assert first_at_or_after([3, 9, 20], 21) == 0  # wraps round to the first match
+
+
+WORDS = st.sampled_from(["Kestrel", "kestrel", "walrus", "ß", "ss", "Ünï", "x"])
+TEXTS = st.lists(WORDS, max_size=4).map(" ".join)
+STEPS = st.lists(
+    st.tuples(st.sampled_from(["append", "tool", "result", "replace", "truncate", "find"]), TEXTS),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=STEPS, reasoning=st.lists(st.booleans(), min_size=30, max_size=30))
+def test_the_search_index_always_equals_a_fresh_search(steps, reasoning):
+    """Blocks appended, a card's result arriving, the model reloaded (blocks replaced or
+    cut), reasoning shown or hidden: the kept index answers as a fresh search does."""
+    index, blocks = SearchIndex(), []
+    for n, (op, text) in enumerate(steps):
+        if op == "append":
+            blocks.append(Block("assistant", n, cached_text=text, cached_reasoning=text[::-1]))
+        elif op == "tool":
+            blocks.append(Block("tool", n, label="read_file", arguments=f'{{"q": "{text}"}}'))
+        elif op == "result" and blocks and blocks[-1].kind == "tool":
+            blocks[-1].result = ToolResultItem(seq=n, call_id="c", text=text, is_error=False)
+        elif op == "replace" and blocks:
+            blocks[n % len(blocks)] = Block("user", n, cached_text=text, cached_reasoning="")
+        elif op == "truncate":
+            del blocks[len(blocks) // 2 :]
+        for needle in (text, text.upper(), "kestrel"):
+            shown = reasoning[n]
+            fresh = matching_blocks(blocks, needle, show_reasoning=shown)
+            assert index.matching(blocks, needle, show_reasoning=shown) == fresh
+
+
+def test_ctrl_f_finds_steps_and_wraps_and_esc_gives_the_prompt_back(rig: Rig):
+    app = rig.app([], resume=found_session(rig.store, str(rig.workspace)))
+
+    async def body(pilot: Any, view: TranscriptView, bar: FindBar) -> None:
+        assert not bar.display
+        await pilot.press("ctrl+f")
+        assert bar.display and bar.query_one("#find-input").has_focus
+        assert "esc back to the prompt" in str(app.query_one("#hint").render())
+        await type_needle(pilot, "kestrel")
+        # opened at the end (turn 59): the search wraps round to the first match, turn 3
+        assert status(bar) == "1 of 2"
+        assert highlighted(view) == "● reply 3 about Kestrel"
+        assert "● reply 3 about Kestrel" in screen_rows(view)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert status(bar) == "2 of 2" and "● reply 40 about Kestrel" in screen_rows(view)
+        await pilot.press("down")  # past the last match: back to the first
+        await pilot.pause()
+        assert status(bar) == "1 of 2" and "● reply 3 about Kestrel" in screen_rows(view)
+        await pilot.press("up")
+        await pilot.pause()
+        assert status(bar) == "2 of 2"
+        await type_needle(pilot, "x")
+        assert status(bar) == "no match" and view.found is None
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not bar.display and view.found is None
+        assert app.query_one(PromptBox).has_focus
+        assert str(app.query_one("#hint").render()) == KEYS_HINT
+        assert not app.running  # esc closed the bar; it did not reach the app's cancel
+
+    run(app, body)
+
+
+def test_a_match_in_a_collapsed_tool_result_opens_the_card_at_its_row(rig: Rig):
+    app = rig.app([], resume=found_session(rig.store, str(rig.workspace)))
+
+    async def body(pilot: Any, view: TranscriptView, bar: FindBar) -> None:
+        await pilot.press("ctrl+f")
+        await type_needle(pilot, "WALRUS")
+        assert status(bar) == "1 of 1"
+        assert view.found is not None
+        card = view.model.blocks[view.found[0]]
+        assert card.kind == "tool" and card.expanded
+        assert highlighted(view).strip() == "the walrus config"
+        assert "the walrus config" in [r.strip() for r in screen_rows(view)]
+
+    run(app, body)
+
+
+def test_find_snapshot(snap_compare, rig: Rig):
+    app = rig.app([], resume=found_session(rig.store, str(rig.workspace)))
+
+    async def find(pilot: Any) -> None:
+        await settle(pilot, lambda: app.ready and app.transcript.unmeasured == 0)
+        await pilot.press("ctrl+f")
+        await type_needle(pilot, "kestrel")
+        await pilot.press("enter")
+        await settle(pilot, lambda: status_at_rest(app))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=find)
