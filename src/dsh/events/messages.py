@@ -1,4 +1,4 @@
-"""The message model carried inside events (spec §1.1).
+"""The message model carried inside events (docs/events.md, Message and the blocks after it).
 
 A message is ``{id, role, content: [block…], source}``. Blocks and sources are tagged unions
 (``type`` and ``kind``). Everything is frozen; sequences are tuples so nothing can be mutated
@@ -58,6 +58,9 @@ class ReasoningBlock(Struct, tag="reasoning", tag_field="type", frozen=True):
 
 
 class ToolCallBlock(Struct, tag="tool-call", tag_field="type", frozen=True):
+    """A tool call as the model made it: ``arguments`` is the raw JSON text it produced, kept
+    verbatim even when malformed (the tool then answers with an ``INVALID_ARGUMENT`` error)."""
+
     id: str
     name: str
     arguments: str
