@@ -169,7 +169,8 @@ class PassRecord:
 
 
 def summariser_request_tokens(task: SummaryTask) -> int:
-    """Tokens of the request ``ModelSummarizer`` sends for ``task`` (spec §3 heuristic)."""
+    """Tokens of the request ``ModelSummarizer`` sends for ``task`` (the token heuristic of
+    docs/architecture.md, "Token accounting")."""
     instruction = Message(
         id="i", role="user", content=(TextBlock(text=instruction_for(task)),), source=UserSource()
     )

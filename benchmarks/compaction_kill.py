@@ -18,8 +18,8 @@ After each kill the parent checks, on a fresh copy of the session each time:
 1. the session loads (read-only, then for writing);
 2. nothing committed is lost or altered: the loaded log is exactly the reference's first K events,
    K = the events of the batches that committed (N for ``after``, N-1 otherwise), byte for byte;
-3. the spec's "plan first, then commits" rule: no summary or checkpoint of the pass precedes its
-   ``compaction/plan``;
+3. the engine's "plan first, then commits" rule (docs/compaction.md, "The events of a pass"): no
+   summary or checkpoint of the pass precedes its ``compaction/plan``;
 4. the pass is absent (no region landed; the surface is the one before the pass), complete, or
    resumed exactly: the next pre-step (``compact_if_needed``) commits the rest from the plan with
    no summariser call, and the pass's regions (kind, shadowed seqs, summary text) equal the

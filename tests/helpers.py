@@ -245,7 +245,8 @@ def replace_with_checkpoint(
 
 
 def heuristic_price(session: Session, seqs: Sequence[int]) -> int:
-    """The spec §3 heuristic price of the messages behind ``seqs``."""
+    """The heuristic price of the messages behind ``seqs`` (docs/architecture.md, "Token
+    accounting")."""
     total = 0
     for seq in seqs:
         message = surface_message(session.events[seq])  # type: ignore[arg-type]

@@ -86,7 +86,7 @@ def test_an_unknown_environment_variable_is_a_warning_naming_it_not_a_refusal(tm
     ],
 )
 def test_a_list_key_is_set_from_the_environment(tmp_path, value, expected):
-    """``DSH_TOOLS_SCRUB_ENV`` (spec §9, §10): comma-separated names or a TOML array."""
+    """``DSH_TOOLS_SCRUB_ENV`` (docs/config.md): comma-separated names or a TOML array."""
     environ = {"DSH_HOME": str(tmp_path), "DSH_TOOLS_SCRUB_ENV": value}
     assert load_settings(environ=environ, cwd=tmp_path).tools.scrub_env == expected
 

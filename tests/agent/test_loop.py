@@ -1,4 +1,5 @@
-"""The turn/step loop with the scripted provider and real tools (spec §1.3, §11 item 5)."""
+"""The turn/step loop with the scripted provider and real tools (docs/architecture.md, "The
+session log" and "Requests are a function of the log")."""
 
 from __future__ import annotations
 

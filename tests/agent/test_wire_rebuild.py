@@ -1,8 +1,8 @@
 """Every model request is rebuilt byte-equal from the log prefix, on the wire of each HTTP
-provider (spec §2, §11 item 5): the loop talks to a fake server through the real adapter, then
-the requests rebuilt from the stored log go through a fresh adapter to a second server, and the
-two servers must have received the same bodies — reasoning passed back, tool calls and results,
-a compaction checkpoint in place of its span."""
+provider (docs/architecture.md, "Requests are a function of the log"): the loop talks to a fake
+server through the real adapter, then the requests rebuilt from the stored log go through a fresh
+adapter to a second server, and the two servers must have received the same bodies — reasoning
+passed back, tool calls and results, a compaction checkpoint in place of its span."""
 
 from __future__ import annotations
 

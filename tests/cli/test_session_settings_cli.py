@@ -123,8 +123,8 @@ def test_dsh_compact_uses_the_recorded_backend_refuses_a_mixing_one_and_switches
     assert view(sid)["compaction.backend"] == "recallable"
     new = _summaries(home, sid)[len(basic) :]
     assert {s.data.kind for s in new} == {"index", "state"}  # recallable's layout from now on
-    # adoption (spec §4.4): the basic head checkpoint folds into the new pass like a
-    # superseded state, so no basic checkpoint stays on the surface
+    # adoption (docs/compaction.md, "Configuration"): the basic head checkpoint folds into the
+    # new pass like a superseded state, so no basic checkpoint stays on the surface
     with Session.open(JsonlStore(home), sid) as session:
         old_checkpoints = {s.seq + 1 for s in basic}  # each summary is followed by its replace
         assert old_checkpoints.isdisjoint(session.nodes)

@@ -1,4 +1,5 @@
-"""The anchor extractor: literal anchors, rarity, and keyword lines (spec §4.4, §7)."""
+"""The anchor extractor: literal anchors, rarity, and keyword lines (docs/compaction.md, "Layout"
+and "Checkpoints hold only what the conversation said")."""
 
 from __future__ import annotations
 

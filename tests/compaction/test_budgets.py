@@ -1,5 +1,5 @@
-"""Budgets and small correctness items (spec §4.4 "Hysteresis and futility", "Footer ranges",
-§9 validation; issue 12 items 3, 7, 8)."""
+"""Budgets and small correctness items (docs/compaction.md, "Hysteresis and futility" and "The
+footer"; the validation rules of docs/config.md; issue 12 items 3, 7, 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Summariser calls ride the conversation's cache (spec §4.4 "Summariser layout").
+"""Summariser calls ride the conversation's cache (docs/compaction.md, same section).
 
 When the summariser is the conversation's own route, every stub and state call of a pass is the
 last conversation request extended by what the surface gained since and one instruction naming

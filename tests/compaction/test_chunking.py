@@ -1,4 +1,4 @@
-"""Property tests of the deterministic chunker (spec §4.4)."""
+"""Property tests of the deterministic chunker (docs/compaction.md, "Layout")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""A process killed between a checkpoint's replace and its ``compaction/end`` (spec §4.4).
+"""A process killed between a checkpoint's replace and its ``compaction/end``.
 
 The checkpoint stands on the surface, but recall reads only a closed bracket: before the next
 pre-step closed it, ``history_read`` of the checkpoint answered that nothing was replaced and
 ``history_search`` did not find what it shadows, so those originals were out of reach for good
-(the plan counted as complete, as no region of it was left on the surface).
+(the plan counted as complete, as no region of it was left on the surface). docs/compaction.md,
+"Failure handling", says what happens now.
 """
 
 from __future__ import annotations

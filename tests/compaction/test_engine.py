@@ -1,4 +1,5 @@
-"""The compaction engine and the basic backend (spec §4.1–§4.3, §11 items 6–8)."""
+"""The compaction engine and the basic backend (docs/compaction.md, "The events of a pass",
+"Triggers" and "The basic backend")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The extractive summariser: summary, stub and state written by code (spec §4.3, §4.4, §7)."""
+"""The extractive summariser: summary, stub and state written by code (docs/compaction.md, "The
+basic backend" and "Layout"; docs/architecture.md, "Keyless everything")."""
 
 from __future__ import annotations
 

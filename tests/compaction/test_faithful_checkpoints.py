@@ -1,8 +1,9 @@
-"""Frozen stubs and the state hold only what the conversation said (issue 22, spec §4.4).
+"""Frozen stubs and the state hold only what the conversation said (issue 22).
 
 Summarisers here answer like a small model does: they copy the instruction's example, invent
 ids, drop state sections or echo the slice. Code must keep every such literal out of the
-checkpoints, and never make a stub of a superseded state alone.
+checkpoints, and never make a stub of a superseded state alone (docs/compaction.md, section
+of the same name).
 """
 
 from __future__ import annotations

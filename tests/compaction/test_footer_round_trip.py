@@ -1,5 +1,5 @@
 """Every checkpoint text ends with the exact footer, and the footers survive a save/load round
-trip on both stores (spec §4.4 stub text and footer ranges, §11 item 10)."""
+trip on both stores (docs/compaction.md, "The footer")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""One riding call per pass (spec §4.4 "Summariser layout"; issue 12, lever a).
+"""One riding call per pass (docs/compaction.md, "Summariser calls ride the conversation's
+cache"; issue 12, lever a).
 
 When every model region of a pass rides the conversation's cache, the whole pass is one call:
 the conversation as sent plus one instruction naming every slice; the answer's labelled sections

@@ -1,7 +1,7 @@
-"""Overflow recovery (spec §4.4 "Overflow"): one long tool result pushes the request over the
-window and the provider answers context-overflow; both backends compact inside the open step,
-keep the newest tool call and its result verbatim (pruned when that result alone is too big),
-and the retry answers."""
+"""Overflow recovery (docs/compaction.md, "Failure handling"): one long tool result pushes the
+request over the window and the provider answers context-overflow; both backends compact inside
+the open step, keep the newest tool call and its result verbatim (pruned when that result alone
+is too big), and the retry answers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The recallable backend through the real loop (spec §4.4, §11 items 9–12)."""
+"""The recallable backend through the real loop (docs/compaction.md, "Layout" and "Failure
+handling")."""
 
 from __future__ import annotations
 

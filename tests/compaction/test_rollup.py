@@ -1,4 +1,4 @@
-"""The degradation ladder (spec §4.4 "Stub-region pressure"): a code-only rollup of the oldest
+"""The degradation ladder (docs/compaction.md, same section): a code-only rollup of the oldest
 stubs keeps every rolled-up id a recall target, is itself frozen, and resumes after a kill
 exactly like a pass (plan first, then commits)."""
 

@@ -1,7 +1,7 @@
-"""The stub region's ladder (spec §4.4 "Stub-region pressure"): a pass whose new stubs would
-overflow the region's share commits fewer, coarser stubs, else rolls the oldest up, else writes
-the state alone — and a pass planned deeper to reach the low watermark does not spend the room
-it frees on more stubs."""
+"""The stub region's ladder (docs/compaction.md, "The degradation ladder"): a pass whose new
+stubs would overflow the region's share commits fewer, coarser stubs, else rolls the oldest up,
+else writes the state alone — and a pass planned deeper to reach the low watermark does not
+spend the room it frees on more stubs."""
 
 from __future__ import annotations
 

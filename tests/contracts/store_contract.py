@@ -1,5 +1,5 @@
-"""The contract every session store must pass (spec §1.4: "a second store backend MUST pass the
-same contract test suite as JSONL").
+"""The contract every session store must pass: both stores pass one suite (docs/architecture.md,
+"Decisions, with the reason", the SQLite item).
 
 A backend's test module subclasses :class:`StoreContract` (``class TestJsonlStore(StoreContract)``)
 and implements the hooks that reach under the store to its stored bytes.

@@ -1,5 +1,5 @@
-"""The event codec (spec §1, §1.1, §1.2): lossless round trips, camelCase on disk, refusing
-values JSON cannot carry, and the constant-time predicates."""
+"""The event codec (docs/architecture.md, "The session log"; docs/events.md): lossless round
+trips, camelCase on disk, refusing values JSON cannot carry, and the constant-time predicates."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Finding checkpoints by ``c<summarySeq>`` and the typed errors for everything else (§5)."""
+"""Finding checkpoints by ``c<summarySeq>`` and the typed errors for everything else
+(docs/compaction.md, "The two recall tools")."""
 
 from __future__ import annotations
 

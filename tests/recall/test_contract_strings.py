@@ -1,4 +1,4 @@
-"""Recall schemas, descriptions and the prompt section are byte-identical forever (§11 item 15).
+"""Recall schemas, descriptions and the prompt section are byte-identical forever (docs/tools.md).
 
 The expected values are literals on purpose: any edit to what the model reads must show up here
 as a deliberate change (it also invalidates every provider prompt cache).

@@ -1,4 +1,5 @@
-"""``history_read``: header, budgeted pages, a working cursor and typed errors (§11 item 13)."""
+"""``history_read``: header, budgeted pages, a working cursor and typed errors
+(docs/compaction.md, "The two recall tools")."""
 
 from __future__ import annotations
 

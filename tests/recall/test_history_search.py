@@ -1,4 +1,5 @@
-"""``history_search``: the two-hop regression pin, coverage, truncation, hints (§11 item 14)."""
+"""``history_search``: the two-hop regression pin, coverage, truncation, hints
+(docs/compaction.md, "The two recall tools")."""
 
 from __future__ import annotations
 

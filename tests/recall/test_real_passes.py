@@ -206,8 +206,8 @@ def test_reading_a_state_says_where_the_rest_of_its_folded_range_is():
 def test_a_read_names_the_span_forwards_as_the_footer_does_when_a_superseded_state_leads_it():
     """A second pass's first stub shadows the superseded state (a later seq) and the older tail
     after it: its shadowedRange is surface order (#103–#74 reads backwards). The read's header
-    names the span as the footer does, smallest to largest conversation seq (spec §4.4 "Footer
-    ranges read forwards")."""
+    names the span as the footer does, smallest to largest conversation seq (docs/compaction.md,
+    "The footer")."""
     session = long_session()
     engine = CompactionEngine(
         session, RecallableBackend(ExtractiveSummarizer(), RECALLABLE), RECALLABLE

@@ -42,7 +42,8 @@ PROPERTY = settings(max_examples=150, deadline=None)
 
 
 def fresh_measure(session: Session) -> tuple[int, bool]:
-    """Spec §3 from scratch: fold the log, find the anchor, price what it does not cover."""
+    """``measure()`` from scratch (docs/architecture.md, "Token accounting"): fold the log, find the
+    anchor, price what it does not cover."""
     events = session.events
     nodes, _ = fold_surface(events)
     header = anchor = None

@@ -1,4 +1,5 @@
-"""Append is synchronous; observers run after the commit and cannot undo it (spec §1)."""
+"""Append is synchronous; observers run after the commit and cannot undo it (docs/architecture.md,
+"The session log")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The surface (spec §2) and token accounting (spec §3) on hand-built sessions."""
+"""The surface and token accounting (docs/architecture.md, same sections) on hand-built sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""History paging (spec §6, §11 item 17) and the human projection (§11 item 16)."""
+"""History paging and the human projection (docs/architecture.md, "The human transcript")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The shared text renderer and the human projection (spec §5 rendering, §6 projection)."""
+"""The shared text renderer and the human projection (docs/compaction.md, "The two recall
+tools"; docs/architecture.md, "The human transcript")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Live equals replay (spec §6): a session compacted while the app watched renders
-byte-identically to the same log opened cold.
+"""Live equals replay (docs/architecture.md, "The human transcript"): a session compacted while
+the app watched renders byte-identically to the same log opened cold.
 
 The two snapshot fixtures below are a pair and must change together:
 ``__snapshots__/test_live_equals_replay/test_live_compaction_snapshot.svg`` (the app watched the

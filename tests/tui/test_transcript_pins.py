@@ -1,4 +1,4 @@
-"""The note's pins (human-transcript-append-origin; spec §6, §11 item 16), in the TUI.
+"""The human transcript's pins (docs/architecture.md, "The human transcript"), in the TUI.
 
 After a compaction lands the old prompt is still shown, shadowed tool cards still pair with
 their results, there is exactly one marker per pass, and no checkpoint payload, pruned copy,

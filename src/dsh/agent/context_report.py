@@ -5,7 +5,8 @@ header (``ContextReport.public()``).
 ``context_report(session, …)`` splits the next request into its parts, in model order: the
 system prompt and the tool schemas, then the surface nodes, each an index checkpoint (a *stub*),
 the *state* checkpoint, or a message of the *tail* (the conversation kept verbatim). Every size is
-spec §3's heuristic, so the parts add up to ``heuristic_tokens``; ``used_tokens`` is
+the token heuristic (docs/architecture.md, "Token accounting"), so the parts add up to
+``heuristic_tokens``; ``used_tokens`` is
 ``Session.measure()`` (provider-anchored when it can be), the figure compaction acts on. Billed
 tokens are the providers' own usage figures from the log, priced with the one list-price table,
 ``dsh.llm.prices`` (shared with the bench); a provider without a list price is not estimated.

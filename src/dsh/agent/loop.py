@@ -1,4 +1,4 @@
-"""The turn/step loop (spec §1.3).
+"""The turn/step loop (docs/architecture.md, "The session log").
 
 One turn: ``turn/start`` → pre-step hooks (automatic compaction hooks in here, before the step's
 new input is logged) → ``step/start`` → the user's message → ``request/header`` (only if changed)

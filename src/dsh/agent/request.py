@@ -2,7 +2,8 @@
 
 The loop builds every request with ``request_from_state``; ``rebuild_requests`` replays a log and
 rebuilds the request behind every logged model call the same way, which is how tests prove that
-what the model saw is exactly what was logged (spec §2, §11 item 5).
+what the model saw is exactly what was logged (docs/architecture.md, "Requests are a function
+of the log").
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ first run records them.
 
 Changing the backend of a session that already has checkpoints is an explicit switch only
 (``switch=True``: ``dsh compact ID --backend``, a ``--compaction`` flag on resume); anything
-else is refused with one line. The new backend adopts the old checkpoints (spec §4.4: a
-recallable pass takes a basic head checkpoint as its state; a basic pass merges every checkpoint
-in its range).
+else is refused with one line. The new backend adopts the old checkpoints (docs/compaction.md,
+"Configuration": a recallable pass takes a basic head checkpoint as its state; a basic pass
+merges every checkpoint in its range).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 An anchor is a rare literal copied verbatim from the conversation — an error string, a path, an
 identifier, a value with a unit, a ``key=value`` setting or a short quoted string. Stubs list the
-slice's rarest anchors on one keyword line, grouped by kind (spec §4.4); code extracts them so the
-line is guaranteed even when a model writes the rest of the stub.
+slice's rarest anchors on one keyword line, grouped by kind (docs/compaction.md, "Layout"); code
+extracts them so the line is guaranteed even when a model writes the rest of the stub.
 
 Everything here is a pure, deterministic function of its arguments; regexes are compiled once.
 """

@@ -1,6 +1,8 @@
-"""The basic backend (spec §4.3): one summary of everything from the surface head to the retain
-boundary. It is the reference twin the recallable backend is measured against: every pass
-re-summarises the previous checkpoint together with the newer history."""
+"""The basic backend: one summary of everything from the surface head to the retain boundary.
+
+It is the reference twin the recallable backend is measured against: every pass re-summarises
+the previous checkpoint together with the newer history (docs/compaction.md, "The basic
+backend")."""
 
 from __future__ import annotations
 

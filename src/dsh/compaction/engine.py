@@ -1,4 +1,4 @@
-"""The compaction engine: brackets, lock, guard, plan-then-commit, resume, triggers (spec §4).
+"""The compaction engine: brackets, lock, guard, plan-then-commit, resume, triggers.
 
 A pass: take the lock (the first ``compaction/start``), summarise every planned region off the
 surface, check that the surface did not move and that the pass shrinks the context (inflation
@@ -7,7 +7,8 @@ to right, one bracket each: start → summary → checkpoint replace → end. An
 first commit writes ``compaction/end{error}`` and leaves the surface untouched. A process killed
 between commits leaves a plan whose regions are not all committed; the next pre-step commits the
 rest from the plan, with no model call and no guard, and first closes the bracket of a region
-whose checkpoint landed but whose end did not (killed between the two)."""
+whose checkpoint landed but whose end did not (killed between the two). See docs/compaction.md,
+"The events of a pass", "Triggers" and "Failure handling"."""
 
 from __future__ import annotations
 

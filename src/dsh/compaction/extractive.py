@@ -1,8 +1,9 @@
-"""The extractive summariser: checkpoints written by code, keyless and deterministic (spec §7).
+"""The extractive summariser: checkpoints written by code, keyless and deterministic.
 
 It answers the three task kinds of ``dsh.compaction.summarizer`` from the rendered messages
 alone: first and last lines, sentences that carry decisions or constraints, and the literal
-anchors of ``dsh.compaction.anchors`` copied exactly. The same task always gives the same bytes.
+anchors of ``dsh.compaction.anchors`` copied exactly. The same task always gives the same bytes
+(docs/architecture.md, "Keyless everything"; docs/compaction.md, "Known limits").
 """
 
 from __future__ import annotations

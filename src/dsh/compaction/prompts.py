@@ -290,7 +290,8 @@ def frame_stub(text: str) -> str:
 
 
 def footer(summary_seq: int, span: tuple[int, int]) -> str:
-    """The code-written footer every recallable checkpoint ends with (spec §4.4)."""
+    """The code-written footer every recallable checkpoint ends with (docs/compaction.md,
+    "The footer")."""
     start, end = span
     return (
         f"[checkpoint c{summary_seq}: shadows conversation span #{start}–#{end}; "

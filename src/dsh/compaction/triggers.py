@@ -1,5 +1,6 @@
-"""Trigger policy shared by both backends (spec §4.2, §4.4 "Hysteresis and futility",
-"Overflow"): refusal back-off per threshold crossing, stale material, and what an overflow keeps.
+"""Trigger policy shared by both backends: refusal back-off per threshold crossing, stale
+material, and what an overflow keeps (docs/compaction.md, "Triggers", "Hysteresis and futility"
+and "Failure handling").
 """
 
 from __future__ import annotations

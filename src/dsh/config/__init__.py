@@ -1,4 +1,4 @@
-"""One ``Settings`` object, layered (spec §9).
+"""One ``Settings`` object, layered (docs/config.md).
 
 Later layers win: defaults < ``$DSH_HOME/config.toml`` < ``./.dsh/config.toml`` < ``DSH_*``
 environment variables < command-line flags. TOML keys are snake_case, in sections; environment

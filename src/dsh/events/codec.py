@@ -82,7 +82,8 @@ def check_json_value(value: Any, where: str) -> None:
 
 
 def validate_event_shape(event: Event) -> None:
-    """Rules one event must satisfy on its own (spec §1, §2); the fold checks the rest."""
+    """Rules one event must satisfy on its own (docs/architecture.md, "The session log" and "The
+    surface"); the fold checks the rest."""
     if isinstance(event, OpaqueEvent):
         return
     seq = event.seq
@@ -289,8 +290,8 @@ def decode_event_line(raw: bytes, *, line: int) -> Event:
 
 
 def check_contiguous(events: Iterable[Event], *, first_line: int = 1, first_seq: int = 0) -> None:
-    """Refuse a log whose seqs are not exactly 0, 1, 2, … (spec §1: seq = position), or, for the
-    rest of a log, ``first_seq`` and on."""
+    """Refuse a log whose seqs are not exactly 0, 1, 2, … (seq = position: docs/architecture.md,
+    "The session log"), or, for the rest of a log, ``first_seq`` and on."""
     for position, event in enumerate(events, first_seq):
         if event.seq != position:
             line = first_line + position - first_seq

@@ -1,4 +1,7 @@
-"""The payloads of the compaction events (spec §4.1): brackets, summaries, plans, prunes."""
+"""The payloads of the compaction events: brackets, summaries, plans, prunes.
+
+What each means and in which order a pass writes them: docs/compaction.md, "The events of a
+pass"."""
 
 from __future__ import annotations
 

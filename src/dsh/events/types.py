@@ -1,4 +1,4 @@
-"""The event vocabulary (spec §1.2 and §4.1).
+"""The event vocabulary (docs/events.md is generated from it).
 
 Each event is a frozen struct tagged by its ``type``; its payload lives in ``data``. Surface
 events (``user/message``, ``assistant/message``, ``tool/result``) carry a required ``surfaceOp``

@@ -99,7 +99,8 @@ class StreamAssembler:
 
     def message(self, id: str, provider: str, model: str) -> Message:
         """The complete assistant message. A tool call that never got an id or a name is an
-        ``INVALID_RESPONSE`` provider error; malformed arguments are kept verbatim (spec §1.1)."""
+        ``INVALID_RESPONSE`` provider error; malformed arguments are kept verbatim (docs/events.md,
+        ToolCallBlock)."""
         calls = []
         for index, parts in sorted(self._calls.items()):
             if parts.id is None or parts.name is None:

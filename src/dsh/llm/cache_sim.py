@@ -62,7 +62,8 @@ def message_segment(message: Message) -> Segment:
 
 
 def request_segments(request: ModelRequest) -> list[Segment]:
-    """The request in provider order (tools, system, messages) with spec §3 token counts."""
+    """The request in provider order (tools, system, messages) with heuristic token counts
+    (docs/architecture.md, "Token accounting")."""
     segments: list[Segment] = []
     if request.tools:
         segments.append(

@@ -1,7 +1,8 @@
 """The ``replay`` provider: serve every model call of a recorded session again, keylessly.
 
-The recorded ``session.jsonl`` is the fixture (spec §7). Conversation calls are answered by the
-recorded ``assistant/message`` and ``request/error`` events in order (a failed stream's partial
+The recorded ``session.jsonl`` is the fixture (docs/architecture.md, "Keyless everything").
+Conversation calls are answered by the recorded ``assistant/message`` and ``request/error`` events
+in order (a failed stream's partial
 message is streamed again before its error; tool calls recovered from text are served as that
 text, so the loop recovers them again); compaction calls by the
 recorded ``compaction/summary`` events that came from exactly one model call

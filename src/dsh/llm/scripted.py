@@ -10,8 +10,8 @@ A script is a list of entries (JSON or YAML)::
     - error: {code: RATE_LIMITED, message: "slow down"}
 
 The n-th model call of a session gets entry n, where n is the number of ``assistant/message``
-and ``request/error`` events already in the log (spec §7), so a resumed session, or another
-process, picks up where the log left off.
+and ``request/error`` events already in the log (docs/architecture.md, "Keyless everything"),
+so a resumed session, or another process, picks up where the log left off.
 """
 
 from __future__ import annotations
@@ -315,7 +315,8 @@ class ScriptedProvider:
         return events
 
     def _usage(self, request: ModelRequest, reply: Message) -> Usage:
-        """Spec §3 heuristic usage; with a simulated cache, input excludes the cache hit.
+        """Heuristic usage (docs/architecture.md, "Token accounting"); with a simulated cache, input
+        excludes the cache hit.
 
         The cache is consulted even when the entry scripts its own usage, so its state follows
         the conversation either way.

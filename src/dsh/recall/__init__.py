@@ -1,4 +1,5 @@
-"""Recall: the model's way back into compacted history (spec §5).
+"""Recall: the model's way back into compacted history (docs/compaction.md, "The two recall
+tools").
 
 ``history_read`` and ``history_search`` read the session log only (no index, no model call): a
 checkpoint ``c<summarySeq>`` names a ``compaction/summary``, whose shadowed span is rendered with

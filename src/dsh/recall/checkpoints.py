@@ -1,4 +1,5 @@
-"""Finding compaction checkpoints in a session log (spec §4.1, §5).
+"""Finding compaction checkpoints in a session log (docs/compaction.md, "The events of a pass"
+and "The two recall tools").
 
 A checkpoint is named ``c<summarySeq>``: the seq of its ``compaction/summary`` event. Its bracket
 is the ``compaction/start`` with the same ``compactionId`` before the summary and the
@@ -96,8 +97,9 @@ class Checkpoint:
 def conversation_span(events: Sequence[Event], seqs: Sequence[int]) -> tuple[int, int]:
     """The smallest and largest seq of the conversation events that the surface nodes ``seqs``
     stand for — directly, or through the checkpoints and pruned results they replaced — read
-    forwards, as a footer names them (spec §4.4), never in surface order: a superseded state
-    leads a later stub's span although its seq is after the older tail it did not shadow."""
+    forwards, as a footer names them (docs/compaction.md, "The footer"), never in surface
+    order: a superseded state leads a later stub's span although its seq is after the older
+    tail it did not shadow."""
     low, high = None, None
     stack = list(seqs)
     while stack:

@@ -1,4 +1,4 @@
-"""Long rendered messages in parts (spec §5's rendering, paged).
+"""Long rendered messages in parts, paged (docs/compaction.md, "The two recall tools").
 
 A message of a rendered span longer than ``PART_CHARS`` becomes several messages of the span,
 each its own ``#msg``: ``history_read`` pages through it, and a ``history_search`` hit names the

@@ -1,4 +1,5 @@
-"""Rendering a checkpoint's shadowed span as transcript messages (spec §5).
+"""Rendering a checkpoint's shadowed span as transcript messages (docs/compaction.md,
+"The two recall tools").
 
 Each shadowed surface node becomes one string: ``User: …``, ``Assistant: …`` (tool calls as
 ``[tool call: name(args)]``), ``Tool result: …`` — the shared ``render_message``. A node that is

@@ -1,9 +1,10 @@
-"""``history_read`` and ``history_search``: the model's way back into compacted history (spec §5).
+"""``history_read`` and ``history_search``: the model's way back into compacted history.
 
-Both are pure functions of the session log (no index, no model or embedding call) and answer with
-an ordinary tool result. ``read_checkpoint`` and ``search_history`` do the work and raise
-``RecallError``; the tools add the agent-caller check and turn every error into an error
-``ToolOutput`` with its code; ``dsh recall`` on the CLI prints the very same text.
+Described in docs/compaction.md, "The two recall tools". Both are pure functions of the
+session log (no index, no model or embedding call) and answer with an ordinary tool result.
+``read_checkpoint`` and ``search_history`` do the work and raise ``RecallError``; the tools add
+the agent-caller check and turn every error into an error ``ToolOutput`` with its code;
+``dsh recall`` on the CLI prints the very same text.
 
 The schemas, descriptions and ``RECALL_PROMPT_SECTION`` are constants: byte-identical in every
 request, whatever the configuration or the number of passes.

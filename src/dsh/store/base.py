@@ -38,8 +38,8 @@ from dsh.events import (
 FORMAT_VERSION = 1
 
 DURABLE_EVENT_CLASSES = (StepEndEvent, TurnEndEvent, CompactionEndEvent)
-"""Appending one of these requests a background fsync (spec §1.4); other appends ride on the
-next one, or on ``sync()``/``close()``."""
+"""Appending one of these requests a background fsync (docs/architecture.md, "Durability");
+other appends ride on the next one, or on ``sync()``/``close()``."""
 _DURABLE_TYPES = frozenset(DURABLE_EVENT_CLASSES)
 
 
@@ -169,7 +169,7 @@ class SessionLog(ABC):
         self.warnings: list[str] = list(warnings)
         self.pending_end_seed = writable and resumed and bool(events)
         """True until the first write of a resumed or forked (seeded) lifecycle, which must be
-        session/end-seed (spec §1.2)."""
+        session/end-seed (docs/events.md, SessionEndSeed)."""
         self._broken: str | None = None
         self._closed = False
 

@@ -1,4 +1,4 @@
-"""The default store: one JSONL file per session (spec §1.4).
+"""The default store: one JSONL file per session (docs/architecture.md, "The session log").
 
 ``<home>/sessions/<id>/session.jsonl``: line 1 is the session header, then one event per line in
 seq order. A last line without its newline is a torn write from a crash: it is dropped with a

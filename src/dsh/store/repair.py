@@ -1,4 +1,4 @@
-"""Crash repair: close a turn a dead process left open (spec §1.4).
+"""Crash repair: close a turn a dead process left open (docs/architecture.md, "The session log").
 
 When a session whose last turn has no ``turn/end`` is opened for writing, the new lifecycle starts
 with ``session/end-seed`` and then closes that turn: a synthetic error result for every tool call

@@ -1,6 +1,7 @@
 """``dsh sessions repair``: salvage the valid prefix of a corrupt JSONL log.
 
-A log that is bad in the middle refuses to load (spec §1.4), so it cannot even be exported.
+A log that is bad in the middle refuses to load (docs/architecture.md, "The session log"), so
+it cannot even be exported.
 Salvage keeps the longest prefix that loads — the header and every event line up to the first one
 that does not decode, fails its CRC seal, breaks the seq order or a per-event rule (or that the
 caller's ``validate``

@@ -1,10 +1,11 @@
-"""The checkpoint vocabulary shared by compaction, recall and the faces (spec §4.1, §4.3).
+"""The checkpoint vocabulary shared by compaction, recall and the faces.
 
 A checkpoint node is a replacing ``user/message`` whose ``sourceEventSeqs`` start with its
 bracket's ``compaction/start`` and ``compaction/summary``; the summary says which kind of
 checkpoint it is (``index`` or ``state``; a kind-less legacy summary counts as state). These are
 pure functions of the log (and, for the retain boundary, of the surface), so every layer from
-compaction up reads checkpoints the same way without importing a backend.
+compaction up reads checkpoints the same way without importing a backend (docs/compaction.md,
+"The events of a pass").
 """
 
 from __future__ import annotations

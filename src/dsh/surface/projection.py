@@ -1,4 +1,4 @@
-"""The surface fold: which events the model sees, in order (spec §2).
+"""The surface fold: which events the model sees, in order (docs/architecture.md, "The surface").
 
 ``append`` pushes the event's seq; a replace splices the current nodes from ``start`` through
 ``end`` (positions of current nodes, inclusive) and inserts the new seq at ``start``'s position.

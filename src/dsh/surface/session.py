@@ -1,8 +1,9 @@
 """``Session``: the append-only log of one session together with its live surface.
 
-Append validates an event against every rule of spec §1–§2, writes it through the store, then
-folds it into the surface and only then tells observers, which cannot undo it. Opening a stored
-log folds it with the very same code, so a log that loads is a log that could have been appended.
+Append validates an event against every rule of docs/architecture.md ("The session log", "The
+surface"), writes it through the store, then folds it into the surface and only then tells
+observers, which cannot undo it. Opening a stored log folds it with the very same code, so a log
+that loads is a log that could have been appended.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ class Draft:
 
 @dataclass(frozen=True, slots=True)
 class Measurement:
-    """``measure()``: the size of the next request (spec §3). Per-node prices come from
-    ``Session.node_tokens``."""
+    """``measure()``: the size of the next request (docs/architecture.md, "Token accounting").
+    Per-node prices come from ``Session.node_tokens``."""
 
     total_tokens: int
     anchored: bool

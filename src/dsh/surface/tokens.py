@@ -1,7 +1,7 @@
-"""The token heuristic of spec §3: about four characters a token, plus fixed overheads.
+"""The token heuristic: about four characters a token, plus fixed overheads.
 
 It is deliberately simple and deterministic so that compaction pricing (``shadowedTokenCount``)
-can be recomputed exactly from the log by anyone.
+can be recomputed exactly from the log by anyone (docs/architecture.md, "Token accounting").
 """
 
 from __future__ import annotations

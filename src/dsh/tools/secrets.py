@@ -1,4 +1,4 @@
-"""Keeping secrets out of tools (spec §10).
+"""Keeping secrets out of tools (README.md, "Using it"; ``tools.scrub_env`` in docs/config.md).
 
 Shell commands run with a scrubbed environment: no provider key and no variable whose name
 matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive; the word may

@@ -1,10 +1,11 @@
-"""History paging for people (spec §6): pages of the log that hold ``max_messages`` messages.
+"""History paging for people: pages of the log that hold ``max_messages`` messages.
 
 Scanning backwards from ``before_seq``, only append-origin ``user/message`` and
 ``assistant/message`` events count (a checkpoint or a pruned copy is not something a person
 wrote or read). At the N-th one the page is cut at min(its seq, its sourceEventSeqs), so the
 chunks it cites stay with it, and the page is the contiguous run of ALL events from the cut —
-log-only ones included, so a checkpoint's ``compaction/summary`` rides along with it.
+log-only ones included, so a checkpoint's ``compaction/summary`` rides along with it
+(docs/architecture.md, "The human transcript").
 """
 
 from __future__ import annotations

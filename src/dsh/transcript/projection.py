@@ -1,4 +1,4 @@
-"""The human projection (spec §6): original messages in log order, one marker per landed pass.
+"""The human projection: original messages in log order, one marker per landed pass.
 
 People see every append-origin surface event, and a note for each turn that did not complete
 and each command's answer (``command/done``). A ``tool/call`` is shown (as a card that its
@@ -6,7 +6,7 @@ result joins) iff its callId appears in an append-origin assistant message, so t
 steps that compaction shadowed stay paired. A checkpoint never shows its payload: a landed pass
 shows one marker at the log position of its first checkpoint, with details taken from the pass's
 ``compaction/summary`` events. Other replacements (a pruned result, a regenerated message,
-another plugin's replace) show nothing.
+another plugin's replace) show nothing (docs/architecture.md, "The human transcript").
 
 Classification uses the events' own marks (``surfaceOp``, the checkpoint source), never a fold,
 and ``TranscriptProjector.feed`` is the only code path to items: live consumption (events one by

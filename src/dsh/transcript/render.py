@@ -11,7 +11,8 @@ from __future__ import annotations
 from dsh.events import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 COMPACTION_MARKER = "… earlier context was compacted …"
-"""The one dim line people see where a compaction pass landed (spec §6)."""
+"""The one dim line people see where a compaction pass landed (docs/architecture.md, "The human
+transcript")."""
 
 
 REASONING_LABEL = "Assistant (reasoning):"

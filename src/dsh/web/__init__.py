@@ -1,8 +1,8 @@
 """``dsh web``: a local browser client over the session log.
 
 The server (Starlette + uvicorn) serves a JSON API, a live WebSocket stream per session and a
-plain ES-module client; the browser renders the human transcript (spec §6) from the log's
-events with the same projection rule the terminal uses.
+plain ES-module client; the browser renders the human transcript (docs/architecture.md, "The
+human transcript") from the log's events with the same projection rule the terminal uses.
 """
 
 from dsh.web.app import create_app

@@ -272,8 +272,8 @@ class SessionRegistry:
     async def history(
         self, session_id: str, before_seq: int | None, max_messages: int
     ) -> tuple[HistoryPage, int]:
-        """A history page (spec §6 ``history(sessionId, beforeSeq?, maxMessages)``, the same
-        ``history_page`` as ``dsh.transcript.history``) and the session's last seq."""
+        """A history page (``history_page`` of ``dsh.transcript.history``; docs/architecture.md,
+        "The human transcript") and the session's last seq."""
         events = await self.events(session_id)
         return history_page(events, before_seq, max_messages), len(events) - 1
 

@@ -1,11 +1,12 @@
-"""The recallable backend (spec §4.4): frozen index stubs plus one mutable state checkpoint.
+"""The recallable backend: frozen index stubs plus one mutable state checkpoint.
 
-After every pass the surface reads ``[system][stub…][state][tail]``. A pass compacts the span
-that starts right after the last committed index stub and ends at the retain boundary: the span
-is chunked; every chunk but the last becomes a frozen index stub (2–3 lines and a keyword line of
-rare literals); the trailing slice is shadowed by the new state checkpoint, rewritten from the
-previous state plus everything this pass made stale. Stubs are never rewritten and never fall
-inside a later span, so the request prefix stays byte-stable and provider caches keep hitting.
+After every pass the surface reads ``[system][stub…][state][tail]`` (docs/compaction.md,
+"Layout"). A pass compacts the span that starts right after the last committed index stub and
+ends at the retain boundary: the span is chunked; every chunk but the last becomes a frozen
+index stub (2–3 lines and a keyword line of rare literals); the trailing slice is shadowed by
+the new state checkpoint, rewritten from the previous state plus everything this pass made
+stale. Stubs are never rewritten and never fall inside a later span, so the request prefix stays
+byte-stable and provider caches keep hitting.
 
 When new stubs would overflow the stub region's share of the window, the pass commits fewer,
 coarser stubs; when not one fits, the oldest stubs are rolled up by code (``rollup``) in the

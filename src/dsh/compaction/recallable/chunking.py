@@ -1,4 +1,5 @@
-"""Deterministic chunking of a compactable span (spec §4.4). A pure function of its inputs.
+"""Deterministic chunking of a compactable span (docs/compaction.md, "Layout"). A pure function
+of its inputs.
 
 The span is a run of surface nodes, each with a heuristic price, a flag saying whether the cut
 right after it is balanced (no tool call left open), and a flag saying whether a new turn starts

@@ -1,4 +1,4 @@
-"""One call per pass (spec §4.4 "Summariser layout"): every stub and the state together.
+"""One call per pass: every stub and the state together.
 
 The pass asks for all of its model regions in ONE call and the answer comes back in labelled
 sections (``=== stub 1 ===`` … ``=== state ===``) that code splits and checks part by part,
@@ -12,7 +12,8 @@ the same instruction — the span is sent once, not once per stub and once more 
 When the one answer would not fit (the summariser's output bound, or the room the call leaves
 in the window) the pass takes the fewest calls that fit, consecutive parts in order; it is
 written call by call when one region's answer alone would not fit, when its parts do not share
-one layout, or when a call fails.
+one layout, or when a call fails (docs/compaction.md, "Summariser calls ride the conversation's
+cache").
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""What a riding summariser call carries of the conversation (spec §4.4 "Summariser layout").
+"""What a riding summariser call carries of the conversation.
 
 A riding call is the conversation's last request as it was sent, then one instruction: every
 byte before the instruction is a provider cache hit. Near the window that request leaves too
 little room for the pass's answer; the call then carries the request only up to the end of the
 span the pass compacts — still a byte prefix of the request as sent, so it still reads from the
-cache — instead of leaving the cache for a compact-layout call of its own per region.
+cache — instead of leaving the cache for a compact-layout call of its own per region
+(docs/compaction.md, "Summariser calls ride the conversation's cache").
 
 A tool result pruned at the crossing that triggers the pass (after the last request was sent)
 rides as it was sent, not pruned: the pruned text would break the prefix at that result, and

@@ -1,16 +1,17 @@
-"""The degradation ladder's rollup (spec §4.4): a code-only rollup of the oldest stubs.
+"""The degradation ladder's rollup: a code-only rollup of the oldest stubs.
 
-When the frozen stub region outgrows its share of the window, the oldest index checkpoints on
-the surface are replaced by one rollup checkpoint, written by code (no model call): one line
-saying what it covers, their keyword lines merged and trimmed, and the footer of every
-checkpoint it takes, so each rolled-up id stays a ``history_read``/``history_search`` target.
-The rollup is itself an index checkpoint: frozen, and a candidate for a later rollup. A later
-rollup that takes it keeps *its* footer, not the footers listed inside it: those are one
-``history_read`` away (reading a rollup renders its entries, footers included — the two-hop
-chain of spec §5), and ``history_search`` tags a hit with the stub that shadows it directly.
-Carrying every nested footer on would grow the head rollup by a footer per stub for the whole
-session until no rollup could make room and every later pass wrote no stub at all (measured:
-from the 14th pass on in a 16k window).
+See docs/compaction.md, "The degradation ladder". When the frozen stub region outgrows its
+share of the window, the oldest index checkpoints on the surface are replaced by one rollup
+checkpoint, written by code (no model call): one line saying what it covers, their keyword lines
+merged and trimmed, and the footer of every checkpoint it takes, so each rolled-up id stays a
+``history_read``/``history_search`` target. The rollup is itself an index checkpoint: frozen,
+and a candidate for a later rollup. A later rollup that takes it keeps *its* footer, not the
+footers listed inside it: those are one ``history_read`` away (reading a rollup renders its
+entries, footers included — the two-hop chain of docs/compaction.md, "The two recall tools"),
+and ``history_search`` tags a hit with the stub that shadows it directly. Carrying every nested
+footer on would grow the head rollup by a footer per stub for the whole session until no rollup
+could make room and every later pass wrote no stub at all (measured: from the 14th pass on in a
+16k window).
 
 A frozen stub cannot be corrected, so one that names a setting whose value later changed would
 present the old value as current for good (issue 22). The pass that compacts the change finds

@@ -1,8 +1,9 @@
-"""What a checkpoint stands for, read forwards (spec §4.4), and the session's anchor index.
+"""What a checkpoint stands for, read forwards, and the session's anchor index.
 
 A footer names the smallest and largest seq of the *conversation* events a checkpoint stands
 for — directly, or through the checkpoints and pruned results it shadows — never surface order
-(a superseded state checkpoint sits before the older tail it did not shadow).
+(a superseded state checkpoint sits before the older tail it did not shadow; docs/compaction.md,
+"The footer").
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Validating a state rewrite (spec §4.4; the state is the one hard model dependency).
+"""Validating a state rewrite (the state is the one hard model dependency).
 
-A state answer is checked before it can replace the previous state:
+A state answer is checked before it can replace the previous state (docs/compaction.md,
+"Checkpoints hold only what the conversation said"):
 
 - it must be a state at all: at least one of the required sections, and no echo of an
   instruction's schematic example — else the call is retried once, then the pass fails cleanly;

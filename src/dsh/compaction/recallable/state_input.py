@@ -1,6 +1,8 @@
-"""The state rewrite, checked against the summariser's window (spec §4.4, issue: no oversized
-call): when the compact call for the state would not fit, its slice is split in order and
-folded part by part, each part's state the merge base of the next."""
+"""The state rewrite, checked against the summariser's window (no oversized call).
+
+When the compact call for the state would not fit, its slice is split in order and folded part
+by part, each part's state the merge base of the next (docs/compaction.md, "Summariser calls
+ride the conversation's cache")."""
 
 from __future__ import annotations
 

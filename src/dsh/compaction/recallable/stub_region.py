@@ -1,5 +1,6 @@
 """The ladder a pass climbs when its new stubs would overflow the stub region's share of the
-window (spec §4.4, "stub-region pressure"; the share is ``RecallableBackend.stub_budget``).
+window (docs/compaction.md, "The degradation ladder"; the share is
+``RecallableBackend.stub_budget``).
 
 A rollup rewrites the head of every later request (one cache miss of the whole region), so the
 ladder reaches for it last and then makes it count:

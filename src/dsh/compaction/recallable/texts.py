@@ -1,10 +1,11 @@
-"""Turning summariser answers into checkpoint text (spec §4.4): stubs, pointers, the state.
+"""Turning summariser answers into checkpoint text: stubs, pointers, the state.
 
 A stub answer that is junk — empty, over-long, footer-like, a copy of its slice, or prose whose
 every line names a literal the slice never said — degrades that stub to a code pointer stub
 (``degraded: "fallback"``); it never breaks the layout. A prose line naming such a literal is
 dropped from a stub that is kept, as the keyword line drops one. The
-state is the only hard model dependency: a failed or empty state aborts the pass.
+state is the only hard model dependency: a failed or empty state aborts the pass
+(docs/compaction.md, "Failure handling").
 """
 
 from __future__ import annotations

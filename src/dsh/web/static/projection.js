@@ -1,4 +1,5 @@
-// The human projection (spec §6), ported from dsh.transcript.projection.TranscriptProjector.
+// The human projection (docs/architecture.md, "The human transcript"), ported from
+// dsh.transcript.projection.TranscriptProjector.
 //
 // People see every append-origin surface event in log order. A tool/call is shown (as a card
 // its result joins) iff its callId appears in an append-origin assistant message. A compaction
