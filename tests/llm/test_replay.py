@@ -226,3 +226,22 @@ def test_signed_and_redacted_reasoning_is_served_again_block_for_block() -> None
     recorded.append(AssistantMessage(turn=1, step=1, message=message))
     served = serve(ReplayProvider(recorded.events), new_session(MemoryStore()).events)
     assert served.message("a1", "p", "m").content == content
+
+
+def test_a_recorded_failure_is_raised_again_with_the_recorded_words() -> None:
+    from dsh.errors import DshError
+    from dsh.llm.replay_passes import replayed_failure
+
+    provider = replayed_failure("INVALID_RESPONSE: the summary was cut off")
+    assert isinstance(provider, ProviderError) and provider.code == "INVALID_RESPONSE"
+    assert str(provider) == "INVALID_RESPONSE: the summary was cut off"
+    other = replayed_failure("the surface changed while summarising")
+    assert type(other) is DshError and str(other) == "the surface changed while summarising"
+
+
+def test_a_pass_asked_for_more_calls_than_it_recorded_says_so() -> None:
+    from dsh.llm.replay_passes import RecordedPass
+
+    recorded = RecordedPass()
+    assert recorded.failure is None and recorded.batch(2) is None  # nothing to answer with
+    assert recorded.single() == "the recorded pass made no more model calls"

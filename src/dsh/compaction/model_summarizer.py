@@ -106,6 +106,7 @@ def build_summary_request(
         messages=messages,
         params={"max_tokens": output_budget(task, max_output)},
         purpose="compaction",
+        answers=max(1, len(task.parts)),
     )
 
 

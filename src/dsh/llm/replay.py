@@ -24,6 +24,12 @@ from dsh.events import (
     ToolCallBlock,
     TurnEndEvent,
 )
+from dsh.llm.replay_passes import (
+    REPLAY_FAILED,
+    passes_begun,
+    recorded_passes,
+    replayed_failure,
+)
 from dsh.llm.scripted import count_model_calls
 from dsh.llm.types import (
     Finish,
@@ -93,6 +99,7 @@ class ReplayProvider:
         """Recorded answer → the finish that ended its turn early (output limit, filter)."""
         self._summaries = _replayable_summaries(recorded_events)
         self._compactions_served = 0
+        self._passes = recorded_passes(recorded_events)
 
     @classmethod
     def from_log(
@@ -109,8 +116,13 @@ class ReplayProvider:
     def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
     ) -> AsyncIterator[StreamEvent]:
-        """Serve the recorded answer to this call; the index is fixed when the call is made."""
+        """Serve the recorded answer to this call; the index is fixed when the call is made.
+        A compaction call inside a pass (its ``compaction/start`` in ``history``) gets the next
+        call of the same recorded pass, failing where the recorded call failed."""
         if request.purpose == "compaction":
+            n = passes_begun(history) - 1
+            if 0 <= n < len(self._passes):
+                return self._serve_in_pass(n, request.answers)
             k = max(len(_replayable_summaries(history)), self._compactions_served)
             self._compactions_served = k + 1
             return self._serve_summary(k)
@@ -140,13 +152,30 @@ class ReplayProvider:
             yield UsageReport(recorded.usage)
         yield Finish("tool-calls" if calls else self._finishes.get(event.seq, "stop"))
 
+    async def _serve_in_pass(self, n: int, answers: int) -> AsyncIterator[StreamEvent]:
+        recorded = self._passes[n]
+        if recorded.failure is not None:
+            raise replayed_failure(recorded.failure)
+        call = recorded.batch(answers) if answers > 1 else recorded.single()
+        if isinstance(call, str):
+            raise _exhausted(f"pass {n + 1}: {call}")
+        if call is None:
+            raise ProviderError(REPLAY_FAILED, "the recorded call failed or was refused")
+        async for event in self._serve(call):
+            yield event
+
     async def _serve_summary(self, k: int) -> AsyncIterator[StreamEvent]:
         if k >= len(self._summaries):
             raise _exhausted(
                 f"the recording has {len(self._summaries)} replayable summaries; "
                 f"this is compaction call {k + 1}"
             )
-        summary = self._summaries[k].data
+        async for event in self._serve(self._summaries[k]):
+            yield event
+
+    @staticmethod
+    async def _serve(event: CompactionSummaryEvent) -> AsyncIterator[StreamEvent]:
+        summary = event.data
         yield TextDelta(summary.raw_output or "")
         if summary.usage is not None:
             yield UsageReport(summary.usage)

@@ -30,6 +30,9 @@ class ModelRequest:
     messages: tuple[Message, ...]
     params: dict[str, Any] = field(default_factory=dict)
     purpose: Purpose = "conversation"
+    answers: int = 1
+    """How many checkpoints a compaction call answers: more than one for a pass answered in
+    one call (sections per checkpoint). Adapters ignore it; the replay provider reads it."""
 
 
 # ---- stream events --------------------------------------------------------------------------
