@@ -276,3 +276,25 @@ def test_the_model_recalls_imported_history_through_history_search(home, tmp_pat
     (answer,) = results
     text = answer.data.message.content[0].content[0].text  # type: ignore[union-attr]
     assert "[c21 #msg 3] Assistant: It holds the launch code." in text
+
+
+def test_a_creation_time_no_calendar_can_show_is_refused_and_the_session_list_still_works(
+    home, tmp_path
+):
+    """A header's createdAt far past year 9999 once imported under --id, and from then on
+    ``dsh sessions list`` failed for every session ("Value too large for defined data type");
+    without --id the import itself failed with that bare OS message."""
+    imported(home, "01-header-v0.jsonl", "fine")
+    lines = (FIXTURES / "02-tool-result-role.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    header["createdAt"] = 10**20
+    bad = tmp_path / "far.jsonl"
+    bad.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    for extra in ((), ("--id", "far")):
+        result = CliRunner().invoke(cli, ["sessions", "import", str(bad), *extra])
+        assert result.exit_code == 1
+        assert result.output.count("\n") == 1
+        assert result.output.startswith(f"dsh: error: {bad}: line 1: ")
+        assert "createdAt" in result.output
+    listing = run("sessions", "list", "--all")
+    assert listing.exit_code == 0 and "fine" in listing.output and "far" not in listing.output

@@ -30,6 +30,9 @@ from dsh.interop.to_dsh import SOFT_TYPES, SURFACE_TYPES, MappingError, opaque, 
 from dsh.surface.projection import SurfaceProjection
 
 UPSTREAM_VERSION = 0
+LATEST_CREATED_AT = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z in epoch milliseconds: the last creation time a session list can
+show (a later one made ``dsh sessions list`` fail for every session)."""
 
 
 class UpstreamFormatError(DshError):
@@ -104,9 +107,16 @@ def _header(value: Any, name: str) -> UpstreamHeader:
     ident, created, cwd = value.get("id"), value.get("createdAt"), value.get("cwd")
     if not isinstance(ident, str) or not ident:
         raise _fail(name, 1, "the session header has no id")
-    if not isinstance(created, int) or isinstance(created, bool) or created < 0:
+    if (
+        not isinstance(created, int)
+        or isinstance(created, bool)
+        or not 0 <= created <= LATEST_CREATED_AT
+    ):
         raise _fail(
-            name, 1, f"the session header's createdAt is not epoch milliseconds: {created!r}"
+            name,
+            1,
+            f"the session header's createdAt is not epoch milliseconds up to year 9999: "
+            f"{created!r}",
         )
     if cwd is not None and not isinstance(cwd, str):
         raise _fail(name, 1, f"the session header's cwd is not text: {cwd!r}")
