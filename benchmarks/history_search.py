@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _search_log import build_search_log
 from dsh.recall import HistorySearchTool, SpanCache, search_history
 from dsh.tools.base import ToolContext
-from recallable import build_search_log
 
 
 def timed(fn: Callable[[], Any]) -> float:
