@@ -329,6 +329,26 @@ def test_a_replace_over_a_node_not_on_the_surface_is_refused_naming_the_line():
         read_upstream("\n".join(lines).encode() + b"\n", name="r.jsonl")
 
 
+@pytest.mark.parametrize(
+    "seqs", [[2, 3, 18, 8, 13, 99], [2, 3, 18, 8, 13, -1], [], [0, 1], [2, 3, 5, 8, 13, 14]]
+)
+def test_a_summary_whose_shadowed_seqs_are_not_what_its_checkpoint_replaced_is_refused(seqs):
+    """Recall reads a checkpoint's originals from its summary's shadowedSeqs: a log whose
+    summary named other seqs imported, and then ``dsh recall`` crashed with a traceback (a seq
+    past the log, none at all) or read the wrong messages (a negative seq, seqs of other
+    events, the pruned original instead of its copy)."""
+    lines = (FIXTURES / "03-block-summary.jsonl").read_text().splitlines()
+    row = json.loads(lines[22])  # the summary (seq 21)
+    row["data"]["shadowedSeqs"] = seqs
+    lines[22] = json.dumps(row)
+    with pytest.raises(UpstreamFormatError) as caught:
+        read_upstream("\n".join(lines).encode() + b"\n", name="s.jsonl")
+    message = str(caught.value)
+    assert message.startswith("s.jsonl: line 24: seq 22 (user/message): ")
+    assert "compaction/summary seq 21" in message and "shadowedSeqs" in message
+    assert "\n" not in message
+
+
 # ---- content the mapping has to bend or refuse ---------------------------------------------
 
 

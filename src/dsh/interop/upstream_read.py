@@ -18,11 +18,14 @@ import msgspec
 
 from dsh.errors import DshError, EventError, LogCorruptError
 from dsh.events import (
+    CompactionSummaryEvent,
     Event,
     OpaqueEvent,
+    UserMessageEvent,
     decode_event_line,
     encode_json,
     event_type_of,
+    is_checkpoint_event,
     validate_event_shape,
 )
 from dsh.interop.packing import PACKED_ROW_TYPES, PackedRowError, expand_row
@@ -166,10 +169,29 @@ def read_upstream(data: bytes, *, name: str) -> Conversion:
         if event_type_of(event) in SURFACE_TYPES:
             try:
                 surface.apply(event)
+                if is_checkpoint_event(event):
+                    _check_summaries(result.events, event, surface.replacements[-1].shadowed_seqs)
             except EventError as exc:
                 raise _fail(name, line, str(exc)) from exc
         result.events.append(event)
     return result
+
+
+def _check_summaries(
+    events: list[Event], checkpoint: UserMessageEvent, replaced: tuple[int, ...]
+) -> None:
+    """The summaries a checkpoint cites must list exactly the nodes it replaced: recall reads a
+    checkpoint's originals from its summary's ``shadowedSeqs``."""
+    for seq in checkpoint.source_event_seqs or ():
+        summary = events[seq]
+        if isinstance(summary, CompactionSummaryEvent) and sorted(
+            summary.data.shadowed_seqs
+        ) != sorted(replaced):
+            raise EventError(
+                f"seq {checkpoint.seq} (user/message): the checkpoint replaces nodes "
+                f"{list(replaced)}, but its compaction/summary seq {seq} lists shadowedSeqs "
+                f"{list(summary.data.shadowed_seqs)}"
+            )
 
 
 def _convert(record: dict[str, Any], line: int, name: str, result: Conversion) -> Event:
