@@ -37,6 +37,29 @@ def test_find_reaches_shadowed_originals_and_summaries_but_never_a_checkpoint(
     assert find_in_transcript(events, "   ") == []
 
 
+def test_find_reaches_every_summary_of_a_pass_not_only_its_first() -> None:
+    """A pass's marker stands where its first checkpoint landed, and its later stubs and its
+    state are logged after it: find matched only the first region's summary, so a word of the
+    pass's state (or of any later stub) was never found."""
+    from dsh.store import MemoryStore
+    from tests.recall.builders import bracket
+
+    session = new_session(MemoryStore())
+    first = append_chat_turn(session, "open the config", "port 8080")
+    second = append_chat_turn(session, "run the migration", "it failed")
+    stub = bracket(
+        session, first.surface, "Read config", kind="index", compaction_id="k1", pass_id="p"
+    )
+    bracket(session, second.surface, "## Goal\nZEPHYR rollout", compaction_id="k2", pass_id="p")
+    append_chat_turn(session, "and now?", "rerun it")
+    hits = find_in_transcript(session.events, "zephyr")
+    assert [(h.seq, h.kind, h.snippet) for h in hits] == [
+        (stub.node, "marker", "## Goal ZEPHYR rollout")
+    ]
+    both = find_in_transcript(session.events, "o")
+    assert [h.seq for h in both] == sorted(h.seq for h in both)  # still in log order
+
+
 def test_find_covers_tool_cards_in_log_order_with_a_snippet(tmp_path: Path) -> None:
     session = new_session(JsonlStore(tmp_path))
     append_tool_turn(session, "read it", (("read_file", '{"path":"zebra.txt"}', "a zebra line"),))

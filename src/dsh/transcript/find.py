@@ -9,7 +9,7 @@ in the transcript.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,9 +17,10 @@ from dsh.events import Event, ReasoningBlock, TextBlock
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
+    PassDetails,
     ToolCallItem,
     ToolResultItem,
-    TranscriptProjector,
+    project,
 )
 
 SNIPPET_CHARS = 80
@@ -43,21 +44,24 @@ def find_in_transcript(events: Iterable[Event], query: str, *, limit: int = 500)
     needle = query.strip().lower()
     if not needle:
         return []
-    projector = TranscriptProjector()
+    # the whole log first: a marker stands at its pass's first checkpoint, and the pass's
+    # later summaries (its other stubs, its state) are logged after it
+    items, details = project(events)
     hits: list[Hit] = []
-    for event in events:
-        for item in projector.feed(event):
-            for kind, text, call_id in _texts(item, projector):
-                at = text.lower().find(needle)
-                if at >= 0:
-                    hits.append(Hit(item.seq, kind, _snippet(text, at, len(needle)), call_id))
-                    break
-            if len(hits) >= limit:
-                return hits
+    for item in items:
+        for kind, text, call_id in _texts(item, details):
+            at = text.lower().find(needle)
+            if at >= 0:
+                hits.append(Hit(item.seq, kind, _snippet(text, at, len(needle)), call_id))
+                break
+        if len(hits) >= limit:
+            return hits
     return hits
 
 
-def _texts(item: object, projector: TranscriptProjector) -> list[tuple[HitKind, str, str | None]]:
+def _texts(
+    item: object, details: Mapping[str, PassDetails]
+) -> list[tuple[HitKind, str, str | None]]:
     if isinstance(item, MessageItem):
         role = item.message.role
         kind: HitKind = (
@@ -72,8 +76,8 @@ def _texts(item: object, projector: TranscriptProjector) -> list[tuple[HitKind, 
     if isinstance(item, ToolResultItem):
         return [("tool-result", item.text, item.call_id)]
     if isinstance(item, MarkerItem):
-        details = projector.details.get(item.pass_id)
-        summaries = details.summaries if details is not None else []
+        found = details.get(item.pass_id)
+        summaries = found.summaries if found is not None else []
         return [("marker", text, None) for _, text in summaries]
     return []
 
