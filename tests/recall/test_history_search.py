@@ -107,6 +107,23 @@ def test_one_snippet_per_matching_message_of_about_200_characters_around_the_hit
     assert output.meta["matched"] == 1
 
 
+@pytest.mark.parametrize(
+    ("query", "shown"), [("pelican-99", "PELICAN-99"), ("İSTANBUL PELICAN", "İstanbul PELICAN")]
+)
+def test_a_snippet_shows_its_hit_when_letters_before_it_lower_case_to_two(tmp_path, query, shown):
+    """'İ' (dotted capital I, Turkish) lower-cases to two characters, and the hit's place in the
+    lower-cased text was used as its place in the original: after 150 of them the snippet showed
+    only the text 150 characters further on, never the match."""
+    session = new_session(MemoryStore())
+    body = "İ" * 150 + " İstanbul PELICAN-99 cleared " + "x" * 300
+    turn = append_tool_turn(session, "dump", calls=[("bash", "{}", body)])
+    bracket(session, turn.surface, "dumped", compaction_id="k1")
+    stored = HistorySearchTool(span_dir=tmp_path)
+    for tool in (HistorySearchTool(), stored, HistorySearchTool(span_dir=tmp_path)):
+        (hit,) = snippet_lines(run_tool(tool, {"query": query}, session).text)
+        assert shown in hit, hit
+
+
 def test_zero_matches_say_the_scan_is_literal_and_suggest_reading_the_latest_checkpoint():
     passes = two_passes()
     output = search(passes.session, query="no such text anywhere")

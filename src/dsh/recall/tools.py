@@ -268,7 +268,7 @@ def _scan(
             found_here = True
             if len(hits) < limit:
                 message = spans.message(events, target, index)
-                hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, len(query))}")
+                hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, needle)}")
         checkpoints += found_here
     return _Found(hits, matched, checkpoints)
 
@@ -287,12 +287,32 @@ def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) 
     return (cache if cache is not None else SpanCache(max_spans=1)).span(events, target)
 
 
-def _snippet(text: str, position: int, length: int) -> str:
+def _snippet(text: str, lowered_at: int, needle: str) -> str:
+    """About ``SNIPPET_CHARS`` of ``text`` around the hit that ``needle`` (lower-cased) has at
+    ``lowered_at`` in ``text.lower()``."""
+    position = _original_offset(text, lowered_at)
+    length = _original_offset(text, lowered_at + len(needle)) - position
     pad = max(40, (SNIPPET_CHARS - length) // 2)
     start = max(0, position - pad)
     end = min(len(text), position + length + pad)
     body = " ".join(text[start:end].split())
     return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
+
+
+_TWO_WHEN_LOWERED = "\u0130"
+"""'İ', the one character whose lower case is two characters long ('i' and a combining dot)."""
+
+
+def _original_offset(text: str, lowered_offset: int) -> int:
+    """The offset in ``text`` of offset ``lowered_offset`` of ``text.lower()``."""
+    if _TWO_WHEN_LOWERED not in text:
+        return lowered_offset
+    lowered = 0
+    for index, char in enumerate(text):
+        if lowered >= lowered_offset:
+            return index
+        lowered += 2 if char == _TWO_WHEN_LOWERED else 1
+    return len(text)
 
 
 # ---- the tools ------------------------------------------------------------------------------
