@@ -101,6 +101,11 @@ def test_imported_session_renders_transcript_surface_and_answers_recall(home):
     page = run("recall", "read", "three", "c21").output
     assert "shadows conversation span #2–#14: 6 message(s)" in page
     assert "User: Anything else in there?" in page
+    # the result pruned before the pass is recalled whole, as from a dsh log
+    assert "Tool result: launch code: PURPLE-42" in page and "middle pruned" not in page
+    assert "[c21 #msg 2] Tool result: launch code: PURPLE-42" in (
+        run("recall", "search", "three", "purple-42").output
+    )
 
 
 def test_bad_input_is_one_line_naming_the_line_and_leaves_nothing_behind(home, tmp_path):

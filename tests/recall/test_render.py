@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from dsh.compaction.prompts import footer
 from dsh.events import (
     AssistantMessage,
+    CompactionPrune,
     CompactionSummaryEvent,
     ReplaceOp,
     ToolResult,
@@ -192,6 +193,56 @@ def test_a_tool_result_replaced_by_anything_but_the_pruner_renders_as_itself():
     ).seq
     assert render_node(session.events, rewrite) == "Tool result: rewritten"
     assert render_node(session.events, result) == "Tool result: the original text"
+
+
+def _upstream_prune(session, result: int, *, with_prune: bool = True) -> int:
+    """The TypeScript harness's shape of a pruned copy: its ``compaction/prune``, then (maybe
+    after other prunes and copies) the copy, sourced from the original alone."""
+    event = session.events[result]
+    if with_prune:
+        session.append(
+            CompactionPrune(
+                shadowed_range=(result, result), shadowed_seqs=(result,), shadowed_token_count=5
+            )
+        )
+    call_id = event.data.message.content[0].tool_call_id
+    return session.append(
+        ToolResult(
+            turn=event.data.turn,
+            step=event.data.step,
+            message=tool_result_message(call_id, "the orig[… middle pruned …]"),
+        ),
+        surface_op=ReplaceOp(start=result, end=result),
+        source_event_seqs=[result],
+    ).seq
+
+
+def test_a_pruned_copy_in_the_upstream_shape_renders_as_its_original():
+    """An imported TypeScript-harness log cites no prune from its pruned copy (the prune event
+    comes right before it): recall gave back the pruned copy, not the original."""
+    session = new_session(MemoryStore())
+    turn = append_tool_turn(
+        session, calls=[("read_file", "{}", "the original text"), ("bash", "{}", "second original")]
+    )
+    first, second = turn.results
+    session.append(
+        CompactionPrune(
+            shadowed_range=(first, first), shadowed_seqs=(first,), shadowed_token_count=5
+        )
+    )
+    copy_of_second = _upstream_prune(session, second)  # prune 2, copy 2 between prune 1, copy 1
+    copy_of_first = _upstream_prune(session, first, with_prune=False)
+    assert render_node(session.events, copy_of_first) == "Tool result: the original text"
+    assert render_node(session.events, copy_of_second) == "Tool result: second original"
+    other = append_tool_turn(session, calls=[("read_file", "{}", "third original")])
+    session.append(
+        CompactionPrune(
+            shadowed_range=(first, first), shadowed_seqs=(first,), shadowed_token_count=5
+        )
+    )  # a prune of another result, then a chat turn: no prune stands right before the copy
+    append_chat_turn(session, "more", "ok")
+    unrelated = _upstream_prune(session, other.results[0], with_prune=False)
+    assert render_node(session.events, unrelated) == "Tool result: the orig[… middle pruned …]"
 
 
 _LINES = st.lists(st.text(alphabet="ab \t", max_size=2500), min_size=1, max_size=12)

@@ -13,6 +13,7 @@ append-only, so spans are cached by summary seq without changing any result.
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,18 +47,36 @@ def checkpoint_label(kind: CheckpointKind | None) -> str:
 def pruned_original(events: Sequence[Event], seq: int) -> int | None:
     """The seq of the tool result that the node at ``seq`` replaced by its head and tail (a
     pruned copy: a one-node replace of an earlier tool result, sourced from a
-    ``compaction/prune``); None otherwise. The replaced node is the one the surface projection
-    checked when it applied the replace, so the chain only goes back in the log."""
+    ``compaction/prune`` — or, as the TypeScript harness logs it, sourced from the original
+    alone, right after the ``compaction/prune`` of that original); None otherwise. The replaced
+    node is the one the surface projection checked when it applied the replace, so the chain
+    only goes back in the log."""
     event = events[seq]
     if not isinstance(event, ToolResultEvent) or not isinstance(event.surface_op, ReplaceOp):
         return None
-    sources = event.source_event_seqs or ()
-    prune = events[sources[0]] if sources and 0 <= sources[0] < seq else None
-    if not isinstance(prune, CompactionPruneEvent):
-        return None
     original = event.surface_op.start
     valid = original == event.surface_op.end and 0 <= original < seq
-    return original if valid and isinstance(events[original], ToolResultEvent) else None
+    if valid and isinstance(events[original], ToolResultEvent):
+        sources = event.source_event_seqs or ()
+        prune = events[sources[0]] if sources and 0 <= sources[0] < seq else None
+        if isinstance(prune, CompactionPruneEvent) or _pruned_just_before(events, seq, original):
+            return original
+    return None
+
+
+def _pruned_just_before(events: Sequence[Event], seq: int, original: int) -> bool:
+    """Whether the run of prunes and pruned copies right before ``seq`` holds the
+    ``compaction/prune`` of ``original`` (upstream prunes, then writes the copy)."""
+    run = itertools.takewhile(_prune_or_copy, (events[at] for at in range(seq - 1, original, -1)))
+    return any(
+        isinstance(e, CompactionPruneEvent) and e.data.shadowed_seqs == (original,) for e in run
+    )
+
+
+def _prune_or_copy(event: Event) -> bool:
+    return isinstance(event, CompactionPruneEvent) or (
+        isinstance(event, ToolResultEvent) and isinstance(event.surface_op, ReplaceOp)
+    )
 
 
 def render_node(events: Sequence[Event], seq: int) -> str | None:

@@ -140,8 +140,9 @@ def _renderer_fingerprint() -> int:
 FLUSH_BYTES = 16 << 20
 """Queued span bytes that make :meth:`SpanFile.put` write them out without waiting for a flush."""
 
-MAGIC = b"dsh-spans 2 %08x\n" % _renderer_fingerprint()
-"""Format 2: a pruned tool result's span holds the original, not the pruned copy."""
+MAGIC = b"dsh-spans 3 %08x\n" % _renderer_fingerprint()
+"""Format 2: a pruned tool result's span holds the original, not the pruned copy; 3: so does
+one pruned in the TypeScript harness's shape (an imported log)."""
 
 
 class SpanFile:
