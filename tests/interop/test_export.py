@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from dsh.events import CompactionSummary, StepStart, TurnStart
+from dsh.events import (
+    AssistantMessage,
+    CompactionSummary,
+    Message,
+    ModelSource,
+    StepStart,
+    TurnStart,
+    UserSource,
+)
 from dsh.interop import export_upstream, read_upstream
 from dsh.store import MemoryStore
 from dsh.store.base import SessionHeader
@@ -160,3 +168,51 @@ def test_recorded_settings_go_upstream_as_ignorable_and_come_back_unchanged():
     assert "session/settings has no upstream counterpart: written with ignorable: true" in notes
     again = read_upstream(exported, name="exported").events
     assert isinstance(again[0], SessionSettingsEvent) and again[0] == recorded
+
+
+def test_reasoning_signatures_and_cut_off_replies_survive_export_and_import():
+    """A dsh session run on Anthropic keeps its reasoning signatures (and redacted reasoning),
+    a reply a provider failure cut short its error code, a reply recovered from text its text:
+    exported upstream they were written, but the import dropped them (only counted in its
+    report), so the imported session lost the "(the reply was cut off: …)" note and the
+    signatures a thinking model must be sent back, and export never said so."""
+    from dsh.events import ReasoningBlock, TextBlock
+    from tests.helpers import append_chat_turn, new_session
+
+    session = new_session(MemoryStore())
+    append_chat_turn(session, "hi", "hello")
+    turn = 2
+    session.append(TurnStart(turn=turn))
+    session.append(StepStart(turn=turn, step=1))
+    session.append(
+        Message(id="u9", role="user", content=(TextBlock(text="think"),), source=UserSource()),
+        surface_op="append",
+    )
+    message = Message(
+        id="a9",
+        role="assistant",
+        content=(
+            ReasoningBlock(text="pondering", signature="sig-123"),
+            ReasoningBlock(text="", redacted="opaque-bytes"),
+            TextBlock(text="partial ans"),
+        ),
+        source=ModelSource(provider="anthropic", model="claude"),
+    )
+    reply = session.append(
+        AssistantMessage(
+            turn=turn,
+            step=1,
+            message=message,
+            interrupted=True,
+            error_code="OVERLOADED",
+            recovered_from_text="partial ans",
+        ),
+        surface_op="append",
+        source_event_seqs=[],
+    )
+    exported, notes = export_upstream(session.header, session.events)
+    again = read_upstream(exported, name="exported")
+    assert again.events[reply.seq] == reply
+    assert again.events == list(session.events)
+    assert not [note for note in again.notes if note.startswith("dropped field")]
+    assert not notes  # nothing upstream cannot express, so nothing to warn about

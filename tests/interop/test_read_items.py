@@ -465,3 +465,34 @@ def test_unknown_envelope_fields_on_a_known_type_are_dropped_and_counted():
     result = read_upstream(_log(event), name="e")
     assert result.events[0].data.turn == 1  # type: ignore[union-attr]
     assert result.notes["dropped field envelope.traceId"] == 1
+
+
+def test_a_reasoning_signature_or_error_code_that_is_not_text_is_dropped_and_counted():
+    message = {
+        "id": "a1",
+        "role": "assistant",
+        "content": [{"type": "reasoning", "text": "hm", "signature": {"v": 1}, "redacted": None}],
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
+    data = {"turn": 1, "step": 1, "message": message, "errorCode": 7, "recoveredFromText": "x"}
+    result = read_upstream(
+        _log(
+            {
+                "type": "assistant/message",
+                "seq": 0,
+                "time": 1,
+                "data": data,
+                "surfaceOp": "append",
+                "sourceEventSeqs": [],
+            }
+        ),
+        name="r",
+    )
+    (event,) = result.events
+    assert isinstance(event, AssistantMessageEvent)
+    assert event.data.error_code is None and event.data.recovered_from_text == "x"
+    assert event.data.message.content[0].signature is None  # type: ignore[union-attr]
+    assert result.notes == {
+        "dropped field reasoning block.signature (not text)": 1,
+        "dropped field assistant/message.errorCode (not text)": 1,
+    }

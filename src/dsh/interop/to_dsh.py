@@ -78,12 +78,27 @@ def _keep(obj: Json, fields: tuple[str, ...], where: str, notes: Notes) -> Json:
     return {k: obj[k] for k in fields if k in obj}
 
 
+def _text_only(obj: Json, fields: tuple[str, ...], where: str, notes: Notes) -> Json:
+    """``obj`` without those of ``fields`` that are not text (each counted as dropped)."""
+    for key in fields:
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            del obj[key]
+            notes[f"dropped field {where}.{key} (not text)"] += 1
+    return obj
+
+
 def _block(block: Any, notes: Notes) -> Json:
     if not isinstance(block, dict):
         raise MappingError(f"content block {block!r} is not an object")
     kind = block.get("type")
-    if kind in ("text", "reasoning"):
-        return {"type": kind, **_keep(block, ("type", "text"), f"{kind} block", notes)}
+    if kind == "text":
+        return {"type": kind, **_keep(block, ("type", "text"), "text block", notes)}
+    if kind == "reasoning":  # a signature and redacted reasoning: what dsh's own export wrote
+        out = _keep(block, ("type", "text", "signature", "redacted"), "reasoning block", notes)
+        return {
+            "type": kind,
+            **_text_only(out, ("signature", "redacted"), "reasoning block", notes),
+        }
     if kind == "tool-call":
         out = _keep(block, ("type", "id", "name", "arguments"), "tool-call block", notes)
         if not isinstance(out.get("arguments", ""), str):
@@ -176,8 +191,9 @@ def _user_message(data: Json, notes: Notes) -> Json:
 
 
 def _assistant_message(data: Json, notes: Notes) -> Json:
-    out = _keep(
-        data, ("turn", "step", "message", "usage", "interrupted"), "assistant/message", notes
+    fields = ("turn", "step", "message", "usage", "interrupted", "errorCode", "recoveredFromText")
+    out = _text_only(
+        _keep(data, fields, "assistant/message", notes), fields[-2:], "assistant/message", notes
     )
     out["message"] = _message(data.get("message"), notes)
     if data.get("usage") is not None:
