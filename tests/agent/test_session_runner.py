@@ -226,3 +226,23 @@ def test_recording_keeps_the_workspace_a_cwd_run_recorded(tmp_path: Path) -> Non
     fresh = Session.create(MemoryStore(), cwd=tmp_path)
     record_settings(fresh, Settings(), route)  # nothing recorded yet: the header's workspace
     assert [e.data.workspace for e in fresh.of_type(SessionSettingsEvent)] == [str(tmp_path)]
+
+
+def test_a_turn_cancelled_after_a_model_switch_still_ends_aborted(tmp_path: Path):
+    """``/model NAME`` during a turn resets the agent for the next turns; cancelling the running
+    turn afterwards must still stop it cooperatively (its ``turn/end``), not kill its task."""
+    wiring = Wiring(script=[{"text": "never", "delayMs": 20_000}])
+    runner = SessionRunner.create(MemoryStore(), tmp_path, wiring, approver=never_asked)
+
+    async def main() -> Any:
+        task = runner.start_turn("slow one")
+        await until(lambda: runner.waiting_since is not None)
+        runner.reset_agent()  # the TUI's /model NAME while the turn runs
+        assert runner.waiting_since is not None  # the status still says it waits
+        assert runner.cancel() == "turn"
+        return await task
+
+    result = asyncio.run(main())
+    assert result.reason == "aborted"
+    assert event_type_of(runner.session.events[-1]) == "turn/end"
+    assert runner.activity is None

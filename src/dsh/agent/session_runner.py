@@ -190,6 +190,8 @@ class SessionRunner:
         self.approver = approver
         self.on_stream: StreamListener = on_stream or (lambda event: None)
         self.agent: Agent | None = None
+        self._turn_agent: Agent | None = None
+        """The agent of the running turn (``reset_agent`` may have replaced ``agent`` since)."""
         self.activity: Activity | None = None
         self.task: asyncio.Task[Any] | None = None
         self._listeners: list[RunnerListener] = []
@@ -241,6 +243,7 @@ class SessionRunner:
         """Run one turn as a task; ``SessionBusy`` if something runs, or the wiring's error."""
         self._ensure_idle()
         agent = self.ensure_agent()
+        self._turn_agent = agent
         return self._start("turn", agent.run_turn(prompt))
 
     def start_compact(
@@ -272,8 +275,8 @@ class SessionRunner:
         activity, task = self.activity, self.task
         if activity is None or task is None:
             return None
-        if activity == "turn" and self.agent is not None:
-            self.agent.cancel()
+        if activity == "turn" and self._turn_agent is not None:
+            self._turn_agent.cancel()
         else:
             task.cancel()
         return activity
@@ -281,9 +284,9 @@ class SessionRunner:
     @property
     def waiting_since(self) -> float | None:
         """When the running turn's model call started, while it has produced nothing yet."""
-        if self.activity != "turn" or self.agent is None:
+        if self.activity != "turn" or self._turn_agent is None:
             return None
-        return self.agent.waiting_since
+        return self._turn_agent.waiting_since
 
     def _ensure_idle(self) -> None:
         if self.activity is not None:
@@ -316,6 +319,7 @@ class SessionRunner:
     def _release(self, activity: Activity, error: BaseException | None) -> None:
         self.activity = None
         self.task = None
+        self._turn_agent = None
         self._tell(ActivityChanged(activity, running=False, error=error))
 
 
