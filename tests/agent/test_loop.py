@@ -246,3 +246,41 @@ def test_a_turn_cancelled_during_its_pre_step_compaction_still_logs_the_prompt(h
     ((_, request),) = rebuild_requests(harness.session.events)
     texts = [m.text() for m in request.messages if m.role == "user"]
     assert texts == ["keep this question", "and this one"]
+
+
+def test_cancelling_during_overflow_recovery_stops_it_and_ends_the_turn_aborted(harness):
+    """Esc while the overflow handler compacts (a long summariser call) stops that compaction
+    and ends the turn at once, as it does during the pre-step compaction."""
+    script = [{"error": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "too long"}}]
+    agent = harness.agent(script)
+    stopped = []
+
+    async def compacting(agent_, turn, step):
+        agent_.cancel()
+        try:
+            await asyncio.Event().wait()  # a long summariser call
+        except asyncio.CancelledError:
+            stopped.append(True)
+            raise
+        return True
+
+    agent.overflow_handler = compacting
+    result = run(asyncio.wait_for(agent.run_turn("hi"), 10))
+    assert result.reason == "aborted" and stopped == [True]
+    assert harness.types()[-3:] == ["request/error", "step/end", "turn/end"]
+    assert len(harness.reopen().events) == len(harness.session.events)
+
+
+def test_an_overflow_handler_that_fails_ends_the_turn_with_the_overflow_error(harness):
+    """A compaction that breaks during overflow recovery (like a failing pre-step hook) does not
+    take the turn down with it: the turn ends as the overflow error, its step and turn closed."""
+    script = [{"error": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "too long"}}]
+    agent = harness.agent(script)
+
+    async def broken(agent_, turn, step):
+        raise RuntimeError("compaction exploded")
+
+    agent.overflow_handler = broken
+    result = run(agent.run_turn("hi"))
+    assert result.reason == "error" and "CONTEXT_WINDOW_EXCEEDED" in (result.error or "")
+    assert harness.types()[-3:] == ["request/error", "step/end", "turn/end"]

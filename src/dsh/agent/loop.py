@@ -223,6 +223,16 @@ class Agent:
             except Exception:
                 log.warning("a pre-step hook failed; continuing the turn", exc_info=True)
 
+    async def _recover(self, turn: int, step: int) -> bool:
+        """The overflow handler may fail like a pre-step hook; the turn then ends as the
+        overflow error it answered (its step and turn closed)."""
+        assert self.overflow_handler is not None
+        try:
+            return await self.overflow_handler(self, turn, step)
+        except Exception:
+            log.warning("overflow recovery failed; ending the turn", exc_info=True)
+            return False
+
     def _keep_unsent(self, turn: int, step: int, pending: list[Message]) -> None:
         """A turn cancelled before its first step (during a compaction) still logs its prompt,
         in a step of its own: what the user asked is never lost."""
@@ -305,8 +315,14 @@ class Agent:
                     and overflow_retries < self.config.max_overflow_retries
                 ):
                     overflow_retries += 1
-                    if await self.overflow_handler(self, turn, step):
-                        continue  # the surface changed: retry in the same step
+                    try:
+                        if await self._guard(self._recover(turn, step)):
+                            continue  # the surface changed: retry in the same step
+                    except _Cancelled:
+                        why = "cancelled by the user"
+                        return _CallOutcome(
+                            error=why, cancelled=True, overflow_retries=overflow_retries
+                        )
                 return _CallOutcome(error=str(exc), overflow_retries=overflow_retries)
             recovered = None
             if self.config.text_tool_calls:
