@@ -27,6 +27,7 @@ from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.cancel import finished_or as _finished_or
 from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
+from dsh.agent.loggable import loggable_message, loggable_text, loggable_value
 from dsh.agent.request import request_from_state
 from dsh.errors import DshError, ProviderError
 from dsh.events import (
@@ -165,7 +166,7 @@ class Agent:
             Message(
                 id=f"u-{turn}",
                 role="user",
-                content=(TextBlock(text=prompt),),
+                content=(TextBlock(text=loggable_text(prompt)),),
                 source=UserSource(),
             )
         ]
@@ -243,6 +244,7 @@ class Agent:
             self.session.append(StepEnd(turn=turn, step=step))
 
     def _end_turn(self, turn: int, kind: TurnEndKind, text: str, error: str | None) -> TurnResult:
+        error = loggable_text(error) if error is not None else None
         self.session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind=kind, error=error)))
         self.session.sync()
         return TurnResult(turn=turn, reason=kind, text=text, error=error)
@@ -281,16 +283,16 @@ class Agent:
 
     async def _model_call(self, turn: int, step: int, overflow_retries: int) -> _CallOutcome:
         header = self._log_header_and_route()
-        cfg = self.config
+        route = (self.config.provider, self.config.model)
         while True:
             request = request_from_state(header, self.session.surface)
             assembler = StreamAssembler()
             try:
                 await self._guard(self._stream(request, assembler, turn, step))
                 # A streamed tool call without an id or a name fails here, like a broken stream.
-                message = assembler.message(f"a-{turn}-{step}", cfg.provider, cfg.model)
+                message = loggable_message(assembler.message(f"a-{turn}-{step}", *route))
             except _Cancelled:
-                message = assembler.partial_message(f"a-{turn}-{step}", cfg.provider, cfg.model)
+                message = loggable_message(assembler.partial_message(f"a-{turn}-{step}", *route))
                 self.session.append(
                     AssistantMessage(turn=turn, step=step, message=message, interrupted=True)
                 )
@@ -303,7 +305,7 @@ class Agent:
                         turn=turn,
                         step=step,
                         code=exc.code,
-                        message=exc.detail,
+                        message=loggable_text(exc.detail),
                         retryable=exc.retryable,
                     )
                 )
@@ -349,6 +351,7 @@ class Agent:
         """Log a failed stream's prefix; its complete tool calls get error results (not run)."""
         cfg = self.config
         message = assembler.partial_message(f"a-{turn}-{step}", cfg.provider, cfg.model)
+        message = loggable_message(message)
         self.session.append(
             AssistantMessage(
                 turn=turn, step=step, message=message, interrupted=True, error_code=error_code
@@ -376,7 +379,7 @@ class Agent:
                     step=step,
                     attempt=attempt,
                     code=error.code,
-                    message=error.detail,
+                    message=loggable_text(error.detail),
                     delay_ms=round(delay * 1000),
                 ),
                 ignorable=True,
@@ -456,7 +459,7 @@ class Agent:
             content=(
                 ToolResultBlock(
                     tool_call_id=call.id,
-                    content=(TextBlock(text=output.text),),
+                    content=(TextBlock(text=loggable_text(output.text)),),
                     is_error=output.is_error,
                 ),
             ),
@@ -468,7 +471,9 @@ class Agent:
             else None
         )
         self.session.append(
-            ToolResult(turn=turn, step=step, message=message, error=error, meta=output.meta),
+            ToolResult(
+                turn=turn, step=step, message=message, error=error, meta=loggable_value(output.meta)
+            ),
             source_event_seqs=[call_seq],
         )
         for payload in output.log:
