@@ -169,3 +169,22 @@ def test_the_settings_view_prints_one_line_per_setting():
     assert any(line.split() == ["compaction.backend", "basic"] for line in lines)
     assert any(line.split() == ["workspace", "/work/a"] for line in lines)
     assert lines[-1].split() == ["last", "changed", "compaction.backend"]
+
+
+@pytest.mark.parametrize(
+    ("configured", "logged"),
+    [
+        ("http://user:secret@[::1]:8080/v1", "http://[::1]:8080/v1"),
+        ("http://user:secret@[fe80::1]/v1", "http://[fe80::1]/v1"),
+        ("http://user:secret@Gateway.Example:8443/v1", "http://gateway.example:8443/v1"),
+    ],
+)
+def test_a_base_url_logged_without_its_credentials_is_still_the_same_endpoint(
+    configured: str, logged: str
+):
+    """The logged URL is what a reopen without those credentials connects to: an IPv6 host
+    keeps its brackets (``http://::1:8080/v1`` is no URL) and its port."""
+    config = Settings(
+        provider=ProviderSettings(name="openai-compatible", model="m", base_url=configured)
+    )
+    assert ss.snapshot(config, "openai-compatible", "m", 4096, "/w").base_url == logged

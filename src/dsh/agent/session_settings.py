@@ -273,6 +273,8 @@ def _redact(url: Any) -> Any:
     if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
     netloc = host if parts.port is None else f"{host}:{parts.port}"
     return urlunsplit(parts._replace(netloc=netloc))
 
