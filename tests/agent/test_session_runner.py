@@ -246,3 +246,22 @@ def test_a_turn_cancelled_after_a_model_switch_still_ends_aborted(tmp_path: Path
     assert result.reason == "aborted"
     assert event_type_of(runner.session.events[-1]) == "turn/end"
     assert runner.activity is None
+
+
+def test_a_turn_cancelled_before_it_ran_is_not_run(tmp_path: Path):
+    """Cancel right after start (before the task's first step): the turn must not run on as if
+    no one had asked (the agent's cancel flag was made anew when the turn began)."""
+    wiring = Wiring(script=[{"text": "should not be asked"}])
+    runner = SessionRunner.create(MemoryStore(), tmp_path, wiring, approver=never_asked)
+
+    async def main() -> None:
+        task = runner.start_turn("never mind")
+        assert runner.cancel() == "turn"
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)  # done callbacks run on the next loop turn
+
+    asyncio.run(main())
+    kinds = [event_type_of(e) for e in runner.session.events]
+    assert "turn/start" not in kinds and "assistant/message" not in kinds
+    assert runner.activity is None

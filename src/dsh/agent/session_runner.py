@@ -194,6 +194,8 @@ class SessionRunner:
         """The agent of the running turn (``reset_agent`` may have replaced ``agent`` since)."""
         self.activity: Activity | None = None
         self.task: asyncio.Task[Any] | None = None
+        self._running = False
+        """The activity's body has begun (before that, a cancel cancels its task)."""
         self._listeners: list[RunnerListener] = []
 
     @classmethod
@@ -275,8 +277,8 @@ class SessionRunner:
         activity, task = self.activity, self.task
         if activity is None or task is None:
             return None
-        if activity == "turn" and self._turn_agent is not None:
-            self._turn_agent.cancel()
+        if activity == "turn" and self._turn_agent is not None and self._running:
+            self._turn_agent.cancel()  # a turn that never began has nothing to close
         else:
             task.cancel()
         return activity
@@ -294,6 +296,7 @@ class SessionRunner:
 
     def _start(self, activity: Activity, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         self.activity = activity
+        self._running = False
         task = asyncio.get_running_loop().create_task(self._run(activity, work))
         self.task = task
 
@@ -308,6 +311,7 @@ class SessionRunner:
 
     async def _run(self, activity: Activity, work: Coroutine[Any, Any, T]) -> T:
         error: BaseException | None = None
+        self._running = True
         try:
             return await work
         except BaseException as exc:
