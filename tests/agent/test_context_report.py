@@ -22,11 +22,21 @@ from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_
 from dsh.config import CompactionSettings
 from dsh.demo import DEMO_WINDOW, prepare_workspace, run_demo
 from dsh.events import (
+    AssistantMessage,
+    Message,
+    ModelSource,
     RequestConfig,
     RequestContext,
     RequestHeader,
     RequestHeaderBody,
+    StepEnd,
+    StepStart,
+    TextBlock,
+    TurnEnd,
+    TurnEndReason,
+    TurnStart,
     Usage,
+    UserSource,
     is_checkpoint_event,
     surface_message,
 )
@@ -202,3 +212,36 @@ def test_both_faces_price_with_the_one_list_price_table(demo_session):
         "output": price.output,
     }
     assert "at deepseek-chat list prices" in report.cost.basis
+
+
+def test_after_a_provider_switch_each_call_is_priced_as_its_own_provider() -> None:
+    """The web's cost (``context_report``) agrees with ``/cost`` (``cost_report``) after a
+    switch: the DeepSeek calls keep their price, the local model's calls are not priced as the
+    latest route's (it priced every call at the newest provider's list price, or none)."""
+    session = new_session(MemoryStore())
+    usage = Usage(input_tokens=1_000, output_tokens=200, cache_read_tokens=3_000)
+    for turn, provider in enumerate(("deepseek", "openai-compatible", "deepseek", "local"), 1):
+        session.append(TurnStart(turn=turn))
+        session.append(StepStart(turn=turn, step=1))
+        session.append(
+            Message(
+                id=f"u{turn}", role="user", content=(TextBlock(text="hi"),), source=UserSource()
+            )
+        )
+        session.append(RequestContext(provider=provider, model="m"))
+        reply = Message(
+            id=f"a{turn}",
+            role="assistant",
+            content=(TextBlock(text="hello"),),
+            source=ModelSource(provider=provider, model="m"),
+        )
+        session.append(AssistantMessage(turn=turn, step=1, message=reply, usage=usage))
+        session.append(StepEnd(turn=turn, step=1))
+        session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind="completed")))
+    billed = cost_report(session.events)
+    report = context_report(session, default_window=8_000)
+    assert report.provider == "local" and billed.cost is not None and billed.cost > 0
+    assert report.cost.usd == pytest.approx(billed.cost)
+    single = cost_estimate(session_stats(session.events), DEFAULT_PRICES["deepseek"])
+    assert report.cost.usd == pytest.approx(single.usd / 2)  # two of the four calls priced
+    assert "not estimated" in report.cost.basis

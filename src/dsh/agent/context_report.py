@@ -227,7 +227,12 @@ def context_report(
         parts.append(Part(name, len(of_part), sum(of_part)))
     measured = session.measure()
     stats = stats if stats is not None else session_stats(session.events)
-    usages = _conversation_usages(session.events)
+    calls = _conversation_usages(session.events)
+    usages = [usage for _, usage in calls]
+    if {source for source, _ in calls} <= {provider}:
+        cost = cost_estimate(stats, price_of(provider))
+    else:  # calls of other providers than the latest route's: each at its own price
+        cost = _cost_by_provider(stats, calls, price_of(provider))
     return ContextReport(
         provider=provider,
         model=model,
@@ -240,7 +245,7 @@ def context_report(
         stats=stats,
         calls=len(usages),
         last_call=usages[-1] if usages else None,
-        cost=cost_estimate(stats, price_of(provider)),
+        cost=cost,
     )
 
 
@@ -269,14 +274,45 @@ def _preview(content: Sequence[Any]) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
-def _conversation_usages(events: Iterable[Event]) -> list[Usage]:
+def _conversation_usages(events: Iterable[Event]) -> list[tuple[str | None, Usage]]:
+    """The usage of each conversation call, with the provider that answered it."""
     return [
-        e.data.usage
+        (_provider_of(e), e.data.usage)
         for e in events
         if isinstance(e, AssistantMessageEvent)
         and e.surface_op == "append"
         and e.data.usage is not None
     ]
+
+
+def _provider_of(event: AssistantMessageEvent) -> str | None:
+    source = event.data.message.source
+    return source.provider if isinstance(source, ModelSource) else None
+
+
+def _cost_by_provider(
+    stats: SessionStats, calls: Sequence[tuple[str | None, Usage]], price: Price | None
+) -> CostEstimate:
+    """A session that changed provider: each call at its provider's list price (as
+    ``cost_report`` bills them), calls of a provider without one not estimated."""
+    usd: float | None = None
+    unpriced = 0
+    for provider, usage in calls:
+        own = price_of(provider)
+        if own is None:
+            unpriced += 1
+            continue
+        read, write = usage.cache_read_tokens or 0, usage.cache_write_tokens or 0
+        usd = (usd or 0.0) + own.cost(
+            input_tokens=usage.request_tokens(),
+            read=read,
+            write=write,
+            output_tokens=usage.output_tokens,
+        )
+    basis = cost_estimate(stats, None).basis + ", each provider's calls at its list prices"
+    if unpriced:
+        basis += f" ({unpriced} call(s) of a provider without a list price not estimated)"
+    return CostEstimate(usd, price, basis)
 
 
 def cost_estimate(stats: SessionStats, price: Price | None) -> CostEstimate:
