@@ -284,3 +284,38 @@ def test_an_overflow_handler_that_fails_ends_the_turn_with_the_overflow_error(ha
     result = run(agent.run_turn("hi"))
     assert result.reason == "error" and "CONTEXT_WINDOW_EXCEEDED" in (result.error or "")
     assert harness.types()[-3:] == ["request/error", "step/end", "turn/end"]
+
+
+def test_a_turn_that_fails_unexpectedly_is_closed_so_the_next_turn_sends_a_valid_request(
+    harness: Harness,
+):
+    """An exception between a turn's events (here the tool result cannot be logged) still
+    answers the open tool call and ends the step and the turn as an error before it reaches the
+    face, so the next turn in the same process does not send a tool call without its result."""
+    script = [
+        {"toolCalls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"text": "answered"},
+    ]
+    (harness.workspace / "a.txt").write_text("hello\n")
+    agent = harness.agent(script)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug while logging the result")
+
+    agent._append_result = broken  # type: ignore[method-assign]
+    try:
+        run(agent.run_turn("read it"))
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the failure reaches the caller")
+    assert harness.types()[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    end = harness.session.events[-1]
+    assert isinstance(end, TurnEndEvent) and end.data.reason.kind == "error"
+    assert "a bug while logging the result" in (end.data.reason.error or "")
+    del agent._append_result
+    result = run(agent.run_turn("again"))
+    assert result.reason == "completed"
+    request = harness.provider.requests[-1]
+    tool_messages = [m for m in request.messages if m.role == "tool"]
+    assert len(tool_messages) == 1

@@ -27,8 +27,9 @@ from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.cancel import finished_or as _finished_or
 from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
-from dsh.agent.loggable import loggable_message, loggable_text, loggable_value
+from dsh.agent.loggable import loggable_message, loggable_text
 from dsh.agent.request import request_from_state
+from dsh.agent.turn_close import close_failed_turn, tool_result
 from dsh.errors import DshError, ProviderError
 from dsh.events import (
     AssistantMessage,
@@ -45,11 +46,8 @@ from dsh.events import (
     TextBlock,
     ToolCall,
     ToolCallBlock,
-    ToolErrorInfo,
-    ToolResult,
-    ToolResultBlock,
-    ToolSource,
     TurnEnd,
+    TurnEndEvent,
     TurnEndKind,
     TurnEndReason,
     TurnStart,
@@ -157,11 +155,24 @@ class Agent:
         self._cancel.set()
 
     async def run_turn(self, prompt: str) -> TurnResult:
-        """Run one turn for a user prompt and return how it ended."""
+        """Run one turn for a user prompt and return how it ended; a turn an exception stops
+        is closed as an error (``turn_close``) before the exception goes on."""
         self._cancel = asyncio.Event()
         self._exclusive = asyncio.Lock()
         turn = 1 + self._log_scan.update(self.session).turns
-        self.session.append(TurnStart(turn=turn))
+        start = self.session.append(TurnStart(turn=turn)).seq
+        try:
+            return await self._turn(turn, prompt)
+        except Exception as exc:
+            ends = self.session.of_type(TurnEndEvent)
+            if not ends or ends[-1].seq < start:
+                try:
+                    close_failed_turn(self.session, start, turn, loggable_text(str(exc)))
+                except Exception:
+                    log.warning("could not close the failed turn %d", turn, exc_info=True)
+            raise
+
+    async def _turn(self, turn: int, prompt: str) -> TurnResult:
         pending: list[Message] = [
             Message(
                 id=f"u-{turn}",
@@ -453,29 +464,9 @@ class Agent:
     def _append_result(
         self, turn: int, step: int, call: ToolCallBlock, call_seq: int, output: ToolOutput
     ) -> None:
-        message = Message(
-            id=f"r-{call.id}",
-            role="tool",
-            content=(
-                ToolResultBlock(
-                    tool_call_id=call.id,
-                    content=(TextBlock(text=loggable_text(output.text)),),
-                    is_error=output.is_error,
-                ),
-            ),
-            source=ToolSource(call_id=call.id),
-        )
-        error = (
-            ToolErrorInfo(name=call.name, code=output.code or "TOOL_ERROR")
-            if output.is_error
-            else None
-        )
-        self.session.append(
-            ToolResult(
-                turn=turn, step=step, message=message, error=error, meta=loggable_value(output.meta)
-            ),
-            source_event_seqs=[call_seq],
-        )
+        code = (output.code or "TOOL_ERROR") if output.is_error else None
+        result = tool_result(turn, step, call.id, call.name, output.text, code, output.meta)
+        self.session.append(result, source_event_seqs=[call_seq])
         for payload in output.log:
             self.session.append(payload)
 
