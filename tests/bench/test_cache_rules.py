@@ -23,6 +23,7 @@ from dsh.bench.cache_rules import (
 from dsh.bench.trace import Trace
 from dsh.errors import ConfigError
 from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock
+from dsh.llm.anthropic import to_wire_messages
 from dsh.llm.types import ModelRequest
 from dsh.surface.tokens import block_tokens
 from tests.helpers import assistant_message, checkpoint_message, tool_call_block, user_message
@@ -328,10 +329,44 @@ def test_the_simulated_clock_advances_per_conversation_request() -> None:
     assert [trace.calls[i].at for i in (first, summary, second)] == [0, 30, 30]
 
 
-def test_a_breakpoint_after_the_last_stub_keeps_the_stub_prefix_after_a_pass() -> None:
-    """The Anthropic what-if: dsh marks only the system block and the last message, so after a
-    pass (a new state after unchanged stubs) nothing past the header is read; a third
-    breakpoint after the last stub makes the stubs a cache entry of their own."""
+def _wire_marks(request: ModelRequest) -> tuple[int, ...]:
+    """Block indexes (tools and system first, as the bench counts them) that carry a
+    ``cache_control`` in what ``dsh.llm.anthropic`` sends for ``request``."""
+    header = int(bool(request.tools)) + int(request.system is not None)
+    marks = [header - 1] if request.system else []
+    blocks = [b for m in to_wire_messages(request.messages) for b in m["content"]]
+    marks += [header + i for i, block in enumerate(blocks) if "cache_control" in block]
+    return tuple(marks)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        (user_message("go"),),
+        (checkpoint_message("<compacted-summary>s</compacted-summary>", "p1"), user_message("q")),
+        (
+            checkpoint_message("<compacted-index-stub>\none\n", "p1"),
+            checkpoint_message("<compacted-index-stub>\ntwo\n", "p1"),
+            checkpoint_message("<compacted-summary>state</compacted-summary>", "p1"),
+            user_message("next question"),
+            assistant_message("an answer", tool_calls=[tool_call_block("c1")]),
+        ),
+    ],
+)
+def test_anthropic_breakpoints_are_where_the_adapter_puts_cache_control(messages) -> None:
+    """The simulated Anthropic rule marks exactly the blocks ``dsh.llm.anthropic`` marks: the
+    system block, the end of the frozen stub region, and the last block."""
+    for system in ("be brief", ""):
+        request = _request(*messages, system=system)
+        trace = Trace()
+        record = trace.calls[trace.begin(request)]
+        assert record.blocks.breakpoints == _wire_marks(request)
+
+
+def test_the_stub_breakpoint_keeps_the_stub_prefix_after_a_pass() -> None:
+    """dsh marks the system block, the last stub and the last message, so after a pass (a new
+    state after unchanged stubs) the stubs are read from cache; the what-if without the stub
+    breakpoint (what dsh sent before it marked the stubs) reads nothing past the header."""
     stub = checkpoint_message("<compacted-index-stub>\n" + "k" * 6000 + "\n", "p1", id="stub")
     before = [stub, checkpoint_message("<compacted-summary>old</compacted-summary>", "p1")]
     after = [stub, checkpoint_message("<compacted-summary>new</compacted-summary>", "p2")]
@@ -347,5 +382,5 @@ def test_a_breakpoint_after_the_last_stub_keeps_the_stub_prefix_after_a_pass() -
     header_and_stub = Trace().segments(_request(stub))[0]
     stub_prefix = sum(tokens for _, tokens in header_and_stub)
     assert stub_prefix >= 1024
-    assert run(stub_breakpoint=False)[1].read == 0  # the header alone is under 1,024 tokens
     assert run(stub_breakpoint=True)[1].read == stub_prefix
+    assert run(stub_breakpoint=False)[1].read == 0  # the header alone is under 1,024 tokens

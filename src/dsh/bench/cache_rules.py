@@ -14,10 +14,11 @@ provider's documented examples; a class per rule keeps the state (a prefix trie)
 * ``openai`` — automatic for prompts of at least 1024 tokens: the longest common prefix with an
   earlier request, rounded down to 128 (``openai_hit``); optionally a prefix unused for N
   simulated minutes is evicted.
-* ``anthropic`` — explicit breakpoints (at most 4; dsh marks the system block and the last block
-  of the last message). A breakpoint reads the longest live entry at it or up to 20 blocks
-  before it (``anthropic_read``); entries are written at breakpoints of at least 1024 tokens
-  (1.25×), read at 0.1×, and live 5 minutes from their last write or read.
+* ``anthropic`` — explicit breakpoints (at most 4; dsh marks the system block, the end of the
+  frozen stub region and the last block of the last message). A breakpoint reads the longest
+  live entry at it or up to 20 blocks before it (``anthropic_read``); entries are written at
+  breakpoints of at least 1024 tokens (1.25×), read at 0.1×, and live 5 minutes from their last
+  write or read.
 
 Segments are whole messages (blocks for Anthropic): a segment that differs in its last byte
 misses from its first (a slight under-estimate of token-level providers).

@@ -72,9 +72,10 @@ def cache_notes(meta: dict[str, Any]) -> list[str]:
             if evict is None
             else f"a prefix unused for {evict} minutes is evicted."
         ),
-        "anthropic: breakpoints where `dsh.llm.anthropic` puts them (the system block and the "
-        f"last block of the last message), a {ANTHROPIC_LOOKBACK_BLOCKS}-block lookback counted "
-        f"in content blocks, a {ANTHROPIC_MIN_TOKENS}-token minimum, writes "
+        "anthropic: breakpoints where `dsh.llm.anthropic` puts them (the system block, the end "
+        "of the frozen stub region and the last block of the last message), a "
+        f"{ANTHROPIC_LOOKBACK_BLOCKS}-block lookback counted in content blocks, a "
+        f"{ANTHROPIC_MIN_TOKENS}-token minimum, writes "
         f"×{prices.get('cache_write')}, reads ×{prices.get('cache_read')}, and entries that live "
         f"{cache.get('anthropicTtlS')} s from their last write or read.",
         "Probe calls (online mode) are left out of every cost and cache figure.",

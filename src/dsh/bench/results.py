@@ -87,8 +87,13 @@ class StubBreakpointWhatIf(msgspec.Struct, rename="camel", kw_only=True, frozen=
     first_after_pass: FirstAfterPass
 
 
-class WhatIf(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
-    anthropic_stub_breakpoint: StubBreakpointWhatIf
+class WhatIf(msgspec.Struct, rename="camel", kw_only=True, frozen=True, omit_defaults=True):
+    anthropic_without_stub_breakpoint: StubBreakpointWhatIf | None = None
+    """The anthropic rule without the breakpoint after the last index stub: the two
+    breakpoints (system block, last block) dsh sent before it marked the stub region."""
+    anthropic_stub_breakpoint: StubBreakpointWhatIf | None = None
+    """Older run directories: a third breakpoint after the last stub, when the simulated rule
+    marked only two (the report no longer shows it)."""
 
 
 class IntervalFigures(msgspec.Struct, rename="camel", kw_only=True, frozen=True):

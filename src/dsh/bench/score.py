@@ -214,8 +214,8 @@ def recall_figures(
 def cache_section(
     trace: Trace, options: RunOptions
 ) -> tuple[dict[str, CacheFigures], WhatIf, Sensitivity]:
-    """Figures under every rule, the Anthropic stub-breakpoint what-if, and the sensitivity of
-    the DeepSeek rule to its (undocumented) interval."""
+    """Figures under every rule, the Anthropic what-if without the stub-region breakpoint, and
+    the sensitivity of the DeepSeek rule to its (undocumented) interval."""
     prices = load_prices(options.prices)
     knobs = options.cache
 
@@ -232,7 +232,7 @@ def cache_section(
         )
         for rule in RULES
     }
-    what_if = figures(AnthropicRule(), prices["anthropic"], stub_breakpoint=True)
+    what_if = figures(AnthropicRule(), prices["anthropic"], stub_breakpoint=False)
     sensitivity: dict[str, IntervalFigures] = {}
     for interval in sensitivity_intervals(knobs.deepseek_interval):
         found = (
@@ -256,7 +256,7 @@ def cache_section(
     )
     return (
         cache,
-        WhatIf(anthropic_stub_breakpoint=breakpoint_figures),
+        WhatIf(anthropic_without_stub_breakpoint=breakpoint_figures),
         Sensitivity(deepseek_interval=sensitivity),
     )
 

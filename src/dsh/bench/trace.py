@@ -10,8 +10,9 @@ every cache rule can be replayed afterwards over exactly the same sequence (``re
 
 Each request is kept in two views: one segment per message (DeepSeek, OpenAI) and one segment
 per content block as ``dsh.llm.anthropic`` puts them on the wire, with the breakpoints it marks
-(Anthropic). Segments are interned: a message seen in many requests is serialised and hashed
-once, and each request keeps only short keys. Each call also carries a simulated time: the
+(Anthropic: the system block, the end of the frozen stub region, the last block). Segments are
+interned: a message seen in many requests is serialised and hashed once, and each request keeps
+only short keys. Each call also carries a simulated time: the
 conversation requests sent before it × ``step_seconds``.
 """
 
@@ -37,7 +38,7 @@ from dsh.events import (
     encode_json,
     is_compact_checkpoint_source,
 )
-from dsh.llm.anthropic import to_wire_messages
+from dsh.llm.anthropic import stub_region_end, to_wire_messages
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.cache_sim import Segment, message_segment
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
@@ -65,7 +66,8 @@ class View:
     segments: list[Segment]
     breakpoints: tuple[int, ...] = ()
     stub_end: int | None = None
-    """Segment index that ends the last index stub (a what-if breakpoint), None without stubs."""
+    """Segment index that ends the frozen stub region, where ``dsh.llm.anthropic`` puts a
+    breakpoint (in ``breakpoints`` of the blocks view), None without one."""
 
     @property
     def tokens(self) -> int:
@@ -171,18 +173,22 @@ class Trace:
             system_at = len(header) - 1
         interned = [self._interned(m) for m in request.messages]
         messages = [*header, *(entry[1] for entry in interned)]
+        stubs_end = stub_region_end(request.messages)
         blocks = list(header)
-        stub_block = stub_message = None
-        for index, (message, _, wire) in enumerate(interned):
+        stub_message = len(header) + stubs_end if stubs_end is not None else None
+        stub_block = None
+        for index, (_, _, wire) in enumerate(interned):
             blocks.extend(wire)
-            if checkpoint_class(message) == "index":
-                stub_message = len(header) + index
-                stub_block = len(blocks) - 1 if wire else stub_block
+            if index == stubs_end and wire:
+                stub_block = len(blocks) - 1
         points = [system_at] if system_at is not None else []
         if request.messages:
             points.append(len(messages) - 1)
-        # The adapter marks the system block only when the system prompt is not empty.
+        # As dsh.llm.anthropic marks them: the system block (only when the system prompt is not
+        # empty), the end of the frozen stub region, and the last block.
         block_points = [system_at] if system_at is not None and request.system else []
+        if stub_block is not None:
+            block_points.append(stub_block)
         if len(blocks) > len(header):
             block_points.append(len(blocks) - 1)
         return (
@@ -217,11 +223,11 @@ class Trace:
             record.output_tokens = record.reply[1]
         self.ops.append(("response", index))
 
-    def replay(self, rule: CacheSimulator, *, stub_breakpoint: bool = False) -> list[Served]:
+    def replay(self, rule: CacheSimulator, *, stub_breakpoint: bool = True) -> list[Served]:
         """Serve every recorded request (probe calls aside) through ``rule`` in send order, in
-        the rule's view, at each call's simulated time; ``stub_breakpoint`` adds a breakpoint
-        after the last index stub (a what-if: dsh marks only the system block and the last
-        message)."""
+        the rule's view, at each call's simulated time; ``stub_breakpoint`` False drops the
+        breakpoint after the last index stub (a what-if: the two breakpoints dsh sent before it
+        marked the stub region)."""
         served: list[Served] = [Served()] * len(self.calls)
         for op, index in self.ops:
             record = self.calls[index]
@@ -230,8 +236,8 @@ class Trace:
             view = record.view(rule.view)
             if op == "request":
                 points = view.breakpoints
-                if stub_breakpoint and view.stub_end is not None:
-                    points = tuple(sorted({*points, view.stub_end}))
+                if not stub_breakpoint and view.stub_end is not None:
+                    points = tuple(p for p in points if p != view.stub_end or p == points[-1])
                 served[index] = rule.request(view.segments, points, record.at)
             elif record.reply is not None:
                 rule.response([*record.messages.segments, record.reply], record.at)
