@@ -144,8 +144,11 @@ def run_suite(
     workers: int = MAX_WORKERS,
     stream: TextIO | None = None,
 ) -> Path:
-    """Run every (scenario, arm, seed), write the run directory, return ``report.md``'s path."""
+    """Run every (scenario, arm, seed), write the run directory, return ``report.md``'s path.
+
+    ``out`` must not hold another run (its runs would be reported as this one's)."""
     seeds = list(dict.fromkeys(seeds))
+    refuse_used_out(out)
     # Fail fast on a bad name, before any process starts; every seed must generate.
     described = [describe(name, seeds[0]) for name in scenarios]
     for name in scenarios:
@@ -153,10 +156,7 @@ def run_suite(
             load_scenario(name, seed)
         for backend in backends:  # overrides must make valid settings for every run
             load_scenario(name, seeds[0]).settings(compaction_backend(backend), options.compaction)
-    out.mkdir(parents=True, exist_ok=True)
-    runs_dir = out / "runs"
-    runs_dir.mkdir(exist_ok=True)
-    meta = run_meta(
+    meta = run_meta(  # before the directory exists: a bad --prices leaves nothing behind
         out,
         described,
         backends=backends,
@@ -165,6 +165,8 @@ def run_suite(
         headline=headline,
         workers=workers,
     )
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
     (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
     many = len(seeds) > 1
     jobs = [
@@ -178,3 +180,13 @@ def run_suite(
         path = runs_dir / f"{Path(name).stem}--{job.backend}--seed{job.seed}.json"
         path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
     return write_report(out, rule=headline)
+
+
+def refuse_used_out(out: Path) -> None:
+    """A run directory that already holds a run (``meta.json`` or a run file) is refused: its
+    runs would be reported with this run's settings."""
+    used = (out / "meta.json").exists() or any((out / "runs").glob("*.json"))
+    if used:
+        raise ConfigError(
+            f"{out} already holds a bench run; choose another --out (or remove it first)"
+        )
