@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,17 +60,28 @@ def _failed(job: Job, error: str, trace: str | None = None) -> dict[str, Any]:
 
 
 def run_jobs(
-    jobs: Sequence[Job], *, workers: int = MAX_WORKERS, stream: Any = None
+    jobs: Sequence[Job],
+    *,
+    workers: int = MAX_WORKERS,
+    stream: Any = None,
+    on_result: Callable[[Job, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every job, in spawned worker processes when ``workers`` > 1 (capped by the CPU
-    count); results in job order. A worker that dies is reported as that job's error."""
+    count); results in job order. A worker that dies is reported as that job's error.
+    ``on_result`` gets each job's result as soon as it finishes (a run that is stopped keeps
+    what finished)."""
     from dsh.bench.progress import ProgressBoard
 
     board = ProgressBoard([j.key for j in jobs], stream=stream or sys.stderr)
     workers = max(1, min(workers, len(jobs), os.cpu_count() or 1))
+    done = on_result or (lambda job, result: None)
     try:
         if workers == 1:
-            return [run_job(job, board.sink()) for job in jobs]
+            results = []
+            for job in jobs:
+                results.append(run_job(job, board.sink()))
+                done(job, results[-1])
+            return results
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
@@ -80,8 +91,11 @@ def run_jobs(
                 futures: list[Future[dict[str, Any]]] = [
                     pool.submit(run_job, job, queue) for job in jobs
                 ]
-                while not all(f.done() for f in futures):
+                waiting = dict(enumerate(futures))
+                while waiting:
                     board.drain(queue, timeout=0.2)
+                    for number in [n for n, f in waiting.items() if f.done()]:
+                        done(jobs[number], _outcome(jobs[number], waiting.pop(number)))
                 board.drain(queue)
             return [_outcome(job, future) for job, future in zip(jobs, futures, strict=True)]
     finally:

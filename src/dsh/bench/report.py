@@ -21,7 +21,7 @@ from dsh.bench.cache_rules import RULES
 from dsh.bench.headline import headline
 from dsh.bench.method import method_notes
 from dsh.bench.plots import write_plots
-from dsh.bench.results import RunRecord, RunResult, as_json, as_record
+from dsh.bench.results import FailedRun, RunRecord, RunResult, as_json, as_record
 from dsh.bench.tables import (
     cells_note,
     complete_cells,
@@ -36,13 +36,33 @@ from dsh.bench.tables import (
 from dsh.bench.verdict import verdict
 from dsh.errors import ConfigError
 
+NO_RUN_FILE = "no run file: the run was stopped before this one finished, or its file is gone"
+
 
 def load_run_dir(directory: Path) -> tuple[dict[str, Any], list[RunRecord]]:
     """``meta.json`` and every ``runs/*.json`` as its typed record, in report order (scenario
-    order of the run, then seed order, then arm)."""
+    order of the run, then seed order, then arm). A run ``meta.json`` plans (scenario × arm ×
+    seed) that has no file is a ``FailedRun`` saying so, so the report names it and pooled
+    figures leave its cell out."""
     meta_path = directory / "meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    runs = [_read_run(path) for path in sorted((directory / "runs").glob("*.json"))]
+    files = sorted((directory / "runs").glob("*.json"))
+    if not files:
+        raise ConfigError(
+            f"{directory / 'runs'} holds no run file: nothing to report (was the run stopped "
+            "before its first run finished?)"
+        )
+    runs = [_read_run(path) for path in files]
+    # A run that failed before its scenario loaded names the scenario as it was given.
+    named = {s.get("source"): s.get("name") for s in meta.get("scenarios", [])}
+    present = {(named.get(r.scenario, r.scenario), r.backend, r.seed) for r in runs}
+    runs += [
+        FailedRun(scenario=scenario, backend=backend, seed=seed, error=NO_RUN_FILE)
+        for scenario in meta.get("scenarioOrder", [])
+        for seed in meta.get("seeds", [])
+        for backend in meta.get("backends", [])
+        if (scenario, backend, seed) not in present
+    ]
     position = {name: i for i, name in enumerate(meta.get("scenarioOrder", []))}
     seeds = {seed: i for i, seed in enumerate(meta.get("seeds", []))}
     runs.sort(

@@ -146,7 +146,9 @@ def run_suite(
 ) -> Path:
     """Run every (scenario, arm, seed), write the run directory, return ``report.md``'s path.
 
-    ``out`` must not hold another run (its runs would be reported as this one's)."""
+    ``out`` must not hold another run (its runs would be reported as this one's); each run's
+    file is written as soon as the run finishes, so a stopped run keeps what finished and
+    ``dsh bench report`` names the rest."""
     seeds = list(dict.fromkeys(seeds))
     refuse_used_out(out)
     # Fail fast on a bad name, before any process starts; every seed must generate.
@@ -175,10 +177,13 @@ def run_suite(
         for name in scenarios
         for backend in backends
     ]
-    for job, result in zip(jobs, run_jobs(jobs, workers=workers, stream=stream), strict=True):
+
+    def save(job: Job, result: dict[str, Any]) -> None:
         name = as_record(result).scenario or job.scenario
         path = runs_dir / f"{Path(name).stem}--{job.backend}--seed{job.seed}.json"
         path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+
+    run_jobs(jobs, workers=workers, stream=stream, on_result=save)
     return write_report(out, rule=headline)
 
 
