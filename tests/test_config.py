@@ -161,3 +161,33 @@ def test_a_set_budget_is_kept_and_a_chunk_grows_to_hold_four_set_stubs():
     assert (resolved.stub, resolved.state_max, resolved.chunk) == (300, 500, 1200)
     assert CompactionSettings(chunk_tokens=900).for_window(4096).chunk == 900
     assert CompactionSettings().chunk == 4000  # no window known: the large-window budget
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "origin"),
+    [
+        ("user", "[provider]\ntemperature = 'warm'\n", "home/config.toml"),
+        ("user", "[compaction]\nthreshold_ratio = 2\n", "home/config.toml"),
+        ("project", "[compaction]\nchunk_tokens = 'many'\n", ".dsh/config.toml"),
+        ("env", "DSH_PROVIDER_TEMPERATURE=abc", "environment variable DSH_PROVIDER_TEMPERATURE"),
+        ("env", "DSH_COMPACTION_RETAIN_RATIO=0.95", "DSH_COMPACTION_RETAIN_RATIO"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_where_it_was_set(tmp_path, where, text, origin):
+    """The error names the file or the environment variable that set the bad value (a key
+    can come from four layers; naming only the key left the user searching)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"DSH_HOME": str(home)}
+    if where == "user":
+        (home / "config.toml").write_text(text)
+    elif where == "project":
+        (tmp_path / ".dsh").mkdir()
+        (tmp_path / ".dsh" / "config.toml").write_text(text)
+    else:
+        name, _, value = text.partition("=")
+        env[name] = value
+    with pytest.raises(ConfigError) as info:
+        load_settings(environ=env, cwd=tmp_path)
+    message = str(info.value)
+    assert origin in message and "\n" not in message

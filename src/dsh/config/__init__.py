@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -97,9 +98,11 @@ def load_settings(
     """Merge every layer into one validated ``Settings``."""
     env = os.environ if environ is None else environ
     merged: dict[str, dict[str, Any]] = {}
+    origins: dict[str, str] = {}
+    """``section.key`` → where its value came from (an error names it)."""
     user_path = dsh_home(env) / "config.toml"
     if user_path.is_file():
-        _merge(merged, _read_toml(user_path), origin=str(user_path))
+        _merge(merged, _read_toml(user_path), origin=str(user_path), origins=origins)
     workspace = (cwd or Path.cwd()).resolve()
     project_path = workspace / ".dsh" / "config.toml"
     if project_path.is_file():
@@ -107,17 +110,31 @@ def load_settings(
         _merge({}, layer, origin=str(project_path))  # unknown keys are refused first, by name
         trusted = str(workspace) in merged.get("trust", {}).get("directories", [])
         layer = restrict_project_layer(layer, merged, trusted=trusted, origin=str(project_path))
-        _merge(merged, layer, origin=str(project_path))
+        _merge(merged, layer, origin=str(project_path), origins=origins)
     layer = environment_layer(env, SECTIONS, skip=ENVIRONMENT_NAMES, refuse=USER_ONLY_SECTIONS)
     _merge(merged, layer, origin="environment")
+    for section, values in layer.items():
+        for key in values:
+            origins[f"{section}.{key}"] = "environment variable " + f"DSH_{section}_{key}".upper()
     if overrides:
-        _merge(merged, {k: dict(v) for k, v in overrides.items()}, origin="command line")
+        flags = {k: dict(v) for k, v in overrides.items()}
+        _merge(merged, flags, origin="command line", origins=origins)
     try:
         settings = msgspec.convert(merged, Settings, strict=False)
+        validate_settings(settings)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc
-    validate_settings(settings)
+        raise ConfigError(_set_in(f"invalid configuration: {_describe(exc)}", origins)) from exc
+    except ConfigError as exc:
+        raise ConfigError(_set_in(str(exc), origins)) from exc
     return settings
+
+
+def _set_in(message: str, origins: Mapping[str, str]) -> str:
+    """``message`` naming where the key it names was set (a file, a variable, the command
+    line), when that is known."""
+    found = re.search(r"config key ([a-z_]+\.[a-z_]+)", message)
+    origin = origins.get(found.group(1)) if found else None
+    return f"{message} (set in {origin})" if origin else message
 
 
 def restrict_project_layer(
@@ -356,7 +373,13 @@ def _read_toml_text(text: str, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
 
 
-def _merge(into: dict[str, dict[str, Any]], layer: Mapping[str, Any], *, origin: str) -> None:
+def _merge(
+    into: dict[str, dict[str, Any]],
+    layer: Mapping[str, Any],
+    *,
+    origin: str,
+    origins: dict[str, str] | None = None,
+) -> None:
     for section, values in layer.items():
         fields = SECTIONS.get(section)
         if fields is None:
@@ -368,6 +391,8 @@ def _merge(into: dict[str, dict[str, Any]], layer: Mapping[str, Any], *, origin:
             if key not in known:
                 raise ConfigError(f"unknown config key {section}.{key} in {origin}")
             into.setdefault(section, {})[key] = value
+            if origins is not None:
+                origins[f"{section}.{key}"] = origin
 
 
 def _describe(exc: msgspec.ValidationError) -> str:
