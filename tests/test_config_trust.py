@@ -71,6 +71,23 @@ def test_an_untrusted_project_cannot_loosen_a_safety_setting(
     assert not any("sk-the-projects-own-account" in r.getMessage() for r in caplog.records)
 
 
+def test_an_untrusted_project_cannot_move_a_local_model_to_a_hosted_provider(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another provider is another endpoint, paid with the user's own key for it: a repository
+    could send its reader's code to a hosted model the reader meant to keep local."""
+    repo = project(tmp_path, '[provider]\nname = "deepseek"\nmodel = "deepseek-chat"\n')
+    local = '[provider]\nname = "openai-compatible"\nbase_url = "http://127.0.0.1:11434/v1"\n'
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        settings = load_settings(environ=env_for(tmp_path, local), cwd=repo)
+    assert settings.provider.name == "openai-compatible"
+    assert settings.provider.base_url == "http://127.0.0.1:11434/v1"
+    assert settings.provider.model == "deepseek-chat"  # the model on the same endpoint applies
+    assert any("provider.name" in r.getMessage() for r in caplog.records)
+    same = project(tmp_path, '[provider]\nname = "openai-compatible"\nmodel = "qwen3"\n')
+    assert load_settings(environ=env_for(tmp_path, local), cwd=same).provider.model == "qwen3"
+
+
 def test_an_untrusted_project_may_tighten(tmp_path: Path) -> None:
     repo = project(
         tmp_path,

@@ -148,7 +148,7 @@ def restrict_project_layer(
     warning naming it); ``below`` is what the defaults and the user config give so far.
 
     Untrusted, a project may only: choose a stricter ``tools.approval``; add to
-    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.base_url``,
+    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.name``, ``base_url``,
     ``provider.api_key`` and the summariser route (``summarizer_provider``,
     ``summarizer_base_url``) already in effect (or switch the summariser to ``extractive`` or a
     bare model name on the conversation's provider). Nobody's project may set ``[trust]``.
@@ -181,6 +181,10 @@ def restrict_project_layer(
             drop("tools", "approval", f"it is looser than {current!r}")
     if "scrub_env" in tools and isinstance(tools["scrub_env"], list):
         tools["scrub_env"] = [*below.get("tools", {}).get("scrub_env", []), *tools["scrub_env"]]
+    current_name = below.get("provider", {}).get("name", ProviderSettings().name)
+    if "name" in provider and provider["name"] != current_name:
+        # another provider is another endpoint, paid with the user's key for it
+        drop("provider", "name", "a project may not send requests to another provider")
     if "base_url" in provider and provider["base_url"] != below.get("provider", {}).get("base_url"):
         drop("provider", "base_url", "a project may not send requests to another endpoint")
     if "api_key" in provider and provider["api_key"] != below.get("provider", {}).get("api_key"):
