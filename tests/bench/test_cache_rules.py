@@ -256,6 +256,15 @@ def test_prices_bill_reads_and_writes_by_their_multipliers() -> None:
     ) == pytest.approx(1045 * 3.0 / 1e6)
 
 
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [({"input": -0.28}, "input"), ({"cache_read": 1.5}, "cache_read"), ({"output": -1}, "output")],
+)
+def test_a_negative_price_or_a_read_dearer_than_a_miss_is_refused(override, field) -> None:
+    with pytest.raises(ConfigError, match=rf"prices\.deepseek: .*{field}"):
+        load_prices({"deepseek": override})
+
+
 def test_price_overrides_and_unknown_rules() -> None:
     prices = load_prices({"deepseek": {"cache_read": 0.026}})
     assert prices["deepseek"].cache_read == 0.026 and prices["deepseek"].input == 0.28

@@ -5,6 +5,8 @@ applies a run's overrides); ``/cost`` estimates a session's bill with the same t
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 
@@ -13,10 +15,11 @@ class Price(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     for cache reads and cache writes."""
 
     model: str
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float = 1.0
+    input: Annotated[float, msgspec.Meta(ge=0)]
+    output: Annotated[float, msgspec.Meta(ge=0)]
+    cache_read: Annotated[float, msgspec.Meta(ge=0, le=1)]
+    """A cache read is billed at most as an uncached token."""
+    cache_write: Annotated[float, msgspec.Meta(ge=0)] = 1.0
 
     def cost(self, *, input_tokens: int, read: int, write: int, output_tokens: int) -> float:
         """Billed US$ for one call: ``input_tokens`` is the whole request (read and write
