@@ -25,6 +25,7 @@ from dsh.events import (
     TurnStartEvent,
     Usage,
 )
+from dsh.llm.scripted import count_model_calls
 from dsh.transcript.stats import SessionStats, session_stats
 from tests.helpers import assistant_message
 
@@ -37,8 +38,15 @@ _usage = st.none() | st.builds(
 )
 
 
-def _assistant(usage: Usage | None, replaced: bool) -> Event:
-    data = AssistantMessage(turn=1, step=1, message=assistant_message("hi"), usage=usage)
+def _assistant(usage: Usage | None, replaced: bool, cut: bool = False) -> Event:
+    data = AssistantMessage(
+        turn=1,
+        step=1,
+        message=assistant_message("hi"),
+        usage=usage,
+        interrupted=cut,
+        error_code="CONNECTION" if cut else None,
+    )
     op = ReplaceOp(start=0, end=0) if replaced else "append"
     return AssistantMessageEvent(seq=0, time=0, data=data, surface_op=op)
 
@@ -58,7 +66,7 @@ def _summary(usage: Usage | None) -> Event:
 
 
 _event = st.one_of(
-    st.builds(_assistant, _usage, st.booleans()),
+    st.builds(_assistant, _usage, st.booleans(), st.booleans()),
     st.builds(_summary, _usage),
     st.builds(
         lambda error: CompactionEndEvent(
@@ -99,7 +107,7 @@ def reference_stats(events: list[Event]) -> SessionStats:
             n["calls"] += 1
             n["failed"] += 1
         elif isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
-            n["calls"] += 1
+            n["calls"] += event.data.error_code is None  # a partial belongs to its error
             if (usage := event.data.usage) is not None:
                 tokens["inp"] += usage.input_tokens
                 tokens["read"] += usage.cache_read_tokens or 0
@@ -135,3 +143,15 @@ def test_stats_counted_by_type_equal_the_event_by_event_count(events: list[Event
 @given(st.lists(_event, max_size=20))
 def test_stats_of_an_iterator_equal_those_of_the_list(events: list[Event]) -> None:
     assert session_stats(iter(events)) == session_stats(events)
+
+
+def test_a_failed_stream_with_a_partial_reply_is_one_failed_call_not_two() -> None:
+    error = RequestErrorEvent(
+        seq=1,
+        time=0,
+        data=RequestError(turn=1, step=1, code="CONNECTION", message="m", retryable=True),
+    )
+    events = [_assistant(None, False), error, _assistant(None, False, cut=True)]
+    stats = session_stats(events)
+    assert (stats.model_calls, stats.failed_calls) == (2, 1)
+    assert stats.model_calls == count_model_calls(events)  # as the keyless providers count

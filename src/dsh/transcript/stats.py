@@ -59,7 +59,8 @@ def session_stats(events: Iterable[Event]) -> SessionStats:
     for event in [e for e in events if type(e) in _WITH_FIGURES]:
         if isinstance(event, AssistantMessageEvent):
             if event.surface_op == "append":
-                appended += 1
+                # a failed stream's partial reply belongs to its request/error: one call
+                appended += event.data.error_code is None
                 usage = event.data.usage
                 if usage is not None:
                     inp += usage.input_tokens
