@@ -9,6 +9,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# The suite's property tests draw the same examples on every run unless asked otherwise: a run
+# of CI (or of the README's test command) never turns red on a draw the last one did not make.
+# DSH_HYPOTHESIS_EXPLORE=1 draws fresh examples, to look for new failures; a failure found so
+# is pinned with an @example before it is fixed.
+settings.register_profile("dsh", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("explore" if os.environ.get("DSH_HYPOTHESIS_EXPLORE") else "dsh")
 
 
 class NetworkBlockedError(RuntimeError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsh.store import JsonlStore
@@ -88,6 +88,7 @@ STEPS = st.lists(
 
 @settings(max_examples=150, deadline=None)
 @given(steps=STEPS, reasoning=st.lists(st.booleans(), min_size=30, max_size=30))
+@example(steps=[("tool", ""), ("result", ""), ("result", "Kestrel")], reasoning=[False] * 30)
 def test_the_search_index_always_equals_a_fresh_search(steps, reasoning):
     """Blocks appended, a card's result arriving, the model reloaded (blocks replaced or
     cut), reasoning shown or hidden: the kept index answers as a fresh search does."""

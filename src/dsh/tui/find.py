@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
+from dsh.transcript import ToolResultItem
 from dsh.tui.blocks import Block, card_text, row_text
 from dsh.tui.prompt import KEYS_HINT
 from dsh.tui.transcript_view import TranscriptView
@@ -44,8 +45,8 @@ class SearchIndex:
     find runs on every key typed; folding a long session's text each time would lag)."""
 
     def __init__(self) -> None:
-        self._texts: list[tuple[Block, bool, bool, str]] = []
-        """Per block: the block, whether it had a result, whether reasoning was in, text."""
+        self._texts: list[tuple[Block, ToolResultItem | None, bool, str]] = []
+        """Per block: the block, its result, whether reasoning was in, the folded text."""
 
     def matching(self, blocks: list[Block], needle: str, *, show_reasoning: bool) -> list[int]:
         folded = needle.casefold()
@@ -54,7 +55,7 @@ class SearchIndex:
         texts = self._texts
         del texts[len(blocks) :]
         for i, block in enumerate(blocks):
-            key = (block, block.result is not None, show_reasoning)
+            key = (block, block.result, show_reasoning)
             if i < len(texts) and texts[i][:3] == key:
                 continue
             entry = (*key, searchable(block, show_reasoning=show_reasoning))
