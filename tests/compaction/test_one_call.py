@@ -254,16 +254,17 @@ def test_an_answer_beyond_the_output_bound_takes_the_fewest_calls_that_fit_in_or
     summarizer = Sections(max_output_tokens=bound)
     result = run(engine_for(session, summarizer).compact_now(window=100_000))
     tasks = summarizer.tasks
-    assert all(t.kind == "pass" and t.max_tokens <= bound for t in tasks)
+    # the stubs in one call, as many as fit; the state fits with none of them: a part left
+    # alone is asked in a call of its own (as are the parts after it)
+    assert [t.kind for t in tasks] == ["pass", "state"]
+    assert tasks[0].max_tokens <= bound
+    assert tasks[0].max_tokens + tasks[1].max_tokens > bound
     parts = [p for t in tasks for p in t.parts]
-    assert len(parts) == len(result.checkpoints) > len(tasks) > 1
-    assert [p.kind for p in parts][-1] == "state"  # consecutive parts, in order
-    # greedy: no call could have taken the next call's first part as well
-    for task, following in itertools.pairwise(tasks):
-        assert task.max_tokens + following.parts[0].max_tokens > bound
+    assert len(parts) + 1 == len(result.checkpoints) > len(tasks)
+    assert all(p.kind == "stub" for p in parts)  # consecutive parts, in order
     summaries = _summaries(session, result)
     assert all(s.degraded is None for s in summaries)
-    assert sum(s.raw_output is not None for s in summaries) == len(tasks)  # one per call
+    assert sum(s.raw_output is not None for s in summaries) == 1  # the stubs' call's answer
     assert_layout(session)
 
 
@@ -334,10 +335,11 @@ def test_a_compact_pass_beyond_the_output_bound_takes_the_fewest_calls_that_fit_
     bound = SETTINGS.state_max_tokens + 2 * SETTINGS.stub_tokens
     summarizer = OtherRouteSections(max_output_tokens=bound)
     result = run(engine_for(session, summarizer).compact_now(window=100_000))
-    tasks = summarizer.tasks
-    assert len(tasks) > 1 and all(t.kind == "pass" and t.layout == "compact" for t in tasks)
+    tasks = [t for t in summarizer.tasks if t.kind == "pass"]
+    assert tasks and all(t.layout == "compact" for t in tasks)
+    assert [t.kind for t in summarizer.tasks[len(tasks) :]] == ["state"]  # alone: its own call
     parts = [p for t in tasks for p in t.parts]
-    assert len(parts) == len(result.checkpoints) and parts[-1].kind == "state"
+    assert len(parts) + 1 == len(result.checkpoints)
     for task in tasks:
         request = build_summary_request(task, provider="other", model="small-model")
         if task.parts[-1].kind == "state":
@@ -457,10 +459,12 @@ REPLAY = CompactionSettings(
 TURNS = 20
 
 
-def _drive(provider, workspace: Path) -> Session:
+def _drive(provider, workspace: Path, *, max_output_tokens: int | None = None) -> Session:
     session = Session(MemoryStore().create(cwd=str(workspace)), clock=fixed_clock)
     ids = itertools.count(1)
-    summarizer = ModelSummarizer(provider, "m", history=session.events)
+    summarizer = ModelSummarizer(
+        provider, "m", history=session.events, max_output_tokens=max_output_tokens
+    )
     engine = CompactionEngine(
         session, RecallableBackend(summarizer, REPLAY), REPLAY, new_id=lambda: f"p{next(ids)}"
     )

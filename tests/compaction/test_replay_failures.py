@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dsh.compaction.prompts import join_pass_answer
 from dsh.events import CompactionEndEvent, CompactionSummaryEvent, encode_event
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
@@ -51,3 +52,20 @@ def test_a_one_call_pass_that_failed_and_a_stub_call_that_failed_replay_the_same
     assert any(s.raw_output and "=== state ===" not in s.raw_output for s in logged)
     replay = ReplayProvider(list(recorded.events), name="scripted", model="m")
     _same(recorded, test_one_call._drive(replay, tmp_path))
+
+
+def test_a_pass_split_into_calls_whose_last_call_answers_one_part_replays_the_same(
+    tmp_path: Path,
+):
+    """The summariser's output bound splits the first pass into a call for its stubs and one
+    for its state alone; that call fails and the state is asked again. A call for one part is
+    the part's own call, so the replay serves each answer to the call that got it."""
+    bound = test_one_call.REPLAY.stub_tokens * 4 + test_one_call.REPLAY.state_max_tokens
+    stubs = [(f"stub {i}", f"Read the module part {i} and noted its port.") for i in range(1, 9)]
+    answer = join_pass_answer([*stubs, ("state", STATE)])
+    entries = [{"text": f"answer {i} " + "words " * 100} for i in range(test_one_call.TURNS)]
+    for summaries in ([{"text": answer}, FAILED], [FAILED, FAILED]):
+        scripted = ScriptedProvider(entries, summaries=[*summaries, *[{"text": answer}] * 99])
+        recorded = test_one_call._drive(scripted, tmp_path, max_output_tokens=bound - 1)
+        replay = ReplayProvider(list(recorded.events), name="scripted", model="m")
+        _same(recorded, test_one_call._drive(replay, tmp_path, max_output_tokens=bound - 1))

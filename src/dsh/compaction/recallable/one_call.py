@@ -91,7 +91,10 @@ def pass_batches(
     """The pass calls for the model regions of a pass: ``(region indexes, task)`` per call,
     consecutive regions in order — one call when its answer fits, else the fewest that do.
     Empty (call by call) for fewer than two model regions, parts of both layouts, or a region
-    whose answer alone would not fit."""
+    whose answer alone would not fit. A part that shares its call with no other is written in
+    a call of its own, and so is every part after it: a call for one checkpoint is always that
+    checkpoint's own call, and the calls for several cover a run of the pass's first model
+    regions (a replay tells them apart by that alone, ``dsh.llm.replay_passes``)."""
     model = [(index, r.task) for index, r in enumerate(regions) if r.task is not None]
     if len(model) < 2 or len({task.layout for _, task in model}) > 1:
         return []
@@ -107,7 +110,8 @@ def pass_batches(
             return []
         current.append(item)
     batches.append(_batch(current, window=window, max_output=max_output))
-    return batches
+    alone = next((n for n, (indexes, _) in enumerate(batches) if len(indexes) < 2), None)
+    return batches[:alone]
 
 
 def _batch(
