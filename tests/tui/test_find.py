@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from dsh.events import AssistantMessage, StepEnd, StepStart, TurnEnd, TurnEndReason, TurnStart
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.transcript import ToolResultItem
@@ -17,7 +18,13 @@ from dsh.tui.blocks import Block, row_text
 from dsh.tui.find import FindBar, SearchIndex, first_at_or_after, matching_blocks
 from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.transcript_view import TranscriptView
-from tests.helpers import append_chat_turn, append_tool_turn, assistant_message
+from tests.helpers import (
+    append_chat_turn,
+    append_tool_turn,
+    assistant_message,
+    next_turn,
+    user_message,
+)
 from tests.tui.conftest import SIZE, Rig, settle, status_at_rest
 from tests.tui.test_virtual_scroll import screen_rows
 
@@ -172,3 +179,41 @@ def test_find_snapshot(snap_compare, rig: Rig):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=find)
+
+
+def reasoned_session(store: JsonlStore, cwd: str) -> str:
+    """A reply that thought at length before it said "Kestrel"."""
+    session = Session.create(store, cwd=cwd)
+    for i in range(6):
+        append_chat_turn(session, f"prompt {i}", f"reply {i}")
+    thought = "\n".join(f"thinking step {n}" for n in range(8))
+    turn = next_turn(session)
+    session.append(TurnStart(turn=turn))
+    session.append(StepStart(turn=turn, step=1))
+    session.append(user_message("prompt 6"))
+    said = assistant_message("the Kestrel answer", reasoning=thought)
+    session.append(AssistantMessage(turn=turn, step=1, message=said))
+    session.append(StepEnd(turn=turn, step=1))
+    session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind="completed")))
+    append_chat_turn(session, "prompt 7", "reply 7")
+    session.close()
+    return session.id
+
+
+def test_the_highlight_stays_on_the_matching_row_when_reasoning_is_shown_or_the_width_changes(
+    rig: Rig,
+):
+    app = rig.app([], resume=reasoned_session(rig.store, str(rig.workspace)))
+
+    async def body(pilot: Any, view: TranscriptView, bar: FindBar) -> None:
+        await pilot.press("ctrl+f")
+        await type_needle(pilot, "kestrel")
+        assert highlighted(view) == "● the Kestrel answer"
+        await pilot.press("ctrl+r")  # eight reasoning rows now come before the reply's text
+        await pilot.pause()
+        assert view.show_reasoning and highlighted(view) == "● the Kestrel answer"
+        await pilot.resize_terminal(40, SIZE[1])
+        await settle(pilot, lambda: view.size.width == 40)
+        assert "Kestrel" in highlighted(view)
+
+    run(app, body)

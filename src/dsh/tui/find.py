@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
 from dsh.transcript import ToolResultItem
-from dsh.tui.blocks import Block, card_text, row_text
+from dsh.tui.blocks import Block, card_text
 from dsh.tui.prompt import KEYS_HINT
 from dsh.tui.transcript_view import TranscriptView
 
@@ -199,8 +199,5 @@ class FindBar(Horizontal):
         block = view.model.blocks[index]
         if block.expandable and not block.expanded and block.kind != "marker":
             view.toggle(index)
-        folded = self.needle.casefold()
-        rows = view.rows_of(index)
-        row = next((n for n, r in enumerate(rows) if folded in row_text(r).casefold()), 0)
-        view.show_found((index, row))
+        view.show_found(index, self.needle)
         status.update(f"{self.position + 1} of {len(self.matches)}")

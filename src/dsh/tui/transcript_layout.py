@@ -34,6 +34,7 @@ from dsh.tui.blocks import (
     TranscriptModel,
     block_rows,
     estimated_height,
+    first_row_with,
     live_rows,
 )
 
@@ -60,6 +61,8 @@ class TranscriptLayout(ScrollView):
         self.selected: int | None = None
         self.found: tuple[int, int] | None = None
         """(block, row) of a find's match, highlighted."""
+        self.found_needle = ""
+        """What the find looked for: the row is found again when the rows change."""
         self.loaded = False
         self.first_paint: float | None = None
         """``time.perf_counter()`` at the end of the first drawing of loaded content."""
@@ -164,11 +167,19 @@ class TranscriptLayout(ScrollView):
                 self._set_height(index, exact=False)
         self._offsets = [0, *accumulate(self._heights)]
         self._live_rows = self._make_live_rows()
+        self._find_row_again()
         self._apply(anchor)
         if self._unmeasured > SYNC_MEASURE_LIMIT and self.is_attached:
             self.run_worker(self._measure_rest(), group="measure", exclusive=True)
         elif self._unmeasured:
             self._measure_some(self._unmeasured)
+
+    def _find_row_again(self) -> None:
+        """The found block's rows changed (width, reasoning): highlight the row that now
+        shows the match."""
+        if self.found is not None and self._width > 0 and self.found[0] < len(self.model.blocks):
+            index = self.found[0]
+            self.found = (index, first_row_with(self.rows_of(index), self.found_needle))
 
     def _apply(self, anchor: Anchor) -> None:
         """Publish the size, restore the scroll position, measure what is on screen."""

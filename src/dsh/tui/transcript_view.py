@@ -14,7 +14,7 @@ from textual.message import Message
 
 from dsh.events.codec import gc_paused
 from dsh.transcript import PassDetails, TranscriptItem
-from dsh.tui.blocks import plain_lines
+from dsh.tui.blocks import first_row_with, plain_lines
 from dsh.tui.transcript_layout import TranscriptLayout
 
 
@@ -156,12 +156,16 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         """The index of the block at the top of the screen."""
         return max(0, bisect_right(self._offsets, round(self.scroll_y)) - 1)
 
-    def show_found(self, found: tuple[int, int] | None) -> None:
-        """Highlight row ``found[1]`` of block ``found[0]`` and scroll it to a third of the
-        screen's height (None: no highlight)."""
+    def show_found(self, index: int | None, needle: str = "") -> None:
+        """Highlight the first row of block ``index`` that shows ``needle`` and scroll it to a
+        third of the screen's height (None: no highlight)."""
         self._publish()
+        self.found_needle = needle
+        found = None
+        if index is not None and index < len(self.model.blocks):
+            found = (index, first_row_with(self.rows_of(index), needle) if self._width > 0 else 0)
         self.found = found
-        if found is not None and found[0] < len(self.model.blocks) and self._width > 0:
+        if found is not None and self._width > 0:
             index, row = found
             for _ in range(2):  # measuring around the match can move it: aim again
                 self._jump(max(0, self._offsets[index] + row - self.size.height // 3))
