@@ -245,3 +245,20 @@ def test_a_pass_asked_for_more_calls_than_it_recorded_says_so() -> None:
     recorded = RecordedPass()
     assert recorded.failure is None and recorded.batch(2) is None  # nothing to answer with
     assert recorded.single() == "the recorded pass made no more model calls"
+
+
+def test_only_a_turn_ended_by_the_filter_replays_its_answer_as_filtered() -> None:
+    from dsh.events import TurnEnd, TurnEndEvent, TurnEndReason
+    from dsh.llm.types import FILTERED_REPLY, Finish
+
+    def ended(error: str) -> list[Event]:
+        session = new_session(MemoryStore())
+        append_chat_turn(session, "hello", "half an answer")
+        events = [e for e in session.events if not isinstance(e, TurnEndEvent)]
+        end = TurnEnd(turn=1, reason=TurnEndReason(kind="error", error=error))
+        return [*events, TurnEndEvent(seq=events[-1].seq + 1, time=0, data=end)]
+
+    filtered = collect(ReplayProvider(ended(FILTERED_REPLY)).stream(request(), history=()))
+    assert filtered[-1] == Finish("filtered")
+    crashed = collect(ReplayProvider(ended("RuntimeError: boom")).stream(request(), history=()))
+    assert crashed[-1] == Finish("stop")  # another error after the answer: not the filter's

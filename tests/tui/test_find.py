@@ -217,3 +217,22 @@ def test_the_highlight_stays_on_the_matching_row_when_reasoning_is_shown_or_the_
         assert "Kestrel" in highlighted(view)
 
     run(app, body)
+
+
+def test_stepping_finds_again_so_blocks_logged_since_the_last_key_are_reached(rig: Rig):
+    app = rig.app([], resume=found_session(rig.store, str(rig.workspace)))
+
+    async def body(pilot: Any, view: TranscriptView, bar: FindBar) -> None:
+        await pilot.press("ctrl+f")
+        await type_needle(pilot, "kestrel")
+        assert status(bar) == "1 of 2"
+        view.add_note("a note that names Kestrel once more")  # arrives after the search
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert status(bar) == "2 of 3" and "● reply 40 about Kestrel" in screen_rows(view)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert status(bar) == "3 of 3" and highlighted(view).strip().endswith("Kestrel once more")
+
+    run(app, body)

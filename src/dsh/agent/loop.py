@@ -58,7 +58,7 @@ from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.retry import stream_with_retry
 from dsh.llm.text_tool_calls import with_recovered_calls
-from dsh.llm.types import ModelRequest, Provider, StreamEvent
+from dsh.llm.types import FILTERED_REPLY, ModelRequest, Provider, StreamEvent
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext, ToolOutput
@@ -221,8 +221,7 @@ class Agent:
             if outcome.finish == "max-tokens":
                 return self._end_turn(turn, "max-tokens", last_text, None)
             if outcome.finish == "filtered":
-                why = "the provider stopped the reply (content filter or refusal)"
-                return self._end_turn(turn, "error", last_text, why)
+                return self._end_turn(turn, "error", last_text, FILTERED_REPLY)
             return self._end_turn(turn, "completed", last_text, None)
 
     # ---- steps ------------------------------------------------------------------------------

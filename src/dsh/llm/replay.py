@@ -32,6 +32,7 @@ from dsh.llm.replay_passes import (
 )
 from dsh.llm.scripted import count_model_calls
 from dsh.llm.types import (
+    FILTERED_REPLY,
     Finish,
     FinishReason,
     ModelRequest,
@@ -52,8 +53,8 @@ def _replayable_summaries(events: Sequence[Event]) -> list[CompactionSummaryEven
 
 def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
     """The answers whose finish ended their turn early: a turn that ends ``max-tokens`` right
-    after an answer without tool calls was cut at the output limit; one that ends ``error``
-    there, with no ``request/error`` between, was stopped by the provider (``filtered``)."""
+    after an answer without tool calls was cut at the output limit; one that ends with
+    ``FILTERED_REPLY`` there was stopped by the provider (``filtered``)."""
     finishes: dict[int, FinishReason] = {}
     last: Event | None = None
     for e in events:
@@ -63,7 +64,7 @@ def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
             answered = last.data.error_code is None and not last.data.message.tool_calls()
             if answered and e.data.reason.kind == "max-tokens":
                 finishes[last.seq] = "max-tokens"
-            elif answered and e.data.reason.kind == "error":
+            elif answered and e.data.reason.error == FILTERED_REPLY:
                 finishes[last.seq] = "filtered"
         if isinstance(e, TurnEndEvent):
             last = None

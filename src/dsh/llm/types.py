@@ -72,6 +72,8 @@ class UsageReport:
 FinishReason = Literal["stop", "tool-calls", "max-tokens", "filtered"]
 """``filtered``: the provider stopped the reply itself (a content filter, a refusal); what was
 streamed is kept, but the reply is not a complete answer."""
+FILTERED_REPLY = "the provider stopped the reply (content filter or refusal)"
+"""The error a turn ends with when its reply finished ``filtered``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,9 +179,19 @@ class FindBar(Horizontal):
         self._show()
 
     def step(self, step: int) -> None:
-        """Go to the next (``1``) or previous (``-1``) matching block."""
+        """Go to the next (``1``) or previous (``-1``) matching block. The matches are found
+        again first (cheap: the index keeps each block's text), so blocks logged since the
+        last key and reasoning shown or hidden with ctrl+r count."""
+        view = self.view
+        shown = self.matches[self.position] if self.matches else view.top_block()
+        self.matches = self.index.matching(
+            view.model.blocks, self.needle, show_reasoning=view.show_reasoning
+        )
         if self.matches:
-            self.position = (self.position + step) % len(self.matches)
+            after = first_at_or_after(self.matches, shown)
+            on_it = self.matches[after] == shown
+            moved = step if on_it or step < 0 else 0  # a block no longer matching: stay put
+            self.position = (after + moved) % len(self.matches)
         self._show()
 
     def _show(self) -> None:
