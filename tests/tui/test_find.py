@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dsh.events import AssistantMessage, StepEnd, StepStart, TurnEnd, TurnEndReason, TurnStart
 from dsh.store import JsonlStore
 from dsh.surface import Session
-from dsh.transcript import ToolResultItem
+from dsh.transcript import PassDetails, ToolResultItem
 from dsh.tui import DshApp
 from dsh.tui.blocks import Block, row_text
 from dsh.tui.find import FindBar, SearchIndex, first_at_or_after, matching_blocks
@@ -88,7 +88,12 @@ def test_matching_is_case_insensitive_over_what_a_block_can_show():
 WORDS = st.sampled_from(["Kestrel", "kestrel", "walrus", "ß", "ss", "Ünï", "x"])
 TEXTS = st.lists(WORDS, max_size=4).map(" ".join)
 STEPS = st.lists(
-    st.tuples(st.sampled_from(["append", "tool", "result", "replace", "truncate", "find"]), TEXTS),
+    st.tuples(
+        st.sampled_from(
+            ["append", "tool", "result", "replace", "truncate", "marker", "summary", "find"]
+        ),
+        TEXTS,
+    ),
     max_size=30,
 )
 
@@ -97,10 +102,16 @@ STEPS = st.lists(
 @given(steps=STEPS, reasoning=st.lists(st.booleans(), min_size=30, max_size=30))
 @example(steps=[("tool", ""), ("result", ""), ("result", "Kestrel")], reasoning=[False] * 30)
 def test_the_search_index_always_equals_a_fresh_search(steps, reasoning):
-    """Blocks appended, a card's result arriving, the model reloaded (blocks replaced or
-    cut), reasoning shown or hidden: the kept index answers as a fresh search does."""
-    index, blocks = SearchIndex(), []
+    """Blocks appended, a card's result arriving, a pass logging another summary after its
+    marker, the model reloaded (blocks replaced or cut), reasoning shown or hidden: the kept
+    index answers as a fresh search does."""
+    index, blocks, details = SearchIndex(), [], {}
     for n, (op, text) in enumerate(steps):
+        if op == "marker":
+            blocks.append(Block("marker", n, pass_id=f"p{n}"))
+            details[f"p{n}"] = PassDetails(summaries=[("index", text)])
+        elif op == "summary" and details:
+            details[max(details)].summaries.append(("state", text))
         if op == "append":
             blocks.append(Block("assistant", n, cached_text=text, cached_reasoning=text[::-1]))
         elif op == "tool":
@@ -113,8 +124,9 @@ def test_the_search_index_always_equals_a_fresh_search(steps, reasoning):
             del blocks[len(blocks) // 2 :]
         for needle in (text, text.upper(), "kestrel"):
             shown = reasoning[n]
-            fresh = matching_blocks(blocks, needle, show_reasoning=shown)
-            assert index.matching(blocks, needle, show_reasoning=shown) == fresh
+            fresh = matching_blocks(blocks, needle, show_reasoning=shown, details=details)
+            kept = index.matching(blocks, needle, show_reasoning=shown, details=details)
+            assert kept == fresh
 
 
 def test_ctrl_f_finds_steps_and_wraps_and_esc_gives_the_prompt_back(rig: Rig):
@@ -234,5 +246,36 @@ def test_stepping_finds_again_so_blocks_logged_since_the_last_key_are_reached(ri
         await pilot.press("enter")
         await pilot.pause()
         assert status(bar) == "3 of 3" and highlighted(view).strip().endswith("Kestrel once more")
+
+    run(app, body)
+
+
+def test_a_word_of_a_pass_summary_is_found_at_its_marker_which_opens(rig: Rig):
+    """As the web's find does: a compaction marker is searched in its pass's summaries."""
+    from dsh.events import CompactionSummaryEvent
+    from tests.tui import scenarios
+
+    session_id, _ = scenarios.record(rig, SIZE)
+    log = rig.store.open(session_id)
+    try:
+        summary = next(e for e in log.events if isinstance(e, CompactionSummaryEvent))
+    finally:
+        log.close()
+    needle = next(w for w in summary.data.summary.split() if len(w) > 6 and w.isalpha())
+    app = scenarios.cold_app(rig, session_id)
+
+    async def body(pilot: Any, view: TranscriptView, bar: FindBar) -> None:
+        await pilot.press("ctrl+f")
+        await type_needle(pilot, needle)
+        markers = [i for i in bar.matches if view.model.blocks[i].kind == "marker"]
+        assert markers  # the pass's summary holds the word
+        for _ in range(len(bar.matches)):
+            if view.found is not None and view.found[0] == markers[0]:
+                break
+            await pilot.press("enter")
+            await pilot.pause()
+        assert view.found is not None and view.found[0] == markers[0]
+        assert view.model.blocks[markers[0]].expanded
+        assert needle.casefold() in highlighted(view).casefold()
 
     run(app, body)

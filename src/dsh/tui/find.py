@@ -3,11 +3,14 @@
 Typing searches as you type (case-insensitive) from the top of the screen down, wrapping
 round; ``enter`` or ``down`` goes to the next block that matches, ``shift+enter`` or ``up`` to
 the previous one, ``esc`` closes the bar and gives the prompt its focus back. A match inside a
-collapsed tool card opens the card; the first row that shows the match is highlighted and put
-on screen. Reasoning is searched only while it is shown (``ctrl+r``).
+collapsed tool card (or in a compaction pass's summaries, at its marker) opens it; the first
+row that shows the match is highlighted and put on screen. Reasoning is searched only while it
+is shown (``ctrl+r``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from textual import events
 from textual.app import ComposeResult
@@ -15,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, Static
 
-from dsh.transcript import ToolResultItem
+from dsh.transcript import PassDetails, ToolResultItem
 from dsh.tui.blocks import Block, card_text
 from dsh.tui.prompt import KEYS_HINT
 from dsh.tui.transcript_view import TranscriptView
@@ -24,20 +27,28 @@ PLACEHOLDER = "find in the transcript"
 KEYS = "enter/down next match · shift+enter/up previous · pgup/pgdn scroll · esc back to the prompt"
 
 
-def searchable(block: Block, *, show_reasoning: bool) -> str:
-    """What a find looks in for ``block``, case-folded: what the block can show."""
+def searchable(block: Block, *, show_reasoning: bool, details: PassDetails | None = None) -> str:
+    """What a find looks in for ``block``, case-folded: what the block can show (a marker:
+    the summaries of its pass, ``details``, as the web's find does)."""
     if block.kind in ("tool", "result"):
         return card_text(block).casefold()
     if block.kind == "marker":
-        return ""
+        summaries = details.summaries if details is not None else []
+        return "\n".join(summary for _, summary in summaries).casefold()
     if show_reasoning:
         return f"{block.reasoning}\n{block.text}".casefold()
     return block.text.casefold()
 
 
-def matching_blocks(blocks: list[Block], needle: str, *, show_reasoning: bool) -> list[int]:
+def matching_blocks(
+    blocks: list[Block],
+    needle: str,
+    *,
+    show_reasoning: bool,
+    details: Mapping[str, PassDetails] | None = None,
+) -> list[int]:
     """The indices of the blocks whose text holds ``needle`` (case-insensitive), in order."""
-    return SearchIndex().matching(blocks, needle, show_reasoning=show_reasoning)
+    return SearchIndex().matching(blocks, needle, show_reasoning=show_reasoning, details=details)
 
 
 class SearchIndex:
@@ -45,25 +56,35 @@ class SearchIndex:
     find runs on every key typed; folding a long session's text each time would lag)."""
 
     def __init__(self) -> None:
-        self._texts: list[tuple[Block, ToolResultItem | None, bool, str]] = []
-        """Per block: the block, its result, whether reasoning was in, the folded text."""
+        self._texts: list[tuple[Block, ToolResultItem | None, bool, int, str]] = []
+        """Per block: the block, its result, whether reasoning was in, how many summaries its
+        pass had (a marker), the folded text."""
 
-    def matching(self, blocks: list[Block], needle: str, *, show_reasoning: bool) -> list[int]:
+    def matching(
+        self,
+        blocks: list[Block],
+        needle: str,
+        *,
+        show_reasoning: bool,
+        details: Mapping[str, PassDetails] | None = None,
+    ) -> list[int]:
         folded = needle.casefold()
         if not folded:
             return []
-        texts = self._texts
+        texts, details = self._texts, details or {}
         del texts[len(blocks) :]
         for i, block in enumerate(blocks):
-            key = (block, block.result, show_reasoning)
-            if i < len(texts) and texts[i][:3] == key:
+            found = details.get(block.pass_id) if block.kind == "marker" else None
+            summaries = len(found.summaries) if found is not None else 0
+            key = (block, block.result, show_reasoning, summaries)
+            if i < len(texts) and texts[i][:4] == key:
                 continue
-            entry = (*key, searchable(block, show_reasoning=show_reasoning))
+            text = searchable(block, show_reasoning=show_reasoning, details=found)
             if i < len(texts):
-                texts[i] = entry
+                texts[i] = (*key, text)
             else:
-                texts.append(entry)
-        return [i for i, entry in enumerate(texts) if folded in entry[3]]
+                texts.append((*key, text))
+        return [i for i, entry in enumerate(texts) if folded in entry[4]]
 
 
 def first_at_or_after(matches: list[int], index: int) -> int:
@@ -169,12 +190,19 @@ class FindBar(Horizontal):
             event.stop()
             self.view.scroll_by_key(event.key.replace("page", "page_"))
 
+    def _matching(self) -> list[int]:
+        view = self.view
+        return self.index.matching(
+            view.model.blocks,
+            self.needle,
+            show_reasoning=view.show_reasoning,
+            details=view.details,
+        )
+
     def search(self) -> None:
         """Find from the block at the top of the screen down, wrapping round."""
         view = self.view
-        self.matches = self.index.matching(
-            view.model.blocks, self.needle, show_reasoning=view.show_reasoning
-        )
+        self.matches = self._matching()
         self.position = first_at_or_after(self.matches, view.top_block())
         self._show()
 
@@ -184,9 +212,7 @@ class FindBar(Horizontal):
         last key and reasoning shown or hidden with ctrl+r count."""
         view = self.view
         shown = self.matches[self.position] if self.matches else view.top_block()
-        self.matches = self.index.matching(
-            view.model.blocks, self.needle, show_reasoning=view.show_reasoning
-        )
+        self.matches = self._matching()
         if self.matches:
             after = first_at_or_after(self.matches, shown)
             on_it = self.matches[after] == shown
@@ -207,7 +233,7 @@ class FindBar(Horizontal):
         index = self.matches[self.position]
         view = self.view
         block = view.model.blocks[index]
-        if block.expandable and not block.expanded and block.kind != "marker":
+        if block.expandable and not block.expanded:
             view.toggle(index)
         view.show_found(index, self.needle)
         status.update(f"{self.position + 1} of {len(self.matches)}")
