@@ -266,3 +266,13 @@ def test_through_the_registry_schema_errors_and_recall_errors_keep_their_codes()
     assert call(f'{{"checkpoint":"{checkpoint.id}","offset":null}}').is_error is False
     (listed,) = list_checkpoints(session.events)
     assert listed.id == checkpoint.id
+
+
+def test_an_offset_into_a_checkpoint_with_no_messages_says_there_are_none(monkeypatch):
+    import dsh.recall.tools as recall_tools
+
+    session, checkpoint = long_span()
+    monkeypatch.setattr(recall_tools, "_span", lambda events, target, cache: [])
+    output = read_page(session, checkpoint.id, 1)
+    assert output.is_error and output.code == INVALID_OFFSET
+    assert "which has no messages (offset 0)" in output.text and "0–" not in output.text

@@ -115,8 +115,10 @@ def read_checkpoint(
     if offset > 0 and offset >= total:
         raise RecallError(
             INVALID_OFFSET,
-            f"offset {offset} is past the end of checkpoint {target.id}, which has {total} "
-            f"message(s) (offsets 0–{max(total - 1, 0)})",
+            f"offset {offset} is past the end of checkpoint {target.id}, which has "
+            + (
+                f"{total} message(s) (offsets 0–{total - 1})" if total else "no messages (offset 0)"
+            ),
         )
     page: list[str] = []
     used = 0
