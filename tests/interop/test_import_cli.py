@@ -148,6 +148,16 @@ def test_a_compressed_log_is_refused_with_a_hint(home, tmp_path):
     assert result.exit_code == 1 and "zstd -d" in result.output
 
 
+def test_a_log_saved_with_a_byte_order_mark_imports_as_without_one(home, tmp_path):
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "02-tool-result-role.jsonl").read_bytes())
+    imported(home, str(marked), "marked")
+    imported(home, "02-tool-result-role.jsonl", "plain")
+    assert events_of(home, "marked") == events_of(home, "plain")
+    kept = home / "imports" / "marked" / "original.jsonl"
+    assert kept.read_bytes() == marked.read_bytes()  # the original is kept as it was
+
+
 def test_round_trip_through_the_cli_gives_equal_events(home, tmp_path):
     imported(home, "04-stream-chunks.jsonl", "first")
     out = tmp_path / "exported.jsonl"
