@@ -38,7 +38,8 @@ def render_config() -> str:
         "`stub_region_ratio` in (0, 1) and below `threshold_ratio`; `min_stale_ratio` in (0, 1); "
         "`stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
-        "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50.",
+        "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50; "
+        "`summarizer_context_window` ≥ 1024.",
         "",
         "A session keeps its own settings: "
         + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)

@@ -263,3 +263,50 @@ def test_a_pass_of_twenty_plus_chunks_runs_every_call_at_once():
     run(engine_for(session, summarizer).compact_now(window=10**6))
     assert summarizer.calls >= 21
     assert summarizer.peak == summarizer.calls  # the default cap (32) does not serialise them
+
+
+def test_a_summariser_with_a_smaller_window_gets_calls_that_fit_its_own_window():
+    """A summariser on another model (the compact layout) with a window of its own smaller
+    than the conversation's: the state's input is split in order to fit that window, and a
+    pass's one-call batches too, where before every call was sized by the conversation's."""
+    from dsh.compaction.summarizer import call_window
+    from tests.compaction.test_cache_riding import RouteSummarizer
+
+    class SmallWindow(RouteSummarizer):
+        context_window: int | None = None
+
+    def requests(own: int | None) -> list[int]:
+        session = long_session(turns=24)
+        summarizer = SmallWindow(("another", "small-model"))
+        summarizer.context_window = own
+        backend = RecallableBackend(summarizer, SETTINGS)
+        run(CompactionEngine(session, backend, SETTINGS).compact_now(window=100_000))
+        assert summarizer.tasks and all(t.layout == "compact" for t in summarizer.tasks)
+        return [request_tokens(t) for t in summarizer.tasks if len(t.messages) > 1]
+
+    unbounded = requests(None)
+    assert max(unbounded) > 2000  # sized by the conversation's 100k window
+    bounded = requests(2000)
+    assert bounded and max(bounded) <= 2000 and len(bounded) > len(unbounded)
+    assert call_window(SmallWindow(("a", "b")), 100_000) == 100_000  # no own window
+    own = SmallWindow(("a", "b"))
+    own.context_window = 300_000
+    assert call_window(own, 100_000) == 100_000  # the smaller of the two
+    assert call_window(own, None) == 300_000
+
+
+def test_the_summarisers_window_is_configured_checked_and_reaches_the_summariser(tmp_path):
+    from dsh.compaction import make_summarizer
+    from dsh.llm.scripted import ScriptedProvider
+
+    with pytest.raises(ConfigError, match=r"compaction\.summarizer_context_window"):
+        load_settings(
+            environ={"DSH_HOME": str(tmp_path)},
+            overrides={"compaction": {"summarizer_context_window": 500}},
+        )
+    settings = load_settings(
+        environ={"DSH_HOME": str(tmp_path)},
+        overrides={"compaction": {"summarizer": "small", "summarizer_context_window": 8192}},
+    )
+    summarizer = make_summarizer(settings.compaction, ScriptedProvider([]), "small")
+    assert getattr(summarizer, "context_window", None) == 8192

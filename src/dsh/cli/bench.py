@@ -256,6 +256,7 @@ SUMMARISER_KEYS = (
     "summarizer_provider",
     "summarizer_base_url",
     "summarizer_timeout_s",
+    "summarizer_context_window",
 )
 
 

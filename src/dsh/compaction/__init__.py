@@ -71,6 +71,7 @@ def _make_summarizer(
         model or settings.summarizer,
         history=history,
         timeout_s=settings.summarizer_timeout_s,
+        context_window=settings.summarizer_context_window,
         max_output_tokens=max_output_tokens,
     )
 

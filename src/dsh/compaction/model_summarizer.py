@@ -122,8 +122,12 @@ class ModelSummarizer:
         history: Sequence[Event] = (),
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         max_output_tokens: int | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.provider = provider
+        self.context_window = context_window
+        """The model's own window when it is not the conversation's (None: the conversation's):
+        the backend splits a pass's calls to fit it."""
         self.history = history
         """The session log (a live view): keyless providers count compaction calls in it."""
         self.name = provider.name

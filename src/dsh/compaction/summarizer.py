@@ -108,6 +108,15 @@ def output_bound(summarizer: Summarizer) -> int | None:
     return bound if isinstance(bound, int) and bound > 0 else None
 
 
+def call_window(summarizer: Summarizer, window: int | None) -> int | None:
+    """The window one call of ``summarizer`` must fit: its model's own (``context_window``)
+    when that is smaller than the conversation's ``window``."""
+    own = getattr(summarizer, "context_window", None)
+    if not isinstance(own, int) or own <= 0:
+        return window
+    return own if window is None else min(own, window)
+
+
 def within_bound(budget: int, summarizer: Summarizer) -> int:
     """A region's token budget (``stub_tokens``, ``state_max_tokens``) capped at what one call
     of ``summarizer`` may write: asked for more, a model is cut off (a failed call) or the

@@ -310,6 +310,11 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
         (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
         (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
         (
+            c.summarizer_context_window is None or c.summarizer_context_window >= 1024,
+            "summarizer_context_window",
+            "must be at least 1024",
+        ),
+        (
             c.stub_region_ratio < c.threshold_ratio,
             "stub_region_ratio",
             "must be below threshold_ratio (the stubs must leave room under it)",

@@ -95,6 +95,9 @@ class CompactionSettings(_Section, frozen=True):
     summarizer_provider: str | None = None
     summarizer_base_url: str | None = None
     summarizer_timeout_s: float = 120.0
+    summarizer_context_window: int | None = None
+    """The summariser model's own window when it is another model than the conversation's
+    (unset: the conversation's): its calls are split to fit it."""
     compaction_retries: int = 1
     max_overflow_retries: int = 1
     prune_threshold_chars: int = 8192

@@ -39,6 +39,7 @@ class RecordedCompaction(Struct, frozen=True):
     retain_tokens: int | None = None
     summarizer_provider: str | None = None
     summarizer_base_url: str | None = None
+    summarizer_context_window: int | None = None
 
 
 class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):

@@ -59,6 +59,7 @@ from dsh.compaction.summarizer import (
     Layout,
     Summarizer,
     SummaryTask,
+    call_window,
     reads_rarity,
     within_bound,
 )
@@ -91,6 +92,8 @@ class RecallableBackend:
         self._anchors = SessionAnchors()
         self._spans = ConversationSpans()
         self._window: int | None = None
+        self._calls_fit: int | None = None
+        """The window one summariser call must fit (``call_window``)."""
         framing = frame_stub("") + "\n" + footer(_BIG, (_BIG, _BIG))
         self._stub_min = message_tokens_of(framing) + 12
         self._stub_tokens = within_bound(settings.stub, summarizer)
@@ -377,6 +380,7 @@ class RecallableBackend:
         """Every region at once: one call for the whole pass when it can (``one_call``), else
         one call per region (bounded by ``max_concurrency``); buffered, nothing committed."""
         gate = asyncio.Semaphore(self.settings.max_concurrency)
+        self._calls_fit = call_window(self.summarizer, self._window)
 
         ranking = plan.pending if isinstance(plan.pending, Ranking) else None
         completed, settle = start_ranking(
@@ -392,7 +396,7 @@ class RecallableBackend:
                 return region if index is None else (await completed())[index]
 
             return await fold_state(
-                self.summarizer, region, self._state_tokens, self._window, ranked
+                self.summarizer, region, self._state_tokens, self._calls_fit, ranked
             )
 
         async def one(index: int, region: RegionPlan) -> RegionText:
@@ -422,7 +426,7 @@ class RecallableBackend:
                 plan.regions,
                 stub_tokens=self._stub_tokens,
                 state_tokens=self._state_tokens,
-                window=self._window,
+                window=self._calls_fit,
                 state=state,
                 completed=completed,
             )
