@@ -28,6 +28,10 @@ class Route:
     context_window: int | None
     notice: str | None = None
     """Something the face should say once (the server did not report its window)."""
+    summarizer_window: int | None = None
+    """The window of a summariser on another model or server, as its provider is known to have
+    or its server reports it (None: the summariser is this route, or its window is unknown);
+    ``compaction.summarizer_context_window`` wins over it."""
 
 
 def resolve_route(
@@ -61,18 +65,61 @@ def resolve_route(
     provider, model, known_window = make_provider(
         cfg.name, model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, environ=env
     )
+    summarizer_window, summarizer_notice = _summarizer_window(settings, model, env)
     if window or known_window or cfg.base_url is None:
-        return Route(provider, model, window or known_window)
-    found = discover_window(
-        cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
-    )
+        notice = summarizer_notice
+        window = window or known_window
+    else:
+        found = discover_window(
+            cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
+        )
+        if found is not None:
+            window, notice = found.window, _misfit_notice(settings, found.window)
+        else:
+            window = DEFAULT_CONTEXT_WINDOW
+            notice = (
+                f"{cfg.base_url} does not report its context window; assuming "
+                f"{DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or "
+                "--context-window)"
+            )
+        notice = "; ".join(n for n in (notice, summarizer_notice) if n) or None
+    return Route(provider, model, window, notice, summarizer_window)
+
+
+def _summarizer_window(
+    settings: Settings, model: str, environ: Mapping[str, str]
+) -> tuple[int | None, str | None]:
+    """The window of a summariser on another model or server than the conversation's ``model``
+    and what to say when its server does not report one (its calls are then sized to the
+    conversation's window, as before). Its provider's known window, else its server's answer
+    (asked once per process, like the conversation's); nothing is asked when
+    ``compaction.summarizer_context_window`` is set or the summariser is the conversation."""
+    cfg, conversation = settings.compaction, settings.provider
+    target = summarizer_target(settings, conversation.name)
+    if cfg.summarizer_context_window is not None or target is None:
+        return None, None
+    name, summarizer_model = target
+    same = name == conversation.name
+    if same and summarizer_model == model and cfg.summarizer_base_url is None:
+        return None, None
+    known = KNOWN_PROVIDERS.get(name)
+    if known is None:  # an unknown name: make_provider says so when the summariser is built
+        return None, None
+    if known.context_window is not None and cfg.summarizer_base_url is None:
+        return known.context_window, None
+    base_url = cfg.summarizer_base_url or (conversation.base_url if same else known.base_url)
+    if base_url is None:
+        return known.context_window, None
+    key = (conversation.api_key if same else None) or environ.get(known.key_env)
+    found = discover_window(base_url, summarizer_model, key)
     if found is not None:
-        return Route(provider, model, found.window, _misfit_notice(settings, found.window))
-    notice = (
-        f"{cfg.base_url} does not report its context window; assuming "
-        f"{DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or --context-window)"
+        return found.window, None
+    if known.context_window is not None:
+        return known.context_window, None
+    return None, (
+        f"the summariser's server does not report the context window of {summarizer_model}; "
+        "its calls are sized to the conversation's (set compaction.summarizer_context_window)"
     )
-    return Route(provider, model, DEFAULT_CONTEXT_WINDOW, notice)
 
 
 def _misfit_notice(settings: Settings, window: int) -> str | None:

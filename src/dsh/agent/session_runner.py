@@ -159,7 +159,12 @@ def record_settings(
         recorded = session_settings.latest(session)
         workspace = recorded.workspace if recorded is not None else session.header.cwd
     snapshot = session_settings.snapshot(
-        settings, route.provider.name, route.model, route.context_window, workspace
+        settings,
+        route.provider.name,
+        route.model,
+        route.context_window,
+        workspace,
+        summarizer_window=route.summarizer_window,
     )
     session_settings.record(session, snapshot)
 

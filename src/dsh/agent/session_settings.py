@@ -64,6 +64,9 @@ ROUTE_KEYS = ("name", "model", "base_url", "context_window")
 """``provider.*`` keys that belong to the session."""
 COMPACTION_KEYS: tuple[str, ...] = RecordedCompaction.__struct_fields__
 """``compaction.*`` keys that belong to the session."""
+SUMMARIZER_ROUTE_KEYS = frozenset({"summarizer", "summarizer_provider", "summarizer_base_url"})
+"""``compaction.*`` keys that choose who summarises: a flag moving one drops the recorded
+summariser window (the new summariser's is set or asked for again)."""
 SETTINGS_TYPE = event_type_name(SessionSettingsEvent)
 REPLAY = "replay"
 """The provider that serves a recorded session's calls again (``--provider replay``)."""
@@ -188,17 +191,30 @@ def _compaction(
         if key in flags and flags[key] != values[key]
     ]
     values.update({key: flags[key] for key in COMPACTION_KEYS if key in flags})
+    moved = {change.key.removeprefix("compaction.") for change in changes}
+    if moved & SUMMARIZER_ROUTE_KEYS and "summarizer_context_window" not in flags:
+        # another summariser: the recorded window was the old one's (set or reported)
+        values["summarizer_context_window"] = configured.summarizer_context_window
     # The recorded budgets already include any per-model override of the config: none again.
     return msgspec.structs.replace(configured, **values, overrides={}), changes
 
 
 def snapshot(
-    settings: Settings, provider: str, model: str, window: int | None, workspace: str
+    settings: Settings,
+    provider: str,
+    model: str,
+    window: int | None,
+    workspace: str,
+    *,
+    summarizer_window: int | None = None,
 ) -> SessionSettings:
-    """What to record for a session run with ``settings`` on the route ``provider:model``."""
+    """What to record for a session run with ``settings`` on the route ``provider:model``;
+    ``summarizer_window`` is what the summariser's server reported (the route's)."""
     budgets = settings.compaction.for_route(provider, model)
     budgets = budgets.for_window(window or DEFAULT_CONTEXT_WINDOW)  # the budgets it runs with
     compaction = {key: getattr(budgets, key) for key in COMPACTION_KEYS}
+    if compaction["summarizer_context_window"] is None:
+        compaction["summarizer_context_window"] = summarizer_window
     compaction["summarizer_base_url"] = _redact(budgets.summarizer_base_url)
     return SessionSettings(
         provider=provider,

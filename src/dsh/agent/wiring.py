@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.prompt import system_prompt
@@ -78,9 +80,7 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
             override = settings.provider.override_for(summarizer_provider.name, summarizer_model)
             summarizer_max_output = override.max_output_tokens if override is not None else None
     return Wiring(
-        compaction=settings.compaction.for_route(name, route.model).for_window(
-            session_window(route)
-        ),
+        compaction=route_budgets(settings.compaction, route),
         summarizer_provider=summarizer_provider,
         summarizer_model=summarizer_model,
         summarizer_max_output=summarizer_max_output,
@@ -88,6 +88,18 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
         text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
         generation=generation,
     )
+
+
+def route_budgets(compaction: CompactionSettings, route: Route) -> CompactionSettings:
+    """The compaction settings a session on ``route`` runs with: its model's overrides, budgets
+    scaled to its window, and the window its summariser's server reported when none is set."""
+    budgets = compaction.for_route(route.provider.name, route.model)
+    budgets = budgets.for_window(session_window(route))
+    if budgets.summarizer_context_window is None and route.summarizer_window is not None:
+        budgets = msgspec.structs.replace(
+            budgets, summarizer_context_window=route.summarizer_window
+        )
+    return budgets
 
 
 def session_window(route: Route) -> int:

@@ -184,7 +184,12 @@ def record_settings(session: Session, settings_: Settings, route: Route, workspa
     from dsh.agent import session_settings as recorded_settings
 
     snapshot = recorded_settings.snapshot(
-        settings_, route.provider.name, route.model, route.context_window, str(workspace)
+        settings_,
+        route.provider.name,
+        route.model,
+        route.context_window,
+        str(workspace),
+        summarizer_window=route.summarizer_window,
     )
     recorded_settings.record(session, snapshot)
 

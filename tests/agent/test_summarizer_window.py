@@ -1,0 +1,184 @@
+"""The window of a summariser on another model or server: its provider's known one or what its
+server reports, asked once, set config winning, recorded with the session's settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh.agent import session_settings as ss
+from dsh.agent.runtime import resolve_route
+from dsh.agent.wiring import wire
+from dsh.compaction import ModelSummarizer, make_summarizer
+from dsh.config import CompactionSettings, Settings, load_settings
+from dsh.llm import window as window_module
+from tests.llm.conftest import server  # noqa: F401
+from tests.llm.fake_server import FakeServer, json_ok, openai_text
+
+DSH = str(Path(sys.executable).with_name("dsh"))
+
+
+def _settings(tmp_path: Path, provider: dict, compaction: dict) -> Settings:
+    overrides = {"provider": provider, "compaction": compaction}
+    return load_settings(environ={"DSH_HOME": str(tmp_path)}, cwd=tmp_path, overrides=overrides)
+
+
+def _local(url: str, **more: object) -> dict:
+    return {"name": "openai-compatible", "base_url": url + "/v1", "model": "big", **more}
+
+
+def _second_server(n_ctx: int) -> FakeServer:
+    other = FakeServer().__enter__()
+    other.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": n_ctx}})
+    return other
+
+
+def test_a_summariser_on_another_server_gets_the_window_that_server_reports(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    window_module._CACHE.clear()
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 32768}})
+    other = _second_server(2048)
+    try:
+        settings = _settings(
+            tmp_path,
+            _local(server.url),
+            {"summarizer": "small", "summarizer_base_url": other.url + "/v1"},
+        )
+        route = resolve_route(settings, environ={})
+        assert (route.context_window, route.summarizer_window) == (32768, 2048)
+        assert route.notice is None
+        wiring = wire(settings, route, environ={})
+        assert wiring.compaction.summarizer_context_window == 2048
+        summarizer = make_summarizer(
+            wiring.compaction,
+            wiring.summarizer_provider,
+            wiring.summarizer_model,
+            history=[],
+            max_output_tokens=None,
+        )
+        assert isinstance(summarizer, ModelSummarizer) and summarizer.context_window == 2048
+        assert [r.path for r in other.fixed_requests] == ["/props"]
+        recorded = ss.snapshot(
+            settings, "openai-compatible", "big", 32768, "/w", summarizer_window=2048
+        )
+        assert recorded.compaction.summarizer_context_window == 2048
+    finally:
+        other.__exit__(None, None, None)
+
+
+def test_a_model_on_the_same_ollama_server_is_asked_for_by_name(tmp_path, server: FakeServer):  # noqa: F811
+    window_module._CACHE.clear()
+    server.fixed["/v1/models"] = json_ok(
+        {"data": [{"id": "big", "owned_by": "library"}, {"id": "small", "owned_by": "library"}]}
+    )
+    server.fixed["/api/show"] = json_ok({"parameters": "num_ctx 4096"})
+    settings = _settings(
+        tmp_path, _local(server.url, context_window=65536), {"summarizer": "small"}
+    )
+    route = resolve_route(settings, environ={})
+    assert (route.context_window, route.summarizer_window) == (65536, 4096)
+    shown = [r.body for r in server.fixed_requests if r.path == "/api/show"]
+    assert shown == [{"model": "small"}]  # the conversation's window was set: only the summariser
+
+
+def test_the_conversations_own_route_and_the_extractive_summariser_ask_nothing(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    window_module._CACHE.clear()
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 8192}})
+    for compaction in ({"summarizer": "big"}, {"summarizer": "extractive"}):
+        settings = _settings(tmp_path, _local(server.url, context_window=9000), compaction)
+        route = resolve_route(settings, environ={})
+        assert route.summarizer_window is None
+        assert wire(settings, route, environ={}).compaction.summarizer_context_window is None
+    assert server.fixed_requests == []
+
+
+def test_a_set_summariser_window_wins_and_nothing_is_asked(tmp_path, server: FakeServer):  # noqa: F811
+    window_module._CACHE.clear()
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    compaction = {"summarizer": "small", "summarizer_context_window": 3000}
+    settings = _settings(tmp_path, _local(server.url, context_window=9000), compaction)
+    route = resolve_route(settings, environ={})
+    assert route.summarizer_window is None and server.fixed_requests == []
+    assert wire(settings, route, environ={}).compaction.summarizer_context_window == 3000
+
+
+def test_a_hosted_summariser_has_its_providers_known_window(tmp_path, server: FakeServer):  # noqa: F811
+    window_module._CACHE.clear()
+    settings = _settings(
+        tmp_path, _local(server.url, context_window=4096), {"summarizer": "deepseek:deepseek-chat"}
+    )
+    route = resolve_route(settings, environ={})
+    assert route.summarizer_window == 128_000 and server.fixed_requests == []
+
+
+def test_a_silent_summariser_server_keeps_the_conversations_window_and_says_so(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    window_module._CACHE.clear()
+    settings = _settings(tmp_path, _local(server.url, context_window=9000), {"summarizer": "small"})
+    route = resolve_route(settings, environ={})
+    assert route.summarizer_window is None
+    assert route.notice is not None
+    assert "does not report the context window of small" in route.notice
+    assert wire(settings, route, environ={}).compaction.summarizer_context_window is None
+
+
+def test_another_summariser_by_flag_drops_the_recorded_window():
+    recorded = ss.snapshot(
+        Settings(compaction=CompactionSettings(summarizer="small")),
+        "openai-compatible",
+        "big",
+        32768,
+        "/w",
+        summarizer_window=2048,
+    )
+    kept = ss.effective(Settings(), recorded, {"compaction": {"chunk_tokens": 900}})
+    assert kept.settings.compaction.summarizer_context_window == 2048
+    moved = ss.effective(Settings(), recorded, {"compaction": {"summarizer": "tiny"}})
+    assert moved.settings.compaction.summarizer_context_window is None  # asked again
+    chosen = ss.effective(
+        Settings(),
+        recorded,
+        {"compaction": {"summarizer": "tiny", "summarizer_context_window": 1500}},
+    )
+    assert chosen.settings.compaction.summarizer_context_window == 1500
+
+
+def _run(tmp_path: Path, url: str, summarizer_url: str, *args: str) -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    env["DSH_COMPACTION_SUMMARIZER"] = "small"
+    env["DSH_COMPACTION_SUMMARIZER_BASE_URL"] = summarizer_url + "/v1"
+    command = [DSH, "run", "--base-url", url + "/v1", "--model", "big", "--json", *args]
+    result = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True
+    )
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_dsh_run_records_the_reported_window_and_a_reopen_does_not_ask_again(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 32768}})
+    server.queue(openai_text("one"), openai_text("two"))
+    other = _second_server(2048)
+    try:
+        first = _run(tmp_path, server.url, other.url, "first")
+        (recorded,) = [e["data"] for e in first if e["type"] == "session/settings"]
+        assert recorded["compaction"]["summarizerContextWindow"] == 2048
+        session = first[0]["session"]
+        second = _run(tmp_path, server.url, other.url, "--session", session, "second")
+        assert not [e for e in second if e["type"] == "session/settings"]  # nothing changed
+        assert [r.path for r in other.fixed_requests] == ["/props"]  # asked by the first run only
+    finally:
+        other.__exit__(None, None, None)
