@@ -12,6 +12,7 @@ from dsh.cli.main import cli
 from dsh.errors import LogCorruptError, SessionLockedError, StoreError
 from dsh.events import encode_event
 from dsh.store import SqliteStore, span_cache_path
+from dsh.store.integrity import seal
 from dsh.store.salvage_sqlite import salvage_sqlite_session
 from dsh.surface import Session
 from dsh.surface.projection import first_refused
@@ -34,8 +35,8 @@ def checkpointed(store: SqliteStore) -> None:
 
 def corrupt_on_disk(store: SqliteStore, session_id: str, seq: int) -> bytes:
     """Change one byte of event ``seq``'s stored body in the database file itself, so that the
-    body no longer decodes (bit rot SQLite does not notice: it keeps no checksums)."""
-    body = encode_event(Session.open(store, session_id).events[seq])
+    body no longer decodes (bit rot SQLite itself does not notice: it keeps no checksums)."""
+    body = seal(encode_event(Session.open(store, session_id).events[seq]))
     checkpointed(store)
     data = bytearray(store.path.read_bytes())
     at = data.find(body)
@@ -75,7 +76,7 @@ def test_repair_keeps_the_events_before_a_body_corrupted_on_disk_and_copies_the_
     assert "kept 9 events (seq 0-8)" in lines
     bad = next(line for line in lines if line.startswith("dropped events"))
     assert bad.startswith(f"dropped events seq 9-{len(before) - 1} ({dropped} events, ")
-    assert "first bad seq 9: seq 9: not valid JSON" in bad
+    assert "first bad seq 9: seq 9: checksum mismatch" in bad
     assert not salvage_sqlite_session(store, sid).changed  # a second run finds nothing to do
     with sqlite3.connect(report.copy) as copy:  # the copy is a database holding the original
         assert copy.execute("SELECT count(*) FROM events WHERE session_id = ?", (sid,)).fetchone()[

@@ -10,10 +10,19 @@ import pytest
 
 from dsh.errors import SessionLockedError, StoreError
 from dsh.events import encode_event
-from dsh.store import SqliteStore
+from dsh.store import JsonlStore, SqliteStore
+from dsh.store.integrity import seal, unseal
 from dsh.surface import Session
 from tests.contracts.store_contract import StoreContract
 from tests.helpers import append_chat_turn, new_session, writer_in_child_process
+
+
+def store_jsonl_lines(home: Path, session: Session) -> list[bytes]:
+    """The event lines the JSONL store writes for ``session``'s events (seals included)."""
+    jsonl = JsonlStore(home / "jsonl")
+    copy = jsonl.create(cwd="/", seed=list(session.events))
+    copy.close()
+    return jsonl.log_path(copy.id).read_bytes().split(b"\n")[1:-1]
 
 
 def _db(store: SqliteStore) -> sqlite3.Connection:
@@ -28,6 +37,7 @@ class TestSqliteStore(StoreContract):
         return SqliteStore(store.home)
 
     def stored_event_bytes(self, store: SqliteStore, session_id: str) -> list[bytes]:
+        """The stored rows without their CRC seals (the canonical JSON the codec reads)."""
         db = _db(store)
         try:
             rows = db.execute(
@@ -35,7 +45,7 @@ class TestSqliteStore(StoreContract):
             ).fetchall()
         finally:
             db.close()
-        return [bytes(body) for (body,) in rows]
+        return [unseal(bytes(body))[0] for (body,) in rows]
 
     def replace_stored_event(
         self, store: SqliteStore, session_id: str, seq: int, raw: bytes
@@ -44,7 +54,7 @@ class TestSqliteStore(StoreContract):
         try:
             changed = db.execute(
                 "UPDATE events SET body = ? WHERE session_id = ? AND seq = ?",
-                (raw, session_id, seq),
+                (seal(raw), session_id, seq),  # sealed as a writer would: only the content is odd
             ).rowcount
         finally:
             db.close()
@@ -132,7 +142,8 @@ def test_event_rows_hold_the_same_bytes_the_jsonl_store_writes(store):
         bodies = [bytes(b) for (b,) in db.execute("SELECT body FROM events ORDER BY seq")]
     finally:
         db.close()
-    assert bodies == [encode_event(e) for e in session.events]
+    lines = store_jsonl_lines(store.home, session)
+    assert bodies == lines == [seal(encode_event(e)) for e in session.events]
 
 
 def test_writable_open_held_by_another_process_names_its_pid_until_it_dies(store):

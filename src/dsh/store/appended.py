@@ -43,7 +43,7 @@ import msgspec
 from dsh.errors import LogCorruptError, StoreError
 from dsh.events import Event, decode_event_lines, decode_events
 from dsh.store.base import EventStore, SessionHeader, encode_header
-from dsh.store.integrity import unseal_counted
+from dsh.store.integrity import check_rows, unseal_counted
 from dsh.store.jsonl import READ_CHUNK, JsonlStore
 from dsh.store.sqlite import SqliteStore, connect_reader
 
@@ -166,8 +166,10 @@ def _sqlite_rows(
     seq, anchor = position.seq, position.anchor
     while rows := cursor.fetchmany(ROWS_PER_BATCH):
         bodies = [bytes(body) for _, body in rows]
+        where = f"session {session_id}: "
+        lines = check_rows(bodies, first_seq=seq + 1, where=where)
         try:
-            events = decode_events(bodies, first_line=seq + 1, first_seq=seq + 1)
+            events = decode_events(lines, first_line=seq + 1, first_seq=seq + 1)
         except LogCorruptError as exc:
             raise LogCorruptError(f"session {session_id}: {exc}", seq=exc.seq) from exc
         sink.add(events)

@@ -1,7 +1,9 @@
 """SQLite store: every session in one file, ``<home>/dsh.sqlite3``.
 
-Each event row keeps the exact bytes the JSONL store would write, so both stores share one codec
-and a log moves between them unchanged. Appends commit one transaction per batch with
+Each event row keeps the exact bytes the JSONL store would write (the canonical JSON sealed with
+its CRC, ``dsh.store.integrity``: a changed byte refuses the load, naming the seq; rows written
+before seals load as they are), so both stores share one codec and a log moves between them
+unchanged. Appends commit one transaction per batch with
 ``synchronous=NORMAL`` (a process crash loses nothing appended); a batch that contains an
 fsync-point event requests an fsync of the WAL from a background thread that coalesces requests
 (group commit, as the JSONL store), and ``sync``/``close`` wait for it, so a power loss loses
@@ -41,6 +43,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.group_commit import GroupFsync
+from dsh.store.integrity import check_rows, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import plan_crash_repair
 from dsh.store.wal import WRITER_BACKSTOP_PAGES, WalUpkeep, fsync_wal
@@ -183,9 +186,9 @@ class SqliteSessionLog(SessionLog):
         first = len(self.events)
         try:
             if len(lines) == 1:  # autocommit: one statement is one transaction
-                self._cursor.execute(_INSERT, (self.id, first, lines[0]))
+                self._cursor.execute(_INSERT, (self.id, first, seal(lines[0])))
             else:
-                rows = [(self.id, first + i, line) for i, line in enumerate(lines)]
+                rows = [(self.id, first + i, seal(line)) for i, line in enumerate(lines)]
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(_INSERT, rows)
@@ -281,7 +284,7 @@ class SqliteStore:
             )
             db.executemany(
                 "INSERT INTO events VALUES (?, ?, ?)",
-                [(header.id, e.seq, encode_event(e)) for e in seed],
+                [(header.id, e.seq, seal(encode_event(e))) for e in seed],
             )
             db.execute("COMMIT")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -404,8 +407,10 @@ def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
                 "(a gap in the log)",
                 seq=seq,
             )
+    where = f"session {session_id}: "
+    lines = check_rows([bytes(body) for _, body in rows], first_seq=0, where=where)
     try:
-        events = decode_events([bytes(body) for _, body in rows], first_line=0)
+        events = decode_events(lines, first_line=0)
     except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
         raise UnknownEventTypeError(
             exc.event_type,

@@ -17,7 +17,7 @@ from pathlib import Path
 from dsh.errors import EventValidationError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, validate_event_shape
 from dsh.store.base import EventStore
-from dsh.store.integrity import check_line
+from dsh.store.integrity import check_line, check_row
 from dsh.store.jsonl import JsonlStore
 from dsh.store.sqlite import SqliteStore, connect_reader
 
@@ -111,7 +111,8 @@ class LogTail:
         for seq, body in rows:
             where = f"session {self.session_id}: seq {seq}"
             try:
-                event = decode_event_line(bytes(body), line=seq)
+                line = check_row(bytes(body), seq=seq, where="")
+                event = decode_event_line(line, line=seq)
             except LogCorruptError as exc:
                 raise LogCorruptError(f"session {self.session_id}: {exc}", seq=seq) from exc
             self._check_next(event, len(events), where)
