@@ -21,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.cancel import finished_or as _finished_or
@@ -29,6 +29,7 @@ from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
 from dsh.agent.request import request_from_state
+from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.turn_close import close_failed_turn, tool_result
 from dsh.errors import DshError, ProviderError
 from dsh.events import (
@@ -38,9 +39,7 @@ from dsh.events import (
     RequestConfig,
     RequestContext,
     RequestError,
-    RequestHeader,
     RequestHeaderBody,
-    SessionEndSeedEvent,
     StepEnd,
     StepStart,
     TextBlock,
@@ -52,7 +51,6 @@ from dsh.events import (
     TurnEndReason,
     TurnStart,
     UserSource,
-    encode_json,
 )
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
@@ -143,7 +141,6 @@ class Agent:
         # and a CLI runs every turn in its own ``asyncio.run``.
         self._cancel = asyncio.Event()
         self._exclusive = asyncio.Lock()  # writes and shell commands run one at a time, in order
-        self._header_logged_here = False
         self._log_scan = LogScan()
         self.waiting_since: float | None = None
         """Event-loop time a model call started while it has produced nothing yet, else None."""
@@ -271,17 +268,7 @@ class Agent:
 
     def _log_header_and_route(self) -> RequestHeaderBody:
         header = self.current_header()
-        logged = self.session.request_header
-        if logged is None or encode_json(logged) != encode_json(header):
-            reason: Literal["initial", "resume", "change"] = "change"
-            if logged is None:
-                reason = "initial"
-            elif not self._header_logged_here and any(
-                isinstance(e, SessionEndSeedEvent) for e in self.session.events
-            ):
-                reason = "resume"
-            self.session.append(RequestHeader(header=header, reason=reason))
-        self._header_logged_here = True
+        log_header_if_changed(self.session, header)
         route = RequestContext(
             provider=self.config.provider,
             model=self.config.model,
