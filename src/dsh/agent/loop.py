@@ -9,7 +9,9 @@ the log (``request_from_state``), so what the model saw is always what was logge
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
 message, answers any unfinished tool call with an error result, and closes the turn as aborted,
 so the log stays balanced and loadable. A provider failure mid-stream does the same after its
-``request/error`` (the message carries the error's code) and closes the turn as an error. With
+``request/error`` (the message carries the error's code) and closes the turn as an error. A
+reply the provider stopped itself (``filtered``: a content filter, a refusal) is kept, but its
+tool calls are not run: each gets a ``NOT_RUN`` error result and the turn ends as an error. With
 ``text_tool_calls`` on, a reply whose whole text is valid tool calls is logged as those calls
 (``dsh.llm.text_tool_calls``) and they run through approval like any other.
 """
@@ -208,6 +210,10 @@ class Agent:
                 self._answer_unstarted(turn, step, calls, "CANCELLED", "cancelled by the user")
                 self.session.append(StepEnd(turn=turn, step=step))
                 return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
+            if outcome.finish == "filtered":  # stopped by the provider: none of it runs
+                self._answer_unstarted(turn, step, calls, "NOT_RUN", f"not run: {FILTERED_REPLY}")
+                self.session.append(StepEnd(turn=turn, step=step))
+                return self._end_turn(turn, "error", last_text, FILTERED_REPLY)
             if calls:
                 cancelled = await self._run_tools(turn, step, calls, outcome.from_text)
                 self.session.append(StepEnd(turn=turn, step=step))
@@ -217,8 +223,6 @@ class Agent:
             self.session.append(StepEnd(turn=turn, step=step))
             if outcome.finish == "max-tokens":
                 return self._end_turn(turn, "max-tokens", last_text, None)
-            if outcome.finish == "filtered":
-                return self._end_turn(turn, "error", last_text, FILTERED_REPLY)
             return self._end_turn(turn, "completed", last_text, None)
 
     # ---- steps ------------------------------------------------------------------------------

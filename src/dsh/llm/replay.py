@@ -54,18 +54,21 @@ def _replayable_summaries(events: Sequence[Event]) -> list[CompactionSummaryEven
 def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
     """The answers whose finish ended their turn early: a turn that ends ``max-tokens`` right
     after an answer without tool calls was cut at the output limit; one that ends with
-    ``FILTERED_REPLY`` there was stopped by the provider (``filtered``)."""
+    ``FILTERED_REPLY`` right after a whole answer (its tool calls, if any, answered unrun) was
+    stopped by the provider (``filtered``)."""
     finishes: dict[int, FinishReason] = {}
     last: Event | None = None
     for e in events:
         if isinstance(e, AssistantMessageEvent | RequestErrorEvent):
             last = e
         elif isinstance(e, TurnEndEvent) and isinstance(last, AssistantMessageEvent):
-            answered = last.data.error_code is None and not last.data.message.tool_calls()
-            if answered and e.data.reason.kind == "max-tokens":
-                finishes[last.seq] = "max-tokens"
-            elif answered and e.data.reason.error == FILTERED_REPLY:
+            whole = last.data.error_code is None
+            if whole and e.data.reason.error == FILTERED_REPLY:
                 finishes[last.seq] = "filtered"
+            elif (
+                whole and not last.data.message.tool_calls() and e.data.reason.kind == "max-tokens"
+            ):
+                finishes[last.seq] = "max-tokens"
         if isinstance(e, TurnEndEvent):
             last = None
     return finishes
@@ -151,7 +154,7 @@ class ReplayProvider:
             calls += isinstance(delta, ToolCallDelta)
         if recorded.usage is not None:
             yield UsageReport(recorded.usage)
-        yield Finish("tool-calls" if calls else self._finishes.get(event.seq, "stop"))
+        yield Finish(self._finishes.get(event.seq) or ("tool-calls" if calls else "stop"))
 
     async def _serve_in_pass(self, n: int, answers: int) -> AsyncIterator[StreamEvent]:
         recorded = self._passes[n]
