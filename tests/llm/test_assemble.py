@@ -97,6 +97,21 @@ def test_partial_message_keeps_arrived_text_and_only_complete_tool_calls() -> No
     )
 
 
+def test_repeated_tool_call_ids_of_one_reply_are_made_unique_in_whole_and_partial_messages(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # "a_2" is taken by a later call of the same reply, so the second "a" becomes "a_3".
+    ids = ["a", "a", "a_2", "b", "a"]
+    events: list[StreamEvent] = [
+        ToolCallDelta(i, id=call_id, name="ls", arguments="{}") for i, call_id in enumerate(ids)
+    ]
+    assembler = StreamAssembler().feed_all(events)
+    expected = ["a", "a_3", "a_2", "b", "a_4"]
+    assert [c.id for c in assembler.message("m", "p", "m").tool_calls()] == expected
+    assert [c.id for c in assembler.partial_message("m", "p", "m").tool_calls()] == expected
+    assert "repeats the id 'a'" in caplog.text and "'a_4'" in caplog.text
+
+
 # ---- property: any split reassembles to the same message ------------------------------------
 
 

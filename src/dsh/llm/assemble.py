@@ -8,6 +8,7 @@ a replayed one are built by the same code.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from dsh.llm.types import (
 )
 
 AssistantBlock = ReasoningBlock | TextBlock | ToolCallBlock
+
+log = logging.getLogger("dsh.llm")
 
 
 @dataclass
@@ -45,7 +48,8 @@ class StreamAssembler:
 
     Blocks come out in a fixed order: reasoning, text, then tool calls sorted by index. A tool
     call's id and name are taken from the first delta that carries them; its argument pieces
-    are concatenated. The last ``UsageReport`` and ``Finish`` win.
+    are concatenated. The last ``UsageReport`` and ``Finish`` win. A call whose id repeats an
+    earlier call's in the same reply gets a unique one (``unique_call_ids``).
     """
 
     def __init__(self) -> None:
@@ -136,13 +140,40 @@ class StreamAssembler:
                 content.append(block)
         if text := self.text:
             content.append(TextBlock(text=text))
-        content.extend(calls)
+        content.extend(unique_call_ids(calls))
         return Message(
             id=id,
             role="assistant",
             content=tuple(content),
             source=ModelSource(provider=provider, model=model),
         )
+
+
+def unique_call_ids(calls: list[ToolCallBlock]) -> list[ToolCallBlock]:
+    """``calls`` with every repeated id made unique: a call whose id an earlier call of the
+    reply has gets the first ``{id}_2``, ``{id}_3``, … no call of the reply has (a warning names
+    both). Results answer calls by id, so two calls with one id cannot both be answered: every
+    provider refuses a request whose results repeat an id (Anthropic also its tool_use ids)."""
+    taken = {call.id for call in calls}
+    seen: set[str] = set()
+    out = []
+    for index, call in enumerate(calls):
+        if call.id in seen:
+            n = 2
+            while f"{call.id}_{n}" in taken:
+                n += 1
+            unique = f"{call.id}_{n}"
+            log.warning(
+                "tool call %d of the reply repeats the id %r of an earlier call; logged as %r",
+                index,
+                call.id,
+                unique,
+            )
+            taken.add(unique)
+            call = ToolCallBlock(id=unique, name=call.name, arguments=call.arguments)
+        seen.add(call.id)
+        out.append(call)
+    return out
 
 
 def _is_json(text: str) -> bool:
