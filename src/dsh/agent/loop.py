@@ -8,7 +8,8 @@ the log (``request_from_state``), so what the model saw is always what was logge
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
 message, answers any unfinished tool call with an error result, and closes the turn as aborted,
-so the log stays balanced and loadable. A provider failure mid-stream does the same after its
+so the log stays balanced and loadable; a cancel that lands before the model call went out
+logs no reply (there was no call). A provider failure mid-stream does the same after its
 ``request/error`` (the message carries the error's code) and closes the turn as an error. A
 reply the provider stopped itself (``filtered``: a content filter, a refusal) is kept, but its
 tool calls are not run: each gets a ``NOT_RUN`` error result and the turn ends as an error. With
@@ -146,6 +147,8 @@ class Agent:
         self._log_scan = LogScan()
         self.waiting_since: float | None = None
         """Event-loop time a model call started while it has produced nothing yet, else None."""
+        self._requested = False
+        """The current model call went out (a cancel before that logs no reply)."""
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -288,11 +291,17 @@ class Agent:
         while True:
             request = request_from_state(header, self.session.surface)
             assembler = StreamAssembler()
+            self._requested = False
             try:
                 await self._guard(self._stream(request, assembler, turn, step))
                 # A streamed tool call without an id or a name fails here, like a broken stream.
                 message = loggable_message(assembler.message(f"a-{turn}-{step}", *route))
             except _Cancelled:
+                if not self._requested:  # cancelled before the call went out: no model call
+                    why = "cancelled by the user"
+                    return _CallOutcome(
+                        error=why, cancelled=True, overflow_retries=overflow_retries
+                    )
                 message = loggable_message(assembler.partial_message(f"a-{turn}-{step}", *route))
                 self.session.append(
                     AssistantMessage(turn=turn, step=step, message=message, interrupted=True)
@@ -387,6 +396,7 @@ class Agent:
             )
 
         cfg = self.config
+        self._requested = True
         self.waiting_since = asyncio.get_running_loop().time()
         try:
             async for event in stream_with_retry(
