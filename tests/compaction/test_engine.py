@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import msgspec
@@ -114,6 +115,28 @@ def test_the_retained_tail_is_at_least_retain_tokens_and_starts_at_a_balanced_cu
     tail = session.nodes[1:]
     assert sum(session.node_tokens(s) for s in tail) >= SETTINGS.retain_tokens
     assert session.tool_pairing_balanced_before(tail[0])
+
+
+def test_a_plan_whose_region_splits_a_tool_call_from_its_result_writes_nothing():
+    """The engine refuses a region that would end between a call and its result (a planning
+    bug) before it logs anything of the pass; the fold would refuse the checkpoint anyway, but
+    only after the pass's start, plan and summary were logged."""
+    session = long_session()
+    engine = engine_for(session)
+    plan = engine.backend.plan(session, retain_tokens=60, focus=None, reason="manual")
+    assert plan is not None
+    region = plan.regions[0]
+    asks = next(  # the first assistant message that calls a tool, inside the region
+        s
+        for s in region.shadowed_seqs
+        if session.node_message(s) is not None and session.node_message(s).tool_calls()
+    )
+    cut = region.shadowed_seqs[: region.shadowed_seqs.index(asks) + 1]
+    split = dataclasses.replace(plan, regions=(msgspec.structs.replace(region, shadowed_seqs=cut),))
+    events = len(session.events)
+    with pytest.raises(CompactionError, match="split tool call"):
+        run(engine.run_pass(split, turn=None))
+    assert len(session.events) == events
 
 
 def test_a_second_pass_merges_the_previous_checkpoint_instead_of_nesting_it():

@@ -99,11 +99,11 @@ def _step(data: st.DataObject, session: Session, op: str) -> None:
     elif op == "user":
         session.append(user_message(data.draw(TEXT)))
     elif op == "checkpoint":
-        span = _span(data, session, balanced=False)
+        span = _span(data, session, balanced=True)
         if span is not None:
             replace_with_checkpoint(session, *span, data.draw(TEXT))
     elif op == "two-replaces":  # one batch: a replace, then a replace of the node it made
-        span = _span(data, session, balanced=False)
+        span = _span(data, session, balanced=True)
         if span is not None:
             first, last = (session.surface.position(s) for s in span)
             shadowed = session.nodes[first : last + 1]

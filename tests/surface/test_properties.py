@@ -34,6 +34,7 @@ from tests.helpers import (
     new_session,
     replace_with_checkpoint,
     surface_state,
+    tool_call_block,
     tool_result_message,
     user_message,
 )
@@ -65,9 +66,46 @@ def _span(data: st.DataObject, session: Session, *, balanced: bool) -> tuple[int
     return nodes[i], nodes[j]
 
 
+def _open_calls(session: Session, first: int, last: int) -> list[str] | None:
+    """The call ids the current nodes ``first``..``last`` (positions) leave open for results
+    after them, or None when they answer a call made before them (then no one node can stand
+    in for them without splitting a call from its result)."""
+    opened: list[str] = []
+    for seq in session.nodes[first : last + 1]:
+        message = session.node_message(seq)
+        if message is None:
+            continue
+        if message.role == "assistant":
+            opened.extend(call.id for call in message.tool_calls())
+        elif message.role == "tool":
+            call_id = message.content[0].tool_call_id  # type: ignore[union-attr]
+            if call_id not in opened:
+                return None
+            opened.remove(call_id)
+    return opened
+
+
+def _editable_span(data: st.DataObject, session: Session) -> tuple[int, int, list[str]] | None:
+    """A span of current nodes that answers no earlier call, with the calls it leaves open: an
+    assistant message carrying those calls may replace it (a regenerated message)."""
+    nodes = session.nodes
+    spans = [
+        (i, j, opened)
+        for i in range(len(nodes))
+        for j in range(i, len(nodes))
+        if (opened := _open_calls(session, i, j)) is not None
+    ]
+    if not spans:
+        return None
+    i, j, opened = data.draw(st.sampled_from(spans), label="editable span")
+    return nodes[i], nodes[j], opened
+
+
 def build_session(data: st.DataObject, session: Session, *, balanced: bool = True) -> Session:
-    """Append a random valid history to ``session``. With ``balanced`` every replace cuts at
-    balanced points, as compaction does; otherwise spans are any run of current nodes."""
+    """Append a random valid history to ``session``. Checkpoints cut at balanced points, as
+    compaction does; with ``balanced`` so do edits (an assistant message replacing a span),
+    otherwise an edit may cover any span that answers no earlier call, and carries the calls
+    the span leaves open, so their results still meet them."""
     ops = data.draw(
         st.lists(
             st.sampled_from(["chat", "tools", "empty", "checkpoint", "prune", "edit"]),
@@ -86,7 +124,7 @@ def build_session(data: st.DataObject, session: Session, *, balanced: bool = Tru
             calls = [("tool", data.draw(TEXT), data.draw(TEXT)) for _ in range(k)]
             append_tool_turn(session, data.draw(TEXT), calls, data.draw(TEXT))
         elif op == "checkpoint":
-            span = _span(data, session, balanced=balanced)
+            span = _span(data, session, balanced=True)
             if span is not None:
                 log_only = [e.seq for e in session.events if not hasattr(e, "surface_op")]
                 extra = (
@@ -106,12 +144,15 @@ def build_session(data: st.DataObject, session: Session, *, balanced: bool = Tru
                     source_event_seqs=[target],
                 )
         elif op == "edit":
-            span = _span(data, session, balanced=balanced)
+            edit = _editable_span(data, session) if not balanced else None
+            span = edit[:2] if edit is not None else _span(data, session, balanced=True)
             if span is not None:
                 first = session.surface.position(span[0])
                 last = session.surface.position(span[1])
+                calls = [tool_call_block(call_id) for call_id in (edit[2] if edit else ())]
+                message = assistant_message(data.draw(TEXT), tool_calls=calls)
                 session.append(
-                    AssistantMessage(turn=0, step=0, message=assistant_message(data.draw(TEXT))),
+                    AssistantMessage(turn=0, step=0, message=message),
                     surface_op=ReplaceOp(start=span[0], end=span[1]),
                     source_event_seqs=session.nodes[first : last + 1],
                 )
@@ -194,7 +235,9 @@ def _invalid_replace(data: st.DataObject, session: Session, kind: str):
     if kind.endswith("endpoint"):
         if kind == "shadowed endpoint":
             if not session.replacements:  # make something shadowed first
-                replace_with_checkpoint(session, *span)
+                whole = _span(data, session, balanced=True)
+                assert whole is not None  # a session has a balanced span once it has a node
+                replace_with_checkpoint(session, *whole)
                 span = _span(data, session, balanced=False)
                 assert span is not None
                 first = session.surface.position(span[0])

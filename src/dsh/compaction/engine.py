@@ -279,6 +279,12 @@ class CompactionEngine:
             raise CompactionBusy(
                 f"compaction {orphan.data.compaction_id} (seq {orphan.seq}) has not ended"
             )
+        for number, region in enumerate(plan.regions, start=1):
+            split = self.session.surface.split_call_ids(region.shadowed_seqs)
+            if split:  # a planning bug: the fold would refuse the checkpoint mid-commit
+                raise CompactionError(
+                    f"region {number} would split tool call(s) {split} from their result(s)"
+                )
         before_total = heuristic_total(self.session)
         floor = self._estimate(plan, least=True)
         if floor >= before_total:  # hopeless: even the shortest checkpoints would not shrink

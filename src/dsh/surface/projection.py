@@ -1,14 +1,16 @@
 """The surface fold: which events the model sees, in order (docs/architecture.md, "The surface").
 
 ``append`` pushes the event's seq; a replace splices the current nodes from ``start`` through
-``end`` (positions of current nodes, inclusive) and inserts the new seq at ``start``'s position.
+``end`` (positions of current nodes, inclusive) and inserts the new seq at ``start``'s position;
+it may not split a tool call from its result (``_split_call_ids``).
 The live session and ``fold_surface`` run the same ``SurfaceProjection`` code, so validation at
 append and at load cannot drift apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dsh.errors import SurfaceError
@@ -144,6 +146,14 @@ class SurfaceProjection:
                     f"of the result it shadows (seq {shadowed[0]}), not {new_id!r}",
                     seq=seq,
                 )
+        split = _split_call_ids([self._events[s] for s in shadowed], event)
+        if split:
+            raise SurfaceError(
+                f"event seq {seq} ({kind}): the replace would split tool call(s) {split} from "
+                "their result(s): it must cover whole call-and-result exchanges, or carry the "
+                "calls and results it shadows",
+                seq=seq,
+            )
         self.nodes[first : last + 1] = [seq]
         if self._messages is not None:
             self._messages[first : last + 1] = [surface_message(event)]
@@ -181,6 +191,13 @@ class SurfaceProjection:
 
     # ---- tool pairing -----------------------------------------------------------------------
 
+    def split_call_ids(self, seqs: Sequence[int]) -> list[str]:
+        """The tool-call ids a checkpoint (a node with no calls or results) replacing the nodes
+        ``seqs`` would split from their results: empty when they hold whole exchanges.
+        Compaction asks before it writes anything of a pass (seqs that are no surface event
+        count for nothing here; the commit refuses a region that is not on the surface)."""
+        return _split_call_ids([self._events[s] for s in seqs if s in self._events], None)
+
     def pairing_balance_after(self, position: int) -> int:
         """Open tool calls after the node at ``position`` (walking current surface order)."""
         self._refresh_pairing(position + 1)
@@ -204,6 +221,39 @@ class SurfaceProjection:
                     )
             self._pairing.append(balance)
         self._pairing_valid_to = max(self._pairing_valid_to, upto)
+
+
+def _pairing_interface(events: Iterable[SurfaceEvent]) -> tuple[Counter[str], Counter[str]]:
+    """What a run of nodes shows the rest of the surface about tool pairing: the call ids it
+    leaves open (answered after it, or not yet) and the ids of the results it gives to calls
+    made before it."""
+    opened: Counter[str] = Counter()
+    answers_earlier: Counter[str] = Counter()
+    for event in events:
+        if isinstance(event, AssistantMessageEvent):
+            opened.update(call.id for call in event.data.message.tool_calls())
+        elif isinstance(event, ToolResultEvent):
+            call_id = _call_id(event)
+            if opened[call_id] > 0:
+                opened[call_id] -= 1
+            else:
+                answers_earlier[call_id] += 1
+    return +opened, answers_earlier
+
+
+def _split_call_ids(shadowed: Sequence[SurfaceEvent], by: SurfaceEvent | None) -> list[str]:
+    """Call ids whose pairing a replace of ``shadowed`` by ``by`` (None: a node without calls
+    or results) would break: the replaced run and its replacement must leave the same calls
+    open and answer the same earlier calls, so every result outside still meets its call and
+    every call outside its result. A checkpoint therefore covers whole exchanges; a pruned
+    result keeps its call id; a regenerated message keeps the calls it answers for."""
+    old_open, old_answers = _pairing_interface(shadowed)
+    new_open, new_answers = _pairing_interface(() if by is None else (by,))
+    if (old_open, old_answers) == (new_open, new_answers):
+        return []
+    changed = (old_open - new_open) + (new_open - old_open)
+    changed += (old_answers - new_answers) + (new_answers - old_answers)
+    return sorted(changed)
 
 
 def _call_id(event: SurfaceEvent) -> str:
