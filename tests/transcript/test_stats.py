@@ -1,4 +1,5 @@
-"""``session_stats`` counts by type in one pass; its figures equal a per-event reference count."""
+"""``session_stats`` counts by type in one pass; its figures equal a per-event reference count,
+and so do those read from a per-type index (``stats_by_type``) and those summed in parts."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from dsh.events import (
     Usage,
 )
 from dsh.llm.scripted import count_model_calls
-from dsh.transcript.stats import SessionStats, session_stats
+from dsh.transcript.stats import SessionStats, add_stats, session_stats, stats_by_type
 from tests.helpers import assistant_message
 
 _usage = st.none() | st.builds(
@@ -138,6 +139,18 @@ def reference_stats(events: list[Event]) -> SessionStats:
 @given(st.lists(_event, max_size=40))
 def test_stats_counted_by_type_equal_the_event_by_event_count(events: list[Event]) -> None:
     assert session_stats(events) == reference_stats(events)
+
+
+@given(st.lists(_event, max_size=40), st.integers(0, 40))
+def test_stats_from_the_per_type_index_and_summed_parts_equal_the_whole_count(
+    events: list[Event], cut: int
+) -> None:
+    by_type: dict[type, list[Event]] = {}
+    for event in events:
+        by_type.setdefault(type(event), []).append(event)
+    indexed = stats_by_type(len(events), lambda kind: by_type.get(kind, []))
+    parts = add_stats(session_stats(events[:cut]), session_stats(events[cut:]))
+    assert indexed == parts == session_stats(events)
 
 
 @given(st.lists(_event, max_size=20))

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
     CompactionSummaryEvent,
     Event,
+    EventBase,
     RequestErrorEvent,
     StepStartEvent,
     ToolCallEvent,
@@ -43,8 +47,21 @@ class SessionStats:
         return self.cache_read_tokens / total if total else None
 
 
-_WITH_FIGURES = frozenset((AssistantMessageEvent, CompactionEndEvent, CompactionSummaryEvent))
+_FIGURED: tuple[type[EventBase], ...] = (
+    AssistantMessageEvent,
+    CompactionEndEvent,
+    CompactionSummaryEvent,
+)
 """The event types that carry figures beyond their count."""
+_WITH_FIGURES = frozenset(_FIGURED)
+
+_COUNTED: tuple[type[EventBase], ...] = (
+    TurnStartEvent,
+    StepStartEvent,
+    RequestErrorEvent,
+    ToolCallEvent,
+)
+"""The event types whose number is a figure."""
 
 
 def session_stats(events: Iterable[Event]) -> SessionStats:
@@ -55,8 +72,32 @@ def session_stats(events: Iterable[Event]) -> SessionStats:
     compaction ends and summaries) are looked at one by one."""
     events = events if isinstance(events, Sequence) else list(events)
     counts = Counter(map(type, events))
+    return _stats(len(events), counts, [e for e in events if type(e) in _WITH_FIGURES])
+
+
+def stats_by_type(
+    events: int, of_type: Callable[[type[EventBase]], Sequence[EventBase]]
+) -> SessionStats:
+    """``session_stats`` of a log of ``events`` events from its per-type index (``of_type``:
+    ``Session.of_type``, the events of exactly one type in log order): it reads only the events
+    that carry figures, never the whole log."""
+    counts = {kind: len(of_type(kind)) for kind in _COUNTED}
+    figured = itertools.chain.from_iterable(of_type(kind) for kind in _FIGURED)
+    return _stats(events, counts, figured)
+
+
+def add_stats(a: SessionStats, b: SessionStats) -> SessionStats:
+    """The figures of two logs one after the other (every figure is a sum)."""
+    return SessionStats(
+        **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(a)}
+    )
+
+
+def _stats(events: int, counts: Mapping[Any, int], figured: Iterable[object]) -> SessionStats:
+    """The figures from the number of events, the number of each type and the events with
+    figures (any order: they are summed)."""
     inp = read = write = out = appended = compactions = s_in = s_out = 0
-    for event in [e for e in events if type(e) in _WITH_FIGURES]:
+    for event in figured:
         if isinstance(event, AssistantMessageEvent):
             if event.surface_op == "append":
                 # a failed stream's partial reply belongs to its request/error: one call
@@ -72,14 +113,14 @@ def session_stats(events: Iterable[Event]) -> SessionStats:
         elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
             s_in += event.data.usage.request_tokens()
             s_out += event.data.usage.output_tokens
-    failed = counts[RequestErrorEvent]
+    failed = counts.get(RequestErrorEvent, 0)
     return SessionStats(
-        events=len(events),
-        turns=counts[TurnStartEvent],
-        steps=counts[StepStartEvent],
+        events=events,
+        turns=counts.get(TurnStartEvent, 0),
+        steps=counts.get(StepStartEvent, 0),
         model_calls=appended + failed,
         failed_calls=failed,
-        tool_calls=counts[ToolCallEvent],
+        tool_calls=counts.get(ToolCallEvent, 0),
         input_tokens=inp,
         cache_read_tokens=read,
         cache_write_tokens=write,

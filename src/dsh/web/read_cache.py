@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from pathlib import Path
 from dsh.events import Event
 from dsh.store import EventStore
 from dsh.surface import Session
-from dsh.transcript.stats import SessionStats, session_stats
+from dsh.transcript.stats import SessionStats, add_stats, session_stats
 
 
 class ReadCache:
@@ -90,9 +89,3 @@ class StatsAccumulator:
             self.total = add_stats(self.total, session_stats(events[self.seen :]))
             self.seen = len(events)
         return self.total
-
-
-def add_stats(a: SessionStats, b: SessionStats) -> SessionStats:
-    return SessionStats(
-        **{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(a)}
-    )
