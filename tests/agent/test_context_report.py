@@ -1,8 +1,9 @@
-"""``/context`` and ``/cost`` (the TUI) and the context panel and cost (the web), one module:
-dsh.agent.context_report. The next request by part (system, tools, stubs, state, tail) adds up to
-the heuristic size of exactly what the model would be sent; billed tokens are the logged usage,
-priced with dsh.llm.prices. Checked against independent computations over real sessions: the
-keyless demo, which compacts and recalls, and a session compacted by the recallable backend."""
+"""``/context`` and ``/cost`` (the TUI) and the context panel and cost (the web), for every face:
+dsh.agent.context_report and dsh.agent.billing. The next request by part (system, tools, stubs,
+state, tail) adds up to the heuristic size of exactly what the model would be sent; billed tokens
+are the logged usage, priced with dsh.llm.prices. Checked against independent computations over
+real sessions: the keyless demo, which compacts and recalls, and a session compacted by the
+recallable backend."""
 
 from __future__ import annotations
 
@@ -10,14 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent.context_report import (
-    context_report,
-    cost_estimate,
-    cost_report,
-    price_of,
-    render_context,
-    render_cost,
-)
+from dsh.agent.billing import cost_estimate, cost_report, price_of, render_cost
+from dsh.agent.context_report import context_report, render_context
 from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
 from dsh.config import CompactionSettings
 from dsh.demo import DEMO_WINDOW, prepare_workspace, run_demo

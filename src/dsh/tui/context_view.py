@@ -1,9 +1,11 @@
 """``/context`` and ``/cost`` in the terminal UI: the face-neutral reports of
-``dsh.agent.context_report`` for the controller's open session."""
+``dsh.agent.context_report`` (kept current by the controller's ``ContextFold``) and
+``dsh.agent.billing`` for the controller's open session."""
 
 from __future__ import annotations
 
-from dsh.agent.context_report import context_report, cost_report, render_context, render_cost
+from dsh.agent.billing import cost_report, render_cost
+from dsh.agent.context_report import context_report, render_context
 from dsh.tui.controller import Controller
 
 NOTHING_SENT = "Nothing sent yet: the first prompt starts the session."
@@ -16,7 +18,9 @@ def context_text(controller: Controller) -> str:
         return NOTHING_SENT
     agent = controller.agent
     header = agent.current_header() if agent is not None else None
-    report = context_report(session, window=controller.window, header=header)
+    report = context_report(
+        session, window=controller.window, header=header, fold=controller.context
+    )
     return render_context(report)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import msgspec
 
 from dsh.agent import session_settings
+from dsh.agent.context_fold import ContextFold
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import (
@@ -119,6 +120,8 @@ class Controller:
         self.projector = TranscriptProjector()
         self.cache = CacheCounter()
         self.progress = CompactionProgress()
+        self.context = ContextFold()
+        """``/context``'s view of the open session's log, kept as it grows."""
         self.load_seconds = 0.0
         self.project_seconds = 0.0
         self._unsubscribe: Callable[[], None] | None = None

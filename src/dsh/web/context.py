@@ -1,6 +1,7 @@
 """``GET /api/sessions/{id}/context``: the model's view of a session and its estimated cost, as
 ``dsh.agent.context_report`` computes them for every face; this module only finds the session
-(open here, else read-only from the store) and the route's provider and model."""
+(open here, else read-only from the store), the fold that keeps its report current (the
+handle's, else the registry's for stored sessions) and the route's provider and model."""
 
 from __future__ import annotations
 
@@ -37,12 +38,16 @@ async def session_context(registry: SessionRegistry, session_id: str) -> dict[st
     notice = {"routeNotice": resolved.notice if resolved is not None else None}
     if handle is not None:  # being written on this loop: read it here, between appends
         stats = handle.stats.update(handle.session.events)
-        report = context_report(handle.session, default_window=window, route=route, stats=stats)
+        report = context_report(
+            handle.session, default_window=window, route=route, stats=stats, fold=handle.context
+        )
         return {**report.public(), **notice}
 
     def stored() -> dict[str, Any]:
         session: Session = registry.readers.get(session_id)
-        return context_report(session, default_window=window, route=route).public()
+        with registry.stored_context.held(session_id) as fold:
+            report = context_report(session, default_window=window, route=route, fold=fold)
+        return report.public()
 
     try:
         return {**await anyio.to_thread.run_sync(stored), **notice}

@@ -1,13 +1,16 @@
-"""Read-only sessions the web server loaded from the store, and their stats kept as sums."""
+"""Read-only sessions the web server loaded from the store, their stats kept as sums, and the
+context panel's folds of them."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dsh.agent.context_fold import ContextFold
 from dsh.events import Event
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -89,3 +92,27 @@ class StatsAccumulator:
             self.total = add_stats(self.total, session_stats(events[self.seen :]))
             self.seen = len(events)
         return self.total
+
+
+class ContextFolds:
+    """A ``ContextFold`` per read-only session (the ``size`` most recently asked for), so a
+    repeated context panel of an unchanged session reads nothing again. The web reads stored
+    sessions on worker threads, so each fold is used by one of them at a time."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._folds: OrderedDict[str, tuple[threading.Lock, ContextFold]] = OrderedDict()
+
+    @contextlib.contextmanager
+    def held(self, session_id: str) -> Iterator[ContextFold]:
+        """The fold of ``session_id``, held for this thread alone."""
+        with self._lock:
+            entry = self._folds.get(session_id)
+            if entry is None:
+                entry = self._folds[session_id] = (threading.Lock(), ContextFold())
+            self._folds.move_to_end(session_id)
+            while len(self._folds) > self.size:
+                self._folds.popitem(last=False)
+        with entry[0]:
+            yield entry[1]

@@ -27,6 +27,7 @@ from typing import Any
 import anyio.to_thread
 
 from dsh.agent import session_settings
+from dsh.agent.context_fold import ContextFold
 from dsh.agent.session_runner import (
     Activity,
     ActivityChanged,
@@ -61,7 +62,7 @@ from dsh.web.errors import (
     from_dsh_error,
 )
 from dsh.web.live import LiveHub, delta_frame, frame
-from dsh.web.read_cache import ReadCache, StatsAccumulator
+from dsh.web.read_cache import ContextFolds, ReadCache, StatsAccumulator
 from dsh.web.runtime import Runtime
 from dsh.web.titles import SIDEBAR_TITLE_CHARS
 
@@ -105,6 +106,8 @@ class Handle:
         self.hub = hub
         self.approvals: dict[str, PendingApproval] = {}
         self.stats = StatsAccumulator()
+        self.context = ContextFold()
+        """The context panel's view of the log, kept as it grows."""
         self.watchers = [self.runner.subscribe(hub.on_event)]
 
     @property
@@ -144,6 +147,8 @@ class SessionRegistry:
         self.handles: dict[str, Handle] = {}
         self.hubs: dict[str, LiveHub] = {}
         self.readers = ReadCache(store)
+        self.stored_context = ContextFolds(self.readers.size)
+        """The context panel's folds of read-only sessions."""
         self._stored_stats: dict[str, tuple[Session, SessionStats]] = {}
         """Stats of a stored session, for the very session object ``readers`` holds."""
         self._opening = asyncio.Lock()

@@ -1,0 +1,232 @@
+"""What a session's model calls cost, for every face: the estimate beside the web's context
+panel and the TUI's ``/context`` (``ConversationCalls``, ``cost_estimate``), and the TUI's
+``/cost`` bills per provider:model (``cost_report``, ``render_cost``).
+
+Billed tokens are the providers' own usage figures from the log, priced with the one list-price
+table, ``dsh.llm.prices`` (shared with the bench); a provider without a list price is not
+estimated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dsh.events import (
+    AssistantMessageEvent,
+    CompactionSummaryEvent,
+    Event,
+    ModelSource,
+    Usage,
+)
+from dsh.llm.prices import DEFAULT_PRICES, Price
+from dsh.transcript.stats import SessionStats
+
+PRICE_RULE_OF_PROVIDER = {
+    "deepseek": "deepseek",
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "scripted": "deepseek",
+}
+"""Which list price bills a provider's calls: the scripted model's simulated cache follows
+DeepSeek's rule, so it is priced as DeepSeek; others (a local server) have no list price."""
+
+
+def price_of(provider: str | None) -> Price | None:
+    """The list price that bills ``provider``'s calls, or None when none is known."""
+    rule = PRICE_RULE_OF_PROVIDER.get(provider or "")
+    return DEFAULT_PRICES[rule] if rule is not None else None
+
+
+# ---- the estimate beside the context -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """The session's conversation calls at one list price."""
+
+    usd: float | None
+    """None: no price is known for this provider."""
+    price: Price | None
+    basis: str
+    """What was priced, in words."""
+
+
+def cost_estimate(stats: SessionStats, price: Price | None) -> CostEstimate:
+    """The logged usage of conversation model calls at ``price`` (summariser calls excluded)."""
+    basis = (
+        f"{stats.model_calls} conversation calls: {stats.input_tokens} uncached input, "
+        f"{stats.cache_read_tokens} cache-read, {stats.cache_write_tokens} cache-write and "
+        f"{stats.output_tokens} output tokens"
+    )
+    if price is None:
+        return CostEstimate(None, None, basis)
+    read, write = stats.cache_read_tokens, stats.cache_write_tokens
+    usd = price.cost(
+        input_tokens=stats.input_tokens + read + write,
+        read=read,
+        write=write,
+        output_tokens=stats.output_tokens,
+    )
+    return CostEstimate(usd, price, f"{basis}, at {price.model} list prices")
+
+
+@dataclass(slots=True)
+class ConversationCalls:
+    """The conversation calls that reported usage (append-origin ``assistant/message`` events
+    with usage), fed in log order: how many, the last one's usage, the providers that answered
+    them, and each call priced at its own provider's list price (summed in log order, so the
+    sum is the same however the feeding was split)."""
+
+    calls: int = 0
+    last: Usage | None = None
+    providers: set[str | None] = field(default_factory=set)
+    usd: float | None = None
+    """The priced calls' sum; None while no call was priced."""
+    unpriced: int = 0
+    """Calls of a provider without a list price."""
+
+    def feed(self, event: AssistantMessageEvent) -> None:
+        usage = event.data.usage
+        if event.surface_op != "append" or usage is None:
+            return
+        source = event.data.message.source
+        provider = source.provider if isinstance(source, ModelSource) else None
+        self.calls += 1
+        self.last = usage
+        self.providers.add(provider)
+        own = price_of(provider)
+        if own is None:
+            self.unpriced += 1
+            return
+        self.usd = (self.usd or 0.0) + own.cost(
+            input_tokens=usage.request_tokens(),
+            read=usage.cache_read_tokens or 0,
+            write=usage.cache_write_tokens or 0,
+            output_tokens=usage.output_tokens,
+        )
+
+    def estimate(self, stats: SessionStats, provider: str | None) -> CostEstimate:
+        """The calls at the list price of ``provider`` (the latest route's) when it answered
+        them all; after a provider switch each call at its own provider's price (as
+        ``cost_report`` bills them), calls of a provider without one not estimated."""
+        price = price_of(provider)
+        if self.providers <= {provider}:
+            return cost_estimate(stats, price)
+        basis = cost_estimate(stats, None).basis + ", each provider's calls at its list prices"
+        if self.unpriced:
+            basis += f" ({self.unpriced} call(s) of a provider without a list price not estimated)"
+        return CostEstimate(self.usd, price, basis)
+
+
+# ---- /cost ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bill:
+    """Billed tokens of one provider:model, for conversation calls or summaries."""
+
+    provider: str
+    model: str
+    role: str
+    """``conversation`` or ``summaries``."""
+    calls: int
+    uncached: int
+    cache_read: int
+    cache_write: int
+    output: int
+    price: Price | None
+    """The list price the estimate uses (None: no known price for this provider)."""
+
+    @property
+    def cost(self) -> float | None:
+        if self.price is None:
+            return None
+        request = self.uncached + self.cache_read + self.cache_write
+        return self.price.cost(
+            input_tokens=request,
+            read=self.cache_read,
+            write=self.cache_write,
+            output_tokens=self.output,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CostReport:
+    bills: tuple[Bill, ...]
+
+    @property
+    def cost(self) -> float | None:
+        """The priced bills' total (None when nothing could be priced)."""
+        costs = [b.cost for b in self.bills if b.cost is not None]
+        return sum(costs) if costs else None
+
+
+def cost_report(events: Iterable[Event]) -> CostReport:
+    """Billed tokens per provider:model from the logged usage: conversation calls (their
+    ``assistant/message`` usage) and model-written summaries (``compaction/summary`` usage)."""
+    totals: dict[tuple[str, str, str], list[int]] = {}
+    for event in events:
+        key: tuple[str, str, str] | None = None
+        usage: Usage | None = None
+        if isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
+            source = event.data.message.source
+            if isinstance(source, ModelSource) and event.data.usage is not None:
+                key, usage = (source.provider, source.model, "conversation"), event.data.usage
+        elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
+            key, usage = (event.data.provider, event.data.model, "summaries"), event.data.usage
+        if key is None or usage is None:
+            continue
+        row = totals.setdefault(key, [0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += usage.input_tokens
+        row[2] += usage.cache_read_tokens or 0
+        row[3] += usage.cache_write_tokens or 0
+        row[4] += usage.output_tokens
+    bills = tuple(
+        Bill(
+            provider,
+            model,
+            role,
+            calls=calls,
+            uncached=uncached,
+            cache_read=read,
+            cache_write=write,
+            output=output,
+            price=price_of(provider),
+        )
+        for (provider, model, role), (calls, uncached, read, write, output) in totals.items()
+    )
+    return CostReport(bills)
+
+
+def render_cost(report: CostReport) -> str:
+    if not report.bills:
+        return "No billed tokens yet: no model call has reported usage."
+    lines = ["Billed tokens (the providers' usage figures):"]
+    for bill in report.bills:
+        lines.append(
+            f"  {bill.provider}:{bill.model} ({bill.role}, {bill.calls} call(s)): "
+            f"input {bill.uncached:,} uncached + {bill.cache_read:,} cache read + "
+            f"{bill.cache_write:,} cache write, output {bill.output:,}"
+        )
+        lines.append(f"    {_estimate(bill)}")
+    total = report.cost
+    if total is not None:
+        lines.append(f"Estimated total: ${total:.4f} (list prices; your plan may differ).")
+    return "\n".join(lines)
+
+
+def _estimate(bill: Bill) -> str:
+    price = bill.price
+    if price is None or bill.cost is None:
+        return f"no list price known for provider {bill.provider!r}: not estimated"
+    basis = (
+        f"{price.model} list prices"
+        if price.model == bill.model
+        else (f"priced at {price.model} list prices")
+    )
+    return (
+        f"≈ ${bill.cost:.4f} ({basis}: ${price.input}/M input, "
+        f"{price.cache_read:g}× for cache reads, ${price.output}/M output)"
+    )
