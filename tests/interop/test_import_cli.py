@@ -313,3 +313,27 @@ def test_a_creation_time_no_calendar_can_show_is_refused_and_the_session_list_st
         assert "createdAt" in result.output
     listing = run("sessions", "list", "--all")
     assert listing.exit_code == 0 and "fine" in listing.output and "far" not in listing.output
+
+
+@pytest.mark.parametrize(
+    ("cwd", "shown"),
+    [("proj/sub", "not an absolute path: 'proj/sub'"), ("/tmp/a\nb", "line break")],
+)
+def test_a_relative_or_multi_line_cwd_is_refused_at_import_and_nothing_is_written(
+    home, tmp_path, cwd, shown
+):
+    """Such a workspace was imported (and broke ``sessions list`` into two lines, or resolved
+    against whatever directory dsh later ran in); it is refused at import, naming the field."""
+    lines = (FIXTURES / "02-tool-result-role.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    header["cwd"] = cwd
+    bad = tmp_path / "bad-cwd.jsonl"
+    bad.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    result = CliRunner().invoke(cli, ["sessions", "import", str(bad), "--id", "bad"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1
+    assert result.output.startswith(f"dsh: error: {bad}: line 1: the session header's cwd ")
+    assert shown in result.output
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+    assert not (home / "imports").exists() or not any((home / "imports").iterdir())
+    assert "no sessions" in run("sessions", "list", "--all").output

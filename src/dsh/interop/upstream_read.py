@@ -10,6 +10,7 @@ the line, and nothing has been written by then.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,9 @@ UPSTREAM_VERSION = 0
 LATEST_CREATED_AT = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z in epoch milliseconds: the last creation time a session list can
 show (a later one made ``dsh sessions list`` fail for every session)."""
+_LINE_BREAKING = ("\n", "\r", "\x00")
+"""Characters a recorded workspace may not hold: a session list and a report show it on one
+line, and no directory can be named with a NUL."""
 
 
 class UpstreamFormatError(DshError):
@@ -123,6 +127,10 @@ def _header(value: Any, name: str) -> UpstreamHeader:
         )
     if cwd is not None and not isinstance(cwd, str):
         raise _fail(name, 1, f"the session header's cwd is not text: {cwd!r}")
+    if cwd and not os.path.isabs(cwd):  # an empty cwd is read as none (the current directory)
+        raise _fail(name, 1, f"the session header's cwd is not an absolute path: {cwd!r}")
+    if cwd and any(char in cwd for char in _LINE_BREAKING):
+        raise _fail(name, 1, f"the session header's cwd holds a line break or NUL: {cwd!r}")
     extras = {
         k: v for k, v in value.items() if k not in ("type", "version", "id", "cwd", "createdAt")
     }
