@@ -17,6 +17,7 @@ from dsh.bench.options import RunOptions
 from dsh.bench.report import write_report
 from dsh.bench.runner import run_scenario
 from dsh.bench.scenario import parse_spec
+from dsh.bench.stopping import RunStopped
 from dsh.bench.suite import run_suite
 from dsh.errors import ConfigError
 from tests.bench.test_runner import SPEC
@@ -77,7 +78,7 @@ def test_a_stopped_run_keeps_the_runs_that_finished_and_the_report_names_the_res
 
     monkeypatch.setattr(jobs_module, "run_scenario", stopped_on_the_second)
     out = tmp_path / "run"
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(RunStopped, match="stopped by SIGINT: 1 of 2 runs finished"):
         run_suite(
             [str(spec_file(tmp_path))],
             ["basic", "recallable"],

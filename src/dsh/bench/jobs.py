@@ -4,6 +4,7 @@ at most two by default), with progress per run."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from typing import Any
 from dsh.bench.options import RunOptions
 from dsh.bench.results import FailedRun, as_json
 from dsh.bench.runner import load_scenario, run_scenario
+from dsh.bench.stopping import RunStopped, StopSignals, ignore_sigint, stop_workers
 
 MAX_WORKERS = 2
 
@@ -68,8 +70,9 @@ def run_jobs(
 ) -> list[dict[str, Any]]:
     """Run every job, in spawned worker processes when ``workers`` > 1 (capped by the CPU
     count); results in job order. A worker that dies is reported as that job's error.
-    ``on_result`` gets each job's result as soon as it finishes (a run that is stopped keeps
-    what finished)."""
+    ``on_result`` gets each job's result as soon as it finishes. SIGINT or SIGTERM stops the
+    jobs, workers included, and raises :class:`RunStopped` (``dsh.bench.stopping``): what
+    finished has been handed to ``on_result``."""
     from dsh.bench.progress import ProgressBoard
 
     board = ProgressBoard([j.key for j in jobs], stream=stream or sys.stderr)
@@ -77,29 +80,53 @@ def run_jobs(
     done = on_result or (lambda job, result: None)
     try:
         if workers == 1:
-            results = []
-            for job in jobs:
-                results.append(run_job(job, board.sink()))
-                done(job, results[-1])
-            return results
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
-        with context.Manager() as manager:
-            queue = manager.Queue()
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures: list[Future[dict[str, Any]]] = [
-                    pool.submit(run_job, job, queue) for job in jobs
-                ]
-                waiting = dict(enumerate(futures))
-                while waiting:
-                    board.drain(queue, timeout=0.2)
-                    for number in [n for n, f in waiting.items() if f.done()]:
-                        done(jobs[number], _outcome(jobs[number], waiting.pop(number)))
-                board.drain(queue)
-            return [_outcome(job, future) for job, future in zip(jobs, futures, strict=True)]
+            return _run_here(jobs, board, done)
+        return _run_in_workers(jobs, workers, board, done)
     finally:
         board.close()
+
+
+def _run_here(
+    jobs: Sequence[Job], board: Any, done: Callable[[Job, dict[str, Any]], None]
+) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    with StopSignals(interrupt=True) as stop:
+        try:
+            for job in jobs:
+                result = run_job(job, board.sink())
+                done(job, result)
+                results.append(result)
+        except KeyboardInterrupt:
+            raise RunStopped(stop.received or signal.SIGINT, len(results), len(jobs)) from None
+    return results
+
+
+def _run_in_workers(
+    jobs: Sequence[Job], workers: int, board: Any, done: Callable[[Job, dict[str, Any]], None]
+) -> list[dict[str, Any]]:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded parent
+    with StopSignals(interrupt=False) as stop, context.Manager() as manager:
+        queue = manager.Queue()
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=ignore_sigint
+        )
+        try:
+            futures = [pool.submit(run_job, job, queue) for job in jobs]
+            waiting = dict(enumerate(futures))
+            while waiting and stop.received is None:
+                board.drain(queue, timeout=0.2)
+                for number in [n for n, f in waiting.items() if f.done()]:
+                    done(jobs[number], _outcome(jobs[number], waiting.pop(number)))
+            if stop.received is not None:
+                raise RunStopped(stop.received, len(jobs) - len(waiting), len(jobs))
+            board.drain(queue)
+        except BaseException:
+            stop_workers(pool)
+            raise
+        pool.shutdown()
+        return [_outcome(job, future) for job, future in zip(jobs, futures, strict=True)]
 
 
 def _outcome(job: Job, future: Future[dict[str, Any]]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -147,7 +148,8 @@ def run_suite(
     """Run every (scenario, arm, seed), write the run directory, return ``report.md``'s path.
 
     ``out`` must not hold another run (its runs would be reported as this one's); each run's
-    file is written as soon as the run finishes, so a stopped run keeps what finished and
+    file is written whole as soon as the run finishes, so a run stopped (SIGINT or SIGTERM:
+    :class:`~dsh.bench.stopping.RunStopped`, its workers stopped) keeps what finished and
     ``dsh bench report`` names the rest."""
     seeds = list(dict.fromkeys(seeds))
     refuse_used_out(out)
@@ -181,7 +183,12 @@ def run_suite(
     def save(job: Job, result: dict[str, Any]) -> None:
         name = as_record(result).scenario or job.scenario
         path = runs_dir / f"{Path(name).stem}--{job.backend}--seed{job.seed}.json"
-        path.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+        partial = path.with_name(path.name + ".partial")  # a stop mid-write leaves no half file
+        try:
+            partial.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
 
     run_jobs(jobs, workers=workers, stream=stream, on_result=save)
     return write_report(out, rule=headline)

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
@@ -32,6 +32,7 @@ from dsh.bench.options import (
 from dsh.bench.report import write_report
 from dsh.bench.runner import BACKENDS
 from dsh.bench.scenario import iter_builtin_specs, load_spec, to_jsonl
+from dsh.bench.stopping import RunStopped
 from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, run_suite
 from dsh.cli import context
 from dsh.config import CompactionSettings, load_settings
@@ -227,16 +228,33 @@ def run_command(
         compaction=_overrides(compaction_overrides),
     )
     chosen_seeds = list(seeds) or list(DEFAULT_SEEDS)
-    report = run_suite(
-        resolve_scenarios(scenarios),
-        resolve_backends(backends),
-        seeds=chosen_seeds,
-        out=out or default_out(chosen_seeds),
-        options=options,
-        headline=headline,
-        workers=jobs,
-    )
+    directory = out or default_out(chosen_seeds)
+    try:
+        report = run_suite(
+            resolve_scenarios(scenarios),
+            resolve_backends(backends),
+            seeds=chosen_seeds,
+            out=directory,
+            options=options,
+            headline=headline,
+            workers=jobs,
+        )
+    except RunStopped as stopped:
+        _stopped(stopped, directory)
     click.echo(f"report: {report}")
+
+
+def _stopped(stopped: RunStopped, directory: Path) -> NoReturn:
+    """One line saying what the stop kept, then the exit status of the signal (128 + N)."""
+    if stopped.finished:
+        kept = (
+            f"their files are in {directory / 'runs'}; `dsh bench report {directory}` reports "
+            "them and names the rest"
+        )
+    else:
+        kept = "nothing to report"
+    click.echo(f"dsh: bench run {stopped}; {kept}", err=True)
+    sys.exit(128 + stopped.signum)
 
 
 def _interval(value: str) -> int | None:
