@@ -11,9 +11,10 @@ import contextlib
 import logging
 from typing import Any
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
@@ -47,6 +48,7 @@ from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, op
 from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 from dsh.tui.shell_command import context_block, run_shell_command, shell_command
+from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.transcript_view import TranscriptView
 
@@ -447,6 +449,12 @@ class DshApp(App[None]):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
         self.exit()
+
+    def on_resize(self, event: events.Resize) -> None:
+        fit_to_height(self.screen_stack[0], event.size.height)
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:  # the draft's rows
+        fit_to_height(self.screen_stack[0], self.size.height)
 
     def on_prompt_box_hint(self, event: PromptBox.Hint) -> None:
         self.query_one("#hint", Static).update(event.text or KEYS_HINT)

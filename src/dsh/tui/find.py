@@ -21,6 +21,7 @@ from textual.widgets import Input, Static
 from dsh.transcript import PassDetails, ToolResultItem
 from dsh.tui.blocks import Block, card_text
 from dsh.tui.prompt import KEYS_HINT
+from dsh.tui.short_screen import fit_to_height
 from dsh.tui.transcript_view import TranscriptView
 
 PLACEHOLDER = "find in the transcript"
@@ -165,6 +166,7 @@ class FindBar(Horizontal):
     def open(self) -> None:
         """Show the bar and focus it; a needle left from before is searched again."""
         self.add_class("open")
+        fit_to_height(self.screen, self.app.size.height)
         self.app.query_one("#hint", Static).update(KEYS)
         field = self.query_one(FindInput)
         field.focus()
@@ -173,6 +175,7 @@ class FindBar(Horizontal):
 
     def close(self) -> None:
         self.remove_class("open")
+        fit_to_height(self.screen, self.app.size.height)
         self.app.query_one("#hint", Static).update(KEYS_HINT)
         self.view.show_found(None)
         self.app.query_one("#prompt").focus()

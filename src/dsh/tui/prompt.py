@@ -89,6 +89,10 @@ class PromptBox(TextArea):
     PromptBox:focus {
         border: tall $border;
     }
+    PromptBox.-borderless, PromptBox.-borderless:focus {
+        min-height: 1;
+        border: none;
+    }
     """
 
     class Submitted(Message):
