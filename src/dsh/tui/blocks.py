@@ -398,12 +398,6 @@ def row_text(row: Row) -> str:
     return "".join(segment.text for segment in row)
 
 
-def first_row_with(rows: list[Row], needle: str) -> int:
-    """The first of ``rows`` whose text holds ``needle`` (case-insensitive), else 0."""
-    folded = needle.casefold()
-    return next((n for n, row in enumerate(rows) if folded in row_text(row).casefold()), 0)
-
-
 def plain_lines(
     blocks: Iterable[Block],
     live: tuple[str, str, list[str]] | None,

@@ -3,9 +3,9 @@
 Typing searches as you type (case-insensitive) from the top of the screen down, wrapping
 round; ``enter`` or ``down`` goes to the next block that matches, ``shift+enter`` or ``up`` to
 the previous one, ``esc`` closes the bar and gives the prompt its focus back. A match inside a
-collapsed tool card (or in a compaction pass's summaries, at its marker) opens it; the first
-row that shows the match is highlighted and put on screen. Reasoning is searched only while it
-is shown (``ctrl+r``).
+collapsed tool card (or in a compaction pass's summaries, at its marker) opens it; the row
+where the first match begins (``found_row``) is highlighted and put on screen. Reasoning is
+searched only while it is shown (``ctrl+r``).
 """
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ from dsh.tui.blocks import (
     TranscriptModel,
     block_rows,
     estimated_height,
-    first_row_with,
     live_rows,
 )
+from dsh.tui.found_row import first_row_with
 
 SYNC_MEASURE_LIMIT = 2000
 """Up to this many unmeasured blocks are measured at once; more go to the background."""

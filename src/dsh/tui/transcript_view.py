@@ -14,7 +14,8 @@ from textual.message import Message
 
 from dsh.events.codec import gc_paused
 from dsh.transcript import PassDetails, TranscriptItem
-from dsh.tui.blocks import first_row_with, plain_lines
+from dsh.tui.blocks import plain_lines
+from dsh.tui.found_row import first_row_with
 from dsh.tui.transcript_layout import TranscriptLayout
 
 
@@ -157,7 +158,7 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         return max(0, bisect_right(self._offsets, round(self.scroll_y)) - 1)
 
     def show_found(self, index: int | None, needle: str = "") -> None:
-        """Highlight the first row of block ``index`` that shows ``needle`` and scroll it to a
+        """Highlight the row of block ``index`` where ``needle`` begins and scroll it to a
         third of the screen's height (None: no highlight)."""
         self._publish()
         self.found_needle = needle
