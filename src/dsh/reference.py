@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from dsh.agent.session_settings import COMPACTION_KEYS, ROUTE_KEYS
-from dsh.config import SECTIONS, USER_ONLY_SECTIONS, Settings
+from dsh.config import SECTIONS, USER_ONLY_SECTIONS, McpServerSettings, Settings
 from dsh.config.descriptions import DESCRIPTIONS
 from dsh.tools.base import tool_spec
 from dsh.tools.registry import default_tools
@@ -39,7 +39,8 @@ def render_config() -> str:
         "`stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50; "
-        "`summarizer_context_window` ≥ 1024.",
+        "`summarizer_context_window` ≥ 1024; an MCP server's `timeout_s` and "
+        "`startup_timeout_s` positive.",
         "",
         "A session keeps its own settings: "
         + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)
@@ -65,7 +66,29 @@ def render_config() -> str:
                 f"| `{key}` | {shown} | {env} | {DESCRIPTIONS.get(f'{section}.{key}', '')} |"
             )
         out.append("")
+        if section == "mcp":
+            out += _mcp_server_keys()
     return "\n".join(out)
+
+
+def _mcp_server_keys() -> list[str]:
+    """The keys of one ``[mcp.servers.NAME]`` table (in ``DSH_MCP_SERVERS``, an inline table)."""
+    out = [
+        "### [mcp.servers.NAME]",
+        "",
+        "| key | default | meaning |",
+        "|---|---|---|",
+    ]
+    for field in msgspec.structs.fields(McpServerSettings):
+        default = field.default
+        if default is msgspec.NODEFAULT and not field.required:
+            default = field.default_factory()
+        shown = "required" if field.required else f"`{json.dumps(default)}`"
+        if default is None:
+            shown = "—"
+        meaning = DESCRIPTIONS.get(f"mcp.servers.NAME.{field.name}", "")
+        out.append(f"| `{field.name}` | {shown} | {meaning} |")
+    return [*out, ""]
 
 
 def render_tools() -> str:

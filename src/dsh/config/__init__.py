@@ -7,9 +7,10 @@ refused by name, and so is a value of the wrong type or out of range.
 
 A project's ``./.dsh/config.toml`` comes with the repository, so it is not trusted by default: it
 may tighten the safety settings (``tools.approval``, ``tools.scrub_env``, ``provider.base_url``,
-the provider of ``compaction.summarizer``) but never loosen them. A loosening key is ignored with a
-warning naming it, until the user trusts that directory (``dsh trust``), which records it under
-``[trust] directories`` in the user's own ``$DSH_HOME/config.toml``. Only the user config may hold
+the provider of ``compaction.summarizer``) but never loosen them, nor start a program (an MCP
+server under ``[mcp.servers]``). A loosening key or a server is ignored with a warning naming
+it, until the user trusts that directory (``dsh trust``), which records it under ``[trust]
+directories`` in the user's own ``$DSH_HOME/config.toml``. Only the user config may hold
 ``[trust]``.
 """
 
@@ -28,6 +29,7 @@ import msgspec
 import platformdirs
 
 from dsh.config.environment import environment_layer
+from dsh.config.mcp_servers import check_servers, drop_project_servers, validate_server
 from dsh.config.sections import (
     APPROVAL_STRICTNESS,
     DEFAULT_CONTEXT_WINDOW,
@@ -39,6 +41,8 @@ from dsh.config.sections import (
     USER_ONLY_SECTIONS,
     CompactionOverride,
     CompactionSettings,
+    McpServerSettings,
+    McpSettings,
     ProviderOverride,
     ProviderSettings,
     RecallSettings,
@@ -61,6 +65,8 @@ __all__ = [
     "USER_ONLY_SECTIONS",
     "CompactionOverride",
     "CompactionSettings",
+    "McpServerSettings",
+    "McpSettings",
     "ProviderOverride",
     "ProviderSettings",
     "RecallSettings",
@@ -120,6 +126,7 @@ def load_settings(
         flags = {k: dict(v) for k, v in overrides.items()}
         _merge(merged, flags, origin="command line", origins=origins)
     try:
+        check_servers(merged, describe=_describe)
         settings = msgspec.convert(merged, Settings, strict=False)
         validate_settings(settings)
     except msgspec.ValidationError as exc:
@@ -132,8 +139,12 @@ def load_settings(
 def _set_in(message: str, origins: Mapping[str, str]) -> str:
     """``message`` naming where the key it names was set (a file, a variable, the command
     line), when that is known."""
-    found = re.search(r"config key ([a-z_]+\.[a-z_]+)", message)
-    origin = origins.get(found.group(1)) if found else None
+    found = re.search(r"config key ([a-z_]+(?:\.[A-Za-z0-9_-]+)+)", message)
+    origin = None
+    if found:  # the longest key known: mcp.servers.NAME.timeout_s was set with its server
+        parts = found.group(1).split(".")
+        keys = (".".join(parts[:n]) for n in range(len(parts), 1, -1))
+        origin = next((origins[key] for key in keys if key in origins), None)
     return f"{message} (set in {origin})" if origin else message
 
 
@@ -151,7 +162,9 @@ def restrict_project_layer(
     ``tools.scrub_env`` (the lists are joined); repeat the ``provider.name``, ``base_url``,
     ``provider.api_key`` and the summariser route (``summarizer_provider``,
     ``summarizer_base_url``) already in effect (or switch the summariser to ``extractive`` or a
-    bare model name on the conversation's provider). Nobody's project may set ``[trust]``.
+    bare model name on the conversation's provider). Nor may it start a program: its
+    ``[mcp.servers]`` are ignored (a server the user config already defines the same way is
+    kept). Nobody's project may set ``[trust]``.
     """
     out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
 
@@ -197,6 +210,7 @@ def restrict_project_layer(
     for key in ("summarizer_provider", "summarizer_base_url"):
         if key in compaction and compaction[key] != below.get("compaction", {}).get(key):
             drop("compaction", key, "a project may not choose the summariser's provider")
+    drop_project_servers(out, below, origin)
     return out
 
 
@@ -271,6 +285,8 @@ def validate_settings(settings: Settings) -> None:
         _validate_provider(route, f'provider.overrides."{name}"')
     if window is not None:
         _require_compactable(settings.compaction, window)
+    for name, server in settings.mcp.servers.items():
+        validate_server(name, server)
     summarizer = settings.compaction.summarizer
     _require(
         bool(summarizer.strip())
@@ -399,14 +415,20 @@ def _merge(
         for key, value in values.items():
             if key not in known:
                 raise ConfigError(f"unknown config key {section}.{key} in {origin}")
+            if (section, key) == ("mcp", "servers") and isinstance(value, Mapping):
+                # servers add up by name across layers (a later one of the same name replaces it)
+                if origins is not None:
+                    origins.update({f"mcp.servers.{name}": origin for name in value})
+                below = into.get(section, {}).get(key)
+                value = {**below, **value} if isinstance(below, Mapping) else value
             into.setdefault(section, {})[key] = value
             if origins is not None:
                 origins[f"{section}.{key}"] = origin
 
 
-def _describe(exc: msgspec.ValidationError) -> str:
+def _describe(exc: msgspec.ValidationError, root: str = "") -> str:
+    """The error with the key it names; ``root``: the key of the value that was converted."""
     text = str(exc)
-    if " - at `$." in text:
-        message, _, where = text.partition(" - at `$.")
-        return f"config key {where.rstrip('`')}: {message}"
-    return text
+    message, _, where = text.partition(" - at `$")
+    key = ".".join(part for part in (root, where.rstrip("`").lstrip(".")) if part)
+    return f"config key {key}: {message}" if key else text

@@ -70,6 +70,24 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
     "of provider keys, *_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD*); their values are masked in "
     "tool output.",
+    "mcp.servers": "MCP servers whose tools the model may call, one table each: "
+    '[mcp.servers.NAME] with command = ["program", "arg", …] and optionally env, cwd, enabled, '
+    "timeout_s, startup_timeout_s (below). NAME is 1 to 40 letters, digits, _ or -; the servers "
+    "of all layers add up by name. An untrusted ./.dsh/config.toml may not add one (ignored "
+    "with a warning naming it).",
+    "mcp.servers.NAME.command": "The program and its arguments, started with the scrubbed tool "
+    "environment (see tools.scrub_env) in its own process group; dsh speaks MCP to it over its "
+    "stdin and stdout.",
+    "mcp.servers.NAME.env": "Variables set for it on top of the scrubbed environment (a key it "
+    "needs goes here).",
+    "mcp.servers.NAME.cwd": "Where it runs; a relative path is taken from the workspace. Unset: "
+    "the workspace.",
+    "mcp.servers.NAME.enabled": "false keeps it configured but not started.",
+    "mcp.servers.NAME.timeout_s": "Seconds one tool call may take; then the call is an error "
+    "result (TIMEOUT) and the server keeps running.",
+    "mcp.servers.NAME.startup_timeout_s": "Seconds it may take to start, answer the MCP "
+    "handshake and list its tools; then the session runs without its tools (a warning names "
+    "it).",
     "trust.directories": "Workspaces whose ./.dsh/config.toml may loosen safety settings "
     "(managed by `dsh trust`; only read from the user config).",
     "store.backend": "jsonl (one file per session) or sqlite (one database).",

@@ -161,6 +161,32 @@ class ToolSettings(_Section, frozen=True):
     scrub_env: list[str] = []
 
 
+class McpServerSettings(_Section, frozen=True):
+    """One MCP server, under ``[mcp.servers.NAME]``: a program dsh starts and talks to over its
+    stdin and stdout (the stdio transport)."""
+
+    command: list[str]
+    """The program and its arguments."""
+    env: dict[str, str] = {}
+    """Set on top of the scrubbed tool environment."""
+    cwd: str | None = None
+    """Where it runs (a relative path is taken from the workspace); unset: the workspace."""
+    enabled: bool = True
+    timeout_s: float = 120.0
+    """Seconds one tool call may take."""
+    startup_timeout_s: float = 30.0
+    """Seconds to start, answer the handshake and list its tools."""
+
+
+class McpSettings(_Section, frozen=True):
+    servers: dict[str, McpServerSettings] = {}
+
+    @property
+    def enabled(self) -> dict[str, McpServerSettings]:
+        """The servers to start, in the configured order."""
+        return {name: server for name, server in self.servers.items() if server.enabled}
+
+
 class TrustSettings(_Section, frozen=True):
     directories: list[str] = []
 
@@ -175,6 +201,7 @@ class Settings(_Section, frozen=True):
     recall: RecallSettings = RecallSettings()
     tools: ToolSettings = ToolSettings()
     store: StoreSettings = StoreSettings()
+    mcp: McpSettings = McpSettings()
     trust: TrustSettings = TrustSettings()
 
 

@@ -1,0 +1,91 @@
+"""The rules of ``[mcp.servers.NAME]``: each server is a command dsh will run.
+
+- An untrusted project layer adds no server (``drop_project_servers``): a server the layers
+  below define the same way is kept, any other is dropped, all of them named in one warning
+  (never their commands or ``env``, which may hold a key).
+- A server's name is part of every tool name it exposes, so it is 1 to 40 letters, digits, ``_``
+  or ``-``; its ``command`` names a program; its timeouts are positive (``validate_server``).
+- Each server is converted on its own first (``check_servers``), so a type error names it
+  (``mcp.servers.docs.command``) where a whole conversion says ``mcp.servers[...]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from dsh.config.sections import McpServerSettings
+from dsh.errors import ConfigError
+
+log = logging.getLogger("dsh.config")
+
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def drop_project_servers(
+    layer: dict[str, Any], below: Mapping[str, Mapping[str, Any]], origin: str
+) -> None:
+    """Remove the untrusted ``layer``'s MCP servers, logging one warning naming them."""
+    servers = layer.get("mcp", {}).get("servers")
+    if not isinstance(servers, Mapping):
+        return
+    known = below.get("mcp", {}).get("servers", {})
+    ignored = [name for name, server in servers.items() if known.get(name) != server]
+    if not ignored:
+        return
+    layer["mcp"]["servers"] = {n: s for n, s in servers.items() if n not in ignored}
+    log.warning(
+        "%s: ignored MCP server%s %s: an untrusted project may not start programs; run "
+        "`dsh trust` in that directory to allow it",
+        origin,
+        "" if len(ignored) == 1 else "s",
+        ", ".join(ignored),
+    )
+
+
+def validate_server(name: str, server: McpServerSettings) -> None:
+    """Raise ``ConfigError`` naming the key of the first rule ``server`` breaks."""
+    _require(
+        SERVER_NAME.fullmatch(name) is not None,
+        "mcp.servers",
+        f"names a server {json.dumps(name, ensure_ascii=False)}: a server name is 1 to 40 "
+        "letters, digits, _ or -",
+    )
+    rules = [
+        (
+            bool(server.command) and bool(server.command[0].strip()),
+            "command",
+            'must name a program: command = ["program", "arg", …]',
+        ),
+        (server.timeout_s > 0, "timeout_s", "must be positive"),
+        (server.startup_timeout_s > 0, "startup_timeout_s", "must be positive"),
+    ]
+    for ok, key, rule in rules:
+        _require(ok, f"mcp.servers.{name}.{key}", rule)
+
+
+def check_servers(
+    merged: Mapping[str, Mapping[str, Any]],
+    *,
+    describe: Callable[[msgspec.ValidationError, str], str],
+) -> None:
+    """Convert each merged server on its own; ``describe`` words the error with its key."""
+    servers = merged.get("mcp", {}).get("servers")
+    if not isinstance(servers, Mapping):
+        return
+    for name, server in servers.items():
+        try:
+            msgspec.convert(server, McpServerSettings, strict=False)
+        except msgspec.ValidationError as exc:
+            where = f"mcp.servers.{name}"
+            raise ConfigError(f"invalid configuration: {describe(exc, where)}") from exc
+
+
+def _require(ok: bool, key: str, rule: str) -> None:
+    if not ok:
+        raise ConfigError(f"config key {key} {rule}")
