@@ -6,7 +6,8 @@
   ``approver`` callback (``"once"``, ``"always"`` — remembered by tool name for the rest of the
   session — or ``"deny"``). Without an approver (a headless run) those calls are denied.
 
-The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write`` to ``allow={"shell", "write"}``.
+The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,mcp`` to
+``allow={"shell", "write", "mcp"}`` (``mcp``: every MCP server's tools).
 Denial reasons tell the human (and the model) what would let the call through.
 """
 
@@ -25,7 +26,12 @@ Approver = Callable[[str, dict[str, Any]], Awaitable[ApprovalAnswer]]
 """``approver(tool_name, args)``: asks the human; returns ``once``, ``always`` or ``deny``."""
 
 ALWAYS_ALLOWED: frozenset[ToolKind] = frozenset({"read", "meta"})
-ALLOW_FLAG_NAMES: dict[ToolKind, str] = {"shell": "bash", "write": "write", "read": "read"}
+ALLOW_FLAG_NAMES: dict[ToolKind, str] = {
+    "shell": "bash",
+    "write": "write",
+    "read": "read",
+    "mcp": "mcp",
+}
 """How each kind is spelled in ``--allow`` (the CLI maps ``bash`` to the ``shell`` kind)."""
 
 

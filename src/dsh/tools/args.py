@@ -1,10 +1,13 @@
 """Checking a model's tool arguments against the tool's JSON schema (the subset dsh uses).
 
 Supported keywords: ``type`` (object, array, string, integer, number, boolean, null),
-``properties``, ``required``, ``items``, ``enum``, ``minimum``, ``maximum``. Objects never accept
-keys they do not declare. JSON booleans are not numbers here, and ``integer`` means a whole
-number. Every failure raises ``ToolError(code="INVALID_ARGUMENT")`` naming the offending key
-(``todos[1].status``).
+``properties``, ``required``, ``items``, ``enum``, ``minimum``, ``maximum``,
+``additionalProperties``. An object accepts no key it does not declare, unless its schema says
+``additionalProperties`` is true or a schema (the extra values are checked against it) or it
+declares no ``properties`` at all (a free-form object, as MCP servers' schemas may have); any
+other keyword (``anyOf``, ``$ref`` …) constrains nothing here. JSON booleans are not numbers
+here, and ``integer`` means a whole number. Every failure raises
+``ToolError(code="INVALID_ARGUMENT")`` naming the offending key (``todos[1].status``).
 """
 
 from __future__ import annotations
@@ -76,14 +79,17 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str) 
     for key in schema.get("required", ()):
         if key not in value:
             raise ToolError(f"missing required argument {prefix + key!r}", code=INVALID_ARGUMENT)
+    extra = schema.get("additionalProperties", "properties" not in schema)
     unknown = [key for key in value if key not in properties]
-    if unknown:
+    if unknown and extra is False:
         known = ", ".join(properties) or "none"
         raise ToolError(
             f"unknown argument {prefix + unknown[0]!r} (accepted: {known})", code=INVALID_ARGUMENT
         )
     for key, item in value.items():
-        validate_args(item, properties[key], f"{prefix}{key}")
+        item_schema = properties.get(key, extra)
+        if isinstance(item_schema, dict):
+            validate_args(item, item_schema, f"{prefix}{key}")
 
 
 def _check_range(value: float, schema: dict[str, Any], label: str) -> None:

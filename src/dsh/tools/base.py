@@ -14,8 +14,9 @@ from typing import Any, Literal, Protocol
 
 from dsh.events import Event
 
-ToolKind = Literal["read", "write", "shell", "meta"]
-"""What a tool may do; approval policies decide by kind (``read-only`` allows read and meta)."""
+ToolKind = Literal["read", "write", "shell", "meta", "mcp"]
+"""What a tool may do; approval policies decide by kind (``read-only`` allows read and meta).
+``mcp``: a tool of a configured MCP server (``dsh.tools.mcp``), which may do anything."""
 
 Caller = Literal["agent", "cli", "human"]
 

@@ -1,0 +1,74 @@
+"""A tiny MCP server for the tests, run as ``python mcp_test_server.py`` over stdio.
+
+Tools: ``add`` (a sum), ``fail`` (raises: an ``isError`` result), ``slow`` (sleeps: for the
+timeout and cancel tests), ``image`` (a text block and an image block), ``crash`` (the server
+exits mid-call) and ``env`` (the value of one variable, for the environment tests).
+``MCP_TEST_PID_FILE``, when set, receives the server's pid at start, ``MCP_TEST_SLOW_FILE`` a line
+when ``slow`` begins; ``--crash-at-start`` makes it exit before the handshake.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("dsh-test", log_level="CRITICAL")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the given reason."""
+    raise ToolError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Sleep for the given number of seconds, then answer."""
+    started = os.environ.get("MCP_TEST_SLOW_FILE")
+    if started:  # the tests wait for this file: the call is running
+        Path(started).write_text("started")
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(structured_output=False)
+def image() -> list[object]:
+    """A one-pixel PNG and a caption."""
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+    return ["a red dot", Image(data=png, format="png")]
+
+
+@server.tool()
+def crash() -> str:
+    """Exit at once, mid-call."""
+    os._exit(1)
+
+
+@server.tool()
+def env(name: str) -> str:
+    """The value of the environment variable ``name`` (or ``(unset)``)."""
+    return os.environ.get(name, "(unset)")
+
+
+if __name__ == "__main__":
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
+    if "--crash-at-start" in sys.argv:
+        print("this server crashes at start", file=sys.stderr)
+        sys.exit(3)
+    server.run("stdio")
