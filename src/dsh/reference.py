@@ -102,6 +102,19 @@ def render_tools() -> str:
         "registered whenever the recallable backend is active, with the constant system-prompt "
         "section at the end of this page.",
         "",
+        "**MCP tools** are not listed here: they come from the MCP servers configured under "
+        "`[mcp.servers.NAME]` (docs/config.md), each started over stdio when a session's tools "
+        "are built. Every tool a server lists then is offered, after the tools below, as "
+        "`mcp__<server>__<tool>` (characters outside `[a-zA-Z0-9_-]` become `_`; a name over 64 "
+        "characters, or taken, is cut and ends in `_` and 8 hex digits of a hash), with the "
+        "server's description (at most 2048 characters) and input schema (an object schema). "
+        "The list is made once and stays the same while the session runs. Their kind is `mcp`: "
+        "each call asks for approval unless the approval is `auto` (`--yes`) or `--allow mcp` "
+        "was given. A result's text blocks are joined; an image, audio or binary resource is a "
+        "one-line placeholder; the server's `isError` is an error result (`MCP_TOOL_ERROR`); a "
+        "call past the server's `timeout_s` is `TIMEOUT`, a server gone or a protocol error "
+        "`MCP_ERROR`. `dsh mcp list` shows each server's tools under these names.",
+        "",
     ]
     for tool in [*default_tools(), *recall_tools(RecallSettings())]:
         spec = tool_spec(tool)

@@ -36,6 +36,7 @@ HEAVY = [
     "anthropic",
     "httpx",
     "platformdirs",
+    "mcp",
     # standard modules parsing does without: warnings are routed once a command line has
     # parsed, and path options build their ``Path`` on demand
     "asyncio",

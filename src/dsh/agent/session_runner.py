@@ -139,7 +139,7 @@ class SettingsWiring:
 
     def make_engine(self, session: Session) -> CompactionEngine | None:
         settings, route = self.own(session)
-        return build_parts(settings, route, session).engine
+        return build_parts(settings, route, session, mcp=False).engine  # it calls no tool
 
     def compact_window(self, session: Session) -> int:
         return session_window(self.own(session)[1])

@@ -1,11 +1,12 @@
 """The composition root: from settings + route + session, everything a session runs with.
 
 ``build_parts`` is the one place the summariser, the compaction backend and engine, the
-compaction hooks, the tools (the recall tools and their prompt section only when the backend is
-recallable) and the window are made; ``build_agent`` puts them into an ``Agent``. Every face
-builds through here (turns through ``build_agent``, ``/compact`` through ``build_parts``), so a
-configured summariser, the per-model overrides and the window are the same in the TUI, the web
-and ``dsh compact``. The bench substitutes parts only through ``Injection``.
+compaction hooks, the tools (the configured MCP servers' too; the recall tools and their prompt
+section only when the backend is recallable) and the window are made; ``build_agent`` puts them
+into an ``Agent``. Every face builds through here (turns through ``build_agent``, ``/compact``
+through ``build_parts``), so a configured summariser, the per-model overrides and the window are
+the same in the TUI, the web and ``dsh compact``. The bench substitutes parts only through
+``Injection``.
 
 The window rule: the route's window (config or flag, then what the provider says, see
 ``resolve_route``), else ``DEFAULT_CONTEXT_WINDOW``.
@@ -22,6 +23,7 @@ import msgspec
 
 from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
+from dsh.agent.mcp_servers import mcp_tools, tool_secrets
 from dsh.agent.prompt import system_prompt
 from dsh.agent.runtime import Route, summarizer_route
 from dsh.compaction import (
@@ -46,7 +48,6 @@ from dsh.store import span_cache_dir
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
-from dsh.tools.secrets import SecretPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +153,12 @@ def build_parts(
     environ: Mapping[str, str] | None = None,
     wiring: Wiring | None = None,
     inject: Injection | None = None,
+    workspace: Path | None = None,
+    mcp: bool = True,
 ) -> SessionParts:
-    """The summariser, engine, hooks, tools and window of ``session`` on ``route``."""
+    """The summariser, engine, hooks, tools and window of ``session`` on ``route``; with
+    ``mcp``, the tools of the configured MCP servers too (started in ``workspace``, default
+    the session's own)."""
     parts = wiring or wire(settings, route, environ)
     extra = inject or Injection()
     compaction = parts.compaction
@@ -179,12 +184,11 @@ def build_parts(
         engine = CompactionEngine(session, backend, compaction, **options)
         pre_step, overflow = compaction_hooks(engine)
         hooks = (pre_step,)
-    secrets = SecretPolicy.from_environment(
-        environ,
-        extra_patterns=settings.tools.scrub_env,
-        configured_keys=[("provider.api_key", settings.provider.api_key)],
-    )
+    secrets = tool_secrets(settings, environ)
     tool_list = default_tools(secrets)
+    if mcp:
+        where = workspace or Path(session.header.cwd)
+        tool_list += mcp_tools(settings.mcp, workspace=where, secrets=secrets, environ=environ)
     sections: tuple[str, ...] = ()
     recall = extra.offer_recall
     if recall is None:
@@ -222,7 +226,9 @@ def build_agent(
     """An agent over ``session`` with ``build_parts``'s tools, hooks and prompt sections, and
     the workspace's prompt; ``on_summary_call`` counts the summariser calls of a pass."""
     inject = Injection(on_summary_call=on_summary_call)
-    parts = build_parts(settings, route, session, environ=environ, wiring=wiring, inject=inject)
+    parts = build_parts(
+        settings, route, session, environ=environ, wiring=wiring, inject=inject, workspace=workspace
+    )
     generation = parts.wiring
     config = AgentConfig(
         provider=route.provider.name,

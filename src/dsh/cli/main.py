@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dsh.cli.demo:demo",
         "Run a scripted coding session (no API key needed) and print what happened.",
     ),
+    "mcp": (
+        "dsh.cli.mcp:mcp",
+        "List the configured MCP servers, whether they start, and the tools they offer.",
+    ),
     "recall": (
         "dsh.cli.recall:recall",
         "Search and read compacted history, as the model's recall tools do.",
@@ -52,7 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trust": (
         "dsh.cli.trust:trust",
         "Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen "
-        "approval, the provider endpoint and the summariser provider.",
+        "approval, the provider endpoint and the summariser provider, and start MCP servers.",
     ),
     "web": ("dsh.cli.web:web", "Serve the browser client for your sessions on this machine."),
 }

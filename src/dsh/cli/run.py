@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from dsh.agent.mcp_servers import close_mcp_servers
 from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
@@ -28,7 +29,12 @@ from dsh.store.migrate import remove_session
 from dsh.surface import Session
 from dsh.tools.base import ToolKind
 
-ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": "write"}
+ALLOW_NAMES: dict[str, ToolKind] = {
+    "bash": "shell",
+    "shell": "shell",
+    "write": "write",
+    "mcp": "mcp",
+}
 
 
 @click.command("run")
@@ -63,7 +69,9 @@ ALLOW_NAMES: dict[str, ToolKind] = {"bash": "shell", "shell": "shell", "write": 
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
 @click.option("--yes", is_flag=True, help="Allow every tool call (shell and writes included).")
-@click.option("--allow", default="", help="Allow these tool kinds headless: bash,write.")
+@click.option(
+    "--allow", default="", help="Allow these tool kinds headless: bash,write,mcp (MCP servers)."
+)
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True)
 def run(
     prompts: tuple[str, ...],
@@ -155,6 +163,7 @@ def run(
         )
     except BaseException:
         session.close()  # no stale lock file behind a configuration error
+        close_mcp_servers()
         raise
     out.agent = agent
     if live is not None:
@@ -177,6 +186,7 @@ def run(
                 break
     finally:
         session.close()
+        close_mcp_servers()  # no MCP server outlives the run
     if resumed is None and never_connected(session.events):
         _discard(store, session.id)
         sys.exit(1)
@@ -308,6 +318,6 @@ def _parse_allow(allow: str) -> frozenset[ToolKind]:
     kinds: set[ToolKind] = set()
     for name in filter(None, (part.strip() for part in allow.split(","))):
         if name not in ALLOW_NAMES:
-            raise UsageError(f"--allow takes bash and/or write, not {name!r}")
+            raise UsageError(f"--allow takes bash, write and/or mcp, not {name!r}")
         kinds.add(ALLOW_NAMES[name])
     return frozenset(kinds)

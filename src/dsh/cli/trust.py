@@ -1,9 +1,9 @@
 """``dsh trust [DIR] [--remove] [--list]``: let a workspace's own config loosen safety settings.
 
 A repository's ``./.dsh/config.toml`` may only tighten approval, the scrubbed environment, the
-endpoint and the summariser provider (see :mod:`dsh.config`). Trusting a directory records it in
-the user's ``$DSH_HOME/config.toml`` under ``[trust] directories``; from then on its project
-config applies in full.
+endpoint and the summariser provider, and may start no MCP server (see :mod:`dsh.config`).
+Trusting a directory records it in the user's ``$DSH_HOME/config.toml`` under ``[trust]
+directories``; from then on its project config applies in full.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dsh.config import dsh_home, set_trust, trusted_directories
 @click.option("--list", "show", is_flag=True, help="List the trusted directories.")
 def trust(directory: Path | None, remove: bool, show: bool) -> None:
     """Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen
-    approval, the provider endpoint and the summariser provider."""
+    approval, the provider endpoint and the summariser provider, and start MCP servers."""
     if show:
         if directory is not None or remove:
             raise click.UsageError("--list takes no directory and no --remove")

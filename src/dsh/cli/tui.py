@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.cli import context
 from dsh.config import load_settings
 from dsh.errors import SessionNotFoundError, UsageError
@@ -85,8 +86,14 @@ def launch(
         greeting=greeting,
         overrides=flags,
     )
+    # the MCP servers start before the UI takes the terminal: their warnings print as lines,
+    # and the first turn does not wait for them
+    start_session_mcp_servers(settings, workspace)
     app = DshApp(options)
-    app.run()
+    try:
+        app.run()
+    finally:
+        close_mcp_servers()
     if app.last_session_id is not None:
         click.echo(f"resume with: dsh --resume {app.last_session_id}")
     if app.return_code:

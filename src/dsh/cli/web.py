@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.agent.runtime import Route, resolve_route
 from dsh.cli import context
 from dsh.config import load_settings
@@ -104,6 +105,7 @@ def _serve(
         store=store,
     )
     registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve())
+    start_session_mcp_servers(settings, context.cwd().resolve())  # a new session's, early
     secret = token or new_token()
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
@@ -114,6 +116,9 @@ def _serve(
     click.echo("dsh web: Ctrl-C stops the server", err=True)
     if not no_open:
         threading.Timer(0.5, webbrowser.open, (url,)).start()
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-        make_server(app).run(sockets=[sock])
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+            make_server(app).run(sockets=[sock])
+    finally:
+        close_mcp_servers()
     click.echo("dsh web: stopped", err=True)

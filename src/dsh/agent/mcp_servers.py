@@ -1,0 +1,37 @@
+"""The MCP servers a session's tools come from, for the builder and for the faces.
+
+``build_parts`` offers the configured servers' tools (``dsh.tools.mcp``) with the session's
+scrubbed environment (``tool_secrets``, the one place it is made); a face may start them before
+its first turn (``start_session_mcp_servers``: the TUI before it takes the terminal, so a
+warning prints as a line, not over the screen) and stops them all when it exits
+(``close_mcp_servers``; it also runs at exit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from dsh.config import Settings
+from dsh.tools.mcp import close_mcp_servers, mcp_tools, start_mcp_servers
+from dsh.tools.secrets import SecretPolicy
+
+__all__ = ["close_mcp_servers", "mcp_tools", "start_session_mcp_servers", "tool_secrets"]
+
+
+def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> SecretPolicy:
+    """What the tools keep out of commands (MCP servers included) and mask in their output."""
+    return SecretPolicy.from_environment(
+        environ,
+        extra_patterns=settings.tools.scrub_env,
+        configured_keys=[("provider.api_key", settings.provider.api_key)],
+    )
+
+
+def start_session_mcp_servers(
+    settings: Settings, workspace: Path, environ: Mapping[str, str] | None = None
+) -> None:
+    """Start the servers a session in ``workspace`` will use (no-op without any)."""
+    if settings.mcp.enabled:
+        secrets = tool_secrets(settings, environ)
+        start_mcp_servers(settings.mcp, workspace=workspace, secrets=secrets, environ=environ)
