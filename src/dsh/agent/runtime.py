@@ -107,11 +107,11 @@ def _summarizer_window(
         return None, None
     if known.context_window is not None and cfg.summarizer_base_url is None:
         return known.context_window, None
-    base_url = cfg.summarizer_base_url or (conversation.base_url if same else known.base_url)
+    base_url, api_key = _summarizer_endpoint(settings, same=same)
+    base_url = base_url or known.base_url
     if base_url is None:
         return known.context_window, None
-    key = (conversation.api_key if same else None) or environ.get(known.key_env)
-    found = discover_window(base_url, summarizer_model, key)
+    found = discover_window(base_url, summarizer_model, api_key or environ.get(known.key_env))
     if found is not None:
         return found.window, None
     if known.context_window is not None:
@@ -168,15 +168,24 @@ def summarizer_route(
     same = name == route.provider.name
     if same and cfg.summarizer_base_url is None:
         return route.provider, model
-    conversation = settings.provider
+    base_url, api_key = _summarizer_endpoint(settings, same=same)
     provider, resolved, _ = make_provider(
         name,
         model=model,
-        base_url=cfg.summarizer_base_url or (conversation.base_url if same else None),
-        api_key=conversation.api_key if same else None,
+        base_url=base_url,
+        api_key=api_key,
         environ=os.environ if environ is None else environ,
     )
     return provider, resolved
+
+
+def _summarizer_endpoint(settings: Settings, *, same: bool) -> tuple[str | None, str | None]:
+    """The base URL and key of the summariser: its own base URL, else the conversation's base
+    URL and key when it is on the conversation's provider (``same``; None: the provider's own,
+    and its key from the environment)."""
+    conversation = settings.provider
+    base_url = settings.compaction.summarizer_base_url or (conversation.base_url if same else None)
+    return base_url, conversation.api_key if same else None
 
 
 def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:
