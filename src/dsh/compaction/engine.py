@@ -35,6 +35,7 @@ from dsh.compaction.base import (
     heuristic_total,
 )
 from dsh.compaction.log_index import LogIndex, unended_landed
+from dsh.compaction.plan_check import abandon_plan, plan_abandoned, unlandable
 from dsh.compaction.pruner import prune_tool_results
 from dsh.compaction.triggers import (
     MAX_REFUSALS,
@@ -424,6 +425,8 @@ class CompactionEngine:
         plan = self._index.last_plan
         if plan is None:
             return None
+        if plan_abandoned(self.session, plan):
+            return None
         nodes = set(self.session.nodes)
         pending = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
         unended = unended_landed(self.session, self._index, plan.data.pass_id)
@@ -444,6 +447,10 @@ class CompactionEngine:
             )
         nodes = set(self.session.nodes)
         remaining = [r for r in plan.data.regions if any(s in nodes for s in r.shadowed_seqs)]
+        why = unlandable(self.session, remaining)
+        if why is not None:  # a damaged log: commit nothing, and never try this plan again
+            abandon_plan(self.session, self._index, plan, turn, f"plan abandoned on resume: {why}")
+            return None
         name = self.backend.name  # older plans do not say who wrote the summary
         texts = [
             msgspec.structs.replace(r, provider=r.provider or name, model=r.model or name)
