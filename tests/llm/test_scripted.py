@@ -113,6 +113,9 @@ def test_a_yaml_script_file_loads_with_or_without_the_entries_key(tmp_path: Path
         ("s.json", '[{"toolCalls": [{"arguments": "{}"}]}]', "entry 0"),
         ("s.json", '[{"delayMs": -1}]', "entry 0"),
         ("s.json", '[{"text": "hi", "error": {"code": "AUTH"}}]', "entry 0"),
+        ("s.json", '[{"finish": "filtered", "error": {"code": "AUTH"}}]', "entry 0"),
+        ("s.json", '[{"text": "hi", "finish": "truncated"}]', "entry 0"),
+        ("s.json", '[{"chunkDelayMs": -1}]', "entry 0"),
         ("s.yaml", "- text: ok\n- usage: {inputTokens: many}\n", "entry 1"),
         ("s.json", '{"text": "not a list"}', "list of entries"),
         ("s.json", "[{", "not valid JSON"),
@@ -274,6 +277,30 @@ def test_tool_call_ids_follow_the_call_number_from_the_log() -> None:
 def test_a_reply_without_tool_calls_finishes_with_stop() -> None:
     assert reply(ScriptedProvider([{"text": "hi"}])).finish == "stop"
     assert reply(ScriptedProvider([{}])).message("a", "p", "m").content == ()
+
+
+@pytest.mark.parametrize("calls", [(), ({"name": "read_file", "arguments": {"path": "a"}},)])
+def test_an_entry_can_finish_cut_at_the_output_limit(calls: tuple[dict[str, object], ...]) -> None:
+    provider = ScriptedProvider(
+        [{"text": "a long answ", "toolCalls": calls, "finish": "max-tokens"}]
+    )
+    assert reply(provider).finish == "max-tokens"
+
+
+def test_a_chunk_delay_waits_before_each_piece_after_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr("dsh.llm.scripted.asyncio.sleep", sleep)
+    entry = {"text": "abcdefgh", "chunkDelayMs": 250}
+    provider = ScriptedProvider([entry], chunk_size=3)
+    events = collect(provider.stream(request(user_message("go")), history=()))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["abc", "def", "gh"]
+    assert waits == [0.25, 0.25]
 
 
 def test_chunked_streaming_sends_pieces_that_reassemble_to_the_same_message() -> None:

@@ -7,7 +7,15 @@ A script is a list of entries (JSON or YAML)::
       toolCalls: [{name: read_file, arguments: {path: a.txt}}]
       usage: {inputTokens: 120, outputTokens: 9}
       delayMs: 50
+    - text: "A long answer that the output limit cuts"
+      finish: max-tokens
+      chunkDelayMs: 100
     - error: {code: RATE_LIMITED, message: "slow down"}
+
+``delayMs`` is a wait before the reply; ``chunkDelayMs`` a wait before each streamed piece after
+the first (pieces are ``chunk_size`` characters; 0: one piece per block), so a test can act on
+a half-streamed reply. ``finish`` is the finish reason reported (default: ``tool-calls`` when
+the entry calls tools, else ``stop``), e.g. ``max-tokens`` for a reply cut at the output limit.
 
 The n-th model call of a session gets entry n, where n is the number of ``assistant/message``
 and ``request/error`` events already in the log (docs/architecture.md, "Keyless everything"),
@@ -40,6 +48,7 @@ from dsh.llm.cache_sim import CacheRule, make_cache, message_segment, request_se
 from dsh.llm.errors import ErrorCode, provider_error
 from dsh.llm.types import (
     Finish,
+    FinishReason,
     ModelRequest,
     ReasoningDelta,
     StreamEvent,
@@ -85,6 +94,8 @@ class ScriptEntry(_ScriptStruct, rename="camel", frozen=True):
     usage: Usage | None = None
     error: ScriptError | None = None
     delay_ms: Annotated[int, msgspec.Meta(ge=0)] = 0
+    chunk_delay_ms: Annotated[int, msgspec.Meta(ge=0)] = 0
+    finish: FinishReason | None = None
 
 
 # ---- loading --------------------------------------------------------------------------------
@@ -111,11 +122,15 @@ def _parse_entry(raw: object, *, source: str, index: int) -> ScriptEntry:
         except msgspec.ValidationError as exc:
             raise ConfigError(f"{source}: entry {index}: {exc}") from exc
     if entry.error is not None and (
-        entry.text or entry.reasoning or entry.tool_calls or entry.usage is not None
+        entry.text
+        or entry.reasoning
+        or entry.tool_calls
+        or entry.usage is not None
+        or entry.finish is not None
     ):
         raise ConfigError(
             f"{source}: entry {index}: an error entry cannot also carry text, reasoning, "
-            "toolCalls or usage"
+            "toolCalls, usage or finish"
         )
     return entry
 
@@ -297,10 +312,12 @@ class ScriptedProvider:
         events = self._reply_events(n, entry)
         reply = StreamAssembler().feed_all(events).message(f"scripted-{n}", self.name, self.model)
         usage = self._usage(request, reply)
-        for event in events:
+        for i, event in enumerate(events):
+            if i and entry.chunk_delay_ms:
+                await asyncio.sleep(entry.chunk_delay_ms / 1000)
             yield event
         yield UsageReport(entry.usage if entry.usage is not None else usage)
-        yield Finish("tool-calls" if entry.tool_calls else "stop")
+        yield Finish(entry.finish or ("tool-calls" if entry.tool_calls else "stop"))
 
     def _reply_events(self, n: int, entry: ScriptEntry) -> list[StreamEvent]:
         events: list[StreamEvent] = []
