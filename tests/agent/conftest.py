@@ -23,8 +23,19 @@ class Harness:
         self.store = JsonlStore(tmp_path / "home")
         self.session = Session.create(self.store, cwd=self.workspace)
 
-    def agent(self, script: list[dict[str, Any]], *, policy: str = "auto", **config: Any) -> Agent:
-        self.provider = ScriptedProvider(parse_script(script), model="scripted", cache="deepseek")
+    def agent(
+        self,
+        script: list[dict[str, Any]],
+        *,
+        policy: str = "auto",
+        chunk_size: int = 0,
+        **config: Any,
+    ) -> Agent:
+        """An agent over this session with a scripted model (``chunk_size``: stream each block
+        in pieces of that many characters) and the default tools."""
+        self.provider = ScriptedProvider(
+            parse_script(script), model="scripted", cache="deepseek", chunk_size=chunk_size
+        )
         return Agent(
             self.session,
             self.provider,

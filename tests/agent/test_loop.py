@@ -4,6 +4,7 @@ session log" and "Requests are a function of the log")."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from dsh.agent import rebuild_requests
 from dsh.events import (
@@ -15,6 +16,7 @@ from dsh.events import (
     TurnEndEvent,
     encode_json,
 )
+from dsh.llm.types import TextDelta
 from tests.agent.conftest import Harness, run
 
 TOOL_TURN = [
@@ -91,40 +93,59 @@ def test_every_request_is_rebuilt_byte_equal_from_the_log_prefix(harness: Harnes
         assert encode_json(real.tools) == encode_json(again.tools)
 
 
+async def until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` until it holds (the deadline only stops a broken test hanging)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"never saw {what}")
+        await asyncio.sleep(0.01)
+
+
 def test_cancelling_mid_stream_keeps_the_prefix_and_closes_the_turn(harness: Harness):
-    agent = harness.agent([{"text": "partial answer " * 50, "delayMs": 2000}])
+    # The first piece streams at once and the next one an hour later: the cancel lands after
+    # the first delta has arrived, whatever the machine's load.
+    script = [{"text": "partial answer " * 4, "chunkDelayMs": 3_600_000}]
+    agent = harness.agent(script, chunk_size=8)
 
     async def scenario():
+        streamed = asyncio.Event()
+        agent.on_stream = lambda event: streamed.set() if isinstance(event, TextDelta) else None
         task = asyncio.create_task(agent.run_turn("long task"))
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(streamed.wait(), 30)
         agent.cancel()
-        return await task
+        return await asyncio.wait_for(task, 30)
 
     result = run(scenario())
-    assert result.reason == "aborted"
+    assert result.reason == "aborted" and result.text == "partial "
     assistant = [e for e in harness.session.events if isinstance(e, AssistantMessageEvent)]
     assert len(assistant) == 1 and assistant[0].data.interrupted
+    assert assistant[0].data.message.text() == "partial "  # the streamed prefix, kept
     end = harness.session.events[-1]
     assert isinstance(end, TurnEndEvent) and end.data.reason.kind == "aborted"
     reopened = harness.reopen()
     assert len(reopened.events) == len(harness.session.events)
+    (kept,) = [e for e in reopened.events if isinstance(e, AssistantMessageEvent)]
+    assert kept.data.interrupted and kept.data.message.text() == "partial "
 
 
 def test_cancelling_a_running_tool_answers_every_call_so_pairing_stays_balanced(harness):
-    script = [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}]
-    agent = harness.agent(script)
+    started = harness.workspace / "started"
+    command = "touch started && sleep 30"
+    agent = harness.agent([{"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}])
 
     async def scenario():
         task = asyncio.create_task(agent.run_turn("run it"))
-        await asyncio.sleep(0.5)
+        await until(started.exists, "the command start")  # the tool is running now
         agent.cancel()
-        return await asyncio.wait_for(task, 10)
+        return await asyncio.wait_for(task, 30)
 
     result = run(scenario())
     assert result.reason == "aborted"
     results = [e for e in harness.session.events if isinstance(e, ToolResultEvent)]
     assert len(results) == 1 and results[0].data.error.code == "CANCELLED"
     last_assistant = [e for e in harness.session.events if isinstance(e, AssistantMessageEvent)][-1]
+    assert not last_assistant.data.interrupted  # the reply was whole: the tool was cancelled
     assert harness.session.tool_pairing_balanced_after(results[0].seq)
     assert last_assistant.seq < results[0].seq
 
