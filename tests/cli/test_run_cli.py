@@ -122,6 +122,16 @@ def test_headless_bash_is_denied_unless_allowed(tmp_path, env):
     assert (tmp_path / "ran.txt").read_text() == "RAN\n"
 
 
+def test_a_turn_cut_twice_at_the_output_limit_says_which_option_raises_it(tmp_path, env):
+    call = {"name": "bash", "arguments": {"command": "echo RAN > ran.txt"}}
+    cut = {"text": "Writing it.", "toolCalls": [call], "finish": "max-tokens"}
+    script = write_script(tmp_path / "s.json", [cut, cut])
+    result = dsh("run", "--script", str(script), "--allow", "bash", "go", env=env, cwd=tmp_path)
+    assert not (tmp_path / "ran.txt").exists()
+    (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
+    assert "twice in a row" in line and "provider.max_output_tokens" in line
+
+
 def test_stats_reports_tokens_cache_ratio_steps_and_tool_calls(tmp_path, env):
     entries = [{"toolCalls": [{"name": "list_dir", "arguments": {}}]}, {"text": "done"}]
     script = write_script(tmp_path / "s.json", entries)

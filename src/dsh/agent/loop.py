@@ -12,9 +12,12 @@ so the log stays balanced and loadable; a cancel that lands before the model cal
 logs no reply (there was no call). A provider failure mid-stream does the same after its
 ``request/error`` (the message carries the error's code) and closes the turn as an error. A
 reply the provider stopped itself (``filtered``: a content filter, a refusal) is kept, but its
-tool calls are not run: each gets a ``NOT_RUN`` error result and the turn ends as an error. With
-``text_tool_calls`` on, a reply whose whole text is valid tool calls is logged as those calls
-(``dsh.llm.text_tool_calls``) and they run through approval like any other.
+tool calls are not run: each gets a ``NOT_RUN`` error result and the turn ends as an error. The
+calls of a reply cut at the output-token limit are not run either (their arguments may be cut):
+the turn goes on so the model can issue them again, and a second cut in a row ends it
+``max-tokens`` (``dsh.agent.step_outcome``). With ``text_tool_calls`` on, a reply whose whole
+text is valid tool calls is logged as those calls (``dsh.llm.text_tool_calls``) and they run
+through approval like any other, or not at all when the reply was cut.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
+from dsh.agent.step_outcome import CANCELLED_BY_USER, CallOutcome, plan_step
 from dsh.agent.turn_close import close_failed_turn, tool_result
 from dsh.errors import DshError, ProviderError
 from dsh.events import (
@@ -59,7 +63,7 @@ from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.retry import stream_with_retry
 from dsh.llm.text_tool_calls import with_recovered_calls
-from dsh.llm.types import FILTERED_REPLY, ModelRequest, Provider, StreamEvent
+from dsh.llm.types import ModelRequest, Provider, StreamEvent
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext, ToolOutput
@@ -101,16 +105,6 @@ class TurnResult:
     text: str
     """The final assistant text of the turn (empty if none)."""
     error: str | None = None
-
-
-@dataclass(slots=True)
-class _CallOutcome:
-    message: Message | None = None
-    finish: str | None = None
-    error: str | None = None
-    cancelled: bool = False
-    overflow_retries: int = 0
-    from_text: bool = False
 
 
 class Agent:
@@ -186,12 +180,13 @@ class Agent:
         last_text = ""
         step = 0
         overflow_retries = 0
+        cut_before = False  # the step before was cut at the output limit with tool calls
         while True:
             try:
                 await self._guard(self._run_hooks(turn))
             except _Cancelled:
                 self._keep_unsent(turn, step + 1, pending)
-                return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
+                return self._end_turn(turn, "aborted", last_text, CANCELLED_BY_USER)
             step += 1
             if step > self.config.max_steps:
                 why = f"stopped after {self.config.max_steps} steps (max_steps)"
@@ -202,31 +197,19 @@ class Agent:
             pending = []
             outcome = await self._model_call(turn, step, overflow_retries)
             overflow_retries = outcome.overflow_retries
-            if outcome.error is not None:
-                self.session.append(StepEnd(turn=turn, step=step))
-                kind: TurnEndKind = "aborted" if outcome.cancelled else "error"
-                return self._end_turn(turn, kind, last_text, outcome.error)
-            assert outcome.message is not None
-            last_text = outcome.message.text() or last_text
-            calls = outcome.message.tool_calls()
-            if outcome.cancelled:
-                self._answer_unstarted(turn, step, calls, "CANCELLED", "cancelled by the user")
-                self.session.append(StepEnd(turn=turn, step=step))
-                return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
-            if outcome.finish == "filtered":  # stopped by the provider: none of it runs
-                self._answer_unstarted(turn, step, calls, "NOT_RUN", f"not run: {FILTERED_REPLY}")
-                self.session.append(StepEnd(turn=turn, step=step))
-                return self._end_turn(turn, "error", last_text, FILTERED_REPLY)
-            if calls:
-                cancelled = await self._run_tools(turn, step, calls, outcome.from_text)
-                self.session.append(StepEnd(turn=turn, step=step))
-                if cancelled:
-                    return self._end_turn(turn, "aborted", last_text, "cancelled by the user")
-                continue
+            if outcome.message is not None:
+                last_text = outcome.message.text() or last_text
+            plan = plan_step(outcome, cut_before=cut_before, params=self.config.params)
+            cut_before = plan.cut
+            calls = outcome.message.tool_calls() if outcome.message is not None else ()
+            if plan.unrun is not None:
+                self._answer_unstarted(turn, step, calls, *plan.unrun, outcome.from_text)
+            end = plan.end
+            if plan.run_calls and await self._run_tools(turn, step, calls, outcome.from_text):
+                end = ("aborted", CANCELLED_BY_USER)
             self.session.append(StepEnd(turn=turn, step=step))
-            if outcome.finish == "max-tokens":
-                return self._end_turn(turn, "max-tokens", last_text, None)
-            return self._end_turn(turn, "completed", last_text, None)
+            if end is not None:
+                return self._end_turn(turn, end[0], last_text, end[1])
 
     # ---- steps ------------------------------------------------------------------------------
 
@@ -285,7 +268,7 @@ class Agent:
             self.session.append(route)
         return header
 
-    async def _model_call(self, turn: int, step: int, overflow_retries: int) -> _CallOutcome:
+    async def _model_call(self, turn: int, step: int, overflow_retries: int) -> CallOutcome:
         header = self._log_header_and_route()
         route = (self.config.provider, self.config.model)
         while True:
@@ -298,15 +281,14 @@ class Agent:
                 message = loggable_message(assembler.message(f"a-{turn}-{step}", *route))
             except _Cancelled:
                 if not self._requested:  # cancelled before the call went out: no model call
-                    why = "cancelled by the user"
-                    return _CallOutcome(
-                        error=why, cancelled=True, overflow_retries=overflow_retries
+                    return CallOutcome(
+                        error=CANCELLED_BY_USER, cancelled=True, overflow_retries=overflow_retries
                     )
                 message = loggable_message(assembler.partial_message(f"a-{turn}-{step}", *route))
                 self.session.append(
                     AssistantMessage(turn=turn, step=step, message=message, interrupted=True)
                 )
-                return _CallOutcome(
+                return CallOutcome(
                     message=message, cancelled=True, overflow_retries=overflow_retries
                 )
             except ProviderError as exc:
@@ -331,11 +313,12 @@ class Agent:
                         if await self._guard(self._recover(turn, step)):
                             continue  # the surface changed: retry in the same step
                     except _Cancelled:
-                        why = "cancelled by the user"
-                        return _CallOutcome(
-                            error=why, cancelled=True, overflow_retries=overflow_retries
+                        return CallOutcome(
+                            error=CANCELLED_BY_USER,
+                            cancelled=True,
+                            overflow_retries=overflow_retries,
                         )
-                return _CallOutcome(error=str(exc), overflow_retries=overflow_retries)
+                return CallOutcome(error=str(exc), overflow_retries=overflow_retries)
             recovered = None
             if self.config.text_tool_calls:
                 recovered = with_recovered_calls(message, self._accepts, f"text-{turn}-{step}")
@@ -348,7 +331,7 @@ class Agent:
                     recovered_from_text=message.text() if recovered else None,
                 )
             )
-            return _CallOutcome(
+            return CallOutcome(
                 message=recovered or message,
                 finish=assembler.finish,
                 overflow_retries=overflow_retries,
@@ -471,11 +454,18 @@ class Agent:
             self.session.append(payload)
 
     def _answer_unstarted(
-        self, turn: int, step: int, calls: Sequence[ToolCallBlock], code: str, why: str
+        self,
+        turn: int,
+        step: int,
+        calls: Sequence[ToolCallBlock],
+        code: str,
+        why: str,
+        from_text: bool = False,
     ) -> None:
-        """An interrupted message may still carry complete calls: answer them so pairing holds."""
+        """Answer calls that are not run (an interrupted, stopped or cut reply's) with an error
+        result each, so pairing holds."""
         for call in calls:
-            seq = self.session.append(_tool_call(turn, step, call, False)).seq
+            seq = self.session.append(_tool_call(turn, step, call, from_text)).seq
             output = ToolOutput(text=f"[{code}] {why}", is_error=True, code=code)
             self._append_result(turn, step, call, seq, output)
 

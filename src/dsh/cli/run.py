@@ -184,6 +184,8 @@ def run(
                 context.warn(f"turn {result.turn} stopped: {result.error}")
                 failed = True
                 break
+            if result.reason == "max-tokens" and result.error is not None:
+                context.warn(f"turn {result.turn} stopped: {result.error}")
     finally:
         session.close()
         close_mcp_servers()  # no MCP server outlives the run

@@ -22,6 +22,8 @@ from dsh.events import (
     RequestErrorEvent,
     TextBlock,
     ToolCallBlock,
+    ToolResultBlock,
+    ToolResultEvent,
     TurnEndEvent,
 )
 from dsh.llm.replay_passes import (
@@ -32,6 +34,7 @@ from dsh.llm.replay_passes import (
 )
 from dsh.llm.scripted import count_model_calls
 from dsh.llm.types import (
+    CUT_REPLY,
     FILTERED_REPLY,
     Finish,
     FinishReason,
@@ -52,8 +55,9 @@ def _replayable_summaries(events: Sequence[Event]) -> list[CompactionSummaryEven
 
 
 def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
-    """The answers whose finish ended their turn early: a turn that ends ``max-tokens`` right
-    after an answer without tool calls was cut at the output limit; one that ends with
+    """The answers that finished short of a plain stop: a turn that ends ``max-tokens`` right
+    after an answer without tool calls, and a whole answer whose tool calls were answered
+    ``NOT_RUN`` for ``CUT_REPLY``, were cut at the output limit; one that ends with
     ``FILTERED_REPLY`` right after a whole answer (its tool calls, if any, answered unrun) was
     stopped by the provider (``filtered``)."""
     finishes: dict[int, FinishReason] = {}
@@ -61,17 +65,30 @@ def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
     for e in events:
         if isinstance(e, AssistantMessageEvent | RequestErrorEvent):
             last = e
-        elif isinstance(e, TurnEndEvent) and isinstance(last, AssistantMessageEvent):
-            whole = last.data.error_code is None
-            if whole and e.data.reason.error == FILTERED_REPLY:
+        elif isinstance(last, AssistantMessageEvent) and last.data.error_code is None:
+            if isinstance(e, ToolResultEvent) and _not_run_for_a_cut(e):
+                finishes[last.seq] = "max-tokens"
+            elif isinstance(e, TurnEndEvent) and e.data.reason.error == FILTERED_REPLY:
                 finishes[last.seq] = "filtered"
             elif (
-                whole and not last.data.message.tool_calls() and e.data.reason.kind == "max-tokens"
+                isinstance(e, TurnEndEvent)
+                and not last.data.message.tool_calls()
+                and e.data.reason.kind == "max-tokens"
             ):
                 finishes[last.seq] = "max-tokens"
         if isinstance(e, TurnEndEvent):
             last = None
     return finishes
+
+
+def _not_run_for_a_cut(event: ToolResultEvent) -> bool:
+    error = event.data.error
+    if error is None or error.code != "NOT_RUN" or not event.data.message.content:
+        return False
+    block = event.data.message.content[0]
+    return isinstance(block, ToolResultBlock) and any(
+        isinstance(part, TextBlock) and CUT_REPLY in part.text for part in block.content
+    )
 
 
 class ReplayProvider:

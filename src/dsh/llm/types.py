@@ -74,6 +74,9 @@ FinishReason = Literal["stop", "tool-calls", "max-tokens", "filtered"]
 streamed is kept, but the reply is not a complete answer."""
 FILTERED_REPLY = "the provider stopped the reply (content filter or refusal)"
 """The error a turn ends with when its reply finished ``filtered``."""
+CUT_REPLY = "your reply was cut at the output-token limit"
+"""Named in the ``NOT_RUN`` result of each tool call of a reply that finished ``max-tokens``
+(its arguments may be cut, so it is not run); the replay provider finds such replies by it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,92 @@
+"""What one step does with how its model call ended (``plan_step``).
+
+A step's reply may carry tool calls. They run, or each is answered with an error result and not
+run (so tool pairing holds), and the turn goes on or ends after the step:
+
+- the call failed (``error``): nothing to answer; the turn ends ``error`` (``aborted`` when the
+  user cancelled before anything was streamed);
+- the user cancelled mid-stream: the interrupted reply's complete calls are answered
+  ``CANCELLED``; the turn ends ``aborted``;
+- the provider stopped the reply (``filtered``): its calls are answered ``NOT_RUN``; the turn
+  ends ``error`` with ``FILTERED_REPLY``;
+- the reply was cut at the output-token limit (``max-tokens``) with tool calls in it (streamed
+  or recovered from text): their arguments may have been cut mid-stream, so none runs; each is
+  answered ``NOT_RUN`` with ``CUT_CALL_NOT_RUN`` and the turn goes on, so the model can issue
+  them again. A second cut reply with tool calls in a row ends the turn ``max-tokens`` with an
+  error naming ``provider.max_output_tokens``;
+- otherwise the calls run and the turn goes on; a reply without calls ends the turn
+  (``max-tokens`` when it was cut, else ``completed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.events import Message, TurnEndKind
+from dsh.llm.types import CUT_REPLY, FILTERED_REPLY
+
+CANCELLED_BY_USER = "cancelled by the user"
+
+CUT_CALL_NOT_RUN = (
+    f"not run: {CUT_REPLY}, so this call may be incomplete. Issue it again, shorter, or split "
+    "the work into smaller calls."
+)
+"""What a call of a cut reply is answered with (after ``[NOT_RUN]``), for the model to read."""
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """How one model call ended: the logged reply and its finish reason, or an error."""
+
+    message: Message | None = None
+    finish: str | None = None
+    error: str | None = None
+    cancelled: bool = False
+    overflow_retries: int = 0
+    from_text: bool = False
+    """The reply's tool calls were recovered from its text (``provider.text_tool_calls``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    run_calls: bool = False
+    """Run the reply's tool calls."""
+    unrun: tuple[str, str] | None = None
+    """(code, why): answer each of the reply's tool calls with this error, without running it."""
+    end: tuple[TurnEndKind, str | None] | None = None
+    """(kind, error) the turn ends with after this step; None: the turn goes on."""
+    cut: bool = False
+    """The reply was cut at the output-token limit with tool calls in it."""
+
+
+def plan_step(outcome: CallOutcome, *, cut_before: bool, params: dict[str, Any]) -> StepPlan:
+    """The plan for a step whose model call ended with ``outcome``; ``cut_before``: the step
+    before in this turn was cut at the output limit with tool calls in it; ``params``: the
+    request's generation parameters (their ``max_tokens`` is named in the error)."""
+    if outcome.error is not None:
+        return StepPlan(end=("aborted" if outcome.cancelled else "error", outcome.error))
+    if outcome.cancelled:
+        return StepPlan(unrun=("CANCELLED", CANCELLED_BY_USER), end=("aborted", CANCELLED_BY_USER))
+    if outcome.finish == "filtered":  # stopped by the provider: none of it runs
+        unrun = ("NOT_RUN", f"not run: {FILTERED_REPLY}")
+        return StepPlan(unrun=unrun, end=("error", FILTERED_REPLY))
+    calls = outcome.message is not None and bool(outcome.message.tool_calls())
+    if outcome.finish == "max-tokens" and calls:
+        unrun = ("NOT_RUN", CUT_CALL_NOT_RUN)
+        if not cut_before:  # the turn goes on: the model may issue the calls again
+            return StepPlan(unrun=unrun, cut=True)
+        return StepPlan(unrun=unrun, end=("max-tokens", cut_twice(params.get("max_tokens"))))
+    if calls:
+        return StepPlan(run_calls=True)
+    return StepPlan(end=("max-tokens" if outcome.finish == "max-tokens" else "completed", None))
+
+
+def cut_twice(max_tokens: object) -> str:
+    """The error of a turn whose replies were cut at the output limit twice in a row."""
+    bound = f" ({max_tokens} tokens)" if isinstance(max_tokens, int) else ""
+    return (
+        f"the model's reply was cut at its output limit{bound} twice in a row while it wrote "
+        "tool calls, so none of them ran; raise provider.max_output_tokens (or the route's "
+        "max_output_tokens in [provider.overrides]) or ask for a smaller step"
+    )
