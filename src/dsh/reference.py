@@ -113,7 +113,12 @@ def render_tools() -> str:
         "was given. A result's text blocks are joined; an image, audio or binary resource is a "
         "one-line placeholder; the server's `isError` is an error result (`MCP_TOOL_ERROR`); a "
         "call past the server's `timeout_s` is `TIMEOUT`, a server gone or a protocol error "
-        "`MCP_ERROR`. `dsh mcp list` shows each server's tools under these names.",
+        "`MCP_ERROR`. A server that crashed is restarted by the next call, which then runs; a "
+        "call during which it crashed is not repeated (it may have had effects) but answered "
+        "with an error saying the server crashed during the call and was restarted. After 3 "
+        "restarts of a server its tools answer with an error naming it and how often it crashed. "
+        "A restart never changes the offered list: a tool the restarted server no longer lists "
+        "answers with an error. `dsh mcp list` shows each server's tools under these names.",
         "",
     ]
     for tool in [*default_tools(), *recall_tools(RecallSettings())]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,20 @@ def process_is_gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 120.0) -> None:
+    """Wait for ``condition`` (a generous bound: the machine may be loaded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def started_pids(starts_file: Path) -> list[int]:
+    """The pids the test server wrote to its ``MCP_TEST_STARTS_FILE``, one per start."""
+    return [int(pid) for pid in starts_file.read_text().split()] if starts_file.exists() else []
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,12 @@ timeout and cancel tests), ``image`` (a text block and an image block), ``crash`
 exits mid-call) and ``env`` (the value of one variable, for the environment tests).
 ``MCP_TEST_PID_FILE``, when set, receives the server's pid at start, ``MCP_TEST_SLOW_FILE`` a line
 when ``slow`` begins; ``--crash-at-start`` makes it exit before the handshake.
+
+For the restart tests: ``MCP_TEST_STARTS_FILE`` gets one line (the pid) per start; with it,
+``--drop-on-restart TOOL`` leaves ``TOOL`` out of every start but the first and
+``--crash-on-restart`` makes every start but the first exit before the handshake. For the tests
+of a slow start: with ``MCP_TEST_HOLD_FILE`` set, the server writes ``<that file>.waiting`` and
+then answers nothing (not even ``initialize``) until that file exists.
 """
 
 from __future__ import annotations
@@ -64,11 +70,37 @@ def env(name: str) -> str:
     return os.environ.get(name, "(unset)")
 
 
+def restarted() -> bool:
+    """Record this start in ``MCP_TEST_STARTS_FILE``; True when it is not the first."""
+    starts = os.environ.get("MCP_TEST_STARTS_FILE")
+    if not starts:
+        return False
+    path = Path(starts)
+    before = path.read_text().split() if path.exists() else []
+    with path.open("a") as out:
+        out.write(f"{os.getpid()}\n")
+    return bool(before)
+
+
+def hold() -> None:
+    """Answer nothing until ``MCP_TEST_HOLD_FILE`` exists (the tests create it)."""
+    held = os.environ.get("MCP_TEST_HOLD_FILE")
+    if not held:
+        return
+    Path(held + ".waiting").write_text(str(os.getpid()))
+    while not Path(held).exists():
+        time.sleep(0.05)
+
+
 if __name__ == "__main__":
     pid_file = os.environ.get("MCP_TEST_PID_FILE")
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
-    if "--crash-at-start" in sys.argv:
+    again = restarted()
+    if "--crash-at-start" in sys.argv or (again and "--crash-on-restart" in sys.argv):
         print("this server crashes at start", file=sys.stderr)
         sys.exit(3)
+    if again and "--drop-on-restart" in sys.argv:
+        server.remove_tool(sys.argv[sys.argv.index("--drop-on-restart") + 1])
+    hold()
     server.run("stdio")

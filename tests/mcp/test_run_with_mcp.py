@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.test_run_cli import DSH, write_script
-from tests.mcp.conftest import process_is_gone, toml_server
+from tests.mcp.conftest import process_is_gone, started_pids, toml_server
 
 ADD = {"name": "mcp__test__add", "arguments": {"a": 2, "b": 40}}
 
@@ -40,8 +40,9 @@ def results(log: list[dict]) -> list[tuple[str, bool, str | None]]:
     return out
 
 
-def run(tmp_path: Path, env: dict[str, str], *flags: str, calls=(ADD,)):
-    script = write_script(tmp_path / "s.json", [{"toolCalls": list(calls)}, {"text": "done"}])
+def run(tmp_path: Path, env: dict[str, str], *flags: str, calls=(ADD,), steps=None):
+    steps = steps or [{"toolCalls": list(calls)}]
+    script = write_script(tmp_path / "s.json", [*steps, {"text": "done"}])
     done = dsh("run", "--script", str(script), *flags, "use the tool", env=env, cwd=tmp_path)
     session_id = done.stdout.splitlines()[-1].removeprefix("session: ")
     return done, events(env, tmp_path, session_id)
@@ -62,6 +63,25 @@ def test_a_run_calls_an_mcp_tool_and_its_server_is_gone_after(tmp_path, env):
 
 
 MCP_TOOLS = ["add", "fail", "slow", "image", "crash", "env"]
+
+
+def test_a_server_that_crashes_in_a_run_is_restarted_and_no_run_of_it_outlives_dsh(tmp_path, env):
+    starts = tmp_path / "starts"
+    configure(env, toml_server("test", env={"MCP_TEST_STARTS_FILE": str(starts)}))
+    crash = {"name": "mcp__test__crash", "arguments": {}}
+    steps = [{"toolCalls": [crash]}, {"toolCalls": [ADD]}]
+    done, log = run(tmp_path, env, "--allow", "mcp", steps=steps)
+    assert done.returncode == 0, done.stderr
+    (crashed, is_error, code), added = results(log)
+    assert is_error and code == "MCP_ERROR" and "crashed during the call" in crashed
+    assert added == ("42", False, None)
+    warnings = [line for line in done.stderr.splitlines() if "MCP server test" in line]
+    assert warnings == [
+        "dsh: warning: MCP server test crashed (its program exited or closed its output) and "
+        "was restarted (restart 1 of at most 3)"
+    ]
+    pids = started_pids(starts)
+    assert len(pids) == 2 and all(process_is_gone(pid) for pid in pids)
 
 
 def test_a_headless_run_asks_approval_for_mcp_tools(tmp_path, env):

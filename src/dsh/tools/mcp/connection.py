@@ -1,12 +1,18 @@
-"""One MCP server, run and spoken to over stdio with the official SDK, on the hub's event loop.
+"""One run of an MCP server's program, spoken to over stdio with the official SDK, on the hub's
+event loop.
 
-``ServerConnection.run`` is the server's whole life in one task (the SDK's transport and session
+``ServerConnection.run`` is that run's whole life in one task (the SDK's transport and session
 are anyio contexts that must be entered and left by the same task): start the program, the MCP
 handshake and the tool listing within ``startup_timeout_s`` (then ``ready`` is set, with the
-tools or with the reason it failed), then wait for ``stop``; leaving the contexts closes its stdin
-and, if it does not exit, kills its process group (the SDK's shutdown, bounded). Its stderr goes
-to a temporary file, not to the terminal a face draws on; the last line of it explains a start
-that failed.
+tools or with the reason it failed), then wait for ``stop`` or for the server to go away; leaving
+the contexts closes its stdin and, if it does not exit, kills its process group (the SDK's
+shutdown, bounded). Its stderr goes to a temporary file, not to the terminal a face draws on; the
+last line of it explains a start that failed, or a crash.
+
+The messages from the server pass through ``_watch`` on their way to the SDK's session, so the end
+of its output (the program exited, or closed its stdout) is seen before the session answers the
+calls in flight with "connection closed": a call that fails then finds ``crashed`` already set.
+Restarting a crashed server is ``supervisor.py``'s business; a connection runs once.
 
 The SDK is imported here, inside ``run``: nothing imports it before a server is started.
 """
@@ -19,6 +25,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from dsh.config import McpServerSettings
 from dsh.tools.base import ToolOutput
@@ -58,16 +66,27 @@ class ServerConnection:
         """Why it did not start, or why it stopped answering."""
         self.ready = asyncio.Event()
         """Set once it started (``error`` None) or failed to."""
-        self._stop = asyncio.Event()
+        self.crashed = False
+        """It had started, and then its output ended without dsh asking it to stop."""
+        self.ended_at: float | None = None
+        """When (the loop's clock) it crashed or failed to start."""
+        self._stopping = False
+        self._ended = asyncio.Event()
         self._session: ClientSession | None = None
 
     @property
     def started(self) -> bool:
+        """It started and still runs (not crashed, not stopped)."""
         return self.ready.is_set() and self.error is None
+
+    @property
+    def tool_names(self) -> set[str]:
+        return {tool.name for tool in self.tools}
 
     def stop(self) -> None:
         """Ask ``run`` to close the session and the program (on the hub's loop)."""
-        self._stop.set()
+        self._stopping = True
+        self._ended.set()
 
     async def run(self) -> None:
         """Start the server, list its tools, serve calls until ``stop``; never raises."""
@@ -87,26 +106,57 @@ class ServerConnection:
             try:
                 async with (
                     stdio_client(params, errlog=stderr) as (read, write),
-                    ClientSession(read, write) as session,
+                    anyio.create_task_group() as watching,
                 ):
-                    if await self._handshake(session, stderr):
-                        await self._stop.wait()
+                    watched, received = anyio.create_memory_object_stream[Any](0)
+                    watching.start_soon(self._watch, read, watched, stderr)
+                    async with ClientSession(received, write) as session:
+                        if await self._handshake(session, stderr):
+                            await self._ended.wait()
+                    watching.cancel_scope.cancel()
             except BaseException as exc:  # the SDK's task groups wrap what went wrong
                 if not self.ready.is_set():
                     self._failed(self._reason(exc, stderr))
-                elif self.error is None:
+                elif self.error is None:  # it went away in a way its output did not show
                     self.error = f"it stopped: {_describe(exc)}"
+                    self._crashed()
                 if not isinstance(exc, Exception):
                     raise
             finally:
                 self._session = None
-                if self.error is None and self.ready.is_set():
+                if not self.ready.is_set():  # cancelled while it started (dsh is quitting)
+                    self._failed("dsh stopped it while it started")
+                elif self.error is None:
                     self.error = "it was stopped"
+
+    async def _watch(self, read: Any, watched: Any, stderr: Any) -> None:
+        """Pass the server's messages on to the session; when they end (the program exited or
+        closed its stdout) and dsh did not stop it, it crashed: say so before the session
+        hears of it."""
+        async with watched:
+            try:
+                async for message in read:
+                    await watched.send(message)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # dsh is closing the transport or the session
+            if self._stopping or not self.started:  # a start that fails says why itself
+                return
+            said = _last_line(stderr)
+            self.error = "its program exited or closed its output" + (
+                f" (its stderr: {said})" if said else ""
+            )
+            self._crashed()
+
+    def _crashed(self) -> None:
+        """It went away while dsh used it (``error`` says how)."""
+        if self._stopping:
+            return
+        self.crashed = True
+        self.ended_at = asyncio.get_running_loop().time()
+        self._ended.set()
 
     async def _handshake(self, session: ClientSession, stderr: Any) -> bool:
         """Initialise and list the tools within the startup timeout; True when it worked."""
-        import anyio
-
         timeout = self.settings.startup_timeout_s
         try:
             with anyio.fail_after(timeout):
@@ -125,8 +175,6 @@ class ServerConnection:
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolOutput:
         """Call ``tool``; a timeout, the server gone or a protocol error is an error output."""
-        import anyio
-
         session = self._session
         what = f"{tool} (MCP server {self.name})"
         if session is None:
@@ -146,6 +194,7 @@ class ServerConnection:
 
     def _failed(self, reason: str) -> None:
         self.error = reason
+        self.ended_at = asyncio.get_running_loop().time()
         self.ready.set()
 
     def _reason(self, exc: BaseException, stderr: Any) -> str:

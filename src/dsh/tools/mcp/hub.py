@@ -9,8 +9,13 @@ tools call in with ``run_coroutine_threadsafe`` and await the answer with ``asyn
 (bounded) and then the loop.
 
 The tool list is made once, at ``start``: a session's tools, and so its request prefix, stay the
-same while it runs, whatever the servers do later. A server that stops answering keeps its tools;
-their calls then come back as errors naming it.
+same while it runs, whatever the servers do later. A server that crashes keeps its tools: the next
+call restarts it (``supervisor.py``: bounded, never repeating a call that may have run), and a
+server that is down for good answers each call with an error naming it.
+
+``start`` may run in a worker thread (the web server starts another workspace's servers so): a
+second caller of ``start`` waits for the first one's start to end, and ``tools`` is the list once
+it did.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ from typing import Any
 
 from dsh.config import McpServerSettings
 from dsh.tools.base import Tool, ToolOutput
-from dsh.tools.mcp.connection import ServerConnection
 from dsh.tools.mcp.names import exposed_names
 from dsh.tools.mcp.results import TIMEOUT, failure_output
+from dsh.tools.mcp.supervisor import SupervisedServer
 from dsh.tools.mcp.tool import McpTool, RemoteTool
 from dsh.tools.secrets import SecretPolicy
 
@@ -64,8 +69,8 @@ class McpHub:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         environment = secrets.scrubbed_environment(environ)
-        self._connections = [
-            ServerConnection(
+        self._servers = [
+            SupervisedServer(
                 name,
                 settings,
                 environment=environment,
@@ -76,11 +81,12 @@ class McpHub:
         ]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._tasks: list[asyncio.Task[None]] = []
         self._statuses: list[ServerStatus] = []
         self._tools: list[Tool] = []
         self._closed = False
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
+        """Held for the whole of ``start``: a second caller waits for the first one's start."""
 
     @property
     def statuses(self) -> list[ServerStatus]:
@@ -92,35 +98,42 @@ class McpHub:
         """Every started server's tools, under their exposed names, in the configured order."""
         return list(self._tools)
 
-    def start(self) -> None:
-        """Start every server and list its tools; returns once each one started or failed."""
-        with self._lock:
-            if self._loop is not None or self._closed:
-                return
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            self._thread = threading.Thread(
-                target=_run_loop, args=(loop,), name="dsh-mcp", daemon=True
-            )
-            self._thread.start()
-        longest = max((c.settings.startup_timeout_s for c in self._connections), default=0.0)
-        started = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
-        with contextlib.suppress(concurrent.futures.TimeoutError):
-            started.result(timeout=longest + CLOSE_TIMEOUT)
-        self._statuses, self._tools = self._listing()
+    def start(self) -> bool:
+        """Start every server and list its tools; returns once each one started or failed
+        (also when another thread's ``start`` did it). True for the call that started them."""
+        with self._starting:
+            with self._lock:
+                if self._loop is not None or self._closed:
+                    return False
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=_run_loop, args=(loop,), name="dsh-mcp", daemon=True
+                )
+                self._thread.start()
+                self._loop = loop
+            longest = max((s.settings.startup_timeout_s for s in self._servers), default=0.0)
+            started = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                started.result(timeout=longest + CLOSE_TIMEOUT)
+            self._statuses, self._tools = self._listing()
+            return True
+
+    def running(self, server: str) -> bool:
+        """Whether ``server``'s current run is up (started; not crashed, stopped or failed)."""
+        found = next((s for s in self._servers if s.name == server), None)
+        return found is not None and found.connection.started
 
     async def _start_all(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(c.run()) for c in self._connections]
-        await asyncio.gather(*(c.ready.wait() for c in self._connections))
+        await asyncio.gather(*(server.start() for server in self._servers))
 
     def _listing(self) -> tuple[list[ServerStatus], list[Tool]]:
-        started = [c for c in self._connections if c.started]
+        connections = [server.connection for server in self._servers]
+        started = [c for c in connections if c.started]
         pairs = [(c.name, remote.name) for c in started for remote in c.tools]
         names = iter(exposed_names(pairs))
         statuses: list[ServerStatus] = []
         tools: list[Tool] = []
-        for connection in self._connections:
+        for connection in connections:
             named: list[tuple[str, RemoteTool]] = []
             if connection.started:
                 named = [(next(names), remote) for remote in connection.tools]
@@ -152,12 +165,13 @@ class McpHub:
         """Run ``tool`` of ``server`` on the hub's loop and await its output from the caller's
         loop; cancelling the caller cancels the call."""
         loop = self._loop
-        connection = next((c for c in self._connections if c.name == server), None)
-        if loop is None or self._closed or connection is None or loop.is_closed():
+        found = next((s for s in self._servers if s.name == server), None)
+        if loop is None or self._closed or found is None or loop.is_closed():
             return failure_output(f"{tool} (MCP server {server}) was not run: dsh closed it")
-        future = asyncio.run_coroutine_threadsafe(connection.call(tool, arguments, timeout), loop)
+        future = asyncio.run_coroutine_threadsafe(found.call(tool, arguments, timeout), loop)
+        longest = timeout + 2 * found.longest_restart  # restarted before it and after it
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout + CALL_GRACE)
+            return await asyncio.wait_for(asyncio.wrap_future(future), longest + CALL_GRACE)
         except TimeoutError:
             future.cancel()
             return failure_output(
@@ -182,17 +196,7 @@ class McpHub:
         thread.join(timeout=5)
 
     async def _stop_all(self) -> None:
-        for connection, task in zip(self._connections, self._tasks, strict=False):
-            connection.stop()
-            if not connection.ready.is_set():  # still starting (dsh is quitting early)
-                task.cancel()  # the SDK's shutdown of the program is shielded and bounded
-        if not self._tasks:
-            return
-        _, pending = await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending, timeout=5)
+        await asyncio.gather(*(server.close(CLOSE_TIMEOUT) for server in self._servers))
 
 
 def _server_cwd(settings: McpServerSettings, workspace: Path) -> Path:
