@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from dsh.agent import session_settings
 from dsh.agent.loop import Agent, StreamListener, TurnResult
+from dsh.agent.mcp_servers import start_session_mcp_servers
 from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.compaction import (
@@ -104,6 +105,11 @@ class SettingsWiring:
     def route(self) -> Route:
         return self._route_of()
 
+    def own_settings(self, session: Session) -> Settings:
+        """The settings ``session`` runs with: its recorded ones win over the configured."""
+        recorded = session_settings.latest(session) if self._recorded_wins else None
+        return session_settings.effective(self.settings, recorded).settings
+
     def own(self, session: Session) -> tuple[Settings, Route]:
         """The settings and route ``session`` runs with: its recorded ones win over the
         configured (an older log without them gets the configured)."""
@@ -136,6 +142,13 @@ class SettingsWiring:
         )
         record_settings(session, settings, route)
         return agent
+
+    def mcp_start(self, session: Session) -> Callable[[], None]:
+        """The start of the MCP servers ``session``'s agent will use, to run off the face's
+        event loop (it blocks while they start; ``make_agent`` then finds them started). Made
+        on the loop: it reads the session."""
+        settings, workspace = self.own_settings(session), Path(session.header.cwd)
+        return lambda: start_session_mcp_servers(settings, workspace)
 
     def make_engine(self, session: Session) -> CompactionEngine | None:
         settings, route = self.own(session)

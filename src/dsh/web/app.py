@@ -310,7 +310,7 @@ def create_app(
             raise bad_request("text must not be empty")
         if len(body.text) > MAX_PROMPT_CHARS:
             raise bad_request(f"text is longer than {MAX_PROMPT_CHARS} characters")
-        registry.start_prompt(session_id, body.text)
+        await registry.start_prompt(session_id, body.text)
         return JSONResponse({"started": "turn"}, status_code=202)
 
     async def cancel(request: Request) -> Response:

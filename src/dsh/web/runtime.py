@@ -13,14 +13,18 @@ from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.store import EventStore
+from dsh.surface import Session
 
 __all__ = ["Runtime", "WebRuntime"]
 
 
 class Runtime(SessionWiring, Protocol):
-    """A runner's wiring, plus the window the page shows before any route is resolved."""
+    """A runner's wiring, plus the window the page shows before any route is resolved and the
+    start of a session's MCP servers (which the server runs in a worker thread)."""
 
     def default_window(self) -> int: ...
+
+    def mcp_start(self, session: Session) -> Callable[[], None]: ...
 
 
 class WebRuntime(SettingsWiring):

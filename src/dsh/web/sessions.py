@@ -359,9 +359,18 @@ class SessionRegistry:
                 running=handle.activity,
             )
 
-    def start_prompt(self, session_id: str, text: str) -> Handle:
+    async def start_prompt(self, session_id: str, text: str) -> Handle:
+        """Start a turn. Its session's first one here starts the MCP servers its tools come
+        from in a worker thread (they may take seconds; the other sessions go on meanwhile)."""
         handle = self.open_handle(session_id)
         self._ensure_idle(handle)
+        if handle.runner.agent is None:
+            try:
+                await anyio.to_thread.run_sync(self.runtime.mcp_start(handle.session))
+            except DshError as exc:
+                raise from_dsh_error(exc) from exc
+            handle = self.open_handle(session_id)  # closed, or busy, while they started?
+            self._ensure_idle(handle)
         try:
             task = handle.runner.start_turn(text)
         except DshError as exc:

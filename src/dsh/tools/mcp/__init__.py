@@ -5,18 +5,23 @@ stdin and stdout (the stdio transport, with the official ``mcp`` SDK, the ``mcp`
 tools are listed once, when the session's parts are built, and offered to the model as
 ``mcp__<server>__<tool>`` (``names.py``), kind ``mcp``: each call needs approval unless the policy
 is ``auto`` or ``--allow mcp`` was given. A server that does not start is one warning naming it
-and why; the session runs without its tools.
+and why; the session runs without its tools. A server that crashes later is restarted when a call
+needs it, a bounded number of times, each restart one warning on the same channel
+(``supervisor.py``).
 
 One process shares one hub per configuration (the servers, the workspace, the scrubbed
 environment): a face that builds a session's parts again (a model switch, a ``/compact``) gets
 the same servers and the same tool list, and a face may start them early
-(``start_mcp_servers``) so the first turn does not wait for them. ``close_mcp_servers`` stops them
-all; it also runs at exit, so no server outlives dsh. Nothing here imports the SDK until a server
-is started: a session without one never loads it.
+(``start_mcp_servers``) so the first turn does not wait for them, in a worker thread if it must
+not block its event loop (the web server does, for another workspace's first turn): the lock
+shared by the hubs is held only to find a hub, never while one starts. ``close_mcp_servers``
+stops them all, restarted ones too; it also runs at exit, so no server outlives dsh. Nothing
+here imports the SDK until a server is started: a session without one never loads it.
 
 - ``names.py``: exposed names (the provider charset, 64 characters, unique)
 - ``hub.py``: the servers' thread and event loop, start, calls, close
-- ``connection.py``: one server's life and calls (the SDK)
+- ``supervisor.py``: one configured server over the hub's life: restarts after a crash
+- ``connection.py``: one run of a server, its calls, and how it ends (the SDK)
 - ``tool.py``: one server tool as a dsh ``Tool``; ``results.py``: its answers as ``ToolOutput``
 """
 
@@ -110,7 +115,7 @@ def _shared_hub(
     environment = secrets.scrubbed_environment(environ)
     servers = {name: msgspec.to_builtins(s) for name, s in settings.enabled.items()}
     key = json.dumps([servers, str(workspace), sorted(environment.items())], sort_keys=True)
-    with _hubs_lock:
+    with _hubs_lock:  # held only to find or add the hub: another workspace's start goes on
         hub = _hubs.get(key)
         if hub is None:
             if not _closes_at_exit:
@@ -118,12 +123,12 @@ def _shared_hub(
                 _closes_at_exit.append(True)
             hub = McpHub(settings.enabled, workspace=workspace, secrets=secrets, environ=environ)
             _hubs[key] = hub
-            hub.start()
-            for status in hub.statuses:
-                if not status.started:
-                    log.warning(
-                        "MCP server %s did not start: %s; the session runs without its tools",
-                        status.name,
-                        status.error,
-                    )
+    if hub.start():  # this call started it (another one waits for that start to end)
+        for status in hub.statuses:
+            if not status.started:
+                log.warning(
+                    "MCP server %s did not start: %s; the session runs without its tools",
+                    status.name,
+                    status.error,
+                )
     return hub
