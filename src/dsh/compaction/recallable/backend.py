@@ -30,7 +30,11 @@ from dsh.compaction.base import (
     heuristic_total,
 )
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
-from dsh.compaction.recallable.chunking import chunk_span, fold_checkpoint_chunks
+from dsh.compaction.recallable.chunking import (
+    chunk_span,
+    fold_checkpoint_chunks,
+    fold_small_chunks,
+)
 from dsh.compaction.recallable.material import (
     recall_only,
     recent_within,
@@ -204,10 +208,13 @@ class RecallableBackend:
         return max(floor, share // 2, min(share, room - tail))
 
     def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
-        """The span's chunks; a chunk of checkpoints alone folds into the next one."""
-        chunks = chunk_span(span_nodes(session, span), self.settings.chunk)
+        """The span's chunks; a chunk of checkpoints alone, or one too small for its stub to
+        shrink it, folds into the next one."""
+        nodes = span_nodes(session, span)
+        chunks = chunk_span(nodes, self.settings.chunk)
         flags = [checkpoint_kind(session, seq) is not None for seq in span]
-        return fold_checkpoint_chunks(chunks, flags)
+        chunks = fold_checkpoint_chunks(chunks, flags)
+        return fold_small_chunks(chunks, [node.tokens for node in nodes], self._stub_estimate)
 
     def _leading_stubs(self, session: Session) -> list[int]:
         """The run of index checkpoints at the surface head (the oldest frozen entries)."""

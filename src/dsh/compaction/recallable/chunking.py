@@ -16,6 +16,8 @@ Rules:
   cut inside the budget grows to the next balanced cut (one oversized node is its own chunk);
 - ``fold_checkpoint_chunks``: an index chunk made of checkpoint nodes alone (a superseded state)
   joins the chunk after it, so it never becomes a stub of its own.
+- ``fold_small_chunks``: an index chunk priced below a stub's expected size joins the chunk
+  after it (the last one joins the state slice): its stub could not shrink it.
 - ``coarsen_chunks``: when fewer stubs must do (the stub region is full), adjacent index chunks
   merge at their existing edges into runs of about equal size.
 """
@@ -108,6 +110,26 @@ def fold_checkpoint_chunks(
         begin = start if carry is None else carry
         last = position == len(chunks) - 1
         if not last and all(is_checkpoint[start:end]):
+            carry = begin
+            continue
+        folded.append((begin, end))
+        carry = None
+    return folded
+
+
+def fold_small_chunks(
+    chunks: Sequence[tuple[int, int]], tokens: Sequence[int], minimum: int
+) -> list[tuple[int, int]]:
+    """``chunks`` with every index chunk priced below ``minimum`` (``tokens``: each node's
+    price) merged into the chunk after it — the last index chunk into the state slice — since
+    its stub could not be smaller than what it replaces (a lone prompt before an oversized last
+    exchange would become a stub bigger than itself). Edges stay a subset of ``chunks``'."""
+    folded: list[tuple[int, int]] = []
+    carry: int | None = None
+    for position, (start, end) in enumerate(chunks):
+        begin = start if carry is None else carry
+        last = position == len(chunks) - 1
+        if not last and sum(tokens[begin:end]) < minimum:
             carry = begin
             continue
         folded.append((begin, end))
