@@ -31,6 +31,7 @@ from dsh.transcript import (
     TranscriptItem,
     cut_off_note,
 )
+from dsh.tui.call_summary import call_summary, todo_lines
 from dsh.tui.diffs import (
     FileDiff,
     call_diff,
@@ -193,19 +194,6 @@ def _pretty_arguments(arguments: str) -> str:
     return sanitize(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def _arguments_summary(arguments: str) -> str:
-    """One line for a collapsed card: a lone argument's value, else the compact JSON."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return sanitize(arguments)
-    if isinstance(value, dict) and len(value) == 1:
-        (only,) = value.values()
-        if isinstance(only, str):
-            return sanitize(only)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _result_text(result: ToolResultItem) -> str:
     return sanitize(result.text)
 
@@ -229,6 +217,10 @@ def _card_diff(block: Block) -> FileDiff | None:
     return call_diff(block.label, args) if args is not None else None
 
 
+def _todos(block: Block) -> list[str] | None:
+    return todo_lines(block.arguments) if block.label == "todo_write" else None
+
+
 def _card_rows(block: Block, width: int) -> list[Row]:
     result = block.result
     mark = "▾ " if block.expanded else "▸ "
@@ -236,7 +228,7 @@ def _card_rows(block: Block, width: int) -> list[Row]:
     diff = _card_diff(block)
     if block.kind == "tool" and not block.expanded:
         room = width - 4 - len(block.label) - 2
-        summary = diff.summary if diff is not None else _arguments_summary(block.arguments)
+        summary = diff.summary if diff is not None else call_summary(block.label, block.arguments)
         if room > 1:
             head += [Segment("  "), Segment(one_line(summary, room), DIM)]
     rows = [head]
@@ -245,6 +237,10 @@ def _card_rows(block: Block, width: int) -> list[Row]:
             rows.append([Segment("    "), Segment("diff", DIM)])
             for i, line in enumerate(diff.lines):
                 rows += _indented(line, width, 6, line_style(line, header=i < diff.headers))
+        elif block.kind == "tool" and (todos := _todos(block)) is not None:
+            rows.append([Segment("    "), Segment("todos", DIM)])
+            for line in todos:
+                rows += _indented(line, width, 6)
         elif block.kind == "tool":
             rows.append([Segment("    "), Segment("arguments", DIM)])
             rows += _indented(_pretty_arguments(block.arguments), width, 6)
