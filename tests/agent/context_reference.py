@@ -1,15 +1,20 @@
-"""``context_report`` computed from the whole log, as it was before ``ContextFold``: every node's
-item made again, the figures counted over every event, every conversation call priced again.
-The fold's tests hold the incremental report equal to it; ``benchmarks/context_report.py`` times
-it as the baseline."""
+"""``context_report`` and ``/cost``'s bills computed from the whole log, as they were before
+``ContextFold``: every node's item made again, the figures counted over every event, every
+conversation call priced again, every call billed again. The fold's tests hold the incremental
+reports equal to them; ``benchmarks/context_report.py`` and ``benchmarks/cost_report.py`` time
+them as the baselines."""
 
 from __future__ import annotations
 
-from dsh.agent.billing import CostEstimate, cost_estimate, price_of
+from collections.abc import Iterable
+
+from dsh.agent.billing import Bill, CostEstimate, CostReport, cost_estimate, price_of
 from dsh.agent.context_fold import context_item
 from dsh.agent.context_report import ContextReport, Part
 from dsh.events import (
     AssistantMessageEvent,
+    CompactionSummaryEvent,
+    Event,
     ModelSource,
     RequestContextEvent,
     RequestHeaderBody,
@@ -97,3 +102,41 @@ def _each_at_its_price(
     if unpriced:
         basis += f" ({unpriced} call(s) of a provider without a list price not estimated)"
     return CostEstimate(usd, price_of(provider), basis)
+
+
+def whole_log_cost_report(events: Iterable[Event]) -> CostReport:
+    """Billed tokens per provider:model and role, in the order a scan of the log meets them."""
+    totals: dict[tuple[str, str, str], list[int]] = {}
+    for event in events:
+        key: tuple[str, str, str] | None = None
+        usage: Usage | None = None
+        if isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
+            source = event.data.message.source
+            if isinstance(source, ModelSource) and event.data.usage is not None:
+                key, usage = (source.provider, source.model, "conversation"), event.data.usage
+        elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
+            key, usage = (event.data.provider, event.data.model, "summaries"), event.data.usage
+        if key is None or usage is None:
+            continue
+        row = totals.setdefault(key, [0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += usage.input_tokens
+        row[2] += usage.cache_read_tokens or 0
+        row[3] += usage.cache_write_tokens or 0
+        row[4] += usage.output_tokens
+    return CostReport(
+        tuple(
+            Bill(
+                provider,
+                model,
+                role,
+                calls=calls,
+                uncached=uncached,
+                cache_read=read,
+                cache_write=write,
+                output=output,
+                price=price_of(provider),
+            )
+            for (provider, model, role), (calls, uncached, read, write, output) in totals.items()
+        )
+    )

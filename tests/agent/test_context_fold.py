@@ -11,153 +11,20 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.context_report import ContextReport, context_report
-from dsh.events import (
-    AssistantMessage,
-    CompactionEnd,
-    CompactionStart,
-    CompactionSummary,
-    Event,
-    ModelSource,
-    ReplaceOp,
-    RequestConfig,
-    RequestContext,
-    RequestError,
-    RequestHeader,
-    RequestHeaderBody,
-    StepEnd,
-    StepStart,
-    ToolResult,
-    ToolResultEvent,
-    TurnEnd,
-    TurnEndReason,
-    TurnStart,
-    Usage,
-)
+from dsh.events import Event, Usage
 from dsh.store import MemoryStore
-from dsh.surface import Draft, Session
+from dsh.surface import Session
 from tests.agent.context_reference import whole_log_report
-from tests.helpers import (
-    append_tool_turn,
-    assistant_message,
-    heuristic_price,
-    new_session,
-    next_turn,
-    replace_with_checkpoint,
-    tool_result_message,
-    user_message,
-)
+from tests.agent.log_ops import apply_op, chat_turn, compact, log_ops
+from tests.helpers import append_tool_turn, new_session
 
-PROVIDERS = ("deepseek", "openai", "fake", "scripted")
-TOOLS = ({"name": "read_file", "parameters": {"type": "object"}}, {"name": "bash"})
-
-_usage = st.none() | st.builds(
-    Usage,
-    input_tokens=st.integers(0, 5_000),
-    output_tokens=st.integers(0, 500),
-    cache_read_tokens=st.none() | st.integers(0, 5_000),
-    cache_write_tokens=st.none() | st.integers(0, 500),
-)
-_reply = st.sampled_from(["", "ok", "a longer reply that the preview cuts " * 5])
-_provider = st.sampled_from(PROVIDERS)
-_op = st.one_of(
-    st.tuples(st.sampled_from(["chat", "batch"]), _provider, _usage, _reply),
-    st.tuples(st.just("tool"), _usage),
-    st.tuples(st.just("compact"), st.sampled_from(["index", "state", "legacy", "bare"]), _usage),
-    st.tuples(st.sampled_from(["prune", "header", "error", "reopen"])),
-    st.tuples(st.just("context"), _provider),
-)
 _route = st.sampled_from([None, ("deepseek", "deepseek-chat"), ("local", "m")])
-
-
-def _chat_turn(session: Session, provider: str, usage: Usage | None, reply: str) -> list[Draft]:
-    turn = next_turn(session)
-    message = msgspec.structs.replace(
-        assistant_message(reply), source=ModelSource(provider=provider, model="m")
-    )
-    return [
-        Draft(TurnStart(turn=turn)),
-        Draft(StepStart(turn=turn, step=1)),
-        Draft(user_message(f"question {turn}")),
-        Draft(AssistantMessage(turn=turn, step=1, message=message, usage=usage)),
-        Draft(StepEnd(turn=turn, step=1)),
-        Draft(TurnEnd(turn=turn, reason=TurnEndReason(kind="completed"))),
-    ]
-
-
-def _compact(session: Session, kind: str, usage: Usage | None, name: str) -> None:
-    """Replace the surface up to its latest balanced cut (before the last node) with one
-    checkpoint: a pass's bracket with an index, state or kind-less summary, or a bare replace."""
-    nodes = session.nodes
-    cuts = [i for i, seq in enumerate(nodes[:-1]) if session.tool_pairing_balanced_after(seq)]
-    if not cuts:
-        return
-    shadowed = nodes[: cuts[-1] + 1]
-    if kind == "bare":
-        replace_with_checkpoint(session, shadowed[0], shadowed[-1])
-        return
-    start = session.append(CompactionStart(compaction_id=name, turn=None)).seq
-    summary = session.append(
-        CompactionSummary(
-            compaction_id=name,
-            kind=None if kind == "legacy" else kind,  # type: ignore[arg-type]
-            summary=f"{kind} summary",
-            shadowed_range=(shadowed[0], shadowed[-1]),
-            shadowed_seqs=tuple(shadowed),
-            shadowed_token_count=heuristic_price(session, shadowed),
-            provider="deepseek",
-            model="m",
-            usage=usage,
-        )
-    ).seq
-    replace_with_checkpoint(
-        session, shadowed[0], shadowed[-1], compaction_id=name, extra_sources=[start, summary]
-    )
-    session.append(CompactionEnd(compaction_id=name, turn=None))
-
-
-def _prune(session: Session) -> None:
-    """Replace the newest tool result on the surface with a pruned copy."""
-    results = [s for s in session.nodes if isinstance(session.events[s], ToolResultEvent)]
-    if not results:
-        return
-    event = session.events[results[-1]]
-    assert isinstance(event, ToolResultEvent)
-    call_id = event.data.message.content[0].tool_call_id  # type: ignore[union-attr]
-    session.append(
-        ToolResult(turn=1, step=1, message=tool_result_message(call_id, "[pruned]")),
-        surface_op=ReplaceOp(start=event.seq, end=event.seq),
-        source_event_seqs=[event.seq],
-    )
-
-
-def _apply(session: Session, op: tuple[Any, ...], step: int) -> None:
-    name = op[0]
-    if name == "chat":
-        for draft in _chat_turn(session, *op[1:]):
-            session.append_many([draft])
-    elif name == "batch":
-        session.append_many(_chat_turn(session, *op[1:]))
-    elif name == "tool":
-        append_tool_turn(session, usage=op[1], final_usage=op[1])
-    elif name == "compact":
-        _compact(session, op[1], op[2], f"pass-{step}")
-    elif name == "prune":
-        _prune(session)
-    elif name == "header":
-        config = RequestConfig(provider="deepseek", model="deepseek-chat")
-        body = RequestHeaderBody(config=config, system=f"system {step} " * 10, tools=TOOLS)
-        session.append(RequestHeader(header=body, reason="change"))
-    elif name == "context":
-        session.append(RequestContext(provider=op[1], model="m", context_window=32_000))
-    elif name == "error":
-        session.append(RequestError(turn=1, step=1, code="e", message="m", retryable=False))
 
 
 def _fresh(session: Session, **kwargs: Any) -> ContextReport:
@@ -167,7 +34,7 @@ def _fresh(session: Session, **kwargs: Any) -> ContextReport:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(_op, st.booleans()), min_size=1, max_size=20), _route)
+@given(st.lists(st.tuples(log_ops, st.booleans()), min_size=1, max_size=20), _route)
 def test_the_kept_report_equals_the_whole_log_report_however_appends_were_split(ops, route):
     """After each step a report is asked for or not (the split of the appends between the kept
     fold's updates); every report equals the whole log's."""
@@ -180,7 +47,7 @@ def test_the_kept_report_equals_the_whole_log_report_however_appends_were_split(
             session.close()
             session = Session.open(store, session.id, writable=True)
         else:
-            _apply(session, op, step)
+            apply_op(session, op, step)
         if report or step == len(ops) - 1:
             kept = context_report(session, fold=live, **kwargs)
             fresh = _fresh(session, **kwargs)
@@ -201,9 +68,7 @@ def test_a_fold_updated_by_an_observer_inside_a_batch_folds_the_whole_batch():
         folds[0].update(session)  # and the first one kept current
 
     session.subscribe(observe)
-    session.append_many(
-        _chat_turn(session, "deepseek", Usage(input_tokens=5, output_tokens=1), "x")
-    )
+    session.append_many(chat_turn(session, "deepseek", Usage(input_tokens=5, output_tokens=1), "x"))
     expected = whole_log_report(session, default_window=1_000)
     for fold in folds:
         assert context_report(session, default_window=1_000, fold=fold) == expected
@@ -214,7 +79,7 @@ def test_a_fold_given_another_session_starts_over():
     first, second = new_session(store), new_session(store)
     append_tool_turn(first, usage=Usage(input_tokens=10, output_tokens=2))
     for _ in range(3):
-        second.append_many(_chat_turn(second, "openai", Usage(input_tokens=7, output_tokens=1), ""))
+        second.append_many(chat_turn(second, "openai", Usage(input_tokens=7, output_tokens=1), ""))
     fold = ContextFold()
     for session in (first, second, first):
         report = context_report(session, default_window=1_000, fold=fold)
@@ -246,9 +111,9 @@ def test_the_first_report_after_opening_reads_the_index_not_the_log(monkeypatch)
     with new_session(store) as session:
         for turn in range(200):
             session.append_many(
-                _chat_turn(session, "deepseek", Usage(input_tokens=turn, output_tokens=1), "hi")
+                chat_turn(session, "deepseek", Usage(input_tokens=turn, output_tokens=1), "hi")
             )
-        _compact(session, "state", None, "pass")
+        compact(session, "state", None, "pass")
         expected = whole_log_report(session, default_window=1_000)
     opened = Session.open(store, session.id)
     events = _FewReads(opened.events)
@@ -266,7 +131,7 @@ def test_a_kept_fold_reads_only_what_was_appended(monkeypatch, appended):
         append_tool_turn(session)
     fold = ContextFold().update(session)
     for _ in range(appended):
-        session.append_many(_chat_turn(session, "deepseek", None, "more"))
+        session.append_many(chat_turn(session, "deepseek", None, "more"))
     seen: list[int] = []
     real = session.events
 

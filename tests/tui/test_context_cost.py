@@ -3,8 +3,18 @@ billed tokens with a list-price estimate."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
+from dsh.agent.billing import render_cost
+from dsh.agent.context_fold import ContextFold
+from dsh.events import Event, Usage
+from dsh.store import MemoryStore
+from dsh.surface import Session
+from dsh.tui.context_view import cost_text
+from tests.agent.context_reference import whole_log_cost_report
+from tests.helpers import append_chat_turn, new_session
 from tests.tui.conftest import SIZE, Rig, run_prompt, settle, status_at_rest, submit
 from tests.tui.test_pilot import run, text_of
 
@@ -63,3 +73,34 @@ def test_context_snapshot(snap_compare, rig: Rig):
         await settle(pilot, lambda: status_at_rest(pilot.app))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
+
+
+def test_cost_reads_only_what_was_appended_since_the_last_ask(monkeypatch):
+    """``/cost`` bills from the controller's ``ContextFold``: after one more turn it reads that
+    turn's events, never the whole log (a scan of the log fails here), and says what a scan
+    of the whole log says."""
+    session = new_session(MemoryStore())
+    for turn in range(30):
+        append_chat_turn(session, usage=Usage(input_tokens=turn, output_tokens=3))
+    controller = SimpleNamespace(session=session, context=ContextFold())
+    cost_text(controller)  # type: ignore[arg-type]
+    append_chat_turn(session, usage=Usage(input_tokens=7, output_tokens=1, cache_read_tokens=2))
+    real = session.events
+
+    class NoScan(Sequence[Event]):
+        def __len__(self) -> int:
+            return len(real)
+
+        def __getitem__(self, index):  # type: ignore[no-untyped-def]
+            if isinstance(index, slice) and len(real) - index.start > 10:
+                raise AssertionError("more than the appended turn was read")
+            return real[index]
+
+        def __iter__(self) -> Iterator[Event]:
+            raise AssertionError("the log was scanned")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Session, "events", property(lambda self: NoScan()))
+        text = cost_text(controller)  # type: ignore[arg-type]
+    assert text == render_cost(whole_log_cost_report(real))
+    assert "(conversation, 31 call(s))" in text

@@ -1,42 +1,49 @@
-"""The session-info endpoint's stats of a stored session are computed once per load of the log
-and always equal a fresh ``session_stats`` of what is on disk."""
+"""The session-info endpoint's stats of a stored session are counted once per load of the log
+(by the registry's ``ContextFold`` of it, from the per-type index) and always equal a fresh
+``session_stats`` of what is on disk."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from dsh.agent import context_fold
 from dsh.surface import Session
-from dsh.web import sessions as web_sessions
+from dsh.transcript.stats import session_stats
 from dsh.web.read_cache import ReadCache
 from tests.helpers import append_chat_turn, new_session
 from tests.web.builders import run_apart
 from tests.web.conftest import make_env
 
 
-def test_stored_info_stats_are_cached_per_load_and_never_stale(tmp_path, monkeypatch):
+def test_stored_info_stats_are_counted_once_per_load_and_never_stale(tmp_path, monkeypatch):
     env = make_env(tmp_path)
     with new_session(env.store) as writer:
         append_chat_turn(writer, "hello there", "hi")
     registry = env.registry()
     calls: list[int] = []
-    real = web_sessions.session_stats
+    real = context_fold.stats_by_type
 
-    def counted(events):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return real(events)
+    def counted(events, of_type):  # type: ignore[no-untyped-def]
+        calls.append(events)
+        return real(events, of_type)
 
-    monkeypatch.setattr(web_sessions, "session_stats", counted)
+    monkeypatch.setattr(context_fold, "stats_by_type", counted)
     first = run_apart(registry.info(writer.id))
     again = run_apart(registry.info(writer.id))
-    assert first == again and len(calls) == 1  # the unchanged log is not summed again
+    assert first == again and len(calls) == 1  # the unchanged log is not counted again
     assert first["title"] == "hello there"
+    assert (
+        first["stats"]["events"] == session_stats(Session.open(env.store, writer.id).events).events
+    )
     with Session.open(env.store, writer.id, writable=True) as more:
         append_chat_turn(more, "second", "reply")
     changed = run_apart(registry.info(writer.id))
-    fresh = real(Session.open(env.store, writer.id).events)
+    fresh = session_stats(Session.open(env.store, writer.id).events)
     assert changed["stats"]["events"] == fresh.events > first["stats"]["events"]
     assert changed["stats"]["turns"] == fresh.turns == 2
+    assert changed["stats"]["inputTokens"] == fresh.input_tokens
+    assert changed["stats"]["modelCalls"] == fresh.model_calls
     assert len(calls) == 2
 
 

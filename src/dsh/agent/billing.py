@@ -1,6 +1,6 @@
 """What a session's model calls cost, for every face: the estimate beside the web's context
 panel and the TUI's ``/context`` (``ConversationCalls``, ``cost_estimate``), and the TUI's
-``/cost`` bills per provider:model (``cost_report``, ``render_cost``).
+``/cost`` bills per provider:model (``BilledTokens``, ``cost_report``, ``render_cost``).
 
 Billed tokens are the providers' own usage figures from the log, priced with the one list-price
 table, ``dsh.llm.prices`` (shared with the bench); a provider without a list price is not
@@ -162,42 +162,72 @@ class CostReport:
         return sum(costs) if costs else None
 
 
-def cost_report(events: Iterable[Event]) -> CostReport:
-    """Billed tokens per provider:model from the logged usage: conversation calls (their
-    ``assistant/message`` usage) and model-written summaries (``compaction/summary`` usage)."""
-    totals: dict[tuple[str, str, str], list[int]] = {}
-    for event in events:
+class BilledTokens:
+    """``cost_report``'s figures kept as the log is read: fed the log's ``assistant/message``
+    and ``compaction/summary`` events, each type in log order (in any number of calls; the two
+    types may be fed one after the other, as from the per-type index), its ``report()`` equals
+    ``cost_report`` over the whole log. Each bill keeps the seq of its first call, and bills are
+    listed in that order, the order a scan of the log meets them."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str, str], list[int]] = {}
+        """Per (provider, model, role): [first seq, calls, uncached, read, write, output]."""
+
+    def feed(self, event: Event) -> None:
+        """Count ``event`` if it bills a model call (any other event is ignored)."""
         key: tuple[str, str, str] | None = None
         usage: Usage | None = None
-        if isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
+        if isinstance(event, AssistantMessageEvent):
             source = event.data.message.source
-            if isinstance(source, ModelSource) and event.data.usage is not None:
-                key, usage = (source.provider, source.model, "conversation"), event.data.usage
-        elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
-            key, usage = (event.data.provider, event.data.model, "summaries"), event.data.usage
+            usage = event.data.usage
+            if event.surface_op == "append" and isinstance(source, ModelSource):
+                key = (source.provider, source.model, "conversation")
+        elif isinstance(event, CompactionSummaryEvent):
+            usage = event.data.usage
+            key = (event.data.provider, event.data.model, "summaries")
         if key is None or usage is None:
-            continue
-        row = totals.setdefault(key, [0, 0, 0, 0, 0])
-        row[0] += 1
-        row[1] += usage.input_tokens
-        row[2] += usage.cache_read_tokens or 0
-        row[3] += usage.cache_write_tokens or 0
-        row[4] += usage.output_tokens
-    bills = tuple(
-        Bill(
-            provider,
-            model,
-            role,
-            calls=calls,
-            uncached=uncached,
-            cache_read=read,
-            cache_write=write,
-            output=output,
-            price=price_of(provider),
+            return
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = [event.seq, 0, 0, 0, 0, 0]
+        row[1] += 1
+        row[2] += usage.input_tokens
+        row[3] += usage.cache_read_tokens or 0
+        row[4] += usage.cache_write_tokens or 0
+        row[5] += usage.output_tokens
+
+    def report(self) -> CostReport:
+        """The bills so far, in the order of their first call."""
+        rows = sorted(self._rows.items(), key=lambda item: item[1][0])
+        return CostReport(
+            tuple(
+                Bill(
+                    provider,
+                    model,
+                    role,
+                    calls=calls,
+                    uncached=uncached,
+                    cache_read=read,
+                    cache_write=write,
+                    output=output,
+                    price=price_of(provider),
+                )
+                for (provider, model, role), (_, calls, uncached, read, write, output) in rows
+            )
         )
-        for (provider, model, role), (calls, uncached, read, write, output) in totals.items()
-    )
-    return CostReport(bills)
+
+
+def cost_report(events: Iterable[Event]) -> CostReport:
+    """Billed tokens per provider:model from the logged usage: conversation calls (their
+    ``assistant/message`` usage) and model-written summaries (``compaction/summary`` usage),
+    from a scan of ``events``. A face that shows it again and again keeps a ``BilledTokens``
+    instead (``ContextFold.bills``: ``dsh.agent.context_report.session_cost_report``)."""
+    billed = BilledTokens()
+    for event in events:
+        billed.feed(event)
+    return billed.report()
 
 
 def render_cost(report: CostReport) -> str:

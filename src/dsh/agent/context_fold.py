@@ -1,14 +1,18 @@
-"""What ``context_report`` reads from the whole log, kept up to date as the log grows.
+"""What ``context_report``, ``/cost`` and the web's session info read from the whole log, kept
+up to date as the log grows.
 
 A ``ContextFold`` holds one item per surface node (its part, role, price and preview), the
-nodes' sums by part, the conversation calls' usage and price (``billing.ConversationCalls``)
-and the session's figures (``SessionStats``). Its first update reads the session's per-type
+nodes' sums by part, the conversation calls' usage and price (``billing.ConversationCalls``),
+``/cost``'s bills per provider:model (``billing.BilledTokens``) and the session's figures
+(``SessionStats``: the web's session info). Its first update reads the session's per-type
 index and its surface, not the whole log; later ones look only at the events appended since
 (the log only grows): an append adds one item, a replace (a compaction's checkpoint, a pruned
 result) makes the items again from the surface, reusing every item it still holds, since an
-item depends only on its own event and the events before it. So a face that keeps a fold (the
-TUI's controller, a web session's handle, the web's read-only sessions) pays for what was
-appended since its last report, not for the session.
+item depends only on its own event and the events before it. The items are made only when an
+update asks for them (``/cost`` and the session info need the log's figures alone, and a
+session never compacted has a node per message). So a face that keeps a fold (the TUI's
+controller, a web session's handle, the web's read-only sessions) pays for what was appended
+since its last report, not for the session.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Literal
 from dsh.events import (
     APPEND,
     AssistantMessageEvent,
+    CompactionSummaryEvent,
     Event,
     TextBlock,
     ToolCallBlock,
@@ -32,7 +37,7 @@ from dsh.events import (
 from dsh.surface import Session, summary_of_node
 from dsh.transcript.stats import SessionStats, add_stats, session_stats, stats_by_type
 
-from .billing import ConversationCalls
+from .billing import BilledTokens, ConversationCalls
 
 NodePart = Literal["stubs", "state", "tail"]
 NODE_PARTS: tuple[NodePart, ...] = ("stubs", "state", "tail")
@@ -78,7 +83,8 @@ def _preview(content: Sequence[Any]) -> str:
 
 
 class ContextFold:
-    """The items, part sums, calls and figures of one session's log, kept incrementally.
+    """The items, part sums, calls, bills and figures of one session's log, kept
+    incrementally.
 
     ``update(session)`` brings it up to date and returns it; a fold given another session (or
     one whose session is gone) starts over. Not thread-safe: one fold, one updater at a time.
@@ -90,7 +96,10 @@ class ContextFold:
         self._items: list[ContextItem] = []
         self._sums: dict[NodePart, list[int]] = {part: [0, 0] for part in NODE_PARTS}
         """Per node part: [items, tokens]."""
+        self._stale = False
+        """A replace was folded since the items were last brought up to date."""
         self.calls = ConversationCalls()
+        self.bills = BilledTokens()
         self.stats: SessionStats = session_stats(())
 
     @property
@@ -103,49 +112,67 @@ class ContextFold:
         items, tokens = self._sums[part]
         return items, tokens
 
-    def update(self, session: Session) -> ContextFold:
+    def update(self, session: Session, *, items: bool = True) -> ContextFold:
+        """Bring the fold up to ``session``'s log. ``items=False`` (``/cost``, the session
+        info: they need only the log's figures) leaves the surface items to the next update
+        that asks for them, which then makes the items of every node added since."""
         events = session.events
         known = self._session() if self._session is not None else None
         if known is not session or len(events) < self._seen:  # another log: start over
             self._start(session)
-            return self
-        if len(events) > self._seen:
-            replaced = self._fold(events[self._seen :])
+        elif len(events) > self._seen:
+            self._stale |= self._fold(events[self._seen :])
             self._seen = len(events)
-            nodes, held = session.nodes, len(self._items)
-            if replaced or held > len(nodes) or (held and nodes[held - 1] != self._items[-1].seq):
-                self._remake(session)
-            else:  # appends only: the new nodes follow the held ones
-                for seq in nodes[held:]:
-                    self._add(context_item(session, seq))
+        if items:
+            self._sync_items(session)
         return self
 
     def _start(self, session: Session) -> None:
         """The state of folding the whole log, from the per-type index when it is complete:
         while a batch commits, an observer sees the batch's events in the log before the
-        index has them all, and then the log is folded event by event."""
+        index has them all, and then the log is folded event by event. No items are held."""
         events = session.events
         self._session = weakref.ref(session)
         self.calls = ConversationCalls()
+        self.bills = BilledTokens()
         if events and _indexed(session, events[-1]):
             self.stats = stats_by_type(len(events), session.of_type)
             for event in session.of_type(AssistantMessageEvent):
                 self.calls.feed(event)
+                self.bills.feed(event)
+            for summary in session.of_type(CompactionSummaryEvent):
+                self.bills.feed(summary)
         else:
             self.stats = session_stats(())
             self._fold(events)
         self._seen = len(events)
         self._items = []  # another log's items share its seqs, not its events
-        self._remake(session)
+        self._sums = {part: [0, 0] for part in NODE_PARTS}
+        self._stale = False
+
+    def _sync_items(self, session: Session) -> None:
+        """The items of the current surface: after appends only, the new nodes follow the
+        held ones; after a replace, they are made again (reusing the held ones)."""
+        nodes, held = session.nodes, len(self._items)
+        if self._stale or held > len(nodes) or (held and nodes[held - 1] != self._items[-1].seq):
+            self._remake(session)
+        else:
+            for seq in nodes[held:]:
+                self._add(context_item(session, seq))
+        self._stale = False
 
     def _fold(self, events: Sequence[Event]) -> bool:
-        """Fold appended events into the calls and figures; True iff one replaced nodes."""
+        """Fold appended events into the calls, bills and figures; True iff one replaced
+        nodes."""
         self.stats = add_stats(self.stats, session_stats(events))
         replaced = False
-        feed = self.calls.feed
+        feed, bill = self.calls.feed, self.bills.feed
         for event in events:
             if type(event) is AssistantMessageEvent:
                 feed(event)
+                bill(event)
+            elif type(event) is CompactionSummaryEvent:
+                bill(event)
             if is_surface_event(event) and event.surface_op != APPEND:
                 replaced = True
         return replaced

@@ -1,6 +1,7 @@
 """What the model sees next and what the session has cost, for every face: the TUI's
 ``/context`` (``render_context``) and the web's context panel and header
-(``ContextReport.public()``); the TUI's ``/cost`` bills are ``dsh.agent.billing``'s.
+(``ContextReport.public()``); the TUI's ``/cost`` bills are ``dsh.agent.billing``'s, kept by the
+same fold (``session_cost_report``).
 
 ``context_report(session, …)`` splits the next request into its parts, in model order: the
 system prompt and the tool schemas, then the surface nodes, each an index checkpoint (a *stub*),
@@ -24,7 +25,7 @@ from dsh.surface import Session
 from dsh.surface.tokens import system_tokens, tools_tokens
 from dsh.transcript.stats import SessionStats
 
-from .billing import CostEstimate
+from .billing import CostEstimate, CostReport
 from .context_fold import NODE_PARTS, ContextFold, ContextItem
 
 PartName = Literal["system", "tools", "stubs", "state", "tail"]
@@ -146,7 +147,6 @@ def context_report(
     default_window: int | None = None,
     header: RequestHeaderBody | None = None,
     route: tuple[str, str] | None = None,
-    stats: SessionStats | None = None,
     fold: ContextFold | None = None,
 ) -> ContextReport:
     """The next request of ``session`` by part.
@@ -155,8 +155,8 @@ def context_report(
     the latest logged one, else ``default_window``. ``header``: what the next request carries
     (the agent's ``current_header()``), else the latest logged one; with neither, system and tools
     count 0. ``route``: (provider, model) when neither the log nor the header names one.
-    ``stats``: the session's ``session_stats`` if the caller keeps them. ``fold``: the caller's
-    ``ContextFold`` of this session, brought up to date here (none: one made for this report)."""
+    ``fold``: the caller's ``ContextFold`` of this session, brought up to date here (none: one
+    made for this report)."""
     fold = (fold if fold is not None else ContextFold()).update(session)
     contexts = session.of_type(RequestContextEvent)
     logged = contexts[-1].data if contexts else None
@@ -174,7 +174,7 @@ def context_report(
     ]
     parts.extend(Part(name, *fold.part_sums(name)) for name in NODE_PARTS)
     measured = session.measure()
-    stats = stats if stats is not None else fold.stats
+    stats = fold.stats
     return ContextReport(
         provider=provider,
         model=model,
@@ -189,6 +189,14 @@ def context_report(
         last_call=fold.calls.last,
         cost=fold.calls.estimate(stats, provider),
     )
+
+
+def session_cost_report(session: Session, *, fold: ContextFold | None = None) -> CostReport:
+    """``/cost``'s bills of ``session``: ``billing.cost_report`` of its log, from ``fold`` (the
+    caller's ``ContextFold`` of this session, brought up to date here; none: one made for this
+    report, which reads the per-type index, not the log; neither makes the surface's items)."""
+    kept = fold if fold is not None else ContextFold()
+    return kept.update(session, items=False).bills.report()
 
 
 def render_context(report: ContextReport) -> str:

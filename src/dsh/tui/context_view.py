@@ -1,11 +1,11 @@
 """``/context`` and ``/cost`` in the terminal UI: the face-neutral reports of
-``dsh.agent.context_report`` (kept current by the controller's ``ContextFold``) and
-``dsh.agent.billing`` for the controller's open session."""
+``dsh.agent.context_report`` and ``dsh.agent.billing`` for the controller's open session, both
+kept current by the controller's ``ContextFold`` (each costs what was appended since the last)."""
 
 from __future__ import annotations
 
-from dsh.agent.billing import cost_report, render_cost
-from dsh.agent.context_report import context_report, render_context
+from dsh.agent.billing import render_cost
+from dsh.agent.context_report import context_report, render_context, session_cost_report
 from dsh.tui.controller import Controller
 
 NOTHING_SENT = "Nothing sent yet: the first prompt starts the session."
@@ -29,4 +29,4 @@ def cost_text(controller: Controller) -> str:
     session = controller.session
     if session is None:
         return NOTHING_SENT
-    return render_cost(cost_report(session.events))
+    return render_cost(session_cost_report(session, fold=controller.context))

@@ -121,7 +121,7 @@ class Controller:
         self.cache = CacheCounter()
         self.progress = CompactionProgress()
         self.context = ContextFold()
-        """``/context``'s view of the open session's log, kept as it grows."""
+        """``/context`` and ``/cost``'s view of the open session's log, kept as it grows."""
         self.load_seconds = 0.0
         self.project_seconds = 0.0
         self._unsubscribe: Callable[[], None] | None = None

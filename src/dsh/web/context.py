@@ -37,9 +37,8 @@ async def session_context(registry: SessionRegistry, session_id: str) -> dict[st
     # what resolving it found (no window reported, or one too small); shown by the model name
     notice = {"routeNotice": resolved.notice if resolved is not None else None}
     if handle is not None:  # being written on this loop: read it here, between appends
-        stats = handle.stats.update(handle.session.events)
         report = context_report(
-            handle.session, default_window=window, route=route, stats=stats, fold=handle.context
+            handle.session, default_window=window, route=route, fold=handle.context
         )
         return {**report.public(), **notice}
 

@@ -1,20 +1,17 @@
-"""Read-only sessions the web server loaded from the store, their stats kept as sums, and the
-context panel's folds of them."""
+"""Read-only sessions the web server loaded from the store, and the folds of them that keep
+the context panel and the session info (``ContextFold``)."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 from dsh.agent.context_fold import ContextFold
-from dsh.events import Event
 from dsh.store import EventStore
 from dsh.surface import Session
-from dsh.transcript.stats import SessionStats, add_stats, session_stats
 
 
 class ReadCache:
@@ -80,24 +77,11 @@ class ReadCache:
             self._entries.pop(session_id, None)
 
 
-@dataclass(slots=True)
-class StatsAccumulator:
-    """``session_stats`` kept up to date incrementally (all its figures are sums)."""
-
-    seen: int = 0
-    total: SessionStats = field(default_factory=lambda: session_stats(()))
-
-    def update(self, events: Sequence[Event]) -> SessionStats:
-        if len(events) > self.seen:
-            self.total = add_stats(self.total, session_stats(events[self.seen :]))
-            self.seen = len(events)
-        return self.total
-
-
 class ContextFolds:
     """A ``ContextFold`` per read-only session (the ``size`` most recently asked for), so a
-    repeated context panel of an unchanged session reads nothing again. The web reads stored
-    sessions on worker threads, so each fold is used by one of them at a time."""
+    repeated context panel or session info of an unchanged session reads nothing again. The
+    web reads stored sessions on worker threads, so each fold is used by one of them at a
+    time."""
 
     def __init__(self, size: int = 4) -> None:
         self.size = size

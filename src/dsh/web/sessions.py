@@ -48,7 +48,7 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
 from dsh.tools.diffs import planned_diff
 from dsh.transcript.history import HistoryPage, history_page
-from dsh.transcript.stats import SessionStats, session_stats
+from dsh.transcript.stats import SessionStats
 from dsh.transcript.titles import session_title
 from dsh.web.errors import (
     APPROVAL_NOT_FOUND,
@@ -62,7 +62,7 @@ from dsh.web.errors import (
     from_dsh_error,
 )
 from dsh.web.live import LiveHub, delta_frame, frame
-from dsh.web.read_cache import ContextFolds, ReadCache, StatsAccumulator
+from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
 from dsh.web.titles import SIDEBAR_TITLE_CHARS
 
@@ -105,9 +105,8 @@ class Handle:
         self.session = session
         self.hub = hub
         self.approvals: dict[str, PendingApproval] = {}
-        self.stats = StatsAccumulator()
         self.context = ContextFold()
-        """The context panel's view of the log, kept as it grows."""
+        """The context panel's and the session info's view of the log, kept as it grows."""
         self.watchers = [self.runner.subscribe(hub.on_event)]
 
     @property
@@ -148,9 +147,7 @@ class SessionRegistry:
         self.hubs: dict[str, LiveHub] = {}
         self.readers = ReadCache(store)
         self.stored_context = ContextFolds(self.readers.size)
-        """The context panel's folds of read-only sessions."""
-        self._stored_stats: dict[str, tuple[Session, SessionStats]] = {}
-        """Stats of a stored session, for the very session object ``readers`` holds."""
+        """The context panel's and the session info's folds of read-only sessions."""
         self._opening = asyncio.Lock()
 
     # -- lookup ----------------------------------------------------------------------------
@@ -225,7 +222,7 @@ class SessionRegistry:
         handle = self.handles.get(check_session_id(session_id))
         if handle is not None:
             session = handle.session
-            stats = self._stats(session, handle.stats.update(session.events))
+            stats = self.stats(handle)
             return {
                 **self._summary(session.header),
                 "title": _title(session),
@@ -236,14 +233,9 @@ class SessionRegistry:
             }
         session = await self._stored(session_id)
 
-        def stored_stats() -> dict[str, Any]:  # O(log length) once per load: off the loop
-            cached = self._stored_stats.get(session_id)
-            if cached is None or cached[0] is not session:
-                cached = (session, session_stats(session.events))
-                self._stored_stats[session_id] = cached
-                while len(self._stored_stats) > self.readers.size:
-                    self._stored_stats.pop(next(iter(self._stored_stats)))
-            return self._stats(session, cached[1])
+        def stored_stats() -> dict[str, Any]:  # a new load's first update: off the loop
+            with self.stored_context.held(session_id) as fold:
+                return self._stats(session, fold.update(session, items=False).stats)
 
         return {
             **self._summary(session.header),
@@ -255,7 +247,8 @@ class SessionRegistry:
         }
 
     def stats(self, handle: Handle) -> dict[str, Any]:
-        return self._stats(handle.session, handle.stats.update(handle.session.events))
+        """The session info's figures of an open session, from its handle's ``ContextFold``."""
+        return self._stats(handle.session, handle.context.update(handle.session, items=False).stats)
 
     def _stats(self, session: Session, stats: SessionStats) -> dict[str, Any]:
         window = _logged_window(session) or self.runtime.default_window()
