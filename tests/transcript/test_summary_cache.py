@@ -24,16 +24,16 @@ from dsh.store.integrity import sealed_lines
 from dsh.surface import Session
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.summary_cache import load_cache
-from dsh.transcript.titles import SessionSummary, summarize
+from dsh.transcript.titles import TITLE_CHARS, WIDEST_TITLE_CHARS, SessionSummary, summarize
 from tests.helpers import FIXED_TIME, append_chat_turn
 
 Store = JsonlStore | SqliteStore
 
 
-def fresh(store: Store, header: SessionHeader) -> SessionSummary:
+def fresh(store: Store, header: SessionHeader, title_chars: int = TITLE_CHARS) -> SessionSummary:
     log = store.open(header.id)
     try:
-        return summarize(header, log.events)
+        return summarize(header, log.events, title_chars=title_chars)
     finally:
         log.close()
 
@@ -49,7 +49,9 @@ def assert_never_stale(store: Store) -> None:
     for summary in session_summaries(store):
         assert summary == fresh(store, headers[summary.id])
     for session_id, entry in load_cache(cache_path(store)).items():
-        assert entry.fold.summary(headers[session_id]) == fresh(store, headers[session_id])
+        for width in WIDTHS:  # the terminal's titles and the web's wider ones
+            expected = fresh(store, headers[session_id], width)
+            assert entry.fold.summary(headers[session_id], width) == expected
 
 
 class Rig:
@@ -150,17 +152,20 @@ class Rig:
         else:
             self.store.remove_session(session_id)
 
-    def listing(self, everything: bool) -> None:
+    def listing(self, everything: bool, width: int) -> None:
         headers = self.store.list()
         chosen = headers if everything else headers[:1]
-        summaries = session_summaries(self.store, None if everything else chosen)
+        summaries = session_summaries(self.store, None if everything else chosen, title_chars=width)
         assert [s.id for s in summaries] == [h.id for h in chosen]
         for summary, header in zip(summaries, chosen, strict=True):
-            assert summary == fresh(self.store, header)
+            assert summary == fresh(self.store, header, width)
 
 
 slots = st.integers(min_value=0, max_value=1)
-texts = st.text(st.characters(codec="utf-8"), max_size=70)
+texts = st.text(st.characters(codec="utf-8"), max_size=70) | st.text(
+    st.characters(categories=["L", "Nd", "Zs"]), min_size=61, max_size=120
+)
+"""Short texts of any character, and long ones that the terminal's and the web's cuts tell apart."""
 changes = st.one_of(
     st.tuples(st.just("turn"), slots, texts),
     st.tuples(st.just("title"), slots, texts),
@@ -169,8 +174,12 @@ changes = st.one_of(
     st.tuples(st.just("torn"), slots),
     st.tuples(st.just("delete"), slots),
 )
-listings = st.sampled_from([None, "every session", "one session"])
-"""After a change: no listing, a listing of every session, or of the first one only."""
+WIDTHS = (TITLE_CHARS, WIDEST_TITLE_CHARS)
+listings = st.tuples(
+    st.sampled_from([None, "every session", "one session"]), st.sampled_from(WIDTHS)
+)
+"""After a change: no listing, a listing of every session, or of the first one only; with the
+terminal's titles or the web's wider ones."""
 
 
 @settings(
@@ -187,10 +196,10 @@ def test_cached_summaries_always_equal_a_fresh_summary_of_the_whole_log(
     store: Store = JsonlStore(home) if backend == "jsonl" else SqliteStore(home)
     rig = Rig(store)
     try:
-        for (name, *args), listing in steps:
+        for (name, *args), (listing, width) in steps:
             getattr(rig, name)(*args)
             if listing is not None:
-                rig.listing(everything=listing == "every session")
+                rig.listing(everything=listing == "every session", width=width)
         rig.close()  # a writer reopened after a torn line or a cut appends its repairs first
         assert_never_stale(store)
         assert set(load_cache(cache_path(store))) == {h.id for h in store.list()}

@@ -4,6 +4,8 @@ and holder, ``/context``; and a SQLite session followed from another writer."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,10 +18,9 @@ from dsh.agent.context_report import context_report
 from dsh.events import SessionTitle
 from dsh.store import JsonlStore, SqliteStore
 from dsh.surface import Session
-from dsh.transcript.titles import session_title
-from dsh.web import titles as web_titles
+from dsh.transcript.titles import TITLE_CHARS, SummaryFold, session_title
 from dsh.web.follow import Followers
-from dsh.web.titles import SessionIndex
+from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
 from tests.helpers import append_chat_turn
 from tests.helpers import new_session as new_stored_session
 from tests.web.builders import run_apart, summary_on_an_older_page
@@ -58,29 +59,73 @@ def test_the_list_carries_title_last_activity_and_who_holds_it(
     assert row["lastActive"] == mtime >= row["createdAt"]
 
 
-def test_titles_are_read_once_per_change_of_the_log(
+def test_titles_are_read_from_what_was_appended_not_the_whole_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = make_env(tmp_path)
     writer = new_stored_session(env.store)
-    index = SessionIndex(env.store)
-    calls: list[int] = []
-    real = web_titles.session_title
-
-    def counted(events, limit):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return real(events, limit)
-
-    monkeypatch.setattr(web_titles, "session_title", counted)
-    rows = [{"id": writer.id, "open": False}]
-    assert index.annotate(rows)[0]["title"] is None
-    index.annotate(rows)
-    assert len(calls) == 1  # unchanged file: the cached answer
-    append_chat_turn(writer, "the very first prompt", "ok")
+    for turn in range(20):
+        append_chat_turn(writer, f"prompt {turn}", "ok")
     writer.sync()
-    assert index.annotate(rows)[0]["title"] == "the very first prompt"
-    assert len(calls) == 2
+    index = SessionIndex(env.store)
+    folded: list[int] = []
+    real = SummaryFold.add
+
+    def counted(self, events):  # type: ignore[no-untyped-def]
+        folded.append(len(events))
+        real(self, events)
+
+    monkeypatch.setattr(SummaryFold, "add", counted)
+    rows = [{"id": writer.id, "open": False}]
+    assert index.annotate(rows, env.store.list())[0]["title"] == "prompt 0"
+    assert sum(folded) == len(writer.events)  # the first listing reads the log once
+    folded.clear()
+    index.annotate(rows, env.store.list())
+    assert sum(folded) == 0  # unchanged log: nothing is read again
+    writer.append(SessionTitle(title="a title long enough to be cut by the terminal " * 2))
+    append_chat_turn(writer, "later", "ok")
+    writer.sync()
+    title = index.annotate(rows, env.store.list())[0]["title"]
+    assert sum(folded) == 7  # the title and the appended turn, not the log
+    assert title == session_title(writer.events, SIDEBAR_TITLE_CHARS)
+    assert TITLE_CHARS < len(title) <= SIDEBAR_TITLE_CHARS
     writer.close()
+
+
+def test_a_later_slash_title_of_a_sqlite_session_shows_in_the_next_listing(
+    tmp_path: Path,
+) -> None:
+    """SQLite logs are read on from their position too, so a ``/title`` given after the list
+    first showed the session is shown at once (it showed only after a server restart)."""
+    store = SqliteStore(tmp_path / "sqlite-home")
+    writer = new_stored_session(store)
+    append_chat_turn(writer, "the first prompt", "ok")
+    index = SessionIndex(store)
+    rows = [{"id": writer.id, "open": False}]
+    assert index.annotate(rows, store.list())[0]["title"] == "the first prompt"
+    writer.append(SessionTitle(title="named later"))
+    assert index.annotate(rows, store.list())[0]["title"] == "named later"
+    assert rows[0]["lastActive"] is None  # no file time to report
+    writer.close()
+
+
+def test_the_web_list_benchmark_prints_each_figure_beside_the_old_way() -> None:
+    """``benchmarks/web_list.py`` on small sessions (figures are not checked: no timing
+    assertions; it exits with an error if the two ways' titles differ)."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "web_list.py"
+    small = ["--events", "400", "--sessions", "3", "--turns", "2", "--repeat", "3"]
+    done = subprocess.run(
+        [sys.executable, str(script), *small],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("load average: ") and lines[-1].startswith("load average after: ")
+    for figure in ("first listing", "after a restart", "repeat, settled", "after one turn"):
+        row = next(line for line in lines if line.startswith(figure))
+        assert row.count(" ms") == 2 and row.endswith("x")
 
 
 def test_a_title_set_with_slash_title_shows_in_the_web_session_list(
@@ -161,8 +206,8 @@ def test_the_sidebar_title_read_from_the_file_is_the_one_of_the_whole_log(steps)
             else:
                 writer.append(SessionTitle(title=text))
         writer.sync()
-        rows = SessionIndex(store).annotate([{"id": writer.id, "open": False}])
-        assert rows[0]["title"] == session_title(writer.events, web_titles.SIDEBAR_TITLE_CHARS)
+        rows = SessionIndex(store).annotate([{"id": writer.id, "open": False}], store.list())
+        assert rows[0]["title"] == session_title(writer.events, SIDEBAR_TITLE_CHARS)
         writer.close()
 
 

@@ -1,5 +1,6 @@
 """The summaries behind every list of sessions (``dsh sessions list``, the TUI's ``/sessions``
-picker, ``dsh --resume`` without an id), kept up to date at the cost of what was appended.
+picker, ``dsh --resume`` without an id, the web's session list), kept up to date at the cost of
+what was appended.
 
 Each session's figures come from the summary cache (``dsh.transcript.summary_cache``), brought
 up to date with the events appended since the position it covers (``dsh.store.appended``): a
@@ -19,24 +20,37 @@ from dsh.store import EventStore, SessionHeader, SqliteStore
 from dsh.store.appended import AppendedReader, reader_for
 from dsh.store.derived import summary_cache_path
 from dsh.transcript.summary_cache import CachedSummary, load_cache, save_cache
-from dsh.transcript.titles import SessionSummary, SummaryFold, summarize, trim_title
+from dsh.transcript.titles import (
+    TITLE_CHARS,
+    SessionSummary,
+    SummaryFold,
+    summarize,
+    trim_title,
+)
 
 
 def session_summaries(
-    store: EventStore, headers: Iterable[SessionHeader] | None = None
+    store: EventStore,
+    headers: Iterable[SessionHeader] | None = None,
+    *,
+    title_chars: int = TITLE_CHARS,
+    every_session: bool = False,
 ) -> list[SessionSummary]:
-    """Summaries of ``headers`` (default: every stored session), read without the writer lock;
-    a session that cannot be read is summarised from its header alone, titled by the reason."""
+    """Summaries of ``headers`` (default: every stored session), read without the writer lock,
+    titles cut at ``title_chars`` (at most ``WIDEST_TITLE_CHARS``); a session that cannot be
+    read is summarised from its header alone, titled by the reason. When every stored session
+    is listed (no ``headers``, or ``every_session``: they are all of them), the cache forgets
+    the sessions that are gone."""
     listed = store.list() if headers is None else list(headers)
     reader = reader_for(store)
     if reader is None:
-        return [read_whole(store, header) for header in listed]
+        return [read_whole(store, header, title_chars) for header in listed]
     backend = "sqlite" if isinstance(reader.store, SqliteStore) else "jsonl"
     path = summary_cache_path(reader.store.home, backend)
     cached = load_cache(path)
     with reader:
-        summaries, kept = _bring_up_to_date(store, reader, listed, cached)
-    if headers is None:  # every session was listed: forget those that are gone
+        summaries, kept = _bring_up_to_date(store, reader, listed, cached, title_chars)
+    if headers is None or every_session:  # forget the sessions that are gone
         kept = {header.id: kept[header.id] for header in listed if header.id in kept}
     if kept != cached:
         save_cache(path, kept)
@@ -48,6 +62,7 @@ def _bring_up_to_date(
     reader: AppendedReader,
     listed: list[SessionHeader],
     cached: dict[str, CachedSummary],
+    title_chars: int,
 ) -> tuple[list[SessionSummary], dict[str, CachedSummary]]:
     """Each listed session's summary, and the cache entries as they now stand."""
     kept = dict(cached)
@@ -58,17 +73,19 @@ def _bring_up_to_date(
         try:
             position = reader.read(header, None if entry is None else entry.position, fold)
         except (DshError, OSError):
-            summaries.append(read_whole(store, header))
+            summaries.append(read_whole(store, header, title_chars))
             continue
         if entry is not None and position == entry.position:
             kept[header.id] = entry  # nothing was read: the same figures
         else:
             kept[header.id] = CachedSummary(position=position, fold=fold)
-        summaries.append(fold.summary(header))
+        summaries.append(fold.summary(header, title_chars))
     return summaries, kept
 
 
-def read_whole(store: EventStore, header: SessionHeader) -> SessionSummary:
+def read_whole(
+    store: EventStore, header: SessionHeader, title_chars: int = TITLE_CHARS
+) -> SessionSummary:
     """The summary of one session from its whole log, loaded as ``open`` loads it."""
     try:
         log = store.open(header.id)
@@ -78,7 +95,7 @@ def read_whole(store: EventStore, header: SessionHeader) -> SessionSummary:
         prefix = NEWER if isinstance(exc, UnknownEventTypeError) else UNREADABLE
         return summarize(header, [], title=f"{prefix}{trim_title(reason, 40)})")
     try:
-        return summarize(header, log.events)
+        return summarize(header, log.events, title_chars=title_chars)
     finally:
         log.close()
 

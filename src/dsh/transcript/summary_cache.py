@@ -24,7 +24,9 @@ from dsh.store.appended import LogPosition
 from dsh.transcript.titles import SummaryFold
 
 CACHE_FORMAT = "dsh-session-summaries"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+"""2: titles are kept to ``WIDEST_TITLE_CHARS`` (version 1 kept the terminal's narrower
+cut, too short for the web's sidebar; such a cache is rebuilt)."""
 
 
 class CachedSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

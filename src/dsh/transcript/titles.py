@@ -24,6 +24,8 @@ from dsh.events import (
 from dsh.store import SessionHeader
 
 TITLE_CHARS = 60
+WIDEST_TITLE_CHARS = 80
+"""The widest any face cuts a title (the web's sidebar): what a ``SummaryFold`` keeps."""
 UNTITLED = "(no prompt yet)"
 
 
@@ -76,44 +78,55 @@ class SessionSummary:
     title: str
     turns: int
     events: int
+    named: bool = True
+    """The title is the session's own (its ``/title`` or first prompt), not ``UNTITLED`` or
+    what stops its log from loading."""
 
 
 def summarize(
-    header: SessionHeader, events: Sequence[Event], *, title: str | None = None
+    header: SessionHeader,
+    events: Sequence[Event],
+    *,
+    title: str | None = None,
+    title_chars: int = TITLE_CHARS,
 ) -> SessionSummary:
-    """The summary of one session from its header and its whole log (``title`` overrides)."""
+    """The summary of one session from its header and its whole log (``title`` overrides), its
+    title cut at ``title_chars``."""
+    own = None if title else session_title(events, title_chars)
     return SessionSummary(
         id=header.id,
         cwd=header.cwd,
         created_at=header.created_at,
         updated_at=max([header.created_at, *(e.time for e in events[-1:])]),
-        title=title or session_title(events) or UNTITLED,
+        title=title or own or UNTITLED,
         turns=sum(1 for e in events if isinstance(e, TurnStartEvent)),
         events=len(events),
+        named=own is not None,
     )
 
 
 class SummaryFold(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A session's summary figures, folded one event at a time: ``add`` the log's events in
     order (in any number of calls) and ``summary`` equals ``summarize`` over all of them. Titles
-    are kept cut to ``TITLE_CHARS`` (cutting twice changes nothing), so the fold stays small."""
+    are kept cut to ``WIDEST_TITLE_CHARS`` (cutting again, to that width or a narrower one, is
+    cutting once), so the fold stays small and serves every face's width."""
 
     events: int = 0
     turns: int = 0
     last_time: int | None = None
     title: str | None = None
-    """The latest ``/title``, trimmed."""
+    """The latest ``/title``, trimmed to ``WIDEST_TITLE_CHARS``."""
     first_prompt: str | None = None
-    """The first prompt, trimmed."""
+    """The first prompt, trimmed to ``WIDEST_TITLE_CHARS``."""
 
     def add(self, events: Sequence[Event]) -> None:
         for event in events:
             if isinstance(event, SessionTitleEvent):
-                self.title = trim_title(event.data.title)
+                self.title = trim_title(event.data.title, WIDEST_TITLE_CHARS)
             elif isinstance(event, TurnStartEvent):
                 self.turns += 1
             elif self.first_prompt is None and (text := _prompt_text(event)) is not None:
-                self.first_prompt = trim_title(text)
+                self.first_prompt = trim_title(text, WIDEST_TITLE_CHARS)
         if events:
             self.events += len(events)
             self.last_time = events[-1].time
@@ -123,7 +136,12 @@ class SummaryFold(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         self.events, self.turns, self.last_time = 0, 0, None
         self.title = self.first_prompt = None
 
-    def summary(self, header: SessionHeader) -> SessionSummary:
+    def summary(self, header: SessionHeader, title_chars: int = TITLE_CHARS) -> SessionSummary:
+        """``summarize`` of the events added, its title cut at ``title_chars`` (at most
+        ``WIDEST_TITLE_CHARS``)."""
+        if title_chars > WIDEST_TITLE_CHARS:
+            raise ValueError(f"titles are kept to {WIDEST_TITLE_CHARS} characters")
+        own = _chosen_title(self.title, self.first_prompt, title_chars)
         return SessionSummary(
             id=header.id,
             cwd=header.cwd,
@@ -133,7 +151,8 @@ class SummaryFold(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 if self.last_time is None
                 else max(header.created_at, self.last_time)
             ),
-            title=_chosen_title(self.title, self.first_prompt, TITLE_CHARS) or UNTITLED,
+            title=own or UNTITLED,
             turns=self.turns,
             events=self.events,
+            named=own is not None,
         )

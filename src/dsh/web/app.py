@@ -68,7 +68,6 @@ from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
 from dsh.web.newest import newest_page
 from dsh.web.sessions import SessionRegistry, check_session_id
-from dsh.web.titles import SessionIndex
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY = 1_000_000
@@ -209,7 +208,6 @@ def create_app(
     static_root = static_dir.resolve()
     files = static_files(static_root)
     followers = Followers(registry)
-    session_index = SessionIndex(registry.store)
 
     async def session_info(session_id: str) -> dict[str, Any]:
         """The registry's info plus ``heldBy``: the pid of another process writing it."""
@@ -240,10 +238,7 @@ def create_app(
             return JSONResponse(
                 {"session": await registry.info(handle.session.id)}, status_code=201
             )
-        rows = await registry.list_sessions()
-        return JSONResponse(
-            {"sessions": await anyio.to_thread.run_sync(session_index.annotate, rows)}
-        )
+        return JSONResponse({"sessions": await registry.list_sessions()})
 
     async def session(request: Request) -> Response:
         return JSONResponse(await session_info(request.path_params["session_id"]))

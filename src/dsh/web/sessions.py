@@ -64,7 +64,7 @@ from dsh.web.errors import (
 from dsh.web.live import LiveHub, delta_frame, frame
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
-from dsh.web.titles import SIDEBAR_TITLE_CHARS
+from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
 
 log = logging.getLogger("dsh.web")
 
@@ -146,6 +146,8 @@ class SessionRegistry:
         self.handles: dict[str, Handle] = {}
         self.hubs: dict[str, LiveHub] = {}
         self.readers = ReadCache(store)
+        self.titles = SessionIndex(store)
+        """The session list's titles, last activity and writers."""
         self.stored_context = ContextFolds(self.readers.size)
         """The context panel's and the session info's folds of read-only sessions."""
         self._opening = asyncio.Lock()
@@ -196,13 +198,15 @@ class SessionRegistry:
     # -- reading ---------------------------------------------------------------------------
 
     async def list_sessions(self) -> list[dict[str, Any]]:
+        """Every stored session's row, newest first, with its title, last activity and
+        writer (``SessionIndex.annotate``)."""
         try:
             headers = await anyio.to_thread.run_sync(self.store.list)
         except DshError as exc:
             raise from_dsh_error(exc) from exc
         rows = [self._summary(h) for h in headers]
         rows.sort(key=lambda row: (row["createdAt"], row["id"]), reverse=True)
-        return rows
+        return await anyio.to_thread.run_sync(self.titles.annotate, rows, headers)
 
     def _summary(self, header: SessionHeader) -> dict[str, Any]:
         handle = self.handles.get(header.id)
