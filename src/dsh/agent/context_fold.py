@@ -104,7 +104,7 @@ class ContextFold:
 
     @property
     def items(self) -> tuple[ContextItem, ...]:
-        """The current surface nodes' items, in model order."""
+        """The surface nodes' items, in model order, as of the last update that made them."""
         return tuple(self._items)
 
     def part_sums(self, part: NodePart) -> tuple[int, int]:
