@@ -24,18 +24,18 @@ TODOS = {
     ("name", "arguments", "summary"),
     [
         ("bash", {"command": "pytest -q"}, "pytest -q"),
-        ("bash", {"command": "make", "timeout": 600}, "make  (timeout 600 s)"),
+        ("bash", {"command": "make", "timeout": 600}, "make (timeout 600 s)"),
         ("read_file", {"path": "calc.py"}, "calc.py"),
-        ("read_file", {"path": "calc.py", "offset": 10, "limit": 20}, "calc.py  (lines 10–29)"),
-        ("read_file", {"path": "calc.py", "offset": 50}, "calc.py  (from line 50)"),
-        ("grep", {"pattern": "def add", "path": "src"}, "def add  in src"),
+        ("read_file", {"path": "calc.py", "offset": 10, "limit": 20}, "calc.py (lines 10–29)"),
+        ("read_file", {"path": "calc.py", "offset": 50}, "calc.py (from line 50)"),
+        ("grep", {"pattern": "def add", "path": "src"}, "def add in src"),
         ("glob", {"pattern": "**/*.py"}, "**/*.py"),
         ("list_dir", {}, "."),
         ("todo_write", TODOS, "3 todos, 1 done · now: Write median() in stats.py"),
         ("history_read", {"checkpoint": "c66", "offset": 3}, "c66 from #msg 3"),
         ("history_read", {"checkpoint": "c66"}, "c66"),
         ("history_search", {"query": "AssertionError"}, '"AssertionError"'),
-        ("history_search", {"query": "port", "checkpoint": "c7"}, '"port"  in c7'),
+        ("history_search", {"query": "port", "checkpoint": "c7"}, '"port" in c7'),
     ],
 )
 def test_a_call_is_summarised_as_a_person_reads_it(name, arguments, summary):

@@ -66,7 +66,7 @@ def _bash(args: dict[str, Any]) -> str | None:
     if command is None:
         return None
     timeout = _number(args.get("timeout"))
-    return command if timeout is None else f"{command}  (timeout {timeout} s)"
+    return command if timeout is None else f"{command} (timeout {timeout} s)"
 
 
 def _read_file(args: dict[str, Any]) -> str | None:
@@ -78,8 +78,8 @@ def _read_file(args: dict[str, Any]) -> str | None:
         return path
     first = offset or 1  # the tool's offset is the first line's number
     if limit is None:
-        return f"{path}  (from line {first})"
-    return f"{path}  (lines {first}–{first + limit - 1})"
+        return f"{path} (from line {first})"
+    return f"{path} (lines {first}–{first + limit - 1})"
 
 
 def _in_path(key: str) -> Callable[[dict[str, Any]], str | None]:
@@ -88,7 +88,7 @@ def _in_path(key: str) -> Callable[[dict[str, Any]], str | None]:
         if what is None:
             return None
         where = _text(args.get("path"))
-        return what if where is None else f"{what}  in {where}"
+        return what if where is None else f"{what} in {where}"
 
     return describe
 
@@ -124,7 +124,7 @@ def _history_search(args: dict[str, Any]) -> str | None:
         return None
     checkpoint = _text(args.get("checkpoint"))
     quoted = json.dumps(query, ensure_ascii=False)
-    return quoted if checkpoint is None else f"{quoted}  in {checkpoint}"
+    return quoted if checkpoint is None else f"{quoted} in {checkpoint}"
 
 
 _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str | None]] = {

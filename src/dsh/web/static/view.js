@@ -5,7 +5,7 @@
 // (swapped for a spacer of their height), so the page stays light however far you scroll back.
 import { renderMarkdown } from './markdown.js';
 import { renderUnifiedDiff } from './diff.js';
-import { renderArguments } from './tools.js';
+import { callSummary, renderArguments } from './tools.js';
 import { RowBlocks } from './blocks.js';
 
 const PREVIEW_CHARS = 120;
@@ -187,7 +187,7 @@ export class TranscriptView {
     const summary = el('summary');
     summary.append(
       el('span', 'tool-name', name),
-      el('code', 'tool-preview', argumentsText === null ? '' : preview(argumentsText)),
+      el('code', 'tool-preview', argumentsText === null ? '' : preview(callSummary(name, argumentsText))),
       el('span', 'tool-status', argumentsText === null ? '' : 'running…'),
     );
     card.append(summary);
