@@ -141,7 +141,7 @@ def test_the_parts_add_up_to_the_heuristic_size_of_the_next_request(demo_session
     assert parts["tools"].items == len(header.tools or ())
     checkpoints = [s for s in demo_session.nodes if is_checkpoint_event(demo_session.events[s])]
     assert parts["stubs"].items + parts["state"].items == len(checkpoints)
-    # the demo's pass: one stub for turns 1-2; turn 3's prompt joins the state (too small for a stub)
+    # the demo's pass: one stub for turns 1-2; turn 3's prompt joins the state (too small)
     assert parts["stubs"].items == 1 and parts["state"].items == 1
     nodes = sum(demo_session.node_tokens(seq) for seq in demo_session.nodes)
     assert report.heuristic_tokens == parts["system"].tokens + parts["tools"].tokens + nodes
