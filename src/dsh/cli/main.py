@@ -177,7 +177,8 @@ class ConsoleScript:
     """
 
     def start(self) -> None:
-        """Once the command line has parsed: dsh's warnings go to stderr, one line each.
+        """Once the command line has parsed: dsh's warnings go to stderr, one line each (the
+        terminal UI shows them itself while it runs, ``dsh.tui.app_warnings``).
 
         Not earlier, so parsing alone (``dsh --help``, ``dsh --version``) never loads ``logging``.
         """

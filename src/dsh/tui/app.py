@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static, TextArea
 from textual.worker import Worker
@@ -30,6 +30,7 @@ from dsh.events import (
 from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
+from dsh.tui.app_warnings import WarningsApp
 from dsh.tui.approval import ApprovalScreen
 from dsh.tui.commands import (
     COMMANDS,
@@ -61,7 +62,7 @@ QUIT_GRACE = 5.0
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
 
 
-class DshApp(App[None]):
+class DshApp(WarningsApp):
     TITLE = "dsh"
     CSS = """
     Screen {
@@ -353,9 +354,9 @@ class DshApp(App[None]):
         elif name == "model":
             self._model(arg)
         elif name in ("context", "cost"):
-            self.note(
-                context_text(self.controller) if name == "context" else cost_text(self.controller)
-            )
+            self.note((context_text if name == "context" else cost_text)(self.controller))
+        elif name == "warnings":
+            self.note(self.warnings.text())
         elif name in ("compact", "resume", "title") and self.running:
             self.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":

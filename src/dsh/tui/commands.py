@@ -13,6 +13,8 @@ Commands
   /title [TEXT]      show the session's title, or rename it (logged)
   /resume ID         open another session (an id or a unique prefix)
   /model [NAME]      show the model, or use NAME for the next turns
+  /warnings          dsh's warnings and errors since the UI started, with their times
+                     (each also shows for a moment in a corner)
   !cmd               run cmd in the workspace (asks first under the ask policy); its
                      output goes to the model with your next prompt
   /help              this help
@@ -37,7 +39,18 @@ KEPT_WHILE_RUNNING = (
     "(esc cancels a turn)."
 )
 
-COMMANDS = ("compact", "context", "cost", "sessions", "title", "resume", "model", "help", "quit")
+COMMANDS = (
+    "compact",
+    "context",
+    "cost",
+    "sessions",
+    "title",
+    "resume",
+    "model",
+    "warnings",
+    "help",
+    "quit",
+)
 
 
 @dataclass(frozen=True, slots=True)
