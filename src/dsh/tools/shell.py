@@ -1,11 +1,13 @@
 """The ``bash`` tool: one shell command in the workspace, with a timeout and an output cap.
 
-The command runs as ``bash -c`` in its own process group (a new session), with stdin closed,
-stderr merged into stdout, and an environment without secrets (see :mod:`dsh.tools.secrets`).
-On timeout, and when the awaiting task is cancelled, the whole group is killed, so no child
-outlives the call. A background process that keeps the output pipe open after
-the shell exits is killed too (after a short grace period); one whose output is redirected away
-keeps running.
+The command runs as ``bash -c`` in its own process group (a new session), under a keeper
+process (:mod:`dsh.tools.kept_shell`), with stdin closed, stderr merged into stdout, and an
+environment without secrets (see :mod:`dsh.tools.secrets`). The call ends when the shell has
+exited. A background process that keeps the output pipe open after the shell exits is killed
+(after a short grace period, with the shell's process group); one whose output is redirected
+away keeps running until dsh exits. On timeout, and when the awaiting task is cancelled,
+everything the command started is killed, what left its process group (``setsid``, a
+double-forked daemon) included; on Linux that holds for dsh's exit too.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import os
 import signal
 from typing import Any
 
 from dsh.tools.args import int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
+from dsh.tools.kept_shell import KeptShell
 from dsh.tools.secrets import SecretPolicy
 
 DEFAULT_TIMEOUT = 120
@@ -66,12 +68,6 @@ class CappedOutput:
         return f"{head}\n… [{omitted} characters omitted] …\n{tail}"
 
 
-def kill_group(pgid: int) -> None:
-    """SIGKILL every process in the group; a group that is already gone is fine."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 async def _pump(stream: asyncio.StreamReader, out: CappedOutput) -> None:
     while chunk := await stream.read(65536):
         out.feed(chunk)
@@ -109,83 +105,60 @@ class BashTool:
         }
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        """Run ``args.command``; kill its process group on timeout or cancellation."""
+        """Run ``args.command``; kill what it started on timeout or cancellation."""
         command = str_arg(args, "command")
         timeout = int_arg(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
         env = {**self.secrets.scrubbed_environment(), "PAGER": "cat", "GIT_PAGER": "cat"}
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=ctx.workspace,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        assert proc.stdout is not None
+        shell = await KeptShell.start(command, cwd=ctx.workspace, environment=env)
         out = CappedOutput(secrets=self.secrets)
-        reader = asyncio.create_task(_pump(proc.stdout, out))
+        reader = asyncio.create_task(_pump(shell.output, out))
         notes: list[str] = []
         try:
             try:
-                await asyncio.wait_for(_wait_exit(proc), timeout)
+                code = await asyncio.wait_for(shell.wait_shell(), timeout)
             except TimeoutError:
-                kill_group(proc.pid)
-                await _wait_exit(proc)
-                await _finish_reading(reader, proc.pid)
+                await shell.stop()
+                await _finish_reading(reader, shell)
                 return ToolOutput(
                     f"command timed out after {timeout} s and was killed; output so far:\n"
                     f"{out.text() or '(no output)'}",
                     is_error=True,
                     code="TIMEOUT",
                 )
-            if not await _finish_reading(reader, proc.pid):
+            if not await _finish_reading(reader, shell):
                 notes.append(
                     "(background processes still holding the output open were killed; redirect "
                     "their output, e.g. `cmd > log 2>&1 &`, to keep them running)"
                 )
         except BaseException:
-            kill_group(proc.pid)
+            shell.signal_stop()
             reader.cancel()
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(_wait_exit(proc), 2)
+                await asyncio.wait_for(shell.stopped(), 2)
             raise
-        return _result(out.text(), proc.returncode, notes)
+        finally:
+            shell.release()
+        return _result(out.text(), code, notes)
 
 
-async def _wait_exit(proc: asyncio.subprocess.Process) -> int:
-    """Wait for the shell itself to exit.
-
-    Polls ``returncode`` (set when the child is reaped) instead of ``proc.wait()``, which on
-    Python 3.11 also waits for the output pipe to close — and a background child may hold it.
-    """
-    delay = 0.005
-    while proc.returncode is None:
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return proc.returncode
-
-
-async def _finish_reading(reader: asyncio.Task[None], pgid: int) -> bool:
-    """Wait briefly for end of output; if something still holds the pipe, kill the group.
+async def _finish_reading(reader: asyncio.Task[None], shell: KeptShell) -> bool:
+    """Wait briefly for end of output; if something still holds the pipe, kill the shell's
+    process group.
 
     Returns True if the output ended on its own.
     """
     done, _ = await asyncio.wait({reader}, timeout=PIPE_GRACE_SECONDS)
     if done:
         return True
-    kill_group(pgid)
+    shell.kill_shell_group()
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(reader, PIPE_GRACE_SECONDS)
     return False
 
 
-def _result(text: str, returncode: int | None, notes: list[str]) -> ToolOutput:
+def _result(text: str, code: int, notes: list[str]) -> ToolOutput:
     parts = [text] if text else []
     parts.extend(notes)
-    code = returncode if returncode is not None else -1
     if code == 0:
         return ToolOutput("\n".join(parts) or "(no output)")
     if code < 0:
