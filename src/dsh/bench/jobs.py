@@ -16,7 +16,7 @@ from typing import Any
 from dsh.bench.options import RunOptions
 from dsh.bench.results import FailedRun, as_json
 from dsh.bench.runner import load_scenario, run_scenario
-from dsh.bench.stopping import RunStopped, StopSignals, ignore_sigint, stop_workers
+from dsh.bench.stopping import RunStopped, StopSignals, prepare_worker, stop_workers
 
 MAX_WORKERS = 2
 
@@ -110,7 +110,7 @@ def _run_in_workers(
     with StopSignals(interrupt=False) as stop, context.Manager() as manager:
         queue = manager.Queue()
         pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=ignore_sigint
+            max_workers=workers, mp_context=context, initializer=prepare_worker
         )
         try:
             futures = [pool.submit(run_job, job, queue) for job in jobs]

@@ -18,6 +18,8 @@ from concurrent.futures import ProcessPoolExecutor
 from types import FrameType, TracebackType
 from typing import Any
 
+from dsh.tools.process_guard import protect_process
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 WORKER_EXIT_SECONDS = 10.0
 """How long a terminated worker gets to exit before it is killed."""
@@ -69,9 +71,12 @@ class StopSignals:
             raise KeyboardInterrupt
 
 
-def ignore_sigint() -> None:
-    """Worker initializer: a Ctrl-C at the terminal is the parent's to act on."""
+def prepare_worker() -> None:
+    """Worker initializer: a Ctrl-C at the terminal is the parent's to act on; and a worker,
+    which runs the scenarios' shell commands, is kept from them as ``dsh`` itself is
+    (``dsh.tools.process_guard``: its environment holds the provider keys too)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    protect_process()
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:

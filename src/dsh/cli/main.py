@@ -177,11 +177,16 @@ class ConsoleScript:
     """
 
     def start(self) -> None:
-        """Once the command line has parsed: dsh's warnings go to stderr, one line each (the
+        """Once the command line has parsed, before any command runs (so before any tool or
+        MCP server): dsh's process is made unreadable to the commands it runs
+        (``dsh.tools.process_guard``), and its warnings go to stderr, one line each (the
         terminal UI shows them itself while it runs, ``dsh.tui.app_warnings``).
 
         Not earlier, so parsing alone (``dsh --help``, ``dsh --version``) never loads ``logging``.
         """
+        from dsh.tools.process_guard import protect_process
+
+        protect_process()
         import logging
 
         class OneLine(logging.Formatter):
