@@ -52,10 +52,11 @@ class Keepers:
         self._lifeline = (-1, -1)
         self._live: set[subprocess.Popen[bytes]] = set()
         self._hooked = False
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
 
     def lifeline(self) -> int:
-        """The read end every keeper watches (made on first use, and anew in a forked child,
-        which must not share its parent's)."""
+        """The read end every keeper watches (made on first use, and after ``stop_all``)."""
         with self._lock:
             if self._owner != os.getpid():
                 self._lifeline = os.pipe()  # neither end is inherited by anything else
@@ -65,6 +66,17 @@ class Keepers:
                     atexit.register(self.stop_all)
                     self._hooked = True
             return self._lifeline[0]
+
+    def _forget(self) -> None:
+        """In a forked child: close the parent's lifeline (its keepers must see the parent's
+        exit, not wait for the child's) and its keepers, which are not the child's."""
+        if self._owner:
+            for fd in self._lifeline:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._lock = threading.Lock()
+        self._owner = 0
+        self._live = set()
 
     def add(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
