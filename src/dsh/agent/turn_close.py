@@ -13,22 +13,17 @@ from typing import Any
 
 from dsh.agent.loggable import loggable_text, loggable_value
 from dsh.events import (
-    APPEND,
-    AssistantMessageEvent,
     Message,
     StepEnd,
-    StepEndEvent,
-    StepStartEvent,
     TextBlock,
-    ToolCallEvent,
     ToolErrorInfo,
     ToolResult,
     ToolResultBlock,
-    ToolResultEvent,
     ToolSource,
     TurnEnd,
     TurnEndReason,
 )
+from dsh.store.repair import scan_open_turn
 from dsh.surface import Session
 
 TURN_FAILED = "TURN_FAILED"
@@ -52,32 +47,14 @@ def tool_result(
 
 def close_failed_turn(session: Session, start_seq: int, turn: int, error: str) -> None:
     """Close turn ``turn`` (its ``turn/start`` is ``start_seq``) after ``error``."""
-    asked: list[tuple[str, str, int]] = []  # (callId, name, step) in the order the model asked
-    started: dict[str, int] = {}
-    answered: set[str] = set()
-    open_step: int | None = None
-    for event in session.events[start_seq:]:
-        if isinstance(event, StepStartEvent):
-            open_step = event.data.step
-        elif isinstance(event, StepEndEvent):
-            open_step = None
-        elif isinstance(event, AssistantMessageEvent) and event.surface_op == APPEND:
-            asked.extend((c.id, c.name, event.data.step) for c in event.data.message.tool_calls())
-        elif isinstance(event, ToolCallEvent):
-            started[event.data.call_id] = event.seq
-        elif isinstance(event, ToolResultEvent) and event.surface_op == APPEND:
-            block = event.data.message.content[0]
-            if isinstance(block, ToolResultBlock):
-                answered.add(block.tool_call_id)
-    for call_id, name, step in asked:
-        if call_id in answered:
-            continue
+    scanned = scan_open_turn(session.events[start_seq:])  # ids may repeat across its replies
+    for asked in scanned.unanswered:
         text = f"[{TURN_FAILED}] the turn failed before this tool call was answered: {error}"
-        call_seq = started.get(call_id)
+        call = asked.started
         session.append(
-            tool_result(turn, step, call_id, name, text, TURN_FAILED),
-            source_event_seqs=[call_seq] if call_seq is not None else None,
+            tool_result(turn, asked.step, asked.call_id, asked.name, text, TURN_FAILED),
+            source_event_seqs=[call.seq] if call is not None else None,
         )
-    if open_step is not None:
-        session.append(StepEnd(turn=turn, step=open_step))
+    if scanned.open_step is not None:
+        session.append(StepEnd(turn=turn, step=scanned.open_step))
     session.append(TurnEnd(turn=turn, reason=TurnEndReason(kind="error", error=error)))

@@ -28,6 +28,7 @@ from dsh.events.messages import (
     UserSource,
     is_compact_checkpoint_source,
 )
+from dsh.events.pairing import OpenCalls
 from dsh.events.predicates import (
     is_append_surface_event,
     is_checkpoint_event,
@@ -43,6 +44,7 @@ __all__ = [
     "Block",
     "Message",
     "ModelSource",
+    "OpenCalls",
     "PluginSource",
     "ReasoningBlock",
     "Source",

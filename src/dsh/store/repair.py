@@ -9,7 +9,8 @@ Compaction brackets are never repaired; ``session/end-seed`` makes them dead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from dsh.events import (
     APPEND,
@@ -17,6 +18,7 @@ from dsh.events import (
     Event,
     EventBase,
     Message,
+    OpenCalls,
     SessionEndSeed,
     SessionEndSeedEvent,
     StepEnd,
@@ -50,6 +52,53 @@ def open_trailing_turn(events: Sequence[Event]) -> int | None:
     return None
 
 
+@dataclass(slots=True)
+class AskedCall:
+    """A tool call the model asked for in the turn being closed."""
+
+    call_id: str
+    name: str
+    step: int
+    started: ToolCallEvent | None = None
+    """Its ``tool/call`` event, when the call was logged as started."""
+
+
+@dataclass(slots=True)
+class OpenTurn:
+    """What closing a turn needs from its events."""
+
+    unanswered: list[AskedCall]
+    """The calls without a result, in the order the model asked for them."""
+    open_step: int | None
+    """The step without a ``step/end``, if any."""
+
+
+def scan_open_turn(events: Iterable[Event]) -> OpenTurn:
+    """Read a turn's events (from its ``turn/start`` on). Call ids may repeat across the turn's
+    replies (servers that number each reply's calls from ``call_0``), so calls are paired by
+    ``OpenCalls``: a ``tool/call`` or a result belongs to the nearest earlier asked call of its
+    id that has none yet."""
+    asked: OpenCalls[AskedCall] = OpenCalls()
+    open_step: int | None = None
+    for event in events:
+        if isinstance(event, StepStartEvent):
+            open_step = event.data.step
+        elif isinstance(event, StepEndEvent):
+            open_step = None
+        elif isinstance(event, AssistantMessageEvent) and event.surface_op == APPEND:
+            for c in event.data.message.tool_calls():
+                asked.open(c.id, AskedCall(c.id, c.name, event.data.step))
+        elif isinstance(event, ToolCallEvent):
+            call = asked.latest(event.data.call_id)
+            if call is not None and call.started is None:
+                call.started = event
+        elif isinstance(event, ToolResultEvent) and event.surface_op == APPEND:
+            block = event.data.message.content[0]
+            if isinstance(block, ToolResultBlock):
+                asked.answer(block.tool_call_id)
+    return OpenTurn(asked.pending(), open_step)
+
+
 def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> list[Event]:
     """The events that close an open trailing turn, seqs continuing the log; [] if none is open."""
     start = open_trailing_turn(events)
@@ -58,24 +107,8 @@ def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> list[Event]:
     turn_start = events[start]
     assert isinstance(turn_start, TurnStartEvent)
     turn = turn_start.data.turn
-
-    asked: list[tuple[str, str, int]] = []  # (callId, name, step) in the order the model asked
-    started: dict[str, ToolCallEvent] = {}
-    answered: set[str] = set()
-    open_step: int | None = None
-    for event in events[start:]:
-        if isinstance(event, StepStartEvent):
-            open_step = event.data.step
-        elif isinstance(event, StepEndEvent):
-            open_step = None
-        elif isinstance(event, AssistantMessageEvent) and event.surface_op == APPEND:
-            asked.extend((c.id, c.name, event.data.step) for c in event.data.message.tool_calls())
-        elif isinstance(event, ToolCallEvent):
-            started[event.data.call_id] = event
-        elif isinstance(event, ToolResultEvent) and event.surface_op == APPEND:
-            block = event.data.message.content[0]
-            if isinstance(block, ToolResultBlock):
-                answered.add(block.tool_call_id)
+    scanned = scan_open_turn(events[start:])
+    open_step = scanned.open_step
 
     repairs: list[EventBase] = []
 
@@ -83,10 +116,8 @@ def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> list[Event]:
         return len(events) + len(repairs)
 
     repairs.append(SessionEndSeedEvent(seq=seq(), time=now_ms, data=SessionEndSeed()))
-    for call_id, name, step in asked:
-        if call_id in answered:
-            continue
-        call = started.get(call_id)
+    for asked in scanned.unanswered:
+        call_id, name, step, call = asked.call_id, asked.name, asked.step, asked.started
         code = TOOL_OUTCOME_UNKNOWN if call is not None else TOOL_NOT_STARTED
         text = (
             f"[{code}] the process ended while this tool call was running; its outcome is unknown"
