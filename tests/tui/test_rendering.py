@@ -86,7 +86,7 @@ def test_a_result_joins_its_card_and_the_card_expands():
     assert changed == set()
     card = model.blocks[0]
     assert rows_text(card) == ["  ▸ bash  ls -la", "    └ running…", ""]
-    changed = model.add([ToolResultItem(3, "c1", "a\nb\nc", False)])
+    changed = model.add([ToolResultItem(3, "c1", "a\nb\nc", False, card_seq=2)])
     assert changed == {0} and len(model.blocks) == 1
     assert rows_text(card) == ["  ▸ bash  ls -la", "    └ a (+2 lines)", ""]
     card.expanded = True

@@ -11,6 +11,7 @@ from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
     Event,
+    OpenCalls,
     TextBlock,
     ToolCallEvent,
     ToolResultBlock,
@@ -32,15 +33,15 @@ class Narrator:
     def __init__(self, write: Callable[[str], None]) -> None:
         self._write = write
         self._progress = CompactionProgress()
-        self._recall_ids: set[str] = set()
+        self._open_calls: OpenCalls[bool] = OpenCalls()
+        """Whether each call without a result yet is a recall call, by call id."""
 
     def __call__(self, event: Event) -> None:
         if is_append_surface_event(event):
             self._surface(event)
         elif isinstance(event, ToolCallEvent):
             recall = event.data.name in RECALL_TOOL_NAMES
-            if recall:
-                self._recall_ids.add(event.data.call_id)
+            self._open_calls.open(event.data.call_id, recall)
             mark = "⤷ recall:" if recall else "→"
             self._write(f"  {mark} {event.data.name}({_preview(event.data.arguments)})")
         was_running = self._progress.running
@@ -62,7 +63,7 @@ class Narrator:
             for block in event.data.message.content:
                 if isinstance(block, ToolResultBlock):
                     mark = "✗" if block.is_error else "✓"
-                    recall = block.tool_call_id in self._recall_ids
+                    recall = self._open_calls.answer(block.tool_call_id) is True
                     preview = recall_preview(block) if recall else result_preview(block)
                     self._write(f"    {mark} {preview}")
 

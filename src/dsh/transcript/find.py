@@ -36,6 +36,9 @@ class Hit:
     kind: HitKind
     snippet: str
     call_id: str | None = None
+    card_seq: int | None = None
+    """A tool hit's card: the seq of the call it shows under (a result's paired call, or its
+    own seq when no shown call was open for it). Ids repeat across replies; this does not."""
 
 
 def find_in_transcript(events: Iterable[Event], query: str, *, limit: int = 500) -> list[Hit]:
@@ -52,7 +55,8 @@ def find_in_transcript(events: Iterable[Event], query: str, *, limit: int = 500)
         for kind, text, call_id in _texts(item, details):
             at = text.lower().find(needle)
             if at >= 0:
-                hits.append(Hit(item.seq, kind, _snippet(text, at, len(needle)), call_id))
+                snippet = _snippet(text, at, len(needle))
+                hits.append(Hit(item.seq, kind, snippet, call_id, _card_seq(item)))
                 break
         if len(hits) >= limit:
             return hits
@@ -80,6 +84,14 @@ def _texts(
         summaries = found.summaries if found is not None else []
         return [("marker", text, None) for _, text in summaries]
     return []
+
+
+def _card_seq(item: object) -> int | None:
+    if isinstance(item, ToolCallItem):
+        return item.seq
+    if isinstance(item, ToolResultItem):
+        return item.card_seq if item.card_seq is not None else item.seq
+    return None
 
 
 def _snippet(text: str, at: int, length: int) -> str:

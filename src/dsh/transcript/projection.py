@@ -1,12 +1,15 @@
 """The human projection: original messages in log order, one marker per landed pass.
 
 People see every append-origin surface event, and a note for each turn that did not complete
-and each command's answer (``command/done``). A ``tool/call`` is shown (as a card that its
-result joins) iff its callId appears in an append-origin assistant message, so the cards of
-steps that compaction shadowed stay paired. A checkpoint never shows its payload: a landed pass
-shows one marker at the log position of its first checkpoint, with details taken from the pass's
-``compaction/summary`` events. Other replacements (a pruned result, a regenerated message,
-another plugin's replace) show nothing (docs/architecture.md, "The human transcript").
+and each command's answer (``command/done``). A ``tool/call`` is shown as a card iff its callId
+is among the calls of the latest append-origin assistant message (the reply that issued it), so
+the cards of steps that compaction shadowed stay paired; a result joins the nearest earlier card
+of its callId that has no result yet (``ToolResultItem.card_seq``), so replies that all number
+their calls from ``call_0`` keep their own results (docs/architecture.md, "Tool-call
+pairing"). A checkpoint never shows its payload: a landed pass shows one marker at the log
+position of its first checkpoint, with details taken from the pass's ``compaction/summary``
+events. Other replacements (a pruned result, a regenerated message, another plugin's replace)
+show nothing (docs/architecture.md, "The human transcript").
 
 Classification uses the events' own marks (``surfaceOp``, the checkpoint source), never a fold,
 and ``TranscriptProjector.feed`` is the only code path to items: live consumption (events one by
@@ -30,6 +33,7 @@ from dsh.events import (
     CompactionSummaryEvent,
     Event,
     Message,
+    OpenCalls,
     ToolCallEvent,
     ToolResultBlock,
     ToolResultEvent,
@@ -68,6 +72,10 @@ class ToolResultItem:
     is_error: bool
     diff: tuple[str, ...] | None = None
     """The unified diff lines of a file edit the result logged (``meta["diff"]``)."""
+    card_seq: int | None = None
+    """The seq of the tool card (``ToolCallItem``) this result joins: the nearest earlier card
+    of its callId without a result (``dsh.events.OpenCalls``); None when there is none, and the
+    result shows as a card of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +164,10 @@ class TranscriptProjector:
 
     def __init__(self) -> None:
         self._passes = PassMarks()
-        self._shown_calls: set[str] = set()
+        self._reply_calls: frozenset[str] = frozenset()
+        """The callIds of the latest append-origin assistant message: its tool/calls show."""
+        self._cards: OpenCalls[int] = OpenCalls()
+        """The seqs of the cards that have no result yet, by callId."""
         self.details: dict[str, PassDetails] = {}
         self._handlers: dict[type, Callable[[Any], list[TranscriptItem]]] = {
             CompactionStartEvent: self._compaction_start,
@@ -201,7 +212,7 @@ class TranscriptProjector:
     def _assistant_message(self, event: AssistantMessageEvent) -> list[TranscriptItem]:
         if event.surface_op != "append":
             return []
-        self._shown_calls.update(call.id for call in event.data.message.tool_calls())
+        self._reply_calls = frozenset(call.id for call in event.data.message.tool_calls())
         message = surface_message(event)  # None for an empty message, as on the surface
         return [] if message is None else [MessageItem(event.seq, message, event.data.error_code)]
 
@@ -212,12 +223,15 @@ class TranscriptProjector:
         assert isinstance(block, ToolResultBlock)
         text = "".join([part.text for part in block.content])
         diff = _diff_lines(event.data.meta)
-        return [ToolResultItem(event.seq, block.tool_call_id, text, block.is_error, diff)]
+        call_id = block.tool_call_id
+        card = self._cards.answer(call_id)
+        return [ToolResultItem(event.seq, call_id, text, block.is_error, diff, card)]
 
     def _tool_call(self, event: ToolCallEvent) -> list[TranscriptItem]:
         data = event.data
-        if data.call_id not in self._shown_calls:
+        if data.call_id not in self._reply_calls:
             return []
+        self._cards.open(data.call_id, event.seq)
         return [ToolCallItem(event.seq, data.call_id, data.name, data.arguments)]
 
     def _turn_end(self, event: TurnEndEvent) -> list[TranscriptItem]:

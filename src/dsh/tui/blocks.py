@@ -129,11 +129,13 @@ def block_for(item: TranscriptItem) -> Block | None:
 
 
 class TranscriptModel:
-    """The ordered blocks of one transcript; tool results join the card of their call."""
+    """The ordered blocks of one transcript; a tool result joins the card the projector paired
+    it with (``ToolResultItem.card_seq``: ids repeat across replies, seqs do not)."""
 
     def __init__(self) -> None:
         self.blocks: list[Block] = []
-        self._cards: dict[str, int] = {}
+        self._cards: dict[int, int] = {}
+        """The block index of each tool card, by the seq of its call."""
         self._markers: dict[str, int] = {}
 
     def clear(self) -> None:
@@ -145,18 +147,17 @@ class TranscriptModel:
         """Append the blocks of ``items``; returns indices of EARLIER blocks that changed."""
         changed: set[int] = set()
         for item in items:
-            if isinstance(item, ToolResultItem) and item.call_id in self._cards:
-                index = self._cards[item.call_id]
-                card = self.blocks[index]
-                if card.result is None:
-                    card.result = item
+            if isinstance(item, ToolResultItem) and item.card_seq is not None:
+                index = self._cards.get(item.card_seq)
+                if index is not None and self.blocks[index].result is None:
+                    self.blocks[index].result = item
                     changed.add(index)
                     continue
             block = block_for(item)
             if block is None:
                 continue
             if block.kind == "tool":
-                self._cards[block.call_id] = len(self.blocks)
+                self._cards[block.seq] = len(self.blocks)
             elif block.kind == "marker":
                 self._markers[block.pass_id] = len(self.blocks)
             self.blocks.append(block)
