@@ -59,12 +59,13 @@ def assistant(text: str, msg_id: str, *calls: ToolCallBlock) -> Message:
     )
 
 
-def tool_turn(session: Session, turn: int, *, lines: int = 12) -> None:
-    """One turn: a prompt, a reply with a read_file call, its result, a final reply."""
+def tool_turn(session: Session, turn: int, *, lines: int = 12, call_id: str | None = None) -> None:
+    """One turn: a prompt, a reply with a read_file call (id ``call_id``, else
+    ``call_<turn>``), its result, a final reply."""
     session.append(TurnStart(turn=turn))
     session.append(StepStart(turn=turn, step=1))
     session.append(user(f"Turn {turn}: look at module_{turn}.py", turn))
-    call_id = f"call_{turn}"
+    call_id = call_id or f"call_{turn}"
     arguments = f'{{"path": "src/module_{turn}.py"}}'
     usage = Usage(input_tokens=120, output_tokens=20, cache_read_tokens=400)
     session.append(
@@ -101,14 +102,20 @@ def tool_turn(session: Session, turn: int, *, lines: int = 12) -> None:
 
 
 def long_session(
-    store: EventStore, cwd: Path, *, turns: int, compact_after: int | None = None
+    store: EventStore,
+    cwd: Path,
+    *,
+    turns: int,
+    compact_after: int | None = None,
+    call_id: str | None = None,
 ) -> str:
     """``turns`` tool turns; a real manual /compact (recallable, extractive) after turn
-    ``compact_after``."""
+    ``compact_after``. With ``call_id``, every turn's call has that id (a server that numbers
+    each reply's calls from ``call_0``)."""
     session = Session.create(store, cwd=cwd)
     settings = CompactionSettings(backend="recallable", retain_tokens=400)
     for turn in range(1, turns + 1):
-        tool_turn(session, turn)
+        tool_turn(session, turn, call_id=call_id)
         if turn == compact_after:
             backend = make_backend(
                 settings, make_summarizer(settings, None, None, history=session.events)

@@ -265,7 +265,7 @@ def python_items(events: list[Any]) -> tuple[list[list[Any]], dict[str, list[int
         elif isinstance(item, ToolCallItem):
             rows.append(["tool-call", item.seq, item.call_id])
         elif isinstance(item, ToolResultItem):
-            rows.append(["tool-result", item.seq, item.call_id, item.text])
+            rows.append(["tool-result", item.seq, item.call_id, item.card_seq, item.text])
         elif isinstance(item, MarkerItem):
             rows.append(["marker", item.seq, item.pass_id])
     passes = {pass_id: [d.items, d.tokens, *d.summary_seqs] for pass_id, d in details.items()}
@@ -293,7 +293,7 @@ def assert_projection_parity(page: Any, env: WebEnv, sid: str) -> None:
                     const row = {
                         message: [],
                         'tool-call': [i.callId],
-                        'tool-result': [i.callId, i.text],
+                        'tool-result': [i.callId, i.cardSeq, i.text],
                         marker: [i.passId],
                     }[i.kind];
                     if (row) rows.push([i.kind, i.seq, ...row]);
@@ -316,6 +316,8 @@ def test_the_browser_projection_matches_the_python_projection(browser: Any, tmp_
     sessions = [
         long_session(env.store, env.workspace, turns=30, compact_after=20),
         summary_on_an_older_page(env.store, env.workspace, after=5),
+        # every reply numbers its calls from call_0: each result pairs with its own card
+        long_session(env.store, env.workspace, turns=12, compact_after=8, call_id="call_0"),
     ]
     with serve(env) as server, open_page(browser) as page:
         page.goto(f"{server.base_url}/?token={TOKEN}")

@@ -278,7 +278,13 @@ def create_app(
             {
                 "query": query,
                 "hits": [
-                    {"seq": h.seq, "kind": h.kind, "snippet": h.snippet, "callId": h.call_id}
+                    {
+                        "seq": h.seq,
+                        "kind": h.kind,
+                        "snippet": h.snippet,
+                        "callId": h.call_id,
+                        "cardSeq": h.card_seq,
+                    }
                     for h in hits[:limit]
                 ],
                 "truncated": len(hits) > limit,

@@ -102,8 +102,8 @@ export class FindInSession {
 
   rowOf(hit) {
     const view = this.page.view();
-    if (hit.callId && view.cards.has(hit.callId)) return view.cards.get(hit.callId).row;
-    return view.rows.get(hit.seq) || null;
+    // a tool hit shows in its call's card (ids repeat across replies, seqs do not)
+    return view.rows.get(hit.cardSeq ?? hit.seq) || null;
   }
 
   show(hit) {

@@ -1,8 +1,10 @@
 // The human projection (docs/architecture.md, "The human transcript"), ported from
 // dsh.transcript.projection.TranscriptProjector.
 //
-// People see every append-origin surface event in log order. A tool/call is shown (as a card
-// its result joins) iff its callId appears in an append-origin assistant message. A compaction
+// People see every append-origin surface event in log order. A tool/call is shown as a card iff
+// its callId is among the calls of the nearest earlier append-origin assistant message (the
+// reply that issued it); a result joins the nearest earlier card of its callId that has no
+// result yet (docs/architecture.md, "Tool-call pairing"). A compaction
 // checkpoint never shows its payload: a landed pass shows one marker at the log position of its
 // first checkpoint, with details from the pass's compaction/summary events. Other replacements
 // show nothing. Classification uses the events' own marks (surfaceOp, the checkpoint source).
@@ -13,7 +15,9 @@
 //
 // feed(event) is the only entry point, for live events and for history pages alike; pages
 // arrive newest first, so a marker can move to an earlier checkpoint of its pass and a pass's
-// details can arrive after its marker.
+// details can arrive after its marker. Tool cards are decided by seq, not by arrival: servers
+// that number each reply's calls from call_0 repeat ids across replies, so a card is keyed by
+// its call's seq, and a result that an older page gives a card is moved there ('pair').
 
 const SURFACE = new Set(['user/message', 'assistant/message', 'tool/result']);
 
@@ -46,6 +50,86 @@ export function surfaceMessage(e) {
   return null;
 }
 
+/** The index of the largest value of the ascending `list` below `value` (-1: none). */
+function lastBelow(list, value) {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid] < value) lo = mid + 1; else hi = mid;
+  }
+  return lo - 1;
+}
+
+function insertSorted(list, value) {
+  list.splice(lastBelow(list, value) + 1, 0, value);
+}
+
+// Which card each tool result joins: the nearest earlier card of its callId without a result
+// (a stack per callId, in seq order). Events that arrive in seq order take the fast path; one
+// that arrives before later ones of its callId (an older page) matches that callId again.
+export class CardPairing {
+  constructor() {
+    this.byId = new Map();    // callId -> {cards, results (ascending seqs), open (stack), last}
+    this.cardOf = new Map();  // result seq -> card seq, or null (a card of its own)
+  }
+
+  entry(callId) {
+    let entry = this.byId.get(callId);
+    if (!entry) {
+      entry = { cards: [], results: [], open: [], last: -1 };
+      this.byId.set(callId, entry);
+    }
+    return entry;
+  }
+
+  // A card of `callId` at `seq`: the results that now join another card, [{resultSeq, cardSeq}].
+  card(callId, seq) {
+    const entry = this.entry(callId);
+    if (seq > entry.last) {
+      entry.cards.push(seq);
+      entry.open.push(seq);
+      entry.last = seq;
+      return [];
+    }
+    insertSorted(entry.cards, seq);
+    return this.rematch(entry);
+  }
+
+  // A result of `callId` at `seq`: the card it joins (null: none) and the other results moved.
+  result(callId, seq) {
+    const entry = this.entry(callId);
+    if (seq > entry.last) {
+      const cardSeq = entry.open.length ? entry.open.pop() : null;
+      entry.results.push(seq);
+      entry.last = seq;
+      this.cardOf.set(seq, cardSeq);
+      return { cardSeq, moved: [] };
+    }
+    insertSorted(entry.results, seq);
+    this.cardOf.set(seq, null);
+    const moved = this.rematch(entry);
+    return { cardSeq: this.cardOf.get(seq), moved: moved.filter((m) => m.resultSeq !== seq) };
+  }
+
+  rematch(entry) {
+    const moved = [];
+    const stack = [];
+    let c = 0;
+    for (const resultSeq of entry.results) {
+      while (c < entry.cards.length && entry.cards[c] < resultSeq) stack.push(entry.cards[c++]);
+      const cardSeq = stack.length ? stack.pop() : null;
+      if (this.cardOf.get(resultSeq) !== cardSeq) {
+        this.cardOf.set(resultSeq, cardSeq);
+        moved.push({ resultSeq, cardSeq });
+      }
+    }
+    while (c < entry.cards.length) stack.push(entry.cards[c++]);
+    entry.open = stack;
+    return moved;
+  }
+}
+
 const TURN_END_TEXT = {
   aborted: 'stopped',
   error: 'failed',
@@ -56,7 +140,9 @@ const TURN_END_TEXT = {
 export class Projector {
   constructor() {
     this.passOf = new Map();        // compactionId -> passId
-    this.shownCalls = new Set();    // callIds of append-origin assistant messages
+    this.replies = [];              // seqs of append-origin assistant messages, ascending
+    this.replyCalls = new Map();    // reply seq -> the callIds it issued
+    this.pairing = new CardPairing();
     this.details = new Map();       // passId -> {summaries: [{seq, kind, text}], items, tokens}
     this.markerSeq = new Map();     // passId -> seq of the marker (its first checkpoint)
     this.summaryPass = new Map();   // summary seq -> passId
@@ -102,8 +188,13 @@ export class Projector {
     if (isCheckpointEvent(event)) return this.checkpoint(event);
     if (t === 'tool/call') {
       const d = event.data;
-      if (!this.shownCalls.has(d.callId)) return [];
-      return [{ op: 'add', item: { kind: 'tool-call', seq: event.seq, callId: d.callId, name: d.name, arguments: d.arguments } }];
+      const reply = lastBelow(this.replies, event.seq);
+      if (reply < 0 || !this.replyCalls.get(this.replies[reply]).has(d.callId)) return [];
+      const moved = this.pairing.card(d.callId, event.seq);
+      return [
+        { op: 'add', item: { kind: 'tool-call', seq: event.seq, callId: d.callId, name: d.name, arguments: d.arguments } },
+        ...moved.map((m) => ({ op: 'pair', ...m })),
+      ];
     }
     if (isAppendSurfaceEvent(event)) return this.surface(event);
     if (t === 'command/run') {
@@ -168,12 +259,16 @@ export class Projector {
       const text = block.content.map((part) => part.text).join('');
       const name = event.data.error ? event.data.error.name : null;
       const diff = loggedDiff(event.data.meta);
-      return [{ op: 'add', item: { kind: 'tool-result', seq: event.seq, callId: block.toolCallId, text, isError: !!block.isError, name, diff } }];
+      const { cardSeq, moved } = this.pairing.result(block.toolCallId, event.seq);
+      return [  // a card another result leaves is free before this one joins it
+        ...moved.map((m) => ({ op: 'pair', ...m })),
+        { op: 'add', item: { kind: 'tool-result', seq: event.seq, callId: block.toolCallId, cardSeq, text, isError: !!block.isError, name, diff } },
+      ];
     }
     if (event.type === 'assistant/message') {
-      for (const block of event.data.message.content) {
-        if (block.type === 'tool-call') this.shownCalls.add(block.id);
-      }
+      const ids = event.data.message.content.filter((b) => b.type === 'tool-call').map((b) => b.id);
+      insertSorted(this.replies, event.seq);
+      this.replyCalls.set(event.seq, new Set(ids));
     }
     const message = surfaceMessage(event);
     if (message === null) return [];

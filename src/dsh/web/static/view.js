@@ -34,7 +34,8 @@ export class TranscriptView {
     this.blocks = new RowBlocks(root, scroller);
     this.order = [];             // seqs of rows, ascending
     this.rows = new Map();       // seq -> row element
-    this.cards = new Map();      // callId -> {row, card, orphan}
+    this.cards = new Map();      // card seq (its call's; an unpaired result's own) -> {row, card, ...}
+    this.results = new Map();    // result seq -> {at: the card seq it shows in, result}
     this.markers = new Map();    // passId -> row element
     this.times = new Map();      // seq -> the event's time (ms), for the hover timestamps
     this.sources = new WeakMap();  // message row -> its text as written, for its copy button
@@ -82,6 +83,7 @@ export class TranscriptView {
   apply(changes) {
     for (const change of changes) {
       if (change.op === 'add') this.add(change.item);
+      else if (change.op === 'pair') this.moveResult(change.resultSeq, change.cardSeq);
       else if (change.op === 'marker') this.refreshMarker(change.passId);
       else if (change.op === 'move-marker') this.moveMarker(change.passId, change.seq);
       else if (change.op === 'rekey-marker') this.rekeyMarker(change.from, change.to);
@@ -201,31 +203,55 @@ export class TranscriptView {
     return { row, card };
   }
 
+  addCard(seq, callId, name, argumentsText) {
+    const { row, card } = this.newCard(seq, callId, name, argumentsText);
+    const entry = { row, card, resultSeq: null, callId, name, argumentsText };
+    this.cards.set(seq, entry);
+    return entry;
+  }
+
   addToolCall(item) {
-    const { row, card } = this.newCard(item.seq, item.callId, item.name, item.arguments);
-    const orphan = this.cards.get(item.callId);
-    const entry = { row, card, orphan: false, result: null, name: item.name };
-    this.cards.set(item.callId, entry);
-    if (orphan && orphan.orphan) {  // its result arrived first (an older page loaded later)
-      this.remove(Number(orphan.row.dataset.seq));
-      if (orphan.result) this.fillResult(entry, orphan.result);
-    }
+    this.addCard(item.seq, item.callId, item.name, item.arguments);
   }
 
   addToolResult(item) {
-    let entry = this.cards.get(item.callId);
+    const result = { text: item.text, isError: item.isError, diff: item.diff, callId: item.callId, name: item.name };
+    this.placeResult(item.seq, item.cardSeq, result);
+  }
+
+  // Result `seq` into the card of the call at `cardSeq`; with none shown, a card of its own.
+  placeResult(seq, cardSeq, result) {
+    let entry = cardSeq === null ? undefined : this.cards.get(cardSeq);
+    let at = cardSeq;
     if (!entry) {
-      const { row, card } = this.newCard(item.seq, item.callId, item.name || 'tool', null);
-      entry = { row, card, orphan: true, result: null, name: item.name };
-      this.cards.set(item.callId, entry);
+      entry = this.addCard(seq, result.callId, result.name || 'tool', null);
+      at = seq;
     }
-    this.fillResult(entry, { text: item.text, isError: item.isError, diff: item.diff });
+    this.results.set(seq, { at, result });
+    entry.resultSeq = seq;
+    this.fillResult(entry, result);
+  }
+
+  // The projector paired result `seq` with another card (an older page brought its call).
+  moveResult(seq, cardSeq) {
+    const placed = this.results.get(seq);
+    if (!placed) return;
+    if (placed.at === seq) {  // it was a card of its own
+      this.cards.delete(seq);
+      this.remove(seq);
+    } else {
+      const entry = this.cards.get(placed.at);
+      if (entry.resultSeq === seq) {  // (another result of the batch may have taken it)
+        this.remove(placed.at);
+        this.addCard(placed.at, entry.callId, entry.name, entry.argumentsText);
+      }
+    }
+    this.placeResult(seq, cardSeq, placed.result);
   }
 
   fillResult(entry, result) {
     const card = entry.card;
     const { text, isError, diff } = result;
-    entry.result = result;
     const argsDiff = card.querySelector('.tool-arguments .diff');
     if (diff && argsDiff) {  // the edit as it landed in the file, not its arguments alone
       argsDiff.replaceWith(renderUnifiedDiff(argsDiff.querySelector('.diff-path').textContent, diff));
