@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -33,6 +34,8 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
 from tests.helpers import assistant_message, fixed_clock, tool_result_message, user_message
+
+T = TypeVar("T")
 
 FIRST_FILE = "first.txt"
 FIRST_OUTPUT = "FIRST-CALL-OUTPUT from the file"
@@ -95,11 +98,18 @@ def same_id_agent(session: Session, workspace: Path) -> Agent:
     )
 
 
+def run_apart(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` in a thread of its own (a browser test's Playwright owns this thread's
+    event loop)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def run_same_id_turn(store: EventStore, workspace: Path) -> str:
     """Create a session in ``store`` and run ``PROMPT`` through the real loop; its id."""
     prepare_workspace(workspace)
     session = Session.create(store, cwd=workspace)
-    asyncio.run(same_id_agent(session, workspace).run_turn(PROMPT))
+    run_apart(same_id_agent(session, workspace).run_turn(PROMPT))
     session.close()
     return session.id
 
@@ -132,7 +142,7 @@ def crash_in_second_reply(store: EventStore, workspace: Path) -> str:
     agent = same_id_agent(session, workspace)
     fail_second_result(agent, ProcessDied())
     try:
-        asyncio.run(agent.run_turn(PROMPT))
+        run_apart(agent.run_turn(PROMPT))
     except ProcessDied:
         pass
     else:
