@@ -21,41 +21,43 @@ class OpenCalls(Generic[T]):
     ``answer`` pairs a result with the nearest earlier open call of its id; ``pending`` is what
     is still open, in the order the calls were opened."""
 
-    __slots__ = ("_by_id", "_next", "_open")
+    __slots__ = ("_by_id", "_next")
 
     def __init__(self) -> None:
-        self._by_id: dict[str, list[int]] = {}
-        """Per call id, the keys of its open calls, oldest first."""
-        self._open: dict[int, T] = {}
-        """Every open call's value by key, in the order opened."""
+        self._by_id: dict[str, list[tuple[int, T]]] = {}
+        """Per call id, its open calls (the order each was opened, its value), oldest first."""
         self._next = 0
 
     def open(self, call_id: str, value: T) -> None:
         """A call with ``call_id`` was made."""
-        key = self._next
+        opened = self._by_id.get(call_id)
+        if opened is None:
+            self._by_id[call_id] = [(self._next, value)]
+        else:
+            opened.append((self._next, value))
         self._next += 1
-        self._by_id.setdefault(call_id, []).append(key)
-        self._open[key] = value
 
     def latest(self, call_id: str) -> T | None:
         """The value of the nearest earlier open call of ``call_id`` (None: none is open)."""
-        keys = self._by_id.get(call_id)
-        return self._open[keys[-1]] if keys else None
+        opened = self._by_id.get(call_id)
+        return opened[-1][1] if opened else None
 
     def answer(self, call_id: str) -> T | None:
         """A result for ``call_id`` arrived: close the nearest earlier open call of that id and
         return its value (None: no call of that id is open)."""
-        keys = self._by_id.get(call_id)
-        if not keys:
+        opened = self._by_id.get(call_id)
+        if not opened:
             return None
-        key = keys.pop()
-        if not keys:
+        _, value = opened.pop()
+        if not opened:
             del self._by_id[call_id]
-        return self._open.pop(key)
+        return value
 
     def pending(self) -> list[T]:
         """The values of the calls still open, in the order they were opened."""
-        return list(self._open.values())
+        entries = sorted((entry for opened in self._by_id.values() for entry in opened), key=_order)
+        return [value for _, value in entries]
 
-    def __len__(self) -> int:
-        return len(self._open)
+
+def _order(entry: tuple[int, object]) -> int:
+    return entry[0]
