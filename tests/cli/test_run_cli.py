@@ -132,6 +132,22 @@ def test_a_turn_cut_twice_at_the_output_limit_says_which_option_raises_it(tmp_pa
     assert "twice in a row" in line and "provider.max_output_tokens" in line
 
 
+def test_an_answer_cut_at_the_output_limit_is_printed_with_a_warning_naming_the_option(
+    tmp_path, env
+):
+    # As Qwen2.5-Coder 0.5B did on llama-server: text tool calls written until the limit cut
+    # the last one, so the text is no call (nothing runs) and it is the turn's answer.
+    call = '{"name": "bash", "arguments": {"command": "echo RAN > ran.txt"}}'
+    cut = {"text": f'{call}\n{call}\n{{"name": "ba', "finish": "max-tokens"}
+    script = write_script(tmp_path / "s.json", [cut])
+    env = {**env, "DSH_PROVIDER_TEXT_TOOL_CALLS": "true"}
+    result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path)
+    assert not (tmp_path / "ran.txt").exists()
+    assert result.stdout.startswith(call)  # the cut answer is still printed
+    (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
+    assert "cut at its output limit" in line and "provider.max_output_tokens" in line
+
+
 def test_stats_reports_tokens_cache_ratio_steps_and_tool_calls(tmp_path, env):
     entries = [{"toolCalls": [{"name": "list_dir", "arguments": {}}]}, {"text": "done"}]
     script = write_script(tmp_path / "s.json", entries)
