@@ -24,7 +24,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -104,17 +104,7 @@ def fold_checkpoint_chunks(
 ) -> list[tuple[int, int]]:
     """``chunks`` with every index chunk whose nodes are all checkpoints merged into the chunk
     after it (the last chunk — the state region — absorbs one before it)."""
-    folded: list[tuple[int, int]] = []
-    carry: int | None = None
-    for position, (start, end) in enumerate(chunks):
-        begin = start if carry is None else carry
-        last = position == len(chunks) - 1
-        if not last and all(is_checkpoint[start:end]):
-            carry = begin
-            continue
-        folded.append((begin, end))
-        carry = None
-    return folded
+    return _fold_forward(chunks, lambda start, end: all(is_checkpoint[start:end]))
 
 
 def fold_small_chunks(
@@ -124,12 +114,21 @@ def fold_small_chunks(
     price) merged into the chunk after it — the last index chunk into the state slice — since
     its stub could not be smaller than what it replaces (a lone prompt before an oversized last
     exchange would become a stub bigger than itself). Edges stay a subset of ``chunks``'."""
+    return _fold_forward(chunks, lambda start, end: sum(tokens[start:end]) < minimum)
+
+
+def _fold_forward(
+    chunks: Sequence[tuple[int, int]], folds: Callable[[int, int], bool]
+) -> list[tuple[int, int]]:
+    """``chunks`` with every index chunk for which ``folds(start, end)`` holds — a chunk
+    carried forward counts from where the carry began — merged into the chunk after it; the
+    last chunk (the state slice) is never folded away."""
     folded: list[tuple[int, int]] = []
     carry: int | None = None
     for position, (start, end) in enumerate(chunks):
         begin = start if carry is None else carry
         last = position == len(chunks) - 1
-        if not last and sum(tokens[begin:end]) < minimum:
+        if not last and folds(begin, end):
             carry = begin
             continue
         folded.append((begin, end))
