@@ -313,3 +313,20 @@ def test_merge_drops_model_extras_past_max_chars_but_never_a_required_anchor():
 def test_an_error_anchor_stops_at_the_end_of_its_sentence():
     anchors = extract_anchors("the crash was ValueError: port must be > 0. Context follows here.")
     assert [a.text for a in anchors if a.kind == "error"] == ["ValueError: port must be > 0"]
+
+
+def test_diff_header_after_a_label_or_line_number_still_loses_git_prefixes():
+    """A rendered tool result begins ``Tool result: diff --git …`` and a numbered file view puts
+    a line number before ``--- a/…``: neither keeps git's ``a/``/``b/`` (three anchors for one
+    file would crowd a keyword line)."""
+    labelled = "Tool result: " + DIFF
+    numbered = "\n".join(f"{n:>4}\t{line}" for n, line in enumerate(DIFF.splitlines(), 1))
+    assert of_kind(labelled, "path") == ["src/app/config.py"]
+    assert of_kind(numbered, "path") == ["src/app/config.py"]
+
+
+def test_a_path_under_a_directory_named_a_is_kept_outside_diff_headers():
+    assert of_kind("Tool result: moved a/notes.txt to b/notes.txt", "path") == [
+        "a/notes.txt",
+        "b/notes.txt",
+    ]

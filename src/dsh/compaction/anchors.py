@@ -47,7 +47,9 @@ class Anchor:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _NOT_CONFIG_KEYS = frozenset({"error", "warning", "note", "hint", "info", "debug", "todo", "fatal"})
-_DIFF_HEADER = re.compile(r"(?:---|\+\+\+|diff --git) ")
+_DIFF_HEADER = re.compile(r"(?:^|\s)(?:---|\+\+\+|diff --git) ", re.MULTILINE)
+"""A diff header before a path on its line: at the line's start or after a label or a line
+number (a rendered tool result begins ``Tool result: diff --git a/…``)."""
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("<", ">"))
 _QUOTES = "\"'`"
 
@@ -121,14 +123,15 @@ def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
 
 
 def _path_text(path: str, text: str, start: int) -> str:
-    """Drop git's ``a/``/``b/`` on diff headers; refuse ``8080/tcp``, ``1/2`` and ``and/or``."""
+    """Drop git's ``a/``/``b/`` on diff headers (the header may follow a label or a line
+    number on its line); refuse ``8080/tcp``, ``1/2`` and ``and/or``."""
     segments = path.split("/")
     if segments[0].isdigit():
         return ""
     if len(segments) == 2 and all(segment.isalpha() for segment in segments):
         return ""  # prose like "and/or" or "client/server"
     line_start = text.rfind("\n", 0, start) + 1
-    if path[:2] in ("a/", "b/") and _DIFF_HEADER.match(text, line_start):
+    if path[:2] in ("a/", "b/") and _DIFF_HEADER.search(text, line_start, start):
         return path[2:]
     return path
 
