@@ -330,3 +330,20 @@ def test_a_path_under_a_directory_named_a_is_kept_outside_diff_headers():
         "a/notes.txt",
         "b/notes.txt",
     ]
+
+
+def test_code_that_looks_like_a_setting_is_not_a_config_anchor():
+    """``limit=limit`` passes an argument on and ``limit: int = 10`` declares a default:
+    neither is a setting a checkpoint should carry (a state listed ``window = window``)."""
+    code = "    return fetch(rows, limit=limit)\ndef f(rows, limit: int = 10, name: str = 'x'):\n"
+    assert of_kind(code, "config") == []
+    assert of_kind("window = window", "config") == []
+
+
+def test_settings_beside_labels_and_type_like_words_stay_config_anchors():
+    assert of_kind("worker: port=8080 started", "config") == ["port=8080"]
+    assert of_kind("retries = 5\nint = 5\ntimeout=timeout_s", "config") == [
+        "retries = 5",
+        "int = 5",
+        "timeout=timeout_s",
+    ]

@@ -110,8 +110,12 @@ def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
     if kind == "error":
         # An error message ends with its sentence: prose that follows is not part of it.
         result = trim(_SENTENCE_END.split(result, maxsplit=1)[0][:MAX_ERROR_CHARS])
-    elif kind == "config" and "key" in match.re.groupindex:
-        if match.group("key") in _NOT_CONFIG_KEYS:
+    elif kind == "config":
+        if "key" in match.re.groupindex and match.group("key") in _NOT_CONFIG_KEYS:
+            return None
+        if _is_code_not_setting(
+            result, text, match.start("t" if "t" in match.re.groupindex else 0)
+        ):
             return None
     elif kind == "path":
         result = _path_text(result, text, match.start())
@@ -120,6 +124,22 @@ def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
     if not result or result.lower() in COMMON_WORDS:
         return None
     return result
+
+
+def _is_code_not_setting(literal: str, text: str, start: int) -> bool:
+    """``limit=limit`` (an argument passed on under its own name) and ``int = 10`` out of
+    ``limit: int = 10`` (an annotated default: the key is a type) are code, not settings."""
+    parts = split_config(literal)
+    if parts is None:
+        return False
+    key, value = parts
+    if key == value:
+        return True
+    return key in _TYPE_NAMES and _ANNOTATED.search(text, max(0, start - 40), start) is not None
+
+
+_ANNOTATED = re.compile(r"\w:[ \t]*$")
+_TYPE_NAMES = frozenset({"int", "str", "float", "bool", "bytes", "list", "dict", "tuple", "set"})
 
 
 def _path_text(path: str, text: str, start: int) -> str:
