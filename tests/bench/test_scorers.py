@@ -283,13 +283,35 @@ def test_pairing_errors_follow_the_provider_schema() -> None:
     assert "unknown call c9" in pairing_errors(orphan)[0]
     open_end = [user_message("go"), assistant_message(tool_calls=[c1])]
     assert "without results" in pairing_errors(open_end)[0]
-    duplicate = [
+    answered_twice = [
         assistant_message(tool_calls=[c1]),
         tool_result_message("c1", "one"),
-        assistant_message(tool_calls=[c1]),
         tool_result_message("c1", "again"),
     ]
-    assert any("duplicate" in e for e in pairing_errors(duplicate))
+    assert "unknown call c1" in pairing_errors(answered_twice)[0]
+
+
+def test_a_call_id_repeated_in_every_reply_is_no_pairing_error() -> None:
+    # llama.cpp numbers each reply's calls from call_0: legal, and paired by dsh's rule
+    session = [user_message("go")]
+    for n in range(4):
+        session += [
+            assistant_message(tool_calls=[tool_call_block("call_0"), tool_call_block("call_1")]),
+            tool_result_message("call_0", f"first {n}"),
+            tool_result_message("call_1", f"second {n}"),
+        ]
+    session.append(assistant_message("done"))
+    assert pairing_errors(session) == []
+
+
+def test_a_call_id_repeated_within_one_reply_is_a_duplicate() -> None:
+    twice = [
+        user_message("go"),
+        assistant_message(tool_calls=[tool_call_block("call_0"), tool_call_block("call_0")]),
+        tool_result_message("call_0", "one"),
+        tool_result_message("call_0", "two"),
+    ]
+    assert pairing_errors(twice) == ["#1: duplicate tool call id call_0 in one reply"]
 
 
 # ---- cache figures and safety ----------------------------------------------------------------

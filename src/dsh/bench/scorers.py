@@ -15,7 +15,8 @@ right answer is known (``tests/bench/test_scorers.py``).
 * ``stub_stability``: every index stub byte-identical and at the same position in every request
   after the first one that carried it.
 * ``pairing_errors``: the provider-schema rule that every tool call is answered by a tool result
-  before the next assistant or user message, and no result answers an unknown call.
+  before the next assistant or user message, no result answers an unknown call, and no id is
+  repeated within one reply (ids may repeat across replies: ``dsh.events.OpenCalls``).
 * ``cache_figures``: hit ratio and billed cost over a replayed trace (in the rule's view of each
   request), overall and for the first request after each pass.
 
@@ -36,6 +37,7 @@ from dsh.bench.results import StubStability, Superseded
 from dsh.bench.trace import CallRecord, checkpoint_class
 from dsh.events import (
     Message,
+    OpenCalls,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
@@ -341,31 +343,34 @@ def stub_stability(requests: Sequence[ModelRequest]) -> Stability:
 
 def pairing_errors(messages: Sequence[Message]) -> list[str]:
     """Provider-schema problems: a call without its result before the next assistant or user
-    message, a result for an unknown or already answered call, a duplicate call id."""
+    message, a result with no open call of its id, a call id repeated within one reply.
+
+    Results pair with calls by dsh's one rule (``dsh.events.OpenCalls``: a result answers the
+    nearest earlier open call of its id), so an id that comes back in a later reply (llama.cpp
+    numbers every reply's calls from ``call_0``) is a new call, not a duplicate."""
     errors: list[str] = []
-    open_calls: list[str] = []
-    answered: set[str] = set()
+    open_calls: OpenCalls[str] = OpenCalls()
     for index, message in enumerate(messages):
         if message.role in ("assistant", "user", "system"):
-            if open_calls:
-                errors.append(f"#{index}: {message.role} message before results of {open_calls}")
-                open_calls = []
+            unanswered = open_calls.pending()
+            if unanswered:
+                errors.append(f"#{index}: {message.role} message before results of {unanswered}")
+                open_calls = OpenCalls()
             if message.role == "assistant":
                 for call in message.tool_calls():
-                    if call.id in open_calls or call.id in answered:
-                        errors.append(f"#{index}: duplicate tool call id {call.id}")
-                    open_calls.append(call.id)
+                    if open_calls.latest(call.id) is not None:
+                        errors.append(f"#{index}: duplicate tool call id {call.id} in one reply")
+                    open_calls.open(call.id, call.id)
         elif message.role == "tool":
             for block in message.content:
-                if not isinstance(block, ToolResultBlock):
-                    continue
-                if block.tool_call_id in open_calls:
-                    open_calls.remove(block.tool_call_id)
-                    answered.add(block.tool_call_id)
-                else:
+                if (
+                    isinstance(block, ToolResultBlock)
+                    and open_calls.answer(block.tool_call_id) is None
+                ):
                     errors.append(f"#{index}: result for unknown call {block.tool_call_id}")
-    if open_calls:
-        errors.append(f"end: calls without results {open_calls}")
+    unanswered = open_calls.pending()
+    if unanswered:
+        errors.append(f"end: calls without results {unanswered}")
     return errors
 
 
