@@ -1,7 +1,9 @@
 """A reply cut at the output-token limit (``max-tokens``) that carries tool calls: the calls'
 arguments may have been cut mid-stream, so none of them runs. Each gets a ``NOT_RUN`` result
 telling the model to issue it again; the turn goes on, and a second cut reply with tool calls
-in a row ends the turn ``max-tokens`` with an error naming the option that raises the limit."""
+in a row ends the turn ``max-tokens`` with an error naming the option that raises the limit. A
+tool call written as text and cut so it no longer parses counts as a cut call: the model is told
+in a message of its own."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import json
 from typing import Any
 
 from dsh.agent import rebuild_requests
-from dsh.events import ToolCallEvent, TurnEndEvent, encode_json
+from dsh.agent.step_outcome import CUT_TEXT_CALL_NOT_RUN
+from dsh.events import PluginSource, ToolCallEvent, TurnEndEvent, UserMessageEvent, encode_json
 from dsh.llm.replay import ReplayProvider
-from dsh.llm.types import CUT_REPLY
+from dsh.llm.types import CUT_CALL_NOTICE, CUT_REPLY
 from dsh.surface import Session
 from dsh.transcript import NoteItem, transcript_items
 from tests.agent.canned import assert_pairs_on_the_wire, of_type, results
@@ -125,3 +128,91 @@ def test_cut_replies_with_tool_calls_replay_to_the_same_log(harness: Harness):
     assert [run(again.run_turn(p)).reason for p in prompts] == ["completed", "max-tokens"]
     assert _comparable(again.session.events) == _comparable(harness.session.events)
     assert sorted(p.name for p in harness.workspace.iterdir()) == []
+
+
+# ---- a tool call written as text, cut so it no longer parses ---------------------------------
+
+_TEXT_CALL = '{"name": "bash", "arguments": {"command": "touch from-text"}}'
+
+
+def _cut_text_call(text: str = f'{_TEXT_CALL}\n{{"name": "ba') -> dict[str, Any]:
+    """A cut reply whose text began as calls: one whole, then one cut mid-object (as Qwen2.5-
+    Coder 0.5B wrote on llama-server), so it no longer parses and stays text."""
+    return {"text": text, "finish": "max-tokens"}
+
+
+def _notices(session: Session) -> list[UserMessageEvent]:
+    return [
+        e
+        for e in of_type(session, UserMessageEvent)
+        if isinstance(e.data.source, PluginSource) and e.data.source.plugin == CUT_CALL_NOTICE
+    ]
+
+
+def test_a_cut_text_tool_call_is_not_run_and_the_model_is_told_so(harness: Harness):
+    script = [_cut_text_call(), _touch("retried"), {"text": "Done."}]
+    agent = harness.agent(script, text_tool_calls=True)
+    result = run(agent.run_turn("make the files"))
+    assert result.reason == "completed" and result.text == "Done."
+    assert sorted(p.name for p in harness.workspace.iterdir()) == ["retried"]
+    (notice,) = _notices(harness.session)
+    assert notice.data.text() == CUT_TEXT_CALL_NOT_RUN and notice.data.role == "user"
+    assert CUT_REPLY in notice.data.text() and "not run" in notice.data.text()
+    assert harness.types()[2:7] == [
+        "user/message",
+        "request/header",
+        "request/context",
+        "assistant/message",
+        "user/message",  # the notice, in the step of the reply it answers
+    ]
+    second = harness.provider.requests[1]
+    assert second.messages[-1].text() == CUT_TEXT_CALL_NOT_RUN  # what the model reads next
+    assert second.messages[-2].text().startswith(_TEXT_CALL)  # after its own cut text
+    assert_pairs_on_the_wire(second)
+    _requests_match_the_log(harness)
+    assert len(harness.reopen().events) == len(harness.session.events)
+
+
+def test_two_cuts_in_a_row_end_the_turn_whether_the_calls_were_text_or_not(harness: Harness):
+    tagged = _cut_text_call('<tool_call>\n{"name": "bash", "arguments": {"command": "tou')
+    script = [tagged, _cut_text_call(), _cut_text_call(), _cut("streamed"), {"text": "later"}]
+    agent = harness.agent(script, text_tool_calls=True, params={"max_tokens": 57})
+    for asked in (2, 4):  # text then text; text then streamed calls
+        result = run(agent.run_turn("make the files"))
+        assert result.reason == "max-tokens"
+        assert "(57 tokens) twice in a row" in result.error
+        assert "provider.max_output_tokens" in result.error
+        assert harness.provider.remaining(harness.session.events) == len(script) - asked
+    assert len(_notices(harness.session)) == 2  # one per turn: the first cut's
+    assert list(harness.workspace.iterdir()) == []
+    _requests_match_the_log(harness)
+
+
+def test_a_cut_answer_ends_the_turn_naming_the_option_that_raises_the_limit(harness: Harness):
+    call_like = _cut_text_call()["text"]
+    texts = ["The answer is a long sent", call_like]
+    script = [{"text": text, "finish": "max-tokens"} for text in texts] + [{"text": "later"}]
+    for text, text_calls in zip(texts, [True, False], strict=True):
+        agent = harness.agent(script, text_tool_calls=text_calls, params={"max_tokens": 64})
+        result = run(agent.run_turn("explain"))
+        assert result.reason == "max-tokens" and result.text == text
+        assert "cut at its output limit (64 tokens)" in result.error
+        assert "may be incomplete" in result.error
+        assert "provider.max_output_tokens" in result.error
+    assert harness.provider.remaining(harness.session.events) == 1
+    assert _notices(harness.session) == []  # no call, or calls are not read from text
+    notes = [i.text for i in transcript_items(harness.session.events) if isinstance(i, NoteItem)]
+    assert len(notes) == 2 and all("provider.max_output_tokens" in n for n in notes)
+
+
+def test_cut_text_tool_calls_replay_to_the_same_log(harness: Harness):
+    script = [_cut_text_call(), {"text": "Done."}, _cut_text_call(), _cut_text_call()]
+    agent = harness.agent(script, text_tool_calls=True)
+    prompts = ["one", "two"]
+    assert [run(agent.run_turn(p)).reason for p in prompts] == ["completed", "max-tokens"]
+    again = harness.agent([], text_tool_calls=True)
+    again.session = Session.create(harness.store, cwd=harness.workspace)
+    again.provider = ReplayProvider(list(harness.session.events))
+    assert [run(again.run_turn(p)).reason for p in prompts] == ["completed", "max-tokens"]
+    assert _comparable(again.session.events) == _comparable(harness.session.events)
+    assert len(_notices(again.session)) == 2

@@ -135,17 +135,30 @@ def test_a_turn_cut_twice_at_the_output_limit_says_which_option_raises_it(tmp_pa
 def test_an_answer_cut_at_the_output_limit_is_printed_with_a_warning_naming_the_option(
     tmp_path, env
 ):
+    cut = {"text": "The steps are: first, open the", "finish": "max-tokens"}
+    script = write_script(tmp_path / "s.json", [cut])
+    result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path)
+    assert result.stdout.startswith(cut["text"])  # the cut answer is still printed
+    (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
+    assert "cut at its output limit" in line and "may be incomplete" in line
+    assert "provider.max_output_tokens" in line
+
+
+def test_text_tool_calls_cut_twice_at_the_output_limit_run_nothing_and_name_the_option(
+    tmp_path, env
+):
     # As Qwen2.5-Coder 0.5B did on llama-server: text tool calls written until the limit cut
-    # the last one, so the text is no call (nothing runs) and it is the turn's answer.
+    # the last one, so the text is no call. The model is told its call was cut, and a second
+    # such reply ends the turn.
     call = '{"name": "bash", "arguments": {"command": "echo RAN > ran.txt"}}'
     cut = {"text": f'{call}\n{call}\n{{"name": "ba', "finish": "max-tokens"}
-    script = write_script(tmp_path / "s.json", [cut])
+    script = write_script(tmp_path / "s.json", [cut, cut])
     env = {**env, "DSH_PROVIDER_TEXT_TOOL_CALLS": "true"}
     result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path)
     assert not (tmp_path / "ran.txt").exists()
-    assert result.stdout.startswith(call)  # the cut answer is still printed
+    assert result.stdout.startswith(call)  # the last reply is still printed
     (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
-    assert "cut at its output limit" in line and "provider.max_output_tokens" in line
+    assert "twice in a row" in line and "provider.max_output_tokens" in line
 
 
 def test_stats_reports_tokens_cache_ratio_steps_and_tool_calls(tmp_path, env):

@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock
-from dsh.llm.text_tool_calls import TextToolCall, recover_tool_calls, with_recovered_calls
+from dsh.llm.text_tool_calls import (
+    TextToolCall,
+    recover_tool_calls,
+    starts_like_a_call,
+    with_recovered_calls,
+)
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "read_file": {"path": str, "limit": int},
@@ -35,6 +40,22 @@ def accepts(name: str, arguments: str) -> bool:
 def test_a_fenced_json_call_is_recovered():
     text = '```json\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n```'
     assert recover_tool_calls(text, accepts) == [TextToolCall("read_file", '{"path": "notes.txt"}')]
+
+
+def test_text_cut_inside_a_call_starts_like_a_call_and_prose_does_not():
+    call = '{"name": "bash", "arguments": {"command": "echo x >> log.txt"}}'
+    cut = [
+        f'{call}\n{call}\n{{"name": "ba',  # Qwen2.5-Coder 0.5B, cut after two whole calls
+        '  {"name": "read_file", "argu',
+        '```json\n{"name": "bash", "arguments": {"command": "ls',
+        "```\n{",
+        '<tool_call>\n{"name": "bash", "arguments": {"comm',
+        "<TOOL_CALL>",
+    ]
+    assert all(starts_like_a_call(text) for text in cut)
+    prose = ["The answer is {x}", "```python\nprint({})", 'Run: {"name": "bash"', ""]
+    assert not any(starts_like_a_call(text) for text in prose)
+    assert all(recover_tool_calls(text, accepts) is None for text in cut)
 
 
 def test_bare_and_several_calls_and_string_arguments_are_recovered():

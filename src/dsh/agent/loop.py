@@ -17,7 +17,8 @@ calls of a reply cut at the output-token limit are not run either (their argumen
 the turn goes on so the model can issue them again, and a second cut in a row ends it
 ``max-tokens`` (``dsh.agent.step_outcome``). With ``text_tool_calls`` on, a reply whose whole
 text is valid tool calls is logged as those calls (``dsh.llm.text_tool_calls``) and they run
-through approval like any other, or not at all when the reply was cut.
+through approval like any other, or not at all when the reply was cut; a cut reply whose text
+began as such a call is answered with a ``user/message`` saying so, and counts as a cut call.
 """
 
 from __future__ import annotations
@@ -199,11 +200,18 @@ class Agent:
             overflow_retries = outcome.overflow_retries
             if outcome.message is not None:
                 last_text = outcome.message.text() or last_text
-            plan = plan_step(outcome, cut_before=cut_before, params=self.config.params)
+            plan = plan_step(
+                outcome,
+                cut_before=cut_before,
+                params=self.config.params,
+                text_calls=self.config.text_tool_calls,
+            )
             cut_before = plan.cut
             calls = outcome.message.tool_calls() if outcome.message is not None else ()
             if plan.unrun is not None:
                 self._answer_unstarted(turn, step, calls, *plan.unrun, outcome.from_text)
+            if plan.notice is not None:  # a text tool call was cut: the model is told
+                self.session.append(plan.notice)
             end = plan.end
             if plan.run_calls and await self._run_tools(turn, step, calls, outcome.from_text):
                 end = ("aborted", CANCELLED_BY_USER)

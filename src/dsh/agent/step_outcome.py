@@ -14,8 +14,14 @@ run (so tool pairing holds), and the turn goes on or ends after the step:
   answered ``NOT_RUN`` with ``CUT_CALL_NOT_RUN`` and the turn goes on, so the model can issue
   them again. A second cut reply with tool calls in a row ends the turn ``max-tokens`` with an
   error naming ``provider.max_output_tokens``;
+- the reply was cut with no tool call in it, but with ``text_tool_calls`` on its text begins as
+  a call written as text (``starts_like_a_call``): the cut call no longer parses, so nothing
+  runs. It counts as a cut call: the model is told in a ``user/message`` (``CUT_CALL_NOTICE``)
+  that its call was cut and not run, and the turn goes on; a second cut in a row ends it as
+  above;
 - otherwise the calls run and the turn goes on; a reply without calls ends the turn
-  (``max-tokens`` when it was cut, else ``completed``).
+  (``completed``, or ``max-tokens`` when it was cut, with an error naming
+  ``provider.max_output_tokens``: the answer may be incomplete).
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dsh.events import Message, TurnEndKind
-from dsh.llm.types import CUT_REPLY, FILTERED_REPLY
+from dsh.events import Message, PluginSource, TextBlock, TurnEndKind
+from dsh.llm.text_tool_calls import starts_like_a_call
+from dsh.llm.types import CUT_CALL_NOTICE, CUT_REPLY, FILTERED_REPLY
 
 CANCELLED_BY_USER = "cancelled by the user"
 
@@ -33,6 +40,12 @@ CUT_CALL_NOT_RUN = (
     "the work into smaller calls."
 )
 """What a call of a cut reply is answered with (after ``[NOT_RUN]``), for the model to read."""
+
+CUT_TEXT_CALL_NOT_RUN = (
+    f"[NOT_RUN] {CUT_REPLY} while you wrote a tool call, so the call is incomplete and was not "
+    "run. Issue it again, shorter, or split the work into smaller calls."
+)
+"""What the model is told after a cut reply whose tool call, written as text, no longer parses."""
 
 
 @dataclass(slots=True)
@@ -57,13 +70,18 @@ class StepPlan:
     end: tuple[TurnEndKind, str | None] | None = None
     """(kind, error) the turn ends with after this step; None: the turn goes on."""
     cut: bool = False
-    """The reply was cut at the output-token limit with tool calls in it."""
+    """The reply was cut at the output-token limit with tool calls in it (or one as text)."""
+    notice: Message | None = None
+    """A message to log after the reply, for the model: its text tool call was cut."""
 
 
-def plan_step(outcome: CallOutcome, *, cut_before: bool, params: dict[str, Any]) -> StepPlan:
+def plan_step(
+    outcome: CallOutcome, *, cut_before: bool, params: dict[str, Any], text_calls: bool = False
+) -> StepPlan:
     """The plan for a step whose model call ended with ``outcome``; ``cut_before``: the step
     before in this turn was cut at the output limit with tool calls in it; ``params``: the
-    request's generation parameters (their ``max_tokens`` is named in the error)."""
+    request's generation parameters (their ``max_tokens`` is named in the error);
+    ``text_calls``: replies are searched for tool calls written as text."""
     if outcome.error is not None:
         return StepPlan(end=("aborted" if outcome.cancelled else "error", outcome.error))
     if outcome.cancelled:
@@ -71,22 +89,53 @@ def plan_step(outcome: CallOutcome, *, cut_before: bool, params: dict[str, Any])
     if outcome.finish == "filtered":  # stopped by the provider: none of it runs
         unrun = ("NOT_RUN", f"not run: {FILTERED_REPLY}")
         return StepPlan(unrun=unrun, end=("error", FILTERED_REPLY))
-    calls = outcome.message is not None and bool(outcome.message.tool_calls())
-    if outcome.finish == "max-tokens" and calls:
+    message = outcome.message
+    calls = message is not None and bool(message.tool_calls())
+    cut = outcome.finish == "max-tokens"
+    if cut and calls:
         unrun = ("NOT_RUN", CUT_CALL_NOT_RUN)
         if not cut_before:  # the turn goes on: the model may issue the calls again
             return StepPlan(unrun=unrun, cut=True)
         return StepPlan(unrun=unrun, end=("max-tokens", cut_twice(params.get("max_tokens"))))
     if calls:
         return StepPlan(run_calls=True)
-    return StepPlan(end=("max-tokens" if outcome.finish == "max-tokens" else "completed", None))
+    if cut and text_calls and message is not None and starts_like_a_call(message.text()):
+        if not cut_before:  # as a cut call: the model is told, and may issue it again
+            return StepPlan(notice=cut_call_notice(message.id), cut=True)
+        return StepPlan(end=("max-tokens", cut_twice(params.get("max_tokens"))))
+    if cut:
+        return StepPlan(end=("max-tokens", cut_answer(params.get("max_tokens"))))
+    return StepPlan(end=("completed", None))
+
+
+def cut_call_notice(reply_id: str) -> Message:
+    """The message that tells the model its reply ``reply_id`` was cut in a text tool call."""
+    return Message(
+        id=f"{reply_id}-cut",
+        role="user",
+        content=(TextBlock(text=CUT_TEXT_CALL_NOT_RUN),),
+        source=PluginSource(plugin=CUT_CALL_NOTICE),
+    )
+
+
+def _bound(max_tokens: object) -> str:
+    return f" ({max_tokens} tokens)" if isinstance(max_tokens, int) else ""
+
+
+def cut_answer(max_tokens: object) -> str:
+    """The error of a turn whose last reply, with no tool call in it, was cut at the output
+    limit: the answer may be incomplete."""
+    return (
+        f"the model's reply was cut at its output limit{_bound(max_tokens)}, so the answer may "
+        "be incomplete; raise provider.max_output_tokens (or the route's max_output_tokens in "
+        "[provider.overrides]) or ask for a shorter answer"
+    )
 
 
 def cut_twice(max_tokens: object) -> str:
     """The error of a turn whose replies were cut at the output limit twice in a row."""
-    bound = f" ({max_tokens} tokens)" if isinstance(max_tokens, int) else ""
     return (
-        f"the model's reply was cut at its output limit{bound} twice in a row while it wrote "
-        "tool calls, so none of them ran; raise provider.max_output_tokens (or the route's "
-        "max_output_tokens in [provider.overrides]) or ask for a smaller step"
+        f"the model's reply was cut at its output limit{_bound(max_tokens)} twice in a row "
+        "while it wrote tool calls, so none of them ran; raise provider.max_output_tokens (or "
+        "the route's max_output_tokens in [provider.overrides]) or ask for a smaller step"
     )

@@ -29,12 +29,6 @@ from dsh.store.migrate import remove_session
 from dsh.surface import Session
 from dsh.tools.base import ToolKind
 
-CUT_ANSWER = (
-    "the model's reply was cut at its output limit, so the answer may be incomplete; "
-    "raise provider.max_output_tokens or ask for a shorter answer"
-)
-"""What a headless run says of a turn whose last reply was cut without tool calls in it."""
-
 ALLOW_NAMES: dict[str, ToolKind] = {
     "bash": "shell",
     "shell": "shell",
@@ -191,7 +185,7 @@ def run(
                 failed = True
                 break
             if result.reason == "max-tokens":  # the answer printed may end mid-sentence
-                context.warn(f"turn {result.turn} stopped: {result.error or CUT_ANSWER}")
+                context.warn(f"turn {result.turn} stopped: {result.error}")
     finally:
         session.close()
         close_mcp_servers()  # no MCP server outlives the run

@@ -18,6 +18,7 @@ from dsh.events import (
     AssistantMessageEvent,
     CompactionSummaryEvent,
     Event,
+    PluginSource,
     ReasoningBlock,
     RequestErrorEvent,
     TextBlock,
@@ -25,6 +26,7 @@ from dsh.events import (
     ToolResultBlock,
     ToolResultEvent,
     TurnEndEvent,
+    UserMessageEvent,
 )
 from dsh.llm.replay_passes import (
     REPLAY_FAILED,
@@ -34,6 +36,7 @@ from dsh.llm.replay_passes import (
 )
 from dsh.llm.scripted import count_model_calls
 from dsh.llm.types import (
+    CUT_CALL_NOTICE,
     CUT_REPLY,
     FILTERED_REPLY,
     Finish,
@@ -56,8 +59,9 @@ def _replayable_summaries(events: Sequence[Event]) -> list[CompactionSummaryEven
 
 def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
     """The answers that finished short of a plain stop: a turn that ends ``max-tokens`` right
-    after an answer without tool calls, and a whole answer whose tool calls were answered
-    ``NOT_RUN`` for ``CUT_REPLY``, were cut at the output limit; one that ends with
+    after an answer without tool calls, a whole answer whose tool calls were answered
+    ``NOT_RUN`` for ``CUT_REPLY``, and one followed by a ``CUT_CALL_NOTICE`` message (its text
+    tool call was cut) were cut at the output limit; one that ends with
     ``FILTERED_REPLY`` right after a whole answer (its tool calls, if any, answered unrun) was
     stopped by the provider (``filtered``)."""
     finishes: dict[int, FinishReason] = {}
@@ -66,7 +70,7 @@ def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
         if isinstance(e, AssistantMessageEvent | RequestErrorEvent):
             last = e
         elif isinstance(last, AssistantMessageEvent) and last.data.error_code is None:
-            if isinstance(e, ToolResultEvent) and _not_run_for_a_cut(e):
+            if _answers_a_cut(e):
                 finishes[last.seq] = "max-tokens"
             elif isinstance(e, TurnEndEvent) and e.data.reason.error == FILTERED_REPLY:
                 finishes[last.seq] = "filtered"
@@ -79,6 +83,15 @@ def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
         if isinstance(e, TurnEndEvent):
             last = None
     return finishes
+
+
+def _answers_a_cut(event: Event) -> bool:
+    """A call's ``NOT_RUN`` result for a cut reply, or the message telling the model its text
+    tool call was cut (``CUT_CALL_NOTICE``)."""
+    if isinstance(event, ToolResultEvent):
+        return _not_run_for_a_cut(event)
+    source = event.data.source if isinstance(event, UserMessageEvent) else None
+    return isinstance(source, PluginSource) and source.plugin == CUT_CALL_NOTICE
 
 
 def _not_run_for_a_cut(event: ToolResultEvent) -> bool:

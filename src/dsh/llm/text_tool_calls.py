@@ -8,6 +8,10 @@ every object has exactly the keys ``name`` and ``arguments``, names a registered
 arguments that the tool accepts (``accepts``). Anything else stays text: prose around the
 JSON, an unknown tool, arguments that do not validate, a truncated object.
 
+A reply cut at the output limit may end in the middle of such a call, so it no longer parses:
+``starts_like_a_call`` tells the loop its text began as one (a JSON object, bare or fenced, or a
+``<tool_call>`` tag), so the model can be told its call was cut and not run.
+
 Recovery is a pure function of the text, so a replayed reply recovers the same calls.
 """
 
@@ -26,6 +30,7 @@ Accepts = Callable[[str, str], bool]
 
 _FENCE_OPEN = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE)
 _FENCE_CLOSE = "```"
+_CALL_START = re.compile(r"\s*(?:```[ \t]*(?:json)?\s*)?(?:\{|<tool_call>)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,12 @@ def recover_tool_calls(text: str, accepts: Accepts) -> list[TextToolCall] | None
             return None
         calls.append(call)
     return calls
+
+
+def starts_like_a_call(text: str) -> bool:
+    """Whether ``text`` begins as a tool call written as text: a JSON object, bare or in a
+    ``` / ```json fence, or a ``<tool_call>`` tag (what a cut reply's call starts with)."""
+    return _CALL_START.match(text) is not None
 
 
 def with_recovered_calls(message: Message, accepts: Accepts, id_prefix: str) -> Message | None:

@@ -78,6 +78,11 @@ CUT_REPLY = "your reply was cut at the output-token limit"
 """Named in the ``NOT_RUN`` result of each tool call of a reply that finished ``max-tokens``
 (its arguments may be cut, so it is not run); the replay provider finds such replies by it."""
 
+CUT_CALL_NOTICE = "output-limit"
+"""The plugin (``PluginSource``) of the ``user/message`` that tells the model its reply was cut
+at the output limit while it wrote a tool call as text that no longer parses (so nothing ran);
+the replay provider finds such replies by it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Finish:

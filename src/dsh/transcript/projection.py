@@ -107,9 +107,10 @@ def turn_end_note(reason: TurnEndReason) -> str | None:
     if reason.kind == "error":
         return f"Turn failed: {reason.error or 'unknown error'}"
     if reason.kind == "max-tokens":
-        if reason.error:  # e.g. cut twice in a row with tool calls: says what to raise
+        if reason.error:  # the loop's error says what to raise
             return f"Turn stopped: {reason.error}"
-        return "The reply was cut at the model's output limit."
+        # a log from before the loop named the option
+        return "The reply was cut at the model's output limit (provider.max_output_tokens)."
     if reason.kind == "interrupted":
         return "Turn interrupted: dsh stopped before it ended."
     return None
