@@ -216,3 +216,16 @@ def test_cut_text_tool_calls_replay_to_the_same_log(harness: Harness):
     assert [run(again.run_turn(p)).reason for p in prompts] == ["completed", "max-tokens"]
     assert _comparable(again.session.events) == _comparable(harness.session.events)
     assert len(_notices(again.session)) == 2
+
+
+def test_a_replayed_cut_names_the_recorded_output_limit(harness: Harness):
+    """A replay's own requests carry no ``max_tokens``; the replay provider reports the recorded
+    request's bound with the cut, so the replayed turn ends with the same error."""
+    script = [_cut("a"), _cut("b"), {"text": "The answer is a long sent", "finish": "max-tokens"}]
+    agent = harness.agent(script, params={"max_tokens": 57})
+    ends = [run(agent.run_turn(p)).error for p in ["one", "two"]]
+    assert "(57 tokens) twice in a row" in ends[0] and "limit (57 tokens), so" in ends[1]
+    again = harness.agent([])  # as ``dsh run --provider replay``: no generation parameters
+    again.session = Session.create(harness.store, cwd=harness.workspace)
+    again.provider = ReplayProvider(list(harness.session.events))
+    assert [run(again.run_turn(p)).error for p in ["one", "two"]] == ends

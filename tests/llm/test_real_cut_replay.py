@@ -90,3 +90,7 @@ def test_a_keyless_replay_runs_only_the_uncut_call(tmp_path):
     ]
     (end,) = of_type(replayed, "turn/end")
     assert end["data"]["reason"]["kind"] == "max-tokens"
+    # the replay's own requests carry no bound; the error names the recorded one, as live
+    (recorded_end,) = of_type(recorded, "turn/end")
+    assert end["data"]["reason"] == recorded_end["data"]["reason"]
+    assert "(57 tokens)" in warning

@@ -342,6 +342,7 @@ class Agent:
             return CallOutcome(
                 message=recovered or message,
                 finish=assembler.finish,
+                output_limit=assembler.output_limit,
                 overflow_retries=overflow_retries,
                 from_text=recovered is not None,
             )

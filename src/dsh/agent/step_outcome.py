@@ -59,6 +59,9 @@ class CallOutcome:
     overflow_retries: int = 0
     from_text: bool = False
     """The reply's tool calls were recovered from its text (``provider.text_tool_calls``)."""
+    output_limit: int | None = None
+    """The bound a cut reply was cut at, as the provider reported it (a replay: the recorded
+    request's); None: the request's ``max_tokens``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +83,8 @@ def plan_step(
 ) -> StepPlan:
     """The plan for a step whose model call ended with ``outcome``; ``cut_before``: the step
     before in this turn was cut at the output limit with tool calls in it; ``params``: the
-    request's generation parameters (their ``max_tokens`` is named in the error);
+    request's generation parameters (their ``max_tokens`` is named in the error, unless the
+    provider reported the bound, ``CallOutcome.output_limit``);
     ``text_calls``: replies are searched for tool calls written as text."""
     if outcome.error is not None:
         return StepPlan(end=("aborted" if outcome.cancelled else "error", outcome.error))
@@ -92,19 +96,20 @@ def plan_step(
     message = outcome.message
     calls = message is not None and bool(message.tool_calls())
     cut = outcome.finish == "max-tokens"
+    bound = outcome.output_limit or params.get("max_tokens")
     if cut and calls:
         unrun = ("NOT_RUN", CUT_CALL_NOT_RUN)
         if not cut_before:  # the turn goes on: the model may issue the calls again
             return StepPlan(unrun=unrun, cut=True)
-        return StepPlan(unrun=unrun, end=("max-tokens", cut_twice(params.get("max_tokens"))))
+        return StepPlan(unrun=unrun, end=("max-tokens", cut_twice(bound)))
     if calls:
         return StepPlan(run_calls=True)
     if cut and text_calls and message is not None and starts_like_a_call(message.text()):
         if not cut_before:  # as a cut call: the model is told, and may issue it again
             return StepPlan(notice=cut_call_notice(message.id), cut=True)
-        return StepPlan(end=("max-tokens", cut_twice(params.get("max_tokens"))))
+        return StepPlan(end=("max-tokens", cut_twice(bound)))
     if cut:
-        return StepPlan(end=("max-tokens", cut_answer(params.get("max_tokens"))))
+        return StepPlan(end=("max-tokens", cut_answer(bound)))
     return StepPlan(end=("completed", None))
 
 

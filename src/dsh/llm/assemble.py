@@ -58,6 +58,8 @@ class StreamAssembler:
         self._calls: dict[int, _ToolCallParts] = {}
         self.usage: Usage | None = None
         self.finish: FinishReason | None = None
+        self.output_limit: int | None = None
+        """The bound the reply was cut at, when the provider reported one (``Finish``)."""
         self.started = False
         """True once any event has arrived (after which the call is no longer retried)."""
 
@@ -84,6 +86,7 @@ class StreamAssembler:
             self.usage = event.usage
         elif isinstance(event, Finish):
             self.finish = event.reason
+            self.output_limit = event.output_limit
 
     def feed_all(self, events: Iterable[StreamEvent]) -> StreamAssembler:
         """Feed every event in order; returns ``self`` for chaining."""

@@ -4,7 +4,9 @@ The recorded ``session.jsonl`` is the fixture (docs/architecture.md, "Keyless ev
 Conversation calls are answered by the recorded ``assistant/message`` and ``request/error`` events
 in order (a failed stream's partial
 message is streamed again before its error; tool calls recovered from text are served as that
-text, so the loop recovers them again); compaction calls by the
+text, so the loop recovers them again; a reply that was cut finishes ``max-tokens`` with its
+recorded request's ``max_tokens``, so the turn's error names the same bound); compaction calls
+by the
 recorded ``compaction/summary`` events that came from exactly one model call
 (``llmStreamCall: true``), via their ``rawOutput``.
 """
@@ -21,6 +23,7 @@ from dsh.events import (
     PluginSource,
     ReasoningBlock,
     RequestErrorEvent,
+    RequestHeaderEvent,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -85,6 +88,19 @@ def _stopped_finishes(events: Sequence[Event]) -> dict[int, FinishReason]:
     return finishes
 
 
+def _output_limits(events: Sequence[Event]) -> dict[int, int]:
+    """Each recorded answer's output-token bound: the ``max_tokens`` of the request header in
+    force when it was asked (none when the header set none)."""
+    limits: dict[int, int] = {}
+    limit: object = None
+    for e in events:
+        if isinstance(e, RequestHeaderEvent):
+            limit = (e.data.header.config.params or {}).get("max_tokens")
+        elif isinstance(e, AssistantMessageEvent) and isinstance(limit, int):
+            limits[e.seq] = limit
+    return limits
+
+
 def _answers_a_cut(event: Event) -> bool:
     """A call's ``NOT_RUN`` result for a cut reply, or the message telling the model its text
     tool call was cut (``CUT_CALL_NOTICE``)."""
@@ -131,6 +147,8 @@ class ReplayProvider:
                 self._calls.append(e)
         self._finishes = _stopped_finishes(recorded_events)
         """Recorded answer → the finish that ended its turn early (output limit, filter)."""
+        self._limits = _output_limits(recorded_events)
+        """Recorded answer → the output bound of its request (a cut reply reports it)."""
         self._summaries = _replayable_summaries(recorded_events)
         self._compactions_served = 0
         self._passes = recorded_passes(recorded_events)
@@ -184,7 +202,9 @@ class ReplayProvider:
             calls += isinstance(delta, ToolCallDelta)
         if recorded.usage is not None:
             yield UsageReport(recorded.usage)
-        yield Finish(self._finishes.get(event.seq) or ("tool-calls" if calls else "stop"))
+        finish = self._finishes.get(event.seq) or ("tool-calls" if calls else "stop")
+        cut_at = self._limits.get(event.seq) if finish == "max-tokens" else None
+        yield Finish(finish, cut_at)  # a replayed cut names the recorded bound
 
     async def _serve_in_pass(self, n: int, answers: int) -> AsyncIterator[StreamEvent]:
         recorded = self._passes[n]

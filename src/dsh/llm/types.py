@@ -87,6 +87,10 @@ the replay provider finds such replies by it."""
 @dataclass(frozen=True, slots=True)
 class Finish:
     reason: FinishReason
+    output_limit: int | None = None
+    """The output-token bound a ``max-tokens`` reply was cut at, when the provider knows it
+    apart from the request's ``max_tokens``: the replay provider reports the recorded request's
+    (its own requests carry none), so a replayed cut names the same figure."""
 
 
 StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Finish
