@@ -9,11 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dsh.agent import session_settings as ss
 from dsh.agent.runtime import resolve_route
 from dsh.agent.wiring import wire
 from dsh.compaction import ModelSummarizer, make_summarizer
-from dsh.config import CompactionSettings, Settings, load_settings
+from dsh.config import (
+    MIN_SUMMARIZER_CONTEXT_WINDOW,
+    CompactionSettings,
+    Settings,
+    load_settings,
+)
+from dsh.errors import ConfigError
 from dsh.llm import window as window_module
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import FakeServer, json_ok, openai_text
@@ -132,6 +140,36 @@ def test_a_silent_summariser_server_keeps_the_conversations_window_and_says_so(
     assert wire(settings, route, environ={}).compaction.summarizer_context_window is None
 
 
+def test_a_reported_summariser_window_under_1024_is_refused_in_one_line(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    window_module._CACHE.clear()
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 32768}})
+    other = _second_server(512)
+    try:
+        compaction = {"summarizer": "small", "summarizer_base_url": other.url + "/v1"}
+        settings = _settings(tmp_path, _local(server.url), compaction)
+        with pytest.raises(ConfigError) as refused:
+            resolve_route(settings, environ={})
+        message = str(refused.value)
+        assert "\n" not in message
+        assert f"{other.url}/v1 reports a 512-token context window for small" in message
+        assert "llama.cpp /props" in message and "at least 1,024" in message
+        assert "compaction.summarizer_context_window" in message
+        window_module._CACHE.clear()
+        other.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 1024}})
+        assert resolve_route(settings, environ={}).summarizer_window == 1024  # the bound itself
+    finally:
+        other.__exit__(None, None, None)
+
+
+def test_a_configured_summariser_window_has_the_same_bound(tmp_path):
+    with pytest.raises(ConfigError, match="summarizer_context_window must be at least 1024"):
+        _settings(tmp_path, {}, {"summarizer_context_window": 1023})
+    assert MIN_SUMMARIZER_CONTEXT_WINDOW == 1024
+
+
 def test_another_summariser_by_flag_drops_the_recorded_window():
     recorded = ss.snapshot(
         Settings(compaction=CompactionSettings(summarizer="small")),
@@ -153,15 +191,22 @@ def test_another_summariser_by_flag_drops_the_recorded_window():
     assert chosen.settings.compaction.summarizer_context_window == 1500
 
 
-def _run(tmp_path: Path, url: str, summarizer_url: str, *args: str) -> list[dict]:
+def _dsh_run(
+    tmp_path: Path, url: str, summarizer_url: str, *args: str
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
     env["DSH_HOME"] = str(tmp_path / "home")
     env["DSH_COMPACTION_SUMMARIZER"] = "small"
     env["DSH_COMPACTION_SUMMARIZER_BASE_URL"] = summarizer_url + "/v1"
     command = [DSH, "run", "--base-url", url + "/v1", "--model", "big", "--json", *args]
-    result = subprocess.run(
-        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True
+    return subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
+
+
+def _run(tmp_path: Path, url: str, summarizer_url: str, *args: str) -> list[dict]:
+    result = _dsh_run(tmp_path, url, summarizer_url, *args)
+    assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
@@ -182,3 +227,20 @@ def test_dsh_run_records_the_reported_window_and_a_reopen_does_not_ask_again(
         assert [r.path for r in other.fixed_requests] == ["/props"]  # asked by the first run only
     finally:
         other.__exit__(None, None, None)
+
+
+def test_dsh_run_refuses_a_summariser_server_with_a_tiny_window_before_any_session(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 32768}})
+    other = _second_server(512)
+    try:
+        result = _dsh_run(tmp_path, server.url, other.url, "hello")
+    finally:
+        other.__exit__(None, None, None)
+    assert result.returncode != 0 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert "reports a 512-token context window for small" in line and "1,024" in line
+    assert not list((tmp_path / "home").glob("sessions/*"))  # no session was made
+    assert not [r for r in server.requests if r.path.endswith("/chat/completions")]

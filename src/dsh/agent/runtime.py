@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, compaction_misfit
+from dsh.config import (
+    DEFAULT_CONTEXT_WINDOW,
+    MIN_SUMMARIZER_CONTEXT_WINDOW,
+    Settings,
+    compaction_misfit,
+)
 from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS, make_provider
 from dsh.llm.replay import ReplayProvider
@@ -93,7 +98,9 @@ def _summarizer_window(
     and what to say when its server does not report one (its calls are then sized to the
     conversation's window, as before). Its provider's known window, else its server's answer
     (asked once per process, like the conversation's); nothing is asked when
-    ``compaction.summarizer_context_window`` is set or the summariser is the conversation."""
+    ``compaction.summarizer_context_window`` is set or the summariser is the conversation. A
+    reported window under ``MIN_SUMMARIZER_CONTEXT_WINDOW`` is refused (``ConfigError``), as a
+    configured one is: it leaves a call no useful room."""
     cfg, conversation = settings.compaction, settings.provider
     target = summarizer_target(settings, conversation.name)
     if cfg.summarizer_context_window is not None or target is None:
@@ -112,6 +119,13 @@ def _summarizer_window(
     if base_url is None:
         return known.context_window, None
     found = discover_window(base_url, summarizer_model, api_key or environ.get(known.key_env))
+    if found is not None and found.window < MIN_SUMMARIZER_CONTEXT_WINDOW:
+        raise ConfigError(
+            f"the summariser's server {base_url} reports a {found.window:,}-token "
+            f"context window for {summarizer_model} ({found.source}); a summariser needs at "
+            f"least {MIN_SUMMARIZER_CONTEXT_WINDOW:,}: give it a larger window, choose another "
+            "compaction.summarizer, or set compaction.summarizer_context_window"
+        )
     if found is not None:
         return found.window, None
     if known.context_window is not None:

@@ -37,6 +37,7 @@ from dsh.config.sections import (
     LARGE_WINDOW_CHUNK,
     LARGE_WINDOW_STATE,
     LARGE_WINDOW_STUB,
+    MIN_SUMMARIZER_CONTEXT_WINDOW,
     SECTIONS,
     USER_ONLY_SECTIONS,
     CompactionOverride,
@@ -61,6 +62,7 @@ __all__ = [
     "LARGE_WINDOW_CHUNK",
     "LARGE_WINDOW_STATE",
     "LARGE_WINDOW_STUB",
+    "MIN_SUMMARIZER_CONTEXT_WINDOW",
     "SECTIONS",
     "USER_ONLY_SECTIONS",
     "CompactionOverride",
@@ -326,9 +328,10 @@ def _validate_compaction(c: CompactionSettings, where: str) -> None:
         (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
         (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
         (
-            c.summarizer_context_window is None or c.summarizer_context_window >= 1024,
+            c.summarizer_context_window is None
+            or c.summarizer_context_window >= MIN_SUMMARIZER_CONTEXT_WINDOW,
             "summarizer_context_window",
-            "must be at least 1024",
+            f"must be at least {MIN_SUMMARIZER_CONTEXT_WINDOW}",
         ),
         (
             c.stub_region_ratio < c.threshold_ratio,

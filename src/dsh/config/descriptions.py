@@ -46,7 +46,8 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.summarizer_timeout_s": "Seconds a summariser model call may take.",
     "compaction.summarizer_context_window": "Context window of the summariser model in tokens "
     "when it is another model (unset: its provider's known window or what its server reports, "
-    "else the conversation's); a pass's calls are split to fit it.",
+    "else the conversation's); a pass's calls are split to fit it. At least 1024: a server "
+    "that reports less is refused at start.",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
     "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
     "prefix is a known provider.",

@@ -209,6 +209,10 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 """The context window assumed when neither config, a flag nor the provider tells one: the one
 place this default lives."""
 
+MIN_SUMMARIZER_CONTEXT_WINDOW = 1024
+"""The smallest summariser window dsh plans calls for, whether configured
+(``compaction.summarizer_context_window``) or reported by the summariser's server."""
+
 SECTIONS: dict[str, type[_Section]] = {
     name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
 }
