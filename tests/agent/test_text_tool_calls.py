@@ -75,6 +75,21 @@ def test_a_fenced_json_reply_runs_as_a_tool_call_marked_recovered(tmp_path, serv
     assert server.bodies[0]["max_tokens"] == 4096  # the local route is bounded by default
 
 
+def test_a_qwen_tool_call_tag_reply_runs_as_a_tool_call(tmp_path, server: FakeServer):  # noqa: F811
+    """Qwen's template writes ``<tool_call>{…}</tool_call>``; a server without a tool parser
+    streams it as content, split anywhere (here inside the tag)."""
+    tagged = '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n</tool_call>'
+    server.queue(_text_reply(tagged), openai_text("It says alpha beta."))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    result = run(agent.run_turn("what is in notes.txt?"))
+    assert result.reason == "completed" and result.text == "It says alpha beta."
+    (call,) = [e for e in agent.session.events if isinstance(e, ToolCallEvent)]
+    assert call.data.from_text and call.data.name == "read_file"
+    (result_event,) = [e for e in agent.session.events if isinstance(e, ToolResultEvent)]
+    assert result_event.data.error is None
+    assert "alpha beta" in json.dumps(server.bodies[1]["messages"])
+
+
 def test_a_recovered_call_goes_through_approval_as_usual(tmp_path, server: FakeServer):  # noqa: F811
     call = '{"name": "bash", "arguments": {"command": "echo pwned > owned.txt"}}'
     server.queue(_text_reply(call), openai_text("ok"))

@@ -42,6 +42,31 @@ def test_a_fenced_json_call_is_recovered():
     assert recover_tool_calls(text, accepts) == [TextToolCall("read_file", '{"path": "notes.txt"}')]
 
 
+def test_calls_in_a_chat_templates_tool_call_tags_are_recovered():
+    """Qwen and Hermes templates wrap each call in ``<tool_call>`` tags; a server that does not
+    parse them (llama.cpp without --jinja, vLLM without a tool parser) returns them as text."""
+    text = (
+        '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
+        '<TOOL_CALL>{"name": "read_file", "arguments": {"path": "a"}}</TOOL_CALL>'
+    )
+    assert recover_tool_calls(text, accepts) == [
+        TextToolCall("bash", '{"command": "ls"}'),
+        TextToolCall("read_file", '{"path": "a"}'),
+    ]
+
+
+def test_tool_call_tags_around_anything_but_one_valid_call_stay_text():
+    call = '{"name": "bash", "arguments": {"command": "ls"}}'
+    for text in (
+        f"<tool_call>{call}",  # never closed
+        f"<tool_call>{call}{call}</tool_call>",  # two calls in one tag
+        f"<tool_call>Let me run it: {call}</tool_call>",
+        "<tool_call></tool_call>",
+        f"I will call it. <tool_call>{call}</tool_call>",
+    ):
+        assert recover_tool_calls(text, accepts) is None, text
+
+
 def test_text_cut_inside_a_call_starts_like_a_call_and_prose_does_not():
     call = '{"name": "bash", "arguments": {"command": "echo x >> log.txt"}}'
     cut = [
@@ -123,14 +148,20 @@ _spaces = st.sampled_from(["", " ", "\n", "\n\n", "\t \n"])
 
 def _render(name: str, args: dict[str, Any], fenced: int, indent: int | None) -> str:
     body = json.dumps({"name": name, "arguments": args}, indent=indent, ensure_ascii=False)
-    return [body, f"```json\n{body}\n```", f"```\n{body}\n```", f"```JSON {body}```"][fenced]
+    return [
+        body,
+        f"```json\n{body}\n```",
+        f"```\n{body}\n```",
+        f"```JSON {body}```",
+        f"<tool_call>\n{body}\n</tool_call>",
+    ][fenced]
 
 
 @st.composite
 def _replies(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     calls = draw(st.lists(_valid_calls, min_size=1, max_size=3))
     parts = [
-        _render(n, a, draw(st.integers(0, 3)), draw(st.sampled_from([None, 2]))) for n, a in calls
+        _render(n, a, draw(st.integers(0, 4)), draw(st.sampled_from([None, 2]))) for n, a in calls
     ]
     gaps = [draw(_spaces) for _ in range(len(parts) + 1)]
     gaps[1:-1] = [g or "\n" for g in gaps[1:-1]]

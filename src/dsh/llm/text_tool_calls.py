@@ -1,9 +1,11 @@
 """Tool calls a model wrote as text instead of in the API's tool-call syntax.
 
 Small local models often answer a tool prompt with a fenced ````` ```json {"name": …,
-"arguments": …} ``` ````` block, so the server returns plain content. With
-``provider.text_tool_calls`` on, a reply whose WHOLE text is one or more such objects (each bare
-or in a ``` / ```json fence, separated only by whitespace) becomes tool calls — but only if
+"arguments": …} ``` ````` block, or with their chat template's ``<tool_call>{…}</tool_call>``
+(Qwen, Hermes) when the server does not parse it, so the server returns plain content. With
+``provider.text_tool_calls`` on, a reply whose WHOLE text is one or more such objects (each bare,
+in a ``` / ```json fence or in a ``<tool_call>`` tag, separated only by whitespace) becomes tool
+calls — but only if
 every object has exactly the keys ``name`` and ``arguments``, names a registered tool, and has
 arguments that the tool accepts (``accepts``). Anything else stays text: prose around the
 JSON, an unknown tool, arguments that do not validate, a truncated object.
@@ -30,6 +32,8 @@ Accepts = Callable[[str, str], bool]
 
 _FENCE_OPEN = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE)
 _FENCE_CLOSE = "```"
+_TAG_OPEN = re.compile(r"<tool_call>", re.IGNORECASE)
+_TAG_CLOSE = re.compile(r"</tool_call>", re.IGNORECASE)
 _CALL_START = re.compile(r"\s*(?:```[ \t]*(?:json)?\s*)?(?:\{|<tool_call>)", re.IGNORECASE)
 
 
@@ -86,15 +90,23 @@ def _json_objects(text: str) -> list[Any] | None:
         if position == end:
             return values
         fence = _FENCE_OPEN.match(text, position)
+        tag = _TAG_OPEN.match(text, position)
         if fence is not None:
             close = text.find(_FENCE_CLOSE, fence.end())
             if close < 0:
                 return None
-            inner = text[fence.end() : close].strip()
-            value, used = _decode(inner, 0)
-            if used != len(inner):
+            value = _whole_value(text[fence.end() : close])
+            if value is None:
                 return None
             position = close + len(_FENCE_CLOSE)
+        elif tag is not None:
+            closing = _TAG_CLOSE.search(text, tag.end())
+            if closing is None:
+                return None
+            value = _whole_value(text[tag.end() : closing.start()])
+            if value is None:
+                return None
+            position = closing.end()
         elif text[position] == "{":
             value, position = _decode(text, position)
             if position < 0:
@@ -102,6 +114,13 @@ def _json_objects(text: str) -> list[Any] | None:
         else:
             return None
         values.append(value)
+
+
+def _whole_value(inner: str) -> Any:
+    """The one JSON object ``inner`` holds (whitespace around it), or None."""
+    inner = inner.strip()
+    value, used = _decode(inner, 0)
+    return value if used == len(inner) and isinstance(value, dict) else None
 
 
 def _reject_constant(name: str) -> Any:
