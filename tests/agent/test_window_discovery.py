@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from dsh.llm.window import Discovered, discover_window
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import FakeServer, json_ok, openai_text
+from tests.llm.fake_server import Canned, FakeServer, json_ok, openai_text
 
 DSH = str(Path(sys.executable).with_name("dsh"))
 
@@ -58,6 +59,24 @@ def test_a_server_that_tells_nothing_is_asked_once(server: FakeServer):  # noqa:
     url = server.url + "/v1"
     assert discover_window(url, "m") is None
     assert discover_window(url, "m") is None
+    assert [r.path for r in server.fixed_requests] == ["/props", "/v1/models"]
+
+
+def test_a_base_url_with_credentials_is_asked_with_basic_auth(server: FakeServer):  # noqa: F811
+    """``http://user:secret@host/v1`` (a server behind basic auth) was refused by urllib as a
+    URL, so such a server looked silent and the session ran on the 128k default."""
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 4096}})
+    url = server.url.replace("http://", "http://user:secret@") + "/v1"
+    assert discover_window(url, "qwen") == Discovered(4096, "llama.cpp /props")
+    (asked,) = server.fixed_requests
+    assert asked.headers["authorization"] == "Basic " + base64.b64encode(b"user:secret").decode()
+
+
+def test_an_oversized_or_failing_answer_tells_nothing(server: FakeServer):  # noqa: F811
+    huge = json.dumps({"default_generation_settings": {"n_ctx": 4096}, "pad": "x" * 1_100_000})
+    server.fixed["/props"] = Canned(200, {"Content-Type": "application/json"}, (huge.encode(),))
+    server.fixed["/v1/models"] = Canned(500, {"Content-Length": "2"}, (b"{}",))
+    assert discover_window(server.url + "/v1", "m") is None
     assert [r.path for r in server.fixed_requests] == ["/props", "/v1/models"]
 
 

@@ -13,14 +13,16 @@ Answers are cached per process by (base URL, model): one question per session.
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 TIMEOUT = 5.0
 """Seconds one discovery request may take (a busy local server answers /props at once)."""
+MAX_BODY = 1_000_000
+"""A longer answer is not one of the three the module reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,22 +88,26 @@ def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
 
 
 def _get_json(url: str, api_key: str | None, *, body: Any = None) -> Any:
+    """The JSON ``url`` answers (its first ``MAX_BODY`` bytes), or None. httpx, as the
+    provider's own client does, takes a ``user:password@`` in the base URL as basic auth."""
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=data, headers=headers)
+    method, payload = ("GET", None) if body is None else ("POST", body)
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-            return json.loads(response.read(1_000_000))
-    except (
-        OSError,
-        ValueError,
-        http.client.HTTPException,
-    ):  # refused, HTTP errors, timeouts, bad JSON
+        with (
+            httpx.Client(timeout=TIMEOUT) as client,
+            client.stream(method, url, headers=headers, json=payload) as response,
+        ):
+            if response.status_code >= 400:
+                return None
+            data = b""
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > MAX_BODY:
+                    return None
+            return json.loads(data)
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError):  # refused, timeouts, bad JSON
         return None
 
 
