@@ -20,7 +20,7 @@ from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import FakeServer, openai_text
+from tests.llm.fake_server import FakeServer, json_ok, openai_text
 
 
 def test_every_known_provider_has_a_bound_and_known_models_their_own():
@@ -29,6 +29,39 @@ def test_every_known_provider_has_a_bound_and_known_models_their_own():
     assert default_max_output_tokens("deepseek", "deepseek-reasoner") == 32_768
     assert default_max_output_tokens("anthropic", "claude-sonnet-4-5") == 16_384
     assert route_params(ProviderSettings(), "scripted", "scripted") == {}  # keyless doubles
+
+
+def test_the_default_bound_fits_what_the_window_leaves_above_the_threshold():
+    """A 4,096-token server window compacted at 80% leaves 820 tokens for the reply: a 4,096
+    bound beside a prompt at the threshold asks more than the window (vLLM refuses it)."""
+    assert route_params(ProviderSettings(), "openai-compatible", "q", output_room=820) == {
+        "max_tokens": 820
+    }
+    assert route_params(ProviderSettings(), "openai-compatible", "q", output_room=25_600) == {
+        "max_tokens": 4096
+    }
+    configured = ProviderSettings(max_output_tokens=2000)
+    assert route_params(configured, "openai-compatible", "q", output_room=820) == {
+        "max_tokens": 2000
+    }
+
+
+def test_a_discovered_small_window_lowers_the_requests_default_bound(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+) -> None:
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 4096}})
+    server.queue(openai_text("hi"))
+    settings = Settings(
+        provider=ProviderSettings(name="openai-compatible", model="q", base_url=server.url + "/v1")
+    )
+    route = resolve_route(settings, environ={})
+    session = Session.create(JsonlStore(tmp_path / "home"), cwd=tmp_path)
+    agent = build_agent(
+        session, settings, route, workspace=tmp_path, policy=ApprovalPolicy("auto"), environ={}
+    )
+    asyncio.run(agent.run_turn("hello"))
+    assert server.bodies[0]["max_tokens"] == 4096 - int(4096 * 0.8)
 
 
 def _settings(tmp_path: Path, toml: str) -> Settings:

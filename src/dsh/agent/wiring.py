@@ -80,12 +80,15 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
         else:
             override = settings.provider.override_for(summarizer_provider.name, summarizer_model)
             summarizer_max_output = override.max_output_tokens if override is not None else None
+    compaction = route_budgets(settings.compaction, route)
+    window = session_window(route)
+    output_room = window - int(window * compaction.threshold_ratio)
     return Wiring(
-        compaction=route_budgets(settings.compaction, route),
+        compaction=compaction,
         summarizer_provider=summarizer_provider,
         summarizer_model=summarizer_model,
         summarizer_max_output=summarizer_max_output,
-        params=route_params(settings.provider, name, route.model),
+        params=route_params(settings.provider, name, route.model, output_room=output_room),
         text_tool_calls=text_tool_calls_enabled(settings.provider, name, route.model),
         generation=generation,
     )

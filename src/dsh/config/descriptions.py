@@ -10,7 +10,8 @@ DESCRIPTIONS: dict[str, str] = {
     "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",
     "provider.max_output_tokens": "Output bound sent with every conversation request "
     "(max_tokens), and with summariser calls on the conversation's own route; unset: a "
-    "default per provider and model (4096 for openai-compatible).",
+    "default per provider and model (4096 for openai-compatible), lowered to what the window "
+    "leaves above the compaction threshold (820 in a 4096 window).",
     "provider.temperature": "Sampling temperature sent with every request (unset: the server's).",
     "provider.top_p": "Nucleus sampling top_p sent with every request (unset: the server's).",
     "provider.tool_choice": "auto, required or none (OpenAI-compatible routes only).",

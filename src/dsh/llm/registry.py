@@ -82,17 +82,27 @@ def default_max_output_tokens(provider: str, model: str) -> int | None:
     return MODEL_MAX_OUTPUT_TOKENS.get(f"{provider}:{model}", known.max_output_tokens)
 
 
-def route_params(settings: ProviderSettings, provider: str, model: str) -> dict[str, Any]:
+def route_params(
+    settings: ProviderSettings, provider: str, model: str, *, output_room: int | None = None
+) -> dict[str, Any]:
     """The generation parameters every conversation request on ``provider:model`` carries
     (logged in ``request/header``): always an output bound, plus the sampling settings and
-    ``tool_choice`` the config sets. A keyless provider (scripted, replay) gets none."""
+    ``tool_choice`` the config sets. A keyless provider (scripted, replay) gets none.
+
+    ``output_room``: what the window leaves above the compaction threshold. The default bound
+    never exceeds it, so the prompt (at most the threshold) plus the bound fits the window —
+    servers that check the sum (vLLM, DeepSeek) refuse a request that does not; a bound the
+    config sets is sent as set."""
     known = KNOWN_PROVIDERS.get(provider)
     if known is None:
         return {}
     route = settings.for_route(provider, model)
-    params: dict[str, Any] = {
-        "max_tokens": route.max_output_tokens or default_max_output_tokens(provider, model)
-    }
+    bound = route.max_output_tokens
+    if bound is None:
+        bound = default_max_output_tokens(provider, model) or 1
+        if output_room is not None:
+            bound = max(1, min(bound, output_room))
+    params: dict[str, Any] = {"max_tokens": bound}
     if route.temperature is not None:
         params["temperature"] = route.temperature
     if route.top_p is not None:
