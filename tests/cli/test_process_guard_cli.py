@@ -186,9 +186,11 @@ def test_what_a_command_leaves_running_stays_under_dsh_is_reaped_and_dies_with_i
     workspace = tmp_path / "ws"
     _, seen = result_texts(env, out)
 
-    # after the call that started them, they still run, under the call's keeper under dsh
-    assert "escaped: sleep python dsh" in seen and "daemon: sleep python dsh" in seen
-    assert "waiter: sh python dsh" in seen
+    # after the call that started them, they still run, under the call's keeper, under dsh's
+    # keeper, under dsh
+    assert "escaped: sleep dsh-call dsh-keeper dsh" in seen
+    assert "daemon: sleep dsh-call dsh-keeper dsh" in seen
+    assert "waiter: sh dsh-call dsh-keeper dsh" in seen
     assert "waiter reaped" in seen  # it exited while dsh ran: no zombie left
     for name in ("escaped", "daemon"):  # dsh has exited: so have they
         assert gone_within(pid_in(workspace / f"{name}.pid")), name

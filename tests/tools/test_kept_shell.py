@@ -13,7 +13,7 @@ import pytest
 
 from dsh.tools.base import ToolContext
 from dsh.tools.keeper import decode_spec, encode_spec
-from dsh.tools.kept_shell import KEEPERS
+from dsh.tools.kept_process import KEEPER
 from dsh.tools.shell import BashTool
 from tests.tools.test_shell import alive, bash, gone_soon, read_pid
 
@@ -54,7 +54,7 @@ def test_background_processes_outlive_the_call_and_die_when_dsh_exits(
     pids = [read_pid(workspace / "escaped.pid"), read_pid(workspace / "daemon.pid")]
     try:
         assert all(alive(pid) for pid in pids)
-        KEEPERS.stop_all()  # what dsh's exit does (any exit closes the lifeline)
+        KEEPER.stop_all()  # what dsh's exit does (any exit closes the lifeline)
         assert not [pid for pid in pids if not gone_soon(pid)]
     finally:
         for pid in pids:
@@ -79,6 +79,15 @@ def test_a_shell_that_cannot_be_found_is_an_os_error(
 
 
 def test_a_command_cut_short_on_its_way_to_the_keeper_never_runs() -> None:
-    spec = encode_spec("rm -rf build && make", {"A": "1", "B": "x=y"})
-    assert decode_spec(spec) == (b"rm -rf build && make", {b"A": b"1", b"B": b"x=y"})
+    spec = encode_spec(["bash", "-c", "rm -rf build && make"], {"A": "1", "B": "x=y"})
+    command = [b"bash", b"-c", b"rm -rf build && make"]
+    assert decode_spec(spec) == (command, {b"A": b"1", b"B": b"x=y"}, False)
     assert [n for n in range(len(spec)) if decode_spec(spec[:n]) is not None] == []
+
+
+def test_a_command_with_a_nul_byte_is_refused_and_no_part_of_it_runs(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    with pytest.raises(ValueError, match="null byte"):
+        bash(ctx, "touch ran\x00; rm -rf important")
+    assert not (workspace / "ran").exists()

@@ -1,56 +1,83 @@
-"""The keeper of one shell command's processes, and the Linux process calls dsh shares with it.
+"""The keeper of the processes dsh runs for its tools, and the Linux process calls it shares.
 
-dsh runs this file as a program (``python -I -S keeper.py LIFELINE STATUS``, standard library
-only) for every ``bash`` call (:mod:`dsh.tools.kept_shell`). The keeper reads its command and
-the command's environment from stdin (``<length>\\n`` then the command and ``NAME=value``
-entries, NUL-separated: nothing of it shows in ``ps`` beyond the command, and the keeper's own
-environment stays empty), starts ``bash -c COMMAND`` in a new session with that environment,
-writes ``started PID`` and, once the shell has exited, ``exited CODE`` (``failed ERRNO`` when
-bash could not be run) on the STATUS descriptor.
+dsh runs this file as a program once per dsh process, at its first ``bash`` call or MCP server
+start (``python -I -S keeper.py LIFELINE SOCKET``, standard library only, an empty environment,
+in ``/``; :mod:`dsh.tools.kept_process`). It lives until dsh exits and is named ``dsh-keeper``.
 
-On Linux it is a child subreaper (``PR_SET_CHILD_SUBREAPER``): every process the command
-starts, a ``setsid`` or double-forked daemon included, stays in its subtree instead of moving
-to init, and it reaps each one that exits. It lives as long as any of them does, then exits.
-On SIGTERM, SIGHUP or SIGINT, or when LIFELINE reaches end of file (dsh holds the only write
-end, so that is dsh exiting, however it exits, ``kill -9`` included), it kills its whole
-subtree with SIGKILL (found under ``/proc``), reaps it and exits. Elsewhere it can only kill
-the shell's process group, and only while the shell runs.
+Each *call* (one ``bash`` command, or one run of an MCP server) is a ``call`` message on SOCKET,
+a Unix ``SOCK_SEQPACKET`` socket whose other end dsh holds, carrying seven descriptors: the
+program's stdin, stdout and stderr, then SPEC, STATUS and CONTROL pipes and the working
+directory. For each, the keeper forks (``os.fork``: no new interpreter) a *call keeper*
+(``dsh-call``), which:
+
+- reads from SPEC the program's arguments and environment (``<length>\\n`` then NUL-separated
+  parts, :func:`encode_spec`: nothing of it shows in ``ps`` beyond the arguments, the keepers'
+  own environment stays empty, and a spec cut short runs nothing);
+- is a child subreaper (``PR_SET_CHILD_SUBREAPER``): every process the program starts, a
+  ``setsid`` or double-forked daemon included, stays in its subtree, so it is the call's;
+- starts the program in a new session in that directory and writes ``keeper PID`` (its own),
+  ``started PID`` or ``failed ERRNO`` (it could not be run), then ``exited CODE`` on STATUS;
+- reaps every process of its subtree that exits, and lives as long as any does;
+- kills its whole subtree with SIGKILL (found under ``/proc``), reaps it and exits when a byte
+  comes on CONTROL (the call is stopped: a timeout, a cancel), on SIGTERM, SIGHUP or SIGINT, when
+  LIFELINE reaches end of file (dsh holds the only write end, so that is dsh exiting, however it
+  exits, ``kill -9`` included) and, for a *service* (an MCP server), when the program exits.
+  End of file on CONTROL only means dsh no longer waits for the call.
+
+The keeper itself is a subreaper too: what a killed call keeper leaves comes to it, and it kills
+its whole subtree when LIFELINE closes. A ``kill PID`` message makes it kill a call keeper that
+does not stop in time and that call's subtree (it knows the pid is its unreaped child). It
+never starts a thread, so forking it is safe; the call keepers are independent of it once
+forked (each watches LIFELINE itself), so a keeper killed from outside stops no call.
+
+Elsewhere than Linux there is no subreaper and no ``/proc``: a stopped call kills its program's
+process group, and only while the program runs.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import socket
 import sys
 
-# Every command waits for the keeper to start, so it imports little: not typing, and not the
-# signal module's enums (about half its start) but the C module under them.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal
     from types import FrameType
-    from typing import NoReturn
-else:
+    from typing import Any
+else:  # the C module under ``signal``, without its enums: the keeper imports little
     import _signal as signal
 
+PR_SET_NAME = 15
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 RESET_SIGNALS = (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ)
-"""Restored to their defaults in the shell (Python ignores SIGPIPE and SIGXFSZ)."""
+"""Restored to their defaults in the program (Python ignores SIGPIPE and SIGXFSZ)."""
+CALL_FDS = 7
+"""Descriptors of a ``call`` message: stdin, stdout, stderr, spec, status, control, cwd."""
+KEEP, SERVICE = b"keep", b"service"
+"""What a call keeper does when its program exits: keep what it left, or kill it."""
 
 
-def prctl(option: int, value: int) -> bool:
+_PRCTL: list[Any] = []
+"""libc's ``prctl``, looked up once (a forked call keeper finds it ready)."""
+
+
+def prctl(option: int, value: int | bytes) -> bool:
     """``prctl(option, value)`` on Linux; False where it is not available or it failed."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
+    if not _PRCTL:
+        import ctypes
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
+        try:
+            _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
+        except (OSError, AttributeError):
+            return False
+    return bool(_PRCTL[0](option, value, 0, 0, 0) == 0)
 
 
 def descendants(root: int) -> list[int]:
@@ -78,88 +105,54 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def encode_spec(command: str, environment: dict[str, str]) -> bytes:
-    """What dsh writes to a keeper's stdin: the length, then command and variables."""
-    parts = [command.encode("utf-8", "surrogateescape")]
-    for name, value in environment.items():
-        parts.append(f"{name}={value}".encode("utf-8", "surrogateescape"))
+def encode_spec(argv: list[str], environment: dict[str, str], *, service: bool = False) -> bytes:
+    """What dsh writes to a call keeper's SPEC pipe: the length, then the mode, the argument
+    count, the arguments and the variables. Raises ``ValueError`` for a NUL byte in any of them
+    and ``UnicodeEncodeError`` for what UTF-8 cannot carry: such a call starts nothing."""
+    texts = [*argv, *(f"{name}={value}" for name, value in environment.items())]
+    parts = [SERVICE if service else KEEP, b"%d" % len(argv)]
+    parts += [text.encode("utf-8", "surrogateescape") for text in texts]
+    if any(b"\0" in part for part in parts):
+        raise ValueError("embedded null byte")
     payload = b"\0".join(parts)
     return b"%d\n" % len(payload) + payload
 
 
-def decode_spec(data: bytes) -> tuple[bytes, dict[bytes, bytes]] | None:
-    """The command and environment of ``data``; None when it is cut short (dsh was stopped
-    while writing it: the command must not run in part)."""
+def decode_spec(data: bytes) -> tuple[list[bytes], dict[bytes, bytes], bool] | None:
+    """The arguments, environment and service flag of ``data``; None when it is cut short (dsh
+    was stopped while writing it: the program must not run in part) or malformed."""
     length, newline, payload = data.partition(b"\n")
     if not newline or not length.isdigit() or int(length) != len(payload):
         return None
-    command, *variables = payload.split(b"\0")
+    mode, count, *parts = payload.split(b"\0")
+    if mode not in (KEEP, SERVICE) or not count.isdigit() or not 0 < int(count) <= len(parts):
+        return None
+    argv, variables = parts[: int(count)], parts[int(count) :]
     environment = dict(v.split(b"=", 1) for v in variables if b"=" in v)
-    return command, environment
+    return argv, environment, mode == SERVICE
 
 
-class Keeper:
-    """Starts the shell, reports on it, reaps and finally kills what it started."""
+class Subtree:
+    """What a keeper and a call keeper share: signals woken into a ``select``, reaping, and
+    killing everything below."""
 
-    def __init__(self, lifeline: int, status: int) -> None:
-        self.lifeline = lifeline
-        self.status = status
-        self.stopping = False
-        self.shell = 0
-        self.shell_done = False
-
-    def run(self, command: bytes, environment: dict[bytes, bytes]) -> int:
+    def __init__(self, name: bytes) -> None:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
-        wake_read, wake_write = os.pipe()
-        os.set_blocking(wake_read, False)
-        os.set_blocking(wake_write, False)
-        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        prctl(PR_SET_NAME, name)
+        self.stopping = False
+        self.wake, self.wake_write = os.pipe()
+        os.set_blocking(self.wake, False)
+        os.set_blocking(self.wake_write, False)
+        signal.set_wakeup_fd(self.wake_write, warn_on_full_buffer=False)
         for number in STOP_SIGNALS:
             signal.signal(number, self._stop)
-        signal.signal(signal.SIGCHLD, lambda number, frame: None)  # wakes the select below
-        self.shell = os.fork()
-        if self.shell == 0:
-            self._exec_shell(command, environment)
-        self._report(b"started %d" % self.shell)
-        _reopen_null(1, os.O_WRONLY)  # only the command's processes hold its output open
-        _reopen_null(2, os.O_WRONLY)
-        while self._reap() and not self.stopping:
-            ready, _, _ = select.select([self.lifeline, wake_read], [], [])
-            if self.lifeline in ready and not os.read(self.lifeline, 1):
-                self.stopping = True  # dsh has exited
-            if wake_read in ready:
-                _drain(wake_read)
-        if self.stopping:
-            self._kill_all()
-        return 0
-
-    def _exec_shell(self, command: bytes, environment: dict[bytes, bytes]) -> NoReturn:
-        """In the forked child: become the shell, in a session of its own."""
-        try:
-            os.setsid()
-            signal.set_wakeup_fd(-1)
-            for number in RESET_SIGNALS:
-                signal.signal(number, signal.SIG_DFL)
-            os.execvpe(b"bash", [b"bash", b"-c", command], environment)
-        except OSError as exc:
-            try:  # noqa: SIM105 - no contextlib: the keeper starts per command, imports little
-                os.write(self.status, b"failed %d\n" % (exc.errno or 0))
-            except OSError:
-                pass
-        finally:
-            os._exit(127)
+        signal.signal(signal.SIGCHLD, lambda number, frame: None)  # wakes the select
 
     def _stop(self, number: int, frame: FrameType | None) -> None:
         self.stopping = True
 
-    def _report(self, line: bytes) -> None:
-        try:
-            os.write(self.status, line + b"\n")
-        except OSError:  # dsh is gone
-            self.stopping = True
-
-    def _reap(self) -> bool:
-        """Reap every child that exited (reporting the shell's exit); False when none is left."""
+    def reap(self) -> bool:
+        """Reap every child that exited (``exited`` hears of each); False when none is left."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -167,63 +160,248 @@ class Keeper:
                 return False
             if pid == 0:
                 return True
-            if pid == self.shell:
-                self.shell_done = True
-                self._report(b"exited %d" % os.waitstatus_to_exitcode(status))
+            self.exited(pid, status)
 
-    def _kill_all(self) -> None:
-        """SIGKILL the whole subtree, round after round (a process may fork meanwhile, and a
-        dying one's children come to the keeper), until no child is left."""
+    def exited(self, pid: int, status: int) -> None:
+        """A child was reaped."""
+
+    def drain_wake(self) -> None:
+        try:
+            while os.read(self.wake, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def kill_all(self, group: int = 0) -> None:
+        """SIGKILL the whole subtree (and the process ``group`` while it is set), round after
+        round (a process may fork meanwhile, and a dying one's children come here), until no
+        child is left."""
         while True:
             for pid in descendants(os.getpid()):
-                try:  # noqa: SIM105
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            if not self.shell_done:  # all there is to find without /proc (once the shell is
-                # gone, its group's number may come back as someone else's)
-                try:  # noqa: SIM105
-                    os.killpg(self.shell, signal.SIGKILL)
+                _kill(pid)
+            if group:  # all there is to find without /proc
+                try:  # noqa: SIM105 - no contextlib: the keeper imports little
+                    os.killpg(group, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+                group = self.group()
             try:
                 os.waitpid(-1, 0)  # one child was killed and is gone: look again
             except ChildProcessError:
                 return
-            if not self._reap():
+            if not self.reap():
                 return
 
-
-def _reopen_null(fd: int, flags: int) -> None:
-    null = os.open(os.devnull, flags)
-    os.dup2(null, fd)
-    os.close(null)
+    def group(self) -> int:
+        """The process group still to kill without ``/proc`` (0: none)."""
+        return 0
 
 
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
+class CallKeeper(Subtree):
+    """Starts one call's program, reports on it, reaps and finally kills what it started."""
+
+    def __init__(self, lifeline: int, status: int, control: int) -> None:
+        super().__init__(b"dsh-call")
+        self.lifeline = lifeline
+        self.status = status
+        self.control = control
+        self.program = 0
+        self.program_done = False
+        self.service = False
+
+    def run(self, spec: bytes, stdio: list[int], cwd: int) -> int:
+        try:
+            self.program = self._begin(spec, stdio, cwd)
+        finally:
+            for fd in (*stdio, cwd):
+                os.close(fd)  # only the program's processes hold its input and output open
+        if not self.program:
+            return 1
+        self._report(b"started %d" % self.program)
+        watched = [self.lifeline, self.control, self.wake]
+        while self.reap() and not self.stopping:
+            ready, _, _ = select.select(watched, [], [])
+            if self.lifeline in ready and not os.read(self.lifeline, 1):
+                self.stopping = True  # dsh has exited
+            if self.control in ready:
+                if os.read(self.control, 1):
+                    self.stopping = True  # dsh stops the call
+                else:
+                    watched.remove(self.control)  # dsh no longer waits for the call
+            if self.wake in ready:
+                self.drain_wake()
+        if self.stopping:
+            self.kill_all(self.group())
+        return 0
+
+    def _begin(self, spec: bytes, stdio: list[int], cwd: int) -> int:
+        """The program's pid once it runs; 0 when it did not start: its spec was cut short, the
+        call was stopped first, or it could not be run (reported)."""
+        decoded = decode_spec(spec)
+        if decoded is None:
+            return 0
+        argv, environment, self.service = decoded
+        if select.select([self.control], [], [], 0)[0] and os.read(self.control, 1):
+            return 0
+        try:
+            os.fchdir(cwd)
+            return self._start(argv, environment, stdio)
+        except OSError as exc:
+            self._report(b"failed %d" % (exc.errno or 0))
+            return 0
+
+    def _start(self, argv: list[bytes], environment: dict[bytes, bytes], stdio: list[int]) -> int:
+        """Spawn the program in a session of its own (``posix_spawn``: no copy of the call
+        keeper); its pid, or ``OSError`` when it could not be run."""
+        return os.posix_spawn(
+            _program_path(argv[0], environment),
+            argv,
+            environment,
+            file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)],
+            setsid=True,
+            setsigdef=RESET_SIGNALS,
+        )
+
+    def _report(self, line: bytes) -> None:
+        try:
+            os.write(self.status, line + b"\n")
+        except OSError:  # dsh is gone
+            self.stopping = True
+
+    def exited(self, pid: int, status: int) -> None:
+        if pid == self.program:
+            self.program_done = True
+            self._report(b"exited %d" % os.waitstatus_to_exitcode(status))
+            if self.service:
+                self.stopping = True  # a server's leftovers go with it
+
+    def group(self) -> int:
+        return 0 if self.program_done else self.program  # then its number may be reused
+
+
+class Keeper(Subtree):
+    """Forks a call keeper for every call dsh sends, reaps them, and kills all at dsh's exit."""
+
+    def __init__(self, lifeline: int, link: socket.socket) -> None:
+        super().__init__(b"dsh-keeper")
+        self.lifeline = lifeline
+        self.link = link
+        self.calls: set[int] = set()
+
+    def serve(self) -> int:
+        accepting = True
+        while True:
+            left = self.reap()
+            if self.stopping:
+                self.kill_all()
+                return 0
+            if not accepting and not left:
+                return 0  # dsh closed its end and every call is over
+            watched = [self.lifeline, self.wake] + ([self.link] if accepting else [])
+            ready, _, _ = select.select(watched, [], [])
+            if self.lifeline in ready and not os.read(self.lifeline, 1):
+                self.stopping = True  # dsh has exited
+            if self.wake in ready:
+                self.drain_wake()
+            if self.link in ready and not self.stopping:
+                accepting = self._receive()
+
+    def _receive(self) -> bool:
+        """Handle one message; False at the end of the link."""
+        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        try:
+            message, fds, _, _ = socket.recv_fds(self.link, 64, CALL_FDS, flags)
+        except OSError:
+            return False
+        for fd in fds:
+            os.set_inheritable(fd, False)  # where MSG_CMSG_CLOEXEC is missing
+        if not message and not fds:
+            return False
+        if message == b"call" and len(fds) == CALL_FDS:
+            self._fork_call(fds)
+        elif message.startswith(b"kill ") and message[5:].isdigit():
+            self._kill_call(int(message[5:]))
+        for fd in fds:
+            os.close(fd)
+        return True
+
+    def _fork_call(self, fds: list[int]) -> None:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            _write(fds[4], b"failed %d\n" % (exc.errno or 0))
+            return
+        if pid:
+            self.calls.add(pid)
+            return
+        code = 1
+        try:
+            self.link.close()
+            signal.set_wakeup_fd(-1)  # the call keeper makes its own
+            os.close(self.wake)
+            os.close(self.wake_write)
+            *stdio, spec, status, control, cwd = fds
+            call = CallKeeper(self.lifeline, status, control)
+            _write(status, b"keeper %d\n" % os.getpid())
+            code = call.run(_read_all(spec), stdio, cwd)
+        finally:
+            os._exit(code)
+
+    def _kill_call(self, pid: int) -> None:
+        """SIGKILL call keeper ``pid`` (only while it is an unreaped child) and its subtree."""
+        if pid in self.calls:
+            for below in descendants(pid):
+                _kill(below)
+            _kill(pid)
+
+    def exited(self, pid: int, status: int) -> None:
+        self.calls.discard(pid)
+
+
+def _program_path(name: bytes, environment: dict[bytes, bytes]) -> bytes:
+    """``name`` found as ``execvp`` finds it, on the program's own ``PATH``."""
+    if b"/" in name:
+        return name
+    denied = False
+    for directory in environment.get(b"PATH", os.defpath.encode()).split(b":"):
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            if os.access(candidate, os.X_OK):
+                return candidate
+            denied = True
+    number = errno.EACCES if denied else errno.ENOENT
+    raise OSError(number, os.strerror(number))
+
+
+def _kill(pid: int) -> None:
+    try:  # noqa: SIM105
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _write(fd: int, data: bytes) -> None:
+    try:  # noqa: SIM105
+        os.write(fd, data)
+    except OSError:
         pass
 
 
 def _read_all(fd: int) -> bytes:
     chunks = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
     return b"".join(chunks)
 
 
 def main(argv: list[str]) -> int:
-    lifeline, status = int(argv[1]), int(argv[2])
-    os.set_inheritable(lifeline, False)  # the shell gets neither
-    os.set_inheritable(status, False)
-    spec = decode_spec(_read_all(0))
-    if spec is None:
-        return 1
-    _reopen_null(0, os.O_RDONLY)
-    return Keeper(lifeline, status).run(*spec)
+    lifeline, link = int(argv[1]), int(argv[2])
+    os.set_inheritable(lifeline, False)  # no program gets either
+    os.set_inheritable(link, False)
+    return Keeper(lifeline, socket.socket(fileno=link)).serve()
 
 
 if __name__ == "__main__":
