@@ -10,12 +10,15 @@ For the restart tests: ``MCP_TEST_STARTS_FILE`` gets one line (the pid) per star
 ``--drop-on-restart TOOL`` leaves ``TOOL`` out of every start but the first and
 ``--crash-on-restart`` makes every start but the first exit before the handshake. For the tests
 of a slow start: with ``MCP_TEST_HOLD_FILE`` set, the server writes ``<that file>.waiting`` and
-then answers nothing (not even ``initialize``) until that file exists.
+then answers nothing (not even ``initialize``) until that file exists. With
+``MCP_TEST_DAEMON_FILE`` set, it starts ``sleep 600`` in a session of its own (as a daemon does)
+at start and writes that process's pid there.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -82,6 +85,21 @@ def restarted() -> bool:
     return bool(before)
 
 
+def start_daemon() -> None:
+    """A ``setsid`` process of the server's, its pid in ``MCP_TEST_DAEMON_FILE``."""
+    daemon_file = os.environ.get("MCP_TEST_DAEMON_FILE")
+    if daemon_file:
+        daemon = subprocess.Popen(
+            ["sleep", "600"],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        Path(daemon_file + ".part").write_text(str(daemon.pid))
+        Path(daemon_file + ".part").rename(daemon_file)
+
+
 def hold() -> None:
     """Answer nothing until ``MCP_TEST_HOLD_FILE`` exists (the tests create it)."""
     held = os.environ.get("MCP_TEST_HOLD_FILE")
@@ -102,5 +120,6 @@ if __name__ == "__main__":
         sys.exit(3)
     if again and "--drop-on-restart" in sys.argv:
         server.remove_tool(sys.argv[sys.argv.index("--drop-on-restart") + 1])
+    start_daemon()
     hold()
     server.run("stdio")

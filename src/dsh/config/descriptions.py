@@ -79,7 +79,8 @@ DESCRIPTIONS: dict[str, str] = {
     "of all layers add up by name. An untrusted ./.dsh/config.toml may not add one (ignored "
     "with a warning naming it).",
     "mcp.servers.NAME.command": "The program and its arguments, started with the scrubbed tool "
-    "environment (see tools.scrub_env) in its own process group; dsh speaks MCP to it over its "
+    "environment (see tools.scrub_env) in a session of its own under dsh's process keeper, so "
+    "whatever it starts is stopped with it (and when dsh exits); dsh speaks MCP to it over its "
     "stdin and stdout.",
     "mcp.servers.NAME.env": "Variables set for it on top of the scrubbed environment (a key it "
     "needs goes here).",

@@ -1,13 +1,14 @@
-"""One run of an MCP server's program, spoken to over stdio with the official SDK, on the hub's
-event loop.
+"""One run of an MCP server's program, spoken to over stdio with the official SDK's session, on
+the hub's event loop.
 
-``ServerConnection.run`` is that run's whole life in one task (the SDK's transport and session
-are anyio contexts that must be entered and left by the same task): start the program, the MCP
-handshake and the tool listing within ``startup_timeout_s`` (then ``ready`` is set, with the
-tools or with the reason it failed), then wait for ``stop`` or for the server to go away; leaving
-the contexts closes its stdin and, if it does not exit, kills its process group (the SDK's
-shutdown, bounded). Its stderr goes to a temporary file, not to the terminal a face draws on; the
-last line of it explains a start that failed, or a crash.
+``ServerConnection.run`` is that run's whole life in one task (the transport and the SDK's
+session are anyio contexts that must be entered and left by the same task): start the program
+under dsh's keeper (:mod:`dsh.tools.mcp.kept_stdio`), the MCP handshake and the tool listing
+within ``startup_timeout_s`` (then ``ready`` is set, with the tools or with the reason it
+failed), then wait for ``stop`` or for the server to go away; leaving the contexts closes its
+stdin and, if it does not exit, signals it and then kills all it started (bounded). Its stderr
+goes to a temporary file, not to the terminal a face draws on; the last line of it explains a
+start that failed, or a crash.
 
 The messages from the server pass through ``_watch`` on their way to the SDK's session, so the end
 of its output (the program exited, or closed its stdout) is seen before the session answers the
@@ -30,6 +31,7 @@ import anyio
 
 from dsh.config import McpServerSettings
 from dsh.tools.base import ToolOutput
+from dsh.tools.mcp.kept_stdio import kept_stdio_client
 from dsh.tools.mcp.results import TIMEOUT, failure_output, tool_output
 from dsh.tools.mcp.tool import RemoteTool
 from dsh.tools.secrets import SecretPolicy
@@ -91,21 +93,20 @@ class ServerConnection:
     async def run(self) -> None:
         """Start the server, list its tools, serve calls until ``stop``; never raises."""
         try:
-            from mcp import ClientSession, StdioServerParameters, stdio_client
+            from mcp import ClientSession
         except ImportError:
             self._failed(MISSING_SDK)
             return
         if not self.cwd.is_dir():
             self._failed(f"its working directory does not exist: {self.cwd}")
             return
-        program, *args = self.settings.command
-        params = StdioServerParameters(
-            command=program, args=args, env=self.environment, cwd=self.cwd
-        )
+        command = list(self.settings.command)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
             try:
                 async with (
-                    stdio_client(params, errlog=stderr) as (read, write),
+                    kept_stdio_client(
+                        command, environment=self.environment, cwd=self.cwd, errlog=stderr
+                    ) as (read, write),
                     anyio.create_task_group() as watching,
                 ):
                     watched, received = anyio.create_memory_object_stream[Any](0)

@@ -38,8 +38,8 @@ from dsh.tools.mcp.tool import McpTool, RemoteTool
 from dsh.tools.secrets import SecretPolicy
 
 CLOSE_TIMEOUT = 15.0
-"""Seconds ``close`` waits for the servers to stop (the SDK's own shutdown takes at most about
-six: stdin closed, then SIGTERM, then SIGKILL to the process group)."""
+"""Seconds ``close`` waits for the servers to stop (a server's shutdown takes at most about ten:
+``kept_stdio``'s flush, stdin closed, SIGTERM, then everything it started killed)."""
 CALL_GRACE = 30.0
 """Seconds a caller waits beyond a call's own timeout before it gives up on the hub itself."""
 
@@ -179,8 +179,8 @@ class McpHub:
             )
 
     def close(self) -> None:
-        """Stop every server (each one's process group is gone when this returns, unless it
-        outlived the SDK's kill) and the hub's thread. Idempotent."""
+        """Stop every server (each one and all it started are gone when this returns, unless its
+        keeper was stopped from outside) and the hub's thread. Idempotent."""
         with self._lock:
             if self._closed:
                 return

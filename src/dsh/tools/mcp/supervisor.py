@@ -40,7 +40,7 @@ RESTART_BACKOFF_S = (0.25, 0.5, 1.0)
 """Seconds from a crash before restart 1, 2 and 3 (a server that crashed long ago restarts at
 once)."""
 STOP_WAIT_S = 15.0
-"""Seconds a restart waits for the crashed run to end (the SDK's shutdown takes at most six)."""
+"""Seconds a restart waits for the crashed run to end (its shutdown takes at most about ten)."""
 
 
 class SupervisedServer:
@@ -129,7 +129,7 @@ class SupervisedServer:
         if task is None:
             return
         if not self.connection.ready.is_set():  # still starting (dsh is quitting early)
-            task.cancel()  # the SDK's shutdown of the program is shielded and bounded
+            task.cancel()  # the shutdown of the program is shielded and bounded
         _, pending = await asyncio.wait({task}, timeout=timeout)
         if pending:
             task.cancel()
