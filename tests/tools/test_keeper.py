@@ -44,6 +44,7 @@ def test_every_call_is_a_call_keeper_forked_by_one_keeper_under_dsh(ctx: ToolCon
         pid, comm, parent = keeper.split()
         assert (int(pid), comm, int(parent)) == (KEEPER.pid, "dsh-keeper", os.getpid())
     assert call_keepers[0] != call_keepers[1]  # one per call, the keeper the same
+    assert os.listdir(f"/proc/{KEEPER.pid}/task") == [str(KEEPER.pid)]  # one thread: forks safely
 
 
 @linux
