@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from dsh.errors import LogCorruptError
+from dsh.errors import LogCorruptError, SessionNotFoundError, UsageError
 from dsh.events import Event, SessionTitle, encode_event
 from dsh.store import JsonlStore, MemoryStore, SqliteStore
 from dsh.store import appended as appended_module
@@ -313,3 +313,64 @@ def test_a_line_changed_in_place_before_the_anchor_is_found(
     header = store.list()[0]  # the header line is intact (a load would refuse the log)
     with AppendedReader(store) as reader, pytest.raises(LogCorruptError, match="checksum"):
         reader.read(header, position, Collect())
+
+
+# ---- a whole load through the reader ---------------------------------------------------------
+
+
+def test_a_load_holds_what_the_stores_open_holds_and_is_read_on_from(store: Store) -> None:
+    session = writer(store)
+    append_chat_turn(session, "first", "ok")
+    session.sync()
+    with AppendedReader(store) as reader:
+        log, position = reader.load(session.id)
+        header, lines = loaded(store, session.id)
+        assert (log.header, [encode_event(e) for e in log.events]) == (header, lines)
+        assert not log.writable and position.seq == len(lines) - 1
+        append_chat_turn(session, "second", "ok")
+        session.sync()
+        more = Collect()
+        reader.read(log.header, position, more)
+    assert more.restarts == 0 and lines + more.lines == loaded(store, session.id)[1]
+    session.close()
+
+
+def test_a_load_of_a_session_that_is_not_stored_is_not_found(store: Store) -> None:
+    with writer(store):
+        pass
+    with AppendedReader(store) as reader, pytest.raises(SessionNotFoundError):
+        reader.load("20260101-000000-000-abcdef")
+
+
+def test_a_load_leaves_a_line_still_being_written_for_the_next_read(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    with writer(store) as session:
+        append_chat_turn(session, "first", "ok")
+    path = store.log_path(session.id)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][:9])
+    with AppendedReader(store) as reader:
+        log, position = reader.load(session.id)
+        assert [encode_event(e) for e in log.events] == loaded(store, session.id)[1]
+        with path.open("ab") as handle:
+            handle.write(lines[-1][9:])
+        rest = Collect()
+        reader.read(log.header, position, rest)
+    assert rest.restarts == 0 and len(rest.lines) == 1
+    assert [encode_event(e) for e in log.events] + rest.lines == loaded(store, session.id)[1]
+
+
+def test_a_read_only_log_catches_up_only_with_the_events_that_continue_it(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    with writer(store) as session:
+        append_chat_turn(session, "first", "ok")
+    events = list(store.open(session.id).events)
+    with AppendedReader(store) as reader:
+        log, _ = reader.load(session.id)
+        with pytest.raises(LogCorruptError):  # seq 1 again: not what follows
+            log.catch_up(events[1:])
+        assert len(log.events) == len(events)
+    writable = store.open(session.id, writable=True)
+    with pytest.raises(UsageError):
+        writable.catch_up(events[:1])
+    writable.close()

@@ -18,6 +18,11 @@ surface rules), a chunk at a time; a line still being written (no newline yet) w
 read. Reading never writes, locks or repairs anything. Errors are the store's (``StoreError``,
 ``LogCorruptError``); a caller that wants the load's exact message opens the log.
 
+``AppendedReader.load(session_id)`` reads a whole session the same way, header included (one
+open of the file, so header and events are of the same log): a read-only ``SessionLog`` and the
+position after its last complete event, from which ``read`` goes on (the web's read cache
+keeps sessions so: ``dsh.web.read_cache``).
+
 A file of the size it had when read but with another mtime was changed in place (an append
 always grows it): it is read again from its start, so a line edited by hand or by a disk fault
 is found and the session shows as unreadable, not as it was. What a position cannot see: a byte
@@ -40,11 +45,11 @@ from typing import BinaryIO, Protocol
 
 import msgspec
 
-from dsh.errors import LogCorruptError, StoreError
+from dsh.errors import LogCorruptError, SessionNotFoundError, StoreError
 from dsh.events import Event, decode_event_lines, decode_events
-from dsh.store.base import EventStore, SessionHeader, encode_header
+from dsh.store.base import EventStore, SessionHeader, SessionLog, decode_header, encode_header
 from dsh.store.integrity import check_rows, unseal_counted
-from dsh.store.jsonl import READ_CHUNK, JsonlStore
+from dsh.store.jsonl import READ_CHUNK, JsonlStore, decode_header_line
 from dsh.store.sqlite import SqliteStore, connect_reader
 
 ROWS_PER_BATCH = 2048
@@ -98,6 +103,36 @@ def header_key(header: SessionHeader) -> str:
     return fingerprint(encode_header(header))
 
 
+class _Kept:
+    """An ``EventSink`` that keeps what it is handed (a read from no position: no restart)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def restart(self) -> None:
+        self.events = []
+
+    def add(self, events: Sequence[Event]) -> None:
+        self.events.extend(events)
+
+
+class ReadOnlyLog(SessionLog):
+    """A session log read through an ``AppendedReader``: never written, it grows only by
+    ``catch_up`` with what the reader reads on."""
+
+    def __init__(self, header: SessionHeader, events: list[Event]) -> None:
+        super().__init__(header, events, writable=False, resumed=True)
+
+    def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
+        raise AssertionError("a read-only log is never written")  # append refuses first
+
+    def _sync(self) -> None:
+        pass
+
+    def _close(self) -> None:
+        pass
+
+
 class AppendedReader:
     """Reads any number of sessions of one JSONL or SQLite store on from their positions."""
 
@@ -115,6 +150,54 @@ class AppendedReader:
         if isinstance(self.store, JsonlStore):
             return _read_jsonl(self.store.log_path(header.id), key, position, sink)
         return self._read_sqlite(header, key, position, sink)
+
+    def load(self, session_id: str) -> tuple[ReadOnlyLog, LogPosition]:
+        """Session ``session_id`` read whole from its start: a read-only log of its complete
+        events (a line still being written is left, as a load drops a torn one) and the
+        position after the last. Raises the store's errors (``SessionNotFoundError``, …)."""
+        kept = _Kept()
+        if isinstance(self.store, JsonlStore):
+            header, position = self._load_jsonl(session_id, kept)
+        else:
+            header, position = self._load_sqlite(session_id, kept)
+        return ReadOnlyLog(header, kept.events), position
+
+    def _load_jsonl(self, session_id: str, sink: EventSink) -> tuple[SessionHeader, LogPosition]:
+        assert isinstance(self.store, JsonlStore)
+        path = self.store.log_path(session_id)
+        if "/" in session_id or session_id in {"", ".", ".."} or not path.is_file():
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.store.root}")
+        try:
+            with path.open("rb") as handle:
+                seen = os.fstat(handle.fileno())
+                first = handle.readline()
+                if not first.endswith(b"\n"):
+                    raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+                header = decode_header_line(first[:-1], path)
+                start = _seen(_header_position(first, header_key(header)), seen)
+                return header, _jsonl_lines(handle, path, start, sink)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+    def _load_sqlite(self, session_id: str, sink: EventSink) -> tuple[SessionHeader, LogPosition]:
+        assert isinstance(self.store, SqliteStore)
+        path = self.store.path
+        if not path.is_file():  # connecting would create it
+            raise SessionNotFoundError(f"no session {session_id!r} in {path}")
+        if self._db is None:
+            self._db = connect_reader(path)
+        try:
+            row = self._db.execute(
+                "SELECT header FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session {session_id!r} in {path}")
+            header = decode_header(bytes(row[0]), where=f"{path}: session {session_id}")
+            key = header_key(header)
+            start = LogPosition(seq=-1, header=key, anchor=key)
+            return header, _sqlite_rows(self._rows(session_id, 0), session_id, start, sink)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read session {session_id}: {exc}") from exc
 
     def close(self) -> None:
         if self._db is not None:
@@ -189,17 +272,21 @@ def _read_jsonl(path: Path, key: str, position: LogPosition | None, sink: EventS
             if position is None or not _still_holds(handle, position, seen):
                 sink.restart()
                 position = _start(handle, path, key)
-            settled = seen.st_mtime_ns < time.time_ns() - SETTLED_NS
-            position = msgspec.structs.replace(
-                position,
-                inode=seen.st_ino,
-                size=seen.st_size,
-                mtime_ns=seen.st_mtime_ns if settled else -1,
-                seen_mtime_ns=seen.st_mtime_ns,
-            )
-            return _jsonl_lines(handle, path, position, sink)
+            return _jsonl_lines(handle, path, _seen(position, seen), sink)
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _seen(position: LogPosition, seen: os.stat_result) -> LogPosition:
+    """``position`` with the file's identity as ``seen`` just before it is read on."""
+    settled = seen.st_mtime_ns < time.time_ns() - SETTLED_NS
+    return msgspec.structs.replace(
+        position,
+        inode=seen.st_ino,
+        size=seen.st_size,
+        mtime_ns=seen.st_mtime_ns if settled else -1,
+        seen_mtime_ns=seen.st_mtime_ns,
+    )
 
 
 def _start(handle: BinaryIO, path: Path, key: str) -> LogPosition:
@@ -208,6 +295,12 @@ def _start(handle: BinaryIO, path: Path, key: str) -> LogPosition:
     first = handle.readline()
     if not first.endswith(b"\n"):
         raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+    return _header_position(first, key)
+
+
+def _header_position(first: bytes, key: str) -> LogPosition:
+    """Just after the header line ``first`` (with its newline) of the log whose header is
+    ``key``."""
     size = len(first)
     return LogPosition(seq=-1, header=key, anchor=fingerprint(first), offset=size, anchor_size=size)
 

@@ -31,6 +31,7 @@ from dsh.events import (
     Event,
     StepEndEvent,
     TurnEndEvent,
+    check_contiguous,
     encode_event,
     validate_event_shape,
 )
@@ -205,6 +206,15 @@ class SessionLog(ABC):
         self._write_lines(lines, durable=durable)
         self._events.extend(events)
         self.pending_end_seed = False
+
+    def catch_up(self, events: Sequence[Event]) -> None:
+        """Take in ``events`` that another process appended to this read-only log's stored
+        log after it was read (read on from a position, so checked as a load checks them):
+        they continue its seqs. A log open for writing grows by its own appends only."""
+        if self.writable:
+            raise UsageError(f"session {self.id} is open for writing here: only it appends")
+        check_contiguous(events, first_seq=len(self._events))
+        self._events.extend(events)
 
     def sync(self) -> None:
         """Block until everything appended so far is on stable storage."""

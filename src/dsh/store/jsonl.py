@@ -246,7 +246,7 @@ class JsonlStore:
             try:
                 if not first.endswith(b"\n"):
                     raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-                header = _decode_header_line(first.rstrip(b"\n"), path)
+                header = decode_header_line(first.rstrip(b"\n"), path)
             except LogCorruptError as exc:
                 found.append(UnreadableSession(directory.name, str(exc), exc.line))
                 continue
@@ -282,7 +282,7 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
             raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
         if not first.endswith(b"\n"):
             raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
-        header = _decode_header_line(first[:-1], path)
+        header = decode_header_line(first[:-1], path)
         torn: list[bytes] = []
         try:
             events = decode_event_chunks(_event_chunks(handle, path, torn), first_line=2)
@@ -327,7 +327,8 @@ def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[t
         line += count
 
 
-def _decode_header_line(raw: bytes, path: Path) -> SessionHeader:
+def decode_header_line(raw: bytes, path: Path) -> SessionHeader:
+    """The header of the log at ``path`` from its first line (``raw``, without the newline)."""
     canonical = check_line(raw, number=1, where=f"{path}: ")
     return decode_header(canonical, where=f"{path}: line 1")
 

@@ -203,6 +203,31 @@ class Session:
                     log.exception("session observer failed on seq %d", event.seq)
         return events
 
+    def catch_up(self, events: Sequence[Event]) -> None:
+        """Fold in ``events`` that another process appended to this read-only session's stored
+        log since it was read (``dsh.store.appended`` reads them on, checked as a load checks
+        them), with the code a load folds with: the session then holds what a fresh load of
+        the longer log would. All or nothing: an event the surface refuses raises
+        ``LogCorruptError`` (as the load would) and leaves the session as it was. Observers are
+        not told: they hear this process's appends."""
+        undos = []
+        try:
+            for event in events:
+                if type(event) in _SURFACE_TYPES:
+                    undo = self._surface.apply(event)
+                    if undo is not None:
+                        undos.append((undo, cast(SurfaceEvent, event)))
+            self._log.catch_up(events)
+        except BaseException as exc:
+            for undo, surface_event in reversed(undos):
+                self._surface.undo(undo, surface_event)
+            if isinstance(exc, SurfaceError):
+                raise LogCorruptError(f"session {self.id}: {exc}", seq=exc.seq) from exc
+            raise
+        for event in events:
+            self._by_type[type(event)].append(event)
+            self._track(event)
+
     def _build(self, draft: Draft, seq: int, now: int) -> KnownEvent:
         cls = EVENT_CLASS_BY_PAYLOAD.get(type(draft.payload))
         if cls is None:

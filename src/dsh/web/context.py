@@ -12,7 +12,6 @@ import anyio.to_thread
 from dsh.agent.context_report import context_report
 from dsh.agent.runtime import Route
 from dsh.errors import DshError
-from dsh.surface import Session
 from dsh.web.errors import from_dsh_error
 from dsh.web.sessions import SessionRegistry, check_session_id
 
@@ -43,8 +42,10 @@ async def session_context(registry: SessionRegistry, session_id: str) -> dict[st
         return {**report.public(), **notice}
 
     def stored() -> dict[str, Any]:
-        session: Session = registry.readers.get(session_id)
-        with registry.stored_context.held(session_id) as fold:
+        with (
+            registry.readers.held(session_id) as session,
+            registry.stored_context.held(session_id) as fold,
+        ):
             report = context_report(session, default_window=window, route=route, fold=fold)
         return report.public()
 

@@ -1,87 +1,137 @@
-"""Read-only sessions the web server loaded from the store, and the folds of them that keep
-the context panel and the session info (``ContextFold``)."""
+"""Read-only sessions the web server loaded from the store, kept up to date with what other
+processes append, and the folds of them that keep the context panel and the session info
+(``ContextFold``)."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from dsh.agent.context_fold import ContextFold
+from dsh.errors import DshError
+from dsh.events import Event
 from dsh.store import EventStore
+from dsh.store.appended import AppendedReader, LogPosition, reader_for
 from dsh.surface import Session
 
 
-class ReadCache:
-    """Read-only sessions loaded from the store, kept while their file is unchanged.
+@dataclass(slots=True)
+class _Kept:
+    session: Session
+    position: LogPosition
+    """Where the session's stored log was read to (``dsh.store.appended``)."""
 
-    A page load asks for a session's info and its newest history page at once; both need the
-    whole log, so one load serves both (the second asker waits for the first one's load rather
-    than reading the log again beside it) and every scroll-back page. Freshness is the JSONL
-    file's size and mtime; a store without files (SQLite, memory) is read every time.
+
+class _Replaced(Exception):
+    """The stored log changed other than by appends: it is loaded again, whole."""
+
+
+class _Appended:
+    """The ``EventSink`` of a read on from a kept position: keeps the events, and stops the
+    read at once when the log must be read from its start."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def restart(self) -> None:
+        raise _Replaced
+
+    def add(self, events: Sequence[Event]) -> None:
+        self.events.extend(events)
+
+
+class ReadCache:
+    """Read-only sessions loaded from the store (the ``size`` most recently asked for), each
+    kept with the position its stored log was read to.
+
+    ``held(session_id)`` brings the session up to its stored log and holds it for the asking
+    thread alone. When another process (``dsh run``, the TUI) appended to the log, only the
+    appended events are read and folded in (``Session.catch_up``): a busy session followed
+    from the web costs what was appended, not its length. A log that changed other than by
+    appends (replaced, cut back, repaired: ``dsh.store.appended`` tells), or whose appended
+    events do not load, is loaded again whole, so what the cache holds, or the error it
+    raises, is always what a fresh load gives; a line still being written waits for its
+    newline, as a load drops a torn last line. A page load asks for a session's info and its
+    newest history page at once: the second asker waits for the first one's load and then
+    reads nothing more. A store without positions (memory) is read whole every time.
     """
 
     def __init__(self, store: EventStore, size: int = 4) -> None:
         self.store = store
         self.size = size
         self._lock = threading.Lock()
-        self._entries: OrderedDict[str, tuple[tuple[int, int], Session]] = OrderedDict()
-        self._loading: dict[str, threading.Lock] = {}
-        """One lock per session id while it loads: concurrent misses load it once."""
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._holds: dict[str, threading.Lock] = {}
+        """One lock per session id: one thread at a time brings it up to date and reads it."""
 
-    def _stamp(self, session_id: str) -> tuple[int, int] | None:
-        log_path = getattr(self.store, "log_path", None)
-        if log_path is None:
-            return None
-        try:
-            stat = Path(log_path(session_id)).stat()
-        except OSError:
-            return None
-        return stat.st_size, stat.st_mtime_ns
-
-    def _fresh(self, session_id: str, stamp: tuple[int, int] | None) -> Session | None:
+    @contextlib.contextmanager
+    def held(self, session_id: str) -> Iterator[Session]:
+        """The session as its stored log now stands, read-only, unchanged until released
+        (raises the store's errors, e.g. SessionNotFoundError)."""
         with self._lock:
-            cached = self._entries.get(session_id)
-            if cached is not None and stamp is not None and cached[0] == stamp:
-                self._entries.move_to_end(session_id)
-                return cached[1]
-        return None
+            hold = self._holds.setdefault(session_id, threading.Lock())
+        with hold:
+            yield self._current(session_id)
 
-    def get(self, session_id: str) -> Session:
-        """The session, read-only (raises the store's errors, e.g. SessionNotFoundError)."""
-        cached = self._fresh(session_id, self._stamp(session_id))
-        if cached is not None:
-            return cached
-        with self._lock:
-            loading = self._loading.setdefault(session_id, threading.Lock())
-        with loading:
-            stamp = self._stamp(session_id)
-            cached = self._fresh(session_id, stamp)  # loaded meanwhile by another asker
-            return cached if cached is not None else self._load(session_id, stamp)
-
-    def _load(self, session_id: str, stamp: tuple[int, int] | None) -> Session:
-        session = Session.open(self.store, session_id)
-        session.close()  # a read-only log holds nothing; its events stay readable
-        if stamp is not None:
+    def _current(self, session_id: str) -> Session:
+        reader = reader_for(self.store)
+        if reader is None:
+            return _opened(self.store, session_id)
+        with reader:
             with self._lock:
-                self._entries[session_id] = (stamp, session)
-                self._entries.move_to_end(session_id)
-                while len(self._entries) > self.size:
-                    self._entries.popitem(last=False)
+                kept = self._kept.get(session_id)
+                if kept is not None:
+                    self._kept.move_to_end(session_id)
+            if kept is not None:
+                try:
+                    return _caught_up(reader, kept)
+                except (_Replaced, DshError):  # a whole load says what the log now is
+                    self.forget(session_id)
+            return self._load(reader, session_id)
+
+    def _load(self, reader: AppendedReader, session_id: str) -> Session:
+        try:
+            log, position = reader.load(session_id)
+            session = Session(log)
+        except DshError:  # the load's own error, or the log as it stands now (not kept)
+            return _opened(self.store, session_id)
+        with self._lock:
+            self._kept[session_id] = _Kept(session, position)
+            self._kept.move_to_end(session_id)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
         return session
 
     def forget(self, session_id: str) -> None:
         with self._lock:
-            self._entries.pop(session_id, None)
+            self._kept.pop(session_id, None)
+
+
+def _caught_up(reader: AppendedReader, kept: _Kept) -> Session:
+    """``kept``'s session with what was appended to its log since it was read folded in."""
+    appended = _Appended()
+    position = reader.read(kept.session.header, kept.position, appended)
+    if appended.events:
+        kept.session.catch_up(appended.events)
+    kept.position = position
+    return kept.session
+
+
+def _opened(store: EventStore, session_id: str) -> Session:
+    """The session loaded whole by the store, as every other reader loads it."""
+    session = Session.open(store, session_id)
+    session.close()  # a read-only log holds nothing; its events stay readable
+    return session
 
 
 class ContextFolds:
     """A ``ContextFold`` per read-only session (the ``size`` most recently asked for), so a
-    repeated context panel or session info of an unchanged session reads nothing again. The
-    web reads stored sessions on worker threads, so each fold is used by one of them at a
-    time."""
+    repeated context panel or session info of an unchanged session reads nothing again, and
+    one of a session another process appends to folds only what was appended. The web reads
+    stored sessions on worker threads, so each fold is used by one of them at a time."""
 
     def __init__(self, size: int = 4) -> None:
         self.size = size

@@ -4,7 +4,7 @@ A session is *open* here once it was created or resumed through the API: the ser
 its single-writer lock (the same lock as the CLI, so a session another process writes cannot be
 opened, and the answer names that process), its ``Session`` object, its ``Agent`` and at most
 one running activity (a turn or a manual ``/compact``). Sessions not open here are read from
-the store, read-only (a small cache keeps the last few loads while their file is unchanged).
+the store, read-only (``ReadCache`` keeps the last few, reading on what other processes append).
 
 How agents and compaction engines are made is the ``Runtime``'s business, so tests inject the
 keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
@@ -18,11 +18,11 @@ import json
 import logging
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -67,6 +67,8 @@ from dsh.web.runtime import Runtime
 from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
 
 log = logging.getLogger("dsh.web")
+
+T = TypeVar("T")
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -179,16 +181,23 @@ class SessionRegistry:
         return self.open_handle(session_id)
 
     async def _read(self, session_id: str) -> tuple[SessionHeader, Sequence[Event]]:
-        """Header and events: from the open session, else read-only from the store."""
+        """Header and events: from the open session, else read-only from the store (a copy of
+        its events as they stood: the kept session goes on growing)."""
         handle = self.handles.get(check_session_id(session_id))
         if handle is not None:
             return handle.session.header, handle.session.events
-        session = await self._stored(session_id)
-        return session.header, session.events
+        return await self._stored(session_id, lambda session: (session.header, [*session.events]))
 
-    async def _stored(self, session_id: str) -> Session:
+    async def _stored(self, session_id: str, read: Callable[[Session], T]) -> T:
+        """``read`` of the stored session brought up to date, on a worker thread that holds
+        it: nothing is folded into it while ``read`` runs (``ReadCache.held``)."""
+
+        def held() -> T:
+            with self.readers.held(session_id) as session:
+                return read(session)
+
         try:
-            return await anyio.to_thread.run_sync(self.readers.get, session_id)
+            return await anyio.to_thread.run_sync(held)
         except DshError as exc:
             raise from_dsh_error(exc) from exc
 
@@ -235,20 +244,16 @@ class SessionRegistry:
                 "progress": handle.hub.progress.public(),
                 "approvals": [a.public() for a in handle.approvals.values()],
             }
-        session = await self._stored(session_id)
 
-        def stored_stats() -> dict[str, Any]:  # a new load's first update: off the loop
+        def stored_info(session: Session) -> tuple[SessionHeader, dict[str, Any]]:
+            # a new load's first update reads the whole index: off the loop
             with self.stored_context.held(session_id) as fold:
-                return self._stats(session, fold.update(session, items=False).stats)
+                stats = self._stats(session, fold.update(session, items=False).stats)
+            shown = {"title": _title(session), "lastSeq": len(session.events) - 1, "stats": stats}
+            return session.header, shown
 
-        return {
-            **self._summary(session.header),
-            "title": _title(session),
-            "lastSeq": len(session.events) - 1,
-            "stats": await anyio.to_thread.run_sync(stored_stats),
-            "progress": None,
-            "approvals": [],
-        }
+        header, shown = await self._stored(session_id, stored_info)
+        return {**self._summary(header), **shown, "progress": None, "approvals": []}
 
     def stats(self, handle: Handle) -> dict[str, Any]:
         """The session info's figures of an open session, from its handle's ``ContextFold``."""
@@ -276,8 +281,17 @@ class SessionRegistry:
     ) -> tuple[HistoryPage, int]:
         """A history page (``history_page`` of ``dsh.transcript.history``; docs/architecture.md,
         "The human transcript") and the session's last seq."""
-        events = await self.events(session_id)
-        return history_page(events, before_seq, max_messages), len(events) - 1
+        handle = self.handles.get(check_session_id(session_id))
+        if handle is not None:
+            events = handle.session.events
+            return history_page(events, before_seq, max_messages), len(events) - 1
+        return await self._stored(
+            session_id,
+            lambda session: (
+                history_page(session.events, before_seq, max_messages),
+                len(session.events) - 1,
+            ),
+        )
 
     # -- opening and closing ---------------------------------------------------------------
 
