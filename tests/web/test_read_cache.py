@@ -183,3 +183,21 @@ def test_a_store_without_positions_is_read_whole_every_time():
     again = kept(cache, writer.id)
     assert again is not first and stored(again) == fresh(store, writer.id)
     writer.close()
+
+
+def test_the_benchmark_prints_the_pickup_of_one_event_read_on_and_reloaded_with_the_ratio():
+    """``benchmarks/web_info.py`` on a small session (figures are not checked: no timing
+    assertions)."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "web_info.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--events", "300", "--rounds", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("load average: ") and lines[-1].startswith("load average after: ")
+    for figure in ("cache (held)", "session info  incremental"):
+        row = next(line for line in lines if line.startswith(figure))
+        assert " ms   full reload " in row and row.endswith("x") and "ratio" in row
