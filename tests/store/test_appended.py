@@ -367,7 +367,7 @@ def test_a_read_only_log_catches_up_only_with_the_events_that_continue_it(tmp_pa
     events = list(store.open(session.id).events)
     with AppendedReader(store) as reader:
         log, _ = reader.load(session.id)
-        with pytest.raises(LogCorruptError):  # seq 1 again: not what follows
+        with pytest.raises(LogCorruptError, match="expected seq"):  # seq 1 again
             log.catch_up(events[1:])
         assert len(log.events) == len(events)
     writable = store.open(session.id, writable=True)

@@ -32,6 +32,10 @@ def answers(session: Session) -> tuple[object, ...]:
         session.measure(),
         session.request_header,
         {kind: list(session.of_type(kind)) for kind in {type(event) for event in events}},
+        [
+            (seq in session.surface, session.tool_pairing_balanced_after(seq))
+            for seq in session.nodes
+        ],
     )
 
 
@@ -91,4 +95,17 @@ def test_a_session_open_for_writing_grows_by_its_own_appends_only(tmp_path: Path
     with pytest.raises(UsageError):
         writer.catch_up(events)
     assert answers(writer) == before
+    writer.close()
+
+
+def test_events_that_do_not_continue_the_log_leave_the_session_as_it_was(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    writer = new_session(store)
+    append_chat_turn(writer, "first", "ok")
+    writer.sync()
+    reader = loaded(store, writer.id)
+    before = answers(reader)
+    with pytest.raises(LogCorruptError, match="expected seq 6 but found seq 2"):
+        reader.catch_up(writer.events[2:])  # already held: folded twice, they would corrupt it
+    assert answers(reader) == before
     writer.close()

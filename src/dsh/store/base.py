@@ -31,7 +31,6 @@ from dsh.events import (
     Event,
     StepEndEvent,
     TurnEndEvent,
-    check_contiguous,
     encode_event,
     validate_event_shape,
 )
@@ -209,12 +208,22 @@ class SessionLog(ABC):
 
     def catch_up(self, events: Sequence[Event]) -> None:
         """Take in ``events`` that another process appended to this read-only log's stored
-        log after it was read (read on from a position, so checked as a load checks them):
-        they continue its seqs. A log open for writing grows by its own appends only."""
+        log after it was read (read on from a position, so checked as a load checks them)."""
+        self.check_caught_up(events)
+        self._events.extend(events)
+
+    def check_caught_up(self, events: Sequence[Event]) -> None:
+        """Refuse what ``catch_up`` must not take in: events that do not continue the log's
+        seqs (``LogCorruptError``), or any on a log open for writing, which grows by its own
+        appends only (``UsageError``)."""
         if self.writable:
             raise UsageError(f"session {self.id} is open for writing here: only it appends")
-        check_contiguous(events, first_seq=len(self._events))
-        self._events.extend(events)
+        for expected, event in enumerate(events, len(self._events)):
+            if event.seq != expected:
+                raise LogCorruptError(
+                    f"session {self.id}: expected seq {expected} but found seq {event.seq}",
+                    seq=event.seq,
+                )
 
     def sync(self) -> None:
         """Block until everything appended so far is on stable storage."""

@@ -210,6 +210,7 @@ class Session:
         the longer log would. All or nothing: an event the surface refuses raises
         ``LogCorruptError`` (as the load would) and leaves the session as it was. Observers are
         not told: they hear this process's appends."""
+        self._log.check_caught_up(events)  # before the surface sees any of them
         undos = []
         try:
             for event in events:
