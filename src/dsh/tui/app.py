@@ -2,6 +2,7 @@
 
 The ``Controller`` owns the session and the agent; this app turns its events into widget
 updates, runs turns and ``/compact`` as workers, and answers the approval policy with a modal.
+What each slash command does is ``dsh.tui.app_commands``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from textual import events
@@ -30,24 +32,22 @@ from dsh.events import (
 from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
+from dsh.tui.app_commands import SlashCommands
 from dsh.tui.app_warnings import WarningsApp
 from dsh.tui.approval import ApprovalScreen
 from dsh.tui.commands import (
     COMMANDS,
-    HELP,
     KEPT_WHILE_RUNNING,
     Command,
     parse_command,
     prompt_text,
     waits,
 )
-from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.find import FindBar
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import KEYS_HINT, PromptBox
-from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 from dsh.tui.shell_command import context_block, run_shell_command, shell_command
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
@@ -90,6 +90,7 @@ class DshApp(WarningsApp):
     def __init__(self, options: TuiOptions) -> None:
         super().__init__()
         self.controller = Controller(options, self)
+        self.commands = SlashCommands(self)
         self._cursor_blink = options.cursor_blink
         self.ready = False
         self.shell_context: list[str] = []
@@ -135,7 +136,7 @@ class DshApp(WarningsApp):
             self._opened(items)
             return
         self.transcript.load(page.items, page.details)  # the newest page now, the rest after
-        self._update_status()
+        self.update_status()
         self.call_after_refresh(lambda: self.run_worker(self._finish_open(resume), group="open"))
 
     async def _finish_open(self, session_id: str) -> None:
@@ -153,7 +154,7 @@ class DshApp(WarningsApp):
             self.exit(return_code=1, message=f"dsh: error: {exc}")
 
     def _opened(self, items: list[TranscriptItem]) -> None:
-        self._show_session(items)
+        self.show_session(items)
         for text in self.controller.opening_notes():
             self.note(text)
         self.ready = True
@@ -164,23 +165,23 @@ class DshApp(WarningsApp):
         self.last_session_id = session.id if session is not None else None
         self.controller.close()
 
-    def _show_session(self, items: list[TranscriptItem]) -> None:
+    def show_session(self, items: list[TranscriptItem]) -> None:
         self.transcript.load(items, self.controller.projector.details)
         self.prompt_box.seed(prompts_of(items))
-        self._update_status()
-        self._measure_context()
+        self.update_status()
+        self.measure_context()
 
     # ---- what the controller reports ------------------------------------------------------------
 
     def event_logged(self, event: Event, items: list[TranscriptItem]) -> None:
         view = self.transcript
         if isinstance(event, AssistantMessageEvent):
-            self._reset_live()
+            self.reset_live()
         if items:
             view.add_items(items)
         if isinstance(event, CompactionSummaryEvent):
             view.refresh_markers()
-        self._update_status(
+        self.update_status(
             context=isinstance(event, _CONTEXT_EVENTS) or is_replacement_surface_event(event)
         )
 
@@ -213,11 +214,11 @@ class DshApp(WarningsApp):
                 self.pop_screen()
             raise
 
-    def _reset_live(self) -> None:
+    def reset_live(self) -> None:
         self._live_text, self._live_reasoning, self._live_calls = "", "", {}
         self.transcript.clear_live()
 
-    def _update_status(self, *, context: bool = False) -> None:
+    def update_status(self, *, context: bool = False) -> None:
         """Refresh the status bar; ``context`` asks for the context use to be measured again,
         which happens at most every ``CONTEXT_EVERY`` seconds (``Session.measure`` walks the
         whole surface) and at every turn's end."""
@@ -231,23 +232,23 @@ class DshApp(WarningsApp):
         )
         if context and not self._context_pending:
             self._context_pending = True
-            self.set_timer(CONTEXT_EVERY, self._measure_context)
+            self.set_timer(CONTEXT_EVERY, self.measure_context)
 
     @property
     def status_settled(self) -> bool:
         """False while a re-measure of the context use is scheduled."""
         return not self._context_pending
 
-    def _measure_context(self) -> None:
+    def measure_context(self) -> None:
         self._context_pending = False
         self.status_bar.set(context_tokens=self.controller.context_tokens())
 
     def note(self, text: str) -> None:
         self.transcript.add_note(text)
 
-    def _set_busy(self, busy: str | None) -> None:
+    def set_busy(self, busy: str | None) -> None:
         self._busy = busy
-        self._update_status()
+        self.update_status()
 
     # ---- input --------------------------------------------------------------------------------
 
@@ -283,6 +284,10 @@ class DshApp(WarningsApp):
     def running(self) -> bool:
         return self._worker is not None and not self._worker.is_finished
 
+    def start_work(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a turn, a ``!cmd`` or a ``/compact``: one at a time (see ``running``)."""
+        self._worker = self.run_worker(work, group="turn", exit_on_error=False)
+
     def send(self, prompt: str) -> None:
         if self.running:
             self.note("Something is running: wait for it (esc cancels a turn).")
@@ -290,7 +295,7 @@ class DshApp(WarningsApp):
         if self.shell_context:  # ``!cmd`` output goes to the model with this prompt
             prompt = "\n\n".join([*self.shell_context, prompt])
             self.shell_context = []
-        self._worker = self.run_worker(self._turn(prompt), group="turn", exit_on_error=False)
+        self.start_work(self._turn(prompt))
 
     def run_shell(self, command: str) -> None:
         """``!cmd``: run it (asking first under the ``ask`` policy); its output joins the
@@ -300,14 +305,14 @@ class DshApp(WarningsApp):
         elif self.running:
             self.note("Something is running: wait for it (esc cancels a turn).")
         else:
-            self._worker = self.run_worker(self._shell(command), group="turn", exit_on_error=False)
+            self.start_work(self._shell(command))
 
     async def _shell(self, command: str) -> None:
-        self._set_busy(f"$ {command}")
+        self.set_busy(f"$ {command}")
         try:
             output = await run_shell_command(self.controller, command)
         finally:
-            self._set_busy(None)
+            self.set_busy(None)
         if output.code == "DENIED":
             self.note(output.text)
             return
@@ -322,10 +327,10 @@ class DshApp(WarningsApp):
         self._waiting = f"{notice} (esc cancels)" if notice else None
         busy = self._waiting or WORKING
         if busy != self._busy:
-            self._set_busy(busy)
+            self.set_busy(busy)
 
     async def _turn(self, prompt: str) -> None:
-        self._set_busy(WORKING)
+        self.set_busy(WORKING)
         poll = self.set_interval(POLL_EVERY, self._poll_waiting)
         try:
             await self.controller.run_turn(prompt)  # how it ended is a logged note (turn/end)
@@ -337,108 +342,12 @@ class DshApp(WarningsApp):
         finally:
             poll.stop()
             self._waiting = None
-            self._reset_live()
-            self._set_busy(None)
-            self._measure_context()
+            self.reset_live()
+            self.set_busy(None)
+            self.measure_context()
 
     def run_command(self, command: Command) -> None:
-        name, arg = command.name, command.arg
-        if name == "help":
-            self.note(HELP)
-        elif name == "quit":
-            self.call_later(self.action_quit)
-        elif name == "sessions":
-            self._pick_session()
-        elif name == "title" and not (arg and self.running):
-            self.note(title_command(self.controller, arg))
-        elif name == "model":
-            self._model(arg)
-        elif name in ("context", "cost"):
-            self.note((context_text if name == "context" else cost_text)(self.controller))
-        elif name == "warnings":
-            self.note(self.warnings.text())
-        elif name in ("compact", "resume", "title") and self.running:
-            self.note(f"/{name} waits for the running turn (esc cancels it).")
-        elif name == "compact":
-            self._worker = self.run_worker(
-                self._compact(arg or None), group="turn", exit_on_error=False
-            )
-        elif name == "resume":
-            self._resume(arg)
-        else:
-            self.note(f"Unknown command /{name}; /help lists the commands.")
-
-    async def _compact(self, focus: str | None) -> None:
-        self._set_busy("compacting")
-        try:
-            text = await self.controller.compact(focus)
-            if not self.controller.logged_answer(text):  # a logged answer is shown as a note
-                self.note(text)
-        except DshError as exc:
-            self.note(f"error: {exc}")
-        finally:
-            self._set_busy(None)
-            self._measure_context()
-
-    def _pick_session(self) -> None:
-        picker = session_picker(self.controller)
-        if picker is None:
-            self.note("No sessions yet.")
-            return
-
-        def chosen(session_id: str | None) -> None:
-            current = self.controller.session
-            if session_id is not None and (current is None or current.id != session_id):
-                self._resume(session_id)
-
-        self.push_screen(picker, callback=chosen)
-
-    def _resume(self, wanted: str) -> None:
-        from dsh.store import resolve_session_id
-
-        if not wanted:
-            self.note(sessions_text(self.controller))
-            return
-        controller = self.controller
-        try:
-            session_id = resolve_session_id(controller.options.store, wanted)
-            if controller.session is not None and controller.session.id == session_id:
-                self.note(f"Session {session_id} is already open.")
-                return
-            elsewhere = controller.recorded_elsewhere(session_id)
-            if elsewhere is not None:
-                here = controller.options.workspace
-                self.note(
-                    f"Session {session_id} ran in {elsewhere}, not here; its tools would run in "
-                    f"the wrong directory. Quit and run `dsh --resume {session_id}` (its own "
-                    f"workspace) or `dsh --resume {session_id} --cwd {here}`."
-                )
-                return
-            items = controller.open(session_id)
-        except DshError as exc:
-            self.note(f"error: {exc}")
-            return
-        self._reset_live()
-        self._show_session(items)
-        self.note(f"Resumed session {session_id}.")
-
-    def _model(self, name: str) -> None:
-        controller = self.controller
-        if name:
-            try:
-                controller.switch_model(name)
-            except DshError as exc:
-                self.note(f"error: {exc}")
-                return
-            self.note(f"Model for the next turns: {controller.model}.")
-            self._update_status()
-            return
-        route = controller.route
-        provider = route.provider.name if route is not None else "?"
-        self.note(
-            f"Model: {controller.model} (provider {provider}, context window "
-            f"{controller.window} tokens). /model NAME switches for the next turns."
-        )
+        self.commands.run(command)
 
     # ---- keys ---------------------------------------------------------------------------------
 
@@ -446,7 +355,7 @@ class DshApp(WarningsApp):
         """Leave; a running turn is cancelled first so the log closes it (``turn/end``)."""
         worker = self._worker
         if worker is not None and not worker.is_finished and self.controller.cancel():
-            self._set_busy("cancelling…")
+            self.set_busy("cancelling…")
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
         self.exit()
@@ -474,13 +383,13 @@ class DshApp(WarningsApp):
 
     def action_cancel_turn(self) -> None:
         if self.controller.cancel():
-            self._set_busy("cancelling…")
+            self.set_busy("cancelling…")
         elif not self.running:
             self.prompt_box.clear_draft()
 
     def action_interrupt(self) -> None:
         if self.controller.cancel():
-            self._set_busy("cancelling…")
+            self.set_busy("cancelling…")
         elif not self.running and self.prompt_box.clear_draft():
             return
         elif self.running:

@@ -1,0 +1,129 @@
+"""What each slash command does in the terminal UI (``/help`` … ``/warnings``): the app parses
+a submitted line (``dsh.tui.commands``) and hands a command here.
+
+``SlashCommands`` works through the app it serves: notes in the transcript, the status bar,
+the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/resume``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dsh.errors import DshError
+from dsh.tui.commands import HELP, Command
+from dsh.tui.context_view import context_text, cost_text
+from dsh.tui.sessions_view import session_picker, sessions_text, title_command
+
+if TYPE_CHECKING:
+    from dsh.tui.app import DshApp
+
+
+class SlashCommands:
+    """The slash commands of one app."""
+
+    def __init__(self, app: DshApp) -> None:
+        self.app = app
+
+    def run(self, command: Command) -> None:
+        app, name, arg = self.app, command.name, command.arg
+        if name == "help":
+            app.note(HELP)
+        elif name == "quit":
+            app.call_later(app.action_quit)
+        elif name == "sessions":
+            self.pick_session()
+        elif name == "title" and not (arg and app.running):
+            app.note(title_command(app.controller, arg))
+        elif name == "model":
+            self.model(arg)
+        elif name in ("context", "cost"):
+            app.note((context_text if name == "context" else cost_text)(app.controller))
+        elif name == "warnings":
+            app.note(app.warnings.text())
+        elif name in ("compact", "resume", "title") and app.running:
+            app.note(f"/{name} waits for the running turn (esc cancels it).")
+        elif name == "compact":
+            app.start_work(self.compact(arg or None))
+        elif name == "resume":
+            self.resume(arg)
+        else:
+            app.note(f"Unknown command /{name}; /help lists the commands.")
+
+    async def compact(self, focus: str | None) -> None:
+        app = self.app
+        app.set_busy("compacting")
+        try:
+            text = await app.controller.compact(focus)
+            if not app.controller.logged_answer(text):  # a logged answer is shown as a note
+                app.note(text)
+        except DshError as exc:
+            app.note(f"error: {exc}")
+        finally:
+            app.set_busy(None)
+            app.measure_context()
+
+    def pick_session(self) -> None:
+        """``/sessions``: the picker over every session; the chosen one opens here."""
+        app = self.app
+        picker = session_picker(app.controller)
+        if picker is None:
+            app.note("No sessions yet.")
+            return
+
+        def chosen(session_id: str | None) -> None:
+            current = app.controller.session
+            if session_id is not None and (current is None or current.id != session_id):
+                self.resume(session_id)
+
+        app.push_screen(picker, callback=chosen)
+
+    def resume(self, wanted: str) -> None:
+        """``/resume ID`` opens that session here (one recorded in another workspace is
+        refused: its tools would run in the wrong directory); ``/resume`` lists this
+        workspace's sessions."""
+        from dsh.store import resolve_session_id
+
+        app = self.app
+        if not wanted:
+            app.note(sessions_text(app.controller))
+            return
+        controller = app.controller
+        try:
+            session_id = resolve_session_id(controller.options.store, wanted)
+            if controller.session is not None and controller.session.id == session_id:
+                app.note(f"Session {session_id} is already open.")
+                return
+            elsewhere = controller.recorded_elsewhere(session_id)
+            if elsewhere is not None:
+                here = controller.options.workspace
+                app.note(
+                    f"Session {session_id} ran in {elsewhere}, not here; its tools would run in "
+                    f"the wrong directory. Quit and run `dsh --resume {session_id}` (its own "
+                    f"workspace) or `dsh --resume {session_id} --cwd {here}`."
+                )
+                return
+            items = controller.open(session_id)
+        except DshError as exc:
+            app.note(f"error: {exc}")
+            return
+        app.reset_live()
+        app.show_session(items)
+        app.note(f"Resumed session {session_id}.")
+
+    def model(self, name: str) -> None:
+        """``/model NAME`` switches the model for the next turns; ``/model`` names it."""
+        app, controller = self.app, self.app.controller
+        if name:
+            try:
+                controller.switch_model(name)
+            except DshError as exc:
+                app.note(f"error: {exc}")
+                return
+            app.note(f"Model for the next turns: {controller.model}.")
+            app.update_status()
+            return
+        route = controller.route
+        provider = route.provider.name if route is not None else "?"
+        app.note(
+            f"Model: {controller.model} (provider {provider}, context window "
+            f"{controller.window} tokens). /model NAME switches for the next turns."
+        )
