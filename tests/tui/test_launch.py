@@ -13,6 +13,7 @@ from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.tui import TuiOptions
+from dsh.tui.app_warnings import WarningLog
 
 
 @pytest.fixture
@@ -28,8 +29,9 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         return_code = 0
         last_session_id: str | None = seen.get("last_session_id")
 
-        def __init__(self, options: TuiOptions) -> None:
+        def __init__(self, options: TuiOptions, *, warnings: WarningLog | None = None) -> None:
             seen["options"] = options
+            seen["warnings"] = warnings
 
         def run(self) -> None:
             seen["ran"] = True
@@ -68,15 +70,18 @@ def test_resume_without_an_id_in_a_terminal_opens_the_session_picked(launched, m
     other = make_session(launched["store"], launched["cwd"])
     make_session(launched["store"], launched["cwd"])
     offered: list[str] = []
+    logs: list[WarningLog] = []
 
-    def pick(store):
+    def pick(store, warnings):
         offered.extend(h.id for h in store.list())
+        logs.append(warnings)
         return other
 
     monkeypatch.setattr(cli_tui, "interactive", lambda: True)
     monkeypatch.setattr(dsh.tui.picker, "pick_session", pick)
     cli_tui.launch("", False)
     assert launched["options"].resume == other and len(offered) == 2
+    assert launched["warnings"] is logs[0]  # what the picker showed, the UI's /warnings lists
 
 
 def test_closing_the_picker_without_a_choice_opens_nothing(launched, monkeypatch, capsys):
@@ -84,7 +89,7 @@ def test_closing_the_picker_without_a_choice_opens_nothing(launched, monkeypatch
 
     make_session(launched["store"], launched["cwd"])
     monkeypatch.setattr(cli_tui, "interactive", lambda: True)
-    monkeypatch.setattr(dsh.tui.picker, "pick_session", lambda store: None)
+    monkeypatch.setattr(dsh.tui.picker, "pick_session", lambda store, warnings: None)
     cli_tui.launch("", False)
     assert "options" not in launched and "no session chosen" in capsys.readouterr().out
 

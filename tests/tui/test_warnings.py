@@ -5,6 +5,7 @@ still printed to stderr before the app starts, after it exits and while it close
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -19,9 +20,12 @@ import pytest
 
 import dsh.tui.app_warnings
 from dsh.tui import DshApp
+from dsh.tui.app_warnings import WarningLog, WarningsApp
 from dsh.tui.commands import HELP
+from dsh.tui.picker import PickerApp, SessionPicker
 from tests.tui.conftest import SIZE, Rig, settle, status_at_rest, submit
 from tests.tui.test_pilot import lines_of, text_of
+from tests.tui.test_sessions_picker import NOW, summary
 
 CRASHED = "MCP server t crashed (its program exited) and was restarted (restart 1 of at most 3)"
 PROBE = Path(__file__).with_name("warnings_probe.py")
@@ -39,7 +43,7 @@ def from_another_thread(level: int, message: str, times: int = 1) -> None:
     thread.join()
 
 
-def toasts(app: DshApp) -> list[tuple[str, str]]:
+def toasts(app: WarningsApp[Any]) -> list[tuple[str, str]]:
     """(severity, text) of each toast on screen."""
     shown = app.screen.query("Toast")
     return [
@@ -166,3 +170,45 @@ def test_a_toast_and_the_warnings_list_snapshot(
         await settle(pilot, lambda: status_at_rest(app))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=warn)
+
+
+def test_a_warning_while_the_resume_picker_shows_is_a_toast_and_the_ui_lists_it_after(
+    rig: Rig, long_toasts: None
+):
+    """``dsh --resume``'s picker is an app of its own: a warning from another thread while it
+    shows is a toast there, never a line from the stderr printer over it, and the UI that opens
+    next lists it in ``/warnings`` (the two share one log)."""
+    printed = io.StringIO()
+    printer = logging.StreamHandler(printed)  # as the console script's stderr printer
+    logging.getLogger("dsh").addHandler(printer)
+    shown = WarningLog()
+    rows = [
+        summary("old", "older work", updated=NOW - 86_400_000),
+        summary("new", "new", updated=NOW),
+    ]
+    picker = PickerApp(rows, now_ms=NOW, warnings=shown)
+
+    async def pick() -> None:
+        async with picker.run_test(size=SIZE, notifications=True) as pilot:
+            await settle(pilot, lambda: isinstance(picker.screen, SessionPicker))
+            from_another_thread(logging.WARNING, CRASHED)
+            await settle(pilot, lambda: len(toasts(picker)) == 1)
+            assert toasts(picker) == [("warning", f"warning: {CRASHED}")]
+            await pilot.press("down", "enter")
+
+    try:
+        asyncio.run(pick())
+    finally:
+        logging.getLogger("dsh").removeHandler(printer)
+    assert picker.return_value == "old"
+    assert printed.getvalue() == ""
+    assert [entry.text for entry in shown.entries] == [CRASHED]
+
+    app = DshApp(rig.app([]).controller.options, warnings=shown)
+
+    async def listed(pilot: Any) -> None:
+        await submit(pilot, "/warnings")
+        await settle(pilot, lambda: "Warnings and errors since the UI started" in text_of(app))
+        assert f"warning: {CRASHED}" in " ".join(text_of(app).split())  # wrapped on screen
+
+    run_with_toasts(app, listed)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from dsh.config import load_settings
 from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import EventStore
 from dsh.surface import Session
+
+if TYPE_CHECKING:
+    from dsh.tui.app_warnings import WarningLog
 
 
 def latest_session_id(store: EventStore, cwd: str) -> str:
@@ -54,6 +57,7 @@ def launch(
     ``context.provider_overrides``), ``compaction`` the compaction settings (the demo's small
     budgets); ``script`` feeds the keyless scripted provider."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
+    from dsh.tui.app_warnings import WarningLog
     from dsh.tui.controller import settings_route_factory
 
     if new and resume is not None:
@@ -61,10 +65,11 @@ def launch(
     store = context.store()
     here = (workspace_dir or context.cwd()).resolve()
     session_id: str | None = None
+    shown = WarningLog()  # the picker's warnings stay listed by the UI's /warnings
     if resume:
         session_id = context.resolve_session_id(store, resume)
     elif resume is not None:
-        session_id = _picked(store) if interactive() else latest_session_id(store, str(here))
+        session_id = _picked(store, shown) if interactive() else latest_session_id(store, str(here))
         if session_id is None:
             click.echo("no session chosen")
             return
@@ -89,7 +94,7 @@ def launch(
     # the MCP servers start before the UI takes the terminal: their warnings print as lines,
     # and the first turn does not wait for them
     start_session_mcp_servers(settings, workspace)
-    app = DshApp(options)
+    app = DshApp(options, warnings=shown)
     try:
         app.run()
     finally:
@@ -105,10 +110,11 @@ def interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _picked(store: EventStore) -> str | None:
-    """The session chosen in the picker (None: closed without choosing)."""
+def _picked(store: EventStore, shown: WarningLog) -> str | None:
+    """The session chosen in the picker (None: closed without choosing); the warnings it
+    showed are added to ``shown``."""
     from dsh.tui.picker import pick_session
 
     if not store.list():
         raise SessionNotFoundError("no session to resume (see `dsh sessions list --all`)")
-    return pick_session(store)
+    return pick_session(store, shown)

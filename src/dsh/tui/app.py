@@ -33,7 +33,7 @@ from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.app_commands import SlashCommands
-from dsh.tui.app_warnings import WarningsApp
+from dsh.tui.app_warnings import WarningLog, WarningsApp
 from dsh.tui.approval import ApprovalScreen
 from dsh.tui.commands import (
     COMMANDS,
@@ -62,7 +62,7 @@ QUIT_GRACE = 5.0
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
 
 
-class DshApp(WarningsApp):
+class DshApp(WarningsApp[None]):
     TITLE = "dsh"
     CSS = """
     Screen {
@@ -87,8 +87,8 @@ class DshApp(WarningsApp):
         ),
     ]
 
-    def __init__(self, options: TuiOptions) -> None:
-        super().__init__()
+    def __init__(self, options: TuiOptions, *, warnings: WarningLog | None = None) -> None:
+        super().__init__(warnings)
         self.controller = Controller(options, self)
         self.commands = SlashCommands(self)
         self._cursor_blink = options.cursor_blink

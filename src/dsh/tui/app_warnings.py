@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import events, on
 from textual.app import App
@@ -35,6 +35,8 @@ from textual.pilot import Pilot
 DSH_LOGGER = "dsh"
 TOAST_SECONDS = 10.0
 """How long a warning's toast stays up; a repeat within it only adds to the count."""
+Returns = TypeVar("Returns")
+"""What the app's run returns (``DshApp``: nothing; the picker: the chosen session's id)."""
 MAX_KEPT = 200
 """Distinct warnings ``/warnings`` keeps; older ones are dropped (and counted)."""
 
@@ -127,7 +129,7 @@ class WarningRouter(logging.Handler):
     """Holds dsh's records from any thread until the app shows them; wakes the app without
     waiting for it."""
 
-    def __init__(self, app: WarningsApp) -> None:
+    def __init__(self, app: WarningsApp[Any]) -> None:
         super().__init__(logging.WARNING)
         self._app = app
         self._pending: list[tuple[logging.LogRecord, str]] = []
@@ -180,11 +182,13 @@ class WarningRouter(logging.Handler):
                     printer.handle(record)
 
 
-class WarningsApp(App[None]):
+class WarningsApp(App[Returns]):
     """An app that shows dsh's warnings inside it while it runs (see the module's docstring).
 
     Its toasts (these and any other) show at the top right, over the oldest lines on screen,
-    not over the prompt the person is typing in."""
+    not over the prompt the person is typing in. Apps run one after the other (``dsh
+    --resume``'s picker, then the UI) share one ``WarningLog``: what the first showed is listed
+    by the second's ``/warnings``."""
 
     DEFAULT_CSS = """
     Screen > ToastRack {
@@ -194,23 +198,25 @@ class WarningsApp(App[None]):
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, warnings: WarningLog | None = None) -> None:
         super().__init__()
-        self.warnings = WarningLog()
+        self.warnings = warnings if warnings is not None else WarningLog()
         self._router = WarningRouter(self)
 
-    async def run_async(self, *args: Any, **kwargs: Any) -> None:
+    async def run_async(self, *args: Any, **kwargs: Any) -> Returns | None:
         with self._router.routed():
             return await super().run_async(*args, **kwargs)
 
     @contextlib.asynccontextmanager
-    async def run_test(self, *args: Any, **kwargs: Any) -> AsyncIterator[Pilot[None]]:
+    async def run_test(self, *args: Any, **kwargs: Any) -> AsyncIterator[Pilot[Returns]]:
         with self._router.routed():
             async with super().run_test(*args, **kwargs) as pilot:
                 yield pilot
 
     @on(events.Mount)
     def _show_warnings_from_now(self) -> None:
+        for entry in self.warnings.entries:  # an earlier app's toasts went with it
+            entry.toast_until = 0.0
         self._router.showing = True
         self.show_pending_warnings()
 

@@ -2,6 +2,10 @@
 
 One row per session, newest first: title, age (since its last event), size in turns, and
 workspace. Enter opens the highlighted session, esc closes the picker without choosing.
+
+On its own (``dsh --resume``) the picker is an app of its own that handles dsh's warnings as
+the UI does (``dsh.tui.app_warnings``): a toast each, none written over the screen, and kept
+for the UI's ``/warnings`` when it is given the UI's log.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -21,6 +25,7 @@ from textual.widgets.option_list import Option
 from dsh.store import EventStore
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary, trim_title
+from dsh.tui.app_warnings import WarningLog, WarningsApp
 
 TITLE_WIDTH = 44
 WORKSPACE_WIDTH = 30
@@ -120,13 +125,19 @@ class SessionPicker(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class PickerApp(App[str | None]):
+class PickerApp(WarningsApp[str | None]):
     """The picker on its own (``dsh --resume`` without an id); returns the chosen id."""
 
     TITLE = "dsh"
 
-    def __init__(self, summaries: Sequence[SessionSummary], *, now_ms: int | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        summaries: Sequence[SessionSummary],
+        *,
+        now_ms: int | None = None,
+        warnings: WarningLog | None = None,
+    ) -> None:
+        super().__init__(warnings)
         self._summaries = summaries
         self._now_ms = now_ms
 
@@ -135,9 +146,10 @@ class PickerApp(App[str | None]):
         self.push_screen(picker, callback=self.exit)
 
 
-def pick_session(store: EventStore) -> str | None:
-    """Show every stored session in the picker; the chosen id, or None if none was chosen."""
+def pick_session(store: EventStore, warnings: WarningLog | None = None) -> str | None:
+    """Show every stored session in the picker; the chosen id, or None if none was chosen.
+    The warnings it shows are added to ``warnings`` (the UI's, which opens next)."""
     summaries = session_summaries(store)
     if not summaries:
         return None
-    return PickerApp(summaries).run()
+    return PickerApp(summaries, warnings=warnings).run()
