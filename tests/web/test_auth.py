@@ -31,6 +31,7 @@ API_ROUTES = [
     ("POST", "/api/sessions/{sid}/cancel"),
     ("POST", "/api/sessions/{sid}/compact"),
     ("POST", "/api/sessions/{sid}/approvals/x"),
+    ("GET", "/api/warnings"),
 ]
 
 
@@ -96,23 +97,26 @@ def test_static_files_are_served_without_the_token_and_odd_paths_are_404(bare: A
     assert error_of(client.post("/s/app.js")) == (401, "UNAUTHORIZED")
 
 
-def test_live_stream_needs_the_token(bare: Any) -> None:
+@pytest.mark.parametrize("stream", ["/api/sessions/{sid}/live", "/api/live"])
+def test_live_streams_need_the_token(bare: Any, stream: str) -> None:
+    """A session's live stream and the server's (its warnings) alike."""
     client, sid = bare
+    path = stream.format(sid=sid)
     wrong = ["dsh", "dsh.token.wrong"]
     for query, protocols in (("", None), (f"?token={TOKEN}", None), ("", wrong)):
         with (
             pytest.raises(WebSocketDenialResponse) as denied,
-            client.websocket_connect(f"/api/sessions/{sid}/live{query}", subprotocols=protocols),
+            client.websocket_connect(f"{path}{query}", subprotocols=protocols),
         ):
             pass
         assert denied.value.status_code == 401
         assert denied.value.json()["error"]["code"] == "UNAUTHORIZED"
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    with client.websocket_connect(f"/api/sessions/{sid}/live", headers=headers) as ws:
+    with client.websocket_connect(path, headers=headers) as ws:
         assert ws.accepted_subprotocol is None
         assert ws.receive_json()["kind"] == "hello"
     page = ["dsh", f"dsh.token.{TOKEN}"]  # what the page offers (it cannot set headers)
-    with client.websocket_connect(f"/api/sessions/{sid}/live", subprotocols=page) as ws:
+    with client.websocket_connect(path, subprotocols=page) as ws:
         assert ws.accepted_subprotocol == "dsh"
         assert ws.receive_json()["kind"] == "hello"
 

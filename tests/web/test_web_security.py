@@ -170,9 +170,10 @@ def test_the_token_can_come_from_dsh_web_token(
 def test_a_page_whose_token_is_refused_stops_reconnecting_and_says_so(
     browser: Any, tmp_path: Path
 ) -> None:
-    """``dsh web`` restarted with another token on the same port: the open page's live stream
-    drops, and instead of retrying every second (each attempt a failed token, until its address
-    is locked out with 429) the page asks the API once, is refused, and says what to do."""
+    """``dsh web`` restarted with another token on the same port: the open page's live streams
+    (the session's and the server's) drop, and instead of retrying every second (each attempt a
+    failed token, until its address is locked out with 429) each asks the API once, is refused,
+    and the page says what to do."""
     env = make_env(tmp_path)
     first = BackgroundServer(env.app()).start()
     port = first.port
@@ -191,8 +192,11 @@ def test_a_page_whose_token_is_refused_stops_reconnecting_and_says_so(
             toast.wait_for(state="visible", timeout=30_000)
             assert "no longer accepts this page's access token" in toast.inner_text()
             assert page.evaluate("() => window.dsh.socket") is None  # no reconnect under way
-            # the question (and at most one handshake that raced the restart), not a retry loop
-            assert 1 <= len(limiter._recent("127.0.0.1")) <= 2
+            page.wait_for_function("() => window.dsh.warnings.refused")  # the server's stream
+            assert page.evaluate("() => window.dsh.warnings.socket") is None
+            # each stream's question (and at most one handshake each that raced the restart),
+            # not a retry loop
+            assert 2 <= len(limiter._recent("127.0.0.1")) <= 4
         finally:
             second.stop()
     finally:

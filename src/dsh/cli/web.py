@@ -34,6 +34,7 @@ from dsh.web.auth import (
 from dsh.web.runtime import WebRuntime
 from dsh.web.server import bind_socket, make_server, url_host
 from dsh.web.sessions import SessionRegistry
+from dsh.web.warning_feed import WarningFeed
 
 
 @click.command("web")
@@ -63,8 +64,10 @@ def web(
     script: Path | None,
 ) -> None:
     """Serve the browser client for your sessions on this machine."""
+    feed = WarningFeed()  # from the start: the pages get what starting the server warned
     try:
-        _serve(host, port, no_open, token, provider, model, script)
+        with feed.installed():
+            _serve(host, port, no_open, token, provider, model, script, feed)
     except DshError as exc:
         context.fail(exc)
 
@@ -77,6 +80,7 @@ def _serve(
     provider: str | None,
     model: str | None,
     script: Path | None,
+    feed: WarningFeed,
 ) -> None:
     if token is None:
         token = os.environ.get("DSH_WEB_TOKEN") or None
@@ -104,7 +108,7 @@ def _serve(
         route or (lambda: resolve_route(settings, script=script, store=store)),
         store=store,
     )
-    registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve())
+    registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve(), warnings=feed)
     start_session_mcp_servers(settings, context.cwd().resolve())  # a new session's, early
     secret = token or new_token()
     sock = bind_socket(host, port)

@@ -9,6 +9,8 @@
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
     GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
     WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
+    GET  /api/warnings                              the server's warnings (not a session's)
+    WS   /api/live                                  the server's warnings as they come
     POST /api/sessions/{id}/resume                  open a stored session for writing here
     POST /api/sessions/{id}/close                   release it
     POST /api/sessions/{id}/prompt  {text}          start a turn (202)
@@ -68,6 +70,7 @@ from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
 from dsh.web.newest import newest_page
 from dsh.web.sessions import SessionRegistry, check_session_id
+from dsh.web.warning_feed import SessionScope
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY = 1_000_000
@@ -352,15 +355,28 @@ def create_app(
             return
         catch_up = events[after + 1 :] if after is not None else ()
         followers.ensure(session_id, len(events) - 1)  # another process may be writing it
-        offered = websocket.scope.get("subprotocols", [])  # the page's: dsh + its token
-        await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
-        await stream(websocket, hub, frame("hello", session=info), catch_up, subscriber)
+        await _accept(websocket)
+        hello = frame("hello", session=info, warnings=registry.warnings.kept(session_id))
+        await stream(websocket, hub, hello, catch_up, subscriber)
+
+    async def warnings(request: Request) -> Response:
+        return JSONResponse({"warnings": registry.warnings.kept(None)})
+
+    async def server_live(websocket: WebSocket) -> None:
+        """The server's warnings (not a session's): the ones kept, then each as it comes."""
+        await _accept(websocket)
+        hub = registry.warnings.server
+        subscriber = hub.subscribe()  # before the kept ones are read: nothing falls between
+        hello = frame("hello", warnings=registry.warnings.kept(None))
+        await stream(websocket, hub, hello, (), subscriber)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await followers.stop()
-        await registry.shutdown()
+        with registry.warnings.installed() as feed:
+            feed.server.bind_loop()
+            yield
+            await followers.stop()
+            await registry.shutdown()
 
     session_path = "/api/sessions/{session_id}"
     routes = [
@@ -378,6 +394,8 @@ def create_app(
         Route(session_path + "/compact", compact, methods=["POST"]),
         Route(session_path + "/approvals/{approval_id}", approval, methods=["POST"]),
         WebSocketRoute(session_path + "/live", live),
+        Route("/api/warnings", warnings, methods=["GET"]),
+        WebSocketRoute("/api/live", server_live),
     ]
     handlers: dict[Any, Any] = {
         ApiError: handle_api_error,
@@ -392,10 +410,17 @@ def create_app(
             Middleware(OriginGuard, hosts=allowed_hosts),
             Middleware(TokenAuth, token=token, limiter=limiter),
             Middleware(GZipMiddleware, minimum_size=1024),
+            Middleware(SessionScope),
         ],
         exception_handlers=handlers,
         lifespan=lifespan,
     )
+
+
+async def _accept(websocket: WebSocket) -> None:
+    """Accept the page's socket, with the subprotocol it offered beside its token."""
+    offered = websocket.scope.get("subprotocols", [])  # the page's: dsh + its token
+    await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
 
 
 def _after_seq(raw: str | None) -> int | None:

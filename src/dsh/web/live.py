@@ -12,7 +12,11 @@ browser can watch a session before it is resumed. Messages are JSON text frames:
     {"kind": "stats", "stats": {...}}
     {"kind": "approval", "approval": {id, tool, args}}
     {"kind": "approval-resolved", "id": ..., "answer": ...}
+    {"kind": "warning", "warning": {id, session, level, text, count, first, last}}
     {"kind": "error", "error": {code, message}}
+
+(``warning``: one of dsh's warnings raised serving this session, ``dsh.web.warning_feed``;
+the hello carries those kept as ``warnings``.)
 
 Events are encoded once (``encode_event``) and spliced into the frame, never re-serialised.
 """

@@ -65,6 +65,7 @@ from dsh.web.live import LiveHub, delta_frame, frame
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
 from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
+from dsh.web.warning_feed import WarningFeed
 
 log = logging.getLogger("dsh.web")
 
@@ -141,12 +142,22 @@ class Handle:
 
 
 class SessionRegistry:
-    def __init__(self, store: EventStore, runtime: Runtime, *, default_cwd: Path) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        runtime: Runtime,
+        *,
+        default_cwd: Path,
+        warnings: WarningFeed | None = None,
+    ) -> None:
         self.store = store
         self.runtime = runtime
         self.default_cwd = default_cwd
         self.handles: dict[str, Handle] = {}
         self.hubs: dict[str, LiveHub] = {}
+        self.warnings = warnings if warnings is not None else WarningFeed()
+        """dsh's warnings, kept and sent to the pages (the sessions' to their live streams)."""
+        self.warnings.deliver_to(self.hubs)
         self.readers = ReadCache(store)
         self.titles = SessionIndex(store)
         """The session list's titles, last activity and writers."""

@@ -44,9 +44,16 @@ export async function api(method, path, body) {
 
 export const sessionPath = (id) => `/api/sessions/${encodeURIComponent(id)}`;
 
-export function liveSocket(id, afterSeq) {
+function socketTo(path) {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-  const query = new URLSearchParams({ after_seq: String(afterSeq) });
   const protocols = token ? ['dsh', `dsh.token.${token}`] : ['dsh'];
-  return new WebSocket(`${scheme}://${location.host}${sessionPath(id)}/live?${query}`, protocols);
+  return new WebSocket(`${scheme}://${location.host}${path}`, protocols);
 }
+
+export function liveSocket(id, afterSeq) {
+  const query = new URLSearchParams({ after_seq: String(afterSeq) });
+  return socketTo(`${sessionPath(id)}/live?${query}`);
+}
+
+/** The server's stream: its warnings (a session's come with that session's stream). */
+export const serverSocket = () => socketTo('/api/live');

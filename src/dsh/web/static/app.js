@@ -12,6 +12,7 @@ import {
 import { ContextInfo } from './context.js';
 import { FindInSession } from './find.js';
 import { loadSessionList as listSessions } from './sidebar.js';
+import { PageWarnings } from './warnings.js';
 
 const PAGE_MESSAGES = 50;
 const LOAD_OLDER_WITHIN_PX = 400;
@@ -155,8 +156,6 @@ function onDelta(message) {
   paintStream();
   if (stick) scrollToBottom();
 }
-
-// ---- approvals -------------------------------------------------------------------------------------
 
 // ---- sessions ----------------------------------------------------------------------------------------
 
@@ -360,6 +359,10 @@ function onLive(message) {
       renderProgress(message.session.progress);
       renderStatus();
       for (const approval of message.session.approvals) showApproval(approval, state.sessionId, toast);
+      state.warnings.kept(message.warnings);
+      return;
+    case 'warning':
+      state.warnings.arrived(message.warning);
       return;
     case 'delta':
       onDelta(message);
@@ -457,6 +460,8 @@ async function newSession() {
 
 function init() {
   state.context = new ContextInfo();
+  state.warnings = new PageWarnings();
+  state.warnings.listen();
   state.find = new FindInSession({
     sessionId: () => state.sessionId,
     view: () => state.view,

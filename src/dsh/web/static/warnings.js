@@ -1,0 +1,170 @@
+// dsh's warnings in the page, as the terminal UI shows them (its toasts and /warnings). The
+// server keeps each distinct warning as one entry {id, session, level, text, count, first, last}
+// (identical ones coalesced there: a repeat is the same id with a higher count) and sends the
+// server's own over its stream (WS /api/live, open for the page's life) and a session's over that
+// session's live stream; each stream's hello carries the entries kept so far.
+//
+// One that arrives live shows as a toast at the top right (over the conversation's oldest lines,
+// never over the composer); a repeat while its toast is up updates the count in it; a toast goes
+// after `toastMs` or with its ✕. Entries a hello brings are listed without a toast: the ⚠ button
+// is marked instead. The ⚠ button opens the list of every entry this page got, with its count
+// and times. The list belongs to the page: it survives switching sessions and reconnecting;
+// "Clear" empties it (an entry comes back only when it repeats); a reload starts it again from
+// what the server kept (its own warnings and the shown session's).
+import { api, ApiError, serverSocket } from './api.js';
+
+const $ = (id) => document.getElementById(id);
+const TOAST_MS = 12000;
+const MAX_TOASTS = 3;
+const RECONNECT_MS = 1000;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const clock = (ms) => new Date(ms).toLocaleTimeString(undefined, { hour12: false });
+const toastSelector = (id) => `.warning-toast[data-id="${CSS.escape(id)}"]`;
+
+function row(entry) {
+  const item = el('li', `warning-row ${entry.level}`);
+  item.dataset.id = entry.id;
+  item.append(el('span', 'when', clock(entry.first)), ' ', el('span', 'level', `${entry.level}:`), ' ', el('span', 'text', entry.text));
+  if (entry.count > 1) item.append(el('span', 'again', ` (${entry.count} times, last at ${clock(entry.last)})`));
+  item.append(el('div', 'where', entry.session ? `session ${entry.session}` : 'server'));
+  return item;
+}
+
+export class PageWarnings {
+  constructor() {
+    this.entries = new Map();  // id → entry, in the order they first came
+    this.cleared = new Map();  // id → its count when the list was cleared
+    this.timers = new Map();   // id → the timer of its toast
+    this.toastMs = TOAST_MS;   // null: a toast stays until its ✕
+    this.unread = false;
+    this.socket = null;
+    this.refused = false;  // the server refused this page's token: no more reconnecting
+    $('warnings-toggle').addEventListener('click', () => this.toggle());
+    $('warnings-close').addEventListener('click', () => this.toggle(false));
+    $('warnings-clear').addEventListener('click', () => this.clear());
+    $('warning-toasts').addEventListener('click', (event) => {
+      const close = event.target.closest('button.toast-close');
+      if (close) this.dropToast(close.closest('.warning-toast').dataset.id);
+    });
+  }
+
+  /** A hello's entries: listed, no toast (the ⚠ button says there is something new). */
+  kept(warnings) {
+    for (const warning of warnings || []) {
+      if (this.take(warning) && !this.panelOpen()) this.unread = true;
+    }
+    this.paint();
+  }
+
+  /** One that came live: listed, and a toast (a repeat updates its toast if it is up). */
+  arrived(warning) {
+    const entry = this.take(warning);
+    if (!entry) return;
+    if (!this.panelOpen()) this.unread = true;
+    this.toast(entry);
+    this.paint();
+  }
+
+  // The entry `warning` updates, or null when it brings nothing new: this page has that count
+  // already (a hello repeating what came live), or it was cleared and has not come again since.
+  take(warning) {
+    const known = this.entries.get(warning.id);
+    const seen = known ? known.count : (this.cleared.get(warning.id) ?? 0);
+    if (warning.count <= seen) return null;
+    const entry = known ? Object.assign(known, warning) : { ...warning };
+    this.entries.set(warning.id, entry);
+    return entry;
+  }
+
+  toast(entry) {
+    const box = $('warning-toasts');
+    let toast = box.querySelector(toastSelector(entry.id));
+    if (!toast) {
+      toast = el('div', `warning-toast ${entry.level === 'warning' ? 'warning' : 'error'}`);
+      toast.dataset.id = entry.id;
+      const close = el('button', 'toast-close', '✕');
+      close.type = 'button';
+      close.setAttribute('aria-label', 'Dismiss this warning (it stays in the list)');
+      toast.append(el('span', 'toast-text'), close);
+      box.append(toast);
+      while (box.children.length > MAX_TOASTS) this.dropToast(box.firstElementChild.dataset.id);
+    }
+    const times = entry.count > 1 ? ` (${entry.count} times)` : '';
+    toast.querySelector('.toast-text').textContent = `${entry.level}: ${entry.text}${times}`;
+    clearTimeout(this.timers.get(entry.id));
+    if (this.toastMs !== null) {
+      this.timers.set(entry.id, setTimeout(() => this.dropToast(entry.id), this.toastMs));
+    }
+  }
+
+  dropToast(id) {
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+    $('warning-toasts').querySelector(toastSelector(id))?.remove();
+  }
+
+  panelOpen() {
+    return !$('warnings-panel').hidden;
+  }
+
+  toggle(open = !this.panelOpen()) {
+    $('warnings-panel').hidden = !open;
+    $('warnings-toggle').setAttribute('aria-expanded', String(open));
+    if (open) this.unread = false;
+    this.paint();
+  }
+
+  clear() {
+    for (const [id, entry] of this.entries) this.cleared.set(id, entry.count);
+    this.entries.clear();
+    for (const id of [...this.timers.keys()]) this.dropToast(id);
+    $('warning-toasts').replaceChildren();
+    this.unread = false;
+    this.paint();
+  }
+
+  paint() {
+    const count = this.entries.size;
+    const button = $('warnings-toggle');
+    button.hidden = count === 0;
+    button.textContent = `⚠ ${count}`;
+    button.classList.toggle('unread', this.unread);
+    $('warnings-list').replaceChildren(...[...this.entries.values()].map(row));
+    $('warnings-none').hidden = count > 0;
+  }
+
+  /** The server's stream, for the page's life: it reconnects a second after it drops, unless
+   * the server refuses the token (asked through the API first, as for a session's stream). */
+  listen() {
+    const socket = serverSocket();
+    this.socket = socket;
+    socket.onmessage = (message) => {
+      const data = JSON.parse(message.data);
+      if (data.kind === 'hello') this.kept(data.warnings);
+      else if (data.kind === 'warning') this.arrived(data.warning);
+    };
+    socket.onclose = () => {
+      this.socket = null;
+      setTimeout(() => this.relisten(), RECONNECT_MS);
+    };
+  }
+
+  async relisten() {
+    try {
+      await api('GET', '/api/warnings');
+    } catch (error) {
+      if (error instanceof ApiError && (error.status === 401 || error.status === 429)) {
+        this.refused = true;  // the page says so (app.js) if it shows a session
+        return;
+      }
+    }
+    this.listen();
+  }
+}

@@ -1,0 +1,166 @@
+"""dsh's warnings while ``dsh web`` serves: sent to the pages, not only to the server's stderr.
+
+Every ``dsh.*`` warning or error logged while the server runs is kept, identical ones (same
+session, level and text) coalesced into one entry with a count and the times of the first and
+the last (at most ``MAX_KEPT`` entries; the oldest go first), and sent as a frame::
+
+    {"kind": "warning", "warning": {id, session, level, text, count, first, last}}
+
+to the pages it concerns. A repeat is the same ``id`` with a higher ``count``.
+
+- One raised while serving a session is that session's (``session`` is its id): a request
+  under ``/api/sessions/{id}``, or work such a request started (a turn, a ``/compact``, the
+  start of its MCP servers, the follower of its log). It goes to the pages watching that
+  session, over its live stream; a page that connects later gets it in the stream's ``hello``.
+- Any other (raised while the server started, or by a thread of its own) is the server's
+  (``session`` is null). It goes to every open page, over the server's stream (``WS
+  /api/live``), whose ``hello`` carries those kept.
+
+A record knows its session through a context variable (``WARNING_SESSION``) that
+``SessionScope`` sets around a session's requests: asyncio tasks, ``anyio`` worker threads and
+calls into the MCP thread (``run_coroutine_threadsafe``) carry it along. The stderr printer
+still prints every line (the server's own log). Nothing is written into a session's log: a
+warning is not a conversation event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from dsh.web.live import LiveHub, frame
+
+DSH_LOGGER = "dsh"
+MAX_KEPT = 200
+"""Distinct warnings the server keeps (the session's and the server's together)."""
+
+WARNING_SESSION: ContextVar[str | None] = ContextVar("dsh_web_warning_session", default=None)
+"""The session the running code serves (None: the server's own work)."""
+
+_SESSION_PATH = re.compile(r"^/api/sessions/([^/]+)")
+
+
+class SessionScope:
+    """ASGI middleware: a request under ``/api/sessions/{id}`` (and all it starts) runs with
+    ``WARNING_SESSION`` set to that id."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = None
+        if scope["type"] in ("http", "websocket"):
+            found = _SESSION_PATH.match(scope.get("path", ""))
+        if found is None:
+            await self.app(scope, receive, send)
+            return
+        token = WARNING_SESSION.set(found[1])
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            WARNING_SESSION.reset(token)
+
+
+@dataclass(slots=True)
+class KeptWarning:
+    """One distinct warning of this server run and how often it came."""
+
+    id: str
+    session: str | None
+    level: str
+    """``warning``, ``error`` or ``critical``."""
+    text: str
+    first: float
+    last: float
+    count: int = 1
+
+    def public(self) -> dict[str, Any]:
+        """The frame's ``warning`` (times in epoch milliseconds)."""
+        return {
+            "id": self.id,
+            "session": self.session,
+            "level": self.level,
+            "text": self.text,
+            "count": self.count,
+            "first": round(self.first * 1000),
+            "last": round(self.last * 1000),
+        }
+
+
+class WarningFeed(logging.Handler):
+    """Keeps the server's warnings and sends each to the pages it concerns (see the module's
+    docstring). Records come from any thread; none waits for a page."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.server = LiveHub("(server)")
+        """The server's stream: its warnings, to every open page."""
+        self._sessions: Mapping[str, LiveHub] = {}
+        self._kept: dict[tuple[str | None, str, str], KeptWarning] = {}
+        self._made = 0
+        self._guard = threading.Lock()
+        self._delivering = threading.local()
+        self._installs = 0
+
+    def deliver_to(self, hubs: Mapping[str, LiveHub]) -> None:
+        """The sessions' live streams, by session id (the registry's, as it makes them)."""
+        self._sessions = hubs
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[WarningFeed]:
+        """dsh's records come here too while inside (nested uses install it once)."""
+        logger = logging.getLogger(DSH_LOGGER)
+        self._installs += 1
+        logger.addHandler(self)
+        try:
+            yield self
+        finally:
+            self._installs -= 1
+            if self._installs == 0:
+                logger.removeHandler(self)
+
+    def kept(self, session: str | None) -> list[dict[str, Any]]:
+        """The kept warnings of ``session`` (None: the server's), oldest first."""
+        with self._guard:
+            return [w.public() for w in self._kept.values() if w.session == session]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self._delivering, "active", False):
+            return  # raised while this thread delivered a warning: never a loop
+        try:
+            text = " ".join(record.getMessage().split())  # one line, as the stderr printer's
+        except Exception:
+            self.handleError(record)
+            return
+        session = WARNING_SESSION.get()
+        self._delivering.active = True
+        try:
+            with self._guard:
+                warning = self._keep(session, record.levelname.lower(), text, record.created)
+                hub = self.server if session is None else self._sessions.get(session)
+                if hub is not None:
+                    with contextlib.suppress(RuntimeError):  # the server's loop has closed
+                        hub.publish(frame("warning", warning=warning.public()))
+        finally:
+            self._delivering.active = False
+
+    def _keep(self, session: str | None, level: str, text: str, at: float) -> KeptWarning:
+        key = (session, level, text)
+        warning = self._kept.get(key)
+        if warning is not None:
+            warning.count += 1
+            warning.last = at
+            return warning
+        if len(self._kept) >= MAX_KEPT:
+            del self._kept[next(iter(self._kept))]
+        self._made += 1
+        warning = self._kept[key] = KeptWarning(f"w{self._made}", session, level, text, at, at)
+        return warning

@@ -1,0 +1,135 @@
+"""dsh's warnings while ``dsh web`` serves, over a real uvicorn server: one raised serving a
+session goes to that session's live stream (and the hello of a page that connects later), one
+raised elsewhere to the server's stream (``WS /api/live``) every page holds; identical ones
+coalesce into one counted entry; none is written into a session's log."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+from websockets.sync.client import connect
+
+import dsh.cli.web as web_cli
+from dsh.config import McpServerSettings, McpSettings
+from dsh.tools.mcp import close_mcp_servers
+from tests.web.conftest import AUTH, WebEnv, make_env, wait_idle
+from tests.web.test_live import Live, Served
+
+NEVER_STARTS = McpServerSettings(
+    command=[sys.executable, "-c", "raise SystemExit(3)"], startup_timeout_s=300
+)
+
+
+def server_live(served: Served) -> Live:
+    url = f"ws://127.0.0.1:{served.server.port}/api/live"
+    return Live(connect(url, proxy=None, open_timeout=10, additional_headers=AUTH, legacy=True))
+
+
+def from_a_thread(message: str, times: int = 1) -> None:
+    """Log ``message`` on ``dsh.tools.mcp`` from a thread of its own (no session's work)."""
+
+    def log() -> None:
+        for _ in range(times):
+            logging.getLogger("dsh.tools.mcp").warning(message)
+
+    thread = threading.Thread(target=log)
+    thread.start()
+    thread.join()
+
+
+def warning_frame(frame: dict[str, Any]) -> bool:
+    return frame["kind"] == "warning"
+
+
+def test_a_warning_raised_serving_a_session_reaches_its_pages_only_and_not_its_log(
+    tmp_path: Path,
+) -> None:
+    env = make_env(tmp_path)
+    env.settings = msgspec.structs.replace(
+        env.settings, mcp=McpSettings(servers={"broken": NEVER_STARTS})
+    )
+    env.script = [{"text": "ok"}]
+    served = Served(env)
+    try:
+        first, other = served.new_session(), served.new_session()
+        live, server = served.live(first), server_live(served)
+        assert live.next()["warnings"] == []
+        assert server.next() == {"kind": "hello", "warnings": []}
+        # the session's first turn starts its MCP servers (in a worker thread): one never starts
+        served.http.post(f"/api/sessions/{first}/prompt", json={"text": "hi"})
+        warning = live.until(warning_frame, timeout=120)[-1]["warning"]
+        assert warning["session"] == first and warning["level"] == "warning"
+        assert warning["text"].startswith("MCP server broken did not start:")
+        assert warning["count"] == 1 and warning["first"] == warning["last"]
+        from_a_thread("a warning of the server's own")  # not a session's: the server's stream
+        shown = server.next()["warning"]  # the first it gets: the session's never came here
+        assert (shown["session"], shown["text"]) == (None, "a warning of the server's own")
+        wait_idle(served.http, first, timeout=120)
+        later = served.live(first).next()  # a page that opens the session now
+        assert [w["text"] for w in later["warnings"]] == [warning["text"]]
+        assert served.live(other).next()["warnings"] == []
+        kept = served.http.get("/api/warnings").json()["warnings"]
+        assert [w["text"] for w in kept] == ["a warning of the server's own"]
+        assert not any(b"did not start" in line for line in env.log_lines(first))
+    finally:
+        served.close()
+        close_mcp_servers()
+
+
+def test_identical_warnings_coalesce_into_one_entry_whose_count_grows(env: WebEnv) -> None:
+    served = Served(env)
+    try:
+        server = server_live(served)
+        assert server.next()["kind"] == "hello"
+        from_a_thread("server t   crashed,\n restarted", times=3)
+        frames = [server.next()["warning"] for _ in range(3)]
+        assert [w["count"] for w in frames] == [1, 2, 3]
+        assert len({w["id"] for w in frames}) == 1
+        assert frames[0]["text"] == "server t crashed, restarted"  # one line
+        (kept,) = served.http.get("/api/warnings").json()["warnings"]
+        assert kept["count"] == 3 and kept["first"] <= kept["last"]
+        again = server_live(served).next()  # a page opened later gets the entry, counted
+        assert [(w["id"], w["count"]) for w in again["warnings"]] == [(kept["id"], 3)]
+    finally:
+        served.close()
+
+
+def test_what_starting_dsh_web_warned_is_kept_for_the_pages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``dsh web`` listens for warnings before it reads its configuration: an environment
+    variable it ignores, said while it starts, is in the server's kept warnings."""
+    apps: list[Any] = []
+
+    class NoServer:
+        def run(self, sockets: list[Any]) -> None:
+            for sock in sockets:
+                sock.close()
+
+    def make_server(app: Any) -> NoServer:
+        apps.append(app)
+        return NoServer()
+
+    variable = f"DSH_NO_SUCH_SECTION_{os.getpid()}"
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(variable, "1")
+    monkeypatch.setattr(web_cli, "make_server", make_server)
+    result = CliRunner().invoke(web_cli.web, ["--port", "0", "--no-open"])
+    assert result.exit_code == 0, result.output
+    url = result.stdout.split("dsh web: open ", 1)[1].split()[0]  # http://127.0.0.1:PORT/?token=T
+    base, token = url.split("/?token=")
+    with TestClient(apps[0], base_url=base) as client:
+        client.headers.update({"Authorization": f"Bearer {token}"})
+        kept = client.get("/api/warnings").json()["warnings"]
+    assert [w["text"] for w in kept] == [
+        f"ignored environment variable {variable}: no config section matches (see docs/config.md)"
+    ]
