@@ -130,6 +130,38 @@ def test_what_starting_dsh_web_warned_is_kept_for_the_pages(
     with TestClient(apps[0], base_url=base) as client:
         client.headers.update({"Authorization": f"Bearer {token}"})
         kept = client.get("/api/warnings").json()["warnings"]
-    assert [w["text"] for w in kept] == [
+    ignored = (
         f"ignored environment variable {variable}: no config section matches (see docs/config.md)"
-    ]
+    )
+    assert ignored in [w["text"] for w in kept]
+
+
+def test_a_web_server_without_a_provider_key_says_so_to_its_pages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With no key, ``dsh web`` still serves the sessions, but every prompt will fail: a person
+    who opens the page (not the terminal that started it) must be told, as stderr says."""
+    apps: list[Any] = []
+
+    class NoServer:
+        def run(self, sockets: list[Any]) -> None:
+            for sock in sockets:
+                sock.close()
+
+    def make_server(app: Any) -> NoServer:
+        apps.append(app)
+        return NoServer()
+
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    for name in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(web_cli, "make_server", make_server)
+    result = CliRunner().invoke(web_cli.web, ["--port", "0", "--no-open", "--token", "short"])
+    assert result.exit_code == 0, result.output
+    url = result.stdout.split("dsh web: open ", 1)[1].split()[0]
+    base, token = url.split("/?token=")
+    with TestClient(apps[0], base_url=base) as client:
+        client.headers.update({"Authorization": f"Bearer {token}"})
+        kept = [w["text"] for w in client.get("/api/warnings").json()["warnings"]]
+    assert any(t.startswith("the web token is shorter than") for t in kept), kept
+    assert any("no API key for deepseek" in t and "prompts will fail" in t for t in kept), kept

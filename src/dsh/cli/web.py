@@ -9,6 +9,7 @@ server answers only to its own ``Host`` names (no DNS rebinding).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import webbrowser
@@ -35,6 +36,8 @@ from dsh.web.runtime import WebRuntime
 from dsh.web.server import bind_socket, make_server, url_host
 from dsh.web.sessions import SessionRegistry
 from dsh.web.warning_feed import WarningFeed
+
+log = logging.getLogger("dsh.web")
 
 
 @click.command("web")
@@ -87,8 +90,8 @@ def _serve(
     if token is not None:
         check_token_text(token)
         if len(token) < WEAK_TOKEN_CHARS:
-            context.warn(
-                f"the web token is shorter than {WEAK_TOKEN_CHARS} characters; easy to guess"
+            log.warning(
+                "the web token is shorter than %d characters; easy to guess", WEAK_TOKEN_CHARS
             )
     check_bind(host, explicit_token=token is not None, token=token)
     overrides: dict[str, dict[str, Any]] = {"provider": {}}
@@ -102,7 +105,7 @@ def _serve(
     try:
         route = resolve_route(settings, script=script, store=store)
     except ConfigError as exc:
-        context.warn(f"{exc} — sessions can be browsed, but prompts will fail")
+        log.warning("%s — sessions can be browsed, but prompts will fail", exc)
     runtime = WebRuntime(
         settings,
         route or (lambda: resolve_route(settings, script=script, store=store)),
