@@ -58,25 +58,30 @@ def test_header_is_logged_only_when_it_changes_and_context_only_on_route_change(
     assert harness.types().count("request/context") == 1
 
 
-def test_parallel_tool_calls_run_concurrently_and_results_keep_call_order(harness: Harness):
+def test_a_replys_calls_run_in_its_order_and_results_keep_call_order(harness: Harness):
+    """A command then a read of what it writes: the read waits for the command (both used to
+    start at once, and the read saw the file as it was before)."""
     script = [
         {
             "toolCalls": [
-                {"name": "bash", "arguments": {"command": "sleep 0.4; echo slow"}},
+                {"name": "read_file", "arguments": {"path": "b.txt"}},
+                {"name": "bash", "arguments": {"command": "sleep 0.3; echo new > b.txt"}},
                 {"name": "read_file", "arguments": {"path": "b.txt"}},
             ]
         },
         {"text": "done"},
     ]
-    (harness.workspace / "b.txt").write_text("fast\n")
+    (harness.workspace / "b.txt").write_text("old\n")
     run(harness.agent(script).run_turn("go"))
     events = harness.session.events
     calls = [e for e in events if isinstance(e, ToolCallEvent)]
     results = [e for e in events if isinstance(e, ToolResultEvent)]
-    assert [c.data.name for c in calls] == ["bash", "read_file"]
+    assert [c.data.name for c in calls] == ["read_file", "bash", "read_file"]
     assert max(c.seq for c in calls) < min(r.seq for r in results)
-    assert [r.source_event_seqs for r in results] == [(calls[0].seq,), (calls[1].seq,)]
-    assert "slow" in results[0].data.message.content[0].content[0].text
+    assert [r.source_event_seqs for r in results] == [(c.seq,) for c in calls]
+    texts = [r.data.message.content[0].content[0].text for r in results]
+    assert "old" in texts[0] and "new" not in texts[0]
+    assert "new" in texts[2]
 
 
 def test_every_request_is_rebuilt_byte_equal_from_the_log_prefix(harness: Harness):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dsh.agent.call_order import call_order
 from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.cancel import finished_or as _finished_or
 from dsh.agent.cancel import guarded
@@ -135,10 +136,9 @@ class Agent:
         self.overflow_handler = overflow_handler
         self.on_stream = on_stream
         self._sleep = sleep
-        # Both are made per turn: each asyncio primitive belongs to the loop that first uses it,
+        # Made per turn: each asyncio primitive belongs to the loop that first uses it,
         # and a CLI runs every turn in its own ``asyncio.run``.
         self._cancel = asyncio.Event()
-        self._exclusive = asyncio.Lock()  # writes and shell commands run one at a time, in order
         self._log_scan = LogScan()
         self.waiting_since: float | None = None
         """Event-loop time a model call started while it has produced nothing yet, else None."""
@@ -155,7 +155,6 @@ class Agent:
         """Run one turn for a user prompt and return how it ended; a turn an exception stops
         is closed as an error (``turn_close``) before the exception goes on."""
         self._cancel = asyncio.Event()
-        self._exclusive = asyncio.Lock()
         turn = 1 + self._log_scan.update(self.session).turns
         start = self.session.append(TurnStart(turn=turn)).seq
         try:
@@ -416,7 +415,9 @@ class Agent:
     ) -> bool:
         """Log the calls, run them, log results in call order. True if the user cancelled."""
         call_seqs = [self.session.append(_tool_call(turn, step, c, from_text)).seq for c in calls]
-        tasks = [asyncio.create_task(self._execute(c)) for c in calls]
+        tasks: list[asyncio.Task[ToolOutput]] = []
+        for call, after in zip(calls, call_order(calls, self._is_read_only), strict=True):
+            tasks.append(asyncio.create_task(self._execute(call, [tasks[i] for i in after])))
         cancelled = False
         for call, call_seq, task in zip(calls, call_seqs, tasks, strict=True):
             if not cancelled:
@@ -438,19 +439,22 @@ class Agent:
             self._append_result(turn, step, call, call_seq, output)
         return cancelled
 
-    async def _execute(self, call: ToolCallBlock) -> ToolOutput:
+    def _is_read_only(self, call: ToolCallBlock) -> bool:
+        tool = self.tools.get(call.name)
+        return tool is not None and tool.kind == "read"
+
+    async def _execute(
+        self, call: ToolCallBlock, after: Sequence[asyncio.Task[ToolOutput]]
+    ) -> ToolOutput:
+        """Run ``call`` once the calls it must follow (``call_order``) have finished."""
+        if after:
+            await asyncio.wait(after)
         ctx = ToolContext(
             workspace=self.workspace,
             session_id=self.session.id,
             call_id=call.id,
             history=self.session.events,
         )
-        tool = self.tools.get(call.name)
-        if tool is not None and tool.kind in ("write", "shell"):
-            async with self._exclusive:
-                return await self.tools.execute(
-                    call.id, call.name, call.arguments, ctx, self.policy
-                )
         return await self.tools.execute(call.id, call.name, call.arguments, ctx, self.policy)
 
     def _append_result(
