@@ -41,7 +41,7 @@ def test_a_call_follows_an_earlier_one_unless_only_reads_span_them(names):
     for each other."""
     order = call_order(_calls(names), lambda c: c.name in READS)
     waits = _waits_for(order)
-    for later, name in enumerate(names):
+    for later in range(len(names)):
         for earlier in range(later):
             free = all(n in READS for n in names[earlier : later + 1])
             assert (earlier in waits[later]) == (not free), (names, earlier, later)
