@@ -160,3 +160,25 @@ def test_grep_does_not_import_a_dsh_package_planted_in_the_current_directory(
     monkeypatch.chdir(workspace)
     assert call(GrepTool(), ctx, pattern="needle", path="x.txt").text == "x.txt:1: needle"
     assert not (workspace / "PWNED").exists()
+
+
+def test_glob_searches_under_a_given_directory_and_names_results_from_the_root(
+    tree: Path, ctx: ToolContext
+) -> None:
+    """Models trained on other harnesses pass ``path`` to glob; it was refused as an unknown
+    argument (a real Qwen2.5-Coder 0.5B reply lost every call of its reply to it)."""
+    assert call(GlobTool(), ctx, pattern="*.py", path="src").text == "src/main.py"
+    assert call(GlobTool(), ctx, pattern="**/*.py", path="src/pkg").text == "src/pkg/mod.py"
+    absolute = str(tree / "src")
+    assert call(GlobTool(), ctx, pattern="*.py", path=absolute).text == "src/main.py"
+    assert call(GlobTool(), ctx, pattern="*.py", path=".venv").text == ".venv/x.py"
+    assert call(GlobTool(), ctx, pattern="*.rs", path="src").text == "no files match '*.rs' in src"
+
+
+def test_glob_path_outside_missing_or_not_a_directory_is_refused(
+    tree: Path, ctx: ToolContext, outside: Path
+) -> None:
+    assert refused(GlobTool(), ctx, pattern="*", path=str(outside)).code == "OUTSIDE_WORKSPACE"
+    assert refused(GlobTool(), ctx, pattern="*", path="../").code == "OUTSIDE_WORKSPACE"
+    assert refused(GlobTool(), ctx, pattern="*", path="nope").code == "NOT_FOUND"
+    assert refused(GlobTool(), ctx, pattern="*", path="README.md").code == "INVALID_ARGUMENT"

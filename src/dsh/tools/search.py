@@ -41,48 +41,61 @@ class GlobTool:
     name: str = "glob"
     kind: ToolKind = "read"
     description: str = (
-        "Find files in the workspace by glob pattern, relative to the workspace root "
-        "(e.g. '**/*.py', 'src/*.ts'). '**' matches any number of directories. Results are "
-        f"sorted; directories end with '/'. At most {MAX_GLOB_RESULTS} results."
+        "Find files in the workspace by glob pattern (e.g. '**/*.py', 'src/*.ts'), relative to "
+        "path (default: the workspace root). '**' matches any number of directories. Results "
+        f"are sorted, relative to the root; directories end with '/'. At most {MAX_GLOB_RESULTS} "
+        "results."
     )
 
     def __init__(self) -> None:
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.py'."}
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.py'."},
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search in, relative to the workspace. "
+                    "Default '.'.",
+                },
             },
             "required": ["pattern"],
             "additionalProperties": False,
         }
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        """List the workspace paths matching ``args.pattern``."""
+        """List the workspace paths matching ``args.pattern`` under ``args.path``."""
         pattern = str_arg(args, "pattern")
-        return ToolOutput(await asyncio.to_thread(_glob, pattern, ctx.workspace))
+        path = str_arg(args, "path", ".")
+        return ToolOutput(await asyncio.to_thread(_glob, pattern, ctx.workspace, path))
 
 
-def _glob(pattern: str, workspace: Path) -> str:
+def _glob(pattern: str, workspace: Path, path: str = ".") -> str:
     if not pattern.strip():
         raise ToolError("pattern must not be empty", code=INVALID_ARGUMENT)
     parts = PurePosixPath(pattern).parts
     if pattern.startswith(("/", "~")) or ".." in parts:
         raise ToolError(
             f"glob pattern {pattern!r} reaches outside the workspace; patterns are relative "
-            "to the workspace root and may not be absolute or contain '..'",
+            "to path (default: the workspace root) and may not be absolute or contain '..'",
             code="OUTSIDE_WORKSPACE",
         )
     root = workspace.resolve()
-    named = SKIP_DIRS.intersection(parts)
+    base = resolve_in_workspace(path, workspace, must_exist=True)
+    if not base.is_dir():
+        raise ToolError(
+            f"path {path!r} is not a directory; glob searches in a directory",
+            code=INVALID_ARGUMENT,
+        )
+    named = SKIP_DIRS.intersection((*parts, *base.relative_to(root).parts))
     found: list[str] = []
     try:
-        for path in root.glob(pattern):
-            rel = path.relative_to(root)
+        for path_found in base.glob(pattern):
+            rel = path_found.relative_to(root)
             if any(p in SKIP_DIRS and p not in named for p in rel.parts):
                 continue
             try:
-                real = path.resolve()
-                is_dir = path.is_dir()
+                real = path_found.resolve()
+                is_dir = path_found.is_dir()
             except (OSError, RuntimeError):
                 continue
             if not is_inside(real, root) or not rel.parts:
@@ -91,7 +104,7 @@ def _glob(pattern: str, workspace: Path) -> str:
     except ValueError as exc:
         raise ToolError(f"invalid glob pattern {pattern!r}: {exc}", code=INVALID_ARGUMENT) from exc
     if not found:
-        return f"no files match {pattern!r}"
+        return f"no files match {pattern!r}" + ("" if base == root else f" in {path}")
     found.sort()
     if len(found) > MAX_GLOB_RESULTS:
         note = (
