@@ -90,6 +90,40 @@ def test_a_qwen_tool_call_tag_reply_runs_as_a_tool_call(tmp_path, server: FakeSe
     assert "alpha beta" in json.dumps(server.bodies[1]["messages"])
 
 
+def test_a_text_call_with_arguments_its_tool_refuses_is_answered_not_left_as_text(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """A reply of calls to registered tools, one with an argument the tool does not take: every
+    call is a call, the bad one answered INVALID_ARGUMENT (nothing run) so the model can fix
+    it. It used to leave the whole reply text, the good calls with it."""
+    reply = (
+        '{"name": "read_file", "arguments": {"path": "notes.txt"}}\n'
+        '{"name": "read_file", "arguments": {"file": "notes.txt"}}'
+    )
+    server.queue(_text_reply(reply), openai_text("It says alpha beta."))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    result = run(agent.run_turn("what is in notes.txt?"))
+    assert result.text == "It says alpha beta."
+    results = [e for e in agent.session.events if isinstance(e, ToolResultEvent)]
+    assert [r.data.error.code if r.data.error else None for r in results] == [
+        None,
+        "INVALID_ARGUMENT",
+    ]
+    assert "'path'" in results[1].data.message.content[0].content[0].text
+
+
+def test_a_text_call_to_an_unknown_tool_leaves_the_reply_text(tmp_path, server: FakeServer):  # noqa: F811
+    reply = (
+        '{"name": "read_file", "arguments": {"path": "notes.txt"}}\n'
+        '{"name": "delete_everything", "arguments": {}}'
+    )
+    server.queue(_text_reply(reply))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    assert run(agent.run_turn("q")).text == reply
+    assert not any(isinstance(e, ToolCallEvent) for e in agent.session.events)
+
+
 def test_a_recovered_call_goes_through_approval_as_usual(tmp_path, server: FakeServer):  # noqa: F811
     call = '{"name": "bash", "arguments": {"command": "echo pwned > owned.txt"}}'
     server.queue(_text_reply(call), openai_text("ok"))

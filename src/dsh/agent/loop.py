@@ -40,7 +40,7 @@ from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.step_outcome import CANCELLED_BY_USER, CallOutcome, plan_step
 from dsh.agent.turn_close import close_failed_turn, tool_result
-from dsh.errors import DshError, ProviderError
+from dsh.errors import ProviderError
 from dsh.events import (
     AssistantMessage,
     LlmRetry,
@@ -69,7 +69,7 @@ from dsh.llm.types import ModelRequest, Provider, StreamEvent
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext, ToolOutput
-from dsh.tools.registry import ToolRegistry, parse_arguments
+from dsh.tools.registry import ToolRegistry
 
 log = logging.getLogger("dsh.agent")
 
@@ -362,13 +362,10 @@ class Agent:
         self._answer_unstarted(turn, step, message.tool_calls(), "NOT_RUN", why)
 
     def _accepts(self, name: str, arguments: str) -> bool:
-        """Whether ``name`` is a registered tool whose schema takes ``arguments``."""
-        tool = self.tools.get(name)
-        try:
-            parsed = tool is not None and parse_arguments(arguments, tool.parameters)
-        except DshError:
-            return False
-        return isinstance(parsed, dict)
+        """Whether a text call naming ``name`` is one: a registered tool. Arguments its schema
+        refuses are answered like any call's (``INVALID_ARGUMENT``, nothing run), so the model
+        learns what to fix; one such call used to leave the whole reply text."""
+        return self.tools.get(name) is not None
 
     async def _stream(
         self, request: ModelRequest, assembler: StreamAssembler, turn: int, step: int

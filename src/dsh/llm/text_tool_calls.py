@@ -5,10 +5,10 @@ Small local models often answer a tool prompt with a fenced ````` ```json {"name
 (Qwen, Hermes) when the server does not parse it, so the server returns plain content. With
 ``provider.text_tool_calls`` on, a reply whose WHOLE text is one or more such objects (each bare,
 in a ``` / ```json fence or in a ``<tool_call>`` tag, separated only by whitespace) becomes tool
-calls — but only if
-every object has exactly the keys ``name`` and ``arguments``, names a registered tool, and has
-arguments that the tool accepts (``accepts``). Anything else stays text: prose around the
-JSON, an unknown tool, arguments that do not validate, a truncated object.
+calls — but only if every object has exactly the keys ``name`` and ``arguments`` (an object)
+and ``accepts`` takes each (the agent loop: a registered tool; its arguments are then checked
+as any call's are). Anything else stays text: prose around the JSON, a call ``accepts``
+refuses, a truncated object.
 
 A reply cut at the output limit may end in the middle of such a call, so it no longer parses:
 ``starts_like_a_call`` tells the loop its text began as one (a JSON object, bare or fenced, or a
@@ -28,7 +28,8 @@ from typing import Any
 from dsh.events import Message, TextBlock, ToolCallBlock
 
 Accepts = Callable[[str, str], bool]
-"""``accepts(name, arguments_json)``: True iff ``name`` is a registered tool that takes them."""
+"""``accepts(name, arguments_json)``: True iff the text holds a call to that (the agent loop:
+``name`` is a registered tool)."""
 
 _FENCE_OPEN = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE)
 _FENCE_CLOSE = "```"
