@@ -107,6 +107,17 @@ def test_a_failed_turn_exits_1_and_says_why(tmp_path, env):
     assert result.stdout.startswith("session: ") or "session: " in result.stdout
 
 
+def test_a_turn_that_ends_with_an_empty_reply_says_so(tmp_path, env):
+    """A small model looping on a call can end its turn with an empty reply: ``dsh run`` printed
+    nothing at all, and a person could not tell a finished turn from a lost answer."""
+    script = write_script(tmp_path / "s.json", [{"text": ""}])
+    result = dsh("run", "--script", str(script), "hi", env=env, cwd=tmp_path)
+    assert "turn 1 ended without an answer" in result.stderr
+    answered = dsh("run", "--script", str(write_script(tmp_path / "t.json", [{"text": "ok"}])),
+                   "hi", env=env, cwd=tmp_path)  # fmt: skip
+    assert "without an answer" not in answered.stderr
+
+
 def test_headless_bash_is_denied_unless_allowed(tmp_path, env):
     entries = [
         {"toolCalls": [{"name": "bash", "arguments": {"command": "echo RAN > ran.txt"}}]},

@@ -186,6 +186,10 @@ def run(
                 break
             if result.reason == "max-tokens":  # the answer printed may end mid-sentence
                 context.warn(f"turn {result.turn} stopped: {result.error}")
+            if result.reason == "completed" and not result.text.strip():
+                context.warn(
+                    f"turn {result.turn} ended without an answer: the model's last reply was empty"
+                )
     finally:
         session.close()
         close_mcp_servers()  # no MCP server outlives the run
