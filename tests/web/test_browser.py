@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh.events import Message, TextBlock, UserMessageEvent, UserSource
+from dsh.events import Message, TextBlock, TurnEndEvent, UserMessageEvent, UserSource
 from dsh.surface import Session
 from dsh.transcript import MarkerItem, MessageItem, ToolCallItem, ToolResultItem, project
 from tests.web.builders import long_session, summary_on_an_older_page
@@ -453,6 +453,31 @@ def test_approvals_are_asked_in_the_page(browser: Any, tmp_path: Path) -> None:
         card = page.locator("#log .row.tool")
         card.locator("details.tool-card > summary").click()
         assert "approved-in-browser" in card.locator(".tool-output").inner_text()
+
+
+def test_stop_cancels_a_turn_waiting_for_an_approval(browser: Any, tmp_path: Path) -> None:
+    """Stop shows while a turn runs and cancels it: the run state and Stop go, the composer
+    can send again."""
+    env = make_env(tmp_path, approval="ask")
+    env.script = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo never-run"}}]},
+        {"text": "unused"},
+    ]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "run the command")
+        page.locator("#approvals .approval").wait_for()
+        assert page.inner_text("#run-state") == "running" and page.is_disabled("#send")
+        page.click("#cancel")
+        wait_idle(page)
+        assert page.is_hidden("#cancel") and page.is_hidden("#run-state")
+        assert page.is_enabled("#send")
+        sid = page.evaluate("() => window.dsh.sessionId")
+    with env.store.open(sid) as log:
+        ends = [e.data.reason.kind for e in log.events if isinstance(e, TurnEndEvent)]
+    assert ends == ["aborted"]
 
 
 def test_compaction_progress_is_shown_while_a_pass_runs(browser: Any, tmp_path: Path) -> None:

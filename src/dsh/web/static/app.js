@@ -6,11 +6,11 @@ import { api, ApiError, liveSocket, sessionPath } from './api.js';
 import { Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, showApproval } from './approvals.js';
-import {
-  applyTheme, filterSessions, fmtTokens, nextTheme, setSidebar, storedTheme,
-} from './chrome.js';
+import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
+import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
 import { FindInSession } from './find.js';
+import { renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
 import { loadSessionList as listSessions } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
 
@@ -83,56 +83,11 @@ function scrollToBottom() {
   c.scrollTop = c.scrollHeight;
 }
 
-// ---- header ------------------------------------------------------------------------------------
-
-function renderStats(stats) {
-  if (!stats) {
-    $('context-use').textContent = '';
-    $('cache-hit').textContent = '';
-    return;
-  }
-  const pct = stats.contextRatio === null ? '–' : `${Math.round(stats.contextRatio * 100)}%`;
-  $('context-use').textContent = `context ${fmtTokens(stats.contextTokens)} / ${fmtTokens(stats.contextWindow)} (${pct})`;
-  const hit = stats.cacheHitRatio === null ? '–' : `${Math.round(stats.cacheHitRatio * 100)}%`;
-  $('cache-hit').textContent = `cache hit ${hit}`;
-}
-
-function renderProgress(progress) {
-  const box = $('progress');
-  if (!progress) {
-    box.hidden = true;
-    box.textContent = '';
-    return;
-  }
-  box.hidden = false;
-  box.textContent = progress.total === null
-    ? 'compacting…'
-    : `compacting · ${progress.done} of ${progress.total} regions`;
-}
+// ---- header (header.js) and streaming tail --------------------------------------------------------
 
 function renderStatus() {
-  const info = state.info;
-  const running = info ? info.running : null;
-  const box = $('run-state');
-  box.hidden = !running;
-  box.textContent = running === 'turn' ? 'running' : running === 'compact' ? '/compact running' : '';
-  $('cancel').hidden = !running;
-  const holder = info ? info.heldBy : null;
-  const busy = $('busy-elsewhere');
-  busy.hidden = !holder;
-  busy.textContent = holder ? `busy in another process (pid ${holder})` : '';
-  const usable = !!info && !holder;
-  $('prompt').disabled = !usable;
-  $('send').disabled = !usable || !!running;
-  if (!running) clearStream();
+  if (!renderRunState(state.info)) clearStream();  // a turn's stream ends with it
 }
-
-function renderTitle() {
-  const info = state.info;
-  $('session-title').textContent = info ? (info.title || `Session ${info.id}`) : 'No session selected';
-}
-
-// ---- streaming tail ------------------------------------------------------------------------------
 
 function clearStream() {
   state.stream = { text: '', reasoning: '', tool: '' };
@@ -161,6 +116,16 @@ function onDelta(message) {
 
 function loadSessionList() {
   return listSessions(state.sessionId, toast);
+}
+
+async function newSession() {
+  try {
+    const data = await api('POST', '/api/sessions', {});
+    await loadSessionList();
+    location.hash = `#s=${encodeURIComponent(data.session.id)}`;
+  } catch (error) {
+    toast(error.message);
+  }
 }
 
 function selectedFromHash() {
@@ -197,7 +162,7 @@ async function openSession(id) {
   $('empty').hidden = !!id;
   $('empty').textContent = 'Select a session or start a new one.';
   $('announcer').textContent = '';
-  renderTitle();   // nothing of the previous session stays on screen while this one loads
+  renderTitle(state.info);   // nothing of the previous session stays on screen while this one loads
   renderStats(null);
   renderProgress(null);
   renderStatus();
@@ -226,7 +191,7 @@ async function openSession(id) {
   }
   if (generation !== state.generation) return;
   state.info = info;
-  renderTitle();
+  renderTitle(state.info);
   renderStats(info.stats);
   renderProgress(info.progress);
   renderStatus();
@@ -344,7 +309,7 @@ function onLive(message) {
         const text = event.data.content.filter((b) => b.type === 'text').map((b) => b.text).join('')
           .replace(/\s+/g, ' ').trim();
         state.info.title = text.length <= 80 ? text : `${text.slice(0, 79)}…`;
-        renderTitle();
+        renderTitle(state.info);
       }
       state.view.ingest([event]);
       announce(event);
@@ -354,7 +319,7 @@ function onLive(message) {
     }
     case 'hello':
       state.info = message.session;
-      renderTitle();
+      renderTitle(state.info);
       renderStats(message.session.stats);
       renderProgress(message.session.progress);
       renderStatus();
@@ -399,63 +364,6 @@ function onLive(message) {
   }
 }
 
-// ---- the composer --------------------------------------------------------------------------------------
-
-async function ensureOpen() {
-  if (state.info && state.info.open) return;
-  const data = await api('POST', `${sessionPath(state.sessionId)}/resume`);
-  state.info = { ...state.info, ...data.session };
-}
-
-/** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
- * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
-function promptText(draft) {
-  const text = draft.replace(/\s+$/, '').replace(/^(?:[ \t]*\r?\n)+/, '');
-  return text.trimStart().startsWith('//') ? text.replace('//', '/') : text;
-}
-
-async function submit() {
-  const box = $('prompt');
-  const text = box.value.trim();
-  if (!text || !state.sessionId) return;
-  const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
-  try {
-    await ensureOpen();
-    if (text === '/compact' || text.startsWith('/compact ')) {
-      const focus = text.slice('/compact'.length).trim();
-      await api('POST', `${sessionPath(state.sessionId)}/compact`, focus ? { focus } : {});
-    } else if (command) {
-      toast(`Unknown command ${command[0]} (commands: /compact [focus]; // sends /)`);
-      return;
-    } else {
-      await api('POST', `${sessionPath(state.sessionId)}/prompt`, { text: promptText(box.value) });
-    }
-    box.value = '';
-    toast('');
-    scrollToBottom();  // what you sent, and its answer, are at the end
-  } catch (error) {
-    toast(error instanceof ApiError ? error.message : String(error));
-  }
-}
-
-async function cancel() {
-  try {
-    await api('POST', `${sessionPath(state.sessionId)}/cancel`);
-  } catch (error) {
-    toast(error.message);
-  }
-}
-
-async function newSession() {
-  try {
-    const data = await api('POST', '/api/sessions', {});
-    await loadSessionList();
-    location.hash = `#s=${encodeURIComponent(data.session.id)}`;
-  } catch (error) {
-    toast(error.message);
-  }
-}
-
 // ---- wiring -----------------------------------------------------------------------------------------------
 
 function init() {
@@ -467,14 +375,13 @@ function init() {
     view: () => state.view,
     loadUntil,
   });
-  $('composer').addEventListener('submit', (event) => { event.preventDefault(); submit(); });
-  $('prompt').addEventListener('keydown', (event) => {
-    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      submit();
-    }
+  state.composer = new Composer({
+    sessionId: () => state.sessionId,
+    info: () => state.info,
+    resumed: (session) => { state.info = { ...state.info, ...session }; },
+    toast,
+    sent: scrollToBottom,  // what you sent, and its answer, are at the end
   });
-  $('cancel').addEventListener('click', cancel);
   $('new-session').addEventListener('click', newSession);
   setSidebar(!NARROW.matches);
   applyTheme(storedTheme());

@@ -1,0 +1,68 @@
+// The composer: Enter sends the draft as a prompt (Shift+Enter: a new line); `/compact [focus]`
+// compacts; any other `/word` is refused with the commands there are (`//…` sends `/…`). Stop
+// cancels what runs. A session not open here is resumed before anything is sent.
+import { api, ApiError, sessionPath } from './api.js';
+
+const $ = (id) => document.getElementById(id);
+
+/** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
+ * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
+export function promptText(draft) {
+  const text = draft.replace(/\s+$/, '').replace(/^(?:[ \t]*\r?\n)+/, '');
+  return text.trimStart().startsWith('//') ? text.replace('//', '/') : text;
+}
+
+export class Composer {
+  // `page`: { sessionId(), info(), resumed(session), toast(message), sent() } from the page
+  // controller (`resumed`: the session info a resume answered; `sent`: the draft went).
+  constructor(page) {
+    this.page = page;
+    $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
+    $('prompt').addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.submit();
+      }
+    });
+    $('cancel').addEventListener('click', () => this.cancel());
+  }
+
+  async ensureOpen() {
+    const info = this.page.info();
+    if (info && info.open) return;
+    const data = await api('POST', `${sessionPath(this.page.sessionId())}/resume`);
+    this.page.resumed(data.session);
+  }
+
+  async submit() {
+    const box = $('prompt');
+    const text = box.value.trim();
+    if (!text || !this.page.sessionId()) return;
+    const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
+    try {
+      await this.ensureOpen();
+      if (text === '/compact' || text.startsWith('/compact ')) {
+        const focus = text.slice('/compact'.length).trim();
+        await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
+      } else if (command) {
+        this.page.toast(`Unknown command ${command[0]} (commands: /compact [focus]; // sends /)`);
+        return;
+      } else {
+        await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
+      }
+      box.value = '';
+      this.page.toast('');
+      this.page.sent();
+    } catch (error) {
+      this.page.toast(error instanceof ApiError ? error.message : String(error));
+    }
+  }
+
+  async cancel() {
+    try {
+      await api('POST', `${sessionPath(this.page.sessionId())}/cancel`);
+    } catch (error) {
+      this.page.toast(error.message);
+    }
+  }
+}
