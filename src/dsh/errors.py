@@ -24,6 +24,17 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
 
 from __future__ import annotations
 
+SHOWN_AS_ERROR = "dsh_shown_as_error"
+"""Set on a log record (``log.error(…, extra={SHOWN_AS_ERROR: True})``) of a failure the face
+that logs it already shows as an error of its own (the web page's error toast, the terminal
+UI's error note). The faces' warnings displays list such a record without a toast of theirs,
+so the failure shows once; the stderr printer prints it as any other."""
+
+
+def shown_as_error(record: object) -> bool:
+    """Whether ``record`` (a log record) is of a failure its face already shows as an error."""
+    return getattr(record, SHOWN_AS_ERROR, False) is True
+
 
 class DshError(Exception):
     """Base of every error dsh raises on purpose."""

@@ -13,12 +13,15 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import dsh.tui.app_warnings
+from dsh.events import Event
+from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.tui import DshApp
 from dsh.tui.app_warnings import WarningLog, WarningsApp
 from dsh.tui.commands import HELP
@@ -85,6 +88,41 @@ def test_a_warning_from_another_thread_shows_as_a_toast_and_again_in_slash_warni
         await settle(pilot, lambda: "Warnings and errors since the UI started" in text_of(app))
         rows = [line for line in lines_of(app) if re.match(r"  \d\d:\d\d:\d\d ", line)]
         assert [row.split()[1:3] for row in rows] == [["warning:", "MCP"], ["error:", "a"]]
+
+    run_with_toasts(app, body)
+
+
+class BuggyProvider:
+    """A provider with a bug: its stream raises an exception dsh has no name for."""
+
+    name = "scripted"
+
+    async def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        raise RuntimeError("a bug in the provider")
+        yield  # an async generator
+
+
+def test_a_turns_internal_error_is_noted_once_and_listed_without_a_toast(
+    rig: Rig, long_toasts: None
+):
+    """The transcript notes the failure; the warnings list it in /warnings but show no toast
+    for it; an error that is not shown otherwise still gets its toast."""
+    app = rig.app([], wrap_provider=lambda _: BuggyProvider())
+    failure = "internal error: RuntimeError: a bug in the provider"
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "go")
+        await settle(pilot, lambda: failure in text_of(app) and not app.running)
+        await settle(pilot, lambda: len(app.warnings.entries) == 1)
+        from_another_thread(logging.ERROR, "a pre-step hook failed: boom")
+        await settle(pilot, lambda: len(app.warnings.entries) == 2 and bool(toasts(app)))
+        assert toasts(app) == [("error", "error: a pre-step hook failed: boom")]  # that only
+
+        await submit(pilot, "/warnings")
+        await settle(pilot, lambda: "Warnings and errors since the UI started" in text_of(app))
+        assert text_of(app).count(failure) == 2  # the note, and its row in /warnings
 
     run_with_toasts(app, body)
 

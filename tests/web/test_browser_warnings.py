@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+from dsh.agent.runtime import Route
 from dsh.config import McpSettings
+from dsh.events import Event
+from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.surface import Session
 from dsh.tools.mcp import close_mcp_servers
-from dsh.web import BackgroundServer
+from dsh.web import BackgroundServer, WebRuntime
 from dsh.web.warning_feed import WARNING_SESSION
 from tests.helpers import append_chat_turn
 from tests.mcp.conftest import server as mcp_server
@@ -133,6 +137,49 @@ def test_an_mcp_server_restarted_in_a_turn_shows_on_that_sessions_page_only(
         )
     finally:
         close_mcp_servers()
+
+
+class BuggyProvider:
+    """A provider with a bug: its stream raises an exception dsh has no name for."""
+
+    name = "scripted"
+
+    async def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        raise RuntimeError("a bug in the provider")
+        yield  # an async generator
+
+
+def test_a_turns_internal_error_shows_once_as_the_pages_error_and_is_listed(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The page's error toast says the turn failed; the warnings show the same failure only in
+    their list (no second, "error:" toast); a warning that is not shown otherwise, an error
+    included, still gets its toast."""
+    env = make_env(tmp_path)
+    sid = stored_session(env, None)
+    runtime = WebRuntime(env.settings, Route(BuggyProvider(), "scripted", env.window))
+    server = BackgroundServer(env.app(runtime)).start()
+    try:
+        with open_page(browser) as page:
+            watching(page, f"{server.base_url}/?token={TOKEN}#s={sid}")
+            page.evaluate("() => { window.dsh.toastMs = null; }")
+            send(page, "go")
+            page.wait_for_selector(f"{ROWS}:has-text('the turn failed')", state="attached")
+            page.locator("#toast").wait_for(state="visible")
+            assert page.inner_text("#toast") == "the turn failed: a bug in the provider"
+            assert page.inner_text("#warnings-toggle") == "⚠ 1"
+            assert "unread" in (page.get_attribute("#warnings-toggle", "class") or "")
+
+            for_session(server, sid, "compaction pass p1: a region failed", logging.ERROR)
+            page.wait_for_selector(f"{TOASTS}.error")
+            assert toasts(page) == ["error: compaction pass p1: a region failed"]  # that only
+            page.click("#warnings-toggle")
+            listed = rows(page)
+            assert len(listed) == 2 and f"error: the turn failed in session {sid}" in listed[0]
+    finally:
+        server.stop()
 
 
 def test_repeats_coalesce_and_the_list_lasts_until_cleared_then_a_reload_brings_it_back(

@@ -20,7 +20,9 @@ from websockets.sync.client import connect
 
 import dsh.cli.web as web_cli
 from dsh.config import McpServerSettings, McpSettings
+from dsh.errors import SHOWN_AS_ERROR
 from dsh.tools.mcp import close_mcp_servers
+from dsh.web.warning_feed import WarningFeed
 from tests.web.conftest import AUTH, WebEnv, make_env, wait_idle
 from tests.web.test_live import Live, Served
 
@@ -165,3 +167,18 @@ def test_a_web_server_without_a_provider_key_says_so_to_its_pages(
         kept = [w["text"] for w in client.get("/api/warnings").json()["warnings"]]
     assert any(t.startswith("the web token is shorter than") for t in kept), kept
     assert any("no API key for deepseek" in t and "prompts will fail" in t for t in kept), kept
+
+
+def test_a_failure_the_page_shows_as_its_error_is_kept_marked_for_listing_only() -> None:
+    """The page lists it without a toast (it shows as the page's error already); an error
+    logged without the mark is an ordinary entry, toasted."""
+    feed = WarningFeed()
+    log = logging.getLogger("dsh.web")
+    with feed.installed():
+        log.error("the turn failed in session s1", extra={SHOWN_AS_ERROR: True})
+        log.error("a compaction pass failed")
+    kept = [(w["level"], w["text"], w["shownAsError"]) for w in feed.kept(None)]
+    assert kept == [
+        ("error", "the turn failed in session s1", True),
+        ("error", "a compaction pass failed", False),
+    ]

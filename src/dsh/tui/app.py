@@ -20,7 +20,7 @@ from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
-from dsh.errors import DshError, MissingApiKeyError
+from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -337,8 +337,9 @@ class DshApp(WarningsApp[None]):
         except DshError as exc:
             self.note(f"error: {exc}")
         except Exception as exc:  # a bug must not take the session down with it
-            log.exception("turn failed")
-            self.note(f"internal error: {type(exc).__name__}: {exc}")
+            failure = f"internal error: {type(exc).__name__}: {exc}"
+            log.exception("the turn failed: %s", failure, extra={SHOWN_AS_ERROR: True})
+            self.note(failure)  # shown here: /warnings lists it, no toast repeats it
         finally:
             poll.stop()
             self._waiting = None

@@ -12,6 +12,9 @@ the span of its run (``run``, ``run_async``, and ``run_test`` for the tests) a `
   error) and keeps it in a ``WarningLog`` for ``/warnings``;
 - identical warnings coalesce into one entry with a count and the times of the first and the
   last; a repeat while its toast is still up only counts, a later one shows again with the count;
+- a failure the app already shows as an error of its own (a turn's internal error, noted in the
+  transcript; its record carries ``dsh.errors.SHOWN_AS_ERROR``) is listed with no toast: it
+  shows once;
 - what the app could not show (raised while it was starting, or already closing) is printed by
   the silenced handlers once the run is over, one line each as before.
 """
@@ -31,6 +34,8 @@ from textual.app import App
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
+
+from dsh.errors import shown_as_error
 
 DSH_LOGGER = "dsh"
 TOAST_SECONDS = 10.0
@@ -228,12 +233,14 @@ class WarningsApp(App[Returns]):
         self.show_pending_warnings()
 
     def show_pending_warnings(self) -> None:
-        """A toast for each new warning (not for one whose toast is still up), and each kept
-        for ``/warnings``."""
+        """A toast for each new warning (not for one whose toast is still up, nor for a failure
+        the app shows as an error of its own), and each kept for ``/warnings``."""
         if not self._router.showing or self.return_code is not None:
             return  # closing (``exit`` was called): printed after the run
         for record, text in self._router.take():
             entry = self.warnings.add(record, text)
+            if shown_as_error(record):
+                continue
             now = time.monotonic()
             if now < entry.toast_until:
                 continue

@@ -34,7 +34,7 @@ from dsh.agent.session_runner import (
     CompactionOff,
     SessionRunner,
 )
-from dsh.errors import DshError
+from dsh.errors import SHOWN_AS_ERROR, DshError
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -440,7 +440,13 @@ class SessionRegistry:
         if isinstance(error, DshError):
             self._report(handle, from_dsh_error(error))
         elif isinstance(error, Exception):
-            log.error("%s failed in session %s", what, handle.session.id, exc_info=error)
+            log.error(  # the page shows it as its error (below): listed, not toasted again
+                "%s failed in session %s",
+                what,
+                handle.session.id,
+                exc_info=error,
+                extra={SHOWN_AS_ERROR: True},
+            )
             self._report(handle, ApiError(500, INTERNAL, f"{what} failed: {error}"))
         if handle.session.id in self.handles:
             handle.hub.publish(frame("stats", stats=self.stats(handle)))

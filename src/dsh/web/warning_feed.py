@@ -4,9 +4,12 @@ Every ``dsh.*`` warning or error logged while the server runs is kept, identical
 session, level and text) coalesced into one entry with a count and the times of the first and
 the last (at most ``MAX_KEPT`` entries; the oldest go first), and sent as a frame::
 
-    {"kind": "warning", "warning": {id, session, level, text, count, first, last}}
+    {"kind": "warning", "warning": {id, session, level, text, count, first, last, shownAsError}}
 
-to the pages it concerns. A repeat is the same ``id`` with a higher ``count``.
+to the pages it concerns. A repeat is the same ``id`` with a higher ``count``. ``shownAsError``:
+the page already shows it as an error of its own (a turn's or ``/compact``'s internal error, as
+the ``error`` frame: its record carries ``dsh.errors.SHOWN_AS_ERROR``), so it lists it with no
+toast of the warnings'.
 
 - One raised while serving a session is that session's (``session`` is its id): a request
   under ``/api/sessions/{id}``, or work such a request started (a turn, a ``/compact``, the
@@ -36,6 +39,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from dsh.errors import shown_as_error
 from dsh.web.live import LiveHub, frame
 
 DSH_LOGGER = "dsh"
@@ -81,6 +85,8 @@ class KeptWarning:
     first: float
     last: float
     count: int = 1
+    shown_as_error: bool = False
+    """The latest of them is of a failure the page shows as an error of its own."""
 
     def public(self) -> dict[str, Any]:
         """The frame's ``warning`` (times in epoch milliseconds)."""
@@ -92,6 +98,7 @@ class KeptWarning:
             "count": self.count,
             "first": round(self.first * 1000),
             "last": round(self.last * 1000),
+            "shownAsError": self.shown_as_error,
         }
 
 
@@ -145,6 +152,7 @@ class WarningFeed(logging.Handler):
         try:
             with self._guard:
                 warning = self._keep(session, record.levelname.lower(), text, record.created)
+                warning.shown_as_error = shown_as_error(record)
                 hub = self.server if session is None else self._sessions.get(session)
                 if hub is not None:
                     with contextlib.suppress(RuntimeError):  # the server's loop has closed

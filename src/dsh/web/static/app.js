@@ -31,6 +31,7 @@ const state = {
   socket: null,
   generation: 0,    // bumps on every session switch; stale async work checks it
   stream: { text: '', reasoning: '', tool: '' },
+  toastMs: 8000,    // how long an error toast stays (null: until the next one; tests)
 };
 window.dsh = state; // for tests and the benchmark
 
@@ -41,7 +42,9 @@ function toast(message, { sticky = false } = {}) {
   box.textContent = message;
   box.hidden = !message;
   clearTimeout(toast.timer);
-  if (message && !sticky) toast.timer = setTimeout(() => { box.hidden = true; }, 8000);
+  if (message && !sticky && state.toastMs !== null) {
+    toast.timer = setTimeout(() => { box.hidden = true; }, state.toastMs);
+  }
 }
 
 // ---- copy buttons ------------------------------------------------------------------------

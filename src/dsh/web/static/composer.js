@@ -39,6 +39,9 @@ export class Composer {
     const text = box.value.trim();
     if (!text || !this.page.sessionId()) return;
     const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
+    // The last error goes before sending, not after: the error of a turn that fails at once
+    // may come over the live stream before the answer to the send does.
+    this.page.toast('');
     try {
       await this.ensureOpen();
       if (text === '/compact' || text.startsWith('/compact ')) {
@@ -51,7 +54,6 @@ export class Composer {
         await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
       }
       box.value = '';
-      this.page.toast('');
       this.page.sent();
     } catch (error) {
       this.page.toast(error instanceof ApiError ? error.message : String(error));

@@ -1,8 +1,10 @@
 // dsh's warnings in the page, as the terminal UI shows them (its toasts and /warnings). The
-// server keeps each distinct warning as one entry {id, session, level, text, count, first, last}
-// (identical ones coalesced there: a repeat is the same id with a higher count) and sends the
-// server's own over its stream (WS /api/live, open for the page's life) and a session's over that
-// session's live stream; each stream's hello carries the entries kept so far.
+// server keeps each distinct warning as one entry {id, session, level, text, count, first, last,
+// shownAsError} (identical ones coalesced there: a repeat is the same id with a higher count;
+// shownAsError: a failure this page shows as its error toast, listed here without a toast of
+// its own, so it shows once) and sends the server's own over its stream (WS /api/live, open for
+// the page's life) and a session's over that session's live stream; each stream's hello carries
+// the entries kept so far.
 //
 // One that arrives live shows as a toast at the top right (over the conversation's oldest lines,
 // never over the composer); a repeat while its toast is up updates the count in it; a toast goes
@@ -63,12 +65,13 @@ export class PageWarnings {
     this.paint();
   }
 
-  /** One that came live: listed, and a toast (a repeat updates its toast if it is up). */
+  /** One that came live: listed, and a toast (a repeat updates its toast if it is up); one
+   * the page shows as an error already (its error toast) is only listed. */
   arrived(warning) {
     const entry = this.take(warning);
     if (!entry) return;
     if (!this.panelOpen()) this.unread = true;
-    this.toast(entry);
+    if (!entry.shownAsError) this.toast(entry);
     this.paint();
   }
 
