@@ -373,7 +373,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         with registry.warnings.installed() as feed:
-            feed.server.bind_loop()
+            feed.bind_loop()
             yield
             await followers.stop()
             await registry.shutdown()

@@ -6,7 +6,10 @@ the last (at most ``MAX_KEPT`` entries; the oldest go first), and sent as a fram
 
     {"kind": "warning", "warning": {id, session, level, text, count, first, last, shownAsError}}
 
-to the pages it concerns. A repeat is the same ``id`` with a higher ``count``. ``shownAsError``:
+to the pages it concerns. A repeat is the same ``id`` with a higher ``count``; a warning repeating
+fast is not sent once per repeat: at most one update per warning every ``UPDATE_EVERY`` seconds
+reaches the pages (the first at once, repeats within the interval counted into one update at
+its end, so the last count always arrives). ``shownAsError``:
 the page already shows it as an error of its own (a turn's or ``/compact``'s internal error, as
 the ``error`` frame: its record carries ``dsh.errors.SHOWN_AS_ERROR``), so it lists it with no
 toast of the warnings'.
@@ -28,11 +31,13 @@ warning is not a conversation event.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +50,14 @@ from dsh.web.live import LiveHub, frame
 DSH_LOGGER = "dsh"
 MAX_KEPT = 200
 """Distinct warnings the server keeps (the session's and the server's together)."""
+UPDATE_EVERY = 0.25
+"""Seconds: a warning's updates reach the pages at most this often (the first at once)."""
+
+Clock = Callable[[], float]
+"""Monotonic seconds (``time.monotonic``; tests inject their own)."""
+Later = Callable[[float, Callable[[], None]], None]
+"""Calls the callback after the delay (seconds), from the thread that delivers updates (never
+before it returns)."""
 
 WARNING_SESSION: ContextVar[str | None] = ContextVar("dsh_web_warning_session", default=None)
 """The session the running code serves (None: the server's own work)."""
@@ -87,6 +100,10 @@ class KeptWarning:
     count: int = 1
     shown_as_error: bool = False
     """The latest of them is of a failure the page shows as an error of its own."""
+    sent_at: float | None = None
+    """When (the feed's clock) the pages were last sent it; None: never yet."""
+    waiting: bool = False
+    """An update is due at ``sent_at + UPDATE_EVERY``: it carries the repeats counted since."""
 
     def public(self) -> dict[str, Any]:
         """The frame's ``warning`` (times in epoch milliseconds)."""
@@ -103,10 +120,19 @@ class KeptWarning:
 
 
 class WarningFeed(logging.Handler):
-    """Keeps the server's warnings and sends each to the pages it concerns (see the module's
-    docstring). Records come from any thread; none waits for a page."""
+    """Keeps the server's warnings and sends each to the pages it concerns, paced (see the
+    module's docstring). Records come from any thread; none waits for a page.
 
-    def __init__(self) -> None:
+    ``clock`` and ``later`` pace the updates: by default the monotonic clock and the server's
+    loop (``bind_loop``); before a loop is bound, no page can listen and nothing is paced."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = time.monotonic,
+        later: Later | None = None,
+        every: float = UPDATE_EVERY,
+    ) -> None:
         super().__init__(logging.WARNING)
         self.server = LiveHub("(server)")
         """The server's stream: its warnings, to every open page."""
@@ -116,6 +142,16 @@ class WarningFeed(logging.Handler):
         self._guard = threading.Lock()
         self._delivering = threading.local()
         self._installs = 0
+        self._clock = clock
+        self._later = later
+        self._every = every
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind_loop(self) -> None:
+        """On the server's loop: the server's stream hands pushes from other threads to it, and
+        the paced updates are sent from it."""
+        self.server.bind_loop()
+        self._loop = asyncio.get_running_loop()
 
     def deliver_to(self, hubs: Mapping[str, LiveHub]) -> None:
         """The sessions' live streams, by session id (the registry's, as it makes them)."""
@@ -153,12 +189,52 @@ class WarningFeed(logging.Handler):
             with self._guard:
                 warning = self._keep(session, record.levelname.lower(), text, record.created)
                 warning.shown_as_error = shown_as_error(record)
-                hub = self.server if session is None else self._sessions.get(session)
-                if hub is not None:
-                    with contextlib.suppress(RuntimeError):  # the server's loop has closed
-                        hub.publish(frame("warning", warning=warning.public()))
+                self._update(warning)
         finally:
             self._delivering.active = False
+
+    def _update(self, warning: KeptWarning) -> None:
+        """Send ``warning`` now, or once its interval since the last send is over (then with
+        every repeat counted until that moment). Under the guard."""
+        if warning.waiting:
+            return  # the update already due carries this repeat
+        now = self._clock()
+        wait = 0.0 if warning.sent_at is None else warning.sent_at + self._every - now
+        if wait > 0 and self._call_later(wait, lambda: self._send_due(warning)):
+            warning.waiting = True
+        else:
+            self._send(warning, now)
+
+    def _send_due(self, warning: KeptWarning) -> None:
+        self._delivering.active = True
+        try:
+            with self._guard:
+                if warning.waiting:
+                    warning.waiting = False
+                    self._send(warning, self._clock())
+        finally:
+            self._delivering.active = False
+
+    def _send(self, warning: KeptWarning, now: float) -> None:
+        warning.sent_at = now
+        hub = self.server if warning.session is None else self._sessions.get(warning.session)
+        if hub is not None:
+            with contextlib.suppress(RuntimeError):  # the server's loop has closed
+                hub.publish(frame("warning", warning=warning.public()))
+
+    def _call_later(self, delay: float, callback: Callable[[], None]) -> bool:
+        """Schedule ``callback``; False if nothing can (no loop yet, or it has closed)."""
+        if self._later is not None:
+            self._later(delay, callback)
+            return True
+        loop = self._loop
+        if loop is None:
+            return False
+        try:
+            loop.call_soon_threadsafe(loop.call_later, delay, callback)
+        except RuntimeError:  # the loop has closed: the server stopped
+            return False
+        return True
 
     def _keep(self, session: str | None, level: str, text: str, at: float) -> KeptWarning:
         key = (session, level, text)
