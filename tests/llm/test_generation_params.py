@@ -64,6 +64,29 @@ def test_a_discovered_small_window_lowers_the_requests_default_bound(
     assert server.bodies[0]["max_tokens"] == 4096 - int(4096 * 0.8)
 
 
+def test_a_threshold_at_the_whole_window_still_leaves_the_reply_an_eighth_of_it(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+) -> None:
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 4096}})
+    server.queue(openai_text("hi"))
+    settings = load_settings(
+        overrides={
+            "provider": {"name": "openai-compatible", "model": "q", "base_url": server.url + "/v1"},
+            "compaction": {"threshold_ratio": 1.0, "low_watermark_ratio": 0.5},
+        },
+        environ={},
+        cwd=tmp_path,
+    )
+    route = resolve_route(settings, environ={})
+    session = Session.create(JsonlStore(tmp_path / "home"), cwd=tmp_path)
+    agent = build_agent(
+        session, settings, route, workspace=tmp_path, policy=ApprovalPolicy("auto"), environ={}
+    )
+    asyncio.run(agent.run_turn("hello"))
+    assert server.bodies[0]["max_tokens"] == 4096 // 8
+
+
 def _settings(tmp_path: Path, toml: str) -> Settings:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)

@@ -82,7 +82,9 @@ def wire(settings: Settings, route: Route, environ: Mapping[str, str] | None = N
             summarizer_max_output = override.max_output_tokens if override is not None else None
     compaction = route_budgets(settings.compaction, route)
     window = session_window(route)
-    output_room = window - int(window * compaction.threshold_ratio)
+    # What the window leaves above the threshold, and never less than an eighth of it (a
+    # threshold_ratio near 1 would otherwise leave a reply a handful of tokens).
+    output_room = max(window - int(window * compaction.threshold_ratio), window // 8)
     return Wiring(
         compaction=compaction,
         summarizer_provider=summarizer_provider,
