@@ -113,11 +113,9 @@ def test_identical_warnings_coalesce_into_one_entry_whose_count_grows(env: WebEn
         served.close()
 
 
-def test_what_starting_dsh_web_warned_is_kept_for_the_pages(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """``dsh web`` listens for warnings before it reads its configuration: an environment
-    variable it ignores, said while it starts, is in the server's kept warnings."""
+def _startup_warnings(monkeypatch: pytest.MonkeyPatch, *args: str) -> list[str]:
+    """Start ``dsh web ARGS`` (its server never serves) and return the texts of the server's
+    kept warnings, as a page asks for them."""
     apps: list[Any] = []
 
     class NoServer:
@@ -129,21 +127,28 @@ def test_what_starting_dsh_web_warned_is_kept_for_the_pages(
         apps.append(app)
         return NoServer()
 
-    variable = f"DSH_NO_SUCH_SECTION_{os.getpid()}"
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv(variable, "1")
     monkeypatch.setattr(web_cli, "make_server", make_server)
-    result = CliRunner().invoke(web_cli.web, ["--port", "0", "--no-open"])
+    result = CliRunner().invoke(web_cli.web, ["--port", "0", "--no-open", *args])
     assert result.exit_code == 0, result.output
     url = result.stdout.split("dsh web: open ", 1)[1].split()[0]  # http://127.0.0.1:PORT/?token=T
     base, token = url.split("/?token=")
     with TestClient(apps[0], base_url=base) as client:
         client.headers.update({"Authorization": f"Bearer {token}"})
-        kept = client.get("/api/warnings").json()["warnings"]
+        return [w["text"] for w in client.get("/api/warnings").json()["warnings"]]
+
+
+def test_what_starting_dsh_web_warned_is_kept_for_the_pages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``dsh web`` listens for warnings before it reads its configuration: an environment
+    variable it ignores, said while it starts, is in the server's kept warnings."""
+    variable = f"DSH_NO_SUCH_SECTION_{os.getpid()}"
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(variable, "1")
     ignored = (
         f"ignored environment variable {variable}: no config section matches (see docs/config.md)"
     )
-    assert ignored in [w["text"] for w in kept]
+    assert ignored in _startup_warnings(monkeypatch)
 
 
 def test_a_web_server_without_a_provider_key_says_so_to_its_pages(
@@ -151,28 +156,10 @@ def test_a_web_server_without_a_provider_key_says_so_to_its_pages(
 ) -> None:
     """With no key, ``dsh web`` still serves the sessions, but every prompt will fail: a person
     who opens the page (not the terminal that started it) must be told, as stderr says."""
-    apps: list[Any] = []
-
-    class NoServer:
-        def run(self, sockets: list[Any]) -> None:
-            for sock in sockets:
-                sock.close()
-
-    def make_server(app: Any) -> NoServer:
-        apps.append(app)
-        return NoServer()
-
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
     for name in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(web_cli, "make_server", make_server)
-    result = CliRunner().invoke(web_cli.web, ["--port", "0", "--no-open", "--token", "short"])
-    assert result.exit_code == 0, result.output
-    url = result.stdout.split("dsh web: open ", 1)[1].split()[0]
-    base, token = url.split("/?token=")
-    with TestClient(apps[0], base_url=base) as client:
-        client.headers.update({"Authorization": f"Bearer {token}"})
-        kept = [w["text"] for w in client.get("/api/warnings").json()["warnings"]]
+    kept = _startup_warnings(monkeypatch, "--token", "short")
     assert any(t.startswith("the web token is shorter than") for t in kept), kept
     assert any("no API key for deepseek" in t and "prompts will fail" in t for t in kept), kept
 
