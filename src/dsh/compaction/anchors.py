@@ -105,17 +105,15 @@ def extract_anchors(
 
 def _anchor_text(kind: str, match: re.Match[str], text: str) -> str | None:
     """The trimmed text of one match, or None when the match is not a useful anchor."""
-    raw = match.group("t") if "t" in match.re.groupindex else match.group(0)
-    result = trim(raw)
+    group = "t" if "t" in match.re.groupindex else 0
+    result = trim(match.group(group))
     if kind == "error":
         # An error message ends with its sentence: prose that follows is not part of it.
         result = trim(_SENTENCE_END.split(result, maxsplit=1)[0][:MAX_ERROR_CHARS])
     elif kind == "config":
         if "key" in match.re.groupindex and match.group("key") in _NOT_CONFIG_KEYS:
             return None
-        if _is_code_not_setting(
-            result, text, match.start("t" if "t" in match.re.groupindex else 0)
-        ):
+        if _is_code_not_setting(result, text, match.start(group)):
             return None
     elif kind == "path":
         result = _path_text(result, text, match.start())

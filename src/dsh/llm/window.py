@@ -88,8 +88,9 @@ def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
 
 
 def _get_json(url: str, api_key: str | None, *, body: Any = None) -> Any:
-    """The JSON ``url`` answers (its first ``MAX_BODY`` bytes), or None. httpx, as the
-    provider's own client does, takes a ``user:password@`` in the base URL as basic auth."""
+    """The JSON ``url`` answers, or None (an error status, bad JSON, a body over
+    ``MAX_BODY``). httpx, as the provider's own client does, takes a ``user:password@`` in the
+    base URL as basic auth."""
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -101,12 +102,12 @@ def _get_json(url: str, api_key: str | None, *, body: Any = None) -> Any:
         ):
             if response.status_code >= 400:
                 return None
-            data = b""
+            data = bytearray()
             for chunk in response.iter_bytes():
                 data += chunk
                 if len(data) > MAX_BODY:
                     return None
-            return json.loads(data)
+            return json.loads(bytes(data))
     except (httpx.HTTPError, httpx.InvalidURL, ValueError):  # refused, timeouts, bad JSON
         return None
 
