@@ -76,13 +76,14 @@ def test_the_recall_tools_and_their_section_come_only_with_the_recallable_backen
     recallable = build_parts(settings(backend="recallable"), route(), session())
     basic = build_parts(settings(backend="basic"), route(), session())
     assert {"history_read", "history_search"} <= set(recallable.tools.names)
-    assert recallable.sections == (RECALL_PROMPT_SECTION,)
+    assert recallable.recall is not None and recallable.recall.section == RECALL_PROMPT_SECTION
+    assert recallable.recall.names == {"history_read", "history_search"}
     assert not {"history_read", "history_search"} & set(basic.tools.names)
-    assert basic.sections == ()
+    assert basic.recall is None
     control = build_parts(
         settings(backend="basic"), route(), session(), inject=Injection(offer_recall=True)
     )
-    assert control.sections == (RECALL_PROMPT_SECTION,)
+    assert control.recall is not None and control.recall.section == RECALL_PROMPT_SECTION
 
 
 def test_compaction_off_builds_no_engine_and_no_hooks():

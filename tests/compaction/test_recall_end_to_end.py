@@ -10,12 +10,12 @@ from pathlib import Path
 
 from dsh.agent import Agent, AgentConfig, rebuild_requests, system_prompt
 from dsh.agent.hooks import compaction_hooks
+from dsh.agent.recall_offer import recall_offer
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from dsh.config import CompactionSettings, RecallSettings
 from dsh.events import CompactionSummaryEvent, ToolResultEvent, encode_event, encode_json
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
-from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.store import MemoryStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
@@ -47,16 +47,18 @@ def drive(provider, workspace: Path) -> tuple[Session, CompactionEngine, Agent]:
         new_id=lambda: f"p{next(ids)}",
     )
     pre_step, overflow = compaction_hooks(engine)
+    recalled, offer = recall_offer(RecallSettings())
     agent = Agent(
         session,
         provider,
-        ToolRegistry([*default_tools(), *recall_tools(RecallSettings())]),
+        ToolRegistry([*default_tools(), *recalled]),
         ApprovalPolicy("auto"),
         config=AgentConfig(
             provider="scripted",
             model="m",
             context_window=3000,
-            system=system_prompt(workspace, sections=(RECALL_PROMPT_SECTION,)),
+            system=system_prompt(workspace),
+            recall=offer,
         ),
         workspace=workspace,
         pre_step_hooks=[pre_step],

@@ -6,6 +6,7 @@ import itertools
 import re
 
 from dsh.agent import Agent, AgentConfig, system_prompt
+from dsh.agent.recall_offer import recall_offer
 from dsh.compaction import (
     BasicBackend,
     CompactionEngine,
@@ -21,7 +22,6 @@ from dsh.recall import (
     RECALL_PROMPT_SECTION,
     list_checkpoints,
     read_checkpoint,
-    recall_tools,
     render_span,
     resolve_checkpoint,
     search_history,
@@ -97,7 +97,8 @@ def test_recall_through_the_agent_loop_lands_as_ordinary_tool_results(tmp_path):
         {"text": f"The migration failed with {NEEDLE}."},
     ]
     provider = ScriptedProvider(parse_script(script), model="scripted")
-    registry = ToolRegistry([*default_tools(), *recall_tools(RecallSettings())])
+    recalled, offer = recall_offer(RecallSettings())
+    registry = ToolRegistry([*default_tools(), *recalled])
     agent = Agent(
         session,
         provider,
@@ -106,7 +107,8 @@ def test_recall_through_the_agent_loop_lands_as_ordinary_tool_results(tmp_path):
         config=AgentConfig(
             provider="scripted",
             model="scripted",
-            system=system_prompt(harness.workspace, sections=(RECALL_PROMPT_SECTION,)),
+            system=system_prompt(harness.workspace),
+            recall=offer,
             context_window=128_000,
             retry_base_delay=0.0,
         ),

@@ -148,7 +148,7 @@ def test_conversation_streams_compacts_and_survives_a_reload(browser: Any, tmp_p
 
 def test_automatic_compaction_shows_the_plain_marker(browser: Any, tmp_path: Path) -> None:
     env = make_env(tmp_path, chunk_tokens=800)  # pressure passes need chunk_tokens/2 of history
-    env.window = 3800  # the third round's request is the first over the threshold
+    env.window = 3400  # the third round's request is the first over the threshold
     env.script = list(READ_NOTES) * 3
     with serve(env) as server, open_page(browser) as page:
         page.goto(f"{server.base_url}/?token={TOKEN}")

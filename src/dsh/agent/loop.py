@@ -36,6 +36,7 @@ from dsh.agent.cancel import finished_or as _finished_or
 from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
+from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.step_outcome import CANCELLED_BY_USER, CallOutcome, plan_step
@@ -98,6 +99,8 @@ class AgentConfig:
     text_tool_calls: bool = False
     stream_idle_timeout: float | None = None
     call_timeout: float | None = None
+    recall: RecallOffer | None = None
+    """Tools offered only once the log holds a checkpoint (``dsh.agent.recall_offer``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,14 +257,16 @@ class Agent:
         return TurnResult(turn=turn, reason=kind, text=text, error=error)
 
     def current_header(self) -> RequestHeaderBody:
+        """What the next request carries: config, system prompt, tools (recall once offered)."""
         cfg = self.config
-        return RequestHeaderBody(
+        header = RequestHeaderBody(
             config=RequestConfig(
                 provider=cfg.provider, model=cfg.model, params=dict(cfg.params) or None
             ),
             system=cfg.system,
             tools=tuple(self.tools.specs()) or None,
         )
+        return header if cfg.recall is None else cfg.recall.header(self.session, header)
 
     def _log_header_and_route(self) -> RequestHeaderBody:
         header = self.current_header()

@@ -14,10 +14,10 @@ AGENTS_FILE = "AGENTS.md"
 AGENTS_MAX_CHARS = 20_000
 
 
-def system_prompt(workspace: Path, *, sections: tuple[str, ...] = ()) -> str:
-    """Base prompt + workspace line + constant tool sections + AGENTS.md (truncated if huge)."""
+def system_prompt(workspace: Path) -> str:
+    """Base prompt + workspace line + AGENTS.md (truncated if huge); the recall tools' section
+    follows once they are offered (``dsh.agent.recall_offer``)."""
     parts = [BASE_PROMPT, f"Workspace: {workspace}"]
-    parts.extend(sections)
     agents = workspace / AGENTS_FILE
     if agents.is_file():
         text = agents.read_text(encoding="utf-8", errors="replace")

@@ -2,7 +2,8 @@
 
 ``build_parts`` is the one place the summariser, the compaction backend and engine, the
 compaction hooks, the tools (the configured MCP servers' too; the recall tools and their prompt
-section only when the backend is recallable) and the window are made; ``build_agent`` puts them
+section when the backend is recallable, offered to the model once the log holds a checkpoint:
+``dsh.agent.recall_offer``) and the window are made; ``build_agent`` puts them
 into an ``Agent``. Every face builds through here (turns through ``build_agent``, ``/compact``
 through ``build_parts``), so a configured summariser, the per-model overrides and the window are
 the same in the TUI, the web and ``dsh compact``. The bench substitutes parts only through
@@ -25,10 +26,10 @@ from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.mcp_servers import mcp_tools, tool_secrets
 from dsh.agent.prompt import system_prompt
+from dsh.agent.recall_offer import RecallOffer, recall_offer
 from dsh.agent.runtime import Route, summarizer_route
 from dsh.compaction import (
     CompactionEngine,
-    RecallableBackend,
     Summarizer,
     make_backend,
     make_summarizer,
@@ -43,7 +44,6 @@ from dsh.config import (
 )
 from dsh.llm.registry import route_params, text_tool_calls_enabled
 from dsh.llm.types import Provider
-from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.store import span_cache_dir
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
@@ -144,8 +144,9 @@ class SessionParts:
     hooks: tuple[PreStepHook, ...]
     overflow: OverflowHandler | None
     tools: ToolRegistry
-    sections: tuple[str, ...]
-    """System-prompt sections that go with the tools (the recall section)."""
+    recall: RecallOffer | None
+    """The recall tools (in ``tools``) and their prompt section, offered to the model once the
+    log holds a checkpoint; None when recall is not offered."""
     window: int
     wiring: Wiring = field(repr=False)
 
@@ -178,7 +179,21 @@ def build_parts(
             on_call=extra.on_summary_call,
             max_output_tokens=parts.summarizer_max_output,
         )
-    backend = make_backend(compaction, summarizer)
+    secrets = tool_secrets(settings, environ)
+    tool_list = default_tools(secrets)
+    if mcp:
+        where = workspace or Path(session.header.cwd)
+        tool_list += mcp_tools(settings.mcp, workspace=where, secrets=secrets, environ=environ)
+    offer: RecallOffer | None = None
+    recall = extra.offer_recall
+    if recall is None:
+        recall = compaction.backend == "recallable"
+    if recall:
+        span_dir = span_cache_dir(dsh_home(environ)) if extra.span_file else None
+        kept, offer = recall_offer(settings.recall, span_dir=span_dir)
+        tool_list += kept
+    to_come = offer.tokens_to_come if offer is not None else None
+    backend = make_backend(compaction, summarizer, standing_after_pass=to_come)
     engine: CompactionEngine | None = None
     hooks: tuple[PreStepHook, ...] = ()
     overflow: OverflowHandler | None = None
@@ -186,22 +201,11 @@ def build_parts(
         options: dict[str, Any] = {"on_pass": extra.on_pass, "on_commit": extra.on_commit}
         if extra.new_id is not None:
             options["new_id"] = extra.new_id
+        if to_come is not None:
+            options["standing_after_pass"] = to_come
         engine = CompactionEngine(session, backend, compaction, **options)
         pre_step, overflow = compaction_hooks(engine)
         hooks = (pre_step,)
-    secrets = tool_secrets(settings, environ)
-    tool_list = default_tools(secrets)
-    if mcp:
-        where = workspace or Path(session.header.cwd)
-        tool_list += mcp_tools(settings.mcp, workspace=where, secrets=secrets, environ=environ)
-    sections: tuple[str, ...] = ()
-    recall = extra.offer_recall
-    if recall is None:
-        recall = isinstance(backend, RecallableBackend)
-    if recall:
-        span_dir = span_cache_dir(dsh_home(environ)) if extra.span_file else None
-        tool_list += recall_tools(settings.recall, span_dir=span_dir)
-        sections = (RECALL_PROMPT_SECTION,)
     return SessionParts(
         compaction=compaction,
         summarizer=summarizer,
@@ -209,7 +213,7 @@ def build_parts(
         hooks=hooks,
         overflow=overflow,
         tools=ToolRegistry(tool_list, secrets),
-        sections=sections,
+        recall=offer,
         window=session_window(route),
         wiring=parts,
     )
@@ -238,7 +242,8 @@ def build_agent(
     config = AgentConfig(
         provider=route.provider.name,
         model=route.model,
-        system=system_prompt(workspace, sections=parts.sections),
+        system=system_prompt(workspace),
+        recall=parts.recall,
         context_window=route.context_window,
         params=generation.params,
         max_steps=max_steps,

@@ -230,7 +230,8 @@ class _Run:
             config=AgentConfig(
                 provider="scripted",
                 model="scripted",
-                system=system_prompt(root, sections=self.parts.sections),
+                system=system_prompt(root),
+                recall=self.parts.recall,
                 context_window=self.scenario.window,
                 max_steps=50,
                 retry_base_delay=0.0,

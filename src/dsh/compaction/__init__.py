@@ -13,6 +13,7 @@ from dsh.compaction.base import (
     Plan,
     RegionPlan,
     RegionText,
+    StandingAfterPass,
 )
 from dsh.compaction.basic import BasicBackend
 from dsh.compaction.commands import (
@@ -76,13 +77,19 @@ def _make_summarizer(
     )
 
 
-def make_backend(settings: CompactionSettings, summarizer: Summarizer) -> CompactionBackend | None:
-    """The configured backend, or None for ``off``."""
+def make_backend(
+    settings: CompactionSettings,
+    summarizer: Summarizer,
+    *,
+    standing_after_pass: StandingAfterPass | None = None,
+) -> CompactionBackend | None:
+    """The configured backend, or None for ``off``; ``standing_after_pass``: see
+    ``CompactionEngine``."""
     if settings.backend == "off":
         return None
     if settings.backend == "basic":
         return BasicBackend(summarizer, settings)
-    return RecallableBackend(summarizer, settings)
+    return RecallableBackend(summarizer, settings, standing_after_pass=standing_after_pass)
 
 
 __all__ = [

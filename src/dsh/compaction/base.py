@@ -7,7 +7,7 @@ backend can get those wrong.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -123,6 +123,16 @@ class CompactionBusy(CompactionError):
 
 class CompactionRefused(CompactionError):
     """The pass would not shrink the context (inflation guard) or the surface moved under it."""
+
+
+StandingAfterPass = Callable[[Session], int]
+"""Tokens the next request's fixed part (system and tools) gains once a pass lands: the recall
+tools and their prompt section, offered only once the log holds a checkpoint."""
+
+
+def nothing_to_come(session: Session) -> int:
+    """The default ``StandingAfterPass``: a pass adds nothing to the system and tools."""
+    return 0
 
 
 def heuristic_total(session: Session) -> int:

@@ -30,9 +30,11 @@ from dsh.compaction.base import (
     Plan,
     Reason,
     RegionText,
+    StandingAfterPass,
     checkpoint_message,
     contiguous,
     heuristic_total,
+    nothing_to_come,
 )
 from dsh.compaction.log_index import LogIndex, unended_landed
 from dsh.compaction.plan_check import abandon_plan, plan_abandoned, unlandable
@@ -52,6 +54,7 @@ from dsh.events import (
     CompactionStart,
     CompactionStartEvent,
     CompactionSummary,
+    CompactionSummaryEvent,
     ReplaceOp,
 )
 from dsh.surface import Session, message_tokens
@@ -75,7 +78,9 @@ CommitHook = Callable[[int], None]
 
 
 class CompactionEngine:
-    """Runs compaction passes for one session with one backend."""
+    """Runs compaction passes for one session with one backend. ``standing_after_pass``: what
+    a landed pass adds to the next request's system and tools (the recall tools, offered from
+    the first checkpoint on); the guard, the watermark and the pass figures count it."""
 
     def __init__(
         self,
@@ -86,6 +91,7 @@ class CompactionEngine:
         new_id: Callable[[], str] = lambda: secrets.token_hex(4),
         on_pass: PassObserver | None = None,
         on_commit: CommitHook | None = None,
+        standing_after_pass: StandingAfterPass = nothing_to_come,
     ) -> None:
         self.session = session
         self.backend = backend
@@ -93,6 +99,7 @@ class CompactionEngine:
         self._new_id = new_id
         self._on_pass = on_pass
         self._on_commit = on_commit
+        self._standing_after_pass = standing_after_pass
         self._index = LogIndex()
         self.warnings: list[str] = []
         self._crossing = Crossing()
@@ -128,6 +135,18 @@ class CompactionEngine:
     def low_watermark(self, window: int) -> int:
         return int(window * self.settings.low_watermark_ratio)
 
+    def next_request_tokens(self) -> int:
+        """The next request's size: the surface's measure, plus what a landed checkpoint brings
+        to the system and tools before the agent logs its next header (the recall tools)."""
+        return self.session.measure().total_tokens + self._to_come(after_pass=False)
+
+    def _to_come(self, *, after_pass: bool) -> int:
+        """What the system and tools gain by the next request (``standing_after_pass``): once
+        the log holds a checkpoint, or once the pass being estimated lands."""
+        if after_pass or self.session.of_type(CompactionSummaryEvent):
+            return self._standing_after_pass(self.session)
+        return 0
+
     async def compact_if_needed(
         self, reason: Reason, *, turn: int | None, window: int
     ) -> PassResult | None:
@@ -141,11 +160,11 @@ class CompactionEngine:
             retain = keep_newest_tool_exchange(self.session, self.low_watermark(window) // 2)
             return await self._attempt(reason, turn=turn, retain=retain, window=window) or resumed
         threshold = self.threshold(window)
-        if self.session.measure().total_tokens < threshold:
+        if self.next_request_tokens() < threshold:
             self._crossing.reset()
             return resumed
         prune_tool_results(self.session, self.settings)
-        if self.session.measure().total_tokens < threshold:
+        if self.next_request_tokens() < threshold:
             self._crossing.reset()
             return resumed
         crossing = self._crossing
@@ -163,11 +182,12 @@ class CompactionEngine:
                     self._note_refusal(stale, threshold)
                 break
             result = attempt
-            if self.session.measure().total_tokens < threshold:
+            if self.next_request_tokens() < threshold:
                 return result
-        if result is not resumed and self.session.measure().total_tokens >= threshold:
+        still = self.next_request_tokens()
+        if result is not resumed and still >= threshold:
             self._warn_once(
-                f"context is still at {self.session.measure().total_tokens} tokens, above the "
+                f"context is still at {still} tokens, above the "
                 f"compaction threshold {threshold}; continuing without further compaction"
             )
         return result
@@ -230,7 +250,7 @@ class CompactionEngine:
 
     def _estimate(self, plan: Plan, *, least: bool = False) -> int:
         """Heuristic size after ``plan`` commits, from each region's budgeted (or least) price."""
-        total = heuristic_total(self.session)
+        total = heuristic_total(self.session) + self._to_come(after_pass=True)
         for region in plan.regions:
             total -= sum(self.session.node_tokens(seq) for seq in region.shadowed_seqs)
             total += region.min_tokens if least else region.estimate_tokens
@@ -286,7 +306,7 @@ class CompactionEngine:
                 raise CompactionError(
                     f"region {number} would split tool call(s) {split} from their result(s)"
                 )
-        before_total = heuristic_total(self.session)
+        before_total = heuristic_total(self.session) + self._to_come(after_pass=False)
         floor = self._estimate(plan, least=True)
         if floor >= before_total:  # hopeless: even the shortest checkpoints would not shrink
             raise CompactionRefused(
@@ -294,7 +314,7 @@ class CompactionEngine:
                 "tokens would not shrink"
             )
         pass_id = self._new_id()
-        before = self.session.measure()
+        before = self.next_request_tokens()
         snapshot = (self.session.replace_generation, tuple(self.session.nodes))
         lock = self.session.append(
             CompactionStart(
@@ -329,7 +349,7 @@ class CompactionEngine:
             raise CompactionRefused(error)
         self.session.append(CompactionPlan(pass_id=pass_id, regions=tuple(texts)))
         refs = self._commit(pass_id, texts, turn, source_command_id, first_start=lock)
-        return PassResult(pass_id, refs, before.total_tokens, self.session.measure().total_tokens)
+        return PassResult(pass_id, refs, before, self.next_request_tokens())
 
     def _estimate_after(self, before: int, texts: list[RegionText]) -> int:
         provisional = len(self.session.events) + 2
@@ -338,7 +358,8 @@ class CompactionEngine:
             delta -= sum(self.session.node_tokens(seq) for seq in region.shadowed_seqs)
             text = self.backend.checkpoint_text(self.session, region, provisional + 4 * i)
             delta += message_tokens(checkpoint_message(text))
-        return before + delta
+        gained = self._to_come(after_pass=True) - self._to_come(after_pass=False)
+        return before + gained + delta
 
     def _commit(
         self,
@@ -456,7 +477,7 @@ class CompactionEngine:
             msgspec.structs.replace(r, provider=r.provider or name, model=r.model or name)
             for r in remaining
         ]
-        before = self.session.measure().total_tokens
+        before = self.next_request_tokens()
         skipped = len(plan.data.regions) - len(remaining)
         refs = []
         for offset, region in enumerate(texts, start=skipped + 1):
@@ -470,9 +491,7 @@ class CompactionEngine:
         log.info("resumed compaction pass %s: %d region(s) committed", plan.data.pass_id, len(refs))
         if not refs:
             return None  # only brackets were closed: no checkpoint is new
-        return PassResult(
-            plan.data.pass_id, tuple(refs), before, self.session.measure().total_tokens
-        )
+        return PassResult(plan.data.pass_id, tuple(refs), before, self.next_request_tokens())
 
 
 def _describe(exc: BaseException) -> str:

@@ -7,7 +7,8 @@ the agent-caller check and turn every error into an error ``ToolOutput`` with it
 ``dsh recall`` on the CLI prints the very same text.
 
 The schemas, descriptions and ``RECALL_PROMPT_SECTION`` are constants: byte-identical in every
-request, whatever the configuration or the number of passes.
+request that carries them (each one from the session's first checkpoint on:
+``dsh.agent.recall_offer``), whatever the configuration or the number of passes.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ RECALL_PROMPT_SECTION = (
     "exact detail a checkpoint only hints at, use history_search, then history_read. Do not "
     "recall what your context already shows."
 )
-"""Every request carries this and the two tool specs, so they stay short (about 300 tokens in
-all): a session pays for them on each request whether or not it ever recalls."""
+"""Every request after the first checkpoint carries this and the two tool specs, so they stay
+short (about 320 tokens in all): a session pays for them on each of those requests whether or
+not it ever recalls."""
 
 HISTORY_READ_DESCRIPTION = (
     "Read the originals behind a checkpoint (any footer id, superseded ones too), a page per "

@@ -27,7 +27,9 @@ from dsh.compaction.base import (
     Reason,
     RegionPlan,
     RegionText,
+    StandingAfterPass,
     heuristic_total,
+    nothing_to_come,
 )
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
 from dsh.compaction.recallable.chunking import (
@@ -42,7 +44,7 @@ from dsh.compaction.recallable.material import (
     span_nodes,
 )
 from dsh.compaction.recallable.one_call import answer_pass
-from dsh.compaction.recallable.ranking import CompletedRegions, Ranking, start_ranking
+from dsh.compaction.recallable.ranking import Ranking, start_ranking
 from dsh.compaction.recallable.riding import riding_input
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
@@ -53,12 +55,9 @@ from dsh.compaction.recallable.rollup import (
 )
 from dsh.compaction.recallable.spans import ConversationSpans, SessionAnchors
 from dsh.compaction.recallable.state_input import fold_state
+from dsh.compaction.recallable.stub_call import model_stub
 from dsh.compaction.recallable.stub_region import fit_stub_region
-from dsh.compaction.recallable.texts import (
-    junk_reason,
-    pointer,
-    stub_text,
-)
+from dsh.compaction.recallable.texts import pointer
 from dsh.compaction.summarizer import (
     Layout,
     Summarizer,
@@ -76,8 +75,6 @@ from dsh.surface import Session, checkpoint_kind, checkpoint_summary_text, retai
 log = logging.getLogger("dsh.compaction")
 
 RECENT_STUBS = 2
-STUB_ATTEMPTS = 2
-"""A junk stub answer is asked for once more before the stub degrades to a pointer."""
 ROLLUP_MODEL = "rollup"
 MIN_SHARE_STUBS = 4
 """The stub share holds at least this many stubs: a rollup (about two stubs' worth) and room
@@ -90,9 +87,16 @@ _BIG = 10**9  # a seq larger than any real one, to price a footer before its seq
 class RecallableBackend:
     name = "recallable"
 
-    def __init__(self, summarizer: Summarizer, settings: CompactionSettings) -> None:
+    def __init__(
+        self,
+        summarizer: Summarizer,
+        settings: CompactionSettings,
+        *,
+        standing_after_pass: StandingAfterPass | None = None,
+    ) -> None:
         self.summarizer = summarizer
         self.settings = settings
+        self._standing_after_pass = standing_after_pass or nothing_to_come
         self._anchors = SessionAnchors()
         self._spans = ConversationSpans()
         self._window: int | None = None
@@ -200,7 +204,9 @@ class RecallableBackend:
         fixed = (
             0
             if header is None
-            else heuristic_total(session) - sum(session.node_tokens(seq) for seq in session.nodes)
+            else heuristic_total(session)
+            - sum(session.node_tokens(seq) for seq in session.nodes)
+            + self._standing_after_pass(session)
         )
         tail = max(retain_tokens, self.settings.retain_for(window))
         room = int(window * self.settings.low_watermark_ratio) - fixed - self._state_estimate
@@ -425,7 +431,9 @@ class RecallableBackend:
             async with gate:
                 if region.kind == "state":
                     return await state(region)
-                return await self._stub(region, completed, index)
+                return await model_stub(
+                    self.summarizer, region, completed, index, self._stub_tokens
+                )
 
         try:
             answered = await answer_pass(
@@ -445,25 +453,6 @@ class RecallableBackend:
             raise
         await settle()
         return texts
-
-    async def _stub(
-        self, region: RegionPlan, completed: CompletedRegions, index: int
-    ) -> RegionText:
-        """The model's stub; a junk answer is asked for once more, then (like a failed call)
-        degrades to a pointer stub and the pass goes on. The text is written into the ranked
-        region (``completed``), awaited once an answer is in."""
-        task = region.task
-        assert task is not None
-        for _ in range(STUB_ATTEMPTS):
-            try:
-                output = await self.summarizer.summarize(task)
-            except Exception:
-                break
-            reason = junk_reason(output.text.strip(), task.messages, self._stub_tokens)
-            if reason is None:
-                return stub_text((await completed())[index], output)
-            log.info("stub answer rejected (%s)", reason)
-        return pointer((await completed())[index], "fallback", None)
 
     # ---- text -------------------------------------------------------------------------------
 

@@ -1,0 +1,170 @@
+"""The recall tools and their prompt section reach the model only once the log holds a
+checkpoint, and the compaction engine counts what they add to the next request."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from dsh.agent import Agent, AgentConfig, rebuild_requests, system_prompt
+from dsh.agent.hooks import compaction_hooks
+from dsh.agent.recall_offer import recall_offer
+from dsh.agent.request_header import log_header_if_changed
+from dsh.compaction import (
+    CompactionEngine,
+    CompactionRefused,
+    ExtractiveSummarizer,
+    RecallableBackend,
+)
+from dsh.config import CompactionSettings, RecallSettings
+from dsh.events import (
+    CompactionSummaryEvent,
+    RequestConfig,
+    RequestHeader,
+    RequestHeaderBody,
+    RequestHeaderEvent,
+    encode_json,
+)
+from dsh.llm.scripted import ScriptedProvider
+from dsh.recall import RECALL_PROMPT_SECTION
+from dsh.store import MemoryStore
+from dsh.surface import Session, system_tokens, tools_tokens
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.registry import ToolRegistry, default_tools
+from tests.agent.conftest import run
+from tests.compaction.test_recallable import long_session
+from tests.helpers import fixed_clock
+
+SETTINGS = CompactionSettings(
+    backend="recallable",
+    retain_tokens=200,
+    chunk_tokens=400,
+    stub_tokens=100,
+    state_max_tokens=300,
+)
+RECALL = {"history_read", "history_search"}
+PROMPTS = [f"note {i}: " + "filler " * 150 for i in range(6)]
+
+
+def drive(workspace: Path, *, window: int) -> tuple[Session, CompactionEngine, Agent]:
+    """An agent wired like ``build_parts`` wires it: the recall tools in the registry, their
+    offer in the config, the offer's tokens in the engine and the backend."""
+    session = Session(MemoryStore().create(cwd=str(workspace)), clock=fixed_clock)
+    tools, offer = recall_offer(RecallSettings())
+    ids = itertools.count(1)
+    backend = RecallableBackend(
+        ExtractiveSummarizer(), SETTINGS, standing_after_pass=offer.tokens_to_come
+    )
+    engine = CompactionEngine(
+        session,
+        backend,
+        SETTINGS,
+        new_id=lambda: f"p{next(ids)}",
+        standing_after_pass=offer.tokens_to_come,
+    )
+    pre_step, overflow = compaction_hooks(engine)
+    provider = ScriptedProvider([{"text": f"ok {i} " + "words " * 80} for i in range(20)])
+    agent = Agent(
+        session,
+        provider,
+        ToolRegistry([*default_tools(), *tools]),
+        ApprovalPolicy("auto"),
+        config=AgentConfig(
+            provider="scripted",
+            model="m",
+            context_window=window,
+            system=system_prompt(workspace),
+            recall=offer,
+        ),
+        workspace=workspace,
+        pre_step_hooks=[pre_step],
+        overflow_handler=overflow,
+    )
+    return session, engine, agent
+
+
+def _names(request_tools) -> set[str]:
+    return {str(t["name"]) for t in request_tools or ()}
+
+
+def _cost(header: RequestHeaderBody) -> int:
+    return system_tokens(header.system) + tools_tokens(header.tools)
+
+
+def test_the_recall_tools_and_section_reach_the_model_only_from_the_first_checkpoint_on(
+    tmp_path: Path,
+):
+    session, _, agent = drive(tmp_path, window=3000)
+    for prompt in PROMPTS:
+        run(agent.run_turn(prompt))
+    first_summary = min(e.seq for e in session.of_type(CompactionSummaryEvent))
+    sent = agent.provider.requests  # type: ignore[attr-defined]
+    rebuilt = list(rebuild_requests(session.events))
+    assert len(rebuilt) == len(sent)
+    before = [r for (seq, r) in rebuilt if seq < first_summary]
+    after = [r for (seq, r) in rebuilt if seq > first_summary]
+    assert before and after, "the small window must compact between turns"
+    for request in before:
+        assert not RECALL & _names(request.tools)
+        assert RECALL_PROMPT_SECTION not in (request.system or "")
+    offered = {(encode_json(list(r.tools or ())[-2:]), r.system) for r in after}
+    assert len(offered) == 1, "once offered, the schemas and the section never change again"
+    for request in after:
+        assert [t["name"] for t in request.tools or ()][-2:] == ["history_read", "history_search"]
+        assert (request.system or "").endswith("\n\n" + RECALL_PROMPT_SECTION)
+    # what went out is what the log rebuilds: tools and system included
+    for request, (_, again) in zip(sent, rebuilt, strict=True):
+        assert encode_json(request.tools) == encode_json(again.tools)
+        assert request.system == again.system
+
+
+def test_tokens_to_come_are_what_the_offered_header_adds(tmp_path: Path):
+    session, _, agent = drive(tmp_path, window=3000)
+    for prompt in PROMPTS:
+        run(agent.run_turn(prompt))
+    headers = [e.data.header for e in session.of_type(RequestHeaderEvent)]
+    plain = next(h for h in headers if not RECALL & _names(h.tools))
+    offered = next(h for h in headers if _names(h.tools) >= RECALL)
+    fresh = Session(MemoryStore().create(cwd=str(tmp_path)), clock=fixed_clock)
+    _, offer = recall_offer(RecallSettings())
+    assert offer.tokens_to_come(fresh) == 0  # no header logged yet
+    fresh.append(RequestHeader(header=plain, reason="initial"))
+    assert offer.tokens_to_come(fresh) == _cost(offered) - _cost(plain) > 250
+    fresh.append(RequestHeader(header=offered, reason="change"))
+    assert offer.tokens_to_come(fresh) == 0
+
+
+def test_a_pass_figure_counts_the_recall_tools_the_next_request_will_carry(tmp_path: Path):
+    session, engine, agent = drive(tmp_path, window=1_000_000)
+    for prompt in PROMPTS:
+        run(agent.run_turn(prompt))
+    assert not session.of_type(CompactionSummaryEvent)
+    result = run(engine.compact_now(window=1_000_000))
+    assert result is not None
+    # the figure the pass reports is the size of the request that goes out next
+    log_header_if_changed(session, agent.current_header())
+    assert _names(session.request_header.tools) >= RECALL  # type: ignore[union-attr]
+    assert result.tokens_after == session.measure().total_tokens == engine.next_request_tokens()
+
+
+def test_the_inflation_guard_refuses_a_pass_that_would_not_pay_for_what_it_brings():
+    def guarded(to_come: int) -> CompactionEngine:
+        session = long_session()
+        session.append(
+            RequestHeader(
+                header=RequestHeaderBody(config=RequestConfig(provider="p", model="m")),
+                reason="initial",
+            )
+        )
+        return CompactionEngine(
+            session,
+            RecallableBackend(ExtractiveSummarizer(), SETTINGS),
+            SETTINGS,
+            standing_after_pass=lambda _: to_come,
+        )
+
+    assert run(guarded(0).compact_now(window=100_000)) is not None
+    with pytest.raises(CompactionRefused, match="before any model call"):
+        run(guarded(1_000_000).compact_now(window=100_000))
