@@ -1,5 +1,6 @@
 """ctrl-c during ``dsh compact`` (a real process, a summary that never comes) still answers the
-``command/run`` it logged, and leaves the session openable."""
+``command/run`` it logged, and leaves the session openable; SIGTERM and SIGHUP do the same and
+exit with 128 + the signal."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.helpers import append_tool_turn
@@ -21,7 +24,12 @@ from tests.llm.fake_server import Canned, FakeServer
 DSH = str(Path(sys.executable).with_name("dsh"))
 
 
-def test_ctrl_c_during_dsh_compact_answers_its_command(tmp_path: Path, server: FakeServer):  # noqa: F811
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_during_dsh_compact_answers_its_command(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+    signum: signal.Signals,
+):
     never = threading.Event()
     server.fixed["/v1/chat/completions"] = Canned(
         200, {"Content-Type": "text/event-stream"}, (b"data: [DONE]\n\n",), hold=never
@@ -68,13 +76,15 @@ retain_tokens = 200
         while not [r for r in server.fixed_requests if r.method == "POST"]:
             assert time.monotonic() < deadline, "the summary was never asked for"
             time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
+        child.send_signal(signum)
         _, err = child.communicate(timeout=60)
     finally:
         never.set()
         if child.poll() is None:
             child.kill()
     assert child.returncode != 0, err
+    if signum != signal.SIGINT:
+        assert child.returncode == 128 + signum, err
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     run = next(e for e in events if e["type"] == "command/run")
     done = [e for e in events if e["type"] == "command/done"]

@@ -18,7 +18,7 @@ import click
 from dsh.agent import session_settings
 from dsh.agent.runtime import Route, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
-from dsh.cli import context
+from dsh.cli import context, termination
 from dsh.config import Settings, load_settings
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
@@ -67,10 +67,17 @@ def compact(
         route = session_route(settings, session, store, recorded)
         wiring = SettingsWiring(settings, lambda: route, recorded_wins=False)
         runner = SessionRunner(session, wiring, approver=_deny)
+        termination.install()  # SIGTERM / SIGHUP cancel the pass like Ctrl-C
         ok, text = asyncio.run(_compact(runner, focus))
+    except KeyboardInterrupt:
+        if termination.stopped_by() is None:
+            raise
+        raise SystemExit(termination.exit_status()) from None
     finally:
         session.close()
     click.echo(text)
+    if termination.stopped_by() is not None:
+        raise SystemExit(termination.exit_status())
     if not ok:
         raise SystemExit(1)
 

@@ -18,7 +18,7 @@ from dsh.agent.mcp_servers import close_mcp_servers
 from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
-from dsh.cli import context
+from dsh.cli import context, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import provider_options
 from dsh.config import load_settings
@@ -169,10 +169,11 @@ def run(
     if live is not None:
         session.subscribe(live.on_event)
     failed = False
+    termination.install()
     try:
         for prompt in turns:
             result = _run_with_interrupt(agent, prompt, live)
-            if out.closed:
+            if out.closed or termination.stopped_by() is not None:
                 break
             if live is not None:
                 out.call(live.finish_turn, result.text)
@@ -205,6 +206,9 @@ def run(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(EXIT_PIPE_CLOSED)
+    if termination.stopped_by() is not None:
+        context.warn(f"stopped by {termination.name()}; continue with --session {session.id}")
+        sys.exit(termination.exit_status())
     if failed:
         sys.exit(1)
 
@@ -301,9 +305,16 @@ def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> An
         def on_sigint() -> None:
             nonlocal presses
             presses += 1
+            stopping = termination.stopped_by()
             if presses > 1:
-                raise SystemExit(130)
-            click.echo("\ndsh: cancelling the turn (Ctrl-C again to quit at once)", err=True)
+                raise SystemExit(termination.exit_status() if stopping else 130)
+            if stopping:
+                click.echo(
+                    f"\ndsh: {termination.name()}: cancelling the turn; the session is kept",
+                    err=True,
+                )
+            else:
+                click.echo("\ndsh: cancelling the turn (Ctrl-C again to quit at once)", err=True)
             agent.cancel()
 
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import Coroutine
 from typing import Any
 
@@ -59,6 +60,9 @@ CONTEXT_EVERY = 0.25
 WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""A closed terminal or a ``kill`` quits like ctrl+q (the turn cancelled, its text kept), then
+exits with 128 + the signal."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
 
 
@@ -106,6 +110,7 @@ class DshApp(WarningsApp[None]):
         self._live_calls: dict[int, str] = {}
         self.first_page_from = FIRST_PAGE_FROM_BYTES  # logs this long paint their newest page first
         self._closed = False
+        self._stopped_by: int | None = None
 
     def compose(self) -> ComposeResult:
         view = TranscriptView(id="transcript")
@@ -120,6 +125,9 @@ class DshApp(WarningsApp[None]):
         yield Static(KEYS_HINT, id="hint", markup=False)
 
     def on_mount(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+            for signum in STOP_SIGNALS:
+                asyncio.get_running_loop().add_signal_handler(signum, self._stop_signal, signum)
         self.transcript = self.query_one(TranscriptView)
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
@@ -159,7 +167,15 @@ class DshApp(WarningsApp[None]):
             self.note(text)
         self.ready = True
 
+    def _stop_signal(self, signum: int) -> None:
+        if self._stopped_by is None:
+            self._stopped_by = signum
+            self.call_next(self.action_quit)
+
     def on_unmount(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            for signum in STOP_SIGNALS:
+                asyncio.get_running_loop().remove_signal_handler(signum)
         self._closed = True  # a session still opening closes once it is open
         session = self.controller.session
         self.last_session_id = session.id if session is not None else None
@@ -359,7 +375,7 @@ class DshApp(WarningsApp[None]):
             self.set_busy("cancelling…")
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
-        self.exit()
+        self.exit(return_code=0 if self._stopped_by is None else 128 + self._stopped_by)
 
     def on_resize(self, event: events.Resize) -> None:
         fit_to_height(self.screen_stack[0], event.size.height)

@@ -1,0 +1,51 @@
+"""SIGTERM and SIGHUP stop a command the way Ctrl-C does, not by killing it.
+
+``timeout 600 dsh run …``, a CI job's cancel, a container stop or a closed terminal send
+SIGTERM or SIGHUP; their default action killed dsh mid-turn: the text a model had streamed so
+far was never logged and the turn stayed open. ``install`` turns each into a SIGINT, so the
+command's own Ctrl-C handling runs (``dsh run`` cancels the turn cleanly and logs what was
+streamed; ``dsh compact`` answers its command as cancelled), and remembers which signal it was
+so the command can stop there and exit with 128 + its number, as a shell expects.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class _Received:
+    signum: int | None = None
+
+
+received = _Received()
+
+
+def install() -> None:
+    """From now on SIGTERM and SIGHUP arrive as SIGINT (see the module docstring)."""
+    received.signum = None
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _as_interrupt)
+
+
+def stopped_by() -> int | None:
+    """The signal that asked this process to stop, if one did."""
+    return received.signum
+
+
+def exit_status() -> int:
+    """128 + the stopping signal's number (143 for SIGTERM)."""
+    assert received.signum is not None
+    return 128 + received.signum
+
+
+def name() -> str:
+    assert received.signum is not None
+    return signal.Signals(received.signum).name
+
+
+def _as_interrupt(signum: int, frame: FrameType | None) -> None:
+    received.signum = signum
+    signal.raise_signal(signal.SIGINT)
