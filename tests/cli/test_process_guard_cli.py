@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_security_cli import DSH, bash_script, log_of, tool_results
-from tests.tools.test_shell import alive
+from tests.tools.test_keeper import parent_of, the_idle_call_keeper
+from tests.tools.test_shell import alive, read_pid
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="/proc, prctl and subreapers are Linux's"
@@ -204,7 +205,8 @@ def test_everything_commands_started_dies_with_dsh_when_a_signal_ends_it(
     proc = start_dsh(tmp_path, env, LEAVE_BEHIND, busy, None)
     workspace = tmp_path / "ws"
     try:
-        wait_for(workspace / "busy.pid")
+        keeper = parent_of(parent_of(read_pid(workspace / "busy.pid", DEADLINE)))
+        idle = the_idle_call_keeper(keeper, DEADLINE)  # waiting for the next call
         proc.send_signal(stop)
         proc.communicate(timeout=DEADLINE)
     finally:
@@ -214,6 +216,7 @@ def test_everything_commands_started_dies_with_dsh_when_a_signal_ends_it(
     assert proc.returncode == (-stop if stop == signal.SIGKILL else 128 + stop)
     for name in ("escaped", "daemon", "waiter", "busy"):
         assert gone_within(pid_in(workspace / f"{name}.pid")), name
+    assert gone_within(idle) and gone_within(keeper)
 
 
 def test_an_mcp_server_dsh_starts_is_an_ordinary_process_again(

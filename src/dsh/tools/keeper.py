@@ -1,22 +1,30 @@
 """The keeper of the processes dsh runs for its tools, and the Linux process calls it shares.
 
 dsh runs this file as a program once per dsh process, at its first ``bash`` call or MCP server
-start (``python -I -S keeper.py LIFELINE SOCKET``, standard library only, an empty environment,
-in ``/``; :mod:`dsh.tools.kept_process`). It lives until dsh exits and is named ``dsh-keeper``.
+start (``python -I -S keeper.py LIFELINE LINK CALLS``, standard library only, an empty
+environment, in ``/``; :mod:`dsh.tools.kept_process`). It lives until dsh exits and is named
+``dsh-keeper``. LINK and CALLS are Unix ``SOCK_SEQPACKET`` sockets whose other ends dsh holds.
 
-Each *call* (one ``bash`` command, or one run of an MCP server) is a ``call`` message on SOCKET,
-a Unix ``SOCK_SEQPACKET`` socket whose other end dsh holds, carrying seven descriptors: the
-program's stdin, stdout and stderr, then SPEC, STATUS and CONTROL pipes and the working
-directory. For each, the keeper forks (``os.fork``: no new interpreter) a *call keeper*
-(``dsh-call``), which:
+Each *call* (one ``bash`` command, or one run of an MCP server) is a ``call`` message on CALLS
+carrying seven descriptors: the program's stdin, stdout and stderr, then SPEC, STATUS and
+CONTROL pipes and the working directory. The keeper does not read it: it keeps one *call keeper*
+(``dsh-call``) forked (``os.fork``: no new interpreter) and idle, waiting on CALLS, and the idle
+one takes the next call itself, so a call costs no fork and no hop through the keeper. Once it
+has taken one it says so on the keeper's TAKEN pipe and the keeper forks the next idle one
+(while the call runs, off its path). An idle call keeper exits when dsh closes CALLS, when
+LIFELINE ends and when the keeper dies (the end of its ALIVE pipe, whose write end the keeper
+alone holds); one is forked only once the keeper runs, that is at dsh's first call. Should a
+fork fail, the keeper answers the waiting calls itself with ``failed ERRNO`` and tries again at
+the next. A call keeper with a call:
 
 - reads from SPEC the program's arguments and environment (``<length>\\n`` then NUL-separated
   parts, :func:`encode_spec`: nothing of it shows in ``ps`` beyond the arguments, the keepers'
   own environment stays empty, and a spec cut short runs nothing);
 - is a child subreaper (``PR_SET_CHILD_SUBREAPER``): every process the program starts, a
   ``setsid`` or double-forked daemon included, stays in its subtree, so it is the call's;
-- starts the program in a new session in that directory and writes ``keeper PID`` (its own),
-  ``started PID`` or ``failed ERRNO`` (it could not be run), then ``exited CODE`` on STATUS;
+- writes ``keeper PID`` (its own) on STATUS, starts the program in a new session in that
+  directory and writes ``started PID`` or ``failed ERRNO`` (it could not be run), then
+  ``exited CODE``;
 - reaps every process of its subtree that exits, and lives as long as any does;
 - kills its whole subtree with SIGKILL (found under ``/proc``), reaps it and exits when a byte
   comes on CONTROL (the call is stopped: a timeout, a cancel), on SIGTERM, SIGHUP or SIGINT, when
@@ -25,10 +33,11 @@ directory. For each, the keeper forks (``os.fork``: no new interpreter) a *call 
   End of file on CONTROL only means dsh no longer waits for the call.
 
 The keeper itself is a subreaper too: what a killed call keeper leaves comes to it, and it kills
-its whole subtree when LIFELINE closes. A ``kill PID`` message makes it kill a call keeper that
-does not stop in time and that call's subtree (it knows the pid is its unreaped child). It
-never starts a thread, so forking it is safe; the call keepers are independent of it once
-forked (each watches LIFELINE itself), so a keeper killed from outside stops no call.
+its whole subtree when LIFELINE closes. A ``kill PID`` message on LINK makes it kill a call
+keeper that does not stop in time and that call's subtree (it knows the pid is its unreaped
+child). It never starts a thread, so forking it is safe; a call keeper is independent of it
+once it has its call (it watches LIFELINE itself), so a keeper killed from outside stops no
+call.
 
 Elsewhere than Linux there is no subreaper and no ``/proc``: a stopped call kills its program's
 process group, and only while the program runs.
@@ -198,20 +207,48 @@ class Subtree:
 
 
 class CallKeeper(Subtree):
-    """Starts one call's program, reports on it, reaps and finally kills what it started."""
+    """Waits for a call, then starts its program, reports on it, reaps and finally kills what it
+    started."""
 
-    def __init__(self, lifeline: int, status: int, control: int) -> None:
+    def __init__(self, lifeline: int) -> None:
         super().__init__(b"dsh-call")
         self.lifeline = lifeline
-        self.status = status
-        self.control = control
+        self.status = -1
+        self.control = -1
         self.program = 0
         self.program_done = False
         self.service = False
 
-    def run(self, spec: bytes, stdio: list[int], cwd: int) -> int:
+    def wait_for_call(self, calls: socket.socket, alive: int, taken: int) -> list[int] | None:
+        """The descriptors of the call taken from ``calls`` (said on ``taken``, and all three
+        closed); None when there will be none: dsh closed ``calls``, LIFELINE or ``alive`` (the
+        keeper) ended, or a signal stops it."""
+        watched = [calls.fileno(), self.lifeline, alive, self.wake]
+        while not self.stopping:
+            ready, _, _ = select.select(watched, [], [])
+            if calls.fileno() in ready:  # before the ends: a call sent is a call to run
+                fds = receive_call(calls)
+                if fds is None:
+                    return None  # dsh closed its end
+                if fds:
+                    calls.close()  # the next call is the next idle call keeper's
+                    os.close(alive)
+                    _write(taken, b"%d\n" % os.getpid())
+                    os.close(taken)
+                    return fds
+            if self.lifeline in ready and not os.read(self.lifeline, 1):
+                return None  # dsh has exited
+            if alive in ready:
+                return None  # only the end comes: the keeper has died
+            if self.wake in ready:
+                self.drain_wake()
+        return None
+
+    def run(self, fds: list[int]) -> int:
+        *stdio, spec, self.status, self.control, cwd = fds
+        self._report(b"keeper %d" % os.getpid())
         try:
-            self.program = self._begin(spec, stdio, cwd)
+            self.program = self._begin(_read_all(spec), stdio, cwd)
         finally:
             for fd in (*stdio, cwd):
                 os.close(fd)  # only the program's processes hold its input and output open
@@ -280,13 +317,19 @@ class CallKeeper(Subtree):
 
 
 class Keeper(Subtree):
-    """Forks a call keeper for every call dsh sends, reaps them, and kills all at dsh's exit."""
+    """Keeps a call keeper idle for the next call, reaps them, and kills all at dsh's exit."""
 
-    def __init__(self, lifeline: int, link: socket.socket) -> None:
+    def __init__(self, lifeline: int, link: socket.socket, calls: socket.socket) -> None:
         super().__init__(b"dsh-keeper")
         self.lifeline = lifeline
         self.link = link
-        self.calls: set[int] = set()
+        self.call_link = calls
+        self.calls: set[int] = set()  # every call keeper not reaped yet, the idle one too
+        self.idle = 0
+        self.fork_error = 0
+        self.taken, self.taken_write = os.pipe()
+        os.set_blocking(self.taken, False)
+        self.alive, self.alive_write = os.pipe()
 
     def serve(self) -> int:
         accepting = True
@@ -297,55 +340,76 @@ class Keeper(Subtree):
                 return 0
             if not accepting and not left:
                 return 0  # dsh closed its end and every call is over
-            watched = [self.lifeline, self.wake] + ([self.link] if accepting else [])
+            if accepting and not self.idle:
+                self._fork_idle()
+            watched: list[int | socket.socket] = [self.lifeline, self.wake, self.taken]
+            if accepting:
+                watched += [self.link] + ([] if self.idle else [self.call_link])
             ready, _, _ = select.select(watched, [], [])
             if self.lifeline in ready and not os.read(self.lifeline, 1):
                 self.stopping = True  # dsh has exited
             if self.wake in ready:
                 self.drain_wake()
+            if self.taken in ready:
+                self._taken()
             if self.link in ready and not self.stopping:
                 accepting = self._receive()
+            if self.call_link in ready and not self.stopping and accepting:
+                accepting = self._refuse_call()
 
     def _receive(self) -> bool:
-        """Handle one message; False at the end of the link."""
-        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        """Handle one message on LINK (descriptors sent with it are dropped); False at its end."""
         try:
-            message, fds, _, _ = socket.recv_fds(self.link, 64, CALL_FDS, flags)
+            message = self.link.recv(64)
         except OSError:
             return False
-        for fd in fds:
-            os.set_inheritable(fd, False)  # where MSG_CMSG_CLOEXEC is missing
-        if not message and not fds:
-            return False
-        if message == b"call" and len(fds) == CALL_FDS:
-            self._fork_call(fds)
-        elif message.startswith(b"kill ") and message[5:].isdigit():
+        if message.startswith(b"kill ") and message[5:].isdigit():
             self._kill_call(int(message[5:]))
-        for fd in fds:
-            os.close(fd)
-        return True
+        return bool(message)
 
-    def _fork_call(self, fds: list[int]) -> None:
+    def _fork_idle(self) -> None:
+        """Fork the call keeper that takes the next call (``fork_error`` when none could be)."""
         try:
             pid = os.fork()
         except OSError as exc:
-            _write(fds[4], b"failed %d\n" % (exc.errno or 0))
+            self.fork_error = exc.errno or errno.EAGAIN
             return
         if pid:
             self.calls.add(pid)
+            self.idle = pid
             return
         code = 1
         try:
             self.link.close()
             signal.set_wakeup_fd(-1)  # the call keeper makes its own
-            os.close(self.wake)
-            os.close(self.wake_write)
-            *stdio, spec, status, control, cwd = fds
-            call = CallKeeper(self.lifeline, status, control)
-            _write(status, b"keeper %d\n" % os.getpid())
-            code = call.run(_read_all(spec), stdio, cwd)
+            for fd in (self.wake, self.wake_write, self.taken, self.alive_write):
+                os.close(fd)
+            call = CallKeeper(self.lifeline)
+            fds = call.wait_for_call(self.call_link, self.alive, self.taken_write)
+            code = call.run(fds) if fds else 0
         finally:
             os._exit(code)
+
+    def _taken(self) -> None:
+        """Hear which call keepers took a call: the idle one among them is idle no more."""
+        try:
+            pids = os.read(self.taken, 4096).split()
+        except BlockingIOError:
+            return
+        if b"%d" % self.idle in pids:
+            self.idle = 0
+
+    def _refuse_call(self) -> bool:
+        """No call keeper could be forked: answer the next call with that error. False when
+        dsh closed CALLS."""
+        fds = receive_call(self.call_link)
+        if fds is None:
+            return False
+        if fds:
+            _write(fds[4], b"failed %d\n" % self.fork_error)
+            for fd in fds:
+                os.close(fd)
+        return True
 
     def _kill_call(self, pid: int) -> None:
         """SIGKILL call keeper ``pid`` (only while it is an unreaped child) and its subtree."""
@@ -356,6 +420,29 @@ class Keeper(Subtree):
 
     def exited(self, pid: int, status: int) -> None:
         self.calls.discard(pid)
+        if pid == self.idle:
+            self.idle = 0  # killed from outside, or CALLS ended: the next round forks another
+
+
+def receive_call(calls: socket.socket) -> list[int] | None:
+    """The descriptors of the next ``call`` message on ``calls`` (a non-blocking socket): empty
+    when there is none to take yet (or it was malformed, and dropped), None at its end."""
+    flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+    try:
+        message, fds, _, _ = socket.recv_fds(calls, 64, CALL_FDS, flags)
+    except BlockingIOError:
+        return []
+    except OSError:
+        return None
+    for fd in fds:
+        os.set_inheritable(fd, False)  # where MSG_CMSG_CLOEXEC is missing
+    if not message and not fds:
+        return None
+    if message == b"call" and len(fds) == CALL_FDS:
+        return fds
+    for fd in fds:
+        os.close(fd)
+    return []
 
 
 def _program_path(name: bytes, environment: dict[bytes, bytes]) -> bytes:
@@ -398,10 +485,12 @@ def _read_all(fd: int) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    lifeline, link = int(argv[1]), int(argv[2])
-    os.set_inheritable(lifeline, False)  # no program gets either
-    os.set_inheritable(link, False)
-    return Keeper(lifeline, socket.socket(fileno=link)).serve()
+    lifeline, link, calls = int(argv[1]), int(argv[2]), int(argv[3])
+    for fd in (lifeline, link, calls):
+        os.set_inheritable(fd, False)  # no program gets any
+    call_link = socket.socket(fileno=calls)
+    call_link.setblocking(False)  # an idle call keeper never waits in a receive
+    return Keeper(lifeline, socket.socket(fileno=link), call_link).serve()
 
 
 if __name__ == "__main__":

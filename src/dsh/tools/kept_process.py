@@ -8,13 +8,15 @@ the *lifeline*, a pipe whose only write end dsh holds, closes when dsh exits in 
 return, a signal, ``kill -9``), and then the keeper and every call keeper kill everything every
 call started. At a normal exit an ``atexit`` hook closes it and waits for the keeper.
 
-A call costs no interpreter start: dsh sends the keeper one message over a Unix socket with the
-call's descriptors, and the keeper forks a call keeper for it. The call's arguments and
-environment go through a pipe to the call keeper alone (the keeper's own environment is
-empty); its reports (``keeper``, ``started``/``failed``, ``exited``) come back on a status pipe
-that only the call keeper holds, so that pipe's end of file is the call keeper's exit: every
-process of the call is gone then (or was left running, when dsh no longer waited for it). A byte
-on the call's control pipe stops it.
+A call costs no interpreter start and no fork on its way: dsh sends one message with the call's
+descriptors over a Unix socket (the *calls* socket) on which a call keeper, forked by the keeper
+beforehand, waits idle; that one takes the call and the keeper forks the next meanwhile
+(messages to the keeper itself go over another socket, the *link*). The call's arguments and
+environment go through a pipe to the call keeper alone (the keepers' own environment is empty);
+its reports (``keeper``, ``started``/``failed``, ``exited``) come back on a status pipe that only
+the call keeper holds, so that pipe's end of file is the call keeper's exit: every process of
+the call is gone then (or was left running, when dsh no longer waited for it). A byte on the
+call's control pipe stops it.
 
 A keeper killed from outside stops no call (each call keeper watches the lifeline itself); the
 next call starts a new keeper, and :class:`KeeperUnavailable` says so when one cannot be started.
@@ -53,13 +55,14 @@ class KeeperUnavailable(RuntimeError):
 
 
 class KeeperLink:
-    """This process's lifeline, its keeper and the socket to it."""
+    """This process's lifeline, its keeper and the sockets to it and its idle call keeper."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner = 0
         self._lifeline = (-1, -1)
         self._link: socket.socket | None = None
+        self._calls: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._retired: list[subprocess.Popen[bytes]] = []
         self._hooked = False
@@ -73,8 +76,9 @@ class KeeperLink:
             return self._process.pid if self._process and self._owner == os.getpid() else 0
 
     def send(self, message: bytes, fds: Sequence[int] = ()) -> None:
-        """Send ``message`` (and ``fds``) to the keeper, starting one when there is none or it
-        died. Raises :class:`KeeperUnavailable` when none can be started or reached."""
+        """Send ``message`` (and ``fds``) to the keeper, a ``call`` to its idle call keeper,
+        starting a keeper when there is none or it died. Raises :class:`KeeperUnavailable` when
+        none can be started or reached."""
         with self._lock:
             if self._owner != os.getpid():
                 self._lifeline = os.pipe()  # neither end is inherited by anything else
@@ -86,9 +90,10 @@ class KeeperLink:
             for _ in range(2):
                 if self._link is None or self._process is None or self._process.poll() is not None:
                     self._start()
-                assert self._link is not None
+                target = self._calls if message == b"call" else self._link
+                assert target is not None
                 try:
-                    socket.send_fds(self._link, [message], list(fds), NO_SIGNAL)
+                    socket.send_fds(target, [message], list(fds), NO_SIGNAL)
                     return
                 except OSError as exc:  # it died or is dying: retire it, start another
                     error = exc
@@ -98,32 +103,38 @@ class KeeperLink:
     def _start(self) -> None:
         self._retire()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        calls, their_calls = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        passed = (self._lifeline[0], theirs.fileno(), their_calls.fileno())
         try:
             program = [sys.executable, "-I", "-S", str(KEEPER_PROGRAM)]
             self._process = subprocess.Popen(
-                [*program, str(self._lifeline[0]), str(theirs.fileno())],
+                [*program, *map(str, passed)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 cwd="/",
                 env={},
-                pass_fds=(self._lifeline[0], theirs.fileno()),
+                pass_fds=passed,
                 start_new_session=True,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             ours.close()
+            calls.close()
             raise KeeperUnavailable(
                 f"cannot start the process keeper ({sys.executable} {KEEPER_PROGRAM}): {exc}"
             ) from exc
         finally:
             theirs.close()
-        self._link = ours
+            their_calls.close()
+        self._link, self._calls = ours, calls
 
     def _retire(self) -> None:
-        """Drop the current keeper (reaped now if it has exited, else at a later start)."""
-        if self._link is not None:
-            self._link.close()
-            self._link = None
+        """Drop the current keeper (reaped now if it has exited, else at a later start); its
+        idle call keeper exits as its calls socket ends."""
+        for link in (self._link, self._calls):
+            if link is not None:
+                link.close()
+        self._link = self._calls = None
         if self._process is not None:
             self._retired.append(self._process)
             self._process = None
@@ -131,17 +142,18 @@ class KeeperLink:
 
     def _forget(self) -> None:
         """In a forked child: close the parent's lifeline (its keeper must see the parent's
-        exit, not wait for the child's) and link; the parent's keeper is not the child's."""
+        exit, not wait for the child's) and sockets; the parent's keeper is not the child's."""
         if self._owner:
             for fd in self._lifeline:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        if self._link is not None:
-            with contextlib.suppress(OSError):
-                self._link.close()
+        for link in (self._link, self._calls):
+            if link is not None:
+                with contextlib.suppress(OSError):
+                    link.close()
         self._lock = threading.Lock()
         self._owner = 0
-        self._link = None
+        self._link = self._calls = None
         self._process = None
         self._retired = []
 
