@@ -150,7 +150,9 @@ def test_concurrent_calls_each_get_a_call_keeper_of_their_own_and_one_stays_idle
     async def scenario() -> list[str]:
         runs = [BashTool().run({"command": waiting.format(n=n)}, ctx) for n in range(3)]
         tasks = [asyncio.create_task(run) for run in runs]
-        keepers = [await asyncio.to_thread(read_pid, workspace / f"{n}.keeper") for n in range(3)]
+        keepers = [
+            await asyncio.to_thread(read_pid, workspace / f"{n}.keeper", 30) for n in range(3)
+        ]
         assert len(set(keepers)) == 3
         assert all(parent_of(pid) == KEEPER.pid for pid in keepers)
         idle = await asyncio.to_thread(the_idle_call_keeper, KEEPER.pid)
