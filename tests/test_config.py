@@ -48,6 +48,8 @@ def test_layers_apply_in_order_home_then_project_then_env_then_flags(tmp_path):
         ("[compaction]\nchunk_tokens = 'many'\n", "compaction.chunk_tokens"),
         ("[compaction]\nretain_ratio = 0.9\n", "compaction.retain_ratio"),
         ("[compaction]\nstub_tokens = 2000\n", "compaction.stub_tokens"),
+        ("[tools]\nmax_repeated_calls = 1\n", "tools.max_repeated_calls"),
+        ("[tools]\nmax_repeated_calls = -3\n", "tools.max_repeated_calls"),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, toml, named):
@@ -57,6 +59,13 @@ def test_bad_config_is_refused_naming_the_key(tmp_path, toml, named):
     with pytest.raises(ConfigError) as info:
         load_settings(environ={"DSH_HOME": str(home)}, cwd=tmp_path)
     assert named in str(info.value)
+
+
+def test_the_repeat_limit_defaults_to_five_and_comes_from_a_layer(tmp_path):
+    home = {"DSH_HOME": str(tmp_path / "home")}
+    assert load_settings(environ=home, cwd=tmp_path).tools.max_repeated_calls == 5
+    env = {**home, "DSH_TOOLS_MAX_REPEATED_CALLS": "0"}  # 0: no limit
+    assert load_settings(environ=env, cwd=tmp_path).tools.max_repeated_calls == 0
 
 
 def test_an_unknown_environment_variable_is_a_warning_naming_it_not_a_refusal(tmp_path, caplog):

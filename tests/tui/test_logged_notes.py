@@ -69,3 +69,28 @@ def test_a_compact_answer_is_shown_once_and_again_after_reopening(rig: Rig):
         assert text_of(reopened).count("Compacted ") == 1
 
     run(reopened, check)
+
+
+def test_a_turn_stopped_at_the_repeat_limit_says_why_live_and_after_reopening(rig: Rig):
+    """The model reads notes.txt five times and gets the same text each time: the turn stops
+    (``tools.max_repeated_calls``), and the transcript says so in one note."""
+    read = {"toolCalls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}
+    app = rig.app([read] * 5 + [{"text": "never sent"}])
+    why = "Turn stopped: the model called read_file"
+
+    def shown(text: str) -> bool:
+        flat = " ".join(text.split())  # the note wraps at the terminal's width
+        return flat.count(why) == 1 and "(tools.max_repeated_calls = 5)" in flat
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "what is in notes.txt?")
+        assert shown(text_of(app)) and "never sent" not in text_of(app)
+
+    run(app, body)
+    (header,) = rig.store.list()
+    reopened = rig.app([], resume=header.id)
+
+    async def check(pilot: Any) -> None:
+        assert shown(text_of(reopened))
+
+    run(reopened, check)

@@ -19,11 +19,14 @@ the turn goes on so the model can issue them again, and a second cut in a row en
 text is valid tool calls is logged as those calls (``dsh.llm.text_tool_calls``) and they run
 through approval like any other, or not at all when the reply was cut; a cut reply whose text
 began as such a call is answered with a ``user/message`` saying so, and counts as a cut call.
+A read-only call repeated in a turn with the same result is told so in its result, and the turn
+stops at ``tools.max_repeated_calls`` such calls (``dsh.agent.repeated_calls``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -37,10 +40,12 @@ from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
 from dsh.agent.recall_offer import RecallOffer
+from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.step_outcome import CANCELLED_BY_USER, CallOutcome, plan_step
-from dsh.agent.turn_close import close_failed_turn, tool_result
+from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt, tool_call, tool_result
+from dsh.config import DEFAULT_MAX_REPEATED_CALLS
 from dsh.errors import ProviderError
 from dsh.events import (
     AssistantMessage,
@@ -53,7 +58,6 @@ from dsh.events import (
     StepEnd,
     StepStart,
     TextBlock,
-    ToolCall,
     ToolCallBlock,
     TurnEnd,
     TurnEndEvent,
@@ -101,6 +105,7 @@ class AgentConfig:
     call_timeout: float | None = None
     recall: RecallOffer | None = None
     """Tools offered only once the log holds a checkpoint (``dsh.agent.recall_offer``)."""
+    max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +152,7 @@ class Agent:
         """Event-loop time a model call started while it has produced nothing yet, else None."""
         self._requested = False
         """The current model call went out (a cancel before that logs no reply)."""
+        self._repeats = RepeatedCalls(self._is_read_only, session)
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -158,6 +164,7 @@ class Agent:
         """Run one turn for a user prompt and return how it ended; a turn an exception stops
         is closed as an error (``turn_close``) before the exception goes on."""
         self._cancel = asyncio.Event()
+        self._repeats.start_turn(self.config.max_repeated_calls)
         turn = 1 + self._log_scan.update(self.session).turns
         start = self.session.append(TurnStart(turn=turn)).seq
         try:
@@ -188,7 +195,7 @@ class Agent:
             try:
                 await self._guard(self._run_hooks(turn))
             except _Cancelled:
-                self._keep_unsent(turn, step + 1, pending)
+                log_unsent_prompt(self.session, turn, step + 1, pending)
                 return self._end_turn(turn, "aborted", last_text, CANCELLED_BY_USER)
             step += 1
             if step > self.config.max_steps:
@@ -217,6 +224,8 @@ class Agent:
             end = plan.end
             if plan.run_calls and await self._run_tools(turn, step, calls, outcome.from_text):
                 end = ("aborted", CANCELLED_BY_USER)
+            elif self._repeats.stop is not None:  # the same read-only call, once too often
+                end = ("aborted", self._repeats.stop)
             self.session.append(StepEnd(turn=turn, step=step))
             if end is not None:
                 return self._end_turn(turn, end[0], last_text, end[1])
@@ -240,15 +249,6 @@ class Agent:
         except Exception:
             log.warning("overflow recovery failed; ending the turn", exc_info=True)
             return False
-
-    def _keep_unsent(self, turn: int, step: int, pending: list[Message]) -> None:
-        """A turn cancelled before its first step (during a compaction) still logs its prompt,
-        in a step of its own: what the user asked is never lost."""
-        if pending:
-            self.session.append(StepStart(turn=turn, step=step))
-            for message in pending:
-                self.session.append(message)
-            self.session.append(StepEnd(turn=turn, step=step))
 
     def _end_turn(self, turn: int, kind: TurnEndKind, text: str, error: str | None) -> TurnResult:
         error = loggable_text(error) if error is not None else None
@@ -416,7 +416,7 @@ class Agent:
         self, turn: int, step: int, calls: Sequence[ToolCallBlock], from_text: bool
     ) -> bool:
         """Log the calls, run them, log results in call order. True if the user cancelled."""
-        call_seqs = [self.session.append(_tool_call(turn, step, c, from_text)).seq for c in calls]
+        call_seqs = [self.session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
         tasks: list[asyncio.Task[ToolOutput]] = []
         for call, after in zip(calls, call_order(calls, self._is_read_only), strict=True):
             tasks.append(asyncio.create_task(self._execute(call, [tasks[i] for i in after])))
@@ -438,7 +438,11 @@ class Agent:
                         code="CANCELLED",
                     ),
                 )
-            self._append_result(turn, step, call, call_seq, output)
+            append = functools.partial(self._append_result, turn, step, call, call_seq)
+            if cancelled:
+                append(output)
+            else:
+                self._repeats.log_result(step, call, output, append)
         return cancelled
 
     def _is_read_only(self, call: ToolCallBlock) -> bool:
@@ -461,12 +465,14 @@ class Agent:
 
     def _append_result(
         self, turn: int, step: int, call: ToolCallBlock, call_seq: int, output: ToolOutput
-    ) -> None:
+    ) -> int:
+        """Log ``call``'s result (and what its output asks to log after it); its seq."""
         code = (output.code or "TOOL_ERROR") if output.is_error else None
         result = tool_result(turn, step, call.id, call.name, output.text, code, output.meta)
-        self.session.append(result, source_event_seqs=[call_seq])
+        seq = self.session.append(result, source_event_seqs=[call_seq]).seq
         for payload in output.log:
             self.session.append(payload)
+        return seq
 
     def _answer_unstarted(
         self,
@@ -480,7 +486,7 @@ class Agent:
         """Answer calls that are not run (an interrupted, stopped or cut reply's) with an error
         result each, so pairing holds."""
         for call in calls:
-            seq = self.session.append(_tool_call(turn, step, call, from_text)).seq
+            seq = self.session.append(tool_call(turn, step, call, from_text)).seq
             output = ToolOutput(text=f"[{code}] {why}", is_error=True, code=code)
             self._append_result(turn, step, call, seq, output)
 
@@ -489,8 +495,3 @@ class Agent:
     async def _guard(self, work: Awaitable[T]) -> T:
         """Await ``work`` unless the user cancels first (then raise _Cancelled)."""
         return await guarded(self._cancel, work)
-
-
-def _tool_call(turn: int, step: int, call: ToolCallBlock, from_text: bool) -> ToolCall:
-    fields = {"call_id": call.id, "name": call.name, "arguments": call.arguments}
-    return ToolCall(turn=turn, step=step, from_text=from_text, **fields)

@@ -1,21 +1,26 @@
-"""Closing a turn an unexpected exception stopped between its events.
+"""Tool calls and results as logged, and closing a turn that stopped between its events.
 
 Crash repair (``dsh.store.repair``) closes such a turn when the log is next opened; a face that
 survives the exception (the TUI notes it and takes the next prompt) would otherwise run its next
 turn on a log whose last turn is open, and send a tool call without its result. So the loop
 closes the turn itself before the exception goes on: an error result for every call the model
-asked for that has none, ``step/end`` for an open step, ``turn/end{error}``.
+asked for that has none, ``step/end`` for an open step, ``turn/end{error}``. A turn cancelled
+before its first step still logs its prompt (``log_unsent_prompt``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dsh.agent.loggable import loggable_text, loggable_value
 from dsh.events import (
     Message,
     StepEnd,
+    StepStart,
     TextBlock,
+    ToolCall,
+    ToolCallBlock,
     ToolErrorInfo,
     ToolResult,
     ToolResultBlock,
@@ -43,6 +48,22 @@ def tool_result(
     )
     error = ToolErrorInfo(name=name, code=code) if code is not None else None
     return ToolResult(turn=turn, step=step, message=message, error=error, meta=loggable_value(meta))
+
+
+def tool_call(turn: int, step: int, call: ToolCallBlock, from_text: bool) -> ToolCall:
+    """The logged ``tool/call`` of ``call`` (``from_text``: recovered from the reply's text)."""
+    fields = {"call_id": call.id, "name": call.name, "arguments": call.arguments}
+    return ToolCall(turn=turn, step=step, from_text=from_text, **fields)
+
+
+def log_unsent_prompt(session: Session, turn: int, step: int, pending: Sequence[Message]) -> None:
+    """A turn cancelled before its first step (during a compaction) still logs its prompt, in a
+    step of its own: what the user asked is never lost."""
+    if pending:
+        session.append(StepStart(turn=turn, step=step))
+        for message in pending:
+            session.append(message)
+        session.append(StepEnd(turn=turn, step=step))
 
 
 def close_failed_turn(session: Session, start_seq: int, turn: int, error: str) -> None:

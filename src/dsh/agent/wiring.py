@@ -251,6 +251,7 @@ def build_agent(
         text_tool_calls=generation.text_tool_calls,
         stream_idle_timeout=generation.generation.stream_idle_timeout,
         call_timeout=generation.generation.call_timeout,
+        max_repeated_calls=settings.tools.max_repeated_calls,
     )
     return Agent(
         session,

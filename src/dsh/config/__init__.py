@@ -33,6 +33,7 @@ from dsh.config.mcp_servers import check_servers, drop_project_servers, validate
 from dsh.config.sections import (
     APPROVAL_STRICTNESS,
     DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_REPEATED_CALLS,
     ENVIRONMENT_NAMES,
     LARGE_WINDOW_CHUNK,
     LARGE_WINDOW_STATE,
@@ -58,6 +59,7 @@ from dsh.errors import ConfigError
 __all__ = [
     "APPROVAL_STRICTNESS",
     "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_REPEATED_CALLS",
     "ENVIRONMENT_NAMES",
     "LARGE_WINDOW_CHUNK",
     "LARGE_WINDOW_STATE",
@@ -278,6 +280,8 @@ def validate_settings(settings: Settings) -> None:
     recall = settings.recall
     _require(recall.read_budget_chars >= 50, "recall.read_budget_chars", "must be at least 50")
     _require(1 <= recall.search_limit <= 200, "recall.search_limit", "must be in [1, 200]")
+    repeats = settings.tools.max_repeated_calls
+    _require(repeats == 0 or repeats >= 2, "tools.max_repeated_calls", "must be 0 or at least 2")
     window = settings.provider.context_window
     _require(window is None or window > 0, "provider.context_window", "must be positive")
     _validate_provider(settings.provider, "provider")

@@ -73,6 +73,10 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
     "of provider keys, *_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD*); their values are masked in "
     "tool output.",
+    "tools.max_repeated_calls": "Stop a turn when the model has made the same read-only tool "
+    "call (same tool, same arguments) this many times in it and got the same result each "
+    "time; from the second time on, the result tells the model so. A write, a command, a todo "
+    "update or an MCP call in between starts the count again. 0: no limit.",
     "mcp.servers": "MCP servers whose tools the model may call, one table each: "
     '[mcp.servers.NAME] with command = ["program", "arg", …] and optionally env, cwd, enabled, '
     "timeout_s, startup_timeout_s (below). NAME is 1 to 40 letters, digits, _ or -; the servers "

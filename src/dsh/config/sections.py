@@ -156,9 +156,15 @@ class RecallSettings(_Section, frozen=True):
     search_limit: int = 25
 
 
+DEFAULT_MAX_REPEATED_CALLS = 5
+"""How many times one read-only tool call may get the same result in a turn before the turn
+stops (``tools.max_repeated_calls``; ``dsh.agent.repeated_calls``)."""
+
+
 class ToolSettings(_Section, frozen=True):
     approval: Literal["ask", "auto", "read-only"] = "ask"
     scrub_env: list[str] = []
+    max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
 
 
 class McpServerSettings(_Section, frozen=True):
