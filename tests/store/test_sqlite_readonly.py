@@ -25,7 +25,7 @@ import json, sys
 from pathlib import Path
 from dsh.errors import DshError
 from dsh.store import SqliteStore
-from dsh.store.tail import LogTail
+from dsh.store.appended import AppendedReader
 from dsh.transcript.listing import session_summaries
 
 store = SqliteStore(Path(sys.argv[1]))
@@ -35,7 +35,8 @@ try:
     out["titles"] = [s.title for s in session_summaries(store)]
     with store.open(header.id) as log:
         out["events"] = len(log.events)
-    out["tailed"] = len(LogTail(store, header.id, -1).read())
+    with AppendedReader(store) as reader:
+        out["tailed"] = len(reader.load(header.id)[0].events)
     try:
         store.open(header.id, writable=True)
     except DshError as exc:

@@ -1,7 +1,10 @@
-"""Who holds a session's writer lock, as the page is told."""
+"""Who holds a session's writer lock, as the page is told; the follower publishes each event
+of a session written elsewhere and here in turn once."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +13,10 @@ from pathlib import Path
 from dsh.store import JsonlStore
 from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
-from dsh.web.follow import lock_holder
+from dsh.web.follow import Followers, lock_holder
+from tests.helpers import append_chat_turn
+from tests.web.builders import run_apart
+from tests.web.conftest import make_env
 
 
 def test_the_holder_is_a_live_other_process_never_a_dead_one_or_this_one(tmp_path: Path) -> None:
@@ -34,3 +40,54 @@ def test_the_holder_is_a_live_other_process_never_a_dead_one_or_this_one(tmp_pat
     assert lock_holder(store, sid) is None
     lock.write_text("garbage\n")
     assert lock_holder(store, sid) is None
+
+
+def test_a_followed_session_opened_here_and_closed_again_publishes_each_event_once(
+    tmp_path: Path,
+) -> None:
+    """Written elsewhere, then here (its own observer publishes), then elsewhere again: every
+    event reaches the pages once, in seq order, and none is read past."""
+    env = make_env(tmp_path)
+    writer = Session.create(env.store, cwd=env.workspace)
+    sid = writer.id
+    append_chat_turn(writer, "before", "ok")
+    writer.close()
+    registry = env.registry()
+
+    async def follow() -> list[int]:
+        hub = registry.hub(sid)
+        hub.bind_loop()
+        subscriber = hub.subscribe()
+        followers = Followers(registry)
+        tail = followers.ensure(sid, -1).tail  # the page has none yet: the whole log streams in
+        seqs: list[int] = []
+
+        async def until(count: int) -> None:
+            while len(seqs) < count:
+                message = json.loads(await asyncio.wait_for(subscriber.queue.get(), 30))
+                if message["kind"] == "event":
+                    seqs.append(message["event"]["seq"])
+
+        with Session.open(env.store, sid, writable=True) as elsewhere:
+            append_chat_turn(elsewhere, "written elsewhere", "ok")
+            count = len(elsewhere.events)
+        await until(count)
+        handle = await registry.resume(sid)
+        append_chat_turn(handle.session, "written here", "ok")
+        count = len(handle.session.events)
+        await until(count)
+
+        async def seen_open_here() -> None:  # the follower polls: it takes up after these
+            while tail.last_seq < count - 1:
+                await asyncio.sleep(0.005)
+
+        await asyncio.wait_for(seen_open_here(), 30)
+        registry.close(sid)
+        with Session.open(env.store, sid, writable=True) as elsewhere:
+            append_chat_turn(elsewhere, "elsewhere again", "ok")
+            count = len(elsewhere.events)
+        await until(count)
+        await followers.stop()
+        return seqs
+
+    assert run_apart(follow()) == list(range(len(Session.open(env.store, sid).events)))

@@ -19,9 +19,11 @@ read. Reading never writes, locks or repairs anything. Errors are the store's (`
 ``LogCorruptError``); a caller that wants the load's exact message opens the log.
 
 ``AppendedReader.load(session_id)`` reads a whole session the same way, header included (one
-open of the file, so header and events are of the same log): a read-only ``SessionLog`` and the
-position after its last complete event, from which ``read`` goes on (the web's read cache
-keeps sessions so: ``dsh.web.read_cache``).
+open of the file, so header and events are of the same log): a read-only ``SessionLog`` (with
+the warning a load gives of a torn last line) and the position after its last complete event,
+from which ``read`` goes on (the web's read cache keeps sessions so: ``dsh.web.read_cache``).
+``read_whole(session_id, sink)`` is that read into a sink of the caller's (the web's follower
+keeps only the events past the ones its page has: ``dsh.web.follow``).
 
 A file of the size it had when read but with another mtime was changed in place (an append
 always grows it): it is read again from its start, so a line edited by hand or by a disk fault
@@ -41,7 +43,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
 import msgspec
 
@@ -49,7 +51,7 @@ from dsh.errors import LogCorruptError, SessionNotFoundError, StoreError
 from dsh.events import Event, decode_event_lines, decode_events
 from dsh.store.base import EventStore, SessionHeader, SessionLog, decode_header, encode_header
 from dsh.store.integrity import check_rows, unseal_counted
-from dsh.store.jsonl import READ_CHUNK, JsonlStore, decode_header_line
+from dsh.store.jsonl import READ_CHUNK, JsonlStore, decode_header_line, torn_tail_warning
 from dsh.store.sqlite import SqliteStore, connect_reader
 
 ROWS_PER_BATCH = 2048
@@ -116,12 +118,24 @@ class _Kept:
         self.events.extend(events)
 
 
+class Whole(NamedTuple):
+    """What ``AppendedReader.read_whole`` read of a session besides its events."""
+
+    header: SessionHeader
+    position: LogPosition
+    """After the last complete event."""
+    warnings: tuple[str, ...] = ()
+    """What a load of the log warns of (a torn last line dropped), as the store's open does."""
+
+
 class ReadOnlyLog(SessionLog):
     """A session log read through an ``AppendedReader``: never written, it grows only by
     ``catch_up`` with what the reader reads on."""
 
-    def __init__(self, header: SessionHeader, events: list[Event]) -> None:
-        super().__init__(header, events, writable=False, resumed=True)
+    def __init__(
+        self, header: SessionHeader, events: list[Event], warnings: Sequence[str] = ()
+    ) -> None:
+        super().__init__(header, events, writable=False, resumed=True, warnings=warnings)
 
     def _write_lines(self, lines: list[bytes], *, durable: bool) -> None:
         raise AssertionError("a read-only log is never written")  # append refuses first
@@ -153,16 +167,21 @@ class AppendedReader:
 
     def load(self, session_id: str) -> tuple[ReadOnlyLog, LogPosition]:
         """Session ``session_id`` read whole from its start: a read-only log of its complete
-        events (a line still being written is left, as a load drops a torn one) and the
-        position after the last. Raises the store's errors (``SessionNotFoundError``, …)."""
+        events (a line still being written is left, as a load drops a torn one, and the log
+        warns of it as the load does) and the position after the last. Raises the store's
+        errors (``SessionNotFoundError``, …)."""
         kept = _Kept()
-        if isinstance(self.store, JsonlStore):
-            header, position = self._load_jsonl(session_id, kept)
-        else:
-            header, position = self._load_sqlite(session_id, kept)
-        return ReadOnlyLog(header, kept.events), position
+        whole = self.read_whole(session_id, kept)
+        return ReadOnlyLog(whole.header, kept.events, whole.warnings), whole.position
 
-    def _load_jsonl(self, session_id: str, sink: EventSink) -> tuple[SessionHeader, LogPosition]:
+    def read_whole(self, session_id: str, sink: EventSink) -> Whole:
+        """Hand ``sink`` every complete event of session ``session_id`` from its start (no
+        ``restart``); its header, the position after the last, and what a load warns of."""
+        if isinstance(self.store, JsonlStore):
+            return self._load_jsonl(session_id, sink)
+        return self._load_sqlite(session_id, sink)
+
+    def _load_jsonl(self, session_id: str, sink: EventSink) -> Whole:
         assert isinstance(self.store, JsonlStore)
         path = self.store.log_path(session_id)
         if "/" in session_id or session_id in {"", ".", ".."} or not path.is_file():
@@ -175,11 +194,13 @@ class AppendedReader:
                     raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
                 header = decode_header_line(first[:-1], path)
                 start = _seen(_header_position(first, header_key(header)), seen)
-                return header, _jsonl_lines(handle, path, start, sink)
+                position = _jsonl_lines(handle, path, start, sink)
+                torn = handle.tell() - position.offset  # after the last newline read
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        return Whole(header, position, (torn_tail_warning(path, torn),) if torn else ())
 
-    def _load_sqlite(self, session_id: str, sink: EventSink) -> tuple[SessionHeader, LogPosition]:
+    def _load_sqlite(self, session_id: str, sink: EventSink) -> Whole:
         assert isinstance(self.store, SqliteStore)
         path = self.store.path
         if not path.is_file():  # connecting would create it
@@ -195,9 +216,10 @@ class AppendedReader:
             header = decode_header(bytes(row[0]), where=f"{path}: session {session_id}")
             key = header_key(header)
             start = LogPosition(seq=-1, header=key, anchor=key)
-            return header, _sqlite_rows(self._rows(session_id, 0), session_id, start, sink)
+            position = _sqlite_rows(self._rows(session_id, 0), session_id, start, sink)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read session {session_id}: {exc}") from exc
+        return Whole(header, position)
 
     def close(self) -> None:
         if self._db is not None:

@@ -295,13 +295,13 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
             if not message.startswith(f"{path}: "):  # a line check names the file already
                 message = f"{path}: {message}"
             raise LogCorruptError(message, line=exc.line, seq=exc.seq) from exc
-    warnings: list[str] = []
     tail = b"".join(torn)  # everything after the last newline is a torn write
-    if tail:
-        warnings.append(
-            f"{path}: dropped a torn last line ({len(tail)} bytes) left by an interrupted write"
-        )
-    return header, events, tail, warnings
+    return header, events, tail, [torn_tail_warning(path, len(tail))] if tail else []
+
+
+def torn_tail_warning(path: Path, size: int) -> str:
+    """What a load of the log at ``path`` says of the ``size`` bytes after its last newline."""
+    return f"{path}: dropped a torn last line ({size} bytes) left by an interrupted write"
 
 
 def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[tuple[bytes, int]]:

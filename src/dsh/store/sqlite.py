@@ -13,7 +13,7 @@ checkpoint's fsyncs (``dsh.store.wal``). The schema is built by named migrations
 dsh's) is refused, read or write, as a JSONL header of a newer format version is. Opening a
 session for writing after its previous writer stopped without closing (its lock file still names
 it) runs ``PRAGMA quick_check`` first and reports the outcome as one warning line.
-Readers (``list``, a read-only ``open``, ``dsh.store.appended``, ``dsh.store.tail``) also read a
+Readers (``list``, a read-only ``open``, ``dsh.store.appended``) also read a
 database whose directory cannot be written (``connect_reader``).
 """
 

@@ -1,9 +1,12 @@
 """Follow a session that another process writes (``dsh run``, the TUI, another ``dsh web``).
 
-While a page watches a session that is not open for writing here, a ``Follower`` tails its log
-every ``POLL_SECONDS`` (``dsh.store.tail.LogTail``: the bytes or rows appended since the last
-read, never the whole log again) and publishes each new event exactly as the writer's own
-observer would, so the page cannot tell a local writer from a remote one. It
+While a page watches a session that is not open for writing here, a ``Follower`` reads its log
+on every ``POLL_SECONDS`` with a ``LogFollow``: the store's ``AppendedReader``
+(``dsh.store.appended``, the reader the read cache catches up with), so a read costs what was
+appended, not the log's length, a line still being written waits for its newline, and a log
+replaced, cut back or changed in place is read again from its start (or refused as a load
+refuses it). It publishes each event past the last one its pages have exactly as the writer's
+own observer would, so the page cannot tell a local writer from a remote one. It
 also reads the writer lock's holder pid and publishes ``{"kind": "holder", "pid": N | null}``
 when it changes; the page shows "busy in another process" and disables its composer meanwhile.
 A follower stops when the session's last subscriber leaves.
@@ -15,14 +18,17 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
 from dsh.errors import DshError
+from dsh.events import Event
+from dsh.store import EventStore, SessionHeader
+from dsh.store.appended import LogPosition, reader_for
 from dsh.store.jsonl import LOCK_NAME
-from dsh.store.tail import LogTail
 from dsh.web.live import frame
 
 if TYPE_CHECKING:
@@ -55,58 +61,113 @@ def lock_holder(store: Any, session_id: str) -> int | None:
     return pid
 
 
+class _Past:
+    """An ``EventSink`` that keeps the events past ``seq`` (a read from the log's start hands on
+    the ones the pages have already too)."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.events: list[Event] = []
+
+    def restart(self) -> None:
+        self.events = []
+
+    def add(self, events: Sequence[Event]) -> None:
+        if events and events[-1].seq > self.seq:
+            self.events += [event for event in events if event.seq > self.seq]
+
+
+class LogFollow:
+    """The events of one stored session past ``last_seq``, each handed out once, as a fresh
+    load of its log has them: each ``read()`` reads on from where the last one stopped.
+
+    The first read (``started`` is False) reads the log from its start (``AppendedReader
+    .read_whole``) keeping only what is past ``last_seq``; the later ones read what was
+    appended since. A log that changed other than by appends (replaced, cut back, repaired) is
+    read again from its start by the reader, and hands out what its events past ``last_seq``
+    now are; one that does not load raises the store's error, as a load would, and the next read
+    starts again from the start. A store without positions (memory) is opened whole each time.
+    Raising ``last_seq`` (the pages got events from elsewhere) keeps the place: what was
+    appended up to it is read past, never handed out."""
+
+    def __init__(self, store: EventStore, session_id: str, last_seq: int) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.last_seq = last_seq
+        """The seq of the last event handed out (-1: none)."""
+        self._reader = reader_for(store)
+        self._at: tuple[SessionHeader, LogPosition] | None = None
+        """The log read and the position the last read stopped at (None: no read yet)."""
+
+    @property
+    def started(self) -> bool:
+        """A read goes on from a position (else it reads the log from its start)."""
+        return self._at is not None
+
+    def read(self) -> list[Event]:
+        """The events past ``last_seq`` the log now holds (raises the store's errors)."""
+        past = _Past(self.last_seq)
+        try:
+            if self._reader is None:
+                with self.store.open(self.session_id) as log:
+                    past.add(log.events)
+            elif self._at is None:
+                header, position, _ = self._reader.read_whole(self.session_id, past)
+                self._at = header, position
+            else:
+                header, position = self._at
+                self._at = header, self._reader.read(header, position, past)
+        except DshError:
+            self._at = None  # the next read starts again from the log's start
+            raise
+        if past.events:
+            self.last_seq = past.events[-1].seq
+        return past.events
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+
+
 class Follower:
     def __init__(self, registry: SessionRegistry, session_id: str, last_seq: int) -> None:
         self.registry = registry
         self.session_id = session_id
-        self.last_seq = last_seq
+        self.tail = LogFollow(registry.store, session_id, last_seq)
         self.holder: int | None = lock_holder(registry.store, session_id)
         self.task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
-        registry, session_id = self.registry, self.session_id
+        registry, session_id, tail = self.registry, self.session_id, self.tail
         hub = registry.hub(session_id)
-        tail: LogTail | None = None
         try:
             while hub.subscribers:
                 await asyncio.sleep(POLL_SECONDS)
                 handle = registry.handles.get(session_id)
                 if handle is not None:  # written here: the session's own observer publishes
-                    self.last_seq = len(handle.session.events) - 1
+                    tail.last_seq = len(handle.session.events) - 1  # read past when released
                     self._set_holder(None)
-                    _closed(tail)  # it takes up from the new end when released
-                    tail = None
                     continue
                 self._set_holder(lock_holder(registry.store, session_id))
                 try:
-                    if tail is None:  # finding the place reads the log once: off the loop
-                        tail = await anyio.to_thread.run_sync(
-                            LogTail, registry.store, session_id, self.last_seq
-                        )
-                    events = tail.read()
-                except DshError as exc:  # e.g. a log cut back under us: find our place again
+                    if tail.started:
+                        events = tail.read()
+                    else:  # reading the log from its start: off the loop
+                        events = await anyio.to_thread.run_sync(tail.read)
+                except DshError as exc:  # e.g. a line changed in place: as a load refuses it
                     log.debug("follow %s: %s", session_id, exc)
-                    _closed(tail)
-                    tail = None
                     continue
                 if session_id in registry.handles:
                     continue
                 for event in events:
                     hub.on_event(event)
-                self.last_seq = max(self.last_seq, tail.last_seq)
         finally:
-            _closed(tail)
+            tail.close()
 
     def _set_holder(self, pid: int | None) -> None:
         if pid != self.holder:
             self.holder = pid
             self.registry.hub(self.session_id).publish(frame("holder", pid=pid))
-
-
-def _closed(tail: LogTail | None) -> None:
-    """Close ``tail`` (if any); the caller's tail is then None."""
-    if tail is not None:
-        tail.close()
 
 
 class Followers:
