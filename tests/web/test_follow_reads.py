@@ -191,17 +191,21 @@ def test_reads_between_appends_hand_out_exactly_the_appended_events(tmp_path: Pa
         writer.close()
 
 
-def test_a_line_still_being_written_waits_for_its_newline(tmp_path: Path) -> None:
+def one_turn_log(tmp_path: Path) -> tuple[JsonlStore, str, Path]:
+    """A JSONL store holding a session of one chat turn: the store, its id and its log."""
     store = JsonlStore(tmp_path)
-    writer = new_session(store)
-    append_chat_turn(writer)
-    writer.close()
-    path = store.log_path(writer.id)
+    with new_session(store) as writer:
+        append_chat_turn(writer)
+    return store, writer.id, store.log_path(writer.id)
+
+
+def test_a_line_still_being_written_waits_for_its_newline(tmp_path: Path) -> None:
+    store, session_id, path = one_turn_log(tmp_path)
     lines = path.read_bytes().splitlines(keepends=True)
     last = lines[-1]
     path.write_bytes(b"".join(lines[:-2]))  # the log as it was two events earlier
     count = len(lines) - 1  # events in the whole log
-    tail = LogFollow(store, writer.id, count - 3)
+    tail = LogFollow(store, session_id, count - 3)
     assert tail.read() == []
     with path.open("ab") as handle:
         handle.write(lines[-2] + last[:10])  # one whole line, then a torn start of the next
@@ -214,21 +218,17 @@ def test_a_line_still_being_written_waits_for_its_newline(tmp_path: Path) -> Non
 def test_a_line_changed_in_place_is_refused_naming_it_then_read_on_once_put_back(
     tmp_path: Path,
 ) -> None:
-    store = JsonlStore(tmp_path)
-    writer = new_session(store)
-    append_chat_turn(writer)
-    writer.close()
-    path = store.log_path(writer.id)
+    store, session_id, path = one_turn_log(tmp_path)
     whole = path.read_bytes()
     lines = whole.splitlines(keepends=True)
-    tail = LogFollow(store, writer.id, len(lines) - 3)
+    tail = LogFollow(store, session_id, len(lines) - 3)
     assert [e.seq for e in tail.read()] == [len(lines) - 2]
     path.write_bytes(whole[: -len(lines[-1])] + with_a_wrong_seal(lines[-1][:-1]) + b"\n")
     with pytest.raises(LogCorruptError, match=f"line {len(lines)}"):
         tail.read()
     path.write_bytes(whole)
     assert tail.read() == []  # nothing new: the same events past the same seq
-    append = Session.open(store, writer.id, writable=True)
+    append = Session.open(store, session_id, writable=True)
     append_chat_turn(append, "more", "ok")
     append.close()
     assert [e.seq for e in tail.read()] == list(range(len(lines) - 1, len(append.events)))
