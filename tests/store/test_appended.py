@@ -19,6 +19,7 @@ from dsh.store import appended as appended_module
 from dsh.store.appended import AppendedReader, LogPosition, reader_for
 from dsh.store.base import SessionHeader, encode_header
 from dsh.store.integrity import sealed_lines
+from dsh.store.jsonl import torn_tail_warning
 from dsh.surface import Session
 from tests.helpers import FIXED_TIME, append_chat_turn
 
@@ -342,7 +343,9 @@ def test_a_load_of_a_session_that_is_not_stored_is_not_found(store: Store) -> No
         reader.load("20260101-000000-000-abcdef")
 
 
-def test_a_load_leaves_a_line_still_being_written_for_the_next_read(tmp_path: Path) -> None:
+def test_a_load_leaves_a_line_still_being_written_for_the_next_read_and_warns_as_a_load(
+    tmp_path: Path,
+) -> None:
     store = JsonlStore(tmp_path)
     with writer(store) as session:
         append_chat_turn(session, "first", "ok")
@@ -352,10 +355,13 @@ def test_a_load_leaves_a_line_still_being_written_for_the_next_read(tmp_path: Pa
     with AppendedReader(store) as reader:
         log, position = reader.load(session.id)
         assert [encode_event(e) for e in log.events] == loaded(store, session.id)[1]
+        with store.open(session.id) as fresh:  # and warns of it as a load does
+            assert log.warnings == fresh.warnings == [torn_tail_warning(path, 9)]
         with path.open("ab") as handle:
             handle.write(lines[-1][9:])
         rest = Collect()
         reader.read(log.header, position, rest)
+        assert reader.load(session.id)[0].warnings == []  # whole again: nothing to say
     assert rest.restarts == 0 and len(rest.lines) == 1
     assert [encode_event(e) for e in log.events] + rest.lines == loaded(store, session.id)[1]
 

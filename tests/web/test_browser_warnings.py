@@ -249,3 +249,32 @@ def test_a_toast_goes_by_itself_and_its_warning_stays_listed(browser: Any, tmp_p
         page.wait_for_selector(TOASTS, state="detached")
         page.click("#warnings-toggle")
         assert rows(page)[0].endswith("warning: a passing warning server")
+
+
+def test_a_sessions_load_warning_is_listed_on_its_pages_once_per_load(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A stored session whose log ends in a torn line: the page that opens it lists what the
+    load dropped, as ``dsh sessions show`` prints it; reloading the page (the server's copy is
+    caught up, not loaded again) lists it once still; a page on another session never sees it."""
+    env = make_env(tmp_path)
+    torn, other = stored_session(env, "a torn one"), stored_session(env, "another one")
+    path = env.store.log_path(torn)
+    path.write_bytes(path.read_bytes() + b'{"type":"user/mess')
+    said = f"warning: {path}: dropped a torn last line (18 bytes) left by an interrupted write"
+    with serve(env) as server, open_page(browser) as page, open_page(browser) as elsewhere:
+        watching(elsewhere, f"{server.base_url}/?token={TOKEN}#s={other}")
+        watching(page, f"{server.base_url}/?token={TOKEN}#s={torn}")
+        page.wait_for_selector(f"{ROWS}:has-text('dropped a torn last line')", state="attached")
+        assert page.inner_text("#warnings-toggle") == "⚠ 1"
+        page.click("#warnings-toggle")
+        (row,) = rows(page)
+        assert said in row and row.endswith(f"session {torn}") and "times" not in row
+        shot(page, "warnings-load")
+
+        page.reload()  # the hello brings it back, still once
+        watching(page, None)
+        page.wait_for_selector("#warnings-toggle.unread")
+        page.click("#warnings-toggle")
+        assert rows(page) == [row] and toasts(page) == []
+        assert elsewhere.is_hidden("#warnings-toggle") and toasts(elsewhere) == []

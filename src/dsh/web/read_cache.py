@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from dsh.agent.context_fold import ContextFold
@@ -59,9 +59,18 @@ class ReadCache:
     reads nothing more. A store without positions (memory) is read whole every time.
     """
 
-    def __init__(self, store: EventStore, size: int = 4) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        size: int = 4,
+        *,
+        on_load: Callable[[str, Session], None] | None = None,
+    ) -> None:
         self.store = store
         self.size = size
+        self.on_load = on_load
+        """Told of each whole load (the session id asked for, the session), not of a catch-up:
+        the registry sends the load's warnings to the session's pages."""
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._holds: dict[str, threading.Lock] = {}
@@ -79,7 +88,7 @@ class ReadCache:
     def _current(self, session_id: str) -> Session:
         reader = reader_for(self.store)
         if reader is None:
-            return _opened(self.store, session_id)
+            return self._opened(session_id)
         with reader:
             with self._lock:
                 kept = self._kept.get(session_id)
@@ -97,12 +106,23 @@ class ReadCache:
             log, position = reader.load(session_id)
             session = Session(log)
         except DshError:  # the load's own error, or the log as it stands now (not kept)
-            return _opened(self.store, session_id)
+            return self._opened(session_id)
         with self._lock:
             self._kept[session_id] = _Kept(session, position)
             self._kept.move_to_end(session_id)
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
+        return self._loaded(session_id, session)
+
+    def _opened(self, session_id: str) -> Session:
+        """The session loaded whole by the store, as every other reader loads it."""
+        session = Session.open(self.store, session_id)
+        session.close()  # a read-only log holds nothing; its events stay readable
+        return self._loaded(session_id, session)
+
+    def _loaded(self, session_id: str, session: Session) -> Session:
+        if self.on_load is not None:
+            self.on_load(session_id, session)
         return session
 
     def forget(self, session_id: str) -> None:
@@ -118,13 +138,6 @@ def _caught_up(reader: AppendedReader, kept: _Kept) -> Session:
         kept.session.catch_up(appended.events)
     kept.position = position
     return kept.session
-
-
-def _opened(store: EventStore, session_id: str) -> Session:
-    """The session loaded whole by the store, as every other reader loads it."""
-    session = Session.open(store, session_id)
-    session.close()  # a read-only log holds nothing; its events stay readable
-    return session
 
 
 class ContextFolds:

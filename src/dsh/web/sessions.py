@@ -61,11 +61,12 @@ from dsh.web.errors import (
     bad_request,
     from_dsh_error,
 )
+from dsh.web.follow import lock_holder
 from dsh.web.live import LiveHub, delta_frame, frame
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
 from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
-from dsh.web.warning_feed import WarningFeed
+from dsh.web.warning_feed import WarningFeed, warn_for_session
 
 log = logging.getLogger("dsh.web")
 
@@ -158,12 +159,19 @@ class SessionRegistry:
         self.warnings = warnings if warnings is not None else WarningFeed()
         """dsh's warnings, kept and sent to the pages (the sessions' to their live streams)."""
         self.warnings.deliver_to(self.hubs)
-        self.readers = ReadCache(store)
+        self.readers = ReadCache(store, on_load=self._loaded)
         self.titles = SessionIndex(store)
         """The session list's titles, last activity and writers."""
         self.stored_context = ContextFolds(self.readers.size)
         """The context panel's and the session info's folds of read-only sessions."""
         self._opening = asyncio.Lock()
+
+    def _loaded(self, session_id: str, session: Session) -> None:
+        """A read-only load's warnings, to the session's pages, unless another live process
+        holds its writer lock: then a last line without its newline is being written, not
+        torn (it shows once its newline lands)."""
+        if session.warnings and lock_holder(self.store, session_id) is None:
+            warn_for_session(session_id, session.warnings)
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -326,6 +334,7 @@ class SessionRegistry:
                 )
             except DshError as exc:
                 raise from_dsh_error(exc) from exc
+            warn_for_session(session_id, session.warnings)  # e.g. a torn tail moved aside
             self.readers.forget(session_id)
             return self._adopt(session)
 

@@ -22,6 +22,11 @@ toast of the warnings'.
   (``session`` is null). It goes to every open page, over the server's stream (``WS
   /api/live``), whose ``hello`` carries those kept.
 
+A session's load warnings (a torn last line dropped, a turn a crashed process left open
+closed, the SQLite check after an unclean stop) are logged as that session's once per load
+(``warn_for_session``): when the page resumes it here, and when the read cache loads it whole
+(not when it catches up with what was appended), so its pages list what the CLI prints.
+
 A record knows its session through a context variable (``WARNING_SESSION``) that
 ``SessionScope`` sets around a session's requests: asyncio tasks, ``anyio`` worker threads and
 calls into the MCP thread (``run_coroutine_threadsafe``) carry it along. The stderr printer
@@ -37,7 +42,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +68,19 @@ WARNING_SESSION: ContextVar[str | None] = ContextVar("dsh_web_warning_session", 
 """The session the running code serves (None: the server's own work)."""
 
 _SESSION_PATH = re.compile(r"^/api/sessions/([^/]+)")
+_store_log = logging.getLogger("dsh.store")
+
+
+def warn_for_session(session_id: str, warnings: Iterable[str]) -> None:
+    """Log each of ``warnings`` as session ``session_id``'s (what its load warned of: a torn
+    last line dropped, a turn a crashed process left open closed…): the feed sends them to that
+    session's pages, and the server's stderr prints them as the CLI prints a load's."""
+    token = WARNING_SESSION.set(session_id)
+    try:
+        for warning in warnings:
+            _store_log.warning("%s", warning)
+    finally:
+        WARNING_SESSION.reset(token)
 
 
 class SessionScope:
