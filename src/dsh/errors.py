@@ -36,6 +36,19 @@ def shown_as_error(record: object) -> bool:
     return getattr(record, SHOWN_AS_ERROR, False) is True
 
 
+ERROR_LINE_CHARS = 300
+"""How long ``error_line`` lets an error's text get."""
+
+
+def error_line(error: BaseException, limit: int = ERROR_LINE_CHARS) -> str:
+    """``error`` as one line for a warnings list: ``Type: message``, runs of white space as one
+    space, any other character that does not print (a terminal escape, a bidi override) as its
+    Python escape, cut to at most ``limit`` characters (ending in "…" when cut)."""
+    flat = " ".join(f"{type(error).__name__}: {error}".split())
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
 class DshError(Exception):
     """Base of every error dsh raises on purpose."""
 

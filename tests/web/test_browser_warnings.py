@@ -6,9 +6,10 @@ reload holds again what the server kept."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from dsh.agent.runtime import Route
 from dsh.config import McpSettings
+from dsh.errors import ERROR_LINE_CHARS
 from dsh.events import Event
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.surface import Session
@@ -144,22 +146,25 @@ class BuggyProvider:
 
     name = "scripted"
 
+    def __init__(self, message: str = "a bug in the provider") -> None:
+        self.message = message
+
     async def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
     ) -> AsyncIterator[StreamEvent]:
-        raise RuntimeError("a bug in the provider")
+        raise RuntimeError(self.message)
         yield  # an async generator
 
 
-def test_a_turns_internal_error_shows_once_as_the_pages_error_and_is_listed(
-    browser: Any, tmp_path: Path
-) -> None:
-    """The page's error toast says the turn failed; the warnings show the same failure only in
-    their list (no second, "error:" toast); a warning that is not shown otherwise, an error
-    included, still gets its toast."""
+@contextlib.contextmanager
+def failing_turn(
+    browser: Any, tmp_path: Path, message: str
+) -> Iterator[tuple[Any, str, BackgroundServer]]:
+    """A page on a stored session whose turn, sent, failed with ``RuntimeError(message)``; the
+    session's id and the server."""
     env = make_env(tmp_path)
     sid = stored_session(env, None)
-    runtime = WebRuntime(env.settings, Route(BuggyProvider(), "scripted", env.window))
+    runtime = WebRuntime(env.settings, Route(BuggyProvider(message), "scripted", env.window))
     server = BackgroundServer(env.app(runtime)).start()
     try:
         with open_page(browser) as page:
@@ -168,18 +173,47 @@ def test_a_turns_internal_error_shows_once_as_the_pages_error_and_is_listed(
             send(page, "go")
             page.wait_for_selector(f"{ROWS}:has-text('the turn failed')", state="attached")
             page.locator("#toast").wait_for(state="visible")
-            assert page.inner_text("#toast") == "the turn failed: a bug in the provider"
-            assert page.inner_text("#warnings-toggle") == "⚠ 1"
-            assert "unread" in (page.get_attribute("#warnings-toggle", "class") or "")
-
-            for_session(server, sid, "compaction pass p1: a region failed", logging.ERROR)
-            page.wait_for_selector(f"{TOASTS}.error")
-            assert toasts(page) == ["error: compaction pass p1: a region failed"]  # that only
-            page.click("#warnings-toggle")
-            listed = rows(page)
-            assert len(listed) == 2 and f"error: the turn failed in session {sid}" in listed[0]
+            yield page, sid, server
     finally:
         server.stop()
+
+
+def test_a_turns_internal_error_shows_once_as_the_pages_error_and_is_listed_with_its_text(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The page's error toast says the turn failed; the warnings show the same failure only in
+    their list (no second, "error:" toast), with the error's text; a warning that is not shown
+    otherwise, an error included, still gets its toast."""
+    with failing_turn(browser, tmp_path, "a bug in the provider") as (page, sid, server):
+        assert page.inner_text("#toast") == "the turn failed: a bug in the provider"
+        assert page.inner_text("#warnings-toggle") == "⚠ 1"
+        assert "unread" in (page.get_attribute("#warnings-toggle", "class") or "")
+
+        for_session(server, sid, "compaction pass p1: a region failed", logging.ERROR)
+        page.wait_for_selector(f"{TOASTS}.error")
+        assert toasts(page) == ["error: compaction pass p1: a region failed"]  # that only
+        page.click("#warnings-toggle")
+        listed = rows(page)
+        said = f"error: the turn failed in session {sid}: RuntimeError: a bug in the provider"
+        assert len(listed) == 2 and said in listed[0]
+
+
+def test_a_turns_internal_error_is_listed_on_one_line_cut_short_and_as_text(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Markup in the error's text shows as text, a terminal escape as its escape, line breaks
+    as spaces, and a long text cut to ``ERROR_LINE_CHARS``."""
+    message = "<img src=x onerror=window.pwned=1>\n\x1b[31m" + "and on " * 200
+    with failing_turn(browser, tmp_path, message) as (page, sid, _):
+        page.click("#warnings-toggle")
+        text = page.inner_text(f"{ROWS} .text")
+        prefix = f"the turn failed in session {sid}: "
+        assert text.startswith(f"{prefix}RuntimeError: <img src=x onerror=window.pwned=1> ")
+        assert "\\x1b[31mand on and on" in text and "\n" not in text and "\x1b" not in text
+        assert len(text) == len(prefix) + ERROR_LINE_CHARS and text.endswith("…")
+        assert page.locator("#warnings-panel img").count() == 0
+        assert page.evaluate("() => window.pwned") is None
+        shot(page, "warnings-internal-error")
 
 
 def test_repeats_coalesce_and_the_list_lasts_until_cleared_then_a_reload_brings_it_back(

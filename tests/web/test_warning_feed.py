@@ -21,7 +21,7 @@ from websockets.sync.client import connect
 
 import dsh.cli.web as web_cli
 from dsh.config import McpServerSettings, McpSettings
-from dsh.errors import SHOWN_AS_ERROR
+from dsh.errors import ERROR_LINE_CHARS, SHOWN_AS_ERROR, error_line
 from dsh.tools.mcp import close_mcp_servers
 from dsh.web.warning_feed import UPDATE_EVERY, WarningFeed
 from tests.web.conftest import AUTH, WebEnv, make_env, wait_idle
@@ -177,3 +177,15 @@ def test_a_failure_the_page_shows_as_its_error_is_kept_marked_for_listing_only()
         ("error", "the turn failed in session s1", True),
         ("error", "a compaction pass failed", False),
     ]
+
+
+def test_an_errors_line_is_one_line_its_unprintables_escaped_and_cut_to_the_bound() -> None:
+    """What the ⚠ list shows of a turn's internal error (and the server's stderr prints)."""
+    error = RuntimeError("a <b>bug</b>\n\tin\r\nthe provider\x1b[31m \u202eevil\x00")
+    line = error_line(error)
+    assert line == "RuntimeError: a <b>bug</b> in the provider\\x1b[31m \\u202eevil\\x00"
+    assert error_line(ValueError("x" * 10)) == "ValueError: xxxxxxxxxx"
+    long = error_line(ValueError("é" * 5000))
+    assert len(long) == ERROR_LINE_CHARS and long == "ValueError: " + "é" * 287 + "…"
+    assert error_line(ValueError("ab"), limit=15) == "ValueError: ab"
+    assert error_line(ValueError("abcd"), limit=15) == "ValueError: ab…"

@@ -34,7 +34,7 @@ from dsh.agent.session_runner import (
     CompactionOff,
     SessionRunner,
 )
-from dsh.errors import SHOWN_AS_ERROR, DshError
+from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -450,9 +450,10 @@ class SessionRegistry:
             self._report(handle, from_dsh_error(error))
         elif isinstance(error, Exception):
             log.error(  # the page shows it as its error (below): listed, not toasted again
-                "%s failed in session %s",
+                "%s failed in session %s: %s",
                 what,
                 handle.session.id,
+                error_line(error),
                 exc_info=error,
                 extra={SHOWN_AS_ERROR: True},
             )

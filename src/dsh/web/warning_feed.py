@@ -12,7 +12,7 @@ reaches the pages (the first at once, repeats within the interval counted into o
 its end, so the last count always arrives). ``shownAsError``:
 the page already shows it as an error of its own (a turn's or ``/compact``'s internal error, as
 the ``error`` frame: its record carries ``dsh.errors.SHOWN_AS_ERROR``), so it lists it with no
-toast of the warnings'.
+toast of the warnings'; its text names the error (``dsh.errors.error_line``: one line, bounded).
 
 - One raised while serving a session is that session's (``session`` is its id): a request
   under ``/api/sessions/{id}``, or work such a request started (a turn, a ``/compact``, the
