@@ -167,3 +167,37 @@ def test_a_reported_window_the_budgets_fit_says_nothing(server: FakeServer):  # 
     assert _route_on(server, 32768).notice is None
     assert _route_on(server, 4096, state_max_tokens=1000).notice is None
     assert _route_on(server, 4096).notice is None  # unset budgets scale to the window
+
+
+def test_a_reported_window_under_the_bound_is_ignored_with_one_warning(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 512}})
+    server.queue(openai_text("one"), openai_text("two"))
+    result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
+    assert context_windows(result.stdout) == [128_000]  # the default, not the server's 512
+    warned = [line for line in result.stderr.splitlines() if "512-token" in line]
+    assert warned == [
+        f"dsh: warning: {server.url}/v1 reports a 512-token context window for m "
+        "(llama.cpp /props), under the 1,024 dsh needs: ignored, assuming 128,000 tokens "
+        "(set provider.context_window or --context-window)"
+    ]
+    settings = [json.loads(line) for line in result.stdout.splitlines()]
+    (recorded,) = [e["data"] for e in settings if e["type"] == "session/settings"]
+    assert recorded["contextWindow"] == 128_000  # a reopen does not meet the 512 again
+
+
+def test_a_models_list_reporting_a_window_under_the_bound_is_ignored(server: FakeServer):  # noqa: F811
+    from dsh.agent.runtime import resolve_route
+    from dsh.config import load_settings
+
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "m", "max_model_len": 1023}]})
+    overrides = {
+        "provider": {"name": "openai-compatible", "base_url": server.url + "/v1", "model": "m"}
+    }
+    settings = load_settings(overrides=overrides, environ={}, cwd=Path("/nonexistent"))
+    route = resolve_route(settings, environ={})
+    assert route.context_window == 128_000
+    assert route.notice is not None and "reports a 1,023-token context window" in route.notice
+    assert "(vLLM /v1/models)" in route.notice

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
-    MIN_SUMMARIZER_CONTEXT_WINDOW,
+    MIN_CONTEXT_WINDOW,
     Settings,
     compaction_misfit,
+    window_too_small,
 )
 from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS, make_provider
@@ -47,7 +48,9 @@ def resolve_route(
     store: EventStore | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Route:
-    """The provider, model and context window the settings (and flags) ask for."""
+    """The provider, model and context window the settings (and flags) ask for. A window the
+    server reports under ``MIN_CONTEXT_WINDOW`` is ignored, as a configured one is refused: the
+    route runs in ``DEFAULT_CONTEXT_WINDOW`` and its notice says so."""
     cfg = settings.provider
     window = cfg.context_window
     if cfg.name == "scripted" or (script is not None and cfg.name in ("scripted", "deepseek")):
@@ -78,7 +81,15 @@ def resolve_route(
         found = discover_window(
             cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
         )
-        if found is not None:
+        if found is not None and window_too_small(found.window):
+            window = DEFAULT_CONTEXT_WINDOW
+            notice = (
+                f"{cfg.base_url} reports a {found.window:,}-token context window for {model} "
+                f"({found.source}), under the {MIN_CONTEXT_WINDOW:,} dsh needs: ignored, "
+                f"assuming {DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or "
+                "--context-window)"
+            )
+        elif found is not None:
             window, notice = found.window, _misfit_notice(settings, found.window)
         else:
             window = DEFAULT_CONTEXT_WINDOW
@@ -99,7 +110,7 @@ def _summarizer_window(
     conversation's window, as before). Its provider's known window, else its server's answer
     (asked once per process, like the conversation's); nothing is asked when
     ``compaction.summarizer_context_window`` is set or the summariser is the conversation. A
-    reported window under ``MIN_SUMMARIZER_CONTEXT_WINDOW`` is refused (``ConfigError``), as a
+    reported window under ``MIN_CONTEXT_WINDOW`` is refused (``ConfigError``), as a
     configured one is: it leaves a call no useful room."""
     cfg, conversation = settings.compaction, settings.provider
     target = summarizer_target(settings, conversation.name)
@@ -119,11 +130,11 @@ def _summarizer_window(
     if base_url is None:
         return known.context_window, None
     found = discover_window(base_url, summarizer_model, api_key or environ.get(known.key_env))
-    if found is not None and found.window < MIN_SUMMARIZER_CONTEXT_WINDOW:
+    if found is not None and window_too_small(found.window):
         raise ConfigError(
             f"the summariser's server {base_url} reports a {found.window:,}-token "
             f"context window for {summarizer_model} ({found.source}); a summariser needs at "
-            f"least {MIN_SUMMARIZER_CONTEXT_WINDOW:,}: give it a larger window, choose another "
+            f"least {MIN_CONTEXT_WINDOW:,}: give it a larger window, choose another "
             "compaction.summarizer, or set compaction.summarizer_context_window"
         )
     if found is not None:

@@ -35,7 +35,14 @@ import msgspec
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
 from dsh.bench.recall_scores import shares_substring
-from dsh.config import CompactionSettings, Settings, compaction_misfit, validate_settings
+from dsh.config import (
+    WINDOW_RULE,
+    CompactionSettings,
+    Settings,
+    compaction_misfit,
+    validate_settings,
+    window_too_small,
+)
 from dsh.errors import ConfigError
 
 FactKind = Literal[
@@ -344,8 +351,8 @@ def validate_spec(spec: ScenarioSpec, *, source: str) -> None:
 
     if spec.turns < 2:
         fail("turns must be at least 2")
-    if spec.window < 1000:
-        fail("window must be at least 1000 tokens")
+    if window_too_small(spec.window):
+        fail(f"window {WINDOW_RULE} tokens")
     if not 0 <= spec.parallel <= 1 or not 0 <= spec.reasoning <= 1:
         fail("parallel and reasoning are probabilities in [0, 1]")
     low, high = spec.steps

@@ -58,7 +58,11 @@ ALLOW_NAMES: dict[str, ToolKind] = {
     type=click.Choice(["recallable", "basic", "off"]),
     help="Compaction backend (default: a resumed session's own, else the config's: recallable).",
 )
-@click.option("--context-window", type=click.IntRange(min=1), help="Override the model's window.")
+@click.option(
+    "--context-window",
+    type=int,
+    help="Override the model's window (tokens; at least 1024, checked with the config's keys).",
+)
 @click.option(
     "--summarizer", help="extractive (keyless), a model name (tags allowed) or provider:model."
 )

@@ -30,6 +30,7 @@ import platformdirs
 
 from dsh.config.environment import environment_layer
 from dsh.config.mcp_servers import check_servers, drop_project_servers, validate_server
+from dsh.config.rules import Problem, compaction_problems, misfit, session_problems
 from dsh.config.sections import (
     APPROVAL_STRICTNESS,
     DEFAULT_CONTEXT_WINDOW,
@@ -38,9 +39,10 @@ from dsh.config.sections import (
     LARGE_WINDOW_CHUNK,
     LARGE_WINDOW_STATE,
     LARGE_WINDOW_STUB,
-    MIN_SUMMARIZER_CONTEXT_WINDOW,
+    MIN_CONTEXT_WINDOW,
     SECTIONS,
     USER_ONLY_SECTIONS,
+    WINDOW_RULE,
     CompactionOverride,
     CompactionSettings,
     McpServerSettings,
@@ -53,6 +55,7 @@ from dsh.config.sections import (
     ToolChoice,
     ToolSettings,
     TrustSettings,
+    window_too_small,
 )
 from dsh.errors import ConfigError
 
@@ -64,13 +67,15 @@ __all__ = [
     "LARGE_WINDOW_CHUNK",
     "LARGE_WINDOW_STATE",
     "LARGE_WINDOW_STUB",
-    "MIN_SUMMARIZER_CONTEXT_WINDOW",
+    "MIN_CONTEXT_WINDOW",
     "SECTIONS",
     "USER_ONLY_SECTIONS",
+    "WINDOW_RULE",
     "CompactionOverride",
     "CompactionSettings",
     "McpServerSettings",
     "McpSettings",
+    "Problem",
     "ProviderOverride",
     "ProviderSettings",
     "RecallSettings",
@@ -80,13 +85,16 @@ __all__ = [
     "ToolSettings",
     "TrustSettings",
     "compaction_misfit",
+    "compaction_problems",
     "dsh_home",
     "is_trusted",
     "load_settings",
     "restrict_project_layer",
+    "session_problems",
     "set_trust",
     "trusted_directories",
     "validate_settings",
+    "window_too_small",
 ]
 
 log = logging.getLogger(__name__)
@@ -272,35 +280,27 @@ def _without_table(text: str, table: str) -> str:
 
 def validate_settings(settings: Settings) -> None:
     """Range checks that a type cannot express; each error names the offending key."""
-    _validate_compaction(settings.compaction, "compaction")
+    _refuse(compaction_problems(settings.compaction))
     for name in settings.compaction.overrides:
         provider, _, model = name.rpartition(":")
         merged = settings.compaction.for_route(provider, model)
-        _validate_compaction(merged, f'compaction.overrides."{name}"')
+        _refuse(compaction_problems(merged, f'compaction.overrides."{name}"'))
     recall = settings.recall
     _require(recall.read_budget_chars >= 50, "recall.read_budget_chars", "must be at least 50")
     _require(1 <= recall.search_limit <= 200, "recall.search_limit", "must be in [1, 200]")
     repeats = settings.tools.max_repeated_calls
     _require(repeats == 0 or repeats >= 2, "tools.max_repeated_calls", "must be 0 or at least 2")
     window = settings.provider.context_window
-    _require(window is None or window > 0, "provider.context_window", "must be positive")
+    _require(not window_too_small(window), "provider.context_window", WINDOW_RULE)
     _validate_provider(settings.provider, "provider")
     for name in settings.provider.overrides:
         provider, _, model = name.rpartition(":")
         route = settings.provider.for_route(provider, model)
         _validate_provider(route, f'provider.overrides."{name}"')
     if window is not None:
-        _require_compactable(settings.compaction, window)
+        _refuse([problem for problem in [misfit(settings.compaction, window)] if problem])
     for name, server in settings.mcp.servers.items():
         validate_server(name, server)
-    summarizer = settings.compaction.summarizer
-    _require(
-        bool(summarizer.strip())
-        and not summarizer.startswith(":")
-        and not summarizer.endswith(":"),
-        "compaction.summarizer",
-        "must be extractive, a model name, or provider:model with both parts",
-    )
 
 
 def _validate_provider(p: ProviderSettings, where: str) -> None:
@@ -315,73 +315,17 @@ def _validate_provider(p: ProviderSettings, where: str) -> None:
         _require(ok, f"{where}.{key}", f"must be {rule}")
 
 
-def _validate_compaction(c: CompactionSettings, where: str) -> None:
-    rules = [
-        (0 < c.threshold_ratio <= 1, "threshold_ratio", "must be in (0, 1]"),
-        (0 <= c.retain_ratio < 1, "retain_ratio", "must be in [0, 1)"),
-        (
-            c.retain_ratio < c.threshold_ratio,
-            "retain_ratio",
-            "must be below threshold_ratio (the retained tail must fit under it)",
-        ),
-        (
-            c.retain_ratio <= c.low_watermark_ratio < c.threshold_ratio,
-            "low_watermark_ratio",
-            "must be in [retain_ratio, threshold_ratio) (a pass compacts down to it)",
-        ),
-        (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
-        (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
-        (
-            c.summarizer_context_window is None
-            or c.summarizer_context_window >= MIN_SUMMARIZER_CONTEXT_WINDOW,
-            "summarizer_context_window",
-            f"must be at least {MIN_SUMMARIZER_CONTEXT_WINDOW}",
-        ),
-        (
-            c.stub_region_ratio < c.threshold_ratio,
-            "stub_region_ratio",
-            "must be below threshold_ratio (the stubs must leave room under it)",
-        ),
-        (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
-        (c.chunk >= 100, "chunk_tokens", "must be at least 100"),
-        (c.stub >= 20, "stub_tokens", "must be at least 20"),
-        (c.stub <= c.chunk // 4, "stub_tokens", "must be at most chunk_tokens / 4"),
-        (c.state_max >= 100, "state_max_tokens", "must be at least 100"),
-        (c.max_concurrency >= 1, "max_concurrency", "must be at least 1"),
-        (0 < c.stub_region_ratio < 1, "stub_region_ratio", "must be in (0, 1)"),
-        (c.compaction_retries >= 0, "compaction_retries", "must be non-negative"),
-        (c.max_overflow_retries >= 0, "max_overflow_retries", "must be non-negative"),
-        (
-            c.prune_head_chars + c.prune_tail_chars < c.prune_threshold_chars,
-            "prune_head_chars",
-            "plus prune_tail_chars must be below prune_threshold_chars",
-        ),
-    ]
-    for ok, key, rule in rules:
-        _require(ok, f"{where}.{key}", rule)
-
-
 def compaction_misfit(c: CompactionSettings, window: int) -> str | None:
-    """Why budgets ``c`` cannot compact in ``window`` (None: they can): a retained tail or a
-    state that alone reaches the threshold would make every pass refuse."""
-    threshold = int(window * c.threshold_ratio)
-    if c.retain_tokens is not None and c.retain_tokens >= threshold:
-        return (
-            f"config key compaction.retain_tokens must be below the threshold ({threshold} "
-            f"tokens in a {window}-token window)"
-        )
-    if c.for_window(window).state_max + c.retain_for(window) >= threshold:
-        return (
-            f"config key compaction.state_max_tokens plus the retained tail must be below the "
-            f"threshold ({threshold} tokens in a {window}-token window)"
-        )
-    return None
+    """Why budgets ``c`` cannot compact in ``window`` (None: they can), as config validation
+    says it: a retained tail or a state that alone reaches the threshold would make every pass
+    refuse."""
+    problem = misfit(c, window)
+    return None if problem is None else str(problem)
 
 
-def _require_compactable(c: CompactionSettings, window: int) -> None:
-    problem = compaction_misfit(c, window)
-    if problem is not None:
-        raise ConfigError(problem)
+def _refuse(problems: list[Problem]) -> None:
+    if problems:
+        raise ConfigError(str(problems[0]))
 
 
 def _require(ok: bool, key: str, rule: str) -> None:

@@ -215,9 +215,19 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 """The context window assumed when neither config, a flag nor the provider tells one: the one
 place this default lives."""
 
-MIN_SUMMARIZER_CONTEXT_WINDOW = 1024
-"""The smallest summariser window dsh plans calls for, whether configured
-(``compaction.summarizer_context_window``) or reported by the summariser's server."""
+MIN_CONTEXT_WINDOW = 1024
+"""The smallest context window dsh runs in, the conversation's (``provider.context_window``) or
+the summariser's (``compaction.summarizer_context_window``): under it a call has no useful room
+for its instruction, history and answer. The one rule is ``window_too_small``."""
+WINDOW_RULE = f"must be at least {MIN_CONTEXT_WINDOW}"
+"""How ``window_too_small`` is said after a key's name."""
+
+
+def window_too_small(window: int | None) -> bool:
+    """Whether ``window`` (configured, given as a flag, reported by a server or recorded in a
+    session's log) is under ``MIN_CONTEXT_WINDOW``; None (unknown) is not."""
+    return window is not None and window < MIN_CONTEXT_WINDOW
+
 
 SECTIONS: dict[str, type[_Section]] = {
     name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()

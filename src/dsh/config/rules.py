@@ -1,0 +1,120 @@
+"""The range rules of what a session runs with (its window and its compaction settings), as
+problems rather than errors.
+
+Config validation (``validate_settings``) refuses the first problem of a value given now; a
+reopened session replaces a recorded value a problem names with the configured one
+(``dsh.agent.session_settings``). One rule set, so a value refused when given is not kept when
+it comes back from a log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.config.sections import WINDOW_RULE, CompactionSettings, Settings, window_too_small
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A value that breaks a rule: ``key`` (``compaction.chunk_tokens``) ``rule``."""
+
+    key: str
+    rule: str
+    involves: tuple[str, ...] = ()
+    """The other keys the rule reads (``retain_ratio`` below ``threshold_ratio``)."""
+
+    def __str__(self) -> str:
+        return f"config key {self.key} {self.rule}"
+
+
+def compaction_problems(c: CompactionSettings, where: str = "compaction") -> list[Problem]:
+    """Every rule ``c`` breaks, in the order config validation checks them; keys are prefixed
+    with ``where``."""
+    rules: list[tuple[Any, ...]] = [
+        (0 < c.threshold_ratio <= 1, "threshold_ratio", "must be in (0, 1]"),
+        (0 <= c.retain_ratio < 1, "retain_ratio", "must be in [0, 1)"),
+        (
+            c.retain_ratio < c.threshold_ratio,
+            "retain_ratio",
+            "must be below threshold_ratio (the retained tail must fit under it)",
+            ("threshold_ratio",),
+        ),
+        (
+            c.retain_ratio <= c.low_watermark_ratio < c.threshold_ratio,
+            "low_watermark_ratio",
+            "must be in [retain_ratio, threshold_ratio) (a pass compacts down to it)",
+            ("retain_ratio", "threshold_ratio"),
+        ),
+        (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
+        (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
+        (
+            not window_too_small(c.summarizer_context_window),
+            "summarizer_context_window",
+            WINDOW_RULE,
+        ),
+        (
+            c.stub_region_ratio < c.threshold_ratio,
+            "stub_region_ratio",
+            "must be below threshold_ratio (the stubs must leave room under it)",
+            ("threshold_ratio",),
+        ),
+        (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
+        (c.chunk >= 100, "chunk_tokens", "must be at least 100"),
+        (c.stub >= 20, "stub_tokens", "must be at least 20"),
+        (
+            c.stub <= c.chunk // 4,
+            "stub_tokens",
+            "must be at most chunk_tokens / 4",
+            ("chunk_tokens",),
+        ),
+        (c.state_max >= 100, "state_max_tokens", "must be at least 100"),
+        (c.max_concurrency >= 1, "max_concurrency", "must be at least 1"),
+        (0 < c.stub_region_ratio < 1, "stub_region_ratio", "must be in (0, 1)"),
+        (c.compaction_retries >= 0, "compaction_retries", "must be non-negative"),
+        (c.max_overflow_retries >= 0, "max_overflow_retries", "must be non-negative"),
+        (
+            c.prune_head_chars + c.prune_tail_chars < c.prune_threshold_chars,
+            "prune_head_chars",
+            "plus prune_tail_chars must be below prune_threshold_chars",
+            ("prune_tail_chars", "prune_threshold_chars"),
+        ),
+        (
+            bool(c.summarizer.strip())
+            and not c.summarizer.startswith(":")
+            and not c.summarizer.endswith(":"),
+            "summarizer",
+            "must be extractive, a model name, or provider:model with both parts",
+        ),
+    ]
+    problems = []
+    for ok, key, rule, *involves in rules:  # a rule between keys names the others last
+        if not ok:
+            others = tuple(f"{where}.{other}" for other in (involves[0] if involves else ()))
+            problems.append(Problem(f"{where}.{key}", rule, others))
+    return problems
+
+
+def misfit(c: CompactionSettings, window: int) -> Problem | None:
+    """Why budgets ``c`` cannot compact in ``window`` (None: they can): a retained tail or a
+    state that alone reaches the threshold would make every pass refuse."""
+    threshold = int(window * c.threshold_ratio)
+    where = f"threshold ({threshold} tokens in a {window}-token window)"
+    if c.retain_tokens is not None and c.retain_tokens >= threshold:
+        return Problem("compaction.retain_tokens", f"must be below the {where}")
+    if c.for_window(window).state_max + c.retain_for(window) >= threshold:
+        return Problem(
+            "compaction.state_max_tokens", f"plus the retained tail must be below the {where}"
+        )
+    return None
+
+
+def session_problems(settings: Settings) -> list[Problem]:
+    """What config validation would refuse in the settings a session records: its window
+    (``provider.context_window``) and its compaction settings. Whether those budgets compact
+    in that window (``misfit``) is not asked again: the window may be one a server reported,
+    and a reported window the budgets do not fit is said, not refused (``resolve_route``)."""
+    problems = compaction_problems(settings.compaction)
+    if window_too_small(settings.provider.context_window):
+        problems.append(Problem("provider.context_window", WINDOW_RULE))
+    return problems
