@@ -39,7 +39,8 @@ def render_config() -> str:
         "`stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50; "
-        "`summarizer_context_window` ≥ 1024; an MCP server's `timeout_s` and "
+        "`provider.context_window` and `summarizer_context_window` ≥ 1024; an MCP server's "
+        "`timeout_s` and "
         "`startup_timeout_s` positive.",
         "",
         "A session keeps its own settings: "
@@ -48,7 +49,9 @@ def render_config() -> str:
         + ", ".join(f"`compaction.{k}`" for k in COMPACTION_KEYS)
         + " are recorded in its log (`session/settings`, never a key) when it first runs, and "
         "every reopen uses them, not the layers above; a flag given on reopen overrides them and "
-        "is logged. `dsh sessions show ID --view settings` prints them.",
+        "is logged. A recorded value the validation above refuses today (a window under 1024 an "
+        "older dsh recorded) is replaced on reopen by the configured one, said in one warning "
+        "line; the log is only appended to. `dsh sessions show ID --view settings` prints them.",
         "",
     ]
     for section in SECTIONS:

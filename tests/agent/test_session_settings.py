@@ -3,13 +3,21 @@ reopen unless a flag says otherwise (``dsh.agent.session_settings``)."""
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.agent import session_settings as ss
-from dsh.config import CompactionOverride, CompactionSettings, ProviderSettings, Settings
+from dsh.config import (
+    CompactionOverride,
+    CompactionSettings,
+    ProviderSettings,
+    Settings,
+    session_problems,
+)
 from dsh.errors import UsageError
 from dsh.events import RecordedCompaction, SessionSettings, SessionSettingsEvent
 from dsh.store import JsonlStore, MemoryStore
@@ -33,6 +41,7 @@ compactions = st.builds(
     retain_tokens=st.none() | sizes,
     summarizer_provider=st.none() | texts,
     summarizer_base_url=st.none() | texts,
+    summarizer_context_window=st.none() | st.integers(min_value=-5, max_value=10**7),
 )
 recorded_settings = st.builds(
     SessionSettings,
@@ -41,7 +50,7 @@ recorded_settings = st.builds(
     compaction=compactions,
     workspace=texts,
     base_url=st.none() | texts,
-    context_window=st.none() | st.integers(min_value=1, max_value=10**7),
+    context_window=st.none() | st.integers(min_value=-5, max_value=10**7),
 )
 
 
@@ -188,3 +197,95 @@ def test_a_base_url_logged_without_its_credentials_is_still_the_same_endpoint(
         provider=ProviderSettings(name="openai-compatible", model="m", base_url=configured)
     )
     assert ss.snapshot(config, "openai-compatible", "m", 4096, "/w").base_url == logged
+
+
+@settings(max_examples=200, deadline=None)
+@given(recorded=recorded_settings)
+def test_any_recorded_settings_reopen_as_valid_ones_keeping_every_valid_recorded_value(
+    recorded: SessionSettings,
+):
+    """Whatever an older dsh recorded, a reopen neither crashes nor keeps a value config
+    validation refuses; what it replaces becomes the configured value, the rest stays."""
+    configured = Settings()
+    resolved = ss.effective(configured, recorded)
+    assert session_problems(resolved.settings) == []
+    replaced = {item.key: item for item in resolved.replaced}
+    for key in ("provider.context_window", *(f"compaction.{k}" for k in ss.COMPACTION_KEYS)):
+        section, _, name = key.partition(".")
+        value = getattr(getattr(resolved.settings, section), name)
+        if key in replaced:
+            assert value == getattr(getattr(configured, section), name)
+            assert replaced[key].recorded != value
+        elif section == "provider":
+            assert value == recorded.context_window
+        elif name != "summarizer_base_url":  # credentials may be put back on the URL
+            assert value == getattr(recorded.compaction, name)
+
+
+def test_a_recorded_window_under_the_bound_gives_way_to_the_configured_one_with_its_budgets():
+    recorded = ss.snapshot(
+        Settings(), "deepseek", "deepseek-chat", 512, "/w", summarizer_window=600
+    )
+    assert (recorded.compaction.chunk_tokens, recorded.compaction.state_max_tokens) == (100, 100)
+    configured = Settings(provider=ProviderSettings(context_window=32_000))
+    resolved = ss.effective(configured, recorded)
+    assert resolved.settings.provider.context_window == 32_000
+    assert resolved.settings.compaction.summarizer_context_window is None
+    # the budgets scaled to 512 tokens scale to the new window again (unset in the config)
+    assert resolved.settings.compaction.for_window(32_000).chunk_tokens == 4000
+    assert [item.describe() for item in resolved.replaced] == [
+        "compaction.summarizer_context_window 600 -> (unset) (must be at least 1024)",
+        "provider.context_window 512 -> 32000 (must be at least 1024)",
+        "compaction.chunk_tokens 100 -> (unset) (scaled to that window)",
+        "compaction.stub_tokens 20 -> (unset) (scaled to that window)",
+        "compaction.state_max_tokens 100 -> (unset) (scaled to that window)",
+    ]
+    assert resolved.changes == ()  # no flag changed anything
+
+
+def test_a_rule_between_two_keys_replaces_the_recorded_one_and_never_a_flags():
+    configured = Settings(
+        compaction=CompactionSettings(
+            threshold_ratio=0.3, low_watermark_ratio=0.2, retain_ratio=0.1
+        )
+    )
+    recorded = _recorded()  # threshold 0.8, low watermark 0.4, retain 0.16: valid as recorded
+    recorded = msgspec.structs.replace(
+        recorded, compaction=msgspec.structs.replace(recorded.compaction, retain_ratio=0.25)
+    )
+    flags = {"compaction": {"threshold_ratio": 0.3}}
+    resolved = ss.effective(configured, recorded, flags)
+    compaction = resolved.settings.compaction
+    assert compaction.threshold_ratio == 0.3  # the flag's, kept
+    assert (compaction.retain_ratio, compaction.low_watermark_ratio) == (0.1, 0.2)
+    assert compaction.stub_region_ratio == 0.03  # valid as recorded: kept
+    assert compaction.chunk_tokens == 1000
+    # the recorded low watermark is not under the flag's threshold; the configured one is not
+    # over the recorded retained tail, which the rule involves: both go back to the config
+    rule = "must be in [retain_ratio, threshold_ratio) (a pass compacts down to it)"
+    assert [item.describe() for item in resolved.replaced] == [
+        f"compaction.low_watermark_ratio 0.4 -> 0.2 ({rule})",
+        f"compaction.retain_ratio 0.25 -> 0.1 (compaction.low_watermark_ratio {rule})",
+    ]
+
+
+def test_the_replacement_is_said_once_per_session_in_one_line(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING, logger="dsh")
+    recorded = _recorded(context_window=100)
+    assert ss.effective(Settings(), recorded).replaced  # no session named: nothing said
+    for _ in range(3):  # a face resolves a session's settings several times as it opens it
+        ss.effective(Settings(), recorded, session_id="s-said-once")
+    ss.effective(Settings(), recorded, session_id="s-another")
+    said = [r.getMessage() for r in caplog.records if "no longer valid" in r.getMessage()]
+    assert said == [
+        "session s-said-once recorded settings that are no longer valid; using the configured "
+        "ones instead: provider.context_window 100 -> (unset) (must be at least 1024)",
+        "session s-another recorded settings that are no longer valid; using the configured "
+        "ones instead: provider.context_window 100 -> (unset) (must be at least 1024)",
+    ]
+
+
+def test_valid_recorded_settings_replace_nothing_and_say_nothing(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING, logger="dsh")
+    resolved = ss.effective(Settings(), _recorded(), session_id="s-valid")
+    assert resolved.replaced == () and caplog.records == []

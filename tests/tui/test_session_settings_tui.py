@@ -72,3 +72,30 @@ def test_resume_in_the_ui_keeps_the_recorded_model_and_refuses_another_provider(
             assert (app.controller.model, app.controller.window) == ("recorded-model", 16_000)
 
     asyncio.run(main())
+
+
+def test_a_recorded_window_under_the_bound_gives_way_to_the_route_and_is_said_once(rig: Rig):
+    import msgspec
+
+    from dsh.agent import session_settings
+    from dsh.surface import Session
+
+    _drive(rig.app([{"text": "first"}], window=16_000), "hello")
+    session_id = rig.store.list()[-1].id
+    with Session.open(rig.store, session_id, writable=True) as session:  # an older dsh's record
+        current = session_settings.latest(session)
+        assert current is not None
+        session.append(msgspec.structs.replace(current, context_window=512))
+    log = rig.store.root / session_id / "session.jsonl"
+    before = log.read_bytes()
+    reopened = rig.app([{"text": "second"}], resume=session_id)
+    events = _drive(reopened, "again")
+    assert reopened.controller.window == 128_000  # the route's, not the recorded 512
+    assert reopened.status_bar.info.context_window == 128_000
+    windows = [e.data.context_window for e in events if isinstance(e, RequestContextEvent)]
+    assert windows[-1] == 128_000
+    said = [w for w in reopened.warnings.entries if "no longer valid" in w.text]
+    assert [(w.count, "provider.context_window 512 -> (unset)" in w.text) for w in said] == [
+        (1, True)
+    ]
+    assert log.read_bytes().startswith(before)

@@ -108,13 +108,15 @@ class SettingsWiring:
     def own_settings(self, session: Session) -> Settings:
         """The settings ``session`` runs with: its recorded ones win over the configured."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        return session_settings.effective(self.settings, recorded).settings
+        return session_settings.effective(self.settings, recorded, session_id=session.id).settings
 
     def own(self, session: Session) -> tuple[Settings, Route]:
         """The settings and route ``session`` runs with: its recorded ones win over the
         configured (an older log without them gets the configured)."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        settings = session_settings.effective(self.settings, recorded).settings
+        settings = session_settings.effective(
+            self.settings, recorded, session_id=session.id
+        ).settings
         route = self.route()
         if recorded is None:
             return settings, route

@@ -16,6 +16,12 @@ next ``record`` logs the change; the config file never re-routes a recorded sess
 without the event (written before it existed) gets the configured settings, as before, and its
 first run records them.
 
+A recorded value is checked on reopen by the rules a value given now is checked by
+(``dsh.config.rules``): one no longer valid (a window under ``MIN_CONTEXT_WINDOW`` recorded
+before that bound, a budget a later rule refuses) is replaced by the configured value
+(``resolved.replaced``) and said once, in one warning line; the record is never rewritten, and
+the next ``record`` logs the settings actually used, naming the replaced keys in ``changed``.
+
 Changing the backend of a session that already has checkpoints is an explicit switch only
 (``switch=True``: ``dsh compact ID --backend``, a ``--compaction`` flag on resume); anything
 else is refused with one line. The new backend adopts the old checkpoints (docs/compaction.md,
@@ -26,6 +32,8 @@ merges every checkpoint in its range).
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +41,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from dsh.config import DEFAULT_CONTEXT_WINDOW, CompactionSettings, Settings
-from dsh.errors import DshError, UsageError
+from dsh.config import (
+    DEFAULT_CONTEXT_WINDOW,
+    WINDOW_RULE,
+    CompactionSettings,
+    Problem,
+    Settings,
+    session_problems,
+    window_too_small,
+)
+from dsh.errors import ConfigError, DshError, UsageError
 from dsh.events import (
     Event,
     RecordedCompaction,
@@ -50,11 +66,13 @@ __all__ = [
     "COMPACTION_KEYS",
     "ROUTE_KEYS",
     "Change",
+    "Replaced",
     "Resolved",
     "describe",
     "effective",
     "has_checkpoints",
     "latest",
+    "logged_window",
     "read",
     "record",
     "snapshot",
@@ -71,6 +89,14 @@ SETTINGS_TYPE = event_type_name(SessionSettingsEvent)
 REPLAY = "replay"
 """The provider that serves a recorded session's calls again (``--provider replay``)."""
 _RECORDED_ROUTE = {"name": "provider", "model": "model", "base_url": "base_url"}
+WINDOW_KEY = "provider.context_window"
+WINDOW_SCALED_KEYS = ("chunk_tokens", "stub_tokens", "state_max_tokens")
+"""The budgets ``snapshot`` records scaled to the window when the config leaves them unset: a
+replaced window takes those it scaled back to the configured ones (unset: scaled to the new
+window); one that is not what it scaled was set, and is kept."""
+log = logging.getLogger(__name__)
+_said: set[str] = set()
+_said_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +112,27 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class Replaced:
+    """A recorded value that is no longer valid, and the configured one used instead."""
+
+    key: str
+    recorded: Any
+    now: Any
+    rule: str
+    """Why: the rule the recorded value breaks, as config validation says it."""
+
+    def describe(self) -> str:
+        shown = ["(unset)" if value is None else str(value) for value in (self.recorded, self.now)]
+        return f"{self.key} {shown[0]} -> {shown[1]} ({self.rule})"
+
+
+@dataclass(frozen=True, slots=True)
 class Resolved:
     settings: Settings
     """The settings to build the session's parts from (recorded values, then the flags)."""
     changes: tuple[Change, ...] = ()
     recorded: SessionSettings | None = None
+    replaced: tuple[Replaced, ...] = ()
 
 
 def latest(session: Session) -> SessionSettings | None:
@@ -125,13 +167,16 @@ def effective(
     *,
     switch: bool = False,
     checkpoints: bool = False,
+    session_id: str | None = None,
 ) -> Resolved:
     """``settings`` (config and flags merged) with the session's recorded values put back
     wherever no flag in ``overrides`` says otherwise.
 
     A flag that moves the route (provider, model or base URL) takes the route from the flags and
     the config; a flag that changes the backend of a session with ``checkpoints`` needs
-    ``switch`` (else ``UsageError``)."""
+    ``switch`` (else ``UsageError``). A recorded value no longer valid is replaced by the
+    configured one (``Resolved.replaced``); given the ``session_id``, that is logged as one
+    warning line, once per process."""
     if recorded is None:
         return Resolved(settings)
     flags = {section: dict(values) for section, values in (overrides or {}).items()}
@@ -148,7 +193,103 @@ def effective(
             f"{backend.now} backend adopts the old checkpoints)"
         )
     chosen = msgspec.structs.replace(settings, provider=provider, compaction=compaction)
-    return Resolved(chosen, tuple(changes), recorded)
+    flagged = {f"provider.{key}" for key in provider_flags}
+    flagged |= {f"compaction.{key}" for key in compaction_flags}
+    chosen, replaced = _still_valid(chosen, settings, flagged)
+    if replaced and session_id is not None:
+        _say_once(replaced_warning(session_id, replaced))
+    return Resolved(chosen, tuple(changes), recorded, replaced)
+
+
+def replaced_warning(session_id: str, replaced: Sequence[Replaced]) -> str:
+    """The one line that says which recorded values a reopen replaced, and why."""
+    values = "; ".join(item.describe() for item in replaced)
+    return (
+        f"session {session_id} recorded settings that are no longer valid; using the "
+        f"configured ones instead: {values}"
+    )
+
+
+def logged_window(session_id: str, logged: int | None, configured: int | None) -> int | None:
+    """The window a log without recorded settings last ran in (its latest ``request/context``),
+    as its reopen uses it: one no longer valid gives way to the ``configured`` one, said once
+    as a replaced recorded value is."""
+    if not window_too_small(logged):
+        return logged
+    replaced = Replaced(WINDOW_KEY, logged, configured, WINDOW_RULE)
+    _say_once(replaced_warning(session_id, [replaced]))
+    return configured
+
+
+def _say_once(line: str) -> None:
+    """Log ``line`` as a warning unless this process already did (every face resolves a
+    session's settings more than once while it opens it)."""
+    with _said_lock:
+        if line in _said:
+            return
+        _said.add(line)
+    log.warning("%s", line)
+
+
+def _still_valid(
+    chosen: Settings, configured: Settings, flagged: set[str]
+) -> tuple[Settings, tuple[Replaced, ...]]:
+    """``chosen`` with every recorded value that breaks a rule of ``session_problems``
+    replaced by the configured one; a value a flag gave is never replaced (the flags were
+    validated with the config). A problem is fixed at the key it names when that key holds a
+    recorded value, else (a rule between a recorded value and a configured or flagged one) at
+    the recorded keys its rule involves.
+
+    Each round replaces at least one recorded value by its configured one, which is then no
+    longer recorded: the rounds end."""
+    route = (chosen.provider.name, chosen.provider.model or "")
+    budgets = msgspec.structs.replace(configured.compaction.for_route(*route), overrides={})
+    defaults = msgspec.structs.replace(configured, compaction=budgets)
+    replaced: list[Replaced] = []
+    while problems := session_problems(chosen):
+        problem = problems[0]
+        recorded = {
+            key
+            for key in (WINDOW_KEY, *(f"compaction.{name}" for name in COMPACTION_KEYS))
+            if key not in flagged and _value(chosen, key) != _value(defaults, key)
+        }
+        if problem.key in recorded:
+            keys = [problem.key]
+        else:
+            keys = [key for key in problem.involves if key in recorded]
+        if not keys:
+            raise ConfigError(str(problem))  # the config and the flags alone: refused at load
+        reasons = {key: _reason(problem, key) for key in keys}
+        if WINDOW_KEY in keys:  # the budgets scaled to the window go with it
+            for key, scaled in _scaled_to(chosen.compaction, _value(chosen, WINDOW_KEY)).items():
+                if key in recorded and _value(chosen, key) == scaled:
+                    reasons.setdefault(key, "scaled to that window")
+        for key, why in reasons.items():
+            replaced.append(Replaced(key, _value(chosen, key), _value(defaults, key), why))
+            chosen = _with(chosen, key, _value(defaults, key))
+    return chosen, tuple(replaced)
+
+
+def _scaled_to(compaction: CompactionSettings, window: int) -> dict[str, int]:
+    """The budgets ``snapshot`` records for ``window`` when the config leaves them unset."""
+    unset = dict.fromkeys(WINDOW_SCALED_KEYS)
+    scaled = msgspec.structs.replace(compaction, **unset).for_window(window)
+    return {f"compaction.{name}": getattr(scaled, name) for name in WINDOW_SCALED_KEYS}
+
+
+def _reason(problem: Problem, key: str) -> str:
+    return problem.rule if key == problem.key else f"{problem.key} {problem.rule}"
+
+
+def _value(settings: Settings, key: str) -> Any:
+    section, _, name = key.partition(".")
+    return getattr(getattr(settings, section), name)
+
+
+def _with(settings: Settings, key: str, value: Any) -> Settings:
+    section, _, name = key.partition(".")
+    changed = msgspec.structs.replace(getattr(settings, section), **{name: value})
+    return msgspec.structs.replace(settings, **{section: changed})
 
 
 def _route(

@@ -14,12 +14,13 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import click
+import msgspec
 
 from dsh.agent import session_settings
 from dsh.agent.runtime import Route, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context, termination
-from dsh.config import Settings, load_settings
+from dsh.config import Settings, load_settings, window_too_small
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
 from dsh.llm.types import ModelRequest, StreamEvent
@@ -101,6 +102,7 @@ def _own_settings(
         flags,
         switch=switch,
         checkpoints=session_settings.has_checkpoints(session.events),
+        session_id=session.id,
     )
     if resolved.changes:
         changes = "; ".join(change.describe() for change in resolved.changes)
@@ -118,7 +120,7 @@ def session_route(
     (else those it last ran with, from its log), on the configured provider when a model
     summariser needs it. An extractive summariser, or one on a provider of its own, does not call
     the conversation's provider, so that provider is not resolved (no key, no script needed)."""
-    logged = _logged_route(session, recorded)
+    logged = _logged_route(session, recorded, settings.provider.context_window)
     conversation = logged.provider if logged is not None else settings.provider.name
     if not _summarizes_on(settings, conversation):
         if logged is None:
@@ -139,18 +141,26 @@ def _summarizes_on(settings: Settings, provider: str) -> bool:
     return target is not None and target[0] == provider
 
 
-def _logged_route(session: Session, recorded: SessionSettings | None) -> RequestContext | None:
+def _logged_route(
+    session: Session, recorded: SessionSettings | None, configured_window: int | None
+) -> RequestContext | None:
     """The provider, model and window the session runs with: recorded, else its latest
-    logged route."""
+    logged route; a logged window no longer valid gives way to the ``configured_window`` (a
+    recorded one was replaced, and said, with the rest of its settings: ``_own_settings``)."""
     if recorded is not None:
+        window = recorded.context_window
         return RequestContext(
             provider=recorded.provider,
             model=recorded.model,
-            context_window=recorded.context_window,
+            context_window=configured_window if window_too_small(window) else window,
         )
     for event in reversed(session.events):
         if isinstance(event, RequestContextEvent):
-            return event.data
+            logged = event.data
+            window = session_settings.logged_window(
+                session.id, logged.context_window, configured_window
+            )
+            return msgspec.structs.replace(logged, context_window=window)
     return None
 
 

@@ -172,6 +172,7 @@ def session_settings(
         overrides,
         switch=switch,
         checkpoints=checkpoints,
+        session_id=session_id,
     )
     if resolved.changes and announce:
         changes = "; ".join(change.describe() for change in resolved.changes)

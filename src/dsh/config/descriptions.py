@@ -6,7 +6,8 @@ DESCRIPTIONS: dict[str, str] = {
     "provider.name": "deepseek, openai, anthropic, openai-compatible, scripted or replay.",
     "provider.model": "Model name; each provider has a default.",
     "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp).",
-    "provider.context_window": "Override the model's context window (tokens).",
+    "provider.context_window": "Override the model's context window (tokens); at least 1024 "
+    "(a server that reports less is ignored: the default of 128,000 is used, said once).",
     "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",
     "provider.max_output_tokens": "Output bound sent with every conversation request "
     "(max_tokens), and with summariser calls on the conversation's own route; unset: a "
@@ -49,7 +50,8 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.summarizer_context_window": "Context window of the summariser model in tokens "
     "when it is another model (unset: its provider's known window or what its server reports, "
     "else the conversation's); a pass's calls are split to fit it. At least 1024: a server "
-    "that reports less is refused at start.",
+    "that reports less is refused at start, and a value a session recorded before is replaced by "
+    "this one on reopen.",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
     "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
     "prefix is a known provider.",

@@ -188,7 +188,11 @@ class Controller:
         Another provider or endpoint than this UI's is refused: it needs its own launch."""
         recorded = session_settings.latest(session)
         resolved = session_settings.effective(
-            self.options.settings, recorded, self.options.overrides, switch=True
+            self.options.settings,
+            recorded,
+            self.options.overrides,
+            switch=True,
+            session_id=session.id,
         )
         wanted, route = resolved.settings.provider, self.route
         here = (

@@ -34,6 +34,7 @@ from dsh.agent.session_runner import (
     CompactionOff,
     SessionRunner,
 )
+from dsh.config import window_too_small
 from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
 from dsh.events import (
     AssistantMessageEvent,
@@ -473,12 +474,15 @@ class SessionRegistry:
 
 
 def _logged_window(session: Session) -> int | None:
-    """The window the session recorded, else the one it last ran with."""
+    """The window the session recorded, else the one it last ran with; one no longer valid is
+    not the session's (its reopen replaces it by the configured one, and says so)."""
     recorded = session_settings.latest(session)
     if recorded is not None and recorded.context_window is not None:
-        return recorded.context_window
-    contexts = session.of_type(RequestContextEvent)
-    return contexts[-1].data.context_window if contexts else None
+        window: int | None = recorded.context_window
+    else:
+        contexts = session.of_type(RequestContextEvent)
+        window = contexts[-1].data.context_window if contexts else None
+    return None if window_too_small(window) else window
 
 
 def _title(session: Session) -> str | None:
