@@ -202,6 +202,31 @@ def test_resume_reopens_on_the_recorded_route_and_a_flag_overrides_it(launched, 
     }
 
 
+def test_resume_of_a_window_recorded_under_the_bound_opens_in_the_configured_one_said_by_the_ui(
+    launched, tmp_path, caplog
+):
+    import logging
+
+    from dsh.agent import session_settings
+    from dsh.config import Settings
+
+    store = launched["store"]
+    with Session.create(store, cwd=launched["cwd"]) as session:  # as an older dsh recorded it
+        recorded = session_settings.snapshot(Settings(), "scripted", "m1", 512, launched["cwd"])
+        session_settings.record(session, recorded)
+        session_id = session.id
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "hi"}]')
+    caplog.set_level(logging.WARNING, logger="dsh")
+    cli_tui.launch(session_id, False, script=script)
+    options = launched["options"]
+    assert options.settings.provider.context_window is None  # the configured window, not 512
+    assert options.route_factory(None).context_window == 128_000
+    # not printed before the UI takes the terminal (it would be hidden until it quits): the UI
+    # says it as it opens the session (tests/tui/test_session_settings_tui.py)
+    assert not [r for r in caplog.records if "no longer valid" in r.getMessage()]
+
+
 def test_demo_tui_runs_in_the_small_window_that_makes_it_compact(launched):
     from click.testing import CliRunner
 

@@ -161,9 +161,12 @@ def session_settings(
     switch: bool,
     checkpoints: bool = False,
     announce: bool = True,
+    say_replaced: bool = True,
 ) -> Settings:
     """``settings_`` with the session's recorded settings back where no flag overrides them;
-    each flag that does is said once on stderr (and logged by ``record_settings``)."""
+    each flag that does is said once on stderr (and logged by ``record_settings``). A recorded
+    value no longer valid is replaced by the configured one, said as a warning unless
+    ``say_replaced`` is False (the terminal UI says it itself, once it shows)."""
     from dsh.agent import session_settings as recorded_settings
 
     resolved = recorded_settings.effective(
@@ -172,7 +175,7 @@ def session_settings(
         overrides,
         switch=switch,
         checkpoints=checkpoints,
-        session_id=session_id,
+        session_id=session_id if say_replaced else None,
     )
     if resolved.changes and announce:
         changes = "; ".join(change.describe() for change in resolved.changes)

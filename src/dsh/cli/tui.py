@@ -77,8 +77,12 @@ def launch(
     flags = {"provider": provider or {}, "compaction": compaction or {}}
     settings = load_settings(cwd=workspace, overrides=flags)
     store = context.store(settings)
-    # a resumed session runs with its own recorded settings; a flag overrides them (logged)
-    settings = context.session_settings(store, session_id, settings, flags, switch=True)
+    # a resumed session runs with its own recorded settings; a flag overrides them (logged). A
+    # recorded value no longer valid is said by the UI, as it opens the session (a line printed
+    # now would be hidden by the UI until it quits)
+    settings = context.session_settings(
+        store, session_id, settings, flags, switch=True, say_replaced=False
+    )
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
             context.record_workspace(session, workspace)
