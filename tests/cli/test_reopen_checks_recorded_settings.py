@@ -16,7 +16,7 @@ import msgspec
 
 from dsh.agent import session_settings
 from dsh.config import Settings
-from dsh.events import RequestContextEvent, SessionSettingsEvent
+from dsh.events import RequestContext, RequestContextEvent, SessionSettingsEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
 
@@ -127,3 +127,24 @@ def test_a_context_window_flag_under_the_bound_is_refused_in_one_line(tmp_path: 
     assert not (tmp_path / "home" / "sessions").exists() or not any(
         (tmp_path / "home" / "sessions").iterdir()
     )
+
+
+def test_dsh_compact_of_a_log_older_than_recorded_settings_drops_a_logged_window_under_the_bound(
+    tmp_path: Path,
+):
+    """A log written before settings were recorded compacts in the window it last ran in (its
+    ``request/context``); one under the bound gives way to the configured window, said once."""
+    home = tmp_path / "home"
+    with Session.create(JsonlStore(home), cwd=str(tmp_path)) as session:
+        session.append(RequestContext(provider="scripted", model="m", context_window=600))
+        sid = session.id
+    configure(tmp_path)
+    (log,) = (home / "sessions").glob(f"{sid}/session.jsonl")
+    before = log.read_bytes()
+    compacted = dsh(tmp_path, "compact", sid)
+    warned = [line for line in compacted.stderr.splitlines() if WARNING in line]
+    assert warned == [
+        f"dsh: warning: session {sid} {WARNING}; using the configured ones instead: "
+        "provider.context_window 600 -> 20000 (must be at least 1024)"
+    ]
+    assert log.read_bytes() == before

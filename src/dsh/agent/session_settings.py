@@ -75,6 +75,7 @@ __all__ = [
     "logged_window",
     "read",
     "record",
+    "replaced_warning",
     "snapshot",
 ]
 
