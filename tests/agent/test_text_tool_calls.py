@@ -215,3 +215,21 @@ def test_recovered_calls_replay_byte_identically_and_every_request_rebuilds(
     again.provider = ReplayProvider(recorded)
     run(again.run_turn("read things"))
     assert _comparable(replay_session.events) == _comparable(recorded)
+
+
+def test_a_reply_the_log_kept_as_text_replays_as_text_whatever_the_recovery_rules(tmp_path):
+    """A log recorded with recovery off (or under older rules that refused the reply) kept a
+    call-shaped reply as text; replaying it with recovery on must not run it as a call."""
+    harness = Harness(tmp_path)
+    (harness.workspace / "notes.txt").write_text("one\ntwo\n")
+    agent = harness.agent([{"text": FENCED}], text_tool_calls=False)
+    run(agent.run_turn("what is in notes.txt?"))
+    recorded = list(harness.session.events)
+    assert not [e for e in recorded if isinstance(e, ToolCallEvent)]
+    replay_session = Session.create(harness.store, cwd=harness.workspace)
+    again = harness.agent([], text_tool_calls=True)
+    again.session = replay_session
+    again.provider = ReplayProvider(recorded)
+    result = run(again.run_turn("what is in notes.txt?"))
+    assert result.reason == "completed" and result.text == FENCED
+    assert _comparable(replay_session.events) == _comparable(recorded)

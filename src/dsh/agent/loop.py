@@ -332,7 +332,8 @@ class Agent:
                         )
                 return CallOutcome(error=str(exc), overflow_retries=overflow_retries)
             recovered = None
-            if self.config.text_tool_calls:
+            read_text_calls = assembler.text_calls
+            if read_text_calls if read_text_calls is not None else self.config.text_tool_calls:
                 recovered = with_recovered_calls(message, self._accepts, f"text-{turn}-{step}")
             self.session.append(
                 AssistantMessage(

@@ -60,6 +60,8 @@ class StreamAssembler:
         self.finish: FinishReason | None = None
         self.output_limit: int | None = None
         """The bound the reply was cut at, when the provider reported one (``Finish``)."""
+        self.text_calls: bool | None = None
+        """Whether to read the reply's text as tool calls, when the provider says (``Finish``)."""
         self.started = False
         """True once any event has arrived (after which the call is no longer retried)."""
 
@@ -87,6 +89,7 @@ class StreamAssembler:
         elif isinstance(event, Finish):
             self.finish = event.reason
             self.output_limit = event.output_limit
+            self.text_calls = event.text_calls
 
     def feed_all(self, events: Iterable[StreamEvent]) -> StreamAssembler:
         """Feed every event in order; returns ``self`` for chaining."""

@@ -4,7 +4,8 @@ The recorded ``session.jsonl`` is the fixture (docs/architecture.md, "Keyless ev
 Conversation calls are answered by the recorded ``assistant/message`` and ``request/error`` events
 in order (a failed stream's partial
 message is streamed again before its error; tool calls recovered from text are served as that
-text, so the loop recovers them again; a reply that was cut finishes ``max-tokens`` with its
+text, so the loop recovers them again, and a reply the log kept as text is marked so that it
+stays text whatever the recovery rules are now (``Finish.text_calls``); a reply that was cut finishes ``max-tokens`` with its
 recorded request's ``max_tokens``, so the turn's error names the same bound); compaction calls
 by the
 recorded ``compaction/summary`` events that came from exactly one model call
@@ -204,7 +205,8 @@ class ReplayProvider:
             yield UsageReport(recorded.usage)
         finish = self._finishes.get(event.seq) or ("tool-calls" if calls else "stop")
         cut_at = self._limits.get(event.seq) if finish == "max-tokens" else None
-        yield Finish(finish, cut_at)  # a replayed cut names the recorded bound
+        # a replayed cut names the recorded bound; text is read as calls iff the log did
+        yield Finish(finish, cut_at, text_calls=recorded.recovered_from_text is not None)
 
     async def _serve_in_pass(self, n: int, answers: int) -> AsyncIterator[StreamEvent]:
         recorded = self._passes[n]

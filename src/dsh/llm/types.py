@@ -91,6 +91,10 @@ class Finish:
     """The output-token bound a ``max-tokens`` reply was cut at, when the provider knows it
     apart from the request's ``max_tokens``: the replay provider reports the recorded request's
     (its own requests carry none), so a replayed cut names the same figure."""
+    text_calls: bool | None = None
+    """Whether the reply's text is to be read as tool calls: the replay provider says what the
+    log did (a log recorded under other recovery rules replays as it ran); None: the loop
+    decides (``provider.text_tool_calls``)."""
 
 
 StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Finish
