@@ -1,13 +1,12 @@
 """The ``replay`` provider: serve every model call of a recorded session again, keylessly.
 
 The recorded ``session.jsonl`` is the fixture (docs/architecture.md, "Keyless everything").
-Conversation calls are answered by the recorded ``assistant/message`` and ``request/error`` events
-in order (a failed stream's partial
-message is streamed again before its error; tool calls recovered from text are served as that
-text, so the loop recovers them again, and a reply the log kept as text is marked so that it
-stays text whatever the recovery rules are now (``Finish.text_calls``); a reply that was cut finishes ``max-tokens`` with its
-recorded request's ``max_tokens``, so the turn's error names the same bound); compaction calls
-by the
+Conversation calls are answered by the recorded ``assistant/message`` and ``request/error``
+events in order (a failed stream's partial message is streamed again before its error; tool
+calls recovered from text are served as that text, so the loop recovers them again, and a reply
+the log kept as text is marked so that it stays text whatever the recovery rules are now
+(``Finish.text_calls``); a reply that was cut finishes ``max-tokens`` with its recorded
+request's ``max_tokens``, so the turn's error names the same bound); compaction calls by the
 recorded ``compaction/summary`` events that came from exactly one model call
 (``llmStreamCall: true``), via their ``rawOutput``.
 """
