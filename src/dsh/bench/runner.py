@@ -206,12 +206,12 @@ class _Run:
 
         async def recorded(agent: Agent, turn: int) -> None:
             threshold = engine.threshold(agent.config.context_window or DEFAULT_CONTEXT_WINDOW)
-            before = self.session.measure().total_tokens
+            before = engine.next_request_tokens()
             passes = len(self.passes)
             await pre_step(agent, turn)
             ran = len(self.passes) - passes
             if before >= threshold or ran:
-                after = self.session.measure().total_tokens
+                after = engine.next_request_tokens()  # the recall tools a pass brings too
                 step = self.trace.conversation_calls
                 self.crossings.append(Crossing(step, before, threshold, ran, after))
             if ran and self.probe is not None:
