@@ -3,13 +3,11 @@ checkpoint, and the compaction engine counts what they add to the next request."
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 
-from dsh.agent import Agent, AgentConfig, rebuild_requests, system_prompt
-from dsh.agent.hooks import compaction_hooks
+from dsh.agent import Agent, rebuild_requests
 from dsh.agent.recall_offer import recall_offer
 from dsh.agent.request_header import log_header_if_changed
 from dsh.compaction import (
@@ -18,7 +16,7 @@ from dsh.compaction import (
     ExtractiveSummarizer,
     RecallableBackend,
 )
-from dsh.config import CompactionSettings, RecallSettings
+from dsh.config import RecallSettings
 from dsh.events import (
     CompactionSummaryEvent,
     RequestConfig,
@@ -31,58 +29,19 @@ from dsh.llm.scripted import ScriptedProvider
 from dsh.recall import RECALL_PROMPT_SECTION
 from dsh.store import MemoryStore
 from dsh.surface import Session, system_tokens, tools_tokens
-from dsh.tools.approval import ApprovalPolicy
-from dsh.tools.registry import ToolRegistry, default_tools
 from tests.agent.conftest import run
+from tests.compaction.test_recall_end_to_end import drive
+from tests.compaction.test_recallable import SETTINGS as RECALLABLE
 from tests.compaction.test_recallable import long_session
 from tests.helpers import fixed_clock
 
-SETTINGS = CompactionSettings(
-    backend="recallable",
-    retain_tokens=200,
-    chunk_tokens=400,
-    stub_tokens=100,
-    state_max_tokens=300,
-)
 RECALL = {"history_read", "history_search"}
 PROMPTS = [f"note {i}: " + "filler " * 150 for i in range(6)]
 
 
-def drive(workspace: Path, *, window: int) -> tuple[Session, CompactionEngine, Agent]:
-    """An agent wired like ``build_parts`` wires it: the recall tools in the registry, their
-    offer in the config, the offer's tokens in the engine and the backend."""
-    session = Session(MemoryStore().create(cwd=str(workspace)), clock=fixed_clock)
-    tools, offer = recall_offer(RecallSettings())
-    ids = itertools.count(1)
-    backend = RecallableBackend(
-        ExtractiveSummarizer(), SETTINGS, standing_after_pass=offer.tokens_to_come
-    )
-    engine = CompactionEngine(
-        session,
-        backend,
-        SETTINGS,
-        new_id=lambda: f"p{next(ids)}",
-        standing_after_pass=offer.tokens_to_come,
-    )
-    pre_step, overflow = compaction_hooks(engine)
+def wired(workspace: Path, *, window: int) -> tuple[Session, CompactionEngine, Agent]:
     provider = ScriptedProvider([{"text": f"ok {i} " + "words " * 80} for i in range(20)])
-    agent = Agent(
-        session,
-        provider,
-        ToolRegistry([*default_tools(), *tools]),
-        ApprovalPolicy("auto"),
-        config=AgentConfig(
-            provider="scripted",
-            model="m",
-            context_window=window,
-            system=system_prompt(workspace),
-            recall=offer,
-        ),
-        workspace=workspace,
-        pre_step_hooks=[pre_step],
-        overflow_handler=overflow,
-    )
-    return session, engine, agent
+    return drive(provider, workspace, window=window)
 
 
 def _names(request_tools) -> set[str]:
@@ -96,7 +55,7 @@ def _cost(header: RequestHeaderBody) -> int:
 def test_the_recall_tools_and_section_reach_the_model_only_from_the_first_checkpoint_on(
     tmp_path: Path,
 ):
-    session, _, agent = drive(tmp_path, window=3000)
+    session, _, agent = wired(tmp_path, window=3000)
     for prompt in PROMPTS:
         run(agent.run_turn(prompt))
     first_summary = min(e.seq for e in session.of_type(CompactionSummaryEvent))
@@ -121,7 +80,7 @@ def test_the_recall_tools_and_section_reach_the_model_only_from_the_first_checkp
 
 
 def test_tokens_to_come_are_what_the_offered_header_adds(tmp_path: Path):
-    session, _, agent = drive(tmp_path, window=3000)
+    session, _, agent = wired(tmp_path, window=3000)
     for prompt in PROMPTS:
         run(agent.run_turn(prompt))
     headers = [e.data.header for e in session.of_type(RequestHeaderEvent)]
@@ -137,7 +96,7 @@ def test_tokens_to_come_are_what_the_offered_header_adds(tmp_path: Path):
 
 
 def test_a_pass_figure_counts_the_recall_tools_the_next_request_will_carry(tmp_path: Path):
-    session, engine, agent = drive(tmp_path, window=1_000_000)
+    session, engine, agent = wired(tmp_path, window=1_000_000)
     for prompt in PROMPTS:
         run(agent.run_turn(prompt))
     assert not session.of_type(CompactionSummaryEvent)
@@ -160,8 +119,8 @@ def test_the_inflation_guard_refuses_a_pass_that_would_not_pay_for_what_it_bring
         )
         return CompactionEngine(
             session,
-            RecallableBackend(ExtractiveSummarizer(), SETTINGS),
-            SETTINGS,
+            RecallableBackend(ExtractiveSummarizer(), RECALLABLE),
+            RECALLABLE,
             standing_after_pass=lambda _: to_come,
         )
 

@@ -26,15 +26,21 @@ from tests.llm.fake_server import Canned, FakeServer, oa_chunk, openai_stream
 PARTIAL = "Reading the notes first"
 
 
+def queue_held_partial(server: FakeServer) -> threading.Event:  # noqa: F811
+    """Queue a reply that streams ``PARTIAL`` and holds the rest until the event is set."""
+    never = threading.Event()
+    reply = openai_stream(oa_chunk(content=PARTIAL), oa_chunk(content=" and then"))
+    server.queue(Canned(reply.status, reply.headers, reply.parts, hold=never, hold_before=1))
+    return never
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_cancels_the_turn_and_keeps_what_was_streamed(
     tmp_path: Path,
     server: FakeServer,  # noqa: F811
     signum: signal.Signals,
 ):
-    never = threading.Event()
-    reply = openai_stream(oa_chunk(content=PARTIAL), oa_chunk(content=" and then"))
-    server.queue(Canned(reply.status, reply.headers, reply.parts, hold=never, hold_before=1))
+    never = queue_held_partial(server)
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
     env["DSH_HOME"] = str(home)

@@ -37,17 +37,23 @@ PROMPTS = [
 ]
 
 
-def drive(provider, workspace: Path) -> tuple[Session, CompactionEngine, Agent]:
+def drive(
+    provider, workspace: Path, *, window: int = 3000
+) -> tuple[Session, CompactionEngine, Agent]:
+    """An agent wired as ``build_parts`` wires one: the recall tools in the registry, their
+    offer in the config, what the offer adds counted by the engine and the backend."""
     session = Session(MemoryStore().create(cwd=str(workspace)), clock=fixed_clock)
+    recalled, offer = recall_offer(RecallSettings())
     ids = itertools.count(1)
+    to_come = offer.tokens_to_come
     engine = CompactionEngine(
         session,
-        RecallableBackend(ExtractiveSummarizer(), SETTINGS),
+        RecallableBackend(ExtractiveSummarizer(), SETTINGS, standing_after_pass=to_come),
         SETTINGS,
         new_id=lambda: f"p{next(ids)}",
+        standing_after_pass=to_come,
     )
     pre_step, overflow = compaction_hooks(engine)
-    recalled, offer = recall_offer(RecallSettings())
     agent = Agent(
         session,
         provider,
@@ -56,7 +62,7 @@ def drive(provider, workspace: Path) -> tuple[Session, CompactionEngine, Agent]:
         config=AgentConfig(
             provider="scripted",
             model="m",
-            context_window=3000,
+            context_window=window,
             system=system_prompt(workspace),
             recall=offer,
         ),

@@ -67,6 +67,14 @@ class Terminal:
         )
         return done.stdout
 
+    def start(self, command: str, workspace: Path, env: dict[str, str]) -> None:
+        """Run ``command`` in a detached 110×40 session named ``dsh`` in ``workspace``."""
+        self.tmux(
+            "new-session", "-d", "-s", "dsh", "-x", "110", "-y", "40", "-c", str(workspace),
+            *[f"-e{k}={v}" for k, v in env.items() if k in ("DSH_HOME", "TERM", "PATH", "HOME")],
+            command,
+        )  # fmt: skip
+
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "dsh")
 
@@ -92,11 +100,7 @@ def test_type_paste_review_a_diff_and_quit_in_a_real_terminal(tmp_path: Path):
     env.update(DSH_HOME=str(home), TERM="xterm-256color")
     term = Terminal(tmp_path / "tmux.sock")
     command = f"{DSH} --script {script}; echo dsh-exited-$?; sleep 30"
-    term.tmux(
-        "new-session", "-d", "-s", "dsh", "-x", "110", "-y", "40", "-c", str(workspace),
-        *[f"-e{k}={v}" for k, v in env.items() if k in ("DSH_HOME", "TERM", "PATH", "HOME")],
-        command,
-    )  # fmt: skip
+    term.start(command, workspace, env)
     try:
         term.wait_for(lambda s: "enter send" in s and idle(s), "the composer's key hint")
         term.tmux("send-keys", "-t", "dsh", "-l", "hello there")

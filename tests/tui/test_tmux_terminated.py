@@ -9,19 +9,17 @@ import json
 import os
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from dsh.store import JsonlStore
+from tests.cli.test_run_terminated import PARTIAL, queue_held_partial
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import Canned, FakeServer, oa_chunk, openai_stream
+from tests.llm.fake_server import FakeServer
 from tests.tui.test_tmux_e2e import DSH, TMUX, Terminal, idle
 
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
-
-PARTIAL = "Reading the notes first"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
@@ -30,9 +28,7 @@ def test_a_stop_signal_quits_the_tui_keeping_what_was_streamed(
     server: FakeServer,  # noqa: F811
     signum: signal.Signals,
 ):
-    never = threading.Event()
-    reply = openai_stream(oa_chunk(content=PARTIAL), oa_chunk(content=" and then"))
-    server.queue(Canned(reply.status, reply.headers, reply.parts, hold=never, hold_before=1))
+    never = queue_held_partial(server)
     home, workspace = tmp_path / "home", tmp_path / "ws"
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
@@ -40,11 +36,7 @@ def test_a_stop_signal_quits_the_tui_keeping_what_was_streamed(
     term = Terminal(tmp_path / "tmux.sock")
     route = f"--provider openai-compatible --base-url {server.url}/v1 --model q"
     command = f"{DSH} {route}; echo dsh-exited-$?; sleep 30"
-    term.tmux(
-        "new-session", "-d", "-s", "dsh", "-x", "110", "-y", "40", "-c", str(workspace),
-        *[f"-e{k}={v}" for k, v in env.items() if k in ("DSH_HOME", "TERM", "PATH", "HOME")],
-        command,
-    )  # fmt: skip
+    term.start(command, workspace, env)
     try:
         term.wait_for(lambda s: "enter send" in s and idle(s), "the composer's key hint")
         term.tmux("send-keys", "-t", "dsh", "-l", "read the notes")
