@@ -11,7 +11,10 @@ from dsh.compaction.pruner import prune_result
 from dsh.events import StepEndEvent, ToolResultEvent, TurnEndEvent, encode_json
 from tests.agent.conftest import Harness, run
 
-NOTE = "[Same call and same result as earlier in this turn (step {}); nothing changed — use that"
+NOTE = (
+    "[Same call and same result as earlier in this turn: you have now got this result {} times;"
+    " nothing changed — use that result instead of calling again.]"
+)
 
 
 def read(path: str = "a.txt", **more: Any) -> dict[str, Any]:
@@ -44,7 +47,7 @@ def test_an_identical_read_repeated_in_the_turn_is_told_it_changed_nothing(harne
     assert result.reason == "completed"
     first, second = texts(harness)
     assert not noted(first) and "1\thello" in first
-    assert second.startswith(first) and second.splitlines()[-1].startswith(NOTE.format(1))
+    assert second.startswith(first) and second.splitlines()[-1] == NOTE.format(2)
     assert second.count("\n") == first.count("\n") + (0 if first.endswith("\n") else 1)
     # the note is in the log: a reopened session reads it back
     reopened = [e for e in harness.reopen().events if isinstance(e, ToolResultEvent)]
@@ -57,7 +60,7 @@ def test_two_identical_reads_in_one_reply_note_the_second(harness: Harness):
     (harness.workspace / "b.txt").write_text("other\n")
     run(harness.agent(script).run_turn("go"))
     assert [noted(t) for t in texts(harness)] == [False, True, False]
-    assert NOTE.format(1) in texts(harness)[1]
+    assert NOTE.format(2) in texts(harness)[1]
 
 
 def test_no_note_when_the_arguments_differ(harness: Harness):
@@ -71,14 +74,14 @@ def test_no_note_when_the_arguments_differ(harness: Harness):
     ]
     run(harness.agent(script).run_turn("go"))
     assert [noted(t) for t in texts(harness)] == [False, False, False, True]
-    assert NOTE.format(3) in texts(harness)[3]
+    assert NOTE.format(2) in texts(harness)[3]
 
 
-def test_no_note_when_the_result_differs_and_the_next_repeat_points_at_the_new_one(
+def test_no_note_when_the_result_differs_and_the_next_repeat_counts_from_the_new_one(
     harness: Harness,
 ):
     """The file changes between two reads (not by a call of this turn): the second read is
-    not a repeat, and a third identical one refers to the second's step."""
+    not a repeat, and a third identical one counts from the second (twice, not three times)."""
     path = harness.workspace / "a.txt"
     path.write_text("before\n")
     agent = harness.agent([reply(read()), reply(read()), reply(read()), {"text": "done"}])
@@ -109,7 +112,7 @@ def test_a_write_or_a_command_between_two_identical_reads_forgets_the_first(harn
     run(harness.agent(script).run_turn("go"))
     reads = [t for t in texts(harness) if "1\thello" in t]
     assert [noted(t) for t in reads] == [False, False, True, False, True]
-    assert NOTE.format(3) in reads[2] and NOTE.format(4) in reads[4]
+    assert NOTE.format(2) in reads[2] and NOTE.format(2) in reads[4]
 
 
 def test_an_identical_read_in_the_next_turn_is_not_a_repeat(harness: Harness):
@@ -119,7 +122,7 @@ def test_an_identical_read_in_the_next_turn_is_not_a_repeat(harness: Harness):
     run(agent.run_turn("first"))
     run(agent.run_turn("second"))
     assert [noted(t) for t in texts(harness)] == [False, False, True]
-    assert NOTE.format(1) in texts(harness)[2]  # step 1 of the second turn
+    assert NOTE.format(2) in texts(harness)[2]  # the second turn counts afresh
 
 
 def test_the_turn_stops_when_one_read_got_the_same_result_the_limit_times(harness: Harness):
@@ -135,6 +138,7 @@ def test_the_turn_stops_when_one_read_got_the_same_result_the_limit_times(harnes
     assert "\n" not in result.error
     # the step that reached the limit is whole: both its results logged, then step and turn end
     assert [noted(t) for t in texts(harness)] == [False, True, True]
+    assert [t.splitlines()[-1] for t in texts(harness)[1:]] == [NOTE.format(2), NOTE.format(3)]
     assert harness.types()[-4:] == ["tool/result", "tool/result", "step/end", "turn/end"]
     end = harness.session.events[-1]
     assert isinstance(end, TurnEndEvent) and end.data.reason.error == result.error
@@ -153,6 +157,7 @@ def test_a_limit_of_zero_never_stops_the_turn(harness: Harness):
     result = run(harness.agent(script, max_repeated_calls=0).run_turn("go"))
     assert result.reason == "completed"
     assert [noted(t) for t in texts(harness)] == [False] + [True] * 5
+    assert [t.splitlines()[-1] for t in texts(harness)[1:]] == [NOTE.format(n) for n in range(2, 7)]
 
 
 def test_the_same_failing_read_is_a_repeat_too(harness: Harness):
@@ -177,9 +182,9 @@ def test_requests_rebuilt_from_the_log_equal_what_was_sent_with_the_notes(harnes
     assert [r for _, r in rebuild_requests(reopened)] == rebuilt
 
 
-def test_a_result_the_model_no_longer_sees_is_not_pointed_at(harness: Harness):
+def test_a_result_the_model_no_longer_sees_is_not_counted(harness: Harness):
     """The pruner replaced the first read's result on the surface before the next step: the
-    same result again is the one the model sees, not a repeat; a third read points at it."""
+    same result again is the one the model sees, not a repeat; a third read counts from it."""
     (harness.workspace / "a.txt").write_text("a long line of the file\n" * 200)
     agent = harness.agent([reply(read()), reply(read()), reply(read()), {"text": "done"}])
 

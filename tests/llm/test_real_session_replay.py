@@ -10,7 +10,6 @@ call is told so in its result, and by default the turn stops at the fifth.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -54,13 +53,14 @@ def test_the_recording_is_small_and_shows_what_the_real_server_did():
 
 def with_repeat_notes(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The recording as dsh logs it now: every result after the first of the model's one
-    repeated call (same arguments, same text) ends with the note naming the step of the one
-    before it."""
+    repeated call (same arguments, same text, all in its first turn) ends with the note saying
+    how many times the model has got it (2 for the second)."""
     out = json.loads(json.dumps(events))
     results = [e["data"] for e in out if e["type"] == "tool/result"]
-    for before, result in itertools.pairwise(results):
+    assert {result["turn"] for result in results} == {1}
+    for times, result in enumerate(results[1:], start=2):
         block = result["message"]["content"][0]["content"][0]
-        block["text"] = with_note(block["text"], before["step"])
+        block["text"] = with_note(block["text"], times)
     return out
 
 

@@ -443,7 +443,7 @@ class Agent:
             if cancelled:
                 append(output)
             else:
-                self._repeats.log_result(step, call, output, append)
+                self._repeats.log_result(call, output, append)
         return cancelled
 
     def _is_read_only(self, call: ToolCallBlock) -> bool:

@@ -10,8 +10,9 @@ ended with an empty answer). The loop tells the model, and stops it:
   an earlier call of the same turn, and its result (text and error code) is byte-identical to
   that call's latest result, which the model must still see: a result compaction or pruning has
   replaced since no longer counts. The repeat's result then ends with a one-line note
-  (``REPEAT_NOTE``) naming the step of that latest result. The note is part of the logged
-  ``tool/result``, so the request rebuilt from the log is the one that was sent.
+  (``REPEAT_NOTE``) saying how many times in a row the model has now got this result (the
+  first included): the model sees no step numbers, but it can count. The note is part of the
+  logged ``tool/result``, so the request rebuilt from the log is the one that was sent.
 - Any call that is not read-only (a write, a command, a todo update, an MCP tool, a tool that
   does not exist) forgets every earlier call of the turn, whatever its outcome (a refused or
   failed one too: one rule, no guessing what a command changed). Calls are taken in the reply's
@@ -39,8 +40,8 @@ from dsh.surface import Session
 from dsh.tools.base import ToolOutput
 
 REPEAT_NOTE = (
-    "[Same call and same result as earlier in this turn (step {step}); nothing changed — use "
-    "that result instead of calling again.]"
+    "[Same call and same result as earlier in this turn: you have now got this result {times} "
+    "times; nothing changed — use that result instead of calling again.]"
 )
 """The line a repeated read-only call's result ends with, for the model to read."""
 
@@ -58,9 +59,10 @@ def canonical_arguments(arguments: str) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def with_note(text: str, step: int) -> str:
-    """``text`` followed by the repeat note on a line of its own."""
-    note = REPEAT_NOTE.format(step=step)
+def with_note(text: str, times: int) -> str:
+    """``text`` followed by the repeat note on a line of its own; ``times``: how many times in a
+    row the call has got this result, this one included (2 for the first repeat)."""
+    note = REPEAT_NOTE.format(times=times)
     return f"{text}{note}" if not text or text.endswith("\n") else f"{text}\n{note}"
 
 
@@ -86,7 +88,6 @@ class _Latest:
 
     text: str
     code: str | None
-    step: int
     seq: int
     times: int
     """How many times in a row the call has got this result (the first included)."""
@@ -113,7 +114,6 @@ class RepeatedCalls:
 
     def log_result(
         self,
-        step: int,
         call: ToolCallBlock,
         output: ToolOutput,
         append: Callable[[ToolOutput], int],
@@ -134,9 +134,10 @@ class RepeatedCalls:
             latest = None  # replaced by compaction: the model no longer sees that result
         if latest is None:
             seq = append(output)
-            self._latest[key] = _Latest(output.text, code, step, seq, 1)
+            self._latest[key] = _Latest(output.text, code, seq, 1)
             return
-        noted = dataclasses.replace(output, text=with_note(output.text, latest.step))
-        latest.seq, latest.step, latest.times = append(noted), step, latest.times + 1
+        latest.times += 1
+        noted = dataclasses.replace(output, text=with_note(output.text, latest.times))
+        latest.seq = append(noted)
         if self.stop is None and self._limit and latest.times >= self._limit:
             self.stop = stop_reason(call.name, key[1], self._limit)
