@@ -40,11 +40,16 @@ ERROR_LINE_CHARS = 300
 """How long ``error_line`` lets an error's text get."""
 
 
-def error_line(error: BaseException, limit: int = ERROR_LINE_CHARS) -> str:
-    """``error`` as one line for a warnings list: ``Type: message``, runs of white space as one
-    space, any other character that does not print (a terminal escape, a bidi override) as its
-    Python escape, cut to at most ``limit`` characters (ending in "…" when cut)."""
-    flat = " ".join(f"{type(error).__name__}: {error}".split())
+def error_line(error: BaseException | str, limit: int = ERROR_LINE_CHARS) -> str:
+    """``error`` as one line for people, the one way every face shows an error's text (a toast,
+    a transcript's note, a warnings list, a line on stderr): an exception as ``Type: message``,
+    a text (an error's message as a log stored it) as it is; runs of white space as one space,
+    any other character that does not print (a terminal escape, a bidi override) as its Python
+    escape, cut to at most ``limit`` characters (ending in "…" when cut). What was logged keeps
+    the whole text; the web page's projection, which cannot call this, mirrors it
+    (``errorLine`` in ``dsh/web/static/projection.js``, held equal by a browser test)."""
+    text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+    flat = " ".join(text.split())
     shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 

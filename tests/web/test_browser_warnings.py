@@ -185,7 +185,7 @@ def test_a_turns_internal_error_shows_once_as_the_pages_error_and_is_listed_with
     their list (no second, "error:" toast), with the error's text; a warning that is not shown
     otherwise, an error included, still gets its toast."""
     with failing_turn(browser, tmp_path, "a bug in the provider") as (page, sid, server):
-        assert page.inner_text("#toast") == "the turn failed: a bug in the provider"
+        assert page.inner_text("#toast") == "the turn failed: RuntimeError: a bug in the provider"
         assert page.inner_text("#warnings-toggle") == "⚠ 1"
         assert "unread" in (page.get_attribute("#warnings-toggle", "class") or "")
 

@@ -22,7 +22,7 @@ from dsh.cli import context, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import provider_options
 from dsh.config import load_settings
-from dsh.errors import UsageError
+from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
 from dsh.store import JsonlStore, SqliteStore
 from dsh.store.migrate import remove_session
@@ -182,15 +182,15 @@ def run(
             if live is not None:
                 out.call(live.finish_turn, result.text)
             if result.reason == "error":
-                context.error(f"turn {result.turn} failed: {result.error}")
+                context.error(f"turn {result.turn} failed: {_why(result.error)}")
                 failed = True
                 break
             if result.reason == "aborted":
-                context.warn(f"turn {result.turn} stopped: {result.error}")
+                context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
                 failed = True
                 break
             if result.reason == "max-tokens":  # the answer printed may end mid-sentence
-                context.warn(f"turn {result.turn} stopped: {result.error}")
+                context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
             if result.reason == "completed" and not result.text.strip():
                 context.warn(
                     f"turn {result.turn} ended without an answer: the model's last reply was empty"
@@ -215,6 +215,12 @@ def run(
         sys.exit(termination.exit_status())
     if failed:
         sys.exit(1)
+
+
+def _why(error: str | None) -> str:
+    """Why a turn did not complete, as every face shows it (``error_line``: one line, escaped,
+    bounded; the log's ``turn/end`` keeps the whole text)."""
+    return error_line(error) if error else "unknown error"
 
 
 def never_connected(events: Sequence[Event]) -> bool:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh.errors import error_line
 from dsh.events import (
     AssistantMessageEvent,
     CommandDoneEvent,
@@ -99,16 +100,19 @@ TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem | Note
 
 
 def turn_end_note(reason: TurnEndReason) -> str | None:
-    """What people are told about a turn that ended ``reason`` (None: it completed)."""
+    """What people are told about a turn that ended ``reason`` (None: it completed). The
+    reason's error is shown as ``error_line`` makes it (one line, escaped, bounded: a provider's
+    or an exception's text may be long or hostile); the log keeps all of it."""
     if reason.kind == "completed":  # most turns
         return None
+    error = error_line(reason.error) if reason.error else None
     if reason.kind == "aborted":
-        return f"Turn stopped: {reason.error or 'cancelled'}"
+        return f"Turn stopped: {error or 'cancelled'}"
     if reason.kind == "error":
-        return f"Turn failed: {reason.error or 'unknown error'}"
+        return f"Turn failed: {error or 'unknown error'}"
     if reason.kind == "max-tokens":
-        if reason.error:  # the loop's error says what to raise
-            return f"Turn stopped: {reason.error}"
+        if error:  # the loop's error says what to raise
+            return f"Turn stopped: {error}"
         # a log from before the loop named the option
         return "The reply was cut at the model's output limit (provider.max_output_tokens)."
     if reason.kind == "interrupted":

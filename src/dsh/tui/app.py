@@ -21,7 +21,7 @@ from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
-from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError
+from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError, error_line
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -353,7 +353,8 @@ class DshApp(WarningsApp[None]):
         except DshError as exc:
             self.note(f"error: {exc}")
         except Exception as exc:  # a bug must not take the session down with it
-            failure = f"internal error: {type(exc).__name__}: {exc}"
+            failure = f"internal error: {error_line(exc)}"  # one line, escaped, bounded
+            # the record keeps the exception whole (exc_info), as the log's turn/end its text
             log.exception("the turn failed: %s", failure, extra={SHOWN_AS_ERROR: True})
             self.note(failure)  # shown here: /warnings lists it, no toast repeats it
         finally:

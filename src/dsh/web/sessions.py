@@ -458,7 +458,7 @@ class SessionRegistry:
                 exc_info=error,
                 extra={SHOWN_AS_ERROR: True},
             )
-            self._report(handle, ApiError(500, INTERNAL, f"{what} failed: {error}"))
+            self._report(handle, ApiError(500, INTERNAL, f"{what} failed: {error_line(error)}"))
         if handle.session.id in self.handles:
             handle.hub.publish(frame("stats", stats=self.stats(handle)))
         self._status(handle)

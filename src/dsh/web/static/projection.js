@@ -21,6 +21,29 @@
 
 const SURFACE = new Set(['user/message', 'assistant/message', 'tool/result']);
 
+// An error's text as dsh.errors.error_line shows it, in every face: runs of white space (what
+// Python's str.split() splits on) as one space, any other character that does not print (a
+// terminal escape, a bidi override) as its Python escape, at most ERROR_LINE_CHARS characters
+// (the last "…" when cut). The page's mirror of that function (it cannot call Python); a browser
+// test holds the two equal (tests/web/test_browser_error_text.py).
+export const ERROR_LINE_CHARS = 300;
+const PY_SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u;
+const UNPRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}]$/u; // what str.isprintable() refuses, spaces aside
+
+function pythonEscape(ch) {
+  const code = ch.codePointAt(0);
+  const hex = (width) => code.toString(16).padStart(width, '0');
+  if (code < 0x100) return `\\x${hex(2)}`;
+  return code < 0x10000 ? `\\u${hex(4)}` : `\\U${hex(8)}`;
+}
+
+export function errorLine(text, limit = ERROR_LINE_CHARS) {
+  const flat = String(text).split(PY_SPACE).filter((part) => part !== '').join(' ');
+  const shown = Array.from(flat, (ch) => (UNPRINTABLE.test(ch) ? pythonEscape(ch) : ch)).join('');
+  const chars = Array.from(shown); // characters as Python counts them (code points)
+  return chars.length <= limit ? shown : `${chars.slice(0, limit - 1).join('')}…`;
+}
+
 export function isSurfaceEvent(e) {
   return SURFACE.has(e.type);
 }
@@ -206,7 +229,7 @@ export class Projector {
       const reason = event.data.reason;
       if (reason.kind === 'completed') return [];
       const what = TURN_END_TEXT[reason.kind] || reason.kind;
-      const text = `Turn ${event.data.turn} ${what}${reason.error ? `: ${reason.error}` : ''}`;
+      const text = `Turn ${event.data.turn} ${what}${reason.error ? `: ${errorLine(reason.error)}` : ''}`;
       return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text, tone: reason.kind === 'error' ? 'error' : '' } }];
     }
     return [];
