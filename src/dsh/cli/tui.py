@@ -83,8 +83,10 @@ def launch(
     settings = context.session_settings(
         store, session_id, settings, flags, switch=True, say_replaced=False
     )
+    load_warnings: tuple[str, ...] = ()
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
+            load_warnings = tuple(session.warnings)  # what this open repaired: the UI tells it
             context.record_workspace(session, workspace)
     options = TuiOptions(
         settings=settings,
@@ -94,6 +96,7 @@ def launch(
         route_factory=settings_route_factory(settings, script),
         greeting=greeting,
         overrides=flags,
+        load_warnings=load_warnings,
     )
     # the MCP servers start before the UI takes the terminal: their warnings print as lines,
     # and the first turn does not wait for them

@@ -5,13 +5,17 @@ listens (``Listener``) and runs the coroutines as workers.
 One ``TranscriptProjector`` per opened session: the stored events are fed to it when the
 session opens, and every event appended afterwards (by the agent, by ``/compact``) is fed to
 it by the session observer, so what people see live is what they see after reopening.
+
+Each open tells the session's load warnings once (``tell_load_warnings``): the app shows them
+as it shows dsh's other warnings, where the CLI prints them as ``dsh: warning:`` lines.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +48,8 @@ from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy, Approver
 from dsh.transcript import MessageItem, TranscriptItem, TranscriptProjector
 from dsh.tui.progress import CacheCounter, CompactionProgress
 
+_store_log = logging.getLogger("dsh.store")
+
 RouteFactory = Callable[[str | None], Route]
 """``route(model)``: the provider, model and window for ``model`` (None: the configured one).
 May raise ``MissingApiKeyError``."""
@@ -73,11 +79,14 @@ class TuiOptions:
     route_factory: RouteFactory | None = None
     agent_factory: AgentFactory | None = None
     cursor_blink: bool = True
+    """False keeps the prompt's cursor steady (snapshot tests: a blink is a timer)."""
     greeting: str | None = None
     """A note shown when the app starts (``dsh demo --tui`` says what to try)."""
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """The flags given (``{"provider": {...}}``): they override a session's recorded settings."""
-    """False keeps the prompt's cursor steady (snapshot tests: a blink is a timer)."""
+    load_warnings: tuple[str, ...] = ()
+    """What loading ``resume`` warned of before the app started (``dsh --resume ID --cwd DIR``
+    opens it first to log the workspace): told when the app starts, with its own opens'."""
 
 
 def settings_route_factory(settings: Settings, script: Path | None = None) -> RouteFactory:
@@ -107,6 +116,15 @@ def settings_agent_factory(settings: Settings, workspace: Path) -> AgentFactory:
     return agent
 
 
+def tell_load_warnings(warnings: Iterable[str]) -> None:
+    """Log each of a session's load warnings (a torn last line moved aside, a turn a crashed
+    process left open closed, SQLite's ``quick_check`` after an unclean stop) as the lines the
+    CLI prints: while the app runs, a toast each and a row in ``/warnings``
+    (``dsh.tui.app_warnings``), from whichever thread opened the session."""
+    for warning in warnings:
+        _store_log.warning("%s", warning)
+
+
 class Controller:
     def __init__(self, options: TuiOptions, listener: Listener) -> None:
         self.options = options
@@ -132,6 +150,7 @@ class Controller:
         """Resolve the route (``MissingApiKeyError`` if the key is missing) and open the
         session to resume, if any (and ``resume``: False leaves that to the caller); returns
         its transcript items."""
+        tell_load_warnings(self.options.load_warnings)
         self.route = self._route_factory(None)
         if resume and self.options.resume is not None:
             return self.open(self.options.resume)
@@ -144,6 +163,7 @@ class Controller:
             self.options.store, session_id, _FaceWiring(self), approver=self._approve
         )
         self.load_seconds = time.perf_counter() - started
+        tell_load_warnings(runner.session.warnings)  # what this open repaired, once
         try:
             settings, route = self._own_settings(runner.session)
         except BaseException:
