@@ -187,6 +187,8 @@ def test_cli_binds_non_loopback_with_an_explicit_token(
     served: list[Any] = []
 
     class FakeServer:
+        stopped_by = None  # served until its end, no signal
+
         def run(self, sockets: list[Any]) -> None:
             served.extend(sockets)
 

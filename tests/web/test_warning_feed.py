@@ -119,6 +119,8 @@ def _startup_warnings(monkeypatch: pytest.MonkeyPatch, *args: str) -> list[str]:
     apps: list[Any] = []
 
     class NoServer:
+        stopped_by = None  # served until its end, no signal
+
         def run(self, sockets: list[Any]) -> None:
             for sock in sockets:
                 sock.close()

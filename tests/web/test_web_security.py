@@ -150,6 +150,8 @@ def test_the_token_can_come_from_dsh_web_token(
     served: list[Any] = []
 
     class FakeServer:
+        stopped_by = None  # served until its end, no signal
+
         def run(self, sockets: list[Any]) -> None:
             served.extend(sockets)
 

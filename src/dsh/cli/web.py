@@ -1,6 +1,8 @@
 """``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]``: the browser client.
 
-Prints the launch URL (with its access token) and serves until Ctrl-C. The token can come from
+Prints the launch URL (with its access token) and serves until Ctrl-C (exit 0), SIGTERM or
+SIGHUP (a closed terminal; exit 128 + the signal), each a graceful shutdown: running turns are
+cancelled cleanly (``dsh.web.server``). The token can come from
 ``DSH_WEB_TOKEN`` instead of ``--token`` (a flag is visible to everyone in ``ps``). Binding
 anything but a loopback address needs an explicit token of at least 32 characters. A loopback
 server answers only to its own ``Host`` names (no DNS rebinding).
@@ -11,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import sys
 import threading
 import webbrowser
 from pathlib import Path
@@ -123,9 +127,15 @@ def _serve(
     click.echo("dsh web: Ctrl-C stops the server", err=True)
     if not no_open:
         threading.Timer(0.5, webbrowser.open, (url,)).start()
+    server = make_server(app)
     try:
-        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-            make_server(app).run(sockets=[sock])
+        with contextlib.suppress(KeyboardInterrupt):  # a Ctrl-C before or after serving
+            server.run(sockets=[sock])
     finally:
         close_mcp_servers()
-    click.echo("dsh web: stopped", err=True)
+    signalled = server.stopped_by if server.stopped_by != signal.SIGINT else None
+    with contextlib.suppress(OSError):  # after a SIGHUP the terminal may be gone
+        by = f" by {signal.Signals(signalled).name}" if signalled is not None else ""
+        click.echo(f"dsh web: stopped{by}", err=True)
+    if signalled is not None:  # SIGTERM, SIGHUP: what a shell sees of a signalled process
+        sys.exit(128 + signalled)

@@ -1,13 +1,25 @@
 """Serving the app with uvicorn on a socket bound up front (so port 0 works and a busy port is
 a clean one-line error), in the foreground (the CLI) or in a background thread (tests and the
-benchmark)."""
+benchmark).
+
+In the foreground, SIGINT (Ctrl-C), SIGTERM (``kill``, a container stop) and SIGHUP (the
+terminal closed) each shut the server down gracefully, as uvicorn does on the first two: no
+new connections, the open ones closed, then the app's lifespan ends (``SessionRegistry.shutdown``
+cancels running turns cleanly and releases the writer locks). Where uvicorn would then raise
+the signal again to die of it, ``StoppingServer`` only remembers it (``stopped_by``): the CLI
+still closes the MCP servers and exits with 128 + its number, which is what a shell sees of a
+process a signal ended (as ``dsh run`` does, ``dsh.cli.termination``)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -37,11 +49,41 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def make_server(app: Any) -> uvicorn.Server:
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that shut a foreground server down gracefully (uvicorn's own two, and SIGHUP)."""
+
+
+class StoppingServer(uvicorn.Server):
+    """uvicorn's server, shut down gracefully by any of ``STOP_SIGNALS`` (see the module's
+    docstring); ``stopped_by`` is the first one that came."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.stopped_by: int | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread can listen (a BackgroundServer: ``stop()``)
+            return
+        previous = {signum: signal.signal(signum, self.handle_exit) for signum in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.stopped_by is None:
+            self.stopped_by = sig
+        super().handle_exit(sig, frame)  # a second Ctrl-C forces the exit, as in uvicorn
+
+
+def make_server(app: Any) -> StoppingServer:
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", ws_ping_interval=20.0
     )
-    return uvicorn.Server(config)
+    return StoppingServer(config)
 
 
 class BackgroundServer:
