@@ -51,11 +51,7 @@ def test_the_repairs_of_a_resume_with_cwd_show_inside_the_ui(tmp_path: Path) -> 
         f"{DSH} --resume {session.id} --cwd {workspace} --script {script};"
         " echo dsh-exited-$?; sleep 30"
     )
-    term.tmux(
-        "new-session", "-d", "-s", "dsh", "-x", "120", "-y", "40", "-c", str(workspace),
-        *[f"-e{k}={v}" for k, v in env.items() if k in ("DSH_HOME", "TERM", "PATH", "HOME")],
-        command,
-    )  # fmt: skip
+    term.start(command, workspace, env)
     term.tmux("pipe-pane", "-t", "dsh", f"cat >> {raw}")  # every byte the terminal is sent
     try:
         term.wait_for(lambda s: "second answer" in s and idle(s), "the resumed session")

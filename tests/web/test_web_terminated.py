@@ -15,7 +15,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,11 @@ from websockets.sync.client import connect
 
 from dsh.store import JsonlStore
 from dsh.surface import Session
+from tests.cli.test_run_terminated import PARTIAL, queue_held_partial
 from tests.cli.test_run_waiting import _read_rest
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import Canned, FakeServer, oa_chunk, openai_stream
+from tests.llm.fake_server import FakeServer
 
-PARTIAL = "Reading the notes first"
 DSH = str(Path(sys.executable).with_name("dsh"))
 URL = re.compile(rb"dsh web: open (http://127\.0\.0\.1:(\d+))/\?token=([A-Za-z0-9_-]+)")
 CONTROLLING_TERMINAL = (
@@ -98,9 +97,7 @@ def test_a_stop_signal_cancels_the_running_turn_and_keeps_what_was_streamed(
     signum: signal.Signals,
     how: str,
 ) -> None:
-    never = threading.Event()
-    reply = openai_stream(oa_chunk(content=PARTIAL), oa_chunk(content=" and then"))
-    server.queue(Canned(reply.status, reply.headers, reply.parts, hold=never, hold_before=1))
+    never = queue_held_partial(server)
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text(
