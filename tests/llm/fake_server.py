@@ -33,7 +33,8 @@ class Canned:
     drop_after: int | None = None
     """Write only this many parts, then close the connection mid-body (a killed server)."""
     hold: threading.Event | None = None
-    """Wait for this event (at most 30 s) before writing part ``hold_before``."""
+    """Wait for this event (at most 300 s: a loaded machine may take long to get there) before
+    writing part ``hold_before``."""
     hold_before: int = 0
 
 
@@ -145,7 +146,7 @@ class FakeServer:
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
                     if canned.hold is not None and index == canned.hold_before:
-                        canned.hold.wait(timeout=30)
+                        canned.hold.wait(timeout=300)
                     framed = b"%x\r\n%s\r\n" % (len(part), part) if canned.chunked else part
                     self.wfile.write(framed)
                     self.wfile.flush()

@@ -28,12 +28,7 @@ import anyio.to_thread
 
 from dsh.agent import session_settings
 from dsh.agent.context_fold import ContextFold
-from dsh.agent.session_runner import (
-    Activity,
-    ActivityChanged,
-    CompactionOff,
-    SessionRunner,
-)
+from dsh.agent.session_runner import Activity, ActivityChanged, CompactionOff, SessionRunner
 from dsh.config import window_too_small
 from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
 from dsh.events import (
