@@ -2,7 +2,7 @@
 
 ``history_read`` and ``history_search`` read what checkpoints shadow; before the log holds a
 checkpoint they can only answer that there is none. Offering them from the first request would
-cost every request of a session that never compacts their schemas and prompt section (about 320
+cost every request of a session that never compacts their schemas and prompt section (297
 tokens: 8% of a 4k local model's window) and hand a small model two tools it cannot use. So the
 next request carries them, with their prompt section appended to the system prompt, from the
 first ``compaction/summary`` in the log on; from then on they never change again (the spec's

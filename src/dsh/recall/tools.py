@@ -50,8 +50,8 @@ RECALL_PROMPT_SECTION = (
     "recall what your context already shows."
 )
 """Every request after the first checkpoint carries this and the two tool specs, so they stay
-short (about 320 tokens in all): a session pays for them on each of those requests whether or
-not it ever recalls."""
+short (297 tokens in all by the heuristic): a session pays for them on each of those requests
+whether or not it ever recalls."""
 
 HISTORY_READ_DESCRIPTION = (
     "Read the originals behind a checkpoint (any footer id, superseded ones too), a page per "
