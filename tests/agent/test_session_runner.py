@@ -21,6 +21,7 @@ from dsh.agent.session_runner import (
 from dsh.agent.wiring import Injection, build_parts
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, SummaryOutput, SummaryTask
 from dsh.config import CompactionSettings, Settings, ToolSettings
+from dsh.errors import ERROR_LINE_CHARS
 from dsh.events import CommandDoneEvent, CommandRunEvent, event_type_of
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.store import MemoryStore
@@ -265,3 +266,27 @@ def test_a_turn_cancelled_before_it_ran_is_not_run(tmp_path: Path):
     kinds = [event_type_of(e) for e in runner.session.events]
     assert "turn/start" not in kinds and "assistant/message" not in kinds
     assert runner.activity is None
+
+
+def test_a_compact_failure_is_answered_in_one_bounded_escaped_line(tmp_path: Path):
+    runner = runner_for(Wiring(), tmp_path)
+    hostile = "\x1b[31mred\x1b[0m\nsecond line " + "x" * 2000
+
+    async def broken(**kwargs: Any) -> Any:
+        raise RuntimeError(hostile)
+
+    engine = runner.wiring.make_engine(runner.session)
+    assert engine is not None
+    engine.compact_now = broken  # type: ignore[method-assign]
+    runner.wiring.make_engine = lambda session: engine  # type: ignore[method-assign]
+
+    async def main() -> None:
+        await runner.start_compact(None)
+
+    with pytest.raises(RuntimeError) as raised:
+        asyncio.run(main())
+    assert str(raised.value) == hostile  # the exception itself goes on whole
+    ok, text = answered(runner.session)
+    assert not ok and text.startswith("Compaction failed: RuntimeError: \\x1b[31mred")
+    assert "\n" not in text and "\x1b" not in text and text.endswith("…")
+    assert len(text) <= len("Compaction failed: ") + ERROR_LINE_CHARS

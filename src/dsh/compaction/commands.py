@@ -8,7 +8,7 @@ import secrets
 
 from dsh.compaction.base import CompactionError, PassResult
 from dsh.compaction.engine import CompactionEngine
-from dsh.errors import DshError
+from dsh.errors import DshError, error_line
 from dsh.events import CommandDone, CommandRun
 
 NOTHING_TO_COMPACT = "No compactable history yet."
@@ -41,19 +41,20 @@ async def run_compact_command(
 
     Every ``command/run`` gets its ``command/done``: a cancelled command (``CancelledError``,
     ctrl-c) or one that failed unexpectedly is answered ``ok: false`` before the exception
-    goes on."""
+    goes on. A failure's text is what every face shows, so it is ``error_line``'s one bounded,
+    escaped line (an unexpected exception goes on whole, to be logged with its traceback)."""
     session = engine.session
     command_id = f"cmd-{secrets.token_hex(4)}"
     session.append(CommandRun(command_id=command_id, name="compact", args=focus or ""))
     try:
         result = await engine.compact_now(window=window, focus=focus, source_command_id=command_id)
     except CompactionError as exc:
-        text = f"Compaction failed: {exc}"
+        text = f"Compaction failed: {error_line(str(exc))}"
         session.append(CommandDone(command_id=command_id, ok=False, text=text))
         return False, text
     except BaseException as exc:
         cancelled = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
-        text = COMPACT_CANCELLED if cancelled else f"Compaction failed: {type(exc).__name__}: {exc}"
+        text = COMPACT_CANCELLED if cancelled else f"Compaction failed: {error_line(exc)}"
         with contextlib.suppress(DshError):  # a closed or lost session keeps the exception
             session.append(CommandDone(command_id=command_id, ok=False, text=text))
         raise
