@@ -16,13 +16,13 @@ pass's result (its inflation guard compares the requests that would really go ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsh.compaction.base import has_checkpoint
 from dsh.config import RecallSettings
-from dsh.events import CompactionSummaryEvent, RequestHeaderBody
+from dsh.events import RequestHeaderBody
 from dsh.recall import RECALL_PROMPT_SECTION, recall_tools
 from dsh.surface import Session, system_tokens, tools_tokens
 from dsh.tools.base import Tool, tool_spec
@@ -36,16 +36,16 @@ class RecallOffer:
 
     specs: tuple[dict[str, Any], ...]
     section: str
+    names: frozenset[str] = field(init=False)
 
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(str(spec["name"]) for spec in self.specs)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", _tool_names(self.specs))
 
     def header(self, session: Session, header: RequestHeaderBody) -> RequestHeaderBody:
         """``header`` (the registry's every tool, the base system prompt) as the next request of
         ``session`` carries it: without the recall tools until a checkpoint exists, else with
         them last and the section after the system prompt."""
-        tools = tuple(t for t in header.tools or () if t.get("name") not in self.names)
+        tools = tuple(t for t in header.tools or () if str(t.get("name")) not in self.names)
         if not has_checkpoint(session):
             return RequestHeaderBody(
                 config=header.config, system=header.system, tools=tools or None
@@ -79,14 +79,9 @@ def recall_offer(
     return tools, RecallOffer(tuple(tool_spec(tool) for tool in tools), RECALL_PROMPT_SECTION)
 
 
-def has_checkpoint(session: Session) -> bool:
-    """True once the log holds a ``compaction/summary``: something for recall to read."""
-    return bool(session.of_type(CompactionSummaryEvent))
-
-
 def with_section(system: str | None, section: str) -> str:
     return section if not system else system + SECTION_SEPARATOR + section
 
 
-def _tool_names(tools: Sequence[dict[str, Any]]) -> frozenset[str]:
+def _tool_names(tools: tuple[dict[str, Any], ...]) -> frozenset[str]:
     return frozenset(str(tool.get("name")) for tool in tools)

@@ -16,6 +16,7 @@ from dsh.compaction.summarizer import SummaryTask
 from dsh.errors import DshError
 from dsh.events import (
     CheckpointKind,
+    CompactionSummaryEvent,
     Message,
     PluginSource,
     Region,
@@ -128,6 +129,11 @@ class CompactionRefused(CompactionError):
 StandingAfterPass = Callable[[Session], int]
 """Tokens the next request's fixed part (system and tools) gains once a pass lands: the recall
 tools and their prompt section, offered only once the log holds a checkpoint."""
+
+
+def has_checkpoint(session: Session) -> bool:
+    """True once the log holds a ``compaction/summary``: something for recall to read."""
+    return bool(session.of_type(CompactionSummaryEvent))
 
 
 def nothing_to_come(session: Session) -> int:

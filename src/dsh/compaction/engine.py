@@ -33,6 +33,7 @@ from dsh.compaction.base import (
     StandingAfterPass,
     checkpoint_message,
     contiguous,
+    has_checkpoint,
     heuristic_total,
     nothing_to_come,
 )
@@ -54,7 +55,6 @@ from dsh.events import (
     CompactionStart,
     CompactionStartEvent,
     CompactionSummary,
-    CompactionSummaryEvent,
     ReplaceOp,
 )
 from dsh.surface import Session, message_tokens
@@ -143,7 +143,7 @@ class CompactionEngine:
     def _to_come(self, *, after_pass: bool) -> int:
         """What the system and tools gain by the next request (``standing_after_pass``): once
         the log holds a checkpoint, or once the pass being estimated lands."""
-        if after_pass or self.session.of_type(CompactionSummaryEvent):
+        if after_pass or has_checkpoint(self.session):
             return self._standing_after_pass(self.session)
         return 0
 
