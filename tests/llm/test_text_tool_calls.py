@@ -42,6 +42,47 @@ def test_a_fenced_json_call_is_recovered():
     assert recover_tool_calls(text, accepts) == [TextToolCall("read_file", '{"path": "notes.txt"}')]
 
 
+def test_a_fence_holding_several_calls_one_per_line_is_recovered_as_each_call():
+    """Qwen2.5-Coder 1.5B on llama.cpp (``--jinja``) answered a fix-this-file prompt with a read
+    and an edit in one fence, one object per line; each is a call, in order."""
+    text = (
+        '```json\n{"name": "read_file", "arguments": {"path": "calc.py"}}\n'
+        '{"name": "bash", "arguments": {"command": "pytest -q"}}\n```'
+    )
+    assert recover_tool_calls(text, accepts) == [
+        TextToolCall("read_file", '{"path": "calc.py"}'),
+        TextToolCall("bash", '{"command": "pytest -q"}'),
+    ]
+    for broken in (
+        text.replace('\n{"name": "bash"', '\nthen {"name": "bash"'),  # prose between
+        text.replace('"bash"', '"rm_rf"'),  # one unknown tool spoils the reply
+        text.replace("}}\n{", "}}\n[1]\n{"),  # a non-object between them
+        "```json\n```",  # an empty fence
+    ):
+        assert recover_tool_calls(broken, accepts) is None, broken
+
+
+def test_calls_in_the_tools_tag_the_template_puts_around_signatures_are_recovered():
+    """Qwen2.5-Coder 1.5B on llama.cpp also wrapped its calls, one per line, in ``<tools>``: the
+    tag its chat template puts around the tool signatures it is shown."""
+    text = (
+        '<tools>\n{"name": "read_file", "arguments": {"path": "/tmp/rm1/calc.py"}}\n'
+        '{"name": "bash", "arguments": {"command": "pytest"}}\n</tools>'
+    )
+    assert recover_tool_calls(text, accepts) == [
+        TextToolCall("read_file", '{"path": "/tmp/rm1/calc.py"}'),
+        TextToolCall("bash", '{"command": "pytest"}'),
+    ]
+    assert starts_like_a_call(text[:20])
+    for broken in (
+        text.removesuffix("</tools>"),  # never closed
+        text.replace("<tools>\n", "<tools>\nCalling: "),
+        "<tools></tools>",
+        '<tools>{"name": "read_file", "arguments": {"path": "a"}, "id": 1}</tools>',
+    ):
+        assert recover_tool_calls(broken, accepts) is None, broken
+
+
 def test_calls_in_a_chat_templates_tool_call_tags_are_recovered():
     """Qwen and Hermes templates wrap each call in ``<tool_call>`` tags; a server that does not
     parse them (llama.cpp without --jinja, vLLM without a tool parser) returns them as text."""
@@ -160,6 +201,9 @@ def _render(name: str, args: dict[str, Any], fenced: int, indent: int | None) ->
 @st.composite
 def _replies(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     calls = draw(st.lists(_valid_calls, min_size=1, max_size=3))
+    if draw(st.booleans()):  # every call in one fence, one after another
+        bodies = [_render(n, a, 0, draw(st.sampled_from([None, 2]))) for n, a in calls]
+        return "```json\n" + "".join(b + draw(_spaces) for b in bodies) + "```", calls
     parts = [
         _render(n, a, draw(st.integers(0, 4)), draw(st.sampled_from([None, 2]))) for n, a in calls
     ]

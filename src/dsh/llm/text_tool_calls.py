@@ -3,16 +3,20 @@
 Small local models often answer a tool prompt with a fenced ````` ```json {"name": …,
 "arguments": …} ``` ````` block, or with their chat template's ``<tool_call>{…}</tool_call>``
 (Qwen, Hermes) when the server does not parse it, so the server returns plain content. With
-``provider.text_tool_calls`` on, a reply whose WHOLE text is one or more such objects (each bare,
-in a ``` / ```json fence or in a ``<tool_call>`` tag, separated only by whitespace) becomes tool
-calls — but only if every object has exactly the keys ``name`` and ``arguments`` (an object)
-and ``accepts`` takes each (the agent loop: a registered tool; its arguments are then checked
+``provider.text_tool_calls`` on, a reply whose WHOLE text is one or more such objects, separated
+only by whitespace, becomes tool calls. Each object stands bare, in a ``<tool_call>`` tag (one per
+tag, as the templates write them), or in a ``` / ```json fence or a ``<tools>`` tag, either of
+which may hold several, one after another: Qwen2.5-Coder 1.5B on llama.cpp wrote a read and an
+edit one per line in one fence, and in another reply in ``<tools>`` — the tag its template puts
+around the tool signatures.
+It does so only if every object has exactly the keys ``name`` and ``arguments`` (an object) and
+``accepts`` takes each (the agent loop: a registered tool; its arguments are then checked
 as any call's are). Anything else stays text: prose around the JSON, a call ``accepts``
 refuses, a truncated object.
 
 A reply cut at the output limit may end in the middle of such a call, so it no longer parses:
 ``starts_like_a_call`` tells the loop its text began as one (a JSON object, bare or fenced, or a
-``<tool_call>`` tag), so the model can be told its call was cut and not run.
+``<tool_call>`` or ``<tools>`` tag), so the model can be told its call was cut and not run.
 
 Recovery is a pure function of the text, so a replayed reply recovers the same calls.
 """
@@ -31,11 +35,14 @@ Accepts = Callable[[str, str], bool]
 """``accepts(name, arguments_json)``: True iff the text holds a call to that (the agent loop:
 ``name`` is a registered tool)."""
 
-_FENCE_OPEN = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE)
-_FENCE_CLOSE = "```"
-_TAG_OPEN = re.compile(r"<tool_call>", re.IGNORECASE)
-_TAG_CLOSE = re.compile(r"</tool_call>", re.IGNORECASE)
-_CALL_START = re.compile(r"\s*(?:```[ \t]*(?:json)?\s*)?(?:\{|<tool_call>)", re.IGNORECASE)
+Wrapper = tuple[re.Pattern[str], re.Pattern[str], bool]
+"""A wrapper around calls written as text: its opening, its closing, whether it may hold several."""
+WRAPPERS: tuple[Wrapper, ...] = (
+    (re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE), re.compile("```"), True),
+    (re.compile(r"<tools>", re.IGNORECASE), re.compile(r"</tools>", re.IGNORECASE), True),
+    (re.compile(r"<tool_call>", re.IGNORECASE), re.compile(r"</tool_call>", re.IGNORECASE), False),
+)
+_CALL_START = re.compile(r"\s*(?:```[ \t]*(?:json)?\s*)?(?:\{|<tool_call>|<tools>)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +88,9 @@ def with_recovered_calls(message: Message, accepts: Accepts, id_prefix: str) -> 
     return Message(id=message.id, role=message.role, content=kept + blocks, source=message.source)
 
 
-def _json_objects(text: str) -> list[Any] | None:
-    """The JSON values ``text`` is made of (whitespace between), or None."""
+def _json_objects(text: str, wrappers: tuple[Wrapper, ...] = WRAPPERS) -> list[Any] | None:
+    """The JSON objects ``text`` is made of (bare or in ``wrappers``, whitespace between), or
+    None."""
     values: list[Any] = []
     position, end = 0, len(text)
     while True:
@@ -90,38 +98,36 @@ def _json_objects(text: str) -> list[Any] | None:
             position += 1
         if position == end:
             return values
-        fence = _FENCE_OPEN.match(text, position)
-        tag = _TAG_OPEN.match(text, position)
-        if fence is not None:
-            close = text.find(_FENCE_CLOSE, fence.end())
-            if close < 0:
+        wrapped = _wrapped(text, position, wrappers)
+        if wrapped is not None:
+            inner, several, position = wrapped
+            held = None if position < 0 else _json_objects(inner, wrappers=())
+            if not held or (len(held) > 1 and not several):
                 return None
-            value = _whole_value(text[fence.end() : close])
-            if value is None:
-                return None
-            position = close + len(_FENCE_CLOSE)
-        elif tag is not None:
-            closing = _TAG_CLOSE.search(text, tag.end())
-            if closing is None:
-                return None
-            value = _whole_value(text[tag.end() : closing.start()])
-            if value is None:
-                return None
-            position = closing.end()
+            values.extend(held)
         elif text[position] == "{":
             value, position = _decode(text, position)
             if position < 0:
                 return None
+            values.append(value)
         else:
             return None
-        values.append(value)
 
 
-def _whole_value(inner: str) -> Any:
-    """The one JSON object ``inner`` holds (whitespace around it), or None."""
-    inner = inner.strip()
-    value, used = _decode(inner, 0)
-    return value if used == len(inner) and isinstance(value, dict) else None
+def _wrapped(
+    text: str, position: int, wrappers: tuple[Wrapper, ...]
+) -> tuple[str, bool, int] | None:
+    """If a wrapper opens at ``position``: what it holds, whether that may be several calls, and
+    the index after its closing (-1 when it never closes); else None."""
+    for opening, closing, several in wrappers:
+        opened = opening.match(text, position)
+        if opened is None:
+            continue
+        closed = closing.search(text, opened.end())
+        if closed is None:
+            return "", several, -1
+        return text[opened.end() : closed.start()], several, closed.end()
+    return None
 
 
 def _reject_constant(name: str) -> Any:
