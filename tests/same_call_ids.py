@@ -8,15 +8,16 @@ card: done, the file's text), the second lists a directory that is not (its card
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from dsh.agent import Agent, AgentConfig
+from dsh.agent import Agent, AgentConfig, tool_calls
 from dsh.events import (
     AssistantMessage,
     Event,
@@ -118,20 +119,25 @@ class ProcessDied(BaseException):
     """Stands for the process being killed: no ``except Exception`` closes anything."""
 
 
-def fail_second_result(agent: Agent, error: BaseException) -> None:
+@contextlib.contextmanager
+def failing_second_result(error: BaseException) -> Iterator[None]:
     """Make the loop raise ``error`` where it would log the second reply's result (its
-    ``tool/call`` is logged, its tool has run)."""
-    append_result = agent._append_result
+    ``tool/call`` is logged, its tool has run), while the block runs."""
+    log_result = tool_calls.log_tool_result
     calls = 0
 
-    def failing(*args: Any, **kwargs: Any) -> None:
+    def failing(*args: Any, **kwargs: Any) -> int:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise error
-        append_result(*args, **kwargs)
+        return log_result(*args, **kwargs)
 
-    agent._append_result = failing  # type: ignore[method-assign]
+    tool_calls.log_tool_result = failing
+    try:
+        yield
+    finally:
+        tool_calls.log_tool_result = log_result
 
 
 def crash_in_second_reply(store: EventStore, workspace: Path) -> str:
@@ -140,9 +146,9 @@ def crash_in_second_reply(store: EventStore, workspace: Path) -> str:
     prepare_workspace(workspace)
     session = Session.create(store, cwd=workspace)
     agent = same_id_agent(session, workspace)
-    fail_second_result(agent, ProcessDied())
     try:
-        run_apart(agent.run_turn(PROMPT))
+        with failing_second_result(ProcessDied()):
+            run_apart(agent.run_turn(PROMPT))
     except ProcessDied:
         pass
     else:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from dsh.agent import rebuild_requests
+import pytest
+
+from dsh.agent import rebuild_requests, tool_calls
 from dsh.events import (
     AssistantMessageEvent,
     RequestErrorEvent,
@@ -313,7 +315,7 @@ def test_an_overflow_handler_that_fails_ends_the_turn_with_the_overflow_error(ha
 
 
 def test_a_turn_that_fails_unexpectedly_is_closed_so_the_next_turn_sends_a_valid_request(
-    harness: Harness,
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
 ):
     """An exception between a turn's events (here the tool result cannot be logged) still
     answers the open tool call and ends the step and the turn as an error before it reaches the
@@ -328,7 +330,7 @@ def test_a_turn_that_fails_unexpectedly_is_closed_so_the_next_turn_sends_a_valid
     def broken(*args, **kwargs):
         raise RuntimeError("a bug while logging the result")
 
-    agent._append_result = broken  # type: ignore[method-assign]
+    monkeypatch.setattr(tool_calls, "log_tool_result", broken)
     try:
         run(agent.run_turn("read it"))
     except RuntimeError:
@@ -339,7 +341,7 @@ def test_a_turn_that_fails_unexpectedly_is_closed_so_the_next_turn_sends_a_valid
     end = harness.session.events[-1]
     assert isinstance(end, TurnEndEvent) and end.data.reason.kind == "error"
     assert "a bug while logging the result" in (end.data.reason.error or "")
-    del agent._append_result
+    monkeypatch.undo()
     result = run(agent.run_turn("again"))
     assert result.reason == "completed"
     request = harness.provider.requests[-1]

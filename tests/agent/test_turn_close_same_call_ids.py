@@ -8,14 +8,14 @@ import pytest
 from dsh.events import ToolCallEvent, ToolResultEvent
 from tests.agent.canned import assert_pairs_on_the_wire
 from tests.agent.conftest import Harness, run
-from tests.same_call_ids import PROMPT, fail_second_result, prepare_workspace, same_id_agent
+from tests.same_call_ids import PROMPT, failing_second_result, prepare_workspace, same_id_agent
 
 
 def test_a_failed_turn_answers_the_open_call_0_of_its_later_reply(harness: Harness) -> None:
     prepare_workspace(harness.workspace)
     agent = same_id_agent(harness.session, harness.workspace)
-    fail_second_result(agent, RuntimeError("a bug while logging the result"))
-    with pytest.raises(RuntimeError):
+    bug = RuntimeError("a bug while logging the result")
+    with failing_second_result(bug), pytest.raises(RuntimeError):
         run(agent.run_turn(PROMPT))
     events = harness.session.events
     calls = [e for e in events if isinstance(e, ToolCallEvent)]

@@ -26,16 +26,13 @@ stops at ``tools.max_repeated_calls`` such calls (``dsh.agent.repeated_calls``).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dsh.agent.call_order import call_order
 from dsh.agent.cancel import Cancelled as _Cancelled
-from dsh.agent.cancel import finished_or as _finished_or
 from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
@@ -44,7 +41,8 @@ from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.step_outcome import CANCELLED_BY_USER, CallOutcome, plan_step
-from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt, tool_call, tool_result
+from dsh.agent.tool_calls import answer_unrun_calls, is_read_only, run_tool_calls
+from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
 from dsh.config import DEFAULT_MAX_REPEATED_CALLS
 from dsh.errors import ProviderError
 from dsh.events import (
@@ -58,7 +56,6 @@ from dsh.events import (
     StepEnd,
     StepStart,
     TextBlock,
-    ToolCallBlock,
     TurnEnd,
     TurnEndEvent,
     TurnEndKind,
@@ -73,7 +70,6 @@ from dsh.llm.text_tool_calls import with_recovered_calls
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
-from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry
 
 log = logging.getLogger("dsh.agent")
@@ -152,7 +148,7 @@ class Agent:
         """Event-loop time a model call started while it has produced nothing yet, else None."""
         self._requested = False
         """The current model call went out (a cancel before that logs no reply)."""
-        self._repeats = RepeatedCalls(self._is_read_only, session)
+        self._repeats = RepeatedCalls(lambda call: is_read_only(self.tools, call), session)
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -218,11 +214,22 @@ class Agent:
             cut_before = plan.cut
             calls = outcome.message.tool_calls() if outcome.message is not None else ()
             if plan.unrun is not None:
-                self._answer_unstarted(turn, step, calls, *plan.unrun, outcome.from_text)
+                answer_unrun_calls(self.session, turn, step, calls, *plan.unrun, outcome.from_text)
             if plan.notice is not None:  # a text tool call was cut: the model is told
                 self.session.append(plan.notice)
             end = plan.end
-            if plan.run_calls and await self._run_tools(turn, step, calls, outcome.from_text):
+            if plan.run_calls and await run_tool_calls(
+                self.session,
+                self.tools,
+                self.policy,
+                self.workspace,
+                calls,
+                turn=turn,
+                step=step,
+                from_text=outcome.from_text,
+                guard=self._guard,
+                repeats=self._repeats,
+            ):
                 end = ("aborted", CANCELLED_BY_USER)
             elif self._repeats.stop is not None:  # the same read-only call, once too often
                 end = ("aborted", self._repeats.stop)
@@ -365,7 +372,7 @@ class Agent:
             )
         )
         why = f"not run: the model's reply was cut off ({error_code})"
-        self._answer_unstarted(turn, step, message.tool_calls(), "NOT_RUN", why)
+        answer_unrun_calls(self.session, turn, step, message.tool_calls(), "NOT_RUN", why)
 
     def _accepts(self, name: str, arguments: str) -> bool:
         """Whether a text call naming ``name`` is one: a registered tool. Arguments its schema
@@ -410,86 +417,6 @@ class Agent:
                     self.on_stream(event)
         finally:
             self.waiting_since = None
-
-    # ---- tools ------------------------------------------------------------------------------
-
-    async def _run_tools(
-        self, turn: int, step: int, calls: Sequence[ToolCallBlock], from_text: bool
-    ) -> bool:
-        """Log the calls, run them, log results in call order. True if the user cancelled."""
-        call_seqs = [self.session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
-        tasks: list[asyncio.Task[ToolOutput]] = []
-        for call, after in zip(calls, call_order(calls, self._is_read_only), strict=True):
-            tasks.append(asyncio.create_task(self._execute(call, [tasks[i] for i in after])))
-        cancelled = False
-        for call, call_seq, task in zip(calls, call_seqs, tasks, strict=True):
-            if not cancelled:
-                try:
-                    output = await self._guard(asyncio.shield(task))
-                except _Cancelled:
-                    cancelled = True
-                    for pending in tasks:
-                        pending.cancel()
-            if cancelled:
-                output = await _finished_or(
-                    task,
-                    ToolOutput(
-                        text="[CANCELLED] the user cancelled this tool call",
-                        is_error=True,
-                        code="CANCELLED",
-                    ),
-                )
-            append = functools.partial(self._append_result, turn, step, call, call_seq)
-            if cancelled:
-                append(output)
-            else:
-                self._repeats.log_result(call, output, append)
-        return cancelled
-
-    def _is_read_only(self, call: ToolCallBlock) -> bool:
-        tool = self.tools.get(call.name)
-        return tool is not None and tool.kind == "read"
-
-    async def _execute(
-        self, call: ToolCallBlock, after: Sequence[asyncio.Task[ToolOutput]]
-    ) -> ToolOutput:
-        """Run ``call`` once the calls it must follow (``call_order``) have finished."""
-        if after:
-            await asyncio.wait(after)
-        ctx = ToolContext(
-            workspace=self.workspace,
-            session_id=self.session.id,
-            call_id=call.id,
-            history=self.session.events,
-        )
-        return await self.tools.execute(call.id, call.name, call.arguments, ctx, self.policy)
-
-    def _append_result(
-        self, turn: int, step: int, call: ToolCallBlock, call_seq: int, output: ToolOutput
-    ) -> int:
-        """Log ``call``'s result (and what its output asks to log after it); its seq."""
-        code = (output.code or "TOOL_ERROR") if output.is_error else None
-        result = tool_result(turn, step, call.id, call.name, output.text, code, output.meta)
-        seq = self.session.append(result, source_event_seqs=[call_seq]).seq
-        for payload in output.log:
-            self.session.append(payload)
-        return seq
-
-    def _answer_unstarted(
-        self,
-        turn: int,
-        step: int,
-        calls: Sequence[ToolCallBlock],
-        code: str,
-        why: str,
-        from_text: bool = False,
-    ) -> None:
-        """Answer calls that are not run (an interrupted, stopped or cut reply's) with an error
-        result each, so pairing holds."""
-        for call in calls:
-            seq = self.session.append(tool_call(turn, step, call, from_text)).seq
-            output = ToolOutput(text=f"[{code}] {why}", is_error=True, code=code)
-            self._append_result(turn, step, call, seq, output)
 
     # ---- cancellation -----------------------------------------------------------------------
 
