@@ -34,7 +34,8 @@ from dsh.compaction import (
     make_backend,
     make_summarizer,
 )
-from dsh.compaction.engine import CommitHook, PassObserver
+from dsh.compaction.commit import CommitHook
+from dsh.compaction.engine import PassObserver
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     CompactionSettings,

@@ -3,12 +3,12 @@
 A pass: take the lock (the first ``compaction/start``), summarise every planned region off the
 surface, check that the surface did not move and that the pass shrinks the context (inflation
 guard, same metric on both sides), log ``compaction/plan``, then commit the regions strictly left
-to right, one bracket each: start → summary → checkpoint replace → end. Any failure before the
-first commit writes ``compaction/end{error}`` and leaves the surface untouched. A process killed
-between commits leaves a plan whose regions are not all committed; the next pre-step commits the
-rest from the plan, with no model call and no guard, and first closes the bracket of a region
-whose checkpoint landed but whose end did not (killed between the two). See docs/compaction.md,
-"The events of a pass", "Triggers" and "Failure handling"."""
+to right, one bracket each: start → summary → checkpoint replace → end (``dsh.compaction.commit``).
+Any failure before the first commit writes ``compaction/end{error}`` and leaves the surface
+untouched. A process killed between commits leaves a plan whose regions are not all committed;
+the next pre-step commits the rest from the plan, with no model call and no guard, and first
+closes the bracket of a region whose checkpoint landed but whose end did not (killed between the
+two). See docs/compaction.md, "The events of a pass", "Triggers" and "Failure handling"."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import msgspec
 
 from dsh.compaction.base import (
-    CheckpointRef,
     CompactionBackend,
     CompactionBusy,
     CompactionError,
@@ -32,11 +31,11 @@ from dsh.compaction.base import (
     RegionText,
     StandingAfterPass,
     checkpoint_message,
-    contiguous,
     has_checkpoint,
     heuristic_total,
     nothing_to_come,
 )
+from dsh.compaction.commit import CommitHook, commit_pass, commit_resumed
 from dsh.compaction.log_index import LogIndex, unended_landed
 from dsh.compaction.plan_check import abandon_plan, plan_abandoned, unlandable
 from dsh.compaction.pruner import prune_tool_results
@@ -54,8 +53,6 @@ from dsh.events import (
     CompactionPlanEvent,
     CompactionStart,
     CompactionStartEvent,
-    CompactionSummary,
-    ReplaceOp,
 )
 from dsh.surface import Session, message_tokens
 
@@ -73,8 +70,6 @@ class PassOutcome:
 
 
 PassObserver = Callable[[PassOutcome], None]
-CommitHook = Callable[[int], None]
-"""Called with a region's 1-based number right before it commits (crash tests exit there)."""
 
 
 class CompactionEngine:
@@ -348,7 +343,16 @@ class CompactionEngine:
             abort(error)
             raise CompactionRefused(error)
         self.session.append(CompactionPlan(pass_id=pass_id, regions=tuple(texts)))
-        refs = self._commit(pass_id, texts, turn, source_command_id, first_start=lock)
+        refs = commit_pass(
+            self.session,
+            self.backend,
+            pass_id,
+            texts,
+            turn,
+            source_command_id,
+            first_start=lock,
+            on_commit=self._on_commit,
+        )
         return PassResult(pass_id, refs, before, self.next_request_tokens())
 
     def _estimate_after(self, before: int, texts: list[RegionText]) -> int:
@@ -360,83 +364,6 @@ class CompactionEngine:
             delta += message_tokens(checkpoint_message(text))
         gained = self._to_come(after_pass=True) - self._to_come(after_pass=False)
         return before + gained + delta
-
-    def _commit(
-        self,
-        pass_id: str,
-        texts: list[RegionText],
-        turn: int | None,
-        source_command_id: str | None,
-        *,
-        first_start: CompactionStartEvent | None,
-    ) -> tuple[CheckpointRef, ...]:
-        refs = []
-        for number, region in enumerate(texts, start=1):
-            if self._on_commit is not None:
-                self._on_commit(number)
-            if not contiguous(self.session.nodes, region.shadowed_seqs):
-                raise CompactionError(
-                    f"region {number} of pass {pass_id} is no longer on the surface"
-                )
-            compaction_id = f"{pass_id}-{number}"
-            start = first_start if number == 1 and first_start is not None else None
-            if start is None:
-                start_event = self.session.append(
-                    CompactionStart(
-                        compaction_id=compaction_id,
-                        pass_id=pass_id,
-                        turn=turn,
-                        source_command_id=source_command_id,
-                    )
-                )
-                start_seq = start_event.seq
-            else:
-                compaction_id = start.data.compaction_id
-                start_seq = start.seq
-            refs.append(
-                self._commit_region(
-                    compaction_id, pass_id, region, turn, start_seq, source_command_id
-                )
-            )
-        return tuple(refs)
-
-    def _commit_region(
-        self,
-        compaction_id: str,
-        pass_id: str,
-        region: RegionText,
-        turn: int | None,
-        start_seq: int,
-        source_command_id: str | None,
-    ) -> CheckpointRef:
-        shadowed = region.shadowed_seqs
-        price = sum(self.session.node_tokens(seq) for seq in shadowed)
-        summary = self.session.append(
-            CompactionSummary(
-                compaction_id=compaction_id,
-                pass_id=pass_id,
-                kind=region.kind,
-                summary=region.summary,
-                shadowed_range=(shadowed[0], shadowed[-1]),
-                shadowed_seqs=shadowed,
-                shadowed_token_count=price,
-                input_range=region.input_range,
-                provider=region.provider or self.backend.name,
-                model=region.model or self.backend.name,
-                usage=region.usage,
-                raw_output=region.raw_output,
-                llm_stream_call=region.raw_output is not None,
-                degraded=region.degraded,
-            )
-        )
-        text = self.backend.checkpoint_text(self.session, region, summary.seq)
-        checkpoint = self.session.append(
-            checkpoint_message(text, compaction_id, source_command_id),
-            surface_op=ReplaceOp(start=shadowed[0], end=shadowed[-1]),
-            source_event_seqs=[start_seq, summary.seq, *shadowed],
-        )
-        self.session.append(CompactionEnd(compaction_id=compaction_id, pass_id=pass_id, turn=turn))
-        return CheckpointRef(region.kind, summary.seq, checkpoint.seq, shadowed, price)
 
     # ---- crash resume -----------------------------------------------------------------------
 
@@ -479,19 +406,12 @@ class CompactionEngine:
         ]
         before = self.next_request_tokens()
         skipped = len(plan.data.regions) - len(remaining)
-        refs = []
-        for offset, region in enumerate(texts, start=skipped + 1):
-            compaction_id = f"{plan.data.pass_id}-{offset}r"
-            start = self.session.append(
-                CompactionStart(compaction_id=compaction_id, pass_id=plan.data.pass_id, turn=turn)
-            )
-            refs.append(
-                self._commit_region(compaction_id, plan.data.pass_id, region, turn, start.seq, None)
-            )
-        log.info("resumed compaction pass %s: %d region(s) committed", plan.data.pass_id, len(refs))
+        pass_id = plan.data.pass_id
+        refs = commit_resumed(self.session, self.backend, pass_id, texts, turn, skipped + 1)
+        log.info("resumed compaction pass %s: %d region(s) committed", pass_id, len(refs))
         if not refs:
             return None  # only brackets were closed: no checkpoint is new
-        return PassResult(plan.data.pass_id, tuple(refs), before, self.next_request_tokens())
+        return PassResult(pass_id, refs, before, self.next_request_tokens())
 
 
 def _describe(exc: BaseException) -> str:
