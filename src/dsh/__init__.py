@@ -7,9 +7,11 @@ below load on first use, so ``import dsh`` (and ``dsh --version``) imports no su
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # no ``typing`` at run time: the keeper program imports this package too
 if TYPE_CHECKING:
+    from typing import Any
+
     from dsh.errors import DshError
     from dsh.store import EventStore, JsonlStore, MemoryStore, SqliteStore, open_store
     from dsh.surface import Session, fold_surface

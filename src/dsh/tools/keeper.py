@@ -1,9 +1,11 @@
-"""The keeper of the processes dsh runs for its tools, and the Linux process calls it shares.
+"""The keeper of the processes dsh runs for its tools, and what dsh writes to a call keeper.
 
 dsh runs this file as a program once per dsh process, at its first ``bash`` call or MCP server
-start (``python -I -S keeper.py LIFELINE LINK CALLS``, standard library only, an empty
-environment, in ``/``; :mod:`dsh.tools.kept_process`). It lives until dsh exits and is named
-``dsh-keeper``. LINK and CALLS are Unix ``SOCK_SEQPACKET`` sockets whose other ends dsh holds.
+start (``python -I -S keeper.py LIFELINE LINK CALLS``, an empty environment, in ``/``;
+:mod:`dsh.tools.kept_process`). Of dsh it imports only :mod:`dsh.tools.subreaper` (what the
+keeper and a call keeper share: reaping and killing their subtree), and otherwise the standard
+library. It lives until dsh exits and is named ``dsh-keeper``. LINK and CALLS are Unix
+``SOCK_SEQPACKET`` sockets whose other ends dsh holds.
 
 Each *call* (one ``bash`` command, or one run of an MCP server) is a ``call`` message on CALLS
 carrying seven descriptors: the program's stdin, stdout and stderr, then SPEC, STATUS and
@@ -51,67 +53,15 @@ import select
 import socket
 import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import signal
-    from types import FrameType
-    from typing import Any
-else:  # the C module under ``signal``, without its enums: the keeper imports little
-    import _signal as signal
+if not __package__:  # loaded from its file (the keeper program runs isolated): find dsh from it
+    sys.path.insert(0, os.path.abspath(__file__).rsplit(os.sep, 3)[0])
 
-PR_SET_NAME = 15
-PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-RESET_SIGNALS = (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ)
-"""Restored to their defaults in the program (Python ignores SIGPIPE and SIGXFSZ)."""
+from dsh.tools.subreaper import RESET_SIGNALS, Subtree, descendants, sigkill
+
 CALL_FDS = 7
 """Descriptors of a ``call`` message: stdin, stdout, stderr, spec, status, control, cwd."""
 KEEP, SERVICE = b"keep", b"service"
 """What a call keeper does when its program exits: keep what it left, or kill it."""
-
-
-_PRCTL: list[Any] = []
-"""libc's ``prctl``, looked up once (a forked call keeper finds it ready)."""
-
-
-def prctl(option: int, value: int | bytes) -> bool:
-    """``prctl(option, value)`` on Linux; False where it is not available or it failed."""
-    if not sys.platform.startswith("linux"):
-        return False
-    if not _PRCTL:
-        import ctypes
-
-        try:
-            _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
-        except (OSError, AttributeError):
-            return False
-    return bool(_PRCTL[0](option, value, 0, 0, 0) == 0)
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below ``root`` (read from ``/proc``; empty where there is none)."""
-    children: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found: list[int] = []
-    parents = [root]
-    while parents:
-        below = children.get(parents.pop(), [])
-        found.extend(below)
-        parents.extend(below)
-    return found
 
 
 def encode_spec(argv: list[str], environment: dict[str, str], *, service: bool = False) -> bytes:
@@ -139,71 +89,6 @@ def decode_spec(data: bytes) -> tuple[list[bytes], dict[bytes, bytes], bool] | N
     argv, variables = parts[: int(count)], parts[int(count) :]
     environment = dict(v.split(b"=", 1) for v in variables if b"=" in v)
     return argv, environment, mode == SERVICE
-
-
-class Subtree:
-    """What a keeper and a call keeper share: signals woken into a ``select``, reaping, and
-    killing everything below."""
-
-    def __init__(self, name: bytes) -> None:
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-        prctl(PR_SET_NAME, name)
-        self.stopping = False
-        self.wake, self.wake_write = os.pipe()
-        os.set_blocking(self.wake, False)
-        os.set_blocking(self.wake_write, False)
-        signal.set_wakeup_fd(self.wake_write, warn_on_full_buffer=False)
-        for number in STOP_SIGNALS:
-            signal.signal(number, self._stop)
-        signal.signal(signal.SIGCHLD, lambda number, frame: None)  # wakes the select
-
-    def _stop(self, number: int, frame: FrameType | None) -> None:
-        self.stopping = True
-
-    def reap(self) -> bool:
-        """Reap every child that exited (``exited`` hears of each); False when none is left."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return False
-            if pid == 0:
-                return True
-            self.exited(pid, status)
-
-    def exited(self, pid: int, status: int) -> None:
-        """A child was reaped."""
-
-    def drain_wake(self) -> None:
-        try:
-            while os.read(self.wake, 512):
-                pass
-        except BlockingIOError:
-            pass
-
-    def kill_all(self, group: int = 0) -> None:
-        """SIGKILL the whole subtree (and the process ``group`` while it is set), round after
-        round (a process may fork meanwhile, and a dying one's children come here), until no
-        child is left."""
-        while True:
-            for pid in descendants(os.getpid()):
-                _kill(pid)
-            if group:  # all there is to find without /proc
-                try:  # noqa: SIM105 - no contextlib: the keeper imports little
-                    os.killpg(group, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                group = self.group()
-            try:
-                os.waitpid(-1, 0)  # one child was killed and is gone: look again
-            except ChildProcessError:
-                return
-            if not self.reap():
-                return
-
-    def group(self) -> int:
-        """The process group still to kill without ``/proc`` (0: none)."""
-        return 0
 
 
 class CallKeeper(Subtree):
@@ -381,8 +266,8 @@ class Keeper(Subtree):
         code = 1
         try:
             self.link.close()
-            signal.set_wakeup_fd(-1)  # the call keeper makes its own
-            for fd in (self.wake, self.wake_write, self.taken, self.alive_write):
+            self.release_wakeup()  # the call keeper makes its own
+            for fd in (self.taken, self.alive_write):
                 os.close(fd)
             call = CallKeeper(self.lifeline)
             fds = call.wait_for_call(self.call_link, self.alive, self.taken_write)
@@ -415,8 +300,8 @@ class Keeper(Subtree):
         """SIGKILL call keeper ``pid`` (only while it is an unreaped child) and its subtree."""
         if pid in self.calls:
             for below in descendants(pid):
-                _kill(below)
-            _kill(pid)
+                sigkill(below)
+            sigkill(pid)
 
     def exited(self, pid: int, status: int) -> None:
         self.calls.discard(pid)
@@ -458,13 +343,6 @@ def _program_path(name: bytes, environment: dict[bytes, bytes]) -> bytes:
             denied = True
     number = errno.EACCES if denied else errno.ENOENT
     raise OSError(number, os.strerror(number))
-
-
-def _kill(pid: int) -> None:
-    try:  # noqa: SIM105
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -16,7 +16,7 @@ everything, and on other systems than Linux this does nothing.
 
 from __future__ import annotations
 
-from dsh.tools.keeper import PR_SET_DUMPABLE, prctl
+from dsh.tools.subreaper import PR_SET_DUMPABLE, prctl
 
 
 def protect_process() -> bool:
