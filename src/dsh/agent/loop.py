@@ -3,8 +3,9 @@
 One turn: ``turn/start`` → pre-step hooks (automatic compaction hooks in here, before the step's
 new input is logged) → ``step/start`` → the user's message → ``request/header`` (only if changed)
 → ``request/context`` (only on a route change) → ``assistant/message`` → (``tool/call``,
-``tool/result``) pairs → ``step/end`` → next step … → ``turn/end``. Every request is built from
-the log (``request_from_state``), so what the model saw is always what was logged.
+``tool/result``) pairs (``dsh.agent.tool_calls``) → ``step/end`` → next step … → ``turn/end``.
+Every request is built from the log (``request_from_state``), so what the model saw is always
+what was logged.
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
 message, answers any unfinished tool call with an error result, and closes the turn as aborted,
