@@ -54,7 +54,7 @@ import socket
 import sys
 
 if not __package__:  # loaded from its file (the keeper program runs isolated): find dsh from it
-    sys.path.insert(0, os.path.abspath(__file__).rsplit(os.sep, 3)[0])
+    sys.path.append(os.path.abspath(__file__).rsplit(os.sep, 3)[0])  # after the standard library
 
 from dsh.tools.subreaper import RESET_SIGNALS, Subtree, descendants, sigkill
 
