@@ -242,7 +242,8 @@ def test_edit_file_logs_the_real_diff_for_people(workspace: Path, ctx: ToolConte
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     out = call(EditFileTool(), ctx, path="calc.py", old="return a - b", new="return a + b")
     assert "(line 2)" in out.text
-    assert out.meta == {
+    assert out.meta is not None
+    assert {"diff": out.meta["diff"]} == {
         "diff": [
             "--- a/calc.py",
             "+++ b/calc.py",
@@ -323,7 +324,8 @@ def test_write_file_over_a_text_file_logs_the_real_diff_and_a_new_file_none(
     """An overwrite is not all new lines: the card shows what changed, as for edit_file."""
     (workspace / "notes.txt").write_text("one\ntwo\nthree\n")
     out = call(WriteFileTool(), ctx, path="notes.txt", content="one\n2\nthree\n")
-    assert out.meta == {
+    assert out.meta is not None
+    assert {"diff": out.meta["diff"]} == {
         "diff": [
             "--- a/notes.txt",
             "+++ b/notes.txt",
@@ -335,15 +337,17 @@ def test_write_file_over_a_text_file_logs_the_real_diff_and_a_new_file_none(
         ]
     }
     created = call(WriteFileTool(), ctx, path="new.txt", content="fresh\n")
-    assert created.meta is None and "(created)" in created.text
+    assert created.meta is not None and "diff" not in created.meta
+    assert "(created)" in created.text
     (workspace / "blob.bin").write_bytes(b"\xff\xfe\x00binary")
-    assert call(WriteFileTool(), ctx, path="blob.bin", content="text\n").meta is None
+    blob = call(WriteFileTool(), ctx, path="blob.bin", content="text\n").meta
+    assert blob is not None and "diff" not in blob
 
 
 def test_a_file_too_large_to_diff_logs_no_diff(workspace: Path, ctx: ToolContext) -> None:
     (workspace / "big.txt").write_text("x\n" * (MAX_DIFF_CHARS // 2) + "marker\n")
     out = call(EditFileTool(), ctx, path="big.txt", old="marker", new="done")
-    assert not out.is_error and out.meta is None
+    assert not out.is_error and out.meta is not None and "diff" not in out.meta
 
 
 def test_a_file_too_large_to_diff_is_never_read_for_a_diff(

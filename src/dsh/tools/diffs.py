@@ -40,7 +40,7 @@ def unified_diff(
     None for a side over ``MAX_DIFF_CHARS``."""
     if len(before) > MAX_DIFF_CHARS or len(after) > MAX_DIFF_CHARS:
         return None
-    old, new = _lines(before), _lines(after)
+    old, new = split_lines(before), split_lines(after)
     if len(old) > MAX_DIFF_LINES or len(new) > MAX_DIFF_LINES:
         return None
     lines = difflib.unified_diff(
@@ -59,7 +59,7 @@ def unified_diff(
     return result
 
 
-def _lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """``text``'s lines with their newlines, split at ``\\n`` only (as the tools count lines:
     a form feed or a Unicode line separator inside a line does not end it)."""
     parts = text.split("\n")

@@ -20,6 +20,7 @@ from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.diffs import DIFF_META, read_small_text, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.secrets import SecretPolicy
+from dsh.tools.undo_record import UNDO_META, missing_parents, undo_record
 from dsh.tools.workspace import (
     display_path,
     file_is_binary,
@@ -194,25 +195,34 @@ class WriteFileTool:
         """Write ``args.content`` (UTF-8) to ``args.path``."""
         path = str_arg(args, "path")
         content = str_arg(args, "content")
-        text, diff = await _in_thread(_write, path, content, ctx.workspace)
-        return ToolOutput(text, meta=None if diff is None else {DIFF_META: diff})
+        text, meta = await _in_thread(_write, path, content, ctx.workspace)
+        return ToolOutput(text, meta=meta)
 
 
-def _write(path: str, content: str, workspace: Path) -> tuple[str, list[str] | None]:
-    """The result's text and, over an existing text file, the diff of the change (for
-    people: an overwrite is not all new lines)."""
+def _write(path: str, content: str, workspace: Path) -> tuple[str, dict[str, Any]]:
+    """The result's text and its meta: the undo record (``dsh.tools.undo_record``) and, over
+    an existing text file, the diff of the change (for people: an overwrite is not all new
+    lines)."""
     resolved = resolve_in_workspace(path, workspace)
     shown = display_path(resolved, workspace)
     if resolved.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path", code="IS_DIRECTORY")
     existed = resolved.exists()
     before = read_small_text(resolved) if existed else None
+    created_dirs = missing_parents(resolved)
     resolved.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
     write_regular_file(resolved, data, shown)
     what = "overwrote" if existed else "created"
+    before_bytes = None if before is None else before.encode("utf-8")  # decoded strictly: exact
+    meta: dict[str, Any] = {}
     diff = None if before is None else unified_diff(shown, before, content)
-    return f"wrote {len(data)} bytes to {shown} ({what})", diff
+    if diff is not None:
+        meta[DIFF_META] = diff
+    meta[UNDO_META] = undo_record(
+        resolved, before=before_bytes, after=data, created=not existed, created_dirs=created_dirs
+    )
+    return f"wrote {len(data)} bytes to {shown} ({what})", meta
 
 
 class EditFileTool:
@@ -246,17 +256,19 @@ class EditFileTool:
             )
         if old == new:
             raise ToolError("old and new are identical; nothing to change", code=INVALID_ARGUMENT)
-        text, diff = await _in_thread(_edit, path, old, new, ctx.workspace)
-        return ToolOutput(text, meta=None if diff is None else {DIFF_META: diff})
+        text, meta = await _in_thread(_edit, path, old, new, ctx.workspace)
+        return ToolOutput(text, meta=meta)
 
 
-def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, list[str] | None]:
-    """The result's text and the unified diff of the file's change (for people)."""
+def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str, Any]]:
+    """The result's text and its meta: the unified diff of the file's change (for people; none
+    for a file too large to diff) and the undo record (``dsh.tools.undo_record``)."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
     _check_regular_file(resolved, shown)
+    raw = resolved.read_bytes()
     try:
-        text = resolved.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not valid UTF-8 text: {exc}", code="BINARY_FILE") from exc
     count = text.count(old)
@@ -273,12 +285,17 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, list[str
         )
     index = text.index(old)
     edited = text.replace(old, new, 1)
-    write_regular_file(resolved, edited.encode("utf-8"), shown)
+    data = edited.encode("utf-8")
+    write_regular_file(resolved, data, shown)
     first = text.count("\n", 0, index) + 1
     last = first + new.count("\n")
     where = f"line {first}" if first == last else f"lines {first}–{last}"
+    meta: dict[str, Any] = {}
     diff = unified_diff(shown, text, edited)
-    return f"edited {shown}: replaced 1 occurrence ({where})", diff
+    if diff is not None:
+        meta[DIFF_META] = diff
+    meta[UNDO_META] = undo_record(resolved, before=raw, after=data, created=False)
+    return f"edited {shown}: replaced 1 occurrence ({where})", meta
 
 
 class ListDirTool:
