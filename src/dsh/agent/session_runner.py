@@ -21,6 +21,7 @@ from dsh.agent import session_settings
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.mcp_servers import start_session_mcp_servers
 from dsh.agent.runtime import Route, approval_policy
+from dsh.agent.undo import UndoResult, undo_last_turn
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.compaction import (
     COMPACT_CANCELLED,
@@ -291,6 +292,12 @@ class SessionRunner:
         if record is not None:  # test wirings record nothing
             record(self.session)
         return await run_compact_command(engine, window=window, focus=focus)
+
+    def undo(self, *, dry_run: bool = False, args: str = "") -> UndoResult:
+        """``/undo``: take back the last turn's file changes (``dsh.agent.undo``), blocking
+        file I/O on the calling thread; ``SessionBusy`` while a turn or a ``/compact`` runs."""
+        self._ensure_idle()
+        return undo_last_turn(self.session, dry_run=dry_run, args=args)
 
     def cancel(self) -> Activity | None:
         """Stop what runs (None if nothing does)."""

@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen "
         "approval, the provider endpoint and the summariser provider, and start MCP servers.",
     ),
+    "undo": (
+        "dsh.cli.undo:undo",
+        "Undo the file changes the model made in its last turn.",
+    ),
     "web": ("dsh.cli.web:web", "Serve the browser client for your sessions on this machine."),
 }
 """name -> ("module:attribute", the first sentence of its help, which ``--help`` shortens)."""

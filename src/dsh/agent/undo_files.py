@@ -1,0 +1,179 @@
+"""The file side of ``undo``: reading what is there now, and applying a plan all or nothing.
+
+Every file of the plan is checked again just before it is touched (its SHA-256 still the one the
+plan was made from). A file is restored by writing a temporary file beside it (same mode) and
+renaming it over; a file is deleted by renaming it aside first and unlinking it only once every
+file of the plan is done. If any step fails, the steps already done are taken back (the old bytes
+written back, the file renamed back), and what could not be taken back is said by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Action = Literal["restore", "delete", "none"]
+
+
+class Unreadable(Exception):
+    """The path is there but is not a regular file dsh can read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A file as it is now: absent, or its bytes' hash (and the bytes, when asked for)."""
+
+    exists: bool
+    sha256: str | None = None
+    data: bytes | None = None
+    mode: int | None = None
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def look(path: Path, *, keep_up_to: int) -> Found:
+    """``path`` now: its hash, and its bytes when it holds at most ``keep_up_to`` of them.
+    Raises ``Unreadable`` for something other than a regular file (a symlink included)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return Found(exists=False)
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable("no longer a regular file")
+    try:
+        with open(path, "rb") as fh:
+            if info.st_size <= keep_up_to:
+                data = fh.read()
+                return Found(True, sha256_of(data), data, stat.S_IMODE(info.st_mode))
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from exc
+    return Found(True, digest, None, stat.S_IMODE(info.st_mode))
+
+
+@dataclass(frozen=True, slots=True)
+class FileStep:
+    """What undo does to one file."""
+
+    file: Path
+    shown: str
+    action: Action
+    now: Found
+    """The file as the plan found it (what the tool left, or what was there before the turn)."""
+    target: bytes | None = None
+    """The bytes to restore (``restore`` only)."""
+    created_dirs: tuple[Path, ...] = ()
+    """Directories the turn created for a file it created, removed after it if empty."""
+
+
+@dataclass(slots=True)
+class Applied:
+    """How applying a plan went."""
+
+    failed: str | None = None
+    """The step that failed, said in one line (None: every step was done)."""
+    kept: list[str] = field(default_factory=list)
+    """Files left undone after a failure because they could not be put back (named)."""
+
+
+def apply_steps(steps: Sequence[FileStep]) -> Applied:
+    """Do ``steps`` in order, all or nothing (see the module's docstring)."""
+    done: list[tuple[FileStep, Path | None]] = []
+    for step in steps:
+        if step.action == "none":
+            continue
+        try:
+            _still_as_planned(step)
+            done.append((step, _do(step)))
+        except (OSError, _Changed) as exc:
+            why = str(exc) if isinstance(exc, _Changed) else (exc.strerror or str(exc))
+            kept = _take_back(done)
+            return Applied(failed=f"{step.shown}: {why}", kept=kept)
+    for _, aside in done:
+        if aside is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+    for step, aside in done:  # once every aside is gone: two files may share a directory
+        if aside is not None:
+            _remove_empty(step.created_dirs)
+    return Applied()
+
+
+class _Changed(Exception):
+    pass
+
+
+def _still_as_planned(step: FileStep) -> None:
+    try:
+        found = look(step.file, keep_up_to=0)
+    except Unreadable as exc:
+        raise _Changed(str(exc)) from exc
+    if found.exists != step.now.exists or found.sha256 != step.now.sha256:
+        raise _Changed("changed while undo ran")
+
+
+def _do(step: FileStep) -> Path | None:
+    """Restore or delete one file; a deleted file's aside name (unlinked at the end)."""
+    if step.action == "restore":
+        assert step.target is not None
+        _replace(step.file, step.target, step.now.mode)
+        return None
+    aside = _aside(step.file)
+    os.rename(step.file, aside)
+    return aside
+
+
+def _take_back(done: list[tuple[FileStep, Path | None]]) -> list[str]:
+    """Undo the steps done, newest first; the files that could not be put back."""
+    kept: list[str] = []
+    for step, aside in reversed(done):
+        try:
+            if aside is not None:
+                os.rename(aside, step.file)
+            else:
+                assert step.now.data is not None
+                _replace(step.file, step.now.data, step.now.mode)
+        except OSError:
+            kept.append(step.shown)
+    return kept[::-1]
+
+
+def _replace(path: Path, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to a new file beside ``path`` and rename it over ``path``."""
+    temp = _aside(path)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(temp, 0o644 if mode is None else mode)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _aside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.dsh-undo-{secrets.token_hex(4)}")
+
+
+def _remove_empty(directories: tuple[Path, ...]) -> None:
+    """Remove the directories a turn created, innermost first, while they are empty."""
+    for directory in reversed(directories):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return

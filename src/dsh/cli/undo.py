@@ -1,0 +1,38 @@
+"""``dsh undo [--session ID] [--dry-run]``: take back the file changes the model made in its
+last turn (``dsh.agent.undo``) and print what was reverted, or why not; exit 1 when refused.
+
+The default session is the one ``dsh --resume`` picks without a terminal: the most recent session
+started in the current directory. The session is opened for writing (its writer lock), so a
+session another process is running is refused; ``--dry-run`` opens it read-only and logs nothing.
+"""
+
+from __future__ import annotations
+
+import click
+
+from dsh.agent.undo import undo_last_turn
+from dsh.cli import context
+from dsh.cli.tui import latest_session_id
+from dsh.surface import Session
+
+
+@click.command("undo")
+@click.option(
+    "--session", "session_id", default=None, help="The session (default: the latest here)."
+)
+@click.option("--dry-run", is_flag=True, help="List what would be reverted; change nothing.")
+def undo(session_id: str | None, dry_run: bool) -> None:
+    """Undo the file changes the model made in its last turn."""
+    store = context.store()
+    if session_id is None:
+        resolved = latest_session_id(store, str(context.cwd().resolve()))
+    else:
+        resolved = context.resolve_session_id(store, session_id)
+    session = Session.open(store, resolved, writable=not dry_run)
+    try:
+        result = undo_last_turn(session, dry_run=dry_run)
+    finally:
+        session.close()
+    click.echo(result.text)
+    if not result.ok:
+        raise SystemExit(1)
