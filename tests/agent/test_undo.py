@@ -300,3 +300,23 @@ def test_the_runner_refuses_undo_while_a_turn_runs(harness: Harness):
 
     asyncio.run(scenario())
     assert runner.undo().text.startswith("Nothing to undo")
+
+
+def test_an_undo_stopped_midway_answers_its_command_naming_the_files(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+):
+    from dsh.agent import undo_files
+
+    (harness.workspace / "a.txt").write_text("a\n")
+    (harness.workspace / "b.txt").write_text("b\n")
+    run_turns(harness, turn(edit("a.txt", "a", "A"), edit("b.txt", "b", "B")))
+
+    def interrupted(path: Path, data: bytes, mode: int | None) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(undo_files, "_replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        undo_last_turn(harness.session)
+    done = harness.session.of_type(CommandDoneEvent)[-1].data
+    assert not done.ok
+    assert done.text == "Undo of turn 1 stopped: KeyboardInterrupt; check b.txt, a.txt"

@@ -61,3 +61,12 @@ def test_dsh_undo_refused_exits_1_and_names_the_changed_file(tmp_path, env):
     assert (workspace / "a.txt").read_bytes() == b"alpha\r\nBETA"
     unknown = dsh("undo", "--session", "nope", env=env, cwd=tmp_path, check=False)
     assert unknown.returncode == 1 and unknown.stderr.startswith("dsh: error: no session 'nope'")
+
+
+def test_dsh_undo_in_a_directory_without_a_session_says_to_give_one(tmp_path, env):
+    empty = dsh("undo", env=env, cwd=tmp_path, check=False)
+    assert empty.returncode == 1
+    assert empty.stderr == (
+        f"dsh: error: no session started in {tmp_path.resolve()}; give --session ID "
+        "(see `dsh sessions list --all`)\n"
+    )

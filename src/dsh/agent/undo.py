@@ -26,6 +26,7 @@ after a restart too. A dry run and "nothing to undo" log nothing.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 from collections import defaultdict
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look, sha256_of
 from dsh.agent.undo_scan import UNDO_COMMAND, UNDO_PLUGIN, FileChange, TurnChanges, scan_log
-from dsh.errors import error_line
+from dsh.errors import DshError, error_line
 from dsh.events import CommandDone, CommandRun, Message, PluginSource, TextBlock
 from dsh.surface import Session
 from dsh.tools.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES
@@ -91,7 +92,15 @@ def undo_last_turn(session: Session, *, dry_run: bool = False, args: str = "") -
     if dry_run:
         return _described(turn, steps, dry_run=True)
     command_id = _log_run(session, args)
-    applied = apply_steps(steps)
+    try:
+        applied = apply_steps(steps)
+    except BaseException as exc:  # Ctrl-C or a bug mid-way: answer the command, name the files
+        touched = ", ".join(s.shown for s in steps if s.action != "none")
+        why = error_line(exc).removesuffix(":")  # an exception without a message
+        text = f"Undo of turn {turn.turn} stopped: {why}; check {touched}"
+        with contextlib.suppress(DshError):
+            session.append(CommandDone(command_id=command_id, ok=False, text=text))
+        raise
     if applied.failed is not None:
         result = _failed(turn, steps, applied.failed, applied.kept)
         if applied.kept:

@@ -13,6 +13,7 @@ import click
 from dsh.agent.undo import undo_last_turn
 from dsh.cli import context
 from dsh.cli.tui import latest_session_id
+from dsh.errors import SessionNotFoundError
 from dsh.surface import Session
 
 
@@ -25,7 +26,13 @@ def undo(session_id: str | None, dry_run: bool) -> None:
     """Undo the file changes the model made in its last turn."""
     store = context.store()
     if session_id is None:
-        resolved = latest_session_id(store, str(context.cwd().resolve()))
+        here = str(context.cwd().resolve())
+        try:
+            resolved = latest_session_id(store, here)
+        except SessionNotFoundError:
+            raise SessionNotFoundError(
+                f"no session started in {here}; give --session ID (see `dsh sessions list --all`)"
+            ) from None
     else:
         resolved = context.resolve_session_id(store, session_id)
     session = Session.open(store, resolved, writable=not dry_run)
