@@ -6,20 +6,18 @@ opened, and the answer names that process), its ``Session`` object, its ``Agent`
 one running activity (a turn or a manual ``/compact``). Sessions not open here are read from
 the store, read-only (``ReadCache`` keeps the last few, reading on what other processes append).
 
-How agents and compaction engines are made is the ``Runtime``'s business, so tests inject the
-keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
+Each open session is a ``Handle`` (``dsh.web.handle``: its runner translated to frames, its
+pending approvals). How agents and compaction engines are made is the ``Runtime``'s business,
+so tests inject the keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
-import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,8 +25,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from dsh.agent import session_settings
-from dsh.agent.context_fold import ContextFold
-from dsh.agent.session_runner import Activity, ActivityChanged, CompactionOff, SessionRunner
+from dsh.agent.session_runner import Activity, ActivityChanged, CompactionOff
 from dsh.config import window_too_small
 from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
 from dsh.events import (
@@ -42,7 +39,6 @@ from dsh.events import (
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
-from dsh.tools.diffs import planned_diff
 from dsh.transcript.history import HistoryPage, history_page
 from dsh.transcript.stats import SessionStats
 from dsh.transcript.titles import session_title
@@ -58,7 +54,8 @@ from dsh.web.errors import (
     from_dsh_error,
 )
 from dsh.web.follow import lock_holder
-from dsh.web.live import LiveHub, delta_frame, frame
+from dsh.web.handle import Handle
+from dsh.web.live import LiveHub, frame
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
 from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
@@ -76,66 +73,6 @@ def check_session_id(session_id: str) -> str:
     if not SESSION_ID.match(session_id) or ".." in session_id:
         raise bad_request(f"{session_id!r} is not a valid session id")
     return session_id
-
-
-# ---- one open session -----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class PendingApproval:
-    id: str
-    tool: str
-    args: dict[str, Any]
-    future: asyncio.Future[ApprovalAnswer]
-    diff: list[str] | None = None
-    """A file-writing call's diff against the file as it is (the page cannot read it)."""
-
-    def public(self) -> dict[str, Any]:
-        shown = {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
-        return shown if self.diff is None else {**shown, "diff": self.diff}
-
-
-class Handle:
-    """A session open for writing in this server: its runner, translated to frames."""
-
-    def __init__(self, session: Session, hub: LiveHub, runtime: Runtime) -> None:
-        self.runner = SessionRunner(
-            session, runtime, approver=self._approve, on_stream=self._stream
-        )
-        self.session = session
-        self.hub = hub
-        self.approvals: dict[str, PendingApproval] = {}
-        self.context = ContextFold()
-        """The context panel's and the session info's view of the log, kept as it grows."""
-        self.watchers = [self.runner.subscribe(hub.on_event)]
-
-    @property
-    def activity(self) -> Activity | None:
-        return self.runner.activity
-
-    def _stream(self, event: Any) -> None:
-        message = delta_frame(event)
-        if message is not None:
-            self.hub.publish(message)
-
-    async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
-        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-        workspace = Path(self.session.header.cwd)  # where the runner's tools run
-        diff = await anyio.to_thread.run_sync(planned_diff, tool, args, workspace)
-        pending = PendingApproval(secrets.token_hex(6), tool, args, future, diff)
-        self.approvals[pending.id] = pending
-        self.hub.publish(frame("approval", approval=pending.public()))
-        outcome = "cancelled"
-        try:
-            answer = await future
-            outcome = answer
-            return answer
-        finally:
-            self.approvals.pop(pending.id, None)
-            self.hub.publish(frame("approval-resolved", id=pending.id, answer=outcome))
-
-
-# ---- the registry ---------------------------------------------------------------------------
 
 
 class SessionRegistry:
@@ -485,10 +422,6 @@ def _title(session: Session) -> str | None:
     prompt, shortened); only the two kinds of event that can name it are read."""
     titles = session.of_type(SessionTitleEvent)[-1:]
     return session_title(chain(titles, session.of_type(UserMessageEvent)), SIDEBAR_TITLE_CHARS)
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:

@@ -1,0 +1,81 @@
+"""One session open for writing in the web server: its ``Handle`` translates the session's
+runner to frames for the session's live stream and holds the approvals the page has yet to
+answer (``PendingApproval``). The registry (``dsh.web.sessions``) makes, keeps and releases
+handles."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from dsh.agent.context_fold import ContextFold
+from dsh.agent.session_runner import Activity, SessionRunner
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalAnswer
+from dsh.tools.diffs import planned_diff
+from dsh.web.live import LiveHub, delta_frame, frame
+from dsh.web.runtime import Runtime
+
+
+@dataclass(slots=True)
+class PendingApproval:
+    id: str
+    tool: str
+    args: dict[str, Any]
+    future: asyncio.Future[ApprovalAnswer]
+    diff: list[str] | None = None
+    """A file-writing call's diff against the file as it is (the page cannot read it)."""
+
+    def public(self) -> dict[str, Any]:
+        shown = {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+        return shown if self.diff is None else {**shown, "diff": self.diff}
+
+
+class Handle:
+    """A session open for writing in this server: its runner, translated to frames."""
+
+    def __init__(self, session: Session, hub: LiveHub, runtime: Runtime) -> None:
+        self.runner = SessionRunner(
+            session, runtime, approver=self._approve, on_stream=self._stream
+        )
+        self.session = session
+        self.hub = hub
+        self.approvals: dict[str, PendingApproval] = {}
+        self.context = ContextFold()
+        """The context panel's and the session info's view of the log, kept as it grows."""
+        self.watchers = [self.runner.subscribe(hub.on_event)]
+
+    @property
+    def activity(self) -> Activity | None:
+        return self.runner.activity
+
+    def _stream(self, event: Any) -> None:
+        message = delta_frame(event)
+        if message is not None:
+            self.hub.publish(message)
+
+    async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+        future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+        workspace = Path(self.session.header.cwd)  # where the runner's tools run
+        diff = await anyio.to_thread.run_sync(planned_diff, tool, args, workspace)
+        pending = PendingApproval(secrets.token_hex(6), tool, args, future, diff)
+        self.approvals[pending.id] = pending
+        self.hub.publish(frame("approval", approval=pending.public()))
+        outcome = "cancelled"
+        try:
+            answer = await future
+            outcome = answer
+            return answer
+        finally:
+            self.approvals.pop(pending.id, None)
+            self.hub.publish(frame("approval-resolved", id=pending.id, answer=outcome))
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
