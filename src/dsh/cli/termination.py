@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+from dsh.agent.stop_signals import STOP_SIGNALS
 
 
 class _Received:

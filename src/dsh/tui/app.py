@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 from collections.abc import Coroutine
 from typing import Any
 
@@ -20,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
+from dsh.agent.stop_signals import STOP_SIGNALS
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError, error_line
 from dsh.events import (
@@ -60,9 +60,6 @@ CONTEXT_EVERY = 0.25
 WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""A closed terminal or a ``kill`` quits like ctrl+q (the turn cancelled, its text kept), then
-exits with 128 + the signal."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
 
 
@@ -125,6 +122,8 @@ class DshApp(WarningsApp[None]):
         yield Static(KEYS_HINT, id="hint", markup=False)
 
     def on_mount(self) -> None:
+        # a closed terminal or a ``kill`` quits like ctrl+q (the turn cancelled, its text kept),
+        # then exits with 128 + the signal
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
             for signum in STOP_SIGNALS:
                 asyncio.get_running_loop().add_signal_handler(signum, self._stop_signal, signum)

@@ -24,6 +24,7 @@ from typing import Any
 
 import uvicorn
 
+from dsh.agent.stop_signals import STOP_SIGNALS
 from dsh.errors import UsageError
 
 
@@ -49,12 +50,13 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""Signals that shut a foreground server down gracefully (uvicorn's own two, and SIGHUP)."""
+SERVER_STOP_SIGNALS = (signal.SIGINT, *STOP_SIGNALS)
+"""Signals that shut a foreground server down gracefully: Ctrl-C's and every face's
+``STOP_SIGNALS`` (uvicorn's own two are SIGINT and SIGTERM; SIGHUP is the closed terminal)."""
 
 
 class StoppingServer(uvicorn.Server):
-    """uvicorn's server, shut down gracefully by any of ``STOP_SIGNALS`` (see the module's
+    """uvicorn's server, shut down gracefully by any of ``SERVER_STOP_SIGNALS`` (see the module's
     docstring); ``stopped_by`` is the first one that came."""
 
     def __init__(self, config: uvicorn.Config) -> None:
@@ -66,7 +68,9 @@ class StoppingServer(uvicorn.Server):
         if threading.current_thread() is not threading.main_thread():
             yield  # only the main thread can listen (a BackgroundServer: ``stop()``)
             return
-        previous = {signum: signal.signal(signum, self.handle_exit) for signum in STOP_SIGNALS}
+        previous = {
+            signum: signal.signal(signum, self.handle_exit) for signum in SERVER_STOP_SIGNALS
+        }
         try:
             yield
         finally:
