@@ -158,7 +158,7 @@ class DshApp(WarningsApp[None]):
         if isinstance(exc, MissingApiKeyError):
             self.push_screen(NoKeyScreen(exc))
         else:
-            self.exit(return_code=1, message=f"dsh: error: {exc}")
+            self.exit(return_code=1, message=f"dsh: error: {error_line(str(exc))}")
 
     def _opened(self, items: list[TranscriptItem]) -> None:
         self.show_session(items)
@@ -350,7 +350,7 @@ class DshApp(WarningsApp[None]):
         try:
             await self.controller.run_turn(prompt)  # how it ended is a logged note (turn/end)
         except DshError as exc:
-            self.note(f"error: {exc}")
+            self.note(f"error: {error_line(str(exc))}")
         except Exception as exc:  # a bug must not take the session down with it
             failure = f"internal error: {error_line(exc)}"  # one line, escaped, bounded
             # the record keeps the exception whole (exc_info), as the log's turn/end its text

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dsh.errors import DshError
+from dsh.errors import DshError, error_line
 from dsh.tui.commands import HELP, Command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
@@ -56,7 +56,7 @@ class SlashCommands:
             if not app.controller.logged_answer(text):  # a logged answer is shown as a note
                 app.note(text)
         except DshError as exc:
-            app.note(f"error: {exc}")
+            app.note(f"error: {error_line(str(exc))}")
         finally:
             app.set_busy(None)
             app.measure_context()
@@ -103,7 +103,7 @@ class SlashCommands:
                 return
             items = controller.open(session_id)
         except DshError as exc:
-            app.note(f"error: {exc}")
+            app.note(f"error: {error_line(str(exc))}")
             return
         app.reset_live()
         app.show_session(items)
@@ -116,7 +116,7 @@ class SlashCommands:
             try:
                 controller.switch_model(name)
             except DshError as exc:
-                app.note(f"error: {exc}")
+                app.note(f"error: {error_line(str(exc))}")
                 return
             app.note(f"Model for the next turns: {controller.model}.")
             app.update_status()
