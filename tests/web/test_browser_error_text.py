@@ -2,23 +2,31 @@
 "Turn N failed" note show it as ``dsh.errors.error_line`` makes it (one line, what does not
 print as its escape, at most ``ERROR_LINE_CHARS`` characters; as text, never markup), live and
 drawn again from the log, which keeps the whole text; the page's ``errorLine`` (the
-projection's mirror of ``error_line``) gives what Python gives."""
+projection's mirror of ``error_line``) gives what Python gives. A turn that ends in a
+``DshError`` (a provider refusing with 2,000 characters of hostile text) is toasted the same
+way: the server's message is already that line."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh.errors import ERROR_LINE_CHARS, error_line
-from dsh.events import TurnEndEvent
+from dsh.agent.runtime import Route
+from dsh.errors import ERROR_LINE_CHARS, ConfigError, error_line
+from dsh.events import Event, TurnEndEvent
+from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
+from dsh.web import BackgroundServer, WebRuntime
+from dsh.web.errors import API_MESSAGE_CHARS
+from tests.hostile_errors import HOSTILE, assert_shown_as_error_line
 from tests.web.conftest import TOKEN, make_env
-from tests.web.pages import first_page_loaded, open_page, serve, view_rows
-from tests.web.test_browser_warnings import failing_turn
+from tests.web.pages import first_page_loaded, open_page, send, serve, view_rows
+from tests.web.test_browser_warnings import failing_turn, stored_session, watching
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -50,7 +58,14 @@ def test_the_pages_error_line_is_pythons(browser: Any, tmp_path: Path) -> None:
             }""",
             cases,
         )
+        bounds = page.evaluate(
+            """async () => {
+                const { API_MESSAGE_CHARS, ERROR_LINE_CHARS } = await import('/s/projection.js');
+                return [ERROR_LINE_CHARS, API_MESSAGE_CHARS];
+            }"""
+        )
     assert shown == [[error_line(text), error_line(text, 12)] for text in cases]
+    assert bounds == [ERROR_LINE_CHARS, API_MESSAGE_CHARS]  # the toast cuts where the API does
 
 
 def test_a_turns_error_is_one_bounded_escaped_line_in_the_toast_and_the_note(
@@ -77,3 +92,34 @@ def test_a_turns_error_is_one_bounded_escaped_line_in_the_toast_and_the_note(
     with Session.open(JsonlStore(tmp_path / "home"), sid) as session:  # make_env's store
         (end,) = session.of_type(TurnEndEvent)
     assert end.data.reason.error == MESSAGE  # the log keeps it whole
+
+
+class RefusingProvider:
+    """A provider that refuses its call with a ``DshError`` whose text is long and hostile."""
+
+    name = "scripted"
+
+    async def stream(
+        self, request: ModelRequest, *, history: Sequence[Event]
+    ) -> AsyncIterator[StreamEvent]:
+        raise ConfigError(REFUSED)
+        yield  # an async generator
+
+
+REFUSED = f"the provider refused the call: {HOSTILE}"
+
+
+def test_a_turn_that_ends_in_a_dsh_error_is_toasted_on_one_bounded_line(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    sid = stored_session(env, None)
+    runtime = WebRuntime(env.settings, Route(RefusingProvider(), "scripted", env.window))
+    with BackgroundServer(env.app(runtime)) as server, open_page(browser) as page:
+        watching(page, f"{server.base_url}/?token={TOKEN}#s={sid}")
+        page.evaluate("() => { window.dsh.toastMs = null; }")
+        send(page, "go")
+        page.locator("#toast").wait_for(state="visible")
+        shown = page.locator("#toast").text_content()
+        assert shown is not None
+        assert_shown_as_error_line(shown, REFUSED)

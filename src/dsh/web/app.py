@@ -42,7 +42,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from dsh.errors import DshError
+from dsh.errors import DshError, error_line
 from dsh.events import encode_event
 from dsh.transcript.find import MAX_QUERY_CHARS, find_in_transcript
 from dsh.transcript.history import DEFAULT_MAX_MESSAGES
@@ -133,12 +133,14 @@ async def read_body(request: Request, kind: type[B]) -> B:
     try:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as exc:
-        raise bad_request(f"invalid request body: {exc}") from exc
+        raise bad_request(f"invalid request body: {error_line(str(exc))}") from exc
     except msgspec.DecodeError as exc:
         if _has_lone_surrogate(raw):  # msgspec calls that "Input data was truncated"
             message = "request body has a string that is not valid Unicode (a lone surrogate)"
             raise bad_request(message, INVALID_JSON) from exc
-        raise bad_request(f"request body is not JSON: {exc}", INVALID_JSON) from exc
+        raise bad_request(
+            f"request body is not JSON: {error_line(str(exc))}", INVALID_JSON
+        ) from exc
 
 
 def _has_lone_surrogate(raw: bytes) -> bool:

@@ -2,6 +2,12 @@
 
 ``ApiError`` carries an HTTP status, a stable machine-readable code and a one-line message for
 people; ``from_dsh_error`` maps the harness's own error tree onto it so a route never has to.
+
+The message is what the page shows (its error toast, a panel's status line), so it is made as
+every face shows an error: an error's text (an exception's, a body's parse error) goes in as
+``dsh.errors.error_line`` makes it, and ``ApiError`` makes the whole message such a line too, at
+most ``API_MESSAGE_CHARS`` long (the error's text and the API's words around it), whatever a
+route put in it (a session id or a path from the request, quoted).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from dsh.errors import (
+    ERROR_LINE_CHARS,
     ConfigError,
     DshError,
     LogCorruptError,
@@ -20,7 +27,13 @@ from dsh.errors import (
     SessionNotFoundError,
     StoreError,
     UsageError,
+    error_line,
 )
+
+API_MESSAGE_CHARS = ERROR_LINE_CHARS + 100
+"""How long an error's message gets: an ``error_line`` and the API's words around it
+("the turn failed: …", "invalid request body: …"); the page's toast cuts at the same length
+(``API_MESSAGE_CHARS`` in ``static/projection.js``)."""
 
 # Codes (stable; clients switch on them).
 INVALID_JSON = "INVALID_JSON"
@@ -56,6 +69,7 @@ class ApiError(Exception):
     """An error the API reports as ``status`` with ``{"error": {"code", "message", …extra}}``."""
 
     def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+        message = error_line(message, API_MESSAGE_CHARS)
         super().__init__(message)
         self.status = status
         self.code = code
@@ -78,8 +92,8 @@ def session_not_found(session_id: str) -> ApiError:
 
 
 def from_dsh_error(exc: DshError) -> ApiError:
-    """The API form of a harness error (message kept on one line)."""
-    message = " ".join(str(exc).split())
+    """The API form of a harness error (its message as ``error_line`` makes it)."""
+    message = error_line(str(exc))
     if isinstance(exc, SessionNotFoundError):
         return ApiError(404, SESSION_NOT_FOUND, message)
     if isinstance(exc, SessionLockedError):

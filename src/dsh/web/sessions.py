@@ -348,7 +348,7 @@ class SessionRegistry:
         try:
             task = handle.runner.start_compact(focus)
         except CompactionOff as exc:
-            raise ApiError(409, COMPACTION_DISABLED, str(exc)) from exc
+            raise ApiError(409, COMPACTION_DISABLED, error_line(str(exc))) from exc
         except DshError as exc:
             raise from_dsh_error(exc) from exc
         task.add_done_callback(_retrieved)

@@ -3,7 +3,7 @@
 // (opened after the first page, catching up from its last seq) feeds new events through the
 // same projector and view, so live and reloaded views are the same DOM.
 import { api, ApiError, liveSocket, sessionPath } from './api.js';
-import { Projector } from './projection.js';
+import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, showApproval } from './approvals.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
@@ -37,9 +37,11 @@ window.dsh = state; // for tests and the benchmark
 
 // ---- small UI helpers ------------------------------------------------------------------------
 
+// The server's error messages come as one bounded line (dsh.web.errors.ApiError); what the
+// page says of its own failures (an unreachable server, a browser's exception) is made so here.
 function toast(message, { sticky = false } = {}) {
   const box = $('toast');
-  box.textContent = message;
+  box.textContent = message ? errorLine(message, API_MESSAGE_CHARS) : '';
   box.hidden = !message;
   clearTimeout(toast.timer);
   if (message && !sticky && state.toastMs !== null) {

@@ -27,6 +27,9 @@ const SURFACE = new Set(['user/message', 'assistant/message', 'tool/result']);
 // (the last "…" when cut). The page's mirror of that function (it cannot call Python); a browser
 // test holds the two equal (tests/web/test_browser_error_text.py).
 export const ERROR_LINE_CHARS = 300;
+// How long an API error's message gets (dsh.web.errors.API_MESSAGE_CHARS: an error's text and
+// the API's words around it); the error toast cuts what it shows there too.
+export const API_MESSAGE_CHARS = ERROR_LINE_CHARS + 100;
 const PY_SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u;
 const UNPRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}]$/u; // what str.isprintable() refuses, spaces aside
 
