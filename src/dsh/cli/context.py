@@ -19,6 +19,7 @@ from dsh.errors import (
     SessionNotFoundError,
     UnknownEventTypeError,
     UsageError,
+    error_line,
 )
 from dsh.events import SessionWorkspace
 from dsh.store import EventStore, open_store, resolve_session_id
@@ -92,7 +93,8 @@ def warn(message: str) -> None:
 
 
 def error(message: str) -> None:
-    """Report a failure that does not end the command by itself (a failed turn)."""
+    """Report a failure that does not end the command by itself (a failed turn); an error's
+    text in ``message`` is already as ``error_line`` makes it (``dsh run``'s ``_why``)."""
     click.echo(f"dsh: error: {' '.join(message.split())}", err=True)
 
 
@@ -109,10 +111,11 @@ class Unrepaired(LogCorruptError):
 def fail(exc: DshError) -> None:
     """Print one line and exit: 2 for usage and configuration errors (a missing API key
     included), 1 for runtime failures and for a session id that names no single session
-    (unknown or ambiguous: the same code)."""
-    message = " ".join(str(exc).split())
+    (unknown or ambiguous: the same code). The message is ``error_line``'s line (a message may
+    quote what it was given: a config key, a file's text)."""
+    message = error_line(str(exc))
     if isinstance(exc, LogCorruptError) and not isinstance(exc, UnknownEventTypeError | Unrepaired):
-        found = _LOG_ID.search(message)
+        found = _LOG_ID.search(str(exc))
         session = (found.group("jsonl") or found.group("sqlite")) if found else "ID"
         message += f" (try `dsh sessions repair {session}`)"
     click.echo(f"dsh: error: {message}", err=True)

@@ -19,7 +19,7 @@ import click
 
 from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
 from dsh.cli.options import PathlibPath, provider_options
-from dsh.errors import DshError
+from dsh.errors import DshError, error_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -113,7 +113,7 @@ class LazyGroup(click.Group):
             where = f"{exc.filename}: " if exc.filename is not None else ""
             if not where and not _cwd_exists():
                 where = "the current directory no longer exists (cd to one that does): "
-            click.echo(f"dsh: error: {where}{exc.strerror or exc}", err=True)
+            click.echo(f"dsh: error: {error_line(f'{where}{exc.strerror or exc}')}", err=True)
             sys.exit(1)
 
 
@@ -229,11 +229,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:  # click's own usage errors, as one line like the others
         where = exc.ctx.command_path if exc.ctx is not None else "dsh"
-        message = " ".join(exc.format_message().split())
+        message = error_line(exc.format_message())
         click.echo(f"dsh: error: {message.rstrip('.')} (see `{where} --help`)", err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"dsh: error: {' '.join(exc.format_message().split())}", err=True)
+        click.echo(f"dsh: error: {error_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.Abort:
         click.echo("dsh: aborted", err=True)

@@ -12,7 +12,7 @@ import click
 
 from dsh.cli import context
 from dsh.config import dsh_home, trusted_directories
-from dsh.errors import LogCorruptError, UsageError
+from dsh.errors import LogCorruptError, UsageError, error_line
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
@@ -60,7 +60,7 @@ def list_sessions(show_all: bool) -> None:
     for bad in store.unreadable():  # their workspace is unknown: listed everywhere
         line = f" (line {bad.line})" if bad.line is not None else ""
         hint = f"  (try `dsh sessions repair {bad.id}`)" if bad.repairable else ""
-        click.echo(f"{bad.id}  UNREADABLE{line}: {bad.reason}{hint}")
+        click.echo(f"{bad.id}  UNREADABLE{line}: {error_line(bad.reason)}{hint}")
     _mention_the_other_store(store, here=None if show_all else here)
     if not show_all:
         state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"
