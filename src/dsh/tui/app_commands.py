@@ -39,10 +39,12 @@ class SlashCommands:
             app.note((context_text if name == "context" else cost_text)(app.controller))
         elif name == "warnings":
             app.note(app.warnings.text())
-        elif name in ("compact", "resume", "title") and app.running:
+        elif name in ("compact", "resume", "title", "undo") and app.running:
             app.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":
             app.start_work(self.compact(arg or None))
+        elif name == "undo":
+            self.undo(arg)
         elif name == "resume":
             self.resume(arg)
         else:
@@ -60,6 +62,18 @@ class SlashCommands:
         finally:
             app.set_busy(None)
             app.measure_context()
+
+    def undo(self, arg: str) -> None:
+        """``/undo``: the last turn's file edits taken back, all or nothing."""
+        app = self.app
+        try:
+            text = app.controller.undo(arg)
+        except DshError as exc:
+            app.note(f"error: {error_line(str(exc))}")
+            return
+        if not app.controller.logged_answer(text):  # a logged answer is shown as a note
+            app.note(text)
+        app.measure_context()
 
     def pick_session(self) -> None:
         """``/sessions``: the picker over every session; the chosen one opens here."""

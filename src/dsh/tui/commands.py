@@ -7,6 +7,9 @@ from dataclasses import dataclass
 HELP = """\
 Commands
   /compact [focus]   compact the conversation now (idle sessions only)
+  /undo [--dry-run]  take back the file edits (write_file, edit_file) of the last turn
+                     not undone yet, exactly or not at all (bash changes stay); --dry-run
+                     lists them
   /context           what the model sees: system, tools, stubs, state, tail; cache hits
   /cost              billed tokens and a list-price estimate
   /sessions          pick a session to open (title, age, size, workspace)
@@ -41,6 +44,7 @@ KEPT_WHILE_RUNNING = (
 
 COMMANDS = (
     "compact",
+    "undo",
     "context",
     "cost",
     "sessions",

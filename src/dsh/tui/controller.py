@@ -36,6 +36,7 @@ from dsh.agent.session_runner import (
     SettingsWiring,
     record_settings,
 )
+from dsh.agent.undo import NOTHING_TO_UNDO
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import UsageError
@@ -315,6 +316,20 @@ class Controller:
                 raise  # the app itself is going away
             return COMPACT_CANCELLED
         return text
+
+    def undo(self, arg: str) -> str:
+        """``/undo [--dry-run]`` on an idle session (``dsh.agent.undo``); returns the answer
+        people see (a logged one, ``command/done``, reaches the transcript by itself)."""
+        if arg not in ("", "--dry-run"):
+            return f"/undo takes no argument but --dry-run (not {arg!r})."
+        if self.busy is not None:
+            return f"{self.busy}; /undo works on an idle session"
+        if self.runner is None:
+            return NOTHING_TO_UNDO
+        try:
+            return self.runner.undo(dry_run=bool(arg), args=arg).text
+        except SessionBusy as exc:
+            return f"{BUSY[exc.activity]}; /undo works on an idle session"
 
     # ---- reading ----------------------------------------------------------------------------
 
