@@ -16,6 +16,7 @@
     POST /api/sessions/{id}/prompt  {text}          start a turn (202)
     POST /api/sessions/{id}/cancel                  cancel the running turn or /compact
     POST /api/sessions/{id}/compact {focus?}        manual /compact (202)
+    POST /api/sessions/{id}/undo    {dryRun?}       /undo: the last turn's file edits taken back
     POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny}
 
 Every answer that is not a success is ``{"error": {"code", "message"}}``. Only the files
@@ -104,6 +105,10 @@ class PromptBody(_Body):
 
 class CompactBody(_Body):
     focus: str | None = None
+
+
+class UndoBody(_Body, rename="camel"):
+    dry_run: bool = False
 
 
 class EmptyBody(_Body):
@@ -333,6 +338,14 @@ def create_app(
         registry.start_compact(session_id, focus or None)
         return JSONResponse({"started": "compact"}, status_code=202)
 
+    async def undo(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        body = await read_body(request, UndoBody)
+        result, logged = registry.undo(session_id, dry_run=body.dry_run)
+        shown = {"ok": result.ok, "lines": list(result.lines), "turn": result.turn}
+        return JSONResponse({**shown, "dryRun": body.dry_run, "logged": logged})
+
     async def approval(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await registry.require_open(session_id)
@@ -394,6 +407,7 @@ def create_app(
         Route(session_path + "/prompt", prompt, methods=["POST"]),
         Route(session_path + "/cancel", cancel, methods=["POST"]),
         Route(session_path + "/compact", compact, methods=["POST"]),
+        Route(session_path + "/undo", undo, methods=["POST"]),
         Route(session_path + "/approvals/{approval_id}", approval, methods=["POST"]),
         WebSocketRoute(session_path + "/live", live),
         Route("/api/warnings", warnings, methods=["GET"]),

@@ -3,8 +3,9 @@
 A session is *open* here once it was created or resumed through the API: the server then holds
 its single-writer lock (the same lock as the CLI, so a session another process writes cannot be
 opened, and the answer names that process), its ``Session`` object, its ``Agent`` and at most
-one running activity (a turn or a manual ``/compact``). Sessions not open here are read from
-the store, read-only (``ReadCache`` keeps the last few, reading on what other processes append).
+one running activity (a turn or a manual ``/compact``; an ``/undo`` is done within its request).
+Sessions not open here are read from the store, read-only (``ReadCache`` keeps the last few,
+reading on what other processes append).
 
 Each open session is a ``Handle`` (``dsh.web.handle``: its runner translated to frames, its
 pending approvals). How agents and compaction engines are made is the ``Runtime``'s business,
@@ -26,6 +27,7 @@ import anyio.to_thread
 
 from dsh.agent import session_settings
 from dsh.agent.session_runner import Activity, ActivityChanged, CompactionOff
+from dsh.agent.undo import UndoResult
 from dsh.config import window_too_small
 from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
 from dsh.events import (
@@ -353,6 +355,22 @@ class SessionRegistry:
             raise from_dsh_error(exc) from exc
         task.add_done_callback(_retrieved)
         return handle
+
+    def undo(self, session_id: str, *, dry_run: bool) -> tuple[UndoResult, bool]:
+        """``/undo`` (``dsh.agent.undo``) and whether it logged anything; 409 while anything
+        runs. On the loop, as every use of an open ``Session`` (not thread-safe: the page's
+        reads would race its appends); it is a few small files' reads, writes and fsyncs."""
+        handle = self.open_handle(session_id)
+        self._ensure_idle(handle)
+        before = len(handle.session.events)
+        try:
+            result = handle.runner.undo(dry_run=dry_run)
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+        logged = len(handle.session.events) > before
+        if logged:  # its note to the model is in the next request: context use moved
+            handle.hub.publish(frame("stats", stats=self.stats(handle)))
+        return result, logged
 
     def cancel(self, session_id: str) -> Activity:
         handle = self.open_handle(session_id)

@@ -39,9 +39,14 @@ window.dsh = state; // for tests and the benchmark
 
 // The server's error messages come as one bounded line (dsh.web.errors.ApiError); what the
 // page says of its own failures (an unreachable server, a browser's exception) is made so here.
-function toast(message, { sticky = false } = {}) {
+// A `note` (what a command answered and did not log: `/undo --dry-run`) is not an error: its
+// lines stay lines, each bounded, with its indentation.
+function toast(message, { sticky = false, note = false } = {}) {
   const box = $('toast');
-  box.textContent = message ? errorLine(message, API_MESSAGE_CHARS) : '';
+  const lines = (text) => text.split('\n').map((line) => /^[ \t]*/.exec(line)[0] + errorLine(line));
+  box.textContent = !message ? '' : note ? lines(message).join('\n') : errorLine(message, API_MESSAGE_CHARS);
+  box.classList.toggle('note', !!message && note);
+  box.setAttribute('role', note ? 'status' : 'alert');
   box.hidden = !message;
   clearTimeout(toast.timer);
   if (message && !sticky && state.toastMs !== null) {

@@ -1,9 +1,11 @@
 // The composer: Enter sends the draft as a prompt (Shift+Enter: a new line); `/compact [focus]`
-// compacts; any other `/word` is refused with the commands there are (`//…` sends `/…`). Stop
+// compacts; `/undo [--dry-run]` takes back the file edits of the last turn (or says what it
+// would); any other `/word` is refused with the commands there are (`//…` sends `/…`). Stop
 // cancels what runs. A session not open here is resumed before anything is sent.
 import { api, ApiError, sessionPath } from './api.js';
 
 const $ = (id) => document.getElementById(id);
+export const COMMANDS = '/compact [focus], /undo [--dry-run]; // sends /';
 
 /** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
  * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
@@ -13,8 +15,8 @@ export function promptText(draft) {
 }
 
 export class Composer {
-  // `page`: { sessionId(), info(), resumed(session), toast(message), sent() } from the page
-  // controller (`resumed`: the session info a resume answered; `sent`: the draft went).
+  // `page`: { sessionId(), info(), resumed(session), toast(message, options), sent() } from the
+  // page controller (`resumed`: the session info a resume answered; `sent`: the draft went).
   constructor(page) {
     this.page = page;
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
@@ -47,8 +49,15 @@ export class Composer {
       if (text === '/compact' || text.startsWith('/compact ')) {
         const focus = text.slice('/compact'.length).trim();
         await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
+      } else if (command && command[0] === '/undo') {
+        const option = text.slice('/undo'.length).trim();
+        if (option !== '' && option !== '--dry-run') {
+          this.page.toast(`Usage: /undo [--dry-run] (not ${option})`);
+          return;
+        }
+        await this.undo(option === '--dry-run');
       } else if (command) {
-        this.page.toast(`Unknown command ${command[0]} (commands: /compact [focus]; // sends /)`);
+        this.page.toast(`Unknown command ${command[0]} (commands: ${COMMANDS})`);
         return;
       } else {
         await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
@@ -58,6 +67,14 @@ export class Composer {
     } catch (error) {
       this.page.toast(error instanceof ApiError ? error.message : String(error));
     }
+  }
+
+  /** `/undo`: what it logged (its note, the note to the model) comes over the live stream; a dry
+   * run, "nothing to undo" or a refusal before the log was read logs nothing, so its lines show
+   * here, in the toast (a note unless it refused). */
+  async undo(dryRun) {
+    const answer = await api('POST', `${sessionPath(this.page.sessionId())}/undo`, dryRun ? { dryRun } : {});
+    if (!answer.logged) this.page.toast(answer.lines.join('\n'), { note: answer.ok });
   }
 
   async cancel() {

@@ -11,7 +11,8 @@
 //
 // Beyond the Python projector this adds what a page needs: a manual /compact pairs with its
 // pass only through command/done.sourceEventSeq (= the state summary's seq); a /compact that
-// landed nothing, and a turn that did not complete, add a notice.
+// landed nothing, any other command (an /undo, whose sourceEventSeq is the turn it undid), and
+// a turn that did not complete, add a notice.
 //
 // feed(event) is the only entry point, for live events and for history pages alike; pages
 // arrive newest first, so a marker can move to an earlier checkpoint of its pass and a pass's
@@ -175,6 +176,7 @@ export class Projector {
     this.commands = new Map();      // commandId -> {name, args}
     this.manual = new Map();        // passId -> {args, text}
     this.pendingManual = new Map(); // summary seq -> {args, text} (summary not seen yet)
+    this.undecided = new Map();     // commandId -> a command/done citing a seq, its run not fed yet
     this.provisional = new Set();   // markers keyed by a compactionId whose pass was unknown
   }
 
@@ -223,10 +225,7 @@ export class Projector {
       ];
     }
     if (isAppendSurfaceEvent(event)) return this.surface(event);
-    if (t === 'command/run') {
-      this.commands.set(event.data.commandId, { name: event.data.name, args: event.data.args || '' });
-      return [];
-    }
+    if (t === 'command/run') return this.commandRun(event);
     if (t === 'command/done') return this.commandDone(event);
     if (t === 'turn/end') {
       const reason = event.data.reason;
@@ -302,13 +301,30 @@ export class Projector {
     return [{ op: 'add', item: { kind: 'message', seq: event.seq, message, interrupted } }];
   }
 
+  // A command/done citing a seq whose command/run is on an older page not fed yet is taken for a
+  // /compact's, waiting for its summary, until its run says what it was: another command's
+  // (an /undo's) is a notice then.
+  commandRun(event) {
+    const d = event.data;
+    this.commands.set(d.commandId, { name: d.name, args: d.args || '' });
+    const done = this.undecided.get(d.commandId);
+    if (done === undefined) return [];
+    this.undecided.delete(d.commandId);
+    if (d.name === 'compact') return [];
+    this.pendingManual.delete(done.data.sourceEventSeq);
+    return this.commandDone(done);
+  }
+
   commandDone(event) {
     const d = event.data;
-    const command = this.commands.get(d.commandId) || { name: 'command', args: '' };
+    const known = this.commands.get(d.commandId);
+    const command = known || { name: 'command', args: '' };
     const info = { name: command.name, args: command.args, text: d.text, ok: d.ok };
-    if (d.sourceEventSeq !== undefined && d.sourceEventSeq !== null) {
+    const cites = d.sourceEventSeq !== undefined && d.sourceEventSeq !== null;
+    if (cites && (known === undefined || known.name === 'compact')) {
       const passId = this.summaryPass.get(d.sourceEventSeq);
       if (passId === undefined) {
+        if (known === undefined) this.undecided.set(d.commandId, event);
         this.pendingManual.set(d.sourceEventSeq, info);
         return [];
       }
