@@ -35,6 +35,7 @@ from dsh.bench.scenario import iter_builtin_specs, load_spec, to_jsonl
 from dsh.bench.stopping import RunStopped
 from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, run_suite
 from dsh.cli import context
+from dsh.cli.options import checked_base_url
 from dsh.config import CompactionSettings, load_settings
 from dsh.errors import ConfigError
 from dsh.llm.registry import KNOWN_PROVIDERS
@@ -175,6 +176,7 @@ def generate_command(scenario: str, seed: int, out: Path | None) -> None:
 @click.option(
     "--base-url",
     default=None,
+    callback=checked_base_url,
     help="Online: endpoint, e.g. an OpenAI-compatible server (default: [provider] base_url).",
 )
 @click.option(

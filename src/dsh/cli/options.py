@@ -30,6 +30,20 @@ class PathlibPath(click.Path["Path"]):
         return Path(value)
 
 
+def checked_base_url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A ``--base-url`` callback: the value, or a usage error naming the flag when it is not an
+    http(s) URL with a host (the rule of ``provider.base_url``, ``dsh.config.base_url_problem``),
+    before any session or request."""
+    if value is None:
+        return None
+    from dsh.config import base_url_problem  # only when the flag is given: --help stays light
+
+    problem = base_url_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
+    return value
+
+
 def provider_options(command: F) -> F:
     """``--provider``, ``--model``, ``--base-url`` and ``--script``, in that order."""
     for option in reversed(
@@ -41,6 +55,7 @@ def provider_options(command: F) -> F:
             click.option("--model", help="Model name (defaults per provider)."),
             click.option(
                 "--base-url",
+                callback=checked_base_url,
                 help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
                 "--provider openai-compatible when no provider is given.",
             ),

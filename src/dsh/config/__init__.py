@@ -30,7 +30,15 @@ import platformdirs
 
 from dsh.config.environment import environment_layer
 from dsh.config.mcp_servers import check_servers, drop_project_servers, validate_server
-from dsh.config.rules import Problem, compaction_problems, misfit, session_problems
+from dsh.config.rules import (
+    BASE_URL_RULE,
+    Problem,
+    base_url_problem,
+    base_url_problems,
+    compaction_problems,
+    misfit,
+    session_problems,
+)
 from dsh.config.sections import (
     APPROVAL_STRICTNESS,
     DEFAULT_CONTEXT_WINDOW,
@@ -61,6 +69,7 @@ from dsh.errors import ConfigError
 
 __all__ = [
     "APPROVAL_STRICTNESS",
+    "BASE_URL_RULE",
     "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_MAX_REPEATED_CALLS",
     "ENVIRONMENT_NAMES",
@@ -84,6 +93,7 @@ __all__ = [
     "ToolChoice",
     "ToolSettings",
     "TrustSettings",
+    "base_url_problem",
     "compaction_misfit",
     "compaction_problems",
     "dsh_home",
@@ -280,6 +290,7 @@ def _without_table(text: str, table: str) -> str:
 
 def validate_settings(settings: Settings) -> None:
     """Range checks that a type cannot express; each error names the offending key."""
+    _refuse(base_url_problems(settings))
     _refuse(compaction_problems(settings.compaction))
     for name in settings.compaction.overrides:
         provider, _, model = name.rpartition(":")

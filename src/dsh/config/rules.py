@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from dsh.config.sections import WINDOW_RULE, CompactionSettings, Settings, window_too_small
 
@@ -92,6 +93,48 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
         if not ok:
             others = tuple(f"{where}.{other}" for other in (involves[0] if involves else ()))
             problems.append(Problem(f"{where}.{key}", rule, others))
+    return problems
+
+
+BASE_URL_RULE = "must be an http:// or https:// URL with a host"
+"""How ``base_url_problem`` is said after a key's name."""
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an endpoint's base URL (None: it can), as the end of a line naming
+    its key: it must parse (``urllib.parse``), with the scheme http or https, a host and a
+    readable port, and hold no control character nor white space (a terminal escape pasted
+    with it, a newline). The URL itself is shown escaped (``repr``)."""
+    shown = repr(url)
+    if any(c.isspace() for c in url):
+        return f"{BASE_URL_RULE}; {shown} holds white space"
+    if not url.isprintable():
+        return f"{BASE_URL_RULE}; {shown} holds a control character"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- reading it checks it (a port out of range, not a number)
+    except ValueError as exc:
+        return f"{BASE_URL_RULE}; {shown} does not parse ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        scheme = f"the scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        return f"{BASE_URL_RULE}; {shown} has {scheme}"
+    if not parts.hostname:
+        return f"{BASE_URL_RULE}; {shown} has no host"
+    return None
+
+
+def base_url_problems(settings: Settings) -> list[Problem]:
+    """A problem for each endpoint ``settings`` name that is not a usable base URL
+    (``provider.base_url``, ``compaction.summarizer_base_url``)."""
+    urls = {
+        "provider.base_url": settings.provider.base_url,
+        "compaction.summarizer_base_url": settings.compaction.summarizer_base_url,
+    }
+    problems = []
+    for key, url in urls.items():
+        why = None if url is None else base_url_problem(url)
+        if why is not None:
+            problems.append(Problem(key, why))
     return problems
 
 

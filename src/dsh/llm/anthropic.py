@@ -25,7 +25,7 @@ from dsh.events import (
     is_compact_checkpoint_source,
 )
 from dsh.events import Usage as UsageStruct
-from dsh.llm.errors import ErrorCode, map_anthropic_error, provider_error
+from dsh.llm.errors import ErrorCode, base_url_refusal, map_anthropic_error, provider_error
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -66,12 +66,22 @@ class AnthropicProvider:
         client: anthropic.AsyncAnthropic | None = None,
         default_params: Mapping[str, Any] | None = None,
     ) -> None:
+        self._refusal: ProviderError | None = None
+        """The error each call fails with when no request can be sent to ``base_url``."""
         if client is None:
             # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
-            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
+            self._refusal = base_url_refusal(base_url) if base_url else None
+            try:
+                if self._refusal is None:
+                    client = anthropic.AsyncAnthropic(
+                        api_key=api_key, base_url=base_url, max_retries=0
+                    )
+            except Exception as exc:  # a URL the SDK's own parser refuses all the same
+                self._refusal = map_anthropic_error(exc)
         self.name = name
         self.model = model
         self._client = client
+        """None when the base URL takes no request (``_refusal``)."""
         self._default_params = dict(default_params or {})
 
     async def stream(
@@ -81,6 +91,9 @@ class AnthropicProvider:
         model = request.model or self.model
         if not model:
             raise ConfigError(f"provider {self.name!r} needs a model")
+        if self._client is None:  # the base URL takes no request: an error of each call
+            assert self._refusal is not None
+            raise self._refusal.with_traceback(None)
         # Everything but max_tokens goes in the body verbatim: the SDK has no keyword argument
         # for some API parameters (temperature, top_k…) and rejects unknown ones.
         body: dict[str, Any] = {**self._default_params, **request.params}

@@ -3,15 +3,23 @@
 Adapters call ``map_openai_error`` / ``map_anthropic_error`` on whatever their SDK raised (or
 ``map_http_status`` / ``map_error_body`` when they only have a status or an error body) and raise
 the resulting ``ProviderError``; the loop only ever looks at ``code`` and ``retryable``.
+
+Both SDKs send their requests with ``httpx2`` (dsh's own requests use ``httpx``): an error either
+raises is mapped here too, whether an SDK wrapped it (a connection error caused by it) or not.
+A URL no request can be sent to (``InvalidURL``, ``UnsupportedProtocol``) is ``INVALID_URL``
+and is not retried; config validation refuses such a base URL first (``dsh.config``), so this
+is what a URL that got past it (a recorded session's, an adapter built directly) meets.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
+from dsh.config import base_url_problem
 from dsh.errors import ProviderError
 
 
@@ -24,6 +32,9 @@ class ErrorCode(StrEnum):
     TIMEOUT = "TIMEOUT"
     CONNECTION = "CONNECTION"
     INVALID_RESPONSE = "INVALID_RESPONSE"
+    INVALID_URL = "INVALID_URL"
+    """The endpoint's URL cannot be requested (no http(s) scheme, no host, a control
+    character): a setting to fix, never retried."""
     UNKNOWN = "UNKNOWN"
 
 
@@ -44,6 +55,14 @@ def provider_error(
         status=status,
         retry_after=retry_after if retryable else None,
     )
+
+
+def base_url_refusal(base_url: str) -> ProviderError | None:
+    """The ``INVALID_URL`` error every call to ``base_url`` fails with when it breaks the rule
+    config validation refuses a base URL by (``dsh.config.base_url_problem``), else None: an
+    adapter given such a URL directly (validation bypassed) sends nothing."""
+    problem = base_url_problem(base_url)
+    return None if problem is None else provider_error(ErrorCode.INVALID_URL, f"base URL {problem}")
 
 
 def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
@@ -160,6 +179,8 @@ def map_openai_error(exc: BaseException) -> ProviderError:
 
     if isinstance(exc, openai.APITimeoutError):
         return provider_error(ErrorCode.TIMEOUT, str(exc))
+    if isinstance(exc, openai.APIConnectionError) and _refused_request(exc.__cause__):
+        return _unexpected(exc.__cause__)
     if isinstance(exc, openai.APIConnectionError):
         return provider_error(ErrorCode.CONNECTION, _with_cause(exc))
     if isinstance(exc, openai.APIStatusError):
@@ -179,6 +200,8 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
 
     if isinstance(exc, anthropic.APITimeoutError):
         return provider_error(ErrorCode.TIMEOUT, "request timed out")
+    if isinstance(exc, anthropic.APIConnectionError) and _refused_request(exc.__cause__):
+        return _unexpected(exc.__cause__)
     if isinstance(exc, anthropic.APIConnectionError):
         return provider_error(ErrorCode.CONNECTION, _with_cause(exc))
     if isinstance(exc, anthropic.APIStatusError):
@@ -192,16 +215,39 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
     return _unexpected(exc)
 
 
-def _unexpected(exc: BaseException) -> ProviderError:
-    import httpx  # what both SDKs raise when a stream breaks after the response started
+def _http_libraries() -> list[object]:
+    """The loaded HTTP libraries whose errors are mapped: ``httpx2`` (what both SDKs send
+    with, and raise when a stream breaks after the response started) and ``httpx``. One not
+    loaded raised nothing."""
+    return [module for name in ("httpx2", "httpx") if (module := sys.modules.get(name))]
 
-    if isinstance(exc, httpx.TimeoutException):
-        return provider_error(ErrorCode.TIMEOUT, f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, httpx.TransportError):
-        return provider_error(ErrorCode.CONNECTION, f"{type(exc).__name__}: {exc}")
+
+def _is_a(exc: object, name: str) -> bool:
+    """Whether ``exc`` is an instance of the error class ``name`` of a loaded HTTP library."""
+    classes = tuple(getattr(module, name) for module in _http_libraries())
+    return isinstance(exc, classes)
+
+
+def _refused_request(exc: object) -> bool:
+    """Whether ``exc`` says the request could not be sent as asked (its URL, a header), which
+    no retry changes."""
+    refusals = ("InvalidURL", "UnsupportedProtocol", "LocalProtocolError")
+    return any(_is_a(exc, name) for name in refusals)
+
+
+def _unexpected(exc: BaseException | None) -> ProviderError:
+    said = f"{type(exc).__name__}: {exc}"
+    if _is_a(exc, "InvalidURL") or _is_a(exc, "UnsupportedProtocol"):
+        return provider_error(ErrorCode.INVALID_URL, f"the endpoint's URL is unusable: {said}")
+    if _is_a(exc, "LocalProtocolError"):  # the request itself (a header, the URL) is malformed
+        return provider_error(ErrorCode.BAD_REQUEST, f"the request could not be sent: {said}")
+    if _is_a(exc, "TimeoutException"):
+        return provider_error(ErrorCode.TIMEOUT, said)
+    if _is_a(exc, "TransportError"):
+        return provider_error(ErrorCode.CONNECTION, said)
     if isinstance(exc, ValueError):  # malformed JSON in the stream, among others
         return provider_error(ErrorCode.INVALID_RESPONSE, f"malformed response: {exc}")
-    return provider_error(ErrorCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
+    return provider_error(ErrorCode.UNKNOWN, said)
 
 
 def _wait(exc: BaseException) -> float | None:

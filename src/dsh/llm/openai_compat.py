@@ -15,7 +15,7 @@ import openai
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBlock
 from dsh.events import Usage as UsageStruct
-from dsh.llm.errors import ErrorCode, map_openai_error, provider_error
+from dsh.llm.errors import ErrorCode, base_url_refusal, map_openai_error, provider_error
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -53,14 +53,24 @@ class OpenAICompatProvider:
         client: openai.AsyncOpenAI | None = None,
         default_params: Mapping[str, Any] | None = None,
     ) -> None:
+        self._refusal: ProviderError | None = None
+        """The error each call fails with when no request can be sent to ``base_url``."""
         if client is None:
             if not base_url:
                 raise ConfigError(f"provider {name!r} needs a base_url")
             # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
-            client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0)
+            self._refusal = base_url_refusal(base_url)
+            try:
+                if self._refusal is None:
+                    client = openai.AsyncOpenAI(
+                        base_url=base_url, api_key=api_key or "none", max_retries=0
+                    )
+            except Exception as exc:  # a URL the SDK's own parser refuses all the same
+                self._refusal = map_openai_error(exc)
         self.name = name
         self.model = model
         self._client = client
+        """None when the base URL takes no request (``_refusal``)."""
         self._default_params = dict(default_params or {})
 
     async def stream(
@@ -70,6 +80,9 @@ class OpenAICompatProvider:
         model = request.model or self.model
         if not model:
             raise ConfigError(f"provider {self.name!r} needs a model")
+        if self._client is None:  # the base URL takes no request: an error of each call
+            assert self._refusal is not None
+            raise self._refusal.with_traceback(None)
         # Params go in the body verbatim: compatible servers accept keys the SDK has no
         # argument for (top_k, thinking, …), and the SDK rejects unknown keyword arguments.
         body: dict[str, Any] = {**self._default_params, **request.params}
