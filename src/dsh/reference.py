@@ -41,7 +41,10 @@ def render_config() -> str:
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50; "
         "`provider.context_window` and `summarizer_context_window` ≥ 1024; an MCP server's "
         "`timeout_s` and "
-        "`startup_timeout_s` positive.",
+        "`startup_timeout_s` positive; `provider.base_url`, `summarizer_base_url` and a "
+        "`--base-url` flag an http:// or https:// URL with a host, without white space or "
+        "control characters (refused in one line naming the key or flag, before any session "
+        "or request).",
         "",
         "A session keeps its own settings: "
         + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)
@@ -49,9 +52,10 @@ def render_config() -> str:
         + ", ".join(f"`compaction.{k}`" for k in COMPACTION_KEYS)
         + " are recorded in its log (`session/settings`, never a key) when it first runs, and "
         "every reopen uses them, not the layers above; a flag given on reopen overrides them and "
-        "is logged. A recorded value the validation above refuses today (a window under 1024 an "
-        "older dsh recorded) is replaced on reopen by the configured one, said in one warning "
-        "line; the log is only appended to. `dsh sessions show ID --view settings` prints them.",
+        "is logged. A recorded value the validation above refuses today (a window under 1024 or "
+        "a malformed base URL an older dsh recorded) is replaced on reopen by the configured "
+        "one, said in one warning line; the log is only appended to. `dsh sessions show ID "
+        "--view settings` prints them.",
         "",
     ]
     for section in SECTIONS:

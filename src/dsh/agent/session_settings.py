@@ -50,7 +50,7 @@ from dsh.config import (
     session_problems,
     window_too_small,
 )
-from dsh.errors import ConfigError, DshError, UsageError
+from dsh.errors import ConfigError, DshError, UsageError, error_line
 from dsh.events import (
     Event,
     RecordedCompaction,
@@ -91,6 +91,7 @@ REPLAY = "replay"
 """The provider that serves a recorded session's calls again (``--provider replay``)."""
 _RECORDED_ROUTE = {"name": "provider", "model": "model", "base_url": "base_url"}
 WINDOW_KEY = "provider.context_window"
+BASE_URL_KEY = "provider.base_url"
 WINDOW_SCALED_KEYS = ("chunk_tokens", "stub_tokens", "state_max_tokens")
 """The budgets ``snapshot`` records scaled to the window when the config leaves them unset: a
 replaced window takes those it scaled back to the configured ones (unset: scaled to the new
@@ -123,7 +124,11 @@ class Replaced:
     """Why: the rule the recorded value breaks, as config validation says it."""
 
     def describe(self) -> str:
-        shown = ["(unset)" if value is None else str(value) for value in (self.recorded, self.now)]
+        # a recorded URL may hold a terminal escape: shown escaped, as error_line shows text
+        shown = [
+            "(unset)" if value is None else error_line(str(value))
+            for value in (self.recorded, self.now)
+        ]
         return f"{self.key} {shown[0]} -> {shown[1]} ({self.rule})"
 
 
@@ -251,7 +256,7 @@ def _still_valid(
         problem = problems[0]
         recorded = {
             key
-            for key in (WINDOW_KEY, *(f"compaction.{name}" for name in COMPACTION_KEYS))
+            for key in (WINDOW_KEY, BASE_URL_KEY, *(f"compaction.{n}" for n in COMPACTION_KEYS))
             if key not in flagged and _value(chosen, key) != _value(defaults, key)
         }
         if problem.key in recorded:
@@ -266,7 +271,8 @@ def _still_valid(
                 if key in recorded and _value(chosen, key) == scaled:
                     reasons.setdefault(key, "scaled to that window")
         for key, why in reasons.items():
-            replaced.append(Replaced(key, _value(chosen, key), _value(defaults, key), why))
+            shown = (_redact(_value(chosen, key)), _redact(_value(defaults, key)))
+            replaced.append(Replaced(key, *shown, why))
             chosen = _with(chosen, key, _value(defaults, key))
     return chosen, tuple(replaced)
 
@@ -427,13 +433,17 @@ def _redact(url: Any) -> Any:
     """A URL without the user and password it may carry (they never enter the log)."""
     if not isinstance(url, str):
         return url
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # not a URL (a recorded one validation refuses): no credentials to find
+        return url
     if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 address keeps its brackets
         host = f"[{host}]"
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    netloc = host if port is None else f"{host}:{port}"
     return urlunsplit(parts._replace(netloc=netloc))
 
 

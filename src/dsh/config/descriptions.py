@@ -5,7 +5,8 @@ from __future__ import annotations
 DESCRIPTIONS: dict[str, str] = {
     "provider.name": "deepseek, openai, anthropic, openai-compatible, scripted or replay.",
     "provider.model": "Model name; each provider has a default.",
-    "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp).",
+    "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp): "
+    "an http:// or https:// URL with a host.",
     "provider.context_window": "Override the model's context window (tokens); at least 1024 "
     "(a server that reports less is ignored: the default of 128,000 is used, said once).",
     "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",

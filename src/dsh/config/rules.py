@@ -154,10 +154,11 @@ def misfit(c: CompactionSettings, window: int) -> Problem | None:
 
 def session_problems(settings: Settings) -> list[Problem]:
     """What config validation would refuse in the settings a session records: its window
-    (``provider.context_window``) and its compaction settings. Whether those budgets compact
+    (``provider.context_window``), its compaction settings and its endpoints
+    (``provider.base_url``, ``compaction.summarizer_base_url``). Whether those budgets compact
     in that window (``misfit``) is not asked again: the window may be one a server reported,
     and a reported window the budgets do not fit is said, not refused (``resolve_route``)."""
     problems = compaction_problems(settings.compaction)
     if window_too_small(settings.provider.context_window):
         problems.append(Problem("provider.context_window", WINDOW_RULE))
-    return problems
+    return problems + base_url_problems(settings)
