@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh.config import load_settings
+from dsh.config import base_url_problem, load_settings
 from dsh.errors import ConfigError
 
 GOOD = [
@@ -39,7 +39,8 @@ def load(tmp_path, **environ):
 
 
 @pytest.mark.parametrize("url", GOOD)
-def test_an_http_or_https_url_with_a_host_is_kept_as_given(tmp_path, url):
+def test_an_http_or_https_url_with_a_host_passes_the_rule_and_is_kept_as_given(tmp_path, url):
+    assert base_url_problem(url) is None
     settings = load(tmp_path, DSH_PROVIDER_BASE_URL=url, DSH_COMPACTION_SUMMARIZER_BASE_URL=url)
     assert settings.provider.base_url == settings.compaction.summarizer_base_url == url
 
