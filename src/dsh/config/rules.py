@@ -115,6 +115,9 @@ def base_url_problem(url: str) -> str | None:
         parts.port  # noqa: B018 -- reading it checks it (a port out of range, not a number)
     except ValueError as exc:
         return f"{BASE_URL_RULE}; {shown} does not parse ({exc})"
+    if "://" not in url:  # localhost:11434 parses as the scheme "localhost"
+        meant = "http://" + url.lstrip("/")
+        return f"{BASE_URL_RULE}; {shown} has no scheme (did you mean {meant!r}?)"
     if parts.scheme.lower() not in ("http", "https"):
         scheme = f"the scheme {parts.scheme!r}" if parts.scheme else "no scheme"
         return f"{BASE_URL_RULE}; {shown} has {scheme}"
