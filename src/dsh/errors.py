@@ -49,9 +49,17 @@ def error_line(error: BaseException | str, limit: int = ERROR_LINE_CHARS) -> str
     the whole text; the web page's projection, which cannot call this, mirrors it
     (``errorLine`` in ``dsh/web/static/projection.js``, held equal by a browser test)."""
     text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error
-    flat = " ".join(text.split())
-    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
+    shown = printable_line(text)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def printable_line(text: str) -> str:
+    """``text`` as one line a terminal shows as it is, not cut: runs of white space (a newline
+    among them) as one space, any other character that does not print (a terminal escape, a
+    bell, a bidi override) as its Python escape (``\\x1b``). What ``error_line`` shows before
+    it cuts; a session's title (``dsh.transcript.titles.trim_title``) is shown the same way."""
+    flat = " ".join(text.split())
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
 
 
 class DshError(Exception):

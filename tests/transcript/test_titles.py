@@ -7,6 +7,7 @@ import sqlite3
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh.errors import printable_line
 from dsh.events import SessionTitle
 from dsh.store import JsonlStore, MemoryStore, SqliteStore
 from dsh.transcript.listing import session_summaries
@@ -15,10 +16,11 @@ from tests.helpers import append_chat_turn, new_session
 
 
 @given(st.text())
-def test_a_trimmed_title_is_one_line_within_the_limit_and_keeps_short_text(text):
+def test_a_trimmed_title_is_one_printable_line_within_the_limit_and_keeps_short_text(text):
     title = trim_title(text)
-    assert "\n" not in title and len(title) <= TITLE_CHARS
-    flat = " ".join(text.split())
+    assert title.isprintable() and len(title) <= TITLE_CHARS  # no newline, no escape
+    assert trim_title(title) == title  # trimming again is trimming once
+    flat = printable_line(text)
     if len(flat) <= TITLE_CHARS:
         assert title == flat
     else:

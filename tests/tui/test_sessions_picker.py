@@ -43,6 +43,14 @@ def test_a_row_shows_title_age_size_and_workspace_newest_first():
     assert "2 d ago" in row and "3 turns" in row and row.rstrip().endswith("/w")
 
 
+def test_a_row_shows_a_titles_terminal_escapes_as_escapes():
+    # a summary that did not come through the listing (say, a title cached by an older dsh)
+    hostile = summary("a", "pasted \x1b]0;pwned\x07\x1b[31m\nred", updated=NOW)
+    row = picker_row(hostile, NOW).plain
+    assert row.startswith("pasted \\x1b]0;pwned\\x07\\x1b[31m red")
+    assert "\x1b" not in row and "\x07" not in row and "\n" not in row
+
+
 def test_title_renames_the_session_in_the_log_and_survives_reopening(rig: Rig):
     app = rig.app([{"text": "ok"}])
 

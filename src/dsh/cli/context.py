@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from dsh.cli.warning_lines import warning_line
 from dsh.config import Settings, dsh_home, load_settings
 from dsh.errors import (
     AmbiguousSessionError,
@@ -89,7 +90,8 @@ def echo_blocks(blocks: Sequence[str], separator: str, *, per_piece: int = ECHO_
 
 
 def warn(message: str) -> None:
-    click.echo(f"dsh: warning: {message}", err=True)
+    """Print a command's own warning on stderr, as ``warning_line`` makes every warning line."""
+    click.echo(warning_line(message), err=True)
 
 
 def error(message: str) -> None:

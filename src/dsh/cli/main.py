@@ -183,41 +183,18 @@ class ConsoleScript:
     def start(self) -> None:
         """Once the command line has parsed, before any command runs (so before any tool or
         MCP server): dsh's process is made unreadable to the commands it runs
-        (``dsh.tools.process_guard``), and its warnings go to stderr, one line each (the
-        terminal UI shows them itself while it runs, ``dsh.tui.app_warnings``).
+        (``dsh.tools.process_guard``), and its warnings go to stderr, one escaped line each
+        (``dsh.cli.warning_lines``; the terminal UI shows them itself while it runs,
+        ``dsh.tui.app_warnings``).
 
         Not earlier, so parsing alone (``dsh --help``, ``dsh --version``) never loads ``logging``.
         """
         from dsh.tools.process_guard import protect_process
 
         protect_process()
-        import logging
+        from dsh.cli.warning_lines import print_to_stderr
 
-        class OneLine(logging.Formatter):
-            def format(self, record: logging.LogRecord) -> str:
-                message = " ".join(record.getMessage().split())
-                return f"dsh: {record.levelname.lower()}: {message}"
-
-        printed: set[str] = set()
-
-        def once(record: logging.LogRecord) -> bool:
-            """A configuration warning the command already printed is not printed again (one
-            command may read the same configuration twice); other warnings all print."""
-            if record.name != "dsh.config":
-                return True
-            line = record.getMessage()
-            if line in printed:
-                return False
-            printed.add(line)
-            return True
-
-        handler = logging.StreamHandler()
-        handler.setFormatter(OneLine())
-        handler.addFilter(once)
-        root = logging.getLogger("dsh")
-        root.addHandler(handler)
-        root.setLevel(logging.WARNING)
-        root.propagate = False
+        print_to_stderr()
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import click
 
 from dsh.cli import context
 from dsh.config import dsh_home, trusted_directories
-from dsh.errors import LogCorruptError, UsageError, error_line
+from dsh.errors import LogCorruptError, UsageError, error_line, printable_line
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
@@ -42,17 +42,18 @@ def sessions() -> None:
 def list_sessions(show_all: bool) -> None:
     """List sessions started in the current directory (oldest first), with their titles."""
     here = str(context.cwd())
+    shown_here = printable_line(here)  # a directory's name may hold a terminal escape
     store = context.store()
     # --all lists every session, which lets the summary cache forget the sessions that are gone
     headers = None if show_all else [h for h in store.list() if h.cwd == here]
     summaries = session_summaries(store, headers)
     trusted = set(trusted_directories())
     if not summaries:
-        scope = "" if show_all else f" in {here} (use --all to list every session)"
+        scope = "" if show_all else f" in {shown_here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
     for summary in summaries:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
-        where = f"  {summary.cwd}" if show_all else ""
+        where = f"  {printable_line(summary.cwd)}" if show_all else ""
         trust = "  [trusted]" if summary.cwd in trusted else ""
         turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
         repair = f"  (try `dsh sessions repair {summary.id}`)" if is_unreadable(summary) else ""
@@ -64,7 +65,7 @@ def list_sessions(show_all: bool) -> None:
     _mention_the_other_store(store, here=None if show_all else here)
     if not show_all:
         state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"
-        click.echo(f"workspace {here}: {state}")
+        click.echo(f"workspace {shown_here}: {state}")
 
 
 def _mention_the_other_store(store: EventStore, *, here: str | None) -> None:

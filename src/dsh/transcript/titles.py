@@ -1,10 +1,11 @@
 """Session titles and the one-line summaries that pickers and lists show.
 
 A session's title, for every face, is the latest ``session/title`` (``/title``) if any, else its
-first prompt, flattened to one line and cut at ``TITLE_CHARS`` (or a face's own width). A
-summary adds what a person needs to choose a session: its workspace, when it was created and last
-written, and its size in turns. ``SummaryFold`` keeps what a summary needs as a log is read, so
-a summary can be brought up to date from the events appended since (``dsh.transcript.listing``).
+first prompt, flattened to one line (a character that does not print shown as its escape) and
+cut at ``TITLE_CHARS`` (or a face's own width). A summary adds what a person needs to choose a
+session: its workspace, when it was created and last written, and its size in turns.
+``SummaryFold`` keeps what a summary needs as a log is read, so a summary can be brought up to
+date from the events appended since (``dsh.transcript.listing``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from dsh.errors import printable_line
 from dsh.events import (
     Event,
     SessionTitleEvent,
@@ -30,8 +32,11 @@ UNTITLED = "(no prompt yet)"
 
 
 def trim_title(text: str, limit: int = TITLE_CHARS) -> str:
-    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
-    flat = " ".join(text.split())
+    """One line of at most ``limit`` characters (an ellipsis marks a cut), shown as
+    ``dsh.errors.printable_line`` shows text: a title is whatever a person pasted or an import
+    carried, so a terminal escape in it is shown as its escape, never sent to a terminal.
+    Trimming a trimmed title again, to its width or a narrower one, is trimming once."""
+    flat = printable_line(text)
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
