@@ -11,8 +11,8 @@ import logging
 import subprocess
 from pathlib import Path
 
-from dsh.cli.warning_lines import WARNING_LINE_CHARS, OneLineFormatter
-from dsh.errors import error_line
+from dsh.cli.warning_lines import OneLineFormatter
+from dsh.errors import WARNING_LINE_CHARS, error_line
 from tests.cli.conftest import DSH
 
 OSC_CSI_NEWLINE = "\x1b]0;pwned\x07\x1b[31m\nred"

@@ -92,6 +92,26 @@ def test_a_warning_from_another_thread_shows_as_a_toast_and_again_in_slash_warni
     run_with_toasts(app, body)
 
 
+def test_a_warnings_terminal_escapes_show_as_escapes_in_its_toast_and_row(
+    rig: Rig, long_toasts: None
+):
+    """Textual sends an escape in a toast's text to the terminal as is: the toast and the
+    ``/warnings`` row show it as the stderr printer does."""
+    app = rig.app([])
+    hostile = "server said: \x1b]0;pwned\x07\x1b[31m\nred"
+    shown = "server said: \\x1b]0;pwned\\x07\\x1b[31m red"
+
+    async def body(pilot: Any) -> None:
+        from_another_thread(logging.WARNING, hostile)
+        await settle(pilot, lambda: len(toasts(app)) == 1)
+        assert toasts(app) == [("warning", f"warning: {shown}")]
+        await submit(pilot, "/warnings")
+        await settle(pilot, lambda: "Warnings and errors since the UI started" in text_of(app))
+        assert shown in text_of(app) and "\x1b" not in text_of(app)
+
+    run_with_toasts(app, body)
+
+
 class BuggyProvider:
     """A provider with a bug: its stream raises an exception dsh has no name for."""
 

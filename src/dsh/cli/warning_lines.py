@@ -4,7 +4,8 @@ A warning's text often quotes what dsh did not write itself: a session's title, 
 reply, a file's name, a line of a log. So every warning line is made as
 ``dsh.errors.error_line`` makes an error's text: white space flattened to one line, a character
 that does not print (a terminal escape, a bell) shown as its escape, never sent to the terminal,
-and cut at ``WARNING_LINE_CHARS``. The logged warnings of ``dsh.*`` (``print_to_stderr``) and the
+and cut at ``dsh.errors.WARNING_LINE_CHARS``, as the terminal UI shows them
+(``dsh.tui.app_warnings``). The logged warnings of ``dsh.*`` (``print_to_stderr``) and the
 commands' own (``dsh.cli.context.warn``) alike.
 """
 
@@ -12,11 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from dsh.errors import ERROR_LINE_CHARS, error_line
-
-WARNING_LINE_CHARS = 2 * ERROR_LINE_CHARS
-"""How long a warning's text gets: room for an error's text (itself at most
-``ERROR_LINE_CHARS``) and dsh's words around it (``turn 3 stopped: …``, a file's path)."""
+from dsh.errors import WARNING_LINE_CHARS, error_line
 
 
 def warning_line(message: str, level: str = "warning") -> str:

@@ -35,7 +35,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
 
-from dsh.errors import shown_as_error
+from dsh.errors import WARNING_LINE_CHARS, error_line, shown_as_error
 
 DSH_LOGGER = "dsh"
 TOAST_SECONDS = 10.0
@@ -47,8 +47,9 @@ MAX_KEPT = 200
 
 
 def one_line(record: logging.LogRecord) -> str:
-    """The record's message on one line (as the stderr printer writes it)."""
-    return " ".join(record.getMessage().split())
+    """The record's message on one line, a terminal escape in it shown as its escape, as the
+    stderr printer writes it (Textual would send an escape in a toast to the terminal as is)."""
+    return error_line(record.getMessage(), WARNING_LINE_CHARS)
 
 
 def clock(at: float) -> str:
