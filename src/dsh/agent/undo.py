@@ -33,14 +33,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look, sha256_of
+from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look
 from dsh.agent.undo_scan import UNDO_COMMAND, UNDO_PLUGIN, FileChange, TurnChanges, scan_log
 from dsh.errors import DshError, error_line
 from dsh.events import CommandDone, CommandRun, Message, PluginSource, TextBlock
 from dsh.surface import Session
 from dsh.tools.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES
 from dsh.tools.secrets import MASK
-from dsh.tools.undo_record import PatchMismatch, reverse_patch
+from dsh.tools.undo_record import PatchMismatch, reverse_patch, sha256_hex
 
 __all__ = ["UndoResult", "undo_last_turn"]
 
@@ -186,7 +186,7 @@ def _restore_step(file: Path, shown: str, chain: list[FileChange], now: Found) -
         for change in reversed(chain):
             assert change.diff is not None
             text = reverse_patch(change.diff, text)
-            if sha256_of(text.encode("utf-8")) != change.sha256_before:
+            if sha256_hex(text.encode("utf-8")) != change.sha256_before:
                 raise PatchMismatch("the result is not the file's old bytes")
     except (UnicodeDecodeError, PatchMismatch):
         masked = any(_MASK_MARK in line for change in chain for line in change.diff or ())

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dsh.tools.undo_record import sha256_hex
+
 Action = Literal["restore", "delete", "none"]
 
 
@@ -36,10 +38,6 @@ class Found:
     mode: int | None = None
 
 
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def look(path: Path, *, keep_up_to: int) -> Found:
     """``path`` now: its hash, and its bytes when it holds at most ``keep_up_to`` of them.
     Raises ``Unreadable`` for something other than a regular file (a symlink included)."""
@@ -55,7 +53,7 @@ def look(path: Path, *, keep_up_to: int) -> Found:
         with open(path, "rb") as fh:
             if info.st_size <= keep_up_to:
                 data = fh.read()
-                return Found(True, sha256_of(data), data, stat.S_IMODE(info.st_mode))
+                return Found(True, sha256_hex(data), data, stat.S_IMODE(info.st_mode))
             digest = hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from exc

@@ -25,8 +25,9 @@ from dsh.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from dsh.tools.diffs import DIFF_META, DIFF_TOOLS
+from dsh.tools.diffs import DIFF_TOOLS
 from dsh.tools.undo_record import UNDO_META
+from dsh.transcript import logged_diff
 
 UNDO_COMMAND = "undo"
 """The ``command/run`` name of an undo."""
@@ -123,10 +124,6 @@ def _change(seq: int, tool: str, meta: dict[str, Any] | None) -> FileChange:
     record = (meta or {}).get(UNDO_META)
     if not isinstance(record, dict) or not isinstance(record.get("file"), str):
         return FileChange(seq=seq, tool=tool, file=None)
-    diff = (meta or {}).get(DIFF_META)
-    lines = (
-        tuple(diff) if isinstance(diff, list) and all(isinstance(x, str) for x in diff) else None
-    )
     dirs = record.get("createdDirs")
     return FileChange(
         seq=seq,
@@ -135,7 +132,7 @@ def _change(seq: int, tool: str, meta: dict[str, Any] | None) -> FileChange:
         created=record.get("created") is True,
         sha256_before=_text(record.get("sha256Before")),
         sha256_after=_text(record.get("sha256After")),
-        diff=lines,
+        diff=logged_diff(meta),
         created_dirs=tuple(Path(d) for d in dirs if isinstance(d, str))
         if isinstance(dirs, list)
         else (),

@@ -21,6 +21,7 @@ from dsh.errors import (
     UnknownEventTypeError,
     UsageError,
     error_line,
+    printable_line,
 )
 from dsh.events import SessionWorkspace
 from dsh.store import EventStore, open_store, resolve_session_id
@@ -97,7 +98,7 @@ def warn(message: str) -> None:
 def error(message: str) -> None:
     """Report a failure that does not end the command by itself (a failed turn); an error's
     text in ``message`` is already as ``error_line`` makes it (``dsh run``'s ``_why``)."""
-    click.echo(f"dsh: error: {' '.join(message.split())}", err=True)
+    click.echo(f"dsh: error: {printable_line(message)}", err=True)
 
 
 _LOG_ID = re.compile(

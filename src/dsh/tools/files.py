@@ -215,14 +215,11 @@ def _write(path: str, content: str, workspace: Path) -> tuple[str, dict[str, Any
     write_regular_file(resolved, data, shown)
     what = "overwrote" if existed else "created"
     before_bytes = None if before is None else before.encode("utf-8")  # decoded strictly: exact
-    meta: dict[str, Any] = {}
     diff = None if before is None else unified_diff(shown, before, content)
-    if diff is not None:
-        meta[DIFF_META] = diff
-    meta[UNDO_META] = undo_record(
+    record = undo_record(
         resolved, before=before_bytes, after=data, created=not existed, created_dirs=created_dirs
     )
-    return f"wrote {len(data)} bytes to {shown} ({what})", meta
+    return f"wrote {len(data)} bytes to {shown} ({what})", _change_meta(diff, record)
 
 
 class EditFileTool:
@@ -290,12 +287,14 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str
     first = text.count("\n", 0, index) + 1
     last = first + new.count("\n")
     where = f"line {first}" if first == last else f"lines {first}–{last}"
-    meta: dict[str, Any] = {}
     diff = unified_diff(shown, text, edited)
-    if diff is not None:
-        meta[DIFF_META] = diff
-    meta[UNDO_META] = undo_record(resolved, before=raw, after=data, created=False)
-    return f"edited {shown}: replaced 1 occurrence ({where})", meta
+    record = undo_record(resolved, before=raw, after=data, created=False)
+    return f"edited {shown}: replaced 1 occurrence ({where})", _change_meta(diff, record)
+
+
+def _change_meta(diff: list[str] | None, record: dict[str, Any]) -> dict[str, Any]:
+    """A file change's result meta: its diff (when there is one) and its undo record."""
+    return {**({} if diff is None else {DIFF_META: diff}), UNDO_META: record}
 
 
 class ListDirTool:

@@ -227,7 +227,7 @@ class TranscriptProjector:
         block = event.data.message.content[0]
         assert isinstance(block, ToolResultBlock)
         text = "".join([part.text for part in block.content])
-        diff = _diff_lines(event.data.meta)
+        diff = logged_diff(event.data.meta)
         call_id = block.tool_call_id
         card = self._cards.answer(call_id)
         return [ToolResultItem(event.seq, call_id, text, block.is_error, diff, card)]
@@ -247,8 +247,9 @@ class TranscriptProjector:
         return [NoteItem(event.seq, event.data.text)]
 
 
-def _diff_lines(meta: dict[str, Any] | None) -> tuple[str, ...] | None:
-    """``meta["diff"]`` when it is a list of lines (``dsh.tools.diffs``), else None."""
+def logged_diff(meta: dict[str, Any] | None) -> tuple[str, ...] | None:
+    """A tool result's ``meta["diff"]`` when it is a list of lines (``dsh.tools.diffs``), else
+    None: what a card shows, and what ``dsh undo`` takes back."""
     lines = meta.get("diff") if meta is not None else None
     if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
         return None
