@@ -17,7 +17,8 @@ from dsh.config import CompactionSettings, Settings, ToolSettings
 from dsh.events import RequestContextEvent, SessionSettingsEvent
 from dsh.surface import Session
 from dsh.web import WebRuntime
-from tests.web.conftest import READ_NOTES, make_env, new_session, open_client, wait_idle
+from tests.web.conftest import open_client, wait_idle
+from tests.web.test_session_settings_web import session_after_one_read
 
 WARNING = "recorded settings that are no longer valid"
 
@@ -25,13 +26,7 @@ WARNING = "recorded settings that are no longer valid"
 def test_a_recorded_window_under_the_bound_gives_way_to_the_configured_one_said_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    env = make_env(tmp_path, backend="basic", chunk_tokens=1200)
-    env.script = [*READ_NOTES, {"text": "again"}]
-    env.window = 16_000
-    with open_client(env) as client:
-        sid = new_session(client)
-        client.post(f"/api/sessions/{sid}/prompt", json={"text": "read notes"})
-        wait_idle(client, sid)
+    env, sid = session_after_one_read(tmp_path)
     with Session.open(env.store, sid, writable=True) as session:  # as an older dsh recorded it
         current = session_settings.latest(session)
         assert current is not None

@@ -11,12 +11,12 @@ from dsh.config import CompactionSettings, Settings, ToolSettings
 from dsh.events import RequestContextEvent, SessionSettingsEvent
 from dsh.surface import Session
 from dsh.web import WebRuntime
-from tests.web.conftest import READ_NOTES, make_env, new_session, open_client, wait_idle
+from tests.web.conftest import READ_NOTES, WebEnv, make_env, new_session, open_client, wait_idle
 
 
-def test_a_resumed_session_runs_with_its_recorded_window_backend_and_budgets(
-    tmp_path: Path,
-) -> None:
+def session_after_one_read(tmp_path: Path) -> tuple[WebEnv, str]:
+    """A web session (basic backend, 1,200-token chunks, a 16k window) whose one turn read the
+    notes, run to its end; the env is ready for another server."""
     env = make_env(tmp_path, backend="basic", chunk_tokens=1200)
     env.script = [*READ_NOTES, {"text": "again"}]
     env.window = 16_000
@@ -24,6 +24,13 @@ def test_a_resumed_session_runs_with_its_recorded_window_backend_and_budgets(
         sid = new_session(client)
         client.post(f"/api/sessions/{sid}/prompt", json={"text": "read notes"})
         wait_idle(client, sid)
+    return env, sid
+
+
+def test_a_resumed_session_runs_with_its_recorded_window_backend_and_budgets(
+    tmp_path: Path,
+) -> None:
+    env, sid = session_after_one_read(tmp_path)
     # the server now runs with another window, backend and chunk size
     today = Settings(
         compaction=CompactionSettings(backend="recallable", retain_tokens=20, chunk_tokens=4000),
