@@ -12,6 +12,9 @@ checkpoints, one planted needle). Timed, best of 3 where it says so:
   search`` runs it once per process;
 * without a span file: a fresh tool without a span directory (what every cold search cost
   before span files);
+* by words: later queries on the warm tool that nothing matches literally, so their words are
+  looked for on their own — rare words (``heartbeat quasar lost``: one message holds them) and
+  common ones (``workers latency retried``: every message begins words with them);
 * baseline: ``text.lower().find(query)`` over the same text concatenated.
 
 The machine is shared, so each of ``--rounds`` rounds times the baseline and then every row once
@@ -71,8 +74,15 @@ def main() -> None:
         assert needle in output.text
         return output
 
+    def by_words(tool: HistorySearchTool, query: str, hits: int | None) -> Any:
+        output = asyncio.run(tool.run({"query": query}, ctx))
+        assert output.meta["matched"] == 0 and output.meta.get("byWords", 0) >= 1
+        assert hits is None or output.meta["byWords"] == hits
+        return output
+
     rows = ("first search ever (stores)", "cold (new tool, span file)", "warm")
     rows += ("CLI path (span file)", "cold without a span file")
+    rows += ("warm, by words (rare)", "warm, by words (common)")
     times: dict[str, list[float]] = {"baseline": [], **{row: [] for row in rows}}
     file_mb = 0.0
     load_before = os.getloadavg()[0]
@@ -95,6 +105,8 @@ def main() -> None:
         search(tool)
         figures += [timed(lambda: search(tool)), timed(cli_search)]
         figures.append(timed(lambda: search(HistorySearchTool())))
+        figures.append(timed(lambda: by_words(tool, "heartbeat quasar lost", 1)))
+        figures.append(timed(lambda: by_words(tool, "workers latency retried", None)))
         return figures
 
     for _ in range(args.rounds):  # round-robin: the machine's load hits baseline and subjects

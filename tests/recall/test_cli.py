@@ -169,3 +169,13 @@ def test_search_keeps_the_lower_cased_spans_in_the_sessions_span_file(stored, tm
     again = invoke("search", session_id, NEEDLE)  # a new process would read, not render
     assert again.output == first.output
     assert path.read_bytes() == stored_bytes  # nothing appended: every span was found
+
+
+def test_search_by_words_prints_the_tools_word_hits_with_the_cli_hint(stored):
+    session_id, _, session = stored
+    query = "failing migrations"  # nothing literal: "migration failed" was written
+    result = invoke("search", session_id, query)
+    assert result.exit_code == 0
+    expected = run_tool(HistorySearchTool(), {"query": query}, session).text
+    assert "the query's words were looked for on their own" in expected
+    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id))

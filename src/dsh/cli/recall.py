@@ -16,7 +16,13 @@ import click
 from dsh.cli import context
 from dsh.config import Settings, dsh_home
 from dsh.errors import DshError
-from dsh.recall import RecallError, SpanCache, read_checkpoint, search_history
+from dsh.recall import (
+    READ_A_MATCH,
+    RecallError,
+    SpanCache,
+    read_checkpoint,
+    search_history,
+)
 from dsh.store import span_cache_path
 from dsh.surface import Session
 from dsh.tools.base import ToolOutput
@@ -37,7 +43,8 @@ def recall() -> None:
 @click.option("--checkpoint", default=None, help="Search only this checkpoint (e.g. c123).")
 @click.option("--limit", type=int, default=None, help="Maximum snippets (default: recall config).")
 def search(session_id: str, query: str, checkpoint: str | None, limit: int | None) -> None:
-    """Literal, case-insensitive search of every compacted span of a session."""
+    """Literal, case-insensitive search of every compacted span of a session (by its words, in
+    any order and word form, when nothing matches literally)."""
     cfg = context.settings()
     chosen = cfg.recall.search_limit if limit is None else limit
     _answer(
@@ -80,7 +87,6 @@ Hints = Callable[[ToolOutput, str], str]
 _CURSOR = re.compile(
     r"\[Continuation cursor: offset=(\d+) — call history_read with this offset for more\]$"
 )
-_READ_MATCH = "Read a match in context with history_read (checkpoint id, offset = the #msg number)."
 _READ_PLAUSIBLE = re.compile(r'history_read with checkpoint "(c\d+)"')
 
 
@@ -97,7 +103,7 @@ def _read_hint(output: ToolOutput, session_id: str) -> str:
 
 def _search_hints(output: ToolOutput, session_id: str) -> str:
     text = output.text.replace(
-        _READ_MATCH,
+        READ_A_MATCH,
         f"Read a match in context with `dsh recall read {session_id} CHECKPOINT --offset N` "
         "(N = the #msg number).",
     )

@@ -32,6 +32,7 @@ from dsh.recall.checkpoints import (
     resolve_checkpoint,
 )
 from dsh.recall.render import SpanCache
+from dsh.recall.word_search import WordHit, query_terms, search_words
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
 
 HISTORY_READ = "history_read"
@@ -88,6 +89,11 @@ HISTORY_SEARCH_PARAMETERS: dict[str, Any] = {
     "required": ["query"],
     "additionalProperties": False,
 }
+
+
+READ_A_MATCH = (
+    "Read a match in context with history_read (checkpoint id, offset = the #msg number)."
+)
 
 
 # ---- the work (shared with the CLI) ---------------------------------------------------------
@@ -181,7 +187,9 @@ def search_history(
     """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
 
     One snippet per matching message, at most ``limit``, in log order; ``meta`` holds the
-    coverage ``{scanned, matched, truncated}``. Raises ``RecallError``.
+    coverage ``{scanned, matched, truncated}``. When nothing matches anywhere, the messages
+    holding the query's words (``dsh.recall.word_search``), best first, with ``meta.byWords``.
+    Raises ``RecallError``.
     """
     if not isinstance(query, str) or not query.strip():
         raise RecallError(
@@ -210,6 +218,20 @@ def search_history(
     else:
         targets = [resolve_checkpoint(events, checkpoint)]
     spans = cache if cache is not None else SpanCache(max_spans=1)
+    try:
+        return _search(events, targets, query, checkpoint, limit, spans)
+    finally:
+        spans.flush()  # the spans lower-cased by this search, stored in one write
+
+
+def _search(
+    events: Sequence[Event],
+    targets: list[Checkpoint],
+    query: str,
+    checkpoint: object,
+    limit: int,
+    spans: SpanCache,
+) -> ToolOutput:
     found = _scan(events, targets, query, limit, spans)
     widened: _Found | None = None
     others: list[Checkpoint] = []
@@ -218,7 +240,6 @@ def search_history(
         # whole pass): rather than send the model away empty-handed, search everything
         others = [c for c in list_checkpoints(events) if c.id != targets[0].id]
         widened = _scan(events, others, query, limit, spans)
-    spans.flush()  # the spans lower-cased by this search, stored in one write
     header = (
         f"Found {found.matched} match(es) across {found.checkpoints} checkpoint(s) "
         f"(scanned {len(targets)}) for {query!r}."
@@ -236,6 +257,15 @@ def search_history(
         return ToolOutput(_hits_text(header, widened), meta=meta)
     meta = {"scanned": len(targets), "matched": found.matched, "truncated": found.truncated}
     if not found.matched:
+        words = search_words(events, [*targets, *others], query_terms(query), spans)
+        if words.hits:
+            meta["byWords"] = len(words.hits)
+            hits = [
+                (hit, spans.message(events, hit.checkpoint, hit.index))
+                for hit in words.hits[:limit]
+            ]
+            text = _word_hits_text(header, query_terms(query), len(words.hits), hits)
+            return ToolOutput(text, meta=meta)
         plausible = targets[-1].id
         which = "the checkpoint searched" if checkpoint is not None else "the most recent one"
         text = (
@@ -272,7 +302,8 @@ def _scan(
             found_here = True
             if len(hits) < limit:
                 message = spans.message(events, target, index)
-                hits.append(f"[{target.id} #msg {index}] {_snippet(message, position, needle)}")
+                snippet = _snippet(message, position, len(needle))
+                hits.append(f"[{target.id} #msg {index}] {snippet}")
         checkpoints += found_here
     return _Found(hits, matched, checkpoints)
 
@@ -283,19 +314,38 @@ def _hits_text(header: str, found: _Found) -> str:
             f" Showing the first {len(found.hits)}; use a more specific query, pass a checkpoint, "
             "or raise limit to see more."
         )
-    footer = "Read a match in context with history_read (checkpoint id, offset = the #msg number)."
-    return "\n\n".join([header, "\n".join(found.hits), footer])
+    return "\n\n".join([header, "\n".join(found.hits), READ_A_MATCH])
+
+
+def _word_hits_text(
+    header: str, terms: Sequence[str], total: int, hits: Sequence[tuple[WordHit, str]]
+) -> str:
+    """The answer when no message holds the query literally but ``total`` hold enough of its
+    words (``terms``); ``hits``: the best ones shown, each with its message."""
+    whole = sum(len(hit.held) == len(terms) for hit, _ in hits)
+    header += (
+        " The literal scan found nothing, so the query's words were looked for on their own "
+        f"(any order, any word form, stop words dropped): {total} message(s) hold at least half "
+        f"of its {len(terms)} word(s); best first."
+    )
+    if total > len(hits):
+        header += f" Showing the first {len(hits)} ({whole} holding all); raise limit to see more."
+    lines = [
+        f"[{hit.checkpoint.id} #msg {hit.index}] {_snippet(message, hit.at, hit.width)}"
+        for hit, message in hits
+    ]
+    return "\n\n".join([header, "\n".join(lines), READ_A_MATCH])
 
 
 def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) -> tuple[str, ...]:
     return (cache if cache is not None else SpanCache(max_spans=1)).span(events, target)
 
 
-def _snippet(text: str, lowered_at: int, needle: str) -> str:
-    """About ``SNIPPET_CHARS`` of ``text`` around the hit that ``needle`` (lower-cased) has at
+def _snippet(text: str, lowered_at: int, lowered_length: int) -> str:
+    """About ``SNIPPET_CHARS`` of ``text`` around the hit that is ``lowered_length`` long at
     ``lowered_at`` in ``text.lower()``."""
     position = _original_offset(text, lowered_at)
-    length = _original_offset(text, lowered_at + len(needle)) - position
+    length = _original_offset(text, lowered_at + lowered_length) - position
     pad = max(40, (SNIPPET_CHARS - length) // 2)
     start = max(0, position - pad)
     end = min(len(text), position + length + pad)
@@ -351,7 +401,8 @@ class HistoryReadTool:
 
 
 class HistorySearchTool:
-    """``history_search{query, checkpoint?, limit?}``: literal scan with coverage metadata."""
+    """``history_search{query, checkpoint?, limit?}``: literal scan with coverage metadata, by
+    words when nothing matches literally."""
 
     name: str = HISTORY_SEARCH
     kind: ToolKind = "read"
