@@ -12,7 +12,7 @@ from dsh.transcript.projection import (
     ToolResultItem,
     transcript_items,
 )
-from dsh.transcript.render import COMPACTION_MARKER, cut_off_note
+from dsh.transcript.render import COMPACTION_MARKER, context_title, cut_off_note, injected_by
 
 
 def _fence(text: str) -> str:
@@ -41,7 +41,9 @@ def message_markdown(message: Message) -> str:
         if any(block.is_error for block in results):
             title += " (error)"
         return f"{title}\n\n{_fence(body)}"
-    return f"### User\n\n{message.text()}"
+    plugin = injected_by(message)
+    title = "User" if plugin is None else context_title(plugin)
+    return f"### {title}\n\n{message.text()}"
 
 
 def render_markdown(session_id: str, events: Iterable[Event]) -> str:

@@ -4,11 +4,25 @@ One renderer serves the summariser input, the recall tools, the CLI views and ex
 model and people read the same words for the same events. Reasoning is rendered on its own
 labelled line, ``Assistant (reasoning): …``, before the answer: a fact the model stated only
 while reasoning can be recalled, and is never mistaken for what it said.
+
+One difference: a note dsh itself adds as a user turn (a plugin's ``user/message``: what
+``dsh undo`` took back, the output-limit notice) is ``User: …`` to the model, whose user turn it
+is, and ``Context from undo: …`` in the human transcript (``context_title``, as the TUI's
+``context from undo`` and the web page's ``Injected context · undo``), so nobody reads it as
+something the person typed. ``render_message`` is the model's side and never labels it so.
 """
 
 from __future__ import annotations
 
-from dsh.events import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.errors import printable_line
+from dsh.events import (
+    Message,
+    PluginSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 
 COMPACTION_MARKER = "… earlier context was compacted …"
 """The one dim line people see where a compaction pass landed (docs/architecture.md, "The human
@@ -22,6 +36,22 @@ REASONING_LABEL = "Assistant (reasoning):"
 def cut_off_note(code: str) -> str:
     """The mark under an assistant message that a provider failure (``code``) cut short."""
     return f"(the reply was cut off: {code})"
+
+
+def injected_by(message: Message) -> str | None:
+    """The plugin that added ``message`` when it is a note dsh gave the model as a user (or
+    system) turn, not a person's prompt (``dsh undo``'s ``undo``, the ``output-limit`` notice,
+    an imported session's plugins), else None."""
+    source = message.source
+    if type(source) is PluginSource and message.role in ("user", "system"):
+        return source.plugin
+    return None
+
+
+def context_title(plugin: str) -> str:
+    """How people see a note ``plugin`` added (``Context from undo``): one line, escaped (an
+    imported log's plugin name is anyone's text)."""
+    return f"Context from {printable_line(plugin)}"
 
 
 def render_message(message: Message, *, label: str | None = None) -> str:

@@ -28,7 +28,9 @@ from dsh.transcript.projection import (
 )
 from dsh.transcript.render import (
     COMPACTION_MARKER,
+    context_title,
     cut_off_note,
+    injected_by,
     render_message,
     tool_result_line,
 )
@@ -51,8 +53,18 @@ def render_item(item: TranscriptItem) -> str | None:
 
 
 def _message_text(message: Message, cut_by: str | None) -> str:
-    text = render_message(message)
+    text = human_message_text(message)
     return text if cut_by is None else f"{text}\n{cut_off_note(cut_by)}"
+
+
+def human_message_text(message: Message) -> str:
+    """``message`` as people read it: ``render_message``'s text, except that a note dsh gave
+    the model as a user turn is ``Context from <plugin>: …``, not ``User: …`` (the model still
+    reads ``User: …``: ``render_message`` is unchanged for it)."""
+    plugin = injected_by(message)
+    if plugin is None:
+        return render_message(message)
+    return f"{context_title(plugin)}: {message.text()}"
 
 
 def _note_text(text: str) -> str:
@@ -100,7 +112,7 @@ def transcript_blocks(events: Iterable[Event]) -> list[str]:
                 add(tool_result_line(text, is_error=block.is_error))
         elif type(event) is UserMessageEvent:
             if event.surface_op == "append":
-                add(render_message(event.data))
+                add(human_message_text(event.data))
             elif is_checkpoint_event(event) and passes.first_checkpoint(event) is not None:
                 add(COMPACTION_MARKER)
         elif type(event) is TurnEndEvent:
