@@ -9,12 +9,20 @@ raises is mapped here too, whether an SDK wrapped it (a connection error caused 
 A URL no request can be sent to (``InvalidURL``, ``UnsupportedProtocol``) is ``INVALID_URL``
 and is not retried; config validation refuses such a base URL first (``dsh.config``), so this
 is what a URL that got past it (a recorded session's, an adapter built directly) meets.
+
+An exception group (what an ``anyio`` task group or ``asyncio.TaskGroup`` raises when a task in
+it failed, such as a connection refused) maps as its first leaf that maps to a code other than
+``UNKNOWN``, in the group's own order, depth first (``_map_group``): a refused port is
+``CONNECTION`` inside a group as outside it. The first mappable leaf, not a ranking of codes:
+the group's order is the one the failures were recorded in, and no code is more specific than
+another. A ``ProviderError`` leaf keeps its code; a group with no mappable leaf is ``UNKNOWN``,
+as its first leaf says.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
@@ -177,6 +185,8 @@ def map_openai_error(exc: BaseException) -> ProviderError:
     # Imported here so the loop and the keyless providers never pay for importing the SDK.
     import openai
 
+    if isinstance(exc, BaseExceptionGroup):
+        return _map_group(exc, map_openai_error)
     if isinstance(exc, openai.APITimeoutError):
         return provider_error(ErrorCode.TIMEOUT, str(exc))
     if isinstance(exc, openai.APIConnectionError) and _refused_request(exc.__cause__):
@@ -198,6 +208,8 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
     """Map anything the ``anthropic`` SDK raised (status, stream, timeout, connection errors)."""
     import anthropic
 
+    if isinstance(exc, BaseExceptionGroup):
+        return _map_group(exc, map_anthropic_error)
     if isinstance(exc, anthropic.APITimeoutError):
         return provider_error(ErrorCode.TIMEOUT, "request timed out")
     if isinstance(exc, anthropic.APIConnectionError) and _refused_request(exc.__cause__):
@@ -213,6 +225,29 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
     if isinstance(exc, anthropic.APIError):
         return map_error_body(exc.body, exc.message)
     return _unexpected(exc)
+
+
+def _map_group(
+    group: BaseExceptionGroup[BaseException], mapper: Callable[[BaseException], ProviderError]
+) -> ProviderError:
+    """The error of the first leaf of ``group`` (depth first, in order) that ``mapper`` maps to
+    a code other than ``UNKNOWN``; else the first leaf's (``UNKNOWN``)."""
+    first: ProviderError | None = None
+    for leaf in _leaves(group):
+        error = leaf if isinstance(leaf, ProviderError) else mapper(leaf)
+        if error.code != ErrorCode.UNKNOWN:
+            return error
+        first = first or error
+    return first or _unexpected(group)  # a group always holds a leaf: ``first`` is set
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    """The exceptions inside ``group`` and the groups nested in it, in order, depth first."""
+    for inner in group.exceptions:
+        if isinstance(inner, BaseExceptionGroup):
+            yield from _leaves(inner)
+        else:
+            yield inner
 
 
 def _http_libraries() -> list[object]:
