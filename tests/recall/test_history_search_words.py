@@ -4,8 +4,10 @@ tools")."""
 
 from __future__ import annotations
 
+import math
 import re
 
+import pytest
 import snowballstemmer  # type: ignore[import-untyped]
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,10 +75,11 @@ def test_messages_holding_every_word_rank_before_those_holding_half_whatever_the
     )
     output = search_history(session.events, "crashes of nightly imports")
     order = [session_text(session, index) for _, index in tagged(output.text)]
-    assert order[0] == "Assistant: the nightly import crashed again"
-    assert order[1] == "Assistant: nightly imports are slow"
-    assert set(order[2:]) == {"Assistant: an importer crashed at 03:00"}  # 2 of 3 words
-    assert output.meta["byWords"] == 3  # "the nightly job ran" holds 1 of 3: under half
+    assert order == [
+        "Assistant: the nightly import crashed again",  # all three words
+        "Assistant: an importer crashed at 03:00",  # two; "crash" is in 2 messages of 10
+        "Assistant: nightly imports are slow",  # two; "nightly" and "import" in 3 each
+    ]  # "the nightly job ran" holds 1 of 3: under half
 
 
 def session_text(session, index: int) -> str:
@@ -165,13 +168,22 @@ def test_word_hits_are_exactly_the_messages_holding_half_the_terms_ranked_by_cou
     targets = list_checkpoints(session.events)
     spans = SpanCache()
     found = search_words(session.events, targets, terms, spans)
-    expected = set()
+    expected: dict[tuple[str, int], set[str]] = {}
+    holding = dict.fromkeys(terms, 0)
+    texts = [text for target in targets for text in spans.span(session.events, target)]
     for target in targets:
         for index, text in enumerate(spans.span(session.events, target)):
             held = independent_terms(text) & set(terms)
+            for term in held:
+                holding[term] += 1
             if terms and len(held) >= needed(terms):
-                expected.add((target.id, index))
-    assert {(hit.checkpoint.id, hit.index) for hit in found.hits} == expected
+                expected[(target.id, index)] = held
+    assert {(hit.checkpoint.id, hit.index) for hit in found.hits} == set(expected)
+    assert found.messages == len(texts)
+    for hit in found.hits:  # BM25's idf over every message scanned, hit or not
+        idf = [math.log(1 + (len(texts) - holding[t] + 0.5) / (holding[t] + 0.5)) for t in hit.held]
+        assert hit.score == pytest.approx(sum(idf))
+        assert set(hit.held) == expected[(hit.checkpoint.id, hit.index)]
     keys = [(len(hit.held), hit.score) for hit in found.hits]
     assert keys == sorted(keys, key=lambda key: (-key[0], -key[1]))
     for hit in found.hits:

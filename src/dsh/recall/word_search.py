@@ -109,6 +109,8 @@ def search_words(
     """The messages of ``targets`` holding at least :func:`needed` of ``terms``, best first."""
     probes = [(term, _probe(term)) for term in terms]
     found: list[tuple[Checkpoint, int, int, dict[str, tuple[int, int]]]] = []
+    holding = dict.fromkeys(terms, 0)
+    """How many of the messages scanned hold each term, hits or not."""
     messages = 0
     for target in targets:
         lowered = spans.lowered(events, target)
@@ -119,9 +121,9 @@ def search_words(
                 place = _first_word(lower, term, probe)
                 if place is not None:
                     places[term] = place
+                    holding[term] += 1
             if len(places) >= needed(terms):
                 found.append((target, index, len(lower), places))
-    holding = {term: sum(term in places for *_, places in found) for term in terms}
     rarity = {term: _idf(messages, count) for term, count in holding.items() if count}
     hits = []
     for target, index, chars, places in found:
