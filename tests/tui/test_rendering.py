@@ -14,7 +14,7 @@ from dsh.transcript import (
     ToolResultItem,
 )
 from dsh.tui.blocks import TranscriptModel, block_rows, estimated_height, row_text
-from dsh.tui.wrap import one_line, sanitize, wrap
+from dsh.tui.wrap import escape_controls, one_line, sanitize, wrap
 
 
 def rows_text(block, width=60, *, reasoning=False, details=None) -> list[str]:
@@ -51,6 +51,27 @@ def test_wrap_keeps_words_cuts_long_ones_and_counts_cells():
 
 def test_sanitize_drops_escapes_and_control_characters():
     assert sanitize("\x1b[31mred\x1b[0m\r\n\tx\x07") == "red\n    x"
+
+
+def test_sanitize_keeps_the_lines_after_an_osc_left_open():
+    """A stray ``ESC ]`` (a binary file cat, a cut output) drops its own line's rest, not
+    every line after it."""
+    assert sanitize("before \x1b]0;title\nline two\nline three") == "before \nline two\nline three"
+
+
+def test_sanitize_shows_a_bidi_control_as_its_escape():
+    """An override or isolate would reorder what the terminal draws around it (a file name
+    ``invoice\u202efdp.exe`` reads ``invoiceexe.pdf``): it shows, as printable_line shows it."""
+    assert sanitize("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"
+    text = "a\u2066b\u2069c\u200fd\u061ce\n"
+    assert sanitize(text) == "a\\u2066b\\u2069c\\u200fd\\u061ce\n"
+
+
+def test_escape_controls_shows_what_a_terminal_would_act_on_and_keeps_lines_and_tabs():
+    hostile = "\x1b]52;c;aGk=\x07 \x9b2J \x08\x7f\u202e\tx\ny\r\nz"
+    assert escape_controls(hostile) == "\\x1b]52;c;aGk=\\x07 \\x9b2J \\x08\\x7f\\u202e\tx\ny\r\nz"
+    assert escape_controls(escape_controls(hostile)) == escape_controls(hostile)
+    assert escape_controls("日本語 café 👍") == "日本語 café 👍"
 
 
 def test_one_line_cuts_with_an_ellipsis():

@@ -1,5 +1,12 @@
 """Plain-text helpers for the transcript: make text safe for a terminal, wrap it, cut it.
 
+Textual sends a widget's text to the terminal as it is, so text from outside (a reply, a tool's
+output, a file's name) is made safe first: the transcript drops escape sequences and control
+characters (``sanitize``: a tool's coloured output reads as its text); what a person edits
+shows each one as its Python escape (``escape_controls``), as one-line fields do
+(``dsh.errors.printable_line``). A bidi control, which would reorder what is drawn around it,
+shows as its escape (``\\u202e``) in both.
+
 Wrapping is greedy on spaces (long words are cut) and measured in terminal cells, with a fast
 path for ASCII, because the transcript wraps whole sessions of text.
 """
@@ -10,18 +17,35 @@ import re
 
 from rich.cells import cell_len, chop_cells
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROL = {c: None for c in (*range(0, 9), *range(11, 32), 127, *range(128, 160))}
-_CONTROL[ord("\r")] = None
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+"""An escape sequence (CSI, OSC, or two bytes); an OSC left open ends at its line's end."""
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""Unicode's Bidi_Control characters: each reorders what a terminal draws around it."""
+_CONTROL: dict[int, str | None] = {
+    c: None for c in (*range(0, 9), *range(11, 32), 127, *range(128, 160))
+}
+_CONTROL.update({c: ascii(chr(c))[1:-1] for c in BIDI_CONTROLS})  # shown, not dropped
+_TERMINAL_CONTROL = re.compile(
+    r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]"
+)
+"""What a terminal would act on, but tabs and the line breaks ``str.splitlines`` splits at."""
 
 
 def sanitize(text: str) -> str:
-    """Text without escape sequences or control characters; tabs become four spaces."""
+    """Text without escape sequences or control characters, a bidi control shown as its
+    escape; tabs become four spaces."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if not text.isprintable():
         text = text.translate(_CONTROL)
     return text.expandtabs(4) if "\t" in text else text
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each character a terminal would act on (a C0 or C1 control, DEL, a bidi
+    control) as its Python escape (``\\x1b``), but tabs and line breaks: a draft shows, and
+    sends, what a paste or a recalled prompt held."""
+    return _TERMINAL_CONTROL.sub(lambda found: ascii(found.group())[1:-1], text)
 
 
 def _fits(line: str, width: int) -> bool:
