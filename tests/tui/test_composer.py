@@ -315,3 +315,23 @@ def test_a_path_or_a_double_slash_is_a_prompt_and_an_unknown_command_keeps_the_d
         assert sent(app) == ["/usr/lib/libfoo.so is missing", "/compact is a command name"]
 
     run(app, body)
+
+
+def test_a_terminal_escape_pasted_or_completed_shows_and_is_sent_as_its_escape(rig: Rig):
+    """The draft shows what it sends: a paste's escape (a window title, a bidi override) as
+    ``\\x1b``, a line break and a tab kept; a completed file name the same way, the cursor
+    after it."""
+    (rig.workspace / "odd\x1b[2J\u202e.txt").write_text("x")
+    app = rig.app([{"text": "Seen."}])
+
+    async def body(pilot: Any) -> None:
+        app.post_message(events.Paste("title \x1b]0;owned\x07\n\tnext\u202e"))
+        await pilot.pause()
+        assert app.prompt_box.value == "title \\x1b]0;owned\\x07\n\tnext\\u202e"
+        await pilot.press("enter")
+        await finish(pilot)
+        assert sent(app) == ["title \\x1b]0;owned\\x07\n\tnext\\u202e"]
+        await pilot.press("@", "o", "tab", "x")
+        assert app.prompt_box.value == "@odd\\x1b[2J\\u202e.txt x"
+
+    run(app, body)

@@ -120,6 +120,15 @@ def test_status_text_reads_model_context_cache_and_activity():
     )
 
 
+def test_status_text_shows_a_models_name_and_a_commands_escapes_as_escapes():
+    """A recorded model's name and a ``!cmd`` may hold terminal escapes: they show on one line,
+    each as its Python escape (Textual would send them to the terminal as they are)."""
+    info = StatusInfo(model="m\x1b]0;title\x07", context_window=1000, busy="$ printf '\x9b2J'\nls")
+    assert status_text(info).plain == (
+        " m\\x1b]0;title\\x07 · context 0% of 1k · cache hits n/a · $ printf '\\x9b2J' ls"
+    )
+
+
 def test_the_status_bar_says_whether_the_project_config_is_trusted(tmp_path):
     from dsh.config import set_trust
     from dsh.tui.status_bar import trust_label

@@ -125,7 +125,8 @@ def block_for(item: TranscriptItem) -> Block | None:
         return Block("assistant", item.seq, message=message, cut_by=item.cut_by)
     if isinstance(message.source, UserSource):
         return Block("user", item.seq, message=message)
-    return Block("context", item.seq, message=message, label=getattr(message.source, "plugin", ""))
+    plugin = sanitize(getattr(message.source, "plugin", ""))  # a log from elsewhere names it
+    return Block("context", item.seq, message=message, label=plugin)
 
 
 class TranscriptModel:
@@ -300,7 +301,7 @@ def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:
     elif block.text:
         rows += _prefixed(wrap(block.text, width - 2), Segment("● ", ASSISTANT_MARK), Segment("  "))
     if block.cut_by is not None:
-        rows += _indented(cut_off_note(block.cut_by), width, 2, DIM)
+        rows += _indented(sanitize(cut_off_note(block.cut_by)), width, 2, DIM)
     return rows
 
 

@@ -75,8 +75,8 @@ def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) ->
 
 def logged_diff(path: str, lines: tuple[str, ...]) -> FileDiff:
     """The diff a result logged, made safe for a terminal (a line's sign kept apart from its
-    text, so a tab in it expands as it does in the file)."""
-    return _file_diff(path, [line[:1] + sanitize(line[1:]) for line in lines])
+    text, so a tab in it expands as it does in the file), and its path (the call's)."""
+    return _file_diff(sanitize(path), [sanitize(line[:1]) + sanitize(line[1:]) for line in lines])
 
 
 def _file_diff(path: str, lines: list[str]) -> FileDiff:

@@ -23,6 +23,7 @@ from dsh.tui.blocks import Block, card_text
 from dsh.tui.prompt import KEYS_HINT
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.transcript_view import TranscriptView
+from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "find in the transcript"
 KEYS = "enter/down next match · shift+enter/up previous · pgup/pgdn scroll · esc back to the prompt"
@@ -94,13 +95,20 @@ def first_at_or_after(matches: list[int], index: int) -> int:
 
 
 class FindInput(Input):
-    """The bar's text field; ``up``/``down`` and ``shift+enter`` step through the matches."""
+    """The bar's text field; ``up``/``down`` and ``shift+enter`` step through the matches. A
+    paste's escapes show as the composer shows them."""
 
     BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
         Binding("down", "step(1)", "Next match", show=False),
         Binding("up,shift+enter", "step(-1)", "Previous match", show=False),
         Binding("escape", "close", "Close find", show=False),
     ]
+
+    def insert_text_at_cursor(self, text: str) -> None:
+        super().insert_text_at_cursor(escape_controls(text))
+
+    def replace(self, text: str, start: int, end: int) -> None:
+        super().replace(escape_controls(text), start, end)
 
     def action_step(self, step: int) -> None:
         bar = self.parent

@@ -22,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from dsh.errors import printable_line
 from dsh.store import EventStore
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary, trim_title
@@ -55,7 +56,7 @@ def picker_row(summary: SessionSummary, now_ms: int, *, current: bool = False) -
     row.append(f"{title:<{TITLE_WIDTH}}", style="bold" if current else "")
     row.append(f"  {age_text(summary.updated_at, now_ms):>11}", style="dim")
     row.append(f"  {turns:>9}", style="dim")
-    row.append(f"  {_short_path(summary.cwd)}", style="dim")
+    row.append(f"  {_short_path(printable_line(summary.cwd))}", style="dim")
     if current:
         row.append("  (open)", style="italic")
     return row

@@ -4,6 +4,9 @@ Enter sends; shift+enter or ctrl+j inserts a newline; a paste of any size is ins
 Up on the first line and down on the last line walk the history of earlier prompts. Tab
 completes a slash command at the start of the draft, or an ``@path`` from the workspace;
 with several candidates it completes their common prefix and names them in the hint line.
+
+Whatever enters the draft (a paste, a recalled prompt, a completed path) holds no character a
+terminal would act on: each shows, and is sent, as its Python escape (``\\x1b``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from pathlib import Path
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import Edit, EditResult
+
+from dsh.errors import printable_line
+from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
 KEYS_HINT = (
@@ -144,8 +151,13 @@ class PromptBox(TextArea):
 
     @value.setter
     def value(self, text: str) -> None:
-        self.load_text(text)
+        self.load_text(escape_controls(text))
         self.move_cursor(self.document.end)
+
+    def edit(self, edit: Edit) -> EditResult:
+        """Every insert, paste and replace comes here (and undo records what it did)."""
+        edit.text = escape_controls(edit.text)
+        return super().edit(edit)
 
     def remember(self, text: str) -> None:
         """Add a submitted prompt (a repeat of the last one is kept once)."""
@@ -214,6 +226,7 @@ class PromptBox(TextArea):
         draft = self.text
         current = draft[found.start : found.end]
         replacement = found.candidates[0] if len(found.candidates) == 1 else found.common
+        replacement = escape_controls(replacement)  # as the draft will hold it
         if len(found.candidates) == 1 and not replacement.endswith("/"):
             replacement += " "
         if len(replacement) > len(current):
@@ -222,7 +235,7 @@ class PromptBox(TextArea):
             before = self.text[:offset].split("\n")
             self.move_cursor((len(before) - 1, len(before[-1])))
         if len(found.candidates) > 1:
-            listed = "  ".join(found.candidates[:MAX_LISTED])
+            listed = "  ".join(printable_line(c) for c in found.candidates[:MAX_LISTED])
             more = len(found.candidates) - MAX_LISTED
             self.post_message(self.Hint(listed + (f"  (+{more} more)" if more > 0 else "")))
         else:

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from dsh.config import is_trusted
+from dsh.errors import printable_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +37,10 @@ def _tokens(count: int) -> str:
 
 
 def status_text(info: StatusInfo) -> Text:
+    """The bar's line; its words from elsewhere (a model's name a log recorded, a ``!cmd``)
+    shown as ``printable_line`` shows them."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f" {info.model or 'no model'}", style="bold")
+    text.append(f" {printable_line(info.model) or 'no model'}", style="bold")
     if info.context_window:
         share = 100 * info.context_tokens / info.context_window
         text.append(f" · context {share:.0f}% of {_tokens(info.context_window)}")
@@ -48,7 +51,7 @@ def status_text(info: StatusInfo) -> Text:
     if info.compaction:
         text.append(f" · {info.compaction}", style="bold yellow")
     if info.busy:
-        text.append(f" · {info.busy}", style="italic")
+        text.append(f" · {printable_line(info.busy)}", style="italic")
     if info.trust:
         text.append(f" · {info.trust}", style="dim")
     return text
