@@ -177,3 +177,18 @@ def test_a_tool_name_with_escape_sequences_cannot_reach_the_terminal():
         text = row_text(block_row)
         assert "\x1b" not in text and "\t" not in text, text
     assert rows_text(model.blocks[0])[0].startswith("  ▾ evilname    tab")
+
+
+def test_a_hidden_tag_character_instruction_shows_as_escapes_and_flags_stay():
+    """Tag characters draw nothing, yet a model reads each as the ASCII letter it shadows (a
+    web page or a file can hide "ignore previous instructions" in them): the person sees them.
+    A subdivision flag (🏴 + tags + CANCEL TAG) is a picture, kept."""
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "rm -rf")
+    assert (
+        sanitize(f"ok{hidden}!")
+        == "ok\\U000e0072\\U000e006d\\U000e0020\\U000e002d\\U000e0072\\U000e0066!"
+    )
+    assert escape_controls(f"a{hidden[:1]}") == "a\\U000e0072"
+    scotland = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
+    assert sanitize(f"flag {scotland}\x07") == f"flag {scotland}"
+    assert escape_controls(scotland) == scotland

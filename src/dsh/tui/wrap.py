@@ -5,7 +5,8 @@ output, a file's name) is made safe first: the transcript drops escape sequences
 characters (``sanitize``: a tool's coloured output reads as its text); what a person edits
 shows each one as its Python escape (``escape_controls``), as one-line fields do
 (``dsh.errors.printable_line``). A bidi control, which would reorder what is drawn around it,
-shows as its escape (``\\u202e``) in both.
+shows as its escape (``\\u202e``) in both, and so does a Unicode tag character, which draws
+nothing but reads to a model as a letter (a hidden instruction).
 
 Wrapping is greedy on spaces (long words are cut) and measured in terminal cells, with a fast
 path for ASCII, because the transcript wraps whole sessions of text.
@@ -25,6 +26,11 @@ _CONTROL: dict[int, str | None] = {
     c: None for c in (*range(0, 9), *range(11, 32), 127, *range(128, 160))
 }
 _CONTROL.update({c: ascii(chr(c))[1:-1] for c in BIDI_CONTROLS})  # shown, not dropped
+_TAGS = re.compile("(\U0001f3f4[\U000e0020-\U000e007e]{1,6}\U000e007f)|[\U000e0000-\U000e007f]")
+"""A Unicode tag character (U+E0000-U+E007F), but in a subdivision flag (🏴 and a tag run
+ending in CANCEL TAG): invisible, yet a model reads each as the ASCII letter it shadows, so a
+file or a web page can hide an instruction in them ("ASCII smuggling")."""
+_FIRST_TAG = "\U000e0000"
 _TERMINAL_CONTROL = re.compile(
     r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]"
 )
@@ -32,20 +38,27 @@ _TERMINAL_CONTROL = re.compile(
 
 
 def sanitize(text: str) -> str:
-    """Text without escape sequences or control characters, a bidi control shown as its
-    escape; tabs become four spaces."""
+    """Text without escape sequences or control characters, a bidi control or a tag character
+    shown as its escape; tabs become four spaces."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if not text.isprintable():
-        text = text.translate(_CONTROL)
+        text = _show_tags(text.translate(_CONTROL))
     return text.expandtabs(4) if "\t" in text else text
+
+
+def _show_tags(text: str) -> str:
+    """``text`` with each tag character shown as its escape, flags kept."""
+    if max(text, default="") < _FIRST_TAG:
+        return text
+    return _TAGS.sub(lambda found: found.group(1) or ascii(found.group())[1:-1], text)
 
 
 def escape_controls(text: str) -> str:
     """``text`` with each character a terminal would act on (a C0 or C1 control, DEL, a bidi
     control) as its Python escape (``\\x1b``), but tabs and line breaks: a draft shows, and
     sends, what a paste or a recalled prompt held."""
-    return _TERMINAL_CONTROL.sub(lambda found: ascii(found.group())[1:-1], text)
+    return _show_tags(_TERMINAL_CONTROL.sub(lambda found: ascii(found.group())[1:-1], text))
 
 
 def _fits(line: str, width: int) -> bool:
