@@ -19,9 +19,11 @@ from textual.binding import Binding
 from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
+from dsh.agent.prompt_commands import PromptCommandSource
 from dsh.agent.stop_signals import STOP_SIGNALS
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
-from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError, error_line
+from dsh.config import dsh_home
+from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError, error_line, printable_line
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -92,6 +94,10 @@ class DshApp(WarningsApp[None]):
         super().__init__(warnings)
         self.controller = Controller(options, self)
         self.commands = SlashCommands(self)
+        self.prompt_commands = PromptCommandSource(
+            dsh_home(), self.controller.options.workspace, COMMANDS
+        )
+        """Your and the project's prompt commands (``dsh.agent.prompt_commands``)."""
         self._cursor_blink = options.cursor_blink
         self.ready = False
         self.shell_context: list[str] = []
@@ -115,7 +121,9 @@ class DshApp(WarningsApp[None]):
         yield StatusBar(id="status")
         yield FindBar(view, cursor_blink=self._cursor_blink, id="find")
         prompt = PromptBox(
-            commands=COMMANDS, workspace=self.controller.options.workspace, id="prompt"
+            commands=lambda: (*COMMANDS, *self.prompt_commands.current().names),
+            workspace=self.controller.options.workspace,
+            id="prompt",
         )
         prompt.cursor_blink = self._cursor_blink
         yield prompt
@@ -277,9 +285,15 @@ class DshApp(WarningsApp[None]):
         if text and self.running and waits(shell, command):
             self.note(KEPT_WHILE_RUNNING)  # the draft stays in the box, to send after
             return
-        if command is not None and command.name not in COMMANDS:  # the draft stays, to mend
-            self.note(f"Unknown command /{command.name}; /help lists the commands (// sends /).")
-            return
+        expanded = None
+        if command is not None and command.name not in COMMANDS:
+            expanded = self.prompt_commands.current().expand(command.name, command.arg)
+            if expanded is None:  # the draft stays, to mend
+                self.note(
+                    f"Unknown command /{printable_line(command.name)}; /help lists the commands "
+                    "(// sends /)."
+                )
+                return
         self.prompt_box.value = ""
         self.query_one("#hint", Static).update(KEYS_HINT)
         if not text:
@@ -291,6 +305,9 @@ class DshApp(WarningsApp[None]):
         elif command is None:
             self.prompt_box.remember(event.value.rstrip())
             self.send(prompt_text(event.value))
+        elif expanded is not None:  # a prompt command: its text is the prompt
+            self.prompt_box.remember(text)
+            self.send(expanded)
         else:
             self.prompt_box.remember(text)
             self.run_command(command)

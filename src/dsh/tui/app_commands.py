@@ -26,7 +26,8 @@ class SlashCommands:
     def run(self, command: Command) -> None:
         app, name, arg = self.app, command.name, command.arg
         if name == "help":
-            app.note(HELP)
+            yours = app.prompt_commands.current().help_text()
+            app.note(f"{HELP}\n{yours}" if yours else HELP)
         elif name == "quit":
             app.call_later(app.action_quit)
         elif name == "sessions":

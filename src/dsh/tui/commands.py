@@ -20,7 +20,8 @@ Commands
                      (each also shows for a moment in a corner)
   !cmd               run cmd in the workspace (asks first under the ask policy); its
                      output goes to the model with your next prompt
-  /help              this help
+  /help              this help, with your prompt commands (/NAME [args]: the text of
+                     $DSH_HOME/commands/NAME.md or ./.dsh/commands/NAME.md as the prompt)
   /quit              leave dsh (ctrl+q works too)
   //text             send "/text" as a prompt (a path like /usr/lib/x is sent as it is)
 Keys

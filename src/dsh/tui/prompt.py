@@ -12,7 +12,7 @@ terminal would act on: each shows, and is sent, as its Python escape (``\\x1b``)
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,7 +125,7 @@ class PromptBox(TextArea):
     def __init__(
         self,
         *,
-        commands: Sequence[str] = (),
+        commands: Sequence[str] | Callable[[], Sequence[str]] = (),
         workspace: Path | None = None,
         id: str | None = None,
     ) -> None:
@@ -137,7 +137,8 @@ class PromptBox(TextArea):
             show_line_numbers=False,
             highlight_cursor_line=False,
         )
-        self.commands = tuple(commands)
+        self.commands = commands
+        """The command names ``/`` completes, or what gives them (they may change)."""
         self.workspace = workspace
         self.prompts: list[str] = []
         """Earlier prompts, oldest first (``history`` is TextArea's undo history)."""
@@ -212,7 +213,8 @@ class PromptBox(TextArea):
 
     def completion(self) -> Completion | None:
         draft = self.text
-        found = complete_command(draft, self.commands)
+        names = self.commands() if callable(self.commands) else self.commands
+        found = complete_command(draft, names)
         if found is None and self.workspace is not None:
             found = complete_path(draft, self._draft_offset(), self.workspace)
         return found

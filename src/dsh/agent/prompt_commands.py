@@ -1,0 +1,206 @@
+"""Prompt commands: a Markdown file that a slash command sends as the prompt.
+
+``$DSH_HOME/commands/review.md`` (yours) or ``<workspace>/.dsh/commands/review.md`` (the
+project's) makes ``/review src/app.py`` send the file's text with ``$ARGUMENTS`` replaced by
+``src/app.py`` (without ``$ARGUMENTS`` in the text, the arguments follow it after a blank line).
+An optional front matter block (``---`` lines around YAML) may give a ``description`` for
+``/help``; without one, the text's first line is the description.
+
+A command only writes a prompt, as a person would type it: what the model then does goes
+through the same approval policy as any prompt, so a project's commands need no trust (like
+its AGENTS.md). A built-in command's name always means the built-in; your own command wins
+over the project's of the same name. A file that cannot be a command (a bad name, over
+``MAX_BYTES``, not UTF-8, bad front matter) is skipped with a warning naming it and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
+
+from dsh.errors import printable_line
+
+log = logging.getLogger(__name__)
+
+USER_DIR = "commands"
+"""Your commands: ``$DSH_HOME/commands/*.md``."""
+PROJECT_DIR = Path(".dsh") / "commands"
+"""A project's commands: ``<workspace>/.dsh/commands/*.md``."""
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+"""A command's name: its file's name without ``.md``, lower case."""
+MAX_BYTES = 64_000
+ARGUMENTS = "$ARGUMENTS"
+DESCRIPTION_CHARS = 72
+
+Scope = Literal["user", "project"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptCommand:
+    name: str
+    description: str
+    template: str
+    path: Path
+    scope: Scope
+
+    def expand(self, arguments: str) -> str:
+        """The prompt ``/name arguments`` sends."""
+        arguments = arguments.strip()
+        if ARGUMENTS in self.template:
+            return self.template.replace(ARGUMENTS, arguments).strip()
+        return f"{self.template}\n\n{arguments}" if arguments else self.template
+
+
+@dataclass(frozen=True, slots=True)
+class PromptCommands:
+    by_name: dict[str, PromptCommand] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.by_name))
+
+    def expand(self, name: str, arguments: str) -> str | None:
+        """The prompt ``/name arguments`` sends; None when ``name`` is no prompt command."""
+        command = self.by_name.get(name)
+        return None if command is None else command.expand(arguments)
+
+    def help_text(self) -> str:
+        """The ``/help`` section listing these commands ("" when there are none)."""
+        if not self.by_name:
+            return ""
+        width = max(len(name) for name in self.by_name) + 2
+        rows = [
+            f"  /{name:<{width}} {command.description}  ({command.scope})"
+            for name, command in sorted(self.by_name.items())
+        ]
+        return "\n".join(["Your commands ($DSH_HOME/commands, ./.dsh/commands)", *rows])
+
+
+def load_prompt_commands(home: Path, workspace: Path, reserved: Collection[str]) -> PromptCommands:
+    """The prompt commands of ``home`` and ``workspace``; ``reserved``: the built-in names."""
+    by_name: dict[str, PromptCommand] = {}
+    warnings: list[str] = []
+    sources: tuple[tuple[Scope, Path], ...] = (
+        ("user", home / USER_DIR),
+        ("project", workspace / PROJECT_DIR),
+    )
+    for scope, directory in sources:
+        for path in _markdown_files(directory, warnings):
+            name = path.stem.lower()
+            problem = _name_problem(name, reserved)
+            if problem is None and name in by_name:
+                problem = f"your own /{name} ({by_name[name].path}) wins"
+            command = None
+            if problem is None:
+                command, problem = _read(path, name, scope)
+            if command is not None:
+                by_name[name] = command
+            else:
+                warnings.append(f"prompt command {path} skipped: {problem}")
+    return PromptCommands(by_name, tuple(printable_line(w) for w in warnings))
+
+
+class PromptCommandSource:
+    """The prompt commands of one workspace, read again only when a file in either directory
+    changed (its name, size or modification time); each new warning is logged once."""
+
+    def __init__(self, home: Path, workspace: Path, reserved: Collection[str]) -> None:
+        self.home, self.workspace, self.reserved = home, workspace, tuple(reserved)
+        self._signature: tuple[tuple[str, int, int], ...] | None = None
+        self._commands = PromptCommands()
+        self._warned: set[str] = set()
+
+    def current(self) -> PromptCommands:
+        signature = tuple(self._stats())
+        if signature != self._signature:
+            self._signature = signature
+            self._commands = load_prompt_commands(self.home, self.workspace, self.reserved)
+            for warning in self._commands.warnings:
+                if warning not in self._warned:
+                    self._warned.add(warning)
+                    log.warning("%s", warning)
+        return self._commands
+
+    def _stats(self) -> Iterator[tuple[str, int, int]]:
+        for directory in (self.home / USER_DIR, self.workspace / PROJECT_DIR):
+            for path in _markdown_files(directory, []):
+                try:
+                    stat = path.stat()
+                except OSError:
+                    continue
+                yield str(path), stat.st_size, stat.st_mtime_ns
+
+
+def _markdown_files(directory: Path, warnings: list[str]) -> list[Path]:
+    try:
+        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and p.is_file())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        warnings.append(f"prompt commands in {directory} unreadable: {exc.strerror or exc}")
+        return []
+
+
+def _name_problem(name: str, reserved: Collection[str]) -> str | None:
+    if NAME.fullmatch(name) is None:
+        return "a name is 1 to 40 letters, digits, _ or -, starting with a letter or digit"
+    if name in reserved:
+        return f"/{name} is a built-in command"
+    return None
+
+
+def _read(path: Path, name: str, scope: Scope) -> tuple[PromptCommand | None, str | None]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    if len(data) > MAX_BYTES:
+        return None, f"{len(data):,} bytes, over the {MAX_BYTES:,} a prompt command may hold"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    meta, body, problem = _front_matter(text)
+    if problem is not None:
+        return None, problem
+    body = body.strip()
+    if not body:
+        return None, "no prompt text"
+    description = meta.get("description")
+    if description is None:
+        description = body.splitlines()[0]
+    elif not isinstance(description, str):
+        return None, "its description must be text"
+    description = " ".join(description.split())
+    if len(description) > DESCRIPTION_CHARS:
+        description = description[: DESCRIPTION_CHARS - 1] + "…"
+    return PromptCommand(name, printable_line(description), body, path, scope), None
+
+
+def _front_matter(text: str) -> tuple[dict[str, object], str, str | None]:
+    """(front matter, body, problem) of ``text``."""
+    text = text.removeprefix("\ufeff")
+    if not text.startswith("---\n") and not text.startswith("---\r\n"):
+        return {}, text, None
+    lines = text.splitlines(keepends=True)
+    for end in range(1, len(lines)):
+        if lines[end].rstrip("\r\n") == "---":
+            try:
+                meta = yaml.safe_load("".join(lines[1:end]))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" (line {mark.line + 2})" if mark is not None else ""
+                return {}, "", f"its front matter is not YAML{where}"
+            if meta is None:
+                meta = {}
+            if not isinstance(meta, dict):
+                return {}, "", "its front matter must be a mapping (description: …)"
+            return meta, "".join(lines[end + 1 :]), None
+    return {}, "", "its front matter has no closing --- line"

@@ -1,0 +1,134 @@
+"""Prompt commands: a Markdown file a slash command sends as the prompt
+(``dsh.agent.prompt_commands``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from dsh.agent.prompt_commands import (
+    MAX_BYTES,
+    PromptCommandSource,
+    load_prompt_commands,
+)
+
+BUILT_IN = ("compact", "help", "undo")
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / "commands").mkdir(parents=True)
+    (workspace / ".dsh" / "commands").mkdir(parents=True)
+    return home, workspace
+
+
+def mine(dirs: tuple[Path, Path], name: str, text: str | bytes) -> Path:
+    path = dirs[0] / "commands" / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def projects(dirs: tuple[Path, Path], name: str, text: str) -> Path:
+    path = dirs[1] / ".dsh" / "commands" / name
+    path.write_text(text)
+    return path
+
+
+def load(dirs: tuple[Path, Path]):
+    return load_prompt_commands(*dirs, BUILT_IN)
+
+
+def test_arguments_fill_the_placeholder_or_follow_the_text(dirs):
+    mine(dirs, "review.md", "Review $ARGUMENTS for bugs.\nBe terse about $ARGUMENTS.\n")
+    mine(dirs, "plan.md", "Write a plan first.\n")
+    commands = load(dirs)
+    assert commands.expand("review", " src/app.py ") == (
+        "Review src/app.py for bugs.\nBe terse about src/app.py."
+    )
+    assert commands.expand("plan", "the cache layer") == "Write a plan first.\n\nthe cache layer"
+    assert commands.expand("plan", "") == "Write a plan first."
+    assert commands.expand("absent", "x") is None
+    assert commands.names == ("plan", "review")
+
+
+def test_front_matter_gives_the_description_else_the_first_line(dirs):
+    mine(dirs, "fix.md", "---\ndescription: Fix the failing test\n---\nFind and fix $ARGUMENTS\n")
+    mine(dirs, "doc.md", "\n\nDocument the public API of $ARGUMENTS.\nMore.\n")
+    commands = load(dirs)
+    assert commands.by_name["fix"].description == "Fix the failing test"
+    assert commands.by_name["fix"].template == "Find and fix $ARGUMENTS"
+    assert commands.by_name["doc"].description == "Document the public API of $ARGUMENTS."
+    help_text = commands.help_text()
+    assert help_text.splitlines()[0].startswith("Your commands")
+    assert "/fix   Fix the failing test  (user)" in help_text
+
+
+def test_built_ins_win_then_yours_then_the_projects(dirs):
+    mine(dirs, "undo.md", "pretend to undo")
+    mine(dirs, "review.md", "my review")
+    projects(dirs, "review.md", "the project's review")
+    projects(dirs, "lint.md", "the project's lint")
+    commands = load(dirs)
+    assert commands.names == ("lint", "review")
+    assert commands.expand("review", "") == "my review"
+    assert commands.by_name["lint"].scope == "project"
+    warnings = "\n".join(commands.warnings)
+    assert "undo.md skipped: /undo is a built-in command" in warnings
+    assert "review.md skipped: your own /review" in warnings
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        ("Bad Name.md", "x", "a name is 1 to 40 letters"),
+        ("big.md", "x" * (MAX_BYTES + 1), f"over the {MAX_BYTES:,}"),
+        ("latin.md", b"caf\xe9", "not UTF-8 text"),
+        ("yaml.md", "---\ndescription: [unclosed\n---\nbody", "front matter is not YAML"),
+        ("list.md", "---\n- a\n---\nbody", "must be a mapping"),
+        ("open.md", "---\ndescription: x\nbody", "no closing --- line"),
+        ("empty.md", "---\ndescription: x\n---\n\n", "no prompt text"),
+        ("typed.md", "---\ndescription: 3\n---\nbody", "description must be text"),
+    ],
+)
+def test_a_file_that_cannot_be_a_command_is_skipped_with_its_reason(dirs, name, content, problem):
+    mine(dirs, "good.md", "still here")
+    mine(dirs, name, content)
+    commands = load(dirs)
+    assert commands.names == ("good",)
+    (warning,) = commands.warnings
+    assert name in warning and problem in warning
+
+
+def test_only_markdown_files_count_and_missing_directories_are_no_error(tmp_path):
+    home, workspace = tmp_path / "nohome", tmp_path / "nows"
+    assert load_prompt_commands(home, workspace, BUILT_IN).names == ()
+    (home / "commands").mkdir(parents=True)
+    (home / "commands" / "notes.txt").write_text("not a command")
+    (home / "commands" / "dir.md").mkdir()
+    assert load_prompt_commands(home, workspace, BUILT_IN).names == ()
+
+
+def test_a_hostile_description_is_one_printable_line(dirs):
+    mine(dirs, "t.md", '---\ndescription: "a\\x1b]0;pwn\\x07\\nb"\n---\nbody')
+    (command,) = load(dirs).by_name.values()
+    assert "\x1b" not in command.description and "\n" not in command.description
+
+
+def test_the_source_reads_again_only_after_a_change_and_warns_once(dirs, caplog):
+    source = PromptCommandSource(*dirs, BUILT_IN)
+    assert source.current().names == ()
+    path = mine(dirs, "a.md", "first")
+    mine(dirs, "help.md", "shadow")
+    with caplog.at_level(logging.WARNING, logger="dsh.agent.prompt_commands"):
+        assert source.current().expand("a", "") == "first"
+        first = source.current()
+        assert source.current() is first  # nothing changed: not read again
+        path.write_text("second, longer")
+        os.utime(path, ns=(1, 1))  # a different size and time
+        assert source.current().expand("a", "") == "second, longer"
+    shadowed = [r for r in caplog.records if "help.md skipped" in r.getMessage()]
+    assert len(shadowed) == 1
