@@ -7,6 +7,7 @@ from typing import Any
 
 from dsh.config import dsh_home
 from dsh.events import UserMessageEvent
+from dsh.tui.commands import Command, parse_command
 from tests.tui.conftest import Rig, run_prompt, settle, submit
 from tests.tui.test_pilot import logged, run, text_of
 
@@ -59,3 +60,12 @@ def test_an_unknown_command_keeps_the_draft_and_sends_nothing(rig: Rig):
         assert prompts(app) == []
 
     run(app, body)
+
+
+def test_a_command_name_ends_at_any_whitespace_and_its_arguments_keep_their_lines():
+    assert parse_command("/review\nsrc/a.py\n  and b.py ") == Command(
+        "review", "src/a.py\n  and b.py"
+    )
+    assert parse_command("/Help\t") == Command("help", "")
+    assert parse_command("/") == Command("", "")
+    assert parse_command("/usr/lib/x is missing") is None

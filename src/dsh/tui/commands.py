@@ -71,10 +71,10 @@ def parse_command(text: str) -> Command | None:
     text = text.strip()
     if not text.startswith("/") or text.startswith("//"):
         return None
-    name, _, arg = text[1:].partition(" ")
+    name, *rest = text[1:].split(maxsplit=1) or [""]
     if "/" in name:
         return None
-    return Command(name.lower(), arg.strip())
+    return Command(name.lower(), rest[0].strip() if rest else "")
 
 
 def prompt_text(draft: str) -> str:
