@@ -13,7 +13,8 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
     │   ├── SessionNotFoundError    no session with that id
     │   ├── SessionLockedError      another process holds the write lock (names its pid)
     │   ├── LogCorruptError         a stored log cannot be read (names line or seq)
-    │   │   └── UnknownEventTypeError   a required event type this version does not know
+    │   │   ├── UnknownEventTypeError   a required event type this version does not know
+    │   │   └── HeaderCorruptError      its header: nothing `dsh sessions repair` can keep
     │   ├── ReadOnlySessionError    append on a session opened read-only
     │   └── StorageWriteError       the OS refused a write; nothing was committed
     ├── ProviderError               a model call failed; ``code`` says how, ``retryable`` whether
@@ -125,6 +126,12 @@ class LogCorruptError(StoreError):
         super().__init__(message)
         self.line = line
         self.seq = seq
+
+
+class HeaderCorruptError(LogCorruptError):
+    """A stored session's header (a JSONL log's first line, a SQLite row's header) is missing
+    or cannot be read: without it no event can be kept, so ``dsh sessions repair`` cannot
+    help and no message suggests it."""
 
 
 class UnknownEventTypeError(LogCorruptError):

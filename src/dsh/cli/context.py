@@ -16,6 +16,7 @@ from dsh.errors import (
     AmbiguousSessionError,
     ConfigError,
     DshError,
+    HeaderCorruptError,
     LogCorruptError,
     SessionNotFoundError,
     UnknownEventTypeError,
@@ -117,7 +118,8 @@ def fail(exc: DshError) -> None:
     (unknown or ambiguous: the same code). The message is ``error_line``'s line (a message may
     quote what it was given: a config key, a file's text)."""
     message = error_line(str(exc))
-    if isinstance(exc, LogCorruptError) and not isinstance(exc, UnknownEventTypeError | Unrepaired):
+    no_repair = UnknownEventTypeError | HeaderCorruptError | Unrepaired  # it would not help
+    if isinstance(exc, LogCorruptError) and not isinstance(exc, no_repair):
         found = _LOG_ID.search(str(exc))
         session = (found.group("jsonl") or found.group("sqlite")) if found else "ID"
         message += f" (try `dsh sessions repair {session}`)"
@@ -140,6 +142,7 @@ def session_workspace(store_: EventStore, session_id: str | None, override: Path
         return cwd().resolve()
     header = next((h for h in store_.list() if h.id == session_id), None)
     if header is None:
+        raise_unreadable(store_, session_id)
         raise SessionNotFoundError(f"no session {session_id!r} (see `dsh sessions list --all`)")
     recorded = Path(header.cwd)
     if not recorded.is_dir():
@@ -148,6 +151,16 @@ def session_workspace(store_: EventStore, session_id: str | None, override: Path
             "pass --cwd DIR to run its tools elsewhere"
         )
     return recorded
+
+
+def raise_unreadable(store_: EventStore, session_id: str) -> None:
+    """Raise why the session ``session_id`` cannot be read, if the store lists it as unreadable
+    (its header, its file): as ``dsh sessions list`` and ``show`` say it, not "no session"."""
+    bad = next((u for u in store_.unreadable() if u.id == session_id), None)
+    if bad is None:
+        return
+    reason = bad.reason if session_id in bad.reason else f"session {session_id}: {bad.reason}"
+    raise (LogCorruptError if bad.repairable else Unrepaired)(reason, line=bad.line)
 
 
 def record_workspace(session: Session, workspace: Path) -> None:

@@ -47,7 +47,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 import msgspec
 
-from dsh.errors import LogCorruptError, SessionNotFoundError, StoreError
+from dsh.errors import HeaderCorruptError, LogCorruptError, SessionNotFoundError, StoreError
 from dsh.events import Event, decode_event_lines, decode_events
 from dsh.store.base import EventStore, SessionHeader, SessionLog, decode_header, encode_header
 from dsh.store.integrity import check_rows, unseal_counted
@@ -191,7 +191,7 @@ class AppendedReader:
                 seen = os.fstat(handle.fileno())
                 first = handle.readline()
                 if not first.endswith(b"\n"):
-                    raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+                    raise HeaderCorruptError(f"{path}: line 1: missing session header", line=1)
                 header = decode_header_line(first[:-1], path)
                 start = _seen(_header_position(first, header_key(header)), seen)
                 position = _jsonl_lines(handle, path, start, sink)
@@ -316,7 +316,7 @@ def _start(handle: BinaryIO, path: Path, key: str) -> LogPosition:
     handle.seek(0)
     first = handle.readline()
     if not first.endswith(b"\n"):
-        raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+        raise HeaderCorruptError(f"{path}: line 1: missing session header", line=1)
     return _header_position(first, key)
 
 

@@ -20,6 +20,7 @@ import msgspec
 from dsh.errors import (
     AmbiguousSessionError,
     EventValidationError,
+    HeaderCorruptError,
     LogCorruptError,
     ReadOnlySessionError,
     SessionNotFoundError,
@@ -117,9 +118,9 @@ def decode_header(raw: bytes, *, where: str) -> SessionHeader:
     try:
         header = _header_decoder.decode(raw)
     except msgspec.DecodeError as exc:
-        raise LogCorruptError(f"{where}: not a valid session header ({exc})", line=1) from exc
+        raise HeaderCorruptError(f"{where}: not a valid session header ({exc})", line=1) from exc
     if header.version > FORMAT_VERSION:
-        raise LogCorruptError(
+        raise HeaderCorruptError(
             f"{where}: session format version {header.version} is newer than this dsh "
             f"understands ({FORMAT_VERSION})",
             line=1,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dsh.errors import (
+    HeaderCorruptError,
     LogCorruptError,
     SessionNotFoundError,
     StorageWriteError,
@@ -202,7 +203,7 @@ class JsonlStore:
 
     def open(self, session_id: str, *, writable: bool = False) -> JsonlSessionLog:
         path = self.log_path(session_id)
-        if "/" in session_id or session_id in {"", ".", ".."} or not path.is_file():
+        if "/" in session_id or session_id in {"", ".", ".."} or not path.exists():
             raise SessionNotFoundError(f"no session {session_id!r} in {self.root}")
         lock = acquire_write_lock(path.parent / LOCK_NAME, session_id) if writable else None
         try:
@@ -235,20 +236,24 @@ class JsonlStore:
         found: list[SessionHeader | UnreadableSession] = []
         for directory in sorted(self.root.iterdir()):
             path = directory / LOG_NAME
-            if not path.is_file():
+            if not path.exists():  # a directory a migration or a removal left
                 continue
             try:
                 with path.open("rb") as handle:
                     first = handle.readline()
-            except OSError as exc:
-                found.append(UnreadableSession(directory.name, f"cannot read: {_reason(exc)}"))
+            except OSError as exc:  # not for `dsh sessions repair`: it could not read it either
+                why = f"cannot read {path}: {_reason(exc)}"
+                found.append(UnreadableSession(directory.name, why, repairable=False))
                 continue
             try:
                 if not first.endswith(b"\n"):
-                    raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+                    raise HeaderCorruptError(f"{path}: line 1: missing session header", line=1)
                 header = decode_header_line(first.rstrip(b"\n"), path)
-            except LogCorruptError as exc:
-                found.append(UnreadableSession(directory.name, str(exc), exc.line))
+            except LogCorruptError as exc:  # a header: nothing to keep without it
+                unheaded = isinstance(exc, HeaderCorruptError)
+                found.append(
+                    UnreadableSession(directory.name, str(exc), exc.line, repairable=not unheaded)
+                )
                 continue
             if header.id == directory.name:
                 found.append(header)
@@ -281,7 +286,7 @@ def _load(path: Path) -> tuple[SessionHeader, list[Event], bytes, list[str]]:
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {_reason(exc)}") from exc
         if not first.endswith(b"\n"):
-            raise LogCorruptError(f"{path}: line 1: missing session header", line=1)
+            raise HeaderCorruptError(f"{path}: line 1: missing session header", line=1)
         header = decode_header_line(first[:-1], path)
         torn: list[bytes] = []
         try:
@@ -329,7 +334,10 @@ def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[t
 
 def decode_header_line(raw: bytes, path: Path) -> SessionHeader:
     """The header of the log at ``path`` from its first line (``raw``, without the newline)."""
-    canonical = check_line(raw, number=1, where=f"{path}: ")
+    try:
+        canonical = check_line(raw, number=1, where=f"{path}: ")
+    except LogCorruptError as exc:  # a header line that is not whole: nothing to salvage
+        raise HeaderCorruptError(str(exc), line=1) from exc
     return decode_header(canonical, where=f"{path}: line 1")
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsh.errors import DshError, LogCorruptError, StoreError
+from dsh.errors import DshError, HeaderCorruptError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, decode_events
 from dsh.store.base import decode_header
 from dsh.store.derived import drop_derived
@@ -111,7 +111,9 @@ def plan_salvage(
     tail = data[end:]
     lines = data[:end].split(b"\n")[:-1]
     if not lines:
-        raise LogCorruptError(f"{path}: line 1: missing session header; nothing to salvage", line=1)
+        raise HeaderCorruptError(
+            f"{path}: line 1: missing session header; nothing to salvage", line=1
+        )
     # raises: nothing to keep without the header
     header = check_line(lines[0], number=1, where=f"{path}: ")
     decode_header(header, where=f"{path}: line 1")

@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dsh.errors import (
+    HeaderCorruptError,
     LogCorruptError,
     SessionNotFoundError,
     StorageWriteError,
@@ -374,8 +375,9 @@ class SqliteStore:
         for session_id, raw in rows:
             try:
                 found.append(decode_header(bytes(raw), where=f"{self.path}: session {session_id}"))
-            except LogCorruptError as exc:
-                found.append(UnreadableSession(str(session_id), str(exc), None))
+            except LogCorruptError as exc:  # a header: `dsh sessions repair` keeps nothing
+                unheaded = isinstance(exc, HeaderCorruptError)
+                found.append(UnreadableSession(str(session_id), str(exc), repairable=not unheaded))
         return found
 
     def list(self) -> list[SessionHeader]:
