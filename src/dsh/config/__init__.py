@@ -114,7 +114,11 @@ def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
     """``$DSH_HOME`` if set, else the platform's user data directory for dsh."""
     env = os.environ if environ is None else environ
     value = env.get("DSH_HOME")
-    return Path(value).expanduser() if value else Path(platformdirs.user_data_dir("dsh"))
+    home = Path(value).expanduser() if value else Path(platformdirs.user_data_dir("dsh"))
+    if home.exists() and not home.is_dir():  # else each command fails its own way, or lists none
+        named = "DSH_HOME" if value else "dsh's data directory"
+        raise ConfigError(f"{named} {home} is not a directory")
+    return home
 
 
 def load_settings(
@@ -129,11 +133,11 @@ def load_settings(
     origins: dict[str, str] = {}
     """``section.key`` → where its value came from (an error names it)."""
     user_path = dsh_home(env) / "config.toml"
-    if user_path.is_file():
+    if user_path.exists():  # a directory there is refused by name, not skipped
         _merge(merged, _read_toml(user_path), origin=str(user_path), origins=origins)
     workspace = (cwd or Path.cwd()).resolve()
     project_path = workspace / ".dsh" / "config.toml"
-    if project_path.is_file():
+    if project_path.exists():
         layer = _read_toml(project_path)
         _merge({}, layer, origin=str(project_path))  # unknown keys are refused first, by name
         trusted = str(workspace) in merged.get("trust", {}).get("directories", [])
@@ -244,7 +248,7 @@ def is_trusted(directory: Path, environ: Mapping[str, str] | None = None) -> boo
 def trusted_directories(environ: Mapping[str, str] | None = None) -> list[str]:
     """The directories listed under ``[trust]`` in the user config."""
     path = dsh_home(environ) / "config.toml"
-    if not path.is_file():
+    if not path.exists():
         return []
     directories = _read_toml(path).get("trust", {}).get("directories", [])
     if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
