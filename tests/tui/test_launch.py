@@ -38,6 +38,7 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             self.last_session_id = seen.get("last_session_id")
 
     monkeypatch.setattr(dsh.tui, "DshApp", FakeApp)
+    monkeypatch.setattr(cli_tui, "refuse_without_terminal", lambda: None)  # pytest has none
     return seen
 
 

@@ -37,8 +37,9 @@ def demo(keep: bool, tui: bool) -> None:
 
 def _demo_tui() -> None:
     """The terminal UI on a throwaway copy of the demo project, answered by the demo script."""
-    from dsh.cli.tui import launch
+    from dsh.cli.tui import launch, refuse_without_terminal
 
+    refuse_without_terminal()  # before a throwaway project is made for nothing
     workspace = prepare_workspace()
     prompts = "\n".join(f"  {n}. {prompt}" for n, prompt in enumerate(PROMPTS, 1))
     greeting = (

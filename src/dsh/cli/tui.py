@@ -69,7 +69,11 @@ def launch(
     if resume:
         session_id = context.resolve_session_id(store, resume)
     elif resume is not None:
-        session_id = _picked(store, shown) if interactive() else latest_session_id(store, str(here))
+        if interactive():
+            refuse_without_terminal()  # the picker is drawn as the UI is
+            session_id = _picked(store, shown)
+        else:
+            session_id = latest_session_id(store, str(here))
         if session_id is None:
             click.echo("no session chosen")
             return
@@ -83,6 +87,7 @@ def launch(
     settings = context.session_settings(
         store, session_id, settings, flags, switch=True, say_replaced=False
     )
+    refuse_without_terminal()  # after the errors of what was asked, before anything is logged
     load_warnings: tuple[str, ...] = ()
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
@@ -110,6 +115,19 @@ def launch(
         click.echo(f"resume with: dsh --resume {app.last_session_id}")
     if app.return_code:
         sys.exit(app.return_code)
+
+
+def refuse_without_terminal() -> None:
+    """The UI reads keys from stdin and draws on stderr (Textual's way): without a terminal on
+    both it would wait for keys that never come, or draw into a file or a pipe, so it is
+    refused in one line (``dsh </dev/null``, ``dsh 2>log``, a cron job, a CI step)."""
+    for name, role in (("stdin", "reads keys from"), ("stderr", "draws on")):
+        stream = getattr(sys, name)
+        if stream is None or not stream.isatty():
+            raise UsageError(
+                f"the terminal UI {role} {name}, which is not a terminal; run it in one, or "
+                "run prompts headless with `dsh run PROMPT` (`dsh run -` reads one from stdin)"
+            )
 
 
 def interactive() -> bool:
