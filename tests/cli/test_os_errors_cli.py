@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import DSH
 
 
@@ -66,3 +68,16 @@ def test_a_deleted_current_directory_is_named_as_such(tmp_path, env):
     assert done.returncode == 1
     assert done.stderr.startswith("dsh: error: the current directory no longer exists")
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full to stand for a full disk")
+def test_export_to_a_full_disk_names_the_file_it_could_not_write(tmp_path, env):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "hi"}]))
+    ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+
+    done = dsh("sessions", "export", session_id, "-o", "/dev/full", env=env, cwd=tmp_path)
+
+    assert done.returncode == 1
+    assert done.stderr == "dsh: error: /dev/full: No space left on device\n"

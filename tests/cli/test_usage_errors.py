@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 DSH = str(Path(sys.executable).with_name("dsh"))
@@ -38,3 +39,60 @@ def test_help_and_version_still_exit_0(tmp_path: Path):
     assert dsh("--version", cwd=tmp_path).returncode == 0
     helped = dsh("run", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and helped.stdout.startswith("Usage: dsh run")
+
+
+def test_a_second_dash_prompt_is_refused_not_read_as_an_empty_stdin(tmp_path: Path):
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "hi"}]')
+    done = subprocess.run(
+        [DSH, "run", "--script", str(script), "-", "-"],
+        input="a prompt",
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "dsh: error: the prompt '-' (read from stdin) may be given once\n"
+
+
+def every_command() -> list[tuple[list[str], click.Command]]:
+    """Each command and group of ``dsh`` (the root included) with its command path."""
+    from dsh.cli.main import cli
+
+    found: list[tuple[list[str], click.Command]] = []
+
+    def walk(command: click.Command, path: list[str]) -> None:
+        found.append((path, command))
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                assert sub is not None
+                walk(sub, [*path, name])
+
+    walk(cli, [])
+    return found
+
+
+COMMANDS = every_command()
+
+
+@pytest.mark.parametrize(
+    "path", [path for path, _ in COMMANDS], ids=lambda path: " ".join(path) or "dsh"
+)
+def test_every_help_reads_as_plain_text(tmp_path: Path, path: list[str]):
+    """``--help`` shows docstrings as written: reStructuredText marks (``--to``) are noise."""
+    helped = dsh(*path, "--help", cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    assert "``" not in helped.stdout
+
+
+def test_every_option_has_a_line_of_help():
+    unexplained = [
+        f"{' '.join(['dsh', *path])} {param.opts[0]}"
+        for path, command in COMMANDS
+        for param in command.params
+        if isinstance(param, click.Option) and not param.help and param.name != "help"
+    ]
+    assert unexplained == []

@@ -59,7 +59,13 @@ def list_scenarios() -> None:
 
 @bench.command("generate")
 @click.argument("scenario")
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="Seed of the generator: the same seed gives the same session.",
+)
 @click.option(
     "--out",
     "out",

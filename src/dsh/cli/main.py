@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
+from dsh.cli import standard_streams
 from dsh.cli.options import PathlibPath, provider_options
 from dsh.errors import DshError, error_line
 
@@ -98,7 +99,7 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the parsed command line; a ``DshError`` or an ``OSError`` becomes one
-        ``dsh: error:`` line."""
+        ``dsh: error:`` line, except stdout's reader going away: a quiet exit 141."""
         if isinstance(ctx.obj, ConsoleScript):
             ctx.obj.start()
         try:
@@ -110,6 +111,8 @@ class LazyGroup(click.Group):
             return None  # pragma: no cover - fail exits
         except OSError as exc:  # the OS refused a file dsh was told to use (a missing
             # directory, a read-only home, a full disk): one line naming it, not a traceback
+            if isinstance(exc, BrokenPipeError) and standard_streams.reader_gone():
+                standard_streams.leave_quietly()  # ``dsh … | head``: the reader has its part
             where = f"{exc.filename}: " if exc.filename is not None else ""
             if not where and not _cwd_exists():
                 where = "the current directory no longer exists (cd to one that does): "
@@ -197,8 +200,13 @@ class ConsoleScript:
         print_to_stderr()
 
 
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT: a command Ctrl-C stopped (one that cancels its work cleanly included)."""
+
+
 def main() -> None:
     """The ``dsh`` console script: run the command line; click's errors print as one line."""
+    standard_streams.reserve()  # before any file is opened: see the module doc
     try:
         code = cli.main(standalone_mode=False, obj=ConsoleScript())
     except click.exceptions.NoArgsIsHelpError as exc:  # a group with no command: its help
@@ -212,7 +220,10 @@ def main() -> None:
     except click.ClickException as exc:
         click.echo(f"dsh: error: {error_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:  # click's word for a KeyboardInterrupt (Ctrl-C) it caught
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            click.echo("dsh: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         click.echo("dsh: aborted", err=True)
         sys.exit(1)
     if isinstance(code, int) and code:

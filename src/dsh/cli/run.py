@@ -18,7 +18,7 @@ from dsh.agent.mcp_servers import close_mcp_servers
 from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
-from dsh.cli import context, termination
+from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import provider_options
 from dsh.config import load_settings
@@ -76,7 +76,13 @@ ALLOW_NAMES: dict[str, ToolKind] = {
 @click.option(
     "--allow", default="", help="Allow these tool kinds headless: bash,write,mcp (MCP servers)."
 )
-@click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="Steps (model calls) one turn may take before it stops.",
+)
 def run(
     prompts: tuple[str, ...],
     session_id: str | None,
@@ -97,10 +103,13 @@ def run(
 ) -> None:
     """Run prompts headless and print each turn's final answer, then the session id.
 
-    A PROMPT of ``-`` reads one prompt from stdin. With ``--json`` the first line names the
-    session (``{"type":"session","session":ID}``), then every event follows as a line. A
-    closed stdout (``| head``) cancels the running turn at its next event and exits 141.
+    A PROMPT of - reads one prompt from stdin. With --json the first line names the session
+    ({"type":"session","session":ID}), then every event follows as a line. A closed stdout
+    (| head) cancels the running turn at its next event and exits 141; Ctrl-C cancels it and
+    exits 130.
     """
+    if prompts.count("-") > 1:  # stdin is read whole once: a second '-' would find it empty
+        raise UsageError("the prompt '-' (read from stdin) may be given once")
     turns = [_stdin_prompt() if prompt == "-" else _argument_prompt(prompt) for prompt in prompts]
     if prompts_file is not None:
         lines = _utf8_text(prompts_file.read_bytes(), f"--prompts-file {prompts_file}")
@@ -205,11 +214,8 @@ def run(
         out.call(click.echo, f"session: {session.id}")
     if out.closed:
         # stdout was closed by its reader (``dsh run … | head``): stop quietly, as a shell
-        # tool does; the session is logged and closed. Point stdout at /dev/null so the
-        # interpreter's final flush does not complain.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(EXIT_PIPE_CLOSED)
+        # tool does; the session is logged and closed
+        standard_streams.leave_quietly()
     if termination.stopped_by() is not None:
         context.warn(f"stopped by {termination.name()}; continue with --session {session.id}")
         sys.exit(termination.exit_status())
@@ -238,10 +244,6 @@ def _discard(store: Any, session_id: str) -> None:
     if isinstance(store, JsonlStore | SqliteStore):
         remove_session(store, session_id)
         context.error("the provider was never reached; no session was kept")
-
-
-EXIT_PIPE_CLOSED = 141
-"""128 + SIGPIPE, what a shell reports for a tool whose output pipe was closed."""
 
 
 class _Output:
@@ -325,6 +327,7 @@ def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> An
                 )
             else:
                 click.echo("\ndsh: cancelling the turn (Ctrl-C again to quit at once)", err=True)
+                termination.note_interrupt()  # the run stops there and exits 130
             agent.cancel()
 
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread

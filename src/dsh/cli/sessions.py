@@ -125,6 +125,8 @@ def show(session_id: str, view: str) -> None:
     type=click.Choice(["md", "jsonl", "upstream"]),
     default="md",
     show_default=True,
+    help="md: the transcript people read; jsonl: the log's events; upstream: the TypeScript "
+    "harness's format.",
 )
 @click.option(
     "-o",
@@ -152,8 +154,12 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     if output is None:
         click.echo(data, nl=False)
     else:
-        with open(output, "wb") as handle:
-            handle.write(data)
+        try:
+            with open(output, "wb") as handle:
+                handle.write(data)
+        except OSError as exc:  # a full disk names no file by itself: name the one written
+            exc.filename = exc.filename or output
+            raise
 
 
 def _refuse_store_path(output: Path) -> None:
@@ -177,8 +183,7 @@ def _refuse_store_path(output: Path) -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--id", "session_id", default=None, help="Id of the new session (default: new).")
 def import_(file: Path, session_id: str | None) -> None:
-    """Import a TypeScript-harness session log as a new session (the one command here that
-    writes; see docs/interop.md)."""
+    """Import a TypeScript-harness session log as a new session (see docs/interop.md)."""
     result = import_upstream(
         context.store(), dsh_home(), file, cwd=str(context.cwd()), session_id=session_id
     )
@@ -215,10 +220,16 @@ def repair(session_id: str) -> None:
 
 
 @sessions.command("migrate")
-@click.option("--to", "backend", type=click.Choice(["sqlite", "jsonl"]), required=True)
+@click.option(
+    "--to",
+    "backend",
+    type=click.Choice(["sqlite", "jsonl"]),
+    required=True,
+    help="The store to move the sessions into.",
+)
 def migrate(backend: str) -> None:
-    """Move every session of the other store into the ``--to`` store: each copy is read back
-    and compared event by event before its original is removed."""
+    """Move every session of the other store into the --to store: each copy is read back and
+    compared event by event before its original is removed."""
     home = dsh_home()
     jsonl, sqlite = JsonlStore(home), SqliteStore(home)
     source, target = (jsonl, sqlite) if backend == "sqlite" else (sqlite, jsonl)

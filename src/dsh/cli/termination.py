@@ -30,13 +30,19 @@ def install() -> None:
         signal.signal(signum, _as_interrupt)
 
 
+def note_interrupt() -> None:
+    """A Ctrl-C (SIGINT itself) asked this process to stop: ``stopped_by`` says so from now on."""
+    if received.signum is None:
+        received.signum = signal.SIGINT
+
+
 def stopped_by() -> int | None:
     """The signal that asked this process to stop, if one did."""
     return received.signum
 
 
 def exit_status() -> int:
-    """128 + the stopping signal's number (143 for SIGTERM)."""
+    """128 + the stopping signal's number (130 for SIGINT, 143 for SIGTERM)."""
     assert received.signum is not None
     return 128 + received.signum
 

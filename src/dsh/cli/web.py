@@ -46,7 +46,13 @@ log = logging.getLogger("dsh.web")
 
 @click.command("web")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=3080, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=3080,
+    show_default=True,
+    help="Port to listen on (0: any free one).",
+)
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
 @click.option(
     "--token",

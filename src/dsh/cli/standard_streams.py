@@ -1,0 +1,65 @@
+"""dsh's standard streams as a shell tool treats them: a closed one, a reader that went away.
+
+``reserve`` runs first thing in the console script. A descriptor 0, 1 or 2 that the caller
+closed (``dsh run - <&-``, ``dsh … >&-``) is opened on ``/dev/null``: the interpreter had set
+``sys.stdin`` (or ``stdout``, ``stderr``) to None, which a command met as a traceback, and the
+next file dsh opened (a session's log, its lock) would have taken the free number, so what a
+child process inherits as its standard stream. A closed stdin then reads as empty and a closed
+stdout or stderr swallows what is written to it, as ``/dev/null`` does.
+
+``reader_gone`` tells a ``BrokenPipeError`` of stdout (``dsh sessions list | head -1``: the
+reader has what it wanted) from any other: ``leave_quietly`` then ends the command as a shell
+tool does, without a message, with the status a shell reports for a tool its pipe stopped
+(141, 128 + SIGPIPE).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_PIPE_CLOSED = 141
+"""128 + SIGPIPE, what a shell reports for a tool whose output pipe was closed."""
+
+_STREAMS = (("stdin", "r"), ("stdout", "w"), ("stderr", "w"))
+
+
+def reserve() -> None:
+    """Open ``/dev/null`` on each of descriptors 0, 1 and 2 that is closed, and give
+    ``sys.stdin``, ``sys.stdout`` or ``sys.stderr`` back a stream on it (see the module doc)."""
+    for fd, (name, mode) in enumerate(_STREAMS):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+        if opened != fd:  # pragma: no cover - a lower one is open (checked in order)
+            os.dup2(opened, fd)
+            os.close(opened)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False, errors="backslashreplace"))  # noqa: SIM115
+
+
+def reader_gone() -> bool:
+    """True when stdout is a pipe or socket whose reading end has been closed."""
+    import select
+
+    if sys.stdout is None or not hasattr(select, "poll"):
+        return False
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def leave_quietly() -> None:
+    """Exit with ``EXIT_PIPE_CLOSED``, nothing printed: stdout is pointed at ``/dev/null`` first,
+    so the interpreter's last flush of what is still buffered for it does not complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(EXIT_PIPE_CLOSED)

@@ -1,0 +1,114 @@
+"""dsh's standard streams as a shell tool's (the real console script, as a subprocess).
+
+A reader that stops reading (``dsh sessions list | head -1``) ends a command quietly with 141,
+as it ends ``dsh run``; a closed stdin, stdout or stderr (``<&-``, ``>&-``, ``2>&-``) is
+``/dev/null`` to dsh: no traceback, and the session is whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from tests.cli.conftest import DSH
+
+
+def dsh(*args: str, env, cwd, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [DSH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120, **kwargs
+    )
+
+
+def in_shell(command: str, *, env, cwd) -> subprocess.CompletedProcess[str]:
+    """``command`` run by ``sh`` (which can close a standard stream), ``$DSH`` the console
+    script; its stdout and stderr are captured unless the command closes them."""
+    return subprocess.run(
+        ["sh", "-c", command],
+        env={**env, "DSH": DSH},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def scripted_session(tmp_path: Path, env, *answers: str) -> str:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": answer} for answer in answers]))
+    prompts = [f"prompt {n}" for n in range(len(answers))]
+    ran = dsh("run", "--script", str(script), *prompts, env=env, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout.splitlines()[-1].removeprefix("session: ")
+
+
+def into_a_closed_pipe(*args: str, env, cwd) -> subprocess.CompletedProcess[str]:
+    """Run dsh with stdout a pipe whose reader has already gone: its first write fails."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [DSH, *args],
+            env=env,
+            cwd=cwd,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+
+
+def test_sessions_list_into_a_pipe_its_reader_closed_ends_quietly_with_141(tmp_path, env):
+    scripted_session(tmp_path, env, "one")
+
+    done = into_a_closed_pipe("sessions", "list", env=env, cwd=tmp_path)
+
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_every_view_of_sessions_show_into_a_closed_pipe_ends_quietly(tmp_path, env):
+    session_id = scripted_session(tmp_path, env, "one", "two")
+
+    for view in ("transcript", "events", "surface", "settings"):
+        shown = ("sessions", "show", session_id, "--view", view)
+        done = into_a_closed_pipe(*shown, env=env, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (141, ""), view
+    done = into_a_closed_pipe("sessions", "export", session_id, env=env, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_run_with_stdin_closed_reads_it_as_empty(tmp_path, env):
+    done = in_shell('exec "$DSH" run - <&-', env=env, cwd=tmp_path)
+
+    assert done.returncode == 2
+    assert done.stderr == "dsh: error: the prompt '-' reads stdin, which was empty\n"
+    assert not (Path(env["DSH_HOME"]) / "sessions").exists()
+
+
+def test_run_with_stdout_closed_runs_its_turn_and_keeps_the_session_whole(tmp_path, env):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "answered"}]))
+
+    done = in_shell(f'exec "$DSH" run --script "{script}" hello >&-', env=env, cwd=tmp_path)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    store = JsonlStore(Path(env["DSH_HOME"]))
+    (header,) = store.list()
+    events = Session.open(store, header.id).events
+    ends = [e.data.reason.kind for e in events if type(e).__name__ == "TurnEndEvent"]
+    assert ends == ["completed"]
+
+
+def test_run_with_stderr_closed_still_answers_on_stdout(tmp_path, env):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "answered"}]))
+
+    done = in_shell(f'exec "$DSH" run --script "{script}" hello 2>&-', env=env, cwd=tmp_path)
+
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[0] == "answered"
+    assert done.stdout.splitlines()[-1].startswith("session: ")
