@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     workspace.mkdir()
     monkeypatch.setenv("DSH_HOME", str(home))
     monkeypatch.chdir(workspace)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # `demo --tui` keeps its copy
     seen: dict[str, Any] = {"store": JsonlStore(home), "cwd": str(workspace.resolve())}
 
     class FakeApp:
