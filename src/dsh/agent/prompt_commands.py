@@ -40,6 +40,44 @@ DESCRIPTION_CHARS = 72
 
 Scope = Literal["user", "project"]
 
+BUILT_IN_COMMANDS = (
+    "compact",
+    "undo",
+    "context",
+    "cost",
+    "sessions",
+    "title",
+    "resume",
+    "model",
+    "warnings",
+    "help",
+    "quit",
+)
+"""The terminal UI's own commands (the web page's are among them): a prompt command may not
+take one of these names in any face."""
+
+
+def slash_command(text: str) -> tuple[str, str] | None:
+    """(name, arguments) of ``/name arguments`` (the name lower-cased, ending at any
+    whitespace; the arguments keep their lines); None for a prompt: text not starting with
+    "/", starting with "//" (sent as "/…"), or a path (``/usr/lib/x is missing``)."""
+    text = text.strip()
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    name, *rest = text[1:].split(maxsplit=1) or [""]
+    if "/" in name:
+        return None
+    return name.lower(), rest[0].strip() if rest else ""
+
+
+def expand_prompt(text: str, commands: PromptCommands) -> str:
+    """``text`` as a prompt: a prompt command's text when ``text`` invokes one, else itself."""
+    found = slash_command(text)
+    if found is None:
+        return text
+    expanded = commands.expand(*found)
+    return text if expanded is None else expanded
+
 
 @dataclass(frozen=True, slots=True)
 class PromptCommand:

@@ -15,13 +15,14 @@ from typing import Any
 import click
 
 from dsh.agent.mcp_servers import close_mcp_servers
+from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, expand_prompt, load_prompt_commands
 from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import provider_options
-from dsh.config import load_settings
+from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
 from dsh.store import JsonlStore, SqliteStore
@@ -103,10 +104,11 @@ def run(
 ) -> None:
     """Run prompts headless and print each turn's final answer, then the session id.
 
-    A PROMPT of - reads one prompt from stdin. With --json the first line names the session
-    ({"type":"session","session":ID}), then every event follows as a line. A closed stdout
-    (| head) cancels the running turn at its next event and exits 141; Ctrl-C cancels it and
-    exits 130.
+    A PROMPT of - reads one prompt from stdin; a PROMPT "/NAME ARGS" naming a prompt command
+    ($DSH_HOME/commands/NAME.md, ./.dsh/commands/NAME.md) sends its text. With --json the
+    first line names the session ({"type":"session","session":ID}), then every event follows
+    as a line. A closed stdout (| head) cancels the running turn at its next event and exits
+    141; Ctrl-C cancels it and exits 130.
     """
     if prompts.count("-") > 1:  # stdin is read whole once: a second '-' would find it empty
         raise UsageError("the prompt '-' (read from stdin) may be given once")
@@ -135,6 +137,10 @@ def run(
         resumed = context.resolve_session_id(store, session_id)
     workspace = context.session_workspace(store, resumed, workspace_dir)
     settings = load_settings(cwd=workspace, overrides=overrides)
+    commands = load_prompt_commands(dsh_home(), workspace, BUILT_IN_COMMANDS)
+    for warning in commands.warnings:
+        context.warn(warning)
+    turns = [expand_prompt(prompt, commands) for prompt in turns]
     store = context.store(settings)
     # the session's recorded settings win over the config; a flag overrides them (logged). A
     # new session replaying a recorded one (--replay) starts from the recorded one's settings.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, slash_command
+
 HELP = """\
 Commands
   /compact [focus]   compact the conversation now (idle sessions only)
@@ -43,19 +45,7 @@ KEPT_WHILE_RUNNING = (
     "(esc cancels a turn)."
 )
 
-COMMANDS = (
-    "compact",
-    "undo",
-    "context",
-    "cost",
-    "sessions",
-    "title",
-    "resume",
-    "model",
-    "warnings",
-    "help",
-    "quit",
-)
+COMMANDS = BUILT_IN_COMMANDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +56,10 @@ class Command:
 
 
 def parse_command(text: str) -> Command | None:
-    """``/name rest`` as a Command; None for a prompt: text not starting with "/", starting
-    with "//" (sent as "/…"), or a path (``/usr/lib/x is missing``)."""
-    text = text.strip()
-    if not text.startswith("/") or text.startswith("//"):
-        return None
-    name, *rest = text[1:].split(maxsplit=1) or [""]
-    if "/" in name:
-        return None
-    return Command(name.lower(), rest[0].strip() if rest else "")
+    """``/name rest`` as a Command (``dsh.agent.prompt_commands.slash_command``); None for a
+    prompt."""
+    found = slash_command(text)
+    return None if found is None else Command(*found)
 
 
 def prompt_text(draft: str) -> str:
