@@ -3,9 +3,15 @@ route that serves only its listed files, and no path echoed back."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient, WebSocketDenialResponse
@@ -203,3 +209,73 @@ def test_a_page_whose_token_is_refused_stops_reconnecting_and_says_so(
             second.stop()
     finally:
         context.close()
+
+
+def test_no_api_answer_can_be_sniffed_as_html(env: WebEnv) -> None:
+    """Every answer but the page is JSON with ``nosniff``, the errors that quote hostile text
+    from the request too: a browser never renders one as a document of this origin."""
+    hostile = "<script>window.__pwned=1</script><img src=x onerror=window.__pwned=2>"
+    with TestClient(app_for(env), raise_server_exceptions=False) as client:
+        client.headers.update(AUTH)
+        sid = client.post("/api/sessions", json={}).json()["session"]["id"]
+        answers = [
+            client.get("/api/sessions"),
+            client.get(f"/api/sessions/{hostile}"),
+            client.get(f"/api/sessions/{sid}/find", params={"q": hostile}),
+            client.get(f"/api/sessions/{sid}/find", params={"q": "x" * 201}),
+            client.get(f"/api/sessions/{sid}/history", params={"before_seq": hostile}),
+            client.post(f"/api/sessions/{sid}/prompt", content=hostile.encode()),
+            client.post(f"/api/sessions/{sid}/prompt", json={"text": 1, hostile: 2}),
+            client.post("/api/sessions", json={"cwd": hostile}),
+            client.post(f"/api/sessions/{sid}/approvals/{hostile}", json={"answer": "once"}),
+            client.get(f"/api/{hostile}"),
+            client.get(f"/s/{hostile}"),
+            client.delete("/api/sessions"),
+            client.get("/api/sessions", headers={"Authorization": f"Bearer {hostile}"}),
+        ]
+        for answer in answers:
+            assert answer.headers["content-type"] == "application/json", answer.request.url
+            assert answer.headers["x-content-type-options"] == "nosniff"
+            answer.json()
+        assert [a.status_code for a in answers] == [
+            200, 404, 200, 400, 400, 400, 400, 400, 404, 404, 404, 405, 401,
+        ]  # fmt: skip
+        page = client.get("/")
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+
+
+def test_dsh_web_refuses_a_host_name_it_does_not_answer_to(tmp_path: Path) -> None:
+    """DNS rebinding, through the real command: a page of evil.example, its name resolving to
+    127.0.0.1 again, reaches the server as the same origin, but its requests say
+    ``Host: evil.example:PORT``; they are refused before the token is looked at."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    code = "from dsh.cli.web import web; web()"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "--port", "0", "--no-open", "--provider", "scripted"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
+        assert match, line
+        base, port, token = match.groups()
+        bearer = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=base, timeout=30) as http:
+            for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}"):
+                for path, headers in (("/", {}), ("/s/app.js", {}), ("/api/sessions", bearer)):
+                    refused = http.get(path, headers={**headers, "Host": host})
+                    assert error_of(refused) == (403, "FORBIDDEN"), (host, path)
+                created = http.post("/api/sessions", json={}, headers={**bearer, "Host": host})
+                assert error_of(created) == (403, "FORBIDDEN")
+            for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+                assert http.get("/api/sessions", headers={**bearer, "Host": host}).is_success
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr

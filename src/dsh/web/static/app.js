@@ -6,6 +6,7 @@ import { api, ApiError, liveSocket, sessionPath } from './api.js';
 import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, showApproval } from './approvals.js';
+import { shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
@@ -107,9 +108,9 @@ function clearStream() {
 function paintStream() {
   const tail = $('live-tail');
   const s = state.stream;
-  tail.querySelector('.stream-text').textContent = s.text;
-  tail.querySelector('.stream-reasoning').textContent = s.reasoning;
-  tail.querySelector('.stream-tool').textContent = s.tool ? `calling ${s.tool}…` : '';
+  tail.querySelector('.stream-text').textContent = shown(s.text);
+  tail.querySelector('.stream-reasoning').textContent = shown(s.reasoning);
+  tail.querySelector('.stream-tool').textContent = s.tool ? shown(`calling ${s.tool}…`) : '';
   tail.hidden = !(s.text || s.reasoning || s.tool);
 }
 
@@ -138,9 +139,16 @@ async function newSession() {
   }
 }
 
+// The session `#s=` names; a malformed escape (`#s=%E0`, a link in a reply) stays as written,
+// and the server answers that no such session exists.
 function selectedFromHash() {
   const match = /(?:^#|&)s=([^&]+)/.exec(location.hash);
-  return match ? decodeURIComponent(match[1]) : null;
+  if (!match) return null;
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    return match[1];
+  }
 }
 
 function closeSocket() {

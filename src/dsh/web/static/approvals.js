@@ -2,6 +2,7 @@
 // edit as the diff the server made against the file) and the three answers.
 import { api, sessionPath } from './api.js';
 import { renderUnifiedDiff } from './diff.js';
+import { shown } from './dom.js';
 import { renderArguments } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
@@ -12,7 +13,7 @@ export function showApproval(approval, sessionId, onError) {
   box.className = 'approval';
   box.dataset.id = approval.id;
   const title = document.createElement('div');
-  title.textContent = `dsh wants to run ${approval.tool}:`;
+  title.textContent = shown(`dsh wants to run ${approval.tool}:`);
   const args = renderArguments(approval.tool, approval.args);
   const argsDiff = args.querySelector('.diff');
   if (Array.isArray(approval.diff) && argsDiff) {  // against the file as it is (the server read it)
@@ -23,7 +24,7 @@ export function showApproval(approval, sessionId, onError) {
   for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
     const button = document.createElement('button');
     button.type = 'button';
-    button.textContent = label;
+    button.textContent = shown(label);
     button.dataset.answer = answer;
     button.addEventListener('click', async () => {
       try {

@@ -3,19 +3,13 @@
 // the next request part by part (system, tools, stubs, state, tail) with their tokens.
 import { api, sessionPath } from './api.js';
 import { fmtTokens } from './chrome.js';
+import { el, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 400;
 const PART_NAMES = {
   system: 'System prompt', tools: 'Tool schemas', stubs: 'Index stubs', state: 'State checkpoint', tail: 'Tail (verbatim)',
 };
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 export function fmtCost(usd) {
   if (usd === null || usd === undefined) return 'n/a';
@@ -78,8 +72,8 @@ export class ContextInfo {
     const data = this.data;
     const notice = data && data.routeNotice ? data.routeNotice : '';
     const model = data && data.model ? `${data.provider} · ${data.model}` : '';
-    $('model').textContent = notice && model ? `${model} ⚠` : model;
-    $('model').title = notice;
+    $('model').textContent = shown(notice && model ? `${model} ⚠` : model);
+    $('model').title = shown(notice);
     $('cost').textContent = data ? `cost ≈ ${fmtCost(data.cost.usd)}` : '';
     $('cost').title = data ? `Estimated from ${data.cost.basis}` : '';
     if (!$('context-panel').hidden) this.paintPanel(data);

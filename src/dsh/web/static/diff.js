@@ -3,6 +3,7 @@
 // highlighted on its own by highlight.js (from the path's extension) and sanitised.
 import hljs from './vendor/highlight/highlight.min.js';
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
+import { el, shown } from './dom.js';
 
 const CONTEXT = 3;
 const MAX_CELLS = 4_000_000; // beyond this the texts are shown as all removed + all added
@@ -114,20 +115,13 @@ function languageOf(path) {
   return ext && hljs.getLanguage(ext) ? ext : null;
 }
 
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 function codeCell(text, language) {
   const cell = el('code', 'diff-code');
   if (language) {
-    const html = hljs.highlight(text, { language, ignoreIllegals: true }).value;
+    const html = hljs.highlight(shown(text), { language, ignoreIllegals: true }).value;
     cell.innerHTML = DOMPurify.sanitize(html, { ALLOWED_TAGS: ['span'], ALLOWED_ATTR: ['class'] });
   } else {
-    cell.textContent = text;
+    cell.textContent = shown(text);
   }
   return cell;
 }

@@ -2,11 +2,12 @@
 // ratio, a running /compact's progress, whether a turn or /compact runs here or another process
 // holds the session; the composer is usable only when the session is loaded and held by none.
 import { fmtTokens } from './chrome.js';
+import { shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 
 export function renderTitle(info) {
-  $('session-title').textContent = info ? (info.title || `Session ${info.id}`) : 'No session selected';
+  $('session-title').textContent = info ? shown(info.title || `Session ${info.id}`) : 'No session selected';
 }
 
 export function renderStats(stats) {

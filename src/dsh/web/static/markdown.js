@@ -1,9 +1,10 @@
 // Markdown for messages: marked (GFM) -> highlight.js for fenced code -> DOMPurify.
 // Raw HTML in a message is shown as text, never interpreted; links open in a new tab without a
-// referrer (the page URL carries the access token).
+// referrer (the page URL carries the access token); a bidi control shows as its escape (dom.js).
 import { Marked } from './vendor/marked/marked.esm.js';
 import hljs from './vendor/highlight/highlight.min.js';
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
+import { shown } from './dom.js';
 
 const ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export function escapeHtml(text) {
@@ -44,5 +45,5 @@ const PURIFY = { USE_PROFILES: { html: true }, FORBID_TAGS: ['style', 'form', 'i
 
 /** Markdown as safe HTML; `breaks`: every newline is a line break (a person's prompt). */
 export function renderMarkdown(text, { breaks = false } = {}) {
-  return DOMPurify.sanitize((breaks ? typed : marked).parse(text || ''), PURIFY);
+  return DOMPurify.sanitize((breaks ? typed : marked).parse(shown(text || '')), PURIFY);
 }

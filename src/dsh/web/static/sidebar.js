@@ -2,15 +2,9 @@
 // age (since it was last written) and state: running or open here, busy elsewhere, or idle.
 import { api } from './api.js';
 import { filterSessions, fmtWhen } from './chrome.js';
+import { el, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 export function fmtAge(ms, now = Date.now()) {
   const seconds = Math.max(0, Math.round((now - ms) / 1000));
@@ -43,7 +37,7 @@ function item(s, selected) {
   age.title = `last written ${fmtWhen(last)}; created ${fmtWhen(s.createdAt)}`;
   meta.append(age, el('span', `state ${state.key}`, state.text));
   const where = el('div', 'where', s.cwd);
-  where.title = s.cwd;
+  where.title = shown(s.cwd);
   const sid = el('div', 'sid', s.id);
   sid.append(el('span', 'sr-only', ` created ${fmtWhen(s.createdAt)}`));
   a.append(title, meta, where, sid);

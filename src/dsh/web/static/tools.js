@@ -2,13 +2,7 @@
 // command, anything else as a key/value list with the raw JSON behind a toggle. Text goes in
 // through textContent only (the diff's highlighted code is sanitised in diff.js).
 import { diffLines, renderDiff } from './diff.js';
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
+import { el } from './dom.js';
 
 function parse(raw) {
   if (raw !== null && typeof raw === 'object') return raw;

@@ -7,15 +7,9 @@ import { renderMarkdown } from './markdown.js';
 import { renderUnifiedDiff } from './diff.js';
 import { callSummary, renderArguments } from './tools.js';
 import { RowBlocks } from './blocks.js';
+import { el } from './dom.js';
 
 const PREVIEW_CHARS = 120;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function preview(text) {
   const flat = text.replace(/\s+/g, ' ').trim();

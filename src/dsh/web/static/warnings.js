@@ -14,18 +14,12 @@
 // "Clear" empties it (an entry comes back only when it repeats); a reload starts it again from
 // what the server kept (its own warnings and the shown session's).
 import { api, ApiError, serverSocket } from './api.js';
+import { el, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const TOAST_MS = 12000;
 const MAX_TOASTS = 3;
 const RECONNECT_MS = 1000;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 const clock = (ms) => new Date(ms).toLocaleTimeString(undefined, { hour12: false });
 const toastSelector = (id) => `.warning-toast[data-id="${CSS.escape(id)}"]`;
@@ -100,7 +94,7 @@ export class PageWarnings {
       while (box.children.length > MAX_TOASTS) this.dropToast(box.firstElementChild.dataset.id);
     }
     const times = entry.count > 1 ? ` (${entry.count} times)` : '';
-    toast.querySelector('.toast-text').textContent = `${entry.level}: ${entry.text}${times}`;
+    toast.querySelector('.toast-text').textContent = shown(`${entry.level}: ${entry.text}${times}`);
     clearTimeout(this.timers.get(entry.id));
     if (this.toastMs !== null) {
       this.timers.set(entry.id, setTimeout(() => this.dropToast(entry.id), this.toastMs));

@@ -1,0 +1,18 @@
+// How text from outside (a reply, a tool's arguments and output, a path, a title, a warning)
+// reaches the page: as text, never as markup (`el` sets a node's textContent; Markdown goes
+// through markdown.js, sanitised), and as `shown` makes it: each Unicode bidi control as its
+// escape (`\u202e`), as every face of dsh shows one (dsh.tui.wrap.BIDI_CONTROLS). Drawn, a bidi
+// control reorders the text around it: a path `a\u202egnp.exe` would read `aexe.png`, and the
+// command an approval asks about would not read as what runs.
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+export function shown(text) {
+  return String(text).replace(BIDI_CONTROLS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = shown(text);
+  return node;
+}
