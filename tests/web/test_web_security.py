@@ -279,3 +279,31 @@ def test_dsh_web_refuses_a_host_name_it_does_not_answer_to(tmp_path: Path) -> No
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr
+
+
+def test_a_link_with_another_token_does_not_replace_the_one_that_works(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A link to the page with a wrong token (a reply's ``[docs](/?token=x)``, a page on another
+    site): its own tab is refused, but the token the other tabs and the next reload use stays
+    the one the server accepted. It used to be replaced at once, and every reload refused."""
+    env = make_env(tmp_path)
+    server = BackgroundServer(env.app()).start()
+    context = browser.new_context()  # the refused tab logs console errors: expected here
+    stored = "() => localStorage.getItem('dsh-token')"
+    try:
+        page = context.new_page()
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.wait_for_function(f"() => ({stored})() === {TOKEN!r}")
+        other = context.new_page()
+        other.goto(f"{server.base_url}/?token=a-wrong-token")
+        other.wait_for_function("() => window.dsh && window.dsh.warnings.refused")
+        assert other.url == f"{server.base_url}/"  # out of the address bar all the same
+        assert other.evaluate(stored) == TOKEN
+        page.reload()
+        page.wait_for_function("() => window.dsh.warnings.socket?.readyState === 1")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+    finally:
+        context.close()
+        server.stop()

@@ -4,12 +4,13 @@ API requests present the token as ``Authorization: Bearer <token>``; the live We
 browser cannot set its headers) as the subprotocol ``dsh.token.<token>`` next to ``dsh``. The
 page (``GET /``) and its client files (``/s/…``) are the public client code and need no token:
 the page's script takes the token from the launch URL's ``?token=``, keeps it in the origin's
-``localStorage`` and removes the query from the address bar with ``history.replaceState``, so
-it is not left in the address bar, in the history or in copied links. No cookie holds it: a
-browser sends a cookie for ``127.0.0.1`` to a server on any port of that address, so another
-local user's server the browser visited would have received the token. Comparison is
-constant-time (``hmac.compare_digest``). Failed attempts are rate-limited per client address
-(``429`` once :data:`MAX_FAILURES` failed within :data:`FAILURE_WINDOW` seconds).
+``localStorage`` once the server accepted it and removes the query from the address bar with
+``history.replaceState``, so it is not left in the address bar, in the history or in copied
+links. No cookie holds it: a browser sends a cookie for ``127.0.0.1`` to a server on any port
+of that address, so another local user's server the browser visited would have received the
+token. Comparison is constant-time (``hmac.compare_digest``). Failed attempts are rate-limited
+per client address (``429`` once :data:`MAX_FAILURES` failed within :data:`FAILURE_WINDOW`
+seconds).
 
 :class:`OriginGuard` is a second line if the token leaks: the ``Host`` must be one the server
 answers to (a loopback bind lists its own names, which defeats DNS rebinding), a WebSocket

@@ -2,16 +2,22 @@
 // localStorage (scheme, host and port: no other server on this machine can read it, where a
 // cookie would be sent to every port of 127.0.0.1) and removed from the address bar (and with it
 // from the history and from copied links) before anything else runs. Every API call presents it
-// as a Bearer header, the WebSocket as its `dsh.token.<token>` subprotocol.
+// as a Bearer header, the WebSocket as its `dsh.token.<token>` subprotocol. A launched token is
+// kept once the server accepted it: a link to this page with another token (in a reply, on
+// another site) must not replace the one that works for the other tabs and the next reload.
 const TOKEN_KEY = 'dsh-token';
 const launched = new URLSearchParams(location.search).get('token');
-if (launched !== null) {
-  try { localStorage.setItem(TOKEN_KEY, launched); } catch { /* storage off: this page only */ }
-  history.replaceState(history.state, '', location.pathname + location.hash);
-}
+if (launched !== null) history.replaceState(history.state, '', location.pathname + location.hash);
 const token = launched ?? (() => {
   try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
 })();
+let unkept = launched;
+
+function keepToken() {
+  if (unkept === null) return;
+  try { localStorage.setItem(TOKEN_KEY, unkept); } catch { /* storage off: this page only */ }
+  unkept = null;
+}
 
 export class ApiError extends Error {
   constructor(status, code, message, extra = {}) {
@@ -34,6 +40,7 @@ export async function api(method, path, body) {
   } catch (error) {
     throw new ApiError(0, 'NETWORK', `cannot reach dsh web: ${error.message}`);
   }
+  if (response.ok) keepToken();
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     const e = data.error || {};
