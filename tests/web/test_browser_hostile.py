@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from dsh.tui.wrap import BIDI_CONTROLS
+from dsh.tui.wrap import BIDI_CONTROLS, sanitize
 from tests.web.conftest import TOKEN, make_env
 from tests.web.hostile import (
     DIFF_LINES,
@@ -325,10 +325,21 @@ def test_the_page_shows_each_bidi_control_as_the_terminal_ui_does(
                 const { shown } = await import('/s/dom.js');
                 return texts.map(shown);
             }""",
-            [*controls, f"a{RLO}b\u202cc", "plain <b>, é漢😀 \u200b\t\n"],
+            [*controls, f"a{RLO}b\u202cc", "plain <b>, é漢😀 \u200b\t\n", HIDDEN, SCOTLAND],
         )
     assert drawn[: len(controls)] == [ascii(c)[1:-1] for c in controls]
-    assert drawn[len(controls) :] == ["a\\u202eb\\u202cc", "plain <b>, é漢😀 \u200b\t\n"]
+    assert drawn[len(controls) :] == [
+        "a\\u202eb\\u202cc",
+        "plain <b>, é漢😀 \u200b\t\n",
+        sanitize(HIDDEN),  # each tag character as its escape, as the terminal UI shows it
+        SCOTLAND,  # a flag stays a flag
+    ]
+    assert sanitize(HIDDEN) == "ok \\U000e0072\\U000e006d!"
+
+
+HIDDEN = "ok \U000e0072\U000e006d!"
+"""Text hiding "rm" in Unicode tag characters (invisible; a model reads them as letters)."""
+SCOTLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
 
 
 def test_a_malformed_session_link_says_the_session_is_unavailable(

@@ -8,12 +8,13 @@
     GET  /api/sessions/{id}/history?before_seq=&max_messages=
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
     GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
+    GET  /api/sessions/{id}/commands                its workspace's and your prompt commands
     WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     GET  /api/warnings                              the server's warnings (not a session's)
     WS   /api/live                                  the server's warnings as they come
     POST /api/sessions/{id}/resume                  open a stored session for writing here
     POST /api/sessions/{id}/close                   release it
-    POST /api/sessions/{id}/prompt  {text}          start a turn (202)
+    POST /api/sessions/{id}/prompt  {text, command?} start a turn (202); command: /NAME ARGS
     POST /api/sessions/{id}/cancel                  cancel the running turn or /compact
     POST /api/sessions/{id}/compact {focus?}        manual /compact (202)
     POST /api/sessions/{id}/undo    {dryRun?}       /undo: the last turn's file edits taken back
@@ -70,6 +71,7 @@ from dsh.web.errors import (
 from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
 from dsh.web.newest import newest_page
+from dsh.web.prompt_commands import WebPromptCommands
 from dsh.web.sessions import SessionRegistry, check_session_id
 from dsh.web.warning_feed import SessionScope
 
@@ -101,6 +103,8 @@ class CreateBody(_Body):
 
 class PromptBody(_Body):
     text: str
+    command: bool = False
+    """``text`` is a ``/NAME ARGS`` draft: send that prompt command's text, or answer 400."""
 
 
 class CompactBody(_Body):
@@ -218,6 +222,7 @@ def create_app(
     static_root = static_dir.resolve()
     files = static_files(static_root)
     followers = Followers(registry)
+    prompt_commands = WebPromptCommands()
 
     async def session_info(session_id: str) -> dict[str, Any]:
         """The registry's info plus ``heldBy``: the pid of another process writing it."""
@@ -274,6 +279,10 @@ def create_app(
     async def context(request: Request) -> Response:
         return JSONResponse(await session_context(registry, request.path_params["session_id"]))
 
+    async def commands(request: Request) -> Response:
+        info = await registry.info(request.path_params["session_id"])
+        return JSONResponse({"commands": await prompt_commands.listed(Path(info["cwd"]))})
+
     async def find(request: Request) -> Response:
         session_id = check_session_id(request.path_params["session_id"])
         query = request.query_params.get("q", "")
@@ -321,7 +330,11 @@ def create_app(
             raise bad_request("text must not be empty")
         if len(body.text) > MAX_PROMPT_CHARS:
             raise bad_request(f"text is longer than {MAX_PROMPT_CHARS} characters")
-        await registry.start_prompt(session_id, body.text)
+        text = body.text
+        if body.command:
+            handle = await registry.require_open(session_id)
+            text = await prompt_commands.expand(text, Path(handle.session.header.cwd))
+        await registry.start_prompt(session_id, text)
         return JSONResponse({"started": "turn"}, status_code=202)
 
     async def cancel(request: Request) -> Response:
@@ -402,6 +415,7 @@ def create_app(
         Route(session_path + "/history", history, methods=["GET"]),
         Route(session_path + "/context", context, methods=["GET"]),
         Route(session_path + "/find", find, methods=["GET"]),
+        Route(session_path + "/commands", commands, methods=["GET"]),
         Route(session_path + "/resume", resume, methods=["POST"]),
         Route(session_path + "/close", close, methods=["POST"]),
         Route(session_path + "/prompt", prompt, methods=["POST"]),

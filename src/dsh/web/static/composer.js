@@ -1,11 +1,13 @@
 // The composer: Enter sends the draft as a prompt (Shift+Enter: a new line); `/compact [focus]`
 // compacts; `/undo [--dry-run]` takes back the file edits of the last turn (or says what it
-// would); any other `/word` is refused with the commands there are (`//…` sends `/…`). Stop
+// would); any other `/word` is a prompt command (`$DSH_HOME/commands/word.md`, the workspace's
+// `.dsh/commands/word.md`), whose text the server sends, or it is refused with the commands
+// there are (`//…` sends `/…`). Stop
 // cancels what runs. A session not open here is resumed before anything is sent.
 import { api, ApiError, sessionPath } from './api.js';
 
 const $ = (id) => document.getElementById(id);
-export const COMMANDS = '/compact [focus], /undo [--dry-run]; // sends /';
+const BUILT_IN = '/compact [focus], /undo [--dry-run]';
 
 /** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
  * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
@@ -56,9 +58,15 @@ export class Composer {
           return;
         }
         await this.undo(option === '--dry-run');
-      } else if (command) {
-        this.page.toast(`Unknown command ${command[0]} (commands: ${COMMANDS})`);
-        return;
+      } else if (command) {  // a prompt command's text is sent by the server
+        const path = sessionPath(this.page.sessionId());
+        const { commands } = await api('GET', `${path}/commands`);
+        if (!commands.some((c) => `/${c.name}` === command[0].toLowerCase())) {
+          const yours = commands.map((c) => `, /${c.name}`).join('');
+          this.page.toast(`Unknown command ${command[0]} (commands: ${BUILT_IN}${yours}; // sends /)`);
+          return;
+        }
+        await api('POST', `${path}/prompt`, { text: promptText(box.value), command: true });
       } else {
         await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
       }

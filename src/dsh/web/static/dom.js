@@ -5,9 +5,16 @@
 // control reorders the text around it: a path `a\u202egnp.exe` would read `aexe.png`, and the
 // command an approval asks about would not read as what runs.
 const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// A Unicode tag character (U+E0000-U+E007F) draws nothing, yet a model reads each as the ASCII
+// letter it shadows: a file or a web page can hide an instruction in them. Each shows as its
+// escape (`\U000e0072`, as dsh.tui.wrap shows it), but in a subdivision flag (🏴 + tags + CANCEL
+// TAG), which is a picture.
+const TAGS = /(\u{1F3F4}[\u{E0020}-\u{E007E}]{1,6}\u{E007F})|[\u{E0000}-\u{E007F}]/gu;
 
 export function shown(text) {
-  return String(text).replace(BIDI_CONTROLS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return String(text)
+    .replace(BIDI_CONTROLS, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    .replace(TAGS, (ch, flag) => flag || `\\U${ch.codePointAt(0).toString(16).padStart(8, '0')}`);
 }
 
 export function el(tag, className, text) {

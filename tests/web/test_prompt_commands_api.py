@@ -1,0 +1,53 @@
+"""Prompt commands in ``dsh web``: ``POST …/prompt {"text": "/NAME ARGS", "command": true}``
+sends the command file's text (yours, or the session workspace's) as the turn's prompt; a
+name that is no prompt command is 400 ``UNKNOWN_COMMAND`` naming the commands there are."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.testclient import TestClient
+
+from dsh.config import dsh_home
+from tests.web.conftest import WebEnv, error_of, new_session, wait_idle
+
+
+def prompts(env: WebEnv, sid: str) -> list[str]:
+    texts = []
+    for line in env.log_lines(sid):
+        event = json.loads(line)
+        if event["type"] == "user/message" and event["data"]["source"]["kind"] == "user":
+            texts.append("".join(block["text"] for block in event["data"]["content"]))
+    return texts
+
+
+def test_a_prompt_command_sends_its_text_and_an_unknown_one_is_refused(
+    client: TestClient, env: WebEnv
+) -> None:
+    (dsh_home() / "commands").mkdir(parents=True)
+    (dsh_home() / "commands" / "review.md").write_text("Review $ARGUMENTS for bugs.")
+    (env.workspace / ".dsh" / "commands").mkdir(parents=True)
+    (env.workspace / ".dsh" / "commands" / "ship.md").write_text("Ship it.")
+    sid = new_session(client)
+    listed = client.get(f"/api/sessions/{sid}/commands")
+    assert listed.json() == {
+        "commands": [
+            {"name": "review", "description": "Review $ARGUMENTS for bugs.", "scope": "user"},
+            {"name": "ship", "description": "Ship it.", "scope": "project"},
+        ]
+    }
+    sent = client.post(
+        f"/api/sessions/{sid}/prompt", json={"text": "/review notes.txt", "command": True}
+    )
+    assert sent.status_code == 202
+    wait_idle(client, sid)
+    refused = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/nosuch", "command": True})
+    assert error_of(refused) == (400, "UNKNOWN_COMMAND")
+    assert refused.json()["error"]["message"] == (
+        "Unknown command /nosuch (commands: /compact [focus], /undo [--dry-run], /review, /ship; "
+        "// sends /)"
+    )
+    plain = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/review as typed"})
+    assert plain.status_code == 202  # without "command", the text is the prompt
+    wait_idle(client, sid)
+    assert prompts(env, sid) == ["Review notes.txt for bugs.", "/review as typed"]
