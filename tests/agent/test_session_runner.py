@@ -4,6 +4,7 @@ answered by its ``command/done`` (on success, cancellation and failure alike).""
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,12 @@ from dsh.agent.session_runner import (
     SessionRunner,
     SettingsWiring,
 )
+from dsh.agent.stop_signals import cancelled_by
 from dsh.agent.wiring import Injection, build_parts
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, SummaryOutput, SummaryTask
 from dsh.config import CompactionSettings, Settings, ToolSettings
 from dsh.errors import ERROR_LINE_CHARS
-from dsh.events import CommandDoneEvent, CommandRunEvent, event_type_of
+from dsh.events import CommandDoneEvent, CommandRunEvent, TurnEndEvent, event_type_of
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.store import MemoryStore
 from dsh.surface import Session
@@ -198,6 +200,24 @@ def test_a_turn_is_cancelled_cooperatively_and_ends_aborted(tmp_path: Path):
     assert result.reason == "aborted"
     assert event_type_of(runner.session.events[-1]) == "turn/end"
     assert runner.activity is None and runner.cancel() is None
+
+
+def test_a_turn_cancelled_with_a_reason_ends_with_that_reason(tmp_path: Path):
+    """A face that stops on a signal says so; the default stays the user's cancel."""
+    wiring = Wiring(script=[{"text": "never", "delayMs": 20_000}] * 2)
+    runner = SessionRunner.create(MemoryStore(), tmp_path, wiring, approver=never_asked)
+
+    async def cancelled_turn(*reason: str) -> str | None:
+        task = runner.start_turn("slow one")
+        await until(lambda: runner.waiting_since is not None)
+        assert runner.cancel(*reason) == "turn"
+        return (await task).error
+
+    hup = cancelled_by(signal.SIGHUP)
+    assert asyncio.run(cancelled_turn(hup)) == hup
+    assert asyncio.run(cancelled_turn()) == "cancelled by the user"
+    ends = [e.data.reason.error for e in runner.session.events if isinstance(e, TurnEndEvent)]
+    assert ends == [hup, "cancelled by the user"]
 
 
 def test_compaction_off_is_refused_before_anything_is_logged(tmp_path: Path):

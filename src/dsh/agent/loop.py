@@ -8,20 +8,21 @@ Every request is built from the log (``request_from_state``), so what the model 
 what was logged.
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
-message, answers any unfinished tool call with an error result, and closes the turn as aborted,
-so the log stays balanced and loadable; a cancel that lands before the model call went out
-logs no reply (there was no call). A provider failure mid-stream does the same after its
-``request/error`` (the message carries the error's code) and closes the turn as an error. A
-reply the provider stopped itself (``filtered``: a content filter, a refusal) is kept, but its
-tool calls are not run: each gets a ``NOT_RUN`` error result and the turn ends as an error. The
-calls of a reply cut at the output-token limit are not run either (their arguments may be cut):
-the turn goes on so the model can issue them again, and a second cut in a row ends it
-``max-tokens`` (``dsh.agent.step_outcome``). With ``text_tool_calls`` on, a reply whose whole
-text is valid tool calls is logged as those calls (``dsh.llm.text_tool_calls``) and they run
-through approval like any other, or not at all when the reply was cut; a cut reply whose text
-began as such a call is answered with a ``user/message`` saying so, and counts as a cut call.
-A read-only call repeated in a turn with the same result is told so in its result, and the turn
-stops at ``tools.max_repeated_calls`` such calls (``dsh.agent.repeated_calls``).
+message, answers any unfinished tool call with an error result, and closes the turn as aborted
+with why it was cancelled (by the user, by a stop signal: the cancel's reason), so the log stays
+balanced and loadable; a cancel that lands before the model call went out logs no reply (there
+was no call). A provider failure mid-stream does the same after its ``request/error`` (the
+message carries the error's code) and closes the turn as an error. A reply the provider stopped
+itself (``filtered``: a content filter, a refusal) is kept, but its tool calls are not run: each
+gets a ``NOT_RUN`` error result and the turn ends as an error. The calls of a reply cut at the
+output-token limit are not run either (their arguments may be cut): the turn goes on so the
+model can issue them again, and a second cut in a row ends it ``max-tokens``
+(``dsh.agent.step_outcome``). With ``text_tool_calls`` on, a reply whose whole text is valid
+tool calls is logged as those calls (``dsh.llm.text_tool_calls``) and they run through approval
+like any other, or not at all when the reply was cut; a cut reply whose text began as such a
+call is answered with a ``user/message`` saying so, and counts as a cut call. A read-only call
+repeated in a turn with the same result is told so in its result, and the turn stops at
+``tools.max_repeated_calls`` such calls (``dsh.agent.repeated_calls``).
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dsh.agent.cancel import CANCELLED_BY_USER, CancelRequest, guarded
 from dsh.agent.cancel import Cancelled as _Cancelled
-from dsh.agent.cancel import guarded
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
 from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
-from dsh.agent.step_outcome import CANCELLED_BY_USER, CallOutcome, plan_step
+from dsh.agent.step_outcome import CallOutcome, plan_step
 from dsh.agent.tool_calls import answer_unrun_calls, is_read_only, run_tool_calls
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
 from dsh.config import DEFAULT_MAX_REPEATED_CALLS
@@ -143,7 +144,7 @@ class Agent:
         self._sleep = sleep
         # Made per turn: each asyncio primitive belongs to the loop that first uses it,
         # and a CLI runs every turn in its own ``asyncio.run``.
-        self._cancel = asyncio.Event()
+        self._cancel = CancelRequest()
         self._log_scan = LogScan()
         self.waiting_since: float | None = None
         """Event-loop time a model call started while it has produced nothing yet, else None."""
@@ -153,14 +154,16 @@ class Agent:
 
     # ---- public -----------------------------------------------------------------------------
 
-    def cancel(self) -> None:
-        """Cancel the running turn (safe to call from a signal handler via the loop)."""
-        self._cancel.set()
+    def cancel(self, reason: str = CANCELLED_BY_USER) -> None:
+        """Cancel the running turn (safe to call from a signal handler via the loop);
+        ``reason`` is what its ``turn/end`` and its cancelled calls' results say (the first
+        cancel's, when there are several)."""
+        self._cancel.request(reason)
 
     async def run_turn(self, prompt: str) -> TurnResult:
         """Run one turn for a user prompt and return how it ended; a turn an exception stops
         is closed as an error (``turn_close``) before the exception goes on."""
-        self._cancel = asyncio.Event()
+        self._cancel = CancelRequest()
         self._repeats.start_turn(self.config.max_repeated_calls)
         turn = 1 + self._log_scan.update(self.session).turns
         start = self.session.append(TurnStart(turn=turn)).seq
@@ -191,9 +194,9 @@ class Agent:
         while True:
             try:
                 await self._guard(self._run_hooks(turn))
-            except _Cancelled:
+            except _Cancelled as stop:
                 log_unsent_prompt(self.session, turn, step + 1, pending)
-                return self._end_turn(turn, "aborted", last_text, CANCELLED_BY_USER)
+                return self._end_turn(turn, "aborted", last_text, stop.reason)
             step += 1
             if step > self.config.max_steps:
                 why = f"stopped after {self.config.max_steps} steps (max_steps)"
@@ -219,19 +222,22 @@ class Agent:
             if plan.notice is not None:  # a text tool call was cut: the model is told
                 self.session.append(plan.notice)
             end = plan.end
-            if plan.run_calls and await run_tool_calls(
-                self.session,
-                self.tools,
-                self.policy,
-                self.workspace,
-                calls,
-                turn=turn,
-                step=step,
-                from_text=outcome.from_text,
-                guard=self._guard,
-                repeats=self._repeats,
-            ):
-                end = ("aborted", CANCELLED_BY_USER)
+            cancelled = None
+            if plan.run_calls:
+                cancelled = await run_tool_calls(
+                    self.session,
+                    self.tools,
+                    self.policy,
+                    self.workspace,
+                    calls,
+                    turn=turn,
+                    step=step,
+                    from_text=outcome.from_text,
+                    guard=self._guard,
+                    repeats=self._repeats,
+                )
+            if cancelled is not None:
+                end = ("aborted", cancelled)
             elif self._repeats.stop is not None:  # the same read-only call, once too often
                 end = ("aborted", self._repeats.stop)
             self.session.append(StepEnd(turn=turn, step=step))
@@ -299,17 +305,17 @@ class Agent:
                 await self._guard(self._stream(request, assembler, turn, step))
                 # A streamed tool call without an id or a name fails here, like a broken stream.
                 message = loggable_message(assembler.message(f"a-{turn}-{step}", *route))
-            except _Cancelled:
+            except _Cancelled as stop:
                 if not self._requested:  # cancelled before the call went out: no model call
                     return CallOutcome(
-                        error=CANCELLED_BY_USER, cancelled=True, overflow_retries=overflow_retries
+                        error=stop.reason, cancelled=stop.reason, overflow_retries=overflow_retries
                     )
                 message = loggable_message(assembler.partial_message(f"a-{turn}-{step}", *route))
                 self.session.append(
                     AssistantMessage(turn=turn, step=step, message=message, interrupted=True)
                 )
                 return CallOutcome(
-                    message=message, cancelled=True, overflow_retries=overflow_retries
+                    message=message, cancelled=stop.reason, overflow_retries=overflow_retries
                 )
             except ProviderError as exc:
                 self.session.append(
@@ -332,10 +338,10 @@ class Agent:
                     try:
                         if await self._guard(self._recover(turn, step)):
                             continue  # the surface changed: retry in the same step
-                    except _Cancelled:
+                    except _Cancelled as stop:
                         return CallOutcome(
-                            error=CANCELLED_BY_USER,
-                            cancelled=True,
+                            error=stop.reason,
+                            cancelled=stop.reason,
                             overflow_retries=overflow_retries,
                         )
                 return CallOutcome(error=str(exc), overflow_retries=overflow_retries)
@@ -422,5 +428,6 @@ class Agent:
     # ---- cancellation -----------------------------------------------------------------------
 
     async def _guard(self, work: Awaitable[T]) -> T:
-        """Await ``work`` unless the user cancels first (then raise _Cancelled)."""
+        """Await ``work`` unless the turn is cancelled first (then raise _Cancelled, with
+        why)."""
         return await guarded(self._cancel, work)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from dsh.agent import session_settings
+from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.mcp_servers import start_session_mcp_servers
 from dsh.agent.runtime import Route, approval_policy
@@ -299,13 +300,13 @@ class SessionRunner:
         self._ensure_idle()
         return undo_last_turn(self.session, dry_run=dry_run, args=args)
 
-    def cancel(self) -> Activity | None:
-        """Stop what runs (None if nothing does)."""
+    def cancel(self, reason: str = CANCELLED_BY_USER) -> Activity | None:
+        """Stop what runs (None if nothing does); a turn ends with ``reason`` as its error."""
         activity, task = self.activity, self.task
         if activity is None or task is None:
             return None
         if activity == "turn" and self._turn_agent is not None and self._running:
-            self._turn_agent.cancel()  # a turn that never began has nothing to close
+            self._turn_agent.cancel(reason)  # a turn that never began has nothing to close
         else:
             task.cancel()
         return activity

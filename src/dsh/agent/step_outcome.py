@@ -4,9 +4,10 @@ A step's reply may carry tool calls. They run, or each is answered with an error
 run (so tool pairing holds), and the turn goes on or ends after the step:
 
 - the call failed (``error``): nothing to answer; the turn ends ``error`` (``aborted`` when the
-  user cancelled before anything was streamed);
-- the user cancelled mid-stream: the interrupted reply's complete calls are answered
-  ``CANCELLED``; the turn ends ``aborted``;
+  turn was cancelled before anything was streamed);
+- the turn was cancelled mid-stream: the interrupted reply's complete calls are answered
+  ``CANCELLED`` with why (``cancelled by the user``, by a stop signal); the turn ends
+  ``aborted`` with the same reason;
 - the provider stopped the reply (``filtered``): its calls are answered ``NOT_RUN``; the turn
   ends ``error`` with ``FILTERED_REPLY``;
 - the reply was cut at the output-token limit (``max-tokens``) with tool calls in it (streamed
@@ -33,8 +34,6 @@ from dsh.events import Message, PluginSource, TextBlock, TurnEndKind
 from dsh.llm.text_tool_calls import starts_like_a_call
 from dsh.llm.types import CUT_CALL_NOTICE, CUT_REPLY, FILTERED_REPLY
 
-CANCELLED_BY_USER = "cancelled by the user"
-
 CUT_CALL_NOT_RUN = (
     f"not run: {CUT_REPLY}, so this call may be incomplete. Issue it again, shorter, or split "
     "the work into smaller calls."
@@ -55,7 +54,8 @@ class CallOutcome:
     message: Message | None = None
     finish: str | None = None
     error: str | None = None
-    cancelled: bool = False
+    cancelled: str | None = None
+    """Why the turn was cancelled during the call (``turn/end``'s error); None: it was not."""
     overflow_retries: int = 0
     from_text: bool = False
     """The reply's tool calls were recovered from its text (``provider.text_tool_calls``)."""
@@ -87,9 +87,11 @@ def plan_step(
     provider reported the bound, ``CallOutcome.output_limit``);
     ``text_calls``: replies are searched for tool calls written as text."""
     if outcome.error is not None:
-        return StepPlan(end=("aborted" if outcome.cancelled else "error", outcome.error))
-    if outcome.cancelled:
-        return StepPlan(unrun=("CANCELLED", CANCELLED_BY_USER), end=("aborted", CANCELLED_BY_USER))
+        return StepPlan(
+            end=("aborted" if outcome.cancelled is not None else "error", outcome.error)
+        )
+    if outcome.cancelled is not None:
+        return StepPlan(unrun=("CANCELLED", outcome.cancelled), end=("aborted", outcome.cancelled))
     if outcome.finish == "filtered":  # stopped by the provider: none of it runs
         unrun = ("NOT_RUN", f"not run: {FILTERED_REPLY}")
         return StepPlan(unrun=unrun, end=("error", FILTERED_REPLY))

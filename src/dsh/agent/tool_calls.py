@@ -3,9 +3,9 @@
 Every call of a reply is logged (``tool/call``) before any runs; each then runs once the calls
 it must follow (``dsh.agent.call_order``) have finished, and the results are logged in call
 order, a repeated read-only call's with its note (``dsh.agent.repeated_calls``). A cancel
-answers every call that had not finished with a ``CANCELLED`` error result. Calls that are not
-run at all (an interrupted, stopped or cut reply's) get an error result each
-(``answer_unrun_calls``), so every call has its result.
+answers every call that had not finished with a ``CANCELLED`` error result saying why the turn
+stopped. Calls that are not run at all (an interrupted, stopped or cut reply's) get an error
+result each (``answer_unrun_calls``), so every call has its result.
 """
 
 from __future__ import annotations
@@ -41,38 +41,38 @@ async def run_tool_calls(
     from_text: bool,
     guard: Guard,
     repeats: RepeatedCalls,
-) -> bool:
-    """Log the calls, run them, log results in call order. True if the user cancelled."""
+) -> str | None:
+    """Log the calls, run them, log results in call order. Why the turn was cancelled, if it
+    was (None: every call finished)."""
     call_seqs = [session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
     read_only = functools.partial(is_read_only, tools)
     tasks: list[asyncio.Task[ToolOutput]] = []
     for call, after in zip(calls, call_order(calls, read_only), strict=True):
         ready = [tasks[i] for i in after]
         tasks.append(asyncio.create_task(_execute(session, tools, policy, workspace, call, ready)))
-    cancelled = False
+    cancelled: str | None = None
     for call, call_seq, task in zip(calls, call_seqs, tasks, strict=True):
-        if not cancelled:
+        if cancelled is None:
             try:
                 output = await guard(asyncio.shield(task))
-            except Cancelled:
-                cancelled = True
+            except Cancelled as stop:
+                cancelled = stop.reason
                 for pending in tasks:
                     pending.cancel()
-        if cancelled:
-            output = await finished_or(
-                task,
-                ToolOutput(
-                    text="[CANCELLED] the user cancelled this tool call",
-                    is_error=True,
-                    code="CANCELLED",
-                ),
-            )
+        if cancelled is not None:
+            output = await finished_or(task, cancelled_answer(cancelled))
         append = functools.partial(log_tool_result, session, turn, step, call, call_seq)
-        if cancelled:
+        if cancelled is not None:
             append(output)
         else:
             repeats.log_result(call, output, append)
     return cancelled
+
+
+def cancelled_answer(reason: str) -> ToolOutput:
+    """The ``CANCELLED`` result of a call the cancel stopped (``reason``: why the turn was
+    cancelled)."""
+    return ToolOutput(f"[CANCELLED] this tool call was {reason}", is_error=True, code="CANCELLED")
 
 
 def is_read_only(tools: ToolRegistry, call: ToolCallBlock) -> bool:

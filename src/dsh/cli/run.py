@@ -17,6 +17,7 @@ import click
 from dsh.agent.mcp_servers import close_mcp_servers
 from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, expand_prompt, load_prompt_commands
 from dsh.agent.runtime import approval_policy, resolve_route
+from dsh.agent.stop_signals import cancelled_by
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
@@ -334,7 +335,7 @@ def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> An
             else:
                 click.echo("\ndsh: cancelling the turn (Ctrl-C again to quit at once)", err=True)
                 termination.note_interrupt()  # the run stops there and exits 130
-            agent.cancel()
+            agent.cancel(cancelled_by(termination.stopped_by() or signal.SIGINT))
 
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
             loop.add_signal_handler(signal.SIGINT, on_sigint)

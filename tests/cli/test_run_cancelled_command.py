@@ -1,0 +1,76 @@
+"""``dsh run`` stopped while a ``bash`` call runs (Ctrl-C, a CI timeout's SIGTERM, a closed
+terminal's SIGHUP): the turn's end says what stopped it.
+
+The real console script with the scripted provider, as a subprocess. The command prints three
+lines, then appends a line to ``progress.log`` and sleeps; the test polls that log and signals
+once the line is there."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from dsh.agent.stop_signals import cancelled_by
+from dsh.events import ToolResultEvent, TurnEndEvent
+from dsh.store import JsonlStore
+from dsh.surface import Session
+from tests.cli.conftest import DSH
+from tests.cli.test_interrupted_cli import with_default_sigint
+
+COMMAND = (
+    "for i in 1 2 3; do echo line $i; done; sleep 60 & echo $! > sleeper.pid; "
+    "echo printed >> progress.log; wait"
+)
+
+
+def wait_for_line(log: Path, line: str, child: subprocess.Popen[str]) -> None:
+    """Poll ``log`` until it holds ``line`` (the deadline only stops a broken test hanging)."""
+    deadline = time.monotonic() + 120
+    while not (log.exists() and line in log.read_text().splitlines()):
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, f"{line!r} never appeared in {log}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda signum: signum.name
+)
+def test_a_signal_during_a_command_logs_what_stopped_the_turn(
+    tmp_path: Path, env: dict[str, str], signum: signal.Signals
+):
+    script = tmp_path / "s.json"
+    call = {"name": "bash", "arguments": {"command": COMMAND}}
+    script.write_text(json.dumps([{"toolCalls": [call]}]))
+    child = subprocess.Popen(
+        [DSH, "run", "--yes", "--script", str(script), "run the build"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=with_default_sigint,
+    )
+    try:
+        wait_for_line(tmp_path / "progress.log", "printed", child)
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+    assert child.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    session_id = out.splitlines()[-1].removeprefix("session: ")
+    events = Session.open(JsonlStore(Path(env["DSH_HOME"])), session_id).events
+    (answer,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert answer.data.error is not None and answer.data.error.code == "CANCELLED"
+    reason = cancelled_by(signum)
+    (end,) = [e for e in events if isinstance(e, TurnEndEvent)]
+    assert end.data.reason.kind == "aborted" and end.data.reason.error == reason
+    assert (reason == "cancelled by the user") == (signum == signal.SIGINT)
