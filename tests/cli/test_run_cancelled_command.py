@@ -1,9 +1,11 @@
 """``dsh run`` stopped while a ``bash`` call runs (Ctrl-C, a CI timeout's SIGTERM, a closed
-terminal's SIGHUP): the turn's end says what stopped it.
+terminal's SIGHUP): the call's result keeps what the command printed until then, marked as cut
+short, the command is killed, and the turn's end says what stopped it.
 
 The real console script with the scripted provider, as a subprocess. The command prints three
 lines, then appends a line to ``progress.log`` and sleeps; the test polls that log and signals
-once the line is there."""
+once the line is there, so the printed lines are in the output pipe by then (the session log
+gets them only with the call's result)."""
 
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from dsh.agent.stop_signals import cancelled_by
-from dsh.events import ToolResultEvent, TurnEndEvent
+from dsh.events import TextBlock, ToolResultEvent, TurnEndEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
 from tests.cli.test_interrupted_cli import with_default_sigint
+from tests.tools.test_shell import gone_soon, read_pid
 
 COMMAND = (
     "for i in 1 2 3; do echo line $i; done; sleep 60 & echo $! > sleeper.pid; "
@@ -40,7 +43,7 @@ def wait_for_line(log: Path, line: str, child: subprocess.Popen[str]) -> None:
 @pytest.mark.parametrize(
     "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda signum: signum.name
 )
-def test_a_signal_during_a_command_logs_what_stopped_the_turn(
+def test_a_signal_during_a_command_keeps_its_output_and_logs_what_stopped_the_turn(
     tmp_path: Path, env: dict[str, str], signum: signal.Signals
 ):
     script = tmp_path / "s.json"
@@ -66,11 +69,18 @@ def test_a_signal_during_a_command_logs_what_stopped_the_turn(
 
     assert child.returncode == 128 + signum, err
     assert "Traceback" not in err
+    assert gone_soon(read_pid(tmp_path / "sleeper.pid"))
     session_id = out.splitlines()[-1].removeprefix("session: ")
     events = Session.open(JsonlStore(Path(env["DSH_HOME"])), session_id).events
     (answer,) = [e for e in events if isinstance(e, ToolResultEvent)]
     assert answer.data.error is not None and answer.data.error.code == "CANCELLED"
+    text = answer.data.message.content[0].content[0]  # type: ignore[union-attr]
+    assert isinstance(text, TextBlock)
     reason = cancelled_by(signum)
+    assert text.text == (
+        f"[CANCELLED] this tool call was {reason} and stopped before it finished; its output "
+        "until then:\nline 1\nline 2\nline 3\n[cut short by the cancel]"
+    )
     (end,) = [e for e in events if isinstance(e, TurnEndEvent)]
     assert end.data.reason.kind == "aborted" and end.data.reason.error == reason
     assert (reason == "cancelled by the user") == (signum == signal.SIGINT)

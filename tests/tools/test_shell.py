@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.base import OutputSoFar, ToolContext, ToolOutput
 from dsh.tools.shell import BashTool, CappedOutput
 
 
@@ -131,6 +131,27 @@ def test_cancelling_the_task_kills_the_process_group(ctx: ToolContext, workspace
 
     asyncio.run(scenario())
     assert gone_soon(read_pid(workspace / "shell.pid"))
+    assert gone_soon(read_pid(workspace / "child.pid"))
+
+
+def test_a_cancelled_command_leaves_what_it_printed_once_everything_is_killed(
+    workspace: Path,
+) -> None:
+    """Cancellation still propagates; the output is read to its end (the pipe's rest too)."""
+    so_far = OutputSoFar()
+    ctx = ToolContext(workspace=workspace, session_id="s", call_id="c", output_so_far=so_far)
+    command = "echo one; echo two >&2; sleep 60 & echo $! > child.pid; wait"
+
+    async def scenario() -> None:
+        task = asyncio.create_task(BashTool().run({"command": command}, ctx))
+        await asyncio.to_thread(read_pid, workspace / "child.pid")
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert task.cancelled()
+
+    asyncio.run(scenario())
+    assert so_far.text == "one\ntwo\n"
     assert gone_soon(read_pid(workspace / "child.pid"))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from dsh.tools.base import ToolOutput
@@ -63,9 +63,12 @@ async def guarded(cancel: CancelRequest, work: Awaitable[T]) -> T:
     raise Cancelled(cancel.reason)
 
 
-async def finished_or(task: asyncio.Task[ToolOutput], fallback: ToolOutput) -> ToolOutput:
-    """The task's output if it finished before cancellation took effect, else ``fallback``."""
+async def finished_or(
+    task: asyncio.Task[ToolOutput], fallback: Callable[[], ToolOutput]
+) -> ToolOutput:
+    """The task's output if it finished before cancellation took effect, else ``fallback()``,
+    made once the task is over (what a stopped tool printed is known only then)."""
     await asyncio.gather(task, return_exceptions=True)
     if task.cancelled() or task.exception() is not None:
-        return fallback
+        return fallback()
     return task.result()

@@ -8,21 +8,22 @@ Every request is built from the log (``request_from_state``), so what the model 
 what was logged.
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
-message, answers any unfinished tool call with an error result, and closes the turn as aborted
-with why it was cancelled (by the user, by a stop signal: the cancel's reason), so the log stays
-balanced and loadable; a cancel that lands before the model call went out logs no reply (there
-was no call). A provider failure mid-stream does the same after its ``request/error`` (the
-message carries the error's code) and closes the turn as an error. A reply the provider stopped
-itself (``filtered``: a content filter, a refusal) is kept, but its tool calls are not run: each
-gets a ``NOT_RUN`` error result and the turn ends as an error. The calls of a reply cut at the
-output-token limit are not run either (their arguments may be cut): the turn goes on so the
-model can issue them again, and a second cut in a row ends it ``max-tokens``
-(``dsh.agent.step_outcome``). With ``text_tool_calls`` on, a reply whose whole text is valid
-tool calls is logged as those calls (``dsh.llm.text_tool_calls``) and they run through approval
-like any other, or not at all when the reply was cut; a cut reply whose text began as such a
-call is answered with a ``user/message`` saying so, and counts as a cut call. A read-only call
-repeated in a turn with the same result is told so in its result, and the turn stops at
-``tools.max_repeated_calls`` such calls (``dsh.agent.repeated_calls``).
+message, answers any unfinished tool call with an error result (a stopped command's with what it
+printed until then), and closes the turn as aborted with why it was cancelled (by the user, by a
+stop signal: the cancel's reason), so the log stays balanced and loadable; a cancel that lands
+before the model call went out logs no reply (there was no call). A provider failure mid-stream
+does the same after its ``request/error`` (the message carries the error's code) and closes the
+turn as an error. A reply the provider stopped itself (``filtered``: a content filter, a
+refusal) is kept, but its tool calls are not run: each gets a ``NOT_RUN`` error result and the
+turn ends as an error. The calls of a reply cut at the output-token limit are not run either
+(their arguments may be cut): the turn goes on so the model can issue them again, and a second
+cut in a row ends it ``max-tokens`` (``dsh.agent.step_outcome``). With ``text_tool_calls`` on, a
+reply whose whole text is valid tool calls is logged as those calls
+(``dsh.llm.text_tool_calls``) and they run through approval like any other, or not at all when
+the reply was cut; a cut reply whose text began as such a call is answered with a
+``user/message`` saying so, and counts as a cut call. A read-only call repeated in a turn with
+the same result is told so in its result, and the turn stops at ``tools.max_repeated_calls``
+such calls (``dsh.agent.repeated_calls``).
 """
 
 from __future__ import annotations

@@ -4,8 +4,12 @@ Every call of a reply is logged (``tool/call``) before any runs; each then runs 
 it must follow (``dsh.agent.call_order``) have finished, and the results are logged in call
 order, a repeated read-only call's with its note (``dsh.agent.repeated_calls``). A cancel
 answers every call that had not finished with a ``CANCELLED`` error result saying why the turn
-stopped. Calls that are not run at all (an interrupted, stopped or cut reply's) get an error
-result each (``answer_unrun_calls``), so every call has its result.
+stopped; a call that was stopped mid-run with output (a ``bash`` command, ``OutputSoFar``) keeps
+what it printed until then in that result, marked as cut short, bounded and masked as a finished
+call's output. Each result is logged once, after its call's task is over: a crash before that
+leaves the call for crash repair to answer. Calls that are not run at all (an interrupted,
+stopped or cut reply's) get an error result each (``answer_unrun_calls``), so every call has
+its result.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dsh.agent.turn_close import tool_call, tool_result
 from dsh.events import ToolCallBlock
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.base import OutputSoFar, ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry
 
 Guard = Callable[[Awaitable[ToolOutput]], Awaitable[ToolOutput]]
@@ -47,11 +51,15 @@ async def run_tool_calls(
     call_seqs = [session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
     read_only = functools.partial(is_read_only, tools)
     tasks: list[asyncio.Task[ToolOutput]] = []
-    for call, after in zip(calls, call_order(calls, read_only), strict=True):
+    outputs_so_far = [OutputSoFar() for _ in calls]
+    for call, after, so_far in zip(
+        calls, call_order(calls, read_only), outputs_so_far, strict=True
+    ):
         ready = [tasks[i] for i in after]
-        tasks.append(asyncio.create_task(_execute(session, tools, policy, workspace, call, ready)))
+        run = _execute(session, tools, policy, workspace, call, ready, so_far)
+        tasks.append(asyncio.create_task(run))
     cancelled: str | None = None
-    for call, call_seq, task in zip(calls, call_seqs, tasks, strict=True):
+    for call, call_seq, task, so_far in zip(calls, call_seqs, tasks, outputs_so_far, strict=True):
         if cancelled is None:
             try:
                 output = await guard(asyncio.shield(task))
@@ -60,7 +68,8 @@ async def run_tool_calls(
                 for pending in tasks:
                     pending.cancel()
         if cancelled is not None:
-            output = await finished_or(task, cancelled_answer(cancelled))
+            answer = functools.partial(cancelled_answer, tools, cancelled, so_far)
+            output = await finished_or(task, answer)
         append = functools.partial(log_tool_result, session, turn, step, call, call_seq)
         if cancelled is not None:
             append(output)
@@ -69,10 +78,16 @@ async def run_tool_calls(
     return cancelled
 
 
-def cancelled_answer(reason: str) -> ToolOutput:
+def cancelled_answer(tools: ToolRegistry, reason: str, so_far: OutputSoFar) -> ToolOutput:
     """The ``CANCELLED`` result of a call the cancel stopped (``reason``: why the turn was
-    cancelled)."""
-    return ToolOutput(f"[CANCELLED] this tool call was {reason}", is_error=True, code="CANCELLED")
+    cancelled), with what it printed until then when it left that (masked, as every output)."""
+    text = f"[CANCELLED] this tool call was {reason}"
+    if so_far.text is not None:
+        printed = so_far.text or "(no output)\n"
+        end = "" if printed.endswith("\n") else "\n"
+        text += f" and stopped before it finished; its output until then:\n{printed}{end}"
+        text += "[cut short by the cancel]"
+    return tools.masked(ToolOutput(text, is_error=True, code="CANCELLED"))
 
 
 def is_read_only(tools: ToolRegistry, call: ToolCallBlock) -> bool:
@@ -88,12 +103,18 @@ async def _execute(
     workspace: Path,
     call: ToolCallBlock,
     after: Sequence[asyncio.Task[ToolOutput]],
+    so_far: OutputSoFar,
 ) -> ToolOutput:
-    """Run ``call`` once the calls it must follow (``call_order``) have finished."""
+    """Run ``call`` once the calls it must follow (``call_order``) have finished; if it is
+    cancelled, the tool leaves what it printed in ``so_far``."""
     if after:
         await asyncio.wait(after)
     ctx = ToolContext(
-        workspace=workspace, session_id=session.id, call_id=call.id, history=session.events
+        workspace=workspace,
+        session_id=session.id,
+        call_id=call.id,
+        history=session.events,
+        output_so_far=so_far,
     )
     return await tools.execute(call.id, call.name, call.arguments, ctx, policy)
 

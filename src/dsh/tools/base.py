@@ -21,6 +21,17 @@ ToolKind = Literal["read", "write", "shell", "meta", "mcp"]
 Caller = Literal["agent", "cli", "human"]
 
 
+class OutputSoFar:
+    """Where a tool stopped mid-run (``bash``) leaves what it had printed when its call is
+    cancelled, bounded as it bounds a finished call's output: the loop answers the cancelled
+    call with it (``dsh.agent.tool_calls``). None: the tool left nothing."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     workspace: Path
@@ -30,6 +41,8 @@ class ToolContext:
     history: Sequence[Event] = ()
     """The session log at call time (recall tools read it)."""
     caller: Caller = "agent"
+    output_so_far: OutputSoFar | None = None
+    """Where the tool leaves what it printed if its call is cancelled (None: nobody reads it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ model can make — an unknown tool, arguments that are not a JSON object, a miss
 wrongly typed key — comes back as an error output with a code (``UNKNOWN_TOOL``,
 ``INVALID_ARGUMENT``), as does a denial (``DENIED``), a ``ToolError`` (its own code) and any other
 exception inside a tool (``TOOL_FAILED``). Only cancellation propagates. Every output, success or
-error, has known secret values masked (``SecretPolicy.mask``) before it is returned.
+error, has known secret values masked (``SecretPolicy.mask``) before it is returned; ``masked``
+does the same for a cancelled call's answer, made by the loop from what the tool left.
 """
 
 from __future__ import annotations
@@ -62,22 +63,26 @@ class ToolRegistry:
     ) -> ToolOutput:
         """Run one tool call; every failure comes back as an error ``ToolOutput``, and known
         secret values in the output are masked before anyone logs it."""
-        output = await self._execute(call_id, name, arguments_json, ctx, policy)
+        return self.masked(await self._execute(call_id, name, arguments_json, ctx, policy))
+
+    def masked(self, output: ToolOutput) -> ToolOutput:
+        """``output`` with known secret values masked in its text and meta: every output that is
+        logged, a cancelled call's answer with what it printed too."""
         text = self.secrets.mask(output.text)
-        meta = self._masked(output.meta)
+        meta = self._masked_value(output.meta)
         if text == output.text and meta == output.meta:
             return output
         return dataclasses.replace(output, text=text, meta=meta)
 
-    def _masked(self, value: Any) -> Any:
+    def _masked_value(self, value: Any) -> Any:
         """``value`` (a result's meta: an edit's diff lines hold the file's own lines) with
         every string in it masked, however nested."""
         if isinstance(value, str):
             return self.secrets.mask(value)
         if isinstance(value, dict):
-            return {key: self._masked(item) for key, item in value.items()}
+            return {key: self._masked_value(item) for key, item in value.items()}
         if isinstance(value, list | tuple):
-            return type(value)(self._masked(item) for item in value)
+            return type(value)(self._masked_value(item) for item in value)
         return value
 
     async def _execute(

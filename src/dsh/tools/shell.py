@@ -7,7 +7,10 @@ exited. A background process that keeps the output pipe open after the shell exi
 (after a short grace period, with the shell's process group); one whose output is redirected
 away keeps running until dsh exits. On timeout, and when the awaiting task is cancelled,
 everything the command started is killed, what left its process group (``setsid``, a
-double-forked daemon) included; on Linux that holds for dsh's exit too.
+double-forked daemon) included; on Linux that holds for dsh's exit too. A cancelled call leaves
+what the command printed until then, capped as a finished call's output is, in the context's
+``output_so_far``, read once everything is killed (the pipe's rest included): the loop answers
+the call with it.
 """
 
 from __future__ import annotations
@@ -132,9 +135,13 @@ class BashTool:
                 )
         except BaseException:
             shell.signal_stop()
-            reader.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(shell.stopped(), 2)
+                # Everything the command started is gone: the pipe holds the rest of its output.
+                await asyncio.wait_for(reader, PIPE_GRACE_SECONDS)
+            reader.cancel()
+            if ctx.output_so_far is not None:
+                ctx.output_so_far.text = out.text()
             raise
         finally:
             shell.release()
