@@ -61,4 +61,6 @@ def test_a_stop_signal_quits_the_tui_keeping_what_was_streamed(
     kept = [e for e in events if e["type"] == "assistant/message"]
     assert len(kept) == 1 and kept[0]["data"]["interrupted"] is True
     assert kept[0]["data"]["message"]["content"][0]["text"] == PARTIAL
-    assert [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"] == ["aborted"]
+    (end,) = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
+    assert end["kind"] == "aborted"
+    assert end["error"].startswith(f"cancelled by {signum.name} (")  # not "by the user"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from dsh.agent.runtime import Route
 from dsh.errors import ConfigError
 from dsh.surface import Session
 from dsh.web import WebRuntime
+from dsh.web.sessions import CANCELLED_BY_SHUTDOWN
 from tests.web.conftest import (
     WebEnv,
     error_of,
@@ -320,6 +322,20 @@ def test_close_releases_the_lock(client: TestClient, env: WebEnv) -> None:
     other = Session.open(env.store, sid, writable=True)  # the lock is free again
     other.close()
     assert error_of(client.post(f"/api/sessions/{sid}/close")) == (409, "SESSION_NOT_OPEN")
+
+
+def test_a_turn_running_when_the_server_stops_says_so_not_the_user(env: WebEnv) -> None:
+    env.script[:] = [{"text": "far too slow", "delayMs": 3_600_000}]  # only a cancel ends it
+    with open_client(env) as c:
+        sid = new_session(c)
+        assert c.post(f"/api/sessions/{sid}/prompt", json={"text": "one"}).status_code == 202
+        deadline = time.monotonic() + 30
+        while not any(b'"type":"user/message"' in line for line in env.log_lines(sid)):
+            assert time.monotonic() < deadline, "the turn never began"  # its prompt is logged
+            time.sleep(0.01)
+    last = json.loads(env.log_lines(sid)[-1])
+    assert last["type"] == "turn/end"
+    assert last["data"]["reason"] == {"kind": "aborted", "error": CANCELLED_BY_SHUTDOWN}
 
 
 def test_shutdown_releases_every_lock(env: WebEnv) -> None:

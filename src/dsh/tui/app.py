@@ -19,8 +19,9 @@ from textual.binding import Binding
 from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
+from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.prompt_commands import PromptCommandSource
-from dsh.agent.stop_signals import STOP_SIGNALS
+from dsh.agent.stop_signals import STOP_SIGNALS, cancelled_by
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.config import dsh_home
 from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError, error_line, printable_line
@@ -388,7 +389,9 @@ class DshApp(WarningsApp[None]):
     async def action_quit(self) -> None:
         """Leave; a running turn is cancelled first so the log closes it (``turn/end``)."""
         worker = self._worker
-        if worker is not None and not worker.is_finished and self.controller.cancel():
+        stopped_by = self._stopped_by
+        reason = CANCELLED_BY_USER if stopped_by is None else cancelled_by(stopped_by)
+        if worker is not None and not worker.is_finished and self.controller.cancel(reason):
             self.set_busy("cancelling…")
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import msgspec
 
 from dsh.agent import session_settings
+from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.runtime import Route, resolve_route
@@ -292,9 +293,10 @@ class Controller:
         """When the running turn's model call started, while it has produced nothing yet."""
         return self.runner.waiting_since if self.runner is not None else None
 
-    def cancel(self) -> bool:
-        """Cancel the running turn or ``/compact``; False if nothing runs."""
-        return self.runner is not None and self.runner.cancel() is not None
+    def cancel(self, reason: str = CANCELLED_BY_USER) -> bool:
+        """Cancel the running turn or ``/compact`` (a turn ends with ``reason``); False if
+        nothing runs."""
+        return self.runner is not None and self.runner.cancel(reason) is not None
 
     async def compact(self, focus: str | None) -> str:
         """``/compact [focus]`` on an idle session; returns the answer people see."""

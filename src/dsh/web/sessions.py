@@ -67,6 +67,9 @@ log = logging.getLogger("dsh.web")
 
 T = TypeVar("T")
 
+CANCELLED_BY_SHUTDOWN = "cancelled because dsh web stopped (Ctrl-C, SIGTERM or SIGHUP)"
+"""Why a turn running when the server stops ends: not a person's Stop on its page."""
+
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -305,7 +308,7 @@ class SessionRegistry:
         for handle in list(self.handles.values()):
             task = handle.runner.task
             if task is not None:
-                handle.runner.cancel()
+                handle.runner.cancel(CANCELLED_BY_SHUTDOWN)
                 tasks.append(task)
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
