@@ -23,6 +23,7 @@ from dsh.cli import context, termination
 from dsh.config import Settings, load_settings, window_too_small
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
+from dsh.llm.registry import KEYLESS_PROVIDERS, KNOWN_PROVIDERS
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import EventStore
 from dsh.surface import Session
@@ -122,6 +123,7 @@ def session_route(
     the conversation's provider, so that provider is not resolved (no key, no script needed)."""
     logged = _logged_route(session, recorded, settings.provider.context_window)
     conversation = logged.provider if logged is not None else settings.provider.name
+    _refuse_a_keyless_summariser(settings, session, conversation)
     if not _summarizes_on(settings, conversation):
         if logged is None:
             cfg = settings.provider
@@ -133,6 +135,38 @@ def session_route(
         return configured
     window = logged.context_window or configured.context_window
     return Route(configured.provider, logged.model, window)
+
+
+def _refuse_a_keyless_summariser(settings: Settings, session: Session, conversation: str) -> None:
+    """A model summariser on the scripted or replay provider cannot run here: those providers
+    answer from a script (``--script``) or a recorded session (``--replay``), which only
+    ``dsh run`` takes. Said as what ``dsh compact`` can do instead."""
+    target = summarizer_target(settings, conversation)
+    if target is None:
+        return
+    on_conversation = target[0] == conversation
+    provider = settings.provider.name if on_conversation else target[0]
+    if provider not in KEYLESS_PROVIDERS:
+        return
+    elsewhere = ""
+    if settings.compaction.summarizer_provider is None:  # else it names the provider, not a flag
+        names = [  # a session's summariser base URL is the one it recorded, if any
+            name
+            for name, known in KNOWN_PROVIDERS.items()
+            if settings.compaction.summarizer_base_url
+            or known.base_url
+            or known.adapter != "openai-compat"
+        ]
+        elsewhere = (
+            f" or a model on another provider (--summarizer PROVIDER:MODEL, PROVIDER one of "
+            f"{', '.join(names)})"
+        )
+    flag = "--script" if provider == "scripted" else "--replay"
+    what = f"session {session.id} runs on" if on_conversation else "the summariser is on"
+    raise UsageError(
+        f"{what} the {provider} provider, which dsh compact cannot call (it takes no {flag}): "
+        f"compact with --summarizer extractive (no model){elsewhere}"
+    )
 
 
 def _summarizes_on(settings: Settings, provider: str) -> bool:
