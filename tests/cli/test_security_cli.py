@@ -161,7 +161,7 @@ def test_repair_salvages_a_log_corrupt_in_the_middle(tmp_path: Path, env) -> Non
     assert report[0] == f"session {sid}: copied the original to {copies[0]}"
     assert report[1] == "kept lines 1-8 (the header and 7 events, seq 0-6)"
     assert report[2].startswith(f"dropped lines 9-{total} ({total - 8} lines, ")
-    assert "first bad line 9: line 9: not valid JSON" in report[2]
+    assert "bytes); first bad line 9: not valid JSON" in report[2]  # the place named once
     assert path.read_bytes() == b"".join(original.splitlines(keepends=True)[:8])
     shown = dsh("sessions", "export", sid, "--format", "md", env=env, cwd=tmp_path)
     assert "answer 0" in shown.stdout

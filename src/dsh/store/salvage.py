@@ -14,6 +14,7 @@ atomically. The report says exactly which lines were dropped and why.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +69,8 @@ class SalvageReport:
         if dropped:
             out.append(
                 f"dropped lines {self.kept_lines + 1}-{self.total_lines} ({dropped} lines, "
-                f"{self.dropped_bytes} bytes); first bad line {self.first_bad_line}: {self.reason}"
+                f"{self.dropped_bytes} bytes); "
+                + first_bad("line", self.first_bad_line, self.reason)
             )
         if self.zero_bytes:
             out.append(f"dropped a zero-filled tail of {self.zero_bytes} bytes (power loss)")
@@ -181,6 +183,14 @@ def loadable_prefix(
 def _in_units(message: str, unit: str) -> str:
     """The codec names a place ``line N``; the SQLite store calls it ``seq N``."""
     return message if unit == "line" else message.replace("line ", f"{unit} ", 1)
+
+
+def first_bad(unit: str, number: int | None, reason: str | None) -> str:
+    """``first bad line 8: checksum mismatch``: the place once, where the reason (which names
+    the place the codec stopped at) already begins with it."""
+    place = f"{unit} {number}"
+    named = reason is not None and re.match(rf"{place}\b", reason) is not None
+    return f"first bad {reason}" if named else f"first bad {place}: {reason}"
 
 
 def _zero_filled(raw: bytes) -> bool:

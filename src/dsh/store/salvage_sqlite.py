@@ -24,7 +24,7 @@ from dsh.events import decode_events
 from dsh.store.base import decode_header
 from dsh.store.derived import drop_derived
 from dsh.store.jsonl import fsync_dir
-from dsh.store.salvage import Validator, loadable_prefix
+from dsh.store.salvage import Validator, first_bad, loadable_prefix
 from dsh.store.sqlite import SqliteStore, connect
 
 _COPY_CHUNK = 1 << 20
@@ -72,7 +72,7 @@ class SqliteSalvageReport:
         if dropped:
             out.append(
                 f"dropped events seq {self.kept}-{self.stored - 1} ({dropped} events, "
-                f"{self.dropped_bytes} bytes); first bad seq {self.first_bad_seq}: {self.reason}"
+                f"{self.dropped_bytes} bytes); " + first_bad("seq", self.first_bad_seq, self.reason)
             )
         if self.unreadable is not None:
             out.append(

@@ -93,11 +93,23 @@ def read_whole(
         reason = _without_path(str(exc), store, header.id)
         # a newer dsh's log is not damaged: repair would drop what this version cannot read
         prefix = NEWER if isinstance(exc, UnknownEventTypeError) else UNREADABLE
-        return summarize(header, [], title=f"{prefix}{trim_title(reason, 40)})")
+        return summarize(header, [], title=f"{prefix}{closed(trim_title(reason, 40))})")
     try:
         return summarize(header, log.events, title_chars=title_chars)
     finally:
         log.close()
+
+
+def closed(text: str) -> str:
+    """``text`` with a bracket its cut left open closed after it: a reason cut inside its own
+    bracket (``checksum mismatch (stored 2625c…``) still reads as one bracketed title."""
+    depth = 0
+    for character in text:
+        if character == "(":
+            depth += 1
+        elif character == ")" and depth:
+            depth -= 1
+    return text + ")" * depth
 
 
 def _without_path(reason: str, store: EventStore, session_id: str) -> str:
