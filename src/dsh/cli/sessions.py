@@ -12,7 +12,7 @@ import click
 
 from dsh.cli import context
 from dsh.config import dsh_home, trusted_directories
-from dsh.errors import LogCorruptError, UsageError, error_line, printable_line
+from dsh.errors import LogCorruptError, StoreError, UsageError, error_line, printable_line
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
@@ -76,7 +76,12 @@ def _mention_the_other_store(store: EventStore, *, here: str | None) -> None:
         else ("jsonl", SqliteStore(dsh_home()))
     )
     name = "jsonl" if current == "sqlite" else "sqlite"
-    count = sum(1 for h in other.list() if here is None or h.cwd == here) + len(other.unreadable())
+    try:
+        count = sum(1 for h in other.list() if here is None or h.cwd == here)
+        count += len(other.unreadable())
+    except StoreError as exc:  # a store not in use does not stop the listing of the one in use
+        context.warn(f"the {name} store, which is not in use, cannot be read: {exc}")
+        return
     if count:
         click.echo(
             f"{count} more session(s) in the {name} store ({store_location(other)}): list them "

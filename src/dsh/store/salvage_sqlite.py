@@ -22,6 +22,7 @@ from pathlib import Path
 from dsh.errors import SessionNotFoundError, StoreError
 from dsh.events import decode_events
 from dsh.store.base import decode_header
+from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.derived import drop_derived
 from dsh.store.jsonl import fsync_dir
 from dsh.store.salvage import Validator, first_bad, loadable_prefix
@@ -93,7 +94,7 @@ def salvage_sqlite_session(
     Holds the session's write lock throughout. Raises ``LogCorruptError`` when the session's
     header is unreadable (there is nothing to keep) and ``StoreError`` when SQLite cannot delete
     the bad rows (the copy is kept and named; nothing else changed)."""
-    if not store.path.is_file():
+    if not database_exists(store.path):
         raise SessionNotFoundError(f"no session {session_id!r} in {store.path}")
     lock = store.write_lock(session_id)
     try:
@@ -118,6 +119,8 @@ def plan_sqlite_salvage(
     try:
         row = db.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
     except sqlite3.DatabaseError as exc:
+        if is_damage(exc):
+            raise damaged_database(path, exc) from exc
         raise StoreError(
             f"{path}: cannot read the header of session {session_id} ({exc}); nothing was changed"
         ) from exc

@@ -43,6 +43,7 @@ from dsh.store.base import (
     new_header,
     now_millis,
 )
+from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_rows, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
@@ -70,6 +71,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    database_exists(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -82,6 +84,8 @@ def _connect(path: Path) -> sqlite3.Connection:
         _migrate(db)
     except (StoreError, sqlite3.Error) as exc:
         db.close()
+        if is_damage(exc):
+            raise damaged_database(path, exc) from exc
         raise StoreError(f"cannot open session database {path}: {exc}") from exc
     return db
 
@@ -122,6 +126,8 @@ def connect_reader(path: Path) -> sqlite3.Connection:
             raise StoreError("its schema is older than this dsh and cannot be migrated read-only")
     except (StoreError, sqlite3.Error) as exc:
         db.close()
+        if is_damage(exc):
+            raise damaged_database(path, exc) from exc
         raise StoreError(f"cannot open session database {path} read-only: {exc}") from exc
     return db
 
@@ -292,17 +298,19 @@ class SqliteStore:
         except sqlite3.Error as exc:
             lock.release()
             db.close()
+            if is_damage(exc):
+                raise damaged_database(self.path, exc) from exc
             raise StoreError(f"cannot create session in {self.path}: {exc}") from exc
         return SqliteSessionLog(
             db, header, list(seed), lock=lock, resumed=bool(seed), path=self.path
         )
 
     def open(self, session_id: str, *, writable: bool = False) -> SqliteSessionLog:
-        if not self.path.is_file():
+        if not database_exists(self.path):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
         db = _connect(self.path) if writable else connect_reader(self.path)
         try:
-            row = db.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = _read_header(db, self.path, session_id)
             if row is None:
                 raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
             lock = self._lock(session_id) if writable else None
@@ -364,11 +372,15 @@ class SqliteStore:
         return [u for u in self._scan() if isinstance(u, UnreadableSession)]
 
     def _scan(self) -> list[SessionHeader | UnreadableSession]:
-        if not self.path.is_file():
+        if not database_exists(self.path):
             return []
         db = connect_reader(self.path)
         try:
             rows = db.execute("SELECT id, header FROM sessions ORDER BY id").fetchall()
+        except sqlite3.DatabaseError as exc:  # the sessions table: no session can be named
+            if is_damage(exc):
+                raise damaged_database(self.path, exc) from exc
+            raise StoreError(f"cannot list the sessions in {self.path}: {exc}") from exc
         finally:
             db.close()
         found: list[SessionHeader | UnreadableSession] = []
@@ -382,6 +394,20 @@ class SqliteStore:
 
     def list(self) -> list[SessionHeader]:
         return [h for h in self._scan() if isinstance(h, SessionHeader)]
+
+
+def _read_header(db: sqlite3.Connection, path: Path, session_id: str) -> tuple[bytes] | None:
+    """The session's header row; a sessions table SQLite cannot read is a damaged database,
+    which ``dsh sessions repair`` cannot mend (it is a session's event rows that it cuts)."""
+    try:
+        row: tuple[bytes] | None = db.execute(
+            "SELECT header FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        if is_damage(exc):
+            raise damaged_database(path, exc) from exc
+        raise
+    return row
 
 
 def _check_after_crash(db: sqlite3.Connection, path: Path, lock: WriteLock | None) -> str | None:
