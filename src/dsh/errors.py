@@ -40,8 +40,9 @@ def shown_as_error(record: object) -> bool:
 ERROR_LINE_CHARS = 300
 """How long ``error_line`` lets an error's text get."""
 WARNING_LINE_CHARS = 2 * ERROR_LINE_CHARS
-"""How long a warning's text gets, on stderr (``dsh.cli.warning_lines``) or in the terminal UI's
-toasts and ``/warnings`` (``dsh.tui.app_warnings``): room for an error's text (itself at most
+"""How long a warning's text gets, on stderr (``dsh.cli.warning_lines``), in the terminal UI's
+toasts and ``/warnings`` (``dsh.tui.app_warnings``) and in the web page's (as ``dsh web`` keeps
+and sends it, ``dsh.web.warning_feed``): room for an error's text (itself at most
 ``ERROR_LINE_CHARS``) and dsh's words around it (``turn 3 stopped: …``, a file's path)."""
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from dsh.agent.runtime import Route
 from dsh.config import McpSettings
-from dsh.errors import ERROR_LINE_CHARS
+from dsh.errors import ERROR_LINE_CHARS, WARNING_LINE_CHARS
 from dsh.events import Event
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.surface import Session
@@ -312,3 +312,38 @@ def test_a_sessions_load_warning_is_listed_on_its_pages_once_per_load(
         page.click("#warnings-toggle")
         assert rows(page) == [row] and toasts(page) == []
         assert elsewhere.is_hidden("#warnings-toggle") and toasts(elsewhere) == []
+
+
+def test_a_huge_warnings_toast_takes_a_few_lines_and_scrolls_so_the_conversation_stays_usable(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A warning quoting a huge text: the server sends it cut to ``WARNING_LINE_CHARS`` and its
+    toast is a few lines high, its text scrolling inside it, so the reply's row beside it is not
+    covered; its ✕ still closes it."""
+    env = make_env(tmp_path)
+    sid = stored_session(env, "a question")
+    with serve(env) as server, open_page(browser) as page:
+        watching(page, f"{server.base_url}/?token={TOKEN}#s={sid}")
+        from_a_thread("a server replied: " + "many quoted words " * 5000)
+        page.wait_for_selector(TOASTS)
+        (text,) = toasts(page)
+        assert len(text) == len("warning: ") + WARNING_LINE_CHARS and text.endswith("…")
+        box = page.locator(TOASTS).bounding_box()
+        assert box is not None and box["height"] <= 0.25 * 800
+        scrolls = page.evaluate(
+            "(sel) => { const t = document.querySelector(sel);"
+            " return [t.scrollHeight > t.clientHeight, getComputedStyle(t).overflowY]; }",
+            f"{TOASTS} .toast-text",
+        )
+        assert scrolls == [True, "auto"]
+        # the reply's row, level with the toast's third line and under its width, gets the click
+        answer = page.locator("#log .row.assistant").bounding_box()
+        assert answer is not None and answer["x"] + answer["width"] > box["x"] + 40
+        hit = page.evaluate(
+            "([x, y]) => document.elementFromPoint(x, y).closest('.row')?.textContent ?? null",
+            [box["x"] + 40, answer["y"] + answer["height"] / 2],
+        )
+        assert hit is not None and "an answer" in hit
+        shot(page, "warnings-huge")
+        page.click(f"{TOASTS} button.toast-close")
+        page.wait_for_selector(TOASTS, state="detached")

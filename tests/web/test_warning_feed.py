@@ -21,7 +21,7 @@ from websockets.sync.client import connect
 
 import dsh.cli.web as web_cli
 from dsh.config import McpServerSettings, McpSettings
-from dsh.errors import ERROR_LINE_CHARS, SHOWN_AS_ERROR, error_line
+from dsh.errors import ERROR_LINE_CHARS, SHOWN_AS_ERROR, WARNING_LINE_CHARS, error_line
 from dsh.tools.mcp import close_mcp_servers
 from dsh.web.warning_feed import UPDATE_EVERY, WarningFeed
 from tests.web.conftest import AUTH, WebEnv, make_env, wait_idle
@@ -179,6 +179,27 @@ def test_a_failure_the_page_shows_as_its_error_is_kept_marked_for_listing_only()
         ("error", "the turn failed in session s1", True),
         ("error", "a compaction pass failed", False),
     ]
+
+
+def test_a_huge_warning_is_kept_and_sent_as_one_line_cut_to_the_warning_bound(
+    env: WebEnv,
+) -> None:
+    """A warning quoting a huge text (a server's reply, a log line) reaches the pages as the
+    terminal UI and stderr show it: one line, escapes shown, at most ``WARNING_LINE_CHARS``."""
+    huge = "a reply\n\x1b[31m" + "quoted words " * 20_000
+    served = Served(env)
+    try:
+        server = server_live(served)
+        assert server.next()["kind"] == "hello"
+        from_a_thread(huge)
+        (sent,) = [f["warning"] for f in server.until(warning_frame)]
+        assert sent["text"] == error_line(huge, WARNING_LINE_CHARS)
+        assert len(sent["text"]) == WARNING_LINE_CHARS and sent["text"].endswith("…")
+        assert sent["text"].startswith("a reply \\x1b[31mquoted words quoted")
+        (kept,) = served.http.get("/api/warnings").json()["warnings"]
+        assert kept["text"] == sent["text"]
+    finally:
+        served.close()
 
 
 def test_an_errors_line_is_one_line_its_unprintables_escaped_and_cut_to_the_bound() -> None:

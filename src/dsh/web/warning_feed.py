@@ -6,13 +6,17 @@ the last (at most ``MAX_KEPT`` entries; the oldest go first), and sent as a fram
 
     {"kind": "warning", "warning": {id, session, level, text, count, first, last, shownAsError}}
 
-to the pages it concerns. A repeat is the same ``id`` with a higher ``count``; a warning repeating
-fast is not sent once per repeat: at most one update per warning every ``UPDATE_EVERY`` seconds
-reaches the pages (the first at once, repeats within the interval counted into one update at
-its end, so the last count always arrives). ``shownAsError``:
-the page already shows it as an error of its own (a turn's or ``/compact``'s internal error, as
-the ``error`` frame: its record carries ``dsh.errors.SHOWN_AS_ERROR``), so it lists it with no
-toast of the warnings'; its text names the error (``dsh.errors.error_line``: one line, bounded).
+to the pages it concerns. Its ``text`` is the record's message as ``dsh.errors.error_line``
+makes it (one line, a character that does not print as its escape, at most
+``dsh.errors.WARNING_LINE_CHARS`` characters, as the stderr printer and the terminal UI show a
+warning): of a warning that quotes a huge text, no more is kept or sent. A repeat is the same
+``id`` with a higher ``count``; a warning repeating fast is not sent once per repeat: at most
+one update per warning every ``UPDATE_EVERY`` seconds reaches the pages (the first at once,
+repeats within the interval counted into one update at its end, so the last count always
+arrives). ``shownAsError``: the page already shows it as an error of its own (a turn's or
+``/compact``'s internal error, as the ``error`` frame: its record carries
+``dsh.errors.SHOWN_AS_ERROR``), so it lists it with no toast of the warnings'; its text names
+the error (``dsh.errors.error_line``: one line, bounded).
 
 - One raised while serving a session is that session's (``session`` is its id): a request
   under ``/api/sessions/{id}``, or work such a request started (a turn, a ``/compact``, the
@@ -49,7 +53,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dsh.errors import shown_as_error
+from dsh.errors import WARNING_LINE_CHARS, error_line, shown_as_error
 from dsh.web.live import LiveHub, frame
 
 DSH_LOGGER = "dsh"
@@ -197,7 +201,8 @@ class WarningFeed(logging.Handler):
         if getattr(self._delivering, "active", False):
             return  # raised while this thread delivered a warning: never a loop
         try:
-            text = " ".join(record.getMessage().split())  # one line, as the stderr printer's
+            # one line, escaped and bounded, as the stderr printer and the terminal UI show it
+            text = error_line(record.getMessage(), WARNING_LINE_CHARS)
         except Exception:
             self.handleError(record)
             return
