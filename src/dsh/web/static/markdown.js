@@ -1,6 +1,10 @@
 // Markdown for messages: marked (GFM) -> highlight.js for fenced code -> DOMPurify.
 // Raw HTML in a message is shown as text, never interpreted; links open in a new tab without a
 // referrer (the page URL carries the access token); a bidi control shows as its escape (dom.js).
+// An image the page may load (this origin's, or a data: URL) shows as an image; one from another
+// site, which the page's CSP (img-src 'self' data:) refuses, as a link to it instead of a broken
+// image and a console error: its alt text (else its URL), made by marked's link renderer and
+// sanitised as every other link (DOMPurify drops a javascript: href).
 import { Marked } from './vendor/marked/marked.esm.js';
 import hljs from './vendor/highlight/highlight.min.js';
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
@@ -11,10 +15,44 @@ export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
+/** Whether the page's CSP lets it load an image from `href`: this origin's, or a data: URL. */
+function loadable(href) {
+  try {
+    const url = new URL(href, document.baseURI);
+    return url.protocol === 'data:' || url.origin === location.origin;
+  } catch {
+    return false;
+  }
+}
+
+// An image's words: its alt text's tokens, else its URL as text.
+const imageWords = (token) =>
+  token.tokens?.length ? token.tokens : [{ type: 'text', raw: token.href, text: token.href }];
+
+// In a link, an image the page cannot load is its words (a link holds no link).
+function unlinkedImages(tokens) {
+  return tokens.map((token) => {
+    if (token.type === 'image' && !loadable(token.href)) {
+      return { type: 'text', raw: token.raw, text: token.text, tokens: unlinkedImages(imageWords(token)) };
+    }
+    if (token.tokens) token.tokens = unlinkedImages(token.tokens);
+    return token;
+  });
+}
+
 const RENDERER = {
   renderer: {
     html(token) {
       return escapeHtml(token.text);
+    },
+    image(token) {
+      if (loadable(token.href)) return false;  // marked's <img>, as ever
+      const { href, title, raw } = token;
+      return this.link({ type: 'link', raw, href, title, text: token.text || href, tokens: imageWords(token) });
+    },
+    link(token) {
+      token.tokens = unlinkedImages(token.tokens || []);
+      return false;  // marked's link, with those words
     },
     code(token) {
       const lang = (token.lang || '').trim().split(/\s+/)[0].toLowerCase();
