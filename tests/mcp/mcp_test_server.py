@@ -12,7 +12,8 @@ For the restart tests: ``MCP_TEST_STARTS_FILE`` gets one line (the pid) per star
 of a slow start: with ``MCP_TEST_HOLD_FILE`` set, the server writes ``<that file>.waiting`` and
 then answers nothing (not even ``initialize``) until that file exists. With
 ``MCP_TEST_DAEMON_FILE`` set, it starts ``sleep 600`` in a session of its own (as a daemon does)
-at start and writes that process's pid there.
+at start and writes that process's pid there. ``--long-argument-names`` adds the tool
+``labelled``, whose second argument's name is 144 characters long (the web page's layout tests).
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ def env(name: str) -> str:
     return os.environ.get(name, "(unset)")
 
 
+def labelled(
+    reason: str,
+    an_argument_whose_name_is_longer_than_a_column_can_hold_an_argument_whose_name_is_longer_than_a_column_can_hold_an_argument_whose_name_is_longer: str,  # noqa: E501
+) -> str:
+    """Echo the reason (its other argument has a long name)."""
+    return reason
+
+
 def restarted() -> bool:
     """Record this start in ``MCP_TEST_STARTS_FILE``; True when it is not the first."""
     starts = os.environ.get("MCP_TEST_STARTS_FILE")
@@ -120,6 +129,8 @@ if __name__ == "__main__":
         sys.exit(3)
     if again and "--drop-on-restart" in sys.argv:
         server.remove_tool(sys.argv[sys.argv.index("--drop-on-restart") + 1])
+    if "--long-argument-names" in sys.argv:
+        server.add_tool(labelled)
     start_daemon()
     hold()
     server.run("stdio")
