@@ -8,9 +8,10 @@ the page's script takes the token from the launch URL's ``?token=``, keeps it in
 ``history.replaceState``, so it is not left in the address bar, in the history or in copied
 links. No cookie holds it: a browser sends a cookie for ``127.0.0.1`` to a server on any port
 of that address, so another local user's server the browser visited would have received the
-token. Comparison is constant-time (``hmac.compare_digest``). Failed attempts are rate-limited
-per client address (``429`` once :data:`MAX_FAILURES` failed within :data:`FAILURE_WINDOW`
-seconds).
+token. Comparison is constant-time (``hmac.compare_digest``). Guesses are rate-limited per
+client address: ``429`` once :data:`MAX_FAILURES` distinct wrong tokens failed within
+:data:`FAILURE_WINDOW` seconds (a wrong token presented again is not another guess; see
+:class:`FailureLimiter` for why).
 
 :class:`OriginGuard` is a second line if the token leaks: the ``Host`` must be one the server
 answers to (a loopback bind lists its own names, which defeats DNS rebinding), a WebSocket
@@ -25,6 +26,7 @@ characters: exposing the agent (which runs shell commands) to a network must be 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import re
@@ -150,7 +152,25 @@ def request_token(scope: Scope) -> str | None:
 
 
 class FailureLimiter:
-    """Failed token attempts per client address in a sliding window."""
+    """Guesses of the token per client address in a sliding window: an address is refused
+    (``429``, the right token too) once ``limit`` distinct wrong tokens failed from it within
+    ``window`` seconds.
+
+    A guess is a distinct wrong token. Presenting the same wrong token again learns nothing new,
+    and a request with no token guesses nothing, so neither counts again. Counting every failed
+    request let anything on the machine lock the user out: a page opened with a wrong
+    ``?token=`` (an old launch URL, a link in a reply, another site's link to ``/?token=x``)
+    presents its token on each of its API calls and reconnects, from the user's own address (on
+    loopback every client is ``127.0.0.1``), and a few such tabs spent the limit for a minute.
+    Now no wrong token, however often presented and from however many tabs, costs more than
+    one of the ``limit``.
+
+    Two other fixes were weighed and refused. Counting per presented token only: a guesser
+    presents each token once, so it would never be stopped. Letting the right token through a
+    blocked address: a guesser would go on at full speed and know the right token by its answer
+    no longer being ``429``, so the limit would cap nothing. Locking an address out therefore
+    still takes ``limit`` distinct wrong tokens, which is guessing, what the limit is there to
+    stop. The wrong tokens are kept as SHA-256 digests, never as given."""
 
     def __init__(
         self,
@@ -161,11 +181,12 @@ class FailureLimiter:
         self.limit = limit
         self.window = window
         self.clock = clock
-        self._failures: dict[str, list[float]] = {}
+        self._failures: dict[str, dict[bytes, float]] = {}
+        """Address → the digest of each wrong token it presented → when that last failed."""
 
-    def _recent(self, client: str) -> list[float]:
+    def _recent(self, client: str) -> dict[bytes, float]:
         cutoff = self.clock() - self.window
-        recent = [t for t in self._failures.get(client, []) if t > cutoff]
+        recent = {d: t for d, t in self._failures.get(client, {}).items() if t > cutoff}
         if recent:
             self._failures[client] = recent
         else:
@@ -175,8 +196,12 @@ class FailureLimiter:
     def blocked(self, client: str) -> bool:
         return len(self._recent(client)) >= self.limit
 
-    def record(self, client: str) -> None:
-        self._failures.setdefault(client, []).append(self.clock())
+    def record(self, client: str, token: str | None) -> None:
+        """``client`` presented ``token`` (None: none) and it was not the right one."""
+        if token is None:
+            return
+        digest = hashlib.sha256(token.encode()).digest()
+        self._failures.setdefault(client, {})[digest] = self.clock()
         if len(self._failures) > 10_000:  # a flood of addresses: forget the quiet ones
             for quiet in [c for c in self._failures if not self._recent(c)]:
                 self._failures.pop(quiet, None)
@@ -198,7 +223,7 @@ async def _deny(scope: Scope, receive: Receive, send: Send, error: ApiError) -> 
 
 class TokenAuth:
     """ASGI middleware: 401 (JSON) unless the request presents the token; 429 after too many
-    failures from one address."""
+    guesses (distinct wrong tokens) from one address."""
 
     def __init__(self, app: ASGIApp, token: str, limiter: FailureLimiter | None = None) -> None:
         self.app = app
@@ -214,10 +239,11 @@ class TokenAuth:
             message = "too many failed attempts with a wrong access token; wait a minute"
             await _deny(scope, receive, send, ApiError(429, RATE_LIMITED, message))
             return
-        if token_matches(self.token, request_token(scope)):
+        presented = request_token(scope)
+        if token_matches(self.token, presented):
             await self.app(scope, receive, send)
             return
-        self.limiter.record(client)
+        self.limiter.record(client, presented)
         error = ApiError(
             401,
             UNAUTHORIZED,
