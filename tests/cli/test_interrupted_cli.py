@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dsh.store import JsonlStore
@@ -29,17 +30,20 @@ def wait_for(path: Path, child: subprocess.Popen[str]) -> None:
         time.sleep(0.05)
 
 
-def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(tmp_path, env):
-    started = tmp_path / "started"
-    script = tmp_path / "s.json"
-    command = f"touch {started}; sleep 60"
-    script.write_text(
-        json.dumps([{"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}])
-    )
+def signalled(
+    args: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    ready: Callable[[subprocess.Popen[str]], None],
+    signum: int = signal.SIGINT,
+) -> tuple[int, str, str]:
+    """The real ``dsh ARGS`` (SIGINT at its default action), sent ``signum`` once
+    ``ready(child)`` returns: (exit status, stdout, stderr)."""
     child = subprocess.Popen(
-        [DSH, "run", "--yes", "--script", str(script), "wait for it"],
+        [DSH, *args],
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -47,15 +51,31 @@ def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(tmp_path, env):
         preexec_fn=with_default_sigint,
     )
     try:
-        wait_for(started, child)
-        child.send_signal(signal.SIGINT)
+        ready(child)
+        child.send_signal(signum)
         out, err = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             child.kill()
+    return child.returncode, out, err
+
+
+def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(tmp_path, env):
+    started = tmp_path / "started"
+    script = tmp_path / "s.json"
+    command = f"touch {started}; sleep 60"
+    script.write_text(
+        json.dumps([{"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}])
+    )
+    status, out, err = signalled(
+        ["run", "--yes", "--script", str(script), "wait for it"],
+        env=env,
+        cwd=tmp_path,
+        ready=lambda child: wait_for(started, child),
+    )
 
     session_id = out.splitlines()[-1].removeprefix("session: ")
-    assert child.returncode == 130, err
+    assert status == 130, err
     assert f"stopped by SIGINT; continue with --session {session_id}" in err
     assert "Traceback" not in err
     events = Session.open(JsonlStore(Path(env["DSH_HOME"])), session_id).events
@@ -72,23 +92,9 @@ def test_ctrl_c_during_a_command_without_a_turn_says_interrupted_and_exits_130(t
         f'[mcp.servers.silent]\ncommand = ["sh", "-c", "touch {started}; sleep 60"]\n'
         "startup_timeout_s = 100\n"
     )
-    child = subprocess.Popen(
-        [DSH, "mcp", "list"],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=with_default_sigint,
+    status, _, err = signalled(
+        ["mcp", "list"], env=env, cwd=tmp_path, ready=lambda child: wait_for(started, child)
     )
-    try:
-        wait_for(started, child)
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
 
-    assert child.returncode == 130, err
+    assert status == 130, err
     assert err.strip() == "dsh: interrupted"

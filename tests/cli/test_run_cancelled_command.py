@@ -21,8 +21,7 @@ from dsh.agent.stop_signals import cancelled_by
 from dsh.events import TextBlock, ToolResultEvent, TurnEndEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
-from tests.cli.conftest import DSH
-from tests.cli.test_interrupted_cli import with_default_sigint
+from tests.cli.test_interrupted_cli import signalled
 from tests.tools.test_shell import gone_soon, read_pid
 
 COMMAND = (
@@ -49,25 +48,15 @@ def test_a_signal_during_a_command_keeps_its_output_and_logs_what_stopped_the_tu
     script = tmp_path / "s.json"
     call = {"name": "bash", "arguments": {"command": COMMAND}}
     script.write_text(json.dumps([{"toolCalls": [call]}]))
-    child = subprocess.Popen(
-        [DSH, "run", "--yes", "--script", str(script), "run the build"],
+    status, out, err = signalled(
+        ["run", "--yes", "--script", str(script), "run the build"],
         env=env,
         cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=with_default_sigint,
+        ready=lambda child: wait_for_line(tmp_path / "progress.log", "printed", child),
+        signum=signum,
     )
-    try:
-        wait_for_line(tmp_path / "progress.log", "printed", child)
-        child.send_signal(signum)
-        out, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
 
-    assert child.returncode == 128 + signum, err
+    assert status == 128 + signum, err
     assert "Traceback" not in err
     assert gone_soon(read_pid(tmp_path / "sleeper.pid"))
     session_id = out.splitlines()[-1].removeprefix("session: ")

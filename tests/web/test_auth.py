@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +15,7 @@ from dsh.cli import web as web_cli
 from dsh.errors import UsageError
 from dsh.web.auth import check_bind, is_loopback, new_token, token_matches
 from tests.web.conftest import TOKEN, WebEnv, error_of
+from tests.web.real_command import dsh_web_process
 
 API_ROUTES = [
     ("GET", "/api/sessions"),
@@ -208,29 +205,10 @@ def test_cli_binds_non_loopback_with_an_explicit_token(
 def test_dsh_web_serves_until_interrupted(tmp_path: Path) -> None:
     """The real command in a process: prints the URL with a fresh token, answers with it,
     refuses without it, and exits cleanly on Ctrl-C."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
-    env["DSH_HOME"] = str(tmp_path / "home")
-    code = "from dsh.cli.web import web; web()"
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, "--port", "0", "--no-open", "--provider", "scripted"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_-]{40,})", line)
-        assert match, line
-        base, token = match.groups()
-        with httpx.Client(base_url=base, timeout=10) as http:
+    with dsh_web_process(tmp_path) as web:
+        assert len(web.token) >= 40 and re.fullmatch(r"[A-Za-z0-9_-]+", web.token)
+        with httpx.Client(base_url=web.base, timeout=10) as http:
             assert http.get("/api/sessions").status_code == 401
-            ok = http.get("/api/sessions", headers={"Authorization": f"Bearer {token}"})
+            ok = http.get("/api/sessions", headers={"Authorization": f"Bearer {web.token}"})
             assert ok.status_code == 200 and ok.json() == {"sessions": []}
-            assert http.get(f"/?token={token}").status_code == 200
-    finally:
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=15)
-    assert process.returncode == 0, stderr
+            assert http.get(f"/?token={web.token}").status_code == 200

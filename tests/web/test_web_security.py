@@ -3,11 +3,6 @@ route that serves only its listed files, and no path echoed back."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +17,7 @@ from dsh.web import BackgroundServer, create_app
 from dsh.web.app import STATIC_DIR, static_files
 from dsh.web.auth import FailureLimiter, check_bind, loopback_hosts
 from tests.web.conftest import AUTH, TOKEN, WebEnv, error_of, make_env
+from tests.web.real_command import dsh_web_process
 from tests.web.test_failure_limit import CountingLimiter
 
 
@@ -236,25 +232,10 @@ def test_dsh_web_refuses_a_host_name_it_does_not_answer_to(tmp_path: Path) -> No
     """DNS rebinding, through the real command: a page of evil.example, its name resolving to
     127.0.0.1 again, reaches the server as the same origin, but its requests say
     ``Host: evil.example:PORT``; they are refused before the token is looked at."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
-    env["DSH_HOME"] = str(tmp_path / "home")
-    code = "from dsh.cli.web import web; web()"
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, "--port", "0", "--no-open", "--provider", "scripted"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
-        assert match, line
-        base, port, token = match.groups()
-        bearer = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=base, timeout=30) as http:
+    with dsh_web_process(tmp_path) as web:
+        bearer = {"Authorization": f"Bearer {web.token}"}
+        port = web.port
+        with httpx.Client(base_url=web.base, timeout=30) as http:
             for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}"):
                 for path, headers in (("/", {}), ("/s/app.js", {}), ("/api/sessions", bearer)):
                     refused = http.get(path, headers={**headers, "Host": host})
@@ -263,10 +244,6 @@ def test_dsh_web_refuses_a_host_name_it_does_not_answer_to(tmp_path: Path) -> No
                 assert error_of(created) == (403, "FORBIDDEN")
             for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
                 assert http.get("/api/sessions", headers={**bearer, "Host": host}).is_success
-    finally:
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 0, stderr
 
 
 def test_a_link_with_another_token_does_not_replace_the_one_that_works(
