@@ -14,8 +14,10 @@ from dsh.errors import StoreError
 def database_exists(path: Path) -> bool:
     """Whether the session database file is there; a path that is there but is no file (a
     directory) is refused in one line, not taken for a store without sessions."""
-    if path.is_file() or not path.exists():
-        return path.is_file()
+    if path.is_file():
+        return True
+    if not path.exists():
+        return False
     what = "a directory" if path.is_dir() else "not a regular file"
     raise StoreError(
         f"the session database {path} is {what}, not a database file: move it out of the way "

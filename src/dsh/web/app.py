@@ -324,7 +324,7 @@ def create_app(
 
     async def prompt(request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        await registry.require_open(session_id)
+        handle = await registry.require_open(session_id)
         body = await read_body(request, PromptBody)
         if not body.text.strip():
             raise bad_request("text must not be empty")
@@ -332,7 +332,6 @@ def create_app(
             raise bad_request(f"text is longer than {MAX_PROMPT_CHARS} characters")
         text = body.text
         if body.command:
-            handle = await registry.require_open(session_id)
             text = await prompt_commands.expand(text, Path(handle.session.header.cwd))
         await registry.start_prompt(session_id, text)
         return JSONResponse({"started": "turn"}, status_code=202)
