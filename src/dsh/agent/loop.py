@@ -39,6 +39,7 @@ from dsh.agent.cancel import CANCELLED_BY_USER, CancelRequest, guarded
 from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
+from dsh.agent.mentions import attachment_notes
 from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
@@ -46,7 +47,7 @@ from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.step_outcome import CallOutcome, plan_step
 from dsh.agent.tool_calls import answer_unrun_calls, is_read_only, run_tool_calls
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
-from dsh.config import DEFAULT_MAX_REPEATED_CALLS
+from dsh.config import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_REPEATED_CALLS
 from dsh.errors import ProviderError
 from dsh.events import (
     AssistantMessage,
@@ -105,6 +106,9 @@ class AgentConfig:
     recall: RecallOffer | None = None
     """Tools offered only once the log holds a checkpoint (``dsh.agent.recall_offer``)."""
     max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
+    attach_mentions: bool = False
+    """``@path`` in a prompt attaches the file (``dsh.agent.mentions``; ``tools.attach_mentions``
+    turns it on for the faces)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,15 @@ class Agent:
                     log.warning("could not close the failed turn %d", turn, exc_info=True)
             raise
 
+    async def _attachments(self, turn: int, prompt: str) -> list[Message]:
+        """The notes ``@path`` mentions in ``prompt`` attach, when that is on."""
+        if not self.config.attach_mentions:
+            return []
+        window = self.config.context_window or DEFAULT_CONTEXT_WINDOW
+        return await attachment_notes(
+            prompt, self.workspace, self.tools.secrets, turn=turn, context_window=window
+        )
+
     async def _turn(self, turn: int, prompt: str) -> TurnResult:
         pending: list[Message] = [
             Message(
@@ -186,7 +199,8 @@ class Agent:
                 role="user",
                 content=(TextBlock(text=loggable_text(prompt)),),
                 source=UserSource(),
-            )
+            ),
+            *await self._attachments(turn, prompt),
         ]
         last_text = ""
         step = 0

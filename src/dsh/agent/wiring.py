@@ -253,6 +253,7 @@ def build_agent(
         stream_idle_timeout=generation.generation.stream_idle_timeout,
         call_timeout=generation.generation.call_timeout,
         max_repeated_calls=settings.tools.max_repeated_calls,
+        attach_mentions=settings.tools.attach_mentions,
     )
     return Agent(
         session,

@@ -80,6 +80,10 @@ DESCRIPTIONS: dict[str, str] = {
     "call (same tool, same arguments) this many times in it and got the same result each "
     "time; from the second time on, the result tells the model so. A write, a command, a todo "
     "update or an MCP call in between starts the count again. 0: no limit.",
+    "tools.attach_mentions": "Attach what a prompt names with @path: a file as read_file shows "
+    "it (secret values masked), a directory's listing, each a note after the prompt; all of "
+    "them together take at most about a quarter of the context window. false: @path stays "
+    "text only.",
     "mcp.servers": "MCP servers whose tools the model may call, one table each: "
     '[mcp.servers.NAME] with command = ["program", "arg", …] and optionally env, cwd, enabled, '
     "timeout_s, startup_timeout_s (below). NAME is 1 to 40 letters, digits, _ or -; the servers "

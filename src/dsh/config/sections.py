@@ -165,6 +165,7 @@ class ToolSettings(_Section, frozen=True):
     approval: Literal["ask", "auto", "read-only"] = "ask"
     scrub_env: list[str] = []
     max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
+    attach_mentions: bool = True
 
 
 class McpServerSettings(_Section, frozen=True):

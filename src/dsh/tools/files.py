@@ -112,11 +112,22 @@ class ReadFileTool:
         path = str_arg(args, "path")
         offset = int_arg(args, "offset", 1, minimum=1)
         limit = int_arg(args, "limit", DEFAULT_READ_LIMIT, minimum=1)
-        text = await _in_thread(_read_window, path, ctx.workspace, offset, limit, self.secrets)
+        text = await _in_thread(read_window, path, ctx.workspace, offset, limit, self.secrets)
         return ToolOutput(text)
 
 
-def _read_window(path: str, workspace: Path, offset: int, limit: int, secrets: SecretPolicy) -> str:
+def read_window(
+    path: str,
+    workspace: Path,
+    offset: int,
+    limit: int,
+    secrets: SecretPolicy,
+    *,
+    max_chars: int = MAX_READ_CHARS,
+) -> str:
+    """What ``read_file`` shows of ``path``: lines ``offset``… (at most ``limit``, and no line
+    started once ``max_chars`` characters are shown), numbered, with a closing line naming the
+    range when that is not the whole file. Raises ``ToolError`` as the tool answers."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
     _check_regular_file(resolved, shown)
@@ -128,7 +139,7 @@ def _read_window(path: str, workspace: Path, offset: int, limit: int, secrets: S
     with resolved.open(encoding="utf-8", errors="replace") as fh:  # \n, \r\n and \r end lines
         for number, (line, length) in enumerate(_bounded_lines(fh, keep), 1):
             total = number
-            if number < offset or number >= offset + limit or chars > MAX_READ_CHARS:
+            if number < offset or number >= offset + limit or chars > max_chars:
                 continue
             if length > MAX_LINE_CHARS:
                 cut = secrets.safe_cut(line, MAX_LINE_CHARS)
@@ -315,10 +326,12 @@ class ListDirTool:
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """List ``args.path`` (default the workspace root)."""
         path = str_arg(args, "path", ".")
-        return ToolOutput(await _in_thread(_list_dir, path, ctx.workspace))
+        return ToolOutput(await _in_thread(list_dir, path, ctx.workspace))
 
 
-def _list_dir(path: str, workspace: Path) -> str:
+def list_dir(path: str, workspace: Path) -> str:
+    """What ``list_dir`` shows of the directory ``path``: its sorted entries (a directory's with
+    a trailing ``/``), at most ``MAX_DIR_ENTRIES``."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
     if not resolved.is_dir():
