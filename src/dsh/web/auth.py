@@ -4,20 +4,28 @@ API requests present the token as ``Authorization: Bearer <token>``; the live We
 browser cannot set its headers) as the subprotocol ``dsh.token.<token>`` next to ``dsh``. The
 page (``GET /``) and its client files (``/s/…``) are the public client code and need no token:
 the page's script takes the token from the launch URL's ``?token=``, keeps it in the origin's
-``localStorage`` once the server accepted it and removes the query from the address bar with
-``history.replaceState``, so it is not left in the address bar, in the history or in copied
-links. No cookie holds it: a browser sends a cookie for ``127.0.0.1`` to a server on any port
-of that address, so another local user's server the browser visited would have received the
-token. Comparison is constant-time (``hmac.compare_digest``). Guesses are rate-limited per
-client address: ``429`` once :data:`MAX_FAILURES` distinct wrong tokens failed within
-:data:`FAILURE_WINDOW` seconds (a wrong token presented again is not another guess; see
-:class:`FailureLimiter` for why).
+``localStorage`` once the server accepted it (a link's token the server refuses is never kept:
+the page uses the kept one if that works, and says so) and removes the query from the address
+bar with ``history.replaceState``, so it is not left in the address bar, in the history or in
+copied links. No cookie holds it: a browser sends a cookie for ``127.0.0.1`` to a server on any
+port of that address, so another local user's server the browser visited would have received
+the token. Comparison is constant-time (``hmac.compare_digest``).
+
+The token's entropy is what keeps it from being guessed: :func:`new_token` draws 32 random bytes
+(256 bits, 43 characters), and at a million guesses a second (this server answers about a
+thousand on a two-core machine) finding it would take over 10^63 years. A token chosen with
+``--token`` is as strong as it was chosen: binding beyond loopback needs
+:data:`MIN_EXPOSED_TOKEN_CHARS` characters, and ``dsh web`` warns under :data:`WEAK_TOKEN_CHARS`.
+So a request presenting the right token is always served, however many wrong ones came before
+it from its address; from an address that presented :data:`MAX_FAILURES` distinct wrong tokens
+within :data:`FAILURE_WINDOW` seconds, wrong tokens are answered ``429`` instead of ``401``
+(:class:`FailureLimiter` says why, and why no lock-out).
 
 :class:`OriginGuard` is a second line if the token leaks: the ``Host`` must be one the server
 answers to (a loopback bind lists its own names, which defeats DNS rebinding), a WebSocket
 handshake or a state-changing request with an ``Origin`` must come from the same origin, and a
 request a browser marks as made by another site's page (``Sec-Fetch-Site``) is refused before
-its token is checked (else any web page could spend the failure limit and lock the user out).
+its token is checked (so it never counts as a guess).
 
 The server binds to loopback unless the token was chosen explicitly (``--token`` or
 ``DSH_WEB_TOKEN``), and then only with a token of at least :data:`MIN_EXPOSED_TOKEN_CHARS`
@@ -50,6 +58,10 @@ MIN_EXPOSED_TOKEN_CHARS = 32
 MAX_FAILURES = 20
 FAILURE_WINDOW = 60.0
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+GUESSING = (
+    "too many different wrong access tokens from this address: wrong ones are refused for a "
+    "minute; open the URL that `dsh web` printed"
+)
 
 
 def new_token() -> str:
@@ -152,25 +164,30 @@ def request_token(scope: Scope) -> str | None:
 
 
 class FailureLimiter:
-    """Guesses of the token per client address in a sliding window: an address is refused
-    (``429``, the right token too) once ``limit`` distinct wrong tokens failed from it within
-    ``window`` seconds.
+    """Guesses of the token per client address in a sliding window: once ``limit`` distinct
+    wrong tokens failed from an address within ``window`` seconds, its wrong tokens are answered
+    ``429`` (with ``Retry-After``) instead of ``401`` until fewer than ``limit`` of them are
+    within the window. The right token is never refused: :class:`TokenAuth` compares it before
+    it asks the limiter.
 
-    A guess is a distinct wrong token. Presenting the same wrong token again learns nothing new,
-    and a request with no token guesses nothing, so neither counts again. Counting every failed
-    request let anything on the machine lock the user out: a page opened with a wrong
-    ``?token=`` (an old launch URL, a link in a reply, another site's link to ``/?token=x``)
-    presents its token on each of its API calls and reconnects, from the user's own address (on
-    loopback every client is ``127.0.0.1``), and a few such tabs spent the limit for a minute.
-    Now no wrong token, however often presented and from however many tabs, costs more than
-    one of the ``limit``.
+    A guess is a distinct wrong token. Presenting the same wrong token again learns nothing new
+    (a tab opened with a stale ``?token=`` presents it on every call and reconnect), and a
+    request with no token guesses nothing, so neither counts again.
 
-    Two other fixes were weighed and refused. Counting per presented token only: a guesser
-    presents each token once, so it would never be stopped. Letting the right token through a
-    blocked address: a guesser would go on at full speed and know the right token by its answer
-    no longer being ``429``, so the limit would cap nothing. Locking an address out therefore
-    still takes ``limit`` distinct wrong tokens, which is guessing, what the limit is there to
-    stop. The wrong tokens are kept as SHA-256 digests, never as given."""
+    Why no lock-out. The limit used to refuse the address everything for the window, the right
+    token too (were it served, a guesser would know it by an answer other than ``429``). Then
+    anything that can reach the port — any local process, a page in a browser that sends no
+    ``Sec-Fetch-Site``, a machine on the network when bound beyond loopback — locked the user out
+    with ``limit`` made-up tokens, again every minute; on loopback every client is the user's own
+    ``127.0.0.1``. What the lock-out bought, a cap on guessing, is not needed: the token's 256
+    random bits (:func:`new_token`) are out of reach of any rate of guessing. Only a weak token
+    chosen with ``--token`` loses something, and ``dsh web`` warns about a short one.
+
+    With the right token always served, the ``429`` caps nothing either: a guesser tells a right
+    guess by its ``200``. It is kept for what it still does. A client presenting ever new wrong
+    tokens is told plainly that it is refused as a guesser and for how long, apart from a stale
+    token's ``401``; and the record stays small, since an address's wrong tokens are recorded
+    only up to ``limit``, as SHA-256 digests (never as given), so no flood of guesses grows it."""
 
     def __init__(
         self,
@@ -193,12 +210,14 @@ class FailureLimiter:
             self._failures.pop(client, None)
         return recent
 
-    def blocked(self, client: str) -> bool:
+    def over_limit(self, client: str) -> bool:
+        """True once ``client`` presented ``limit`` distinct wrong tokens within the window."""
         return len(self._recent(client)) >= self.limit
 
     def record(self, client: str, token: str | None) -> None:
-        """``client`` presented ``token`` (None: none) and it was not the right one."""
-        if token is None:
+        """``client`` presented ``token`` (None: none) and it was not the right one; past the
+        limit nothing more is recorded."""
+        if token is None or self.over_limit(client):
             return
         digest = hashlib.sha256(token.encode()).digest()
         self._failures.setdefault(client, {})[digest] = self.clock()
@@ -222,8 +241,8 @@ async def _deny(scope: Scope, receive: Receive, send: Send, error: ApiError) -> 
 
 
 class TokenAuth:
-    """ASGI middleware: 401 (JSON) unless the request presents the token; 429 after too many
-    guesses (distinct wrong tokens) from one address."""
+    """ASGI middleware: the request is served if it presents the token, always; else 401
+    (JSON), or 429 for a wrong token from an address past the guesses' limit."""
 
     def __init__(self, app: ASGIApp, token: str, limiter: FailureLimiter | None = None) -> None:
         self.app = app
@@ -234,14 +253,13 @@ class TokenAuth:
         if scope["type"] not in ("http", "websocket") or is_public(scope):
             await self.app(scope, receive, send)
             return
-        client = (scope.get("client") or ("?", 0))[0]
-        if self.limiter.blocked(client):
-            message = "too many failed attempts with a wrong access token; wait a minute"
-            await _deny(scope, receive, send, ApiError(429, RATE_LIMITED, message))
-            return
         presented = request_token(scope)
         if token_matches(self.token, presented):
             await self.app(scope, receive, send)
+            return
+        client = (scope.get("client") or ("?", 0))[0]
+        if presented is not None and self.limiter.over_limit(client):
+            await _deny(scope, receive, send, ApiError(429, RATE_LIMITED, GUESSING))
             return
         self.limiter.record(client, presented)
         error = ApiError(
@@ -288,8 +306,8 @@ class OriginGuard:
 def _from_another_site(scope: Scope) -> bool:
     """A request a browser says another site's page made (``Sec-Fetch-Site``), other than a
     top-level navigation (a link to the launch URL). Refused before the token is checked, so such
-    requests never count as failed attempts: a page on any site could otherwise lock the user
-    out with ``429`` by fetching the API a few times."""
+    requests never count as guesses: a page on any site could otherwise spend the failure limit
+    of the user's address by fetching the API with made-up tokens."""
     if _header(scope, b"sec-fetch-site") not in ("cross-site", "same-site"):
         return False
     navigation = (

@@ -2,15 +2,21 @@
 // localStorage (scheme, host and port: no other server on this machine can read it, where a
 // cookie would be sent to every port of 127.0.0.1) and removed from the address bar (and with it
 // from the history and from copied links) before anything else runs. Every API call presents it
-// as a Bearer header, the WebSocket as its `dsh.token.<token>` subprotocol. A launched token is
-// kept once the server accepted it: a link to this page with another token (in a reply, on
-// another site) must not replace the one that works for the other tabs and the next reload.
+// as a Bearer header, the WebSocket as its `dsh.token.<token>` subprotocol.
+//
+// A link's token is tried before anything else is asked (`tokenSettled`): kept once the server
+// accepts it; when the server refuses it (a stale launch URL, a link in a reply or on another
+// site) and the token kept here works, the page uses that one and says so once. A refused link
+// token is never kept: it must not replace the one that works for the other tabs and the next
+// reload.
 const TOKEN_KEY = 'dsh-token';
+const LINK_TOKEN_REFUSED = 'The link\'s access token was wrong: this page uses the one this browser kept.';
 const launched = new URLSearchParams(location.search).get('token');
 if (launched !== null) history.replaceState(history.state, '', location.pathname + location.hash);
-const token = launched ?? (() => {
+const stored = (() => {
   try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
 })();
+let token = launched ?? stored;
 let unkept = launched;
 
 function keepToken() {
@@ -18,6 +24,30 @@ function keepToken() {
   try { localStorage.setItem(TOKEN_KEY, unkept); } catch { /* storage off: this page only */ }
   unkept = null;
 }
+
+const refused = (response) => response.status === 401 || response.status === 429;
+const answers = (candidate) => fetch('/api/warnings', { headers: { Authorization: `Bearer ${candidate}` } });
+
+/** The link's token, or the kept one when the server refuses the link's and takes the kept one;
+ * resolves to the notice to show then (else null). An unreachable server settles nothing: the
+ * link's token stays, kept once a call succeeds with it. */
+async function settleToken() {
+  if (launched === null) return null;
+  try {
+    const tried = await answers(launched);
+    if (tried.ok) keepToken();
+    if (!refused(tried) || stored === null || stored === launched) return null;
+    if (!(await answers(stored)).ok) return null;
+  } catch {
+    return null;
+  }
+  token = stored;
+  unkept = null;
+  return LINK_TOKEN_REFUSED;
+}
+
+/** Settled before any API call is made (and before app.js opens the server's stream). */
+export const tokenSettled = settleToken();
 
 export class ApiError extends Error {
   constructor(status, code, message, extra = {}) {
@@ -29,6 +59,7 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body) {
+  await tokenSettled;
   const init = { method, headers: token ? { Authorization: `Bearer ${token}` } : {} };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';

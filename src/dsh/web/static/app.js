@@ -2,7 +2,7 @@
 // newest history page is loaded first; older pages load as you scroll up; the live stream
 // (opened after the first page, catching up from its last seq) feeds new events through the
 // same projector and view, so live and reloaded views are the same DOM.
-import { api, ApiError, liveSocket, sessionPath } from './api.js';
+import { api, ApiError, liveSocket, sessionPath, tokenSettled } from './api.js';
 import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, showApproval } from './approvals.js';
@@ -299,8 +299,8 @@ const TOKEN_REFUSED = 'dsh web no longer accepts this page\'s access token (was 
   + 'open the URL `dsh web` printed.';
 
 /** Reconnect the live stream, unless the server refuses the token: a browser cannot read why a
- * WebSocket handshake failed, so ask the API first; retrying a refused token every second would
- * only spend the failure limit and lock this address out (429). */
+ * WebSocket handshake failed, so ask the API first; a refused token retried every second would
+ * only be refused again, every second. */
 async function reconnect(generation) {
   if (generation !== state.generation) return;
   try {
@@ -387,7 +387,10 @@ function onLive(message) {
 function init() {
   state.context = new ContextInfo();
   state.warnings = new PageWarnings();
-  state.warnings.listen();
+  tokenSettled.then((notice) => {  // a link's token refused, the kept one used: said once
+    if (notice) toast(notice, { note: true });
+    state.warnings.listen();
+  });
   state.find = new FindInSession({
     sessionId: () => state.sessionId,
     view: () => state.view,
