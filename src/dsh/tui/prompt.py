@@ -11,7 +11,6 @@ terminal would act on: each shows, and is sent, as its Python escape (``\\x1b``)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult
 
+from dsh.agent.path_completion import common_prefix, path_candidates
 from dsh.errors import printable_line
 from dsh.tui.wrap import escape_controls
 
@@ -45,7 +45,7 @@ class Completion:
 
     @property
     def common(self) -> str:
-        return os.path.commonprefix(list(self.candidates))  # noqa: RUF071 (characters meant)
+        return common_prefix(self.candidates)
 
 
 def complete_command(draft: str, commands: Sequence[str]) -> Completion | None:
@@ -58,31 +58,17 @@ def complete_command(draft: str, commands: Sequence[str]) -> Completion | None:
 
 
 def complete_path(draft: str, cursor: int, workspace: Path) -> Completion | None:
-    """``@some/pa`` ending at ``cursor``: the workspace entries it may name (directories
-    end in ``/``; hidden entries only when the typed part starts with a dot)."""
+    """``@some/pa`` ending at ``cursor``: the workspace entries it may name, as
+    ``dsh.agent.path_completion`` finds them (directories end in ``/``; hidden entries only when
+    the typed part starts with a dot; nothing outside the workspace)."""
     start = cursor
     while start > 0 and not draft[start - 1].isspace():
         start -= 1
     word = draft[start:cursor]
     if not word.startswith("@"):
         return None
-    typed = word[1:]
-    folder, _, stem = typed.rpartition("/")
-    base = (workspace / folder).resolve()
-    root = workspace.resolve()
-    if not base.is_relative_to(root) or not base.is_dir():
-        return None
-    found: list[str] = []
-    try:
-        entries = list(os.scandir(base))
-    except OSError:
-        return None
-    for entry in entries:
-        if not entry.name.startswith(stem) or (entry.name.startswith(".") and not stem):
-            continue
-        name = f"{folder}/{entry.name}" if folder else entry.name
-        found.append(f"@{name}/" if entry.is_dir() else f"@{name}")
-    return Completion(start, cursor, tuple(sorted(found))) if found else None
+    found = tuple(f"@{name}" for name in path_candidates(word[1:], workspace))
+    return Completion(start, cursor, found) if found else None
 
 
 class PromptBox(TextArea):
