@@ -22,6 +22,7 @@ API_ROUTES = [
     ("POST", "/api/sessions"),
     ("GET", "/api/sessions/{sid}"),
     ("GET", "/api/sessions/{sid}/history"),
+    ("GET", "/api/sessions/{sid}/paths"),
     ("POST", "/api/sessions/{sid}/resume"),
     ("POST", "/api/sessions/{sid}/close"),
     ("POST", "/api/sessions/{sid}/prompt"),

@@ -9,6 +9,7 @@
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
     GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
     GET  /api/sessions/{id}/commands                its workspace's and your prompt commands
+    GET  /api/sessions/{id}/paths?prefix=           what an @partial may name in its workspace
     WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     GET  /api/warnings                              the server's warnings (not a session's)
     WS   /api/live                                  the server's warnings as they come
@@ -71,6 +72,7 @@ from dsh.web.errors import (
 from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
 from dsh.web.newest import newest_page
+from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
 from dsh.web.sessions import SessionRegistry, check_session_id
 from dsh.web.warning_feed import SessionScope
@@ -283,6 +285,11 @@ def create_app(
         info = await registry.info(request.path_params["session_id"])
         return JSONResponse({"commands": await prompt_commands.listed(Path(info["cwd"]))})
 
+    async def paths(request: Request) -> Response:
+        prefix = checked_prefix(request.query_params.get("prefix"))
+        workspace = await registry.workspace(request.path_params["session_id"])
+        return JSONResponse(await completed_paths(workspace, prefix))
+
     async def find(request: Request) -> Response:
         session_id = check_session_id(request.path_params["session_id"])
         query = request.query_params.get("q", "")
@@ -415,6 +422,7 @@ def create_app(
         Route(session_path + "/context", context, methods=["GET"]),
         Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/commands", commands, methods=["GET"]),
+        Route(session_path + "/paths", paths, methods=["GET"]),
         Route(session_path + "/resume", resume, methods=["POST"]),
         Route(session_path + "/close", close, methods=["POST"]),
         Route(session_path + "/prompt", prompt, methods=["POST"]),

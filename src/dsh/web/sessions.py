@@ -161,6 +161,13 @@ class SessionRegistry:
     async def events(self, session_id: str) -> Sequence[Event]:
         return (await self._read(session_id))[1]
 
+    async def workspace(self, session_id: str) -> Path:
+        """The workspace the session recorded (its header's ``cwd``); 404 for an unknown one."""
+        handle = self.handles.get(check_session_id(session_id))
+        if handle is not None:
+            return Path(handle.session.header.cwd)
+        return Path(await self._stored(session_id, lambda session: session.header.cwd))
+
     # -- reading ---------------------------------------------------------------------------
 
     async def list_sessions(self) -> list[dict[str, Any]]:

@@ -176,6 +176,7 @@ async function openSession(id) {
   clearStream();
   state.context.open(id);
   state.find.reset();
+  state.composer.reset();
   document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
   $('empty').hidden = !!id;
   $('empty').textContent = 'Select a session or start a new one.';

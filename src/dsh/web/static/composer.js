@@ -3,11 +3,13 @@
 // would); any other `/word` is a prompt command (`$DSH_HOME/commands/word.md`, the workspace's
 // `.dsh/commands/word.md`), whose text the server sends, or it is refused with the commands
 // there are (`//…` sends `/…`). Stop
-// cancels what runs. A session not open here is resumed before anything is sent.
+// cancels what runs. A session not open here is resumed before anything is sent. Tab completes a
+// `/command` or an `@path` of the session's workspace (completion.js); Esc clears its hint.
 import { api, ApiError, sessionPath } from './api.js';
+import { Completion, promptCommands } from './completion.js';
 
 const $ = (id) => document.getElementById(id);
-const BUILT_IN = '/compact [focus], /undo [--dry-run]';
+const BUILT_IN = '/compact [focus], /undo [--dry-run]';  // completion.js's PAGE_COMMANDS
 
 /** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
  * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
@@ -21,11 +23,14 @@ export class Composer {
   // page controller (`resumed`: the session info a resume answered; `sent`: the draft went).
   constructor(page) {
     this.page = page;
+    this.completion = new Completion($('prompt'), $('composer-hint'), () => page.sessionId());
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
     $('prompt').addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         this.submit();
+      } else {
+        this.completion.onKey(event);
       }
     });
     $('cancel').addEventListener('click', () => this.cancel());
@@ -60,7 +65,7 @@ export class Composer {
         await this.undo(option === '--dry-run');
       } else if (command) {  // a prompt command's text is sent by the server
         const path = sessionPath(this.page.sessionId());
-        const { commands } = await api('GET', `${path}/commands`);
+        const commands = await promptCommands(this.page.sessionId());
         if (!commands.some((c) => `/${c.name}` === command[0].toLowerCase())) {
           const yours = commands.map((c) => `, /${c.name}`).join('');
           this.page.toast(`Unknown command ${command[0]} (commands: ${BUILT_IN}${yours}; // sends /)`);
@@ -71,6 +76,7 @@ export class Composer {
         await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
       }
       box.value = '';
+      this.completion.clear();
       this.page.sent();
     } catch (error) {
       this.page.toast(error instanceof ApiError ? error.message : String(error));
@@ -83,6 +89,11 @@ export class Composer {
   async undo(dryRun) {
     const answer = await api('POST', `${sessionPath(this.page.sessionId())}/undo`, dryRun ? { dryRun } : {});
     if (!answer.logged) this.page.toast(answer.lines.join('\n'), { note: answer.ok });
+  }
+
+  /** Another session is shown: what the hint named was the last one's. */
+  reset() {
+    this.completion.clear();
   }
 
   async cancel() {

@@ -1,0 +1,163 @@
+// Tab completion in the composer, as the terminal UI's composer completes (dsh.tui.prompt). Tab
+// in a one-word draft `/na` completes a command: the page's own (/compact, /undo) and the prompt
+// commands `GET …/commands` lists. Tab at the end of a word `@some/pa` completes a path of the
+// session's workspace, as `GET …/paths?prefix=` names them (dsh.agent.path_completion: relative
+// to the workspace, a directory with its trailing `/`, hidden entries only after a dot, nothing
+// outside the workspace). One candidate is inserted whole, a directory with its `/` (so Tab goes
+// on into it), anything else with a space after it; several: the text they all begin with, and
+// they are named in the hint line under the composer (the first MAX_LISTED, then how many more),
+// as text, a bidi control as its escape (dom.js). Esc clears the hint.
+//
+// No keyboard trap: Tab is taken only when the word at the cursor is such a `/command` or
+// `@path` (with nothing selected); anywhere else it moves the focus, as in any form. A Tab that
+// completed nothing (no candidate, or several with nothing more in common) says so in the hint,
+// and Tab pressed again with the draft and the cursor as they were moves the focus on. Shift+Tab
+// is never taken.
+import { api, sessionPath } from './api.js';
+import { el } from './dom.js';
+
+export const MAX_LISTED = 8;
+/** The commands the page itself runs (composer.js); the prompt commands come from the server. */
+export const PAGE_COMMANDS = ['compact', 'undo'];
+
+/** The session's prompt commands, `[{name, description, scope}]`, by name. */
+export async function promptCommands(sessionId) {
+  const { commands } = await api('GET', `${sessionPath(sessionId)}/commands`);
+  return commands;
+}
+
+/** What Tab would complete in `draft` with the cursor at `cursor`: `{kind: 'command' | 'path',
+ * start, end}` (the word is `draft.slice(start, end)`), or null. */
+export function completionTarget(draft, cursor) {
+  if (draft.startsWith('/') && !/\s/.test(draft)) return { kind: 'command', start: 0, end: draft.length };
+  let start = cursor;
+  while (start > 0 && !/\s/.test(draft[start - 1])) start -= 1;
+  return draft.startsWith('@', start) && start < cursor ? { kind: 'path', start, end: cursor } : null;
+}
+
+/** The longest text every one of `texts` begins with (characters, not UTF-16 halves). */
+export function commonPrefix(texts) {
+  if (!texts.length) return '';
+  let prefix = Array.from(texts[0]);
+  for (const text of texts.slice(1)) {
+    const chars = Array.from(text);
+    let n = 0;
+    while (n < prefix.length && n < chars.length && prefix[n] === chars[n]) n += 1;
+    prefix = prefix.slice(0, n);
+  }
+  return prefix.join('');
+}
+
+/** What `candidates` (whole words, sorted; `common`: what they all begin with) make of the target
+ * word: `{replacement, draft, cursor}` (the word's replacement, the draft and the cursor after
+ * it), or null when that changes nothing. */
+export function completed(draft, target, candidates, common) {
+  if (!candidates.length) return null;
+  const current = draft.slice(target.start, target.end);
+  let replacement = candidates.length === 1 ? candidates[0] : common;
+  if (candidates.length === 1 && !replacement.endsWith('/')) replacement += ' ';
+  if (replacement.length <= current.length) return null;
+  return {
+    replacement,
+    draft: draft.slice(0, target.start) + replacement + draft.slice(target.end),
+    cursor: target.start + replacement.length,
+  };
+}
+
+export class Completion {
+  // `box`: the composer's textarea; `hint`: the line under it; `sessionId()`: the shown session.
+  constructor(box, hint, sessionId) {
+    this.box = box;
+    this.hint = hint;
+    this.sessionId = sessionId;
+    this.stuck = null;  // {draft, cursor} after a Tab that completed nothing: Tab again moves on
+  }
+
+  /** The composer's keydown (Tab, Esc); calls `preventDefault` on a key it takes. */
+  onKey(event) {
+    if (event.key === 'Escape') {
+      if (!this.hint.hidden) {
+        event.preventDefault();
+        this.clear();
+      }
+      return;
+    }
+    if (event.key !== 'Tab' || event.shiftKey || event.ctrlKey || event.altKey || event.metaKey) return;
+    const box = this.box;
+    if (event.isComposing || box.selectionStart !== box.selectionEnd || !this.sessionId()) return;
+    const draft = box.value;
+    const cursor = box.selectionEnd;
+    const target = completionTarget(draft, cursor);
+    if (!target) return;
+    const stuck = this.stuck;
+    if (stuck && stuck.draft === draft && stuck.cursor === cursor) {
+      this.clear();  // the focus moves on
+      return;
+    }
+    event.preventDefault();
+    this.complete(target, draft, cursor);
+  }
+
+  async complete(target, draft, cursor) {
+    const sessionId = this.sessionId();
+    const word = draft.slice(target.start, target.end);
+    const unchanged = () => this.box.value === draft && this.box.selectionEnd === cursor
+      && this.sessionId() === sessionId;
+    let found;
+    try {
+      found = target.kind === 'command'
+        ? await this.commands(sessionId, word)
+        : await this.paths(sessionId, word.slice(1));
+    } catch (error) {
+      if (!unchanged()) return;
+      this.say(`Cannot complete ${word}: ${error.message}`);
+      this.stuck = { draft, cursor };
+      return;
+    }
+    if (!unchanged()) return;  // typed on, or another session: this answer is stale
+    const done = completed(draft, target, found.candidates, found.common);
+    if (done) this.box.setRangeText(done.replacement, target.start, target.end, 'end');
+    this.stuck = done ? null : { draft, cursor };
+    if (found.candidates.length > 1) this.list(found.candidates, found.total);
+    else if (!found.candidates.length) this.say(`Nothing to complete for ${word} (Tab again moves on)`);
+    else this.clear();
+  }
+
+  async commands(sessionId, word) {
+    const names = new Set([...PAGE_COMMANDS, ...(await promptCommands(sessionId)).map((c) => c.name)]);
+    const typed = word.slice(1).toLowerCase();
+    const candidates = [...names].filter((name) => name.startsWith(typed)).map((name) => `/${name}`).sort();
+    return { candidates, common: commonPrefix(candidates), total: candidates.length };
+  }
+
+  async paths(sessionId, partial) {
+    const query = new URLSearchParams({ prefix: partial });
+    const answer = await api('GET', `${sessionPath(sessionId)}/paths?${query}`);
+    return {
+      candidates: answer.candidates.map((name) => `@${name}`),
+      common: `@${answer.common}`,  // of every candidate, the ones past the cap too
+      total: answer.total,
+    };
+  }
+
+  /** Name the candidates in the hint line (each as text), and how many more there are. */
+  list(candidates, total) {
+    const named = candidates.slice(0, MAX_LISTED).map((name) => el('span', 'candidate', name));
+    const more = total - named.length;
+    if (more > 0) named.push(el('span', 'more', `(+${more} more)`));
+    this.hint.replaceChildren(...named);
+    this.hint.hidden = false;
+  }
+
+  say(message) {
+    this.hint.replaceChildren(el('span', 'hint-note', message));
+    this.hint.hidden = false;
+  }
+
+  /** Empty the hint; the next Tab completes again. */
+  clear() {
+    this.stuck = null;
+    this.hint.replaceChildren();
+    this.hint.hidden = true;
+  }
+}

@@ -1,0 +1,183 @@
+"""Tab completion in the page's composer, in a real browser, as the terminal UI completes: an
+``@partial`` from the session's workspace (one candidate inserted, a directory with its ``/`` so
+Tab goes on; several: their common prefix, named in the hint line as text, a bidi control as its
+escape), a ``/command`` from the page's own and the prompt commands; Esc clears the hint; Tab
+with nothing to complete moves the focus on, and so does a second Tab that completed nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.config import dsh_home
+from tests.web.conftest import TOKEN, make_env
+from tests.web.pages import open_page, serve
+from tests.web.test_browser_undo import open_new_session
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+HOSTILE = "notes<img src=x onerror=window.__pwned=1>"
+BIDI = "notes\u202egnp.exe"
+
+
+def wait_for_draft(page: Any, draft: str) -> None:
+    page.wait_for_function("(d) => document.getElementById('prompt').value === d", arg=draft)
+
+
+def hint(page: Any) -> list[str]:
+    """The hint line's parts as shown (each candidate, then how many more), once it shows."""
+    page.locator("#composer-hint").wait_for(state="visible")
+    parts: list[str] = page.evaluate(
+        "() => [...document.getElementById('composer-hint').children].map((n) => n.textContent)"
+    )
+    return parts
+
+
+def focused(page: Any) -> str:
+    return str(page.evaluate("() => document.activeElement.id"))
+
+
+def test_tab_completes_an_at_path_and_names_several_in_the_hint(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)  # its workspace holds notes.txt
+    ws = env.workspace
+    (ws / "src" / "pkg").mkdir(parents=True)
+    (ws / "src" / "main.py").write_text("")
+    (ws / "notes-old.txt").write_text("")
+    (ws / BIDI).write_text("")
+    (ws / HOSTILE).write_text("")
+    with serve(env) as server, open_page(browser) as page:
+        open_new_session(page, server.base_url)
+        page.locator("#prompt").press_sequentially("see @sr")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "see @src/")
+        assert focused(page) == "prompt"
+        assert page.locator("#composer-hint").is_hidden()
+        page.keyboard.type("m")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "see @src/main.py ")
+        page.keyboard.type("and @no")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "see @src/main.py and @notes")
+        assert hint(page) == [
+            "@notes-old.txt",
+            "@notes.txt",
+            "@notes<img src=x onerror=window.__pwned=1>",
+            "@notes\\u202egnp.exe",
+        ]
+        assert page.evaluate("() => window.__pwned") is None
+        assert page.locator("#composer-hint img").count() == 0
+        assert focused(page) == "prompt"
+        page.keyboard.press("Escape")
+        page.locator("#composer-hint").wait_for(state="hidden")
+        page.keyboard.type(".")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "see @src/main.py and @notes.txt ")
+        # a cursor in the middle of the draft completes the word that ends there
+        page.fill("#prompt", "open @src/pkg and go")
+        page.evaluate("() => document.getElementById('prompt').setSelectionRange(13, 13)")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "open @src/pkg/ and go")
+        assert page.evaluate("() => document.getElementById('prompt').selectionEnd") == 14
+
+
+def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    (dsh_home() / "commands").mkdir(parents=True)
+    (dsh_home() / "commands" / "review.md").write_text("Review $ARGUMENTS.")
+    with serve(env) as server, open_page(browser) as page:
+        open_new_session(page, server.base_url)
+        prompt = page.locator("#prompt")
+        prompt.press_sequentially("/com")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "/compact ")
+        page.fill("#prompt", "/RE")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "/review ")
+        page.fill("#prompt", "/")
+        page.keyboard.press("Tab")
+        assert hint(page) == ["/compact", "/review", "/undo"]
+        assert focused(page) == "prompt" and prompt.input_value() == "/"
+        page.keyboard.press("Tab")  # completed nothing, pressed again: the focus moves on
+        page.wait_for_function("() => document.activeElement.id === 'send'")
+        assert page.locator("#composer-hint").is_hidden()
+        # nothing to complete: Tab moves the focus at once, as before
+        page.fill("#prompt", "hello")
+        prompt.focus()
+        page.keyboard.press("Tab")
+        page.wait_for_function("() => document.activeElement.id === 'send'")
+        # an @word with no candidate says so; Tab again moves on
+        page.fill("#prompt", "see @zz")
+        prompt.focus()
+        page.keyboard.press("Tab")
+        assert hint(page) == ["Nothing to complete for @zz (Tab again moves on)"]
+        assert focused(page) == "prompt"
+        page.keyboard.press("Tab")
+        page.wait_for_function("() => document.activeElement.id === 'send'")
+        # Shift+Tab is never taken
+        page.fill("#prompt", "see @sr")
+        prompt.focus()
+        page.keyboard.press("Shift+Tab")
+        page.wait_for_function("() => document.activeElement.id !== 'prompt'")
+        assert prompt.input_value() == "see @sr"
+
+
+WORDS = [
+    # (draft, cursor, what Tab completes: None, or (kind, start, end))
+    ("/com", 4, ("command", 0, 4)),
+    ("/com", 2, ("command", 0, 4)),  # the whole one-word draft, as the terminal UI
+    ("/compact now", 4, None),
+    (" /com", 5, None),
+    ("see @sr", 7, ("path", 4, 7)),
+    ("see @sr", 6, ("path", 4, 6)),
+    ("see @sr", 4, None),  # the cursor before the @: no word ends there
+    ("see @", 5, ("path", 4, 5)),
+    ("a\n@src/p", 8, ("path", 2, 8)),
+    ("email@host", 10, None),
+    ("hello", 5, None),
+    ("", 0, None),
+]
+
+
+def test_the_word_tab_completes_is_the_one_the_terminal_ui_completes(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.wait_for_function("() => window.dsh && window.dsh.warnings.socket?.readyState === 1")
+        found = page.evaluate(
+            """async (words) => {
+                const { completionTarget } = await import('/s/completion.js');
+                return words.map(([draft, cursor]) => {
+                    const t = completionTarget(draft, cursor);
+                    return t && [t.kind, t.start, t.end];
+                });
+            }""",
+            [[draft, cursor] for draft, cursor, _ in WORDS],
+        )
+        assert found == [list(w) if w else None for _, _, w in WORDS]
+        assert page.evaluate(
+            """async () => {
+                const { commonPrefix, completed } = await import('/s/completion.js');
+                const t = { start: 4, end: 7 };
+                return [
+                    commonPrefix(['@notes-old.txt', '@notes.txt']),
+                    commonPrefix(['\\u{1F600}a', '\\u{1F601}a']),
+                    completed('see @sr', t, ['@src/'], '@src/'),
+                    completed('see @no', t, ['@notes.txt'], '@notes.txt'),
+                    completed('see @no', t, ['@no1', '@no2'], '@no'),
+                    completed('see @no', t, [], ''),
+                ];
+            }"""
+        ) == [
+            "@notes",
+            "",  # never half a surrogate pair
+            {"replacement": "@src/", "draft": "see @src/", "cursor": 9},
+            {"replacement": "@notes.txt ", "draft": "see @notes.txt ", "cursor": 15},
+            None,
+            None,
+        ]
