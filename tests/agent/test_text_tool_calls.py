@@ -233,3 +233,57 @@ def test_a_reply_the_log_kept_as_text_replays_as_text_whatever_the_recovery_rule
     result = run(again.run_turn("what is in notes.txt?"))
     assert result.reason == "completed" and result.text == FENCED
     assert _comparable(replay_session.events) == _comparable(recorded)
+
+
+# ---- a read call written inside prose ---------------------------------------------------------
+
+PROSE_READ = (
+    "Let me check the notes.\n"
+    '```json\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n```\n'
+    "The file says: gamma delta."  # what a small model makes up after its call
+)
+
+
+def test_a_read_call_inside_prose_runs_and_the_made_up_result_after_it_is_not_sent(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.queue(_text_reply(PROSE_READ), openai_text("It says alpha beta."))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    result = run(agent.run_turn("what is in notes.txt?"))
+    assert result.reason == "completed" and result.text == "It says alpha beta."
+    first = next(e for e in agent.session.events if isinstance(e, AssistantMessageEvent))
+    assert first.data.recovered_from_text == PROSE_READ
+    assert first.data.message.text() == "Let me check the notes."
+    (answer,) = [e for e in agent.session.events if isinstance(e, ToolResultEvent)]
+    assert "alpha beta" in answer.data.message.content[0].content[0].text
+    sent = json.dumps(server.bodies[1]["messages"])
+    assert "gamma delta" not in sent and "Let me check the notes." in sent
+
+
+def test_a_command_written_inside_prose_stays_text_and_nothing_runs(tmp_path, server: FakeServer):  # noqa: F811
+    reply = (
+        "To clean up you could run:\n"
+        '```json\n{"name": "bash", "arguments": {"command": "touch owned.txt"}}\n```\n'
+        "Shall I?"
+    )
+    server.queue(_text_reply(reply))
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    assert run(agent.run_turn("how do I clean up?")).text == reply
+    assert not any(isinstance(e, ToolCallEvent) for e in agent.session.events)
+    assert not (agent.workspace / "owned.txt").exists()
+
+
+def test_a_read_call_recovered_from_prose_replays_byte_identically(tmp_path):
+    harness = Harness(tmp_path)
+    (harness.workspace / "notes.txt").write_text("alpha beta\n")
+    agent = harness.agent([{"text": PROSE_READ}, {"text": "done"}], text_tool_calls=True)
+    run(agent.run_turn("what is in notes.txt?"))
+    recorded = list(harness.session.events)
+    assert [e.data.from_text for e in recorded if isinstance(e, ToolCallEvent)] == [True]
+    replay_session = Session.create(harness.store, cwd=harness.workspace)
+    again = harness.agent([], text_tool_calls=True)
+    again.session = replay_session
+    again.provider = ReplayProvider(recorded)
+    run(again.run_turn("what is in notes.txt?"))
+    assert _comparable(replay_session.events) == _comparable(recorded)

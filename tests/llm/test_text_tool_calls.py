@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock
 from dsh.llm.text_tool_calls import (
     TextToolCall,
+    recover_calls_in_prose,
     recover_tool_calls,
     starts_like_a_call,
     with_recovered_calls,
@@ -274,3 +275,78 @@ def test_arbitrary_text_recovers_only_when_every_piece_is_a_registered_valid_cal
     if recovered is not None:
         assert recovered and all(accepts(c.name, c.arguments) for c in recovered)
         assert all(c.name in SCHEMAS for c in recovered)
+
+
+# ---- calls written inside prose: read-only tools only ---------------------------------------
+
+
+def reads(name: str, arguments: str) -> bool:
+    """The tools of these tests that may be taken out of prose: read_file alone."""
+    return name == "read_file" and accepts(name, arguments)
+
+
+READ_CALL = '{"name": "read_file", "arguments": {"path": "notes.txt"}}'
+
+
+def test_a_fenced_read_call_inside_prose_is_recovered_with_the_prose_before_it():
+    text = f"Let me look at the notes first.\n```json\n{READ_CALL}\n```\nIt says: made up."
+    found = recover_calls_in_prose(text, reads)
+    assert found is not None and found.before == "Let me look at the notes first."
+    assert found.calls == [TextToolCall("read_file", '{"path": "notes.txt"}')]
+
+
+def test_a_call_in_prose_that_may_change_something_stays_text():
+    bash = '{"name": "bash", "arguments": {"command": "rm -rf build"}}'
+    for text in (
+        f"You could run:\n```json\n{bash}\n```\nto clean up.",
+        f"First\n```json\n{READ_CALL}\n{bash}\n```",  # one wrapper, a write among its calls
+    ):
+        assert recover_calls_in_prose(text, reads) is None, text
+
+
+def test_the_first_wrapper_holding_calls_counts_and_code_fences_before_it_are_skipped():
+    text = (
+        'Here is the code:\n```python\nprint("hi")\n```\nNow the file:\n'
+        f"<tool_call>{READ_CALL}</tool_call> and "
+        '```json\n{"name": "read_file", "arguments": {"path": "other.txt"}}\n```'
+    )
+    found = recover_calls_in_prose(text, reads)
+    assert found is not None
+    assert [c.arguments for c in found.calls] == ['{"path": "notes.txt"}']
+    assert found.before.endswith("Now the file:")
+
+
+def test_an_unclosed_wrapper_or_a_bare_object_in_prose_stays_text():
+    for text in (
+        f"Let me look:\n```json\n{READ_CALL}",
+        f"Let me look: {READ_CALL} and that is all.",
+        f"Two in one tag <tool_call>{READ_CALL}{READ_CALL}</tool_call>",
+    ):
+        assert recover_calls_in_prose(text, reads) is None, text
+
+
+def test_a_message_recovered_from_prose_keeps_its_prose_then_the_calls():
+    text = f"Checking.\n```\n{READ_CALL}\n```\nResult: 42"
+    message = _message(ReasoningBlock("hmm"), TextBlock(text))
+    recovered = with_recovered_calls(message, accepts, "text-1-1", in_prose=reads)
+    assert recovered is not None
+    assert recovered.content == (
+        ReasoningBlock("hmm"),
+        TextBlock("Checking."),
+        ToolCallBlock(id="text-1-1-0", name="read_file", arguments='{"path": "notes.txt"}'),
+    )
+    assert with_recovered_calls(message, accepts, "text-1-1") is None  # without in_prose
+
+
+_PROSE = st.text(st.characters(blacklist_characters="`<"), max_size=60)
+"""Prose that opens no wrapper of its own."""
+
+
+@given(_PROSE, st.text(max_size=60))
+def test_prose_around_a_read_call_fence_never_changes_which_call_is_recovered(
+    before: str, after: str
+) -> None:
+    found = recover_calls_in_prose(f"{before}\n```json\n{READ_CALL}\n```\n{after}", reads)
+    assert found is not None
+    assert found.calls == [TextToolCall("read_file", '{"path": "notes.txt"}')]
+    assert found.before == before.strip()

@@ -363,7 +363,9 @@ class Agent:
             recovered = None
             read_text_calls = assembler.text_calls
             if read_text_calls if read_text_calls is not None else self.config.text_tool_calls:
-                recovered = with_recovered_calls(message, self._accepts, f"text-{turn}-{step}")
+                recovered = with_recovered_calls(
+                    message, self._accepts, f"text-{turn}-{step}", in_prose=self._reads
+                )
             self.session.append(
                 AssistantMessage(
                     turn=turn,
@@ -401,6 +403,12 @@ class Agent:
         refuses are answered like any call's (``INVALID_ARGUMENT``, nothing run), so the model
         learns what to fix; one such call used to leave the whole reply text."""
         return self.tools.get(name) is not None
+
+    def _reads(self, name: str, arguments: str) -> bool:
+        """Whether a call written inside prose is taken out of it: a registered tool that only
+        reads (``kind == "read"``), so running a call the model merely showed changes nothing."""
+        tool = self.tools.get(name)
+        return tool is not None and tool.kind == "read"
 
     async def _stream(
         self, request: ModelRequest, assembler: StreamAssembler, turn: int, step: int

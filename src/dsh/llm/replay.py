@@ -238,9 +238,12 @@ class ReplayProvider:
 
 
 def _deltas(content: Sequence[object], recovered_from_text: str | None) -> list[StreamEvent]:
-    """A recorded message as the stream that made it (recovered calls: as their text)."""
+    """A recorded message as the stream that made it (recovered calls: as the whole text they
+    were recovered from, which holds any prose the message kept before them)."""
     deltas: list[StreamEvent] = []
     for block in content:
+        if isinstance(block, TextBlock) and recovered_from_text is not None:
+            continue
         if isinstance(block, ReasoningBlock):
             deltas.append(
                 ReasoningDelta(

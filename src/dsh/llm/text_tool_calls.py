@@ -14,6 +14,15 @@ It does so only if every object has exactly the keys ``name`` and ``arguments`` 
 as any call's are). Anything else stays text: prose around the JSON, a call ``accepts``
 refuses, a truncated object.
 
+A small model also writes a call in a fence in the middle of prose ("Let me search the
+history: ```json {…}``` It returns: …"), then goes on to make up what the call returned. With
+``in_prose`` (the agent loop: a registered tool of kind ``read``) such a reply's FIRST wrapper
+that holds only valid calls, every one of them accepted by ``in_prose``, becomes those calls:
+the prose before it stays the reply's text, and what follows it — the result the model imagined
+— is dropped from the message (the log keeps the whole reply in ``recoveredFromText``). A call
+that writes, runs a command or reaches an MCP server is never taken out of prose: there it may
+be an example shown to the person, not a request.
+
 A reply cut at the output limit may end in the middle of such a call, so it no longer parses:
 ``starts_like_a_call`` tells the loop its text began as one (a JSON object, bare or fenced, or a
 ``<tool_call>`` or ``<tools>`` tag), so the model can be told its call was cut and not run.
@@ -72,20 +81,70 @@ def starts_like_a_call(text: str) -> bool:
     return _CALL_START.match(text) is not None
 
 
-def with_recovered_calls(message: Message, accepts: Accepts, id_prefix: str) -> Message | None:
+@dataclass(frozen=True, slots=True)
+class CallsInProse:
+    before: str
+    """The prose before the wrapper, stripped (may be empty)."""
+    calls: list[TextToolCall]
+
+
+def recover_calls_in_prose(text: str, in_prose: Accepts) -> CallsInProse | None:
+    """The calls of ``text``'s first wrapper (fence, ``<tool_call>`` or ``<tools>``) that holds
+    only valid calls ``in_prose`` accepts, with the prose before it; None if no wrapper does."""
+    position = 0
+    while True:
+        opening = _next_opening(text, position)
+        if opening is None:
+            return None
+        wrapped = _wrapped(text, opening, WRAPPERS)
+        assert wrapped is not None, "a wrapper opens there"
+        inner, several, after = wrapped
+        if after < 0:
+            return None  # an unclosed wrapper: nothing after it can close either
+        held = _json_objects(inner, wrappers=())
+        if held and (several or len(held) == 1):
+            calls = [_as_call(value) for value in held]
+            if all(c is not None and in_prose(c.name, c.arguments) for c in calls):
+                return CallsInProse(text[:opening].strip(), [c for c in calls if c is not None])
+        position = after
+
+
+def _next_opening(text: str, position: int) -> int | None:
+    """Where the next wrapper opens at or after ``position``, or None."""
+    found = [
+        match.start()
+        for opening, _, _ in WRAPPERS
+        if (match := opening.search(text, position)) is not None
+    ]
+    return min(found, default=None)
+
+
+def with_recovered_calls(
+    message: Message, accepts: Accepts, id_prefix: str, *, in_prose: Accepts | None = None
+) -> Message | None:
     """``message`` with its text turned into tool calls (ids ``{id_prefix}-0``, ``-1``, …), or
-    None when it already calls tools or its text is not exactly valid tool calls."""
+    None when it already calls tools or its text is not exactly valid tool calls — nor, with
+    ``in_prose``, prose around a wrapper of calls ``in_prose`` accepts (``CallsInProse``)."""
     if message.tool_calls():
         return None
-    calls = recover_tool_calls(message.text(), accepts)
+    text = message.text()
+    calls = recover_tool_calls(text, accepts)
+    before = ""
+    if calls is None and in_prose is not None:
+        found = recover_calls_in_prose(text, in_prose)
+        if found is not None:
+            before, calls = found.before, found.calls
     if calls is None:
         return None
     kept = tuple(b for b in message.content if not isinstance(b, TextBlock))
+    prose = (TextBlock(text=before),) if before else ()
     blocks = tuple(
         ToolCallBlock(id=f"{id_prefix}-{i}", name=c.name, arguments=c.arguments)
         for i, c in enumerate(calls)
     )
-    return Message(id=message.id, role=message.role, content=kept + blocks, source=message.source)
+    return Message(
+        id=message.id, role=message.role, content=kept + prose + blocks, source=message.source
+    )
 
 
 def _json_objects(text: str, wrappers: tuple[Wrapper, ...] = WRAPPERS) -> list[Any] | None:
