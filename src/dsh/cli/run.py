@@ -255,7 +255,8 @@ def _discard(store: Any, session_id: str) -> None:
 
 class _Output:
     """Writes to stdout; once the reader has gone (a broken pipe) it stops writing and
-    cancels the running turn, so tools stop and no event reports an error."""
+    cancels the running turn (``CANCELLED_OUTPUT_CLOSED`` says why), so tools stop and no event
+    reports an error."""
 
     def __init__(self) -> None:
         self.closed = False
@@ -273,7 +274,7 @@ class _Output:
         except BrokenPipeError:
             self.closed = True
             if self.agent is not None:
-                self.agent.cancel()
+                self.agent.cancel(standard_streams.CANCELLED_OUTPUT_CLOSED)
 
 
 def _utf8_text(data: bytes, what: str) -> str:

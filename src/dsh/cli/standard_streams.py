@@ -10,7 +10,8 @@ stdout or stderr swallows what is written to it, as ``/dev/null`` does.
 ``reader_gone`` tells a ``BrokenPipeError`` of stdout (``dsh sessions list | head -1``: the
 reader has what it wanted) from any other: ``leave_quietly`` then ends the command as a shell
 tool does, without a message, with the status a shell reports for a tool its pipe stopped
-(141, 128 + SIGPIPE).
+(141, 128 + SIGPIPE). A turn ``dsh run`` was running then is cancelled, and its ``turn/end``
+says so (``CANCELLED_OUTPUT_CLOSED``), not that the user cancelled it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import sys
 
 EXIT_PIPE_CLOSED = 141
 """128 + SIGPIPE, what a shell reports for a tool whose output pipe was closed."""
+
+CANCELLED_OUTPUT_CLOSED = "cancelled because dsh's output was closed (its reader went away)"
+"""Why a turn stopped that ``dsh run`` cancelled because stdout's reader went away (``dsh run
+--json … | head -1``): its ``turn/end``'s error and its cancelled calls' results."""
 
 _STREAMS = (("stdin", "r"), ("stdout", "w"), ("stderr", "w"))
 
