@@ -42,7 +42,8 @@ def render_config() -> str:
         "`provider.context_window` and `summarizer_context_window` ≥ 1024; an MCP server's "
         "`timeout_s` and "
         "`startup_timeout_s` positive; `provider.base_url`, `summarizer_base_url` and a "
-        "`--base-url` flag an http:// or https:// URL with a host, without white space or "
+        "`--base-url` or `--summarizer-base-url` flag an http:// or https:// URL with a host, "
+        "without white space or "
         "control characters (refused in one line naming the key or flag, before any session "
         "or request).",
         "",

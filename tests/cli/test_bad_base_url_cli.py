@@ -36,11 +36,13 @@ def test_dsh_run_with_a_bad_base_url_flag_says_one_line_and_creates_no_session(t
     [
         (["--base-url", "ftp://x"], "`dsh --help`"),  # the terminal UI's flag
         (["bench", "run", "--online", "--base-url", "http://"], "`dsh bench run --help`"),
+        (["compact", "any-id", "--summarizer-base-url", "not a url"], "`dsh compact --help`"),
     ],
 )
 def test_the_other_base_url_flags_refuse_a_bad_url_in_one_line(tmp_path, env, argv, where):  # noqa: F811
     result = dsh(*argv, env=env, cwd=tmp_path, check=False)
-    assert_one_error_line(result, "'--base-url'", where)
+    flag = next(arg for arg in argv if arg.endswith("base-url"))
+    assert_one_error_line(result, f"'{flag}'", "must be an http:// or https:// URL", where)
     assert session_files(tmp_path / "home") == []
 
 

@@ -12,6 +12,9 @@ import subprocess
 from pathlib import Path
 
 from dsh.compaction.prompts import join_pass_answer
+from dsh.events import SessionSettingsEvent
+from dsh.store import JsonlStore
+from dsh.surface import Session
 from tests.cli.conftest import DSH
 from tests.llm.fake_server import Canned, FakeServer, Recorded, openai_text
 
@@ -69,9 +72,9 @@ def test_a_model_summariser_on_a_scripted_session_names_what_dsh_compact_can_do(
     assert error == (
         f"dsh: error: session {session_id} runs on the scripted provider, which dsh compact "
         "cannot call (it takes no --script): compact with --summarizer extractive (no model) or "
-        "a model on another provider (--summarizer PROVIDER:MODEL, PROVIDER one of deepseek, "
-        "openai, anthropic)"  # openai-compatible needs a base URL, which the session has not
-    )
+        "another provider's model (--summarizer PROVIDER:MODEL: deepseek, openai, anthropic; "
+        "openai-compatible with --summarizer-base-url)"
+    )  # openai-compatible needs a base URL, which the session has not
     assert log.read_bytes() == before  # nothing was logged for it
 
 
@@ -93,3 +96,26 @@ def test_what_the_error_names_compacts_the_scripted_session(
     assert extractive.returncode == 0 and extractive.stdout.startswith("Compacted "), extractive
     assert model.returncode == 0 and model.stdout.startswith("Compacted "), model
     assert server.requests and all(r.body["model"] == "summary-model" for r in server.requests)
+
+
+def test_summarizer_base_url_sends_the_summary_calls_to_that_server(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The other thing the error names: ``--summarizer openai-compatible:MODEL`` with
+    ``--summarizer-base-url`` on a session that recorded no summariser endpoint; a local server
+    stands in for the user's own (Ollama, vLLM), keyless."""
+    session_id = scripted_session(tmp_path, env)
+    direct = {k: v for k, v in env.items() if k.lower() not in PROXIES}  # to 127.0.0.1
+    with Summariser() as server:
+        url = f"{server.url}/v1"
+        model = dsh("compact", session_id, "--summarizer", "openai-compatible:summary-model",
+                    "--summarizer-base-url", url, env=direct, cwd=tmp_path)  # fmt: skip
+
+    assert model.returncode == 0 and model.stdout.startswith("Compacted "), model
+    calls = [r for r in server.requests if r.method == "POST"]
+    assert calls and all(r.path == "/v1/chat/completions" for r in calls)
+    assert all(r.body["model"] == "summary-model" for r in calls)
+    assert f"compaction.summarizer_base_url (none) -> {url}" in model.stderr
+    events = Session.open(JsonlStore(Path(env["DSH_HOME"])), session_id).events
+    recorded = [e.data for e in events if isinstance(e, SessionSettingsEvent)][-1]
+    assert recorded.compaction.summarizer_base_url == url  # the session's from now on

@@ -1,5 +1,7 @@
 """``dsh compact ID [--focus TEXT] [--backend B]``: compact an idle stored session now, with the
-session's own recorded settings (``dsh.agent.session_settings``); ``--backend`` switches them.
+session's own recorded settings (``dsh.agent.session_settings``); ``--backend`` switches them, and
+``--summarizer`` / ``--summarizer-base-url`` override who summarises (logged, as every flag that
+changes them).
 
 A call with nothing to compact (no plan, no interrupted pass to finish) appends nothing: no
 ``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it. The
@@ -20,6 +22,7 @@ from dsh.agent import session_settings
 from dsh.agent.runtime import Route, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context, termination
+from dsh.cli.options import checked_base_url
 from dsh.config import Settings, load_settings, window_too_small
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
@@ -34,6 +37,12 @@ from dsh.tools.approval import ApprovalAnswer
 @click.argument("session_id")
 @click.option("--focus", default=None, help="What the summary should keep in focus.")
 @click.option("--summarizer", default=None, help="extractive (keyless) or a model name.")
+@click.option(
+    "--summarizer-base-url",
+    callback=checked_base_url,
+    help="Endpoint of the summariser (compaction.summarizer_base_url), e.g. an "
+    "OpenAI-compatible server (Ollama, vLLM, …) with --summarizer openai-compatible:MODEL.",
+)
 @click.option(
     "--backend",
     type=click.Choice(["recallable", "basic"]),
@@ -50,6 +59,7 @@ def compact(
     session_id: str,
     focus: str | None,
     summarizer: str | None,
+    summarizer_base_url: str | None,
     backend: str | None,
     compaction: str | None,
 ) -> None:
@@ -59,6 +69,8 @@ def compact(
     flags: dict[str, dict[str, object]] = {"compaction": {}}
     if summarizer is not None:
         flags["compaction"]["summarizer"] = summarizer
+    if summarizer_base_url is not None:
+        flags["compaction"]["summarizer_base_url"] = summarizer_base_url
     if (backend or compaction) is not None:
         flags["compaction"]["backend"] = backend or compaction
     settings = load_settings(overrides=flags)
@@ -150,16 +162,16 @@ def _refuse_a_keyless_summariser(settings: Settings, session: Session, conversat
         return
     elsewhere = ""
     if settings.compaction.summarizer_provider is None:  # else it names the provider, not a flag
-        names = [  # a session's summariser base URL is the one it recorded, if any
+        has_url = bool(settings.compaction.summarizer_base_url)  # recorded or a flag's
+        names = [
             name
             for name, known in KNOWN_PROVIDERS.items()
-            if settings.compaction.summarizer_base_url
-            or known.base_url
-            or known.adapter != "openai-compat"
+            if has_url or known.base_url or known.adapter != "openai-compat"
         ]
+        unnamed = "" if has_url else "; openai-compatible with --summarizer-base-url"
         elsewhere = (
-            f" or a model on another provider (--summarizer PROVIDER:MODEL, PROVIDER one of "
-            f"{', '.join(names)})"
+            f" or another provider's model (--summarizer PROVIDER:MODEL: {', '.join(names)}"
+            f"{unnamed})"
         )
     flag = "--script" if provider == "scripted" else "--replay"
     what = f"session {session.id} runs on" if on_conversation else "the summariser is on"
