@@ -14,6 +14,7 @@ from dsh.recall.render import render_node
 from dsh.store import MemoryStore
 from dsh.surface import Session
 from dsh.transcript import render_human_transcript, render_markdown, render_message
+from dsh.transcript.find import find_in_transcript
 from tests.helpers import append_chat_turn, new_session
 
 UNDO_TEXT = "[undo] The user undid the file changes you made. These files are back: a.txt."
@@ -70,3 +71,15 @@ def test_a_plugin_name_shows_on_one_line_escaped():
     session = new_session(MemoryStore())
     session.append(note)
     assert render_human_transcript(session.events) == "Context from evil\\x1b[31m name: hello"
+
+
+def test_find_labels_a_hit_in_a_harness_note_as_context_from_its_plugin():
+    """What people search is what they read: the undo note and the output-limit notice are
+    ``context`` from their plugin, not something the person typed (``user``)."""
+    session, notes = _session_with_notes()
+    undo = find_in_transcript(session.events, "undid")
+    limit = find_in_transcript(session.events, "NOT_RUN")
+    assert [(h.seq, h.kind, h.plugin) for h in undo] == [(notes[0], "context", "undo")]
+    assert [(h.seq, h.kind, h.plugin) for h in limit] == [(notes[1], "context", "output-limit")]
+    prompts = find_in_transcript(session.events, "edit a.txt")
+    assert [(h.kind, h.plugin) for h in prompts] == [("user", None)]  # the person's prompt

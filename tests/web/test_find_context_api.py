@@ -46,6 +46,26 @@ def test_find_answers_hits_in_log_order_and_refuses_a_bad_query(
     assert error_of(client.get("/api/sessions/nope/find", params={"q": "a"}))[0] == 404
 
 
+def test_find_labels_the_undo_note_as_context_from_undo_not_as_the_users(tmp_path: Path) -> None:
+    """A turn edits a file, ``/undo`` takes it back (the real route): the note it gives the model
+    as a user turn is found as ``context`` from ``undo``, as the page shows it (``Injected
+    context · undo``); the prompt the person typed is still ``user``."""
+    env = make_env(tmp_path)
+    (env.workspace / "calc.py").write_text("return a - b\n")
+    edit = {"path": "calc.py", "old": "a - b", "new": "a + b"}
+    env.script = [{"toolCalls": [{"name": "edit_file", "arguments": edit}]}, {"text": "fixed"}]
+    with open_client(env) as client:
+        sid = new_session(client)
+        client.post(f"/api/sessions/{sid}/prompt", json={"text": "fix calc.py"})
+        wait_idle(client, sid)
+        assert client.post(f"/api/sessions/{sid}/undo", json={}).status_code == 200
+        note = client.get(f"/api/sessions/{sid}/find", params={"q": "undid"}).json()["hits"]
+        prompt = client.get(f"/api/sessions/{sid}/find", params={"q": "fix calc"}).json()["hits"]
+    assert [(h["kind"], h["plugin"]) for h in note] == [("context", "undo")]
+    assert note[0]["snippet"].startswith("[undo] The user undid the file changes")
+    assert [(h["kind"], h["plugin"]) for h in prompt] == [("user", None)]
+
+
 def test_the_list_carries_title_last_activity_and_who_holds_it(
     client: TestClient, env: WebEnv
 ) -> None:

@@ -5,6 +5,11 @@ append-origin message, the tool cards people see, one marker per compaction pass
 summaries) and returns each item whose text contains ``query`` (case-insensitive), in log order,
 with a short snippet around the first match. A checkpoint's payload is never searched: it is not
 in the transcript.
+
+A hit's ``kind`` says what the item is as people read it: a note dsh itself gave the model as a
+user (or system) turn (``dsh undo``'s ``[undo] …``, the output-limit notice) is ``context``, with
+the ``plugin`` that added it, as the transcript shows it (``Context from undo``), never ``user``:
+nobody typed it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from dsh.events import Event, ReasoningBlock, TextBlock
+from dsh.events import Event, Message, ReasoningBlock, TextBlock
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
@@ -22,11 +27,12 @@ from dsh.transcript.projection import (
     ToolResultItem,
     project,
 )
+from dsh.transcript.render import injected_by
 
 SNIPPET_CHARS = 80
 MAX_QUERY_CHARS = 200
 
-HitKind = Literal["user", "assistant", "system", "tool-call", "tool-result", "marker"]
+HitKind = Literal["user", "assistant", "system", "context", "tool-call", "tool-result", "marker"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +45,8 @@ class Hit:
     card_seq: int | None = None
     """A tool hit's card: the seq of the call it shows under (a result's paired call, or its
     own seq when no shown call was open for it). Ids repeat across replies; this does not."""
+    plugin: str | None = None
+    """A ``context`` hit's plugin (``undo``): who added the note. None for other hits."""
 
 
 def find_in_transcript(events: Iterable[Event], query: str, *, limit: int = 500) -> list[Hit]:
@@ -56,7 +64,8 @@ def find_in_transcript(events: Iterable[Event], query: str, *, limit: int = 500)
             at = text.lower().find(needle)
             if at >= 0:
                 snippet = _snippet(text, at, len(needle))
-                hits.append(Hit(item.seq, kind, snippet, call_id, _card_seq(item)))
+                plugin = injected_by(item.message) if isinstance(item, MessageItem) else None
+                hits.append(Hit(item.seq, kind, snippet, call_id, _card_seq(item), plugin))
                 break
         if len(hits) >= limit:
             return hits
@@ -67,10 +76,7 @@ def _texts(
     item: object, details: Mapping[str, PassDetails]
 ) -> list[tuple[HitKind, str, str | None]]:
     if isinstance(item, MessageItem):
-        role = item.message.role
-        kind: HitKind = (
-            "assistant" if role == "assistant" else "system" if role == "system" else "user"
-        )
+        kind = _message_kind(item.message)
         blocks = item.message.content
         text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
         reasoning = "".join(b.text for b in blocks if isinstance(b, ReasoningBlock))
@@ -84,6 +90,15 @@ def _texts(
         summaries = found.summaries if found is not None else []
         return [("marker", text, None) for _, text in summaries]
     return []
+
+
+def _message_kind(message: Message) -> HitKind:
+    """``context`` for a note dsh added (``Context from undo``: nobody typed it), else the role."""
+    if injected_by(message) is not None:
+        return "context"
+    if message.role == "assistant":
+        return "assistant"
+    return "system" if message.role == "system" else "user"
 
 
 def _card_seq(item: object) -> int | None:

@@ -310,6 +310,7 @@ def create_app(
                         "snippet": h.snippet,
                         "callId": h.call_id,
                         "cardSeq": h.card_seq,
+                        "plugin": h.plugin,
                     }
                     for h in hits[:limit]
                 ],
