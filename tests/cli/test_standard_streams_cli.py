@@ -11,6 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
@@ -66,6 +68,20 @@ def test_sessions_list_into_a_pipe_its_reader_closed_ends_quietly_with_141(tmp_p
     scripted_session(tmp_path, env, "one")
 
     done = into_a_closed_pipe("sessions", "list", env=env, cwd=tmp_path)
+
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--help",), ("--version",), ("run", "--help"), ("sessions", "list", "--help")],
+    ids=" ".join,
+)
+def test_help_and_version_into_a_pipe_its_reader_closed_end_quietly_with_141(tmp_path, env, args):
+    """``dsh --help | head -1`` whose reader is gone before dsh writes: click printed the root
+    help (and ``--version``) while parsing, before any command ran, and exited 1 on the broken
+    pipe; a command's ``--help`` already ended with 141, as every command does."""
+    done = into_a_closed_pipe(*args, env=env, cwd=tmp_path)
 
     assert (done.returncode, done.stderr) == (141, "")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -97,6 +97,22 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the command line. ``dsh --help`` and ``dsh --version`` print here, before any
+        command runs: stdout's reader going away then ends them as it ends a command (a quiet
+        exit 141), where click's own handling exited 1."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:
+            standard_streams.leave_if_reader_gone(exc)
+            raise
+
     def invoke(self, ctx: click.Context) -> object:
         """Run the parsed command line; a ``DshError`` or an ``OSError`` becomes one
         ``dsh: error:`` line, except stdout's reader going away: a quiet exit 141."""
@@ -111,8 +127,7 @@ class LazyGroup(click.Group):
             return None  # pragma: no cover - fail exits
         except OSError as exc:  # the OS refused a file dsh was told to use (a missing
             # directory, a read-only home, a full disk): one line naming it, not a traceback
-            if isinstance(exc, BrokenPipeError) and standard_streams.reader_gone():
-                standard_streams.leave_quietly()  # ``dsh … | head``: the reader has its part
+            standard_streams.leave_if_reader_gone(exc)  # ``dsh … | head``: it has its part
             where = f"{exc.filename}: " if exc.filename is not None else ""
             if not where and not _cwd_exists():
                 where = "the current directory no longer exists (cd to one that does): "

@@ -9,7 +9,8 @@ stdout or stderr swallows what is written to it, as ``/dev/null`` does.
 
 ``reader_gone`` tells a ``BrokenPipeError`` of stdout (``dsh sessions list | head -1``: the
 reader has what it wanted) from any other: ``leave_quietly`` then ends the command as a shell
-tool does, without a message, with the status a shell reports for a tool its pipe stopped
+tool does (``dsh --help`` and ``dsh --version`` too, which print while the command line
+parses), without a message, with the status a shell reports for a tool its pipe stopped
 (141, 128 + SIGPIPE). A turn ``dsh run`` was running then is cancelled, and its ``turn/end``
 says so (``CANCELLED_OUTPUT_CLOSED``), not that the user cancelled it.
 """
@@ -59,6 +60,13 @@ def reader_gone() -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def leave_if_reader_gone(exc: BaseException) -> None:
+    """``leave_quietly`` when ``exc`` is stdout's reader going away (a ``BrokenPipeError`` and
+    ``reader_gone``); else return, and the caller reports ``exc`` as the error it is."""
+    if isinstance(exc, BrokenPipeError) and reader_gone():
+        leave_quietly()
 
 
 def leave_quietly() -> None:
