@@ -81,6 +81,44 @@ def test_an_explicit_provider_and_base_url_route_the_summariser_elsewhere(
     assert server.requests[0].headers["authorization"] != "Bearer sk-ds"  # no key crosses over
 
 
+def test_a_summariser_endpoint_of_its_own_never_gets_the_conversations_key(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """A bare model name with ``summarizer_base_url`` on a DeepSeek session is an
+    OpenAI-compatible server; the DeepSeek key (environment or config) is not sent there."""
+    server.queue(openai_text("a summary"), openai_text("another"))
+    own = {"summarizer": "qwen2.5:0.5b", "summarizer_base_url": server.url + "/v1"}
+    for conversation in ({"name": "deepseek"}, {"name": "deepseek", "api_key": "sk-ds-config"}):
+        settings = settings_for(tmp_path, conversation, own)
+        environ = {"DEEPSEEK_API_KEY": "sk-ds-env"}
+        route = resolve_route(settings, environ=environ)
+        provider, model = summarizer_route(settings, route, environ=environ)
+        assert provider is not None and provider.name == "openai-compatible"
+        assert model == "qwen2.5:0.5b"
+        collect(provider.stream(make_request(provider=provider.name, model=model), history=()))
+    for request in server.requests:
+        assert request.body["model"] == "qwen2.5:0.5b"
+        assert "sk-ds" not in request.headers.get("authorization", "")
+
+
+def test_a_local_summariser_at_another_url_gets_no_key_from_the_conversations_config(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.queue(openai_text("a summary"))
+    settings = settings_for(
+        tmp_path,
+        {**LOCAL, "base_url": "http://127.0.0.1:9/v1"},
+        {"summarizer": "small", "summarizer_base_url": server.url + "/v1"},
+    )
+    route = resolve_route(settings, environ={})
+    provider, model = summarizer_route(settings, route, environ={})
+    assert provider is not None and provider is not route.provider
+    collect(provider.stream(make_request(provider=provider.name, model=model), history=()))
+    assert "sk-local-1" not in server.requests[0].headers.get("authorization", "")
+
+
 def test_an_unknown_explicit_summariser_provider_is_refused_by_name(tmp_path):
     settings = settings_for(
         tmp_path, {**LOCAL, "base_url": "http://127.0.0.1:9/v1"},

@@ -173,6 +173,11 @@ def summarizer_target(settings: Settings, conversation: str) -> tuple[str, str] 
         return cfg.summarizer_provider, cfg.summarizer
     if colon and prefix in KNOWN_PROVIDERS:
         return prefix, rest
+    own = cfg.summarizer_base_url
+    if own is not None and own != settings.provider.base_url:
+        # an endpoint of its own, no provider named: an OpenAI-compatible server, as a
+        # --base-url makes the conversation's route; the conversation's key stays home
+        return "openai-compatible", cfg.summarizer
     return conversation, cfg.summarizer
 
 
@@ -183,8 +188,10 @@ def summarizer_route(
 
     ``compaction.summarizer`` is a model name (tags and all: ``qwen2.5-coder:0.5b``) on the
     conversation's provider, or ``provider:model`` when the prefix is a known provider.
-    ``compaction.summarizer_provider`` / ``summarizer_base_url`` name the route explicitly. A
-    summariser on the conversation's provider inherits its base URL and key."""
+    ``compaction.summarizer_provider`` / ``summarizer_base_url`` name the route explicitly; a
+    ``summarizer_base_url`` other than the conversation's, with no provider named, is an
+    ``openai-compatible`` server. A summariser on the conversation's provider and endpoint
+    inherits its base URL and key: the conversation's key is never sent to another endpoint."""
     cfg = settings.compaction
     target = summarizer_target(settings, route.provider.name)
     if target is None:
@@ -209,8 +216,10 @@ def _summarizer_endpoint(settings: Settings, *, same: bool) -> tuple[str | None,
     URL and key when it is on the conversation's provider (``same``; None: the provider's own,
     and its key from the environment)."""
     conversation = settings.provider
-    base_url = settings.compaction.summarizer_base_url or (conversation.base_url if same else None)
-    return base_url, conversation.api_key if same else None
+    own = settings.compaction.summarizer_base_url
+    base_url = own or (conversation.base_url if same else None)
+    shares = same and (own is None or own == conversation.base_url)
+    return base_url, conversation.api_key if shares else None
 
 
 def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:

@@ -57,9 +57,11 @@ DESCRIPTIONS: dict[str, str] = {
     "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
     "prefix is a known provider.",
     "compaction.summarizer_provider": "Provider of the summariser model (unset: the prefix of "
-    "compaction.summarizer if it is a known provider, else the conversation's).",
+    "compaction.summarizer if it is a known provider, else openai-compatible when "
+    "summarizer_base_url is another endpoint than the conversation's, else the conversation's).",
     "compaction.summarizer_base_url": "Endpoint of the summariser (unset: the conversation's "
-    "base_url when the summariser uses the conversation's provider).",
+    "base_url when the summariser uses the conversation's provider). The conversation's API key "
+    "is only sent to the conversation's own endpoint.",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
     "threshold_ratio, low_watermark_ratio, retain_ratio, retain_tokens, chunk_tokens, "
     "stub_tokens, state_max_tokens, stub_region_ratio.",
