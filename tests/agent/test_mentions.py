@@ -109,6 +109,17 @@ def test_a_binary_file_is_named_with_why(workspace: Path) -> None:
     assert "was not attached" in found.text and "binary" in found.text
 
 
+def test_a_file_that_cannot_be_read_is_named_with_why_and_the_turn_goes_on(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(*args: object, **kwargs: object) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("dsh.agent.mentions.read_window", unreadable)
+    [found] = attach("@notes.md", workspace, no_secrets(), budget_chars=10_000)
+    assert found.text == "[attached] @notes.md was not attached: Permission denied"
+
+
 def test_known_secret_values_are_masked_in_an_attachment(workspace: Path) -> None:
     (workspace / ".env").write_text("OPENAI_API_KEY=sk-abcdefghijklmnop\n")
     secrets = SecretPolicy.from_environment({"OPENAI_API_KEY": "sk-abcdefghijklmnop"})

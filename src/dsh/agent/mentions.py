@@ -92,11 +92,12 @@ def attach(
         if not _exists(path, workspace):
             continue
         try:
-            same = resolve_in_workspace(path, workspace) in seen
-            seen.add(resolve_in_workspace(path, workspace))
+            resolved = resolve_in_workspace(path, workspace)
         except ToolError:
-            same = False  # its note says why it is not attached
-        if not same:
+            paths.append(path)  # its note says why it is not attached
+            continue
+        if resolved not in seen:
+            seen.add(resolved)
             paths.append(path)
     for path in paths[:MAX_ATTACHMENTS]:
         text = _attachment_text(path, workspace, secrets, max_chars=max(left, 0))
@@ -131,6 +132,8 @@ def _attachment_text(path: str, workspace: Path, secrets: SecretPolicy, *, max_c
         return f"[attached] The user attached {shown} (as read_file shows it):\n{body}"
     except ToolError as refused:
         return f"[attached] @{path} was not attached: {refused}"
+    except OSError as failed:  # unreadable: permissions, a file gone since it was named
+        return f"[attached] @{path} was not attached: {failed.strerror or failed}"
 
 
 async def attachment_notes(
