@@ -287,3 +287,33 @@ def test_a_read_call_recovered_from_prose_replays_byte_identically(tmp_path):
     again.provider = ReplayProvider(recorded)
     run(again.run_turn("what is in notes.txt?"))
     assert _comparable(replay_session.events) == _comparable(recorded)
+
+
+def test_a_read_call_from_prose_runs_even_when_the_made_up_text_after_it_was_cut(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """Qwen2.5-Coder 1.5B wrote its search in a fence, then made up results until the output
+    limit cut it: the call's fence had closed, so the cut did not cut the call."""
+    cut_reply = PROSE_READ + " It goes on and on about"
+    server.queue(
+        openai_stream(oa_chunk(content=cut_reply), oa_chunk(finish="length")),
+        openai_text("It says alpha beta."),
+    )
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    result = run(agent.run_turn("what is in notes.txt?"))
+    assert result.reason == "completed" and result.text == "It says alpha beta."
+    (answer,) = [e for e in agent.session.events if isinstance(e, ToolResultEvent)]
+    assert answer.data.error is None
+    assert "alpha beta" in answer.data.message.content[0].content[0].text
+
+
+def test_a_whole_reply_of_calls_cut_at_the_limit_still_runs_none(tmp_path, server: FakeServer):  # noqa: F811
+    server.queue(
+        openai_stream(oa_chunk(content=FENCED), oa_chunk(finish="length")),
+        openai_text("I will ask again."),
+    )
+    agent = _local_agent(tmp_path, server.url + "/v1")
+    run(agent.run_turn("what is in notes.txt?"))
+    (answer,) = [e for e in agent.session.events if isinstance(e, ToolResultEvent)]
+    assert answer.data.error is not None and answer.data.error.code == "NOT_RUN"

@@ -70,7 +70,7 @@ from dsh.events import (
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.retry import stream_with_retry
-from dsh.llm.text_tool_calls import with_recovered_calls
+from dsh.llm.text_tool_calls import recover_reply
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
@@ -363,24 +363,26 @@ class Agent:
             recovered = None
             read_text_calls = assembler.text_calls
             if read_text_calls if read_text_calls is not None else self.config.text_tool_calls:
-                recovered = with_recovered_calls(
+                recovered = recover_reply(
                     message, self._accepts, f"text-{turn}-{step}", in_prose=self._reads
                 )
+            sent = message if recovered is None else recovered.message
             self.session.append(
                 AssistantMessage(
                     turn=turn,
                     step=step,
-                    message=recovered or message,
+                    message=sent,
                     usage=assembler.usage,
                     recovered_from_text=message.text() if recovered else None,
                 )
             )
             return CallOutcome(
-                message=recovered or message,
+                message=sent,
                 finish=assembler.finish,
                 output_limit=assembler.output_limit,
                 overflow_retries=overflow_retries,
                 from_text=recovered is not None,
+                calls_complete=recovered is not None and recovered.from_prose,
             )
 
     def _log_partial(

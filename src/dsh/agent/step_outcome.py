@@ -59,6 +59,9 @@ class CallOutcome:
     overflow_retries: int = 0
     from_text: bool = False
     """The reply's tool calls were recovered from its text (``provider.text_tool_calls``)."""
+    calls_complete: bool = False
+    """The reply's calls ended before what a cut at the output limit cut (calls taken out of
+    prose: their fence closed, and the text after it was dropped): they run even then."""
     output_limit: int | None = None
     """The bound a cut reply was cut at, as the provider reported it (a replay: the recorded
     request's); None: the request's ``max_tokens``."""
@@ -99,7 +102,7 @@ def plan_step(
     calls = message is not None and bool(message.tool_calls())
     cut = outcome.finish == "max-tokens"
     bound = outcome.output_limit or params.get("max_tokens")
-    if cut and calls:
+    if cut and calls and not outcome.calls_complete:
         unrun = ("NOT_RUN", CUT_CALL_NOT_RUN)
         if not cut_before:  # the turn goes on: the model may issue the calls again
             return StepPlan(unrun=unrun, cut=True)

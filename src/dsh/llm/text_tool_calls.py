@@ -119,9 +119,18 @@ def _next_opening(text: str, position: int) -> int | None:
     return min(found, default=None)
 
 
-def with_recovered_calls(
+@dataclass(frozen=True, slots=True)
+class RecoveredReply:
+    message: Message
+    """The reply with its text turned into tool calls."""
+    from_prose: bool
+    """The calls were taken out of prose (``CallsInProse``): their wrapper closed and what
+    followed it was dropped, so a reply cut at the output limit after them did not cut them."""
+
+
+def recover_reply(
     message: Message, accepts: Accepts, id_prefix: str, *, in_prose: Accepts | None = None
-) -> Message | None:
+) -> RecoveredReply | None:
     """``message`` with its text turned into tool calls (ids ``{id_prefix}-0``, ``-1``, …), or
     None when it already calls tools or its text is not exactly valid tool calls — nor, with
     ``in_prose``, prose around a wrapper of calls ``in_prose`` accepts (``CallsInProse``)."""
@@ -130,10 +139,11 @@ def with_recovered_calls(
     text = message.text()
     calls = recover_tool_calls(text, accepts)
     before = ""
+    from_prose = False
     if calls is None and in_prose is not None:
         found = recover_calls_in_prose(text, in_prose)
         if found is not None:
-            before, calls = found.before, found.calls
+            before, calls, from_prose = found.before, found.calls, True
     if calls is None:
         return None
     kept = tuple(b for b in message.content if not isinstance(b, TextBlock))
@@ -142,9 +152,18 @@ def with_recovered_calls(
         ToolCallBlock(id=f"{id_prefix}-{i}", name=c.name, arguments=c.arguments)
         for i, c in enumerate(calls)
     )
-    return Message(
+    recovered = Message(
         id=message.id, role=message.role, content=kept + prose + blocks, source=message.source
     )
+    return RecoveredReply(recovered, from_prose)
+
+
+def with_recovered_calls(
+    message: Message, accepts: Accepts, id_prefix: str, *, in_prose: Accepts | None = None
+) -> Message | None:
+    """``recover_reply``'s message, or None."""
+    found = recover_reply(message, accepts, id_prefix, in_prose=in_prose)
+    return None if found is None else found.message
 
 
 def _json_objects(text: str, wrappers: tuple[Wrapper, ...] = WRAPPERS) -> list[Any] | None:
