@@ -166,6 +166,21 @@ def test_a_scoped_search_that_finds_nothing_there_answers_from_every_other_check
     assert search(passes.session, query=NEEDLE, checkpoint="").meta["matched"] == 1  # as absent
 
 
+@pytest.mark.parametrize("checkpoint", ["c999999", "c1"])
+def test_a_checkpoint_id_that_names_none_is_not_found_with_the_search_of_every_checkpoint(
+    checkpoint: str,
+) -> None:
+    """Qwen2.5-Coder 1.5B passed checkpoint "c130", the seq of a state checkpoint's message, got
+    CHECKPOINT_NOT_FOUND and gave up; the id only narrows a search, so the error carries it."""
+    passes = two_passes()
+    everywhere = search(passes.session, query=NEEDLE)
+    guessed = search(passes.session, query=NEEDLE, checkpoint=checkpoint)
+    assert guessed.is_error and guessed.code == CHECKPOINT_NOT_FOUND
+    assert f"no checkpoint {checkpoint}: " in guessed.text
+    assert "every checkpoint was searched instead." in guessed.text
+    assert guessed.text.endswith(everywhere.text)
+
+
 def test_a_session_without_compaction_says_there_is_no_compacted_history_yet():
     session = new_session(MemoryStore())
     append_chat_turn(session, "hello", "hi")

@@ -21,6 +21,7 @@ from typing import Any
 from dsh.config import RecallSettings
 from dsh.events import Event
 from dsh.recall.checkpoints import (
+    CHECKPOINT_NOT_FOUND,
     INVALID_ARGUMENT,
     INVALID_OFFSET,
     NO_COMPACTED_HISTORY,
@@ -187,7 +188,9 @@ def search_history(
     """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
 
     One snippet per matching message, at most ``limit``, in log order; ``meta`` holds the
-    coverage ``{scanned, matched, truncated}``. When nothing matches anywhere, the messages
+    coverage ``{scanned, matched, truncated}``. A well-formed ``checkpoint`` with no checkpoint
+    at its seq is still ``CHECKPOINT_NOT_FOUND``, whose message holds the search of every
+    checkpoint. When nothing matches anywhere, the messages
     holding the query's words (``dsh.recall.word_search``), best first, with ``meta.byWords``.
     Raises ``RecallError``.
     """
@@ -216,12 +219,39 @@ def search_history(
                 meta=meta,
             )
     else:
-        targets = [resolve_checkpoint(events, checkpoint)]
+        try:
+            targets = [resolve_checkpoint(events, checkpoint)]
+        except RecallError as unknown:
+            everything = list_checkpoints(events)
+            if unknown.code != CHECKPOINT_NOT_FOUND or not everything:
+                raise
+            raise _searched_everything(events, everything, query, limit, cache, unknown) from None
     spans = cache if cache is not None else SpanCache(max_spans=1)
     try:
         return _search(events, targets, query, checkpoint, limit, spans)
     finally:
         spans.flush()  # the spans lower-cased by this search, stored in one write
+
+
+def _searched_everything(
+    events: Sequence[Event],
+    targets: list[Checkpoint],
+    query: str,
+    limit: int,
+    cache: SpanCache | None,
+    unknown: RecallError,
+) -> RecallError:
+    """``CHECKPOINT_NOT_FOUND`` carrying the search of every checkpoint (a small model guessed
+    an id, got only the error and gave up; the id only narrows a search)."""
+    spans = cache if cache is not None else SpanCache(max_spans=1)
+    try:
+        found = _search(events, targets, query, None, limit, spans)
+    finally:
+        spans.flush()
+    why = unknown.message.split(". ")[0]
+    return RecallError(
+        CHECKPOINT_NOT_FOUND, f"{why}; every checkpoint was searched instead.\n{found.text}"
+    )
 
 
 def _search(
