@@ -134,6 +134,20 @@ def test_attachments_past_the_budget_are_cut_with_where_to_read_on(workspace: Pa
     assert "was not attached" in second.text and "read it with read_file" in second.text
 
 
+def test_a_directory_listing_past_the_budget_is_cut_at_an_entry_naming_the_rest(
+    workspace: Path,
+) -> None:
+    big = workspace / "big"
+    big.mkdir()
+    for n in range(300):
+        (big / f"file{n:03d}.txt").write_text("")
+    [found] = attach("@big", workspace, no_secrets(), budget_chars=500)
+    lines = found.text.splitlines()
+    assert lines[1] == "file000.txt" and all(line.startswith("file") for line in lines[1:-1])
+    assert lines[-1] == f"({300 - (len(lines) - 2)} more entries; use list_dir or glob)"
+    assert sum(len(line) + 1 for line in lines[1:-1]) <= 500
+
+
 def test_more_mentions_than_the_cap_end_in_one_note_naming_the_rest(workspace: Path) -> None:
     for n in range(MAX_ATTACHMENTS + 2):
         (workspace / f"f{n}.txt").write_text(f"{n}\n")

@@ -117,16 +117,15 @@ def _attachment_text(path: str, workspace: Path, secrets: SecretPolicy, *, max_c
     try:
         resolved = resolve_in_workspace(path, workspace, must_exist=True)
         shown = display_path(resolved, workspace)
-        if resolved.is_dir():
-            return (
-                f"[attached] The user attached the directory {shown} (its entries):\n"
-                + list_dir(path, workspace)
-            )
         if max_chars <= 0:
             return (
                 f"[attached] {shown} was not attached: the attachments before it fill the "
-                "share of the context window attachments may take; read it with read_file"
+                "share of the context window attachments may take; read it with read_file "
+                "or list_dir"
             )
+        if resolved.is_dir():
+            listing = _within(list_dir(path, workspace), max_chars)
+            return f"[attached] The user attached the directory {shown} (its entries):\n{listing}"
         cap = min(max_chars, MAX_READ_CHARS)
         body = read_window(path, workspace, 1, DEFAULT_READ_LIMIT, secrets, max_chars=cap)
         return f"[attached] The user attached {shown} (as read_file shows it):\n{body}"
@@ -134,6 +133,17 @@ def _attachment_text(path: str, workspace: Path, secrets: SecretPolicy, *, max_c
         return f"[attached] @{path} was not attached: {refused}"
     except OSError as failed:  # unreadable: permissions, a file gone since it was named
         return f"[attached] @{path} was not attached: {failed.strerror or failed}"
+
+
+def _within(listing: str, max_chars: int) -> str:
+    """``listing`` cut at a whole entry to about ``max_chars``, naming what was left out."""
+    if len(listing) <= max_chars:
+        return listing
+    entries = listing.splitlines()
+    kept = listing[:max_chars].count("\n")
+    return "\n".join(
+        [*entries[:kept], f"({len(entries) - kept} more entries; use list_dir or glob)"]
+    )
 
 
 async def attachment_notes(
