@@ -10,9 +10,11 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+DSH = str(Path(sys.executable).with_name("dsh"))
+"""The ``dsh`` console script: its warnings print as ``dsh: warning: …`` lines on stderr."""
 URL_LINE = re.compile(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)")
 
 
@@ -22,17 +24,23 @@ class DshWeb:
     """``http://127.0.0.1:PORT``."""
     port: int
     token: str
+    stderr: list[str] = field(default_factory=list)
+    """What the process wrote on stderr, one item, once the block ended and it exited."""
 
 
 @contextlib.contextmanager
-def dsh_web_process(tmp_path: Path) -> Iterator[DshWeb]:
-    """``dsh web --port 0 --no-open --provider scripted`` in ``tmp_path`` with its own home;
-    stopped with Ctrl-C when the block ends, which must exit 0."""
+def dsh_web_process(
+    tmp_path: Path, flags: tuple[str, ...] = ("--provider", "scripted")
+) -> Iterator[DshWeb]:
+    """The ``dsh`` console script's ``dsh web --port 0 --no-open FLAGS`` in ``tmp_path``, with
+    its own home and no API key in its environment; stopped with Ctrl-C when the block ends,
+    which must exit 0."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    for key in ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(key, None)
     env["DSH_HOME"] = str(tmp_path / "home")
-    code = "from dsh.cli.web import web; web()"
     process = subprocess.Popen(
-        [sys.executable, "-c", code, "--port", "0", "--no-open", "--provider", "scripted"],
+        [DSH, "web", "--port", "0", "--no-open", *flags],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -45,8 +53,10 @@ def dsh_web_process(tmp_path: Path) -> Iterator[DshWeb]:
         match = URL_LINE.search(line)
         assert match, line
         base, port, token = match.groups()
-        yield DshWeb(base, int(port), token)
+        web = DshWeb(base, int(port), token)
+        yield web
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
+    web.stderr.append(stderr)
     assert process.returncode == 0, stderr

@@ -12,7 +12,7 @@ callback the face supplies; subscribers hear every appended event and every acti
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -33,7 +33,7 @@ from dsh.compaction import (
 )
 from dsh.config import Settings
 from dsh.errors import UsageError
-from dsh.events import Event
+from dsh.events import Event, SessionSettings
 from dsh.store import EventStore
 from dsh.surface import Session
 from dsh.tools.approval import Approver
@@ -87,7 +87,12 @@ class SessionWiring(Protocol):
 class SettingsWiring:
     """The real wiring: ``build_agent`` / ``build_parts`` on the session's own settings (what it
     recorded, else these settings) and the route ``route()`` gives at the time (a face may switch
-    models between turns); a session recorded on another model is resolved with ``reroute``."""
+    models between turns); a session recorded on another model is resolved with ``reroute``.
+
+    ``overrides`` are the flags the face was started with (``{"provider": {...}}``, already
+    merged into ``settings``): they win over what a session recorded, as ``dsh run --session``'s
+    do; the first time they change a session's recorded settings that is said in one warning,
+    and the next ``record_settings`` logs the change."""
 
     def __init__(
         self,
@@ -96,6 +101,7 @@ class SettingsWiring:
         *,
         reroute: Callable[[Settings], Route] | None = None,
         recorded_wins: bool = True,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.settings = settings
         self._route_of = route
@@ -103,22 +109,29 @@ class SettingsWiring:
         self._recorded_wins = recorded_wins
         """False: ``settings`` and ``route`` are already the session's own (resolved by the
         face with its flags), so the recorded ones are not applied again."""
+        self._overrides = overrides or {}
 
     def route(self) -> Route:
         return self._route_of()
 
     def own_settings(self, session: Session) -> Settings:
-        """The settings ``session`` runs with: its recorded ones win over the configured."""
+        """The settings ``session`` runs with: the flags, then its recorded ones, win over the
+        configured."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        return session_settings.effective(self.settings, recorded, session_id=session.id).settings
+        return self._effective(session, recorded)
+
+    def _effective(self, session: Session, recorded: SessionSettings | None) -> Settings:
+        resolved = session_settings.effective(
+            self.settings, recorded, self._overrides, switch=True, session_id=session.id
+        )
+        session_settings.say_changed(session.id, resolved.changes)
+        return resolved.settings
 
     def own(self, session: Session) -> tuple[Settings, Route]:
-        """The settings and route ``session`` runs with: its recorded ones win over the
-        configured (an older log without them gets the configured)."""
+        """The settings and route ``session`` runs with: the flags, then its recorded ones, win
+        over the configured (an older log without them gets the configured)."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        settings = session_settings.effective(
-            self.settings, recorded, session_id=session.id
-        ).settings
+        settings = self._effective(session, recorded)
         route = self.route()
         if recorded is None:
             return settings, route

@@ -68,6 +68,7 @@ __all__ = [
     "Change",
     "Replaced",
     "Resolved",
+    "changed_warning",
     "describe",
     "effective",
     "has_checkpoints",
@@ -76,6 +77,7 @@ __all__ = [
     "read",
     "record",
     "replaced_warning",
+    "say_changed",
     "snapshot",
 ]
 
@@ -214,6 +216,19 @@ def replaced_warning(session_id: str, replaced: Sequence[Replaced]) -> str:
         f"session {session_id} recorded settings that are no longer valid; using the "
         f"configured ones instead: {values}"
     )
+
+
+def changed_warning(session_id: str | None, changes: Sequence[Change]) -> str:
+    """The one line that says which recorded values the flags given now override."""
+    values = "; ".join(change.describe() for change in changes)
+    return f"session {session_id}: the flags change its recorded settings: {values}"
+
+
+def say_changed(session_id: str, changes: Sequence[Change]) -> None:
+    """Log ``changed_warning`` once per process (a face that resolves a session's settings on
+    every agent it builds, ``dsh web``'s, says it once), when there is a change."""
+    if changes:
+        _say_once(changed_warning(session_id, changes))
 
 
 def logged_window(session_id: str, logged: int | None, configured: int | None) -> int | None:

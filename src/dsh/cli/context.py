@@ -197,8 +197,7 @@ def session_settings(
         session_id=session_id if say_replaced else None,
     )
     if resolved.changes and announce:
-        changes = "; ".join(change.describe() for change in resolved.changes)
-        warn(f"session {session_id}: the flags change its recorded settings: {changes}")
+        warn(recorded_settings.changed_warning(session_id, resolved.changes))
     return resolved.settings
 
 

@@ -1,4 +1,4 @@
-"""Flags shared by the commands that start a model route (``dsh`` and ``dsh run``).
+"""Flags shared by the commands that start a model route (``dsh``, ``dsh run`` and ``dsh web``).
 
 Imports only click (not even pathlib: see :class:`PathlibPath`), so ``dsh --help`` stays light."""
 
@@ -68,3 +68,12 @@ def provider_options(command: F) -> F:
     ):
         command = option(command)
     return command
+
+
+def context_window_option(command: F) -> F:
+    """``--context-window`` (``dsh run`` and ``dsh web``): the window of the model route."""
+    return click.option(
+        "--context-window",
+        type=int,
+        help="Override the model's window (tokens; at least 1024, checked with the config's keys).",
+    )(command)

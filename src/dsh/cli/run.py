@@ -22,7 +22,7 @@ from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
-from dsh.cli.options import provider_options
+from dsh.cli.options import context_window_option, provider_options
 from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
@@ -60,11 +60,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {
     type=click.Choice(["recallable", "basic", "off"]),
     help="Compaction backend (default: a resumed session's own, else the config's: recallable).",
 )
-@click.option(
-    "--context-window",
-    type=int,
-    help="Override the model's window (tokens; at least 1024, checked with the config's keys).",
-)
+@context_window_option
 @click.option(
     "--summarizer", help="extractive (keyless), a model name (tags allowed) or provider:model."
 )

@@ -1,4 +1,6 @@
-"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]``: the browser client.
+"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]`` and the provider flags
+(``--provider``, ``--model``, ``--base-url``, ``--script``, ``--context-window``, as ``dsh run``
+takes them): the browser client.
 
 Prints the launch URL (with its access token) and serves until Ctrl-C (exit 0), SIGTERM or
 SIGHUP (a closed terminal; exit 128 + the signal), each a graceful shutdown: running turns are
@@ -25,6 +27,7 @@ import click
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.agent.runtime import Route, resolve_route
 from dsh.cli import context
+from dsh.cli.options import context_window_option, provider_options
 from dsh.config import load_settings
 from dsh.errors import ConfigError, DshError
 from dsh.web.app import create_app
@@ -60,13 +63,8 @@ log = logging.getLogger("dsh.web")
     help="Access token (default: $DSH_WEB_TOKEN, else a random one). Prefer the variable: "
     "a flag shows in `ps`.",
 )
-@click.option("--provider", default=None, help="Provider for new turns (as for `dsh run`).")
-@click.option("--model", default=None, help="Model name (defaults per provider).")
-@click.option(
-    "--script",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Script file for the keyless scripted provider.",
-)
+@provider_options
+@context_window_option
 def web(
     host: str,
     port: int,
@@ -74,13 +72,21 @@ def web(
     token: str | None,
     provider: str | None,
     model: str | None,
+    base_url: str | None,
     script: Path | None,
+    context_window: int | None,
 ) -> None:
-    """Serve the browser client for your sessions on this machine."""
+    """Serve the browser client for your sessions on this machine.
+
+    Sessions started or continued from the page run on the route the provider flags give (as
+    `dsh run`'s and the terminal UI's do, they override a continued session's recorded route),
+    else on the configured one.
+    """
     feed = WarningFeed()  # from the start: the pages get what starting the server warned
+    flags = context.provider_overrides(provider, model, base_url, context_window)
     try:
         with feed.installed():
-            _serve(host, port, no_open, token, provider, model, script, feed)
+            _serve(host, port, no_open, token, {"provider": flags}, script, feed)
     except DshError as exc:
         context.fail(exc)
 
@@ -90,8 +96,7 @@ def _serve(
     port: int,
     no_open: bool,
     token: str | None,
-    provider: str | None,
-    model: str | None,
+    overrides: dict[str, dict[str, Any]],
     script: Path | None,
     feed: WarningFeed,
 ) -> None:
@@ -104,11 +109,6 @@ def _serve(
                 "the web token is shorter than %d characters; easy to guess", WEAK_TOKEN_CHARS
             )
     check_bind(host, explicit_token=token is not None, token=token)
-    overrides: dict[str, dict[str, Any]] = {"provider": {}}
-    if provider is not None:
-        overrides["provider"]["name"] = provider
-    if model is not None:
-        overrides["provider"]["model"] = model
     settings = load_settings(overrides=overrides)
     store = context.store(settings)
     route: Route | None = None
@@ -116,10 +116,13 @@ def _serve(
         route = resolve_route(settings, script=script, store=store)
     except ConfigError as exc:
         log.warning("%s — sessions can be browsed, but prompts will fail", exc)
+    if route is not None and route.notice is not None:
+        log.warning("%s", route.notice)  # an endpoint that did not report its window, …
     runtime = WebRuntime(
         settings,
         route or (lambda: resolve_route(settings, script=script, store=store)),
         store=store,
+        overrides=overrides,
     )
     registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve(), warnings=feed)
     start_session_mcp_servers(settings, context.cwd().resolve())  # a new session's, early

@@ -6,8 +6,8 @@ configured; tests pass a keyless route."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
@@ -29,7 +29,10 @@ class Runtime(SessionWiring, Protocol):
 
 class WebRuntime(SettingsWiring):
     """``build_agent`` / ``build_parts`` with the settings and a route (resolved when first
-    needed, so the server starts and shows sessions even when no API key is configured)."""
+    needed, so the server starts and shows sessions even when no API key is configured).
+
+    ``overrides``: the flags ``dsh web`` was started with (``--provider``, ``--base-url``, …),
+    already in ``settings``; they also win over what a session continued here recorded."""
 
     def __init__(
         self,
@@ -37,9 +40,13 @@ class WebRuntime(SettingsWiring):
         route: Route | Callable[[], Route] | None = None,
         *,
         store: EventStore | None = None,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__(
-            settings, self._resolved, reroute=lambda own: resolve_route(own, store=self._store)
+            settings,
+            self._resolved,
+            reroute=lambda own: resolve_route(own, store=self._store),
+            overrides=overrides,
         )
         self._route = route
         self._store = store
