@@ -24,7 +24,7 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     workspace.mkdir()
     monkeypatch.setenv("DSH_HOME", str(home))
     monkeypatch.chdir(workspace)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # `demo --tui` keeps its copy
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # `demo --tui`'s copy goes here
     seen: dict[str, Any] = {"store": JsonlStore(home), "cwd": str(workspace.resolve())}
 
     class FakeApp:
@@ -37,7 +37,10 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
         def run(self) -> None:
             seen["ran"] = True
+            workspace = seen["options"].workspace
+            seen["files while running"] = sorted(p.name for p in workspace.iterdir())
             self.last_session_id = seen.get("last_session_id")
+            self.return_code = seen.get("return_code", 0)
 
     monkeypatch.setattr(dsh.tui, "DshApp", FakeApp)
     monkeypatch.setattr(cli_tui, "refuse_without_terminal", lambda: None)  # pytest has none
@@ -172,7 +175,7 @@ def test_demo_tui_opens_the_ui_on_a_throwaway_copy_answered_by_the_demo_script(l
     result = CliRunner().invoke(demo, ["--tui"])
     assert result.exit_code == 0, result.output
     options = launched["options"]
-    assert (options.workspace / "calc.py").is_file()
+    assert "calc.py" in launched["files while running"]
     assert str(options.workspace) != launched["cwd"]
     route = options.route_factory(None)
     assert type(route.provider).__name__ == "ScriptedProvider" and route.model == "demo"
@@ -242,3 +245,38 @@ def test_demo_tui_runs_in_the_small_window_that_makes_it_compact(launched):
     chunk = DEMO_OVERRIDES["compaction"]["chunk_tokens"]
     assert options.settings.compaction.chunk_tokens == chunk
     assert all(prompt in options.greeting for prompt in PROMPTS)
+
+
+def demo_copies(tmp_path: Path) -> list[Path]:
+    return sorted(tmp_path.glob("dsh-demo-*"))
+
+
+@pytest.mark.parametrize("return_code", [0, 1])
+def test_demo_tui_removes_its_throwaway_copy_when_the_ui_quits(launched, tmp_path, return_code):
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+
+    launched["return_code"] = return_code  # a UI that ended with an error code too
+    result = CliRunner().invoke(demo, ["--tui"])
+    assert result.exit_code == return_code, result.output
+    workspace = launched["options"].workspace
+    assert launched["files while running"] == ["calc.py", "test_calc.py"]
+    assert workspace.parent == tmp_path and not workspace.exists()
+    assert demo_copies(tmp_path) == []
+    assert str(workspace) not in result.output  # nothing is said of a copy that is gone
+    assert "removed when you quit (--keep keeps it)" in launched["options"].greeting
+
+
+def test_demo_tui_with_keep_keeps_its_copy_and_says_where(launched, tmp_path):
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+
+    result = CliRunner().invoke(demo, ["--tui", "--keep"])
+    assert result.exit_code == 0, result.output
+    workspace = launched["options"].workspace
+    assert demo_copies(tmp_path) == [workspace]
+    assert sorted(p.name for p in workspace.iterdir()) == ["calc.py", "test_calc.py"]
+    assert result.output.splitlines()[-1] == f"workspace: {workspace}"
+    assert "kept when you quit" in launched["options"].greeting

@@ -5,22 +5,28 @@ from __future__ import annotations
 import click
 
 from dsh.cli import context
-from dsh.demo import DEMO_OVERRIDES, PROMPTS, demo_script, prepare_workspace, run_demo
+from dsh.demo import DEMO_OVERRIDES, PROMPTS, demo_script, run_demo, throwaway_workspace
 from dsh.demo.narration import Narrator
 from dsh.transcript.stats import render_stats, session_stats
 
 
 @click.command("demo")
-@click.option("--keep", is_flag=True, help="Keep the temporary workspace afterwards.")
+@click.option(
+    "--keep", is_flag=True, help="Keep the temporary workspace afterwards (its path is printed)."
+)
 @click.option("--tui", is_flag=True, help="Open the terminal UI on the demo: you type the prompts.")
 def demo(keep: bool, tui: bool) -> None:
-    """Run a scripted coding session (no API key needed) and print what happened."""
+    """Run a scripted coding session (no API key needed) and print what happened.
+
+    It runs on a throwaway copy of a small project in the temporary directory, removed at the
+    end (with --tui: when the UI quits) unless --keep is given.
+    """
     if tui:
-        _demo_tui()
+        _demo_tui(keep)
         return
-    workspace = prepare_workspace()
     narrator = Narrator(click.echo)
-    session, results = run_demo(context.store(), workspace=workspace, keep=keep, on_event=narrator)
+    with throwaway_workspace(keep=keep) as workspace:
+        session, results = run_demo(context.store(), workspace=workspace, on_event=narrator)
     click.echo()
     click.echo(render_stats(session_stats(session.events)))
     click.echo()
@@ -35,26 +41,33 @@ def demo(keep: bool, tui: bool) -> None:
         raise SystemExit(1)
 
 
-def _demo_tui() -> None:
-    """The terminal UI on a throwaway copy of the demo project, answered by the demo script."""
+def _demo_tui(keep: bool) -> None:
+    """The terminal UI on a throwaway copy of the demo project, answered by the demo script;
+    the copy is removed when the UI quits, unless ``keep`` (then its path is printed)."""
     from dsh.cli.tui import launch, refuse_without_terminal
 
     refuse_without_terminal()  # before a throwaway project is made for nothing
-    workspace = prepare_workspace()
     prompts = "\n".join(f"  {n}. {prompt}" for n, prompt in enumerate(PROMPTS, 1))
-    greeting = (
-        f"Demo: a scripted model (no API key) on a throwaway project in {workspace}.\n"
-        f"Try, in order:\n{prompts}\n"
-        "The script answers each prompt in turn, whatever you type; its edits ask first. "
-        "The window is small: turn 3 compacts, turn 4 recalls a detail from before."
-    )
-    with demo_script() as script:
-        launch(
-            None,
-            False,
-            workspace,
-            provider=DEMO_OVERRIDES["provider"],
-            compaction=DEMO_OVERRIDES["compaction"],
-            script=script,
-            greeting=greeting,
+    fate = "kept when you quit" if keep else "removed when you quit (--keep keeps it)"
+    with throwaway_workspace(keep=keep) as workspace:
+        greeting = (
+            f"Demo: a scripted model (no API key) on a throwaway project in {workspace}, "
+            f"{fate}.\n"
+            f"Try, in order:\n{prompts}\n"
+            "The script answers each prompt in turn, whatever you type; its edits ask first. "
+            "The window is small: turn 3 compacts, turn 4 recalls a detail from before."
         )
+        try:
+            with demo_script() as script:
+                launch(
+                    None,
+                    False,
+                    workspace,
+                    provider=DEMO_OVERRIDES["provider"],
+                    compaction=DEMO_OVERRIDES["compaction"],
+                    script=script,
+                    greeting=greeting,
+                )
+        finally:  # the UI may end with its exit code (a SystemExit): said all the same
+            if keep:
+                click.echo(f"workspace: {workspace}")

@@ -79,6 +79,19 @@ def prepare_workspace(parent: Path | None = None) -> Path:
     return workspace
 
 
+@contextmanager
+def throwaway_workspace(*, keep: bool, parent: Path | None = None) -> Iterator[Path]:
+    """A fresh copy of the demo project (``prepare_workspace``) while the context is open;
+    removed when it closes, however it closes (an error, Ctrl-C, a ``SystemExit`` with the UI's
+    code), unless ``keep``. Both faces of ``dsh demo`` run in one."""
+    workspace = prepare_workspace(parent)
+    try:
+        yield workspace
+    finally:
+        if not keep:
+            shutil.rmtree(workspace, ignore_errors=True)
+
+
 def run_demo(
     store: EventStore,
     *,
