@@ -136,7 +136,9 @@ class SettingsWiring:
         if recorded is None:
             return settings, route
         wanted = settings.provider
-        moved = (wanted.name, wanted.model) != (route.provider.name, route.model)
+        moved = (wanted.name, wanted.model) != (route.provider.name, route.model) or (
+            wanted.base_url != self.settings.provider.base_url  # what ``route`` was built for
+        )
         if moved and self._reroute is not None:
             route = self._reroute(settings)
         if wanted.context_window is not None and wanted.context_window != route.context_window:
