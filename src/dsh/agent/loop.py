@@ -45,7 +45,12 @@ from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.step_outcome import CallOutcome, plan_step
-from dsh.agent.tool_calls import answer_unrun_calls, is_read_only, run_tool_calls
+from dsh.agent.tool_calls import (
+    answer_unrun_calls,
+    is_read_only,
+    names_read_only,
+    run_tool_calls,
+)
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
 from dsh.config import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_REPEATED_CALLS
 from dsh.errors import ProviderError
@@ -409,8 +414,7 @@ class Agent:
     def _reads(self, name: str, arguments: str) -> bool:
         """Whether a call written inside prose is taken out of it: a registered tool that only
         reads (``kind == "read"``), so running a call the model merely showed changes nothing."""
-        tool = self.tools.get(name)
-        return tool is not None and tool.kind == "read"
+        return names_read_only(self.tools, name)
 
     async def _stream(
         self, request: ModelRequest, assembler: StreamAssembler, turn: int, step: int

@@ -92,7 +92,12 @@ def cancelled_answer(tools: ToolRegistry, reason: str, so_far: OutputSoFar) -> T
 
 def is_read_only(tools: ToolRegistry, call: ToolCallBlock) -> bool:
     """Whether ``call`` names a registered read-only tool (``kind == "read"``)."""
-    tool = tools.get(call.name)
+    return names_read_only(tools, call.name)
+
+
+def names_read_only(tools: ToolRegistry, name: str) -> bool:
+    """Whether ``name`` is a registered tool that only reads (``kind == "read"``)."""
+    tool = tools.get(name)
     return tool is not None and tool.kind == "read"
 
 

@@ -222,36 +222,20 @@ def search_history(
         try:
             targets = [resolve_checkpoint(events, checkpoint)]
         except RecallError as unknown:
-            everything = list_checkpoints(events)
-            if unknown.code != CHECKPOINT_NOT_FOUND or not everything:
+            # a small model guessed an id, got only the error and gave up; the id only narrows
+            # a search, so the error carries the search of every checkpoint
+            if unknown.code != CHECKPOINT_NOT_FOUND or not list_checkpoints(events):
                 raise
-            raise _searched_everything(events, everything, query, limit, cache, unknown) from None
+            found = search_history(events, query, limit=limit, cache=cache)
+            why = unknown.message.split(". ")[0]
+            raise RecallError(
+                CHECKPOINT_NOT_FOUND, f"{why}; every checkpoint was searched instead.\n{found.text}"
+            ) from None
     spans = cache if cache is not None else SpanCache(max_spans=1)
     try:
         return _search(events, targets, query, checkpoint, limit, spans)
     finally:
         spans.flush()  # the spans lower-cased by this search, stored in one write
-
-
-def _searched_everything(
-    events: Sequence[Event],
-    targets: list[Checkpoint],
-    query: str,
-    limit: int,
-    cache: SpanCache | None,
-    unknown: RecallError,
-) -> RecallError:
-    """``CHECKPOINT_NOT_FOUND`` carrying the search of every checkpoint (a small model guessed
-    an id, got only the error and gave up; the id only narrows a search)."""
-    spans = cache if cache is not None else SpanCache(max_spans=1)
-    try:
-        found = _search(events, targets, query, None, limit, spans)
-    finally:
-        spans.flush()
-    why = unknown.message.split(". ")[0]
-    return RecallError(
-        CHECKPOINT_NOT_FOUND, f"{why}; every checkpoint was searched instead.\n{found.text}"
-    )
 
 
 def _search(
