@@ -335,3 +335,57 @@ def test_a_terminal_escape_pasted_or_completed_shows_and_is_sent_as_its_escape(r
         assert app.prompt_box.value == "@odd\\x1b[2J\\u202e.txt x"
 
     run(app, body)
+
+
+class _Clock:
+    """A clock the test moves by hand, so the second press's timing never races."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_ctrl_c_twice_on_an_empty_idle_draft_leaves_dsh(rig: Rig):
+    app = rig.app([])
+    clock = _Clock()
+    app.clock = clock
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(message), notify(message, **kw))[1]  # type: ignore[method-assign]
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running
+        assert said == ["Nothing is running. Press ctrl+c again to leave dsh (or ctrl+q, /quit)."]
+        clock.now += 1.5
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+
+    run(app, body)
+
+
+def test_a_second_ctrl_c_after_the_pause_or_after_clearing_a_draft_does_not_leave(rig: Rig):
+    app = rig.app([])
+    clock = _Clock()
+    app.clock = clock
+
+    async def body(pilot: Any) -> None:
+        await pilot.press("ctrl+c")
+        clock.now += 2.5  # too late: it only says again how to leave
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("d", "r", "a", "f", "t", "ctrl+c")  # clears the draft
+        assert app.prompt_box.value == ""
+        await pilot.press("ctrl+c")  # the first press on the empty draft
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+
+    run(app, body)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from textual import events
@@ -63,6 +64,8 @@ CONTEXT_EVERY = 0.25
 WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
+QUIT_AGAIN_WITHIN = 2.0
+"""Seconds in which a second ctrl+c, idle with an empty draft, leaves dsh."""
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
 
 
@@ -115,6 +118,9 @@ class DshApp(WarningsApp[None]):
         self.first_page_from = FIRST_PAGE_FROM_BYTES  # logs this long paint their newest page first
         self._closed = False
         self._stopped_by: int | None = None
+        self.clock: Callable[[], float] = time.monotonic
+        """The clock a second ctrl+c is timed by (a test sets its own)."""
+        self._idle_interrupt_at: float | None = None
 
     def compose(self) -> ComposeResult:
         view = TranscriptView(id="transcript")
@@ -424,15 +430,24 @@ class DshApp(WarningsApp[None]):
         elif not self.running:
             self.prompt_box.clear_draft()
 
-    def action_interrupt(self) -> None:
+    async def action_interrupt(self) -> None:
+        """ctrl+c: cancel the running turn; idle, clear the draft; idle with an empty draft,
+        say how to leave, and leave when pressed again within ``QUIT_AGAIN_WITHIN`` seconds."""
+        first_at, self._idle_interrupt_at = self._idle_interrupt_at, None
         if self.controller.cancel():
             self.set_busy("cancelling…")
         elif not self.running and self.prompt_box.clear_draft():
             return
         elif self.running:
             self.notify("Compaction cannot be cancelled; it ends on its own.")
+        elif first_at is not None and self.clock() - first_at <= QUIT_AGAIN_WITHIN:
+            await self.action_quit()
         else:
-            self.notify("Nothing is running. Press ctrl+q or type /quit to leave dsh.")
+            self._idle_interrupt_at = self.clock()
+            self.notify(
+                "Nothing is running. Press ctrl+c again to leave dsh (or ctrl+q, /quit).",
+                timeout=QUIT_AGAIN_WITHIN,
+            )
 
     def action_toggle_reasoning(self) -> None:
         view = self.transcript

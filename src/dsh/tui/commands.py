@@ -31,7 +31,7 @@ Keys
   up / down          earlier prompts (from the first / last line of the draft)
   pgup / pgdn        scroll the transcript  (home / end too, on an empty draft)
   esc, ctrl+c        cancel the running turn; when idle, clear the draft (ctrl+z
-                     brings it back)
+                     brings it back); ctrl+c twice on an empty draft leaves dsh
   ctrl+r             show / hide the model's reasoning
   ctrl+o             expand / collapse the selected (or last) tool card or marker
   ctrl+f             find in the transcript: enter / down next, shift+enter / up
