@@ -25,6 +25,7 @@ from dsh.tools.args import int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.kept_shell import KeptShell
 from dsh.tools.secrets import SecretPolicy
+from dsh.tools.terminal_text import TerminalText
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -34,13 +35,17 @@ PIPE_GRACE_SECONDS = 1.0
 
 
 class CappedOutput:
-    """Text accumulated from a stream, keeping at most ``cap`` characters: the head and the tail.
+    """Text accumulated from a stream, keeping at most ``cap`` characters: the head and the
+    tail. With ``terminal`` (a command's output), the text is kept as a terminal would show it
+    (``dsh.tools.terminal_text``: no escape sequences; carriage returns and backspaces applied).
 
     With ``secrets``, a little more than each half is kept, so that a secret value across a cut
     can move the cut out of it (``SecretPolicy.safe_cut``): the output then shows the value
     whole (and masked) or not at all, never a part the mask would not recognise."""
 
-    def __init__(self, cap: int = OUTPUT_CAP, secrets: SecretPolicy | None = None) -> None:
+    def __init__(
+        self, cap: int = OUTPUT_CAP, secrets: SecretPolicy | None = None, *, terminal: bool = True
+    ) -> None:
         self._half = cap // 2
         self._secrets = secrets or SecretPolicy()
         self._keep = self._half + max(self._secrets.longest - 1, 0)
@@ -48,26 +53,39 @@ class CappedOutput:
         self._tail = ""
         self._total = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._terminal = TerminalText(max_line=cap) if terminal else None
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         """Add raw bytes (decoded as UTF-8, invalid bytes replaced)."""
-        text = self._decoder.decode(data, final=final)
-        self._total += len(text)
-        room = self._keep - len(self._head)
+        shown = self._decoder.decode(data, final=final)
+        if self._terminal is not None:
+            shown = self._terminal.feed(shown)
+            if final:
+                shown += self._terminal.finish()
+        self._head, self._tail, self._total = self._stored(shown)
+
+    def _stored(self, text: str) -> tuple[str, str, int]:
+        """Head, tail and total once ``text`` is added."""
+        head, tail = self._head, self._tail
+        room = self._keep - len(head)
         if room > 0:
-            self._head += text[:room]
+            head += text[:room]
             text = text[room:]
         if text:
-            self._tail = (self._tail + text)[-self._keep :]
+            tail = (tail + text)[-self._keep :]
+        return head, tail, self._total + len(head) - len(self._head) + len(text)
 
     def text(self) -> str:
-        """The output, with ``… [N characters omitted] …`` where the middle was dropped."""
-        if self._total <= 2 * self._half:  # nothing was dropped
-            return self._head + self._tail
-        head = self._head[: self._secrets.safe_cut(self._head, self._half)]
-        start = max(len(self._tail) - self._half, 0)
-        tail = self._tail[self._secrets.safe_cut(self._tail, start, keep="tail") :]
-        omitted = self._total - len(head) - len(tail)
+        """The output (the line in progress too), with ``… [N characters omitted] …`` where
+        the middle was dropped."""
+        pending = self._terminal.pending() if self._terminal is not None else ""
+        head, tail, total = self._stored(pending)
+        if total <= 2 * self._half:  # nothing was dropped
+            return head + tail
+        head = head[: self._secrets.safe_cut(head, self._half)]
+        start = max(len(tail) - self._half, 0)
+        tail = tail[self._secrets.safe_cut(tail, start, keep="tail") :]
+        omitted = total - len(head) - len(tail)
         return f"{head}\n… [{omitted} characters omitted] …\n{tail}"
 
 

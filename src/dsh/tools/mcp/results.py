@@ -38,7 +38,7 @@ def tool_output(result: CallToolResult, secrets: SecretPolicy | None = None) -> 
             parts.insert(0, json.dumps(structured, ensure_ascii=False, indent=2, default=str))
     text = "\n\n".join(part for part in parts if part) or "(no output)"
     if len(text) > OUTPUT_CAP:
-        capped = CappedOutput(secrets=secrets)
+        capped = CappedOutput(secrets=secrets, terminal=False)  # a server's text, not a tty's
         capped.feed(text.encode("utf-8", "surrogatepass"), final=True)
         text = capped.text()
     if result.is_error:
