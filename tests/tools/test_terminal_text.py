@@ -107,3 +107,30 @@ def test_the_bash_tool_returns_what_a_terminal_would_show(ctx: ToolContext) -> N
     command = r"printf '\033[31mred\033[0m plain\n'; printf ' 10%%\r 50%%\r100%%\n'"
     output = asyncio.run(BashTool().run({"command": command}, ctx))
     assert output.text == "red plain\n100%\n"
+
+
+def _terminal_cells(text: str) -> str:
+    """An independent model of the carriage return and backspace rules: a line of cells and a
+    cursor, one character at a time (for text without escape sequences)."""
+    lines = []
+    for line in text.split("\n"):
+        cells: list[str] = []
+        at = 0
+        for char in line:
+            if char == "\r":
+                at = 0
+            elif char == "\b":
+                at = max(at - 1, 0)
+            elif at < len(cells):
+                cells[at] = char
+                at += 1
+            else:
+                cells.append(char)
+                at += 1
+        lines.append("".join(cells))
+    return "\n".join(lines)
+
+
+@given(st.text(st.sampled_from(list("\r\b\nabc ")), max_size=120))
+def test_carriage_returns_and_backspaces_match_a_cell_by_cell_terminal(text: str) -> None:
+    assert plain_output(text) == _terminal_cells(text)

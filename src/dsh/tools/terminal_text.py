@@ -62,12 +62,14 @@ class TerminalText:
         """Take the next chunk; returns the lines it completed, as shown."""
         text, self._escape = self._escape + text, ""
         if "\x1b" in text:
-            unfinished = _UNFINISHED.search(text)
+            unfinished = _UNFINISHED.match(text, text.rfind("\x1b"))  # only the last can be
             if unfinished is not None:
                 held = unfinished.group()
                 text = text[: unfinished.start()]
                 self._escape = held if len(held) <= MAX_HELD_ESCAPE else ""
             text = ESCAPE_SEQUENCE.sub("", text).replace("\x1b", "")  # and a stray ESC
+        if self._at == len(self._shown) and "\r" not in text and "\b" not in text:
+            return self._append(text)  # nothing to apply: most output, at C speed
         first, *rest = text.split("\n")
         out = [self._write(first)]
         for line in rest:
@@ -75,6 +77,14 @@ class TerminalText:
             self._shown, self._at = "", 0
             out.append(self._write(line))
         return "".join(out)
+
+    def _append(self, text: str) -> str:
+        """``feed`` for text without a carriage return or backspace, the cursor at the end."""
+        last = text.rfind("\n")
+        if last < 0:
+            return self._write(text)
+        out, self._shown, self._at = self._shown + text[: last + 1], "", 0
+        return out + self._write(text[last + 1 :])
 
     def pending(self) -> str:
         """The line in progress, as shown so far."""
@@ -90,7 +100,9 @@ class TerminalText:
     def _write(self, text: str) -> str:
         """Apply ``text`` (no newline) to the line in progress; returns what a line over
         ``max_line`` gave out."""
-        if "\r" in text or "\b" in text:
+        if "\b" not in text and "\r" in text:
+            self._redraw(text)
+        elif "\r" in text or "\b" in text:
             for part in _MOVES.split(text):
                 if part == "\r":
                     self._at = 0
@@ -104,6 +116,20 @@ class TerminalText:
             return ""
         out, self._shown, self._at = self._shown, "", 0
         return out
+
+    def _redraw(self, text: str) -> None:
+        """``_write`` of carriage returns without backspaces (a progress bar's redraws), at C
+        speed: each part after a carriage return is written from column 0, so a column shows
+        the last part that reaches it, found from the last part backwards."""
+        first, *parts = text.split("\r")
+        self._put(first)
+        drawn = parts[-1]
+        if len(drawn) < max(map(len, parts)):
+            for part in reversed(parts):
+                if len(part) > len(drawn):
+                    drawn += part[len(drawn) :]
+        self._shown = drawn + self._shown[len(drawn) :]
+        self._at = len(parts[-1])
 
     def _put(self, part: str) -> None:
         shown, at = self._shown, self._at
