@@ -98,7 +98,7 @@ def test_export_markdown_has_sections_and_the_marker(home):
     out = run("sessions", "export", FIXTURE_ID, "--format", "md").output
     assert out.startswith(f"# dsh session {FIXTURE_ID}")
     assert "### User\n\nWhat is in notes.txt?" in out
-    assert "### Tool result" in out
+    assert "#### `read_file` `notes.txt`" in out  # a call's section: what it read, then the text
     assert f"> {COMPACTION_MARKER}" in out
 
 

@@ -115,3 +115,20 @@ def test_markdown_quotes_reasoning_under_its_label_before_the_answer():
 
     text = message_markdown(assistant_message("done", reasoning="line one\nline two"))
     assert text == "### Assistant\n\n> *Reasoning:* line one\n> line two\n\ndone"
+
+
+def test_markdown_keeps_a_call_whose_result_never_came_and_says_so():
+    from dsh.events import AssistantMessage, StepStart, TurnEnd, TurnEndReason, TurnStart
+    from dsh.transcript.markdown import NO_RESULT, render_markdown
+
+    session = new_session(MemoryStore())
+    session.append(TurnStart(turn=1))
+    session.append(StepStart(turn=1, step=1))
+    session.append(user_message("run it"))
+    call = tool_call_block("call-1", "bash", '{"command": "make test"}')
+    reply = assistant_message("Running the tests.", tool_calls=[call])
+    session.append(AssistantMessage(turn=1, step=1, message=reply))
+    session.append(TurnEnd(turn=1, reason=TurnEndReason(kind="aborted")))
+    text = render_markdown(session.id, session.events)
+    assert f"#### `bash`\n\n```sh\nmake test\n```\n\n{NO_RESULT}" in text
+    assert text.index("Running the tests.") < text.index("make test")

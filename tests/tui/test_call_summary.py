@@ -8,8 +8,8 @@ import json
 import pytest
 
 from dsh.transcript import ToolCallItem
+from dsh.transcript.call_summary import call_summary, todo_lines
 from dsh.tui.blocks import TranscriptModel, block_rows, row_text
-from dsh.tui.call_summary import call_summary, todo_lines
 
 TODOS = {
     "todos": [

@@ -1,28 +1,67 @@
-"""Markdown export of the human transcript (``dsh sessions export --format md``)."""
+"""Markdown export of the human transcript (``dsh sessions export --format md``).
+
+A conversation reads as people saw it: each message a section; each tool call a section of its
+own with what it is about in its heading (a command, a path, a query: ``call_summary``, as the
+terminal UI's cards say it) and its result under it — a shell command as an ``sh`` block, a file
+edit as the ``diff`` it logged, a file ``write_file`` created as its content. A call whose
+result never came (a turn cut off) still has its section, saying so. Compaction passes show as
+one marker line each.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from dsh.events import Event, Message, ReasoningBlock, ToolResultBlock
+from dsh.transcript.call_summary import call_summary
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
     NoteItem,
+    ToolCallItem,
     ToolResultItem,
     transcript_items,
 )
 from dsh.transcript.render import COMPACTION_MARKER, context_title, cut_off_note, injected_by
 
+NO_RESULT = "*(no result: the turn ended before this call ran)*"
+_LANGUAGES = {
+    ".py": "python",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".sh": "sh",
+    ".json": "json",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".md": "markdown",
+    ".rs": "rust",
+    ".go": "go",
+    ".html": "html",
+    ".css": "css",
+}
 
-def _fence(text: str) -> str:
+
+def _fence(text: str, language: str = "") -> str:
     ticks = "```"
     while ticks in text:
         ticks += "`"
-    return f"{ticks}\n{text}\n{ticks}"
+    return f"{ticks}{language}\n{text}\n{ticks}"
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code (longer backtick runs when it holds backticks)."""
+    ticks = "`"
+    while ticks in text:
+        ticks += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def message_markdown(message: Message) -> str:
+    """One message's section (an assistant's tool calls are sections of their own)."""
     if message.role == "assistant":
         parts = ["### Assistant"]
         reasoning = "".join(b.text for b in message.content if isinstance(b, ReasoningBlock))
@@ -30,9 +69,6 @@ def message_markdown(message: Message) -> str:
             parts.append("\n".join(f"> {line}" for line in f"*Reasoning:* {reasoning}".split("\n")))
         if message.text():
             parts.append(message.text())
-        parts.extend(
-            f"**Tool call** `{c.name}`\n\n{_fence(c.arguments)}" for c in message.tool_calls()
-        )
         return "\n\n".join(parts)
     if message.role == "tool":
         results = [b for b in message.content if isinstance(b, ToolResultBlock)]
@@ -46,19 +82,88 @@ def message_markdown(message: Message) -> str:
     return f"### {title}\n\n{message.text()}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    name: str
+    arguments: str
+
+
+def call_markdown(call: _Call, result: ToolResultItem | None) -> str:
+    """A tool call's section: a heading saying what it is about, then its result."""
+    args = _arguments(call.arguments)
+    summary = call_summary(call.name, call.arguments)
+    command = args.get("command") if call.name == "bash" else None
+    heading = f"#### {_code(call.name)}"
+    if isinstance(command, str) and command.strip():
+        parts = [heading, _fence(command, "sh")]
+    elif summary and "\n" not in summary:
+        parts = [f"{heading} {_code(summary)}"]
+    else:
+        parts = [heading, _fence(call.arguments)]
+    if result is None:
+        parts.append(NO_RESULT)
+        return "\n\n".join(parts)
+    if result.is_error:
+        parts.append("*(error)*")
+    content = args.get("content")
+    path = args.get("path")
+    if result.diff:
+        parts.extend([result.text, _fence("\n".join(result.diff), "diff")])
+    elif call.name == "write_file" and not result.is_error and isinstance(content, str):
+        language = _LANGUAGES.get(_suffix(path), "") if isinstance(path, str) else ""
+        parts.extend([result.text, _fence(content.rstrip("\n"), language)])
+    else:
+        parts.append(_fence(result.text.rstrip("\n")))
+    return "\n\n".join(parts)
+
+
 def render_markdown(session_id: str, events: Iterable[Event]) -> str:
-    """The conversation as people saw it, one section per message, markers included."""
+    """The conversation as people saw it, one section per message and per tool call, markers
+    included."""
     out = [f"# dsh session {session_id}"]
+    waiting: dict[int, _Call] = {}  # a call's card seq: the call, until its result comes
+    unlogged: dict[str, _Call] = {}  # the last reply's calls no tool/call event opened yet
+
+    def flush() -> None:
+        out.extend(call_markdown(call, None) for call in [*waiting.values(), *unlogged.values()])
+        waiting.clear()
+        unlogged.clear()
+
     for item in transcript_items(events):
+        if isinstance(item, ToolCallItem):
+            unlogged.pop(item.call_id, None)
+            waiting[item.seq] = _Call(item.name, item.arguments)
+            continue
+        if isinstance(item, ToolResultItem):
+            call = waiting.pop(item.card_seq, None) if item.card_seq is not None else None
+            if call is None:
+                title = "### Tool result (error)" if item.is_error else "### Tool result"
+                out.append(f"{title}\n\n{_fence(item.text)}")
+            else:
+                out.append(call_markdown(call, item))
+            continue
+        flush()
         if isinstance(item, MarkerItem):
             out.append(f"> {COMPACTION_MARKER}")
         elif isinstance(item, MessageItem):
             out.append(message_markdown(item.message))
             if item.cut_by is not None:
                 out.append(f"*{cut_off_note(item.cut_by)}*")
-        elif isinstance(item, ToolResultItem):
-            title = "### Tool result (error)" if item.is_error else "### Tool result"
-            out.append(f"{title}\n\n{_fence(item.text)}")
+            unlogged.update((c.id, _Call(c.name, c.arguments)) for c in item.message.tool_calls())
         elif isinstance(item, NoteItem):
             out.append(f"*{item.text}*")
+    flush()
     return "\n\n".join(out) + "\n"
+
+
+def _arguments(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _suffix(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name[name.rfind(".") :].lower() if "." in name else ""

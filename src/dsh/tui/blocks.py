@@ -31,7 +31,7 @@ from dsh.transcript import (
     TranscriptItem,
     cut_off_note,
 )
-from dsh.tui.call_summary import call_summary, todo_lines
+from dsh.transcript.call_summary import call_summary, todo_lines
 from dsh.tui.diffs import (
     FileDiff,
     call_diff,
@@ -220,7 +220,8 @@ def _card_diff(block: Block) -> FileDiff | None:
 
 
 def _todos(block: Block) -> list[str] | None:
-    return todo_lines(block.arguments) if block.label == "todo_write" else None
+    lines = todo_lines(block.arguments) if block.label == "todo_write" else None
+    return None if lines is None else [sanitize(line) for line in lines]
 
 
 def _card_rows(block: Block, width: int) -> list[Row]:
@@ -230,7 +231,11 @@ def _card_rows(block: Block, width: int) -> list[Row]:
     diff = _card_diff(block)
     if block.kind == "tool" and not block.expanded:
         room = width - 4 - len(block.label) - 2
-        summary = diff.summary if diff is not None else call_summary(block.label, block.arguments)
+        summary = (
+            diff.summary
+            if diff is not None
+            else sanitize(call_summary(block.label, block.arguments))
+        )
         if room > 1:
             head += [Segment("  "), Segment(one_line(summary, room), DIM)]
     rows = [head]

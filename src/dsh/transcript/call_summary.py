@@ -1,10 +1,11 @@
-"""What a collapsed tool card says about its call, in one line, and how an expanded
-``todo_write`` card lists its todos.
+"""What a tool call is about, in one line, and a ``todo_write`` call's todos as a checklist:
+the terminal UI's collapsed card and the Markdown export say it the same way.
 
-A card headed ``bash`` shows the command, ``read_file`` the path and the lines asked for,
+A call to ``bash`` is its command, ``read_file`` the path and the lines asked for,
 ``history_search`` the query — what a person scanning the transcript wants — rather than the
 arguments' JSON. Arguments that are not what the tool takes (a model's malformed call) fall back
-to the compact JSON, so nothing is hidden. Pure functions of the call's name and arguments.
+to the compact JSON, so nothing is hidden. Pure functions of the call's name and arguments; the
+text is the model's, as it is (the terminal UI makes it safe to draw, ``dsh.tui.wrap``).
 """
 
 from __future__ import annotations
@@ -13,32 +14,30 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from dsh.tui.wrap import sanitize
-
 TODO_MARKS = {"completed": "☑", "in_progress": "◐", "pending": "☐"}
 
 
 def call_summary(name: str, arguments: str) -> str:
-    """One line for a collapsed card of a call to ``name`` with ``arguments`` (JSON text)."""
+    """One line about a call to ``name`` with ``arguments`` (JSON text)."""
     try:
         value = json.loads(arguments)
     except ValueError:
-        return sanitize(arguments)
+        return arguments
     if isinstance(value, dict):
         describe = _DESCRIBERS.get(name)
         text = describe(value) if describe is not None else None
         if text is not None:
-            return sanitize(text)
+            return text
         if len(value) == 1:
             (only,) = value.values()
             if isinstance(only, str):
-                return sanitize(only)
-    return sanitize(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+                return only
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def todo_lines(arguments: str) -> list[str] | None:
     """A ``todo_write`` call's todos as checklist lines, or None when they are not a list of
-    todos (then the card shows the arguments as they are)."""
+    todos (then the arguments are shown as they are)."""
     try:
         value = json.loads(arguments)
     except ValueError:
@@ -49,7 +48,7 @@ def todo_lines(arguments: str) -> list[str] | None:
     lines = []
     for todo in todos:
         mark = TODO_MARKS.get(str(todo.get("status")), "☐")
-        lines.append(sanitize(f"{mark} {todo.get('content', '')}"))
+        lines.append(f"{mark} {todo.get('content', '')}")
     return lines
 
 
@@ -98,6 +97,10 @@ def _list_dir(args: dict[str, Any]) -> str | None:
     return "." if path in (None, "") else _text(path)
 
 
+def _path(args: dict[str, Any]) -> str | None:
+    return _text(args.get("path"))
+
+
 def _todo_write(args: dict[str, Any]) -> str | None:
     todos = args.get("todos")
     if not isinstance(todos, list) or not all(isinstance(t, dict) for t in todos):
@@ -133,6 +136,8 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "grep": _in_path("pattern"),
     "glob": _in_path("pattern"),
     "list_dir": _list_dir,
+    "write_file": _path,
+    "edit_file": _path,
     "todo_write": _todo_write,
     "history_read": _history_read,
     "history_search": _history_search,
