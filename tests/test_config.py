@@ -50,6 +50,9 @@ def test_layers_apply_in_order_home_then_project_then_env_then_flags(tmp_path):
         ("[compaction]\nstub_tokens = 2000\n", "compaction.stub_tokens"),
         ("[tools]\nmax_repeated_calls = 1\n", "tools.max_repeated_calls"),
         ("[tools]\nmax_repeated_calls = -3\n", "tools.max_repeated_calls"),
+        ('[provider]\napi_key_env = "MY-KEY"\n', "provider.api_key_env"),
+        ('[provider]\napi_key_env = ""\n', "provider.api_key_env"),
+        ('[compaction]\nsummarizer_api_key_env = "A=B"\n', "compaction.summarizer_api_key_env"),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, toml, named):

@@ -57,6 +57,16 @@ def env_for(tmp_path: Path, user_toml: str | None = None) -> dict[str, str]:
             "provider.api_key",
             ("provider", "api_key", None),
         ),
+        (  # it could name another secret of the reader's, to send to the endpoint
+            '[provider]\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n',
+            "provider.api_key_env",
+            ("provider", "api_key_env", None),
+        ),
+        (
+            '[compaction]\nsummarizer_api_key_env = "GITHUB_TOKEN"\n',
+            "compaction.summarizer_api_key_env",
+            ("compaction", "summarizer_api_key_env", None),
+        ),
     ],
 )
 def test_an_untrusted_project_cannot_loosen_a_safety_setting(
@@ -86,6 +96,21 @@ def test_an_untrusted_project_cannot_move_a_local_model_to_a_hosted_provider(
     assert any("provider.name" in r.getMessage() for r in caplog.records)
     same = project(tmp_path, '[provider]\nname = "openai-compatible"\nmodel = "qwen3"\n')
     assert load_settings(environ=env_for(tmp_path, local), cwd=same).provider.model == "qwen3"
+
+
+def test_an_untrusted_project_may_repeat_the_users_key_variables(tmp_path: Path) -> None:
+    """Repeating what the user config already says changes nothing, so it is not dropped; any
+    other name is (the user's own choice stays in effect)."""
+    user = (
+        '[provider]\napi_key_env = "MY_VLLM_KEY"\n[compaction]\nsummarizer_api_key_env = "S_KEY"\n'
+    )
+    same = project(tmp_path, user)
+    settings = load_settings(environ=env_for(tmp_path, user), cwd=same)
+    assert settings.provider.api_key_env == "MY_VLLM_KEY"
+    assert settings.compaction.summarizer_api_key_env == "S_KEY"
+    other = project(tmp_path, '[provider]\napi_key_env = "HOME_SECRET"\n')
+    kept = load_settings(environ=env_for(tmp_path, user), cwd=other).provider.api_key_env
+    assert kept == "MY_VLLM_KEY"
 
 
 def test_an_untrusted_project_may_tighten(tmp_path: Path) -> None:

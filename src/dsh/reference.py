@@ -44,8 +44,9 @@ def render_config() -> str:
         "`startup_timeout_s` positive; `provider.base_url`, `summarizer_base_url` and a "
         "`--base-url` or `--summarizer-base-url` flag an http:// or https:// URL with a host, "
         "without white space or "
-        "control characters (refused in one line naming the key or flag, before any session "
-        "or request).",
+        "control characters; `provider.api_key_env` and `summarizer_api_key_env` an environment "
+        "variable name (letters, digits and _) (refused in one line naming the key or flag, "
+        "before any session or request).",
         "",
         "A session keeps its own settings: "
         + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)

@@ -44,7 +44,8 @@ def test_a_retryable_error_is_retried_and_logged_as_an_ignorable_retry(
 def test_the_api_key_never_enters_the_log(tmp_path: Path, server: FakeServer):  # noqa: F811
     server.queue(openai_text("answer one"), openai_text("answer two"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
-    env.update({"DSH_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": SECRET})
+    env["DSH_HOME"] = str(tmp_path / "home")
+    env.update({"DSH_PROVIDER_API_KEY_ENV": "LOCAL_SERVER_KEY", "LOCAL_SERVER_KEY": SECRET})
     dsh = str(Path(sys.executable).with_name("dsh"))
     out = subprocess.run(
         [

@@ -404,8 +404,9 @@ def test_online_mode_takes_the_endpoint_from_the_environment_for_an_openai_compa
     tmp_path: Path,
 ) -> None:
     """`DSH_PROVIDER_BASE_URL` with `--provider openai-compatible` (the config's provider name is
-    still the default) reaches the stand-in; with no endpoint anywhere the run is refused with
-    one line instead of writing a failed report."""
+    still the default) reaches the stand-in, without the user's OpenAI key (it is not OpenAI);
+    with no endpoint anywhere the run is refused with one line instead of writing a failed
+    report."""
     spec = tmp_path / "tiny.json"
     spec.write_text(json.dumps(SPEC), encoding="utf-8")
     home = tmp_path / "home"
@@ -422,13 +423,18 @@ def test_online_mode_takes_the_endpoint_from_the_environment_for_an_openai_compa
     with FakeServer() as server:
         reply = openai_text("## Goal\n- keep going", usage=oa_usage(9, 3))
         server.queue(*[reply] * 400)
-        env = {"DSH_HOME": str(home), "DSH_PROVIDER_BASE_URL": server.url}
+        env = {
+            "DSH_HOME": str(home),
+            "DSH_PROVIDER_BASE_URL": server.url,
+            "OPENAI_API_KEY": "sk-openai-of-the-user",
+        }
         result = CliRunner(env=env).invoke(
             bench, [*args, "--out", str(tmp_path / "online")], catch_exceptions=False
         )
         assert result.exit_code == 0, result.output
         assert server.requests
     assert {r.body["model"] for r in server.requests} == {"fake-1"}
+    assert {r.headers.get("authorization") for r in server.requests} == {"Bearer none"}
 
 
 def test_compaction_overrides_reach_every_run_and_the_report(tmp_path: Path) -> None:

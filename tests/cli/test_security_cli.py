@@ -73,6 +73,36 @@ def test_env_run_by_the_model_leaves_no_api_key_in_the_log(tmp_path: Path, env) 
     assert KEY not in exported
 
 
+def _outputs(env: dict[str, str], sid: str) -> list[str]:
+    return [r["message"]["content"][0]["content"][0]["text"] for r in tool_results(env, sid)]
+
+
+@pytest.mark.parametrize(
+    "setting", ["DSH_PROVIDER_API_KEY_ENV", "DSH_COMPACTION_SUMMARIZER_API_KEY_ENV"]
+)
+def test_a_variable_named_as_holding_a_key_is_kept_from_commands_and_masked(
+    tmp_path: Path, env, setting: str
+) -> None:
+    """``MY_SERVER_CRED`` matches no secret pattern: only being named as a key's variable keeps
+    it out of the bash tool's environment and masks its value (here read from a file)."""
+    value = "cred-0123456789abcdef"
+    (tmp_path / "cred.txt").write_text(f"token: {value}\n")
+    env = {**env, "MY_SERVER_CRED": value}
+    unnamed = dsh(
+        "run", "--script", str(bash_script(tmp_path / "a.json", "env", None)), "--yes", "show",
+        env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert f"MY_SERVER_CRED={value}" in _outputs(env, session_id(unnamed))[0]  # the control
+    script = bash_script(tmp_path / "b.json", "env", "cat cred.txt", None)
+    named_env = {**env, setting: "MY_SERVER_CRED"}
+    named = dsh("run", "--script", str(script), "--yes", "show", env=named_env, cwd=tmp_path)
+    sid = session_id(named)
+    listed, read = _outputs(env, sid)
+    assert "MY_SERVER_CRED=" not in listed and value not in listed and "PATH=" in listed
+    assert read.strip() == "token: [masked MY_SERVER_CRED]"
+    assert value not in log_of(env, sid)
+
+
 def test_a_repository_config_cannot_approve_its_own_shell_commands(tmp_path: Path, env) -> None:
     repo = tmp_path / "repo"
     (repo / ".dsh").mkdir(parents=True)

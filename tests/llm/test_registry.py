@@ -81,15 +81,21 @@ def test_openai_compatible_needs_base_url_and_model_but_no_key():
     assert (model, window) == ("llama3", None)
 
 
-def test_openai_compatible_uses_openai_key_when_set():
-    provider, _, _ = make(
+def test_openai_compatible_uses_the_openai_key_only_on_api_openai_com():
+    """The OpenAI key belongs to OpenAI: another server gets none (tests/llm/test_route_api_key.py
+    has the whole rule)."""
+    local, _, _ = make(
+        "openai-compatible", {"OPENAI_API_KEY": SECRET}, model="m", base_url="http://127.0.0.1:1/v1"
+    )
+    openai, _, _ = make(
         "openai-compatible",
         {"OPENAI_API_KEY": SECRET},
         model="m",
-        base_url="http://127.0.0.1:1/v1",
+        base_url="https://api.openai.com/v1",
     )
 
-    assert provider._client.api_key == SECRET  # type: ignore[attr-defined]
+    assert local._client.api_key == "none"  # type: ignore[attr-defined]
+    assert openai._client.api_key == SECRET  # type: ignore[attr-defined]
 
 
 def test_unknown_provider_lists_the_known_names():

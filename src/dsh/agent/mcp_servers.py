@@ -20,10 +20,18 @@ __all__ = ["close_mcp_servers", "mcp_tools", "start_session_mcp_servers", "tool_
 
 
 def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -> SecretPolicy:
-    """What the tools keep out of commands (MCP servers included) and mask in their output."""
+    """What the tools keep out of commands (MCP servers included) and mask in their output:
+    the built-in secret names, ``tools.scrub_env``, the variables the config names as holding
+    a key (``provider.api_key_env``, ``compaction.summarizer_api_key_env``: whatever their
+    names) and the configured ``provider.api_key``."""
+    key_variables = [
+        name
+        for name in (settings.provider.api_key_env, settings.compaction.summarizer_api_key_env)
+        if name
+    ]
     return SecretPolicy.from_environment(
         environ,
-        extra_patterns=settings.tools.scrub_env,
+        extra_patterns=[*settings.tools.scrub_env, *key_variables],
         configured_keys=[("provider.api_key", settings.provider.api_key)],
     )
 

@@ -17,7 +17,7 @@ from dsh.config import (
     window_too_small,
 )
 from dsh.errors import ConfigError
-from dsh.llm.registry import KNOWN_PROVIDERS, make_provider
+from dsh.llm.registry import KNOWN_PROVIDERS, make_provider, route_api_key
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
@@ -71,16 +71,22 @@ def resolve_route(
         )
     env = os.environ if environ is None else environ
     provider, model, known_window = make_provider(
-        cfg.name, model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key, environ=env
+        cfg.name,
+        model=cfg.model,
+        base_url=cfg.base_url,
+        api_key=cfg.api_key,
+        api_key_env=cfg.api_key_env,
+        environ=env,
     )
     summarizer_window, summarizer_notice = _summarizer_window(settings, model, env)
     if window or known_window or cfg.base_url is None:
         notice = summarizer_notice
         window = window or known_window
     else:
-        found = discover_window(
-            cfg.base_url, model, cfg.api_key or env.get(KNOWN_PROVIDERS[cfg.name].key_env)
+        key = route_api_key(
+            cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=env
         )
+        found = discover_window(cfg.base_url, model, key)
         if found is not None and window_too_small(found.window):
             window = DEFAULT_CONTEXT_WINDOW
             notice = (
@@ -125,11 +131,18 @@ def _summarizer_window(
         return None, None
     if known.context_window is not None and cfg.summarizer_base_url is None:
         return known.context_window, None
-    base_url, api_key = _summarizer_endpoint(settings, same=same)
-    base_url = base_url or known.base_url
+    endpoint = _summarizer_endpoint(settings, same=same)
+    base_url = endpoint.base_url or known.base_url
     if base_url is None:
         return known.context_window, None
-    found = discover_window(base_url, summarizer_model, api_key or environ.get(known.key_env))
+    key = route_api_key(
+        name,
+        base_url,
+        api_key=endpoint.api_key,
+        api_key_env=endpoint.api_key_env,
+        environ=environ,
+    )
+    found = discover_window(base_url, summarizer_model, key)
     if found is not None and window_too_small(found.window):
         raise ConfigError(
             f"the summariser's server {base_url} reports a {found.window:,}-token "
@@ -191,7 +204,9 @@ def summarizer_route(
     ``compaction.summarizer_provider`` / ``summarizer_base_url`` name the route explicitly; a
     ``summarizer_base_url`` other than the conversation's, with no provider named, is an
     ``openai-compatible`` server. A summariser on the conversation's provider and endpoint
-    inherits its base URL and key: the conversation's key is never sent to another endpoint."""
+    inherits its base URL and key: the conversation's key is never sent to another endpoint.
+    Elsewhere its key is read from ``compaction.summarizer_api_key_env``, else chosen for its
+    provider and endpoint as a conversation's would be (``route_api_key``)."""
     cfg = settings.compaction
     target = summarizer_target(settings, route.provider.name)
     if target is None:
@@ -200,26 +215,41 @@ def summarizer_route(
     same = name == route.provider.name
     if same and cfg.summarizer_base_url is None:
         return route.provider, model
-    base_url, api_key = _summarizer_endpoint(settings, same=same)
+    endpoint = _summarizer_endpoint(settings, same=same)
     provider, resolved, _ = make_provider(
         name,
         model=model,
-        base_url=base_url,
-        api_key=api_key,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        api_key_env=endpoint.api_key_env,
         environ=os.environ if environ is None else environ,
     )
     return provider, resolved
 
 
-def _summarizer_endpoint(settings: Settings, *, same: bool) -> tuple[str | None, str | None]:
-    """The base URL and key of the summariser: its own base URL, else the conversation's base
-    URL and key when it is on the conversation's provider (``same``; None: the provider's own,
-    and its key from the environment)."""
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """Where the summariser's calls go and what the config says of its key (the key itself is
+    ``route_api_key``'s choice)."""
+
+    base_url: str | None
+    """None: its provider's own endpoint."""
+    api_key: str | None
+    api_key_env: str | None
+
+
+def _summarizer_endpoint(settings: Settings, *, same: bool) -> _Endpoint:
+    """The summariser's endpoint: its own base URL, else the conversation's when it is on the
+    conversation's provider (``same``), else its provider's own. On the conversation's provider
+    and endpoint it shares the conversation's ``api_key`` and ``api_key_env``; anywhere else
+    only ``compaction.summarizer_api_key_env`` (unset: its provider's own variable, by the rule
+    of ``route_api_key``), so the conversation's key never goes to another endpoint."""
     conversation = settings.provider
     own = settings.compaction.summarizer_base_url
     base_url = own or (conversation.base_url if same else None)
-    shares = same and (own is None or own == conversation.base_url)
-    return base_url, conversation.api_key if shares else None
+    if same and (own is None or own == conversation.base_url):
+        return _Endpoint(base_url, conversation.api_key, conversation.api_key_env)
+    return _Endpoint(base_url, None, settings.compaction.summarizer_api_key_env)
 
 
 def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:

@@ -26,7 +26,10 @@ def what_was_real(meta: dict[str, Any]) -> list[str]:
     online = meta.get("online")
     if meta.get("mode") == "online" and online:
         where = online.get("base_url") or "the provider's default endpoint"
-        key = online.get("api_key_env") or "the provider's own key variable"
+        key = online.get("api_key_env") or (
+            "the route's own (provider.api_key, else the provider's variable; an "
+            "openai-compatible server other than api.openai.com gets none)"
+        )
         notes.append(
             f"Real (online): the summariser and the handoff probe, "
             f"`{online.get('provider')}:{online.get('model')}` at {where}, with the key from {key}."

@@ -36,7 +36,8 @@ class OnlineOptions:
     base_url: str | None = None
     """Endpoint (an OpenAI-compatible server, or the provider's own)."""
     api_key_env: str | None = None
-    """The environment variable holding the key (default: the provider's own variable)."""
+    """The environment variable holding the key (``--api-key-env``, else ``[provider]
+    api_key_env``; None: the provider's own variable, by ``dsh.llm.registry.route_api_key``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -271,19 +271,21 @@ class _Run:
 
 
 def make_online_provider(online: OnlineOptions) -> Provider:
-    """The real provider for online mode (raises ``MissingApiKeyError`` without a key)."""
+    """The real provider for online mode (raises ``MissingApiKeyError`` without a key): its key
+    from the variable ``online.api_key_env`` names, else a key in ``[provider]`` when that is
+    the provider run (never written to meta), else the provider's own variable, by the rule of
+    ``dsh.llm.registry.route_api_key``."""
     from dsh.config import load_settings
     from dsh.llm.registry import make_provider
 
-    key = os.environ.get(online.api_key_env) if online.api_key_env else None
-    if not key:
-        configured = load_settings().provider  # a key in [provider] (never written to meta)
-        key = configured.api_key if configured.name == online.provider else None
+    configured = load_settings().provider
+    own = online.api_key_env is None and configured.name == online.provider
     provider, _, _ = make_provider(
         online.provider,
         model=online.model,
         base_url=online.base_url,
-        api_key=key,
+        api_key=configured.api_key if own else None,
+        api_key_env=online.api_key_env,
         environ=os.environ,
     )
     return provider

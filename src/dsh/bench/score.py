@@ -119,10 +119,14 @@ def score_run(
     )
 
 
+ECHO_LEFT_OUT = frozenset({"overrides", "summarizer_api_key_env"})
+"""Not echoed: per-model overrides, and where a key would be read from (no setting of the run)."""
+
+
 def settings_echo(settings: CompactionSettings) -> dict[str, Any]:
-    """The run's ``[compaction]`` settings, per-model overrides left out."""
+    """The run's ``[compaction]`` settings, ``ECHO_LEFT_OUT`` left out."""
     found = msgspec.structs.asdict(settings)
-    return {key: value for key, value in found.items() if key != "overrides"}
+    return {key: value for key, value in found.items() if key not in ECHO_LEFT_OUT}
 
 
 def counts_section(scenario: Scenario, log: RunLog) -> Counts:

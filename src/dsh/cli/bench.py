@@ -37,8 +37,8 @@ from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, ru
 from dsh.cli import context
 from dsh.cli.options import checked_base_url
 from dsh.config import CompactionSettings, load_settings
-from dsh.errors import ConfigError
-from dsh.llm.registry import KNOWN_PROVIDERS
+from dsh.errors import ConfigError, MissingApiKeyError
+from dsh.llm.registry import KNOWN_PROVIDERS, route_api_key
 
 DEFAULT_SEED = DEFAULT_SEEDS[0]
 
@@ -188,7 +188,9 @@ def generate_command(scenario: str, seed: int, out: Path | None) -> None:
 @click.option(
     "--api-key-env",
     default=None,
-    help="Online: environment variable holding the key (default: the provider's own).",
+    help="Online: environment variable holding the key (default: [provider] api_key or "
+    "api_key_env, else the provider's own; an openai-compatible server other than "
+    "api.openai.com gets none).",
 )
 @click.option(
     "--questions",
@@ -281,6 +283,7 @@ SUMMARISER_KEYS = (
     "summarizer",
     "summarizer_provider",
     "summarizer_base_url",
+    "summarizer_api_key_env",
     "summarizer_timeout_s",
     "summarizer_context_window",
 )
@@ -331,16 +334,6 @@ def _online_options(
     if known is None:
         raise ConfigError(f"unknown provider {name!r}; known: {', '.join(KNOWN_PROVIDERS)}")
     same = name == configured.name
-    key_env = api_key_env or known.key_env
-    has_key = bool(os.environ.get(key_env)) or (same and configured.api_key is not None)
-    if known.key_required and not has_key:
-        click.echo(
-            f"dsh bench: online mode skipped: {key_env} is not set. Set it to run the "
-            "real summariser and the handoff probe; `dsh bench run` without --online needs "
-            "no key.",
-            err=True,
-        )
-        return None
     chosen = model or (configured.model if same else None) or known.default_model
     if not chosen:
         raise ConfigError(f"provider {name!r} needs a model: pass --model or set provider.model")
@@ -351,6 +344,26 @@ def _online_options(
         raise ConfigError(
             f"provider {name!r} needs a base URL: pass --base-url or set provider.base_url"
         )
+    # --api-key-env wins; else [provider]'s api_key, then api_key_env, when it is that provider
+    # (``make_online_provider`` makes the same choice; the key itself is never kept here).
+    own_key = bool(same and not api_key_env and configured.api_key)
+    key_env = api_key_env or (configured.api_key_env if same and not own_key else None)
+    try:
+        route_api_key(
+            name,
+            endpoint or known.base_url,
+            api_key=configured.api_key if own_key else None,
+            api_key_env=key_env,
+            environ=os.environ,
+        )
+    except MissingApiKeyError as missing:
+        click.echo(
+            f"dsh bench: online mode skipped: {missing.variable} is not set. Set it to run the "
+            "real summariser and the handoff probe; `dsh bench run` without --online needs "
+            "no key.",
+            err=True,
+        )
+        return None
     return OnlineOptions(
         provider=name,
         model=chosen,

@@ -7,11 +7,11 @@ refused by name, and so is a value of the wrong type or out of range.
 
 A project's ``./.dsh/config.toml`` comes with the repository, so it is not trusted by default: it
 may tighten the safety settings (``tools.approval``, ``tools.scrub_env``, ``provider.base_url``,
-the provider of ``compaction.summarizer``) but never loosen them, nor start a program (an MCP
-server under ``[mcp.servers]``). A loosening key or a server is ignored with a warning naming
-it, until the user trusts that directory (``dsh trust``), which records it under ``[trust]
-directories`` in the user's own ``$DSH_HOME/config.toml``. Only the user config may hold
-``[trust]``.
+the key and the variable it is read from, the summariser's route and key variable) but never
+loosen them, nor start a program (an MCP server under ``[mcp.servers]``). A loosening key or a
+server is ignored with a warning naming it, until the user trusts that directory (``dsh
+trust``), which records it under ``[trust] directories`` in the user's own
+``$DSH_HOME/config.toml``. Only the user config may hold ``[trust]``.
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -186,11 +187,13 @@ def restrict_project_layer(
 
     Untrusted, a project may only: choose a stricter ``tools.approval``; add to
     ``tools.scrub_env`` (the lists are joined); repeat the ``provider.name``, ``base_url``,
-    ``provider.api_key`` and the summariser route (``summarizer_provider``,
-    ``summarizer_base_url``) already in effect (or switch the summariser to ``extractive`` or a
-    bare model name on the conversation's provider). Nor may it start a program: its
-    ``[mcp.servers]`` are ignored (a server the user config already defines the same way is
-    kept). Nobody's project may set ``[trust]``.
+    ``provider.api_key``, ``provider.api_key_env`` and the summariser route
+    (``summarizer_provider``, ``summarizer_base_url``, ``summarizer_api_key_env``) already in
+    effect (or switch the summariser to ``extractive`` or a bare model name on the
+    conversation's provider); a key variable it named could be another of the user's secrets,
+    sent to the endpoint. Nor may it start a program: its ``[mcp.servers]`` are ignored (a
+    server the user config already defines the same way is kept). Nobody's project may set
+    ``[trust]``.
     """
     out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
 
@@ -236,6 +239,10 @@ def restrict_project_layer(
     for key in ("summarizer_provider", "summarizer_base_url"):
         if key in compaction and compaction[key] != below.get("compaction", {}).get(key):
             drop("compaction", key, "a project may not choose the summariser's provider")
+    for section, key in (("provider", "api_key_env"), ("compaction", "summarizer_api_key_env")):
+        table = out.get(section, {})
+        if key in table and table[key] != below.get(section, {}).get(key):
+            drop(section, key, "a project may not choose which secret is sent")
     drop_project_servers(out, below, origin)
     return out
 
@@ -307,6 +314,12 @@ def validate_settings(settings: Settings) -> None:
     _require(repeats == 0 or repeats >= 2, "tools.max_repeated_calls", "must be 0 or at least 2")
     window = settings.provider.context_window
     _require(not window_too_small(window), "provider.context_window", WINDOW_RULE)
+    for key, variable in (
+        ("provider.api_key_env", settings.provider.api_key_env),
+        ("compaction.summarizer_api_key_env", settings.compaction.summarizer_api_key_env),
+    ):
+        named = variable is None or _VARIABLE_NAME.fullmatch(variable) is not None
+        _require(named, key, "must be an environment variable name (letters, digits and _)")
     _validate_provider(settings.provider, "provider")
     for name in settings.provider.overrides:
         provider, _, model = name.rpartition(":")

@@ -9,7 +9,14 @@ DESCRIPTIONS: dict[str, str] = {
     "an http:// or https:// URL with a host.",
     "provider.context_window": "Override the model's context window (tokens); at least 1024 "
     "(a server that reports less is ignored: the default of 128,000 is used, said once).",
-    "provider.api_key": "API key; prefer the provider's environment variable. Never logged.",
+    "provider.api_key": "API key, sent to whatever endpoint the route has (this one wins over "
+    "the variables); prefer an environment variable. Never logged.",
+    "provider.api_key_env": "The environment variable holding the key (it must then be set). "
+    "Unset: the provider's own (DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, read "
+    "whatever the base_url); openai-compatible reads OPENAI_API_KEY only for "
+    "https://api.openai.com and sends no key to any other server, so a server started with a "
+    'key (vLLM --api-key, llama-server --api-key) needs api_key_env = "MY_VAR" or api_key. '
+    "The variable is kept out of tool environments and its value masked in tool output.",
     "provider.max_output_tokens": "Output bound sent with every conversation request "
     "(max_tokens), and with summariser calls on the conversation's own route; unset: a "
     "default per provider and model (4096 for openai-compatible), lowered to what the window "
@@ -62,6 +69,11 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.summarizer_base_url": "Endpoint of the summariser (unset: the conversation's "
     "base_url when the summariser uses the conversation's provider). The conversation's API key "
     "is only sent to the conversation's own endpoint.",
+    "compaction.summarizer_api_key_env": "The environment variable holding the key of a "
+    "summariser on a provider or endpoint of its own (it must then be set); unset: its "
+    "provider's own, by the rule of provider.api_key_env (none for an openai-compatible server "
+    "other than api.openai.com). A summariser on the conversation's provider and endpoint uses "
+    "the conversation's key. Kept out of tool environments like provider.api_key_env.",
     "compaction.overrides": 'Per-model budgets: [compaction.overrides."provider:model"] with '
     "threshold_ratio, low_watermark_ratio, retain_ratio, retain_tokens, chunk_tokens, "
     "stub_tokens, state_max_tokens, stub_region_ratio.",

@@ -32,6 +32,8 @@ class ProviderSettings(_Section, frozen=True):
     base_url: str | None = None
     context_window: int | None = None
     api_key: str | None = None
+    api_key_env: str | None = None
+    """The environment variable holding the key (``dsh.llm.registry.route_api_key``)."""
     max_output_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -94,6 +96,8 @@ class CompactionSettings(_Section, frozen=True):
     summarizer: str = "extractive"
     summarizer_provider: str | None = None
     summarizer_base_url: str | None = None
+    summarizer_api_key_env: str | None = None
+    """The variable holding the key of a summariser on a provider or endpoint of its own."""
     summarizer_timeout_s: float = 120.0
     summarizer_context_window: int | None = None
     """The summariser model's own window when it is another model than the conversation's

@@ -1,7 +1,9 @@
 """Known providers and ``make_provider``: from a provider name to a ready adapter.
 
-The API key is handed to the SDK client and nowhere else: it is not kept on the provider, in
-the returned tuple, or in any error message.
+Which key a route sends is decided in one place, ``route_api_key``: a key belongs to the
+endpoint it was issued for, so ``OPENAI_API_KEY`` goes to an ``openai-compatible`` server only
+when that server is OpenAI's own. The API key is handed to the SDK client and nowhere else: it
+is not kept on the provider, in the returned tuple, or in any error message.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from dsh.config import ProviderSettings
 from dsh.errors import ConfigError, MissingApiKeyError
@@ -38,6 +41,9 @@ class KnownProvider:
     key_required: bool = True
     max_output_tokens: int = 8192
     """The output bound sent when the config sets none (a looping model must stop)."""
+    key_host: str | None = None
+    """When set, ``key_env`` is read only for an https base URL on this host: the variable
+    holds a key of that service, not of whatever server a base URL names."""
 
 
 KNOWN_PROVIDERS: dict[str, KnownProvider] = {
@@ -58,6 +64,7 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
         None,
         key_required=False,
         max_output_tokens=4096,
+        key_host="api.openai.com",
     ),
 }
 
@@ -122,6 +129,52 @@ def text_tool_calls_enabled(settings: ProviderSettings, provider: str, model: st
     return provider in TEXT_TOOL_CALL_PROVIDERS if chosen is None else chosen
 
 
+def route_api_key(
+    name: str,
+    base_url: str | None,
+    *,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    environ: Mapping[str, str],
+) -> str | None:
+    """The API key a route on the known provider ``name`` at ``base_url`` (None: the
+    provider's own endpoint) sends, or None for no key. The one place this is decided.
+
+    An explicit ``api_key`` (``provider.api_key``) wins. Else the variable ``api_key_env``
+    names (``provider.api_key_env``), which must then be set and not empty. Else the
+    provider's own variable: a named provider (deepseek, openai, anthropic) reads it whatever
+    its base URL (the user chose that provider), but ``openai-compatible`` reads
+    ``OPENAI_API_KEY`` only for an https base URL on ``api.openai.com`` (its ``key_host``);
+    any other server gets no key. Raises ``MissingApiKeyError`` naming the variable to set
+    when a named variable is unset or empty, or a provider that needs a key has none."""
+    known = KNOWN_PROVIDERS[name]
+    if api_key:
+        return api_key
+    if api_key_env is not None:
+        named = environ.get(api_key_env)
+        if not named:
+            raise MissingApiKeyError(api_key_env, provider=name)
+        return named
+    if known.key_host is None or _on_host(base_url, known.key_host):
+        own = environ.get(known.key_env)
+        if own:
+            return own
+    if known.key_required:
+        raise MissingApiKeyError(known.key_env, provider=name)
+    return None
+
+
+def _on_host(base_url: str | None, host: str) -> bool:
+    """Whether ``base_url`` is an https URL on ``host`` (a URL that does not parse is not)."""
+    if base_url is None:
+        return False
+    try:
+        parts = urlsplit(base_url)
+        return parts.scheme.lower() == "https" and parts.hostname == host
+    except ValueError:
+        return False
+
+
 def make_provider(
     name: str,
     *,
@@ -129,12 +182,14 @@ def make_provider(
     base_url: str | None,
     api_key: str | None,
     environ: Mapping[str, str],
+    api_key_env: str | None = None,
 ) -> tuple[Provider, str, int | None]:
     """Build the adapter for ``name``; returns ``(provider, model, known context window)``.
 
-    ``model``, ``base_url`` and ``api_key`` override the table; a missing key is looked up in
-    ``environ``. Raises ``MissingApiKeyError`` naming the variable to set, ``ConfigError`` for an
-    unknown name, a keyless provider, or a missing base_url / model.
+    ``model`` and ``base_url`` override the table; the key is ``route_api_key``'s (``api_key``,
+    else the variable ``api_key_env`` names, else the provider's own, in ``environ``), sent as
+    ``"none"`` when the route has none. Raises ``MissingApiKeyError`` naming the variable to
+    set, ``ConfigError`` for an unknown name, a keyless provider, or a missing base_url / model.
     """
     if name in KEYLESS_PROVIDERS:
         raise ConfigError(KEYLESS_PROVIDERS[name])
@@ -148,11 +203,8 @@ def make_provider(
     url = base_url or known.base_url
     if known.adapter == "openai-compat" and not url:
         raise ConfigError(f"provider {name!r} needs a base_url: set provider.base_url")
-    key = api_key or environ.get(known.key_env)
-    if not key:
-        if known.key_required:
-            raise MissingApiKeyError(known.key_env, provider=name)
-        key = "none"
+    chosen = route_api_key(name, url, api_key=api_key, api_key_env=api_key_env, environ=environ)
+    key = chosen or "none"
     provider: Provider
     # Imported here so a run pays for importing only the SDK it uses.
     if known.adapter == "anthropic":

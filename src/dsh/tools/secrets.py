@@ -3,7 +3,9 @@
 Shell commands run with a scrubbed environment: no provider key and no variable whose name
 matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive; the word may
 begin the name: ``API_KEY``, ``TOKEN``, ``SECRET_KEY``), plus the
-names or glob patterns configured in ``tools.scrub_env``. And since a key can still reach a tool
+names or glob patterns configured in ``tools.scrub_env`` and the variables the config names as
+holding a key (``provider.api_key_env``; the policy is built in
+``dsh.agent.mcp_servers.tool_secrets``). And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
 variable — and a configured ``provider.api_key`` — is masked in every tool output before it is
 logged. Values shorter than :data:`MIN_MASK_CHARS` are not masked (``1`` or ``yes`` would blank

@@ -23,6 +23,8 @@ def no_key_text(error: MissingApiKeyError) -> str:
         "  OpenAI         export OPENAI_API_KEY=…     then  dsh --provider openai\n"
         "  Local server   an OpenAI-compatible base URL (Ollama, vLLM, LM Studio):\n"
         "                 dsh --base-url http://localhost:11434/v1 --model qwen2.5-coder\n"
+        "                 (sent no key, not even OPENAI_API_KEY; a server started with a key\n"
+        '                 gets the variable you name: provider.api_key_env = "MY_VAR")\n'
         "  No key at all  dsh demo --tui   a scripted session on a throwaway project\n"
         "                 dsh --script FILE   your own scripted model\n\n"
         "Press q to quit."

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import secrets
 
+from dsh.agent.mcp_servers import tool_secrets
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, default_tools
-from dsh.tools.secrets import SecretPolicy
 from dsh.tui.controller import Controller
 
 SHELL_TOOL = "bash"
@@ -31,11 +31,7 @@ def _registry(controller: Controller) -> ToolRegistry:
     with the configured scrubbing."""
     if controller.agent is not None:
         return controller.agent.tools
-    settings = controller.settings
-    secret_policy = SecretPolicy.from_environment(
-        extra_patterns=settings.tools.scrub_env,
-        configured_keys=[("provider.api_key", settings.provider.api_key)],
-    )
+    secret_policy = tool_secrets(controller.settings)
     return ToolRegistry(default_tools(secret_policy), secret_policy)
 
 
