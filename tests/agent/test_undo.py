@@ -250,11 +250,11 @@ def test_a_failure_midway_puts_back_the_files_already_restored(
     real = undo_files._replace
     calls: list[Path] = []
 
-    def failing_second(path: Path, data: bytes, mode: int | None) -> None:
+    def failing_second(path: Path, data: bytes, mode: int | None, tag: str) -> None:
         calls.append(path)
         if len(calls) == 2:
             raise PermissionError(13, "Permission denied")
-        real(path, data, mode)
+        real(path, data, mode, tag)
 
     monkeypatch.setattr(undo_files, "_replace", failing_second)
     result = undo_last_turn(harness.session)
@@ -311,7 +311,7 @@ def test_an_undo_stopped_midway_answers_its_command_naming_the_files(
     (harness.workspace / "b.txt").write_text("b\n")
     run_turns(harness, turn(edit("a.txt", "a", "A"), edit("b.txt", "b", "B")))
 
-    def interrupted(path: Path, data: bytes, mode: int | None) -> None:
+    def interrupted(path: Path, data: bytes, mode: int | None, tag: str) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(undo_files, "_replace", interrupted)

@@ -21,20 +21,35 @@ Logged with the command events: ``command/run`` {name ``undo``}, then (when it u
 ``user/message`` of plugin ``undo`` telling the model which files are back as they were — the
 surface carries it in the next request — then ``command/done`` {ok, text}, whose
 ``sourceEventSeq`` is the undone turn's ``turn/start``: so a second undo takes the turn before,
-after a restart too. A dry run and "nothing to undo" log nothing.
+after a restart too. A dry run and "nothing to undo" log nothing (but the answer to a killed
+undo, below).
+
+An undo whose process was killed mid-way is cleaned up after by the next one before it plans
+(``dsh.agent.undo_recovery``): the files it made beside the workspace's files, named after its
+command, are removed or put back, its command is answered, and the answer begins with a line
+saying so. A dry run only says what that would clean up.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import secrets
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look
-from dsh.agent.undo_scan import UNDO_COMMAND, UNDO_PLUGIN, FileChange, TurnChanges, scan_log
+from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look, shown, tag_of
+from dsh.agent.undo_recovery import clean_up_interrupted, interrupted_lines
+from dsh.agent.undo_scan import (
+    UNDO_COMMAND,
+    UNDO_PLUGIN,
+    FileChange,
+    LogScan,
+    TurnChanges,
+    scan_log,
+)
 from dsh.errors import DshError, error_line
 from dsh.events import CommandDone, CommandRun, Message, PluginSource, TextBlock
 from dsh.surface import Session
@@ -75,12 +90,28 @@ def undo_last_turn(session: Session, *, dry_run: bool = False, args: str = "") -
     scan = scan_log(session.events)
     if scan.open_turn is not None:
         return UndoResult(False, (f"Not undone: turn {scan.open_turn.turn} has not ended.",))
+    workspace = Path(session.header.cwd)
+    if dry_run:
+        earlier = interrupted_lines(scan, workspace)
+    elif session.writable:
+        earlier = clean_up_interrupted(session, scan, workspace)
+    else:
+        earlier = []  # refused below
+    result = _undo(session, scan, workspace, dry_run=dry_run, args=args)
+    if not earlier:
+        return result
+    return dataclasses.replace(result, lines=(*earlier, *result.lines))
+
+
+def _undo(
+    session: Session, scan: LogScan, workspace: Path, *, dry_run: bool, args: str
+) -> UndoResult:
+    """``undo_last_turn`` once the interrupted undos are dealt with."""
     turn = scan.latest_undoable()
     if turn is None:
         return UndoResult(True, (NOTHING_TO_UNDO,), dry_run=dry_run)
     if not dry_run and not session.writable:
         return UndoResult(False, ("Not undone: the session is open read-only.",), turn.turn)
-    workspace = Path(session.header.cwd)
     steps, refusals = _plan(turn, workspace)
     if refusals:
         head = f"Not undone: turn {turn.turn}'s file changes cannot be taken back exactly:"
@@ -92,8 +123,10 @@ def undo_last_turn(session: Session, *, dry_run: bool = False, args: str = "") -
     if dry_run:
         return _described(turn, steps, dry_run=True)
     command_id = _log_run(session, args)
+    tag = tag_of(command_id)
+    assert tag is not None
     try:
-        applied = apply_steps(steps)
+        applied = apply_steps(steps, tag)
     except BaseException as exc:  # Ctrl-C or a bug mid-way: answer the command, name the files
         touched = ", ".join(s.shown for s in steps if s.action != "none")
         why = error_line(exc).removesuffix(":")  # an exception without a message
@@ -136,7 +169,7 @@ def _plan(turn: TurnChanges, workspace: Path) -> tuple[list[FileStep], list[str]
     steps: list[FileStep] = []
     ordered = sorted(chains.items(), key=lambda item: -item[1][-1].seq)
     for file, chain in ordered:
-        planned = _plan_file(file, _shown(file, workspace), chain, turn.turn)
+        planned = _plan_file(file, shown(file, workspace), chain, turn.turn)
         if isinstance(planned, str):
             refusals.append(planned)
         else:
@@ -193,13 +226,6 @@ def _restore_step(file: Path, shown: str, chain: list[FileChange], now: Found) -
         why = " (it holds a masked secret)" if masked else ""
         return f"{shown}: its logged diff does not give back its exact old content{why}"
     return FileStep(file, shown, "restore", now, target=text.encode("utf-8"))
-
-
-def _shown(file: Path, workspace: Path) -> str:
-    try:
-        return file.relative_to(workspace).as_posix()
-    except ValueError:
-        return str(file)
 
 
 # ---- results and the log ----------------------------------------------------------------------

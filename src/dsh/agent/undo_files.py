@@ -4,7 +4,16 @@ Every file of the plan is checked again just before it is touched (its SHA-256 s
 plan was made from). A file is restored by writing a temporary file beside it (same mode) and
 renaming it over; a file is deleted by renaming it aside first and unlinking it only once every
 file of the plan is done. If any step fails, the steps already done are taken back (the old bytes
-written back, the file renamed back), and what could not be taken back is said by name.
+written back, the file renamed back), and what could not be taken back is said by name; so
+are they when the undo is stopped (Ctrl-C, SIGTERM) before the exception goes on.
+
+The names beside a file ``NAME`` are dsh's own, tagged with the undo's logged command id (``TAG``
+is its hex), so an undo killed mid-way (``kill -9``: no ``except`` runs) can be cleaned up after
+by the next one (``dsh.agent.undo_recovery``) without touching any other file:
+
+- ``.NAME.dsh-undo-TAG.new``: a restore's bytes being written; ``NAME`` itself is untouched until
+  the rename replaces it whole, so this one is only ever a temporary copy;
+- ``.NAME.dsh-undo-TAG.old``: ``NAME`` moved aside to be deleted (its bytes as the turn left them).
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +31,24 @@ from typing import Literal
 from dsh.tools.undo_record import sha256_hex
 
 Action = Literal["restore", "delete", "none"]
+Kind = Literal["new", "old"]
+
+MARK = ".dsh-undo-"
+"""What every name undo gives a file beside the one it changes holds (see the module's
+docstring)."""
+_TAG = re.compile(r"[0-9a-f]{8}")
+
+
+def tag_of(command_id: str) -> str | None:
+    """The tag of the names an undo logged as ``command_id`` gives its files (the id's hex), or
+    None for an id this dsh did not make (``cmd-`` and 8 hex digits)."""
+    tag = command_id.removeprefix("cmd-")
+    return tag if command_id.startswith("cmd-") and _TAG.fullmatch(tag) else None
+
+
+def beside(file: Path, tag: str, kind: Kind) -> Path:
+    """The name undo gives a file it makes beside ``file`` (see the module's docstring)."""
+    return file.with_name(f".{file.name}{MARK}{tag}.{kind}")
 
 
 class Unreadable(Exception):
@@ -85,19 +112,23 @@ class Applied:
     """Files left undone after a failure because they could not be put back (named)."""
 
 
-def apply_steps(steps: Sequence[FileStep]) -> Applied:
-    """Do ``steps`` in order, all or nothing (see the module's docstring)."""
+def apply_steps(steps: Sequence[FileStep], tag: str) -> Applied:
+    """Do ``steps`` in order, all or nothing (see the module's docstring); ``tag`` names the
+    files made beside them (``tag_of`` the undo's command id)."""
     done: list[tuple[FileStep, Path | None]] = []
     for step in steps:
         if step.action == "none":
             continue
         try:
             _still_as_planned(step)
-            done.append((step, _do(step)))
+            done.append((step, _do(step, tag)))
         except (OSError, _Changed) as exc:
             why = str(exc) if isinstance(exc, _Changed) else (exc.strerror or str(exc))
-            kept = _take_back(done)
+            kept = _take_back(done, tag)
             return Applied(failed=f"{step.shown}: {why}", kept=kept)
+        except BaseException:  # Ctrl-C, SIGTERM: no file left aside, none half undone
+            _take_back(done, tag)
+            raise
     for _, aside in done:
         if aside is not None:
             with contextlib.suppress(OSError):
@@ -121,18 +152,18 @@ def _still_as_planned(step: FileStep) -> None:
         raise _Changed("changed while undo ran")
 
 
-def _do(step: FileStep) -> Path | None:
+def _do(step: FileStep, tag: str) -> Path | None:
     """Restore or delete one file; a deleted file's aside name (unlinked at the end)."""
     if step.action == "restore":
         assert step.target is not None
-        _replace(step.file, step.target, step.now.mode)
+        _replace(step.file, step.target, step.now.mode, tag)
         return None
-    aside = _aside(step.file)
+    aside = beside(step.file, tag, "old")
     os.rename(step.file, aside)
     return aside
 
 
-def _take_back(done: list[tuple[FileStep, Path | None]]) -> list[str]:
+def _take_back(done: list[tuple[FileStep, Path | None]], tag: str) -> list[str]:
     """Undo the steps done, newest first; the files that could not be put back."""
     kept: list[str] = []
     for step, aside in reversed(done):
@@ -141,15 +172,15 @@ def _take_back(done: list[tuple[FileStep, Path | None]]) -> list[str]:
                 os.rename(aside, step.file)
             else:
                 assert step.now.data is not None
-                _replace(step.file, step.now.data, step.now.mode)
+                _replace(step.file, step.now.data, step.now.mode, tag)
         except OSError:
             kept.append(step.shown)
     return kept[::-1]
 
 
-def _replace(path: Path, data: bytes, mode: int | None) -> None:
+def _replace(path: Path, data: bytes, mode: int | None, tag: str) -> None:
     """Write ``data`` to a new file beside ``path`` and rename it over ``path``."""
-    temp = _aside(path)
+    temp = beside(path, tag, "new")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -164,8 +195,12 @@ def _replace(path: Path, data: bytes, mode: int | None) -> None:
         raise
 
 
-def _aside(path: Path) -> Path:
-    return path.with_name(f".{path.name}.dsh-undo-{secrets.token_hex(4)}")
+def shown(file: Path, workspace: Path) -> str:
+    """``file`` as people are shown it: relative to the workspace when it is inside it."""
+    try:
+        return file.relative_to(workspace).as_posix()
+    except ValueError:
+        return str(file)
 
 
 def _remove_empty(directories: tuple[Path, ...]) -> None:

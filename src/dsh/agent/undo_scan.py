@@ -5,12 +5,14 @@
 An undo is logged as ``command/run`` (name ``undo``) → the note to the model (a ``user/message``
 of plugin ``undo``) → ``command/done``; a ``command/done`` with ``ok`` whose ``sourceEventSeq``
 is a ``turn/start`` marks that turn undone. Everything is read from the log, so a restarted
-session skips the same turns.
+session skips the same turns. An undo's ``command/run`` without a ``command/done`` is one whose
+process was killed mid-way (``LogScan.interrupted``, with the turn it was undoing: the newest
+undoable one before it, as that undo found it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,11 +66,22 @@ class TurnChanges:
 
 
 @dataclass(frozen=True, slots=True)
+class InterruptedUndo:
+    """An undo logged as begun (``command/run``) and never answered (no ``command/done``)."""
+
+    command_id: str
+    turn: TurnChanges | None
+    """The turn it was undoing (None: there was none, so it touched no file)."""
+
+
+@dataclass(frozen=True, slots=True)
 class LogScan:
     turns: list[TurnChanges]
     """Every turn, oldest first."""
     undone: frozenset[int]
     """The ``turn/start`` seqs of the turns an undo took back."""
+    interrupted: tuple[InterruptedUndo, ...] = ()
+    """The undos whose process ended before they answered, oldest first."""
 
     @property
     def open_turn(self) -> TurnChanges | None:
@@ -78,10 +91,14 @@ class LogScan:
 
     def latest_undoable(self) -> TurnChanges | None:
         """The newest turn not undone yet that changed files through the file tools."""
-        for turn in reversed(self.turns):
-            if turn.changes and turn.start_seq not in self.undone:
-                return turn
-        return None
+        return _latest_undoable(self.turns, self.undone)
+
+
+def _latest_undoable(turns: Sequence[TurnChanges], undone: Collection[int]) -> TurnChanges | None:
+    for turn in reversed(turns):
+        if turn.changes and turn.start_seq not in undone:
+            return turn
+    return None
 
 
 def scan_log(events: Sequence[Event]) -> LogScan:
@@ -91,6 +108,7 @@ def scan_log(events: Sequence[Event]) -> LogScan:
     calls: OpenCalls[str] = OpenCalls()
     commands: dict[str, str] = {}
     undone: set[int] = set()
+    unanswered: dict[str, InterruptedUndo] = {}
     for event in events:
         if isinstance(event, TurnStartEvent):
             current = TurnChanges(turn=event.data.turn, start_seq=event.seq)
@@ -111,13 +129,18 @@ def scan_log(events: Sequence[Event]) -> LogScan:
             if current is not None and name in DIFF_TOOLS and not failed:
                 current.changes.append(_change(event.seq, name or "", event.data.meta))
         elif isinstance(event, CommandRunEvent):
-            commands[event.data.command_id] = event.data.name
+            run = event.data
+            commands[run.command_id] = run.name
+            if run.name == UNDO_COMMAND:
+                undoing = _latest_undoable(turns, undone)
+                unanswered[run.command_id] = InterruptedUndo(run.command_id, undoing)
         elif isinstance(event, CommandDoneEvent):
             done = event.data
             is_undo = commands.get(done.command_id) == UNDO_COMMAND
+            unanswered.pop(done.command_id, None)
             if done.ok and is_undo and done.source_event_seq is not None:
                 undone.add(done.source_event_seq)
-    return LogScan(turns, frozenset(undone))
+    return LogScan(turns, frozenset(undone), tuple(unanswered.values()))
 
 
 def _change(seq: int, tool: str, meta: dict[str, Any] | None) -> FileChange:

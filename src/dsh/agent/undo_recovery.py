@@ -1,0 +1,122 @@
+"""Cleaning up after an undo whose process was killed mid-way (``kill -9``, a power cut): the
+files it made beside the files it was changing, and its unanswered command.
+
+Such an undo left its ``command/run`` without a ``command/done`` (``LogScan.interrupted``, with
+the turn it was undoing). The next undo (``dsh.agent.undo.undo_last_turn``, before it plans)
+looks beside each file of that turn for exactly the two names that undo gave its own files
+(``dsh.agent.undo_files``: ``.NAME.dsh-undo-TAG.new`` / ``.old``, ``TAG`` from its logged command
+id) and touches nothing else — no other name, and nothing that is not a regular file:
+
+- a ``.new`` is removed: it was a restore's bytes being written; the file itself is whole (it is
+  only ever replaced by a rename), either as the turn left it or already restored;
+- a ``.old`` is the file as the turn left it, moved aside to be deleted: it is linked back to its
+  name (never over a file that is there) and then removed, so nothing the turn made is lost and
+  the undo that follows deletes it again; if the name is taken by then, it is left and named.
+
+Then it answers the interrupted command: ``command/done`` {ok: false} saying what it found and
+did, one line, which is also the line the next undo's answer begins with. Files the killed undo
+had already restored stay restored; the undo that follows sees them as "already as before the
+turn". A dry run changes nothing: it says what the next undo would clean up.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.agent.undo_files import Kind, beside, shown, tag_of
+from dsh.agent.undo_scan import InterruptedUndo, LogScan
+from dsh.events import CommandDone
+from dsh.surface import Session
+
+__all__ = ["Leftover", "clean_up_interrupted", "interrupted_lines", "leftovers"]
+
+_KINDS: tuple[Kind, ...] = ("new", "old")
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """A file an interrupted undo made beside a file it was changing."""
+
+    path: Path
+    file: Path
+    """The file it was made beside."""
+    kind: Kind
+
+
+def leftovers(undo: InterruptedUndo) -> list[Leftover]:
+    """The files with ``undo``'s own names beside the files of the turn it was undoing that are
+    there now (regular files only)."""
+    tag = tag_of(undo.command_id)
+    if tag is None or undo.turn is None:
+        return []
+    files = dict.fromkeys(c.file for c in undo.turn.changes if c.file is not None)
+    found: list[Leftover] = []
+    for file in files:
+        for kind in _KINDS:
+            path = beside(file, tag, kind)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found.append(Leftover(path, file, kind))
+    return found
+
+
+def interrupted_lines(scan: LogScan, workspace: Path) -> list[str]:
+    """For a dry run: one line per interrupted undo, naming what the next undo cleans up."""
+    lines: list[str] = []
+    for undo in scan.interrupted:
+        names = ", ".join(shown(left.path, workspace) for left in leftovers(undo))
+        what = f"the next undo cleans up {names}" if names else "it left no file of its own"
+        lines.append(f"{_head(undo)}; {what}")
+    return lines
+
+
+def clean_up_interrupted(session: Session, scan: LogScan, workspace: Path) -> list[str]:
+    """Clean up after every undo in ``scan.interrupted`` and answer its command (see the module's
+    docstring); one line per undo, saying what was done. ``session`` must be open for writing."""
+    lines: list[str] = []
+    for undo in scan.interrupted:
+        done = [_clean(left, workspace) for left in leftovers(undo)]
+        what = f"cleaned up after it: {', '.join(done)}" if done else "it left no file of its own"
+        line = f"{_head(undo)}; {what}"
+        session.append(CommandDone(command_id=undo.command_id, ok=False, text=line))
+        lines.append(line)
+    if lines:
+        session.sync()
+    return lines
+
+
+def _head(undo: InterruptedUndo) -> str:
+    of_turn = f" of turn {undo.turn.turn}" if undo.turn is not None else ""
+    return f"The undo{of_turn} was interrupted (its process ended before it finished)"
+
+
+def _clean(left: Leftover, workspace: Path) -> str:
+    """Remove a ``.new``, put a ``.old`` back; what was done, said in a few words."""
+    name, file = shown(left.path, workspace), shown(left.file, workspace)
+    try:
+        if left.kind == "new":
+            os.unlink(left.path)
+            return f"removed {name}"
+        try:
+            os.link(left.path, left.file, follow_symlinks=False)  # never over a file there
+        except FileExistsError:
+            if not _same_file(left.path, left.file):  # else: linked back before a kill
+                return f"left {name} ({file} is there again; {name} holds it as the turn left it)"
+        os.unlink(left.path)
+        return f"put back {file}"
+    except OSError as exc:
+        return f"left {name} ({exc.strerror or exc})"
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        a, b = os.lstat(one), os.lstat(other)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)

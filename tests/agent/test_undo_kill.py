@@ -1,0 +1,182 @@
+"""An undo killed mid-way (SIGKILL: no ``except`` or ``finally`` runs) leaves dsh's own files
+beside the workspace's files — a restore's ``.NAME.dsh-undo-TAG.new`` before its rename, a
+deleted file's ``.NAME.dsh-undo-TAG.old`` before its unlink — and its ``command/run``
+unanswered. The next undo cleans them up (``dsh.agent.undo_recovery``), answers the killed
+command, and then undoes the turn; files that only look like dsh's are never touched. The kill is
+real: a child process runs the undo and SIGKILLs itself at the named call."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh.agent.undo import undo_last_turn
+from dsh.events import CommandDoneEvent, CommandRunEvent
+from dsh.surface import Session
+from tests.agent.conftest import Harness
+from tests.agent.test_undo import edit, run_turns, turn, write
+
+_KILLED_UNDO = """
+import os, signal, sys
+from pathlib import Path
+from dsh.agent.undo import undo_last_turn
+from dsh.store import JsonlStore
+from dsh.surface import Session
+
+home, session_id, at, nth = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+seen = 0
+
+
+def killing(real):
+    def call(path, *args, **kwargs):  # only undo's own calls count
+        global seen
+        if ".dsh-undo-" in os.fspath(path):
+            seen += 1
+            if seen == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, *args, **kwargs)
+    return call
+
+
+setattr(os, at, killing(getattr(os, at)))
+session = Session.open(JsonlStore(home), session_id, writable=True)
+print(undo_last_turn(session).text, flush=True)
+"""
+
+DECOY = ".a.txt.dsh-undo-00000000.new"
+"""A person's file that looks like one of dsh's, with a tag no undo logged."""
+USER_FILES = {"notes.txt": "mine\n", DECOY: "also mine\n"}
+
+
+def changed_turn(harness: Harness) -> None:
+    """Turn 1 edits a.txt, creates new.txt and edits b.txt: undo restores b.txt, deletes
+    new.txt, restores a.txt (the file changed last first), then unlinks new.txt's aside."""
+    for name, text in {"a.txt": "a\n", "b.txt": "b\n", **USER_FILES}.items():
+        (harness.workspace / name).write_text(text)
+    run_turns(
+        harness, turn(edit("a.txt", "a", "A"), write("new.txt", "made\n"), edit("b.txt", "b", "B"))
+    )
+    harness.session.close()
+
+
+def killed_undo(harness: Harness, at: str, nth: int) -> str:
+    """Run an undo in a child that SIGKILLs itself at its ``nth`` ``os.<at>`` of an undo file;
+    the killed undo's tag."""
+    command = [sys.executable, "-c", _KILLED_UNDO]
+    command += [str(harness.store.home), harness.session.id, at, str(nth)]
+    child = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert child.returncode == -signal.SIGKILL, (child.stdout, child.stderr)
+    with Session.open(harness.store, harness.session.id) as session:
+        run = session.of_type(CommandRunEvent)[-1].data
+        assert not session.of_type(CommandDoneEvent)  # the killed undo never answered
+    return run.command_id.removeprefix("cmd-")
+
+
+def listing(workspace: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(workspace.iterdir())}
+
+
+@pytest.mark.parametrize(
+    ("at", "nth", "left"),
+    [
+        ("replace", 1, ["b.txt.{tag}.new"]),  # b.txt's new bytes written, not renamed over it
+        ("replace", 2, ["a.txt.{tag}.new", "new.txt.{tag}.old"]),  # b.txt already restored
+        ("unlink", 1, ["new.txt.{tag}.old"]),  # every file restored, new.txt not yet deleted
+    ],
+    ids=["restore-before-rename", "second-restore-after-a-delete", "delete-before-unlink"],
+)
+def test_the_next_undo_cleans_up_what_a_killed_undo_left_and_touches_no_user_file(
+    tmp_path: Path, at: str, nth: int, left: list[str]
+) -> None:
+    harness = Harness(tmp_path)
+    changed_turn(harness)
+    tag = killed_undo(harness, at, nth)
+    leftovers = {"." + name.format(tag=f"dsh-undo-{tag}") for name in left}
+    names = set(listing(harness.workspace))
+    assert {n for n in names if ".dsh-undo-" in n} == leftovers | {DECOY}
+
+    with Session.open(harness.store, harness.session.id, writable=True) as session:
+        result = undo_last_turn(session)
+        dones = [e.data for e in session.of_type(CommandDoneEvent)]
+    assert result.ok, result.lines
+    assert result.lines[0].startswith(
+        "The undo of turn 1 was interrupted (its process ended before it finished); "
+        "cleaned up after it: "
+    ), result.lines
+    assert listing(harness.workspace) == {"a.txt": "a\n", "b.txt": "b\n", **USER_FILES}
+    killed, this = dones
+    assert not killed.ok and killed.text == result.lines[0]
+    assert killed.command_id == f"cmd-{tag}"
+    assert this.ok and this.source_event_seq is not None  # turn 1 is undone, once
+
+
+def test_a_dry_run_after_a_killed_undo_names_what_the_next_undo_cleans_up_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    harness = Harness(tmp_path)
+    changed_turn(harness)
+    tag = killed_undo(harness, "replace", 2)
+    before = listing(harness.workspace)
+    with Session.open(harness.store, harness.session.id) as session:
+        events = len(session.events)
+        result = undo_last_turn(session, dry_run=True)
+        assert len(session.events) == events
+    assert result.lines[0] == (
+        "The undo of turn 1 was interrupted (its process ended before it finished); the next "
+        f"undo cleans up .a.txt.dsh-undo-{tag}.new, .new.txt.dsh-undo-{tag}.old"
+    )
+    assert listing(harness.workspace) == before
+
+
+def test_a_file_moved_aside_is_left_and_named_when_its_name_is_taken_again(tmp_path: Path):
+    harness = Harness(tmp_path)
+    changed_turn(harness)
+    tag = killed_undo(harness, "unlink", 1)
+    (harness.workspace / "new.txt").write_text("the person's new file\n")
+    with Session.open(harness.store, harness.session.id, writable=True) as session:
+        result = undo_last_turn(session)
+    aside = f".new.txt.dsh-undo-{tag}.old"
+    assert result.lines[0].endswith(
+        f"cleaned up after it: left {aside} (new.txt is there again; {aside} holds it as the "
+        "turn left it)"
+    ), result.lines
+    assert not result.ok  # new.txt changed since the turn: the undo is refused
+    assert (harness.workspace / "new.txt").read_text() == "the person's new file\n"
+    assert (harness.workspace / aside).read_text() == "made\n"
+
+
+def test_a_stopped_undo_puts_back_the_file_it_had_moved_aside(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C or SIGTERM (``KeyboardInterrupt``) mid-way answers the command, so no later undo
+    would clean up after it: the steps done are taken back before the exception goes on."""
+    from dsh.agent import undo_files
+
+    changed_turn(harness)
+    session = Session.open(harness.store, harness.session.id, writable=True)
+    real = undo_files._replace
+    calls = 0
+
+    def stopped_at_the_second(path: Path, data: bytes, mode: int | None, tag: str) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # b.txt restored and new.txt moved aside by now
+            raise KeyboardInterrupt
+        real(path, data, mode, tag)
+
+    monkeypatch.setattr(undo_files, "_replace", stopped_at_the_second)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            undo_last_turn(session)
+    finally:
+        session.close()
+    assert listing(harness.workspace) == {
+        "a.txt": "A\n",
+        "b.txt": "B\n",
+        "new.txt": "made\n",
+        **USER_FILES,
+    }
