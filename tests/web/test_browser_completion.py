@@ -27,10 +27,13 @@ def wait_for_draft(page: Any, draft: str) -> None:
 
 
 def hint(page: Any) -> list[str]:
-    """The hint line's parts as shown (each candidate, then how many more), once it shows."""
+    """The hint line's parts as shown (each candidate, then how many more; or its note), once it
+    shows."""
     page.locator("#composer-hint").wait_for(state="visible")
     parts: list[str] = page.evaluate(
-        "() => [...document.getElementById('composer-hint').children].map((n) => n.textContent)"
+        """() => [...document.querySelectorAll(
+            '#composer-hint .candidate, #composer-hint .more, #composer-hint .hint-note',
+        )].map((n) => n.textContent)"""
     )
     return parts
 

@@ -1,11 +1,14 @@
 // Approvals asked in the page: the tool, its arguments (as the tool cards show them; a file
-// edit as the diff the server made against the file) and the three answers.
+// edit as the diff the server made against the file) and the three answers. Each is a group
+// named by its title, and a screen reader hears that one is asked (the polite status
+// `#state-announcer`: "Approval needed: dsh wants to run bash"), not its whole diff.
 import { api, sessionPath } from './api.js';
 import { renderUnifiedDiff } from './diff.js';
-import { shown } from './dom.js';
+import { say, shown } from './dom.js';
 import { renderArguments } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
+let titles = 0;
 
 export function showApproval(approval, sessionId, onError) {
   if (document.querySelector(`.approval[data-id="${CSS.escape(approval.id)}"]`)) return;
@@ -14,6 +17,9 @@ export function showApproval(approval, sessionId, onError) {
   box.dataset.id = approval.id;
   const title = document.createElement('div');
   title.textContent = shown(`dsh wants to run ${approval.tool}:`);
+  title.id = `approval-title-${++titles}`;
+  box.setAttribute('role', 'group');
+  box.setAttribute('aria-labelledby', title.id);
   const args = renderArguments(approval.tool, approval.args);
   const argsDiff = args.querySelector('.diff');
   if (Array.isArray(approval.diff) && argsDiff) {  // against the file as it is (the server read it)
@@ -37,6 +43,7 @@ export function showApproval(approval, sessionId, onError) {
   }
   box.append(title, args, buttons);
   $('approvals').append(box);
+  say($('state-announcer'), `Approval needed: dsh wants to run ${approval.tool}`);
 }
 
 export function dropApproval(id) {

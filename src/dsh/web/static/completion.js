@@ -8,13 +8,22 @@
 // they are named in the hint line under the composer (the first MAX_LISTED, then how many more),
 // as text, a bidi control as its escape (dom.js). Esc clears the hint.
 //
+// For screen readers (the textbox pattern with list autocomplete): the textarea says it completes
+// from a list (`aria-autocomplete="list"`) and which element holds it (`aria-controls`, and
+// `aria-describedby` so its text is the textarea's description); the candidates are a list, one
+// item each, labelled with their count. Each Tab's outcome is said through the polite status
+// `#composer-status` (the text changed by the page is not read out otherwise): what it inserted,
+// how many candidates there are and the first MAX_LISTED, that there is nothing to complete, or
+// that Tab again moves on. There is no selected candidate to point `aria-activedescendant` at:
+// Tab inserts what every candidate begins with, as the terminal UI does.
+//
 // No keyboard trap: Tab is taken only when the word at the cursor is such a `/command` or
 // `@path` (with nothing selected); anywhere else it moves the focus, as in any form. A Tab that
 // completed nothing (no candidate, or several with nothing more in common) says so in the hint,
 // and Tab pressed again with the draft and the cursor as they were moves the focus on. Shift+Tab
 // is never taken.
 import { api, sessionPath } from './api.js';
-import { el } from './dom.js';
+import { el, say } from './dom.js';
 
 export const MAX_LISTED = 8;
 /** The commands the page itself runs (composer.js); the prompt commands come from the server. */
@@ -65,10 +74,12 @@ export function completed(draft, target, candidates, common) {
 }
 
 export class Completion {
-  // `box`: the composer's textarea; `hint`: the line under it; `sessionId()`: the shown session.
-  constructor(box, hint, sessionId) {
+  // `box`: the composer's textarea; `hint`: the line under it; `status`: the polite live region
+  // that says each Tab's outcome; `sessionId()`: the shown session.
+  constructor(box, hint, status, sessionId) {
     this.box = box;
     this.hint = hint;
+    this.status = status;
     this.sessionId = sessionId;
     this.stuck = null;  // {draft, cursor} after a Tab that completed nothing: Tab again moves on
   }
@@ -121,6 +132,7 @@ export class Completion {
     if (found.candidates.length > 1) this.list(found.candidates, found.total);
     else if (!found.candidates.length) this.say(`Nothing to complete for ${word} (Tab again moves on)`);
     else this.clear();
+    if (found.candidates.length) say(this.status, outcome(done, found.candidates, found.total));
   }
 
   async commands(sessionId, word) {
@@ -140,18 +152,24 @@ export class Completion {
     };
   }
 
-  /** Name the candidates in the hint line (each as text), and how many more there are. */
+  /** Name the candidates in the hint line, a list of them (each as text), and how many more
+   * there are. */
   list(candidates, total) {
-    const named = candidates.slice(0, MAX_LISTED).map((name) => el('span', 'candidate', name));
+    const named = candidates.slice(0, MAX_LISTED).map((name) => el('li', 'candidate', name));
     const more = total - named.length;
-    if (more > 0) named.push(el('span', 'more', `(+${more} more)`));
-    this.hint.replaceChildren(...named);
+    if (more > 0) named.push(el('li', 'more', `(+${more} more)`));
+    const list = el('ul', 'candidates');
+    list.setAttribute('role', 'list');  // kept a list to screen readers without its bullets
+    list.append(...named);
+    this.hint.replaceChildren(list);
     this.hint.hidden = false;
   }
 
+  /** A note in the hint line, said through the status too. */
   say(message) {
     this.hint.replaceChildren(el('span', 'hint-note', message));
     this.hint.hidden = false;
+    say(this.status, message);
   }
 
   /** Empty the hint; the next Tab completes again. */
@@ -160,4 +178,17 @@ export class Completion {
     this.hint.replaceChildren();
     this.hint.hidden = true;
   }
+}
+
+/** What the status says of a Tab that found `candidates` (of `total`): what it inserted (`done`,
+ * or null: nothing), the candidates when there are several, and when Tab again moves on. One
+ * candidate is always inserted: it is longer than the word (a directory named in full lists what
+ * it holds instead). */
+export function outcome(done, candidates, total) {
+  if (candidates.length === 1) return `Completed ${candidates[0]}`;
+  const inserted = done ? done.replacement : null;
+  const listed = candidates.slice(0, MAX_LISTED).join(', ');
+  const more = total > MAX_LISTED ? `, the first ${MAX_LISTED}` : '';
+  const named = `${total} completions${more}: ${listed}`;
+  return inserted ? `Completed to ${inserted}; ${named}` : `${named} (Tab again moves on)`;
 }

@@ -23,7 +23,7 @@ export class Composer {
   // page controller (`resumed`: the session info a resume answered; `sent`: the draft went).
   constructor(page) {
     this.page = page;
-    this.completion = new Completion($('prompt'), $('composer-hint'), () => page.sessionId());
+    this.completion = new Completion($('prompt'), $('composer-hint'), $('composer-status'), () => page.sessionId());
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
     $('prompt').addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {

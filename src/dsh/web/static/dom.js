@@ -23,3 +23,13 @@ export function el(tag, className, text) {
   if (text !== undefined) node.textContent = shown(text);
   return node;
 }
+
+const SAID_KEPT = 3;
+
+/** Say `text` (as `shown` makes it) through the live region `region`, a polite `role="status"`
+ * that is not atomic: each saying is a node of its own, so a screen reader reads the same text
+ * said again, and two things said at once both; only the last few stay. */
+export function say(region, text) {
+  region.append(el('div', '', text));
+  while (region.childElementCount > SAID_KEPT) region.firstElementChild.remove();
+}

@@ -1,10 +1,24 @@
 // The header's figures and states for the shown session: its title, context use and cache-hit
 // ratio, a running /compact's progress, whether a turn or /compact runs here or another process
 // holds the session; the composer is usable only when the session is loaded and held by none.
+// A screen reader hears each change of those states through the polite status
+// `#state-announcer` (the pills themselves only show): the run state ("running", "/compact
+// running", "idle" when it ends), "busy in another process", and a /compact's progress
+// ("compacting…", then each region); the states of a session just opened once, an idle one's
+// not at all.
 import { fmtTokens } from './chrome.js';
-import { shown } from './dom.js';
+import { say, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
+const said = new Map();  // a pill's id → the text said of it last, for the session shown
+
+/** Say a pill's `text` when it changed; `ended`: what to say when it goes blank. */
+function sayChange(id, text, ended = '') {
+  const before = said.get(id) ?? '';
+  said.set(id, text);
+  if (text === before) return;
+  if (text || ended) say($('state-announcer'), text || ended);
+}
 
 export function renderTitle(info) {
   $('session-title').textContent = info ? shown(info.title || `Session ${info.id}`) : 'No session selected';
@@ -27,12 +41,14 @@ export function renderProgress(progress) {
   if (!progress) {
     box.hidden = true;
     box.textContent = '';
+    said.delete('progress');  // its end is the run state's
     return;
   }
   box.hidden = false;
   box.textContent = progress.total === null
     ? 'compacting…'
     : `compacting · ${progress.done} of ${progress.total} regions`;
+  sayChange('progress', box.textContent);
 }
 
 /** The run state, "busy elsewhere" and the composer's buttons; returns what runs (null: nothing). */
@@ -49,5 +65,11 @@ export function renderRunState(info) {
   const usable = !!info && !holder;
   $('prompt').disabled = !usable;
   $('send').disabled = !usable || !!running;
+  if (!info) {  // no session, or another one loading: its states are said anew
+    said.clear();
+  } else {
+    sayChange('run-state', box.textContent, 'idle');
+    sayChange('busy-elsewhere', busy.textContent, 'no longer busy in another process');
+  }
   return running;
 }
