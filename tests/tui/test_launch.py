@@ -10,6 +10,7 @@ import pytest
 
 import dsh.tui
 from dsh.cli import tui as cli_tui
+from dsh.cli.options import RouteFlags
 from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import JsonlStore
 from dsh.surface import Session
@@ -39,6 +40,8 @@ def launched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             seen["ran"] = True
             workspace = seen["options"].workspace
             seen["files while running"] = sorted(p.name for p in workspace.iterdir())
+            if "while running" in seen:  # what a person does in the UI, if the test says
+                seen["while running"](seen["options"])
             self.last_session_id = seen.get("last_session_id")
             self.return_code = seen.get("return_code", 0)
 
@@ -107,6 +110,25 @@ def test_quitting_says_how_to_resume_the_session(launched, capsys):
     assert out.strip() == "resume with: dsh --resume 20261202-010203-456-abcdef"
 
 
+def test_quitting_after_a_keyless_run_repeats_its_script_or_replay_in_the_hint(
+    launched, tmp_path, capsys
+):
+    """A session records its route, not the script or recording that fed it: ``dsh --resume
+    ID`` alone would ask for them again."""
+    (tmp_path / "ws" / "s.json").write_text('[{"text": "hi"}]')
+    launched["last_session_id"] = "20261202-010203-456-abcdef"
+    cli_tui.launch(None, False, route_flags=RouteFlags(script=Path("s.json")))
+    assert capsys.readouterr().out.strip() == (
+        "resume with: dsh --resume 20261202-010203-456-abcdef --script "
+        f"{tmp_path.resolve() / 'ws' / 's.json'}"
+    )
+    recording = make_session(launched["store"], launched["cwd"])
+    cli_tui.launch(None, False, route_flags=RouteFlags(replay=recording[:-3]))
+    assert capsys.readouterr().out.strip() == (
+        f"resume with: dsh --resume 20261202-010203-456-abcdef --replay {recording}"
+    )
+
+
 def test_resume_takes_an_id_or_a_unique_prefix(launched, tmp_path):
     (tmp_path / "other").mkdir()
     session_id = make_session(launched["store"], str(tmp_path / "other"))
@@ -150,7 +172,8 @@ def test_resume_errors_are_raised_before_the_ui_starts(launched):
 def test_provider_flags_reach_the_ui_and_a_script_feeds_the_scripted_model(launched, tmp_path):
     script = tmp_path / "s.json"
     script.write_text('[{"text": "scripted hello"}]')
-    cli_tui.launch(None, False, provider={"name": "scripted", "model": "mine"}, script=script)
+    flags = RouteFlags(provider="scripted", model="mine", script=script)
+    cli_tui.launch(None, False, route_flags=flags)
     options = launched["options"]
     assert options.settings.provider.name == "scripted"
     route = options.route_factory(None)
@@ -161,7 +184,7 @@ def test_provider_flags_reach_the_ui_and_a_script_feeds_the_scripted_model(launc
 def test_a_scripted_provider_without_a_script_is_a_config_error_before_the_ui(launched):
     from dsh.errors import ConfigError
 
-    cli_tui.launch(None, False, provider={"name": "scripted"})
+    cli_tui.launch(None, False, route_flags=RouteFlags(provider="scripted"))
     with pytest.raises(ConfigError, match="--script FILE"):
         launched["options"].route_factory(None)
 
@@ -193,7 +216,7 @@ def test_resume_reopens_on_the_recorded_route_and_a_flag_overrides_it(launched, 
         session_id = session.id
     script = tmp_path / "s.json"
     script.write_text('[{"text": "hi"}]')
-    cli_tui.launch(session_id, False, script=script)  # the config says deepseek, 128k
+    cli_tui.launch(session_id, False, route_flags=RouteFlags(script=script))  # config: deepseek
     options = launched["options"]
     assert (options.settings.provider.name, options.settings.provider.context_window) == (
         "scripted",
@@ -201,7 +224,7 @@ def test_resume_reopens_on_the_recorded_route_and_a_flag_overrides_it(launched, 
     )
     route = options.route_factory(None)
     assert (route.model, route.context_window) == ("m1", 16_000)
-    cli_tui.launch(session_id, False, provider={"model": "m2"}, script=script)
+    cli_tui.launch(session_id, False, route_flags=RouteFlags(model="m2", script=script))
     options = launched["options"]
     assert options.route_factory(None).model == "m2" and options.overrides["provider"] == {
         "model": "m2"
@@ -224,7 +247,7 @@ def test_resume_of_a_window_recorded_under_the_bound_opens_in_the_configured_one
     script = tmp_path / "s.json"
     script.write_text('[{"text": "hi"}]')
     caplog.set_level(logging.WARNING, logger="dsh")
-    cli_tui.launch(session_id, False, script=script)
+    cli_tui.launch(session_id, False, route_flags=RouteFlags(script=script))
     options = launched["options"]
     assert options.settings.provider.context_window is None  # the configured window, not 512
     assert options.route_factory(None).context_window == 128_000
@@ -280,3 +303,60 @@ def test_demo_tui_with_keep_keeps_its_copy_and_says_where(launched, tmp_path):
     assert sorted(p.name for p in workspace.iterdir()) == ["calc.py", "test_calc.py"]
     assert result.output.splitlines()[-1] == f"workspace: {workspace}"
     assert "kept when you quit" in launched["options"].greeting
+
+
+def session_in_the_demo(launched: dict[str, Any]) -> None:
+    """While the (stand-in) UI runs, a session of the demo is made in its workspace, as typing
+    a prompt there makes one: it records the demo's settings and route."""
+    from dsh.agent.session_runner import record_settings
+
+    def make(options: TuiOptions) -> None:
+        with Session.create(options.store, cwd=str(options.workspace)) as session:
+            record_settings(session, options.settings, options.route_factory(None))
+            launched["last_session_id"] = session.id
+
+    launched["while running"] = make
+
+
+def test_demo_tui_says_where_its_transcript_is_not_how_to_resume_its_removed_copy(launched):
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+    from dsh.cli.main import cli
+
+    session_in_the_demo(launched)
+    result = CliRunner().invoke(demo, ["--tui"])
+    assert result.exit_code == 0, result.output
+    session_id = launched["last_session_id"]
+    assert result.output.splitlines() == [f"the transcript: dsh sessions show {session_id}"]
+    shown = CliRunner().invoke(cli, ["sessions", "show", session_id])
+    assert shown.exit_code == 0, shown.output
+    with pytest.raises(UsageError, match="no longer a directory"):  # why no resume is offered
+        cli_tui.launch(session_id, False)
+
+
+def test_demo_tui_with_keep_says_how_to_resume_and_that_command_opens_the_kept_session(launched):
+    import shlex
+
+    from click.testing import CliRunner
+
+    from dsh.cli.demo import demo
+    from dsh.cli.main import cli
+    from dsh.demo import DEMO_WINDOW
+
+    session_in_the_demo(launched)
+    result = CliRunner().invoke(demo, ["--tui", "--keep"])
+    assert result.exit_code == 0, result.output
+    session_id, kept = launched["last_session_id"], launched["options"].workspace
+    [hint] = [line for line in result.output.splitlines() if line.startswith("resume with: ")]
+    assert f"the transcript: dsh sessions show {session_id}" in result.output.splitlines()
+    program, *args = shlex.split(hint.removeprefix("resume with: "))
+    del launched["while running"]
+    assert program == "dsh"
+    resumed = CliRunner().invoke(cli, args)
+    assert resumed.exit_code == 0, resumed.output
+    options = launched["options"]
+    assert (options.resume, options.workspace) == (session_id, kept)
+    route = options.route_factory(None)
+    assert type(route.provider).__name__ == "ScriptedProvider"
+    assert (route.model, route.context_window) == ("demo", DEMO_WINDOW)

@@ -22,7 +22,7 @@ from dsh.agent import session_settings
 from dsh.agent.runtime import Route, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context, termination
-from dsh.cli.options import checked_base_url
+from dsh.cli.options import RouteFlags, summarizer_options
 from dsh.config import Settings, load_settings, window_too_small
 from dsh.errors import ConfigError, UsageError
 from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
@@ -36,13 +36,7 @@ from dsh.tools.approval import ApprovalAnswer
 @click.command("compact")
 @click.argument("session_id")
 @click.option("--focus", default=None, help="What the summary should keep in focus.")
-@click.option("--summarizer", default=None, help="extractive (keyless) or a model name.")
-@click.option(
-    "--summarizer-base-url",
-    callback=checked_base_url,
-    help="Endpoint of the summariser (compaction.summarizer_base_url), e.g. an "
-    "OpenAI-compatible server (Ollama, vLLM, …) with --summarizer openai-compatible:MODEL.",
-)
+@summarizer_options
 @click.option(
     "--backend",
     type=click.Choice(["recallable", "basic"]),
@@ -66,13 +60,12 @@ def compact(
     """Compact a stored, idle session and print what happened."""
     if backend is not None and compaction is not None and backend != compaction:
         raise UsageError("--backend and --compaction name different backends; give one")
-    flags: dict[str, dict[str, object]] = {"compaction": {}}
-    if summarizer is not None:
-        flags["compaction"]["summarizer"] = summarizer
-    if summarizer_base_url is not None:
-        flags["compaction"]["summarizer_base_url"] = summarizer_base_url
-    if (backend or compaction) is not None:
-        flags["compaction"]["backend"] = backend or compaction
+    given = RouteFlags(
+        compaction=backend or compaction,
+        summarizer=summarizer,
+        summarizer_base_url=summarizer_base_url,
+    )
+    flags: dict[str, dict[str, object]] = {"compaction": given.overrides()["compaction"]}
     settings = load_settings(overrides=flags)
     store = context.store(settings)
     session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)

@@ -30,19 +30,21 @@ from dsh.surface import Session
 
 if TYPE_CHECKING:
     from dsh.agent.runtime import Route
+    from dsh.cli.options import RouteFlags
 
 __all__ = [
     "DshGroup",
     "cwd",
     "error",
     "fail",
-    "provider_overrides",
     "record_settings",
     "record_workspace",
+    "replayed_session",
     "resolve_session_id",
     "session_settings",
     "session_workspace",
     "settings",
+    "settings_source",
     "store",
     "warn",
 ]
@@ -216,16 +218,16 @@ def record_settings(session: Session, settings_: Settings, route: Route, workspa
     recorded_settings.record(session, snapshot)
 
 
-def provider_overrides(
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    context_window: int | None = None,
-) -> dict[str, Any]:
-    """The ``provider`` settings the flags ask for. ``--base-url`` without ``--provider``
-    means an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, …)."""
-    if base_url is not None and provider is None:
-        provider = "openai-compatible"
-    flags: dict[str, Any] = {"name": provider, "model": model, "base_url": base_url}
-    flags["context_window"] = context_window
-    return {key: value for key, value in flags.items() if value is not None}
+def replayed_session(store_: EventStore, flags: RouteFlags) -> str | None:
+    """The session ``--replay`` names (a unique prefix works, as for ``--session``), or None
+    without the flag; one that names no single session is a one-line error."""
+    if flags.replay is None:
+        return None
+    return resolve_session_id(store_, flags.replay)
+
+
+def settings_source(resumed: str | None, replayed: str | None) -> str | None:
+    """Whose recorded settings a face's session starts from (``session_settings``): a resumed
+    session's own; a new session replaying a recorded one (``--replay``) that one's, so it runs
+    as the recording ran (its window, budgets and summariser), the flags still over them."""
+    return resumed if resumed is not None else replayed

@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from dsh.cli import context
-from dsh.demo import DEMO_OVERRIDES, PROMPTS, demo_script, run_demo, throwaway_workspace
+from dsh.cli.options import RouteFlags
+from dsh.demo import (
+    DEMO_OVERRIDES,
+    PROMPTS,
+    demo_script,
+    lasting_demo_script,
+    run_demo,
+    throwaway_workspace,
+)
 from dsh.demo.narration import Narrator
 from dsh.transcript.stats import render_stats, session_stats
 
@@ -63,11 +71,25 @@ def _demo_tui(keep: bool) -> None:
                     None,
                     False,
                     workspace,
-                    provider=DEMO_OVERRIDES["provider"],
-                    compaction=DEMO_OVERRIDES["compaction"],
-                    script=script,
+                    route_flags=RouteFlags(script=script),
+                    settings_overrides=DEMO_OVERRIDES,
                     greeting=greeting,
+                    on_quit=lambda session_id: after_the_demo(session_id, kept=keep),
                 )
         finally:  # the UI may end with its exit code (a SystemExit): said all the same
             if keep:
                 click.echo(f"workspace: {workspace}")
+
+
+def after_the_demo(session_id: str, *, kept: bool) -> list[str]:
+    """What ``dsh demo --tui`` prints of its session when the UI quits: where its transcript is
+    (the log outlives the throwaway project); with ``--keep``, how to reopen it in the kept
+    project, answered by the demo's script (``dsh --resume ID`` alone would ask for
+    ``--script``). Without ``--keep`` no way to resume it: its workspace is gone."""
+    from dsh.cli.tui import resume_hint
+
+    lines = [f"the transcript: dsh sessions show {session_id}"]
+    script = lasting_demo_script()
+    if kept and script is not None:
+        lines += resume_hint(session_id, script=script)
+    return lines

@@ -19,11 +19,13 @@ import click
 
 from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
 from dsh.cli import standard_streams
-from dsh.cli.options import PathlibPath, provider_options
+from dsh.cli.options import PathlibPath, route_options
 from dsh.errors import DshError, error_line
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from dsh.cli.options import RouteFlags
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": (
@@ -162,33 +164,33 @@ def _cwd_exists() -> bool:
     type=PathlibPath(exists=True, file_okay=False),
     help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
 )
-@provider_options
+@route_options
 @click.pass_context
 def cli(
     ctx: click.Context,
     resume: str | None,
     workspace_dir: Path | None,
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    script: Path | None,
+    route_flags: RouteFlags,
 ) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
     With no command, dsh opens the terminal UI in the current directory. Every interaction is
     an append-only event log; what the model sees and what you see are two projections of it.
     """
-    ui_flags = (resume, workspace_dir, provider, model, base_url, script)
     if ctx.invoked_subcommand is None:
-        from dsh.cli import context
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 
-        overrides = context.provider_overrides(provider, model, base_url)
-        launch(resume, False, workspace_dir, provider=overrides, script=script)
-    elif any(flag is not None for flag in ui_flags):
+        launch(resume, False, workspace_dir, route_flags=route_flags)
+        return
+    given = [
+        *(["--resume"] if resume is not None else []),
+        *(["--cwd"] if workspace_dir is not None else []),
+        *route_flags.given(),
+    ]
+    if given:
         raise click.UsageError(
-            "--resume, --cwd, --provider, --model, --base-url and --script before a command "
-            "open the terminal UI; give them after the command (dsh run --provider …)"
+            f"{', '.join(given)} before a command open the terminal UI; give the flags after "
+            "the command (dsh run --provider …)"
         )
 
 

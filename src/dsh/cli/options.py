@@ -1,12 +1,22 @@
-"""Flags shared by the commands that start a model route (``dsh``, ``dsh run`` and ``dsh web``).
+"""The route flags: one definition for the three faces that start a model route (``dsh``, the
+terminal UI; ``dsh run``; ``dsh web``), so each takes the same flags with the same help, the
+same checks and the same meaning.
+
+``route_options`` adds them to a command, which receives them as one ``route_flags:
+RouteFlags`` argument; ``RouteFlags.overrides`` maps them onto settings, each flag onto the
+config key it stands for (``--compaction`` is ``compaction.backend``, ``--summarizer-base-url`` is
+``compaction.summarizer_base_url``, …), so a flag's value reaches the session, and what the
+session records, exactly as that key in ``config.toml`` would.
 
 Imports only click (not even pathlib: see :class:`PathlibPath`), so ``dsh --help`` stays light."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -44,36 +54,148 @@ def checked_base_url(_ctx: click.Context, _param: click.Parameter, value: str | 
     return value
 
 
-def provider_options(command: F) -> F:
-    """``--provider``, ``--model``, ``--base-url`` and ``--script``, in that order."""
-    for option in reversed(
-        [
-            click.option(
-                "--provider",
-                help="deepseek, openai, anthropic, openai-compatible, scripted, replay.",
-            ),
-            click.option("--model", help="Model name (defaults per provider)."),
-            click.option(
-                "--base-url",
-                callback=checked_base_url,
-                help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
-                "--provider openai-compatible when no provider is given.",
-            ),
-            click.option(
-                "--script",
-                type=PathlibPath(exists=True, dir_okay=False),
-                help="Script file for the keyless scripted provider (JSON or YAML).",
-            ),
+REPLAY = "replay"
+"""The provider ``--replay`` serves model calls with."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouteFlags:
+    """The route flags as given on the command line (None: not given)."""
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    script: Path | None = None
+    replay: str | None = None
+    """The recorded session whose model calls are served again (``--provider replay``)."""
+    context_window: int | None = None
+    compaction: str | None = None
+    summarizer: str | None = None
+    summarizer_base_url: str | None = None
+
+    def given(self) -> list[str]:
+        """The flags given, as typed (``--base-url``), in the order ``--help`` lists them."""
+        return [
+            "--" + field.name.replace("_", "-")
+            for field in fields(self)
+            if getattr(self, field.name) is not None
         ]
-    ):
+
+    def provider_name(self) -> str | None:
+        """The provider the flags choose: ``--provider``, else ``replay`` for ``--replay``,
+        else ``openai-compatible`` for ``--base-url`` (Ollama, vLLM, LM Studio, …)."""
+        if self.provider is not None:
+            return self.provider
+        if self.replay is not None:
+            return REPLAY
+        if self.base_url is not None:
+            return "openai-compatible"
+        return None
+
+    def check(self) -> None:
+        """Refuse, in one line, flags that cannot go together (before any session)."""
+        if self.replay is not None and self.provider not in (None, REPLAY):
+            from dsh.errors import UsageError
+
+            raise UsageError(
+                f"--replay serves model calls with --provider replay, not {self.provider}"
+            )
+
+    def overrides(self) -> dict[str, dict[str, Any]]:
+        """The settings the flags set, by section and config key (a flag not given sets none):
+        what ``load_settings(overrides=…)`` puts over the config files, and what wins over a
+        reopened session's recorded settings (``dsh.agent.session_settings.effective``)."""
+        provider = {
+            "name": self.provider_name(),
+            "model": self.model,
+            "base_url": self.base_url,
+            "context_window": self.context_window,
+        }
+        compaction = {
+            "backend": self.compaction,
+            "summarizer": self.summarizer,
+            "summarizer_base_url": self.summarizer_base_url,
+        }
+        return {
+            "provider": {key: value for key, value in provider.items() if value is not None},
+            "compaction": {key: value for key, value in compaction.items() if value is not None},
+        }
+
+
+def summarizer_options(command: F) -> F:
+    """``--summarizer`` and ``--summarizer-base-url`` (the route faces' and ``dsh compact``'s)."""
+    for option in reversed(_SUMMARIZER_OPTIONS):
         command = option(command)
     return command
 
 
-def context_window_option(command: F) -> F:
-    """``--context-window`` (``dsh run`` and ``dsh web``): the window of the model route."""
-    return click.option(
+_SUMMARIZER_OPTIONS = [
+    click.option(
+        "--summarizer",
+        help="Who summarises for compaction (compaction.summarizer): extractive (keyless), a "
+        "model name (tags allowed) or provider:model.",
+    ),
+    click.option(
+        "--summarizer-base-url",
+        callback=checked_base_url,
+        help="Endpoint of the summariser (compaction.summarizer_base_url), e.g. an "
+        "OpenAI-compatible server (Ollama, vLLM, …) with --summarizer openai-compatible:MODEL.",
+    ),
+]
+
+_ROUTE_OPTIONS = [
+    click.option(
+        "--provider",
+        help="deepseek, openai, anthropic, openai-compatible, scripted, replay.",
+    ),
+    click.option("--model", help="Model name (defaults per provider)."),
+    click.option(
+        "--base-url",
+        callback=checked_base_url,
+        help="Endpoint of an OpenAI-compatible server (Ollama, vLLM, …); implies "
+        "--provider openai-compatible when no provider is given.",
+    ),
+    click.option(
+        "--script",
+        type=PathlibPath(exists=True, dir_okay=False),
+        help="Script file for the keyless scripted provider (JSON or YAML).",
+    ),
+    click.option(
+        "--replay",
+        metavar="SESSION",
+        help="Serve model calls from this recorded session (implies --provider replay); a new "
+        "session starts from its recorded settings.",
+    ),
+    click.option(
         "--context-window",
         type=int,
-        help="Override the model's window (tokens; at least 1024, checked with the config's keys).",
-    )(command)
+        help="Override the model's window (provider.context_window: tokens, at least 1024, "
+        "checked with the config's keys).",
+    ),
+    click.option(
+        "--compaction",
+        type=click.Choice(["recallable", "basic", "off"]),
+        help="Compaction backend (compaction.backend; default: a resumed session's own, else "
+        "the config's: recallable).",
+    ),
+    *_SUMMARIZER_OPTIONS,
+]
+
+ROUTE_FLAG_NAMES = tuple(field.name for field in fields(RouteFlags))
+"""The parameter names of the route flags (``base_url``), in ``--help``'s order."""
+
+
+def route_options(command: F) -> F:
+    """Add the route flags (``RouteFlags``, in its order) to ``command``, which receives them
+    as one ``route_flags`` keyword argument, already checked (``RouteFlags.check``)."""
+
+    @functools.wraps(command)
+    def with_route(*args: Any, **kwargs: Any) -> object:
+        route = RouteFlags(**{name: kwargs.pop(name) for name in ROUTE_FLAG_NAMES})
+        route.check()
+        return command(*args, route_flags=route, **kwargs)
+
+    wrapped = cast(F, with_route)
+    for option in reversed(_ROUTE_OPTIONS):
+        wrapped = option(wrapped)
+    return wrapped

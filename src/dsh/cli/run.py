@@ -22,7 +22,7 @@ from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
-from dsh.cli.options import context_window_option, provider_options
+from dsh.cli.options import RouteFlags, route_options
 from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
@@ -49,21 +49,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {
     help="Run tools in this directory (default: the current one, or a resumed session's own "
     "recorded workspace).",
 )
-@provider_options
-@click.option(
-    "--replay",
-    "replay_from",
-    help="Serve model calls from this recorded session (implies --provider replay).",
-)
-@click.option(
-    "--compaction",
-    type=click.Choice(["recallable", "basic", "off"]),
-    help="Compaction backend (default: a resumed session's own, else the config's: recallable).",
-)
-@context_window_option
-@click.option(
-    "--summarizer", help="extractive (keyless), a model name (tags allowed) or provider:model."
-)
+@route_options
 @click.option(
     "--prompts-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -85,14 +71,7 @@ def run(
     prompts: tuple[str, ...],
     session_id: str | None,
     workspace_dir: Path | None,
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    script: Path | None,
-    replay_from: str | None,
-    compaction: str | None,
-    context_window: int | None,
-    summarizer: str | None,
+    route_flags: RouteFlags,
     prompts_file: Path | None,
     as_json: bool,
     yes: bool,
@@ -116,18 +95,7 @@ def run(
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
     allowed = _parse_allow(allow)
-    if replay_from is not None and provider is None:
-        provider = "replay"  # else the configured provider ran, with --replay ignored
-    elif replay_from is not None and provider != "replay":
-        raise UsageError(f"--replay serves model calls with --provider replay, not {provider}")
-    overrides: dict[str, dict[str, Any]] = {
-        "provider": context.provider_overrides(provider, model, base_url, context_window),
-        "compaction": {},
-    }
-    if compaction is not None:
-        overrides["compaction"]["backend"] = compaction
-    if summarizer is not None:
-        overrides["compaction"]["summarizer"] = summarizer
+    overrides = route_flags.overrides()
     store = context.store()
     resumed = None
     if session_id is not None:
@@ -139,15 +107,18 @@ def run(
         context.warn(warning)
     turns = [expand_prompt(prompt, commands) for prompt in turns]
     store = context.store(settings)
+    replayed = context.replayed_session(store, route_flags)
     # the session's recorded settings win over the config; a flag overrides them (logged). A
     # new session replaying a recorded one (--replay) starts from the recorded one's settings.
-    own = resumed
-    if resumed is None and replay_from is not None and settings.provider.name == "replay":
-        own = replay_from
     settings = context.session_settings(
-        store, own, settings, overrides, switch=True, announce=resumed is not None
+        store,
+        context.settings_source(resumed, replayed),
+        settings,
+        overrides,
+        switch=True,
+        announce=resumed is not None,
     )
-    route = resolve_route(settings, script=script, replay_from=replay_from, store=store)
+    route = resolve_route(settings, script=route_flags.script, replay_from=replayed, store=store)
     if route.notice is not None:
         context.warn(route.notice)
     wiring = wire(settings, route)  # a summariser's missing key fails before a session

@@ -14,7 +14,9 @@ The lead wires it from ``dsh.cli.main``::
 
 from __future__ import annotations
 
+import shlex
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ import click
 
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.cli import context
+from dsh.cli.options import RouteFlags
 from dsh.config import load_settings
 from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import EventStore
@@ -44,24 +47,27 @@ def launch(
     new: bool,
     workspace_dir: Path | None = None,
     *,
-    provider: dict[str, Any] | None = None,
-    compaction: dict[str, Any] | None = None,
-    script: Path | None = None,
+    route_flags: RouteFlags | None = None,
+    settings_overrides: Mapping[str, Mapping[str, Any]] | None = None,
     greeting: str | None = None,
+    on_quit: Callable[[str], Sequence[str]] | None = None,
 ) -> None:
     """Run the terminal UI until the person quits; exits with the app's return code.
 
     A resumed session runs its tools in its own recorded workspace unless ``workspace_dir``
-    (``--cwd``) says otherwise; that choice is logged (``session/workspace``). ``provider``
-    overrides the provider settings (the ``--provider/--model/--base-url`` flags, see
-    ``context.provider_overrides``), ``compaction`` the compaction settings (the demo's small
-    budgets); ``script`` feeds the keyless scripted provider."""
+    (``--cwd``) says otherwise; that choice is logged (``session/workspace``). ``route_flags``
+    are the route flags (``dsh.cli.options``: ``--provider``, ``--replay``, ``--compaction``,
+    …), mapped onto settings as ``dsh run`` maps them; ``settings_overrides`` go under them (the
+    demo's small window and budgets). Both win over a resumed session's recorded settings.
+    ``on_quit`` says what to print about the last session once the UI quits (default:
+    ``resume_hint``, how to open it again)."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.app_warnings import WarningLog
     from dsh.tui.controller import settings_route_factory
 
     if new and resume is not None:
         raise UsageError("--new and --resume cannot be combined")
+    route_flags = route_flags or RouteFlags()
     store = context.store()
     here = (workspace_dir or context.cwd()).resolve()
     session_id: str | None = None
@@ -78,14 +84,22 @@ def launch(
             click.echo("no session chosen")
             return
     workspace = context.session_workspace(store, session_id, workspace_dir)
-    flags = {"provider": provider or {}, "compaction": compaction or {}}
+    flags = _layered(settings_overrides or {}, route_flags.overrides())
     settings = load_settings(cwd=workspace, overrides=flags)
     store = context.store(settings)
-    # a resumed session runs with its own recorded settings; a flag overrides them (logged). A
-    # recorded value no longer valid is said by the UI, as it opens the session (a line printed
-    # now would be hidden by the UI until it quits)
+    replayed = context.replayed_session(store, route_flags)
+    # a resumed session runs with its own recorded settings; a flag overrides them (logged); a
+    # new one replaying a recorded one starts from that one's. A recorded value no longer valid
+    # is said by the UI, as it opens the session (a line printed now would be hidden by the UI
+    # until it quits)
     settings = context.session_settings(
-        store, session_id, settings, flags, switch=True, say_replaced=False
+        store,
+        context.settings_source(session_id, replayed),
+        settings,
+        flags,
+        switch=True,
+        announce=session_id is not None,
+        say_replaced=False,
     )
     refuse_without_terminal()  # after the errors of what was asked, before anything is logged
     load_warnings: tuple[str, ...] = ()
@@ -98,7 +112,9 @@ def launch(
         store=store,
         workspace=workspace,
         resume=session_id,
-        route_factory=settings_route_factory(settings, script),
+        route_factory=settings_route_factory(
+            settings, route_flags.script, replay_from=replayed, store=store
+        ),
         greeting=greeting,
         overrides=flags,
         load_warnings=load_warnings,
@@ -112,9 +128,40 @@ def launch(
     finally:
         close_mcp_servers()
     if app.last_session_id is not None:
-        click.echo(f"resume with: dsh --resume {app.last_session_id}")
+        said: Sequence[str]
+        if on_quit is None:
+            said = resume_hint(app.last_session_id, script=route_flags.script, replay=replayed)
+        else:
+            said = on_quit(app.last_session_id)
+        for line in said:
+            click.echo(line)
     if app.return_code:
         sys.exit(app.return_code)
+
+
+def resume_hint(
+    session_id: str, *, script: Path | None = None, replay: str | None = None
+) -> list[str]:
+    """What the UI prints about its last session when it quits: how to open it again. The
+    session records its route and settings, not what feeds a keyless provider: the ``script``
+    or the recorded session to ``replay`` it ran with is repeated (the script's path made
+    absolute)."""
+    words = ["dsh", "--resume", session_id]
+    if script is not None:
+        words += ["--script", str(script.resolve())]
+    if replay is not None:
+        words += ["--replay", replay]
+    return [f"resume with: {shlex.join(words)}"]
+
+
+def _layered(
+    below: Mapping[str, Mapping[str, Any]], above: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The settings overrides ``above`` put over ``below``, key by key in each section."""
+    return {
+        section: {**below.get(section, {}), **above.get(section, {})}
+        for section in {*below, *above}
+    }
 
 
 def refuse_without_terminal() -> None:

@@ -1,6 +1,7 @@
-"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]`` and the provider flags
-(``--provider``, ``--model``, ``--base-url``, ``--script``, ``--context-window``, as ``dsh run``
-takes them): the browser client.
+"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]`` and the route flags
+(``dsh.cli.options``: ``--provider``, ``--model``, ``--base-url``, ``--script``, ``--replay``,
+``--context-window``, ``--compaction``, ``--summarizer``, ``--summarizer-base-url``, as ``dsh`` and
+``dsh run`` take them): the browser client.
 
 Prints the launch URL (with its access token) and serves until Ctrl-C (exit 0), SIGTERM or
 SIGHUP (a closed terminal; exit 128 + the signal), each a graceful shutdown: running turns are
@@ -19,15 +20,12 @@ import signal
 import sys
 import threading
 import webbrowser
-from pathlib import Path
-from typing import Any
 
 import click
 
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
-from dsh.agent.runtime import Route, resolve_route
 from dsh.cli import context
-from dsh.cli.options import context_window_option, provider_options
+from dsh.cli.options import RouteFlags, route_options
 from dsh.config import load_settings
 from dsh.errors import ConfigError, DshError
 from dsh.web.app import create_app
@@ -63,30 +61,18 @@ log = logging.getLogger("dsh.web")
     help="Access token (default: $DSH_WEB_TOKEN, else a random one). Prefer the variable: "
     "a flag shows in `ps`.",
 )
-@provider_options
-@context_window_option
-def web(
-    host: str,
-    port: int,
-    no_open: bool,
-    token: str | None,
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    script: Path | None,
-    context_window: int | None,
-) -> None:
+@route_options
+def web(host: str, port: int, no_open: bool, token: str | None, route_flags: RouteFlags) -> None:
     """Serve the browser client for your sessions on this machine.
 
-    Sessions started or continued from the page run on the route the provider flags give (as
-    `dsh run`'s and the terminal UI's do, they override a continued session's recorded route),
-    else on the configured one.
+    Sessions started or continued from the page run on the route the route flags give (as
+    `dsh run`'s and the terminal UI's do, they override a continued session's recorded
+    settings), else on the configured one.
     """
     feed = WarningFeed()  # from the start: the pages get what starting the server warned
-    flags = context.provider_overrides(provider, model, base_url, context_window)
     try:
         with feed.installed():
-            _serve(host, port, no_open, token, {"provider": flags}, script, feed)
+            _serve(host, port, no_open, token, route_flags, feed)
     except DshError as exc:
         context.fail(exc)
 
@@ -96,8 +82,7 @@ def _serve(
     port: int,
     no_open: bool,
     token: str | None,
-    overrides: dict[str, dict[str, Any]],
-    script: Path | None,
+    route_flags: RouteFlags,
     feed: WarningFeed,
 ) -> None:
     if token is None:
@@ -109,21 +94,28 @@ def _serve(
                 "the web token is shorter than %d characters; easy to guess", WEAK_TOKEN_CHARS
             )
     check_bind(host, explicit_token=token is not None, token=token)
+    overrides = route_flags.overrides()
     settings = load_settings(overrides=overrides)
     store = context.store(settings)
-    route: Route | None = None
-    try:
-        route = resolve_route(settings, script=script, store=store)
-    except ConfigError as exc:
-        log.warning("%s — sessions can be browsed, but prompts will fail", exc)
-    if route is not None and route.notice is not None:
-        log.warning("%s", route.notice)  # an endpoint that did not report its window, …
+    replayed = context.replayed_session(store, route_flags)
+    if replayed is not None:  # a new session starts from the recording's settings, as in dsh run
+        settings = context.session_settings(
+            store, replayed, settings, overrides, switch=True, announce=False
+        )
     runtime = WebRuntime(
         settings,
-        route or (lambda: resolve_route(settings, script=script, store=store)),
         store=store,
         overrides=overrides,
+        script=route_flags.script,
+        replay_from=replayed,
     )
+    try:
+        route = runtime.route()
+    except ConfigError as exc:
+        log.warning("%s — sessions can be browsed, but prompts will fail", exc)
+    else:
+        if route.notice is not None:
+            log.warning("%s", route.notice)  # an endpoint that did not report its window, …
     registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve(), warnings=feed)
     start_session_mcp_servers(settings, context.cwd().resolve())  # a new session's, early
     secret = token or new_token()

@@ -70,6 +70,14 @@ def demo_script() -> Iterator[Path]:
         yield script
 
 
+def lasting_demo_script() -> Path | None:
+    """The demo's script as a file that outlasts ``demo_script`` (the installed package's own),
+    or None when the package is not files on disk (a zip: ``demo_script`` gives a temporary
+    copy)."""
+    script = resources.files("dsh.demo") / "script.yaml"
+    return script if isinstance(script, Path) and script.is_file() else None
+
+
 def prepare_workspace(parent: Path | None = None) -> Path:
     """Copy the demo project into a fresh temporary directory."""
     workspace = Path(tempfile.mkdtemp(prefix="dsh-demo-", dir=parent))

@@ -91,16 +91,23 @@ class TuiOptions:
     opens it first to log the workspace): told when the app starts, with its own opens'."""
 
 
-def settings_route_factory(settings: Settings, script: Path | None = None) -> RouteFactory:
+def settings_route_factory(
+    settings: Settings,
+    script: Path | None = None,
+    *,
+    replay_from: str | None = None,
+    store: EventStore | None = None,
+) -> RouteFactory:
     """Routes from the settings (``/model NAME`` overrides ``provider.model``); ``script``
-    is the scripted provider's script (``dsh --script FILE``)."""
+    is the scripted provider's script (``dsh --script FILE``), ``replay_from`` the recorded
+    session the replay provider serves again from ``store`` (``dsh --replay ID``)."""
 
     def route(model: str | None) -> Route:
         chosen = settings
         if model is not None:
             provider = msgspec.structs.replace(settings.provider, model=model)
             chosen = msgspec.structs.replace(settings, provider=provider)
-        return resolve_route(chosen, script=script)
+        return resolve_route(chosen, script=script, replay_from=replay_from, store=store)
 
     return route
 

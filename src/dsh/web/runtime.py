@@ -7,6 +7,7 @@ configured; tests pass a keyless route."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 from dsh.agent.runtime import Route, resolve_route
@@ -32,7 +33,9 @@ class WebRuntime(SettingsWiring):
     needed, so the server starts and shows sessions even when no API key is configured).
 
     ``overrides``: the flags ``dsh web`` was started with (``--provider``, ``--base-url``, …),
-    already in ``settings``; they also win over what a session continued here recorded."""
+    already in ``settings``; they also win over what a session continued here recorded.
+    ``script`` and ``replay_from`` feed the keyless providers (``--script``, ``--replay``) on
+    every route resolved here, a session's recorded model's too."""
 
     def __init__(
         self,
@@ -41,19 +44,23 @@ class WebRuntime(SettingsWiring):
         *,
         store: EventStore | None = None,
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        script: Path | None = None,
+        replay_from: str | None = None,
     ) -> None:
-        super().__init__(
-            settings,
-            self._resolved,
-            reroute=lambda own: resolve_route(own, store=self._store),
-            overrides=overrides,
-        )
+        super().__init__(settings, self._resolved, reroute=self._resolve_for, overrides=overrides)
         self._route = route
         self._store = store
+        self._script = script
+        self._replay_from = replay_from
+
+    def _resolve_for(self, settings: Settings) -> Route:
+        return resolve_route(
+            settings, script=self._script, replay_from=self._replay_from, store=self._store
+        )
 
     def _resolved(self) -> Route:
         if not isinstance(self._route, Route):
-            resolve = self._route or (lambda: resolve_route(self.settings, store=self._store))
+            resolve = self._route or (lambda: self._resolve_for(self.settings))
             self._route = resolve()
         return self._route
 
