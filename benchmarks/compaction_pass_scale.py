@@ -5,8 +5,15 @@ Builds two in-memory sessions through the public ``Session`` API — about 10,00
 compacted every 20 turns so the surface stays bounded as in a real long session — then appends
 the SAME 12 turns to each and times one pass over them (``compact_now``: plan, the extractive
 summariser, guard, plan event, commits). Printed per log size: the median of 3 such passes, and
-the ratio 100k ÷ 10k (target ≤ 2×). The first pass of a freshly constructed backend on the
-100k log is printed separately: it builds the incremental anchor index once, O(the log).
+the ratio 100k ÷ 10k (target ≤ 2×).
+
+Then the first pass of a resumed session (a freshly constructed backend, as a new process has;
+12 new turns each time), with and without the anchor index a backend keeps on disk
+(``dsh.compaction.anchor_file``): without, the pass builds the index from the whole log, O(the
+log); with, it reads the stored index and scans the new turns. Both are measured in the same run
+on the same log (the stored one first, then 12 more turns and the one without), with their
+ratio. Also printed: what storing costs — the file written whole (the first pass of a session,
+or after the file was spoiled), one pass's appended record — and reading it alone.
 
 Also printed: the wall time of one pass whose summariser takes 1 s per call, over a span of
 20+ chunks, against one call (target ≤ 1.3×), and the same pass with instant answers as the
@@ -23,7 +30,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 from dsh.compaction import (
     CompactionEngine,
@@ -32,6 +45,7 @@ from dsh.compaction import (
     SummaryOutput,
     SummaryTask,
 )
+from dsh.compaction.anchor_file import AnchorFile
 from dsh.config import CompactionSettings
 from dsh.events import (
     AssistantMessage,
@@ -50,7 +64,7 @@ from dsh.events import (
     TurnStart,
     UserSource,
 )
-from dsh.store import MemoryStore
+from dsh.store import MemoryStore, anchor_cache_path
 from dsh.surface import Session
 
 SETTINGS = CompactionSettings(backend="recallable", retain_tokens=600)
@@ -126,8 +140,9 @@ def build(events: int) -> tuple[Session, CompactionEngine, int]:
     return session, engine, n
 
 
-def _engine(session: Session) -> CompactionEngine:
-    return CompactionEngine(session, RecallableBackend(ExtractiveSummarizer(), SETTINGS), SETTINGS)
+def _engine(session: Session, anchor_file: Callable[[str], Path] | None = None) -> CompactionEngine:
+    backend = RecallableBackend(ExtractiveSummarizer(), SETTINGS, anchor_file=anchor_file)
+    return CompactionEngine(session, backend, SETTINGS)
 
 
 def timed_pass(session: Session, engine: CompactionEngine, start: int, rep: int) -> float:
@@ -140,15 +155,76 @@ def timed_pass(session: Session, engine: CompactionEngine, start: int, rep: int)
     return elapsed
 
 
-def measure(events: int) -> tuple[int, float, float]:
+@dataclass
+class Resumed:
+    """The first pass of a resumed session, with and without the stored anchor index."""
+
+    events: int
+    warm: float
+    """The median pass of a running session."""
+    stored: float
+    """The first pass of a new backend that reads the stored index."""
+    built: float
+    """The first pass of a new backend without one: it builds the index from the log."""
+    write_whole: float
+    append: float
+    read: float
+    size: int
+
+
+class TimedSaves:
+    """Times each ``AnchorFile.save`` (the whole file or one appended record)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self._real = AnchorFile.save
+
+    def __enter__(self) -> TimedSaves:
+        real, times = self._real, self.times
+
+        def timed(file: AnchorFile, *args: Any, **kwargs: Any) -> None:
+            began = time.perf_counter()
+            real(file, *args, **kwargs)
+            times.append(time.perf_counter() - began)
+
+        AnchorFile.save = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        AnchorFile.save = self._real  # type: ignore[method-assign]
+
+
+def measure(events: int, directory: Path) -> Resumed:
     session, engine, n = build(events)
     times = [timed_pass(session, engine, n + 100 * rep, rep) for rep in range(3)]
-    cold = _engine(session)  # a resumed session: the anchor index is built once
-    for k in range(SPAN_TURNS):
-        _turn(session, n + 1000 + k, "cold")
+    where = partial(anchor_cache_path, directory)
+    with TimedSaves() as whole:  # a session's first pass with the file: built, written whole
+        _timed_first_pass(session, _engine(session, where), n + 1000, "first")
+    path = where(session.id)
     began = time.perf_counter()
-    asyncio.run(cold.compact_now(window=WINDOW))
-    return len(session.events), statistics.median(times), time.perf_counter() - began
+    assert AnchorFile(path, session).load(session, len(session.events)) is not None  # alone
+    read = time.perf_counter() - began
+    with TimedSaves() as appended:  # a resumed session: read the file, scan 12 turns, append
+        stored = _timed_first_pass(session, _engine(session, where), n + 2000, "stored")
+    built = _timed_first_pass(session, _engine(session), n + 3000, "built")  # the baseline
+    return Resumed(
+        len(session.events),
+        statistics.median(times),
+        stored,
+        built,
+        whole.times[0],
+        appended.times[0],
+        read,
+        path.stat().st_size,
+    )
+
+
+def _timed_first_pass(session: Session, engine: CompactionEngine, start: int, tag: str) -> float:
+    for k in range(SPAN_TURNS):
+        _turn(session, start + k, tag)
+    began = time.perf_counter()
+    assert asyncio.run(engine.compact_now(window=WINDOW)) is not None
+    return time.perf_counter() - began
 
 
 class SlowSummarizer:
@@ -204,15 +280,26 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10_000)
     parser.add_argument("--large", type=int, default=100_000)
     args = parser.parse_args()
-    small_events, small, small_cold = measure(args.small)
-    large_events, large, large_cold = measure(args.large)
-    print(f"pass over {SPAN_TURNS} turns on a {small_events:,}-event log: {small * 1000:.1f} ms")
-    print(f"pass over {SPAN_TURNS} turns on a {large_events:,}-event log: {large * 1000:.1f} ms")
-    print(f"ratio large / small: {large / small:.2f}x (target <= 2x)")
-    print(
-        f"first pass of a new backend (builds the anchor index): {small_cold * 1000:.1f} ms "
-        f"at {small_events:,} events, {large_cold * 1000:.1f} ms at {large_events:,}"
-    )
+    with tempfile.TemporaryDirectory() as directory:
+        small = measure(args.small, Path(directory))
+        large = measure(args.large, Path(directory))
+    for run in (small, large):
+        print(
+            f"pass over {SPAN_TURNS} turns on a {run.events:,}-event log: {run.warm * 1000:.1f} ms"
+        )
+    print(f"ratio large / small: {large.warm / small.warm:.2f}x (target <= 2x)")
+    for run in (small, large):
+        print(
+            f"first pass of a resumed session at {run.events:,} events: "
+            f"{run.built * 1000:.1f} ms building the anchor index from the log, "
+            f"{run.stored * 1000:.1f} ms with the stored index "
+            f"({run.built / run.stored:.1f}x faster)"
+        )
+        print(
+            f"  the stored index ({run.size / 1e6:.1f} MB): written whole "
+            f"{run.write_whole * 1000:.1f} ms, one pass's record appended "
+            f"{run.append * 1000:.2f} ms, read {run.read * 1000:.1f} ms"
+        )
     extractive = wall_of_a_wide_pass(1.0)  # the stand-in writes its text after the delay
     answers = extractive.outputs
     model = wall_of_a_wide_pass(1.0, answers)  # a model's answers: no local CPU for them

@@ -127,7 +127,12 @@ def test_the_cost_prices_each_kind_of_token_and_admits_an_unknown_model(tmp_path
 
 @pytest.fixture(scope="module")
 def demo_session(tmp_path_factory):
-    session, _ = run_demo(MemoryStore(), workspace=prepare_workspace(tmp_path_factory.mktemp("w")))
+    # Module-scoped: it runs before the per-test private home is set, so it sets its own (the
+    # demo's compaction keeps derived files, span and anchor index, in the home).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DSH_HOME", str(tmp_path_factory.mktemp("demo-home")))
+        workspace = prepare_workspace(tmp_path_factory.mktemp("w"))
+        session, _ = run_demo(MemoryStore(), workspace=workspace)
     return session
 
 

@@ -25,10 +25,11 @@ from dsh.config import (
     ProviderOverride,
     ProviderSettings,
     Settings,
+    dsh_home,
 )
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.recall import RECALL_PROMPT_SECTION
-from dsh.store import MemoryStore
+from dsh.store import MemoryStore, anchor_cache_path
 from dsh.surface import Session
 from tests.agent.conftest import run
 from tests.helpers import append_tool_turn
@@ -193,3 +194,18 @@ def test_the_injected_summariser_and_pass_observer_are_the_ones_used():
     with pytest.raises(CompactionRefused, match="inflation guard"):
         run(wordy.engine.compact_now(window=8000))
     assert isinstance(heard[-1].error, CompactionRefused) and heard[-1].result is None
+
+
+@pytest.mark.parametrize("derived_files", [True, False], ids=["a-face", "the-bench"])
+def test_a_recallable_pass_keeps_the_anchor_index_in_the_home_unless_told_not_to(derived_files):
+    live = long_session()
+    parts = build_parts(
+        settings(backend="recallable", retain_tokens=60),
+        route(),
+        live,
+        inject=Injection(summarizer=lambda s: ExtractiveSummarizer(), derived_files=derived_files),
+    )
+    assert parts.engine is not None
+    assert run(parts.engine.compact_now(window=8000)) is not None
+    stored = anchor_cache_path(dsh_home(), live.id)
+    assert stored.exists() is derived_files

@@ -10,7 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh.errors import LogCorruptError, SessionLockedError
-from dsh.store import JsonlStore, SqliteStore, resolve_session_id, span_cache_path
+from dsh.store import (
+    JsonlStore,
+    SqliteStore,
+    anchor_cache_path,
+    resolve_session_id,
+    span_cache_path,
+)
 from dsh.store.integrity import unseal
 from dsh.store.salvage import plan_salvage, salvage_session
 from dsh.surface import Session
@@ -64,10 +70,13 @@ def test_salvage_keeps_the_valid_prefix_copies_the_original_and_is_never_silent(
     data = b"\n".join(broken) + b"\n"
     path.write_bytes(data)
     spans = span_cache_path(tmp_path, sid)  # derived from the log: stale once the log is cut
-    spans.parent.mkdir(parents=True)
-    spans.write_bytes(b"stale")
+    anchors = anchor_cache_path(tmp_path, sid)
+    for derived in (spans, anchors):
+        derived.parent.mkdir(parents=True)
+        derived.write_bytes(b"stale")
     report = salvage_session(store, sid)
     assert not spans.exists() and f"dropped {spans} (rebuilt on use)" in report.lines()
+    assert not anchors.exists() and f"dropped {anchors} (rebuilt on use)" in report.lines()
     assert report.changed and report.copy is not None and report.copy.read_bytes() == data
     assert path.read_bytes() == b"\n".join(lines[:6]) + b"\n"
     assert (report.kept_lines, report.first_bad_line, report.total_lines) == (6, 7, len(lines))

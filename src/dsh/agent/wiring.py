@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from dsh.config import (
 )
 from dsh.llm.registry import route_params, text_tool_calls_enabled
 from dsh.llm.types import Provider
-from dsh.store import span_cache_dir
+from dsh.store import anchor_cache_path, span_cache_dir
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
@@ -130,9 +131,9 @@ class Injection:
     """Run right before each region commits (crash tests exit there)."""
     on_summary_call: Callable[[], None] | None = None
     """Called as each summariser call of a pass completes (``dsh run`` counts them)."""
-    span_file: bool = True
-    """Keep history_search's lower-cased spans in the home's span cache (the bench keeps them in
-    memory: its sessions are throwaway)."""
+    derived_files: bool = True
+    """Keep the files derived from the log in the home's cache: history_search's lower-cased
+    spans and the anchor index (the bench keeps them in memory: its sessions are throwaway)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +191,14 @@ def build_parts(
     if recall is None:
         recall = compaction.backend == "recallable"
     if recall:
-        span_dir = span_cache_dir(dsh_home(environ)) if extra.span_file else None
+        span_dir = span_cache_dir(dsh_home(environ)) if extra.derived_files else None
         kept, offer = recall_offer(settings.recall, span_dir=span_dir)
         tool_list += kept
     to_come = offer.tokens_to_come if offer is not None else None
-    backend = make_backend(compaction, summarizer, standing_after_pass=to_come)
+    anchor_file = partial(anchor_cache_path, dsh_home(environ)) if extra.derived_files else None
+    backend = make_backend(
+        compaction, summarizer, standing_after_pass=to_come, anchor_file=anchor_file
+    )
     engine: CompactionEngine | None = None
     hooks: tuple[PreStepHook, ...] = ()
     overflow: OverflowHandler | None = None

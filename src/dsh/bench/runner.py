@@ -147,7 +147,7 @@ class _Run:
                 on_pass=self._record_pass,
                 new_id=lambda: f"p{next(ids):03d}",
                 offer_recall=arm in RECALL_ARMS,
-                span_file=False,
+                derived_files=False,
             ),
         )
         self.engine = self.parts.engine

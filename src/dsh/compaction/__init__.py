@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from dsh.compaction.base import (
     CompactionBackend,
@@ -82,14 +83,18 @@ def make_backend(
     summarizer: Summarizer,
     *,
     standing_after_pass: StandingAfterPass | None = None,
+    anchor_file: Callable[[str], Path] | None = None,
 ) -> CompactionBackend | None:
     """The configured backend, or None for ``off``; ``standing_after_pass``: see
-    ``CompactionEngine``."""
+    ``CompactionEngine``; ``anchor_file``: where the recallable backend keeps a session's
+    anchor index between processes (None: it builds it in memory)."""
     if settings.backend == "off":
         return None
     if settings.backend == "basic":
         return BasicBackend(summarizer, settings)
-    return RecallableBackend(summarizer, settings, standing_after_pass=standing_after_pass)
+    return RecallableBackend(
+        summarizer, settings, standing_after_pass=standing_after_pass, anchor_file=anchor_file
+    )
 
 
 __all__ = [

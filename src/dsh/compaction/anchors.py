@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dsh.compaction.anchor_patterns import BLOCKED_BY, EXTRACTION_ORDER, NEEDLES, PATTERNS
@@ -224,19 +224,28 @@ class AnchorIndex:
 
     ``count(text)`` is the number of added texts in which ``text`` was extracted as an anchor;
     like the substring count it ranks a literal that recurs across the session above one seen
-    once, and it does not depend on the order the texts were added in.
+    once, and it does not depend on the order the texts were added in. ``counts`` and ``texts``
+    are the whole state: an index made from them (a stored one) ranks as the one they came from.
     """
 
-    def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
-        self.texts = 0
+    def __init__(self, counts: Counter[str] | None = None, texts: int = 0) -> None:
+        self._counts: Counter[str] = Counter() if counts is None else counts
+        self.texts = texts
 
-    def add(self, text: str) -> None:
-        self._counts.update({anchor.text for anchor in extract_anchors(text)})
+    def add(self, text: str) -> set[str]:
+        """Count ``text``; the anchor texts it was counted for (each once)."""
+        found = {anchor.text for anchor in extract_anchors(text)}
+        self._counts.update(found)
         self.texts += 1
+        return found
 
     def count(self, text: str) -> int:
         return self._counts[text]
+
+    @property
+    def counts(self) -> Mapping[str, int]:
+        """How many added texts name each anchor text (only texts named at least once)."""
+        return self._counts
 
 
 def _kind_rank(kind: str) -> int:

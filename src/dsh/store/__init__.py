@@ -16,7 +16,7 @@ from dsh.store.base import (
     now_millis,
     resolve_session_id,
 )
-from dsh.store.derived import span_cache_dir, span_cache_path
+from dsh.store.derived import anchor_cache_dir, anchor_cache_path, span_cache_dir, span_cache_path
 from dsh.store.jsonl import JsonlStore
 from dsh.store.memory import MemoryStore
 from dsh.store.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, plan_crash_repair
@@ -46,6 +46,8 @@ __all__ = [
     "SqliteStore",
     "StoreBackend",
     "UnreadableSession",
+    "anchor_cache_dir",
+    "anchor_cache_path",
     "new_session_id",
     "now_millis",
     "open_store",

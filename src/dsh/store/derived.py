@@ -4,6 +4,11 @@ Recall keeps each session's lower-cased checkpoint spans in ``<home>/cache/recal
 (see ``dsh.recall.span_file``). Such a file stays true because the log is append-only; cutting a
 log (``dsh sessions repair``) is the one change that can make it stale, so repair drops it.
 
+The recallable backend keeps each session's anchor index (how many messages name each literal)
+in ``<home>/cache/anchors/<id>.anchors`` (see ``dsh.compaction.anchor_file``), so the first pass
+of a resumed session reads it instead of scanning the whole log. It names the last event it
+covers and checks that event against the log, so a cut log is caught anyway; repair drops it too.
+
 The session lists keep every session's summary figures in one file per store,
 ``<home>/cache/session-summaries-<backend>.json`` (see ``dsh.transcript.summary_cache``), each
 with the position it covers; a log that changed other than by appends is told apart there
@@ -26,6 +31,16 @@ def span_cache_path(home: Path, session_id: str) -> Path:
     return span_cache_dir(home) / f"{session_id}.spans"
 
 
+def anchor_cache_dir(home: Path) -> Path:
+    """Where the sessions' anchor index files live."""
+    return Path(home) / "cache" / "anchors"
+
+
+def anchor_cache_path(home: Path, session_id: str) -> Path:
+    """The anchor index file of ``session_id``."""
+    return anchor_cache_dir(home) / f"{session_id}.anchors"
+
+
 def summary_cache_path(home: Path, backend: str) -> Path:
     """The session summary cache of the ``backend`` store (``jsonl`` or ``sqlite``)."""
     return Path(home) / "cache" / f"session-summaries-{backend}.json"
@@ -34,8 +49,8 @@ def summary_cache_path(home: Path, backend: str) -> Path:
 def drop_derived(home: Path, session_id: str) -> list[Path]:
     """Delete the files derived from ``session_id``'s log; the paths that were deleted."""
     dropped = []
-    path = span_cache_path(home, session_id)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-        dropped.append(path)
+    for path in (span_cache_path(home, session_id), anchor_cache_path(home, session_id)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            dropped.append(path)
     return dropped

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from dsh.compaction.base import (
     Plan,
@@ -93,11 +94,14 @@ class RecallableBackend:
         settings: CompactionSettings,
         *,
         standing_after_pass: StandingAfterPass | None = None,
+        anchor_file: Callable[[str], Path] | None = None,
     ) -> None:
+        """``anchor_file``: where a session's anchor index is kept between processes
+        (``dsh.store.anchor_cache_path``; None: in memory only)."""
         self.summarizer = summarizer
         self.settings = settings
         self._standing_after_pass = standing_after_pass or nothing_to_come
-        self._anchors = SessionAnchors()
+        self._anchors = SessionAnchors(anchor_file)
         self._spans = ConversationSpans()
         self._window: int | None = None
         self._calls_fit: int | None = None

@@ -2,12 +2,13 @@
 
 Ranking each stub's rarest literals (the session's anchor index brought up to date, then each
 slice's anchors counted against it) and finding the values the span replaced is the pass's
-main CPU work, O(the span) — and O(the log) on the first pass of a resumed session, which builds
-the index. None of it goes into the call: only the checkpoint texts written from the answer use
-it. So the backend runs it in a worker thread while a model call is out, and the pass costs
-about one call plus what little code runs before and after it. A summariser that writes with
-code and reads the rarity counts (the extractive one) gets the completed plan before its call,
-so its output stays a pure function of the log.
+main CPU work, O(the span) — and O(the log) on the first pass of a resumed session without a
+stored index (``dsh.compaction.anchor_file``), which builds it; with one, that pass reads it.
+The update stores what it added. None of it goes into the call: only the checkpoint texts
+written from the answer use it. So the backend runs it in a worker thread while a model call is
+out, and the pass costs about one call plus what little code runs before and after it. A
+summariser that writes with code and reads the rarity counts (the extractive one) gets the
+completed plan before its call, so its output stays a pure function of the log.
 
 The work reads only what the plan captured (messages, and the event list's appended prefix,
 which a thread may read while the loop appends), never the surface, which may move.

@@ -1,4 +1,5 @@
-"""What a checkpoint stands for, read forwards, and the session's anchor index.
+"""What a checkpoint stands for, read forwards, and the session's anchor index (kept on disk
+between processes when the backend is given where).
 
 A footer names the smallest and largest seq of the *conversation* events a checkpoint stands
 for — directly, or through the checkpoints and pruned results it shadows — never surface order
@@ -9,8 +10,10 @@ for — directly, or through the checkpoints and pruned results it shadows — n
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
+from dsh.compaction.anchor_file import Added, AnchorFile
 from dsh.compaction.anchors import AnchorIndex
 from dsh.events import (
     is_append_surface_event,
@@ -69,9 +72,15 @@ class SessionAnchors:
     """An ``AnchorIndex`` over the rendered appended messages of one session, extended with the
     events appended since the last look (each event is scanned once). Updates run in a pass's
     worker thread; a lock serialises them, so a pass cancelled while its worker still runs
-    leaves the next pass waiting for that worker rather than racing it."""
+    leaves the next pass waiting for that worker rather than racing it.
 
-    def __init__(self) -> None:
+    With ``stored`` (where a session's anchor index file lives, ``dsh.compaction.anchor_file``)
+    the first update of a session reads the stored index and scans only the events it does not
+    cover, and every update stores what it added. The index is the same either way."""
+
+    def __init__(self, stored: Callable[[str], Path] | None = None) -> None:
+        self._stored = stored
+        self._file: AnchorFile | None = None
         self._session_id: str | None = None
         self._scanned = 0
         self._lock = threading.Lock()
@@ -82,11 +91,28 @@ class SessionAnchors:
         with self._lock:
             end = len(session.events) if upto is None else upto
             if session.id != self._session_id or end < self._scanned:
-                self._session_id, self._scanned, self.index = session.id, 0, AnchorIndex()
+                self._start(session, end)
+            appendable = self._file is not None and self._file.end == self._scanned
+            added = Added(self._scanned) if appendable else None  # else written whole
             for event in session.events[self._scanned : end]:
                 if is_append_surface_event(event):
                     message = surface_message(event)
                     if message is not None:
-                        self.index.add(render_message(message))
+                        found = self.index.add(render_message(message))
+                        if added is not None:
+                            added.counts.update(found)
+                            added.texts += 1
             self._scanned = end
+            if self._file is not None:
+                self._file.save(session, self.index, end, added)
             return self.index
+
+    def _start(self, session: Session, end: int) -> None:
+        """Begin ``session``'s index: the stored one (of at most ``end`` events), else empty."""
+        self._session_id, self._scanned, self.index = session.id, 0, AnchorIndex()
+        self._file = None
+        if self._stored is not None:
+            self._file = AnchorFile(self._stored(session.id), session)
+            loaded = self._file.load(session, end)
+            if loaded is not None:
+                self.index, self._scanned = loaded
