@@ -27,11 +27,15 @@ TRACEBACK_DETAIL = "line 3, in <module>"
 def demo_run(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     lines: list[str] = []
-    session, results = run_demo(
-        open_store(home),
-        workspace=prepare_workspace(tmp_path_factory.mktemp("ws")),
-        on_event=Narrator(lines.append),
-    )
+    # Module-scoped: it runs before the per-test private home is set, so it names its own (the
+    # demo's compaction keeps derived files, span and anchor index, in the home).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DSH_HOME", str(home))
+        session, results = run_demo(
+            open_store(home),
+            workspace=prepare_workspace(tmp_path_factory.mktemp("ws")),
+            on_event=Narrator(lines.append),
+        )
     return session, results, lines
 
 
