@@ -40,9 +40,11 @@ ROUTE_FLAGS = {
 """What every face that starts a model route takes."""
 
 OWN_FLAGS = {
-    "dsh": {"--version", "--resume", "--cwd", "--help"},
+    "dsh": {"--version", "--resume", "--continue", "-c", "--cwd", "--help"},
     "run": {
         "--session",
+        "--continue",
+        "-c",
         "--cwd",
         "--prompts-file",
         "--json",

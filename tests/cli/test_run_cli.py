@@ -386,3 +386,40 @@ def test_replay_with_another_provider_is_a_usage_error(tmp_path, env):
     assert done.stderr == (
         "dsh: error: --replay serves model calls with --provider replay, not openai\n"
     )
+
+
+def test_continue_goes_on_with_the_session_used_last_in_this_workspace(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "one"}, {"text": "two"}, {"text": "3"}])
+    first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    first_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    dsh("run", "--script", str(script), "another session", env=env, cwd=tmp_path)
+    # the first session is used again, so it is the one used last
+    dsh("run", "--script", str(script), "--session", first_id, "again", env=env, cwd=tmp_path)
+    went_on = dsh("run", "--script", str(script), "-c", "and again", env=env, cwd=tmp_path)
+    assert went_on.stdout.splitlines()[-1] == f"session: {first_id}"
+    shown = dsh("sessions", "show", first_id, env=env, cwd=tmp_path).stdout
+    assert shown.index("User: again") < shown.index("User: and again")
+
+
+def test_continue_is_refused_with_session_and_where_no_session_was_started(tmp_path, env):
+    script = write_script(tmp_path / "s.json", [{"text": "one"}])
+    both = dsh(
+        "run",
+        "--script",
+        str(script),
+        "-c",
+        "--session",
+        "x",
+        "hi",
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert both.returncode == 2 and "--continue and --session" in both.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = dsh("run", "--script", str(script), "--continue", "hi", env=env, cwd=empty, check=False)
+    assert none.returncode != 0
+    assert none.stderr.strip() == (
+        f"dsh: error: no session to continue in {empty.resolve()} (see `dsh sessions list --all`)"
+    )

@@ -73,6 +73,34 @@ def test_resume_without_an_id_opens_this_directorys_latest_session(launched):
     assert launched["options"].resume == newer
 
 
+def used_later(store: JsonlStore, session_id: str) -> None:
+    """Open ``session_id`` again and log something in it: it is now the one used last."""
+    from tests.helpers import append_chat_turn
+
+    session = Session.open(store, session_id, writable=True)
+    session._clock = lambda: 2**42  # later than every session made before, whatever the clock
+    append_chat_turn(session, "one more thing", "done")
+    session.close()
+
+
+def test_continue_opens_the_session_used_last_here_not_the_newest_created(launched):
+    store = launched["store"]
+    older = make_session(store, launched["cwd"])
+    make_session(store, launched["cwd"])
+    make_session(store, "/somewhere/else")
+    used_later(store, older)
+    cli_tui.launch(None, False, last=True)
+    assert launched["options"].resume == older
+
+
+def test_continue_with_no_session_here_says_so_and_with_resume_is_refused(launched):
+    make_session(launched["store"], "/somewhere/else")
+    with pytest.raises(SessionNotFoundError, match="no session to continue in"):
+        cli_tui.launch(None, False, last=True)
+    with pytest.raises(UsageError, match="--continue and --resume"):
+        cli_tui.launch("", False, last=True)
+
+
 def test_resume_without_an_id_in_a_terminal_opens_the_session_picked(launched, monkeypatch):
     import dsh.tui.picker
 

@@ -135,6 +135,19 @@ def cwd() -> Path:
     return Path.cwd()
 
 
+def last_used_session_id(store_: EventStore, cwd: str, *, verb: str = "continue") -> str:
+    """The session started in ``cwd`` that was used last (its latest event; the newest created
+    first among equals): what ``--continue`` opens, ``dsh --resume`` opens without a terminal
+    and ``dsh undo`` takes by default. ``SessionNotFoundError`` when there is none."""
+    from dsh.transcript.listing import session_summaries  # through the summary cache
+
+    headers = [h for h in store_.list() if h.cwd == cwd]
+    if not headers:
+        raise SessionNotFoundError(f"no session to {verb} in {cwd} (see `dsh sessions list --all`)")
+    summaries = session_summaries(store_, headers)
+    return max(summaries, key=lambda s: (s.updated_at, s.created_at, s.id)).id
+
+
 def session_workspace(store_: EventStore, session_id: str | None, override: Path | None) -> Path:
     """Where tools run: ``--cwd`` if given, else a resumed session's own recorded workspace
     (which must still exist), else the current directory."""

@@ -155,8 +155,15 @@ def _cwd_exists() -> bool:
     metavar="[ID]",
     help=(
         "Open the terminal UI on session ID (a unique prefix works); with no ID, a picker of "
-        "every session, from all workspaces (not in a terminal: the newest one here)."
+        "every session, from all workspaces (not in a terminal: the one used last here)."
     ),
+)
+@click.option(
+    "--continue",
+    "-c",
+    "last",
+    is_flag=True,
+    help="Open the terminal UI on the session used last in this workspace (no picker).",
 )
 @click.option(
     "--cwd",
@@ -169,6 +176,7 @@ def _cwd_exists() -> bool:
 def cli(
     ctx: click.Context,
     resume: str | None,
+    last: bool,
     workspace_dir: Path | None,
     route_flags: RouteFlags,
 ) -> None:
@@ -180,10 +188,11 @@ def cli(
     if ctx.invoked_subcommand is None:
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 
-        launch(resume, False, workspace_dir, route_flags=route_flags)
+        launch(resume, False, workspace_dir, route_flags=route_flags, last=last)
         return
     given = [
         *(["--resume"] if resume is not None else []),
+        *(["--continue"] if last else []),
         *(["--cwd"] if workspace_dir is not None else []),
         *route_flags.given(),
     ]

@@ -43,6 +43,13 @@ ALLOW_NAMES: dict[str, ToolKind] = {
 @click.argument("prompts", nargs=-1)  # "-": read one prompt from stdin
 @click.option("--session", "session_id", help="Continue this session instead of starting one.")
 @click.option(
+    "--continue",
+    "-c",
+    "last",
+    is_flag=True,
+    help="Continue the session used last in this workspace (--cwd, else here).",
+)
+@click.option(
     "--cwd",
     "workspace_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -70,6 +77,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {
 def run(
     prompts: tuple[str, ...],
     session_id: str | None,
+    last: bool,
     workspace_dir: Path | None,
     route_flags: RouteFlags,
     prompts_file: Path | None,
@@ -86,6 +94,8 @@ def run(
     as a line. A closed stdout (| head) cancels the running turn at its next event and exits
     141; Ctrl-C cancels it and exits 130.
     """
+    if last and session_id is not None:
+        raise UsageError("--continue and --session cannot be combined")
     if prompts.count("-") > 1:  # stdin is read whole once: a second '-' would find it empty
         raise UsageError("the prompt '-' (read from stdin) may be given once")
     turns = [_stdin_prompt() if prompt == "-" else _argument_prompt(prompt) for prompt in prompts]
@@ -100,6 +110,9 @@ def run(
     resumed = None
     if session_id is not None:
         resumed = context.resolve_session_id(store, session_id)
+    elif last:
+        here = (workspace_dir or context.cwd()).resolve()
+        resumed = context.last_used_session_id(store, str(here))
     workspace = context.session_workspace(store, resumed, workspace_dir)
     settings = load_settings(cwd=workspace, overrides=overrides)
     commands = load_prompt_commands(dsh_home(), workspace, BUILT_IN_COMMANDS)

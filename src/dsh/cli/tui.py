@@ -4,7 +4,8 @@ The lead wires it from ``dsh.cli.main``::
 
     launch(resume=None, new=False)   # dsh: a new session in the current directory
     launch(resume="", new=False)     # dsh --resume: a picker over every session (in a
-                                     # terminal), else this directory's most recent session
+                                     # terminal), else the session used last here
+    launch(resume=None, new=False, last=True)   # dsh --continue: the session used last here
     launch(resume="ID", new=False)   # dsh --resume ID: that session (a unique prefix is enough)
 
 ``new=True`` asks for a fresh session explicitly (a ``--new`` flag); it cannot be combined with
@@ -34,14 +35,6 @@ if TYPE_CHECKING:
     from dsh.tui.app_warnings import WarningLog
 
 
-def latest_session_id(store: EventStore, cwd: str) -> str:
-    """The most recently created session started in ``cwd``."""
-    headers = [h for h in store.list() if h.cwd == cwd]
-    if not headers:
-        raise SessionNotFoundError(f"no session to resume in {cwd} (see `dsh sessions list --all`)")
-    return max(headers, key=lambda h: (h.created_at, h.id)).id
-
-
 def launch(
     resume: str | None,
     new: bool,
@@ -51,6 +44,7 @@ def launch(
     settings_overrides: Mapping[str, Mapping[str, Any]] | None = None,
     greeting: str | None = None,
     on_quit: Callable[[str], Sequence[str]] | None = None,
+    last: bool = False,
 ) -> None:
     """Run the terminal UI until the person quits; exits with the app's return code.
 
@@ -60,26 +54,31 @@ def launch(
     …), mapped onto settings as ``dsh run`` maps them; ``settings_overrides`` go under them (the
     demo's small window and budgets). Both win over a resumed session's recorded settings.
     ``on_quit`` says what to print about the last session once the UI quits (default:
-    ``resume_hint``, how to open it again)."""
+    ``resume_hint``, how to open it again). ``last`` (``--continue``) opens the session used
+    last in the workspace, without a picker."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.app_warnings import WarningLog
     from dsh.tui.controller import settings_route_factory
 
     if new and resume is not None:
         raise UsageError("--new and --resume cannot be combined")
+    if last and resume is not None:
+        raise UsageError("--continue and --resume cannot be combined")
     route_flags = route_flags or RouteFlags()
     store = context.store()
     here = (workspace_dir or context.cwd()).resolve()
     session_id: str | None = None
     shown = WarningLog()  # the picker's warnings stay listed by the UI's /warnings
-    if resume:
+    if last:
+        session_id = context.last_used_session_id(store, str(here))
+    elif resume:
         session_id = context.resolve_session_id(store, resume)
     elif resume is not None:
         if interactive():
             refuse_without_terminal()  # the picker is drawn as the UI is
             session_id = _picked(store, shown)
         else:
-            session_id = latest_session_id(store, str(here))
+            session_id = context.last_used_session_id(store, str(here), verb="resume")
         if session_id is None:
             click.echo("no session chosen")
             return

@@ -1,8 +1,8 @@
 """``dsh undo [--session ID] [--dry-run]``: take back the file changes the model made in its
 last turn (``dsh.agent.undo``) and print what was reverted, or why not; exit 1 when refused.
 
-The default session is the one ``dsh --resume`` picks without a terminal: the most recent session
-started in the current directory. The session is opened for writing (its writer lock), so a
+The default session is the one ``dsh --continue`` opens: of the sessions started in the current
+directory, the one used last. The session is opened for writing (its writer lock), so a
 session another process is running is refused; ``--dry-run`` opens it read-only and logs nothing.
 """
 
@@ -12,14 +12,13 @@ import click
 
 from dsh.agent.undo import undo_last_turn
 from dsh.cli import context
-from dsh.cli.tui import latest_session_id
 from dsh.errors import SessionNotFoundError
 from dsh.surface import Session
 
 
 @click.command("undo")
 @click.option(
-    "--session", "session_id", default=None, help="The session (default: the latest here)."
+    "--session", "session_id", default=None, help="The session (default: the one used last here)."
 )
 @click.option("--dry-run", is_flag=True, help="List what would be reverted; change nothing.")
 def undo(session_id: str | None, dry_run: bool) -> None:
@@ -28,7 +27,7 @@ def undo(session_id: str | None, dry_run: bool) -> None:
     if session_id is None:
         here = str(context.cwd().resolve())
         try:
-            resolved = latest_session_id(store, here)
+            resolved = context.last_used_session_id(store, here)
         except SessionNotFoundError:
             raise SessionNotFoundError(
                 f"no session started in {here}; give --session ID (see `dsh sessions list --all`)"
