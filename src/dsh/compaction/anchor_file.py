@@ -33,8 +33,6 @@ import hashlib
 import inspect
 import logging
 import os
-import struct
-import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,13 +58,13 @@ from dsh.events import (
     encode_event,
 )
 from dsh.store.base import encode_header
+from dsh.store.frames import frame_bytes, read_frames
 from dsh.surface import Session
 from dsh.transcript import render_message
 
 log = logging.getLogger("dsh.compaction")
 
 FORMAT = 1
-_FRAME = struct.Struct("<III")  # header length, body length, CRC32 of header and body
 _ENCODING, _ERRORS = "utf-8", "surrogatepass"
 COMPACT_SLACK = 4096
 """Records holding more than twice the index's entries plus this many are written whole again."""
@@ -179,8 +177,7 @@ def encode_record(
                 plain_counts.append(value)
         body = _encoder.encode(RecordBody(plain, plain_counts, odd_keys, odd_counts))
     header = _encoder.encode(RecordHeader(start, end, last, texts, len(counts)))
-    crc = zlib.crc32(body, zlib.crc32(header))
-    return _FRAME.pack(len(header), len(body), crc) + header + body
+    return b"".join(frame_bytes(header, body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,24 +193,17 @@ def read_records(data: bytes, magic: bytes) -> list[_Record]:
     line is not ``magic``)."""
     if not data.startswith(magic):
         return []
-    view = memoryview(data)
     records: list[_Record] = []
-    position, covered = len(magic), 0
-    while position + _FRAME.size <= len(data):
-        header_size, body_size, crc = _FRAME.unpack_from(data, position)
-        start = position + _FRAME.size
-        body_start = start + header_size
-        stop = body_start + body_size
-        if stop > len(data) or zlib.crc32(view[start:stop]) != crc:
-            break  # torn or damaged: what follows is counted again from the log
+    covered = 0
+    for frame in read_frames(data, len(magic)):
         try:
-            header = _header_decoder.decode(view[start:body_start])
+            header = _header_decoder.decode(frame.header)
         except msgspec.DecodeError:
             break
         if header.start != covered or header.end < header.start:
             break  # not the next record of this chain
-        records.append(_Record(header, view[body_start:stop], stop))
-        position, covered = stop, header.end
+        records.append(_Record(header, frame.body, frame.stop))
+        covered = header.end
     return records
 
 

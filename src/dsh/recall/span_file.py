@@ -29,7 +29,6 @@ import itertools
 import logging
 import mmap
 import os
-import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +48,11 @@ from dsh.events import (
     encode_event,
 )
 from dsh.recall.parts import PART_CHARS, split_parts
+from dsh.store.frames import frame_bytes, read_frames
 from dsh.transcript import render_message
 
 log = logging.getLogger("dsh.recall")
 
-_FRAME = struct.Struct("<III")  # header length, text length, CRC32 of header and text
 ENCODING = "utf-8"
 ERRORS = "surrogatepass"  # a lone surrogate (JSON allows one) still round-trips
 
@@ -172,8 +171,7 @@ class SpanFile:
             SpanHeader(summary.seq, summary_key(summary), nodes, tuple(len(t) for t in texts))
         )
         text = b"".join(texts)
-        crc = zlib.crc32(text, zlib.crc32(header))
-        self._pending += (_FRAME.pack(len(header), len(text), crc), header, text)
+        self._pending += frame_bytes(header, text)
         self._pending_bytes += len(header) + len(text)
         if self._pending_bytes >= FLUSH_BYTES:
             self.flush()
@@ -215,21 +213,12 @@ class SpanFile:
                 self.path.unlink()
             return {}
         spans: dict[int, StoredSpan] = {}
-        view = memoryview(data)
-        position = len(MAGIC)
-        while position + _FRAME.size <= len(data):
-            header_size, text_size, crc = _FRAME.unpack_from(data, position)
-            start = position + _FRAME.size
-            text_start = start + header_size
-            end = text_start + text_size
-            if end > len(data) or zlib.crc32(view[start:end]) != crc:
-                break  # a torn or damaged record: what follows is computed again
-            header = _decoder.decode(view[start:text_start])
-            starts = list(itertools.accumulate(header.lengths, initial=text_start))
+        for frame in read_frames(data, len(MAGIC)):
+            header = _decoder.decode(frame.header)
+            starts = list(itertools.accumulate(header.lengths, initial=frame.body_start))
             spans[header.seq] = StoredSpan(  # the latest record of a seq wins
                 header.key, header.nodes, tuple(starts[:-1]), tuple(starts[1:]), data
             )
-            position = end
         return spans
 
 
