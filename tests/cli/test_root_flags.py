@@ -92,4 +92,4 @@ def test_help_says_resume_without_an_id_opens_a_picker_of_every_session():
     assert result.exit_code == 0
     (line,) = [line for line in result.output.splitlines() if "--resume" in line]
     assert "with no ID, a picker of every session, from all workspaces" in line
-    assert "(not in a terminal: the newest one here)" in line
+    assert "(not in a terminal: the one used last here)" in line
