@@ -1,6 +1,7 @@
 """Which key reaches which server, read off a real HTTP server on 127.0.0.1: the user's
 ``OPENAI_API_KEY`` never goes to an openai-compatible server that is not OpenAI's (neither the
-chat request nor the window probe), ``provider.api_key_env`` / ``compaction.
+chat request nor the window probe), nor any header the OpenAI SDK makes of the user's OpenAI
+environment, ``provider.api_key_env`` / ``compaction.
 summarizer_api_key_env`` send the variable they name, and the conversation's key stays on the
 conversation's endpoint."""
 
@@ -68,6 +69,32 @@ def test_an_openai_compatible_server_gets_no_openai_key(tmp_path, server: FakeSe
     probe, chat = authorizations(server)
     assert probe is None  # the probe sends no key at all
     assert chat == "Bearer none"  # what a keyless local server has always been sent
+
+
+def test_an_openai_compatible_server_gets_nothing_of_the_openai_environment(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    server.fixed["/props"] = json_ok(N_CTX)
+    server.queue(openai_text("answer"))
+    secrets = ["org-of-the-user", "proj-of-the-user", "gateway-secret", "env-bearer", "sk-admin"]
+    result = dsh_run(
+        tmp_path,
+        server.url + "/v1",
+        OPENAI_ORG_ID=secrets[0],
+        OPENAI_PROJECT_ID=secrets[1],
+        OPENAI_CUSTOM_HEADERS=f"X-Gateway: {secrets[2]}\nAuthorization: Bearer {secrets[3]}",
+        OPENAI_ADMIN_KEY=secrets[4],
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",  # nothing listens there: never used
+    )
+    assert result.stdout.splitlines()[0] == "answer"
+    received = [*server.fixed_requests, *server.requests]
+    assert [r.path for r in received] == ["/props", "/v1/chat/completions"]
+    sent = [line for r in received for line in r.header_lines]
+    assert [line for line in sent if any(s in line[1] for s in [*secrets, OPENAI_KEY])] == []
+    names = {name.lower() for name, _ in sent}
+    assert not names & {"openai-organization", "openai-project", "x-gateway"}
+    assert authorizations(server) == [None, "Bearer none"]
 
 
 def test_api_key_env_sends_the_variable_it_names(tmp_path, server: FakeServer):  # noqa: F811

@@ -43,7 +43,10 @@ class Recorded:
     method: str
     path: str
     headers: dict[str, str]
+    """Names lowercased; a name sent twice keeps its last value (``header_lines`` has all)."""
     body: Any
+    header_lines: tuple[tuple[str, str], ...] = ()
+    """Every header line as sent, in order."""
 
 
 class FakeServer:
@@ -109,7 +112,8 @@ class FakeServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                recorded = Recorded("POST", self.path, headers, body)
+                lines = tuple(self.headers.items())
+                recorded = Recorded("POST", self.path, headers, body, lines)
                 fixed = server.fixed.get(self.path.partition("?")[0])
                 if fixed is not None:
                     with server._lock:
@@ -125,7 +129,8 @@ class FakeServer:
                 path = self.path.partition("?")[0]
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with server._lock:
-                    server.fixed_requests.append(Recorded("GET", self.path, headers, None))
+                    lines = tuple(self.headers.items())
+                    server.fixed_requests.append(Recorded("GET", self.path, headers, None, lines))
                     canned = server.fixed.get(path) or json_error(404, {"error": "not found"})
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self._answer(canned)

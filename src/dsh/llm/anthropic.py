@@ -3,14 +3,17 @@
 The only module that knows the Messages wire shape: system as a parameter, strictly alternating
 roles, tool results inside user messages, and prompt-cache breakpoints (the system block, the end
 of the frozen stub region, the last block of the last message) so each call reads the previous
-call's prefix from cache, and a compaction pass re-reads the unchanged stubs.
+call's prefix from cache, and a compaction pass re-reads the unchanged stubs. The route goes
+where dsh's settings say (``ANTHROPIC_BASE_URL`` is not read), and a server that is not
+Anthropic's gets none of the headers the SDK adds from the environment
+(``dsh.llm.sdk_environment``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 
@@ -26,6 +29,12 @@ from dsh.events import (
 )
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_anthropic_error, provider_error
+from dsh.llm.registry import on_host
+from dsh.llm.sdk_environment import (
+    ANTHROPIC_CUSTOM_HEADERS,
+    cancelling_headers,
+    custom_header_names,
+)
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -41,6 +50,11 @@ DEFAULT_MAX_TOKENS = 8192
 """Sent when neither the request nor the provider's defaults set ``max_tokens`` (required)."""
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
+
+ANTHROPIC_HOST = "api.anthropic.com"
+ANTHROPIC_API_URL = f"https://{ANTHROPIC_HOST}"
+"""The route's server when no base URL is configured; the SDK would take ``ANTHROPIC_BASE_URL``
+instead, sending the key where dsh's settings do not say."""
 
 _STOP_REASONS: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -70,12 +84,11 @@ class AnthropicProvider:
         """The error each call fails with when no request can be sent to ``base_url``."""
         if client is None:
             # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
-            self._refusal = base_url_refusal(base_url) if base_url else None
+            base_url = base_url or ANTHROPIC_API_URL
+            self._refusal = base_url_refusal(base_url)
             try:
                 if self._refusal is None:
-                    client = anthropic.AsyncAnthropic(
-                        api_key=api_key, base_url=base_url, max_retries=0
-                    )
+                    client = _client(base_url, api_key)
             except Exception as exc:  # a URL the SDK's own parser refuses all the same
                 self._refusal = map_anthropic_error(exc)
         self.name = name
@@ -120,6 +133,25 @@ class AnthropicProvider:
             raise
         except Exception as exc:
             raise map_anthropic_error(exc) from exc
+
+
+def _client(base_url: str, api_key: str | None) -> anthropic.AsyncAnthropic:
+    """The SDK client for ``base_url``. The SDK adds a header for each line of
+    ``ANTHROPIC_CUSTOM_HEADERS`` (an ``Authorization`` among them replacing the key): kept for
+    Anthropic's own server (https on ``api.anthropic.com``), but any other gets none of them and
+    the key as the SDK itself sends it (a first client's ``auth_headers``): a second client,
+    with the variable's headers cancelled, is built only when the variable names any."""
+    client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
+    if on_host(base_url, ANTHROPIC_HOST) or not custom_header_names(ANTHROPIC_CUSTOM_HEADERS):
+        return client
+    headers = cancelling_headers(ANTHROPIC_CUSTOM_HEADERS, client.auth_headers, anthropic.Omit())
+    # An Omit value drops the header (the SDK's own type for the argument says str).
+    return anthropic.AsyncAnthropic(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        default_headers=cast("dict[str, str]", headers),
+    )
 
 
 def tool_to_wire(tool: Mapping[str, Any]) -> dict[str, Any]:

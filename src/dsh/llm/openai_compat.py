@@ -2,13 +2,14 @@
 
 The only module that knows the chat-completions wire shape. Requests are built from a
 ``ModelRequest``; the SSE stream is turned into ``StreamEvent``s; every SDK error is mapped by
-``dsh.llm.errors.map_openai_error``.
+``dsh.llm.errors.map_openai_error``. A client for a server that is not OpenAI's sends none of the
+headers the SDK adds from the user's OpenAI environment (``dsh.llm.sdk_environment``).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import openai
 
@@ -16,6 +17,8 @@ from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBlock
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_openai_error, provider_error
+from dsh.llm.registry import OPENAI_HOST, on_host
+from dsh.llm.sdk_environment import OPENAI_CUSTOM_HEADERS, cancelling_headers
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -62,9 +65,7 @@ class OpenAICompatProvider:
             self._refusal = base_url_refusal(base_url)
             try:
                 if self._refusal is None:
-                    client = openai.AsyncOpenAI(
-                        base_url=base_url, api_key=api_key or "none", max_retries=0
-                    )
+                    client = _client(base_url, api_key or "none")
             except Exception as exc:  # a URL the SDK's own parser refuses all the same
                 self._refusal = map_openai_error(exc)
         self.name = name
@@ -107,6 +108,32 @@ class OpenAICompatProvider:
             raise
         except Exception as exc:
             raise map_openai_error(exc) from exc
+
+
+def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
+    """The SDK client for ``base_url``, sending ``api_key``. The SDK adds headers from the
+    environment: ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` as ``OpenAI-Organization`` /
+    ``OpenAI-Project``, each line of ``OPENAI_CUSTOM_HEADERS`` (whose ``Authorization`` would
+    replace the key). They are kept for OpenAI's own server (https on ``api.openai.com``); any
+    other gets none of them and ``api_key`` as its ``Authorization``. ``OPENAI_API_KEY``,
+    ``OPENAI_ADMIN_KEY`` and ``OPENAI_BASE_URL`` are never read: a key and a base URL are always
+    given, and a chat request sends no admin key."""
+    if on_host(base_url, OPENAI_HOST):
+        return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    headers = {
+        "OpenAI-Organization": openai.Omit(),
+        "OpenAI-Project": openai.Omit(),
+        **cancelling_headers(
+            OPENAI_CUSTOM_HEADERS, {"Authorization": f"Bearer {api_key}"}, openai.Omit()
+        ),
+    }
+    # An Omit value drops the header (the SDK's own type for the argument says str).
+    return openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=0,
+        default_headers=cast("dict[str, str]", headers),
+    )
 
 
 def tool_to_wire(tool: Mapping[str, Any]) -> dict[str, Any]:

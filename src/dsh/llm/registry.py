@@ -19,6 +19,9 @@ from dsh.llm.types import Provider
 
 Adapter = Literal["openai-compat", "anthropic"]
 
+OPENAI_HOST = "api.openai.com"
+"""OpenAI's own API: ``OPENAI_API_KEY`` and the OpenAI SDK's environment headers are for it."""
+
 KEYLESS_PROVIDERS = {
     "scripted": "the scripted provider needs a script (--script FILE)",
     "replay": "the replay provider needs a recorded session (--replay SESSION_ID)",
@@ -64,7 +67,7 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
         None,
         key_required=False,
         max_output_tokens=4096,
-        key_host="api.openai.com",
+        key_host=OPENAI_HOST,
     ),
 }
 
@@ -155,7 +158,7 @@ def route_api_key(
         if not named:
             raise MissingApiKeyError(api_key_env, provider=name)
         return named
-    if known.key_host is None or _on_host(base_url, known.key_host):
+    if known.key_host is None or on_host(base_url, known.key_host):
         own = environ.get(known.key_env)
         if own:
             return own
@@ -164,8 +167,10 @@ def route_api_key(
     return None
 
 
-def _on_host(base_url: str | None, host: str) -> bool:
-    """Whether ``base_url`` is an https URL on ``host`` (a URL that does not parse is not)."""
+def on_host(base_url: str | None, host: str) -> bool:
+    """Whether ``base_url`` is an https URL on ``host`` (a URL that does not parse is not): the
+    one test of a service's own server, for its key here and for the headers its SDK makes of
+    the environment in the adapters (``dsh.llm.sdk_environment``)."""
     if base_url is None:
         return False
     try:

@@ -1,0 +1,51 @@
+"""The headers the provider SDKs add from the environment, kept to the service they are set for.
+
+When a client is built, the OpenAI SDK turns ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` into
+``OpenAI-Organization`` / ``OpenAI-Project`` headers and each ``Name: value`` line of
+``OPENAI_CUSTOM_HEADERS`` into a header; the Anthropic SDK does the latter with
+``ANTHROPIC_CUSTOM_HEADERS``. Both add them to every request, and an ``Authorization`` among
+them replaces the client's own key. They are the user's settings for OpenAI's or Anthropic's
+own API: a client for any other server (a ``--base-url``, DeepSeek) is given
+``default_headers`` that cancel each of them with the SDK's ``Omit`` and send the route's own
+key instead (``cancelling_headers``). The names are read from the process environment, where
+the SDKs read them, and it is only read: changing it would change it for the whole process,
+threads included.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TypeVar
+
+OPENAI_CUSTOM_HEADERS = "OPENAI_CUSTOM_HEADERS"
+ANTHROPIC_CUSTOM_HEADERS = "ANTHROPIC_CUSTOM_HEADERS"
+
+Omitted = TypeVar("Omitted")
+"""The SDK's ``Omit`` (each SDK has its own class)."""
+
+
+def custom_header_names(variable: str) -> list[str]:
+    """The header names the environment variable ``variable`` makes the SDKs add, read as both
+    SDKs read it: each line holding a colon names one header, the text before its first colon
+    with the white space around it stripped (so a name may be empty, and one name may come in
+    several cases)."""
+    text = os.environ.get(variable)
+    if text is None:
+        return []
+    return [line[: line.find(":")].strip() for line in text.split("\n") if ":" in line]
+
+
+def cancelling_headers(
+    variable: str, own: Mapping[str, str], omit: Omitted
+) -> dict[str, str | Omitted]:
+    """``default_headers`` for a client that must send none of ``variable``'s headers: each name
+    it adds mapped to ``omit`` (the SDK's ``Omit()``, which drops the header), then ``own`` (the
+    route's key, as the SDK itself would send it), which replaces a name of its in any case.
+    A name of ``own``'s is never mapped to ``omit``: that would drop the route's key too."""
+    mine = {name.lower() for name in own}
+    headers: dict[str, str | Omitted] = {
+        name: omit for name in custom_header_names(variable) if name.lower() not in mine
+    }
+    headers.update(own)
+    return headers
