@@ -26,6 +26,7 @@ from _compaction_script import (
 )
 from dsh.agent import Agent, AgentConfig, system_prompt
 from dsh.agent.hooks import compaction_hooks
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.compaction import (
     BasicBackend,
     CompactionEngine,
@@ -168,7 +169,7 @@ def run_session(
         config=AgentConfig(
             provider="scripted",
             model="scripted",
-            system=system_prompt(workspace),
+            system=system_prompt(workspace, BENCH_ENVIRONMENT),
             context_window=window,
             max_steps=10,
             retry_base_delay=0.0,

@@ -41,6 +41,7 @@ from tests.agent.context_reference import whole_log_report
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.context_report import context_report
 from dsh.agent.prompt import system_prompt
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.events import RequestConfig, RequestHeader, RequestHeaderBody
 from dsh.store import JsonlStore
 from dsh.surface import Session
@@ -78,7 +79,7 @@ def measure_size(root: Path, events: int, repeat: int) -> tuple[dict[str, float]
         tools = tuple(ToolRegistry(default_tools()).specs())
         body = RequestHeaderBody(
             config=RequestConfig(provider=ROUTE[0], model=ROUTE[1]),
-            system=system_prompt(root / "ws"),
+            system=system_prompt(root / "ws", BENCH_ENVIRONMENT),
             tools=tools,
         )
         session.append(RequestHeader(header=body, reason="initial"))

@@ -48,6 +48,7 @@ from typing import Any
 from unittest import mock
 
 from dsh.agent import Agent, AgentConfig, request_from_state, system_prompt
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.events import AssistantMessageEvent, Event, StepEnd
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.llm.types import ModelRequest, StreamEvent
@@ -285,7 +286,7 @@ def run_session(root: Path, steps: int, seed: int) -> Run:
         config=AgentConfig(
             provider="scripted",
             model="scripted",
-            system=system_prompt(workspace),
+            system=system_prompt(workspace, BENCH_ENVIRONMENT),
             context_window=1_000_000,
             max_steps=max(turns),
             retry_base_delay=0.0,

@@ -40,6 +40,7 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).parent))
 from dsh.agent import Agent, AgentConfig, system_prompt
 from dsh.agent.hooks import compaction_hooks
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.compaction import CompactionEngine, make_backend, make_summarizer
 from dsh.config import Settings
 from dsh.events import (
@@ -161,7 +162,7 @@ def one_turn(
         config=AgentConfig(
             provider="scripted",
             model="scripted",
-            system=system_prompt(workspace),
+            system=system_prompt(workspace, BENCH_ENVIRONMENT),
             context_window=1_000_000,
             max_steps=steps + 1,
             retry_base_delay=0.0,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dsh.agent import Agent, AgentConfig, system_prompt
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.store import JsonlStore
 from dsh.surface import Session
@@ -45,7 +46,7 @@ class Harness:
                 **{
                     "provider": "scripted",
                     "model": "scripted",
-                    "system": system_prompt(self.workspace),
+                    "system": system_prompt(self.workspace, BENCH_ENVIRONMENT),
                     "context_window": 128_000,
                     "retry_base_delay": 0.0,
                     **config,

@@ -5,7 +5,9 @@ when the stub share's default fell from 0.15 to 0.03 with a floor of four stubs,
 the simulated Anthropic rule took the stub-region breakpoint ``dsh.llm.anthropic`` sends, and
 when the report began naming the runs ``meta.json`` plans that have no file, and when the
 settings gained ``summarizer_context_window``: a key, no figure, and when ``history_search``
-began looking for a query's words when nothing matches literally: paraphrase recall only).
+began looking for a query's words when nothing matches literally: paraphrase recall only, and
+when the system prompt began stating the environment, ``BENCH_ENVIRONMENT``: 49 tokens more on
+every request of every arm, the same passes, the probed run's third and fourth a step earlier).
 
 The run directory holds the four offline arms of the small test scenario, one online run
 against the keyless fake provider (the probe section) and one failed run. Wall times and the

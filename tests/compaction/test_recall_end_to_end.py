@@ -11,6 +11,7 @@ from pathlib import Path
 from dsh.agent import Agent, AgentConfig, rebuild_requests, system_prompt
 from dsh.agent.hooks import compaction_hooks
 from dsh.agent.recall_offer import recall_offer
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
 from dsh.config import CompactionSettings, RecallSettings
 from dsh.events import CompactionSummaryEvent, ToolResultEvent, encode_event, encode_json
@@ -63,7 +64,7 @@ def drive(
             provider="scripted",
             model="m",
             context_window=window,
-            system=system_prompt(workspace),
+            system=system_prompt(workspace, BENCH_ENVIRONMENT),
             recall=offer,
         ),
         workspace=workspace,

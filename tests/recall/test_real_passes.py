@@ -7,6 +7,7 @@ import re
 
 from dsh.agent import Agent, AgentConfig, system_prompt
 from dsh.agent.recall_offer import recall_offer
+from dsh.bench.runner import BENCH_ENVIRONMENT
 from dsh.compaction import (
     BasicBackend,
     CompactionEngine,
@@ -107,7 +108,7 @@ def test_recall_through_the_agent_loop_lands_as_ordinary_tool_results(tmp_path):
         config=AgentConfig(
             provider="scripted",
             model="scripted",
-            system=system_prompt(harness.workspace),
+            system=system_prompt(harness.workspace, BENCH_ENVIRONMENT),
             recall=offer,
             context_window=128_000,
             retry_base_delay=0.0,

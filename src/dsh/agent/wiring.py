@@ -3,11 +3,12 @@
 ``build_parts`` is the one place the summariser, the compaction backend and engine, the
 compaction hooks, the tools (the configured MCP servers' too; the recall tools and their prompt
 section when the backend is recallable, offered to the model once the log holds a checkpoint:
-``dsh.agent.recall_offer``) and the window are made; ``build_agent`` puts them
-into an ``Agent``. Every face builds through here (turns through ``build_agent``, ``/compact``
-through ``build_parts``), so a configured summariser, the per-model overrides and the window are
-the same in the TUI, the web and ``dsh compact``. The bench substitutes parts only through
-``Injection``.
+``dsh.agent.recall_offer``) and the window are made; ``build_agent`` puts them into an ``Agent``
+with the system prompt, whose environment is detected once per opened session
+(``session_environment``). Every face builds through here (turns through ``build_agent``,
+``/compact`` through ``build_parts``), so a configured summariser, the per-model overrides and
+the window are the same in the TUI, the web and ``dsh compact``. The bench substitutes parts
+only through ``Injection``.
 
 The window rule: the route's window (config or flag, then what the provider says, see
 ``resolve_route``), else ``DEFAULT_CONTEXT_WINDOW``.
@@ -20,9 +21,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import msgspec
 
+from dsh.agent.environment import Environment, detect
 from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.mcp_servers import mcp_tools, tool_secrets
@@ -224,6 +227,20 @@ def build_parts(
     )
 
 
+_ENVIRONMENTS: WeakKeyDictionary[Session, Environment] = WeakKeyDictionary()
+
+
+def session_environment(session: Session, workspace: Path) -> Environment:
+    """The environment ``session``'s system prompt states: detected (``detect``) when the
+    first agent is built on this opened session, then the same for every agent built on it in
+    this process (another model after ``/model``), so its prompt stays byte-stable; a session
+    opened again (``Session.open``: another process, a resume) is detected afresh."""
+    known = _ENVIRONMENTS.get(session)
+    if known is None:
+        known = _ENVIRONMENTS.setdefault(session, detect(workspace))
+    return known
+
+
 def build_agent(
     session: Session,
     settings: Settings,
@@ -247,7 +264,7 @@ def build_agent(
     config = AgentConfig(
         provider=route.provider.name,
         model=route.model,
-        system=system_prompt(workspace),
+        system=system_prompt(workspace, session_environment(session, workspace)),
         recall=parts.recall,
         context_window=route.context_window,
         params=generation.params,

@@ -8,8 +8,9 @@ observer records each pass, the summariser is the extractive one billed as a mod
 (``SimulatedSummarizer``) or, online, a real ``ModelSummarizer``; the pre-step hook is wrapped
 (records each threshold crossing) and the approval policy is ``auto``. Tools are the real ones,
 run in a temporary workspace that the scenario seeds with its files. The system prompt names a
-fixed workspace path, so token counts (and so every figure but time) are the same on every
-machine.
+fixed workspace path and states a fixed environment (``BENCH_ENVIRONMENT``: the shape and about
+the size of a real one), so token counts (and so every figure but time) are the same on every
+machine and every day.
 
 Arms: ``off``, ``basic``, ``basic+recall`` (basic compaction with the recall tools, the control
 that separates what the tools buy from what stubs and state buy) and ``recallable``.
@@ -24,10 +25,12 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from dsh.agent import Agent, AgentConfig, PreStepHook, system_prompt
+from dsh.agent.environment import Environment, GitFacts
 from dsh.agent.runtime import Route
 from dsh.agent.wiring import Injection, build_parts
 from dsh.bench.generate import generate
@@ -54,6 +57,10 @@ RECALL_ARMS = ("basic+recall", "recallable")
 """Arms that offer the recall tools."""
 DISPLAY_ROOT = "/workspace"
 """The workspace path the system prompt shows (the real one is a temporary directory)."""
+BENCH_ENVIRONMENT = Environment(
+    platform="Linux (Ubuntu 24.04)", shell="bash 5.2", date=date(2026, 1, 1), git=GitFacts("main")
+)
+"""The environment the system prompt states (the real machine's would vary the figures)."""
 
 Progress = Callable[[int, int, int], None]
 """(turns done, turns in total, passes so far)."""
@@ -230,7 +237,7 @@ class _Run:
             config=AgentConfig(
                 provider="scripted",
                 model="scripted",
-                system=system_prompt(root),
+                system=system_prompt(root, BENCH_ENVIRONMENT),
                 recall=self.parts.recall,
                 context_window=self.scenario.window,
                 max_steps=50,
