@@ -129,6 +129,16 @@ def test_a_directory_in_no_repository_has_no_git_facts(tmp_path: Path):
     assert git_facts(tmp_path / "plain") is None
 
 
+def test_a_directory_that_cannot_be_looked_into_gives_no_git_facts_and_no_error(
+    tmp_path: Path, monkeypatch
+):
+    def denied(path: Path) -> bool:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(Path, "is_dir", denied)
+    assert git_facts(tmp_path) is None
+
+
 def test_detect_reads_this_machine_with_the_given_date(tmp_path: Path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/trunk\n")

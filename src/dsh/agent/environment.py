@@ -140,9 +140,13 @@ def git_facts(workspace: Path) -> GitFacts | None:
     start = workspace.absolute()
     for directory in (start, *start.parents):
         marker = directory / ".git"
-        if marker.is_dir():
+        try:
+            is_dir, is_file = marker.is_dir(), marker.is_file()
+        except OSError:  # a directory dsh may not look into: git could not either
+            return None
+        if is_dir:
             return _head_facts(marker)
-        if marker.is_file():
+        if is_file:
             git_dir = _linked_git_dir(marker)
             return _head_facts(git_dir) if git_dir is not None else GitFacts()
     return None
