@@ -26,7 +26,7 @@ from dsh.transcript.projection import (
 )
 from dsh.transcript.render import COMPACTION_MARKER, context_title, cut_off_note, injected_by
 
-NO_RESULT = "*(no result: the turn ended before this call ran)*"
+NO_RESULT = "*(no result logged: the turn ended before this call was answered)*"
 _LANGUAGES = {
     ".py": "python",
     ".js": "javascript",
