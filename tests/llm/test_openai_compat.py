@@ -11,7 +11,7 @@ import pytest
 
 from dsh.events import Usage
 from dsh.llm.errors import ErrorCode
-from dsh.llm.openai_compat import TOOL_ERROR_PREFIX, OpenAICompatProvider
+from dsh.llm.openai_compat import KEYLESS_HINT, TOOL_ERROR_PREFIX, OpenAICompatProvider
 from dsh.llm.types import Finish, ReasoningDelta, TextDelta, ToolCallDelta, UsageReport
 from tests.llm.fake_server import (
     FakeServer,
@@ -340,6 +340,25 @@ def test_http_errors_map_to_codes(
     assert events == []
     assert (error.code, error.retryable, error.status) == (code, retryable, status)
     assert KEY not in str(error)
+
+
+def test_a_server_sent_no_key_that_refuses_for_want_of_one_says_how_to_give_it(
+    server: FakeServer,
+):
+    # OPENAI_API_KEY goes only to api.openai.com: someone who kept a compatible server's key
+    # there would see a bare "Incorrect API key" without this
+    server.queue(json_error(401, _error("Incorrect API key", "authentication_error")))
+    keyless = OpenAICompatProvider("openai-compatible", "m", server.url, None)
+
+    _, error = collect_until_error(keyless.stream(make_request(), history=()))
+
+    assert (error.code, error.status) == (ErrorCode.AUTH, 401)
+    assert error.detail == f"Incorrect API key ({KEYLESS_HINT})"
+    assert "provider.api_key_env" in KEYLESS_HINT
+
+    server.queue(json_error(401, _error("Incorrect API key", "authentication_error")))
+    _, keyed = collect_until_error(provider(server).stream(make_request(), history=()))
+    assert keyed.detail == "Incorrect API key"  # a key was sent: it is the key that is wrong
 
 
 def test_overflow_error_keeps_the_servers_message(server: FakeServer):

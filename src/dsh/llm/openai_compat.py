@@ -70,6 +70,8 @@ class OpenAICompatProvider:
                 self._refusal = map_openai_error(exc)
         self.name = name
         self.model = model
+        self._keyless = not api_key or api_key == "none"
+        """No key is sent (a local server): a refusal for want of one says how to give it."""
         self._client = client
         """None when the base URL takes no request (``_refusal``)."""
         self._default_params = dict(default_params or {})
@@ -107,7 +109,18 @@ class OpenAICompatProvider:
         except ProviderError:
             raise
         except Exception as exc:
-            raise map_openai_error(exc) from exc
+            error = map_openai_error(exc)
+            if self._keyless and error.code == ErrorCode.AUTH:
+                error = ProviderError(
+                    error.code, f"{error.detail} ({KEYLESS_HINT})", status=error.status
+                )
+            raise error from exc
+
+
+KEYLESS_HINT = (
+    "dsh sent this server no key: name the variable holding it with provider.api_key_env, "
+    "OPENAI_API_KEY is sent only to api.openai.com"
+)
 
 
 def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
