@@ -18,8 +18,8 @@ import re
 
 from rich.cells import cell_len, chop_cells
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-"""An escape sequence (CSI, OSC, or two bytes); an OSC left open ends at its line's end."""
+from dsh.tools.terminal_text import ESCAPE_SEQUENCE
+
 BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 """Unicode's Bidi_Control characters: each reorders what a terminal draws around it."""
 _CONTROL: dict[int, str | None] = {
@@ -41,7 +41,7 @@ def sanitize(text: str) -> str:
     """Text without escape sequences or control characters, a bidi control or a tag character
     shown as its escape; tabs become four spaces."""
     if "\x1b" in text:
-        text = _ANSI.sub("", text)
+        text = ESCAPE_SEQUENCE.sub("", text)
     if not text.isprintable():
         text = _show_tags(text.translate(_CONTROL))
     return text.expandtabs(4) if "\t" in text else text
