@@ -79,7 +79,7 @@ export function renderArguments(name, raw) {
 }
 
 // ---- a collapsed card's one line: the call as a person reads it (as the terminal UI's
-// dsh.tui.call_summary), the arguments' compact JSON for anything else ----
+// dsh.transcript.call_summary), the arguments' compact JSON for anything else ----
 
 const text = (value) => (typeof value === 'string' && value.trim() ? value : null);
 const whole = (value) => (Number.isInteger(value) ? value : null);
