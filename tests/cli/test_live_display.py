@@ -18,6 +18,7 @@ from dsh.events import (
     ToolResultEvent,
 )
 from dsh.llm.types import TextDelta
+from dsh.tools.approval import FOR_THE_MODEL
 from tests.helpers import tool_result_message
 
 
@@ -96,8 +97,8 @@ def test_a_refused_pass_ends_its_line_with_the_reason(capsys):
 
 def _denied_result() -> ToolResultEvent:
     text = (
-        "bash was not run: denied by approval policy 'ask' in a headless run; "
-        "rerun with --allow bash or --yes"
+        "bash was not run: denied by approval policy 'ask' in a headless run, which has no one "
+        f"to ask. {FOR_THE_MODEL} The user can rerun with --allow bash or --yes."
     )
     result = ToolResult(
         turn=1,
@@ -108,22 +109,24 @@ def _denied_result() -> ToolResultEvent:
     return ToolResultEvent(seq=6, time=0, data=result, surface_op="append")
 
 
-def test_in_a_pipe_a_denied_call_is_still_told_on_stderr_with_how_to_allow_it(capsys):
+def test_in_a_pipe_a_denied_call_is_told_on_stderr_with_how_to_allow_it_not_the_models_advice(
+    capsys,
+):
     live = LiveDisplay(streaming=False)
     live.on_event(_denied_result())
     live.finish_turn("answer")
     out, err = capsys.readouterr()
     assert out == "answer\n"
     assert err == (
-        "dsh: bash was not run: denied by approval policy 'ask' in a headless run; "
-        "rerun with --allow bash or --yes\n"
+        "dsh: bash was not run: denied by approval policy 'ask' in a headless run, which has no "
+        "one to ask. The user can rerun with --allow bash or --yes.\n"
     )
 
 
 def test_on_a_terminal_a_denial_is_shown_in_full_not_cut_to_a_preview(capsys):
     live = LiveDisplay(streaming=True)
     live.on_event(_denied_result())
-    assert capsys.readouterr().err.endswith("rerun with --allow bash or --yes\n")
+    assert capsys.readouterr().err.endswith("rerun with --allow bash or --yes.\n")
 
 
 def test_the_waiting_notice_is_rewritten_in_place_and_erased_by_the_reply(capsys):

@@ -6,7 +6,13 @@ from typing import Any
 import pytest
 
 from dsh.errors import ConfigError
-from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy, Decision
+from dsh.tools.approval import (
+    FOR_THE_MODEL,
+    ApprovalAnswer,
+    ApprovalPolicy,
+    Decision,
+    for_a_person,
+)
 from dsh.tools.base import Tool, ToolContext, ToolKind
 from dsh.tools.registry import default_tools
 
@@ -75,6 +81,24 @@ def test_ask_once_allows_this_call_and_asks_again_next_time(ctx: ToolContext) ->
     assert approver.asked == [("bash", {"command": "ls"}), ("bash", {})]
 
 
+def test_ask_always_for_a_shell_call_covers_that_exact_command_only(ctx: ToolContext) -> None:
+    approver = ScriptedApprover("always", "deny", "deny")
+    policy = ApprovalPolicy("ask", approver=approver)
+    test = {"command": "python3 test_calc.py"}
+    assert asyncio.run(policy.decide(SHELL, test, ctx)).allowed
+    # the same command again (surrounding blanks aside) runs without asking
+    again = {"command": "  python3 test_calc.py\n"}
+    assert asyncio.run(policy.decide(SHELL, again, ctx)).allowed
+    assert len(approver.asked) == 1
+    assert policy.always_allowed_commands == frozenset({("bash", "python3 test_calc.py")})
+    assert policy.always_allowed_tools == frozenset()
+    # any other command, even one that starts with the approved one, is asked about
+    longer = {"command": "python3 test_calc.py && rm -rf build"}
+    assert not asyncio.run(policy.decide(SHELL, longer, ctx)).allowed
+    assert not asyncio.run(policy.decide(SHELL, {"command": "rm -rf build"}, ctx)).allowed
+    assert len(approver.asked) == 3
+
+
 def test_ask_always_remembers_the_tool_for_the_session(ctx: ToolContext) -> None:
     approver = ScriptedApprover("always", "deny")
     policy = ApprovalPolicy("ask", approver=approver)
@@ -101,6 +125,10 @@ def test_ask_headless_denies_write_and_shell_with_advice(
     assert not decision.allowed
     assert "denied by approval policy 'ask' in a headless run" in decision.reason
     assert f"rerun with --allow {flag} or --yes" in decision.reason
+    # the model is told not to work around it; a person reads only what would let it through
+    assert FOR_THE_MODEL in decision.reason
+    assert FOR_THE_MODEL not in for_a_person(decision.reason)
+    assert f"rerun with --allow {flag} or --yes" in for_a_person(decision.reason)
 
 
 def test_ask_headless_allows_read_and_meta(ctx: ToolContext) -> None:

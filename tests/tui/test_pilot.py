@@ -287,6 +287,13 @@ def test_tool_cards_expand_with_a_key_or_a_click(rig: Rig):
 # ---- approvals --------------------------------------------------------------------------------
 
 
+def _asked_call(app: Any) -> str:
+    """The call the open approval dialog asks about ("" when none is open)."""
+    if not isinstance(app.screen, ApprovalScreen):
+        return ""
+    return str(app.screen.query_one("#call").render())
+
+
 def bash_script(*commands: str) -> list[dict[str, Any]]:
     calls = [{"toolCalls": [{"name": "bash", "arguments": {"command": c}}]} for c in commands]
     return [*calls, {"text": "All done."}]
@@ -313,18 +320,21 @@ def test_an_ask_policy_bash_call_waits_for_the_modal(rig: Rig, key: str, expecte
     run(app, body)
 
 
-def test_always_allows_the_tool_for_the_rest_of_the_session(rig: Rig):
-    app = rig.app(bash_script("echo one", "echo two"), approval="ask")
+def test_always_allows_that_command_for_the_rest_of_the_session(rig: Rig):
+    app = rig.app(bash_script("echo one", "echo one", "echo two"), approval="ask")
 
     async def body(pilot: Any) -> None:
-        await submit(pilot, "run both")
+        await submit(pilot, "run them")
         await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.press("a")
+        # the same command runs unasked; another one is asked about again
+        await settle(pilot, lambda: "echo two" in _asked_call(app))
+        await pilot.press("o")
         await settle(pilot, lambda: not app.running)
         results = [e for e in logged(app) if event_type_of(e) == "tool/result"]
         texts = [r.data.message.content[0].content[0].text for r in results]
-        assert [t.strip() for t in texts] == ["one", "two"]
-        assert app.controller.policy.always_allowed_tools == frozenset({"bash"})
+        assert [t.strip() for t in texts] == ["one", "one", "two"]
+        assert app.controller.policy.always_allowed_commands == frozenset({("bash", "echo one")})
 
     run(app, body)
 

@@ -24,6 +24,7 @@ from dsh.events import (
     ToolResultEvent,
 )
 from dsh.llm.types import StreamEvent, TextDelta
+from dsh.tools.approval import for_a_person
 
 PREVIEW_CHARS = 100
 
@@ -112,7 +113,7 @@ class LiveDisplay:
             return False
         self._break_line()
         prefix = "    ✗ " if self.streaming else "dsh: "
-        click.echo(prefix + " ".join(_result_text(event).split()), err=True)
+        click.echo(prefix + for_a_person(_result_text(event)), err=True)
         return True
 
     def finish_turn(self, final_text: str) -> None:

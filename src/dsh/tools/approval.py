@@ -3,12 +3,18 @@
 - ``auto``: everything runs (``--yes``).
 - ``read-only``: read and meta tools run; other kinds only if listed in ``allow``.
 - ``ask``: read and meta tools run; kinds in ``allow`` run; any other call is put to the
-  ``approver`` callback (``"once"``, ``"always"`` — remembered by tool name for the rest of the
-  session — or ``"deny"``). Without an approver (a headless run) those calls are denied.
+  ``approver`` callback (``"once"``, ``"always"`` or ``"deny"``). Without an approver (a headless
+  run) those calls are denied.
+
+"always" is remembered for the rest of the session: for a shell tool, for that exact command
+(stripped of surrounding blanks) — one answer about ``python3 test_calc.py`` must not let
+``rm -rf build`` through later; for any other tool, for the tool (every later ``write_file`` call,
+say), as its prompt says.
 
 The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,mcp`` to
 ``allow={"shell", "write", "mcp"}`` (``mcp``: every MCP server's tools).
-Denial reasons tell the human (and the model) what would let the call through.
+Denial reasons tell the model not to work around them and the human what would let the call
+through.
 """
 
 from __future__ import annotations
@@ -33,6 +39,14 @@ ALLOW_FLAG_NAMES: dict[ToolKind, str] = {
     "mcp": "mcp",
 }
 """How each kind is spelled in ``--allow`` (the CLI maps ``bash`` to the ``shell`` kind)."""
+
+FOR_THE_MODEL = (
+    "Do not retry it or change the command to get around this: finish without it, and tell the "
+    "user what you needed it for."
+)
+"""The policy denials' sentence for the model alone: without it a small model took the rerun
+advice as part of its command (``python3 test_calc.py --allow``). A face that shows a denial to
+a person leaves it out (:func:`for_a_person`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +83,17 @@ class ApprovalPolicy:
         self.allow = frozenset(allow)
         self.approver = approver
         self._always: set[str] = set()
+        self._always_commands: set[tuple[str, str]] = set()
 
     @property
     def always_allowed_tools(self) -> frozenset[str]:
-        """Tool names the human answered "always" for in this session."""
+        """Tools (not shell tools) the human answered "always" for in this session."""
         return frozenset(self._always)
+
+    @property
+    def always_allowed_commands(self) -> frozenset[tuple[str, str]]:
+        """``(shell tool, command)`` pairs the human answered "always" for in this session."""
+        return frozenset(self._always_commands)
 
     async def decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
         """Allow or deny one call of ``tool`` with ``args``; may ask the approver."""
@@ -82,19 +102,24 @@ class ApprovalPolicy:
         if self.mode == "read-only":
             return Decision.deny(
                 f"{tool.name} was not run: denied by approval policy 'read-only', which allows "
-                f"only read tools; rerun with --allow {_flag(tool.kind)} or --yes to permit "
-                f"{tool.kind} tools"
+                f"only read tools. {FOR_THE_MODEL} The user can rerun with "
+                f"--allow {_flag(tool.kind)} or --yes to permit {tool.kind} tools."
             )
-        if tool.name in self._always:
+        command = shell_command(tool, args)
+        if tool.name in self._always or (tool.name, command) in self._always_commands:
             return Decision.allow()
         if self.approver is None:
             return Decision.deny(
-                f"{tool.name} was not run: denied by approval policy 'ask' in a headless run; "
-                f"rerun with --allow {_flag(tool.kind)} or --yes"
+                f"{tool.name} was not run: denied by approval policy 'ask' in a headless run, "
+                f"which has no one to ask. {FOR_THE_MODEL} The user can rerun with "
+                f"--allow {_flag(tool.kind)} or --yes."
             )
         answer = await self.approver(tool.name, args)
         if answer == "always":
-            self._always.add(tool.name)
+            if command is None:
+                self._always.add(tool.name)
+            else:
+                self._always_commands.add((tool.name, command))
             return Decision.allow()
         if answer == "once":
             return Decision.allow()
@@ -102,6 +127,23 @@ class ApprovalPolicy:
             f"{tool.name} was not run: the user denied this call. Do not retry it as is; "
             "ask the user how to proceed or take a different approach."
         )
+
+
+def for_a_person(denial: str) -> str:
+    """A denial's text as a person should read it: without the sentence meant for the model."""
+    return " ".join(denial.replace(FOR_THE_MODEL, "").split())
+
+
+def shell_command(tool: Tool, args: dict[str, Any]) -> str | None:
+    """The command a shell tool's call would run (what "always" is scoped to), else ``None``.
+
+    A shell call without a string ``command`` gets ``""``: an "always" for it covers only other
+    calls as malformed, never a real command.
+    """
+    if tool.kind != "shell":
+        return None
+    command = args.get("command")
+    return command.strip() if isinstance(command, str) else ""
 
 
 def _flag(kind: ToolKind) -> str:
