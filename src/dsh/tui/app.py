@@ -17,6 +17,7 @@ from typing import Any
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.widgets import Static, TextArea
 from textual.worker import Worker
 
@@ -56,6 +57,7 @@ from dsh.tui.prompt import KEYS_HINT, PromptBox
 from dsh.tui.shell_command import context_block, run_shell_command, shell_command
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
+from dsh.tui.terminal_driver import hangup_safe
 from dsh.tui.transcript_view import TranscriptView
 
 log = logging.getLogger("dsh.tui")
@@ -121,6 +123,10 @@ class DshApp(WarningsApp[None]):
         self.clock: Callable[[], float] = time.monotonic
         """The clock a second ctrl+c is timed by (a test sets its own)."""
         self._idle_interrupt_at: float | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, made to quit when the terminal goes away (``hangup_safe``)."""
+        return hangup_safe(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
         view = TranscriptView(id="transcript")

@@ -1,0 +1,117 @@
+"""When its terminal goes away (a closed window, ``tmux kill-session``, a dropped ssh) the UI
+quits and the process ends, instead of hanging forever on writes to a terminal that is gone."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from textual.drivers._writer_thread import WriterThread
+from textual.drivers.headless_driver import HeadlessDriver
+from textual.drivers.linux_driver import LinuxDriver
+
+from dsh.store import JsonlStore
+from dsh.tui.terminal_driver import HangupSafeDriver, TerminalStream, hangup_safe
+from tests.tui.conftest import Rig
+from tests.tui.test_tmux_e2e import DSH, TMUX, Terminal, answered, idle
+
+
+class GoneTerminal:
+    """A terminal whose other end has closed: every write and flush fails with EIO."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    def write(self, text: str) -> int:
+        self.attempts += 1
+        raise OSError(errno.EIO, "Input/output error")
+
+    def flush(self) -> None:
+        self.attempts += 1
+        raise OSError(errno.EIO, "Input/output error")
+
+    def fileno(self) -> int:
+        return 2
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_textuals_writer_keeps_taking_writes_after_the_terminal_is_gone():
+    # Textual's writer thread queues at most 30 writes; the first failed write used to end the
+    # thread, and the 31st write then waited forever on the full queue
+    gone = GoneTerminal()
+    writer = WriterThread(TerminalStream(gone))  # type: ignore[arg-type]
+    writer.start()
+    finished = threading.Event()
+
+    def shut_down() -> None:
+        for n in range(200):
+            writer.write(f"frame {n}")
+        writer.stop()
+        finished.set()
+
+    threading.Thread(target=shut_down, daemon=True).start()
+    assert finished.wait(timeout=60), "the writes blocked on a dead writer thread"
+    assert gone.attempts == 1  # nothing more is tried once the terminal is known gone
+
+
+def test_a_terminal_stream_passes_writes_through_while_the_terminal_is_there(tmp_path: Path):
+    with (tmp_path / "out").open("w") as file:
+        stream = TerminalStream(file)
+        assert stream.write("hello") == 5
+        stream.flush()
+        assert not stream.gone
+        assert stream.fileno() == file.fileno()
+    assert (tmp_path / "out").read_text() == "hello"
+
+
+def test_the_ui_runs_on_the_hangup_safe_driver(rig: Rig):
+    assert hangup_safe(LinuxDriver) is HangupSafeDriver
+    assert hangup_safe(HeadlessDriver) is HeadlessDriver  # tests, TEXTUAL_DRIVER: untouched
+    assert rig.app([]).driver_class is HangupSafeDriver
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_closing_the_terminal_ends_dsh_and_frees_its_session(tmp_path: Path):
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "First answer."}]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env.update(DSH_HOME=str(home), TERM="xterm-256color")
+    term = Terminal(tmp_path / "tmux.sock")
+    term.start(f"{DSH} --script {script}", workspace, env)
+    try:
+        term.wait_for(lambda s: "enter send" in s and idle(s), "the composer's key hint")
+        term.tmux("send-keys", "-t", "dsh", "-l", "hello there")
+        term.tmux("send-keys", "-t", "dsh", "Enter")
+        term.wait_for(answered("First answer."), "the answer, its turn over")
+        pane = term.tmux("display-message", "-p", "-t", "dsh", "#{pane_pid}").strip()
+        children = subprocess.run(["pgrep", "-P", pane], capture_output=True, text=True).stdout
+        dsh_pid = int(children.split()[0]) if children.split() else int(pane)
+    finally:
+        subprocess.run([*term.base, "kill-server"], capture_output=True, check=False)
+    deadline = time.monotonic() + 60  # a deadline for a hang, not a timing assertion
+    while _alive(dsh_pid):
+        assert time.monotonic() < deadline, f"dsh (pid {dsh_pid}) outlived its terminal"
+        time.sleep(0.1)
+    (header,) = JsonlStore(home).list()
+    # the session is not held by a leftover process: another writer can take it
+    with JsonlStore(home).open(header.id, writable=True) as log:
+        assert not log.warnings  # and it closed its turn itself: nothing to repair
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie the test's own tmux left unreaped counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
