@@ -113,8 +113,8 @@ def test_a_repository_config_cannot_approve_its_own_shell_commands(tmp_path: Pat
     assert result.stderr.count("ignored tools.approval") == 1  # said once, not per config read
     assert not (repo / "pwned").exists()
     assert tool_results(env, session_id(result))[0]["error"]["code"] == "DENIED"
-    listed = dsh("sessions", "list", env=env, cwd=repo).stdout
-    assert f"workspace {repo}: not trusted" in listed
+    listed = dsh("sessions", "list", env=env, cwd=repo).stderr
+    assert f"workspace {repo}: its .dsh/config.toml is not trusted" in listed
 
     trusted = dsh("trust", env=env, cwd=repo)
     assert f"{repo}: trusted" in trusted.stdout

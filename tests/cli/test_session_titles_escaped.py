@@ -56,8 +56,10 @@ def test_a_title_with_escapes_is_listed_escaped_with_its_workspace(
         session_id = session.id
     row = row_of(dsh("sessions", "list", "--all", env=env, cwd=tmp_path), session_id)
     assert row.endswith(f"0 turns  pasted {SHOWN}  {tmp_path}/ws{SHOWN}")
+    (workspace / ".dsh").mkdir()
+    (workspace / ".dsh" / "config.toml").write_text("")  # so the listing names its trust
     here = dsh("sessions", "list", env=env, cwd=workspace)
     assert row_of(here, session_id).endswith(f"0 turns  pasted {SHOWN}")
-    assert here.stdout.decode().splitlines()[-1] == (
-        f"workspace {tmp_path}/ws{SHOWN}: not trusted (see `dsh trust`)"
+    assert here.stderr.decode().splitlines()[-1] == (
+        f"workspace {tmp_path}/ws{SHOWN}: its .dsh/config.toml is not trusted (see `dsh trust`)"
     )

@@ -50,6 +50,29 @@ def test_list_shows_each_session_title_and_size(home):
     assert " turns  " in line
 
 
+def test_list_json_is_one_array_of_the_listed_sessions_and_nothing_else(home):
+    listed = CliRunner().invoke(cli, ["sessions", "list", "--all", "--json"])
+    assert listed.exit_code == 0
+    (record,) = json.loads(listed.stdout)  # stdout holds the array alone
+    assert record["id"] == FIXTURE_ID and record["title"] == "What is in notes.txt?"
+    assert record["cwd"] == "/work/project" and record["trusted"] is False
+    assert record["turns"] > 0 and record["updatedAt"] >= record["createdAt"]
+    assert "unreadable" not in record
+    assert json.loads(run("sessions", "list", "--json").output) == []  # none started here
+
+
+def test_the_workspace_trust_line_is_said_only_where_a_project_config_is_on_stderr(home):
+    listed = CliRunner().invoke(cli, ["sessions", "list"])
+    assert "trusted" not in listed.stdout + listed.stderr  # no project config: nothing to trust
+    (Path.cwd() / ".dsh").mkdir()
+    (Path.cwd() / ".dsh" / "config.toml").write_text("")
+    listed = CliRunner().invoke(cli, ["sessions", "list"])
+    assert "trusted" not in listed.stdout
+    assert listed.stderr == (
+        f"workspace {Path.cwd()}: its .dsh/config.toml is not trusted (see `dsh trust`)\n"
+    )
+
+
 def test_a_repeat_list_reads_the_summary_cache_the_first_one_wrote(home):
     first = run("sessions", "list", "--all").output
     cache = home / "cache" / "session-summaries-jsonl.json"

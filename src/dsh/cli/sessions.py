@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from dsh.errors import LogCorruptError, StoreError, UsageError, error_line, prin
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
 from dsh.store import EventStore, JsonlStore, SqliteStore
-from dsh.store.base import SessionLog, encode_header
+from dsh.store.base import SessionLog, UnreadableSession, encode_header
 from dsh.store.migrate import migrate_sessions, store_location
 from dsh.store.salvage import salvage_session
 from dsh.store.salvage_sqlite import salvage_sqlite_session
@@ -30,6 +31,10 @@ from dsh.transcript import (
 )
 from dsh.transcript.listing import is_unreadable, session_summaries
 from dsh.transcript.stats import render_stats, session_stats
+from dsh.transcript.titles import SessionSummary
+
+PROJECT_CONFIG = ".dsh/config.toml"
+"""A workspace's own config, whose settings count only once the workspace is trusted."""
 
 
 @click.group("sessions")
@@ -39,7 +44,14 @@ def sessions() -> None:
 
 @sessions.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Every session, not only this directory's.")
-def list_sessions(show_all: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON array on stdout (id, created/updated times in ms, turns, title, workspace, "
+    "trusted; unreadable sessions with why), nothing else.",
+)
+def list_sessions(show_all: bool, as_json: bool) -> None:
     """List sessions started in the current directory (oldest first), with their titles."""
     here = str(context.cwd())
     shown_here = printable_line(here)  # a directory's name may hold a terminal escape
@@ -48,6 +60,9 @@ def list_sessions(show_all: bool) -> None:
     headers = None if show_all else [h for h in store.list() if h.cwd == here]
     summaries = session_summaries(store, headers)
     trusted = set(trusted_directories())
+    if as_json:
+        click.echo(json.dumps(_as_records(summaries, store.unreadable(), trusted), indent=1))
+        return
     if not summaries:
         scope = "" if show_all else f" in {shown_here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
@@ -63,9 +78,33 @@ def list_sessions(show_all: bool) -> None:
         hint = f"  (try `dsh sessions repair {bad.id}`)" if bad.repairable else ""
         click.echo(f"{bad.id}  UNREADABLE{line}: {error_line(bad.reason)}{hint}")
     _mention_the_other_store(store, here=None if show_all else here)
-    if not show_all:
+    if not show_all and (Path(here) / PROJECT_CONFIG).is_file():
+        # only where a project config makes trust matter; on stderr, so stdout is the list
         state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"
-        click.echo(f"workspace {shown_here}: {state}")
+        click.echo(f"workspace {shown_here}: its {PROJECT_CONFIG} is {state}", err=True)
+
+
+def _as_records(
+    summaries: list[SessionSummary], unreadable: list[UnreadableSession], trusted: set[str]
+) -> list[dict[str, object]]:
+    """``dsh sessions list --json``: each listed session as a JSON object, titles as stored."""
+    records: list[dict[str, object]] = []
+    for summary in summaries:
+        record: dict[str, object] = {
+            "id": summary.id,
+            "createdAt": summary.created_at,
+            "updatedAt": summary.updated_at,
+            "turns": summary.turns,
+            "title": summary.title,
+            "cwd": summary.cwd,
+            "trusted": summary.cwd in trusted,
+        }
+        if is_unreadable(summary):
+            record["unreadable"] = summary.title
+        records.append(record)
+    for bad in unreadable:
+        records.append({"id": bad.id, "unreadable": bad.reason, "line": bad.line})
+    return records
 
 
 def _mention_the_other_store(store: EventStore, *, here: str | None) -> None:
