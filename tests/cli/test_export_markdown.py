@@ -2,8 +2,8 @@
 
 The session is made by ``dsh run`` with a scripted model and the real tools in a fresh
 workspace, then exported; the Markdown is compared with ``golden/export.md`` (the session id,
-which changes each run, aside). ``UPDATE_GOLDEN=1`` rewrites the golden file — read the diff
-before committing it.
+start time and workspace, which change each run, aside). ``UPDATE_GOLDEN=1`` rewrites the
+golden file — read the diff before committing it.
 """
 
 from __future__ import annotations
@@ -65,13 +65,30 @@ def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     assert session_id is not None, ran.output
     out = runner.invoke(cli, ["sessions", "export", session_id.group(1)], catch_exceptions=False)
     assert out.exit_code == 0
-    return out.output.replace(session_id.group(1), "SESSION")
+    started = re.search(r"started (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", out.output)
+    assert started is not None, out.output
+    return (
+        out.output.replace(session_id.group(1), "SESSION")
+        .replace(started.group(1), "DATE")
+        .replace(str(workspace.resolve()), "WORKSPACE")
+    )
 
 
 def test_an_export_reads_as_the_golden_file(exported: str) -> None:
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(exported)
     assert exported == GOLDEN.read_text()
+
+
+def test_the_export_opens_with_the_title_and_where_and_when_the_session_ran(
+    exported: str,
+) -> None:
+    head = exported.split("\n\n### User")[0]
+    assert head == (
+        "# fix add\n\n"
+        "- Session `SESSION`, started DATE UTC in `WORKSPACE`\n"
+        "- Model: `scripted/scripted`"
+    )
 
 
 def test_each_call_has_its_section_with_what_it_is_about_and_its_result(exported: str) -> None:

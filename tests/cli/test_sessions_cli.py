@@ -20,6 +20,7 @@ from dsh.transcript import COMPACTION_MARKER
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sessions" / "compaction-basic.jsonl"
 FIXTURE_ID = json.loads(FIXTURE.read_text().splitlines()[0])["id"]
+EXPORT_HEAD = f"# What is in notes.txt?\n\n- Session `{FIXTURE_ID}`, started "
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_export_jsonl_reproduces_the_file_exactly(home, tmp_path):
 
 def test_export_markdown_has_sections_and_the_marker(home):
     out = run("sessions", "export", FIXTURE_ID, "--format", "md").output
-    assert out.startswith(f"# dsh session {FIXTURE_ID}")
+    assert out.startswith(EXPORT_HEAD)
     assert "### User\n\nWhat is in notes.txt?" in out
     assert "#### `read_file` `notes.txt`" in out  # a call's section: what it read, then the text
     assert f"> {COMPACTION_MARKER}" in out
@@ -129,7 +130,7 @@ def test_export_defaults_to_markdown(home):
     default = run("sessions", "export", FIXTURE_ID)
     assert default.exit_code == 0
     assert default.output == run("sessions", "export", FIXTURE_ID, "--format", "md").output
-    assert default.output.startswith(f"# dsh session {FIXTURE_ID}")
+    assert default.output.startswith(EXPORT_HEAD)
 
 
 @pytest.mark.parametrize(
@@ -161,7 +162,7 @@ def test_export_into_a_home_directory_outside_the_store_is_fine(home):
     target = home / "exports" / "out.md"
     target.parent.mkdir()
     assert run("sessions", "export", FIXTURE_ID, "-o", str(target)).exit_code == 0
-    assert target.read_text().startswith(f"# dsh session {FIXTURE_ID}")
+    assert target.read_text().startswith(EXPORT_HEAD)
 
 
 def test_a_unique_id_prefix_is_enough(home):

@@ -44,7 +44,7 @@ def test_people_read_harness_notes_as_context_from_their_plugin():
     assert f"Context from output-limit: {CUT_TEXT_CALL_NOT_RUN}" in text
     assert "User: [undo]" not in text and "User: [NOT_RUN]" not in text
     assert "User: edit a.txt" in text and "User: and now?" in text  # prompts stay the person's
-    markdown = render_markdown(session.id, session.events)
+    markdown = render_markdown(session.header, session.events)
     assert f"### Context from undo\n\n{UNDO_TEXT}" in markdown
     assert f"### Context from output-limit\n\n{CUT_TEXT_CALL_NOT_RUN}" in markdown
     assert "### User\n\nedit a.txt" in markdown

@@ -129,6 +129,6 @@ def test_markdown_keeps_a_call_whose_result_never_came_and_says_so():
     reply = assistant_message("Running the tests.", tool_calls=[call])
     session.append(AssistantMessage(turn=1, step=1, message=reply))
     session.append(TurnEnd(turn=1, reason=TurnEndReason(kind="aborted")))
-    text = render_markdown(session.id, session.events)
+    text = render_markdown(session.header, session.events)
     assert f"#### `bash`\n\n```sh\nmake test\n```\n\n{NO_RESULT}" in text
     assert text.index("Running the tests.") < text.index("make test")

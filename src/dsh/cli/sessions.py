@@ -194,7 +194,7 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
         lines = [encode_header(session.header)] + [encode_event(e) for e in session.events]
         data = b"\n".join(lines) + b"\n"
     else:
-        data = render_markdown(session.id, session.events).encode()
+        data = render_markdown(session.header, session.events).encode()
     if output is None:
         click.echo(data, nl=False)
     else:

@@ -5,16 +5,19 @@ own with what it is about in its heading (a command, a path, a query: ``call_sum
 terminal UI's cards say it) and its result under it — a shell command as an ``sh`` block, a file
 edit as the ``diff`` it logged, a file ``write_file`` created as its content. A call whose
 result never came (a turn cut off) still has its section, saying so. Compaction passes show as
-one marker line each.
+one marker line each. The file opens with the session's title and what places it: its id, when
+and in which workspace it started, the models that answered.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh.events import Event, Message, ReasoningBlock, ToolResultBlock
+from dsh.events import Event, Message, ReasoningBlock, RequestHeaderEvent, ToolResultBlock
+from dsh.store import SessionHeader
 from dsh.transcript.call_summary import call_summary
 from dsh.transcript.projection import (
     MarkerItem,
@@ -25,6 +28,7 @@ from dsh.transcript.projection import (
     transcript_items,
 )
 from dsh.transcript.render import COMPACTION_MARKER, context_title, cut_off_note, injected_by
+from dsh.transcript.titles import session_title
 
 NO_RESULT = "*(no result logged: the turn ended before this call was answered)*"
 _LANGUAGES = {
@@ -117,10 +121,10 @@ def call_markdown(call: _Call, result: ToolResultItem | None) -> str:
     return "\n\n".join(parts)
 
 
-def render_markdown(session_id: str, events: Iterable[Event]) -> str:
+def render_markdown(header: SessionHeader, events: Sequence[Event]) -> str:
     """The conversation as people saw it, one section per message and per tool call, markers
-    included."""
-    out = [f"# dsh session {session_id}"]
+    included, under a heading that says what the session is (:func:`front_matter`)."""
+    out = front_matter(header, events)
     waiting: dict[int, _Call] = {}  # a call's card seq: the call, until its result comes
     unlogged: dict[str, _Call] = {}  # the last reply's calls no tool/call event opened yet
 
@@ -154,6 +158,25 @@ def render_markdown(session_id: str, events: Iterable[Event]) -> str:
             out.append(f"*{item.text}*")
     flush()
     return "\n\n".join(out) + "\n"
+
+
+def front_matter(header: SessionHeader, events: Sequence[Event]) -> list[str]:
+    """The export's heading (the session's title, as every face shows it) and what a reader of
+    a file needs to place it: its id, when and where it started, the models that answered."""
+    title = session_title(events) or f"dsh session {header.id}"
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(header.created_at / 1000))
+    lines = [f"- Session {_code(header.id)}, started {started} in {_code(header.cwd)}"]
+    models = list(
+        dict.fromkeys(
+            f"{e.data.header.config.provider}/{e.data.header.config.model}"
+            for e in events
+            if isinstance(e, RequestHeaderEvent)
+        )
+    )
+    if models:
+        label = "Model" if len(models) == 1 else "Models"
+        lines.append(f"- {label}: {', '.join(_code(model) for model in models)}")
+    return [f"# {title}", "\n".join(lines)]
 
 
 def _arguments(text: str) -> dict[str, object]:
