@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.demo import demo_script
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import (
     AssistantMessage,
@@ -199,6 +200,28 @@ def test_a_call_past_the_end_of_the_script_is_script_exhausted() -> None:
     assert caught.value.code == "SCRIPT_EXHAUSTED"
     assert caught.value.retryable is False
     assert "2 entries" in str(caught.value)
+
+
+def test_a_script_says_what_a_call_past_its_end_is_told(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("whenOver: the demo is over\nentries:\n  - text: a\n")
+    provider = ScriptedProvider.from_file(path)
+    session = new_session(MemoryStore())
+    append_chat_turn(session)
+    with pytest.raises(ProviderError) as caught:
+        reply(provider, session.events)
+    assert caught.value.code == "SCRIPT_EXHAUSTED"
+    assert str(caught.value).endswith("the demo is over")
+    path.write_text("whenOver: 3\nentries: []\n")
+    with pytest.raises(ConfigError, match="whenOver must be a non-empty string"):
+        ScriptedProvider.from_file(path)
+
+
+def test_the_demos_script_says_the_demo_is_over_past_its_last_answer() -> None:
+    with demo_script() as script:
+        provider = ScriptedProvider.from_file(script)
+    assert provider.when_over is not None and "end of the demo" in provider.when_over
+    assert "ctrl+q" in provider.when_over
 
 
 # ---- errors ---------------------------------------------------------------------------------

@@ -17,6 +17,10 @@ the first (pieces are ``chunk_size`` characters; 0: one piece per block), so a t
 a half-streamed reply. ``finish`` is the finish reason reported (default: ``tool-calls`` when
 the entry calls tools, else ``stop``), e.g. ``max-tokens`` for a reply cut at the output limit.
 
+Written as a mapping, ``{entries: [...], summaries: [...], whenOver: "..."}``, a script may also
+answer compaction calls (``summaries``) and say what a call past its last entry is told
+(``whenOver``).
+
 The n-th model call of a session gets entry n, where n is the number of ``assistant/message``
 and ``request/error`` events already in the log (docs/architecture.md, "Keyless everything"),
 so a resumed session, or another process, picks up where the log left off.
@@ -101,12 +105,16 @@ class ScriptEntry(_ScriptStruct, rename="camel", frozen=True):
 # ---- loading --------------------------------------------------------------------------------
 
 
+SCRIPT_KEYS = frozenset({"entries", "summaries", "whenOver"})
+"""The keys of a script written as a mapping."""
+
+
 def parse_script(data: object, *, source: str = "<script>") -> list[ScriptEntry]:
     """Validate decoded script data: a list of entries, or ``{"entries": [...]}``.
 
     Raises ``ConfigError`` naming ``source`` and the index of the bad entry.
     """
-    if isinstance(data, Mapping) and set(data) <= {"entries", "summaries"} and "entries" in data:
+    if isinstance(data, Mapping) and set(data) <= SCRIPT_KEYS and "entries" in data:
         data = data["entries"]
     if not isinstance(data, list):
         raise ConfigError(f"{source}: a script must be a list of entries or {{entries: [...]}}")
@@ -140,11 +148,15 @@ def load_script(path: str | Path) -> list[ScriptEntry]:
     return load_script_sections(path)[0]
 
 
-def load_script_sections(path: str | Path) -> tuple[list[ScriptEntry], list[ScriptEntry]]:
+def load_script_sections(
+    path: str | Path,
+) -> tuple[list[ScriptEntry], list[ScriptEntry], str | None]:
     """Read a script file; JSON or YAML by extension (``.json``, ``.yaml``, ``.yml``).
 
-    Returns (entries, summaries): ``summaries`` answer compaction calls, in order, when the file
-    is ``{entries: [...], summaries: [...]}``."""
+    Returns (entries, summaries, when over): ``summaries`` answer compaction calls, in order,
+    when the file is ``{entries: [...], summaries: [...]}``; ``whenOver`` (a string) is what a
+    model call past the last entry is told, in its ``SCRIPT_EXHAUSTED`` error, instead of the
+    count of entries (the demo's script says the demo is over and how to go on)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
@@ -163,9 +175,14 @@ def load_script_sections(path: str | Path) -> tuple[list[ScriptEntry], list[Scri
     except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from exc
     summaries: list[ScriptEntry] = []
+    when_over: str | None = None
     if isinstance(data, Mapping) and "summaries" in data:
         summaries = parse_script(data["summaries"], source=f"{path} (summaries)")
-    return parse_script(data, source=str(path)), summaries
+    if isinstance(data, Mapping) and "whenOver" in data:
+        when_over = data["whenOver"]
+        if not isinstance(when_over, str) or not when_over.strip():
+            raise ConfigError(f"{path}: whenOver must be a non-empty string")
+    return parse_script(data, source=str(path)), summaries, when_over
 
 
 # ---- serving --------------------------------------------------------------------------------
@@ -241,10 +258,13 @@ class ScriptedProvider:
         cache: Literal["deepseek"] | None = None,
         chunk_size: int = 0,
         summaries: Iterable[ScriptEntry | Mapping[str, Any]] = (),
+        when_over: str | None = None,
     ) -> None:
         self.entries: list[ScriptEntry] = parse_script(list(entries), source="<entries>")
         self.summaries: list[ScriptEntry] = parse_script(list(summaries), source="<summaries>")
         self._summaries_served = 0
+        self.when_over = when_over
+        """What a model call past the last entry is told (``whenOver``); None: the counts."""
         self.name = name
         self.model = model
         self.chunk_size = chunk_size
@@ -256,8 +276,8 @@ class ScriptedProvider:
     @classmethod
     def from_file(cls, path: str | Path, **options: Any) -> ScriptedProvider:
         """A provider over a script file; ``options`` as for the constructor."""
-        entries, summaries = load_script_sections(path)
-        return cls(entries, summaries=summaries, **options)
+        entries, summaries, when_over = load_script_sections(path)
+        return cls(entries, summaries=summaries, when_over=when_over, **options)
 
     def remaining(self, history: Sequence[Event]) -> int:
         """Entries not yet used by the log ``history`` (0 when the script was used up)."""
@@ -300,7 +320,8 @@ class ScriptedProvider:
         if n >= len(self.entries):
             raise ProviderError(
                 SCRIPT_EXHAUSTED,
-                f"the script has {len(self.entries)} entries and the log already holds {n} "
+                self.when_over
+                or f"the script has {len(self.entries)} entries and the log already holds {n} "
                 "model calls; nothing is left to answer this one",
                 retryable=False,
             )
