@@ -4,6 +4,7 @@ every planned run that has no file."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,10 @@ def test_a_run_into_a_directory_holding_another_run_is_refused_before_anything_r
     assert sorted(p.name for p in out.iterdir()) == ["meta.json", "runs"]
 
 
-def test_an_empty_directory_is_a_fine_out(tmp_path: Path) -> None:
+def test_an_empty_directory_is_a_fine_out_and_the_report_writing_is_said(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
+    progress = io.StringIO()
     run_suite(
         [str(spec_file(tmp_path))],
         ["off"],
@@ -60,8 +62,10 @@ def test_an_empty_directory_is_a_fine_out(tmp_path: Path) -> None:
         out=out,
         options=RunOptions(latency_ms=0),
         workers=1,
+        stream=progress,
     )
     assert [p.name for p in (out / "runs").iterdir()] == ["tiny--off--seed5.json"]
+    assert progress.getvalue().endswith(f"writing the report and its plots in {out} …\n")
 
 
 def test_a_stopped_run_keeps_the_runs_that_finished_and_the_report_names_the_rest(

@@ -191,6 +191,8 @@ def run_suite(
             partial.unlink(missing_ok=True)
 
     run_jobs(jobs, workers=workers, stream=stream, on_result=save)
+    # the report and its plots take seconds (matplotlib): say so rather than sit silent
+    print(f"writing the report and its plots in {out} …", file=stream or sys.stderr, flush=True)
     return write_report(out, rule=headline)
 
 
