@@ -45,8 +45,9 @@ def render_config() -> str:
         "`--base-url` or `--summarizer-base-url` flag an http:// or https:// URL with a host, "
         "without white space or "
         "control characters; `provider.api_key_env` and `summarizer_api_key_env` an environment "
-        "variable name (letters, digits and _) (refused in one line naming the key or flag, "
-        "before any session or request).",
+        "variable name (letters, digits and _); each `provider.headers` name an HTTP token and "
+        "value printable ASCII without a line break (refused in one line naming the key or "
+        "flag, never a header's value, before any session or request).",
         "",
         "A session keeps its own settings: "
         + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)

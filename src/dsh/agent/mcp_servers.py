@@ -23,7 +23,8 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
     """What the tools keep out of commands (MCP servers included) and mask in their output:
     the built-in secret names, ``tools.scrub_env``, the variables the config names as holding
     a key (``provider.api_key_env``, ``compaction.summarizer_api_key_env``: whatever their
-    names) and the configured ``provider.api_key``."""
+    names), the configured ``provider.api_key`` and each value of ``provider.headers`` (a
+    gateway's token)."""
     key_variables = [
         name
         for name in (settings.provider.api_key_env, settings.compaction.summarizer_api_key_env)
@@ -32,7 +33,10 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
     return SecretPolicy.from_environment(
         environ,
         extra_patterns=[*settings.tools.scrub_env, *key_variables],
-        configured_keys=[("provider.api_key", settings.provider.api_key)],
+        configured_keys=[
+            ("provider.api_key", settings.provider.api_key),
+            *((f"provider.headers.{n}", v) for n, v in settings.provider.headers.items()),
+        ],
     )
 
 

@@ -77,6 +77,7 @@ def resolve_route(
         api_key=cfg.api_key,
         api_key_env=cfg.api_key_env,
         environ=env,
+        headers=cfg.headers,
     )
     summarizer_window, summarizer_notice = _summarizer_window(settings, model, env)
     if window or known_window or cfg.base_url is None:
@@ -86,7 +87,7 @@ def resolve_route(
         key = route_api_key(
             cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=env
         )
-        found = discover_window(cfg.base_url, model, key)
+        found = discover_window(cfg.base_url, model, key, cfg.headers)
         if found is not None and window_too_small(found.window):
             window = DEFAULT_CONTEXT_WINDOW
             notice = (
@@ -142,7 +143,7 @@ def _summarizer_window(
         api_key_env=endpoint.api_key_env,
         environ=environ,
     )
-    found = discover_window(base_url, summarizer_model, key)
+    found = discover_window(base_url, summarizer_model, key, endpoint.headers)
     if found is not None and window_too_small(found.window):
         raise ConfigError(
             f"the summariser's server {base_url} reports a {found.window:,}-token "
@@ -204,9 +205,10 @@ def summarizer_route(
     ``compaction.summarizer_provider`` / ``summarizer_base_url`` name the route explicitly; a
     ``summarizer_base_url`` other than the conversation's, with no provider named, is an
     ``openai-compatible`` server. A summariser on the conversation's provider and endpoint
-    inherits its base URL and key: the conversation's key is never sent to another endpoint.
-    Elsewhere its key is read from ``compaction.summarizer_api_key_env``, else chosen for its
-    provider and endpoint as a conversation's would be (``route_api_key``)."""
+    inherits its base URL, key and ``provider.headers``: neither the conversation's key nor its
+    headers are ever sent to another endpoint. Elsewhere its key is read from
+    ``compaction.summarizer_api_key_env``, else chosen for its provider and endpoint as a
+    conversation's would be (``route_api_key``), and it sends no extra header."""
     cfg = settings.compaction
     target = summarizer_target(settings, route.provider.name)
     if target is None:
@@ -223,33 +225,38 @@ def summarizer_route(
         api_key=endpoint.api_key,
         api_key_env=endpoint.api_key_env,
         environ=os.environ if environ is None else environ,
+        headers=endpoint.headers,
     )
     return provider, resolved
 
 
 @dataclass(frozen=True, slots=True)
 class _Endpoint:
-    """Where the summariser's calls go and what the config says of its key (the key itself is
-    ``route_api_key``'s choice)."""
+    """Where the summariser's calls go, what the config says of its key (the key itself is
+    ``route_api_key``'s choice) and the headers it sends."""
 
     base_url: str | None
     """None: its provider's own endpoint."""
     api_key: str | None
     api_key_env: str | None
+    headers: Mapping[str, str]
 
 
 def _summarizer_endpoint(settings: Settings, *, same: bool) -> _Endpoint:
     """The summariser's endpoint: its own base URL, else the conversation's when it is on the
     conversation's provider (``same``), else its provider's own. On the conversation's provider
-    and endpoint it shares the conversation's ``api_key`` and ``api_key_env``; anywhere else
-    only ``compaction.summarizer_api_key_env`` (unset: its provider's own variable, by the rule
-    of ``route_api_key``), so the conversation's key never goes to another endpoint."""
+    and endpoint it shares the conversation's ``api_key``, ``api_key_env`` and ``headers``;
+    anywhere else only ``compaction.summarizer_api_key_env`` (unset: its provider's own
+    variable, by the rule of ``route_api_key``) and no header, so neither the conversation's
+    key nor its headers go to another endpoint."""
     conversation = settings.provider
     own = settings.compaction.summarizer_base_url
     base_url = own or (conversation.base_url if same else None)
     if same and (own is None or own == conversation.base_url):
-        return _Endpoint(base_url, conversation.api_key, conversation.api_key_env)
-    return _Endpoint(base_url, None, settings.compaction.summarizer_api_key_env)
+        return _Endpoint(
+            base_url, conversation.api_key, conversation.api_key_env, conversation.headers
+        )
+    return _Endpoint(base_url, None, settings.compaction.summarizer_api_key_env, {})
 
 
 def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:

@@ -7,11 +7,12 @@ refused by name, and so is a value of the wrong type or out of range.
 
 A project's ``./.dsh/config.toml`` comes with the repository, so it is not trusted by default: it
 may tighten the safety settings (``tools.approval``, ``tools.scrub_env``, ``provider.base_url``,
-the key and the variable it is read from, the summariser's route and key variable) but never
-loosen them, nor start a program (an MCP server under ``[mcp.servers]``). A loosening key or a
-server is ignored with a warning naming it, until the user trusts that directory (``dsh
-trust``), which records it under ``[trust] directories`` in the user's own
-``$DSH_HOME/config.toml``. Only the user config may hold ``[trust]``.
+the key and the variable it is read from, ``provider.headers``, the summariser's route and key
+variable) but never loosen them, nor start a program (an MCP server under ``[mcp.servers]``). A
+loosening key or a server is ignored with a warning naming it (a key or a header's value is
+never shown), until the user trusts that directory (``dsh trust``), which records it under
+``[trust] directories`` in the user's own ``$DSH_HOME/config.toml``. Only the user config may
+hold ``[trust]``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import msgspec
 import platformdirs
 
 from dsh.config.environment import environment_layer
+from dsh.config.headers import check_header_types, header_problems, shown_headers
 from dsh.config.mcp_servers import check_servers, drop_project_servers, validate_server
 from dsh.config.rules import (
     BASE_URL_RULE,
@@ -154,6 +156,7 @@ def load_settings(
         _merge(merged, flags, origin="command line", origins=origins)
     try:
         check_servers(merged, describe=_describe)
+        check_header_types(merged)
         settings = msgspec.convert(merged, Settings, strict=False)
         validate_settings(settings)
     except msgspec.ValidationError as exc:
@@ -187,11 +190,12 @@ def restrict_project_layer(
 
     Untrusted, a project may only: choose a stricter ``tools.approval``; add to
     ``tools.scrub_env`` (the lists are joined); repeat the ``provider.name``, ``base_url``,
-    ``provider.api_key``, ``provider.api_key_env`` and the summariser route
-    (``summarizer_provider``, ``summarizer_base_url``, ``summarizer_api_key_env``) already in
-    effect (or switch the summariser to ``extractive`` or a bare model name on the
+    ``provider.api_key``, ``provider.api_key_env``, ``provider.headers`` and the summariser
+    route (``summarizer_provider``, ``summarizer_base_url``, ``summarizer_api_key_env``)
+    already in effect (or switch the summariser to ``extractive`` or a bare model name on the
     conversation's provider); a key variable it named could be another of the user's secrets,
-    sent to the endpoint. Nor may it start a program: its ``[mcp.servers]`` are ignored (a
+    sent to the endpoint, and headers it chose would go with the user's key (an organisation,
+    a gateway's routing). Nor may it start a program: its ``[mcp.servers]`` are ignored (a
     server the user config already defines the same way is kept). Nobody's project may set
     ``[trust]``.
     """
@@ -204,7 +208,7 @@ def restrict_project_layer(
             origin,
             section,
             key,
-            "(a key)" if key == "api_key" else json.dumps(value),  # a key is never printed
+            _shown(key, value),
             why,
         )
 
@@ -243,8 +247,20 @@ def restrict_project_layer(
         table = out.get(section, {})
         if key in table and table[key] != below.get(section, {}).get(key):
             drop(section, key, "a project may not choose which secret is sent")
+    users_headers = below.get("provider", {}).get("headers", {})
+    if "headers" in provider and provider["headers"] != users_headers:
+        drop("provider", "headers", "a project may not choose what is sent with the user's key")
     drop_project_servers(out, below, origin)
     return out
+
+
+def _shown(key: str, value: object) -> str:
+    """A dropped project value as its warning shows it: never a key, nor a header's value."""
+    if key == "api_key":
+        return "(a key)"
+    if key == "headers":
+        return shown_headers(value)
+    return json.dumps(value)
 
 
 def is_trusted(directory: Path, environ: Mapping[str, str] | None = None) -> bool:
@@ -320,6 +336,7 @@ def validate_settings(settings: Settings) -> None:
     ):
         named = variable is None or _VARIABLE_NAME.fullmatch(variable) is not None
         _require(named, key, "must be an environment variable name (letters, digits and _)")
+    _refuse(header_problems(settings.provider.headers))
     _validate_provider(settings.provider, "provider")
     for name in settings.provider.overrides:
         provider, _, model = name.rpartition(":")

@@ -17,6 +17,16 @@ DESCRIPTIONS: dict[str, str] = {
     "https://api.openai.com and sends no key to any other server, so a server started with a "
     'key (vLLM --api-key, llama-server --api-key) needs api_key_env = "MY_VAR" or api_key. '
     "The variable is kept out of tool environments and its value masked in tool output.",
+    "provider.headers": "Extra HTTP headers sent on every request of the conversation's route "
+    '(chat and window probe), e.g. [provider.headers] "X-Gateway-Token" = "…" for an API '
+    "gateway (a header OPENAI_CUSTOM_HEADERS or ANTHROPIC_CUSTOM_HEADERS used to add, which "
+    "dsh sends only to api.openai.com / api.anthropic.com); a summariser on the conversation's "
+    "provider and endpoint sends them too, one elsewhere does not. A later layer's table "
+    "replaces an earlier one's; an untrusted ./.dsh/config.toml may only repeat the user's. "
+    "Names are HTTP tokens, each once; values printable ASCII without a line break or white "
+    "space at either end; Authorization and X-Api-Key (the key settings send the key), Host, "
+    "Content-Length, Transfer-Encoding and Connection are refused. Values are never logged "
+    "and are masked in tool output.",
     "provider.max_output_tokens": "Output bound sent with every conversation request "
     "(max_tokens), and with summariser calls on the conversation's own route; unset: a "
     "default per provider and model (4096 for openai-compatible), lowered to what the window "

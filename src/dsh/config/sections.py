@@ -34,6 +34,9 @@ class ProviderSettings(_Section, frozen=True):
     api_key: str | None = None
     api_key_env: str | None = None
     """The environment variable holding the key (``dsh.llm.registry.route_api_key``)."""
+    headers: dict[str, str] = {}
+    """Extra HTTP headers sent on every request of the conversation's route (and of a
+    summariser on its provider and endpoint); their rules are ``dsh.config.headers``."""
     max_output_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None

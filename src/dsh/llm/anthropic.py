@@ -5,8 +5,8 @@ roles, tool results inside user messages, and prompt-cache breakpoints (the syst
 of the frozen stub region, the last block of the last message) so each call reads the previous
 call's prefix from cache, and a compaction pass re-reads the unchanged stubs. The route goes
 where dsh's settings say (``ANTHROPIC_BASE_URL`` is not read), and a server that is not
-Anthropic's gets none of the headers the SDK adds from the environment
-(``dsh.llm.sdk_environment``).
+Anthropic's gets none of the headers the SDK adds from the environment, nor the SDK's platform
+headers (``dsh.llm.sdk_environment``); every server gets the route's ``provider.headers``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from dsh.llm.registry import on_host
 from dsh.llm.sdk_environment import (
     ANTHROPIC_CUSTOM_HEADERS,
     cancelling_headers,
-    custom_header_names,
+    platform_headers_dropped,
+    request_platform_headers_dropped,
 )
 from dsh.llm.types import (
     Finish,
@@ -68,7 +69,8 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 
 class AnthropicProvider:
-    """The Anthropic Messages API; ``model`` is used when a request does not name one."""
+    """The Anthropic Messages API; ``model`` is used when a request does not name one;
+    ``headers`` (``provider.headers``) go with every request."""
 
     def __init__(
         self,
@@ -79,16 +81,22 @@ class AnthropicProvider:
         *,
         client: anthropic.AsyncAnthropic | None = None,
         default_params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._refusal: ProviderError | None = None
         """The error each call fails with when no request can be sent to ``base_url``."""
+        self._request_headers: dict[str, anthropic.Omit] = {}
+        """Sent as each request's ``extra_headers``: what the SDK would add to it and this
+        server must not get."""
         if client is None:
             # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
             base_url = base_url or ANTHROPIC_API_URL
             self._refusal = base_url_refusal(base_url)
             try:
                 if self._refusal is None:
-                    client = _client(base_url, api_key)
+                    client = _client(base_url, api_key, headers or {})
+                    if not on_host(base_url, ANTHROPIC_HOST):
+                        self._request_headers = request_platform_headers_dropped(anthropic.Omit())
             except Exception as exc:  # a URL the SDK's own parser refuses all the same
                 self._refusal = map_anthropic_error(exc)
         self.name = name
@@ -124,6 +132,7 @@ class AnthropicProvider:
                 messages=to_wire_messages(request.messages),
                 stream=True,
                 extra_body=body,
+                extra_headers=self._request_headers,
             )
             # Closing the stream releases the connection when the caller stops early.
             async with events:
@@ -135,22 +144,31 @@ class AnthropicProvider:
             raise map_anthropic_error(exc) from exc
 
 
-def _client(base_url: str, api_key: str | None) -> anthropic.AsyncAnthropic:
-    """The SDK client for ``base_url``. The SDK adds a header for each line of
-    ``ANTHROPIC_CUSTOM_HEADERS`` (an ``Authorization`` among them replacing the key): kept for
-    Anthropic's own server (https on ``api.anthropic.com``), but any other gets none of them and
-    the key as the SDK itself sends it (a first client's ``auth_headers``): a second client,
-    with the variable's headers cancelled, is built only when the variable names any."""
+def _client(
+    base_url: str, api_key: str | None, headers: Mapping[str, str]
+) -> anthropic.AsyncAnthropic:
+    """The SDK client for ``base_url``, sending ``headers`` on every request. The SDK adds a
+    header for each line of ``ANTHROPIC_CUSTOM_HEADERS`` (an ``Authorization`` among them
+    replacing the key) and its platform headers (``X-Stainless-*``): kept for Anthropic's own
+    server (https on ``api.anthropic.com``), but any other gets none of them and the key as the
+    SDK itself sends it (a first client's ``auth_headers``), from a second client built with
+    them cancelled."""
+    if on_host(base_url, ANTHROPIC_HOST):
+        return anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, default_headers=dict(headers)
+        )
     client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
-    if on_host(base_url, ANTHROPIC_HOST) or not custom_header_names(ANTHROPIC_CUSTOM_HEADERS):
-        return client
-    headers = cancelling_headers(ANTHROPIC_CUSTOM_HEADERS, client.auth_headers, anthropic.Omit())
+    default = {
+        **platform_headers_dropped(client.default_headers, anthropic.Omit()),
+        **cancelling_headers(ANTHROPIC_CUSTOM_HEADERS, client.auth_headers, anthropic.Omit()),
+        **headers,
+    }
     # An Omit value drops the header (the SDK's own type for the argument says str).
     return anthropic.AsyncAnthropic(
         api_key=api_key,
         base_url=base_url,
         max_retries=0,
-        default_headers=cast("dict[str, str]", headers),
+        default_headers=cast("dict[str, str]", default),
     )
 
 

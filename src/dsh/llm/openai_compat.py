@@ -3,7 +3,8 @@
 The only module that knows the chat-completions wire shape. Requests are built from a
 ``ModelRequest``; the SSE stream is turned into ``StreamEvent``s; every SDK error is mapped by
 ``dsh.llm.errors.map_openai_error``. A client for a server that is not OpenAI's sends none of the
-headers the SDK adds from the user's OpenAI environment (``dsh.llm.sdk_environment``).
+headers the SDK adds from the user's OpenAI environment, nor the SDK's platform headers
+(``dsh.llm.sdk_environment``); every server gets the route's ``provider.headers``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBloc
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_openai_error, provider_error
 from dsh.llm.registry import OPENAI_HOST, on_host
-from dsh.llm.sdk_environment import OPENAI_CUSTOM_HEADERS, cancelling_headers
+from dsh.llm.sdk_environment import (
+    OPENAI_CUSTOM_HEADERS,
+    cancelling_headers,
+    platform_headers_dropped,
+    request_platform_headers_dropped,
+)
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -44,7 +50,8 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 
 class OpenAICompatProvider:
     """A chat-completions endpoint. ``name`` is the provider name (``"deepseek"`` turns on
-    passing reasoning back); ``model`` is used when a request does not name one."""
+    passing reasoning back); ``model`` is used when a request does not name one; ``headers``
+    (``provider.headers``) go with every request."""
 
     def __init__(
         self,
@@ -55,9 +62,13 @@ class OpenAICompatProvider:
         *,
         client: openai.AsyncOpenAI | None = None,
         default_params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._refusal: ProviderError | None = None
         """The error each call fails with when no request can be sent to ``base_url``."""
+        self._request_headers: dict[str, openai.Omit] = {}
+        """Sent as each request's ``extra_headers``: what the SDK would add to it and this
+        server must not get."""
         if client is None:
             if not base_url:
                 raise ConfigError(f"provider {name!r} needs a base_url")
@@ -65,7 +76,9 @@ class OpenAICompatProvider:
             self._refusal = base_url_refusal(base_url)
             try:
                 if self._refusal is None:
-                    client = _client(base_url, api_key or "none")
+                    client = _client(base_url, api_key or "none", headers or {})
+                    if not on_host(base_url, OPENAI_HOST):
+                        self._request_headers = request_platform_headers_dropped(openai.Omit())
             except Exception as exc:  # a URL the SDK's own parser refuses all the same
                 self._refusal = map_openai_error(exc)
         self.name = name
@@ -101,6 +114,7 @@ class OpenAICompatProvider:
                 stream=True,
                 stream_options={"include_usage": True},
                 extra_body=body,
+                extra_headers=self._request_headers,
             )
             # Closing the stream releases the connection when the caller stops early.
             async with chunks:
@@ -123,29 +137,36 @@ KEYLESS_HINT = (
 )
 
 
-def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
-    """The SDK client for ``base_url``, sending ``api_key``. The SDK adds headers from the
-    environment: ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` as ``OpenAI-Organization`` /
-    ``OpenAI-Project``, each line of ``OPENAI_CUSTOM_HEADERS`` (whose ``Authorization`` would
-    replace the key). They are kept for OpenAI's own server (https on ``api.openai.com``); any
-    other gets none of them and ``api_key`` as its ``Authorization``. ``OPENAI_API_KEY``,
-    ``OPENAI_ADMIN_KEY`` and ``OPENAI_BASE_URL`` are never read: a key and a base URL are always
-    given, and a chat request sends no admin key."""
+def _client(base_url: str, api_key: str, headers: Mapping[str, str]) -> openai.AsyncOpenAI:
+    """The SDK client for ``base_url``, sending ``api_key`` and ``headers`` on every request.
+    The SDK adds headers from the environment: ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` as
+    ``OpenAI-Organization`` / ``OpenAI-Project``, each line of ``OPENAI_CUSTOM_HEADERS`` (whose
+    ``Authorization`` would replace the key), and its platform headers (``X-Stainless-*``).
+    They are kept for OpenAI's own server (https on ``api.openai.com``); any other gets none of
+    them (a first client, never used, says which platform headers the SDK adds) and
+    ``api_key`` as its ``Authorization``. ``OPENAI_API_KEY``, ``OPENAI_ADMIN_KEY`` and
+    ``OPENAI_BASE_URL`` are never read: a key and a base URL are always given, and a chat
+    request sends no admin key."""
     if on_host(base_url, OPENAI_HOST):
-        return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-    headers = {
+        return openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, max_retries=0, default_headers=dict(headers)
+        )
+    plain = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    default = {
+        **platform_headers_dropped(plain.default_headers, openai.Omit()),
         "OpenAI-Organization": openai.Omit(),
         "OpenAI-Project": openai.Omit(),
         **cancelling_headers(
             OPENAI_CUSTOM_HEADERS, {"Authorization": f"Bearer {api_key}"}, openai.Omit()
         ),
+        **headers,
     }
     # An Omit value drops the header (the SDK's own type for the argument says str).
     return openai.AsyncOpenAI(
         base_url=base_url,
         api_key=api_key,
         max_retries=0,
-        default_headers=cast("dict[str, str]", headers),
+        default_headers=cast("dict[str, str]", default),
     )
 
 

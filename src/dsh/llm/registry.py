@@ -188,13 +188,16 @@ def make_provider(
     api_key: str | None,
     environ: Mapping[str, str],
     api_key_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[Provider, str, int | None]:
     """Build the adapter for ``name``; returns ``(provider, model, known context window)``.
 
     ``model`` and ``base_url`` override the table; the key is ``route_api_key``'s (``api_key``,
     else the variable ``api_key_env`` names, else the provider's own, in ``environ``), sent as
-    ``"none"`` when the route has none. Raises ``MissingApiKeyError`` naming the variable to
-    set, ``ConfigError`` for an unknown name, a keyless provider, or a missing base_url / model.
+    ``"none"`` when the route has none; ``headers`` (``provider.headers``) go with every
+    request, kept like the key on the SDK client only. Raises ``MissingApiKeyError`` naming
+    the variable to set, ``ConfigError`` for an unknown name, a keyless provider, or a missing
+    base_url / model.
     """
     if name in KEYLESS_PROVIDERS:
         raise ConfigError(KEYLESS_PROVIDERS[name])
@@ -215,9 +218,9 @@ def make_provider(
     if known.adapter == "anthropic":
         from dsh.llm.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider(name, resolved_model, url, key)
+        provider = AnthropicProvider(name, resolved_model, url, key, headers=headers)
     else:
         from dsh.llm.openai_compat import OpenAICompatProvider
 
-        provider = OpenAICompatProvider(name, resolved_model, url, key)
+        provider = OpenAICompatProvider(name, resolved_model, url, key, headers=headers)
     return provider, resolved_model, known.context_window

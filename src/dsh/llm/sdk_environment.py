@@ -1,4 +1,4 @@
-"""The headers the provider SDKs add from the environment, kept to the service they are set for.
+"""The headers the provider SDKs add on their own, kept to the service they are for.
 
 When a client is built, the OpenAI SDK turns ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` into
 ``OpenAI-Organization`` / ``OpenAI-Project`` headers and each ``Name: value`` line of
@@ -10,6 +10,17 @@ own API: a client for any other server (a ``--base-url``, DeepSeek) is given
 key instead (``cancelling_headers``). The names are read from the process environment, where
 the SDKs read them, and it is only read: changing it would change it for the whole process,
 threads included.
+
+Both SDKs also describe the machine on every request: ``X-Stainless-OS``, ``-Arch``,
+``-Runtime``, ``-Runtime-Version``, ``-Lang``, ``-Package-Version`` and ``-Async`` are among a
+client's default headers, and ``X-Stainless-Retry-Count``, ``-Read-Timeout`` (and Anthropic's
+``-Timeout``) are added as each request is built. Another server gets none of them: the
+default ones are cancelled in ``default_headers`` (``platform_headers_dropped``) and the
+per-request ones in each request's ``extra_headers`` (``request_platform_headers_dropped``),
+the only place the OpenAI SDK looks before adding them.
+
+What the user sends on purpose (``provider.headers``) goes in ``default_headers`` after all of
+these, so it wins over a cancelled name.
 """
 
 from __future__ import annotations
@@ -49,3 +60,29 @@ def cancelling_headers(
     }
     headers.update(own)
     return headers
+
+
+PLATFORM_PREFIX = "x-stainless-"
+"""What the SDKs' platform headers are named (any case)."""
+REQUEST_PLATFORM_HEADERS = (
+    "X-Stainless-Retry-Count",
+    "X-Stainless-Read-Timeout",
+    "X-Stainless-Timeout",
+)
+"""The platform headers the SDKs add as they build each request, not among a client's default
+headers."""
+
+
+def platform_headers_dropped(
+    default_headers: Mapping[str, object], omit: Omitted
+) -> dict[str, Omitted]:
+    """``default_headers`` for a client that must send none of its SDK's platform headers: each
+    ``X-Stainless-*`` name among a built client's ``default_headers`` mapped to ``omit``."""
+    return {name: omit for name in default_headers if name.lower().startswith(PLATFORM_PREFIX)}
+
+
+def request_platform_headers_dropped(omit: Omitted) -> dict[str, Omitted]:
+    """``extra_headers`` for each request of such a client: the platform headers the SDKs add
+    as they build a request, each mapped to ``omit`` (the OpenAI SDK adds them unless the
+    request's own headers name them)."""
+    return dict.fromkeys(REQUEST_PLATFORM_HEADERS, omit)

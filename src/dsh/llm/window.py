@@ -8,12 +8,15 @@ Three servers say it, each in its own way:
   ``num_ctx`` in the model's parameters, else ``model_info["<arch>.context_length"]``.
 
 Anything else (no answer, an error, a body without the figure) is "the server does not say".
-Answers are cached per process by (base URL, model): one question per session.
+Each question carries the route's key and its ``provider.headers`` (a gateway in front of the
+server wants them on every request). Answers are cached per process by (base URL, model): one
+question per session.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,21 +38,34 @@ class Discovered:
 _CACHE: dict[tuple[str, str], Discovered | None] = {}
 
 
-def discover_window(base_url: str, model: str, api_key: str | None = None) -> Discovered | None:
-    """The window the server at ``base_url`` reports for ``model``, or None if it says nothing."""
+def discover_window(
+    base_url: str,
+    model: str,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Discovered | None:
+    """The window the server at ``base_url`` reports for ``model``, or None if it says nothing;
+    each question sends ``api_key`` and ``headers``."""
     key = (base_url.rstrip("/"), model)
     if key not in _CACHE:
-        _CACHE[key] = _ask(key[0], model, api_key)
+        _CACHE[key] = _ask(key[0], model, _request_headers(api_key, headers or {}))
     return _CACHE[key]
 
 
-def _ask(base: str, model: str, api_key: str | None) -> Discovered | None:
+def _request_headers(api_key: str | None, extra: Mapping[str, str]) -> dict[str, str]:
+    headers = {"Accept": "application/json", **extra}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _ask(base: str, model: str, headers: dict[str, str]) -> Discovered | None:
     root = base.removesuffix("/v1")
-    props = _get_json(f"{root}/props", api_key)
+    props = _get_json(f"{root}/props", headers)
     n_ctx = _positive(_dig(props, "default_generation_settings", "n_ctx"))
     if n_ctx is not None:
         return Discovered(n_ctx, "llama.cpp /props")
-    models = _get_json(f"{base}/models", api_key)
+    models = _get_json(f"{base}/models", headers)
     entries = models.get("data") if isinstance(models, dict) else None
     entry = _entry_for(entries if isinstance(entries, list) else [], model)
     if entry is None:
@@ -58,12 +74,12 @@ def _ask(base: str, model: str, api_key: str | None) -> Discovered | None:
     if max_len is not None:
         return Discovered(max_len, "vLLM /v1/models")
     if entry.get("owned_by") == "library":
-        return _ask_ollama(root, model, api_key)
+        return _ask_ollama(root, model, headers)
     return None
 
 
-def _ask_ollama(root: str, model: str, api_key: str | None) -> Discovered | None:
-    shown = _get_json(f"{root}/api/show", api_key, body={"model": model})
+def _ask_ollama(root: str, model: str, headers: dict[str, str]) -> Discovered | None:
+    shown = _get_json(f"{root}/api/show", headers, body={"model": model})
     if not isinstance(shown, dict):
         return None
     for line in str(shown.get("parameters") or "").splitlines():
@@ -87,13 +103,10 @@ def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
     return dicts[0] if len(dicts) == 1 else None  # a one-model server serves any name
 
 
-def _get_json(url: str, api_key: str | None, *, body: Any = None) -> Any:
+def _get_json(url: str, headers: dict[str, str], *, body: Any = None) -> Any:
     """The JSON ``url`` answers, or None (an error status, bad JSON, a body over
     ``MAX_BODY``). httpx, as the provider's own client does, takes a ``user:password@`` in the
     base URL as basic auth."""
-    headers = {"Accept": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
     method, payload = ("GET", None) if body is None else ("POST", body)
     try:
         with (

@@ -7,9 +7,10 @@ names or glob patterns configured in ``tools.scrub_env`` and the variables the c
 holding a key (``provider.api_key_env``; the policy is built in
 ``dsh.agent.mcp_servers.tool_secrets``). And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
-variable — and a configured ``provider.api_key`` — is masked in every tool output before it is
-logged. Values shorter than :data:`MIN_MASK_CHARS` are not masked (``1`` or ``yes`` would blank
-ordinary text); they are still scrubbed from the environment.
+variable — and a configured ``provider.api_key`` or ``provider.headers`` value — is masked in
+every tool output before it is logged. Values shorter than :data:`MIN_MASK_CHARS` are not
+masked (``1`` or ``yes`` would blank ordinary text); they are still scrubbed from the
+environment.
 """
 
 from __future__ import annotations
