@@ -5,10 +5,15 @@ name that is no prompt command is 400 ``UNKNOWN_COMMAND`` naming the commands th
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 from dsh.config import dsh_home
+from dsh.surface import Session
+from dsh.web import SessionRegistry
+from tests.helpers import append_chat_turn
 from tests.web.conftest import WebEnv, error_of, new_session, wait_idle
 
 
@@ -51,3 +56,37 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_is_refused(
     assert plain.status_code == 202  # without "command", the text is the prompt
     wait_idle(client, sid)
     assert prompts(env, sid) == ["Review notes.txt for bugs.", "/review as typed"]
+
+
+def test_the_command_list_reads_the_session_workspace_not_its_info(
+    client: TestClient, env: WebEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list needs the session's workspace only: neither for a session open here nor for
+    one read from the store are the info's figures summed over its log (``info``, ``_stats``),
+    which on a long session cost what the whole log costs to fold."""
+    (env.workspace / ".dsh" / "commands").mkdir(parents=True)
+    (env.workspace / ".dsh" / "commands" / "ship.md").write_text("Ship it.")
+    with Session.create(env.store, cwd=env.workspace) as stored:
+        append_chat_turn(stored, "a question", "an answer")
+    opened = new_session(client)
+    built: list[str] = []
+    for name in ("info", "_stats"):
+        real = getattr(SessionRegistry, name)
+
+        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            built.append(_name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(SessionRegistry, name, counted)
+    for sid in (opened, stored.id):
+        listed = client.get(f"/api/sessions/{sid}/commands")
+        assert listed.json() == {
+            "commands": [{"name": "ship", "description": "Ship it.", "scope": "project"}]
+        }
+    assert built == []
+    assert client.get(f"/api/sessions/{stored.id}").status_code == 200  # the spies do count
+    assert built == ["info", "_stats"]
+    assert error_of(client.get("/api/sessions/20990101-nosuch/commands")) == (
+        404,
+        "SESSION_NOT_FOUND",
+    )

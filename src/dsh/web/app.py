@@ -282,8 +282,9 @@ def create_app(
         return JSONResponse(await session_context(registry, request.path_params["session_id"]))
 
     async def commands(request: Request) -> Response:
-        info = await registry.info(request.path_params["session_id"])
-        return JSONResponse({"commands": await prompt_commands.listed(Path(info["cwd"]))})
+        # the workspace alone (the session's header), not the info's figures summed over its log
+        workspace = await registry.workspace(request.path_params["session_id"])
+        return JSONResponse({"commands": await prompt_commands.listed(workspace)})
 
     async def paths(request: Request) -> Response:
         prefix = checked_prefix(request.query_params.get("prefix"))
