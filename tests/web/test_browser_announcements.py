@@ -3,21 +3,36 @@
 in the composer (a textbox with list autocomplete: the candidates a list it controls and is
 described by, each Tab's outcome said in a polite status), and the page's states — a turn or
 ``/compact`` running and ending, a pass's progress, an approval asked — said in another polite
-status instead of only showing as pills."""
+status instead of only showing as pills. The page's other messages: a note the toast shows (an
+``/undo --dry-run``'s plan) said politely through that status, which is in the page before it
+comes, while an error stays an assertive alert; a session filter that matches nothing, and the
+history's "Loading earlier history…" / "Beginning of the session", polite statuses that are in the
+page while empty and say a text once, not again when it is put back unchanged."""
 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh.config import dsh_home
+from dsh.surface import Session
+from tests.helpers import append_chat_turn
 from tests.web.conftest import TOKEN, make_env
-from tests.web.pages import open_page, send, serve, wait_idle, wait_turn_over
+from tests.web.pages import (
+    first_page_loaded,
+    open_page,
+    scroll_to_beginning,
+    send,
+    serve,
+    wait_idle,
+    wait_turn_over,
+)
 from tests.web.test_browser import READ_NOTES
-from tests.web.test_browser_undo import open_new_session
+from tests.web.test_browser_undo import edit_env, note_toast, open_new_session, toast_says
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -49,6 +64,7 @@ def ax_node(page: Any, selector: str) -> dict[str, Any]:
     return {
         "role": node["role"]["value"],
         "description": node.get("description", {}).get("value", ""),
+        "ignored": node.get("ignored", False),  # out of the tree: a screen reader never hears it
         **properties,
     }
 
@@ -242,3 +258,104 @@ def test_a_session_opened_while_its_turn_runs_says_so_once(browser: Any, tmp_pat
         ]
         page.click("#cancel")
         page.wait_for_function("() => window.saidStates.at(-1) === 'idle'")
+
+
+def record_texts(page: Any, region: str) -> None:
+    """Keep, in ``window.texts[region]``, the text of the element ``region`` each time its text
+    is put (replaced, by the same text too: a screen reader would read it again)."""
+    page.evaluate(
+        """(id) => {
+            window.texts = window.texts || {};
+            window.texts[id] = [];
+            const node = document.getElementById(id);
+            new MutationObserver(() => { window.texts[id].push(node.textContent); })
+                .observe(node, { childList: true, characterData: true, subtree: true });
+        }""",
+        region,
+    )
+
+
+def texts(page: Any, region: str) -> list[str]:
+    result: list[str] = page.evaluate("(id) => window.texts[id]", region)
+    return result
+
+
+def polite_status_in_the_tree(page: Any, selector: str) -> None:
+    node = ax_node(page, selector)
+    assert (node["role"], node.get("live"), node.get("atomic"), node["ignored"]) == (
+        "status",
+        "polite",
+        True,
+        False,
+    ), node
+
+
+def test_an_undo_dry_run_note_is_said_politely_and_an_error_stays_an_alert(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = edit_env(tmp_path)
+    with serve(env) as server, open_page(browser) as page:
+        open_new_session(page, server.base_url)
+        send(page, "fix add")
+        wait_turn_over(page, "fixed")
+        page.wait_for_function("() => window.dsh.info.running === null")
+        status = ax_node(page, "#state-announcer")  # in the tree before the note comes
+        assert (status["role"], status["live"], status["ignored"]) == ("status", "polite", False)
+        record_sayings(page)
+        send(page, "/undo --dry-run")
+        note = note_toast(page)
+        assert note.startswith("Would undo turn ")
+        page.wait_for_function("() => window.saidStates.length === 1")
+        assert page.evaluate("() => window.saidStates") == [page.locator("#toast").text_content()]
+        toast = ax_node(page, "#toast")  # not read a second time, nor as an alarm
+        assert toast["role"] != "alert" and "live" not in toast, toast
+
+        send(page, "/undo now")
+        toast_says(page, "Usage: /undo")
+        toast = ax_node(page, "#toast")
+        assert (toast["role"], toast["live"], toast["ignored"]) == ("alert", "assertive", False)
+        assert page.evaluate("() => window.saidStates.length") == 1  # the error is the alert's
+
+
+def test_a_session_filter_that_matches_nothing_says_so_once(browser: Any, tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    with Session.create(env.store, cwd=env.workspace) as stored:
+        append_chat_turn(stored, "a question", "an answer")
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.locator("#session-list .session-item").wait_for()
+        polite_status_in_the_tree(page, "#session-none")  # there while empty
+        assert page.is_hidden("#session-none")  # and takes no room
+        record_texts(page, "session-none")
+        last = "(text) => window.texts['session-none'].at(-1) === text"
+        page.fill("#session-search", "zzz")
+        page.wait_for_function(last, arg="No session matches.")
+        assert page.inner_text("#session-none") == "No session matches."
+        page.fill("#session-search", "zzzz")  # still nothing: not said again
+        page.click("#new-session")  # the list is loaded again, under the same filter
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        page.wait_for_function("() => document.querySelectorAll('.session-item').length === 2")
+        page.fill("#session-search", "")
+        page.wait_for_function(last, arg="")
+        page.fill("#session-search", stored.id[-6:] + " zzz")
+        page.wait_for_function(last, arg="No session matches.")
+        assert texts(page, "session-none") == ["No session matches.", "", "No session matches."]
+
+
+def test_loading_older_history_and_its_beginning_are_said(browser: Any, tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    with Session.create(env.store, cwd=env.workspace) as stored:
+        for turn in range(1, 81):
+            append_chat_turn(stored, f"question {turn}", f"answer {turn}")
+    with serve(env) as server, open_page(browser, height=700) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}#s={stored.id}")
+        first_page_loaded(page)
+        page.wait_for_function("() => !window.dsh.loadingOlder")
+        assert page.evaluate("() => window.dsh.hasMore") is True
+        polite_status_in_the_tree(page, "#history-status")
+        record_texts(page, "history-status")
+        scroll_to_beginning(page)
+        said = texts(page, "history-status")
+        assert said[0] == "Loading earlier history…" and said[-1] == "Beginning of the session"
+        assert set(said) <= {"Loading earlier history…", "", "Beginning of the session"}
+        assert all(a != b for a, b in pairwise(said)), said  # each said once

@@ -6,7 +6,7 @@ import { api, ApiError, liveSocket, sessionPath, tokenSettled } from './api.js';
 import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, showApproval } from './approvals.js';
-import { shown } from './dom.js';
+import { say, setStatus, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
@@ -41,13 +41,21 @@ window.dsh = state; // for tests and the benchmark
 // The server's error messages come as one bounded line (dsh.web.errors.ApiError); what the
 // page says of its own failures (an unreachable server, a browser's exception) is made so here.
 // A `note` (what a command answered and did not log: `/undo --dry-run`) is not an error: its
-// lines stay lines, each bounded, with its indentation.
+// lines stay lines, each bounded, with its indentation. An error is an alert, read out as the
+// box shows. A note is said through the page's polite status, `#state-announcer`, which is in
+// the page before it: a region that appears with its text already in it is not read out (only
+// an alert is); the box is then no live region, so the note is not read twice.
 function toast(message, { sticky = false, note = false } = {}) {
   const box = $('toast');
   const lines = (text) => text.split('\n').map((line) => /^[ \t]*/.exec(line)[0] + errorLine(line));
   box.textContent = !message ? '' : note ? lines(message).join('\n') : errorLine(message, API_MESSAGE_CHARS);
   box.classList.toggle('note', !!message && note);
-  box.setAttribute('role', note ? 'status' : 'alert');
+  if (message && note) {
+    box.removeAttribute('role');
+    say($('state-announcer'), box.textContent);
+  } else {
+    box.setAttribute('role', 'alert');
+  }
   box.hidden = !message;
   clearTimeout(toast.timer);
   if (message && !sticky && state.toastMs !== null) {
@@ -170,7 +178,7 @@ async function openSession(id) {
   state.loadingOlder = false;
   $('log').replaceChildren();
   $('approvals').replaceChildren();
-  $('history-status').textContent = '';
+  setStatus($('history-status'), '');
   state.view?.disconnect();
   state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
   clearStream();
@@ -233,7 +241,7 @@ function feedPage(page, newest) {
   if (events.length) state.oldestSeq = events[0].seq;
   else if (newest) state.oldestSeq = page.lastSeq + 1;
   state.hasMore = page.hasMore;
-  $('history-status').textContent = state.hasMore ? '' : (state.lastSeq >= 0 ? 'Beginning of the session' : '');
+  setStatus($('history-status'), state.hasMore ? '' : (state.lastSeq >= 0 ? 'Beginning of the session' : ''));
   $('log').dataset.oldestSeq = String(state.oldestSeq);
 }
 
@@ -241,7 +249,7 @@ async function loadOlder() {
   if (!state.hasMore || state.loadingOlder || state.oldestSeq === null) return;
   const generation = state.generation;
   state.loadingOlder = true;
-  $('history-status').textContent = 'Loading earlier history…';
+  setStatus($('history-status'), 'Loading earlier history…');
   try {
     const page = await api('GET', `${sessionPath(state.sessionId)}/history?before_seq=${state.oldestSeq}&max_messages=${PAGE_MESSAGES}`);
     if (generation !== state.generation) return;
@@ -251,7 +259,7 @@ async function loadOlder() {
     c.scrollTop = c.scrollHeight - fromBottom;
   } catch (error) {
     toast(error.message);
-    $('history-status').textContent = '';
+    setStatus($('history-status'), '');
   } finally {
     if (generation === state.generation) state.loadingOlder = false;
   }

@@ -1,5 +1,8 @@
 // The page's chrome: the theme (auto, light, dark; remembered), the session list's drawer and
-// its search filter; number and date formats.
+// its search filter (a filter that matches nothing says so in a polite status); number and date
+// formats.
+import { setStatus } from './dom.js';
+
 const $ = (id) => document.getElementById(id);
 
 const THEMES = ['auto', 'light', 'dark'];
@@ -43,7 +46,7 @@ export function filterSessions() {
     item.hidden = !words.every((w) => text.includes(w));
     if (!item.hidden) shown += 1;
   }
-  $('session-none').hidden = shown > 0 || words.length === 0;
+  setStatus($('session-none'), shown > 0 || words.length === 0 ? '' : 'No session matches.');
 }
 
 export function fmtTokens(n) {

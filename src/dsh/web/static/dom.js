@@ -33,3 +33,11 @@ export function say(region, text) {
   region.append(el('div', '', text));
   while (region.childElementCount > SAID_KEPT) region.firstElementChild.remove();
 }
+
+/** Show `text` (as `shown` makes it) in the one-line status `node` (`role="status"`), unless it
+ * shows that already: a screen reader reads a status again whenever its text is replaced, by the
+ * same text too (the session list reloaded under a filter that matches nothing). */
+export function setStatus(node, text) {
+  const wanted = shown(text);
+  if (node.textContent !== wanted) node.textContent = wanted;
+}
