@@ -40,8 +40,9 @@ BIDI = "notes\u202egnp.exe"
 
 
 def ax_node(page: Any, selector: str) -> dict[str, Any]:
-    """Chromium's accessibility node of the element ``selector`` names: its role, description,
-    and properties by name (``live``, ``atomic``, ``autocomplete``, ``controls`` as the ids)."""
+    """Chromium's accessibility node of the element ``selector`` names: its role, name,
+    description, and properties by name (``live``, ``atomic``, ``autocomplete``, ``controls``
+    as the ids)."""
     cdp = page.context.new_cdp_session(page)
     try:
         found = cdp.send(
@@ -63,6 +64,7 @@ def ax_node(page: Any, selector: str) -> dict[str, Any]:
         )
     return {
         "role": node["role"]["value"],
+        "name": node.get("name", {}).get("value", ""),
         "description": node.get("description", {}).get("value", ""),
         "ignored": node.get("ignored", False),  # out of the tree: a screen reader never hears it
         **properties,

@@ -192,7 +192,7 @@ def test_the_header_and_context_panel_show_the_models_view(browser: Any, tmp_pat
         )
         assert served["parts"] == expected["parts"]
         assert served["items"] == expected["items"]
-        rows = page.locator("#context-panel .context-parts tr")
+        rows = page.locator("#context-panel .context-parts tbody tr")
         assert rows.evaluate_all("rows => rows.map(r => r.dataset.part)") == [
             "system",
             "tools",

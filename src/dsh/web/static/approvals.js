@@ -1,7 +1,9 @@
 // Approvals asked in the page: the tool, its arguments (as the tool cards show them; a file
 // edit as the diff the server made against the file) and the three answers. Each is a group
 // named by its title, and a screen reader hears that one is asked (the polite status
-// `#state-announcer`: "Approval needed: dsh wants to run bash"), not its whole diff.
+// `#state-announcer`: "Approval needed: dsh wants to run bash"), not its whole diff. An
+// approval answered from the keyboard (its button had the focus) hands the focus to the
+// composer as it goes, not to the page's start: the next approval is a Shift+Tab away.
 import { api, sessionPath } from './api.js';
 import { renderUnifiedDiff } from './diff.js';
 import { say, shown } from './dom.js';
@@ -47,5 +49,9 @@ export function showApproval(approval, sessionId, onError) {
 }
 
 export function dropApproval(id) {
-  document.querySelector(`.approval[data-id="${CSS.escape(id)}"]`)?.remove();
+  const box = document.querySelector(`.approval[data-id="${CSS.escape(id)}"]`);
+  if (!box) return;
+  const focused = box.contains(document.activeElement);
+  box.remove();
+  if (focused && !$('prompt').disabled) $('prompt').focus();
 }

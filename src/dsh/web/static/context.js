@@ -3,7 +3,7 @@
 // the next request part by part (system, tools, stubs, state, tail) with their tokens.
 import { api, sessionPath } from './api.js';
 import { fmtTokens } from './chrome.js';
-import { el, shown } from './dom.js';
+import { el, focusOrigin, hidePanel, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 400;
@@ -23,8 +23,12 @@ export class ContextInfo {
     this.data = null;
     this.generation = 0;
     this.timer = null;
+    this.origin = null;  // focused when the panel opened
     $('context-toggle').addEventListener('click', () => this.toggle());
     $('context-close').addEventListener('click', () => this.toggle(false));
+    $('context-panel').addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') this.toggle(false);
+    });
   }
 
   // A new session is shown: forget the old figures, fetch this one's.
@@ -59,13 +63,17 @@ export class ContextInfo {
     this.paint();
   }
 
+  // Esc in the panel closes it; the focus goes back where it was when it opened.
   toggle(show = $('context-panel').hidden) {
-    $('context-panel').hidden = !show;
     $('context-toggle').setAttribute('aria-expanded', String(show));
-    if (show) {
-      this.paint();
-      $('context-close').focus();
+    if (!show) {
+      hidePanel($('context-panel'), this.origin, $('context-toggle'));
+      return;
     }
+    if ($('context-panel').hidden) this.origin = focusOrigin($('context-toggle'));
+    $('context-panel').hidden = false;
+    this.paint();
+    $('context-close').focus();
   }
 
   paint() {
@@ -94,8 +102,19 @@ export class ContextInfo {
     body.append(head, money, this.partsTable(data), this.itemList(data));
   }
 
+  // Each part's row is headed by its name; the columns by what their figures count.
   partsTable(data) {
     const table = el('table', 'context-parts');
+    const heads = el('tr');
+    for (const [text, className] of [['Part', ''], ['Items', 'num'], ['Tokens', 'num'], ['Share', 'bar']]) {
+      const th = el('th', className, text);
+      th.scope = 'col';
+      heads.append(th);
+    }
+    const head = el('thead');
+    const rows = el('tbody');
+    head.append(heads);
+    table.append(head, rows);
     const total = Math.max(1, data.heuristicTokens);
     for (const part of data.parts) {
       const row = el('tr');
@@ -104,13 +123,10 @@ export class ContextInfo {
       const fill = el('span', 'fill');
       fill.style.width = `${(100 * part.tokens) / total}%`;
       bar.append(fill);
-      row.append(
-        el('th', '', PART_NAMES[part.part] || part.part),
-        el('td', 'num', String(part.items)),
-        el('td', 'num tokens', fmtTokens(part.tokens)),
-        bar,
-      );
-      table.append(row);
+      const name = el('th', '', PART_NAMES[part.part] || part.part);
+      name.scope = 'row';
+      row.append(name, el('td', 'num', String(part.items)), el('td', 'num tokens', fmtTokens(part.tokens)), bar);
+      rows.append(row);
     }
     return table;
   }

@@ -34,6 +34,23 @@ export function say(region, text) {
   while (region.childElementCount > SAID_KEPT) region.firstElementChild.remove();
 }
 
+/** Where the focus goes back to when a panel opened now closes: the element focused now (the
+ * composer, for Ctrl+F there), else `toggle`, the panel's button. */
+export function focusOrigin(toggle) {
+  const now = document.activeElement;
+  return now && now !== document.body ? now : toggle;
+}
+
+/** Hide `panel`; when the focus was in it, give it back to `origin` (`toggle` if that went or
+ * cannot take it): a hidden panel drops the focus to the page's start, and the next Tab with it. */
+export function hidePanel(panel, origin, toggle) {
+  const focused = panel.contains(document.activeElement);
+  panel.hidden = true;
+  if (!focused) return;
+  const back = origin && origin.isConnected && !origin.disabled && !panel.contains(origin) ? origin : toggle;
+  back.focus();
+}
+
 /** Show `text` (as `shown` makes it) in the one-line status `node` (`role="status"`), unless it
  * shows that already: a screen reader reads a status again whenever its text is replaced, by the
  * same text too (the session list reloaded under a filter that matches nothing). */

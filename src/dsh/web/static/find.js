@@ -3,6 +3,7 @@
 // through the matches, loading older pages until a match's row exists, bringing its block back
 // if parked, opening the card or disclosure it sits in, and highlighting the text.
 import { api, sessionPath } from './api.js';
+import { focusOrigin, hidePanel } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -15,6 +16,7 @@ export class FindInSession {
     this.query = '';
     this.current = null;
     this.generation = 0;
+    this.origin = null;  // focused when the bar opened: the focus goes back there when it closes
     $('find-toggle').addEventListener('click', () => this.toggle());
     $('find-close').addEventListener('click', () => this.toggle(false));
     $('find-prev').addEventListener('click', () => this.step(-1));
@@ -48,12 +50,14 @@ export class FindInSession {
   }
 
   toggle(show = $('find-bar').hidden) {
-    $('find-bar').hidden = !show;
     $('find-toggle').setAttribute('aria-expanded', String(show));
     if (show) {
+      if ($('find-bar').hidden) this.origin = focusOrigin($('find-toggle'));
+      $('find-bar').hidden = false;
       $('find-input').focus();
       $('find-input').select();
     } else {
+      hidePanel($('find-bar'), this.origin, $('find-toggle'));
       this.clearMark();
     }
   }

@@ -9,12 +9,13 @@
 // One that arrives live shows as a toast at the top right (over the conversation's oldest lines,
 // never over the composer); a repeat while its toast is up updates the count in it; a toast goes
 // after `toastMs` or with its ✕. Entries a hello brings are listed without a toast: the ⚠ button
-// is marked instead. The ⚠ button opens the list of every entry this page got, with its count
-// and times. The list belongs to the page: it survives switching sessions and reconnecting;
+// is marked instead (its name says so to a screen reader: "Warnings and errors: 2, new ones
+// unseen"). The ⚠ button opens the list of every entry this page got, with its count and times;
+// Esc in the list closes it, the focus going back where it was. The list belongs to the page: it survives switching sessions and reconnecting;
 // "Clear" empties it (an entry comes back only when it repeats); a reload starts it again from
 // what the server kept (its own warnings and the shown session's).
 import { api, ApiError, serverSocket } from './api.js';
-import { el, shown } from './dom.js';
+import { el, focusOrigin, hidePanel, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const TOAST_MS = 12000;
@@ -42,8 +43,12 @@ export class PageWarnings {
     this.unread = false;
     this.socket = null;
     this.refused = false;  // the server refused this page's token: no more reconnecting
+    this.origin = null;  // focused when the list opened
     $('warnings-toggle').addEventListener('click', () => this.toggle());
     $('warnings-close').addEventListener('click', () => this.toggle(false));
+    $('warnings-panel').addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') this.toggle(false);
+    });
     $('warnings-clear').addEventListener('click', () => this.clear());
     $('warning-toasts').addEventListener('click', (event) => {
       const close = event.target.closest('button.toast-close');
@@ -111,8 +116,11 @@ export class PageWarnings {
     return !$('warnings-panel').hidden;
   }
 
+  // Esc in the list closes it; the focus goes back where it was when it opened.
   toggle(open = !this.panelOpen()) {
-    $('warnings-panel').hidden = !open;
+    if (open && !this.panelOpen()) this.origin = focusOrigin($('warnings-toggle'));
+    if (open) $('warnings-panel').hidden = false;
+    else hidePanel($('warnings-panel'), this.origin, $('warnings-toggle'));
     $('warnings-toggle').setAttribute('aria-expanded', String(open));
     if (open) this.unread = false;
     this.paint();
@@ -133,6 +141,8 @@ export class PageWarnings {
     button.hidden = count === 0;
     button.textContent = `⚠ ${count}`;
     button.classList.toggle('unread', this.unread);
+    // what the sign and the marking show, said: "⚠ 2" alone reads as a symbol and a number
+    button.setAttribute('aria-label', `Warnings and errors: ${count}${this.unread ? ', new ones unseen' : ''}`);
     $('warnings-list').replaceChildren(...[...this.entries.values()].map(row));
     $('warnings-none').hidden = count > 0;
   }
