@@ -3,7 +3,8 @@ browser (Chromium's own accessibility tree for the names): an approval answered 
 keyboard hands the focus to the composer instead of dropping it to the page's start; the find
 bar, the context panel and the warnings list, closed with Esc or their ✕, give it back where
 it was when they opened; ☰ and ⚠ have names a screen reader can say (⚠'s with its count and
-whether new ones are unseen); the context panel's figures have column and row headers."""
+whether new ones are unseen), and a tool card's is its call without the ▸ drawn before it; the
+context panel's figures have column and row headers."""
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def test_find_context_and_warnings_give_the_focus_back_when_closed(
         assert page.evaluate(FOCUSED) == "warnings-toggle"
 
 
-def test_the_header_icon_buttons_have_names_and_the_context_figures_headers(
+def test_icon_buttons_and_tool_cards_have_names_and_the_context_figures_headers(
     browser: Any, tmp_path: Path
 ) -> None:
     env = make_env(tmp_path)
@@ -120,6 +121,12 @@ def test_the_header_icon_buttons_have_names_and_the_context_figures_headers(
         open_new_session(page, server.base_url)
         send(page, "read the notes")
         wait_turn_over(page, "The file has")
+        card = ax_node(page, "#log .tool-card > summary")  # its ▸ is drawn, not read out
+        assert (card["role"], card["name"], card["expanded"]) == (
+            "DisclosureTriangle",
+            "read_file notes.txt done",
+            False,
+        )
         page.click("#context-toggle")
         page.locator("#context-panel .context-parts tbody tr[data-part='tail']").wait_for()
         table = page.locator("#context-panel .context-parts").aria_snapshot()
