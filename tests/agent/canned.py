@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dsh.events import Event, ToolResultEvent
-from dsh.llm import anthropic, openai_compat
+from dsh.llm import anthropic_wire, openai_compat
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.surface import Session
 
@@ -48,7 +48,7 @@ def results(session: Session) -> list[tuple[str, str | None, str]]:
 def assert_pairs_on_the_wire(request: ModelRequest) -> None:
     """Raise AssertionError naming the first call or result that does not pair."""
     _check_openai(openai_compat.to_wire_messages(request, reasoning_back=True))
-    _check_anthropic(anthropic.to_wire_messages(request.messages))
+    _check_anthropic(anthropic_wire.to_wire_messages(request.messages))
 
 
 def _check_openai(wire: list[dict[str, Any]]) -> None:

@@ -23,7 +23,7 @@ from dsh.bench.cache_rules import (
 from dsh.bench.trace import Trace
 from dsh.errors import ConfigError
 from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock
-from dsh.llm.anthropic import to_wire_messages
+from dsh.llm.anthropic_wire import to_wire_messages
 from dsh.llm.types import ModelRequest
 from dsh.surface.tokens import block_tokens
 from tests.helpers import assistant_message, checkpoint_message, tool_call_block, user_message

@@ -4,7 +4,7 @@ after a pass the unchanged stubs are read at 0.1× instead of written again at 1
 from __future__ import annotations
 
 from dsh.compaction.base import checkpoint_message
-from dsh.llm.anthropic import stub_region_end, to_wire_messages
+from dsh.llm.anthropic_wire import stub_region_end, to_wire_messages
 from tests.helpers import assistant_message, user_message
 
 

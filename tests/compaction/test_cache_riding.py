@@ -35,7 +35,7 @@ from dsh.events import (
     is_compact_checkpoint_source,
     surface_message,
 )
-from dsh.llm.anthropic import to_wire_messages as anthropic_wire
+from dsh.llm.anthropic_wire import to_wire_messages as anthropic_wire
 from dsh.llm.openai_compat import to_wire_messages, tool_to_wire
 from dsh.llm.types import ModelRequest
 from dsh.transcript import render_message

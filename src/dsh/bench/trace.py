@@ -38,7 +38,7 @@ from dsh.events import (
     encode_json,
     is_compact_checkpoint_source,
 )
-from dsh.llm.anthropic import stub_region_end, to_wire_messages
+from dsh.llm.anthropic_wire import stub_region_end, to_wire_messages
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.cache_sim import Segment, message_segment
 from dsh.llm.types import ModelRequest, Provider, StreamEvent

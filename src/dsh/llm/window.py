@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 TIMEOUT = 5.0
 """Seconds one discovery request may take (a busy local server answers /props at once)."""
 MAX_BODY = 1_000_000
@@ -107,6 +105,8 @@ def _get_json(url: str, headers: dict[str, str], *, body: Any = None) -> Any:
     """The JSON ``url`` answers, or None (an error status, bad JSON, a body over
     ``MAX_BODY``). httpx, as the provider's own client does, takes a ``user:password@`` in the
     base URL as basic auth."""
+    import httpx  # here, not at the top: a route that asks no server must not pay for it
+
     method, payload = ("GET", None) if body is None else ("POST", body)
     try:
         with (
