@@ -1,9 +1,11 @@
 """An undo killed mid-way (SIGKILL: no ``except`` or ``finally`` runs) leaves dsh's own files
 beside the workspace's files — a restore's ``.NAME.dsh-undo-TAG.new`` before its rename, a
 deleted file's ``.NAME.dsh-undo-TAG.old`` before its unlink — and its ``command/run``
-unanswered. The next undo cleans them up (``dsh.agent.undo_recovery``), answers the killed
-command, and then undoes the turn; files that only look like dsh's are never touched. The kill is
-real: a child process runs the undo and SIGKILLs itself at the named call."""
+unanswered. Opening the session for writing cleans them up (``dsh.agent.undo_recovery``, run by
+``Session.open`` for every face), answers the killed command and says so in one warning line,
+once; the next undo then undoes the turn. An undo on a session opened without that clean-up does
+it itself. Files that only look like dsh's are never touched. The kill is real: a child process
+runs the undo and SIGKILLs itself at the named call."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from dsh.surface import Session
 from tests.agent.conftest import Harness
 from tests.agent.test_undo import edit, run_turns, turn, write
 
-_KILLED_UNDO = """
+KILLED_UNDO = """
 import os, signal, sys
 from pathlib import Path
 from dsh.agent.undo import undo_last_turn
@@ -66,7 +68,7 @@ def changed_turn(harness: Harness) -> None:
 def killed_undo(harness: Harness, at: str, nth: int) -> str:
     """Run an undo in a child that SIGKILLs itself at its ``nth`` ``os.<at>`` of an undo file;
     the killed undo's tag."""
-    command = [sys.executable, "-c", _KILLED_UNDO]
+    command = [sys.executable, "-c", KILLED_UNDO]
     command += [str(harness.store.home), harness.session.id, at, str(nth)]
     child = subprocess.run(command, capture_output=True, text=True, check=False)
     assert child.returncode == -signal.SIGKILL, (child.stdout, child.stderr)
@@ -80,17 +82,39 @@ def listing(workspace: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(workspace.iterdir())}
 
 
+HEAD = "The undo of turn 1 was interrupted (its process ended before it finished); "
+
+
 @pytest.mark.parametrize(
-    ("at", "nth", "left"),
+    ("at", "nth", "left", "said", "as_left"),
     [
-        ("replace", 1, ["b.txt.{tag}.new"]),  # b.txt's new bytes written, not renamed over it
-        ("replace", 2, ["a.txt.{tag}.new", "new.txt.{tag}.old"]),  # b.txt already restored
-        ("unlink", 1, ["new.txt.{tag}.old"]),  # every file restored, new.txt not yet deleted
+        (  # b.txt's new bytes written, not renamed over it
+            "replace",
+            1,
+            ["b.txt.{tag}.new"],
+            "removed .b.txt.{tag}.new; undo again to finish it",
+            {"a.txt": "A\n", "b.txt": "B\n", "new.txt": "made\n"},
+        ),
+        (  # b.txt already restored, new.txt moved aside, a.txt's bytes written
+            "replace",
+            2,
+            ["a.txt.{tag}.new", "new.txt.{tag}.old"],
+            "removed .a.txt.{tag}.new, put back new.txt; undo again to finish it (b.txt already "
+            "as before the turn)",
+            {"a.txt": "A\n", "b.txt": "b\n", "new.txt": "made\n"},
+        ),
+        (  # every file restored, new.txt not yet deleted
+            "unlink",
+            1,
+            ["new.txt.{tag}.old"],
+            "put back new.txt; undo again to finish it (a.txt, b.txt already as before the turn)",
+            {"a.txt": "a\n", "b.txt": "b\n", "new.txt": "made\n"},
+        ),
     ],
     ids=["restore-before-rename", "second-restore-after-a-delete", "delete-before-unlink"],
 )
-def test_the_next_undo_cleans_up_what_a_killed_undo_left_and_touches_no_user_file(
-    tmp_path: Path, at: str, nth: int, left: list[str]
+def test_opening_the_session_cleans_up_what_a_killed_undo_left_and_says_so_once(
+    tmp_path: Path, at: str, nth: int, left: list[str], said: str, as_left: dict[str, str]
 ) -> None:
     harness = Harness(tmp_path)
     changed_turn(harness)
@@ -99,19 +123,44 @@ def test_the_next_undo_cleans_up_what_a_killed_undo_left_and_touches_no_user_fil
     names = set(listing(harness.workspace))
     assert {n for n in names if ".dsh-undo-" in n} == leftovers | {DECOY}
 
+    line = HEAD + "cleaned up after it: " + said.format(tag=f"dsh-undo-{tag}")
     with Session.open(harness.store, harness.session.id, writable=True) as session:
+        assert session.warnings == [line]  # what every face shows of the open, once
+        (killed,) = [e.data for e in session.of_type(CommandDoneEvent)]
+        assert not killed.ok and killed.text == line and killed.command_id == f"cmd-{tag}"
+        events = len(session.events)
+    assert listing(harness.workspace) == {**as_left, **USER_FILES}  # nothing aside, nothing lost
+
+    with Session.open(harness.store, harness.session.id, writable=True) as session:
+        assert session.warnings == []  # done once: a second open finds nothing to do
+        assert len(session.events) == events
+        result = undo_last_turn(session)
+        this = session.of_type(CommandDoneEvent)[-1].data
+    assert result.ok and result.lines[0] == "Undid turn 1:", result.lines
+    assert listing(harness.workspace) == {"a.txt": "a\n", "b.txt": "b\n", **USER_FILES}
+    assert this.ok and this.source_event_seq is not None  # turn 1 is undone, once
+
+
+def test_an_undo_on_a_session_opened_without_the_clean_up_does_it_before_it_plans(
+    tmp_path: Path,
+) -> None:
+    """A session made from its store's log directly (not ``Session.open``) is cleaned up after
+    by the undo, whose answer begins with the line that says so."""
+    harness = Harness(tmp_path)
+    changed_turn(harness)
+    tag = killed_undo(harness, "replace", 2)
+    with Session(harness.store.open(harness.session.id, writable=True)) as session:
+        assert session.warnings == []
         result = undo_last_turn(session)
         dones = [e.data for e in session.of_type(CommandDoneEvent)]
     assert result.ok, result.lines
-    assert result.lines[0].startswith(
-        "The undo of turn 1 was interrupted (its process ended before it finished); "
-        "cleaned up after it: "
-    ), result.lines
+    assert result.lines[0] == (
+        HEAD + f"cleaned up after it: removed .a.txt.dsh-undo-{tag}.new, put back new.txt"
+    )
     assert listing(harness.workspace) == {"a.txt": "a\n", "b.txt": "b\n", **USER_FILES}
     killed, this = dones
     assert not killed.ok and killed.text == result.lines[0]
-    assert killed.command_id == f"cmd-{tag}"
-    assert this.ok and this.source_event_seq is not None  # turn 1 is undone, once
+    assert this.ok and this.source_event_seq is not None
 
 
 def test_a_dry_run_after_a_killed_undo_names_what_the_next_undo_cleans_up_and_changes_nothing(
@@ -138,13 +187,15 @@ def test_a_file_moved_aside_is_left_and_named_when_its_name_is_taken_again(tmp_p
     tag = killed_undo(harness, "unlink", 1)
     (harness.workspace / "new.txt").write_text("the person's new file\n")
     with Session.open(harness.store, harness.session.id, writable=True) as session:
+        (line,) = session.warnings
         result = undo_last_turn(session)
     aside = f".new.txt.dsh-undo-{tag}.old"
-    assert result.lines[0].endswith(
-        f"cleaned up after it: left {aside} (new.txt is there again; {aside} holds it as the "
-        "turn left it)"
-    ), result.lines
+    assert line == (
+        f"{HEAD}cleaned up after it: left {aside} (new.txt is there again; {aside} holds it as "
+        "the turn left it); undo again to finish it (a.txt, b.txt already as before the turn)"
+    )
     assert not result.ok  # new.txt changed since the turn: the undo is refused
+    assert "new.txt: changed since turn 1" in result.text
     assert (harness.workspace / "new.txt").read_text() == "the person's new file\n"
     assert (harness.workspace / aside).read_text() == "made\n"
 

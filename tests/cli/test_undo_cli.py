@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+from tests.agent.test_undo_kill import KILLED_UNDO
 from tests.cli.test_run_cli import dsh, env, write_script
 
 __all__ = ["env"]  # the fixture, shared with dsh run's tests
@@ -70,3 +74,53 @@ def test_dsh_undo_in_a_directory_without_a_session_says_to_give_one(tmp_path, en
         f"dsh: error: no session started in {tmp_path.resolve()}; give --session ID "
         "(see `dsh sessions list --all`)\n"
     )
+
+
+def test_a_killed_undo_is_cleaned_up_when_dsh_run_opens_the_session_before_its_turn(tmp_path, env):
+    """``dsh undo`` killed (SIGKILL) after moving b.txt aside and writing a.txt's restore beside
+    it: ``dsh run --session`` puts b.txt back and removes the restore before the model's first
+    call, so the turn reads b.txt; the one line that says so is printed once."""
+    workspace, session_id = edit_session(tmp_path, env)
+    home = env["DSH_HOME"]
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_UNDO, home, session_id, "replace", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, (child.stdout, child.stderr)
+    assert not (workspace / "b.txt").exists()  # moved aside by the killed undo
+    (aside,) = [p.name for p in workspace.iterdir() if p.name.startswith(".b.txt.dsh-undo-")]
+    tag = aside.removeprefix(".b.txt.dsh-undo-").removesuffix(".old")
+    read = {"name": "read_file", "arguments": {"path": "b.txt"}}
+    script = write_script(
+        tmp_path / "s2.json",
+        [*json.loads((tmp_path / "s.json").read_text()), {"toolCalls": [read]}, {"text": "seen"}],
+    )
+    ran = dsh(
+        "run",
+        "--script",
+        str(script),
+        "--session",
+        session_id,
+        "read b.txt",
+        env=env,
+        cwd=workspace,
+    )
+    line = (
+        "dsh: warning: The undo of turn 1 was interrupted (its process ended before it "
+        f"finished); cleaned up after it: removed .a.txt.dsh-undo-{tag}.new, put back b.txt; undo "
+        "again to finish it"
+    )
+    assert ran.stderr.splitlines().count(line) == 1, ran.stderr
+    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "b.txt"]
+    assert (workspace / "a.txt").read_bytes() == b"alpha\r\nBETA"  # as the turn left it
+    events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
+    logged = [json.loads(line) for line in events.stdout.splitlines()]
+    read_result = [e for e in logged if e["type"] == "tool/result"][-1]["data"]["message"]
+    assert read_result["content"][0]["content"] == [{"type": "text", "text": "1\tnew"}]
+    again = dsh("undo", "--session", session_id, env=env, cwd=tmp_path)
+    assert again.stderr == ""  # nothing left to clean up: said once
+    assert again.stdout.splitlines()[0] == "Undid turn 1:"
+    assert not (workspace / "b.txt").exists()
+    assert (workspace / "a.txt").read_bytes() == b"alpha\r\nbeta"

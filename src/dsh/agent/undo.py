@@ -24,10 +24,11 @@ surface carries it in the next request — then ``command/done`` {ok, text}, who
 after a restart too. A dry run and "nothing to undo" log nothing (but the answer to a killed
 undo, below).
 
-An undo whose process was killed mid-way is cleaned up after by the next one before it plans
-(``dsh.agent.undo_recovery``): the files it made beside the workspace's files, named after its
-command, are removed or put back, its command is answered, and the answer begins with a line
-saying so. A dry run only says what that would clean up.
+An undo whose process was killed mid-way is cleaned up after when the session is next opened
+for writing (``dsh.agent.undo_recovery``): the files it made beside the workspace's files, named
+after its command, are removed or put back, and its command is answered. An undo on a session
+opened otherwise does that itself before it plans, its answer beginning with a line saying so. A
+dry run (on a session opened read-only) only says what that would clean up.
 """
 
 from __future__ import annotations

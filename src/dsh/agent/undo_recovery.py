@@ -2,7 +2,12 @@
 files it made beside the files it was changing, and its unanswered command.
 
 Such an undo left its ``command/run`` without a ``command/done`` (``LogScan.interrupted``, with
-the turn it was undoing). The next undo (``dsh.agent.undo.undo_last_turn``, before it plans)
+the turn it was undoing). The clean-up runs when the session is next opened for writing, by any
+face (``recover_at_open``, which ``dsh.agent`` registers with ``dsh.surface.repair_on_open``):
+under the writer lock, so that undo's process is gone, and before the face has the session, so
+the working tree is whole again before an agent or a person's command acts on it. An undo does
+it too before it plans (``dsh.agent.undo.undo_last_turn``), for a session opened another way;
+after ``Session.open`` it finds nothing left. It
 looks beside each file of that turn for exactly the two names that undo gave its own files
 (``dsh.agent.undo_files``: ``.NAME.dsh-undo-TAG.new`` / ``.old``, ``TAG`` from its logged command
 id) and touches nothing else — no other name, and nothing that is not a regular file:
@@ -14,9 +19,12 @@ id) and touches nothing else — no other name, and nothing that is not a regula
   the undo that follows deletes it again; if the name is taken by then, it is left and named.
 
 Then it answers the interrupted command: ``command/done`` {ok: false} saying what it found and
-did, one line, which is also the line the next undo's answer begins with. Files the killed undo
-had already restored stay restored; the undo that follows sees them as "already as before the
-turn". A dry run changes nothing: it says what the next undo would clean up.
+did, one line. At open that line is the session's load warning, and it ends saying the undo is
+to be run again and which files the killed undo had already restored (they stay restored; the
+undo that follows sees them as "already as before the turn"); from an undo, it is the line the
+undo's answer begins with. A session with no unanswered undo is not scanned: the open only
+looks at its ``command/run`` and ``command/done`` events (kept by type as the log loads). A dry
+run changes nothing: it says what the next undo would clean up.
 """
 
 from __future__ import annotations
@@ -26,12 +34,25 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.agent.undo_files import Kind, beside, shown, tag_of
-from dsh.agent.undo_scan import InterruptedUndo, LogScan
-from dsh.events import CommandDone
+from dsh.agent.undo_files import Kind, Unreadable, beside, look, shown, tag_of
+from dsh.agent.undo_scan import (
+    UNDO_COMMAND,
+    FileChange,
+    InterruptedUndo,
+    LogScan,
+    TurnChanges,
+    scan_log,
+)
+from dsh.events import CommandDone, CommandDoneEvent, CommandRunEvent
 from dsh.surface import Session
 
-__all__ = ["Leftover", "clean_up_interrupted", "interrupted_lines", "leftovers"]
+__all__ = [
+    "Leftover",
+    "clean_up_interrupted",
+    "interrupted_lines",
+    "leftovers",
+    "recover_at_open",
+]
 
 _KINDS: tuple[Kind, ...] = ("new", "old")
 
@@ -79,16 +100,67 @@ def interrupted_lines(scan: LogScan, workspace: Path) -> list[str]:
 def clean_up_interrupted(session: Session, scan: LogScan, workspace: Path) -> list[str]:
     """Clean up after every undo in ``scan.interrupted`` and answer its command (see the module's
     docstring); one line per undo, saying what was done. ``session`` must be open for writing."""
+    return _clean_up(session, scan, workspace, at_open=False)
+
+
+def recover_at_open(session: Session) -> list[str]:
+    """``clean_up_interrupted`` for a session just opened for writing, each line ending with
+    what is left to do; nothing (and no scan of the log) when no undo is unanswered."""
+    if not session.writable or not _unanswered_undo(session):
+        return []
+    return _clean_up(session, scan_log(session.events), Path(session.header.cwd), at_open=True)
+
+
+def _unanswered_undo(session: Session) -> bool:
+    """Whether an undo's ``command/run`` has no ``command/done`` (read from the per-type index:
+    a log's commands, not its events)."""
+    runs = session.of_type(CommandRunEvent)
+    if not runs:
+        return False
+    answered = {e.data.command_id for e in session.of_type(CommandDoneEvent)}
+    return any(e.data.name == UNDO_COMMAND and e.data.command_id not in answered for e in runs)
+
+
+def _clean_up(session: Session, scan: LogScan, workspace: Path, *, at_open: bool) -> list[str]:
     lines: list[str] = []
     for undo in scan.interrupted:
         done = [_clean(left, workspace) for left in leftovers(undo)]
         what = f"cleaned up after it: {', '.join(done)}" if done else "it left no file of its own"
         line = f"{_head(undo)}; {what}"
+        if at_open and undo.turn is not None:
+            line += f"; {_left_to_do(undo.turn, workspace)}"
         session.append(CommandDone(command_id=undo.command_id, ok=False, text=line))
         lines.append(line)
     if lines:
         session.sync()
     return lines
+
+
+def _left_to_do(turn: TurnChanges, workspace: Path) -> str:
+    """Undo again, naming the turn's files the killed undo had already restored."""
+    restored = [shown(file, workspace) for file in _as_before(turn)]
+    if not restored:
+        return "undo again to finish it"
+    return f"undo again to finish it ({', '.join(restored)} already as before the turn)"
+
+
+def _as_before(turn: TurnChanges) -> list[Path]:
+    """The turn's files that are now as they were before it (gone, for one it created)."""
+    first: dict[Path, FileChange] = {}
+    for change in turn.changes:
+        if change.file is not None:
+            first.setdefault(change.file, change)
+    found: list[Path] = []
+    for file, change in first.items():
+        try:
+            now = look(file, keep_up_to=0)
+        except Unreadable:
+            continue
+        if (change.created and not now.exists) or (
+            now.exists and now.sha256 == change.sha256_before
+        ):
+            found.append(file)
+    return found
 
 
 def _head(undo: InterruptedUndo) -> str:

@@ -69,6 +69,8 @@ def compact(
     settings = load_settings(overrides=flags)
     store = context.store(settings)
     session = Session.open(store, context.resolve_session_id(store, session_id), writable=True)
+    for warning in session.warnings:  # what this open repaired, as every face says it
+        context.warn(warning)
     try:
         settings, recorded = _own_settings(session, settings, flags, switch=backend is not None)
         route = session_route(settings, session, store, recorded)

@@ -4,6 +4,8 @@ last turn (``dsh.agent.undo``) and print what was reverted, or why not; exit 1 w
 The default session is the one ``dsh --continue`` opens: of the sessions started in the current
 directory, the one used last. The session is opened for writing (its writer lock), so a
 session another process is running is refused; ``--dry-run`` opens it read-only and logs nothing.
+What the open repaired (an undo a killed process left half done, cleaned up after) is printed
+first, as a warning line each.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def undo(session_id: str | None, dry_run: bool) -> None:
     else:
         resolved = context.resolve_session_id(store, session_id)
     session = Session.open(store, resolved, writable=not dry_run)
+    for warning in session.warnings:  # what this open repaired: a killed undo cleaned up after
+        context.warn(warning)
     try:
         result = undo_last_turn(session, dry_run=dry_run)
     finally:

@@ -13,13 +13,16 @@ from dsh.surface.projection import Replacement, SurfaceProjection, fold_surface
 from dsh.surface.session import (
     Draft,
     Measurement,
+    OpenRepair,
     Session,
+    repair_on_open,
 )
 from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools_tokens
 
 __all__ = [
     "Draft",
     "Measurement",
+    "OpenRepair",
     "Replacement",
     "Session",
     "SurfaceProjection",
@@ -28,6 +31,7 @@ __all__ = [
     "checkpoint_summary_text",
     "fold_surface",
     "message_tokens",
+    "repair_on_open",
     "retain_boundary",
     "summary_kind",
     "summary_of_node",

@@ -46,6 +46,21 @@ log = logging.getLogger("dsh.session")
 
 Observer = Callable[[Event], None]
 E = TypeVar("E", bound=EventBase)
+OpenRepair = Callable[["Session"], Sequence[str]]
+"""Run on a session just opened for writing; returns what it repaired, one line each."""
+_open_repairs: list[OpenRepair] = []
+
+
+def repair_on_open(repair: OpenRepair) -> None:
+    """Have every ``Session.open(..., writable=True)`` run ``repair`` on the session before
+    returning it, its lines added to the session's ``warnings`` (which every face shows once,
+    as the store's own repairs at open). What only a layer above the surface can repair is
+    registered by that layer (``dsh.agent``: the files an undo a killed process left half done
+    made beside the workspace's files). A repair must be idempotent and cheap when there is
+    nothing to repair: it runs at every open for writing. Registering one twice runs it once."""
+    if repair not in _open_repairs:
+        _open_repairs.append(repair)
+
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
 _SURFACE_TYPES = frozenset(_SURFACE_CLASSES)
@@ -107,7 +122,17 @@ class Session:
 
     @classmethod
     def open(cls, store: EventStore, session_id: str, *, writable: bool = False) -> Session:
-        return cls(store.open(session_id, writable=writable))
+        """Open a stored session; for writing (its writer lock held), after the repairs
+        registered with ``repair_on_open`` ran on it. A repair that raises closes it again."""
+        session = cls(store.open(session_id, writable=writable))
+        if writable:
+            try:
+                for repair in tuple(_open_repairs):
+                    session.warnings.extend(repair(session))
+            except BaseException:
+                session.close()
+                raise
+        return session
 
     def close(self) -> None:
         self._log.close()
