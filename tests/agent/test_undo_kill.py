@@ -9,10 +9,13 @@ runs the undo and SIGKILLs itself at the named call."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,3 +234,31 @@ def test_a_stopped_undo_puts_back_the_file_it_had_moved_aside(
         "new.txt": "made\n",
         **USER_FILES,
     }
+
+
+def test_the_undos_command_is_on_stable_storage_before_it_touches_a_file(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So a power cut mid-way (the page cache lost, not only the process) still leaves the
+    ``command/run`` that names the files the clean-up looks for."""
+    changed_turn(harness)
+    happened: list[str] = []
+    real_fsync, real_open = os.fsync, os.open
+
+    def fsync(fd: int) -> None:
+        if threading.current_thread().name.startswith("fsync-"):  # the log's group commit
+            happened.append("log synced")
+        real_fsync(fd)
+
+    def open_(path: Any, *args: Any, **kwargs: Any) -> int:
+        if ".dsh-undo-" in os.fspath(path):
+            happened.append("file touched")
+        return real_open(path, *args, **kwargs)
+
+    with Session.open(harness.store, harness.session.id, writable=True) as session:
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(os, "open", open_)
+        result = undo_last_turn(session)
+        monkeypatch.undo()
+    assert result.ok, result.lines
+    assert happened.index("log synced") < happened.index("file touched"), happened

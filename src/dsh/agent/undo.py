@@ -21,8 +21,9 @@ Logged with the command events: ``command/run`` {name ``undo``}, then (when it u
 ``user/message`` of plugin ``undo`` telling the model which files are back as they were — the
 surface carries it in the next request — then ``command/done`` {ok, text}, whose
 ``sourceEventSeq`` is the undone turn's ``turn/start``: so a second undo takes the turn before,
-after a restart too. A dry run and "nothing to undo" log nothing (but the answer to a killed
-undo, below).
+after a restart too. The ``command/run`` is on stable storage before any file is touched, so
+whatever stops the undo after that (``kill -9``, a power cut) leaves a command the clean-up below
+finds. A dry run and "nothing to undo" log nothing (but the answer to a killed undo, below).
 
 An undo whose process was killed mid-way is cleaned up after when the session is next opened
 for writing (``dsh.agent.undo_recovery``): the files it made beside the workspace's files, named
@@ -124,6 +125,7 @@ def _undo(
     if dry_run:
         return _described(turn, steps, dry_run=True)
     command_id = _log_run(session, args)
+    session.sync()  # on disk before any file is: a power cut mid-way is cleaned up as a kill is
     tag = tag_of(command_id)
     assert tag is not None
     try:
