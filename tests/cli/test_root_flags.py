@@ -70,6 +70,9 @@ def test_ui_flags_before_a_command_are_a_usage_error_naming_them(launches):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert "--resume, --compaction, --summarizer before a command" in result.output
+    result = CliRunner().invoke(cli, ["--provider", "replay", "sessions", "list"])
+    assert result.exit_code == 2, result.output
+    assert "--provider before a command open the terminal UI" in result.output  # not --replay's
     assert launches == []
 
 

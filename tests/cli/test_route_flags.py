@@ -137,6 +137,23 @@ def test_every_face_refuses_replay_with_another_provider_in_one_line(
     assert nothing_starts == []
 
 
+@pytest.mark.parametrize("name", sorted(FACE_ARGS))
+def test_every_face_refuses_provider_replay_without_replay_at_once_naming_the_flag(
+    name: str, nothing_starts: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before any setting is read: a config.toml that cannot load is not reached."""
+    monkeypatch.setenv("DSH_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text("[provider\n")
+    args = [*FACE_ARGS[name][:1], "--provider", "replay"]
+    result = CliRunner().invoke(cli, [*args, *FACE_ARGS[name][1:]])
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        "dsh: error: --provider replay needs --replay SESSION (the recorded session whose model "
+        "calls it serves again)\n"
+    )
+    assert nothing_starts == []
+
+
 # ---- dsh run: a flag is its config key ------------------------------------------------------
 
 

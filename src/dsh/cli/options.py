@@ -93,13 +93,24 @@ class RouteFlags:
         return None
 
     def check(self) -> None:
-        """Refuse, in one line, flags that cannot go together (before any session)."""
-        if self.replay is not None and self.provider not in (None, REPLAY):
-            from dsh.errors import UsageError
+        """Refuse, in one line, flags that cannot go together, and ``--provider replay`` without
+        the recorded session it serves (before any setting is read or session opened)."""
+        problem = self.problem()
+        if problem is not None:
+            from dsh.errors import UsageError  # only when refused: --help stays light
 
-            raise UsageError(
-                f"--replay serves model calls with --provider replay, not {self.provider}"
+            raise UsageError(problem)
+
+    def problem(self) -> str | None:
+        """Why ``check`` refuses the flags (None: it does not)."""
+        if self.replay is not None and self.provider not in (None, REPLAY):
+            return f"--replay serves model calls with --provider replay, not {self.provider}"
+        if self.provider == REPLAY and self.replay is None:
+            return (
+                "--provider replay needs --replay SESSION (the recorded session whose model "
+                "calls it serves again)"
             )
+        return None
 
     def overrides(self) -> dict[str, dict[str, Any]]:
         """The settings the flags set, by section and config key (a flag not given sets none):
@@ -187,12 +198,14 @@ ROUTE_FLAG_NAMES = tuple(field.name for field in fields(RouteFlags))
 
 def route_options(command: F) -> F:
     """Add the route flags (``RouteFlags``, in its order) to ``command``, which receives them
-    as one ``route_flags`` keyword argument, already checked (``RouteFlags.check``)."""
+    as one ``route_flags`` keyword argument, already checked (``RouteFlags.check``) unless a
+    subcommand follows (``dsh --provider … sessions``: the group refuses flags given there)."""
 
     @functools.wraps(command)
     def with_route(*args: Any, **kwargs: Any) -> object:
         route = RouteFlags(**{name: kwargs.pop(name) for name in ROUTE_FLAG_NAMES})
-        route.check()
+        if click.get_current_context().invoked_subcommand is None:
+            route.check()
         return command(*args, route_flags=route, **kwargs)
 
     wrapped = cast(F, with_route)
