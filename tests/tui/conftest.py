@@ -22,13 +22,28 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalMode, ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.tui import DshApp, TuiOptions
+from dsh.tui.approval import QUIET_SECONDS, ApprovalScreen
 
 SYSTEM = "You are dsh, under test."
 SIZE = (100, 32)
 
 
+class ManualClock:
+    """A clock the test moves by hand, so nothing timed by it races the machine."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class Rig:
-    """Builds apps over one store and workspace; each app gets the scripted model."""
+    """Builds apps over one store and workspace; each app gets the scripted model and a
+    ``ManualClock`` (``app.clock``: the approval prompt's wait, a second ctrl+c or quit)."""
 
     def __init__(self, root: Path) -> None:
         self.home = root / "home"
@@ -105,7 +120,9 @@ class Rig:
             agent_factory=agent,
             cursor_blink=False,
         )
-        return DshApp(options)
+        app = DshApp(options)
+        app.clock = ManualClock()
+        return app
 
 
 @pytest.fixture
@@ -165,6 +182,24 @@ async def repaint(pilot: Any) -> None:
     approval is up) could reach a snapshot after it was taken on a loaded machine."""
     pilot.app.screen.refresh()
     await pilot.pause()
+
+
+async def approval_ready(pilot: Any) -> ApprovalScreen:
+    """Wait for the approval prompt and for it to take keys: the app's ``ManualClock`` moves
+    past the prompt's quiet wait, and the prompt wakes its buttons (the first focused)."""
+    app = pilot.app
+    await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    screen = app.screen
+    assert isinstance(screen, ApprovalScreen)
+    app.clock.advance(QUIET_SECONDS)
+    await settle(pilot, lambda: not screen.waiting and screen.query_one("#once").has_focus)
+    return screen
+
+
+async def answer_approval(pilot: Any, key: str) -> None:
+    """Answer the approval prompt with ``key`` once it takes keys (``approval_ready``)."""
+    await approval_ready(pilot)
+    await pilot.press(key)
 
 
 async def run_prompt(pilot: Any, text: str) -> None:

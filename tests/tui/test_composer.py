@@ -9,8 +9,9 @@ import pytest
 from textual import events
 
 from dsh.events import UserMessageEvent
-from dsh.tui.prompt import KEYS_HINT, complete_command, complete_path
-from tests.tui.conftest import SIZE, Rig, settle, status_at_rest
+from dsh.tui.hint_line import composer_keys, fit_hints
+from dsh.tui.prompt import complete_command, complete_path
+from tests.tui.conftest import SIZE, ManualClock, Rig, run_prompt, settle, status_at_rest
 from tests.tui.test_pilot import logged, run, text_of
 
 
@@ -24,6 +25,10 @@ async def finish(pilot: Any) -> None:
     app = pilot.app
     await settle(pilot, lambda: app.controller.session is not None)
     await settle(pilot, lambda: not app.running and status_at_rest(app))
+
+
+KEYS = "enter send · ctrl+j newline · tab completes · esc clears · pgup/pgdn scroll · /help"
+"""The hint line under the composer, idle, at the tests' 100 columns."""
 
 
 def test_a_pasted_three_line_block_is_sent_whole(rig: Rig):
@@ -72,9 +77,7 @@ def test_the_hint_line_says_how_to_send_and_break_lines(rig: Rig):
     app = rig.app([])
 
     async def body(pilot: Any) -> None:
-        hint = str(app.query_one("#hint").render())
-        assert hint == KEYS_HINT
-        assert "enter send" in hint and "shift+enter/ctrl+j newline" in hint
+        assert str(app.query_one("#hint").render()) == KEYS
 
     run(app, body)
 
@@ -155,6 +158,32 @@ def test_esc_and_ctrl_c_clear_a_draft_when_idle(rig: Rig):
     run(app, body)
 
 
+def test_a_narrow_hint_line_leaves_out_whole_items_least_needed_first():
+    # At 80 columns the line used to be cut in the middle: "… tab completes / and @path · esc".
+    width = 80 - 2  # the line's padding
+    assert fit_hints(composer_keys(), width) == (
+        "enter send · ctrl+j newline · tab completes · esc clears · pgup/pgdn scroll"
+    )
+    assert fit_hints(composer_keys("cancels"), width) == (
+        "enter send · ctrl+j newline · tab completes · esc cancels the turn"
+    )
+    assert fit_hints(composer_keys("unqueues"), width) == (
+        "enter send · ctrl+j newline · tab completes · esc takes back the queued draft"
+    )
+    assert fit_hints(composer_keys(), 20) == "enter send"
+    assert fit_hints(composer_keys(), 5) == "enter send"  # the first item at least
+
+
+def test_an_80_by_24_screen_snapshot(snap_compare, rig: Rig):
+    app = rig.app([{"text": "The tests pass now.\n\n- `add` adds\n- `median` sorts first"}])
+
+    async def answered(pilot: Any) -> None:
+        await settle(pilot, lambda: app.ready)
+        await run_prompt(pilot, "fix the tests and add median()")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=answered)
+
+
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
 def test_a_cleared_draft_comes_back_with_ctrl_z(rig: Rig, key: str):
     # esc also cancels a turn: pressed just after one ended, it used to wipe the draft for good.
@@ -170,7 +199,7 @@ def test_a_cleared_draft_comes_back_with_ctrl_z(rig: Rig, key: str):
         await pilot.press("ctrl+z")
         await pilot.pause()
         assert app.prompt_box.value == "a long draft\nover two lines"
-        assert str(app.query_one("#hint").render()) == KEYS_HINT
+        assert str(app.query_one("#hint").render()) == KEYS
 
     run(app, body)
 
@@ -217,31 +246,6 @@ def test_multi_line_draft_and_completion_hint_snapshot(snap_compare, rig: Rig):
         await settle(pilot, lambda: status_at_rest(app))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=draft)
-
-
-def test_a_prompt_sent_while_a_turn_runs_stays_in_the_box(rig: Rig):
-    # Enter during a turn used to empty the box and drop the prompt: it was never sent.
-    app = rig.app([{"text": "far too late", "delayMs": 3_600_000}, {"text": "second answer"}])
-
-    async def body(pilot: Any) -> None:
-        app.prompt_box.value = "first"
-        await pilot.press("enter")
-        await settle(pilot, lambda: app.running and app.controller.waiting_since is not None)
-        app.post_message(events.Paste("a long follow-up\nwritten while it ran"))
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert app.prompt_box.value == "a long follow-up\nwritten while it ran"
-        assert "your draft stays in the box" in text_of(app)
-        await pilot.press("escape")  # cancels the turn; the draft stays
-        await finish(pilot)
-        assert app.prompt_box.value == "a long follow-up\nwritten while it ran"
-        await pilot.press("enter")
-        await finish(pilot)
-        assert sent(app) == ["first", "a long follow-up\nwritten while it ran"]
-        assert "second answer" in text_of(app)
-
-    run(app, body)
 
 
 def test_commands_that_answer_at_once_still_work_while_a_turn_runs(rig: Rig):
@@ -337,20 +341,10 @@ def test_a_terminal_escape_pasted_or_completed_shows_and_is_sent_as_its_escape(r
     run(app, body)
 
 
-class _Clock:
-    """A clock the test moves by hand, so the second press's timing never races."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_ctrl_c_twice_on_an_empty_idle_draft_leaves_dsh(rig: Rig):
     app = rig.app([])
-    clock = _Clock()
-    app.clock = clock
+    clock = app.clock
+    assert isinstance(clock, ManualClock)  # the second press's timing never races
     said: list[str] = []
     notify = app.notify
     app.notify = lambda message, **kw: (said.append(message), notify(message, **kw))[1]  # type: ignore[method-assign]
@@ -370,8 +364,8 @@ def test_ctrl_c_twice_on_an_empty_idle_draft_leaves_dsh(rig: Rig):
 
 def test_a_second_ctrl_c_after_the_pause_or_after_clearing_a_draft_does_not_leave(rig: Rig):
     app = rig.app([])
-    clock = _Clock()
-    app.clock = clock
+    clock = app.clock
+    assert isinstance(clock, ManualClock)  # the second press's timing never races
 
     async def body(pilot: Any) -> None:
         await pilot.press("ctrl+c")

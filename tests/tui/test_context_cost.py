@@ -3,9 +3,12 @@ billed tokens with a list-price estimate."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from dsh.agent.billing import render_cost
 from dsh.agent.context_fold import ContextFold
@@ -104,3 +107,30 @@ def test_cost_reads_only_what_was_appended_since_the_last_ask(monkeypatch):
         text = cost_text(controller)  # type: ignore[arg-type]
     assert text == render_cost(whole_log_cost_report(real))
     assert "(conversation, 31 call(s))" in text
+
+
+@pytest.mark.parametrize("how", ["at launch", "newest page first", "with /resume"])
+def test_a_resumed_sessions_context_use_shows_at_open_as_context_measures_it(rig: Rig, how: str):
+    first = rig.app([{"text": "a long answer " * 300}])
+
+    async def record(pilot: Any) -> None:
+        await run_prompt(pilot, "say a lot")
+
+    run(first, record)
+    assert first.last_session_id is not None
+    resume = first.last_session_id if how != "with /resume" else None
+    app = rig.app([], resume=resume)
+    app.first_page_from = 0 if how == "newest page first" else app.first_page_from
+
+    async def body(pilot: Any) -> None:
+        if resume is None:
+            await submit(pilot, f"/resume {first.last_session_id}")
+            await settle(pilot, lambda: "Resumed session" in text_of(app))
+        await settle(pilot, lambda: app.ready and status_at_rest(app))
+        shown = app.status_bar.info.context_tokens  # before any request or /context
+        await submit(pilot, "/context")
+        await settle(pilot, lambda: "Measured for compaction" in text_of(app))
+        measured = re.search(r"Measured for compaction: ([\d,]+) tokens", text_of(app))
+        assert measured is not None and shown == int(measured.group(1).replace(",", "")) > 1000
+
+    run(app, body)

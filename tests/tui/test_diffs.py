@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsh.tui.approval import ApprovalScreen, describe_call
+from dsh.tui.approval import describe_call
 from dsh.tui.diffs import ADDED, HUNK, NOTE, REMOVED, call_diff
 from tests.tui.conftest import (
     SIZE,
     Rig,
+    approval_ready,
     repaint,
     run_prompt,
     settle,
@@ -75,7 +76,7 @@ def test_an_edit_approval_shows_the_diff_of_the_file(rig: Rig):
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "fix add")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         shown = str(app.screen.query_one("#call").render())
         assert "-    return a - b" in shown and "+    return a + b" in shown
         await pilot.press("o")
@@ -106,7 +107,7 @@ def test_edit_approval_snapshot(snap_compare, rig: Rig):
 
     async def ask(pilot: Any) -> None:
         await submit(pilot, "fix add")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         await settle(pilot, lambda: status_at_rest(app))
         await repaint(pilot)  # the status bar under the modal, as it is now
 
@@ -131,7 +132,7 @@ def test_an_edit_card_shows_the_diff_the_approval_showed(rig: Rig):
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "fix add")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         assert str(app.screen.query_one("#call").render()).splitlines() == expected
         await pilot.press("o")
         await settle(pilot, lambda: not app.running)

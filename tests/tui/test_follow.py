@@ -8,9 +8,8 @@ import asyncio
 from typing import Any
 
 from dsh.tui import DshApp
-from dsh.tui.approval import ApprovalScreen
 from dsh.tui.transcript_view import TranscriptView
-from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.conftest import SIZE, Rig, approval_ready, run_prompt, settle, submit
 from tests.tui.test_virtual_scroll import screen_rows
 
 
@@ -44,7 +43,7 @@ def test_a_prompt_sent_after_ctrl_o_shows_itself_its_approval_and_its_answer(rig
         await pilot.press("ctrl+o")  # the card is taller than the screen: its top shows
         assert screen_rows(view)[0] == "▌ ▾ read_file" and not at_end(view)
         await submit(pilot, "next")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         await pilot.pause()
         rows = screen_rows(view)
         assert at_end(view) and "❯ next" in rows and "  ▸ bash  echo hi" in rows

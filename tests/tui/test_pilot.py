@@ -19,7 +19,15 @@ from dsh.tui import DshApp, TuiOptions
 from dsh.tui.approval import ApprovalScreen
 from dsh.tui.no_key import NoKeyScreen
 from tests.helpers import append_chat_turn, append_tool_turn
-from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
+from tests.tui.conftest import (
+    SIZE,
+    Rig,
+    answer_approval,
+    approval_ready,
+    run_prompt,
+    settle,
+    submit,
+)
 
 
 def lines_of(app: DshApp) -> list[str]:
@@ -308,7 +316,7 @@ def test_an_ask_policy_bash_call_waits_for_the_modal(rig: Rig, key: str, expecte
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "run it")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         assert "echo approved-output" in str(app.screen.query_one("#call").render())
         await pilot.press(key)
         await settle(pilot, lambda: not app.running)
@@ -325,11 +333,11 @@ def test_always_allows_that_command_for_the_rest_of_the_session(rig: Rig):
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "run them")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         await pilot.press("a")
         # the same command runs unasked; another one is asked about again
         await settle(pilot, lambda: "echo two" in _asked_call(app))
-        await pilot.press("o")
+        await answer_approval(pilot, "o")
         await settle(pilot, lambda: not app.running)
         results = [e for e in logged(app) if event_type_of(e) == "tool/result"]
         texts = [r.data.message.content[0].content[0].text for r in results]

@@ -8,8 +8,7 @@ import pytest
 
 from dsh.errors import MissingApiKeyError
 from dsh.tui import DshApp, TuiOptions
-from dsh.tui.approval import ApprovalScreen
-from tests.tui.conftest import SIZE, Rig, repaint, settle, status_at_rest, submit
+from tests.tui.conftest import SIZE, Rig, approval_ready, repaint, settle, status_at_rest, submit
 
 
 def test_no_key_screen_snapshot(snap_compare, rig: Rig):
@@ -34,7 +33,7 @@ def test_approval_modal_snapshot(snap_compare, rig: Rig):
 
     async def ask(pilot: Any) -> None:
         await submit(pilot, "clean the build directory")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         await settle(pilot, lambda: status_at_rest(app))
         await repaint(pilot)  # the status bar under the modal, as it is now
 
@@ -81,7 +80,7 @@ def test_the_approval_prompt_fits_an_80_by_24_and_a_40_column_terminal(
         async with app.run_test(size=size) as pilot:  # 40 columns: the buttons stack
             await settle(pilot, lambda: app.ready)
             await submit(pilot, "write it")
-            await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await approval_ready(pilot)
             screen = app.screen
             shown = [screen.query_one("#question"), *screen.query(Button)]
             await pilot.pause()

@@ -1,15 +1,16 @@
 """``!cmd`` in the prompt box: the command runs in the workspace through the bash tool and the
-approval policy, and its output reaches the model with the next prompt (and so the log)."""
+approval policy, and its output reaches the model with the next prompt of the session it ran in
+(and so the log); another session opened drops it, and a quit warns of it first."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dsh.events import UserMessageEvent
-from dsh.tui.approval import ApprovalScreen
+from dsh.tui.app import QUIT_AGAIN_WITHIN, UNSENT_ON_QUIT
 from dsh.tui.shell_command import shell_command
-from tests.tui.conftest import Rig, run_prompt, settle, submit
-from tests.tui.test_pilot import logged, run, text_of
+from tests.tui.conftest import Rig, approval_ready, run_prompt, settle, submit
+from tests.tui.test_pilot import logged, run, stored_session, text_of
 
 
 def test_only_a_leading_bang_makes_a_shell_command():
@@ -42,15 +43,57 @@ def test_under_ask_the_command_waits_for_approval_and_a_denial_runs_nothing(rig:
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "!touch made-by-shell.txt")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         await pilot.press("d")
         await settle(pilot, lambda: not app.running)
         assert not (rig.workspace / "made-by-shell.txt").exists()
         assert app.shell_context == [] and "was not run" in text_of(app)
         await submit(pilot, "!touch made-by-shell.txt")
-        await settle(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await approval_ready(pilot)
         await pilot.press("o")
         await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
         assert (rig.workspace / "made-by-shell.txt").exists()
+
+    run(app, body)
+
+
+def test_output_not_sent_yet_is_dropped_when_another_session_opens(rig: Rig):
+    # It used to go with the first prompt of whichever session was open next.
+    other = stored_session(rig.store, str(rig.workspace), "the other session's prompt")
+    app = rig.app([{"text": "x"}] * 3 + [{"text": "in the other session"}, {"text": "fresh"}])
+
+    async def body(pilot: Any) -> None:
+        for leave in (f"/resume {other}", "/new"):
+            await submit(pilot, "!echo pending-output")
+            await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
+            await submit(pilot, leave)
+            await settle(pilot, lambda: "Not sent: the output of 1 !cmd run(s)" in text_of(app))
+            assert app.shell_context == []
+            await run_prompt(pilot, "hello")
+            assert "pending-output" not in rig.provider.requests[-1].messages[-1].text()
+
+    run(app, body)
+
+
+def test_quitting_with_output_not_sent_warns_once_and_a_second_quit_leaves(rig: Rig):
+    app = rig.app([])
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(message), notify(message, **kw))[1]  # type: ignore[method-assign]
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "!echo unsent")
+        await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
+        await submit(pilot, "/quit")
+        await pilot.pause()
+        assert app.is_running and said == [UNSENT_ON_QUIT]
+        app.clock.advance(QUIT_AGAIN_WITHIN + 1)  # too late: it warns again
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert app.is_running and said == [UNSENT_ON_QUIT] * 2
+        app.clock.advance(1)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert not app.is_running
 
     run(app, body)

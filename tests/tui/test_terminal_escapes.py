@@ -59,7 +59,7 @@ from tests.helpers import (
     tool_call_block,
     tool_result_message,
 )
-from tests.tui.conftest import Rig, settle, submit
+from tests.tui.conftest import Rig, approval_ready, settle, submit
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\r\x08\u202e"
 """A window title, a clipboard write, a clear screen, a C1 CSI, a carriage return, a backspace
@@ -117,7 +117,7 @@ async def allow_each_call(pilot: Any, where: str) -> int:
         prompt = app.screen
         if not isinstance(prompt, ApprovalScreen):
             return asked
-        await pilot.pause()
+        await approval_ready(pilot)
         screen_text(app, f"{where}, approval prompt {asked}")
         asked += 1
         await pilot.press("o")

@@ -19,6 +19,7 @@ import pytest
 from dsh.events import UserMessageEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
+from dsh.tui.approval import KEYS_READY
 
 TMUX = shutil.which("tmux")
 DSH = str(Path(sys.executable).with_name("dsh"))
@@ -115,8 +116,9 @@ def test_type_paste_review_a_diff_and_quit_in_a_real_terminal(tmp_path: Path):
 
         term.tmux("send-keys", "-t", "dsh", "-l", "fix add")
         term.tmux("send-keys", "-t", "dsh", "Enter")
-        # the whole modal, not the first rows of a frame the terminal is still drawing
-        diff = ("Allow edit_file", "-    return a - b", "+    return a + b")
+        # the whole modal, not the first rows of a frame the terminal is still drawing, and
+        # taking keys (its wait for the typing to stop is over)
+        diff = ("Allow edit_file", "-    return a - b", "+    return a + b", KEYS_READY)
         term.wait_for(lambda s: all(part in s for part in diff), "the edit approval's diff")
         term.tmux("send-keys", "-t", "dsh", "o")
         term.wait_for(answered("Edited calc.py."), "the answer after the edit, its turn over")

@@ -3,13 +3,20 @@
 The ``Controller`` owns the session and the agent; this app turns its events into widget
 updates, runs turns and ``/compact`` as workers, and answers the approval policy with a modal.
 What each slash command does is ``dsh.tui.app_commands``.
+
+One piece of work runs at a time (a turn, a ``!cmd``, a ``/compact``). A draft sent meanwhile
+is queued in the composer and sent when that work ends well; a cancel (esc, ctrl+c, esc in the
+approval prompt) or a turn that did not complete puts it back in the box, unsent.
+
+``!cmd`` output waits (``Work.shell_context``) for the next prompt of the session it ran in: opening
+another session (``/resume``, ``/sessions``, ``/new``) drops it and says so, and a quit with some
+waiting warns once first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -18,15 +25,14 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.driver import Driver
-from textual.widgets import Static, TextArea
+from textual.widgets import TextArea
 from textual.worker import Worker
 
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.prompt_commands import PromptCommandSource
 from dsh.agent.stop_signals import STOP_SIGNALS, cancelled_by
-from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.config import dsh_home
-from dsh.errors import SHOWN_AS_ERROR, DshError, MissingApiKeyError, error_line, printable_line
+from dsh.errors import DshError, MissingApiKeyError, error_line, printable_line
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -40,34 +46,31 @@ from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.app_commands import SlashCommands
 from dsh.tui.app_warnings import WarningLog, WarningsApp
+from dsh.tui.app_work import Work
 from dsh.tui.approval import ApprovalScreen
-from dsh.tui.commands import (
-    COMMANDS,
-    KEPT_WHILE_RUNNING,
-    Command,
-    parse_command,
-    prompt_text,
-    waits,
-)
+from dsh.tui.commands import COMMANDS, Command, closest_command, parse_command, prompt_text, waits
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.find import FindBar
+from dsh.tui.hint_line import EscMeans, HintLine, composer_keys
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
-from dsh.tui.prompt import KEYS_HINT, PromptBox
-from dsh.tui.shell_command import context_block, run_shell_command, shell_command
+from dsh.tui.prompt import PromptBox
+from dsh.tui.shell_command import shell_command
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.terminal_driver import hangup_safe
 from dsh.tui.transcript_view import TranscriptView
 
-log = logging.getLogger("dsh.tui")
-
 CONTEXT_EVERY = 0.25
-WORKING = "working… (esc cancels)"
 QUIT_GRACE = 5.0
 """Seconds a quit waits for the cancelled turn to close its log entries."""
 QUIT_AGAIN_WITHIN = 2.0
-"""Seconds in which a second ctrl+c, idle with an empty draft, leaves dsh."""
+"""Seconds in which a second ctrl+c, idle with an empty draft, leaves dsh (and a second quit
+with ``!cmd`` output not sent yet)."""
+UNSENT_ON_QUIT = (
+    "The !cmd output is not sent yet (it goes with your next prompt); quit again to leave "
+    "without it."
+)
 _CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
 
 
@@ -106,14 +109,11 @@ class DshApp(WarningsApp[None]):
         """Your and the project's prompt commands (``dsh.agent.prompt_commands``)."""
         self._cursor_blink = options.cursor_blink
         self.ready = False
-        self.shell_context: list[str] = []
-        """``!cmd`` outputs waiting for the next prompt."""
+        self.work = Work(self)
         self.last_session_id: str | None = None
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
-        self._waiting: str | None = None
         self._context_pending = False
-        self._worker: Worker[None] | None = None
         self._live_text = ""
         self._live_reasoning = ""
         self._live_calls: dict[int, str] = {}
@@ -121,8 +121,10 @@ class DshApp(WarningsApp[None]):
         self._closed = False
         self._stopped_by: int | None = None
         self.clock: Callable[[], float] = time.monotonic
-        """The clock a second ctrl+c is timed by (a test sets its own)."""
+        """The clock a second ctrl+c or quit, and the approval prompt's wait, are timed by (a
+        test sets its own)."""
         self._idle_interrupt_at: float | None = None
+        self._unsent_warned_at: float | None = None
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, made to quit when the terminal goes away (``hangup_safe``)."""
@@ -140,7 +142,7 @@ class DshApp(WarningsApp[None]):
         )
         prompt.cursor_blink = self._cursor_blink
         yield prompt
-        yield Static(KEYS_HINT, id="hint", markup=False)
+        yield HintLine(id="hint")
 
     def on_mount(self) -> None:
         # a closed terminal or a ``kill`` quits like ctrl+q (the turn cancelled, its text kept),
@@ -201,11 +203,27 @@ class DshApp(WarningsApp[None]):
         self.last_session_id = session.id if session is not None else None
         self.controller.close()
 
-    def show_session(self, items: list[TranscriptItem]) -> None:
+    def show_session(self, items: list[TranscriptItem], *, seed: bool = True) -> None:
+        """Show the open session: its transcript, the status bar with its context use as
+        ``/context`` measures it, and (``seed``) its prompts as the composer's history."""
         self.transcript.load(items, self.controller.projector.details)
-        self.prompt_box.seed(prompts_of(items))
+        if seed:
+            self.prompt_box.seed(prompts_of(items))
         self.update_status()
         self.measure_context()
+
+    def switched(self, items: list[TranscriptItem], said: str, *, seed: bool = True) -> None:
+        """Another session is open (``/resume``, ``/sessions``, ``/new``): show it, say
+        ``said``, and drop the ``!cmd`` output the session left behind was to get (saying so)."""
+        dropped, self.work.shell_context = self.work.shell_context, []
+        self.reset_live()
+        self.show_session(items, seed=seed)
+        self.note(said)
+        if dropped:
+            self.note(
+                f"Not sent: the output of {len(dropped)} !cmd run(s) waiting for the next "
+                "prompt of the session you left."
+            )
 
     # ---- what the controller reports ------------------------------------------------------------
 
@@ -241,7 +259,16 @@ class DshApp(WarningsApp[None]):
             if not answer.done():
                 answer.set_result(result or "deny")
 
-        screen = ApprovalScreen(tool, args, self.controller.options.workspace)
+            if screen.cancels_turn:  # esc: the call denied, and the turn cancelled
+                self.work.cancel()
+
+        screen = ApprovalScreen(
+            tool,
+            args,
+            self.controller.options.workspace,
+            clock=self.clock,
+            typed_ahead=self._typed_ahead,
+        )
         await self.push_screen(screen, callback=done)
         try:
             return await answer
@@ -249,6 +276,17 @@ class DshApp(WarningsApp[None]):
             if self.screen is screen:
                 self.pop_screen()
             raise
+
+    def _typed_ahead(self, event: events.Key | events.Paste) -> None:
+        """What the approval prompt did not take while it waited, as the composer would have
+        had it: characters and pastes join the draft, enter sends it (queued while work runs)."""
+        box = self.prompt_box
+        if isinstance(event, events.Paste):
+            box.insert(event.text)
+        elif event.key == "enter":
+            self.submit(box.text)
+        elif event.is_printable and event.character is not None:
+            box.insert(event.character)
 
     def reset_live(self) -> None:
         self._live_text, self._live_reasoning, self._live_calls = "", "", {}
@@ -282,116 +320,102 @@ class DshApp(WarningsApp[None]):
     def note(self, text: str) -> None:
         self.transcript.add_note(text)
 
+    @property
+    def busy(self) -> str | None:
+        """What the status bar says runs (None: nothing)."""
+        return self._busy
+
     def set_busy(self, busy: str | None) -> None:
         self._busy = busy
         self.update_status()
+        self.show_keys()
+
+    def show_keys(self) -> None:
+        """The hint line's keys as they are now (esc: clear, cancel, or take back)."""
+        esc: EscMeans = "clears"
+        if self.prompt_box.queued is not None:
+            esc = "unqueues"
+        elif self.running or self._busy is not None:
+            esc = "cancels"
+        self.query_one(HintLine).set_keys(composer_keys(esc))
 
     # ---- input --------------------------------------------------------------------------------
 
     def on_prompt_box_submitted(self, event: PromptBox.Submitted) -> None:
+        self.submit(event.value)
+
+    def submit(self, draft: str, *, queued: bool = False) -> None:
+        """Send the composer's ``draft`` (or the ``queued`` one, when the work it waited for
+        ended): a prompt, a ``!cmd``, a command. One that must wait for the running work is
+        queued; an unknown command stays in the box, selected, so typing replaces it."""
         if not self.ready:  # the draft stays; the session is not open for turns yet
+            if queued:
+                self.prompt_box.unqueue()
             self.notify(STILL_OPENING)
             return
-        text = event.value.strip()
+        text = draft.strip()
         shell = shell_command(text)
         command = parse_command(text)
-        if text and self.running and waits(shell, command):
-            self.note(KEPT_WHILE_RUNNING)  # the draft stays in the box, to send after
-            return
         expanded = None
         if command is not None and command.name not in COMMANDS:
             expanded = self.prompt_commands.current().expand(command.name, command.arg)
-            if expanded is None:  # the draft stays, to mend
-                self.note(
-                    f"Unknown command /{printable_line(command.name)}; /help lists the commands "
-                    "(// sends /)."
-                )
+            if expanded is None:
+                self._unknown_command(command.name, draft, queued=queued)
                 return
-        self.prompt_box.value = ""
-        self.query_one("#hint", Static).update(KEYS_HINT)
+        if text and self.running and waits(shell, command):
+            self.work.queue(draft)
+            return
+        if not queued:
+            self.prompt_box.value = ""
+            self.query_one(HintLine).clear()
         if not text:
             return
         self.transcript.follow_end()  # what was sent and its answer show, as they come
         if shell is not None:
             self.prompt_box.remember(text)
-            self.run_shell(shell)
+            self.work.run_shell(shell)
         elif command is None:
-            self.prompt_box.remember(event.value.rstrip())
-            self.send(prompt_text(event.value))
+            self.prompt_box.remember(draft.rstrip())
+            self.work.send(prompt_text(draft))
         elif expanded is not None:  # a prompt command: its text is the prompt
             self.prompt_box.remember(text)
-            self.send(expanded)
+            self.work.send(expanded)
         else:
             self.prompt_box.remember(text)
             self.run_command(command)
 
+    def _unknown_command(self, name: str, draft: str, *, queued: bool) -> None:
+        """Say so (naming the closest command) and keep the draft, selected: typing replaces
+        it (a command typed next is not glued to it), an arrow key keeps it to mend."""
+        box = self.prompt_box
+        if queued:
+            box.unqueue()
+        elif box.text != draft:
+            box.value = draft
+        names = (*COMMANDS, *self.prompt_commands.current().names)
+        close = closest_command(name, names)
+        guess = f" Did you mean /{close}?" if close else ""
+        self.note(
+            f"Unknown command /{printable_line(name)}.{guess} /help lists the commands "
+            "(// sends /)."
+        )
+        box.select_all()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.work.ended(event.worker)
+
     @property
     def running(self) -> bool:
-        return self._worker is not None and not self._worker.is_finished
+        return self.work.running
 
     def start_work(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a turn, a ``!cmd`` or a ``/compact``: one at a time (see ``running``)."""
-        self._worker = self.run_worker(work, group="turn", exit_on_error=False)
+        self.work.start(work)
 
-    def send(self, prompt: str) -> None:
-        if self.running:
-            self.note("Something is running: wait for it (esc cancels a turn).")
-            return
-        if self.shell_context:  # ``!cmd`` output goes to the model with this prompt
-            prompt = "\n\n".join([*self.shell_context, prompt])
-            self.shell_context = []
-        self.start_work(self._turn(prompt))
-
-    def run_shell(self, command: str) -> None:
-        """``!cmd``: run it (asking first under the ``ask`` policy); its output joins the
-        context with the next prompt."""
-        if not command:
-            self.note("!cmd runs cmd in the workspace; its output goes with your next prompt.")
-        elif self.running:
-            self.note("Something is running: wait for it (esc cancels a turn).")
-        else:
-            self.start_work(self._shell(command))
-
-    async def _shell(self, command: str) -> None:
-        self.set_busy(f"$ {command}")
-        try:
-            output = await run_shell_command(self.controller, command)
-        finally:
-            self.set_busy(None)
-        if output.code == "DENIED":
-            self.note(output.text)
-            return
-        self.shell_context.append(context_block(command, output))
-        self.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
-
-    def _poll_waiting(self) -> None:
-        """While a model call is silent, the status says for how long (after a second)."""
-        if self._busy not in (WORKING, self._waiting):
-            return  # cancelling…: that says more
-        notice = waiting_notice(self.controller.waiting_since, asyncio.get_running_loop().time())
-        self._waiting = f"{notice} (esc cancels)" if notice else None
-        busy = self._waiting or WORKING
-        if busy != self._busy:
-            self.set_busy(busy)
-
-    async def _turn(self, prompt: str) -> None:
-        self.set_busy(WORKING)
-        poll = self.set_interval(POLL_EVERY, self._poll_waiting)
-        try:
-            await self.controller.run_turn(prompt)  # how it ended is a logged note (turn/end)
-        except DshError as exc:
-            self.note(f"error: {error_line(str(exc))}")
-        except Exception as exc:  # a bug must not take the session down with it
-            failure = f"internal error: {error_line(exc)}"  # one line, escaped, bounded
-            # the record keeps the exception whole (exc_info), as the log's turn/end its text
-            log.exception("the turn failed: %s", failure, extra={SHOWN_AS_ERROR: True})
-            self.note(failure)  # shown here: /warnings lists it, no toast repeats it
-        finally:
-            poll.stop()
-            self._waiting = None
-            self.reset_live()
-            self.set_busy(None)
-            self.measure_context()
+    @property
+    def shell_context(self) -> list[str]:
+        """``!cmd`` outputs waiting for the next prompt (``Work.shell_context``)."""
+        return self.work.shell_context
 
     def run_command(self, command: Command) -> None:
         self.commands.run(command)
@@ -399,8 +423,18 @@ class DshApp(WarningsApp[None]):
     # ---- keys ---------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        """Leave; a running turn is cancelled first so the log closes it (``turn/end``)."""
-        worker = self._worker
+        """Leave (a stop signal too); with ``!cmd`` output not sent yet, only when asked again
+        within ``QUIT_AGAIN_WITHIN`` seconds of the warning."""
+        if self._stopped_by is None and self.shell_context:
+            warned, self._unsent_warned_at = self._unsent_warned_at, self.clock()
+            if warned is None or self.clock() - warned > QUIT_AGAIN_WITHIN:
+                self.notify(UNSENT_ON_QUIT, severity="warning", timeout=QUIT_AGAIN_WITHIN)
+                return
+        await self.leave()
+
+    async def leave(self) -> None:
+        """Leave now; a running turn is cancelled first so the log closes it (``turn/end``)."""
+        worker = self.work.worker
         stopped_by = self._stopped_by
         reason = CANCELLED_BY_USER if stopped_by is None else cancelled_by(stopped_by)
         if worker is not None and not worker.is_finished and self.controller.cancel(reason):
@@ -416,7 +450,11 @@ class DshApp(WarningsApp[None]):
         fit_to_height(self.screen_stack[0], self.size.height)
 
     def on_prompt_box_hint(self, event: PromptBox.Hint) -> None:
-        self.query_one("#hint", Static).update(event.text or KEYS_HINT)
+        hint = self.query_one(HintLine)
+        if event.text:
+            hint.say(event.text)
+        else:
+            hint.clear()
 
     def on_transcript_view_typed(self, event: TranscriptView.Typed) -> None:
         """Typing (or a paste) with the transcript focused goes to the prompt, not nowhere."""
@@ -431,27 +469,28 @@ class DshApp(WarningsApp[None]):
         self.transcript.scroll_by_key(where)
 
     def action_cancel_turn(self) -> None:
-        if self.controller.cancel():
-            self.set_busy("cancelling…")
-        elif not self.running:
+        """esc: take a queued draft back into the box; else cancel the running turn; idle,
+        clear the draft."""
+        if self.prompt_box.unqueue():
+            self.show_keys()
+        elif not self.work.cancel() and not self.running:
             self.prompt_box.clear_draft()
 
     async def action_interrupt(self) -> None:
         """ctrl+c: cancel the running turn; idle, clear the draft; idle with an empty draft,
         say how to leave, and leave when pressed again within ``QUIT_AGAIN_WITHIN`` seconds."""
         first_at, self._idle_interrupt_at = self._idle_interrupt_at, None
-        if self.controller.cancel():
-            self.set_busy("cancelling…")
-        elif not self.running and self.prompt_box.clear_draft():
+        if self.work.cancel() or (not self.running and self.prompt_box.clear_draft()):
             return
-        elif self.running:
+        if self.running:
             self.notify("Compaction cannot be cancelled; it ends on its own.")
         elif first_at is not None and self.clock() - first_at <= QUIT_AGAIN_WITHIN:
-            await self.action_quit()
+            await self.leave()
         else:
             self._idle_interrupt_at = self.clock()
+            unsent = "The !cmd output is not sent yet. " if self.shell_context else ""
             self.notify(
-                "Nothing is running. Press ctrl+c again to leave dsh (or ctrl+q, /quit).",
+                f"{unsent}Nothing is running. Press ctrl+c again to leave dsh (or ctrl+q, /quit).",
                 timeout=QUIT_AGAIN_WITHIN,
             )
 

@@ -2,12 +2,14 @@
 a submitted line (``dsh.tui.commands``) and hands a command here.
 
 ``SlashCommands`` works through the app it serves: notes in the transcript, the status bar,
-the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/resume``)."""
+the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/resume``,
+``/new``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import DshError, error_line
 from dsh.tui.commands import HELP, Command
 from dsh.tui.context_view import context_text, cost_text
@@ -40,7 +42,7 @@ class SlashCommands:
             app.note((context_text if name == "context" else cost_text)(app.controller))
         elif name == "warnings":
             app.note(app.warnings.text())
-        elif name in ("compact", "resume", "title", "undo") and app.running:
+        elif name in ("compact", "resume", "title", "undo", "new", "clear") and app.running:
             app.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":
             app.start_work(self.compact(arg or None))
@@ -48,6 +50,8 @@ class SlashCommands:
             self.undo(arg)
         elif name == "resume":
             self.resume(arg)
+        elif name in ("new", "clear"):
+            self.new_session()
         else:
             app.note(f"Unknown command /{name}; /help lists the commands.")
 
@@ -58,7 +62,10 @@ class SlashCommands:
             text = await app.controller.compact(focus)
             if not app.controller.logged_answer(text):  # a logged answer is shown as a note
                 app.note(text)
+            if text == COMPACT_CANCELLED:
+                app.work.failed()
         except DshError as exc:
+            app.work.failed()
             app.note(f"error: {error_line(str(exc))}")
         finally:
             app.set_busy(None)
@@ -120,9 +127,27 @@ class SlashCommands:
         except DshError as exc:
             app.note(f"error: {error_line(str(exc))}")
             return
-        app.reset_live()
-        app.show_session(items)
-        app.note(f"Resumed session {session_id}.")
+        app.switched(items, f"Resumed session {session_id}.")
+
+    def new_session(self) -> None:
+        """``/new`` (``/clear``): a new session here, as ``dsh`` starts one (the configured
+        model and settings, every approval asked again); the session left stays in the store,
+        listed and resumable. The composer keeps its history of prompts."""
+        app, controller = self.app, self.app.controller
+        if controller.session is None:
+            app.note("This is a new session already: the next prompt starts it.")
+            return
+        try:
+            left = controller.new_session()
+        except DshError as exc:
+            app.note(f"error: {error_line(str(exc))}")
+            return
+        app.switched(
+            [],
+            f"New session (model {controller.model}). The one you left stays listed: "
+            f"/resume {left} opens it again.",
+            seed=False,
+        )
 
     def model(self, name: str) -> None:
         """``/model NAME`` switches the model for the next turns; ``/model`` names it."""

@@ -1,13 +1,26 @@
-"""The approval prompt for tools under the ``ask`` policy: allow once, always, or deny."""
+"""The approval prompt for tools under the ``ask`` policy: allow once, always, deny (this call),
+or stop (deny it and cancel the turn).
+
+It opens while people may still be typing (a prompt sent, the next one begun): a key meant for
+the composer must not answer it. So it takes no answer until no key has come for
+``QUIET_SECONDS`` since it opened; until then its buttons are disabled, a line says keys go to
+the draft, and what is typed goes on to the composer (``typed_ahead``): characters and pastes
+into the draft, enter sends it as the composer would (while a turn runs: queued). Esc is the one
+key it takes at once: it denies the call and cancels the turn, which is what an esc typed ahead
+meant too. The time is read from an injectable clock.
+"""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -20,13 +33,22 @@ from dsh.tui.wrap import sanitize
 
 PREVIEW_LINES = 12
 DIFF_PREVIEW_LINES = 18
-FRAME_ROWS = 11
-"""Rows of the prompt besides the preview: border, padding, question, margins, buttons."""
+FRAME_ROWS = 12
+"""Rows of the prompt besides the preview: border, padding, question, margins, buttons, keys."""
 NARROW_COLUMNS = 72
 """Below this width the three buttons do not fit side by side: they stack, full width."""
-STACKED_ROWS = 6
-"""The rows stacking adds (two more buttons of three rows)."""
+STACKED_ROWS = 7
+"""The rows stacking adds (two more buttons of three rows, the keys line wrapped once)."""
 COMMAND = Style(bold=True)
+QUIET_SECONDS = 0.5
+"""The prompt answers keys only once none has come for this long since it opened."""
+QUIET_POLL = 0.1
+"""How often a waiting prompt checks whether the typing has stopped (to wake its buttons)."""
+KEYS_WAITING = "Waiting for you to stop typing: keys go to your draft."
+KEYS_READY = "d or n: deny this call · esc: deny and cancel the turn"
+
+TypedAhead = Callable[[events.Key | events.Paste], None]
+"""Where a key or a paste goes that the prompt did not take (the composer)."""
 
 
 def _capped(lines: list[Text], limit: int) -> Text:
@@ -57,7 +79,8 @@ def describe_call(tool: str, args: dict[str, Any], workspace: Path | None = None
 
 
 class ApprovalScreen(ModalScreen[ApprovalAnswer]):
-    """Asks whether one tool call may run; dismisses with ``once``, ``always`` or ``deny``."""
+    """Asks whether one tool call may run; dismisses with ``once``, ``always`` or ``deny``
+    (``cancels_turn`` then says whether esc asked for the turn to be cancelled too)."""
 
     DEFAULT_CSS = """
     ApprovalScreen {
@@ -79,6 +102,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     ApprovalScreen Horizontal {
         height: auto;
     }
+    ApprovalScreen #keys {
+        height: auto;
+        margin-top: 1;
+        color: $text-muted;
+    }
+    ApprovalScreen.waiting #keys {
+        color: $text-warning;
+        text-style: bold;
+    }
     ApprovalScreen Button {
         margin-right: 1;
     }
@@ -99,14 +131,29 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
         Binding("o,y", "answer('once')", "Allow once"),
         Binding("a", "answer('always')", "Always"),
-        Binding("d,n,escape", "answer('deny')", "Deny"),
+        Binding("d,n", "answer('deny')", "Deny"),
+        Binding("escape", "stop", "Deny and cancel the turn"),
     ]
 
-    def __init__(self, tool: str, args: dict[str, Any], workspace: Path | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        workspace: Path | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        typed_ahead: TypedAhead | None = None,
+    ) -> None:
+        super().__init__(classes="waiting")
         self.tool = tool
         self.args = args
         self.workspace = workspace
+        self.cancels_turn = False
+        """True once esc answered: the call is denied and the turn is to be cancelled."""
+        self._clock = clock
+        self._typed_ahead = typed_ahead
+        self._quiet_since = clock()
+        self._accepting = False
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -114,13 +161,49 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             with VerticalScroll(id="preview"):  # scrolls when the screen is too short
                 yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
             with Horizontal():
-                yield Button("Allow once (o)", id="once", variant="primary")
-                yield Button("Always, this session (a)", id="always")
-                yield Button("Deny (d)", id="deny", variant="error")
+                yield Button("Allow once (o)", id="once", variant="primary", disabled=True)
+                yield Button("Always, this session (a)", id="always", disabled=True)
+                yield Button("Deny (d)", id="deny", variant="error", disabled=True)
+            yield Static(KEYS_WAITING, id="keys", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#once", Button).focus()
+        self._poll = self.set_interval(QUIET_POLL, self.accepting)
         self.on_resize()
+
+    @property
+    def waiting(self) -> bool:
+        """True while the prompt takes no answer (its buttons disabled)."""
+        return not self._accepting
+
+    def accepting(self) -> bool:
+        """Whether keys answer now: once no key has come for ``QUIET_SECONDS`` since the
+        prompt opened, the buttons wake (``#once`` focused) and stay awake."""
+        if not self._accepting and self._clock() - self._quiet_since >= QUIET_SECONDS:
+            self._accepting = True
+            self._poll.stop()
+            self.remove_class("waiting")
+            for button in self.query(Button):
+                button.disabled = False
+            self.query_one("#once", Button).focus()
+            self.query_one("#keys", Static).update(KEYS_READY)
+        return self._accepting
+
+    def on_key(self, event: events.Key) -> None:
+        """A key while the prompt waits answers nothing (esc aside): it goes on to the
+        composer, and the wait starts again."""
+        if event.key == "escape" or self.accepting():
+            return
+        event.stop()
+        event.prevent_default()
+        self._quiet_since = self._clock()
+        if self._typed_ahead is not None:
+            self._typed_ahead(event)
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste is never an answer: it goes to the composer."""
+        event.stop()
+        if self._typed_ahead is not None:
+            self._typed_ahead(event)
 
     def on_resize(self) -> None:
         """Keep the question and the buttons on screen: the buttons stack on a narrow
@@ -131,7 +214,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.query_one("#preview", VerticalScroll).styles.max_height = room
 
     def action_answer(self, answer: ApprovalAnswer) -> None:
-        self.dismiss(answer)
+        if self.accepting():
+            self.dismiss(answer)
+
+    def action_stop(self) -> None:
+        """Esc: deny this call and have the turn cancelled (taken at once, waiting or not)."""
+        self.cancels_turn = True
+        self.dismiss("deny")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         answers: dict[str | None, ApprovalAnswer] = {

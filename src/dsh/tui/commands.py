@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, slash_command
@@ -17,6 +19,8 @@ Commands
   /sessions          pick a session to open (title, age, size, workspace)
   /title [TEXT]      show the session's title, or rename it (logged)
   /resume ID         open another session (an id or a unique prefix)
+  /new, /clear       start a new session here (the one you leave stays listed: /resume
+                     opens it again)
   /model [NAME]      show the model, or use NAME for the next turns
   /warnings          dsh's warnings and errors since the UI started, with their times
                      (each also shows for a moment in a corner)
@@ -32,6 +36,11 @@ Keys
   pgup / pgdn        scroll the transcript  (home / end too, on an empty draft)
   esc, ctrl+c        cancel the running turn; when idle, clear the draft (ctrl+z
                      brings it back); ctrl+c twice on an empty draft leaves dsh
+  enter while busy   queue the draft: it is sent when the turn ends (not after a cancel
+                     or a failure: it comes back into the box); esc takes it back
+  approval prompt    o allow once · a always (this session) · d or n deny the call ·
+                     esc deny it and cancel the turn; keys typed as it opens go to your
+                     draft until you pause
   ctrl+r             show / hide the model's reasoning
   ctrl+o             expand / collapse the selected (or last) tool card or marker
   ctrl+f             find in the transcript: enter / down next, shift+enter / up
@@ -40,12 +49,9 @@ Keys
                      complete, move to the transcript: up / down select a card, enter
                      expands it, a click expands too; pgup / pgdn / home / end scroll"""
 
-KEPT_WHILE_RUNNING = (
-    "Something is running: your draft stays in the box; press enter again when it is done "
-    "(esc cancels a turn)."
-)
-
-COMMANDS = BUILT_IN_COMMANDS
+COMMANDS = (*BUILT_IN_COMMANDS, "new", "clear")
+"""The terminal UI's commands: the built-ins every face reserves, and ``/new`` (``/clear``, the
+name other agents give it) for a new session."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +80,18 @@ def prompt_text(draft: str) -> str:
 
 
 def waits(shell: str | None, command: Command | None) -> bool:
-    """True if a draft must wait for the running turn (a prompt, ``!cmd``, ``/compact``,
-    ``/resume ID``, ``/title TEXT``); the other commands answer at once."""
+    """True if a draft must wait for the running turn (a prompt, a prompt command, ``!cmd``,
+    ``/compact``, ``/new``, ``/resume ID``, ``/title TEXT``); the other commands answer at once."""
     if shell is not None:
         return bool(shell)
-    if command is None:
+    if command is None or command.name not in COMMANDS:
         return True
-    return command.name == "compact" or (command.name in ("resume", "title") and bool(command.arg))
+    if command.name in ("compact", "new", "clear"):
+        return True
+    return command.name in ("resume", "title") and bool(command.arg)
+
+
+def closest_command(name: str, names: Iterable[str]) -> str | None:
+    """The command ``name`` most likely meant to be (a typo of it), if one is close."""
+    found = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return found[0] if found else None

@@ -199,6 +199,20 @@ class Controller:
         self.project_seconds = time.perf_counter() - started
         return items
 
+    def new_session(self) -> str | None:
+        """Close the open session (it stays in the store) and start afresh as ``dsh`` does:
+        the configured settings and route, a new approval policy; the next prompt creates the
+        session. Returns the id of the session left (None: none was open)."""
+        left = self.session.id if self.session is not None else None
+        route = self._route_factory(None)  # may raise: the open session is kept then
+        self.close()
+        self.settings, self.route = self.options.settings, route
+        self.projector = TranscriptProjector()
+        self.cache = CacheCounter()
+        self.progress = CompactionProgress()
+        self.policy = self._new_policy()
+        return left
+
     def _adopt(self, runner: SessionRunner) -> None:
         runner.on_stream = self.listener.streamed
         self.runner = runner

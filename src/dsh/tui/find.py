@@ -20,13 +20,19 @@ from textual.widgets import Input, Static
 
 from dsh.transcript import PassDetails, ToolResultItem
 from dsh.tui.blocks import Block, card_text
-from dsh.tui.prompt import KEYS_HINT
+from dsh.tui.hint_line import Hint, HintLine
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.transcript_view import TranscriptView
 from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "find in the transcript"
-KEYS = "enter/down next match · shift+enter/up previous · pgup/pgdn scroll · esc back to the prompt"
+KEYS: tuple[Hint, ...] = (
+    ("enter/down next", 1),
+    ("shift+enter/up previous", 2),
+    ("pgup/pgdn scroll", 3),
+    ("esc back to the prompt", 0),
+)
+"""The find bar's keys on the hint line (the highest ranks left out first when it is narrow)."""
 
 
 def searchable(block: Block, *, show_reasoning: bool, details: PassDetails | None = None) -> str:
@@ -175,7 +181,7 @@ class FindBar(Horizontal):
         """Show the bar and focus it; a needle left from before is searched again."""
         self.add_class("open")
         fit_to_height(self.screen, self.app.size.height)
-        self.app.query_one("#hint", Static).update(KEYS)
+        self.app.query_one(HintLine).say_hints(KEYS)
         field = self.query_one(FindInput)
         field.focus()
         field.select_all()
@@ -184,7 +190,7 @@ class FindBar(Horizontal):
     def close(self) -> None:
         self.remove_class("open")
         fit_to_height(self.screen, self.app.size.height)
-        self.app.query_one("#hint", Static).update(KEYS_HINT)
+        self.app.query_one(HintLine).clear()
         self.view.show_found(None)
         self.app.query_one("#prompt").focus()
 

@@ -5,6 +5,10 @@ Up on the first line and down on the last line walk the history of earlier promp
 completes a slash command at the start of the draft, or an ``@path`` from the workspace;
 with several candidates it completes their common prefix and names them in the hint line.
 
+While something runs, a draft sent waits in the composer (``queue``): the box empties for the
+next one and its border says what is queued; the app sends it when the running work ends well,
+and puts it back in the box otherwise (``unqueue``).
+
 Whatever enters the draft (a paste, a recalled prompt, a completed path) holds no character a
 terminal would act on: each shows, and is sent, as its Python escape (``\\x1b``).
 """
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual import events
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult
@@ -25,10 +30,8 @@ from dsh.errors import printable_line
 from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
-KEYS_HINT = (
-    "enter send · shift+enter/ctrl+j newline · tab completes / and @path · esc clears · "
-    "pgup/pgdn scroll"
-)
+QUEUED = "queued · sent when this turn ends · esc takes it back · "
+"""The border title of a composer holding a queued draft (its first line follows)."""
 CLEARED_HINT = "draft cleared · ctrl+z brings it back"
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "newline"})
 MAX_LISTED = 8
@@ -131,6 +134,8 @@ class PromptBox(TextArea):
         self._index: int | None = None
         self._draft = ""
         self._cleared = False
+        self.queued: str | None = None
+        """A draft sent while something ran, to send when it ends (None: none)."""
 
     @property
     def value(self) -> str:
@@ -167,6 +172,37 @@ class PromptBox(TextArea):
         self._cleared = True
         self.post_message(self.Hint(CLEARED_HINT))
         return True
+
+    # ---- the queued draft -------------------------------------------------------------------
+
+    def queue(self, draft: str) -> None:
+        """Hold ``draft`` to send when the running work ends; the box empties for the next."""
+        self.queued = draft
+        self.value = ""
+        self._index = None
+        self._show_queued()
+
+    def take_queued(self) -> str | None:
+        """The queued draft, no longer queued (None: none was)."""
+        draft, self.queued = self.queued, None
+        self._show_queued()
+        return draft
+
+    def unqueue(self) -> bool:
+        """Put the queued draft back in the box, before anything typed since; False if none."""
+        draft = self.take_queued()
+        if draft is None:
+            return False
+        typed = self.text
+        self.value = f"{draft}\n{typed}" if typed.strip() else draft
+        return True
+
+    def _show_queued(self) -> None:
+        if self.queued is None:
+            self.border_title = None
+            return
+        first = printable_line(self.queued.strip().split("\n", 1)[0])
+        self.border_title = Content(QUEUED + first)
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if self._cleared and self.text:  # typing again (or the undo): the keys again

@@ -1,0 +1,165 @@
+"""The terminal UI's one piece of work at a time: a turn, a ``!cmd`` or a ``/compact``, each run
+as a Textual worker, with what the status bar says meanwhile.
+
+A draft sent while work runs is queued in the composer (``PromptBox.queue``). When the work
+ends well (a turn that completed, a ``!cmd`` or ``/compact`` that was not cancelled) the queued
+draft is sent as if typed then; a cancel (esc, ctrl+c, esc in the approval prompt), an error,
+or a turn that ended any other way puts it back in the box, unsent, for people to look at the
+outcome first.
+
+``!cmd`` output waits in ``shell_context`` and goes to the model ahead of the next prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from textual.worker import Worker
+
+from dsh.agent.waiting import POLL_EVERY, waiting_notice
+from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
+from dsh.tui.shell_command import context_block, run_shell_command
+
+if TYPE_CHECKING:
+    from dsh.tui.app import DshApp
+
+log = logging.getLogger("dsh.tui")
+
+WORKING = "working… (esc cancels)"
+BUSY_NOW = "Something is running: wait for it (esc cancels a turn)."
+QUEUED_ALREADY = "A draft is queued already: esc takes it back to edit or add to it."
+NOT_SENT = "The queued draft was not sent: it is back in the box."
+
+
+class Work:
+    """The work slot of one app."""
+
+    def __init__(self, app: DshApp) -> None:
+        self.app = app
+        self.worker: Worker[None] | None = None
+        self.shell_context: list[str] = []
+        """``!cmd`` outputs waiting for the next prompt (of the open session only)."""
+        self._failed = False
+        self._waiting: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and not self.worker.is_finished
+
+    def start(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the slot (callers check ``running`` first)."""
+        self._failed = False
+        self.worker = self.app.run_worker(work, group="turn", exit_on_error=False)
+        self.app.show_keys()
+
+    def failed(self) -> None:
+        """The running work did not end well: a queued draft is not sent after it."""
+        self._failed = True
+
+    def cancel(self) -> bool:
+        """Cancel the running turn or ``/compact`` (False if none runs); a queued draft comes
+        back into the box."""
+        app = self.app
+        if not app.controller.cancel():
+            return False
+        app.set_busy("cancelling…")
+        self.failed()
+        app.prompt_box.unqueue()
+        app.show_keys()
+        return True
+
+    def queue(self, draft: str) -> None:
+        """Hold ``draft`` in the composer until the running work ends (one at a time)."""
+        box = self.app.prompt_box
+        if box.queued is not None:
+            self.app.notify(QUEUED_ALREADY)
+            return
+        box.queue(draft)
+        self.app.show_keys()
+
+    def ended(self, worker: Worker[Any]) -> None:
+        """A worker changed state: if it was this slot's and has ended, send the queued draft
+        (it ended well) or put it back in the box."""
+        if worker is not self.worker or not worker.is_finished:
+            return
+        app = self.app
+        box = app.prompt_box
+        if box.queued is not None and (self._failed or worker.error is not None):
+            box.unqueue()
+            app.notify(NOT_SENT)
+        elif box.queued is not None:
+            app.submit(box.take_queued() or "", queued=True)
+        app.show_keys()
+
+    # ---- the kinds of work ----------------------------------------------------------------
+
+    def send(self, prompt: str) -> None:
+        """Run a turn on ``prompt``, the ``!cmd`` output waiting put ahead of it."""
+        if self.running:
+            self.app.note(BUSY_NOW)
+            return
+        if self.shell_context:  # ``!cmd`` output goes to the model with this prompt
+            prompt = "\n\n".join([*self.shell_context, prompt])
+            self.shell_context = []
+        self.start(self._turn(prompt))
+
+    def run_shell(self, command: str) -> None:
+        """``!cmd``: run it (asking first under the ``ask`` policy); its output joins the
+        context with the next prompt."""
+        if not command:
+            self.app.note("!cmd runs cmd in the workspace; its output goes with your next prompt.")
+        elif self.running:
+            self.app.note(BUSY_NOW)
+        else:
+            self.start(self._shell(command))
+
+    async def _shell(self, command: str) -> None:
+        app = self.app
+        app.set_busy(f"$ {command}")
+        try:
+            output = await run_shell_command(app.controller, command)
+        finally:
+            app.set_busy(None)
+        if output.code == "DENIED":
+            app.note(output.text)
+            return
+        self.shell_context.append(context_block(command, output))
+        app.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
+
+    def _poll_waiting(self) -> None:
+        """While a model call is silent, the status says for how long (after a second)."""
+        app = self.app
+        if app.busy not in (WORKING, self._waiting):
+            return  # cancelling…: that says more
+        notice = waiting_notice(app.controller.waiting_since, asyncio.get_running_loop().time())
+        self._waiting = f"{notice} (esc cancels)" if notice else None
+        busy = self._waiting or WORKING
+        if busy != app.busy:
+            app.set_busy(busy)
+
+    async def _turn(self, prompt: str) -> None:
+        app = self.app
+        app.set_busy(WORKING)
+        poll = app.set_interval(POLL_EVERY, self._poll_waiting)
+        try:
+            result = await app.controller.run_turn(prompt)  # its end is a logged note
+            if result.reason != "completed":
+                self.failed()
+        except DshError as exc:
+            self.failed()
+            app.note(f"error: {error_line(str(exc))}")
+        except Exception as exc:  # a bug must not take the session down with it
+            self.failed()
+            failure = f"internal error: {error_line(exc)}"  # one line, escaped, bounded
+            # the record keeps the exception whole (exc_info), as the log's turn/end its text
+            log.exception("the turn failed: %s", failure, extra={SHOWN_AS_ERROR: True})
+            app.note(failure)  # shown here: /warnings lists it, no toast repeats it
+        finally:
+            poll.stop()
+            self._waiting = None
+            app.reset_live()
+            app.set_busy(None)
+            app.measure_context()
