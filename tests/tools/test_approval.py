@@ -11,6 +11,7 @@ from dsh.tools.approval import (
     ApprovalAnswer,
     ApprovalPolicy,
     Decision,
+    always_label,
     for_a_person,
 )
 from dsh.tools.base import Tool, ToolContext, ToolKind
@@ -97,6 +98,11 @@ def test_ask_always_for_a_shell_call_covers_that_exact_command_only(ctx: ToolCon
     assert not asyncio.run(policy.decide(SHELL, longer, ctx)).allowed
     assert not asyncio.run(policy.decide(SHELL, {"command": "rm -rf build"}, ctx)).allowed
     assert len(approver.asked) == 3
+
+
+def test_the_always_answer_is_labelled_with_what_it_lets_through() -> None:
+    assert always_label(SHELL.name) == "Always allow this command"
+    assert always_label(WRITE.name) == "Always allow write_file"
 
 
 def test_ask_always_remembers_the_tool_for_the_session(ctx: ToolContext) -> None:

@@ -447,6 +447,9 @@ def test_approvals_are_asked_in_the_page(browser: Any, tmp_path: Path) -> None:
         assert (
             "bash" in approval.inner_text() and "echo approved-in-browser" in approval.inner_text()
         )
+        # "always" about a shell call covers that command, and its button says so
+        always = approval.locator("button[data-answer='always']").inner_text()
+        assert always == "Always allow this command"
         approval.locator("button[data-answer='once']").click()
         approval.wait_for(state="detached")
         wait_idle(page)

@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args
 
 from dsh.errors import ConfigError
 from dsh.tools.base import Tool, ToolContext, ToolKind
+from dsh.tools.shell import BashTool
 
 ApprovalMode = Literal["ask", "auto", "read-only"]
 ApprovalAnswer = Literal["once", "always", "deny"]
@@ -127,6 +128,15 @@ class ApprovalPolicy:
             f"{tool.name} was not run: the user denied this call. Do not retry it as is; "
             "ask the user how to proceed or take a different approach."
         )
+
+
+def always_label(tool_name: str) -> str:
+    """How the faces label the "always" answer about a call of ``tool_name``, saying what it
+    lets run unasked for the rest of the session: for the shell tool, that command
+    (:func:`shell_command`); for any other, every call of the tool."""
+    if tool_name == BashTool.name:
+        return "Always allow this command"
+    return f"Always allow {tool_name}"
 
 
 def for_a_person(denial: str) -> str:

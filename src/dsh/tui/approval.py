@@ -27,7 +27,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from dsh.tools.approval import ApprovalAnswer
+from dsh.tools.approval import ApprovalAnswer, always_label
 from dsh.tui.diffs import call_diff, line_style
 from dsh.tui.wrap import sanitize
 
@@ -162,7 +162,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                 yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
             with Horizontal():
                 yield Button("Allow once (o)", id="once", variant="primary", disabled=True)
-                yield Button("Always, this session (a)", id="always", disabled=True)
+                yield Button(f"{always_label(self.tool)} (a)", id="always", disabled=True)
                 yield Button("Deny (d)", id="deny", variant="error", disabled=True)
             yield Static(KEYS_WAITING, id="keys", markup=False)
 

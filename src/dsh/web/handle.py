@@ -17,7 +17,7 @@ import anyio.to_thread
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.session_runner import Activity, SessionRunner
 from dsh.surface import Session
-from dsh.tools.approval import ApprovalAnswer
+from dsh.tools.approval import ApprovalAnswer, always_label
 from dsh.tools.diffs import planned_diff
 from dsh.web.live import LiveHub, delta_frame, frame
 from dsh.web.runtime import Runtime
@@ -33,7 +33,12 @@ class PendingApproval:
     """A file-writing call's diff against the file as it is (the page cannot read it)."""
 
     def public(self) -> dict[str, Any]:
-        shown = {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+        shown = {
+            "id": self.id,
+            "tool": self.tool,
+            "args": _jsonable(self.args),
+            "alwaysLabel": always_label(self.tool),
+        }
         return shown if self.diff is None else {**shown, "diff": self.diff}
 
 

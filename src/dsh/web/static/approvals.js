@@ -29,7 +29,7 @@ export function showApproval(approval, sessionId, onError) {
   }
   const buttons = document.createElement('div');
   buttons.className = 'buttons';
-  for (const [answer, label] of [['once', 'Allow once'], ['always', `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
+  for (const [answer, label] of [['once', 'Allow once'], ['always', approval.alwaysLabel || `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
     const button = document.createElement('button');
     button.type = 'button';
     button.textContent = shown(label);
