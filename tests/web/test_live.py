@@ -249,18 +249,30 @@ def test_an_approval_is_pushed_and_answered_once(asking: Served) -> None:
     live.close()
 
 
-def test_always_answers_the_rest_of_the_session(asking: Served) -> None:
-    sid = asking.new_session()
-    live = asking.live(sid)
-    live.next()
-    asking.http.post(f"/api/sessions/{sid}/prompt", json={"text": "run it"})
-    approval = live.until(approval_of)[-1]["approval"]
-    asking.http.post(f"/api/sessions/{sid}/approvals/{approval['id']}", json={"answer": "always"})
-    frames = live.until(idle)
-    assert not any(f["kind"] == "approval" for f in frames)
-    texts = result_texts(frames)
-    assert "approved-output" in texts[0] and "second-call" in texts[1]
-    live.close()
+def test_always_answers_that_command_for_the_rest_of_the_session(tmp_path: Path) -> None:
+    env = make_env(tmp_path, approval="ask")
+    env.script = shell_script("echo approved-output", "echo approved-output", "echo other")
+    served = Served(env)
+    try:
+        sid = served.new_session()
+        live = served.live(sid)
+        live.next()
+        served.http.post(f"/api/sessions/{sid}/prompt", json={"text": "run it"})
+        first = live.until(approval_of)[-1]["approval"]
+        assert first["alwaysLabel"] == "Always allow this command"
+        served.http.post(f"/api/sessions/{sid}/approvals/{first['id']}", json={"answer": "always"})
+        # the same command runs unasked; another one is asked about
+        frames = live.until(approval_of)
+        other = frames[-1]["approval"]
+        assert other["args"] == {"command": "echo other"}
+        assert len(result_texts(frames)) == 2
+        served.http.post(f"/api/sessions/{sid}/approvals/{other['id']}", json={"answer": "once"})
+        texts = result_texts(frames + live.until(idle))
+        assert "approved-output" in texts[0] and "approved-output" in texts[1]
+        assert "other" in texts[2]
+        live.close()
+    finally:
+        served.close()
 
 
 def test_cancel_while_waiting_for_approval(asking: Served, tmp_path: Path) -> None:
