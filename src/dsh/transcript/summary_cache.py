@@ -24,9 +24,10 @@ from dsh.store.appended import LogPosition
 from dsh.transcript.titles import SummaryFold
 
 CACHE_FORMAT = "dsh-session-summaries"
-CACHE_VERSION = 2
-"""2: titles are kept to ``WIDEST_TITLE_CHARS`` (version 1 kept the terminal's narrower
-cut, too short for the web's sidebar; such a cache is rebuilt)."""
+CACHE_VERSION = 3
+"""3: a first prompt's title leaves out the ``!cmd`` output sent ahead of it (version 2 titled
+such a session "I ran `…`"); 2: titles are kept to ``WIDEST_TITLE_CHARS`` (version 1 kept the
+terminal's narrower cut, too short for the web's sidebar). An older cache is rebuilt."""
 
 
 class CachedSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

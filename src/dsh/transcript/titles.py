@@ -24,6 +24,7 @@ from dsh.events import (
     UserSource,
 )
 from dsh.store import SessionHeader
+from dsh.transcript.shell_blocks import typed_part
 
 TITLE_CHARS = 60
 WIDEST_TITLE_CHARS = 80
@@ -55,13 +56,14 @@ def session_title(events: Iterable[Event], limit: int = TITLE_CHARS) -> str | No
 
 
 def _prompt_text(event: Event) -> str | None:
-    """The text of a prompt a person typed (None for any other event)."""
+    """The text of a prompt a person typed, without the ``!cmd`` output sent ahead of it (None
+    for any other event)."""
     if (
         isinstance(event, UserMessageEvent)
         and event.surface_op == "append"
         and isinstance(event.data.source, UserSource)
     ):
-        return event.data.text()
+        return typed_part(event.data.text())
     return None
 
 

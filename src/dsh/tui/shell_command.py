@@ -11,6 +11,7 @@ import secrets
 from dsh.agent.mcp_servers import tool_secrets
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, default_tools
+from dsh.transcript.shell_blocks import shell_block
 from dsh.tui.controller import Controller
 
 SHELL_TOOL = "bash"
@@ -58,8 +59,4 @@ def context_block(command: str, output: ToolOutput) -> str:
         half = MAX_OUTPUT_CHARS // 2
         left_out = len(text) - MAX_OUTPUT_CHARS
         text = f"{text[:half]}\n… ({left_out} characters left out) …\n{text[-half:]}"
-    outcome = "failed" if output.is_error else "printed"
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"I ran `{command}` in the workspace; it {outcome}:\n{fence}\n{text.rstrip()}\n{fence}"
+    return shell_block(command, text, failed=output.is_error)
