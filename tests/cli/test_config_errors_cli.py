@@ -60,3 +60,23 @@ def test_an_unknown_dsh_variable_warns_by_name_and_the_command_still_runs(tmp_pa
     assert result.returncode == 0 and "no sessions" in result.stdout
     assert result.stderr.count("DSH_NO_SUCH_THING") == 1
     assert result.stderr.startswith("dsh: warning: ignored environment variable DSH_NO_SUCH_THING")
+
+
+def test_config_mistakes_are_one_line_with_the_way_out_and_create_no_session(tmp_path, env):  # noqa: F811
+    config = tmp_path / "home" / "config.toml"
+    config.parent.mkdir()
+    script = write_script(tmp_path / "s.json", [{"text": "hi"}])
+    said = {
+        '[tools]\napproval = "yes"\n': "dsh: error: config key tools.approval must be one of "
+        f"ask, auto, read-only; got 'yes' (set in {config})",
+        "[provider]\ntemprature = 0.2\n": f"dsh: error: unknown config key provider.temprature "
+        f"in {config} (did you mean provider.temperature?)",
+        'model = "qwen"\n': f"dsh: error: config key model in {config} belongs in a section "
+        "(did you mean provider.model?)",
+    }
+    for toml, line in said.items():
+        config.write_text(toml)
+        result = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path, check=False)
+        assert (result.returncode, result.stderr.splitlines()) == (2, [line])
+    assert session_files(tmp_path / "home") == []
+

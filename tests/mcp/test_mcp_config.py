@@ -45,7 +45,10 @@ def test_servers_add_up_by_name_across_layers(tmp_path: Path) -> None:
         ("command = []\n", "config key mcp.servers.docs.command must name a program"),
         ('command = ["x"]\ntimeout_s = 0\n', "config key mcp.servers.docs.timeout_s must be"),
         ('command = ["x"]\nstartup_timeout_s = -1\n', "mcp.servers.docs.startup_timeout_s"),
-        ('comand = ["x"]\n', "config key mcp.servers.docs: Object contains unknown field"),
+        (
+            'comand = ["x"]\n',
+            "unknown config key mcp.servers.docs.comand (did you mean mcp.servers.docs.command?)",
+        ),
         ("enabled = true\n", "config key mcp.servers.docs: Object missing required field"),
         ('command = "x"\n', "config key mcp.servers.docs.command: Expected `array`"),
     ],

@@ -67,6 +67,7 @@ from dsh.config.sections import (
     TrustSettings,
     window_too_small,
 )
+from dsh.config.wording import describe, unknown_key, unknown_section
 from dsh.errors import ConfigError
 
 __all__ = [
@@ -155,15 +156,30 @@ def load_settings(
         flags = {k: dict(v) for k, v in overrides.items()}
         _merge(merged, flags, origin="command line", origins=origins)
     try:
-        check_servers(merged, describe=_describe)
+        check_servers(merged)
+        _check_overrides(merged)
         check_header_types(merged)
         settings = msgspec.convert(merged, Settings, strict=False)
         validate_settings(settings)
     except msgspec.ValidationError as exc:
-        raise ConfigError(_set_in(f"invalid configuration: {_describe(exc)}", origins)) from exc
+        raise ConfigError(_set_in(describe(exc, Settings), origins)) from exc
     except ConfigError as exc:
         raise ConfigError(_set_in(str(exc), origins)) from exc
     return settings
+
+
+def _check_overrides(merged: Mapping[str, Mapping[str, Any]]) -> None:
+    """Convert each ``[provider.overrides."…"]`` and ``[compaction.overrides."…"]`` table on
+    its own, so an error names its route (a whole conversion says ``overrides[...]``)."""
+    for section, kind in (("provider", ProviderOverride), ("compaction", CompactionOverride)):
+        tables = merged.get(section, {}).get("overrides")
+        if not isinstance(tables, Mapping):
+            continue
+        for name, table in tables.items():
+            try:
+                msgspec.convert(table, kind, strict=False)
+            except msgspec.ValidationError as exc:
+                raise ConfigError(describe(exc, kind, f'{section}.overrides."{name}"')) from exc
 
 
 def _set_in(message: str, origins: Mapping[str, str]) -> str:
@@ -404,13 +420,13 @@ def _merge(
     for section, values in layer.items():
         fields = SECTIONS.get(section)
         if fields is None:
-            raise ConfigError(f"unknown config section [{section}] in {origin}")
+            raise ConfigError(unknown_section(section, values, SECTIONS, origin))
         if not isinstance(values, Mapping):
             raise ConfigError(f"config [{section}] in {origin} must be a table")
         known = set(fields.__struct_fields__)
         for key, value in values.items():
             if key not in known:
-                raise ConfigError(f"unknown config key {section}.{key} in {origin}")
+                raise ConfigError(unknown_key(section, key, SECTIONS, origin))
             if (section, key) == ("mcp", "servers") and isinstance(value, Mapping):
                 # servers add up by name across layers (a later one of the same name replaces it)
                 if origins is not None:
@@ -420,11 +436,3 @@ def _merge(
             into.setdefault(section, {})[key] = value
             if origins is not None:
                 origins[f"{section}.{key}"] = origin
-
-
-def _describe(exc: msgspec.ValidationError, root: str = "") -> str:
-    """The error with the key it names; ``root``: the key of the value that was converted."""
-    text = str(exc)
-    message, _, where = text.partition(" - at `$")
-    key = ".".join(part for part in (root, where.rstrip("`").lstrip(".")) if part)
-    return f"config key {key}: {message}" if key else text

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from dsh.config.sections import McpServerSettings
+from dsh.config.wording import describe
 from dsh.errors import ConfigError
 
 log = logging.getLogger("dsh.config")
@@ -69,12 +70,8 @@ def validate_server(name: str, server: McpServerSettings) -> None:
         _require(ok, f"mcp.servers.{name}.{key}", rule)
 
 
-def check_servers(
-    merged: Mapping[str, Mapping[str, Any]],
-    *,
-    describe: Callable[[msgspec.ValidationError, str], str],
-) -> None:
-    """Convert each merged server on its own; ``describe`` words the error with its key."""
+def check_servers(merged: Mapping[str, Mapping[str, Any]]) -> None:
+    """Convert each merged server on its own, so an error names its key."""
     servers = merged.get("mcp", {}).get("servers")
     if not isinstance(servers, Mapping):
         return
@@ -82,8 +79,7 @@ def check_servers(
         try:
             msgspec.convert(server, McpServerSettings, strict=False)
         except msgspec.ValidationError as exc:
-            where = f"mcp.servers.{name}"
-            raise ConfigError(f"invalid configuration: {describe(exc, where)}") from exc
+            raise ConfigError(describe(exc, McpServerSettings, f"mcp.servers.{name}")) from exc
 
 
 def _require(ok: bool, key: str, rule: str) -> None:
