@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from dsh.llm.window import Discovered, discover_window
+from dsh.llm import window as window_module
+from dsh.llm.window import Discovered, Unreachable, discover_window, served_models
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import Canned, FakeServer, json_ok, openai_text
 
@@ -201,3 +207,81 @@ def test_a_models_list_reporting_a_window_under_the_bound_is_ignored(server: Fak
     assert route.context_window == 128_000
     assert route.notice is not None and "reports a 1,023-token context window" in route.notice
     assert "(vLLM /v1/models)" in route.notice
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_server_that_cannot_be_reached_is_unreachable_after_one_attempt(monkeypatch):
+    asked: list[str] = []
+    real = window_module._get_json
+
+    def spy(url: str, headers: dict[str, str], **kwargs: object) -> object:
+        asked.append(url)
+        return real(url, headers, **kwargs)
+
+    monkeypatch.setattr(window_module, "_get_json", spy)
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    assert discover_window(url, "m") == Unreachable("connection refused")
+    assert asked == [url.removesuffix("/v1") + "/props"]  # /v1/models is not tried as well
+    assert served_models(url) == Unreachable("connection refused")
+
+
+def test_an_unreachable_server_is_asked_again_the_next_time():
+    """It may have started since: "unreachable" is not cached as "says nothing" is."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    assert isinstance(discover_window(url, "m"), Unreachable)
+    with _llama_server(port, n_ctx=4096):  # the server now answers on that port
+        assert discover_window(url, "m") == Discovered(4096, "llama.cpp /props")
+
+
+@contextlib.contextmanager
+def _llama_server(port: int, *, n_ctx: int) -> Iterator[None]:
+    """A server on ``port`` answering ``GET /props`` as llama.cpp does."""
+    body = json.dumps({"default_generation_settings": {"n_ctx": n_ctx}}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/props" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01})
+    thread.start()
+    try:
+        yield
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def test_dsh_run_says_the_server_could_not_be_reached_not_that_it_is_silent(tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [DSH, "run", "--base-url", url, "--model", "m", "--json", "hi"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "does not report its context window" not in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"dsh: warning: {url} could not be reached (connection refused) to ask its context "
+        "window; assuming 128,000 tokens (set provider.context_window or --context-window)"
+    )
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [event["type"] for event in events]
+    assert "llm/retry" not in types  # one attempt, no back-off: the error comes at once
+    (error,) = [event["data"] for event in events if event["type"] == "request/error"]
+    assert (error["code"], error["retryable"]) == ("CONNECTION", False)

@@ -80,3 +80,19 @@ def test_config_mistakes_are_one_line_with_the_way_out_and_create_no_session(tmp
         assert (result.returncode, result.stderr.splitlines()) == (2, [line])
     assert session_files(tmp_path / "home") == []
 
+
+def test_an_openai_compatible_route_without_a_model_names_every_way_to_give_one(tmp_path, env):  # noqa: F811
+    """No server to ask and no model: the flag, the variable and the config key are all
+    named; then the same for the base URL."""
+    argv = ["run", "--provider", "openai-compatible", "hello"]
+    result = dsh(*argv, env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "dsh: error: provider 'openai-compatible' needs a model: pass --model, or set "
+        "DSH_PROVIDER_MODEL or provider.model"
+    ]
+    result = dsh(*argv, "--model", "m", env=env, cwd=tmp_path, check=False)
+    assert result.stderr.splitlines() == [
+        "dsh: error: provider 'openai-compatible' needs a base URL: pass --base-url, or set "
+        "DSH_PROVIDER_BASE_URL or provider.base_url"
+    ]

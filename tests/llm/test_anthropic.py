@@ -372,7 +372,8 @@ def test_slow_server_is_a_timeout(server: FakeServer):
     assert (error.code, error.retryable) == (ErrorCode.TIMEOUT, True)
 
 
-def test_refused_connection_is_a_connection_error():
+def test_a_refused_loopback_connection_fails_at_once_naming_the_address():
+    """Nothing listens on that port of this machine: not retried (dsh.llm.errors)."""
     with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -380,7 +381,10 @@ def test_refused_connection_is_a_connection_error():
 
     _, error = collect_until_error(p.stream(make_request(), history=()))
 
-    assert (error.code, error.retryable) == (ErrorCode.CONNECTION, True)
+    assert (error.code, error.retryable) == (ErrorCode.CONNECTION, False)
+    assert error.detail == (
+        f"nothing listens at 127.0.0.1:{port} (connection refused): is the server running?"
+    )
 
 
 def test_a_finished_call_without_arguments_survives_a_reply_cut_off_after_it(server: FakeServer):

@@ -42,8 +42,13 @@ def test_a_refused_port_inside_a_task_group_is_a_connection_error(mapper):
     (leaf,) = raised.value.exceptions
     assert isinstance(leaf, httpx2.ConnectError)  # the real refusal, inside the group
     grouped, plain = mapper(raised.value), mapper(leaf)
-    assert (grouped.code, grouped.retryable) == (ErrorCode.CONNECTION, True)
-    assert (grouped.code, grouped.detail) == (plain.code, plain.detail)
+    # refused by 127.0.0.1: not retried (dsh.llm.errors), inside the group as outside it
+    assert (grouped.code, grouped.retryable) == (ErrorCode.CONNECTION, False)
+    assert (grouped.code, grouped.detail, grouped.retryable) == (
+        plain.code,
+        plain.detail,
+        plain.retryable,
+    )
 
 
 @pytest.mark.parametrize("mapper", MAPPERS)
@@ -93,20 +98,22 @@ class _RelayTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(200, headers=headers, stream=_RelayBody(self.upstream))
 
 
-def _relayed(sdk: Any) -> Any:
-    http = httpx2.AsyncClient(transport=_RelayTransport(f"http://127.0.0.1:{_refused_port()}"))
+def _relayed(sdk: Any, upstream: int) -> Any:
+    http = httpx2.AsyncClient(transport=_RelayTransport(f"http://127.0.0.1:{upstream}"))
     return sdk(base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0, http_client=http)
 
 
 @pytest.mark.parametrize(
     "provider",
     [
-        lambda: OpenAICompatProvider("deepseek", client=_relayed(openai.AsyncOpenAI)),
-        lambda: AnthropicProvider(model="m", client=_relayed(anthropic.AsyncAnthropic)),
+        lambda port: OpenAICompatProvider("deepseek", client=_relayed(openai.AsyncOpenAI, port)),
+        lambda port: AnthropicProvider(model="m", client=_relayed(anthropic.AsyncAnthropic, port)),
     ],
     ids=["openai", "anthropic"],
 )
-def test_a_stream_a_task_group_breaks_is_a_retryable_connection_error(provider):
-    _, error = collect_until_error(provider().stream(make_request(), history=()))
-    assert (error.code, error.retryable) == (ErrorCode.CONNECTION, True)
-    assert "ConnectError" in error.detail
+def test_a_stream_a_task_group_breaks_is_the_connection_error_of_its_leaf(provider):
+    upstream = _refused_port()
+    _, error = collect_until_error(provider(upstream).stream(make_request(), history=()))
+    # the upstream 127.0.0.1 refused: not retried, naming the address that refused
+    assert (error.code, error.retryable) == (ErrorCode.CONNECTION, False)
+    assert f"127.0.0.1:{upstream} (connection refused)" in error.detail

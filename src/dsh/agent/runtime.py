@@ -1,5 +1,13 @@
 """Choosing a route from settings: the provider, model and window, the summariser's route,
 and the headless approval policy. What a session runs with is built in ``dsh.agent.wiring``.
+
+A route on a server that names no model (``openai-compatible`` with a base URL, no
+``provider.model``) takes the one model the server lists at ``/v1/models`` (llama.cpp and vLLM
+serve one), said once in the route's notice; that model is the route's, so it is what the
+requests name and the session records (a reopen uses the recorded one and asks nothing). A
+server listing several models (Ollama lists every one pulled), none, or not reached is a
+one-line ``ConfigError`` naming every way to give a model and, up to ``LISTED_MODELS``, what
+the server lists.
 """
 
 from __future__ import annotations
@@ -12,16 +20,17 @@ from pathlib import Path
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     MIN_CONTEXT_WINDOW,
+    ProviderSettings,
     Settings,
     compaction_misfit,
     window_too_small,
 )
 from dsh.errors import ConfigError
-from dsh.llm.registry import KNOWN_PROVIDERS, make_provider, route_api_key
+from dsh.llm.registry import KNOWN_PROVIDERS, make_provider, needs_model, route_api_key
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
-from dsh.llm.window import discover_window
+from dsh.llm.window import Discovered, Served, Unreachable, discover_window, served_models
 from dsh.store import EventStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
@@ -33,7 +42,8 @@ class Route:
     model: str
     context_window: int | None
     notice: str | None = None
-    """Something the face should say once (the server did not report its window)."""
+    """Something the face should say once (the server did not report its window, the model
+    was the one the server lists)."""
     summarizer_window: int | None = None
     """The window of a summariser on another model or server, as its provider is known to have
     or its server reports it (None: the summariser is this route, or its window is unknown);
@@ -70,9 +80,10 @@ def resolve_route(
             ReplayProvider.from_log(store, replay_from), model, window or DEFAULT_CONTEXT_WINDOW
         )
     env = os.environ if environ is None else environ
+    chosen, served = _chosen_model(cfg, env)
     provider, model, known_window = make_provider(
         cfg.name,
-        model=cfg.model,
+        model=chosen,
         base_url=cfg.base_url,
         api_key=cfg.api_key,
         api_key_env=cfg.api_key_env,
@@ -80,33 +91,75 @@ def resolve_route(
         headers=cfg.headers,
     )
     summarizer_window, summarizer_notice = _summarizer_window(settings, model, env)
+    adopted = None
+    if served is not None:
+        adopted = (
+            f"no model given: using {model}, the one model {cfg.base_url} serves (choose "
+            "another with --model or provider.model)"
+        )
+    assumed = (
+        f"assuming {DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or "
+        "--context-window)"
+    )
     if window or known_window or cfg.base_url is None:
-        notice = summarizer_notice
+        notice = None
         window = window or known_window
     else:
         key = route_api_key(
             cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=env
         )
-        found = discover_window(cfg.base_url, model, key, cfg.headers)
-        if found is not None and window_too_small(found.window):
+        found = discover_window(cfg.base_url, model, key, cfg.headers, served=served)
+        if isinstance(found, Discovered) and window_too_small(found.window):
             window = DEFAULT_CONTEXT_WINDOW
             notice = (
                 f"{cfg.base_url} reports a {found.window:,}-token context window for {model} "
                 f"({found.source}), under the {MIN_CONTEXT_WINDOW:,} dsh needs: ignored, "
-                f"assuming {DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or "
-                "--context-window)"
+                f"{assumed}"
             )
-        elif found is not None:
-            window, notice = found.window, _misfit_notice(settings, found.window)
-        else:
+        elif isinstance(found, Discovered):
+            window, notice = found.window, _misfit_notice(settings, model, found.window)
+        elif isinstance(found, Unreachable):
             window = DEFAULT_CONTEXT_WINDOW
             notice = (
-                f"{cfg.base_url} does not report its context window; assuming "
-                f"{DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or "
-                "--context-window)"
+                f"{cfg.base_url} could not be reached ({found.reason}) to ask its context "
+                f"window; {assumed}"
             )
-        notice = "; ".join(n for n in (notice, summarizer_notice) if n) or None
+        else:
+            window = DEFAULT_CONTEXT_WINDOW
+            notice = f"{cfg.base_url} does not report its context window; {assumed}"
+    notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
     return Route(provider, model, window, notice, summarizer_window)
+
+
+LISTED_MODELS = 5
+"""How many of a server's models the error of a route without a model names."""
+
+
+def _chosen_model(
+    cfg: ProviderSettings, environ: Mapping[str, str]
+) -> tuple[str | None, Served | None]:
+    """The model the route names (None: its provider's default), and when it names none on a
+    provider without a default but with a server, that server's one listed model with the list
+    (``served``, handed on so the window probe does not ask again); see the module docstring."""
+    known = KNOWN_PROVIDERS.get(cfg.name)
+    if cfg.model or known is None or known.default_model or cfg.base_url is None:
+        return cfg.model, None  # make_provider says what is missing, if anything
+    key = route_api_key(
+        cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=environ
+    )
+    served = served_models(cfg.base_url, key, cfg.headers)
+    if isinstance(served, Served) and len(served.models) == 1:
+        return served.models[0], served
+    if isinstance(served, Unreachable):
+        why = f"{cfg.base_url} could not be asked which it serves ({served.reason})"
+    elif not served.models:
+        why = f"{cfg.base_url} lists no model at /v1/models"
+    else:
+        names = served.models
+        more = f" and {len(names) - LISTED_MODELS} more" if len(names) > LISTED_MODELS else ""
+        shown = ", ".join(names[:LISTED_MODELS])
+        why = f"{cfg.base_url} serves {len(names)} models: {shown}{more}"
+    raise ConfigError(f"{needs_model(cfg.name)}; {why}")
 
 
 def _summarizer_window(
@@ -144,27 +197,33 @@ def _summarizer_window(
         environ=environ,
     )
     found = discover_window(base_url, summarizer_model, key, endpoint.headers)
-    if found is not None and window_too_small(found.window):
+    if isinstance(found, Discovered) and window_too_small(found.window):
         raise ConfigError(
             f"the summariser's server {base_url} reports a {found.window:,}-token "
             f"context window for {summarizer_model} ({found.source}); a summariser needs at "
             f"least {MIN_CONTEXT_WINDOW:,}: give it a larger window, choose another "
             "compaction.summarizer, or set compaction.summarizer_context_window"
         )
-    if found is not None:
+    if isinstance(found, Discovered):
         return found.window, None
     if known.context_window is not None:
         return known.context_window, None
+    said = (
+        f"could not be reached ({found.reason}) to ask"
+        if isinstance(found, Unreachable)
+        else "does not report"
+    )
     return None, (
-        f"the summariser's server does not report the context window of {summarizer_model}; "
+        f"the summariser's server {said} the context window of {summarizer_model}; "
         "its calls are sized to the conversation's (set compaction.summarizer_context_window)"
     )
 
 
-def _misfit_notice(settings: Settings, window: int) -> str | None:
-    """A server-reported window the compaction budgets cannot compact in (a configured one is
-    refused by config validation; a reported one is the server's, so it is said, not refused)."""
-    budgets = settings.compaction.for_route(settings.provider.name, settings.provider.model or "")
+def _misfit_notice(settings: Settings, model: str, window: int) -> str | None:
+    """A server-reported window the budgets of the route's ``model`` cannot compact in (a
+    configured one is refused by config validation; a reported one is the server's, so it is
+    said, not refused)."""
+    budgets = settings.compaction.for_route(settings.provider.name, model)
     if budgets.backend == "off":
         return None
     problem = compaction_misfit(budgets, window)

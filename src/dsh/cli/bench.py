@@ -38,7 +38,7 @@ from dsh.cli import context
 from dsh.cli.options import checked_base_url
 from dsh.config import CompactionSettings, load_settings
 from dsh.errors import ConfigError, MissingApiKeyError
-from dsh.llm.registry import KNOWN_PROVIDERS, route_api_key
+from dsh.llm.registry import KNOWN_PROVIDERS, needs_model, route_api_key
 
 DEFAULT_SEED = DEFAULT_SEEDS[0]
 
@@ -336,7 +336,7 @@ def _online_options(
     same = name == configured.name
     chosen = model or (configured.model if same else None) or known.default_model
     if not chosen:
-        raise ConfigError(f"provider {name!r} needs a model: pass --model or set provider.model")
+        raise ConfigError(needs_model(name))
     # A configured endpoint serves the provider it was set for, and any server that has no
     # endpoint of its own (openai-compatible), whatever provider name the config carries.
     endpoint = base_url or (configured.base_url if same or known.base_url is None else None)

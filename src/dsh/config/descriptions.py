@@ -4,7 +4,9 @@ from __future__ import annotations
 
 DESCRIPTIONS: dict[str, str] = {
     "provider.name": "deepseek, openai, anthropic, openai-compatible, scripted or replay.",
-    "provider.model": "Model name; each provider has a default.",
+    "provider.model": "Model name; each provider has a default but openai-compatible, which "
+    "uses the one model its server lists at /v1/models (said once, recorded in the session); "
+    "a server listing several needs this (the error names them).",
     "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp): "
     "an http:// or https:// URL with a host.",
     "provider.context_window": "Override the model's context window (tokens); at least 1024 "

@@ -17,10 +17,19 @@ it failed, such as a connection refused) maps as its first leaf that maps to a c
 the group's order is the one the failures were recorded in, and no code is more specific than
 another. A ``ProviderError`` leaf keeps its code; a group with no mappable leaf is ``UNKNOWN``,
 as its first leaf says.
+
+A connection that could not be made is ``CONNECTION``, retried with back-off: on a network a
+server's blip (a restart behind a proxy, a dropped route) is what retries are for. One
+exception (``_connection_error``): a connection *refused* by a loopback address (127.0.0.0/8,
+``::1``, ``localhost``) is not retried. Nothing listens on that port of this machine, and a
+local server that is not running does not start within the back-off's few seconds, so waiting
+them out only delays the one useful line: the call fails at once, naming the address.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -192,7 +201,7 @@ def map_openai_error(exc: BaseException) -> ProviderError:
     if isinstance(exc, openai.APIConnectionError) and _refused_request(exc.__cause__):
         return _unexpected(exc.__cause__)
     if isinstance(exc, openai.APIConnectionError):
-        return provider_error(ErrorCode.CONNECTION, _with_cause(exc))
+        return _connection_error(exc)
     if isinstance(exc, openai.APIStatusError):
         error = _error_object(exc.body)
         text = _body_message(error) or exc.message
@@ -215,7 +224,7 @@ def map_anthropic_error(exc: BaseException) -> ProviderError:
     if isinstance(exc, anthropic.APIConnectionError) and _refused_request(exc.__cause__):
         return _unexpected(exc.__cause__)
     if isinstance(exc, anthropic.APIConnectionError):
-        return provider_error(ErrorCode.CONNECTION, _with_cause(exc))
+        return _connection_error(exc)
     if isinstance(exc, anthropic.APIStatusError):
         text = exc.api_message or exc.message
         if exc.status_code < 400:
@@ -278,11 +287,81 @@ def _unexpected(exc: BaseException | None) -> ProviderError:
         return provider_error(ErrorCode.BAD_REQUEST, f"the request could not be sent: {said}")
     if _is_a(exc, "TimeoutException"):
         return provider_error(ErrorCode.TIMEOUT, said)
-    if _is_a(exc, "TransportError"):
-        return provider_error(ErrorCode.CONNECTION, said)
+    if _is_a(exc, "TransportError") and exc is not None:
+        return _connection_error(exc, said)
     if isinstance(exc, ValueError):  # malformed JSON in the stream, among others
         return provider_error(ErrorCode.INVALID_RESPONSE, f"malformed response: {exc}")
     return provider_error(ErrorCode.UNKNOWN, said)
+
+
+def _connection_error(exc: BaseException, said: str | None = None) -> ProviderError:
+    """``CONNECTION`` for a connection that failed (``said``: its text, else the error's
+    with its cause); not retryable when a loopback address refused it (module docstring)."""
+    where = _request_address(exc)
+    if where is not None and _loopback(where[0]) and connection_refused(exc):
+        host, port = where
+        shown = f"[{host}]" if ":" in host else host
+        return ProviderError(
+            str(ErrorCode.CONNECTION),
+            f"nothing listens at {shown}:{port} (connection refused): is the server running?",
+            retryable=False,
+        )
+    return provider_error(ErrorCode.CONNECTION, said if said is not None else _with_cause(exc))
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Whether ``exc``, its causes or the exceptions grouped in them include a refused
+    connection (``ECONNREFUSED``)."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or (
+            isinstance(current, OSError) and current.errno == errno.ECONNREFUSED
+        ):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return False
+
+
+def connect_failure(exc: BaseException) -> str:
+    """Why a connection could not be made, in a few words: ``connection refused`` when the
+    host said nothing listens on the port, else the error's own text."""
+    if connection_refused(exc):
+        return "connection refused"
+    return str(exc) or type(exc).__name__
+
+
+def _request_address(exc: BaseException) -> tuple[str, int] | None:
+    """The host and port of the request ``exc`` failed (an SDK's connection error and an HTTP
+    library's carry it), or None when it does not say."""
+    try:
+        request = getattr(exc, "request", None)
+    except RuntimeError:  # httpx's property raises it when the error carries no request
+        return None
+    url = getattr(request, "url", None)
+    host, port = getattr(url, "host", None), getattr(url, "port", None)
+    if not isinstance(host, str) or not host:
+        return None
+    if not isinstance(port, int):
+        port = 443 if getattr(url, "scheme", None) == "https" else 80
+    return host, port
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback interface."""
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _wait(exc: BaseException) -> float | None:

@@ -180,6 +180,15 @@ def on_host(base_url: str | None, host: str) -> bool:
         return False
 
 
+def needs_model(name: str) -> str:
+    """The error of a conversation's route on provider ``name`` without a model: every way to
+    give one (the flag, the variable, the config key)."""
+    return (
+        f"provider {name!r} needs a model: pass --model, or set DSH_PROVIDER_MODEL or "
+        "provider.model"
+    )
+
+
 def make_provider(
     name: str,
     *,
@@ -207,10 +216,13 @@ def make_provider(
         raise ConfigError(f"unknown provider {name!r}; known providers: {names}")
     resolved_model = model or known.default_model
     if not resolved_model:
-        raise ConfigError(f"provider {name!r} needs a model: set provider.model")
+        raise ConfigError(needs_model(name))
     url = base_url or known.base_url
     if known.adapter == "openai-compat" and not url:
-        raise ConfigError(f"provider {name!r} needs a base_url: set provider.base_url")
+        raise ConfigError(
+            f"provider {name!r} needs a base URL: pass --base-url, or set "
+            "DSH_PROVIDER_BASE_URL or provider.base_url"
+        )
     chosen = route_api_key(name, url, api_key=api_key, api_key_env=api_key_env, environ=environ)
     key = chosen or "none"
     provider: Provider
