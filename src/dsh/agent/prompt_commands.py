@@ -50,6 +50,7 @@ BUILT_IN_COMMANDS = (
     "resume",
     "model",
     "warnings",
+    "approval",
     "help",
     "quit",
 )

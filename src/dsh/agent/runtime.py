@@ -319,7 +319,8 @@ def _summarizer_endpoint(settings: Settings, *, same: bool) -> _Endpoint:
 
 
 def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]) -> ApprovalPolicy:
-    """Headless policy: ``--yes`` means auto; otherwise the configured mode with ``allow``."""
-    if yes:
-        return ApprovalPolicy("auto")
-    return ApprovalPolicy(settings.tools.approval, allow=allow)
+    """The policy of ``--yes`` (mode ``auto``) and ``--allow`` (``allow``'s kinds run unasked),
+    else the configured mode (``tools.approval``, which an untrusted project could only tighten).
+    The flags are the user's own choice, so they win over the config; ``allow`` is kept under
+    ``yes`` for a later switch of mode (the terminal UI's ``/approval``)."""
+    return ApprovalPolicy("auto" if yes else settings.tools.approval, allow=allow)

@@ -37,6 +37,7 @@ from dsh.events import Event, SessionSettings
 from dsh.store import EventStore
 from dsh.surface import Session
 from dsh.tools.approval import Approver
+from dsh.tools.base import ToolKind
 
 __all__ = [
     "COMPACT_CANCELLED",
@@ -92,7 +93,11 @@ class SettingsWiring:
     ``overrides`` are the flags the face was started with (``{"provider": {...}}``, already
     merged into ``settings``): they win over what a session recorded, as ``dsh run --session``'s
     do; the first time they change a session's recorded settings that is said in one warning,
-    and the next ``record_settings`` logs the change."""
+    and the next ``record_settings`` logs the change.
+
+    ``yes`` and ``allow`` are the face's approval flags (``--yes``, ``--allow``): each agent's
+    policy is ``approval_policy``'s over the session's settings (a session does not record
+    them)."""
 
     def __init__(
         self,
@@ -102,8 +107,12 @@ class SettingsWiring:
         reroute: Callable[[Settings], Route] | None = None,
         recorded_wins: bool = True,
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        yes: bool = False,
+        allow: frozenset[ToolKind] = frozenset(),
     ) -> None:
         self.settings = settings
+        self.yes = yes
+        self.allow = allow
         self._route_of = route
         self._reroute = reroute
         self._recorded_wins = recorded_wins
@@ -149,7 +158,7 @@ class SettingsWiring:
         self, session: Session, *, on_stream: StreamListener, approver: Approver
     ) -> Agent:
         settings, route = self.own(session)
-        policy = approval_policy(settings, yes=False, allow=frozenset())
+        policy = approval_policy(settings, yes=self.yes, allow=self.allow)
         policy.approver = approver
         agent = build_agent(
             session,

@@ -19,13 +19,13 @@ import click
 
 from dsh import __version__  # ``dsh`` loads its facade lazily: this imports no subsystem
 from dsh.cli import standard_streams
-from dsh.cli.options import PathlibPath, route_options
+from dsh.cli.options import PathlibPath, approval_options, route_options
 from dsh.errors import DshError, error_line
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from dsh.cli.options import RouteFlags
+    from dsh.cli.options import ApprovalFlags, RouteFlags
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": (
@@ -172,6 +172,7 @@ def _cwd_exists() -> bool:
     help="Workspace for the UI's tools (default: here, or a resumed session's own workspace).",
 )
 @route_options
+@approval_options
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -179,6 +180,7 @@ def cli(
     last: bool,
     workspace_dir: Path | None,
     route_flags: RouteFlags,
+    approval_flags: ApprovalFlags,
 ) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
@@ -188,13 +190,21 @@ def cli(
     if ctx.invoked_subcommand is None:
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 
-        launch(resume, False, workspace_dir, route_flags=route_flags, last=last)
+        launch(
+            resume,
+            False,
+            workspace_dir,
+            route_flags=route_flags,
+            approval_flags=approval_flags,
+            last=last,
+        )
         return
     given = [
         *(["--resume"] if resume is not None else []),
         *(["--continue"] if last else []),
         *(["--cwd"] if workspace_dir is not None else []),
         *route_flags.given(),
+        *approval_flags.given(),
     ]
     if given:
         raise click.UsageError(

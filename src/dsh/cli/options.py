@@ -1,12 +1,17 @@
-"""The route flags: one definition for the three faces that start a model route (``dsh``, the
-terminal UI; ``dsh run``; ``dsh web``), so each takes the same flags with the same help, the
-same checks and the same meaning.
+"""The route flags and the approval flags: one definition for the three faces that start a model
+route (``dsh``, the terminal UI; ``dsh run``; ``dsh web``), so each takes the same flags with the
+same help, the same checks and the same meaning.
 
 ``route_options`` adds them to a command, which receives them as one ``route_flags:
 RouteFlags`` argument; ``RouteFlags.overrides`` maps them onto settings, each flag onto the
 config key it stands for (``--compaction`` is ``compaction.backend``, ``--summarizer-base-url`` is
 ``compaction.summarizer_base_url``, …), so a flag's value reaches the session, and what the
 session records, exactly as that key in ``config.toml`` would.
+
+``approval_options`` adds ``--yes`` and ``--allow KINDS`` (``ApprovalFlags``): the user's own
+choice for this process, over the configured ``tools.approval`` (``dsh.agent.runtime.
+approval_policy``). They are not config keys and a session does not record them: an untrusted
+project's ``.dsh/config.toml`` still cannot loosen approval, but the person who typed the flag can.
 
 Imports only click (not even pathlib: see :class:`PathlibPath`), so ``dsh --help`` stays light."""
 
@@ -22,6 +27,8 @@ import click
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from dsh.tools.base import ToolKind
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -210,5 +217,72 @@ def route_options(command: F) -> F:
 
     wrapped = cast(F, with_route)
     for option in reversed(_ROUTE_OPTIONS):
+        wrapped = option(wrapped)
+    return wrapped
+
+
+ALLOW_NAMES: dict[str, ToolKind] = {
+    "bash": "shell",
+    "shell": "shell",
+    "write": "write",
+    "mcp": "mcp",
+}
+"""What ``--allow`` takes, and the tool kind each name lets through."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalFlags:
+    """``--yes`` and ``--allow`` as given: every tool call allowed (``yes``), else these kinds
+    allowed on top of the configured approval mode."""
+
+    yes: bool = False
+    allow: frozenset[ToolKind] = frozenset()
+
+    def given(self) -> list[str]:
+        """The flags given, as typed, in ``--help``'s order."""
+        return [*(["--yes"] if self.yes else []), *(["--allow"] if self.allow else [])]
+
+
+def parse_allow(allow: str) -> frozenset[ToolKind]:
+    """The tool kinds ``--allow`` names (``bash,write``), or a one-line usage error naming the
+    first name it does not take."""
+    kinds: set[ToolKind] = set()
+    for name in filter(None, (part.strip() for part in allow.split(","))):
+        if name not in ALLOW_NAMES:
+            from dsh.errors import UsageError  # only when refused: --help stays light
+
+            raise UsageError(f"--allow takes bash, write and/or mcp, not {name!r}")
+        kinds.add(ALLOW_NAMES[name])
+    return frozenset(kinds)
+
+
+_APPROVAL_OPTIONS = [
+    click.option(
+        "--yes",
+        is_flag=True,
+        help="Allow every tool call (shell and writes included) without asking: approval mode "
+        "auto for this process, over tools.approval.",
+    ),
+    click.option(
+        "--allow",
+        default="",
+        metavar="KINDS",
+        help="Allow these tool kinds without asking: bash,write,mcp (MCP servers), on top of "
+        "tools.approval.",
+    ),
+]
+
+
+def approval_options(command: F) -> F:
+    """Add ``--yes`` and ``--allow`` to ``command``, which receives them as one
+    ``approval_flags: ApprovalFlags`` keyword argument (``--allow`` checked: ``parse_allow``)."""
+
+    @functools.wraps(command)
+    def with_approval(*args: Any, **kwargs: Any) -> object:
+        flags = ApprovalFlags(yes=kwargs.pop("yes"), allow=parse_allow(kwargs.pop("allow")))
+        return command(*args, approval_flags=flags, **kwargs)
+
+    wrapped = cast(F, with_approval)
+    for option in reversed(_APPROVAL_OPTIONS):
         wrapped = option(wrapped)
     return wrapped

@@ -22,21 +22,13 @@ from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
-from dsh.cli.options import RouteFlags, route_options
+from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
 from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
 from dsh.store import JsonlStore, SqliteStore
 from dsh.store.migrate import remove_session
 from dsh.surface import Session
-from dsh.tools.base import ToolKind
-
-ALLOW_NAMES: dict[str, ToolKind] = {
-    "bash": "shell",
-    "shell": "shell",
-    "write": "write",
-    "mcp": "mcp",
-}
 
 
 @click.command("run")
@@ -63,10 +55,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {
     help="One prompt per line (blank lines skipped).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
-@click.option("--yes", is_flag=True, help="Allow every tool call (shell and writes included).")
-@click.option(
-    "--allow", default="", help="Allow these tool kinds headless: bash,write,mcp (MCP servers)."
-)
+@approval_options
 @click.option(
     "--max-steps",
     type=click.IntRange(min=1),
@@ -82,8 +71,7 @@ def run(
     route_flags: RouteFlags,
     prompts_file: Path | None,
     as_json: bool,
-    yes: bool,
-    allow: str,
+    approval_flags: ApprovalFlags,
     max_steps: int,
 ) -> None:
     """Run prompts headless and print each turn's final answer, then the session id.
@@ -104,7 +92,6 @@ def run(
         turns.extend(line for line in lines.splitlines() if line.strip())
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
-    allowed = _parse_allow(allow)
     overrides = route_flags.overrides()
     store = context.store()
     resumed = None
@@ -135,7 +122,7 @@ def run(
     if route.notice is not None:
         context.warn(route.notice)
     wiring = wire(settings, route)  # a summariser's missing key fails before a session
-    policy = approval_policy(settings, yes=yes, allow=allowed)
+    policy = approval_policy(settings, yes=approval_flags.yes, allow=approval_flags.allow)
     if resumed is not None:
         session = Session.open(store, resumed, writable=True)
         context.record_workspace(session, workspace)
@@ -330,12 +317,3 @@ def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> An
                 loop.remove_signal_handler(signal.SIGINT)
 
     return asyncio.run(main())
-
-
-def _parse_allow(allow: str) -> frozenset[ToolKind]:
-    kinds: set[ToolKind] = set()
-    for name in filter(None, (part.strip() for part in allow.split(","))):
-        if name not in ALLOW_NAMES:
-            raise UsageError(f"--allow takes bash, write and/or mcp, not {name!r}")
-        kinds.add(ALLOW_NAMES[name])
-    return frozenset(kinds)

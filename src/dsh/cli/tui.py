@@ -25,7 +25,7 @@ import click
 
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.cli import context
-from dsh.cli.options import RouteFlags
+from dsh.cli.options import ApprovalFlags, RouteFlags
 from dsh.config import load_settings
 from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import EventStore
@@ -41,6 +41,7 @@ def launch(
     workspace_dir: Path | None = None,
     *,
     route_flags: RouteFlags | None = None,
+    approval_flags: ApprovalFlags | None = None,
     settings_overrides: Mapping[str, Mapping[str, Any]] | None = None,
     greeting: str | None = None,
     on_quit: Callable[[str], Sequence[str]] | None = None,
@@ -53,6 +54,8 @@ def launch(
     are the route flags (``dsh.cli.options``: ``--provider``, ``--replay``, ``--compaction``,
     …), mapped onto settings as ``dsh run`` maps them; ``settings_overrides`` go under them (the
     demo's small window and budgets). Both win over a resumed session's recorded settings.
+    ``approval_flags`` (``--yes``, ``--allow``) set the approval policy over ``tools.approval``
+    for this process (a session does not record them; ``/approval`` changes the mode later).
     ``on_quit`` says what to print about the last session once the UI quits (default:
     ``resume_hint``, how to open it again). ``last`` (``--continue``) opens the session used
     last in the workspace, without a picker."""
@@ -65,6 +68,7 @@ def launch(
     if last and resume is not None:
         raise UsageError("--continue and --resume cannot be combined")
     route_flags = route_flags or RouteFlags()
+    approval_flags = approval_flags or ApprovalFlags()
     store = context.store()
     here = (workspace_dir or context.cwd()).resolve()
     session_id: str | None = None
@@ -117,6 +121,8 @@ def launch(
         greeting=greeting,
         overrides=flags,
         load_warnings=load_warnings,
+        yes=approval_flags.yes,
+        allow=approval_flags.allow,
     )
     # the MCP servers start before the UI takes the terminal: their warnings print as lines,
     # and the first turn does not wait for them

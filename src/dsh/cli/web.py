@@ -1,7 +1,7 @@
-"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]`` and the route flags
+"""``dsh web [--host 127.0.0.1] [--port 3080] [--no-open] [--token T]``, the route flags
 (``dsh.cli.options``: ``--provider``, ``--model``, ``--base-url``, ``--script``, ``--replay``,
-``--context-window``, ``--compaction``, ``--summarizer``, ``--summarizer-base-url``, as ``dsh`` and
-``dsh run`` take them): the browser client.
+``--context-window``, ``--compaction``, ``--summarizer``, ``--summarizer-base-url``) and the
+approval flags (``--yes``, ``--allow``), as ``dsh`` and ``dsh run`` take them: the browser client.
 
 Prints the launch URL (with its access token) and serves until Ctrl-C (exit 0), SIGTERM or
 SIGHUP (a closed terminal; exit 128 + the signal), each a graceful shutdown: running turns are
@@ -25,7 +25,7 @@ import click
 
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.cli import context
-from dsh.cli.options import RouteFlags, route_options
+from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
 from dsh.config import load_settings
 from dsh.errors import ConfigError, DshError
 from dsh.web.app import create_app
@@ -62,17 +62,26 @@ log = logging.getLogger("dsh.web")
     "a flag shows in `ps`.",
 )
 @route_options
-def web(host: str, port: int, no_open: bool, token: str | None, route_flags: RouteFlags) -> None:
+@approval_options
+def web(
+    host: str,
+    port: int,
+    no_open: bool,
+    token: str | None,
+    route_flags: RouteFlags,
+    approval_flags: ApprovalFlags,
+) -> None:
     """Serve the browser client for your sessions on this machine.
 
     Sessions started or continued from the page run on the route the route flags give (as
     `dsh run`'s and the terminal UI's do, they override a continued session's recorded
-    settings), else on the configured one.
+    settings), else on the configured one. --yes and --allow set their approval policy (over
+    tools.approval) for as long as the server runs.
     """
     feed = WarningFeed()  # from the start: the pages get what starting the server warned
     try:
         with feed.installed():
-            _serve(host, port, no_open, token, route_flags, feed)
+            _serve(host, port, no_open, token, route_flags, approval_flags, feed)
     except DshError as exc:
         context.fail(exc)
 
@@ -83,6 +92,7 @@ def _serve(
     no_open: bool,
     token: str | None,
     route_flags: RouteFlags,
+    approval_flags: ApprovalFlags,
     feed: WarningFeed,
 ) -> None:
     if token is None:
@@ -108,6 +118,8 @@ def _serve(
         overrides=overrides,
         script=route_flags.script,
         replay_from=replayed,
+        yes=approval_flags.yes,
+        allow=approval_flags.allow,
     )
     try:
         route = runtime.route()

@@ -299,6 +299,7 @@ class DshApp(WarningsApp[None]):
         controller = self.controller
         self.status_bar.set(
             model=controller.model,
+            approval=controller.approval if controller.approval != "ask" else None,
             context_window=controller.window,
             cache_ratio=controller.cache.ratio,
             compaction=controller.progress.text,

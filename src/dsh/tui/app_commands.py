@@ -1,5 +1,5 @@
-"""What each slash command does in the terminal UI (``/help`` … ``/warnings``): the app parses
-a submitted line (``dsh.tui.commands``) and hands a command here.
+"""What each slash command does in the terminal UI (``/help`` … ``/warnings``, ``/approval``):
+the app parses a submitted line (``dsh.tui.commands``) and hands a command here.
 
 ``SlashCommands`` works through the app it serves: notes in the transcript, the status bar,
 the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/resume``,
@@ -7,16 +7,18 @@ the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast, get_args
 
 from dsh.agent.session_runner import COMPACT_CANCELLED
-from dsh.errors import DshError, error_line
+from dsh.errors import DshError, error_line, printable_line
+from dsh.tools.approval import ALLOW_FLAG_NAMES, ApprovalMode
 from dsh.tui.commands import HELP, Command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
+    from dsh.tui.controller import Controller
 
 
 class SlashCommands:
@@ -42,6 +44,8 @@ class SlashCommands:
             app.note((context_text if name == "context" else cost_text)(app.controller))
         elif name == "warnings":
             app.note(app.warnings.text())
+        elif name == "approval":
+            self.approval(arg)
         elif name in ("compact", "resume", "title", "undo", "new", "clear") and app.running:
             app.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":
@@ -167,3 +171,39 @@ class SlashCommands:
             f"Model: {controller.model} (provider {provider}, context window "
             f"{controller.window} tokens). /model NAME switches for the next turns."
         )
+
+    def approval(self, arg: str) -> None:
+        """``/approval MODE`` decides the later tool calls by MODE for the rest of this run (the
+        config file stays as it is); ``/approval`` names the mode."""
+        app, controller = self.app, self.app.controller
+        if not arg:
+            app.note(
+                f"Approval mode: {_mode_text(controller)}. /approval ask, auto or read-only "
+                "changes it for the rest of this run."
+            )
+            return
+        if arg not in get_args(ApprovalMode):
+            app.note(f"/approval takes ask, auto or read-only, not {printable_line(arg)!r}.")
+            return
+        controller.choose_approval(cast(ApprovalMode, arg))  # one of its values: checked above
+        app.note(
+            f"Approval mode for the rest of this run: {_mode_text(controller)}. The config "
+            "file is unchanged."
+        )
+        app.update_status()
+
+
+APPROVAL_MEANS: dict[str, str] = {
+    "ask": "tools that change things ask first",
+    "auto": "every tool call runs without asking",
+    "read-only": "only read tools run; the others are denied",
+}
+"""What each approval mode means, as ``/approval`` says it."""
+
+
+def _mode_text(controller: Controller) -> str:
+    """``auto (every tool call runs without asking)``, with what ``--allow`` lets through."""
+    mode = controller.approval
+    allowed = sorted(ALLOW_FLAG_NAMES[kind] for kind in controller.policy.allow)
+    extra = f"; --allow {','.join(allowed)} runs unasked" if allowed and mode != "auto" else ""
+    return f"{mode} ({APPROVAL_MEANS[mode]}{extra})"

@@ -24,6 +24,9 @@ Commands
   /model [NAME]      show the model, or use NAME for the next turns
   /warnings          dsh's warnings and errors since the UI started, with their times
                      (each also shows for a moment in a corner)
+  /approval [MODE]   show the approval mode, or use ask, auto or read-only for the
+                     rest of this run (the config file is unchanged; dsh --yes starts
+                     in auto, --allow bash,write,mcp lets those kinds run unasked)
   !cmd               run cmd in the workspace (asks first under the ask policy); its
                      output goes to the model with your next prompt
   /help              this help, with your prompt commands (/NAME [args]: the text of

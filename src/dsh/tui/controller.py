@@ -26,7 +26,7 @@ from dsh.agent import session_settings
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.loop import Agent, StreamListener, TurnResult
-from dsh.agent.runtime import Route, resolve_route
+from dsh.agent.runtime import Route, approval_policy, resolve_route
 from dsh.agent.session_runner import (
     COMPACT_CANCELLED,
     NOTHING_TO_COMPACT,
@@ -46,7 +46,8 @@ from dsh.events.codec import gc_paused
 from dsh.llm.types import StreamEvent
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
-from dsh.tools.approval import ApprovalAnswer, ApprovalPolicy, Approver
+from dsh.tools.approval import ApprovalAnswer, ApprovalMode, ApprovalPolicy, Approver
+from dsh.tools.base import ToolKind
 from dsh.transcript import MessageItem, TranscriptItem, TranscriptProjector
 from dsh.tui.progress import CacheCounter, CompactionProgress
 
@@ -89,6 +90,10 @@ class TuiOptions:
     load_warnings: tuple[str, ...] = ()
     """What loading ``resume`` warned of before the app started (``dsh --resume ID --cwd DIR``
     opens it first to log the workspace): told when the app starts, with its own opens'."""
+    yes: bool = False
+    """``--yes``: approval mode ``auto`` for this process, over ``tools.approval``."""
+    allow: frozenset[ToolKind] = frozenset()
+    """``--allow``: the tool kinds that run unasked, whatever the mode."""
 
 
 def settings_route_factory(
@@ -143,6 +148,8 @@ class Controller:
         """The open session's own settings (recorded, then the flags; else the configured)."""
         self.route: Route | None = None
         self.runner: SessionRunner | None = None
+        self.chosen_approval: ApprovalMode | None = None
+        """The mode ``/approval MODE`` chose for the rest of this process (None: none chosen)."""
         self.policy = self._new_policy()
         self.projector = TranscriptProjector()
         self.cache = CacheCounter()
@@ -264,7 +271,28 @@ class Controller:
             self.runner = None
 
     def _new_policy(self) -> ApprovalPolicy:
-        return ApprovalPolicy(self.settings.tools.approval, approver=self._approve)
+        """A session's policy: the mode ``/approval`` chose, else ``--yes``'s ``auto``, else the
+        configured one; ``--allow``'s kinds; no "always" answer yet."""
+        options = self.options
+        policy = approval_policy(self.settings, yes=options.yes, allow=options.allow)
+        if self.chosen_approval is not None:
+            policy.mode = self.chosen_approval
+        policy.approver = self._approve
+        return policy
+
+    @property
+    def approval(self) -> ApprovalMode:
+        """The approval mode the next tool call is decided by."""
+        return self.policy.mode
+
+    def choose_approval(self, mode: ApprovalMode) -> None:
+        """``/approval MODE``: decide every later tool call (the running turn's next ones too)
+        by ``mode``, for the rest of this process: the sessions opened here later too, as with
+        ``--yes``. Per process, like the flags: the config file is not written and the session
+        does not record it (its reopen takes the mode from the flags and the config again). The
+        "always" answers given so far stay."""
+        self.chosen_approval = mode
+        self.policy.mode = mode
 
     async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
         return await self.listener.approve(tool, args)

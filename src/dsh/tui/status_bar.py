@@ -1,5 +1,6 @@
-"""The one-line status bar: model, context use, cache-hit ratio, compaction, activity, and
-whether the workspace's project config is trusted (only when there is one)."""
+"""The one-line status bar: model, the approval mode (unless ``ask``), context use, cache-hit
+ratio, compaction, activity, and whether the workspace's project config is trusted (only when
+there is one)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from dsh.errors import printable_line
 @dataclass(frozen=True, slots=True)
 class StatusInfo:
     model: str = ""
+    approval: str | None = None
+    """The approval mode when it is not ``ask`` (``auto``: every call runs unasked)."""
     context_tokens: int = 0
     context_window: int | None = None
     cache_ratio: float | None = None
@@ -41,6 +44,9 @@ def status_text(info: StatusInfo) -> Text:
     shown as ``printable_line`` shows them."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f" {printable_line(info.model) or 'no model'}", style="bold")
+    if info.approval:
+        style = "bold red" if info.approval == "auto" else "bold"
+        text.append(" · ").append(f"approval {info.approval}", style=style)
     if info.context_window:
         share = 100 * info.context_tokens / info.context_window
         text.append(f" · context {share:.0f}% of {_tokens(info.context_window)}")

@@ -15,6 +15,7 @@ from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.store import EventStore
 from dsh.surface import Session
+from dsh.tools.base import ToolKind
 
 __all__ = ["Runtime", "WebRuntime"]
 
@@ -35,7 +36,8 @@ class WebRuntime(SettingsWiring):
     ``overrides``: the flags ``dsh web`` was started with (``--provider``, ``--base-url``, …),
     already in ``settings``; they also win over what a session continued here recorded.
     ``script`` and ``replay_from`` feed the keyless providers (``--script``, ``--replay``) on
-    every route resolved here, a session's recorded model's too."""
+    every route resolved here, a session's recorded model's too. ``yes`` and ``allow``: the
+    approval flags (``--yes``, ``--allow``) every agent made here runs with."""
 
     def __init__(
         self,
@@ -46,8 +48,17 @@ class WebRuntime(SettingsWiring):
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
         script: Path | None = None,
         replay_from: str | None = None,
+        yes: bool = False,
+        allow: frozenset[ToolKind] = frozenset(),
     ) -> None:
-        super().__init__(settings, self._resolved, reroute=self._resolve_for, overrides=overrides)
+        super().__init__(
+            settings,
+            self._resolved,
+            reroute=self._resolve_for,
+            overrides=overrides,
+            yes=yes,
+            allow=allow,
+        )
         self._route = route
         self._store = store
         self._script = script

@@ -1,0 +1,174 @@
+"""The approval mode in the terminal UI: ``dsh --yes`` / ``--allow`` start the app with it,
+``/approval`` names it or changes it for the rest of the run (not the config, not the session's
+record), and the status bar shows it whenever it is not ``ask``. Driven by the real app's pilot
+(and, for the flags, the real command line)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.events import event_type_of
+from dsh.tui import DshApp
+from dsh.tui.approval import ApprovalScreen
+from dsh.tui.status_bar import StatusInfo, status_text
+from tests.tui.conftest import SIZE, Rig, approval_ready, settle, submit
+from tests.tui.test_pilot import bash_script, logged, run, text_of
+from tests.tui.test_route_flags_tui import UI
+
+
+def tool_results(app: DshApp) -> list[str]:
+    results = [e for e in logged(app) if event_type_of(e) == "tool/result"]
+    return [r.data.message.content[0].content[0].text for r in results]
+
+
+def test_approval_alone_names_the_mode_and_auto_runs_a_bash_call_without_the_modal(rig: Rig):
+    app = rig.app(bash_script("echo unasked"), approval="ask")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/approval")
+        assert "Approval mode: ask (tools that change things ask first)" in text_of(app)
+        assert app.status_bar.info.approval is None  # ask: the bar says nothing
+        await submit(pilot, "/approval auto")
+        assert "Approval mode for the rest of this run: auto" in text_of(app)
+        assert app.status_bar.info.approval == "auto"
+        await submit(pilot, "run it")
+        await settle(pilot, lambda: not app.running)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert [text.strip() for text in tool_results(app)] == ["unasked"]
+        assert "All done." in text_of(app)
+
+    run(app, body)
+
+
+def test_a_mode_chosen_during_a_turn_decides_its_next_calls(rig: Rig):
+    """The running agent's policy is the one changed: after answering the first call, the
+    second runs unasked."""
+    app = rig.app(bash_script("echo one", "echo two"), approval="ask")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "run them")
+        await approval_ready(pilot)
+        app.controller.choose_approval("auto")  # what /approval auto does, the modal being up
+        await pilot.press("o")
+        await settle(pilot, lambda: not app.running)
+        assert [text.strip() for text in tool_results(app)] == ["one", "two"]
+
+    run(app, body)
+
+
+def test_read_only_denies_a_bash_call_without_asking_and_a_bad_mode_changes_nothing(rig: Rig):
+    app = rig.app(bash_script("echo never"), approval="ask")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/approval yes-please")
+        assert "/approval takes ask, auto or read-only, not 'yes-please'." in text_of(app)
+        assert app.controller.approval == "ask"
+        await submit(pilot, "/approval read-only")
+        assert app.status_bar.info.approval == "read-only"
+        await submit(pilot, "run it")
+        await settle(pilot, lambda: not app.running)
+        assert not isinstance(app.screen, ApprovalScreen)
+        [denied] = tool_results(app)
+        assert "denied by approval policy 'read-only'" in denied
+
+    run(app, body)
+
+
+def test_the_chosen_mode_lasts_the_run_but_is_not_recorded_with_the_session(rig: Rig):
+    """``/new`` keeps it (as ``--yes`` would be kept); a new run on the same session asks
+    again: neither the config nor the session's log holds the choice."""
+    app = rig.app([{"text": "first"}, {"text": "second"}], approval="ask")
+    opened: list[str] = []
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/approval auto")
+        await submit(pilot, "hello")
+        await settle(pilot, lambda: not app.running and app.controller.session is not None)
+        assert app.controller.session is not None
+        opened.append(app.controller.session.id)
+        await submit(pilot, "/new")
+        await settle(pilot, lambda: app.controller.session is None)
+        assert app.controller.approval == "auto"
+        assert app.status_bar.info.approval == "auto"
+
+    run(app, body)
+    again = rig.app([{"text": "third"}], approval="ask", resume=opened[0])
+
+    async def reopened(pilot: Any) -> None:
+        await settle(pilot, lambda: again.controller.session is not None)
+        assert again.controller.approval == "ask"
+        assert again.status_bar.info.approval is None
+
+    run(again, reopened)
+
+
+def test_the_status_bar_shows_a_mode_that_is_not_ask():
+    shown = status_text(StatusInfo(model="m", approval="auto")).plain
+    assert shown.startswith(" m · approval auto · context")
+    assert "approval" not in status_text(StatusInfo(model="m")).plain
+
+
+# ---- the flags: dsh --yes, dsh --allow --------------------------------------------------------
+
+
+@pytest.fixture
+def ui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UI:
+    ui = UI(tmp_path, monkeypatch)
+    ui.home(tmp_path / "home")
+    return ui
+
+
+def started(options: Any, check: Any) -> None:
+    """Run the real app on ``options`` until it is ready, then ``check(app)``."""
+    app = DshApp(options)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)
+            check(app)
+
+    asyncio.run(main())
+
+
+def test_dsh_yes_starts_in_auto_and_says_so(ui: UI) -> None:
+    options = ui.options("--script", str(ui.script), "--yes")
+    assert (options.yes, options.allow) == (True, frozenset())
+
+    def check(app: DshApp) -> None:
+        assert app.controller.approval == "auto"
+        assert app.status_bar.info.approval == "auto"
+
+    started(options, check)
+
+
+def test_dsh_allow_lets_its_kinds_run_in_the_configured_mode(ui: UI) -> None:
+    options = ui.options("--script", str(ui.script), "--allow", "bash,write")
+    assert (options.yes, options.allow) == (False, frozenset({"shell", "write"}))
+
+    def check(app: DshApp) -> None:
+        assert app.controller.approval == "ask"
+        assert app.controller.policy.allow == frozenset({"shell", "write"})
+
+    started(options, check)
+
+
+def test_an_untrusted_project_cannot_loosen_approval_but_dsh_yes_can(ui: UI) -> None:
+    (ui.workspace / ".dsh").mkdir()
+    (ui.workspace / ".dsh" / "config.toml").write_text('[tools]\napproval = "auto"\n')
+    plain = ui.options("--script", str(ui.script))
+    assert plain.settings.tools.approval == "ask"
+
+    def asks(app: DshApp) -> None:
+        assert app.controller.approval == "ask"
+
+    started(plain, asks)
+    flagged = ui.options("--script", str(ui.script), "--yes")
+
+    def auto(app: DshApp) -> None:
+        assert app.controller.approval == "auto"
+
+    started(flagged, auto)
