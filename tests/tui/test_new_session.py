@@ -33,7 +33,7 @@ def test_new_starts_afresh_and_the_session_left_stays_resumable(rig: Rig, comman
         await answer_approval(pilot, "a")  # always, for this session
         await settle(pilot, lambda: not app.running and "the answer" in text_of(app))
         left = app.controller.session
-        assert left is not None and app.controller.policy.always_allowed_tools
+        assert left is not None and app.controller.policy.always_allowed_commands
         await submit(pilot, command)
         await settle(pilot, lambda: "New session" in text_of(app))
         assert app.controller.session is None
