@@ -5,15 +5,31 @@ block and the prefix sums of those heights, and ``render_line`` turns only the r
 into strips (the rows of recently drawn blocks are cached).
 
 Opening a session lays out nothing but the screen: every block starts with a cheap height
-estimate (exact for collapsed cards and markers), the blocks on and around the screen are
-measured before they are drawn, and the rest are measured in the background a slice at a
-time, keeping whatever is at the top of the screen where it was. Live events append blocks
-that are measured at once; a burst of them is published (size, scroll, repaint) once.
+estimate (exact for collapsed cards and markers), and the blocks on and around the screen are
+measured before they are drawn. A transcript of up to ``SYNC_MEASURE_LIMIT`` estimated blocks
+is then measured whole at once; in a longer one a block keeps its estimate until it comes
+within a screen of the screen (measuring all of a 100k-event session took ~17 s of CPU, for
+rows that are mostly never looked at). Live events append blocks that are measured at once; a
+burst of them is published (size, scroll, repaint) once.
+
+Invariants:
+
+* every row drawn belongs to a measured block: scrolling and content changes measure what they
+  bring near the screen (``_measure_viewport``), and drawing measures whatever is still
+  estimated on screen (a taller terminal) before it draws;
+* selecting a block measures a screen's height around it first, so scrolling to a card
+  several screens away lands where its measured neighbours put it;
+* when estimates are replaced by measurements, the row at the top of the screen stays where it
+  is (the anchor: its block and the rows of it above the screen), so the text on screen does
+  not move; ``scroll_y`` and the scrollbar follow the new heights above it, and the scroll
+  extent (``virtual_size``) is the sum of the current heights, estimates included. A view that
+  follows the end stays at the end instead;
+* the rows on screen are therefore the rows the fully measured layout shows from the same
+  anchor: estimates change where a block is, never what is drawn of it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from bisect import bisect_right
 from collections import OrderedDict
@@ -39,8 +55,8 @@ from dsh.tui.blocks import (
 from dsh.tui.found_row import first_row_with
 
 SYNC_MEASURE_LIMIT = 2000
-"""Up to this many unmeasured blocks are measured at once; more go to the background."""
-MEASURE_SLICE = 400
+"""Up to this many estimated blocks are measured at once; more are measured as they come near
+the screen."""
 ROW_CACHE_BLOCKS = 256
 SELECTED = Style(color="cyan", bold=True)
 FOUND = Style(reverse=True)
@@ -58,7 +74,7 @@ class TranscriptLayout(ScrollView):
         self.model = TranscriptModel()
         self.details: Mapping[str, PassDetails] = {}
         self.show_reasoning = False
-        self.selected: int | None = None
+        self._selected: int | None = None
         self.found: tuple[int, int] | None = None
         """(block, row) of a find's match, highlighted."""
         self.found_needle = ""
@@ -76,9 +92,26 @@ class TranscriptLayout(ScrollView):
         self._live_rows: list[Row] = []
         self._follow = True
         self._adjusting = False
-        self._generation = 0
         self._pending = False
         self._pending_anchor: Anchor = None
+
+    @property
+    def selected(self) -> int | None:
+        """The selected card (drawn with a bar), or None."""
+        return self._selected
+
+    @selected.setter
+    def selected(self, index: int | None) -> None:
+        """Selecting a block measures the blocks that can share the screen with it (the
+        screen stays put), so scrolling to it lands where the measured layout puts it: a
+        card selected several screens away was estimated to be elsewhere."""
+        self._selected = index
+        if index is not None and self._width > 0 and index < len(self._heights):
+            adjusting, self._adjusting = self._adjusting, True
+            try:
+                self._measure_around(index)
+            finally:
+                self._adjusting = adjusting
 
     @property
     def total_height(self) -> int:
@@ -158,7 +191,6 @@ class TranscriptLayout(ScrollView):
         """Estimate every block again (new content, width or reasoning setting)."""
         self._publish()
         anchor = self._anchor() if keep_position and not self._follow else None
-        self._generation += 1
         self._width = self._content_width()
         self._rows.clear()
         self._heights, self._exact, self._unmeasured = [], bytearray(), 0
@@ -169,9 +201,7 @@ class TranscriptLayout(ScrollView):
         self._live_rows = self._make_live_rows()
         self._find_row_again()
         self._apply(anchor)
-        if self._unmeasured > SYNC_MEASURE_LIMIT and self.is_attached:
-            self.run_worker(self._measure_rest(), group="measure", exclusive=True)
-        elif self._unmeasured:
+        if self._unmeasured <= SYNC_MEASURE_LIMIT:
             self._measure_some(self._unmeasured)
 
     def _find_row_again(self) -> None:
@@ -187,6 +217,11 @@ class TranscriptLayout(ScrollView):
         self._restore(anchor)
         self._measure_viewport()
         self.refresh()
+
+    def screen_anchor(self) -> Anchor:
+        """The block at the top of the screen and how many of its rows are above the screen:
+        what stays put when estimates are replaced by measurements."""
+        return self._anchor()
 
     def _anchor(self) -> Anchor:
         top = round(self.scroll_y)
@@ -214,20 +249,64 @@ class TranscriptLayout(ScrollView):
 
     def _measure_viewport(self) -> None:
         """Measure the blocks on screen (and a screen around it) before they are drawn,
-        keeping the top of the screen in place when heights above it change."""
-        for _ in range(4):
+        keeping the top of the screen in place when heights above it change. A block that
+        measures shorter than its estimate brings more blocks near the screen: those are
+        measured too, until every block there is."""
+        adjusting, self._adjusting = self._adjusting, True  # keeping the anchor is no scroll
+        try:
+            self._measure_near_screen()
+        finally:
+            self._adjusting = adjusting
+
+    def _measure_near_screen(self) -> None:
+        while True:
             height = max(1, self.scrollable_content_region.height)
-            start, end = round(self.scroll_y) - height, round(self.scroll_y) + 2 * height
-            index = max(0, bisect_right(self._offsets, max(0, start)) - 1)
-            changed = []
+            top = round(self.scroll_y)
+            index = max(0, bisect_right(self._offsets, max(0, top - height)) - 1)
+            end = top + 2 * height
+            first = -1
             while index < len(self._heights) and self._offsets[index] < end:
                 if not self._exact[index]:
                     self._set_height(index, exact=True)
-                    changed.append(index)
+                    first = index if first < 0 else first
                 index += 1
-            if not changed:
+            if first < 0:
                 return
-            self._reflow(changed[0])
+            self._reflow(first)
+
+    def _measure_around(self, index: int) -> None:
+        """Measure block ``index`` and a screen's height of rows before and after it."""
+        height = max(1, self.scrollable_content_region.height)
+        before = self._measure_run(range(index - 1, -1, -1), height)
+        it = self._measure_run(range(index, index + 1), 1)
+        after = self._measure_run(range(index + 1, len(self._heights)), height)
+        first = min(before, it, after)
+        if first < len(self._heights):
+            self._reflow(first)
+
+    def _measure_run(self, indices: range, rows: int) -> int:
+        """Measure the blocks of ``indices`` in turn until they hold ``rows`` rows; returns the
+        lowest index measured (the number of blocks when none was)."""
+        first = len(self._heights)
+        for index in indices:
+            if rows <= 0:
+                break
+            if not self._exact[index]:
+                self._set_height(index, exact=True)
+                first = min(first, index)
+            rows -= self._heights[index]
+        return first
+
+    def _screen_is_measured(self) -> bool:
+        """Whether every block with a row on screen has its measured height."""
+        top = round(self.scroll_y)
+        bottom = min(self._offsets[-1], top + self.scrollable_content_region.height)
+        index = max(0, bisect_right(self._offsets, top) - 1)
+        while index < len(self._heights) and self._offsets[index] < bottom:
+            if not self._exact[index]:
+                return False
+            index += 1
+        return True
 
     def _reflow(self, first: int) -> None:
         """New offsets after heights from ``first`` on changed; the screen stays put."""
@@ -250,13 +329,6 @@ class TranscriptLayout(ScrollView):
             self._reflow(first)
         return done
 
-    async def _measure_rest(self) -> None:
-        generation = self._generation
-        while self._unmeasured and generation == self._generation:
-            self._measure_some(MEASURE_SLICE)
-            self.refresh()
-            await asyncio.sleep(0)
-
     def _make_live_rows(self) -> list[Row]:
         if self._live is None or self._width <= 0:
             return []
@@ -268,11 +340,7 @@ class TranscriptLayout(ScrollView):
         if self._adjusting or not self.loaded or self._width <= 0:
             return
         self._follow = round(new_value) >= self.max_scroll_y
-        self._adjusting = True
-        try:
-            self._measure_viewport()
-        finally:
-            self._adjusting = False
+        self._measure_viewport()
 
     def on_resize(self, event: events.Resize) -> None:
         if self._content_width() != self._width:
@@ -317,6 +385,10 @@ class TranscriptLayout(ScrollView):
         return strip.crop_extend(0, width, base).apply_style(base)
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        drawable = self._width > 0 and self._width == self._content_width()
+        if drawable and not self._screen_is_measured():  # taller, or moved without measuring
+            self._measure_viewport()
+            self.refresh()
         lines = super().render_lines(crop)
         if self.first_paint is None and self.loaded:
             self.first_paint = time.perf_counter()
