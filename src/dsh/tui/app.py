@@ -47,7 +47,7 @@ from dsh.transcript import TranscriptItem
 from dsh.tui.app_commands import SlashCommands
 from dsh.tui.app_warnings import WarningLog, WarningsApp
 from dsh.tui.app_work import Work
-from dsh.tui.approval import ApprovalScreen
+from dsh.tui.approval import ApprovalScreen, ask
 from dsh.tui.commands import COMMANDS, Command, closest_command, parse_command, prompt_text, waits
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.find import FindBar
@@ -253,15 +253,6 @@ class DshApp(WarningsApp[None]):
         self.transcript.set_live(self._live_text, self._live_reasoning, calls)
 
     async def approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
-        answer: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
-
-        def done(result: ApprovalAnswer | None) -> None:
-            if not answer.done():
-                answer.set_result(result or "deny")
-
-            if screen.cancels_turn:  # esc: the call denied, and the turn cancelled
-                self.work.cancel()
-
         screen = ApprovalScreen(
             tool,
             args,
@@ -269,13 +260,7 @@ class DshApp(WarningsApp[None]):
             clock=self.clock,
             typed_ahead=self._typed_ahead,
         )
-        await self.push_screen(screen, callback=done)
-        try:
-            return await answer
-        except asyncio.CancelledError:  # the turn was cancelled while the modal was up
-            if self.screen is screen:
-                self.pop_screen()
-            raise
+        return await ask(self, screen, cancel_turn=self.work.cancel)
 
     def _typed_ahead(self, event: events.Key | events.Paste) -> None:
         """What the approval prompt did not take while it waited, as the composer would have

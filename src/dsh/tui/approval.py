@@ -12,6 +12,7 @@ meant too. The time is read from an injectable clock.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -229,3 +230,26 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             "deny": "deny",
         }
         self.dismiss(answers.get(event.button.id, "deny"))
+
+
+async def ask(
+    app: App[Any], screen: ApprovalScreen, *, cancel_turn: Callable[[], object]
+) -> ApprovalAnswer:
+    """Put ``screen`` up and wait for its answer (``deny`` when it is dismissed without one);
+    esc, its answer that denies the call and cancels the turn, calls ``cancel_turn``. A turn
+    cancelled while it is up takes it down."""
+    answer: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
+
+    def done(result: ApprovalAnswer | None) -> None:
+        if not answer.done():
+            answer.set_result(result or "deny")
+        if screen.cancels_turn:
+            cancel_turn()
+
+    await app.push_screen(screen, callback=done)
+    try:
+        return await answer
+    except asyncio.CancelledError:  # the turn was cancelled while the modal was up
+        if app.screen is screen:
+            app.pop_screen()
+        raise
