@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 import dsh.events as E
+from _timing import best_of
 from dsh.store import JsonlStore
 from dsh.surface import Session
 
@@ -172,15 +173,6 @@ def load_average() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "unknown"
-
-
-def best_of(runs: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def decode_each(path: Path, decode: Callable[[bytes], object]) -> None:

@@ -17,27 +17,17 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import dsh.surface.session as surface_session
+from _timing import best_of
 from dsh.agent.undo_recovery import recover_at_open
 from dsh.agent.undo_scan import scan_log
 from dsh.events import CommandDone, CommandRun
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from log_replay import build  # type: ignore[import-not-found]
-
-
-def best_of(runs: int, work: Callable[[], object]) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

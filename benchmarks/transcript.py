@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import dsh.events as E
+from _timing import best_of
 from dsh.events.codec import gc_paused
 from dsh.store import JsonlStore
 from dsh.surface import Session, message_tokens, surface_message
@@ -284,16 +285,6 @@ def run_open(home: Path, session_id: str, workspace: Path, mode: str) -> dict[st
 # ---- projection in this process --------------------------------------------------------------
 
 
-def best_of(runs: int, fn: Any) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def per_event(projector: TranscriptProjector, batch: list[E.Event]) -> float:
     """Microseconds per event fed, best of 5 rounds of LIVE_REPEATS batches."""
     best = float("inf")
@@ -332,13 +323,13 @@ def main() -> None:
         session = Session.open(JsonlStore(home), session_id)
         events = list(session.events)
         landed = sum(E.is_checkpoint_event(e) for e in events)
-        project_s = best_of(3, lambda: project(events))
+        project_s = best_of(3, lambda: project(events), collect=True)
 
         def paused() -> None:
             with gc_paused():
                 project(events)
 
-        project_paused_s = best_of(3, paused)
+        project_paused_s = best_of(3, paused, collect=True)
         tracemalloc.start()
         project(events)
         _, project_peak = tracemalloc.get_traced_memory()

@@ -18,13 +18,9 @@ import re
 from functools import cache, lru_cache
 from typing import Any, ClassVar
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import (  # type: ignore[attr-defined]  # MarkdownIt is not re-exported
-    CodeBlock,
-    Markdown,
-    MarkdownElement,
-    MarkdownIt,  # the parser class Rich's Markdown uses: markdown-it-py is Rich's dependency
-)
+from rich.markdown import CodeBlock, Markdown, MarkdownElement
 from rich.segment import Segment
 from rich.syntax import Syntax, SyntaxTheme
 
@@ -83,7 +79,7 @@ def _rstrip(line: list[Segment]) -> list[Segment]:
 
 
 @cache
-def shared_parser() -> Any:
+def shared_parser() -> MarkdownIt:
     """The parser ``rich.markdown.Markdown`` makes for each document, made once."""
     return MarkdownIt().enable("strikethrough").enable("table")
 
