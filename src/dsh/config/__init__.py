@@ -67,7 +67,7 @@ from dsh.config.sections import (
     TrustSettings,
     window_too_small,
 )
-from dsh.config.wording import describe, unknown_key, unknown_section
+from dsh.config.wording import check_named_tables, describe, unknown_key, unknown_section
 from dsh.errors import ConfigError
 
 __all__ = [
@@ -173,13 +173,7 @@ def _check_overrides(merged: Mapping[str, Mapping[str, Any]]) -> None:
     its own, so an error names its route (a whole conversion says ``overrides[...]``)."""
     for section, kind in (("provider", ProviderOverride), ("compaction", CompactionOverride)):
         tables = merged.get(section, {}).get("overrides")
-        if not isinstance(tables, Mapping):
-            continue
-        for name, table in tables.items():
-            try:
-                msgspec.convert(table, kind, strict=False)
-            except msgspec.ValidationError as exc:
-                raise ConfigError(describe(exc, kind, f'{section}.overrides."{name}"')) from exc
+        check_named_tables(tables, kind, f'{section}.overrides."{{}}"'.format)
 
 
 def _set_in(message: str, origins: Mapping[str, str]) -> str:

@@ -17,10 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
 from dsh.config.sections import McpServerSettings
-from dsh.config.wording import describe
+from dsh.config.wording import check_named_tables
 from dsh.errors import ConfigError
 
 log = logging.getLogger("dsh.config")
@@ -73,13 +71,7 @@ def validate_server(name: str, server: McpServerSettings) -> None:
 def check_servers(merged: Mapping[str, Mapping[str, Any]]) -> None:
     """Convert each merged server on its own, so an error names its key."""
     servers = merged.get("mcp", {}).get("servers")
-    if not isinstance(servers, Mapping):
-        return
-    for name, server in servers.items():
-        try:
-            msgspec.convert(server, McpServerSettings, strict=False)
-        except msgspec.ValidationError as exc:
-            raise ConfigError(describe(exc, McpServerSettings, f"mcp.servers.{name}")) from exc
+    check_named_tables(servers, McpServerSettings, "mcp.servers.{}".format)
 
 
 def _require(ok: bool, key: str, rule: str) -> None:

@@ -19,10 +19,12 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Union
 
 import msgspec
+
+from dsh.errors import ConfigError
 
 CUTOFF = 0.6
 """How alike a known name must be to a misspelt one to be offered (``difflib``'s ratio)."""
@@ -83,6 +85,19 @@ def unknown_key(section: str, key: str, sections: Sections, origin: str) -> str:
     """The error of a ``key`` its ``section`` does not have."""
     hint = did_you_mean(suggested_keys(key, sections, section))
     return f"unknown config key {section}.{key} in {origin}{hint}"
+
+
+def check_named_tables(tables: object, kind: type[Any], key_of: Callable[[str], str]) -> None:
+    """Convert each table of the mapping ``tables`` (name -> table) to ``kind`` on its own, so a
+    type error names that table's key, ``key_of(name)``, rather than a place in one big
+    conversion; anything but a mapping is left to the whole conversion to report."""
+    if not isinstance(tables, Mapping):
+        return
+    for name, table in tables.items():
+        try:
+            msgspec.convert(table, kind, strict=False)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(describe(exc, kind, key_of(name))) from exc
 
 
 def describe(exc: msgspec.ValidationError, root_type: type[Any], root: str = "") -> str:
