@@ -146,8 +146,8 @@ def test_a_key_cut_by_the_bash_output_cap_leaks_no_part_of_it(
     ctx: ToolContext, workspace: Path, shift: int
 ) -> None:
     """The cap keeps the head and the tail of a long output: a key straddling either cut is
-    masked whole, never shown in part (README.md, "Using it": a key value in tool output is
-    masked)."""
+    masked whole, never shown in part (docs/usage.md, "Approval and what commands can reach":
+    a key value in tool output is masked)."""
     half = OUTPUT_CAP // 2
     body = "x" * (half - shift) + SPLIT_KEY + "y" * OUTPUT_CAP + SPLIT_KEY + "z" * (half - shift)
     (workspace / "big.txt").write_text(body)

@@ -1,4 +1,5 @@
-"""dsh's own process kept from the commands it runs (README.md, "Using it").
+"""dsh's own process kept from the commands it runs (docs/usage.md, "Approval and what
+commands can reach").
 
 A command runs as you, so without this it could read dsh's initial environment, API keys
 included, from ``/proc/<dsh pid>/environ`` (and its memory from ``/proc/<pid>/mem``): the

@@ -1,4 +1,5 @@
-"""Keeping secrets out of tools (README.md, "Using it"; ``tools.scrub_env`` in docs/config.md).
+"""Keeping secrets out of tools (docs/usage.md, "Approval and what commands can reach";
+``tools.scrub_env`` in docs/config.md).
 
 Shell commands run with a scrubbed environment: no provider key and no variable whose name
 matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive; the word may
