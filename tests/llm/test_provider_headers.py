@@ -1,10 +1,12 @@
 """What a route sends besides its key, read off a real HTTP server on 127.0.0.1 that records
 every header line: the user's ``provider.headers`` on every request, whatever the server, and
 none of the SDKs' platform headers (``X-Stainless-*``: the OS, the architecture, the Python and
-package versions) to a server that is not the SDK's own."""
+package versions) to a server that is not the SDK's own, which is told ``dsh/<version>`` as the
+``User-Agent`` rather than the SDK's name and version."""
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 import anthropic
@@ -70,6 +72,21 @@ def test_a_server_that_is_not_the_sdks_own_gets_no_platform_header(
         assert recorded.headers["content-type"] == "application/json"  # the request is whole
 
 
+@pytest.mark.parametrize(("name", "api_key"), ROUTES)
+def test_a_server_that_is_not_the_sdks_own_is_told_dsh_not_the_sdk_as_user_agent(
+    server: FakeServer, name: str, api_key: str | None
+):
+    for recorded in chat(server, name, api_key=api_key, headers=None):
+        (agent,) = lines_named(recorded, "User-Agent")
+        assert agent == f"dsh/{version('dsh')}"
+
+
+def test_a_user_agent_in_provider_headers_wins(server: FakeServer):
+    headers = {"User-Agent": "corp-gateway-client/1"}
+    for recorded in chat(server, "openai-compatible", api_key=None, headers=headers):
+        assert lines_named(recorded, "User-Agent") == ["corp-gateway-client/1"]
+
+
 def test_provider_headers_win_over_a_header_of_the_sdks_environment_they_name(
     server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ):
@@ -111,6 +128,7 @@ def test_the_sdks_own_server_keeps_its_platform_headers_and_gets_provider_header
     assert isinstance(client, sdk)
     sent = sent_by_default(client)
     assert sent["X-Stainless-Lang"] == "python"
+    assert not sent["User-Agent"].startswith("dsh/")  # the SDK's own, as its service expects
     assert "X-Stainless-OS" in sent and "X-Stainless-Package-Version" in sent
     assert sent["X-Gateway-Token"] == GATEWAY_TOKEN and sent["X-Tenant"] == "team blue"
     assert provider._request_headers == {}  # type: ignore[attr-defined]  # nothing dropped

@@ -17,7 +17,9 @@ client's default headers, and ``X-Stainless-Retry-Count``, ``-Read-Timeout`` (an
 ``-Timeout``) are added as each request is built. Another server gets none of them: the
 default ones are cancelled in ``default_headers`` (``platform_headers_dropped``) and the
 per-request ones in each request's ``extra_headers`` (``request_platform_headers_dropped``),
-the only place the OpenAI SDK looks before adding them.
+the only place the OpenAI SDK looks before adding them. Their ``User-Agent`` names the SDK and
+its version (``OpenAI/Python 2.x``); another server is told ``dsh/<version>`` instead, which
+says what is calling without describing the machine.
 
 What the user sends on purpose (``provider.headers``) goes in ``default_headers`` after all of
 these, so it wins over a cancelled name.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import TypeVar
 
 OPENAI_CUSTOM_HEADERS = "OPENAI_CUSTOM_HEADERS"
@@ -73,12 +76,26 @@ REQUEST_PLATFORM_HEADERS = (
 headers."""
 
 
+def dsh_user_agent() -> str:
+    """The ``User-Agent`` dsh sends a server that is not its SDK's own: ``dsh/<version>``."""
+    try:
+        found = version("dsh")
+    except PackageNotFoundError:  # a source tree run without installing it
+        found = "unknown"
+    return f"dsh/{found}"
+
+
 def platform_headers_dropped(
     default_headers: Mapping[str, object], omit: Omitted
-) -> dict[str, Omitted]:
+) -> dict[str, str | Omitted]:
     """``default_headers`` for a client that must send none of its SDK's platform headers: each
-    ``X-Stainless-*`` name among a built client's ``default_headers`` mapped to ``omit``."""
-    return {name: omit for name in default_headers if name.lower().startswith(PLATFORM_PREFIX)}
+    ``X-Stainless-*`` name among a built client's ``default_headers`` mapped to ``omit``, and
+    dsh's own ``User-Agent`` in place of the SDK's."""
+    dropped: dict[str, str | Omitted] = {
+        name: omit for name in default_headers if name.lower().startswith(PLATFORM_PREFIX)
+    }
+    dropped["User-Agent"] = dsh_user_agent()
+    return dropped
 
 
 def request_platform_headers_dropped(omit: Omitted) -> dict[str, Omitted]:
