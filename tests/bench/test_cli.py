@@ -31,7 +31,7 @@ from dsh.bench.scenario import load_spec, to_jsonl
 from dsh.bench.trace import SimulatedSummarizer
 from dsh.cli.bench import bench
 from tests.bench.test_runner import SPEC
-from tests.llm.fake_server import FakeServer, oa_usage, openai_text
+from tests.llm.fake_server import FakeServer, json_ok, oa_usage, openai_text
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
@@ -435,6 +435,46 @@ def test_online_mode_takes_the_endpoint_from_the_environment_for_an_openai_compa
         assert server.requests
     assert {r.body["model"] for r in server.requests} == {"fake-1"}
     assert {r.headers.get("authorization") for r in server.requests} == {"Bearer none"}
+
+
+def test_online_mode_uses_the_one_model_a_server_lists_and_the_configured_headers(
+    tmp_path: Path,
+) -> None:
+    """With no model named anywhere, online mode asks the server (``/v1/models``) and uses the
+    one model it lists, as a session's route does; the ``[provider.headers]`` go with every
+    call, the listing included, and stay out of the run's files. A server listing two models
+    is refused in one line naming them."""
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(SPEC), encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    args = ["run", "--online", "--scenario", str(spec), "--backend", "recallable"]
+    args += ["--seed", "5", "--jobs", "1", "--questions", "1"]
+    with FakeServer() as server:
+        (home / "config.toml").write_text(
+            f'[provider]\nname = "openai-compatible"\nbase_url = "{server.url}/v1"\n'
+            '[provider.headers]\n"X-Gateway-Token" = "gw-secret-42"\n',
+            encoding="utf-8",
+        )
+        server.fixed["/v1/models"] = json_ok({"data": [{"id": "a"}, {"id": "b"}]})
+        refused = CliRunner(env={"DSH_HOME": str(home)}).invoke(
+            bench, [*args, "--out", str(tmp_path / "none")]
+        )
+        assert refused.exit_code == 2
+        assert "serves 2 models: a, b" in refused.output
+        assert not (tmp_path / "none").exists()
+
+        server.fixed["/v1/models"] = json_ok({"data": [{"id": "only-one"}]})
+        server.queue(*[openai_text("## Goal\n- keep going", usage=oa_usage(9, 3))] * 400)
+        out = tmp_path / "online"
+        result = CliRunner(env={"DSH_HOME": str(home)}).invoke(
+            bench, [*args, "--out", str(out)], catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        calls, listings = list(server.requests), list(server.fixed_requests)
+    assert calls and {r.body["model"] for r in calls} == {"only-one"}
+    assert {r.headers.get("x-gateway-token") for r in [*calls, *listings]} == {"gw-secret-42"}
+    assert all(b"gw-secret-42" not in f.read_bytes() for f in out.rglob("*") if f.is_file())
 
 
 def test_compaction_overrides_reach_every_run_and_the_report(tmp_path: Path) -> None:

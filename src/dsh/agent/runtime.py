@@ -80,7 +80,7 @@ def resolve_route(
             ReplayProvider.from_log(store, replay_from), model, window or DEFAULT_CONTEXT_WINDOW
         )
     env = os.environ if environ is None else environ
-    chosen, served = _chosen_model(cfg, env)
+    chosen, served = chosen_model(cfg, env)
     provider, model, known_window = make_provider(
         cfg.name,
         model=chosen,
@@ -135,7 +135,7 @@ LISTED_MODELS = 5
 """How many of a server's models the error of a route without a model names."""
 
 
-def _chosen_model(
+def chosen_model(
     cfg: ProviderSettings, environ: Mapping[str, str]
 ) -> tuple[str | None, Served | None]:
     """The model the route names (None: its provider's default), and when it names none on a

@@ -281,7 +281,8 @@ def make_online_provider(online: OnlineOptions) -> Provider:
     """The real provider for online mode (raises ``MissingApiKeyError`` without a key): its key
     from the variable ``online.api_key_env`` names, else a key in ``[provider]`` when that is
     the provider run (never written to meta), else the provider's own variable, by the rule of
-    ``dsh.llm.registry.route_api_key``."""
+    ``dsh.llm.registry.route_api_key``. The ``[provider.headers]`` go with it when it is the
+    configured provider, as they go with a session's route."""
     from dsh.config import load_settings
     from dsh.llm.registry import make_provider
 
@@ -294,5 +295,6 @@ def make_online_provider(online: OnlineOptions) -> Provider:
         api_key=configured.api_key if own else None,
         api_key_env=online.api_key_env,
         environ=os.environ,
+        headers=configured.headers if configured.name == online.provider else None,
     )
     return provider

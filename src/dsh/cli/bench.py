@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import msgspec
 import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
 from dsh.bench.cache_rules import RULES
@@ -334,9 +335,6 @@ def _online_options(
     if known is None:
         raise ConfigError(f"unknown provider {name!r}; known: {', '.join(KNOWN_PROVIDERS)}")
     same = name == configured.name
-    chosen = model or (configured.model if same else None) or known.default_model
-    if not chosen:
-        raise ConfigError(needs_model(name))
     # A configured endpoint serves the provider it was set for, and any server that has no
     # endpoint of its own (openai-compatible), whatever provider name the config carries.
     endpoint = base_url or (configured.base_url if same or known.base_url is None else None)
@@ -348,11 +346,20 @@ def _online_options(
     # (``make_online_provider`` makes the same choice; the key itself is never kept here).
     own_key = bool(same and not api_key_env and configured.api_key)
     key_env = api_key_env or (configured.api_key_env if same and not own_key else None)
+    route = msgspec.structs.replace(
+        configured,
+        name=name,
+        model=model or (configured.model if same else None),
+        base_url=endpoint,
+        api_key=configured.api_key if own_key else None,
+        api_key_env=key_env,
+        headers=configured.headers if same else {},
+    )
     try:
         route_api_key(
             name,
             endpoint or known.base_url,
-            api_key=configured.api_key if own_key else None,
+            api_key=route.api_key,
             api_key_env=key_env,
             environ=os.environ,
         )
@@ -364,6 +371,12 @@ def _online_options(
             err=True,
         )
         return None
+    from dsh.agent.runtime import chosen_model  # the agent's imports, only for online mode
+
+    # No model named: a server's one listed model, as a session's route takes it.
+    chosen = chosen_model(route, os.environ)[0] or known.default_model
+    if not chosen:
+        raise ConfigError(needs_model(name))
     return OnlineOptions(
         provider=name,
         model=chosen,
