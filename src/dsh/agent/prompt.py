@@ -1,11 +1,22 @@
 """The system prompt: a fixed base, the workspace, the project's AGENTS.md when present, and the
-environment (``dsh.agent.environment``) last, so the part a date change touches is the end."""
+environment (``dsh.agent.environment``) last, so the part a date change touches is the end.
+
+An AGENTS.md that cannot be instructions — binary (a NUL byte in its head), not UTF-8, not
+readable — is left out with one warning naming it and why, as a prompt command file is; one
+longer than ``AGENTS_MAX_CHARS`` is cut there, and only that much of it is read.
+"""
 
 from __future__ import annotations
 
+import codecs
+import logging
 from pathlib import Path
+from typing import NamedTuple
 
 from dsh.agent.environment import Environment, environment_section
+from dsh.errors import printable_line
+
+log = logging.getLogger(__name__)
 
 BASE_PROMPT = """\
 You are dsh, a coding agent working in a software project on the user's machine.
@@ -15,6 +26,8 @@ run commands; never invent file contents or command output. Keep answers short."
 
 AGENTS_FILE = "AGENTS.md"
 AGENTS_MAX_CHARS = 20_000
+SNIFF_BYTES = 8192
+"""A NUL byte among the first this many makes the file binary (as the file tools judge)."""
 
 
 def system_prompt(workspace: Path, environment: Environment) -> str:
@@ -22,11 +35,43 @@ def system_prompt(workspace: Path, environment: Environment) -> str:
     the same text for the same workspace, AGENTS.md and ``environment``. The recall tools'
     section follows once they are offered (``dsh.agent.recall_offer``)."""
     parts = [BASE_PROMPT, f"Workspace: {workspace}"]
-    agents = workspace / AGENTS_FILE
-    if agents.is_file():
-        text = agents.read_text(encoding="utf-8", errors="replace")
-        if len(text) > AGENTS_MAX_CHARS:
-            text = text[:AGENTS_MAX_CHARS] + "\n[AGENTS.md truncated]"
+    text = project_instructions(workspace / AGENTS_FILE)
+    if text is not None:
         parts.append(f"Project instructions from {AGENTS_FILE}:\n{text}")
     parts.append(environment_section(environment))
     return "\n\n".join(parts)
+
+
+def project_instructions(path: Path) -> str | None:
+    """The text of the instructions file ``path`` (cut at ``AGENTS_MAX_CHARS``), or None when
+    there is none or it cannot be instructions (then said in one warning)."""
+    if not path.is_file():
+        return None
+    text = _read_instructions(path)
+    if isinstance(text, _Refused):
+        log.warning("%s", printable_line(f"{path} left out of the system prompt: {text.why}"))
+        return None
+    return text
+
+
+class _Refused(NamedTuple):
+    why: str
+
+
+def _read_instructions(path: Path) -> str | _Refused:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(AGENTS_MAX_CHARS * 4 + 4)  # a UTF-8 character is at most 4 bytes
+            longer = fh.read(1) != b""
+    except OSError as exc:
+        return _Refused(exc.strerror or type(exc).__name__)
+    if b"\x00" in head[:SNIFF_BYTES]:
+        return _Refused("it is a binary file")
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:  # a cut in the middle of a character is not an error
+        text = decoder.decode(head, final=not longer)
+    except UnicodeDecodeError as exc:
+        return _Refused(f"it is not UTF-8 (byte {exc.start})")
+    if longer or len(text) > AGENTS_MAX_CHARS:
+        text = text[:AGENTS_MAX_CHARS] + f"\n[{AGENTS_FILE} truncated]"
+    return text
