@@ -233,6 +233,14 @@ def test_a_copied_session_directory_is_listed_once_as_a_copy_not_twice_as_one_id
     assert run("sessions", "show", FIXTURE_ID).exit_code == 0
 
 
+def test_a_store_with_only_an_unreadable_session_does_not_also_say_no_sessions(home):
+    sessions = home / "sessions"
+    shutil.move(sessions / FIXTURE_ID, sessions / f"{FIXTURE_ID}.bak")
+    lines = run("sessions", "list", "--all").output.splitlines()
+    assert [line.split("  ")[0] for line in lines] == [f"{FIXTURE_ID}.bak"]
+    assert "UNREADABLE" in lines[0]
+
+
 def test_bad_view_is_a_usage_error_with_exit_2(home):
     assert CliRunner().invoke(cli, ["sessions", "show", FIXTURE_ID, "--view", "x"]).exit_code == 2
 

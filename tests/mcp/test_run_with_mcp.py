@@ -125,7 +125,7 @@ def test_mcp_list_shows_each_server_and_the_names_the_model_sees(tmp_path, env):
         + '[mcp.servers.off]\ncommand = ["x"]\nenabled = false\n',
     )
     listed = dsh("mcp", "list", env=env, cwd=tmp_path)
-    assert listed.returncode == 0, listed.stderr
+    assert listed.returncode == 1, listed.stderr  # ghost did not start: a check can see it
     lines = listed.stdout.splitlines()
     assert lines[0].startswith("test: started, 6 tools (")
     assert lines[1].split() == ["mcp__test__add", "Add", "two", "integers."]
@@ -134,6 +134,13 @@ def test_mcp_list_shows_each_server_and_the_names_the_model_sees(tmp_path, env):
         "ghost: did not start: command not found: /nonexistent/mcp-server (/nonexistent/mcp-server)"
     )
     assert lines[8] == "off: disabled (x)"
+
+
+def test_mcp_list_exits_0_when_every_enabled_server_started(tmp_path, env):
+    configure(env, toml_server("test") + '[mcp.servers.off]\ncommand = ["x"]\nenabled = false\n')
+    listed = dsh("mcp", "list", env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].startswith("test: started, 6 tools (")
 
 
 def test_mcp_list_without_servers_says_where_to_add_one(tmp_path, env):

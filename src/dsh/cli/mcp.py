@@ -35,7 +35,7 @@ def mcp() -> None:
 )
 def list_servers(workspace_dir: Path | None) -> None:
     """Start each configured MCP server, print its tools under the names the model sees, and
-    stop it."""
+    stop it; exit 1 when an enabled server did not start."""
     workspace = (workspace_dir or context.cwd()).resolve()
     settings = load_settings(cwd=workspace)
     servers = settings.mcp.servers
@@ -44,6 +44,7 @@ def list_servers(workspace_dir: Path | None) -> None:
         click.echo(f"no MCP servers configured (add [mcp.servers.NAME] to {where})")
         return
     hub, statuses = start_hub(settings.mcp, workspace=workspace, secrets=tool_secrets(settings))
+    failed = 0
     try:
         started = {status.name: status for status in statuses}
         for name, server in servers.items():
@@ -52,6 +53,7 @@ def list_servers(workspace_dir: Path | None) -> None:
             if status is None:
                 click.echo(f"{name}: disabled ({command})")
             elif not status.started:
+                failed += 1
                 click.echo(f"{name}: did not start: {status.error} ({command})")
             else:
                 count = f"{len(status.tools)} tool" + ("" if len(status.tools) == 1 else "s")
@@ -61,6 +63,8 @@ def list_servers(workspace_dir: Path | None) -> None:
                     click.echo(f"  {exposed.ljust(width)}  {_first_line(remote.description)}")
     finally:
         hub.close()
+    if failed:
+        raise SystemExit(1)
 
 
 def _first_line(text: str) -> str:

@@ -63,7 +63,8 @@ def list_sessions(show_all: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(_as_records(summaries, store.unreadable(), trusted), indent=1))
         return
-    if not summaries:
+    unreadable = store.unreadable()
+    if not summaries and not unreadable:
         scope = "" if show_all else f" in {shown_here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
     for summary in summaries:
@@ -73,7 +74,7 @@ def list_sessions(show_all: bool, as_json: bool) -> None:
         turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
         repair = f"  (try `dsh sessions repair {summary.id}`)" if is_unreadable(summary) else ""
         click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}{repair}")
-    for bad in store.unreadable():  # their workspace is unknown: listed everywhere
+    for bad in unreadable:  # their workspace is unknown: listed everywhere
         line = f" (line {bad.line})" if bad.line is not None else ""
         hint = f"  (try `dsh sessions repair {bad.id}`)" if bad.repairable else ""
         click.echo(f"{bad.id}  UNREADABLE{line}: {error_line(bad.reason)}{hint}")
