@@ -1,9 +1,12 @@
 """File tools: ``read_file``, ``write_file``, ``edit_file``, ``list_dir`` (and, re-exported from
 :mod:`dsh.tools.search`, ``glob`` and ``grep``).
 
-Every path goes through :func:`~dsh.tools.workspace.resolve_in_workspace`. Blocking file I/O runs
-in a worker thread. Expected failures raise ``ToolError``, which the registry turns into an error
-tool result the model can act on.
+Every path goes through :func:`~dsh.tools.workspace.resolve_in_workspace`. ``write_file`` and
+``edit_file`` write through :func:`~dsh.tools.atomic_write.write_regular_file`: a crash leaves a
+file's old bytes or its new ones, never a mix; a file with other hard links is parted from them
+(they keep the old bytes) and the result says so. Blocking file I/O runs in a worker thread.
+Expected failures raise ``ToolError``, which the registry turns into an error tool result the
+model can act on.
 """
 
 from __future__ import annotations
@@ -16,17 +19,13 @@ from typing import Any, TextIO, TypeVar
 
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
+from dsh.tools.atomic_write import sync_directories, write_regular_file
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.diffs import DIFF_META, read_small_text, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.secrets import SecretPolicy
 from dsh.tools.undo_record import UNDO_META, missing_parents, undo_record
-from dsh.tools.workspace import (
-    display_path,
-    file_is_binary,
-    resolve_in_workspace,
-    write_regular_file,
-)
+from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
 
 __all__ = ["EditFileTool", "GlobTool", "GrepTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
 
@@ -223,14 +222,16 @@ def _write(path: str, content: str, workspace: Path) -> tuple[str, dict[str, Any
     created_dirs = missing_parents(resolved)
     resolved.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    write_regular_file(resolved, data, shown)
+    kept_old = write_regular_file(resolved, data, shown)
+    sync_directories(created_dirs)
     what = "overwrote" if existed else "created"
     before_bytes = None if before is None else before.encode("utf-8")  # decoded strictly: exact
     diff = None if before is None else unified_diff(shown, before, content)
     record = undo_record(
         resolved, before=before_bytes, after=data, created=not existed, created_dirs=created_dirs
     )
-    return f"wrote {len(data)} bytes to {shown} ({what})", _change_meta(diff, record)
+    answer = f"wrote {len(data)} bytes to {shown} ({what}){_parted_links(kept_old)}"
+    return answer, _change_meta(diff, record)
 
 
 class EditFileTool:
@@ -294,13 +295,26 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str
     index = text.index(old)
     edited = text.replace(old, new, 1)
     data = edited.encode("utf-8")
-    write_regular_file(resolved, data, shown)
+    kept_old = write_regular_file(resolved, data, shown)
     first = text.count("\n", 0, index) + 1
     last = first + new.count("\n")
     where = f"line {first}" if first == last else f"lines {first}–{last}"
     diff = unified_diff(shown, text, edited)
     record = undo_record(resolved, before=raw, after=data, created=False)
-    return f"edited {shown}: replaced 1 occurrence ({where})", _change_meta(diff, record)
+    answer = f"edited {shown}: replaced 1 occurrence ({where}){_parted_links(kept_old)}"
+    return answer, _change_meta(diff, record)
+
+
+def _parted_links(kept_old: int) -> str:
+    """What a result adds when the file had other hard links: they keep the old bytes."""
+    if not kept_old:
+        return ""
+    links = (
+        "1 other hard link, which keeps"
+        if kept_old == 1
+        else f"{kept_old} other hard links, which keep"
+    )
+    return f"; it had {links} the old content"
 
 
 def _change_meta(diff: list[str] | None, record: dict[str, Any]) -> dict[str, Any]:

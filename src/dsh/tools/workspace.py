@@ -5,13 +5,12 @@ relative to the workspace, then symlinks are followed and ``..`` collapsed, and 
 lie inside the resolved workspace. A symlink inside the workspace that points outside is refused
 like any other escape, for reading and for writing. Refusals name only the path the model gave,
 never where it resolved to (a symlink's target, an expanded ``~``, the workspace's location).
+How the write tools then write a file whole or not at all is :mod:`dsh.tools.atomic_write`.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from pathlib import Path
 
 from dsh.errors import ToolError
@@ -80,29 +79,3 @@ def file_is_binary(path: Path) -> bool:
     """Read the head of ``path`` and decide whether it is binary."""
     with path.open("rb") as fh:
         return is_binary(fh.read(SNIFF_BYTES))
-
-
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-"""Never block opening a FIFO (no reader: ``ENXIO``), never follow a symlink put in place of
-the resolved file after the check (``ELOOP``)."""
-
-
-def write_regular_file(path: Path, data: bytes, shown: str) -> None:
-    """Replace the contents of the regular file at ``path`` (created if absent) with ``data``.
-
-    ``path`` is a resolved path. Anything else found there when it is opened — a FIFO (whose
-    open would wait for a reader forever), a socket, a device, a symlink swapped in since the
-    path was resolved — is refused with ``NOT_A_FILE`` and left as it is.
-    """
-    try:
-        fd = os.open(path, _WRITE_FLAGS, 0o666)
-    except OSError as exc:
-        if exc.errno in (errno.ENXIO, errno.ELOOP, errno.EOPNOTSUPP):
-            raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE") from exc
-        raise
-    with os.fdopen(fd, "wb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE")
-        os.set_blocking(fd, True)
-        fh.truncate(0)
-        fh.write(data)
