@@ -220,6 +220,17 @@ def test_an_empty_or_missing_query_is_an_invalid_argument(query):
     assert "query must be a non-empty string" in output.text
 
 
+def test_a_query_over_1000_characters_is_refused_without_being_repeated():
+    """A pasted page as the query: no message holds it, and echoing it back would put it into
+    the context twice; a query of exactly the limit is searched."""
+    session = two_passes().session
+    output = search(session, query="users " * 200)
+    assert output.is_error and output.code == INVALID_ARGUMENT
+    assert "query is 1200 characters; look for a fragment of at most 1000" in output.text
+    assert len(output.text) < 300
+    assert not search(session, query="u" * 1000).is_error
+
+
 @pytest.mark.parametrize("limit", [0, 201, -3, True, "5", 2.0])
 def test_a_limit_outside_1_to_200_is_an_invalid_argument(limit):
     output = search(two_passes().session, query="users", limit=limit)

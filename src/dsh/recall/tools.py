@@ -43,6 +43,9 @@ RECALL_TOOL_NAMES = (HISTORY_READ, HISTORY_SEARCH)
 MIN_SEARCH_LIMIT = 1
 MAX_SEARCH_LIMIT = 200
 SNIPPET_CHARS = 200
+MAX_QUERY_CHARS = 1000
+"""A longer query is refused: no message is searched for a page of text, and the answer would
+repeat it into the context it was meant to save."""
 """About this many characters of context around a search hit."""
 
 RECALL_PROMPT_SECTION = (
@@ -202,6 +205,12 @@ def search_history(
     if not isinstance(query, str) or not query.strip():
         raise RecallError(
             INVALID_ARGUMENT, f"query must be a non-empty string to look for, got {query!r}"
+        )
+    if len(query) > MAX_QUERY_CHARS:
+        raise RecallError(
+            INVALID_ARGUMENT,
+            f"query is {len(query)} characters; look for a fragment of at most "
+            f"{MAX_QUERY_CHARS} (a name, a number, a phrase)",
         )
     if (
         not isinstance(limit, int)
