@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sys
 from pathlib import Path
 
 from dsh.errors import SessionLockedError, StoreError
@@ -33,6 +34,9 @@ class WriteLock:
         self._fd = None
 
 
+LABEL_CHARS = 60
+
+
 def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
     """Take the writer lock or raise SessionLockedError naming the holder's pid."""
     try:
@@ -42,24 +46,41 @@ def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _read_pid(fd)
+        holder, label = _read_holder(fd)
         os.close(fd)
         who = f"process {holder}" if holder is not None else "another process"
+        if label:
+            who += f" ({label})"
         raise SessionLockedError(
             f"session {session_id} is already open for writing by {who}", holder_pid=holder
         ) from None
-    previous = _read_pid(fd)
+    previous, _ = _read_holder(fd)
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()}\n{holder_label()}\n".encode(), 0)
     except OSError:
         pass  # the pid is only informative; the lock is held
     return WriteLock(path, fd, unclean_holder=previous)
 
 
-def _read_pid(fd: int) -> int | None:
+def holder_label() -> str:
+    """What this process is, for another one refused the lock: the program and its command
+    (``dsh web``, ``dsh run``; ``dsh`` for the terminal UI), printable, at most 60 characters."""
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    command = next((a for a in sys.argv[1:2] if a and not a.startswith("-")), "")
+    label = f"{program} {command}".strip()
+    return "".join(c if c.isprintable() else "?" for c in label)[:LABEL_CHARS]
+
+
+def _read_holder(fd: int) -> tuple[int | None, str]:
+    """The pid and label a holder wrote (its first and second lines); an older dsh wrote the
+    pid alone."""
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        text = os.pread(fd, 32 + LABEL_CHARS * 4, 0).decode("utf-8", "replace")
     except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+        return None, ""
+    pid, _, rest = text.partition("\n")
+    pid = pid.strip()
+    label = rest.partition("\n")[0].strip()
+    label = "".join(c if c.isprintable() else "?" for c in label)[:LABEL_CHARS]
+    return (int(pid) if pid.isdigit() else None), label
