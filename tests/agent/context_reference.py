@@ -61,11 +61,13 @@ def whole_log_report(
         and e.surface_op == "append"
         and e.data.usage is not None
     ]
-    priced = [(s.provider if isinstance(s, ModelSource) else None, u) for s, u in calls]
-    if {source for source, _ in priced} <= {provider}:
-        cost = cost_estimate(stats, price_of(provider))
+    priced = [
+        ((s.provider, s.model) if isinstance(s, ModelSource) else (None, None), u) for s, u in calls
+    ]
+    if {source for source, _ in priced} <= {(provider, model)}:
+        cost = cost_estimate(stats, price_of(provider, model))
     else:
-        cost = _each_at_its_price(stats, priced, provider)
+        cost = _each_at_its_price(stats, priced, (provider, model))
     return ContextReport(
         provider=provider,
         model=model,
@@ -83,12 +85,14 @@ def whole_log_report(
 
 
 def _each_at_its_price(
-    stats: SessionStats, calls: list[tuple[str | None, Usage]], provider: str | None
+    stats: SessionStats,
+    calls: list[tuple[tuple[str | None, str | None], Usage]],
+    route: tuple[str | None, str | None],
 ) -> CostEstimate:
     usd: float | None = None
     unpriced = 0
     for source, usage in calls:
-        own = price_of(source)
+        own = price_of(*source)
         if own is None:
             unpriced += 1
             continue
@@ -98,10 +102,10 @@ def _each_at_its_price(
             write=usage.cache_write_tokens or 0,
             output_tokens=usage.output_tokens,
         )
-    basis = cost_estimate(stats, None).basis + ", each provider's calls at its list prices"
+    basis = cost_estimate(stats, None).basis + ", each model's calls at its list prices"
     if unpriced:
-        basis += f" ({unpriced} call(s) of a provider without a list price not estimated)"
-    return CostEstimate(usd, price_of(provider), basis)
+        basis += f" ({unpriced} call(s) of a model without a known list price not estimated)"
+    return CostEstimate(usd, price_of(*route), basis)
 
 
 def whole_log_cost_report(events: Iterable[Event]) -> CostReport:
@@ -135,7 +139,7 @@ def whole_log_cost_report(events: Iterable[Event]) -> CostReport:
                 cache_read=read,
                 cache_write=write,
                 output=output,
-                price=price_of(provider),
+                price=price_of(provider, model),
             )
             for (provider, model, role), (calls, uncached, read, write, output) in totals.items()
         )

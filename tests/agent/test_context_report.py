@@ -120,8 +120,8 @@ def test_the_cost_prices_each_kind_of_token_and_admits_an_unknown_model(tmp_path
     ) / 1e6
     assert cost.usd == pytest.approx(expected) and expected > 0
     assert f"{stats.model_calls} conversation calls" in cost.basis
-    assert price_of("deepseek") is not None
-    assert price_of("somewhere") is None
+    assert price_of("deepseek", "deepseek-chat") is not None
+    assert price_of("somewhere", "deepseek-chat") is None
     assert cost_estimate(stats, None).usd is None
 
 
@@ -190,8 +190,31 @@ def test_a_provider_without_a_list_price_is_billed_but_not_estimated():
     (bill,) = report.bills
     assert (bill.calls, bill.uncached, bill.cache_read, bill.cache_write) == (2, 110, 20, 5)
     assert bill.output == 10 and bill.cost is None and report.cost is None
-    assert price_of(bill.provider) is None
-    assert f"no list price known for provider {bill.provider!r}" in render_cost(report)
+    assert price_of(bill.provider, bill.model) is None
+    assert f"no list price known for {bill.provider}:{bill.model}" in render_cost(report)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "listed"),
+    [
+        ("deepseek", "deepseek-chat", "deepseek-chat"),
+        ("deepseek", "deepseek-reasoner", "deepseek-chat"),  # the same list price
+        ("openai", "gpt-4.1", "gpt-4.1"),
+        ("openai", "gpt-4.1-2025-04-14", "gpt-4.1"),
+        ("anthropic", "claude-sonnet-4-5", "claude-sonnet-4-5"),
+        ("anthropic", "claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("scripted", "demo", "deepseek-chat"),  # the keyless model stands in for DeepSeek
+        ("openai", "gpt-4.1-mini", None),  # another model: no price rather than gpt-4.1's
+        ("openai", "gpt-4o", None),
+        ("anthropic", "claude-opus-4-1", None),
+        ("anthropic", "claude-sonnet-4-5-fast", None),
+        ("openai-compatible", "gpt-4.1", None),  # a local server has no list price
+        ("openai", None, None),
+    ],
+)
+def test_a_list_price_is_used_only_for_the_model_it_is_the_price_of(provider, model, listed):
+    price = price_of(provider, model)
+    assert (price.model if price is not None else None) == listed
 
 
 def test_nothing_called_yet_says_so():
@@ -229,12 +252,13 @@ def test_after_a_provider_switch_each_call_is_priced_as_its_own_provider() -> No
                 id=f"u{turn}", role="user", content=(TextBlock(text="hi"),), source=UserSource()
             )
         )
-        session.append(RequestContext(provider=provider, model="m"))
+        model = "deepseek-chat" if provider == "deepseek" else "m"
+        session.append(RequestContext(provider=provider, model=model))
         reply = Message(
             id=f"a{turn}",
             role="assistant",
             content=(TextBlock(text="hello"),),
-            source=ModelSource(provider=provider, model="m"),
+            source=ModelSource(provider=provider, model=model),
         )
         session.append(AssistantMessage(turn=turn, step=1, message=reply, usage=usage))
         session.append(StepEnd(turn=turn, step=1))

@@ -9,6 +9,7 @@ estimated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -31,11 +32,37 @@ PRICE_RULE_OF_PROVIDER = {
 """Which list price bills a provider's calls: the scripted model's simulated cache follows
 DeepSeek's rule, so it is priced as DeepSeek; others (a local server) have no list price."""
 
+PRICED_MODELS = {
+    "deepseek": ("deepseek-chat", "deepseek-reasoner"),
+    "openai": ("gpt-4.1",),
+    "anthropic": ("claude-sonnet-4-5",),
+}
+"""The models each list price is the price of (``deepseek-reasoner`` costs what
+``deepseek-chat`` does); a dated snapshot of one (``claude-sonnet-4-5-20250929``) is that model.
+Another model of the provider (``gpt-4.1-mini``, ``claude-opus-4-1``) has no known price here,
+rather than a wrong one."""
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)")
 
-def price_of(provider: str | None) -> Price | None:
-    """The list price that bills ``provider``'s calls, or None when none is known."""
+
+def price_of(provider: str | None, model: str | None) -> Price | None:
+    """The list price that bills ``provider``'s calls to ``model``, or None when none is known.
+    The scripted model is priced as DeepSeek's whatever it is named (it stands in for it)."""
     rule = PRICE_RULE_OF_PROVIDER.get(provider or "")
-    return DEFAULT_PRICES[rule] if rule is not None else None
+    if rule is None:
+        return None
+    if provider != "scripted" and not _is_priced(model, PRICED_MODELS[rule]):
+        return None
+    return DEFAULT_PRICES[rule]
+
+
+def _is_priced(model: str | None, names: tuple[str, ...]) -> bool:
+    if model is None:
+        return False
+    return any(
+        model == name
+        or (model.startswith(name) and _SNAPSHOT.fullmatch(model, len(name)) is not None)
+        for name in names
+    )
 
 
 # ---- the estimate beside the context -------------------------------------------------------
@@ -80,22 +107,23 @@ class ConversationCalls:
 
     calls: int = 0
     last: Usage | None = None
-    providers: set[str | None] = field(default_factory=set)
+    routes: set[tuple[str | None, str | None]] = field(default_factory=set)
+    """The (provider, model) pairs that answered."""
     usd: float | None = None
     """The priced calls' sum; None while no call was priced."""
     unpriced: int = 0
-    """Calls of a provider without a list price."""
+    """Calls of a model without a known list price."""
 
     def feed(self, event: AssistantMessageEvent) -> None:
         usage = event.data.usage
         if event.surface_op != "append" or usage is None:
             return
         source = event.data.message.source
-        provider = source.provider if isinstance(source, ModelSource) else None
+        route = (source.provider, source.model) if isinstance(source, ModelSource) else (None, None)
         self.calls += 1
         self.last = usage
-        self.providers.add(provider)
-        own = price_of(provider)
+        self.routes.add(route)
+        own = price_of(*route)
         if own is None:
             self.unpriced += 1
             return
@@ -106,16 +134,20 @@ class ConversationCalls:
             output_tokens=usage.output_tokens,
         )
 
-    def estimate(self, stats: SessionStats, provider: str | None) -> CostEstimate:
-        """The calls at the list price of ``provider`` (the latest route's) when it answered
-        them all; after a provider switch each call at its own provider's price (as
-        ``cost_report`` bills them), calls of a provider without one not estimated."""
-        price = price_of(provider)
-        if self.providers <= {provider}:
+    def estimate(
+        self, stats: SessionStats, provider: str | None, model: str | None
+    ) -> CostEstimate:
+        """The calls at the list price of ``provider:model`` (the latest route's) when it
+        answered them all; after a switch each call at its own model's price (as
+        ``cost_report`` bills them), calls of a model without a known one not estimated."""
+        price = price_of(provider, model)
+        if self.routes <= {(provider, model)}:
             return cost_estimate(stats, price)
-        basis = cost_estimate(stats, None).basis + ", each provider's calls at its list prices"
+        basis = cost_estimate(stats, None).basis + ", each model's calls at its list prices"
         if self.unpriced:
-            basis += f" ({self.unpriced} call(s) of a provider without a list price not estimated)"
+            basis += (
+                f" ({self.unpriced} call(s) of a model without a known list price not estimated)"
+            )
         return CostEstimate(self.usd, price, basis)
 
 
@@ -136,7 +168,7 @@ class Bill:
     cache_write: int
     output: int
     price: Price | None
-    """The list price the estimate uses (None: no known price for this provider)."""
+    """The list price the estimate uses (None: no known price for this model)."""
 
     @property
     def cost(self) -> float | None:
@@ -212,7 +244,7 @@ class BilledTokens:
                     cache_read=read,
                     cache_write=write,
                     output=output,
-                    price=price_of(provider),
+                    price=price_of(provider, model),
                 )
                 for (provider, model, role), (_, calls, uncached, read, write, output) in rows
             )
@@ -250,7 +282,7 @@ def render_cost(report: CostReport) -> str:
 def _estimate(bill: Bill) -> str:
     price = bill.price
     if price is None or bill.cost is None:
-        return f"no list price known for provider {bill.provider!r}: not estimated"
+        return f"no list price known for {bill.provider}:{bill.model}: not estimated"
     basis = (
         f"{price.model} list prices"
         if price.model == bill.model

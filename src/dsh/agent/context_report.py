@@ -187,7 +187,7 @@ def context_report(
         stats=stats,
         calls=fold.calls.calls,
         last_call=fold.calls.last,
-        cost=fold.calls.estimate(stats, provider),
+        cost=fold.calls.estimate(stats, provider, model),
     )
 
 
