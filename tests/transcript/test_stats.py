@@ -11,6 +11,8 @@ from dsh.events import (
     AssistantMessageEvent,
     CompactionEnd,
     CompactionEndEvent,
+    CompactionPlan,
+    CompactionPlanEvent,
     CompactionSummary,
     CompactionSummaryEvent,
     Event,
@@ -70,11 +72,15 @@ _event = st.one_of(
     st.builds(_assistant, _usage, st.booleans(), st.booleans()),
     st.builds(_summary, _usage),
     st.builds(
-        lambda error: CompactionEndEvent(
-            seq=0, time=0, data=CompactionEnd(compaction_id="k", turn=None, error=error)
+        lambda error, pass_id: CompactionEndEvent(
+            seq=0,
+            time=0,
+            data=CompactionEnd(compaction_id="k", pass_id=pass_id, turn=None, error=error),
         ),
         st.none() | st.just("failed"),
+        st.none() | st.just("p1"),  # an older log's bracket has no pass
     ),
+    st.just(CompactionPlanEvent(seq=0, time=0, data=CompactionPlan(pass_id="p1", regions=()))),
     st.just(TurnStartEvent(seq=0, time=0, data=TurnStart(turn=1))),
     st.just(StepStartEvent(seq=0, time=0, data=StepStart(turn=1, step=1))),
     st.just(
@@ -114,8 +120,10 @@ def reference_stats(events: list[Event]) -> SessionStats:
                 tokens["read"] += usage.cache_read_tokens or 0
                 tokens["write"] += usage.cache_write_tokens or 0
                 tokens["out"] += usage.output_tokens
-        elif isinstance(event, CompactionEndEvent) and event.data.error is None:
-            n["compactions"] += 1
+        elif isinstance(event, CompactionPlanEvent):
+            n["compactions"] += 1  # a pass that committed, however many regions it has
+        elif isinstance(event, CompactionEndEvent):
+            n["compactions"] += event.data.error is None and event.data.pass_id is None
         elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
             tokens["s_in"] += event.data.usage.request_tokens()
             tokens["s_out"] += event.data.usage.output_tokens

@@ -12,6 +12,7 @@ from typing import Any
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
+    CompactionPlanEvent,
     CompactionSummaryEvent,
     Event,
     EventBase,
@@ -36,7 +37,9 @@ class SessionStats:
     cache_write_tokens: int
     output_tokens: int
     compactions: int
-    """Compaction brackets that ended without error."""
+    """Compaction passes that committed: one per pass, whatever the number of checkpoints it
+    wrote (its plan; a log from before plans were logged: each bracket that ended without
+    error)."""
     summarizer_input_tokens: int
     summarizer_output_tokens: int
 
@@ -56,6 +59,7 @@ _FIGURED: tuple[type[EventBase], ...] = (
 _WITH_FIGURES = frozenset(_FIGURED)
 
 _COUNTED: tuple[type[EventBase], ...] = (
+    CompactionPlanEvent,
     TurnStartEvent,
     StepStartEvent,
     RequestErrorEvent,
@@ -109,7 +113,8 @@ def _stats(events: int, counts: Mapping[Any, int], figured: Iterable[object]) ->
                     write += usage.cache_write_tokens or 0
                     out += usage.output_tokens
         elif isinstance(event, CompactionEndEvent):
-            compactions += event.data.error is None
+            # a pass with a plan is counted by its plan, its brackets (one per region) not
+            compactions += event.data.error is None and event.data.pass_id is None
         elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
             s_in += event.data.usage.request_tokens()
             s_out += event.data.usage.output_tokens
@@ -125,7 +130,7 @@ def _stats(events: int, counts: Mapping[Any, int], figured: Iterable[object]) ->
         cache_read_tokens=read,
         cache_write_tokens=write,
         output_tokens=out,
-        compactions=compactions,
+        compactions=compactions + counts.get(CompactionPlanEvent, 0),
         summarizer_input_tokens=s_in,
         summarizer_output_tokens=s_out,
     )
@@ -146,7 +151,7 @@ def render_stats(stats: SessionStats) -> str:
         ),
         ("output tokens", f"{stats.output_tokens}"),
         ("cache-hit ratio", "n/a (no usage logged)" if ratio is None else f"{ratio:.1%}"),
-        ("compactions", f"{stats.compactions}"),
+        ("compaction passes", f"{stats.compactions}"),
         (
             "summarizer tokens",
             f"{stats.summarizer_input_tokens} in, {stats.summarizer_output_tokens} out",
