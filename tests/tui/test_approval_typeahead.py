@@ -113,17 +113,3 @@ def test_esc_denies_the_call_and_cancels_the_turn_even_while_the_prompt_waits(ri
         assert "All done." not in text_of(app)  # the turn did not carry on
 
     run(app, body)
-
-
-def test_esc_on_a_shell_commands_prompt_denies_it(rig: Rig):
-    app = rig.app([], approval="ask")
-
-    async def body(pilot: Any) -> None:
-        await submit(pilot, "!touch made-by-shell.txt")
-        await prompt_open(pilot)
-        await pilot.press("escape")
-        await settle(pilot, lambda: not app.running)
-        assert not (rig.workspace / "made-by-shell.txt").exists()
-        assert app.shell_context == [] and "was not run" in text_of(app)
-
-    run(app, body)

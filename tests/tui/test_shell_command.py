@@ -1,6 +1,6 @@
-"""``!cmd`` in the prompt box: the command runs in the workspace through the bash tool and the
-approval policy, and its output reaches the model with the next prompt of the session it ran in
-(and so the log); another session opened drops it, and a quit warns of it first."""
+"""``!cmd`` in the prompt box: the command runs in the workspace through the bash tool, unasked
+(the person typed it), and its output reaches the model with the next prompt of the session it
+ran in (and so the log); another session opened drops it, and a quit warns of it first."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 from dsh.events import UserMessageEvent
 from dsh.tui.app import QUIT_AGAIN_WITHIN, UNSENT_ON_QUIT
-from dsh.tui.shell_command import shell_command
-from tests.tui.conftest import Rig, approval_ready, run_prompt, settle, submit
+from dsh.tui.approval import ApprovalScreen
+from dsh.tui.shell_command import READ_ONLY_REFUSAL, shell_command
+from tests.tui.conftest import Rig, run_prompt, settle, submit
 from tests.tui.test_pilot import logged, run, stored_session, text_of
 
 
@@ -38,21 +39,30 @@ def test_the_output_goes_to_the_model_with_the_next_prompt(rig: Rig):
     run(app, body)
 
 
-def test_under_ask_the_command_waits_for_approval_and_a_denial_runs_nothing(rig: Rig):
+def test_under_ask_the_persons_own_command_runs_without_asking(rig: Rig):
+    """The person typed it: asking them to approve it is a shell asking "are you sure?" of
+    every line (the model's calls are still asked about)."""
     app = rig.app([], approval="ask")
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "!touch made-by-shell.txt")
-        await approval_ready(pilot)
-        await pilot.press("d")
-        await settle(pilot, lambda: not app.running)
-        assert not (rig.workspace / "made-by-shell.txt").exists()
-        assert app.shell_context == [] and "was not run" in text_of(app)
-        await submit(pilot, "!touch made-by-shell.txt")
-        await approval_ready(pilot)
-        await pilot.press("o")
         await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
+        assert not isinstance(app.screen, ApprovalScreen)
         assert (rig.workspace / "made-by-shell.txt").exists()
+        assert app.controller.policy.mode == "ask"  # nothing loosened for the model
+
+    run(app, body)
+
+
+def test_under_read_only_the_command_is_not_run_and_the_note_says_how(rig: Rig):
+    app = rig.app([], approval="read-only")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "!touch made-by-shell.txt")
+        await settle(pilot, lambda: not app.running and "read-only" in text_of(app))
+        assert " ".join(text_of(app).split()).endswith(READ_ONLY_REFUSAL)
+        assert not (rig.workspace / "made-by-shell.txt").exists()
+        assert app.shell_context == []
 
     run(app, body)
 

@@ -27,8 +27,8 @@ Commands
   /approval [MODE]   show the approval mode, or use ask, auto or read-only for the
                      rest of this run (the config file is unchanged; dsh --yes starts
                      in auto, --allow bash,write,mcp lets those kinds run unasked)
-  !cmd               run cmd in the workspace (asks first under the ask policy); its
-                     output goes to the model with your next prompt
+  !cmd               run cmd in the workspace (unasked: you typed it; not under
+                     read-only); its output goes to the model with your next prompt
   /help              this help, with your prompt commands (/NAME [args]: the text of
                      $DSH_HOME/commands/NAME.md or ./.dsh/commands/NAME.md as the prompt)
   /quit              leave dsh (ctrl+q works too)

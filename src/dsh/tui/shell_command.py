@@ -1,7 +1,12 @@
 """``!cmd`` in the prompt box: run a shell command in the workspace, through the same ``bash``
-tool and approval policy the model's calls go through, and put its output into the context:
-it is sent, quoted, at the head of the next prompt (so the log holds exactly what the model
-saw)."""
+tool the model's calls go through (its scrubbed environment, its masking of keys), and put its
+output into the context: it is sent, quoted, at the head of the next prompt (so the log holds
+exactly what the model saw).
+
+The person typed the command, so it is not asked about, as a shell would not ask; approval is
+for what the model proposes. Under ``read-only`` (a mode for looking, not changing) it is not
+run, and the reason says how to run it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import json
 import secrets
 
 from dsh.agent.mcp_servers import tool_secrets
+from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.transcript.shell_blocks import shell_block
@@ -36,8 +42,16 @@ def _registry(controller: Controller) -> ToolRegistry:
     return ToolRegistry(default_tools(secret_policy), secret_policy)
 
 
+READ_ONLY_REFUSAL = (
+    "Not run: the approval mode is read-only, which runs no shell command "
+    "(/approval ask lets your !commands run)."
+)
+
+
 async def run_shell_command(controller: Controller, command: str) -> ToolOutput:
-    """Run ``command`` with the ``bash`` tool, asking first if the policy says so."""
+    """Run ``command`` with the ``bash`` tool, unasked (module docstring)."""
+    if controller.policy.mode == "read-only":
+        return ToolOutput(READ_ONLY_REFUSAL, is_error=True, code="DENIED")
     call_id = f"human-{secrets.token_hex(3)}"
     session = controller.session
     ctx = ToolContext(
@@ -48,7 +62,7 @@ async def run_shell_command(controller: Controller, command: str) -> ToolOutput:
     )
     arguments = json.dumps({"command": command})
     return await _registry(controller).execute(
-        call_id, SHELL_TOOL, arguments, ctx, controller.policy
+        call_id, SHELL_TOOL, arguments, ctx, ApprovalPolicy("auto")
     )
 
 
