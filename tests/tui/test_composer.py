@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from textual import events
 
+from dsh.agent.mentions import mentioned_paths
 from dsh.events import UserMessageEvent
 from dsh.tui.hint_line import composer_keys, fit_hints
 from dsh.tui.prompt import complete_command, complete_path
@@ -135,6 +136,25 @@ def test_complete_path_walks_folders_and_stays_in_the_workspace(tmp_path):
     assert complete_path("@", 1, tmp_path) is not None
     assert "@.hidden" not in complete_path("@", 1, tmp_path).candidates  # type: ignore[union-attr]
     assert complete_path("no at here", 10, tmp_path) is None
+
+
+def test_a_path_with_a_space_completes_quoted_so_the_mention_attaches_it(tmp_path):
+    """``@ünï`` + tab inserted ``@ünï cödé.txt`` bare: the mention ended at the space and
+    attached nothing, silently."""
+    (tmp_path / "ünï cödé.txt").write_text("héllo\n")
+    (tmp_path / "my dir").mkdir()
+    (tmp_path / "my dir" / "a b.py").write_text("")
+    found = complete_path("look at @ünï", 12, tmp_path)
+    assert found is not None and found.candidates == ('@"ünï cödé.txt"',)
+    draft = "look at " + found.candidates[0]
+    assert mentioned_paths(draft, tmp_path) == ["ünï cödé.txt"]
+    found = complete_path("@my", 3, tmp_path)
+    assert found is not None and found.candidates == ('@"my dir/',)  # left open: go on inside
+    found = complete_path('see @"my dir/a', 14, tmp_path)
+    assert found is not None and (found.start, found.candidates) == (4, ('@"my dir/a b.py"',))
+    assert complete_path('say "@"my dir/a', 15, tmp_path) is not None  # after a quote: a mention
+    assert complete_path('x@"my dir/a', 11, tmp_path) is None  # inside a word: not a mention
+    assert complete_path('@"my dir/a b.py" and @"my', 25, tmp_path) is not None
 
 
 def test_complete_command_only_at_the_start_of_a_one_word_draft():

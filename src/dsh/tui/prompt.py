@@ -63,15 +63,42 @@ def complete_command(draft: str, commands: Sequence[str]) -> Completion | None:
 def complete_path(draft: str, cursor: int, workspace: Path) -> Completion | None:
     """``@some/pa`` ending at ``cursor``: the workspace entries it may name, as
     ``dsh.agent.path_completion`` finds them (directories end in ``/``; hidden entries only when
-    the typed part starts with a dot; nothing outside the workspace)."""
-    start = cursor
-    while start > 0 and not draft[start - 1].isspace():
-        start -= 1
-    word = draft[start:cursor]
-    if not word.startswith("@"):
-        return None
-    found = tuple(f"@{name}" for name in path_candidates(word[1:], workspace))
+    the typed part starts with a dot; nothing outside the workspace).
+
+    A name with a space or a quote in it is inserted quoted, ``@"my notes.md"``, the form a
+    mention of it takes (``dsh.agent.mentions``); a quoted directory is left open,
+    ``@"my dir/``, so completing goes on inside it, and ``@"my d`` completes as typed."""
+    quoted = _open_quote(draft, cursor)
+    if quoted is not None:
+        start, typed = quoted, draft[quoted + 2 : cursor]
+    else:
+        start = cursor
+        while start > 0 and not draft[start - 1].isspace():
+            start -= 1
+        word = draft[start:cursor]
+        if not word.startswith("@"):
+            return None
+        typed = word[1:]
+    names = path_candidates(typed, workspace)
+    found = tuple(_mention(name, quoted is not None) for name in names)
     return Completion(start, cursor, found) if found else None
+
+
+def _open_quote(draft: str, cursor: int) -> int | None:
+    """Where an ``@"`` whose quote is still open at ``cursor`` starts (on the cursor's line)."""
+    line_start = draft.rfind("\n", 0, cursor) + 1
+    at = draft.rfind('@"', line_start, cursor)
+    if at < 0 or '"' in draft[at + 2 : cursor]:
+        return None
+    if at > 0 and not (draft[at - 1].isspace() or draft[at - 1] in "([{'\"`"):
+        return None  # inside a word: not a mention
+    return at
+
+
+def _mention(name: str, quoted: bool) -> str:
+    if not quoted and not any(c.isspace() or c == '"' for c in name):
+        return f"@{name}"
+    return f'@"{name}' if name.endswith("/") else f'@"{name}"'
 
 
 class PromptBox(TextArea):
