@@ -13,12 +13,11 @@ from dsh.tools.diffs import (
     MAX_DIFF_CHARS,
     MAX_DIFF_LINES,
     NO_NEWLINE,
-    planned_diff,
-    planned_texts,
     read_small_text,
     unified_diff,
 )
 from dsh.tools.files import EditFileTool, ListDirTool, ReadFileTool, WriteFileTool
+from dsh.tools.planned_change import planned_change, planned_diff
 
 
 def call(tool: Any, ctx: ToolContext, **args: Any) -> ToolOutput:
@@ -356,8 +355,7 @@ def test_a_file_too_large_to_diff_is_never_read_for_a_diff(
     """An approval reads the file before anyone approved anything: a huge file is judged by
     its size, not loaded to be left out."""
     huge = workspace / "huge.log"
-    with huge.open("wb") as handle:
-        handle.truncate(MAX_DIFF_CHARS * 4 + 1)
+    huge.write_bytes(b"a" * (MAX_DIFF_CHARS * 4) + b"\n")  # text, one byte over the bound
     read: list[Path] = []
     real = Path.read_bytes
 
@@ -367,21 +365,29 @@ def test_a_file_too_large_to_diff_is_never_read_for_a_diff(
 
     monkeypatch.setattr(Path, "read_bytes", spy)
     assert read_small_text(huge) is None and read == []
-    assert planned_texts("write_file", {"path": "huge.log", "content": "x"}, workspace) == (
-        "",
-        "x",
+    over = planned_change("write_file", {"path": "huge.log", "content": "x"}, workspace)
+    assert over is not None and over.lines is not None and "+x" in over.lines
+    assert (
+        over.note == "replaces huge.log (1,048,577 bytes, not shown: too large) with this content"
     )
+    edit = planned_change("edit_file", {"path": "huge.log", "old": "a", "new": "b"}, workspace)
+    assert edit is not None and edit.fails is None and edit.lines is not None
+    assert edit.note == "huge.log is too large to show here: the diff is of the call's old and new"
     assert read == []
 
 
 def test_planning_a_diff_never_blocks_or_fails_on_odd_paths(workspace: Path) -> None:
     """Before approval, on the UI thread: a FIFO is not read (it would block), a NUL byte in
-    the model's path is not an exception (it crashed the TUI), CRLF is kept as stored."""
+    the model's path is not an exception (it crashed the TUI), CRLF is kept as stored. The
+    edit tool refuses the first two, and the approval says so."""
     os.mkfifo(workspace / "pipe")
     edit = {"path": "pipe", "old": "a", "new": "b"}
-    assert planned_texts("edit_file", edit, workspace) == ("a", "b")  # the arguments alone
+    piped = planned_change("edit_file", edit, workspace)
+    assert piped is not None and piped.fails == "pipe is not a regular file"
+    assert piped.lines is None
     nul = {"path": "a\x00b", "old": "a", "new": "b"}
-    assert planned_texts("edit_file", nul, workspace) == ("a", "b")
+    named = planned_change("edit_file", nul, workspace)
+    assert named is not None and named.fails == "invalid path 'a\\x00b'" and named.lines is None
     (workspace / "c.txt").write_bytes(b"one\r\ntwo\r\n")
     lines = planned_diff("write_file", {"path": "c.txt", "content": "one\ntwo\n"}, workspace)
     assert lines is not None and "-one\r" in lines and "+one" in lines  # not "no change"

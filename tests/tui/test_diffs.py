@@ -44,8 +44,9 @@ def test_without_the_file_an_edit_diffs_its_arguments(tmp_path: Path):
     assert "+    return a + b" in diff.lines
     outside = dict(EDIT, path="../calc.py")
     (tmp_path.parent / "calc.py").write_text(CALC)
-    diff = call_diff("edit_file", outside, tmp_path)  # never read outside the workspace
-    assert diff is not None and " def sub(a, b):" not in diff.lines
+    assert call_diff("edit_file", outside, tmp_path) is None  # never read outside the workspace
+    said = describe_call("edit_file", outside, tmp_path).plain  # and the edit would be refused
+    assert said.startswith("Will fail: path '../calc.py' is outside the workspace")
 
 
 def test_a_write_diffs_against_the_current_file_or_nothing(tmp_path: Path):
@@ -82,6 +83,35 @@ def test_an_edit_approval_shows_the_diff_of_the_file(rig: Rig):
         await pilot.press("o")
         await settle(pilot, lambda: not app.running)
         assert "return a + b" in (rig.workspace / "calc.py").read_text()
+
+    run(app, body)
+
+
+def test_an_edit_approval_whose_old_text_is_not_in_the_file_says_it_will_fail(rig: Rig):
+    """No diff of an edit that will not happen: the prompt says why it will fail, in the
+    tool's words, over the call's arguments; allowed, it fails so, and the file is as it was."""
+    (rig.workspace / "calc.py").write_text(CALC)
+    stale = dict(EDIT, old="def add(a, b):\n    return a * b")
+    app = rig.app(
+        [{"toolCalls": [{"name": "edit_file", "arguments": stale}]}, {"text": "ok"}],
+        approval="ask",
+    )
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "fix add")
+        await approval_ready(pilot)
+        shown = str(app.screen.query_one("#call").render())
+        assert shown.splitlines()[:2] == [
+            "Will fail: old text not found in calc.py; read the file and copy the text exactly "
+            "(including whitespace)",
+            "The call's arguments:",
+        ]
+        assert "@@" not in shown and "--- a/calc.py" not in shown
+        assert '"old": "def add(a, b):\\n    return a * b"' in shown
+        await pilot.press("o")
+        await settle(pilot, lambda: not app.running)
+        assert "old text not found in calc.py" in text_of(app)  # what the tool answered
+        assert (rig.workspace / "calc.py").read_text() == CALC
 
     run(app, body)
 

@@ -113,3 +113,30 @@ def test_a_missing_final_newline_shows_as_a_note_not_as_a_numbered_line(
             ["diff-note", "No newline at end of file"],
         ]
         assert card.locator(".diff-head").inner_text().split() == ["calc.py", "+1", "−1"]
+
+
+def test_an_edit_approval_that_would_fail_says_why_instead_of_a_diff(
+    browser: Any, tmp_path: Path
+) -> None:
+    """``old`` not in the file: the server finds the edit would fail and the page says so in
+    the tool's words, over the call's arguments, with no diff of the file."""
+    env = make_env(tmp_path, approval="ask")
+    (env.workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    stale = dict(EDIT, old="return a * b")
+    env.script = [{"toolCalls": [{"name": "edit_file", "arguments": stale}]}, {"text": "so"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        page.click("#new-session")
+        page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "fix add")
+        approval = page.locator("#approvals .approval")
+        approval.wait_for()
+        assert approval.locator(".approval-fails").inner_text() == (
+            "Will fail: old text not found in calc.py; read the file and copy the text exactly "
+            "(including whitespace)"
+        )
+        assert "The call's arguments:" in approval.inner_text()
+        assert "def add(a, b):" not in approval.inner_text()  # no line of the file's diff
+        approval.locator("button[data-answer='once']").click()
+        wait_turn_over(page, "so")
+    assert (env.workspace / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"

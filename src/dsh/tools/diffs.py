@@ -12,10 +12,6 @@ from __future__ import annotations
 import difflib
 import stat
 from pathlib import Path
-from typing import Any
-
-from dsh.errors import ToolError
-from dsh.tools.workspace import resolve_in_workspace
 
 CONTEXT_LINES = 3
 DIFF_META = "diff"
@@ -69,42 +65,6 @@ def split_lines(text: str) -> list[str]:
 
 DIFF_TOOLS = frozenset({"edit_file", "write_file"})
 """The tools whose calls and results show as a file diff."""
-
-
-def planned_texts(
-    tool: str, args: dict[str, Any], workspace: Path | None
-) -> tuple[str, str] | None:
-    """The file's text before and after the ``edit_file`` / ``write_file`` call ``args`` asks
-    for, read from ``workspace`` when the file is there (a path outside it is not read); the
-    arguments alone when it is not (or the edit would fail); None for arguments that name no
-    edit."""
-    path = args.get("path")
-    if not isinstance(path, str):
-        return None
-    current = None
-    if workspace is not None:
-        try:  # the tool's own resolution: a NUL byte, a loop or an escape is no file to read
-            current = read_small_text(resolve_in_workspace(path, workspace))
-        except ToolError:
-            current = None
-    if tool == "write_file":
-        content = args.get("content")
-        return (current or "", content) if isinstance(content, str) else None
-    old, new = args.get("old"), args.get("new")
-    if not isinstance(old, str) or not isinstance(new, str):
-        return None
-    if current is not None and current.count(old) == 1:
-        return current, current.replace(old, new)
-    return old, new
-
-
-def planned_diff(tool: str, args: dict[str, Any], workspace: Path | None) -> list[str] | None:
-    """The unified diff lines an approval shows for a file-writing call (None for another
-    tool, arguments that name no edit, or a file too large to diff)."""
-    if tool not in DIFF_TOOLS:
-        return None
-    texts = planned_texts(tool, args, workspace)
-    return None if texts is None else unified_diff(str(args["path"]), *texts)
 
 
 def read_small_text(path: Path) -> str | None:

@@ -209,14 +209,21 @@ class WriteFileTool:
         return ToolOutput(text, meta=meta)
 
 
-def _write(path: str, content: str, workspace: Path) -> tuple[str, dict[str, Any]]:
-    """The result's text and its meta: the undo record (``dsh.tools.undo_record``) and, over
-    an existing text file, the diff of the change (for people: an overwrite is not all new
-    lines)."""
+def write_target(path: str, workspace: Path) -> tuple[Path, str]:
+    """The file a write of ``path`` makes or replaces, resolved, and its name as messages show
+    it; ``ToolError`` when it cannot be one (outside the workspace, a directory)."""
     resolved = resolve_in_workspace(path, workspace)
     shown = display_path(resolved, workspace)
     if resolved.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path", code="IS_DIRECTORY")
+    return resolved, shown
+
+
+def _write(path: str, content: str, workspace: Path) -> tuple[str, dict[str, Any]]:
+    """The result's text and its meta: the undo record (``dsh.tools.undo_record``) and, over
+    an existing text file, the diff of the change (for people: an overwrite is not all new
+    lines)."""
+    resolved, shown = write_target(path, workspace)
     existed = resolved.exists()
     before = read_small_text(resolved) if existed else None
     created_dirs = missing_parents(resolved)
@@ -258,28 +265,44 @@ class EditFileTool:
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Replace ``args.old`` by ``args.new`` in ``args.path``."""
         path, old, new = str_arg(args, "path"), str_arg(args, "old"), str_arg(args, "new")
-        if not old:
-            raise ToolError(
-                "old must not be empty; use write_file to create or overwrite a whole file",
-                code=INVALID_ARGUMENT,
-            )
-        if old == new:
-            raise ToolError("old and new are identical; nothing to change", code=INVALID_ARGUMENT)
+        check_edit_arguments(old, new)
         text, meta = await _in_thread(_edit, path, old, new, ctx.workspace)
         return ToolOutput(text, meta=meta)
 
 
-def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str, Any]]:
-    """The result's text and its meta: the unified diff of the file's change (for people; none
-    for a file too large to diff) and the undo record (``dsh.tools.undo_record``)."""
+def check_edit_arguments(old: str, new: str) -> None:
+    """Refuse an edit that names no change (``ToolError``): an empty ``old``, or ``new`` the
+    same as ``old``."""
+    if not old:
+        raise ToolError(
+            "old must not be empty; use write_file to create or overwrite a whole file",
+            code=INVALID_ARGUMENT,
+        )
+    if old == new:
+        raise ToolError("old and new are identical; nothing to change", code=INVALID_ARGUMENT)
+
+
+def edit_target(path: str, workspace: Path) -> tuple[Path, str]:
+    """The file an edit of ``path`` changes, resolved, and its name as messages show it;
+    ``ToolError`` when there is none to edit (outside the workspace, missing, a directory,
+    not a regular file, binary)."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
     _check_regular_file(resolved, shown)
-    raw = resolved.read_bytes()
+    return resolved, shown
+
+
+def edit_text(raw: bytes, shown: str) -> str:
+    """A file's bytes as the text an edit changes; ``ToolError`` when they are not UTF-8."""
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not valid UTF-8 text: {exc}", code="BINARY_FILE") from exc
+
+
+def occurrence(text: str, old: str, shown: str) -> int:
+    """Where the one occurrence of ``old`` in ``text`` starts; ``ToolError`` when there is
+    none, or more than one."""
     count = text.count(old)
     if count == 0:
         raise ToolError(
@@ -292,7 +315,16 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str
             f"old text found {count} times in {shown} — give more context so it is unique",
             code="NOT_UNIQUE",
         )
-    index = text.index(old)
+    return text.index(old)
+
+
+def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str, Any]]:
+    """The result's text and its meta: the unified diff of the file's change (for people; none
+    for a file too large to diff) and the undo record (``dsh.tools.undo_record``)."""
+    resolved, shown = edit_target(path, workspace)
+    raw = resolved.read_bytes()
+    text = edit_text(raw, shown)
+    index = occurrence(text, old, shown)
     edited = text.replace(old, new, 1)
     data = edited.encode("utf-8")
     kept_old = write_regular_file(resolved, data, shown)

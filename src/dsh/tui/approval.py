@@ -29,7 +29,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from dsh.tools.approval import ApprovalAnswer, always_label
-from dsh.tui.diffs import call_diff, line_style
+from dsh.tools.planned_change import PlannedChange, planned_change
+from dsh.tui.diffs import line_style, logged_diff
 from dsh.tui.wrap import sanitize
 
 PREVIEW_LINES = 12
@@ -47,6 +48,10 @@ QUIET_POLL = 0.1
 """How often a waiting prompt checks whether the typing has stopped (to wake its buttons)."""
 KEYS_WAITING = "Waiting for you to stop typing: keys go to your draft."
 KEYS_READY = "d or n: deny this call · esc: deny and cancel the turn"
+WILL_FAIL = "Will fail: "
+"""How the prompt begins a file change that cannot happen (the tool's error follows)."""
+FAILS = Style(color="yellow", bold=True)
+FAILS_WHY = Style(color="yellow")
 
 TypedAhead = Callable[[events.Key | events.Paste], None]
 """Where a key or a paste goes that the prompt did not take (the composer)."""
@@ -59,15 +64,12 @@ def _capped(lines: list[Text], limit: int) -> Text:
 
 
 def describe_call(tool: str, args: dict[str, Any], workspace: Path | None = None) -> Text:
-    """The call as people review it: a file edit as a coloured diff of the file, a lone
-    ``command`` as a shell line (``$ …``), anything else as indented JSON."""
-    diff = call_diff(tool, args, workspace)
-    if diff is not None:
-        rows = [
-            Text(line, style=line_style(line, header=i < diff.headers) or "")
-            for i, line in enumerate(diff.lines)
-        ]
-        return _capped(rows or [Text("(no change)", style="dim")], DIFF_PREVIEW_LINES)
+    """The call as people review it: a file edit as a coloured diff of the file (or, when it
+    would fail, why, over its arguments: no diff that will not happen), a lone ``command`` as
+    a shell line (``$ …``), anything else as indented JSON."""
+    change = planned_change(tool, args, workspace)
+    if change is not None:
+        return _describe_change(change, args)
     if set(args) <= {"command", "timeout"} and isinstance(args.get("command"), str):
         lines = sanitize(args["command"]).splitlines() or [""]
         rows = [
@@ -75,8 +77,29 @@ def describe_call(tool: str, args: dict[str, Any], workspace: Path | None = None
             for i, line in enumerate(lines)
         ]
         return _capped(rows, PREVIEW_LINES)
+    return _arguments(args)
+
+
+def _arguments(args: dict[str, Any]) -> Text:
     text = json.dumps(args, indent=2, ensure_ascii=False)
     return _capped([Text(line) for line in sanitize(text).splitlines() or [""]], PREVIEW_LINES)
+
+
+def _describe_change(change: PlannedChange, args: dict[str, Any]) -> Text:
+    """A file change: ``Will fail: …`` and the arguments, or the diff under its note."""
+    if change.fails is not None:
+        why = Text.assemble((WILL_FAIL, FAILS), (sanitize(change.fails), FAILS_WHY))
+        return Text("\n").join([why, Text("The call's arguments:", style="dim"), _arguments(args)])
+    head = [Text(sanitize(change.note), style="dim italic")] if change.note else []
+    if change.lines is None:  # too large to diff either way
+        return Text("\n").join([*head, _arguments(args)])
+    diff = logged_diff(change.path, change.lines)
+    rows = [
+        Text(line, style=line_style(line, header=i < diff.headers) or "")
+        for i, line in enumerate(diff.lines)
+    ]
+    body = _capped(rows or [Text("(no change)", style="dim")], DIFF_PREVIEW_LINES)
+    return Text("\n").join([*head, body])
 
 
 class ApprovalScreen(ModalScreen[ApprovalAnswer]):

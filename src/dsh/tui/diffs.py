@@ -2,9 +2,10 @@
 ``edit_file`` or ``write_file`` call, instead of its JSON arguments.
 
 With the workspace at hand (the approval prompt, before the call runs) the diff is of the
-real file: its current text against the text the call would leave. A tool card, drawn after
-the fact, shows the diff its result logged (``dsh.tools.diffs``: the real lines, numbers and
-indentation); without one (before the result, an older log) the diff is of the arguments
+real file: its current text against the text the call would leave, or none when the call
+would fail (``dsh.tools.planned_change``; the approval says why instead). A tool card, drawn
+after the fact, shows the diff its result logged (``dsh.tools.diffs``: the real lines, numbers
+and indentation); without one (before the result, an older log) the diff is of the arguments
 alone: ``old`` → ``new``, or an empty file → ``content``.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from rich.style import Style
 
-from dsh.tools.diffs import planned_diff
+from dsh.tools.planned_change import planned_diff
 from dsh.tui.wrap import sanitize
 
 ADDED = Style(color="green")
@@ -67,9 +68,9 @@ def parse_arguments(arguments: str) -> dict[str, Any] | None:
 
 
 def call_diff(tool: str, args: dict[str, Any], workspace: Path | None = None) -> FileDiff | None:
-    """The diff an ``edit_file`` / ``write_file`` call makes; None for other tools or
-    arguments that name no edit."""
-    lines = planned_diff(tool, args, workspace)  # None too for a file too large to diff
+    """The diff an ``edit_file`` / ``write_file`` call makes; None for other tools,
+    arguments that name no edit, a call that would fail, or a file too large to diff."""
+    lines = planned_diff(tool, args, workspace)
     return None if lines is None else logged_diff(str(args["path"]), tuple(lines))
 
 

@@ -18,7 +18,7 @@ from dsh.agent.context_fold import ContextFold
 from dsh.agent.session_runner import Activity, SessionRunner
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer, always_label
-from dsh.tools.diffs import planned_diff
+from dsh.tools.planned_change import PlannedChange, planned_change
 from dsh.web.live import LiveHub, delta_frame, frame
 from dsh.web.runtime import Runtime
 
@@ -29,17 +29,28 @@ class PendingApproval:
     tool: str
     args: dict[str, Any]
     future: asyncio.Future[ApprovalAnswer]
-    diff: list[str] | None = None
-    """A file-writing call's diff against the file as it is (the page cannot read it)."""
+    change: PlannedChange | None = None
+    """A file-writing call's change against the file as it is (the page cannot read it)."""
+
+    @property
+    def diff(self) -> list[str] | None:
+        change = self.change
+        return None if change is None or change.lines is None else list(change.lines)
 
     def public(self) -> dict[str, Any]:
-        shown = {
+        """The approval as the page gets it: ``diff`` the file's diff lines, ``fails`` why the
+        call would fail (no diff then), ``note`` what the diff is when not the file's."""
+        shown: dict[str, Any] = {
             "id": self.id,
             "tool": self.tool,
             "args": _jsonable(self.args),
             "alwaysLabel": always_label(self.tool),
         }
-        return shown if self.diff is None else {**shown, "diff": self.diff}
+        change = self.change
+        if change is not None:
+            extra = {"diff": self.diff, "fails": change.fails, "note": change.note}
+            shown.update((key, value) for key, value in extra.items() if value is not None)
+        return shown
 
 
 class Handle:
@@ -68,8 +79,8 @@ class Handle:
     async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         workspace = Path(self.session.header.cwd)  # where the runner's tools run
-        diff = await anyio.to_thread.run_sync(planned_diff, tool, args, workspace)
-        pending = PendingApproval(secrets.token_hex(6), tool, args, future, diff)
+        change = await anyio.to_thread.run_sync(planned_change, tool, args, workspace)
+        pending = PendingApproval(secrets.token_hex(6), tool, args, future, change)
         self.approvals[pending.id] = pending
         self.hub.publish(frame("approval", approval=pending.public()))
         outcome = "cancelled"

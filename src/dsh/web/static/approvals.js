@@ -1,12 +1,13 @@
 // Approvals asked in the page: the tool, its arguments (as the tool cards show them; a file
-// edit as the diff the server made against the file) and the three answers. Each is a group
+// edit as the diff the server made against the file, or, when the server found the edit would
+// fail, why, over the arguments) and the three answers. Each is a group
 // named by its title, and a screen reader hears that one is asked (the polite status
 // `#state-announcer`: "Approval needed: dsh wants to run bash"), not its whole diff. An
 // approval answered from the keyboard (its button had the focus) hands the focus to the
 // composer as it goes, not to the page's start: the next approval is a Shift+Tab away.
 import { api, sessionPath } from './api.js';
 import { renderUnifiedDiff } from './diff.js';
-import { say, shown } from './dom.js';
+import { el, say, shown } from './dom.js';
 import { renderArguments } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
@@ -27,6 +28,13 @@ export function showApproval(approval, sessionId, onError) {
   if (Array.isArray(approval.diff) && argsDiff) {  // against the file as it is (the server read it)
     argsDiff.replaceWith(renderUnifiedDiff(argsDiff.querySelector('.diff-path').textContent, approval.diff));
   }
+  const said = [];  // a call that would fail says why, over its arguments (no diff of the file)
+  if (typeof approval.fails === 'string') {
+    said.push(el('div', 'approval-fails', shown(`Will fail: ${approval.fails}`)));
+    said.push(el('div', 'approval-note', "The call's arguments:"));
+  } else if (typeof approval.note === 'string') {
+    said.push(el('div', 'approval-note', shown(approval.note)));
+  }
   const buttons = document.createElement('div');
   buttons.className = 'buttons';
   for (const [answer, label] of [['once', 'Allow once'], ['always', approval.alwaysLabel || `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
@@ -43,7 +51,7 @@ export function showApproval(approval, sessionId, onError) {
     });
     buttons.append(button);
   }
-  box.append(title, args, buttons);
+  box.append(title, ...said, args, buttons);
   $('approvals').append(box);
   say($('state-announcer'), `Approval needed: dsh wants to run ${approval.tool}`);
 }
