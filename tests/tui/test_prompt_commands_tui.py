@@ -69,3 +69,44 @@ def test_a_command_name_ends_at_any_whitespace_and_its_arguments_keep_their_line
     assert parse_command("/Help\t") == Command("help", "")
     assert parse_command("/") == Command("", "")
     assert parse_command("/usr/lib/x is missing") is None
+
+
+def test_a_command_file_named_new_or_clear_is_skipped_at_start_as_in_every_face(rig: Rig):
+    """``/new`` and ``/clear`` are built-ins every face reserves (``BUILT_IN_COMMANDS``), so
+    ``new.md`` is skipped alike everywhere: here the warning comes as the UI opens (a
+    ``/warnings`` row), ``/help`` says why the file is not a command, and ``/new`` starts a new
+    session, not the file's prompt."""
+    commands = dsh_home() / "commands"
+    commands.mkdir(parents=True)
+    (commands / "new.md").write_text("Write a new module for $ARGUMENTS.\n")
+    (commands / "clear.md").write_text("Clear the cache.\n")
+    app = rig.app([{"text": "ok"}])
+    skipped = [
+        f"prompt command {commands / name} skipped: /{name[:-3]} is a built-in command"
+        for name in ("clear.md", "new.md")
+    ]
+
+    async def body(pilot: Any) -> None:
+        await settle(pilot, lambda: len(app.warnings.entries) == 2)
+        assert [entry.text for entry in app.warnings.entries] == skipped
+        await submit(pilot, "/help")
+        await settle(pilot, lambda: "Not loaded" in flat(app))
+        assert all(line in flat(app) for line in skipped)
+        await run_prompt(pilot, "first question")
+        first = app.controller.session.id
+        await submit(pilot, "/new")
+        await settle(pilot, lambda: "New session" in flat(app))
+        assert app.controller.session is None or app.controller.session.id != first
+        assert "Write a new module" not in flat(app)
+
+    run(app, body)
+
+
+def test_every_face_reserves_the_commands_the_terminal_ui_answers():
+    """The web's and ``dsh run``'s prompt commands are loaded with ``BUILT_IN_COMMANDS``: the
+    terminal UI has no command of its own besides them, so no list differs by face."""
+    from dsh.agent.prompt_commands import BUILT_IN_COMMANDS
+    from dsh.tui.commands import COMMANDS
+
+    assert set(COMMANDS) == set(BUILT_IN_COMMANDS)
+    assert {"new", "clear"} <= set(BUILT_IN_COMMANDS)

@@ -90,3 +90,22 @@ def test_the_command_list_reads_the_session_workspace_not_its_info(
         404,
         "SESSION_NOT_FOUND",
     )
+
+
+def test_a_command_file_named_new_or_clear_is_skipped_as_in_the_terminal_ui(
+    client: TestClient, env: WebEnv
+) -> None:
+    """``/new`` and ``/clear`` are the terminal UI's built-ins: the page does not list a file
+    named so either, and refuses ``/new`` naming the commands it has."""
+    (dsh_home() / "commands").mkdir(parents=True)
+    (dsh_home() / "commands" / "new.md").write_text("Write a new module.")
+    (dsh_home() / "commands" / "clear.md").write_text("Clear the cache.")
+    (dsh_home() / "commands" / "review.md").write_text("Review it.")
+    sid = new_session(client)
+    listed = client.get(f"/api/sessions/{sid}/commands").json()["commands"]
+    assert [command["name"] for command in listed] == ["review"]
+    refused = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/new", "command": True})
+    assert error_of(refused) == (400, "UNKNOWN_COMMAND")
+    assert refused.json()["error"]["message"] == (
+        "Unknown command /new (commands: /compact [focus], /undo [--dry-run], /review; // sends /)"
+    )

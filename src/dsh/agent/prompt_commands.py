@@ -53,9 +53,12 @@ BUILT_IN_COMMANDS = (
     "approval",
     "help",
     "quit",
+    "new",
+    "clear",
 )
-"""The terminal UI's own commands (the web page's are among them): a prompt command may not
-take one of these names in any face."""
+"""The terminal UI's own commands (the web page's are among them; ``/clear`` is ``/new``): a
+prompt command may not take one of these names in any face, so a command file named so is
+skipped with the same warning by every face, and every face lists the same commands."""
 
 
 def slash_command(text: str) -> tuple[str, str] | None:
@@ -111,15 +114,20 @@ class PromptCommands:
         return None if command is None else command.expand(arguments)
 
     def help_text(self) -> str:
-        """The ``/help`` section listing these commands ("" when there are none)."""
-        if not self.by_name:
-            return ""
-        width = max(len(name) for name in self.by_name) + 2
-        rows = [
-            f"  /{name:<{width}} {command.description}  ({command.scope})"
-            for name, command in sorted(self.by_name.items())
-        ]
-        return "\n".join(["Your commands ($DSH_HOME/commands, ./.dsh/commands)", *rows])
+        """The ``/help`` section listing these commands, then the files skipped and why ("" when
+        there are neither)."""
+        lines: list[str] = []
+        if self.by_name:
+            width = max(len(name) for name in self.by_name) + 2
+            lines.append("Your commands ($DSH_HOME/commands, ./.dsh/commands)")
+            lines += [
+                f"  /{name:<{width}} {command.description}  ({command.scope})"
+                for name, command in sorted(self.by_name.items())
+            ]
+        if self.warnings:
+            lines.append("Not loaded")
+            lines += [f"  {warning}" for warning in self.warnings]
+        return "\n".join(lines)
 
 
 def load_prompt_commands(home: Path, workspace: Path, reserved: Collection[str]) -> PromptCommands:

@@ -187,6 +187,7 @@ class DshApp(WarningsApp[None]):
         self.show_session(items)
         for text in self.controller.opening_notes():
             self.note(text)
+        self.prompt_commands.current()  # a command file skipped is said now, not at first use
         self.ready = True
 
     def _stop_signal(self, signum: int) -> None:

@@ -52,9 +52,9 @@ Keys
                      complete, move to the transcript: up / down select a card, enter
                      expands it, a click expands too; pgup / pgdn / home / end scroll"""
 
-COMMANDS = (*BUILT_IN_COMMANDS, "new", "clear")
-"""The terminal UI's commands: the built-ins every face reserves, and ``/new`` (``/clear``, the
-name other agents give it) for a new session."""
+COMMANDS = BUILT_IN_COMMANDS
+"""The terminal UI's commands: the built-ins every face reserves (``/new`` among them, and
+``/clear``, the name other agents give it), so no prompt command is shadowed here alone."""
 
 
 @dataclass(frozen=True, slots=True)
