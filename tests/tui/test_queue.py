@@ -14,7 +14,7 @@ from dsh.config import dsh_home
 from dsh.events import Event
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import ModelRequest, StreamEvent
-from tests.tui.conftest import Rig, settle, status_at_rest
+from tests.tui.conftest import Rig, settle, status_at_rest, submit
 from tests.tui.test_composer import sent
 from tests.tui.test_pilot import lines_of, run, text_of
 
@@ -90,6 +90,38 @@ def test_a_draft_sent_during_a_turn_is_queued_and_sent_when_the_turn_ends(rig: R
         assert box.queued is None and box.border_title is None and box.value == "a third"
 
     run(app, body)
+
+
+def test_the_status_bar_says_a_draft_is_queued_within_80_columns(rig: Rig):
+    """While a turn runs with a draft queued, the bar says so (``1 queued``), and no longer
+    that esc cancels: esc takes the draft back first (ctrl+c cancels, when the width holds
+    it). The line fits an 80-column terminal by leaving out the least needed parts whole,
+    never cutting what runs or the queue."""
+    app, held = held_app(rig, [{"text": "first answer"}, {"text": "second answer"}])
+
+    def bar() -> str:
+        return app.status_bar.render().plain
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/model deepseek-chat")
+        await first_turn_waiting(pilot)
+        await settle(pilot, lambda: bar().endswith(" · esc cancels"))
+        await type_and_send(pilot, "a follow-up")
+        assert app.prompt_box.queued == "a follow-up"
+        shown = bar()
+        assert " · 1 queued" in shown and "esc cancels" not in shown
+        assert f" · {app.status_bar.info.busy} · " in shown  # what runs, whole
+        assert shown.startswith(" deepseek-chat · approval auto · ")
+        assert len(shown) <= 80
+        assert "cache hits" not in shown  # left out first
+        await pilot.press("escape")  # the draft comes back; the turn goes on
+        await settle(pilot, lambda: "queued" not in bar())
+        assert bar().endswith(" · esc cancels") and app.running
+        held[0].release.set()
+        await idle(pilot)
+        assert "queued" not in bar() and "cancels" not in bar()
+
+    run(app, body, size=(80, 24))
 
 
 def test_esc_takes_the_queued_draft_back_and_a_second_esc_cancels_the_turn(rig: Rig):

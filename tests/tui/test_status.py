@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from dsh.events import (
@@ -118,6 +119,41 @@ def test_status_text_reads_model_context_cache_and_activity():
     assert status_text(StatusInfo(context_window=2500)).plain == (
         " no model · context 0% of 2.5k · cache hits n/a"
     )
+
+
+def test_status_text_names_the_queue_and_the_cancel_key_and_fits_the_width():
+    """A queued draft is counted, and the key named is ctrl+c (esc would take the draft back);
+    a narrow line leaves out the highest ranks first — cache hits, trust, context — and
+    keeps the model, what runs and the queue."""
+    info = StatusInfo(
+        model="deepseek-chat",
+        context_tokens=32_000,
+        context_window=128_000,
+        cache_ratio=0.5,
+        busy="working…",
+        cancels=True,
+        trust="project config trusted",
+    )
+    assert status_text(info).plain == (
+        " deepseek-chat · context 25% of 128k · cache hits 50% · working… · esc cancels"
+        " · project config trusted"
+    )
+    queued = replace(info, queued=1)
+    assert status_text(queued).plain == (
+        " deepseek-chat · context 25% of 128k · cache hits 50% · working… · 1 queued"
+        " · ctrl+c cancels · project config trusted"
+    )
+    assert status_text(queued, 80).plain == (
+        " deepseek-chat · context 25% of 128k · working… · 1 queued · ctrl+c cancels"
+    )
+    assert status_text(queued, 60).plain == " deepseek-chat · working… · 1 queued · ctrl+c cancels"
+    assert status_text(queued, 40).plain == " deepseek-chat · working… · 1 queued"
+    assert status_text(queued, 10).plain == " deepseek-chat · working…"  # cut at the edge
+    assert status_text(replace(info, busy=None, queued=1), 200).plain == (
+        " deepseek-chat · context 25% of 128k · cache hits 50% · project config trusted"
+    )  # nothing runs: no queue or key to name
+    for width in (80, 60, 40):
+        assert status_text(queued, width).cell_len <= width
 
 
 def test_status_text_shows_a_models_name_and_a_commands_escapes_as_escapes():

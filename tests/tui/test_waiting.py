@@ -43,7 +43,8 @@ def test_a_silent_model_call_shows_how_long_it_has_been_waiting(rig: Rig):
             await submit(pilot, "slow one")
             busy = lambda: app.status_bar.info.busy or ""  # noqa: E731
             await settle(pilot, lambda: busy().startswith("waiting for the model ("))
-            assert busy().endswith(" s) (esc cancels)")
+            assert busy().endswith(" s)")
+            await settle(pilot, lambda: app.status_bar.render().plain.endswith(" s) · esc cancels"))
             held[0].release.set()
             await settle(pilot, lambda: app.status_bar.info.busy is None)
             await settle(pilot, lambda: not app.running)

@@ -47,7 +47,7 @@ from dsh.transcript import TranscriptItem
 from dsh.tui.app_commands import SlashCommands
 from dsh.tui.app_warnings import WarningLog, WarningsApp
 from dsh.tui.app_work import Work
-from dsh.tui.approval import ApprovalScreen, ask
+from dsh.tui.approval import ApprovalScreen, ask, to_composer
 from dsh.tui.commands import COMMANDS, Command, closest_command, parse_command, prompt_text, waits
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.find import FindBar
@@ -113,6 +113,7 @@ class DshApp(WarningsApp[None]):
         self.last_session_id: str | None = None
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
+        self._cancels = False
         self._context_pending = False
         self._live_text = ""
         self._live_reasoning = ""
@@ -259,20 +260,9 @@ class DshApp(WarningsApp[None]):
             args,
             self.controller.options.workspace,
             clock=self.clock,
-            typed_ahead=self._typed_ahead,
+            typed_ahead=to_composer(self.prompt_box, self.submit),
         )
         return await ask(self, screen, cancel_turn=self.work.cancel)
-
-    def _typed_ahead(self, event: events.Key | events.Paste) -> None:
-        """What the approval prompt did not take while it waited, as the composer would have
-        had it: characters and pastes join the draft, enter sends it (queued while work runs)."""
-        box = self.prompt_box
-        if isinstance(event, events.Paste):
-            box.insert(event.text)
-        elif event.key == "enter":
-            self.submit(box.text)
-        elif event.is_printable and event.character is not None:
-            box.insert(event.character)
 
     def reset_live(self) -> None:
         self._live_text, self._live_reasoning, self._live_calls = "", "", {}
@@ -290,6 +280,8 @@ class DshApp(WarningsApp[None]):
             cache_ratio=controller.cache.ratio,
             compaction=controller.progress.text,
             busy=self._busy,
+            cancels=self._cancels,
+            queued=int(self.prompt_box.queued is not None),
         )
         if context and not self._context_pending:
             self._context_pending = True
@@ -312,13 +304,16 @@ class DshApp(WarningsApp[None]):
         """What the status bar says runs (None: nothing)."""
         return self._busy
 
-    def set_busy(self, busy: str | None) -> None:
-        self._busy = busy
+    def set_busy(self, busy: str | None, *, cancels: bool = False) -> None:
+        """Say what runs (None: nothing); ``cancels``: a key cancels it (the bar names it)."""
+        self._busy, self._cancels = busy, cancels
         self.update_status()
         self.show_keys()
 
     def show_keys(self) -> None:
-        """The hint line's keys as they are now (esc: clear, cancel, or take back)."""
+        """The hint line's keys as they are now (esc: clear, cancel, or take back), and the
+        status bar's count of queued drafts."""
+        self.status_bar.set(queued=int(self.prompt_box.queued is not None))
         esc: EscMeans = "clears"
         if self.prompt_box.queued is not None:
             esc = "unqueues"

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dsh.tui")
 
-WORKING = "working… (esc cancels)"
+WORKING = "working…"
+"""What the status bar says while a turn runs (it names the key that cancels it, and how many
+drafts are queued, after it)."""
 BUSY_NOW = "Something is running: wait for it (esc cancels a turn)."
 QUEUED_ALREADY = "A draft is queued already: esc takes it back to edit or add to it."
 NOT_SENT = "The queued draft was not sent: it is back in the box."
@@ -134,15 +136,16 @@ class Work:
         app = self.app
         if app.busy not in (WORKING, self._waiting):
             return  # cancelling…: that says more
-        notice = waiting_notice(app.controller.waiting_since, asyncio.get_running_loop().time())
-        self._waiting = f"{notice} (esc cancels)" if notice else None
+        self._waiting = waiting_notice(
+            app.controller.waiting_since, asyncio.get_running_loop().time()
+        )
         busy = self._waiting or WORKING
         if busy != app.busy:
-            app.set_busy(busy)
+            app.set_busy(busy, cancels=True)
 
     async def _turn(self, prompt: str) -> None:
         app = self.app
-        app.set_busy(WORKING)
+        app.set_busy(WORKING, cancels=True)
         poll = app.set_interval(POLL_EVERY, self._poll_waiting)
         try:
             result = await app.controller.run_turn(prompt)  # its end is a logged note

@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.style import Style
 from rich.text import Text
@@ -55,6 +55,30 @@ FAILS_WHY = Style(color="yellow")
 
 TypedAhead = Callable[[events.Key | events.Paste], None]
 """Where a key or a paste goes that the prompt did not take (the composer)."""
+
+
+class Composer(Protocol):
+    """What typing ahead reaches: the draft (``dsh.tui.prompt.PromptBox``)."""
+
+    @property
+    def text(self) -> str: ...
+
+    def insert(self, text: str) -> object: ...
+
+
+def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
+    """What the prompt did not take while it waited, as the composer would have had it:
+    characters and pastes join the draft, enter sends it (``send``: queued while work runs)."""
+
+    def typed(event: events.Key | events.Paste) -> None:
+        if isinstance(event, events.Paste):
+            box.insert(event.text)
+        elif event.key == "enter":
+            send(box.text)
+        elif event.is_printable and event.character is not None:
+            box.insert(event.character)
+
+    return typed
 
 
 def _capped(lines: list[Text], limit: int) -> Text:

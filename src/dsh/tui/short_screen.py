@@ -4,7 +4,7 @@ Laid out as usual, the transcript, the status bar, the bordered prompt (three ro
 keys hint need six rows; below that Textual scrolled the screen, and under three rows the
 prompt's text row went off the bottom: what was typed could not be seen. Here the rows go, in
 order of need, to the find bar while it is open (it has the focus then), the prompt's first
-text row, the status bar (model, context, "working… (esc cancels)"), the draft's other rows,
+text row, the status bar (model, context, "working… · esc cancels"), the draft's other rows,
 the prompt's border (two rows), the keys hint, and the transcript last. So as the terminal
 shrinks the transcript yields first, then the hint, then the border (the prompt becomes a bare
 text row, still focused and typed into), then the status bar; nothing is laid out past the

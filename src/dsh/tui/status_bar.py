@@ -1,6 +1,14 @@
 """The one-line status bar: model, the approval mode (unless ``ask``), context use, cache-hit
-ratio, compaction, activity, and whether the workspace's project config is trusted (only when
-there is one)."""
+ratio, compaction, activity — what runs, how many drafts wait to be sent after it, and the key
+that cancels it — and whether the workspace's project config is trusted (only when there is
+one).
+
+Like the keys hint (``dsh.tui.hint_line``), the line is fitted to its width by leaving out
+the parts least needed, whole, so on an 80-column terminal what runs and what is queued are
+never cut away for the cache-hit ratio: each part has a rank, the highest ranks go first and
+the rest keep their order; the model and the activity stay (cut at the edge if even they do
+not fit).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from dsh.config import is_trusted
@@ -28,6 +37,10 @@ class StatusInfo:
     """``compacting…`` / ``compacting · k of N regions`` while a pass runs."""
     busy: str | None = None
     """What is running (``working…``), if anything."""
+    cancels: bool = False
+    """Whether what runs is cancelled by a key (a turn): the bar names the key."""
+    queued: int = 0
+    """Drafts queued to be sent when what runs ends."""
     trust: str | None = None
     """Whether the workspace's own ``.dsh/config.toml`` is trusted (only when it has one)."""
 
@@ -39,28 +52,65 @@ def _tokens(count: int) -> str:
     return f"{thousands}k"
 
 
-def status_text(info: StatusInfo) -> Text:
-    """The bar's line; its words from elsewhere (a model's name a log recorded, a ``!cmd``)
-    shown as ``printable_line`` shows them."""
-    text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f" {printable_line(info.model) or 'no model'}", style="bold")
+Part = tuple[Text, int]
+"""A part of the status line and its rank (0 stays longest)."""
+SEPARATOR = " · "
+
+
+def cancel_key(info: StatusInfo) -> str | None:
+    """``esc cancels``, or ``ctrl+c cancels`` while a draft is queued (esc then takes the
+    draft back first); None when nothing runs that a key cancels."""
+    if not (info.busy and info.cancels):
+        return None
+    return "ctrl+c cancels" if info.queued else "esc cancels"
+
+
+def status_parts(info: StatusInfo) -> list[Part]:
+    """The line's parts in their order, each with its rank; its words from elsewhere (a
+    model's name a log recorded, a ``!cmd``) shown as ``printable_line`` shows them."""
+    parts: list[Part] = [(Text(f" {printable_line(info.model) or 'no model'}", style="bold"), 0)]
     if info.approval:
         style = "bold red" if info.approval == "auto" else "bold"
-        text.append(" · ").append(f"approval {info.approval}", style=style)
+        parts.append((Text(f"approval {info.approval}", style=style), 1))
     if info.context_window:
         share = 100 * info.context_tokens / info.context_window
-        text.append(f" · context {share:.0f}% of {_tokens(info.context_window)}")
+        parts.append((Text(f"context {share:.0f}% of {_tokens(info.context_window)}"), 4))
     else:
-        text.append(f" · context {_tokens(info.context_tokens)} tokens")
+        parts.append((Text(f"context {_tokens(info.context_tokens)} tokens"), 4))
     ratio = "n/a" if info.cache_ratio is None else f"{100 * info.cache_ratio:.0f}%"
-    text.append(f" · cache hits {ratio}")
+    parts.append((Text(f"cache hits {ratio}"), 7))
     if info.compaction:
-        text.append(f" · {info.compaction}", style="bold yellow")
+        parts.append((Text(info.compaction, style="bold yellow"), 3))
     if info.busy:
-        text.append(f" · {printable_line(info.busy)}", style="italic")
+        parts.append((Text(printable_line(info.busy), style="italic"), 0))
+    if info.busy and info.queued:
+        parts.append((Text(f"{info.queued} queued", style="bold"), 1))
+    key = cancel_key(info)
+    if key is not None:
+        parts.append((Text(key, style="italic"), 2))
     if info.trust:
-        text.append(f" · {info.trust}", style="dim")
+        parts.append((Text(info.trust, style="dim"), 5))
+    return parts
+
+
+def status_text(info: StatusInfo, width: int | None = None) -> Text:
+    """The bar's line, fitted to ``width`` columns (None: every part) by leaving out the
+    highest ranks first."""
+    parts = status_parts(info)
+    if width is not None and width > 0:
+        while len(parts) > 1 and _width(parts) > width:
+            ranked = [part for part in parts if part[1] > 0]
+            if not ranked:
+                break
+            parts.remove(max(ranked, key=lambda part: part[1]))
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for i, (part, _) in enumerate(parts):
+        text.append(SEPARATOR if i else "").append_text(part)
     return text
+
+
+def _width(parts: list[Part]) -> int:
+    return sum(part.cell_len for part, _ in parts) + len(SEPARATOR) * (len(parts) - 1)
 
 
 def trust_label(workspace: Path, environ: Mapping[str, str] | None = None) -> str | None:
@@ -89,7 +139,10 @@ class StatusBar(Static):
         info = replace(self.info, **changes)
         if info != self.info:
             self.info = info
-            self.update(status_text(info))
+            self.refresh()
 
-    def on_mount(self) -> None:
-        self.update(status_text(self.info))
+    def render(self) -> Text:
+        return status_text(self.info, self.content_size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refresh()
