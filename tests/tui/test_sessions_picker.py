@@ -4,13 +4,25 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
+
+from textual.app import App
+from textual.widgets import OptionList, Static
 
 from dsh.events import SessionTitleEvent
 from dsh.surface import Session
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary
-from dsh.tui.picker import PickerApp, SessionPicker, age_text, newest_first, picker_row
+from dsh.tui.picker import (
+    ELSEWHERE,
+    PickerApp,
+    SessionPicker,
+    age_text,
+    matches,
+    newest_first,
+    picker_row,
+)
 from tests.helpers import append_chat_turn
 from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
 from tests.tui.test_pilot import run, text_of
@@ -133,3 +145,154 @@ def test_picker_snapshot(snap_compare):
         await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=shown)
+
+
+def in_workspace(store: Any, cwd: Path, question: str) -> str:
+    """A session recorded in ``cwd`` with one turn asking ``question``; its id."""
+    with Session.create(store, cwd=str(cwd)) as session:
+        append_chat_turn(session, question, "an answer")
+        return session.id
+
+
+def rows(picker: SessionPicker) -> list[tuple[str, bool]]:
+    """(session id, can be chosen) of each row the picker shows, top to bottom."""
+    options = picker.query_one(OptionList)
+    listed = [options.get_option_at_index(i) for i in range(options.option_count)]
+    return [(str(option.id), not option.disabled) for option in listed]
+
+
+def highlighted(picker: SessionPicker) -> str | None:
+    options = picker.query_one(OptionList)
+    index = options.highlighted
+    return None if index is None else str(options.get_option_at_index(index).id)
+
+
+def test_sessions_lists_this_workspaces_sessions_first_and_greys_the_others(
+    rig: Rig, tmp_path: Path
+):
+    """A session of another workspace cannot be opened here (``/resume`` refuses it: its
+    tools would run in the wrong directory), so the picker does not offer it: it comes after
+    this workspace's, greyed, never highlighted, with a line saying how to open it."""
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    older_here = in_workspace(rig.store, rig.workspace, "an older question here")
+    away = in_workspace(rig.store, other, "a question asked elsewhere")
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "the newest question")
+        current = app.controller.session.id
+        await submit(pilot, "/sessions")
+        await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        assert rows(picker) == [(current, True), (older_here, True), (away, False)]
+        title = str(picker.query_one("#picker-title", Static).render())
+        assert title.endswith("(2 here, 1 elsewhere)")
+        assert picker.query_one("#picker-elsewhere", Static).display
+        assert str(picker.query_one("#picker-elsewhere", Static).render()) == ELSEWHERE
+        await pilot.press("down", "down", "down")  # the greyed row is never reached
+        assert highlighted(picker) == older_here
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.controller.session.id == older_here)
+        assert "an older question here" in text_of(app)
+
+    run(app, body)
+
+
+def test_typing_filters_the_sessions_backspace_widens_and_enter_opens_the_match(rig: Rig):
+    fix = in_workspace(rig.store, rig.workspace, "Fix the flaky login test")
+    docs = in_workspace(rig.store, rig.workspace, "Write the docs for login")
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "something else")
+        current = app.controller.session.id
+        await submit(pilot, "/sessions")
+        await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        filter_line = picker.query_one("#picker-filter", Static)
+        assert str(filter_line.render()) == "Type to filter by title or id."
+        assert [id for id, _ in rows(picker)] == [current, docs, fix]
+        await pilot.press(*"LOGIN")  # case aside
+        assert [id for id, _ in rows(picker)] == [docs, fix]
+        assert highlighted(picker) == docs
+        await pilot.press("space", *"flak")  # every word must be in the title or id
+        assert [id for id, _ in rows(picker)] == [fix]
+        assert str(filter_line.render()) == "Filter: LOGIN flak · 1 of 3 · backspace widens"
+        await pilot.press("z")
+        assert rows(picker) == [] and highlighted(picker) is None
+        assert "no session matches" in str(filter_line.render())
+        await pilot.press("enter")  # nothing to open: the picker stays
+        assert app.screen is picker
+        for _ in "LOGIN flakz":
+            await pilot.press("backspace")
+        assert [id for id, _ in rows(picker)] == [current, docs, fix]
+        await pilot.press(*fix[-6:])  # its id finds it too
+        assert [id for id, _ in rows(picker)] == [fix]
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.controller.session.id == fix)
+        assert "Fix the flaky login test" in text_of(app)
+
+    run(app, body)
+
+
+def test_a_filter_matches_every_word_in_the_title_or_id():
+    row = summary("abc123", "Fix the Flaky login test", updated=NOW)
+    assert matches(row, "") and matches(row, "flaky LOGIN") and matches(row, "abc1 fix")
+    assert not matches(row, "flaky signup") and not matches(row, "xyz")
+
+
+def test_the_standalone_picker_filters_and_offers_every_workspace():
+    """``dsh --resume`` opens a session in its own workspace: nothing is greyed there."""
+    rows_ = [
+        summary("old", "older work", updated=NOW - 86_400_000, cwd="/a"),
+        summary("new", "newer work", updated=NOW, cwd="/b"),
+    ]
+    app = PickerApp(rows_, now_ms=NOW)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+            picker = app.screen
+            assert rows(picker) == [("new", True), ("old", True)]
+            assert not picker.query_one("#picker-elsewhere", Static).display
+            await pilot.press(*"older")
+            await pilot.press("enter")
+
+    asyncio.run(main())
+    assert app.return_value == "old"
+
+
+class _Picking(App[None]):
+    """A picker as ``/sessions`` shows it, on its own (what is greyed decided by ``here``)."""
+
+    def __init__(self, picker: SessionPicker) -> None:
+        super().__init__()
+        self.picker = picker
+
+    def on_mount(self) -> None:
+        self.push_screen(self.picker)
+
+
+def test_a_filtered_picker_with_other_workspaces_snapshot(snap_compare):
+    rows_ = [
+        summary("s1", "Fix the failing test in calc.py", updated=NOW - 3_600_000, turns=4),
+        summary("s2", "Add median() with a test", updated=NOW - 3 * 86_400_000, turns=2),
+        summary("s3", "Fix the build script", updated=NOW - 60_000, turns=1, cwd="/tmp/x"),
+        summary("s4", "Write the docs", updated=NOW - 600_000, turns=3),
+    ]
+    picker = SessionPicker(
+        rows_,
+        current="s1",
+        now_ms=NOW,
+        heading="Open a session",
+        opens_here=lambda s: s.cwd == "/w",
+    )
+    app = _Picking(picker)
+
+    async def filtered(pilot: Any) -> None:
+        await settle(pilot, lambda: app.screen is picker)
+        await pilot.press(*"fix")
+        await settle(pilot, lambda: len(rows(picker)) == 2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=filtered)

@@ -16,7 +16,8 @@ Commands
                      lists them
   /context           what the model sees: system, tools, stubs, state, tail; cache hits
   /cost              billed tokens and a list-price estimate
-  /sessions          pick a session to open (title, age, size, workspace)
+  /sessions          pick a session to open (title, age, size, workspace): type to
+                     filter; other workspaces' sessions are greyed (open them there)
   /title [TEXT]      show the session's title, or rename it (logged)
   /resume ID         open another session (an id or a unique prefix)
   /new, /clear       start a new session here (the one you leave stays listed: /resume

@@ -409,9 +409,14 @@ class Controller:
     def recorded_elsewhere(self, session_id: str) -> str | None:
         """The workspace ``session_id`` recorded, if it is not this app's workspace."""
         header = next((h for h in self.options.store.list() if h.id == session_id), None)
-        if header is None or Path(header.cwd).resolve() == self.options.workspace.resolve():
+        if header is None or self.opens_here(header.cwd):
             return None
         return header.cwd
+
+    def opens_here(self, cwd: str) -> bool:
+        """Whether a session recorded in ``cwd`` opens in this app: its workspace is this one
+        (else its tools would run in the wrong directory)."""
+        return Path(cwd).resolve() == self.options.workspace.resolve()
 
     def logged_answer(self, text: str) -> bool:
         """True if ``text`` is the answer a command just logged (``command/done``)."""

@@ -1,20 +1,29 @@
 """The session picker: ``dsh --resume`` without an id, and ``/sessions`` in the UI.
 
 One row per session, newest first: title, age (since its last event), size in turns, and
-workspace. Enter opens the highlighted session, esc closes the picker without choosing.
+workspace. Typing filters the rows: each word typed must be in a session's title or id
+(case aside); backspace widens again. Enter opens the highlighted session, esc closes the
+picker without choosing.
 
-On its own (``dsh --resume``) the picker is an app of its own that handles dsh's warnings as
-the UI does (``dsh.tui.app_warnings``): a toast each, none written over the screen, and kept
-for the UI's ``/warnings`` when it is given the UI's log.
+In the UI a session recorded in another workspace cannot be opened (its tools would run in the
+wrong directory; ``/resume`` refuses it too): the picker shows this workspace's sessions first,
+then the others greyed, marked ``(elsewhere)`` and never highlighted, with a line saying
+how to open one (``dsh --resume ID`` in its directory). On its own (``dsh --resume``), where a
+session opens in its own workspace, every row can be chosen.
+
+On its own the picker is an app of its own that handles dsh's warnings as the UI does
+(``dsh.tui.app_warnings``): a toast each, none written over the screen, and kept for the UI's
+``/warnings`` when it is given the UI's log.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -29,6 +38,8 @@ from dsh.transcript.titles import SessionSummary, trim_title
 from dsh.tui.app_warnings import WarningLog, WarningsApp
 
 TITLE_WIDTH = 44
+ELSEWHERE_MARK = " (elsewhere)"
+"""After the title of a session of another workspace (in the title's column: never cut)."""
 WORKSPACE_WIDTH = 30
 
 
@@ -48,12 +59,18 @@ def _short_path(path: str, width: int = WORKSPACE_WIDTH) -> str:
     return path if len(path) <= width else "…" + path[-(width - 1) :]
 
 
-def picker_row(summary: SessionSummary, now_ms: int, *, current: bool = False) -> Text:
-    """One line of the picker (the columns line up in a monospace terminal)."""
-    title = trim_title(summary.title, TITLE_WIDTH)
+def picker_row(
+    summary: SessionSummary, now_ms: int, *, current: bool = False, elsewhere: bool = False
+) -> Text:
+    """One line of the picker (the columns line up in a monospace terminal); ``elsewhere``:
+    a session of another workspace, greyed."""
+    marker = ELSEWHERE_MARK if elsewhere else ""
+    title = trim_title(summary.title, TITLE_WIDTH - len(marker))
     turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
-    row = Text(no_wrap=True, overflow="ellipsis")
-    row.append(f"{title:<{TITLE_WIDTH}}", style="bold" if current else "")
+    row = Text(no_wrap=True, overflow="ellipsis", style="dim" if elsewhere else "")
+    row.append(title, style="bold" if current else "")
+    row.append(marker, style="italic")
+    row.append(" " * (TITLE_WIDTH - len(title) - len(marker)))
     row.append(f"  {age_text(summary.updated_at, now_ms):>11}", style="dim")
     row.append(f"  {turns:>9}", style="dim")
     row.append(f"  {_short_path(printable_line(summary.cwd))}", style="dim")
@@ -64,6 +81,18 @@ def picker_row(summary: SessionSummary, now_ms: int, *, current: bool = False) -
 
 def newest_first(summaries: Sequence[SessionSummary]) -> list[SessionSummary]:
     return sorted(summaries, key=lambda s: (s.updated_at, s.created_at, s.id), reverse=True)
+
+
+def matches(summary: SessionSummary, typed: str) -> bool:
+    """Whether every word of ``typed`` is in the session's title or id (case aside)."""
+    where = f"{summary.title}\n{summary.id}".casefold()
+    return all(word in where for word in typed.casefold().split())
+
+
+ELSEWHERE = (
+    "Greyed: sessions of other workspaces, whose tools would run in the wrong directory here. "
+    "Open one from its own directory: dsh --resume ID."
+)
 
 
 class SessionPicker(ModalScreen[str | None]):
@@ -82,10 +111,20 @@ class SessionPicker(ModalScreen[str | None]):
     }
     SessionPicker #picker-title {
         height: 1;
+    }
+    SessionPicker #picker-filter {
+        height: 1;
         margin-bottom: 1;
+        color: $text-muted;
     }
     SessionPicker OptionList {
         height: 1fr;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    SessionPicker #picker-elsewhere {
+        height: auto;
+        color: $text-muted;
     }
     """
 
@@ -98,26 +137,97 @@ class SessionPicker(ModalScreen[str | None]):
         current: str | None = None,
         now_ms: int | None = None,
         heading: str = "Resume a session",
+        opens_here: Callable[[SessionSummary], bool] | None = None,
     ) -> None:
         super().__init__()
-        self.summaries = newest_first(summaries)
+        ordered = newest_first(summaries)
+        self.elsewhere = frozenset(
+            s.id for s in ordered if opens_here is not None and not opens_here(s)
+        )
+        """The sessions that cannot be opened from here (greyed, never chosen)."""
+        self.summaries = [s for s in ordered if s.id not in self.elsewhere] + [
+            s for s in ordered if s.id in self.elsewhere
+        ]
+        """Every session, in the picker's order: those that open here first, newest first."""
         self.current = current
         self.now_ms = now_ms if now_ms is not None else time.time_ns() // 1_000_000
         self.heading = heading
+        self.typed = ""
+        """What was typed to filter the rows."""
+
+    @property
+    def shown(self) -> list[SessionSummary]:
+        """The rows the filter lets through, in the picker's order."""
+        return [s for s in self.summaries if matches(s, self.typed)]
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            count = len(self.summaries)
-            sessions = f"{count} session{'' if count == 1 else 's'}"
-            yield Static(f"{self.heading}: enter opens, esc closes ({sessions})", id="picker-title")
-            options = [
-                Option(picker_row(s, self.now_ms, current=s.id == self.current), id=s.id)
-                for s in self.summaries
-            ]
-            yield OptionList(*options, id="sessions")
+            yield Static(self._title(), id="picker-title", markup=False)
+            yield Static(id="picker-filter", markup=False)
+            yield OptionList(id="sessions")
+            yield Static(ELSEWHERE, id="picker-elsewhere", markup=False)
 
     def on_mount(self) -> None:
+        self._refill()
         self.query_one(OptionList).focus()
+
+    def _title(self) -> str:
+        count = len(self.summaries)
+        sessions = f"{count} session{'' if count == 1 else 's'}"
+        if self.elsewhere:
+            sessions = f"{count - len(self.elsewhere)} here, {len(self.elsewhere)} elsewhere"
+        return f"{self.heading}: type to filter, enter opens, esc closes ({sessions})"
+
+    def _refill(self) -> None:
+        """Show the rows the filter lets through, the first one that can be opened
+        highlighted; say what the filter is."""
+        shown = self.shown
+        options = self.query_one(OptionList)
+        options.set_options(
+            Option(
+                picker_row(
+                    s, self.now_ms, current=s.id == self.current, elsewhere=s.id in self.elsewhere
+                ),
+                id=s.id,
+                disabled=s.id in self.elsewhere,
+            )
+            for s in shown
+        )
+        first = next((i for i, s in enumerate(shown) if s.id not in self.elsewhere), None)
+        options.highlighted = first
+        self.query_one("#picker-filter", Static).update(self._filter_line(len(shown)))
+        greyed = any(s.id in self.elsewhere for s in shown)
+        self.query_one("#picker-elsewhere", Static).display = greyed
+
+    def _filter_line(self, shown: int) -> str:
+        if not self.typed:
+            return "Type to filter by title or id."
+        typed = printable_line(self.typed)
+        if not shown:
+            return f"Filter: {typed} · no session matches · backspace widens"
+        return f"Filter: {typed} · {shown} of {len(self.summaries)} · backspace widens"
+
+    def on_key(self, event: events.Key) -> None:
+        """A character narrows the rows, backspace widens them again."""
+        if event.key == "backspace":
+            typed = self.typed[:-1]
+        elif event.is_printable and event.character is not None:
+            typed = self.typed + event.character
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+        if typed != self.typed:
+            self.typed = typed
+            self._refill()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste narrows the rows as typing it would (its first line)."""
+        event.stop()
+        pasted = event.text.split("\n", 1)[0]
+        if pasted:
+            self.typed += pasted
+            self._refill()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)

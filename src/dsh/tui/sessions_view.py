@@ -1,8 +1,10 @@
 """``/title`` and ``/sessions`` in the terminal UI: the session's title (logged as a
-``session/title`` event, so it survives resume) and the session picker over every session."""
+``session/title`` event, so it survives resume) and the session picker over every session
+(those of other workspaces greyed: they cannot be opened here)."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 from dsh.events import SessionTitle
@@ -30,12 +32,19 @@ def title_command(controller: Controller, wanted: str) -> str:
 
 
 def session_picker(controller: Controller) -> SessionPicker | None:
-    """The picker over every stored session (None when there is none to show)."""
+    """The picker over every stored session (None when there is none to show): this
+    workspace's first; those of other workspaces greyed, as they cannot be opened here."""
     summaries = session_summaries(controller.options.store)
     if not summaries:
         return None
     current = controller.session.id if controller.session is not None else None
-    return SessionPicker(summaries, current=current, heading="Open a session")
+    here = functools.cache(controller.opens_here)  # one look at each workspace
+    return SessionPicker(
+        summaries,
+        current=current,
+        heading="Open a session",
+        opens_here=lambda summary: here(summary.cwd),
+    )
 
 
 def sessions_text(controller: Controller) -> str:
