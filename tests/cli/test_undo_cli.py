@@ -124,3 +124,52 @@ def test_a_killed_undo_is_cleaned_up_when_dsh_run_opens_the_session_before_its_t
     assert again.stdout.splitlines()[0] == "Undid turn 1:"
     assert not (workspace / "b.txt").exists()
     assert (workspace / "a.txt").read_bytes() == b"alpha\r\nbeta"
+
+
+INTERRUPTED_UNDO = """
+import os, signal, sys
+from dsh.cli.main import main
+
+first = getattr(signal, sys.argv[1])
+real = os.rename
+
+
+def rename(src, dst):
+    if os.fspath(src).endswith(".old"):  # putting b.txt back: a Ctrl-C
+        signal.raise_signal(signal.SIGINT)
+    real(src, dst)
+    if os.fspath(dst).endswith(".old"):  # b.txt moved aside: the first signal
+        os.kill(os.getpid(), first)
+
+
+os.rename = rename
+sys.argv = ["dsh", "undo", "--session", sys.argv[2]]
+main()
+"""
+
+
+def test_dsh_undo_stopped_by_signals_mid_way_puts_back_what_it_did_and_says_so(tmp_path, env):
+    """``dsh undo`` (the real command line) gets SIGTERM as it moves b.txt aside and a Ctrl-C
+    as it puts b.txt back: both wait until every file is as the turn left it and the answer is
+    logged; it prints the answer and exits 143 (SIGTERM's), as a stopped ``dsh run`` does."""
+    workspace, session_id = edit_session(tmp_path, env)
+    stopped = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_UNDO, "SIGTERM", session_id],
+        env=env,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr
+    assert stopped.stdout.splitlines() == [
+        "Undo of turn 1 stopped: interrupted before it was done",
+        "  nothing changed: every file is as the turn left it",
+    ]
+    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "b.txt"]  # nothing aside
+    assert (workspace / "a.txt").read_bytes() == b"alpha\r\nBETA"
+    assert (workspace / "b.txt").read_text() == "new\n"
+    done = dsh("undo", env=env, cwd=workspace)
+    assert done.stdout.splitlines()[0] == "Undid turn 1:"
+    assert (workspace / "a.txt").read_bytes() == b"alpha\r\nbeta"

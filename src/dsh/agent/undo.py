@@ -25,6 +25,14 @@ after a restart too. The ``command/run`` is on stable storage before any file is
 whatever stops the undo after that (``kill -9``, a power cut) leaves a command the clean-up below
 finds. A dry run and "nothing to undo" log nothing (but the answer to a killed undo, below).
 
+A Ctrl-C while the files change waits (``dsh.agent.held_interrupts``: SIGINT is held in the main
+thread from the ``command/run`` to the ``command/done``): it is looked at between files, never
+inside a rename, and a second one cannot stop the steps being taken back. Before every file is
+done, the files done are put back as the turn left them and the command is answered ``stopped:
+interrupted before it was done``; after, the undo finishes. Then the interrupt goes on as it
+would have (``KeyboardInterrupt`` in ``dsh undo``, which prints the answer first). Only a kill
+can leave files of the undo's own beside the workspace's, under a command never answered:
+
 An undo whose process was killed mid-way is cleaned up after when the session is next opened
 for writing (``dsh.agent.undo_recovery``): the files it made beside the workspace's files, named
 after its command, are removed or put back, and its command is answered. An undo on a session
@@ -39,9 +47,11 @@ import dataclasses
 import itertools
 import secrets
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh.agent.held_interrupts import HeldInterrupts
 from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look, shown, tag_of
 from dsh.agent.undo_recovery import clean_up_interrupted, interrupted_lines
 from dsh.agent.undo_scan import (
@@ -124,19 +134,40 @@ def _undo(
         return _as_dry(result) if dry_run else result
     if dry_run:
         return _described(turn, steps, dry_run=True)
+    with HeldInterrupts() as interrupts:  # a Ctrl-C waits until the files and the log agree
+        return _apply(session, turn, steps, args, stop=lambda: interrupts.requested)
+
+
+def _apply(
+    session: Session,
+    turn: TurnChanges,
+    steps: list[FileStep],
+    args: str,
+    *,
+    stop: Callable[[], bool],
+) -> UndoResult:
+    """Log the undo, change the files all or nothing (stopping between files when ``stop``
+    says so), and answer the command."""
     command_id = _log_run(session, args)
     session.sync()  # on disk before any file is: a power cut mid-way is cleaned up as a kill is
     tag = tag_of(command_id)
     assert tag is not None
     try:
-        applied = apply_steps(steps, tag)
-    except BaseException as exc:  # Ctrl-C or a bug mid-way: answer the command, name the files
+        applied = apply_steps(steps, tag, stop=stop)
+    except BaseException as exc:  # a bug mid-way: answer the command, name the files
         touched = ", ".join(s.shown for s in steps if s.action != "none")
         why = error_line(exc).removesuffix(":")  # an exception without a message
         text = f"Undo of turn {turn.turn} stopped: {why}; check {touched}"
         with contextlib.suppress(DshError):
             session.append(CommandDone(command_id=command_id, ok=False, text=text))
         raise
+    if applied.stopped:
+        result = _stopped(turn, steps, applied.kept)
+        if applied.kept:
+            _tell_model(session, command_id, [s for s in steps if s.shown in applied.kept])
+        session.append(CommandDone(command_id=command_id, ok=False, text=result.text))
+        session.sync()
+        return result
     if applied.failed is not None:
         result = _failed(turn, steps, applied.failed, applied.kept)
         if applied.kept:
@@ -259,7 +290,17 @@ def _as_dry(result: UndoResult) -> UndoResult:
 
 
 def _failed(turn: TurnChanges, steps: list[FileStep], failed: str, kept: list[str]) -> UndoResult:
-    lines = [f"Undo of turn {turn.turn} failed: {error_line(failed)}"]
+    return _not_done(f"Undo of turn {turn.turn} failed: {error_line(failed)}", turn, steps, kept)
+
+
+def _stopped(turn: TurnChanges, steps: list[FileStep], kept: list[str]) -> UndoResult:
+    head = f"Undo of turn {turn.turn} stopped: interrupted before it was done"
+    return _not_done(head, turn, steps, kept)
+
+
+def _not_done(head: str, turn: TurnChanges, steps: list[FileStep], kept: list[str]) -> UndoResult:
+    """An undo whose steps were taken back: ``head``, then how the files are left."""
+    lines = [head]
     if kept:
         lines.append(f"  these files are restored and could not be put back: {', '.join(kept)}")
         others = [s.shown for s in steps if s.action != "none" and s.shown not in kept]

@@ -4,8 +4,10 @@ Every file of the plan is checked again just before it is touched (its SHA-256 s
 plan was made from). A file is restored by writing a temporary file beside it (same mode) and
 renaming it over; a file is deleted by renaming it aside first and unlinking it only once every
 file of the plan is done. If any step fails, the steps already done are taken back (the old bytes
-written back, the file renamed back), and what could not be taken back is said by name; so
-are they when the undo is stopped (Ctrl-C, SIGTERM) before the exception goes on.
+written back, the file renamed back), and what could not be taken back is said by name. A stop
+asked for (``stop``: a Ctrl-C the undo holds off, ``dsh.agent.held_interrupts``) is looked at
+between steps, never inside one: the steps done are taken back the same way. An exception raised
+inside a step (a bug) takes them back too before it goes on.
 
 The names beside a file ``NAME`` are dsh's own, tagged with the undo's logged command id (``TAG``
 is its hex), so an undo killed mid-way (``kill -9``: no ``except`` runs) can be cleaned up after
@@ -23,7 +25,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -109,16 +111,24 @@ class Applied:
     failed: str | None = None
     """The step that failed, said in one line (None: every step was done)."""
     kept: list[str] = field(default_factory=list)
-    """Files left undone after a failure because they could not be put back (named)."""
+    """Files left undone after a failure or a stop because they could not be put back
+    (named)."""
+    stopped: bool = False
+    """A stop was asked for before every step was done: the steps done were taken back."""
 
 
-def apply_steps(steps: Sequence[FileStep], tag: str) -> Applied:
+def apply_steps(
+    steps: Sequence[FileStep], tag: str, *, stop: Callable[[], bool] = lambda: False
+) -> Applied:
     """Do ``steps`` in order, all or nothing (see the module's docstring); ``tag`` names the
-    files made beside them (``tag_of`` the undo's command id)."""
+    files made beside them (``tag_of`` the undo's command id); ``stop`` is asked before each
+    step whether to stop there."""
     done: list[tuple[FileStep, Path | None]] = []
     for step in steps:
         if step.action == "none":
             continue
+        if stop():
+            return Applied(kept=_take_back(done, tag), stopped=True)
         try:
             _still_as_planned(step)
             done.append((step, _do(step, tag)))

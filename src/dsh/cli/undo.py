@@ -5,7 +5,9 @@ The default session is the one ``dsh --continue`` opens: of the sessions started
 directory, the one used last. The session is opened for writing (its writer lock), so a
 session another process is running is refused; ``--dry-run`` opens it read-only and logs nothing.
 What the open repaired (an undo a killed process left half done, cleaned up after) is printed
-first, as a warning line each.
+first, as a warning line each. A Ctrl-C (or SIGTERM, SIGHUP) waits until the undo has changed
+every file or taken its changes back (``dsh.agent.held_interrupts``); its answer is printed, then
+dsh exits 130 (143, 129) as interrupted.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 import click
 
 from dsh.agent.undo import undo_last_turn
-from dsh.cli import context
+from dsh.cli import context, termination
 from dsh.errors import SessionNotFoundError
+from dsh.events import CommandDoneEvent
 from dsh.surface import Session
 
 
@@ -39,8 +42,17 @@ def undo(session_id: str | None, dry_run: bool) -> None:
     session = Session.open(store, resolved, writable=not dry_run)
     for warning in session.warnings:  # what this open repaired: a killed undo cleaned up after
         context.warn(warning)
+    logged = len(session.events)
     try:
+        termination.install()  # SIGTERM / SIGHUP stop it like Ctrl-C
         result = undo_last_turn(session, dry_run=dry_run)
+    except KeyboardInterrupt:  # held until the undo was done or taken back, and answered
+        for event in session.events[logged:]:
+            if isinstance(event, CommandDoneEvent):
+                click.echo(event.data.text)
+        if termination.stopped_by() is None:
+            raise
+        raise SystemExit(termination.exit_status()) from None
     finally:
         session.close()
     click.echo(result.text)
