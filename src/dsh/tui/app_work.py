@@ -109,8 +109,8 @@ class Work:
         self.start(self._turn(prompt))
 
     def run_shell(self, command: str) -> None:
-        """``!cmd``: run it (asking first under the ``ask`` policy); its output joins the
-        context with the next prompt."""
+        """``!cmd``: run it (unasked: the person typed it; not under read-only); its output
+        joins the context with the next prompt."""
         if not command:
             self.app.note("!cmd runs cmd in the workspace; its output goes with your next prompt.")
         elif self.running:
