@@ -119,6 +119,7 @@ async def _execute(
         session_id=session.id,
         call_id=call.id,
         history=session.events,
+        history_index=session,
         output_so_far=so_far,
     )
     return await tools.execute(call.id, call.name, call.arguments, ctx, policy)

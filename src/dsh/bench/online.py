@@ -131,6 +131,7 @@ class HandoffProbe:
             session_id=self.session.id,
             call_id="probe",
             history=self.session.events,
+            history_index=self.session,
         )
         for round_number in range(MAX_ROUNDS):
             request = ModelRequest(

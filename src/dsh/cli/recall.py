@@ -51,7 +51,12 @@ def search(session_id: str, query: str, checkpoint: str | None, limit: int | Non
         cfg,
         session_id,
         lambda session: search_history(
-            session.events, query, checkpoint=checkpoint, limit=chosen, cache=_span_cache(session)
+            session.events,
+            query,
+            checkpoint=checkpoint,
+            limit=chosen,
+            cache=_span_cache(session),
+            index=session,
         ),
         _search_hints,
     )
@@ -68,7 +73,9 @@ def read(session_id: str, checkpoint: str, offset: int) -> None:
     _answer(
         cfg,
         session_id,
-        lambda session: read_checkpoint(session.events, checkpoint, offset, budget_chars=budget),
+        lambda session: read_checkpoint(
+            session.events, checkpoint, offset, budget_chars=budget, index=session
+        ),
         _read_hint,
     )
 

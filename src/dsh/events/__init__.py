@@ -1,5 +1,6 @@
 """The event vocabulary: frozen, tagged, lossless-JSON structs, their codec and predicates."""
 
+from dsh.events.by_type import EventsByType
 from dsh.events.codec import (
     check_contiguous,
     check_json_value,
@@ -42,6 +43,7 @@ from dsh.events.types import __all__ as _types_all
 __all__ = [
     "COMPACT_PLUGIN",
     "Block",
+    "EventsByType",
     "Message",
     "ModelSource",
     "OpenCalls",

@@ -6,14 +6,20 @@ is the ``compaction/start`` with the same ``compactionId`` before the summary an
 ``compaction/end`` after it; the checkpoint node is the replacing ``user/message`` that cites the
 summary. A checkpoint is *completed* iff its bracket ended without an error and its replace
 landed. Everything here is a pure function of the log.
+
+Given the log's per-type index (``index``: ``Session.of_type``, which the agent hands the recall
+tools), the summaries and their brackets are found in the lists of those few kinds, bisected by
+seq, so listing the checkpoints costs about their number, not the log's length; without one the
+log is walked, with the same result.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from dsh.errors import DshError
 from dsh.events import (
@@ -22,6 +28,8 @@ from dsh.events import (
     CompactionStartEvent,
     CompactionSummaryEvent,
     Event,
+    EventBase,
+    EventsByType,
     UserMessageEvent,
     event_type_of,
     is_append_surface_event,
@@ -47,6 +55,8 @@ NO_COMPACTED_HISTORY = (
     "This session has no compacted history yet: nothing has been compacted, so the whole "
     "conversation is still in your context."
 )
+
+E = TypeVar("E", bound=EventBase)
 
 _ID = re.compile(r"c([0-9]+)")
 _KNOWN_IDS_SHOWN = 5
@@ -137,8 +147,11 @@ def parse_checkpoint_id(value: object) -> int:
     return int(match.group(1))
 
 
-def resolve_checkpoint(events: Sequence[Event], checkpoint: object) -> Checkpoint:
-    """The completed checkpoint named ``checkpoint`` (``c<summarySeq>``), superseded or not.
+def resolve_checkpoint(
+    events: Sequence[Event], checkpoint: object, index: EventsByType | None = None
+) -> Checkpoint:
+    """The completed checkpoint named ``checkpoint`` (``c<summarySeq>``), superseded or not;
+    ``index``: the log's per-type index, if it has one (see the module's docstring).
 
     Raises ``RecallError``: ``INVALID_ARGUMENT`` (not ``c`` + digits), ``CHECKPOINT_NOT_FOUND``
     (no ``compaction/summary`` at that seq), ``ORPHANED_COMPACTION`` (the id names a
@@ -149,57 +162,64 @@ def resolve_checkpoint(events: Sequence[Event], checkpoint: object) -> Checkpoin
     if seq >= len(events):
         raise RecallError(
             CHECKPOINT_NOT_FOUND,
-            f"no checkpoint {name}: the log has only {len(events)} events. {_known(events)}",
+            f"no checkpoint {name}: the log has only {len(events)} events. {_known(events, index)}",
         )
     event = events[seq]
     if isinstance(event, CompactionStartEvent):
-        raise RecallError(ORPHANED_COMPACTION, _start_message(events, event))
+        raise RecallError(ORPHANED_COMPACTION, _start_message(events, event, index))
     if not isinstance(event, CompactionSummaryEvent):
         raise RecallError(
             CHECKPOINT_NOT_FOUND,
             f"no checkpoint {name}: the event at seq {seq} is {event_type_of(event)}, not "
-            f"compaction/summary. {_known(events)}",
+            f"compaction/summary. {_known(events, index)}",
         )
-    return _bracket(events, event)
+    return _bracket(events, event, index)
 
 
-def list_checkpoints(events: Sequence[Event]) -> list[Checkpoint]:
-    """Every completed checkpoint in log order, superseded ones included."""
+def list_checkpoints(
+    events: Sequence[Event], index: EventsByType | None = None
+) -> list[Checkpoint]:
+    """Every completed checkpoint in log order, superseded ones included; ``index``: the log's
+    per-type index, if it has one (then the log itself is not read)."""
+    if index is not None:
+        summaries: Sequence[CompactionSummaryEvent] = index.of_type(CompactionSummaryEvent)
+    else:
+        summaries = [e for e in events if type(e) is CompactionSummaryEvent]  # a leaf class
     found = []
-    for event in [e for e in events if type(e) is CompactionSummaryEvent]:  # a leaf class
+    for summary in summaries:
         try:
-            found.append(_bracket(events, event))
+            found.append(_bracket(events, summary, index))
         except RecallError:
             continue
     return found
 
 
-def _bracket(events: Sequence[Event], summary: CompactionSummaryEvent) -> Checkpoint:
+def _bracket(
+    events: Sequence[Event], summary: CompactionSummaryEvent, index: EventsByType | None
+) -> Checkpoint:
     name = checkpoint_id(summary.seq)
     compaction_id = summary.data.compaction_id
-    start: CompactionStartEvent | None = None
-    for seq in range(summary.seq - 1, -1, -1):
-        candidate = events[seq]
-        if (
-            isinstance(candidate, CompactionStartEvent)
-            and candidate.data.compaction_id == compaction_id
-        ):
-            start = candidate
-            break
+    start = next(
+        (
+            event
+            for event in _before(events, index, CompactionStartEvent, summary.seq)
+            if event.data.compaction_id == compaction_id
+        ),
+        None,
+    )
     if start is None:
         raise RecallError(
             ORPHANED_COMPACTION,
             f"checkpoint {name} has no compaction/start for compaction {compaction_id!r}",
         )
-    node: UserMessageEvent | None = None
-    end: CompactionEndEvent | None = None
-    for seq in range(summary.seq + 1, len(events)):
-        event = events[seq]
-        if isinstance(event, CompactionEndEvent) and event.data.compaction_id == compaction_id:
-            end = event
-            break
-        if node is None and is_checkpoint_event(event) and summary.seq in _sources(event):
-            node = event
+    end = next(
+        (
+            event
+            for event in _after(events, index, CompactionEndEvent, summary.seq, len(events))
+            if event.data.compaction_id == compaction_id
+        ),
+        None,
+    )
     if end is None:
         raise RecallError(
             ORPHANED_COMPACTION,
@@ -212,6 +232,14 @@ def _bracket(events: Sequence[Event], summary: CompactionSummaryEvent) -> Checkp
             f"checkpoint {name} belongs to compaction {compaction_id!r}, which ended with an "
             f"error ({end.data.error}), so nothing was replaced",
         )
+    node = next(
+        (
+            event
+            for event in _after(events, index, UserMessageEvent, summary.seq, end.seq)
+            if is_checkpoint_event(event) and summary.seq in _sources(event)
+        ),
+        None,
+    )
     if node is None:
         raise RecallError(
             ORPHANED_COMPACTION,
@@ -221,16 +249,52 @@ def _bracket(events: Sequence[Event], summary: CompactionSummaryEvent) -> Checkp
     return Checkpoint(start=start, summary=summary, node=node, end=end)
 
 
+def _before(
+    events: Sequence[Event], index: EventsByType | None, kind: type[E], seq: int
+) -> Iterator[E]:
+    """The events of type ``kind`` before ``seq``, nearest first."""
+    if index is None:
+        for at in range(seq - 1, -1, -1):
+            event = events[at]
+            if type(event) is kind:
+                yield event
+        return
+    kept = index.of_type(kind)
+    for at in range(bisect_left(kept, seq, key=_seq) - 1, -1, -1):
+        yield kept[at]
+
+
+def _after(
+    events: Sequence[Event], index: EventsByType | None, kind: type[E], seq: int, stop: int
+) -> Iterator[E]:
+    """The events of type ``kind`` after ``seq`` and before ``stop``, in log order."""
+    if index is None:
+        for at in range(seq + 1, stop):
+            event = events[at]
+            if type(event) is kind:
+                yield event
+        return
+    kept = index.of_type(kind)
+    for at in range(bisect_right(kept, seq, key=_seq), bisect_left(kept, stop, key=_seq)):
+        yield kept[at]
+
+
+def _seq(event: EventBase) -> int:
+    return event.seq
+
+
 def _sources(event: UserMessageEvent) -> tuple[int, ...]:
     return event.source_event_seqs or ()
 
 
-def _start_message(events: Sequence[Event], start: CompactionStartEvent) -> str:
+def _start_message(
+    events: Sequence[Event], start: CompactionStartEvent, index: EventsByType | None
+) -> str:
     name = checkpoint_id(start.seq)
     compaction_id = start.data.compaction_id
     completed = [
         c.id
-        for c in list_checkpoints(events)
+        for c in list_checkpoints(events, index)
         if c.start.seq == start.seq and c.summary.data.compaction_id == compaction_id
     ]
     if completed:
@@ -244,8 +308,8 @@ def _start_message(events: Sequence[Event], start: CompactionStartEvent) -> str:
     )
 
 
-def _known(events: Sequence[Event]) -> str:
-    ids = [c.id for c in list_checkpoints(events)]
+def _known(events: Sequence[Event], index: EventsByType | None) -> str:
+    ids = [c.id for c in list_checkpoints(events, index)]
     if not ids:
         return NO_COMPACTED_HISTORY
     shown = ", ".join(ids[-_KNOWN_IDS_SHOWN:])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.config import RecallSettings
-from dsh.events import Event
+from dsh.events import Event, EventsByType
 from dsh.recall.checkpoints import (
     CHECKPOINT_NOT_FOUND,
     INVALID_ARGUMENT,
@@ -110,13 +110,15 @@ def read_checkpoint(
     *,
     budget_chars: int = 8000,
     cache: SpanCache | None = None,
+    index: EventsByType | None = None,
 ) -> ToolOutput:
     """One page of a checkpoint's shadowed span, starting at message ``offset``.
 
     Messages are added while the page's accumulated size (each message + 2) stays within
-    ``budget_chars``, always at least one. Raises ``RecallError``.
+    ``budget_chars``, always at least one. ``index``: the log's per-type index, if it has one
+    (``dsh.recall.checkpoints``). Raises ``RecallError``.
     """
-    target = resolve_checkpoint(events, checkpoint)
+    target = resolve_checkpoint(events, checkpoint, index)
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise RecallError(
             INVALID_OFFSET,
@@ -146,7 +148,7 @@ def read_checkpoint(
     header = (
         f"Checkpoint {target.id} ({target.kind}) shadows conversation span #{start}–#{end}: "
         f"{total} message(s); {shown}."
-    ) + _folded_elsewhere(events, target)
+    ) + _folded_elsewhere(events, target, index)
     if following < total:
         trailer = (
             f"[Continuation cursor: offset={following} — call history_read with this offset "
@@ -159,7 +161,9 @@ def read_checkpoint(
     return ToolOutput(text, meta=meta)
 
 
-def _folded_elsewhere(events: Sequence[Event], target: Checkpoint) -> str:
+def _folded_elsewhere(
+    events: Sequence[Event], target: Checkpoint, index: EventsByType | None
+) -> str:
     """For a state whose footer names a wider range than its own span (it folds the whole
     pass): where the rest of that range is, so a reader is not left thinking it saw it all."""
     wider = target.summary.data.input_range
@@ -169,7 +173,7 @@ def _folded_elsewhere(events: Sequence[Event], target: Checkpoint) -> str:
     if wider[0] >= start:
         return ""
     behind = []
-    for other in list_checkpoints(events):
+    for other in list_checkpoints(events, index):
         # a checkpoint's span lies before its summary, so one summarised before the range
         # cannot lie within it: skipping those keeps this O(checkpoints after the range), not
         # a walk of every checkpoint's chain (3.3 s for a state in a 100k-event session)
@@ -192,6 +196,7 @@ def search_history(
     checkpoint: object = None,
     limit: object = 25,
     cache: SpanCache | None = None,
+    index: EventsByType | None = None,
 ) -> ToolOutput:
     """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
 
@@ -200,7 +205,8 @@ def search_history(
     at its seq is still ``CHECKPOINT_NOT_FOUND``, whose message holds the search of every
     checkpoint. When nothing matches anywhere, the messages
     holding the query's words (``dsh.recall.word_search``), best first, with ``meta.byWords``.
-    Raises ``RecallError``.
+    ``index``: the log's per-type index, if it has one (``dsh.recall.checkpoints``). Raises
+    ``RecallError``.
     """
     if not isinstance(query, str) or not query.strip():
         raise RecallError(
@@ -225,7 +231,7 @@ def search_history(
     if checkpoint == "":  # a model's way of leaving the optional argument out
         checkpoint = None
     if checkpoint is None:
-        targets = list_checkpoints(events)
+        targets = list_checkpoints(events, index)
         if not targets:
             meta = {"scanned": 0, "matched": 0, "truncated": False}
             return ToolOutput(
@@ -234,20 +240,20 @@ def search_history(
             )
     else:
         try:
-            targets = [resolve_checkpoint(events, checkpoint)]
+            targets = [resolve_checkpoint(events, checkpoint, index)]
         except RecallError as unknown:
             # a small model guessed an id, got only the error and gave up; the id only narrows
             # a search, so the error carries the search of every checkpoint
-            if unknown.code != CHECKPOINT_NOT_FOUND or not list_checkpoints(events):
+            if unknown.code != CHECKPOINT_NOT_FOUND or not list_checkpoints(events, index):
                 raise
-            found = search_history(events, query, limit=limit, cache=cache)
+            found = search_history(events, query, limit=limit, cache=cache, index=index)
             why = unknown.message.split(". ")[0]
             raise RecallError(
                 CHECKPOINT_NOT_FOUND, f"{why}; every checkpoint was searched instead.\n{found.text}"
             ) from None
     spans = cache if cache is not None else SpanCache(max_spans=1)
     try:
-        return _search(events, targets, query, checkpoint, limit, spans)
+        return _search(events, targets, query, checkpoint, limit, spans, index)
     finally:
         spans.flush()  # the spans lower-cased by this search, stored in one write
 
@@ -259,6 +265,7 @@ def _search(
     checkpoint: object,
     limit: int,
     spans: SpanCache,
+    index: EventsByType | None,
 ) -> ToolOutput:
     found = _scan(events, targets, query, limit, spans)
     widened: _Found | None = None
@@ -266,7 +273,7 @@ def _search(
     if checkpoint is not None and not found.matched:
         # a checkpoint's footer may name a wider range than its own span (a state folds the
         # whole pass): rather than send the model away empty-handed, search everything
-        others = [c for c in list_checkpoints(events) if c.id != targets[0].id]
+        others = [c for c in list_checkpoints(events, index) if c.id != targets[0].id]
         widened = _scan(events, others, query, limit, spans)
     header = (
         f"Found {found.matched} match(es) across {found.checkpoints} checkpoint(s) "
@@ -423,6 +430,7 @@ class HistoryReadTool:
                 _or_default(args.get("offset"), 0),
                 budget_chars=self.read_budget_chars,
                 cache=self.cache,
+                index=ctx.history_index,
             )
         except RecallError as exc:
             return error_output(exc)
@@ -465,6 +473,7 @@ class HistorySearchTool:
                 checkpoint=args.get("checkpoint"),
                 limit=_or_default(args.get("limit"), self.search_limit),
                 cache=self.cache,
+                index=ctx.history_index,
             )
         except RecallError as exc:
             return error_output(exc)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from dsh.events import Event
+from dsh.events import Event, EventsByType
 
 ToolKind = Literal["read", "write", "shell", "meta", "mcp"]
 """What a tool may do; approval policies decide by kind (``read-only`` allows read and meta).
@@ -40,6 +40,9 @@ class ToolContext:
     call_id: str
     history: Sequence[Event] = ()
     """The session log at call time (recall tools read it)."""
+    history_index: EventsByType | None = None
+    """``history``'s per-type index (the session's ``of_type``), when the caller keeps one:
+    the recall tools find the checkpoints in it instead of walking the log."""
     caller: Caller = "agent"
     output_so_far: OutputSoFar | None = None
     """Where the tool leaves what it printed if its call is cancelled (None: nobody reads it)."""
