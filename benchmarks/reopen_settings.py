@@ -2,7 +2,8 @@
 
 ``dsh run --session`` and ``dsh --resume`` read the recorded settings before they resolve the
 route (so a bad route creates no lock): a raw search of the JSONL log for its last
-``session/settings`` line (``JsonlStore.last_of_type``; a full read-only load was 1.8x the open),
+``session/settings`` line, read backwards from the log's end as far as that line
+(``JsonlStore.last_of_type``; a full read-only load was 1.8x the open),
 then the writable open they did before. The TUI, the web and ``dsh compact`` read them from
 the session they already hold (the per-type index: no scan). Measured here, best of 3, on one
 realistic JSONL session:

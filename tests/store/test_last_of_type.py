@@ -1,13 +1,18 @@
 """``JsonlStore.last_of_type``: the last event of one type, found by a raw search of the log
-(what ``dsh run --session`` and ``dsh --resume`` use to read a session's recorded settings
-before they open it) — always the event a full load finds."""
+read backwards from its end (what ``dsh run --session`` and ``dsh --resume`` use to read a
+session's recorded settings before they open it) — always the event a full load finds, however
+the chunks it reads cut the lines."""
 
 from __future__ import annotations
+
+import os
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dsh.store.jsonl as jsonl
 from dsh.agent import session_settings
 from dsh.config import Settings
 from dsh.errors import LogCorruptError
@@ -24,11 +29,13 @@ steps = st.lists(
     ),
     max_size=8,
 )
+CHUNKS = [1, 7, 64, 300, jsonl.READ_CHUNK]
+"""Bytes read at a time: smaller than the search's prefix, than a line, than the log."""
 
 
-@settings(max_examples=40, deadline=None)
-@given(plan=steps)
-def test_the_raw_search_finds_what_a_full_load_finds(tmp_path_factory, plan):
+@settings(max_examples=60, deadline=None)
+@given(plan=steps, chunk=st.sampled_from(CHUNKS))
+def test_the_raw_search_finds_what_a_full_load_finds(tmp_path_factory, plan, chunk):
     store = JsonlStore(tmp_path_factory.mktemp("home"))
     with Session.create(store, cwd="/w") as session:
         for kind, value in plan:
@@ -40,9 +47,11 @@ def test_the_raw_search_finds_what_a_full_load_finds(tmp_path_factory, plan):
         session_id = session.id
     with Session.open(store, session_id) as loaded:
         expected = loaded.of_type(SessionSettingsEvent)
-    found = store.last_of_type(session_id, "session/settings")
+    with mock.patch.object(jsonl, "READ_CHUNK", chunk):
+        found = store.last_of_type(session_id, "session/settings")
+        recorded = session_settings.read(store, session_id)
     assert found == (expected[-1] if expected else None)
-    assert session_settings.read(store, session_id) == (expected[-1].data if expected else None)
+    assert recorded == (expected[-1].data if expected else None)
 
 
 def _one_recorded(tmp_path) -> tuple[JsonlStore, str]:
@@ -54,7 +63,11 @@ def _one_recorded(tmp_path) -> tuple[JsonlStore, str]:
         return store, session.id
 
 
-def test_a_damaged_settings_line_is_refused_and_the_full_load_says_where(tmp_path):
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_a_damaged_settings_line_is_refused_and_the_full_load_says_where(
+    tmp_path, monkeypatch, chunk
+):
+    monkeypatch.setattr(jsonl, "READ_CHUNK", chunk)
     store, session_id = _one_recorded(tmp_path)
     path = store.log_path(session_id)
     path.write_bytes(path.read_bytes().replace(b'"contextWindow":4000', b'"contextWindow":4001'))
@@ -64,10 +77,38 @@ def test_a_damaged_settings_line_is_refused_and_the_full_load_says_where(tmp_pat
         session_settings.read(store, session_id)
 
 
-def test_a_torn_settings_line_is_not_taken_for_a_record(tmp_path):
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_a_torn_settings_line_is_not_taken_for_a_record(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(jsonl, "READ_CHUNK", chunk)
     store, session_id = _one_recorded(tmp_path)
     path = store.log_path(session_id)
     path.write_bytes(path.read_bytes()[:-5])  # a crash mid-write: no newline at the end
-    with pytest.raises(LogCorruptError, match="torn"):
+    with pytest.raises(LogCorruptError, match="line 2 is torn"):
         store.last_of_type(session_id, "session/settings")
     assert session_settings.read(store, session_id) is None  # the load drops the torn line
+
+
+def test_a_line_near_the_end_is_found_without_reading_the_start_of_the_log(tmp_path, monkeypatch):
+    store = JsonlStore(tmp_path / "home")
+    with Session.create(store, cwd="/w") as session:
+        for i in range(40):
+            append_chat_turn(session, f"question {i} " + "x" * 200, "ok")
+        session_settings.record(
+            session, session_settings.snapshot(Settings(), "deepseek", "m", 4000, "/w")
+        )
+        append_chat_turn(session, "one more", "ok")
+        session_id = session.id
+    monkeypatch.setattr(jsonl, "READ_CHUNK", 4096)
+    offsets: list[int] = []
+    real_pread = os.pread
+
+    def pread(fd: int, size: int, offset: int) -> bytes:
+        offsets.append(offset)
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(os, "pread", pread)
+    found = store.last_of_type(session_id, "session/settings")
+    assert isinstance(found, SessionSettingsEvent) and found.data.context_window == 4000
+    log_size = store.log_path(session_id).stat().st_size
+    assert log_size > 10 * 4096
+    assert min(offsets) >= log_size - 2 * 4096  # only the last chunks were read

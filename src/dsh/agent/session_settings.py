@@ -151,8 +151,8 @@ def latest(session: Session) -> SessionSettings | None:
 
 def read(store: EventStore, session_id: str | None) -> SessionSettings | None:
     """The recorded settings of a stored session, read without taking its writer lock (a
-    JSONL log is searched for its last ``session/settings`` line; any other store, or a line
-    that does not read, loads the log)."""
+    JSONL log is searched backwards from its end for its last ``session/settings`` line; any
+    other store, or a line that does not read, loads the log)."""
     if session_id is None:
         return None
     last_of_type = getattr(store, "last_of_type", None)

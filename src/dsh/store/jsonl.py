@@ -142,22 +142,30 @@ class JsonlStore:
     def last_of_type(self, session_id: str, event_type: str) -> Event | None:
         """The last stored event of ``event_type``, found without decoding the others: every
         event line starts ``{"type":"<type>",`` and a JSON string cannot hold those quotes
-        unescaped, so a raw search finds exactly its lines. Its seal is checked; a torn or bad
-        line raises ``LogCorruptError`` (a full ``open`` then says what is wrong)."""
+        unescaped, so a raw search finds exactly its lines. The log is read backwards from its
+        end, a chunk at a time, only as far as that line (``_last_line``). Its seal is checked;
+        a torn or bad line raises ``LogCorruptError`` naming it (a full ``open`` then says what
+        is wrong)."""
         path = self.log_path(session_id)
         try:
-            data = path.read_bytes()
+            handle = path.open("rb")
         except FileNotFoundError as exc:
             raise SessionNotFoundError(f"no session {session_id!r}") from exc
-        start = data.rfind(b'\n{"type":"' + event_type.encode() + b'",') + 1
-        if start == 0:
-            return None
-        end = data.find(b"\n", start)
-        number = data.count(b"\n", 0, start) + 1
-        if end < 0:
+        with handle:
+            found = _last_line(handle, b'\n{"type":"' + event_type.encode() + b'",')
+            if found is None:
+                return None
+            start, line = found
+            try:  # the line's number is counted only to name it in an error
+                if not line.endswith(b"\n"):
+                    raise LogCorruptError("torn")
+                return decode_event_line(check_line(line[:-1], number=0, where=""), line=0)
+            except LogCorruptError:
+                number = _lines_before(handle, start) + 1
+        if not line.endswith(b"\n"):
             raise LogCorruptError(f"{path}: line {number} is torn", line=number)
-        line = check_line(data[start:end], number=number, where=f"{path}: ")
-        return decode_event_line(line, line=number)
+        canonical = check_line(line[:-1], number=number, where=f"{path}: ")
+        return decode_event_line(canonical, line=number)
 
     def create(
         self,
@@ -330,6 +338,56 @@ def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[t
         body, count = unseal_counted(data, 0, end, first_line=line, where=f"{path}: ")
         yield body, count
         line += count
+
+
+def _last_line(handle: BinaryIO, prefix: bytes) -> tuple[int, bytes] | None:
+    """The offset and bytes (its newline included, if it has one) of the last line of the file
+    that follows a newline and begins with ``prefix[1:]`` (``prefix`` starts with the newline),
+    read backwards from the end ``READ_CHUNK`` bytes at a time; None if there is none."""
+    fd = handle.fileno()
+    end = os.fstat(fd).st_size
+    reach = len(prefix) - 1  # how far a match may run into the chunk after the one searched
+    later = b""  # the start of that chunk
+    while end > 0:
+        begin = max(0, end - READ_CHUNK)
+        chunk = os.pread(fd, end - begin, begin)
+        tail = chunk[-reach:]
+        across = (tail + later).rfind(prefix)  # a match running into the later chunk comes last
+        if across >= 0:
+            start = begin + len(chunk) - len(tail) + across + 1
+            return start, _read_line(fd, start)
+        at = chunk.rfind(prefix)
+        if at >= 0:
+            line_end = chunk.find(b"\n", at + 1)
+            if line_end >= 0:
+                return begin + at + 1, chunk[at + 1 : line_end + 1]
+            return begin + at + 1, _read_line(fd, begin + at + 1)
+        later = (tail + later)[:reach] if len(chunk) <= reach else chunk[:reach]
+        end = begin
+    return None
+
+
+def _read_line(fd: int, start: int) -> bytes:
+    """The line of the file ``fd`` that starts at ``start``: through its newline, or to the end
+    of the file when it has none (a torn line)."""
+    parts: list[bytes] = []
+    while chunk := os.pread(fd, READ_CHUNK, start):
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            parts.append(chunk[: cut + 1])
+            break
+        parts.append(chunk)
+        start += len(chunk)
+    return b"".join(parts)
+
+
+def _lines_before(handle: BinaryIO, offset: int) -> int:
+    """How many newlines the file holds before ``offset``."""
+    fd, count, at = handle.fileno(), 0, 0
+    while at < offset and (chunk := os.pread(fd, min(READ_CHUNK, offset - at), at)):
+        count += chunk.count(b"\n")
+        at += len(chunk)
+    return count
 
 
 def decode_header_line(raw: bytes, path: Path) -> SessionHeader:
