@@ -187,9 +187,9 @@ def decode_events(
 def _validate_loaded(events: list[Event], first_line: int, first_seq: int = 0) -> None:
     """Seqs must be ``first_seq``, then one more each (a gap refuses the load); decoded JSON is
     lossless by construction, so beyond that only the surface rules need checking here. Most
-    surface events pass them at a glance (no ``sourceEventSeqs``, the role their type needs, a
-    result's one tool-result block); only the others are checked rule by rule, which names the
-    fault."""
+    surface events pass them at a glance (no ``sourceEventSeqs``, or a result's one earlier
+    seq, its call; the role their type needs; a result's one tool-result block); only the others
+    are checked rule by rule, which names the fault."""
     for seq, event in enumerate(events, first_seq):
         if event.seq != seq:
             check_contiguous(events, first_line=first_line, first_seq=first_seq)  # raises
@@ -201,8 +201,9 @@ def _validate_loaded(events: list[Event], first_line: int, first_seq: int = 0) -
                 continue
         elif type(event) is ToolResultEvent:
             message = event.data.message
+            sources = event.source_event_seqs
             if (
-                event.source_event_seqs is None
+                (sources is None or (len(sources) == 1 and 0 <= sources[0] < seq))
                 and message.role == "tool"
                 and len(message.content) == 1
                 and type(message.content[0]) is ToolResultBlock

@@ -20,6 +20,7 @@ from dsh.events import (
     Message,
     ReplaceOp,
     SurfaceEvent,
+    ToolCallBlock,
     ToolResultBlock,
     ToolResultEvent,
     UserMessageEvent,
@@ -226,19 +227,22 @@ class SurfaceProjection:
 def _pairing_interface(events: Iterable[SurfaceEvent]) -> tuple[Counter[str], Counter[str]]:
     """What a run of nodes shows the rest of the surface about tool pairing: the call ids it
     leaves open (answered after it, or not yet) and the ids of the results it gives to calls
-    made before it."""
-    opened: Counter[str] = Counter()
-    answers_earlier: Counter[str] = Counter()
+    made before it. Counted in plain dicts (a replace at load checks every node it shadows)."""
+    opened: dict[str, int] = {}
+    answers_earlier: dict[str, int] = {}
     for event in events:
-        if isinstance(event, AssistantMessageEvent):
-            opened.update(call.id for call in event.data.message.tool_calls())
-        elif isinstance(event, ToolResultEvent):
+        if type(event) is AssistantMessageEvent:
+            for block in event.data.message.content:
+                if type(block) is ToolCallBlock:
+                    opened[block.id] = opened.get(block.id, 0) + 1
+        elif type(event) is ToolResultEvent:
             call_id = _call_id(event)
-            if opened[call_id] > 0:
-                opened[call_id] -= 1
+            left = opened.get(call_id, 0)
+            if left > 0:
+                opened[call_id] = left - 1
             else:
-                answers_earlier[call_id] += 1
-    return +opened, answers_earlier
+                answers_earlier[call_id] = answers_earlier.get(call_id, 0) + 1
+    return Counter({k: n for k, n in opened.items() if n > 0}), Counter(answers_earlier)
 
 
 def _split_call_ids(shadowed: Sequence[SurfaceEvent], by: SurfaceEvent | None) -> list[str]:
