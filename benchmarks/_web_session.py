@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from dsh.events import (
@@ -68,10 +69,20 @@ def _prose(rnd: random.Random, words: int) -> str:
     return " ".join(rnd.choice(WORDS) for _ in range(words))
 
 
-def build_session(store: JsonlStore, cwd: Path, events: int, seed: int) -> tuple[str, int, int]:
-    """Append turns until the log holds ``events`` events; returns (id, turns, compactions)."""
+def build_session(
+    store: JsonlStore,
+    cwd: Path,
+    events: int,
+    seed: int,
+    *,
+    prologue: Callable[[Session], None] | None = None,
+) -> tuple[str, int, int]:
+    """Append turns until the log holds ``events`` events; returns (id, turns, compactions).
+    ``prologue`` appends what a session's first run logs before its first turn (its settings)."""
     rnd = random.Random(seed)
     session = Session.create(store, cwd=cwd)
+    if prologue is not None:
+        prologue(session)
     turn = compactions = 0
     first_unshadowed = 0  # surface position after the latest checkpoint
     while len(session.events) < events:
