@@ -33,6 +33,7 @@ from dsh.recall.checkpoints import (
     resolve_checkpoint,
 )
 from dsh.recall.render import SpanCache
+from dsh.recall.snippets import snippet
 from dsh.recall.word_search import WordHit, query_terms, search_words
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
 
@@ -42,11 +43,9 @@ RECALL_TOOL_NAMES = (HISTORY_READ, HISTORY_SEARCH)
 
 MIN_SEARCH_LIMIT = 1
 MAX_SEARCH_LIMIT = 200
-SNIPPET_CHARS = 200
 MAX_QUERY_CHARS = 1000
 """A longer query is refused: no message is searched for a page of text, and the answer would
 repeat it into the context it was meant to save."""
-"""About this many characters of context around a search hit."""
 
 RECALL_PROMPT_SECTION = (
     "Compacted history: checkpoints (index stubs, one state) stand in for older turns; they are "
@@ -337,8 +336,8 @@ def _scan(
             found_here = True
             if len(hits) < limit:
                 message = spans.message(events, target, index)
-                snippet = _snippet(message, position, len(needle))
-                hits.append(f"[{target.id} #msg {index}] {snippet}")
+                shown = snippet(message, position, len(needle))
+                hits.append(f"[{target.id} #msg {index}] {shown}")
         checkpoints += found_here
     return _Found(hits, matched, checkpoints)
 
@@ -366,7 +365,7 @@ def _word_hits_text(
     if total > len(hits):
         header += f" Showing the first {len(hits)} ({whole} holding all); raise limit to see more."
     lines = [
-        f"[{hit.checkpoint.id} #msg {hit.index}] {_snippet(message, hit.at, hit.width)}"
+        f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, hit.at, hit.width)}"
         for hit, message in hits
     ]
     return "\n\n".join([header, "\n".join(lines), READ_A_MATCH])
@@ -374,34 +373,6 @@ def _word_hits_text(
 
 def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) -> tuple[str, ...]:
     return (cache if cache is not None else SpanCache(max_spans=1)).span(events, target)
-
-
-def _snippet(text: str, lowered_at: int, lowered_length: int) -> str:
-    """About ``SNIPPET_CHARS`` of ``text`` around the hit that is ``lowered_length`` long at
-    ``lowered_at`` in ``text.lower()``."""
-    position = _original_offset(text, lowered_at)
-    length = _original_offset(text, lowered_at + lowered_length) - position
-    pad = max(40, (SNIPPET_CHARS - length) // 2)
-    start = max(0, position - pad)
-    end = min(len(text), position + length + pad)
-    body = " ".join(text[start:end].split())
-    return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
-
-
-_TWO_WHEN_LOWERED = "\u0130"
-"""'İ', the one character whose lower case is two characters long ('i' and a combining dot)."""
-
-
-def _original_offset(text: str, lowered_offset: int) -> int:
-    """The offset in ``text`` of offset ``lowered_offset`` of ``text.lower()``."""
-    if _TWO_WHEN_LOWERED not in text:
-        return lowered_offset
-    lowered = 0
-    for index, char in enumerate(text):
-        if lowered >= lowered_offset:
-            return index
-        lowered += 2 if char == _TWO_WHEN_LOWERED else 1
-    return len(text)
 
 
 # ---- the tools ------------------------------------------------------------------------------
