@@ -51,6 +51,7 @@ BUILT_IN_COMMANDS = (
     "model",
     "warnings",
     "approval",
+    "diff",
     "help",
     "quit",
     "new",

@@ -14,6 +14,7 @@ from dsh.errors import DshError, error_line, printable_line
 from dsh.tools.approval import ALLOW_FLAG_NAMES, ApprovalMode
 from dsh.tui.commands import HELP, Command
 from dsh.tui.context_view import context_text, cost_text
+from dsh.tui.diff_view import show_workspace_diff
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ class SlashCommands:
             app.note(app.warnings.text())
         elif name == "approval":
             self.approval(arg)
+        elif name == "diff":
+            workspace = app.controller.options.workspace
+            app.run_worker(show_workspace_diff(app, workspace), group="diff")
         elif name in ("compact", "resume", "title", "undo", "new", "clear") and app.running:
             app.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "compact":

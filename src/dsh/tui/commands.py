@@ -28,6 +28,7 @@ Commands
   /approval [MODE]   show the approval mode, or use ask, auto or read-only for the
                      rest of this run (the config file is unchanged; dsh --yes starts
                      in auto, --allow bash,write,mcp lets those kinds run unasked)
+  /diff              the workspace's changes since its last commit (git), coloured
   !cmd               run cmd in the workspace (unasked: you typed it; not under
                      read-only); its output goes to the model with your next prompt
   /help              this help, with your prompt commands (/NAME [args]: the text of
