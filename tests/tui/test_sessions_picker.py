@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from textual.app import App
 from textual.widgets import OptionList, Static
 
@@ -16,6 +17,7 @@ from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary
 from dsh.tui.picker import (
     ELSEWHERE,
+    TITLE_WIDTH,
     PickerApp,
     SessionPicker,
     age_text,
@@ -53,6 +55,17 @@ def test_a_row_shows_title_age_size_and_workspace_newest_first():
     row = picker_row(old, NOW).plain
     assert row.startswith("Fix the failing test")
     assert "2 d ago" in row and "3 turns" in row and row.rstrip().endswith("/w")
+
+
+def test_rows_line_up_in_terminal_cells_whatever_their_titles_characters():
+    """An emoji or a CJK character takes two cells: counting characters pushed every later
+    column of that row right."""
+    titles = ["plain title", "fix 🐛 in parser 🎉", "修复解析器中的错误", "🎉" * 40, "a" * 60]
+    rows = [picker_row(summary(str(i), t, updated=NOW), NOW).plain for i, t in enumerate(titles)]
+    ages = {cell_len(row[: row.index("just now")]) for row in rows}
+    assert len(ages) == 1  # the age column starts at the same cell in every row
+    assert all(cell_len(row[: row.index("just now")]) <= TITLE_WIDTH + 13 for row in rows)
+    assert "…" in rows[3] and "…" in rows[4]
 
 
 def test_a_row_shows_a_titles_terminal_escapes_as_escapes():

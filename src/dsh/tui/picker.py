@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -65,18 +66,35 @@ def picker_row(
     """One line of the picker (the columns line up in a monospace terminal); ``elsewhere``:
     a session of another workspace, greyed."""
     marker = ELSEWHERE_MARK if elsewhere else ""
-    title = trim_title(summary.title, TITLE_WIDTH - len(marker))
+    title = fit_cells(
+        trim_title(summary.title, TITLE_WIDTH - len(marker)), TITLE_WIDTH - len(marker)
+    )
     turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
     row = Text(no_wrap=True, overflow="ellipsis", style="dim" if elsewhere else "")
     row.append(title, style="bold" if current else "")
     row.append(marker, style="italic")
-    row.append(" " * (TITLE_WIDTH - len(title) - len(marker)))
+    row.append(" " * (TITLE_WIDTH - cell_len(title) - len(marker)))
     row.append(f"  {age_text(summary.updated_at, now_ms):>11}", style="dim")
     row.append(f"  {turns:>9}", style="dim")
     row.append(f"  {_short_path(printable_line(summary.cwd))}", style="dim")
     if current:
         row.append("  (open)", style="italic")
     return row
+
+
+def fit_cells(text: str, width: int) -> str:
+    """``text`` in at most ``width`` terminal cells (an emoji or a CJK character takes two),
+    an ellipsis marking a cut, so the columns after it line up."""
+    if cell_len(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        size = cell_len(char)
+        if used + size > width - 1:
+            break
+        kept.append(char)
+        used += size
+    return "".join(kept).rstrip() + "…"
 
 
 def newest_first(summaries: Sequence[SessionSummary]) -> list[SessionSummary]:
