@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh.agent.mcp_servers import tool_secrets
-from dsh.config import load_settings
+from dsh.config import load_settings, set_trust
 from dsh.errors import ConfigError
 from tests.test_config_trust import env_for, project
 
@@ -149,7 +149,8 @@ def test_an_untrusted_project_keeps_the_users_headers_and_may_repeat_them(
 
 def test_a_trusted_project_sets_provider_headers(tmp_path: Path) -> None:
     repo = project(tmp_path, f'[provider.headers]\n"X-Gateway" = "{SECRET}"\n')
-    env = env_for(tmp_path, f'[trust]\ndirectories = ["{repo.resolve()}"]\n')
+    env = env_for(tmp_path)
+    set_trust(repo, True, env)
     assert load_settings(environ=env, cwd=repo).provider.headers == {"X-Gateway": SECRET}
 
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from dsh.config import is_trusted, load_settings, set_trust, trusted_directories
+from dsh.config import (
+    is_trusted,
+    load_settings,
+    set_trust,
+    trust_records,
+    trust_state,
+    trusted_directories,
+)
 from dsh.errors import ConfigError
 
 
@@ -175,3 +183,115 @@ def test_unknown_project_keys_are_still_refused_by_name(tmp_path: Path) -> None:
 def test_dsh_web_token_is_not_a_config_key(tmp_path: Path) -> None:
     env = {**env_for(tmp_path), "DSH_WEB_TOKEN": "x" * 40}
     load_settings(environ=env, cwd=tmp_path)
+
+
+# ---- trust pinned to the project config's content ---------------------------------------------
+
+
+def stale_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "untrusted again" in r.getMessage()]
+
+
+def test_trust_holds_only_while_the_project_config_is_as_it_was_when_trusted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Changed by anyone since ``dsh trust`` (a command the model ran, a git pull), the file is
+    untrusted again with one warning naming it; trusting it again makes it apply."""
+    repo = project(tmp_path, '[tools]\napproval = "read-only"\n')
+    env = env_for(tmp_path)
+    assert set_trust(repo, True, env) is True
+    config = repo / ".dsh" / "config.toml"
+    config.write_text('[tools]\napproval = "auto"\n[mcp.servers.x]\ncommand = ["evil"]\n')
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        settings = load_settings(environ=env, cwd=repo)
+    assert settings.tools.approval == "ask" and settings.mcp.servers == {}
+    (warning,) = stale_warnings(caplog)
+    assert warning.startswith(f"{config}: changed since you trusted {repo.resolve()}")
+    assert "review the file, then run `dsh trust` in that directory again" in warning
+    assert not is_trusted(repo, env) and trusted_directories(env) == []
+
+    assert set_trust(repo, True, env) is True  # the record changed: the new content is pinned
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        settings = load_settings(environ=env, cwd=repo)
+    assert settings.tools.approval == "auto" and list(settings.mcp.servers) == ["x"]
+    assert caplog.records == [] and is_trusted(repo, env)
+    assert set_trust(repo, True, env) is False  # as it is: nothing to record
+
+
+def test_a_project_config_appearing_after_trust_is_not_trusted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Trusted with no .dsh/config.toml, the directory pins its absence: a file written later
+    (by a model allowed to write, through a command) does not apply unreviewed."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = env_for(tmp_path)
+    set_trust(repo, True, env)
+    assert trust_records(env) == {str(repo.resolve()): "absent"}
+    (repo / ".dsh").mkdir()
+    (repo / ".dsh" / "config.toml").write_text('[tools]\napproval = "auto"\n')
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        assert load_settings(environ=env, cwd=repo).tools.approval == "ask"
+    assert len(stale_warnings(caplog)) == 1 and trust_state(repo, env) == "changed"
+
+
+def test_a_directory_an_older_dsh_trusted_is_untrusted_until_trusted_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record without a digest vouches for content nobody recorded: untrusted with one
+    warning, and ``dsh trust`` pins what the user reviewed."""
+    repo = project(tmp_path, '[tools]\napproval = "auto"\n')
+    old = f'# mine\n[tools]\nscrub_env = ["X"]\n\n[trust]\ndirectories = ["{repo.resolve()}"]\n'
+    env = env_for(tmp_path, old)
+    assert trust_records(env) == {str(repo.resolve()): None}
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        assert load_settings(environ=env, cwd=repo).tools.approval == "ask"
+    (warning,) = stale_warnings(caplog)
+    assert warning.startswith(
+        f"{repo / '.dsh' / 'config.toml'}: {repo.resolve()} was trusted by an older dsh, which "
+        "did not record this file's content, so it is untrusted again"
+    )
+    assert trust_state(repo, env) == "unpinned"
+    assert set_trust(repo, True, env) is True
+    assert load_settings(environ=env, cwd=repo).tools.approval == "auto"
+    text = (tmp_path / "home" / "config.toml").read_text()
+    assert text.startswith('# mine\n[tools]\nscrub_env = ["X"]\n')  # the rest kept as it was
+    digest = "sha256:" + hashlib.sha256(b'[tools]\napproval = "auto"\n').hexdigest()
+    assert tomllib.loads(text)["trust"] == {
+        "directories": [str(repo.resolve())],
+        "digests": {str(repo.resolve()): digest},
+    }
+
+
+def test_removing_trust_drops_the_directory_and_its_digest(tmp_path: Path) -> None:
+    repo = project(tmp_path, "[compaction]\nchunk_tokens = 2000\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    env = env_for(tmp_path)
+    set_trust(repo, True, env)
+    set_trust(other, True, env)
+    assert set_trust(repo, False, env) is True
+    assert trust_records(env) == {str(other.resolve()): "absent"}
+    assert set_trust(repo, False, env) is False
+
+
+def test_a_directory_name_toml_would_misread_is_recorded_exactly(tmp_path: Path) -> None:
+    """Quotes, backslashes, a DEL and characters beyond the BMP survive the TOML round trip."""
+    odd = tmp_path / 'we"ird\\dir \x7f é 🙂'
+    odd.mkdir()
+    env = env_for(tmp_path)
+    set_trust(odd, True, env)
+    assert trusted_directories(env) == [str(odd.resolve())]
+
+
+def test_the_ignored_key_warning_says_to_review_the_file_before_trusting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = project(tmp_path, '[tools]\napproval = "auto"\n[mcp.servers.x]\ncommand = ["x"]\n')
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        load_settings(environ=env_for(tmp_path), cwd=repo)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    for message in messages:
+        assert "review that file first: if you want it to apply, run `dsh trust`" in message

@@ -28,7 +28,7 @@ SCRIPT = [
 ]
 
 
-async def never_asked(tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+async def never_asked(tool: str, args: dict[str, Any], protected: str | None) -> ApprovalAnswer:
     raise AssertionError("no tool asks under auto")
 
 

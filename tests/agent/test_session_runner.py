@@ -66,7 +66,7 @@ class Wiring(SettingsWiring):
         return build_parts(self.settings, self.route(), session, inject=inject).engine
 
 
-async def never_asked(tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+async def never_asked(tool: str, args: dict[str, Any], protected: str | None) -> ApprovalAnswer:
     raise AssertionError("no tool asks under auto")
 
 

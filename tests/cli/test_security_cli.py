@@ -118,7 +118,7 @@ def test_a_repository_config_cannot_approve_its_own_shell_commands(tmp_path: Pat
 
     trusted = dsh("trust", env=env, cwd=repo)
     assert f"{repo}: trusted" in trusted.stdout
-    assert dsh("trust", "--list", env=env, cwd=tmp_path).stdout.strip() == str(repo)
+    assert dsh("trust", "--list", env=env, cwd=tmp_path).stdout.strip() == f"{repo}  (current)"
     again = dsh("run", "--script", str(script), "go", env=env, cwd=repo)
     assert (repo / "pwned").exists() and "ignored" not in again.stderr
     assert "[trusted]" in dsh("sessions", "list", "--all", env=env, cwd=tmp_path).stdout

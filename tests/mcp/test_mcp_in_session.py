@@ -105,7 +105,7 @@ def test_mcp_tools_need_approval_unless_auto_or_allowed() -> None:
 def test_the_faces_approver_is_asked_for_an_mcp_call_and_always_is_kept() -> None:
     asked: list[tuple[str, dict[str, Any]]] = []
 
-    async def approver(name: str, args: dict[str, Any]) -> Any:
+    async def approver(name: str, args: dict[str, Any], protected: str | None) -> Any:
         asked.append((name, args))
         return "always"
 

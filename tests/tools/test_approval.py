@@ -36,9 +36,14 @@ class ScriptedApprover:
     def __init__(self, *answers: ApprovalAnswer) -> None:
         self.answers = list(answers)
         self.asked: list[tuple[str, dict[str, Any]]] = []
+        self.protected: list[str | None] = []
+        """Each question's ``protected`` sentence (None: an ordinary call)."""
 
-    async def __call__(self, tool_name: str, args: dict[str, Any]) -> ApprovalAnswer:
+    async def __call__(
+        self, tool_name: str, args: dict[str, Any], protected: str | None
+    ) -> ApprovalAnswer:
         self.asked.append((tool_name, args))
+        self.protected.append(protected)
         return self.answers.pop(0)
 
 

@@ -229,7 +229,7 @@ def test_denied_call_is_an_error_output_and_does_not_run(ctx: ToolContext, works
 def test_invalid_arguments_are_reported_before_asking_for_approval(ctx: ToolContext) -> None:
     asked: list[str] = []
 
-    async def approver(name: str, args: dict[str, Any]) -> Any:
+    async def approver(name: str, args: dict[str, Any], protected: str | None) -> Any:
         asked.append(name)
         return "once"
 
@@ -239,7 +239,7 @@ def test_invalid_arguments_are_reported_before_asking_for_approval(ctx: ToolCont
 
 
 def test_approver_exception_becomes_denied(ctx: ToolContext) -> None:
-    async def approver(name: str, args: dict[str, Any]) -> Any:
+    async def approver(name: str, args: dict[str, Any], protected: str | None) -> Any:
         raise OSError("terminal gone")
 
     out = execute(ctx, "bash", {"command": "ls"}, ApprovalPolicy("ask", approver=approver))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Button
 
 from dsh.events import event_type_of
 from dsh.tui import DshApp
@@ -172,3 +173,49 @@ def test_an_untrusted_project_cannot_loosen_approval_but_dsh_yes_can(ui: UI) -> 
         assert app.controller.approval == "auto"
 
     started(flagged, auto)
+
+
+# ---- a protected write: asked every time, no "always" -----------------------------------------
+
+
+def test_a_write_to_dsh_config_is_asked_every_time_even_in_auto_and_offers_no_always(rig: Rig):
+    """``dsh --yes`` runs an ordinary write unasked, but a write of ``.dsh/config.toml`` puts up
+    the prompt, saying why, with no "always" button and ``a`` answering nothing; the next such
+    write is asked again."""
+    config = rig.workspace / ".dsh" / "config.toml"
+    write = [
+        {"toolCalls": [{"name": "write_file", "arguments": {"path": p, "content": c}}]}
+        for p, c in [
+            ("ordinary.txt", "fine\n"),
+            (".dsh/config.toml", "[tools]\n"),
+            ("./.dsh/../.dsh/config.toml", '[tools]\napproval = "auto"\n'),
+        ]
+    ]
+    app = rig.app([*write, {"text": "All done."}], approval="auto")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "configure yourself")
+        screen = await approval_ready(pilot)
+        assert (rig.workspace / "ordinary.txt").read_text() == "fine\n"  # ran unasked
+        why = str(screen.query_one("#protected").render())
+        assert why == (
+            "Asked every time: writing .dsh/config.toml changes dsh's own configuration, which "
+            "can run commands."
+        )
+        assert not screen.query("#always") and [b.id for b in screen.query(Button)] == [
+            "once",
+            "deny",
+        ]
+        await pilot.press("a")
+        assert app.screen is screen and not config.exists()  # "a" answered nothing
+        await pilot.press("o")
+        await settle(pilot, lambda: config.exists() and app.screen is not screen)
+        again = await approval_ready(pilot)
+        assert again is not screen and again.protected is not None
+        await pilot.press("d")
+        await settle(pilot, lambda: not app.running)
+        assert config.read_text() == "[tools]\n"
+        assert "the user denied this call" in tool_results(app)[-1]
+        assert app.controller.policy.always_allowed_tools == frozenset()
+
+    run(app, body)

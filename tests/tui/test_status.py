@@ -180,3 +180,7 @@ def test_the_status_bar_says_whether_the_project_config_is_trusted(tmp_path):
     assert status_text(StatusInfo(trust=untrusted)).plain.endswith(f" · {untrusted}")
     set_trust(workspace, True, env)
     assert trust_label(workspace, env) == "project config trusted"
+    (workspace / ".dsh" / "config.toml").write_text('[tools]\napproval = "auto"\n# changed\n')
+    assert trust_label(workspace, env) == (
+        "project config changed since trusted: safety keys ignored (review it, dsh trust)"
+    )

@@ -217,5 +217,5 @@ class _Unreachable:
         raise ConfigError(f"dsh compact does not reach the {self.name} provider")
 
 
-async def _deny(tool: str, args: dict[str, object]) -> ApprovalAnswer:
+async def _deny(tool: str, args: dict[str, object], protected: str | None) -> ApprovalAnswer:
     return "deny"  # dsh compact runs no turn, so no tool asks

@@ -58,8 +58,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "trust": (
         "dsh.cli.trust:trust",
-        "Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen "
-        "approval, the provider endpoint and the summariser provider, and start MCP servers.",
+        "Trust DIRECTORY (default: the current one) as its ./.dsh/config.toml is now: that file "
+        "may then loosen approval, the provider endpoint and the summariser provider, and start "
+        "MCP servers, until it changes.",
     ),
     "undo": (
         "dsh.cli.undo:undo",

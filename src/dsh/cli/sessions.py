@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from dsh.cli import context
-from dsh.config import dsh_home, trusted_directories
+from dsh.config import dsh_home, trust_state, trusted_directories
 from dsh.errors import LogCorruptError, StoreError, UsageError, error_line, printable_line
 from dsh.events import encode_event, event_type_of
 from dsh.interop import export_upstream, import_upstream
@@ -81,7 +81,12 @@ def list_sessions(show_all: bool, as_json: bool) -> None:
     _mention_the_other_store(store, here=None if show_all else here)
     if not show_all and (Path(here) / PROJECT_CONFIG).is_file():
         # only where a project config makes trust matter; on stderr, so stdout is the list
-        state = "trusted" if here in trusted else "not trusted (see `dsh trust`)"
+        state = {
+            "trusted": "trusted",
+            "changed": "changed since you trusted it, so not trusted (review it, then `dsh trust`)",
+            "unpinned": "not trusted: an older dsh trusted it unpinned (review it, then "
+            "`dsh trust`)",
+        }.get(trust_state(Path(here)), "not trusted (see `dsh trust`)")
         click.echo(f"workspace {shown_here}: its {PROJECT_CONFIG} is {state}", err=True)
 
 

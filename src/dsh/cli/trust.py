@@ -2,8 +2,11 @@
 
 A repository's ``./.dsh/config.toml`` may only tighten approval, the scrubbed environment, the
 endpoint and the summariser provider, and may start no MCP server (see :mod:`dsh.config`).
-Trusting a directory records it in the user's ``$DSH_HOME/config.toml`` under ``[trust]
-directories``; from then on its project config applies in full.
+Trusting a directory records it in the user's ``$DSH_HOME/config.toml`` under ``[trust]``,
+with the digest of its ``.dsh/config.toml`` as it is now; from then on that project config
+applies in full, until the file changes (then it is untrusted again, with a warning, until
+``dsh trust`` is run there again: :mod:`dsh.config.trust`). ``--list`` says of each directory
+whether its trust holds.
 """
 
 from __future__ import annotations
@@ -13,7 +16,18 @@ from pathlib import Path
 import click
 
 from dsh.cli import context
-from dsh.config import dsh_home, set_trust, trusted_directories
+from dsh.config import TrustState, dsh_home, set_trust, trust_records, trust_state
+from dsh.errors import printable_line
+
+LISTED_STATES: dict[TrustState, str] = {
+    "trusted": "current",
+    "changed": "changed since trusted: untrusted until you review .dsh/config.toml and run "
+    "`dsh trust` there again",
+    "unpinned": "trusted by an older dsh without a record of .dsh/config.toml: untrusted until "
+    "you review it and run `dsh trust` there again",
+    "untrusted": "untrusted: the path now leads elsewhere (a symlink)",
+}
+"""How ``--list`` describes each recorded directory's trust as it is now."""
 
 
 @click.command("trust")
@@ -23,21 +37,34 @@ from dsh.config import dsh_home, set_trust, trusted_directories
     type=click.Path(exists=True, file_okay=False, path_type=Path),
 )
 @click.option("--remove", is_flag=True, help="Stop trusting the directory.")
-@click.option("--list", "show", is_flag=True, help="List the trusted directories.")
+@click.option(
+    "--list", "show", is_flag=True, help="List the trusted directories and whether each holds."
+)
 def trust(directory: Path | None, remove: bool, show: bool) -> None:
-    """Trust DIRECTORY (default: the current one): its ./.dsh/config.toml may then loosen
-    approval, the provider endpoint and the summariser provider, and start MCP servers."""
+    """Trust DIRECTORY (default: the current one) as its ./.dsh/config.toml is now: that file
+    may then loosen approval, the provider endpoint and the summariser provider, and start MCP
+    servers, until it changes. Review the file before you trust it."""
     if show:
         if directory is not None or remove:
             raise click.UsageError("--list takes no directory and no --remove")
-        listed = trusted_directories()
-        click.echo("\n".join(listed) if listed else "no trusted directories")
+        listed = trust_records()
+        for name in listed:
+            found = Path(name).is_dir()
+            shown = LISTED_STATES[trust_state(Path(name))] if found else "directory not found"
+            click.echo(f"{printable_line(name)}  ({shown})")
+        if not listed:
+            click.echo("no trusted directories")
         return
     target = (directory or context.cwd()).resolve()
+    before = trust_state(target)
     changed = set_trust(target, not remove)
     where = dsh_home() / "config.toml"
     if remove:
         state = "no longer trusted" if changed else "was not trusted"
+    elif not changed:
+        state = "already trusted"
+    elif before == "untrusted":
+        state = "trusted as its .dsh/config.toml is now"
     else:
-        state = "trusted" if changed else "already trusted"
+        state = "trusted again, as its .dsh/config.toml is now"
     click.echo(f"{target}: {state} (recorded in {where})")

@@ -11,8 +11,9 @@ the key and the variable it is read from, ``provider.headers``, the summariser's
 variable) but never loosen them, nor start a program (an MCP server under ``[mcp.servers]``). A
 loosening key or a server is ignored with a warning naming it (a key or a header's value is
 never shown), until the user trusts that directory (``dsh trust``), which records it under
-``[trust] directories`` in the user's own ``$DSH_HOME/config.toml``. Only the user config may
-hold ``[trust]``.
+``[trust] directories`` in the user's own ``$DSH_HOME/config.toml`` with the file's digest: a
+file changed since is untrusted again, with one warning (:mod:`dsh.config.trust`). Only the user
+config may hold ``[trust]``.
 """
 
 from __future__ import annotations
@@ -21,17 +22,16 @@ import json
 import logging
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import platformdirs
 
 from dsh.config.environment import environment_layer
 from dsh.config.headers import check_header_types, header_problems, shown_headers
 from dsh.config.mcp_servers import check_servers, drop_project_servers, validate_server
+from dsh.config.reading import dsh_home, parse_toml, read_bytes, read_toml
 from dsh.config.rules import (
     BASE_URL_RULE,
     Problem,
@@ -67,6 +67,19 @@ from dsh.config.sections import (
     TrustSettings,
     window_too_small,
 )
+from dsh.config.trust import (
+    PROJECT_CONFIG,
+    TrustState,
+    config_digest,
+    is_trusted,
+    records_of,
+    set_trust,
+    stale_trust_warning,
+    state_of,
+    trust_records,
+    trust_state,
+    trusted_directories,
+)
 from dsh.config.wording import check_named_tables, describe, unknown_key, unknown_section
 from dsh.errors import ConfigError
 
@@ -96,6 +109,7 @@ __all__ = [
     "ToolChoice",
     "ToolSettings",
     "TrustSettings",
+    "TrustState",
     "base_url_problem",
     "compaction_misfit",
     "compaction_problems",
@@ -105,24 +119,17 @@ __all__ = [
     "restrict_project_layer",
     "session_problems",
     "set_trust",
+    "trust_records",
+    "trust_state",
     "trusted_directories",
     "validate_settings",
     "window_too_small",
 ]
 
 log = logging.getLogger(__name__)
+"""``dsh.config``: the CLI prints each of its warnings once per command however often the
+config is read (``dsh.cli.warning_lines``)."""
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$DSH_HOME`` if set, else the platform's user data directory for dsh."""
-    env = os.environ if environ is None else environ
-    value = env.get("DSH_HOME")
-    home = Path(value).expanduser() if value else Path(platformdirs.user_data_dir("dsh"))
-    if home.exists() and not home.is_dir():  # else each command fails its own way, or lists none
-        named = "DSH_HOME" if value else "dsh's data directory"
-        raise ConfigError(f"{named} {home} is not a directory")
-    return home
 
 
 def load_settings(
@@ -138,13 +145,19 @@ def load_settings(
     """``section.key`` → where its value came from (an error names it)."""
     user_path = dsh_home(env) / "config.toml"
     if user_path.exists():  # a directory there is refused by name, not skipped
-        _merge(merged, _read_toml(user_path), origin=str(user_path), origins=origins)
+        _merge(merged, read_toml(user_path), origin=str(user_path), origins=origins)
     workspace = (cwd or Path.cwd()).resolve()
-    project_path = workspace / ".dsh" / "config.toml"
+    project_path = workspace / PROJECT_CONFIG
     if project_path.exists():
-        layer = _read_toml(project_path)
+        content = read_bytes(project_path)  # one read: the bytes checked are the bytes applied
+        layer = parse_toml(content, project_path)
         _merge({}, layer, origin=str(project_path))  # unknown keys are refused first, by name
-        trusted = str(workspace) in merged.get("trust", {}).get("directories", [])
+        records = records_of(merged.get("trust", {}), user_path)
+        state = state_of(workspace, records, config_digest(content))
+        stale = stale_trust_warning(state, project_path, workspace)
+        if stale is not None:
+            log.warning("%s", stale)
+        trusted = state == "trusted"
         layer = restrict_project_layer(layer, merged, trusted=trusted, origin=str(project_path))
         _merge(merged, layer, origin=str(project_path), origins=origins)
     layer = environment_layer(env, SECTIONS, skip=ENVIRONMENT_NAMES, refuse=USER_ONLY_SECTIONS)
@@ -214,7 +227,8 @@ def restrict_project_layer(
     def drop(section: str, key: str, why: str) -> None:
         value = out[section].pop(key)
         log.warning(
-            "%s: ignored %s.%s = %s: %s; run `dsh trust` in that directory to allow it",
+            "%s: ignored %s.%s = %s: %s; review that file first: if you want it to apply, "
+            "run `dsh trust` in that directory",
             origin,
             section,
             key,
@@ -271,58 +285,6 @@ def _shown(key: str, value: object) -> str:
     if key == "headers":
         return shown_headers(value)
     return json.dumps(value)
-
-
-def is_trusted(directory: Path, environ: Mapping[str, str] | None = None) -> bool:
-    """True if the user trusted ``directory`` (its project config may loosen safety)."""
-    return str(directory.resolve()) in trusted_directories(environ)
-
-
-def trusted_directories(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The directories listed under ``[trust]`` in the user config."""
-    path = dsh_home(environ) / "config.toml"
-    if not path.exists():
-        return []
-    directories = _read_toml(path).get("trust", {}).get("directories", [])
-    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
-        raise ConfigError(f"{path}: trust.directories must be a list of strings")
-    return directories
-
-
-def set_trust(directory: Path, trusted: bool, environ: Mapping[str, str] | None = None) -> bool:
-    """Add (or remove) ``directory`` in the user config's ``[trust]``; True if it changed.
-
-    The rest of the file is kept byte for byte: only the ``[trust]`` table is rewritten (it is
-    moved to the end of the file, and dsh owns it).
-    """
-    path = dsh_home(environ) / "config.toml"
-    current = trusted_directories(environ)
-    name = str(directory.resolve())
-    wanted = sorted({*current, name}) if trusted else [d for d in current if d != name]
-    if wanted == current or (trusted and name in current):
-        return False
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    kept = _without_table(text, "trust").rstrip("\n")
-    table = "[trust]\ndirectories = [\n" + "".join(f"    {json.dumps(d)},\n" for d in wanted)
-    new_text = (kept + "\n\n" if kept else "") + table + "]\n"
-    _read_toml_text(new_text, path)  # never write a file that would not load
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(new_text, encoding="utf-8")
-    os.replace(temporary, path)
-    return True
-
-
-def _without_table(text: str, table: str) -> str:
-    """``text`` without the ``[table]`` header and the lines up to the next table header."""
-    lines, out, inside = text.splitlines(keepends=True), [], False
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith("["):
-            inside = stripped.split("#", 1)[0].strip() == f"[{table}]"
-        if not inside:
-            out.append(line)
-    return "".join(out)
 
 
 def validate_settings(settings: Settings) -> None:
@@ -386,22 +348,6 @@ def _refuse(problems: list[Problem]) -> None:
 def _require(ok: bool, key: str, rule: str) -> None:
     if not ok:
         raise ConfigError(f"config key {key} {rule}")
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-        raise ConfigError(f"{path}: cannot read ({reason})") from exc
-    return _read_toml_text(text, path)
-
-
-def _read_toml_text(text: str, path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
 
 
 def _merge(

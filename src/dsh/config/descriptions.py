@@ -131,5 +131,8 @@ DESCRIPTIONS: dict[str, str] = {
     "it).",
     "trust.directories": "Workspaces whose ./.dsh/config.toml may loosen safety settings "
     "(managed by `dsh trust`; only read from the user config).",
+    "trust.digests": "Each trusted workspace's ./.dsh/config.toml as it was when trusted "
+    '("sha256:…", or "absent"): a file changed since is untrusted again, with a warning, until '
+    "`dsh trust` is run there again (managed by `dsh trust`).",
     "store.backend": "jsonl (one file per session) or sqlite (one database).",
 }

@@ -39,8 +39,8 @@ def drop_project_servers(
         return
     layer["mcp"]["servers"] = {n: s for n, s in servers.items() if n not in ignored}
     log.warning(
-        "%s: ignored MCP server%s %s: an untrusted project may not start programs; run "
-        "`dsh trust` in that directory to allow it",
+        "%s: ignored MCP server%s %s: an untrusted project may not start programs; review "
+        "that file first: if you want it to apply, run `dsh trust` in that directory",
         origin,
         "" if len(ignored) == 1 else "s",
         ", ".join(ignored),

@@ -203,6 +203,7 @@ class McpSettings(_Section, frozen=True):
 
 class TrustSettings(_Section, frozen=True):
     directories: list[str] = []
+    digests: dict[str, str] = {}
 
 
 class StoreSettings(_Section, frozen=True):

@@ -11,6 +11,12 @@
 ``rm -rf build`` through later; for any other tool, for the tool (every later ``write_file`` call,
 say), as its prompt says.
 
+A write to a protected path (:mod:`dsh.tools.protected`: the workspace's ``.dsh/`` and
+``.git/``, which hold configuration that runs commands) is the exception to all of these: no
+"always", ``allow`` kind nor ``auto`` covers it. Every mode but ``read-only`` (which denies it as
+any write) puts it to the approver each time, saying why (its ``protected`` argument; a face then
+offers no "always", and an "always" answer counts only as "once"), and a headless run refuses it.
+
 The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,mcp`` to
 ``allow={"shell", "write", "mcp"}`` (``mcp``: every MCP server's tools).
 Denial reasons tell the model not to work around them and the human what would let the call
@@ -19,18 +25,23 @@ through.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dsh.errors import ConfigError
 from dsh.tools.base import Tool, ToolContext, ToolKind
+from dsh.tools.protected import ProtectedWrite, protected_write
 from dsh.tools.shell import BashTool
 
 ApprovalMode = Literal["ask", "auto", "read-only"]
 ApprovalAnswer = Literal["once", "always", "deny"]
-Approver = Callable[[str, dict[str, Any]], Awaitable[ApprovalAnswer]]
-"""``approver(tool_name, args)``: asks the human; returns ``once``, ``always`` or ``deny``."""
+Approver = Callable[[str, dict[str, Any], str | None], Awaitable[ApprovalAnswer]]
+"""``approver(tool_name, args, protected)``: asks the human; returns ``once``, ``always`` or
+``deny``. ``protected`` is None for an ordinary call; for a write to a protected path it is the
+sentence saying why the call is asked every time (``writing .dsh/config.toml changes dsh's own
+configuration, which can run commands``), and the face offers no "always" for it."""
 
 ALWAYS_ALLOWED: frozenset[ToolKind] = frozenset({"read", "meta"})
 ALLOW_FLAG_NAMES: dict[ToolKind, str] = {
@@ -98,7 +109,14 @@ class ApprovalPolicy:
 
     async def decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
         """Allow or deny one call of ``tool`` with ``args``; may ask the approver."""
-        if self.mode == "auto" or tool.kind in ALWAYS_ALLOWED or tool.kind in self.allow:
+        if tool.kind in ALWAYS_ALLOWED:
+            return Decision.allow()
+        protected = None
+        if tool.kind == "write":  # resolving the path reads the disk: off the event loop
+            protected = await asyncio.to_thread(protected_write, tool, args, ctx.workspace)
+        if protected is not None and (self.mode != "read-only" or tool.kind in self.allow):
+            return await self._ask_each_time(tool, args, protected)
+        if self.mode == "auto" or tool.kind in self.allow:
             return Decision.allow()
         if self.mode == "read-only":
             return Decision.deny(
@@ -115,7 +133,7 @@ class ApprovalPolicy:
                 f"which has no one to ask. {FOR_THE_MODEL} The user can rerun with "
                 f"--allow {_flag(tool.kind)} or --yes."
             )
-        answer = await self.approver(tool.name, args)
+        answer = await self.approver(tool.name, args, None)
         if answer == "always":
             if command is None:
                 self._always.add(tool.name)
@@ -124,10 +142,30 @@ class ApprovalPolicy:
             return Decision.allow()
         if answer == "once":
             return Decision.allow()
-        return Decision.deny(
-            f"{tool.name} was not run: the user denied this call. Do not retry it as is; "
-            "ask the user how to proceed or take a different approach."
-        )
+        return _denied_by_the_user(tool)
+
+    async def _ask_each_time(
+        self, tool: Tool, args: dict[str, Any], protected: ProtectedWrite
+    ) -> Decision:
+        """A protected write: put to the approver every time (its "always" is only "once" and
+        is not remembered), refused with no one to ask."""
+        if self.approver is None:
+            return Decision.deny(
+                f"{tool.name} was not run: {protected.why}, so no flag or setting lets the "
+                f"model make it unasked, and a headless run has no one to ask. {FOR_THE_MODEL} "
+                "If the change is wanted, the user can make it themselves."
+            )
+        answer = await self.approver(tool.name, args, protected.why)
+        if answer in ("once", "always"):
+            return Decision.allow()
+        return _denied_by_the_user(tool)
+
+
+def _denied_by_the_user(tool: Tool) -> Decision:
+    return Decision.deny(
+        f"{tool.name} was not run: the user denied this call. Do not retry it as is; "
+        "ask the user how to proceed or take a different approach."
+    )
 
 
 def always_label(tool_name: str) -> str:

@@ -254,13 +254,16 @@ class DshApp(WarningsApp[None]):
         calls = [self._live_calls[i] for i in sorted(self._live_calls)]
         self.transcript.set_live(self._live_text, self._live_reasoning, calls)
 
-    async def approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+    async def approve(
+        self, tool: str, args: dict[str, Any], protected: str | None
+    ) -> ApprovalAnswer:
         screen = ApprovalScreen(
             tool,
             args,
             self.controller.options.workspace,
             clock=self.clock,
             typed_ahead=to_composer(self.prompt_box, self.submit),
+            protected=protected,
         )
         return await ask(self, screen, cancel_turn=self.work.cancel)
 

@@ -1,6 +1,10 @@
 """The approval prompt for tools under the ``ask`` policy: allow once, always, deny (this call),
 or stop (deny it and cancel the turn).
 
+A write to a protected path (``.dsh/``, ``.git/``: :mod:`dsh.tools.protected`) is asked every
+time: its prompt says why under the question and offers no "always" (no button, and ``a``
+answers nothing).
+
 It opens while people may still be typing (a prompt sent, the next one begun): a key meant for
 the composer must not answer it. So it takes no answer until no key has come for
 ``QUIET_SECONDS`` since it opened; until then its buttons are disabled, a line says keys go to
@@ -41,6 +45,8 @@ NARROW_COLUMNS = 72
 """Below this width the three buttons do not fit side by side: they stack, full width."""
 STACKED_ROWS = 7
 """The rows stacking adds (two more buttons of three rows, the keys line wrapped once)."""
+PROTECTED_ROWS = 3
+"""The rows a protected write's reason takes (two wrapped lines and a margin)."""
 COMMAND = Style(bold=True)
 QUIET_SECONDS = 0.5
 """The prompt answers keys only once none has come for this long since it opened."""
@@ -150,6 +156,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     ApprovalScreen Horizontal {
         height: auto;
     }
+    ApprovalScreen #protected {
+        height: auto;
+        margin-top: 1;
+        color: $text-warning;
+    }
     ApprovalScreen #keys {
         height: auto;
         margin-top: 1;
@@ -191,11 +202,14 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         *,
         clock: Callable[[], float] = time.monotonic,
         typed_ahead: TypedAhead | None = None,
+        protected: str | None = None,
     ) -> None:
         super().__init__(classes="waiting")
         self.tool = tool
         self.args = args
         self.workspace = workspace
+        self.protected = protected
+        """Why this call is asked every time (a protected write): no "always" is offered."""
         self.cancels_turn = False
         """True once esc answered: the call is denied and the turn is to be cancelled."""
         self._clock = clock
@@ -206,11 +220,16 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"Allow [b]{self.tool}[/b] to run?", id="question")
+            if self.protected is not None:
+                shown = f"Asked every time: {sanitize(self.protected)}."
+                yield Static(shown, id="protected", markup=False)
             with VerticalScroll(id="preview"):  # scrolls when the screen is too short
                 yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
             with Horizontal():
                 yield Button("Allow once (o)", id="once", variant="primary", disabled=True)
-                yield Button(f"{always_label(self.tool)} (a)", id="always", disabled=True)
+                if self.protected is None:
+                    label = f"{always_label(self.tool)} (a)"
+                    yield Button(label, id="always", disabled=True)
                 yield Button("Deny (d)", id="deny", variant="error", disabled=True)
             yield Static(KEYS_WAITING, id="keys", markup=False)
 
@@ -258,10 +277,17 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         screen, and the preview gets the rows left."""
         narrow = self.app.size.width < NARROW_COLUMNS
         self.set_class(narrow, "narrow")
-        room = max(1, self.app.size.height - FRAME_ROWS - (STACKED_ROWS if narrow else 0))
+        extra = (STACKED_ROWS if narrow else 0) + (PROTECTED_ROWS if self.protected else 0)
+        room = max(1, self.app.size.height - FRAME_ROWS - extra)
         self.query_one("#preview", VerticalScroll).styles.max_height = room
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A protected write's prompt has no "always": ``a`` is not bound there."""
+        return not (action == "answer" and parameters == ("always",) and self.protected)
+
     def action_answer(self, answer: ApprovalAnswer) -> None:
+        if answer == "always" and self.protected is not None:
+            return
         if self.accepting():
             self.dismiss(answer)
 

@@ -68,8 +68,11 @@ class Listener(Protocol):
     def streamed(self, event: StreamEvent) -> None:
         """A piece of the model's reply, before it is logged."""
 
-    async def approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
-        """Ask the person whether a tool call may run."""
+    async def approve(
+        self, tool: str, args: dict[str, Any], protected: str | None
+    ) -> ApprovalAnswer:
+        """Ask the person whether a tool call may run (``protected``: why it is asked every
+        time, with no "always" offered; see :data:`dsh.tools.approval.Approver`)."""
 
 
 @dataclass(slots=True)
@@ -294,8 +297,10 @@ class Controller:
         self.chosen_approval = mode
         self.policy.mode = mode
 
-    async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
-        return await self.listener.approve(tool, args)
+    async def _approve(
+        self, tool: str, args: dict[str, Any], protected: str | None
+    ) -> ApprovalAnswer:
+        return await self.listener.approve(tool, args, protected)
 
     def _observe(self, event: Event) -> None:
         items = self.projector.feed(event)

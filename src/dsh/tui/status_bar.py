@@ -21,7 +21,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from dsh.config import is_trusted
+from dsh.config import trust_state
 from dsh.errors import printable_line
 
 
@@ -114,11 +114,17 @@ def _width(parts: list[Part]) -> int:
 
 
 def trust_label(workspace: Path, environ: Mapping[str, str] | None = None) -> str | None:
-    """``project config trusted``/``untrusted`` when ``workspace`` has ``.dsh/config.toml``."""
+    """``project config trusted``/``untrusted`` (or changed since trusted) when ``workspace``
+    has ``.dsh/config.toml``."""
     if not (workspace / ".dsh" / "config.toml").is_file():
         return None
-    if is_trusted(workspace, environ):
+    state = trust_state(workspace, environ)
+    if state == "trusted":
         return "project config trusted"
+    if state == "changed":
+        return "project config changed since trusted: safety keys ignored (review it, dsh trust)"
+    if state == "unpinned":
+        return "project config trusted by an older dsh: safety keys ignored (review it, dsh trust)"
     return "project config untrusted: safety keys ignored (dsh trust)"
 
 

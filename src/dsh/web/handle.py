@@ -31,6 +31,9 @@ class PendingApproval:
     future: asyncio.Future[ApprovalAnswer]
     change: PlannedChange | None = None
     """A file-writing call's change against the file as it is (the page cannot read it)."""
+    protected: str | None = None
+    """Why this call is asked every time (a write to ``.dsh/`` or ``.git/``): the page offers
+    no "always" for it (no ``alwaysLabel``), and the server takes none."""
 
     @property
     def diff(self) -> list[str] | None:
@@ -39,13 +42,13 @@ class PendingApproval:
 
     def public(self) -> dict[str, Any]:
         """The approval as the page gets it: ``diff`` the file's diff lines, ``fails`` why the
-        call would fail (no diff then), ``note`` what the diff is when not the file's."""
-        shown: dict[str, Any] = {
-            "id": self.id,
-            "tool": self.tool,
-            "args": _jsonable(self.args),
-            "alwaysLabel": always_label(self.tool),
-        }
+        call would fail (no diff then), ``note`` what the diff is when not the file's;
+        ``protected`` why it is asked every time (then no ``alwaysLabel``)."""
+        shown: dict[str, Any] = {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+        if self.protected is None:
+            shown["alwaysLabel"] = always_label(self.tool)
+        else:
+            shown["protected"] = self.protected
         change = self.change
         if change is not None:
             extra = {"diff": self.diff, "fails": change.fails, "note": change.note}
@@ -76,11 +79,13 @@ class Handle:
         if message is not None:
             self.hub.publish(message)
 
-    async def _approve(self, tool: str, args: dict[str, Any]) -> ApprovalAnswer:
+    async def _approve(
+        self, tool: str, args: dict[str, Any], protected: str | None
+    ) -> ApprovalAnswer:
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         workspace = Path(self.session.header.cwd)  # where the runner's tools run
         change = await anyio.to_thread.run_sync(planned_change, tool, args, workspace)
-        pending = PendingApproval(secrets.token_hex(6), tool, args, future, change)
+        pending = PendingApproval(secrets.token_hex(6), tool, args, future, change, protected)
         self.approvals[pending.id] = pending
         self.hub.publish(frame("approval", approval=pending.public()))
         outcome = "cancelled"

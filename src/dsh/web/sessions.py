@@ -398,6 +398,10 @@ class SessionRegistry:
                 APPROVAL_NOT_FOUND,
                 f"no pending approval {approval_id!r} in session {session_id}",
             )
+        if answer == "always" and pending.protected is not None:
+            raise bad_request(
+                f"this call is asked every time, so it takes no always: {pending.protected}"
+            )
         pending.future.set_result(answer)
 
     def _activity_changed(self, handle: Handle, change: ActivityChanged) -> None:

@@ -4,7 +4,9 @@
 // named by its title, and a screen reader hears that one is asked (the polite status
 // `#state-announcer`: "Approval needed: dsh wants to run bash"), not its whole diff. An
 // approval answered from the keyboard (its button had the focus) hands the focus to the
-// composer as it goes, not to the page's start: the next approval is a Shift+Tab away.
+// composer as it goes, not to the page's start: the next approval is a Shift+Tab away. A write
+// to `.dsh/` or `.git/` (`approval.protected`: why it is asked every time) offers no "always":
+// the reason shows under the title instead.
 import { api, sessionPath } from './api.js';
 import { renderUnifiedDiff } from './diff.js';
 import { el, say, shown } from './dom.js';
@@ -37,7 +39,9 @@ export function showApproval(approval, sessionId, onError) {
   }
   const buttons = document.createElement('div');
   buttons.className = 'buttons';
-  for (const [answer, label] of [['once', 'Allow once'], ['always', approval.alwaysLabel || `Always allow ${approval.tool}`], ['deny', 'Deny']]) {
+  const answers = [['once', 'Allow once'], ['always', approval.alwaysLabel || `Always allow ${approval.tool}`], ['deny', 'Deny']];
+  const protectedWhy = typeof approval.protected === 'string' ? approval.protected : null;
+  for (const [answer, label] of answers.filter(([answer]) => !(protectedWhy && answer === 'always'))) {
     const button = document.createElement('button');
     button.type = 'button';
     button.textContent = shown(label);
@@ -51,7 +55,14 @@ export function showApproval(approval, sessionId, onError) {
     });
     buttons.append(button);
   }
-  box.append(title, ...said, args, buttons);
+  box.append(title);
+  if (protectedWhy) {
+    const why = document.createElement('div');
+    why.className = 'protected';
+    why.textContent = shown(`Asked every time: ${protectedWhy}.`);
+    box.append(why);
+  }
+  box.append(...said, args, buttons);
   $('approvals').append(box);
   say($('state-announcer'), `Approval needed: dsh wants to run ${approval.tool}`);
 }
