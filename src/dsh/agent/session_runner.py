@@ -36,7 +36,7 @@ from dsh.errors import UsageError
 from dsh.events import Event, SessionSettings
 from dsh.store import EventStore
 from dsh.surface import Session
-from dsh.tools.approval import Approver
+from dsh.tools.approval import ApprovalMode, ApprovalPolicy, Approver
 from dsh.tools.base import ToolKind
 
 __all__ = [
@@ -154,6 +154,11 @@ class SettingsWiring:
             route = replace(route, context_window=wanted.context_window)
         return settings, route
 
+    def new_policy(self) -> ApprovalPolicy:
+        """A policy as the flags and the configured mode make it, no "always" answer yet (the
+        same for every session: a session records neither)."""
+        return approval_policy(self.settings, yes=self.yes, allow=self.allow)
+
     def make_agent(
         self, session: Session, *, on_stream: StreamListener, approver: Approver
     ) -> Agent:
@@ -243,6 +248,8 @@ class SessionRunner:
         self._running = False
         """The activity's body has begun (before that, a cancel cancels its task)."""
         self._listeners: list[RunnerListener] = []
+        self.approval_mode: ApprovalMode | None = None
+        """The mode ``choose_approval`` chose (None: the one the wiring's policy has)."""
 
     @classmethod
     def create(
@@ -278,10 +285,22 @@ class SessionRunner:
 
     def ensure_agent(self) -> Agent:
         if self.agent is None:
-            self.agent = self.wiring.make_agent(
+            agent = self.wiring.make_agent(
                 self.session, on_stream=self.on_stream, approver=self.approver
             )
+            if self.approval_mode is not None:
+                agent.policy.mode = self.approval_mode
+            self.agent = agent
         return self.agent
+
+    def choose_approval(self, mode: ApprovalMode) -> None:
+        """``/approval MODE``: every later tool call of this runner's agents is decided by
+        ``mode`` (the running turn's next ones too; the agent made for the next turn too); the
+        "always" answers given so far stay."""
+        self.approval_mode = mode
+        for agent in (self.agent, self._turn_agent):
+            if agent is not None:
+                agent.policy.mode = mode
 
     def reset_agent(self) -> None:
         """The next turn gets a new agent (another model); a running turn keeps its own."""

@@ -7,11 +7,11 @@ the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast, get_args
+from typing import TYPE_CHECKING
 
+from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
 from dsh.agent.session_runner import COMPACT_CANCELLED
-from dsh.errors import DshError, error_line, printable_line
-from dsh.tools.approval import ALLOW_FLAG_NAMES, ApprovalMode
+from dsh.errors import DshError, UsageError, error_line
 from dsh.tui.commands import HELP, Command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.diff_view import show_workspace_diff
@@ -19,7 +19,6 @@ from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
-    from dsh.tui.controller import Controller
 
 
 class SlashCommands:
@@ -178,36 +177,17 @@ class SlashCommands:
 
     def approval(self, arg: str) -> None:
         """``/approval MODE`` decides the later tool calls by MODE for the rest of this run (the
-        config file stays as it is); ``/approval`` names the mode."""
+        config file stays as it is); ``/approval`` names the mode (``dsh.agent.approval_command``:
+        the words ``dsh web``'s composer says too)."""
         app, controller = self.app, self.app.controller
         if not arg:
-            app.note(
-                f"Approval mode: {_mode_text(controller)}. /approval ask, auto or read-only "
-                "changes it for the rest of this run."
-            )
+            app.note(shown_note(controller.approval, controller.policy.allow))
             return
-        if arg not in get_args(ApprovalMode):
-            app.note(f"/approval takes ask, auto or read-only, not {printable_line(arg)!r}.")
+        try:
+            mode = chosen_mode(arg)
+        except UsageError as exc:
+            app.note(str(exc))
             return
-        controller.choose_approval(cast(ApprovalMode, arg))  # one of its values: checked above
-        app.note(
-            f"Approval mode for the rest of this run: {_mode_text(controller)}. The config "
-            "file is unchanged."
-        )
+        controller.choose_approval(mode)
+        app.note(changed_note(controller.approval, controller.policy.allow))
         app.update_status()
-
-
-APPROVAL_MEANS: dict[str, str] = {
-    "ask": "tools that change things ask first",
-    "auto": "every tool call runs without asking",
-    "read-only": "only read tools run; the others are denied",
-}
-"""What each approval mode means, as ``/approval`` says it."""
-
-
-def _mode_text(controller: Controller) -> str:
-    """``auto (every tool call runs without asking)``, with what ``--allow`` lets through."""
-    mode = controller.approval
-    allowed = sorted(ALLOW_FLAG_NAMES[kind] for kind in controller.policy.allow)
-    extra = f"; --allow {','.join(allowed)} runs unasked" if allowed and mode != "auto" else ""
-    return f"{mode} ({APPROVAL_MEANS[mode]}{extra})"
