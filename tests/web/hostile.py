@@ -226,9 +226,9 @@ other than the ``allowed`` prefixes, an element only a message could have brough
 ``name`` (DOM clobbering), a bidi control drawn as it is (rows parked out of the page
 included; what only a screen reader reads out is never drawn)."""
 
-SAME_ORIGIN_URLS = ["/s/", "#s=", "data:,", "https://example.com/"]
-"""The URLs the page may hold: its own files, its session links, the empty icon, and the one
-safe link the hostile Markdown has."""
+SAME_ORIGIN_URLS = ["/s/", "#s=", "#composer", "data:,", "https://example.com/"]
+"""The URLs the page may hold: its own files, its session links, its "Skip to composer" link,
+the empty icon, and the one safe link the hostile Markdown has."""
 
 
 def problems(page: Any) -> list[str]:

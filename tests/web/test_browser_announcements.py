@@ -156,7 +156,7 @@ def test_tab_completion_is_a_textbox_with_list_autocomplete_and_says_each_outcom
         page.fill("#prompt", "/")
         page.locator("#prompt").focus()
         page.keyboard.press("Tab")
-        wait_said(page, "3 completions: /compact, /review, /undo (Tab again moves on)")
+        wait_said(page, "4 completions: /approval, /compact, /review, /undo (Tab again moves on)")
         page.keyboard.press("Tab")
         page.wait_for_function("() => document.activeElement.id === 'send'")
 
@@ -321,6 +321,7 @@ def test_an_undo_dry_run_note_is_said_politely_and_an_error_stays_an_alert(
 
 def test_a_session_filter_that_matches_nothing_says_so_once(browser: Any, tmp_path: Path) -> None:
     env = make_env(tmp_path)
+    env.script = [{"text": "another answer"}]
     with Session.create(env.store, cwd=env.workspace) as stored:
         append_chat_turn(stored, "a question", "an answer")
     with serve(env) as server, open_page(browser) as page:
@@ -334,8 +335,9 @@ def test_a_session_filter_that_matches_nothing_says_so_once(browser: Any, tmp_pa
         page.wait_for_function(last, arg="No session matches.")
         assert page.inner_text("#session-none") == "No session matches."
         page.fill("#session-search", "zzzz")  # still nothing: not said again
-        page.click("#new-session")  # the list is loaded again, under the same filter
+        page.click("#new-session")
         page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+        send(page, "another question")  # it is stored: the list is loaded again, same filter
         page.wait_for_function("() => document.querySelectorAll('.session-item').length === 2")
         page.fill("#session-search", "")
         page.wait_for_function(last, arg="")

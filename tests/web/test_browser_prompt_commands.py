@@ -32,7 +32,7 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_lists_them(
         send(page, "/reveiw notes.txt")
         toast_says(page, "Unknown command /reveiw")
         assert page.locator("#toast").inner_text() == (
-            "Unknown command /reveiw (commands: /compact [focus], /undo [--dry-run], /review; "
-            "// sends /)"
+            "Unknown command /reveiw (commands: /compact [focus], /undo [--dry-run], "
+            "/approval [MODE], /review; // sends /)"
         )
         assert page.input_value("#prompt") == "/reveiw notes.txt"

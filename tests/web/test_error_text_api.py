@@ -13,7 +13,7 @@ import httpx
 import msgspec
 
 from dsh.web import BackgroundServer
-from dsh.web.app import CreateBody
+from dsh.web.bodies import CreateBody
 from dsh.web.errors import API_MESSAGE_CHARS
 from tests.hostile_errors import HOSTILE, assert_shown_as_error_line, unopenable_session
 from tests.web.conftest import AUTH, make_env

@@ -71,7 +71,9 @@ def test_the_server_answers_and_runs_other_turns_while_a_workspace_s_mcp_server_
             # the MCP server in other holds `initialize` now: the others are served
             listed = another.get("/api/sessions")
             assert listed.status_code == 200
-            assert held in [row["id"] for row in listed.json()["sessions"]]
+            listed_ids = [row["id"] for row in listed.json()["sessions"]]
+            assert first_here in listed_ids
+            assert held not in listed_ids  # written once its prompt can start
             assert another.get(f"/api/sessions/{held}").status_code == 200
             second_here = new_session(here)  # a first turn too, in a workspace already started
             assert another.post(f"/api/sessions/{second_here}/prompt", json=ADD).status_code == 202

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from dsh.surface import Session
 from dsh.web import create_app
 from dsh.web.auth import loopback_hosts
 from dsh.web.path_completion import MAX_PATH_CANDIDATES, MAX_PREFIX_CHARS
@@ -78,8 +79,8 @@ def test_paths_come_from_the_session_recorded_workspace(
     created = client.post("/api/sessions", json={"cwd": str(other)})
     sid = created.json()["session"]["id"]
     assert candidates(client, sid, "") == ["docs/"]
-    assert client.post(f"/api/sessions/{sid}/close", json={}).status_code == 200
-    assert candidates(client, sid, "d") == ["docs/"]  # a stored session: its header's cwd
+    with Session.create(env.store, cwd=other) as stored:  # a stored session: its header's cwd
+        assert candidates(client, stored.id, "d") == ["docs/"]
     assert candidates(client, new_session(client), "") == ["notes-old.txt", "notes.txt", "src/"]
 
 

@@ -49,8 +49,8 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_is_refused(
     refused = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/nosuch", "command": True})
     assert error_of(refused) == (400, "UNKNOWN_COMMAND")
     assert refused.json()["error"]["message"] == (
-        "Unknown command /nosuch (commands: /compact [focus], /undo [--dry-run], /review, /ship; "
-        "// sends /)"
+        "Unknown command /nosuch (commands: /compact [focus], /undo [--dry-run], "
+        "/approval [MODE], /review, /ship; // sends /)"
     )
     plain = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/review as typed"})
     assert plain.status_code == 202  # without "command", the text is the prompt

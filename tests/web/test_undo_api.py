@@ -117,7 +117,16 @@ def test_a_dry_run_says_what_it_would_undo_and_changes_nothing(
 
 
 def test_nothing_to_undo_is_said_and_logs_nothing(http: httpx.Client, edit_env: WebEnv) -> None:
+    """In a new session (not written to the store: it stays so) and in a stored one without a
+    turn (its log stays as it was)."""
     sid = new_session(http)
+    response = http.post(f"/api/sessions/{sid}/undo")
+    assert response.status_code == 200
+    assert response.json()["lines"] == [NOTHING_TO_UNDO]
+    assert not edit_env.store.log_path(sid).exists()
+    with Session.create(edit_env.store, cwd=edit_env.workspace) as stored:
+        sid = stored.id
+    assert http.post(f"/api/sessions/{sid}/resume").status_code == 200
     log = edit_env.store.log_path(sid).read_bytes()
     response = http.post(f"/api/sessions/{sid}/undo")
     assert response.status_code == 200

@@ -3,8 +3,8 @@
     GET  /?token=T                                  the page (its script keeps the token)
     GET  /s/<file>                                  static files (ES modules, CSS, vendor)
     GET  /api/sessions                              list
-    POST /api/sessions            {cwd?}            create (open for writing here)
-    GET  /api/sessions/{id}                         header, stats, progress, approvals
+    POST /api/sessions            {cwd?}            create (open here; stored at its first prompt)
+    GET  /api/sessions/{id}                         header, stats, progress, approvals, mode
     GET  /api/sessions/{id}/history?before_seq=&max_messages=
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
     GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
@@ -20,6 +20,8 @@
     POST /api/sessions/{id}/compact {focus?}        manual /compact (202)
     POST /api/sessions/{id}/undo    {dryRun?}       /undo: the last turn's file edits taken back
     POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny}
+    GET  /api/sessions/{id}/approval                /approval: the approval mode, and its words
+    POST /api/sessions/{id}/approval {mode}         /approval MODE: ask, auto or read-only
 
 Every answer that is not a success is ``{"error": {"code", "message"}}``. Only the files
 listed in the static directory when the app is built are served; any other path (a NUL byte,
@@ -29,13 +31,11 @@ listed in the static directory when the app is built are served; any other path 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import anyio.to_thread
-import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -45,7 +45,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from dsh.errors import DshError, error_line
+from dsh.errors import DshError
 from dsh.events import encode_event
 from dsh.transcript.find import MAX_QUERY_CHARS, find_in_transcript
 from dsh.transcript.history import DEFAULT_MAX_MESSAGES
@@ -58,10 +58,20 @@ from dsh.web.auth import (
     SecurityHeaders,
     TokenAuth,
 )
+from dsh.web.bodies import (
+    AnswerBody,
+    ApprovalModeBody,
+    CompactBody,
+    CreateBody,
+    EmptyBody,
+    PromptBody,
+    UndoBody,
+    int_param,
+    json_bytes,
+    read_body,
+)
 from dsh.web.context import session_context
 from dsh.web.errors import (
-    INVALID_JSON,
-    PAYLOAD_TOO_LARGE,
     ApiError,
     bad_request,
     handle_api_error,
@@ -78,7 +88,6 @@ from dsh.web.sessions import SessionRegistry, check_session_id
 from dsh.web.warning_feed import SessionScope
 
 STATIC_DIR = Path(__file__).parent / "static"
-MAX_BODY = 1_000_000
 MAX_PROMPT_CHARS = 200_000
 MAX_PAGE_MESSAGES = 500
 MAX_FIND_HITS = 1000
@@ -90,106 +99,6 @@ MEDIA_TYPES = {
     ".svg": "image/svg+xml",
     ".txt": "text/plain; charset=utf-8",
 }
-
-
-# ---- request bodies -------------------------------------------------------------------------
-
-
-class _Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    pass
-
-
-class CreateBody(_Body):
-    cwd: str | None = None
-
-
-class PromptBody(_Body):
-    text: str
-    command: bool = False
-    """``text`` is a ``/NAME ARGS`` draft: send that prompt command's text, or answer 400."""
-
-
-class CompactBody(_Body):
-    focus: str | None = None
-
-
-class UndoBody(_Body, rename="camel"):
-    dry_run: bool = False
-
-
-class EmptyBody(_Body):
-    pass
-
-
-class AnswerBody(_Body):
-    answer: Literal["once", "always", "deny"]
-
-
-B = TypeVar("B", bound=_Body)
-
-
-async def read_body(request: Request, kind: type[B]) -> B:
-    """The JSON body as ``kind``: 413 past ``MAX_BODY``, 400 for bad JSON or a bad field."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        raise ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks).strip() or b"{}"
-    try:
-        return msgspec.json.decode(raw, type=kind)
-    except msgspec.ValidationError as exc:
-        raise bad_request(f"invalid request body: {error_line(str(exc))}") from exc
-    except msgspec.DecodeError as exc:
-        if _has_lone_surrogate(raw):  # msgspec calls that "Input data was truncated"
-            message = "request body has a string that is not valid Unicode (a lone surrogate)"
-            raise bad_request(message, INVALID_JSON) from exc
-        raise bad_request(
-            f"request body is not JSON: {error_line(str(exc))}", INVALID_JSON
-        ) from exc
-
-
-def _has_lone_surrogate(raw: bytes) -> bool:
-    """True when ``raw`` parses as JSON (the standard library's parser accepts a
-    ``\\uD800``-style escape of half a UTF-16 pair) with such a half in one of its strings."""
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return False
-    pending = [parsed]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str):
-            if any("\ud800" <= ch <= "\udfff" for ch in value):
-                return True
-        elif isinstance(value, dict):
-            pending += [*value.keys(), *value.values()]
-        elif isinstance(value, list):
-            pending += value
-    return False
-
-
-def int_param(request: Request, name: str, *, low: int, high: int | None = None) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise bad_request(f"{name} must be an integer, not {raw!r}") from None
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise bad_request(f"{name} must be {bound}, not {value}")
-    return value
-
-
-def json_bytes(body: bytes, status: int = 200) -> Response:
-    return Response(body, status_code=status, media_type="application/json")
 
 
 # ---- the app --------------------------------------------------------------------------------
@@ -356,7 +265,9 @@ def create_app(
         await registry.require_open(session_id)
         body = await read_body(request, CompactBody)
         focus = body.focus.strip() if body.focus is not None else None
-        registry.start_compact(session_id, focus or None)
+        answer = registry.start_compact(session_id, focus or None)
+        if answer is not None:  # a new session's: nothing to compact, nothing logged
+            return JSONResponse({"started": None, "answer": answer})
         return JSONResponse({"started": "compact"}, status_code=202)
 
     async def undo(request: Request) -> Response:
@@ -373,6 +284,15 @@ def create_app(
         body = await read_body(request, AnswerBody)
         registry.answer(session_id, request.path_params["approval_id"], body.answer)
         return JSONResponse({"answered": body.answer})
+
+    async def approval_mode(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        if request.method == "GET":
+            await registry.workspace(session_id)  # 404 for an unknown session
+            return JSONResponse(registry.shown_approval(session_id))
+        await registry.require_open(session_id)
+        body = await read_body(request, ApprovalModeBody)
+        return JSONResponse(registry.choose_approval(session_id, body.mode))
 
     async def live(websocket: WebSocket) -> None:
         session_id = websocket.path_params["session_id"]
@@ -432,6 +352,7 @@ def create_app(
         Route(session_path + "/compact", compact, methods=["POST"]),
         Route(session_path + "/undo", undo, methods=["POST"]),
         Route(session_path + "/approvals/{approval_id}", approval, methods=["POST"]),
+        Route(session_path + "/approval", approval_mode, methods=["GET", "POST"]),
         WebSocketRoute(session_path + "/live", live),
         Route("/api/warnings", warnings, methods=["GET"]),
         WebSocketRoute("/api/live", server_live),

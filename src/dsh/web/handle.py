@@ -59,11 +59,15 @@ class PendingApproval:
 class Handle:
     """A session open for writing in this server: its runner, translated to frames."""
 
-    def __init__(self, session: Session, hub: LiveHub, runtime: Runtime) -> None:
+    def __init__(
+        self, session: Session, hub: LiveHub, runtime: Runtime, *, draft: bool = False
+    ) -> None:
         self.runner = SessionRunner(
             session, runtime, approver=self._approve, on_stream=self._stream
         )
         self.session = session
+        self.draft = draft
+        """A new session not in the store yet: its first prompt writes it (``dsh.web.drafts``)."""
         self.hub = hub
         self.approvals: dict[str, PendingApproval] = {}
         self.context = ContextFold()

@@ -15,18 +15,25 @@ from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.store import EventStore
 from dsh.surface import Session
+from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
 
 __all__ = ["Runtime", "WebRuntime"]
 
 
 class Runtime(SessionWiring, Protocol):
-    """A runner's wiring, plus the window the page shows before any route is resolved and the
-    start of a session's MCP servers (which the server runs in a worker thread)."""
+    """A runner's wiring, plus the window the page shows before any route is resolved, the
+    start of a session's MCP servers (which the server runs in a worker thread), the route (a
+    new session's first prompt resolves it before the session is written) and the approval
+    policy every agent made here starts from."""
 
     def default_window(self) -> int: ...
 
     def mcp_start(self, session: Session) -> Callable[[], None]: ...
+
+    def route(self) -> Route: ...
+
+    def new_policy(self) -> ApprovalPolicy: ...
 
 
 class WebRuntime(SettingsWiring):

@@ -8,8 +8,11 @@ Sessions not open here are read from the store, read-only (``ReadCache`` keeps t
 reading on what other processes append).
 
 Each open session is a ``Handle`` (``dsh.web.handle``: its runner translated to frames, its
-pending approvals). How agents and compaction engines are made is the ``Runtime``'s business,
-so tests inject the keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
+pending approvals). A session created here is a draft until its first prompt: open here, in
+memory, written to the store by that prompt (``dsh.web.drafts``). Each session's approval mode
+is the flags' and the config's unless ``/approval`` chose another (``dsh.web.approval_mode``).
+How agents and compaction engines are made is the ``Runtime``'s business, so tests inject the
+keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
 """
 
 from __future__ import annotations
@@ -19,31 +22,31 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable, Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from dsh.agent import session_settings
-from dsh.agent.session_runner import Activity, ActivityChanged, CompactionOff
+from dsh.agent.session_runner import (
+    NOTHING_TO_COMPACT,
+    Activity,
+    ActivityChanged,
+    CompactionOff,
+)
 from dsh.agent.undo import UndoResult
-from dsh.config import window_too_small
 from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
     Event,
-    RequestContextEvent,
-    SessionTitleEvent,
-    UserMessageEvent,
 )
 from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript.history import HistoryPage, history_page
 from dsh.transcript.stats import SessionStats
-from dsh.transcript.titles import session_title
+from dsh.web.approval_mode import ApprovalModes
+from dsh.web.drafts import Drafts
 from dsh.web.errors import (
     APPROVAL_NOT_FOUND,
     COMPACTION_DISABLED,
@@ -55,12 +58,13 @@ from dsh.web.errors import (
     bad_request,
     from_dsh_error,
 )
+from dsh.web.figures import session_figures, title_of
 from dsh.web.follow import lock_holder
 from dsh.web.handle import Handle
 from dsh.web.live import LiveHub, frame
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
-from dsh.web.titles import SIDEBAR_TITLE_CHARS, SessionIndex
+from dsh.web.titles import SessionIndex
 from dsh.web.warning_feed import WarningFeed, warn_for_session
 
 log = logging.getLogger("dsh.web")
@@ -103,6 +107,10 @@ class SessionRegistry:
         self.stored_context = ContextFolds(self.readers.size)
         """The context panel's and the session info's folds of read-only sessions."""
         self._opening = asyncio.Lock()
+        self.drafts = Drafts()
+        """New sessions created here that no prompt has written to the store yet."""
+        self.approval_modes = ApprovalModes()
+        """The modes ``/approval`` chose, by session."""
 
     def _loaded(self, session_id: str, session: Session) -> None:
         """A read-only load's warnings, to the session's pages, unless another live process
@@ -202,43 +210,32 @@ class SessionRegistry:
             stats = self.stats(handle)
             return {
                 **self._summary(session.header),
-                "title": _title(session),
+                "title": title_of(session),
                 "lastSeq": len(session.events) - 1,
                 "stats": stats,
                 "progress": handle.hub.progress.public(),
                 "approvals": [a.public() for a in handle.approvals.values()],
+                "approval": self.approval(session.id),
+                "draft": handle.draft,
             }
 
         def stored_info(session: Session) -> tuple[SessionHeader, dict[str, Any]]:
             # a new load's first update reads the whole index: off the loop
             with self.stored_context.held(session_id) as fold:
                 stats = self._stats(session, fold.update(session, items=False).stats)
-            shown = {"title": _title(session), "lastSeq": len(session.events) - 1, "stats": stats}
+            shown = {"title": title_of(session), "lastSeq": len(session.events) - 1, "stats": stats}
             return session.header, shown
 
         header, shown = await self._stored(session_id, stored_info)
-        return {**self._summary(header), **shown, "progress": None, "approvals": []}
+        fixed: dict[str, Any] = {"progress": None, "approvals": [], "draft": False}
+        return {**self._summary(header), **shown, **fixed, "approval": self.approval(session_id)}
 
     def stats(self, handle: Handle) -> dict[str, Any]:
         """The session info's figures of an open session, from its handle's ``ContextFold``."""
         return self._stats(handle.session, handle.context.update(handle.session, items=False).stats)
 
     def _stats(self, session: Session, stats: SessionStats) -> dict[str, Any]:
-        window = _logged_window(session) or self.runtime.default_window()
-        tokens = session.measure().total_tokens
-        return {
-            "contextTokens": tokens,
-            "contextWindow": window,
-            "contextRatio": tokens / window if window else None,
-            "cacheHitRatio": stats.cache_hit_ratio,
-            "inputTokens": stats.input_tokens,
-            "cacheReadTokens": stats.cache_read_tokens,
-            "outputTokens": stats.output_tokens,
-            "modelCalls": stats.model_calls,
-            "turns": stats.turns,
-            "compactions": stats.compactions,
-            "events": stats.events,
-        }
+        return session_figures(session, stats, self.runtime.default_window())
 
     async def history(
         self, session_id: str, before_seq: int | None, max_messages: int
@@ -260,10 +257,22 @@ class SessionRegistry:
     # -- opening and closing ---------------------------------------------------------------
 
     def create(self, cwd: Path) -> Handle:
-        try:
-            session = Session.create(self.store, cwd=cwd)
-        except DshError as exc:
-            raise from_dsh_error(exc) from exc
+        """A new session in ``cwd``, open here as a draft: the store has it once its first
+        prompt wrote it (``dsh.web.drafts``)."""
+        handle = self._adopt(self.drafts.create(cwd), draft=True)
+        self._status(handle)
+        return handle
+
+    def _written(self, handle: Handle) -> Handle:
+        """The handle of ``handle``'s session in the store: a draft is written there (same id,
+        creation time and workspace) and opened here in its place; its pages, on the same live
+        stream, see nothing change but the session list."""
+        if not handle.draft:
+            return handle
+        session = self.drafts.write(self.store, handle.session)
+        for unsubscribe in handle.watchers:
+            unsubscribe()
+        self.handles.pop(session.id, None)
         return self._adopt(session)
 
     async def resume(self, session_id: str) -> Handle:
@@ -281,10 +290,13 @@ class SessionRegistry:
                 raise from_dsh_error(exc) from exc
             warn_for_session(session_id, session.warnings)  # e.g. a torn tail moved aside
             self.readers.forget(session_id)
-            return self._adopt(session)
+            handle = self._adopt(session)
+            self._status(handle)
+            return handle
 
-    def _adopt(self, session: Session) -> Handle:
-        handle = Handle(session, self.hub(session.id), self.runtime)
+    def _adopt(self, session: Session, *, draft: bool = False) -> Handle:
+        handle = Handle(session, self.hub(session.id), self.runtime, draft=draft)
+        handle.runner.approval_mode = self.approval_modes.chosen.get(session.id)
         handle.runner.on_activity(lambda change: self._activity_changed(handle, change))
         self.handles[session.id] = handle
 
@@ -293,7 +305,6 @@ class SessionRegistry:
                 handle.hub.publish(frame("stats", stats=self.stats(handle)))
 
         handle.watchers.append(session.subscribe(stats_on))
-        self._status(handle)
         return handle
 
     def close(self, session_id: str) -> None:
@@ -306,7 +317,10 @@ class SessionRegistry:
         for unsubscribe in handle.watchers:
             unsubscribe()
         self.handles.pop(handle.session.id, None)
-        handle.session.close()
+        if handle.draft:
+            self.drafts.forget(handle.session)  # nothing of it was kept: nothing stays
+        else:
+            handle.session.close()
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Stop what runs (turns are cancelled cleanly, so their logs stay balanced) and
@@ -337,16 +351,21 @@ class SessionRegistry:
 
     async def start_prompt(self, session_id: str, text: str) -> Handle:
         """Start a turn. Its session's first one here starts the MCP servers its tools come
-        from in a worker thread (they may take seconds; the other sessions go on meanwhile)."""
+        from in a worker thread (they may take seconds; the other sessions go on meanwhile).
+        A draft's first prompt writes it to the store, once the route resolved (no key: 503,
+        and nothing written)."""
         handle = self.open_handle(session_id)
         self._ensure_idle(handle)
         if handle.runner.agent is None:
             try:
                 await anyio.to_thread.run_sync(self.runtime.mcp_start(handle.session))
+                if handle.draft:
+                    await anyio.to_thread.run_sync(self.runtime.route)
             except DshError as exc:
                 raise from_dsh_error(exc) from exc
             handle = self.open_handle(session_id)  # closed, or busy, while they started?
             self._ensure_idle(handle)
+        handle = self._written(handle)
         try:
             task = handle.runner.start_turn(text)
         except DshError as exc:
@@ -354,9 +373,13 @@ class SessionRegistry:
         task.add_done_callback(_retrieved)
         return handle
 
-    def start_compact(self, session_id: str, focus: str | None) -> Handle:
+    def start_compact(self, session_id: str, focus: str | None) -> str | None:
+        """Start ``/compact``; None, or a draft's answer (there is nothing to compact before
+        the first prompt, and nothing is logged: the terminal UI's answer then)."""
         handle = self.open_handle(session_id)
         self._ensure_idle(handle)
+        if handle.draft:
+            return NOTHING_TO_COMPACT
         try:
             task = handle.runner.start_compact(focus)
         except CompactionOff as exc:
@@ -364,7 +387,7 @@ class SessionRegistry:
         except DshError as exc:
             raise from_dsh_error(exc) from exc
         task.add_done_callback(_retrieved)
-        return handle
+        return None
 
     def undo(self, session_id: str, *, dry_run: bool) -> tuple[UndoResult, bool]:
         """``/undo`` (``dsh.agent.undo``) and whether it logged anything; 409 while anything
@@ -381,6 +404,26 @@ class SessionRegistry:
         if logged:  # its note to the model is in the next request: context use moved
             handle.hub.publish(frame("stats", stats=self.stats(handle)))
         return result, logged
+
+    # -- /approval ------------------------------------------------------------------------------
+
+    def approval(self, session_id: str) -> dict[str, Any]:
+        """``{mode, allow}``: the session's approval mode and ``--allow``'s kinds."""
+        return self.approval_modes.public(session_id, self.runtime.new_policy())
+
+    def shown_approval(self, session_id: str) -> dict[str, Any]:
+        """``/approval``: the mode, and the line that says it."""
+        return self.approval_modes.shown(session_id, self.runtime.new_policy())
+
+    def choose_approval(self, session_id: str, arg: str) -> dict[str, Any]:
+        """``/approval ARG`` on an open session: its running turn's next calls and its later
+        turns are decided by that mode; its pages hear ``approval-mode``."""
+        handle = self.open_handle(session_id)
+        chosen = self.approval_modes.choose(session_id, arg, self.runtime.new_policy())
+        handle.runner.choose_approval(chosen["mode"])
+        now = {"mode": chosen["mode"], "allow": chosen["allow"]}
+        handle.hub.publish(frame("approval-mode", approval=now))
+        return chosen
 
     def cancel(self, session_id: str) -> Activity:
         handle = self.open_handle(session_id)
@@ -435,25 +478,6 @@ class SessionRegistry:
 
 
 # ---- helpers --------------------------------------------------------------------------------
-
-
-def _logged_window(session: Session) -> int | None:
-    """The window the session recorded, else the one it last ran with; one no longer valid is
-    not the session's (its reopen replaces it by the configured one, and says so)."""
-    recorded = session_settings.latest(session)
-    if recorded is not None and recorded.context_window is not None:
-        window: int | None = recorded.context_window
-    else:
-        contexts = session.of_type(RequestContextEvent)
-        window = contexts[-1].data.context_window if contexts else None
-    return None if window_too_small(window) else window
-
-
-def _title(session: Session) -> str | None:
-    """The session's title (``dsh.transcript.titles``: the latest ``/title``, else the first
-    prompt, shortened); only the two kinds of event that can name it are read."""
-    titles = session.of_type(SessionTitleEvent)[-1:]
-    return session_title(chain(titles, session.of_type(UserMessageEvent)), SIDEBAR_TITLE_CHARS)
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:

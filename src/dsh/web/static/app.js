@@ -11,7 +11,7 @@ import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from '
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
 import { FindInSession } from './find.js';
-import { renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
+import { renderApproval, renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
 import { loadSessionList as listSessions } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
 
@@ -74,6 +74,7 @@ async function copyFrom(button) {
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = 'Copied';
+    say($('state-announcer'), 'Copied');  // the button's name stays what it copies
     setTimeout(() => { button.textContent = 'Copy'; }, 1500);
   } catch (error) {
     toast(`cannot copy: ${error.message}`);
@@ -137,10 +138,16 @@ function loadSessionList() {
   return listSessions(state.sessionId, toast);
 }
 
+// A new session is written to the store by its first prompt (dsh.web.drafts); while the one
+// shown is such a session and nothing happened in it yet, "New session" keeps it.
 async function newSession() {
+  const info = state.info;
+  if (info && info.draft && info.open && state.lastSeq < 0 && info.id === state.sessionId) {
+    if (!$('prompt').disabled) $('prompt').focus();
+    return;
+  }
   try {
     const data = await api('POST', '/api/sessions', {});
-    await loadSessionList();
     location.hash = `#s=${encodeURIComponent(data.session.id)}`;
   } catch (error) {
     toast(error.message);
@@ -190,6 +197,7 @@ async function openSession(id) {
   $('empty').textContent = 'Select a session or start a new one.';
   $('announcer').textContent = '';
   renderTitle(state.info);   // nothing of the previous session stays on screen while this one loads
+  renderApproval(null);
   renderStats(null);
   renderProgress(null);
   renderStatus();
@@ -219,6 +227,7 @@ async function openSession(id) {
   if (generation !== state.generation) return;
   state.info = info;
   renderTitle(state.info);
+  renderApproval(info.approval);
   renderStats(info.stats);
   renderProgress(info.progress);
   renderStatus();
@@ -330,6 +339,7 @@ function onLive(message) {
       if (event.seq <= state.lastSeq) return;
       const stick = nearBottom();
       state.lastSeq = event.seq;
+      if (state.info) state.info.draft = false;  // a session with an event is in the store
       if (event.type === 'assistant/message' || event.type === 'turn/end') clearStream();
       if (state.info && !state.info.title && event.type === 'user/message'
           && event.surfaceOp === 'append' && event.data.source.kind === 'user') {
@@ -347,6 +357,7 @@ function onLive(message) {
     case 'hello':
       state.info = message.session;
       renderTitle(state.info);
+      renderApproval(message.session.approval);
       renderStats(message.session.stats);
       renderProgress(message.session.progress);
       renderStatus();
@@ -384,11 +395,20 @@ function onLive(message) {
     case 'approval-resolved':
       dropApproval(message.id);
       return;
+    case 'approval-mode':
+      approvalMode(message.approval);
+      return;
     case 'error':
       toast(message.error.message);
       return;
     default:
   }
+}
+
+/** The session's approval mode changed (its `/approval MODE`, here or in another page). */
+function approvalMode(approval) {
+  if (state.info) state.info.approval = approval;
+  renderApproval(approval);
 }
 
 // ---- wiring -----------------------------------------------------------------------------------------------
@@ -409,6 +429,7 @@ function init() {
     sessionId: () => state.sessionId,
     info: () => state.info,
     resumed: (session) => { state.info = { ...state.info, ...session }; },
+    approvalMode,
     toast,
     sent: scrollToBottom,  // what you sent, and its answer, are at the end
   });

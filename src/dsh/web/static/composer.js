@@ -1,15 +1,33 @@
 // The composer: Enter sends the draft as a prompt (Shift+Enter: a new line); `/compact [focus]`
 // compacts; `/undo [--dry-run]` takes back the file edits of the last turn (or says what it
-// would); any other `/word` is a prompt command (`$DSH_HOME/commands/word.md`, the workspace's
-// `.dsh/commands/word.md`), whose text the server sends, or it is refused with the commands
-// there are (`//…` sends `/…`). Stop
+// would); `/approval [MODE]` names the session's approval mode or changes it (ask, auto or
+// read-only; the terminal UI's words, which the server makes); any other `/word` is a prompt
+// command (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the
+// server sends, or it is refused with the commands there are (`//…` sends `/…`). Stop
 // cancels what runs. A session not open here is resumed before anything is sent. Tab completes a
-// `/command` or an `@path` of the session's workspace (completion.js); Esc clears its hint.
+// `/command` or an `@path` of the session's workspace (completion.js); Esc clears its hint. The
+// page's "Skip to composer" link, its first stop of Tab, brings the focus here.
 import { api, ApiError, sessionPath } from './api.js';
 import { Completion, promptCommands } from './completion.js';
+import { say } from './dom.js';
+import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
-const BUILT_IN = '/compact [focus], /undo [--dry-run]';  // completion.js's PAGE_COMMANDS
+const BUILT_IN = '/compact [focus], /undo [--dry-run], /approval [MODE]';  // completion.js's PAGE_COMMANDS
+
+const APPROVAL_MODES = ['ask', 'auto', 'read-only'];
+
+/** `/approval ARG`'s refusal of an ARG that names no mode, word for word the server's and the
+ * terminal UI's (dsh.agent.approval_command.chosen_mode: the argument as one printable line, as
+ * Python's repr quotes it; held equal by a browser test). The page says it without asking the
+ * server, as it does the unknown commands. */
+export function approvalRefusal(arg) {
+  const text = errorLine(arg, Infinity);
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let inner = text.replace(/\\/g, '\\\\');
+  if (quote === "'") inner = inner.replace(/'/g, "\\'");
+  return `/approval takes ask, auto or read-only, not ${quote}${inner}${quote}.`;
+}
 
 /** What a draft sends as a prompt: leading blank lines and trailing whitespace dropped, the first
  * line's indentation kept (a pasted code block stays as it was); `//…` sends `/…`. */
@@ -19,8 +37,9 @@ export function promptText(draft) {
 }
 
 export class Composer {
-  // `page`: { sessionId(), info(), resumed(session), toast(message, options), sent() } from the
-  // page controller (`resumed`: the session info a resume answered; `sent`: the draft went).
+  // `page`: { sessionId(), info(), resumed(session), approvalMode(approval), toast(message,
+  // options), sent() } from the page controller (`resumed`: the session info a resume answered;
+  // `approvalMode`: the mode `/approval` found or chose; `sent`: the draft went).
   constructor(page) {
     this.page = page;
     this.completion = new Completion($('prompt'), $('composer-hint'), $('composer-status'), () => page.sessionId());
@@ -34,6 +53,21 @@ export class Composer {
       }
     });
     $('cancel').addEventListener('click', () => this.cancel());
+    $('skip-link').addEventListener('click', (event) => {
+      event.preventDefault();  // `#composer` in the address would name no session (app.js)
+      this.focus();
+    });
+  }
+
+  /** The focus to the prompt box; with none to type in, say why. */
+  focus() {
+    if (!$('prompt').disabled) {
+      $('prompt').focus();
+      return;
+    }
+    say($('state-announcer'), this.page.sessionId()
+      ? 'The composer is off: another process is writing this session.'
+      : 'The composer is off until a session is open: pick one or start a new session.');
   }
 
   async ensureOpen() {
@@ -55,7 +89,8 @@ export class Composer {
       await this.ensureOpen();
       if (text === '/compact' || text.startsWith('/compact ')) {
         const focus = text.slice('/compact'.length).trim();
-        await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
+        const answer = await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
+        if (answer.answer) this.page.toast(answer.answer, { note: true });  // a new session's: nothing logged
       } else if (command && command[0] === '/undo') {
         const option = text.slice('/undo'.length).trim();
         if (option !== '' && option !== '--dry-run') {
@@ -63,6 +98,13 @@ export class Composer {
           return;
         }
         await this.undo(option === '--dry-run');
+      } else if (command && command[0].toLowerCase() === '/approval') {
+        const mode = text.slice(command[0].length).trim();
+        if (mode && !APPROVAL_MODES.includes(mode)) {
+          this.page.toast(approvalRefusal(mode));
+          return;
+        }
+        await this.approval(mode);
       } else if (command) {  // a prompt command's text is sent by the server
         const path = sessionPath(this.page.sessionId());
         const commands = await promptCommands(this.page.sessionId());
@@ -89,6 +131,16 @@ export class Composer {
   async undo(dryRun) {
     const answer = await api('POST', `${sessionPath(this.page.sessionId())}/undo`, dryRun ? { dryRun } : {});
     if (!answer.logged) this.page.toast(answer.lines.join('\n'), { note: answer.ok });
+  }
+
+  /** `/approval` names the session's approval mode, `/approval MODE` changes it: the server's
+   * answer says it in the terminal UI's words (a note), and the header shows the mode. A mode
+   * but ask, auto or read-only is refused (an error, the draft kept). */
+  async approval(mode) {
+    const path = `${sessionPath(this.page.sessionId())}/approval`;
+    const answer = mode ? await api('POST', path, { mode }) : await api('GET', path);
+    this.page.approvalMode({ mode: answer.mode, allow: answer.allow });
+    this.page.toast(answer.note, { note: true });
   }
 
   /** Another session is shown: what the hint named was the last one's. */

@@ -1,9 +1,12 @@
 // The model's view of the open session (GET …/context: dsh.agent.context_report, the data of the
 // TUI's /context and /cost): the header's model, cost and figures, and the context panel listing
-// the next request part by part (system, tools, stubs, state, tail) with their tokens.
+// the next request part by part (system, tools, stubs, state, tail) with their tokens. The panel
+// is a modal dialog over the page (modal.js): the focus moves into it, Tab stays in it, Escape
+// or a click beside it closes it, and the focus goes back where it was.
 import { api, sessionPath } from './api.js';
 import { fmtTokens } from './chrome.js';
 import { el, focusOrigin, hidePanel, shown } from './dom.js';
+import { hideModal, showModal } from './modal.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 400;
@@ -26,9 +29,6 @@ export class ContextInfo {
     this.origin = null;  // focused when the panel opened
     $('context-toggle').addEventListener('click', () => this.toggle());
     $('context-close').addEventListener('click', () => this.toggle(false));
-    $('context-panel').addEventListener('keydown', (event) => {
-      if (event.key === 'Escape') this.toggle(false);
-    });
   }
 
   // A new session is shown: forget the old figures, fetch this one's.
@@ -63,15 +63,16 @@ export class ContextInfo {
     this.paint();
   }
 
-  // Esc in the panel closes it; the focus goes back where it was when it opened.
+  // Esc closes the panel; the focus goes back where it was when it opened.
   toggle(show = $('context-panel').hidden) {
     $('context-toggle').setAttribute('aria-expanded', String(show));
     if (!show) {
-      hidePanel($('context-panel'), this.origin, $('context-toggle'));
+      const wasOpen = hideModal();  // first: the focus can only go back to a page not inert
+      hidePanel($('context-panel'), this.origin, $('context-toggle'), wasOpen);
       return;
     }
     if ($('context-panel').hidden) this.origin = focusOrigin($('context-toggle'));
-    $('context-panel').hidden = false;
+    showModal($('context-panel'), () => this.toggle(false));
     this.paint();
     $('context-close').focus();
   }

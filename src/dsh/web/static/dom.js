@@ -41,10 +41,11 @@ export function focusOrigin(toggle) {
   return now && now !== document.body ? now : toggle;
 }
 
-/** Hide `panel`; when the focus was in it, give it back to `origin` (`toggle` if that went or
- * cannot take it): a hidden panel drops the focus to the page's start, and the next Tab with it. */
-export function hidePanel(panel, origin, toggle) {
-  const focused = panel.contains(document.activeElement);
+/** Hide `panel`; when the focus was in it (or `always`: a modal dialog's, which nothing outside
+ * it could take), give it back to `origin` (`toggle` if that went or cannot take it): a hidden
+ * panel drops the focus to the page's start, and the next Tab with it. */
+export function hidePanel(panel, origin, toggle, always = false) {
+  const focused = always || panel.contains(document.activeElement);
   panel.hidden = true;
   if (!focused) return;
   const back = origin && origin.isConnected && !origin.disabled && !panel.contains(origin) ? origin : toggle;

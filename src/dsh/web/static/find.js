@@ -4,6 +4,7 @@
 // if parked, opening the card or disclosure it sits in, and highlighting the text.
 import { api, sessionPath } from './api.js';
 import { focusOrigin, hidePanel } from './dom.js';
+import { modalOpen } from './modal.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -31,7 +32,7 @@ export class FindInSession {
       }
     });
     document.addEventListener('keydown', (event) => {
-      if ((event.ctrlKey || event.metaKey) && event.key === 'f' && this.page.sessionId()) {
+      if ((event.ctrlKey || event.metaKey) && event.key === 'f' && this.page.sessionId() && !modalOpen()) {
         event.preventDefault();  // the browser's find cannot see rows parked out of the page
         this.toggle(true);
       }

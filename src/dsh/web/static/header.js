@@ -1,6 +1,8 @@
-// The header's figures and states for the shown session: its title, context use and cache-hit
-// ratio, a running /compact's progress, whether a turn or /compact runs here or another process
-// holds the session; the composer is usable only when the session is loaded and held by none.
+// The header's figures and states for the shown session: its title (a new session's, until its
+// first prompt, "New session"), context use and cache-hit ratio, a running /compact's progress,
+// its approval mode when it is not the default `ask` (as the terminal UI's status bar shows it),
+// whether a turn or /compact runs here or another process holds the session; the composer is
+// usable only when the session is loaded and held by none.
 // A screen reader hears each change of those states through the polite status
 // `#state-announcer` (the pills themselves only show): the run state ("running", "/compact
 // running", "idle" when it ends), "busy in another process", and a /compact's progress
@@ -21,7 +23,21 @@ function sayChange(id, text, ended = '') {
 }
 
 export function renderTitle(info) {
-  $('session-title').textContent = info ? shown(info.title || `Session ${info.id}`) : 'No session selected';
+  if (!info) {
+    $('session-title').textContent = 'No session selected';
+    return;
+  }
+  $('session-title').textContent = shown(info.title || (info.draft ? 'New session' : `Session ${info.id}`));
+}
+
+/** The approval mode (`{mode, allow}`, null: none known) when it is not `ask`: `auto` stands
+ * out, every tool call running unasked. */
+export function renderApproval(approval) {
+  const mode = approval ? approval.mode : 'ask';
+  const box = $('approval-mode');
+  box.hidden = mode === 'ask';
+  box.textContent = mode === 'ask' ? '' : `approval ${mode}`;
+  box.classList.toggle('auto', mode === 'auto');
 }
 
 export function renderStats(stats) {

@@ -3,6 +3,9 @@
 // function of the projector's state, so a session watched live and the same session reloaded
 // render the same rows. Rows live in blocks (RowBlocks); blocks far from the viewport are parked
 // (swapped for a spacer of their height), so the page stays light however far you scroll back.
+// Each message begins with a heading (level 2, under the session's title), so a screen reader's
+// heading keys go from message to message: its author ("You", "Assistant", "System"), shown, or
+// for a tool card ("Tool: bash") and injected context, for a screen reader only.
 import { renderMarkdown } from './markdown.js';
 import { renderUnifiedDiff } from './diff.js';
 import { callSummary, renderArguments } from './tools.js';
@@ -14,6 +17,13 @@ const PREVIEW_CHARS = 120;
 function preview(text) {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 1)}…`;
+}
+
+/** A message's head: its author as its heading, and room for its copy button. */
+function who(author) {
+  const head = el('div', 'who');
+  head.append(el('h2', 'author', author));
+  return head;
 }
 
 export function compactedText(details) {
@@ -133,7 +143,7 @@ export class TranscriptView {
     if (message.role === 'assistant') {
       if (!text && !reasoning && !item.interrupted) return;
       row = el('div', 'row assistant');
-      row.append(el('div', 'who', 'Assistant'));
+      row.append(who('Assistant'));
       if (reasoning) {
         const details = el('details', 'reasoning');
         details.append(el('summary', '', 'Reasoning'), el('div', 'reasoning-text', reasoning));
@@ -144,13 +154,14 @@ export class TranscriptView {
       if (text) this.copyable(row, text);
     } else if (message.source && message.source.kind === 'plugin') {
       row = el('div', 'row context');
+      row.append(el('h2', 'sr-only', 'Injected context'));
       const details = el('details');
       details.append(el('summary', '', `Injected context · ${message.source.plugin}`), this.markdown(text));
       row.append(details);
     } else {
       row = el('div', `row ${message.role === 'system' ? 'system' : 'user'}`);
       const breaks = message.role === 'user';  // a prompt's lines as typed
-      row.append(el('div', 'who', message.role === 'system' ? 'System' : 'You'), this.markdown(text, breaks));
+      row.append(who(message.role === 'system' ? 'System' : 'You'), this.markdown(text, breaks));
       this.copyable(row, text);
     }
     this.insert(item.seq, row);
@@ -179,6 +190,7 @@ export class TranscriptView {
   newCard(seq, callId, name, argumentsText) {
     const row = el('div', 'row tool');
     row.dataset.call = callId;
+    row.append(el('h2', 'sr-only', `Tool: ${name}`));
     const card = el('details', 'tool-card');
     const summary = el('summary');
     summary.append(

@@ -1,0 +1,83 @@
+""" "New session" in the page's sidebar, in a real browser, counted in the store as ``dsh
+sessions list`` counts it (the real console script): clicked five times, it shows one new
+session to type into ("New session" in the header) and the store holds none; its first prompt
+writes it, under the id the page showed, and the session list shows it; "New session" then
+starts another, which again is nowhere in the store until it is prompted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import TOKEN, WebEnv, make_env
+from tests.web.pages import open_page, send, serve, wait_turn_over
+from tests.web.real_command import DSH
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def listed(env: WebEnv) -> list[str]:
+    """The ids ``dsh sessions list --all --json`` lists in the page's store."""
+    home = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    home["DSH_HOME"] = str(env.root / "home")  # make_env's store
+    done = subprocess.run(
+        [DSH, "sessions", "list", "--all", "--json"],
+        env=home,
+        cwd=env.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return [row["id"] for row in json.loads(done.stdout)]
+
+
+def click_new_session(page: Any) -> str:
+    page.click("#new-session")
+    page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+    return str(page.evaluate("() => window.dsh.sessionId"))
+
+
+def test_new_session_is_stored_by_its_first_prompt_not_by_its_clicks(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    env.script = [{"text": "first reply"}]
+    with serve(env) as server, open_page(browser) as page:
+        created: list[str] = []
+        page.on(
+            "request",
+            lambda r: (
+                created.append(r.url)
+                if r.method == "POST" and r.url.endswith("/api/sessions")
+                else None
+            ),
+        )
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        shown = {click_new_session(page) for _ in range(5)}
+        assert len(shown) == 1  # the new session nothing happened in yet is kept
+        [sid] = shown
+        assert page.inner_text("#session-title") == "New session"
+        assert page.evaluate("() => document.activeElement.id") == "prompt"
+        assert env.store.list() == [] and listed(env) == []
+        assert page.locator("#session-list .session-item").count() == 0
+
+        send(page, "hello there")
+        wait_turn_over(page, "first reply")
+        assert (
+            len(created) == 1
+        )  # one asked for, by the first click (the turn's requests came later)
+        assert [header.id for header in env.store.list()] == [sid]
+        assert listed(env) == [sid]
+        page.wait_for_selector(f"#session-list .session-item[data-id='{sid}']")
+        assert page.inner_text("#session-title") == "hello there"
+
+        another = click_new_session(page)
+        assert another != sid and len(created) == 2
+        assert page.inner_text("#session-title") == "New session"
+        assert listed(env) == [sid]
