@@ -37,9 +37,17 @@ def listed(env: WebEnv) -> list[str]:
     return [row["id"] for row in json.loads(done.stdout)]
 
 
-def click_new_session(page: Any) -> str:
+def click_new_session(page: Any, leaving: str | None = None) -> str:
+    """Click "New session"; the id of the session shown then (another than ``leaving``, when
+    given: the click asks for a new one)."""
     page.click("#new-session")
-    page.wait_for_function("() => window.dsh.info && window.dsh.info.open")
+    page.wait_for_function(
+        """(leaving) => {
+            const { info, sessionId } = window.dsh;
+            return info && info.open && info.id === sessionId && sessionId !== leaving;
+        }""",
+        arg=leaving,
+    )
     return str(page.evaluate("() => window.dsh.sessionId"))
 
 
@@ -77,7 +85,7 @@ def test_new_session_is_stored_by_its_first_prompt_not_by_its_clicks(
         page.wait_for_selector(f"#session-list .session-item[data-id='{sid}']")
         assert page.inner_text("#session-title") == "hello there"
 
-        another = click_new_session(page)
-        assert another != sid and len(created) == 2
+        another = click_new_session(page, leaving=sid)
+        assert len(created) == 2
         assert page.inner_text("#session-title") == "New session"
-        assert listed(env) == [sid]
+        assert listed(env) == [sid] and another not in [h.id for h in env.store.list()]
