@@ -107,5 +107,6 @@ def test_a_command_file_named_new_or_clear_is_skipped_as_in_the_terminal_ui(
     refused = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/new", "command": True})
     assert error_of(refused) == (400, "UNKNOWN_COMMAND")
     assert refused.json()["error"]["message"] == (
-        "Unknown command /new (commands: /compact [focus], /undo [--dry-run], /review; // sends /)"
+        "Unknown command /new (commands: /compact [focus], /undo [--dry-run], /approval [MODE], "
+        "/review; // sends /)"
     )

@@ -72,6 +72,19 @@ def holder_label() -> str:
     return "".join(c if c.isprintable() else "?" for c in label)[:LABEL_CHARS]
 
 
+def recorded_holder(path: Path) -> tuple[int | None, str]:
+    """The pid and label the lock file at ``path`` records (``(None, "")`` when it records
+    none or cannot be read); whether that process still holds the lock is not known here."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None, ""
+    try:
+        return _read_holder(fd)
+    finally:
+        os.close(fd)
+
+
 def _read_holder(fd: int) -> tuple[int | None, str]:
     """The pid and label a holder wrote (its first and second lines); an older dsh wrote the
     pid alone."""

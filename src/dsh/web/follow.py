@@ -29,6 +29,7 @@ from dsh.events import Event
 from dsh.store import EventStore, SessionHeader
 from dsh.store.appended import LogPosition, reader_for
 from dsh.store.jsonl import LOCK_NAME
+from dsh.store.locking import recorded_holder
 from dsh.web.live import frame
 
 if TYPE_CHECKING:
@@ -45,13 +46,9 @@ def lock_holder(store: Any, session_id: str) -> int | None:
     session_dir = getattr(store, "session_dir", None)
     if session_dir is None:
         return None
-    try:
-        text = (Path(session_dir(session_id)) / LOCK_NAME).read_text("ascii", "replace").strip()
-    except OSError:
+    pid, _ = recorded_holder(Path(session_dir(session_id)) / LOCK_NAME)
+    if pid is None or pid == os.getpid():
         return None
-    if not text.isdigit() or int(text) == os.getpid():
-        return None
-    pid = int(text)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
