@@ -154,7 +154,7 @@ class DshApp(WarningsApp[None]):
         self.transcript = self.query_one(TranscriptView)
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
-        self.prompt_box.focus()
+        self.screen.set_focus(self.prompt_box)  # now: keys typed while dsh started come here
         self.status_bar.set(trust=trust_label(self.controller.options.workspace))
         resume = self.controller.options.resume
         page = first_page(self.controller.options.store, resume, from_bytes=self.first_page_from)
