@@ -192,6 +192,25 @@ def _json_objects(text: str, wrappers: tuple[Wrapper, ...] = WRAPPERS) -> list[A
             return None
 
 
+def _closing_after_objects(
+    text: str, position: int, closing: re.Pattern[str]
+) -> tuple[int, int] | None:
+    """Where ``closing`` starts and ends after the JSON objects (and whitespace) that follow
+    ``position``, or None when something else comes first."""
+    end = len(text)
+    while True:
+        while position < end and text[position].isspace():
+            position += 1
+        closed = closing.match(text, position)
+        if closed is not None:
+            return closed.start(), closed.end()
+        if position == end or text[position] != "{":
+            return None
+        _, position = _decode(text, position)
+        if position < 0:
+            return None
+
+
 def _wrapped(
     text: str, position: int, wrappers: tuple[Wrapper, ...]
 ) -> tuple[str, bool, int] | None:
@@ -201,6 +220,9 @@ def _wrapped(
         opened = opening.match(text, position)
         if opened is None:
             continue
+        after = _closing_after_objects(text, opened.end(), closing)
+        if after is not None:  # a closing inside a JSON string (a path "```") is not the end
+            return text[opened.end() : after[0]], several, after[1]
         closed = closing.search(text, opened.end())
         if closed is None:
             return "", several, -1
