@@ -5,7 +5,8 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
 
     DshError
     ├── ConfigError                 bad config file, key or value (names the key)
-    │   └── MissingApiKeyError      a provider needs a key; names the variable to set
+    │   ├── MissingApiKeyError      a provider needs a key; names the variable to set
+    │   └── WindowTooSmall          the system prompt and tools leave a conversation no room
     ├── EventError                  an event breaks a rule of the log (names the seq)
     │   ├── EventValidationError    rejected at append, or found in a stored log
     │   └── SurfaceError            replace endpoints / sources / pairing on the surface
@@ -21,6 +22,7 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
     │                               trying again may help (mapped in ``dsh.llm.errors`` only)
     ├── ToolError                   a tool refused or failed (becomes an error tool result)
     └── UsageError                  a command was called with arguments it cannot use
+        └── PromptTooLarge          a prompt no request could carry (``dsh.agent.room``)
 """
 
 from __future__ import annotations
@@ -202,3 +204,14 @@ class UsageError(DshError):
 
 class AmbiguousSessionError(UsageError):
     """A session id prefix matches more than one session (the CLI exits as for an unknown id)."""
+
+
+class PromptTooLarge(UsageError):
+    """A prompt no request could carry: longer than every face takes, or more than the context
+    window leaves beside the system prompt, tools and reply (``dsh.agent.room``). Refused
+    before anything is logged; the face keeps the prompt for people to shorten."""
+
+
+class WindowTooSmall(ConfigError):
+    """A context window in which the system prompt and tools as sent leave a conversation no
+    room under the compaction threshold (``dsh.agent.room.window_problem``): refused at start."""

@@ -43,7 +43,8 @@ def render_config() -> str:
         "`stub_tokens` ≤ `chunk_tokens` / 4; `chunk_tokens` ≥ 100; "
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars + prune_tail_chars` < "
         "`prune_threshold_chars`; `search_limit` in [1, 200]; `read_budget_chars` ≥ 50; "
-        "`provider.context_window` and `summarizer_context_window` ≥ 1024; an MCP server's "
+        "`provider.context_window` ≥ 4096 and `summarizer_context_window` ≥ 1024; an MCP "
+        "server's "
         "`timeout_s` and "
         "`startup_timeout_s` positive; `provider.base_url`, `summarizer_base_url` and a "
         "`--base-url` or `--summarizer-base-url` flag an http:// or https:// URL with a host, "
@@ -59,8 +60,9 @@ def render_config() -> str:
         + ", ".join(f"`compaction.{k}`" for k in COMPACTION_KEYS)
         + " are recorded in its log (`session/settings`, never a key) when it first runs, and "
         "every reopen uses them, not the layers above; a flag given on reopen overrides them and "
-        "is logged. A recorded value the validation above refuses today (a window under 1024 or "
-        "a malformed base URL an older dsh recorded) is replaced on reopen by the configured "
+        "is logged. A recorded value the validation above refuses today (a window under 4096, a "
+        "summariser's under 1024, or a malformed base URL an older dsh recorded) is replaced on "
+        "reopen by the configured "
         "one, said in one warning line; the log is only appended to. `dsh sessions show ID "
         "--view settings` prints them.",
         "",

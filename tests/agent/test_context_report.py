@@ -146,8 +146,9 @@ def test_the_parts_add_up_to_the_heuristic_size_of_the_next_request(demo_session
     assert parts["tools"].items == len(header.tools or ())
     checkpoints = [s for s in demo_session.nodes if is_checkpoint_event(demo_session.events[s])]
     assert parts["stubs"].items + parts["state"].items == len(checkpoints)
-    # the demo's pass: one stub for turns 1-2; turn 3's prompt joins the state (too small)
-    assert parts["stubs"].items == 1 and parts["state"].items == 1
+    # the demo's pass: a stub for each of turns 1 and 2; turn 3's prompt (the open turn's)
+    # stays verbatim, its first exchange becomes the state
+    assert parts["stubs"].items == 2 and parts["state"].items == 1
     nodes = sum(demo_session.node_tokens(seq) for seq in demo_session.nodes)
     assert report.heuristic_tokens == parts["system"].tokens + parts["tools"].tokens + nodes
     assert parts["tail"].items == len(demo_session.nodes) - len(checkpoints)

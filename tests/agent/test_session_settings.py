@@ -59,7 +59,7 @@ def _recorded(**changes: object) -> SessionSettings:
         Settings(compaction=CompactionSettings(backend="basic", chunk_tokens=1000)),
         "deepseek",
         "deepseek-chat",
-        4000,
+        8000,
         "/work/a",
     )
     return msgspec.structs.replace(base, **changes)
@@ -85,7 +85,7 @@ def test_the_same_settings_are_recorded_once_and_a_change_names_its_keys():
     assert ss.record(session, first) is None  # unchanged: nothing appended
     moved = msgspec.structs.replace(
         first,
-        context_window=8000,
+        context_window=16_000,
         compaction=msgspec.structs.replace(first.compaction, backend="recallable"),
     )
     event = ss.record(session, moved)
@@ -109,7 +109,7 @@ def test_recorded_settings_win_over_a_changed_config():
     assert (provider.name, provider.model, provider.context_window) == (
         "deepseek",
         "deepseek-chat",
-        4000,
+        8000,
     )
     assert (compaction.backend, compaction.chunk_tokens) == ("basic", 1000)
     # the recorded budgets already hold the per-model override: the config's is not re-applied
@@ -123,9 +123,30 @@ def test_a_flag_overrides_a_recorded_setting_and_says_so():
     assert resolved.settings.provider.context_window == 16_000
     assert resolved.settings.provider.model == "deepseek-chat"  # the rest stays recorded
     assert [c.describe() for c in resolved.changes] == [
-        "provider.context_window 4000 -> 16000",
+        "provider.context_window 8000 -> 16000",
         "compaction.summarizer extractive -> m",
     ]
+
+
+def test_budgets_scaled_to_the_recorded_window_follow_a_window_a_flag_changes():
+    """A session begun in a 128k window records budgets scaled to it (a 4,096-token state
+    cap); moved to an 8k model by ``--context-window``, it ran with that cap, which with the
+    system prompt and tools leaves no room under the threshold (``dsh.agent.room``): the
+    scaled budgets follow the new window, a set one stays, a flag's wins."""
+    configured = Settings(compaction=CompactionSettings(stub_tokens=30))
+    recorded = ss.snapshot(configured, "deepseek", "deepseek-chat", 128_000, "/w")
+    assert (recorded.compaction.chunk_tokens, recorded.compaction.state_max_tokens) == (
+        4000,
+        4096,
+    )
+    flags = {"provider": {"context_window": 8000}, "compaction": {"chunk_tokens": 900}}
+    resolved = ss.effective(configured, recorded, flags)
+    compaction = resolved.settings.compaction
+    assert compaction.state_max_tokens is None  # scaled to 128k: unset, scaled to 8k again
+    assert compaction.for_window(8000).state_max == 400
+    assert (compaction.chunk_tokens, compaction.stub_tokens) == (900, 30)  # the flag's, the set
+    unmoved = ss.effective(configured, recorded, {"compaction": {"chunk_tokens": 900}})
+    assert unmoved.settings.compaction.state_max_tokens == 4096  # the recorded window: kept
 
 
 def test_another_provider_by_flag_takes_the_whole_route_from_flags_and_config():
@@ -138,7 +159,7 @@ def test_another_provider_by_flag_takes_the_whole_route_from_flags_and_config():
 
 def test_a_replay_runs_in_the_recorded_window():
     resolved = ss.effective(Settings(), _recorded(), {"provider": {"name": "replay"}})
-    assert resolved.settings.provider.context_window == 4000
+    assert resolved.settings.provider.context_window == 8000
 
 
 def test_a_backend_change_on_a_session_with_checkpoints_needs_the_explicit_switch():
@@ -174,7 +195,7 @@ def test_credentials_in_a_base_url_never_enter_the_log_but_still_reach_the_endpo
 
 def test_the_settings_view_prints_one_line_per_setting():
     lines = ss.describe(_recorded(changed=("compaction.backend",)))
-    assert any(line.split() == ["provider.context_window", "4000"] for line in lines)
+    assert any(line.split() == ["provider.context_window", "8000"] for line in lines)
     assert any(line.split() == ["compaction.backend", "basic"] for line in lines)
     assert any(line.split() == ["workspace", "/work/a"] for line in lines)
     assert lines[-1].split() == ["last", "changed", "compaction.backend"]
@@ -235,7 +256,7 @@ def test_a_recorded_window_under_the_bound_gives_way_to_the_configured_one_with_
     assert resolved.settings.compaction.for_window(32_000).chunk_tokens == 4000
     assert [item.describe() for item in resolved.replaced] == [
         "compaction.summarizer_context_window 600 -> (unset) (must be at least 1024)",
-        "provider.context_window 512 -> 32000 (must be at least 1024)",
+        "provider.context_window 512 -> 32000 (must be at least 4096)",
         "compaction.chunk_tokens 100 -> (unset) (scaled to that window)",
         "compaction.stub_tokens 20 -> (unset) (scaled to that window)",
         "compaction.state_max_tokens 100 -> (unset) (scaled to that window)",
@@ -279,9 +300,9 @@ def test_the_replacement_is_said_once_per_session_in_one_line(caplog: pytest.Log
     said = [r.getMessage() for r in caplog.records if "no longer valid" in r.getMessage()]
     assert said == [
         "session s-said-once recorded settings that are no longer valid; using the configured "
-        "ones instead: provider.context_window 100 -> (unset) (must be at least 1024)",
+        "ones instead: provider.context_window 100 -> (unset) (must be at least 4096)",
         "session s-another recorded settings that are no longer valid; using the configured "
-        "ones instead: provider.context_window 100 -> (unset) (must be at least 1024)",
+        "ones instead: provider.context_window 100 -> (unset) (must be at least 4096)",
     ]
 
 

@@ -17,6 +17,7 @@ from dsh.agent.wiring import wire
 from dsh.compaction import ModelSummarizer, make_summarizer
 from dsh.config import (
     MIN_CONTEXT_WINDOW,
+    MIN_SUMMARIZER_WINDOW,
     CompactionSettings,
     Settings,
     load_settings,
@@ -167,7 +168,10 @@ def test_a_reported_summariser_window_under_1024_is_refused_in_one_line(
 def test_a_configured_summariser_window_has_the_same_bound(tmp_path):
     with pytest.raises(ConfigError, match="summarizer_context_window must be at least 1024"):
         _settings(tmp_path, {}, {"summarizer_context_window": 1023})
-    assert MIN_CONTEXT_WINDOW == 1024
+    assert MIN_SUMMARIZER_WINDOW == 1024
+    # a compact summariser call carries no tools: the conversation's bound is its own
+    assert _settings(tmp_path, {}, {"summarizer_context_window": 2048}) is not None
+    assert MIN_CONTEXT_WINDOW == 4096
 
 
 def test_another_summariser_by_flag_drops_the_recorded_window():

@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
+
+from dsh.errors import ConfigError
 from dsh.llm import window as window_module
 from dsh.llm.window import Discovered, Unreachable, discover_window, served_models
 from tests.llm.conftest import server  # noqa: F401
@@ -86,13 +89,15 @@ def test_an_oversized_or_failing_answer_tells_nothing(server: FakeServer):  # no
     assert [r.path for r in server.fixed_requests] == ["/props", "/v1/models"]
 
 
-def run_dsh(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_dsh(
+    tmp_path: Path, url: str, *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
     env["DSH_HOME"] = str(tmp_path / "home")
     command = [DSH, "run", "--provider", "openai-compatible", "--base-url", url, "--model", "m"]
     return subprocess.run(
         [*command, "--json", *args],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=check,
     )  # fmt: skip
 
 
@@ -102,10 +107,10 @@ def context_windows(stdout: str) -> list[int]:
 
 
 def test_dsh_run_logs_the_discovered_window_and_asks_once(tmp_path, server: FakeServer):  # noqa: F811
-    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 8192}})
     server.queue(openai_text("one"), openai_text("two"))
     result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
-    assert context_windows(result.stdout) == [2048]
+    assert context_windows(result.stdout) == [8192]
     assert [r.path for r in server.fixed_requests] == ["/props"]
     assert "does not report its context window" not in result.stderr
     # the default budgets scale to the window the server reported: nothing to warn about
@@ -113,9 +118,9 @@ def test_dsh_run_logs_the_discovered_window_and_asks_once(tmp_path, server: Fake
     settings = [json.loads(line) for line in result.stdout.splitlines()]
     (recorded,) = [e["data"]["compaction"] for e in settings if e["type"] == "session/settings"]
     assert (recorded["chunkTokens"], recorded["stubTokens"], recorded["stateMaxTokens"]) == (
-        256,
-        20,
-        102,
+        1024,
+        81,
+        409,
     )
 
 
@@ -123,12 +128,12 @@ def test_a_set_budget_too_large_for_the_reported_window_is_said_once(
     tmp_path,
     server: FakeServer,  # noqa: F811
 ):
-    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 4096}})
     server.queue(openai_text("one"), openai_text("two"))
     (tmp_path / "home").mkdir()
     (tmp_path / "home" / "config.toml").write_text("[compaction]\nstate_max_tokens = 4096\n")
     result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
-    # a state of 4,096 tokens cannot compact in 2,048: said once, the run still goes on
+    # a state of 4,096 tokens cannot compact in 4,096: said once, the run still goes on
     assert result.stderr.count("too small for these compaction budgets") == 1
 
 
@@ -175,38 +180,43 @@ def test_a_reported_window_the_budgets_fit_says_nothing(server: FakeServer):  # 
     assert _route_on(server, 4096).notice is None  # unset budgets scale to the window
 
 
-def test_a_reported_window_under_the_bound_is_ignored_with_one_warning(
+def test_a_reported_window_under_the_bound_is_refused_in_one_line(
     tmp_path,
     server: FakeServer,  # noqa: F811
 ):
-    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 512}})
-    server.queue(openai_text("one"), openai_text("two"))
-    result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
-    assert context_windows(result.stdout) == [128_000]  # the default, not the server's 512
-    warned = [line for line in result.stderr.splitlines() if "512-token" in line]
-    assert warned == [
-        f"dsh: warning: {server.url}/v1 reports a 512-token context window for m "
-        "(llama.cpp /props), under the 1,024 dsh needs: ignored, assuming 128,000 tokens "
-        "(set provider.context_window or --context-window)"
+    """``llama-server -c 2048``: dsh's own system prompt and tools take most of it. Assuming
+    another window (as dsh once did, 128,000) sent requests the server could not take; the
+    run is refused at start instead, before any request and without a session."""
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 2048}})
+    server.queue(openai_text("one"))
+    result = run_dsh(tmp_path, server.url + "/v1", "first", check=False)
+    assert result.returncode != 0 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"dsh: error: {server.url}/v1 reports a 2,048-token context window for m "
+        "(llama.cpp /props); dsh needs at least 4,096: give the model a larger one on the "
+        "server (llama-server -c, Ollama's num_ctx, vLLM's --max-model-len)"
     ]
-    settings = [json.loads(line) for line in result.stdout.splitlines()]
-    (recorded,) = [e["data"] for e in settings if e["type"] == "session/settings"]
-    assert recorded["contextWindow"] == 128_000  # a reopen does not meet the 512 again
+    assert server.requests == []  # no model call went out
+    assert not list((tmp_path / "home").rglob("*.jsonl"))  # no session
 
 
-def test_a_models_list_reporting_a_window_under_the_bound_is_ignored(server: FakeServer):  # noqa: F811
+def test_a_models_list_reporting_a_window_under_the_bound_is_refused(server: FakeServer):  # noqa: F811
     from dsh.agent.runtime import resolve_route
     from dsh.config import load_settings
 
-    server.fixed["/v1/models"] = json_ok({"data": [{"id": "m", "max_model_len": 1023}]})
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "m", "max_model_len": 4095}]})
     overrides = {
         "provider": {"name": "openai-compatible", "base_url": server.url + "/v1", "model": "m"}
     }
     settings = load_settings(overrides=overrides, environ={}, cwd=Path("/nonexistent"))
-    route = resolve_route(settings, environ={})
-    assert route.context_window == 128_000
-    assert route.notice is not None and "reports a 1,023-token context window" in route.notice
-    assert "(vLLM /v1/models)" in route.notice
+    with pytest.raises(ConfigError) as refused:
+        resolve_route(settings, environ={})
+    message = str(refused.value)
+    assert "reports a 4,095-token context window" in message and "(vLLM /v1/models)" in message
+    assert "\n" not in message
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "m", "max_model_len": 4096}]})
+    window_module._CACHE.clear()
+    assert resolve_route(settings, environ={}).context_window == 4096  # the bound itself
 
 
 def _free_port() -> int:

@@ -23,7 +23,7 @@ SMALL = {
     "name": "tiny",
     "description": "a tiny spec for tests",
     "turns": 6,
-    "window": 4000,
+    "window": 4096,
     "compaction": {"retain_tokens": 600, "chunk_tokens": 400, "stub_tokens": 60},
     "project": {"package": "tiny", "modules": 3, "functions": [2, 4]},
     "facts": [

@@ -1,6 +1,6 @@
 """A reopened session's recorded settings are checked like fresh input: a value an older dsh
-recorded that is no longer valid (a window under 1,024 tokens, the summariser's or the
-conversation's) is replaced by the configured one, said in one warning line, and the log is only
+recorded that is no longer valid (a summariser's window under 1,024 tokens, the conversation's
+under 4,096) is replaced by the configured one, said in one warning line, and the log is only
 appended to. Driven through the real ``dsh`` console script on a real session file."""
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def answers(tmp_path: Path, count: int) -> str:
     return str(path)
 
 
-def recorded_by_an_older_dsh(tmp_path: Path) -> tuple[str, Path]:
+def recorded_by_an_older_dsh(
+    tmp_path: Path, window: int = 512, summarizer_window: int | None = 512
+) -> tuple[str, Path]:
     """A session run once, then recorded with the windows a server reported before dsh had a
     lower bound (512 tokens, the budgets scaled to it): its id and its log file."""
     first = dsh(tmp_path, "run", "--script", answers(tmp_path, 1), "hello")
@@ -53,9 +55,9 @@ def recorded_by_an_older_dsh(tmp_path: Path) -> tuple[str, Path]:
             Settings(),
             current.provider,
             current.model,
-            512,
+            window,
             current.workspace,
-            summarizer_window=512,
+            summarizer_window=summarizer_window,
         )
         session.append(msgspec.structs.replace(old, changed=("provider.context_window",)))
     (log,) = (home / "sessions").glob(f"{sid}/session.jsonl")
@@ -84,7 +86,7 @@ def test_dsh_run_session_replaces_a_recorded_window_under_the_bound_and_says_it_
     assert len(warned) == 1, reopened.stderr
     (line,) = warned
     assert line.startswith(f"dsh: warning: session {sid} ")
-    assert "provider.context_window 512 -> 20000 (must be at least 1024)" in line
+    assert "provider.context_window 512 -> 20000 (must be at least 4096)" in line
     assert "compaction.summarizer_context_window 512 -> 8192 (must be at least 1024)" in line
     assert "compaction.chunk_tokens 100 -> (unset) (scaled to that window)" in line
     # the log was only appended to: the old record is still there, byte for byte
@@ -103,6 +105,19 @@ def test_dsh_run_session_replaces_a_recorded_window_under_the_bound_and_says_it_
     assert WARNING not in again.stderr
 
 
+def test_a_recorded_window_under_the_raised_bound_is_replaced_on_reopen(tmp_path: Path):
+    """2,048 tokens was valid before the bound became 4,096 (a window in which dsh's own system
+    prompt and tools leave no room under the threshold): a reopen runs in the configured one."""
+    sid, _ = recorded_by_an_older_dsh(tmp_path, 2048, None)
+    configure(tmp_path)
+    reopened = dsh(tmp_path, "run", "--script", answers(tmp_path, 2), "--session", sid, "again")
+    (line,) = [line for line in reopened.stderr.splitlines() if WARNING in line]
+    assert "provider.context_window 2048 -> 20000 (must be at least 4096)" in line
+    logged = events(tmp_path, sid)
+    windows = [e.data.context_window for e in logged if isinstance(e, RequestContextEvent)]
+    assert windows[-1] == 20000
+
+
 def test_dsh_compact_replaces_it_too_and_a_pass_with_nothing_to_do_leaves_the_log_as_it_was(
     tmp_path: Path,
 ):
@@ -116,12 +131,14 @@ def test_dsh_compact_replaces_it_too_and_a_pass_with_nothing_to_do_leaves_the_lo
 
 
 def test_a_context_window_flag_under_the_bound_is_refused_in_one_line(tmp_path: Path):
+    """2,048 tokens: dsh's own system prompt and tools (~1.6k) would leave a conversation no
+    room under the compaction threshold (``dsh.agent.room``)."""
     refused = dsh(
-        tmp_path, "run", "--script", answers(tmp_path, 1), "--context-window", "1023", "hi",
+        tmp_path, "run", "--script", answers(tmp_path, 1), "--context-window", "2048", "hi",
         code=2,
     )  # fmt: skip
     assert refused.stderr == (
-        "dsh: error: config key provider.context_window must be at least 1024 "
+        "dsh: error: config key provider.context_window must be at least 4096 "
         "(set in command line)\n"
     )
     assert not (tmp_path / "home" / "sessions").exists() or not any(
@@ -145,6 +162,6 @@ def test_dsh_compact_of_a_log_older_than_recorded_settings_drops_a_logged_window
     warned = [line for line in compacted.stderr.splitlines() if WARNING in line]
     assert warned == [
         f"dsh: warning: session {sid} {WARNING}; using the configured ones instead: "
-        "provider.context_window 600 -> 20000 (must be at least 1024)"
+        "provider.context_window 600 -> 20000 (must be at least 4096)"
     ]
     assert log.read_bytes() == before

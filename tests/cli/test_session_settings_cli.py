@@ -82,8 +82,15 @@ def test_dsh_run_session_reopens_with_its_recorded_window_and_backend_not_the_co
     third = dsh("run", "--script", answers, "--session", sid, "--context-window", "24000", "more")
     assert "provider.context_window 16000 -> 24000" in third.stderr
     recorded = settings_events(home, sid)
-    assert [r.changed for r in recorded] == [(), ("provider.context_window",)]
-    assert view(sid)["provider.context_window"] == "24000"
+    # the budgets the first run scaled to 16,000 tokens follow the window (window / 8, / 20)
+    moved = ("compaction.chunk_tokens", "compaction.stub_tokens", "compaction.state_max_tokens")
+    assert [r.changed for r in recorded] == [(), ("provider.context_window", *moved)]
+    shown = view(sid)
+    assert shown["provider.context_window"] == "24000"
+    assert (shown["compaction.chunk_tokens"], shown["compaction.state_max_tokens"]) == (
+        "3000",
+        "1200",
+    )
 
 
 def _long_session(

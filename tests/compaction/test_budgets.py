@@ -67,22 +67,22 @@ def test_config_refuses_budgets_that_cannot_compact_in_the_configured_window():
         load_settings(
             environ={},
             overrides={
-                "provider": {"context_window": 4000},
+                "provider": {"context_window": 4096},
                 "compaction": {"state_max_tokens": 4096},
             },
         )
-    load_settings(environ={}, overrides={"provider": {"context_window": 4000}})  # unset: scaled
+    load_settings(environ={}, overrides={"provider": {"context_window": 4096}})  # unset: scaled
     with pytest.raises(ConfigError, match=r"compaction\.retain_tokens"):
         load_settings(
             environ={},
             overrides={
-                "provider": {"context_window": 4000},
+                "provider": {"context_window": 4096},
                 "compaction": {"retain_tokens": 3500, "state_max_tokens": 500},
             },
         )
     ok = load_settings(
         environ={},
-        overrides={"provider": {"context_window": 4000}, "compaction": {"state_max_tokens": 800}},
+        overrides={"provider": {"context_window": 4096}, "compaction": {"state_max_tokens": 800}},
     )
     assert ok.compaction.state_max_tokens == 800
 

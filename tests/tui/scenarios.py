@@ -20,13 +20,14 @@ from dsh.tui import DshApp
 from tests.tui.conftest import Rig, run_prompt
 
 TURNS = 6
-WINDOW = 2500
-COMPACTION = {"prune_threshold_chars": 2500, "prune_head_chars": 300, "prune_tail_chars": 100}
+WINDOW = 4096
+"""The smallest window dsh runs in (``MIN_CONTEXT_WINDOW``): a reopen keeps it."""
+COMPACTION = {"prune_threshold_chars": 6000, "prune_head_chars": 300, "prune_tail_chars": 100}
 
 
 def write_files(rig: Rig) -> None:
     for i in range(TURNS):
-        rows = [f"row {i}.{k} " + "data " * 12 for k in range(40 if i % 2 else 20)]
+        rows = [f"row {i}.{k} " + "data " * 12 for k in range(100 if i % 2 else 50)]
         (rig.workspace / f"f{i}.txt").write_text("\n".join(rows))
 
 

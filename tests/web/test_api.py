@@ -217,10 +217,15 @@ def test_oversized_body_is_413(client: TestClient) -> None:
     assert error_of(response) == (413, "PAYLOAD_TOO_LARGE")
 
 
-def test_prompt_longer_than_the_limit_is_400(client: TestClient) -> None:
+def test_prompt_longer_than_the_limit_is_413(client: TestClient) -> None:
+    """The one limit every face applies (``dsh.agent.room.MAX_PROMPT_CHARS``), in its words."""
     sid = new_session(client)
     response = client.post(f"/api/sessions/{sid}/prompt", json={"text": "x" * 200_001})
-    assert error_of(response) == (400, "INVALID_ARGUMENT")
+    assert error_of(response) == (413, "PROMPT_TOO_LARGE")
+    assert response.json()["error"]["message"] == (
+        "the prompt is 200,001 characters; dsh takes at most 200,000: shorten it or attach the "
+        "file with @path"
+    )
 
 
 # ---- prompt, busy, cancel -------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_a_recorded_window_under_the_bound_gives_way_to_the_configured_one_said_
         assert info["stats"]["contextWindow"] == 128_000
     warned = [r.getMessage() for r in caplog.records if WARNING in r.getMessage()]
     assert len(warned) == 1, warned
-    assert "provider.context_window 512 -> (unset) (must be at least 1024)" in warned[0]
+    assert "provider.context_window 512 -> (unset) (must be at least 4096)" in warned[0]
     assert "compaction.summarizer_context_window 512 -> 8192" in warned[0]
     assert log.read_bytes().startswith(before)
     with Session.open(env.store, sid) as session:

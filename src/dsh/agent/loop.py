@@ -1,11 +1,13 @@
 """The turn/step loop (docs/architecture.md, "The session log").
 
 One turn: ``turn/start`` → pre-step hooks (automatic compaction hooks in here, before the step's
-new input is logged) → ``step/start`` → the user's message → ``request/header`` (only if changed)
-→ ``request/context`` (only on a route change) → ``assistant/message`` → (``tool/call``,
-``tool/result``) pairs (``dsh.agent.tool_calls``) → ``step/end`` → next step … → ``turn/end``.
+new input is logged; they count it: ``incoming_tokens``) → ``step/start`` → the user's message
+→ ``request/header`` (only if changed) → ``request/context`` (only on a route change) →
+``assistant/message`` → (``tool/call``, ``tool/result``) pairs (``dsh.agent.tool_calls``) →
+``step/end`` → next step … → ``turn/end``.
 Every request is built from the log (``request_from_state``), so what the model saw is always
-what was logged.
+what was logged. A prompt no request can carry is refused before ``turn/start`` (``check_prompt``,
+``dsh.agent.room``): nothing is logged.
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
 message, answers any unfinished tool call with an error result (a stopped command's with what it
@@ -44,6 +46,7 @@ from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
+from dsh.agent.room import fixed_tokens, prompt_problem
 from dsh.agent.step_outcome import CallOutcome, plan_step
 from dsh.agent.tool_calls import (
     answer_unrun_calls,
@@ -53,7 +56,7 @@ from dsh.agent.tool_calls import (
 )
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
 from dsh.config import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_REPEATED_CALLS
-from dsh.errors import ProviderError
+from dsh.errors import PromptTooLarge, ProviderError
 from dsh.events import (
     AssistantMessage,
     LlmRetry,
@@ -77,7 +80,7 @@ from dsh.llm.errors import ErrorCode
 from dsh.llm.retry import stream_with_retry
 from dsh.llm.text_tool_calls import recover_reply
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
-from dsh.surface import Session
+from dsh.surface import Session, message_tokens
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry
 
@@ -161,6 +164,9 @@ class Agent:
         self._requested = False
         """The current model call went out (a cancel before that logs no reply)."""
         self._repeats = RepeatedCalls(lambda call: is_read_only(self.tools, call), session)
+        self.incoming_tokens = 0
+        """What the next step logs before its request (the prompt and attachments of a turn's
+        first step, else nothing), by the heuristic: the pressure check counts it."""
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -170,9 +176,26 @@ class Agent:
         cancel's, when there are several)."""
         self._cancel.request(reason)
 
+    def check_prompt(self, prompt: str) -> None:
+        """Refuse a prompt no request can carry (``PromptTooLarge``, one line: ``dsh.agent.room``)
+        before anything is logged; ``run_turn`` checks first, faces may check earlier."""
+        cfg = self.config
+        reply = cfg.params.get("max_tokens")
+        problem = prompt_problem(
+            prompt,
+            fixed=fixed_tokens(self.standing_header()),
+            window=cfg.context_window or DEFAULT_CONTEXT_WINDOW,
+            reply=reply if isinstance(reply, int) else 0,
+            attach=cfg.attach_mentions,
+        )
+        if problem is not None:
+            raise PromptTooLarge(problem)
+
     async def run_turn(self, prompt: str) -> TurnResult:
         """Run one turn for a user prompt and return how it ended; a turn an exception stops
-        is closed as an error (``turn_close``) before the exception goes on."""
+        is closed as an error (``turn_close``) before the exception goes on. A prompt
+        ``check_prompt`` refuses raises before the turn starts: nothing is logged."""
+        self.check_prompt(prompt)
         self._cancel = CancelRequest()
         self._repeats.start_turn(self.config.max_repeated_calls)
         turn = 1 + self._log_scan.update(self.session).turns
@@ -212,6 +235,7 @@ class Agent:
         overflow_retries = 0
         cut_before = False  # the step before was cut at the output limit with tool calls
         while True:
+            self.incoming_tokens = sum(message_tokens(message) for message in pending)
             try:
                 await self._guard(self._run_hooks(turn))
             except _Cancelled as stop:
@@ -301,6 +325,12 @@ class Agent:
             tools=tuple(self.tools.specs()) or None,
         )
         return header if cfg.recall is None else cfg.recall.header(self.session, header)
+
+    def standing_header(self) -> RequestHeaderBody:
+        """The header as requests carry it once the recall tools are offered (from the first
+        checkpoint on): the fixed part the room rules price (``dsh.agent.room``)."""
+        header = self.current_header()
+        return header if self.config.recall is None else self.config.recall.offered(header)
 
     def _log_header_and_route(self) -> RequestHeaderBody:
         header = self.current_header()

@@ -45,11 +45,16 @@ class RecallOffer:
         """``header`` (the registry's every tool, the base system prompt) as the next request of
         ``session`` carries it: without the recall tools until a checkpoint exists, else with
         them last and the section after the system prompt."""
+        if has_checkpoint(session):
+            return self.offered(header)
         tools = tuple(t for t in header.tools or () if str(t.get("name")) not in self.names)
-        if not has_checkpoint(session):
-            return RequestHeaderBody(
-                config=header.config, system=header.system, tools=tools or None
-            )
+        return RequestHeaderBody(config=header.config, system=header.system, tools=tools or None)
+
+    def offered(self, header: RequestHeaderBody) -> RequestHeaderBody:
+        """``header`` as a request carries it once the recall tools are offered: them last,
+        the section after the system prompt (what the room rules of ``dsh.agent.room``
+        price, whether or not a checkpoint exists yet)."""
+        tools = tuple(t for t in header.tools or () if str(t.get("name")) not in self.names)
         return RequestHeaderBody(
             config=header.config,
             system=with_section(header.system, self.section),

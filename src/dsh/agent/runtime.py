@@ -20,9 +20,11 @@ from pathlib import Path
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     MIN_CONTEXT_WINDOW,
+    MIN_SUMMARIZER_WINDOW,
     ProviderSettings,
     Settings,
     compaction_misfit,
+    summarizer_window_too_small,
     window_too_small,
 )
 from dsh.errors import ConfigError
@@ -59,8 +61,8 @@ def resolve_route(
     environ: Mapping[str, str] | None = None,
 ) -> Route:
     """The provider, model and context window the settings (and flags) ask for. A window the
-    server reports under ``MIN_CONTEXT_WINDOW`` is ignored, as a configured one is refused: the
-    route runs in ``DEFAULT_CONTEXT_WINDOW`` and its notice says so."""
+    server reports under ``MIN_CONTEXT_WINDOW`` is refused in one line (``ConfigError``), as a
+    configured one is: assuming another would send requests the server cannot take."""
     cfg = settings.provider
     window = cfg.context_window
     if cfg.name == "scripted" or (script is not None and cfg.name in ("scripted", "deepseek")):
@@ -110,13 +112,13 @@ def resolve_route(
         )
         found = discover_window(cfg.base_url, model, key, cfg.headers, served=served)
         if isinstance(found, Discovered) and window_too_small(found.window):
-            window = DEFAULT_CONTEXT_WINDOW
-            notice = (
+            raise ConfigError(
                 f"{cfg.base_url} reports a {found.window:,}-token context window for {model} "
-                f"({found.source}), under the {MIN_CONTEXT_WINDOW:,} dsh needs: ignored, "
-                f"{assumed}"
+                f"({found.source}); dsh needs at least {MIN_CONTEXT_WINDOW:,}: give the model "
+                "a larger one on the server (llama-server -c, Ollama's num_ctx, vLLM's "
+                "--max-model-len)"
             )
-        elif isinstance(found, Discovered):
+        if isinstance(found, Discovered):
             window, notice = found.window, _misfit_notice(settings, model, found.window)
         elif isinstance(found, Unreachable):
             window = DEFAULT_CONTEXT_WINDOW
@@ -170,7 +172,7 @@ def _summarizer_window(
     conversation's window, as before). Its provider's known window, else its server's answer
     (asked once per process, like the conversation's); nothing is asked when
     ``compaction.summarizer_context_window`` is set or the summariser is the conversation. A
-    reported window under ``MIN_CONTEXT_WINDOW`` is refused (``ConfigError``), as a
+    reported window under ``MIN_SUMMARIZER_WINDOW`` is refused (``ConfigError``), as a
     configured one is: it leaves a call no useful room."""
     cfg, conversation = settings.compaction, settings.provider
     target = summarizer_target(settings, conversation.name)
@@ -197,11 +199,11 @@ def _summarizer_window(
         environ=environ,
     )
     found = discover_window(base_url, summarizer_model, key, endpoint.headers)
-    if isinstance(found, Discovered) and window_too_small(found.window):
+    if isinstance(found, Discovered) and summarizer_window_too_small(found.window):
         raise ConfigError(
             f"the summariser's server {base_url} reports a {found.window:,}-token "
             f"context window for {summarizer_model} ({found.source}); a summariser needs at "
-            f"least {MIN_CONTEXT_WINDOW:,}: give it a larger window, choose another "
+            f"least {MIN_SUMMARIZER_WINDOW:,}: give it a larger window, choose another "
             "compaction.summarizer, or set compaction.summarizer_context_window"
         )
     if isinstance(found, Discovered):

@@ -307,9 +307,12 @@ class SessionRunner:
         self.agent = None
 
     def start_turn(self, prompt: str) -> asyncio.Task[TurnResult]:
-        """Run one turn as a task; ``SessionBusy`` if something runs, or the wiring's error."""
+        """Run one turn as a task; ``SessionBusy`` if something runs, the wiring's error, or
+        ``PromptTooLarge`` for a prompt no request can carry (``Agent.check_prompt``) — each
+        raised here, before anything is logged, so the face still holds the prompt."""
         self._ensure_idle()
         agent = self.ensure_agent()
+        agent.check_prompt(prompt)
         self._turn_agent = agent
         return self._start("turn", agent.run_turn(prompt))
 

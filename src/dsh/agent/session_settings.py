@@ -17,10 +17,13 @@ without the event (written before it existed) gets the configured settings, as b
 first run records them.
 
 A recorded value is checked on reopen by the rules a value given now is checked by
-(``dsh.config.rules``): one no longer valid (a window under ``MIN_CONTEXT_WINDOW`` recorded
-before that bound, a budget a later rule refuses) is replaced by the configured value
-(``resolved.replaced``) and said once, in one warning line; the record is never rewritten, and
-the next ``record`` logs the settings actually used, naming the replaced keys in ``changed``.
+(``dsh.config.rules``): one no longer valid (a window under ``MIN_CONTEXT_WINDOW``, or a
+summariser's under ``MIN_SUMMARIZER_WINDOW``, recorded before that bound — a 2,048-token
+conversation window since the bound became 4,096 — a budget a later rule refuses) is replaced
+by the configured value (``resolved.replaced``) and said once, in one warning line; the record
+is never rewritten, and the next ``record`` logs the settings actually used, naming the
+replaced keys in ``changed``. Whether the window leaves room for the system prompt and tools
+as sent (``dsh.agent.room``) is checked where the agent is built, on reopen as at start.
 
 Changing the backend of a session that already has checkpoints is an explicit switch only
 (``switch=True``: ``dsh compact ID --backend``, a ``--compaction`` flag on resume); anything
@@ -96,8 +99,8 @@ WINDOW_KEY = "provider.context_window"
 BASE_URL_KEY = "provider.base_url"
 WINDOW_SCALED_KEYS = ("chunk_tokens", "stub_tokens", "state_max_tokens")
 """The budgets ``snapshot`` records scaled to the window when the config leaves them unset: a
-replaced window takes those it scaled back to the configured ones (unset: scaled to the new
-window); one that is not what it scaled was set, and is kept."""
+replaced window, or one a flag changes, takes those it scaled back to the configured ones
+(unset: scaled to the new window); one that is not what it scaled was set, and is kept."""
 log = logging.getLogger(__name__)
 _said: set[str] = set()
 _said_lock = threading.Lock()
@@ -192,6 +195,8 @@ def effective(
     compaction_flags = {k: v for k, v in flags.get("compaction", {}).items() if v is not None}
     provider, changes = _route(settings, recorded, provider_flags)
     compaction, more = _compaction(settings.compaction, recorded.compaction, compaction_flags)
+    if any(change.key == WINDOW_KEY for change in changes):
+        compaction = _follow_window(compaction, settings, recorded, compaction_flags)
     changes += more
     backend = next((c for c in changes if c.key == "compaction.backend"), None)
     if backend is not None and checkpoints and not switch:
@@ -290,6 +295,26 @@ def _still_valid(
             replaced.append(Replaced(key, *shown, why))
             chosen = _with(chosen, key, _value(defaults, key))
     return chosen, tuple(replaced)
+
+
+def _follow_window(
+    compaction: CompactionSettings,
+    configured: Settings,
+    recorded: SessionSettings,
+    flags: Mapping[str, Any],
+) -> CompactionSettings:
+    """The budgets after a flag changed the recorded window: each that ``snapshot`` scaled to
+    the recorded window (equal to what it gave, given by no flag) takes its configured value
+    (unset: scaled to the new window), as with a replaced window — a session begun in 128k
+    and moved to an 8k model kept a 4,096-token state cap."""
+    scaled = _scaled_to(compaction, recorded.context_window or DEFAULT_CONTEXT_WINDOW)
+    budgets = configured.compaction.for_route(recorded.provider, recorded.model)
+    values = {
+        name: getattr(budgets, name)
+        for name in WINDOW_SCALED_KEYS
+        if name not in flags and getattr(compaction, name) == scaled[f"compaction.{name}"]
+    }
+    return msgspec.structs.replace(compaction, **values)
 
 
 def _scaled_to(compaction: CompactionSettings, window: int) -> dict[str, int]:

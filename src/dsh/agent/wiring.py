@@ -31,6 +31,7 @@ from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, Str
 from dsh.agent.mcp_servers import mcp_tools, tool_secrets
 from dsh.agent.prompt import system_prompt
 from dsh.agent.recall_offer import RecallOffer, recall_offer
+from dsh.agent.room import fixed_tokens, window_problem
 from dsh.agent.runtime import Route, summarizer_route
 from dsh.compaction import (
     CompactionEngine,
@@ -47,9 +48,10 @@ from dsh.config import (
     Settings,
     dsh_home,
 )
+from dsh.errors import DshError, WindowTooSmall
 from dsh.llm.registry import route_params, text_tool_calls_enabled
 from dsh.llm.types import Provider
-from dsh.store import anchor_cache_path, span_cache_dir
+from dsh.store import MemoryStore, anchor_cache_path, span_cache_dir
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
@@ -255,7 +257,10 @@ def build_agent(
     on_summary_call: Callable[[], None] | None = None,
 ) -> Agent:
     """An agent over ``session`` with ``build_parts``'s tools, hooks and prompt sections, and
-    the workspace's prompt; ``on_summary_call`` counts the summariser calls of a pass."""
+    the workspace's prompt; ``on_summary_call`` counts the summariser calls of a pass. A window
+    with no room for a conversation beside the system prompt and tools as they will be sent
+    is refused here (``WindowTooSmall``, ``dsh.agent.room.window_problem``): every face builds
+    its agents through this, on reopen too, and checks it at start (``check_room``)."""
     inject = Injection(on_summary_call=on_summary_call)
     parts = build_parts(
         settings, route, session, environ=environ, wiring=wiring, inject=inject, workspace=workspace
@@ -276,7 +281,7 @@ def build_agent(
         max_repeated_calls=settings.tools.max_repeated_calls,
         attach_mentions=settings.tools.attach_mentions,
     )
-    return Agent(
+    agent = Agent(
         session,
         route.provider,
         parts.tools,
@@ -287,3 +292,35 @@ def build_agent(
         overflow_handler=parts.overflow,
         on_stream=on_stream,
     )
+    fixed = fixed_tokens(agent.standing_header())
+    problem = window_problem(fixed=fixed, window=parts.window, budgets=parts.compaction)
+    if problem is not None:
+        raise WindowTooSmall(problem)
+    return agent
+
+
+def check_room(
+    settings: Settings,
+    route: Route,
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse (``WindowTooSmall``) at a face's start, before any session exists, a window that
+    ``build_agent`` would refuse at the first turn: an agent is built on a scratch in-memory
+    session. Any other error of that build is left to the first turn to say, as before."""
+    scratch = Session.create(MemoryStore(), cwd=workspace)
+    try:
+        build_agent(
+            scratch,
+            settings,
+            route,
+            workspace=workspace,
+            policy=ApprovalPolicy("ask"),
+            environ=environ,
+        )
+    except WindowTooSmall:
+        raise
+    except DshError:
+        return
+    finally:
+        scratch.close()

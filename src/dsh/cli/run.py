@@ -148,9 +148,13 @@ def run(
             wiring=wiring,
             on_summary_call=live.summary_call_done if live is not None else None,
         )
+        for prompt in turns:  # every prompt before the first turn: none runs if one cannot
+            agent.check_prompt(prompt)
     except BaseException:
         session.close()  # no stale lock file behind a configuration error
         close_mcp_servers()
+        if resumed is None:  # a window or a prompt refused: no session of nothing but settings
+            _remove(store, session.id)
         raise
     out.agent = agent
     if live is not None:
@@ -215,9 +219,16 @@ def never_connected(events: Sequence[Event]) -> bool:
 
 def _discard(store: Any, session_id: str) -> None:
     """Remove a session the provider never answered: a retry starts clean, not beside it."""
-    if isinstance(store, JsonlStore | SqliteStore):
-        remove_session(store, session_id)
+    if _remove(store, session_id):
         context.error("the provider was never reached; no session was kept")
+
+
+def _remove(store: Any, session_id: str) -> bool:
+    """Remove a session this run created and ran nothing in (False: a store that keeps none)."""
+    if not isinstance(store, JsonlStore | SqliteStore):
+        return False
+    remove_session(store, session_id)
+    return True
 
 
 class _Output:

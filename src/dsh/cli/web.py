@@ -24,10 +24,12 @@ import webbrowser
 import click
 
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
+from dsh.agent.runtime import Route
+from dsh.agent.wiring import check_room
 from dsh.cli import context
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
 from dsh.config import load_settings
-from dsh.errors import ConfigError, DshError
+from dsh.errors import ConfigError, DshError, WindowTooSmall
 from dsh.web.app import create_app
 from dsh.web.auth import (
     WEAK_TOKEN_CHARS,
@@ -121,6 +123,7 @@ def _serve(
         yes=approval_flags.yes,
         allow=approval_flags.allow,
     )
+    route: Route | None = None
     try:
         route = runtime.route()
     except ConfigError as exc:
@@ -130,6 +133,11 @@ def _serve(
             log.warning("%s", route.notice)  # an endpoint that did not report its window, …
     registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve(), warnings=feed)
     start_session_mcp_servers(settings, context.cwd().resolve())  # a new session's, early
+    if route is not None:  # a new session's window, with the servers' tools: said at start
+        try:
+            check_room(settings, route, context.cwd().resolve())
+        except WindowTooSmall as exc:
+            log.warning("%s — sessions can be browsed, but prompts will fail", exc)
     secret = token or new_token()
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]

@@ -2,13 +2,16 @@
 
 It is the reference twin the recallable backend is measured against: every pass re-summarises
 the previous checkpoint together with the newer history (docs/compaction.md, "The basic
-backend")."""
+backend"). The prompt the open turn answers is never in it (``dsh.compaction.open_prompt``):
+when the run reaches past that prompt, the history before it and the turn's exchanges after it
+are two summaries, the prompt standing verbatim between them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from dsh.compaction.base import Plan, Reason, RegionPlan, RegionText, checkpoint_message
+from dsh.compaction.open_prompt import split_at_prompt
 from dsh.compaction.prompts import frame_summary, without_frame_tags
 from dsh.compaction.pruner import unsent_prunes
 from dsh.compaction.summarizer import Summarizer, SummaryTask, within_bound
@@ -34,20 +37,29 @@ class BasicBackend:
         reason: Reason,
         window: int | None = None,
     ) -> Plan | None:
-        keep = retain_boundary(session, retain_tokens)
-        shadowed = session.nodes[:keep]
-        if not shadowed or (
-            len(shadowed) == 1 and is_checkpoint_event(session.events[shadowed[0]])
-        ):
-            return None
+        split = split_at_prompt(session, 0, retain_boundary(session, retain_tokens))
         # the last request was refused on overflow: nothing of it is cached, and its results
         # as sent are what did not fit
         as_sent = reason != "overflow"
-        return Plan((self._region(session, shadowed, focus, as_sent=as_sent),))
+        regions = [
+            self._region(session, run, focus, as_sent=as_sent, lead=lead)
+            for run, lead in ((split.before, None), (split.after, split.prompt))
+            if _compactable(session, run)
+        ]
+        return Plan(tuple(regions)) if regions else None
 
     def _region(
-        self, session: Session, shadowed: Sequence[int], focus: str | None, *, as_sent: bool
+        self,
+        session: Session,
+        shadowed: Sequence[int],
+        focus: str | None,
+        *,
+        as_sent: bool,
+        lead: int | None = None,
     ) -> RegionPlan:
+        """One summary of ``shadowed``; ``lead`` (the open turn's prompt, kept on the surface
+        before a run of the turn's own exchanges) goes first in the summariser's input, as what
+        those exchanges answer."""
         previous = [
             text
             for seq in shadowed
@@ -56,9 +68,10 @@ class BasicBackend:
         ]
         header = session.request_header
         unsent = unsent_prunes(session) if as_sent else {}  # the call extends the last request
+        read = shadowed if lead is None else (lead, *shadowed)
         messages = [
             message
-            for seq in shadowed
+            for seq in read
             if (message := session.node_message(unsent.get(seq, seq))) is not None
         ]
         task = SummaryTask(
@@ -102,3 +115,9 @@ class BasicBackend:
 
     def checkpoint_text(self, session: Session, region: RegionText, summary_seq: int) -> str:
         return frame_summary(region.summary)
+
+
+def _compactable(session: Session, run: Sequence[int]) -> bool:
+    """Whether a pass has anything to do with ``run``: not nothing, nor only the previous
+    checkpoint."""
+    return bool(run) and not (len(run) == 1 and is_checkpoint_event(session.events[run[0]]))

@@ -53,6 +53,7 @@ from dsh.events import (
     CompactionPlanEvent,
     CompactionStart,
     CompactionStartEvent,
+    is_checkpoint_event,
 )
 from dsh.surface import Session, message_tokens
 
@@ -143,23 +144,26 @@ class CompactionEngine:
         return 0
 
     async def compact_if_needed(
-        self, reason: Reason, *, turn: int | None, window: int
+        self, reason: Reason, *, turn: int | None, window: int, incoming: int = 0
     ) -> PassResult | None:
         """Pressure: when the next request reaches the threshold, compact down to the low
-        watermark. Overflow: prune, keep the newest tool call and its result, compact the rest.
-        Never loops: a refused pass waits until the stale material grew by a chunk, and after
-        ``MAX_REFUSALS`` refusals in one crossing the engine says so once and stops trying."""
+        watermark; ``incoming`` is what the step logs before that request (a turn's prompt and
+        its attachments, at its first step), counted in both. Overflow: prune, keep the newest
+        tool call and its result, compact the rest. Neither compacts the prompt an open turn
+        answers (``dsh.compaction.open_prompt``). Never loops: a refused pass waits until the
+        stale material grew by a chunk, and after ``MAX_REFUSALS`` refusals in one crossing the
+        engine says so once and stops trying."""
         resumed = self.resume_incomplete(turn=turn)
         if reason == "overflow":
             prune_tool_results(self.session, self.settings)
             retain = keep_newest_tool_exchange(self.session, self.low_watermark(window) // 2)
             return await self._attempt(reason, turn=turn, retain=retain, window=window) or resumed
         threshold = self.threshold(window)
-        if self.next_request_tokens() < threshold:
+        if self.next_request_tokens() + incoming < threshold:
             self._crossing.reset()
             return resumed
         prune_tool_results(self.session, self.settings)
-        if self.next_request_tokens() < threshold:
+        if self.next_request_tokens() + incoming < threshold:
             self._crossing.reset()
             return resumed
         crossing = self._crossing
@@ -171,21 +175,39 @@ class CompactionEngine:
             return resumed
         result = resumed
         for _ in range(self.settings.compaction_retries + 1):
-            attempt = await self._attempt(reason, turn=turn, retain=retain, window=window)
+            attempt = await self._attempt(
+                reason, turn=turn, retain=retain, window=window, incoming=incoming
+            )
             if attempt is None:
                 if self._refused:
                     self._note_refusal(stale, threshold)
                 break
             result = attempt
-            if self.next_request_tokens() < threshold:
+            if self.next_request_tokens() + incoming < threshold:
                 return result
-        still = self.next_request_tokens()
-        if result is not resumed and still >= threshold:
-            self._warn_once(
-                f"context is still at {still} tokens, above the "
-                f"compaction threshold {threshold}; continuing without further compaction"
-            )
+        if result is not resumed and self.next_request_tokens() + incoming >= threshold:
+            self._warn_once(self._still_above(threshold, window, incoming))
         return result
+
+    def _still_above(self, threshold: int, window: int, incoming: int) -> str:
+        """What a pass that landed above the threshold says (once per crossing): the next
+        request's size and what it is made of, by the heuristic."""
+        session = self.session
+        nodes = sum(session.node_tokens(seq) for seq in session.nodes)
+        fixed = heuristic_total(session) - nodes + self._to_come(after_pass=False)
+        checkpoints = sum(
+            session.node_tokens(seq)
+            for seq in session.nodes
+            if is_checkpoint_event(session.events[seq])
+        )
+        verbatim = nodes - checkpoints + incoming
+        return (
+            f"context is still ~{fixed + nodes + incoming:,} tokens after compaction, above the "
+            f"threshold of {threshold:,} ({self.settings.threshold_ratio:g} of the "
+            f"{window:,}-token window): the system prompt and tools take {fixed:,}, "
+            f"checkpoints {checkpoints:,}, the messages kept verbatim {verbatim:,}; compaction "
+            "tries again once more of the history can go"
+        )
 
     def _note_refusal(self, stale: int, threshold: int) -> None:
         crossing = self._crossing
@@ -206,10 +228,10 @@ class CompactionEngine:
         log.warning(message)
 
     async def _attempt(
-        self, reason: Reason, *, turn: int | None, retain: int, window: int
+        self, reason: Reason, *, turn: int | None, retain: int, window: int, incoming: int = 0
     ) -> PassResult | None:
         self._refused = False
-        plan = self._plan_to_watermark(reason, retain=retain, window=window)
+        plan = self._plan_to_watermark(reason, retain=retain, window=window, incoming=incoming)
         if plan is None:
             return None
         try:
@@ -223,15 +245,18 @@ class CompactionEngine:
             log.info("compaction did not land: %s", exc)
             return None
 
-    def _plan_to_watermark(self, reason: Reason, *, retain: int, window: int) -> Plan | None:
-        """The backend's plan; under pressure, one whose estimated result reaches the low
-        watermark (a smaller retained tail, down to a quarter of it) when the first does not."""
+    def _plan_to_watermark(
+        self, reason: Reason, *, retain: int, window: int, incoming: int = 0
+    ) -> Plan | None:
+        """The backend's plan; under pressure, one whose estimated result (with ``incoming``)
+        reaches the low watermark (a smaller retained tail, down to a quarter of it) when the
+        first does not."""
         plan = self.backend.plan(
             self.session, retain_tokens=retain, focus=None, reason=reason, window=window
         )
         if plan is None or reason != "pressure":
             return plan
-        excess = self._estimate(plan) - self.low_watermark(window)
+        excess = self._estimate(plan) + incoming - self.low_watermark(window)
         if excess <= 0:
             return plan
         deeper = self.backend.plan(

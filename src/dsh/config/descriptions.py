@@ -9,8 +9,10 @@ DESCRIPTIONS: dict[str, str] = {
     "a server listing several needs this (the error names them).",
     "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp): "
     "an http:// or https:// URL with a host.",
-    "provider.context_window": "Override the model's context window (tokens); at least 1024 "
-    "(a server that reports less is ignored: the default of 128,000 is used, said once).",
+    "provider.context_window": "Override the model's context window (tokens); at least 4096, "
+    "as a window a server reports must be (less is refused at start); the system prompt and "
+    "tools as sent must also leave room under the compaction threshold for the state and "
+    "the retained tail (refused at start, naming their sizes).",
     "provider.api_key": "API key, sent to whatever endpoint the route has (this one wins over "
     "the variables); prefer an environment variable. Never logged.",
     "provider.api_key_env": "The environment variable holding the key (it must then be set). "

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from dsh.config.sections import WINDOW_RULE, CompactionSettings, Settings, window_too_small
+from dsh.config.sections import (
+    SUMMARIZER_WINDOW_RULE,
+    WINDOW_RULE,
+    CompactionSettings,
+    Settings,
+    summarizer_window_too_small,
+    window_too_small,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +57,9 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
         (0 < c.min_stale_ratio < 1, "min_stale_ratio", "must be in (0, 1)"),
         (c.summarizer_timeout_s > 0, "summarizer_timeout_s", "must be positive"),
         (
-            not window_too_small(c.summarizer_context_window),
+            not summarizer_window_too_small(c.summarizer_context_window),
             "summarizer_context_window",
-            WINDOW_RULE,
+            SUMMARIZER_WINDOW_RULE,
         ),
         (
             c.stub_region_ratio < c.threshold_ratio,

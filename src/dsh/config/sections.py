@@ -224,18 +224,38 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 """The context window assumed when neither config, a flag nor the provider tells one: the one
 place this default lives."""
 
-MIN_CONTEXT_WINDOW = 1024
-"""The smallest context window dsh runs in, the conversation's (``provider.context_window``) or
-the summariser's (``compaction.summarizer_context_window``): under it a call has no useful room
-for its instruction, history and answer. The one rule is ``window_too_small``."""
+MIN_CONTEXT_WINDOW = 4096
+"""The smallest context window a conversation runs in (``provider.context_window``, a flag, a
+window a server reports or a session recorded). Every request carries the system prompt and
+the tool schemas, about 1.6k tokens of dsh's own with the recall tools (``dsh.agent.room``),
+and that fixed part plus the state cap and the retained tail must stay below the compaction
+threshold, else no pass can bring a request under it: with the default budgets that takes
+about 2,700 tokens, and 4,096 leaves room beside dsh's own part for a short AGENTS.md or a few
+MCP tools (the rule itself, on the fixed part as it will be sent, is applied when the agent is
+built; a test holds dsh's own part within it at this bound). The one check is
+``window_too_small``."""
 WINDOW_RULE = f"must be at least {MIN_CONTEXT_WINDOW}"
 """How ``window_too_small`` is said after a key's name."""
 
+MIN_SUMMARIZER_WINDOW = 1024
+"""The smallest window a summariser on another model runs in
+(``compaction.summarizer_context_window``, or what its server reports): under it a call has no
+useful room for its instruction, span and answer. A compact call carries no tools, so the
+conversation's bound does not apply. The one check is ``summarizer_window_too_small``."""
+SUMMARIZER_WINDOW_RULE = f"must be at least {MIN_SUMMARIZER_WINDOW}"
+"""How ``summarizer_window_too_small`` is said after a key's name."""
+
 
 def window_too_small(window: int | None) -> bool:
-    """Whether ``window`` (configured, given as a flag, reported by a server or recorded in a
-    session's log) is under ``MIN_CONTEXT_WINDOW``; None (unknown) is not."""
+    """Whether a conversation's ``window`` (configured, given as a flag, reported by a server
+    or recorded in a session's log) is under ``MIN_CONTEXT_WINDOW``; None (unknown) is not."""
     return window is not None and window < MIN_CONTEXT_WINDOW
+
+
+def summarizer_window_too_small(window: int | None) -> bool:
+    """Whether a summariser's ``window`` (configured, reported or recorded) is under
+    ``MIN_SUMMARIZER_WINDOW``; None (unknown) is not."""
+    return window is not None and window < MIN_SUMMARIZER_WINDOW
 
 
 SECTIONS: dict[str, type[_Section]] = {

@@ -361,10 +361,10 @@ class DshApp(WarningsApp[None]):
             self.work.run_shell(shell)
         elif command is None:
             self.prompt_box.remember(draft.rstrip())
-            self.work.send(prompt_text(draft))
+            self.work.send(prompt_text(draft), draft)
         elif expanded is not None:  # a prompt command: its text is the prompt
             self.prompt_box.remember(text)
-            self.work.send(expanded)
+            self.work.send(expanded, draft)
         else:
             self.prompt_box.remember(text)
             self.run_command(command)

@@ -5,7 +5,8 @@ A draft sent while work runs is queued in the composer (``PromptBox.queue``). Wh
 ends well (a turn that completed, a ``!cmd`` or ``/compact`` that was not cancelled) the queued
 draft is sent as if typed then; a cancel (esc, ctrl+c, esc in the approval prompt), an error,
 or a turn that ended any other way puts it back in the box, unsent, for people to look at the
-outcome first.
+outcome first. A prompt refused before it is sent (too large for the context window:
+``dsh.agent.room``) goes back in the box itself, with the error as a note.
 
 ``!cmd`` output waits in ``shell_context`` and goes to the model ahead of the next prompt.
 """
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
-from dsh.errors import SHOWN_AS_ERROR, DshError, error_line
+from dsh.errors import SHOWN_AS_ERROR, ConfigError, DshError, PromptTooLarge, error_line
 from dsh.tui.shell_command import context_block, run_shell_command
 
 if TYPE_CHECKING:
@@ -98,15 +99,18 @@ class Work:
 
     # ---- the kinds of work ----------------------------------------------------------------
 
-    def send(self, prompt: str) -> None:
-        """Run a turn on ``prompt``, the ``!cmd`` output waiting put ahead of it."""
+    def send(self, prompt: str, draft: str | None = None) -> None:
+        """Run a turn on ``prompt``, the ``!cmd`` output waiting put ahead of it; ``draft`` is
+        what the composer held (default: ``prompt``), put back when the turn is refused before
+        anything is sent (``_keep``)."""
         if self.running:
             self.app.note(BUSY_NOW)
             return
-        if self.shell_context:  # ``!cmd`` output goes to the model with this prompt
-            prompt = "\n\n".join([*self.shell_context, prompt])
+        context = self.shell_context
+        if context:  # ``!cmd`` output goes to the model with this prompt
+            prompt = "\n\n".join([*context, prompt])
             self.shell_context = []
-        self.start(self._turn(prompt))
+        self.start(self._turn(prompt, prompt if draft is None else draft, context))
 
     def run_shell(self, command: str) -> None:
         """``!cmd``: run it (unasked: the person typed it; not under read-only); its output
@@ -131,6 +135,15 @@ class Work:
         self.shell_context.append(context_block(command, output))
         app.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
 
+    def _keep(self, draft: str, context: list[str]) -> None:
+        """A prompt refused before it was sent (too large for the window, a window with no
+        room for one): its draft goes back in the composer, before anything typed since, and
+        the ``!cmd`` output it would have carried waits for the next prompt again."""
+        self.shell_context = [*context, *self.shell_context]
+        box = self.app.prompt_box
+        typed = box.text
+        box.value = f"{draft}\n{typed}" if typed.strip() else draft
+
     def _poll_waiting(self) -> None:
         """While a model call is silent, the status says for how long (after a second)."""
         app = self.app
@@ -143,7 +156,7 @@ class Work:
         if busy != app.busy:
             app.set_busy(busy, cancels=True)
 
-    async def _turn(self, prompt: str) -> None:
+    async def _turn(self, prompt: str, draft: str, context: list[str]) -> None:
         app = self.app
         app.set_busy(WORKING, cancels=True)
         poll = app.set_interval(POLL_EVERY, self._poll_waiting)
@@ -151,6 +164,10 @@ class Work:
             result = await app.controller.run_turn(prompt)  # its end is a logged note
             if result.reason != "completed":
                 self.failed()
+        except (PromptTooLarge, ConfigError) as exc:  # refused before anything was logged
+            self.failed()
+            self._keep(draft, context)
+            app.note(f"error: {error_line(str(exc))}")
         except DshError as exc:
             self.failed()
             app.note(f"error: {error_line(str(exc))}")

@@ -38,7 +38,7 @@ from dsh.agent.session_runner import (
     record_settings,
 )
 from dsh.agent.undo import NOTHING_TO_UNDO
-from dsh.agent.wiring import build_agent, build_parts, session_window
+from dsh.agent.wiring import build_agent, build_parts, check_room, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import UsageError
 from dsh.events import CommandDoneEvent, Event, UserSource
@@ -173,7 +173,15 @@ class Controller:
         self.route = self._route_factory(None)
         if resume and self.options.resume is not None:
             return self.open(self.options.resume)
+        self._check_room(self.settings, self.route)
         return []
+
+    def _check_room(self, settings: Settings, route: Route | None) -> None:
+        """Refuse a window the system prompt and tools leave no room in (``WindowTooSmall``,
+        ``dsh.agent.wiring.check_room``) when the session's route is known, not at its first
+        prompt; agents a test injects (``agent_factory``) are its own business."""
+        if self.options.agent_factory is None and route is not None:
+            check_room(settings, route, self.options.workspace)
 
     def open(self, session_id: str) -> list[TranscriptItem]:
         """Open a stored session for writing (closing the current one) and project it."""
@@ -185,6 +193,7 @@ class Controller:
         tell_load_warnings(runner.session.warnings)  # what this open repaired, once
         try:
             settings, route = self._own_settings(runner.session)
+            self._check_room(settings, route)
         except BaseException:
             runner.close()
             raise

@@ -23,6 +23,7 @@ from dsh.errors import (
     ConfigError,
     DshError,
     LogCorruptError,
+    PromptTooLarge,
     SessionLockedError,
     SessionNotFoundError,
     StoreError,
@@ -46,6 +47,7 @@ SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
 APPROVAL_NOT_FOUND = "APPROVAL_NOT_FOUND"
 METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+PROMPT_TOO_LARGE = "PROMPT_TOO_LARGE"
 SESSION_BUSY = "SESSION_BUSY"
 SESSION_LOCKED = "SESSION_LOCKED"
 SESSION_NOT_OPEN = "SESSION_NOT_OPEN"
@@ -104,6 +106,8 @@ def from_dsh_error(exc: DshError) -> ApiError:
         return ApiError(500, STORE_ERROR, message)
     if isinstance(exc, ConfigError):
         return ApiError(503, PROVIDER_NOT_CONFIGURED, message)
+    if isinstance(exc, PromptTooLarge):  # nothing was logged; the page keeps the draft
+        return ApiError(413, PROMPT_TOO_LARGE, message)
     if isinstance(exc, UsageError):
         return ApiError(400, INVALID_ARGUMENT, message)
     return ApiError(500, INTERNAL, message)

@@ -13,7 +13,9 @@ coarser stubs; when not one fits, the oldest stubs are rolled up by code (``roll
 same pass; only when no rollup makes room for a new stub does a pass fall back to one summary
 after the frozen boundary (no new stubs), and it logs why (``stub_region``) — rolling every
 stub up all the same when that lets the next pass index again. A frozen stub naming a value
-since replaced is rolled up too (issue 22), whatever the ladder chose.
+since replaced is rolled up too (issue 22), whatever the ladder chose. The prompt a running
+turn answers is never in a region (``dsh.compaction.open_prompt``): the history before it
+becomes stubs, the turn's exchanges after it the state.
 """
 
 from __future__ import annotations
@@ -32,12 +34,9 @@ from dsh.compaction.base import (
     heuristic_total,
     nothing_to_come,
 )
+from dsh.compaction.open_prompt import split_at_prompt
 from dsh.compaction.prompts import footer, frame_stub, frame_summary
-from dsh.compaction.recallable.chunking import (
-    chunk_span,
-    fold_checkpoint_chunks,
-    fold_small_chunks,
-)
+from dsh.compaction.recallable.chunking import after_held, plan_chunks
 from dsh.compaction.recallable.material import (
     recall_only,
     recent_within,
@@ -155,7 +154,13 @@ class RecallableBackend:
         self._window = window
         first = self.span_start(session)
         keep = retain_boundary(session, retain_tokens)
-        span = session.nodes[first:keep]
+        split = split_at_prompt(session, first, keep)
+        if split.prompt is not None and not split.after:
+            keep -= 1  # the prompt closes the run: the pass ends before it
+            split = split_at_prompt(session, first, keep)
+        # The open turn's prompt stays (``open_prompt``): the history before it can become
+        # stubs, the turn's own exchanges after it the state; nothing spans it.
+        span = [*split.before, *split.after]
         material = sum(
             session.node_tokens(seq) for seq in span if checkpoint_kind(session, seq) is None
         )
@@ -163,7 +168,8 @@ class RecallableBackend:
             return None
         if reason == "pressure" and material < self.min_stale_tokens(window):
             return None  # too little stale history to be worth a pass: wait for more
-        chunks = self._chunks(session, span)
+        held = len(split.before) if split.prompt is not None else None
+        chunks = self._chunks(session, span, held=held)
         leading = self._leading_stubs(session)
         rollup: Sequence[int] = ()
         if window is not None:
@@ -175,6 +181,7 @@ class RecallableBackend:
                 budget=self.stub_budget(session, window, retain_tokens),
                 stub_estimate=self._stub_estimate,
             )
+            chunks = after_held(chunks, held)
         stale, replaced = superseded_in_stubs(
             [node_text(session, seq) for seq in leading],
             slice_material(session, span),
@@ -191,6 +198,7 @@ class RecallableBackend:
             rollup=rollup,
             replaced=replaced,
             as_sent=reason != "overflow",  # a refused request is not cached, nor did it fit
+            read=session.nodes[first:keep] if held is not None else None,
         )
 
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
@@ -217,14 +225,15 @@ class RecallableBackend:
         floor = min(MIN_SHARE_STUBS * self._stub_estimate, int(window * MAX_FLOOR_RATIO))
         return max(floor, share // 2, min(share, room - tail))
 
-    def _chunks(self, session: Session, span: Sequence[int]) -> list[tuple[int, int]]:
-        """The span's chunks; a chunk of checkpoints alone, or one too small for its stub to
-        shrink it, folds into the next one."""
-        nodes = span_nodes(session, span)
-        chunks = chunk_span(nodes, self.settings.chunk)
+    def _chunks(
+        self, session: Session, span: Sequence[int], *, held: int | None = None
+    ) -> list[tuple[int, int]]:
+        """The span's chunks (``plan_chunks``): a chunk of checkpoints alone, or one too small
+        for its stub to shrink it, folds into the next one; ``held``: where the open turn's
+        prompt was taken out of the span."""
         flags = [checkpoint_kind(session, seq) is not None for seq in span]
-        chunks = fold_checkpoint_chunks(chunks, flags)
-        return fold_small_chunks(chunks, [node.tokens for node in nodes], self._stub_estimate)
+        nodes = span_nodes(session, span)
+        return plan_chunks(nodes, self.settings.chunk, flags, self._stub_estimate, held=held)
 
     def _leading_stubs(self, session: Session) -> list[int]:
         """The run of index checkpoints at the surface head (the oldest frozen entries)."""
@@ -245,7 +254,10 @@ class RecallableBackend:
         rollup: Sequence[int] = (),
         replaced: dict[str, str] | None = None,
         as_sent: bool = True,
+        read: Sequence[int] | None = None,
     ) -> Plan:
+        """The regions of ``chunks`` over ``span``. ``read``: what the state reads when it is
+        not ``span`` — the run with the open turn's prompt in it, which it does not shadow."""
         header = session.request_header
         positions: dict[int, int] = {}
         conversation: tuple[Message, ...] = ()
@@ -319,14 +331,14 @@ class RecallableBackend:
             (positions.get(s) for s in reversed(span) if checkpoint_kind(session, s) == "state"),
             None,
         )
-        span_messages = slice_material(session, tuple(span))
+        span_messages = slice_material(session, tuple(read or span))
         state_task = SummaryTask(
             kind="state",
             messages=span_messages,
             max_tokens=self._state_tokens,
             previous=state_text,
             focus=focus,
-            slice_range=_range(positions, span),
+            slice_range=_range(positions, read or span),
             previous_at=previous_at,
             **common,  # type: ignore[arg-type]
             **riding(state_layout, state_room),  # type: ignore[arg-type]

@@ -20,6 +20,12 @@ Rules:
   after it (the last one joins the state slice): its stub could not shrink it.
 - ``coarsen_chunks``: when fewer stubs must do (the stub region is full), adjacent index chunks
   merge at their existing edges into runs of about equal size.
+- ``held``: a span the open turn's prompt was taken out of (``dsh.compaction.open_prompt``) is
+  chunked up to it, every one of those chunks an index chunk (a last one too small for a stub,
+  or of checkpoints alone, joins the one before it, or stays out of the pass when there is
+  none), and everything after it is the state slice; no range reaches across it
+  (``after_held``: when fewer stubs must do and none is left, what the ladder would merge into
+  the state slice from before the prompt stays out of the pass).
 """
 
 from __future__ import annotations
@@ -73,6 +79,44 @@ def chunk_span(nodes: Sequence[SpanNode], chunk_tokens: int) -> list[tuple[int, 
         start = end
     chunks.append((trail, n))
     return chunks
+
+
+def plan_chunks(
+    nodes: Sequence[SpanNode],
+    chunk_tokens: int,
+    is_checkpoint: Sequence[bool],
+    minimum: int,
+    *,
+    held: int | None = None,
+) -> list[tuple[int, int]]:
+    """``chunk_span``, then ``fold_checkpoint_chunks`` and ``fold_small_chunks`` (``minimum``:
+    a stub's expected price). ``held``: the index where the open turn's prompt was taken out of
+    the span (see the module's rules)."""
+    tokens = [node.tokens for node in nodes]
+    if held is None:
+        chunks = chunk_span(nodes, chunk_tokens)
+        chunks = fold_checkpoint_chunks(chunks, is_checkpoint)
+        return fold_small_chunks(chunks, tokens, minimum)
+    # Before the prompt every chunk is an index chunk: the folds run there as if its last
+    # chunk were the state slice, then that last chunk, when it is one no stub should be made
+    # of, joins the chunk before it (with none, it stays out of the pass). The last node before
+    # the prompt: chunk_span never reads its turn flag.
+    before = chunk_span(nodes[:held], chunk_tokens)
+    before = fold_small_chunks(fold_checkpoint_chunks(before, is_checkpoint), tokens, minimum)
+    if before:
+        start, end = before[-1]
+        if all(is_checkpoint[start:end]) or sum(tokens[start:end]) < minimum:
+            before = [*before[:-2], (before[-2][0], end)] if len(before) > 1 else []
+    return [*before, (held, len(nodes))]
+
+
+def after_held(chunks: list[tuple[int, int]], held: int | None) -> list[tuple[int, int]]:
+    """``chunks`` with the state slice starting no earlier than ``held``: what was merged into
+    it from before the prompt (``coarsen_chunks`` with no stub) stays out of the pass,
+    verbatim."""
+    if held is None or not chunks or chunks[-1][0] >= held:
+        return chunks
+    return [*chunks[:-1], (held, chunks[-1][1])]
 
 
 def _next_edge(nodes: Sequence[SpanNode], start: int, limit: int, chunk_tokens: int) -> int:

@@ -1,0 +1,65 @@
+"""The prompt the open turn answers: no pass compacts it (docs/compaction.md, "The prompt a turn
+answers").
+
+A pass that shadowed it left the model a summary of what it was asked: an overflow right after a
+long prompt compacted the prompt itself, and the turn answered a state whose goal was the
+prompt's first line. So while a turn is open, its prompt (the person's message logged after its
+``turn/start``) stays on the surface verbatim, whatever a pressure or overflow pass compacts
+around it: the history before it, and the turn's own exchanges after it (``split_at_prompt``).
+Once the turn has ended it is history like any other message. A manual ``/compact`` runs only
+while no turn is open, so it is never held back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dsh.events import TurnEndEvent, TurnStartEvent, UserMessageEvent, UserSource
+from dsh.surface import Session
+
+
+def open_prompt(session: Session) -> int | None:
+    """The surface position of the prompt the open turn answers; None when no turn is open,
+    its prompt is not logged yet (a pre-step check before its first step), or it is no
+    longer a surface node (shadowed by an older dsh)."""
+    starts = session.of_type(TurnStartEvent)
+    if not starts:
+        return None
+    start = starts[-1].seq
+    ends = session.of_type(TurnEndEvent)
+    if ends and ends[-1].seq > start:
+        return None
+    found = None
+    for event in reversed(session.of_type(UserMessageEvent)):
+        if event.seq < start:
+            break
+        if isinstance(event.data.source, UserSource):
+            found = event.seq  # the first one after the turn's start is its prompt
+    if found is None or found not in session.surface:
+        return None
+    return session.surface.position(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A run of surface nodes a pass would compact, around the open turn's prompt."""
+
+    before: Sequence[int]
+    """The nodes before the prompt."""
+    prompt: int | None
+    """The prompt's seq when it lies inside the run (it is kept), else None."""
+    after: Sequence[int]
+    """The nodes after the prompt (the turn's own exchanges), empty when it is not inside."""
+
+
+def split_at_prompt(session: Session, first: int, keep: int) -> Split:
+    """The surface nodes ``first``..``keep`` (a pass's run) split around the open turn's prompt
+    when it lies among them; a prompt with nothing after it in the run ends the run instead.
+    Both cuts are balanced: a person's prompt opens a turn (every call before it is answered)
+    and carries no call of its own."""
+    nodes = session.nodes
+    position = open_prompt(session)
+    if position is None or not first <= position < keep:
+        return Split(nodes[first:keep], None, ())
+    return Split(nodes[first:position], nodes[position], nodes[position + 1 : keep])

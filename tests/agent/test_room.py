@@ -1,0 +1,134 @@
+"""Room in the context window (``dsh.agent.room``): a prompt no request can carry is refused
+before anything is logged, one prompt limit holds whatever the window, and a window whose
+fixed part (system prompt and tools as sent once the recall tools are offered) leaves a
+conversation no room under the compaction threshold is refused where the agent is built."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from dsh.agent.environment import detect
+from dsh.agent.prompt import system_prompt
+from dsh.agent.recall_offer import recall_offer
+from dsh.agent.room import (
+    MAX_PROMPT_CHARS,
+    fixed_tokens,
+    length_problem,
+    prompt_problem,
+    window_problem,
+)
+from dsh.agent.runtime import Route
+from dsh.agent.wiring import build_agent
+from dsh.config import MIN_CONTEXT_WINDOW, CompactionSettings, RecallSettings, Settings
+from dsh.errors import ConfigError, PromptTooLarge
+from dsh.events import RequestConfig, RequestHeaderBody
+from dsh.llm.scripted import ScriptedProvider, parse_script
+from dsh.store import MemoryStore
+from dsh.surface import Session
+from dsh.tools.approval import ApprovalPolicy
+from dsh.tools.registry import ToolRegistry, default_tools
+from tests.agent.conftest import Harness, run
+
+
+def _agent(tmp_path: Path, window: int, settings: Settings | None = None):
+    session = Session.create(MemoryStore(), cwd=str(tmp_path))
+    route = Route(ScriptedProvider(parse_script([{"text": "ok"}]), model="m"), "m", window)
+    return build_agent(
+        session,
+        settings or Settings(),
+        route,
+        workspace=tmp_path,
+        policy=ApprovalPolicy("auto"),
+    )
+
+
+def test_a_prompt_the_window_cannot_hold_is_refused_before_anything_is_logged(harness: Harness):
+    """The audit's paste: 120 KB into an 8k window. Sent, the server refused it and recovery
+    compacted the prompt itself; now the turn never starts."""
+    agent = harness.agent([{"text": "never asked"}], context_window=8192, attach_mentions=True)
+    before = len(harness.session.events)
+    prompt = "".join(f"line {n}: héllo wörld {'x' * 100}\n" for n in range(1000))
+    with pytest.raises(PromptTooLarge) as refused:
+        run(agent.run_turn(prompt))
+    message = str(refused.value)
+    assert message.startswith("the prompt is ~31k tokens; the 8,192-token context window leaves ~")
+    assert message.endswith(
+        " for it beside the system prompt, tools and reply: shorten it or attach the file "
+        "with @path"
+    )
+    assert len(harness.session.events) == before and harness.provider.requests == []
+
+
+def test_the_reply_bound_and_the_recall_tools_to_come_count_against_the_prompt(
+    harness: Harness,
+):
+    """The request must leave room for the reply it asks for (``max_tokens``) and carries the
+    recall tools from the first checkpoint on: a prompt that fits only without either is
+    refused even before a checkpoint exists."""
+    _, offer = recall_offer(RecallSettings())
+    agent = harness.agent([{"text": "ok"}], context_window=8192, recall=offer)
+    fixed = fixed_tokens(agent.standing_header())
+    assert fixed > fixed_tokens(agent.current_header())  # the recall tools, not yet offered
+    room = 8192 - fixed - 1000
+    fits = "w" * (4 * room)
+    agent.config = dataclasses.replace(agent.config, params={"max_tokens": 1000})
+    agent.check_prompt(fits)
+    with pytest.raises(PromptTooLarge):
+        agent.check_prompt(fits + "w" * 8)
+
+
+def test_one_prompt_limit_holds_whatever_the_window(harness: Harness):
+    agent = harness.agent([{"text": "ok"}], context_window=1_000_000)
+    with pytest.raises(PromptTooLarge, match=r"^the prompt is 200,001 characters; dsh takes at"):
+        agent.check_prompt("p" * (MAX_PROMPT_CHARS + 1))
+    agent.check_prompt("p" * MAX_PROMPT_CHARS)
+    assert length_problem("p" * (MAX_PROMPT_CHARS + 1)) == prompt_problem(
+        "p" * (MAX_PROMPT_CHARS + 1), fixed=0, window=10**9, reply=0
+    )
+    assert "@path" not in (length_problem("p" * 200_001, attach=False) or "@path")
+
+
+def test_dshs_own_fixed_part_leaves_room_at_the_smallest_window_and_not_at_2048(tmp_path):
+    """``MIN_CONTEXT_WINDOW`` is the room rule applied to what every session carries: the
+    system prompt (no AGENTS.md), the built-in tools and the recall tools with their section,
+    at the default budgets. Measured: about 1.6k tokens, which a 2,048-token window (the
+    audit's) cannot hold beside a state and a tail under its 1,638-token threshold."""
+    tools, offer = recall_offer(RecallSettings())
+    header = RequestHeaderBody(
+        config=RequestConfig(provider="p", model="m"),
+        system=system_prompt(tmp_path, detect(tmp_path)),
+        tools=tuple(ToolRegistry([*default_tools(), *tools]).specs()),
+    )
+    fixed = fixed_tokens(offer.offered(header))
+    assert 1400 < fixed < 1800
+    budgets = CompactionSettings()
+    assert window_problem(fixed=fixed, window=MIN_CONTEXT_WINDOW, budgets=budgets) is None
+    said = window_problem(fixed=fixed, window=2048, budgets=budgets)
+    assert said is not None and "too many for a 2,048-token context window" in said
+    # the margin at the bound: room for a short AGENTS.md or a few MCP tools
+    room = int(MIN_CONTEXT_WINDOW * 0.8) - 204 - 655 - fixed
+    assert room > 600
+
+
+def test_a_window_the_fixed_part_leaves_no_room_in_is_refused_where_the_agent_is_built(tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Rule: be careful. " * 700)
+    with pytest.raises(ConfigError) as refused:
+        _agent(tmp_path, 4096)
+    message = str(refused.value)
+    assert "\n" not in message and len(message) <= 300
+    assert message.startswith("the system prompt and tools take ~")
+    assert "too many for a 4,096-token context window" in message
+    assert "compaction threshold (3,276)" in message and "AGENTS.md" in message
+    assert _agent(tmp_path, 16_000).config.context_window == 16_000
+
+
+def test_budgets_that_alone_reach_the_threshold_are_left_to_the_misfit_warning():
+    """A reported window the budgets do not fit is said, not refused (``misfit``); the room
+    rule does not refuse it a second time."""
+    budgets = CompactionSettings(state_max_tokens=4096)
+    assert window_problem(fixed=1600, window=4096, budgets=budgets) is None
+    assert window_problem(fixed=1600, window=4096, budgets=CompactionSettings()) is None
+    assert window_problem(fixed=2500, window=4096, budgets=CompactionSettings()) is not None

@@ -1,0 +1,110 @@
+"""``dsh run`` against a real HTTP stand-in server on 127.0.0.1 (``FakeServer``, answering as a
+llama.cpp server started with ``-c 8192``): a prompt the window cannot hold is refused at
+start, in one line, with a non-zero exit and nothing sent or logged; a prompt that fits but
+overflows the server is kept whole through overflow recovery (docs/usage.md, "Prompts and the
+context window"; docs/compaction.md, "The prompt a turn answers")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.llm.conftest import server  # noqa: F401
+from tests.llm.fake_server import FakeServer, json_error, json_ok, openai_text
+
+DSH = str(Path(sys.executable).with_name("dsh"))
+PASTE = "".join(f"line {n}: héllo wörld {'x' * 100}\n" for n in range(1000))  # ~120 KB
+
+
+def dsh(tmp_path: Path, url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env |= {"DSH_HOME": str(tmp_path / "home"), "DSH_COMPACTION_SUMMARIZER": "extractive"}
+    command = [DSH, "run", "--base-url", url, "--model", "m", *args]
+    return subprocess.run(
+        command, env=env, cwd=tmp_path, input=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+def _llama(server: FakeServer) -> str:  # noqa: F811
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 8192}})
+    return server.url + "/v1"
+
+
+def _logs(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "home").rglob("session.jsonl"))
+
+
+def test_a_paste_the_window_cannot_hold_is_refused_at_start(tmp_path, server: FakeServer):  # noqa: F811
+    result = dsh(tmp_path, _llama(server), "-", stdin=PASTE)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "dsh: error: the prompt is ~31k tokens; the 8,192-token context window leaves ~5k "
+        "for it beside the system prompt, tools and reply: shorten it or attach the file with "
+        "@path"
+    ]
+    assert server.requests == []  # nothing went to the model
+    assert _logs(tmp_path) == []  # and no session of nothing was kept
+
+
+def test_a_refused_prompt_among_several_runs_none_and_leaves_a_resumed_session_as_it_was(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    url = _llama(server)
+    server.queue(openai_text("first answer"))
+    first = dsh(tmp_path, url, "hello")
+    assert first.returncode == 0, first.stderr
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    (log,) = _logs(tmp_path)
+    before = log.read_bytes()
+    again = dsh(tmp_path, url, "--session", session_id, "a short one", "-", stdin=PASTE)
+    assert again.returncode == 2
+    assert again.stderr.startswith("dsh: error: the prompt is ~31k tokens")
+    assert len(server.requests) == 1  # the first run's call only: the short prompt did not run
+    assert log.read_bytes() == before
+
+
+def test_a_prompt_that_overflows_the_server_is_kept_whole_through_recovery(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """The server counts more tokens than dsh's estimate (text that is not English) and
+    refuses the request; recovery compacts the earlier turns, never the prompt, and the retried
+    request carries it verbatim as its last message."""
+    url = _llama(server)
+    server.queue(openai_text("noted"), openai_text("noted again"))
+    first = dsh(tmp_path, url, "remember ZEBRA-7731 " + "please " * 300, "and this " * 300)
+    assert first.returncode == 0, first.stderr
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    overflow = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+        }
+    }
+    server.queue(json_error(400, overflow), openai_text("ANSWERED"))
+    prompt = "review: " + "ünïcödé " * 1500
+    again = dsh(tmp_path, url, "--session", session_id, "--json", "-", stdin=prompt)
+    assert again.returncode == 0, again.stderr
+    refused, retried = server.bodies[-2:]
+    assert retried["messages"][-1] == {"role": "user", "content": prompt.strip()}
+    first_prompt = "remember ZEBRA-7731 " + "please " * 300
+    assert first_prompt.strip() in json.dumps(refused)
+    assert first_prompt.strip() not in json.dumps(retried)  # compacted: a checkpoint instead
+    events = [json.loads(line) for line in again.stdout.splitlines()]
+    shadowed = {
+        seq
+        for e in events
+        if e["type"] == "compaction/summary"
+        for seq in e["data"]["shadowedSeqs"]
+    }
+    (asked,) = [
+        e["seq"]
+        for e in events
+        if e["type"] == "user/message" and e["data"]["content"][0]["text"] == prompt.strip()
+    ]
+    assert shadowed and asked not in shadowed
