@@ -108,3 +108,47 @@ def test_a_prompt_that_overflows_the_server_is_kept_whole_through_recovery(
         if e["type"] == "user/message" and e["data"]["content"][0]["text"] == prompt.strip()
     ]
     assert shadowed and asked not in shadowed
+
+
+def test_a_refused_prompt_under_a_new_window_flag_leaves_the_session_s_settings_as_they_were(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """The flag would move the session to a 4,096-token window, where the prompt does not fit:
+    refused, the session keeps its recorded 8,192 (the next run without the flag is not
+    refused)."""
+    url = _llama(server)
+    server.queue(openai_text("first answer"))
+    first = dsh(tmp_path, url, "hello")
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    (log,) = _logs(tmp_path)
+    before = log.read_bytes()
+    prompt = "word " * 2400  # ~3k tokens: room in 8,192, none in 4,096
+    again = dsh(tmp_path, url, "--session", session_id, "--context-window", "4096", prompt)
+    assert again.returncode == 2
+    assert again.stderr.splitlines()[-1].startswith(
+        "dsh: error: the prompt is ~3k tokens; the 4,096"
+    )
+    assert log.read_bytes() == before
+    server.queue(openai_text("second answer"))
+    third = dsh(tmp_path, url, "--session", session_id, prompt)
+    assert third.returncode == 0, third.stderr
+
+
+def test_json_output_names_no_session_when_its_prompt_is_refused(tmp_path, server: FakeServer):  # noqa: F811
+    result = dsh(tmp_path, _llama(server), "--json", "-", stdin=PASTE)
+    assert result.returncode == 2
+    assert result.stdout == ""  # no session line for a session that is not kept
+    assert _logs(tmp_path) == []
+
+
+def test_every_face_s_help_gives_the_window_s_real_lower_bound():
+    """``--context-window``'s help said "at least 1024" after the bound became 4,096."""
+    from dsh.config import MIN_CONTEXT_WINDOW
+
+    for face in ([], ["run"], ["web"]):
+        result = subprocess.run(
+            [DSH, *face, "--help"], capture_output=True, text=True, timeout=60, check=True
+        )
+        shown = " ".join(result.stdout.split())
+        assert f"tokens, at least {MIN_CONTEXT_WINDOW}, checked" in shown, face

@@ -236,3 +236,67 @@ def test_a_pass_that_lands_above_the_threshold_says_what_holds_it_once(harness: 
     session.append(user_message("z" * 2000))
     run(engine.compact_if_needed("pressure", turn=31, window=window))
     assert len(engine.warnings) == 1  # the same crossing: not again
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_prompt_as_long_as_the_retained_tail_makes_the_turn_before_it_stale(
+    harness: Harness, backend: str
+):
+    """The audit's two ~2k-token prompts in a 4,096-token window: the tail kept verbatim held
+    the first prompt (whole messages, at least ``retain_tokens``), so nothing was stale and
+    the second request went out at ~5.3k tokens. The prompt about to be logged is the newest of
+    the tail: it counts against ``retain_tokens``, and the turn before it can be compacted."""
+    session = harness.session
+    append_chat_turn(session, "first: " + "word " * 1600, "answer one")
+    engine = _engine(harness, backend, retain_tokens=1500)
+    incoming = 2000  # the next prompt, about to be logged
+    result = run(engine.compact_if_needed("pressure", turn=2, window=4096, incoming=incoming))
+    assert result is not None
+    assert _prompt_of(session, 1) in _shadowed(session)
+    assert engine.next_request_tokens() + incoming < 4096
+
+
+def test_a_request_over_the_window_that_nothing_can_shrink_is_said_once(harness: Harness):
+    """An open turn's prompt alone over the window (it is never compacted, and nothing else
+    is there): no pass can run, and the engine says so instead of sending it silently."""
+    session = harness.session
+    session.append(TurnStart(turn=1))
+    session.append(StepStart(turn=1, step=1))
+    session.append(user_message("y" * 20_000))  # about 5,000 tokens
+    engine = _engine(harness, "recallable")
+    assert run(engine.compact_if_needed("pressure", turn=1, window=4096)) is None
+    (said,) = engine.warnings
+    assert said.startswith("context is ~")
+    assert "tokens and nothing can be compacted yet, above the threshold of 3,276" in said
+    run(engine.compact_if_needed("pressure", turn=1, window=4096))
+    assert len(engine.warnings) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_overflow_keeps_the_files_the_prompt_attached_with_it(harness: Harness, backend: str):
+    """The audit: `review @big.txt` overflowed, recovery kept the prompt but shadowed its
+    attachment note, and the model answered without the file it was asked about. The notes a
+    prompt's ``@path`` mentions attach are kept with it, verbatim."""
+    (harness.workspace / "big.txt").write_text(
+        "".join(f"row {n}: value_{n} = {n * 3}\n" for n in range(200)) + "FILE-END-5521\n"
+    )
+    _history(harness.session)
+    engine = _engine(harness, backend)
+    script = [{"text": "(earlier)"}] * _calls_so_far(harness.session)
+    agent = _wired(
+        harness.agent([*script, OVERFLOW, {"text": "ANSWERED"}], attach_mentions=True), engine
+    )
+    result = run(agent.run_turn("review @big.txt please"))
+    assert (result.reason, result.text) == ("completed", "ANSWERED")
+    session = harness.session
+    start = session.of_type(TurnStartEvent)[-1].seq
+    notes = [
+        e.seq
+        for e in session.of_type(UserMessageEvent)
+        if e.seq > start and e.data.id.startswith("attach-")
+    ]
+    assert notes, "the mention attached the file"
+    assert all(_kept_verbatim(session, seq) for seq in notes)
+    assert _prompt_of(session, 1) in _shadowed(session)  # the history was compacted
+    retried = harness.provider.requests[-1]
+    assert "FILE-END-5521" in "".join(m.text() for m in retried.messages)

@@ -11,7 +11,7 @@ import msgspec
 from dsh.demo import PROMPTS, demo_script, demo_settings, prepare_workspace
 from dsh.events import CompactionEndEvent, ToolCallEvent, ToolResultEvent
 from dsh.tui import DshApp, TuiOptions
-from dsh.tui.controller import settings_route_factory
+from dsh.tui.factories import settings_route_factory
 from tests.tui.conftest import Rig, run_prompt
 from tests.tui.test_pilot import logged, run, text_of
 

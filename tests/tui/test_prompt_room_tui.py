@@ -44,6 +44,8 @@ def test_a_paste_the_window_cannot_hold_stays_in_the_composer_with_the_reason(ri
         shown = " ".join(text_of(app).split())
         assert "6,000-token context window leaves" in shown
         assert app.prompt_box.text == draft[:30_000] and rig.provider.requests == []
+        assert app.controller.session is None  # the session made for it was not kept
+        assert not list(rig.home.rglob("session.jsonl"))
         app.prompt_box.value = "a short one"
         await pilot.press("enter")
         await settle(pilot, lambda: not app.running and status_at_rest(app))

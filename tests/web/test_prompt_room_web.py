@@ -32,11 +32,16 @@ def test_a_prompt_the_window_cannot_hold_is_answered_413_and_nothing_is_logged(
     )
     assert _turns(client, sid) == []
     assert client.get(f"/api/sessions/{sid}").json()["running"] is None
+    assert env.store.list() == []  # the new session is still a draft: nothing was written
     assert (
         client.post(f"/api/sessions/{sid}/prompt", json={"text": "read notes"}).status_code == 202
     )
     wait_idle(client, sid)
     assert [e["type"] for e in _turns(client, sid)][:2] == ["turn/start", "user/message"]
+    logged = env.log_lines(sid)
+    again = client.post(f"/api/sessions/{sid}/prompt", json={"text": "z" * 30_000})
+    assert error_of(again) == (413, "PROMPT_TOO_LARGE")
+    assert env.log_lines(sid) == logged  # a stored session: not even its settings again
 
 
 def test_dsh_web_says_at_start_that_its_window_leaves_no_room_and_the_prompt_is_refused(

@@ -27,12 +27,11 @@ from pathlib import Path
 
 from dsh.agent.loggable import loggable_text
 from dsh.errors import ToolError
-from dsh.events import Message, PluginSource, TextBlock
+from dsh.events import ATTACH_PLUGIN, Message, PluginSource, TextBlock
 from dsh.tools.files import DEFAULT_READ_LIMIT, MAX_READ_CHARS, list_dir, read_window
 from dsh.tools.secrets import SecretPolicy
 from dsh.tools.workspace import display_path, resolve_in_workspace
 
-ATTACH_PLUGIN = "attach"
 """The plugin name of an attachment note (``Context from attach`` in the transcript)."""
 MAX_ATTACHMENTS = 20
 TRAILING = ".,;:!?)]}'\"`"

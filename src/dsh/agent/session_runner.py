@@ -173,8 +173,7 @@ class SettingsWiring:
             policy=policy,
             on_stream=on_stream,
         )
-        record_settings(session, settings, route)
-        return agent
+        return agent  # its settings are logged by the turn it runs (a refused prompt: none)
 
     def mcp_start(self, session: Session) -> Callable[[], None]:
         """The start of the MCP servers ``session``'s agent will use, to run off the face's
@@ -313,8 +312,20 @@ class SessionRunner:
         self._ensure_idle()
         agent = self.ensure_agent()
         agent.check_prompt(prompt)
+        self._record_settings()
         self._turn_agent = agent
         return self._start("turn", agent.run_turn(prompt))
+
+    def check_prompt(self, prompt: str) -> None:
+        """``PromptTooLarge`` for a prompt no request of this session can carry, logging
+        nothing (a face checks a prompt before it writes a new session for it)."""
+        self.ensure_agent().check_prompt(prompt)
+
+    def _record_settings(self) -> None:
+        """Log the settings what starts now runs with (when new or changed)."""
+        record = getattr(self.wiring, "record_settings_of", None)
+        if record is not None:  # test wirings record nothing
+            record(self.session)
 
     def start_compact(
         self, focus: str | None, *, log_nothing: bool = True
@@ -335,9 +346,7 @@ class SessionRunner:
     ) -> tuple[bool, str]:
         """The command, after logging the settings it runs with (a command cancelled before it
         ran logs nothing)."""
-        record = getattr(self.wiring, "record_settings_of", None)
-        if record is not None:  # test wirings record nothing
-            record(self.session)
+        self._record_settings()
         return await run_compact_command(engine, window=window, focus=focus)
 
     def undo(self, *, dry_run: bool = False, args: str = "") -> UndoResult:

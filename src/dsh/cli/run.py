@@ -26,8 +26,7 @@ from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_o
 from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
-from dsh.store import JsonlStore, SqliteStore
-from dsh.store.migrate import remove_session
+from dsh.store.migrate import remove_kept_session
 from dsh.surface import Session
 
 
@@ -125,17 +124,12 @@ def run(
     policy = approval_policy(settings, yes=approval_flags.yes, allow=approval_flags.allow)
     if resumed is not None:
         session = Session.open(store, resumed, writable=True)
-        context.record_workspace(session, workspace)
     else:
         session = Session.create(store, cwd=workspace)
     for warning in session.warnings:
         context.warn(warning)
     live = LiveDisplay.for_terminal() if not as_json else None
     out = _Output()
-    if as_json:
-        out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
-        session.subscribe(lambda event: out.line(encode_event(event).decode()))
-    context.record_settings(session, settings, route, workspace)  # after: --json prints it
     try:
         agent = build_agent(
             session,
@@ -154,8 +148,16 @@ def run(
         session.close()  # no stale lock file behind a configuration error
         close_mcp_servers()
         if resumed is None:  # a window or a prompt refused: no session of nothing but settings
-            _remove(store, session.id)
+            remove_kept_session(store, session.id)
         raise
+    # the prompts can run: only now is anything logged (a refused one leaves a resumed session
+    # as it was, and --json names no session it then removes)
+    if as_json:
+        out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
+        session.subscribe(lambda event: out.line(encode_event(event).decode()))
+    if resumed is not None:
+        context.record_workspace(session, workspace)
+    context.record_settings(session, settings, route, workspace)  # after: --json prints it
     out.agent = agent
     if live is not None:
         session.subscribe(live.on_event)
@@ -219,16 +221,8 @@ def never_connected(events: Sequence[Event]) -> bool:
 
 def _discard(store: Any, session_id: str) -> None:
     """Remove a session the provider never answered: a retry starts clean, not beside it."""
-    if _remove(store, session_id):
+    if remove_kept_session(store, session_id):
         context.error("the provider was never reached; no session was kept")
-
-
-def _remove(store: Any, session_id: str) -> bool:
-    """Remove a session this run created and ran nothing in (False: a store that keeps none)."""
-    if not isinstance(store, JsonlStore | SqliteStore):
-        return False
-    remove_session(store, session_id)
-    return True
 
 
 class _Output:

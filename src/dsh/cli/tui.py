@@ -61,7 +61,7 @@ def launch(
     last in the workspace, without a picker."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.app_warnings import WarningLog
-    from dsh.tui.controller import settings_route_factory
+    from dsh.tui.factories import settings_route_factory
 
     if new and resume is not None:
         raise UsageError("--new and --resume cannot be combined")

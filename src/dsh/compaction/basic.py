@@ -43,7 +43,7 @@ class BasicBackend:
         as_sent = reason != "overflow"
         regions = [
             self._region(session, run, focus, as_sent=as_sent, lead=lead)
-            for run, lead in ((split.before, None), (split.after, split.prompt))
+            for run, lead in ((split.before, ()), (split.after, split.held))
             if _compactable(session, run)
         ]
         return Plan(tuple(regions)) if regions else None
@@ -55,11 +55,11 @@ class BasicBackend:
         focus: str | None,
         *,
         as_sent: bool,
-        lead: int | None = None,
+        lead: Sequence[int] = (),
     ) -> RegionPlan:
-        """One summary of ``shadowed``; ``lead`` (the open turn's prompt, kept on the surface
-        before a run of the turn's own exchanges) goes first in the summariser's input, as what
-        those exchanges answer."""
+        """One summary of ``shadowed``; ``lead`` (the open turn's prompt and attachments, kept on
+        the surface before a run of the turn's own exchanges) goes first in the summariser's
+        input, as what those exchanges answer."""
         previous = [
             text
             for seq in shadowed
@@ -68,7 +68,7 @@ class BasicBackend:
         ]
         header = session.request_header
         unsent = unsent_prunes(session) if as_sent else {}  # the call extends the last request
-        read = shadowed if lead is None else (lead, *shadowed)
+        read = (*lead, *shadowed)
         messages = [
             message
             for seq in read

@@ -169,10 +169,11 @@ class CompactionEngine:
         crossing = self._crossing
         if crossing.gave_up:
             return resumed
-        retain = self.retain(window)
+        # what the step logs next is the newest of the tail: the logged tail keeps the rest
+        retain = max(0, self.retain(window) - incoming)
         stale = _stale_tokens(self.backend, self.session, retain)
         if crossing.waiting(stale, retry_step(self.settings, window)):
-            return resumed
+            return resumed  # refused before: the refusals say why, once (``_note_refusal``)
         result = resumed
         for _ in range(self.settings.compaction_retries + 1):
             attempt = await self._attempt(
@@ -185,13 +186,23 @@ class CompactionEngine:
             result = attempt
             if self.next_request_tokens() + incoming < threshold:
                 return result
-        if result is not resumed and self.next_request_tokens() + incoming >= threshold:
-            self._warn_once(self._still_above(threshold, window, incoming))
+        if not self._refused:  # a refused pass is said by its own count (``_note_refusal``)
+            self._say_if_above(threshold, window, incoming, compacted=result is not resumed)
         return result
 
-    def _still_above(self, threshold: int, window: int, incoming: int) -> str:
-        """What a pass that landed above the threshold says (once per crossing): the next
-        request's size and what it is made of, by the heuristic."""
+    def _say_if_above(self, threshold: int, window: int, incoming: int, *, compacted: bool) -> None:
+        """Warn (once per crossing) when the next request stays above the threshold after a
+        pass, or goes over the window with none: the provider refuses it, or one that
+        truncates cuts it."""
+        size = self.next_request_tokens() + incoming
+        if size >= threshold and (compacted or size > window):
+            self._warn_once(self._still_above(threshold, window, incoming, compacted=compacted))
+
+    def _still_above(
+        self, threshold: int, window: int, incoming: int, *, compacted: bool = True
+    ) -> str:
+        """What a request above the threshold says: its size and what it is made of, by the
+        heuristic; ``compacted``: whether a pass just landed."""
         session = self.session
         nodes = sum(session.node_tokens(seq) for seq in session.nodes)
         fixed = heuristic_total(session) - nodes + self._to_come(after_pass=False)
@@ -201,8 +212,10 @@ class CompactionEngine:
             if is_checkpoint_event(session.events[seq])
         )
         verbatim = nodes - checkpoints + incoming
+        said = "is still" if compacted else "is"
+        after = "after compaction" if compacted else "and nothing can be compacted yet"
         return (
-            f"context is still ~{fixed + nodes + incoming:,} tokens after compaction, above the "
+            f"context {said} ~{fixed + nodes + incoming:,} tokens {after}, above the "
             f"threshold of {threshold:,} ({self.settings.threshold_ratio:g} of the "
             f"{window:,}-token window): the system prompt and tools take {fixed:,}, "
             f"checkpoints {checkpoints:,}, the messages kept verbatim {verbatim:,}; compaction "

@@ -4,7 +4,8 @@ answers").
 A pass that shadowed it left the model a summary of what it was asked: an overflow right after a
 long prompt compacted the prompt itself, and the turn answered a state whose goal was the
 prompt's first line. So while a turn is open, its prompt (the person's message logged after its
-``turn/start``) stays on the surface verbatim, whatever a pressure or overflow pass compacts
+``turn/start``) stays on the surface verbatim with the notes its ``@path`` mentions attached
+after it, whatever a pressure or overflow pass compacts
 around it: the history before it, and the turn's own exchanges after it (``split_at_prompt``).
 Once the turn has ended it is history like any other message. A manual ``/compact`` runs only
 while no turn is open, so it is never held back.
@@ -15,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh.events import TurnEndEvent, TurnStartEvent, UserMessageEvent, UserSource
+from dsh.events import (
+    ATTACH_PLUGIN,
+    PluginSource,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+    UserSource,
+)
 from dsh.surface import Session
 
 
@@ -41,25 +49,45 @@ def open_prompt(session: Session) -> int | None:
     return session.surface.position(found)
 
 
+def held_end(session: Session, position: int) -> int:
+    """The surface position just past the prompt at ``position`` and the attachment notes
+    that follow it (what the person asked with: kept with it)."""
+    nodes, end = session.nodes, position + 1
+    while end < len(nodes) and _is_attachment(session, nodes[end]):
+        end += 1
+    return end
+
+
+def _is_attachment(session: Session, seq: int) -> bool:
+    event = session.events[seq]
+    return (
+        isinstance(event, UserMessageEvent)
+        and isinstance(event.data.source, PluginSource)
+        and event.data.source.plugin == ATTACH_PLUGIN
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Split:
     """A run of surface nodes a pass would compact, around the open turn's prompt."""
 
     before: Sequence[int]
     """The nodes before the prompt."""
-    prompt: int | None
-    """The prompt's seq when it lies inside the run (it is kept), else None."""
+    held: Sequence[int]
+    """The prompt and its attachment notes when the prompt lies inside the run (they are
+    kept), else empty."""
     after: Sequence[int]
-    """The nodes after the prompt (the turn's own exchanges), empty when it is not inside."""
+    """The nodes after them (the turn's own exchanges), empty when the prompt is not inside."""
 
 
 def split_at_prompt(session: Session, first: int, keep: int) -> Split:
     """The surface nodes ``first``..``keep`` (a pass's run) split around the open turn's prompt
-    when it lies among them; a prompt with nothing after it in the run ends the run instead.
-    Both cuts are balanced: a person's prompt opens a turn (every call before it is answered)
-    and carries no call of its own."""
+    and its attachments when the prompt lies among them; held nodes with nothing after them in
+    the run end the run instead. Both cuts are balanced: a person's prompt opens a turn (every
+    call before it is answered), and neither it nor an attachment note carries a call."""
     nodes = session.nodes
     position = open_prompt(session)
     if position is None or not first <= position < keep:
-        return Split(nodes[first:keep], None, ())
-    return Split(nodes[first:position], nodes[position], nodes[position + 1 : keep])
+        return Split(nodes[first:keep], (), ())
+    end = min(held_end(session, position), keep)
+    return Split(nodes[first:position], nodes[position:end], nodes[end:keep])

@@ -14,6 +14,7 @@ from dsh.events.codec import (
     validate_event_shape,
 )
 from dsh.events.messages import (
+    ATTACH_PLUGIN,
     COMPACT_PLUGIN,
     Block,
     Message,
@@ -47,6 +48,7 @@ __all__ = [
     "Message",
     "ModelSource",
     "OpenCalls",
+    "ATTACH_PLUGIN",
     "PluginSource",
     "ReasoningBlock",
     "Source",

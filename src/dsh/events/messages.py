@@ -83,6 +83,10 @@ class UserSource(Struct, tag="user", tag_field="kind", frozen=True):
     """A prompt typed by a person."""
 
 
+ATTACH_PLUGIN = "attach"
+"""``PluginSource.plugin`` of the notes a prompt's ``@path`` mentions attach after it."""
+
+
 class PluginSource(Struct, tag="plugin", tag_field="kind", frozen=True):
     """Context injected by a plugin; ``plugin == "compact"`` marks a compaction checkpoint."""
 

@@ -140,3 +140,12 @@ def remove_session(store: Store, session_id: str) -> None:
             raise StoreError(f"cannot remove {directory / LOG_NAME}: {exc.strerror}") from exc
         return
     store.remove_session(session_id)
+
+
+def remove_kept_session(store: object, session_id: str) -> bool:
+    """``remove_session`` for a store that keeps sessions (a JSONL or SQLite one); False for
+    one that keeps none (in memory), which is left as it is."""
+    if not isinstance(store, JsonlStore | SqliteStore):
+        return False
+    remove_session(store, session_id)
+    return True

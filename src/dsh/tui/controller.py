@@ -20,13 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-import msgspec
-
 from dsh.agent import session_settings
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.loop import Agent, StreamListener, TurnResult
-from dsh.agent.runtime import Route, approval_policy, resolve_route
+from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.session_runner import (
     COMPACT_CANCELLED,
     NOTHING_TO_COMPACT,
@@ -38,27 +36,27 @@ from dsh.agent.session_runner import (
     record_settings,
 )
 from dsh.agent.undo import NOTHING_TO_UNDO
-from dsh.agent.wiring import build_agent, build_parts, check_room, session_window
+from dsh.agent.wiring import build_parts, check_room, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
-from dsh.errors import UsageError
+from dsh.errors import PromptTooLarge, UsageError
 from dsh.events import CommandDoneEvent, Event, UserSource
 from dsh.events.codec import gc_paused
 from dsh.llm.types import StreamEvent
 from dsh.store import EventStore, SessionHeader
+from dsh.store.migrate import remove_kept_session
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer, ApprovalMode, ApprovalPolicy, Approver
 from dsh.tools.base import ToolKind
 from dsh.transcript import MessageItem, TranscriptItem, TranscriptProjector
+from dsh.tui.factories import (
+    AgentFactory,
+    RouteFactory,
+    settings_agent_factory,
+    settings_route_factory,
+)
 from dsh.tui.progress import CacheCounter, CompactionProgress
 
 _store_log = logging.getLogger("dsh.store")
-
-RouteFactory = Callable[[str | None], Route]
-"""``route(model)``: the provider, model and window for ``model`` (None: the configured one).
-May raise ``MissingApiKeyError``."""
-
-AgentFactory = Callable[[Session, Route, ApprovalPolicy, StreamListener], Agent]
-"""``agent(session, route, policy, on_stream)``: the agent that runs this session's turns."""
 
 
 class Listener(Protocol):
@@ -97,40 +95,6 @@ class TuiOptions:
     """``--yes``: approval mode ``auto`` for this process, over ``tools.approval``."""
     allow: frozenset[ToolKind] = frozenset()
     """``--allow``: the tool kinds that run unasked, whatever the mode."""
-
-
-def settings_route_factory(
-    settings: Settings,
-    script: Path | None = None,
-    *,
-    replay_from: str | None = None,
-    store: EventStore | None = None,
-) -> RouteFactory:
-    """Routes from the settings (``/model NAME`` overrides ``provider.model``); ``script``
-    is the scripted provider's script (``dsh --script FILE``), ``replay_from`` the recorded
-    session the replay provider serves again from ``store`` (``dsh --replay ID``)."""
-
-    def route(model: str | None) -> Route:
-        chosen = settings
-        if model is not None:
-            provider = msgspec.structs.replace(settings.provider, model=model)
-            chosen = msgspec.structs.replace(settings, provider=provider)
-        return resolve_route(chosen, script=script, replay_from=replay_from, store=store)
-
-    return route
-
-
-def settings_agent_factory(settings: Settings, workspace: Path) -> AgentFactory:
-    """``build_agent`` with the settings: default tools, system prompt, compaction hooks."""
-
-    def agent(
-        session: Session, route: Route, policy: ApprovalPolicy, on_stream: StreamListener
-    ) -> Agent:
-        return build_agent(
-            session, settings, route, workspace=workspace, policy=policy, on_stream=on_stream
-        )
-
-    return agent
 
 
 def tell_load_warnings(warnings: Iterable[str]) -> None:
@@ -349,7 +313,21 @@ class Controller:
         if self.busy is not None:
             raise UsageError(f"{self.busy}; wait for it or press esc to cancel")
         assert self.route is not None, "start() resolves the route first"
-        return await self._ensure_runner().start_turn(prompt)
+        fresh = self.runner is None
+        runner = self._ensure_runner()
+        try:
+            task = runner.start_turn(prompt)
+        except PromptTooLarge:
+            if fresh and not runner.session.events:  # the session this prompt created
+                self._forget_new_session(runner.session.id)
+            raise
+        return await task
+
+    def _forget_new_session(self, session_id: str) -> None:
+        """Close and remove a session created for a prompt that was refused: a session of
+        nothing is not kept (the next prompt creates one, as the first one does)."""
+        self.close()
+        remove_kept_session(self.options.store, session_id)
 
     @property
     def waiting_since(self) -> float | None:
@@ -469,9 +447,7 @@ class _FaceWiring(SettingsWiring):
         factory = controller.options.agent_factory or settings_agent_factory(
             controller.settings, controller.options.workspace
         )
-        agent = factory(session, self.route(), controller.policy, on_stream)
-        controller._record(session, self.route())
-        return agent
+        return factory(session, self.route(), controller.policy, on_stream)
 
     def make_engine(self, session: Session) -> CompactionEngine | None:
         """The engine on the session's own settings (its recorded budgets and summariser)."""

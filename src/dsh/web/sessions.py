@@ -365,6 +365,11 @@ class SessionRegistry:
                 raise from_dsh_error(exc) from exc
             handle = self.open_handle(session_id)  # closed, or busy, while they started?
             self._ensure_idle(handle)
+        if handle.draft:  # a prompt that cannot run does not write the draft
+            try:
+                handle.runner.check_prompt(text)
+            except DshError as exc:
+                raise from_dsh_error(exc) from exc
         handle = self._written(handle)
         try:
             task = handle.runner.start_turn(text)

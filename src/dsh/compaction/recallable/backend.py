@@ -155,8 +155,8 @@ class RecallableBackend:
         first = self.span_start(session)
         keep = retain_boundary(session, retain_tokens)
         split = split_at_prompt(session, first, keep)
-        if split.prompt is not None and not split.after:
-            keep -= 1  # the prompt closes the run: the pass ends before it
+        if split.held and not split.after:
+            keep -= len(split.held)  # the prompt (and attachments) close the run: it ends before
             split = split_at_prompt(session, first, keep)
         # The open turn's prompt stays (``open_prompt``): the history before it can become
         # stubs, the turn's own exchanges after it the state; nothing spans it.
@@ -168,7 +168,7 @@ class RecallableBackend:
             return None
         if reason == "pressure" and material < self.min_stale_tokens(window):
             return None  # too little stale history to be worth a pass: wait for more
-        held = len(split.before) if split.prompt is not None else None
+        held = len(split.before) if split.held else None
         chunks = self._chunks(session, span, held=held)
         leading = self._leading_stubs(session)
         rollup: Sequence[int] = ()
