@@ -213,8 +213,8 @@ def test_a_lone_surrogate_is_named_as_such_not_as_truncated_input(client: TestCl
 
 def test_oversized_body_is_413(client: TestClient) -> None:
     sid = new_session(client)
-    response = client.post(f"/api/sessions/{sid}/prompt", json={"text": "x" * 1_100_000})
-    assert error_of(response) == (413, "PAYLOAD_TOO_LARGE")
+    response = client.post(f"/api/sessions/{sid}/compact", json={"focus": "x" * 1_100_000})
+    assert error_of(response) == (413, "PAYLOAD_TOO_LARGE")  # a prompt's: test_prompt_room_web
 
 
 def test_prompt_longer_than_the_limit_is_413(client: TestClient) -> None:

@@ -66,3 +66,18 @@ def test_dsh_web_says_at_start_that_its_window_leaves_no_room_and_the_prompt_is_
     assert refused.startswith("the system prompt and tools take ~")
     warned = [line for line in web.stderr[0].splitlines() if "too many for a 4,096" in line]
     assert warned == [f"dsh: warning: {refused} — sessions can be browsed, but prompts will fail"]
+
+
+def test_a_prompt_over_the_body_limit_is_refused_in_the_words_of_every_face(
+    client: TestClient, env: WebEnv
+) -> None:
+    """A 1.2M-character paste went past the server's body limit and was answered "request body
+    over 1000000 bytes", where the other faces say the prompt is too long and what to do."""
+    sid = new_session(client)
+    response = client.post(f"/api/sessions/{sid}/prompt", json={"text": "p" * 1_200_000})
+    assert error_of(response) == (413, "PROMPT_TOO_LARGE")
+    assert response.json()["error"]["message"] == (
+        "the prompt is over 1,000,000 bytes; dsh takes at most 200,000 characters: "
+        "shorten it or attach the file with @path"
+    )
+    assert env.store.list() == []

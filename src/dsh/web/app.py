@@ -68,6 +68,7 @@ from dsh.web.bodies import (
     UndoBody,
     int_param,
     json_bytes,
+    prompt_over_body,
     read_body,
 )
 from dsh.web.context import session_context
@@ -242,7 +243,7 @@ def create_app(
     async def prompt(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         handle = await registry.require_open(session_id)
-        body = await read_body(request, PromptBody)
+        body = await read_body(request, PromptBody, too_large=prompt_over_body)
         if not body.text.strip():
             raise bad_request("text must not be empty")
         text = body.text  # its size is checked by the runner, as every face's (413)

@@ -5,14 +5,22 @@ integers (``int_param``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Literal, TypeVar
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from dsh.agent.room import MAX_PROMPT_CHARS
 from dsh.errors import error_line
-from dsh.web.errors import INVALID_JSON, PAYLOAD_TOO_LARGE, ApiError, bad_request
+from dsh.web.errors import (
+    INVALID_JSON,
+    PAYLOAD_TOO_LARGE,
+    PROMPT_TOO_LARGE,
+    ApiError,
+    bad_request,
+)
 
 MAX_BODY = 1_000_000
 
@@ -29,6 +37,16 @@ class PromptBody(_Body):
     text: str
     command: bool = False
     """``text`` is a ``/NAME ARGS`` draft: send that prompt command's text, or answer 400."""
+
+
+def prompt_over_body() -> ApiError:
+    """A prompt's body past ``MAX_BODY``, in the words every face refuses a long prompt with."""
+    return ApiError(
+        413,
+        PROMPT_TOO_LARGE,
+        f"the prompt is over {MAX_BODY:,} bytes; dsh takes at most {MAX_PROMPT_CHARS:,} "
+        "characters: shorten it or attach the file with @path",
+    )
 
 
 class CompactBody(_Body):
@@ -55,17 +73,25 @@ class ApprovalModeBody(_Body):
 B = TypeVar("B", bound=_Body)
 
 
-async def read_body(request: Request, kind: type[B]) -> B:
-    """The JSON body as ``kind``: 413 past ``MAX_BODY``, 400 for bad JSON or a bad field."""
+def _body_too_large() -> ApiError:
+    return ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
+
+
+async def read_body(
+    request: Request, kind: type[B], *, too_large: Callable[[], ApiError] | None = None
+) -> B:
+    """The JSON body as ``kind``: 413 past ``MAX_BODY`` (``too_large``, where a route says it
+    in its own words), 400 for bad JSON or a bad field."""
+    over = (too_large or _body_too_large)()
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        raise ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
+        raise over
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_BODY:
-            raise ApiError(413, PAYLOAD_TOO_LARGE, f"request body over {MAX_BODY} bytes")
+            raise over
         chunks.append(chunk)
     raw = b"".join(chunks).strip() or b"{}"
     try:
