@@ -26,6 +26,11 @@ MAX_DIFF_BYTES = 4 * 1024 * 1024
 """Beyond this much diff text the rest is left out, and said to be."""
 UNTRACKED_SHOWN = 200
 """Untracked files named in the text; the rest are counted."""
+SHOWN_LINES = 5000
+"""Diff lines a face shows (``within_lines``); the rest are counted: a view of hundreds of
+thousands of rows helps no one and costs the face its speed (`git diff` in a shell shows them
+all)."""
+NO_CHANGES = "No changes since the last commit."
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """Git's id of the empty tree: what a repository without a commit is compared against."""
 SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.pager=cat")
@@ -98,10 +103,30 @@ def split_files(text: str) -> list[FileChange]:
     return changes
 
 
+def within_lines(
+    diff: WorkspaceDiff, shown_lines: int = SHOWN_LINES
+) -> tuple[tuple[FileChange, ...], int]:
+    """The file changes a face shows of ``diff``, at most ``shown_lines`` lines in all (the
+    last one shown cut short, the files after it left out), and how many lines were left
+    out."""
+    shown: list[FileChange] = []
+    left = shown_lines
+    hidden = 0
+    for change in diff.files:
+        if left <= 0:
+            hidden += len(change.lines)
+            continue
+        kept = change.lines[:left]
+        hidden += len(change.lines) - len(kept)
+        left -= len(kept)
+        shown.append(change if len(kept) == len(change.lines) else FileChange(change.path, kept))
+    return tuple(shown), hidden
+
+
 def render_workspace_diff(diff: WorkspaceDiff) -> str:
     """The changes as plain text: each file's diff, then the untracked files."""
     if diff.empty:
-        return "No changes since the last commit."
+        return NO_CHANGES
     parts = ["\n".join(change.lines) for change in diff.files]
     if diff.truncated:
         parts.append(

@@ -4,8 +4,7 @@ scrolls and closes with esc or q. Git runs in a thread, so the UI keeps drawing 
 what stops it (no git, not a repository) is one note in the transcript.
 
 A diff longer than ``SHOWN_LINES`` shows that many lines and says how many more there are
-(`git diff` in a shell shows them all): a screen of hundreds of thousands of rows helps no one
-and costs the UI its speed."""
+(``dsh.agent.workspace_diff.within_lines``, as ``dsh web``'s ``/diff`` cuts it)."""
 
 from __future__ import annotations
 
@@ -22,9 +21,12 @@ from textual.widgets import Static
 
 from dsh.agent.workspace_diff import (
     MAX_DIFF_BYTES,
+    NO_CHANGES,
+    SHOWN_LINES,
     UNTRACKED_SHOWN,
     WorkspaceDiff,
     WorkspaceDiffError,
+    within_lines,
     workspace_diff,
 )
 from dsh.errors import printable_line
@@ -34,29 +36,20 @@ from dsh.tui.wrap import sanitize
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
 
-SHOWN_LINES = 5000
-NO_CHANGES = "No changes since the last commit."
+__all__ = ["NO_CHANGES", "SHOWN_LINES", "DiffScreen", "diff_text", "show_workspace_diff"]
 
 
 def diff_text(diff: WorkspaceDiff, *, shown_lines: int = SHOWN_LINES) -> Text:
     """The changes as coloured text: each file's diff under a bold path line, then the
     untracked files; at most ``shown_lines`` diff lines."""
     text = Text()
-    left = shown_lines
-    hidden = 0
-    for change in diff.files:
-        if left <= 0:
-            hidden += len(change.lines)
-            continue
+    files, hidden = within_lines(diff, shown_lines)
+    for change in files:
         text.append(f"{sanitize(change.path)}\n", style="bold")
         headers = next((i for i, row in enumerate(change.lines) if row.startswith("@@")), 0)
         for number, line in enumerate(change.lines):
-            if left <= 0:
-                hidden += len(change.lines) - number
-                break
             shown = sanitize(line[:1]) + sanitize(line[1:])
             text.append(shown + "\n", style=line_style(line, header=number < headers) or "")
-            left -= 1
         text.append("\n")
     if hidden:
         text.append(f"… {hidden} more lines (git diff in a shell shows them all)\n\n", style="dim")

@@ -10,6 +10,7 @@
     GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
     GET  /api/sessions/{id}/commands                its workspace's and your prompt commands
     GET  /api/sessions/{id}/paths?prefix=           what an @partial may name in its workspace
+    GET  /api/sessions/{id}/diff                    /diff: its workspace's changes since last commit
     WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     GET  /api/warnings                              the server's warnings (not a session's)
     WS   /api/live                                  the server's warnings as they come
@@ -87,6 +88,7 @@ from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
 from dsh.web.sessions import SessionRegistry, check_session_id
 from dsh.web.warning_feed import SessionScope
+from dsh.web.workspace_diff import workspace_changes
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_PAGE_MESSAGES = 500
@@ -199,6 +201,10 @@ def create_app(
         prefix = checked_prefix(request.query_params.get("prefix"))
         workspace = await registry.workspace(request.path_params["session_id"])
         return JSONResponse(await completed_paths(workspace, prefix))
+
+    async def diff(request: Request) -> Response:
+        workspace = await registry.workspace(request.path_params["session_id"])
+        return JSONResponse(await workspace_changes(workspace))
 
     async def find(request: Request) -> Response:
         session_id = check_session_id(request.path_params["session_id"])
@@ -343,6 +349,7 @@ def create_app(
         Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/commands", commands, methods=["GET"]),
         Route(session_path + "/paths", paths, methods=["GET"]),
+        Route(session_path + "/diff", diff, methods=["GET"]),
         Route(session_path + "/resume", resume, methods=["POST"]),
         Route(session_path + "/close", close, methods=["POST"]),
         Route(session_path + "/prompt", prompt, methods=["POST"]),

@@ -1,5 +1,5 @@
 // Tab completion in the composer, as the terminal UI's composer completes (dsh.tui.prompt). Tab
-// in a one-word draft `/na` completes a command: the page's own (/compact, /undo) and the prompt
+// in a one-word draft `/na` completes a command: the page's own (PAGE_COMMANDS) and the prompt
 // commands `GET …/commands` lists. Tab at the end of a word `@some/pa` completes a path of the
 // session's workspace, as `GET …/paths?prefix=` names them (dsh.agent.path_completion: relative
 // to the workspace, a directory with its trailing `/`, hidden entries only after a dot, nothing
@@ -27,7 +27,7 @@ import { el, say } from './dom.js';
 
 export const MAX_LISTED = 8;
 /** The commands the page itself runs (composer.js); the prompt commands come from the server. */
-export const PAGE_COMMANDS = ['compact', 'undo', 'approval'];
+export const PAGE_COMMANDS = ['compact', 'undo', 'approval', 'diff'];
 
 /** The session's prompt commands, `[{name, description, scope}]`, by name. */
 export async function promptCommands(sessionId) {

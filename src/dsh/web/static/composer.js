@@ -1,19 +1,22 @@
 // The composer: Enter sends the draft as a prompt (Shift+Enter: a new line); `/compact [focus]`
 // compacts; `/undo [--dry-run]` takes back the file edits of the last turn (or says what it
 // would); `/approval [MODE]` names the session's approval mode or changes it (ask, auto or
-// read-only; the terminal UI's words, which the server makes); any other `/word` is a prompt
-// command (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the
-// server sends, or it is refused with the commands there are (`//…` sends `/…`). Stop
-// cancels what runs. A session not open here is resumed before anything is sent. Tab completes a
-// `/command` or an `@path` of the session's workspace (completion.js); Esc clears its hint. The
-// page's "Skip to composer" link, its first stop of Tab, brings the focus here.
+// read-only; the terminal UI's words, which the server makes); `/diff` shows the workspace's
+// changes since its last commit (changes.js); any other `/word` is a prompt command
+// (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the server
+// sends, or it is refused with the commands there are (`//…` sends `/…`). Stop cancels what
+// runs. A session not open here is resumed before anything but `/diff` (which only reads) is
+// sent. Tab completes a `/command` or an `@path` of the session's workspace (completion.js); Esc
+// clears its hint. The page's "Skip to composer" link, its first stop of Tab, brings the focus
+// here.
 import { api, ApiError, sessionPath } from './api.js';
+import { ChangesPanel } from './changes.js';
 import { Completion, promptCommands } from './completion.js';
 import { say } from './dom.js';
 import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
-const BUILT_IN = '/compact [focus], /undo [--dry-run], /approval [MODE]';  // completion.js's PAGE_COMMANDS
+const BUILT_IN = '/compact [focus], /undo [--dry-run], /approval [MODE], /diff';  // completion.js's PAGE_COMMANDS
 
 const APPROVAL_MODES = ['ask', 'auto', 'read-only'];
 
@@ -42,6 +45,7 @@ export class Composer {
   // `approvalMode`: the mode `/approval` found or chose; `sent`: the draft went).
   constructor(page) {
     this.page = page;
+    this.changes = new ChangesPanel();
     this.completion = new Completion($('prompt'), $('composer-hint'), $('composer-status'), () => page.sessionId());
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
     $('prompt').addEventListener('keydown', (event) => {
@@ -86,36 +90,10 @@ export class Composer {
     // may come over the live stream before the answer to the send does.
     this.page.toast('');
     try {
-      await this.ensureOpen();
-      if (text === '/compact' || text.startsWith('/compact ')) {
-        const focus = text.slice('/compact'.length).trim();
-        const answer = await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
-        if (answer.answer) this.page.toast(answer.answer, { note: true });  // a new session's: nothing logged
-      } else if (command && command[0] === '/undo') {
-        const option = text.slice('/undo'.length).trim();
-        if (option !== '' && option !== '--dry-run') {
-          this.page.toast(`Usage: /undo [--dry-run] (not ${option})`);
-          return;
-        }
-        await this.undo(option === '--dry-run');
-      } else if (command && command[0].toLowerCase() === '/approval') {
-        const mode = text.slice(command[0].length).trim();
-        if (mode && !APPROVAL_MODES.includes(mode)) {
-          this.page.toast(approvalRefusal(mode));
-          return;
-        }
-        await this.approval(mode);
-      } else if (command) {  // a prompt command's text is sent by the server
-        const path = sessionPath(this.page.sessionId());
-        const commands = await promptCommands(this.page.sessionId());
-        if (!commands.some((c) => `/${c.name}` === command[0].toLowerCase())) {
-          const yours = commands.map((c) => `, /${c.name}`).join('');
-          this.page.toast(`Unknown command ${command[0]} (commands: ${BUILT_IN}${yours}; // sends /)`);
-          return;
-        }
-        await api('POST', `${path}/prompt`, { text: promptText(box.value), command: true });
-      } else {
-        await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
+      if (command && command[0].toLowerCase() === '/diff') {
+        await this.diff();
+      } else if (!(await this.send(text, command))) {
+        return;  // refused: the draft stays
       }
       box.value = '';
       this.completion.clear();
@@ -123,6 +101,52 @@ export class Composer {
     } catch (error) {
       this.page.toast(error instanceof ApiError ? error.message : String(error));
     }
+  }
+
+  /** Send the draft `text` (`command`: its `/name`, if it starts with one) to the session, open
+   * here first; false when the page refused it (the toast says why). */
+  async send(text, command) {
+    const box = $('prompt');
+    await this.ensureOpen();
+    if (text === '/compact' || text.startsWith('/compact ')) {
+      const focus = text.slice('/compact'.length).trim();
+      const answer = await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
+      if (answer.answer) this.page.toast(answer.answer, { note: true });  // a new session's: nothing logged
+    } else if (command && command[0] === '/undo') {
+      const option = text.slice('/undo'.length).trim();
+      if (option !== '' && option !== '--dry-run') {
+        this.page.toast(`Usage: /undo [--dry-run] (not ${option})`);
+        return false;
+      }
+      await this.undo(option === '--dry-run');
+    } else if (command && command[0].toLowerCase() === '/approval') {
+      const mode = text.slice(command[0].length).trim();
+      if (mode && !APPROVAL_MODES.includes(mode)) {
+        this.page.toast(approvalRefusal(mode));
+        return false;
+      }
+      await this.approval(mode);
+    } else if (command) {  // a prompt command's text is sent by the server
+      const path = sessionPath(this.page.sessionId());
+      const commands = await promptCommands(this.page.sessionId());
+      if (!commands.some((c) => `/${c.name}` === command[0].toLowerCase())) {
+        const yours = commands.map((c) => `, /${c.name}`).join('');
+        this.page.toast(`Unknown command ${command[0]} (commands: ${BUILT_IN}${yours}; // sends /)`);
+        return false;
+      }
+      await api('POST', `${path}/prompt`, { text: promptText(box.value), command: true });
+    } else {
+      await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
+    }
+    return true;
+  }
+
+  /** `/diff`: the workspace's changes since its last commit in their dialog, or the server's
+   * one line saying there are none or why they cannot be read (a note). */
+  async diff() {
+    const answer = await api('GET', `${sessionPath(this.page.sessionId())}/diff`);
+    if (answer.note) this.page.toast(answer.note, { note: true });
+    else this.changes.show(answer);
   }
 
   /** `/undo`: what it logged (its note, the note to the model) comes over the live stream; a dry
