@@ -157,7 +157,9 @@ def test_tab_completion_is_a_textbox_with_list_autocomplete_and_says_each_outcom
         page.locator("#prompt").focus()
         page.keyboard.press("Tab")
         wait_said(
-            page, "5 completions: /approval, /compact, /diff, /review, /undo (Tab again moves on)"
+            page,
+            "7 completions: /approval, /clear, /compact, /diff, /new, /review, /undo "
+            "(Tab again moves on)",
         )
         page.keyboard.press("Tab")
         page.wait_for_function("() => document.activeElement.id === 'send'")

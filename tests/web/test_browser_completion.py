@@ -102,7 +102,15 @@ def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path
         wait_for_draft(page, "/review ")
         page.fill("#prompt", "/")
         page.keyboard.press("Tab")
-        assert hint(page) == ["/approval", "/compact", "/diff", "/review", "/undo"]
+        assert hint(page) == [
+            "/approval",
+            "/clear",
+            "/compact",
+            "/diff",
+            "/new",
+            "/review",
+            "/undo",
+        ]
         assert focused(page) == "prompt" and prompt.input_value() == "/"
         page.keyboard.press("Tab")  # completed nothing, pressed again: the focus moves on
         page.wait_for_function("() => document.activeElement.id === 'send'")

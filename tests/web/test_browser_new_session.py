@@ -2,7 +2,11 @@
 sessions list`` counts it (the real console script): clicked five times, it shows one new
 session to type into ("New session" in the header) and the store holds none; its first prompt
 writes it, under the id the page showed, and the session list shows it; "New session" then
-starts another, which again is nowhere in the store until it is prompted."""
+starts another, which again is nowhere in the store until it is prompted.
+
+``/new`` and ``/clear`` typed in the composer do what "New session" does (the terminal UI's
+``/new`` and its synonym): a new session shown, the one left listed; in a new session nothing
+happened in yet, they keep it and say so in the terminal UI's words."""
 
 from __future__ import annotations
 
@@ -89,3 +93,48 @@ def test_new_session_is_stored_by_its_first_prompt_not_by_its_clicks(
         assert len(created) == 2
         assert page.inner_text("#session-title") == "New session"
         assert listed(env) == [sid] and another not in [h.id for h in env.store.list()]
+
+
+def test_new_and_clear_in_the_composer_start_a_new_session_as_the_button_does(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    env.script = [{"text": "first reply"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        first = click_new_session(page)
+        send(page, "/new")
+        toast = page.locator("#toast.note")
+        toast.wait_for(state="visible")
+        assert toast.inner_text() == "This is a new session already: the next prompt starts it."
+        assert page.evaluate("() => window.dsh.sessionId") == first
+        assert page.input_value("#prompt") == ""
+
+        send(page, "hello there")
+        wait_turn_over(page, "first reply")
+        send(page, "/new")
+        second = wait_shown_other_than(page, first)
+        assert page.inner_text("#session-title") == "New session"
+        assert page.input_value("#prompt") == ""
+        page.wait_for_selector(f"#session-list .session-item[data-id='{first}']")
+
+        page.click(f"#session-list .session-item[data-id='{first}']")
+        wait_shown_other_than(page, second)
+        send(page, "/CLEAR")
+        third = wait_shown_other_than(page, first)
+        assert third not in (first, second)  # the session shown was no new one: another starts
+        assert page.evaluate("() => window.dsh.info.draft") is True
+        assert page.evaluate("() => document.activeElement.id") == "prompt"
+    assert [header.id for header in env.store.list()] == [first]  # nothing else was sent
+
+
+def wait_shown_other_than(page: Any, leaving: str) -> str:
+    """The id of the open session shown once the page left ``leaving``."""
+    page.wait_for_function(
+        """(leaving) => {
+            const { info, sessionId } = window.dsh;
+            return info && info.id === sessionId && sessionId !== leaving;
+        }""",
+        arg=leaving,
+    )
+    return str(page.evaluate("() => window.dsh.sessionId"))

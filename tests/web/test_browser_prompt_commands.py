@@ -33,6 +33,6 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_lists_them(
         toast_says(page, "Unknown command /reveiw")
         assert page.locator("#toast").inner_text() == (
             "Unknown command /reveiw (commands: /compact [focus], /undo [--dry-run], "
-            "/approval [MODE], /diff, /review; // sends /)"
+            "/approval [MODE], /diff, /new, /clear, /review; // sends /)"
         )
         assert page.input_value("#prompt") == "/reveiw notes.txt"

@@ -139,16 +139,21 @@ function loadSessionList() {
 }
 
 // A new session is written to the store by its first prompt (dsh.web.drafts); while the one
-// shown is such a session and nothing happened in it yet, "New session" keeps it.
-async function newSession() {
+// shown is such a session and nothing happened in it yet, "New session" (and `/new`, `/clear`
+// in the composer) keeps it. True when a new session was started (the page goes to it), false
+// when the one shown was kept.
+async function startSession() {
   const info = state.info;
-  if (info && info.draft && info.open && state.lastSeq < 0 && info.id === state.sessionId) {
-    if (!$('prompt').disabled) $('prompt').focus();
-    return;
-  }
+  if (info && info.draft && info.open && state.lastSeq < 0 && info.id === state.sessionId) return false;
+  const data = await api('POST', '/api/sessions', {});
+  location.hash = `#s=${encodeURIComponent(data.session.id)}`;
+  return true;
+}
+
+/** The "New session" button. */
+async function newSession() {
   try {
-    const data = await api('POST', '/api/sessions', {});
-    location.hash = `#s=${encodeURIComponent(data.session.id)}`;
+    if (!(await startSession()) && !$('prompt').disabled) $('prompt').focus();
   } catch (error) {
     toast(error.message);
   }
@@ -431,6 +436,7 @@ function init() {
     resumed: (session) => { state.info = { ...state.info, ...session }; },
     approvalMode,
     toast,
+    newSession: startSession,
     sent: scrollToBottom,  // what you sent, and its answer, are at the end
   });
   $('new-session').addEventListener('click', newSession);

@@ -27,7 +27,7 @@ import { el, say } from './dom.js';
 
 export const MAX_LISTED = 8;
 /** The commands the page itself runs (composer.js); the prompt commands come from the server. */
-export const PAGE_COMMANDS = ['compact', 'undo', 'approval', 'diff'];
+export const PAGE_COMMANDS = ['compact', 'undo', 'approval', 'diff', 'new', 'clear'];
 
 /** The session's prompt commands, `[{name, description, scope}]`, by name. */
 export async function promptCommands(sessionId) {

@@ -2,11 +2,11 @@
 // compacts; `/undo [--dry-run]` takes back the file edits of the last turn (or says what it
 // would); `/approval [MODE]` names the session's approval mode or changes it (ask, auto or
 // read-only; the terminal UI's words, which the server makes); `/diff` shows the workspace's
-// changes since its last commit (changes.js); any other `/word` is a prompt command
-// (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the server
-// sends, or it is refused with the commands there are (`//…` sends `/…`). Stop cancels what
-// runs. A session not open here is resumed before anything but `/diff` (which only reads) is
-// sent. Tab completes a `/command` or an `@path` of the session's workspace (completion.js); Esc
+// changes since its last commit (changes.js); `/new` (or `/clear`, as in the terminal UI) does
+// what "New session" does; any other `/word` is a prompt command (`$DSH_HOME/commands/word.md`,
+// the workspace's `.dsh/commands/word.md`), whose text the server sends, or it is refused with
+// the commands there are (`//…` sends `/…`). Stop cancels what runs. A session not open here is
+// resumed before anything but `/diff` (which only reads) and `/new` is sent. Tab completes a `/command` or an `@path` of the session's workspace (completion.js); Esc
 // clears its hint. The page's "Skip to composer" link, its first stop of Tab, brings the focus
 // here.
 import { api, ApiError, sessionPath } from './api.js';
@@ -16,7 +16,9 @@ import { say } from './dom.js';
 import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
-const BUILT_IN = '/compact [focus], /undo [--dry-run], /approval [MODE], /diff';  // completion.js's PAGE_COMMANDS
+const BUILT_IN = '/compact [focus], /undo [--dry-run], /approval [MODE], /diff, /new, /clear';  // completion.js's PAGE_COMMANDS
+/** `/new` in a new session nothing happened in yet: the terminal UI's words. */
+export const ALREADY_NEW = 'This is a new session already: the next prompt starts it.';
 
 const APPROVAL_MODES = ['ask', 'auto', 'read-only'];
 
@@ -41,8 +43,10 @@ export function promptText(draft) {
 
 export class Composer {
   // `page`: { sessionId(), info(), resumed(session), approvalMode(approval), toast(message,
-  // options), sent() } from the page controller (`resumed`: the session info a resume answered;
-  // `approvalMode`: the mode `/approval` found or chose; `sent`: the draft went).
+  // options), newSession(), sent() } from the page controller (`resumed`: the session info a
+  // resume answered; `approvalMode`: the mode `/approval` found or chose; `newSession`: "New
+  // session", true when it started one, false when it kept the new one shown; `sent`: the draft
+  // went).
   constructor(page) {
     this.page = page;
     this.changes = new ChangesPanel();
@@ -90,8 +94,11 @@ export class Composer {
     // may come over the live stream before the answer to the send does.
     this.page.toast('');
     try {
-      if (command && command[0].toLowerCase() === '/diff') {
+      const name = command ? command[0].toLowerCase() : null;
+      if (name === '/diff') {
         await this.diff();
+      } else if (name === '/new' || name === '/clear') {
+        if (!(await this.page.newSession())) this.page.toast(ALREADY_NEW, { note: true });
       } else if (!(await this.send(text, command))) {
         return;  // refused: the draft stays
       }
