@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh.agent.path_completion import common_prefix, path_candidates
+from dsh.agent.mentions import mentioned_paths
+from dsh.agent.path_completion import common_prefix, mention, path_candidates
 
 
 @pytest.fixture
@@ -93,3 +94,19 @@ def test_common_prefix_is_by_characters() -> None:
     assert common_prefix(["src/", "src/"]) == "src/"
     assert common_prefix(["a", "b"]) == ""
     assert common_prefix([]) == ""
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "my notes.md", "a\tb.txt", "sub dir/a b.py"])
+def test_a_candidate_goes_in_as_the_mention_that_names_it(tmp_path: Path, name: str) -> None:
+    """What completion inserts is read back as that path by the mention parser: quoted when the
+    name holds white space, where an unquoted mention would end."""
+    inserted = mention(name)
+    assert inserted.startswith('@"') == (name != "notes.txt")
+    assert mentioned_paths(f"see {inserted} now", tmp_path) == [name]
+
+
+def test_a_quoted_directory_is_left_open_and_a_quote_in_a_name_is_quoted() -> None:
+    assert mention("my dir/") == '@"my dir/'
+    assert mention("src/") == "@src/"
+    assert mention("src/", quoted=True) == '@"src/'
+    assert mention('say "hi".txt') == '@"say "hi".txt"'

@@ -6,14 +6,17 @@ with nothing to complete moves the focus on, and so does a second Tab that compl
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsh.agent.path_completion import mention
 from dsh.config import dsh_home
-from tests.web.conftest import TOKEN, make_env
-from tests.web.pages import open_page, serve
+from dsh.tui.prompt import complete_path
+from tests.web.conftest import TOKEN, WebEnv, make_env
+from tests.web.pages import open_page, serve, stored_events
 from tests.web.test_browser_undo import open_new_session
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -36,6 +39,10 @@ def hint(page: Any) -> list[str]:
         )].map((n) => n.textContent)"""
     )
     return parts
+
+
+def prompt_value(page: Any) -> str:
+    return str(page.input_value("#prompt"))
 
 
 def focused(page: Any) -> str:
@@ -64,21 +71,25 @@ def test_tab_completes_an_at_path_and_names_several_in_the_hint(
         wait_for_draft(page, "see @src/main.py ")
         page.keyboard.type("and @no")
         page.keyboard.press("Tab")
-        wait_for_draft(page, "see @src/main.py and @notes")
+        # one of them is quoted (its name holds spaces): nothing in common past the @
         assert hint(page) == [
             "@notes-old.txt",
             "@notes.txt",
-            "@notes<img src=x onerror=window.__pwned=1>",
+            '@"notes<img src=x onerror=window.__pwned=1>"',
             "@notes\\u202egnp.exe",
         ]
+        assert prompt_value(page) == "see @src/main.py and @no"
         assert page.evaluate("() => window.__pwned") is None
         assert page.locator("#composer-hint img").count() == 0
         assert focused(page) == "prompt"
         page.keyboard.press("Escape")
         page.locator("#composer-hint").wait_for(state="hidden")
-        page.keyboard.type(".")
+        page.keyboard.type("tes-")
         page.keyboard.press("Tab")
-        wait_for_draft(page, "see @src/main.py and @notes.txt ")
+        wait_for_draft(page, "see @src/main.py and @notes-old.txt ")
+        page.keyboard.type("and @notes.")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "see @src/main.py and @notes-old.txt and @notes.txt ")
         # a cursor in the middle of the draft completes the word that ends there
         page.fill("#prompt", "open @src/pkg and go")
         page.evaluate("() => document.getElementById('prompt').setSelectionRange(13, 13)")
@@ -150,7 +161,15 @@ WORDS = [
     ("email@host", 10, None),
     ("hello", 5, None),
     ("", 0, None),
+    ('see @"my d', 10, ("path", 4, 10)),  # an open quote: the mention from its @"
+    ('(@"my d', 7, ("path", 1, 7)),  # after an opening bracket
+    ('x@"my d', 7, None),  # inside a word: no mention; the word at the cursor is "d"
+    ('@"a"b', 5, ("path", 0, 5)),  # the quote closed: an unquoted word
+    ('x @"a\nb', 7, None),  # a quote on another line is not open here
+    ('@"', 2, ("path", 0, 2)),
 ]
+MENTIONED = ["plain.txt", "a b.txt", "my dir/", 'say "hi".txt', "a\u0085b", "a\ufeffb", "a\x1cb"]
+"""Names a mention quotes, or not, as Python's ``str.isspace`` has it (JavaScript's differs)."""
 
 
 def test_the_word_tab_completes_is_the_one_the_terminal_ui_completes(
@@ -171,6 +190,25 @@ def test_the_word_tab_completes_is_the_one_the_terminal_ui_completes(
             [[draft, cursor] for draft, cursor, _ in WORDS],
         )
         assert found == [list(w) if w else None for _, _, w in WORDS]
+        mentions = page.evaluate(
+            """async (names) => {
+                const { mention } = await import('/s/completion.js');
+                return names.flatMap((name) => [mention(name), mention(name, true)]);
+            }""",
+            MENTIONED,
+        )
+        assert mentions == [
+            mention(name, quoted=quoted) for name in MENTIONED for quoted in (False, True)
+        ]
+        assert page.evaluate(
+            """async () => {
+                const { commonMention } = await import('/s/completion.js');
+                return [
+                    commonMention('my ', 2, 2), commonMention('no', 3, 0),
+                    commonMention('no', 3, 1), commonMention('my', 2, 0, true),
+                ];
+            }"""
+        ) == ['@"my ', "@no", "@", '@"my']
         assert page.evaluate(
             """async () => {
                 const { commonPrefix, completed } = await import('/s/completion.js');
@@ -192,3 +230,78 @@ def test_the_word_tab_completes_is_the_one_the_terminal_ui_completes(
             None,
             None,
         ]
+
+
+def test_a_path_with_a_space_is_inserted_quoted_as_the_terminal_ui_does_and_attaches(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Each Tab's draft is the terminal UI's (``dsh.tui.prompt.complete_path`` on the same
+    workspace); the mention sent attaches the file (``dsh.agent.mentions``)."""
+    env = make_env(tmp_path)
+    env.script = [{"text": "read it"}]
+    ws = env.workspace
+    (ws / "my dir").mkdir()
+    (ws / "my dir" / "a b.txt").write_text("the spaced file\n")
+    (ws / "my notes.md").write_text("")
+    (ws / "x y.txt").write_text("")
+    (ws / "xz.txt").write_text("")
+    with serve(env) as server, open_page(browser) as page:
+        open_new_session(page, server.base_url)
+        prompt = page.locator("#prompt")
+        steps = [  # (draft, after Tab, or the candidates listed when nothing was inserted)
+            ("see @my", 'see @"my '),  # both quoted: what they begin with, the quote open
+            ('see @"my ', ['@"my dir/', '@"my notes.md"']),  # nothing more in common
+            ('see @"my d', 'see @"my dir/'),  # a quoted directory stays open
+            ('see @"my dir/', 'see @"my dir/a b.txt" '),
+            ("see @x", ['@"x y.txt"', "@xz.txt"]),  # one quoted, one not: nothing past the @
+            ("see @xz", "see @xz.txt "),
+        ]
+        for draft, after in steps:
+            page.fill("#prompt", draft)
+            prompt.focus()
+            page.keyboard.press("Escape")  # the last step's hint goes
+            page.locator("#composer-hint").wait_for(state="hidden")
+            page.keyboard.press("End")
+            page.keyboard.press("Tab")
+            if isinstance(after, list):
+                assert terminal_ui_tab(draft, ws) == draft
+                assert hint(page) == after
+                assert prompt.input_value() == draft
+            else:
+                assert terminal_ui_tab(draft, ws) == after
+                wait_for_draft(page, after)
+
+        page.fill("#prompt", "")
+        prompt.press_sequentially('read @"my dir/a')
+        page.keyboard.press("Tab")
+        wait_for_draft(page, 'read @"my dir/a b.txt" ')
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "() => window.dsh.view.allRows().some((r) => r.textContent.includes('read it'))"
+        )
+    attached = [
+        event
+        for event in stored_events(env, page_session(env))
+        if event["type"] == "user/message" and event["data"]["source"].get("plugin") == "attach"
+    ]
+    assert len(attached) == 1
+    assert "the spaced file" in json.dumps(attached[0]["data"]["content"])
+
+
+def terminal_ui_tab(draft: str, workspace: Path) -> str:
+    """The draft after the terminal UI's Tab at its end (``PromptBox._complete``'s rule)."""
+    found = complete_path(draft, len(draft), workspace)
+    assert found is not None
+    one = len(found.candidates) == 1
+    replacement = found.candidates[0] if one else found.common
+    if one and not replacement.endswith("/"):
+        replacement += " "
+    current = draft[found.start : found.end]
+    if len(replacement) <= len(current):
+        return draft
+    return draft[: found.start] + replacement + draft[found.end :]
+
+
+def page_session(env: WebEnv) -> str:
+    [header] = env.store.list()
+    return header.id

@@ -1,5 +1,6 @@
 """``GET /api/sessions/{id}/paths?prefix=``: what the composer's ``@partial`` may name in the
-session's recorded workspace, as the terminal UI completes it; capped with ``truncated``; a
+session's recorded workspace, as the terminal UI completes it; capped with ``truncated``, and
+``quoted`` counting the names a mention must quote (the ones left out too); a
 prefix leaving the workspace lists nothing; bad input is a one-line 400; the token and the
 ``Host`` check guard it as every route."""
 
@@ -50,6 +51,7 @@ def test_paths_name_what_an_at_partial_completes_to(client: TestClient, tree: Pa
         "common": "src/",
         "total": 1,
         "truncated": False,
+        "quoted": 0,
     }
     assert paths(client, sid, "no") == {
         "prefix": "no",
@@ -57,6 +59,7 @@ def test_paths_name_what_an_at_partial_completes_to(client: TestClient, tree: Pa
         "common": "notes",
         "total": 2,
         "truncated": False,
+        "quoted": 0,
     }
     assert candidates(client, sid, "src/") == ["src/main.py", "src/pkg/"]
     assert candidates(client, sid, "") == ["notes-old.txt", "notes.txt", "src/"]
@@ -68,6 +71,7 @@ def test_paths_name_what_an_at_partial_completes_to(client: TestClient, tree: Pa
         "common": "",
         "total": 0,
         "truncated": False,
+        "quoted": 0,
     }
 
 
@@ -113,14 +117,16 @@ def test_paths_are_capped_and_common_covers_the_ones_left_out(
     bulk.mkdir()
     for i in range(MAX_PATH_CANDIDATES + 50):
         (bulk / f"a{i:04d}.txt").write_text("")
-    (bulk / "b.txt").write_text("")
+    (bulk / "b c.txt").write_text("")
     sid = new_session(client)
     body = paths(client, sid, "bulk/")
     assert len(body["candidates"]) == MAX_PATH_CANDIDATES  # type: ignore[arg-type]
     assert body["candidates"][:2] == ["bulk/a0000.txt", "bulk/a0001.txt"]  # type: ignore[index]
     assert body["total"] == MAX_PATH_CANDIDATES + 51 and body["truncated"] is True
-    # all sent begin with bulk/a, but b.txt was left out: completing to "bulk/a" would lose it
+    # all sent begin with bulk/a, but "b c.txt" was left out: completing to "bulk/a" would lose
+    # it; and its mention is quoted (@"bulk/b c.txt"), which the page learns from the count
     assert body["common"] == "bulk/"
+    assert body["quoted"] == 1
     narrowed = paths(client, sid, "bulk/a")
     assert narrowed["common"] == "bulk/a0" and narrowed["truncated"] is True
 

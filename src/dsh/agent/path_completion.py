@@ -10,6 +10,9 @@ dot. The folder part is resolved (``..`` folded, symlinks followed) and must lie
 workspace: a partial that leaves it (``../``, an absolute path elsewhere, a symlink leading out)
 has no candidates, and nothing outside the workspace is ever listed. A folder that does not
 exist or cannot be read has none either.
+
+A candidate goes into the prompt as the mention that names it (``dsh.agent.mentions``):
+``@name``, or ``@"name"`` when the name holds white space or a quote (``mention``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,21 @@ def path_candidates(partial: str, workspace: Path) -> tuple[str, ...]:
         name = f"{folder}/{entry.name}" if folder else entry.name
         found.append(f"{name}/" if _is_dir(entry) else name)
     return tuple(sorted(found))
+
+
+def needs_quotes(name: str) -> bool:
+    """A mention of ``name`` must quote it: it holds white space (where an unquoted mention
+    ends) or a quote."""
+    return any(c.isspace() or c == '"' for c in name)
+
+
+def mention(name: str, *, quoted: bool = False) -> str:
+    """The ``@`` mention of the candidate ``name``: ``@name``, or quoted (``quoted``: the typed
+    mention is, or ``needs_quotes``), ``@"name"``; a quoted directory is left open,
+    ``@"my dir/``, so completing goes on inside it."""
+    if not quoted and not needs_quotes(name):
+        return f"@{name}"
+    return f'@"{name}' if name.endswith("/") else f'@"{name}"'
 
 
 def common_prefix(candidates: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult
 
-from dsh.agent.path_completion import common_prefix, path_candidates
+from dsh.agent.path_completion import common_prefix, mention, path_candidates
 from dsh.errors import printable_line
 from dsh.tui.wrap import escape_controls
 
@@ -66,8 +66,9 @@ def complete_path(draft: str, cursor: int, workspace: Path) -> Completion | None
     the typed part starts with a dot; nothing outside the workspace).
 
     A name with a space or a quote in it is inserted quoted, ``@"my notes.md"``, the form a
-    mention of it takes (``dsh.agent.mentions``); a quoted directory is left open,
-    ``@"my dir/``, so completing goes on inside it, and ``@"my d`` completes as typed."""
+    mention of it takes (``dsh.agent.mentions``; ``dsh.agent.path_completion.mention``, as
+    ``dsh web``'s composer inserts it); a quoted directory is left open, ``@"my dir/``, so
+    completing goes on inside it, and ``@"my d`` completes as typed."""
     quoted = _open_quote(draft, cursor)
     if quoted is not None:
         start, typed = quoted, draft[quoted + 2 : cursor]
@@ -80,7 +81,7 @@ def complete_path(draft: str, cursor: int, workspace: Path) -> Completion | None
             return None
         typed = word[1:]
     names = path_candidates(typed, workspace)
-    found = tuple(_mention(name, quoted is not None) for name in names)
+    found = tuple(mention(name, quoted=quoted is not None) for name in names)
     return Completion(start, cursor, found) if found else None
 
 
@@ -93,12 +94,6 @@ def _open_quote(draft: str, cursor: int) -> int | None:
     if at > 0 and not (draft[at - 1].isspace() or draft[at - 1] in "([{'\"`"):
         return None  # inside a word: not a mention
     return at
-
-
-def _mention(name: str, quoted: bool) -> str:
-    if not quoted and not any(c.isspace() or c == '"' for c in name):
-        return f"@{name}"
-    return f'@"{name}' if name.endswith("/") else f'@"{name}"'
 
 
 class PromptBox(TextArea):

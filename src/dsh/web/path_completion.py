@@ -3,9 +3,12 @@ session's recorded workspace, as the terminal UI completes it (``dsh.agent.path_
 relative to the workspace, directories with a trailing ``/``, hidden entries only for a dot,
 nothing outside the workspace).
 
-The answer is ``{prefix, candidates, common, total, truncated}``: at most
+The answer is ``{prefix, candidates, common, total, truncated, quoted}``: at most
 ``MAX_PATH_CANDIDATES`` candidates, sorted; ``common`` is the text all of them begin with (the
-ones left out by the cap too, so the page never completes past a candidate it was not sent).
+ones left out by the cap too, so the page never completes past a candidate it was not sent);
+``quoted`` counts those (left out too) whose mention must be quoted (``@"my notes.md"``,
+``dsh.agent.path_completion.needs_quotes``), so the page knows whether the mentions it inserts
+begin with ``@"`` whichever were left out.
 A file name that is not UTF-8 cannot be sent as JSON, nor typed back: it is left out.
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from dsh.agent.path_completion import common_prefix, path_candidates
+from dsh.agent.path_completion import common_prefix, needs_quotes, path_candidates
 from dsh.web.errors import bad_request
 
 MAX_PATH_CANDIDATES = 200
@@ -45,6 +48,7 @@ async def completed_paths(workspace: Path, prefix: str) -> dict[str, Any]:
         "common": common_prefix(sendable),
         "total": len(sendable),
         "truncated": len(sendable) > MAX_PATH_CANDIDATES,
+        "quoted": sum(1 for name in sendable if needs_quotes(name)),
     }
 
 

@@ -3,8 +3,11 @@
 // commands `GET …/commands` lists. Tab at the end of a word `@some/pa` completes a path of the
 // session's workspace, as `GET …/paths?prefix=` names them (dsh.agent.path_completion: relative
 // to the workspace, a directory with its trailing `/`, hidden entries only after a dot, nothing
-// outside the workspace). One candidate is inserted whole, a directory with its `/` (so Tab goes
-// on into it), anything else with a space after it; several: the text they all begin with, and
+// outside the workspace). A path goes in as the mention that names it (dsh.agent.mentions, as
+// the terminal UI inserts it: dsh.agent.path_completion.mention): `@name`, or `@"my notes.md"`
+// when the name holds white space or a quote, a quoted directory left open (`@"my dir/`) so Tab
+// goes on inside it, and an open `@"my d` completes as typed. One candidate is inserted whole, a
+// directory with its `/` (so Tab goes on into it), anything else with a space after it; several: the text they all begin with, and
 // they are named in the hint line under the composer (the first MAX_LISTED, then how many more),
 // as text, a bidi control as its escape (dom.js). Esc clears the hint.
 //
@@ -35,13 +38,51 @@ export async function promptCommands(sessionId) {
   return commands;
 }
 
+// White space as Python's `str.isspace` has it, which ends an unquoted mention (the mention
+// parser's `\s`, dsh.agent.mentions) and a word of the terminal UI's composer; JavaScript's `\s`
+// differs (it has U+FEFF, not U+001C-U+001F nor U+0085).
+const WHITE = '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+const SPACE = new RegExp(`[${WHITE}]`);
+const NEEDS_QUOTES = new RegExp(`[${WHITE}"]`);
+
+/** The `@` mention of the path `name`, as the terminal UI inserts it
+ * (dsh.agent.path_completion.mention): `@name`, or quoted (`quoted`: the typed mention is, or the
+ * name holds white space or a quote) `@"name"`, a directory's left open, `@"my dir/`. */
+export function mention(name, quoted = false) {
+  if (!quoted && !NEEDS_QUOTES.test(name)) return `@${name}`;
+  return name.endsWith('/') ? `@"${name}` : `@"${name}"`;
+}
+
+/** What all the mentions of `total` paths begin with, the ones the server left out too: the
+ * paths' `common`, after `@"` when every mention is quoted (`quoted`: the typed one is; or all
+ * `quotedCount` of them must be), after `@` when none is; just `@` when some are. */
+export function commonMention(common, total, quotedCount, quoted = false) {
+  if (quoted || (total > 0 && quotedCount === total)) return `@"${common}`;
+  return quotedCount === 0 ? `@${common}` : '@';
+}
+
+/** Where an `@"` whose quote is still open at `cursor` starts, on the cursor's line, at the start
+ * of a word (after white space or an opening bracket or quote), else null (dsh.tui.prompt). */
+function openQuote(draft, cursor) {
+  if (cursor < 2) return null;
+  const lineStart = draft.lastIndexOf('\n', cursor - 1) + 1;
+  const at = draft.lastIndexOf('@"', cursor - 2);
+  if (at < lineStart || draft.slice(at + 2, cursor).includes('"')) return null;
+  if (at > 0 && !SPACE.test(draft[at - 1]) && !'([{\'"`'.includes(draft[at - 1])) return null;
+  return at;
+}
+
 /** What Tab would complete in `draft` with the cursor at `cursor`: `{kind: 'command' | 'path',
- * start, end}` (the word is `draft.slice(start, end)`), or null. */
+ * start, end}` (the word is `draft.slice(start, end)`; a path's also `partial`, what follows its
+ * `@` or `@"`, and `quoted`, whether it is in an open `@"`), or null. */
 export function completionTarget(draft, cursor) {
-  if (draft.startsWith('/') && !/\s/.test(draft)) return { kind: 'command', start: 0, end: draft.length };
+  if (draft.startsWith('/') && !SPACE.test(draft)) return { kind: 'command', start: 0, end: draft.length };
+  const at = openQuote(draft, cursor);
+  if (at !== null) return { kind: 'path', start: at, end: cursor, partial: draft.slice(at + 2, cursor), quoted: true };
   let start = cursor;
-  while (start > 0 && !/\s/.test(draft[start - 1])) start -= 1;
-  return draft.startsWith('@', start) && start < cursor ? { kind: 'path', start, end: cursor } : null;
+  while (start > 0 && !SPACE.test(draft[start - 1])) start -= 1;
+  if (!draft.startsWith('@', start) || start >= cursor) return null;
+  return { kind: 'path', start, end: cursor, partial: draft.slice(start + 1, cursor), quoted: false };
 }
 
 /** The longest text every one of `texts` begins with (characters, not UTF-16 halves). */
@@ -118,7 +159,7 @@ export class Completion {
     try {
       found = target.kind === 'command'
         ? await this.commands(sessionId, word)
-        : await this.paths(sessionId, word.slice(1));
+        : await this.paths(sessionId, target);
     } catch (error) {
       if (!unchanged()) return;
       this.say(`Cannot complete ${word}: ${error.message}`);
@@ -142,12 +183,13 @@ export class Completion {
     return { candidates, common: commonPrefix(candidates), total: candidates.length };
   }
 
-  async paths(sessionId, partial) {
-    const query = new URLSearchParams({ prefix: partial });
+  async paths(sessionId, target) {
+    const query = new URLSearchParams({ prefix: target.partial });
     const answer = await api('GET', `${sessionPath(sessionId)}/paths?${query}`);
     return {
-      candidates: answer.candidates.map((name) => `@${name}`),
-      common: `@${answer.common}`,  // of every candidate, the ones past the cap too
+      candidates: answer.candidates.map((name) => mention(name, target.quoted)),
+      // of every candidate, the ones past the cap too
+      common: commonMention(answer.common, answer.total, answer.quoted, target.quoted),
       total: answer.total,
     };
   }
