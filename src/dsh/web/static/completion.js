@@ -168,7 +168,10 @@ export class Completion {
     }
     if (!unchanged()) return;  // typed on, or another session: this answer is stale
     const done = completed(draft, target, found.candidates, found.common);
-    if (done) this.box.setRangeText(done.replacement, target.start, target.end, 'end');
+    if (done) {
+      this.box.setRangeText(done.replacement, target.start, target.end, 'end');
+      this.box.dispatchEvent(new Event('input', { bubbles: true }));  // as typing would
+    }
     this.stuck = done ? null : { draft, cursor };
     if (found.candidates.length > 1) this.list(found.candidates, found.total);
     else if (!found.candidates.length) this.say(`Nothing to complete for ${word} (Tab again moves on)`);

@@ -6,13 +6,16 @@
 // what "New session" does; any other `/word` is a prompt command (`$DSH_HOME/commands/word.md`,
 // the workspace's `.dsh/commands/word.md`), whose text the server sends, or it is refused with
 // the commands there are (`//…` sends `/…`). Stop cancels what runs. A session not open here is
-// resumed before anything but `/diff` (which only reads) and `/new` is sent. Tab completes a `/command` or an `@path` of the session's workspace (completion.js); Esc
+// resumed before anything but `/diff` (which only reads) and `/new` is sent. Each session's
+// unsent draft is kept in the browser as it changes (unsent.js): a reload, or showing the
+// session again, brings it back; sent, it is dropped. Tab completes a `/command` or an `@path` of the session's workspace (completion.js); Esc
 // clears its hint. The page's "Skip to composer" link, its first stop of Tab, brings the focus
 // here.
 import { api, ApiError, sessionPath } from './api.js';
 import { ChangesPanel } from './changes.js';
 import { Completion, promptCommands } from './completion.js';
 import { say } from './dom.js';
+import { keepDraft, keptDraft } from './unsent.js';
 import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
@@ -60,6 +63,7 @@ export class Composer {
         this.completion.onKey(event);
       }
     });
+    $('prompt').addEventListener('input', () => this.keep());  // completion.js fires it too
     $('cancel').addEventListener('click', () => this.cancel());
     $('skip-link').addEventListener('click', (event) => {
       event.preventDefault();  // `#composer` in the address would name no session (app.js)
@@ -88,7 +92,8 @@ export class Composer {
   async submit() {
     const box = $('prompt');
     const text = box.value.trim();
-    if (!text || !this.page.sessionId()) return;
+    const sessionId = this.page.sessionId();
+    if (!text || !sessionId) return;
     const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
     // The last error goes before sending, not after: the error of a turn that fails at once
     // may come over the live stream before the answer to the send does.
@@ -102,8 +107,11 @@ export class Composer {
       } else if (!(await this.send(text, command))) {
         return;  // refused: the draft stays
       }
-      box.value = '';
-      this.completion.clear();
+      keepDraft(sessionId, '');
+      if (this.page.sessionId() === sessionId) {  // not another session's draft, shown meanwhile
+        box.value = '';
+        this.completion.clear();
+      }
       this.page.sent();
     } catch (error) {
       this.page.toast(error instanceof ApiError ? error.message : String(error));
@@ -174,9 +182,18 @@ export class Composer {
     this.page.toast(answer.note, { note: true });
   }
 
-  /** Another session is shown: what the hint named was the last one's. */
+  /** Another session is shown: its own draft comes back into the box (what the hint named was
+   * the last one's). */
   reset() {
+    const sessionId = this.page.sessionId();
+    $('prompt').value = sessionId ? keptDraft(sessionId) : '';
     this.completion.clear();
+  }
+
+  /** The draft as it is now, kept for the session shown. */
+  keep() {
+    const sessionId = this.page.sessionId();
+    if (sessionId) keepDraft(sessionId, $('prompt').value);
   }
 
   async cancel() {
