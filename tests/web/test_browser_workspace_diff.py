@@ -1,9 +1,9 @@
 """``/diff`` typed in the page's composer, in a real browser over real git repositories: Tab
 completes it, Enter shows the workspace's changes since its last commit in a dialog (each file's
-diff coloured as the edit cards', git's header notes, the untracked files as text), Escape
-closes it and gives the focus back to the composer; nothing is sent as a prompt or logged. A
-clean tree, or a workspace outside git, is said in one note; a stored session is read without
-being opened here."""
+diff coloured as the edit cards', its code highlighted unless the file's diff is long, git's
+header notes, the untracked files as text), Escape closes it and gives the focus back to the
+composer; nothing is sent as a prompt or logged. A clean tree, or a workspace outside git, is
+said in one note; a stored session is read without being opened here."""
 
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ def changes_shown(page: Any) -> dict[str, Any]:
                 added: texts('.diff-line.add .diff-code'),
                 meta: texts('.diff-meta'),
                 untracked: texts('.untracked li'),
+                highlighted: [...panel.querySelectorAll('.diff')]
+                    .filter((box) => box.querySelector('.diff-code span[class^="hljs"]'))
+                    .map((box) => box.querySelector('.diff-path').textContent),
                 markup: panel.querySelectorAll('#changes-body b').length,
                 focused: document.activeElement.id,
                 composerInert: document.getElementById('composer').inert,
@@ -73,6 +76,8 @@ def test_diff_shows_the_changes_in_a_dialog_that_escape_closes(
     (repo / "added.py").write_text("print('hi')\n")
     git(repo, "add", "added.py")
     (repo / HOSTILE).write_text("x\n")
+    (repo / "long.py").write_text("".join(f"x{n} = {n}\n" for n in range(1100)))
+    git(repo, "add", "long.py")  # its diff: over the lines the dialog highlights as code
     with serve(env) as server, open_page(browser) as page:
         open_new_session(page, server.base_url)
         page.locator("#prompt").press_sequentially("/di")
@@ -81,11 +86,13 @@ def test_diff_shows_the_changes_in_a_dialog_that_escape_closes(
         page.keyboard.press("Enter")
 
         shown = changes_shown(page)
-        assert shown["title"] == "/diff · 2 changed, 1 untracked"
-        assert shown["paths"] == ["added.py", "notes.txt"]
+        assert shown["title"] == "/diff · 3 changed, 1 untracked"
+        assert shown["paths"] == ["added.py", "long.py", "notes.txt"]
+        assert shown["highlighted"] == ["added.py"]  # long.py's code is coloured by line only
+        assert "x1099 = 1099" in shown["added"]
         assert "line 0: the quick brown fox" in shown["removed"]
         assert shown["added"][:1] == ["print('hi')"] and "line 0 changed" in shown["added"]
-        assert shown["meta"] == ["new file mode 100644"]
+        assert shown["meta"] == ["new file mode 100644"] * 2
         assert shown["untracked"] == ["new <b>x\\u202egnp.py"]  # text, its bidi control escaped
         assert shown["markup"] == 0
         assert shown["focused"] == "changes-body" and shown["composerInert"] is True

@@ -135,13 +135,14 @@ export function renderDiff(path, before, after) {
   return renderHunks(path, hunks(diffLines(splitLines(before), splitLines(after))));
 }
 
-/** The unified diff a tool result logged (its lines), as a DOM node. */
-export function renderUnifiedDiff(path, lines) {
-  return renderHunks(path, parseUnified(lines));
+/** The unified diff a tool result logged (its lines), as a DOM node; with `plain`, its code is
+ * not highlighted (a long diff: highlighting and sanitising each line is most of its cost). */
+export function renderUnifiedDiff(path, lines, { plain = false } = {}) {
+  return renderHunks(path, parseUnified(lines), plain);
 }
 
-function renderHunks(path, parts) {
-  const language = languageOf(path);
+function renderHunks(path, parts, plain = false) {
+  const language = plain ? null : languageOf(path);
   const all = parts.flatMap((hunk) => hunk.lines);
   const added = all.filter((l) => l.op === '+').length;
   const removed = all.filter((l) => l.op === '-').length;
