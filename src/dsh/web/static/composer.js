@@ -8,9 +8,9 @@
 // the commands there are (`//…` sends `/…`). Stop cancels what runs. A session not open here is
 // resumed before anything but `/diff` (which only reads) and `/new` is sent. Each session's
 // unsent draft is kept in the browser as it changes (unsent.js): a reload, or showing the
-// session again, brings it back; sent, it is dropped. Tab completes a `/command` or an `@path` of the session's workspace (completion.js); Esc
-// clears its hint. The page's "Skip to composer" link, its first stop of Tab, brings the focus
-// here.
+// session again, brings it back; sent, it is dropped. Tab completes a `/command` or an `@path`
+// of the session's workspace (completion.js); Esc clears its hint. The page's "Skip to
+// composer" link, its first stop of Tab, brings the focus here.
 import { api, ApiError, sessionPath } from './api.js';
 import { ChangesPanel } from './changes.js';
 import { Completion, promptCommands } from './completion.js';
