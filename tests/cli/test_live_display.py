@@ -44,6 +44,14 @@ def test_in_a_pipe_only_the_final_answer_is_printed(capsys):
     assert out == "the answer\n" and err == ""
 
 
+def test_in_a_pipe_a_turn_with_no_answer_prints_no_empty_line(capsys):
+    """A turn that failed before any text (the server refused it) printed an empty line
+    before its error, as if it had answered nothing."""
+    live = LiveDisplay(streaming=False)
+    live.finish_turn("")
+    assert capsys.readouterr().out == ""
+
+
 def test_a_compaction_pass_is_announced_on_the_terminal(capsys):
     live = LiveDisplay(streaming=True)
     region = RegionText(kind="state", shadowed_seqs=(1, 2), summary="s")

@@ -119,7 +119,7 @@ class LiveDisplay:
     def finish_turn(self, final_text: str) -> None:
         if self.streaming:
             self._break_line()
-        else:
+        elif final_text:  # a turn that failed before any answer prints no empty line
             click.echo(final_text)
 
     def _break_line(self) -> None:
