@@ -22,11 +22,24 @@ best of ``--repeat``:
   baseline ``walk``: one pass over the log testing each event's type;
 * ``step``: the loop's own CPU per step of those turns (a turn's CPU less the provider's and the
   tools'); baseline: ``walk``.
+* ``words, few hits``, ``words, many hits``: ``search_history`` (as the tool runs it, the
+  session's index given) of a query that no message holds literally, so its words are looked
+  for on their own: ``turn 100 heartbeat`` (one message holds enough of them at every size) and
+  ``retries of workers`` (most messages do: the hits grow with the log), the span cache warm
+  (spans and word indexes in memory); baseline ``literal``: the same call for the literal query;
+* ``word lookup, few hits``, ``word lookup, many hits``: the fallback alone, as those calls run
+  it (``search_words`` over every checkpoint, then the 25 best hits made); baseline ``literal``;
+* ``words, new process``: the few-hits query with a new span cache on the span and word files an
+  earlier search stored (``dsh recall search``, a resumed agent); baseline ``literal new``: the
+  literal query the same way;
+* ``words, first``: the few-hits query with a new span cache and no files (every span rendered,
+  lower-cased and its words indexed, once per session); baseline ``literal first``: the literal
+  query the same way (every span rendered and lower-cased).
 
 Printed per size: each figure, its baseline and their ratio; then each figure's growth from
 the smallest size to the largest next to the log's. A cost paid per step or per call should not
-grow with the log; ``open`` must (it reads the log), and so does a search (it scans every
-checkpoint's originals).
+grow with the log; ``open`` must (it reads the log), and so does a literal search (it scans
+every checkpoint's originals); a search by words grows with the messages holding its words.
 
 Run: ``uv run python benchmarks/session_scale.py [--sizes 10000,100000] [--repeat 5]``
 """
@@ -57,7 +70,8 @@ from dsh.config import Settings
 from dsh.events import CompactionSummaryEvent, Event
 from dsh.llm.scripted import ScriptedProvider, count_model_calls
 from dsh.llm.types import ModelRequest, StreamEvent
-from dsh.recall import list_checkpoints
+from dsh.recall import SpanCache, list_checkpoints, search_history
+from dsh.recall.word_search import query_terms, search_words
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
@@ -68,6 +82,10 @@ READS_PER_TURN = 4
 """``read_file`` steps in each timed turn, after its search and its read."""
 QUERY = "Turn 100:"
 """Held by one message of the first checkpoint at every size (a literal hit)."""
+FEW_HITS = "turn 100 heartbeat"
+"""No message holds it literally; one holds two of its three words, at every size."""
+MANY_HITS = "retries of workers"
+"""No message holds it literally; most hold one of its two words."""
 
 
 def cpu_best(
@@ -229,10 +247,52 @@ def measure(root: Path, events: int, repeat: int) -> dict[str, tuple[float, floa
         indexed = cpu_best(repeat, lambda: list_checkpoints(log, session))
         figures["list_checkpoints"] = (indexed, cpu_best(repeat, lambda: list_checkpoints(log)))
         walk = cpu_best(repeat, lambda: sum(type(e) is CompactionSummaryEvent for e in log))
+        figures.update(word_figures(root / "recall", session, repeat))
     loop = agent_figures(root, store, session_id, repeat)
     for name in ("history_search", "history_read", "step"):
         figures[name] = (loop[name], walk)
     return figures
+
+
+def word_figures(span_dir: Path, session: Session, repeat: int) -> dict[str, tuple[float, float]]:
+    """The searches by words, each beside the literal search made the same way."""
+    events, spans = session.events, span_dir / f"{session.id}.spans"
+
+    def search(query: str, cache: SpanCache) -> object:
+        output = search_history(events, query, cache=cache, index=session)
+        assert output.meta["matched"] or output.meta.get("byWords"), output.text
+        return output
+
+    def new_cache(path: Path | None) -> SpanCache:
+        cache = SpanCache()
+        cache.use_file(path)
+        return cache
+
+    warm = new_cache(spans)  # also stores the span and word files the new processes read
+    for query in (QUERY, FEW_HITS, MANY_HITS):
+        search(query, warm)
+    targets = list_checkpoints(events, session)
+
+    def lookup(query: str) -> object:
+        return search_words(events, targets, query_terms(query), warm).best(25)
+
+    literal = cpu_best(repeat, lambda: search(QUERY, warm))
+    literal_new = cpu_best(repeat, lambda: search(QUERY, new_cache(spans)))
+    literal_first = cpu_best(repeat, lambda: search(QUERY, new_cache(None)))
+    return {
+        "words, few hits": (cpu_best(repeat, lambda: search(FEW_HITS, warm)), literal),
+        "words, many hits": (cpu_best(repeat, lambda: search(MANY_HITS, warm)), literal),
+        "word lookup, few hits": (cpu_best(repeat, lambda: lookup(FEW_HITS)), literal),
+        "word lookup, many hits": (cpu_best(repeat, lambda: lookup(MANY_HITS)), literal),
+        "words, new process": (
+            cpu_best(repeat, lambda: search(FEW_HITS, new_cache(spans))),
+            literal_new,
+        ),
+        "words, first": (
+            cpu_best(repeat, lambda: search(FEW_HITS, new_cache(None))),
+            literal_first,
+        ),
+    }
 
 
 BASELINES = {
@@ -242,6 +302,12 @@ BASELINES = {
     "history_search": "walk",
     "history_read": "walk",
     "step": "walk",
+    "words, few hits": "literal",
+    "words, many hits": "literal",
+    "word lookup, few hits": "literal",
+    "word lookup, many hits": "literal",
+    "words, new process": "literal new",
+    "words, first": "literal first",
 }
 
 
@@ -267,7 +333,7 @@ def main() -> None:
                 f"{size:>7,d}: {figure * 1e3:8.2f} ({baseline} {base * 1e3:7.2f}, {ratio:6.3f}x)"
             )
         growth = results[last][name][0] / results[first][name][0]
-        print(f"{name:17s}" + "   ".join(cells) + f"   {last // first}x log: {growth:5.2f}x")
+        print(f"{name:23s}" + "   ".join(cells) + f"   {last // first}x log: {growth:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dsh.recall import HistorySearchTool, read_checkpoint, search_history
 from dsh.recall.checkpoints import list_checkpoints
 from dsh.recall.render import SpanCache
-from dsh.recall.word_search import STOP_WORDS, needed, query_terms, search_words
+from dsh.recall.word_search import STOP_WORDS, locate, needed, query_terms, search_words
 from dsh.store import MemoryStore
 from tests.helpers import append_chat_turn, append_tool_turn, new_session
 from tests.recall.builders import bracket, run_tool, two_passes
@@ -188,4 +188,6 @@ def test_word_hits_are_exactly_the_messages_holding_half_the_terms_ranked_by_cou
     assert keys == sorted(keys, key=lambda key: (-key[0], -key[1]))
     for hit in found.hits:
         message = spans.span(session.events, hit.checkpoint)[hit.index].lower()
-        assert _STEM.stemWord(message[hit.at : hit.at + hit.width]) in hit.held
+        at, width = locate(session.events, hit, spans)
+        assert _STEM.stemWord(message[at : at + width]) == hit.rarest
+        assert hit.rarest in hit.held

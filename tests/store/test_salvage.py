@@ -17,6 +17,7 @@ from dsh.store import (
     resolve_session_id,
     span_cache_path,
 )
+from dsh.store.derived import word_cache_path
 from dsh.store.integrity import unseal
 from dsh.store.salvage import plan_salvage, salvage_session
 from dsh.surface import Session
@@ -70,12 +71,14 @@ def test_salvage_keeps_the_valid_prefix_copies_the_original_and_is_never_silent(
     data = b"\n".join(broken) + b"\n"
     path.write_bytes(data)
     spans = span_cache_path(tmp_path, sid)  # derived from the log: stale once the log is cut
+    words = word_cache_path(tmp_path, sid)
     anchors = anchor_cache_path(tmp_path, sid)
-    for derived in (spans, anchors):
-        derived.parent.mkdir(parents=True)
+    for derived in (spans, words, anchors):
+        derived.parent.mkdir(parents=True, exist_ok=True)
         derived.write_bytes(b"stale")
     report = salvage_session(store, sid)
     assert not spans.exists() and f"dropped {spans} (rebuilt on use)" in report.lines()
+    assert not words.exists() and f"dropped {words} (rebuilt on use)" in report.lines()
     assert not anchors.exists() and f"dropped {anchors} (rebuilt on use)" in report.lines()
     assert report.changed and report.copy is not None and report.copy.read_bytes() == data
     assert path.read_bytes() == b"\n".join(lines[:6]) + b"\n"

@@ -1,9 +1,10 @@
 """Recall: the model's way back into compacted history (docs/compaction.md, "The two recall
 tools").
 
-``history_read`` and ``history_search`` read the session log only (no index, no model call): a
-checkpoint ``c<summarySeq>`` names a ``compaction/summary``, whose shadowed span is rendered with
-the shared transcript renderer. ``dsh recall`` on the CLI prints the same text.
+``history_read`` and ``history_search`` read the session log only (no model call; the rendered
+spans and word indexes they keep are derived from it): a checkpoint ``c<summarySeq>`` names a
+``compaction/summary``, whose shadowed span is rendered with the shared transcript renderer.
+``dsh recall`` on the CLI prints the same text.
 """
 
 from dsh.recall.checkpoints import (

@@ -32,6 +32,8 @@ from dsh.events import (
 from dsh.recall.checkpoints import Checkpoint
 from dsh.recall.parts import split_parts
 from dsh.recall.span_file import SpanFile, StoredSpan, encode_text
+from dsh.recall.word_file import WordFile
+from dsh.recall.word_index import WordIndex
 from dsh.surface import summary_of_node
 from dsh.transcript import render_message
 
@@ -121,8 +123,9 @@ def _render_span(
 
 class SpanCache:
     """Rendered spans by summary seq, each with its lower-cased text once a search asked for it
-    (least recently used dropped beyond ``max_spans`` spans or ``max_chars`` characters in all,
-    rendered and lower-cased text counted alike, whichever comes first).
+    and its word index once a search looked for words (least recently used dropped beyond
+    ``max_spans`` spans or ``max_chars`` characters in all, rendered and lower-cased text
+    counted alike and an index as ``WordIndex.size``, whichever comes first).
 
     An entry also holds the summary event it was rendered for and is reused only for that very
     event, so a cache shared across sessions never serves another log's span. With a span file
@@ -137,22 +140,27 @@ class SpanCache:
         self._chars = 0
         self._spans: OrderedDict[int, _Entry] = OrderedDict()
         self._file: SpanFile | None = None
+        self._word_file: WordFile | None = None
 
     def __len__(self) -> int:
         return len(self._spans)
 
     def use_file(self, path: Path | None) -> None:
-        """Keep lower-cased spans in the span file at ``path`` (None: in memory only)."""
+        """Keep lower-cased spans in the span file at ``path`` and word indexes in the word
+        file beside it (``<id>.words``, ``dsh.recall.word_file``); None: in memory only."""
         self.flush()
         if path is None:
-            self._file = None
+            self._file, self._word_file = None, None
         elif self._file is None or self._file.path != path:
-            self._file = SpanFile(path)
+            self._file, self._word_file = SpanFile(path), WordFile(path.with_suffix(".words"))
 
     def flush(self) -> None:
-        """Write the spans lower-cased since the last flush to the span file (one write)."""
+        """Write the spans lower-cased and the word indexes built since the last flush to their
+        files (one write each)."""
         if self._file is not None:
             self._file.flush()
+        if self._word_file is not None:
+            self._word_file.flush()
 
     def span(self, events: Sequence[Event], checkpoint: Checkpoint) -> tuple[str, ...]:
         """``render_span(events, checkpoint)``, rendered at most once per summary event."""
@@ -177,6 +185,31 @@ class SpanCache:
                     self._file.put(checkpoint.summary, entry.nodes or (), entry.lowered)
             self._grew(_size(entry.lowered))
         return entry.lowered
+
+    def words(self, events: Sequence[Event], checkpoint: Checkpoint) -> WordIndex:
+        """The word index of the span's lower-cased text (``dsh.recall.word_index``), built at
+        most once per entry (and, with a word file, at most once per summary event across
+        processes) and counted against the budget with it."""
+        entry = self._entry(events, checkpoint)
+        if entry.words is None:
+            stored = self._word_file.get(checkpoint.summary) if self._word_file else None
+            index = stored or WordIndex.build(self.lowered(events, checkpoint))
+            if stored is None and self._word_file is not None:
+                self._word_file.put(checkpoint.summary, index)
+            entry.words = index  # the newest entry: a cache keeps it whatever it drops
+            self._grew(index.size())
+        return entry.words
+
+    def lowered_message(self, events: Sequence[Event], checkpoint: Checkpoint, index: int) -> str:
+        """Message ``index`` of :meth:`lowered`, without lower-casing the span when it is not
+        here yet (from the span file, or the one node rendered again)."""
+        entry = self._entry(events, checkpoint)
+        if entry.lowered is not None:
+            return entry.lowered[index]
+        stored = self._stored(entry, checkpoint)
+        if stored is not None:
+            return stored.message(index)
+        return self.message(events, checkpoint, index).lower()
 
     def matches(
         self, events: Sequence[Event], checkpoint: Checkpoint, needle: str
@@ -241,16 +274,18 @@ class SpanCache:
 
 
 class _Entry:
-    __slots__ = ("lowered", "messages", "nodes", "summary")
+    __slots__ = ("lowered", "messages", "nodes", "summary", "words")
 
     def __init__(self, summary: CompactionSummaryEvent) -> None:
         self.summary = summary
         self.messages: tuple[str, ...] | None = None
         self.lowered: tuple[str, ...] | None = None
         self.nodes: tuple[int, ...] | None = None
+        self.words: WordIndex | None = None
 
     def size(self) -> int:
-        return sum(_size(part) for part in (self.messages, self.lowered) if part is not None)
+        texts = sum(_size(part) for part in (self.messages, self.lowered) if part is not None)
+        return texts + (self.words.size() if self.words is not None else 0)
 
 
 def _size(messages: tuple[str, ...]) -> int:

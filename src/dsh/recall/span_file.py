@@ -91,6 +91,10 @@ class StoredSpan:
                 found.append((index, len(self.data[start:at].decode(ENCODING, ERRORS))))
         return found
 
+    def message(self, index: int) -> str:
+        """Lower-cased message ``index``, decoded."""
+        return self.data[self.starts[index] : self.ends[index]].decode(ENCODING, ERRORS)
+
     def lowered(self) -> tuple[str, ...]:
         """The lower-cased messages, decoded."""
         return tuple(
@@ -192,20 +196,10 @@ class SpanFile:
         if not self._dir_made:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._dir_made = True
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            frame = MAGIC + frame
-        except FileExistsError:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            view = memoryview(frame)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
+        append_records(self.path, MAGIC, frame)
 
     def _read(self) -> dict[int, StoredSpan]:
-        data = _map(self.path)
+        data = map_file(self.path)
         if data is None:
             return {}
         if data[: len(MAGIC)] != MAGIC:  # another format or renderer: start the file again
@@ -222,7 +216,23 @@ class SpanFile:
         return spans
 
 
-def _map(path: Path) -> mmap.mmap | None:
+def append_records(path: Path, magic: bytes, records: bytes) -> None:
+    """Append ``records`` to the derived file at ``path``; a file this creates begins with its
+    first line, ``magic`` (created exclusively: two writers never both write it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        records = magic + records
+    except FileExistsError:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        view = memoryview(records)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def map_file(path: Path) -> mmap.mmap | None:
     """The file's bytes, mapped read-only (searched in place, never copied); None if it cannot
     be read or is empty."""
     try:

@@ -1,7 +1,8 @@
 """``history_read`` and ``history_search``: the model's way back into compacted history.
 
 Described in docs/compaction.md, "The two recall tools". Both are pure functions of the
-session log (no index, no model or embedding call) and answer with an ordinary tool result.
+session log (no model or embedding call; what they keep, rendered spans and their word
+indexes, is derived from it) and answer with an ordinary tool result.
 ``read_checkpoint`` and ``search_history`` do the work and raise ``RecallError``; the tools add
 the agent-caller check and turn every error into an error ``ToolOutput`` with its code;
 ``dsh recall`` on the CLI prints the very same text.
@@ -34,7 +35,7 @@ from dsh.recall.checkpoints import (
 )
 from dsh.recall.render import SpanCache
 from dsh.recall.snippets import snippet
-from dsh.recall.word_search import WordHit, query_terms, search_words
+from dsh.recall.word_search import WordHit, locate, query_terms, search_words
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
 
 HISTORY_READ = "history_read"
@@ -292,13 +293,13 @@ def _search(
     meta = {"scanned": len(targets), "matched": found.matched, "truncated": found.truncated}
     if not found.matched:
         words = search_words(events, [*targets, *others], query_terms(query), spans)
-        if words.hits:
-            meta["byWords"] = len(words.hits)
+        if words.count:
+            meta["byWords"] = words.count
             hits = [
-                (hit, spans.message(events, hit.checkpoint, hit.index))
-                for hit in words.hits[:limit]
+                (hit, spans.message(events, hit.checkpoint, hit.index), locate(events, hit, spans))
+                for hit in words.best(limit)
             ]
-            text = _word_hits_text(header, query_terms(query), len(words.hits), hits)
+            text = _word_hits_text(header, query_terms(query), words.count, hits)
             return ToolOutput(text, meta=meta)
         plausible = targets[-1].id
         which = "the checkpoint searched" if checkpoint is not None else "the most recent one"
@@ -352,11 +353,15 @@ def _hits_text(header: str, found: _Found) -> str:
 
 
 def _word_hits_text(
-    header: str, terms: Sequence[str], total: int, hits: Sequence[tuple[WordHit, str]]
+    header: str,
+    terms: Sequence[str],
+    total: int,
+    hits: Sequence[tuple[WordHit, str, tuple[int, int]]],
 ) -> str:
     """The answer when no message holds the query literally but ``total`` hold enough of its
-    words (``terms``); ``hits``: the best ones shown, each with its message."""
-    whole = sum(len(hit.held) == len(terms) for hit, _ in hits)
+    words (``terms``); ``hits``: the best ones shown, each with its message and where its
+    snippet is centred (``locate``)."""
+    whole = sum(len(hit.held) == len(terms) for hit, _, _ in hits)
     header += (
         " The literal scan found nothing, so the query's words were looked for on their own "
         f"(any order, any word form, stop words dropped): {total} message(s) hold at least half "
@@ -365,8 +370,8 @@ def _word_hits_text(
     if total > len(hits):
         header += f" Showing the first {len(hits)} ({whole} holding all); raise limit to see more."
     lines = [
-        f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, hit.at, hit.width)}"
-        for hit, message in hits
+        f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, *place)}"
+        for hit, message, place in hits
     ]
     return "\n\n".join([header, "\n".join(lines), READ_A_MATCH])
 

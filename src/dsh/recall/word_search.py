@@ -15,18 +15,21 @@ it finds nothing anywhere are the query's words looked for on their own:
   messages scanned (the sum of each word's BM25 inverse document frequency), then the shorter
   message, then log order.
 
-Still a pure function of the log: no index, no model or embedding call. A message is never split
-into all its words: each query word's beginning (its stem's first ``PROBE_CHARS`` characters) is
-found with ``str.find`` and only the words starting there are stemmed, so the cost stays near
-the literal scan's; a word whose stem does not begin like its own text (a few irregular English
-forms, ``dying`` → ``die``) can be missed.
+Still a pure function of the log: no model or embedding call. A message holds a query word when
+one of its words begins with the word's beginning (its stem's first ``PROBE_CHARS`` characters)
+and stems to it; a word whose stem does not begin like its own text (a few irregular English
+forms, ``dying`` → ``die``) can be missed. Which messages those are is looked up in each span's
+word index (``dsh.recall.word_index``, built once per span and kept with it), so a search costs
+what the messages holding its words cost, not a scan of every compacted message; only the hits
+shown are read again, for their snippets (:func:`locate`).
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +37,7 @@ from typing import Any
 from dsh.events import Event
 from dsh.recall.checkpoints import Checkpoint
 from dsh.recall.render import SpanCache
-
-WORD = re.compile(r"[^\W_]+")
-"""A word: a run of letters and digits."""
+from dsh.recall.word_index import WORD
 
 PROBE_CHARS = 4
 """Only words beginning with the first this many characters of a query word's stem (the whole
@@ -89,52 +90,143 @@ class WordHit:
     score: float
     chars: int
     """The message's length."""
-    at: int
-    """Where, in the lower-cased message, the rarest term held first occurs."""
-    width: int
-    """The length of that occurrence."""
+    rarest: str
+    """The rarest term held (the first such in query order): what its snippet shows."""
 
 
 @dataclass(frozen=True, slots=True)
+class _Group:
+    """The hits that hold the same terms (one ``mask`` of the distinct terms)."""
+
+    held: tuple[str, ...]
+    score: float
+    rarest: str
+    places: list[int]
+    """Each hit's place in log order: ``target << PLACE_BITS | #msg`` (ints: no object per hit
+    for the collector to walk)."""
+
+
+PLACE_BITS = 32
+"""Bits of a hit's place that hold its ``#msg`` (the rest: its target's position)."""
+
+
 class WordSearch:
-    hits: list[WordHit]
-    """Every hit, best first."""
-    messages: int
-    """How many messages were scanned."""
+    """Every hit of a search by words, ranked; :meth:`best` makes the ``WordHit``s of the
+    first few (a search of common words can hit most messages, and shows at most 200)."""
+
+    def __init__(
+        self,
+        targets: Sequence[Checkpoint],
+        lengths: Sequence[Sequence[int]],
+        groups: Sequence[_Group],
+        messages: int,
+    ) -> None:
+        self._targets = targets
+        self._lengths = lengths
+        self._groups = groups
+        self.messages = messages
+        """How many messages were scanned."""
+        self.count = sum(len(group.places) for group in groups)
+        """How many messages are hits."""
+
+    @property
+    def hits(self) -> list[WordHit]:
+        """Every hit, best first."""
+        return self.best(self.count)
+
+    def best(self, limit: int) -> list[WordHit]:
+        """The first ``limit`` hits, best first: most terms held, then the rarest, then the
+        shortest message, then log order."""
+        chosen: list[WordHit] = []
+        groups = sorted(self._groups, key=lambda group: (-len(group.held), -group.score))
+        for _, tied in itertools.groupby(groups, key=lambda group: (len(group.held), group.score)):
+            if len(chosen) >= limit:
+                break
+            owner: dict[int, _Group] = {}
+            ranked = []  # a message's length, then its place in log order, as one int
+            for group in tied:
+                for place in group.places:
+                    owner[place] = group
+                    ranked.append(self._chars(place) << _RANK_SHIFT | place)
+            for item in heapq.nsmallest(limit - len(chosen), ranked):
+                place = item & _PLACE
+                group = owner[place]
+                target = self._targets[place >> PLACE_BITS]
+                hit = WordHit(
+                    target,
+                    place & _NUMBER,
+                    group.held,
+                    group.score,
+                    self._chars(place),
+                    group.rarest,
+                )
+                chosen.append(hit)
+        return chosen
+
+    def _chars(self, place: int) -> int:
+        return self._lengths[place >> PLACE_BITS][place & _NUMBER]
+
+
+_NUMBER = (1 << PLACE_BITS) - 1
+_RANK_SHIFT = 2 * PLACE_BITS
+_PLACE = (1 << _RANK_SHIFT) - 1
 
 
 def search_words(
     events: Sequence[Event], targets: Sequence[Checkpoint], terms: Sequence[str], spans: SpanCache
 ) -> WordSearch:
-    """The messages of ``targets`` holding at least :func:`needed` of ``terms``, best first."""
-    probes = [(term, _probe(term)) for term in terms]
-    found: list[tuple[Checkpoint, int, int, dict[str, tuple[int, int]]]] = []
-    holding = dict.fromkeys(terms, 0)
+    """The messages of ``targets`` holding at least :func:`needed` of ``terms``, ranked.
+
+    Each span's words are looked up in its index (``spans.words``, ``dsh.recall.word_index``),
+    so the cost is that of the messages holding the terms, not of every message."""
+    distinct = tuple(dict.fromkeys(terms))
+    least = needed(terms)
+    holding = dict.fromkeys(distinct, 0)
     """How many of the messages scanned hold each term, hits or not."""
+    by_mask: dict[int, list[int]] = {}
+    lengths = []
     messages = 0
-    for target in targets:
-        lowered = spans.lowered(events, target)
-        messages += len(lowered)
-        for index, lower in enumerate(lowered):
-            places = {}
-            for term, probe in probes:
-                place = _first_word(lower, term, probe)
-                if place is not None:
-                    places[term] = place
-                    holding[term] += 1
-            if len(places) >= needed(terms):
-                found.append((target, index, len(lower), places))
+    for position, target in enumerate(targets):
+        index = spans.words(events, target)
+        lengths.append(index.lengths)
+        messages += len(index.lengths)
+        masks: dict[int, int] = {}
+        """Which of the distinct terms each message holds, one bit per term."""
+        for bit, term in enumerate(distinct):
+            flag, count = 1 << bit, 0
+            for postings in index.matching(_probe(term), functools.partial(_stems_to, term)):
+                for number in postings:
+                    mask = masks.get(number, 0)
+                    if not mask & flag:
+                        masks[number] = mask | flag
+                        count += 1
+            holding[term] += count
+        for number, mask in masks.items():
+            if mask.bit_count() >= least:
+                by_mask.setdefault(mask, []).append(position << PLACE_BITS | number)
     rarity = {term: _idf(messages, count) for term, count in holding.items() if count}
-    hits = []
-    for target, index, chars, places in found:
-        held = tuple(term for term in terms if term in places)
+    bits = {term: 1 << bit for bit, term in enumerate(distinct)}
+    groups = []
+    for mask, places in by_mask.items():
+        held = tuple(term for term in terms if mask & bits[term])
         rarest = max(held, key=lambda term: rarity[term])
-        at, width = places[rarest]
         score = sum(rarity[term] for term in held)
-        hits.append(WordHit(target, index, held, score, chars, at, width))
-    # stable: equal keys keep log order
-    hits.sort(key=lambda hit: (-len(hit.held), -hit.score, hit.chars))
-    return WordSearch(hits, messages)
+        groups.append(_Group(held, score, rarest, places))
+    return WordSearch(targets, lengths, groups, messages)
+
+
+def locate(events: Sequence[Event], hit: WordHit, spans: SpanCache) -> tuple[int, int]:
+    """(start, length) in the lower-cased message of ``hit`` of the first word that stems to
+    its rarest term: where its snippet is centred."""
+    lower = spans.lowered_message(events, hit.checkpoint, hit.index)
+    place = _first_word(lower, hit.rarest, _probe(hit.rarest))
+    # the index found the word in these very words, so it is there; were it not, the snippet
+    # would show the message's start rather than fail the search
+    return place if place is not None else (0, 0)
+
+
+def _stems_to(term: str, word: str) -> bool:
+    return stem(word) == term
 
 
 def _probe(term: str) -> str:

@@ -1,7 +1,8 @@
 """Files derived from a session's log and kept under the dsh home, outside the log itself.
 
 Recall keeps each session's lower-cased checkpoint spans in ``<home>/cache/recall/<id>.spans``
-(see ``dsh.recall.span_file``). Such a file stays true because the log is append-only; cutting a
+(see ``dsh.recall.span_file``) and their word indexes beside them in ``<id>.words``
+(``dsh.recall.word_file``). Such a file stays true because the log is append-only; cutting a
 log (``dsh sessions repair``) is the one change that can make it stale, so repair drops it.
 
 The recallable backend keeps each session's anchor index (how many messages name each literal)
@@ -31,6 +32,11 @@ def span_cache_path(home: Path, session_id: str) -> Path:
     return span_cache_dir(home) / f"{session_id}.spans"
 
 
+def word_cache_path(home: Path, session_id: str) -> Path:
+    """The word index file of ``session_id`` (beside its span file)."""
+    return span_cache_dir(home) / f"{session_id}.words"
+
+
 def anchor_cache_dir(home: Path) -> Path:
     """Where the sessions' anchor index files live."""
     return Path(home) / "cache" / "anchors"
@@ -49,7 +55,8 @@ def summary_cache_path(home: Path, backend: str) -> Path:
 def drop_derived(home: Path, session_id: str) -> list[Path]:
     """Delete the files derived from ``session_id``'s log; the paths that were deleted."""
     dropped = []
-    for path in (span_cache_path(home, session_id), anchor_cache_path(home, session_id)):
+    derived = (span_cache_path, word_cache_path, anchor_cache_path)
+    for path in (where(home, session_id) for where in derived):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             dropped.append(path)
