@@ -129,6 +129,88 @@ def conversation_span(events: Sequence[Event], seqs: Sequence[int]) -> tuple[int
     return low, high
 
 
+class ConversationSpans:
+    """:func:`conversation_span`, remembering the span behind each checkpoint or pruned copy it
+    walked (events never change), so a checkpoint heading a long chain (a rollup of rollups of
+    every older stub) is walked once, not on every read. A remembered node is used only for
+    the very event it was computed for: a memo given another log computes afresh."""
+
+    def __init__(self) -> None:
+        self._behind: dict[int, tuple[Event, tuple[int, int] | None]] = {}
+
+    def of(self, events: Sequence[Event], seqs: Sequence[int]) -> tuple[int, int]:
+        """``conversation_span(events, seqs)``."""
+        found = [span for span in (self._one(events, seq) for seq in seqs) if span is not None]
+        if not found:
+            raise ValueError("a span needs at least one surface node")
+        return min(low for low, _ in found), max(high for _, high in found)
+
+    def _one(self, events: Sequence[Event], seq: int) -> tuple[int, int] | None:
+        """The span behind one node (None: it stands for no conversation event)."""
+        if not is_replacement_surface_event(events[seq]):
+            return seq, seq
+        if self._knows(events, seq):
+            return self._behind[seq][1]
+        stack = [seq]
+        while stack:  # iterative: a chain of checkpoints can be long
+            top = stack[-1]
+            event = events[top]
+            sources = [
+                s
+                for s in getattr(event, "source_event_seqs", None) or ()
+                if is_append_surface_event(events[s]) or is_replacement_surface_event(events[s])
+            ]
+            missing = [
+                s
+                for s in sources
+                if is_replacement_surface_event(events[s]) and not self._knows(events, s)
+            ]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            spans = [
+                self._behind[s][1] if is_replacement_surface_event(events[s]) else (s, s)
+                for s in sources
+            ]
+            known = [span for span in spans if span is not None]
+            self._behind[top] = (
+                event,
+                (min(lo for lo, _ in known), max(hi for _, hi in known)) if known else None,
+            )
+        return self._behind[seq][1]
+
+    def _knows(self, events: Sequence[Event], seq: int) -> bool:
+        kept = self._behind.get(seq)
+        return kept is not None and kept[0] is events[seq]
+
+
+def lies_within(events: Sequence[Event], seqs: Sequence[int], low: int, high: int) -> bool:
+    """Whether every conversation event the surface nodes ``seqs`` stand for has a seq in
+    ``[low, high)`` (and there is one): ``low <= first and last < high`` for ``(first, last)
+    = conversation_span(events, seqs)``, found without walking what lies outside. A node
+    stands only for events at or before its own seq (a replace shadows what was logged before
+    it), so a node below ``low`` answers no at once, whatever chain of checkpoints it heads,
+    and the walk ends at the first event out of the range."""
+    stack, seen = list(seqs), False
+    while stack:
+        seq = stack.pop()
+        if seq < low:
+            return False
+        event = events[seq]
+        if is_replacement_surface_event(event):
+            stack.extend(
+                s
+                for s in event.source_event_seqs or ()
+                if is_append_surface_event(events[s]) or is_replacement_surface_event(events[s])
+            )
+        elif seq >= high:
+            return False
+        else:
+            seen = True
+    return seen
+
+
 def checkpoint_id(summary_seq: int) -> str:
     """``c<summarySeq>``: how footers, tools and the CLI name a checkpoint."""
     return f"c{summary_seq}"
@@ -185,6 +267,26 @@ def list_checkpoints(
         summaries: Sequence[CompactionSummaryEvent] = index.of_type(CompactionSummaryEvent)
     else:
         summaries = [e for e in events if type(e) is CompactionSummaryEvent]  # a leaf class
+    found = []
+    for summary in summaries:
+        try:
+            found.append(_bracket(events, summary, index))
+        except RecallError:
+            continue
+    return found
+
+
+def checkpoints_after(
+    events: Sequence[Event], seq: int, index: EventsByType | None = None
+) -> list[Checkpoint]:
+    """The completed checkpoints whose summary comes after ``seq``, in log order: what
+    :func:`list_checkpoints` lists after it, found from there on (bisected in ``index``, the
+    log's per-type index, if it has one; else the log walked from ``seq``)."""
+    if index is not None:
+        kept = index.of_type(CompactionSummaryEvent)
+        summaries: Sequence[CompactionSummaryEvent] = kept[bisect_right(kept, seq, key=_seq) :]
+    else:
+        summaries = [e for e in events[seq + 1 :] if type(e) is CompactionSummaryEvent]
     found = []
     for summary in summaries:
         try:

@@ -29,7 +29,7 @@ from dsh.events import (
     is_surface_event,
     surface_message,
 )
-from dsh.recall.checkpoints import Checkpoint
+from dsh.recall.checkpoints import Checkpoint, ConversationSpans
 from dsh.recall.parts import split_parts
 from dsh.recall.span_file import SpanFile, StoredSpan, encode_text
 from dsh.recall.word_file import WordFile
@@ -141,6 +141,9 @@ class SpanCache:
         self._spans: OrderedDict[int, _Entry] = OrderedDict()
         self._file: SpanFile | None = None
         self._word_file: WordFile | None = None
+        self.conversation = ConversationSpans()
+        """The conversation span behind each checkpoint a read named (``history_read``'s
+        header): a rollup heading every older stub is walked once, not on every read."""
 
     def __len__(self) -> int:
         return len(self._spans)
