@@ -381,6 +381,16 @@ class StoreContract(ABC):
         assert sorted(listed, key=lambda h: h.id) == sorted(headers, key=lambda h: h.id)
         assert [h.created_at for h in listed] == sorted(h.created_at for h in listed)
 
+    def test_header_of_one_session_is_what_the_listing_says_of_it(self, store):
+        assert self.reopen_store(store).header_of("20260101-000000-000-000000") is None
+        made = [self.closed_session(store) for _ in range(3)]
+        reopened = self.reopen_store(store)
+        for header in reopened.list():
+            assert reopened.header_of(header.id) == header
+        assert {h.id for h in reopened.list()} == set(made)
+        for other in (made[0][:-1], made[0] + "x", "", ".", "..", f"{made[0]}/..", "a\x00b"):
+            assert reopened.header_of(other) is None  # no prefix, no path: that id or nothing
+
     def test_open_of_an_unknown_id_raises_session_not_found(self, store):
         with pytest.raises(SessionNotFoundError):
             store.open("20260101-000000-000-000000")

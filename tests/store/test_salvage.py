@@ -47,6 +47,7 @@ def test_a_jsonl_session_with_a_bad_header_is_listed_as_unreadable_not_dropped(
     assert unreadable.id == bad and unreadable.line == 1
     assert "not a valid session header" in unreadable.reason
     assert resolve_session_id(store, bad[:-2]) == bad  # show/export reach it and say why
+    assert store.header_of(bad) == unreadable  # what the listing says of it, read alone
     with pytest.raises(LogCorruptError, match="line 1"):
         store.open(bad)
 
@@ -58,6 +59,7 @@ def test_a_sqlite_session_with_a_bad_header_is_listed_as_unreadable(tmp_path: Pa
         db.execute("UPDATE sessions SET header = ? WHERE id = ?", (b"{not json", bad))
     assert [h.id for h in store.list()] == [good]  # it used to fail the whole listing
     assert [u.id for u in store.unreadable()] == [bad]
+    assert store.header_of(bad) == store.unreadable()[0]  # read alone, said alike
 
 
 def test_salvage_keeps_the_valid_prefix_copies_the_original_and_is_never_silent(

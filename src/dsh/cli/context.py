@@ -25,7 +25,7 @@ from dsh.errors import (
     printable_line,
 )
 from dsh.events import SessionWorkspace
-from dsh.store import EventStore, open_store, resolve_session_id
+from dsh.store import EventStore, UnreadableSession, open_store, resolve_session_id
 from dsh.surface import Session
 
 if TYPE_CHECKING:
@@ -155,9 +155,10 @@ def session_workspace(store_: EventStore, session_id: str | None, override: Path
         return override.resolve()
     if session_id is None:
         return cwd().resolve()
-    header = next((h for h in store_.list() if h.id == session_id), None)
+    header = store_.header_of(session_id)  # that session's header alone, not every session's
+    if isinstance(header, UnreadableSession):
+        raise unreadable_error(header)
     if header is None:
-        raise_unreadable(store_, session_id)
         raise SessionNotFoundError(f"no session {session_id!r} (see `dsh sessions list --all`)")
     recorded = Path(header.cwd)
     if not recorded.is_dir():
@@ -168,14 +169,11 @@ def session_workspace(store_: EventStore, session_id: str | None, override: Path
     return recorded
 
 
-def raise_unreadable(store_: EventStore, session_id: str) -> None:
-    """Raise why the session ``session_id`` cannot be read, if the store lists it as unreadable
-    (its header, its file): as ``dsh sessions list`` and ``show`` say it, not "no session"."""
-    bad = next((u for u in store_.unreadable() if u.id == session_id), None)
-    if bad is None:
-        return
-    reason = bad.reason if session_id in bad.reason else f"session {session_id}: {bad.reason}"
-    raise (LogCorruptError if bad.repairable else Unrepaired)(reason, line=bad.line)
+def unreadable_error(bad: UnreadableSession) -> LogCorruptError:
+    """Why the session ``bad`` names cannot be read (its header, its file), as ``dsh sessions
+    list`` and ``show`` say it, not "no session"."""
+    reason = bad.reason if bad.id in bad.reason else f"session {bad.id}: {bad.reason}"
+    return (LogCorruptError if bad.repairable else Unrepaired)(reason, line=bad.line)
 
 
 def record_workspace(session: Session, workspace: Path) -> None:

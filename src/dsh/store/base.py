@@ -292,12 +292,18 @@ class EventStore(Protocol):
         """Headers of every stored session, oldest first."""
         ...
 
+    def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
+        """What ``list`` or ``unreadable`` say of the one session ``session_id``, read without
+        reading the others; None when there is no such session."""
+        ...
+
 
 def resolve_session_id(store_: EventStore, wanted: str) -> str:
-    """An exact id, or a unique prefix of one (ids start with their creation time)."""
-    ids = [h.id for h in store_.list()] + [u.id for u in store_.unreadable()]
-    if wanted in ids:
+    """An exact id, or a unique prefix of one (ids start with their creation time). An exact
+    id reads that session's header alone; only a prefix lists the store."""
+    if store_.header_of(wanted) is not None:
         return wanted
+    ids = [h.id for h in store_.list()] + [u.id for u in store_.unreadable()]
     matches = [i for i in ids if i.startswith(wanted)] if wanted else []
     if len(matches) == 1:
         return matches[0]

@@ -241,34 +241,40 @@ class JsonlStore:
         """The header of every session directory, or why it cannot be read (by directory)."""
         if not self.root.is_dir():
             return []
-        found: list[SessionHeader | UnreadableSession] = []
-        for directory in sorted(self.root.iterdir()):
-            path = directory / LOG_NAME
-            if not path.exists():  # a directory a migration or a removal left
-                continue
-            try:
-                with path.open("rb") as handle:
-                    first = handle.readline()
-            except OSError as exc:  # not for `dsh sessions repair`: it could not read it either
-                why = f"cannot read {path}: {_reason(exc)}"
-                found.append(UnreadableSession(directory.name, why, repairable=False))
-                continue
-            try:
-                if not first.endswith(b"\n"):
-                    raise HeaderCorruptError(f"{path}: line 1: missing session header", line=1)
-                header = decode_header_line(first.rstrip(b"\n"), path)
-            except LogCorruptError as exc:  # a header: nothing to keep without it
-                unheaded = isinstance(exc, HeaderCorruptError)
-                found.append(
-                    UnreadableSession(directory.name, str(exc), exc.line, repairable=not unheaded)
-                )
-                continue
-            if header.id == directory.name:
-                found.append(header)
-            else:  # a copy (``cp -r ID ID.bak``) would list the same id twice
-                why = _copied_log(header.id, directory.name, self.root)
-                found.append(UnreadableSession(directory.name, why, repairable=False))
-        return found
+        found = (self._header_in(directory) for directory in sorted(self.root.iterdir()))
+        return [header for header in found if header is not None]
+
+    def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
+        """What ``list`` or ``unreadable`` say of ``session_id``, its log's first line alone
+        read; None: no such session."""
+        if "/" in session_id or "\x00" in session_id or session_id in {"", ".", ".."}:
+            return None  # no directory of the sessions' is named so
+        return self._header_in(self.session_dir(session_id))
+
+    def _header_in(self, directory: Path) -> SessionHeader | UnreadableSession | None:
+        """The header of the session in ``directory``, or why it cannot be read; None if the
+        directory holds no log (one a migration or a removal left)."""
+        path = directory / LOG_NAME
+        if not path.exists():
+            return None
+        try:
+            with path.open("rb") as handle:
+                first = handle.readline()
+        except OSError as exc:  # not for `dsh sessions repair`: it could not read it either
+            why = f"cannot read {path}: {_reason(exc)}"
+            return UnreadableSession(directory.name, why, repairable=False)
+        try:
+            if not first.endswith(b"\n"):
+                raise HeaderCorruptError(f"{path}: line 1: missing session header", line=1)
+            header = decode_header_line(first.rstrip(b"\n"), path)
+        except LogCorruptError as exc:  # a header: nothing to keep without it
+            unheaded = isinstance(exc, HeaderCorruptError)
+            return UnreadableSession(directory.name, str(exc), exc.line, repairable=not unheaded)
+        if header.id == directory.name:
+            return header
+        # a copy (``cp -r ID ID.bak``) would list the same id twice
+        why = _copied_log(header.id, directory.name, self.root)
+        return UnreadableSession(directory.name, why, repairable=False)
 
     def list(self) -> list[SessionHeader]:
         return [h for h in self._scan() if isinstance(h, SessionHeader)]

@@ -97,3 +97,6 @@ class MemoryStore:
 
     def list(self) -> list[SessionHeader]:
         return sorted(self.headers.values(), key=lambda h: h.id)
+
+    def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
+        return self.headers.get(session_id)

@@ -383,17 +383,30 @@ class SqliteStore:
             raise StoreError(f"cannot list the sessions in {self.path}: {exc}") from exc
         finally:
             db.close()
-        found: list[SessionHeader | UnreadableSession] = []
-        for session_id, raw in rows:
-            try:
-                found.append(decode_header(bytes(raw), where=f"{self.path}: session {session_id}"))
-            except LogCorruptError as exc:  # a header: `dsh sessions repair` keeps nothing
-                unheaded = isinstance(exc, HeaderCorruptError)
-                found.append(UnreadableSession(str(session_id), str(exc), repairable=not unheaded))
-        return found
+        return [self._header(session_id, raw) for session_id, raw in rows]
+
+    def _header(self, session_id: object, raw: bytes) -> SessionHeader | UnreadableSession:
+        try:
+            return decode_header(bytes(raw), where=f"{self.path}: session {session_id}")
+        except LogCorruptError as exc:  # a header: `dsh sessions repair` keeps nothing
+            unheaded = isinstance(exc, HeaderCorruptError)
+            return UnreadableSession(str(session_id), str(exc), repairable=not unheaded)
 
     def list(self) -> list[SessionHeader]:
         return [h for h in self._scan() if isinstance(h, SessionHeader)]
+
+    def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
+        """What ``list`` or ``unreadable`` say of ``session_id``, its row alone read."""
+        if not database_exists(self.path):
+            return None
+        db = connect_reader(self.path)
+        try:
+            row = _read_header(db, self.path, session_id)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read session {session_id} in {self.path}: {exc}") from exc
+        finally:
+            db.close()
+        return None if row is None else self._header(session_id, row[0])
 
 
 def _read_header(db: sqlite3.Connection, path: Path, session_id: str) -> tuple[bytes] | None:
