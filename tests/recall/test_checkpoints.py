@@ -201,3 +201,35 @@ def test_the_summary_of_a_checkpoint_node_is_read_from_its_sources():
     turn = append_chat_turn(session)
     legacy = replace_with_checkpoint(session, turn.surface[0], turn.surface[-1])
     assert summary_of_node(session.events, legacy) is None
+
+
+def test_checkpoints_after_a_seq_are_the_listed_ones_after_it_an_unfinished_pass_left_out():
+    """``checkpoints_after`` (what a state read names) lists what ``list_checkpoints`` lists
+    after the seq, with or without the log's per-type index: a pass that never ended is in
+    neither."""
+    from dsh.recall.checkpoints import checkpoints_after
+
+    session = new_session(MemoryStore())
+    first = append_chat_turn(session)
+    done = bracket(session, first.surface, "s1", compaction_id="k1")
+    second = append_chat_turn(session)
+    bracket(session, second.surface, "s2", compaction_id="k2", with_end=False)
+    third = append_chat_turn(session)
+    bracket(session, third.surface, "s3", compaction_id="k3")
+    events = session.events
+    listed = list_checkpoints(events)
+    assert len(listed) == 2
+    for seq in (0, done.start, len(events) - 1):
+        expected = [c for c in listed if c.summary.seq > seq]
+        assert checkpoints_after(events, seq) == expected
+        assert checkpoints_after(events, seq, session) == expected  # its per-type index
+
+
+def test_a_conversation_span_of_no_nodes_is_refused_with_or_without_memory():
+    from dsh.recall.checkpoints import ConversationSpans, conversation_span
+
+    events = new_session(MemoryStore()).events
+    with pytest.raises(ValueError, match="at least one surface node"):
+        conversation_span(events, [])
+    with pytest.raises(ValueError, match="at least one surface node"):
+        ConversationSpans().of(events, [])

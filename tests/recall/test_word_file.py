@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,9 +14,11 @@ from hypothesis import strategies as st
 from dsh.recall import SpanCache, list_checkpoints, search_history
 from dsh.recall import word_file as word_file_module
 from dsh.recall import word_index as word_index_module
+from dsh.recall.span_file import summary_key
 from dsh.recall.word_file import MAGIC, WordFile
 from dsh.recall.word_index import WordIndex
 from dsh.store import MemoryStore
+from dsh.store.frames import frame_bytes
 from dsh.surface import Session
 from tests.helpers import append_chat_turn, new_session
 from tests.recall.builders import bracket
@@ -120,3 +123,25 @@ def _session_with_words(checkpoints: int = 1) -> Session:
         bracket(session, shadowed, "## Goal\nx", compaction_id=f"k{number}")
     append_chat_turn(session, "and now?", "next")
     return session
+
+
+@pytest.mark.parametrize("record", ["header", "sizes"])
+def test_a_record_whose_frame_checks_out_but_whose_content_does_not_ends_the_reading(
+    tmp_path: Path, record: str
+) -> None:
+    """A frame's CRC vouches for its bytes, not for what they claim: a header that is not a
+    word header, or sizes that do not add up (another layout), stop the reading there and the
+    indexes are built again, the search answering as a fresh one."""
+    session = _session_with_words()
+    spans = tmp_path / "s.spans"
+    words_path = spans.with_suffix(".words")
+    (checkpoint,) = list_checkpoints(session.events)
+    summary = checkpoint.summary
+    if record == "header":
+        header, body = b"\xa5hello", b""  # msgpack for a string, not a header
+    else:
+        header = msgspec.msgpack.encode([summary.seq, summary_key(summary), 3, 5, [1]])
+        body = b"abc"  # five words claimed, one given; no starts or postings at all
+    words_path.write_bytes(MAGIC + b"".join(frame_bytes(header, body)))
+    assert WordFile(words_path).get(summary) is None
+    assert through_files(session, "nightly crash", spans) == fresh(session, "nightly crash")

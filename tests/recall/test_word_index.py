@@ -174,3 +174,29 @@ def test_a_word_index_lists_each_word_once_and_the_messages_holding_it_in_order(
     assert [list(p) for p in index.matching("re", lambda word: True)] == [[1, 3]]
     assert [list(p) for p in index.matching("", lambda word: word < "e")] == [[1], [0, 1]]
     assert index.matching("zz", lambda word: True) == []
+
+
+def test_a_hit_is_placed_at_the_word_itself_not_inside_another_or_at_a_look_alike():
+    """Where a hit's snippet is centred is the first whole word that stems to the term: not the
+    same letters inside a longer word (``autocrashes``), nor a word that begins alike but stems
+    elsewhere (``crashworthy``)."""
+    from dsh.recall.word_search import locate
+
+    text = "autocrashes and crashworthy, then crashes at last"
+    session = new_session(MemoryStore())
+    turn = append_chat_turn(session, text, "ok")
+    bracket(session, turn.surface, "s", compaction_id="k")
+    targets = list_checkpoints(session.events)
+    spans = SpanCache()
+    found = search_words(session.events, targets, query_terms("crashes"), spans)
+    (hit,) = found.best(1)
+    start, length = locate(session.events, hit, spans)
+    lower = spans.lowered_message(session.events, hit.checkpoint, hit.index)
+    assert lower[start : start + length] == "crashes"
+    assert lower[start - 6 : start] == " then "
+
+
+def test_a_term_no_word_of_the_message_stems_to_has_no_place():
+    from dsh.recall.word_search import _first_word
+
+    assert _first_word("autocrashes and crashworthy", "crash", "cras") is None
