@@ -6,11 +6,13 @@ conversation no room under the compaction threshold is refused where the agent i
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
 from dsh.agent.environment import detect
+from dsh.agent.loop import Agent
 from dsh.agent.prompt import system_prompt
 from dsh.agent.recall_offer import recall_offer
 from dsh.agent.room import (
@@ -21,6 +23,7 @@ from dsh.agent.room import (
     window_problem,
 )
 from dsh.agent.runtime import Route
+from dsh.agent.session_runner import SessionRunner
 from dsh.agent.wiring import build_agent
 from dsh.config import MIN_CONTEXT_WINDOW, CompactionSettings, RecallSettings, Settings
 from dsh.errors import ConfigError, PromptTooLarge
@@ -132,3 +135,100 @@ def test_budgets_that_alone_reach_the_threshold_are_left_to_the_misfit_warning()
     assert window_problem(fixed=1600, window=4096, budgets=budgets) is None
     assert window_problem(fixed=1600, window=4096, budgets=CompactionSettings()) is None
     assert window_problem(fixed=2500, window=4096, budgets=CompactionSettings()) is not None
+
+
+# ---- what @path mentions attach counts too --------------------------------------------------
+
+BIG = "".join(f"row {n}: {'v' * 60}\n" for n in range(400))
+"""About 28 KB: its note fills the attachments' share of an 8k window (about 2k tokens)."""
+
+
+def _tight(harness: Harness, *, attach_mentions: bool = True) -> tuple[Agent, int]:
+    """An agent in an 8k window whose reply bound leaves a short prompt ~300 tokens: room for
+    the prompt's text, not for the note a big file's mention attaches."""
+    agent = harness.agent([{"text": "read it"}] * 2, context_window=8192)
+    fixed = fixed_tokens(agent.standing_header())
+    params = {"max_tokens": 8192 - fixed - 300}
+    agent.config = dataclasses.replace(agent.config, params=params, attach_mentions=attach_mentions)
+    return agent, fixed
+
+
+def test_a_short_prompt_whose_mention_attaches_more_than_the_window_leaves_is_refused(
+    harness: Harness,
+):
+    """The audit's case: `summarise @big.log` passed the check (its text is a few tokens) and
+    went out with a 2k-token note the window had no room for."""
+    (harness.workspace / "big.log").write_text(BIG)
+    agent, _ = _tight(harness)
+    before = len(harness.session.events)
+    with pytest.raises(PromptTooLarge) as refused:
+        run(agent.run_turn("summarise @big.log please"))
+    message = str(refused.value)
+    assert "\n" not in message
+    assert re.fullmatch(
+        r"the prompt and what it attaches \(@big\.log ~2\.\dk\) are ~2\.\dk tokens; the 8,192-token"
+        r" context window leaves ~300 for them beside the system prompt, tools and reply: "
+        r"shorten it or mention fewer or smaller files",
+        message,
+    ), message
+    assert len(harness.session.events) == before and harness.provider.requests == []
+
+
+def test_the_same_prompt_goes_when_mentions_attach_nothing_or_the_file_is_small(
+    harness: Harness,
+):
+    (harness.workspace / "big.log").write_text(BIG)
+    (harness.workspace / "small.log").write_text("one line\n")
+    agent, _ = _tight(harness, attach_mentions=False)
+    assert run(agent.run_turn("summarise @big.log please")).reason == "completed"
+    agent, _ = _tight(harness)
+    result = run(agent.run_turn("summarise @small.log please"))
+    assert result.reason == "completed", result.error
+    note = harness.provider.requests[-1].messages[-1].text()
+    assert "1\tone line" in note
+
+
+def test_the_refusal_names_the_largest_attachments_first_and_counts_the_rest(
+    harness: Harness,
+):
+    for name, rows in (("a.log", 10), ("b.log", 40), ("c.log", 20), ("d.log", 5)):
+        (harness.workspace / name).write_text("".join(f"r{n} {'v' * 60}\n" for n in range(rows)))
+    agent, _ = _tight(harness)
+    with pytest.raises(PromptTooLarge) as refused:
+        agent.check_prompt("look", agent.attachments("@a.log @b.log @c.log @d.log"))
+    message = str(refused.value)
+    assert re.search(r"\(@b\.log ~6\d\d, @c\.log ~3\d\d, @a\.log ~1\d\d and 1 more\)", message)
+
+
+def test_a_turn_sends_the_attachments_it_was_checked_with(harness: Harness):
+    """Read once: what a face read and checked (``SessionRunner.read_attachments``) is what the
+    turn sends, though the file changed between the check and the turn."""
+    (harness.workspace / "notes.md").write_text("as checked\n")
+    runner = SessionRunner(harness.session, _Wired(harness), approver=_never)
+
+    async def body() -> None:
+        attached = await runner.read_attachments("what do @notes.md say?")
+        (harness.workspace / "notes.md").write_text("changed since\n")
+        await runner.start_turn("what do @notes.md say?", attached)
+
+    run(body())
+    note = harness.provider.requests[-1].messages[-1].text()
+    assert "1\tas checked" in note and "changed since" not in note
+
+
+class _Wired:
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    def make_agent(self, session: Session, **_: object) -> Agent:
+        return self.harness.agent([{"text": "they say so"}], attach_mentions=True)
+
+    def make_engine(self, session: Session) -> None:
+        return None
+
+    def compact_window(self, session: Session) -> int:
+        return 128_000
+
+
+async def _never(*_: object) -> bool:
+    raise AssertionError("no tool call expected")

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import FakeServer, json_error, json_ok, openai_text
+from tests.llm.fake_server import (
+    FakeServer,
+    json_error,
+    json_ok,
+    oa_chunk,
+    oa_tool_call,
+    openai_stream,
+    openai_text,
+)
 
 DSH = str(Path(sys.executable).with_name("dsh"))
 PASTE = "".join(f"line {n}: héllo wörld {'x' * 100}\n" for n in range(1000))  # ~120 KB
@@ -65,6 +74,62 @@ def test_a_refused_prompt_among_several_runs_none_and_leaves_a_resumed_session_a
     assert again.stderr.startswith("dsh: error: the prompt is ~31k tokens")
     assert len(server.requests) == 1  # the first run's call only: the short prompt did not run
     assert log.read_bytes() == before
+
+
+def test_a_short_prompt_whose_mention_attaches_too_much_is_refused_at_start(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """A 6,000-token reply bound leaves an 8k window ~600 tokens for the prompt: the words of
+    ``summarise @big.log`` fit, the ~2k-token note its mention attaches does not. Refused
+    before the first turn, with the other prompts; without the mention the same words go."""
+    (tmp_path / "big.log").write_text("".join(f"row {n}: {'v' * 60}\n" for n in range(400)))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text("[provider]\nmax_output_tokens = 6000\n")
+    url = _llama(server)
+    result = dsh(tmp_path, url, "hello", "summarise @big.log")
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()  # the room left depends on the system prompt's
+    assert re.fullmatch(  # environment section (the platform, the date): about 600
+        r"dsh: error: the prompt and what it attaches \(@big\.log ~2\.2k\) are ~2\.2k tokens; "
+        r"the 8,192-token context window leaves ~\d{3} for them beside the system prompt, "
+        r"tools and reply: shorten it or mention fewer or smaller files",
+        line,
+    ), line
+    assert server.requests == [] and _logs(tmp_path) == []
+    server.queue(openai_text("it has rows"))
+    fine = dsh(tmp_path, url, "summarise big.log")
+    assert fine.returncode == 0, fine.stderr
+
+
+def test_a_later_prompt_is_checked_again_with_its_files_as_its_turn_finds_them(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """The first turn writes big.log, which the second prompt mentions: checked at start it
+    attached nothing; at its turn it attaches the file and is refused there, exit 2, the first
+    turn kept."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text("[provider]\nmax_output_tokens = 6000\n")
+    url = _llama(server)
+    rows = "".join(f"row {n}: {'v' * 60}\n" for n in range(400))
+    write = json.dumps({"path": "big.log", "content": rows})
+    call = oa_tool_call(0, id="c1", name="write_file", arguments=write)
+    server.queue(
+        openai_stream(oa_chunk(tool_calls=[call]), oa_chunk(finish="tool_calls")),
+        openai_text("written"),
+    )
+    result = dsh(tmp_path, url, "--yes", "write big.log", "summarise @big.log")
+    assert result.returncode == 2, result.stderr
+    assert (tmp_path / "big.log").read_text() == rows
+    assert result.stderr.splitlines()[-1].startswith(
+        "dsh: error: the prompt and what it attaches (@big.log ~2.2k)"
+    )
+    assert len(server.requests) == 2  # the first turn's two calls; none for the second
+    (log,) = _logs(tmp_path)
+    logged = [json.loads(line.split(b"\t")[0]) for line in log.read_bytes().splitlines()[1:]]
+    prompts = [e["data"]["content"][0]["text"] for e in logged if e["type"] == "user/message"]
+    assert prompts == ["write big.log"]
 
 
 def test_a_prompt_that_overflows_the_server_is_kept_whole_through_recovery(

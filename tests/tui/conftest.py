@@ -70,8 +70,11 @@ class Rig:
         auto_compact: bool = False,
         wrap_provider: Callable[[ScriptedProvider], Provider] | None = None,
         route_notice: str | None = None,
+        agent_config: dict[str, Any] | None = None,
         **compaction: Any,
     ) -> DshApp:
+        """The app over a scripted model; ``agent_config``: more ``AgentConfig`` fields for its
+        agents (``attach_mentions``, ``params``)."""
         settings = self.settings(approval, **compaction)
         scripted = ScriptedProvider(parse_script(script), model="scripted", cache=self.cache)
         self.provider = scripted
@@ -94,6 +97,7 @@ class Rig:
                     system=SYSTEM,
                     context_window=route_.context_window,
                     retry_base_delay=0.0,
+                    **(agent_config or {}),
                 ),
                 workspace=self.workspace,
                 on_stream=on_stream,

@@ -88,3 +88,30 @@ def test_a_window_the_system_prompt_and_tools_leave_no_room_in_is_refused_as_the
     assert line.startswith("dsh: error: the system prompt and tools take ~")
     assert "too many for a 4,096-token context window" in line
     assert not list(rig.home.rglob("session.jsonl"))
+
+
+def test_a_short_prompt_whose_mention_attaches_too_much_stays_in_the_composer(rig: Rig):
+    """``@big.log`` attaches a note (~2k tokens) the 8k window has no room for beside the
+    reply bound: the draft goes back with the reason, nothing is sent, and the same words
+    without the mention go."""
+    (rig.workspace / "big.log").write_text("".join(f"row {n}: {'v' * 60}\n" for n in range(400)))
+    config = {"attach_mentions": True, "params": {"max_tokens": 6000}}
+    app = rig.app([{"text": "answered"}], window=8192, agent_config=config)
+
+    async def body(pilot: Any) -> None:
+        app.prompt_box.value = "summarise @big.log please"
+        await pilot.press("enter")
+        await settle(pilot, lambda: "error:" in text_of(app) and not app.running)
+        await settle(pilot, lambda: status_at_rest(app))
+        shown = " ".join(text_of(app).split())
+        assert re.search(r"error: the prompt and what it attaches \(@big\.log ~2\.\dk\)", shown)
+        assert "shorten it or mention fewer or smaller files" in shown
+        assert app.prompt_box.text == "summarise @big.log please"
+        assert rig.provider.requests == []
+        assert app.controller.session is None  # the session made for it was not kept
+        assert not list(rig.home.rglob("session.jsonl"))
+        app.prompt_box.value = "summarise big.log please"
+        await pilot.press("enter")
+        await settle(pilot, lambda: "answered" in text_of(app) and not app.running)
+
+    run(app, body)

@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx
 from starlette.testclient import TestClient
 
+from tests.llm.conftest import server  # noqa: F401
+from tests.llm.fake_server import FakeServer, json_ok
 from tests.web.conftest import WebEnv, error_of, new_session, wait_idle
 from tests.web.real_command import dsh_web_process
 
@@ -81,3 +83,34 @@ def test_a_prompt_over_the_body_limit_is_refused_in_the_words_of_every_face(
         "shorten it or attach the file with @path"
     )
     assert env.store.list() == []
+
+
+def test_a_short_prompt_whose_mention_attaches_too_much_is_answered_413(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+) -> None:
+    """The real ``dsh web`` on a llama.cpp-like server (``-c 8192``) with a 6,000-token reply
+    bound: ``summarise @big.log`` is a few tokens, the note its mention attaches ~2k. The
+    files are read before the page is answered, so the page gets the 413 and keeps the draft;
+    nothing is sent or logged."""
+    (tmp_path / "big.log").write_text("".join(f"row {n}: {'v' * 60}\n" for n in range(400)))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text("[provider]\nmax_output_tokens = 6000\n")
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 8192}})
+    flags = ("--base-url", server.url + "/v1", "--model", "m")
+    with (
+        dsh_web_process(tmp_path, flags) as web,
+        httpx.Client(
+            base_url=web.base, headers={"Authorization": f"Bearer {web.token}"}, timeout=60
+        ) as http,
+    ):
+        sid = http.post("/api/sessions", json={"cwd": str(tmp_path)}).json()["session"]["id"]
+        response = http.post(f"/api/sessions/{sid}/prompt", json={"text": "summarise @big.log"})
+        assert error_of(response) == (413, "PROMPT_TOO_LARGE")
+        message = response.json()["error"]["message"]
+        assert message.startswith("the prompt and what it attaches (@big.log ~2.")
+        assert message.endswith("shorten it or mention fewer or smaller files")
+        history = http.get(f"/api/sessions/{sid}/history").json()["events"]
+        assert [e for e in history if e["type"] in ("turn/start", "user/message")] == []
+    assert server.requests == []  # no model call
+    assert not list((tmp_path / "home").rglob("session.jsonl"))  # the draft stayed one

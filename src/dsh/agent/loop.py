@@ -6,8 +6,9 @@ new input is logged; they count it: ``incoming_tokens``) → ``step/start`` → 
 ``assistant/message`` → (``tool/call``, ``tool/result``) pairs (``dsh.agent.tool_calls``) →
 ``step/end`` → next step … → ``turn/end``.
 Every request is built from the log (``request_from_state``), so what the model saw is always
-what was logged. A prompt no request can carry is refused before ``turn/start`` (``check_prompt``,
-``dsh.agent.room``): nothing is logged.
+what was logged. A prompt no request can carry (with what its ``@path`` mentions attach, read
+once, before ``turn/start``) is refused before anything is logged (``check_prompt``,
+``dsh.agent.room``).
 
 Cancellation (``Agent.cancel``) finalises the streamed prefix as an interrupted assistant
 message, answers any unfinished tool call with an error result (a stopped command's with what it
@@ -41,7 +42,7 @@ from dsh.agent.cancel import CANCELLED_BY_USER, CancelRequest, guarded
 from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
-from dsh.agent.mentions import attachment_notes
+from dsh.agent.mentions import Attachment, attachment_notes, read_attachments
 from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
@@ -176,9 +177,10 @@ class Agent:
         cancel's, when there are several)."""
         self._cancel.request(reason)
 
-    def check_prompt(self, prompt: str) -> None:
-        """Refuse a prompt no request can carry (``PromptTooLarge``, one line: ``dsh.agent.room``)
-        before anything is logged; ``run_turn`` checks first, faces may check earlier."""
+    def check_prompt(self, prompt: str, attached: Sequence[Attachment] = ()) -> None:
+        """Refuse a prompt no request can carry with the notes ``attached`` to it
+        (``PromptTooLarge``, one line: ``dsh.agent.room``) before anything is logged;
+        ``run_turn`` checks first, faces may check earlier."""
         cfg = self.config
         reply = cfg.params.get("max_tokens")
         problem = prompt_problem(
@@ -187,21 +189,28 @@ class Agent:
             window=cfg.context_window or DEFAULT_CONTEXT_WINDOW,
             reply=reply if isinstance(reply, int) else 0,
             attach=cfg.attach_mentions,
+            attached=attached,
         )
         if problem is not None:
             raise PromptTooLarge(problem)
 
-    async def run_turn(self, prompt: str) -> TurnResult:
+    async def run_turn(
+        self, prompt: str, attached: Sequence[Attachment] | None = None
+    ) -> TurnResult:
         """Run one turn for a user prompt and return how it ended; a turn an exception stops
         is closed as an error (``turn_close``) before the exception goes on. A prompt
-        ``check_prompt`` refuses raises before the turn starts: nothing is logged."""
+        ``check_prompt`` refuses with its attachments (``attached``, else read here, in a
+        thread) raises before the turn starts: nothing is logged."""
         self.check_prompt(prompt)
-        self._cancel = CancelRequest()
+        self._cancel = CancelRequest()  # a cancel while the attachments are read ends the turn
+        if attached is None:  # read in a thread; nothing to read without an "@"
+            attached = await asyncio.to_thread(self.attachments, prompt) if "@" in prompt else ()
+        self.check_prompt(prompt, attached)
         self._repeats.start_turn(self.config.max_repeated_calls)
         turn = 1 + self._log_scan.update(self.session).turns
         start = self.session.append(TurnStart(turn=turn)).seq
         try:
-            return await self._turn(turn, prompt)
+            return await self._turn(turn, prompt, attached)
         except Exception as exc:
             ends = self.session.of_type(TurnEndEvent)
             if not ends or ends[-1].seq < start:
@@ -211,16 +220,15 @@ class Agent:
                     log.warning("could not close the failed turn %d", turn, exc_info=True)
             raise
 
-    async def _attachments(self, turn: int, prompt: str) -> list[Message]:
-        """The notes ``@path`` mentions in ``prompt`` attach, when that is on."""
+    def attachments(self, prompt: str) -> tuple[Attachment, ...]:
+        """What ``@path`` mentions in ``prompt`` attach, when that is on (``dsh.agent.mentions``);
+        blocking file reads: a face on an event loop calls it in a thread."""
         if not self.config.attach_mentions:
-            return []
+            return ()
         window = self.config.context_window or DEFAULT_CONTEXT_WINDOW
-        return await attachment_notes(
-            prompt, self.workspace, self.tools.secrets, turn=turn, context_window=window
-        )
+        return read_attachments(prompt, self.workspace, self.tools.secrets, context_window=window)
 
-    async def _turn(self, turn: int, prompt: str) -> TurnResult:
+    async def _turn(self, turn: int, prompt: str, attached: Sequence[Attachment]) -> TurnResult:
         pending: list[Message] = [
             Message(
                 id=f"u-{turn}",
@@ -228,7 +236,7 @@ class Agent:
                 content=(TextBlock(text=loggable_text(prompt)),),
                 source=UserSource(),
             ),
-            *await self._attachments(turn, prompt),
+            *attachment_notes(attached, turn=turn),
         ]
         last_text = ""
         step = 0

@@ -16,12 +16,15 @@ with the reason, so the model and the transcript both say why. Each path attache
 most ``MAX_ATTACHMENTS`` per prompt, and all of them together at most a quarter of the context
 window (about one character per window token): a file past that share is cut at a line with
 the ``read_file`` offset to read on. ``tools.attach_mentions = false`` turns this off.
+
+The files are read once per turn, before it starts (``read_attachments``): the prompt is
+checked against the window with them (``dsh.agent.room``), and the turn sends them as read.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,18 +148,19 @@ def _within(listing: str, max_chars: int) -> str:
     )
 
 
-async def attachment_notes(
-    prompt: str,
-    workspace: Path,
-    secrets: SecretPolicy,
-    *,
-    turn: int,
-    context_window: int,
-) -> list[Message]:
-    """The notes that follow turn ``turn``'s prompt: one per attachment, in mention order."""
+def read_attachments(
+    prompt: str, workspace: Path, secrets: SecretPolicy, *, context_window: int
+) -> tuple[Attachment, ...]:
+    """What ``prompt``'s mentions attach in a ``context_window``-token window (nothing for a
+    prompt without an ``@``); blocking file reads, run it in a thread on an event loop. Read
+    once per turn: what the room check counts (``dsh.agent.room``) is what the turn sends."""
     if "@" not in prompt:
-        return []
-    found = await asyncio.to_thread(attach, prompt, workspace, secrets, budget_chars=context_window)
+        return ()
+    return tuple(attach(prompt, workspace, secrets, budget_chars=context_window))
+
+
+def attachment_notes(attachments: Sequence[Attachment], *, turn: int) -> list[Message]:
+    """The notes that follow turn ``turn``'s prompt: one per attachment, in mention order."""
     return [
         Message(
             id=f"attach-{turn}-{n}",
@@ -164,5 +168,5 @@ async def attachment_notes(
             content=(TextBlock(text=loggable_text(a.text)),),
             source=PluginSource(plugin=ATTACH_PLUGIN),
         )
-        for n, a in enumerate(found, 1)
+        for n, a in enumerate(attachments, 1)
     ]

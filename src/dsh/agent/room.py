@@ -7,10 +7,12 @@ anything is logged, each in one line, the same in every face (they all run turns
 ``dsh.agent.loop.Agent``, which checks, and start them through ``SessionRunner.start_turn``):
 
 - ``prompt_problem``: a prompt longer than ``MAX_PROMPT_CHARS`` (one limit, whatever the
-  window), or one the window cannot hold beside the fixed part and the reply bound the request
-  asks for (``max_tokens``): sent, it could only be refused by the server or cut by one that
-  truncates, and no compaction could help. ``dsh run`` exits non-zero with the line, the
-  terminal UI keeps the prompt in its composer, the web answers 413 and the page keeps it.
+  window), or one the window cannot hold — with the files its ``@path`` mentions attach — beside
+  the fixed part and the reply bound the request asks for (``max_tokens``): sent, it could only
+  be refused by the server or cut by one that truncates, and no compaction could help. The
+  attachments are read once, before the turn starts, and the turn sends what was counted.
+  ``dsh run`` exits non-zero with the line, the terminal UI keeps the prompt in its composer,
+  the web answers 413 and the page keeps it.
 - ``window_problem``: a window in which the fixed part, the state checkpoint's cap and the
   retained tail reach the compaction threshold: no pass could bring a request below it, so
   every step would compact again and still be above it (a 2,048-token window, where dsh's own
@@ -27,6 +29,9 @@ be refused by the server; the turn then ends with the server's error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from dsh.agent.mentions import Attachment
 from dsh.config import CompactionSettings
 from dsh.events import RequestHeaderBody
 from dsh.surface import system_tokens, text_tokens, tools_tokens
@@ -42,22 +47,36 @@ def fixed_tokens(header: RequestHeaderBody) -> int:
 
 
 def prompt_problem(
-    prompt: str, *, fixed: int, window: int, reply: int, attach: bool = True
+    prompt: str,
+    *,
+    fixed: int,
+    window: int,
+    reply: int,
+    attach: bool = True,
+    attached: Sequence[Attachment] = (),
 ) -> str | None:
     """Why ``prompt`` cannot be sent (None: it can): over ``MAX_PROMPT_CHARS``, or more than
-    ``window`` leaves beside the ``fixed`` part and the ``reply`` bound. ``attach``: whether
-    ``@path`` attaches a file (``tools.attach_mentions``), which the advice then names."""
-    advice = _advice(attach)
+    ``window`` leaves beside the ``fixed`` part and the ``reply`` bound, counting the notes its
+    ``@path`` mentions ``attached`` (``dsh.agent.mentions``: a quarter of the window at most,
+    so a short prompt naming a big file can still be too much for a small window or a large
+    reply bound). ``attach``: whether ``@path`` attaches a file (``tools.attach_mentions``),
+    which the advice then names."""
     too_long = length_problem(prompt, attach=attach)
     if too_long is not None:
         return too_long
-    tokens = text_tokens(prompt)
+    sizes = [(a.path, text_tokens(a.text)) for a in attached]
+    tokens = text_tokens(prompt) + sum(size for _, size in sizes)
     room = window - fixed - reply
     if tokens <= room:
         return None
+    if not sizes:
+        what, advice = f"the prompt is ~{_short(tokens)} tokens", _advice(attach)
+    else:
+        what = f"the prompt and what it attaches ({_largest(sizes)}) are ~{_short(tokens)} tokens"
+        advice = "shorten it or mention fewer or smaller files"
     return (
-        f"the prompt is ~{_short(tokens)} tokens; the {window:,}-token context window leaves "
-        f"~{_short(max(room, 0))} for it beside the system prompt, tools and reply: {advice}"
+        f"{what}; the {window:,}-token context window leaves ~{_short(max(room, 0))} for "
+        f"{'them' if sizes else 'it'} beside the system prompt, tools and reply: {advice}"
     )
 
 
@@ -90,6 +109,13 @@ def window_problem(*, fixed: int, window: int, budgets: CompactionSettings) -> s
         f"stay below the compaction threshold ({threshold:,}); give a larger window, or fewer "
         "tools or a shorter AGENTS.md"
     )
+
+
+def _largest(sizes: Sequence[tuple[str, int]], shown: int = 3) -> str:
+    """The largest ``shown`` attachments with their sizes, largest first, and how many more."""
+    ranked = sorted(sizes, key=lambda named: -named[1])
+    said = ", ".join(f"@{path} ~{_short(size)}" for path, size in ranked[:shown])
+    return said if len(ranked) <= shown else f"{said} and {len(ranked) - shown} more"
 
 
 def _short(tokens: int) -> str:

@@ -12,7 +12,7 @@ callback the face supplies; subscribers hear every appended event and every acti
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -21,6 +21,7 @@ from dsh.agent import session_settings
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.mcp_servers import start_session_mcp_servers
+from dsh.agent.mentions import Attachment
 from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.undo import UndoResult, undo_last_turn
 from dsh.agent.wiring import build_agent, build_parts, session_window
@@ -305,21 +306,46 @@ class SessionRunner:
         """The next turn gets a new agent (another model); a running turn keeps its own."""
         self.agent = None
 
-    def start_turn(self, prompt: str) -> asyncio.Task[TurnResult]:
+    def start_turn(
+        self, prompt: str, attached: Sequence[Attachment] | None = None
+    ) -> asyncio.Task[TurnResult]:
         """Run one turn as a task; ``SessionBusy`` if something runs, the wiring's error, or
         ``PromptTooLarge`` for a prompt no request can carry (``Agent.check_prompt``) — each
-        raised here, before anything is logged, so the face still holds the prompt."""
+        raised here, before anything is logged, so the face still holds the prompt. What the
+        prompt's ``@path`` mentions attach counts too: ``attached`` (``read_attachments``) is
+        checked here and sent as read; without it the task reads them, and a refusal is the
+        task's ``PromptTooLarge``, still before anything is logged."""
         self._ensure_idle()
         agent = self.ensure_agent()
-        agent.check_prompt(prompt)
-        self._record_settings()
+        agent.check_prompt(prompt, attached or ())  # the text now; attachments read: both
         self._turn_agent = agent
-        return self._start("turn", agent.run_turn(prompt))
+        return self._start("turn", self._checked_turn(agent, prompt, attached))
 
-    def check_prompt(self, prompt: str) -> None:
-        """``PromptTooLarge`` for a prompt no request of this session can carry, logging
-        nothing (a face checks a prompt before it writes a new session for it)."""
-        self.ensure_agent().check_prompt(prompt)
+    async def _checked_turn(
+        self, agent: Agent, prompt: str, attached: Sequence[Attachment] | None
+    ) -> TurnResult:
+        """The turn, after its prompt and attachments passed the check (read here when the face
+        did not) and the settings it runs with were logged: a refused prompt logs nothing."""
+        if attached is None:
+            attached = await asyncio.to_thread(agent.attachments, prompt) if "@" in prompt else ()
+        agent.check_prompt(prompt, attached)
+        self._record_settings()
+        return await agent.run_turn(prompt, attached)
+
+    async def read_attachments(self, prompt: str) -> tuple[Attachment, ...]:
+        """What ``prompt``'s ``@path`` mentions would attach in this session's next turn, read
+        in a worker thread: a face that must refuse a prompt before it answers reads them
+        first, then passes them to ``start_turn`` (which still refuses a turn started
+        meanwhile: ``SessionBusy``)."""
+        agent = self.ensure_agent()
+        if "@" not in prompt:
+            return ()
+        return await asyncio.to_thread(agent.attachments, prompt)
+
+    def check_prompt(self, prompt: str, attached: Sequence[Attachment] = ()) -> None:
+        """``PromptTooLarge`` for a prompt (with what it attaches) no request of this session
+        can carry, logging nothing (a face checks a prompt before it writes a session for it)."""
+        self.ensure_agent().check_prompt(prompt, attached)
 
     def _record_settings(self) -> None:
         """Log the settings what starts now runs with (when new or changed)."""

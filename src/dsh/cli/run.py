@@ -14,7 +14,9 @@ from typing import Any
 
 import click
 
+from dsh.agent.loop import Agent
 from dsh.agent.mcp_servers import close_mcp_servers
+from dsh.agent.mentions import Attachment
 from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, expand_prompt, load_prompt_commands
 from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.stop_signals import cancelled_by
@@ -142,8 +144,7 @@ def run(
             wiring=wiring,
             on_summary_call=live.summary_call_done if live is not None else None,
         )
-        for prompt in turns:  # every prompt before the first turn: none runs if one cannot
-            agent.check_prompt(prompt)
+        first_attached = _check_prompts(agent, turns)
     except BaseException:
         session.close()  # no stale lock file behind a configuration error
         close_mcp_servers()
@@ -164,8 +165,8 @@ def run(
     failed = False
     termination.install()
     try:
-        for prompt in turns:
-            result = _run_with_interrupt(agent, prompt, live)
+        for n, prompt in enumerate(turns):
+            result = _run_with_interrupt(agent, prompt, first_attached if n == 0 else None, live)
             if out.closed or termination.stopped_by() is not None:
                 break
             if live is not None:
@@ -201,6 +202,19 @@ def run(
         sys.exit(termination.exit_status())
     if failed:
         sys.exit(1)
+
+
+def _check_prompts(agent: Agent, turns: Sequence[str]) -> tuple[Attachment, ...]:
+    """Refuse the run if one of its prompts is too large (``PromptTooLarge``), before any turn:
+    each checked with what its ``@path`` mentions attach now. Returns the first prompt's
+    attachments, which its turn sends as read; a later prompt's files are read again at its
+    turn (an earlier turn may change them), and checked again there."""
+    attached: list[tuple[Attachment, ...]] = []
+    for prompt in turns:
+        agent.check_prompt(prompt)  # too long on its own: refused before any file is read
+        attached.append(agent.attachments(prompt))
+        agent.check_prompt(prompt, attached[-1])
+    return attached[0]
 
 
 def _why(error: str | None) -> str:
@@ -277,7 +291,9 @@ def _stdin_prompt() -> str:
     return text
 
 
-def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> Any:
+def _run_with_interrupt(
+    agent: Any, prompt: str, attached: Sequence[Attachment] | None, live: LiveDisplay | None
+) -> Any:
     """Run one turn; the first Ctrl-C cancels the turn cleanly, a second one exits at once.
     While it runs, ``live`` shows how long a silent model call has been waiting."""
 
@@ -313,7 +329,7 @@ def _run_with_interrupt(agent: Any, prompt: str, live: LiveDisplay | None) -> An
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
             loop.add_signal_handler(signal.SIGINT, on_sigint)
         try:
-            return await agent.run_turn(prompt)
+            return await agent.run_turn(prompt, attached)
         finally:
             if ticker is not None and live is not None:
                 ticker.cancel()

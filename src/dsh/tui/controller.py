@@ -315,13 +315,12 @@ class Controller:
         assert self.route is not None, "start() resolves the route first"
         fresh = self.runner is None
         runner = self._ensure_runner()
-        try:
-            task = runner.start_turn(prompt)
+        try:  # refused as it starts, or by its task once the attachments are read
+            return await runner.start_turn(prompt)
         except PromptTooLarge:
             if fresh and not runner.session.events:  # the session this prompt created
                 self._forget_new_session(runner.session.id)
             raise
-        return await task
 
     def _forget_new_session(self, session_id: str) -> None:
         """Close and remove a session created for a prompt that was refused: a session of

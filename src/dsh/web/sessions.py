@@ -353,7 +353,8 @@ class SessionRegistry:
         """Start a turn. Its session's first one here starts the MCP servers its tools come
         from in a worker thread (they may take seconds; the other sessions go on meanwhile).
         A draft's first prompt writes it to the store, once the route resolved (no key: 503,
-        and nothing written)."""
+        and nothing written). The files the prompt's ``@path`` mentions attach are read (in a
+        worker thread) before it answers, so a prompt they make too large is a 413 too."""
         handle = self.open_handle(session_id)
         self._ensure_idle(handle)
         if handle.runner.agent is None:
@@ -365,14 +366,14 @@ class SessionRegistry:
                 raise from_dsh_error(exc) from exc
             handle = self.open_handle(session_id)  # closed, or busy, while they started?
             self._ensure_idle(handle)
-        if handle.draft:  # a prompt that cannot run does not write the draft
-            try:
-                handle.runner.check_prompt(text)
-            except DshError as exc:
-                raise from_dsh_error(exc) from exc
-        handle = self._written(handle)
-        try:
-            task = handle.runner.start_turn(text)
+        try:  # what its @path mentions attach counts against the window: read before the 202
+            attached = await handle.runner.read_attachments(text)
+            handle = self.open_handle(session_id)  # closed, or busy, while they were read?
+            self._ensure_idle(handle)
+            if handle.draft:  # a prompt that cannot run does not write the draft
+                handle.runner.check_prompt(text, attached)
+            handle = self._written(handle)
+            task = handle.runner.start_turn(text, attached)
         except DshError as exc:
             raise from_dsh_error(exc) from exc
         task.add_done_callback(_retrieved)
