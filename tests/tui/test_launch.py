@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -9,13 +10,19 @@ from typing import Any
 import pytest
 
 import dsh.tui
+import dsh.tui.picker
+from dsh.agent import session_settings
 from dsh.cli import tui as cli_tui
 from dsh.cli.options import RouteFlags
+from dsh.config import Settings
 from dsh.errors import SessionNotFoundError, UsageError
 from dsh.store import JsonlStore
 from dsh.surface import Session
+from dsh.transcript.listing import session_summaries
 from dsh.tui import TuiOptions
 from dsh.tui.app_warnings import WarningLog
+from dsh.tui.picker import PickerApp, SessionPicker
+from tests.tui.conftest import settle
 
 
 @pytest.fixture
@@ -109,7 +116,7 @@ def test_resume_without_an_id_in_a_terminal_opens_the_session_picked(launched, m
     offered: list[str] = []
     logs: list[WarningLog] = []
 
-    def pick(store, warnings):
+    def pick(store, warnings, refuse):
         offered.extend(h.id for h in store.list())
         logs.append(warnings)
         return other
@@ -126,7 +133,7 @@ def test_closing_the_picker_without_a_choice_opens_nothing(launched, monkeypatch
 
     make_session(launched["store"], launched["cwd"])
     monkeypatch.setattr(cli_tui, "interactive", lambda: True)
-    monkeypatch.setattr(dsh.tui.picker, "pick_session", lambda store, warnings: None)
+    monkeypatch.setattr(dsh.tui.picker, "pick_session", lambda store, warnings, refuse: None)
     cli_tui.launch("", False)
     assert "options" not in launched and "no session chosen" in capsys.readouterr().out
 
@@ -388,3 +395,63 @@ def test_demo_tui_with_keep_says_how_to_resume_and_that_command_opens_the_kept_s
     route = options.route_factory(None)
     assert type(route.provider).__name__ == "ScriptedProvider"
     assert (route.model, route.context_window) == ("demo", DEMO_WINDOW)
+
+
+def test_a_picked_session_that_needs_its_script_keeps_the_real_picker_open(
+    launched, monkeypatch, tmp_path
+):
+    """``dsh --resume``'s picker, driven by its pilot, over a session recorded on the scripted
+    provider (as ``dsh run --script`` leaves one) and one that opens: choosing the scripted
+    one without ``--script`` says why in the picker, which stays; the other then opens. With
+    ``--script`` the scripted one opens."""
+    store = launched["store"]
+    with Session.create(store, cwd=launched["cwd"]) as session:
+        recorded = session_settings.snapshot(Settings(), "scripted", "m1", 16_000, launched["cwd"])
+        session_settings.record(session, recorded)
+        scripted = session.id
+    opens = make_session(store, launched["cwd"])
+    said: list[str] = []
+
+    def pick(store, warnings, refuse):
+        app = PickerApp(session_summaries(store), warnings=warnings, refuse=refuse)
+
+        async def main() -> None:
+            async with app.run_test(size=(120, 30)) as pilot:
+                await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+                picker = app.screen
+                refused = picker.query_one("#picker-refused")
+                await pilot.press(*scripted[-6:], "enter")  # filtered down to it, chosen
+                await settle(pilot, lambda: refused.display)
+                said.append(str(refused.render()))
+                assert app.screen is picker and app.is_running
+                for _ in range(6):
+                    await pilot.press("backspace")
+                await pilot.press(*opens[-6:], "enter")
+
+        asyncio.run(main())
+        return app.return_value
+
+    monkeypatch.setattr(cli_tui, "interactive", lambda: True)
+    monkeypatch.setattr(dsh.tui.picker, "pick_session", pick)
+    cli_tui.launch("", False)
+    assert said == [
+        f"session {scripted} cannot be opened: the scripted provider needs --script FILE — "
+        "choose another, or esc"
+    ]
+    assert launched["options"].resume == opens
+    script = tmp_path / "s.json"
+    script.write_text('[{"text": "hi"}]')
+    refused_with_script = cli_tui._cannot_open(
+        store, scripted, None, None, RouteFlags(script=script)
+    )
+    assert refused_with_script is None
+
+
+def test_a_picked_session_whose_workspace_is_gone_is_refused_in_the_picker(launched, tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    session_id = make_session(launched["store"], str(gone))
+    gone.rmdir()
+    why = cli_tui._cannot_open(launched["store"], session_id, None, None, RouteFlags())
+    assert why is not None and "which is no longer a directory; pass --cwd DIR" in why
+    assert cli_tui._cannot_open(launched["store"], session_id, tmp_path, None, RouteFlags()) is None

@@ -276,6 +276,44 @@ def test_the_standalone_picker_filters_and_offers_every_workspace():
     assert app.return_value == "old"
 
 
+def test_the_standalone_picker_stays_open_saying_why_a_chosen_session_cannot_be_opened():
+    """``dsh --resume``: a session this ``dsh`` cannot open (a scripted one without its
+    ``--script``) is refused where it is chosen; the reason shows under the rows, the picker
+    stays for another choice, and typing a filter clears the reason with the rows it was said
+    over."""
+    rows_ = [
+        summary("scripted", "scripted work", updated=NOW),
+        summary("keyed", "keyed work", updated=NOW - 60_000),
+    ]
+    asked: list[str] = []
+
+    def refuse(chosen: str) -> str | None:
+        asked.append(chosen)
+        return "the scripted provider needs --script FILE" if chosen == "scripted" else None
+
+    app = PickerApp(rows_, now_ms=NOW, refuse=refuse)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+            picker = app.screen
+            refused = picker.query_one("#picker-refused", Static)
+            assert not refused.display
+            await pilot.press("enter")
+            await settle(pilot, lambda: refused.display)
+            assert str(refused.render()) == (
+                "session scripted cannot be opened: the scripted provider needs --script FILE"
+                " — choose another, or esc"
+            )
+            assert app.screen is picker and app.is_running
+            await pilot.press(*"work")
+            assert not refused.display and highlighted(picker) == "scripted"
+            await pilot.press("down", "enter")
+
+    asyncio.run(main())
+    assert asked == ["scripted", "keyed"] and app.return_value == "keyed"
+
+
 class _Picking(App[None]):
     """A picker as ``/sessions`` shows it, on its own (what is greyed decided by ``here``)."""
 

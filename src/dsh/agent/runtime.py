@@ -65,9 +65,11 @@ def resolve_route(
     configured one is: assuming another would send requests the server cannot take."""
     cfg = settings.provider
     window = cfg.context_window
+    missing = missing_feed(settings, script=script, replay_from=replay_from, store=store)
+    if missing is not None:
+        raise ConfigError(missing)
     if cfg.name == "scripted" or (script is not None and cfg.name in ("scripted", "deepseek")):
-        if script is None:
-            raise ConfigError("the scripted provider needs --script FILE")
+        assert script is not None
         model = cfg.model or "scripted"
         return Route(
             ScriptedProvider.from_file(script, model=model, cache="deepseek"),
@@ -75,8 +77,7 @@ def resolve_route(
             window or DEFAULT_CONTEXT_WINDOW,
         )
     if cfg.name == "replay":
-        if replay_from is None or store is None:
-            raise ConfigError("the replay provider needs --replay SESSION_ID")
+        assert replay_from is not None and store is not None
         model = cfg.model or "replay"
         return Route(
             ReplayProvider.from_log(store, replay_from), model, window or DEFAULT_CONTEXT_WINDOW
@@ -131,6 +132,25 @@ def resolve_route(
             notice = f"{cfg.base_url} does not report its context window; {assumed}"
     notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
     return Route(provider, model, window, notice, summarizer_window)
+
+
+def missing_feed(
+    settings: Settings,
+    *,
+    script: Path | None,
+    replay_from: str | None,
+    store: EventStore | None = None,
+) -> str | None:
+    """What a keyless provider the settings name needs and was not given, in one line (None:
+    nothing): the scripted one its ``--script`` FILE, the replay one the ``--replay`` session
+    (and a store to read it from). A session records its route, not what fed it: the session
+    picker asks this of a chosen session before it lets the UI open it."""
+    name = settings.provider.name
+    if name == "scripted" and script is None:
+        return "the scripted provider needs --script FILE"
+    if name == "replay" and (replay_from is None or store is None):
+        return "the replay provider needs --replay SESSION_ID"
+    return None
 
 
 LISTED_MODELS = 5

@@ -26,8 +26,8 @@ import click
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.cli import context
 from dsh.cli.options import ApprovalFlags, RouteFlags
-from dsh.config import load_settings
-from dsh.errors import SessionNotFoundError, UsageError
+from dsh.config import Settings, load_settings
+from dsh.errors import DshError, SessionNotFoundError, UsageError, error_line
 from dsh.store import EventStore
 from dsh.surface import Session
 
@@ -80,30 +80,19 @@ def launch(
     elif resume is not None:
         if interactive():
             refuse_without_terminal()  # the picker is drawn as the UI is
-            session_id = _picked(store, shown)
+
+            def refuse(chosen: str) -> str | None:
+                return _cannot_open(store, chosen, workspace_dir, settings_overrides, route_flags)
+
+            session_id = _picked(store, shown, refuse)
         else:
             session_id = context.last_used_session_id(store, str(here), verb="resume")
         if session_id is None:
             click.echo("no session chosen")
             return
-    workspace = context.session_workspace(store, session_id, workspace_dir)
     flags = _layered(settings_overrides or {}, route_flags.overrides())
-    settings = load_settings(cwd=workspace, overrides=flags)
-    store = context.store(settings)
-    replayed = context.replayed_session(store, route_flags)
-    # a resumed session runs with its own recorded settings; a flag overrides them (logged); a
-    # new one replaying a recorded one starts from that one's. A recorded value no longer valid
-    # is said by the UI, as it opens the session (a line printed now would be hidden by the UI
-    # until it quits)
-    settings = context.session_settings(
-        store,
-        context.settings_source(session_id, replayed),
-        settings,
-        flags,
-        switch=True,
-        announce=session_id is not None,
-        say_replaced=False,
-    )
+    opening = _opening(store, session_id, workspace_dir, flags, route_flags, announce=True)
+    workspace, settings, store, replayed = opening
     refuse_without_terminal()  # after the errors of what was asked, before anything is logged
     load_warnings: tuple[str, ...] = ()
     if session_id is not None and workspace_dir is not None:
@@ -142,6 +131,61 @@ def launch(
             click.echo(line)
     if app.return_code:
         sys.exit(app.return_code)
+
+
+def _opening(
+    store: EventStore,
+    session_id: str | None,
+    workspace_dir: Path | None,
+    flags: Mapping[str, Mapping[str, Any]],
+    route_flags: RouteFlags,
+    *,
+    announce: bool,
+) -> tuple[Path, Settings, EventStore, str | None]:
+    """What the UI opens ``session_id`` (None: a new session) with: its workspace, its
+    settings, the store they name and the session ``--replay`` serves; ``DshError`` for what
+    keeps it from opening. ``announce``: say the flags that override its recorded settings."""
+    workspace = context.session_workspace(store, session_id, workspace_dir)
+    settings = load_settings(cwd=workspace, overrides=flags)
+    store = context.store(settings)
+    replayed = context.replayed_session(store, route_flags)
+    # a resumed session runs with its own recorded settings; a flag overrides them (logged); a
+    # new one replaying a recorded one starts from that one's. A recorded value no longer valid
+    # is said by the UI, as it opens the session (a line printed now would be hidden by the UI
+    # until it quits)
+    settings = context.session_settings(
+        store,
+        context.settings_source(session_id, replayed),
+        settings,
+        flags,
+        switch=True,
+        announce=announce and session_id is not None,
+        say_replaced=False,
+    )
+    return workspace, settings, store, replayed
+
+
+def _cannot_open(
+    store: EventStore,
+    session_id: str,
+    workspace_dir: Path | None,
+    settings_overrides: Mapping[str, Mapping[str, Any]] | None,
+    route_flags: RouteFlags,
+) -> str | None:
+    """Why the picker's choice ``session_id`` cannot be opened by this ``dsh`` (None: it can),
+    in one line: what ``launch`` would stop at once the picker closed — its workspace gone,
+    its settings or flags refused, a keyless route (scripted, replay) recorded without what
+    feeds it. Said, not printed: the picker shows it and stays."""
+    from dsh.agent.runtime import missing_feed
+
+    flags = _layered(settings_overrides or {}, route_flags.overrides())
+    try:
+        _, settings, store, replayed = _opening(
+            store, session_id, workspace_dir, flags, route_flags, announce=False
+        )
+    except DshError as exc:
+        return error_line(str(exc))
+    return missing_feed(settings, script=route_flags.script, replay_from=replayed, store=store)
 
 
 def resume_hint(
@@ -187,11 +231,14 @@ def interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _picked(store: EventStore, shown: WarningLog) -> str | None:
+def _picked(
+    store: EventStore, shown: WarningLog, refuse: Callable[[str], str | None]
+) -> str | None:
     """The session chosen in the picker (None: closed without choosing); the warnings it
-    showed are added to ``shown``."""
+    showed are added to ``shown``; a session ``refuse`` gives a reason for is not chosen (the
+    picker says why and stays)."""
     from dsh.tui.picker import pick_session
 
     if not store.list():
         raise SessionNotFoundError("no session to resume (see `dsh sessions list --all`)")
-    return pick_session(store, shown)
+    return pick_session(store, shown, refuse)

@@ -9,7 +9,10 @@ In the UI a session recorded in another workspace cannot be opened (its tools wo
 wrong directory; ``/resume`` refuses it too): the picker shows this workspace's sessions first,
 then the others greyed, marked ``(elsewhere)`` and never highlighted, with a line saying
 how to open one (``dsh --resume ID`` in its directory). On its own (``dsh --resume``), where a
-session opens in its own workspace, every row can be chosen.
+session opens in its own workspace, every row can be chosen; a session this ``dsh`` cannot open
+as it was started (a scripted session's ``--script`` not given, a workspace gone) is refused
+where it is chosen: the picker stays, with the reason under the rows, so another can be chosen
+(``refuse``).
 
 On its own the picker is an app of its own that handles dsh's warnings as the UI does
 (``dsh.tui.app_warnings``): a toast each, none written over the screen, and kept for the UI's
@@ -144,6 +147,10 @@ class SessionPicker(ModalScreen[str | None]):
         height: auto;
         color: $text-muted;
     }
+    SessionPicker #picker-refused {
+        height: auto;
+        color: $error;
+    }
     """
 
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]  # noqa: RUF012
@@ -156,8 +163,12 @@ class SessionPicker(ModalScreen[str | None]):
         now_ms: int | None = None,
         heading: str = "Resume a session",
         opens_here: Callable[[SessionSummary], bool] | None = None,
+        refuse: Callable[[str], str | None] | None = None,
     ) -> None:
+        """``refuse``: why the session of an id cannot be opened (None: it can), asked when it
+        is chosen; a reason keeps the picker open and shows under the rows."""
         super().__init__()
+        self.refuse = refuse
         ordered = newest_first(summaries)
         self.elsewhere = frozenset(
             s.id for s in ordered if opens_here is not None and not opens_here(s)
@@ -184,6 +195,7 @@ class SessionPicker(ModalScreen[str | None]):
             yield Static(id="picker-filter", markup=False)
             yield OptionList(id="sessions")
             yield Static(ELSEWHERE, id="picker-elsewhere", markup=False)
+            yield Static(id="picker-refused", markup=False)
 
     def on_mount(self) -> None:
         self._refill()
@@ -216,6 +228,7 @@ class SessionPicker(ModalScreen[str | None]):
         self.query_one("#picker-filter", Static).update(self._filter_line(len(shown)))
         greyed = any(s.id in self.elsewhere for s in shown)
         self.query_one("#picker-elsewhere", Static).display = greyed
+        self._say_refused(None)  # said of a choice: the rows it was said over are gone
 
     def _filter_line(self, shown: int) -> str:
         if not self.typed:
@@ -248,7 +261,18 @@ class SessionPicker(ModalScreen[str | None]):
             self._refill()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(event.option.id)
+        chosen = event.option.id
+        assert chosen is not None  # every row has its session's id
+        why = self.refuse(chosen) if self.refuse is not None else None
+        if why is None:
+            self.dismiss(chosen)
+            return
+        self._say_refused(f"session {chosen} cannot be opened: {why} — choose another, or esc")
+
+    def _say_refused(self, line: str | None) -> None:
+        refused = self.query_one("#picker-refused", Static)
+        refused.update(printable_line(line) if line is not None else "")
+        refused.display = line is not None
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
@@ -265,20 +289,27 @@ class PickerApp(WarningsApp[str | None]):
         *,
         now_ms: int | None = None,
         warnings: WarningLog | None = None,
+        refuse: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__(warnings)
         self._summaries = summaries
         self._now_ms = now_ms
+        self._refuse = refuse
 
     def on_mount(self) -> None:
-        picker = SessionPicker(self._summaries, now_ms=self._now_ms)
+        picker = SessionPicker(self._summaries, now_ms=self._now_ms, refuse=self._refuse)
         self.push_screen(picker, callback=self.exit)
 
 
-def pick_session(store: EventStore, warnings: WarningLog | None = None) -> str | None:
+def pick_session(
+    store: EventStore,
+    warnings: WarningLog | None = None,
+    refuse: Callable[[str], str | None] | None = None,
+) -> str | None:
     """Show every stored session in the picker; the chosen id, or None if none was chosen.
-    The warnings it shows are added to ``warnings`` (the UI's, which opens next)."""
+    The warnings it shows are added to ``warnings`` (the UI's, which opens next); ``refuse``
+    says why a chosen session cannot be opened (the picker then stays open, saying so)."""
     summaries = session_summaries(store)
     if not summaries:
         return None
-    return PickerApp(summaries, warnings=warnings).run()
+    return PickerApp(summaries, warnings=warnings, refuse=refuse).run()
