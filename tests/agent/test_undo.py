@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,8 @@ from dsh.store import SqliteStore
 from dsh.surface import Session
 from dsh.tools.diffs import MAX_DIFF_CHARS
 from tests.agent.conftest import Harness, run
+
+ROOT = os.geteuid() == 0
 
 
 def edit(path: str, old: str, new: str) -> dict[str, Any]:
@@ -250,11 +255,11 @@ def test_a_failure_midway_puts_back_the_files_already_restored(
     real = undo_files._replace
     calls: list[Path] = []
 
-    def failing_second(path: Path, data: bytes, mode: int | None, tag: str) -> None:
+    def failing_second(path: Path, shown: str, data: bytes, tag: str) -> None:
         calls.append(path)
         if len(calls) == 2:
             raise PermissionError(13, "Permission denied")
-        real(path, data, mode, tag)
+        real(path, shown, data, tag)
 
     monkeypatch.setattr(undo_files, "_replace", failing_second)
     result = undo_last_turn(harness.session)
@@ -311,7 +316,7 @@ def test_an_undo_stopped_midway_answers_its_command_naming_the_files(
     (harness.workspace / "b.txt").write_text("b\n")
     run_turns(harness, turn(edit("a.txt", "a", "A"), edit("b.txt", "b", "B")))
 
-    def interrupted(path: Path, data: bytes, mode: int | None, tag: str) -> None:
+    def interrupted(path: Path, shown: str, data: bytes, tag: str) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(undo_files, "_replace", interrupted)
@@ -320,3 +325,82 @@ def test_an_undo_stopped_midway_answers_its_command_naming_the_files(
     done = harness.session.of_type(CommandDoneEvent)[-1].data
     assert not done.ok
     assert done.text == "Undo of turn 1 stopped: KeyboardInterrupt; check b.txt, a.txt"
+
+
+# ---- how a file is written back ---------------------------------------------------------------
+
+
+@pytest.mark.skipif(not ROOT, reason="giving a file to another user needs root")
+def test_a_restored_file_keeps_its_owner_group_and_mode_as_write_file_keeps_them(
+    harness: Harness,
+):
+    """Undo writes a file back as ``write_file`` writes one (``dsh.tools.atomic_write``): the
+    file it renames over the old one gets that one's owner, group and permission bits; it used
+    to become the undoing process's own."""
+    target = harness.workspace / "f.txt"
+    target.write_text("a\n")
+    run_turns(harness, turn(edit("f.txt", "a", "A")))
+    os.chown(target, 12345, 23456)
+    os.chmod(target, 0o640)
+    inode = os.stat(target).st_ino
+    assert undo_last_turn(harness.session).ok
+    info = os.stat(target)
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (12345, 23456, 0o640)
+    assert target.read_text() == "a\n" and info.st_ino != inode  # a new file, renamed over
+
+
+def test_a_restore_and_a_delete_are_on_stable_storage_with_their_directories(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+):
+    """The restored bytes are synced before the rename, and the directory after it, so the name
+    holds them after a power cut; a deleted file's directory is synced once it is gone (the
+    workspace, when the directories the turn made for it went too)."""
+    sub = harness.workspace / "sub"
+    sub.mkdir()
+    (sub / "a.txt").write_text("a\n")
+    run_turns(
+        harness,
+        turn(edit("sub/a.txt", "a", "A"), write("sub/new.txt", "n\n"), write("made/m.txt", "m\n")),
+    )
+    steps: list[str] = []
+    real_fsync, real_replace, real_unlink = os.fsync, os.replace, os.unlink
+
+    def fsync(fd: int) -> None:
+        steps.append(f"fsync {_named(os.readlink(f'/proc/self/fd/{fd}'), harness)}")
+        real_fsync(fd)
+
+    def replace(source: Any, target: Any, **dirs: Any) -> None:
+        steps.append(f"replace {target}")
+        real_replace(source, target, **dirs)
+
+    def unlink(path: Any, **dirs: Any) -> None:
+        steps.append(f"unlink {_named(str(path), harness)}")
+        real_unlink(path, **dirs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "unlink", unlink)
+    result = undo_last_turn(harness.session)
+    assert result.ok and result.deleted == ("made/m.txt", "sub/new.txt"), result.lines
+    assert not (harness.workspace / "made").exists() and not (sub / "new.txt").exists()
+    log_syncs = {s for s in steps if s.startswith("fsync ") and ".jsonl" in s}
+    files = [s for s in steps if s not in log_syncs]
+    assert files == [
+        "fsync sub/.a.txt.dsh-undo-TAG.new",
+        "replace a.txt",
+        "fsync sub",  # a.txt's name, with its restored bytes
+        "unlink made/.m.txt.dsh-undo-TAG.old",
+        "unlink sub/.new.txt.dsh-undo-TAG.old",
+        "fsync .",  # made/ is gone from the workspace
+        "fsync sub",  # new.txt is gone from sub/
+    ]
+
+
+def _named(path: str, harness: Harness) -> str:
+    """``path`` relative to the workspace, an undo's tag shown as TAG (the log's own syncs keep
+    their paths)."""
+    root = str(harness.workspace.resolve())
+    if path != root and not path.startswith(root + "/"):
+        return path
+    relative = os.path.relpath(path, root)
+    return re.sub(r"dsh-undo-[0-9a-f]{8}", "dsh-undo-TAG", relative)

@@ -19,7 +19,7 @@ import pytest
 
 import dsh.tools.atomic_write as atomic_write
 from dsh.errors import ToolError
-from dsh.tools.atomic_write import TEMP_MARK, temp_prefix
+from dsh.tools.atomic_write import TEMP_MARK, temp_prefix, write_regular_file
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.files import EditFileTool, ListDirTool, WriteFileTool
 from dsh.tools.search import GlobTool, GrepTool
@@ -330,6 +330,32 @@ def test_a_file_in_a_directory_dsh_may_not_write_into_is_written_in_place(
     assert out.text == "edited f.txt: replaced 1 occurrence (line 1)"
     assert os.stat(target).st_ino == inode
     assert (workspace / "other-name.txt").read_text() == "new line\n"
+
+
+def test_a_write_through_a_named_temporary_file_is_never_made_in_place(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``temp_name`` (undo's ``.NAME.dsh-undo-TAG.new``): its caller's clean-up counts on the
+    file being only ever renamed over, so where that file cannot be made the write fails and
+    the file is as it was."""
+    target = workspace / "f.txt"
+    target.write_text("old line\n")
+    inode = os.stat(target).st_ino
+    real = os.open
+
+    def open_(path: Any, *args: Any, **kwargs: Any) -> int:
+        if os.fsdecode(path) == ".f.txt.mine":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+    with pytest.raises(PermissionError):
+        write_regular_file(target, b"new line\n", "f.txt", temp_name=".f.txt.mine")
+    assert target.read_text() == "old line\n" and os.stat(target).st_ino == inode
+    monkeypatch.setattr(os, "open", real)
+    write_regular_file(target, b"new line\n", "f.txt", temp_name=".f.txt.mine")
+    assert sorted(p.name for p in workspace.iterdir()) == ["f.txt"]
+    assert target.read_text() == "new line\n" and os.stat(target).st_ino != inode
 
 
 # What is fsynced, and when

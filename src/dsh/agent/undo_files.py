@@ -1,9 +1,12 @@
 """The file side of ``undo``: reading what is there now, and applying a plan all or nothing.
 
 Every file of the plan is checked again just before it is touched (its SHA-256 still the one the
-plan was made from). A file is restored by writing a temporary file beside it (same mode) and
-renaming it over; a file is deleted by renaming it aside first and unlinking it only once every
-file of the plan is done. If any step fails, the steps already done are taken back (the old bytes
+plan was made from). A file is restored as ``write_file`` writes one (``dsh.tools.atomic_write``):
+a temporary file beside it, fsynced, given the file's permission bits, owner and group, renamed
+over it, and its directory fsynced; a file is deleted by renaming it aside first and unlinking it
+only once every file of the plan is done, then its directory is fsynced (and the parent of each
+empty directory removed after it), so what the log then says undone stays undone after a power
+cut. If any step fails, the steps already done are taken back (the old bytes
 written back, the file renamed back), and what could not be taken back is said by name. A stop
 asked for (``stop``: a Ctrl-C the undo holds off, ``dsh.agent.held_interrupts``) is looked at
 between steps, never inside one: the steps done are taken back the same way. An exception raised
@@ -21,6 +24,7 @@ by the next one (``dsh.agent.undo_recovery``) without touching any other file:
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dsh.errors import ToolError
+from dsh.tools.atomic_write import fsync_directory, write_regular_file
 from dsh.tools.undo_record import sha256_hex
 
 Action = Literal["restore", "delete", "none"]
@@ -64,7 +70,6 @@ class Found:
     exists: bool
     sha256: str | None = None
     data: bytes | None = None
-    mode: int | None = None
 
 
 def look(path: Path, *, keep_up_to: int) -> Found:
@@ -82,11 +87,11 @@ def look(path: Path, *, keep_up_to: int) -> Found:
         with open(path, "rb") as fh:
             if info.st_size <= keep_up_to:
                 data = fh.read()
-                return Found(True, sha256_hex(data), data, stat.S_IMODE(info.st_mode))
+                return Found(True, sha256_hex(data), data)
             digest = hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from exc
-    return Found(True, digest, None, stat.S_IMODE(info.st_mode))
+    return Found(True, digest, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +148,15 @@ def apply_steps(
         if aside is not None:
             with contextlib.suppress(OSError):
                 os.unlink(aside)
+    synced: set[Path] = set()
     for step, aside in done:  # once every aside is gone: two files may share a directory
         if aside is not None:
-            _remove_empty(step.created_dirs)
+            removed = _remove_empty(step.created_dirs)
+            named_in = removed[-1].parent if removed else step.file.parent  # still there
+            if named_in not in synced:
+                synced.add(named_in)
+                with contextlib.suppress(OSError):  # the file is gone: only its name may linger
+                    fsync_directory(named_in)
     return Applied()
 
 
@@ -166,7 +177,7 @@ def _do(step: FileStep, tag: str) -> Path | None:
     """Restore or delete one file; a deleted file's aside name (unlinked at the end)."""
     if step.action == "restore":
         assert step.target is not None
-        _replace(step.file, step.target, step.now.mode, tag)
+        _replace(step.file, step.shown, step.target, tag)
         return None
     aside = beside(step.file, tag, "old")
     os.rename(step.file, aside)
@@ -182,27 +193,20 @@ def _take_back(done: list[tuple[FileStep, Path | None]], tag: str) -> list[str]:
                 os.rename(aside, step.file)
             else:
                 assert step.now.data is not None
-                _replace(step.file, step.now.data, step.now.mode, tag)
+                _replace(step.file, step.shown, step.now.data, tag)
         except OSError:
             kept.append(step.shown)
     return kept[::-1]
 
 
-def _replace(path: Path, data: bytes, mode: int | None, tag: str) -> None:
-    """Write ``data`` to a new file beside ``path`` and rename it over ``path``."""
-    temp = beside(path, tag, "new")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def _replace(path: Path, shown: str, data: bytes, tag: str) -> None:
+    """Make ``data`` the bytes of ``path`` as ``write_file`` writes a file, through the
+    temporary file ``beside(path, tag, "new")`` (see the module's docstring); ``OSError`` for
+    what stopped it, the file as it was."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(temp, 0o644 if mode is None else mode)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+        write_regular_file(path, data, shown, temp_name=beside(path, tag, "new").name)
+    except ToolError as exc:  # no longer a regular file: nothing was written
+        raise OSError(errno.EINVAL, str(exc), shown) from exc
 
 
 def shown(file: Path, workspace: Path) -> str:
@@ -213,10 +217,14 @@ def shown(file: Path, workspace: Path) -> str:
         return str(file)
 
 
-def _remove_empty(directories: tuple[Path, ...]) -> None:
-    """Remove the directories a turn created, innermost first, while they are empty."""
+def _remove_empty(directories: tuple[Path, ...]) -> list[Path]:
+    """Remove the directories a turn created, innermost first, while they are empty; those
+    removed."""
+    removed: list[Path] = []
     for directory in reversed(directories):
         try:
             os.rmdir(directory)
         except OSError:
-            return
+            break
+        removed.append(directory)
+    return removed

@@ -12,6 +12,12 @@ complete new bytes, and once the call returns both the bytes and the name are on
 (as far as the disk honours fsync). If any step fails the temporary file is removed and the file
 is as it was. A new file gets ``0o666`` less the umask, as ``open`` gives one.
 
+A caller with its own clean-up of a killed write names the temporary file itself
+(``temp_name``: undo's ``.NAME.dsh-undo-TAG.new``, ``dsh.agent.undo_files``): it is made with
+``O_EXCL`` like the others, and the file is then only ever replaced by the rename — a directory
+the process may not write into fails with ``PermissionError`` instead of being written in place
+(below), so that clean-up can count on the file being whole.
+
 What is at the path is checked (``lstat``) before anything is written, and again right before
 the rename: anything but a regular file — a symlink, a FIFO, a socket, a device, a directory —
 is refused with ``NOT_A_FILE`` and left as it is. What remains is the moment between that second
@@ -76,17 +82,18 @@ _IN_PLACE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.
 the resolved file after the check (``ELOOP``)."""
 
 
-def write_regular_file(path: Path, data: bytes, shown: str) -> int:
+def write_regular_file(path: Path, data: bytes, shown: str, *, temp_name: str | None = None) -> int:
     """Make ``data`` the bytes of the regular file at ``path`` (created if absent), whole or not
     at all (see the module's docstring); the number of other hard links the file had, which keep
     its old bytes.
 
     ``path`` is a resolved path whose directory exists; ``shown`` is how messages name it.
     Anything but a regular file at ``path`` is refused with ``NOT_A_FILE`` and left as it is. An
-    ``OSError`` names ``shown``.
+    ``OSError`` names ``shown``. ``temp_name``: the temporary file's name, beside ``path``, for a
+    caller that cleans up after a killed write itself (never written in place then).
     """
     try:
-        return _write(path, data, shown)
+        return _write(path, data, shown, temp_name)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), shown) from exc
 
@@ -95,7 +102,7 @@ def sync_directories(directories: Sequence[Path]) -> None:
     """Fsync the parent of each of ``directories`` (ones a write just created), so their names
     are on stable storage with the file written in them."""
     for directory in directories:
-        _fsync_directory(directory.parent)
+        fsync_directory(directory.parent)
 
 
 def temp_prefix(name: str) -> str:
@@ -107,15 +114,17 @@ def temp_prefix(name: str) -> str:
     return f".{name}{TEMP_MARK}"
 
 
-def _write(path: Path, data: bytes, shown: str) -> int:
+def _write(path: Path, data: bytes, shown: str, temp_name: str | None) -> int:
     name = path.name
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         before = _regular_or_absent(name, dir_fd, shown)
         _remove_leftovers(name, dir_fd)
         try:
-            temp, fd = _create_temp(name, dir_fd, private=before is not None)
+            temp, fd = _create_temp(name, dir_fd, private=before is not None, named=temp_name)
         except PermissionError:
+            if temp_name is not None:  # its caller counts on the file being only renamed over
+                raise
             _write_in_place(name, dir_fd, data, shown)
             return 0
         try:
@@ -156,11 +165,16 @@ def _regular_or_absent(name: str, dir_fd: int, shown: str) -> os.stat_result | N
     return info
 
 
-def _create_temp(name: str, dir_fd: int, *, private: bool) -> tuple[str, int]:
-    """A new temporary file beside ``name`` and its descriptor: mode ``0o600`` while it waits
-    for the old file's bits (``private``), else ``0o666`` less the umask."""
+def _create_temp(
+    name: str, dir_fd: int, *, private: bool, named: str | None = None
+) -> tuple[str, int]:
+    """A new temporary file beside ``name`` (called ``named`` when given) and its descriptor:
+    mode ``0o600`` while it waits for the old file's bits (``private``), else ``0o666`` less
+    the umask."""
     prefix = temp_prefix(name)
     mode = 0o600 if private else 0o666
+    if named is not None:
+        return named, os.open(named, _TEMP_FLAGS, mode, dir_fd=dir_fd)
     for _ in range(100):
         temp = f"{prefix}{os.urandom(4).hex()}.tmp"
         try:
@@ -232,7 +246,9 @@ def _remove_leftovers(name: str, dir_fd: int) -> None:
                 continue
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
+    """Fsync ``directory``, so the names just made, renamed or removed in it are on stable
+    storage (a file system that cannot keeps them its own way)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         _fsync_dir_fd(fd)
