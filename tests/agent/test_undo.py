@@ -9,6 +9,7 @@ import contextlib
 import os
 import re
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -404,3 +405,46 @@ def _named(path: str, harness: Harness) -> str:
         return path
     relative = os.path.relpath(path, root)
     return re.sub(r"dsh-undo-[0-9a-f]{8}", "dsh-undo-TAG", relative)
+
+
+def test_the_runner_runs_an_undo_off_the_loop_as_an_activity_nothing_else_joins_or_stops(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+):
+    """``SessionRunner.start_undo`` (the terminal UI's ``/undo``): while its file work is held
+    in its worker thread, the loop is free, a turn or another undo is refused as busy, and a
+    cancel leaves it alone; it then finishes, logged."""
+    (harness.workspace / "a.txt").write_text("a\n")
+    run_turns(harness, turn(edit("a.txt", "a", "A")))
+
+    class Wiring:
+        def make_agent(self, session: Session, **options: Any) -> Any:
+            return harness.agent([{"text": "never"}])
+
+    runner = SessionRunner(harness.session, Wiring(), approver=None)  # type: ignore[arg-type]
+    held, go = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if ".dsh-undo-" in os.readlink(f"/proc/self/fd/{fd}"):
+            held.set()
+            go.wait(timeout=30)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    async def scenario() -> Any:
+        task = runner.start_undo()
+        while not held.is_set():  # the loop runs while the file work waits
+            await asyncio.sleep(0.01)
+        with pytest.raises(SessionBusy, match=r"^an /undo is already running"):
+            runner.start_turn("go")
+        with pytest.raises(SessionBusy):
+            runner.undo()
+        assert runner.cancel() is None and not task.done()
+        go.set()
+        return await task
+
+    result = asyncio.run(scenario())
+    assert result.ok and result.restored == ("a.txt",)
+    assert (harness.workspace / "a.txt").read_text() == "a\n"
+    assert runner.activity is None and harness.session.of_type(CommandDoneEvent)[-1].data.ok

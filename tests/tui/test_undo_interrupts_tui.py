@@ -1,5 +1,6 @@
-"""``/undo`` in the terminal UI runs on its event loop, so the ctrl+c key waits for it anyway;
-a SIGINT does not (``kill -INT``: asyncio's handler raises ``KeyboardInterrupt`` on the second).
+"""``/undo`` in the terminal UI is not cancelled by the ctrl+c key (its file work runs in worker
+threads, the session on the loop); a SIGINT is a signal (``kill -INT``: asyncio's handler raises
+``KeyboardInterrupt`` on the second), held on the loop's thread and looked at between files.
 Two SIGINTs while ``/undo`` changes the files — the second as it takes its steps back — reach
 the process's handler only once the files are as the turn left them and the answer is logged;
 the UI shows that answer, and the next ``/undo`` undoes the turn."""

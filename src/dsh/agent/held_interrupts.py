@@ -14,7 +14,10 @@ handler it replaced is back, and each SIGINT held is delivered to it, in order: 
 what it would have done, once the files are consistent. Elsewhere than in the main thread (the
 web server's worker threads) it changes nothing: no signal handler runs there, so nothing is
 raised there either. SIGTERM and SIGHUP are left alone: where they are not SIGINT already
-(above), the faces handle them on their event loop, which an undo running on it holds off.
+(above), the faces handle them on their event loop: the web's undo runs on it and holds them
+off; the terminal UI's runs its file work in worker threads (``dsh.agent.thread_steps``, the
+hold still opened on the loop's main thread, looked at there between files) and its quit waits
+for the undo to finish.
 """
 
 from __future__ import annotations

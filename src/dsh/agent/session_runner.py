@@ -2,10 +2,12 @@
 widgets and to HTTP/WebSocket frames, and keep nothing of it themselves.
 
 A ``SessionRunner`` holds a writable session, its agent (made on the first turn), and at most one
-activity: a turn or a manual ``/compact``. Starting one while another runs raises
+activity: a turn, a manual ``/compact``, or an ``/undo`` started as a task (``start_undo``, the
+terminal UI's: its file work in worker threads). Starting one while another runs raises
 ``SessionBusy`` at once (before anything is logged); ``cancel`` stops what runs the way it must
 stop: a turn cooperatively (the loop closes its log entries), a ``/compact`` by cancelling its
-task (the command answers its own ``command/run``, see ``run_compact_command``). Approvals are a
+task (the command answers its own ``command/run``, see ``run_compact_command``); an ``/undo`` is
+not stopped (its files and its log must agree; it takes a moment). Approvals are a
 callback the face supplies; subscribers hear every appended event and every activity change.
 """
 
@@ -23,7 +25,7 @@ from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.mcp_servers import start_session_mcp_servers
 from dsh.agent.mentions import Attachment
 from dsh.agent.runtime import Route, approval_policy
-from dsh.agent.undo import UndoResult, undo_last_turn
+from dsh.agent.undo import UndoResult, undo_last_turn, undo_last_turn_in_threads
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.compaction import (
     COMPACT_CANCELLED,
@@ -54,7 +56,7 @@ __all__ = [
 ]
 """The answers and the engine type a face translates come from here, not from compaction."""
 
-Activity = Literal["turn", "compact"]
+Activity = Literal["turn", "compact", "undo"]
 T = TypeVar("T")
 
 
@@ -62,7 +64,7 @@ class SessionBusy(UsageError):
     """Something already runs in the session."""
 
     def __init__(self, activity: Activity) -> None:
-        what = "a turn" if activity == "turn" else "a /compact"
+        what = {"turn": "a turn", "compact": "a /compact", "undo": "an /undo"}[activity]
         super().__init__(f"{what} is already running; wait for it or cancel it")
         self.activity: Activity = activity
 
@@ -381,11 +383,22 @@ class SessionRunner:
         self._ensure_idle()
         return undo_last_turn(self.session, dry_run=dry_run, args=args)
 
+    def start_undo(self, *, dry_run: bool = False, args: str = "") -> asyncio.Task[UndoResult]:
+        """``/undo`` as a task: its file reads and writes in worker threads, the session
+        touched only on this loop (``undo_last_turn_in_threads``); a turn or a ``/compact``
+        started meanwhile is refused (``SessionBusy``, as this is while they run). ``cancel``
+        leaves it alone."""
+        self._ensure_idle()
+        return self._start(
+            "undo", undo_last_turn_in_threads(self.session, dry_run=dry_run, args=args)
+        )
+
     def cancel(self, reason: str = CANCELLED_BY_USER) -> Activity | None:
-        """Stop what runs (None if nothing does); a turn ends with ``reason`` as its error."""
+        """Stop what runs (None if nothing does, or an ``/undo``, which is let finish); a turn
+        ends with ``reason`` as its error."""
         activity, task = self.activity, self.task
-        if activity is None or task is None:
-            return None
+        if activity is None or task is None or activity == "undo":
+            return None  # an undo is not stopped half way (``start_undo``)
         if activity == "turn" and self._turn_agent is not None and self._running:
             self._turn_agent.cancel(reason)  # a turn that never began has nothing to close
         else:

@@ -3,9 +3,14 @@
 The faces call one function on an idle session they hold open for writing::
 
     undo_last_turn(session, *, dry_run=False, args="") -> UndoResult
+    await undo_last_turn_in_threads(session, *, dry_run=False, args="") -> UndoResult
 
-(``SessionRunner.undo`` does it for a runner, refusing while a turn or a ``/compact`` runs).
-``UndoResult.lines`` are what to show; ``ok`` says whether the command did what was asked.
+(``SessionRunner.undo`` / ``start_undo`` do it for a runner, refusing while a turn or a
+``/compact`` runs). The first does everything on the calling thread (``dsh undo``; the web's
+handler, on its loop); the second, the terminal UI's, does the file reads and writes in worker
+threads and touches the session only on the calling event loop (``dsh.agent.thread_steps``:
+the undo is one generator of steps either way). ``UndoResult.lines`` are what to show; ``ok``
+says whether the command did what was asked.
 
 It takes the newest turn not undone yet with successful ``write_file`` / ``edit_file`` results
 (``dsh.agent.undo_scan``) and reverts its changes, newest first, from each result's undo record
@@ -52,7 +57,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.agent.held_interrupts import HeldInterrupts
-from dsh.agent.undo_files import FileStep, Found, Unreadable, apply_steps, look, shown, tag_of
+from dsh.agent.thread_steps import Steps, run_here, run_in_threads
+from dsh.agent.undo_files import (
+    FileStep,
+    Found,
+    Unreadable,
+    applying,
+    look,
+    shown,
+    tag_of,
+)
 from dsh.agent.undo_recovery import clean_up_interrupted, interrupted_lines
 from dsh.agent.undo_scan import (
     UNDO_COMMAND,
@@ -69,7 +83,7 @@ from dsh.tools.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES
 from dsh.tools.secrets import MASK
 from dsh.tools.undo_record import PatchMismatch, reverse_patch, sha256_hex
 
-__all__ = ["UndoResult", "undo_last_turn"]
+__all__ = ["UndoResult", "undo_last_turn", "undo_last_turn_in_threads"]
 
 KEEP_BYTES = 4 * MAX_DIFF_CHARS + 1024
 """Bytes of a file read whole (a file with a logged diff is never larger: 4 bytes a
@@ -98,18 +112,36 @@ class UndoResult:
 def undo_last_turn(session: Session, *, dry_run: bool = False, args: str = "") -> UndoResult:
     """Undo the newest turn's file changes not undone yet (see the module's docstring).
     ``session`` must be idle and, unless ``dry_run``, open for writing (its writer lock
-    held); ``args`` is what the person gave after the command, logged with it."""
+    held); ``args`` is what the person gave after the command, logged with it. Everything
+    on the calling thread."""
+    return run_here(_undo_steps(session, dry_run=dry_run, args=args))
+
+
+async def undo_last_turn_in_threads(
+    session: Session, *, dry_run: bool = False, args: str = ""
+) -> UndoResult:
+    """``undo_last_turn``, its file reads and writes each in a worker thread, ``session``
+    touched only on this event loop (a Ctrl-C is held there while the files change). Not
+    stopped half way: a cancel waits until the files and the log agree, then is raised."""
+    return await run_in_threads(_undo_steps(session, dry_run=dry_run, args=args))
+
+
+def _undo_steps(session: Session, *, dry_run: bool, args: str) -> Steps[UndoResult]:
+    """The undo, its file work yielded (``dsh.agent.thread_steps``). The clean-up after a
+    killed undo stays in line: it finds nothing in a session opened for writing, which was
+    cleaned up as it opened (``recover_at_open``)."""
     scan = scan_log(session.events)
     if scan.open_turn is not None:
         return UndoResult(False, (f"Not undone: turn {scan.open_turn.turn} has not ended.",))
     workspace = Path(session.header.cwd)
+    earlier: list[str]
     if dry_run:
-        earlier = interrupted_lines(scan, workspace)
+        earlier = yield lambda: interrupted_lines(scan, workspace)
     elif session.writable:
         earlier = clean_up_interrupted(session, scan, workspace)
     else:
         earlier = []  # refused below
-    result = _undo(session, scan, workspace, dry_run=dry_run, args=args)
+    result = yield from _undo(session, scan, workspace, dry_run=dry_run, args=args)
     if not earlier:
         return result
     return dataclasses.replace(result, lines=(*earlier, *result.lines))
@@ -117,14 +149,15 @@ def undo_last_turn(session: Session, *, dry_run: bool = False, args: str = "") -
 
 def _undo(
     session: Session, scan: LogScan, workspace: Path, *, dry_run: bool, args: str
-) -> UndoResult:
+) -> Steps[UndoResult]:
     """``undo_last_turn`` once the interrupted undos are dealt with."""
     turn = scan.latest_undoable()
     if turn is None:
         return UndoResult(True, (NOTHING_TO_UNDO,), dry_run=dry_run)
     if not dry_run and not session.writable:
         return UndoResult(False, ("Not undone: the session is open read-only.",), turn.turn)
-    steps, refusals = _plan(turn, workspace)
+    planned: tuple[list[FileStep], list[str]] = yield lambda: _plan(turn, workspace)
+    steps, refusals = planned
     if refusals:
         head = f"Not undone: turn {turn.turn}'s file changes cannot be taken back exactly:"
         result = UndoResult(False, (head, *(f"  {line}" for line in refusals)), turn.turn)
@@ -135,7 +168,7 @@ def _undo(
     if dry_run:
         return _described(turn, steps, dry_run=True)
     with HeldInterrupts() as interrupts:  # a Ctrl-C waits until the files and the log agree
-        return _apply(session, turn, steps, args, stop=lambda: interrupts.requested)
+        return (yield from _apply(session, turn, steps, args, stop=lambda: interrupts.requested))
 
 
 def _apply(
@@ -145,7 +178,7 @@ def _apply(
     args: str,
     *,
     stop: Callable[[], bool],
-) -> UndoResult:
+) -> Steps[UndoResult]:
     """Log the undo, change the files all or nothing (stopping between files when ``stop``
     says so), and answer the command."""
     command_id = _log_run(session, args)
@@ -153,7 +186,7 @@ def _apply(
     tag = tag_of(command_id)
     assert tag is not None
     try:
-        applied = apply_steps(steps, tag, stop=stop)
+        applied = yield from applying(steps, tag, stop=stop)
     except BaseException as exc:  # a bug mid-way: answer the command, name the files
         touched = ", ".join(s.shown for s in steps if s.action != "none")
         why = error_line(exc).removesuffix(":")  # an exception without a message

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dsh.agent.thread_steps import Steps, run_here
 from dsh.errors import ToolError
 from dsh.tools.atomic_write import fsync_directory, write_regular_file
 from dsh.tools.undo_record import sha256_hex
@@ -127,23 +129,49 @@ def apply_steps(
 ) -> Applied:
     """Do ``steps`` in order, all or nothing (see the module's docstring); ``tag`` names the
     files made beside them (``tag_of`` the undo's command id); ``stop`` is asked before each
-    step whether to stop there."""
+    step whether to stop there. On the calling thread."""
+    return run_here(applying(steps, tag, stop=stop))
+
+
+def applying(
+    steps: Sequence[FileStep], tag: str, *, stop: Callable[[], bool] = lambda: False
+) -> Steps[Applied]:
+    """``apply_steps`` with each file's work yielded (``dsh.agent.thread_steps``): ``stop`` is
+    asked where this generator runs, between files — on the event loop, whose thread runs the
+    signal handler a stop comes from, when the work runs in worker threads."""
     done: list[tuple[FileStep, Path | None]] = []
     for step in steps:
         if step.action == "none":
             continue
         if stop():
-            return Applied(kept=_take_back(done, tag), stopped=True)
+            kept: list[str] = yield functools.partial(_take_back, done, tag)
+            return Applied(kept=kept, stopped=True)
         try:
-            _still_as_planned(step)
-            done.append((step, _do(step, tag)))
+            aside: Path | None = yield functools.partial(_checked_do, step, tag)
         except (OSError, _Changed) as exc:
             why = str(exc) if isinstance(exc, _Changed) else (exc.strerror or str(exc))
-            kept = _take_back(done, tag)
+            kept = yield functools.partial(_take_back, done, tag)
             return Applied(failed=f"{step.shown}: {why}", kept=kept)
-        except BaseException:  # Ctrl-C, SIGTERM: no file left aside, none half undone
+        except GeneratorExit:  # closed half way, its driver gone: put the files back here
             _take_back(done, tag)
             raise
+        except BaseException:  # Ctrl-C, SIGTERM: no file left aside, none half undone
+            yield functools.partial(_take_back, done, tag)
+            raise
+        done.append((step, aside))
+    yield functools.partial(_finish, done)
+    return Applied()
+
+
+def _checked_do(step: FileStep, tag: str) -> Path | None:
+    """``step``, once its file is checked to be as planned still."""
+    _still_as_planned(step)
+    return _do(step, tag)
+
+
+def _finish(done: list[tuple[FileStep, Path | None]]) -> None:
+    """Every step done: remove what was moved aside, then the directories the turn made for
+    it while empty, and sync the directory that held each name removed."""
     for _, aside in done:
         if aside is not None:
             with contextlib.suppress(OSError):
@@ -157,7 +185,6 @@ def apply_steps(
                 synced.add(named_in)
                 with contextlib.suppress(OSError):  # the file is gone: only its name may linger
                     fsync_directory(named_in)
-    return Applied()
 
 
 class _Changed(Exception):

@@ -63,6 +63,7 @@ from dsh.tui.transcript_view import TranscriptView
 
 CONTEXT_EVERY = 0.25
 QUIT_GRACE = 5.0
+UNDO_NOT_STOPPED = "An /undo is not stopped half way; it ends on its own, in a moment."
 """Seconds a quit waits for the cancelled turn to close its log entries."""
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds in which a second ctrl+c, idle with an empty draft, leaves dsh (and a second quit
@@ -394,7 +395,8 @@ class DshApp(WarningsApp[None]):
         return self.work.running
 
     def start_work(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a turn, a ``!cmd`` or a ``/compact``: one at a time (see ``running``)."""
+        """Run a turn, a ``!cmd``, a ``/compact`` or an ``/undo``: one at a time (see
+        ``running``)."""
         self.work.start(work)
 
     @property
@@ -418,13 +420,18 @@ class DshApp(WarningsApp[None]):
         await self.leave()
 
     async def leave(self) -> None:
-        """Leave now; a running turn is cancelled first so the log closes it (``turn/end``)."""
+        """Leave now; a running turn is cancelled first so the log closes it (``turn/end``),
+        and a running ``/undo`` let finish (its files and its answer must agree), each waited
+        for at most ``QUIT_GRACE`` seconds."""
         worker = self.work.worker
         stopped_by = self._stopped_by
         reason = CANCELLED_BY_USER if stopped_by is None else cancelled_by(stopped_by)
         if worker is not None and not worker.is_finished and self.controller.cancel(reason):
             self.set_busy("cancelling…")
             with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
+        elif worker is not None and not worker.is_finished and self.controller.undoing:
+            with contextlib.suppress(Exception):  # not cancelled: its files and log must agree
                 await asyncio.wait_for(worker.wait(), timeout=QUIT_GRACE)
         self.exit(return_code=0 if self._stopped_by is None else 128 + self._stopped_by)
 
@@ -467,7 +474,9 @@ class DshApp(WarningsApp[None]):
         first_at, self._idle_interrupt_at = self._idle_interrupt_at, None
         if self.work.cancel() or (not self.running and self.prompt_box.clear_draft()):
             return
-        if self.running:
+        if self.running and self.controller.undoing:
+            self.notify(UNDO_NOT_STOPPED)
+        elif self.running:
             self.notify("Compaction cannot be cancelled; it ends on its own.")
         elif first_at is not None and self.clock() - first_at <= QUIT_AGAIN_WITHIN:
             await self.leave()

@@ -7,11 +7,12 @@ the turn slot a ``/compact`` runs in, and the session shown (``/sessions``, ``/r
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
 from dsh.agent.session_runner import COMPACT_CANCELLED
-from dsh.errors import DshError, UsageError, error_line
+from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line
 from dsh.tui.commands import HELP, Command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.diff_view import show_workspace_diff
@@ -19,6 +20,8 @@ from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
+
+log = logging.getLogger("dsh.tui")
 
 
 class SlashCommands:
@@ -54,7 +57,7 @@ class SlashCommands:
         elif name == "compact":
             app.start_work(self.compact(arg or None))
         elif name == "undo":
-            self.undo(arg)
+            app.start_work(self.undo(arg))
         elif name == "resume":
             self.resume(arg)
         elif name in ("new", "clear"):
@@ -78,14 +81,25 @@ class SlashCommands:
             app.set_busy(None)
             app.measure_context()
 
-    def undo(self, arg: str) -> None:
-        """``/undo``: the last turn's file edits taken back, all or nothing."""
+    async def undo(self, arg: str) -> None:
+        """``/undo``: the last turn's file edits taken back, all or nothing; in the work slot,
+        like a ``/compact`` (a draft sent meanwhile waits for it), its file work off the loop."""
         app = self.app
+        app.set_busy("undoing…")
         try:
-            text = app.controller.undo(arg)
+            text = await app.controller.undo(arg)
         except DshError as exc:
+            app.work.failed()
             app.note(f"error: {error_line(str(exc))}")
             return
+        except Exception as exc:  # a bug: said here (its command is answered), the app goes on
+            app.work.failed()
+            failure = f"internal error: {error_line(exc)}"
+            log.exception("/undo failed: %s", failure, extra={SHOWN_AS_ERROR: True})
+            app.note(failure)
+            return
+        finally:
+            app.set_busy(None)
         if not app.controller.logged_answer(text):  # a logged answer is shown as a note
             app.note(text)
         app.measure_context()

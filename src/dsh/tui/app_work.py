@@ -1,5 +1,5 @@
-"""The terminal UI's one piece of work at a time: a turn, a ``!cmd`` or a ``/compact``, each run
-as a Textual worker, with what the status bar says meanwhile.
+"""The terminal UI's one piece of work at a time: a turn, a ``!cmd``, a ``/compact`` or an
+``/undo``, each run as a Textual worker, with what the status bar says meanwhile.
 
 A draft sent while work runs is queued in the composer (``PromptBox.queue``). When the work
 ends well (a turn that completed, a ``!cmd`` or ``/compact`` that was not cancelled) the queued

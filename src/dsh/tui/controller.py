@@ -359,9 +359,11 @@ class Controller:
             return COMPACT_CANCELLED
         return text
 
-    def undo(self, arg: str) -> str:
+    async def undo(self, arg: str) -> str:
         """``/undo [--dry-run]`` on an idle session (``dsh.agent.undo``); returns the answer
-        people see (a logged one, ``command/done``, reaches the transcript by itself)."""
+        people see (a logged one, ``command/done``, reaches the transcript by itself). Its
+        file reads and writes run in worker threads, the session stays on this loop
+        (``SessionRunner.start_undo``): the screen stays live while the files change."""
         if arg not in ("", "--dry-run"):
             return f"/undo takes no argument but --dry-run (not {arg!r})."
         if self.busy is not None:
@@ -369,9 +371,15 @@ class Controller:
         if self.runner is None:
             return NOTHING_TO_UNDO
         try:
-            return self.runner.undo(dry_run=bool(arg), args=arg).text
+            task = self.runner.start_undo(dry_run=bool(arg), args=arg)
         except SessionBusy as exc:
             return f"{BUSY[exc.activity]}; /undo works on an idle session"
+        return (await task).text
+
+    @property
+    def undoing(self) -> bool:
+        """An ``/undo`` runs (not cancelled: quitting waits for it)."""
+        return self.runner is not None and self.runner.activity == "undo"
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -423,7 +431,7 @@ class Controller:
         return self.route
 
 
-BUSY = {"turn": "working…", "compact": "compacting"}
+BUSY = {"turn": "working…", "compact": "compacting", "undo": "undoing…"}
 
 
 class _FaceWiring(SettingsWiring):
