@@ -267,13 +267,7 @@ def list_checkpoints(
         summaries: Sequence[CompactionSummaryEvent] = index.of_type(CompactionSummaryEvent)
     else:
         summaries = [e for e in events if type(e) is CompactionSummaryEvent]  # a leaf class
-    found = []
-    for summary in summaries:
-        try:
-            found.append(_bracket(events, summary, index))
-        except RecallError:
-            continue
-    return found
+    return _completed(events, summaries, index)
 
 
 def checkpoints_after(
@@ -287,6 +281,15 @@ def checkpoints_after(
         summaries: Sequence[CompactionSummaryEvent] = kept[bisect_right(kept, seq, key=_seq) :]
     else:
         summaries = [e for e in events[seq + 1 :] if type(e) is CompactionSummaryEvent]
+    return _completed(events, summaries, index)
+
+
+def _completed(
+    events: Sequence[Event],
+    summaries: Sequence[CompactionSummaryEvent],
+    index: EventsByType | None,
+) -> list[Checkpoint]:
+    """The checkpoints of ``summaries`` whose pass completed (an orphan is left out)."""
     found = []
     for summary in summaries:
         try:
