@@ -133,6 +133,7 @@ def test_undo_changes_the_files_in_a_worker_thread_while_the_screen_stays_live(
         await settle(pilot, held.is_set)
         await pilot.pause()
         assert app.status_bar.info.busy == "undoing…"
+        assert "esc" not in str(app.query_one("#hint").render())  # esc cannot stop it
         await pilot.press("ctrl+c")  # a key, not a signal: the undo is not stopped
         assert said == [UNDO_NOT_STOPPED] and app.running
         await submit(pilot, "and now?")

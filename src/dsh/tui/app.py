@@ -321,8 +321,10 @@ class DshApp(WarningsApp[None]):
         esc: EscMeans = "clears"
         if self.prompt_box.queued is not None:
             esc = "unqueues"
-        elif self.running or self._busy is not None:
+        elif self._cancels:
             esc = "cancels"
+        elif self.running or self._busy is not None:
+            esc = "waits"  # an /undo, a !cmd, a cancel under way: esc does nothing
         self.query_one(HintLine).set_keys(composer_keys(esc))
 
     # ---- input --------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class SlashCommands:
 
     async def compact(self, focus: str | None) -> None:
         app = self.app
-        app.set_busy("compacting")
+        app.set_busy("compacting", cancels=True)  # esc cancels it (the pass is not kept)
         try:
             text = await app.controller.compact(focus)
             if not app.controller.logged_answer(text):  # a logged answer is shown as a note

@@ -18,19 +18,21 @@ from textual.widgets import Static
 
 Hint = tuple[str, int]
 """An item of a hint line and its rank (0 stays longest)."""
-EscMeans = Literal["clears", "cancels", "unqueues"]
+EscMeans = Literal["clears", "cancels", "unqueues", "waits"]
 SEPARATOR = " · "
 
 ESC: dict[EscMeans, str] = {
     "clears": "esc clears",
     "cancels": "esc cancels the turn",
     "unqueues": "esc takes back the queued draft",
+    "waits": "",
 }
+"""What the hint line says of esc; nothing while it does nothing (an ``/undo``, a ``!cmd``)."""
 
 
 def composer_keys(esc: EscMeans = "clears") -> tuple[Hint, ...]:
     """The composer's keys; ``esc``: what esc does now."""
-    return (
+    keys: tuple[Hint, ...] = (
         ("enter send", 0),
         ("ctrl+j newline", 2),
         ("tab completes", 3),
@@ -38,6 +40,7 @@ def composer_keys(esc: EscMeans = "clears") -> tuple[Hint, ...]:
         ("pgup/pgdn scroll", 4),
         ("/help", 5),
     )
+    return tuple(key for key in keys if key[0])
 
 
 def fit_hints(items: Sequence[Hint], width: int) -> str:
