@@ -95,9 +95,10 @@ def test_every_event_is_pushed_as_its_exact_stored_json(served: Served, env: Web
     stored = [line.decode() for line in env.log_lines(sid)]
     assert pushed == stored  # byte for byte, in log order
     kinds = [f["kind"] for f in frames]
-    # the settings the session runs with are recorded (and pushed) as the turn is set up
-    assert kinds[:2] == ["event", "status"] and frames[1]["running"] == "turn"
-    assert frames[0]["event"]["type"] == "session/settings"
+    # the turn starts; the settings it runs with are recorded (and pushed) once its prompt
+    # passed the check, before its turn/start
+    assert kinds[:2] == ["status", "event"] and frames[0]["running"] == "turn"
+    assert frames[1]["event"]["type"] == "session/settings"
     assert "delta" in kinds and "stats" in kinds
     deltas = [f for f in frames if f["kind"] == "delta"]
     assert {"channel": "text", "text": "Let me read the notes."} in [

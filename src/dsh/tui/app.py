@@ -321,10 +321,8 @@ class DshApp(WarningsApp[None]):
         esc: EscMeans = "clears"
         if self.prompt_box.queued is not None:
             esc = "unqueues"
-        elif self._cancels:
-            esc = "cancels"
-        elif self.running or self._busy is not None:
-            esc = "waits"  # an /undo, a !cmd, a cancel under way: esc does nothing
+        elif self.running or self._busy is not None:  # /undo, !cmd: esc does nothing
+            esc = "cancels" if self._cancels else "waits"
         self.query_one(HintLine).set_keys(composer_keys(esc))
 
     # ---- input --------------------------------------------------------------------------------
