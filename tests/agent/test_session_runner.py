@@ -310,3 +310,44 @@ def test_a_compact_failure_is_answered_in_one_bounded_escaped_line(tmp_path: Pat
     assert not ok and text.startswith("Compaction failed: RuntimeError: \\x1b[31mred")
     assert "\n" not in text and "\x1b" not in text and text.endswith("…")
     assert len(text) <= len("Compaction failed: ") + ERROR_LINE_CHARS
+
+
+def test_a_turn_cancelled_while_its_attachments_are_read_logs_nothing_and_asks_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The files a prompt's ``@path`` mentions attach are read in a thread before the turn's
+    loop begins; a cancel then must stop it (the loop, not begun yet, would have made its
+    cancel flag anew and run the turn as if no one had asked)."""
+    import threading
+
+    from dsh.agent.loop import Agent
+
+    (tmp_path / "notes.txt").write_text("the notes\n")
+    wiring = Wiring(script=[{"text": "should not be asked"}])
+    wiring.settings = Settings(
+        compaction=wiring.settings.compaction,
+        tools=ToolSettings(approval="auto", attach_mentions=True),
+    )
+    runner = SessionRunner.create(MemoryStore(), tmp_path, wiring, approver=never_asked)
+    reading, go_on = threading.Event(), threading.Event()
+    read = Agent.attachments
+
+    def slow_read(agent: Agent, prompt: str) -> Any:
+        reading.set()
+        go_on.wait(10)
+        return read(agent, prompt)
+
+    monkeypatch.setattr(Agent, "attachments", slow_read)
+
+    async def main() -> None:
+        task = runner.start_turn("read @notes.txt")
+        await asyncio.to_thread(reading.wait, 10)
+        assert runner.cancel() == "turn"
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [event_type_of(e) for e in runner.session.events] == []
+    assert runner.activity is None

@@ -247,8 +247,9 @@ class SessionRunner:
         """The agent of the running turn (``reset_agent`` may have replaced ``agent`` since)."""
         self.activity: Activity | None = None
         self.task: asyncio.Task[Any] | None = None
-        self._running = False
-        """The activity's body has begun (before that, a cancel cancels its task)."""
+        self._turn_begun = False
+        """The turn's loop has begun (its attachments read, its prompt checked, its settings
+        logged): before that, a cancel cancels its task, which has logged nothing."""
         self._listeners: list[RunnerListener] = []
         self.approval_mode: ApprovalMode | None = None
         """The mode ``choose_approval`` chose (None: the one the wiring's policy has)."""
@@ -332,6 +333,7 @@ class SessionRunner:
             attached = await asyncio.to_thread(agent.attachments, prompt) if "@" in prompt else ()
         agent.check_prompt(prompt, attached)
         self._record_settings()
+        self._turn_begun = True  # from here a cancel is the loop's to close (``cancel``)
         return await agent.run_turn(prompt, attached)
 
     async def read_attachments(self, prompt: str) -> tuple[Attachment, ...]:
@@ -399,7 +401,7 @@ class SessionRunner:
         activity, task = self.activity, self.task
         if activity is None or task is None or activity == "undo":
             return None  # an undo is not stopped half way (``start_undo``)
-        if activity == "turn" and self._turn_agent is not None and self._running:
+        if activity == "turn" and self._turn_agent is not None and self._turn_begun:
             self._turn_agent.cancel(reason)  # a turn that never began has nothing to close
         else:
             task.cancel()
@@ -418,7 +420,7 @@ class SessionRunner:
 
     def _start(self, activity: Activity, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         self.activity = activity
-        self._running = False
+        self._turn_begun = False
         task = asyncio.get_running_loop().create_task(self._run(activity, work))
         self.task = task
 
@@ -433,7 +435,6 @@ class SessionRunner:
 
     async def _run(self, activity: Activity, work: Coroutine[Any, Any, T]) -> T:
         error: BaseException | None = None
-        self._running = True
         try:
             return await work
         except BaseException as exc:
