@@ -304,9 +304,12 @@ def create_app(
         try:
             check_session_id(session_id)
             after = _after_seq(websocket.query_params.get("after_seq"))
-            info = await session_info(session_id)
             hub = registry.hub(session_id)
-            subscriber = hub.subscribe()  # before the catch-up is read: nothing falls between
+            # subscribed before the hello's info and the catch-up are read: a change made while
+            # they are read (an /approval from another request) comes as a frame after them,
+            # never only into a snapshot already taken
+            subscriber = hub.subscribe()
+            info = await session_info(session_id)
             events = await registry.events(session_id)
         except ApiError as exc:
             if hub is not None and subscriber is not None:
