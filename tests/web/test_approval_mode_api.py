@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 from dsh.agent.runtime import Route
@@ -153,3 +154,35 @@ def test_allow_flags_are_named_and_a_session_not_open_here_is_not_changed(
         wait_idle(c, sid)
         c.post(f"/api/sessions/{sid}/close")
         assert error_of(approval(c, sid, "ask")) == (409, "SESSION_NOT_OPEN")
+
+
+def test_a_mode_chosen_while_a_page_s_hello_is_read_reaches_that_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page connecting while another request changes the mode: the change lands after the
+    hello's info was read. The socket subscribed only after that read once, so its hello said
+    `ask` and the `auto` frame went to everyone but it (a page's header kept the old mode)."""
+    from dsh.web.sessions import SessionRegistry
+
+    env = ask_env(tmp_path, "echo unused")
+    read_info = SessionRegistry.info
+    armed: list[str] = []
+
+    async def info_then_a_change(self: SessionRegistry, session_id: str) -> Any:
+        snapshot = await read_info(self, session_id)
+        if armed:  # another request's /approval, done just after the hello's info was read
+            self.choose_approval(armed.pop(), "auto")
+        return snapshot
+
+    monkeypatch.setattr(SessionRegistry, "info", info_then_a_change)
+    with open_client(env) as client:
+        sid = new_session(client)
+        armed.append(sid)
+        with client.websocket_connect(f"/api/sessions/{sid}/live") as live:
+            hello = live.receive_json()
+            assert hello["kind"] == "hello" and hello["session"]["approval"]["mode"] == "ask"
+            approval(client, sid, "read-only")  # a later change: a frame this page gets anyway
+            modes = [live.receive_json()["approval"]["mode"]]
+            if modes[0] != "read-only":
+                modes.append(live.receive_json()["approval"]["mode"])
+        assert modes == ["auto", "read-only"]  # the change made while it connected, then this
