@@ -329,9 +329,9 @@ class SessionRunner:
     ) -> TurnResult:
         """The turn, after its prompt and attachments passed the check (read here when the face
         did not) and the settings it runs with were logged: a refused prompt logs nothing."""
-        if attached is None:
-            attached = await asyncio.to_thread(agent.attachments, prompt) if "@" in prompt else ()
-        agent.check_prompt(prompt, attached)
+        if attached is None:  # start_turn checked the text alone: now with what it attaches
+            attached = await _attachments_of(agent, prompt)
+            agent.check_prompt(prompt, attached)
         self._record_settings()
         self._turn_begun = True  # from here a cancel is the loop's to close (``cancel``)
         return await agent.run_turn(prompt, attached)
@@ -341,10 +341,7 @@ class SessionRunner:
         in a worker thread: a face that must refuse a prompt before it answers reads them
         first, then passes them to ``start_turn`` (which still refuses a turn started
         meanwhile: ``SessionBusy``)."""
-        agent = self.ensure_agent()
-        if "@" not in prompt:
-            return ()
-        return await asyncio.to_thread(agent.attachments, prompt)
+        return await _attachments_of(self.ensure_agent(), prompt)
 
     def check_prompt(self, prompt: str, attached: Sequence[Attachment] = ()) -> None:
         """``PromptTooLarge`` for a prompt (with what it attaches) no request of this session
@@ -448,6 +445,11 @@ class SessionRunner:
         self.task = None
         self._turn_agent = None
         self._tell(ActivityChanged(activity, running=False, error=error))
+
+
+async def _attachments_of(agent: Agent, prompt: str) -> tuple[Attachment, ...]:
+    """``agent.attachments`` in a worker thread (blocking reads); none without an ``@``."""
+    return await asyncio.to_thread(agent.attachments, prompt) if "@" in prompt else ()
 
 
 async def _answer(ok: bool, text: str) -> tuple[bool, str]:
