@@ -7,7 +7,9 @@ when the report began naming the runs ``meta.json`` plans that have no file, and
 settings gained ``summarizer_context_window``: a key, no figure, and when ``history_search``
 began looking for a query's words when nothing matches literally: paraphrase recall only, and
 when the system prompt began stating the environment, ``BENCH_ENVIRONMENT``: 49 tokens more on
-every request of every arm, the same passes, the probed run's third and fourth a step earlier).
+every request of every arm, the same passes, the probed run's third and fourth a step earlier,
+and when the extractive state stopped listing an answered request under Next steps: recallable
+$0.0001 more on OpenAI, $0.0001 less on Anthropic).
 
 The run directory holds the four offline arms of the small test scenario, one online run
 against the keyless fake provider (the probe section) and one failed run. Wall times and the

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dsh.compaction.anchors import KEYWORD_PREFIX, parse_keyword_line, rarest_anchors
 from dsh.compaction.extractive import (
+    ANSWERED,
     NOTHING,
     STATE_SECTIONS,
     SUMMARY_SECTIONS,
@@ -286,6 +287,42 @@ def test_state_has_its_five_sections_from_the_slice():
         "TODO: document the PORT variable.",
     ]
     assert sections["next steps"] == ["Good. Now add a health endpoint on :8080/health."]
+
+
+def test_state_lists_no_answered_request_under_next_steps():
+    """A slice ending with the answer to its last request leaves nothing open: listing that
+    request under Next steps made Qwen2.5-Coder 1.5B answer it again after a pass at the start
+    of the next turn, instead of the prompt that followed the state."""
+    messages = (
+        user_message("Explain what the decorator in src/app/cache.py does."),
+        assistant_message(tool_calls=[tool_call_block("c1", "read_file", '{"path":"x.py"}')]),
+        tool_result_message("c1", "def cached(fn): ..."),
+        assistant_message("It memoises each call of the wrapped function by its arguments."),
+    )
+    sections = parse_sections(text_of("state", messages))
+    assert sections["next steps"] == [ANSWERED]
+    assert "decorator" in sections["goal"][0]
+
+
+def test_state_keeps_a_request_still_worked_on_under_next_steps():
+    messages = (
+        user_message("Run the suite and fix what fails."),
+        assistant_message(
+            "Running it.", tool_calls=[tool_call_block("c1", "bash", '{"command":"pytest"}')]
+        ),
+        tool_result_message("c1", "1 failed", is_error=True),
+    )
+    sections = parse_sections(text_of("state", messages))
+    assert sections["next steps"] == ["Run the suite and fix what fails."]
+
+
+def test_an_answered_slice_replaces_the_previous_states_next_steps():
+    previous = text_of("state", (user_message("Add a health endpoint on :8080/health."),))
+    assert parse_sections(previous)["next steps"] == ["Add a health endpoint on :8080/health."]
+    newer = (assistant_message("Added GET /health; it answers 200 with the version."),)
+    sections = parse_sections(text_of("state", newer, previous=previous))
+    assert sections["next steps"] == [ANSWERED]
+    assert sections["goal"] == ["Add a health endpoint on :8080/health."]
 
 
 def test_state_supersedes_retries_3_with_a_later_retries_5():

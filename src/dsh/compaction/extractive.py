@@ -28,6 +28,8 @@ from dsh.transcript import render_message
 PROVIDER = "extractive"
 NOTHING = "(nothing to summarise)"
 NONE = "(none)"
+ANSWERED = "None open: the last request was answered."
+"""The state's Next steps when its slice ends with the answer to its last request."""
 
 STATE_SECTIONS = ("Goal", "Decisions", "Current state", "Constraints", "Next steps")
 
@@ -453,7 +455,9 @@ def _state(task: SummaryTask) -> str:
     if replies:
         lines = [line for line in replies[-1].splitlines() if line.strip()][:3]
         found["Current state"].extend(et.clip(line) for line in lines)
-    if prompts:
+    if _answered(material):
+        found["Next steps"].append(ANSWERED)
+    elif prompts:
         found["Next steps"].append(et.clip(et.first_line(prompts[-1])))
     new = {
         name: [_Bullet(text, age) for age, text in enumerate(dict.fromkeys(items))]
@@ -464,6 +468,19 @@ def _state(task: SummaryTask) -> str:
     _drop_reversed_decisions(sections)
     _fit(sections, task.max_tokens * 4)
     return _render(sections)
+
+
+def _answered(material: Sequence[Message]) -> bool:
+    """True when ``material`` ends with a final answer: its last assistant message has text
+    and no tool call, and no request came after it. Listing an answered request under Next
+    steps made a small model (Qwen2.5-Coder 1.5B) answer it again instead of the prompt that
+    followed the state."""
+    for message in reversed(material):
+        if message.role == "user" and message.text().strip():
+            return False
+        if message.role == "assistant":
+            return bool(message.text().strip()) and not message.tool_calls()
+    return False
 
 
 def _settings(texts: Sequence[str]) -> list[str]:
