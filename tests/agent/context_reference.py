@@ -109,20 +109,24 @@ def _each_at_its_price(
 
 
 def whole_log_cost_report(events: Iterable[Event]) -> CostReport:
-    """Billed tokens per provider:model and role, in the order a scan of the log meets them."""
+    """Billed tokens per provider:model and role, in the order a scan of the log meets them;
+    a conversation call logged without usage counts only as unreported."""
     totals: dict[tuple[str, str, str], list[int]] = {}
     for event in events:
         key: tuple[str, str, str] | None = None
         usage: Usage | None = None
         if isinstance(event, AssistantMessageEvent) and event.surface_op == "append":
             source = event.data.message.source
-            if isinstance(source, ModelSource) and event.data.usage is not None:
+            if isinstance(source, ModelSource):
                 key, usage = (source.provider, source.model, "conversation"), event.data.usage
         elif isinstance(event, CompactionSummaryEvent) and event.data.usage is not None:
             key, usage = (event.data.provider, event.data.model, "summaries"), event.data.usage
-        if key is None or usage is None:
+        if key is None:
             continue
-        row = totals.setdefault(key, [0, 0, 0, 0, 0])
+        row = totals.setdefault(key, [0, 0, 0, 0, 0, 0])
+        if usage is None:
+            row[5] += 1
+            continue
         row[0] += 1
         row[1] += usage.input_tokens
         row[2] += usage.cache_read_tokens or 0
@@ -140,7 +144,15 @@ def whole_log_cost_report(events: Iterable[Event]) -> CostReport:
                 cache_write=write,
                 output=output,
                 price=price_of(provider, model),
+                unreported=unreported,
             )
-            for (provider, model, role), (calls, uncached, read, write, output) in totals.items()
+            for (provider, model, role), (
+                calls,
+                uncached,
+                read,
+                write,
+                output,
+                unreported,
+            ) in totals.items()
         )
     )

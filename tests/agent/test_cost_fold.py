@@ -66,8 +66,9 @@ def test_the_kept_bills_equal_the_whole_log_bills_however_appends_were_split(ops
 
 
 def test_bills_are_listed_in_the_order_of_their_first_call_after_a_reopen():
-    """A summary billed before any conversation call with usage comes first, also when the fold
-    starts from the per-type index (which holds the replies apart from the summaries)."""
+    """Bills are listed by their first logged call (a call without usage counts), so a summary
+    billed before any conversation call with usage comes before them, also when the fold starts
+    from the per-type index (which holds the replies apart from the summaries)."""
     store = MemoryStore()
     with new_session(store) as session:
         append_tool_turn(session)  # no usage
@@ -83,6 +84,7 @@ def test_bills_are_listed_in_the_order_of_their_first_call_after_a_reopen():
     report = session_cost_report(opened)
     order = [(bill.provider, bill.role) for bill in report.bills]
     assert order == [
+        ("fake", "conversation"),  # its calls reported no usage: listed as unreported
         ("openai", "summaries"),
         ("deepseek", "conversation"),
         ("scripted", "conversation"),
@@ -184,3 +186,20 @@ def test_the_benchmark_prints_each_figure_beside_the_whole_log_scan():
     for figure in ("/cost whole log", "/cost after one turn", "info after one turn"):
         row = next(line for line in lines if line.startswith(figure))
         assert row.count(" ms (") == 2 and row.endswith("x")
+
+
+def test_cost_names_the_calls_that_reported_no_usage_and_counts_none_of_their_tokens():
+    """A cancelled call (or one failed mid-stream) is logged without usage: ``/cost`` says how
+    many such calls there were instead of silently billing fewer calls."""
+    store = MemoryStore()
+    with new_session(store) as session:
+        usage = Usage(input_tokens=100, output_tokens=10)
+        session.append_many(chat_turn(session, "deepseek", usage, "one"))
+        session.append_many(chat_turn(session, "deepseek", None, "cut"))
+        session.append_many(chat_turn(session, "deepseek", None, "cut again"))
+        report = session_cost_report(session)
+    (bill,) = report.bills
+    assert (bill.calls, bill.unreported, bill.uncached, bill.output) == (1, 2, 100, 10)
+    text = render_cost(report)
+    assert "deepseek:m (conversation, 1 call(s))" in text
+    assert "2 more call(s) reported no usage" in text

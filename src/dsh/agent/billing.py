@@ -169,6 +169,9 @@ class Bill:
     output: int
     price: Price | None
     """The list price the estimate uses (None: no known price for this model)."""
+    unreported: int = 0
+    """Conversation calls logged without a usage figure (cancelled or failed mid-stream, or a
+    server that sends none): not in ``calls`` nor in any token count."""
 
     @property
     def cost(self) -> float | None:
@@ -205,7 +208,8 @@ class BilledTokens:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str, str], list[int]] = {}
-        """Per (provider, model, role): [first seq, calls, uncached, read, write, output]."""
+        """Per (provider, model, role): [first seq, calls, uncached, read, write, output,
+        calls without usage]."""
 
     def feed(self, event: Event) -> None:
         """Count ``event`` if it bills a model call (any other event is ignored)."""
@@ -219,11 +223,14 @@ class BilledTokens:
         elif isinstance(event, CompactionSummaryEvent):
             usage = event.data.usage
             key = (event.data.provider, event.data.model, "summaries")
-        if key is None or usage is None:
+        if key is None or (usage is None and key[2] == "summaries"):
             return
         row = self._rows.get(key)
         if row is None:
-            row = self._rows[key] = [event.seq, 0, 0, 0, 0, 0]
+            row = self._rows[key] = [event.seq, 0, 0, 0, 0, 0, 0]
+        if usage is None:
+            row[6] += 1
+            return
         row[1] += 1
         row[2] += usage.input_tokens
         row[3] += usage.cache_read_tokens or 0
@@ -245,8 +252,17 @@ class BilledTokens:
                     cache_write=write,
                     output=output,
                     price=price_of(provider, model),
+                    unreported=unreported,
                 )
-                for (provider, model, role), (_, calls, uncached, read, write, output) in rows
+                for (provider, model, role), (
+                    _,
+                    calls,
+                    uncached,
+                    read,
+                    write,
+                    output,
+                    unreported,
+                ) in rows
             )
         )
 
@@ -273,6 +289,11 @@ def render_cost(report: CostReport) -> str:
             f"{bill.cache_write:,} cache write, output {bill.output:,}"
         )
         lines.append(f"    {_estimate(bill)}")
+        if bill.unreported:
+            lines.append(
+                f"    {bill.unreported} more call(s) reported no usage (cancelled or failed "
+                "mid-stream, or the server sends none): not counted"
+            )
     total = report.cost
     if total is not None:
         lines.append(f"Estimated total: ${total:.4f} (list prices; your plan may differ).")
