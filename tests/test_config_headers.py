@@ -160,3 +160,31 @@ def test_header_values_are_masked_in_tool_output(tmp_path: Path) -> None:
     policy = tool_secrets(settings, environ={})
     masked = policy.mask(f"token={SECRET} short=abc")
     assert masked == "token=[masked provider.headers.X-Gateway] short=abc"
+
+
+def test_a_headers_variable_never_reaches_a_command_whole(tmp_path: Path) -> None:
+    """Only the header values inside were masked: ``echo $DSH_PROVIDER_HEADERS | base64`` carried
+    the token into the log encoded. The variable is scrubbed from commands as a whole."""
+    env = {**env_for(tmp_path, ""), "DSH_PROVIDER_HEADERS": f'{{ X-Gateway = "{SECRET}" }}'}
+    settings = load_settings(environ=env, cwd=tmp_path)
+    assert settings.provider.headers == {"X-Gateway": SECRET}
+    scrubbed = tool_secrets(settings, environ=env).scrubbed_environment(env)
+    assert "DSH_PROVIDER_HEADERS" not in scrubbed
+    assert "DSH_HOME" in scrubbed
+
+
+def test_an_mcp_servers_secret_env_value_is_masked_in_tool_output(tmp_path: Path) -> None:
+    """The docs put a server's key in its ``env``; ``cat $DSH_HOME/config.toml`` showed it."""
+    server_key = "ghp_mcp-server-secret-0123456789"
+    config = (
+        '[mcp.servers.gh]\ncommand = ["true"]\n'
+        f'env = {{ GITHUB_TOKEN = "{server_key}", LOG_FORMAT = "json-lines-please" }}\n'
+    )
+    settings = load_settings(environ=env_for(tmp_path, config), cwd=tmp_path)
+    policy = tool_secrets(settings, environ={})
+    masked = policy.mask(
+        f'env = {{ GITHUB_TOKEN = "{server_key}", LOG_FORMAT = "json-lines-please" }}'
+    )
+    assert server_key not in masked
+    assert "[masked mcp.servers.gh.env.GITHUB_TOKEN]" in masked
+    assert "json-lines-please" in masked  # not a secret's name: left as it is

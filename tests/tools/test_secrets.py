@@ -75,6 +75,18 @@ def test_a_configured_pattern_is_scrubbed_too(
         ("TOKEN", True),
         ("SECRET", True),
         ("SECRET_KEY", True),
+        ("STRIPE_KEY", True),  # the conventional names a secret goes by, beyond *_API_KEY
+        ("GH_PAT", True),
+        ("SENTRY_DSN", True),
+        ("NPM_AUTH", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("DATABASE_URL", True),
+        ("PGPASSWD", True),
+        ("DSH_PROVIDER_HEADERS", True),  # dsh's own variables that can carry a token
+        ("DSH_MCP_SERVERS", True),
+        ("SSH_AUTH_SOCK", False),  # git over ssh needs it
+        ("DSH_HOME", False),
+        ("KEYBOARD_LAYOUT", False),
         ("TOKENIZER", False),
         ("PATH", False),
         ("HOME", False),

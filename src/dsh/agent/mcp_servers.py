@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dsh.config import Settings
 from dsh.tools.mcp import close_mcp_servers, mcp_tools, start_mcp_servers
-from dsh.tools.secrets import SecretPolicy
+from dsh.tools.secrets import SecretPolicy, is_secret_name
 
 __all__ = ["close_mcp_servers", "mcp_tools", "start_session_mcp_servers", "tool_secrets"]
 
@@ -23,19 +23,28 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
     """What the tools keep out of commands (MCP servers included) and mask in their output:
     the built-in secret names, ``tools.scrub_env``, the variables the config names as holding
     a key (``provider.api_key_env``, ``compaction.summarizer_api_key_env``: whatever their
-    names), the configured ``provider.api_key`` and each value of ``provider.headers`` (a
-    gateway's token)."""
+    names), the configured ``provider.api_key``, each value of ``provider.headers`` (a
+    gateway's token) and each secret-named variable of an MCP server's ``env`` (the docs put
+    a server's key there; ``cat $DSH_HOME/config.toml`` showed it in clear)."""
     key_variables = [
         name
         for name in (settings.provider.api_key_env, settings.compaction.summarizer_api_key_env)
         if name
     ]
+    patterns = [*settings.tools.scrub_env, *key_variables]
+    server_keys = [
+        (f"mcp.servers.{server}.env.{name}", value)
+        for server, config in settings.mcp.servers.items()
+        for name, value in config.env.items()
+        if is_secret_name(name, patterns)
+    ]
     return SecretPolicy.from_environment(
         environ,
-        extra_patterns=[*settings.tools.scrub_env, *key_variables],
+        extra_patterns=patterns,
         configured_keys=[
             ("provider.api_key", settings.provider.api_key),
             *((f"provider.headers.{n}", v) for n, v in settings.provider.headers.items()),
+            *server_keys,
         ],
     )
 

@@ -1,17 +1,19 @@
 """Keeping secrets out of tools (docs/usage.md, "Approval and what commands can reach";
 ``tools.scrub_env`` in docs/config.md).
 
-Shell commands run with a scrubbed environment: no provider key and no variable whose name
-matches ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (case-insensitive; the word may
-begin the name: ``API_KEY``, ``TOKEN``, ``SECRET_KEY``), plus the
-names or glob patterns configured in ``tools.scrub_env`` and the variables the config names as
-holding a key (``provider.api_key_env``; the policy is built in
+Shell commands run with a scrubbed environment: no provider key, no variable of dsh's own that
+can carry one (``DSH_PROVIDER_HEADERS``, ``DSH_MCP_SERVERS``: a gateway token, an MCP server's
+``env``), and no variable whose name matches ``SECRET_NAME_PATTERNS`` (``*_KEY``, ``*_TOKEN``,
+``*_SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*_PAT``, ``*_DSN``, ``*_AUTH``,
+``*DATABASE_URL``; case-insensitive, and the word may begin the name: ``API_KEY``, ``TOKEN``,
+``SECRET_KEY``), plus the names or glob patterns configured in ``tools.scrub_env`` and the
+variables the config names as holding a key (``provider.api_key_env``; the policy is built in
 ``dsh.agent.mcp_servers.tool_secrets``). And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
-variable — and a configured ``provider.api_key`` or ``provider.headers`` value — is masked in
-every tool output before it is logged. Values shorter than :data:`MIN_MASK_CHARS` are not
-masked (``1`` or ``yes`` would blank ordinary text); they are still scrubbed from the
-environment.
+variable — and a configured ``provider.api_key``, ``provider.headers`` value or secret-named
+MCP server ``env`` value — is masked in every tool output before it is logged. Values shorter
+than :data:`MIN_MASK_CHARS` are not masked (``1`` or ``yes`` would blank ordinary text); they
+are still scrubbed from the environment.
 """
 
 from __future__ import annotations
@@ -25,7 +27,24 @@ from dataclasses import dataclass
 from typing import Literal
 
 PROVIDER_KEY_VARS = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-SECRET_NAME_PATTERNS = ("*_API_KEY", "*_TOKEN", "*_SECRET*", "*PASSWORD*")
+SECRET_CONFIG_VARS = ("DSH_PROVIDER_HEADERS", "DSH_MCP_SERVERS")
+"""dsh's own variables whose value can hold a secret (a header's token, a server's ``env``):
+only the values inside were masked, so ``echo $DSH_PROVIDER_HEADERS | base64`` carried the
+token into the log."""
+SECRET_NAME_PATTERNS = (
+    "*_KEY",
+    "*_TOKEN",
+    "*_SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_PAT",
+    "*_DSN",
+    "*_AUTH",
+    "*DATABASE_URL",
+)
+"""Names of secrets by convention (``STRIPE_KEY``, ``GH_PAT``, ``SENTRY_DSN``, ``NPM_AUTH``,
+``DATABASE_URL`` with its password); ``*_KEY`` covers ``*_API_KEY``."""
 MIN_MASK_CHARS = 8
 MASK = "[masked {name}]"
 
@@ -33,7 +52,7 @@ MASK = "[masked {name}]"
 def is_secret_name(name: str, extra_patterns: Iterable[str] = ()) -> bool:
     """True if the variable ``name`` must not reach a command (case-insensitive globs)."""
     upper = name.upper()
-    if upper in PROVIDER_KEY_VARS:
+    if upper in PROVIDER_KEY_VARS or upper in SECRET_CONFIG_VARS:
         return True
     # The built-in words may also begin the name: API_KEY, TOKEN, SECRET_KEY.
     if any(fnmatch.fnmatchcase(f"_{upper}", pattern) for pattern in SECRET_NAME_PATTERNS):
