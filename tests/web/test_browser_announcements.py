@@ -153,14 +153,10 @@ def test_tab_completion_is_a_textbox_with_list_autocomplete_and_says_each_outcom
         assert ax_node(page, "#prompt")["description"] == ""
 
         # several with nothing more in common: Tab again moves on, and that is said
-        page.fill("#prompt", "/")
+        page.fill("#prompt", "/co")
         page.locator("#prompt").focus()
         page.keyboard.press("Tab")
-        wait_said(
-            page,
-            "7 completions: /approval, /clear, /compact, /diff, /new, /review, /undo "
-            "(Tab again moves on)",
-        )
+        wait_said(page, "3 completions: /compact, /context, /cost (Tab again moves on)")
         page.keyboard.press("Tab")
         page.wait_for_function("() => document.activeElement.id === 'send'")
 

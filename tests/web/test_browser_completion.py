@@ -105,22 +105,30 @@ def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path
     with serve(env) as server, open_page(browser) as page:
         open_new_session(page, server.base_url)
         prompt = page.locator("#prompt")
-        prompt.press_sequentially("/com")
+        prompt.press_sequentially("/comp")
         page.keyboard.press("Tab")
         wait_for_draft(page, "/compact ")
+        page.fill("#prompt", "/ti")
+        page.keyboard.press("Tab")
+        wait_for_draft(page, "/title ")
+        page.fill("#prompt", "/co")
+        page.keyboard.press("Tab")
+        assert hint(page) == ["/compact", "/context", "/cost"]
         page.fill("#prompt", "/RE")
         page.keyboard.press("Tab")
         wait_for_draft(page, "/review ")
         page.fill("#prompt", "/")
         page.keyboard.press("Tab")
-        assert hint(page) == [
+        assert hint(page) == [  # the page's own commands (commands.js) and yours, the first 8
             "/approval",
             "/clear",
             "/compact",
+            "/context",
+            "/cost",
             "/diff",
-            "/new",
-            "/review",
-            "/undo",
+            "/help",
+            "/model",
+            "(+4 more)",
         ]
         assert focused(page) == "prompt" and prompt.input_value() == "/"
         page.keyboard.press("Tab")  # completed nothing, pressed again: the focus moves on

@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
+from dsh.agent.model_command import model_note, switched_note
 from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line
 from dsh.tui.commands import HELP, Command
@@ -179,15 +180,12 @@ class SlashCommands:
             except DshError as exc:
                 app.note(f"error: {error_line(str(exc))}")
                 return
-            app.note(f"Model for the next turns: {controller.model}.")
+            app.note(switched_note(controller.model))
             app.update_status()
             return
         route = controller.route
         provider = route.provider.name if route is not None else "?"
-        app.note(
-            f"Model: {controller.model} (provider {provider}, context window "
-            f"{controller.window} tokens). /model NAME switches for the next turns."
-        )
+        app.note(model_note(controller.model, provider, controller.window))
 
     def approval(self, arg: str) -> None:
         """``/approval MODE`` decides the later tool calls by MODE for the rest of this run (the

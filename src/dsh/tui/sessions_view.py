@@ -1,19 +1,17 @@
 """``/title`` and ``/sessions`` in the terminal UI: the session's title (logged as a
-``session/title`` event, so it survives resume) and the session picker over every session
-(those of other workspaces greyed: they cannot be opened here)."""
+``session/title`` event, so it survives resume; ``dsh.agent.title_command``, the words every
+face says) and the session picker over every session (those of other workspaces greyed: they
+cannot be opened here)."""
 
 from __future__ import annotations
 
 import functools
 import time
 
-from dsh.events import SessionTitle
+from dsh.agent.title_command import NO_SESSION, retitle, title_note
 from dsh.transcript.listing import session_summaries
-from dsh.transcript.titles import session_title, trim_title
 from dsh.tui.controller import Controller
 from dsh.tui.picker import SessionPicker
-
-NO_SESSION = "No session yet: the first prompt starts one (and titles it); /title then renames it."
 
 
 def title_command(controller: Controller, wanted: str) -> str:
@@ -21,14 +19,7 @@ def title_command(controller: Controller, wanted: str) -> str:
     session = controller.session
     if session is None:
         return NO_SESSION
-    if not wanted:
-        current = session_title(session.events)
-        if current is None:
-            return "This session has no title yet: its first prompt will be it (/title TEXT)."
-        return f"Title: {current}  (/title TEXT renames the session)"
-    title = trim_title(wanted)
-    session.append(SessionTitle(title=title))
-    return f"Session titled: {title}"
+    return retitle(session, wanted) if wanted else title_note(session)
 
 
 def session_picker(controller: Controller) -> SessionPicker | None:

@@ -7,6 +7,8 @@
     GET  /api/sessions/{id}                         header, stats, progress, approvals, mode
     GET  /api/sessions/{id}/history?before_seq=&max_messages=
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
+    GET  /api/sessions/{id}/cost                    /cost: billed tokens per model, estimates
+    GET  /api/sessions/{id}/title                   /title: the title, and its words
     GET  /api/sessions/{id}/find?q=&limit=          find in the transcript (originals included)
     GET  /api/sessions/{id}/commands                its workspace's and your prompt commands
     GET  /api/sessions/{id}/paths?prefix=           what an @partial may name in its workspace
@@ -23,6 +25,9 @@
     POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny}
     GET  /api/sessions/{id}/approval                /approval: the approval mode, and its words
     POST /api/sessions/{id}/approval {mode}         /approval MODE: ask, auto or read-only
+    POST /api/sessions/{id}/title   {title}         /title TEXT: rename it (logged)
+    GET  /api/sessions/{id}/model                   /model: the model its next turns run on
+    POST /api/sessions/{id}/model   {name}          /model NAME: run its next turns on NAME
 
 Every answer that is not a success is ``{"error": {"code", "message"}}``. Only the files
 listed in the static directory when the app is built are served; any other path (a NUL byte,
@@ -65,14 +70,16 @@ from dsh.web.bodies import (
     CompactBody,
     CreateBody,
     EmptyBody,
+    ModelBody,
     PromptBody,
+    TitleBody,
     UndoBody,
     int_param,
     json_bytes,
     prompt_over_body,
     read_body,
 )
-from dsh.web.context import session_context
+from dsh.web.context import session_context, session_cost
 from dsh.web.errors import (
     ApiError,
     bad_request,
@@ -83,9 +90,11 @@ from dsh.web.errors import (
 )
 from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, stream
+from dsh.web.models import choose_model, shown_model
 from dsh.web.newest import newest_page
 from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
+from dsh.web.session_title import new_title, shown_title
 from dsh.web.sessions import SessionRegistry, check_session_id
 from dsh.web.warning_feed import SessionScope
 from dsh.web.workspace_diff import workspace_changes
@@ -191,6 +200,25 @@ def create_app(
 
     async def context(request: Request) -> Response:
         return JSONResponse(await session_context(registry, request.path_params["session_id"]))
+
+    async def cost(request: Request) -> Response:
+        return JSONResponse(await session_cost(registry, request.path_params["session_id"]))
+
+    async def title(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        if request.method == "GET":
+            return JSONResponse(await shown_title(registry, session_id))
+        await registry.require_open(session_id)
+        body = await read_body(request, TitleBody)
+        return JSONResponse(new_title(registry, session_id, body.title))
+
+    async def model(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await registry.require_open(session_id)
+        if request.method == "GET":
+            return JSONResponse(await shown_model(registry, session_id))
+        body = await read_body(request, ModelBody)
+        return JSONResponse(await choose_model(registry, session_id, body.name))
 
     async def commands(request: Request) -> Response:
         # the workspace alone (the session's header), not the info's figures summed over its log
@@ -349,6 +377,9 @@ def create_app(
         Route(session_path, session, methods=["GET"]),
         Route(session_path + "/history", history, methods=["GET"]),
         Route(session_path + "/context", context, methods=["GET"]),
+        Route(session_path + "/cost", cost, methods=["GET"]),
+        Route(session_path + "/title", title, methods=["GET", "POST"]),
+        Route(session_path + "/model", model, methods=["GET", "POST"]),
         Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/commands", commands, methods=["GET"]),
         Route(session_path + "/paths", paths, methods=["GET"]),

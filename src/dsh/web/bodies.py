@@ -70,6 +70,16 @@ class ApprovalModeBody(_Body):
     """Checked by ``dsh.agent.approval_command.chosen_mode``: its refusal is ``/approval``'s."""
 
 
+class TitleBody(_Body):
+    title: str
+    """``/title TEXT``'s text: logged as one line, cut as every title is."""
+
+
+class ModelBody(_Body):
+    name: str
+    """``/model NAME``'s name: one word that prints (``dsh.web.models.checked_name``)."""
+
+
 B = TypeVar("B", bound=_Body)
 
 

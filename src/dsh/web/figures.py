@@ -4,22 +4,26 @@ header; the same for a session open here and one read from the store."""
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 from dsh.agent import session_settings
+from dsh.agent.runtime import Route
+from dsh.agent.title_command import current_title
+from dsh.agent.wiring import session_window
 from dsh.config import window_too_small
-from dsh.events import RequestContextEvent, SessionTitleEvent, UserMessageEvent
+from dsh.events import RequestContextEvent
 from dsh.surface import Session
 from dsh.transcript.stats import SessionStats
-from dsh.transcript.titles import session_title
 from dsh.web.titles import SIDEBAR_TITLE_CHARS
 
 
-def session_figures(session: Session, stats: SessionStats, default_window: int) -> dict[str, Any]:
+def session_figures(
+    session: Session, stats: SessionStats, default_window: int, chosen: Route | None = None
+) -> dict[str, Any]:
     """The info's ``stats``: ``stats`` (the session's ``ContextFold``'s) with its context use
-    against the window it recorded (else ``default_window``)."""
-    window = logged_window(session) or default_window
+    against the window its next turn runs in: ``chosen``'s (the route ``/model`` chose for it),
+    else the one it recorded, else ``default_window``."""
+    window = session_window(chosen) if chosen else logged_window(session) or default_window
     tokens = session.measure().total_tokens
     return {
         "contextTokens": tokens,
@@ -51,5 +55,4 @@ def logged_window(session: Session) -> int | None:
 def title_of(session: Session) -> str | None:
     """The session's title (``dsh.transcript.titles``: the latest ``/title``, else the first
     prompt, shortened); only the two kinds of event that can name it are read."""
-    titles = session.of_type(SessionTitleEvent)[-1:]
-    return session_title(chain(titles, session.of_type(UserMessageEvent)), SIDEBAR_TITLE_CHARS)
+    return current_title(session, SIDEBAR_TITLE_CHARS)

@@ -1,8 +1,7 @@
 """Prompt commands in the browser: the composer sends a draft starting with ``/NAME`` (none of
-the page's own: ``/compact``, ``/undo``, ``/approval``, ``/diff``, ``/new``, ``/clear``) as
-``{"text": …, "command": true}``; the server sends the prompt command's text as the prompt
-(``dsh.agent.prompt_commands``), from the session's workspace and ``$DSH_HOME``, or answers 400
-naming the commands there are."""
+the page's own, ``WEB_COMMANDS``) as ``{"text": …, "command": true}``; the server sends the
+prompt command's text as the prompt (``dsh.agent.prompt_commands``), from the session's
+workspace and ``$DSH_HOME``, or answers 400 naming the commands there are."""
 
 from __future__ import annotations
 
@@ -20,8 +19,12 @@ from dsh.config import dsh_home
 from dsh.errors import printable_line
 from dsh.web.errors import ApiError, bad_request
 
-WEB_COMMANDS = "/compact [focus], /undo [--dry-run], /approval [MODE], /diff, /new, /clear"
-"""The page's own commands (composer.js)."""
+WEB_COMMANDS = (
+    "/compact [focus], /undo [--dry-run], /context, /cost, /title [TEXT], /new, /clear, "
+    "/model [NAME], /approval [MODE], /diff, /help"
+)
+"""The page's own commands (``static/commands.js``, whose list the page's own "Unknown command"
+line names, word for word this one: a browser test holds them equal)."""
 
 
 class WebPromptCommands:

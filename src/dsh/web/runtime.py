@@ -2,13 +2,16 @@
 
 The real ``WebRuntime`` is the settings wiring every face uses (``dsh.agent.session_runner``)
 with its route resolved lazily, so the server starts and lists sessions even when no API key is
-configured; tests pass a keyless route."""
+configured; tests pass a keyless route. It keeps the route ``/model NAME`` chose for a session
+(``dsh.web.models``), which that session's next agents and ``/compact`` run on."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
+
+import msgspec
 
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
@@ -25,9 +28,18 @@ class Runtime(SessionWiring, Protocol):
     """A runner's wiring, plus the window the page shows before any route is resolved, the
     start of a session's MCP servers (which the server runs in a worker thread), the route (a
     new session's first prompt resolves it before the session is written) and the approval
-    policy every agent made here starts from."""
+    policy every agent made here starts from; the settings and route a session runs with, and
+    the routes ``/model`` chose."""
 
     def default_window(self) -> int: ...
+
+    def own(self, session: Session) -> tuple[Settings, Route]: ...
+
+    def model_route(self, session: Session, name: str) -> Callable[[], Route]: ...
+
+    def choose_route(self, session_id: str, route: Route) -> None: ...
+
+    def chosen_route(self, session_id: str) -> Route | None: ...
 
     def mcp_start(self, session: Session) -> Callable[[], None]: ...
 
@@ -70,6 +82,8 @@ class WebRuntime(SettingsWiring):
         self._store = store
         self._script = script
         self._replay_from = replay_from
+        self._chosen: dict[str, Route] = {}
+        """The routes ``/model NAME`` chose, by session id, for the rest of the server's run."""
 
     def _resolve_for(self, settings: Settings) -> Route:
         return resolve_route(
@@ -86,3 +100,37 @@ class WebRuntime(SettingsWiring):
         if isinstance(self._route, Route) and self._route.context_window:
             return self._route.context_window
         return self.settings.provider.context_window or DEFAULT_CONTEXT_WINDOW
+
+    def own(self, session: Session) -> tuple[Settings, Route]:
+        """``SettingsWiring.own``, unless ``/model NAME`` chose the session's route: then that
+        route, and the session's own settings with its model and window (so the next turn, or
+        ``/compact``, logs the change as ``session/settings``, as the terminal UI's does)."""
+        chosen = self._chosen.get(session.id)
+        if chosen is None:
+            return super().own(session)
+        settings = self.own_settings(session)
+        provider = msgspec.structs.replace(
+            settings.provider, model=chosen.model, context_window=chosen.context_window
+        )
+        return msgspec.structs.replace(settings, provider=provider), chosen
+
+    def model_route(self, session: Session, name: str) -> Callable[[], Route]:
+        """The route of model ``name`` on the session's provider, resolved as the terminal UI's
+        ``/model NAME`` resolves it (in the window ``dsh web``'s flags or the config set, else
+        the one the provider reports), the way ``mcp_start`` is: made on the loop (it reads the
+        session), called in a worker thread (resolving may ask a server its window; it raises
+        ``DshError`` when it cannot be done: a missing key)."""
+        settings = self.own_settings(session)
+        provider = msgspec.structs.replace(
+            settings.provider, model=name, context_window=self.settings.provider.context_window
+        )
+        wanted = msgspec.structs.replace(settings, provider=provider)
+        return lambda: self._resolve_for(wanted)
+
+    def choose_route(self, session_id: str, route: Route) -> None:
+        """The session's next agents (and ``/compact``) run on ``route``."""
+        self._chosen[session_id] = route
+
+    def chosen_route(self, session_id: str) -> Route | None:
+        """The route ``/model NAME`` chose for the session, if any."""
+        return self._chosen.get(session_id)

@@ -151,9 +151,9 @@ class SessionRegistry:
         handle = self.handles.get(check_session_id(session_id))
         if handle is not None:
             return handle.session.header, handle.session.events
-        return await self._stored(session_id, lambda session: (session.header, [*session.events]))
+        return await self.stored(session_id, lambda session: (session.header, [*session.events]))
 
-    async def _stored(self, session_id: str, read: Callable[[Session], T]) -> T:
+    async def stored(self, session_id: str, read: Callable[[Session], T]) -> T:
         """``read`` of the stored session brought up to date, on a worker thread that holds
         it: nothing is folded into it while ``read`` runs (``ReadCache.held``)."""
 
@@ -174,7 +174,7 @@ class SessionRegistry:
         handle = self.handles.get(check_session_id(session_id))
         if handle is not None:
             return Path(handle.session.header.cwd)
-        return Path(await self._stored(session_id, lambda session: session.header.cwd))
+        return Path(await self.stored(session_id, lambda session: session.header.cwd))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -226,7 +226,7 @@ class SessionRegistry:
             shown = {"title": title_of(session), "lastSeq": len(session.events) - 1, "stats": stats}
             return session.header, shown
 
-        header, shown = await self._stored(session_id, stored_info)
+        header, shown = await self.stored(session_id, stored_info)
         fixed: dict[str, Any] = {"progress": None, "approvals": [], "draft": False}
         return {**self._summary(header), **shown, **fixed, "approval": self.approval(session_id)}
 
@@ -235,7 +235,8 @@ class SessionRegistry:
         return self._stats(handle.session, handle.context.update(handle.session, items=False).stats)
 
     def _stats(self, session: Session, stats: SessionStats) -> dict[str, Any]:
-        return session_figures(session, stats, self.runtime.default_window())
+        chosen = self.runtime.chosen_route(session.id)  # /model's: the next turn's window
+        return session_figures(session, stats, self.runtime.default_window(), chosen)
 
     async def history(
         self, session_id: str, before_seq: int | None, max_messages: int
@@ -246,7 +247,7 @@ class SessionRegistry:
         if handle is not None:
             events = handle.session.events
             return history_page(events, before_seq, max_messages), len(events) - 1
-        return await self._stored(
+        return await self.stored(
             session_id,
             lambda session: (
                 history_page(session.events, before_seq, max_messages),
@@ -309,7 +310,7 @@ class SessionRegistry:
 
     def close(self, session_id: str) -> None:
         handle = self.open_handle(session_id)
-        self._ensure_idle(handle)
+        self.ensure_idle(handle)
         self._release(handle)
         self._status(handle, open_=False)
 
@@ -339,7 +340,7 @@ class SessionRegistry:
 
     # -- activities --------------------------------------------------------------------------
 
-    def _ensure_idle(self, handle: Handle) -> None:
+    def ensure_idle(self, handle: Handle) -> None:
         if handle.activity is not None:
             what = "a turn" if handle.activity == "turn" else "a /compact"
             raise ApiError(
@@ -356,7 +357,7 @@ class SessionRegistry:
         and nothing written). The files the prompt's ``@path`` mentions attach are read (in a
         worker thread) before it answers, so a prompt they make too large is a 413 too."""
         handle = self.open_handle(session_id)
-        self._ensure_idle(handle)
+        self.ensure_idle(handle)
         if handle.runner.agent is None:
             try:
                 await anyio.to_thread.run_sync(self.runtime.mcp_start(handle.session))
@@ -365,11 +366,11 @@ class SessionRegistry:
             except DshError as exc:
                 raise from_dsh_error(exc) from exc
             handle = self.open_handle(session_id)  # closed, or busy, while they started?
-            self._ensure_idle(handle)
+            self.ensure_idle(handle)
         try:  # what its @path mentions attach counts against the window: read before the 202
             attached = await handle.runner.read_attachments(text)
             handle = self.open_handle(session_id)  # closed, or busy, while they were read?
-            self._ensure_idle(handle)
+            self.ensure_idle(handle)
             if handle.draft:  # a prompt that cannot run does not write the draft
                 handle.runner.check_prompt(text, attached)
             handle = self._written(handle)
@@ -383,7 +384,7 @@ class SessionRegistry:
         """Start ``/compact``; None, or a draft's answer (there is nothing to compact before
         the first prompt, and nothing is logged: the terminal UI's answer then)."""
         handle = self.open_handle(session_id)
-        self._ensure_idle(handle)
+        self.ensure_idle(handle)
         if handle.draft:
             return NOTHING_TO_COMPACT
         try:
@@ -400,7 +401,7 @@ class SessionRegistry:
         runs. On the loop, as every use of an open ``Session`` (not thread-safe: the page's
         reads would race its appends); it is a few small files' reads, writes and fsyncs."""
         handle = self.open_handle(session_id)
-        self._ensure_idle(handle)
+        self.ensure_idle(handle)
         before = len(handle.session.events)
         try:
             result = handle.runner.undo(dry_run=dry_run)

@@ -353,6 +353,11 @@ function onLive(message) {
         state.info.title = text.length <= 80 ? text : `${text.slice(0, 79)}…`;
         renderTitle(state.info);
       }
+      if (event.type === 'session/title' && state.info) {  // `/title TEXT`, from any page or process
+        state.info.title = event.data.title;  // logged as one line, cut as every title is
+        renderTitle(state.info);
+        loadSessionList();
+      }
       state.view.ingest([event]);
       announce(event);
       if (event.type === 'assistant/message' || event.type === 'compaction/end') state.context.changed();
@@ -437,6 +442,7 @@ function init() {
     approvalMode,
     toast,
     newSession: startSession,
+    showContext: () => state.context.show(),
     sent: scrollToBottom,  // what you sent, and its answer, are at the end
   });
   $('new-session').addEventListener('click', newSession);

@@ -1,5 +1,5 @@
 // Tab completion in the composer, as the terminal UI's composer completes (dsh.tui.prompt). Tab
-// in a one-word draft `/na` completes a command: the page's own (PAGE_COMMANDS) and the prompt
+// in a one-word draft `/na` completes a command: the page's own (commands.js) and the prompt
 // commands `GET …/commands` lists. Tab at the end of a word `@some/pa` completes a path of the
 // session's workspace, as `GET …/paths?prefix=` names them (dsh.agent.path_completion: relative
 // to the workspace, a directory with its trailing `/`, hidden entries only after a dot, nothing
@@ -26,11 +26,10 @@
 // and Tab pressed again with the draft and the cursor as they were moves the focus on. Shift+Tab
 // is never taken.
 import { api, sessionPath } from './api.js';
+import { PAGE_COMMAND_NAMES } from './commands.js';
 import { el, say } from './dom.js';
 
 export const MAX_LISTED = 8;
-/** The commands the page itself runs (composer.js); the prompt commands come from the server. */
-export const PAGE_COMMANDS = ['compact', 'undo', 'approval', 'diff', 'new', 'clear'];
 
 /** The session's prompt commands, `[{name, description, scope}]`, by name. */
 export async function promptCommands(sessionId) {
@@ -180,7 +179,7 @@ export class Completion {
   }
 
   async commands(sessionId, word) {
-    const names = new Set([...PAGE_COMMANDS, ...(await promptCommands(sessionId)).map((c) => c.name)]);
+    const names = new Set([...PAGE_COMMAND_NAMES, ...(await promptCommands(sessionId)).map((c) => c.name)]);
     const typed = word.slice(1).toLowerCase();
     const candidates = [...names].filter((name) => name.startsWith(typed)).map((name) => `/${name}`).sort();
     return { candidates, common: commonPrefix(candidates), total: candidates.length };

@@ -1,25 +1,33 @@
-// The composer: Enter sends the draft as a prompt (Shift+Enter: a new line); `/compact [focus]`
-// compacts; `/undo [--dry-run]` takes back the file edits of the last turn (or says what it
-// would); `/approval [MODE]` names the session's approval mode or changes it (ask, auto or
-// read-only; the terminal UI's words, which the server makes); `/diff` shows the workspace's
-// changes since its last commit (changes.js); `/new` (or `/clear`, as in the terminal UI) does
-// what "New session" does; any other `/word` is a prompt command (`$DSH_HOME/commands/word.md`,
-// the workspace's `.dsh/commands/word.md`), whose text the server sends, or it is refused with
-// the commands there are (`//…` sends `/…`). Stop cancels what runs. A session not open here is
-// resumed before anything but `/diff` (which only reads) and `/new` is sent. Each session's
-// unsent draft is kept in the browser as it changes (unsent.js): a reload, or showing the
-// session again, brings it back; sent, it is dropped. Tab completes a `/command` or an `@path`
-// of the session's workspace (completion.js); Esc clears its hint. The page's "Skip to
-// composer" link, its first stop of Tab, brings the focus here.
+// The composer: Enter sends the draft as a prompt (Shift+Enter: a new line). A `/word` that is
+// one of the page's own commands (commands.js, the terminal UI's of the same name; the name in
+// any case) runs here: `/compact [focus]` compacts; `/undo [--dry-run]` takes back the file edits
+// of the last turn (or says what it would); `/context` opens the Context panel (context.js);
+// `/cost` says the billed tokens per model and their list-price estimate (a note); `/title` says
+// the session's title, `/title TEXT` renames it (logged: the header and the session list show
+// it); `/model` names the model the session's next turns run on, `/model NAME` runs them on NAME;
+// `/approval [MODE]` names the session's approval mode or changes it (ask, auto or read-only;
+// the terminal UI's words, which the server makes); `/diff` shows the workspace's changes since
+// its last commit (changes.js); `/new` (or `/clear`) does what "New session" does; `/help` lists
+// these, your prompt commands and the keys (help.js). Any other `/word` is a prompt command
+// (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the server
+// sends, or it is refused with the commands there are (`//…` sends `/…`). Stop cancels what
+// runs. A session not open here is resumed before anything that acts on it is sent (a prompt,
+// `/compact`, `/undo`, `/approval`, `/title TEXT`, `/model`); what only reads (`/context`,
+// `/cost`, `/title`, `/diff`, `/help`) and `/new` do not resume it. Each session's unsent draft
+// is kept in the browser as it changes (unsent.js): a reload, or showing the session again,
+// brings it back; sent, it is dropped. Tab completes a `/command` or an `@path` of the session's
+// workspace (completion.js); Esc clears its hint. The page's "Skip to composer" link, its first
+// stop of Tab, brings the focus here.
 import { api, ApiError, sessionPath } from './api.js';
 import { ChangesPanel } from './changes.js';
+import { PAGE_COMMAND_LIST } from './commands.js';
 import { Completion, promptCommands } from './completion.js';
 import { say } from './dom.js';
+import { HelpPanel } from './help.js';
 import { keepDraft, keptDraft } from './unsent.js';
 import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
-const BUILT_IN = '/compact [focus], /undo [--dry-run], /approval [MODE], /diff, /new, /clear';  // completion.js's PAGE_COMMANDS
 /** `/new` in a new session nothing happened in yet: the terminal UI's words. */
 export const ALREADY_NEW = 'This is a new session already: the next prompt starts it.';
 
@@ -46,13 +54,14 @@ export function promptText(draft) {
 
 export class Composer {
   // `page`: { sessionId(), info(), resumed(session), approvalMode(approval), toast(message,
-  // options), newSession(), sent() } from the page controller (`resumed`: the session info a
-  // resume answered; `approvalMode`: the mode `/approval` found or chose; `newSession`: "New
-  // session", true when it started one, false when it kept the new one shown; `sent`: the draft
-  // went).
+  // options), newSession(), showContext(), sent() } from the page controller (`resumed`: the
+  // session info a resume answered; `approvalMode`: the mode `/approval` found or chose;
+  // `newSession`: "New session", true when it started one, false when it kept the new one shown;
+  // `showContext`: open the Context panel, its figures fetched afresh; `sent`: the draft went).
   constructor(page) {
     this.page = page;
     this.changes = new ChangesPanel();
+    this.help = new HelpPanel();
     this.completion = new Completion($('prompt'), $('composer-hint'), $('composer-status'), () => page.sessionId());
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
     $('prompt').addEventListener('keydown', (event) => {
@@ -95,18 +104,14 @@ export class Composer {
     const sessionId = this.page.sessionId();
     if (!text || !sessionId) return;
     const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
+    const typed = command ? command[0] : null;
+    const name = typed && typed.slice(1).toLowerCase();
+    const arg = typed ? text.slice(typed.length).trim() : '';
     // The last error goes before sending, not after: the error of a turn that fails at once
     // may come over the live stream before the answer to the send does.
     this.page.toast('');
     try {
-      const name = command ? command[0].toLowerCase() : null;
-      if (name === '/diff') {
-        await this.diff();
-      } else if (name === '/new' || name === '/clear') {
-        if (!(await this.page.newSession())) this.page.toast(ALREADY_NEW, { note: true });
-      } else if (!(await this.send(text, command))) {
-        return;  // refused: the draft stays
-      }
+      if (!(await this.run(typed, name, arg))) return;  // refused: the draft stays
       keepDraft(sessionId, '');
       if (this.page.sessionId() === sessionId) {  // not another session's draft, shown meanwhile
         box.value = '';
@@ -118,40 +123,66 @@ export class Composer {
     }
   }
 
-  /** Send the draft `text` (`command`: its `/name`, if it starts with one) to the session, open
-   * here first; false when the page refused it (the toast says why). */
-  async send(text, command) {
+  /** Run the draft (`typed`: the `/name` it starts with, as typed, else null; `name`: that name
+   * lower-cased; `arg`: what follows it): a command that only reads, or `/new`, here; anything
+   * else is sent to the session, open here first. False when the page refused it (the toast
+   * says why). */
+  async run(typed, name, arg) {
+    const path = sessionPath(this.page.sessionId());
+    if (name === 'diff') {
+      await this.diff();
+    } else if (name === 'new' || name === 'clear') {
+      if (!(await this.page.newSession())) this.page.toast(ALREADY_NEW, { note: true });
+    } else if (name === 'context') {
+      this.page.showContext();
+    } else if (name === 'cost') {
+      this.page.toast((await api('GET', `${path}/cost`)).note, { note: true });
+    } else if (name === 'help') {
+      this.help.show(await promptCommands(this.page.sessionId()));
+    } else if (name === 'title' && !arg) {
+      this.page.toast((await api('GET', `${path}/title`)).note, { note: true });
+    } else {
+      return this.send(typed, name, arg);
+    }
+    return true;
+  }
+
+  /** Send the draft (`typed`, `name`, `arg`: as `run` has them) to the session, open here
+   * first; false when the page refused it (the toast says why). */
+  async send(typed, name, arg) {
     const box = $('prompt');
     await this.ensureOpen();
-    if (text === '/compact' || text.startsWith('/compact ')) {
-      const focus = text.slice('/compact'.length).trim();
-      const answer = await api('POST', `${sessionPath(this.page.sessionId())}/compact`, focus ? { focus } : {});
+    const path = sessionPath(this.page.sessionId());
+    if (name === null) {
+      await api('POST', `${path}/prompt`, { text: promptText(box.value) });
+    } else if (name === 'compact') {
+      const answer = await api('POST', `${path}/compact`, arg ? { focus: arg } : {});
       if (answer.answer) this.page.toast(answer.answer, { note: true });  // a new session's: nothing logged
-    } else if (command && command[0] === '/undo') {
-      const option = text.slice('/undo'.length).trim();
-      if (option !== '' && option !== '--dry-run') {
-        this.page.toast(`Usage: /undo [--dry-run] (not ${option})`);
+    } else if (name === 'undo') {
+      if (arg !== '' && arg !== '--dry-run') {
+        this.page.toast(`Usage: /undo [--dry-run] (not ${arg})`);
         return false;
       }
-      await this.undo(option === '--dry-run');
-    } else if (command && command[0].toLowerCase() === '/approval') {
-      const mode = text.slice(command[0].length).trim();
-      if (mode && !APPROVAL_MODES.includes(mode)) {
-        this.page.toast(approvalRefusal(mode));
+      await this.undo(arg === '--dry-run');
+    } else if (name === 'approval') {
+      if (arg && !APPROVAL_MODES.includes(arg)) {
+        this.page.toast(approvalRefusal(arg));
         return false;
       }
-      await this.approval(mode);
-    } else if (command) {  // a prompt command's text is sent by the server
-      const path = sessionPath(this.page.sessionId());
+      await this.approval(arg);
+    } else if (name === 'title') {  // with its text: `run` says the title without it
+      this.page.toast((await api('POST', `${path}/title`, { title: arg })).note, { note: true });
+    } else if (name === 'model') {
+      const answer = arg ? await api('POST', `${path}/model`, { name: arg }) : await api('GET', `${path}/model`);
+      this.page.toast(answer.note, { note: true });
+    } else {  // a prompt command's text is sent by the server
       const commands = await promptCommands(this.page.sessionId());
-      if (!commands.some((c) => `/${c.name}` === command[0].toLowerCase())) {
+      if (!commands.some((c) => c.name === name)) {
         const yours = commands.map((c) => `, /${c.name}`).join('');
-        this.page.toast(`Unknown command ${command[0]} (commands: ${BUILT_IN}${yours}; // sends /)`);
+        this.page.toast(`Unknown command ${typed} (commands: ${PAGE_COMMAND_LIST}${yours}; // sends /)`);
         return false;
       }
       await api('POST', `${path}/prompt`, { text: promptText(box.value), command: true });
-    } else {
-      await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text: promptText(box.value) });
     }
     return true;
   }

@@ -1,6 +1,7 @@
 // The model's view of the open session (GET …/context: dsh.agent.context_report, the data of the
 // TUI's /context and /cost): the header's model, cost and figures, and the context panel listing
-// the next request part by part (system, tools, stubs, state, tail) with their tokens. The panel
+// the next request part by part (system, tools, stubs, state, tail) with their tokens, opened by
+// **Context** or by `/context` in the composer (with its figures fetched afresh). The panel
 // is a modal dialog over the page (modal.js): the focus moves into it, Tab stays in it, Escape
 // or a click beside it closes it, and the focus goes back where it was.
 import { api, sessionPath } from './api.js';
@@ -61,6 +62,14 @@ export class ContextInfo {
       this.data = null;
     }
     this.paint();
+  }
+
+  // `/context`: the panel, with what the model sees next as it is now.
+  show() {
+    if (!this.sessionId) return;
+    clearTimeout(this.timer);
+    this.toggle(true);
+    this.refresh();
   }
 
   // Esc closes the panel; the focus goes back where it was when it opened.

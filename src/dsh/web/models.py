@@ -1,0 +1,77 @@
+"""``/model`` in ``dsh web``: the model a session's next turns run on, shown and changed from its
+page, as the terminal UI's ``/model`` does.
+
+A session runs on the model it recorded (else the server's: its flags and the config).
+``/model NAME`` in its composer resolves NAME on the session's provider as the terminal UI
+resolves it (a missing key, a window too small: refused in one line, nothing changed), and from
+then on the session's next turns and ``/compact`` run on it: not a running turn, which keeps its
+model; not the other sessions (each page changes its own); for the rest of this server's run,
+the session closed and resumed here included. Nothing is logged at once: the next turn (or
+``/compact``) logs the route it runs on as every face logs a route change, a ``session/settings``
+event naming ``provider.model`` among its changed keys, and the new route's ``request/context``;
+so the session's next opening, by this server started again or by any face, runs it on NAME
+too (its recorded model), as after the terminal UI's ``/model``. The words are the terminal UI's
+(``dsh.agent.model_command``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from dsh.agent.model_command import model_note, switched_note
+from dsh.agent.runtime import Route
+from dsh.agent.wiring import session_window
+from dsh.errors import DshError, printable_line
+from dsh.web.errors import bad_request, from_dsh_error
+from dsh.web.live import frame
+from dsh.web.sessions import SessionRegistry
+
+
+def _public(route: Route) -> dict[str, Any]:
+    return {
+        "provider": route.provider.name,
+        "model": route.model,
+        "window": session_window(route),
+    }
+
+
+async def shown_model(registry: SessionRegistry, session_id: str) -> dict[str, Any]:
+    """``/model``: ``{provider, model, window, note}`` of the route the open session's next turn
+    runs on (``Runtime.own``: the one ``/model`` chose, else its recorded one, else the
+    server's), ``note`` the terminal UI's line."""
+    try:
+        await anyio.to_thread.run_sync(registry.runtime.route)  # resolved once, off the loop
+        handle = registry.open_handle(session_id)  # closed meanwhile?
+        route = registry.runtime.own(handle.session)[1]
+    except DshError as exc:
+        raise from_dsh_error(exc) from exc
+    shown = _public(route)
+    return {**shown, "note": model_note(route.model, shown["provider"], shown["window"])}
+
+
+def checked_name(name: str) -> str:
+    """A model name as ``/model NAME`` takes it: one word that prints; 400 otherwise."""
+    name = name.strip()
+    if not name:
+        raise bad_request("/model NAME takes a model name")
+    if any(ch.isspace() for ch in name) or printable_line(name) != name:
+        raise bad_request(f"/model takes one model name, not {printable_line(name)!r}")
+    return name
+
+
+async def choose_model(registry: SessionRegistry, session_id: str, name: str) -> dict[str, Any]:
+    """``/model NAME`` on an open session: ``{provider, model, window, note}`` of the route its
+    next turns run on from now; its pages hear ``stats`` (the window its context use is
+    measured against may have changed) and fetch its context again."""
+    name = checked_name(name)
+    resolve = registry.runtime.model_route(registry.open_handle(session_id).session, name)
+    try:
+        route = await anyio.to_thread.run_sync(resolve)
+    except DshError as exc:
+        raise from_dsh_error(exc) from exc
+    handle = registry.open_handle(session_id)  # closed while it resolved?
+    registry.runtime.choose_route(session_id, route)
+    handle.runner.reset_agent()  # the next turn gets an agent on it; a running one keeps its own
+    handle.hub.publish(frame("stats", stats=registry.stats(handle)))
+    return {**_public(route), "note": switched_note(route.model)}
