@@ -60,11 +60,15 @@ def render_config() -> str:
         + ", ".join(f"`compaction.{k}`" for k in COMPACTION_KEYS)
         + " are recorded in its log (`session/settings`, never a key) when it first runs, and "
         "every reopen uses them, not the layers above; a flag given on reopen overrides them and "
-        "is logged. A recorded value the validation above refuses today (a window under 4096, a "
-        "summariser's under 1024, or a malformed base URL an older dsh recorded) is replaced on "
-        "reopen by the configured "
-        "one, said in one warning line; the log is only appended to. `dsh sessions show ID "
-        "--view settings` prints them.",
+        "is logged, said in one warning line when it is (a prompt refused before anything is "
+        "logged changes nothing). A context window the route's server reported (none given by "
+        "`provider.context_window` or `--context-window`) is the server's: a reopen asks the "
+        "server again, as a new session does, and says so in one line when it changed; one you "
+        "set, now or when the session was recorded, is kept. A recorded value the validation "
+        "above refuses today (a window under 4096, a summariser's under 1024, or a malformed "
+        "base URL an older dsh recorded) is replaced on reopen by the configured one, said in "
+        "one warning line; the log is only appended to. `dsh sessions show ID --view settings` "
+        "prints them.",
         "",
     ]
     for section in SECTIONS:

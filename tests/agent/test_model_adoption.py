@@ -69,23 +69,32 @@ def test_the_one_model_a_server_lists_is_used_said_once_and_recorded(
     assert [r.path for r in server.fixed_requests] == ["/v1/models", "/props"]
 
 
-def test_a_reopened_session_keeps_its_recorded_model_and_asks_nothing(
+def test_a_reopened_session_keeps_its_recorded_model_and_the_window_reported_for_it(
     tmp_path,
     server: FakeServer,  # noqa: F811
 ):
+    """The server now lists other models: the session was run with qwen-one and stays on it
+    (no model is adopted again). Its window, the server's, is asked again (docs/local-models.md,
+    "The window is asked, not assumed"); the server no longer says it for qwen-one, so the
+    session keeps the 8,192 it reported, not the 128,000 a new session would assume."""
     server.fixed["/v1/models"] = json_ok({"data": [{"id": "qwen-one", "max_model_len": 8192}]})
     server.queue(openai_text("one"), openai_text("two"))
     url = server.url + "/v1"
     first = run(tmp_path, "--base-url", url, "--json", "first")
     session = json.loads(first.stdout.splitlines()[0])["session"]
-    # the server now lists other models: the session was run with qwen-one, and stays on it
     server.fixed["/v1/models"] = json_ok({"data": [{"id": "a"}, {"id": "b"}]})
     asked = len(server.fixed_requests)
     again = run(tmp_path, "--session", session, "--json", "again")
     assert again.returncode == 0, again.stderr
-    assert again.stderr == ""
+    assert again.stderr.splitlines() == [
+        f"dsh: warning: {url} does not report its context window; keeping the 8,192 tokens the "
+        "session recorded from it (set provider.context_window or --context-window to choose "
+        "another)"
+    ]
     assert server.bodies[-1]["model"] == "qwen-one"
-    assert len(server.fixed_requests) == asked  # the recorded model and window: nothing asked
+    assert server.bodies[-1]["max_tokens"] == server.bodies[0]["max_tokens"]  # the same window
+    assert [r.path for r in server.fixed_requests[asked:]] == ["/props", "/v1/models"]
+    assert of_type(events(again), "session/settings") == []  # nothing changed: nothing logged
 
 
 def test_a_server_listing_several_models_stops_the_run_naming_them(

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.agent import session_settings as ss
+from dsh.agent.settings_view import describe
 from dsh.config import (
     CompactionOverride,
     CompactionSettings,
@@ -177,7 +178,7 @@ def test_a_log_without_recorded_settings_gets_the_configured_ones():
     config = Settings(compaction=CompactionSettings(backend="basic", chunk_tokens=900))
     resolved = ss.effective(config, None, {"compaction": {"backend": "basic"}})
     assert resolved.settings is config and resolved.changes == ()
-    assert "no settings recorded" in ss.describe(None)[0]
+    assert "no settings recorded" in describe(None)[0]
 
 
 def test_credentials_in_a_base_url_never_enter_the_log_but_still_reach_the_endpoint():
@@ -194,7 +195,7 @@ def test_credentials_in_a_base_url_never_enter_the_log_but_still_reach_the_endpo
 
 
 def test_the_settings_view_prints_one_line_per_setting():
-    lines = ss.describe(_recorded(changed=("compaction.backend",)))
+    lines = describe(_recorded(changed=("compaction.backend",)))
     assert any(line.split() == ["provider.context_window", "8000"] for line in lines)
     assert any(line.split() == ["compaction.backend", "basic"] for line in lines)
     assert any(line.split() == ["workspace", "/work/a"] for line in lines)

@@ -8,10 +8,12 @@ from typing import Any, cast
 import msgspec
 import pytest
 
+from dsh.agent import session_settings
 from dsh.cli.compact import _summarizes_on, _Unreachable, session_route
 from dsh.config import Settings
 from dsh.errors import ConfigError
 from dsh.events import RecordedCompaction, SessionSettings
+from tests.agent.test_asked_window import recorded as asked_window_record
 
 
 def _settings(summarizer: str, provider: str | None = None) -> Settings:
@@ -60,3 +62,17 @@ def test_a_scripted_session_compacts_with_a_summariser_of_its_own_without_a_scri
     # configured default, which has no key)
     with pytest.raises(ConfigError):
         session_route(_settings("m"), no_session, cast(Any, None), _recorded("scripted"))
+
+
+def test_dsh_compact_keeps_a_server_window_the_servers() -> None:
+    """An extractive pass asks no server: it compacts in the recorded window, and the settings
+    it records still say the server gave it (its next reopen asks again)."""
+    record = asked_window_record()
+    settings = session_settings.effective(Settings(), record).settings
+    no_session = cast(Any, None)  # the recorded settings name the route; the log is not read
+    route = session_route(settings, no_session, cast(Any, None), record)
+    assert (route.context_window, route.window_from) == (8192, "server")
+    user_set = asked_window_record(asked=False)
+    settings = session_settings.effective(Settings(), user_set).settings
+    route = session_route(settings, no_session, cast(Any, None), user_set)
+    assert (route.context_window, route.window_from) == (8192, "settings")

@@ -217,3 +217,32 @@ def test_every_face_s_help_gives_the_window_s_real_lower_bound():
         )
         shown = " ".join(result.stdout.split())
         assert f"tokens, at least {MIN_CONTEXT_WINDOW}, checked" in shown, face
+
+
+def test_the_flags_change_is_said_only_when_a_run_logs_it(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """``--context-window 4096`` on a session recorded in 8,192 with a prompt it cannot hold:
+    refused, nothing logged, so nothing changed and no "the flags change its recorded
+    settings" line (it was printed before the refusal); with a prompt that fits, the line
+    comes once, as the change is logged."""
+    url = _llama(server)
+    server.queue(openai_text("first answer"))
+    first = dsh(tmp_path, url, "hello")
+    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    prompt = "word " * 2400  # ~3k tokens: room in 8,192, none in 4,096
+    refused = dsh(tmp_path, url, "--session", session_id, "--context-window", "4096", prompt)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [refused.stderr.splitlines()[-1]]  # the error alone
+    assert refused.stderr.startswith("dsh: error: the prompt is ~3k tokens; the 4,096")
+    server.queue(openai_text("second answer"))
+    fits = dsh(tmp_path, url, "--session", session_id, "--context-window", "4096", "--json", "hi")
+    assert fits.returncode == 0, fits.stderr
+    assert fits.stderr.splitlines() == [
+        f"dsh: warning: session {session_id}: the flags change its recorded settings: "
+        "provider.context_window 8192 -> 4096"
+    ]
+    events = [json.loads(line) for line in fits.stdout.splitlines()]
+    (recorded,) = [e["data"] for e in events if e["type"] == "session/settings"]
+    assert recorded["contextWindow"] == 4096 and "provider.context_window" in recorded["changed"]

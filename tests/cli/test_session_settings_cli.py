@@ -156,3 +156,14 @@ def test_a_log_written_before_settings_were_recorded_still_opens_with_the_config
     (recorded,) = settings_events(home, FIXTURE_ID)  # its first run records what it ran with
     assert recorded.compaction.backend == "recallable" and recorded.workspace == str(tmp_path)
     assert recorded.changed == ()
+
+
+def test_dsh_compact_says_the_flags_change_only_when_a_pass_logs_it(tmp_path, home):
+    """A compact with nothing to compact logs nothing, so the ``--backend`` it was given
+    changed nothing, and nothing is said of it (it used to be said before the pass looked)."""
+    sid = _long_session(tmp_path, 1, "--compaction", "basic")
+    before = settings_events(home, sid)
+    idle = dsh("compact", sid, "--backend", "recallable")
+    assert idle.stdout == "No compactable history yet.\n"
+    assert "the flags change" not in idle.stderr
+    assert settings_events(home, sid) == before

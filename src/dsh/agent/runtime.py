@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
@@ -37,6 +38,12 @@ from dsh.store import EventStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
 
+WindowFrom = Literal["settings", "server", "default"]
+ASSUMED = (
+    f"assuming {DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or --context-window)"
+)
+"""What a route's notice says of the window its server, asked, did not give."""
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -50,6 +57,11 @@ class Route:
     """The window of a summariser on another model or server, as its provider is known to have
     or its server reports it (None: the summariser is this route, or its window is unknown);
     ``compaction.summarizer_context_window`` wins over it."""
+    window_from: WindowFrom = "settings"
+    """Where ``context_window`` came from: the settings (a window set, the provider's known
+    one, a keyless provider's default), the route's ``server`` (asked, it reported it), or the
+    ``default`` assumed because the server, asked, did not say. A session records whether it
+    was asked (``dsh.agent.asked_window``)."""
 
 
 def resolve_route(
@@ -100,10 +112,7 @@ def resolve_route(
             f"no model given: using {model}, the one model {cfg.base_url} serves (choose "
             "another with --model or provider.model)"
         )
-    assumed = (
-        f"assuming {DEFAULT_CONTEXT_WINDOW:,} tokens (set provider.context_window or "
-        "--context-window)"
-    )
+    window_from: WindowFrom = "settings"
     if window or known_window or cfg.base_url is None:
         notice = None
         window = window or known_window
@@ -119,19 +128,20 @@ def resolve_route(
                 "a larger one on the server (llama-server -c, Ollama's num_ctx, vLLM's "
                 "--max-model-len)"
             )
+        window_from = "server" if isinstance(found, Discovered) else "default"
         if isinstance(found, Discovered):
             window, notice = found.window, _misfit_notice(settings, model, found.window)
         elif isinstance(found, Unreachable):
             window = DEFAULT_CONTEXT_WINDOW
             notice = (
                 f"{cfg.base_url} could not be reached ({found.reason}) to ask its context "
-                f"window; {assumed}"
+                f"window; {ASSUMED}"
             )
         else:
             window = DEFAULT_CONTEXT_WINDOW
-            notice = f"{cfg.base_url} does not report its context window; {assumed}"
+            notice = f"{cfg.base_url} does not report its context window; {ASSUMED}"
     notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
-    return Route(provider, model, window, notice, summarizer_window)
+    return Route(provider, model, window, notice, summarizer_window, window_from)
 
 
 def missing_feed(

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from dsh.agent import session_settings
+from dsh.agent.asked_window import keep_reported, say_window_change, with_own_window
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.mcp_servers import start_session_mcp_servers
@@ -95,8 +96,7 @@ class SettingsWiring:
 
     ``overrides`` are the flags the face was started with (``{"provider": {...}}``, already
     merged into ``settings``): they win over what a session recorded, as ``dsh run --session``'s
-    do; the first time they change a session's recorded settings that is said in one warning,
-    and the next ``record_settings`` logs the change.
+    do; the ``record_settings`` that logs such a change says it in one warning.
 
     ``yes`` and ``allow`` are the face's approval flags (``--yes``, ``--allow``): each agent's
     policy is ``approval_policy``'s over the session's settings (a session does not record
@@ -130,32 +130,36 @@ class SettingsWiring:
         """The settings ``session`` runs with: the flags, then its recorded ones, win over the
         configured."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        return self._effective(session, recorded)
+        return self._effective(session, recorded).settings
 
-    def _effective(self, session: Session, recorded: SessionSettings | None) -> Settings:
-        resolved = session_settings.effective(
+    def _effective(
+        self, session: Session, recorded: SessionSettings | None
+    ) -> session_settings.Resolved:
+        return session_settings.effective(
             self.settings, recorded, self._overrides, switch=True, session_id=session.id
         )
-        session_settings.say_changed(session.id, resolved.changes)
-        return resolved.settings
 
     def own(self, session: Session) -> tuple[Settings, Route]:
         """The settings and route ``session`` runs with: the flags, then its recorded ones, win
         over the configured (an older log without them gets the configured)."""
+        resolved, route = self._own(session)
+        return resolved.settings, route
+
+    def _own(self, session: Session) -> tuple[session_settings.Resolved, Route]:
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        settings = self._effective(session, recorded)
+        resolved = self._effective(session, recorded)
         route = self.route()
         if recorded is None:
-            return settings, route
-        wanted = settings.provider
+            return resolved, route
+        wanted = resolved.settings.provider
         moved = (wanted.name, wanted.model) != (route.provider.name, route.model) or (
             wanted.base_url != self.settings.provider.base_url  # what ``route`` was built for
         )
         if moved and self._reroute is not None:
-            route = self._reroute(settings)
-        if wanted.context_window is not None and wanted.context_window != route.context_window:
-            route = replace(route, context_window=wanted.context_window)
-        return settings, route
+            route = self._reroute(resolved.settings)
+        route = keep_reported(with_own_window(route, wanted.context_window), recorded)
+        say_window_change(session.id, recorded, route)
+        return resolved, route
 
     def new_policy(self) -> ApprovalPolicy:
         """A policy as the flags and the configured mode make it, no "always" answer yet (the
@@ -193,16 +197,25 @@ class SettingsWiring:
         return session_window(self.own(session)[1])
 
     def record_settings_of(self, session: Session) -> None:
-        """Log the settings a ``/compact`` that will run uses (when new or changed)."""
-        settings, route = self.own(session)
-        record_settings(session, settings, route)
+        """Log the settings what starts now (a turn, a ``/compact``) runs with, when new or
+        changed, saying what the flags changed of the recorded ones as it logs them."""
+        resolved, route = self._own(session)
+        record_settings(session, resolved.settings, route, changes=resolved.changes)
 
 
 def record_settings(
-    session: Session, settings: Settings, route: Route, workspace: str | None = None
-) -> None:
-    """Log the settings ``session`` runs with, when they are new or changed; ``workspace``
-    unset keeps the recorded one (a ``--cwd`` run's), else the header's."""
+    session: Session,
+    settings: Settings,
+    route: Route,
+    workspace: str | None = None,
+    *,
+    changes: Sequence[session_settings.Change] = (),
+) -> bool:
+    """Log the settings ``session`` runs with, when they are new or changed (True: logged);
+    ``workspace`` unset keeps the recorded one (a ``--cwd`` run's), else the header's.
+    ``changes``, what the flags change of its recorded settings, are said once
+    (``say_changed``) when this logs them: a face says them here, not where it resolved them,
+    so a prompt refused before anything is logged (which changes nothing) says nothing."""
     if workspace is None:
         recorded = session_settings.latest(session)
         workspace = recorded.workspace if recorded is not None else session.header.cwd
@@ -213,8 +226,12 @@ def record_settings(
         route.context_window,
         workspace,
         summarizer_window=route.summarizer_window,
+        window_asked=route.window_from != "settings",
     )
-    session_settings.record(session, snapshot)
+    if session_settings.record(session, snapshot) is None:
+        return False
+    session_settings.say_changed(session.id, changes)
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,13 @@ wins). Every face runs this layer before it builds anything::
     record(session, snapshot(resolved.settings, route_name, model, window, workspace))
 
 A flag given on reopen overrides the recorded value explicitly (``resolved.changes``) and the
-next ``record`` logs the change; the config file never re-routes a recorded session. A log
-without the event (written before it existed) gets the configured settings, as before, and its
-first run records them.
+next ``record`` logs the change, which the face says then (``changed_warning``): a prompt refused
+before anything is logged changes nothing, and says nothing. The config file never re-routes a
+recorded session. A window the route's server reported (``window_asked``) is the server's: it is
+left unset (unless the user sets one) for the route to ask again (``dsh.agent.asked_window``),
+and the budgets scaled to it follow, as they follow a flag's window. A log without the event
+(written before it existed) gets the configured settings, as before, and its first run records
+them.
 
 A recorded value is checked on reopen by the rules a value given now is checked by
 (``dsh.config.rules``): one no longer valid (a window under ``MIN_CONTEXT_WINDOW``, or a
@@ -44,6 +48,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from dsh.agent.asked_window import asks_again
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     WINDOW_RULE,
@@ -72,7 +77,6 @@ __all__ = [
     "Replaced",
     "Resolved",
     "changed_warning",
-    "describe",
     "effective",
     "has_checkpoints",
     "latest",
@@ -185,9 +189,10 @@ def effective(
 
     A flag that moves the route (provider, model or base URL) takes the route from the flags and
     the config; a flag that changes the backend of a session with ``checkpoints`` needs
-    ``switch`` (else ``UsageError``). A recorded value no longer valid is replaced by the
-    configured one (``Resolved.replaced``); given the ``session_id``, that is logged as one
-    warning line, once per process."""
+    ``switch`` (else ``UsageError``). A recorded window its server reported is not put back:
+    the configured one (None: the route asks the server again, ``dsh.agent.asked_window``). A
+    recorded value no longer valid is replaced by the configured one (``Resolved.replaced``);
+    given the ``session_id``, that is logged as one warning line, once per process."""
     if recorded is None:
         return Resolved(settings)
     flags = {section: dict(values) for section, values in (overrides or {}).items()}
@@ -195,7 +200,7 @@ def effective(
     compaction_flags = {k: v for k, v in flags.get("compaction", {}).items() if v is not None}
     provider, changes = _route(settings, recorded, provider_flags)
     compaction, more = _compaction(settings.compaction, recorded.compaction, compaction_flags)
-    if any(change.key == WINDOW_KEY for change in changes):
+    if provider.context_window != recorded.context_window:  # a flag's, or asked again
         compaction = _follow_window(compaction, settings, recorded, compaction_flags)
     changes += more
     backend = next((c for c in changes if c.key == "compaction.backend"), None)
@@ -230,8 +235,8 @@ def changed_warning(session_id: str | None, changes: Sequence[Change]) -> str:
 
 
 def say_changed(session_id: str, changes: Sequence[Change]) -> None:
-    """Log ``changed_warning`` once per process (a face that resolves a session's settings on
-    every agent it builds, ``dsh web``'s, says it once), when there is a change."""
+    """Log ``changed_warning`` once per process, when there is a change (a face says it as the
+    change is recorded: ``dsh.agent.session_runner.record_settings``)."""
     if changes:
         _say_once(changed_warning(session_id, changes))
 
@@ -303,10 +308,11 @@ def _follow_window(
     recorded: SessionSettings,
     flags: Mapping[str, Any],
 ) -> CompactionSettings:
-    """The budgets after a flag changed the recorded window: each that ``snapshot`` scaled to
-    the recorded window (equal to what it gave, given by no flag) takes its configured value
-    (unset: scaled to the new window), as with a replaced window — a session begun in 128k
-    and moved to an 8k model kept a 4,096-token state cap."""
+    """The budgets after the recorded window gave way (to a flag's, to the configured one of a
+    moved route, to its server's asked again): each that ``snapshot`` scaled to the recorded
+    window (equal to what it gave, given by no flag) takes its configured value (unset: scaled
+    to the new window), as with a replaced window — a session begun in 128k and moved to an 8k
+    model kept a 4,096-token state cap."""
     scaled = _scaled_to(compaction, recorded.context_window or DEFAULT_CONTEXT_WINDOW)
     budgets = configured.compaction.for_route(recorded.provider, recorded.model)
     values = {
@@ -353,6 +359,8 @@ def _route(
         for key in ROUTE_KEYS
         if key in flags and flags[key] != values[key]
     ]
+    if asks_again(recorded):  # the server's window: asked again, unless the user gives one
+        values["context_window"] = settings.provider.context_window
     moved = {change.key.removeprefix("provider.") for change in changes}
     if "name" in moved:  # another provider: the flags and the config choose the whole route
         provider = settings.provider
@@ -395,9 +403,11 @@ def snapshot(
     workspace: str,
     *,
     summarizer_window: int | None = None,
+    window_asked: bool = False,
 ) -> SessionSettings:
     """What to record for a session run with ``settings`` on the route ``provider:model``;
-    ``summarizer_window`` is what the summariser's server reported (the route's)."""
+    ``summarizer_window`` is what the summariser's server reported (the route's);
+    ``window_asked``, whether ``window`` is what the route's server was asked for."""
     budgets = settings.compaction.for_route(provider, model)
     budgets = budgets.for_window(window or DEFAULT_CONTEXT_WINDOW)  # the budgets it runs with
     compaction = {key: getattr(budgets, key) for key in COMPACTION_KEYS}
@@ -411,6 +421,7 @@ def snapshot(
         workspace=workspace,
         base_url=_redact(settings.provider.base_url),
         context_window=window,
+        window_asked=window_asked,
     )
 
 
@@ -442,27 +453,6 @@ def _differences(before: SessionSettings, after: SessionSettings) -> tuple[str, 
     if before.workspace != after.workspace:
         keys.append("workspace")
     return tuple(keys)
-
-
-def describe(recorded: SessionSettings | None) -> list[str]:
-    """``dsh sessions show ID --view settings``: one ``key  value`` line per setting."""
-    if recorded is None:
-        return [
-            "no settings recorded (a log written before dsh recorded them); it runs with the "
-            "configured ones and records them on its next run"
-        ]
-    rows: list[tuple[str, Any]] = [
-        ("provider.name", recorded.provider),
-        ("provider.model", recorded.model),
-        ("provider.base_url", recorded.base_url),
-        ("provider.context_window", recorded.context_window),
-    ]
-    rows += [(f"compaction.{k}", getattr(recorded.compaction, k)) for k in COMPACTION_KEYS]
-    rows.append(("workspace", recorded.workspace))
-    if recorded.changed:
-        rows.append(("last changed", ", ".join(recorded.changed)))
-    width = max(len(key) for key, _ in rows)
-    return [f"{key.ljust(width)}  {_show(value)}" for key, value in rows]
 
 
 def _show(value: Any) -> str:

@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import click
 import msgspec
 
 from dsh.agent import session_settings
-from dsh.agent.runtime import Route, resolve_route, summarizer_target
-from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
+from dsh.agent.asked_window import asks_again
+from dsh.agent.runtime import Route, WindowFrom, resolve_route, summarizer_target
+from dsh.agent.session_runner import (
+    CompactionOff,
+    SessionRunner,
+    SettingsWiring,
+    record_settings,
+)
 from dsh.cli import context, termination
 from dsh.cli.options import RouteFlags, summarizer_options
 from dsh.config import Settings, load_settings, window_too_small
@@ -72,9 +79,10 @@ def compact(
     for warning in session.warnings:  # what this open repaired, as every face says it
         context.warn(warning)
     try:
-        settings, recorded = _own_settings(session, settings, flags, switch=backend is not None)
-        route = session_route(settings, session, store, recorded)
-        wiring = SettingsWiring(settings, lambda: route, recorded_wins=False)
+        resolved = _own_settings(session, settings, flags, switch=backend is not None)
+        settings, changes = resolved.settings, resolved.changes
+        route = session_route(settings, session, store, resolved.recorded)
+        wiring = _Wiring(settings, lambda: route, recorded_wins=False, changes=changes)
         runner = SessionRunner(session, wiring, approver=_deny)
         termination.install()  # SIGTERM / SIGHUP cancel the pass like Ctrl-C
         ok, text = asyncio.run(_compact(runner, focus))
@@ -100,22 +108,18 @@ async def _compact(runner: SessionRunner, focus: str | None) -> tuple[bool, str]
 
 def _own_settings(
     session: Session, settings: Settings, flags: dict[str, dict[str, object]], *, switch: bool
-) -> tuple[Settings, SessionSettings | None]:
+) -> session_settings.Resolved:
     """The session's own recorded settings with the flags over them (a log without them: the
-    configured ones); a flag that changes them is said on stderr (and logged by the pass)."""
-    recorded = session_settings.latest(session)
-    resolved = session_settings.effective(
+    configured ones); a flag that changes them is said when the pass logs it (a call with
+    nothing to compact logs nothing, and changes nothing)."""
+    return session_settings.effective(
         settings,
-        recorded,
+        session_settings.latest(session),
         flags,
         switch=switch,
         checkpoints=session_settings.has_checkpoints(session.events),
         session_id=session.id,
     )
-    if resolved.changes:
-        changes = "; ".join(change.describe() for change in resolved.changes)
-        context.warn(f"session {session.id}: the flags change its recorded settings: {changes}")
-    return resolved.settings, recorded
 
 
 def session_route(
@@ -131,17 +135,22 @@ def session_route(
     logged = _logged_route(session, recorded, settings.provider.context_window)
     conversation = logged.provider if logged is not None else settings.provider.name
     _refuse_a_keyless_summariser(settings, session, conversation)
+    # a window its server gave stays the server's (recorded so); only a call to it asks again
+    asked = recorded is not None and asks_again(recorded) and not settings.provider.context_window
+    origin: WindowFrom = "server" if asked else "settings"
     if not _summarizes_on(settings, conversation):
         if logged is None:
             cfg = settings.provider
             return Route(_Unreachable(cfg.name), cfg.model or "", cfg.context_window)
         window = logged.context_window or settings.provider.context_window
-        return Route(_Unreachable(logged.provider), logged.model, window)
+        return Route(_Unreachable(logged.provider), logged.model, window, window_from=origin)
     configured = resolve_route(settings, store=store)
     if logged is None or logged.provider != configured.provider.name:
         return configured
+    if asked and configured.window_from == "server":  # its server, asked again, answered
+        return replace(configured, model=logged.model)
     window = logged.context_window or configured.context_window
-    return Route(configured.provider, logged.model, window)
+    return Route(configured.provider, logged.model, window, window_from=origin)
 
 
 def _refuse_a_keyless_summariser(settings: Settings, session: Session, conversation: str) -> None:
@@ -186,14 +195,16 @@ def _logged_route(
     session: Session, recorded: SessionSettings | None, configured_window: int | None
 ) -> RequestContext | None:
     """The provider, model and window the session runs with: recorded, else its latest
-    logged route; a logged window no longer valid gives way to the ``configured_window`` (a
-    recorded one was replaced, and said, with the rest of its settings: ``_own_settings``)."""
+    logged route. ``configured_window`` is the session's window as its settings resolved it
+    (``_own_settings``): the recorded one, the configured one that replaced a recorded one no
+    longer valid (said with the rest of its settings), or, for a window its server gave (asked
+    again, ``dsh.agent.asked_window``), the one the user now sets, else None: the recorded one."""
     if recorded is not None:
-        window = recorded.context_window
+        window = configured_window
+        if window is None and not window_too_small(recorded.context_window):
+            window = recorded.context_window
         return RequestContext(
-            provider=recorded.provider,
-            model=recorded.model,
-            context_window=configured_window if window_too_small(window) else window,
+            provider=recorded.provider, model=recorded.model, context_window=window
         )
     for event in reversed(session.events):
         if isinstance(event, RequestContextEvent):
@@ -203,6 +214,22 @@ def _logged_route(
             )
             return msgspec.structs.replace(logged, context_window=window)
     return None
+
+
+class _Wiring(SettingsWiring):
+    """The settings wiring on the session's settings as ``_own_settings`` resolved them; what
+    the flags change of the recorded ones is said on stderr when the pass logs it."""
+
+    def __init__(
+        self, *args: Any, changes: Sequence[session_settings.Change], **options: Any
+    ) -> None:
+        super().__init__(*args, **options)
+        self.changes = changes
+
+    def record_settings_of(self, session: Session) -> None:
+        settings, route = self.own(session)
+        if record_settings(session, settings, route) and self.changes:
+            context.warn(session_settings.changed_warning(session.id, self.changes))
 
 
 @dataclass(slots=True)

@@ -30,6 +30,7 @@ from dsh.surface import Session
 
 if TYPE_CHECKING:
     from dsh.agent.runtime import Route
+    from dsh.agent.session_settings import Change, Resolved
     from dsh.cli.options import RouteFlags
 
 __all__ = [
@@ -192,16 +193,17 @@ def session_settings(
     *,
     switch: bool,
     checkpoints: bool = False,
-    announce: bool = True,
     say_replaced: bool = True,
-) -> Settings:
-    """``settings_`` with the session's recorded settings back where no flag overrides them;
-    each flag that does is said once on stderr (and logged by ``record_settings``). A recorded
-    value no longer valid is replaced by the configured one, said as a warning unless
-    ``say_replaced`` is False (the terminal UI says it itself, once it shows)."""
+) -> Resolved:
+    """``settings_`` with the session's recorded settings back where no flag overrides them
+    (``Resolved.settings``); what the flags change (``Resolved.changes``) is said by
+    ``record_settings`` when it logs them, not here: a prompt refused before anything is logged
+    changes nothing. A recorded value no longer valid is replaced by the configured one, said
+    as a warning unless ``say_replaced`` is False (the terminal UI says it itself, once it
+    shows)."""
     from dsh.agent import session_settings as recorded_settings
 
-    resolved = recorded_settings.effective(
+    return recorded_settings.effective(
         settings_,
         recorded_settings.read(store_, session_id),
         overrides,
@@ -209,24 +211,22 @@ def session_settings(
         checkpoints=checkpoints,
         session_id=session_id if say_replaced else None,
     )
-    if resolved.changes and announce:
-        warn(recorded_settings.changed_warning(session_id, resolved.changes))
-    return resolved.settings
 
 
-def record_settings(session: Session, settings_: Settings, route: Route, workspace: Path) -> None:
-    """Log the settings the session runs with, when they are new or changed."""
+def record_settings(
+    session: Session,
+    settings_: Settings,
+    route: Route,
+    workspace: Path,
+    changes: Sequence[Change] = (),
+) -> None:
+    """Log the settings the session runs with, when they are new or changed, saying the
+    ``changes`` the flags make to its recorded ones on stderr as it logs them."""
     from dsh.agent import session_settings as recorded_settings
+    from dsh.agent.session_runner import record_settings as record
 
-    snapshot = recorded_settings.snapshot(
-        settings_,
-        route.provider.name,
-        route.model,
-        route.context_window,
-        str(workspace),
-        summarizer_window=route.summarizer_window,
-    )
-    recorded_settings.record(session, snapshot)
+    if record(session, settings_, route, str(workspace)) and changes:
+        warn(recorded_settings.changed_warning(session.id, changes))
 
 
 def replayed_session(store_: EventStore, flags: RouteFlags) -> str | None:

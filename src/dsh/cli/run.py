@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from dsh.agent.asked_window import keep_reported, window_change
 from dsh.agent.loop import Agent
 from dsh.agent.mcp_servers import close_mcp_servers
 from dsh.agent.mentions import Attachment
@@ -109,19 +110,21 @@ def run(
     turns = [expand_prompt(prompt, commands) for prompt in turns]
     store = context.store(settings)
     replayed = context.replayed_session(store, route_flags)
-    # the session's recorded settings win over the config; a flag overrides them (logged). A
-    # new session replaying a recorded one (--replay) starts from the recorded one's settings.
-    settings = context.session_settings(
-        store,
-        context.settings_source(resumed, replayed),
-        settings,
-        overrides,
-        switch=True,
-        announce=resumed is not None,
+    # the session's recorded settings win over the config; a flag overrides them (logged, and
+    # said as it is logged). A new session replaying a recorded one (--replay) starts from the
+    # recorded one's settings.
+    resolved = context.session_settings(
+        store, context.settings_source(resumed, replayed), settings, overrides, switch=True
     )
+    settings = resolved.settings
     route = resolve_route(settings, script=route_flags.script, replay_from=replayed, store=store)
+    if resumed is not None:  # its server's window, asked again: kept if it says none now
+        route = keep_reported(route, resolved.recorded)
     if route.notice is not None:
         context.warn(route.notice)
+    moved = window_change(resumed, resolved.recorded, route) if resumed is not None else None
+    if moved is not None:  # its server's window, asked again, is another
+        context.warn(moved)
     wiring = wire(settings, route)  # a summariser's missing key fails before a session
     policy = approval_policy(settings, yes=approval_flags.yes, allow=approval_flags.allow)
     if resumed is not None:
@@ -158,7 +161,8 @@ def run(
         session.subscribe(lambda event: out.line(encode_event(event).decode()))
     if resumed is not None:
         context.record_workspace(session, workspace)
-    context.record_settings(session, settings, route, workspace)  # after: --json prints it
+    changes = resolved.changes if resumed is not None else ()  # not the recording's (--replay)
+    context.record_settings(session, settings, route, workspace, changes)  # --json prints it
     out.agent = agent
     if live is not None:
         session.subscribe(live.on_event)

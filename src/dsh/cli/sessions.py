@@ -161,9 +161,10 @@ def show(session_id: str, view: str) -> None:
     if view == "surface":
         click.echo(render_surface(session))
     elif view == "settings":
-        from dsh.agent import session_settings
+        from dsh.agent.session_settings import latest
+        from dsh.agent.settings_view import describe
 
-        for line in session_settings.describe(session_settings.latest(session)):
+        for line in describe(latest(session)):
             click.echo(line)
 
 

@@ -91,7 +91,7 @@ def launch(
             click.echo("no session chosen")
             return
     flags = _layered(settings_overrides or {}, route_flags.overrides())
-    opening = _opening(store, session_id, workspace_dir, flags, route_flags, announce=True)
+    opening = _opening(store, session_id, workspace_dir, flags, route_flags)
     workspace, settings, store, replayed = opening
     refuse_without_terminal()  # after the errors of what was asked, before anything is logged
     load_warnings: tuple[str, ...] = ()
@@ -139,30 +139,27 @@ def _opening(
     workspace_dir: Path | None,
     flags: Mapping[str, Mapping[str, Any]],
     route_flags: RouteFlags,
-    *,
-    announce: bool,
 ) -> tuple[Path, Settings, EventStore, str | None]:
     """What the UI opens ``session_id`` (None: a new session) with: its workspace, its
     settings, the store they name and the session ``--replay`` serves; ``DshError`` for what
-    keeps it from opening. ``announce``: say the flags that override its recorded settings."""
+    keeps it from opening."""
     workspace = context.session_workspace(store, session_id, workspace_dir)
     settings = load_settings(cwd=workspace, overrides=flags)
     store = context.store(settings)
     replayed = context.replayed_session(store, route_flags)
     # a resumed session runs with its own recorded settings; a flag overrides them (logged); a
     # new one replaying a recorded one starts from that one's. A recorded value no longer valid
-    # is said by the UI, as it opens the session (a line printed now would be hidden by the UI
-    # until it quits)
-    settings = context.session_settings(
+    # is said by the UI, as it opens the session, and a flag's change as the UI logs it (a line
+    # printed now would be hidden by the UI until it quits)
+    resolved = context.session_settings(
         store,
         context.settings_source(session_id, replayed),
         settings,
         flags,
         switch=True,
-        announce=announce and session_id is not None,
         say_replaced=False,
     )
-    return workspace, settings, store, replayed
+    return workspace, resolved.settings, store, replayed
 
 
 def _cannot_open(
@@ -181,7 +178,7 @@ def _cannot_open(
     flags = _layered(settings_overrides or {}, route_flags.overrides())
     try:
         _, settings, store, replayed = _opening(
-            store, session_id, workspace_dir, flags, route_flags, announce=False
+            store, session_id, workspace_dir, flags, route_flags
         )
     except DshError as exc:
         return error_line(str(exc))

@@ -111,9 +111,8 @@ def _serve(
     store = context.store(settings)
     replayed = context.replayed_session(store, route_flags)
     if replayed is not None:  # a new session starts from the recording's settings, as in dsh run
-        settings = context.session_settings(
-            store, replayed, settings, overrides, switch=True, announce=False
-        )
+        resolved = context.session_settings(store, replayed, settings, overrides, switch=True)
+        settings = resolved.settings
     runtime = WebRuntime(
         settings,
         store=store,

@@ -54,6 +54,11 @@ class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):
     base_url: str | None = None
     context_window: int | None = None
     changed: tuple[str, ...] = ()
+    window_asked: bool | None = None
+    """True: ``context_window`` is what the route's server was asked for (its answer, or the
+    default assumed when it gave none), asked again when the session reopens; False: the
+    settings gave it (``provider.context_window``, ``--context-window``, the provider's known
+    window), kept; None: recorded before dsh said which (``dsh.agent.asked_window``)."""
 
 
 class SessionTitle(Payload["SessionTitleEvent"], frozen=True):

@@ -16,11 +16,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from dsh.agent import session_settings
+from dsh.agent.asked_window import keep_reported, say_window_change, with_own_window
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.loop import Agent, StreamListener, TurnResult
@@ -113,6 +114,8 @@ class Controller:
         self._route_factory = options.route_factory or settings_route_factory(options.settings)
         self.settings = options.settings
         """The open session's own settings (recorded, then the flags; else the configured)."""
+        self.changes: tuple[session_settings.Change, ...] = ()
+        """What the flags change of the open session's recorded settings: said when logged."""
         self.route: Route | None = None
         self.runner: SessionRunner | None = None
         self.chosen_approval: ApprovalMode | None = None
@@ -156,13 +159,13 @@ class Controller:
         self.load_seconds = time.perf_counter() - started
         tell_load_warnings(runner.session.warnings)  # what this open repaired, once
         try:
-            settings, route = self._own_settings(runner.session)
-            self._check_room(settings, route)
+            resolved, route = self._own_settings(runner.session)
+            self._check_room(resolved.settings, route)
         except BaseException:
             runner.close()
             raise
         self.close()
-        self.settings, self.route = settings, route
+        self.settings, self.route, self.changes = resolved.settings, route, resolved.changes
         started = time.perf_counter()
         self._adopt(runner)
         session = runner.session
@@ -189,7 +192,7 @@ class Controller:
         left = self.session.id if self.session is not None else None
         route = self._route_factory(None)  # may raise: the open session is kept then
         self.close()
-        self.settings, self.route = self.options.settings, route
+        self.settings, self.route, self.changes = self.options.settings, route, ()
         self.projector = TranscriptProjector()
         self.cache = CacheCounter()
         self.progress = CompactionProgress()
@@ -209,7 +212,7 @@ class Controller:
         """The open session's agent, once a turn has built it."""
         return self.runner.agent if self.runner is not None else None
 
-    def _own_settings(self, session: Session) -> tuple[Settings, Route | None]:
+    def _own_settings(self, session: Session) -> tuple[session_settings.Resolved, Route | None]:
         """The settings and route ``session`` recorded (a flag given at launch still wins).
         Another provider or endpoint than this UI's is refused: it needs its own launch."""
         recorded = session_settings.latest(session)
@@ -233,10 +236,10 @@ class Controller:
             )
         if route is not None and wanted.model is not None and wanted.model != route.model:
             route = self._route_factory(wanted.model)
-        window = wanted.context_window
-        if route is not None and window is not None and window != route.context_window:
-            route = replace(route, context_window=window)
-        return resolved.settings, route
+        if route is not None:  # its own window (set), else the route's (asked)
+            route = keep_reported(with_own_window(route, wanted.context_window), recorded)
+            say_window_change(session.id, recorded, route)
+        return resolved, route
 
     def close(self) -> None:
         if self._unsubscribe is not None:
@@ -307,7 +310,8 @@ class Controller:
 
     def _record(self, session: Session, route: Route) -> None:
         """Log the settings this session runs with, when new or changed."""
-        record_settings(session, self.settings, route, str(self.options.workspace))
+        workspace = str(self.options.workspace)
+        record_settings(session, self.settings, route, workspace, changes=self.changes)
 
     async def run_turn(self, prompt: str) -> TurnResult:
         if self.busy is not None:
