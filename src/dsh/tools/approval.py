@@ -11,11 +11,12 @@
 ``rm -rf build`` through later; for any other tool, for the tool (every later ``write_file`` call,
 say), as its prompt says.
 
-A write to a protected path (:mod:`dsh.tools.protected`: the workspace's ``.dsh/`` and
-``.git/``, which hold configuration that runs commands) is the exception to all of these: no
-"always", ``allow`` kind nor ``auto`` covers it. Every mode but ``read-only`` (which denies it as
-any write) puts it to the approver each time, saying why (its ``protected`` argument; a face then
-offers no "always", and an "always" answer counts only as "once"), and a headless run refuses it.
+A write to a protected path (:mod:`dsh.tools.protected`: the workspace's ``.dsh/``, ``.git/``
+and the git hooks outside it, which hold configuration that runs commands) is the exception to
+all of these: no "always", ``allow`` kind nor ``auto`` covers it. Every mode but ``read-only``
+(which denies it as any write) puts it to the approver each time, saying why (its ``protected``
+argument; a face then offers no "always", and an "always" answer counts only as "once"), and a
+headless run refuses it.
 
 The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,mcp`` to
 ``allow={"shell", "write", "mcp"}`` (``mcp``: every MCP server's tools).

@@ -6,7 +6,15 @@
 - a ``.git`` directory (or a worktree's ``.git`` file) anywhere in the workspace: its hooks
   and config run commands on the user's next git operation;
 - dsh's home (``$DSH_HOME``), when it lies inside the workspace: the user config, whose
-  ``[trust]`` and ``tools.approval`` are the user's alone.
+  ``[trust]`` and ``tools.approval`` are the user's alone;
+- the git hooks that live outside ``.git``: the directory the repository's ``core.hooksPath``
+  names (``.githooks/``, say) when it lies inside the workspace, as git reports it
+  (:func:`~dsh.tools.git_hooks.hooks_dir`, asked at each check); a ``.husky`` directory
+  anywhere (husky points ``core.hooksPath`` at ``.husky/_``, whose hooks run
+  ``.husky/pre-commit`` and the like); a ``.pre-commit-config.yaml`` anywhere (once
+  ``pre-commit install`` is done, its hooks, ``language: system`` ones included, run on the next
+  commit); and the file a hook that is a symlink points at. When ``core.hooksPath`` names the
+  workspace itself, only the files there that git runs as hooks (``pre-commit``, …) are.
 
 Permission to write files must not become permission to run commands, so a write there is
 never covered by an "always" answer, ``--allow write``, nor approval mode ``auto``/``--yes``:
@@ -25,6 +33,7 @@ refusal answers that call. A ``write`` tool names the file it writes in its ``pa
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +42,23 @@ from typing import Any
 from dsh.config import dsh_home
 from dsh.errors import ConfigError, ToolError
 from dsh.tools.base import Tool
+from dsh.tools.git_hooks import hooks_dir, runs_as_hook
 from dsh.tools.workspace import display_path, is_inside, resolve_in_workspace
 
-PROTECTED_NAMES: dict[str, str] = {".dsh": "dsh", ".git": "git"}
+GIT_HOOKS = "git hooks"
+PROTECTED_NAMES: dict[str, str] = {
+    ".dsh": "dsh",
+    ".git": "git",
+    ".husky": GIT_HOOKS,
+    ".pre-commit-config.yaml": GIT_HOOKS,
+}
 """A directory (or file) of this name, anywhere in the workspace → whose configuration it is."""
+WHAT_CHANGES: dict[str, str] = {
+    "dsh": "dsh's own configuration",
+    "git": "git's own configuration",
+    GIT_HOOKS: "the git hooks",
+}
+"""An owner → what a write there changes, as the approval prompt's sentence says it."""
 
 _IGNORED_BY_HFS = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 """Code points HFS+ leaves out when it compares names (``.g\u200cit`` is ``.git`` there)."""
@@ -49,14 +71,12 @@ class ProtectedWrite:
     path: str
     """The file, as the workspace shows it (``.dsh/config.toml``)."""
     owner: str
-    """Whose configuration it is: ``dsh`` or ``git``."""
+    """Whose configuration it is: ``dsh``, ``git`` or ``git hooks`` (a key of ``WHAT_CHANGES``)."""
 
     @property
     def why(self) -> str:
         """The sentence the approval prompt and a denial give."""
-        return (
-            f"writing {self.path} changes {self.owner}'s own configuration, which can run commands"
-        )
+        return f"writing {self.path} changes {WHAT_CHANGES[self.owner]}, which can run commands"
 
 
 def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> ProtectedWrite | None:
@@ -80,7 +100,50 @@ def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> Protec
     home = _resolved_home()
     if home is not None and is_inside(home, root) and is_inside(resolved, home):
         return ProtectedWrite(shown, "dsh")
+    if _run_by_git_as_a_hook(resolved, root):
+        return ProtectedWrite(shown, GIT_HOOKS)
     return None
+
+
+def _run_by_git_as_a_hook(resolved: Path, root: Path) -> bool:
+    """True if git runs ``resolved`` as a hook: it lies in the hooks directory git names (when
+    that lies inside the workspace; when it is the workspace itself, only a hook's own name
+    there counts), or a hook there is a symlink to it."""
+    hooks = hooks_dir(root)
+    if hooks is None:
+        return False
+    if _folded(hooks) == _folded(root):
+        if _folded(resolved.parent) == _folded(root) and runs_as_hook(_compared(resolved.name)):
+            return True
+    elif _within(hooks, root) and _within(resolved, hooks):
+        return True
+    return any(_folded(target) == _folded(resolved) for target in _linked_hooks(hooks))
+
+
+def _linked_hooks(hooks: Path) -> list[Path]:
+    """The files the hooks in ``hooks`` that are symlinks point at (resolved)."""
+    try:
+        entries = list(os.scandir(hooks))
+    except OSError:  # no such directory (yet), or unreadable: no hook there
+        return []
+    targets = []
+    for entry in entries:
+        if runs_as_hook(_compared(entry.name)) and entry.is_symlink():
+            try:
+                targets.append(Path(entry.path).resolve())
+            except (OSError, RuntimeError):  # a symlink loop: git cannot run it either
+                continue
+    return targets
+
+
+def _folded(path: Path) -> tuple[str, ...]:
+    return tuple(_compared(part) for part in path.parts)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """``path`` is ``folder`` or below it, names compared as ``_compared`` compares them."""
+    inner, outer = _folded(path), _folded(folder)
+    return inner[: len(outer)] == outer
 
 
 def _compared(name: str) -> str:
