@@ -123,7 +123,7 @@ def test_the_sdks_own_server_keeps_its_platform_headers_and_gets_provider_header
     provider, _, _ = make_provider(
         name, model="m", base_url=base_url, api_key="key-0123", environ={}, headers=HEADERS
     )
-    client = provider._client  # type: ignore[attr-defined]
+    client = provider.sdk_client()[0]  # type: ignore[attr-defined]
 
     assert isinstance(client, sdk)
     sent = sent_by_default(client)
@@ -131,4 +131,4 @@ def test_the_sdks_own_server_keeps_its_platform_headers_and_gets_provider_header
     assert not sent["User-Agent"].startswith("dsh/")  # the SDK's own, as its service expects
     assert "X-Stainless-OS" in sent and "X-Stainless-Package-Version" in sent
     assert sent["X-Gateway-Token"] == GATEWAY_TOKEN and sent["X-Tenant"] == "team blue"
-    assert provider._request_headers == {}  # type: ignore[attr-defined]  # nothing dropped
+    assert provider.sdk_client()[1] == {}  # type: ignore[attr-defined]  # nothing dropped

@@ -94,8 +94,8 @@ def test_openai_compatible_uses_the_openai_key_only_on_api_openai_com():
         base_url="https://api.openai.com/v1",
     )
 
-    assert local._client.api_key == "none"  # type: ignore[attr-defined]
-    assert openai._client.api_key == SECRET  # type: ignore[attr-defined]
+    assert local.sdk_client()[0].api_key == "none"  # type: ignore[attr-defined]
+    assert openai.sdk_client()[0].api_key == SECRET  # type: ignore[attr-defined]
 
 
 def test_unknown_provider_lists_the_known_names():
@@ -116,8 +116,14 @@ def test_keyless_providers_are_built_elsewhere(name: str, hint: str):
 
 @pytest.mark.parametrize("name", ["deepseek", "openai", "anthropic"])
 def test_key_is_kept_only_by_the_client(name: str):
+    """By the SDK client, made on first use, and until then by what makes it: no other
+    attribute holds it, and no repr shows it, before the client is made or after."""
     provider, model, window = make(name, api_key=SECRET)
 
-    kept = {k: v for k, v in vars(provider).items() if k != "_client"}
-    assert SECRET not in repr(kept)
-    assert SECRET not in repr((model, window))
+    for _ in ("before the client is made", "after"):
+        kept = {k: v for k, v in vars(provider).items() if k != "_sdk"}
+        assert SECRET not in repr(kept)
+        assert SECRET not in repr(provider._sdk)  # type: ignore[attr-defined]
+        assert SECRET not in repr((model, window))
+        client, _ = provider.sdk_client()  # type: ignore[attr-defined]
+    assert client.api_key == SECRET

@@ -97,5 +97,5 @@ def test_make_provider_sends_none_to_a_local_server_and_the_named_variable_when_
         environ={**ENV, "MY_SERVER_KEY": MINE},
     )
     assert isinstance(keyless, OpenAICompatProvider) and isinstance(keyed, OpenAICompatProvider)
-    assert keyless._client.api_key == "none"  # type: ignore[union-attr]
-    assert keyed._client.api_key == MINE  # type: ignore[union-attr]
+    assert keyless.sdk_client()[0].api_key == "none"  # type: ignore[union-attr]
+    assert keyed.sdk_client()[0].api_key == MINE  # type: ignore[union-attr]

@@ -146,7 +146,7 @@ def test_openais_own_server_keeps_the_sdks_environment_headers(name: str, base_u
     provider, _, _ = make_provider(
         name, model="m", base_url=base_url, api_key=None, environ=ENVIRON
     )
-    client = provider._client  # type: ignore[attr-defined]
+    client = provider.sdk_client()[0]  # type: ignore[attr-defined]
 
     assert isinstance(client, openai.AsyncOpenAI)
     assert str(client.base_url) == "https://api.openai.com/v1/"
@@ -170,7 +170,7 @@ def test_only_https_on_api_openai_com_counts_as_openais_server(base_url: str):
     provider, _, _ = make_provider(
         "openai", model="m", base_url=base_url, api_key=None, environ=ENVIRON
     )
-    sent = sent_by_default(provider._client)  # type: ignore[attr-defined]
+    sent = sent_by_default(provider.sdk_client()[0])  # type: ignore[attr-defined]
 
     assert not {"OpenAI-Organization", "OpenAI-Project", "X-Gateway"} & set(sent)
     assert sent["Authorization"] == f"Bearer {OPENAI_KEY}"
@@ -182,7 +182,7 @@ def test_the_anthropic_route_goes_to_anthropic_whatever_anthropic_base_url_says(
     provider, _, _ = make_provider(
         "anthropic", model="m", base_url=None, api_key=None, environ=environ
     )
-    client = provider._client  # type: ignore[attr-defined]
+    client = provider.sdk_client()[0]  # type: ignore[attr-defined]
 
     assert isinstance(client, anthropic.AsyncAnthropic)
     assert str(client.base_url).rstrip("/") == "https://api.anthropic.com"

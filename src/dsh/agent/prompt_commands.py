@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
-
 from dsh.errors import printable_line
 
 log = logging.getLogger(__name__)
@@ -237,6 +235,8 @@ def _front_matter(text: str) -> tuple[dict[str, object], str, str | None]:
     text = text.removeprefix("\ufeff")
     if not text.startswith("---\n") and not text.startswith("---\r\n"):
         return {}, text, None
+    import yaml  # type: ignore[import-untyped,unused-ignore]  # here: no command file, no YAML
+
     lines = text.splitlines(keepends=True)
     for end in range(1, len(lines)):
         if lines[end].rstrip("\r\n") == "---":

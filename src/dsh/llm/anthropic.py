@@ -10,10 +10,9 @@ headers (``dsh.llm.sdk_environment``); every server gets the route's ``provider.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, cast
-
-import anthropic
+from typing import TYPE_CHECKING, Any, cast
 
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event
@@ -21,6 +20,7 @@ from dsh.events import Usage as UsageStruct
 from dsh.llm.anthropic_wire import CACHE_BREAKPOINT, to_wire_messages, tool_to_wire
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_anthropic_error, provider_error
 from dsh.llm.registry import on_host
+from dsh.llm.sdk_client import LazyClient
 from dsh.llm.sdk_environment import (
     ANTHROPIC_CUSTOM_HEADERS,
     cancelling_headers,
@@ -37,6 +37,13 @@ from dsh.llm.types import (
     ToolCallDelta,
     UsageReport,
 )
+
+if TYPE_CHECKING:  # the SDK is imported when the client is made (``dsh.llm.sdk_client``)
+    import anthropic
+
+    Sdk = tuple[anthropic.AsyncAnthropic, dict[str, anthropic.Omit]]
+    """The client, and each request's ``extra_headers``: what the SDK would add to a request
+    and this server must not get."""
 
 DEFAULT_MAX_TOKENS = 8192
 """Sent when neither the request nor the provider's defaults set ``max_tokens`` (required)."""
@@ -74,25 +81,33 @@ class AnthropicProvider:
     ) -> None:
         self._refusal: ProviderError | None = None
         """The error each call fails with when no request can be sent to ``base_url``."""
-        self._request_headers: dict[str, anthropic.Omit] = {}
-        """Sent as each request's ``extra_headers``: what the SDK would add to it and this
-        server must not get."""
-        if client is None:
+        self._sdk: LazyClient[Sdk] | None = None
+        """The client, made on first use (None when the base URL takes no request)."""
+        if client is not None:
+            given = client
+            self._sdk = LazyClient(lambda: (given, {}))
+        else:
             # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
-            base_url = base_url or ANTHROPIC_API_URL
-            self._refusal = base_url_refusal(base_url)
-            try:
-                if self._refusal is None:
-                    client = _client(base_url, api_key, headers or {})
-                    if not on_host(base_url, ANTHROPIC_HOST):
-                        self._request_headers = request_platform_headers_dropped(anthropic.Omit())
-            except Exception as exc:  # a URL the SDK's own parser refuses all the same
-                self._refusal = map_anthropic_error(exc)
+            url = base_url or ANTHROPIC_API_URL
+            self._refusal = base_url_refusal(url)
+            if self._refusal is None:
+                key, extra = api_key, dict(headers or {})
+                self._sdk = LazyClient(lambda: _sdk_client(url, key, extra))
         self.name = name
         self.model = model
-        self._client = client
-        """None when the base URL takes no request (``_refusal``)."""
         self._default_params = dict(default_params or {})
+
+    def sdk_client(self) -> Sdk | None:
+        """The SDK client and each request's extra headers, made now if they are not yet;
+        None when the base URL takes no request. Raises the ``ProviderError`` of a URL the
+        SDK's own parser refuses."""
+        return None if self._sdk is None else self._sdk.get()
+
+    def make_client(self) -> None:
+        """Import the SDK and make the client now (``dsh.llm.sdk_client.warm``); a client that
+        cannot be made fails the first call instead."""
+        with contextlib.suppress(Exception):
+            self.sdk_client()
 
     async def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
@@ -101,9 +116,10 @@ class AnthropicProvider:
         model = request.model or self.model
         if not model:
             raise ConfigError(f"provider {self.name!r} needs a model")
-        if self._client is None:  # the base URL takes no request: an error of each call
+        if self._sdk is None:  # the base URL takes no request: an error of each call
             assert self._refusal is not None
             raise self._refusal.with_traceback(None)
+        client, request_headers = await self._sdk.when_made()
         # Everything but max_tokens goes in the body verbatim: the SDK has no keyword argument
         # for some API parameters (temperature, top_k…) and rejects unknown ones.
         body: dict[str, Any] = {**self._default_params, **request.params}
@@ -115,13 +131,13 @@ class AnthropicProvider:
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]
         try:
-            events = await self._client.messages.create(
+            events = await client.messages.create(
                 model=model,
                 max_tokens=max_tokens,
                 messages=to_wire_messages(request.messages),
                 stream=True,
                 extra_body=body,
-                extra_headers=self._request_headers,
+                extra_headers=request_headers,
             )
             # Closing the stream releases the connection when the caller stops early.
             async with events:
@@ -133,6 +149,21 @@ class AnthropicProvider:
             raise map_anthropic_error(exc) from exc
 
 
+def _sdk_client(base_url: str, api_key: str | None, headers: Mapping[str, str]) -> Sdk:
+    """Import the SDK and make the client for ``base_url`` (``_client``) and the headers each
+    of its requests drops; a URL the SDK's own parser refuses all the same raises its mapped
+    ``ProviderError``."""
+    import anthropic
+
+    try:
+        client = _client(base_url, api_key, headers)
+    except Exception as exc:
+        raise map_anthropic_error(exc) from None
+    if on_host(base_url, ANTHROPIC_HOST):
+        return client, {}
+    return client, request_platform_headers_dropped(anthropic.Omit())
+
+
 def _client(
     base_url: str, api_key: str | None, headers: Mapping[str, str]
 ) -> anthropic.AsyncAnthropic:
@@ -142,6 +173,8 @@ def _client(
     server (https on ``api.anthropic.com``), but any other gets none of them and the key as the
     SDK itself sends it (a first client's ``auth_headers``), from a second client built with
     them cancelled."""
+    import anthropic
+
     if on_host(base_url, ANTHROPIC_HOST):
         return anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, default_headers=dict(headers)

@@ -9,16 +9,16 @@ headers the SDK adds from the user's OpenAI environment, nor the SDK's platform 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, cast
-
-import openai
+from typing import TYPE_CHECKING, Any, cast
 
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBlock
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_openai_error, provider_error
 from dsh.llm.registry import OPENAI_HOST, on_host
+from dsh.llm.sdk_client import LazyClient
 from dsh.llm.sdk_environment import (
     OPENAI_CUSTOM_HEADERS,
     cancelling_headers,
@@ -35,6 +35,13 @@ from dsh.llm.types import (
     ToolCallDelta,
     UsageReport,
 )
+
+if TYPE_CHECKING:  # the SDK is imported when the client is made (``dsh.llm.sdk_client``)
+    import openai
+
+    Sdk = tuple[openai.AsyncOpenAI, dict[str, openai.Omit]]
+    """The client, and each request's ``extra_headers``: what the SDK would add to a request
+    and this server must not get."""
 
 TOOL_ERROR_PREFIX = "ERROR (the tool call failed): "
 """Prepended to an error tool result so the model sees the call failed."""
@@ -66,28 +73,35 @@ class OpenAICompatProvider:
     ) -> None:
         self._refusal: ProviderError | None = None
         """The error each call fails with when no request can be sent to ``base_url``."""
-        self._request_headers: dict[str, openai.Omit] = {}
-        """Sent as each request's ``extra_headers``: what the SDK would add to it and this
-        server must not get."""
-        if client is None:
+        self._sdk: LazyClient[Sdk] | None = None
+        """The client, made on first use (None when the base URL takes no request)."""
+        if client is not None:
+            given = client
+            self._sdk = LazyClient(lambda: (given, {}))
+        else:
             if not base_url:
                 raise ConfigError(f"provider {name!r} needs a base_url")
-            # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
             self._refusal = base_url_refusal(base_url)
-            try:
-                if self._refusal is None:
-                    client = _client(base_url, api_key or "none", headers or {})
-                    if not on_host(base_url, OPENAI_HOST):
-                        self._request_headers = request_platform_headers_dropped(openai.Omit())
-            except Exception as exc:  # a URL the SDK's own parser refuses all the same
-                self._refusal = map_openai_error(exc)
+            if self._refusal is None:
+                url, key, extra = base_url, api_key or "none", dict(headers or {})
+                self._sdk = LazyClient(lambda: _sdk_client(url, key, extra))
         self.name = name
         self.model = model
         self._keyless = not api_key or api_key == "none"
         """No key is sent (a local server): a refusal for want of one says how to give it."""
-        self._client = client
-        """None when the base URL takes no request (``_refusal``)."""
         self._default_params = dict(default_params or {})
+
+    def sdk_client(self) -> Sdk | None:
+        """The SDK client and each request's extra headers, made now if they are not yet;
+        None when the base URL takes no request. Raises the ``ProviderError`` of a URL the
+        SDK's own parser refuses."""
+        return None if self._sdk is None else self._sdk.get()
+
+    def make_client(self) -> None:
+        """Import the SDK and make the client now (``dsh.llm.sdk_client.warm``); a client that
+        cannot be made fails the first call instead."""
+        with contextlib.suppress(Exception):
+            self.sdk_client()
 
     async def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
@@ -96,9 +110,10 @@ class OpenAICompatProvider:
         model = request.model or self.model
         if not model:
             raise ConfigError(f"provider {self.name!r} needs a model")
-        if self._client is None:  # the base URL takes no request: an error of each call
+        if self._sdk is None:  # the base URL takes no request: an error of each call
             assert self._refusal is not None
             raise self._refusal.with_traceback(None)
+        client, request_headers = await self._sdk.when_made()
         # Params go in the body verbatim: compatible servers accept keys the SDK has no
         # argument for (top_k, thinking, …), and the SDK rejects unknown keyword arguments.
         body: dict[str, Any] = {**self._default_params, **request.params}
@@ -108,13 +123,13 @@ class OpenAICompatProvider:
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]
         try:
-            chunks = await self._client.chat.completions.create(
+            chunks = await client.chat.completions.create(
                 model=model,
                 messages=to_wire_messages(request, reasoning_back=self.name == "deepseek"),
                 stream=True,
                 stream_options={"include_usage": True},
                 extra_body=body,
-                extra_headers=self._request_headers,
+                extra_headers=request_headers,
             )
             # Closing the stream releases the connection when the caller stops early.
             async with chunks:
@@ -137,6 +152,21 @@ KEYLESS_HINT = (
 )
 
 
+def _sdk_client(base_url: str, api_key: str, headers: Mapping[str, str]) -> Sdk:
+    """Import the SDK and make the client for ``base_url`` (``_client``) and the headers each
+    of its requests drops; a URL the SDK's own parser refuses all the same raises its mapped
+    ``ProviderError``."""
+    import openai
+
+    try:
+        client = _client(base_url, api_key, headers)
+    except Exception as exc:
+        raise map_openai_error(exc) from None
+    if on_host(base_url, OPENAI_HOST):
+        return client, {}
+    return client, request_platform_headers_dropped(openai.Omit())
+
+
 def _client(base_url: str, api_key: str, headers: Mapping[str, str]) -> openai.AsyncOpenAI:
     """The SDK client for ``base_url``, sending ``api_key`` and ``headers`` on every request.
     The SDK adds headers from the environment: ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` as
@@ -147,6 +177,8 @@ def _client(base_url: str, api_key: str, headers: Mapping[str, str]) -> openai.A
     ``api_key`` as its ``Authorization``. ``OPENAI_API_KEY``, ``OPENAI_ADMIN_KEY`` and
     ``OPENAI_BASE_URL`` are never read: a key and a base URL are always given, and a chat
     request sends no admin key."""
+    import openai
+
     if on_host(base_url, OPENAI_HOST):
         return openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, default_headers=dict(headers)

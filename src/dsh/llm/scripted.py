@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import yaml  # type: ignore[import-untyped,unused-ignore]  # stubs may be absent
 
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import (
@@ -170,6 +169,8 @@ def load_script_sections(
             f"{path}: a script must be UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
             f"offset {exc.start})"
         ) from None
+    import yaml  # type: ignore[import-untyped,unused-ignore]  # here: a start on a real route needs none
+
     try:
         data = json.loads(raw) if suffix == ".json" else yaml.safe_load(raw)
     except (ValueError, yaml.YAMLError) as exc:

@@ -114,8 +114,7 @@ class DshApp(WarningsApp[None]):
         self.last_session_id: str | None = None
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
-        self._cancels = False
-        self._context_pending = False
+        self._cancels = self._context_pending = False
         self._live_text = ""
         self._live_reasoning = ""
         self._live_calls: dict[int, str] = {}
@@ -214,6 +213,7 @@ class DshApp(WarningsApp[None]):
             self.prompt_box.seed(prompts_of(items))
         self.update_status()
         self.measure_context()
+        self.call_after_refresh(self.controller.warm_route)  # once it is drawn, not before
 
     def switched(self, items: list[TranscriptItem], said: str, *, seed: bool = True) -> None:
         """Another session is open (``/resume``, ``/sessions``, ``/new``): show it, say

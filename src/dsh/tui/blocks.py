@@ -39,7 +39,7 @@ from dsh.tui.diffs import (
     logged_diff,
     parse_arguments,
 )
-from dsh.tui.markdown import looks_like_markdown, markdown_rows
+from dsh.tui.markdown_syntax import looks_like_markdown
 from dsh.tui.wrap import one_line, sanitize, wrap
 
 BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
@@ -289,6 +289,14 @@ def _marker_rows(block: Block, width: int, details: Mapping[str, PassDetails]) -
 def _reasoning_rows(reasoning: str, width: int) -> list[Row]:
     bar = Segment("  ┊ ", DIM)
     return _prefixed(wrap(reasoning, width - 4), bar, bar, REASONING)
+
+
+def markdown_rows(text: str, width: int) -> list[Row]:
+    """``dsh.tui.markdown.markdown_rows``, imported on first use (Rich's Markdown, its parser
+    and Pygments: a new session's first frame has no reply to draw with them)."""
+    from dsh.tui.markdown import markdown_rows as rows
+
+    return rows(text, width)
 
 
 def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:

@@ -42,6 +42,7 @@ from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
 from dsh.errors import PromptTooLarge, UsageError
 from dsh.events import CommandDoneEvent, Event, UserSource
 from dsh.events.codec import gc_paused
+from dsh.llm.sdk_client import warm
 from dsh.llm.types import StreamEvent
 from dsh.store import EventStore, SessionHeader
 from dsh.store.migrate import remove_kept_session
@@ -240,6 +241,13 @@ class Controller:
             route = keep_reported(with_own_window(route, wanted.context_window), recorded)
             say_window_change(session.id, recorded, route)
         return resolved, route
+
+    def warm_route(self) -> None:
+        """Make the route's SDK client in a background thread (``dsh.llm.sdk_client.warm``):
+        the app asks once a session is on screen, so the first prompt seldom waits for the
+        SDK's import, and the first frame never does."""
+        if self.route is not None:
+            warm(self.route.provider)
 
     def close(self) -> None:
         if self._unsubscribe is not None:

@@ -1,8 +1,10 @@
 """Assistant messages in Markdown: headings, lists, code fences with syntax colour, inline
 code, links (shown with their address). Rows are Rich segments, like every other block's.
 
-Plain prose (no Markdown syntax in it) keeps the fast word wrap: a long session measures
-thousands of messages, and Rich's Markdown parser is far slower than ``wrap``.
+Plain prose (no Markdown syntax in it, ``dsh.tui.markdown_syntax``) keeps the fast word wrap:
+a long session measures thousands of messages, and Rich's Markdown parser is far slower than
+``wrap``. This module is imported when a Markdown reply is first laid out
+(``dsh.tui.blocks.markdown_rows``), not with the app.
 
 What ``rich.markdown.Markdown`` builds anew for every document is built once here and reused:
 the Markdown parser (parsing keeps no state in it), the Pygments lexer of each code fence's
@@ -14,7 +16,6 @@ language and the code theme. The rows are the same as Rich's own ``Markdown`` re
 from __future__ import annotations
 
 import io
-import re
 from functools import cache, lru_cache
 from typing import Any, ClassVar
 
@@ -24,10 +25,9 @@ from rich.markdown import CodeBlock, Markdown, MarkdownElement
 from rich.segment import Segment
 from rich.syntax import Syntax, SyntaxTheme
 
-MARKDOWN_SYNTAX = re.compile(
-    r"(^|\n)\s{0,3}(#{1,6}\s|[-*+]\s|\d+[.)]\s|>|```|~~~|\|)"  # block syntax at a line start
-    r"|`[^`\n]+`|\*\*[^*\n]+\*\*|__[^_\n]+__|\[[^\]\n]+\]\([^)\n]+\)"  # inline syntax
-)
+from dsh.tui.markdown_syntax import MARKDOWN_SYNTAX as MARKDOWN_SYNTAX  # said here too
+from dsh.tui.markdown_syntax import looks_like_markdown as looks_like_markdown
+
 CODE_THEME = "monokai"
 TAB_SIZE = 4
 """Rich's ``Syntax`` default, which its lexers are made with."""
@@ -41,10 +41,6 @@ _console = Console(
     force_terminal=True,
     legacy_windows=False,
 )
-
-
-def looks_like_markdown(text: str) -> bool:
-    return MARKDOWN_SYNTAX.search(text) is not None
 
 
 def markdown_rows(text: str, width: int) -> list[list[Segment]]:

@@ -1,0 +1,115 @@
+"""An adapter's SDK client, made on first use and off the event loop.
+
+Importing a provider's SDK costs more CPU than all the rest of a start: ``openai`` (pydantic,
+httpx2) about 0.5 s with its bytecode cached and twice that without, ``anthropic`` about 1.2 s
+and 2 s (``benchmarks/tui_startup.py``). So an adapter is built when a face resolves its route
+(a missing key, an unknown provider, a base URL no request can go to are said then, as
+before) but imports its SDK and makes its client only when something needs it:
+
+* a call (``LazyClient.when_made``) makes it in a thread of its own, so the event loop (the
+  terminal UI's screen, the web server) keeps running meanwhile;
+* ``warm`` makes it in a background thread now: the terminal UI calls it once its first frame
+  is drawn, so the first prompt seldom waits for it.
+
+What the client is made from (the API key among it) stays in the function that makes it until
+then, and is dropped once it ran: the key is kept by the client, or by that function, and
+nowhere else. ``repr`` of a ``LazyClient`` says only whether it is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from functools import partial
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+Made = TypeVar("Made")
+
+WARM_THREAD = "dsh-warm-sdk-client"
+"""The name of ``warm``'s thread (a benchmark waits for it)."""
+
+
+class LazyClient(Generic[Made]):
+    """What ``make`` returns, made once, by whichever thread asks first (others wait for it).
+    An exception ``make`` raised is raised again by every later ask."""
+
+    def __init__(self, make: Callable[[], Made]) -> None:
+        self._make: Callable[[], Made] | None = make
+        self._lock = threading.Lock()
+        self._done = False
+        self._made: Made | None = None
+        self._error: Exception | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {'made' if self._done else 'not made yet'}>"
+
+    @property
+    def made(self) -> bool:
+        """Whether making it has ended (well or not): asking now waits for nothing."""
+        return self._done
+
+    def get(self) -> Made:
+        """The client, made now if it is not yet (this thread waits for the import)."""
+        with self._lock:
+            make, self._make = self._make, None  # the key goes with the function once it ran
+            if make is not None:
+                try:
+                    self._made = make()
+                except Exception as exc:
+                    self._error = exc
+                self._done = True
+        if self._error is not None:
+            raise self._error.with_traceback(None)
+        assert self._made is not None
+        return self._made
+
+    async def when_made(self) -> Made:
+        """``get`` for a coroutine: made in a thread when it is not yet, the loop running on."""
+        if self._done:
+            return self.get()
+        return await in_a_thread(self.get, name="dsh-sdk-client")
+
+
+async def in_a_thread(work: Callable[[], Made], *, name: str) -> Made:
+    """What ``work()`` returns (or raises), run in a daemon thread: a quit while it runs does
+    not wait for it, as ``asyncio.to_thread``'s executor would at the loop's close."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Made] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():  # else the awaiting task was cancelled meanwhile
+            outcome()
+
+    def run() -> None:
+        try:
+            result = work()
+        except BaseException as exc:
+            outcome = partial(done.set_exception, exc)
+        else:
+            outcome = partial(done.set_result, result)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return await done
+
+
+@runtime_checkable
+class MakesClientOnFirstUse(Protocol):
+    """An adapter whose SDK client waits for its first use."""
+
+    def make_client(self) -> None:
+        """Make the client now if it is not yet (any thread may call this; it never raises:
+        a client that could not be made fails the first call instead)."""
+
+
+def warm(provider: object) -> threading.Thread | None:
+    """Make ``provider``'s SDK client in a background (daemon) thread, if it makes one on first
+    use and has not yet; the thread started, or None."""
+    if not isinstance(provider, MakesClientOnFirstUse):
+        return None
+    thread = threading.Thread(target=provider.make_client, name=WARM_THREAD, daemon=True)
+    thread.start()
+    return thread
