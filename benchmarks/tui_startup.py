@@ -8,8 +8,8 @@ clean environment, a temporary ``DSH_HOME`` and workspace. The child marks, from
   ``on_mount``): the composer is on screen and takes keys;
 * ``ready``: the session is open and the composer takes turns (``DshApp.ready``; for a new
   session the same moment as the first frame; for a long log, once the whole log is open);
-* ``settled``: start-up work done, ``ready`` plus any warm-up thread of the app
-  (``dsh-warm-*``) finished.
+* ``settled``: start-up work done, ``ready`` plus the app's warm-up thread (``dsh-warm-*``,
+  the provider's SDK) finished and its transcript no longer measuring in the background.
 
 Printed per row: the median wall time and CPU time (``time.process_time``: every thread, and
 the interpreter's own start) at each mark, and the CPU at the first frame as a ratio to the
@@ -100,7 +100,9 @@ def child_dsh(out: str, argv: list[str]) -> None:
     on_mount, opened = app_class.on_mount, app_class._opened
 
     async def settle(app: app_module.DshApp) -> None:
-        while any(t.name.startswith(WARM_THREAD_PREFIX) for t in threading.enumerate()):
+        while getattr(app.transcript, "measuring", False) or any(
+            t.name.startswith(WARM_THREAD_PREFIX) for t in threading.enumerate()
+        ):
             await _sleep(0.005)
         _mark(marks, "settled")
         app.exit()

@@ -1,6 +1,6 @@
 """The transcript view is virtual: no widget per item, only the rows on screen are drawn, and
 a long session is laid out from the end first, its other blocks measured only as they come
-near the screen (``dsh.tui.transcript_layout``)."""
+near the screen, or a slice at a time after it is shown (``dsh.tui.transcript_layout``)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.tui import DshApp
 from dsh.tui.blocks import block_rows
-from dsh.tui.transcript_layout import SYNC_MEASURE_LIMIT
+from dsh.tui.transcript_layout import BACKGROUND_MEASURE_LIMIT, SYNC_MEASURE_LIMIT
 from dsh.tui.transcript_view import TranscriptView
 from tests.helpers import append_chat_turn, append_tool_turn
 from tests.tui.conftest import SIZE, Rig, settle
 
 TURNS = 1400
+MID_TURNS = 300
+"""A transcript with more estimated blocks than are measured at once, fewer than are all
+measured a slice at a time."""
 
 
 def reply_text(i: int, words: str, rng: random.Random) -> str:
@@ -28,10 +31,10 @@ def reply_text(i: int, words: str, rng: random.Random) -> str:
     return f"reply {i}:\n\n```python\n{code}\n```\n\n- {words}"
 
 
-def long_session(store: JsonlStore, cwd: str, *, tools_every: int = 5) -> str:
+def long_session(store: JsonlStore, cwd: str, *, tools_every: int = 5, turns: int = TURNS) -> str:
     rng = random.Random(7)
     session = Session.create(store, cwd=cwd)
-    for i in range(TURNS):
+    for i in range(turns):
         words = " ".join(
             rng.choice(("alpha", "beta", "gamma", "delta")) for _ in range(rng.randint(3, 60))
         )
@@ -90,7 +93,7 @@ def test_a_long_session_opens_at_its_end_and_measures_only_what_comes_near_the_s
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot, lambda: app.ready)  # a long log: newest page first, then all
             view = app.transcript
-            assert len(view.model.blocks) > SYNC_MEASURE_LIMIT
+            assert len(view.model.blocks) > BACKGROUND_MEASURE_LIMIT
             await pilot.pause()
             assert view.first_paint is not None
             assert len(list(app.query("*"))) < 40  # no widget per item
@@ -107,6 +110,57 @@ def test_a_long_session_opens_at_its_end_and_measures_only_what_comes_near_the_s
             assert screen_rows(view)[0].startswith("❯ prompt 0:")
             assert_drawn_as_measured(view, measured, "home")
             assert messages - view.unmeasured <= 4 * near_screen  # the middle is not measured
+
+    asyncio.run(main())
+
+
+def test_a_mid_sized_transcript_is_measured_whole_a_slice_at_a_time_the_text_staying_put(
+    rig: Rig,
+):
+    """Its estimated blocks are measured after it is laid out, not at once (that held the event
+    loop for half a second at ~1,200 Markdown replies): the screen's text does not move
+    meanwhile, and in the end every block is measured."""
+    session_id = long_session(rig.store, str(rig.workspace), turns=MID_TURNS)
+    app: DshApp = rig.app([], resume=session_id)
+
+    async def main() -> Any:
+        async with app.run_test(size=SIZE) as pilot:
+            view = app.transcript
+            await settle(pilot, lambda: app.ready and not view.measuring)
+            messages = sum(b.kind in ("user", "assistant") for b in view.model.blocks)
+            assert SYNC_MEASURE_LIMIT < messages <= BACKGROUND_MEASURE_LIMIT
+            assert view.unmeasured == 0  # measured whole once opened
+            view.scroll_to(y=view.max_scroll_y // 3, animate=False)
+            await pilot.pause()
+            rows = screen_rows(view)
+
+            view.set_show_reasoning(True)  # every block estimated again, as at an open
+
+            assert view.measuring and view.unmeasured > SYNC_MEASURE_LIMIT  # not at once
+            assert screen_rows(view) == rows
+            await settle(pilot, lambda: not view.measuring)
+            assert view.unmeasured == 0
+            assert screen_rows(view) == rows
+            assert_drawn_as_measured(view, MeasuredLayout(), "measured whole")
+
+    asyncio.run(main())
+
+
+def test_a_relayout_while_measuring_a_slice_at_a_time_starts_over_and_ends_measured(rig: Rig):
+    session_id = long_session(rig.store, str(rig.workspace), turns=MID_TURNS)
+    app: DshApp = rig.app([], resume=session_id)
+
+    async def main() -> Any:
+        async with app.run_test(size=SIZE) as pilot:
+            view = app.transcript
+            await settle(pilot, lambda: app.ready and not view.measuring)
+            view.set_show_reasoning(True)
+            view.set_show_reasoning(False)  # laid out again before a slice of the first ran
+            assert view.measuring and view.unmeasured > SYNC_MEASURE_LIMIT
+            await settle(pilot, lambda: not view.measuring)
+            assert view.unmeasured == 0
+            assert round(view.scroll_y) == view.max_scroll_y  # it still follows the end
+            assert_drawn_as_measured(view, MeasuredLayout(), "laid out twice")
 
     asyncio.run(main())
 

@@ -7,10 +7,13 @@ into strips (the rows of recently drawn blocks are cached).
 Opening a session lays out nothing but the screen: every block starts with a cheap height
 estimate (exact for collapsed cards and markers), and the blocks on and around the screen are
 measured before they are drawn. A transcript of up to ``SYNC_MEASURE_LIMIT`` estimated blocks
-is then measured whole at once; in a longer one a block keeps its estimate until it comes
-within a screen of the screen (measuring all of a 100k-event session took ~17 s of CPU, for
-rows that are mostly never looked at). Live events append blocks that are measured at once; a
-burst of them is published (size, scroll, repaint) once.
+is then measured whole at once; one of up to ``BACKGROUND_MEASURE_LIMIT`` is measured whole
+too, newest first, ``MEASURE_SLICE`` blocks a frame, the app handling its events between two
+(``measuring`` meanwhile): at once, its ~1,200 Markdown replies held the event loop, and a
+resumed session's composer, for half a second of CPU. In a longer one a block keeps its
+estimate until it comes within a screen of the screen (measuring all of a 100k-event session
+took ~17 s of CPU, for rows that are mostly never looked at). Live events append blocks that
+are measured at once; a burst of them is published (size, scroll, repaint) once.
 
 Invariants:
 
@@ -54,9 +57,13 @@ from dsh.tui.blocks import (
 )
 from dsh.tui.found_row import first_row_with
 
-SYNC_MEASURE_LIMIT = 2000
-"""Up to this many estimated blocks are measured at once; more are measured as they come near
-the screen."""
+SYNC_MEASURE_LIMIT = 200
+"""Up to this many estimated blocks are measured at once (under ~0.1 s of CPU)."""
+BACKGROUND_MEASURE_LIMIT = 2000
+"""Up to this many are measured a slice at a time after that; more are measured as they come
+near the screen."""
+MEASURE_SLICE = 40
+"""Blocks measured between two turns of the event loop (~15 ms of Markdown replies)."""
 ROW_CACHE_BLOCKS = 256
 SELECTED = Style(color="cyan", bold=True)
 FOUND = Style(reverse=True)
@@ -94,6 +101,9 @@ class TranscriptLayout(ScrollView):
         self._adjusting = False
         self._pending = False
         self._pending_anchor: Anchor = None
+        self._layouts = 0
+        """Relayouts so far: a slice of background measuring left from an earlier one stops."""
+        self._measuring = False
 
     @property
     def selected(self) -> int | None:
@@ -121,6 +131,11 @@ class TranscriptLayout(ScrollView):
     def unmeasured(self) -> int:
         """Blocks whose height is still an estimate."""
         return self._unmeasured
+
+    @property
+    def measuring(self) -> bool:
+        """Whether estimated blocks are being measured, a slice between the app's events."""
+        return self._measuring
 
     def _content_width(self) -> int:
         return self.scrollable_content_region.width
@@ -201,8 +216,25 @@ class TranscriptLayout(ScrollView):
         self._live_rows = self._make_live_rows()
         self._find_row_again()
         self._apply(anchor)
-        if self._unmeasured <= SYNC_MEASURE_LIMIT:
+        self._layouts += 1
+        self._measuring = SYNC_MEASURE_LIMIT < self._unmeasured <= BACKGROUND_MEASURE_LIMIT
+        if self._measuring:
+            self.call_after_refresh(self._measure_rest, self._layouts)
+        elif self._unmeasured <= SYNC_MEASURE_LIMIT:
             self._measure_some(self._unmeasured)
+
+    def _measure_rest(self, layout: int) -> None:
+        """Measure ``MEASURE_SLICE`` more estimated blocks (the screen stays put), then the next
+        slice once the screen is drawn again (the events queued meanwhile, keys first, are
+        handled between two), until none is left; a slice of an earlier layout than the
+        current one stops (the new one measures anew)."""
+        if layout != self._layouts:
+            return
+        if self.is_attached and self._measure_some(MEASURE_SLICE):
+            self.refresh()
+            self.call_after_refresh(self._measure_rest, layout)
+        else:
+            self._measuring = False
 
     def _find_row_again(self) -> None:
         """The found block's rows changed (width, reasoning): highlight the row that now
