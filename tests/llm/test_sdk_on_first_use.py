@@ -1,6 +1,7 @@
 """An adapter imports its SDK and makes its client on first use (``dsh.llm.sdk_client``): building
 the provider (a face's start) imports no SDK; a call makes the client off the event loop; a
-client that cannot be made fails every call alike; ``warm`` makes it in a background thread."""
+client that cannot be made fails every call alike (each trying again); ``warm`` makes it in a
+background thread."""
 
 from __future__ import annotations
 
@@ -77,12 +78,16 @@ def test_the_thread_a_call_waits_on_does_not_keep_a_quit_waiting():
     assert daemon == [True]
 
 
-def test_a_client_that_could_not_be_made_fails_every_ask_with_its_error():
+def test_a_client_that_could_not_be_made_fails_every_ask_each_trying_again():
+    """A base URL the SDK refuses fails every call alike; an import that failed in a thread
+    (say, a deadlock the import system detected) is not kept for the calls after it."""
     calls: list[int] = []
 
     def make() -> object:
         calls.append(1)
-        raise provider_error(ErrorCode.INVALID_URL, "base URL refused by the SDK")
+        if len(calls) < 4:
+            raise provider_error(ErrorCode.INVALID_URL, "base URL refused by the SDK")
+        return "client"
 
     lazy = LazyClient(make)
     for _ in range(2):
@@ -90,8 +95,10 @@ def test_a_client_that_could_not_be_made_fails_every_ask_with_its_error():
             lazy.get()
     with pytest.raises(ProviderError, match="refused by the SDK"):
         asyncio.run(lazy.when_made())
+    assert len(calls) == 3 and not lazy.made
 
-    assert calls == [1] and lazy.made
+    assert lazy.get() == "client" and lazy.get() == "client"
+    assert len(calls) == 4 and lazy.made
 
 
 def test_two_threads_asking_at_once_get_one_client():

@@ -33,7 +33,6 @@ import ipaddress
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
 from dsh.config import base_url_problem
@@ -94,6 +93,8 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = No
             seconds = None
         if seconds is not None and seconds == seconds and 0 <= seconds < float("inf"):
             return seconds
+    from email.utils import parsedate_to_datetime  # here: a start needs none of email
+
     try:
         when = parsedate_to_datetime(lowered.get("retry-after", ""))
     except (TypeError, ValueError, IndexError):

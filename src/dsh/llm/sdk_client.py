@@ -12,8 +12,8 @@ before) but imports its SDK and makes its client only when something needs it:
   is drawn, so the first prompt seldom waits for it.
 
 What the client is made from (the API key among it) stays in the function that makes it until
-then, and is dropped once it ran: the key is kept by the client, or by that function, and
-nowhere else. ``repr`` of a ``LazyClient`` says only whether it is made.
+then, and is dropped once the client is made: the key is kept by the client, or by that
+function, and nowhere else. ``repr`` of a ``LazyClient`` says only whether it is made.
 """
 
 from __future__ import annotations
@@ -33,41 +33,34 @@ WARM_THREAD = "dsh-warm-sdk-client"
 
 class LazyClient(Generic[Made]):
     """What ``make`` returns, made once, by whichever thread asks first (others wait for it).
-    An exception ``make`` raised is raised again by every later ask."""
+    When ``make`` raises, the ask raises it and the next ask tries again: a base URL the SDK
+    refuses fails every call alike, and an import a thread could not finish is not kept."""
 
     def __init__(self, make: Callable[[], Made]) -> None:
         self._make: Callable[[], Made] | None = make
         self._lock = threading.Lock()
-        self._done = False
         self._made: Made | None = None
-        self._error: Exception | None = None
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {'made' if self._done else 'not made yet'}>"
+        return f"<{type(self).__name__} {'made' if self.made else 'not made yet'}>"
 
     @property
     def made(self) -> bool:
-        """Whether making it has ended (well or not): asking now waits for nothing."""
-        return self._done
+        """Whether the client is made: asking for it now waits for nothing."""
+        return self._make is None
 
     def get(self) -> Made:
         """The client, made now if it is not yet (this thread waits for the import)."""
         with self._lock:
-            make, self._make = self._make, None  # the key goes with the function once it ran
-            if make is not None:
-                try:
-                    self._made = make()
-                except Exception as exc:
-                    self._error = exc
-                self._done = True
-        if self._error is not None:
-            raise self._error.with_traceback(None)
+            if self._make is not None:
+                self._made = self._make()
+                self._make = None  # the key goes with the function once the client holds it
         assert self._made is not None
         return self._made
 
     async def when_made(self) -> Made:
         """``get`` for a coroutine: made in a thread when it is not yet, the loop running on."""
-        if self._done:
+        if self.made:
             return self.get()
         return await in_a_thread(self.get, name="dsh-sdk-client")
 

@@ -27,15 +27,17 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import events, on
 from textual.app import App
 from textual.message import Message
 from textual.notifications import SeverityLevel
-from textual.pilot import Pilot
 
 from dsh.errors import WARNING_LINE_CHARS, error_line, shown_as_error
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot  # Textual imports it for run_test, not to run the app
 
 DSH_LOGGER = "dsh"
 TOAST_SECONDS = 10.0

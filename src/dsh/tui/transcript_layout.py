@@ -8,9 +8,10 @@ Opening a session lays out nothing but the screen: every block starts with a che
 estimate (exact for collapsed cards and markers), and the blocks on and around the screen are
 measured before they are drawn. A transcript of up to ``SYNC_MEASURE_LIMIT`` estimated blocks
 is then measured whole at once; one of up to ``BACKGROUND_MEASURE_LIMIT`` is measured whole
-too, newest first, ``MEASURE_SLICE`` blocks a frame, the app handling its events between two
-(``measuring`` meanwhile): at once, its ~1,200 Markdown replies held the event loop, and a
-resumed session's composer, for half a second of CPU. In a longer one a block keeps its
+too, by a worker on the event loop, ``MEASURE_SLICE`` blocks at a time with the app's events
+handled between two, and given its heights at once (``measuring`` meanwhile): at once, its
+~1,200 Markdown replies held the event loop, and a resumed session's composer, for half a
+second of CPU. In a longer one a block keeps its
 estimate until it comes within a screen of the screen (measuring all of a 100k-event session
 took ~17 s of CPU, for rows that are mostly never looked at). Live events append blocks that
 are measured at once; a burst of them is published (size, scroll, repaint) once.
@@ -33,6 +34,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from bisect import bisect_right
 from collections import OrderedDict
@@ -219,22 +221,38 @@ class TranscriptLayout(ScrollView):
         self._layouts += 1
         self._measuring = SYNC_MEASURE_LIMIT < self._unmeasured <= BACKGROUND_MEASURE_LIMIT
         if self._measuring:
-            self.call_after_refresh(self._measure_rest, self._layouts)
+            self.run_worker(self._measure_rest(self._layouts), group="measure")
         elif self._unmeasured <= SYNC_MEASURE_LIMIT:
             self._measure_some(self._unmeasured)
 
-    def _measure_rest(self, layout: int) -> None:
-        """Measure ``MEASURE_SLICE`` more estimated blocks (the screen stays put), then the next
-        slice once the screen is drawn again (the events queued meanwhile, keys first, are
-        handled between two), until none is left; a slice of an earlier layout than the
-        current one stops (the new one measures anew)."""
-        if layout != self._layouts:
-            return
-        if self.is_attached and self._measure_some(MEASURE_SLICE):
+    async def _measure_rest(self, layout: int) -> None:
+        """Measure every estimated block, newest first, ``MEASURE_SLICE`` between two turns of
+        the event loop (the app handles its events, keys first, in between), then give them
+        their heights at once: one reflow, the screen staying put. What was measured meanwhile
+        (it came near the screen, or changed) keeps its own height; a relayout meanwhile (a
+        new width, the reasoning shown) stops this one, which measured for the old."""
+        heights: dict[int, int] = {}
+        index = len(self._exact)
+        while index >= 0:
+            await asyncio.sleep(0)
+            if layout != self._layouts or not self.is_attached:
+                return
+            for _ in range(MEASURE_SLICE):
+                index = self._exact.rfind(0, 0, index)
+                if index < 0:
+                    break
+                heights[index] = self._measure(self.model.blocks[index])
+        first = len(self._heights)
+        for index, height in heights.items():
+            if not self._exact[index]:
+                self._rows.pop(index, None)
+                self._heights[index], self._exact[index] = height, 1
+                self._unmeasured -= 1
+                first = min(first, index)
+        if first < len(self._heights):
+            self._reflow(first)
             self.refresh()
-            self.call_after_refresh(self._measure_rest, layout)
-        else:
-            self._measuring = False
+        self._measuring = False
 
     def _find_row_again(self) -> None:
         """The found block's rows changed (width, reasoning): highlight the row that now
