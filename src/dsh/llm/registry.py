@@ -2,8 +2,10 @@
 
 Which key a route sends is decided in one place, ``route_api_key``: a key belongs to the
 endpoint it was issued for, so ``OPENAI_API_KEY`` goes to an ``openai-compatible`` server only
-when that server is OpenAI's own. The API key is handed to the SDK client and nowhere else: it
-is not kept on the provider, in the returned tuple, or in any error message.
+when that server is OpenAI's own. The API key is handed to the SDK client and nowhere else
+(until the client is made, on first use, the function that makes it holds it:
+``dsh.llm.sdk_client``): it is not kept on the provider, in the returned tuple, or in any
+error message.
 """
 
 from __future__ import annotations
@@ -226,7 +228,7 @@ def make_provider(
     chosen = route_api_key(name, url, api_key=api_key, api_key_env=api_key_env, environ=environ)
     key = chosen or "none"
     provider: Provider
-    # Imported here so a run pays for importing only the SDK it uses.
+    # The adapter imported here, its SDK when its client is made (dsh.llm.sdk_client).
     if known.adapter == "anthropic":
         from dsh.llm.anthropic import AnthropicProvider
 
