@@ -1,8 +1,9 @@
 """What the terminal UI leaves unimported until after its first frame (``benchmarks/tui_startup.py``
 measures what that saves): the provider's SDK, made in a background thread once the session is
 on screen; Rich's Markdown, its parser and Pygments, until a Markdown reply is laid out; YAML,
-until a prompt command file (or a script) needs reading. Each run is a fresh interpreter: the
-test process itself has imported all of them."""
+until a prompt command file (or a script) needs reading; ``email`` until a Retry-After date is
+read; ``textual.pilot`` but for tests. Each run is a fresh interpreter: the test process itself
+has imported all of them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,32 @@ import sys
 from pathlib import Path
 
 import pytest
+
+IMPORT_PROBE = (
+    "import json, sys\nimport dsh.cli.tui, dsh.tui.app\nprint(json.dumps(sorted(sys.modules)))"
+)
+NOT_TO_START = [
+    "openai",
+    "anthropic",
+    "markdown_it",
+    "pygments",
+    "rich.markdown",
+    "dsh.tui.markdown",
+    "yaml",
+    "email",
+    "textual.pilot",
+]
+
+
+def test_importing_the_ui_loads_none_of_what_its_first_frame_does_without():
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, check=True
+    )
+
+    loaded = set(json.loads(done.stdout))
+    assert "dsh.tui.app" in loaded
+    assert [name for name in NOT_TO_START if name in loaded] == []
+
 
 PROBE = """
 import asyncio, json, sys, threading
