@@ -6,6 +6,7 @@ block gets its own breakpoint and the SDK streams the call. The route goes
 where dsh's settings say (``ANTHROPIC_BASE_URL`` is not read), and a server that is not
 Anthropic's gets none of the headers the SDK adds from the environment, nor the SDK's platform
 headers (``dsh.llm.sdk_environment``); every server gets the route's ``provider.headers``.
+The SDK is imported, and the client made, on first use (``dsh.llm.sdk_client``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,6 @@ class AnthropicProvider:
             given = client
             self._sdk = LazyClient(lambda: (given, {}))
         else:
-            # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
             url = base_url or ANTHROPIC_API_URL
             self._refusal = base_url_refusal(url)
             if self._refusal is None:
@@ -105,7 +105,7 @@ class AnthropicProvider:
 
     def make_client(self) -> None:
         """Import the SDK and make the client now (``dsh.llm.sdk_client.warm``); a client that
-        cannot be made fails the first call instead."""
+        cannot be made fails the calls instead, each trying again."""
         with contextlib.suppress(Exception):
             self.sdk_client()
 
@@ -175,6 +175,7 @@ def _client(
     them cancelled."""
     import anthropic
 
+    # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
     if on_host(base_url, ANTHROPIC_HOST):
         return anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, max_retries=0, default_headers=dict(headers)

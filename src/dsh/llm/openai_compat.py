@@ -4,7 +4,8 @@ The only module that knows the chat-completions wire shape. Requests are built f
 ``ModelRequest``; the SSE stream is turned into ``StreamEvent``s; every SDK error is mapped by
 ``dsh.llm.errors.map_openai_error``. A client for a server that is not OpenAI's sends none of the
 headers the SDK adds from the user's OpenAI environment, nor the SDK's platform headers
-(``dsh.llm.sdk_environment``); every server gets the route's ``provider.headers``.
+(``dsh.llm.sdk_environment``); every server gets the route's ``provider.headers``. The SDK
+is imported, and the client made, on first use (``dsh.llm.sdk_client``).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class OpenAICompatProvider:
 
     def make_client(self) -> None:
         """Import the SDK and make the client now (``dsh.llm.sdk_client.warm``); a client that
-        cannot be made fails the first call instead."""
+        cannot be made fails the calls instead, each trying again."""
         with contextlib.suppress(Exception):
             self.sdk_client()
 
@@ -179,6 +180,7 @@ def _client(base_url: str, api_key: str, headers: Mapping[str, str]) -> openai.A
     request sends no admin key."""
     import openai
 
+    # Retries belong to dsh.llm.retry, which logs them; the SDK must not retry silently.
     if on_host(base_url, OPENAI_HOST):
         return openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0, default_headers=dict(headers)

@@ -1,10 +1,11 @@
 """An adapter's SDK client, made on first use and off the event loop.
 
-Importing a provider's SDK costs more CPU than all the rest of a start: ``openai`` (pydantic,
-httpx2) about 0.5 s with its bytecode cached and twice that without, ``anthropic`` about 1.2 s
-and 2 s (``benchmarks/tui_startup.py``). So an adapter is built when a face resolves its route
-(a missing key, an unknown provider, a base URL no request can go to are said then, as
-before) but imports its SDK and makes its client only when something needs it:
+Importing a provider's SDK costs more CPU than all the rest of the terminal UI's start to its
+first frame (0.4 s with bytecode cached, 1.1 s without): ``openai`` (pydantic, httpx2) about
+0.6 s and 1.1 s, ``anthropic`` about 1.2 s and 2.2 s (``benchmarks/tui_startup.py``). So an
+adapter is built when a face resolves its route (a missing key, an unknown provider, a base URL
+no request can go to are said then, as before) but imports its SDK and makes its client only
+when something needs it:
 
 * a call (``LazyClient.when_made``) makes it in a thread of its own, so the event loop (the
   terminal UI's screen, the web server) keeps running meanwhile;
@@ -95,12 +96,12 @@ class MakesClientOnFirstUse(Protocol):
 
     def make_client(self) -> None:
         """Make the client now if it is not yet (any thread may call this; it never raises:
-        a client that could not be made fails the first call instead)."""
+        a client that could not be made fails the calls instead, each trying again)."""
 
 
 def warm(provider: object) -> threading.Thread | None:
     """Make ``provider``'s SDK client in a background (daemon) thread, if it makes one on first
-    use and has not yet; the thread started, or None."""
+    use (one made already ends the thread at once); the thread started, or None."""
     if not isinstance(provider, MakesClientOnFirstUse):
         return None
     thread = threading.Thread(target=provider.make_client, name=WARM_THREAD, daemon=True)
