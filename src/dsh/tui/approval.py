@@ -1,8 +1,8 @@
 """The approval prompt for tools under the ``ask`` policy: allow once, always, deny (this call),
 or stop (deny it and cancel the turn).
 
-A write to a protected path (``.dsh/``, ``.git/``: :mod:`dsh.tools.protected`) is asked every
-time: its prompt says why under the question and offers no "always" (no button, and ``a``
+A write to a protected path (``.dsh/``, ``.git/``, git hooks: :mod:`dsh.tools.protected`) is asked
+every time: its prompt says why under the question and offers no "always" (no button, and ``a``
 answers nothing).
 
 It opens while people may still be typing (a prompt sent, the next one begun): a key meant for
