@@ -1,6 +1,7 @@
 """A page open on a session another process writes: a real ``dsh run`` on the same session.
 Its events stream into the page as they are appended, and while it holds the writer lock the
-page says so and keeps its composer disabled."""
+page says so, in its header and in the session's item in the list alike, and keeps its composer
+disabled."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
         first_page_loaded(page)
         page.wait_for_function("() => window.dsh.socket && window.dsh.socket.readyState === 1")
         assert page.is_enabled("#prompt") and page.is_hidden("#busy-elsewhere")
+        badge = page.locator(f"#session-list .session-item[data-id='{sid}'] .state")
+        badge.wait_for()
+        assert badge.inner_text() == "idle"
 
         writer = subprocess.Popen(
             [str(DSH), "run", "--session", sid, "--provider", "scripted",
@@ -64,6 +68,8 @@ def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
             busy = page.locator("#busy-elsewhere")
             busy.wait_for()
             assert busy.inner_text() == f"busy in another process (pid {writer.pid})"
+            # the list says what the header says, without a reload (both draw one state)
+            assert badge.inner_text() == f"busy elsewhere (pid {writer.pid})"
             assert page.is_disabled("#prompt") and page.is_disabled("#send")
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "busy-in-another-process.png"))
@@ -79,6 +85,7 @@ def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
         page.wait_for_selector("#log .row.assistant:has-text('finished in another process')")
         page.wait_for_selector("#log .row.tool .tool-status:text-is('done')")
         page.wait_for_function("() => document.getElementById('busy-elsewhere').hidden")
+        assert badge.inner_text() == "idle"
         assert page.is_enabled("#prompt")
         assert "released" in page.locator("#log .row.tool .tool-output").text_content()
         # what streamed in is what a reload builds

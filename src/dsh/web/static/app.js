@@ -12,7 +12,7 @@ import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
 import { FindInSession } from './find.js';
 import { renderApproval, renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
-import { loadSessionList as listSessions } from './sidebar.js';
+import { loadSessionList as listSessions, showSessionState } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
 
 const PAGE_MESSAGES = 50;
@@ -105,8 +105,10 @@ function scrollToBottom() {
 
 // ---- header (header.js) and streaming tail --------------------------------------------------------
 
+// The header's run state and the shown session's item in the list: one state, both places.
 function renderStatus() {
   if (!renderRunState(state.info)) clearStream();  // a turn's stream ends with it
+  showSessionState(state.info);
 }
 
 function clearStream() {
@@ -135,7 +137,7 @@ function onDelta(message) {
 // ---- sessions ----------------------------------------------------------------------------------------
 
 function loadSessionList() {
-  return listSessions(state.sessionId, toast);
+  return listSessions(state.sessionId, toast, () => (state.info?.id === state.sessionId ? state.info : null));
 }
 
 // A new session is written to the store by its first prompt (dsh.web.drafts); while the one

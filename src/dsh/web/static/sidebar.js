@@ -1,5 +1,9 @@
 // The session list: each session's title (its latest /title, else its first prompt), workspace,
 // age (since it was last written) and state: running or open here, busy elsewhere, or idle.
+// The shown session's state is the header's: its item is drawn from the info the header shows
+// (`showSessionState`, which the page calls whenever the header's run state changes: a `status`
+// or `holder` frame, a load), not from the list as it was read, so a `dsh run` taking the
+// session in another process shows as busy in both at once, and as idle in both once it ends.
 import { api } from './api.js';
 import { filterSessions, fmtWhen } from './chrome.js';
 import { el, shown } from './dom.js';
@@ -22,29 +26,47 @@ export function sessionState(s) {
   return { key: 'idle', text: 'idle' };
 }
 
+/** `s`'s state (a list row's, or the shown session's info) on its item `a`. */
+function paintState(a, s) {
+  const state = sessionState(s);
+  a.dataset.state = state.key;
+  const badge = a.querySelector('.meta .state');
+  badge.className = `state ${state.key}`;
+  badge.textContent = state.text;
+}
+
+/** The shown session's item takes the state its header shows (`info`: the page's info of it,
+ * null while none is loaded). */
+export function showSessionState(info) {
+  if (!info) return;
+  const a = document.querySelector(`#session-list .session-item[data-id="${CSS.escape(info.id)}"]`);
+  if (a) paintState(a, info);
+}
+
 function item(s, selected) {
   const a = el('a', 'session-item');
   a.href = `#s=${encodeURIComponent(s.id)}`;
   a.dataset.id = s.id;
   if (s.id === selected) a.classList.add('selected');
-  const state = sessionState(s);
-  a.dataset.state = state.key;
   const title = el('div', 'session-title', s.title || 'Untitled session');
   if (!s.title) title.classList.add('untitled');
   const meta = el('div', 'meta');
   const last = s.lastActive || s.createdAt;
   const age = el('span', 'age', fmtAge(last));
   age.title = `last written ${fmtWhen(last)}; created ${fmtWhen(s.createdAt)}`;
-  meta.append(age, el('span', `state ${state.key}`, state.text));
+  meta.append(age, el('span', 'state'));
   const where = el('div', 'where', s.cwd);
   where.title = shown(s.cwd);
   const sid = el('div', 'sid', s.id);
   sid.append(el('span', 'sr-only', ` created ${fmtWhen(s.createdAt)}`));
   a.append(title, meta, where, sid);
+  paintState(a, s);
   return a;
 }
 
-export async function loadSessionList(selected, onError) {
+/** The list, read afresh; `shownInfo()`: the info the header shows now (read once the list
+ * came: a frame may have changed it meanwhile), whose state the shown session's item takes. */
+export async function loadSessionList(selected, onError, shownInfo = () => null) {
   let data;
   try {
     data = await api('GET', '/api/sessions');
@@ -53,5 +75,6 @@ export async function loadSessionList(selected, onError) {
     return;
   }
   $('session-list').replaceChildren(...data.sessions.map((s) => item(s, selected)));
+  showSessionState(shownInfo());
   filterSessions();
 }

@@ -1,0 +1,62 @@
+"""A session another process writes is busy in the listing exactly when it is in the session's
+info: a real ``dsh run`` holding the session says ``heldBy`` its pid in both, and ``null`` in
+both once it ended (the sidebar's badge and the header are drawn from these)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from dsh.surface import Session
+from tests.web.conftest import WebEnv, wait_until
+
+DSH = Path(sys.executable).parent / "dsh"  # the console script of this environment
+
+
+def held_by(client: TestClient, sid: str) -> tuple[Any, Any]:
+    """``heldBy`` as the listing's row and the session's info say it."""
+    rows = client.get("/api/sessions").json()["sessions"]
+    (row,) = [row for row in rows if row["id"] == sid]
+    return row["heldBy"], client.get(f"/api/sessions/{sid}").json()["heldBy"]
+
+
+def test_the_listing_and_the_info_name_the_process_running_a_turn_alike(
+    env: WebEnv, client: TestClient, tmp_path: Path
+) -> None:
+    with Session.create(env.store, cwd=env.workspace) as session:
+        sid = session.id
+    started, release = tmp_path / "started", tmp_path / "release"
+    wait_loop = f"touch {started}; while [ ! -e {release} ]; do sleep 0.02; done"
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"text": "", "toolCalls": [{"name": "bash", "arguments": {"command": wait_loop}}]},
+                {"text": "done"},
+            ]
+        )
+    )
+    assert held_by(client, sid) == (None, None)
+    writer = subprocess.Popen(
+        [str(DSH), "run", "--session", sid, "--provider", "scripted",
+         "--script", str(script), "--yes", "loop"],
+        env={**os.environ, "DSH_HOME": str(env.store.home)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.workspace,
+    )  # fmt: skip
+    try:
+        wait_until(started.exists, 30, "the other process to run its tool")
+        assert held_by(client, sid) == (writer.pid, writer.pid)
+        release.touch()
+        _out, err = writer.communicate(timeout=60)
+        assert writer.returncode == 0, err.decode()
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert held_by(client, sid) == (None, None)
