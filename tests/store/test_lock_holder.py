@@ -1,5 +1,7 @@
 """A refused writer is told who holds the session: the holder's pid and what it is (``dsh
-web``, ``dsh run``…), so a user whose ``dsh undo`` is refused knows the page that has it open."""
+web``, ``dsh run``…), so a user whose ``dsh undo`` is refused knows the page that has it open,
+and what lets it in, in the same line: stopping that server, leaving the session in the terminal
+UI, waiting for a ``dsh run``'s turn."""
 
 from __future__ import annotations
 
@@ -30,7 +32,11 @@ def test_the_refusal_names_the_holders_pid_and_command(
         message = refusal(lock)
     finally:
         held.release()
-    assert message == f"session s1 is already open for writing by process {os.getpid()} (dsh web)"
+    assert message == (
+        f"session s1 is already open for writing by process {os.getpid()} (dsh web), which holds "
+        "it until that server stops: go on in its page, or stop that `dsh web` (Ctrl-C where it "
+        "runs)"
+    )
 
 
 def test_the_terminal_ui_holder_is_plain_dsh(
@@ -40,9 +46,37 @@ def test_the_terminal_ui_holder_is_plain_dsh(
     monkeypatch.setattr(sys, "argv", ["dsh", "--resume", "s1"])
     held = acquire_write_lock(lock, "s1")
     try:
-        assert refusal(lock).endswith(f"by process {os.getpid()} (dsh)")
+        assert refusal(lock).endswith(
+            f"by process {os.getpid()} (dsh), which holds it while it is open there: leave it "
+            "there first (/new, /resume another session, or quit)"
+        )
     finally:
         held.release()
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["dsh", "run", "--session", "s1", "go on"],
+            "(dsh run), which holds it until its turn ends: try again then",
+        ),
+        (["dsh", "undo", "s1"], "(dsh undo): try again once that process is done with it"),
+        (["python", "-c"], "(python): try again once that process is done with it"),
+    ],
+)
+def test_the_refusal_says_what_lets_the_writer_in_by_what_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], said: str
+) -> None:
+    lock = tmp_path / "lock"
+    monkeypatch.setattr(sys, "argv", argv)
+    held = acquire_write_lock(lock, "s1")
+    try:
+        message = refusal(lock)
+    finally:
+        held.release()
+    assert message == f"session s1 is already open for writing by process {os.getpid()} {said}"
+    assert "\n" not in message
 
 
 def test_a_lock_an_older_dsh_wrote_names_the_pid_alone(tmp_path: Path) -> None:
@@ -50,7 +84,9 @@ def test_a_lock_an_older_dsh_wrote_names_the_pid_alone(tmp_path: Path) -> None:
     held = acquire_write_lock(lock, "s1")
     try:
         lock.write_text(f"{os.getpid()}\n")  # the older format: the pid only
-        assert refusal(lock).endswith(f"by process {os.getpid()}")
+        assert refusal(lock).endswith(
+            f"by process {os.getpid()}: try again once that process is done with it"
+        )
     finally:
         held.release()
 
@@ -64,4 +100,4 @@ def test_a_hostile_label_is_made_printable_and_short(tmp_path: Path) -> None:
     finally:
         held.release()
     assert "\x1b" not in message and "\x07" not in message
-    assert message.endswith(f"(?]0;owned?{'x' * 50})")
+    assert f"(?]0;owned?{'x' * 50}): try again once" in message

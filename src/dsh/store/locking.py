@@ -2,7 +2,9 @@
 
 The kernel drops the lock when the holder dies, so a crashed process never leaves a stale lock.
 Readers never take it. A clean release empties the file, so a pid still in it when the lock is
-next taken means its holder stopped without closing (``WriteLock.unclean_holder``).
+next taken means its holder stopped without closing (``WriteLock.unclean_holder``). A writer
+refused the lock is told, in one line, who holds the session and what lets it in
+(``release_hint``).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
         if label:
             who += f" ({label})"
         raise SessionLockedError(
-            f"session {session_id} is already open for writing by {who}", holder_pid=holder
+            f"session {session_id} is already open for writing by {who}{release_hint(label)}",
+            holder_pid=holder,
         ) from None
     previous, _ = _read_holder(fd)
     try:
@@ -70,6 +73,29 @@ def holder_label() -> str:
     command = next((a for a in sys.argv[1:2] if a and not a.startswith("-")), "")
     label = f"{program} {command}".strip()
     return "".join(c if c.isprintable() else "?" for c in label)[:LABEL_CHARS]
+
+
+def release_hint(label: str) -> str:
+    """What a writer refused the lock can do, by what holds it (``holder_label``'s words), as
+    the end of the refusal's line: ``dsh web`` keeps a session from the first prompt a page sent
+    it (or its ``POST …/resume``) until the server stops, the terminal UI while the session is
+    open in it, ``dsh run`` until its prompt's turn ends, the other commands (``dsh undo``,
+    ``dsh compact``, ``dsh sessions …``) while they run; of a holder that wrote no label (an
+    older dsh) nothing more is known."""
+    program, _, command = label.partition(" ")
+    if command == "web":
+        return (
+            ", which holds it until that server stops: go on in its page, or stop that "
+            "`dsh web` (Ctrl-C where it runs)"
+        )
+    if command == "run":
+        return ", which holds it until its turn ends: try again then"
+    if program == "dsh" and not command:  # the terminal UI
+        return (
+            ", which holds it while it is open there: leave it there first (/new, /resume "
+            "another session, or quit)"
+        )
+    return ": try again once that process is done with it"
 
 
 def recorded_holder(path: Path) -> tuple[int | None, str]:
