@@ -41,6 +41,7 @@ from dsh.events import (
     is_checkpoint_event,
 )
 from dsh.store import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, EventStore
+from dsh.store.locking import recorded_holder
 from dsh.surface import Session, fold_surface
 from tests.helpers import (
     append_chat_turn,
@@ -242,6 +243,17 @@ class StoreContract(ABC):
             assert str(os.getpid()) in str(caught.value)
         # The lock goes with the holder.
         self.reopen_store(store).open(session.id, writable=True).close()
+
+    def test_the_lock_file_a_store_names_records_the_writer_while_it_writes(self, store):
+        """``lock_path`` (a store with files has one) is where a reader in another process,
+        the web's session list say, finds who writes the session: the holder's pid while it
+        holds the session, none once it let go."""
+        lock_path = getattr(store, "lock_path", None)
+        if lock_path is None:
+            pytest.skip("a store without files has no lock file")
+        with new_session(store) as session:
+            assert recorded_holder(lock_path(session.id))[0] == os.getpid()
+        assert recorded_holder(lock_path(session.id)) == (None, "")
 
     def test_read_only_open_does_not_block_while_a_writer_holds_the_session(self, store):
         with new_session(store) as session:

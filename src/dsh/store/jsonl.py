@@ -139,6 +139,10 @@ class JsonlStore:
     def log_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / LOG_NAME
 
+    def lock_path(self, session_id: str) -> Path:
+        """The session's writer lock file (``dsh.store.locking``: its holder's pid in it)."""
+        return self.session_dir(session_id) / LOCK_NAME
+
     def last_of_type(self, session_id: str, event_type: str) -> Event | None:
         """The last stored event of ``event_type``, found without decoding the others: every
         event line starts ``{"type":"<type>",`` and a JSON string cannot hold those quotes
@@ -198,7 +202,7 @@ class JsonlStore:
         lines = [encode_header(header), *(encode_event(e) for e in seed)]
         body = sealed_lines(lines)
         path = directory / LOG_NAME
-        lock = acquire_write_lock(directory / LOCK_NAME, header.id)
+        lock = acquire_write_lock(self.lock_path(header.id), header.id)
         try:
             _write_new_file(path, body)
         except FileExistsError:
@@ -213,7 +217,7 @@ class JsonlStore:
         path = self.log_path(session_id)
         if "/" in session_id or session_id in {"", ".", ".."} or not path.exists():
             raise SessionNotFoundError(f"no session {session_id!r} in {self.root}")
-        lock = acquire_write_lock(path.parent / LOCK_NAME, session_id) if writable else None
+        lock = acquire_write_lock(self.lock_path(session_id), session_id) if writable else None
         try:
             header, events, torn, warnings = _load(path)
             if lock is not None and header.id != session_id:  # appends would land in a copy

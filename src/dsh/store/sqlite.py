@@ -251,6 +251,10 @@ class SqliteStore:
         self.path = self.home / DB_NAME
         self.lock_dir = self.home / "locks"
 
+    def lock_path(self, session_id: str) -> Path:
+        """The session's writer lock file (``dsh.store.locking``: its holder's pid in it)."""
+        return self.lock_dir / f"{session_id}.lock"
+
     def write_lock(self, session_id: str) -> WriteLock:
         """The session's single-writer lock (``dsh sessions repair`` holds it while it works)."""
         return self._lock(session_id)
@@ -260,7 +264,7 @@ class SqliteStore:
             self.lock_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create {self.lock_dir}: {exc.strerror}") from exc
-        return acquire_write_lock(self.lock_dir / f"{session_id}.lock", session_id)
+        return acquire_write_lock(self.lock_path(session_id), session_id)
 
     def create(
         self,

@@ -28,7 +28,6 @@ from dsh.errors import DshError
 from dsh.events import Event
 from dsh.store import EventStore, SessionHeader
 from dsh.store.appended import LogPosition, reader_for
-from dsh.store.jsonl import LOCK_NAME
 from dsh.store.locking import recorded_holder
 from dsh.web.live import frame
 
@@ -41,12 +40,15 @@ POLL_SECONDS = 0.025
 
 
 def lock_holder(store: Any, session_id: str) -> int | None:
-    """The pid recorded in the session's writer lock file if that process is alive and is not
-    this one (a crashed writer leaves its pid behind; its flock is gone, so it holds nothing)."""
-    session_dir = getattr(store, "session_dir", None)
-    if session_dir is None:
+    """The pid recorded in the session's writer lock file (the store's ``lock_path``: a JSONL
+    session's directory, a SQLite database's ``locks/``; a memory store has none) if that
+    process is alive and is not this one (a crashed writer leaves its pid behind; its flock is
+    gone, so it holds nothing). The session list's states, the info's ``heldBy`` and the
+    follower's ``holder`` frames all read it here."""
+    lock_path = getattr(store, "lock_path", None)
+    if lock_path is None:
         return None
-    pid, _ = recorded_holder(Path(session_dir(session_id)) / LOCK_NAME)
+    pid, _ = recorded_holder(Path(lock_path(session_id)))
     if pid is None or pid == os.getpid():
         return None
     try:
