@@ -198,9 +198,12 @@ class SettingsWiring:
 
     def record_settings_of(self, session: Session) -> None:
         """Log the settings what starts now (a turn, a ``/compact``) runs with, when new or
-        changed, saying what the flags changed of the recorded ones as it logs them."""
-        resolved, route = self._own(session)
-        record_settings(session, resolved.settings, route, changes=resolved.changes)
+        changed, saying what the flags changed of the recorded ones as it logs them. What runs
+        is ``own``'s, which a face may override (the web's ``/model`` route for a session)."""
+        recorded = session_settings.latest(session) if self._recorded_wins else None
+        changes = self._effective(session, recorded).changes
+        settings, route = self.own(session)
+        record_settings(session, settings, route, changes=changes)
 
 
 def record_settings(
