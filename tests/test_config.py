@@ -13,6 +13,7 @@ from dsh.config import (
     compaction_misfit,
     dsh_home,
     load_settings,
+    set_trust,
     validate_settings,
 )
 from dsh.errors import ConfigError
@@ -180,7 +181,7 @@ def test_a_set_budget_is_kept_and_a_chunk_grows_to_hold_four_set_stubs():
     [
         ("user", "[provider]\ntemperature = 'warm'\n", "home/config.toml"),
         ("user", "[compaction]\nthreshold_ratio = 2\n", "home/config.toml"),
-        ("project", "[compaction]\nchunk_tokens = 'many'\n", ".dsh/config.toml"),
+        ("trusted project", "[compaction]\nchunk_tokens = 'many'\n", ".dsh/config.toml"),
         ("env", "DSH_PROVIDER_TEMPERATURE=abc", "environment variable DSH_PROVIDER_TEMPERATURE"),
         ("env", "DSH_COMPACTION_RETAIN_RATIO=0.95", "DSH_COMPACTION_RETAIN_RATIO"),
     ],
@@ -193,9 +194,10 @@ def test_a_bad_value_is_refused_naming_where_it_was_set(tmp_path, where, text, o
     env = {"DSH_HOME": str(home)}
     if where == "user":
         (home / "config.toml").write_text(text)
-    elif where == "project":
+    elif where == "trusted project":  # an untrusted one is ignored: test_config_trust.py
         (tmp_path / ".dsh").mkdir()
         (tmp_path / ".dsh" / "config.toml").write_text(text)
+        set_trust(tmp_path, True, env)
     else:
         name, _, value = text.partition("=")
         env[name] = value

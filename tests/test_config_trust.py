@@ -174,10 +174,14 @@ def test_trust_cannot_come_from_the_environment(tmp_path: Path) -> None:
         load_settings(environ=env, cwd=tmp_path)
 
 
-def test_unknown_project_keys_are_still_refused_by_name(tmp_path: Path) -> None:
+def test_unknown_project_keys_are_refused_by_name_in_a_trusted_file(tmp_path: Path) -> None:
+    """Trusted as it is, a project config is the user's own: its mistakes are refused as the
+    user config's are (an untrusted one is ignored: below)."""
     repo = project(tmp_path, "[tools]\napprovall = 1\n")
+    env = env_for(tmp_path)
+    set_trust(repo, True, env)
     with pytest.raises(ConfigError, match=r"tools\.approvall"):
-        load_settings(environ=env_for(tmp_path), cwd=repo)
+        load_settings(environ=env, cwd=repo)
 
 
 def test_dsh_web_token_is_not_a_config_key(tmp_path: Path) -> None:
@@ -295,3 +299,118 @@ def test_the_ignored_key_warning_says_to_review_the_file_before_trusting(
     assert len(messages) == 2
     for message in messages:
         assert "review that file first: if you want it to apply, run `dsh trust`" in message
+
+
+# ---- a project config that does not load --------------------------------------------------
+
+
+def ignored_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "which does not load" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'[hooks]\npre_tool = "x"\n', "unknown config section [hooks] (did you mean [tools]?)"),
+        (b"[tools\n", "not valid TOML (Expected ']' at the end of a table declaration"),
+        (b"[tools]\napproval = 'auto'\n\xff\n", "cannot read (not UTF-8)"),
+        (b"[tools]\nmax_repeated_calls = 'many'\n", "config key tools.max_repeated_calls"),
+        (b"[compaction]\nchunk_tokens = 150\n", "config key compaction.stub_tokens"),
+        (b"[compaction]\nthreshold_ratio = 0.3\n", "config key compaction.retain_ratio"),
+    ],
+    ids=["unknown-section", "not-toml", "not-utf8", "wrong-type", "with-user-budget", "range"],
+)
+def test_an_untrusted_project_config_that_does_not_load_is_ignored_with_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, content: bytes, why: str
+) -> None:
+    """A cloned repository cannot stop dsh: the whole file is ignored (none of its keys apply,
+    and the keys it could not set are not said one by one), in one warning naming the file
+    and the error, even one only the user's own values make (a stub of 100 tokens, from the
+    user config, in a chunk of 150); dsh runs with the other layers."""
+    repo = project(tmp_path, "")
+    config = repo / ".dsh" / "config.toml"
+    config.write_bytes(content + b'[tools]\nscrub_env = ["X"]\n' * (b"[tools]" not in content))
+    user = "[compaction]\nstub_tokens = 100\nretain_ratio = 0.3\n"
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        settings = load_settings(environ=env_for(tmp_path, user), cwd=repo)
+    assert settings.compaction.stub_tokens == 100 and settings.compaction.retain_ratio == 0.3
+    assert settings.tools.scrub_env == [] and settings.tools.max_repeated_calls == 5
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"{config}: ignored this untrusted project config, which does not ")
+    assert why in line and line.count(str(config)) == 1
+    assert line.endswith(" (dsh runs without it until it is fixed)")
+
+
+def test_an_unreadable_project_config_is_ignored_with_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".dsh" / "config.toml").mkdir(parents=True)  # a directory in its place
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        load_settings(environ=env_for(tmp_path), cwd=repo)
+    assert ignored_warnings(caplog) == [
+        f"{repo / '.dsh' / 'config.toml'}: ignored this untrusted project config, which does "
+        "not load: cannot read (Is a directory) (dsh runs without it until it is fixed)"
+    ]
+
+
+def test_a_trusted_file_edited_so_it_no_longer_loads_is_untrusted_and_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Trust is pinned to the content: the edit untrusts the file (said), and the untrusted
+    file that does not load is ignored (said) rather than refused."""
+    repo = project(tmp_path, '[tools]\napproval = "auto"\n')
+    env = env_for(tmp_path)
+    set_trust(repo, True, env)
+    assert load_settings(environ=env, cwd=repo).tools.approval == "auto"
+    (repo / ".dsh" / "config.toml").write_text('[tools]\napproval = "auto"\n[hooks]\nx = 1\n')
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        settings = load_settings(environ=env, cwd=repo)
+    assert settings.tools.approval == "ask"
+    assert len(stale_warnings(caplog)) == 1 and len(ignored_warnings(caplog)) == 1
+    assert len(caplog.records) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[hooks]\nx = 1\n", r"unknown config section \[hooks\] in .*\.dsh/config\.toml"),
+        ("[tools\n", r"\.dsh/config\.toml: not valid TOML"),
+        ("[tools]\nmax_repeated_calls = 1\n", r"tools\.max_repeated_calls .*\(set in .*\.dsh/"),
+    ],
+)
+def test_a_trusted_project_config_that_does_not_load_is_refused_like_the_users(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    """Trusted as it is now (trusted so, or a newer dsh refusing what an older one took), the
+    file is the user's own config: a mistake in it is an error, not silently skipped."""
+    repo = project(tmp_path, text)
+    env = env_for(tmp_path)
+    set_trust(repo, True, env)
+    with pytest.raises(ConfigError, match=error):
+        load_settings(environ=env, cwd=repo)
+
+
+def test_the_users_config_and_the_environment_stay_errors_beside_an_ignored_project(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = project(tmp_path, "[hooks]\nx = 1\n")
+    with pytest.raises(ConfigError, match=r"provider\.x in .*home/config\.toml"):
+        load_settings(environ=env_for(tmp_path, "[provider]\nx = 1\n"), cwd=repo)
+    env = {**env_for(tmp_path, ""), "DSH_TOOLS_MAX_REPEATED_CALLS": "1"}
+    with pytest.raises(ConfigError, match="DSH_TOOLS_MAX_REPEATED_CALLS"):
+        load_settings(environ=env, cwd=repo)
+    valued = project(tmp_path, "[compaction]\nchunk_tokens = 'x'\n")  # refused with the others
+    with pytest.raises(ConfigError, match="DSH_TOOLS_MAX_REPEATED_CALLS"):
+        load_settings(environ=env, cwd=valued)
+
+
+def test_a_file_that_loads_is_said_key_by_key_as_before(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = project(tmp_path, '[tools]\napproval = "auto"\nscrub_env = ["X"]\n')
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        settings = load_settings(environ=env_for(tmp_path), cwd=repo)
+    assert settings.tools.scrub_env == ["X"] and ignored_warnings(caplog) == []
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert 'ignored tools.approval = "auto"' in line

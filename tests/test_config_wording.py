@@ -12,7 +12,7 @@ from typing import Literal
 
 import pytest
 
-from dsh.config import SECTIONS, environment, load_settings
+from dsh.config import SECTIONS, environment, load_settings, set_trust
 from dsh.errors import ConfigError
 
 
@@ -71,14 +71,29 @@ def test_every_word_setting_from_the_environment_lists_its_choices(tmp_path, sec
     )
 
 
-def test_a_word_setting_in_a_project_file_lists_its_choices_naming_the_file(tmp_path):
+def ignored(environ: dict[str, str], cwd: Path, caplog: pytest.LogCaptureFixture) -> str:
+    """What the one warning of an untrusted project file ignored whole says of why."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dsh"):
+        load_settings(environ=environ, cwd=cwd)
+    (said,) = [r.getMessage() for r in caplog.records]
+    project_file = cwd / ".dsh" / "config.toml"
+    start = f"{project_file}: ignored this untrusted project config, which does not load: "
+    end = " (dsh runs without it until it is fixed)"
+    assert said.startswith(start) and said.endswith(end)
+    return said.removeprefix(start).removesuffix(end)
+
+
+def test_a_word_setting_in_a_project_file_lists_its_choices_naming_the_file(tmp_path, caplog):
+    """Said in the warning of an untrusted file (which names it once), refused in a trusted
+    one (naming it where the key was set)."""
     (tmp_path / ".dsh").mkdir()
     (tmp_path / ".dsh" / "config.toml").write_text('[tools]\napproval = "yes"\n')
-    text = refusal({"DSH_HOME": str(tmp_path / "home")}, tmp_path)
-    assert text == (
-        "config key tools.approval must be one of ask, auto, read-only; got 'yes' "
-        f"(set in {tmp_path / '.dsh' / 'config.toml'})"
-    )
+    environ = {"DSH_HOME": str(tmp_path / "home")}
+    words = "config key tools.approval must be one of ask, auto, read-only; got 'yes'"
+    assert ignored(environ, tmp_path, caplog) == words
+    set_trust(tmp_path, True, environ)
+    assert refusal(environ, tmp_path) == (f"{words} (set in {tmp_path / '.dsh' / 'config.toml'})")
 
 
 def test_a_word_of_the_wrong_type_and_one_in_a_route_override_list_the_choices(tmp_path):
@@ -147,19 +162,26 @@ def test_an_unknown_name_in_the_user_file_is_said_with_the_closest_known_one(tmp
     assert refusal(environ, tmp_path) == said.format(file=tmp_path / "home" / "config.toml")
 
 
-def test_an_unknown_name_in_a_project_file_is_said_naming_that_file(tmp_path):
+def test_an_unknown_name_in_a_project_file_is_said_naming_that_file(tmp_path, caplog):
     (tmp_path / ".dsh").mkdir()
     project_file = tmp_path / ".dsh" / "config.toml"
-    project_file.write_text('model = "qwen"\n')
     environ = {"DSH_HOME": str(tmp_path / "home")}
-    assert refusal(environ, tmp_path) == (
-        f"config key model in {project_file} belongs in a section (did you mean provider.model?)"
-    )
-    project_file.write_text("[provider]\ntemprature = 0.2\n")
-    assert refusal(environ, tmp_path) == (
-        f"unknown config key provider.temprature in {project_file} (did you mean "
-        "provider.temperature?)"
-    )
+    cases = [
+        (
+            'model = "qwen"\n',
+            "config key model{file} belongs in a section (did you mean provider.model?)",
+        ),
+        (
+            "[provider]\ntemprature = 0.2\n",
+            "unknown config key provider.temprature{file} (did you mean provider.temperature?)",
+        ),
+    ]
+    for text, said in cases:
+        project_file.write_text(text)
+        assert ignored(environ, tmp_path, caplog) == said.format(file="")
+        set_trust(tmp_path, True, environ)
+        assert refusal(environ, tmp_path) == said.format(file=f" in {project_file}")
+        set_trust(tmp_path, False, environ)
 
 
 @pytest.mark.parametrize(

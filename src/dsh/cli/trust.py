@@ -6,7 +6,8 @@ Trusting a directory records it in the user's ``$DSH_HOME/config.toml`` under ``
 with the digest of its ``.dsh/config.toml`` as it is now; from then on that project config
 applies in full, until the file changes (then it is untrusted again, with a warning, until
 ``dsh trust`` is run there again: :mod:`dsh.config.trust`). ``--list`` says of each directory
-whether its trust holds.
+whether its trust holds. A file that does not load is not trusted (an untrusted one is ignored
+with a warning; a trusted one would be refused by every command there).
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ from pathlib import Path
 import click
 
 from dsh.cli import context
-from dsh.config import TrustState, dsh_home, set_trust, trust_records, trust_state
-from dsh.errors import printable_line
+from dsh.config import (
+    ProjectConfigError,
+    TrustState,
+    dsh_home,
+    load_settings,
+    set_trust,
+    trust_records,
+    trust_state,
+)
+from dsh.errors import ConfigError, printable_line
 
 LISTED_STATES: dict[TrustState, str] = {
     "trusted": "current",
@@ -43,7 +52,8 @@ LISTED_STATES: dict[TrustState, str] = {
 def trust(directory: Path | None, remove: bool, show: bool) -> None:
     """Trust DIRECTORY (default: the current one) as its ./.dsh/config.toml is now: that file
     may then loosen approval, the provider endpoint and the summariser provider, and start MCP
-    servers, until it changes. Review the file before you trust it."""
+    servers, until it changes. Review the file before you trust it; one that does not load is
+    refused."""
     if show:
         if directory is not None or remove:
             raise click.UsageError("--list takes no directory and no --remove")
@@ -56,6 +66,13 @@ def trust(directory: Path | None, remove: bool, show: bool) -> None:
             click.echo("no trusted directories")
         return
     target = (directory or context.cwd()).resolve()
+    if not remove:  # trusted, a file that does not load would stop every command there
+        try:
+            load_settings(cwd=target, trust_project=True)
+        except ProjectConfigError as exc:
+            raise ConfigError(
+                f"not trusting {target}: {exc.path} does not load: {exc.reason}; fix it first"
+            ) from exc
     before = trust_state(target)
     changed = set_trust(target, not remove)
     where = dsh_home() / "config.toml"

@@ -26,8 +26,9 @@ import click
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.cli import context
 from dsh.cli.options import ApprovalFlags, RouteFlags
+from dsh.cli.warning_lines import HeldWarnings
 from dsh.config import Settings, load_settings
-from dsh.errors import DshError, SessionNotFoundError, UsageError, error_line
+from dsh.errors import WARNING_LINE_CHARS, DshError, SessionNotFoundError, UsageError, error_line
 from dsh.store import EventStore
 from dsh.surface import Session
 
@@ -69,35 +70,41 @@ def launch(
         raise UsageError("--continue and --resume cannot be combined")
     route_flags = route_flags or RouteFlags()
     approval_flags = approval_flags or ApprovalFlags()
-    store = context.store()
-    here = (workspace_dir or context.cwd()).resolve()
-    session_id: str | None = None
     shown = WarningLog()  # the picker's warnings stay listed by the UI's /warnings
-    if last:
-        session_id = context.last_used_session_id(store, str(here))
-    elif resume:
-        session_id = context.resolve_session_id(store, resume)
-    elif resume is not None:
-        if interactive():
-            refuse_without_terminal()  # the picker is drawn as the UI is
+    with HeldWarnings() as held:  # the UI shows them: a line printed now it would hide
+        store = context.store()
+        here = (workspace_dir or context.cwd()).resolve()
+        session_id: str | None = None
+        if last:
+            session_id = context.last_used_session_id(store, str(here))
+        elif resume:
+            session_id = context.resolve_session_id(store, resume)
+        elif resume is not None:
+            if interactive():
+                refuse_without_terminal()  # the picker is drawn as the UI is
 
-            def refuse(chosen: str) -> str | None:
-                return _cannot_open(store, chosen, workspace_dir, settings_overrides, route_flags)
+                def refuse(chosen: str) -> str | None:
+                    return _cannot_open(
+                        store, chosen, workspace_dir, settings_overrides, route_flags
+                    )
 
-            session_id = _picked(store, shown, refuse)
-        else:
-            session_id = context.last_used_session_id(store, str(here), verb="resume")
-        if session_id is None:
-            click.echo("no session chosen")
-            return
-    flags = _layered(settings_overrides or {}, route_flags.overrides())
-    opening = _opening(store, session_id, workspace_dir, flags, route_flags)
+                with held.paused():  # the picker shows its own
+                    session_id = _picked(store, shown, refuse)
+            else:
+                session_id = context.last_used_session_id(store, str(here), verb="resume")
+            if session_id is None:
+                click.echo("no session chosen")
+                return
+        flags = _layered(settings_overrides or {}, route_flags.overrides())
+        opening = _opening(store, session_id, workspace_dir, flags, route_flags)
     workspace, settings, store, replayed = opening
     refuse_without_terminal()  # after the errors of what was asked, before anything is logged
-    load_warnings: tuple[str, ...] = ()
+    picked = {entry.text for entry in shown.entries}  # the picker showed those already
+    told = [w for w in held.lines if error_line(w, WARNING_LINE_CHARS) not in picked]
+    load_warnings = tuple(told)
     if session_id is not None and workspace_dir is not None:
         with Session.open(store, session_id, writable=True) as session:
-            load_warnings = tuple(session.warnings)  # what this open repaired: the UI tells it
+            load_warnings += tuple(session.warnings)  # what this open repaired: the UI tells it
             context.record_workspace(session, workspace)
     options = TuiOptions(
         settings=settings,

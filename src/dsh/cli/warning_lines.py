@@ -7,11 +7,16 @@ that does not print (a terminal escape, a bell) shown as its escape, never sent 
 and cut at ``dsh.errors.WARNING_LINE_CHARS``, as the terminal UI shows them
 (``dsh.tui.app_warnings``). The logged warnings of ``dsh.*`` (``print_to_stderr``) and the
 commands' own (``dsh.cli.context.warn``) alike.
+
+A face that is about to cover the terminal (the terminal UI) holds the warnings of its start
+(``HeldWarnings``) and shows them itself, where a line printed now would be hidden at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 from dsh.errors import WARNING_LINE_CHARS, error_line
 
@@ -51,3 +56,80 @@ def print_to_stderr() -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     root.propagate = False
+
+
+class _Holder(logging.Handler):
+    """Keeps the records of ``dsh.*`` it is given, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+class _Silenced(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+class HeldWarnings:
+    """``with HeldWarnings() as held:`` ``dsh.*`` warnings logged inside the block are not
+    printed on stderr (``print_to_stderr``) but kept, for the caller to show itself
+    (``held.lines``). If the block raises, they print as usual, before its error does.
+    ``held.paused()`` lets them through for a while."""
+
+    def __init__(self) -> None:
+        self._logger = logging.getLogger("dsh")
+        self._holder = _Holder()
+        self._silent = _Silenced()
+        self._printers: list[logging.Handler] = []
+
+    def __enter__(self) -> HeldWarnings:
+        self._hold()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._let_go()
+        if kind is not None:
+            self._print_held()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Warnings print as usual inside (another app, which shows its own, runs), and the
+        ones held so far are printed first (that app shows only what it sees)."""
+        self._let_go()
+        self._print_held()
+        try:
+            yield
+        finally:
+            self._hold()
+
+    def _print_held(self) -> None:
+        for record in self._holder.records:
+            for printer in self._printers:
+                printer.handle(record)
+        self._holder.records.clear()
+
+    @property
+    def lines(self) -> list[str]:
+        """The messages held, in order, each once (as the printer says a repeated
+        configuration warning once)."""
+        return list(dict.fromkeys(record.getMessage() for record in self._holder.records))
+
+    def _hold(self) -> None:
+        self._printers = [
+            handler
+            for handler in self._logger.handlers
+            if isinstance(handler, logging.StreamHandler)
+            and not isinstance(handler, logging.FileHandler)
+        ]
+        for printer in self._printers:  # first: the printer's own filter (``once``) must not
+            printer.filters.insert(0, self._silent)  # count a line it did not print
+        self._logger.addHandler(self._holder)
+
+    def _let_go(self) -> None:
+        self._logger.removeHandler(self._holder)
+        for printer in self._printers:
+            printer.removeFilter(self._silent)

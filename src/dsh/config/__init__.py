@@ -14,11 +14,16 @@ never shown), until the user trusts that directory (``dsh trust``), which record
 ``[trust] directories`` in the user's own ``$DSH_HOME/config.toml`` with the file's digest: a
 file changed since is untrusted again, with one warning (:mod:`dsh.config.trust`). Only the user
 config may hold ``[trust]``.
+
+Nor can an untrusted project config stop dsh: one that does not load (unreadable, not TOML, an
+unknown section or key, a value refused) is ignored whole, with one warning naming the file and
+the error, and dsh runs with the other layers (:mod:`dsh.config.project`). The user's own
+config, the environment, the flags and a trusted project config (trusted as it is now) are
+refused on any such error.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -29,9 +34,16 @@ from typing import Any
 import msgspec
 
 from dsh.config.environment import environment_layer
-from dsh.config.headers import check_header_types, header_problems, shown_headers
-from dsh.config.mcp_servers import check_servers, drop_project_servers, validate_server
-from dsh.config.reading import dsh_home, parse_toml, read_bytes, read_toml
+from dsh.config.headers import check_header_types, header_problems
+from dsh.config.layers import merge_layer
+from dsh.config.mcp_servers import check_servers, validate_server
+from dsh.config.project import (
+    ProjectConfigError,
+    ProjectLayer,
+    project_layer,
+    restrict_project_layer,
+)
+from dsh.config.reading import dsh_home, read_toml
 from dsh.config.rules import (
     BASE_URL_RULE,
     Problem,
@@ -71,19 +83,14 @@ from dsh.config.sections import (
     window_too_small,
 )
 from dsh.config.trust import (
-    PROJECT_CONFIG,
     TrustState,
-    config_digest,
     is_trusted,
-    records_of,
     set_trust,
-    stale_trust_warning,
-    state_of,
     trust_records,
     trust_state,
     trusted_directories,
 )
-from dsh.config.wording import check_named_tables, describe, unknown_key, unknown_section
+from dsh.config.wording import check_named_tables, describe
 from dsh.errors import ConfigError
 
 __all__ = [
@@ -106,6 +113,7 @@ __all__ = [
     "McpServerSettings",
     "McpSettings",
     "Problem",
+    "ProjectConfigError",
     "ProviderOverride",
     "ProviderSettings",
     "RecallSettings",
@@ -143,37 +151,67 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    trust_project: bool = False,
 ) -> Settings:
-    """Merge every layer into one validated ``Settings``."""
+    """Merge every layer into one validated ``Settings``.
+
+    An untrusted project config that does not load (unreadable, not TOML, an unknown section
+    or key, a value refused alone or with the other layers) is ignored whole, with one warning
+    naming the file and the error: a cloned repository cannot keep dsh from starting. A
+    trusted one is refused like the user's own config (trust is pinned to the file's content,
+    so a file edited since it was trusted is untrusted again). ``trust_project``: load the
+    project config as if it were trusted as it is now (``dsh trust`` checks it loads before
+    trusting it)."""
     env = os.environ if environ is None else environ
-    merged: dict[str, dict[str, Any]] = {}
+    below: dict[str, dict[str, Any]] = {}
     origins: dict[str, str] = {}
     """``section.key`` → where its value came from (an error names it)."""
     user_path = dsh_home(env) / "config.toml"
     if user_path.exists():  # a directory there is refused by name, not skipped
-        _merge(merged, read_toml(user_path), origin=str(user_path), origins=origins)
+        merge_layer(below, read_toml(user_path), origin=str(user_path), origins=origins)
     workspace = (cwd or Path.cwd()).resolve()
-    project_path = workspace / PROJECT_CONFIG
-    if project_path.exists():
-        content = read_bytes(project_path)  # one read: the bytes checked are the bytes applied
-        layer = parse_toml(content, project_path)
-        _merge({}, layer, origin=str(project_path))  # unknown keys are refused first, by name
-        records = records_of(merged.get("trust", {}), user_path)
-        state = state_of(workspace, records, config_digest(content))
-        stale = stale_trust_warning(state, project_path, workspace)
-        if stale is not None:
-            log.warning("%s", stale)
-        trusted = state == "trusted"
-        layer = restrict_project_layer(layer, merged, trusted=trusted, origin=str(project_path))
-        _merge(merged, layer, origin=str(project_path), origins=origins)
-    layer = environment_layer(env, SECTIONS, skip=ENVIRONMENT_NAMES, refuse=USER_ONLY_SECTIONS)
-    _merge(merged, layer, origin="environment")
-    for section, values in layer.items():
+    project = project_layer(workspace, below, user_path, trust_project)
+    environment = environment_layer(
+        env, SECTIONS, skip=ENVIRONMENT_NAMES, refuse=USER_ONLY_SECTIONS
+    )
+    flags = {k: dict(v) for k, v in (overrides or {}).items()}
+    if project is None:
+        return _settled(below, origins, None, environment, flags)
+    try:
+        settings = _settled(below, origins, project, environment, flags)
+    except ConfigError as exc:
+        if project.trusted and not trust_project:
+            raise
+        settings = _settled(below, origins, None, environment, flags)  # the others' errors raise
+        problem = ProjectConfigError(project.path, exc)
+        if trust_project:
+            raise problem from exc
+        log.warning("%s", problem.ignored())
+        return settings
+    for line in project.warnings:  # said once the file is known to apply
+        log.warning("%s", line)
+    return settings
+
+
+def _settled(
+    below: Mapping[str, Mapping[str, Any]],
+    below_origins: Mapping[str, str],
+    project: ProjectLayer | None,
+    environment: Mapping[str, Mapping[str, Any]],
+    flags: Mapping[str, Mapping[str, Any]],
+) -> Settings:
+    """The layers merged over the user config ``below`` and validated; ``ConfigError`` naming
+    where a refused value was set."""
+    merged = {section: dict(values) for section, values in below.items()}
+    origins = dict(below_origins)
+    if project is not None:
+        merge_layer(merged, project.layer, origin=str(project.path), origins=origins)
+    merge_layer(merged, environment, origin="environment")
+    for section, values in environment.items():
         for key in values:
             origins[f"{section}.{key}"] = "environment variable " + f"DSH_{section}_{key}".upper()
-    if overrides:
-        flags = {k: dict(v) for k, v in overrides.items()}
-        _merge(merged, flags, origin="command line", origins=origins)
+    if flags:
+        merge_layer(merged, flags, origin="command line", origins=origins)
     try:
         check_servers(merged)
         _check_overrides(merged)
@@ -205,92 +243,6 @@ def _set_in(message: str, origins: Mapping[str, str]) -> str:
         keys = (".".join(parts[:n]) for n in range(len(parts), 1, -1))
         origin = next((origins[key] for key in keys if key in origins), None)
     return f"{message} (set in {origin})" if origin else message
-
-
-def restrict_project_layer(
-    layer: Mapping[str, Any],
-    below: Mapping[str, Mapping[str, Any]],
-    *,
-    trusted: bool,
-    origin: str,
-) -> dict[str, Any]:
-    """The project layer with every key that would loosen safety dropped (each one logged as a
-    warning naming it); ``below`` is what the defaults and the user config give so far.
-
-    Untrusted, a project may only: choose a stricter ``tools.approval``; add to
-    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.name``, ``base_url``,
-    ``provider.api_key``, ``provider.api_key_env``, ``provider.headers`` and the summariser
-    route (``summarizer_provider``, ``summarizer_base_url``, ``summarizer_api_key_env``)
-    already in effect (or switch the summariser to ``extractive`` or a bare model name on the
-    conversation's provider); a key variable it named could be another of the user's secrets,
-    sent to the endpoint, and headers it chose would go with the user's key (an organisation,
-    a gateway's routing). Nor may it start a program: its ``[mcp.servers]`` are ignored (a
-    server the user config already defines the same way is kept). Nobody's project may set
-    ``[trust]``.
-    """
-    out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
-
-    def drop(section: str, key: str, why: str) -> None:
-        value = out[section].pop(key)
-        log.warning(
-            "%s: ignored %s.%s = %s: %s; review that file first: if you want it to apply, "
-            "run `dsh trust` in that directory",
-            origin,
-            section,
-            key,
-            _shown(key, value),
-            why,
-        )
-
-    if "trust" in out:
-        log.warning("%s: ignored [trust]: only the user config may trust directories", origin)
-        del out["trust"]
-    if trusted:
-        return out
-    tools, provider = out.get("tools", {}), out.get("provider", {})
-    compaction = out.get("compaction", {})
-    default_tools = ToolSettings()
-    if "approval" in tools:
-        current = below.get("tools", {}).get("approval", default_tools.approval)
-        wanted = tools["approval"]
-        if APPROVAL_STRICTNESS.get(wanted, 99) < APPROVAL_STRICTNESS.get(current, 0):
-            drop("tools", "approval", f"it is looser than {current!r}")
-    if "scrub_env" in tools and isinstance(tools["scrub_env"], list):
-        tools["scrub_env"] = [*below.get("tools", {}).get("scrub_env", []), *tools["scrub_env"]]
-    current_name = below.get("provider", {}).get("name", ProviderSettings().name)
-    if "name" in provider and provider["name"] != current_name:
-        # another provider is another endpoint, paid with the user's key for it
-        drop("provider", "name", "a project may not send requests to another provider")
-    if "base_url" in provider and provider["base_url"] != below.get("provider", {}).get("base_url"):
-        drop("provider", "base_url", "a project may not send requests to another endpoint")
-    if "api_key" in provider and provider["api_key"] != below.get("provider", {}).get("api_key"):
-        drop("provider", "api_key", "a project may not send requests to another account")
-    if "summarizer" in compaction:
-        wanted = compaction["summarizer"]
-        current = below.get("compaction", {}).get("summarizer", "extractive")
-        if isinstance(wanted, str) and ":" in wanted and wanted != current:
-            drop("compaction", "summarizer", "a project may not choose the summariser's provider")
-    for key in ("summarizer_provider", "summarizer_base_url"):
-        if key in compaction and compaction[key] != below.get("compaction", {}).get(key):
-            drop("compaction", key, "a project may not choose the summariser's provider")
-    for section, key in (("provider", "api_key_env"), ("compaction", "summarizer_api_key_env")):
-        table = out.get(section, {})
-        if key in table and table[key] != below.get(section, {}).get(key):
-            drop(section, key, "a project may not choose which secret is sent")
-    users_headers = below.get("provider", {}).get("headers", {})
-    if "headers" in provider and provider["headers"] != users_headers:
-        drop("provider", "headers", "a project may not choose what is sent with the user's key")
-    drop_project_servers(out, below, origin)
-    return out
-
-
-def _shown(key: str, value: object) -> str:
-    """A dropped project value as its warning shows it: never a key, nor a header's value."""
-    if key == "api_key":
-        return "(a key)"
-    if key == "headers":
-        return shown_headers(value)
-    return json.dumps(value)
 
 
 def validate_settings(settings: Settings) -> None:
@@ -354,31 +306,3 @@ def _refuse(problems: list[Problem]) -> None:
 def _require(ok: bool, key: str, rule: str) -> None:
     if not ok:
         raise ConfigError(f"config key {key} {rule}")
-
-
-def _merge(
-    into: dict[str, dict[str, Any]],
-    layer: Mapping[str, Any],
-    *,
-    origin: str,
-    origins: dict[str, str] | None = None,
-) -> None:
-    for section, values in layer.items():
-        fields = SECTIONS.get(section)
-        if fields is None:
-            raise ConfigError(unknown_section(section, values, SECTIONS, origin))
-        if not isinstance(values, Mapping):
-            raise ConfigError(f"config [{section}] in {origin} must be a table")
-        known = set(fields.__struct_fields__)
-        for key, value in values.items():
-            if key not in known:
-                raise ConfigError(unknown_key(section, key, SECTIONS, origin))
-            if (section, key) == ("mcp", "servers") and isinstance(value, Mapping):
-                # servers add up by name across layers (a later one of the same name replaces it)
-                if origins is not None:
-                    origins.update({f"mcp.servers.{name}": origin for name in value})
-                below = into.get(section, {}).get(key)
-                value = {**below, **value} if isinstance(below, Mapping) else value
-            into.setdefault(section, {})[key] = value
-            if origins is not None:
-                origins[f"{section}.{key}"] = origin

@@ -12,24 +12,24 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dsh.config.sections import McpServerSettings
 from dsh.config.wording import check_named_tables
 from dsh.errors import ConfigError
 
-log = logging.getLogger("dsh.config")
-
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
 def drop_project_servers(
-    layer: dict[str, Any], below: Mapping[str, Mapping[str, Any]], origin: str
+    layer: dict[str, Any],
+    below: Mapping[str, Mapping[str, Any]],
+    origin: str,
+    warn: Callable[[str], None],
 ) -> None:
-    """Remove the untrusted ``layer``'s MCP servers, logging one warning naming them."""
+    """Remove the untrusted ``layer``'s MCP servers, one line naming them said by ``warn``."""
     servers = layer.get("mcp", {}).get("servers")
     if not isinstance(servers, Mapping):
         return
@@ -38,12 +38,11 @@ def drop_project_servers(
     if not ignored:
         return
     layer["mcp"]["servers"] = {n: s for n, s in servers.items() if n not in ignored}
-    log.warning(
-        "%s: ignored MCP server%s %s: an untrusted project may not start programs; review "
-        "that file first: if you want it to apply, run `dsh trust` in that directory",
-        origin,
-        "" if len(ignored) == 1 else "s",
-        ", ".join(ignored),
+    plural = "" if len(ignored) == 1 else "s"
+    warn(
+        f"{origin}: ignored MCP server{plural} {', '.join(ignored)}: an untrusted project may "
+        "not start programs; review that file first: if you want it to apply, run `dsh trust` "
+        "in that directory"
     )
 
 

@@ -91,8 +91,10 @@ class TuiOptions:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """The flags given (``{"provider": {...}}``): they override a session's recorded settings."""
     load_warnings: tuple[str, ...] = ()
-    """What loading ``resume`` warned of before the app started (``dsh --resume ID --cwd DIR``
-    opens it first to log the workspace): told when the app starts, with its own opens'."""
+    """What was warned of before the app started, where a printed line would be hidden by it:
+    reading the configuration (an untrusted project config ignored, a key it may not set) and
+    loading ``resume`` (``dsh --resume ID --cwd DIR`` opens it first to log the workspace).
+    Told when the app starts, with its own opens'."""
     yes: bool = False
     """``--yes``: approval mode ``auto`` for this process, over ``tools.approval``."""
     allow: frozenset[ToolKind] = frozenset()
