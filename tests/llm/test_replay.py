@@ -259,7 +259,7 @@ def test_only_a_turn_ended_by_the_filter_replays_its_answer_as_filtered() -> Non
         return [*events, TurnEndEvent(seq=events[-1].seq + 1, time=0, data=end)]
 
     filtered = collect(ReplayProvider(ended(FILTERED_REPLY)).stream(request(), history=()))
-    assert filtered[-1] == Finish("filtered", text_calls=False)
+    assert filtered[-1] == Finish("filtered", text_calls=False, text_calls_not_run=())
     crashed = collect(ReplayProvider(ended("RuntimeError: boom")).stream(request(), history=()))
     # another error after the answer: not the filter's
-    assert crashed[-1] == Finish("stop", text_calls=False)
+    assert crashed[-1] == Finish("stop", text_calls=False, text_calls_not_run=())

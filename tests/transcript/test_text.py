@@ -77,9 +77,13 @@ def _user(content: list[Block], source: Source, op: object) -> UserMessageEvent:
     return UserMessageEvent(seq=0, time=0, data=message, surface_op=op)  # type: ignore[arg-type]
 
 
-def _assistant(content: list[Block], op: object, code: str | None) -> AssistantMessageEvent:
+def _assistant(
+    content: list[Block], op: object, code: str | None, not_run: tuple[str, ...] = ()
+) -> AssistantMessageEvent:
     message = _message("assistant", content, ModelSource(provider="p", model="m"))
-    data = AssistantMessage(turn=1, step=1, message=message, error_code=code)
+    data = AssistantMessage(
+        turn=1, step=1, message=message, error_code=code, text_calls_not_run=not_run
+    )
     return AssistantMessageEvent(seq=0, time=0, data=data, surface_op=op)  # type: ignore[arg-type]
 
 
@@ -108,7 +112,13 @@ _kinds = st.sampled_from(["completed", "aborted", "error", "max-tokens", "interr
 
 _event = st.one_of(
     st.builds(_user, st.lists(st.builds(TextBlock, text=_text), max_size=2), _user_source, _op),
-    st.builds(_assistant, st.lists(_block, max_size=4), _op, st.none() | _text),
+    st.builds(
+        _assistant,
+        st.lists(_block, max_size=4),
+        _op,
+        st.none() | _text,
+        st.lists(_text, max_size=2).map(tuple),
+    ),
     st.builds(_result, _calls, st.lists(_text, max_size=2), st.booleans(), _op),
     st.builds(
         lambda call, name: ToolCallEvent(
@@ -204,6 +214,7 @@ def test_one_marker_per_pass_a_cut_off_reply_an_error_result_and_a_note():
             _user([TextBlock(text="a")], checkpoint, ReplaceOp(start=0, end=0)),
             _user([TextBlock(text="b")], checkpoint, ReplaceOp(start=0, end=0)),
             _assistant([TextBlock(text="hi")], "append", "overloaded"),
+            _assistant([TextBlock(text="done")], "append", None, ("edit_file",)),
             _assistant([], "append", None),
             _result("c1", ["out"], True, "append"),
             TurnEndEvent(seq=0, time=0, data=TurnEnd(turn=1, reason=TurnEndReason(kind="error"))),
@@ -215,6 +226,8 @@ def test_one_marker_per_pass_a_cut_off_reply_an_error_result_and_a_note():
         == [
             "… earlier context was compacted …",
             "Assistant: hi\n(the reply was cut off: overloaded)",
+            "Assistant: done\n(1 tool call written in the reply's text was not run (edit_file): "
+            "the model wrote it as text instead of calling the tool)",
             "Tool result (error): out",
             "(Turn failed: unknown error)",
         ]

@@ -49,10 +49,10 @@ from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.room import fixed_tokens, prompt_problem
 from dsh.agent.step_outcome import CallOutcome, plan_step
+from dsh.agent.text_replies import read_reply
 from dsh.agent.tool_calls import (
     answer_unrun_calls,
     is_read_only,
-    names_read_only,
     run_tool_calls,
 )
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
@@ -79,7 +79,6 @@ from dsh.events import (
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.retry import stream_with_retry
-from dsh.llm.text_tool_calls import recover_reply
 from dsh.llm.types import ModelRequest, Provider, StreamEvent
 from dsh.surface import Session, message_tokens
 from dsh.tools.approval import ApprovalPolicy
@@ -292,6 +291,8 @@ class Agent:
                 end = ("aborted", cancelled)
             elif self._repeats.stop is not None:  # the same read-only call, once too often
                 end = ("aborted", self._repeats.stop)
+            if end is None and plan.after_calls is not None:  # the turn goes on: model told
+                self.session.append(plan.after_calls)
             self.session.append(StepEnd(turn=turn, step=step))
             if end is not None:
                 return self._end_turn(turn, end[0], last_text, end[1])
@@ -403,29 +404,31 @@ class Agent:
                             overflow_retries=overflow_retries,
                         )
                 return CallOutcome(error=str(exc), overflow_retries=overflow_retries)
-            recovered = None
-            read_text_calls = assembler.text_calls
-            if read_text_calls if read_text_calls is not None else self.config.text_tool_calls:
-                recovered = recover_reply(
-                    message, self._accepts, f"text-{turn}-{step}", in_prose=self._reads
-                )
-            sent = message if recovered is None else recovered.message
+            reply = read_reply(
+                message,
+                assembler,
+                self.config.text_tool_calls,
+                f"text-{turn}-{step}",
+                self.tools,
+            )
             self.session.append(
                 AssistantMessage(
                     turn=turn,
                     step=step,
-                    message=sent,
+                    message=reply.message,
                     usage=assembler.usage,
-                    recovered_from_text=message.text() if recovered else None,
+                    recovered_from_text=reply.recovered_from_text,
+                    text_calls_not_run=reply.not_run,
                 )
             )
             return CallOutcome(
-                message=sent,
+                message=reply.message,
                 finish=assembler.finish,
                 output_limit=assembler.output_limit,
                 overflow_retries=overflow_retries,
-                from_text=recovered is not None,
-                calls_complete=recovered is not None and recovered.from_prose,
+                from_text=reply.recovered_from_text is not None,
+                calls_complete=reply.from_prose,
+                not_run=reply.not_run,
             )
 
     def _log_partial(
@@ -442,17 +445,6 @@ class Agent:
         )
         why = f"not run: the model's reply was cut off ({error_code})"
         answer_unrun_calls(self.session, turn, step, message.tool_calls(), "NOT_RUN", why)
-
-    def _accepts(self, name: str, arguments: str) -> bool:
-        """Whether a text call naming ``name`` is one: a registered tool. Arguments its schema
-        refuses are answered like any call's (``INVALID_ARGUMENT``, nothing run), so the model
-        learns what to fix; one such call used to leave the whole reply text."""
-        return self.tools.get(name) is not None
-
-    def _reads(self, name: str, arguments: str) -> bool:
-        """Whether a call written inside prose is taken out of it: a registered tool that only
-        reads (``kind == "read"``), so running a call the model merely showed changes nothing."""
-        return names_read_only(self.tools, name)
 
     async def _stream(
         self, request: ModelRequest, assembler: StreamAssembler, turn: int, step: int

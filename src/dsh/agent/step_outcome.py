@@ -20,7 +20,9 @@ run (so tool pairing holds), and the turn goes on or ends after the step:
   runs. It counts as a cut call: the model is told in a ``user/message`` (``CUT_CALL_NOTICE``)
   that its call was cut and not run, and the turn goes on; a second cut in a row ends it as
   above;
-- otherwise the calls run and the turn goes on; a reply without calls ends the turn
+- otherwise the calls run and the turn goes on (when the reply also wrote calls in its text
+  that are not run, the model is told after them: ``after_calls``); a reply without calls ends
+  the turn
   (``completed``, or ``max-tokens`` when it was cut, with an error naming
   ``provider.max_output_tokens``: the answer may be incomplete).
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dsh.agent.text_replies import not_run_notice
 from dsh.events import Message, PluginSource, TextBlock, TurnEndKind
 from dsh.llm.text_tool_calls import starts_like_a_call
 from dsh.llm.types import CUT_CALL_NOTICE, CUT_REPLY, FILTERED_REPLY
@@ -65,6 +68,8 @@ class CallOutcome:
     output_limit: int | None = None
     """The bound a cut reply was cut at, as the provider reported it (a replay: the recorded
     request's); None: the request's ``max_tokens``."""
+    not_run: tuple[str, ...] = ()
+    """The calls the reply wrote in its text that are not run (``dsh.agent.text_replies``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,9 @@ class StepPlan:
     """The reply was cut at the output-token limit with tool calls in it (or one as text)."""
     notice: Message | None = None
     """A message to log after the reply, for the model: its text tool call was cut."""
+    after_calls: Message | None = None
+    """A message to log after the reply's calls ran, if the turn goes on, for the model: calls
+    it wrote in its text were not run (``not_run_notice``)."""
 
 
 def plan_step(
@@ -108,7 +116,9 @@ def plan_step(
             return StepPlan(unrun=unrun, cut=True)
         return StepPlan(unrun=unrun, end=("max-tokens", cut_twice(bound)))
     if calls:
-        return StepPlan(run_calls=True)
+        assert message is not None
+        told = not_run_notice(message.id, outcome.not_run) if outcome.not_run else None
+        return StepPlan(run_calls=True, after_calls=told)
     if cut and text_calls and message is not None and starts_like_a_call(message.text()):
         if not cut_before:  # as a cut call: the model is told, and may issue it again
             return StepPlan(notice=cut_call_notice(message.id), cut=True)

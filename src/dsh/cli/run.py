@@ -21,6 +21,7 @@ from dsh.agent.mentions import Attachment
 from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, expand_prompt, load_prompt_commands
 from dsh.agent.runtime import approval_policy, resolve_route
 from dsh.agent.stop_signals import cancelled_by
+from dsh.agent.text_replies import turn_not_run_warning
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
@@ -175,6 +176,8 @@ def run(
                 break
             if live is not None:
                 out.call(live.finish_turn, result.text)
+            if (not_run := turn_not_run_warning(session, result.turn)) is not None:
+                context.warn(not_run)  # the answer may say what those calls would have done
             if result.reason == "error":
                 context.error(f"turn {result.turn} failed: {_why(result.error)}")
                 failed = True

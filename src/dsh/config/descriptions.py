@@ -39,8 +39,9 @@ DESCRIPTIONS: dict[str, str] = {
     "provider.top_p": "Nucleus sampling top_p sent with every request (unset: the server's).",
     "provider.tool_choice": "auto, required or none (OpenAI-compatible routes only).",
     "provider.text_tool_calls": "Recover a reply whose whole text is JSON tool calls (bare, "
-    "fenced, in <tool_call> or <tools> tags) as tool calls; unset: on for openai-compatible, "
-    "off for the others.",
+    "fenced, in <tool_call> or <tools> tags) as tool calls, and read-only calls in a fence "
+    "inside prose; any other call written in the text is not run and is said under the reply "
+    "(and after dsh run's turn); unset: on for openai-compatible, off for the others.",
     "provider.stream_idle_timeout": "Seconds without a stream chunk (the first included) before "
     "the call fails with a retryable TIMEOUT.",
     "provider.call_timeout": "Seconds one model call may take in all, retries included "

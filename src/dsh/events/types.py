@@ -107,7 +107,9 @@ class AssistantChunk(Payload["AssistantChunkEvent"], frozen=True):
 class AssistantMessage(Payload["AssistantMessageEvent"], frozen=True):
     """``interrupted``: the stream was cut (Ctrl-C, or a provider failure whose code is
     ``errorCode``; its ``request/error`` comes just before). ``recoveredFromText``: the reply
-    text the message's tool calls were recovered from (``provider.text_tool_calls``)."""
+    text the message's tool calls were recovered from (``provider.text_tool_calls``).
+    ``textCallsNotRun``: the tool names of the calls the reply wrote in its text that were not
+    run (a write, a command or an MCP call inside prose; docs/local-models.md), in order."""
 
     turn: int
     step: int
@@ -116,6 +118,7 @@ class AssistantMessage(Payload["AssistantMessageEvent"], frozen=True):
     interrupted: bool = False
     error_code: str | None = None
     recovered_from_text: str | None = None
+    text_calls_not_run: tuple[str, ...] = ()
 
 
 class ToolCall(Payload["ToolCallEvent"], frozen=True):

@@ -62,6 +62,8 @@ class StreamAssembler:
         """The bound the reply was cut at, when the provider reported one (``Finish``)."""
         self.text_calls: bool | None = None
         """Whether to read the reply's text as tool calls, when the provider says (``Finish``)."""
+        self.text_calls_not_run: tuple[str, ...] | None = None
+        """The text's calls not run, when the provider says (``Finish``: a replay)."""
         self.started = False
         """True once any event has arrived (after which the call is no longer retried)."""
 
@@ -90,6 +92,7 @@ class StreamAssembler:
             self.finish = event.reason
             self.output_limit = event.output_limit
             self.text_calls = event.text_calls
+            self.text_calls_not_run = event.text_calls_not_run
 
     def feed_all(self, events: Iterable[StreamEvent]) -> StreamAssembler:
         """Feed every event in order; returns ``self`` for chaining."""

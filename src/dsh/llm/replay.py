@@ -5,9 +5,10 @@ Conversation calls are answered by the recorded ``assistant/message`` and ``requ
 events in order (a failed stream's partial message is streamed again before its error; tool
 calls recovered from text are served as that text, so the loop recovers them again, and a reply
 the log kept as text is marked so that it stays text whatever the recovery rules are now
-(``Finish.text_calls``); a reply that was cut finishes ``max-tokens`` with its recorded
-request's ``max_tokens``, so the turn's error names the same bound); compaction calls by the
-recorded ``compaction/summary`` events that came from exactly one model call
+(``Finish.text_calls``), and the calls written in a reply's text that did not run are those the
+log named (``Finish.text_calls_not_run``); a reply that was cut finishes ``max-tokens`` with its
+recorded request's ``max_tokens``, so the turn's error names the same bound); compaction calls
+by the recorded ``compaction/summary`` events that came from exactly one model call
 (``llmStreamCall: true``), via their ``rawOutput``.
 """
 
@@ -204,8 +205,14 @@ class ReplayProvider:
             yield UsageReport(recorded.usage)
         finish = self._finishes.get(event.seq) or ("tool-calls" if calls else "stop")
         cut_at = self._limits.get(event.seq) if finish == "max-tokens" else None
-        # a replayed cut names the recorded bound; text is read as calls iff the log did
-        yield Finish(finish, cut_at, text_calls=recorded.recovered_from_text is not None)
+        # a replayed cut names the recorded bound; text is read as calls iff the log did, and
+        # its calls not run are those the log named
+        yield Finish(
+            finish,
+            cut_at,
+            text_calls=recorded.recovered_from_text is not None,
+            text_calls_not_run=recorded.text_calls_not_run,
+        )
 
     async def _serve_in_pass(self, n: int, answers: int) -> AsyncIterator[StreamEvent]:
         recorded = self._passes[n]

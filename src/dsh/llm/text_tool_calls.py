@@ -23,6 +23,12 @@ the prose before it stays the reply's text, and what follows it — the result t
 that writes, runs a command or reaches an MCP server is never taken out of prose: there it may
 be an example shown to the person, not a request.
 
+Any other call written in the text is not run: a write, a command or an MCP call inside prose,
+a call beside others of which one names no tool or is refused, a call after the wrapper taken
+out of prose. ``calls_not_run`` names them (every object with exactly ``name`` and
+``arguments`` naming a tool ``accepts`` takes, bare or in a wrapper, anywhere in the text, but
+in the wrapper that ran), so people are told the reply's words were not acted on.
+
 A reply cut at the output limit may end in the middle of such a call, so it no longer parses:
 ``starts_like_a_call`` tells the loop its text began as one (a JSON object, bare or fenced, or a
 ``<tool_call>`` or ``<tools>`` tag), so the model can be told its call was cut and not run.
@@ -86,6 +92,8 @@ class CallsInProse:
     before: str
     """The prose before the wrapper, stripped (may be empty)."""
     calls: list[TextToolCall]
+    span: tuple[int, int]
+    """Where the wrapper starts in the text, and where it ends."""
 
 
 def recover_calls_in_prose(text: str, in_prose: Accepts) -> CallsInProse | None:
@@ -105,7 +113,8 @@ def recover_calls_in_prose(text: str, in_prose: Accepts) -> CallsInProse | None:
         if held and (several or len(held) == 1):
             calls = [_as_call(value) for value in held]
             if all(c is not None and in_prose(c.name, c.arguments) for c in calls):
-                return CallsInProse(text[:opening].strip(), [c for c in calls if c is not None])
+                taken = [c for c in calls if c is not None]
+                return CallsInProse(text[:opening].strip(), taken, (opening, after))
         position = after
 
 
@@ -123,9 +132,15 @@ def _next_opening(text: str, position: int) -> int | None:
 class RecoveredReply:
     message: Message
     """The reply with its text turned into tool calls."""
-    from_prose: bool
-    """The calls were taken out of prose (``CallsInProse``): their wrapper closed and what
-    followed it was dropped, so a reply cut at the output limit after them did not cut them."""
+    taken: tuple[int, int] | None = None
+    """Where in the text the wrapper taken out of prose is (None: the whole text was calls)."""
+
+    @property
+    def from_prose(self) -> bool:
+        """The calls were taken out of prose (``CallsInProse``): their wrapper closed and what
+        followed it was dropped, so a reply cut at the output limit after them did not cut
+        them."""
+        return self.taken is not None
 
 
 def recover_reply(
@@ -139,11 +154,11 @@ def recover_reply(
     text = message.text()
     calls = recover_tool_calls(text, accepts)
     before = ""
-    from_prose = False
+    taken = None
     if calls is None and in_prose is not None:
         found = recover_calls_in_prose(text, in_prose)
         if found is not None:
-            before, calls, from_prose = found.before, found.calls, True
+            before, calls, taken = found.before, found.calls, found.span
     if calls is None:
         return None
     kept = tuple(b for b in message.content if not isinstance(b, TextBlock))
@@ -155,7 +170,43 @@ def recover_reply(
     recovered = Message(
         id=message.id, role=message.role, content=kept + prose + blocks, source=message.source
     )
-    return RecoveredReply(recovered, from_prose)
+    return RecoveredReply(recovered, taken)
+
+
+def calls_not_run(text: str, accepts: Accepts, recovered: RecoveredReply | None) -> list[str]:
+    """The names of the calls written in ``text`` (the reply's whole text) that are not run:
+    every call in it when nothing was recovered, those outside the wrapper taken out of prose,
+    none when the whole text was calls (``recovered``: what ``recover_reply`` made of it)."""
+    if recovered is not None:
+        if recovered.taken is None:
+            return []
+        start, end = recovered.taken
+        calls = calls_in_text(text[:start], accepts) + calls_in_text(text[end:], accepts)
+    else:
+        calls = calls_in_text(text, accepts)
+    return [call.name for call in calls]
+
+
+_BARE_CALL = re.compile(r'\{\s*"(?:name|arguments)"\s*:')
+"""Where a bare call may begin among prose."""
+
+
+def calls_in_text(text: str, accepts: Accepts) -> list[TextToolCall]:
+    """Every tool call ``accepts`` takes written anywhere in ``text``, in order: a JSON object
+    with exactly ``name`` and ``arguments``, bare among prose or in a wrapper (a fence,
+    ``<tool_call>``, ``<tools>``: the objects are found where they stand)."""
+    found: list[TextToolCall] = []
+    position = 0
+    while (start := _BARE_CALL.search(text, position)) is not None:
+        value, end = _decode(text, start.start())
+        if end < 0:  # not JSON (cut, or prose that looks like it): look further on
+            position = start.start() + 1
+            continue
+        call = _as_call(value)
+        if call is not None and accepts(call.name, call.arguments):
+            found.append(call)
+        position = end
+    return found
 
 
 def with_recovered_calls(

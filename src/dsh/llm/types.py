@@ -95,6 +95,10 @@ class Finish:
     """Whether the reply's text is to be read as tool calls: the replay provider says what the
     log did (a log recorded under other recovery rules replays as it ran); None: the loop
     decides (``provider.text_tool_calls``)."""
+    text_calls_not_run: tuple[str, ...] | None = None
+    """The calls written in the reply's text that were not run, as the replay provider says the
+    log recorded them (``textCallsNotRun``: a log from before they were named replays without);
+    None: the loop reads them in the text."""
 
 
 StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Finish

@@ -16,7 +16,7 @@ from dsh.transcript.projection import (
     transcript_items,
     transcript_tool_call_ids,
 )
-from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, render_message
+from dsh.transcript.render import COMPACTION_MARKER, cut_off_note, not_run_note, render_message
 from dsh.transcript.text import (
     TRANSCRIPT_SEPARATOR,
     render_human_transcript,
@@ -39,6 +39,7 @@ __all__ = [
     "history",
     "history_page",
     "logged_diff",
+    "not_run_note",
     "project",
     "render_human_transcript",
     "render_markdown",

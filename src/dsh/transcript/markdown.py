@@ -27,7 +27,13 @@ from dsh.transcript.projection import (
     ToolResultItem,
     transcript_items,
 )
-from dsh.transcript.render import COMPACTION_MARKER, context_title, cut_off_note, injected_by
+from dsh.transcript.render import (
+    COMPACTION_MARKER,
+    context_title,
+    cut_off_note,
+    injected_by,
+    not_run_note,
+)
 from dsh.transcript.titles import session_title
 
 NO_RESULT = "*(no result logged: the turn ended before this call was answered)*"
@@ -153,6 +159,8 @@ def render_markdown(header: SessionHeader, events: Sequence[Event]) -> str:
             out.append(message_markdown(item.message))
             if item.cut_by is not None:
                 out.append(f"*{cut_off_note(item.cut_by)}*")
+            if item.not_run:
+                out.append(f"*{not_run_note(item.not_run)}*")
             unlogged.update((c.id, _Call(c.name, c.arguments)) for c in item.message.tool_calls())
         elif isinstance(item, NoteItem):
             out.append(f"*{item.text}*")

@@ -1,15 +1,17 @@
 """The human projection: original messages in log order, one marker per landed pass.
 
 People see every append-origin surface event, and a note for each turn that did not complete
-and each command's answer (``command/done``). A ``tool/call`` is shown as a card iff its callId
-is among the calls of the latest append-origin assistant message (the reply that issued it), so
-the cards of steps that compaction shadowed stay paired; a result joins the nearest earlier card
-of its callId that has no result yet (``ToolResultItem.card_seq``), so replies that all number
-their calls from ``call_0`` keep their own results (docs/architecture.md, "Tool-call
-pairing"). A checkpoint never shows its payload: a landed pass shows one marker at the log
-position of its first checkpoint, with details taken from the pass's ``compaction/summary``
-events. Other replacements (a pruned result, a regenerated message, another plugin's replace)
-show nothing (docs/architecture.md, "The human transcript").
+and each command's answer (``command/done``); a reply's note of what cut it short and of the
+calls written in its text that were not run goes with it (``MessageItem``). A ``tool/call`` is
+shown as a card iff its callId is among the calls of the latest append-origin assistant message
+(the reply that issued it), so the cards of steps that compaction shadowed stay paired; a
+result joins the nearest earlier card of its callId that has no result yet
+(``ToolResultItem.card_seq``), so replies that all number their calls from ``call_0`` keep
+their own results (docs/architecture.md, "Tool-call pairing"). A checkpoint never shows its
+payload: a landed pass shows one marker at the log position of its first checkpoint, with
+details taken from the pass's ``compaction/summary`` events. Other replacements (a pruned
+result, a regenerated message, another plugin's replace) show nothing (docs/architecture.md,
+"The human transcript").
 
 Classification uses the events' own marks (``surfaceOp``, the checkpoint source), never a fold,
 and ``TranscriptProjector.feed`` is the only code path to items: live consumption (events one by
@@ -55,6 +57,9 @@ class MessageItem:
     message: Message
     cut_by: str | None = None
     """The error code of the provider failure that cut this assistant message short."""
+    not_run: tuple[str, ...] = ()
+    """The tool calls this assistant message wrote in its text that were not run (their tool
+    names: ``textCallsNotRun``), said under it (``dsh.transcript.render.not_run_note``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +224,10 @@ class TranscriptProjector:
             return []
         self._reply_calls = frozenset(call.id for call in event.data.message.tool_calls())
         message = surface_message(event)  # None for an empty message, as on the surface
-        return [] if message is None else [MessageItem(event.seq, message, event.data.error_code)]
+        if message is None:
+            return []
+        data = event.data
+        return [MessageItem(event.seq, message, data.error_code, data.text_calls_not_run)]
 
     def _tool_result(self, event: ToolResultEvent) -> list[TranscriptItem]:
         if event.surface_op != "append":

@@ -14,6 +14,8 @@ something the person typed. ``render_message`` is the model's side and never lab
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dsh.errors import printable_line
 from dsh.events import (
     Message,
@@ -36,6 +38,20 @@ REASONING_LABEL = "Assistant (reasoning):"
 def cut_off_note(code: str) -> str:
     """The mark under an assistant message that a provider failure (``code``) cut short."""
     return f"(the reply was cut off: {code})"
+
+
+def not_run_note(names: Sequence[str]) -> str:
+    """The line under a reply whose text held the tool calls ``names`` that were not run
+    (``assistant/message``'s ``textCallsNotRun``: a write, a command or an MCP call a small model
+    wrote inside prose; docs/local-models.md), the tool names each once."""
+    count = len(names)
+    calls = "1 tool call" if count == 1 else f"{count} tool calls"
+    was, it = ("was", "it") if count == 1 else ("were", "them")
+    shown = ", ".join(dict.fromkeys(names))
+    return (
+        f"{calls} written in the reply's text {was} not run ({shown}): the model wrote {it} as "
+        "text instead of calling the tool"
+    )
 
 
 def injected_by(message: Message) -> str | None:

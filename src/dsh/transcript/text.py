@@ -31,6 +31,7 @@ from dsh.transcript.render import (
     context_title,
     cut_off_note,
     injected_by,
+    not_run_note,
     render_message,
     tool_result_line,
 )
@@ -44,7 +45,7 @@ def render_item(item: TranscriptItem) -> str | None:
     if isinstance(item, MarkerItem):
         return COMPACTION_MARKER
     if isinstance(item, MessageItem):
-        return _message_text(item.message, item.cut_by)
+        return _message_text(item.message, item.cut_by, item.not_run)
     if isinstance(item, ToolResultItem):
         return tool_result_line(item.text, is_error=item.is_error)
     if isinstance(item, NoteItem):
@@ -52,9 +53,11 @@ def render_item(item: TranscriptItem) -> str | None:
     return None
 
 
-def _message_text(message: Message, cut_by: str | None) -> str:
+def _message_text(message: Message, cut_by: str | None, not_run: tuple[str, ...] = ()) -> str:
     text = human_message_text(message)
-    return text if cut_by is None else f"{text}\n{cut_off_note(cut_by)}"
+    if cut_by is not None:
+        text = f"{text}\n{cut_off_note(cut_by)}"
+    return f"{text}\n{_note_text(not_run_note(not_run))}" if not_run else text
 
 
 def human_message_text(message: Message) -> str:
@@ -103,7 +106,7 @@ def transcript_blocks(events: Iterable[Event]) -> list[str]:
             continue  # most of a long log: turn and step brackets, requests
         if type(event) is AssistantMessageEvent:
             if event.surface_op == "append" and (message := surface_message(event)) is not None:
-                add(_message_text(message, event.data.error_code))
+                add(_message_text(message, event.data.error_code, event.data.text_calls_not_run))
         elif type(event) is ToolResultEvent:
             if event.surface_op == "append":
                 block = event.data.message.content[0]

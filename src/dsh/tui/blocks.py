@@ -30,6 +30,7 @@ from dsh.transcript import (
     ToolResultItem,
     TranscriptItem,
     cut_off_note,
+    not_run_note,
 )
 from dsh.transcript.call_summary import call_summary, todo_lines
 from dsh.tui.diffs import (
@@ -81,6 +82,8 @@ class Block:
     expanded: bool = False
     cut_by: str | None = None
     """The error code of the provider failure that cut an assistant message short."""
+    not_run: tuple[str, ...] = ()
+    """The tool calls an assistant message wrote in its text that were not run (a dim note)."""
     cached_text: str | None = None
     cached_reasoning: str | None = None
 
@@ -122,7 +125,9 @@ def block_for(item: TranscriptItem) -> Block | None:
         return Block("note", item.seq, cached_text=sanitize(item.text), cached_reasoning="")
     message = item.message
     if message.role == "assistant":
-        return Block("assistant", item.seq, message=message, cut_by=item.cut_by)
+        return Block(
+            "assistant", item.seq, message=message, cut_by=item.cut_by, not_run=item.not_run
+        )
     if isinstance(message.source, UserSource):
         return Block("user", item.seq, message=message)
     plugin = sanitize(getattr(message.source, "plugin", ""))  # a log from elsewhere names it
@@ -315,6 +320,8 @@ def _message_rows(block: Block, width: int, show_reasoning: bool) -> list[Row]:
         rows += _prefixed(wrap(block.text, width - 2), Segment("● ", ASSISTANT_MARK), Segment("  "))
     if block.cut_by is not None:
         rows += _indented(sanitize(cut_off_note(block.cut_by)), width, 2, DIM)
+    if block.not_run:
+        rows += _indented(sanitize(not_run_note(block.not_run)), width, 2, DIM)
     return rows
 
 

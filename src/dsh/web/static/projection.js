@@ -41,6 +41,17 @@ function pythonEscape(ch) {
   return code < 0x10000 ? `\\u${hex(4)}` : `\\U${hex(8)}`;
 }
 
+// The line under a reply whose text held tool calls that were not run (assistant/message's
+// textCallsNotRun): the page's mirror of dsh.transcript.render.not_run_note, held equal by a
+// browser test.
+export function notRunNote(names) {
+  const one = names.length === 1;
+  const calls = one ? '1 tool call' : `${names.length} tool calls`;
+  const shown = [...new Set(names)].join(', ');
+  return `${calls} written in the reply's text ${one ? 'was' : 'were'} not run (${shown}): `
+    + `the model wrote ${one ? 'it' : 'them'} as text instead of calling the tool`;
+}
+
 export function errorLine(text, limit = ERROR_LINE_CHARS) {
   const flat = String(text).split(PY_SPACE).filter((part) => part !== '').join(' ');
   const shown = Array.from(flat, (ch) => (UNPRINTABLE.test(ch) ? pythonEscape(ch) : ch)).join('');
@@ -297,8 +308,10 @@ export class Projector {
     }
     const message = surfaceMessage(event);
     if (message === null) return [];
-    const interrupted = event.type === 'assistant/message' && !!event.data.interrupted;
-    return [{ op: 'add', item: { kind: 'message', seq: event.seq, message, interrupted } }];
+    const reply = event.type === 'assistant/message';
+    const interrupted = reply && !!event.data.interrupted;
+    const notRun = reply && event.data.textCallsNotRun ? notRunNote(event.data.textCallsNotRun) : null;
+    return [{ op: 'add', item: { kind: 'message', seq: event.seq, message, interrupted, notRun } }];
   }
 
   // A command/done citing a seq whose command/run is on an older page not fed yet is taken for a

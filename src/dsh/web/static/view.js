@@ -141,7 +141,7 @@ export class TranscriptView {
     const reasoning = message.content.filter((b) => b.type === 'reasoning').map((b) => b.text).join('');
     let row;
     if (message.role === 'assistant') {
-      if (!text && !reasoning && !item.interrupted) return;
+      if (!text && !reasoning && !item.interrupted && !item.notRun) return;
       row = el('div', 'row assistant');
       row.append(who('Assistant'));
       if (reasoning) {
@@ -151,6 +151,7 @@ export class TranscriptView {
       }
       if (text) row.append(this.markdown(text));
       if (item.interrupted) row.append(el('div', 'interrupted', '(interrupted)'));
+      if (item.notRun) row.append(el('div', 'not-run', item.notRun));
       if (text) this.copyable(row, text);
     } else if (message.source && message.source.kind === 'plugin') {
       row = el('div', 'row context');
