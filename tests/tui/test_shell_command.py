@@ -39,6 +39,27 @@ def test_the_output_goes_to_the_model_with_the_next_prompt(rig: Rig):
     run(app, body)
 
 
+def test_a_key_typed_into_the_command_line_is_masked_before_it_is_logged(
+    rig: Rig, monkeypatch: Any
+):
+    """The environment is scrubbed and the output masked, but the command line itself went into
+    the next prompt as typed: a newcomer audit's ``!echo <key> | rev`` logged the key."""
+    key = "sk-deepseek-ABCDEFGH12345678"
+    monkeypatch.setenv("DEEPSEEK_API_KEY", key)
+    app = rig.app([{"text": "ok"}])
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, f"!echo {key} | rev")
+        await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
+        await run_prompt(pilot, "what did it print?")
+        sent = rig.provider.requests[-1].messages[-1].text()
+        assert sent.startswith("I ran `echo [masked DEEPSEEK_API_KEY] | rev` in the workspace")
+        assert key not in sent and key[::-1] in sent  # reversed, it is no longer the key
+        assert all(key not in str(e) for e in logged(app))
+
+    run(app, body)
+
+
 def test_under_ask_the_persons_own_command_runs_without_asking(rig: Rig):
     """The person typed it: asking them to approve it is a shell asking "are you sure?" of
     every line (the model's calls are still asked about)."""

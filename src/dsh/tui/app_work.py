@@ -22,7 +22,7 @@ from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import SHOWN_AS_ERROR, ConfigError, DshError, PromptTooLarge, error_line
-from dsh.tui.shell_command import context_block, run_shell_command
+from dsh.tui.shell_command import context_block, masked_command, run_shell_command
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
@@ -132,7 +132,7 @@ class Work:
         if output.code == "DENIED":
             app.note(output.text)
             return
-        self.shell_context.append(context_block(command, output))
+        self.shell_context.append(context_block(masked_command(app.controller, command), output))
         app.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
 
     def _keep(self, draft: str, context: list[str]) -> None:

@@ -66,8 +66,16 @@ async def run_shell_command(controller: Controller, command: str) -> ToolOutput:
     )
 
 
+def masked_command(controller: Controller, command: str) -> str:
+    """``command`` with every key value masked as the tools mask output: the command line
+    goes into the next prompt (and the log) beside its output, and a key typed into it
+    (``!echo $KEY-value | rev``) was logged in clear."""
+    return _registry(controller).secrets.mask(command)
+
+
 def context_block(command: str, output: ToolOutput) -> str:
-    """How a command's output goes into the next prompt."""
+    """How a command's output goes into the next prompt (``command`` masked already:
+    ``masked_command``)."""
     text = output.text
     if len(text) > MAX_OUTPUT_CHARS:
         half = MAX_OUTPUT_CHARS // 2
