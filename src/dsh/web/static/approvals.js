@@ -5,7 +5,7 @@
 // `#state-announcer`: "Approval needed: dsh wants to run bash"), not its whole diff. An
 // approval answered from the keyboard (its button had the focus) hands the focus to the
 // composer as it goes, not to the page's start: the next approval is a Shift+Tab away. A write
-// to `.dsh/` or `.git/` (`approval.protected`: why it is asked every time) offers no "always":
+// to `.dsh/`, `.git/` or a git hook (`approval.protected`: why it is asked every time) offers no "always":
 // the reason shows under the title instead.
 import { api, sessionPath } from './api.js';
 import { renderUnifiedDiff } from './diff.js';
