@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh.agent import Agent, rebuild_requests
+from dsh.agent.context_report import next_request_tokens
 from dsh.agent.recall_offer import recall_offer
 from dsh.agent.request_header import log_header_if_changed
 from dsh.compaction import (
@@ -127,3 +128,20 @@ def test_the_inflation_guard_refuses_a_pass_that_would_not_pay_for_what_it_bring
     assert run(guarded(0).compact_now(window=100_000)) is not None
     with pytest.raises(CompactionRefused, match="before any model call"):
         run(guarded(1_000_000).compact_now(window=100_000))
+
+
+def test_a_status_figure_counts_the_recall_tools_an_idle_pass_brings(tmp_path: Path):
+    """``next_request_tokens`` (the TUI's status bar) is the request the agent sends next: after
+    a pass landed while idle it counts the recall tools the logged header lacks (the status
+    bar said ~297 tokens less than ``/context`` until the next request was logged), and the
+    engine's own figure agrees."""
+    session, engine, agent = wired(tmp_path, window=1_000_000)
+    for prompt in PROMPTS:
+        run(agent.run_turn(prompt))
+    assert next_request_tokens(session, agent.current_header()) == session.measure().total_tokens
+    assert run(engine.compact_now(window=1_000_000)) is not None
+    figure = next_request_tokens(session, agent.current_header())
+    assert figure == session.measure().total_tokens + agent.config.recall.tokens_to_come(session)
+    assert figure == engine.next_request_tokens() > session.measure().total_tokens
+    log_header_if_changed(session, agent.current_header())  # what the next request logs
+    assert next_request_tokens(session, agent.current_header()) == figure

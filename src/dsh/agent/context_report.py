@@ -232,3 +232,20 @@ def _items(part: Part) -> str:
     }
     noun = nouns.get(part.name, "item")
     return f"{part.items} {noun}{'' if part.items == 1 else 's'}"
+
+
+def next_request_tokens(session: Session, header: RequestHeaderBody | None) -> int:
+    """The size of the next request as a status line shows it: the session's measure, with the
+    system prompt and tools ``header`` carries (the agent's ``current_header()``) in place of
+    the latest logged header's. After a pass landed while idle (a ``/compact``), the next
+    request carries the recall tools the logged header does not: the TUI's status bar said
+    ~297 tokens less than ``/context`` until the next request was logged."""
+    total = session.measure().total_tokens
+    logged = session.request_header
+    if header is None or logged is None:
+        return total
+    return total + _fixed_tokens(header) - _fixed_tokens(logged)
+
+
+def _fixed_tokens(header: RequestHeaderBody) -> int:
+    return system_tokens(header.system) + tools_tokens(header.tools)

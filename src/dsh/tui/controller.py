@@ -24,6 +24,7 @@ from dsh.agent import session_settings
 from dsh.agent.asked_window import keep_reported, say_window_change, with_own_window
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
+from dsh.agent.context_report import next_request_tokens
 from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.session_runner import (
@@ -412,7 +413,11 @@ class Controller:
         return session_window(self.route) if self.route is not None else DEFAULT_CONTEXT_WINDOW
 
     def context_tokens(self) -> int:
-        return self.session.measure().total_tokens if self.session is not None else 0
+        """The next request's size, with the system and tools the agent will send."""
+        if self.session is None:
+            return 0
+        header = self.agent.current_header() if self.agent is not None else None
+        return next_request_tokens(self.session, header)
 
     def sessions(self) -> list[SessionHeader]:
         """Sessions started in this workspace, oldest first."""
