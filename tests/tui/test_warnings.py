@@ -15,15 +15,16 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import dsh.tui.app_warnings
+from dsh.cli.warning_lines import print_to_stderr
 from dsh.events import Event
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.tui import DshApp
-from dsh.tui.app_warnings import WarningLog, WarningsApp
+from dsh.tui.app_warnings import WarningLog, WarningRouter, WarningsApp
 from dsh.tui.commands import HELP
 from dsh.tui.picker import PickerApp, SessionPicker
 from tests.tui.conftest import SIZE, Rig, settle, status_at_rest, submit
@@ -270,3 +271,22 @@ def test_a_warning_while_the_resume_picker_shows_is_a_toast_and_the_ui_lists_it_
         assert f"warning: {CRASHED}" in " ".join(text_of(app).split())  # wrapped on screen
 
     run_with_toasts(app, listed)
+
+
+def test_a_config_warning_the_app_never_showed_prints_after_it_once(capsys: Any) -> None:
+    """The stderr printer prints each configuration warning once (``print_to_stderr``'s filter);
+    silenced behind that filter while the app ran, a held line counted as printed, and one the
+    app never showed (logged as it closed) was never printed after it either."""
+    logger = logging.getLogger("dsh")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    print_to_stderr()  # binds the captured stderr
+    try:
+        with WarningRouter(cast(Any, None)).routed():
+            logging.getLogger("dsh.config").warning("ignored tools.approval = auto in x.toml")
+        assert capsys.readouterr().err == (
+            "dsh: warning: ignored tools.approval = auto in x.toml\n"
+        )
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]

@@ -176,8 +176,8 @@ class WarningRouter(logging.Handler):
             and not isinstance(handler, logging.FileHandler)
         ]
         silent = Silenced()
-        for printer in printers:
-            printer.addFilter(silent)
+        for printer in printers:  # first: the CLI's once-filter must not count what it holds
+            printer.filters.insert(0, silent)
         logger.addHandler(self)
         try:
             yield
