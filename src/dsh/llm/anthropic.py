@@ -11,7 +11,6 @@ The SDK is imported, and the client made, on first use (``dsh.llm.sdk_client``).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,7 +20,7 @@ from dsh.events import Usage as UsageStruct
 from dsh.llm.anthropic_wire import CACHE_BREAKPOINT, to_wire_messages, tool_to_wire
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_anthropic_error, provider_error
 from dsh.llm.registry import on_host
-from dsh.llm.sdk_client import LazyClient
+from dsh.llm.sdk_client import ClientOnFirstUse, LazyClient
 from dsh.llm.sdk_environment import (
     ANTHROPIC_CUSTOM_HEADERS,
     cancelling_headers,
@@ -65,7 +64,7 @@ _STOP_REASONS: dict[str, FinishReason] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(ClientOnFirstUse["Sdk"]):
     """The Anthropic Messages API; ``model`` is used when a request does not name one;
     ``headers`` (``provider.headers``) go with every request."""
 
@@ -96,18 +95,6 @@ class AnthropicProvider:
         self.name = name
         self.model = model
         self._default_params = dict(default_params or {})
-
-    def sdk_client(self) -> Sdk | None:
-        """The SDK client and each request's extra headers, made now if they are not yet;
-        None when the base URL takes no request. Raises the ``ProviderError`` of a URL the
-        SDK's own parser refuses."""
-        return None if self._sdk is None else self._sdk.get()
-
-    def make_client(self) -> None:
-        """Import the SDK and make the client now (``dsh.llm.sdk_client.warm``); a client that
-        cannot be made fails the calls instead, each trying again."""
-        with contextlib.suppress(Exception):
-            self.sdk_client()
 
     async def stream(
         self, request: ModelRequest, *, history: Sequence[Event]

@@ -10,7 +10,6 @@ is imported, and the client made, on first use (``dsh.llm.sdk_client``).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,7 +18,7 @@ from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBloc
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import ErrorCode, base_url_refusal, map_openai_error, provider_error
 from dsh.llm.registry import OPENAI_HOST, on_host
-from dsh.llm.sdk_client import LazyClient
+from dsh.llm.sdk_client import ClientOnFirstUse, LazyClient
 from dsh.llm.sdk_environment import (
     OPENAI_CUSTOM_HEADERS,
     cancelling_headers,
@@ -56,7 +55,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
     """A chat-completions endpoint. ``name`` is the provider name (``"deepseek"`` turns on
     passing reasoning back); ``model`` is used when a request does not name one; ``headers``
     (``provider.headers``) go with every request."""
@@ -91,18 +90,6 @@ class OpenAICompatProvider:
         self._keyless = not api_key or api_key == "none"
         """No key is sent (a local server): a refusal for want of one says how to give it."""
         self._default_params = dict(default_params or {})
-
-    def sdk_client(self) -> Sdk | None:
-        """The SDK client and each request's extra headers, made now if they are not yet;
-        None when the base URL takes no request. Raises the ``ProviderError`` of a URL the
-        SDK's own parser refuses."""
-        return None if self._sdk is None else self._sdk.get()
-
-    def make_client(self) -> None:
-        """Import the SDK and make the client now (``dsh.llm.sdk_client.warm``); a client that
-        cannot be made fails the calls instead, each trying again."""
-        with contextlib.suppress(Exception):
-            self.sdk_client()
 
     async def stream(
         self, request: ModelRequest, *, history: Sequence[Event]

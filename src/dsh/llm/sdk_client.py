@@ -90,6 +90,25 @@ async def in_a_thread(work: Callable[[], Made], *, name: str) -> Made:
     return await done
 
 
+class ClientOnFirstUse(Generic[Made]):
+    """What an adapter whose SDK client waits for its first use shares: ``_sdk``, the client
+    made on first use (None when the base URL takes no request), set by its constructor."""
+
+    _sdk: LazyClient[Made] | None = None
+
+    def sdk_client(self) -> Made | None:
+        """The SDK client and each request's extra headers, made now if they are not yet;
+        None when the base URL takes no request. Raises the ``ProviderError`` of a URL the
+        SDK's own parser refuses."""
+        return None if self._sdk is None else self._sdk.get()
+
+    def make_client(self) -> None:
+        """Import the SDK and make the client now (``warm``); a client that cannot be made
+        fails the calls instead, each trying again."""
+        with contextlib.suppress(Exception):
+            self.sdk_client()
+
+
 @runtime_checkable
 class MakesClientOnFirstUse(Protocol):
     """An adapter whose SDK client waits for its first use."""
