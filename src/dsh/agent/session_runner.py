@@ -14,10 +14,13 @@ callback the face supplies; subscribers hear every appended event and every acti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
+
+import msgspec
 
 from dsh.agent import session_settings
 from dsh.agent.asked_window import keep_reported, say_window_change, with_own_window
@@ -145,9 +148,23 @@ class SettingsWiring:
         resolved, route = self._own(session)
         return resolved.settings, route
 
+    def chosen_route(self, session_id: str) -> Route | None:
+        """The route a face chose for ``session_id``'s next turns (the web's ``/model NAME``),
+        if any; none here."""
+        return None
+
     def _own(self, session: Session) -> tuple[session_settings.Resolved, Route]:
         recorded = session_settings.latest(session) if self._recorded_wins else None
         resolved = self._effective(session, recorded)
+        chosen = self.chosen_route(session.id)
+        if chosen is not None:  # its own settings with the chosen model and window
+            provider = msgspec.structs.replace(
+                resolved.settings.provider,
+                model=chosen.model,
+                context_window=chosen.context_window,
+            )
+            settings = msgspec.structs.replace(resolved.settings, provider=provider)
+            return dataclasses.replace(resolved, settings=settings), chosen
         route = self.route()
         if recorded is None:
             return resolved, route
@@ -198,12 +215,10 @@ class SettingsWiring:
 
     def record_settings_of(self, session: Session) -> None:
         """Log the settings what starts now (a turn, a ``/compact``) runs with, when new or
-        changed, saying what the flags changed of the recorded ones as it logs them. What runs
-        is ``own``'s, which a face may override (the web's ``/model`` route for a session)."""
-        recorded = session_settings.latest(session) if self._recorded_wins else None
-        changes = self._effective(session, recorded).changes
-        settings, route = self.own(session)
-        record_settings(session, settings, route, changes=changes)
+        changed, saying what the flags changed of the recorded ones as it logs them; a route a
+        face chose (``chosen_route``) is what runs, so it is what is logged."""
+        resolved, route = self._own(session)
+        record_settings(session, resolved.settings, route, changes=resolved.changes)
 
 
 def record_settings(

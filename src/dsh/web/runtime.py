@@ -101,19 +101,6 @@ class WebRuntime(SettingsWiring):
             return self._route.context_window
         return self.settings.provider.context_window or DEFAULT_CONTEXT_WINDOW
 
-    def own(self, session: Session) -> tuple[Settings, Route]:
-        """``SettingsWiring.own``, unless ``/model NAME`` chose the session's route: then that
-        route, and the session's own settings with its model and window (so the next turn, or
-        ``/compact``, logs the change as ``session/settings``, as the terminal UI's does)."""
-        chosen = self._chosen.get(session.id)
-        if chosen is None:
-            return super().own(session)
-        settings = self.own_settings(session)
-        provider = msgspec.structs.replace(
-            settings.provider, model=chosen.model, context_window=chosen.context_window
-        )
-        return msgspec.structs.replace(settings, provider=provider), chosen
-
     def model_route(self, session: Session, name: str) -> Callable[[], Route]:
         """The route of model ``name`` on the session's provider, resolved as the terminal UI's
         ``/model NAME`` resolves it (in the window ``dsh web``'s flags or the config set, else
