@@ -256,13 +256,13 @@ def state_region(previous=PREVIOUS):
 
 
 def test_a_state_answer_without_sections_is_asked_once_more():
-    summarizer = Scripted(states=["Goal: ship it", PREVIOUS])
+    summarizer = Scripted(states=["The goal is to ship it.", PREVIOUS])
     text = run(fold_state(summarizer, state_region(), 200, None))
     assert text.summary == PREVIOUS and summarizer.calls["state"] == 2
 
 
 def test_two_bad_state_answers_fail_the_pass():
-    summarizer = Scripted(states=["Goal: ship it", "still no sections"])
+    summarizer = Scripted(states=["The goal is to ship it.", "still no sections"])
     with pytest.raises(ProviderError, match="none of its sections"):
         run(fold_state(summarizer, state_region(), 200, None))
     assert summarizer.calls["state"] == 2

@@ -5,6 +5,8 @@ A state answer is checked before it can replace the previous state (docs/compact
 
 - it must be a state at all: at least one of the required sections, and no echo of an
   instruction's schematic example — else the call is retried once, then the pass fails cleanly;
+  a required section's heading is read however a small model writes it (``## Goal: text``,
+  ``**Goal:**``, ``Goal:`` alone on its line, ``### Next step``) and written ``## Goal``;
 - every required section is present: one the answer dropped (absent, or a heading with nothing
   under it) is merged in code from the previous state's section, or says ``(none)``;
 - a line naming a literal that occurs neither in the input span nor in the previous state (an
@@ -13,6 +15,7 @@ A state answer is checked before it can replace the previous state (docs/compact
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from dsh.compaction.anchors import extract_anchors, occurs_in
@@ -24,6 +27,17 @@ NONE = "(none)"
 
 _Block = tuple[str | None, list[str]]
 """A heading (lower-cased section name; None before the first heading) and its raw lines."""
+
+_SECTION_HEADING = re.compile(
+    r"^\s*(?P<hashes>#{1,6})?\s*(?P<bold>\*\*|__)?\s*"
+    r"(?P<name>goal|decisions|current\s+state|constraints|next\s+steps?)\s*"
+    r"(?:\*\*|__)?\s*(?P<colon>[:：])?\s*(?:\*\*|__)?\s*(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+"""A required section's heading as models write it: ``## Goal``, ``## Goal: ship it``,
+``**Next steps:**``, ``Constraints:``. What follows the heading on its line is its first line."""
+
+_TITLES = {" ".join(name.lower().split()): name for name in STATE_SECTIONS}
 
 
 def check_state(text: str, *, source: str, previous: str | None) -> str:
@@ -57,10 +71,28 @@ def check_state(text: str, *, source: str, previous: str | None) -> str:
     return "\n".join(out).strip()
 
 
+def section_heading(line: str) -> tuple[str, str] | None:
+    """``(section title, text after it)`` when ``line`` is a required section's heading: marked
+    as one (``#``, bold, or a colon after the name) or the bare name alone on its line. A line
+    that only starts with the word (``Constraints are tight``) is no heading."""
+    match = _SECTION_HEADING.match(line)
+    if match is None:
+        return None
+    rest = match.group("rest").strip()
+    if not (match.group("hashes") or match.group("bold") or match.group("colon") or not rest):
+        return None
+    name = " ".join(match.group("name").lower().split())
+    return _TITLES.get(name) or _TITLES[name + "s"], rest
+
+
 def _blocks(text: str) -> list[_Block]:
     blocks: list[_Block] = [(None, [])]
     for line in text.splitlines():
-        if line.startswith("## "):
+        heading = section_heading(line)
+        if heading is not None:
+            title, rest = heading
+            blocks.append((title.lower(), [f"## {title}", *([rest] if rest else [])]))
+        elif line.startswith("## "):
             blocks.append((line[3:].strip().lower(), [line]))
         else:
             blocks[-1][1].append(line)
