@@ -336,7 +336,7 @@ def _summary_items(
     found: dict[str, list[tuple[str, str]]],
 ) -> None:
     """Add the (bullet, source) pairs one message contributes, by section."""
-    if message.role == "user" and message.text().strip():
+    if et.is_prompt(message):
         found["Request and intent"].append((et.clip(et.first_line(message.text())), text))
     for anchor in et.anchors(text, tools):
         if anchor.kind == "config":
@@ -446,9 +446,11 @@ def _state(task: SummaryTask) -> str:
     if prompts and not parse_sections(previous or "").get("goal"):
         found["Goal"].append(et.clip(et.first_line(prompts[0])))
     for message in material:
-        is_user = message.role == "user"
+        is_user = et.is_prompt(message)
         pattern = _CONSTRAINT if is_user else _DECISION
-        for sentence in et.sentences(message.text()) if message.role != "tool" else []:
+        for sentence in (
+            et.sentences(message.text()) if message.role == "assistant" or is_user else []
+        ):
             if pattern.search(sentence):
                 found["Constraints" if is_user else "Decisions"].append(et.clip(sentence))
     found["Decisions"].extend(_settings(texts))
@@ -476,7 +478,7 @@ def _answered(material: Sequence[Message]) -> bool:
     steps made a small model (Qwen2.5-Coder 1.5B) answer it again instead of the prompt that
     followed the state."""
     for message in reversed(material):
-        if message.role == "user" and message.text().strip():
+        if et.is_prompt(message):
             return False
         if message.role == "assistant":
             return bool(message.text().strip()) and not message.tool_calls()

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from dsh.compaction.anchors import Anchor, extract_anchors
-from dsh.events import Message
+from dsh.events import Message, PluginSource
 
 BULLET_CHARS = 240
 """Longest bullet the extractive summariser writes."""
@@ -19,8 +19,20 @@ _WORD = re.compile(r"[\w.-]{3,}")
 _STOP = frozenset(["the", "and", "for", "with", "that", "this", "from", "into", "keep", "about"])
 
 
+def is_prompt(message: Message) -> bool:
+    """A request the person made: a user message with text that no plugin wrote. An ``@path``
+    attachment, a note dsh adds (tool calls written as text, a cut call) or a checkpoint is
+    not one: an audit saw an attachment's first line become the state's next step and a line
+    of its file a standing constraint."""
+    return (
+        message.role == "user"
+        and not isinstance(message.source, PluginSource)
+        and bool(message.text().strip())
+    )
+
+
 def prompts(messages: Sequence[Message]) -> list[str]:
-    return [m.text() for m in messages if m.role == "user" and m.text().strip()]
+    return [m.text() for m in messages if is_prompt(m)]
 
 
 def replies(messages: Sequence[Message]) -> list[str]:
