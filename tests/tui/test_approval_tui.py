@@ -219,3 +219,40 @@ def test_a_write_to_dsh_config_is_asked_every_time_even_in_auto_and_offers_no_al
         assert app.controller.policy.always_allowed_tools == frozenset()
 
     run(app, body)
+
+
+def test_a_hook_managers_config_and_a_hook_key_are_asked_with_their_reason_in_two_rows(rig: Rig):
+    """``dsh --yes`` runs a package.json dependency bump unasked; its ``lint-staged`` edit and a
+    ``lefthook.yml`` write each put up the prompt saying whose config it is, in no more rows
+    than the prompt keeps for a reason."""
+    package = rig.workspace / "package.json"
+    package.write_text('{"dependencies": {"a": "1"}, "lint-staged": {"*.js": "eslint"}}\n')
+    calls = [
+        ("edit_file", {"path": "package.json", "old": '"a": "1"', "new": '"a": "2"'}),
+        ("edit_file", {"path": "package.json", "old": '"eslint"', "new": '"sh x"'}),
+        ("write_file", {"path": "lefthook.yml", "content": "pre-commit: {}\n"}),
+    ]
+    script = [{"toolCalls": [{"name": name, "arguments": args}]} for name, args in calls]
+    app = rig.app([*script, {"text": "All done."}], approval="auto")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "set up hooks")
+        shown = []
+        for _ in range(2):
+            screen = await approval_ready(pilot)
+            reason = screen.query_one("#protected")
+            shown.append(str(reason.render()))
+            assert reason.size.height <= 2
+            await pilot.press("d")
+            await settle(pilot, lambda screen=screen: app.screen is not screen)
+        await settle(pilot, lambda: not app.running)
+        assert shown == [
+            'Asked every time: writing package.json changes its "lint-staged" key: lint-staged\'s '
+            "config, which runs commands on git commit.",
+            "Asked every time: writing lefthook.yml changes lefthook's config, which runs "
+            "commands on git commit.",
+        ]
+        assert '"a": "2"' in package.read_text() and '"eslint"' in package.read_text()
+        assert not (rig.workspace / "lefthook.yml").exists()
+
+    run(app, body)

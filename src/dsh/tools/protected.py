@@ -14,7 +14,12 @@
   ``.husky/pre-commit`` and the like); a ``.pre-commit-config.yaml`` anywhere (once
   ``pre-commit install`` is done, its hooks, ``language: system`` ones included, run on the next
   commit); and the file a hook that is a symlink points at. When ``core.hooksPath`` names the
-  workspace itself, only the files there that git runs as hooks (``pre-commit``, …) are.
+  workspace itself, only the files there that git runs as hooks (``pre-commit``, …) are;
+- the other hook managers' configuration (:mod:`dsh.tools.hook_configs`): lefthook's,
+  husky v4's, lint-staged's, simple-git-hooks' and overcommit's files, by name anywhere, and a
+  ``package.json`` when the write changes its ``husky``, ``lint-staged`` or
+  ``simple-git-hooks`` key (the parsed JSON before and after compared; an ordinary dependency
+  edit is not asked).
 
 Permission to write files must not become permission to run commands, so a write there is
 never covered by an "always" answer, ``--allow write``, nor approval mode ``auto``/``--yes``:
@@ -23,7 +28,12 @@ it is asked every time, and refused where there is no one to ask
 
 The path is resolved as the file tools resolve it (:func:`~dsh.tools.workspace.
 resolve_in_workspace`: ``~`` expanded, relative to the workspace, symlinks followed, ``..``
-collapsed), so ``.dsh/../.dsh/config.toml`` and a symlink to it are caught too. Names are
+collapsed), so ``.dsh/../.dsh/config.toml`` and a symlink to it are caught too. The names that
+lead to the file count as well as its own (the tools read their configuration by name, through
+a symlink too): the path as given (``lefthook.yml``, a symlink to ``configs/hooks.yml``), and a
+symlink at the workspace's top level with a protected name that leads to it (so
+``configs/hooks.yml`` itself is caught there); a symlink deeper down that leads to a file is
+not looked for (it would take a walk of the workspace at each write). Names are
 compared case-insensitively, without the invisible characters HFS+ ignores in a name, so
 ``.DSH`` or ``.g\u200cit`` on a Mac's case-insensitive disk is caught as well. A path the tools
 would refuse anyway (outside the workspace, unresolvable) is not protected here: the tool's own
@@ -43,6 +53,13 @@ from dsh.config import dsh_home
 from dsh.errors import ConfigError, ToolError
 from dsh.tools.base import Tool
 from dsh.tools.git_hooks import hooks_dir, runs_as_hook
+from dsh.tools.hook_configs import (
+    MANAGED_NAMES,
+    PACKAGE_JSON,
+    PACKAGE_KEYS,
+    WHAT_MANAGERS_RUN,
+    package_key_change,
+)
 from dsh.tools.workspace import display_path, is_inside, resolve_in_workspace
 
 GIT_HOOKS = "git hooks"
@@ -51,12 +68,14 @@ PROTECTED_NAMES: dict[str, str] = {
     ".git": "git",
     ".husky": GIT_HOOKS,
     ".pre-commit-config.yaml": GIT_HOOKS,
+    **MANAGED_NAMES,
 }
 """A directory (or file) of this name, anywhere in the workspace → whose configuration it is."""
 WHAT_CHANGES: dict[str, str] = {
-    "dsh": "dsh's own configuration",
-    "git": "git's own configuration",
-    GIT_HOOKS: "the git hooks",
+    "dsh": "dsh's own configuration, which can run commands",
+    "git": "git's own configuration, which can run commands",
+    GIT_HOOKS: "the git hooks, which can run commands",
+    **WHAT_MANAGERS_RUN,
 }
 """An owner → what a write there changes, as the approval prompt's sentence says it."""
 
@@ -69,14 +88,28 @@ class ProtectedWrite:
     """A write the model may never make unasked."""
 
     path: str
-    """The file, as the workspace shows it (``.dsh/config.toml``)."""
+    """The file, as the workspace shows it (``.dsh/config.toml``), and the protected name that
+    leads to it when that is not its own (``configs/hooks.yml (lefthook.yml leads there)``)."""
     owner: str
-    """Whose configuration it is: ``dsh``, ``git`` or ``git hooks`` (a key of ``WHAT_CHANGES``)."""
+    """Whose configuration it is: ``dsh``, ``git``, ``git hooks`` or a hook manager
+    (``lefthook``, …): a key of ``WHAT_CHANGES``."""
+    key: str | None = None
+    """For a package.json: the hook key the write changes (``lint-staged``)."""
+    compared: bool = True
+    """For a package.json key: False when the file's JSON could not be compared before and
+    after (the key is named in its text), so the write may change it."""
 
     @property
     def why(self) -> str:
         """The sentence the approval prompt and a denial give."""
-        return f"writing {self.path} changes {WHAT_CHANGES[self.owner]}, which can run commands"
+        if self.key is None:
+            return f"writing {self.path} changes {WHAT_CHANGES[self.owner]}"
+        if self.compared:
+            return f'writing {self.path} changes its "{self.key}" key: {WHAT_CHANGES[self.owner]}'
+        return (
+            f'writing {self.path} may change its "{self.key}" key (not valid JSON to compare): '
+            f"{WHAT_CHANGES[self.owner]}"
+        )
 
 
 def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> ProtectedWrite | None:
@@ -93,16 +126,75 @@ def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> Protec
         return None
     root = workspace.resolve()
     shown = display_path(resolved, root)
-    for name in resolved.relative_to(root).parts:
-        owner = PROTECTED_NAMES.get(_compared(name))
-        if owner is not None:
-            return ProtectedWrite(shown, owner)
+    routes = _routes(path, resolved, root)
+    for parts, link in routes:
+        for name in parts:
+            owner = PROTECTED_NAMES.get(name)
+            if owner is not None:
+                return ProtectedWrite(_through(shown, link), owner)
     home = _resolved_home()
     if home is not None and is_inside(home, root) and is_inside(resolved, home):
         return ProtectedWrite(shown, "dsh")
     if _run_by_git_as_a_hook(resolved, root):
         return ProtectedWrite(shown, GIT_HOOKS)
+    as_package = [link for parts, link in routes if parts[-1:] == (PACKAGE_JSON,)]
+    if as_package:
+        change = package_key_change(tool.name, args, resolved)
+        if change is not None:
+            owner = GIT_HOOKS if change.key is None else PACKAGE_KEYS[change.key]
+            return ProtectedWrite(
+                _through(shown, as_package[0]), owner, change.key, change.compared
+            )
     return None
+
+
+Route = tuple[tuple[str, ...], str | None]
+"""A way the written file is reached by name: the names on the way (as ``_compared`` compares
+them) and, when that way is not the file's own path, the link's path as the workspace shows it."""
+
+
+def _routes(path: str, resolved: Path, root: Path) -> list[Route]:
+    """The ways a write of ``path`` (resolved: ``resolved``) reaches its file by name: its own
+    path, the path as given (``..`` collapsed, symlinks not followed), and a symlink at the
+    workspace's top level named as protected that leads to the file or a directory above it."""
+    own = tuple(_compared(name) for name in resolved.relative_to(root).parts)
+    routes: list[Route] = [(own, None)]
+    given = Path(os.path.normpath(root / Path(path).expanduser()))
+    if given.is_relative_to(root):
+        written = given.relative_to(root)
+        parts = tuple(_compared(name) for name in written.parts)
+        if parts != own:
+            routes.append((parts, written.as_posix()))
+    routes.extend(_top_level_links(resolved, root))
+    return routes
+
+
+def _top_level_links(resolved: Path, root: Path) -> list[Route]:
+    """The symlinks at the workspace's top level, named as a protected file or directory (or
+    ``package.json``), that lead to ``resolved`` or a directory it lies in."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    found: list[Route] = []
+    for entry in entries:
+        if not entry.is_symlink():
+            continue
+        name = _compared(entry.name)
+        if name not in PROTECTED_NAMES and name != PACKAGE_JSON:
+            continue
+        try:
+            target = Path(os.path.realpath(entry.path))
+        except (OSError, RuntimeError):  # a symlink loop leads nowhere
+            continue
+        if _within(resolved, target):
+            found.append(((name, *_folded(resolved)[len(target.parts) :]), entry.name))
+    return found
+
+
+def _through(shown: str, link: str | None) -> str:
+    """The written file as a prompt names it: reached through ``link``, both."""
+    return shown if link is None else f"{shown} ({link} leads there)"
 
 
 def _run_by_git_as_a_hook(resolved: Path, root: Path) -> bool:
