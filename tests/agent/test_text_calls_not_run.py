@@ -1,8 +1,9 @@
 """The tool calls a small model wrote inside prose that are not run are named on its reply
 (``assistant/message``'s ``textCallsNotRun``), never run, and the turn takes no extra step for
 them; when the turn goes on anyway (a read from the same reply ran), the model is told after
-that call's result. A replay reproduces the log byte for byte, an older log (which named none)
-included. The real loop with the keyless scripted provider."""
+that call's result, unless that was the last step ``max_steps`` allows. A replay reproduces
+the log byte for byte, an older log (which named none) included. The real loop with the
+keyless scripted provider."""
 
 from __future__ import annotations
 
@@ -129,6 +130,23 @@ def test_when_the_turn_goes_on_the_model_is_told_after_the_read_that_ran(
     assert [msgspec.json.encode(r.messages) for r in rebuilt] == [
         msgspec.json.encode(r.messages) for r in recording.requests
     ]  # every request is still a function of the log
+
+
+def test_after_the_last_step_max_steps_allows_no_note_is_logged_that_no_call_would_read(
+    harness: Harness,
+) -> None:
+    """The same reply on the turn's last step (``max_steps=1``): the read runs, the turn ends
+    there, and no note for the model is logged, since no model call follows to read it (the
+    reply still names the edit: every face says it was not run)."""
+    first = f"Let me look.\n```json\n{READ}\n```\nNow the fix:\n```json\n{EDIT}\n```\nDone!"
+    recording = agent_for(harness, [first, "never asked"], max_steps=1)
+    result = run(harness.ran.run_turn("fix the bug"))  # type: ignore[attr-defined]
+    assert result.reason == "aborted" and result.error == "stopped after 1 steps (max_steps)"
+    assert len(recording.requests) == 1
+    assert [r.data.text_calls_not_run for r in replies(harness)] == [("edit_file",)]
+    assert notices(harness) == []
+    types = [type(e).__name__ for e in harness.session.events]
+    assert types[-3:] == ["ToolResultEvent", "StepEndEvent", "TurnEndEvent"]
 
 
 def replayed(harness: Harness, recorded: list[Event], prompt: str) -> list[Event]:

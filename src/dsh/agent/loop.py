@@ -291,7 +291,8 @@ class Agent:
                 end = ("aborted", cancelled)
             elif self._repeats.stop is not None:  # the same read-only call, once too often
                 end = ("aborted", self._repeats.stop)
-            if end is None and plan.after_calls is not None:  # the turn goes on: model told
+            goes_on = end is None and step < self.config.max_steps  # a next step may run
+            if goes_on and plan.after_calls is not None:  # the model reads it in the next step
                 self.session.append(plan.after_calls)
             self.session.append(StepEnd(turn=turn, step=step))
             if end is not None:

@@ -85,7 +85,8 @@ class StepPlan:
     notice: Message | None = None
     """A message to log after the reply, for the model: its text tool call was cut."""
     after_calls: Message | None = None
-    """A message to log after the reply's calls ran, if the turn goes on, for the model: calls
+    """A message to log after the reply's calls ran, if the turn goes on to another step (not
+    after the last one ``max_steps`` allows: no model call would read it), for the model: calls
     it wrote in its text were not run (``not_run_notice``)."""
 
 

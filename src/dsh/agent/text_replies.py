@@ -17,7 +17,9 @@ page, ``dsh sessions show``, an export) and a warning after ``dsh run``'s turn
 (``not_run_notice``, a ``user/message`` of the plugin ``TEXT_CALLS_NOTICE``) only when the
 turn goes on anyway (the reply's other calls ran, ``dsh.agent.step_outcome``): a reply that
 ends the turn is not made to go on, and a model that writes no call in its text sees nothing
-new.
+new. Nor is it told after the last step ``max_steps`` allows: no model call would read the
+note, so none is logged; the turn ends there, and ``dsh run`` warns of the calls not run and
+that ``max_steps`` stopped the turn.
 """
 
 from __future__ import annotations
