@@ -51,6 +51,7 @@ OWN_FLAGS = {
         "--cwd",
         "--prompts-file",
         "--json",
+        "--json-stream",
         "--max-steps",
         "--help",
     },

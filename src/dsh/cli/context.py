@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dsh.cli.warning_lines import warning_line
+from dsh.cli.warning_lines import line_text, told, warning_line
 from dsh.config import Settings, dsh_home, load_settings
 from dsh.errors import (
     AmbiguousSessionError,
@@ -95,14 +95,18 @@ def echo_blocks(blocks: Sequence[str], separator: str, *, per_piece: int = ECHO_
 
 
 def warn(message: str) -> None:
-    """Print a command's own warning on stderr, as ``warning_line`` makes every warning line."""
+    """Print a command's own warning on stderr, as ``warning_line`` makes every warning line
+    (and tell the taps of it: ``dsh.cli.warning_lines.tapped``)."""
     click.echo(warning_line(message), err=True)
+    told("warning", line_text(message))
 
 
 def error(message: str) -> None:
     """Report a failure that does not end the command by itself (a failed turn); an error's
     text in ``message`` is already as ``error_line`` makes it (``dsh run``'s ``_why``)."""
-    click.echo(f"dsh: error: {printable_line(message)}", err=True)
+    text = printable_line(message)
+    click.echo(f"dsh: error: {text}", err=True)
+    told("error", text)
 
 
 _LOG_ID = re.compile(

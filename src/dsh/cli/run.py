@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from dsh.agent.asked_window import keep_reported, window_change
-from dsh.agent.loop import Agent
+from dsh.agent.loop import Agent, TurnResult
 from dsh.agent.mcp_servers import close_mcp_servers
 from dsh.agent.mentions import Attachment
 from dsh.agent.prompt_commands import BUILT_IN_COMMANDS, expand_prompt, load_prompt_commands
@@ -27,9 +27,12 @@ from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
+from dsh.cli.run_stream import RunStream
+from dsh.cli.warning_lines import tapped
 from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
+from dsh.llm.types import StreamEvent
 from dsh.store.migrate import remove_kept_session
 from dsh.surface import Session
 
@@ -58,6 +61,13 @@ from dsh.surface import Session
     help="One prompt per line (blank lines skipped).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
+@click.option(
+    "--json-stream",
+    "as_stream",
+    is_flag=True,
+    help="Follow each turn live as versioned JSON lines: its text as it streams, tool calls "
+    "and results, compaction, warnings, its end with usage and cost (docs/usage.md).",
+)
 @approval_options
 @click.option(
     "--max-steps",
@@ -74,6 +84,7 @@ def run(
     route_flags: RouteFlags,
     prompts_file: Path | None,
     as_json: bool,
+    as_stream: bool,
     approval_flags: ApprovalFlags,
     max_steps: int,
 ) -> None:
@@ -82,9 +93,54 @@ def run(
     A PROMPT of - reads one prompt from stdin; a PROMPT "/NAME ARGS" naming a prompt command
     ($DSH_HOME/commands/NAME.md, ./.dsh/commands/NAME.md) sends its text. With --json the
     first line names the session ({"type":"session","session":ID}), then every event follows
-    as a line. A closed stdout (| head) cancels the running turn at its next event and exits
-    141; Ctrl-C cancels it and exits 130.
+    as a line. With --json-stream each turn is followed live, one JSON line per thing that
+    happens (its text as it streams, its tool calls and results, its end with usage and cost),
+    each with "v" (the schema's version), "type" and "session". A closed stdout (| head)
+    cancels the running turn at its next line and exits 141; Ctrl-C cancels it and exits 130.
     """
+    if as_json and as_stream:
+        raise UsageError("--json and --json-stream cannot be combined: choose one")
+    out = _Output()
+    stream = RunStream(out.line) if as_stream else None
+    with tapped(stream.told) if stream is not None else contextlib.nullcontext():
+        try:
+            _run(
+                prompts,
+                session_id,
+                last,
+                workspace_dir,
+                route_flags,
+                prompts_file,
+                approval_flags,
+                max_steps,
+                out=out,
+                as_json=as_json,
+                stream=stream,
+            )
+        except Exception as exc:  # said on stderr as ever; in the stream once it has started
+            if stream is not None:
+                stream.told("error", error_line(str(exc) or type(exc).__name__))
+            raise
+        finally:
+            if stream is not None:
+                stream.close()
+
+
+def _run(
+    prompts: tuple[str, ...],
+    session_id: str | None,
+    last: bool,
+    workspace_dir: Path | None,
+    route_flags: RouteFlags,
+    prompts_file: Path | None,
+    approval_flags: ApprovalFlags,
+    max_steps: int,
+    *,
+    out: _Output,
+    as_json: bool,
+    stream: RunStream | None,
+) -> None:
+    """``run``'s work; ``stream``: the ``--json-stream`` lines (None: without the flag)."""
     if last and session_id is not None:
         raise UsageError("--continue and --session cannot be combined")
     if prompts.count("-") > 1:  # stdin is read whole once: a second '-' would find it empty
@@ -134,8 +190,7 @@ def run(
         session = Session.create(store, cwd=workspace)
     for warning in session.warnings:
         context.warn(warning)
-    live = LiveDisplay.for_terminal() if not as_json else None
-    out = _Output()
+    live = LiveDisplay.for_terminal() if not as_json and stream is None else None
     try:
         agent = build_agent(
             session,
@@ -143,7 +198,7 @@ def run(
             route,
             workspace=workspace,
             policy=policy,
-            on_stream=live.on_stream if live is not None else None,
+            on_stream=_stream_listener(live, stream),
             max_steps=max_steps,
             wiring=wiring,
             on_summary_call=live.summary_call_done if live is not None else None,
@@ -160,6 +215,9 @@ def run(
     if as_json:
         out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
         session.subscribe(lambda event: out.line(encode_event(event).decode()))
+    if stream is not None:
+        stream.start(session, agent.tools.secrets, resumed=resumed is not None)
+        session.subscribe(stream.on_event)
     if resumed is not None:
         context.record_workspace(session, workspace)
     changes = resolved.changes if resumed is not None else ()  # not the recording's (--replay)
@@ -171,34 +229,25 @@ def run(
     termination.install()
     try:
         for n, prompt in enumerate(turns):
+            if stream is not None:
+                stream.prompt = prompt
             result = _run_with_interrupt(agent, prompt, first_attached if n == 0 else None, live)
             if out.closed or termination.stopped_by() is not None:
+                _turn_end(stream, result)
                 break
             if live is not None:
                 out.call(live.finish_turn, result.text)
-            if (not_run := turn_not_run_warning(session, result.turn)) is not None:
-                context.warn(not_run)  # the answer may say what those calls would have done
-            if result.reason == "error":
-                context.error(f"turn {result.turn} failed: {_why(result.error)}")
-                failed = True
+            failed = _say_how_it_ended(session, result)
+            _turn_end(stream, result)
+            if failed:
                 break
-            if result.reason == "aborted":
-                context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
-                failed = True
-                break
-            if result.reason == "max-tokens":  # the answer printed may end mid-sentence
-                context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
-            if result.reason == "completed" and not result.text.strip():
-                context.warn(
-                    f"turn {result.turn} ended without an answer: the model's last reply was empty"
-                )
     finally:
         session.close()
         close_mcp_servers()  # no MCP server outlives the run
     if resumed is None and never_connected(session.events):
         _discard(store, session.id)
         sys.exit(1)
-    if not as_json:
+    if not as_json and stream is None:  # the JSON lines named it first
         out.call(click.echo, f"session: {session.id}")
     if out.closed:
         # stdout was closed by its reader (``dsh run … | head``): stop quietly, as a shell
@@ -209,6 +258,42 @@ def run(
         sys.exit(termination.exit_status())
     if failed:
         sys.exit(1)
+
+
+def _say_how_it_ended(session: Session, result: TurnResult) -> bool:
+    """Warn of what the answer printed does not say (calls written in its text not run, a
+    turn stopped or cut, an empty answer); True if the run stops there (the turn failed or was
+    stopped)."""
+    if (not_run := turn_not_run_warning(session, result.turn)) is not None:
+        context.warn(not_run)  # the answer may say what those calls would have done
+    if result.reason == "error":
+        context.error(f"turn {result.turn} failed: {_why(result.error)}")
+        return True
+    if result.reason == "aborted":
+        context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
+        return True
+    if result.reason == "max-tokens":  # the answer printed may end mid-sentence
+        context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
+    if result.reason == "completed" and not result.text.strip():
+        context.warn(
+            f"turn {result.turn} ended without an answer: the model's last reply was empty"
+        )
+    return False
+
+
+def _turn_end(stream: RunStream | None, result: TurnResult) -> None:
+    """The turn's last line of ``--json-stream`` (after the warnings about it)."""
+    if stream is not None:
+        stream.turn_end(result.turn, result.reason, result.text, result.error)
+
+
+def _stream_listener(
+    live: LiveDisplay | None, stream: RunStream | None
+) -> Callable[[StreamEvent], None] | None:
+    """Who follows the model's stream: the terminal's live display, or the JSON lines."""
+    if stream is not None:
+        return stream.on_stream
+    return live.on_stream if live is not None else None
 
 
 def _check_prompts(agent: Agent, turns: Sequence[str]) -> tuple[Attachment, ...]:

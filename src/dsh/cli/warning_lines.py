@@ -10,20 +10,52 @@ commands' own (``dsh.cli.context.warn``) alike.
 
 A face that is about to cover the terminal (the terminal UI) holds the warnings of its start
 (``HeldWarnings``) and shows them itself, where a line printed now would be hidden at once.
+
+A command that also reports them elsewhere (``dsh run --json-stream``, on stdout) taps the lines
+(``tapped``): each warning or error line printed on stderr, the commands' own and the logged
+ones alike, is given to it as it is printed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from dsh.errors import WARNING_LINE_CHARS, error_line
+
+Tap = Callable[[str, str], None]
+"""Given ``(level, text)`` of each line printed on stderr: ``warning`` or ``error``, and the
+line's text after its ``dsh: LEVEL: `` prefix."""
+
+_taps: list[Tap] = []
 
 
 def warning_line(message: str, level: str = "warning") -> str:
     """``message`` as the one line the CLI prints for it (``dsh: warning: …``)."""
-    return f"dsh: {level}: {error_line(message, WARNING_LINE_CHARS)}"
+    return f"dsh: {level}: {line_text(message)}"
+
+
+def line_text(message: str) -> str:
+    """``message`` as its line shows it, after the ``dsh: LEVEL: `` prefix."""
+    return error_line(message, WARNING_LINE_CHARS)
+
+
+@contextlib.contextmanager
+def tapped(tap: Tap) -> Iterator[None]:
+    """Inside, every warning or error line printed on stderr (``told``: the commands' own;
+    ``print_to_stderr``: the logged ones it prints) is also given to ``tap``."""
+    _taps.append(tap)
+    try:
+        yield
+    finally:
+        _taps.remove(tap)
+
+
+def told(level: str, text: str) -> None:
+    """A line of ``level`` was printed on stderr (``text``: after its prefix): tell the taps."""
+    for tap in list(_taps):
+        tap(level, text)
 
 
 class OneLineFormatter(logging.Formatter):
@@ -31,6 +63,14 @@ class OneLineFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return warning_line(record.getMessage(), record.levelname.lower())
+
+
+class _StderrPrinter(logging.StreamHandler):  # type: ignore[type-arg]
+    """Prints a record as its one line on stderr, and tells the taps (``tapped``) of it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        told(record.levelname.lower(), line_text(record.getMessage()))
 
 
 def print_to_stderr() -> None:
@@ -49,7 +89,7 @@ def print_to_stderr() -> None:
         printed.add(line)
         return True
 
-    handler = logging.StreamHandler()
+    handler = _StderrPrinter()
     handler.setFormatter(OneLineFormatter())
     handler.addFilter(once)
     root = logging.getLogger("dsh")
