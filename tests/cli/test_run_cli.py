@@ -429,3 +429,27 @@ def test_continue_is_refused_with_session_and_where_no_session_was_started(tmp_p
     assert none.stderr.strip() == (
         f"dsh: error: no session to continue in {empty.resolve()} (see `dsh sessions list --all`)"
     )
+
+
+def test_a_new_session_whose_server_died_mid_reply_is_kept(tmp_path, env):
+    """The server streams part of a reply, then its connection drops: the streamed words are
+    logged, so the session is kept and named (it was removed as "never reached")."""
+    from tests.llm.fake_server import Canned, FakeServer, oa_chunk, openai_stream
+
+    stream = openai_stream(oa_chunk(content="The answer "), oa_chunk(content="is forty"))
+    dropping = Canned(stream.status, stream.headers, stream.parts, chunked=True, drop_after=2)
+    with FakeServer() as server:
+        for _ in range(4):  # the failed call and any retries dsh makes
+            server.queue(dropping)
+        url = server.url + "/v1"
+        result = dsh(
+            "run", "--base-url", url, "--model", "m", "--context-window", "8192", "hi",
+            env=env, cwd=tmp_path, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert "CONNECTION" in result.stderr
+    assert "never reached" not in result.stderr
+    assert "session: " in result.stdout, (result.stdout, result.stderr)
+    session_id = result.stdout.strip().splitlines()[-1].removeprefix("session: ")
+    shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
+    assert "The answer is forty" in shown

@@ -317,10 +317,14 @@ def _why(error: str | None) -> str:
 
 def never_connected(events: Sequence[Event]) -> bool:
     """True if the provider was never reached: model calls were made and every one failed
-    with a connection error (so the session holds nothing but the prompts)."""
+    with a connection error (so the session holds nothing but the prompts). A reply that
+    streamed before its server failed was an answer: that session is kept (an audit saw 34
+    streamed words deleted with their session, said to be "never reached")."""
     errors = [e for e in events if isinstance(e, RequestErrorEvent)]
     answered = any(
-        isinstance(e, AssistantMessageEvent) and e.data.error_code is None for e in events
+        isinstance(e, AssistantMessageEvent)
+        and (e.data.error_code is None or bool(e.data.message.content))
+        for e in events
     )
     return bool(errors) and not answered and all(e.data.code == "CONNECTION" for e in errors)
 
