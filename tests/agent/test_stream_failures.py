@@ -3,6 +3,8 @@ connection after three chunks, or goes quiet), and no half-streamed tool call is
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 
 import msgspec
@@ -202,3 +204,32 @@ def _comparable(events) -> list[dict]:
         raw.pop("time")
         out.append(raw)
     return out
+
+
+def test_a_retried_call_is_said_as_a_warning_naming_the_setting(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+    caplog,
+):
+    """A slow server that sends nothing for ``stream_idle_timeout`` is asked again: the retry
+    was logged but shown nowhere (the UI kept counting the wait); now it is a warning."""
+    release = threading.Event()
+    quiet = openai_text("never seen")
+    server.queue(
+        Canned(quiet.status, quiet.headers, quiet.parts, hold=release, hold_before=0),
+        openai_text("fine"),
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="dsh"):
+            result = run(_agent(harness, server, stream_idle_timeout=0.2).run_turn("q"))
+    finally:
+        release.set()
+    assert result.reason == "completed" and result.text == "fine"
+    said = [r.getMessage() for r in caplog.records if "sending it again" in r.getMessage()]
+    assert len(said) == 1
+    assert re.fullmatch(
+        r"no data from the model for 0\.2 s \(provider\.stream_idle_timeout\): sending it again"
+        r" (now|in \d+\.\d s) \(attempt 2 of 4\); a slow model \(a local one after a compaction"
+        r" pass\) may need it raised",
+        said[0],
+    )

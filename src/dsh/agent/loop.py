@@ -47,6 +47,7 @@ from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
+from dsh.agent.retry_notice import retry_warning
 from dsh.agent.room import fixed_tokens, prompt_problem
 from dsh.agent.step_outcome import CallOutcome, plan_step
 from dsh.agent.text_replies import read_reply
@@ -462,6 +463,7 @@ class Agent:
                 ),
                 ignorable=True,
             )
+            log.warning("%s", retry_warning(attempt, self.config.retry_attempts, error, delay))
 
         cfg = self.config
         self._requested = True
