@@ -183,3 +183,30 @@ def test_model_names_the_model_and_moves_the_next_turns(browser: Any, tmp_path: 
         e["data"]["message"]["source"]["model"] for e in replies if e["type"] == "assistant/message"
     ]
     assert models == ["scripted", "bigger-model"]
+
+
+def test_model_takes_a_name_with_spaces_as_the_terminal_ui_does(
+    browser: Any, tmp_path: Path
+) -> None:
+    """``/model NAME`` takes what follows it as the name, spaces inside included (the terminal
+    UI's parser, ``dsh.agent.model_command.model_name``)."""
+    env = make_env(tmp_path)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "first answer"}]))
+    server = BackgroundServer(env.app(WebRuntime(env.settings, script=script))).start()
+    try:
+        with open_page(browser) as page:
+            open_new_session(page, server.base_url)
+            assert fresh_note_after(page, "/model  Qwen 7B Instruct ") == (
+                "Model for the next turns: Qwen 7B Instruct."
+            )
+            page.wait_for_function(
+                "() => document.getElementById('model').textContent"
+                " === 'scripted · Qwen 7B Instruct'"
+            )
+            assert fresh_note_after(page, "/model") == (
+                "Model: Qwen 7B Instruct (provider scripted, context window "
+                f"{DEFAULT_CONTEXT_WINDOW} tokens). /model NAME switches for the next turns."
+            )
+    finally:
+        server.stop()

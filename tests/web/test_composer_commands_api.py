@@ -253,13 +253,22 @@ def test_a_model_that_cannot_be_resolved_is_refused_in_one_line(
         assert "DEEPSEEK_API_KEY" in refused.json()["error"]["message"]
 
 
-def test_a_model_name_must_be_one_printable_word_on_a_session_open_here(env: WebEnv) -> None:
+def test_a_model_name_must_print_on_one_line_on_a_session_open_here(env: WebEnv) -> None:
+    """The names the terminal UI's ``/model`` takes (``model_name``): spaces inside a name are
+    part of it; a line break, a tab, an escape or a bidi control is refused in one line."""
     env.script = [{"text": "first"}]
     with open_client(env, scripted_runtime(env)) as client:
         sid = new_session(client)
-        for name in ("", "  ", "two words", "bad\x1bname"):
+        for name in ("", "  ", "bad\x1bname", "two\nlines", "a\tb", "rtl\u202e"):
             answer = client.post(f"/api/sessions/{sid}/model", json={"name": name})
             assert error_of(answer) == (400, "INVALID_ARGUMENT"), name
+        refused = client.post(f"/api/sessions/{sid}/model", json={"name": " bad\x1bname "})
+        assert refused.json()["error"]["message"] == (
+            "/model takes a model name on one line, not 'bad\\x1bname'"
+        )
+        spaced = client.post(f"/api/sessions/{sid}/model", json={"name": "  Qwen 7B Instruct "})
+        assert spaced.json()["model"] == "Qwen 7B Instruct"
+        assert spaced.json()["note"] == switched_note("Qwen 7B Instruct")
         prompt(client, sid, "one")
         assert client.post(f"/api/sessions/{sid}/close").status_code == 200
         for answer in (

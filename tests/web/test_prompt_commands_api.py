@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from dsh.config import dsh_home
 from dsh.surface import Session
-from dsh.web import SessionRegistry
+from dsh.web import SessionRegistry, session_info
 from tests.helpers import append_chat_turn
 from tests.web.conftest import WebEnv, error_of, new_session, wait_idle
 
@@ -63,7 +63,7 @@ def test_the_command_list_reads_the_session_workspace_not_its_info(
     client: TestClient, env: WebEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The list needs the session's workspace only: neither for a session open here nor for
-    one read from the store are the info's figures summed over its log (``info``, ``_stats``),
+    one read from the store are the info's figures summed over its log (``info``, ``figures``),
     which on a long session cost what the whole log costs to fold."""
     (env.workspace / ".dsh" / "commands").mkdir(parents=True)
     (env.workspace / ".dsh" / "commands" / "ship.md").write_text("Ship it.")
@@ -71,14 +71,14 @@ def test_the_command_list_reads_the_session_workspace_not_its_info(
         append_chat_turn(stored, "a question", "an answer")
     opened = new_session(client)
     built: list[str] = []
-    for name in ("info", "_stats"):
-        real = getattr(SessionRegistry, name)
+    for owner, name in ((SessionRegistry, "info"), (session_info, "figures")):
+        real = getattr(owner, name)
 
-        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+        def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
             built.append(_name)
-            return _real(self, *args)
+            return _real(*args)
 
-        monkeypatch.setattr(SessionRegistry, name, counted)
+        monkeypatch.setattr(owner, name, counted)
     for sid in (opened, stored.id):
         listed = client.get(f"/api/sessions/{sid}/commands")
         assert listed.json() == {
@@ -86,7 +86,7 @@ def test_the_command_list_reads_the_session_workspace_not_its_info(
         }
     assert built == []
     assert client.get(f"/api/sessions/{stored.id}").status_code == 200  # the spies do count
-    assert built == ["info", "_stats"]
+    assert built == ["info", "figures"]
     assert error_of(client.get("/api/sessions/20990101-nosuch/commands")) == (
         404,
         "SESSION_NOT_FOUND",

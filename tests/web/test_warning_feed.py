@@ -74,7 +74,9 @@ def test_a_warning_raised_serving_a_session_reaches_its_pages_only_and_not_its_l
         assert warning["text"].startswith("MCP server broken did not start:")
         assert warning["count"] == 1 and warning["first"] == warning["last"]
         from_a_thread("a warning of the server's own")  # not a session's: the server's stream
-        shown = server.next()["warning"]  # the first it gets: the session's never came here
+        *others, shown_frame = server.until(warning_frame)  # the session's never came here
+        assert {frame["kind"] for frame in others} <= {"session-state"}  # its list's states
+        shown = shown_frame["warning"]
         assert (shown["session"], shown["text"]) == (None, "a warning of the server's own")
         wait_idle(served.http, first, timeout=120)
         later = served.live(first).next()  # a page that opens the session now

@@ -1,11 +1,30 @@
-"""The words of ``/model``, for every face that has it (the terminal UI, ``dsh web``'s
-composer): the line that names the model the next turns run on, and the line that says it
+"""``/model`` for every face that has it (the terminal UI, ``dsh web``'s composer): the name its
+argument gives, the line that names the model the next turns run on, and the line that says it
 changed.
 
 What a face changes is its own business (the terminal UI: its process's route; ``dsh web``: the
-session's); the words are the same, so ``/model`` reads the same wherever it is typed."""
+session's); the names it takes and the words are the same, so ``/model`` reads the same
+wherever it is typed."""
 
 from __future__ import annotations
+
+from dsh.errors import UsageError
+
+
+def model_name(arg: str) -> str | None:
+    """The model ``/model ARG`` names: ``ARG`` without the white space around it, spaces inside
+    it kept (a server may list a model as ``Qwen2.5 7B Instruct``); None when there is none
+    (``/model`` alone names the model in use). A name with a character that does not print (a
+    line break, a tab, a terminal escape, a bidi control) is refused with ``UsageError`` in one
+    line, the character shown as its escape: no model is named so, and the name is logged and
+    shown on every face."""
+    name = arg.strip()
+    if not name:
+        return None
+    if not name.isprintable():
+        shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+        raise UsageError(f"/model takes a model name on one line, not '{shown}'")
+    return name
 
 
 def model_note(model: str, provider: str, window: int) -> str:

@@ -133,13 +133,13 @@ class SettingsWiring:
         """The settings ``session`` runs with: the flags, then its recorded ones, win over the
         configured."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        return self._effective(session, recorded).settings
+        return self._effective(session.id, recorded).settings
 
     def _effective(
-        self, session: Session, recorded: SessionSettings | None
+        self, session_id: str | None, recorded: SessionSettings | None
     ) -> session_settings.Resolved:
         return session_settings.effective(
-            self.settings, recorded, self._overrides, switch=True, session_id=session.id
+            self.settings, recorded, self._overrides, switch=True, session_id=session_id
         )
 
     def own(self, session: Session) -> tuple[Settings, Route]:
@@ -155,8 +155,16 @@ class SettingsWiring:
 
     def _own(self, session: Session) -> tuple[session_settings.Resolved, Route]:
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        resolved = self._effective(session, recorded)
-        chosen = self.chosen_route(session.id)
+        return self._own_of(session.id, recorded)
+
+    def _own_of(
+        self, session_id: str, recorded: SessionSettings | None, *, say: bool = True
+    ) -> tuple[session_settings.Resolved, Route]:
+        """``_own`` of the session ``session_id`` whose latest record is ``recorded``, read apart
+        (a face reads the session on its loop, and resolves the route in a worker thread);
+        ``say``: False leaves what it would warn of (a record replaced, a window changed) unsaid."""
+        resolved = self._effective(session_id if say else None, recorded)
+        chosen = self.chosen_route(session_id)
         if chosen is not None:  # its own settings with the chosen model and window
             provider = msgspec.structs.replace(
                 resolved.settings.provider,
@@ -175,7 +183,8 @@ class SettingsWiring:
         if moved and self._reroute is not None:
             route = self._reroute(resolved.settings)
         route = keep_reported(with_own_window(route, wanted.context_window), recorded)
-        say_window_change(session.id, recorded, route)
+        if say:
+            say_window_change(session_id, recorded, route)
         return resolved, route
 
     def new_policy(self) -> ApprovalPolicy:

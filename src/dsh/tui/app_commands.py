@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
-from dsh.agent.model_command import model_note, switched_note
+from dsh.agent.model_command import model_name, model_note, switched_note
 from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line
 from dsh.tui.commands import HELP, Command
@@ -171,9 +171,15 @@ class SlashCommands:
             seed=False,
         )
 
-    def model(self, name: str) -> None:
-        """``/model NAME`` switches the model for the next turns; ``/model`` names it."""
+    def model(self, arg: str) -> None:
+        """``/model NAME`` switches the model for the next turns; ``/model`` names it (the name
+        as ``dsh web``'s composer takes it: ``dsh.agent.model_command.model_name``)."""
         app, controller = self.app, self.app.controller
+        try:
+            name = model_name(arg)
+        except UsageError as exc:
+            app.note(f"error: {error_line(str(exc))}")
+            return
         if name:
             try:
                 controller.switch_model(name)

@@ -15,7 +15,7 @@
     GET  /api/sessions/{id}/diff                    /diff: its workspace's changes since last commit
     WS   /api/sessions/{id}/live?after_seq=N           (follows writers in other processes too)
     GET  /api/warnings                              the server's warnings (not a session's)
-    WS   /api/live                                  the server's warnings as they come
+    WS   /api/live                                  the server's warnings, the sessions' states
     POST /api/sessions/{id}/resume                  open a stored session for writing here
     POST /api/sessions/{id}/close                   release it
     POST /api/sessions/{id}/prompt  {text, command?} start a turn (202); command: /NAME ARGS
@@ -354,10 +354,12 @@ def create_app(
         return JSONResponse({"warnings": registry.warnings.kept(None)})
 
     async def server_live(websocket: WebSocket) -> None:
-        """The server's warnings (not a session's): the ones kept, then each as it comes."""
+        """The server's warnings (not a session's): the ones kept, then each as it comes; and the
+        listed sessions' states as they change (``dsh.web.list_states``)."""
         await _accept(websocket)
         hub = registry.warnings.server
         subscriber = hub.subscribe()  # before the kept ones are read: nothing falls between
+        registry.list_states.ensure_sweeping()  # the other processes' locks, while pages listen
         hello = frame("hello", warnings=registry.warnings.kept(None))
         await stream(websocket, hub, hello, (), subscriber)
 
@@ -366,6 +368,7 @@ def create_app(
         with registry.warnings.installed() as feed:
             feed.bind_loop()
             yield
+            await registry.list_states.stop()
             await followers.stop()
             await registry.shutdown()
 

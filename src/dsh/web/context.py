@@ -4,7 +4,7 @@ tokens per model (the composer's ``/cost``), as ``dsh.agent.context_report`` and
 ``dsh.agent.billing`` compute them for every face (the terminal UI's ``/context`` and
 ``/cost``); this module only finds the session (open here, else read-only from the store), the
 fold that keeps its reports current (the handle's, else the registry's for stored sessions) and
-the route: the one ``/model`` chose for the session, else the server's."""
+the route: the one its next turn here runs on (``dsh.web.next_route``), else the server's."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from dsh.agent.wiring import session_window
 from dsh.errors import DshError
 from dsh.surface import Session
 from dsh.web.errors import from_dsh_error
+from dsh.web.next_route import next_route
 from dsh.web.sessions import SessionRegistry, check_session_id
 
 T = TypeVar("T")
@@ -61,10 +62,11 @@ async def _with_fold(
 
 
 async def session_context(registry: SessionRegistry, session_id: str) -> dict[str, Any]:
-    """The context report as JSON, with ``routeNotice``. A session ``/model`` moved to another
-    model shows that model, in its window (its next request's), until its next turn logs it;
-    its cost stays priced by the model its log names."""
-    chosen = registry.runtime.chosen_route(check_session_id(session_id))
+    """The context report as JSON, with ``routeNotice``. It shows the model and window of the
+    session's next turn here (``dsh.web.next_route``: the model ``/model`` moved it to, a window
+    this server's flags or config give it) until that turn logs them; its cost stays priced by
+    the model its log names. A next route that cannot be resolved leaves the log's."""
+    upcoming = await next_route(registry, check_session_id(session_id))
     window = registry.runtime.default_window()
     resolved = _resolved_route(registry)  # once: an unresolvable route is tried once per ask
     route = (resolved.provider.name, resolved.model) if resolved is not None else None
@@ -72,12 +74,12 @@ async def session_context(registry: SessionRegistry, session_id: str) -> dict[st
     notice = {"routeNotice": resolved.notice if resolved is not None else None}
 
     def read(session: Session, fold: ContextFold) -> dict[str, Any]:
-        if chosen is None:
+        if upcoming is None:
             return context_report(session, default_window=window, route=route, fold=fold).public()
         report = context_report(
-            session, window=session_window(chosen), route=route, fold=fold
+            session, window=session_window(upcoming), route=route, fold=fold
         ).public()
-        return {**report, "provider": chosen.provider.name, "model": chosen.model}
+        return {**report, "provider": upcoming.provider.name, "model": upcoming.model}
 
     return {**await _with_fold(registry, session_id, read), **notice}
 

@@ -18,17 +18,26 @@ from dsh.web.titles import SIDEBAR_TITLE_CHARS
 
 
 def session_figures(
-    session: Session, stats: SessionStats, default_window: int, chosen: Route | None = None
+    session: Session, stats: SessionStats, default_window: int, upcoming: Route | None = None
 ) -> dict[str, Any]:
     """The info's ``stats``: ``stats`` (the session's ``ContextFold``'s) with its context use
-    against the window its next turn runs in: ``chosen``'s (the route ``/model`` chose for it),
-    else the one it recorded, else ``default_window``."""
-    window = session_window(chosen) if chosen else logged_window(session) or default_window
+    against the window its next turn runs in: ``upcoming``'s, the route of its next turn here
+    when it is known (``dsh.web.next_route``: ``/model``'s choice, else its recorded settings
+    under this server's flags and config), else the one it recorded, else ``default_window``."""
+    window = session_window(upcoming) if upcoming else logged_window(session) or default_window
     tokens = session.measure().total_tokens
+    shown = {"contextTokens": tokens, "contextWindow": window, "contextRatio": None}
+    return against_window({**shown, **_stats_figures(stats)}, window)
+
+
+def against_window(figures: dict[str, Any], window: int) -> dict[str, Any]:
+    """``figures`` with their context use measured against ``window``."""
+    tokens = figures["contextTokens"]
+    return {**figures, "contextWindow": window, "contextRatio": tokens / window if window else None}
+
+
+def _stats_figures(stats: SessionStats) -> dict[str, Any]:
     return {
-        "contextTokens": tokens,
-        "contextWindow": window,
-        "contextRatio": tokens / window if window else None,
         "cacheHitRatio": stats.cache_hit_ratio,
         "inputTokens": stats.input_tokens,
         "cacheReadTokens": stats.cache_read_tokens,

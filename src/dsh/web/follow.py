@@ -48,7 +48,11 @@ def lock_holder(store: Any, session_id: str) -> int | None:
     lock_path = getattr(store, "lock_path", None)
     if lock_path is None:
         return None
-    pid, _ = recorded_holder(Path(lock_path(session_id)))
+    return live_holder(recorded_holder(Path(lock_path(session_id)))[0])
+
+
+def live_holder(pid: int | None) -> int | None:
+    """``pid``, a pid a lock file records, if that process is alive and is not this one."""
     if pid is None or pid == os.getpid():
         return None
     try:

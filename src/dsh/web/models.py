@@ -19,12 +19,13 @@ from typing import Any
 
 import anyio.to_thread
 
-from dsh.agent.model_command import model_note, switched_note
+from dsh.agent.model_command import model_name, model_note, switched_note
 from dsh.agent.runtime import Route
 from dsh.agent.wiring import session_window
-from dsh.errors import DshError, printable_line
+from dsh.errors import DshError, UsageError
 from dsh.web.errors import bad_request, from_dsh_error
 from dsh.web.live import frame
+from dsh.web.next_route import resolved_next_route
 from dsh.web.sessions import SessionRegistry
 
 
@@ -39,25 +40,28 @@ def _public(route: Route) -> dict[str, Any]:
 async def shown_model(registry: SessionRegistry, session_id: str) -> dict[str, Any]:
     """``/model``: ``{provider, model, window, note}`` of the route the open session's next turn
     runs on (``Runtime.own``: the one ``/model`` chose, else its recorded one, else the
-    server's), ``note`` the terminal UI's line."""
+    server's), ``note`` the terminal UI's line. Resolving it may ask a server (a session on
+    another model than the server's): in a worker thread (``dsh.web.next_route``), never on the
+    loop; once resolved, it is kept until the session records new settings."""
     try:
-        await anyio.to_thread.run_sync(registry.runtime.route)  # resolved once, off the loop
-        handle = registry.open_handle(session_id)  # closed meanwhile?
-        route = registry.runtime.own(handle.session)[1]
+        route = await resolved_next_route(registry, session_id)
     except DshError as exc:
         raise from_dsh_error(exc) from exc
+    registry.open_handle(session_id)  # closed meanwhile?
     shown = _public(route)
     return {**shown, "note": model_note(route.model, shown["provider"], shown["window"])}
 
 
 def checked_name(name: str) -> str:
-    """A model name as ``/model NAME`` takes it: one word that prints; 400 otherwise."""
-    name = name.strip()
-    if not name:
+    """A model name as ``/model NAME`` takes it, in the terminal UI too
+    (``dsh.agent.model_command.model_name``: spaces inside it kept); 400 otherwise."""
+    try:
+        checked = model_name(name)
+    except UsageError as exc:
+        raise bad_request(str(exc)) from exc
+    if checked is None:
         raise bad_request("/model NAME takes a model name")
-    if any(ch.isspace() for ch in name) or printable_line(name) != name:
-        raise bad_request(f"/model takes one model name, not {printable_line(name)!r}")
-    return name
+    return checked
 
 
 async def choose_model(registry: SessionRegistry, session_id: str, name: str) -> dict[str, Any]:

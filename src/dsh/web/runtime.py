@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from dsh.agent import session_settings
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
@@ -34,6 +35,8 @@ class Runtime(SessionWiring, Protocol):
     def default_window(self) -> int: ...
 
     def own(self, session: Session) -> tuple[Settings, Route]: ...
+
+    def own_later(self, session: Session) -> Callable[[], Route]: ...
 
     def model_route(self, session: Session, name: str) -> Callable[[], Route]: ...
 
@@ -113,6 +116,18 @@ class WebRuntime(SettingsWiring):
         )
         wanted = msgspec.structs.replace(settings, provider=provider)
         return lambda: self._resolve_for(wanted)
+
+    def own_later(self, session: Session) -> Callable[[], Route]:
+        """The route ``own`` gives ``session``, in two steps: the session read now (on the
+        loop, where it is appended to), its route resolved when the result is called (in a
+        worker thread: a session on another model than the server's resolves its own route,
+        which may ask its server its window). Resolving raises ``DshError`` when it cannot be
+        done (a missing key). It says nothing: what it finds to warn of (a recorded value no
+        longer valid, a window its server now reports otherwise) is said once a turn or a
+        ``/compact`` runs on it, as before, not when a page only shows the session."""
+        session_id = session.id
+        recorded = session_settings.latest(session)
+        return lambda: self._own_of(session_id, recorded, say=False)[1]
 
     def choose_route(self, session_id: str, route: Route) -> None:
         """The session's next agents (and ``/compact``) run on ``route``."""

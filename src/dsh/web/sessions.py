@@ -12,7 +12,9 @@ pending approvals). A session created here is a draft until its first prompt: op
 memory, written to the store by that prompt (``dsh.web.drafts``). Each session's approval mode
 is the flags' and the config's unless ``/approval`` chose another (``dsh.web.approval_mode``).
 How agents and compaction engines are made is the ``Runtime``'s business, so tests inject the
-keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``.
+keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``. A session's info is
+``dsh.web.session_info``'s (measured against its next turn's window, ``dsh.web.next_route``);
+the list's states are sent to every page as they change (``dsh.web.list_states``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ from dsh.store import EventStore, SessionHeader
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript.history import HistoryPage, history_page
-from dsh.transcript.stats import SessionStats
 from dsh.web.approval_mode import ApprovalModes
 from dsh.web.drafts import Drafts
 from dsh.web.errors import (
@@ -58,12 +59,14 @@ from dsh.web.errors import (
     bad_request,
     from_dsh_error,
 )
-from dsh.web.figures import session_figures, title_of
 from dsh.web.follow import lock_holder
 from dsh.web.handle import Handle
+from dsh.web.list_states import ListStates
 from dsh.web.live import LiveHub, frame
+from dsh.web.next_route import NextRoutes
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
+from dsh.web.session_info import open_figures, session_info
 from dsh.web.titles import SessionIndex
 from dsh.web.warning_feed import WarningFeed, warn_for_session
 
@@ -111,6 +114,10 @@ class SessionRegistry:
         """New sessions created here that no prompt has written to the store yet."""
         self.approval_modes = ApprovalModes()
         """The modes ``/approval`` chose, by session."""
+        self.next_routes = NextRoutes(runtime)
+        """The route each session's next turn here runs on, as far as resolved."""
+        self.list_states = ListStates(store, self.warnings.server, self.handles)
+        """The session list's states, sent to every page as they change."""
 
     def _loaded(self, session_id: str, session: Session) -> None:
         """A read-only load's warnings, to the session's pages, unless another live process
@@ -180,16 +187,18 @@ class SessionRegistry:
 
     async def list_sessions(self) -> list[dict[str, Any]]:
         """Every stored session's row, newest first, with its title, last activity and
-        writer (``SessionIndex.annotate``)."""
+        writer (``SessionIndex.annotate``); their states then follow (``ListStates``)."""
         try:
             headers = await anyio.to_thread.run_sync(self.store.list)
         except DshError as exc:
             raise from_dsh_error(exc) from exc
-        rows = [self._summary(h) for h in headers]
+        rows = [self.summary(h) for h in headers]
         rows.sort(key=lambda row: (row["createdAt"], row["id"]), reverse=True)
-        return await anyio.to_thread.run_sync(self.titles.annotate, rows, headers)
+        rows = await anyio.to_thread.run_sync(self.titles.annotate, rows, headers)
+        self.list_states.listed(rows)  # the sessions whose states the pages hear of
+        return rows
 
-    def _summary(self, header: SessionHeader) -> dict[str, Any]:
+    def summary(self, header: SessionHeader) -> dict[str, Any]:
         handle = self.handles.get(header.id)
         row: dict[str, Any] = {
             "id": header.id,
@@ -203,40 +212,12 @@ class SessionRegistry:
         return row
 
     async def info(self, session_id: str) -> dict[str, Any]:
-        """Everything the page header needs about one session."""
-        handle = self.handles.get(check_session_id(session_id))
-        if handle is not None:
-            session = handle.session
-            stats = self.stats(handle)
-            return {
-                **self._summary(session.header),
-                "title": title_of(session),
-                "lastSeq": len(session.events) - 1,
-                "stats": stats,
-                "progress": handle.hub.progress.public(),
-                "approvals": [a.public() for a in handle.approvals.values()],
-                "approval": self.approval(session.id),
-                "draft": handle.draft,
-            }
-
-        def stored_info(session: Session) -> tuple[SessionHeader, dict[str, Any]]:
-            # a new load's first update reads the whole index: off the loop
-            with self.stored_context.held(session_id) as fold:
-                stats = self._stats(session, fold.update(session, items=False).stats)
-            shown = {"title": title_of(session), "lastSeq": len(session.events) - 1, "stats": stats}
-            return session.header, shown
-
-        header, shown = await self.stored(session_id, stored_info)
-        fixed: dict[str, Any] = {"progress": None, "approvals": [], "draft": False}
-        return {**self._summary(header), **shown, **fixed, "approval": self.approval(session_id)}
+        """Everything the page header needs about one session (``dsh.web.session_info``)."""
+        return await session_info(self, check_session_id(session_id))
 
     def stats(self, handle: Handle) -> dict[str, Any]:
-        """The session info's figures of an open session, from its handle's ``ContextFold``."""
-        return self._stats(handle.session, handle.context.update(handle.session, items=False).stats)
-
-    def _stats(self, session: Session, stats: SessionStats) -> dict[str, Any]:
-        chosen = self.runtime.chosen_route(session.id)  # /model's: the next turn's window
-        return session_figures(session, stats, self.runtime.default_window(), chosen)
+        """The session info's figures of an open session (``dsh.web.session_info``)."""
+        return open_figures(self, handle)
 
     async def history(
         self, session_id: str, before_seq: int | None, max_messages: int
@@ -482,6 +463,7 @@ class SessionRegistry:
 
     def _status(self, handle: Handle, *, open_: bool = True) -> None:
         handle.hub.publish(frame("status", running=handle.activity, open=open_))
+        self.list_states.changed(handle.session.id, open_=open_, running=handle.activity)
 
 
 # ---- helpers --------------------------------------------------------------------------------

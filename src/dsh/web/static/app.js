@@ -12,7 +12,7 @@ import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
 import { FindInSession } from './find.js';
 import { renderApproval, renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
-import { loadSessionList as listSessions, showSessionState } from './sidebar.js';
+import { loadSessionList as listSessions, sessionStateChanged, showSessionState } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
 
 const PAGE_MESSAGES = 50;
@@ -138,6 +138,13 @@ function onDelta(message) {
 
 function loadSessionList() {
   return listSessions(state.sessionId, toast, () => (state.info?.id === state.sessionId ? state.info : null));
+}
+
+// The server's stream brings the other sessions' states as they change (sidebar.js); each time it
+// (re)connects, the list is read again, so no change falls between a read and the stream.
+function serverFrame(data) {
+  if (data.kind === 'hello') loadSessionList();
+  else if (data.kind === 'session-state') sessionStateChanged(data.session, state.sessionId);
 }
 
 // A new session is written to the store by its first prompt (dsh.web.drafts); while the one
@@ -430,7 +437,7 @@ function init() {
   state.warnings = new PageWarnings();
   tokenSettled.then((notice) => {  // a link's token refused, the kept one used: said once
     if (notice) toast(notice, { note: true });
-    state.warnings.listen();
+    state.warnings.listen(serverFrame);
   });
   state.find = new FindInSession({
     sessionId: () => state.sessionId,

@@ -4,11 +4,17 @@
 // (`showSessionState`, which the page calls whenever the header's run state changes: a `status`
 // or `holder` frame, a load), not from the list as it was read, so a `dsh run` taking the
 // session in another process shows as busy in both at once, and as idle in both once it ends.
+// The other sessions' states follow the server's `session-state` frames (`sessionStateChanged`:
+// a turn or /compact here starting or ending, a session opened or released here, another process
+// taking or releasing a writer lock, dsh.web.list_states). A list read while one came may have
+// been read before that change: its item keeps the state that came after the list was asked.
 import { api } from './api.js';
 import { filterSessions, fmtWhen } from './chrome.js';
 import { el, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
+const pushed = new Map();  // session id → { state, at }: the latest frame of it, and when it came
+let arrivals = 0;          // frames so far (a clock: `at` of each)
 
 export function fmtAge(ms, now = Date.now()) {
   const seconds = Math.max(0, Math.round((now - ms) / 1000));
@@ -35,12 +41,23 @@ function paintState(a, s) {
   badge.textContent = state.text;
 }
 
+const itemOf = (id) => document.querySelector(`#session-list .session-item[data-id="${CSS.escape(id)}"]`);
+
 /** The shown session's item takes the state its header shows (`info`: the page's info of it,
  * null while none is loaded). */
 export function showSessionState(info) {
   if (!info) return;
-  const a = document.querySelector(`#session-list .session-item[data-id="${CSS.escape(info.id)}"]`);
+  const a = itemOf(info.id);
   if (a) paintState(a, info);
+}
+
+/** A `session-state` frame (`s`: {id, open, running, heldBy}): the session's item takes it,
+ * unless it is the one shown (`shownId`), whose item is the header's. */
+export function sessionStateChanged(s, shownId) {
+  arrivals += 1;
+  pushed.set(s.id, { state: s, at: arrivals });
+  const a = s.id === shownId ? null : itemOf(s.id);
+  if (a) paintState(a, s);
 }
 
 function item(s, selected) {
@@ -67,6 +84,7 @@ function item(s, selected) {
 /** The list, read afresh; `shownInfo()`: the info the header shows now (read once the list
  * came: a frame may have changed it meanwhile), whose state the shown session's item takes. */
 export async function loadSessionList(selected, onError, shownInfo = () => null) {
+  const asked = arrivals;
   let data;
   try {
     data = await api('GET', '/api/sessions');
@@ -74,7 +92,11 @@ export async function loadSessionList(selected, onError, shownInfo = () => null)
     onError(error.message);
     return;
   }
-  $('session-list').replaceChildren(...data.sessions.map((s) => item(s, selected)));
+  const newer = (s) => {
+    const frame = pushed.get(s.id);
+    return frame && frame.at > asked ? { ...s, ...frame.state } : s;
+  };
+  $('session-list').replaceChildren(...data.sessions.map((s) => item(newer(s), selected)));
   showSessionState(shownInfo());
   filterSessions();
 }

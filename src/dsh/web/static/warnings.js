@@ -44,6 +44,7 @@ export class PageWarnings {
     this.socket = null;
     this.refused = false;  // the server refused this page's token: no more reconnecting
     this.origin = null;  // focused when the list opened
+    this.others = null;  // what the server's stream brings besides warnings goes there (app.js)
     $('warnings-toggle').addEventListener('click', () => this.toggle());
     $('warnings-close').addEventListener('click', () => this.toggle(false));
     $('warnings-panel').addEventListener('keydown', (event) => {
@@ -148,14 +149,18 @@ export class PageWarnings {
   }
 
   /** The server's stream, for the page's life: it reconnects a second after it drops, unless
-   * the server refuses the token (asked through the API first, as for a session's stream). */
-  listen() {
+   * the server refuses the token (asked through the API first, as for a session's stream).
+   * `others`: called with every frame after this has taken its warnings (each `hello`, the
+   * sessions' `session-state` frames). */
+  listen(others = this.others) {
+    this.others = others;
     const socket = serverSocket();
     this.socket = socket;
     socket.onmessage = (message) => {
       const data = JSON.parse(message.data);
       if (data.kind === 'hello') this.kept(data.warnings);
       else if (data.kind === 'warning') this.arrived(data.warning);
+      if (this.others) this.others(data);
     };
     socket.onclose = () => {
       this.socket = null;
