@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from dsh.compaction import CompactionEngine, ExtractiveSummarizer, RecallableBackend
-from dsh.events import CompactionStart
+from dsh.events import CompactionEndEvent, CompactionStart, SessionEndSeedEvent
 from dsh.store import JsonlStore, SqliteStore
+from dsh.store.pass_repair import PASS_PROCESS_ENDED
 from dsh.surface import Session
 from tests.helpers import append_tool_turn, fixed_clock
 
@@ -82,8 +83,11 @@ def test_a_pass_killed_before_its_plan_does_not_block_compaction_after_reopening
         RecallableBackend(ExtractiveSummarizer(), compaction_kill.SETTINGS),
         compaction_kill.SETTINGS,
     )
-    assert not reopened.lifecycle_started
-    assert engine.live_orphan() is None  # the start belongs to a dead lifecycle
+    # the open closed it (dsh.store.pass_repair): a new lifecycle, the start ended with why
+    seed, end = reopened.events[-2:]
+    assert isinstance(seed, SessionEndSeedEvent) and isinstance(end, CompactionEndEvent)
+    assert (end.data.compaction_id, end.data.error) == ("dead-1", PASS_PROCESS_ENDED)
+    assert engine.live_orphan() is None
     result = asyncio.run(engine.compact_now(window=compaction_kill.WINDOW))  # `dsh compact`
     assert result is not None and result.checkpoints
     assert reopened.lifecycle_started

@@ -14,6 +14,7 @@ from dsh.agent.hooks import compaction_hooks
 from dsh.agent.loop import StreamListener
 from dsh.agent.runtime import Route
 from dsh.compaction import BasicBackend, CompactionEngine, ExtractiveSummarizer
+from dsh.compaction.summarizer import Summarizer
 from dsh.config import CompactionSettings, Settings, ToolSettings
 from dsh.llm.scripted import ScriptedProvider, parse_script
 from dsh.llm.types import Provider
@@ -68,13 +69,15 @@ class Rig:
         window: int = 128_000,
         approval: ApprovalMode = "auto",
         auto_compact: bool = False,
+        pass_summarizer: Summarizer | None = None,
         wrap_provider: Callable[[ScriptedProvider], Provider] | None = None,
         route_notice: str | None = None,
         agent_config: dict[str, Any] | None = None,
         **compaction: Any,
     ) -> DshApp:
         """The app over a scripted model; ``agent_config``: more ``AgentConfig`` fields for its
-        agents (``attach_mentions``, ``params``)."""
+        agents (``attach_mentions``, ``params``); ``auto_compact``: its agents compact under
+        pressure, with ``pass_summarizer`` (default: the extractive one)."""
         settings = self.settings(approval, **compaction)
         scripted = ScriptedProvider(parse_script(script), model="scripted", cache=self.cache)
         self.provider = scripted
@@ -106,7 +109,7 @@ class Rig:
                 ids = itertools.count(1)
                 engine = CompactionEngine(
                     session,
-                    BasicBackend(ExtractiveSummarizer(), settings.compaction),
+                    BasicBackend(pass_summarizer or ExtractiveSummarizer(), settings.compaction),
                     settings.compaction,
                     new_id=lambda: f"pass{next(ids)}",
                 )

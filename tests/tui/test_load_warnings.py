@@ -1,7 +1,7 @@
 """A session's load warnings in the terminal UI: what opening it repaired (a torn last line
-moved aside, a turn a crashed process left open closed) shows as a toast each and a row in
-``/warnings``, once per open — at start (in one step, or newest page first with the log opened
-in a thread), and on ``/resume`` — as ``dsh run`` prints them on stderr."""
+moved aside, a turn or a compaction pass a crashed process left open closed) shows as a toast
+each and a row in ``/warnings``, once per open — at start (in one step, or newest page first
+with the log opened in a thread), and on ``/resume`` — as ``dsh run`` prints them on stderr."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -17,6 +17,7 @@ import dsh.tui.app_warnings
 from dsh.store.jsonl import TORN_NAME
 from dsh.surface import Session
 from tests.helpers import append_chat_turn
+from tests.killed_pass import killed_pass_session
 from tests.tui.conftest import SIZE, Rig, settle, submit
 from tests.tui.test_pilot import text_of
 from tests.tui.test_warnings import toasts
@@ -114,3 +115,32 @@ def test_each_open_tells_its_own_repairs_once_and_a_repaired_session_nothing(rig
     asyncio.run(main())
     # the same repair in two sessions is one row, counted twice; the torn line once
     assert listed(app) == [(closed, 2), (torn_warning(second_path), 1)]
+
+
+@pytest.mark.parametrize("how", ["turn", "compact"])
+def test_a_pass_a_crashed_process_left_open_is_said_once_and_shown_in_the_transcript(
+    rig: Rig, how: Literal["turn", "compact"]
+) -> None:
+    session_id = killed_pass_session(rig.home, rig.workspace, how)
+    said = (
+        "warning: the last compaction pass (p1) did not finish: the process ended during it; "
+        "the context is as it was before the pass"
+    )
+    note = "Compaction pass did not finish: the process ended during the pass"
+    shown: list[list[str]] = []
+
+    async def main(app: Any) -> None:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await settle(pilot, lambda: app.ready)
+            await pilot.pause()
+            shown.append([b.text for b in app.transcript.model.blocks if b.kind == "note"])
+
+    first, again = rig.app([], resume=session_id), rig.app([], resume=session_id)
+    asyncio.run(main(first))
+    asyncio.run(main(again))  # closed when first opened: nothing to say, the note stays
+    assert [entry for entry in listed(first) if "compaction" in entry[0]] == [(said, 1)]
+    assert not [entry for entry in listed(again) if "compaction" in entry[0]]
+    for notes in shown:
+        assert notes.count(note) == 1
+        if how == "turn":
+            assert notes[-2:] == [note, "Turn interrupted: dsh stopped before it ended."]

@@ -13,6 +13,7 @@ from dsh.events.codec import (
     event_type_of,
     validate_event_shape,
 )
+from dsh.events.compaction_payloads import unfinished_pass_note
 from dsh.events.messages import (
     ATTACH_PLUGIN,
     COMPACT_PLUGIN,
@@ -73,6 +74,7 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_event",
     "surface_message",
+    "unfinished_pass_note",
     "validate_event_shape",
     *_types_all,
 ]

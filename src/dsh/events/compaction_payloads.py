@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from dsh.errors import error_line
 from dsh.events.messages import Payload, Struct, Usage
 
 if TYPE_CHECKING:  # the event classes each payload names in its base (type-level only)
@@ -49,10 +50,24 @@ class CompactionSummary(Payload["CompactionSummaryEvent"], kw_only=True, frozen=
 
 
 class CompactionEnd(Payload["CompactionEndEvent"], kw_only=True, frozen=True):
+    """Closes a ``compaction/start``; ``error`` says why the pass did not finish (what it had
+    not committed changed nothing the model sees). A pass a dead process left open before its
+    plan is closed when the session is next opened for writing, with the error ``the process
+    ended during the pass``. ``turn`` is null for a manual pass (``/compact``, ``dsh
+    compact``)."""
+
     compaction_id: str
     pass_id: str | None = None
     turn: int | None
     error: str | None = None
+
+
+def unfinished_pass_note(error: str) -> str:
+    """What people are told of a compaction pass that did not finish: its ``compaction/end``'s
+    ``error`` (a summariser that failed, a refusal, ``cancelled``, the process that ended during
+    it), as ``error_line`` shows it; every face's transcript, and the answer a repair gives a
+    killed ``/compact``. Such a pass changed nothing the model sees."""
+    return f"Compaction pass did not finish: {error_line(error) or 'no reason was logged'}"
 
 
 class Region(Struct, kw_only=True, frozen=True):

@@ -171,6 +171,9 @@ class SessionLog(ABC):
         self.pending_end_seed = writable and resumed and bool(events)
         """True until the first write of a resumed or forked (seeded) lifecycle, which must be
         session/end-seed (docs/events.md, SessionEndSeed)."""
+        self.repaired_from: int | None = None
+        """The seq of the first event this open appended to close what a crashed process left
+        open (``dsh.store.repair``); None when it appended nothing."""
         self._broken: str | None = None
         self._closed = False
 

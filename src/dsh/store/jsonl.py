@@ -46,7 +46,7 @@ from dsh.store.base import (
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_line, sealed_lines, unseal_counted
 from dsh.store.locking import WriteLock, acquire_write_lock
-from dsh.store.repair import plan_crash_repair
+from dsh.store.repair import repair_at_open
 
 LOG_NAME = "session.jsonl"
 LOCK_NAME = "session.lock"
@@ -230,12 +230,7 @@ class JsonlStore:
                 lock.release()
             raise
         if lock is not None:
-            repairs = plan_crash_repair(events, now_ms=now_millis())
-            if repairs:
-                log.append(repairs)
-                log.warnings.append(
-                    f"closed turn left open by a crashed process ({len(repairs)} repair events)"
-                )
+            repair_at_open(log, now_ms=now_millis())
         return log
 
     def unreadable(self) -> list[UnreadableSession]:

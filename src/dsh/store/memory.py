@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dsh.errors import SessionLockedError, SessionNotFoundError, StoreError
 from dsh.events import Event, check_contiguous, decode_events, encode_event
 from dsh.store.base import SessionHeader, SessionLog, UnreadableSession, new_header, now_millis
-from dsh.store.repair import plan_crash_repair
+from dsh.store.repair import repair_at_open
 
 
 class MemorySessionLog(SessionLog):
@@ -87,9 +87,7 @@ class MemoryStore:
             self, self.headers[session_id], events, writable=writable, resumed=True
         )
         if writable:
-            repairs = plan_crash_repair(events, now_ms=now_millis())
-            if repairs:
-                log.append(repairs)
+            repair_at_open(log, now_ms=now_millis())
         return log
 
     def unreadable(self) -> list[UnreadableSession]:

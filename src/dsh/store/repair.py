@@ -1,16 +1,19 @@
-"""Crash repair: close a turn a dead process left open (docs/architecture.md, "The session log").
+"""Crash repair: close what a dead process left open (docs/architecture.md, "The session log").
 
-When a session whose last turn has no ``turn/end`` is opened for writing, the new lifecycle starts
-with ``session/end-seed`` and then closes that turn: a synthetic error result for every tool call
-that has none (``TOOL_OUTCOME_UNKNOWN`` when the call was logged as started, ``TOOL_NOT_STARTED``
-when only the model asked for it), ``step/end`` for an open step, and ``turn/end{interrupted}``.
-Compaction brackets are never repaired; ``session/end-seed`` makes them dead.
+When a session is opened for writing and its last lifecycle left a turn without ``turn/end`` or
+a compaction pass without ``compaction/end`` (before it logged a plan), the new lifecycle starts
+with ``session/end-seed``; then each such pass is closed (``dsh.store.pass_repair``), then the
+turn: a synthetic error result for every tool call that has none (``TOOL_OUTCOME_UNKNOWN`` when
+the call was logged as started, ``TOOL_NOT_STARTED`` when only the model asked for it),
+``step/end`` for an open step, and ``turn/end{interrupted}``. Each says so once, as a load
+warning. A pass that logged its plan is left to the engine, which finishes it from the plan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dsh.events import (
     APPEND,
@@ -36,6 +39,10 @@ from dsh.events import (
     TurnEndReason,
     TurnStartEvent,
 )
+from dsh.store.pass_repair import pass_repairs
+
+if TYPE_CHECKING:
+    from dsh.store.base import SessionLog
 
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
@@ -99,23 +106,52 @@ def scan_open_turn(events: Iterable[Event]) -> OpenTurn:
     return OpenTurn(asked.pending(), open_step)
 
 
-def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> list[Event]:
-    """The events that close an open trailing turn, seqs continuing the log; [] if none is open."""
+@dataclass(slots=True)
+class CrashRepair:
+    """What opening a session for writing appends, and the warnings that say so."""
+
+    events: list[Event] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def repair_at_open(log: SessionLog, *, now_ms: int) -> None:
+    """Append what a crashed lifecycle of ``log`` (open for writing) left open, and add the
+    warnings that say so to its load warnings (each once: the next open finds it closed)."""
+    repair = plan_crash_repair(log.events, now_ms=now_ms)
+    if repair.events:
+        log.repaired_from = repair.events[0].seq
+        log.append(repair.events)
+        log.warnings.extend(repair.warnings)
+
+
+def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> CrashRepair:
+    """The events that close the passes and the trailing turn a dead process left open, seqs
+    continuing the log, and their warnings; nothing when none is open."""
+    passes, said = pass_repairs(events, len(events) + 1, now_ms=now_ms)
     start = open_trailing_turn(events)
-    if start is None:
-        return []
+    if start is None and not passes:
+        return CrashRepair()
+    seed = SessionEndSeedEvent(seq=len(events), time=now_ms, data=SessionEndSeed())
+    repairs: list[EventBase] = [seed, *passes]
+    if start is not None:
+        _close_turn(events, start, repairs, now_ms=now_ms)
+        said.append(f"closed turn left open by a crashed process ({len(repairs)} repair events)")
+    return CrashRepair(repairs, said)  # type: ignore[arg-type]
+
+
+def _close_turn(
+    events: Sequence[Event], start: int, repairs: list[EventBase], *, now_ms: int
+) -> None:
+    """Add the events that close the turn whose ``turn/start`` is ``events[start]``."""
     turn_start = events[start]
     assert isinstance(turn_start, TurnStartEvent)
     turn = turn_start.data.turn
     scanned = scan_open_turn(events[start:])
     open_step = scanned.open_step
 
-    repairs: list[EventBase] = []
-
     def seq() -> int:
         return len(events) + len(repairs)
 
-    repairs.append(SessionEndSeedEvent(seq=seq(), time=now_ms, data=SessionEndSeed()))
     for asked in scanned.unanswered:
         call_id, name, step, call = asked.call_id, asked.name, asked.step, asked.started
         code = TOOL_OUTCOME_UNKNOWN if call is not None else TOOL_NOT_STARTED
@@ -161,4 +197,3 @@ def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> list[Event]:
             ),
         )
     )
-    return repairs  # type: ignore[return-value]

@@ -47,7 +47,7 @@ from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_rows, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
-from dsh.store.repair import plan_crash_repair
+from dsh.store.repair import repair_at_open
 from dsh.store.wal import WRITER_BACKSTOP_PAGES, WalUpkeep, fsync_wal
 
 DB_NAME = "dsh.sqlite3"
@@ -350,12 +350,7 @@ class SqliteStore:
         if not writable:
             db.close()
         if lock is not None:
-            repairs = plan_crash_repair(events, now_ms=now_millis())
-            if repairs:
-                log.append(repairs)
-                log.warnings.append(
-                    f"closed turn left open by a crashed process ({len(repairs)} repair events)"
-                )
+            repair_at_open(log, now_ms=now_millis())
         return log
 
     def remove_session(self, session_id: str) -> None:

@@ -162,6 +162,12 @@ class Session:
         return self._log.warnings
 
     @property
+    def repaired_from(self) -> int | None:
+        """The seq of the first event opening this session appended to close what a crashed
+        process left open (None: none); those events were logged before anyone could observe."""
+        return self._log.repaired_from
+
+    @property
     def writable(self) -> bool:
         return self._log.writable
 

@@ -1,7 +1,8 @@
 """The human projection: original messages in log order, one marker per landed pass.
 
-People see every append-origin surface event, and a note for each turn that did not complete
-and each command's answer (``command/done``); a reply's note of what cut it short and of the
+People see every append-origin surface event, and a note for each turn that did not complete,
+each automatic compaction pass that did not finish (``unfinished_pass_note``) and each
+command's answer (``command/done``); a reply's note of what cut it short and of the
 calls written in its text that were not run goes with it (``MessageItem``). A ``tool/call`` is
 shown as a card iff its callId is among the calls of the latest append-origin assistant message
 (the reply that issued it), so the cards of steps that compaction shadowed stay paired; a
@@ -31,6 +32,8 @@ from dsh.errors import error_line
 from dsh.events import (
     AssistantMessageEvent,
     CommandDoneEvent,
+    CompactionEnd,
+    CompactionEndEvent,
     CompactionStart,
     CompactionStartEvent,
     CompactionSummaryEvent,
@@ -45,6 +48,7 @@ from dsh.events import (
     UserMessageEvent,
     is_checkpoint_event,
     surface_message,
+    unfinished_pass_note,
 )
 from dsh.events.codec import gc_paused
 
@@ -94,8 +98,9 @@ class MarkerItem:
 
 @dataclass(frozen=True, slots=True)
 class NoteItem:
-    """A logged note for people: a turn that did not complete, or a command's answer (the
-    ``command/done`` of ``/compact``), so what was said live is there again after a resume."""
+    """A logged note for people: a turn that did not complete, an automatic compaction pass
+    that did not finish, or a command's answer (the ``command/done`` of ``/compact``), so what
+    was said live is there again after a resume."""
 
     seq: int
     text: str
@@ -141,11 +146,12 @@ class PassMarks:
     marker: the marker rule every text of the transcript follows (the projector's items and
     :func:`dsh.transcript.text.transcript_blocks`)."""
 
-    __slots__ = ("_marked", "_pass_of")
+    __slots__ = ("_failed", "_marked", "_pass_of")
 
     def __init__(self) -> None:
         self._pass_of: dict[str, str] = {}
         self._marked: set[str] = set()
+        self._failed: set[str] = set()
 
     def started(self, start: CompactionStart) -> None:
         """A compaction began: its checkpoints and summaries belong to its pass."""
@@ -154,6 +160,19 @@ class PassMarks:
     def pass_of(self, compaction_id: str, default: str) -> str:
         """The pass of compaction ``compaction_id`` (``default`` if it never started)."""
         return self._pass_of.get(compaction_id, default)
+
+    def failed(self, end: CompactionEnd) -> str | None:
+        """The note of an automatic pass that did not finish, at its first failed
+        ``compaction/end``; None for an end without error, a later one of a pass already
+        noted, or a manual pass's (no ``turn``: the answer of its ``/compact``, a
+        ``command/done``, says it)."""
+        if end.error is None or end.turn is None:
+            return None
+        pass_id = end.pass_id or self._pass_of.get(end.compaction_id, end.compaction_id)
+        if pass_id in self._failed:
+            return None
+        self._failed.add(pass_id)
+        return unfinished_pass_note(end.error)
 
     def first_checkpoint(self, event: UserMessageEvent) -> str | None:
         """The pass of checkpoint ``event`` if it is the first of its pass (its marker shows
@@ -181,6 +200,7 @@ class TranscriptProjector:
         self.details: dict[str, PassDetails] = {}
         self._handlers: dict[type, Callable[[Any], list[TranscriptItem]]] = {
             CompactionStartEvent: self._compaction_start,
+            CompactionEndEvent: self._compaction_end,
             CompactionSummaryEvent: self._compaction_summary,
             UserMessageEvent: self._user_message,
             AssistantMessageEvent: self._assistant_message,
@@ -198,6 +218,10 @@ class TranscriptProjector:
     def _compaction_start(self, event: CompactionStartEvent) -> list[TranscriptItem]:
         self._passes.started(event.data)
         return []
+
+    def _compaction_end(self, event: CompactionEndEvent) -> list[TranscriptItem]:
+        note = self._passes.failed(event.data)
+        return [] if note is None else [NoteItem(event.seq, note)]
 
     def _compaction_summary(self, event: CompactionSummaryEvent) -> list[TranscriptItem]:
         summary = event.data

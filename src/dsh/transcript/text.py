@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dsh.events import (
     AssistantMessageEvent,
     CommandDoneEvent,
+    CompactionEndEvent,
     CompactionStartEvent,
     Event,
     Message,
@@ -82,6 +83,7 @@ _TEXT_EVENTS = frozenset(
         TurnEndEvent,
         CommandDoneEvent,
         CompactionStartEvent,
+        CompactionEndEvent,
     }
 )
 """The event classes that add to the text, or to what it needs to know (event classes are
@@ -96,7 +98,8 @@ def transcript_blocks(events: Iterable[Event]) -> list[str]:
     A long log's ``show`` renders tens of thousands of blocks, so this pass skips what text
     leaves out: the items' objects, the tool-call cards (lines of their assistant message
     already) and the passes' summary details. It applies the projector's rules through the
-    same helpers: ``surface_message``, ``PassMarks``, ``turn_end_note`` and the renderers.
+    same helpers: ``surface_message``, ``PassMarks`` (markers, and the notes of passes that did
+    not finish), ``turn_end_note`` and the renderers.
     It dispatches on the exact type, as the projector does (event classes are leaves)."""
     blocks: list[str] = []
     add = blocks.append
@@ -125,6 +128,8 @@ def transcript_blocks(events: Iterable[Event]) -> list[str]:
             add(_note_text(event.data.text))
         elif type(event) is CompactionStartEvent:
             passes.started(event.data)
+        elif type(event) is CompactionEndEvent and (note := passes.failed(event.data)):
+            add(_note_text(note))
     return blocks
 
 

@@ -6,7 +6,8 @@ What each slash command does is ``dsh.tui.app_commands``.
 
 One piece of work runs at a time (a turn, a ``!cmd``, a ``/compact``). A draft sent meanwhile
 is queued in the composer and sent when that work ends well; a cancel (esc, ctrl+c, esc in the
-approval prompt) or a turn that did not complete puts it back in the box, unsent.
+approval prompt) or a turn that did not complete puts it back in the box, unsent. The running
+turn's prompt, and what the model streams, show after the logged blocks (``dsh.tui.live_tail``).
 
 ``!cmd`` output waits (``Work.shell_context``) for the next prompt of the session it ran in: opening
 another session (``/resume``, ``/sessions``, ``/new``) drops it and says so, and a quit with some
@@ -41,7 +42,7 @@ from dsh.events import (
     TurnEndEvent,
     is_replacement_surface_event,
 )
-from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+from dsh.llm.types import StreamEvent
 from dsh.tools.approval import ApprovalAnswer
 from dsh.transcript import TranscriptItem
 from dsh.tui.app_commands import SlashCommands
@@ -52,6 +53,7 @@ from dsh.tui.commands import COMMANDS, Command, closest_command, parse_command, 
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.find import FindBar
 from dsh.tui.hint_line import EscMeans, HintLine, composer_keys
+from dsh.tui.live_tail import LiveTail
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import PromptBox
@@ -115,9 +117,6 @@ class DshApp(WarningsApp[None]):
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
         self._cancels = self._context_pending = False
-        self._live_text = ""
-        self._live_reasoning = ""
-        self._live_calls: dict[int, str] = {}
         self.first_page_from = FIRST_PAGE_FROM_BYTES  # logs this long paint their newest page first
         self._closed = False
         self._stopped_by: int | None = None
@@ -152,6 +151,7 @@ class DshApp(WarningsApp[None]):
             for signum in STOP_SIGNALS:
                 asyncio.get_running_loop().add_signal_handler(signum, self._stop_signal, signum)
         self.transcript = self.query_one(TranscriptView)
+        self.live = LiveTail(self.transcript)
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
         self.screen.set_focus(self.prompt_box)  # now: keys typed while dsh started come here
@@ -232,8 +232,7 @@ class DshApp(WarningsApp[None]):
 
     def event_logged(self, event: Event, items: list[TranscriptItem]) -> None:
         view = self.transcript
-        if isinstance(event, AssistantMessageEvent):
-            self.reset_live()
+        self.live.logged(event, compacting=self.controller.progress.running)
         if items:
             view.add_items(items)
         if isinstance(event, CompactionSummaryEvent):
@@ -243,17 +242,7 @@ class DshApp(WarningsApp[None]):
         )
 
     def streamed(self, event: StreamEvent) -> None:
-        if isinstance(event, TextDelta):
-            self._live_text += event.text
-        elif isinstance(event, ReasoningDelta):
-            self._live_reasoning += event.text
-        elif isinstance(event, ToolCallDelta):
-            if event.name or event.index not in self._live_calls:
-                self._live_calls[event.index] = event.name or ""
-        else:
-            return
-        calls = [self._live_calls[i] for i in sorted(self._live_calls)]
-        self.transcript.set_live(self._live_text, self._live_reasoning, calls)
+        self.live.streamed(event)
 
     async def approve(
         self, tool: str, args: dict[str, Any], protected: str | None
@@ -269,8 +258,7 @@ class DshApp(WarningsApp[None]):
         return await ask(self, screen, cancel_turn=self.work.cancel)
 
     def reset_live(self) -> None:
-        self._live_text, self._live_reasoning, self._live_calls = "", "", {}
-        self.transcript.clear_live()
+        self.live.reset_stream()
 
     def update_status(self, *, context: bool = False) -> None:
         """Refresh the status bar; ``context`` asks for the context use to be measured again,

@@ -5,8 +5,11 @@ A draft sent while work runs is queued in the composer (``PromptBox.queue``). Wh
 ends well (a turn that completed, a ``!cmd`` or ``/compact`` that was not cancelled) the queued
 draft is sent as if typed then; a cancel (esc, ctrl+c, esc in the approval prompt), an error,
 or a turn that ended any other way puts it back in the box, unsent, for people to look at the
-outcome first. A prompt refused before it is sent (too large for the context window:
-``dsh.agent.room``) goes back in the box itself, with the error as a note.
+outcome first. A turn's prompt shows in the transcript as it is sent, until it is logged
+(``dsh.tui.live_tail``: the compaction pass ahead of the turn may take minutes); a prompt that
+never reached the log (refused before it is sent, too large for the context window:
+``dsh.agent.room``; a turn that failed before its first step) goes back in the box itself, with
+the error as a note.
 
 ``!cmd`` output waits in ``shell_context`` and goes to the model ahead of the next prompt.
 """
@@ -136,9 +139,10 @@ class Work:
         app.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
 
     def _keep(self, draft: str, context: list[str]) -> None:
-        """A prompt refused before it was sent (too large for the window, a window with no
-        room for one): its draft goes back in the composer, before anything typed since, and
-        the ``!cmd`` output it would have carried waits for the next prompt again."""
+        """A turn that ended without logging its prompt (refused before it was sent: too large
+        for the window, a window with no room for one; failed or cancelled before its first
+        step): its draft goes back in the composer, before anything typed since, and the
+        ``!cmd`` output it would have carried waits for the next prompt again."""
         self.shell_context = [*context, *self.shell_context]
         box = self.app.prompt_box
         typed = box.text
@@ -159,6 +163,7 @@ class Work:
     async def _turn(self, prompt: str, draft: str, context: list[str]) -> None:
         app = self.app
         app.set_busy(WORKING, cancels=True)
+        app.live.prompt_sent(prompt, compacting=app.controller.progress.running)
         poll = app.set_interval(POLL_EVERY, self._poll_waiting)
         try:
             result = await app.controller.run_turn(prompt)  # its end is a logged note
@@ -166,7 +171,6 @@ class Work:
                 self.failed()
         except (PromptTooLarge, ConfigError) as exc:  # refused before anything was logged
             self.failed()
-            self._keep(draft, context)
             app.note(f"error: {error_line(str(exc))}")
         except DshError as exc:
             self.failed()
@@ -180,6 +184,9 @@ class Work:
         finally:
             poll.stop()
             self._waiting = None
+            if app.live.turn_ended():  # its prompt never reached the log: nothing is lost
+                self.failed()
+                self._keep(draft, context)
             app.reset_live()
             app.set_busy(None)
             app.measure_context()

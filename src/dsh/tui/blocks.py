@@ -417,19 +417,11 @@ def row_text(row: Row) -> str:
 
 
 def plain_lines(
-    blocks: Iterable[Block],
-    live: tuple[str, str, list[str]] | None,
-    width: int,
-    show_reasoning: bool,
-    details: Mapping[str, PassDetails],
+    blocks: Iterable[Block], width: int, show_reasoning: bool, details: Mapping[str, PassDetails]
 ) -> list[str]:
-    """The rows of ``blocks`` (and of the typing block ``live``) as plain text."""
+    """The rows of ``blocks`` as plain text."""
     out: list[str] = []
     for block in blocks:
         rows = block_rows(block, width, show_reasoning=show_reasoning, details=details)
-        out += [row_text(row).rstrip() for row in rows]
-    if live is not None:
-        text, reasoning, calls = live
-        rows = live_rows(text, reasoning, calls, width, show_reasoning=show_reasoning)
         out += [row_text(row).rstrip() for row in rows]
     return out

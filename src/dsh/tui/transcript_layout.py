@@ -58,6 +58,7 @@ from dsh.tui.blocks import (
     live_rows,
 )
 from dsh.tui.found_row import first_row_with
+from dsh.tui.live_tail import WaitingPrompt, waiting_prompt_rows
 
 SYNC_MEASURE_LIMIT = 200
 """Up to this many estimated blocks are measured at once (under ~0.1 s of CPU)."""
@@ -97,6 +98,7 @@ class TranscriptLayout(ScrollView):
         self._offsets: list[int] = [0]
         self._width = 0
         self._rows: OrderedDict[int, list[Row]] = OrderedDict()
+        self._waiting: WaitingPrompt | None = None
         self._live: tuple[str, str, list[str]] | None = None
         self._live_rows: list[Row] = []
         self._follow = True
@@ -379,11 +381,17 @@ class TranscriptLayout(ScrollView):
             self._reflow(first)
         return done
 
+    def tail_rows(self, width: int) -> list[Row]:
+        """The rows after the blocks (``dsh.tui.live_tail``): the prompt waiting to be
+        logged, then what the model streams."""
+        rows = waiting_prompt_rows(self._waiting, width) if self._waiting is not None else []
+        if self._live is not None:
+            text, reasoning, calls = self._live
+            rows += live_rows(text, reasoning, calls, width, show_reasoning=self.show_reasoning)
+        return rows
+
     def _make_live_rows(self) -> list[Row]:
-        if self._live is None or self._width <= 0:
-            return []
-        text, reasoning, calls = self._live
-        return live_rows(text, reasoning, calls, self._width, show_reasoning=self.show_reasoning)
+        return self.tail_rows(self._width) if self._width > 0 else []
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)

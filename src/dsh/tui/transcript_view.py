@@ -14,8 +14,9 @@ from textual.message import Message
 
 from dsh.events.codec import gc_paused
 from dsh.transcript import PassDetails, TranscriptItem
-from dsh.tui.blocks import plain_lines
+from dsh.tui.blocks import plain_lines, row_text
 from dsh.tui.found_row import first_row_with
+from dsh.tui.live_tail import WaitingPrompt
 from dsh.tui.transcript_layout import TranscriptLayout
 
 
@@ -53,7 +54,7 @@ class TranscriptView(TranscriptLayout, can_focus=True):
             self.model.add(items)
         self.details = details
         self.selected = self.found = None
-        self._live = None
+        self._live = self._waiting = None
         self._follow = True
         self._pending = False
         self.loaded = True
@@ -77,6 +78,12 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         """Show what the model streams before its message is logged."""
         self._live = (text, reasoning, calls)
         self._change(set)
+
+    def set_waiting(self, waiting: WaitingPrompt | None) -> None:
+        """Show a prompt sent but not logged yet after the blocks (None: no longer)."""
+        if waiting != self._waiting:
+            self._waiting = waiting
+            self._change(set)
 
     def clear_live(self) -> None:
         if self._live is not None:
@@ -121,9 +128,10 @@ class TranscriptView(TranscriptLayout, can_focus=True):
     # ---- reading it back (tests, benchmarks) -------------------------------------------------
 
     def rendered_lines(self, width: int | None = None) -> list[str]:
-        """Every row of the transcript as plain text, the typing block included."""
+        """Every row of the transcript as plain text, its live tail included."""
         width = width or self._width or 80
-        return plain_lines(self.model.blocks, self._live, width, self.show_reasoning, self.details)
+        lines = plain_lines(self.model.blocks, width, self.show_reasoning, self.details)
+        return lines + [row_text(row).rstrip() for row in self.tail_rows(width)]
 
     def _expandable(self, index: int) -> bool:
         if index >= len(self._heights):

@@ -273,6 +273,9 @@ class SessionRegistry:
             warn_for_session(session_id, session.warnings)  # e.g. a torn tail moved aside
             self.readers.forget(session_id)
             handle = self._adopt(session)
+            if session.repaired_from is not None:  # what the open closed: pages watching see it
+                for event in session.events[session.repaired_from :]:
+                    handle.hub.on_event(event)
             self._status(handle)
             return handle
 

@@ -14,6 +14,7 @@ import { FindInSession } from './find.js';
 import { renderApproval, renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
 import { loadSessionList as listSessions, sessionStateChanged, showSessionState } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
+import { WaitingPrompt } from './waiting.js';
 
 const PAGE_MESSAGES = 50;
 const LOAD_OLDER_WITHIN_PX = 400;
@@ -111,6 +112,12 @@ function renderStatus() {
   showSessionState(state.info);
 }
 
+// The header's compaction progress, and the mark of a prompt waiting for that pass.
+function showProgress(progress) {
+  renderProgress(progress);
+  state.waiting.progress(progress);
+}
+
 function clearStream() {
   state.stream = { text: '', reasoning: '', tool: '' };
   paintStream();
@@ -203,6 +210,7 @@ async function openSession(id) {
   state.view?.disconnect();
   state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
   clearStream();
+  state.waiting.reset();
   state.context.open(id);
   state.find.reset();
   state.composer.reset();
@@ -213,7 +221,7 @@ async function openSession(id) {
   renderTitle(state.info);   // nothing of the previous session stays on screen while this one loads
   renderApproval(null);
   renderStats(null);
-  renderProgress(null);
+  showProgress(null);
   renderStatus();
   if (!id) return;
   // The conversation first (its newest page is read from the log's end); the header follows
@@ -243,7 +251,7 @@ async function openSession(id) {
   renderTitle(state.info);
   renderApproval(info.approval);
   renderStats(info.stats);
-  renderProgress(info.progress);
+  showProgress(info.progress);
   renderStatus();
   for (const approval of info.approvals) showApproval(approval, state.sessionId, toast);
   if (!$('prompt').disabled) $('prompt').focus();
@@ -368,6 +376,7 @@ function onLive(message) {
         loadSessionList();
       }
       state.view.ingest([event]);
+      state.waiting.event(event);
       announce(event);
       if (event.type === 'assistant/message' || event.type === 'compaction/end') state.context.changed();
       if (stick) scrollToBottom();
@@ -378,7 +387,7 @@ function onLive(message) {
       renderTitle(state.info);
       renderApproval(message.session.approval);
       renderStats(message.session.stats);
-      renderProgress(message.session.progress);
+      showProgress(message.session.progress);
       renderStatus();
       for (const approval of message.session.approvals) showApproval(approval, state.sessionId, toast);
       state.warnings.kept(message.warnings);
@@ -394,6 +403,7 @@ function onLive(message) {
         state.info.running = message.running;
         state.info.open = message.open;
       }
+      state.composer.putBack(state.waiting.status(message.running));  // a prompt never logged
       renderStatus();
       loadSessionList();
       return;
@@ -402,7 +412,7 @@ function onLive(message) {
       renderStatus();
       return;
     case 'progress':
-      renderProgress(message.progress);
+      showProgress(message.progress);
       return;
     case 'stats':
       renderStats(message.stats);
@@ -444,6 +454,7 @@ function init() {
     view: () => state.view,
     loadUntil,
   });
+  state.waiting = new WaitingPrompt($('waiting-prompt'));
   state.composer = new Composer({
     sessionId: () => state.sessionId,
     info: () => state.info,
@@ -452,7 +463,11 @@ function init() {
     toast,
     newSession: startSession,
     showContext: () => state.context.show(),
-    sent: scrollToBottom,  // what you sent, and its answer, are at the end
+    waiting: () => state.waiting,
+    sent: () => {  // what you sent, and its answer, are at the end
+      scrollToBottom();
+      state.composer.putBack(state.waiting.sent());
+    },
   });
   $('new-session').addEventListener('click', newSession);
   setSidebar(!NARROW.matches);

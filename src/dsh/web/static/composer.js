@@ -54,10 +54,11 @@ export function promptText(draft) {
 
 export class Composer {
   // `page`: { sessionId(), info(), resumed(session), approvalMode(approval), toast(message,
-  // options), newSession(), showContext(), sent() } from the page controller (`resumed`: the
+  // options), newSession(), showContext(), waiting(), sent() } from the page controller (`resumed`: the
   // session info a resume answered; `approvalMode`: the mode `/approval` found or chose;
   // `newSession`: "New session", true when it started one, false when it kept the new one shown;
-  // `showContext`: open the Context panel, its figures fetched afresh; `sent`: the draft went).
+  // `showContext`: open the Context panel, its figures fetched afresh; `waiting`: the prompt
+  // shown until it is logged, waiting.js; `sent`: the draft went).
   constructor(page) {
     this.page = page;
     this.changes = new ChangesPanel();
@@ -154,7 +155,14 @@ export class Composer {
     await this.ensureOpen();
     const path = sessionPath(this.page.sessionId());
     if (name === null) {
-      await api('POST', `${path}/prompt`, { text: promptText(box.value) });
+      const text = promptText(box.value);
+      this.page.waiting().sending(text);  // shown once the server took it (waiting.js)
+      try {
+        await api('POST', `${path}/prompt`, { text });
+      } catch (error) {
+        this.page.waiting().reset();
+        throw error;
+      }
     } else if (name === 'compact') {
       const answer = await api('POST', `${path}/compact`, arg ? { focus: arg } : {});
       if (answer.answer) this.page.toast(answer.answer, { note: true });  // a new session's: nothing logged
@@ -219,6 +227,15 @@ export class Composer {
     const sessionId = this.page.sessionId();
     $('prompt').value = sessionId ? keptDraft(sessionId) : '';
     this.completion.clear();
+  }
+
+  /** A prompt that never reached the log (its turn ended first, waiting.js; null: none): back
+   * in the box, before what was typed since, and kept as the session's draft. */
+  putBack(text) {
+    if (text === null) return;
+    const box = $('prompt');
+    box.value = box.value.trim() ? `${text}\n${box.value}` : text;
+    this.keep();
   }
 
   /** The draft as it is now, kept for the session shown. */

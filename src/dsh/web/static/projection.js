@@ -11,8 +11,10 @@
 //
 // Beyond the Python projector this adds what a page needs: a manual /compact pairs with its
 // pass only through command/done.sourceEventSeq (= the state summary's seq); a /compact that
-// landed nothing, any other command (an /undo, whose sourceEventSeq is the turn it undid), and
-// a turn that did not complete, add a notice.
+// landed nothing, any other command (an /undo, whose sourceEventSeq is the turn it undid), a
+// turn that did not complete, and an automatic compaction pass that did not finish (a failed
+// compaction/end, whose turn is set: a manual pass's is said by its /compact's answer), add a
+// notice.
 //
 // feed(event) is the only entry point, for live events and for history pages alike; pages
 // arrive newest first, so a marker can move to an earlier checkpoint of its pass and a pass's
@@ -189,6 +191,7 @@ export class Projector {
     this.pendingManual = new Map(); // summary seq -> {args, text} (summary not seen yet)
     this.undecided = new Map();     // commandId -> a command/done citing a seq, its run not fed yet
     this.provisional = new Set();   // markers keyed by a compactionId whose pass was unknown
+    this.unfinished = new Set();    // passIds whose failed end has its notice
   }
 
   // The pass of a compaction became known (its compaction/start, or a summary naming it). A
@@ -224,6 +227,7 @@ export class Projector {
       return this.learnPass(d.compactionId, d.passId || d.compactionId);
     }
     if (t === 'compaction/summary') return this.summary(event);
+    if (t === 'compaction/end') return this.passEnd(event);
     if (isCheckpointEvent(event)) return this.checkpoint(event);
     if (t === 'tool/call') {
       const d = event.data;
@@ -246,6 +250,18 @@ export class Projector {
       return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text, tone: reason.kind === 'error' ? 'error' : '' } }];
     }
     return [];
+  }
+
+  // dsh.transcript.projection.PassMarks.failed: one notice per automatic pass that did not
+  // finish, with its error as errorLine shows it (the text of dsh.events.unfinished_pass_note).
+  passEnd(event) {
+    const d = event.data;
+    if (d.error === null || d.error === undefined || d.turn === null || d.turn === undefined) return [];
+    const passId = d.passId || this.passOf.get(d.compactionId) || d.compactionId;
+    if (this.unfinished.has(passId)) return [];
+    this.unfinished.add(passId);
+    const text = `Compaction pass did not finish: ${errorLine(d.error) || 'no reason was logged'}`;
+    return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text, tone: '' } }];
   }
 
   summary(event) {
