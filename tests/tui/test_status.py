@@ -184,3 +184,7 @@ def test_the_status_bar_says_whether_the_project_config_is_trusted(tmp_path):
     assert trust_label(workspace, env) == (
         "project config changed since trusted: safety keys ignored (review it, dsh trust)"
     )
+    (workspace / ".dsh" / "config.toml").write_text("[tools\n")  # broken, so not trusted
+    assert trust_label(workspace, env) == (
+        "project config untrusted and broken: ignored whole (see /warnings)"
+    )  # said "safety keys ignored", though the whole file is

@@ -57,6 +57,16 @@ class ProjectConfigError(ConfigError):
         )
 
 
+def project_config_loads(path: Path) -> bool:
+    """True when the project config at ``path`` reads, parses and names only keys dsh knows:
+    what an untrusted one must do to apply at all (else it is ignored whole)."""
+    try:
+        merge_layer({}, parse_toml(read_bytes(path), path), origin=str(path))
+    except ConfigError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class ProjectLayer:
     """A workspace's ``.dsh/config.toml`` as it may apply: its keys (restricted unless trusted

@@ -22,6 +22,7 @@ from textual import events
 from textual.widgets import Static
 
 from dsh.config import trust_state
+from dsh.config.project import project_config_loads
 from dsh.errors import printable_line
 
 
@@ -114,13 +115,15 @@ def _width(parts: list[Part]) -> int:
 
 
 def trust_label(workspace: Path, environ: Mapping[str, str] | None = None) -> str | None:
-    """``project config trusted``/``untrusted`` (or changed since trusted) when ``workspace``
-    has ``.dsh/config.toml``."""
+    """``project config trusted``/``untrusted`` (or changed since trusted, or untrusted and
+    broken: ignored whole) when ``workspace`` has ``.dsh/config.toml``."""
     if not (workspace / ".dsh" / "config.toml").is_file():
         return None
     state = trust_state(workspace, environ)
     if state == "trusted":
         return "project config trusted"
+    if not project_config_loads(workspace / ".dsh" / "config.toml"):  # untrusted: not applied
+        return "project config untrusted and broken: ignored whole (see /warnings)"
     if state == "changed":
         return "project config changed since trusted: safety keys ignored (review it, dsh trust)"
     if state == "unpinned":
