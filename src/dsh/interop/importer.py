@@ -75,7 +75,7 @@ def import_upstream(
     chosen = session_id or new_session_id(conversion.header.created_at)
     if not _SAFE_ID.fullmatch(chosen):
         raise UsageError(f"--id {chosen!r}: use letters, digits, '.', '_' and '-' (≤ 100)")
-    if any(h.id == chosen for h in store.list()):
+    if store.header_of(chosen) is not None:  # that one session looked up, readable or not
         raise UsageError(f"a session {chosen} already exists; choose another --id")
     final = home / IMPORTS_DIR / chosen
     if final.exists():

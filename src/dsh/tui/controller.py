@@ -426,8 +426,8 @@ class Controller:
 
     def recorded_elsewhere(self, session_id: str) -> str | None:
         """The workspace ``session_id`` recorded, if it is not this app's workspace."""
-        header = next((h for h in self.options.store.list() if h.id == session_id), None)
-        if header is None or self.opens_here(header.cwd):
+        header = self.options.store.header_of(session_id)
+        if not isinstance(header, SessionHeader) or self.opens_here(header.cwd):
             return None
         return header.cwd
 
