@@ -1,12 +1,12 @@
 """Reopen cost of reading a session's recorded settings (``dsh.agent.session_settings``).
 
 ``dsh run --session`` and ``dsh --resume`` read the recorded settings before they resolve the
-route (so a bad route creates no lock): a raw search of the JSONL log for its last
-``session/settings`` line, read backwards from the log's end as far as that line
-(``JsonlStore.last_of_type``; a full read-only load was 1.8x the open),
-then the writable open they did before. The TUI, the web and ``dsh compact`` read them from
-the session they already hold (the per-type index: no scan). Measured here, best of 3, on one
-realistic JSONL session:
+route (so a bad route creates no lock): the JSONL log's last ``session/settings`` line, found
+through its settings record (``JsonlStore.latest_settings``, ``dsh.store.settings_record``; a
+full read-only load was 1.8x the open, a raw search backwards from the log's end grew with the
+distance to that line), then the writable open they did before. The TUI, the web and ``dsh
+compact`` read them from the session they already hold (the per-type index: no scan). Measured
+here, best of 3, on one realistic JSONL session:
 
 * baseline: ``Session.open(store, id, writable=True)`` + close (what a resume did before);
 * with settings: ``read`` + ``effective`` + the same writable open;

@@ -10,7 +10,7 @@ of the same run, with their ratio:
 * ``find``: ``context.resolve_session_id`` and ``context.session_workspace`` with the long
   session's full id, as ``dsh run --session`` calls them; baseline ``list``: one listing of the
   store (``store.list()``, every session's header);
-* ``settings``: ``session_settings.read`` (``JsonlStore.last_of_type``); baseline ``open``: the
+* ``settings``: ``session_settings.read`` (``JsonlStore.latest_settings``); baseline ``open``: the
   writable open that follows (``Session.open``, closed off the clock);
 
 and how many session headers ``find`` decoded (every session's, for each listing; the one

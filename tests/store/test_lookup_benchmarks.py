@@ -30,3 +30,13 @@ def test_the_session_lookup_benchmark_prints_each_figure_with_its_baseline_and_g
             row = next(line for line in lines if line.startswith(f"{store} {figure} "))
             assert row.count("(header ") == 2 and " 2: " in row and " 4: " in row
             assert "2x sessions: " in row and row.rstrip().endswith("x")
+
+
+def test_the_settings_read_benchmark_prints_each_figure_with_its_baseline_and_growth():
+    lines = _rows("settings_read.py", "--sizes", "300,600")
+    assert lines[0].startswith("CPU ms, best of 1; load average ")
+    for store in ("jsonl", "sqlite"):
+        for figure in ("far", "far, cold", "near"):
+            row = next(line for line in lines if line.startswith(f"{store} {figure}  "))
+            assert row.count("(header ") == 2 and " 300: " in row and " 600: " in row
+            assert "x log: " in row and row.rstrip().endswith("x")

@@ -17,7 +17,7 @@ from dsh.store import (
     resolve_session_id,
     span_cache_path,
 )
-from dsh.store.derived import word_cache_path
+from dsh.store.derived import settings_record_path, word_cache_path
 from dsh.store.integrity import unseal
 from dsh.store.salvage import plan_salvage, salvage_session
 from dsh.surface import Session
@@ -75,6 +75,8 @@ def test_salvage_keeps_the_valid_prefix_copies_the_original_and_is_never_silent(
     spans = span_cache_path(tmp_path, sid)  # derived from the log: stale once the log is cut
     words = word_cache_path(tmp_path, sid)
     anchors = anchor_cache_path(tmp_path, sid)
+    settings = settings_record_path(tmp_path, sid)  # the session's close wrote it
+    assert settings.is_file()
     for derived in (spans, words, anchors):
         derived.parent.mkdir(parents=True, exist_ok=True)
         derived.write_bytes(b"stale")
@@ -82,6 +84,7 @@ def test_salvage_keeps_the_valid_prefix_copies_the_original_and_is_never_silent(
     assert not spans.exists() and f"dropped {spans} (rebuilt on use)" in report.lines()
     assert not words.exists() and f"dropped {words} (rebuilt on use)" in report.lines()
     assert not anchors.exists() and f"dropped {anchors} (rebuilt on use)" in report.lines()
+    assert not settings.exists() and f"dropped {settings} (rebuilt on use)" in report.lines()
     assert report.changed and report.copy is not None and report.copy.read_bytes() == data
     assert path.read_bytes() == b"\n".join(lines[:6]) + b"\n"
     assert (report.kept_lines, report.first_bad_line, report.total_lines) == (6, 7, len(lines))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -47,8 +48,8 @@ print(json.dumps(out))
 """
 
 
-def _read_where_nothing_can_be_written(home: Path) -> dict[str, object]:
-    code = [sys.executable, "-c", _READER, str(home)]
+def _read_where_nothing_can_be_written(home: Path, reader: str = _READER) -> dict[str, object]:
+    code = [sys.executable, "-c", reader, str(home)]
     if os.geteuid() == 0:
         if shutil.which("unshare") is None or shutil.which("mount") is None:
             pytest.skip("root without unshare(1)/mount(8): no read-only directory to be had")
@@ -88,3 +89,44 @@ def test_a_store_in_a_read_only_directory_is_listed_shown_and_tailed(
     assert seen["titles"] == ["read me"]
     assert seen["events"] == events and seen["tailed"] == events
     assert "cannot" in str(seen["writer"])  # a writer is still refused, in one line
+
+
+_SETTINGS_READER = """
+import json, sys
+from pathlib import Path
+from dsh.errors import DshError
+from dsh.store import SqliteStore
+
+store = SqliteStore(Path(sys.argv[1]))
+try:
+    (header,) = store.list()
+    found = store.latest_settings(header.id)
+    print(json.dumps({"model": found.data.model if found else None}))
+except DshError as exc:
+    print(json.dumps({"error": str(exc)}))
+"""
+
+
+def test_a_database_without_the_settings_index_reads_its_settings_where_it_cannot_migrate(
+    tmp_path: Path,
+) -> None:
+    """An older dsh's database (no ``002_settings_index``) on a read-only mount: the index is
+    only an index, so it is read without it rather than refused as a schema too old."""
+    from dsh.agent import session_settings
+    from dsh.config import Settings
+
+    home = tmp_path / "home"
+    store = SqliteStore(home)
+    with new_session(store) as session:
+        snapshot = session_settings.snapshot(Settings(), "deepseek", "older", None, "/w")
+        session_settings.record(session, snapshot)
+        append_chat_turn(session, "read me", "ok")
+    db = sqlite3.connect(store.path)
+    try:
+        db.execute("DROP INDEX events_settings")
+        db.execute("DELETE FROM schema_migrations WHERE name = '002_settings_index'")
+        db.commit()
+    finally:
+        db.close()
+    seen = _read_where_nothing_can_be_written(home, _SETTINGS_READER)
+    assert seen == {"model": "older"}

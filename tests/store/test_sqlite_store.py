@@ -88,8 +88,8 @@ def test_schema_migrations_records_each_applied_migration_once(store):
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     finally:
         db.close()
-    assert names == ["001_sessions_and_events"]
-    assert {"sessions", "events"} <= tables
+    assert names == ["001_sessions_and_events", "002_settings_index"]
+    assert {"sessions", "events", "events_settings"} <= tables
 
 
 def test_a_database_migrated_by_a_newer_dsh_is_refused_before_anything_is_written(store):

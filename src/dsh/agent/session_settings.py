@@ -64,7 +64,6 @@ from dsh.events import (
     RecordedCompaction,
     SessionSettings,
     SessionSettingsEvent,
-    event_type_name,
     is_checkpoint_event,
 )
 from dsh.store import EventStore
@@ -95,7 +94,6 @@ COMPACTION_KEYS: tuple[str, ...] = RecordedCompaction.__struct_fields__
 SUMMARIZER_ROUTE_KEYS = frozenset({"summarizer", "summarizer_provider", "summarizer_base_url"})
 """``compaction.*`` keys that choose who summarises: a flag moving one drops the recorded
 summariser window (the new summariser's is set or asked for again)."""
-SETTINGS_TYPE = event_type_name(SessionSettingsEvent)
 REPLAY = "replay"
 """The provider that serves a recorded session's calls again (``--provider replay``)."""
 _RECORDED_ROUTE = {"name": "provider", "model": "model", "base_url": "base_url"}
@@ -157,16 +155,15 @@ def latest(session: Session) -> SessionSettings | None:
 
 
 def read(store: EventStore, session_id: str | None) -> SessionSettings | None:
-    """The recorded settings of a stored session, read without taking its writer lock (a
-    JSONL log is searched backwards from its end for its last ``session/settings`` line; any
-    other store, or a line that does not read, loads the log)."""
+    """The recorded settings of a stored session, read without taking its writer lock or
+    loading its log (``EventStore.latest_settings``: JSONL's settings record, SQLite's index);
+    when that fails (a settings line that does not read, no such session) the log is loaded,
+    which says what is wrong."""
     if session_id is None:
         return None
-    last_of_type = getattr(store, "last_of_type", None)
-    if last_of_type is not None:
-        with contextlib.suppress(DshError):
-            event = last_of_type(session_id, SETTINGS_TYPE)
-            return event.data if isinstance(event, SessionSettingsEvent) else None
+    with contextlib.suppress(DshError):
+        event = store.latest_settings(session_id)
+        return event.data if event is not None else None
     with Session.open(store, session_id) as session:
         return latest(session)
 

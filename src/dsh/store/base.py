@@ -30,6 +30,7 @@ from dsh.errors import (
 from dsh.events import (
     CompactionEndEvent,
     Event,
+    SessionSettingsEvent,
     StepEndEvent,
     TurnEndEvent,
     encode_event,
@@ -298,6 +299,14 @@ class EventStore(Protocol):
     def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
         """What ``list`` or ``unreadable`` say of the one session ``session_id``, read without
         reading the others; None when there is no such session."""
+        ...
+
+    def latest_settings(self, session_id: str) -> SessionSettingsEvent | None:
+        """The last ``session/settings`` event of ``session_id``'s stored log, what a load's
+        per-type index ends with (None: it has none), found without loading the log: its cost
+        does not grow with the events after it (JSONL: a settings record, SQLite: an index).
+        Its own line is checked (``LogCorruptError``); a load checks the others.
+        ``SessionNotFoundError`` when there is no such session."""
         ...
 
 

@@ -10,6 +10,10 @@ in ``<home>/cache/anchors/<id>.anchors`` (see ``dsh.compaction.anchor_file``), s
 of a resumed session reads it instead of scanning the whole log. It names the last event it
 covers and checks that event against the log, so a cut log is caught anyway; repair drops it too.
 
+The JSONL store keeps where each session's last ``session/settings`` line is in
+``<home>/cache/settings/<id>.settings`` (see ``dsh.store.settings_record``), with the part of the
+log it covers, which it checks against the log before it is believed; repair drops it too.
+
 The session lists keep every session's summary figures in one file per store,
 ``<home>/cache/session-summaries-<backend>.json`` (see ``dsh.transcript.summary_cache``), each
 with the position it covers; a log that changed other than by appends is told apart there
@@ -47,6 +51,11 @@ def anchor_cache_path(home: Path, session_id: str) -> Path:
     return anchor_cache_dir(home) / f"{session_id}.anchors"
 
 
+def settings_record_path(home: Path, session_id: str) -> Path:
+    """The JSONL settings record of ``session_id`` (``dsh.store.settings_record``)."""
+    return Path(home) / "cache" / "settings" / f"{session_id}.settings"
+
+
 def summary_cache_path(home: Path, backend: str) -> Path:
     """The session summary cache of the ``backend`` store (``jsonl`` or ``sqlite``)."""
     return Path(home) / "cache" / f"session-summaries-{backend}.json"
@@ -55,7 +64,7 @@ def summary_cache_path(home: Path, backend: str) -> Path:
 def drop_derived(home: Path, session_id: str) -> list[Path]:
     """Delete the files derived from ``session_id``'s log; the paths that were deleted."""
     dropped = []
-    derived = (span_cache_path, word_cache_path, anchor_cache_path)
+    derived = (span_cache_path, word_cache_path, anchor_cache_path, settings_record_path)
     for path in (where(home, session_id) for where in derived):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

@@ -29,11 +29,12 @@ from dsh.errors import (
 )
 from dsh.events import (
     Event,
+    SessionSettingsEvent,
     check_contiguous,
     decode_event_chunks,
-    decode_event_line,
     encode_event,
 )
+from dsh.store import settings_record
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
@@ -43,6 +44,7 @@ from dsh.store.base import (
     new_header,
     now_millis,
 )
+from dsh.store.derived import settings_record_path
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_line, sealed_lines, unseal_counted
 from dsh.store.locking import WriteLock, acquire_write_lock
@@ -63,6 +65,7 @@ class JsonlSessionLog(SessionLog):
         lock: WriteLock | None,
         resumed: bool,
         warnings: Sequence[str] = (),
+        record: Path | None = None,
     ) -> None:
         super().__init__(
             header, events, writable=lock is not None, resumed=resumed, warnings=warnings
@@ -71,6 +74,12 @@ class JsonlSessionLog(SessionLog):
         self._lock = lock
         self._fd: int | None = None
         self._fsync: GroupFsync | None = None
+        self._record = record
+        """The settings record this writer writes as it closes (``dsh.store.settings_record``)."""
+        self._settings: tuple[int, bytes] | None = None
+        """The offset and bytes of the last settings line this writer wrote."""
+        self._opened = 0
+        """The log's size when this writer opened it."""
         if lock is not None:
             try:
                 self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -78,6 +87,7 @@ class JsonlSessionLog(SessionLog):
                 lock.release()
                 raise StoreError(f"cannot open {path} for writing: {exc.strerror}") from exc
             self._size = os.fstat(self._fd).st_size
+            self._opened = self._size
             fd = self._fd
             self._fsync = GroupFsync(lambda: os.fsync(fd), header.id)
 
@@ -96,6 +106,9 @@ class JsonlSessionLog(SessionLog):
             raise StorageWriteError(
                 f"cannot write {self.path}: {exc.strerror or exc}; nothing was committed"
             ) from exc
+        if any(line.startswith(settings_record.SETTINGS_START) for line in lines):
+            at = data.rfind(settings_record.SETTINGS_PREFIX) + 1  # 0: the batch's first line
+            self._settings = (self._size + at, data[at : data.index(b"\n", at) + 1])
         self._size += len(data)
         self._fsync.wrote(durable=durable)
 
@@ -123,6 +136,10 @@ class JsonlSessionLog(SessionLog):
             os.close(self._fd)
             self._fd = None
         if self._lock is not None:
+            if self._record is not None and self._broken is None:  # still the one writer
+                settings_record.after_writer(
+                    self.path, self._record, opened=self._opened, appended=self._settings
+                )
             self._lock.release()
 
 
@@ -143,33 +160,15 @@ class JsonlStore:
         """The session's writer lock file (``dsh.store.locking``: its holder's pid in it)."""
         return self.session_dir(session_id) / LOCK_NAME
 
-    def last_of_type(self, session_id: str, event_type: str) -> Event | None:
-        """The last stored event of ``event_type``, found without decoding the others: every
-        event line starts ``{"type":"<type>",`` and a JSON string cannot hold those quotes
-        unescaped, so a raw search finds exactly its lines. The log is read backwards from its
-        end, a chunk at a time, only as far as that line (``_last_line``). Its seal is checked;
-        a torn or bad line raises ``LogCorruptError`` naming it (a full ``open`` then says what
-        is wrong)."""
-        path = self.log_path(session_id)
-        try:
-            handle = path.open("rb")
-        except FileNotFoundError as exc:
-            raise SessionNotFoundError(f"no session {session_id!r}") from exc
-        with handle:
-            found = _last_line(handle, b'\n{"type":"' + event_type.encode() + b'",')
-            if found is None:
-                return None
-            start, line = found
-            try:  # the line's number is counted only to name it in an error
-                if not line.endswith(b"\n"):
-                    raise LogCorruptError("torn")
-                return decode_event_line(check_line(line[:-1], number=0, where=""), line=0)
-            except LogCorruptError:
-                number = _lines_before(handle, start) + 1
-        if not line.endswith(b"\n"):
-            raise LogCorruptError(f"{path}: line {number} is torn", line=number)
-        canonical = check_line(line[:-1], number=number, where=f"{path}: ")
-        return decode_event_line(canonical, line=number)
+    def latest_settings(self, session_id: str) -> SessionSettingsEvent | None:
+        """The session's last ``session/settings`` event among its complete lines, found
+        through its settings record without reading the rest of the log
+        (``dsh.store.settings_record``); the line's seal is checked and a bad one raises
+        ``LogCorruptError`` naming it (a full ``open`` then says what is wrong)."""
+        if "/" in session_id or session_id in {"", ".", ".."}:
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.root}")
+        record = settings_record_path(self.home, session_id)
+        return settings_record.latest_settings(self.log_path(session_id), record)
 
     def create(
         self,
@@ -211,7 +210,10 @@ class JsonlStore:
         except OSError as exc:
             lock.release()
             raise StoreError(f"cannot create {path}: {_reason(exc)}") from exc
-        return JsonlSessionLog(path, header, list(seed), lock=lock, resumed=bool(seed))
+        record = settings_record_path(self.home, header.id)
+        return JsonlSessionLog(
+            path, header, list(seed), lock=lock, resumed=bool(seed), record=record
+        )
 
     def open(self, session_id: str, *, writable: bool = False) -> JsonlSessionLog:
         path = self.log_path(session_id)
@@ -224,7 +226,15 @@ class JsonlStore:
                 raise StoreError(f"{path}: {_copied_log(header.id, session_id, self.root)}")
             if torn and lock is not None:
                 _move_torn_tail(path, torn)
-            log = JsonlSessionLog(path, header, events, lock=lock, resumed=True, warnings=warnings)
+            log = JsonlSessionLog(
+                path,
+                header,
+                events,
+                lock=lock,
+                resumed=True,
+                warnings=warnings,
+                record=settings_record_path(self.home, session_id),
+            )
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -343,56 +353,6 @@ def _event_chunks(handle: BinaryIO, path: Path, torn: list[bytes]) -> Iterator[t
         body, count = unseal_counted(data, 0, end, first_line=line, where=f"{path}: ")
         yield body, count
         line += count
-
-
-def _last_line(handle: BinaryIO, prefix: bytes) -> tuple[int, bytes] | None:
-    """The offset and bytes (its newline included, if it has one) of the last line of the file
-    that follows a newline and begins with ``prefix[1:]`` (``prefix`` starts with the newline),
-    read backwards from the end ``READ_CHUNK`` bytes at a time; None if there is none."""
-    fd = handle.fileno()
-    end = os.fstat(fd).st_size
-    reach = len(prefix) - 1  # how far a match may run into the chunk after the one searched
-    later = b""  # the start of that chunk
-    while end > 0:
-        begin = max(0, end - READ_CHUNK)
-        chunk = os.pread(fd, end - begin, begin)
-        tail = chunk[-reach:]
-        across = (tail + later).rfind(prefix)  # a match running into the later chunk comes last
-        if across >= 0:
-            start = begin + len(chunk) - len(tail) + across + 1
-            return start, _read_line(fd, start)
-        at = chunk.rfind(prefix)
-        if at >= 0:
-            line_end = chunk.find(b"\n", at + 1)
-            if line_end >= 0:
-                return begin + at + 1, chunk[at + 1 : line_end + 1]
-            return begin + at + 1, _read_line(fd, begin + at + 1)
-        later = (tail + later)[:reach] if len(chunk) <= reach else chunk[:reach]
-        end = begin
-    return None
-
-
-def _read_line(fd: int, start: int) -> bytes:
-    """The line of the file ``fd`` that starts at ``start``: through its newline, or to the end
-    of the file when it has none (a torn line)."""
-    parts: list[bytes] = []
-    while chunk := os.pread(fd, READ_CHUNK, start):
-        cut = chunk.find(b"\n")
-        if cut >= 0:
-            parts.append(chunk[: cut + 1])
-            break
-        parts.append(chunk)
-        start += len(chunk)
-    return b"".join(parts)
-
-
-def _lines_before(handle: BinaryIO, offset: int) -> int:
-    """How many newlines the file holds before ``offset``."""
-    fd, count, at = handle.fileno(), 0, 0
-    while at < offset and (chunk := os.pread(fd, min(READ_CHUNK, offset - at), at)):
-        count += chunk.count(b"\n")
-        at += len(chunk)
-    return count
 
 
 def decode_header_line(raw: bytes, path: Path) -> SessionHeader:

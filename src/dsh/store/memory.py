@@ -10,9 +10,19 @@ import os
 from collections.abc import Sequence
 
 from dsh.errors import SessionLockedError, SessionNotFoundError, StoreError
-from dsh.events import Event, check_contiguous, decode_events, encode_event
+from dsh.events import (
+    Event,
+    SessionSettingsEvent,
+    check_contiguous,
+    decode_event_line,
+    decode_events,
+    encode_event,
+)
+from dsh.events.types import event_type_name
 from dsh.store.base import SessionHeader, SessionLog, UnreadableSession, new_header, now_millis
 from dsh.store.repair import repair_at_open
+
+_SETTINGS_START = b'{"type":"' + event_type_name(SessionSettingsEvent).encode() + b'",'
 
 
 class MemorySessionLog(SessionLog):
@@ -89,6 +99,17 @@ class MemoryStore:
         if writable:
             repair_at_open(log, now_ms=now_millis())
         return log
+
+    def latest_settings(self, session_id: str) -> SessionSettingsEvent | None:
+        """The session's last ``session/settings`` event (its lines searched from the end)."""
+        if session_id not in self.headers:
+            raise SessionNotFoundError(f"no session {session_id!r} in memory")
+        lines = self.lines[session_id]
+        for seq in range(len(lines) - 1, -1, -1):
+            if lines[seq].startswith(_SETTINGS_START):
+                event = decode_event_line(lines[seq], line=seq)
+                return event if isinstance(event, SessionSettingsEvent) else None
+        return None
 
     def unreadable(self) -> list[UnreadableSession]:
         return []  # headers are kept as objects; nothing to decode

@@ -9,19 +9,22 @@ fsync-point event requests an fsync of the WAL from a background thread that coa
 (group commit, as the JSONL store), and ``sync``/``close`` wait for it, so a power loss loses
 nothing that was synced. The same thread checkpoints the WAL, so appends do not wait for a
 checkpoint's fsyncs (``dsh.store.wal``). The schema is built by named migrations recorded in
-``schema_migrations``; a database that records a migration this version does not know (a newer
-dsh's) is refused, read or write, as a JSONL header of a newer format version is. Opening a
+``schema_migrations`` (``dsh.store.sqlite_schema``); a database that records a migration this
+version does not know (a newer dsh's) is refused, read or write, as a JSONL header of a newer
+format version is. A session's latest ``session/settings`` event is one lookup in a partial
+index of those rows (``latest_settings``). Opening a
 session for writing after its previous writer stopped without closing (its lock file still names
 it) runs ``PRAGMA quick_check`` first and reports the outcome as one warning line.
 Readers (``list``, a read-only ``open``, ``dsh.store.appended``) also read a
-database whose directory cannot be written (``connect_reader``).
+database whose directory cannot be written (``connect_reader``), one that lacks only an index a
+later migration adds included.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -33,7 +36,14 @@ from dsh.errors import (
     StoreError,
     UnknownEventTypeError,
 )
-from dsh.events import Event, check_contiguous, decode_events, encode_event
+from dsh.events import (
+    Event,
+    SessionSettingsEvent,
+    check_contiguous,
+    decode_event_line,
+    decode_events,
+    encode_event,
+)
 from dsh.store.base import (
     SessionHeader,
     SessionLog,
@@ -45,29 +55,20 @@ from dsh.store.base import (
 )
 from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.group_commit import GroupFsync
-from dsh.store.integrity import check_rows, seal
+from dsh.store.integrity import check_row, check_rows, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import repair_at_open
+from dsh.store.sqlite_schema import (
+    INDEX_ONLY,
+    MIGRATIONS,
+    check_known,
+    latest_settings_query,
+    migrate,
+)
 from dsh.store.wal import WRITER_BACKSTOP_PAGES, WalUpkeep, fsync_wal
 
 DB_NAME = "dsh.sqlite3"
 _INSERT = "INSERT INTO events VALUES (?, ?, ?)"
-
-
-def _m001_sessions_and_events(db: sqlite3.Connection) -> None:
-    db.execute(
-        "CREATE TABLE sessions (id TEXT PRIMARY KEY, header BLOB NOT NULL, "
-        "created_at INTEGER NOT NULL)"
-    )
-    db.execute(
-        "CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id), "
-        "seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
-    )
-
-
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
-    ("001_sessions_and_events", _m001_sessions_and_events),
-]
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -81,7 +82,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=5000")
-        _migrate(db)
+        migrate(db)
     except (StoreError, sqlite3.Error) as exc:
         db.close()
         if is_damage(exc):
@@ -121,8 +122,8 @@ def connect_reader(path: Path) -> sqlite3.Connection:
         raise StoreError(f"cannot open session database {path} read-only: {exc}") from exc
     try:
         applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
-        _check_known(applied)
-        if applied != {name for name, _ in MIGRATIONS}:
+        check_known(applied)
+        if applied | INDEX_ONLY != {name for name, _ in MIGRATIONS} | INDEX_ONLY:
             raise StoreError("its schema is older than this dsh and cannot be migrated read-only")
     except (StoreError, sqlite3.Error) as exc:
         db.close()
@@ -130,38 +131,6 @@ def connect_reader(path: Path) -> sqlite3.Connection:
             raise damaged_database(path, exc) from exc
         raise StoreError(f"cannot open session database {path} read-only: {exc}") from exc
     return db
-
-
-def _check_known(applied: set[str]) -> None:
-    unknown = sorted(applied - {name for name, _ in MIGRATIONS})
-    if unknown:  # a newer dsh changed the schema: reading or writing it here could go wrong
-        raise StoreError(
-            f"it was migrated by a newer dsh (schema migration "
-            f"{', '.join(unknown)} is unknown to this version); use that dsh with it"
-        )
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, "
-        "applied_at INTEGER NOT NULL)"
-    )
-    applied = {row[0] for row in db.execute("SELECT name FROM schema_migrations")}
-    _check_known(applied)
-    for name, migration in MIGRATIONS:
-        if name in applied:
-            continue
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if db.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
-                db.execute("ROLLBACK")  # another process applied it meanwhile
-                continue
-            migration(db)
-            db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, now_millis()))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
 
 class SqliteSessionLog(SessionLog):
@@ -393,6 +362,32 @@ class SqliteStore:
 
     def list(self) -> list[SessionHeader]:
         return [h for h in self._scan() if isinstance(h, SessionHeader)]
+
+    def latest_settings(self, session_id: str) -> SessionSettingsEvent | None:
+        """The session's last ``session/settings`` event, found in the settings index (one
+        lookup, however far it is from the log's end); its seal is checked and a bad row raises
+        ``LogCorruptError`` naming its seq (a full ``open`` then says what is wrong)."""
+        if not database_exists(self.path):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+        db = connect_reader(self.path)
+        try:
+            if _read_header(db, self.path, session_id) is None:
+                raise SessionNotFoundError(f"no session {session_id!r} in {self.path}")
+            row = db.execute(latest_settings_query(db), (session_id,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise LogCorruptError(
+                f"{self.path}: session {session_id}: SQLite cannot read it ({exc})"
+            ) from exc
+        finally:
+            db.close()
+        if row is None:
+            return None
+        seq, body = int(row[0]), bytes(row[1])
+        where = f"session {session_id}: "
+        event = decode_event_line(check_row(body, seq=seq, where=where), line=seq)
+        if not isinstance(event, SessionSettingsEvent) or event.seq != seq:
+            raise LogCorruptError(f"{where}seq {seq}: not the session/settings event", seq=seq)
+        return event
 
     def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
         """What ``list`` or ``unreadable`` say of ``session_id``, its row alone read."""
