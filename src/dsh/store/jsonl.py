@@ -106,9 +106,11 @@ class JsonlSessionLog(SessionLog):
             raise StorageWriteError(
                 f"cannot write {self.path}: {exc.strerror or exc}; nothing was committed"
             ) from exc
-        if any(line.startswith(settings_record.SETTINGS_START) for line in lines):
-            at = data.rfind(settings_record.SETTINGS_PREFIX) + 1  # 0: the batch's first line
-            self._settings = (self._size + at, data[at : data.index(b"\n", at) + 1])
+        for line in lines:  # a plain loop: a third of any()'s cost on a one-event batch
+            if line.startswith(settings_record.SETTINGS_START):
+                at = data.rfind(settings_record.SETTINGS_PREFIX) + 1  # 0: the batch's first
+                self._settings = (self._size + at, data[at : data.index(b"\n", at) + 1])
+                break
         self._size += len(data)
         self._fsync.wrote(durable=durable)
 
