@@ -6,7 +6,9 @@ warning (and, when opening for writing, moved aside to ``session.jsonl.torn`` so
 lost). A bad line anywhere else refuses the load and names its line number. Every line carries a
 CRC32 seal (``dsh.store.integrity``), so a flipped byte refuses the load too, naming the line.
 A directory whose log names another session (a copy, ``cp -r ID ID.bak``) is never opened for
-writing: its appends would be another writer of that session.
+writing: its appends would be another writer of that session. A session's last
+``session/settings`` line is found through its settings record (``dsh.store.settings_record``),
+which a writer writes as it closes the log.
 """
 
 from __future__ import annotations
