@@ -26,6 +26,15 @@ def git(repo: Path, *args: str) -> None:
     )  # fmt: skip
 
 
+def _diff_body(app: Any) -> str:
+    """The diff screen's body as rendered, or "" while the screen or its body is not up yet (a
+    loaded machine showed the screen a frame before its body)."""
+    if not isinstance(app.screen, DiffScreen):
+        return ""
+    found = app.screen.query("#diff-body")
+    return str(found.first().render()) if found else ""
+
+
 @needs_git
 def test_diff_shows_the_changes_in_a_screen_that_esc_closes(rig: Rig):
     git(rig.workspace, "init", "-q")
@@ -38,8 +47,8 @@ def test_diff_shows_the_changes_in_a_screen_that_esc_closes(rig: Rig):
 
     async def body(pilot: Any) -> None:
         await submit(pilot, "/diff")
-        await settle(pilot, lambda: isinstance(app.screen, DiffScreen))
-        shown = str(app.screen.query_one("#diff-body").render())
+        await settle(pilot, lambda: "new.txt" in _diff_body(app))  # mounted after the screen
+        shown = _diff_body(app)
         assert "-return a - b" in shown and "+return a + b" in shown
         assert "Untracked files" in shown and "new.txt" in shown
         await pilot.press("escape")
