@@ -223,20 +223,20 @@ def test_a_config_name_that_is_a_symlink_protects_the_file_it_leads_to(
 def test_a_nested_config_name_that_is_a_symlink_is_caught_by_that_name(
     workspace: Path, ctx: ToolContext
 ) -> None:
-    """A package's ``web/.lintstagedrc.json`` → ``../shared/lint.json``: writing it by its
+    """A package's ``web/.lintstagedrc.json`` → ``../common/lint.json``: writing it by its
     config name is caught (symlinks below the top level are not searched for the target)."""
-    (workspace / "shared").mkdir()
+    (workspace / "common").mkdir()
     (workspace / "web").mkdir()
-    (workspace / "shared" / "lint.json").write_text("{}\n")
-    (workspace / "web" / ".lintstagedrc.json").symlink_to(Path("..") / "shared" / "lint.json")
+    (workspace / "common" / "lint.json").write_text("{}\n")
+    (workspace / "web" / ".lintstagedrc.json").symlink_to(Path("..") / "common" / "lint.json")
     out = run_call(
         ctx, "write_file", {"path": "web/.lintstagedrc.json", "content": "{}"}, ALLOW_WRITE()
     )
     assert out.code == "DENIED" and (
-        "writing shared/lint.json (web/.lintstagedrc.json leads there) changes lint-staged's "
+        "writing common/lint.json (web/.lintstagedrc.json leads there) changes lint-staged's "
         "config" in out.text
     )
-    assert (workspace / "shared" / "lint.json").read_text() == "{}\n"
+    assert (workspace / "common" / "lint.json").read_text() == "{}\n"
 
 
 def test_a_symlinked_dsh_directory_is_read_by_its_name_so_its_target_is_protected(
