@@ -24,11 +24,23 @@ from tests.llm.fake_server import Canned, FakeServer
 DSH = str(Path(sys.executable).with_name("dsh"))
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize(
+    ("signum", "sigint_ignored"),
+    [
+        (signal.SIGINT, False),
+        (signal.SIGTERM, False),
+        (signal.SIGHUP, False),
+        # started with SIGINT ignored (``dsh … &`` in a script): each still stops it
+        (signal.SIGTERM, True),
+        (signal.SIGHUP, True),
+        (signal.SIGINT, True),
+    ],
+)
 def test_ctrl_c_during_dsh_compact_answers_its_command(
     tmp_path: Path,
     server: FakeServer,  # noqa: F811
     signum: signal.Signals,
+    sigint_ignored: bool,
 ):
     never = threading.Event()
     server.fixed["/v1/chat/completions"] = Canned(
@@ -65,6 +77,7 @@ retain_tokens = 200
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ignore_sigint if sigint_ignored else None,
     )
     try:
         log = store.log_path(session_id)
@@ -92,3 +105,7 @@ retain_tokens = 200
     end = [e for e in events if e["type"] == "compaction/end"]
     assert [e["data"]["error"] for e in end] == ["cancelled"]
     Session.open(store, session_id, writable=True).close()  # the lock was released
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

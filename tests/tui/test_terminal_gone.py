@@ -6,8 +6,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pty
+import shlex
+import signal
 import subprocess
+import sys
 import threading
+import tty
 import time
 from pathlib import Path
 
@@ -17,7 +22,7 @@ from textual.drivers.headless_driver import HeadlessDriver
 from textual.drivers.linux_driver import LinuxDriver
 
 from dsh.store import JsonlStore
-from dsh.tui.terminal_driver import HangupSafeDriver, TerminalStream, hangup_safe
+from dsh.tui.terminal_driver import HangupSafeDriver, TerminalStream, hangup_safe, read_terminal
 from tests.tui.conftest import Rig
 from tests.tui.test_tmux_e2e import DSH, TMUX, Terminal, answered, idle
 
@@ -80,6 +85,36 @@ def test_the_ui_runs_on_the_hangup_safe_driver(rig: Rig):
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_closing_the_terminal_ends_dsh_and_frees_its_session(tmp_path: Path):
+    _close_the_terminal_of(DSH, tmp_path)
+
+
+BLOCKING_SIGHUP = (
+    "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP}); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_a_closed_terminal_ends_dsh_even_when_no_hangup_signal_reaches_it(tmp_path: Path):
+    # dsh starts with SIGHUP blocked, so only its read of the terminal can tell that it is gone
+    # (it waited forever on its event loop before, with no terminal, holding its session)
+    wrapper = f"{sys.executable} -c {shlex.quote(BLOCKING_SIGHUP)} {DSH}"
+    _close_the_terminal_of(wrapper, tmp_path)
+
+
+def test_a_read_of_a_closed_terminal_says_it_is_gone():
+    leader, follower = pty.openpty()
+    tty.setraw(follower)  # as the UI reads it: bytes as they come, not lines
+    os.write(leader, b"typed")
+    assert read_terminal(follower) == b"typed"
+    os.close(leader)
+    assert read_terminal(follower) == b""  # EIO, where a pipe would say end-of-file
+    os.close(follower)
+
+
+def _close_the_terminal_of(command: str, tmp_path: Path) -> None:
+    """Run ``command --script …`` in tmux, send a prompt, kill the terminal; the process ends
+    and leaves its session free, its turn closed."""
     home, workspace = tmp_path / "home", tmp_path / "ws"
     workspace.mkdir()
     script = tmp_path / "script.json"
@@ -87,25 +122,37 @@ def test_closing_the_terminal_ends_dsh_and_frees_its_session(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
     env.update(DSH_HOME=str(home), TERM="xterm-256color")
     term = Terminal(tmp_path / "tmux.sock")
-    term.start(f"{DSH} --script {script}", workspace, env)
+    term.start(f"{command} --script {script}", workspace, env)
     try:
         term.wait_for(lambda s: "enter send" in s and idle(s), "the composer's key hint")
         term.tmux("send-keys", "-t", "dsh", "-l", "hello there")
         term.tmux("send-keys", "-t", "dsh", "Enter")
         term.wait_for(answered("First answer."), "the answer, its turn over")
-        pane = term.tmux("display-message", "-p", "-t", "dsh", "#{pane_pid}").strip()
-        children = subprocess.run(["pgrep", "-P", pane], capture_output=True, text=True).stdout
-        dsh_pid = int(children.split()[0]) if children.split() else int(pane)
+        pane = int(term.tmux("display-message", "-p", "-t", "dsh", "#{pane_pid}").strip())
+        dsh_pid = _the_dsh_process(pane)
     finally:
         subprocess.run([*term.base, "kill-server"], capture_output=True, check=False)
     deadline = time.monotonic() + 60  # a deadline for a hang, not a timing assertion
-    while _alive(dsh_pid):
-        assert time.monotonic() < deadline, f"dsh (pid {dsh_pid}) outlived its terminal"
-        time.sleep(0.1)
+    try:
+        while _alive(dsh_pid):
+            assert time.monotonic() < deadline, f"dsh (pid {dsh_pid}) outlived its terminal"
+            time.sleep(0.1)
+    finally:
+        if _alive(dsh_pid):  # no orphan left behind for the rest of the run
+            os.kill(dsh_pid, signal.SIGKILL)
     (header,) = JsonlStore(home).list()
     # the session is not held by a leftover process: another writer can take it
     with JsonlStore(home).open(header.id, writable=True) as log:
         assert not log.warnings  # and it closed its turn itself: nothing to repair
+
+
+def _the_dsh_process(pane: int) -> int:
+    """The pane's own process when it is dsh (tmux's shell ran it in its place), else the
+    pane's child that is (a shell that did not replace itself)."""
+    if "dsh" in Path(f"/proc/{pane}/cmdline").read_bytes().decode(errors="replace"):
+        return pane
+    children = subprocess.run(["pgrep", "-P", str(pane)], capture_output=True, text=True).stdout
+    return int(children.split()[0])
 
 
 def _alive(pid: int) -> bool:

@@ -24,8 +24,15 @@ received = _Received()
 
 
 def install() -> None:
-    """From now on SIGTERM and SIGHUP arrive as SIGINT (see the module docstring)."""
+    """From now on SIGTERM and SIGHUP arrive as SIGINT (see the module docstring).
+
+    A SIGINT inherited as ignored (a background job of a shell script, ``cmd &`` in a shell
+    without job control) gets Python's own handler back first: otherwise the SIGINT each of
+    them becomes would be dropped, and nothing but SIGKILL could stop dsh. Ctrl-C then stops
+    such a dsh too."""
     received.signum = None
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # asyncio handles it from here
     for signum in STOP_SIGNALS:
         signal.signal(signum, _as_interrupt)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -60,7 +61,7 @@ from dsh.tui.prompt import PromptBox
 from dsh.tui.shell_command import shell_command
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
-from dsh.tui.terminal_driver import hangup_safe
+from dsh.tui.terminal_driver import TerminalGone, hangup_safe
 from dsh.tui.transcript_view import TranscriptView
 
 CONTEXT_EVERY = 0.25
@@ -195,6 +196,9 @@ class DshApp(WarningsApp[None]):
         if self._stopped_by is None:
             self._stopped_by = signum
             self.call_next(self.action_quit)
+
+    def on_terminal_gone(self, _: TerminalGone) -> None:
+        self._stop_signal(signal.SIGHUP)  # what a closed terminal sends, when it reaches us
 
     def on_unmount(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError):

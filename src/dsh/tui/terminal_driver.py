@@ -17,6 +17,8 @@ It reads the terminal's input itself (:meth:`HangupSafeDriver.run_input_thread`)
   stopped with a traceback, ending dsh;
 - what was typed before the UI took the terminal (while dsh started, the terminal in its line
   mode turned enter into a line feed) is read with enter as enter, not as ctrl+j;
+- a read that finds the terminal gone quits the UI as SIGHUP does (:class:`TerminalGone`),
+  so dsh never waits forever for a hangup signal that did not come to it;
 - input is paced: at most :data:`PACE` events run ahead of the widget taking them. Textual's
   reader turned all the input there was into events at once; a flood of keystrokes (a paste
   without bracketing) queued hundreds of thousands of them (hundreds of megabytes), each
@@ -182,14 +184,30 @@ class HangupSafeDriver(LinuxDriver):
             selector.register(self.fileno, selectors.EVENT_READ)
             while not self.exit_event.is_set():
                 if selector.select(reader.timeout(0.1)):
-                    data = os.read(self.fileno, READ_SIZE)
-                    if not data:  # the input has ended: nothing more will come
+                    data = read_terminal(self.fileno)
+                    if not data:  # the terminal is gone: nothing more will come
                         reader.finish()
+                        self.process_message(TerminalGone())
                         self.exit_event.wait()
                         break
                     reader.feed(decode(enters_typed_ahead(data, typed_ahead)))
                     typed_ahead -= len(data)
                 reader.tick()
+
+
+class TerminalGone(Message):
+    """The terminal's input ended: its other end has closed. The app quits as on SIGHUP, which
+    the kernel does not send to every process that was reading the terminal (one whose
+    SIGHUP is blocked, one outside the terminal's session, a race with the hangup)."""
+
+
+def read_terminal(fileno: int) -> bytes:
+    """What the terminal sent, or ``b""`` once it is gone (a read of a closed pty fails with
+    ``EIO`` where a pipe would say end-of-file)."""
+    try:
+        return os.read(fileno, READ_SIZE)
+    except OSError:
+        return b""
 
 
 def hangup_safe(driver_class: type[Driver]) -> type[Driver]:
