@@ -14,7 +14,7 @@ nodes_strategy = st.lists(
     st.builds(
         SpanNode,
         tokens=st.integers(min_value=1, max_value=900),
-        balanced_after=st.booleans(),
+        clean_after=st.booleans(),
         turn_after=st.booleans(),
     ),
     min_size=1,
@@ -31,7 +31,7 @@ def test_chunks_cover_the_span_in_order_with_balanced_edges(nodes, chunk_tokens)
         assert end == start
     for start, end in chunks:
         assert start < end
-        assert nodes[end - 1].balanced_after
+        assert nodes[end - 1].clean_after
 
 
 @settings(max_examples=300, deadline=None)
@@ -46,7 +46,7 @@ def test_an_index_chunk_exceeds_the_budget_only_when_balance_forces_it(nodes, ch
                 running += nodes[i].tokens
                 if running > chunk_tokens:
                     break
-                assert not nodes[i].balanced_after
+                assert not nodes[i].clean_after
 
 
 @settings(max_examples=200, deadline=None)
@@ -92,7 +92,7 @@ def test_no_chunk_reaches_across_the_open_turns_prompt(nodes, chunk_tokens, data
     chunks = plan_chunks(nodes, chunk_tokens, checkpoints, 150, held=held)
     assert chunks[-1] == (held, len(nodes))
     for start, end in chunks[:-1]:
-        assert end <= held and nodes[end - 1].balanced_after
+        assert end <= held and nodes[end - 1].clean_after
         assert not all(checkpoints[start:end]) and sum(n.tokens for n in nodes[start:end]) >= 150
     for (_, end), (start, _) in itertools.pairwise(chunks[:-1]):
         assert end == start

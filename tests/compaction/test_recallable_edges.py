@@ -83,7 +83,7 @@ def test_an_empty_state_answer_aborts_the_pass():
 
 def test_chunking_an_empty_span_gives_nothing_and_an_open_end_is_refused():
     assert chunk_span([], 400) == []
-    with pytest.raises(ValueError, match="balanced"):
+    with pytest.raises(ValueError, match="clean cut"):
         chunk_span([SpanNode(10, False, False)], 400)
 
 

@@ -16,15 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh.events import (
-    ATTACH_PLUGIN,
-    PluginSource,
-    TurnEndEvent,
-    TurnStartEvent,
-    UserMessageEvent,
-    UserSource,
-)
-from dsh.surface import Session
+from dsh.events import TurnEndEvent, TurnStartEvent, UserMessageEvent
+from dsh.surface import Session, attached_to_previous, is_prompt
 
 
 def open_prompt(session: Session) -> int | None:
@@ -42,7 +35,7 @@ def open_prompt(session: Session) -> int | None:
     for event in reversed(session.of_type(UserMessageEvent)):
         if event.seq < start:
             break
-        if isinstance(event.data.source, UserSource):
+        if is_prompt(event):
             found = event.seq  # the first one after the turn's start is its prompt
     if found is None or found not in session.surface:
         return None
@@ -51,20 +44,11 @@ def open_prompt(session: Session) -> int | None:
 
 def held_end(session: Session, position: int) -> int:
     """The surface position just past the prompt at ``position`` and the attachment notes
-    that follow it (what the person asked with: kept with it)."""
-    nodes, end = session.nodes, position + 1
-    while end < len(nodes) and _is_attachment(session, nodes[end]):
+    that follow it (what the person asked with: kept with it, ``dsh.surface.cuts``)."""
+    end = position + 1
+    while attached_to_previous(session, end):
         end += 1
     return end
-
-
-def _is_attachment(session: Session, seq: int) -> bool:
-    event = session.events[seq]
-    return (
-        isinstance(event, UserMessageEvent)
-        and isinstance(event.data.source, PluginSource)
-        and event.data.source.plugin == ATTACH_PLUGIN
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +67,9 @@ class Split:
 def split_at_prompt(session: Session, first: int, keep: int) -> Split:
     """The surface nodes ``first``..``keep`` (a pass's run) split around the open turn's prompt
     and its attachments when the prompt lies among them; held nodes with nothing after them in
-    the run end the run instead. Both cuts are balanced: a person's prompt opens a turn (every
-    call before it is answered), and neither it nor an attachment note carries a call."""
+    the run end the run instead. Both cuts are clean (``dsh.surface.cuts``): a person's prompt
+    opens a turn (every call before it is answered), neither it nor an attachment note carries
+    a call, and the held run ends where the notes do."""
     nodes = session.nodes
     position = open_prompt(session)
     if position is None or not first <= position < keep:

@@ -5,9 +5,15 @@ from dsh.surface.checkpoints import (
     checkpoint_kind,
     checkpoint_summary_event,
     checkpoint_summary_text,
-    retain_boundary,
     summary_kind,
     summary_of_node,
+)
+from dsh.surface.cuts import (
+    attached_to_previous,
+    clean_cut_after,
+    is_attachment,
+    is_prompt,
+    retain_boundary,
 )
 from dsh.surface.projection import Replacement, SurfaceProjection, fold_surface
 from dsh.surface.session import (
@@ -26,10 +32,14 @@ __all__ = [
     "Replacement",
     "Session",
     "SurfaceProjection",
+    "attached_to_previous",
     "checkpoint_kind",
     "checkpoint_summary_event",
     "checkpoint_summary_text",
+    "clean_cut_after",
     "fold_surface",
+    "is_attachment",
+    "is_prompt",
     "message_tokens",
     "repair_on_open",
     "retain_boundary",

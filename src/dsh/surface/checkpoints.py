@@ -3,9 +3,9 @@
 A checkpoint node is a replacing ``user/message`` whose ``sourceEventSeqs`` start with its
 bracket's ``compaction/start`` and ``compaction/summary``; the summary says which kind of
 checkpoint it is (``index`` or ``state``; a kind-less legacy summary counts as state). These are
-pure functions of the log (and, for the retain boundary, of the surface), so every layer from
-compaction up reads checkpoints the same way without importing a backend (docs/compaction.md,
-"The events of a pass").
+pure functions of the log, so every layer from compaction up reads checkpoints the same way
+without importing a backend (docs/compaction.md, "The events of a pass"). Where a pass may cut
+the surface is ``dsh.surface.cuts``.
 """
 
 from __future__ import annotations
@@ -51,17 +51,3 @@ def checkpoint_kind(session: Session, seq: int) -> CheckpointKind | None:
         return None
     summary = summary_of_node(session.events, seq)
     return summary_kind(summary) if summary is not None else "state"
-
-
-def retain_boundary(session: Session, retain_tokens: int) -> int:
-    """Index of the first tail node to keep: the tail holds at least ``retain_tokens`` and the
-    cut before it is balanced (no tool call split from its result). 0 means nothing to cut."""
-    nodes = session.nodes
-    keep = len(nodes)
-    kept = 0
-    while keep > 0 and kept < retain_tokens:
-        keep -= 1
-        kept += session.node_tokens(nodes[keep])
-    while keep > 0 and not session.tool_pairing_balanced_after(nodes[keep - 1]):
-        keep -= 1
-    return keep

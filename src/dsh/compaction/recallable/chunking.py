@@ -2,18 +2,19 @@
 of its inputs.
 
 The span is a run of surface nodes, each with a heuristic price, a flag saying whether the cut
-right after it is balanced (no tool call left open), and a flag saying whether a new turn starts
-right after it (the next node is a person's prompt). The result is a list of half-open index
+right after it is clean (``dsh.surface.cuts``: no tool call left open, no prompt parted from the
+notes its ``@path`` mentions attached), and a flag saying whether a new turn starts right after
+it (the next node is a person's prompt). The result is a list of half-open index
 ranges covering the span exactly, in order: index chunks first, the trailing (state) slice last.
 
 Rules:
-- every edge is a balanced cut;
+- every edge is a clean cut (a stub slice never ends between a prompt and its attachments);
 - the trailing slice starts at the last turn boundary when that slice fits in ``chunk_tokens``
-  (about one turn), else at the last balanced cut that keeps it within ``chunk_tokens`` — as close
-  to the retain boundary as balance allows (an oversized last exchange is the slice alone);
+  (about one turn), else at the last clean cut that keeps it within ``chunk_tokens`` — as close
+  to the retain boundary as clean cuts allow (an oversized last exchange is the slice alone);
 - index chunks accumulate toward ``chunk_tokens``; within the reachable cuts a turn boundary in
-  the second half of the budget wins, else the furthest balanced cut; a chunk with no balanced
-  cut inside the budget grows to the next balanced cut (one oversized node is its own chunk);
+  the second half of the budget wins, else the furthest clean cut; a chunk with no clean
+  cut inside the budget grows to the next clean cut (one oversized node is its own chunk);
 - ``fold_checkpoint_chunks``: an index chunk made of checkpoint nodes alone (a superseded state)
   joins the chunk after it, so it never becomes a stub of its own.
 - ``fold_small_chunks``: an index chunk priced below a stub's expected size joins the chunk
@@ -37,7 +38,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class SpanNode:
     tokens: int
-    balanced_after: bool
+    clean_after: bool
+    """A cut right after this node is clean (``dsh.surface.cuts.clean_cut_after``)."""
     turn_after: bool
     """A person's prompt follows this node (a turn boundary)."""
 
@@ -46,21 +48,21 @@ def trailing_start(nodes: Sequence[SpanNode], chunk_tokens: int) -> int:
     """Index where the trailing (state) slice starts; 0 means the whole span is one slice."""
     n = len(nodes)
     tail = 0
-    best_balanced = 0
+    best_clean = 0
     for cut in range(n - 1, 0, -1):  # cut between nodes[cut - 1] and nodes[cut]
         tail += nodes[cut].tokens
-        if tail > chunk_tokens and best_balanced:
+        if tail > chunk_tokens and best_clean:
             break
         before = nodes[cut - 1]
-        if not before.balanced_after:
+        if not before.clean_after:
             continue
         if before.turn_after and tail <= chunk_tokens:
             return cut
-        if best_balanced == 0:
-            best_balanced = cut  # the nearest balanced cut: an oversized last node stands alone
+        if best_clean == 0:
+            best_clean = cut  # the nearest clean cut: an oversized last node stands alone
         if tail > chunk_tokens:
             break
-    return best_balanced
+    return best_clean
 
 
 def chunk_span(nodes: Sequence[SpanNode], chunk_tokens: int) -> list[tuple[int, int]]:
@@ -68,8 +70,8 @@ def chunk_span(nodes: Sequence[SpanNode], chunk_tokens: int) -> list[tuple[int, 
     n = len(nodes)
     if n == 0:
         return []
-    if not nodes[-1].balanced_after:
-        raise ValueError("a compactable span must end at a balanced cut")
+    if not nodes[-1].clean_after:
+        raise ValueError("a compactable span must end at a clean cut")
     trail = trailing_start(nodes, chunk_tokens)
     chunks: list[tuple[int, int]] = []
     start = 0
@@ -122,24 +124,24 @@ def after_held(chunks: list[tuple[int, int]], held: int | None) -> list[tuple[in
 def _next_edge(nodes: Sequence[SpanNode], start: int, limit: int, chunk_tokens: int) -> int:
     """End (exclusive) of the index chunk that begins at ``start``; never beyond ``limit``."""
     total = 0
-    furthest_balanced = 0
+    furthest_clean = 0
     preferred = 0
     for end in range(start + 1, limit + 1):
         total += nodes[end - 1].tokens
         fits = total <= chunk_tokens or end == start + 1
         if not fits:
             break
-        if nodes[end - 1].balanced_after or end == limit:
-            furthest_balanced = end
+        if nodes[end - 1].clean_after or end == limit:
+            furthest_clean = end
             if nodes[end - 1].turn_after and total * 2 >= chunk_tokens:
                 preferred = end
     if preferred:
         return preferred
-    if furthest_balanced:
-        return furthest_balanced
-    # Nothing balanced within the budget: grow to the next balanced cut (``limit`` is one).
+    if furthest_clean:
+        return furthest_clean
+    # Nothing clean within the budget: grow to the next clean cut (``limit`` is one).
     return next(
-        end for end in range(start + 1, limit + 1) if nodes[end - 1].balanced_after or end == limit
+        end for end in range(start + 1, limit + 1) if nodes[end - 1].clean_after or end == limit
     )
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsh.compaction.recallable.chunking import SpanNode
-from dsh.events import Message, UserMessageEvent, UserSource, is_checkpoint_event, surface_message
-from dsh.surface import Session
+from dsh.events import Message, is_checkpoint_event, surface_message
+from dsh.surface import Session, clean_cut_after, is_prompt
 
 RECALL_TOOL_NAMES = frozenset({"history_read", "history_search"})
 
@@ -17,20 +17,15 @@ def span_nodes(session: Session, span: Sequence[int]) -> list[SpanNode]:
     nodes = []
     for position, seq in enumerate(span):
         following = span[position + 1] if position + 1 < len(span) else None
-        turn_after = following is not None and _is_prompt(session, following)
+        turn_after = following is not None and is_prompt(session.events[following])
         nodes.append(
             SpanNode(
                 tokens=session.node_tokens(seq),
-                balanced_after=session.tool_pairing_balanced_after(seq),
+                clean_after=clean_cut_after(session, seq),
                 turn_after=turn_after,
             )
         )
     return nodes
-
-
-def _is_prompt(session: Session, seq: int) -> bool:
-    event = session.events[seq]
-    return isinstance(event, UserMessageEvent) and isinstance(event.data.source, UserSource)
 
 
 def slice_material(session: Session, seqs: Sequence[int]) -> tuple[Message, ...]:
