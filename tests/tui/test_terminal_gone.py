@@ -12,8 +12,8 @@ import signal
 import subprocess
 import sys
 import threading
-import tty
 import time
+import tty
 from pathlib import Path
 
 import pytest
