@@ -144,6 +144,8 @@ def _close_the_terminal_of(command: str, tmp_path: Path) -> None:
     # the session is not held by a leftover process: another writer can take it
     with JsonlStore(home).open(header.id, writable=True) as log:
         assert not log.warnings  # and it closed its turn itself: nothing to repair
+    # its stop had a watchdog (armed: the directory is there) that had nothing to do
+    assert (home / "logs").is_dir() and not list((home / "logs").iterdir())
 
 
 def _the_dsh_process(pane: int) -> int:

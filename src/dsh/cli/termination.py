@@ -5,7 +5,8 @@ SIGTERM or SIGHUP; their default action killed dsh mid-turn: the text a model ha
 far was never logged and the turn stayed open. ``install`` turns each into a SIGINT, so the
 command's own Ctrl-C handling runs (``dsh run`` cancels the turn cleanly and logs what was
 streamed; ``dsh compact`` answers its command as cancelled), and remembers which signal it was
-so the command can stop there and exit with 128 + its number, as a shell expects.
+so the command can stop there and exit with 128 + its number, as a shell expects. The clean
+stop is given ``dsh.agent.exit_watchdog.STOP_WITHIN`` seconds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
+from dsh.agent.exit_watchdog import arm_on_signal
 from dsh.agent.stop_signals import STOP_SIGNALS
 
 
@@ -61,4 +63,5 @@ def name() -> str:
 
 def _as_interrupt(signum: int, frame: FrameType | None) -> None:
     received.signum = signum
+    arm_on_signal(signum)  # nobody is there to ask again if the clean stop hangs
     signal.raise_signal(signal.SIGINT)

@@ -31,6 +31,7 @@ from textual.widgets import TextArea
 from textual.worker import Worker
 
 from dsh.agent.cancel import CANCELLED_BY_USER
+from dsh.agent.exit_watchdog import arm_on_signal
 from dsh.agent.prompt_commands import PromptCommandSource
 from dsh.agent.stop_signals import STOP_SIGNALS, cancelled_by
 from dsh.config import dsh_home
@@ -195,6 +196,7 @@ class DshApp(WarningsApp[None]):
     def _stop_signal(self, signum: int) -> None:
         if self._stopped_by is None:
             self._stopped_by = signum
+            arm_on_signal(signum)  # nobody is there to ask again if the clean stop hangs
             self.call_next(self.action_quit)
 
     def on_terminal_gone(self, _: TerminalGone) -> None:
