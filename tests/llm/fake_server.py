@@ -36,6 +36,10 @@ class Canned:
     """Wait for this event (at most 300 s: a loaded machine may take long to get there) before
     writing part ``hold_before``."""
     hold_before: int = 0
+    holds: tuple[tuple[int, threading.Event], ...] = ()
+    """More holds like ``hold``: (part index, event) pairs, each event waited for (at most
+    300 s) before that part is written (a server that pauses before its first chunk and again
+    mid-reply)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,9 @@ class FakeServer:
                         return
                     if canned.hold is not None and index == canned.hold_before:
                         canned.hold.wait(timeout=300)
+                    for before, event in canned.holds:
+                        if index == before:
+                            event.wait(timeout=300)
                     framed = b"%x\r\n%s\r\n" % (len(part), part) if canned.chunked else part
                     self.wfile.write(framed)
                     self.wfile.flush()

@@ -28,6 +28,7 @@ from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
 from dsh.cli.run_stream import RunStream
+from dsh.cli.turn_answer import TurnAnswer, turn_answer
 from dsh.cli.warning_lines import tapped
 from dsh.config import dsh_home, load_settings
 from dsh.errors import UsageError, error_line
@@ -95,7 +96,9 @@ def run(
     first line names the session ({"type":"session","session":ID}), then every event follows
     as a line. With --json-stream each turn is followed live, one JSON line per thing that
     happens (its text as it streams, its tool calls and results, its end with usage and cost),
-    each with "v" (the schema's version), "type" and "session". A closed stdout (| head)
+    each with "v" (the schema's version), "type" and "session". A turn that fails or is
+    stopped mid-reply prints what the reply had streamed, then the error on stderr
+    (--json-stream: its turn_end has that text, with "partial": true). A closed stdout (| head)
     cancels the running turn at its next line and exits 141; Ctrl-C cancels it and exits 130.
     """
     if as_json and as_stream:
@@ -232,13 +235,14 @@ def _run(
             if stream is not None:
                 stream.prompt = prompt
             result = _run_with_interrupt(agent, prompt, first_attached if n == 0 else None, live)
+            answer = turn_answer(session, result)  # a reply cut short: the text it had streamed
+            if live is not None:  # nothing more once the reader has gone (out.closed)
+                out.call(live.finish_turn, answer.text)
             if out.closed or termination.stopped_by() is not None:
-                _turn_end(stream, result)
+                _turn_end(stream, result, answer)
                 break
-            if live is not None:
-                out.call(live.finish_turn, result.text)
             failed = _say_how_it_ended(session, result)
-            _turn_end(stream, result)
+            _turn_end(stream, result, answer)
             if failed:
                 break
     finally:
@@ -281,10 +285,13 @@ def _say_how_it_ended(session: Session, result: TurnResult) -> bool:
     return False
 
 
-def _turn_end(stream: RunStream | None, result: TurnResult) -> None:
-    """The turn's last line of ``--json-stream`` (after the warnings about it)."""
+def _turn_end(stream: RunStream | None, result: TurnResult, answer: TurnAnswer) -> None:
+    """The turn's last line of ``--json-stream`` (after the warnings about it): its answer as
+    plain ``dsh run`` prints it, cut short or not."""
     if stream is not None:
-        stream.turn_end(result.turn, result.reason, result.text, result.error)
+        stream.turn_end(
+            result.turn, result.reason, answer.text, result.error, partial=answer.partial
+        )
 
 
 def _stream_listener(

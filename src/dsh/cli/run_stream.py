@@ -5,10 +5,10 @@ One JSON object per line, written and flushed as it happens: the session, each t
 (its prompt), the answer's text as it streams (``text_delta``, coalesced: ``dsh.cli.
 coalesced_text``), each reply, tool call, approval refusal and tool result, each compaction pass
 (its start and end, with figures), every warning and error line the command prints on stderr
-(``dsh.cli.warning_lines.tapped``), and each turn's end with its final answer, usage and
-estimated cost. Every line has ``v`` (``VERSION``: the schema's version, raised only when a
-field is removed or changes meaning; new fields and types may appear within a version),
-``type`` and ``session``.
+(``dsh.cli.warning_lines.tapped``), and each turn's end with its final answer (a reply a
+failure or a signal cut short: its text so far, marked ``partial``), usage and estimated cost.
+Every line has ``v`` (``VERSION``: the schema's version, raised only when a field is removed or
+changes meaning; new fields and types may appear within a version), ``type`` and ``session``.
 
 What comes from the log is shown as the log has it; a tool call's arguments are masked besides,
 with the tools' own ``SecretPolicy`` (the one that masks every tool output and a ``!cmd`` line
@@ -163,9 +163,12 @@ class RunStream:
         elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
             self._tool_result(event)
 
-    def turn_end(self, turn: int, reason: str, text: str, error: str | None) -> None:
-        """The turn's last line: how it ended, its final answer, what its model calls used and
-        their cost at list prices (``dsh.agent.billing``)."""
+    def turn_end(
+        self, turn: int, reason: str, text: str, error: str | None, *, partial: bool = False
+    ) -> None:
+        """The turn's last line: how it ended, its final answer (``partial``: a reply a failure
+        or a cancel cut short, ``dsh.cli.turn_answer``), what its model calls used and their
+        cost at list prices (``dsh.agent.billing``)."""
         self._drain()
         self._text.flush()
         bills = self._billed.report().bills
@@ -176,6 +179,7 @@ class RunStream:
             reason=reason,
             error=error,
             text=text,
+            partial=partial,
             usage=_billed(bill for bill in bills if bill.role == "conversation"),
             summarizerUsage=_billed(bill for bill in bills if bill.role == "summaries"),
             costUsd=round(sum(priced), 6) if priced else None,
