@@ -73,11 +73,14 @@ class Rig:
         wrap_provider: Callable[[ScriptedProvider], Provider] | None = None,
         route_notice: str | None = None,
         agent_config: dict[str, Any] | None = None,
+        started_in: Path | None = None,
+        workspace_from_flag: bool = False,
         **compaction: Any,
     ) -> DshApp:
         """The app over a scripted model; ``agent_config``: more ``AgentConfig`` fields for its
         agents (``attach_mentions``, ``params``); ``auto_compact``: its agents compact under
-        pressure, with ``pass_summarizer`` (default: the extractive one)."""
+        pressure, with ``pass_summarizer`` (default: the extractive one); ``started_in``: the
+        directory ``dsh`` was started in, when it is not the workspace (``TuiOptions``)."""
         settings = self.settings(approval, **compaction)
         scripted = ScriptedProvider(parse_script(script), model="scripted", cache=self.cache)
         self.provider = scripted
@@ -126,6 +129,8 @@ class Rig:
             route_factory=route,
             agent_factory=agent,
             cursor_blink=False,
+            started_in=started_in,
+            workspace_from_flag=workspace_from_flag,
         )
         app = DshApp(options)
         app.clock = ManualClock()

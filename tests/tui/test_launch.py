@@ -455,3 +455,30 @@ def test_a_picked_session_whose_workspace_is_gone_is_refused_in_the_picker(launc
     why = cli_tui._cannot_open(launched["store"], session_id, None, None, RouteFlags())
     assert why is not None and "which is no longer a directory; pass --cwd DIR" in why
     assert cli_tui._cannot_open(launched["store"], session_id, tmp_path, None, RouteFlags()) is None
+
+
+def test_a_session_resumed_from_another_directory_tells_the_ui_where_dsh_was_started(
+    launched, tmp_path
+):
+    """The UI says where tools run (``dsh.tui.workspace_shown``) when that is not here."""
+    other = tmp_path / "other"
+    other.mkdir()
+    here = Path(launched["cwd"])
+    session_id = make_session(launched["store"], str(other))
+    cli_tui.launch(session_id, False)
+    options = launched["options"]
+    assert (options.started_in, options.workspace_from_flag) == (here, False)
+    cli_tui.launch(session_id, False, other)  # --cwd elsewhere
+    options = launched["options"]
+    assert (options.workspace, options.started_in, options.workspace_from_flag) == (
+        other.resolve(),
+        here,
+        True,
+    )
+    cli_tui.launch(session_id, False, here)  # --cwd here: tools run here
+    assert launched["options"].started_in is None
+    mine = make_session(launched["store"], str(here))
+    cli_tui.launch(mine, False)
+    assert launched["options"].started_in is None
+    cli_tui.launch(None, False, other)  # a new session: its --cwd was just typed
+    assert launched["options"].started_in is None

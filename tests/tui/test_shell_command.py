@@ -9,9 +9,10 @@ from typing import Any
 from dsh.events import UserMessageEvent
 from dsh.tui.app import QUIT_AGAIN_WITHIN, UNSENT_ON_QUIT
 from dsh.tui.approval import ApprovalScreen
+from dsh.tui.find import matching_blocks
 from dsh.tui.shell_command import READ_ONLY_REFUSAL, shell_command
 from tests.tui.conftest import Rig, run_prompt, settle, submit
-from tests.tui.test_pilot import logged, run, stored_session, text_of
+from tests.tui.test_pilot import lines_of, logged, run, stored_session, text_of
 
 
 def test_only_a_leading_bang_makes_a_shell_command():
@@ -126,5 +127,56 @@ def test_quitting_with_output_not_sent_warns_once_and_a_second_quit_leaves(rig: 
         await pilot.press("ctrl+q")
         await pilot.pause()
         assert not app.is_running
+
+    run(app, body)
+
+
+PRINTS = "!printf 'out-%s\\n' put"
+"""A command whose output (``out-put``) is not in its own command line."""
+
+
+def test_the_output_shows_once_live_and_the_same_once_the_session_is_opened_again(rig: Rig):
+    """The note showed it and then the prompt carrying it showed it again: twice on the
+    screen, once in a session opened again. Once the prompt is sent, the note goes."""
+    app = rig.app([{"text": "I see it."}])
+    live: list[str] = []
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, PRINTS)
+        await settle(pilot, lambda: not app.running and "out-put" in text_of(app))
+        assert text_of(app).count("out-put") == 1
+        await run_prompt(pilot, "what did it print?")
+        assert text_of(app).count("out-put") == 1
+        assert "(sent to the model with your next prompt)" not in text_of(app)
+        blocks = app.transcript.model.blocks
+        assert len(matching_blocks(blocks, "out-put", show_reasoning=False)) == 1  # ctrl+f too
+        live.extend(lines_of(app))
+
+    run(app, body)
+    assert app.last_session_id is not None
+    cold = rig.app([], resume=app.last_session_id)
+
+    async def reopened(pilot: Any) -> None:
+        assert lines_of(cold) == live
+
+    run(cold, reopened)
+
+
+def test_a_prompt_refused_before_it_is_sent_puts_the_output_note_back(rig: Rig):
+    app = rig.app(
+        [{"text": "answered"}], window=8192, agent_config={"params": {"max_tokens": 6000}}
+    )
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, PRINTS)
+        await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
+        await submit(pilot, "look " * 4000)
+        await settle(pilot, lambda: "error:" in text_of(app) and not app.running)
+        assert text_of(app).count("out-put") == 1  # the note again, nothing logged
+        assert "(sent to the model with your next prompt)" in text_of(app)
+        assert len(app.shell_context) == 1
+        await run_prompt(pilot, "what did it print?")
+        assert text_of(app).count("out-put") == 1
+        assert "out-put" in rig.provider.requests[-1].messages[-1].text()
 
     run(app, body)

@@ -51,15 +51,16 @@ def launch(
     """Run the terminal UI until the person quits; exits with the app's return code.
 
     A resumed session runs its tools in its own recorded workspace unless ``workspace_dir``
-    (``--cwd``) says otherwise; that choice is logged (``session/workspace``). ``route_flags``
-    are the route flags (``dsh.cli.options``: ``--provider``, ``--replay``, ``--compaction``,
-    …), mapped onto settings as ``dsh run`` maps them; ``settings_overrides`` go under them (the
-    demo's small window and budgets). Both win over a resumed session's recorded settings.
-    ``approval_flags`` (``--yes``, ``--allow``) set the approval policy over ``tools.approval``
-    for this process (a session does not record them; ``/approval`` changes the mode later).
-    ``on_quit`` says what to print about the last session once the UI quits (default:
-    ``resume_hint``, how to open it again). ``last`` (``--continue``) opens the session used
-    last in the workspace, without a picker."""
+    (``--cwd``) says otherwise; that choice is logged (``session/workspace``), and the UI says
+    where they run when that is not the current directory (``TuiOptions.started_in``).
+    ``route_flags`` are the route flags (``dsh.cli.options``: ``--provider``, ``--replay``,
+    ``--compaction``, …), mapped onto settings as ``dsh run`` maps them; ``settings_overrides``
+    go under them (the demo's small window and budgets). Both win over a resumed session's
+    recorded settings. ``approval_flags`` (``--yes``, ``--allow``) set the approval policy over
+    ``tools.approval`` for this process (a session does not record them; ``/approval`` changes
+    the mode later). ``on_quit`` says what to print about the last session once the UI quits
+    (default: ``resume_hint``, how to open it again). ``last`` (``--continue``) opens the
+    session used last in the workspace, without a picker."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.app_warnings import WarningLog
     from dsh.tui.factories import settings_route_factory
@@ -106,11 +107,14 @@ def launch(
         with Session.open(store, session_id, writable=True) as session:
             load_warnings += tuple(session.warnings)  # what this open repaired: the UI tells it
             context.record_workspace(session, workspace)
+    started_in = context.cwd().resolve()
     options = TuiOptions(
         settings=settings,
         store=store,
         workspace=workspace,
         resume=session_id,
+        started_in=started_in if session_id and workspace.resolve() != started_in else None,
+        workspace_from_flag=workspace_dir is not None,
         route_factory=settings_route_factory(
             settings, route_flags.script, replay_from=replayed, store=store
         ),

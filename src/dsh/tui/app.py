@@ -37,12 +37,11 @@ from dsh.agent.stop_signals import STOP_SIGNALS, cancelled_by
 from dsh.config import dsh_home
 from dsh.errors import DshError, MissingApiKeyError, error_line, printable_line
 from dsh.events import (
-    AssistantMessageEvent,
     CompactionEndEvent,
     CompactionSummaryEvent,
     Event,
     TurnEndEvent,
-    is_replacement_surface_event,
+    is_surface_event,
 )
 from dsh.llm.types import StreamEvent
 from dsh.tools.approval import ApprovalAnswer
@@ -64,6 +63,7 @@ from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
 from dsh.tui.terminal_driver import TerminalGone, hangup_safe
 from dsh.tui.transcript_view import TranscriptView
+from dsh.tui.workspace_shown import workspace_shown
 
 CONTEXT_EVERY = 0.25
 QUIT_GRACE = 5.0
@@ -76,7 +76,9 @@ UNSENT_ON_QUIT = (
     "The !cmd output is not sent yet (it goes with your next prompt); quit again to leave "
     "without it."
 )
-_CONTEXT_EVENTS = (AssistantMessageEvent, CompactionEndEvent, TurnEndEvent)
+_CONTEXT_EVENTS = (CompactionEndEvent, TurnEndEvent)
+"""Besides every surface event (a prompt and its attachment notes, a reply, a tool result, a
+model-only replacement), what changes the next request's size: the status bar measures it again."""
 
 
 class DshApp(WarningsApp[None]):
@@ -157,7 +159,10 @@ class DshApp(WarningsApp[None]):
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
         self.screen.set_focus(self.prompt_box)  # now: keys typed while dsh started come here
-        self.status_bar.set(trust=trust_label(self.controller.options.workspace))
+        workspace = self.controller.options.workspace
+        self.status_bar.set(
+            trust=trust_label(workspace), workspace=workspace_shown(self.controller.options)
+        )
         resume = self.controller.options.resume
         page = first_page(self.controller.options.store, resume, from_bytes=self.first_page_from)
         try:
@@ -224,7 +229,7 @@ class DshApp(WarningsApp[None]):
     def switched(self, items: list[TranscriptItem], said: str, *, seed: bool = True) -> None:
         """Another session is open (``/resume``, ``/sessions``, ``/new``): show it, say
         ``said``, and drop the ``!cmd`` output the session left behind was to get (saying so)."""
-        dropped, self.work.shell_context = self.work.shell_context, []
+        dropped = self.work.drop_shell_context()
         self.reset_live()
         self.show_session(items, seed=seed)
         self.note(said)
@@ -243,9 +248,7 @@ class DshApp(WarningsApp[None]):
             view.add_items(items)
         if isinstance(event, CompactionSummaryEvent):
             view.refresh_markers()
-        self.update_status(
-            context=isinstance(event, _CONTEXT_EVENTS) or is_replacement_surface_event(event)
-        )
+        self.update_status(context=is_surface_event(event) or isinstance(event, _CONTEXT_EVENTS))
 
     def streamed(self, event: StreamEvent) -> None:
         self.live.streamed(event)
@@ -268,8 +271,9 @@ class DshApp(WarningsApp[None]):
 
     def update_status(self, *, context: bool = False) -> None:
         """Refresh the status bar; ``context`` asks for the context use to be measured again,
-        which happens at most every ``CONTEXT_EVERY`` seconds (``Session.measure`` walks the
-        whole surface) and at every turn's end."""
+        which happens at most every ``CONTEXT_EVERY`` seconds and at every turn's end: a prompt
+        with a large attachment or a large tool result shows while its request is at the model.
+        ``Session.measure`` prices only the nodes after its anchor (each priced once)."""
         controller = self.controller
         self.status_bar.set(
             model=controller.model,

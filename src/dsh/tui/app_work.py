@@ -11,7 +11,10 @@ never reached the log (refused before it is sent, too large for the context wind
 ``dsh.agent.room``; a turn that failed before its first step) goes back in the box itself, with
 the error as a note.
 
-``!cmd`` output waits in ``shell_context`` and goes to the model ahead of the next prompt.
+``!cmd`` output waits in ``shell_context`` and goes to the model ahead of the next prompt. Its
+note on the screen shows it until then: once that prompt is sent the prompt shows it, quoted, as
+the log holds it (and a session opened again shows it), so the note is taken off, once shown;
+a prompt that goes back in the box puts its notes back.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dsh.tui.shell_command import context_block, masked_command, run_shell_comma
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
+    from dsh.tui.blocks import Block
 
 log = logging.getLogger("dsh.tui")
 
@@ -48,6 +52,8 @@ class Work:
         self.worker: Worker[None] | None = None
         self.shell_context: list[str] = []
         """``!cmd`` outputs waiting for the next prompt (of the open session only)."""
+        self.shell_notes: list[Block] = []
+        """The notes that show them on the screen meanwhile."""
         self._failed = False
         self._waiting: str | None = None
 
@@ -109,11 +115,17 @@ class Work:
         if self.running:
             self.app.note(BUSY_NOW)
             return
-        context = self.shell_context
-        if context:  # ``!cmd`` output goes to the model with this prompt
+        context, notes = self.shell_context, self.shell_notes
+        if context:  # ``!cmd`` output goes to the model with this prompt, which shows it
             prompt = "\n\n".join([*context, prompt])
-            self.shell_context = []
-        self.start(self._turn(prompt, prompt if draft is None else draft, context))
+            self.shell_context, self.shell_notes = [], []
+            self.app.transcript.show_notes(notes, shown=False)
+        self.start(self._turn(prompt, prompt if draft is None else draft, context, notes))
+
+    def drop_shell_context(self) -> list[str]:
+        """Forget the ``!cmd`` output waiting (another session is open); returns it."""
+        dropped, self.shell_context, self.shell_notes = self.shell_context, [], []
+        return dropped
 
     def run_shell(self, command: str) -> None:
         """``!cmd``: run it (unasked: the person typed it; not under read-only); its output
@@ -136,14 +148,21 @@ class Work:
             app.note(output.text)
             return
         self.shell_context.append(context_block(masked_command(app.controller, command), output))
-        app.note(f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)")
+        self.shell_notes.append(
+            app.transcript.add_note(
+                f"$ {command}\n{output.text.rstrip()}\n(sent to the model with your next prompt)"
+            )
+        )
 
-    def _keep(self, draft: str, context: list[str]) -> None:
+    def _keep(self, draft: str, context: list[str], notes: list[Block]) -> None:
         """A turn that ended without logging its prompt (refused before it was sent: too large
         for the window, a window with no room for one; failed or cancelled before its first
         step): its draft goes back in the composer, before anything typed since, and the
-        ``!cmd`` output it would have carried waits for the next prompt again."""
+        ``!cmd`` output it would have carried waits for the next prompt again (its notes back
+        on the screen)."""
         self.shell_context = [*context, *self.shell_context]
+        self.shell_notes = [*notes, *self.shell_notes]
+        self.app.transcript.show_notes(notes, shown=True)
         box = self.app.prompt_box
         typed = box.text
         box.value = f"{draft}\n{typed}" if typed.strip() else draft
@@ -160,7 +179,7 @@ class Work:
         if busy != app.busy:
             app.set_busy(busy, cancels=True)
 
-    async def _turn(self, prompt: str, draft: str, context: list[str]) -> None:
+    async def _turn(self, prompt: str, draft: str, context: list[str], notes: list[Block]) -> None:
         app = self.app
         app.set_busy(WORKING, cancels=True)
         app.live.prompt_sent(prompt, compacting=app.controller.progress.running)
@@ -186,7 +205,7 @@ class Work:
             self._waiting = None
             if app.live.turn_ended():  # its prompt never reached the log: nothing is lost
                 self.failed()
-                self._keep(draft, context)
+                self._keep(draft, context, notes)
             app.reset_live()
             app.set_busy(None)
             app.measure_context()

@@ -86,6 +86,9 @@ class Block:
     """The tool calls an assistant message wrote in its text that were not run (a dim note)."""
     cached_text: str | None = None
     cached_reasoning: str | None = None
+    hidden: bool = False
+    """A local note taken off the screen (a ``!cmd``'s output once the prompt that carries it
+    is sent: that prompt shows it): it has no rows."""
 
     @property
     def expandable(self) -> bool:
@@ -169,8 +172,18 @@ class TranscriptModel:
             self.blocks.append(block)
         return {i for i in changed if i < len(self.blocks)}
 
-    def add_note(self, text: str) -> None:
-        self.blocks.append(Block("note", -1, cached_text=sanitize(text), cached_reasoning=""))
+    def add_note(self, text: str) -> Block:
+        block = Block("note", -1, cached_text=sanitize(text), cached_reasoning="")
+        self.blocks.append(block)
+        return block
+
+    def index_of(self, block: Block) -> int | None:
+        """Where ``block`` is (None: not in this transcript, which was loaded again since);
+        looked for from the end, where notes are added."""
+        for index in range(len(self.blocks) - 1, -1, -1):
+            if self.blocks[index] is block:
+                return index
+        return None
 
     def marker_indices(self) -> list[int]:
         return list(self._markers.values())
@@ -343,6 +356,8 @@ def block_rows(
     """The rows of one block at ``width`` cells, with the blank row that follows it (a block
     that shows nothing, such as an assistant message with only tool calls, has no rows)."""
     width = max(width, 12)
+    if block.hidden:
+        return []
     if block.kind in ("user", "assistant"):
         rows = _message_rows(block, width, show_reasoning)
     elif block.kind in ("tool", "result"):

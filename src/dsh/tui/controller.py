@@ -58,6 +58,7 @@ from dsh.tui.factories import (
     settings_route_factory,
 )
 from dsh.tui.progress import CacheCounter, CompactionProgress
+from dsh.tui.workspace_shown import workspace_note
 
 _store_log = logging.getLogger("dsh.store")
 
@@ -100,6 +101,10 @@ class TuiOptions:
     """``--yes``: approval mode ``auto`` for this process, over ``tools.approval``."""
     allow: frozenset[ToolKind] = frozenset()
     """``--allow``: the tool kinds that run unasked, whatever the mode."""
+    started_in: Path | None = None
+    """Where ``dsh`` was started, when the resumed session's tools run elsewhere: the UI says so."""
+    workspace_from_flag: bool = False
+    """The workspace is ``--cwd``'s, not the resumed session's recorded one."""
 
 
 def tell_load_warnings(warnings: Iterable[str]) -> None:
@@ -399,10 +404,11 @@ class Controller:
     # ---- reading ----------------------------------------------------------------------------
 
     def opening_notes(self) -> list[str]:
-        """What the UI says once when it opens: the greeting, then what resolving the route
-        found (a server that does not report its window, or one too small for the budgets)."""
+        """What the UI says once when it opens: where tools run (``workspace_note``), the
+        greeting, then what resolving the route found (a server that does not report its
+        window, or one too small for the budgets)."""
         notice = self.route.notice if self.route is not None else None
-        return [text for text in (self.options.greeting, notice) if text]
+        return [t for t in (workspace_note(self.options), self.options.greeting, notice) if t]
 
     @property
     def model(self) -> str:

@@ -37,7 +37,9 @@ KEYS: tuple[Hint, ...] = (
 
 def searchable(block: Block, *, show_reasoning: bool, details: PassDetails | None = None) -> str:
     """What a find looks in for ``block``, case-folded: what the block can show (a marker:
-    the summaries of its pass, ``details``, as the web's find does)."""
+    the summaries of its pass, ``details``, as the web's find does; a hidden note: nothing)."""
+    if block.hidden:
+        return ""
     if block.kind in ("tool", "result"):
         return card_text(block).casefold()
     if block.kind == "marker":
@@ -64,9 +66,9 @@ class SearchIndex:
     find runs on every key typed; folding a long session's text each time would lag)."""
 
     def __init__(self) -> None:
-        self._texts: list[tuple[Block, ToolResultItem | None, bool, int, str]] = []
+        self._texts: list[tuple[Block, ToolResultItem | None, bool, int, bool, str]] = []
         """Per block: the block, its result, whether reasoning was in, how many summaries its
-        pass had (a marker), the folded text."""
+        pass had (a marker), whether it is hidden, the folded text."""
 
     def matching(
         self,
@@ -84,15 +86,15 @@ class SearchIndex:
         for i, block in enumerate(blocks):
             found = details.get(block.pass_id) if block.kind == "marker" else None
             summaries = len(found.summaries) if found is not None else 0
-            key = (block, block.result, show_reasoning, summaries)
-            if i < len(texts) and texts[i][:4] == key:
+            key = (block, block.result, show_reasoning, summaries, block.hidden)
+            if i < len(texts) and texts[i][:5] == key:
                 continue
             text = searchable(block, show_reasoning=show_reasoning, details=found)
             if i < len(texts):
                 texts[i] = (*key, text)
             else:
                 texts.append((*key, text))
-        return [i for i, entry in enumerate(texts) if folded in entry[4]]
+        return [i for i, entry in enumerate(texts) if folded in entry[5]]
 
 
 def first_at_or_after(matches: list[int], index: int) -> int:

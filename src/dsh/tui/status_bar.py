@@ -1,7 +1,8 @@
 """The one-line status bar: model, the approval mode (unless ``ask``), context use, cache-hit
 ratio, compaction, activity — what runs, how many drafts wait to be sent after it, and the key
-that cancels it — and whether the workspace's project config is trusted (only when there is
-one).
+that cancels it —, the workspace when a resumed session runs its tools elsewhere than where
+``dsh`` was started (``dsh.tui.workspace_shown``), and whether the workspace's project config
+is trusted (only when there is one).
 
 Like the keys hint (``dsh.tui.hint_line``), the line is fitted to its width by leaving out
 the parts least needed, whole, so on an 80-column terminal what runs and what is queued are
@@ -42,6 +43,8 @@ class StatusInfo:
     """Whether what runs is cancelled by a key (a turn): the bar names the key."""
     queued: int = 0
     """Drafts queued to be sent when what runs ends."""
+    workspace: str | None = None
+    """Where tools run, when that is not where ``dsh`` was started (``~/proj``)."""
     trust: str | None = None
     """Whether the workspace's own ``.dsh/config.toml`` is trusted (only when it has one)."""
 
@@ -89,6 +92,8 @@ def status_parts(info: StatusInfo) -> list[Part]:
     key = cancel_key(info)
     if key is not None:
         parts.append((Text(key, style="italic"), 2))
+    if info.workspace:
+        parts.append((Text(f"workspace {info.workspace}", style="bold"), 6))
     if info.trust:
         parts.append((Text(info.trust, style="dim"), 5))
     return parts

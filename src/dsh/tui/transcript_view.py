@@ -14,7 +14,7 @@ from textual.message import Message
 
 from dsh.events.codec import gc_paused
 from dsh.transcript import PassDetails, TranscriptItem
-from dsh.tui.blocks import plain_lines, row_text
+from dsh.tui.blocks import Block, plain_lines, row_text
 from dsh.tui.found_row import first_row_with
 from dsh.tui.live_tail import WaitingPrompt
 from dsh.tui.transcript_layout import TranscriptLayout
@@ -65,14 +65,31 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         if items:
             self._change(lambda: self.model.add(items))
 
-    def add_note(self, text: str) -> None:
+    def add_note(self, text: str) -> Block:
         """A local line for people (a command's answer); it is not part of the log."""
+        added: list[Block] = []
 
         def add() -> set[int]:
-            self.model.add_note(text)
+            added.append(self.model.add_note(text))
             return set()
 
         self._change(add)
+        return added[0]
+
+    def show_notes(self, notes: Iterable[Block], *, shown: bool) -> None:
+        """Take local notes off the screen (``shown`` False) or put them back in place; a
+        note no longer in the transcript (another session was opened) is left alone."""
+
+        def hide_or_show() -> set[int]:
+            changed: set[int] = set()
+            for note in notes:
+                index = self.model.index_of(note)
+                if index is not None and note.hidden == shown:
+                    note.hidden = not shown
+                    changed.add(index)
+            return changed
+
+        self._change(hide_or_show)
 
     def set_live(self, text: str, reasoning: str, calls: list[str]) -> None:
         """Show what the model streams before its message is logged."""
