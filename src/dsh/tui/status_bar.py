@@ -1,8 +1,8 @@
-"""The one-line status bar: model, the approval mode (unless ``ask``), context use, cache-hit
-ratio, compaction, activity — what runs, how many drafts wait to be sent after it, and the key
-that cancels it —, the workspace when a resumed session runs its tools elsewhere than where
-``dsh`` was started (``dsh.tui.workspace_shown``), and whether the workspace's project config
-is trusted (only when there is one).
+"""The one-line status bar: model, the approval mode (unless ``ask``), the workspace when a
+resumed session runs its tools elsewhere than where ``dsh`` was started
+(``dsh.tui.workspace_shown``), context use, cache-hit ratio, compaction, activity — what runs,
+how many drafts wait to be sent after it, and the key that cancels it — and whether the
+workspace's project config is trusted (only when there is one).
 
 Like the keys hint (``dsh.tui.hint_line``), the line is fitted to its width by leaving out
 the parts least needed, whole, so on an 80-column terminal what runs and what is queued are
@@ -76,6 +76,8 @@ def status_parts(info: StatusInfo) -> list[Part]:
     if info.approval:
         style = "bold red" if info.approval == "auto" else "bold"
         parts.append((Text(f"approval {info.approval}", style=style), 1))
+    if info.workspace:  # where tools run, before what they cost; left out early when narrow
+        parts.append((Text(f"workspace {info.workspace}", style="bold"), 6))
     if info.context_window:
         share = 100 * info.context_tokens / info.context_window
         parts.append((Text(f"context {share:.0f}% of {_tokens(info.context_window)}"), 4))
@@ -92,8 +94,6 @@ def status_parts(info: StatusInfo) -> list[Part]:
     key = cancel_key(info)
     if key is not None:
         parts.append((Text(key, style="italic"), 2))
-    if info.workspace:
-        parts.append((Text(f"workspace {info.workspace}", style="bold"), 6))
     if info.trust:
         parts.append((Text(info.trust, style="dim"), 5))
     return parts
