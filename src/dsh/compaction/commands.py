@@ -8,17 +8,26 @@ import secrets
 
 from dsh.compaction.base import CompactionError, PassResult
 from dsh.compaction.engine import CompactionEngine
+from dsh.compaction.interrupted_command import compacted_words
 from dsh.errors import DshError, error_line
-from dsh.events import CommandDone, CommandRun
+from dsh.events import CommandDone, CommandDoneEvent, CommandRun
+from dsh.surface import Session
 
 NOTHING_TO_COMPACT = "No compactable history yet."
+FINISHED_ANOTHERS = (
+    "Finished an earlier /compact's pass, left unfinished when its process ended; "
+    "nothing else to compact yet."
+)
 COMPACT_CANCELLED = "Compaction cancelled."
 
 
 def nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | None) -> bool:
-    """True when ``compact_now`` would find nothing: idle, no interrupted pass, no plan."""
+    """True when ``compact_now`` would find nothing: idle, no interrupted pass (nor its
+    unanswered ``/compact``), no plan."""
     if engine.turn_is_open() or engine.incomplete_plan() is not None:
         return False  # let the command run and say why (busy) or finish the pass
+    if engine.interrupted_command() is not None:
+        return False  # let the command run: it answers the interrupted one
     plan = engine.backend.plan(
         engine.session,
         retain_tokens=engine.retain(window),
@@ -30,7 +39,7 @@ def nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | No
 
 
 def compacted_text(result: PassResult) -> str:
-    return f"Compacted {result.items} history items (~{result.shadowed_tokens} tokens)"
+    return compacted_words(result.items, result.shadowed_tokens)
 
 
 async def run_compact_command(
@@ -61,6 +70,9 @@ async def run_compact_command(
     if result is None:
         session.append(CommandDone(command_id=command_id, ok=True, text=NOTHING_TO_COMPACT))
         return True, NOTHING_TO_COMPACT
+    if _answered_already(session, result):  # only the resumed pass of an earlier /compact
+        session.append(CommandDone(command_id=command_id, ok=True, text=FINISHED_ANOTHERS))
+        return True, FINISHED_ANOTHERS
     text = compacted_text(result)
     session.append(
         CommandDone(
@@ -68,3 +80,14 @@ async def run_compact_command(
         )
     )
     return True, text
+
+
+def _answered_already(session: Session, result: PassResult) -> bool:
+    """Whether a ``command/done`` logged after ``result``'s state summary cites it: the
+    ``/compact`` whose pass this call only finished from its plan was answered with it."""
+    for done in reversed(session.of_type(CommandDoneEvent)):
+        if done.seq < result.state_summary_seq:
+            return False
+        if done.data.source_event_seq == result.state_summary_seq:
+            return True
+    return False

@@ -4,13 +4,13 @@ A region commits as ``compaction/start`` → ``compaction/summary`` → the chec
 replaces its run of surface nodes → ``compaction/end``. A fresh pass (``commit_pass``) commits
 after its ``compaction/plan``, its first region inside the bracket the pass opened as its lock;
 an interrupted one (``commit_resumed``) commits its remaining regions from the logged plan, each
-in a bracket of its own (``<pass>-<n>r``). The engine decides when (``dsh.compaction.engine``;
-docs/compaction.md, "The events of a pass").
+in a bracket of its own (``<pass>-<n>r``; ``r2``… when a resume that died took that id). The
+engine decides when (``dsh.compaction.engine``; docs/compaction.md, "The events of a pass").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from dsh.compaction.base import (
     CheckpointRef,
@@ -82,11 +82,18 @@ def commit_resumed(
     remaining: Sequence[RegionText],
     turn: int | None,
     first_number: int,
+    taken: Collection[str] = (),
 ) -> tuple[CheckpointRef, ...]:
-    """Commit the ``remaining`` regions of an interrupted pass, numbered from ``first_number``."""
+    """Commit the ``remaining`` regions of an interrupted pass, numbered from ``first_number``;
+    an id in ``taken`` (a start an earlier resume logged before its process died too) is not
+    used again: ``<pass>-<n>r2``, ``r3``…"""
     refs = []
     for number, region in enumerate(remaining, start=first_number):
         compaction_id = f"{pass_id}-{number}r"
+        again = 1
+        while compaction_id in taken:
+            again += 1
+            compaction_id = f"{pass_id}-{number}r{again}"
         start = session.append(
             CompactionStart(compaction_id=compaction_id, pass_id=pass_id, turn=turn)
         )

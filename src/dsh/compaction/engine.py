@@ -8,7 +8,9 @@ Any failure before the first commit writes ``compaction/end{error}`` and leaves 
 untouched. A process killed between commits leaves a plan whose regions are not all committed;
 the next pre-step commits the rest from the plan, with no model call and no guard, and first
 closes the bracket of a region whose checkpoint landed but whose end did not (killed between the
-two). See docs/compaction.md, "The events of a pass", "Triggers" and "Failure handling"."""
+two), then answers the ``/compact`` that ran the pass (``dsh.compaction.interrupted_command``).
+A pass that failed under pressure is said as failed, not as nothing to compact. See
+docs/compaction.md, "The events of a pass", "Triggers" and "Failure handling"."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from dsh.compaction.base import (
     nothing_to_come,
 )
 from dsh.compaction.commit import CommitHook, commit_pass, commit_resumed
+from dsh.compaction.interrupted_command import answer_interrupted_command, unanswered_command
 from dsh.compaction.log_index import LogIndex, unended_landed
 from dsh.compaction.plan_check import abandon_plan, plan_abandoned, unlandable
 from dsh.compaction.pruner import prune_tool_results
@@ -47,6 +50,7 @@ from dsh.compaction.triggers import (
 )
 from dsh.compaction.triggers import stale_tokens as _stale_tokens
 from dsh.config import CompactionSettings
+from dsh.errors import error_line
 from dsh.events import (
     CompactionEnd,
     CompactionPlan,
@@ -101,6 +105,11 @@ class CompactionEngine:
         self._crossing = Crossing()
         self._refused = False
         self._last_refusal = ""
+        self._failed: str | None = None
+        """Why the last attempt's pass did not finish, other than a refusal (None: it landed,
+        was refused, or found nothing to compact)."""
+        self._settled_plan = -1
+        """The seq of the last plan whose ``/compact``, if any, is known to be answered."""
 
     # ---- budgets ----------------------------------------------------------------------------
 
@@ -193,7 +202,8 @@ class CompactionEngine:
     def _say_if_above(self, threshold: int, window: int, incoming: int, *, compacted: bool) -> None:
         """Warn (once per crossing) when the next request stays above the threshold after a
         pass, or goes over the window with none: the provider refuses it, or one that
-        truncates cuts it."""
+        truncates cuts it. With none, it says whether nothing could be compacted or a pass
+        failed (and why): a failed pass is tried again at the next step."""
         size = self.next_request_tokens() + incoming
         if size >= threshold and (compacted or size > window):
             self._warn_once(self._still_above(threshold, window, incoming, compacted=compacted))
@@ -213,13 +223,20 @@ class CompactionEngine:
         )
         verbatim = nodes - checkpoints + incoming
         said = "is still" if compacted else "is"
-        after = "after compaction" if compacted else "and nothing can be compacted yet"
+        failed = None if compacted else self._failed
+        then = "compaction tries again once more of the history can go"
+        if compacted:
+            after = "after compaction"
+        elif failed is None:
+            after = "and nothing can be compacted yet"
+        else:  # not refused: no back-off, the next step's check runs a new pass
+            after = f"and the compaction pass did not finish ({error_line(failed)})"
+            then = "compaction tries again at the next step"
         return (
             f"context {said} ~{fixed + nodes + incoming:,} tokens {after}, above the "
             f"threshold of {threshold:,} ({self.settings.threshold_ratio:g} of the "
             f"{window:,}-token window): the system prompt and tools take {fixed:,}, "
-            f"checkpoints {checkpoints:,}, the messages kept verbatim {verbatim:,}; compaction "
-            "tries again once more of the history can go"
+            f"checkpoints {checkpoints:,}, the messages kept verbatim {verbatim:,}; {then}"
         )
 
     def _note_refusal(self, stale: int, threshold: int) -> None:
@@ -243,7 +260,7 @@ class CompactionEngine:
     async def _attempt(
         self, reason: Reason, *, turn: int | None, retain: int, window: int, incoming: int = 0
     ) -> PassResult | None:
-        self._refused = False
+        self._refused, self._failed = False, None
         plan = self._plan_to_watermark(reason, retain=retain, window=window, incoming=incoming)
         if plan is None:
             return None
@@ -255,6 +272,7 @@ class CompactionEngine:
             log.info("compaction did not land: %s", exc)
             return None
         except CompactionError as exc:
+            self._failed = str(exc)
             log.info("compaction did not land: %s", exc)
             return None
 
@@ -418,11 +436,33 @@ class CompactionEngine:
         unended = unended_landed(self.session, self._index, plan.data.pass_id)
         return plan if pending or unended else None
 
-    def resume_incomplete(self, *, turn: int | None) -> PassResult | None:
-        """Commit the rest of an interrupted pass from its plan: no model call, no guard."""
-        plan = self.incomplete_plan()
-        if plan is None:
+    def interrupted_command(self) -> str | None:
+        """The ``/compact`` whose process ended after its pass logged the latest plan, still
+        unanswered (``dsh.compaction.interrupted_command``): ``resume_incomplete`` answers it."""
+        self._index.update(self.session)
+        plan = self._index.last_plan
+        if plan is None or plan.seq == self._settled_plan:
             return None
+        command = unanswered_command(self.session, plan)
+        if command is None:
+            self._settled_plan = plan.seq
+        return command
+
+    def resume_incomplete(self, *, turn: int | None) -> PassResult | None:
+        """Commit the rest of an interrupted pass from its plan (no model call, no guard), then
+        answer the ``/compact`` that ran it if its process ended before it could."""
+        plan = self.incomplete_plan()
+        result = None if plan is None else self._commit_rest(plan, turn)
+        if self.interrupted_command() is not None and self.incomplete_plan() is None:
+            last = self._index.last_plan
+            assert last is not None  # a command is found from the latest plan
+            answer_interrupted_command(self.session, last)
+            self._settled_plan = last.seq
+        return result
+
+    def _commit_rest(self, plan: CompactionPlanEvent, turn: int | None) -> PassResult | None:
+        """Close landed brackets, then commit ``plan``'s regions still on the surface (or
+        abandon the plan when one cannot land); the result, or None when nothing is new."""
         for start in unended_landed(self.session, self._index, plan.data.pass_id):
             self.session.append(
                 CompactionEnd(
@@ -445,7 +485,8 @@ class CompactionEngine:
         before = self.next_request_tokens()
         skipped = len(plan.data.regions) - len(remaining)
         pass_id = plan.data.pass_id
-        refs = commit_resumed(self.session, self.backend, pass_id, texts, turn, skipped + 1)
+        taken = {s.data.compaction_id for s in self._index.open_starts.values()}
+        refs = commit_resumed(self.session, self.backend, pass_id, texts, turn, skipped + 1, taken)
         log.info("resumed compaction pass %s: %d region(s) committed", pass_id, len(refs))
         if not refs:
             return None  # only brackets were closed: no checkpoint is new
