@@ -8,7 +8,9 @@ with the system prompt, whose environment is detected once per opened session
 (``session_environment``). Every face builds through here (turns through ``build_agent``,
 ``/compact`` through ``build_parts``), so a configured summariser, the per-model overrides and
 the window are the same in the TUI, the web and ``dsh compact``. The bench substitutes parts
-only through ``Injection``.
+only through ``Injection``. Every agent's stream also goes to its session's side file
+(``dsh.agent.live_text.share_stream``), so a ``dsh web`` in another process shows the reply
+as it streams, whichever face runs the turn.
 
 The window rule: the route's window (config or flag, then what the provider says, see
 ``resolve_route``), else ``DEFAULT_CONTEXT_WINDOW``.
@@ -27,6 +29,7 @@ import msgspec
 
 from dsh.agent.environment import Environment, detect
 from dsh.agent.hooks import compaction_hooks
+from dsh.agent.live_text import share_stream
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.mcp_servers import mcp_tools, tool_secrets
 from dsh.agent.prompt import system_prompt
@@ -290,7 +293,7 @@ def build_agent(
         workspace=workspace,
         pre_step_hooks=list(parts.hooks),
         overflow_handler=parts.overflow,
-        on_stream=on_stream,
+        on_stream=share_stream(session, dsh_home(environ), on_stream),
     )
     fixed = fixed_tokens(agent.standing_header())
     problem = window_problem(fixed=fixed, window=parts.window, budgets=parts.compaction)

@@ -18,6 +18,12 @@ The session lists keep every session's summary figures in one file per store,
 ``<home>/cache/session-summaries-<backend>.json`` (see ``dsh.transcript.summary_cache``), each
 with the position it covers; a log that changed other than by appends is told apart there
 (``dsh.store.appended``), so repair need not drop anything from it.
+
+While a model call of a session streams, the process running it keeps what has streamed so far in
+``<home>/cache/live/<id>.live`` (see ``dsh.agent.live_text``), so a ``dsh web`` in another
+process can show the reply as it comes; the file is made anew for each call and removed when
+its reply is logged. It is not derived from the log (the log never holds the deltas) and no
+reader believes one whose call the log has ended or whose writer is gone, so repair leaves it.
 """
 
 from __future__ import annotations
@@ -59,6 +65,11 @@ def settings_record_path(home: Path, session_id: str) -> Path:
 def summary_cache_path(home: Path, backend: str) -> Path:
     """The session summary cache of the ``backend`` store (``jsonl`` or ``sqlite``)."""
     return Path(home) / "cache" / f"session-summaries-{backend}.json"
+
+
+def live_text_path(home: Path, session_id: str) -> Path:
+    """The streamed text of ``session_id``'s running model call (``dsh.agent.live_text``)."""
+    return Path(home) / "cache" / "live" / f"{session_id}.live"
 
 
 def drop_derived(home: Path, session_id: str) -> list[Path]:

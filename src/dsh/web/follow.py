@@ -9,6 +9,13 @@ refuses it). It publishes each event past the last one its pages have exactly as
 own observer would, so the page cannot tell a local writer from a remote one. It
 also reads the writer lock's holder pid and publishes ``{"kind": "holder", "pid": N | null}``
 when it changes; the page shows "busy in another process" and disables its composer meanwhile.
+
+The reply a model call of that process is streaming is not in the log until it is whole, so
+the follower also reads the session's side file (``dsh.agent.live_text``, in the store's home)
+on each poll and publishes its deltas as the ``delta`` frames the page gets for a turn run
+here: only once the events it published reach the call's start, never for a call the log has
+already ended (its reply is on the page, which drops the streamed text when the reply comes:
+no text twice) nor one whose writer is gone.
 A follower stops when the session's last subscriber leaves.
 """
 
@@ -24,12 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from dsh.agent.live_text import CALL_ENDS, Delta, LiveCall, LiveTextTail
 from dsh.errors import DshError
 from dsh.events import Event
 from dsh.store import EventStore, SessionHeader
 from dsh.store.appended import LogPosition, reader_for
+from dsh.store.derived import live_text_path
 from dsh.store.locking import recorded_holder
-from dsh.web.live import frame
+from dsh.web.live import LiveHub, frame
 
 if TYPE_CHECKING:
     from dsh.web.sessions import SessionRegistry
@@ -66,16 +75,22 @@ def live_holder(pid: int | None) -> int | None:
 
 class _Past:
     """An ``EventSink`` that keeps the events past ``seq`` (a read from the log's start hands on
-    the ones the pages have already too)."""
+    the ones the pages have already too), and the seq of the last model call end read."""
 
-    def __init__(self, seq: int) -> None:
+    def __init__(self, seq: int, last_end: int) -> None:
         self.seq = seq
+        self.last_end = last_end
         self.events: list[Event] = []
 
     def restart(self) -> None:
         self.events = []
+        self.last_end = -1
 
     def add(self, events: Sequence[Event]) -> None:
+        for event in reversed(events):
+            if isinstance(event, CALL_ENDS):
+                self.last_end = max(self.last_end, event.seq)
+                break
         if events and events[-1].seq > self.seq:
             self.events += [event for event in events if event.seq > self.seq]
 
@@ -98,6 +113,8 @@ class LogFollow:
         self.session_id = session_id
         self.last_seq = last_seq
         """The seq of the last event handed out (-1: none)."""
+        self.last_end = -1
+        """The seq of the last model call end (``CALL_ENDS``) read (-1: none)."""
         self._reader = reader_for(store)
         self._at: tuple[SessionHeader, LogPosition] | None = None
         """The log read and the position the last read stopped at (None: no read yet)."""
@@ -109,7 +126,7 @@ class LogFollow:
 
     def read(self) -> list[Event]:
         """The events past ``last_seq`` the log now holds (raises the store's errors)."""
-        past = _Past(self.last_seq)
+        past = _Past(self.last_seq, self.last_end if self._at is not None else -1)
         try:
             if self._reader is None:
                 with self.store.open(self.session_id) as log:
@@ -123,6 +140,7 @@ class LogFollow:
         except DshError:
             self._at = None  # the next read starts again from the log's start
             raise
+        self.last_end = past.last_end
         if past.events:
             self.last_seq = past.events[-1].seq
         return past.events
@@ -139,6 +157,11 @@ class Follower:
         self.tail = LogFollow(registry.store, session_id, last_seq)
         self.holder: int | None = lock_holder(registry.store, session_id)
         self.task: asyncio.Task[None] | None = None
+        home = getattr(registry.store, "home", None)  # a memory store has none
+        self.live = None if home is None else LiveTextTail(live_text_path(home, session_id))
+        self._live_call: LiveCall | None = None
+        self._held: list[Delta] = []
+        """Deltas read of the call in ``_live_call`` and not yet published."""
 
     async def run(self) -> None:
         registry, session_id, tail = self.registry, self.session_id, self.tail
@@ -164,8 +187,33 @@ class Follower:
                     continue
                 for event in events:
                     hub.on_event(event)
+                self._share_live_text(hub)
         finally:
             tail.close()
+            if self.live is not None:
+                self.live.close()
+
+    def _share_live_text(self, hub: LiveHub) -> None:
+        """Publish what the model call running elsewhere streamed since the last poll, as
+        ``delta`` frames: held while the events published have not reached its start, dropped
+        for a call the log ended, of another session, or whose writer is gone."""
+        if self.live is None:
+            return
+        call, deltas = self.live.read()
+        if call != self._live_call:
+            self._live_call, self._held = call, []
+        if call is None:
+            return
+        self._held += deltas
+        ended = self.tail.last_end > call.after
+        if ended or call.session != self.session_id or live_holder(call.pid) is None:
+            self._held = []
+            return
+        if call.after > self.tail.last_seq:  # the page lacks events before it: they come first
+            return
+        for channel, text in self._held:
+            hub.publish(frame("delta", channel=channel, text=text))
+        self._held = []
 
     def _set_holder(self, pid: int | None) -> None:
         if pid != self.holder:

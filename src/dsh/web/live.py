@@ -34,6 +34,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from dsh.agent.live_text import stream_delta
 from dsh.events import (
     CompactionEndEvent,
     CompactionPlanEvent,
@@ -43,7 +44,7 @@ from dsh.events import (
     TurnEndEvent,
     encode_event,
 )
-from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+from dsh.llm.types import StreamEvent
 
 log = logging.getLogger("dsh.web")
 
@@ -60,13 +61,10 @@ def event_frame(event: Event) -> str:
 
 
 def delta_frame(event: StreamEvent) -> str | None:
-    if isinstance(event, TextDelta) and event.text:
-        return frame("delta", channel="text", text=event.text)
-    if isinstance(event, ReasoningDelta) and event.text:
-        return frame("delta", channel="reasoning", text=event.text)
-    if isinstance(event, ToolCallDelta) and event.name:
-        return frame("delta", channel="tool", text=event.name)
-    return None
+    """The frame of what ``event`` shows while it streams (``dsh.agent.live_text.stream_delta``,
+    the rule the side file another process follows keeps too)."""
+    delta = stream_delta(event)
+    return None if delta is None else frame("delta", channel=delta[0], text=delta[1])
 
 
 @dataclass(slots=True)

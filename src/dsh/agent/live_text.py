@@ -1,0 +1,349 @@
+"""The text a running model call has streamed so far, shared with other processes.
+
+A session's log holds each reply once, whole, when it is logged, so a ``dsh web`` following a
+session another process writes (``dsh.web.follow``) would see nothing of a reply while it
+streams. The process running the call keeps what has streamed in a side file instead,
+``<home>/cache/live/<id>.live`` (``dsh.store.derived.live_text_path``); the log never holds a
+delta. The file is JSON lines::
+
+    {"session": ID, "after": SEQ, "pid": PID, "started": MS}   the call
+    {"channel": "text"|"reasoning"|"tool", "text": "..."}      its deltas, in order
+
+``after`` is the seq of the last event logged when the call's first delta came: the call's end
+(``CALL_ENDS``: its reply, its ``request/error``, the turn's end, or a new lifecycle's
+``session/end-seed``) is logged after it, so a log holding a call end past ``after`` has ended
+the call. ``pid`` is the writer's (a file whose writer is gone is stale); ``started`` (epoch
+ms) tells two calls apart. A delta is what the page of a turn run in its own process is sent
+(``stream_delta``): text and reasoning pieces, and the name of a tool call being written.
+
+``LiveTextWriter`` (one per session opened in a process: ``share_stream``, which
+``dsh.agent.wiring.build_agent`` wires into every agent every face builds) makes the file at a
+call's first delta, written beside it and renamed over it, so a reader never sees part of an
+old call with a new one; it appends the deltas in batches (at most every ``FLUSH_SECONDS``,
+at once when ``FLUSH_BYTES`` wait) and removes the file when the session logs the call's end.
+It never fails a turn: a file it cannot write means no side file for that session from then on,
+and one warning per process.
+
+``LiveTextTail`` reads the file as it grows: the call it names and the deltas appended since
+its last read; a line still being written waits for its newline, a file replaced by a new call
+is read from its start, and no file is no call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+from weakref import WeakKeyDictionary
+
+from dsh.events import (
+    AssistantMessageEvent,
+    Event,
+    RequestErrorEvent,
+    SessionEndSeedEvent,
+    TurnEndEvent,
+)
+from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+from dsh.store.base import now_millis
+from dsh.store.derived import live_text_path
+from dsh.surface import Session
+
+log = logging.getLogger("dsh.agent")
+
+FLUSH_SECONDS = 0.05
+"""The longest a streamed delta waits in the writer before it is written to the file."""
+FLUSH_BYTES = 4096
+"""Deltas this large (in characters) waiting are written at once."""
+CALL_ENDS = (AssistantMessageEvent, RequestErrorEvent, TurnEndEvent, SessionEndSeedEvent)
+"""Logged events that end the model call streaming when they are logged."""
+CHANNELS = ("text", "reasoning", "tool")
+
+Delta = tuple[str, str]
+"""A channel and its text."""
+
+_warned = False
+
+
+def stream_delta(event: StreamEvent) -> Delta | None:
+    """What a stream event shows while it streams (None: nothing): a text or reasoning piece,
+    or the name of the tool call being written (the ``tool`` channel names the latest one)."""
+    if isinstance(event, TextDelta) and event.text:
+        return "text", event.text
+    if isinstance(event, ReasoningDelta) and event.text:
+        return "reasoning", event.text
+    if isinstance(event, ToolCallDelta) and event.name:
+        return "tool", event.name
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCall:
+    """The model call a side file holds the streamed text of."""
+
+    session: str
+    after: int
+    """The seq of the last event logged when its first delta came."""
+    pid: int
+    started: int
+
+
+def _line(value: dict[str, Any]) -> bytes:
+    # ASCII escapes: any str (a lone surrogate too) encodes
+    return json.dumps(value, separators=(",", ":")).encode() + b"\n"
+
+
+def _runs(pending: list[Delta]) -> list[Delta]:
+    """``pending`` with neighbouring text (or reasoning) pieces joined; tool names stay apart."""
+    runs: list[tuple[str, list[str]]] = []
+    for channel, text in pending:
+        if runs and runs[-1][0] == channel and channel != "tool":
+            runs[-1][1].append(text)
+        else:
+            runs.append((channel, [text]))
+    return [(channel, "".join(texts)) for channel, texts in runs]
+
+
+class LiveTextWriter:
+    """Writes the streamed text of one session's model calls to its side file (see above)."""
+
+    def __init__(self, path: Path, session_id: str, last_seq: int) -> None:
+        self.path = path
+        self.session_id = session_id
+        self.last_seq = last_seq
+        """The seq of the last event the session logged."""
+        self.call: LiveCall | None = None
+        """The call streaming now (None: none)."""
+        self.broken = False
+        """Writing failed once: this session shares nothing more."""
+        self._fd: int | None = None
+        self._pending: list[Delta] = []
+        self._pending_size = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._lock = threading.Lock()
+
+    def heard(self, event: Event) -> None:
+        """The session logged ``event``: a call end ends the call (its file goes)."""
+        with self._lock:
+            self.last_seq = event.seq
+            if self.call is not None and isinstance(event, CALL_ENDS):
+                try:
+                    self._end()
+                except Exception as exc:
+                    self._give_up(exc)
+
+    def streamed(self, event: StreamEvent) -> None:
+        """The running call streamed ``event``: its delta is kept for the file (the first
+        starts the call's file)."""
+        delta = stream_delta(event)
+        if delta is None or self.broken:
+            return
+        with self._lock:
+            try:
+                if self.call is None:
+                    self._begin()
+                self._pending.append(delta)
+                self._pending_size += len(delta[1])
+                if self._pending_size >= FLUSH_BYTES:
+                    self._flush()
+                elif self._timer is None:
+                    self._schedule()
+            except Exception as exc:
+                self._give_up(exc)
+
+    def _begin(self) -> None:
+        call = LiveCall(self.session_id, self.last_seq, os.getpid(), now_millis())
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        beside = self.path.with_name(f".{self.path.name}.{call.pid}")
+        fd = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            header = {"session": call.session, "after": call.after, "pid": call.pid}
+            _write(fd, _line({**header, "started": call.started}))
+            os.replace(beside, self.path)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                beside.unlink()
+            raise
+        self._fd, self.call = fd, call
+
+    def _schedule(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # streamed outside an event loop: nothing would flush it later
+            self._flush()
+            return
+        self._timer = loop.call_later(FLUSH_SECONDS, self._due)
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+            try:
+                self._flush()
+            except Exception as exc:
+                self._give_up(exc)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        pending, self._pending, self._pending_size = self._pending, [], 0
+        if pending and self._fd is not None:
+            lines = (_line({"channel": channel, "text": text}) for channel, text in _runs(pending))
+            _write(self._fd, b"".join(lines))
+
+    def _end(self) -> None:
+        self._drop_pending()
+        self.call = None
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def _drop_pending(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending, self._pending_size = [], 0
+
+    def _give_up(self, error: Exception) -> None:
+        global _warned
+        self.broken = True
+        self._drop_pending()
+        self.call = None
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(OSError):
+            if fd is not None:
+                os.close(fd)
+            self.path.unlink(missing_ok=True)
+        if not _warned:
+            _warned = True
+            log.warning(
+                "the reply as it streams is not shown to other processes (%s): %s",
+                self.path,
+                error,
+            )
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+_WRITERS: WeakKeyDictionary[Session, LiveTextWriter] = WeakKeyDictionary()
+
+
+def share_stream(
+    session: Session, home: Path, on_stream: Callable[[StreamEvent], None] | None
+) -> Callable[[StreamEvent], None]:
+    """``on_stream`` (None: nothing), with each delta also written to ``session``'s side file
+    under ``home`` by the session's one writer in this process (made when the first agent on
+    this opened session is built, and told of every event the session logs)."""
+    writer = _WRITERS.get(session)
+    if writer is None:
+        path = live_text_path(home, session.id)
+        writer = LiveTextWriter(path, session.id, len(session.events) - 1)
+        session.subscribe(writer.heard)
+        _WRITERS[session] = writer
+    shared = writer
+
+    def listener(event: StreamEvent) -> None:
+        shared.streamed(event)
+        if on_stream is not None:
+            on_stream(event)
+
+    return listener
+
+
+class LiveTextTail:
+    """Reads one side file as it grows (see above)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.call: LiveCall | None = None
+        """The call the file read names (None: no file, or its first line is not whole)."""
+        self._file: BinaryIO | None = None
+        self._inode: tuple[int, int] | None = None
+        self._rest = b""
+        """The start of a line still being written."""
+        self._unreadable = False
+        """The file's first line names no call: it is passed over until replaced."""
+
+    def read(self) -> tuple[LiveCall | None, list[Delta]]:
+        """The call the file names now and the deltas appended since the last read (from the
+        call's start when the file is new to this tail); no file: ``(None, [])``."""
+        try:
+            on_disk = os.stat(self.path)
+        except OSError:
+            self.close()
+            return None, []
+        if self._file is None or self._inode != (on_disk.st_dev, on_disk.st_ino):
+            self.close()
+            try:
+                self._file = open(self.path, "rb")  # noqa: SIM115  kept open between reads
+            except OSError:
+                return None, []
+            opened = os.fstat(self._file.fileno())
+            self._inode = opened.st_dev, opened.st_ino
+        try:
+            lines = (self._rest + self._file.read()).split(b"\n")
+        except OSError:
+            self.close()
+            return None, []
+        self._rest = lines.pop()
+        deltas: list[Delta] = []
+        for line in lines:
+            if self._unreadable:
+                break
+            if self.call is None:
+                self.call = _call(line)
+                self._unreadable = self.call is None
+                continue
+            delta = _delta(line)
+            if delta is not None:
+                deltas.append(delta)
+        return self.call, deltas
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file, self._inode, self.call, self._rest, self._unreadable = (
+            None,
+            None,
+            None,
+            b"",
+            False,
+        )
+
+
+def _call(line: bytes) -> LiveCall | None:
+    try:
+        value = json.loads(line)
+        call = LiveCall(value["session"], value["after"], value["pid"], value["started"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    fields = (call.after, call.pid, call.started)
+    if not isinstance(call.session, str) or not all(type(field) is int for field in fields):
+        return None
+    return call
+
+
+def _delta(line: bytes) -> Delta | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    channel, text = value.get("channel"), value.get("text")
+    if channel not in CHANNELS or not isinstance(text, str):
+        return None
+    return channel, text
