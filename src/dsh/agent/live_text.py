@@ -36,7 +36,6 @@ import contextlib
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,19 +98,9 @@ def _line(value: dict[str, Any]) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode() + b"\n"
 
 
-def _runs(pending: list[Delta]) -> list[Delta]:
-    """``pending`` with neighbouring text (or reasoning) pieces joined; tool names stay apart."""
-    runs: list[tuple[str, list[str]]] = []
-    for channel, text in pending:
-        if runs and runs[-1][0] == channel and channel != "tool":
-            runs[-1][1].append(text)
-        else:
-            runs.append((channel, [text]))
-    return [(channel, "".join(texts)) for channel, texts in runs]
-
-
 class LiveTextWriter:
-    """Writes the streamed text of one session's model calls to its side file (see above)."""
+    """Writes the streamed text of one session's model calls to its side file (see above).
+    Used where its session is, on the face's event loop (a ``Session`` is not thread-safe)."""
 
     def __init__(self, path: Path, session_id: str, last_seq: int) -> None:
         self.path = path
@@ -123,39 +112,48 @@ class LiveTextWriter:
         self.broken = False
         """Writing failed once: this session shares nothing more."""
         self._fd: int | None = None
-        self._pending: list[Delta] = []
+        self._pending: list[tuple[str, list[str]]] = []
+        """The deltas not yet written: runs of one channel's pieces (a tool name alone)."""
+        self._pieces: list[str] = []
+        """The pieces of the last run (text or reasoning: the next one of its channel joins)."""
+        self._channel: str | None = None
         self._pending_size = 0
         self._timer: asyncio.TimerHandle | None = None
-        self._lock = threading.Lock()
 
     def heard(self, event: Event) -> None:
         """The session logged ``event``: a call end ends the call (its file goes)."""
-        with self._lock:
-            self.last_seq = event.seq
-            if self.call is not None and isinstance(event, CALL_ENDS):
-                try:
-                    self._end()
-                except Exception as exc:
-                    self._give_up(exc)
+        self.last_seq = event.seq
+        if self.call is not None and isinstance(event, CALL_ENDS):
+            try:
+                self._end()
+            except Exception as exc:
+                self._give_up(exc)
 
     def streamed(self, event: StreamEvent) -> None:
         """The running call streamed ``event``: its delta is kept for the file (the first
         starts the call's file)."""
-        delta = stream_delta(event)
-        if delta is None or self.broken:
+        if self.broken:
             return
-        with self._lock:
-            try:
-                if self.call is None:
-                    self._begin()
-                self._pending.append(delta)
-                self._pending_size += len(delta[1])
-                if self._pending_size >= FLUSH_BYTES:
-                    self._flush()
-                elif self._timer is None:
-                    self._schedule()
-            except Exception as exc:
-                self._give_up(exc)
+        delta = stream_delta(event)
+        if delta is None:
+            return
+        channel, text = delta
+        try:
+            if self.call is None:
+                self._begin()
+            if channel == self._channel:
+                self._pieces.append(text)
+            else:
+                self._pieces = [text]
+                self._pending.append((channel, self._pieces))
+                self._channel = None if channel == "tool" else channel
+            self._pending_size += len(text)
+            if self._pending_size >= FLUSH_BYTES:
+                self._flush()
+            elif self._timer is None:
+                self._schedule()
+        except Exception as exc:
+            self._give_up(exc)
 
     def _begin(self) -> None:
         call = LiveCall(self.session_id, self.last_seq, os.getpid(), now_millis())
@@ -182,20 +180,17 @@ class LiveTextWriter:
         self._timer = loop.call_later(FLUSH_SECONDS, self._due)
 
     def _due(self) -> None:
-        with self._lock:
-            self._timer = None
-            try:
-                self._flush()
-            except Exception as exc:
-                self._give_up(exc)
+        self._timer = None
+        try:
+            self._flush()
+        except Exception as exc:
+            self._give_up(exc)
 
     def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        pending, self._pending, self._pending_size = self._pending, [], 0
+        pending = self._pending
+        self._drop_pending()
         if pending and self._fd is not None:
-            lines = (_line({"channel": channel, "text": text}) for channel, text in _runs(pending))
+            lines = [_line({"channel": c, "text": "".join(texts)}) for c, texts in pending]
             _write(self._fd, b"".join(lines))
 
     def _end(self) -> None:
@@ -211,7 +206,7 @@ class LiveTextWriter:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._pending, self._pending_size = [], 0
+        self._pending, self._pieces, self._channel, self._pending_size = [], [], None, 0
 
     def _give_up(self, error: Exception) -> None:
         global _warned
