@@ -89,8 +89,12 @@ def test_context_opens_the_context_panel_with_the_next_request(
         wait_turn_over(page, "hello back")
         send(page, "/context")
         page.locator("#context-panel").wait_for(state="visible")
+        # the panel paints the figures it has at once (from before the turn) and then the ones
+        # its refresh brings: read it once the tail counts the prompt and the reply
         page.wait_for_function(
-            "() => document.querySelectorAll('#context-body tr[data-part]').length === 5"
+            """() => document.querySelectorAll('#context-body tr[data-part]').length === 5
+                && document.querySelector('#context-body tr[data-part="tail"] td.num')
+                    ?.textContent === '2'"""
         )
         shown = {row[0]: int(row[1]) for row in table_rows(page, "#context-body .context-parts")}
         answer = page.evaluate(
