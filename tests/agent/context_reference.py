@@ -74,6 +74,7 @@ def whole_log_report(
         window=window,
         used_tokens=measured.total_tokens,
         anchored=measured.anchored,
+        calibration=measured.calibration,
         parts=tuple(parts),
         tools=tuple((str(t.get("name", "?")), tools_tokens([t])) for t in schemas),
         items=items,

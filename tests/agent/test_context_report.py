@@ -7,12 +7,14 @@ recallable backend."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dsh.agent.billing import cost_estimate, cost_report, price_of, render_cost
-from dsh.agent.context_report import context_report, render_context
+from dsh.agent.context_report import context_report, next_request_tokens, render_context
 from dsh.compaction import CompactionEngine, make_backend, make_summarizer, run_compact_command
 from dsh.config import CompactionSettings
 from dsh.demo import DEMO_WINDOW, prepare_workspace, run_demo
@@ -40,7 +42,14 @@ from dsh.store import JsonlStore, MemoryStore
 from dsh.surface import Session
 from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
 from dsh.transcript.stats import session_stats
-from tests.helpers import append_chat_turn, append_tool_turn, new_session
+from dsh.web.figures import session_figures
+from tests.helpers import (
+    append_chat_turn,
+    append_tool_turn,
+    assistant_message,
+    new_session,
+    user_message,
+)
 from tests.web.builders import run_apart
 
 SYSTEM = "You are dsh, a careful coding agent. " * 20
@@ -271,3 +280,33 @@ def test_after_a_provider_switch_each_call_is_priced_as_its_own_provider() -> No
     single = cost_estimate(session_stats(session.events), DEFAULT_PRICES["deepseek"])
     assert report.cost.usd == pytest.approx(single.usd / 2)  # two of the four calls priced
     assert "not estimated" in report.cost.basis
+
+
+def test_the_report_says_by_what_the_servers_count_scaled_the_estimate(tmp_path: Path) -> None:
+    """The server counted the last request 1.3× dsh's heuristic: ``/context`` and the web's
+    panel measure what it has not counted alike, and say by what ratio; the status bar's
+    figure, with the header the next request carries, is calibrated the same way."""
+    session = new_session(JsonlStore(tmp_path))
+    header = RequestHeaderBody(
+        config=RequestConfig(provider="deepseek", model="deepseek-chat"), system=SYSTEM, tools=TOOLS
+    )
+    session.append(RequestHeader(header=header, reason="initial"))
+    session.append(user_message("def f(x):\n    return {'x': x}\n" * 160))
+    estimated = session.measure().total_tokens  # the heuristic of the request about to go
+    counted = Usage(input_tokens=estimated * 13 // 10, output_tokens=2)
+    reply = assistant_message("fine")
+    session.append(AssistantMessage(turn=1, step=1, message=reply, usage=counted))
+    session.append(user_message("and again " * 100))
+    report = context_report(session, default_window=64_000)
+    assert report.calibration is not None
+    assert report.calibration.ratio == Fraction(estimated * 13 // 10, estimated)  # about 1.3
+    assert report.used_tokens == session.measure().total_tokens > counted.request_tokens()
+    assert report.public()["calibration"] == 1.3
+    assert "; dsh's estimate ×1.30, as the server counted its last request." in render_context(
+        report
+    )
+    web = session_figures(session, report.stats, default_window=64_000)  # the page's header
+    assert web["contextTokens"] == report.used_tokens
+    assert next_request_tokens(session, header) == report.used_tokens  # the TUI's status bar
+    longer = msgspec.structs.replace(header, system=SYSTEM + "x" * 400)  # +100 heuristic tokens
+    assert next_request_tokens(session, longer) == report.used_tokens + 130

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.registry import ToolRegistry, default_tools
 from tests.agent.conftest import Harness, run
+from tests.compaction.test_calibrated_pressure import CountsMore
 
 
 def _agent(tmp_path: Path, window: int, settings: Settings | None = None):
@@ -232,3 +234,22 @@ class _Wired:
 
 async def _never(*_: object) -> bool:
     raise AssertionError("no tool call expected")
+
+
+def test_a_prompt_is_counted_as_the_server_counted_the_last_request(harness: Harness):
+    """After a server counted the last request twice the heuristic, a prompt the heuristic
+    alone would let through (sent, the server would refuse it) is refused before anything is
+    logged, its size said as the server would count it."""
+    agent = harness.agent([{"text": "ok"}, {"text": "never asked"}], context_window=8192)
+    agent.provider = CountsMore(harness.provider, Fraction(2))
+    assert run(agent.run_turn("hello")).reason == "completed"
+    calibration = harness.session.measure().calibration
+    assert calibration is not None and calibration.ratio == 2
+    prompt = "word " * 3_200  # ~4k tokens by the heuristic
+    fixed = fixed_tokens(agent.standing_header())
+    assert prompt_problem(prompt, fixed=fixed, window=8192, reply=0) is None  # uncalibrated
+    before = len(harness.session.events)
+    with pytest.raises(PromptTooLarge) as refused:
+        run(agent.run_turn(prompt))
+    assert str(refused.value).startswith("the prompt is ~8k tokens; the 8,192-token context")
+    assert len(harness.session.events) == before

@@ -25,6 +25,7 @@ from dsh.events import (
 from dsh.store import MemoryStore
 from dsh.surface import Draft, Session, fold_surface, message_tokens
 from dsh.surface import session as session_module
+from dsh.surface.calibration import MIN_ESTIMATE
 from dsh.surface.tokens import system_tokens, tools_tokens
 from tests.helpers import (
     append_chat_turn,
@@ -41,10 +42,49 @@ from tests.surface.test_properties import TEXT, USAGE, _span
 PROPERTY = settings(max_examples=150, deadline=None)
 
 
+def fresh_calibration(session: Session) -> tuple[int, int] | None:
+    """The calibration from scratch (docs/architecture.md, "Token accounting"), as the bounded
+    ratio's (numerator, denominator): the newest appended reply with usage, not interrupted,
+    against the heuristic of the request it answered (the log folded up to it, the header
+    before it); none under ``MIN_ESTIMATE`` tokens or for a count of zero."""
+    events = session.events
+    anchor = None
+    for event in events:
+        if (
+            isinstance(event, AssistantMessageEvent)
+            and event.surface_op == "append"
+            and event.data.usage is not None
+            and not event.data.interrupted
+        ):
+            anchor = event
+    if anchor is None or anchor.data.usage is None:
+        return None
+    nodes, _ = fold_surface(events[: anchor.seq])
+    headers = [e for e in events[: anchor.seq] if isinstance(e, RequestHeaderEvent)]
+    fixed = 0
+    if headers:
+        body = headers[-1].data.header
+        fixed = system_tokens(body.system) + tools_tokens(body.tools)
+    estimated = fixed + heuristic_price(session, nodes)
+    reported = anchor.data.usage.request_tokens()
+    if estimated < MIN_ESTIMATE or reported <= 0:
+        return None
+    if 2 * reported < estimated:
+        return 1, 2
+    if reported > 8 * estimated:
+        return 8, 1
+    return reported, estimated
+
+
 def fresh_measure(session: Session) -> tuple[int, bool]:
     """``measure()`` from scratch (docs/architecture.md, "Token accounting"): fold the log, find the
-    anchor, price what it does not cover."""
+    anchor, price what it does not cover, scaled by the calibration (rounded up)."""
     events = session.events
+    ratio = fresh_calibration(session) or (1, 1)
+
+    def scaled(tokens: int) -> int:
+        return -((-tokens * ratio[0]) // ratio[1])
+
     nodes, _ = fold_surface(events)
     header = anchor = None
     last_replace = -1
@@ -67,12 +107,12 @@ def fresh_measure(session: Session) -> tuple[int, bool]:
         and anchor.seq in nodes
     ):
         later = nodes[nodes.index(anchor.seq) :]
-        return anchor.data.usage.request_tokens() + heuristic_price(session, later), True  # type: ignore[union-attr]
+        return anchor.data.usage.request_tokens() + scaled(heuristic_price(session, later)), True  # type: ignore[union-attr]
     fixed = 0
     if header is not None:
         body = header.data.header
         fixed = system_tokens(body.system) + tools_tokens(body.tools)
-    return fixed + heuristic_price(session, nodes), False
+    return scaled(fixed + heuristic_price(session, nodes)), False
 
 
 def _header(system: str) -> RequestHeader:
@@ -172,19 +212,24 @@ def test_measure_prices_only_changed_nodes_unanchored(monkeypatch):
 
 
 def test_anchored_measure_prices_only_nodes_after_the_anchor(monkeypatch):
+    """The first measure prices every node once (the node sum the calibration reads); from
+    then on an anchored measure prices only what was appended, whatever the surface's size."""
     session = new_session(MemoryStore())
     for i in range(300):
         append_chat_turn(session, f"question {i}", f"answer {i}")
-    append_chat_turn(session, "last", "reply", usage=Usage(input_tokens=900, output_tokens=5))
+    append_chat_turn(session, "last", "reply", usage=Usage(input_tokens=9000, output_tokens=5))
     session.append(user_message("next"))
     calls = _counting(monkeypatch)
+    session.measure()
+    assert len(calls) == 603
+    calls.clear()
+    session.append(user_message("one more"))
     measured = session.measure()
-    assert measured.anchored and len(calls) == 2  # the anchor and the user message after it
-    assert (
-        measured.total_tokens
-        == 900
-        + sum(
-            message_tokens(surface_message(session.events[s]))  # type: ignore[arg-type]
-            for s in session.nodes[-2:]
-        )
+    assert measured.anchored and len(calls) == 1  # the new message; the calibration is kept
+    later = sum(
+        message_tokens(surface_message(session.events[s]))  # type: ignore[arg-type]
+        for s in session.nodes[-3:]  # the anchor and the two user messages after it
     )
+    assert measured.calibration is not None
+    assert measured.total_tokens == 9000 + measured.calibration.scale(later)
+    assert measured.total_tokens == fresh_measure(session)[0]

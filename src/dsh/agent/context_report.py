@@ -8,7 +8,8 @@ system prompt and the tool schemas, then the surface nodes, each an index checkp
 the *state* checkpoint, or a message of the *tail* (the conversation kept verbatim). Every size is
 the token heuristic (docs/architecture.md, "Token accounting"), so the parts add up to
 ``heuristic_tokens``; ``used_tokens`` is
-``Session.measure()`` (provider-anchored when it can be), the figure compaction acts on. Billed
+``Session.measure()`` (provider-anchored when it can be, what the provider has not counted
+calibrated by its count of the last request: ``calibration``), the figure compaction acts on. Billed
 tokens are the providers' own usage figures from the log, priced with the one list-price table
 (``dsh.agent.billing``). What it reads from the whole log is a ``ContextFold``: a face that keeps
 one pays for what was appended since its last report, not for the session.
@@ -21,7 +22,8 @@ from typing import Any, Literal
 
 from dsh.events import RequestContextEvent, RequestHeaderBody, Usage
 from dsh.llm.prices import Price
-from dsh.surface import Session
+from dsh.surface import Calibration, Session
+from dsh.surface.calibration import calibration_note
 from dsh.surface.tokens import system_tokens, tools_tokens
 from dsh.transcript.stats import SessionStats
 
@@ -48,6 +50,9 @@ class ContextReport:
     used_tokens: int
     """``Session.measure``: the provider's last figure plus what came since, if it applies."""
     anchored: bool
+    calibration: Calibration | None
+    """The provider's count of its last request against dsh's heuristic of it, which scaled
+    the heuristic parts of ``used_tokens`` (None: nothing to go by)."""
     parts: tuple[Part, ...]
     """system, tools, stubs (index checkpoints), state (the state checkpoint), tail (verbatim)."""
     tools: tuple[tuple[str, int], ...]
@@ -99,6 +104,7 @@ class ContextReport:
             "usedTokens": self.used_tokens,
             "usedRatio": self.used_ratio,
             "anchored": self.anchored,
+            "calibration": _public_ratio(self.calibration),
             "heuristicTokens": self.heuristic_tokens,
             "parts": [{"part": p.name, "tokens": p.tokens, "items": p.items} for p in self.parts],
             "tools": [{"name": name, "tokens": tokens} for name, tokens in self.tools],
@@ -126,6 +132,11 @@ class ContextReport:
                 "price": _public_price(self.cost.price),
             },
         }
+
+
+def _public_ratio(calibrated: Calibration | None) -> float | None:
+    """The bounded ratio the heuristic is scaled by, rounded to two places."""
+    return None if calibrated is None else round(float(calibrated.ratio), 2)
 
 
 def _public_price(price: Price | None) -> dict[str, float] | None:
@@ -181,6 +192,7 @@ def context_report(
         window=window,
         used_tokens=measured.total_tokens,
         anchored=measured.anchored,
+        calibration=measured.calibration,
         parts=tuple(parts),
         tools=tuple((str(t.get("name", "?")), tools_tokens([t])) for t in schemas),
         items=fold.items,
@@ -208,7 +220,9 @@ def render_context(report: ContextReport) -> str:
     share = ""
     if report.window:
         share = f" ({100 * report.used_tokens / report.window:.0f}% of {report.window:,})"
-    lines.append(f"Measured for compaction: {report.used_tokens:,} tokens{share}.")
+    note = calibration_note(report.calibration)
+    counted = f"; {note}" if note else ""
+    lines.append(f"Measured for compaction: {report.used_tokens:,} tokens{share}{counted}.")
     last = report.last_call
     if last is None:
         lines.append("Cache hits: no model call yet.")
@@ -239,12 +253,13 @@ def next_request_tokens(session: Session, header: RequestHeaderBody | None) -> i
     system prompt and tools ``header`` carries (the agent's ``current_header()``) in place of
     the latest logged header's. After a pass landed while idle (a ``/compact``), the next
     request carries the recall tools the logged header does not: the TUI's status bar said
-    ~297 tokens less than ``/context`` until the next request was logged."""
-    total = session.measure().total_tokens
+    ~297 tokens less than ``/context`` until the next request was logged. The difference is
+    calibrated as the measure is."""
+    measured = session.measure()
     logged = session.request_header
     if header is None or logged is None:
-        return total
-    return total + _fixed_tokens(header) - _fixed_tokens(logged)
+        return measured.total_tokens
+    return measured.total_tokens + measured.scale(_fixed_tokens(header) - _fixed_tokens(logged))
 
 
 def _fixed_tokens(header: RequestHeaderBody) -> int:

@@ -167,7 +167,7 @@ class Agent:
         self._repeats = RepeatedCalls(lambda call: is_read_only(self.tools, call), session)
         self.incoming_tokens = 0
         """What the next step logs before its request (the prompt and attachments of a turn's
-        first step, else nothing), by the heuristic: the pressure check counts it."""
+        first step, else nothing), by the heuristic: the pressure check counts it, calibrated."""
 
     # ---- public -----------------------------------------------------------------------------
 
@@ -190,6 +190,7 @@ class Agent:
             reply=reply if isinstance(reply, int) else 0,
             attach=cfg.attach_mentions,
             attached=attached,
+            scale=self.session.measure().scale,
         )
         if problem is not None:
             raise PromptTooLarge(problem)

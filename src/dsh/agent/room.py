@@ -22,14 +22,16 @@ anything is logged, each in one line, the same in every face (they all run turns
   is said). ``MIN_CONTEXT_WINDOW`` is this rule applied to dsh's own fixed part, so config
   validation and a reopen's check of a recorded window follow it too.
 
-Sizes are dsh's heuristic (``dsh.surface.tokens``, about four characters a token): a server's
-tokenizer may count more (text that is not English, JSON), so a prompt near the bound may still
-be refused by the server; the turn then ends with the server's error.
+Sizes are dsh's heuristic (``dsh.surface.tokens``, about four characters a token), calibrated
+by the server's count of the session's last request when it reported one
+(``dsh.surface.calibration``): a server's tokenizer may count more (text that is not English,
+JSON, code), so before any count, or for a prompt unlike what came before it, a prompt near the
+bound may still be refused by the server; the turn then ends with the server's error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dsh.agent.mentions import Attachment
 from dsh.config import CompactionSettings
@@ -54,19 +56,22 @@ def prompt_problem(
     reply: int,
     attach: bool = True,
     attached: Sequence[Attachment] = (),
+    scale: Callable[[int], int] = lambda tokens: tokens,
 ) -> str | None:
     """Why ``prompt`` cannot be sent (None: it can): over ``MAX_PROMPT_CHARS``, or more than
     ``window`` leaves beside the ``fixed`` part and the ``reply`` bound, counting the notes its
     ``@path`` mentions ``attached`` (``dsh.agent.mentions``: a quarter of the window at most,
     so a short prompt naming a big file can still be too much for a small window or a large
     reply bound). ``attach``: whether ``@path`` attaches a file (``tools.attach_mentions``),
-    which the advice then names."""
+    which the advice then names. ``scale``: heuristic tokens as the server counts them (the
+    session's calibration, ``Measurement.scale``), applied to the fixed part, the prompt and
+    each attachment alike."""
     too_long = length_problem(prompt, attach=attach)
     if too_long is not None:
         return too_long
-    sizes = [(a.path, text_tokens(a.text)) for a in attached]
-    tokens = text_tokens(prompt) + sum(size for _, size in sizes)
-    room = window - fixed - reply
+    sizes = [(a.path, scale(text_tokens(a.text))) for a in attached]
+    tokens = scale(text_tokens(prompt)) + sum(size for _, size in sizes)
+    room = window - scale(fixed) - reply
     if tokens <= room:
         return None
     if not sizes:

@@ -60,6 +60,7 @@ from dsh.events import (
     is_checkpoint_event,
 )
 from dsh.surface import Session, message_tokens
+from dsh.surface.calibration import calibration_note
 
 log = logging.getLogger("dsh.compaction")
 
@@ -140,10 +141,13 @@ class CompactionEngine:
     def low_watermark(self, window: int) -> int:
         return int(window * self.settings.low_watermark_ratio)
 
-    def next_request_tokens(self) -> int:
+    def next_request_tokens(self, incoming: int = 0) -> int:
         """The next request's size: the surface's measure, plus what a landed checkpoint brings
-        to the system and tools before the agent logs its next header (the recall tools)."""
-        return self.session.measure().total_tokens + self._to_come(after_pass=False)
+        to the system and tools before the agent logs its next header (the recall tools) and
+        the ``incoming`` heuristic tokens the step logs first, both calibrated as the measure is
+        (``dsh.surface.calibration``)."""
+        measured = self.session.measure()
+        return measured.total_tokens + measured.scale(self._to_come(after_pass=False) + incoming)
 
     def _to_come(self, *, after_pass: bool) -> int:
         """What the system and tools gain by the next request (``standing_after_pass``): once
@@ -168,11 +172,11 @@ class CompactionEngine:
             retain = keep_newest_tool_exchange(self.session, self.low_watermark(window) // 2)
             return await self._attempt(reason, turn=turn, retain=retain, window=window) or resumed
         threshold = self.threshold(window)
-        if self.next_request_tokens() + incoming < threshold:
+        if self.next_request_tokens(incoming) < threshold:
             self._crossing.reset()
             return resumed
         prune_tool_results(self.session, self.settings)
-        if self.next_request_tokens() + incoming < threshold:
+        if self.next_request_tokens(incoming) < threshold:
             self._crossing.reset()
             return resumed
         crossing = self._crossing
@@ -193,7 +197,7 @@ class CompactionEngine:
                     self._note_refusal(stale, threshold)
                 break
             result = attempt
-            if self.next_request_tokens() + incoming < threshold:
+            if self.next_request_tokens(incoming) < threshold:
                 return result
         if not self._refused:  # a refused pass is said by its own count (``_note_refusal``)
             self._say_if_above(threshold, window, incoming, compacted=result is not resumed)
@@ -204,7 +208,7 @@ class CompactionEngine:
         pass, or goes over the window with none: the provider refuses it, or one that
         truncates cuts it. With none, it says whether nothing could be compacted or a pass
         failed (and why): a failed pass is tried again at the next step."""
-        size = self.next_request_tokens() + incoming
+        size = self.next_request_tokens(incoming)
         if size >= threshold and (compacted or size > window):
             self._warn_once(self._still_above(threshold, window, incoming, compacted=compacted))
 
@@ -212,8 +216,10 @@ class CompactionEngine:
         self, threshold: int, window: int, incoming: int, *, compacted: bool = True
     ) -> str:
         """What a request above the threshold says: its size and what it is made of, by the
-        heuristic; ``compacted``: whether a pass just landed."""
+        heuristic, each part calibrated as the measure is (and said so); ``compacted``: whether
+        a pass just landed."""
         session = self.session
+        measured = session.measure()
         nodes = sum(session.node_tokens(seq) for seq in session.nodes)
         fixed = heuristic_total(session) - nodes + self._to_come(after_pass=False)
         checkpoints = sum(
@@ -221,7 +227,11 @@ class CompactionEngine:
             for seq in session.nodes
             if is_checkpoint_event(session.events[seq])
         )
-        verbatim = nodes - checkpoints + incoming
+        parts = [
+            measured.scale(part) for part in (fixed, checkpoints, nodes - checkpoints + incoming)
+        ]
+        note = calibration_note(measured.calibration)
+        counted = f" ({note})" if note else ""
         said = "is still" if compacted else "is"
         failed = None if compacted else self._failed
         then = "compaction tries again once more of the history can go"
@@ -233,10 +243,10 @@ class CompactionEngine:
             after = f"and the compaction pass did not finish ({error_line(failed)})"
             then = "compaction tries again at the next step"
         return (
-            f"context {said} ~{fixed + nodes + incoming:,} tokens {after}, above the "
+            f"context {said} ~{sum(parts):,} tokens{counted} {after}, above the "
             f"threshold of {threshold:,} ({self.settings.threshold_ratio:g} of the "
-            f"{window:,}-token window): the system prompt and tools take {fixed:,}, "
-            f"checkpoints {checkpoints:,}, the messages kept verbatim {verbatim:,}; {then}"
+            f"{window:,}-token window): the system prompt and tools take {parts[0]:,}, "
+            f"checkpoints {parts[1]:,}, the messages kept verbatim {parts[2]:,}; {then}"
         )
 
     def _note_refusal(self, stale: int, threshold: int) -> None:
@@ -287,7 +297,8 @@ class CompactionEngine:
         )
         if plan is None or reason != "pressure":
             return plan
-        excess = self._estimate(plan) + incoming - self.low_watermark(window)
+        calibrated = self.session.measure().scale(self._estimate(plan) + incoming)
+        excess = calibrated - self.low_watermark(window)
         if excess <= 0:
             return plan
         deeper = self.backend.plan(

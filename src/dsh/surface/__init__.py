@@ -1,6 +1,7 @@
 """The model's projection of the log: fold, live session, derived messages, pairing, measure."""
 
 from dsh.events import surface_message
+from dsh.surface.calibration import Calibration
 from dsh.surface.checkpoints import (
     checkpoint_kind,
     checkpoint_summary_event,
@@ -26,6 +27,7 @@ from dsh.surface.session import (
 from dsh.surface.tokens import message_tokens, system_tokens, text_tokens, tools_tokens
 
 __all__ = [
+    "Calibration",
     "Draft",
     "Measurement",
     "OpenRepair",

@@ -39,6 +39,7 @@ from dsh.events import (
 )
 from dsh.events.codec import gc_paused
 from dsh.store import EventStore, SessionHeader, SessionLog, now_millis
+from dsh.surface.calibration import Calibration, calibration, scaled
 from dsh.surface.projection import Replacement, SurfaceProjection
 from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
 
@@ -79,10 +80,18 @@ class Draft:
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """``measure()``: the size of the next request (docs/architecture.md, "Token accounting").
-    Per-node prices come from ``Session.node_tokens``."""
+    Per-node prices come from ``Session.node_tokens``; ``calibration``: the provider's count of
+    the latest request it reported against dsh's heuristic of it, which scaled every heuristic
+    part of ``total_tokens`` (None: nothing to go by, the heuristic as it is)."""
 
     total_tokens: int
     anchored: bool
+    calibration: Calibration | None = None
+
+    def scale(self, tokens: int) -> int:
+        """Heuristic ``tokens`` (what is about to be logged or sent besides the surface) as this
+        measure counts them: calibrated like the rest of it."""
+        return scaled(self.calibration, tokens)
 
 
 class Session:
@@ -101,6 +110,9 @@ class Session:
         # (None until then: opening a log prices no node). Nodes change only at the fold's edges.
         self._node_sum: int | None = None
         self._fixed: tuple[RequestHeaderEvent, int] | None = None
+        # The calibration the latest usage anchor gives, by the anchor's seq (computed at the
+        # first measure after it, then fixed: it depends on that request alone).
+        self._calibrated: tuple[int, Calibration | None] | None = None
         self._by_type: defaultdict[type, list[Event]] = defaultdict(list)
         apply, by_type = self._surface.apply, self._by_type
         with gc_paused():
@@ -379,10 +391,13 @@ class Session:
         return cached
 
     def measure(self) -> Measurement:
-        """Size of the next request: a provider anchor if one still applies, else the heuristic.
+        """Size of the next request: a provider anchor if one still applies, else the heuristic;
+        what the provider did not count scaled by the session's ``calibration()``.
 
-        Costs O(nodes after the anchor) when anchored; unanchored, the node sum is computed once
-        and then kept as events commit, so neither path walks the whole surface per call."""
+        Costs O(nodes after the anchor) when anchored; the node sum (which unanchored measures
+        and the calibration read) is computed once and then kept as events commit, so no path
+        walks the whole surface per call."""
+        calibrated = self.calibration()
         anchor = self._anchor
         if (
             anchor is not None
@@ -396,10 +411,60 @@ class Session:
                 self.node_tokens(nodes[i])
                 for i in range(self._surface.position(anchor.seq), len(nodes))
             )
-            return Measurement(anchor.data.usage.request_tokens() + later, anchored=True)
+            real = anchor.data.usage.request_tokens()
+            return Measurement(real + scaled(calibrated, later), True, calibrated)
+        heuristic = self._fixed_tokens() + self._current_node_sum()
+        return Measurement(scaled(calibrated, heuristic), False, calibrated)
+
+    def calibration(self) -> Calibration | None:
+        """The provider's count of the latest request it reported (the newest appended
+        ``assistant/message`` with usage, not interrupted: the usage anchor, whether or not it
+        still applies) against dsh's heuristic of that request; None without one, or when
+        ``dsh.surface.calibration`` finds it too small to go by."""
+        anchor = self._anchor
+        if anchor is None or anchor.data.usage is None:
+            return None
+        cached = self._calibrated
+        if cached is None or cached[0] != anchor.seq:
+            reported = anchor.data.usage.request_tokens()
+            cached = (anchor.seq, calibration(anchor.seq, reported, self._request_estimate(anchor)))
+            self._calibrated = cached
+        return cached[1]
+
+    def _request_estimate(self, anchor: AssistantMessageEvent) -> int:
+        """The heuristic of the request ``anchor`` answered: the latest header before it and
+        the nodes the surface held then. Those are the current nodes older than the anchor plus
+        the older ones a replace since has shadowed (a shadowed node never comes back, and no
+        node older than the anchor joins after it); so this costs what came after the anchor."""
+        surface = self._surface
+        newer = sum(
+            self.node_tokens(seq) for seq in range(anchor.seq, len(self.events)) if seq in surface
+        )
+        shadowed = 0
+        for replacement in reversed(surface.replacements):
+            if replacement.seq < anchor.seq:
+                break
+            shadowed += sum(
+                self.node_tokens(seq) for seq in replacement.shadowed_seqs if seq < anchor.seq
+            )
+        header = self._header_before(anchor.seq)
+        return header + self._current_node_sum() - newer + shadowed
+
+    def _header_before(self, seq: int) -> int:
+        """The system prompt and tools of the latest header logged before ``seq``, priced."""
+        for header_event in reversed(self.of_type(RequestHeaderEvent)):
+            if header_event.seq < seq:
+                if header_event is self._header_event:
+                    return self._fixed_tokens()
+                header = header_event.data.header
+                return system_tokens(header.system) + tools_tokens(header.tools)
+        return 0
+
+    def _current_node_sum(self) -> int:
+        """The sum of ``node_tokens`` over the current nodes: summed once, then kept."""
         if self._node_sum is None:
             self._node_sum = sum(self.node_tokens(seq) for seq in self._surface.nodes)
-        return Measurement(self._fixed_tokens() + self._node_sum, anchored=False)
+        return self._node_sum
 
     def _fixed_tokens(self) -> int:
         """System prompt and tool schemas of the latest header, priced once per header."""

@@ -21,6 +21,12 @@ export function fmtCost(usd) {
   return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
 }
 
+// How the figure was calibrated (dsh.surface.calibration): nothing when no provider count scaled it.
+function calibrated(data) {
+  const ratio = data.calibration;
+  return ratio === null || ratio === undefined || ratio === 1 ? '' : `, estimates ×${ratio.toFixed(2)}`;
+}
+
 export class ContextInfo {
   constructor() {
     this.sessionId = null;
@@ -106,7 +112,7 @@ export class ContextInfo {
     }
     const pct = data.usedRatio === null ? '–' : `${Math.round(data.usedRatio * 100)}%`;
     const head = el('p', 'context-total',
-      `${fmtTokens(data.usedTokens)} of ${fmtTokens(data.window)} tokens (${pct})${data.anchored ? ', provider-counted' : ', estimated'}`);
+      `${fmtTokens(data.usedTokens)} of ${fmtTokens(data.window)} tokens (${pct})${data.anchored ? ', provider-counted' : ', estimated'}${calibrated(data)}`);
     const hit = data.cacheHitRatio === null ? '–' : `${Math.round(data.cacheHitRatio * 100)}%`;
     const money = el('p', 'context-cost', `Cache hit ${hit} · estimated cost ${fmtCost(data.cost.usd)} (${data.cost.basis})`);
     body.append(head, money, this.partsTable(data), this.itemList(data));
