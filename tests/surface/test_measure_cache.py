@@ -46,7 +46,7 @@ def fresh_calibration(session: Session) -> tuple[int, int] | None:
     """The calibration from scratch (docs/architecture.md, "Token accounting"), as the bounded
     ratio's (numerator, denominator): the newest appended reply with usage, not interrupted,
     against the heuristic of the request it answered (the log folded up to it, the header
-    before it); none under ``MIN_ESTIMATE`` tokens or for a count of zero."""
+    before it); none under ``MIN_ESTIMATE`` tokens or for a ratio outside 0.5-8."""
     events = session.events
     anchor = None
     for event in events:
@@ -67,12 +67,8 @@ def fresh_calibration(session: Session) -> tuple[int, int] | None:
         fixed = system_tokens(body.system) + tools_tokens(body.tools)
     estimated = fixed + heuristic_price(session, nodes)
     reported = anchor.data.usage.request_tokens()
-    if estimated < MIN_ESTIMATE or reported <= 0:
+    if estimated < MIN_ESTIMATE or 2 * reported < estimated or reported > 8 * estimated:
         return None
-    if 2 * reported < estimated:
-        return 1, 2
-    if reported > 8 * estimated:
-        return 8, 1
     return reported, estimated
 
 

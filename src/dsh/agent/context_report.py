@@ -135,7 +135,7 @@ class ContextReport:
 
 
 def _public_ratio(calibrated: Calibration | None) -> float | None:
-    """The bounded ratio the heuristic is scaled by, rounded to two places."""
+    """The ratio the heuristic is scaled by, rounded to two places."""
     return None if calibrated is None else round(float(calibrated.ratio), 2)
 
 

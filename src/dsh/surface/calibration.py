@@ -9,10 +9,12 @@ this session's material, and ``Session.measure`` scales by it what the provider 
 (everything appended since that request, or the whole request once that count no longer
 applies), so the pressure check and the threshold see about what the server will count.
 
-The ratio is kept as the two integers, bounded to ``[MIN_RATIO, MAX_RATIO]``, and scaling rounds
-up, so a provider that counts exactly as the heuristic (the keyless ``scripted`` one, the bench)
-scales nothing: ``scale(n) == n``. An estimate under ``MIN_ESTIMATE`` tokens is too small for
-its ratio to mean anything, and calibrates nothing.
+The ratio is kept as the two integers and scaling rounds up, so a provider that counts exactly
+as the heuristic (the keyless ``scripted`` one, the bench) scales nothing: ``scale(n) == n``.
+An estimate under ``MIN_ESTIMATE`` tokens is too small for its ratio to mean anything, and a
+ratio outside ``[MIN_RATIO, MAX_RATIO]`` is a count that went wrong (a stand-in server's fixed
+figure, a count of part of the request), not a tokenizer: neither calibrates anything, so a
+broken count never makes dsh believe there is more room than its heuristic says.
 """
 
 from __future__ import annotations
@@ -24,16 +26,17 @@ MIN_ESTIMATE = 1_000
 """The smallest estimated request whose reported size calibrates the heuristic."""
 MIN_RATIO = Fraction(1, 2)
 MAX_RATIO = Fraction(8)
-"""The bounds of the ratio. English prose counts a little under the heuristic, code and JSON
-about 1.3× (Qwen2.5-Coder), accented Latin text about 2× and Chinese about 6× (17k characters:
-the heuristic's ~4.3k against Qwen2.5's ~27k), so 8 leaves every real tokenizer room; a ratio
-outside the bounds is a count that went wrong, not a tokenizer."""
+"""The ratios a tokenizer gives. English prose counts a little under the heuristic, code and
+JSON up to about 1.3× (Qwen2.5-Coder), accented Latin text about 2× and Chinese about 6× (17k
+characters: the heuristic's ~4.3k against Qwen2.5's ~27k); under half would take more than
+eight characters a token."""
 
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
     """The provider's count of one request (``reported``) against dsh's heuristic of the same
-    request (``estimated``), from the ``assistant/message`` at ``anchor_seq`` that answered it."""
+    request (``estimated``), from the ``assistant/message`` at ``anchor_seq`` that answered it;
+    made by ``calibration``, which keeps the ratio within its bounds."""
 
     anchor_seq: int
     reported: int
@@ -41,8 +44,8 @@ class Calibration:
 
     @property
     def ratio(self) -> Fraction:
-        """``reported / estimated``, bounded to ``[MIN_RATIO, MAX_RATIO]``."""
-        return min(MAX_RATIO, max(MIN_RATIO, Fraction(self.reported, self.estimated)))
+        """``reported / estimated``."""
+        return Fraction(self.reported, self.estimated)
 
     def scale(self, tokens: int) -> int:
         """``tokens`` of the heuristic as the provider would count them: times the ratio,
@@ -53,8 +56,8 @@ class Calibration:
 
 def calibration(anchor_seq: int, reported: int, estimated: int) -> Calibration | None:
     """The calibration one reported request gives: None when its estimate is under
-    ``MIN_ESTIMATE`` or the provider reported no tokens at all (no count to go by)."""
-    if estimated < MIN_ESTIMATE or reported <= 0:
+    ``MIN_ESTIMATE`` or the ratio is outside ``[MIN_RATIO, MAX_RATIO]`` (no count to go by)."""
+    if estimated < MIN_ESTIMATE or not MIN_RATIO <= Fraction(reported, estimated) <= MAX_RATIO:
         return None
     return Calibration(anchor_seq, reported, estimated)
 
