@@ -159,16 +159,17 @@ def test_a_pass_a_dead_process_left_open_is_one_notice_once_the_session_is_resum
                 }""",
                 session_id,
             )
+            turn = (
+                "Turn 9 was interrupted (the process ended mid-turn): "
+                "the process ended before the turn finished"
+            )
+            # both repairs' notices, each its own event: wait for the second one too
             page.wait_for_function(
-                "(text) => [...document.querySelectorAll('#log .row.notice')]"
-                ".some((row) => row.textContent === text)",
-                arg=KILLED,
+                "(texts) => texts.every((text) => [...document.querySelectorAll("
+                "'#log .row.notice')].some((row) => row.textContent === text))",
+                arg=[KILLED, turn],
             )
             notices = view_rows(page, ".row.notice")
-            assert notices[-2:] == [
-                KILLED,
-                "Turn 9 was interrupted (the process ended mid-turn): "
-                "the process ended before the turn finished",
-            ]
+            assert notices[-2:] == [KILLED, turn]
     finally:
         server.stop()

@@ -41,6 +41,7 @@ from dsh.compaction.commit import CommitHook, commit_pass, commit_resumed
 from dsh.compaction.interrupted_command import answer_interrupted_command, unanswered_command
 from dsh.compaction.log_index import LogIndex, unended_landed
 from dsh.compaction.plan_check import abandon_plan, plan_abandoned, unlandable
+from dsh.compaction.pressure_warning import Pressure, still_above
 from dsh.compaction.pruner import prune_tool_results
 from dsh.compaction.triggers import (
     MAX_REFUSALS,
@@ -50,17 +51,14 @@ from dsh.compaction.triggers import (
 )
 from dsh.compaction.triggers import stale_tokens as _stale_tokens
 from dsh.config import CompactionSettings
-from dsh.errors import error_line
 from dsh.events import (
     CompactionEnd,
     CompactionPlan,
     CompactionPlanEvent,
     CompactionStart,
     CompactionStartEvent,
-    is_checkpoint_event,
 )
 from dsh.surface import Session, message_tokens
-from dsh.surface.calibration import calibration_note
 
 log = logging.getLogger("dsh.compaction")
 
@@ -215,38 +213,14 @@ class CompactionEngine:
     def _still_above(
         self, threshold: int, window: int, incoming: int, *, compacted: bool = True
     ) -> str:
-        """What a request above the threshold says: its size and what it is made of, by the
-        heuristic, each part calibrated as the measure is (and said so); ``compacted``: whether
-        a pass just landed."""
-        session = self.session
-        measured = session.measure()
-        nodes = sum(session.node_tokens(seq) for seq in session.nodes)
-        fixed = heuristic_total(session) - nodes + self._to_come(after_pass=False)
-        checkpoints = sum(
-            session.node_tokens(seq)
-            for seq in session.nodes
-            if is_checkpoint_event(session.events[seq])
-        )
-        parts = [
-            measured.scale(part) for part in (fixed, checkpoints, nodes - checkpoints + incoming)
-        ]
-        note = calibration_note(measured.calibration)
-        counted = f" ({note})" if note else ""
-        said = "is still" if compacted else "is"
-        failed = None if compacted else self._failed
-        then = "compaction tries again once more of the history can go"
-        if compacted:
-            after = "after compaction"
-        elif failed is None:
-            after = "and nothing can be compacted yet"
-        else:  # not refused: no back-off, the next step's check runs a new pass
-            after = f"and the compaction pass did not finish ({error_line(failed)})"
-            then = "compaction tries again at the next step"
-        return (
-            f"context {said} ~{sum(parts):,} tokens{counted} {after}, above the "
-            f"threshold of {threshold:,} ({self.settings.threshold_ratio:g} of the "
-            f"{window:,}-token window): the system prompt and tools take {parts[0]:,}, "
-            f"checkpoints {parts[1]:,}, the messages kept verbatim {parts[2]:,}; {then}"
+        """What a request above the threshold says (``pressure_warning.still_above``)."""
+        return still_above(
+            self.session,
+            Pressure(threshold, window, self.settings.threshold_ratio),
+            incoming=incoming,
+            to_come=self._to_come(after_pass=False),
+            failed=None if compacted else self._failed,
+            compacted=compacted,
         )
 
     def _note_refusal(self, stale: int, threshold: int) -> None:
