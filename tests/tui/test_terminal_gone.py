@@ -3,6 +3,7 @@ quits and the process ends, instead of hanging forever on writes to a terminal t
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -17,6 +18,7 @@ import tty
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.drivers._writer_thread import WriterThread
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.drivers.linux_driver import LinuxDriver
@@ -164,3 +166,25 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_sigcont_without_a_suspend_does_not_restart_the_ui(monkeypatch: pytest.MonkeyPatch):
+    # a closed terminal sends SIGCONT with its SIGHUP: Textual restarted the application mode
+    # on it, a second input thread the shutdown never joined, which held dsh at exit
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTSTP, signal.SIGCONT)}
+    restarts: list[str] = []
+
+    async def signalled() -> None:  # a driver is made on the app's running loop
+        driver = HangupSafeDriver(App())
+        monkeypatch.setattr(driver, "start_application_mode", lambda: restarts.append("start"))
+        driver._sigcont_application(signal.SIGCONT, None)
+        assert restarts == []
+        driver._must_signal_resume = True  # ctrl+z suspended it: fg resumes it
+        driver._sigcont_application(signal.SIGCONT, None)
+        assert restarts == ["start"]
+
+    try:
+        asyncio.run(signalled())
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -19,6 +19,9 @@ It reads the terminal's input itself (:meth:`HangupSafeDriver.run_input_thread`)
   mode turned enter into a line feed) is read with enter as enter, not as ctrl+j;
 - a read that finds the terminal gone quits the UI as SIGHUP does (:class:`TerminalGone`),
   so dsh never waits forever for a hangup signal that did not come to it;
+- the SIGCONT a closed terminal sends beside its SIGHUP does not restart the UI (only one
+  after ctrl+z does): the restart left a second input thread behind, which held dsh at exit
+  (seen: a dsh outliving its killed tmux, its main thread waiting for that thread);
 - input is paced: at most :data:`PACE` events run ahead of the widget taking them. Textual's
   reader turned all the input there was into events at once; a flood of keystrokes (a paste
   without bracketing) queued hundreds of thousands of them (hundreds of megabytes), each
@@ -174,6 +177,14 @@ class HangupSafeDriver(LinuxDriver):
         if self._file is not None:  # Textual's file is typed as the stream it usually is
             self._file = TerminalStream(self._file)  # type: ignore[assignment]
 
+    def _sigcont_application(self, *args: Any) -> None:
+        """Restart the UI on SIGCONT only when SIGTSTP (ctrl+z) suspended it. The kernel sends
+        SIGCONT with the SIGHUP of a closed terminal too; Textual restarted on any SIGCONT,
+        which started a second input thread the shutdown did not wait for: one that then read
+        the end of input waited forever, and dsh never exited."""
+        if self._must_signal_resume:
+            super()._sigcont_application(*args)
+
     def run_input_thread(self) -> None:
         """Read the terminal until the app stops taking input, posting what it means."""
         pacer = InputPacer(self._app, self.process_message, self.exit_event)
@@ -188,8 +199,7 @@ class HangupSafeDriver(LinuxDriver):
                     if not data:  # the terminal is gone: nothing more will come
                         reader.finish()
                         self.process_message(TerminalGone())
-                        self.exit_event.wait()
-                        break
+                        return  # ended: no wait that a shutdown already past would never end
                     reader.feed(decode(enters_typed_ahead(data, typed_ahead)))
                     typed_ahead -= len(data)
                 reader.tick()
