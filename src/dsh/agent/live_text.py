@@ -211,13 +211,8 @@ class LiveTextWriter:
     def _give_up(self, error: Exception) -> None:
         global _warned
         self.broken = True
-        self._drop_pending()
-        self.call = None
-        fd, self._fd = self._fd, None
         with contextlib.suppress(OSError):
-            if fd is not None:
-                os.close(fd)
-            self.path.unlink(missing_ok=True)
+            self._end()
         if not _warned:
             _warned = True
             log.warning(

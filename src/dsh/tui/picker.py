@@ -40,6 +40,7 @@ from dsh.store import EventStore
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary, trim_title
 from dsh.tui.app_warnings import WarningLog, WarningsApp
+from dsh.tui.workspace_shown import short_path
 
 TITLE_WIDTH = 44
 ELSEWHERE_MARK = " (elsewhere)"
@@ -57,9 +58,7 @@ def age_text(then_ms: int, now_ms: int) -> str:
 
 
 def _short_path(path: str, width: int = WORKSPACE_WIDTH) -> str:
-    home = str(Path.home())
-    if path == home or path.startswith(home + "/"):
-        path = "~" + path[len(home) :]
+    path = short_path(Path(path))
     return path if len(path) <= width else "…" + path[-(width - 1) :]
 
 
