@@ -52,6 +52,7 @@ from dsh.events import (
 from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.store.base import now_millis
 from dsh.store.derived import live_text_path
+from dsh.store.fd_write import write_all
 from dsh.surface import Session
 
 log = logging.getLogger("dsh.agent")
@@ -162,7 +163,7 @@ class LiveTextWriter:
         fd = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             header = {"session": call.session, "after": call.after, "pid": call.pid}
-            _write(fd, _line({**header, "started": call.started}))
+            write_all(fd, _line({**header, "started": call.started}))
             os.replace(beside, self.path)
         except BaseException:
             os.close(fd)
@@ -191,7 +192,7 @@ class LiveTextWriter:
         self._drop_pending()
         if pending and self._fd is not None:
             lines = [_line({"channel": c, "text": "".join(texts)}) for c, texts in pending]
-            _write(self._fd, b"".join(lines))
+            write_all(self._fd, b"".join(lines))
 
     def _end(self) -> None:
         self._drop_pending()
@@ -220,12 +221,6 @@ class LiveTextWriter:
                 self.path,
                 error,
             )
-
-
-def _write(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 _WRITERS: WeakKeyDictionary[Session, LiveTextWriter] = WeakKeyDictionary()

@@ -58,6 +58,7 @@ from dsh.events import (
     encode_event,
 )
 from dsh.store.base import encode_header
+from dsh.store.fd_write import write_all
 from dsh.store.frames import frame_bytes, read_frames
 from dsh.surface import Session
 from dsh.transcript import render_message
@@ -302,7 +303,7 @@ class AnchorFile:
         try:
             if os.fstat(fd).st_size != self._size:  # not ours as we left it: start it again
                 return False
-            _write_all(fd, frame)
+            write_all(fd, frame)
         finally:
             os.close(fd)
         self._size += len(frame)
@@ -316,7 +317,7 @@ class AnchorFile:
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -335,9 +336,3 @@ def _matches(header: RecordHeader, events: Sequence[Event], upto: int) -> bool:
     if end > upto or end > len(events):
         return False
     return end == 0 or event_key(events[end - 1]) == header.last
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

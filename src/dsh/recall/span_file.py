@@ -48,6 +48,7 @@ from dsh.events import (
     encode_event,
 )
 from dsh.recall.parts import PART_CHARS, split_parts
+from dsh.store.fd_write import write_all
 from dsh.store.frames import frame_bytes, read_frames
 from dsh.transcript import render_message
 
@@ -225,9 +226,7 @@ def append_records(path: Path, magic: bytes, records: bytes) -> None:
     except FileExistsError:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
-        view = memoryview(records)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, records)
     finally:
         os.close(fd)
 

@@ -47,6 +47,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.derived import settings_record_path
+from dsh.store.fd_write import write_all
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_line, sealed_lines, unseal_counted
 from dsh.store.locking import WriteLock, acquire_write_lock
@@ -402,10 +403,7 @@ def write_synced(path: Path, body: bytes, *, exclusive: bool) -> None:
     flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
     fd = os.open(path, flags, 0o644)
     try:
-        view = memoryview(body)
-        written = 0
-        while written < len(body):
-            written += os.write(fd, view[written:])
+        write_all(fd, body)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -24,6 +24,7 @@ from dsh.events import decode_events
 from dsh.store.base import decode_header
 from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.derived import drop_derived
+from dsh.store.fd_write import write_all
 from dsh.store.jsonl import fsync_dir
 from dsh.store.salvage import Validator, first_bad, loadable_prefix
 from dsh.store.sqlite import SqliteStore, connect
@@ -213,9 +214,7 @@ def _copy_file(source: Path, target: Path) -> Path:
     try:
         with source.open("rb") as handle:
             while chunk := handle.read(_COPY_CHUNK):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, chunk)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dsh.errors import ToolError
+from dsh.store.fd_write import write_all
 
 TEMP_MARK = ".dsh-write-"
 """What the name of every temporary file a write makes beside a file holds."""
@@ -131,7 +132,7 @@ def _write(path: Path, data: bytes, shown: str, temp_name: str | None) -> int:
             try:
                 if before is not None:
                     _carry_over(fd, before)
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -200,12 +201,6 @@ def _carry_over(fd: int, before: os.stat_result) -> None:
     os.fchmod(fd, bits)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _write_in_place(name: str, dir_fd: int, data: bytes, shown: str) -> None:
     """The old way, for a file whose directory dsh may not write into: truncate, write,
     fsync."""
@@ -220,7 +215,7 @@ def _write_in_place(name: str, dir_fd: int, data: bytes, shown: str) -> None:
             raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE")
         os.set_blocking(fd, True)
         os.ftruncate(fd, 0)
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
