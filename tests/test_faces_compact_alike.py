@@ -114,7 +114,7 @@ def compact_in_the_web(settings: Any, store: EventStore, workspace: Path, sessio
     async def main() -> None:
         registry = SessionRegistry(store, WebRuntime(settings, store=store), default_cwd=workspace)
         handle = await registry.resume(session_id)
-        registry.start_compact(session_id, None)
+        await registry.start_compact(session_id, None)
         task = handle.runner.task
         assert task is not None
         await task

@@ -297,7 +297,7 @@ def create_app(
         await registry.require_open(session_id)
         body = await read_body(request, CompactBody)
         focus = body.focus.strip() if body.focus is not None else None
-        answer = registry.start_compact(session_id, focus or None)
+        answer = await registry.start_compact(session_id, focus or None)
         if answer is not None:  # a new session's: nothing to compact, nothing logged
             return JSONResponse({"started": None, "answer": answer})
         return JSONResponse({"started": "compact"}, status_code=202)

@@ -27,13 +27,14 @@ from dsh.web.sessions import SessionRegistry, check_session_id
 T = TypeVar("T")
 
 
-def _resolved_route(registry: SessionRegistry) -> Route | None:
-    """The server's route, or None when it cannot be resolved (no key)."""
+async def _resolved_route(registry: SessionRegistry) -> Route | None:
+    """The server's route, or None when it cannot be resolved (no key); in a worker thread (one
+    not resolved yet, at the server's start, is tried again: it may ask its server)."""
     resolve = getattr(registry.runtime, "route", None)
     if resolve is None:
         return None
     try:
-        route: Route = resolve()
+        route: Route = await anyio.to_thread.run_sync(resolve)
     except DshError:
         return None
     return route
@@ -68,7 +69,7 @@ async def session_context(registry: SessionRegistry, session_id: str) -> dict[st
     the model its log names. A next route that cannot be resolved leaves the log's."""
     upcoming = await next_route(registry, check_session_id(session_id))
     window = registry.runtime.default_window()
-    resolved = _resolved_route(registry)  # once: an unresolvable route is tried once per ask
+    resolved = await _resolved_route(registry)  # once: an unresolvable route is tried once per ask
     route = (resolved.provider.name, resolved.model) if resolved is not None else None
     # what resolving it found (no window reported, or one too small); shown by the model name
     notice = {"routeNotice": resolved.notice if resolved is not None else None}

@@ -15,8 +15,13 @@ thread that holds a stored one); and once per session and record: ``NextRoutes``
 the seq of the session's latest ``session/settings`` event (its *mark*), so the figures each
 reply refreshes take it on the loop with no work (``kept``). A route that cannot be resolved (a
 missing key) is kept as such: the figures fall back to the window the log names, else the
-server's (``dsh.web.figures``), and only ``/model`` tries it again (and says why it cannot). A
-turn that logs new settings moves the mark: the window it logged is then the one it ran in.
+server's (``dsh.web.figures``), and only ``/model``, a turn or a ``/compact`` tries it again (and
+says why it cannot). A turn that logs new settings moves the mark: the window it logged is then
+the one it ran in.
+
+The kept route is also the one a turn or a ``/compact`` runs on: the registry has it resolved
+before it starts one (``ready_handle``), and the runtime makes the session's agent, its engine
+and its settings record with it (``WebRuntime._own``), so no route is resolved on the loop.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ from dsh.agent.runtime import Route
 from dsh.errors import DshError
 from dsh.events import SessionSettingsEvent
 from dsh.surface import Session
-from dsh.web.runtime import Runtime
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the runtime keeps its ``NextRoutes``: only named here
+    from dsh.web.handle import Handle
+    from dsh.web.runtime import Runtime
     from dsh.web.sessions import SessionRegistry
 
 Planned = Route | Callable[[], Route] | None
@@ -49,7 +55,8 @@ def settings_mark(session: Session) -> int:
 
 class NextRoutes:
     """The next routes resolved so far, by session id, each with its mark (thread-safe: a
-    stored session is planned in the worker thread that holds it)."""
+    stored session is planned in the worker thread that holds it). The runtime keeps them: what
+    makes a session's agent and engine on the loop takes its route from here (``ready_handle``)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -66,19 +73,20 @@ class NextRoutes:
             found = self._kept.get(session.id)
         return found[1] if found is not None and found[0] == settings_mark(session) else None
 
-    def plan(self, session: Session, *, again: bool = False) -> Planned:
+    def plan(self, session: Session, *, again: bool = False, fresh: bool = False) -> Planned:
         """The session's next route when it is known for its latest record (None: it did not
-        resolve; with ``again``, a failure is tried again), else what resolves it: the session
-        read now, the route resolved when it is called (in a worker thread), kept as it comes
-        out (a ``DshError`` it raises kept as None)."""
+        resolve; with ``again``, a failure is tried again; with ``fresh``, any kept route is),
+        else what resolves it: the session read now, the route resolved when it is called (in a
+        worker thread), kept as it comes out (a ``DshError`` it raises kept as None)."""
         chosen = self.runtime.chosen_route(session.id)
         if chosen is not None:
             return chosen
         mark, session_id = settings_mark(session), session.id
         with self._guard:
             found = self._kept.get(session_id)
-        if found is not None and found[0] == mark and (found[1] is not None or not again):
-            return found[1]
+        kept = None if found is None or found[0] != mark or fresh else found
+        if kept is not None and (kept[1] is not None or not again):
+            return kept[1]
         own = self.runtime.own_later(session)
 
         def resolve() -> Route:
@@ -112,6 +120,23 @@ async def settled(planned: Planned) -> Route | None:
         return await anyio.to_thread.run_sync(planned)
     except DshError:
         return None
+
+
+async def ready_handle(registry: SessionRegistry, session_id: str, *, fresh: bool) -> Handle:
+    """The handle of the open session, idle, once the route its next turn or ``/compact`` runs
+    on is kept for its latest record: resolved in a worker thread when it is not, or when
+    ``fresh`` (what starts asks afresh, as each agent did: a server not reached before may
+    answer now), so what makes its agent and engine on the loop (``WebRuntime._own``) resolves
+    nothing there. Raises what resolving raises (``DshError``: a missing key); 409 for a
+    session closed, or busy, meanwhile."""
+    while True:
+        handle = registry.open_handle(session_id)
+        registry.ensure_idle(handle)
+        planned = registry.next_routes.plan(handle.session, again=True, fresh=fresh)
+        if not callable(planned):
+            return handle
+        await anyio.to_thread.run_sync(planned)  # kept: found on the next round
+        fresh = False
 
 
 async def resolved_next_route(registry: SessionRegistry, session_id: str) -> Route:

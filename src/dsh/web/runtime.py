@@ -3,7 +3,9 @@
 The real ``WebRuntime`` is the settings wiring every face uses (``dsh.agent.session_runner``)
 with its route resolved lazily, so the server starts and lists sessions even when no API key is
 configured; tests pass a keyless route. It keeps the route ``/model NAME`` chose for a session
-(``dsh.web.models``), which that session's next agents and ``/compact`` run on."""
+(``dsh.web.models``), which that session's next agents and ``/compact`` run on. A session's
+route is resolved in a worker thread and kept (``next_routes``, ``dsh.web.next_route``): the
+agent, the engine and the settings record the runner makes on the loop take it from there."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any, Protocol
 import msgspec
 
 from dsh.agent import session_settings
+from dsh.agent.asked_window import say_window_change
 from dsh.agent.runtime import Route, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
@@ -21,6 +24,7 @@ from dsh.store import EventStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
+from dsh.web.next_route import NextRoutes
 
 __all__ = ["Runtime", "WebRuntime"]
 
@@ -30,7 +34,9 @@ class Runtime(SessionWiring, Protocol):
     start of a session's MCP servers (which the server runs in a worker thread), the route (a
     new session's first prompt resolves it before the session is written) and the approval
     policy every agent made here starts from; the settings and route a session runs with, and
-    the routes ``/model`` chose."""
+    the routes ``/model`` chose; the next routes of its sessions, resolved off the loop."""
+
+    next_routes: NextRoutes
 
     def default_window(self) -> int: ...
 
@@ -87,6 +93,8 @@ class WebRuntime(SettingsWiring):
         self._replay_from = replay_from
         self._chosen: dict[str, Route] = {}
         """The routes ``/model NAME`` chose, by session id, for the rest of the server's run."""
+        self.next_routes = NextRoutes(self)
+        """Each session's next route, resolved in a worker thread (``dsh.web.next_route``)."""
 
     def _resolve_for(self, settings: Settings) -> Route:
         return resolve_route(
@@ -128,6 +136,19 @@ class WebRuntime(SettingsWiring):
         session_id = session.id
         recorded = session_settings.latest(session)
         return lambda: self._own_of(session_id, recorded, say=False)[1]
+
+    def _own(self, session: Session) -> tuple[session_settings.Resolved, Route]:
+        """What ``own``, ``record_settings_of`` and so the agent and engine made on the loop
+        take: the route kept for the session's latest record (``next_routes``, resolved in a
+        worker thread before a turn or a ``/compact`` starts: ``next_route.ready_handle``), not
+        resolved again here; ``/model``'s choice as the wiring takes it. Resolved here only
+        when none is kept (a runner driven apart from the registry)."""
+        kept = self.next_routes.kept(session)
+        if kept is None or self.chosen_route(session.id) is not None:
+            return super()._own(session)
+        recorded = session_settings.latest(session)
+        say_window_change(session.id, recorded, kept)  # as ``_own_of`` says it of its route
+        return self._effective(session.id, recorded), kept
 
     def choose_route(self, session_id: str, route: Route) -> None:
         """The session's next agents (and ``/compact``) run on ``route``."""

@@ -63,7 +63,7 @@ from dsh.web.follow import lock_holder
 from dsh.web.handle import Handle
 from dsh.web.list_states import ListStates
 from dsh.web.live import LiveHub, frame
-from dsh.web.next_route import NextRoutes
+from dsh.web.next_route import ready_handle
 from dsh.web.read_cache import ContextFolds, ReadCache
 from dsh.web.runtime import Runtime
 from dsh.web.session_info import open_figures, session_info
@@ -114,7 +114,7 @@ class SessionRegistry:
         """New sessions created here that no prompt has written to the store yet."""
         self.approval_modes = ApprovalModes()
         """The modes ``/approval`` chose, by session."""
-        self.next_routes = NextRoutes(runtime)
+        self.next_routes = runtime.next_routes
         """The route each session's next turn here runs on, as far as resolved."""
         self.list_states = ListStates(store, self.warnings.server, self.handles)
         """The session list's states, sent to every page as they change."""
@@ -336,25 +336,21 @@ class SessionRegistry:
 
     async def start_prompt(self, session_id: str, text: str) -> Handle:
         """Start a turn. Its session's first one here starts the MCP servers its tools come
-        from in a worker thread (they may take seconds; the other sessions go on meanwhile).
-        A draft's first prompt writes it to the store, once the route resolved (no key: 503,
-        and nothing written). The files the prompt's ``@path`` mentions attach are read (in a
+        from in a worker thread (they may take seconds; the other sessions go on meanwhile),
+        and each one has the route it runs on resolved in a worker thread too (a session on
+        another model than the server's may ask its server: ``next_route.ready_handle``). A
+        draft's first prompt writes it to the store, once the route resolved (no key: 503, and
+        nothing written). The files the prompt's ``@path`` mentions attach are read (in a
         worker thread) before it answers, so a prompt they make too large is a 413 too."""
         handle = self.open_handle(session_id)
         self.ensure_idle(handle)
-        if handle.runner.agent is None:
-            try:
+        try:
+            if handle.runner.agent is None:
                 await anyio.to_thread.run_sync(self.runtime.mcp_start(handle.session))
-                if handle.draft:
-                    await anyio.to_thread.run_sync(self.runtime.route)
-            except DshError as exc:
-                raise from_dsh_error(exc) from exc
-            handle = self.open_handle(session_id)  # closed, or busy, while they started?
-            self.ensure_idle(handle)
-        try:  # what its @path mentions attach counts against the window: read before the 202
+            handle = await ready_handle(self, session_id, fresh=True)  # closed, busy: 409
+            # what its @path mentions attach counts against the window: read before the 202
             attached = await handle.runner.read_attachments(text)
-            handle = self.open_handle(session_id)  # closed, or busy, while they were read?
-            self.ensure_idle(handle)
+            handle = await ready_handle(self, session_id, fresh=False)  # and while read
             if handle.draft:  # a prompt that cannot run does not write the draft
                 handle.runner.check_prompt(text, attached)
             handle = self._written(handle)
@@ -364,14 +360,16 @@ class SessionRegistry:
         task.add_done_callback(_retrieved)
         return handle
 
-    def start_compact(self, session_id: str, focus: str | None) -> str | None:
-        """Start ``/compact``; None, or a draft's answer (there is nothing to compact before
-        the first prompt, and nothing is logged: the terminal UI's answer then)."""
+    async def start_compact(self, session_id: str, focus: str | None) -> str | None:
+        """Start ``/compact`` on the route resolved first in a worker thread (as a turn's);
+        None, or a draft's answer (there is nothing to compact before the first prompt, and
+        nothing is logged: the terminal UI's answer then)."""
         handle = self.open_handle(session_id)
         self.ensure_idle(handle)
         if handle.draft:
             return NOTHING_TO_COMPACT
         try:
+            handle = await ready_handle(self, session_id, fresh=True)
             task = handle.runner.start_compact(focus)
         except CompactionOff as exc:
             raise ApiError(409, COMPACTION_DISABLED, error_line(str(exc))) from exc
