@@ -2,7 +2,8 @@
 thread when a turn or a ``/compact`` starts on it, never on the server's event loop: while that
 model's server is slow to say its window (a real HTTP stand-in on 127.0.0.1 whose ``GET /props``
 answers only when the test lets it), every other request is answered; let go, the turn (or the
-``/compact``) runs on that route. A missing key is still a 503 before anything starts."""
+``/compact``) runs on that route. A missing key is still a 503 before anything starts. The
+context panel tries an unresolved server route again off the loop too."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from dsh.agent import session_settings
 from dsh.agent.runtime import Route
 from dsh.agent.runtime import resolve_route as real_resolve_route
-from dsh.config import CompactionSettings, ProviderSettings, Settings, ToolSettings
+from dsh.config import CompactionSettings, ConfigError, ProviderSettings, Settings, ToolSettings
 from dsh.events import AssistantMessageEvent, SessionSettingsEvent
 from dsh.llm import window
 from dsh.surface import Session
@@ -113,3 +114,45 @@ def test_a_sessions_own_route_is_resolved_off_the_loop_when_it_starts_something(
         assert (
             len(answers) == 1 and server.requests[-1].headers["authorization"] == "Bearer local-key"
         )
+
+
+class SlowToFail:
+    """The server's own route, unresolvable (no key): said at once the first time it is
+    resolved, then only once the test lets it (as a server asked its models at each try)."""
+
+    def __init__(self) -> None:
+        self.tries = 0
+        self.entered = threading.Event()
+        self.answer = threading.Event()
+
+    def __call__(self) -> Route:
+        self.tries += 1
+        if self.tries > 1:
+            self.entered.set()
+            assert self.answer.wait(timeout=60)
+        raise ConfigError("no API key for deepseek: set DEEPSEEK_API_KEY")
+
+
+def test_the_context_panel_tries_the_servers_route_again_off_the_loop(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    with Session.create(env.store, cwd=env.workspace) as session:
+        sid = session.id
+    route = SlowToFail()
+    web = BackgroundServer(env.app(WebRuntime(env.settings, route))).start()
+    shown: list[httpx.Response] = []
+    try:
+        with httpx.Client(base_url=web.base_url, headers=AUTH, timeout=60) as api:
+            asking = threading.Thread(
+                target=lambda: shown.append(api.get(f"/api/sessions/{sid}/context"))
+            )
+            asking.start()
+            try:
+                assert route.entered.wait(timeout=60), "the server's route was not tried again"
+                assert api.get("/api/sessions", timeout=30).status_code == 200
+                assert shown == []
+            finally:
+                route.answer.set()
+                asking.join(timeout=60)
+    finally:
+        web.stop()
+    assert shown[0].status_code == 200 and shown[0].json()["routeNotice"] is None
