@@ -64,6 +64,9 @@ def checked_base_url(_ctx: click.Context, _param: click.Parameter, value: str | 
 REPLAY = "replay"
 """The provider ``--replay`` serves model calls with."""
 
+SCRIPTED = "scripted"
+"""The provider ``--script`` answers model calls with."""
+
 
 @dataclass(frozen=True, slots=True)
 class RouteFlags:
@@ -89,10 +92,13 @@ class RouteFlags:
         ]
 
     def provider_name(self) -> str | None:
-        """The provider the flags choose: ``--provider``, else ``replay`` for ``--replay``,
-        else ``openai-compatible`` for ``--base-url`` (Ollama, vLLM, LM Studio, …)."""
+        """The provider the flags choose: ``--provider``, else ``scripted`` for ``--script``
+        (whatever provider the config names: a script never reaches a server), ``replay`` for
+        ``--replay``, ``openai-compatible`` for ``--base-url`` (Ollama, vLLM, LM Studio, …)."""
         if self.provider is not None:
             return self.provider
+        if self.script is not None:
+            return SCRIPTED
         if self.replay is not None:
             return REPLAY
         if self.base_url is not None:
@@ -112,6 +118,10 @@ class RouteFlags:
         """Why ``check`` refuses the flags (None: it does not)."""
         if self.replay is not None and self.provider not in (None, REPLAY):
             return f"--replay serves model calls with --provider replay, not {self.provider}"
+        if self.script is not None and self.provider not in (None, SCRIPTED):
+            return f"--script answers model calls with --provider scripted, not {self.provider}"
+        if self.script is not None and self.replay is not None:
+            return "--script and --replay both answer model calls: give one of them"
         if self.provider == REPLAY and self.replay is None:
             return (
                 "--provider replay needs --replay SESSION (the recorded session whose model "

@@ -345,9 +345,10 @@ class SessionRegistry:
         handle = self.open_handle(session_id)
         self.ensure_idle(handle)
         try:
-            if handle.runner.agent is None:
+            building = handle.runner.agent is None  # a new agent asks its server afresh
+            if building:
                 await anyio.to_thread.run_sync(self.runtime.mcp_start(handle.session))
-            handle = await ready_handle(self, session_id, fresh=True)  # closed, busy: 409
+            handle = await ready_handle(self, session_id, fresh=building)  # closed, busy: 409
             # what its @path mentions attach counts against the window: read before the 202
             attached = await handle.runner.read_attachments(text)
             handle = await ready_handle(self, session_id, fresh=False)  # and while read
