@@ -304,18 +304,23 @@ _HOLDER = """
 import sys, time
 from pathlib import Path
 from dsh.store import open_store
-log = open_store(Path(sys.argv[1]), sys.argv[2]).open(sys.argv[3], writable=True)
+home, backend, session_id, *argv = sys.argv[1:]
+sys.argv = argv or sys.argv  # what the lock file says holds it (dsh.store.locking.holder_label)
+log = open_store(Path(home), backend).open(session_id, writable=True)
 print("ready", flush=True)
 time.sleep(120)
 """
 
 
 @contextlib.contextmanager
-def writer_in_child_process(home: Path, backend: str, session_id: str) -> Iterator[int]:
+def writer_in_child_process(
+    home: Path, backend: str, session_id: str, argv: Sequence[str] = ()
+) -> Iterator[int]:
     """A child process that holds ``session_id`` open for writing; yields its pid and kills it
-    on exit."""
+    on exit. ``argv``: the command line it takes for its own (``["dsh", "web"]`` labels the lock
+    as a ``dsh web`` does)."""
     child = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(home), backend, session_id],
+        [sys.executable, "-c", _HOLDER, str(home), backend, session_id, *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

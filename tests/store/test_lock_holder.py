@@ -6,13 +6,17 @@ UI, waiting for a ``dsh run``'s turn."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from dsh.errors import SessionLockedError
-from dsh.store.locking import acquire_write_lock
+from dsh.store import open_store
+from dsh.store.locking import Holder, acquire_write_lock, holder_words, session_holder
+from dsh.surface import Session
+from tests.helpers import writer_in_child_process
 
 
 def refusal(lock: Path) -> str:
@@ -101,3 +105,42 @@ def test_a_hostile_label_is_made_printable_and_short(tmp_path: Path) -> None:
         held.release()
     assert "\x1b" not in message and "\x07" not in message
     assert f"(?]0;owned?{'x' * 50}): try again once" in message
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_the_holder_elsewhere_is_found_without_taking_the_lock_and_only_while_it_holds(
+    tmp_path: Path, backend: str
+) -> None:
+    """What the session picker marks busy and refuses (``session_holder``): a second process
+    that holds the session, named with its label; then, once it is killed, nothing (its pid
+    stays in the file, the flock went with it), and the file left as it was, so the next writer
+    still reports the holder that stopped without closing. A live pid in a lock file nobody
+    holds (a crashed holder's, reused) is not a holder either: the flock says so."""
+    store = open_store(tmp_path / "home", backend)
+    with Session.create(store, cwd=tmp_path) as session:
+        session_id = session.id
+    assert session_holder(store, session_id) is None  # released cleanly: an empty file
+    with writer_in_child_process(store.home, backend, session_id, ["dsh", "web"]) as pid:
+        assert session_holder(store, session_id) == Holder(pid, "dsh web")
+        assert session_holder(store, session_id) == Holder(pid, "dsh web")  # left held
+        assert holder_words(pid, "dsh web").startswith(
+            f"process {pid} (dsh web), which holds it until that server stops"
+        )
+    lock = store.lock_path(session_id)
+    left = lock.read_bytes()
+    assert left.startswith(f"{pid}\n".encode())
+    assert session_holder(store, session_id) is None
+    assert lock.read_bytes() == left
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as unrelated:
+        try:
+            lock.write_text(f"{unrelated.pid}\ndsh web\n")
+            assert session_holder(store, session_id) is None
+        finally:
+            unrelated.kill()
+    lock.write_text(f"{os.getpid()}\ndsh\n")
+    assert session_holder(store, session_id) is None  # this process: not elsewhere
+    for no_process in ("0", "9" * 30):  # kill(0, 0) would signal this process's group
+        lock.write_text(f"{no_process}\ndsh\n")
+        assert session_holder(store, session_id) is None
+    assert session_holder(store, "no-such-session") is None
+    assert session_holder(object(), session_id) is None  # a store with no lock files

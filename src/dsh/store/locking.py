@@ -4,7 +4,8 @@ The kernel drops the lock when the holder dies, so a crashed process never leave
 Readers never take it. A clean release empties the file, so a pid still in it when the lock is
 next taken means its holder stopped without closing (``WriteLock.unclean_holder``). A writer
 refused the lock is told, in one line, who holds the session and what lets it in
-(``release_hint``).
+(``release_hint``). Who holds a session is found without taking its lock
+(``holder_elsewhere``): what the session list of ``dsh web`` and the session picker mark busy.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import fcntl
 import os
 import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from dsh.errors import SessionLockedError, StoreError
 
@@ -50,11 +52,8 @@ def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
     except BlockingIOError:
         holder, label = _read_holder(fd)
         os.close(fd)
-        who = f"process {holder}" if holder is not None else "another process"
-        if label:
-            who += f" ({label})"
         raise SessionLockedError(
-            f"session {session_id} is already open for writing by {who}{release_hint(label)}",
+            f"session {session_id} is already open for writing by {holder_words(holder, label)}",
             holder_pid=holder,
         ) from None
     previous, _ = _read_holder(fd)
@@ -73,6 +72,15 @@ def holder_label() -> str:
     command = next((a for a in sys.argv[1:2] if a and not a.startswith("-")), "")
     label = f"{program} {command}".strip()
     return "".join(c if c.isprintable() else "?" for c in label)[:LABEL_CHARS]
+
+
+def holder_words(pid: int | None, label: str) -> str:
+    """Who holds a session and what lets it in, as a refused writer is told it: ``process 4242
+    (dsh web), which holds it until that server stops: …``."""
+    who = f"process {pid}" if pid is not None else "another process"
+    if label:
+        who += f" ({label})"
+    return who + release_hint(label)
 
 
 def release_hint(label: str) -> str:
@@ -109,6 +117,66 @@ def recorded_holder(path: Path) -> tuple[int | None, str]:
         return _read_holder(fd)
     finally:
         os.close(fd)
+
+
+class Holder(NamedTuple):
+    """Another process holding a session's writer lock: its pid and label (``holder_label``'s
+    words; empty from an older dsh)."""
+
+    pid: int
+    label: str
+
+
+def session_holder(store: Any, session_id: str) -> Holder | None:
+    """Another live process holding the session's writer lock (``holder_elsewhere`` on the
+    store's ``lock_path``: a JSONL session's directory, a SQLite database's ``locks/``; a memory
+    store has none, so None)."""
+    lock_path = getattr(store, "lock_path", None)
+    return None if lock_path is None else holder_elsewhere(lock_path(session_id))
+
+
+def holder_elsewhere(path: Path) -> Holder | None:
+    """The process holding the writer lock at ``path``, if it is another live one; None when
+    none does: no lock file, an empty one (never taken, or released cleanly: a ``stat``, the
+    usual case), a pid that is gone (a crashed holder's flock went with it) or this process's.
+    A recorded pid that is alive is checked against the flock itself, taken shared and let go
+    at once, so a pid a crashed holder left, since reused by an unrelated process, does not
+    make a free session held. Taking no writer lock, it leaves the file as it is (the pid of a
+    holder that stopped without closing, which the next writer reports)."""
+    try:
+        if os.stat(path).st_size == 0:
+            return None
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        pid, label = _read_holder(fd)
+        if live_holder(pid) is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            assert pid is not None  # live_holder said it is alive
+            return Holder(pid, label)
+        except OSError:
+            return None
+        return None  # nobody holds it: the recorded pid is a stale one
+    finally:
+        os.close(fd)  # closing lets go of the shared lock, if it was taken
+
+
+def live_holder(pid: int | None) -> int | None:
+    """``pid``, a pid a lock file records, if that process is alive and is not this one (a
+    number no process has, 0 or past the kernel's range, is none)."""
+    if pid is None or pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return None
+    except PermissionError:
+        return pid  # alive, someone else's
+    return pid
 
 
 def _read_holder(fd: int) -> tuple[int | None, str]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,7 @@ from dsh.events import Event
 from dsh.store import EventStore, SessionHeader
 from dsh.store.appended import LogPosition, reader_for
 from dsh.store.derived import live_text_path
-from dsh.store.locking import recorded_holder
+from dsh.store.locking import live_holder, recorded_holder
 from dsh.web.live import LiveHub, frame
 
 if TYPE_CHECKING:
@@ -58,19 +57,6 @@ def lock_holder(store: Any, session_id: str) -> int | None:
     if lock_path is None:
         return None
     return live_holder(recorded_holder(Path(lock_path(session_id)))[0])
-
-
-def live_holder(pid: int | None) -> int | None:
-    """``pid``, a pid a lock file records, if that process is alive and is not this one."""
-    if pid is None or pid == os.getpid():
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid  # alive, someone else's
-    return pid
 
 
 class _Past:

@@ -34,8 +34,7 @@ from typing import Any
 import anyio.to_thread
 
 from dsh.store import EventStore
-from dsh.store.locking import recorded_holder
-from dsh.web.follow import live_holder
+from dsh.store.locking import live_holder, recorded_holder
 from dsh.web.live import LiveHub, frame
 
 SWEEP_SECONDS = 1.0
