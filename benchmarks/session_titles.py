@@ -15,19 +15,25 @@ stored under a temporary home (``--backend jsonl`` or ``sqlite``). Timed, each b
 - repeat listing, settled logs: the same once the logs' mtimes are an hour old (JSONL: a stat
   per session; the usual case, since most sessions were written long before the listing);
 - after appends: a repeat listing after ``--appended`` sessions got one more turn each (it reads
-  just those turns).
+  just those turns);
+- the picker's rows, without and with busy marks: the listing after the appends, then the same
+  with, for each row, whether another process holds the session (``session_holder``: what
+  ``dsh --resume``'s picker and ``/sessions`` mark busy), ``--held`` sessions held by child
+  processes meanwhile (a ``stat`` of each lock file; for the held ones a read and a look at the
+  flock), and the lock looks alone. The difference is what the busy marks cost.
 
 Ratios are to ``store.list()`` and to the whole-log listing. The cache keeps a listing's cost at
 the sessions' number plus what was appended, so the repeat ratio stays flat as sessions grow
 longer (try ``--turns 200``), while the whole-log one grows with them.
 
 Run: ``uv run python benchmarks/session_titles.py [--sessions 200] [--turns 20] [--repeat 5]
-[--backend jsonl] [--appended 5]``
+[--backend jsonl] [--appended 5] [--held 3]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -36,10 +42,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from tests.helpers import append_chat_turn, new_session
+from tests.helpers import append_chat_turn, new_session, writer_in_child_process
 
 from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.store.derived import summary_cache_path
+from dsh.store.locking import session_holder
 from dsh.surface import Session
 from dsh.transcript.listing import read_whole, session_summaries
 
@@ -53,6 +60,18 @@ def best(repeat: int, work: Callable[[], object], before: Callable[[], object] =
         work()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def interleaved(repeat: int, *works: Callable[[], object]) -> list[float]:
+    """The shortest of ``repeat`` timed runs of each of ``works``, taken in turn (a load that
+    comes and goes weighs on each alike)."""
+    times: list[list[float]] = [[] for _ in works]
+    for _ in range(repeat):
+        for work, taken in zip(works, times, strict=True):
+            start = time.perf_counter()
+            work()
+            taken.append(time.perf_counter() - start)
+    return [min(taken) for taken in times]
 
 
 def fill(store: EventStore, sessions: int, turns: int) -> list[Session]:
@@ -73,6 +92,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--backend", choices=("jsonl", "sqlite"), default="jsonl")
     parser.add_argument("--appended", type=int, default=5, help="sessions appended to")
+    parser.add_argument("--held", type=int, default=3, help="sessions another process holds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -99,6 +119,21 @@ def main() -> None:
         session_summaries(store)  # the cache takes in the settled mtimes
         settled = best(args.repeat, lambda: session_summaries(store))
         appended = best(args.repeat, lambda: session_summaries(store), before=append_some)
+        session_summaries(store)  # the appends taken in: the rows' listing is a settled one
+
+        def rows() -> list[bool]:
+            return [session_holder(store, s.id) is not None for s in session_summaries(store)]
+
+        with contextlib.ExitStack() as holders:
+            for session_id in ids[-args.held :] if args.held else []:
+                holders.enter_context(writer_in_child_process(home, args.backend, session_id))
+            assert sum(rows()) == args.held
+            unmarked, marked, looks = interleaved(
+                args.repeat,
+                lambda: session_summaries(store),
+                rows,
+                lambda: [session_holder(store, i) for i in ids],
+            )
         cache_bytes = cache.stat().st_size
     events = args.sessions * (1 + 6 * args.turns)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -114,6 +149,9 @@ def main() -> None:
         ("repeat listing, recent logs", recent),
         ("repeat listing, settled logs", settled),
         (f"after {args.appended} sessions got a turn", appended),
+        ("picker rows, no busy marks (before)", unmarked),
+        (f"picker rows, busy marked ({args.held} held)", marked),
+        ("  the lock looks alone", looks),
     ]
     for name, seconds in rows:
         print(
@@ -123,6 +161,11 @@ def main() -> None:
     print(
         f"first / repeat: {first / recent:.1f}x (recent logs), {first / settled:.1f}x (settled); "
         f"cache file {cache_bytes:,} bytes"
+    )
+    print(
+        f"busy marks: {1e6 * (marked - unmarked) / args.sessions:+.1f} us/session on the picker's "
+        f"rows ({marked / unmarked:.2f}x); the looks alone {1e6 * looks / args.sessions:.1f} "
+        "us/session"
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import OptionList
 
 import dsh.tui
 import dsh.tui.picker
@@ -22,6 +23,7 @@ from dsh.transcript.listing import session_summaries
 from dsh.tui import TuiOptions
 from dsh.tui.app_warnings import WarningLog
 from dsh.tui.picker import PickerApp, SessionPicker
+from tests.helpers import writer_in_child_process
 from tests.tui.conftest import settle
 
 
@@ -482,3 +484,56 @@ def test_a_session_resumed_from_another_directory_tells_the_ui_where_dsh_was_sta
     assert launched["options"].started_in is None
     cli_tui.launch(None, False, other)  # a new session: its --cwd was just typed
     assert launched["options"].started_in is None
+
+
+def test_a_picked_session_another_process_holds_is_refused_in_the_picker_naming_it(
+    launched, monkeypatch
+):
+    """``dsh --resume``'s picker, driven by its pilot, while a second process (labelled as a
+    ``dsh web``) holds one session for writing: its row is marked busy as the picker opens;
+    choosing it says who holds it and what lets it go, and the picker stays (dsh used to go on
+    and exit, the UI refused the lock); the other session then opens."""
+    store = launched["store"]
+    held = make_session(store, launched["cwd"])
+    opens = make_session(store, launched["cwd"])
+    said: list[str] = []
+
+    def drive(app: PickerApp) -> None:
+        async def main() -> None:
+            async with app.run_test(size=(120, 30)) as pilot:
+                await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+                picker = app.screen
+                options = picker.query_one(OptionList)
+                prompts = {
+                    str(options.get_option_at_index(i).id): str(
+                        options.get_option_at_index(i).prompt
+                    )
+                    for i in range(options.option_count)
+                }
+                said.append(str(picker.query_one("#picker-title").render()))
+                said.extend(prompts[i].split("  ")[0] for i in (held, opens))
+                assert picker.query_one("#picker-busy").display
+                refused = picker.query_one("#picker-refused")
+                await pilot.press(*held[-6:], "enter")  # filtered down to it, chosen
+                await settle(pilot, lambda: refused.display)
+                said.append(str(refused.render()))
+                assert app.screen is picker and app.is_running
+                for _ in range(6):
+                    await pilot.press("backspace")
+                await pilot.press(*opens[-6:], "enter")
+
+        asyncio.run(main())
+
+    monkeypatch.setattr(PickerApp, "run", lambda app: (drive(app), app.return_value)[1])
+    monkeypatch.setattr(cli_tui, "interactive", lambda: True)
+    with writer_in_child_process(store.home, "jsonl", held, ["dsh", "web"]) as pid:
+        cli_tui.launch("", False)
+    assert said == [
+        "Resume a session: type to filter, enter opens, esc closes (2 sessions, 1 busy)",
+        "(no prompt yet) (busy)",
+        "(no prompt yet)",
+        f"session {held} cannot be opened: it is open for writing by process {pid} (dsh web), "
+        "which holds it until that server stops: go on in its page, or stop that `dsh web` "
+        "(Ctrl-C where it runs) — choose another, or esc",
+    ]
+    assert launched["options"].resume == opens

@@ -16,6 +16,8 @@ from dsh.surface import Session
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary
 from dsh.tui.picker import (
+    BUSY,
+    BUSY_MARK,
     ELSEWHERE,
     TITLE_WIDTH,
     PickerApp,
@@ -25,7 +27,7 @@ from dsh.tui.picker import (
     newest_first,
     picker_row,
 )
-from tests.helpers import append_chat_turn
+from tests.helpers import append_chat_turn, writer_in_child_process
 from tests.tui.conftest import SIZE, Rig, run_prompt, settle, submit
 from tests.tui.test_pilot import run, text_of
 
@@ -347,3 +349,51 @@ def test_a_filtered_picker_with_other_workspaces_snapshot(snap_compare):
         await settle(pilot, lambda: len(rows(picker)) == 2)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=filtered)
+
+
+def test_sessions_marks_a_session_another_process_holds_and_refuses_it_in_place(rig: Rig):
+    """``/sessions`` while a second process (a ``dsh run`` in its turn, say) holds a session of
+    this workspace for writing: its row is marked busy, with a line saying what that means;
+    choosing it says who holds it and the picker stays. Once that process is gone the same
+    choice opens it, its mark gone."""
+    held = in_workspace(rig.store, rig.workspace, "a question another process goes on with")
+    app = rig.app([{"text": "ok"}])
+    writer = writer_in_child_process(rig.home, "jsonl", held, ["dsh", "run", "--session", held])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "the newest question")
+        current = app.controller.session.id
+        pid = writer.__enter__()
+        try:
+            await submit(pilot, "/sessions")
+            await settle(pilot, lambda: isinstance(app.screen, SessionPicker))
+            picker = app.screen
+            assert rows(picker) == [(current, True), (held, True)]
+            assert BUSY_MARK in prompt_of(picker, held) and BUSY_MARK not in prompt_of(
+                picker, current
+            )
+            assert str(picker.query_one("#picker-title", Static).render()).endswith(
+                "(2 sessions, 1 busy)"
+            )
+            assert str(picker.query_one("#picker-busy", Static).render()) == BUSY
+            refused = picker.query_one("#picker-refused", Static)
+            await pilot.press("down", "enter")
+            await settle(pilot, lambda: refused.display)
+            assert str(refused.render()) == (
+                f"session {held} cannot be opened: it is open for writing by process {pid} "
+                "(dsh run), which holds it until its turn ends: try again then — choose "
+                "another, or esc"
+            )
+            assert app.screen is picker and app.controller.session.id == current
+        finally:
+            writer.__exit__(None, None, None)
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.controller.session.id == held)
+        assert picker.busy == set()  # looked at again as it was chosen
+        assert "a question another process goes on with" in text_of(app)
+
+    run(app, body)
+
+
+def prompt_of(picker: SessionPicker, session_id: str) -> str:
+    return str(picker.query_one(OptionList).get_option(session_id).prompt)

@@ -14,6 +14,13 @@ as it was started (a scripted session's ``--script`` not given, a workspace gone
 where it is chosen: the picker stays, with the reason under the rows, so another can be chosen
 (``refuse``).
 
+A session another process holds for writing (a ``dsh web`` that opened it, another ``dsh``, a
+``dsh run`` in its turn) is marked ``(busy)``, found as the rows are made: a ``stat`` of each
+session's lock file, and a look at the few that record a holder
+(``dsh.store.locking.holder_elsewhere``). Choosing one asks again, and one still held is refused
+in place, the line under the rows naming its holder and what lets it go; one let go meanwhile
+opens.
+
 On its own the picker is an app of its own that handles dsh's warnings as the UI does
 (``dsh.tui.app_warnings``): a toast each, none written over the screen, and kept for the UI's
 ``/warnings`` when it is given the UI's log.
@@ -21,6 +28,7 @@ On its own the picker is an app of its own that handles dsh's warnings as the UI
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +45,7 @@ from textual.widgets.option_list import Option
 
 from dsh.errors import printable_line
 from dsh.store import EventStore
+from dsh.store.locking import Holder, holder_words, session_holder
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import SessionSummary, trim_title
 from dsh.tui.app_warnings import WarningLog, WarningsApp
@@ -45,6 +54,8 @@ from dsh.tui.workspace_shown import short_path
 TITLE_WIDTH = 44
 ELSEWHERE_MARK = " (elsewhere)"
 """After the title of a session of another workspace (in the title's column: never cut)."""
+BUSY_MARK = " (busy)"
+"""After the title of a session another process holds for writing (in the title's column)."""
 WORKSPACE_WIDTH = 30
 
 
@@ -63,11 +74,16 @@ def _short_path(path: str, width: int = WORKSPACE_WIDTH) -> str:
 
 
 def picker_row(
-    summary: SessionSummary, now_ms: int, *, current: bool = False, elsewhere: bool = False
+    summary: SessionSummary,
+    now_ms: int,
+    *,
+    current: bool = False,
+    elsewhere: bool = False,
+    busy: bool = False,
 ) -> Text:
     """One line of the picker (the columns line up in a monospace terminal); ``elsewhere``:
-    a session of another workspace, greyed."""
-    marker = ELSEWHERE_MARK if elsewhere else ""
+    a session of another workspace, greyed; ``busy``: one another process holds, marked."""
+    marker = (ELSEWHERE_MARK if elsewhere else "") + (BUSY_MARK if busy else "")
     title = fit_cells(
         trim_title(summary.title, TITLE_WIDTH - len(marker)), TITLE_WIDTH - len(marker)
     )
@@ -113,6 +129,10 @@ ELSEWHERE = (
     "Greyed: sessions of other workspaces, whose tools would run in the wrong directory here. "
     "Open one from its own directory: dsh --resume ID."
 )
+BUSY = (
+    "Busy: open for writing in another process (a dsh web, another dsh, a dsh run); choosing one "
+    "says which, and what lets it go."
+)
 
 
 class SessionPicker(ModalScreen[str | None]):
@@ -146,6 +166,10 @@ class SessionPicker(ModalScreen[str | None]):
         height: auto;
         color: $text-muted;
     }
+    SessionPicker #picker-busy {
+        height: auto;
+        color: $text-muted;
+    }
     SessionPicker #picker-refused {
         height: auto;
         color: $error;
@@ -163,11 +187,16 @@ class SessionPicker(ModalScreen[str | None]):
         heading: str = "Resume a session",
         opens_here: Callable[[SessionSummary], bool] | None = None,
         refuse: Callable[[str], str | None] | None = None,
+        holder: Callable[[str], Holder | None] | None = None,
     ) -> None:
         """``refuse``: why the session of an id cannot be opened (None: it can), asked when it
-        is chosen; a reason keeps the picker open and shows under the rows."""
+        is chosen; a reason keeps the picker open and shows under the rows. ``holder``: the
+        other process holding the session of an id for writing (None: none does), asked of
+        every row as the picker is made (those held are marked busy) and again of a choice (one
+        held is refused, naming it)."""
         super().__init__()
         self.refuse = refuse
+        self.holder = holder
         ordered = newest_first(summaries)
         self.elsewhere = frozenset(
             s.id for s in ordered if opens_here is not None and not opens_here(s)
@@ -177,6 +206,10 @@ class SessionPicker(ModalScreen[str | None]):
             s for s in ordered if s.id in self.elsewhere
         ]
         """Every session, in the picker's order: those that open here first, newest first."""
+        self.busy: set[str] = set()
+        """The sessions another process holds, as last looked at (marked ``(busy)``)."""
+        if holder is not None:
+            self.busy = {s.id for s in self.summaries if holder(s.id) is not None}
         self.current = current
         self.now_ms = now_ms if now_ms is not None else time.time_ns() // 1_000_000
         self.heading = heading
@@ -194,6 +227,7 @@ class SessionPicker(ModalScreen[str | None]):
             yield Static(id="picker-filter", markup=False)
             yield OptionList(id="sessions")
             yield Static(ELSEWHERE, id="picker-elsewhere", markup=False)
+            yield Static(BUSY, id="picker-busy", markup=False)
             yield Static(id="picker-refused", markup=False)
 
     def on_mount(self) -> None:
@@ -205,6 +239,8 @@ class SessionPicker(ModalScreen[str | None]):
         sessions = f"{count} session{'' if count == 1 else 's'}"
         if self.elsewhere:
             sessions = f"{count - len(self.elsewhere)} here, {len(self.elsewhere)} elsewhere"
+        if self.busy:
+            sessions += f", {len(self.busy)} busy"
         return f"{self.heading}: type to filter, enter opens, esc closes ({sessions})"
 
     def _refill(self) -> None:
@@ -214,9 +250,7 @@ class SessionPicker(ModalScreen[str | None]):
         options = self.query_one(OptionList)
         options.set_options(
             Option(
-                picker_row(
-                    s, self.now_ms, current=s.id == self.current, elsewhere=s.id in self.elsewhere
-                ),
+                self._row(s),
                 id=s.id,
                 disabled=s.id in self.elsewhere,
             )
@@ -227,7 +261,17 @@ class SessionPicker(ModalScreen[str | None]):
         self.query_one("#picker-filter", Static).update(self._filter_line(len(shown)))
         greyed = any(s.id in self.elsewhere for s in shown)
         self.query_one("#picker-elsewhere", Static).display = greyed
+        self.query_one("#picker-busy", Static).display = any(s.id in self.busy for s in shown)
         self._say_refused(None)  # said of a choice: the rows it was said over are gone
+
+    def _row(self, summary: SessionSummary) -> Text:
+        return picker_row(
+            summary,
+            self.now_ms,
+            current=summary.id == self.current,
+            elsewhere=summary.id in self.elsewhere,
+            busy=summary.id in self.busy,
+        )
 
     def _filter_line(self, shown: int) -> str:
         if not self.typed:
@@ -262,11 +306,28 @@ class SessionPicker(ModalScreen[str | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         chosen = event.option.id
         assert chosen is not None  # every row has its session's id
-        why = self.refuse(chosen) if self.refuse is not None else None
+        why = self._held(chosen)
+        if why is None and self.refuse is not None:
+            why = self.refuse(chosen)
         if why is None:
             self.dismiss(chosen)
             return
         self._say_refused(f"session {chosen} cannot be opened: {why} — choose another, or esc")
+
+    def _held(self, chosen: str) -> str | None:
+        """Why ``chosen`` cannot be opened if another process holds it now (its row's mark
+        brought up to date either way)."""
+        held = self.holder(chosen) if self.holder is not None else None
+        if (held is not None) != (chosen in self.busy):
+            self.busy.symmetric_difference_update({chosen})
+            summary = next(s for s in self.summaries if s.id == chosen)
+            self.query_one(OptionList).replace_option_prompt(chosen, self._row(summary))
+            self.query_one("#picker-title", Static).update(self._title())
+            shown = any(s.id in self.busy for s in self.shown)
+            self.query_one("#picker-busy", Static).display = shown
+        if held is None:
+            return None
+        return f"it is open for writing by {holder_words(held.pid, held.label)}"
 
     def _say_refused(self, line: str | None) -> None:
         refused = self.query_one("#picker-refused", Static)
@@ -289,14 +350,18 @@ class PickerApp(WarningsApp[str | None]):
         now_ms: int | None = None,
         warnings: WarningLog | None = None,
         refuse: Callable[[str], str | None] | None = None,
+        holder: Callable[[str], Holder | None] | None = None,
     ) -> None:
         super().__init__(warnings)
         self._summaries = summaries
         self._now_ms = now_ms
         self._refuse = refuse
+        self._holder = holder
 
     def on_mount(self) -> None:
-        picker = SessionPicker(self._summaries, now_ms=self._now_ms, refuse=self._refuse)
+        picker = SessionPicker(
+            self._summaries, now_ms=self._now_ms, refuse=self._refuse, holder=self._holder
+        )
         self.push_screen(picker, callback=self.exit)
 
 
@@ -307,8 +372,10 @@ def pick_session(
 ) -> str | None:
     """Show every stored session in the picker; the chosen id, or None if none was chosen.
     The warnings it shows are added to ``warnings`` (the UI's, which opens next); ``refuse``
-    says why a chosen session cannot be opened (the picker then stays open, saying so)."""
+    says why a chosen session cannot be opened (the picker then stays open, saying so), as it
+    does of one another process holds for writing (marked busy)."""
     summaries = session_summaries(store)
     if not summaries:
         return None
-    return PickerApp(summaries, warnings=warnings, refuse=refuse).run()
+    holder = functools.partial(session_holder, store)
+    return PickerApp(summaries, warnings=warnings, refuse=refuse, holder=holder).run()

@@ -1,7 +1,7 @@
 """``/title`` and ``/sessions`` in the terminal UI: the session's title (logged as a
 ``session/title`` event, so it survives resume; ``dsh.agent.title_command``, the words every
 face says) and the session picker over every session (those of other workspaces greyed: they
-cannot be opened here)."""
+cannot be opened here; those another process holds marked busy)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import functools
 import time
 
 from dsh.agent.title_command import NO_SESSION, retitle, title_note
+from dsh.store.locking import session_holder
 from dsh.transcript.listing import session_summaries
 from dsh.tui.controller import Controller
 from dsh.tui.picker import SessionPicker
@@ -24,8 +25,10 @@ def title_command(controller: Controller, wanted: str) -> str:
 
 def session_picker(controller: Controller) -> SessionPicker | None:
     """The picker over every stored session (None when there is none to show): this
-    workspace's first; those of other workspaces greyed, as they cannot be opened here."""
-    summaries = session_summaries(controller.options.store)
+    workspace's first; those of other workspaces greyed, as they cannot be opened here; those
+    another process holds marked busy (and refused, naming it, when chosen)."""
+    store = controller.options.store
+    summaries = session_summaries(store)
     if not summaries:
         return None
     current = controller.session.id if controller.session is not None else None
@@ -35,6 +38,7 @@ def session_picker(controller: Controller) -> SessionPicker | None:
         current=current,
         heading="Open a session",
         opens_here=lambda summary: here(summary.cwd),
+        holder=functools.partial(session_holder, store),
     )
 
 
