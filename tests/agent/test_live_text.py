@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from dsh.agent import live_text
-from dsh.agent.live_text import Delta, LiveCall, LiveTextTail, share_stream
+from dsh.agent.live_text import LiveTextTail, share_stream
 from dsh.llm.types import Finish, ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.store import JsonlStore, MemoryStore
 from dsh.store.derived import live_text_path
+from dsh.store.live_file import Delta, LiveCall
 from dsh.surface import Session
 from tests.helpers import append_chat_turn
 

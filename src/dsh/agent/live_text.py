@@ -37,22 +37,16 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 from weakref import WeakKeyDictionary
 
-from dsh.events import (
-    AssistantMessageEvent,
-    Event,
-    RequestErrorEvent,
-    SessionEndSeedEvent,
-    TurnEndEvent,
-)
+from dsh.events import Event
 from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.store.base import now_millis
 from dsh.store.derived import live_text_path
 from dsh.store.fd_write import write_all
+from dsh.store.live_file import CALL_ENDS, Delta, LiveCall, parse_call, parse_delta
 from dsh.surface import Session
 
 log = logging.getLogger("dsh.agent")
@@ -61,13 +55,6 @@ FLUSH_SECONDS = 0.05
 """The longest a streamed delta waits in the writer before it is written to the file."""
 FLUSH_BYTES = 4096
 """Deltas this large (in characters) waiting are written at once."""
-CALL_ENDS = (AssistantMessageEvent, RequestErrorEvent, TurnEndEvent, SessionEndSeedEvent)
-"""Logged events that end the model call streaming when they are logged."""
-CHANNELS = ("text", "reasoning", "tool")
-
-Delta = tuple[str, str]
-"""A channel and its text."""
-
 _warned = False
 
 
@@ -81,17 +68,6 @@ def stream_delta(event: StreamEvent) -> Delta | None:
     if isinstance(event, ToolCallDelta) and event.name:
         return "tool", event.name
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class LiveCall:
-    """The model call a side file holds the streamed text of."""
-
-    session: str
-    after: int
-    """The seq of the last event logged when its first delta came."""
-    pid: int
-    started: int
 
 
 def _line(value: dict[str, Any]) -> bytes:
@@ -289,10 +265,10 @@ class LiveTextTail:
             if self._unreadable:
                 break
             if self.call is None:
-                self.call = _call(line)
+                self.call = parse_call(line)
                 self._unreadable = self.call is None
                 continue
-            delta = _delta(line)
+            delta = parse_delta(line)
             if delta is not None:
                 deltas.append(delta)
         return self.call, deltas
@@ -307,28 +283,3 @@ class LiveTextTail:
             b"",
             False,
         )
-
-
-def _call(line: bytes) -> LiveCall | None:
-    try:
-        value = json.loads(line)
-        call = LiveCall(value["session"], value["after"], value["pid"], value["started"])
-    except (ValueError, TypeError, KeyError):
-        return None
-    fields = (call.after, call.pid, call.started)
-    if not isinstance(call.session, str) or not all(type(field) is int for field in fields):
-        return None
-    return call
-
-
-def _delta(line: bytes) -> Delta | None:
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    channel, text = value.get("channel"), value.get("text")
-    if channel not in CHANNELS or not isinstance(text, str):
-        return None
-    return channel, text

@@ -46,7 +46,7 @@ from dsh.store.base import (
     new_header,
     now_millis,
 )
-from dsh.store.derived import settings_record_path
+from dsh.store.derived import live_text_path, settings_record_path
 from dsh.store.fd_write import write_all
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_line, sealed_lines, unseal_counted
@@ -245,7 +245,8 @@ class JsonlStore:
                 lock.release()
             raise
         if lock is not None:
-            repair_at_open(log, now_ms=now_millis())
+            live = live_text_path(self.home, session_id)
+            repair_at_open(log, now_ms=now_millis(), live_path=live)
         return log
 
     def unreadable(self) -> list[UnreadableSession]:

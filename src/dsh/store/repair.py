@@ -3,16 +3,24 @@
 When a session is opened for writing and its last lifecycle left a turn without ``turn/end`` or
 a compaction pass without ``compaction/end`` (before it logged a plan), the new lifecycle starts
 with ``session/end-seed``; then each such pass is closed (``dsh.store.pass_repair``), then the
-turn: a synthetic error result for every tool call that has none (``TOOL_OUTCOME_UNKNOWN`` when
-the call was logged as started, ``TOOL_NOT_STARTED`` when only the model asked for it),
-``step/end`` for an open step, and ``turn/end{interrupted}``. Each says so once, as a load
-warning. A pass that logged its plan is left to the engine, which finishes it from the plan.
+turn: the reply of the model call it left streaming, when the call's live side file holds what
+had streamed (``dsh.store.live_file``: a ``request/error`` {``PROCESS_ENDED``} and the
+interrupted ``assistant/message`` holding the text), a synthetic error result for every tool
+call that has none (``TOOL_OUTCOME_UNKNOWN`` when the call was logged as started,
+``TOOL_NOT_STARTED`` when only the model asked for it), ``step/end`` for an open step, and
+``turn/end{interrupted}``. Each says so once, as a load warning. A pass that logged its plan is
+left to the engine, which finishes it from the plan.
+
+All of it is one append (one write, one transaction), and only once it is on disk is the side
+file removed: a kill before the append leaves everything to the next open, a kill after it
+leaves a file of a call the log has ended, which the next open does not log again, and removes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh.events import (
@@ -39,6 +47,7 @@ from dsh.events import (
     TurnEndReason,
     TurnStartEvent,
 )
+from dsh.store.live_file import LiveFile, read_live_file, recover_reply, remove_live_file
 from dsh.store.pass_repair import pass_repairs
 
 if TYPE_CHECKING:
@@ -114,19 +123,32 @@ class CrashRepair:
     warnings: list[str] = field(default_factory=list)
 
 
-def repair_at_open(log: SessionLog, *, now_ms: int) -> None:
+def repair_at_open(log: SessionLog, *, now_ms: int, live_path: Path | None = None) -> None:
     """Append what a crashed lifecycle of ``log`` (open for writing) left open, and add the
-    warnings that say so to its load warnings (each once: the next open finds it closed)."""
-    repair = plan_crash_repair(log.events, now_ms=now_ms)
+    warnings that say so to its load warnings (each once: the next open finds it closed).
+    ``live_path``: the session's live side file (``dsh.store.derived.live_text_path``), read
+    for the reply of a call left streaming, and removed once the repair is on disk."""
+    live = read_live_file(live_path) if live_path is not None else None
+    repair = plan_crash_repair(log.events, now_ms=now_ms, live=live, session_id=log.id)
     if repair.events:
         log.repaired_from = repair.events[0].seq
         log.append(repair.events)
         log.warnings.extend(repair.warnings)
+    if live_path is not None and live_path.exists():
+        log.sync()  # the reply is on disk before the file that held it goes
+        remove_live_file(live_path, log.id)
 
 
-def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> CrashRepair:
+def plan_crash_repair(
+    events: Sequence[Event],
+    *,
+    now_ms: int,
+    live: LiveFile | None = None,
+    session_id: str | None = None,
+) -> CrashRepair:
     """The events that close the passes and the trailing turn a dead process left open, seqs
-    continuing the log, and their warnings; nothing when none is open."""
+    continuing the log, and their warnings; nothing when none is open. ``live``: the session's
+    side file (``session_id``'s), whose streamed reply is logged when it is the open turn's."""
     passes, said = pass_repairs(events, len(events) + 1, now_ms=now_ms)
     start = open_trailing_turn(events)
     if start is None and not passes:
@@ -134,6 +156,24 @@ def plan_crash_repair(events: Sequence[Event], *, now_ms: int) -> CrashRepair:
     seed = SessionEndSeedEvent(seq=len(events), time=now_ms, data=SessionEndSeed())
     repairs: list[EventBase] = [seed, *passes]
     if start is not None:
+        turn_start = events[start]
+        assert isinstance(turn_start, TurnStartEvent)
+        if live is not None and session_id is not None:
+            recovered = recover_reply(
+                events,
+                live,
+                session_id=session_id,
+                turn_start=start,
+                turn=turn_start.data.turn,
+                first_seq=len(events) + len(repairs),
+                now_ms=now_ms,
+            )
+            if recovered is not None:
+                repairs.extend(recovered)
+                said.append(
+                    "logged the reply a crashed process was streaming, as far as it had come "
+                    f"({len(recovered[1].data.message.text())} characters), as interrupted"
+                )
         _close_turn(events, start, repairs, now_ms=now_ms)
         said.append(f"closed turn left open by a crashed process ({len(repairs)} repair events)")
     return CrashRepair(repairs, said)  # type: ignore[arg-type]

@@ -54,6 +54,7 @@ from dsh.store.base import (
     now_millis,
 )
 from dsh.store.database_file import damaged_database, database_exists, is_damage
+from dsh.store.derived import live_text_path
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_row, check_rows, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
@@ -319,7 +320,8 @@ class SqliteStore:
         if not writable:
             db.close()
         if lock is not None:
-            repair_at_open(log, now_ms=now_millis())
+            live = live_text_path(self.home, session_id)
+            repair_at_open(log, now_ms=now_millis(), live_path=live)
         return log
 
     def remove_session(self, session_id: str) -> None:

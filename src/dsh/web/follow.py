@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from dsh.agent.live_text import CALL_ENDS, Delta, LiveCall, LiveTextTail
+from dsh.agent.live_text import LiveTextTail
 from dsh.errors import DshError
 from dsh.events import Event
 from dsh.store import EventStore, SessionHeader
 from dsh.store.appended import LogPosition, reader_for
 from dsh.store.derived import live_text_path
+from dsh.store.live_file import CALL_ENDS, Delta, LiveCall
 from dsh.store.locking import live_holder, recorded_holder
 from dsh.web.live import LiveHub, frame
 
