@@ -106,6 +106,9 @@ def test_a_killed_run_leaves_its_streamed_text_logged_once_as_the_interrupted_re
 
     server.queue(held_reply(SECOND, release))
     kill_while_streaming(home, workspace, sid, server.url, SECOND)
+    # the next call sent the model the recovered text as its earlier reply
+    sent = [m for m in server.bodies[1]["messages"] if m["role"] == "assistant"]
+    assert [m["content"] for m in sent] == [FIRST]
     session = Session.open(store, sid, writable=True)
     assert texts(session) == [FIRST, SECOND]
     length = len(session.events)

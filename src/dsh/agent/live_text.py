@@ -24,6 +24,10 @@ at once when ``FLUSH_BYTES`` wait) and removes the file when the session logs th
 It never fails a turn: a file it cannot write means no side file for that session from then on,
 and one warning per process.
 
+The format (``LiveCall``, the line parsers, ``CALL_ENDS``) is ``dsh.store.live_file``'s, one
+layer down: the crash repair reads the file a killed writer left and logs its text as the
+call's interrupted reply when the session is next opened for writing.
+
 ``LiveTextTail`` reads the file as it grows: the call it names and the deltas appended since
 its last read; a line still being written waits for its newline, a file replaced by a new call
 is read from its start, and no file is no call.

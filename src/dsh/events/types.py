@@ -106,8 +106,10 @@ class AssistantChunk(Payload["AssistantChunkEvent"], frozen=True):
 
 class AssistantMessage(Payload["AssistantMessageEvent"], frozen=True):
     """``interrupted``: the stream was cut (Ctrl-C, or a provider failure whose code is
-    ``errorCode``; its ``request/error`` comes just before). ``recoveredFromText``: the reply
-    text the message's tool calls were recovered from (``provider.text_tool_calls``).
+    ``errorCode``; its ``request/error`` comes just before; ``PROCESS_ENDED``: dsh was killed
+    mid-stream and the next open logged what had streamed, from the call's live side file).
+    ``recoveredFromText``: the reply text the message's tool calls were recovered from
+    (``provider.text_tool_calls``).
     ``textCallsNotRun``: the tool names of the calls the reply wrote in its text that were not
     run (a write, a command or an MCP call inside prose; docs/local-models.md), in order."""
 

@@ -23,7 +23,12 @@ While a model call of a session streams, the process running it keeps what has s
 ``<home>/cache/live/<id>.live`` (see ``dsh.agent.live_text``), so a ``dsh web`` in another
 process can show the reply as it comes; the file is made anew for each call and removed when
 its reply is logged. It is not derived from the log (the log never holds the deltas) and no
-reader believes one whose call the log has ended or whose writer is gone, so repair leaves it.
+reader believes one whose call the log has ended or whose writer is gone, so ``dsh sessions
+repair`` leaves it. Its writer killed mid-call, the file is what is left of the reply: opening
+the session for writing (its lock held, so no writer is left) logs it as the call's interrupted
+reply before the crash repair closes the turn, then removes it (``dsh.store.live_file``,
+``dsh.store.repair``); a file that names no call of the session is left for the next call's
+writer to replace.
 """
 
 from __future__ import annotations
