@@ -22,9 +22,9 @@ EVENT_PREFIX = '{"kind":"event","event":'
 
 
 class Served:
-    def __init__(self, env: WebEnv) -> None:
+    def __init__(self, env: WebEnv, runtime: Any = None) -> None:
         self.env = env
-        self.server = BackgroundServer(env.app()).start()
+        self.server = BackgroundServer(env.app(runtime)).start()
         self.http = httpx.Client(base_url=self.server.base_url, headers=AUTH, timeout=10)
 
     def live(self, session_id: str, after_seq: int | None = None) -> Live:

@@ -337,6 +337,9 @@ def create_app(
             # they are read (an /approval from another request) comes as a frame after them,
             # never only into a snapshot already taken
             subscriber = hub.subscribe()
+            # what the running call streamed so far, taken as the subscription is made
+            handle = registry.handles.get(session_id)
+            joined = followers.joined(session_id) if handle is None else handle.joined()
             info = await session_info(session_id)
             events = await registry.events(session_id)
         except ApiError as exc:
@@ -345,10 +348,14 @@ def create_app(
             await websocket.send_denial_response(exc.response())
             return
         catch_up = events[after + 1 :] if after is not None else ()
+        streamed: list[str] = []
+        if joined is not None and (after is None or after <= joined[0]):
+            last, streamed = joined  # the events logged since come to the subscriber, after these
+            catch_up = [event for event in catch_up if event.seq <= last]
         followers.ensure(session_id, len(events) - 1)  # another process may be writing it
         await _accept(websocket)
         hello = frame("hello", session=info, warnings=registry.warnings.kept(session_id))
-        await stream(websocket, hub, hello, catch_up, subscriber)
+        await stream(websocket, hub, hello, catch_up, subscriber, streamed)
 
     async def warnings(request: Request) -> Response:
         return JSONResponse({"warnings": registry.warnings.kept(None)})

@@ -38,7 +38,7 @@ from dsh.store.appended import LogPosition, reader_for
 from dsh.store.derived import live_text_path
 from dsh.store.live_file import CALL_ENDS, Delta, LiveCall
 from dsh.store.locking import live_holder, recorded_holder
-from dsh.web.live import LiveHub, frame
+from dsh.web.live import LiveHub, Streamed, frame
 
 if TYPE_CHECKING:
     from dsh.web.sessions import SessionRegistry
@@ -149,6 +149,10 @@ class Follower:
         self._live_call: LiveCall | None = None
         self._held: list[Delta] = []
         """Deltas read of the call in ``_live_call`` and not yet published."""
+        self.published = last_seq
+        """The seq of the last event published (the pages had those up to ``last_seq``)."""
+        self.streamed = Streamed()
+        """The deltas published of the call in ``_live_call``, for a page that joins during it."""
 
     async def run(self) -> None:
         registry, session_id, tail = self.registry, self.session_id, self.tail
@@ -159,6 +163,7 @@ class Follower:
                 handle = registry.handles.get(session_id)
                 if handle is not None:  # written here: the session's own observer publishes
                     tail.last_seq = len(handle.session.events) - 1  # read past when released
+                    self.published = tail.last_seq
                     self._set_holder(None)
                     continue
                 self._set_holder(lock_holder(registry.store, session_id))
@@ -174,6 +179,8 @@ class Follower:
                     continue
                 for event in events:
                     hub.on_event(event)
+                    self.streamed.heard(event)
+                    self.published = event.seq
                 self._share_live_text(hub)
         finally:
             tail.close()
@@ -188,7 +195,7 @@ class Follower:
             return
         call, deltas = self.live.read()
         if call != self._live_call:
-            self._live_call, self._held = call, []
+            self._live_call, self._held, self.streamed = call, [], Streamed()
         if call is None:
             return
         self._held += deltas
@@ -199,8 +206,17 @@ class Follower:
         if call.after > self.tail.last_seq:  # the page lacks events before it: they come first
             return
         for channel, text in self._held:
+            self.streamed.add(channel, text)
             hub.publish(frame("delta", channel=channel, text=text))
         self._held = []
+
+    def joined(self) -> tuple[int, list[str]] | None:
+        """For a page joining now, as ``Handle.joined``: the seq of the last event published
+        and the deltas published since of the call running elsewhere (None: the session is
+        written here, its handle's to say)."""
+        if self.session_id in self.registry.handles:
+            return None
+        return self.published, self.streamed.frames()
 
     def _set_holder(self, pid: int | None) -> None:
         if pid != self.holder:
@@ -223,6 +239,13 @@ class Followers:
             follower.task.add_done_callback(lambda _: self._done(session_id, follower))
             self.running[session_id] = follower
         return follower
+
+    def joined(self, session_id: str) -> tuple[int, list[str]] | None:
+        """``Follower.joined`` of the session's follower if one runs (None: none)."""
+        follower = self.running.get(session_id)
+        if follower is None or follower.task is None or follower.task.done():
+            return None
+        return follower.joined()
 
     def _done(self, session_id: str, follower: Follower) -> None:
         if self.running.get(session_id) is follower:

@@ -15,11 +15,12 @@ from typing import Any
 import anyio.to_thread
 
 from dsh.agent.context_fold import ContextFold
+from dsh.agent.live_text import stream_delta
 from dsh.agent.session_runner import Activity, SessionRunner
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer, always_label
 from dsh.tools.planned_change import PlannedChange, planned_change
-from dsh.web.live import LiveHub, delta_frame, frame
+from dsh.web.live import LiveHub, Streamed, frame
 from dsh.web.runtime import Runtime
 
 
@@ -72,16 +73,29 @@ class Handle:
         self.approvals: dict[str, PendingApproval] = {}
         self.context = ContextFold()
         """The context panel's and the session info's view of the log, kept as it grows."""
-        self.watchers = [self.runner.subscribe(hub.on_event)]
+        self.streamed = Streamed()
+        """What the running model call streamed so far, for a page that joins during it."""
+        self.watchers = [
+            self.runner.subscribe(hub.on_event),
+            self.runner.subscribe(self.streamed.heard),
+        ]
 
     @property
     def activity(self) -> Activity | None:
         return self.runner.activity
 
     def _stream(self, event: Any) -> None:
-        message = delta_frame(event)
-        if message is not None:
-            self.hub.publish(message)
+        """A delta (``stream_delta``, the rule the side file another process follows keeps
+        too) to the pages, and kept for one that joins during the call."""
+        delta = stream_delta(event)
+        if delta is not None:
+            self.streamed.add(*delta)
+            self.hub.publish(frame("delta", channel=delta[0], text=delta[1]))
+
+    def joined(self) -> tuple[int, list[str]]:
+        """For a page joining now: the seq of the last event logged and what the running call
+        streamed after it (both as of now: the page's subscription is made with them)."""
+        return len(self.session.events) - 1, self.streamed.frames()
 
     async def _approve(
         self, tool: str, args: dict[str, Any], protected: str | None

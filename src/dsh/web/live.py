@@ -7,6 +7,8 @@ browser can watch a session before it is resumed. Messages are JSON text frames:
     {"kind": "hello", "session": {...}}           first frame (then catch-up events)
     {"kind": "event", "event": {...}}             an appended event, byte-identical to the log
     {"kind": "delta", "channel": "text"|"reasoning"|"tool", "text": "..."}
+                                                  (after the catch-up: what the running
+                                                  call streamed before the page joined)
     {"kind": "progress", "progress": {passId, phase, done, total} | null}
     {"kind": "status", "running": "turn"|"compact"|null, "open": bool}
     {"kind": "stats", "stats": {...}}
@@ -34,7 +36,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from dsh.agent.live_text import stream_delta
+from dsh.agent.live_text import CALL_ENDS
 from dsh.events import (
     CompactionEndEvent,
     CompactionPlanEvent,
@@ -44,7 +46,6 @@ from dsh.events import (
     TurnEndEvent,
     encode_event,
 )
-from dsh.llm.types import StreamEvent
 
 log = logging.getLogger("dsh.web")
 
@@ -60,11 +61,28 @@ def event_frame(event: Event) -> str:
     return '{"kind":"event","event":' + encode_event(event).decode() + "}"
 
 
-def delta_frame(event: StreamEvent) -> str | None:
-    """The frame of what ``event`` shows while it streams (``dsh.agent.live_text.stream_delta``,
-    the rule the side file another process follows keeps too)."""
-    delta = stream_delta(event)
-    return None if delta is None else frame("delta", channel=delta[0], text=delta[1])
+class Streamed:
+    """What the model call running in a session open here has streamed so far, as a page
+    assembles it (text and reasoning joined, the last tool name): a page that joins during the
+    call gets it as ``delta`` frames (``frames``), right after the events it catches up with,
+    then the deltas that come after (``stream``). A call end (``CALL_ENDS``: its reply is
+    logged, or the turn ended) forgets it."""
+
+    def __init__(self) -> None:
+        self._text: dict[str, list[str]] = {}
+
+    def add(self, channel: str, text: str) -> None:
+        if channel == "tool":
+            self._text[channel] = [text]
+        else:
+            self._text.setdefault(channel, []).append(text)
+
+    def heard(self, event: Event) -> None:
+        if isinstance(event, CALL_ENDS):
+            self._text.clear()
+
+    def frames(self) -> list[str]:
+        return [frame("delta", channel=c, text="".join(t)) for c, t in self._text.items() if t]
 
 
 @dataclass(slots=True)
@@ -181,14 +199,19 @@ async def stream(
     hello: str,
     catch_up: Sequence[Event],
     subscriber: Subscriber,
+    streamed: Sequence[str] = (),
 ) -> None:
-    """Serve one accepted socket: hello, catch-up events, then live messages until either side
-    goes away. ``subscriber`` was subscribed before ``catch_up`` was read, so nothing is lost
-    between them (the page drops duplicates by seq)."""
+    """Serve one accepted socket: hello, catch-up events, what the running call streamed so far
+    (``streamed``: ``Streamed.frames``), then live messages until either side goes away.
+    ``subscriber`` was subscribed before ``catch_up`` was read, so nothing is lost between them
+    (the page drops duplicates by seq); with ``streamed``, it was subscribed as they were taken
+    and ``catch_up`` ends at the event logged then: no delta comes twice or goes missing."""
     try:
         await websocket.send_text(hello)
         for event in catch_up:
             await websocket.send_text(event_frame(event))
+        for delta in streamed:
+            await websocket.send_text(delta)
         receiver = asyncio.create_task(_drain(websocket))
         try:
             while True:

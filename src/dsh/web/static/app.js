@@ -382,7 +382,8 @@ function onLive(message) {
       if (stick) scrollToBottom();
       return;
     }
-    case 'hello':
+    case 'hello':  // what the running call streamed so far comes after it, whole: start over
+      clearStream();
       state.info = message.session;
       renderTitle(state.info);
       renderApproval(message.session.approval);
