@@ -186,15 +186,16 @@ class SessionRegistry:
     # -- reading ---------------------------------------------------------------------------
 
     async def list_sessions(self) -> list[dict[str, Any]]:
-        """Every stored session's row, newest first, with its title, last activity and
-        writer (``SessionIndex.annotate``); their states then follow (``ListStates``)."""
+        """Every stored session's row, last active first as in the terminal UI's picker, with
+        its title, last activity and writer (``SessionIndex.annotate``); their states then
+        follow (``ListStates``)."""
         try:
             headers = await anyio.to_thread.run_sync(self.store.list)
         except DshError as exc:
             raise from_dsh_error(exc) from exc
         rows = [self.summary(h) for h in headers]
-        rows.sort(key=lambda row: (row["createdAt"], row["id"]), reverse=True)
         rows = await anyio.to_thread.run_sync(self.titles.annotate, rows, headers)
+        rows.sort(key=lambda row: (row["updatedAt"], row["createdAt"], row["id"]), reverse=True)
         self.list_states.listed(rows)  # the sessions whose states the pages hear of
         return rows
 

@@ -35,17 +35,21 @@ class SessionIndex:
     def annotate(
         self, rows: list[dict[str, Any]], headers: Iterable[SessionHeader]
     ) -> list[dict[str, Any]]:
-        """Add ``title``, ``lastActive`` (epoch ms or None) and ``heldBy`` to list rows;
-        ``headers``: every stored session's (the rows are some or all of them)."""
+        """Add ``title``, ``lastActive`` (epoch ms or None), ``updatedAt`` (the time of the
+        last event logged, the terminal UI's picker's order: ``dsh.tui.picker.newest_first``)
+        and ``heldBy`` to list rows; ``headers``: every stored session's (the rows are some or
+        all of them)."""
         headers = list(headers)
         with self._lock:
             summaries = session_summaries(
                 self.store, headers, title_chars=SIDEBAR_TITLE_CHARS, every_session=True
             )
         titles = {s.id: s.title if s.named else None for s in summaries}
+        updated = {s.id: s.updated_at for s in summaries}
         for row in rows:
             session_id = row["id"]
             row["title"] = titles.get(session_id)
+            row["updatedAt"] = updated.get(session_id, row.get("createdAt"))
             row["lastActive"] = self._last_active(session_id)
             row["heldBy"] = None if row.get("open") else lock_holder(self.store, session_id)
         return rows
