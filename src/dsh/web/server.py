@@ -23,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from dsh.agent.stop_signals import STOP_SIGNALS
 from dsh.errors import UsageError
@@ -83,9 +84,27 @@ class StoppingServer(uvicorn.Server):
         super().handle_exit(sig, frame)  # a second Ctrl-C forces the exit, as in uvicorn
 
 
+class WebSockets(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol (the one it picks with ``websockets`` installed), with a
+    handshake refused by an HTTP response (the ASGI denial response: a live stream's 401, 403,
+    404 or 400, ``dsh.web.auth``) counted as over once that response is sent: uvicorn's own
+    logs ``ASGI callable returned without completing handshake.`` as an error for each one
+    (its wsproto protocol does not; uvicorn PR #3138)."""
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
+            self.handshake_complete = True
+
+
 def make_server(app: Any) -> StoppingServer:
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", ws_ping_interval=20.0
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        ws=WebSockets,
+        ws_ping_interval=20.0,
     )
     return StoppingServer(config)
 
