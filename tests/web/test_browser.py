@@ -395,7 +395,8 @@ def test_a_prompt_of_several_lines_keeps_its_line_breaks(browser: Any, tmp_path:
             assert prompt.inner_text() == "first line <b>as typed</b>\nsecond line"
             assert prompt.locator("br").count() == 1 and prompt.locator("b").count() == 0
             reply = page.locator("#log .row.assistant .body")  # replies stay Markdown
-            assert reply.inner_text() == "one reply in one paragraph"
+            assert reply.inner_text() == "one reply\nin one paragraph"  # with their lines
+            assert reply.locator("em").count() == 1 and reply.locator("p").count() == 1
             page.reload()
             first_page_loaded(page)
 

@@ -69,7 +69,8 @@ const RENDERER = {
   },
 };
 const marked = new Marked({ gfm: true, breaks: false, async: false }).use(RENDERER);
-// A person's prompt keeps its line breaks (as typed, and as the terminal UI shows it).
+// A person's prompt and a reply keep their line breaks (as typed or written, and as the
+// terminal UI shows a prompt and a plain reply): one newline is a line break, not a space.
 const typed = new Marked({ gfm: true, breaks: true, async: false }).use(RENDERER);
 
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
@@ -81,7 +82,7 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 
 const PURIFY = { USE_PROFILES: { html: true }, FORBID_TAGS: ['style', 'form', 'input', 'button'] };
 
-/** Markdown as safe HTML; `breaks`: every newline is a line break (a person's prompt). */
+/** Markdown as safe HTML; `breaks`: every newline is a line break (a prompt, a reply). */
 export function renderMarkdown(text, { breaks = false } = {}) {
   return DOMPurify.sanitize((breaks ? typed : marked).parse(shown(text || '')), PURIFY);
 }

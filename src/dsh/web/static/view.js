@@ -149,7 +149,7 @@ export class TranscriptView {
         details.append(el('summary', '', 'Reasoning'), el('div', 'reasoning-text', reasoning));
         row.append(details);
       }
-      if (text) row.append(this.markdown(text));
+      if (text) row.append(this.markdown(text, true));  // its lines as written
       if (item.interrupted) row.append(el('div', 'interrupted', '(interrupted)'));
       if (item.notRun) row.append(el('div', 'not-run', item.notRun));
       if (text) this.copyable(row, text);
