@@ -8,7 +8,8 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -19,6 +20,7 @@ from dsh.llm.types import ModelRequest, StreamEvent, TextDelta
 from dsh.store.derived import live_text_path
 from dsh.surface import Session
 from dsh.web import WebRuntime
+from dsh.web.live import joined_mid_call
 from tests.helpers import append_chat_turn, user_message
 from tests.web.conftest import WebEnv, make_env
 from tests.web.test_follow_live_text import add_text, live_process, write_side_file
@@ -157,3 +159,17 @@ def test_a_page_joining_a_reply_another_process_streams_gets_the_whole_reply(
     finally:
         writer.close()
         served.close()
+
+
+def test_what_a_joining_page_gets_beside_its_catch_up() -> None:
+    events = [SimpleNamespace(seq=seq) for seq in range(3, 8)]
+    catch_up = cast("list[Event]", events)
+    frames = ['{"kind":"delta","channel":"text","text":"Hel"}']
+    # a session written here: the catch-up stops where the frames were taken, the rest follows
+    assert joined_mid_call(catch_up, 2, (5, frames), exact=True) == (catch_up[:3], frames)
+    # followed: the frames only with a catch-up not past them (one past may end the call)
+    assert joined_mid_call(catch_up, 2, (7, frames), exact=False) == (catch_up, frames)
+    assert joined_mid_call(catch_up, 2, (5, frames), exact=False) == (catch_up, [])
+    # a page ahead of them (its history read later) gets none; no call: none
+    assert joined_mid_call([], 9, (7, frames), exact=True) == ([], [])
+    assert joined_mid_call(catch_up, 2, None, exact=True) == (catch_up, [])

@@ -89,7 +89,7 @@ from dsh.web.errors import (
     handle_unexpected,
 )
 from dsh.web.follow import Followers, lock_holder
-from dsh.web.live import frame, stream
+from dsh.web.live import frame, joined_mid_call, stream
 from dsh.web.models import choose_model, shown_model
 from dsh.web.newest import newest_page
 from dsh.web.path_completion import checked_prefix, completed_paths
@@ -348,10 +348,7 @@ def create_app(
             await websocket.send_denial_response(exc.response())
             return
         catch_up = events[after + 1 :] if after is not None else ()
-        streamed: list[str] = []
-        if joined is not None and (after is None or after <= joined[0]):
-            last, streamed = joined  # the events logged since come to the subscriber, after these
-            catch_up = [event for event in catch_up if event.seq <= last]
+        catch_up, streamed = joined_mid_call(catch_up, after, joined, exact=handle is not None)
         followers.ensure(session_id, len(events) - 1)  # another process may be writing it
         await _accept(websocket)
         hello = frame("hello", session=info, warnings=registry.warnings.kept(session_id))

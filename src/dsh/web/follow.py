@@ -15,7 +15,8 @@ the follower also reads the session's side file (``dsh.agent.live_text``, in the
 on each poll and publishes its deltas as the ``delta`` frames the page gets for a turn run
 here: only once the events it published reach the call's start, never for a call the log has
 already ended (its reply is on the page, which drops the streamed text when the reply comes:
-no text twice) nor one whose writer is gone.
+no text twice) nor one whose writer is gone. A page that joins during the call gets the
+deltas published of it so far first (``Follower.joined``, ``dsh.web.live.joined_mid_call``).
 A follower stops when the session's last subscriber leaves.
 """
 

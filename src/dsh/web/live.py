@@ -85,6 +85,32 @@ class Streamed:
         return [frame("delta", channel=c, text="".join(t)) for c, t in self._text.items() if t]
 
 
+def joined_mid_call(
+    catch_up: Sequence[Event],
+    after: int | None,
+    joined: tuple[int, list[str]] | None,
+    *,
+    exact: bool,
+) -> tuple[Sequence[Event], list[str]]:
+    """The catch-up and the ``delta`` frames of a page joining during a call: ``joined`` is the
+    seq of the last event its pages had and what the call streamed since (``Handle.joined``,
+    ``Follower.joined``), taken as the page subscribed; ``catch_up`` the events past ``after``
+    read since. ``exact`` (the session's own observer publishes every event logged after that
+    seq): the catch-up stops there, the later events come to the subscriber after the frames.
+    Else (a follower) the frames go only with a catch-up that does not pass that seq, one that
+    passes it may hold the call's end. None for a page ahead of them (its reply may be there)."""
+    if joined is None:
+        return catch_up, []
+    last, frames = joined
+    if after is not None and after > last:
+        return catch_up, []
+    if exact:
+        return [event for event in catch_up if event.seq <= last], frames
+    if catch_up and catch_up[-1].seq > last:
+        return catch_up, []
+    return catch_up, frames
+
+
 @dataclass(slots=True)
 class Progress:
     pass_id: str
