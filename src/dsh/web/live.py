@@ -36,7 +36,6 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from dsh.agent.live_text import CALL_ENDS
 from dsh.events import (
     CompactionEndEvent,
     CompactionPlanEvent,
@@ -46,6 +45,7 @@ from dsh.events import (
     TurnEndEvent,
     encode_event,
 )
+from dsh.store.live_file import CALL_ENDS
 
 log = logging.getLogger("dsh.web")
 
