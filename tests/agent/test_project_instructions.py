@@ -43,10 +43,10 @@ def test_an_unreadable_agents_md_is_left_out_with_the_reason(
     agents = tmp_path / "AGENTS.md"
     agents.write_text("secret\n")
 
-    def refused(self: Path, *args: object, **kwargs: object) -> object:
-        raise PermissionError(13, "Permission denied", str(self))
+    def refused(path: object, *args: object, **kwargs: object) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(Path, "open", refused)  # as a chmod 000 file refuses (root reads any)
+    monkeypatch.setattr(os, "open", refused)  # as a chmod 000 file refuses (root reads any)
     assert project_instructions(agents) is None
     assert warnings_of(caplog) == [f"{agents} left out of the system prompt: Permission denied"]
 

@@ -85,7 +85,7 @@ def test_built_ins_win_then_yours_then_the_projects(dirs):
     ("name", "content", "problem"),
     [
         ("Bad Name.md", "x", "a name is 1 to 40 letters"),
-        ("big.md", "x" * (MAX_BYTES + 1), f"over the {MAX_BYTES:,}"),
+        ("big.md", "x" * (MAX_BYTES + 1), f"over the limit of {MAX_BYTES:,} bytes"),
         ("latin.md", b"caf\xe9", "not UTF-8 text"),
         ("yaml.md", "---\ndescription: [unclosed\n---\nbody", "front matter is not YAML"),
         ("list.md", "---\n- a\n---\nbody", "must be a mapping"),

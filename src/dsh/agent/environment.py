@@ -9,7 +9,9 @@ face states the one ``detect`` reads from the real machine.
 ``detect`` reads cheaply: the platform from the standard library (on Linux the distribution's
 name and version from ``os-release``: the userland tells more than a kernel build string), the
 bash the ``bash`` tool runs asked its version once per process, today's local date, and the
-workspace's git facts from ``.git/HEAD`` as a file (no ``git`` process). Those are a snapshot:
+workspace's git facts from ``.git/HEAD`` as a file (no ``git`` process), read as a small file
+(:mod:`dsh.config.small_file`: a FIFO or a symlink to ``/dev/zero`` a repository put there is
+left unread, with one warning, and no facts are stated). Those are a snapshot:
 the session's system prompt is made once when it is opened (``dsh.agent.wiring``) and stays
 byte-stable for the provider's prompt cache, so a branch switched during the session is not
 seen, and a session reopened on another day states the new date (a ``resume`` header change).
@@ -18,6 +20,7 @@ seen, and a session reopened on another day states the new date (a ``resume`` he
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import platform
 import subprocess
@@ -26,8 +29,16 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from dsh.config.small_file import KIB, UnreadableFile, read_small_file
+from dsh.errors import printable_line
+
+log = logging.getLogger(__name__)
+
 MAX_FACT_CHARS = 80
 """A stated fact longer than this (a branch name, a distribution's name) is cut."""
+GIT_FILE_LIMIT = 8 * KIB
+"""``HEAD`` or a ``.git`` file longer than this is not read: ``ref: refs/heads/NAME`` or
+``gitdir: PATH`` is far shorter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +165,8 @@ def git_facts(workspace: Path) -> GitFacts | None:
 
 def _linked_git_dir(marker: Path) -> Path | None:
     """The directory a ``.git`` file names (``gitdir: PATH``, relative to the file's directory)."""
-    try:
-        text = marker.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = _git_file(marker)
+    if text is None:
         return None
     first = text.splitlines()[0] if text else ""
     if not first.startswith("gitdir:"):
@@ -165,10 +175,10 @@ def _linked_git_dir(marker: Path) -> Path | None:
 
 
 def _head_facts(git_dir: Path) -> GitFacts:
-    try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+    text = _git_file(git_dir / "HEAD")
+    if text is None:
         return GitFacts()
+    head = text.strip()
     if head.startswith("ref:"):
         ref = head.removeprefix("ref:").strip()
         branch = _fact(ref.removeprefix("refs/heads/"))
@@ -176,6 +186,19 @@ def _head_facts(git_dir: Path) -> GitFacts:
     if len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head):
         return GitFacts(detached_at=head[:7])
     return GitFacts()
+
+
+def _git_file(path: Path) -> str | None:
+    """The text of git's small file ``path``; None when there is none or it is not UTF-8, and
+    when it is not a regular file or too long, then said in one warning."""
+    try:
+        return read_small_file(path, GIT_FILE_LIMIT).decode("utf-8")
+    except UnreadableFile as exc:
+        if not exc.missing:
+            log.warning("%s", printable_line(f"{path} not read for the git facts: {exc.reason}"))
+        return None
+    except UnicodeDecodeError:
+        return None
 
 
 def _fact(text: str) -> str:

@@ -2,8 +2,10 @@
 environment (``dsh.agent.environment``) last, so the part a date change touches is the end.
 
 An AGENTS.md that cannot be instructions — binary (a NUL byte in its head), not UTF-8, not
-readable — is left out with one warning naming it and why, as a prompt command file is; one
-longer than ``AGENTS_MAX_CHARS`` is cut there, and only that much of it is read.
+readable, not a regular file (a FIFO, a symlink to ``/dev/zero``: it is read as a small file,
+:mod:`dsh.config.small_file`, so neither hangs dsh) — is left out with one warning naming it and
+why, as a prompt command file is; one longer than ``AGENTS_MAX_CHARS`` is cut there, and only
+that much of it is read.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dsh.agent.environment import Environment, environment_section
+from dsh.config.small_file import UnreadableFile, read_file_head
 from dsh.errors import printable_line
 
 log = logging.getLogger(__name__)
@@ -45,9 +48,9 @@ def system_prompt(workspace: Path, environment: Environment) -> str:
 def project_instructions(path: Path) -> str | None:
     """The text of the instructions file ``path`` (cut at ``AGENTS_MAX_CHARS``), or None when
     there is none or it cannot be instructions (then said in one warning)."""
-    if not path.is_file():
-        return None
     text = _read_instructions(path)
+    if text is None:
+        return None
     if isinstance(text, _Refused):
         log.warning("%s", printable_line(f"{path} left out of the system prompt: {text.why}"))
         return None
@@ -58,13 +61,11 @@ class _Refused(NamedTuple):
     why: str
 
 
-def _read_instructions(path: Path) -> str | _Refused:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(AGENTS_MAX_CHARS * 4 + 4)  # a UTF-8 character is at most 4 bytes
-            longer = fh.read(1) != b""
-    except OSError as exc:
-        return _Refused(exc.strerror or type(exc).__name__)
+def _read_instructions(path: Path) -> str | _Refused | None:
+    try:  # a UTF-8 character is at most 4 bytes
+        head, longer = read_file_head(path, AGENTS_MAX_CHARS * 4 + 4)
+    except UnreadableFile as exc:
+        return None if exc.missing else _Refused(exc.reason)
     if b"\x00" in head[:SNIFF_BYTES]:
         return _Refused("it is a binary file")
     decoder = codecs.getincrementaldecoder("utf-8")()

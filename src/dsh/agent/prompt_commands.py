@@ -10,7 +10,9 @@ A command only writes a prompt, as a person would type it: what the model then d
 through the same approval policy as any prompt, so a project's commands need no trust (like
 its AGENTS.md). A built-in command's name always means the built-in; your own command wins
 over the project's of the same name. A file that cannot be a command (a bad name, over
-``MAX_BYTES``, not UTF-8, bad front matter) is skipped with a warning naming it and why.
+``MAX_BYTES``, not UTF-8, bad front matter, not a regular file) is skipped with a warning naming
+it and why. Each is read as a small file (:mod:`dsh.config.small_file`): a FIFO or a symlink to
+``/dev/zero`` a repository put there is skipped so, not read.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dsh.config.small_file import UnreadableFile, read_small_file
 from dsh.errors import printable_line
 
 log = logging.getLogger(__name__)
@@ -186,7 +189,7 @@ class PromptCommandSource:
 
 def _markdown_files(directory: Path, warnings: list[str]) -> list[Path]:
     try:
-        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and p.is_file())
+        return sorted(p for p in directory.iterdir() if p.suffix == ".md" and not p.is_dir())
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -204,11 +207,9 @@ def _name_problem(name: str, reserved: Collection[str]) -> str | None:
 
 def _read(path: Path, name: str, scope: Scope) -> tuple[PromptCommand | None, str | None]:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror or exc})"
-    if len(data) > MAX_BYTES:
-        return None, f"{len(data):,} bytes, over the {MAX_BYTES:,} a prompt command may hold"
+        data = read_small_file(path, MAX_BYTES)
+    except UnreadableFile as exc:
+        return None, exc.reason
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -3,7 +3,9 @@ TOML, each failure one line naming the file.
 
 A project config is read once, as bytes: its trust is checked against the digest of those bytes
 and its settings come from the same bytes (:mod:`dsh.config.trust`), so a file changed between
-the two cannot be trusted for content nobody checked.
+the two cannot be trusted for content nobody checked. Either config is read as a small file
+(:mod:`dsh.config.small_file`): a FIFO or a symlink to ``/dev/zero`` in its place, or a file
+over ``CONFIG_LIMIT``, cannot be read, and is said so rather than hanging dsh.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from typing import Any
 
 import platformdirs
 
+from dsh.config.small_file import MIB, UnreadableFile, read_small_file
 from dsh.errors import ConfigError
+
+CONFIG_LIMIT = MIB
+"""A config file longer than this is not read (no config is near it)."""
 
 
 def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -31,11 +37,12 @@ def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def read_bytes(path: Path) -> bytes:
-    """The file's bytes; ``ConfigError`` naming it when it cannot be read."""
+    """The config file's bytes; ``ConfigError`` naming it when it cannot be read (not a regular
+    file, over ``CONFIG_LIMIT``)."""
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+        return read_small_file(path, CONFIG_LIMIT)
+    except UnreadableFile as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.reason})") from exc
 
 
 def read_toml(path: Path) -> dict[str, Any]:

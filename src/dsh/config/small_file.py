@@ -1,0 +1,135 @@
+"""Reading a small file that a repository or the user controls, so that it cannot hang dsh or
+fill its memory: the configs (``./.dsh/config.toml``, ``$DSH_HOME/config.toml``), ``AGENTS.md``,
+a prompt command, ``.git/HEAD``.
+
+A cloned repository decides what such a path is, and git commits a symlink to ``/dev/zero`` (a
+read that never ends) as easily as a file; a FIFO blocks whoever opens it until a writer comes.
+So :func:`read_small_file` follows symlinks but reads only a regular file: it looks first (a
+device is never opened), opens with ``O_NONBLOCK`` (a FIFO's open returns at once), checks what
+it opened with ``fstat`` (a path swapped after the look is caught), and reads at most ``limit``
+bytes, each caller's limit fitting its file. A refusal is an :class:`UnreadableFile` whose
+``reason`` is one short line for the caller's warning. :func:`read_file_head` reads the first
+``limit`` bytes of a longer file instead of refusing it (``AGENTS.md`` is cut, not dropped).
+
+This module sits in the lowest layer with files (``dsh.config``) so that every layer reads
+through it; a file dsh writes itself (the session store, its caches) is read where it lives.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import NamedTuple
+
+KIB = 1024
+MIB = 1024 * KIB
+CHUNK = 64 * KIB
+"""One ``read`` call asks for at most this much."""
+_MISSING = (errno.ENOENT, errno.ENOTDIR)
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class UnreadableFile(Exception):
+    """A small file refused: ``reason`` says why in a few words (``a FIFO, not a regular
+    file``, ``Permission denied``, ``70,000 bytes, over the limit of 64 KiB``), without the
+    path, which ``str()`` adds in front."""
+
+    def __init__(self, path: Path, reason: str, *, missing: bool = False) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+        self.missing = missing
+        """True when there is no such file (nor a directory to hold it): nothing to warn of."""
+
+
+class FileHead(NamedTuple):
+    """The first bytes of a file (:func:`read_file_head`)."""
+
+    data: bytes
+    cut: bool
+    """True when the file holds more than ``data``."""
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file at ``path`` (symlinks followed); ``UnreadableFile`` when
+    it is something else (a FIFO, a device, a directory), cannot be opened, or holds more than
+    ``limit`` bytes. Never blocks on a FIFO and never reads more than ``limit + 1`` bytes."""
+    head = _read(path, limit, refuse_longer=True)
+    return head.data
+
+
+def read_file_head(path: Path, limit: int) -> FileHead:
+    """At most the first ``limit`` bytes of the regular file at ``path``, and whether it holds
+    more; refused as :func:`read_small_file` refuses, except for its length."""
+    return _read(path, limit, refuse_longer=False)
+
+
+def _read(path: Path, limit: int, *, refuse_longer: bool) -> FileHead:
+    try:
+        _check_regular(path, os.stat(path), limit if refuse_longer else None)
+        fd = os.open(path, _FLAGS)
+    except OSError as exc:
+        raise _refusal(path, exc) from exc
+    try:
+        found = os.fstat(fd)  # what was opened, even if the path changed since the look
+        _check_regular(path, found, limit if refuse_longer else None)
+        data = _read_up_to(fd, limit + 1)
+    except OSError as exc:
+        raise _refusal(path, exc) from exc
+    finally:
+        os.close(fd)
+    cut = len(data) > limit
+    if cut and refuse_longer:  # it grew since the look, or says no size (a /proc file)
+        raise UnreadableFile(path, f"over the limit of {shown_size(limit)}")
+    return FileHead(data[:limit], cut)
+
+
+def _check_regular(path: Path, found: os.stat_result, limit: int | None) -> None:
+    mode = found.st_mode
+    if stat.S_ISDIR(mode):
+        raise UnreadableFile(path, os.strerror(errno.EISDIR))
+    if not stat.S_ISREG(mode):
+        raise UnreadableFile(path, f"{_kind(mode)}, not a regular file")
+    if limit is not None and found.st_size > limit:
+        raise UnreadableFile(
+            path, f"{found.st_size:,} bytes, over the limit of {shown_size(limit)}"
+        )
+
+
+def _read_up_to(fd: int, wanted: int) -> bytes:
+    parts: list[bytes] = []
+    left = wanted
+    while left > 0:
+        part = os.read(fd, min(left, CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _refusal(path: Path, exc: OSError) -> UnreadableFile:
+    reason = exc.strerror or type(exc).__name__
+    return UnreadableFile(path, reason, missing=exc.errno in _MISSING)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def shown_size(size: int) -> str:
+    """``size`` bytes as a limit is said: ``1 MiB``, ``4 KiB``, ``64,000 bytes``."""
+    if size >= MIB and size % MIB == 0:
+        return f"{size // MIB} MiB"
+    if size >= KIB and size % KIB == 0:
+        return f"{size // KIB} KiB"
+    return f"{size:,} bytes"
