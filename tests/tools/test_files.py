@@ -417,3 +417,30 @@ def test_a_diff_marks_a_last_line_without_a_newline_as_git_does() -> None:
     context = unified_diff("f", "a\nb\nc", "A\nb\nc")
     assert context is not None and context[-2:] == [" c", NO_NEWLINE]
     assert NO_NEWLINE not in (unified_diff("f", "a\n", "b\n") or [])
+
+
+def test_a_fifo_swapped_in_after_the_look_is_not_read_for_a_diff(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The diff's read (before approval, on the UI thread) looks, then opens: a FIFO put in
+    the file's place between the two is caught by what was opened, not waited on."""
+    import threading
+
+    (workspace / "a.txt").write_text("one\n")
+    looked = os.stat(workspace / "a.txt")
+    pipe = workspace / "pipe"
+    os.mkfifo(pipe)
+    real_stat = os.stat
+
+    def look(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:  # pipe's look: a.txt
+        return looked if os.fspath(path) == os.fspath(pipe) else real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", look)
+    text: list[str | None] = []
+    thread = threading.Thread(target=lambda: text.append(read_small_text(pipe)), daemon=True)
+    thread.start()
+    thread.join(60)
+    if thread.is_alive():
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))  # let it go
+        pytest.fail("the diff's read blocked on a FIFO")
+    assert text == [None]

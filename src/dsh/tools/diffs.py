@@ -10,8 +10,9 @@ arguments alone, after the file has moved on. The faces colour and lay the lines
 from __future__ import annotations
 
 import difflib
-import stat
 from pathlib import Path
+
+from dsh.config.small_file import UnreadableFile, read_small_file
 
 CONTEXT_LINES = 3
 DIFF_META = "diff"
@@ -70,11 +71,9 @@ DIFF_TOOLS = frozenset({"edit_file", "write_file"})
 def read_small_text(path: Path) -> str | None:
     """A regular file's UTF-8 text (line endings as stored), or None when it cannot be read,
     is not text, is not a regular file, or is too large to diff (checked before reading: a
-    huge file is never loaded just to be left out)."""
+    huge file is never loaded just to be left out). Read as a small file
+    (:mod:`dsh.config.small_file`): a FIFO or a device would block or never end."""
     try:
-        found = path.stat()
-        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_DIFF_CHARS * 4:
-            return None  # a FIFO or a device would block or never end; 4 bytes a character
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_small_file(path, MAX_DIFF_CHARS * 4).decode("utf-8")  # 4 bytes a character
+    except (UnreadableFile, UnicodeDecodeError):
         return None
