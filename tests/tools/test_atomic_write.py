@@ -257,6 +257,32 @@ def test_a_symlink_swapped_in_after_the_last_check_is_replaced_never_written_thr
 
 
 @TOOLS
+def test_a_directory_swapped_for_a_symlink_after_the_path_resolved_fails_the_write(
+    tool: str, workspace: Path, outside: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file's directory is opened one name at a time from the workspace without following
+    a symlink, so a swap between the confinement check and the write cannot lead it out."""
+    import dsh.tools.files as files
+
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "f.txt").write_text("old line\n")
+    (outside / "f.txt").write_text("old line\n")
+    real = files.write_regular_file
+
+    def swapped_first(path: Path, data: bytes, shown: str, **kwargs: Any) -> int:
+        os.rename(workspace / "sub", workspace / "sub.real")
+        (workspace / "sub").symlink_to(outside)
+        return real(path, data, shown, **kwargs)
+
+    monkeypatch.setattr(files, "write_regular_file", swapped_first)
+    err = refused_change(tool, ctx, "sub/f.txt")
+    assert err.code == "OUTSIDE_WORKSPACE"
+    assert str(err).startswith("sub/f.txt: a directory on its way is no longer a directory")
+    assert (outside / "f.txt").read_text() == "old line\n"
+    assert names(outside) == ["f.txt", "secret.txt"]
+
+
+@TOOLS
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "directory"])
 def test_a_non_regular_file_is_refused_before_anything_is_written(
     tool: str, kind: str, workspace: Path, outside: Path, ctx: ToolContext

@@ -24,10 +24,12 @@ is refused with ``NOT_A_FILE`` and left as it is. What remains is the moment bet
 check and the rename: something put at the path then is replaced by the new file, not written
 through, because a rename replaces the name itself and never follows a symlink there (a
 directory put there makes the rename fail). The parent directory is opened once and every step
-is taken relative to it, so the temporary file and the rename stay in one directory; a parent
-directory swapped for a symlink after the workspace resolved the path and before that open is
-followed, as a write through the path always was (confinement checks the path when it resolves
-it).
+is taken relative to it, so the temporary file and the rename stay in one directory. A caller
+that names the directory the path must stay within (``within``: the resolved workspace) has
+that parent opened by :func:`open_directory_within`, one name at a time from there without
+following a symlink, so a directory on the way swapped for a symlink after the path was resolved
+fails the write (``ELOOP`` / ``ENOTDIR``) instead of leading it out; without ``within`` the parent
+is opened through its path, following what is there then.
 
 Trade-offs, chosen as a careful tool does:
 
@@ -77,13 +79,21 @@ _LEFTOVER_TAIL = re.compile(r"[0-9a-f]{8}\.tmp")
 _LOADED_AT = time.time()
 """Leftovers modified before this were made by an earlier process."""
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _IN_PLACE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 """Never block opening a FIFO (no reader: ``ENXIO``), never follow a symlink put in place of
 the resolved file after the check (``ELOOP``)."""
 
 
-def write_regular_file(path: Path, data: bytes, shown: str, *, temp_name: str | None = None) -> int:
+def write_regular_file(
+    path: Path,
+    data: bytes,
+    shown: str,
+    *,
+    temp_name: str | None = None,
+    within: Path | None = None,
+) -> int:
     """Make ``data`` the bytes of the regular file at ``path`` (created if absent), whole or not
     at all (see the module's docstring); the number of other hard links the file had, which keep
     its old bytes.
@@ -92,11 +102,56 @@ def write_regular_file(path: Path, data: bytes, shown: str, *, temp_name: str | 
     Anything but a regular file at ``path`` is refused with ``NOT_A_FILE`` and left as it is. An
     ``OSError`` names ``shown``. ``temp_name``: the temporary file's name, beside ``path``, for a
     caller that cleans up after a killed write itself (never written in place then).
+    ``within``: the resolved directory ``path`` lies in, its parent opened from there without
+    following a symlink (:func:`open_directory_within`).
     """
     try:
-        return _write(path, data, shown, temp_name)
+        if within is None:
+            dir_fd = os.open(path.parent, _DIR_FLAGS)
+        else:
+            dir_fd = _open_parent_within(within, path, shown)
+        try:
+            return _write(path.name, dir_fd, data, shown, temp_name)
+        finally:
+            os.close(dir_fd)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), shown) from exc
+
+
+def _open_parent_within(root: Path, path: Path, shown: str) -> int:
+    """``open_directory_within`` of ``path``'s directory; ``OUTSIDE_WORKSPACE`` for one whose
+    way from ``root`` is no longer directories only."""
+    try:
+        return open_directory_within(root, path.parent)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise ToolError(
+            f"{shown}: a directory on its way is no longer a directory (a symlink put there "
+            "since its path was resolved?), so nothing was written",
+            code="OUTSIDE_WORKSPACE",
+        ) from exc
+
+
+def open_directory_within(root: Path, directory: Path) -> int:
+    """A descriptor of ``directory`` (a resolved path at or below the resolved ``root``), opened
+    one name at a time from ``root`` with ``O_NOFOLLOW``: a symlink at any step below ``root``
+    fails with ``ELOOP`` or ``ENOTDIR`` and is never followed, so what the descriptor names is
+    inside ``root`` whatever was swapped in since the path was resolved. ``EINVAL`` for a
+    ``directory`` not below ``root`` by name (or with a ``..`` in it)."""
+    names = directory.parts[len(root.parts) :]
+    if directory.parts[: len(root.parts)] != root.parts or any(n in (".", "..") for n in names):
+        raise OSError(errno.EINVAL, "not a resolved path inside the directory it must stay in")
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for name in names:
+            inner = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def sync_directories(directories: Sequence[Path]) -> None:
@@ -115,42 +170,35 @@ def temp_prefix(name: str) -> str:
     return f".{name}{TEMP_MARK}"
 
 
-def _write(path: Path, data: bytes, shown: str, temp_name: str | None) -> int:
-    name = path.name
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _write(name: str, dir_fd: int, data: bytes, shown: str, temp_name: str | None) -> int:
+    before = _regular_or_absent(name, dir_fd, shown)
+    _remove_leftovers(name, dir_fd)
     try:
-        before = _regular_or_absent(name, dir_fd, shown)
-        _remove_leftovers(name, dir_fd)
-        try:
-            temp, fd = _create_temp(name, dir_fd, private=before is not None, named=temp_name)
-        except PermissionError:
-            if temp_name is not None:  # its caller counts on the file being only renamed over
-                raise
-            _write_in_place(name, dir_fd, data, shown)
-            return 0
-        try:
-            try:
-                if before is not None:
-                    _carry_over(fd, before)
-                write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            _regular_or_absent(name, dir_fd, shown)  # a symlink swapped in is not replaced
-            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=dir_fd)
+        temp, fd = _create_temp(name, dir_fd, private=before is not None, named=temp_name)
+    except PermissionError:
+        if temp_name is not None:  # its caller counts on the file being only renamed over
             raise
+        _write_in_place(name, dir_fd, data, shown)
+        return 0
+    try:
         try:
-            _fsync_dir_fd(dir_fd)
-        except OSError as exc:  # the new bytes are in place: say so
-            why = exc.strerror or str(exc)
-            raise OSError(
-                exc.errno, f"written, but its directory could not be synced: {why}"
-            ) from exc
-    finally:
-        os.close(dir_fd)
+            if before is not None:
+                _carry_over(fd, before)
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _regular_or_absent(name, dir_fd, shown)  # a symlink swapped in is not replaced
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dir_fd)
+        raise
+    try:
+        _fsync_dir_fd(dir_fd)
+    except OSError as exc:  # the new bytes are in place: say so
+        why = exc.strerror or str(exc)
+        raise OSError(exc.errno, f"written, but its directory could not be synced: {why}") from exc
     return 0 if before is None else before.st_nlink - 1
 
 
@@ -244,7 +292,7 @@ def _remove_leftovers(name: str, dir_fd: int) -> None:
 def fsync_directory(directory: Path) -> None:
     """Fsync ``directory``, so the names just made, renamed or removed in it are on stable
     storage (a file system that cannot keeps them its own way)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(directory, _DIR_FLAGS)
     try:
         _fsync_dir_fd(fd)
     finally:

@@ -229,7 +229,7 @@ def _write(path: str, content: str, workspace: Path) -> tuple[str, dict[str, Any
     created_dirs = missing_parents(resolved)
     resolved.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    kept_old = write_regular_file(resolved, data, shown)
+    kept_old = write_regular_file(resolved, data, shown, within=workspace.resolve())
     sync_directories(created_dirs)
     what = "overwrote" if existed else "created"
     before_bytes = None if before is None else before.encode("utf-8")  # decoded strictly: exact
@@ -327,7 +327,7 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str
     index = occurrence(text, old, shown)
     edited = text.replace(old, new, 1)
     data = edited.encode("utf-8")
-    kept_old = write_regular_file(resolved, data, shown)
+    kept_old = write_regular_file(resolved, data, shown, within=workspace.resolve())
     first = text.count("\n", 0, index) + 1
     last = first + new.count("\n")
     where = f"line {first}" if first == last else f"lines {first}–{last}"
