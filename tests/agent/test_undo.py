@@ -256,11 +256,11 @@ def test_a_failure_midway_puts_back_the_files_already_restored(
     real = undo_files._replace
     calls: list[Path] = []
 
-    def failing_second(path: Path, shown: str, data: bytes, tag: str) -> None:
-        calls.append(path)
+    def failing_second(step: undo_files.FileStep, data: bytes, tag: str) -> None:
+        calls.append(step.file)
         if len(calls) == 2:
             raise PermissionError(13, "Permission denied")
-        real(path, shown, data, tag)
+        real(step, data, tag)
 
     monkeypatch.setattr(undo_files, "_replace", failing_second)
     result = undo_last_turn(harness.session)
@@ -317,7 +317,7 @@ def test_an_undo_stopped_midway_answers_its_command_naming_the_files(
     (harness.workspace / "b.txt").write_text("b\n")
     run_turns(harness, turn(edit("a.txt", "a", "A"), edit("b.txt", "b", "B")))
 
-    def interrupted(path: Path, shown: str, data: bytes, tag: str) -> None:
+    def interrupted(step: undo_files.FileStep, data: bytes, tag: str) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(undo_files, "_replace", interrupted)
@@ -375,7 +375,13 @@ def test_a_restore_and_a_delete_are_on_stable_storage_with_their_directories(
         real_replace(source, target, **dirs)
 
     def unlink(path: Any, **dirs: Any) -> None:
-        steps.append(f"unlink {_named(str(path), harness)}")
+        where = dirs.get("dir_fd")
+        full = (
+            str(path)
+            if where is None
+            else os.path.join(os.readlink(f"/proc/self/fd/{where}"), path)
+        )
+        steps.append(f"unlink {_named(full, harness)}")
         real_unlink(path, **dirs)
 
     monkeypatch.setattr(os, "fsync", fsync)

@@ -48,10 +48,10 @@ def ctrl_c_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Ctrl-C as new.txt is moved aside, and a second as the undo starts putting it back."""
     real = os.rename
 
-    def rename(src: Any, dst: Any) -> None:
+    def rename(src: Any, dst: Any, **dirs: Any) -> None:
         if os.fspath(src).endswith(".old"):  # taking the step back: the second Ctrl-C
             signal.raise_signal(signal.SIGINT)
-        real(src, dst)
+        real(src, dst, **dirs)
         if os.fspath(dst).endswith(".old"):  # new.txt moved aside: the first Ctrl-C
             signal.raise_signal(signal.SIGINT)
 
@@ -165,10 +165,10 @@ home, session_id = Path(sys.argv[1]), sys.argv[2]
 real = os.rename
 
 
-def rename(src, dst):
+def rename(src, dst, **dirs):
     if os.fspath(src).endswith(".old"):  # putting new.txt back after the Ctrl-C: killed
         os.kill(os.getpid(), signal.SIGKILL)
-    real(src, dst)
+    real(src, dst, **dirs)
     if os.fspath(dst).endswith(".old"):
         signal.raise_signal(signal.SIGINT)  # the Ctrl-C, held until the next file
 

@@ -215,12 +215,12 @@ def test_a_stopped_undo_puts_back_the_file_it_had_moved_aside(
     real = undo_files._replace
     calls = 0
 
-    def stopped_at_the_second(path: Path, shown: str, data: bytes, tag: str) -> None:
+    def stopped_at_the_second(step: undo_files.FileStep, data: bytes, tag: str) -> None:
         nonlocal calls
         calls += 1
         if calls == 2:  # b.txt restored and new.txt moved aside by now
             raise KeyboardInterrupt
-        real(path, shown, data, tag)
+        real(step, data, tag)
 
     monkeypatch.setattr(undo_files, "_replace", stopped_at_the_second)
     try:

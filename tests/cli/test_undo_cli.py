@@ -134,10 +134,10 @@ first = getattr(signal, sys.argv[1])
 real = os.rename
 
 
-def rename(src, dst):
+def rename(src, dst, **dirs):
     if os.fspath(src).endswith(".old"):  # putting b.txt back: a Ctrl-C
         signal.raise_signal(signal.SIGINT)
-    real(src, dst)
+    real(src, dst, **dirs)
     if os.fspath(dst).endswith(".old"):  # b.txt moved aside: the first signal
         os.kill(os.getpid(), first)
 

@@ -61,10 +61,10 @@ def test_sigints_during_undo_wait_until_its_files_are_consistent(
 
     real = os.rename
 
-    def rename(src: Any, dst: Any) -> None:
+    def rename(src: Any, dst: Any, **dirs: Any) -> None:
         if os.fspath(src).endswith(".old"):  # putting new.txt back: the second SIGINT
             signal.raise_signal(signal.SIGINT)
-        real(src, dst)
+        real(src, dst, **dirs)
         if os.fspath(dst).endswith(".old"):  # new.txt moved aside: the first
             signal.raise_signal(signal.SIGINT)
 

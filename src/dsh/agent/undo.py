@@ -64,6 +64,7 @@ from dsh.agent.undo_files import (
     Unreadable,
     applying,
     look,
+    outside,
     shown,
     tag_of,
 )
@@ -80,6 +81,8 @@ from dsh.errors import DshError, error_line
 from dsh.events import CommandDone, CommandRun, Message, PluginSource, TextBlock
 from dsh.surface import Session
 from dsh.tools.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES
+from dsh.tools.files import WriteFileTool
+from dsh.tools.protected import protected_write
 from dsh.tools.secrets import MASK
 from dsh.tools.undo_record import PatchMismatch, reverse_patch, sha256_hex
 
@@ -90,6 +93,8 @@ KEEP_BYTES = 4 * MAX_DIFF_CHARS + 1024
 character); a larger one is only hashed."""
 NOTHING_TO_UNDO = "Nothing to undo: no turn left with write_file or edit_file changes."
 _MASK_MARK = MASK.split("{", 1)[0]
+_WRITE_TOOL = WriteFileTool()
+"""What a restore or a delete is checked as against the protected files: a ``write_file``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +164,7 @@ def _undo(
     planned: tuple[list[FileStep], list[str]] = yield lambda: _plan(turn, workspace)
     steps, refusals = planned
     if refusals:
-        head = f"Not undone: turn {turn.turn}'s file changes cannot be taken back exactly:"
+        head = f"Not undone: turn {turn.turn}'s file changes cannot be taken back:"
         result = UndoResult(False, (head, *(f"  {line}" for line in refusals)), turn.turn)
         if not dry_run:
             command_id = _log_run(session, args)
@@ -223,20 +228,28 @@ def _apply(
 
 def _plan(turn: TurnChanges, workspace: Path) -> tuple[list[FileStep], list[str]]:
     """One step per file the turn changed, the file changed last first; or the refusals."""
+    root = workspace.resolve()
     chains: dict[Path, list[FileChange]] = defaultdict(list)
     refusals: list[str] = []
     for change in turn.changes:
         if change.file is None:
             refusals.append(
                 f"the {change.tool} result at seq {change.seq} was logged without an undo record "
-                "(by an older dsh)"
+                "(by an older dsh, or dropped on import)"
             )
         else:
             chains[change.file].append(change)
     steps: list[FileStep] = []
     ordered = sorted(chains.items(), key=lambda item: -item[1][-1].seq)
     for file, chain in ordered:
-        planned = _plan_file(file, shown(file, workspace), chain, turn.turn)
+        name = shown(file, workspace)
+        why = outside(file, chain[0].created_dirs, root)
+        if why is not None:
+            refusals.append(f"{name}: {why}")
+            continue
+        planned = _plan_file(file, name, chain, turn.turn, root)
+        if isinstance(planned, FileStep):
+            planned = _protected(planned) or planned
         if isinstance(planned, str):
             refusals.append(planned)
         else:
@@ -244,7 +257,25 @@ def _plan(turn: TurnChanges, workspace: Path) -> tuple[list[FileStep], list[str]
     return steps, refusals
 
 
-def _plan_file(file: Path, shown: str, chain: list[FileChange], turn: int) -> FileStep | str:
+def _protected(step: FileStep) -> str | None:
+    """Why undo may not write ``step``'s file, or None: a protected file (``dsh.tools.protected``:
+    dsh's or git's configuration, the git hooks), which the file tools never write unasked. The
+    undo is refused; the person restores it by hand."""
+    if step.action == "none":
+        return None
+    content = "" if step.target is None else step.target.decode("utf-8", errors="replace")
+    found = protected_write(_WRITE_TOOL, {"path": str(step.file), "content": content}, step.root)
+    if found is None:
+        return None
+    return (
+        f"{step.shown}: {found.why}, which the file tools never do unasked; undo does not "
+        "change it (restore it by hand)"
+    )
+
+
+def _plan_file(
+    file: Path, shown: str, chain: list[FileChange], turn: int, root: Path
+) -> FileStep | str:
     """The step that takes ``chain`` (one file's changes in the turn, oldest first) back, or
     the one line that says why it cannot."""
     first, last = chain[0], chain[-1]
@@ -264,20 +295,22 @@ def _plan_file(file: Path, shown: str, chain: list[FileChange], turn: int) -> Fi
                 "cannot be restored exactly"
             )
     try:
-        now = look(file, keep_up_to=KEEP_BYTES)
+        now = look(file, root, keep_up_to=KEEP_BYTES)
     except Unreadable as exc:
         return f"{shown}: {exc}"
     if now.exists and now.sha256 == last.sha256_after:
         if first.created:
-            return FileStep(file, shown, "delete", now, created_dirs=first.created_dirs)
-        return _restore_step(file, shown, chain, now)
+            return FileStep(file, shown, "delete", now, root, created_dirs=first.created_dirs)
+        return _restore_step(file, shown, chain, now, root)
     if (first.created and not now.exists) or (now.exists and now.sha256 == first.sha256_before):
-        return FileStep(file, shown, "none", now)  # already as it was before the turn
+        return FileStep(file, shown, "none", now, root)  # already as it was before the turn
     what = "deleted" if not now.exists else f"its content is not what {last.tool} left"
     return f"{shown}: changed since turn {turn} ({what})"
 
 
-def _restore_step(file: Path, shown: str, chain: list[FileChange], now: Found) -> FileStep | str:
+def _restore_step(
+    file: Path, shown: str, chain: list[FileChange], now: Found, root: Path
+) -> FileStep | str:
     """Take the chain's diffs back, newest first, each result checked against its hash."""
     if now.data is None:  # a diffed change leaves at most KEEP_BYTES: not met in practice
         return f"{shown}: over {KEEP_BYTES} bytes, so it cannot be restored from its diff"
@@ -292,7 +325,7 @@ def _restore_step(file: Path, shown: str, chain: list[FileChange], now: Found) -
         masked = any(_MASK_MARK in line for change in chain for line in change.diff or ())
         why = " (it holds a masked secret)" if masked else ""
         return f"{shown}: its logged diff does not give back its exact old content{why}"
-    return FileStep(file, shown, "restore", now, target=text.encode("utf-8"))
+    return FileStep(file, shown, "restore", now, root, target=text.encode("utf-8"))
 
 
 # ---- results and the log ----------------------------------------------------------------------

@@ -6,8 +6,12 @@ a temporary file beside it, fsynced, given the file's permission bits, owner and
 over it, and its directory fsynced; a file is deleted by renaming it aside first and unlinking it
 only once every file of the plan is done, then its directory is fsynced (and the parent of each
 empty directory removed after it), so what the log then says undone stays undone after a power
-cut. If any step fails, the steps already done are taken back (the old bytes
-written back, the file renamed back), and what could not be taken back is said by name. A stop
+cut. Every read, write, rename and removal goes through the file's directory opened one name at
+a time from the workspace without following a symlink (``open_directory_within``,
+``dsh.tools.atomic_write``): a directory on the way swapped for a symlink after the plan checked
+the path fails the step instead of leading it out of the workspace. If any step fails, the
+steps already done are taken back (the old bytes written back, the file renamed back), and what
+could not be taken back is said by name. A stop
 asked for (``stop``: a Ctrl-C the undo holds off, ``dsh.agent.held_interrupts``) is looked at
 between steps, never inside one: the steps done are taken back the same way. An exception raised
 inside a step (a bug) takes them back too before it goes on.
@@ -27,18 +31,20 @@ import contextlib
 import errno
 import functools
 import hashlib
+import io
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from dsh.agent.thread_steps import Steps, run_here
 from dsh.errors import ToolError
-from dsh.tools.atomic_write import fsync_directory, write_regular_file
+from dsh.tools.atomic_write import fsync_directory, open_directory_within, write_regular_file
 from dsh.tools.undo_record import sha256_hex
+from dsh.tools.workspace import is_inside, resolve_in_workspace
 
 Action = Literal["restore", "delete", "none"]
 Kind = Literal["new", "old"]
@@ -74,26 +80,54 @@ class Found:
     data: bytes | None = None
 
 
-def look(path: Path, *, keep_up_to: int) -> Found:
-    """``path`` now: its hash, and its bytes when it holds at most ``keep_up_to`` of them.
-    Raises ``Unreadable`` for something other than a regular file (a symlink included)."""
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def look(path: Path, root: Path, *, keep_up_to: int) -> Found:
+    """``path`` now: its hash, and its bytes when it holds at most ``keep_up_to`` of them; read
+    through its directory opened from ``root`` (the resolved workspace) without following a
+    symlink. Raises ``Unreadable`` for something other than a regular file (a symlink
+    included), or a path whose way from ``root`` is not directories only."""
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+        with in_directory(path, root) as dir_fd:
+            try:
+                fd = os.open(path.name, _READ_FLAGS, dir_fd=dir_fd)
+            except FileNotFoundError:
+                return Found(exists=False)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENXIO):
+                    raise Unreadable("no longer a regular file") from exc
+                raise
+            with io.FileIO(fd, "rb") as fh:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise Unreadable("no longer a regular file")
+                if info.st_size <= keep_up_to:
+                    data = fh.readall()
+                    return Found(True, sha256_hex(data), data)
+                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    except FileNotFoundError:  # a directory on the way is gone: so is the file
         return Found(exists=False)
     except OSError as exc:
-        raise Unreadable(exc.strerror or str(exc)) from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise Unreadable("no longer a regular file")
-    try:
-        with open(path, "rb") as fh:
-            if info.st_size <= keep_up_to:
-                data = fh.read()
-                return Found(True, sha256_hex(data), data)
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError as exc:
-        raise Unreadable(exc.strerror or str(exc)) from exc
+        raise Unreadable(_why(exc)) from exc
     return Found(True, digest, None)
+
+
+@contextlib.contextmanager
+def in_directory(path: Path, root: Path) -> Iterator[int]:
+    """The directory ``path`` is in, opened from ``root`` without following a symlink
+    (``open_directory_within``), closed after."""
+    dir_fd = open_directory_within(root, path.parent)
+    try:
+        yield dir_fd
+    finally:
+        os.close(dir_fd)
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "a directory on its way is a symlink or not a directory now"
+    return exc.strerror or str(exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +139,9 @@ class FileStep:
     action: Action
     now: Found
     """The file as the plan found it (what the tool left, or what was there before the turn)."""
+    root: Path
+    """The resolved workspace the file is in: every step on it goes through its directory
+    opened from there (``in_directory``)."""
     target: bytes | None = None
     """The bytes to restore (``restore`` only)."""
     created_dirs: tuple[Path, ...] = ()
@@ -149,7 +186,7 @@ def applying(
         try:
             aside: Path | None = yield functools.partial(_checked_do, step, tag)
         except (OSError, _Changed) as exc:
-            why = str(exc) if isinstance(exc, _Changed) else (exc.strerror or str(exc))
+            why = str(exc) if isinstance(exc, _Changed) else _why(exc)
             kept = yield functools.partial(_take_back, done, tag)
             return Applied(failed=f"{step.shown}: {why}", kept=kept)
         except GeneratorExit:  # closed half way, its driver gone: put the files back here
@@ -172,14 +209,14 @@ def _checked_do(step: FileStep, tag: str) -> Path | None:
 def _finish(done: list[tuple[FileStep, Path | None]]) -> None:
     """Every step done: remove what was moved aside, then the directories the turn made for
     it while empty, and sync the directory that held each name removed."""
-    for _, aside in done:
+    for step, aside in done:
         if aside is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(aside)
+            with contextlib.suppress(OSError), in_directory(aside, step.root) as dir_fd:
+                os.unlink(aside.name, dir_fd=dir_fd)
     synced: set[Path] = set()
     for step, aside in done:  # once every aside is gone: two files may share a directory
         if aside is not None:
-            removed = _remove_empty(step.created_dirs)
+            removed = _remove_empty(step.created_dirs, step.root)
             named_in = removed[-1].parent if removed else step.file.parent  # still there
             if named_in not in synced:
                 synced.add(named_in)
@@ -193,7 +230,7 @@ class _Changed(Exception):
 
 def _still_as_planned(step: FileStep) -> None:
     try:
-        found = look(step.file, keep_up_to=0)
+        found = look(step.file, step.root, keep_up_to=0)
     except Unreadable as exc:
         raise _Changed(str(exc)) from exc
     if found.exists != step.now.exists or found.sha256 != step.now.sha256:
@@ -204,11 +241,18 @@ def _do(step: FileStep, tag: str) -> Path | None:
     """Restore or delete one file; a deleted file's aside name (unlinked at the end)."""
     if step.action == "restore":
         assert step.target is not None
-        _replace(step.file, step.shown, step.target, tag)
+        _replace(step, step.target, tag)
         return None
     aside = beside(step.file, tag, "old")
-    os.rename(step.file, aside)
+    _rename(step.file, aside, step.root)
     return aside
+
+
+def _rename(source: Path, target: Path, root: Path) -> None:
+    """Rename ``source`` to ``target`` (a name in the same directory) through that directory
+    opened from ``root`` (``in_directory``)."""
+    with in_directory(source, root) as dir_fd:
+        os.rename(source.name, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def _take_back(done: list[tuple[FileStep, Path | None]], tag: str) -> list[str]:
@@ -217,23 +261,50 @@ def _take_back(done: list[tuple[FileStep, Path | None]], tag: str) -> list[str]:
     for step, aside in reversed(done):
         try:
             if aside is not None:
-                os.rename(aside, step.file)
+                _rename(aside, step.file, step.root)
             else:
                 assert step.now.data is not None
-                _replace(step.file, step.shown, step.now.data, tag)
+                _replace(step, step.now.data, tag)
         except OSError:
             kept.append(step.shown)
     return kept[::-1]
 
 
-def _replace(path: Path, shown: str, data: bytes, tag: str) -> None:
-    """Make ``data`` the bytes of ``path`` as ``write_file`` writes a file, through the
-    temporary file ``beside(path, tag, "new")`` (see the module's docstring); ``OSError`` for
-    what stopped it, the file as it was."""
+def _replace(step: FileStep, data: bytes, tag: str) -> None:
+    """Make ``data`` the bytes of ``step.file`` as ``write_file`` writes a file, through the
+    temporary file ``beside(path, tag, "new")`` in its directory opened from the workspace (see
+    the module's docstring); ``OSError`` for what stopped it, the file as it was."""
+    temp = beside(step.file, tag, "new").name
     try:
-        write_regular_file(path, data, shown, temp_name=beside(path, tag, "new").name)
+        write_regular_file(step.file, data, step.shown, temp_name=temp, within=step.root)
     except ToolError as exc:  # no longer a regular file: nothing was written
-        raise OSError(errno.EINVAL, str(exc), shown) from exc
+        why = str(exc).removeprefix(f"{step.shown}: ")
+        raise OSError(errno.EINVAL, why, step.shown) from exc
+
+
+def outside(file: Path, created_dirs: tuple[Path, ...], root: Path) -> str | None:
+    """Why undo may not touch ``file`` (and the directories the turn made for it), or None: it
+    must be where the workspace resolves its path now (``resolve_in_workspace``, as the file
+    tools resolve a path: every symlink on the way followed), inside ``root`` (the resolved
+    workspace). A log names any path (an imported one, a crafted one); a symlink put on the way
+    since the turn leads anywhere."""
+    if not file.is_absolute():
+        return "its undo record names no absolute path, so undo does not touch it"
+    try:
+        resolved = resolve_in_workspace(str(file), root)
+    except ToolError:
+        return (
+            "it is outside the workspace (it, or a symlink on its way, leads out); undo only "
+            "changes files inside the workspace"
+        )
+    if resolved != file:
+        return (
+            "a symlink on its way now leads elsewhere in the workspace; undo only changes the "
+            "file the turn wrote"
+        )
+    if any(d == root or not file.is_relative_to(d) or not is_inside(d, root) for d in created_dirs):
+        return "its undo record names a directory made for it that does not hold it"
+    return None
 
 
 def shown(file: Path, workspace: Path) -> str:
@@ -244,13 +315,14 @@ def shown(file: Path, workspace: Path) -> str:
         return str(file)
 
 
-def _remove_empty(directories: tuple[Path, ...]) -> list[Path]:
-    """Remove the directories a turn created, innermost first, while they are empty; those
-    removed."""
+def _remove_empty(directories: tuple[Path, ...], root: Path) -> list[Path]:
+    """Remove the directories a turn created, innermost first, while they are empty (each
+    through its parent opened from ``root``); those removed."""
     removed: list[Path] = []
     for directory in reversed(directories):
         try:
-            os.rmdir(directory)
+            with in_directory(directory, root) as dir_fd:
+                os.rmdir(directory.name, dir_fd=dir_fd)
         except OSError:
             break
         removed.append(directory)

@@ -10,7 +10,10 @@ it too before it plans (``dsh.agent.undo.undo_last_turn``), for a session opened
 after ``Session.open`` it finds nothing left. It
 looks beside each file of that turn for exactly the two names that undo gave its own files
 (``dsh.agent.undo_files``: ``.NAME.dsh-undo-TAG.new`` / ``.old``, ``TAG`` from its logged command
-id) and touches nothing else — no other name, and nothing that is not a regular file:
+id) and touches nothing else — no other name, nothing that is not a regular file, and nothing
+beside a file undo would refuse to touch (``undo_files.outside``: outside the workspace, or
+reached through a symlink), each name reached through its directory opened from the workspace
+without following a symlink:
 
 - a ``.new`` is removed: it was a restore's bytes being written; the file itself is whole (it is
   only ever replaced by a rename), either as the turn left it or already restored;
@@ -34,7 +37,16 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh.agent.undo_files import Kind, Unreadable, beside, look, shown, tag_of
+from dsh.agent.undo_files import (
+    Kind,
+    Unreadable,
+    beside,
+    in_directory,
+    look,
+    outside,
+    shown,
+    tag_of,
+)
 from dsh.agent.undo_scan import (
     UNDO_COMMAND,
     FileChange,
@@ -67,19 +79,23 @@ class Leftover:
     kind: Kind
 
 
-def leftovers(undo: InterruptedUndo) -> list[Leftover]:
+def leftovers(undo: InterruptedUndo, workspace: Path) -> list[Leftover]:
     """The files with ``undo``'s own names beside the files of the turn it was undoing that are
-    there now (regular files only)."""
+    there now (regular files only; none beside a file undo would not touch)."""
     tag = tag_of(undo.command_id)
     if tag is None or undo.turn is None:
         return []
+    root = workspace.resolve()
     files = dict.fromkeys(c.file for c in undo.turn.changes if c.file is not None)
     found: list[Leftover] = []
     for file in files:
+        if outside(file, (), root) is not None:
+            continue
         for kind in _KINDS:
             path = beside(file, tag, kind)
             try:
-                info = os.lstat(path)
+                with in_directory(path, root) as dir_fd:
+                    info = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode):
@@ -91,7 +107,7 @@ def interrupted_lines(scan: LogScan, workspace: Path) -> list[str]:
     """For a dry run: one line per interrupted undo, naming what the next undo cleans up."""
     lines: list[str] = []
     for undo in scan.interrupted:
-        names = ", ".join(shown(left.path, workspace) for left in leftovers(undo))
+        names = ", ".join(shown(left.path, workspace) for left in leftovers(undo, workspace))
         what = f"the next undo cleans up {names}" if names else "it left no file of its own"
         lines.append(f"{_head(undo)}; {what}")
     return lines
@@ -124,7 +140,7 @@ def _unanswered_undo(session: Session) -> bool:
 def _clean_up(session: Session, scan: LogScan, workspace: Path, *, at_open: bool) -> list[str]:
     lines: list[str] = []
     for undo in scan.interrupted:
-        done = [_clean(left, workspace) for left in leftovers(undo)]
+        done = [_clean(left, workspace) for left in leftovers(undo, workspace)]
         what = f"cleaned up after it: {', '.join(done)}" if done else "it left no file of its own"
         line = f"{_head(undo)}; {what}"
         if at_open and undo.turn is not None:
@@ -138,13 +154,13 @@ def _clean_up(session: Session, scan: LogScan, workspace: Path, *, at_open: bool
 
 def _left_to_do(turn: TurnChanges, workspace: Path) -> str:
     """Undo again, naming the turn's files the killed undo had already restored."""
-    restored = [shown(file, workspace) for file in _as_before(turn)]
+    restored = [shown(file, workspace) for file in _as_before(turn, workspace.resolve())]
     if not restored:
         return "undo again to finish it"
     return f"undo again to finish it ({', '.join(restored)} already as before the turn)"
 
 
-def _as_before(turn: TurnChanges) -> list[Path]:
+def _as_before(turn: TurnChanges, root: Path) -> list[Path]:
     """The turn's files that are now as they were before it (gone, for one it created)."""
     first: dict[Path, FileChange] = {}
     for change in turn.changes:
@@ -152,8 +168,10 @@ def _as_before(turn: TurnChanges) -> list[Path]:
             first.setdefault(change.file, change)
     found: list[Path] = []
     for file, change in first.items():
+        if outside(file, (), root) is not None:
+            continue
         try:
-            now = look(file, keep_up_to=0)
+            now = look(file, root, keep_up_to=0)
         except Unreadable:
             continue
         if (change.created and not now.exists) or (
@@ -171,24 +189,29 @@ def _head(undo: InterruptedUndo) -> str:
 def _clean(left: Leftover, workspace: Path) -> str:
     """Remove a ``.new``, put a ``.old`` back; what was done, said in a few words."""
     name, file = shown(left.path, workspace), shown(left.file, workspace)
+    aside, own = left.path.name, left.file.name
     try:
-        if left.kind == "new":
-            os.unlink(left.path)
-            return f"removed {name}"
-        try:
-            os.link(left.path, left.file, follow_symlinks=False)  # never over a file there
-        except FileExistsError:
-            if not _same_file(left.path, left.file):  # else: linked back before a kill
-                return f"left {name} ({file} is there again; {name} holds it as the turn left it)"
-        os.unlink(left.path)
-        return f"put back {file}"
+        with in_directory(left.path, workspace.resolve()) as fd:
+            if left.kind == "new":
+                os.unlink(aside, dir_fd=fd)
+                return f"removed {name}"
+            try:  # never over a file there
+                os.link(aside, own, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+            except FileExistsError:
+                if not _same_file(aside, own, fd):  # else: linked back before a kill
+                    return (
+                        f"left {name} ({file} is there again; {name} holds it as the turn left it)"
+                    )
+            os.unlink(aside, dir_fd=fd)
+            return f"put back {file}"
     except OSError as exc:
         return f"left {name} ({exc.strerror or exc})"
 
 
-def _same_file(one: Path, other: Path) -> bool:
+def _same_file(one: str, other: str, dir_fd: int) -> bool:
     try:
-        a, b = os.lstat(one), os.lstat(other)
+        a = os.stat(one, dir_fd=dir_fd, follow_symlinks=False)
+        b = os.stat(other, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)

@@ -42,6 +42,11 @@ _LINE_BREAKING = ("\n", "\r", "\x00")
 line, and no directory can be named with a NUL."""
 
 
+UNDO_META = "undo"
+"""The tool-result meta key of a file tool's undo record (``dsh.tools.undo_record.UNDO_META``,
+which this package may not import)."""
+
+
 class UpstreamFormatError(DshError):
     """A TypeScript-harness log that cannot be imported (the message names the line)."""
 
@@ -162,8 +167,9 @@ def expand_rows(parsed: list[tuple[int, Any]], name: str) -> list[tuple[int, dic
     return out
 
 
-def read_upstream(data: bytes, *, name: str) -> Conversion:
-    """Convert a TypeScript-harness log; raises UpstreamFormatError naming the line."""
+def read_upstream(data: bytes, *, name: str, cwd: str | None = None) -> Conversion:
+    """Convert a TypeScript-harness log; raises UpstreamFormatError naming the line. ``cwd``:
+    the workspace the session gets when the log names none."""
     warnings: list[str] = []
     parsed = _parse_lines(data, name, warnings)
     if not parsed:
@@ -172,8 +178,9 @@ def read_upstream(data: bytes, *, name: str) -> Conversion:
     records = expand_rows(parsed[1:], name)
     result = Conversion(header=header, events=[], lines=parsed[-1][0], warnings=warnings)
     surface = SurfaceProjection()
+    workspace = header.cwd or cwd
     for line, record in records:
-        event = _convert(record, line, name, result)
+        event = _convert(record, line, name, result, workspace)
         if event_type_of(event) in SURFACE_TYPES:
             try:
                 surface.apply(event)
@@ -202,12 +209,16 @@ def _check_summaries(
             )
 
 
-def _convert(record: dict[str, Any], line: int, name: str, result: Conversion) -> Event:
+def _convert(
+    record: dict[str, Any], line: int, name: str, result: Conversion, workspace: str | None
+) -> Event:
     notes: Counter[str] = Counter()
     try:
         mapped, is_opaque = to_dsh(record, notes)
     except MappingError as exc:
         raise _fail(name, line, f"seq {record.get('seq')} ({record['type']}): {exc}") from exc
+    if mapped.get("type") == "tool/result":
+        _confine_undo(mapped.get("data"), workspace, notes)
     try:
         event = _decode(mapped, line)
     except (LogCorruptError, EventError) as exc:
@@ -220,6 +231,34 @@ def _convert(record: dict[str, Any], line: int, name: str, result: Conversion) -
     (result.kept_opaque if is_opaque else result.converted)[kind] += 1
     assert is_opaque == isinstance(event, OpaqueEvent)
     return event
+
+
+def _confine_undo(data: Any, workspace: str | None, notes: Counter[str]) -> None:
+    """Drop a tool result's undo record (``meta.undo``, ``dsh.tools.undo_record``) that names a
+    file or a directory outside ``workspace`` (None: the importer's, unknown here: every record),
+    by its normalized absolute path, counting it: ``dsh undo`` acts on the paths a record names,
+    and a log can name any path. (Undo checks again, against the files as they are then.)"""
+    meta = data.get("meta") if isinstance(data, dict) else None
+    if not isinstance(meta, dict) or meta.get(UNDO_META) is None:
+        return
+    record = meta[UNDO_META]
+    named = record.get("file") if isinstance(record, dict) else None
+    dirs = record.get("createdDirs") if isinstance(record, dict) else None
+    paths = [named, *(dirs if isinstance(dirs, list) else ())]
+    if workspace is not None and all(_below(path, workspace) for path in paths):
+        return
+    del meta[UNDO_META]
+    notes[
+        "dropped undo record naming a path outside the log's workspace (dsh undo refuses its turn)"
+    ] += 1
+
+
+def _below(path: Any, workspace: str) -> bool:
+    """``path`` is an absolute, normalized path strictly below the absolute ``workspace``."""
+    if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
+        return False
+    root = os.path.normpath(workspace)
+    return path.startswith(root.rstrip("/") + "/")
 
 
 def _decode(mapped: dict[str, Any], line: int) -> Event:
