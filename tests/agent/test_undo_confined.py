@@ -238,3 +238,30 @@ def test_the_importer_reads_the_undo_record_under_the_tools_key():
     from dsh.interop import upstream_read
 
     assert upstream_read.UNDO_META == UNDO_META
+
+
+def test_the_clean_up_after_a_killed_undo_touches_nothing_outside_the_workspace(
+    harness: Harness, victim: Path
+):
+    """A killed undo's own names beside a file whose directory is now a symlink leading out
+    are left alone: nothing is linked back or removed there."""
+    from dsh.events import CommandRun, CommandRunEvent
+
+    sub_turn(harness)
+    harness.session.append(CommandRun(command_id="cmd-0123abcd", name="undo", args=""))
+    harness.session.close()
+    swap_for_a_symlink(harness, victim)
+    os.unlink(victim / "x.txt")
+    aside = victim / ".x.txt.dsh-undo-0123abcd.old"
+    aside.write_bytes(b"x\n")
+    (victim / ".e.txt.dsh-undo-0123abcd.new").write_bytes(b"old\n")
+    with Session.open(harness.store, harness.session.id, writable=True) as session:
+        assert session.of_type(CommandRunEvent)[-1].data.command_id == "cmd-0123abcd"
+        warnings = list(session.warnings)
+    assert sorted(os.listdir(victim)) == [
+        ".e.txt.dsh-undo-0123abcd.new",
+        ".x.txt.dsh-undo-0123abcd.old",
+        "e.txt",
+        "precious.txt",
+    ], warnings
+    assert any("it left no file of its own" in w for w in warnings), warnings
