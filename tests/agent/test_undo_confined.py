@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from dsh.agent.undo import UndoResult, undo_last_turn, undo_last_turn_in_threads
+from dsh.interop import upstream_read
 from dsh.interop.importer import import_upstream
 from dsh.interop.upstream_write import export_upstream
 from dsh.surface import Session
@@ -44,10 +45,21 @@ def sha(data: bytes) -> str:
 
 
 def imported(
-    harness: Harness, tmp_path: Path, change: Callable[[dict[str, Any]], None]
+    harness: Harness,
+    tmp_path: Path,
+    change: Callable[[dict[str, Any]], None],
+    *,
+    tampered: bool = False,
 ) -> tuple[Session, str]:
     """The harness's session exported as upstream, ``change`` applied to each file tool
-    result's meta, imported again: the session (open for writing) and the import's report."""
+    result's meta, imported again: the session (open for writing) and the import's report.
+    ``tampered``: the import keeps the undo records it would drop, which makes the log one
+    whose records were changed after dsh wrote them (a session directory copied from
+    elsewhere): what undo itself must refuse."""
+    if tampered:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(upstream_read, "_drop_undo", lambda data, notes: None)
+            return imported(harness, tmp_path, change)
     data, _ = export_upstream(harness.session.header, harness.session.events)
     records = [json.loads(line) for line in data.decode().splitlines()]
     for record in records:
@@ -93,33 +105,38 @@ def victim(tmp_path: Path) -> Path:
     return outside
 
 
-def test_the_import_drops_a_record_naming_a_file_outside_the_logs_workspace(
-    harness: Harness, tmp_path: Path, victim: Path
+@pytest.mark.parametrize("aimed", ["outside", "unchanged"])
+def test_the_import_drops_every_undo_record(
+    harness: Harness, tmp_path: Path, victim: Path, aimed: str
 ):
+    """A record pointed at a file outside the workspace, or left as exported: an imported log
+    chose its paths and its workspace alike (a ``cwd`` of the victim's directory would put
+    any file there inside it), so none is kept and its turn cannot be undone."""
     (harness.workspace / "f.txt").write_text("a\n")
     run_turns(harness, turn(edit("f.txt", "a", "b")))
     precious = victim / "precious.txt"
-    session, report = imported(harness, tmp_path, pointed_at(precious, created=False))
+    change = pointed_at(precious, created=False) if aimed == "outside" else (lambda meta: None)
+    session, report = imported(harness, tmp_path, change)
     with session:
         result = undo_last_turn(session)
-    assert "dropped undo record naming a path outside the log's workspace" in report, report
-    assert not result.ok, result.lines
+    assert "dropped undo record (an imported log's file changes cannot be undone)" in report
+    assert not result.ok and "without an undo record" in "\n".join(result.lines), result.lines
     assert precious.read_bytes() == PRECIOUS
+    assert (harness.workspace / "f.txt").read_text() == "b\n"
 
 
 @UNDOS
 @pytest.mark.parametrize("created", [False, True], ids=["restore", "delete"])
-def test_an_imported_record_reaching_outside_through_a_symlink_is_refused(
+def test_a_tampered_record_reaching_outside_through_a_symlink_is_refused(
     harness: Harness, tmp_path: Path, victim: Path, created: bool, undo: Undo
 ):
-    """The path is inside the log's workspace by name, so the import keeps it; undo resolves
-    it now, as the file tools do, and refuses it by name."""
+    """The path is inside the workspace by name; undo resolves it now, as the file tools do,
+    and refuses it by name."""
     (harness.workspace / "f.txt").write_text("a\n")
     run_turns(harness, turn(edit("f.txt", "a", "b")))
     (harness.workspace / "link").symlink_to(victim)
     through = harness.workspace / "link" / "precious.txt"
-    session, report = imported(harness, tmp_path, pointed_at(through, created=created))
-    assert "dropped undo record" not in report
+    session, _ = imported(harness, tmp_path, pointed_at(through, created=created), tampered=True)
     with session:
         dry = undo_last_turn(session, dry_run=True)
         result = undo(session)
@@ -225,7 +242,7 @@ def test_a_protected_file_is_not_written_by_undo(harness: Harness, tmp_path: Pat
     protected = harness.workspace / name
     protected.parent.mkdir()
     protected.write_bytes(PRECIOUS)
-    session, _ = imported(harness, tmp_path, pointed_at(protected, created=False))
+    session, _ = imported(harness, tmp_path, pointed_at(protected, created=False), tampered=True)
     with session:
         result = undo_last_turn(session)
     assert not result.ok
@@ -235,8 +252,6 @@ def test_a_protected_file_is_not_written_by_undo(harness: Harness, tmp_path: Pat
 
 
 def test_the_importer_reads_the_undo_record_under_the_tools_key():
-    from dsh.interop import upstream_read
-
     assert upstream_read.UNDO_META == UNDO_META
 
 

@@ -71,7 +71,7 @@ def import_upstream(
         raise UpstreamFormatError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
     # An editor that saves UTF-8 "with signature" puts a byte-order mark first; the log is
     # read without it (the original is kept byte for byte beside the import).
-    conversion = read_upstream(data.removeprefix(b"\xef\xbb\xbf"), name=str(path), cwd=cwd)
+    conversion = read_upstream(data.removeprefix(b"\xef\xbb\xbf"), name=str(path))
     chosen = session_id or new_session_id(conversion.header.created_at)
     if not _SAFE_ID.fullmatch(chosen):
         raise UsageError(f"--id {chosen!r}: use letters, digits, '.', '_' and '-' (≤ 100)")

@@ -167,9 +167,8 @@ def expand_rows(parsed: list[tuple[int, Any]], name: str) -> list[tuple[int, dic
     return out
 
 
-def read_upstream(data: bytes, *, name: str, cwd: str | None = None) -> Conversion:
-    """Convert a TypeScript-harness log; raises UpstreamFormatError naming the line. ``cwd``:
-    the workspace the session gets when the log names none."""
+def read_upstream(data: bytes, *, name: str) -> Conversion:
+    """Convert a TypeScript-harness log; raises UpstreamFormatError naming the line."""
     warnings: list[str] = []
     parsed = _parse_lines(data, name, warnings)
     if not parsed:
@@ -178,9 +177,8 @@ def read_upstream(data: bytes, *, name: str, cwd: str | None = None) -> Conversi
     records = expand_rows(parsed[1:], name)
     result = Conversion(header=header, events=[], lines=parsed[-1][0], warnings=warnings)
     surface = SurfaceProjection()
-    workspace = header.cwd or cwd
     for line, record in records:
-        event = _convert(record, line, name, result, workspace)
+        event = _convert(record, line, name, result)
         if event_type_of(event) in SURFACE_TYPES:
             try:
                 surface.apply(event)
@@ -209,16 +207,14 @@ def _check_summaries(
             )
 
 
-def _convert(
-    record: dict[str, Any], line: int, name: str, result: Conversion, workspace: str | None
-) -> Event:
+def _convert(record: dict[str, Any], line: int, name: str, result: Conversion) -> Event:
     notes: Counter[str] = Counter()
     try:
         mapped, is_opaque = to_dsh(record, notes)
     except MappingError as exc:
         raise _fail(name, line, f"seq {record.get('seq')} ({record['type']}): {exc}") from exc
     if mapped.get("type") == "tool/result":
-        _confine_undo(mapped.get("data"), workspace, notes)
+        _drop_undo(mapped.get("data"), notes)
     try:
         event = _decode(mapped, line)
     except (LogCorruptError, EventError) as exc:
@@ -233,32 +229,16 @@ def _convert(
     return event
 
 
-def _confine_undo(data: Any, workspace: str | None, notes: Counter[str]) -> None:
-    """Drop a tool result's undo record (``meta.undo``, ``dsh.tools.undo_record``) that names a
-    file or a directory outside ``workspace`` (None: the importer's, unknown here: every record),
-    by its normalized absolute path, counting it: ``dsh undo`` acts on the paths a record names,
-    and a log can name any path. (Undo checks again, against the files as they are then.)"""
+def _drop_undo(data: Any, notes: Counter[str]) -> None:
+    """Drop a tool result's undo record (``meta.undo``, ``dsh.tools.undo_record``), counting it:
+    ``dsh undo`` acts on the paths and contents a record names, and an imported log chose them
+    all, its workspace (``cwd``) included, so no record of it is believed (a file under a
+    ``cwd`` of ``/home/you`` would do: ``~/.bashrc``). Its turns' changes cannot be undone."""
     meta = data.get("meta") if isinstance(data, dict) else None
     if not isinstance(meta, dict) or meta.get(UNDO_META) is None:
         return
-    record = meta[UNDO_META]
-    named = record.get("file") if isinstance(record, dict) else None
-    dirs = record.get("createdDirs") if isinstance(record, dict) else None
-    paths = [named, *(dirs if isinstance(dirs, list) else ())]
-    if workspace is not None and all(_below(path, workspace) for path in paths):
-        return
     del meta[UNDO_META]
-    notes[
-        "dropped undo record naming a path outside the log's workspace (dsh undo refuses its turn)"
-    ] += 1
-
-
-def _below(path: Any, workspace: str) -> bool:
-    """``path`` is an absolute, normalized path strictly below the absolute ``workspace``."""
-    if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
-        return False
-    root = os.path.normpath(workspace)
-    return path.startswith(root.rstrip("/") + "/")
+    notes["dropped undo record (an imported log's file changes cannot be undone)"] += 1
 
 
 def _decode(mapped: dict[str, Any], line: int) -> Event:
