@@ -264,7 +264,8 @@ def test_resume_reopens_on_the_recorded_route_and_a_flag_overrides_it(launched, 
     cli_tui.launch(session_id, False, route_flags=RouteFlags(model="m2", script=script))
     options = launched["options"]
     assert options.route_factory(None).model == "m2" and options.overrides["provider"] == {
-        "model": "m2"
+        "name": "scripted",  # --script: what answers is named, as the session records it
+        "model": "m2",
     }
 
 

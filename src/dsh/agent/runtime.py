@@ -80,8 +80,8 @@ def resolve_route(
     missing = missing_feed(settings, script=script, replay_from=replay_from, store=store)
     if missing is not None:
         raise ConfigError(missing)
-    if cfg.name == "scripted":
-        assert script is not None  # ``missing_feed`` refused it without
+    if script is not None or cfg.name == "scripted":  # a script answers, whatever is named
+        assert script is not None  # ``missing_feed`` refused the scripted provider without
         model = cfg.model or "scripted"
         return Route(
             ScriptedProvider.from_file(script, model=model, cache="deepseek"),
