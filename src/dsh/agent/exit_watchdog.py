@@ -72,13 +72,13 @@ def arm(home: Path | None, why: str, *, within: float = STOP_WITHIN) -> None:
             )
             file.flush()
             _armed.path = path
-            atexit.register(_disarm)
+            atexit.register(disarm)
     _armed.file = file if file is not None else _stderr()
     with contextlib.suppress(Exception):
         faulthandler.dump_traceback_later(within, exit=True, file=_armed.file)
 
 
-def _disarm() -> None:
+def disarm() -> None:
     """The process exits on its own: the stop finished, so its file says nothing."""
     faulthandler.cancel_dump_traceback_later()
     if _armed.path is not None:

@@ -245,6 +245,15 @@ def main() -> None:
     """The ``dsh`` console script: run the command line; click's errors print as one line."""
     standard_streams.reserve()  # before any file is opened: see the module doc
     try:
+        _run_command()
+    finally:  # a stop signal while the interpreter exits ends it quietly
+        termination = sys.modules.get("dsh.cli.termination")  # imported by what installed it
+        if termination is not None:
+            termination.settle()
+
+
+def _run_command() -> None:
+    try:
         code = cli.main(standalone_mode=False, obj=ConsoleScript())
     except click.exceptions.NoArgsIsHelpError as exc:  # a group with no command: its help
         exc.show()

@@ -11,10 +11,13 @@ stop is given ``dsh.agent.exit_watchdog.STOP_WITHIN`` seconds.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
 from types import FrameType
 
-from dsh.agent.exit_watchdog import arm_on_signal
+from dsh.agent.exit_watchdog import arm_on_signal, disarm
 from dsh.agent.stop_signals import STOP_SIGNALS
 
 
@@ -37,6 +40,26 @@ def install() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # asyncio handles it from here
     for signum in STOP_SIGNALS:
         signal.signal(signum, _as_interrupt)
+
+
+def settle() -> None:
+    """The command has returned (``dsh.cli.main.main``'s last step): from now on a stop signal —
+    a second SIGTERM while the interpreter waits for a thread at exit — ends the process at
+    once, quietly, with the status the first stop set (else 128 + its own number). Raised as an
+    interrupt there, it printed a ``KeyboardInterrupt`` traceback from ``threading._shutdown``.
+    Nothing changes in a process that never installed the stop handlers."""
+    if signal.getsignal(STOP_SIGNALS[0]) is not _as_interrupt:
+        return
+    for signum in (signal.SIGINT, *STOP_SIGNALS):
+        signal.signal(signum, _exit_now)
+
+
+def _exit_now(signum: int, frame: FrameType | None) -> None:
+    disarm()  # the stop is over: no stuck-exit log is left behind
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(128 + (received.signum or signum))
 
 
 def note_interrupt() -> None:
