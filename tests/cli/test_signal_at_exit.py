@@ -52,7 +52,7 @@ def test_a_stop_signal_while_exiting_ends_dsh_quietly(tmp_path: Path, signum: in
             lines.append(line)
         assert line == "returned\n", lines
         child.send_signal(signum)  # main returned; the interpreter waits for the held thread
-        out, err = child.communicate(timeout=60)
+        _, err = child.communicate(timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
