@@ -47,7 +47,7 @@ Keys
                      esc deny it and cancel the turn; keys typed as it opens go to your
                      draft until you pause
   ctrl+r             show / hide the model's reasoning
-  ctrl+o             expand / collapse the selected (or last) tool card or marker
+  ctrl+o             expand / collapse the chosen (or newest) tool card or marker
   ctrl+f             find in the transcript: enter / down next, shift+enter / up
                      previous, esc back to the prompt
   tab                complete a /command or an @path from the workspace; with nothing to

@@ -85,6 +85,8 @@ class TranscriptLayout(ScrollView):
         self.details: Mapping[str, PassDetails] = {}
         self.show_reasoning = False
         self._selected: int | None = None
+        self.chosen = False
+        """The selected card was chosen (``up``/``down``, a click), not marked by ctrl+o."""
         self.found: tuple[int, int] | None = None
         """(block, row) of a find's match, highlighted."""
         self.found_needle = ""

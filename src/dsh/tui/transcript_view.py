@@ -21,7 +21,12 @@ from dsh.tui.transcript_layout import TranscriptLayout
 
 
 class TranscriptView(TranscriptLayout, can_focus=True):
-    """Scrolling transcript; ``up``/``down`` select a card, ``enter`` or a click expands it."""
+    """Scrolling transcript; ``up``/``down`` select a card, ``enter`` or a click expands it.
+
+    ctrl+o (``toggle_current``) acts on the card people chose (``up``/``down``, a click) until
+    they send something or press End (``follow_end``); else on the last card on the screen
+    when they scrolled away from the end, and on the newest card when the view follows it. A
+    card ctrl+o marks is not chosen: a newer card takes the mark off it."""
 
     DEFAULT_CSS = """
     TranscriptView {
@@ -54,6 +59,7 @@ class TranscriptView(TranscriptLayout, can_focus=True):
             self.model.add(items)
         self.details = details
         self.selected = self.found = None
+        self.chosen = False
         self._live = self._waiting = None
         self._follow = True
         self._pending = False
@@ -64,6 +70,9 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         """Append what the projector made of one live event (a result joins its card)."""
         if items:
             self._change(lambda: self.model.add(items))
+            if not self.chosen and self.selected not in (None, self._newest()):
+                self.selected = None  # ctrl+o's mark: the newest card is current now
+                self.refresh()
 
     def add_note(self, text: str) -> Block:
         """A local line for people (a command's answer); it is not part of the log."""
@@ -127,15 +136,25 @@ class TranscriptView(TranscriptLayout, can_focus=True):
                 self._measure_viewport()
 
     def toggle_current(self) -> None:
-        """Expand or collapse the selected card, or else the last one."""
-        index = self.selected
+        """Expand or collapse the chosen card, else the last one on screen when the view was
+        scrolled away from the end, else the newest (the class's docstring); it is marked, not
+        chosen."""
+        self._publish()
+        index = self.selected if self.chosen else None
+        if index is None and not self._follow:
+            screen_end = bisect_right(self._offsets, round(self.scroll_y) + self.size.height - 1)
+            index = self._newest(min(screen_end, len(self.model.blocks)))
         if index is None:
-            blocks = range(len(self.model.blocks) - 1, -1, -1)
-            index = next((i for i in blocks if self._expandable(i)), None)
+            index = self._newest()
         if index is not None:
             self.selected = index
             self.toggle(index)
             self.scroll_to_block(index)
+
+    def _newest(self, end: int | None = None) -> int | None:
+        """The last expandable card before block ``end`` (default: of all), or None."""
+        start = len(self.model.blocks) if end is None else end
+        return next((i for i in range(start - 1, -1, -1) if self._expandable(i)), None)
 
     def set_show_reasoning(self, show: bool) -> None:
         if show != self.show_reasoning:
@@ -170,9 +189,11 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         self.refresh()
 
     def follow_end(self) -> None:
-        """Scroll to the end and follow new output again (the person sent something)."""
+        """Scroll to the end and follow new output again (the person sent something); the
+        card they chose is no longer ctrl+o's."""
         self._publish()
         self._follow = True
+        self.chosen = False
         if self._width > 0:
             self._restore(None)
             self._measure_viewport()
@@ -225,6 +246,7 @@ class TranscriptView(TranscriptLayout, can_focus=True):
             index += step
         if 0 <= index < count:
             self.selected = index
+            self.chosen = True
             self.scroll_to_block(index)
 
     def action_toggle_selected(self) -> None:
@@ -251,4 +273,5 @@ class TranscriptView(TranscriptLayout, can_focus=True):
             index = bisect_right(self._offsets, y) - 1
             if self._expandable(index):
                 self.selected = index
+                self.chosen = True
                 self.toggle(index)
