@@ -58,7 +58,7 @@ def test_newest_rows_are_on_screen_before_the_log_is_open(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session_id = long_session(rig)
-    app = rig.app([{"text": "a new reply"}], resume=session_id)
+    app = rig.app([{"text": "a new reply"}] * (2 * TURNS), resume=session_id)  # skips those logged
     blocked = paged_app(app, monkeypatch)
 
     async def run() -> None:
@@ -70,12 +70,18 @@ def test_newest_rows_are_on_screen_before_the_log_is_open(
             assert "question 0\n" not in text + "\n"  # the oldest turns are not loaded yet
             assert app.transcript.first_paint is not None
             assert not app.ready and app.controller.session is None
-            await submit(pilot, "too early")  # the composer takes no turn yet
+            await submit(pilot, "too early")  # no turn yet: queued until the session is open
             await pilot.pause()
-            assert not app.running and app.prompt_box.value == "too early"
+            assert not app.running and app.prompt_box.queued == "too early"
+            assert app.prompt_box.value == ""
             blocked.release.set()
             await settle(pilot, lambda: app.ready)
             assert "question 0" in "\n".join(app.transcript.rendered_lines())
+            await settle(pilot, lambda: "a new reply" in "\n".join(app.transcript.rendered_lines()))
+            await settle(pilot, lambda: not app.running)
+            assert (
+                app.prompt_box.queued is None and "❯ too early" in app.transcript.rendered_lines()
+            )
 
     asyncio.run(run())
 

@@ -142,6 +142,7 @@ class DshApp(WarningsApp[None]):
         prompt = PromptBox(
             commands=lambda: (*COMMANDS, *self.prompt_commands.current().names),
             workspace=self.controller.options.workspace,
+            send=self.submit,
             id="prompt",
         )
         prompt.cursor_blink = self._cursor_blink
@@ -197,6 +198,7 @@ class DshApp(WarningsApp[None]):
             self.note(text)
         self.prompt_commands.current()  # a command file skipped is said now, not at first use
         self.ready = True
+        self.work.send_queued()  # a draft sent while it opened
 
     def _stop_signal(self, signum: int) -> None:
         if self._stopped_by is None:
@@ -325,17 +327,16 @@ class DshApp(WarningsApp[None]):
 
     # ---- input --------------------------------------------------------------------------------
 
-    def on_prompt_box_submitted(self, event: PromptBox.Submitted) -> None:
-        self.submit(event.value)
-
     def submit(self, draft: str, *, queued: bool = False) -> None:
         """Send the composer's ``draft`` (or the ``queued`` one, when the work it waited for
         ended): a prompt, a ``!cmd``, a command. One that must wait for the running work is
         queued; an unknown command stays in the box, selected, so typing replaces it."""
-        if not self.ready:  # the draft stays; the session is not open for turns yet
+        if not self.ready:  # the session is not open for turns yet: queued until it is
             if queued:
                 self.prompt_box.unqueue()
-            self.notify(STILL_OPENING)
+            elif draft.strip():
+                self.work.queue(draft)
+                self.notify(STILL_OPENING)
             return
         text = draft.strip()
         shell = shell_command(text)

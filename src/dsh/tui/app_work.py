@@ -102,9 +102,14 @@ class Work:
         if box.queued is not None and (self._failed or worker.error is not None):
             box.unqueue()
             app.notify(NOT_SENT)
-        elif box.queued is not None:
-            app.submit(box.take_queued() or "", queued=True)
+        self.send_queued()
         app.show_keys()
+
+    def send_queued(self) -> None:
+        """Send the queued draft (if any) as if typed now."""
+        box = self.app.prompt_box
+        if box.queued is not None:
+            self.app.submit(box.take_queued() or "", queued=True)
 
     # ---- the kinds of work ----------------------------------------------------------------
 

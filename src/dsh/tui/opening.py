@@ -26,7 +26,7 @@ FIRST_PAGE_FROM_BYTES = 1 << 20
 """Logs at least this long are shown newest page first."""
 FIRST_PAGE_MESSAGES = 20
 """Messages on the first page: more than a screen holds."""
-STILL_OPENING = "Still opening the session; send again once its history is on screen."
+STILL_OPENING = "Still opening the session: your draft is sent once its history is on screen."
 
 
 @dataclass(frozen=True, slots=True)

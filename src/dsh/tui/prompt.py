@@ -138,6 +138,7 @@ class PromptBox(TextArea):
         *,
         commands: Sequence[str] | Callable[[], Sequence[str]] = (),
         workspace: Path | None = None,
+        send: Callable[[str], None] | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(
@@ -151,6 +152,8 @@ class PromptBox(TextArea):
         self.commands = commands
         """The command names ``/`` completes, or what gives them (they may change)."""
         self.workspace = workspace
+        self.send = send
+        """Takes the draft as enter is read, before the keys after it (else ``Submitted``)."""
         self.prompts: list[str] = []
         """Earlier prompts, oldest first (``history`` is TextArea's undo history)."""
         self._index: int | None = None
@@ -235,7 +238,10 @@ class PromptBox(TextArea):
         if event.key == "enter":
             event.stop()
             event.prevent_default()
-            self.post_message(self.Submitted(self, self.text))
+            if self.send is not None:  # now: the keys typed after enter are the next draft
+                self.send(self.text)
+            else:
+                self.post_message(self.Submitted(self, self.text))
             return
         if event.key in NEWLINE_KEYS:
             event.stop()
