@@ -35,7 +35,7 @@ from dsh.agent.exit_watchdog import arm_on_signal
 from dsh.agent.prompt_commands import PromptCommandSource
 from dsh.agent.stop_signals import STOP_SIGNALS, cancelled_by
 from dsh.config import dsh_home
-from dsh.errors import DshError, MissingApiKeyError, error_line, printable_line
+from dsh.errors import DshError, MissingApiKeyError, error_line
 from dsh.events import (
     CompactionEndEvent,
     CompactionSummaryEvent,
@@ -50,7 +50,7 @@ from dsh.tui.app_commands import SlashCommands
 from dsh.tui.app_warnings import WarningLog, WarningsApp
 from dsh.tui.app_work import Work
 from dsh.tui.approval import ApprovalScreen, ask, to_composer
-from dsh.tui.commands import COMMANDS, Command, closest_command, parse_command, prompt_text, waits
+from dsh.tui.commands import COMMANDS, Command, parse_command, prompt_text, waits
 from dsh.tui.controller import Controller, TuiOptions, prompts_of
 from dsh.tui.find import FindBar
 from dsh.tui.hint_line import EscMeans, HintLine, composer_keys
@@ -58,6 +58,7 @@ from dsh.tui.live_tail import LiveTail
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
 from dsh.tui.prompt import PromptBox
+from dsh.tui.running_cards import RunningCards
 from dsh.tui.shell_command import shell_command
 from dsh.tui.short_screen import fit_to_height
 from dsh.tui.status_bar import StatusBar, trust_label
@@ -157,6 +158,7 @@ class DshApp(WarningsApp[None]):
                 asyncio.get_running_loop().add_signal_handler(signum, self._stop_signal, signum)
         self.transcript = self.query_one(TranscriptView)
         self.live = LiveTail(self.transcript)
+        self.running_cards = RunningCards(self.transcript, lambda: self.clock())
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
         self.screen.set_focus(self.prompt_box)  # now: keys typed while dsh started come here
@@ -247,7 +249,7 @@ class DshApp(WarningsApp[None]):
         view = self.transcript
         self.live.logged(event, compacting=self.controller.progress.running)
         if items:
-            view.add_items(items)
+            self.running_cards.added(view.add_items(items))
         if isinstance(event, CompactionSummaryEvent):
             view.refresh_markers()
         self.update_status(context=is_surface_event(event) or isinstance(event, _CONTEXT_EVENTS))
@@ -266,7 +268,11 @@ class DshApp(WarningsApp[None]):
             typed_ahead=to_composer(self.prompt_box, self.submit),
             protected=protected,
         )
-        return await ask(self, screen, cancel_turn=self.work.cancel)
+        self.running_cards.asking(tool, args)
+        try:
+            return await ask(self, screen, cancel_turn=self.work.cancel)
+        finally:
+            self.running_cards.answered()
 
     def reset_live(self) -> None:
         self.live.reset_stream()
@@ -345,7 +351,7 @@ class DshApp(WarningsApp[None]):
         if command is not None and command.name not in COMMANDS:
             expanded = self.prompt_commands.current().expand(command.name, command.arg)
             if expanded is None:
-                self._unknown_command(command.name, draft, queued=queued)
+                self.commands.unknown(command.name, draft, queued=queued)
                 return
         if text and self.running and waits(shell, command):
             self.work.queue(draft)
@@ -368,23 +374,6 @@ class DshApp(WarningsApp[None]):
         else:
             self.prompt_box.remember(text)
             self.run_command(command)
-
-    def _unknown_command(self, name: str, draft: str, *, queued: bool) -> None:
-        """Say so (naming the closest command) and keep the draft, selected: typing replaces
-        it (a command typed next is not glued to it), an arrow key keeps it to mend."""
-        box = self.prompt_box
-        if queued:
-            box.unqueue()
-        elif box.text != draft:
-            box.value = draft
-        names = (*COMMANDS, *self.prompt_commands.current().names)
-        close = closest_command(name, names)
-        guess = f" Did you mean /{close}?" if close else ""
-        self.note(
-            f"Unknown command /{printable_line(name)}.{guess} /help lists the commands "
-            "(// sends /)."
-        )
-        box.select_all()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.work.ended(event.worker)

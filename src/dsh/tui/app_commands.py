@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
 from dsh.agent.model_command import model_name, model_note, switched_note
 from dsh.agent.session_runner import COMPACT_CANCELLED
-from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line
-from dsh.tui.commands import HELP, Command
+from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line, printable_line
+from dsh.tui.commands import COMMANDS, HELP, Command, closest_command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.diff_view import show_workspace_diff
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
@@ -30,6 +30,24 @@ class SlashCommands:
 
     def __init__(self, app: DshApp) -> None:
         self.app = app
+
+    def unknown(self, name: str, draft: str, *, queued: bool) -> None:
+        """Say so (naming the closest command) and keep the draft, selected: typing replaces
+        it (a command typed next is not glued to it), an arrow key keeps it to mend."""
+        app = self.app
+        box = app.prompt_box
+        if queued:
+            box.unqueue()
+        elif box.text != draft:
+            box.value = draft
+        names = (*COMMANDS, *app.prompt_commands.current().names)
+        close = closest_command(name, names)
+        guess = f" Did you mean /{close}?" if close else ""
+        app.note(
+            f"Unknown command /{printable_line(name)}.{guess} /help lists the commands "
+            "(// sends /)."
+        )
+        box.select_all()
 
     def run(self, command: Command) -> None:
         app, name, arg = self.app, command.name, command.arg

@@ -173,8 +173,10 @@ class Work:
         box.value = f"{draft}\n{typed}" if typed.strip() else draft
 
     def _poll_waiting(self) -> None:
-        """While a model call is silent, the status says for how long (after a second)."""
+        """While a model call is silent, the status says for how long (after a second); a
+        running tool card says how long it has run."""
         app = self.app
+        app.running_cards.tick()
         if app.busy not in (WORKING, self._waiting):
             return  # cancelling…: that says more
         self._waiting = waiting_notice(

@@ -86,6 +86,9 @@ class Block:
     """The tool calls an assistant message wrote in its text that were not run (a dim note)."""
     cached_text: str | None = None
     cached_reasoning: str | None = None
+    status: str | None = None
+    """What a live card without its result says under it (``dsh.tui.running_cards``; None:
+    ``running…``)."""
     hidden: bool = False
     """A local note taken off the screen (a ``!cmd``'s output once the prompt that carries it
     is sent: that prompt shows it): it has no rows."""
@@ -277,7 +280,7 @@ def _card_rows(block: Block, width: int) -> list[Row]:
             rows.append([Segment("    "), Segment("no result yet", DIM)])
         return rows
     if result is None:
-        rows.append([Segment("    └ ", DIM), Segment("running…", DIM)])
+        rows.append([Segment("    └ ", DIM), Segment(block.status or "running…", DIM)])
         return rows
     text = _result_text(result)
     lines = text.strip().count("\n") + 1 if text.strip() else 0

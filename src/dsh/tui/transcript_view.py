@@ -66,13 +66,20 @@ class TranscriptView(TranscriptLayout, can_focus=True):
         self.loaded = True
         self._relayout(keep_position=False)
 
-    def add_items(self, items: list[TranscriptItem]) -> None:
-        """Append what the projector made of one live event (a result joins its card)."""
+    def add_items(self, items: list[TranscriptItem]) -> list[Block]:
+        """Append what the projector made of one live event (a result joins its card); the
+        blocks added."""
+        before = len(self.model.blocks)
         if items:
             self._change(lambda: self.model.add(items))
             if not self.chosen and self.selected not in (None, self._newest()):
                 self.selected = None  # ctrl+o's mark: the newest card is current now
                 self.refresh()
+        return self.model.blocks[before:]
+
+    def restyle(self, indices: set[int]) -> None:
+        """Draw these blocks again (what a running card says changed)."""
+        self._change(lambda: indices)
 
     def add_note(self, text: str) -> Block:
         """A local line for people (a command's answer); it is not part of the log."""
