@@ -327,7 +327,7 @@ class DshApp(WarningsApp[None]):
         esc: EscMeans = "clears"
         if self.prompt_box.queued is not None:
             esc = "unqueues"
-        elif self.running or self._busy is not None:  # /undo, !cmd: esc does nothing
+        elif self.running or self._busy is not None:  # /undo: esc does nothing
             esc = "cancels" if self._cancels else "waits"
         self.query_one(HintLine).set_keys(composer_keys(esc))
 

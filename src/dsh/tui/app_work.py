@@ -28,7 +28,13 @@ from textual.worker import Worker
 
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import SHOWN_AS_ERROR, ConfigError, DshError, PromptTooLarge, error_line
-from dsh.tui.shell_command import context_block, masked_command, run_shell_command
+from dsh.tools.base import OutputSoFar, ToolOutput
+from dsh.tui.shell_command import (
+    context_block,
+    masked_command,
+    run_shell_command,
+    stopped_output,
+)
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
@@ -56,6 +62,9 @@ class Work:
         """The notes that show them on the screen meanwhile."""
         self._failed = False
         self._waiting: str | None = None
+        self._shell_run: asyncio.Future[ToolOutput] | None = None
+        """The running ``!cmd`` (``cancel`` stops it)."""
+        self._shell_stopped = False
 
     @property
     def running(self) -> bool:
@@ -72,10 +81,13 @@ class Work:
         self._failed = True
 
     def cancel(self) -> bool:
-        """Cancel the running turn or ``/compact`` (False if none runs); a queued draft comes
-        back into the box."""
+        """Cancel the running turn or ``/compact``, or stop the running ``!cmd`` (False if none
+        runs); a queued draft comes back into the box."""
         app = self.app
-        if not app.controller.cancel():
+        if self._shell_run is not None and not self._shell_run.done():
+            self._shell_stopped = True
+            self._shell_run.cancel()
+        elif not app.controller.cancel():
             return False
         app.set_busy("cancelling…")
         self.failed()
@@ -144,10 +156,18 @@ class Work:
 
     async def _shell(self, command: str) -> None:
         app = self.app
-        app.set_busy(f"$ {command}")
+        app.set_busy(f"$ {command}", cancels=True)
+        so_far = OutputSoFar()
+        run = asyncio.ensure_future(run_shell_command(app.controller, command, so_far))
+        self._shell_run, self._shell_stopped = run, False
         try:
-            output = await run_shell_command(app.controller, command)
+            output = await run
+        except asyncio.CancelledError:
+            if not self._shell_stopped:
+                raise  # the app is closing: the tool killed what the command started
+            output = stopped_output(app.controller, so_far)
         finally:
+            self._shell_run = None
             app.set_busy(None)
         if output.code == "DENIED":
             app.note(output.text)

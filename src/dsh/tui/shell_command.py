@@ -5,7 +5,9 @@ exactly what the model saw).
 
 The person typed the command, so it is not asked about, as a shell would not ask; approval is
 for what the model proposes. Under ``read-only`` (a mode for looking, not changing) it is not
-run, and the reason says how to run it.
+run, and the reason says how to run it. esc or ctrl+c stops a running one as a cancel stops the
+model's command: everything it started is killed, and what it printed until then is its output,
+marked as stopped.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import secrets
 
 from dsh.agent.mcp_servers import tool_secrets
 from dsh.tools.approval import ApprovalPolicy
-from dsh.tools.base import ToolContext, ToolOutput
+from dsh.tools.base import OutputSoFar, ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.transcript.shell_blocks import shell_block
 from dsh.tui.controller import Controller
@@ -42,14 +44,18 @@ def _registry(controller: Controller) -> ToolRegistry:
     return ToolRegistry(default_tools(secret_policy), secret_policy)
 
 
+STOPPED = "[stopped before it finished: you cancelled it]"
 READ_ONLY_REFUSAL = (
     "Not run: the approval mode is read-only, which runs no shell command "
     "(/approval ask lets your !commands run)."
 )
 
 
-async def run_shell_command(controller: Controller, command: str) -> ToolOutput:
-    """Run ``command`` with the ``bash`` tool, unasked (module docstring)."""
+async def run_shell_command(
+    controller: Controller, command: str, so_far: OutputSoFar | None = None
+) -> ToolOutput:
+    """Run ``command`` with the ``bash`` tool, unasked (module docstring); cancelled, the tool
+    kills everything the command started and leaves what it printed in ``so_far``."""
     if controller.policy.mode == "read-only":
         return ToolOutput(READ_ONLY_REFUSAL, is_error=True, code="DENIED")
     call_id = f"human-{secrets.token_hex(3)}"
@@ -59,11 +65,20 @@ async def run_shell_command(controller: Controller, command: str) -> ToolOutput:
         session_id=session.id if session is not None else "",
         call_id=call_id,
         caller="human",
+        output_so_far=so_far,
     )
     arguments = json.dumps({"command": command})
     return await _registry(controller).execute(
         call_id, SHELL_TOOL, arguments, ctx, ApprovalPolicy("auto")
     )
+
+
+def stopped_output(controller: Controller, so_far: OutputSoFar) -> ToolOutput:
+    """The output of a command stopped before it finished (esc, ctrl+c): what it printed until
+    then (masked, as every output), marked as stopped."""
+    printed = (so_far.text or "(no output)").rstrip()
+    text = f"{printed}\n{STOPPED}"
+    return _registry(controller).masked(ToolOutput(text, is_error=True, code="CANCELLED"))
 
 
 def masked_command(controller: Controller, command: str) -> str:
