@@ -122,3 +122,12 @@ def test_other_tools_and_arguments_that_name_no_edit_have_no_planned_change(file
     assert planned_change("bash", {"command": "ls"}, files) is None
     assert planned_change("edit_file", {"path": "calc.py", "old": 1, "new": "x"}, files) is None
     assert planned_change("write_file", {"path": "calc.py"}, files) is None
+
+
+def test_a_write_that_creates_a_file_diffs_it_from_dev_null(files: Path):
+    """A new file has no old side: ``--- /dev/null``, as git shows it (not ``--- a/new.txt``)."""
+    change = planned_change("write_file", {"path": "new.txt", "content": "one\ntwo\n"}, files)
+    assert change is not None and change.fails is None and change.lines is not None
+    assert change.lines[:3] == ("--- /dev/null", "+++ b/new.txt", "@@ -0,0 +1,2 @@")
+    over = planned_change("write_file", {"path": "calc.py", "content": "x = 1\n"}, files)
+    assert over is not None and over.lines is not None and over.lines[0] == "--- a/calc.py"

@@ -192,3 +192,20 @@ def test_a_hidden_tag_character_instruction_shows_as_escapes_and_flags_stay():
     scotland = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
     assert sanitize(f"flag {scotland}\x07") == f"flag {scotland}"
     assert escape_controls(scotland) == scotland
+
+
+def test_a_failed_edit_card_shows_no_change_counts():
+    """It changed nothing: its card names the file, not the ``+2 -1`` of its arguments."""
+    model = TranscriptModel()
+    arguments = '{"path": "hello.py", "old": "print(1)", "new": "print(2)\\nprint(3)"}'
+    model.add([ToolCallItem(2, "c1", "edit_file", arguments)])
+    card = model.blocks[0]
+    assert rows_text(card)[0] == "  ▸ edit_file  hello.py +2 -1"  # before its result: planned
+    model.add([ToolResultItem(3, "c1", "old text not found in hello.py", True, card_seq=2)])
+    assert rows_text(card)[:2] == [
+        "  ▸ edit_file  hello.py",
+        "    └ old text not found in hello.py",
+    ]
+    card.expanded = True
+    shown = rows_text(card)
+    assert "    diff" not in shown and "    arguments" in shown and "    result (error)" in shown

@@ -31,10 +31,11 @@ git write it): a change of the final newline alone is then visible, not ``-b`` /
 
 
 def unified_diff(
-    path: str, before: str, after: str, *, context: int = CONTEXT_LINES
+    path: str, before: str, after: str, *, context: int = CONTEXT_LINES, created: bool = False
 ) -> list[str] | None:
-    """The lines of a unified diff of ``before`` → ``after`` (``path`` names both sides), or
-    None for a side over ``MAX_DIFF_CHARS``."""
+    """The lines of a unified diff of ``before`` → ``after`` (``path`` names both sides; the
+    old one is ``/dev/null`` for a file ``created``, as git writes it), or None for a side over
+    ``MAX_DIFF_CHARS``."""
     if len(before) > MAX_DIFF_CHARS or len(after) > MAX_DIFF_CHARS:
         return None
     old, new = split_lines(before), split_lines(after)
@@ -43,7 +44,7 @@ def unified_diff(
     lines = difflib.unified_diff(
         old,
         new,
-        f"a/{path}",
+        "/dev/null" if created else f"a/{path}",
         f"b/{path}",
         n=context,
         lineterm="\n",

@@ -114,8 +114,8 @@ def _write(path: str, content: str, workspace: Path | None) -> PlannedChange:
         return PlannedChange(path, fails=str(exc))
     except OSError as exc:
         return PlannedChange(path, fails=_io_error(exc))
-    if found is None:
-        return _diffed(path, "", content)
+    if found is None:  # a new file
+        return _diffed(path, "", content, created=True)
     if not stat.S_ISREG(found.st_mode):
         return PlannedChange(path, fails=f"{shown} is not a regular file")
     current = read_small_text(resolved)
@@ -126,8 +126,10 @@ def _write(path: str, content: str, workspace: Path | None) -> PlannedChange:
     return _diffed(path, current, content)
 
 
-def _diffed(path: str, before: str, after: str, *, note: str | None = None) -> PlannedChange:
-    lines = unified_diff(path, before, after)
+def _diffed(
+    path: str, before: str, after: str, *, note: str | None = None, created: bool = False
+) -> PlannedChange:
+    lines = unified_diff(path, before, after, created=created)
     if lines is None:
         return PlannedChange(path, note=f"{path}: too large to show as a diff")
     return PlannedChange(path, tuple(lines), note=note)

@@ -229,8 +229,10 @@ def card_text(block: Block) -> str:
 
 def _card_diff(block: Block) -> FileDiff | None:
     """An edit_file / write_file card's diff: the one its result logged, else from its
-    arguments (the file has moved on)."""
+    arguments (the file has moved on); none for a call that failed: it changed nothing."""
     if block.kind != "tool" or block.label not in DIFF_TOOLS:
+        return None
+    if block.result is not None and block.result.is_error:
         return None
     args = parse_arguments(block.arguments)
     logged = block.result.diff if block.result is not None else None
