@@ -45,6 +45,11 @@ def test_a_running_card_counts_its_seconds(rig: Rig):
         await settle(pilot, lambda: card_says(app, "running…"))
         app.clock.advance(12.4)
         await settle(pilot, lambda: card_says(app, "running… 12 s"))
+        await pilot.press("ctrl+o")  # expanded, it says so too
+        await settle(
+            pilot, lambda: "    no result yet · running… 12 s" in app.transcript.rendered_lines()
+        )
+        await pilot.press("ctrl+o")
         go.write_text("")
         await settle(pilot, lambda: not app.running)
         assert card_says(app, "went") and not any(

@@ -279,7 +279,8 @@ def _card_rows(block: Block, width: int) -> list[Row]:
             rows.append([Segment("    "), Segment(title, RESULT_ERROR if result.is_error else DIM)])
             rows += _indented(_result_text(result), width, 6)
         elif block.kind == "tool":
-            rows.append([Segment("    "), Segment("no result yet", DIM)])
+            waiting = f"no result yet · {block.status}" if block.status else "no result yet"
+            rows.append([Segment("    "), Segment(waiting, DIM)])
         return rows
     if result is None:
         rows.append([Segment("    └ ", DIM), Segment(block.status or "running…", DIM)])
