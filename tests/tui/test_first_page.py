@@ -73,7 +73,9 @@ def test_newest_rows_are_on_screen_before_the_log_is_open(
             await submit(pilot, "too early")  # no turn yet: queued until the session is open
             await pilot.pause()
             assert not app.running and app.prompt_box.queued == "too early"
-            assert app.prompt_box.value == ""
+            assert app.prompt_box.value == "" and "sent once the session is open" in str(
+                app.prompt_box.border_title
+            )
             blocked.release.set()
             await settle(pilot, lambda: app.ready)
             assert "question 0" in "\n".join(app.transcript.rendered_lines())

@@ -341,7 +341,7 @@ class DshApp(WarningsApp[None]):
             if queued:
                 self.prompt_box.unqueue()
             elif draft.strip():
-                self.work.queue(draft)
+                self.work.queue(draft, opening=True)
                 self.notify(STILL_OPENING)
             return
         text = draft.strip()

@@ -95,13 +95,14 @@ class Work:
         app.show_keys()
         return True
 
-    def queue(self, draft: str) -> None:
-        """Hold ``draft`` in the composer until the running work ends (one at a time)."""
+    def queue(self, draft: str, *, opening: bool = False) -> None:
+        """Hold ``draft`` in the composer until the running work ends (``opening``: until the
+        session is open), one at a time."""
         box = self.app.prompt_box
         if box.queued is not None:
             self.app.notify(QUEUED_ALREADY)
             return
-        box.queue(draft)
+        box.queue(draft, opening=opening)
         self.app.show_keys()
 
     def ended(self, worker: Worker[Any]) -> None:

@@ -32,6 +32,8 @@ from dsh.tui.wrap import escape_controls
 PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
 QUEUED = "queued · sent when this turn ends · esc takes it back · "
 """The border title of a composer holding a queued draft (its first line follows)."""
+QUEUED_OPENING = "queued · sent once the session is open · esc takes it back · "
+"""The same while the session still opens."""
 CLEARED_HINT = "draft cleared · ctrl+z brings it back"
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "newline"})
 MAX_LISTED = 8
@@ -160,6 +162,7 @@ class PromptBox(TextArea):
         self._draft = ""
         self._cleared = False
         self.queued: str | None = None
+        self._queued_title = QUEUED
         """A draft sent while something ran, to send when it ends (None: none)."""
 
     @property
@@ -200,9 +203,11 @@ class PromptBox(TextArea):
 
     # ---- the queued draft -------------------------------------------------------------------
 
-    def queue(self, draft: str) -> None:
-        """Hold ``draft`` to send when the running work ends; the box empties for the next."""
+    def queue(self, draft: str, *, opening: bool = False) -> None:
+        """Hold ``draft`` to send when the running work ends (``opening``: when the session
+        is open); the box empties for the next."""
         self.queued = draft
+        self._queued_title = QUEUED_OPENING if opening else QUEUED
         self.value = ""
         self._index = None
         self._show_queued()
@@ -227,7 +232,7 @@ class PromptBox(TextArea):
             self.border_title = None
             return
         first = printable_line(self.queued.strip().split("\n", 1)[0])
-        self.border_title = Content(QUEUED + first)
+        self.border_title = Content(self._queued_title + first)
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if self._cleared and self.text:  # typing again (or the undo): the keys again
