@@ -35,6 +35,8 @@ def test_a_key_stops_a_running_shell_command(rig: Rig, key: str):
         await submit(pilot, f"!{COMMAND}")
         await settle(pilot, lambda: pid_file.exists() and pid_file.read_text().strip() != "")
         pid = int(pid_file.read_text())
+        hint = str(app.query_one("#hint").render())
+        assert "esc cancels it" in hint and "the turn" not in hint  # a command, not a turn
         await pilot.press(key)
         await settle(pilot, lambda: not app.running and STOPPED in text_of(app))
         assert f"  started\n  {STOPPED}" in text_of(app) and "  finished\n" not in text_of(app)

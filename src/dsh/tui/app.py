@@ -121,7 +121,7 @@ class DshApp(WarningsApp[None]):
         self.last_session_id: str | None = None
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
-        self._cancels = self._context_pending = False
+        self._cancels = self._turn = self._context_pending = False
         self.first_page_from = FIRST_PAGE_FROM_BYTES  # logs this long paint their newest page first
         self._closed = False
         self._stopped_by: int | None = None
@@ -314,9 +314,10 @@ class DshApp(WarningsApp[None]):
         """What the status bar says runs (None: nothing)."""
         return self._busy
 
-    def set_busy(self, busy: str | None, *, cancels: bool = False) -> None:
-        """Say what runs (None: nothing); ``cancels``: a key cancels it (the bar names it)."""
-        self._busy, self._cancels = busy, cancels
+    def set_busy(self, busy: str | None, *, cancels: bool = False, turn: bool = False) -> None:
+        """Say what runs (None: nothing); ``cancels``: a key cancels it (the bar names it);
+        ``turn``: it is a turn (the keys hint names it so; other work is "it")."""
+        self._busy, self._cancels, self._turn = busy, cancels, turn
         self.update_status()
         self.show_keys()
 
@@ -328,7 +329,7 @@ class DshApp(WarningsApp[None]):
         if self.prompt_box.queued is not None:
             esc = "unqueues"
         elif self.running or self._busy is not None:  # /undo: esc does nothing
-            esc = "cancels" if self._cancels else "waits"
+            esc = ("cancels" if self._turn else "stops") if self._cancels else "waits"
         self.query_one(HintLine).set_keys(composer_keys(esc))
 
     # ---- input --------------------------------------------------------------------------------

@@ -205,11 +205,11 @@ class Work:
         )
         busy = self._waiting or WORKING
         if busy != app.busy:
-            app.set_busy(busy, cancels=True)
+            app.set_busy(busy, cancels=True, turn=True)
 
     async def _turn(self, prompt: str, draft: str, context: list[str], notes: list[Block]) -> None:
         app = self.app
-        app.set_busy(WORKING, cancels=True)
+        app.set_busy(WORKING, cancels=True, turn=True)
         app.live.prompt_sent(prompt, compacting=app.controller.progress.running)
         poll = app.set_interval(POLL_EVERY, self._poll_waiting)
         try:

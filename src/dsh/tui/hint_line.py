@@ -18,16 +18,18 @@ from textual.widgets import Static
 
 Hint = tuple[str, int]
 """An item of a hint line and its rank (0 stays longest)."""
-EscMeans = Literal["clears", "cancels", "unqueues", "waits"]
+EscMeans = Literal["clears", "cancels", "stops", "unqueues", "waits"]
 SEPARATOR = " · "
 
 ESC: dict[EscMeans, str] = {
     "clears": "esc clears",
     "cancels": "esc cancels the turn",
+    "stops": "esc cancels it",
     "unqueues": "esc takes back the queued draft",
     "waits": "",
 }
-"""What the hint line says of esc; nothing while it does nothing (an ``/undo``, a ``!cmd``)."""
+"""What the hint line says of esc: a turn is cancelled, the other work the status bar names (a
+``!cmd``, a ``/compact``) is "it"; nothing while esc does nothing (an ``/undo``)."""
 
 
 def composer_keys(esc: EscMeans = "clears") -> tuple[Hint, ...]:
