@@ -39,7 +39,7 @@ from dsh.events import (
     Usage,
     UserSource,
 )
-from dsh.store import EventStore
+from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.surface import Session, message_tokens, surface_message
 
 FIXED_TIME = 1_790_000_000_000
@@ -310,6 +310,16 @@ log = open_store(Path(home), backend).open(session_id, writable=True)
 print("ready", flush=True)
 time.sleep(120)
 """
+
+
+KILLED_HOLDER = 4194305
+"""A pid past the kernel's range (no process has it): what a killed writer leaves in its lock."""
+
+
+def leave_lock_of_a_killed_writer(store: JsonlStore | SqliteStore, session_id: str) -> None:
+    """Make the session's lock file record a holder that never released it, as a killed writer
+    leaves it (``WriteLock.unclean_holder``): a log cut by hand is then one a crash left."""
+    store.lock_path(session_id).write_text(f"{KILLED_HOLDER}\n")
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
     │   │   ├── UnknownEventTypeError   a required event type this version does not know
     │   │   └── HeaderCorruptError      its header: nothing `dsh sessions repair` can keep
     │   ├── ReadOnlySessionError    append on a session opened read-only
-    │   └── StorageWriteError       the OS refused a write; nothing was committed
+    │   └── StorageWriteError       the OS refused a write; none of its events was committed
     ├── ProviderError               a model call failed; ``code`` says how, ``retryable`` whether
     │                               trying again may help (mapped in ``dsh.llm.errors`` only)
     ├── ToolError                   a tool refused or failed (becomes an error tool result)

@@ -16,7 +16,7 @@ import pytest
 import dsh.tui.app_warnings
 from dsh.store.jsonl import TORN_NAME
 from dsh.surface import Session
-from tests.helpers import append_chat_turn
+from tests.helpers import append_chat_turn, leave_lock_of_a_killed_writer
 from tests.killed_pass import killed_pass_session
 from tests.tui.conftest import SIZE, Rig, settle, submit
 from tests.tui.test_pilot import text_of
@@ -44,6 +44,7 @@ def crashed_session(rig: Rig, question: str, *, torn: bool) -> tuple[str, Path]:
     data = path.read_bytes()
     data = data[: data.rstrip(b"\n").rfind(b"\n") + 1]  # the last line (its turn/end) lost
     path.write_bytes(data + (TORN if torn else b""))
+    leave_lock_of_a_killed_writer(store, session.id)
     return session.id, path
 
 

@@ -15,7 +15,7 @@ import pytest
 from dsh.store import JsonlStore
 from dsh.store.jsonl import TORN_NAME
 from dsh.surface import Session
-from tests.helpers import append_chat_turn
+from tests.helpers import append_chat_turn, leave_lock_of_a_killed_writer
 from tests.tui.test_tmux_e2e import DSH, TMUX, Terminal, idle
 
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
@@ -40,6 +40,7 @@ def test_the_repairs_of_a_resume_with_cwd_show_inside_the_ui(tmp_path: Path) -> 
     path = store.log_path(session.id)
     data = path.read_bytes()
     path.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1] + TORN)  # turn/end lost, torn
+    leave_lock_of_a_killed_writer(store, session.id)  # by a killed writer
     torn = f"{path}: dropped a torn last line ({len(TORN)} bytes) left by an interrupted write"
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "unused"}]))

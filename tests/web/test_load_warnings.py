@@ -17,7 +17,7 @@ from dsh.store import JsonlStore
 from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
 from dsh.web.sessions import SessionRegistry
-from tests.helpers import append_chat_turn
+from tests.helpers import append_chat_turn, leave_lock_of_a_killed_writer
 from tests.web.builders import run_apart
 from tests.web.conftest import make_env
 
@@ -32,8 +32,9 @@ def stored_with_torn_tail(store: JsonlStore, *, open_turn: bool = False) -> tupl
         append_chat_turn(session, "second", "ok")
     path = store.log_path(session.id)
     data = path.read_bytes()
-    if open_turn:
+    if open_turn:  # a killed writer's: its lock still names it
         data = data[: data.rstrip(b"\n").rfind(b"\n") + 1]
+        leave_lock_of_a_killed_writer(store, session.id)
     path.write_bytes(data + TORN)
     return session.id, path
 

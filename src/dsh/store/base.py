@@ -245,6 +245,14 @@ class SessionLog(ABC):
             self._closed = True
             self._close()
 
+    def not_committed(self, count: int) -> str:
+        """What a failed write of ``count`` events did not commit, and what the log keeps: the
+        events appended before them (a turn's start, its step's start) are committed."""
+        first = len(self._events)
+        span = f"seq {first}" if count == 1 else f"seq {first}-{first + count - 1}"
+        what = f"this event ({span}) was" if count == 1 else f"these {count} events ({span}) were"
+        return f"{what} not committed; the log keeps the {first} events before them"
+
     def _mark_broken(self, reason: str) -> None:
         self._broken = reason
 

@@ -107,7 +107,7 @@ class JsonlSessionLog(SessionLog):
         except OSError as exc:
             self._undo_partial_write()
             raise StorageWriteError(
-                f"cannot write {self.path}: {exc.strerror or exc}; nothing was committed"
+                f"cannot write {self.path}: {exc.strerror or exc}; {self.not_committed(len(lines))}"
             ) from exc
         for line in lines:  # a plain loop: a third of any()'s cost on a one-event batch
             if line.startswith(settings_record.SETTINGS_START):
@@ -246,7 +246,8 @@ class JsonlStore:
             raise
         if lock is not None:
             live = live_text_path(self.home, session_id)
-            repair_at_open(log, now_ms=now_millis(), live_path=live)
+            crashed = lock.unclean_holder is not None
+            repair_at_open(log, now_ms=now_millis(), live_path=live, crashed=crashed)
         return log
 
     def unreadable(self) -> list[UnreadableSession]:

@@ -123,13 +123,20 @@ class CrashRepair:
     warnings: list[str] = field(default_factory=list)
 
 
-def repair_at_open(log: SessionLog, *, now_ms: int, live_path: Path | None = None) -> None:
+def repair_at_open(
+    log: SessionLog, *, now_ms: int, live_path: Path | None = None, crashed: bool = True
+) -> None:
     """Append what a crashed lifecycle of ``log`` (open for writing) left open, and add the
     warnings that say so to its load warnings (each once: the next open finds it closed).
     ``live_path``: the session's live side file (``dsh.store.derived.live_text_path``), read
-    for the reply of a call left streaming, and removed once the repair is on disk."""
+    for the reply of a call left streaming, and removed once the repair is on disk.
+    ``crashed``: False when the last writer released its lock cleanly
+    (``WriteLock.unclean_holder`` None), so it did not crash: it ended with a turn open because
+    it could not write the rest (a full disk), and the warning says so."""
     live = read_live_file(live_path) if live_path is not None else None
-    repair = plan_crash_repair(log.events, now_ms=now_ms, live=live, session_id=log.id)
+    repair = plan_crash_repair(
+        log.events, now_ms=now_ms, live=live, session_id=log.id, crashed=crashed
+    )
     if repair.events:
         log.repaired_from = repair.events[0].seq
         log.append(repair.events)
@@ -145,6 +152,7 @@ def plan_crash_repair(
     now_ms: int,
     live: LiveFile | None = None,
     session_id: str | None = None,
+    crashed: bool = True,
 ) -> CrashRepair:
     """The events that close the passes and the trailing turn a dead process left open, seqs
     continuing the log, and their warnings; nothing when none is open. ``live``: the session's
@@ -175,8 +183,16 @@ def plan_crash_repair(
                     f"({len(recovered[1].data.message.text())} characters), as interrupted"
                 )
         _close_turn(events, start, repairs, now_ms=now_ms)
-        said.append(f"closed turn left open by a crashed process ({len(repairs)} repair events)")
+        said.append(f"closed turn left open by {_who(crashed)} ({len(repairs)} repair events)")
     return CrashRepair(repairs, said)  # type: ignore[arg-type]
+
+
+def _who(crashed: bool) -> str:
+    """Who left the turn open: a crashed process, or one that released its lock cleanly after
+    its log refused the turn's end (a full disk, a failed write)."""
+    if crashed:
+        return "a crashed process"
+    return "a process that did not crash but could not write the rest of its log (disk full?)"
 
 
 def _close_turn(

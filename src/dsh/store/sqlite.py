@@ -175,7 +175,7 @@ class SqliteSessionLog(SessionLog):
                     raise
         except sqlite3.Error as exc:
             raise StorageWriteError(
-                f"cannot write session {self.id}: {exc}; nothing was committed"
+                f"cannot write session {self.id}: {exc}; {self.not_committed(len(lines))}"
             ) from exc
         self._wal.committed(sum(map(len, lines)))
         self._fsync.wrote(durable=durable)  # durable: the WAL is fsynced in the background
@@ -321,7 +321,8 @@ class SqliteStore:
             db.close()
         if lock is not None:
             live = live_text_path(self.home, session_id)
-            repair_at_open(log, now_ms=now_millis(), live_path=live)
+            crashed = lock.unclean_holder is not None
+            repair_at_open(log, now_ms=now_millis(), live_path=live, crashed=crashed)
         return log
 
     def remove_session(self, session_id: str) -> None:
