@@ -41,7 +41,9 @@ def test_a_forked_session_keeps_its_parent_and_seed_length_both_ways(tmp_path: P
     assert sqlite.list() == [] and snapshot(jsonl) == before
 
 
-def test_a_session_already_in_the_target_is_left_in_both(tmp_path: Path) -> None:
+def test_another_session_of_the_same_id_in_the_target_is_refused_and_left_in_both(
+    tmp_path: Path,
+) -> None:
     jsonl, sqlite = JsonlStore(tmp_path), SqliteStore(tmp_path)
     with new_session(jsonl) as session:
         append_chat_turn(session)
@@ -51,8 +53,10 @@ def test_a_session_already_in_the_target_is_left_in_both(tmp_path: Path) -> None
     migrate_sessions(sqlite, jsonl)  # both back in jsonl
     sqlite.create(cwd="/x", session_id=session.id).close()  # same id, different content
     report = migrate_sessions(jsonl, sqlite)
-    assert report.skipped == [session.id] and report.moved == [other.id]
+    assert report.moved == [other.id] and [sid for sid, _ in report.failed] == [session.id]
+    assert "it is in both stores with different headers" in report.failed[0][1]
     assert [h.id for h in jsonl.list()] == [session.id]
+    assert session.id in [h.id for h in sqlite.list()]
 
 
 def test_a_repaired_session_moves_back_to_jsonl_beside_its_repair_copy(tmp_path: Path) -> None:
