@@ -8,7 +8,14 @@ caller's ``validate``
 refuses, e.g. the surface fold) — and drops the rest, including a zero-filled tail left by a power
 loss and a torn last line. It never works in place without a copy: the original bytes are first
 copied to ``session.jsonl.before-repair-<time>`` (fsynced), then the kept prefix replaces the log
-atomically. The report says exactly which lines were dropped and why.
+atomically. The report says exactly which lines were dropped and why, and how many of them are
+intact (pass their CRC seals), with their line numbers in the copy.
+
+Intact lines after a bad one are dropped too, never kept across a gap: a log's seqs are
+contiguous and later events name earlier ones by seq (a tool result its call, a checkpoint the
+span it replaces, a surface op the node it edits), so a log with a hole would fold into a
+transcript the session never had, or not at all, and no event of an unreadable line can be
+known to be one whose loss the fold tolerates. Only a prefix is a state the session was in.
 """
 
 from __future__ import annotations
@@ -49,10 +56,22 @@ class SalvageReport:
     reason: str | None = None
     copy: Path | None = None
     notes: list[str] = field(default_factory=list)
+    intact: list[int] = field(default_factory=list)
+    """Numbers of the dropped lines that pass their CRC seals (the same in the copy)."""
 
     @property
     def changed(self) -> bool:
         return self.copy is not None
+
+    def _where_intact(self) -> str:
+        """Where the intact dropped lines are, and a command that prints them."""
+        ranges = spans(self.intact)
+        script = ";".join(f"{part.replace('-', ',')}p" for part in ranges.split(", "))
+        one = len(self.intact) == 1
+        return (
+            f"{'it is line' if one else 'they are lines'} {ranges} of the copy {self.copy} "
+            f"(`sed -n '{script}' {self.copy}` prints {'it' if one else 'them'})"
+        )
 
     def lines(self) -> list[str]:
         """The report as plain lines for the terminal."""
@@ -72,6 +91,7 @@ class SalvageReport:
                 f"{self.dropped_bytes} bytes); "
                 + first_bad("line", self.first_bad_line, self.reason)
             )
+            out.append(intact_words(len(self.intact), dropped, "line", self._where_intact()))
         if self.zero_bytes:
             out.append(f"dropped a zero-filled tail of {self.zero_bytes} bytes (power loss)")
         if self.torn_bytes:
@@ -139,7 +159,51 @@ def plan_salvage(
         report.first_bad_line = kept + 2
         report.reason = reason
         report.dropped_bytes = sum(len(raw) + 1 for raw in body[kept:count])
+        report.intact = [kept + 2 + i for i, raw in enumerate(body[kept:count]) if intact(raw)]
     return report
+
+
+def intact(raw: bytes) -> bool:
+    """Whether a stored line (row) passes its CRC seal and decodes as an event on its own."""
+    try:
+        decode_event_line(check_line(raw, number=0, where=""), line=0)
+    except DshError:
+        return False
+    return True
+
+
+def intact_words(count: int, dropped: int, noun: str, where: str) -> str:
+    """How many of the ``dropped`` lines (events) are intact, and ``where`` they are: ``7 of
+    the 8 dropped lines are intact (each passes its CRC seal and decodes) but went from the
+    first bad one on, as a log keeps no gap …; they are lines 10-16 of the copy …``."""
+    if not count:
+        return f"none of the {dropped} dropped {noun}s passes its CRC seal and decodes"
+    some = f"all {dropped}" if count == dropped else f"{count} of the {dropped}"
+    verb = (
+        "is intact (it passes its CRC seal and decodes)"
+        if count == 1
+        else "are intact (each passes its CRC seal and decodes)"
+    )
+    return (
+        f"{some} dropped {noun}s {verb} but went from the first bad one on, as a log keeps no "
+        f"gap (later events name earlier ones by seq); {where}"
+    )
+
+
+def spans(numbers: Sequence[int]) -> str:
+    """``10-16`` or ``9, 11-16``: sorted numbers as ranges (none: empty)."""
+    if not numbers:
+        return ""
+    out: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        out.append(str(start) if start == previous else f"{start}-{previous}")
+        if number is not None:
+            start = previous = number
+    return ", ".join(out)
 
 
 def _loadable_prefix(lines: Sequence[bytes]) -> tuple[int, str | None, list[bytes]]:

@@ -8,7 +8,9 @@ sessions in the database are not touched. It never works without a copy: first t
 and its write-ahead log are copied byte for byte to ``dsh.sqlite3.before-repair-<time>`` (and
 ``…-wal``), fsynced, while a write transaction keeps every other writer out, so the copy is one
 consistent state; only then are rows deleted, in the same transaction. The report says exactly
-which events were dropped and why.
+which events were dropped and why, and how many of them are intact (their rows pass their seals
+and decode), by seq, with a query that reads the dropped rows from the copy; intact rows after a
+bad one go too, for the reason ``dsh.store.salvage`` gives (a log keeps no gap).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.derived import drop_derived
 from dsh.store.fd_write import write_all
 from dsh.store.jsonl import fsync_dir
-from dsh.store.salvage import Validator, first_bad, loadable_prefix
+from dsh.store.salvage import Validator, first_bad, intact, intact_words, loadable_prefix, spans
 from dsh.store.sqlite import SqliteStore, connect
 
 _COPY_CHUNK = 1 << 20
@@ -50,6 +52,8 @@ class SqliteSalvageReport:
     copy: Path | None = None
     copies: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    intact: list[int] = field(default_factory=list)
+    """Seqs of the dropped rows that pass their CRC seals and decode (in the copy still)."""
 
     @property
     def needed(self) -> bool:
@@ -58,6 +62,19 @@ class SqliteSalvageReport:
     @property
     def changed(self) -> bool:
         return self.copy is not None
+
+    def _where_intact(self) -> str:
+        """Where the intact dropped rows are, and a command that prints the dropped rows."""
+        one = len(self.intact) == 1
+        query = (
+            f"SELECT seq, body FROM events WHERE session_id='{self.session_id}' "
+            f"AND seq >= {self.first_bad_seq} ORDER BY seq"
+        )
+        return (
+            f"{'it is' if one else 'they are'} seq {spans(self.intact)} "
+            f'of this session in the copy {self.copy} (`sqlite3 {self.copy} "{query}"` prints '
+            "the dropped rows)"
+        )
 
     def lines(self) -> list[str]:
         """The report as plain lines for the terminal."""
@@ -76,6 +93,7 @@ class SqliteSalvageReport:
                 f"dropped events seq {self.kept}-{self.stored - 1} ({dropped} events, "
                 f"{self.dropped_bytes} bytes); " + first_bad("seq", self.first_bad_seq, self.reason)
             )
+            out.append(intact_words(len(self.intact), dropped, "event", self._where_intact()))
         if self.unreadable is not None:
             out.append(
                 f"dropped every row after seq {self.stored - 1} that SQLite could not read "
@@ -143,6 +161,7 @@ def plan_sqlite_salvage(
     if kept < len(rows):
         report.first_bad_seq, report.reason = kept, reason
         report.dropped_bytes = sum(len(body) for body in bodies[kept:])
+        report.intact = [seq for seq, body in rows[kept:] if intact(body)]
     return report
 
 
