@@ -61,7 +61,7 @@ def test_a_reply_refused_by_a_full_disk_says_what_was_committed_and_no_crash_is_
     message = str(refused.value)
     assert "nothing was committed" not in message
     assert f"this event (seq {kept}) was not committed" in message
-    assert f"the log keeps the {kept} events before them" in message
+    assert f"the log keeps the {kept} before it" in message
     session.close()  # the process ends cleanly: its lock is released
 
     with store.open(session.id, writable=True) as log:

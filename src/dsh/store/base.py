@@ -250,8 +250,12 @@ class SessionLog(ABC):
         events appended before them (a turn's start, its step's start) are committed."""
         first = len(self._events)
         span = f"seq {first}" if count == 1 else f"seq {first}-{first + count - 1}"
-        what = f"this event ({span}) was" if count == 1 else f"these {count} events ({span}) were"
-        return f"{what} not committed; the log keeps the {first} events before them"
+        if count == 1:
+            return f"this event ({span}) was not committed; the log keeps the {first} before it"
+        return (
+            f"these {count} events ({span}) were not committed; the log keeps the {first} "
+            "before them"
+        )
 
     def _mark_broken(self, reason: str) -> None:
         self._broken = reason
