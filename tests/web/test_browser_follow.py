@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 
 from dsh.surface import Session
+from dsh.tui.running_cards import RUNNING
 from tests.web.conftest import TOKEN, make_env, wait_until
 from tests.web.pages import ARTIFACTS, first_page_loaded, open_page, same_as_one_pass, serve
 
 DSH = Path(sys.executable).parent / "dsh"  # the console script of this environment
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+RUNS = f"^{RUNNING}( [0-9]+ s)?$"
+COUNTED = f"^{RUNNING} [0-9]+ s$"
 
 
 def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
@@ -64,13 +67,16 @@ def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
             # its events so far are on the page without a reload, and it holds the session
             page.wait_for_selector("#log .row.user:has-text('hello from a terminal')")
             page.wait_for_selector("#log .row.assistant:has-text('working in another process')")
-            page.wait_for_selector("#log .row.tool .tool-status:text-is('running…')")
+            # it runs there, counted from its call's start (``running… N s`` from its first second)
+            page.wait_for_selector(f"#log .row.tool .tool-status:text-matches('{RUNS}')")
             busy = page.locator("#busy-elsewhere")
             busy.wait_for()
             assert busy.inner_text() == f"busy in another process (pid {writer.pid})"
             # the list says what the header says, without a reload (both draw one state)
             assert badge.inner_text() == f"busy elsewhere (pid {writer.pid})"
             assert page.is_disabled("#prompt") and page.is_disabled("#send")
+            # its card counts while that process runs it, as one run here
+            page.wait_for_selector(f"#log .row.tool .tool-status:text-matches('{COUNTED}')")
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "busy-in-another-process.png"))
 

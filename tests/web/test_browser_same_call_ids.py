@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from dsh.agent.runtime import Route
 from dsh.events import ToolCallEvent, encode_event
 from dsh.store import MemoryStore
+from dsh.tui.running_cards import ASKING
 from dsh.web import BackgroundServer, WebRuntime
 from tests.same_call_ids import PerReplyCallIds, ReplySpec, build_log, reply_specs
 from tests.web.builders import long_session
@@ -80,7 +81,7 @@ def test_a_live_result_joins_its_own_card_after_older_pages_brought_other_call_0
         approval = page.locator("#approvals .approval")
         approval.wait_for()  # the bash card is running, waiting for its approval
         running = card_states(page)[-1]
-        assert running[1] == "running…"
+        assert running[1] == ASKING
 
         scroll_to_beginning(page)  # older pages: every stored turn's call_0 card
         assert len(card_states(page)) == TURNS + 1

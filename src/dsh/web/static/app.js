@@ -107,9 +107,11 @@ function scrollToBottom() {
 // ---- header (header.js) and streaming tail --------------------------------------------------------
 
 // The header's run state and the shown session's item in the list: one state, both places.
+// A tool card without its result counts its time while a turn runs, here or elsewhere.
 function renderStatus() {
   if (!renderRunState(state.info)) clearStream();  // a turn's stream ends with it
   showSessionState(state.info);
+  state.view?.running.running(!!state.info && (state.info.running === 'turn' || !!state.info.heldBy));
 }
 
 // The header's compaction progress, and the mark of a prompt waiting for that pass.
@@ -254,6 +256,7 @@ async function openSession(id) {
   showProgress(info.progress);
   renderStatus();
   for (const approval of info.approvals) showApproval(approval, state.sessionId, toast);
+  state.view.running.pending(info.approvals);
   if (!$('prompt').disabled) $('prompt').focus();
   if (NARROW.matches) setSidebar(false);
   performance.mark('dsh:first-page');
@@ -391,6 +394,7 @@ function onLive(message) {
       showProgress(message.session.progress);
       renderStatus();
       for (const approval of message.session.approvals) showApproval(approval, state.sessionId, toast);
+      state.view.running.pending(message.session.approvals);
       state.warnings.kept(message.warnings);
       return;
     case 'warning':
@@ -421,9 +425,11 @@ function onLive(message) {
       return;
     case 'approval':
       showApproval(message.approval, state.sessionId, toast);
+      state.view.running.asking(message.approval);
       return;
     case 'approval-resolved':
       dropApproval(message.id);
+      state.view.running.answered(message.id);
       return;
     case 'approval-mode':
       approvalMode(message.approval);

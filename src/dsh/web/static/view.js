@@ -11,6 +11,7 @@ import { renderUnifiedDiff } from './diff.js';
 import { callSummary, renderArguments } from './tools.js';
 import { RowBlocks } from './blocks.js';
 import { el } from './dom.js';
+import { RUNNING, RunningCards } from './running.js';
 
 const PREVIEW_CHARS = 120;
 
@@ -43,6 +44,7 @@ export class TranscriptView {
     this.markers = new Map();    // passId -> row element
     this.times = new Map();      // seq -> the event's time (ms), for the hover timestamps
     this.sources = new WeakMap();  // message row -> its text as written, for its copy button
+    this.running = new RunningCards();  // the cards without a result: what their status says
   }
 
   ingest(events) {
@@ -82,6 +84,7 @@ export class TranscriptView {
 
   disconnect() {
     this.blocks.disconnect();
+    this.running.stop();
   }
 
   apply(changes) {
@@ -116,6 +119,7 @@ export class TranscriptView {
   remove(seq) {
     const row = this.rows.get(seq);
     if (!row) return;
+    this.running.done(seq);
     this.blocks.take(row);
     this.rows.delete(seq);
     const index = this.order.indexOf(seq);
@@ -194,10 +198,11 @@ export class TranscriptView {
     row.append(el('h2', 'sr-only', `Tool: ${name}`));
     const card = el('details', 'tool-card');
     const summary = el('summary');
+    const status = el('span', 'tool-status', argumentsText === null ? '' : RUNNING);
     summary.append(
       el('span', 'tool-name', name),
       el('code', 'tool-preview', argumentsText === null ? '' : preview(callSummary(name, argumentsText))),
-      el('span', 'tool-status', argumentsText === null ? '' : 'running…'),
+      status,
     );
     card.append(summary);
     if (argumentsText !== null) {
@@ -207,6 +212,7 @@ export class TranscriptView {
     }
     row.append(card);
     this.insert(seq, row);
+    if (argumentsText !== null) this.running.add(seq, status, name, argumentsText, this.times.get(seq));
     return { row, card };
   }
 
@@ -236,6 +242,7 @@ export class TranscriptView {
     }
     this.results.set(seq, { at, result });
     entry.resultSeq = seq;
+    this.running.done(at);
     this.fillResult(entry, result);
   }
 

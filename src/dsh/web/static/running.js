@@ -1,0 +1,127 @@
+// What a tool card without its result says in its summary, in the terminal UI's words
+// (dsh.tui.running_cards): `running… 12 s`, how long since its call was logged (the event's
+// time, so a page that joins or reloads mid-call counts from the call's start; nothing for the
+// first second), or since the page saw its approval answered; `waiting for your approval` while
+// an approval the page was asked matches it (the same tool, and the same arguments when one card
+// has them). A card counts only while the session shown runs a turn here or is busy in another
+// process: a stored session's card without a result (its process ended mid-call) stays a plain
+// `running…`. One timer for the page ticks once a second while some card counts, and stops when
+// none does; a card's text is written only when it changed.
+export const RUNNING = 'running…';
+export const ASKING = 'waiting for your approval';
+const SHOWN_AFTER_MS = 1000;
+const TICK_MS = 1000;
+
+export function runningText(ms) {
+  return ms < SHOWN_AFTER_MS ? RUNNING : `${RUNNING} ${Math.floor(ms / 1000)} s`;
+}
+
+/** `value` as JSON with its objects' keys sorted: arguments compared whatever their order. */
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function parsedArguments(text) {
+  try {
+    return canonical(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}
+
+export class RunningCards {
+  constructor(clock = () => Date.now()) {
+    this.clock = clock;
+    this.cards = new Map();      // card seq -> {status, name, args, since}
+    this.asked = new Map();      // approval id -> {tool, args}
+    this.live = false;
+    this.timer = null;
+  }
+
+  /** A card without a result: `status` its status element, `time` its call's logged time (ms). */
+  add(seq, status, name, argumentsText, time) {
+    const now = this.clock();
+    const since = typeof time === 'number' ? Math.min(time, now) : now;  // a clock ahead of ours
+    this.cards.set(seq, { status, name, args: parsedArguments(argumentsText), since });
+    this.update();
+  }
+
+  /** The card at `seq` has its result, or left the view. */
+  done(seq) {
+    if (this.cards.delete(seq)) this.update();
+  }
+
+  /** Whether the session shown runs a turn (here or in another process). */
+  running(live) {
+    if (live === this.live) return;
+    this.live = live;
+    this.update();
+  }
+
+  /** The approvals pending now, all of them (a page that joined, or came back). */
+  pending(approvals) {
+    this.asked = new Map(approvals.map((a) => [a.id, { tool: a.tool, args: canonical(a.args) }]));
+    this.update();
+  }
+
+  asking(approval) {
+    this.asked.set(approval.id, { tool: approval.tool, args: canonical(approval.args) });
+    this.update();
+  }
+
+  /** The approval `id` was answered: its card counts from now. */
+  answered(id) {
+    const card = this.askingCards().get(id);
+    if (!this.asked.delete(id)) return;
+    if (card) card.since = this.clock();
+    this.update();
+  }
+
+  stop() {
+    this.cards.clear();
+    this.asked.clear();
+    this.update();
+  }
+
+  // Each pending approval's card: the first without one with its tool and arguments, else the
+  // first with its tool.
+  askingCards() {
+    const taken = new Map();
+    const used = new Set();
+    for (const [id, { tool, args }] of this.asked) {
+      const free = [...this.cards.values()].filter((c) => c.name === tool && !used.has(c));
+      const card = free.find((c) => c.args === args) || free[0];
+      if (card) {
+        taken.set(id, card);
+        used.add(card);
+      }
+    }
+    return taken;
+  }
+
+  // Say again what each card says; the timer runs while some card counts.
+  update() {
+    const now = this.clock();
+    const asking = new Set(this.askingCards().values());
+    let counting = false;
+    for (const card of this.cards.values()) {
+      let text = RUNNING;
+      if (asking.has(card)) text = ASKING;
+      else if (this.live) {
+        text = runningText(now - card.since);
+        counting = true;
+      }
+      if (card.status.textContent !== text) card.status.textContent = text;
+    }
+    if (counting && this.timer === null) this.timer = setInterval(() => this.update(), TICK_MS);
+    else if (!counting && this.timer !== null) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+}
