@@ -2,7 +2,8 @@
 a call running says for how long (``running… 12 s``), counted from the call's logged time, so a
 page that joins mid-call shows the time since the call started, not since it joined; the card of
 a call whose approval is asked says ``waiting for your approval``. Counts are never read for an
-exact value: a test waits for a pattern, and for a count larger than one seen before."""
+exact value on the real clock: a test waits for a pattern, or for a count larger than one seen
+before, or holds the clock the page counts by."""
 
 from __future__ import annotations
 
@@ -100,15 +101,23 @@ def test_the_card_of_a_call_asked_about_waits_for_your_approval_then_runs(
         joined.goto(f"{server.base_url}/?token={TOKEN}#s={sid}")
         joined.locator("#approvals .approval").wait_for()
         joined.wait_for_selector(f"{STATUS}:text-is('{ASKING}')")
+        # the first page's cards read a clock the test holds, ten minutes on from now
+        page.evaluate(
+            "() => { const r = window.dsh.view.running; r.at = Date.now() + 600000;"
+            " r.clock = () => r.at; }"
+        )
         approval.locator("button[data-answer='once']").click()
         approval.wait_for(state="detached")
-        for shown in (page, joined):
-            shown.wait_for_function(
-                "([selector, pattern]) => new RegExp(pattern)"
-                ".test(document.querySelector(selector).textContent)",
-                arg=[STATUS, rf"^{RUNNING}( \d+ s)?$"],
-            )
-        count_at_least(page, 1)  # and it counts
+        joined.wait_for_function(
+            "([selector, pattern]) => new RegExp(pattern)"
+            ".test(document.querySelector(selector).textContent)",
+            arg=[STATUS, rf"^{RUNNING}( \d+ s)?$"],
+        )
+        # counted from the answer, not from the call ten minutes before it
+        page.wait_for_selector(f"{STATUS}:text-is('{RUNNING}')")
+        page.evaluate("() => { const r = window.dsh.view.running; r.at += 5000; r.update(); }")
+        assert page.inner_text(STATUS) == f"{RUNNING} 5 s"
+        count_at_least(joined, 1)  # and the other page counts on its own clock
         release.touch()
         for shown in (page, joined):
             shown.wait_for_selector(f"{STATUS}:text-is('done')")
