@@ -166,3 +166,29 @@ def test_quitting_while_the_log_opens_leaves_it_closed(
     asyncio.run(run())  # waits for the opening thread
     assert app.controller.session is None
     rig.store.open(session_id, writable=True).close()  # its writer lock was let go
+
+
+def test_an_unknown_command_queued_while_the_log_opens_comes_back_to_the_box(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queued before the session was open, it is found unknown only when sent: it goes back in
+    the box, selected, with the note naming the closest command (it was lost: the queue had
+    been emptied before the draft was found unknown)."""
+    session_id = long_session(rig)
+    app = rig.app([{"text": "a new reply"}], resume=session_id)
+    blocked = paged_app(app, monkeypatch)
+
+    async def run() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, blocked.called.is_set)
+            await submit(pilot, "/sesions")
+            await pilot.pause()
+            assert app.prompt_box.queued == "/sesions" and app.prompt_box.value == ""
+            blocked.release.set()
+            await settle(pilot, lambda: app.ready and app.prompt_box.queued is None)
+            await settle(pilot, lambda: app.prompt_box.value == "/sesions")
+            text = "\n".join(app.transcript.rendered_lines())
+            assert "Unknown command /sesions. Did you mean /sessions?" in text
+            assert not app.running
+
+    asyncio.run(run())

@@ -339,8 +339,8 @@ class DshApp(WarningsApp[None]):
         ended): a prompt, a ``!cmd``, a command. One that must wait for the running work is
         queued; an unknown command stays in the box, selected, so typing replaces it."""
         if not self.ready:  # the session is not open for turns yet: queued until it is
-            if queued:
-                self.prompt_box.unqueue()
+            if queued:  # taken from the queue to be sent: back in the box, not lost
+                self.prompt_box.put_back(draft)
             elif draft.strip():
                 self.work.queue(draft, opening=True)
                 self.notify(STILL_OPENING)

@@ -36,8 +36,8 @@ class SlashCommands:
         it (a command typed next is not glued to it), an arrow key keeps it to mend."""
         app = self.app
         box = app.prompt_box
-        if queued:
-            box.unqueue()
+        if queued:  # taken from the queue to be sent: back in the box, not lost
+            box.put_back(draft)
         elif box.text != draft:
             box.value = draft
         names = (*COMMANDS, *app.prompt_commands.current().names)

@@ -223,9 +223,14 @@ class PromptBox(TextArea):
         draft = self.take_queued()
         if draft is None:
             return False
+        self.put_back(draft)
+        return True
+
+    def put_back(self, draft: str) -> None:
+        """``draft`` (one taken from the queue to send) back in the box, before anything
+        typed since: it was not sent."""
         typed = self.text
         self.value = f"{draft}\n{typed}" if typed.strip() else draft
-        return True
 
     def _show_queued(self) -> None:
         if self.queued is None:
