@@ -295,3 +295,22 @@ def test_dsh_run_says_the_server_could_not_be_reached_not_that_it_is_silent(tmp_
     assert "llm/retry" not in types  # one attempt, no back-off: the error comes at once
     (error,) = [event["data"] for event in events if event["type"] == "request/error"]
     assert (error["code"], error["retryable"]) == ("CONNECTION", False)
+
+
+def test_every_question_says_dsh_as_its_user_agent_not_httpx(server: FakeServer):  # noqa: F811
+    """The docs say dsh identifies itself as ``dsh/<version>``; the window questions and the
+    models list went out as ``python-httpx/<version>``."""
+    from dsh.llm.sdk_environment import dsh_user_agent
+
+    server.fixed["/v1/models"] = json_ok({"data": [{"id": "q", "owned_by": "library"}]})
+    server.fixed["/api/show"] = json_ok({"model_info": {"qwen2.context_length": 32768}})
+    assert served_models(server.url + "/v1").models == ("q",)
+    assert discover_window(server.url + "/v1", "q") is not None
+    paths = [r.path for r in server.fixed_requests]
+    assert paths == ["/v1/models", "/props", "/v1/models", "/api/show"]
+    agents = {r.headers.get("user-agent") for r in server.fixed_requests}
+    assert agents == {dsh_user_agent()} and dsh_user_agent().startswith("dsh/")
+    window_module._CACHE.clear()
+    own = {"User-Agent": "gateway-client/1"}  # the user's provider.headers win
+    assert served_models(server.url + "/v1", headers=own).models == ("q",)
+    assert server.fixed_requests[-1].headers["user-agent"] == "gateway-client/1"

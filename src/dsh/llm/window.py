@@ -15,8 +15,10 @@ server that cannot be connected to at all (refused, no route, a name that does n
 connection within ``TIMEOUT``) is ``Unreachable``: nothing more is asked of it, so an
 unreachable server costs one connection attempt, not one per endpoint. Each question carries
 the route's key and its ``provider.headers`` (a gateway in front of the server wants them on
-every request). Windows are cached per process by (base URL, model): one question per session;
-an unreachable server is asked again next time (it may have started since).
+every request) and says ``User-Agent: dsh/<version>``, as the model calls do, not httpx's own
+(a ``User-Agent`` among ``provider.headers`` wins). Windows are cached per process by (base
+URL, model): one question per session; an unreachable server is asked again next time (it may
+have started since).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh.llm.errors import connect_failure
+from dsh.llm.sdk_environment import dsh_user_agent
 
 TIMEOUT = 5.0
 """Seconds one discovery request may take (a busy local server answers /props at once)."""
@@ -111,7 +114,7 @@ def _served(base: str, headers: dict[str, str]) -> Served:
 
 
 def _request_headers(api_key: str | None, extra: Mapping[str, str]) -> dict[str, str]:
-    headers = {"Accept": "application/json", **extra}
+    headers = {"Accept": "application/json", "User-Agent": dsh_user_agent(), **extra}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     return headers
