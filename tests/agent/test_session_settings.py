@@ -311,3 +311,21 @@ def test_valid_recorded_settings_replace_nothing_and_say_nothing(caplog: pytest.
     caplog.set_level(logging.WARNING, logger="dsh")
     resolved = ss.effective(Settings(), _recorded(), session_id="s-valid")
     assert resolved.replaced == () and caplog.records == []
+
+
+def test_a_recorded_window_over_the_ceiling_gives_way_to_the_configured_one():
+    """A session an older dsh recorded with a server's ``n_ctx: 1000000000000`` would never
+    compact: the reopen replaces it, as config validation refuses it when given."""
+    recorded = ss.snapshot(
+        Settings(), "deepseek", "deepseek-chat", 10**12, "/w", summarizer_window=10**12
+    )
+    configured = Settings(provider=ProviderSettings(context_window=32_000))
+    resolved = ss.effective(configured, recorded)
+    assert resolved.settings.provider.context_window == 32_000
+    assert resolved.settings.compaction.summarizer_context_window is None
+    described = [item.describe() for item in resolved.replaced]
+    ceiling = "(must be at most 16777216 (no model has a larger window))"
+    assert described[:2] == [
+        f"compaction.summarizer_context_window 1000000000000 -> (unset) {ceiling}",
+        f"provider.context_window 1000000000000 -> 32000 {ceiling}",
+    ]

@@ -248,3 +248,33 @@ def test_dsh_run_refuses_a_summariser_server_with_a_tiny_window_before_any_sessi
     assert "reports a 512-token context window for small" in line and "1,024" in line
     assert not list((tmp_path / "home").glob("sessions/*"))  # no session was made
     assert not [r for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_a_summariser_window_over_the_ceiling_is_refused_or_ignored(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """No model has a window of 10**12 tokens: set, it is refused naming the key; reported by
+    a server, it is ignored with a notice, as a server that says nothing is."""
+    with pytest.raises(ConfigError) as refused:
+        _settings(tmp_path, {}, {"summarizer_context_window": 10**12})
+    assert str(refused.value) == (
+        "config key compaction.summarizer_context_window must be at most 16777216 "
+        "(no model has a larger window) (set in command line)"
+    )
+    assert _settings(tmp_path, {}, {"summarizer_context_window": 16_777_216}) is not None
+    window_module._CACHE.clear()
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 32768}})
+    other = _second_server(10**12)
+    try:
+        compaction = {"summarizer": "small", "summarizer_base_url": other.url + "/v1"}
+        route = resolve_route(_settings(tmp_path, _local(server.url), compaction), environ={})
+    finally:
+        other.__exit__(None, None, None)
+    assert route.summarizer_window is None  # sized to the conversation's, not 10**12
+    assert route.notice == (
+        f"the summariser's server {other.url}/v1 reports a 1,000,000,000,000-token context "
+        "window for small (llama.cpp /props), more than any model has (at most 16,777,216): "
+        "ignored; its calls are sized to the conversation's (set "
+        "compaction.summarizer_context_window)"
+    )

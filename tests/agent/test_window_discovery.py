@@ -314,3 +314,62 @@ def test_every_question_says_dsh_as_its_user_agent_not_httpx(server: FakeServer)
     own = {"User-Agent": "gateway-client/1"}  # the user's provider.headers win
     assert served_models(server.url + "/v1", headers=own).models == ("q",)
     assert server.fixed_requests[-1].headers["user-agent"] == "gateway-client/1"
+
+
+def test_a_reported_window_over_the_ceiling_is_ignored_with_a_notice(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """A server reporting ``n_ctx: 1000000000000`` was believed and recorded, so the
+    compaction threshold was out of reach: it is ignored as a silent server is, said once."""
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 10**12}})
+    server.queue(openai_text("one"), openai_text("two"))
+    result = run_dsh(tmp_path, server.url + "/v1", "first", "second")
+    assert context_windows(result.stdout) == [128_000]
+    notice = (
+        f"{server.url}/v1 reports a 1,000,000,000,000-token context window for m "
+        "(llama.cpp /props), more than any model has (at most 16,777,216): ignored; "
+        "assuming 128,000 tokens (set provider.context_window or --context-window)"
+    )
+    assert [line for line in result.stderr.splitlines() if "1,000,000,000,000" in line] == [
+        f"dsh: warning: {notice}"
+    ]
+    window_module._CACHE.clear()
+    route = _route_on(server, 16_777_216)  # the bound itself is believed
+    assert (route.context_window, route.window_from, route.notice) == (16_777_216, "server", None)
+
+
+@pytest.mark.parametrize("where", ["config", "flag", "environment"])
+def test_a_set_window_over_the_ceiling_is_refused_naming_the_key(
+    tmp_path,
+    where: str,
+    server: FakeServer,  # noqa: F811
+):
+    (tmp_path / "home").mkdir()
+    config = tmp_path / "home" / "config.toml"
+    huge = "99999999999999999999"
+    args: list[str] = []
+    if where == "config":
+        config.write_text(f"[provider]\ncontext_window = {huge}\n")
+    elif where == "flag":
+        args = ["--context-window", huge]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    if where == "environment":
+        env["DSH_PROVIDER_CONTEXT_WINDOW"] = huge
+    command = [DSH, "run", "--provider", "openai-compatible", "--base-url", server.url + "/v1"]
+    result = subprocess.run(
+        [*command, "--model", "m", "--json", *args, "hi"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    origin = {
+        "config": str(config),
+        "flag": "command line",
+        "environment": "environment variable DSH_PROVIDER_CONTEXT_WINDOW",
+    }[where]
+    assert result.returncode != 0 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "dsh: error: config key provider.context_window must be at most 16777216 "
+        f"(no model has a larger window) (set in {origin})"
+    ]
+    assert server.requests == [] and server.fixed_requests == []

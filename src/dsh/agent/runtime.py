@@ -20,12 +20,14 @@ from typing import Literal
 
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
+    MAX_CONTEXT_WINDOW,
     MIN_CONTEXT_WINDOW,
     MIN_SUMMARIZER_WINDOW,
     ProviderSettings,
     Settings,
     compaction_misfit,
     summarizer_window_too_small,
+    window_too_large,
     window_too_small,
 )
 from dsh.errors import ConfigError
@@ -74,7 +76,9 @@ def resolve_route(
 ) -> Route:
     """The provider, model and context window the settings (and flags) ask for. A window the
     server reports under ``MIN_CONTEXT_WINDOW`` is refused in one line (``ConfigError``), as a
-    configured one is: assuming another would send requests the server cannot take."""
+    configured one is: assuming another would send requests the server cannot take. One over
+    ``MAX_CONTEXT_WINDOW`` is a server's bug: it is ignored, as a server that says nothing is,
+    and the notice says so (believed, no compaction would ever run)."""
     cfg = settings.provider
     window = cfg.context_window
     missing = missing_feed(settings, script=script, replay_from=replay_from, store=store)
@@ -121,6 +125,9 @@ def resolve_route(
             cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=env
         )
         found = discover_window(cfg.base_url, model, key, cfg.headers, served=served)
+        implausible = _implausible(found, f"{cfg.base_url} reports", model)
+        if implausible:
+            found = None
         if isinstance(found, Discovered) and window_too_small(found.window):
             raise ConfigError(
                 f"{cfg.base_url} reports a {found.window:,}-token context window for {model} "
@@ -139,7 +146,8 @@ def resolve_route(
             )
         else:
             window = DEFAULT_CONTEXT_WINDOW
-            notice = f"{cfg.base_url} does not report its context window; {ASSUMED}"
+            said = implausible or f"{cfg.base_url} does not report its context window"
+            notice = f"{said}; {ASSUMED}"
     notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
     return Route(provider, model, window, notice, summarizer_window, window_from)
 
@@ -229,6 +237,11 @@ def _summarizer_window(
         environ=environ,
     )
     found = discover_window(base_url, summarizer_model, key, endpoint.headers)
+    implausible = _implausible(
+        found, f"the summariser's server {base_url} reports", summarizer_model
+    )
+    if implausible:
+        found = None
     if isinstance(found, Discovered) and summarizer_window_too_small(found.window):
         raise ConfigError(
             f"the summariser's server {base_url} reports a {found.window:,}-token "
@@ -245,9 +258,23 @@ def _summarizer_window(
         if isinstance(found, Unreachable)
         else "does not report"
     )
+    asked = (
+        implausible or f"the summariser's server {said} the context window of {summarizer_model}"
+    )
     return None, (
-        f"the summariser's server {said} the context window of {summarizer_model}; "
-        "its calls are sized to the conversation's (set compaction.summarizer_context_window)"
+        f"{asked}; its calls are sized to the conversation's (set "
+        "compaction.summarizer_context_window)"
+    )
+
+
+def _implausible(found: Discovered | Unreachable | None, reports: str, model: str) -> str | None:
+    """What to say of a window the server reports over ``MAX_CONTEXT_WINDOW`` (None: it
+    reports none, or a believable one): ``reports`` is who says it."""
+    if not isinstance(found, Discovered) or not window_too_large(found.window):
+        return None
+    return (
+        f"{reports} a {found.window:,}-token context window for {model} ({found.source}), "
+        f"more than any model has (at most {MAX_CONTEXT_WINDOW:,}): ignored"
     )
 
 

@@ -197,8 +197,8 @@ _ROUTE_OPTIONS = [
     click.option(
         "--context-window",
         type=int,
-        help="Override the model's window (provider.context_window: tokens, at least "
-        "4096, checked with the config's keys).",
+        help="Override the model's window (provider.context_window: tokens, 4096 to "
+        "16777216, checked with the config's keys).",
     ),
     click.option(
         "--compaction",

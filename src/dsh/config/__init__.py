@@ -61,11 +61,13 @@ from dsh.config.sections import (
     LARGE_WINDOW_CHUNK,
     LARGE_WINDOW_STATE,
     LARGE_WINDOW_STUB,
+    MAX_CONTEXT_WINDOW,
     MIN_CONTEXT_WINDOW,
     MIN_SUMMARIZER_WINDOW,
     SECTIONS,
     SUMMARIZER_WINDOW_RULE,
     USER_ONLY_SECTIONS,
+    WINDOW_CEILING_RULE,
     WINDOW_RULE,
     CompactionOverride,
     CompactionSettings,
@@ -80,6 +82,7 @@ from dsh.config.sections import (
     ToolSettings,
     TrustSettings,
     summarizer_window_too_small,
+    window_too_large,
     window_too_small,
 )
 from dsh.config.trust import (
@@ -102,11 +105,13 @@ __all__ = [
     "LARGE_WINDOW_CHUNK",
     "LARGE_WINDOW_STATE",
     "LARGE_WINDOW_STUB",
+    "MAX_CONTEXT_WINDOW",
     "MIN_CONTEXT_WINDOW",
     "MIN_SUMMARIZER_WINDOW",
     "SECTIONS",
     "SUMMARIZER_WINDOW_RULE",
     "USER_ONLY_SECTIONS",
+    "WINDOW_CEILING_RULE",
     "WINDOW_RULE",
     "CompactionOverride",
     "CompactionSettings",
@@ -137,6 +142,7 @@ __all__ = [
     "trust_state",
     "trusted_directories",
     "validate_settings",
+    "window_too_large",
     "window_too_small",
 ]
 
@@ -260,6 +266,7 @@ def validate_settings(settings: Settings) -> None:
     _require(repeats == 0 or repeats >= 2, "tools.max_repeated_calls", "must be 0 or at least 2")
     window = settings.provider.context_window
     _require(not window_too_small(window), "provider.context_window", WINDOW_RULE)
+    _require(not window_too_large(window), "provider.context_window", WINDOW_CEILING_RULE)
     for key, variable in (
         ("provider.api_key_env", settings.provider.api_key_env),
         ("compaction.summarizer_api_key_env", settings.compaction.summarizer_api_key_env),

@@ -10,7 +10,9 @@ DESCRIPTIONS: dict[str, str] = {
     "provider.base_url": "Endpoint of an OpenAI-compatible server (Ollama, vLLM, llama.cpp): "
     "an http:// or https:// URL with a host.",
     "provider.context_window": "Override the model's context window (tokens); at least 4096, "
-    "as a window a server reports must be (less is refused at start); the system prompt and "
+    "as a window a server reports must be (less is refused at start), and at most 16777216, "
+    "more than any model offers (a server reporting more is ignored, with a notice); the "
+    "system prompt and "
     "tools as sent must also leave room under the compaction threshold for the state and "
     "the retained tail (refused at start, naming their sizes).",
     "provider.api_key": "API key, sent to whatever endpoint the route has (this one wins over "
@@ -74,7 +76,7 @@ DESCRIPTIONS: dict[str, str] = {
     "when it is another model (unset: its provider's known window or what its server reports, "
     "else the conversation's); a pass's calls are split to fit it. At least 1024: a server "
     "that reports less is refused at start, and a value a session recorded before is replaced by "
-    "this one on reopen.",
+    "this one on reopen; at most 16777216 (a server reporting more is ignored, with a notice).",
     "compaction.summarizer": "extractive (keyless, deterministic), a model name on the "
     "conversation's provider (tags included: qwen2.5-coder:0.5b), or provider:model when the "
     "prefix is a known provider.",

@@ -15,10 +15,12 @@ from urllib.parse import urlsplit
 
 from dsh.config.sections import (
     SUMMARIZER_WINDOW_RULE,
+    WINDOW_CEILING_RULE,
     WINDOW_RULE,
     CompactionSettings,
     Settings,
     summarizer_window_too_small,
+    window_too_large,
     window_too_small,
 )
 
@@ -60,6 +62,11 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
             not summarizer_window_too_small(c.summarizer_context_window),
             "summarizer_context_window",
             SUMMARIZER_WINDOW_RULE,
+        ),
+        (
+            not window_too_large(c.summarizer_context_window),
+            "summarizer_context_window",
+            WINDOW_CEILING_RULE,
         ),
         (
             c.stub_region_ratio < c.threshold_ratio,
@@ -171,4 +178,6 @@ def session_problems(settings: Settings) -> list[Problem]:
     problems = compaction_problems(settings.compaction)
     if window_too_small(settings.provider.context_window):
         problems.append(Problem("provider.context_window", WINDOW_RULE))
+    if window_too_large(settings.provider.context_window):
+        problems.append(Problem("provider.context_window", WINDOW_CEILING_RULE))
     return problems + base_url_problems(settings)

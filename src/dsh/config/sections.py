@@ -237,6 +237,17 @@ built; a test holds dsh's own part within it at this bound). The one check is
 WINDOW_RULE = f"must be at least {MIN_CONTEXT_WINDOW}"
 """How ``window_too_small`` is said after a key's name."""
 
+MAX_CONTEXT_WINDOW = 16_777_216
+"""The largest context window dsh believes (a conversation's or a summariser's: configured,
+given as a flag, reported by a server or recorded), 2**24 tokens. The largest window a released
+model offers is Llama 4 Scout's 10,485,760 (10 Mi, its ``max_position_embeddings``; Gemini's
+is 2M, Claude's and GPT-4.1's 1M), so this leaves it room to grow by half again; a larger
+figure is a typo or a server's bug (``99999999999999999999``, ``n_ctx: 1000000000000``), and
+believing it would put the compaction threshold out of reach: no pass would ever run. The
+one check is ``window_too_large``."""
+WINDOW_CEILING_RULE = f"must be at most {MAX_CONTEXT_WINDOW} (no model has a larger window)"
+"""How ``window_too_large`` is said after a key's name."""
+
 MIN_SUMMARIZER_WINDOW = 1024
 """The smallest window a summariser on another model runs in
 (``compaction.summarizer_context_window``, or what its server reports): under it a call has no
@@ -250,6 +261,12 @@ def window_too_small(window: int | None) -> bool:
     """Whether a conversation's ``window`` (configured, given as a flag, reported by a server
     or recorded in a session's log) is under ``MIN_CONTEXT_WINDOW``; None (unknown) is not."""
     return window is not None and window < MIN_CONTEXT_WINDOW
+
+
+def window_too_large(window: int | None) -> bool:
+    """Whether a conversation's or a summariser's ``window`` (configured, given as a flag,
+    reported by a server or recorded) is over ``MAX_CONTEXT_WINDOW``; None (unknown) is not."""
+    return window is not None and window > MAX_CONTEXT_WINDOW
 
 
 def summarizer_window_too_small(window: int | None) -> bool:
