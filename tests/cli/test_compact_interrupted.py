@@ -1,6 +1,6 @@
 """ctrl-c during ``dsh compact`` (a real process, a summary that never comes) still answers the
 ``command/run`` it logged, and leaves the session openable; SIGTERM and SIGHUP do the same and
-exit with 128 + the signal."""
+exit with 128 + the signal, each saying so in the same one line."""
 
 from __future__ import annotations
 
@@ -96,6 +96,11 @@ retain_tokens = 200
         if child.poll() is None:
             child.kill()
     assert child.returncode == 128 + signum, err  # 130 for Ctrl-C
+    # one line, the same for every signal (SIGTERM printed nothing, Ctrl-C "dsh: interrupted")
+    assert err.splitlines() == [
+        f"dsh: warning: stopped by {signum.name}: compaction cancelled, nothing compacted in "
+        f"session {session_id}"
+    ]
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     run = next(e for e in events if e["type"] == "command/run")
     done = [e for e in events if e["type"] == "command/done"]

@@ -7,6 +7,11 @@ A call with nothing to compact (no plan, no interrupted pass to finish) appends 
 ``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it. The
 summariser, the budgets and the window come from the same builder as the TUI's and the web's
 ``/compact`` (``dsh.agent.wiring``), on the route the session last ran with.
+
+Ctrl-C, SIGTERM and SIGHUP cancel the pass (its command is answered ``Compaction cancelled.``
+in the log) and say so in one line naming the signal, as ``dsh run`` does: ``dsh: warning:
+stopped by SIGTERM: compaction cancelled, nothing compacted in session ID`` (exit 128 + its
+number).
 """
 
 from __future__ import annotations
@@ -87,8 +92,11 @@ def compact(
         termination.install()  # SIGTERM / SIGHUP cancel the pass like Ctrl-C
         ok, text = asyncio.run(_compact(runner, focus))
     except KeyboardInterrupt:
-        if termination.stopped_by() is None:
-            raise
+        termination.note_interrupt()  # Ctrl-C itself: said as SIGTERM and SIGHUP are
+        context.warn(
+            f"stopped by {termination.name()}: compaction cancelled, nothing compacted in "
+            f"session {session.id}"
+        )
         raise SystemExit(termination.exit_status()) from None
     finally:
         session.close()
