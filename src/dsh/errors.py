@@ -27,6 +27,8 @@ one line on stderr. ``retryable`` tells callers whether trying the same thing ag
 
 from __future__ import annotations
 
+import re
+
 SHOWN_AS_ERROR = "dsh_shown_as_error"
 """Set on a log record (``log.error(…, extra={SHOWN_AS_ERROR: True})``) of a failure the face
 that logs it already shows as an error of its own (the web page's error toast, the terminal
@@ -68,6 +70,26 @@ def printable_line(text: str) -> str:
     it cuts; a session's title (``dsh.transcript.titles.trim_title``) is shown the same way."""
     flat = " ".join(text.split())
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
+
+
+_BYTE_OFFSET = re.compile(r" \(byte (\d+)\)$")
+
+
+def json_problem(error: Exception, data: bytes) -> str:
+    """What is wrong with JSON ``data`` as msgspec's decode ``error`` says it, its place as a
+    column (from 1, in characters), with its line when ``data`` has several, instead of
+    msgspec's ``(byte 0)``, which reads like a NUL byte: ``JSON is malformed: invalid character
+    at column 1`` (a caller that read ``data`` as one line of a file names that line). Any
+    other message is kept as it is."""
+    message = str(error)
+    found = _BYTE_OFFSET.search(message)
+    if found is None:
+        return message
+    before = data[: int(found.group(1))]
+    column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+    lines = before.count(b"\n") + 1
+    line = f"line {lines}, " if b"\n" in data else ""
+    return f"{message[: found.start()]} at {line}column {column}"
 
 
 class DshError(Exception):

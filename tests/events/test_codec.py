@@ -670,3 +670,32 @@ def test_checkpoint_built_by_the_session_is_recognised_by_the_one_predicate():
     )
     assert is_checkpoint_event(checkpoint)
     assert not is_checkpoint_event(first)
+
+
+def test_a_line_that_is_not_json_names_its_column_not_a_byte_that_reads_like_nul():
+    """msgspec says ``invalid character (byte 0)``, which reads like a NUL byte in the file."""
+    from dsh.events.codec import decode_event_line
+
+    with pytest.raises(LogCorruptError) as refused:
+        decode_event_line('{"type": "é", x}'.encode(), line=3)
+    assert str(refused.value) == (
+        "line 3: not valid JSON (JSON is malformed: object keys must be strings at column 15)"
+    )
+
+
+def test_json_problem_says_line_and_column_in_characters():
+    import msgspec
+
+    from dsh.errors import json_problem
+
+    for data, said in (
+        (b"hello world", "JSON is malformed: invalid character at column 1"),
+        (
+            '{"a": "é",\n "b": }'.encode(),
+            "JSON is malformed: invalid character at line 2, column 7",
+        ),
+        (b"[1,", "Input data was truncated"),  # no place given: kept as it is
+    ):
+        with pytest.raises(msgspec.DecodeError) as error:
+            msgspec.json.decode(data)
+        assert json_problem(error.value, data) == said

@@ -337,3 +337,19 @@ def test_a_relative_or_multi_line_cwd_is_refused_at_import_and_nothing_is_writte
     assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
     assert not (home / "imports").exists() or not any((home / "imports").iterdir())
     assert "no sessions" in run("sessions", "list", "--all").output
+
+
+def test_a_file_that_is_not_json_is_refused_naming_line_and_column(tmp_path):
+    """A text file given by mistake: msgspec's "invalid character (byte 0)" read like a NUL."""
+    (tmp_path / "big.txt").write_text("Meeting notes\nsecond line\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [DSH, "sessions", "import", "big.txt"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "dsh: error: big.txt: line 1: not valid JSON (JSON is malformed: invalid character "
+        "at column 1)"
+    ]

@@ -17,7 +17,12 @@ from typing import Any
 
 import msgspec
 
-from dsh.errors import EventValidationError, LogCorruptError, UnknownEventTypeError
+from dsh.errors import (
+    EventValidationError,
+    LogCorruptError,
+    UnknownEventTypeError,
+    json_problem,
+)
 from dsh.events.messages import ToolResultBlock
 from dsh.events.types import (
     EVENT_CLASS_BY_TYPE,
@@ -273,7 +278,8 @@ def decode_event_line(raw: bytes, *, line: int) -> Event:
         try:
             generic = _generic_decoder.decode(raw)
         except msgspec.DecodeError as exc:
-            raise LogCorruptError(f"line {line}: not valid JSON ({exc})", line=line) from exc
+            problem = json_problem(exc, raw)
+            raise LogCorruptError(f"line {line}: not valid JSON ({problem})", line=line) from exc
         if not isinstance(generic, dict) or not isinstance(generic.get("type"), str):
             raise LogCorruptError(f"line {line}: not an event object", line=line) from typed_error
         seq = generic.get("seq")

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from dsh.errors import DshError, EventError, LogCorruptError
+from dsh.errors import DshError, EventError, LogCorruptError, json_problem
 from dsh.events import (
     CompactionSummaryEvent,
     Event,
@@ -91,7 +91,7 @@ def _parse_lines(data: bytes, name: str, warnings: list[str]) -> list[tuple[int,
         try:
             parsed.append((number, _json(raw)))
         except msgspec.DecodeError as exc:
-            raise _fail(name, number, f"not valid JSON ({exc})") from exc
+            raise _fail(name, number, f"not valid JSON ({json_problem(exc, raw)})") from exc
     if torn.strip():
         try:
             parsed.append((len(raw_lines) + 1, _json(torn)))

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from dsh.agent.room import MAX_PROMPT_CHARS
-from dsh.errors import error_line
+from dsh.errors import error_line, json_problem
 from dsh.web.errors import (
     INVALID_JSON,
     PAYLOAD_TOO_LARGE,
@@ -113,7 +113,7 @@ async def read_body(
             message = "request body has a string that is not valid Unicode (a lone surrogate)"
             raise bad_request(message, INVALID_JSON) from exc
         raise bad_request(
-            f"request body is not JSON: {error_line(str(exc))}", INVALID_JSON
+            f"request body is not JSON: {error_line(json_problem(exc, raw))}", INVALID_JSON
         ) from exc
 
 
