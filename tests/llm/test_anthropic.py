@@ -15,6 +15,7 @@ from dsh.llm.assemble import StreamAssembler
 from dsh.llm.errors import ErrorCode
 from dsh.llm.types import Finish, ReasoningDelta, TextDelta, ToolCallDelta, UsageReport
 from tests.llm.fake_server import (
+    Canned,
     FakeServer,
     an_block_start,
     an_block_stop,
@@ -358,6 +359,27 @@ def test_stream_that_ends_without_a_stop_reason_is_an_invalid_response(server: F
 
     assert events[0] == TextDelta("cut off")
     assert (error.code, error.retryable) == (ErrorCode.INVALID_RESPONSE, False)
+    assert error.detail == "stream ended without a stop reason"  # an event stream, cut short
+
+
+@pytest.mark.parametrize("media", ["text/html; charset=utf-8", "application/json", None])
+def test_an_answer_that_is_not_an_event_stream_says_so_and_names_the_base_url(
+    server: FakeServer, media: str | None
+):
+    """A proxy's login page (200, text/html) read as "stream ended without a stop reason"."""
+    page = b"<!doctype html>\n<html><body><form>Sign in</form></body></html>\n"
+    headers = {"Content-Length": str(len(page))} | ({"Content-Type": media} if media else {})
+    server.queue(Canned(200, headers, (page,)))
+
+    events, error = collect_until_error(provider(server).stream(make_request(), history=()))
+
+    said = f"Content-Type {media.partition(';')[0]}" if media else "no Content-Type"
+    assert events == [] and (error.code, error.retryable) == (ErrorCode.INVALID_RESPONSE, False)
+    assert error.detail == (
+        f"the server did not send an event stream ({said}, not text/event-stream): check that "
+        f"the base URL {server.url} is the API's (a wrong one, or a proxy's login page, "
+        "answers so)"
+    )
 
 
 def test_slow_server_is_a_timeout(server: FakeServer):

@@ -18,7 +18,12 @@ from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event
 from dsh.events import Usage as UsageStruct
 from dsh.llm.anthropic_wire import CACHE_BREAKPOINT, to_wire_messages, tool_to_wire
-from dsh.llm.errors import ErrorCode, base_url_refusal, map_anthropic_error, provider_error
+from dsh.llm.errors import (
+    base_url_refusal,
+    content_type,
+    map_anthropic_error,
+    unfinished_stream,
+)
 from dsh.llm.registry import on_host
 from dsh.llm.sdk_client import ClientOnFirstUse, LazyClient
 from dsh.llm.sdk_environment import (
@@ -94,6 +99,8 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
                 self._sdk = LazyClient(lambda: _sdk_client(url, key, extra))
         self.name = name
         self.model = model
+        self._base_url = None if client is not None else base_url or ANTHROPIC_API_URL
+        """Named when an answer is not an event stream (None: a client was given)."""
         self._default_params = dict(default_params or {})
 
     async def stream(
@@ -128,7 +135,7 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
             )
             # Closing the stream releases the connection when the caller stops early.
             async with events:
-                async for event in _events(events):
+                async for event in _events(events, content_type(events), self._base_url):
                     yield event
         except ProviderError:
             raise
@@ -182,8 +189,12 @@ def _client(
     )
 
 
-async def _events(stream: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
-    """Translate raw Messages stream events; usage and finish come last, in that order."""
+async def _events(
+    stream: AsyncIterator[Any], content_type: str | None = None, base_url: str | None = None
+) -> AsyncIterator[StreamEvent]:
+    """Translate raw Messages stream events; usage and finish come last, in that order. An
+    answer without a stop reason is ``unfinished_stream``'s error, said by its
+    ``content_type``."""
     usage: dict[str, int | None] = {}
     stop_reason: str | None = None
     tool_index: dict[int, int] = {}  # content block index -> tool call ordinal
@@ -234,7 +245,7 @@ async def _events(stream: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
             )
         )
     if stop_reason is None:
-        raise provider_error(ErrorCode.INVALID_RESPONSE, "stream ended without a stop reason")
+        raise unfinished_stream("stop reason", content_type, base_url)
     yield Finish(_STOP_REASONS.get(stop_reason, "stop"))
 
 

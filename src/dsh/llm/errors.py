@@ -81,6 +81,35 @@ def base_url_refusal(base_url: str) -> ProviderError | None:
     return None if problem is None else provider_error(ErrorCode.INVALID_URL, f"base URL {problem}")
 
 
+EVENT_STREAM = "text/event-stream"
+
+
+def content_type(stream: object) -> str | None:
+    """The ``Content-Type`` an SDK's ``stream`` was answered with (None: not known)."""
+    headers = getattr(getattr(stream, "response", None), "headers", None)
+    return headers.get("content-type") if headers is not None else None
+
+
+def unfinished_stream(
+    missing: str, content_type: str | None, base_url: str | None
+) -> ProviderError:
+    """The ``INVALID_RESPONSE`` error of a streamed answer that ended without its ``missing``
+    end (``finish reason``, ``stop reason``). An answer that was not an event stream at all
+    (``content_type``: a proxy's login page or a wrong base URL's page answers 200 with
+    ``text/html``; a server that ignored ``stream`` answers ``application/json``) is said as
+    that, with its content type and the ``base_url`` to check, not as a stream cut short."""
+    media = (content_type or "").partition(";")[0].strip().lower()
+    if media == EVENT_STREAM:
+        return provider_error(ErrorCode.INVALID_RESPONSE, f"stream ended without a {missing}")
+    said = f"Content-Type {media}" if media else "no Content-Type"
+    where = f" {base_url}" if base_url else ""
+    return provider_error(
+        ErrorCode.INVALID_RESPONSE,
+        f"the server did not send an event stream ({said}, not {EVENT_STREAM}): check that "
+        f"the base URL{where} is the API's (a wrong one, or a proxy's login page, answers so)",
+    )
+
+
 def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
     """The wait a response asks for: ``retry-after-ms``, else ``Retry-After`` in seconds or as
     an HTTP date (None when absent or unreadable; a date in the past is no wait)."""

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, cast
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBlock
 from dsh.events import Usage as UsageStruct
-from dsh.llm.errors import ErrorCode, base_url_refusal, map_openai_error, provider_error
+from dsh.llm.errors import (
+    ErrorCode,
+    base_url_refusal,
+    content_type,
+    map_openai_error,
+    unfinished_stream,
+)
 from dsh.llm.registry import OPENAI_HOST, on_host
 from dsh.llm.sdk_client import ClientOnFirstUse, LazyClient
 from dsh.llm.sdk_environment import (
@@ -87,6 +93,8 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
                 self._sdk = LazyClient(lambda: _sdk_client(url, key, extra))
         self.name = name
         self.model = model
+        self._base_url = base_url
+        """Named when an answer is not an event stream (None: a client was given)."""
         self._keyless = not api_key or api_key == "none"
         """No key is sent (a local server): a refusal for want of one says how to give it."""
         self._default_params = dict(default_params or {})
@@ -121,7 +129,7 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             )
             # Closing the stream releases the connection when the caller stops early.
             async with chunks:
-                async for event in _events(chunks):
+                async for event in _events(chunks, content_type(chunks), self._base_url):
                     yield event
         except ProviderError:
             raise
@@ -243,8 +251,11 @@ def _message_to_wire(message: Message, *, reasoning_back: bool) -> list[dict[str
     return out
 
 
-async def _events(chunks: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
-    """Translate chat-completion chunks; usage and finish come last, in that order."""
+async def _events(
+    chunks: AsyncIterator[Any], content_type: str | None = None, base_url: str | None = None
+) -> AsyncIterator[StreamEvent]:
+    """Translate chat-completion chunks; usage and finish come last, in that order. An answer
+    without a finish is ``unfinished_stream``'s error, said by its ``content_type``."""
     finish: str | None = None
     usage: Any = None
     announced: set[int] = set()
@@ -283,7 +294,7 @@ async def _events(chunks: AsyncIterator[Any]) -> AsyncIterator[StreamEvent]:
     if usage is not None:
         yield UsageReport(usage_from_wire(usage))
     if finish is None:
-        raise provider_error(ErrorCode.INVALID_RESPONSE, "stream ended without a finish reason")
+        raise unfinished_stream("finish reason", content_type, base_url)
     reason = _FINISH_REASONS.get(finish, "stop")
     if reason == "stop" and announced:
         # Ollama and some llama.cpp builds report "stop" for a reply that calls tools.
