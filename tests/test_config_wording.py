@@ -207,3 +207,58 @@ def test_an_unknown_variable_is_ignored_with_the_closest_known_one(
     assert [r.getMessage() for r in caplog.records] == [
         f"ignored environment variable {variable}: {meant} (see docs/config.md)"
     ]
+
+
+def test_dshs_own_variables_are_not_warned_of_but_a_mistyped_key_is(tmp_path, caplog, monkeypatch):
+    """``DSH_HYPOTHESIS_EXPLORE=1 uv run pytest`` (as the README says) and the benchmarks'
+    ``DSH_LLAMA_*`` warned as unknown config variables; ``DSH_PROVIDER_MODLE`` still does."""
+    monkeypatch.setattr(environment, "_warned_variables", set())
+    environ = {
+        "DSH_HOME": str(tmp_path / "home"),
+        "DSH_WEB_TOKEN": "t" * 32,
+        "DSH_HYPOTHESIS_EXPLORE": "1",
+        "DSH_LLAMA_SERVER": "/opt/llama-server",
+        "DSH_LLAMA_MODEL": "/opt/model.gguf",
+        "DSH_LLAMA_EXTRA_ARGS": "--no-repack",
+        "DSH_PROVIDER_MODLE": "m",
+    }
+    with caplog.at_level(logging.WARNING, logger="dsh.config"):
+        load_settings(environ=environ, cwd=tmp_path)
+        load_settings(environ=environ, cwd=tmp_path)  # once per process
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignored environment variable DSH_PROVIDER_MODLE: [provider] has no such key "
+        "(did you mean DSH_PROVIDER_MODEL?) (see docs/config.md)"
+    ]
+
+
+def test_every_dsh_variable_the_code_names_is_a_config_variable_or_on_the_allow_list():
+    """The allow-list (``ENVIRONMENT_NAMES``) kept to what dsh's code, tests and benchmarks
+    read: a ``"DSH_…"`` name quoted there is a config variable or on it."""
+    import re
+
+    from dsh.config import ENVIRONMENT_NAMES
+
+    root = Path(__file__).resolve().parents[1]
+    config_variables = {
+        f"DSH_{section}_{key}".upper()
+        for section, kind in SECTIONS.items()
+        for key in kind.__struct_fields__
+    }
+    examples = {"DSH_SECTION_KEY", "DSH_MODEL"}  # how the config docstrings name a mistake
+    files = [
+        *(root / "src").rglob("*.py"),
+        *(root / "benchmarks").rglob("*.py"),
+        root / "tests" / "conftest.py",
+        root / "README.md",
+    ]
+    named: dict[str, str] = {}
+    for path in files:
+        for name in re.findall(r"[\"'`](DSH_[A-Z0-9_]+)(?![A-Z0-9_*])", path.read_text()):
+            named.setdefault(name, str(path.relative_to(root)))
+    unknown = {
+        name: where
+        for name, where in named.items()
+        if name not in config_variables | ENVIRONMENT_NAMES | examples
+    }
+    assert unknown == {}
+    assert {"DSH_HYPOTHESIS_EXPLORE", "DSH_LLAMA_SERVER"} <= set(named)  # the scan found them

@@ -278,8 +278,20 @@ def summarizer_window_too_small(window: int | None) -> bool:
 SECTIONS: dict[str, type[_Section]] = {
     name: type(default) for name, default in msgspec.structs.asdict(Settings()).items()
 }
-ENVIRONMENT_NAMES = frozenset({"DSH_HOME", "DSH_WEB_TOKEN"})
-"""``DSH_*`` variables that are not config keys."""
+ENVIRONMENT_NAMES = frozenset(
+    {
+        "DSH_HOME",  # dsh.config.reading: where the config, sessions and trust live
+        "DSH_WEB_TOKEN",  # dsh.cli.web: the web UI's token
+        "DSH_HYPOTHESIS_EXPLORE",  # tests/conftest.py: fresh property-test examples
+        "DSH_LLAMA_SERVER",  # benchmarks/real_model.py, state_goal.py: the llama-server
+        "DSH_LLAMA_MODEL",  # … and its GGUF model file
+        "DSH_LLAMA_EXTRA_ARGS",  # … and more llama-server flags
+    }
+)
+"""``DSH_*`` variables dsh's code, tests and benchmarks read that are not config keys: the
+config layer neither reads them nor warns of them as unknown config variables. Every
+``"DSH_…"`` name the code quotes is a config variable or one of these
+(``tests/test_config_wording.py`` holds the list to the code)."""
 USER_ONLY_SECTIONS = frozenset({"trust"})
 """Sections only the user config may set (not a project file, not the environment)."""
 APPROVAL_STRICTNESS = {"auto": 0, "ask": 1, "read-only": 2}
