@@ -169,3 +169,55 @@ def test_the_tui_the_web_and_dsh_compact_compact_with_one_summariser_budgets_and
     assert shadowed == expected_shadowed(OVERRIDE_RETAIN_RATIO, N_CTX)
     assert shadowed != expected_shadowed(CompactionSettings().retain_ratio, N_CTX)
     assert shadowed != expected_shadowed(OVERRIDE_RETAIN_RATIO, 2 * N_CTX)
+
+
+def a_short_session(store: EventStore, cwd: Path) -> str:
+    session = Session.create(store, cwd=cwd)
+    for i in range(12):
+        append_tool_turn(session, f"question {i}", calls=[("read_file", "{}", f"output {i}")])
+    session_id = session.id
+    session.close()
+    return session_id
+
+
+def test_a_compact_with_nothing_to_do_says_why_in_the_same_words_in_every_face(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """12 turns well inside the retained tail: "No compactable history yet." said nothing of
+    why; every face now says it is all in the tail kept verbatim, with the figures."""
+    server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": N_CTX}})
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(config(server.url))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("DSH_HOME", str(home))
+    monkeypatch.setattr(dsh.llm.window, "TIMEOUT", 60.0)  # as above: the reported window
+    settings = load_settings()
+    store = JsonlStore(home)
+    tui, web, cli = (a_short_session(store, workspace) for _ in range(3))
+
+    compact_in_the_tui(settings, store, workspace, tui)
+    compact_in_the_web(settings, store, workspace, web)
+    result = CliRunner().invoke(compact, [cli], catch_exceptions=False)
+    assert result.exit_code == 0
+
+    answers = {
+        face: Session.open(store, sid).of_type(CommandDoneEvent)[0].data.text
+        for face, sid in [("tui", tui), ("web", web)]
+    }
+    answers["cli"] = result.output.strip()
+    assert answers["tui"] == answers["web"] == answers["cli"], answers
+    retained = int(N_CTX * OVERRIDE_RETAIN_RATIO)
+    said = re.fullmatch(
+        r"Nothing to compact yet: all ([\d,]+) tokens of uncompacted history are in the recent "
+        rf"tail a pass keeps verbatim \(at least {retained:,} tokens\); the next request is "
+        rf"(\d+)% of the {N_CTX:,}-token window, and compaction runs by itself at 80%\.",
+        answers["cli"],
+    )
+    assert said is not None, answers["cli"]
+    assert 0 < int(said.group(1).replace(",", "")) <= retained
+    assert not [r for r in server.fixed_requests if r.path == "/v1/chat/completions"]

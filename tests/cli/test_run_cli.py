@@ -217,7 +217,7 @@ def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, en
     result = dsh("compact", session_id, "--focus", "question 2", env=env, cwd=tmp_path)
     assert result.stdout.startswith("Compacted ") and "history items (~" in result.stdout
     again = dsh("compact", session_id, env=env, cwd=tmp_path)
-    assert again.returncode == 0 and again.stdout.strip() == "No compactable history yet."
+    assert again.returncode == 0 and again.stdout.startswith("Nothing to compact yet: all ")
     events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
     # the second call had nothing to compact, so it logged nothing
@@ -234,7 +234,9 @@ def test_compact_with_nothing_to_compact_appends_nothing(tmp_path, env):
     before = log.read_bytes()
     for _ in range(2):
         result = dsh("compact", session_id, env=env, cwd=tmp_path)
-        assert result.stdout.strip() == "No compactable history yet."
+        said = result.stdout.strip()
+        assert said.startswith("Nothing to compact yet: all ") and said.count("\n") == 0
+        assert "in the recent tail a pass keeps verbatim" in said
     assert log.read_bytes() == before
 
 
@@ -258,7 +260,9 @@ def test_compact_uses_the_budgets_of_the_sessions_own_model(tmp_path, env):
     config.unlink()  # the session recorded the budgets of its model; the config no longer matters
     # with the override the whole session fits in the retained tail: nothing to compact
     result = dsh("compact", session_id, env=env, cwd=tmp_path)
-    assert result.stdout.strip() == "No compactable history yet."
+    said = result.stdout.strip()  # the figures are the session's own budgets and window
+    assert said.startswith("Nothing to compact yet: all ")
+    assert "(at least 7,000 tokens)" in said and "of the 8,000-token window" in said
 
 
 def test_a_prompt_of_dash_is_read_from_stdin(tmp_path, env):

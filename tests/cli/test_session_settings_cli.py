@@ -148,7 +148,7 @@ def test_a_log_written_before_settings_were_recorded_still_opens_with_the_config
     assert (
         "no settings recorded" in dsh("sessions", "show", FIXTURE_ID, "--view", "settings").stdout
     )
-    assert dsh("compact", FIXTURE_ID).stdout.strip() == "No compactable history yet."
+    assert dsh("compact", FIXTURE_ID).stdout.startswith("Nothing to compact yet: all ")
     assert settings_events(home, FIXTURE_ID) == []  # a no-op compact appends nothing
     answers = script(tmp_path, [{"text": "recorded"}] * 4 + [{"text": "resumed fine"}])
     out = dsh("run", "--script", answers, "--session", FIXTURE_ID, "--cwd", str(tmp_path), "go")
@@ -164,6 +164,6 @@ def test_dsh_compact_says_the_flags_change_only_when_a_pass_logs_it(tmp_path, ho
     sid = _long_session(tmp_path, 1, "--compaction", "basic")
     before = settings_events(home, sid)
     idle = dsh("compact", sid, "--backend", "recallable")
-    assert idle.stdout == "No compactable history yet.\n"
+    assert idle.stdout.startswith("Nothing to compact yet: all ") and idle.stdout.count("\n") == 1
     assert "the flags change" not in idle.stderr
     assert settings_events(home, sid) == before

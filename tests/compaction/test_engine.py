@@ -219,13 +219,25 @@ def test_compact_command_logs_run_and_done_citing_the_summary_seq():
     assert "module_3" in summary.data.summary
 
 
-def test_compact_command_on_a_fresh_session_says_nothing_is_compactable():
+def test_compact_command_on_a_fresh_session_says_why_nothing_is_compactable():
+    """ "No compactable history yet." said nothing of why: the one turn is in the recent tail
+    every pass keeps verbatim (the answer gives its size, the tail's and the window's)."""
     session = new_session(MemoryStore())
     append_chat_turn(session, "hi", "hello")
     ok, text = run(run_compact_command(engine_for(session), window=10_000))
-    assert ok and text == NOTHING_TO_COMPACT
+    assert ok and text == (
+        "Nothing to compact yet: all 19 tokens of uncompacted history are in the recent tail "
+        "a pass keeps verbatim (at least 60 tokens); the next request is under 1% of the "
+        "10,000-token window, and compaction runs by itself at 80%."
+    )
     done = next(e for e in session.events if isinstance(e, CommandDoneEvent))
-    assert done.data.source_event_seq is None
+    assert done.data.source_event_seq is None and done.data.text == text
+
+
+def test_compact_command_on_a_session_without_history_says_there_is_none():
+    session = new_session(MemoryStore())
+    ok, text = run(run_compact_command(engine_for(session), window=10_000))
+    assert ok and text == NOTHING_TO_COMPACT == "No compactable history yet."
 
 
 def test_the_pruner_replaces_one_oversized_result_with_head_marker_and_tail():

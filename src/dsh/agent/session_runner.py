@@ -408,8 +408,8 @@ class SessionRunner:
         if engine is None:
             raise CompactionOff()
         window = self.wiring.compact_window(self.session)
-        if not log_nothing and nothing_to_compact(engine, window=window, focus=focus):
-            return self._start("compact", _answer(True, NOTHING_TO_COMPACT))
+        if not log_nothing and (said := nothing_to_compact(engine, window=window, focus=focus)):
+            return self._start("compact", _answer(True, said))
         return self._start("compact", self._compact(engine, window, focus))
 
     async def _compact(

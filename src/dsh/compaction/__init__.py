@@ -20,6 +20,7 @@ from dsh.compaction.basic import BasicBackend
 from dsh.compaction.commands import (
     COMPACT_CANCELLED,
     NOTHING_TO_COMPACT,
+    nothing_answer,
     nothing_to_compact,
     run_compact_command,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "build_summary_request",
     "make_backend",
     "make_summarizer",
+    "nothing_answer",
     "nothing_to_compact",
     "prune_tool_results",
     "run_compact_command",

@@ -11,9 +11,11 @@ from dsh.compaction.engine import CompactionEngine
 from dsh.compaction.interrupted_command import compacted_words
 from dsh.errors import DshError, error_line
 from dsh.events import CommandDone, CommandDoneEvent, CommandRun
-from dsh.surface import Session
+from dsh.surface import Session, checkpoint_kind
 
 NOTHING_TO_COMPACT = "No compactable history yet."
+"""The answer for a session with no uncompacted history (a new one); else ``nothing_answer``
+says why."""
 FINISHED_ANOTHERS = (
     "Finished an earlier /compact's pass, left unfinished when its process ended; "
     "nothing else to compact yet."
@@ -21,13 +23,34 @@ FINISHED_ANOTHERS = (
 COMPACT_CANCELLED = "Compaction cancelled."
 
 
-def nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | None) -> bool:
-    """True when ``compact_now`` would find nothing: idle, no interrupted pass (nor its
-    unanswered ``/compact``), no plan."""
+def nothing_answer(engine: CompactionEngine, *, window: int) -> str:
+    """What a ``/compact`` that found nothing answers, in every face: ``NOTHING_TO_COMPACT``
+    for a session without uncompacted history, else why there is nothing (all of it is in the
+    recent tail a pass keeps verbatim) with the figures: that history's size, the tail's, and
+    how full the next request leaves the window against the threshold a pass runs at."""
+    session = engine.session
+    verbatim = sum(
+        session.node_tokens(seq) for seq in session.nodes if checkpoint_kind(session, seq) is None
+    )
+    if verbatim == 0:
+        return NOTHING_TO_COMPACT
+    share = engine.next_request_tokens() / window
+    full = f"{share:.0%}" if share >= 0.01 else "under 1%"
+    return (
+        f"Nothing to compact yet: all {verbatim:,} tokens of uncompacted history are in the "
+        f"recent tail a pass keeps verbatim (at least {engine.retain(window):,} tokens); the "
+        f"next request is {full} of the {window:,}-token window, and compaction runs by itself "
+        f"at {engine.settings.threshold_ratio:.0%}."
+    )
+
+
+def nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | None) -> str | None:
+    """When ``compact_now`` would find nothing (idle, no interrupted pass nor its unanswered
+    ``/compact``, no plan), what the command answers (``nothing_answer``); else None."""
     if engine.turn_is_open() or engine.incomplete_plan() is not None:
-        return False  # let the command run and say why (busy) or finish the pass
+        return None  # let the command run and say why (busy) or finish the pass
     if engine.interrupted_command() is not None:
-        return False  # let the command run: it answers the interrupted one
+        return None  # let the command run: it answers the interrupted one
     plan = engine.backend.plan(
         engine.session,
         retain_tokens=engine.retain(window),
@@ -35,7 +58,7 @@ def nothing_to_compact(engine: CompactionEngine, *, window: int, focus: str | No
         reason="manual",
         window=window,
     )
-    return plan is None
+    return nothing_answer(engine, window=window) if plan is None else None
 
 
 def compacted_text(result: PassResult) -> str:
@@ -68,8 +91,9 @@ async def run_compact_command(
             session.append(CommandDone(command_id=command_id, ok=False, text=text))
         raise
     if result is None:
-        session.append(CommandDone(command_id=command_id, ok=True, text=NOTHING_TO_COMPACT))
-        return True, NOTHING_TO_COMPACT
+        nothing = nothing_answer(engine, window=window)
+        session.append(CommandDone(command_id=command_id, ok=True, text=nothing))
+        return True, nothing
     if _answered_already(session, result):  # only the resumed pass of an earlier /compact
         session.append(CommandDone(command_id=command_id, ok=True, text=FINISHED_ANOTHERS))
         return True, FINISHED_ANOTHERS
