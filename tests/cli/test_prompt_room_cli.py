@@ -208,15 +208,17 @@ def test_json_output_names_no_session_when_its_prompt_is_refused(tmp_path, serve
 
 
 def test_every_face_s_help_gives_the_window_s_real_lower_bound():
-    """``--context-window``'s help said "at least 1024" after the bound became 4,096."""
-    from dsh.config import MIN_CONTEXT_WINDOW
+    """``--context-window``'s help said "at least 1024" after the bound became 4,096; it gives
+    the upper bound too (``MAX_CONTEXT_WINDOW``)."""
+    from dsh.config import MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW
 
     for face in ([], ["run"], ["web"]):
         result = subprocess.run(
             [DSH, *face, "--help"], capture_output=True, text=True, timeout=60, check=True
         )
         shown = " ".join(result.stdout.split())
-        assert f"tokens, at least {MIN_CONTEXT_WINDOW}, checked" in shown, face
+        bounds = f"tokens, {MIN_CONTEXT_WINDOW} to {MAX_CONTEXT_WINDOW}, checked"
+        assert bounds in shown, face
 
 
 def test_the_flags_change_is_said_only_when_a_run_logs_it(
