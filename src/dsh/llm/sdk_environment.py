@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import TypeVar
 
 OPENAI_CUSTOM_HEADERS = "OPENAI_CUSTOM_HEADERS"
@@ -77,7 +76,11 @@ headers."""
 
 
 def dsh_user_agent() -> str:
-    """The ``User-Agent`` dsh sends a server that is not its SDK's own: ``dsh/<version>``."""
+    """The ``User-Agent`` dsh sends a server that is not its SDK's own: ``dsh/<version>``
+    (``importlib.metadata`` imported here: it pulls ``email`` and ``zipfile`` in, which the
+    terminal UI's first frame must not wait for)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         found = version("dsh")
     except PackageNotFoundError:  # a source tree run without installing it
