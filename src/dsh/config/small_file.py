@@ -21,7 +21,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -63,6 +63,29 @@ def read_file_head(path: Path, limit: int) -> FileHead:
     """At most the first ``limit`` bytes of the regular file at ``path``, and whether it holds
     more; refused as :func:`read_small_file` refuses, except for its length."""
     return _read(path, limit, refuse_longer=False)
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path`` (symlinks followed) opened for a binary read of any length, only when what was
+    opened is a regular file: the open cannot block on a FIFO swapped in after the caller
+    looked at the path (``O_NONBLOCK``), and ``fstat`` checks what the descriptor holds before
+    it is made blocking again. ``UnreadableFile`` when it is something else (a directory, a
+    FIFO, a device); an ``OSError`` of the open itself (no such file, no permission) is raised
+    as it is, for the caller's own wording."""
+    fd = os.open(path, _FLAGS)
+    try:
+        _check_regular(path, os.fstat(fd), None)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_file(path: Path) -> bytes:
+    """All the bytes of the regular file at ``path`` (:func:`open_regular_file`)."""
+    with open_regular_file(path) as fh:
+        return fh.read()
 
 
 def _read(path: Path, limit: int, *, refuse_longer: bool) -> FileHead:

@@ -12,11 +12,13 @@ model can act on.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, BinaryIO, TextIO, TypeVar
 
+from dsh.config.small_file import UnreadableFile, open_regular_file
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
 from dsh.tools.atomic_write import sync_directories, write_regular_file
@@ -25,7 +27,7 @@ from dsh.tools.diffs import DIFF_META, read_small_text, unified_diff
 from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.secrets import SecretPolicy
 from dsh.tools.undo_record import UNDO_META, missing_parents, undo_record
-from dsh.tools.workspace import display_path, file_is_binary, resolve_in_workspace
+from dsh.tools.workspace import SNIFF_BYTES, display_path, is_binary, resolve_in_workspace
 
 __all__ = ["EditFileTool", "GlobTool", "GrepTool", "ListDirTool", "ReadFileTool", "WriteFileTool"]
 
@@ -62,17 +64,39 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 _PATH_DOC = "File path, relative to the workspace root (absolute paths must be inside it)."
 
 
-def _check_regular_file(path: Path, shown: str) -> None:
+def open_text_file(path: Path, shown: str) -> BinaryIO:
+    """``path`` opened for reading, at its start, when it is a regular text file; ``ToolError``
+    when it is a directory, not a regular file (a FIFO swapped in after a look is caught on the
+    descriptor, and never blocks the open), or binary."""
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; use list_dir to see it", code="IS_DIRECTORY")
-    if not path.is_file():
-        raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE")
-    if file_is_binary(path):
-        raise ToolError(
-            f"{shown} looks like a binary file ({path.stat().st_size} bytes); "
-            "only text files can be read or edited",
-            code="BINARY_FILE",
-        )
+    try:
+        fh = open_regular_file(path)
+    except UnreadableFile as exc:
+        raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE") from exc
+    try:
+        if is_binary(fh.read(SNIFF_BYTES)):
+            raise ToolError(
+                f"{shown} looks like a binary file ({os.fstat(fh.fileno()).st_size} bytes); "
+                "only text files can be read or edited",
+                code="BINARY_FILE",
+            )
+        fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
+def _check_regular_file(path: Path, shown: str) -> None:
+    """``open_text_file``'s checks alone."""
+    open_text_file(path, shown).close()
+
+
+def read_edit_source(path: Path, shown: str) -> bytes:
+    """The bytes of the file an edit changes (``open_text_file``'s checks)."""
+    with open_text_file(path, shown) as fh:
+        return fh.read()
 
 
 class ReadFileTool:
@@ -129,13 +153,13 @@ def read_window(
     range when that is not the whole file. Raises ``ToolError`` as the tool answers."""
     resolved = resolve_in_workspace(path, workspace, must_exist=True)
     shown = display_path(resolved, workspace)
-    _check_regular_file(resolved, shown)
     lines: list[str] = []
     chars = 0
     total = 0
     last = offset - 1
     keep = MAX_LINE_CHARS + secrets.longest
-    with resolved.open(encoding="utf-8", errors="replace") as fh:  # \n, \r\n and \r end lines
+    raw = open_text_file(resolved, shown)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as fh:  # \n, \r\n, \r end lines
         for number, (line, length) in enumerate(_bounded_lines(fh, keep), 1):
             total = number
             if number < offset or number >= offset + limit or chars > max_chars:
@@ -322,7 +346,7 @@ def _edit(path: str, old: str, new: str, workspace: Path) -> tuple[str, dict[str
     """The result's text and its meta: the unified diff of the file's change (for people; none
     for a file too large to diff) and the undo record (``dsh.tools.undo_record``)."""
     resolved, shown = edit_target(path, workspace)
-    raw = resolved.read_bytes()
+    raw = read_edit_source(resolved, shown)
     text = edit_text(raw, shown)
     index = occurrence(text, old, shown)
     edited = text.replace(old, new, 1)

@@ -37,13 +37,12 @@ only something that could write it anyway (a command the user allowed) could cha
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh.config.small_file import UnreadableFile, read_regular_file
 from dsh.errors import ToolError
 from dsh.tools.files import check_edit_arguments, occurrence
 
@@ -121,10 +120,9 @@ def package_key_change(tool_name: str, args: dict[str, Any], file: Path) -> KeyC
     if tool_name not in ("write_file", "edit_file"):
         return KeyChange(None, compared=False)
     try:
-        found = os.stat(file)
-        if not stat.S_ISREG(found.st_mode):
-            return None  # a directory, a FIFO: the tools refuse it
-        raw: bytes | None = file.read_bytes()
+        raw: bytes | None = read_regular_file(file)
+    except UnreadableFile:
+        return None  # a directory, a FIFO: the tools refuse it
     except FileNotFoundError:
         raw = None
     except OSError:  # unreadable: the edit tool fails too; an overwrite is judged by its content

@@ -31,6 +31,7 @@ from dsh.tools.files import (
     edit_target,
     edit_text,
     occurrence,
+    read_edit_source,
     write_target,
 )
 
@@ -86,7 +87,7 @@ def _edit(path: str, old: str, new: str, workspace: Path | None) -> PlannedChang
         if resolved.stat().st_size > READ_UP_TO:
             note = f"{shown} is too large to show here: the diff is of the call's old and new"
             return _diffed(path, old, new, note=note)
-        text = edit_text(resolved.read_bytes(), shown)
+        text = edit_text(read_edit_source(resolved, shown), shown)
         occurrence(text, old, shown)
     except ToolError as exc:
         return PlannedChange(path, fails=str(exc))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dsh.config.small_file import UnreadableFile, open_regular_file
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
@@ -207,10 +209,14 @@ def grep_text(regex: re.Pattern[str], path: str, workspace: Path, secrets: Secre
     target = resolve_in_workspace(path, workspace, must_exist=True)
     root = workspace.resolve()
     if target.is_file():
-        with target.open("rb") as fh:
-            if is_binary(fh.read(8192)):
-                shown = display_path(target, workspace)
-                raise ToolError(f"{shown} is a binary file", code="BINARY_FILE")
+        try:
+            head = _head(target)
+        except UnreadableFile as exc:
+            shown = display_path(target, workspace)
+            raise ToolError(f"{shown} is not a regular file", code="NOT_A_FILE") from exc
+        if is_binary(head):
+            shown = display_path(target, workspace)
+            raise ToolError(f"{shown} is a binary file", code="BINARY_FILE")
         files: Iterator[Path] = iter([target])
     else:
         files = _walk_text_files(target, root)
@@ -238,10 +244,9 @@ def _walk_text_files(top: Path, root: Path) -> Iterator[Path]:
                     continue
                 if not file.is_file() or file.stat().st_size > MAX_GREP_FILE_BYTES:
                     continue
-                with file.open("rb") as fh:
-                    if is_binary(fh.read(8192)):
-                        continue
-            except (OSError, RuntimeError):
+                if is_binary(_head(file)):
+                    continue
+            except (OSError, RuntimeError, UnreadableFile):
                 continue
             yield file
 
@@ -250,12 +255,19 @@ def _matching_lines(
     file: Path, regex: re.Pattern[str], secrets: SecretPolicy
 ) -> Iterator[tuple[int, str]]:
     try:
-        with file.open(encoding="utf-8", errors="replace") as fh:
+        with io.TextIOWrapper(open_regular_file(file), encoding="utf-8", errors="replace") as fh:
             for number, raw in enumerate(fh, 1):
                 line = raw.rstrip("\r\n")
                 if regex.search(line):
                     if len(line) > MAX_GREP_LINE_CHARS:
                         line = line[: secrets.safe_cut(line, MAX_GREP_LINE_CHARS)] + "…"
                     yield number, line
-    except OSError:
+    except (OSError, UnreadableFile):
         return
+
+
+def _head(file: Path) -> bytes:
+    """The first bytes of ``file`` to tell a binary file by; ``UnreadableFile`` when it is not
+    a regular file, found on what was opened (a FIFO swapped in never blocks the grep)."""
+    with open_regular_file(file) as fh:
+        return fh.read(8192)

@@ -73,9 +73,3 @@ def display_path(path: Path, workspace: Path) -> str:
 def is_binary(head: bytes) -> bool:
     """A file whose first bytes contain NUL is treated as binary."""
     return b"\x00" in head[:SNIFF_BYTES]
-
-
-def file_is_binary(path: Path) -> bool:
-    """Read the head of ``path`` and decide whether it is binary."""
-    with path.open("rb") as fh:
-        return is_binary(fh.read(SNIFF_BYTES))
