@@ -414,3 +414,30 @@ def test_a_file_that_loads_is_said_key_by_key_as_before(
     assert settings.tools.scrub_env == ["X"] and ignored_warnings(caplog) == []
     (line,) = [r.getMessage() for r in caplog.records]
     assert 'ignored tools.approval = "auto"' in line
+
+
+def test_trusting_keeps_an_owner_only_config_owner_only(tmp_path: Path) -> None:
+    """``dsh trust`` rewrites the user config; a 0600 file holding a key must stay 0600."""
+    env = env_for(tmp_path, '[provider]\napi_key = "sk-kept-private"\n')
+    config = Path(env["DSH_HOME"]) / "config.toml"
+    config.chmod(0o600)
+    directory = project(tmp_path, "")
+    assert set_trust(directory, True, env)
+    assert config.stat().st_mode & 0o777 == 0o600
+    assert set_trust(directory, False, env)
+    assert config.stat().st_mode & 0o777 == 0o600
+    assert 'api_key = "sk-kept-private"' in config.read_text()
+
+
+def test_trusting_keeps_a_shared_configs_mode_and_makes_a_new_one_owner_only(
+    tmp_path: Path,
+) -> None:
+    env = env_for(tmp_path, "")
+    config = Path(env["DSH_HOME"]) / "config.toml"
+    config.chmod(0o644)
+    assert set_trust(project(tmp_path, ""), True, env)
+    assert config.stat().st_mode & 0o777 == 0o644
+    (tmp_path / "other").mkdir()
+    fresh = env_for(tmp_path / "other")
+    assert set_trust(project(tmp_path / "other", ""), True, fresh)
+    assert (Path(fresh["DSH_HOME"]) / "config.toml").stat().st_mode & 0o777 == 0o600

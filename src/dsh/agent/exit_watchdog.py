@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from dsh.config import dsh_home
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import ConfigError
 
 STOP_WITHIN = 20.0
@@ -64,7 +65,7 @@ def arm(home: Path | None, why: str, *, within: float = STOP_WITHIN) -> None:
     if home is not None:
         with contextlib.suppress(OSError):
             path = stuck_log(home)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_directory(path.parent)
             file = path.open("a", encoding="utf-8")
             file.write(
                 f"dsh (pid {os.getpid()}) was asked to stop at {time.strftime('%Y-%m-%d %H:%M:%S')}"

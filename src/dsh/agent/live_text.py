@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from weakref import WeakKeyDictionary
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.events import Event
 from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
 from dsh.store.base import now_millis
@@ -138,7 +139,7 @@ class LiveTextWriter:
 
     def _begin(self) -> None:
         call = LiveCall(self.session_id, self.last_seq, os.getpid(), now_millis())
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self.path.parent)
         beside = self.path.with_name(f".{self.path.name}.{call.pid}")
         fd = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:

@@ -47,6 +47,7 @@ import dsh.events.predicates
 import dsh.transcript.render
 from dsh import __version__
 from dsh.compaction.anchors import AnchorIndex
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import EventValidationError
 from dsh.events import (
     Event,
@@ -311,7 +312,7 @@ class AnchorFile:
 
     def _rewrite(self, frame: bytes) -> None:
         """Replace the file with one holding ``frame``: a crash leaves the old file or this."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self.path.parent)
         temporary = self.path.with_name(self.path.name + ".tmp")
         data = self._magic + frame
         try:

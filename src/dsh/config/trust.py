@@ -24,10 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.config.reading import dsh_home, parse_toml, read_bytes, read_toml
 from dsh.errors import ConfigError
 
@@ -162,11 +164,27 @@ def set_trust(directory: Path, trusted: bool, environ: Mapping[str, str] | None 
         )
     new_text = (kept + "\n\n" if kept else "") + table
     parse_toml(new_text, path)  # never write a file that would not load
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(new_text, encoding="utf-8")
-    os.replace(temporary, path)
+    make_private_directory(path.parent)
+    _replace_keeping_mode(path, new_text)
     return True
+
+
+def _replace_keeping_mode(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` whole (a temporary file renamed over it), keeping the
+    old file's permissions — a config holding ``provider.api_key`` is often readable by its
+    owner alone — and owner-only for a new file."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fd, mode)  # the umask narrowed the create; the old file's mode is the rule
+        fh.write(text)
+        fh.flush()
+        os.fsync(fd)
+    os.replace(temporary, path)
 
 
 def _string(value: str) -> str:

@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import StoreError, UsageError
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
 from dsh.store import EventStore, new_session_id
@@ -81,7 +82,7 @@ def import_upstream(
     if final.exists():
         raise UsageError(f"{final} already exists; choose another --id")
     workspace = conversion.header.cwd or cwd
-    final.parent.mkdir(parents=True, exist_ok=True)
+    make_private_directory(final.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{chosen}.", dir=final.parent))
     try:
         shutil.copyfile(path, staging / ORIGINAL_NAME)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import msgspec
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.events import (
     CompactionSummaryEvent,
     Message,
@@ -195,7 +196,7 @@ class SpanFile:
 
     def _append(self, frame: bytes) -> None:
         if not self._dir_made:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_directory(self.path.parent)
             self._dir_made = True
         append_records(self.path, MAGIC, frame)
 

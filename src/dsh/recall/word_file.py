@@ -29,6 +29,7 @@ from pathlib import Path
 
 import msgspec
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.events import CompactionSummaryEvent
 from dsh.recall.span_file import ENCODING, ERRORS, append_records, summary_key
 from dsh.recall.span_file import MAGIC as SPAN_MAGIC
@@ -89,7 +90,7 @@ class WordFile:
         records = b"".join(self._pending)
         self._pending = []
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_directory(self.path.parent)
             append_records(self.path, MAGIC, records)
         except OSError as exc:
             log.debug("cannot write the word index cache %s: %s", self.path, exc)

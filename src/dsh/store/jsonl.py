@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import (
     HeaderCorruptError,
     LogCorruptError,
@@ -195,7 +196,7 @@ class JsonlStore:
         directory = self.session_dir(header.id)
         try:  # a directory without a log is reused: a migration or a removal keeps the other
             # files a session directory held (repair copies, a torn tail) and so the directory
-            directory.mkdir(parents=True, exist_ok=True)
+            make_private_directory(directory)
         except OSError as exc:
             raise StoreError(
                 f"cannot create session directory {directory}: {_reason(exc)}"

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import msgspec
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import DshError, HeaderCorruptError, LogCorruptError, SessionNotFoundError
 from dsh.events import SessionSettingsEvent, decode_event_line, event_type_name
 from dsh.store.integrity import check_line
@@ -217,7 +218,7 @@ def _save(record_path: Path, record: SettingsRecord) -> None:
     """Replace the record whole; any error leaves the one there (or none)."""
     temporary = record_path.with_name(f".{record_path.name}.{os.getpid()}-{secrets.token_hex(4)}")
     try:
-        record_path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_directory(record_path.parent)
         temporary.write_bytes(_encoder.encode(record))
         os.replace(temporary, record_path)
     except OSError:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import (
     HeaderCorruptError,
     LogCorruptError,
@@ -75,7 +76,7 @@ _INSERT = "INSERT INTO events VALUES (?, ?, ?)"
 def _connect(path: Path) -> sqlite3.Connection:
     database_exists(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_directory(path.parent)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"cannot open session database {path}: {exc}") from exc
@@ -231,7 +232,7 @@ class SqliteStore:
 
     def _lock(self, session_id: str) -> WriteLock:
         try:
-            self.lock_dir.mkdir(parents=True, exist_ok=True)
+            make_private_directory(self.lock_dir)
         except OSError as exc:
             raise StoreError(f"cannot create {self.lock_dir}: {exc.strerror}") from exc
         return acquire_write_lock(self.lock_path(session_id), session_id)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.store.appended import LogPosition
 from dsh.transcript.titles import SummaryFold
 
@@ -70,7 +71,7 @@ def save_cache(path: Path, sessions: dict[str, CachedSummary]) -> bool:
     )
     temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_directory(path.parent)
         temporary.write_bytes(body)
         os.replace(temporary, path)
     except OSError:
