@@ -32,7 +32,7 @@ DESCRIPTIONS: dict[str, str] = {
     "Names are HTTP tokens, each once; values printable ASCII without a line break or white "
     "space at either end; Authorization and X-Api-Key (the key settings send the key), Host, "
     "Content-Length, Transfer-Encoding and Connection are refused. Values are never logged "
-    "and are masked in tool output.",
+    "and are masked in tool output and in a server's error text.",
     "provider.max_output_tokens": "Output bound sent with every conversation request "
     "(max_tokens), and with summariser calls on the conversation's own route; unset: a "
     "default per provider and model (4096 for openai-compatible), lowered to what the window "

@@ -21,8 +21,10 @@ from dsh.llm.anthropic_wire import CACHE_BREAKPOINT, to_wire_messages, tool_to_w
 from dsh.llm.errors import (
     base_url_refusal,
     content_type,
+    credentials_of,
     map_anthropic_error,
     unfinished_stream,
+    without_credentials,
 )
 from dsh.llm.registry import on_host
 from dsh.llm.sdk_client import ClientOnFirstUse, LazyClient
@@ -102,6 +104,9 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
         self._base_url = None if client is not None else base_url or ANTHROPIC_API_URL
         """Named when an answer is not an event stream (None: a client was given)."""
         self._default_params = dict(default_params or {})
+        self._header_names = tuple(headers or {})
+        """The ``provider.headers`` names: their values (the client's) are masked out of every
+        error's text, as its key is (a server may echo what it got)."""
 
     async def stream(
         self, request: ModelRequest, *, history: Sequence[Event]
@@ -137,10 +142,12 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
             async with events:
                 async for event in _events(events, content_type(events), self._base_url):
                     yield event
-        except ProviderError:
-            raise
+        except ProviderError as exc:
+            raise without_credentials(exc, _credentials(client, self._header_names)) from None
         except Exception as exc:
-            raise map_anthropic_error(exc) from exc
+            raise without_credentials(
+                map_anthropic_error(exc), _credentials(client, self._header_names)
+            ) from exc
 
 
 def _sdk_client(base_url: str, api_key: str | None, headers: Mapping[str, str]) -> Sdk:
@@ -266,3 +273,14 @@ def _take_usage(into: dict[str, int | None], usage: Any) -> None:
     thinking = getattr(details, "thinking_tokens", None)
     if thinking is not None:
         into["reasoning_tokens"] = int(thinking)
+
+
+def _credentials(
+    client: anthropic.AsyncAnthropic, header_names: tuple[str, ...]
+) -> tuple[str, ...]:
+    """What ``client`` sends that an error's text must not carry: its key and the values of
+    the ``provider.headers`` it was made with (read off the client: the key stays its own)."""
+    sent = client.default_headers
+    return credentials_of(
+        client.api_key, {n: v for n in header_names if isinstance(v := sent.get(n), str)}
+    )

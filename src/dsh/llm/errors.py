@@ -31,7 +31,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -70,6 +70,38 @@ def provider_error(
         retryable=retryable,
         status=status,
         retry_after=retry_after if retryable else None,
+    )
+
+
+MASKED_CREDENTIAL = "[masked credential]"
+MIN_CREDENTIAL_CHARS = 8
+"""A shorter value (``none``, a placeholder) is not looked for: it would mask ordinary words."""
+
+
+def credentials_of(api_key: str | None, headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The values a provider sends that an error's text must never carry: its key and its
+    ``provider.headers`` values, longest first (a value inside another is masked as part of
+    the longer one)."""
+    values = {v for v in (api_key, *headers.values()) if v and len(v) >= MIN_CREDENTIAL_CHARS}
+    return tuple(sorted(values, key=lambda v: (-len(v), v)))
+
+
+def without_credentials(error: ProviderError, credentials: Sequence[str]) -> ProviderError:
+    """``error`` with each of ``credentials`` in its text replaced by ``[masked credential]``:
+    a gateway or proxy that echoes what it received (``Incorrect API key provided: Bearer
+    sk-…``) must not put the key in the log, an export, the web page or a terminal. The same
+    error when its text holds none of them."""
+    detail = error.detail
+    for value in credentials:
+        detail = detail.replace(value, MASKED_CREDENTIAL)
+    if detail == error.detail:
+        return error
+    return ProviderError(
+        error.code,
+        detail,
+        retryable=error.retryable,
+        status=error.status,
+        retry_after=error.retry_after,
     )
 
 

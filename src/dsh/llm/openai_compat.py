@@ -20,8 +20,10 @@ from dsh.llm.errors import (
     ErrorCode,
     base_url_refusal,
     content_type,
+    credentials_of,
     map_openai_error,
     unfinished_stream,
+    without_credentials,
 )
 from dsh.llm.registry import OPENAI_HOST, on_host
 from dsh.llm.sdk_client import ClientOnFirstUse, LazyClient
@@ -95,6 +97,9 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
         self.model = model
         self._base_url = base_url
         """Named when an answer is not an event stream (None: a client was given)."""
+        self._header_names = tuple(headers or {})
+        """The ``provider.headers`` names: their values (the client's) are masked out of every
+        error's text, as its key is (a server may echo what it got)."""
         self._keyless = not api_key or api_key == "none"
         """No key is sent (a local server): a refusal for want of one says how to give it."""
         self._default_params = dict(default_params or {})
@@ -131,15 +136,15 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             async with chunks:
                 async for event in _events(chunks, content_type(chunks), self._base_url):
                     yield event
-        except ProviderError:
-            raise
+        except ProviderError as exc:
+            raise without_credentials(exc, _credentials(client, self._header_names)) from None
         except Exception as exc:
             error = map_openai_error(exc)
             if self._keyless and error.code == ErrorCode.AUTH:
                 error = ProviderError(
                     error.code, f"{error.detail} ({KEYLESS_HINT})", status=error.status
                 )
-            raise error from exc
+            raise without_credentials(error, _credentials(client, self._header_names)) from exc
 
 
 KEYLESS_HINT = (
@@ -317,4 +322,13 @@ def usage_from_wire(usage: Any) -> UsageStruct:
         output_tokens=int(usage.completion_tokens or 0),
         cache_read_tokens=cache_read,
         reasoning_tokens=int(reasoning) if reasoning is not None else None,
+    )
+
+
+def _credentials(client: openai.AsyncOpenAI, header_names: tuple[str, ...]) -> tuple[str, ...]:
+    """What ``client`` sends that an error's text must not carry: its key and the values of
+    the ``provider.headers`` it was made with (read off the client: the key stays its own)."""
+    sent = client.default_headers
+    return credentials_of(
+        client.api_key, {n: v for n in header_names if isinstance(v := sent.get(n), str)}
     )
