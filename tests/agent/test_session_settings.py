@@ -20,7 +20,7 @@ from dsh.config import (
     session_problems,
 )
 from dsh.errors import UsageError
-from dsh.events import RecordedCompaction, SessionSettings, SessionSettingsEvent
+from dsh.events import NO_ROUTE, RecordedCompaction, SessionSettings, SessionSettingsEvent
 from dsh.store import JsonlStore, MemoryStore
 from dsh.surface import Session
 
@@ -227,17 +227,20 @@ def test_any_recorded_settings_reopen_as_valid_ones_keeping_every_valid_recorded
     recorded: SessionSettings,
 ):
     """Whatever an older dsh recorded, a reopen neither crashes nor keeps a value config
-    validation refuses; what it replaces becomes the configured value, the rest stays."""
+    validation refuses; what it replaces becomes the configured value, the rest stays. A
+    record without a route (an import dropped it) keeps no window or summariser either."""
     configured = Settings()
     resolved = ss.effective(configured, recorded)
     assert session_problems(resolved.settings) == []
     replaced = {item.key: item for item in resolved.replaced}
+    route_free = recorded.provider == NO_ROUTE
+    summariser = {*ss.SUMMARIZER_ROUTE_KEYS, "summarizer_context_window"}
     for key in ("provider.context_window", *(f"compaction.{k}" for k in ss.COMPACTION_KEYS)):
         section, _, name = key.partition(".")
         value = getattr(getattr(resolved.settings, section), name)
-        if key in replaced:
+        if key in replaced or (route_free and (section == "provider" or name in summariser)):
             assert value == getattr(getattr(configured, section), name)
-            assert replaced[key].recorded != value
+            assert key not in replaced or replaced[key].recorded != value
         elif section == "provider":
             assert value == recorded.context_window
         elif name != "summarizer_base_url":  # credentials may be put back on the URL

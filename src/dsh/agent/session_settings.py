@@ -60,6 +60,7 @@ from dsh.config import (
 )
 from dsh.errors import ConfigError, DshError, UsageError, error_line
 from dsh.events import (
+    NO_ROUTE,
     Event,
     RecordedCompaction,
     SessionSettings,
@@ -189,15 +190,22 @@ def effective(
     ``switch`` (else ``UsageError``). A recorded window its server reported is not put back:
     the configured one (None: the route asks the server again, ``dsh.agent.asked_window``). A
     recorded value no longer valid is replaced by the configured one (``Resolved.replaced``);
-    given the ``session_id``, that is logged as one warning line, once per process."""
+    given the ``session_id``, that is logged as one warning line, once per process. A record
+    without a route (``NO_ROUTE``) keeps its budgets, on the configured route and summariser."""
     if recorded is None:
         return Resolved(settings)
     flags = {section: dict(values) for section, values in (overrides or {}).items()}
     provider_flags = {k: v for k, v in flags.get("provider", {}).items() if v is not None}
     compaction_flags = {k: v for k, v in flags.get("compaction", {}).items() if v is not None}
-    provider, changes = _route(settings, recorded, provider_flags)
-    compaction, more = _compaction(settings.compaction, recorded.compaction, compaction_flags)
-    if provider.context_window != recorded.context_window:  # a flag's, or asked again
+    routed = recorded.provider != NO_ROUTE  # else an import dropped the log's route
+    if routed:
+        provider, changes = _route(settings, recorded, provider_flags)
+        budgets = recorded.compaction
+    else:  # the configured route and summariser, as in a log that recorded none
+        provider, changes = settings.provider, []
+        budgets = _configured_summarizer(recorded.compaction, settings.compaction)
+    compaction, more = _compaction(settings.compaction, budgets, compaction_flags)
+    if routed and provider.context_window != recorded.context_window:  # a flag's, asked again
         compaction = _follow_window(compaction, settings, recorded, compaction_flags)
     changes += more
     backend = next((c for c in changes if c.key == "compaction.backend"), None)
@@ -213,7 +221,7 @@ def effective(
     chosen, replaced = _still_valid(chosen, settings, flagged)
     if replaced and session_id is not None:
         _say_once(replaced_warning(session_id, replaced))
-    return Resolved(chosen, tuple(changes), recorded, replaced)
+    return Resolved(chosen, tuple(changes), recorded if routed else None, replaced)
 
 
 def replaced_warning(session_id: str, replaced: Sequence[Replaced]) -> str:
@@ -390,6 +398,16 @@ def _compaction(
         values["summarizer_context_window"] = configured.summarizer_context_window
     # The recorded budgets already include any per-model override of the config: none again.
     return msgspec.structs.replace(configured, **values, overrides={}), changes
+
+
+def _configured_summarizer(
+    recorded: RecordedCompaction, configured: CompactionSettings
+) -> RecordedCompaction:
+    """``recorded`` on the configured summariser (its provider, server and window)."""
+    keys = ("summarizer", "summarizer_provider", "summarizer_context_window")
+    chosen = {key: getattr(configured, key) for key in keys}
+    url = _redact(configured.summarizer_base_url)  # ``_compaction`` puts its credentials back
+    return msgspec.structs.replace(recorded, **chosen, summarizer_base_url=url)
 
 
 def snapshot(

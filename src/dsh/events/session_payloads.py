@@ -42,10 +42,17 @@ class RecordedCompaction(Struct, frozen=True):
     summarizer_context_window: int | None = None
 
 
+NO_ROUTE = ""
+"""``SessionSettings.provider`` (and ``model``) of a record without a route: ``dsh sessions
+import`` dropped the one the log named (``dsh.interop.foreign_route``)."""
+
+
 class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):
     """The settings that define the session (latest wins; never a key): its route, window,
     compaction and workspace. Logged when first chosen and whenever a flag changes one;
-    ``changed`` names the keys that changed (empty on the first record)."""
+    ``changed`` names the keys that changed (empty on the first record). A record whose
+    ``provider`` is empty (``NO_ROUTE``) names no route: an import dropped the route, window
+    and summariser the log recorded, and the session runs on the configured ones."""
 
     provider: str
     model: str

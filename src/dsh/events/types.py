@@ -29,6 +29,7 @@ from dsh.events.compaction_payloads import (
 )
 from dsh.events.messages import Message, Payload, Struct, Usage
 from dsh.events.session_payloads import (
+    NO_ROUTE,
     RecordedCompaction,
     SessionSettings,
     SessionTitle,
@@ -397,6 +398,7 @@ __all__ = [
     "EVENT_CLASS_BY_PAYLOAD",
     "EVENT_CLASS_BY_TYPE",
     "KNOWN_EVENT_CLASSES",
+    "NO_ROUTE",
     "SURFACE_EVENT_CLASSES",
     "AssistantChunk",
     "AssistantChunkEvent",

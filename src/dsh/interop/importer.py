@@ -4,7 +4,8 @@ Order of work, so a failure never leaves a partial session behind: read and conv
 file in memory (any problem refuses here, naming the line); copy the original, untouched, into a
 staging directory; create the session with every converted event in one write; only then move
 the staged copy to ``$DSH_HOME/imports/<session-id>/`` beside the report. If creating the session
-fails, the staged copy is removed.
+fails, the staged copy is removed. The route a ``session/settings`` event records is dropped
+(``dsh.interop.foreign_route``): the user's config alone chooses where their key is sent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from dsh.config.private_dirs import make_private_directory
 from dsh.errors import StoreError, UsageError
+from dsh.interop.foreign_route import drop_routes
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
 from dsh.store import EventStore, new_session_id
 
@@ -73,6 +75,9 @@ def import_upstream(
     # An editor that saves UTF-8 "with signature" puts a byte-order mark first; the log is
     # read without it (the original is kept byte for byte beside the import).
     conversion = read_upstream(data.removeprefix(b"\xef\xbb\xbf"), name=str(path))
+    conversion.events, dropped = drop_routes(conversion.events)  # the user's config routes it
+    if dropped is not None:
+        conversion.warnings.append(dropped)
     chosen = session_id or new_session_id(conversion.header.created_at)
     if not _SAFE_ID.fullmatch(chosen):
         raise UsageError(f"--id {chosen!r}: use letters, digits, '.', '_' and '-' (≤ 100)")
