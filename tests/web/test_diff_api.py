@@ -164,3 +164,23 @@ def test_git_runs_off_the_event_loop(
         gate.touch()
         answer = pending.result(timeout=30).json()
     assert [change["path"] for change in answer["files"]] == ["notes.txt"]
+
+
+def test_a_filter_the_repositorys_config_names_does_not_run_with_the_servers_secrets(
+    client: TestClient, env: WebEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit's repro: a ``.gitattributes`` filter whose ``clean`` command the repository's
+    ``.git/config`` names ran on ``/diff``, without approval, with the server's environment."""
+    marker = env.root / "filter-ran"
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-DIFFLEAK_1234567890")
+    repo = env.workspace
+    (repo / ".gitattributes").write_text("notes.txt filter=evil\n")
+    committed(repo)
+    git(repo, "config", "filter.evil.clean", f"sh -c 'env > {marker}; cat'")
+    (repo / "notes.txt").write_text("line 0 changed\n")
+
+    answer = diff_of(client, draft_in(client, repo))
+
+    assert not marker.exists()
+    [notes] = answer["files"]  # type: ignore[misc]
+    assert notes["path"] == "notes.txt" and "+line 0 changed" in notes["lines"]

@@ -3,9 +3,13 @@
 The changes are git's (``git diff HEAD``: staged and unstaged alike, against the last commit;
 in a repository without a commit yet, against the empty tree), one ``FileChange`` per file,
 followed by the untracked files git does not ignore (named only, as ``git status`` lists
-them). It is dsh that runs git here, not the model, so nothing is asked; git runs with no
-external diff program, no text conversion and no filesystem monitor (each is a command a
-repository's config could name), a timeout, and a cap on what is read.
+them). It is dsh that runs git here, not the model, so nothing is asked; git runs as
+``dsh.tools.own_git`` runs it — no external diff program, text conversion, filter driver,
+filesystem monitor or fetch (each runs a command a repository's config could name), in the
+tools' scrubbed environment narrowed to what git reads —, and without looking into
+submodules' work trees (a submodule's new commit shows, its uncommitted changes do not: git
+would run ``git status`` there, under the submodule's own config), with a timeout and a cap on
+what is read.
 
 Anything that stops it — no git, not a repository, a timeout — is a ``WorkspaceDiffError``
 with one line saying which.
@@ -13,13 +17,13 @@ with one line saying which.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.errors import DshError
+from dsh.tools.own_git import GitConfigError, filter_settings, git_environment
 
 GIT_TIMEOUT_S = 10.0
 MAX_DIFF_BYTES = 4 * 1024 * 1024
@@ -33,7 +37,6 @@ all)."""
 NO_CHANGES = "No changes since the last commit."
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """Git's id of the empty tree: what a repository without a commit is compared against."""
-SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.pager=cat")
 
 
 class WorkspaceDiffError(DshError):
@@ -65,20 +68,22 @@ def workspace_diff(workspace: Path) -> WorkspaceDiff:
     """The changes in ``workspace`` since its last commit (module docstring)."""
     if not workspace.is_dir():
         raise WorkspaceDiffError(f"{workspace} is not a directory")
+    env = git_environment()
     try:
-        inside = _git(workspace, "rev-parse", "--is-inside-work-tree").strip() == "true"
+        inside = _git(workspace, env, "rev-parse", "--is-inside-work-tree").strip() == "true"
     except WorkspaceDiffError as exc:
         if "not a git repository" not in str(exc):
             raise
         inside = False
     if not inside:
         raise WorkspaceDiffError(f"{workspace} is not in a git work tree: no changes to show")
-    base = "HEAD" if _has_commit(workspace) else EMPTY_TREE
+    base = "HEAD" if _has_commit(workspace, env) else EMPTY_TREE
     text, truncated = _git_capped(
-        workspace,
-        "diff", base, "--no-color", "--no-ext-diff", "--no-textconv", "--relative", "--",
+        workspace, _without_filters(workspace, env),
+        "diff", base, "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty",
+        "--relative", "--",
     )  # fmt: skip
-    untracked = _git(workspace, "ls-files", "--others", "--exclude-standard", "-z")
+    untracked = _git(workspace, env, "ls-files", "--others", "--exclude-standard", "-z")
     return WorkspaceDiff(
         files=tuple(split_files(text)),
         untracked=tuple(name for name in untracked.split("\0") if name),
@@ -157,23 +162,35 @@ def _path_of(header: str) -> str:
     return new or header
 
 
-def _has_commit(workspace: Path) -> bool:
+def _has_commit(workspace: Path, env: dict[str, str]) -> bool:
     try:
-        _git(workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+        _git(workspace, env, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except WorkspaceDiffError:
         return False
     return True
 
 
-def _git(workspace: Path, *args: str) -> str:
-    return _git_capped(workspace, *args)[0]
+def _without_filters(workspace: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with every filter driver the repository's config names emptied (a filter's
+    ``clean`` command runs on each changed file git compares)."""
+    try:
+        return git_environment(settings=filter_settings(workspace, env, timeout=GIT_TIMEOUT_S))
+    except GitConfigError as exc:
+        raise WorkspaceDiffError(f"git config failed: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise WorkspaceDiffError(f"git took over {GIT_TIMEOUT_S:g} s in {workspace}") from exc
+    except OSError as exc:
+        raise WorkspaceDiffError("git is not installed (no `git` on PATH)") from exc
 
 
-def _git_capped(workspace: Path, *args: str) -> tuple[str, bool]:
-    """Git's output for ``args`` in ``workspace`` (at most ``MAX_DIFF_BYTES``, and whether
-    more was left out: git is stopped there rather than read to the end)."""
-    command = ["git", *SAFE_CONFIG, "-C", str(workspace), *args]
-    env = {**os.environ, "GIT_PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+def _git(workspace: Path, env: dict[str, str], *args: str) -> str:
+    return _git_capped(workspace, env, *args)[0]
+
+
+def _git_capped(workspace: Path, env: dict[str, str], *args: str) -> tuple[str, bool]:
+    """Git's output for ``args`` in ``workspace`` with ``env`` (at most ``MAX_DIFF_BYTES``, and
+    whether more was left out: git is stopped there rather than read to the end)."""
+    command = ["git", "-C", str(workspace), *args]
     try:
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,

@@ -23,6 +23,7 @@ from dsh.bench.results import as_record
 from dsh.bench.runner import BACKENDS, compaction_backend, load_scenario
 from dsh.bench.scenario import builtin_names
 from dsh.errors import ConfigError
+from dsh.tools.own_git import GitConfigError, run_git
 
 
 def versions() -> dict[str, str]:
@@ -33,26 +34,18 @@ def versions() -> dict[str, str]:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             found[package] = "not installed"
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
+    where = Path(__file__).parent
+    try:  # dsh's own checkout, git run as dsh runs it on its own (dsh.tools.own_git)
+        commit = run_git(where, "rev-parse", "--short", "HEAD", timeout=5)
+        dirty = run_git(
+            where, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=dirty",
             timeout=5,
-            cwd=Path(__file__).parent,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).parent,
-        )
+        )  # fmt: skip
         if commit.returncode == 0:
-            found["git"] = commit.stdout.strip() + (
+            found["git"] = commit.stdout.decode(errors="replace").strip() + (
                 ", modified tree" if dirty.stdout.strip() else ""
             )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, GitConfigError):
         pass
     return found
 

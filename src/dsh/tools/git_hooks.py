@@ -5,7 +5,8 @@ directory a repository's ``core.hooksPath`` names, read from its config as git r
 (includes, a worktree's own config, ``~`` expanded; a relative one taken from the repository's
 top level, where git runs hooks), else the repository's ``hooks`` under its git directory. It
 is asked afresh each time, so a config changed a moment ago is what counts; reading it runs
-nothing a repository's config could name (no index refresh: no filesystem monitor). No git on
+nothing a repository's config could name (no index refresh: no filesystem monitor), and git
+runs as ``dsh.tools.own_git`` runs it (the scrubbed environment, no fetch). No git on
 ``PATH``, a workspace in no repository, a repository git refuses (``safe.directory``), or git taking
 longer than ``GIT_TIMEOUT_S``: there is no hooks directory to name, and None says so.
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+
+from dsh.tools.own_git import run_git
 
 GIT_TIMEOUT_S = 3.0
 """Git answers this in milliseconds; a git that hangs (a stalled network disk) is given up on."""
@@ -39,11 +42,9 @@ def hooks_dir(workspace: Path) -> Path | None:
     """The directory git runs this workspace's repository's hooks from (resolved: symlinks
     followed), or None when git names none (see the module docstring)."""
     try:
-        done = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "rev-parse", "--git-path", "hooks"],
-            cwd=workspace, stdin=subprocess.DEVNULL, capture_output=True,
-            timeout=GIT_TIMEOUT_S, check=False, env={**os.environ, "LC_ALL": "C"},
-        )  # fmt: skip
+        done = run_git(
+            workspace, "rev-parse", "--git-path", "hooks", timeout=GIT_TIMEOUT_S, filters_off=False
+        )
     except (OSError, subprocess.TimeoutExpired):  # no git, no such directory, or a hung git
         return None
     shown = os.fsdecode(done.stdout).removesuffix("\n")

@@ -1,7 +1,8 @@
 """``GET /api/sessions/{id}/diff``: ``/diff`` in the browser, the changes in the session's
-recorded workspace since its last commit (``dsh.agent.workspace_diff``: git with no external
-diff program, text conversion or filesystem monitor, capped, timed out), as the terminal UI's
-``/diff`` shows them. Git runs in a worker thread: the server answers others meanwhile.
+recorded workspace since its last commit (``dsh.agent.workspace_diff``: git running no program
+a repository's config could name, with no secret in its environment, capped, timed out), as
+the terminal UI's ``/diff`` shows them. Git runs in a worker thread: the server answers others
+meanwhile.
 
 The answer is ``{note, files, changed, moreLines, truncated, maxBytes, untracked,
 untrackedTotal}``:
