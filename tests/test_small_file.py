@@ -142,3 +142,80 @@ def test_limits_are_said_in_round_units() -> None:
     assert shown_size(small_file.MIB) == "1 MiB"
     assert shown_size(8 * 1024) == "8 KiB"
     assert shown_size(64_000) == "64,000 bytes"
+
+
+# ``within``: a project's file dsh reads into the model's context must lie in the workspace.
+
+MARKER = b"sk-OUTSIDE_MARKER_0123456789"
+
+
+@pytest.fixture
+def workspace_and_outside(tmp_path: Path) -> tuple[Path, Path]:
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (outside / "AGENTS.md").write_bytes(MARKER)
+    return workspace, outside
+
+
+def test_a_file_resolving_outside_within_is_refused_without_naming_where(
+    workspace_and_outside: tuple[Path, Path],
+) -> None:
+    workspace, outside = workspace_and_outside
+    path = workspace / "AGENTS.md"
+    path.symlink_to(outside / "AGENTS.md")
+    for read in (read_small_file, read_file_head):
+        with pytest.raises(UnreadableFile) as refused:
+            read(path, 4096, within=workspace)
+        assert refused.value.reason == small_file.OUTSIDE and not refused.value.missing
+        assert str(outside) not in str(refused.value)
+    assert read_small_file(path, 4096) == MARKER  # without ``within``: your own files
+
+
+def test_a_symlink_to_the_workspace_itself_is_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").symlink_to(".")
+    with pytest.raises(UnreadableFile) as refused:
+        read_small_file(tmp_path / "AGENTS.md", 4096, within=tmp_path)
+    assert refused.value.reason == "Is a directory"
+
+
+class _ResolvedBeforeTheSwap:
+    """The module's ``os``, but ``path.realpath`` answers for ``swapped`` as it did before a
+    symlink was put on its way: the path resolved, then swapped, then opened."""
+
+    def __init__(self, swapped: Path) -> None:
+        real_path = os.path
+
+        class Path_:
+            def __getattr__(self, name: str) -> object:
+                return getattr(real_path, name)
+
+            def realpath(self, path: object) -> str:
+                return str(path) if str(path) == str(swapped) else real_path.realpath(path)
+
+        self.path = Path_()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+
+@pytest.mark.parametrize("swapped", ["directory", "file"])
+def test_a_symlink_swapped_in_after_resolving_is_not_followed_out(
+    workspace_and_outside: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    """Resolved while ``sub`` (or the file) was inside; a symlink out put there before the
+    open: the read goes through the resolved path one name at a time without following it."""
+    workspace, outside = workspace_and_outside
+    if swapped == "directory":
+        (workspace / "sub").symlink_to(outside)
+        path = workspace / "sub" / "AGENTS.md"
+    else:
+        path = workspace / "AGENTS.md"
+        path.symlink_to(outside / "AGENTS.md")
+    monkeypatch.setattr(small_file, "os", _ResolvedBeforeTheSwap(path))
+    refused = finished(lambda: read_small_file(path, 4096, within=workspace))
+    assert isinstance(refused, UnreadableFile), refused  # not the bytes outside
+    if swapped == "directory":  # O_DIRECTORY | O_NOFOLLOW on a symlink: ENOTDIR on Linux
+        assert refused.reason in ("Not a directory", "Too many levels of symbolic links")
+    else:
+        assert refused.reason == "a symlink, not a regular file"

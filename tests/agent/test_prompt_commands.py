@@ -132,3 +132,50 @@ def test_the_source_reads_again_only_after_a_change_and_warns_once(dirs, caplog)
         assert source.current().expand("a", "") == "second, longer"
     shadowed = [r for r in caplog.records if "help.md skipped" in r.getMessage()]
     assert len(shadowed) == 1
+
+
+# A project's command must lie in the workspace, as any file a tool reads; yours may lie anywhere.
+
+MARKER = "sk-OUTSIDE_MARKER_0123456789"
+OUTSIDE = "it leads outside the workspace (a symlink on its way points out of it)"
+
+
+@pytest.fixture
+def secret(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path = outside / "id_ed25519"
+    path.write_text(f"Leak {MARKER}\n")
+    return path
+
+
+def test_a_project_command_leading_outside_is_skipped_one_inside_still_loads(dirs, secret):
+    commands_dir = dirs[1] / ".dsh" / "commands"
+    projects(dirs, "real.md", "Review the change.")
+    (commands_dir / "steal.md").symlink_to(Path("../../..") / "outside" / secret.name)
+    (commands_dir / "inner.md").symlink_to("real.md")
+
+    commands = load(dirs)
+
+    assert commands.names == ("inner", "real")
+    assert commands.expand("inner", "") == "Review the change."
+    assert all(MARKER not in c.template for c in commands.by_name.values())
+    assert commands.warnings == (f"prompt command {commands_dir / 'steal.md'} skipped: {OUTSIDE}",)
+    assert str(secret) not in commands.help_text()
+
+
+def test_a_project_commands_directory_leading_outside_is_skipped_whole(dirs, secret):
+    commands_dir = dirs[1] / ".dsh" / "commands"
+    commands_dir.rmdir()
+    (secret.parent / "steal.md").write_text(f"Leak {MARKER}\n")
+    commands_dir.symlink_to(secret.parent)
+
+    commands = load(dirs)
+
+    assert commands.names == ()
+    assert commands.warnings == (f"prompt commands in {commands_dir} skipped: {OUTSIDE}",)
+
+
+def test_your_own_command_may_be_a_symlink_anywhere(dirs, secret):
+    (dirs[0] / "commands" / "mine.md").symlink_to(secret)
+    assert MARKER in (load(dirs).expand("mine", "") or "")

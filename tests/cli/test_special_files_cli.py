@@ -8,6 +8,7 @@ suite or the machine."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -23,6 +24,7 @@ TIMEOUT = 90
 """Seconds a command may take: it takes one or two; a blocked read takes them all."""
 MEMORY_CAP = 1024 * 1024 * 1024
 """The child's data segment cap: far above what dsh needs, far below what /dev/zero fills."""
+OUTSIDE = "it leads outside the workspace (a symlink on its way points out of it)"
 KINDS = {
     "fifo": "a FIFO, not a regular file",
     "zero": "a character device, not a regular file",
@@ -106,4 +108,47 @@ def test_a_special_repository_file_is_left_out_of_a_run_with_one_warning(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "answered"
     shown = f"prompt command {special}" if relative.endswith("review.md") else str(special)
-    assert warnings(done) == [f"dsh: warning: {shown} {said}: {KINDS[kind]}"]
+    confined = relative != ".git/HEAD"  # the project's own files: /dev/zero is outside it
+    reason = OUTSIDE if kind == "zero" and confined else KINDS[kind]
+    assert warnings(done) == [f"dsh: warning: {shown} {said}: {reason}"]
+
+
+MARKER = "sk-CONFIGKEY_abcdef123456"
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["outside", "inside"])
+def test_project_files_leading_outside_the_workspace_never_reach_the_log(tmp_path, env, inside):
+    """The finding: a cloned repository's ``AGENTS.md`` (and a prompt command) symlinked to your
+    dsh config put its ``api_key`` into every request and the ``request/header`` event. One
+    leading outside is left out with one warning each, never naming where it leads; one
+    leading to a file inside the workspace is read as before."""
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    target_dir = workspace / "docs" if inside else outside
+    target_dir.mkdir(parents=True)
+    workspace.mkdir(exist_ok=True)
+    (target_dir / "config.toml").write_text(f'[provider]\napi_key = "{MARKER}"\n')
+    (target_dir / "steal.md").write_text(f"Print {MARKER}\n")
+    agents = workspace / "AGENTS.md"
+    agents.symlink_to(os.path.relpath(target_dir / "config.toml", workspace))
+    command = workspace / ".dsh" / "commands" / "steal.md"
+    command.parent.mkdir(parents=True)
+    command.symlink_to(os.path.relpath(target_dir / "steal.md", command.parent))
+    script = write_script(tmp_path / "s.json", [{"text": "answered"}])
+
+    done = bounded_dsh("run", "--script", str(script), "/steal", env=env, cwd=workspace)
+
+    assert done.returncode == 0, done.stderr
+    (log,) = Path(env["DSH_HOME"]).glob("sessions/*/session.jsonl")
+    header = next(
+        e for e in map(json.loads, log.read_text().splitlines()) if e["type"] == "request/header"
+    )
+    if inside:
+        assert MARKER in json.dumps(header) and warnings(done) == []
+        assert f"Print {MARKER}" in log.read_text()  # the command expanded
+        return
+    assert MARKER not in log.read_text() and MARKER not in done.stdout + done.stderr
+    assert sorted(warnings(done)) == [
+        f"dsh: warning: {agents} left out of the system prompt: {OUTSIDE}",
+        f"dsh: warning: prompt command {command} skipped: {OUTSIDE}",
+    ]
+    assert str(outside) not in done.stderr

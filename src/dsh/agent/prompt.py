@@ -5,7 +5,9 @@ An AGENTS.md that cannot be instructions — binary (a NUL byte in its head), no
 readable, not a regular file (a FIFO, a symlink to ``/dev/zero``: it is read as a small file,
 :mod:`dsh.config.small_file`, so neither hangs dsh) — is left out with one warning naming it and
 why, as a prompt command file is; one longer than ``AGENTS_MAX_CHARS`` is cut there, and only
-that much of it is read.
+that much of it is read. It must lie in the workspace, as any file a tool reads: a symlink that
+leads out of it (to ``~/.ssh/id_ed25519``, to your ``$DSH_HOME/config.toml``) is left out with
+the same one warning, which never names where it leads, and nothing there is read.
 """
 
 from __future__ import annotations
@@ -38,17 +40,18 @@ def system_prompt(workspace: Path, environment: Environment) -> str:
     the same text for the same workspace, AGENTS.md and ``environment``. The recall tools'
     section follows once they are offered (``dsh.agent.recall_offer``)."""
     parts = [BASE_PROMPT, f"Workspace: {workspace}"]
-    text = project_instructions(workspace / AGENTS_FILE)
+    text = project_instructions(workspace / AGENTS_FILE, within=workspace)
     if text is not None:
         parts.append(f"Project instructions from {AGENTS_FILE}:\n{text}")
     parts.append(environment_section(environment))
     return "\n\n".join(parts)
 
 
-def project_instructions(path: Path) -> str | None:
+def project_instructions(path: Path, *, within: Path) -> str | None:
     """The text of the instructions file ``path`` (cut at ``AGENTS_MAX_CHARS``), or None when
-    there is none or it cannot be instructions (then said in one warning)."""
-    text = _read_instructions(path)
+    there is none or it cannot be instructions (then said in one warning); ``within``: the
+    workspace, which ``path`` must resolve inside."""
+    text = _read_instructions(path, within)
     if text is None:
         return None
     if isinstance(text, _Refused):
@@ -61,9 +64,9 @@ class _Refused(NamedTuple):
     why: str
 
 
-def _read_instructions(path: Path) -> str | _Refused | None:
+def _read_instructions(path: Path, within: Path) -> str | _Refused | None:
     try:  # a UTF-8 character is at most 4 bytes
-        head, longer = read_file_head(path, AGENTS_MAX_CHARS * 4 + 4)
+        head, longer = read_file_head(path, AGENTS_MAX_CHARS * 4 + 4, within=within)
     except UnreadableFile as exc:
         return None if exc.missing else _Refused(exc.reason)
     if b"\x00" in head[:SNIFF_BYTES]:

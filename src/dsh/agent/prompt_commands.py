@@ -12,7 +12,10 @@ its AGENTS.md). A built-in command's name always means the built-in; your own co
 over the project's of the same name. A file that cannot be a command (a bad name, over
 ``MAX_BYTES``, not UTF-8, bad front matter, not a regular file) is skipped with a warning naming
 it and why. Each is read as a small file (:mod:`dsh.config.small_file`): a FIFO or a symlink to
-``/dev/zero`` a repository put there is skipped so, not read.
+``/dev/zero`` a repository put there is skipped so, not read. A project's command must lie in the
+workspace, as any file a tool reads: one that is (or whose ``.dsh/commands`` directory is) a
+symlink leading out of it is skipped with a warning saying so, never naming where it leads, and
+nothing there is read; your own commands may lie anywhere.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from dsh.config.small_file import UnreadableFile, read_small_file
+from dsh.config.small_file import OUTSIDE, UnreadableFile, lies_within, read_small_file
 from dsh.errors import printable_line
 
 log = logging.getLogger(__name__)
@@ -141,6 +144,10 @@ def load_prompt_commands(home: Path, workspace: Path, reserved: Collection[str])
         ("project", workspace / PROJECT_DIR),
     )
     for scope, directory in sources:
+        within = workspace if scope == "project" else None
+        if within is not None and directory.exists() and not lies_within(directory, within):
+            warnings.append(f"prompt commands in {directory} skipped: {OUTSIDE}")
+            continue
         for path in _markdown_files(directory, warnings):
             name = path.stem.lower()
             problem = _name_problem(name, reserved)
@@ -148,7 +155,7 @@ def load_prompt_commands(home: Path, workspace: Path, reserved: Collection[str])
                 problem = f"your own /{name} ({by_name[name].path}) wins"
             command = None
             if problem is None:
-                command, problem = _read(path, name, scope)
+                command, problem = _read(path, name, scope, within)
             if command is not None:
                 by_name[name] = command
             else:
@@ -205,9 +212,11 @@ def _name_problem(name: str, reserved: Collection[str]) -> str | None:
     return None
 
 
-def _read(path: Path, name: str, scope: Scope) -> tuple[PromptCommand | None, str | None]:
+def _read(
+    path: Path, name: str, scope: Scope, within: Path | None
+) -> tuple[PromptCommand | None, str | None]:
     try:
-        data = read_small_file(path, MAX_BYTES)
+        data = read_small_file(path, MAX_BYTES, within=within)
     except UnreadableFile as exc:
         return None, exc.reason
     try:

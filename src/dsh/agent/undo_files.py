@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Literal
 
 from dsh.agent.thread_steps import Steps, run_here
+from dsh.config.small_file import open_directory_within
 from dsh.errors import ToolError
-from dsh.tools.atomic_write import fsync_directory, open_directory_within, write_regular_file
+from dsh.tools.atomic_write import fsync_directory, write_regular_file
 from dsh.tools.undo_record import sha256_hex
 from dsh.tools.workspace import is_inside, resolve_in_workspace
 

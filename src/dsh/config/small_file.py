@@ -11,6 +11,16 @@ bytes, each caller's limit fitting its file. A refusal is an :class:`UnreadableF
 ``reason`` is one short line for the caller's warning. :func:`read_file_head` reads the first
 ``limit`` bytes of a longer file instead of refusing it (``AGENTS.md`` is cut, not dropped).
 
+A project's file that dsh reads into the model's context on its own (``AGENTS.md``, a prompt
+command) must lie in the workspace, as every path a file tool is given must: a repository
+commits a symlink to ``~/.ssh/id_ed25519`` as easily as one to ``/dev/zero``. Such a caller
+names the directory (``within``): the path is resolved (symlinks followed, ``..`` collapsed) and
+refused, with ``OUTSIDE`` as its reason and nothing outside looked at, unless it lies inside the
+resolved directory; then it is opened one name at a time from that directory without following
+a symlink (:func:`open_directory_within`, the walk the file tools' writes take), so a directory
+on the way swapped for a symlink after the path was resolved fails the read (``ELOOP``,
+``ENOTDIR``) instead of leading it out. A symlink that stays inside is followed as before.
+
 This module sits in the lowest layer with files (``dsh.config``) so that every layer reads
 through it; a file dsh writes itself (the session store, its caches) is read where it lives.
 """
@@ -29,6 +39,10 @@ CHUNK = 64 * KIB
 """One ``read`` call asks for at most this much."""
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+OUTSIDE = "it leads outside the workspace (a symlink on its way points out of it)"
+"""The reason a file read ``within`` the workspace is refused when it resolves outside: it never
+names where it leads."""
 
 
 class UnreadableFile(Exception):
@@ -51,18 +65,48 @@ class FileHead(NamedTuple):
     """True when the file holds more than ``data``."""
 
 
-def read_small_file(path: Path, limit: int) -> bytes:
+def read_small_file(path: Path, limit: int, *, within: Path | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (symlinks followed); ``UnreadableFile`` when
     it is something else (a FIFO, a device, a directory), cannot be opened, or holds more than
-    ``limit`` bytes. Never blocks on a FIFO and never reads more than ``limit + 1`` bytes."""
-    head = _read(path, limit, refuse_longer=True)
+    ``limit`` bytes. Never blocks on a FIFO and never reads more than ``limit + 1`` bytes.
+    ``within``: the directory ``path`` must resolve inside (the workspace), else refused with
+    the reason ``OUTSIDE`` (see the module's docstring)."""
+    head = _read(path, limit, refuse_longer=True, within=within)
     return head.data
 
 
-def read_file_head(path: Path, limit: int) -> FileHead:
+def read_file_head(path: Path, limit: int, *, within: Path | None = None) -> FileHead:
     """At most the first ``limit`` bytes of the regular file at ``path``, and whether it holds
     more; refused as :func:`read_small_file` refuses, except for its length."""
-    return _read(path, limit, refuse_longer=False)
+    return _read(path, limit, refuse_longer=False, within=within)
+
+
+def lies_within(path: Path, directory: Path) -> bool:
+    """True when ``path`` resolves (symlinks followed, ``..`` collapsed) to ``directory`` or
+    below it, as ``directory`` resolves: what a project file dsh reads on its own must do."""
+    resolved, root = Path(os.path.realpath(path)), Path(os.path.realpath(directory))
+    return resolved == root or resolved.is_relative_to(root)
+
+
+def open_directory_within(root: Path, directory: Path) -> int:
+    """A descriptor of ``directory`` (a resolved path at or below the resolved ``root``), opened
+    one name at a time from ``root`` with ``O_NOFOLLOW``: a symlink at any step below ``root``
+    fails with ``ELOOP`` or ``ENOTDIR`` and is never followed, so what the descriptor names is
+    inside ``root`` whatever was swapped in since the path was resolved. ``EINVAL`` for a
+    ``directory`` not below ``root`` by name (or with a ``..`` in it)."""
+    names = directory.parts[len(root.parts) :]
+    if directory.parts[: len(root.parts)] != root.parts or any(n in (".", "..") for n in names):
+        raise OSError(errno.EINVAL, "not a resolved path inside the directory it must stay in")
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for name in names:
+            inner = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def open_regular_file(path: Path) -> BinaryIO:
@@ -88,10 +132,13 @@ def read_regular_file(path: Path) -> bytes:
         return fh.read()
 
 
-def _read(path: Path, limit: int, *, refuse_longer: bool) -> FileHead:
+def _read(path: Path, limit: int, *, refuse_longer: bool, within: Path | None) -> FileHead:
     try:
-        _check_regular(path, os.stat(path), limit if refuse_longer else None)
-        fd = os.open(path, _FLAGS)
+        if within is None:
+            _check_regular(path, os.stat(path), limit if refuse_longer else None)
+            fd = os.open(path, _FLAGS)
+        else:
+            fd = _open_within(path, within, limit if refuse_longer else None)
     except OSError as exc:
         raise _refusal(path, exc) from exc
     try:
@@ -106,6 +153,26 @@ def _read(path: Path, limit: int, *, refuse_longer: bool) -> FileHead:
     if cut and refuse_longer:  # it grew since the look, or says no size (a /proc file)
         raise UnreadableFile(path, f"over the limit of {shown_size(limit)}")
     return FileHead(data[:limit], cut)
+
+
+def _open_within(path: Path, within: Path, limit: int | None) -> int:
+    """``path`` opened (``_FLAGS``) through its resolved path, one name at a time from the
+    resolved ``within`` without following a symlink; ``OUTSIDE`` when it resolves elsewhere
+    (nothing there looked at). A look (``lstat``) first, as ``_read``'s, so a device is never
+    opened."""
+    root = Path(os.path.realpath(within))
+    resolved = Path(os.path.realpath(path))
+    if resolved == root:  # a symlink to the workspace itself
+        raise UnreadableFile(path, os.strerror(errno.EISDIR))
+    if not resolved.is_relative_to(root):
+        raise UnreadableFile(path, OUTSIDE)
+    dir_fd = open_directory_within(root, resolved.parent)
+    try:
+        found = os.stat(resolved.name, dir_fd=dir_fd, follow_symlinks=False)
+        _check_regular(path, found, limit)  # a symlink put there since: refused
+        return os.open(resolved.name, _FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _check_regular(path: Path, found: os.stat_result, limit: int | None) -> None:
@@ -138,6 +205,8 @@ def _refusal(path: Path, exc: OSError) -> UnreadableFile:
 
 
 def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode):

@@ -26,7 +26,8 @@ through, because a rename replaces the name itself and never follows a symlink t
 directory put there makes the rename fail). The parent directory is opened once and every step
 is taken relative to it, so the temporary file and the rename stay in one directory. A caller
 that names the directory the path must stay within (``within``: the resolved workspace) has
-that parent opened by :func:`open_directory_within`, one name at a time from there without
+that parent opened by ``open_directory_within`` (:mod:`dsh.config.small_file`, which reads a
+project's ``AGENTS.md`` the same way), one name at a time from there without
 following a symlink, so a directory on the way swapped for a symlink after the path was resolved
 fails the write (``ELOOP`` / ``ENOTDIR``) instead of leading it out; without ``within`` the parent
 is opened through its path, following what is there then.
@@ -67,6 +68,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from dsh.config.small_file import open_directory_within
 from dsh.errors import ToolError
 from dsh.store.fd_write import write_all
 
@@ -131,27 +133,6 @@ def _open_parent_within(root: Path, path: Path, shown: str) -> int:
             "since its path was resolved?), so nothing was written",
             code="OUTSIDE_WORKSPACE",
         ) from exc
-
-
-def open_directory_within(root: Path, directory: Path) -> int:
-    """A descriptor of ``directory`` (a resolved path at or below the resolved ``root``), opened
-    one name at a time from ``root`` with ``O_NOFOLLOW``: a symlink at any step below ``root``
-    fails with ``ELOOP`` or ``ENOTDIR`` and is never followed, so what the descriptor names is
-    inside ``root`` whatever was swapped in since the path was resolved. ``EINVAL`` for a
-    ``directory`` not below ``root`` by name (or with a ``..`` in it)."""
-    names = directory.parts[len(root.parts) :]
-    if directory.parts[: len(root.parts)] != root.parts or any(n in (".", "..") for n in names):
-        raise OSError(errno.EINVAL, "not a resolved path inside the directory it must stay in")
-    fd = os.open(root, _DIR_FLAGS)
-    try:
-        for name in names:
-            inner = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def sync_directories(directories: Sequence[Path]) -> None:
