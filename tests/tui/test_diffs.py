@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsh.tui.approval import describe_call
+from dsh.tui.approval_preview import describe_call
 from dsh.tui.diffs import ADDED, HUNK, NOTE, REMOVED, call_diff
 from tests.tui.conftest import (
     SIZE,

@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from textual import events
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.driver import Driver
@@ -446,7 +447,10 @@ class DshApp(WarningsApp[None]):
         self.action_scroll_transcript(event.where)
 
     def action_scroll_transcript(self, where: str) -> None:
-        """PgUp / PgDn (and Home / End on an empty draft) scroll the transcript from the prompt."""
+        """PgUp / PgDn (and Home / End on an empty draft) scroll the transcript from the prompt;
+        under an approval prompt, they scroll the call it shows instead."""
+        if isinstance(self.screen, ApprovalScreen):
+            raise SkipAction
         self.transcript.scroll_by_key(where)
 
     def action_cancel_turn(self) -> None:

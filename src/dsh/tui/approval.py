@@ -12,33 +12,32 @@ the draft, and what is typed goes on to the composer (``typed_ahead``): characte
 into the draft, enter sends it as the composer would (while a turn runs: queued). Esc is the one
 key it takes at once: it denies the call and cancels the turn, which is what an esc typed ahead
 meant too. The time is read from an injectable clock.
+
+It shows the whole call (``dsh.tui.approval_preview``): a call taller than the room the screen
+leaves scrolls in its box (up, down, pgup, pgdn, home, end, the mouse wheel; none of them an
+answer), a line under it saying how many lines are out of sight; runs of blank lines show as
+one marker line, so padding hides nothing below it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from dsh.tools.approval import ApprovalAnswer, always_label
-from dsh.tools.planned_change import PlannedChange, planned_change
-from dsh.tui.diffs import line_style, logged_diff
+from dsh.tui.approval_preview import SCROLLS, Preview, describe_call, more_hint
 from dsh.tui.wrap import sanitize
 
-PREVIEW_LINES = 12
-DIFF_PREVIEW_LINES = 18
 FRAME_ROWS = 12
 """Rows of the prompt besides the preview: border, padding, question, margins, buttons, keys."""
 NARROW_COLUMNS = 72
@@ -47,17 +46,14 @@ STACKED_ROWS = 7
 """The rows stacking adds (two more buttons of three rows, the keys line wrapped once)."""
 PROTECTED_ROWS = 3
 """The rows a protected write's reason takes (two wrapped lines and a margin)."""
-COMMAND = Style(bold=True)
+HINT_ROWS = 1
+"""The row kept for the line under a preview taller than its box (two on a narrow screen)."""
 QUIET_SECONDS = 0.5
 """The prompt answers keys only once none has come for this long since it opened."""
 QUIET_POLL = 0.1
 """How often a waiting prompt checks whether the typing has stopped (to wake its buttons)."""
 KEYS_WAITING = "Waiting for you to stop typing: keys go to your draft."
 KEYS_READY = "d or n: deny this call · esc: deny and cancel the turn"
-WILL_FAIL = "Will fail: "
-"""How the prompt begins a file change that cannot happen (the tool's error follows)."""
-FAILS = Style(color="yellow", bold=True)
-FAILS_WHY = Style(color="yellow")
 
 TypedAhead = Callable[[events.Key | events.Paste], None]
 """Where a key or a paste goes that the prompt did not take (the composer)."""
@@ -87,51 +83,6 @@ def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
     return typed
 
 
-def _capped(lines: list[Text], limit: int) -> Text:
-    if len(lines) > limit:
-        lines = [*lines[:limit], Text(f"… ({len(lines) - limit} more lines)", style="dim")]
-    return Text("\n").join(lines)
-
-
-def describe_call(tool: str, args: dict[str, Any], workspace: Path | None = None) -> Text:
-    """The call as people review it: a file edit as a coloured diff of the file (or, when it
-    would fail, why, over its arguments: no diff that will not happen), a lone ``command`` as
-    a shell line (``$ …``), anything else as indented JSON."""
-    change = planned_change(tool, args, workspace)
-    if change is not None:
-        return _describe_change(change, args)
-    if set(args) <= {"command", "timeout"} and isinstance(args.get("command"), str):
-        lines = sanitize(args["command"]).splitlines() or [""]
-        rows = [
-            Text.assemble(("$ " if i == 0 else "  ", "dim"), (line, COMMAND))
-            for i, line in enumerate(lines)
-        ]
-        return _capped(rows, PREVIEW_LINES)
-    return _arguments(args)
-
-
-def _arguments(args: dict[str, Any]) -> Text:
-    text = json.dumps(args, indent=2, ensure_ascii=False)
-    return _capped([Text(line) for line in sanitize(text).splitlines() or [""]], PREVIEW_LINES)
-
-
-def _describe_change(change: PlannedChange, args: dict[str, Any]) -> Text:
-    """A file change: ``Will fail: …`` and the arguments, or the diff under its note."""
-    if change.fails is not None:
-        why = Text.assemble((WILL_FAIL, FAILS), (sanitize(change.fails), FAILS_WHY))
-        return Text("\n").join([why, Text("The call's arguments:", style="dim"), _arguments(args)])
-    head = [Text(sanitize(change.note), style="dim italic")] if change.note else []
-    if change.lines is None:  # too large to diff either way
-        return Text("\n").join([*head, _arguments(args)])
-    diff = logged_diff(change.path, change.lines)
-    rows = [
-        Text(line, style=line_style(line, header=i < diff.headers) or "")
-        for i, line in enumerate(diff.lines)
-    ]
-    body = _capped(rows or [Text("(no change)", style="dim")], DIFF_PREVIEW_LINES)
-    return Text("\n").join([*head, body])
-
-
 class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     """Asks whether one tool call may run; dismisses with ``once``, ``always`` or ``deny``
     (``cancels_turn`` then says whether esc asked for the turn to be cancelled too)."""
@@ -152,6 +103,18 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     ApprovalScreen #preview {
         height: auto;
         margin: 1 0;
+    }
+    ApprovalScreen #more {
+        display: none;
+        height: auto;
+        margin-bottom: 1;
+        color: $text-warning;
+    }
+    ApprovalScreen.overflows #preview {
+        margin-bottom: 0;
+    }
+    ApprovalScreen.overflows #more {
+        display: block;
     }
     ApprovalScreen Horizontal {
         height: auto;
@@ -192,6 +155,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         Binding("a", "answer('always')", "Always"),
         Binding("d,n", "answer('deny')", "Deny"),
         Binding("escape", "stop", "Deny and cancel the turn"),
+        *(Binding(key, f"scroll_preview('{key}')", "Scroll", show=False) for key in SCROLLS),
     ]
 
     def __init__(
@@ -223,8 +187,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             if self.protected is not None:
                 shown = f"Asked every time: {sanitize(self.protected)}."
                 yield Static(shown, id="protected", markup=False)
-            with VerticalScroll(id="preview"):  # scrolls when the screen is too short
+            with Preview(self.show_more, id="preview"):  # scrolls when the screen is too short
                 yield Static(describe_call(self.tool, self.args, self.workspace), id="call")
+            yield Static("", id="more", markup=False)
             with Horizontal():
                 yield Button("Allow once (o)", id="once", variant="primary", disabled=True)
                 if self.protected is None:
@@ -257,14 +222,29 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
 
     def on_key(self, event: events.Key) -> None:
         """A key while the prompt waits answers nothing (esc aside): it goes on to the
-        composer, and the wait starts again."""
+        composer (a scroll key scrolls the preview), and the wait starts again."""
         if event.key == "escape" or self.accepting():
             return
         event.stop()
         event.prevent_default()
         self._quiet_since = self._clock()
-        if self._typed_ahead is not None:
+        if event.key in SCROLLS:
+            self.action_scroll_preview(event.key)
+        elif self._typed_ahead is not None:
             self._typed_ahead(event)
+
+    def action_scroll_preview(self, key: str) -> None:
+        """Up, down, pgup, pgdn, home, end: scroll the call (the mouse wheel does too)."""
+        self.query_one("#preview", Preview).scroll_by_key(key)
+
+    def show_more(self) -> None:
+        """Under a preview taller than its box, say how many of its lines are out of sight
+        and which keys bring them in; nothing under one that shows all."""
+        above, below = self.query_one("#preview", Preview).hidden_rows()
+        hint = more_hint(above, below)
+        if hint:
+            self.query_one("#more", Static).update(hint)
+        self.set_class(bool(hint), "overflows")
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste is never an answer: it goes to the composer."""
@@ -278,8 +258,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         narrow = self.app.size.width < NARROW_COLUMNS
         self.set_class(narrow, "narrow")
         extra = (STACKED_ROWS if narrow else 0) + (PROTECTED_ROWS if self.protected else 0)
+        extra += HINT_ROWS * (2 if narrow else 1)
         room = max(1, self.app.size.height - FRAME_ROWS - extra)
-        self.query_one("#preview", VerticalScroll).styles.max_height = room
+        self.query_one("#preview", Preview).styles.max_height = room
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A protected write's prompt has no "always": ``a`` is not bound there."""

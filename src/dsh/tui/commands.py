@@ -45,7 +45,8 @@ Keys
                      or a failure: it comes back into the box); esc takes it back
   approval prompt    o allow once · a always (this session) · d or n deny the call ·
                      esc deny it and cancel the turn; keys typed as it opens go to your
-                     draft until you pause
+                     draft until you pause; up / down, pgup / pgdn, home / end (or the
+                     mouse wheel) scroll a call taller than its box
   ctrl+r             show / hide the model's reasoning
   ctrl+o             expand / collapse the chosen (or newest) tool card or marker
   ctrl+f             find in the transcript: enter / down next, shift+enter / up
