@@ -53,6 +53,20 @@ def test_a_payload_after_80_blank_lines_is_on_screen_at_once(rig: Rig):
     run(app, body)
 
 
+def test_a_payload_after_5000_spaces_is_on_screen_at_once(rig: Rig):
+    """Spaces at a line's start wrap into rows of nothing: the run shows as its count."""
+    app = rig.app(bash_call("echo tests\n" + " " * 5000 + PAYLOAD), approval="ask")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "run the tests")
+        await approval_ready(pilot)
+        await settle(pilot, lambda: shows(app, f"⋯ 5000 spaces ⋯ {PAYLOAD}"))
+        await pilot.press("d")
+        await settle(pilot, lambda: not app.running)
+
+    run(app, body)
+
+
 def test_a_command_taller_than_the_screen_scrolls_to_its_last_line(rig: Rig):
     """80 visible lines, then the payload: the line under the box says how many lines are
     below, end brings the last one on screen, home takes it back; no scroll key answers."""
@@ -129,6 +143,9 @@ def test_the_preview_holds_every_line_and_collapses_only_runs_of_blank_lines(tmp
         "  ⋯ 5 blank lines ⋯",
         "  rm -rf ~",
     ]
+    wide = describe_call("bash", {"command": "printf '%s'" + " " * 70 + "x"}).plain
+    assert wide == "$ printf '%s' ⋯ 70 spaces ⋯ x"
+    assert describe_call("bash", {"command": "a" + " " * 63 + "b"}).plain == "$ a" + " " * 63 + "b"
     hook = "a\n" + "\n" * 30 + "b\n"
     diff = describe_call("write_file", {"path": "h", "content": hook}, tmp_path).plain
     assert diff.splitlines()[-3:] == ["+a", "+⋯ 30 blank lines ⋯", "+b"]

@@ -15,8 +15,8 @@ meant too. The time is read from an injectable clock.
 
 It shows the whole call (``dsh.tui.approval_preview``): a call taller than the room the screen
 leaves scrolls in its box (up, down, pgup, pgdn, home, end, the mouse wheel; none of them an
-answer), a line under it saying how many lines are out of sight; runs of blank lines show as
-one marker line, so padding hides nothing below it.
+answer), a line under it saying how many lines are out of sight; runs of blank lines (and
+long runs of spaces in a line) show as one marker, so padding hides nothing below it.
 """
 
 from __future__ import annotations
@@ -240,7 +240,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     def show_more(self) -> None:
         """Under a preview taller than its box, say how many of its lines are out of sight
         and which keys bring them in; nothing under one that shows all."""
-        above, below = self.query_one("#preview", Preview).hidden_rows()
+        for preview in self.query("#preview").results(Preview):  # none once the prompt closed
+            self._show_more(*preview.hidden_rows())
+
+    def _show_more(self, above: int, below: int) -> None:
         hint = more_hint(above, below)
         if hint:
             self.query_one("#more", Static).update(hint)

@@ -2,7 +2,8 @@
 
 ``describe_call`` gives the whole call as people review it (a shell line, a coloured diff, the
 arguments as JSON), with each run of ``BLANK_RUN`` or more blank lines shown as one marker line
-(``⋯ 78 blank lines ⋯``): padding cannot push what follows out of sight. Long lines wrap.
+(``⋯ 78 blank lines ⋯``) and each run of ``WIDE_GAP`` or more blank characters within a line as
+``⋯ 5000 spaces ⋯``: padding cannot push what follows out of sight. Long lines wrap.
 ``Preview`` scrolls it within the prompt when it is taller than the room the screen leaves
 (keys, ``SCROLLS``, and the mouse wheel), and ``more_hint`` is the line under it saying how
 many lines are out of sight and how to reach them.
@@ -11,6 +12,7 @@ many lines are out of sight and how to reach them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,9 @@ COMMAND = Style(bold=True)
 MARKER = Style(dim=True, italic=True)
 BLANK_RUN = 3
 """This many blank lines in a row, or more, show as one marker line; one or two show as they are."""
+WIDE_GAP = 64
+"""This many blank characters in a row, or more, show as ``⋯ N spaces ⋯`` within their line: at
+the start of a line, such a run would wrap into rows of nothing before what follows it."""
 WILL_FAIL = "Will fail: "
 """How the prompt begins a file change that cannot happen (the tool's error follows)."""
 FAILS = Style(color="yellow", bold=True)
@@ -46,6 +51,11 @@ _DRAWS_NOTHING = frozenset("\u115f\u1160\u2800\u3164\uffa0")
 """Characters a terminal draws as blank that Python counts as printable, not white space."""
 
 
+_BLANK_CHARS = r"\s\u00ad\u115f\u1160\u180e\u200b-\u200d\u2060-\u2064\u2800\u3164\ufeff\uffa0"
+"""What a run of blank characters is made of, as a regular expression's class."""
+_GAP = re.compile(f"[{_BLANK_CHARS}]{{{WIDE_GAP},}}")
+
+
 def looks_blank(line: str) -> bool:
     """True when ``line`` draws nothing: white space, invisible format characters (a zero-width
     space) and fillers only."""
@@ -54,6 +64,20 @@ def looks_blank(line: str) -> bool:
 
 def blank_marker(count: int) -> str:
     return f"⋯ {count} blank lines ⋯"
+
+
+def gaps_shown(line: str, style: Style | str = "") -> Text:
+    """``line`` in ``style``, each run of ``WIDE_GAP`` or more blank characters in it shown as
+    a dim ``⋯ N spaces ⋯``."""
+    if len(line) < WIDE_GAP:
+        return Text(line, style=style)
+    shown, at = Text(style=style), 0
+    for gap in _GAP.finditer(line):
+        shown.append(line[at : gap.start()])
+        shown.append(f" ⋯ {len(gap.group())} spaces ⋯ ", style=MARKER)
+        at = gap.end()
+    shown.append(line[at:])
+    return shown
 
 
 def _runs(lines: list[str], blank: Callable[[str], str | None]) -> Iterator[tuple[int, int]]:
@@ -100,7 +124,7 @@ def _command(lines: list[str]) -> Text:
     for start, count in _runs(lines, _blank_line):
         lead = ("$ " if start == 0 else "  ", "dim")
         if count == 1:
-            rows.append(Text.assemble(lead, (lines[start], COMMAND)))
+            rows.append(Text.assemble(lead, gaps_shown(lines[start], COMMAND)))
         else:
             rows.append(Text.assemble(lead, (blank_marker(count), MARKER)))
     return Text("\n").join(rows)
@@ -110,7 +134,7 @@ def _arguments(args: dict[str, Any]) -> Text:
     text = json.dumps(args, indent=2, ensure_ascii=False)
     lines = sanitize(text).splitlines() or [""]
     rows = [
-        Text(lines[start]) if count == 1 else Text(blank_marker(count), style=MARKER)
+        gaps_shown(lines[start]) if count == 1 else Text(blank_marker(count), style=MARKER)
         for start, count in _runs(lines, _blank_line)
     ]
     return Text("\n").join(rows)
@@ -126,13 +150,13 @@ def _describe_change(change: PlannedChange, args: dict[str, Any]) -> Text:
         return Text("\n").join([*head, _arguments(args)])
     diff = logged_diff(change.path, change.lines)
     rows = [
-        Text(line, style=line_style(line, header=True) or "") for line in diff.lines[: diff.headers]
+        gaps_shown(line, line_style(line, header=True) or "") for line in diff.lines[: diff.headers]
     ]
     body = list(diff.lines[diff.headers :])
     for start, count in _runs(body, _blank_diff_line):
         line = body[start]
         shown = line if count == 1 else line[:1] + blank_marker(count)
-        rows.append(Text(shown, style=line_style(line) or ""))
+        rows.append(gaps_shown(shown, line_style(line) or ""))
     return Text("\n").join([*head, *(rows or [Text("(no change)", style="dim")])])
 
 
