@@ -10,6 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from textual import events
+from textual.widget import Widget
+
 from dsh.events import event_type_of
 from dsh.tui import DshApp
 from dsh.tui.approval import ApprovalScreen
@@ -29,6 +32,14 @@ def screen_text(app: DshApp) -> str:
 
 def shows(app: DshApp, text: str) -> bool:
     return text in screen_text(app)
+
+
+async def wheel_down(pilot: Any, widget: Widget) -> None:
+    """The mouse wheel turned one notch down over ``widget``, as the terminal reports it."""
+    x, y = widget.region.center
+    turn = events.MouseScrollDown(None, x, y, 0, 1, 0, False, False, False, screen_x=x, screen_y=y)
+    pilot.app.post_message(turn)
+    await pilot.pause()
 
 
 def bash_call(command: str) -> list[dict[str, Any]]:
@@ -82,6 +93,8 @@ def test_a_command_taller_than_the_screen_scrolls_to_its_last_line(rig: Rig):
         await settle(pilot, lambda: shows(app, LAST) and shows(app, "lines above"))
         await pilot.press("home")
         await settle(pilot, lambda: shows(app, "$ echo step 0") and not shows(app, LAST))
+        await wheel_down(pilot, screen.query_one("#preview"))
+        await settle(pilot, lambda: not shows(app, "$ echo step 0"))
         assert app.screen is screen and app.running  # scrolling answered nothing
         await pilot.press("o")
         await settle(pilot, lambda: not app.running)
