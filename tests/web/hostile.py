@@ -163,7 +163,7 @@ def hostile_session(store: EventStore, cwd: Path) -> str:
 
 def shown(text: str) -> str:
     """``text`` as the page draws it: each bidi control as its escape, as the terminal UI
-    shows one (``dsh.tui.wrap.BIDI_CONTROLS``)."""
+    shows one (``dsh.tools.terminal_text.BIDI_CONTROLS``)."""
     return "".join(ascii(c)[1:-1] if ord(c) in BIDI_CONTROLS else c for c in text)
 
 

@@ -16,6 +16,19 @@ Other characters, controls included, are kept as they are. ``TerminalText`` does
 stream fed in chunks, with the same result however the stream is cut (a property test holds
 it to ``plain_output`` of the whole), holding back an escape sequence a chunk ends inside and
 the line in progress. MCP results are a server's text, not a terminal's: they are left alone.
+
+Text dsh prints for people is another matter: a reply, a file ``read_file`` read, a log's
+workspace are not a terminal's output, and a terminal must not act on what they hold (set its
+title, write the clipboard with OSC 52, clear the screen, overwrite a line with a carriage
+return). ``printable_text`` is how the CLI prints such text (``dsh sessions show`` and
+``export``, ``dsh run``'s answer, ``dsh recall``, the import report), the multi-line sibling of
+``dsh.errors.printable_line``: escape sequences dropped as above, every other control character
+but the newline and the tab shown as its Python escape (``\\x07``, ``\\x9b``, a lone
+carriage return as ``\\r``; CR LF is a newline), a bidi control and a Unicode tag character
+too (``show_tags``), as the terminal UI shows them; other text, emoji included, as it is.
+JSON the CLI prints (``dsh run --json`` and ``--json-stream``, ``dsh sessions show --view
+events``) goes through ``terminal_json``: the same JSON, with what a terminal would act on in
+its strings as ``\\u`` escapes.
 """
 
 from __future__ import annotations
@@ -31,6 +44,82 @@ _UNFINISHED = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*)?\Z")
 MAX_HELD_ESCAPE = 512
 """An unfinished sequence longer than this is not held back for its end: it is dropped."""
 _MOVES = re.compile(r"([\r\b])")
+
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""Unicode's Bidi_Control characters: each reorders what a terminal draws around it."""
+_TAGS = re.compile("(\U0001f3f4[\U000e0020-\U000e007e]{1,6}\U000e007f)|[\U000e0000-\U000e007f]")
+"""A Unicode tag character (U+E0000-U+E007F), but in a subdivision flag (🏴 and a tag run
+ending in CANCEL TAG): invisible, yet a model reads each as the ASCII letter it shadows, so a
+file or a web page can hide an instruction in them ("ASCII smuggling")."""
+_ANY_TAG = re.compile("[\U000e0000-\U000e007f]")
+_SHOWN_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]")
+"""What ``printable_text`` shows as its escape: every C0 and C1 control but the newline and
+the tab, DEL, a bidi control."""
+_SHOWN = re.compile(f"{_SHOWN_CONTROL.pattern}|{_ANY_TAG.pattern}")
+"""Either, or a tag character: what ``printable_text`` changes."""
+
+
+def printable_text(text: str) -> str:
+    """``text``, of any number of lines, as a terminal can be given it (the module's
+    docstring): no escape sequence, no control character but newlines and tabs, each other one
+    (and a bidi control, a tag character) shown as its Python escape; CR LF as a newline."""
+    if "\x1b" in text:
+        text = ESCAPE_SEQUENCE.sub("", text)
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if _SHOWN.search(text) is None:  # most text: one scan, at C speed
+        return text
+    return show_tags(_SHOWN_CONTROL.sub(_escaped, text))
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return ascii(found.group())[1:-1]
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]")
+"""What a terminal acts on that JSON may hold unescaped: DEL, a C1 control, a bidi control."""
+
+
+def terminal_json(text: str) -> str:
+    """JSON ``text`` with each DEL, C1 control and bidi control in it as its ``\\u`` escape:
+    the same JSON value, nothing a terminal acts on (msgspec and ``json.dumps`` escape the C0
+    controls themselves, but write these as they are: ``\\x9b`` is a CSI to xterm). Outside a
+    string JSON is ASCII, so every one found is inside a string."""
+    if _RAW_IN_JSON.search(text) is None:
+        return text
+    return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+class PrintableStream:
+    """``printable_text`` over a stream (a reply as it streams): ``feed`` returns what can be
+    shown of the chunks so far, holding back an escape sequence a chunk ends inside and a
+    carriage return it ends with (the line feed of a CR LF may come next), so a sequence cut
+    between chunks is dropped whole, as from the whole text; ``finish`` gives out what is
+    held."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        text, self._held = self._held + text, ""
+        if "\x1b" in text:
+            unfinished = _UNFINISHED.match(text, text.rfind("\x1b"))
+            if unfinished is not None and len(unfinished.group()) <= MAX_HELD_ESCAPE:
+                text, self._held = text[: unfinished.start()], unfinished.group()
+        if text.endswith("\r"):
+            text, self._held = text[:-1], "\r" + self._held
+        return printable_text(text)
+
+    def finish(self) -> str:
+        held, self._held = self._held, ""
+        return printable_text(held)
+
+
+def show_tags(text: str) -> str:
+    """``text`` with each tag character shown as its escape, flags kept."""
+    if text.isascii() or _ANY_TAG.search(text) is None:  # a search: several times max()'s speed
+        return text
+    return _TAGS.sub(lambda found: found.group(1) or ascii(found.group())[1:-1], text)
 
 
 def plain_output(text: str) -> str:

@@ -18,19 +18,12 @@ import re
 
 from rich.cells import cell_len, chop_cells
 
-from dsh.tools.terminal_text import ESCAPE_SEQUENCE
+from dsh.tools.terminal_text import BIDI_CONTROLS, ESCAPE_SEQUENCE, show_tags
 
-BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-"""Unicode's Bidi_Control characters: each reorders what a terminal draws around it."""
 _CONTROL: dict[int, str | None] = {
     c: None for c in (*range(0, 9), *range(11, 32), 127, *range(128, 160))
 }
 _CONTROL.update({c: ascii(chr(c))[1:-1] for c in BIDI_CONTROLS})  # shown, not dropped
-_TAGS = re.compile("(\U0001f3f4[\U000e0020-\U000e007e]{1,6}\U000e007f)|[\U000e0000-\U000e007f]")
-"""A Unicode tag character (U+E0000-U+E007F), but in a subdivision flag (🏴 and a tag run
-ending in CANCEL TAG): invisible, yet a model reads each as the ASCII letter it shadows, so a
-file or a web page can hide an instruction in them ("ASCII smuggling")."""
-_FIRST_TAG = "\U000e0000"
 _TERMINAL_CONTROL = re.compile(
     r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]"
 )
@@ -43,22 +36,15 @@ def sanitize(text: str) -> str:
     if "\x1b" in text:
         text = ESCAPE_SEQUENCE.sub("", text)
     if not text.isprintable():
-        text = _show_tags(text.translate(_CONTROL))
+        text = show_tags(text.translate(_CONTROL))
     return text.expandtabs(4) if "\t" in text else text
-
-
-def _show_tags(text: str) -> str:
-    """``text`` with each tag character shown as its escape, flags kept."""
-    if max(text, default="") < _FIRST_TAG:
-        return text
-    return _TAGS.sub(lambda found: found.group(1) or ascii(found.group())[1:-1], text)
 
 
 def escape_controls(text: str) -> str:
     """``text`` with each character a terminal would act on (a C0 or C1 control, DEL, a bidi
     control) as its Python escape (``\\x1b``), but tabs and line breaks: a draft shows, and
     sends, what a paste or a recalled prompt held."""
-    return _show_tags(_TERMINAL_CONTROL.sub(lambda found: ascii(found.group())[1:-1], text))
+    return show_tags(_TERMINAL_CONTROL.sub(lambda found: ascii(found.group())[1:-1], text))
 
 
 def _fits(line: str, width: int) -> bool:

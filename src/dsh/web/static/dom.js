@@ -1,9 +1,9 @@
 // How text from outside (a reply, a tool's arguments and output, a path, a title, a warning)
 // reaches the page: as text, never as markup (`el` sets a node's textContent; Markdown goes
 // through markdown.js, sanitised), and as `shown` makes it: each Unicode bidi control as its
-// escape (`\u202e`), as every face of dsh shows one (dsh.tui.wrap.BIDI_CONTROLS). Drawn, a bidi
-// control reorders the text around it: a path `a\u202egnp.exe` would read `aexe.png`, and the
-// command an approval asks about would not read as what runs.
+// escape (`\u202e`), as every face of dsh shows one (dsh.tools.terminal_text.BIDI_CONTROLS).
+// Drawn, a bidi control reorders the text around it: a path `a\u202egnp.exe` would read
+// `aexe.png`, and the command an approval asks about would not read as what runs.
 const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 // A Unicode tag character (U+E0000-U+E007F) draws nothing, yet a model reads each as the ASCII
 // letter it shadows: a file or a web page can hide an instruction in them. Each shows as its
