@@ -154,3 +154,41 @@ def test_without_a_terminal_on_stderr_no_notice_is_written(capsys):
     live.show_waiting("waiting for the model (5 s)")
     live.finish_turn("answer")
     assert capsys.readouterr() == ("answer\n", "")
+
+
+HOSTILE = "a\x1b]0;TITLE\x07b\x1b]52;c;cm0g\x07c\x1b[2J\x1b[31md\x07e\rf\x9bg\n\tok 😀\n"
+"""A reply with an OSC 0, an OSC 52, a clear screen, a colour, a bell, a bare CR, a C1 CSI."""
+HOSTILE_SHOWN = "abcd\\x07e\\rf\\x9bg\n\tok 😀\n"
+
+
+def as_on_a_terminal(monkeypatch) -> None:
+    """click.echo writes colour codes as it does to a terminal (not stripped as for a pipe)."""
+    monkeypatch.setattr("click.utils.should_strip_ansi", lambda stream=None, color=None: False)
+
+
+def test_on_a_terminal_a_streamed_reply_reaches_it_inert_however_it_is_cut(capsys, monkeypatch):
+    as_on_a_terminal(monkeypatch)
+    for size in (1, 2, 3, 7, len(HOSTILE)):
+        live = LiveDisplay(streaming=True)
+        for start in range(0, len(HOSTILE), size):
+            live.on_stream(TextDelta(HOSTILE[start : start + size]))
+        live.finish_turn(HOSTILE)
+        out, _ = capsys.readouterr()
+        assert out == HOSTILE_SHOWN, size
+
+
+def test_the_final_answer_and_the_tool_previews_reach_the_terminal_inert(capsys, monkeypatch):
+    as_on_a_terminal(monkeypatch)
+    live = LiveDisplay(streaming=True)
+    call = ToolCall(
+        turn=1, step=1, call_id="c1", name="read_file", arguments='{"path":"e\x1b]0;T\x07"}'
+    )
+    live.on_event(ToolCallEvent(seq=5, time=0, data=call))
+    result = ToolResult(turn=1, step=1, message=tool_result_message("c1", HOSTILE))
+    live.on_event(ToolResultEvent(seq=6, time=0, data=result, surface_op="append"))
+    _, err = capsys.readouterr()
+    assert "\x1b" not in err and "\x07" not in err and "\x9b" not in err
+    assert '→ read_file({"path":"e\\x1b]0;T\\x07"})' in err
+    assert "✓ a\\x1b]0;TITLE\\x07b" in err  # one line, as printable_line shows it
+    LiveDisplay(streaming=False).finish_turn(HOSTILE)  # stdout a pipe: the answer at the end
+    assert capsys.readouterr().out == HOSTILE_SHOWN + "\n"

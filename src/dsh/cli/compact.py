@@ -43,6 +43,7 @@ from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import EventStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer
+from dsh.tools.terminal_text import printable_text
 
 
 @click.command("compact")
@@ -100,7 +101,7 @@ def compact(
         raise SystemExit(termination.exit_status()) from None
     finally:
         session.close()
-    click.echo(text)
+    click.echo(printable_text(text))
     if termination.stopped_by() is not None:
         raise SystemExit(termination.exit_status())
     if not ok:

@@ -7,6 +7,11 @@ When stderr is a terminal, a model call that has produced nothing for a second s
 A compaction pass is announced when it starts; with stderr on a terminal its line counts the
 summary calls done so far, in place. A tool call the approval policy denied is told on stderr
 in full (with how to allow it) whether or not stdout is a terminal.
+
+What the model wrote and what its tools read are text, never for a terminal to act on: the
+answer, streamed or not, is printed as ``dsh.tools.terminal_text.printable_text`` makes it (no
+escape sequence, other control characters as their escapes; a sequence cut between streamed
+pieces is dropped whole), and a tool call's and result's previews as ``printable_line`` does.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import sys
 
 import click
 
+from dsh.errors import printable_line
 from dsh.events import (
     CompactionEndEvent,
     CompactionPlanEvent,
@@ -25,6 +31,7 @@ from dsh.events import (
 )
 from dsh.llm.types import StreamEvent, TextDelta
 from dsh.tools.approval import for_a_person
+from dsh.tools.terminal_text import PrintableStream, printable_text
 
 PREVIEW_CHARS = 100
 
@@ -39,6 +46,8 @@ class LiveDisplay:
         self._pass: str | None = None
         """The compaction pass whose line is showing (None: no pass running)."""
         self._calls = 0
+        self._text = PrintableStream()
+        """The streamed reply, made printable (an escape cut between pieces held back)."""
 
     @classmethod
     def for_terminal(cls) -> LiveDisplay:
@@ -54,8 +63,13 @@ class LiveDisplay:
     def on_stream(self, event: StreamEvent) -> None:
         self.show_waiting(None)
         if self.streaming and isinstance(event, TextDelta) and event.text:
-            click.echo(event.text, nl=False)
-            self._mid_line = not event.text.endswith("\n")
+            self._write(self._text.feed(event.text))
+
+    def _write(self, shown: str) -> None:
+        """Streamed answer text, already printable."""
+        if shown:
+            click.echo(shown, nl=False)
+            self._mid_line = not shown.endswith("\n")
 
     def on_event(self, event: Event) -> None:
         self.show_waiting(None)
@@ -72,7 +86,7 @@ class LiveDisplay:
             self._pass_line(f"({len(event.data.regions)} checkpoint(s))", done=True)
         elif isinstance(event, CompactionEndEvent) and event.data.error is not None:
             if self._pass is not None:
-                self._pass_line(f"stopped: {event.data.error}", done=True)
+                self._pass_line(f"stopped: {printable_line(event.data.error)}", done=True)
         elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
             block = event.data.message.content[0]
             mark = "✗" if getattr(block, "is_error", False) else "✓"
@@ -113,16 +127,17 @@ class LiveDisplay:
             return False
         self._break_line()
         prefix = "    ✗ " if self.streaming else "dsh: "
-        click.echo(prefix + for_a_person(_result_text(event)), err=True)
+        click.echo(prefix + printable_text(for_a_person(_result_text(event))), err=True)
         return True
 
     def finish_turn(self, final_text: str) -> None:
         if self.streaming:
             self._break_line()
         elif final_text:  # a turn that failed before any answer prints no empty line
-            click.echo(final_text)
+            click.echo(printable_text(final_text))
 
     def _break_line(self) -> None:
+        self._write(self._text.finish())  # what the stream held back, as the reply ends
         if self._mid_line:
             click.echo()
             self._mid_line = False
@@ -137,5 +152,5 @@ def _result_text(event: ToolResultEvent) -> str:
 
 
 def _preview(text: str) -> str:
-    flat = " ".join(text.split())
+    flat = printable_line(text)
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"

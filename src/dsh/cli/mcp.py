@@ -15,6 +15,7 @@ import click
 from dsh.agent.mcp_servers import tool_secrets
 from dsh.cli import context
 from dsh.config import dsh_home, load_settings
+from dsh.errors import printable_line
 from dsh.tools.mcp import start_hub
 
 DESCRIPTION_CHARS = 72
@@ -69,5 +70,5 @@ def list_servers(workspace_dir: Path | None) -> None:
 
 def _first_line(text: str) -> str:
     lines = text.strip().splitlines()
-    line = " ".join(lines[0].split()) if lines else ""
+    line = printable_line(lines[0]) if lines else ""  # a server's words: no escape acts
     return line if len(line) <= DESCRIPTION_CHARS else line[: DESCRIPTION_CHARS - 1] + "…"

@@ -26,6 +26,7 @@ from dsh.recall import (
 from dsh.store import span_cache_path
 from dsh.surface import Session
 from dsh.tools.base import ToolOutput
+from dsh.tools.terminal_text import printable_text
 
 
 class RecallCommandError(DshError):
@@ -128,4 +129,4 @@ def _answer(
             output = work(session)
         except RecallError as exc:
             raise RecallCommandError(f"{exc.code}: {exc.message}") from exc
-    click.echo(hints(output, session.id))
+    click.echo(printable_text(hints(output, session.id)))  # a log's text, never to act

@@ -36,6 +36,7 @@ from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_e
 from dsh.llm.types import StreamEvent
 from dsh.store.migrate import remove_kept_session
 from dsh.surface import Session
+from dsh.tools.terminal_text import terminal_json
 
 
 @click.command("run")
@@ -217,7 +218,7 @@ def _run(
     # as it was, and --json names no session it then removes)
     if as_json:
         out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
-        session.subscribe(lambda event: out.line(encode_event(event).decode()))
+        session.subscribe(lambda event: out.line(terminal_json(encode_event(event).decode())))
     if stream is not None:
         stream.start(session, agent.tools.secrets, resumed=resumed is not None)
         session.subscribe(stream.on_event)

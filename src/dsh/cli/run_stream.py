@@ -53,6 +53,7 @@ from dsh.llm.types import StreamEvent, TextDelta
 from dsh.surface import Session
 from dsh.tools.approval import for_a_person
 from dsh.tools.secrets import SecretPolicy
+from dsh.tools.terminal_text import terminal_json
 
 VERSION = 1
 """The schema's version: every line's ``v``."""
@@ -196,9 +197,8 @@ class RunStream:
     def _line(self, kind: str, **fields: Any) -> None:
         assert self._session is not None
         body = {"v": VERSION, "type": kind, "session": self._session.id, **fields}
-        self._write_line(
-            json.dumps(loggable_value(body), ensure_ascii=False, separators=(",", ":"))
-        )
+        line = json.dumps(loggable_value(body), ensure_ascii=False, separators=(",", ":"))
+        self._write_line(terminal_json(line))  # a C1 control as its escape, as C0 ones are
 
     def _drain(self) -> None:
         """Write the lines other threads told (on the turn's thread, in their order)."""

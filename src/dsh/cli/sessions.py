@@ -23,6 +23,7 @@ from dsh.store.salvage import salvage_session
 from dsh.store.salvage_sqlite import salvage_sqlite_session
 from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
+from dsh.tools.terminal_text import printable_text, terminal_json
 from dsh.transcript import (
     TRANSCRIPT_SEPARATOR,
     render_markdown,
@@ -153,19 +154,21 @@ def show(session_id: str, view: str) -> None:
     if view in ("transcript", "events"):  # the log's events alone: no surface fold needed
         with _open_log(session_id) as log:
             if view == "events" and log.events:
-                click.echo("\n".join(encode_event(event).decode() for event in log.events))
-            elif view == "transcript":
-                context.echo_blocks(transcript_blocks(log.events), TRANSCRIPT_SEPARATOR)
+                lines = (terminal_json(encode_event(event).decode()) for event in log.events)
+                click.echo("\n".join(lines))
+            elif view == "transcript":  # what a file or a reply held, never sent to act
+                blocks = [printable_text(block) for block in transcript_blocks(log.events)]
+                context.echo_blocks(blocks, TRANSCRIPT_SEPARATOR)
         return
     session = _open(session_id)
     if view == "surface":
-        click.echo(render_surface(session))
+        click.echo(printable_text(render_surface(session)))
     elif view == "settings":
         from dsh.agent.session_settings import latest
         from dsh.agent.settings_view import describe
 
         for line in describe(latest(session)):
-            click.echo(line)
+            click.echo(printable_text(line))
 
 
 @sessions.command("export")
@@ -200,8 +203,8 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     elif fmt == "jsonl":
         lines = [encode_header(session.header)] + [encode_event(e) for e in session.events]
         data = b"\n".join(lines) + b"\n"
-    else:
-        data = render_markdown(session.header, session.events).encode()
+    else:  # for people, to a terminal or a file alike: no escape a terminal would act on
+        data = printable_text(render_markdown(session.header, session.events)).encode()
     if output is None:
         click.echo(data, nl=False)
     else:
@@ -238,7 +241,7 @@ def import_(file: Path, session_id: str | None) -> None:
     result = import_upstream(
         context.store(), dsh_home(), file, cwd=str(context.cwd()), session_id=session_id
     )
-    click.echo(result.report())
+    click.echo(printable_text(result.report()))
 
 
 @sessions.command("stats")

@@ -19,6 +19,7 @@ from dsh.cli import context, termination
 from dsh.errors import SessionNotFoundError
 from dsh.events import CommandDoneEvent
 from dsh.surface import Session
+from dsh.tools.terminal_text import printable_text
 
 
 @click.command("undo")
@@ -49,12 +50,12 @@ def undo(session_id: str | None, dry_run: bool) -> None:
     except KeyboardInterrupt:  # held until the undo was done or taken back, and answered
         for event in session.events[logged:]:
             if isinstance(event, CommandDoneEvent):
-                click.echo(event.data.text)
+                click.echo(printable_text(event.data.text))
         if termination.stopped_by() is None:
             raise
         raise SystemExit(termination.exit_status()) from None
     finally:
         session.close()
-    click.echo(result.text)
+    click.echo(printable_text(result.text))  # the paths a log named
     if not result.ok:
         raise SystemExit(1)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.config.private_dirs import make_private_directory
-from dsh.errors import StoreError, UsageError
+from dsh.errors import StoreError, UsageError, printable_line
 from dsh.interop.foreign_route import drop_routes
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
 from dsh.store import EventStore, new_session_id
@@ -37,20 +37,23 @@ class ImportResult:
     conversion: Conversion
 
     def report(self) -> str:
-        """What the import converted, kept opaque and changed (also saved as report.txt)."""
+        """What the import converted, kept opaque and changed (also saved as report.txt). What
+        the log names (its id, its workspace, a header field's name) is shown as
+        ``printable_line`` shows text: one line, a terminal escape as its escape."""
         c = self.conversion
         lines = [
-            f"imported {c.header.id} as session {self.session_id} "
+            f"imported {printable_line(c.header.id)} as session {self.session_id} "
             f"({len(c.events)} events from {c.lines} lines)",
             f"original copied to {self.original}",
-            f"workspace: {self.cwd}"
+            f"workspace: {printable_line(self.cwd)}"
             + ("" if c.header.cwd is not None else " (the log names none: the current directory)"),
             "converted: " + _counts(c.converted),
             "kept as opaque ignorable events: " + (_counts(c.kept_opaque) or "none"),
         ]
         for key, value in c.header.extras.items():
             lines.append(
-                f"header field {key} = {value!r} has no dsh counterpart (kept in the copy)"
+                f"header field {printable_line(key)} = {value!r} has no dsh counterpart "
+                "(kept in the copy)"
             )
         lines.extend(f"{note} ×{count}" for note, count in sorted(c.notes.items()))
         lines.extend(f"warning: {w}" for w in c.warnings)
