@@ -6,7 +6,8 @@ clipboard), ``ESC [ 2 J`` (clear the screen), a bell, a bare carriage return (ov
 line), a C1 control. Every CLI output of such text (``dsh run``'s answer, ``dsh sessions
 show`` and ``export``, ``dsh recall``, ``dsh sessions import``'s report, ``dsh undo``) prints
 it as ``dsh.tools.terminal_text.printable_text`` makes it: no ESC, bell or C1 byte leaves dsh,
-the words around them stay, and ordinary text (tabs, emoji, accents) is untouched.
+the words around them stay, and ordinary text (tabs, emoji, accents) is untouched. The JSON
+outputs keep the exact text, every control character in it escaped (``terminal_json``).
 
 Click strips colour codes (CSI only) from what it writes to a pipe: every in-process command
 here runs with ``color=True``, as on a terminal, and ``dsh run`` also runs as a real process
@@ -236,3 +237,13 @@ def test_json_outputs_hold_c1_controls_as_escapes_and_the_same_values(
     assert replies == [reply, reply]  # the same values
     ends = [line for line in map(json.loads, streamed.splitlines()) if line["type"] == "turn_end"]
     assert [end["text"] for end in ends] == [reply]
+
+
+def test_dsh_mcp_list_shows_a_servers_tool_description_as_one_inert_line() -> None:
+    """A tool's description is a third-party server's text (not a log's): one line, each
+    escape shown as its escapes, as a title is."""
+    from dsh.cli.mcp import _first_line
+
+    shown = _first_line("Adds \x1b]0;T\x07\x1b[2J numbers\x07\nsecond line")
+    assert ACTING.search(shown) is None
+    assert shown == "Adds \\x1b]0;T\\x07\\x1b[2J numbers\\x07"
