@@ -15,7 +15,7 @@ from dsh.tools.base import ToolContext
 from dsh.tools.files import MAX_LINE_CHARS
 from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.tools.search import MAX_GREP_LINE_CHARS
-from dsh.tools.secrets import SecretPolicy, is_secret_name
+from dsh.tools.secrets import SecretPolicy, is_secret_name, is_secret_variable
 from dsh.tools.shell import OUTPUT_CAP, BashTool
 
 KEYS = {
@@ -84,6 +84,16 @@ def test_a_configured_pattern_is_scrubbed_too(
         ("PGPASSWD", True),
         ("DSH_PROVIDER_HEADERS", True),  # dsh's own variables that can carry a token
         ("DSH_MCP_SERVERS", True),
+        ("DOCKER_AUTH_CONFIG", True),  # names an audit found reaching commands
+        ("NPM_CONFIG__AUTHTOKEN", True),
+        ("OPENAI_APIKEY", True),
+        ("SMTP_PASS", True),
+        ("CI_JOB_JWT", True),
+        ("SLACK_WEBHOOK_URL", True),
+        ("MYSQL_PWD", True),
+        ("PWD", False),  # the shell's working directory: never masked
+        ("OLDPWD", False),
+        ("PASSENGER_APP_ENV", False),
         ("SSH_AUTH_SOCK", False),  # git over ssh needs it
         ("DSH_HOME", False),
         ("KEYBOARD_LAYOUT", False),
@@ -217,3 +227,20 @@ def test_a_safe_cut_never_splits_a_value_and_moves_only_as_far_as_it_must(parts,
             assert any(text.startswith(v, cut) for v in values)
         else:
             assert any(text.endswith(v, 0, cut) for v in values)
+
+
+@pytest.mark.parametrize(
+    ("value", "secret"),
+    [
+        ("redis://:s3cretpass@cache:6379/0", True),
+        ("amqp://user:pass@broker/vhost", True),
+        ("https://user@example.com/repo.git", False),  # a user, no password
+        ("http://localhost:8080/path?a=b@c", False),
+        ("not a url", False),
+    ],
+)
+def test_a_url_with_a_password_is_a_secret_whatever_its_name(value: str, secret: bool) -> None:
+    assert is_secret_variable("CACHE", value) is secret
+    policy = SecretPolicy.from_environment({"CACHE": value, "PATH": "/bin"})
+    assert ("CACHE" in policy.scrubbed_environment({"CACHE": value})) is not secret
+    assert (policy.mask(f"url={value}") == f"url={value}") is not secret

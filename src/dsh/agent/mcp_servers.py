@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dsh.config import Settings
 from dsh.tools.mcp import close_mcp_servers, mcp_tools, start_mcp_servers
-from dsh.tools.secrets import SecretPolicy, is_secret_name
+from dsh.tools.secrets import SecretPolicy, is_secret_variable
 
 __all__ = ["close_mcp_servers", "mcp_tools", "start_session_mcp_servers", "tool_secrets"]
 
@@ -36,7 +36,7 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
         (f"mcp.servers.{server}.env.{name}", value)
         for server, config in settings.mcp.servers.items()
         for name, value in config.env.items()
-        if is_secret_name(name, patterns)
+        if is_secret_variable(name, value, patterns)
     ]
     return SecretPolicy.from_environment(
         environ,

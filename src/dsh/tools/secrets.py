@@ -5,8 +5,10 @@ Shell commands run with a scrubbed environment: no provider key, no variable of 
 can carry one (``DSH_PROVIDER_HEADERS``, ``DSH_MCP_SERVERS``: a gateway token, an MCP server's
 ``env``), and no variable whose name matches ``SECRET_NAME_PATTERNS`` (``*_KEY``, ``*_TOKEN``,
 ``*_SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*_PAT``, ``*_DSN``, ``*_AUTH``,
+``*_AUTH_CONFIG``, ``*AUTHTOKEN*``, ``*APIKEY*``, ``*_PASS``, ``*JWT*``, ``*_WEBHOOK*``,
 ``*DATABASE_URL``; case-insensitive, and the word may begin the name: ``API_KEY``, ``TOKEN``,
-``SECRET_KEY``), plus the names or glob patterns configured in ``tools.scrub_env`` and the
+``SECRET_KEY``; and ``MYSQL_PWD``), any variable whose value is a URL with a password
+(``redis://:pass@host``), plus the names or glob patterns configured in ``tools.scrub_env`` and the
 variables the config names as holding a key (``provider.api_key_env``; the policy is built in
 ``dsh.agent.mcp_servers.tool_secrets``). And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
@@ -41,18 +43,38 @@ SECRET_NAME_PATTERNS = (
     "*_PAT",
     "*_DSN",
     "*_AUTH",
+    "*_AUTH_CONFIG",
+    "*AUTHTOKEN*",
+    "*APIKEY*",
+    "*_PASS",
+    "*JWT*",
+    "*_WEBHOOK*",
     "*DATABASE_URL",
 )
 """Names of secrets by convention (``STRIPE_KEY``, ``GH_PAT``, ``SENTRY_DSN``, ``NPM_AUTH``,
-``DATABASE_URL`` with its password); ``*_KEY`` covers ``*_API_KEY``."""
+``DOCKER_AUTH_CONFIG``, ``NPM_CONFIG__AUTHTOKEN``, ``OPENAI_APIKEY``, ``SMTP_PASS``,
+``CI_JOB_JWT``, ``SLACK_WEBHOOK_URL``, ``DATABASE_URL`` with its password); ``*_KEY`` covers
+``*_API_KEY``."""
+SECRET_NAMES = ("MYSQL_PWD", "PGPASSFILE")
+"""Whole names: a ``*_PWD`` pattern would take the shell's own ``PWD`` (the working directory,
+whose value would then be masked in every output)."""
+_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@")
+"""A value such as ``redis://:pass@host`` or ``amqp://user:pass@host``: a secret, whatever the
+variable is called (``REDIS_URL``, ``BROKER``)."""
 MIN_MASK_CHARS = 8
 MASK = "[masked {name}]"
+
+
+def is_secret_variable(name: str, value: str, extra_patterns: Iterable[str] = ()) -> bool:
+    """True if the variable must not reach a command: its name is a secret's
+    (:func:`is_secret_name`) or its value is a URL carrying a password."""
+    return is_secret_name(name, extra_patterns) or _URL_WITH_PASSWORD.match(value) is not None
 
 
 def is_secret_name(name: str, extra_patterns: Iterable[str] = ()) -> bool:
     """True if the variable ``name`` must not reach a command (case-insensitive globs)."""
     upper = name.upper()
-    if upper in PROVIDER_KEY_VARS or upper in SECRET_CONFIG_VARS:
+    if upper in PROVIDER_KEY_VARS or upper in SECRET_CONFIG_VARS or upper in SECRET_NAMES:
         return True
     # The built-in words may also begin the name: API_KEY, TOKEN, SECRET_KEY.
     if any(fnmatch.fnmatchcase(f"_{upper}", pattern) for pattern in SECRET_NAME_PATTERNS):
@@ -81,7 +103,7 @@ class SecretPolicy:
         value is masked, and so is each configured key (``(name, value)``)."""
         env = os.environ if environ is None else environ
         patterns = tuple(extra_patterns)
-        pairs = {(n, v) for n, v in env.items() if is_secret_name(n, patterns)}
+        pairs = {(n, v) for n, v in env.items() if is_secret_variable(n, v, patterns)}
         pairs.update((n, v) for n, v in configured_keys if v)
         kept = [(n, v) for n, v in pairs if len(v) >= MIN_MASK_CHARS]
         kept.sort(key=lambda pair: (-len(pair[1]), pair[0]))
@@ -90,7 +112,7 @@ class SecretPolicy:
     def scrubbed_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """``environ`` (default ``os.environ``) without any secret-named variable."""
         env = os.environ if environ is None else environ
-        return {n: v for n, v in env.items() if not is_secret_name(n, self.extra_patterns)}
+        return {n: v for n, v in env.items() if not is_secret_variable(n, v, self.extra_patterns)}
 
     @property
     def longest(self) -> int:
