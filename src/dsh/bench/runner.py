@@ -45,6 +45,7 @@ from dsh.compaction import ExtractiveSummarizer, ModelSummarizer
 from dsh.compaction.engine import PassOutcome
 from dsh.compaction.summarizer import Summarizer
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
+from dsh.config.small_file import UnreadableFile, read_named_file
 from dsh.errors import DshError
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
@@ -80,9 +81,10 @@ def load_scenario(name_or_path: str, seed: int) -> Scenario:
     if name_or_path.endswith(".jsonl"):
         path = Path(name_or_path)
         try:
-            return from_jsonl(path.read_bytes(), source=str(path))
-        except OSError as exc:
-            raise BenchError(f"{path}: cannot read scenario: {exc}") from exc
+            data = read_named_file(path)
+        except UnreadableFile as exc:
+            raise BenchError(f"{path}: cannot read scenario: {exc.reason}") from exc
+        return from_jsonl(data, source=str(path))
     return generate(load_spec(name_or_path), seed)
 
 

@@ -43,6 +43,7 @@ from dsh.config import (
     validate_settings,
     window_too_small,
 )
+from dsh.config.small_file import UnreadableFile, read_named_file
 from dsh.errors import ConfigError
 
 FactKind = Literal[
@@ -338,9 +339,11 @@ def load_spec(name_or_path: str | Path) -> ScenarioSpec:
             names = ", ".join(builtin_names())
             raise ConfigError(f"unknown scenario {name_or_path!r}; built-in scenarios: {names}")
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_named_file(path).decode("utf-8")
         data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+    except UnreadableFile as exc:
+        raise ConfigError(f"{path}: cannot read scenario spec: {exc.reason}") from exc
+    except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read scenario spec: {exc}") from exc
     return parse_spec(data, source=str(path))
 

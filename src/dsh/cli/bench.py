@@ -38,6 +38,7 @@ from dsh.bench.suite import default_out, resolve_backends, resolve_scenarios, ru
 from dsh.cli import context
 from dsh.cli.options import checked_base_url
 from dsh.config import CompactionSettings, load_settings
+from dsh.config.small_file import UnreadableFile, read_named_file
 from dsh.errors import ConfigError, MissingApiKeyError
 from dsh.llm.registry import KNOWN_PROVIDERS, needs_model, route_api_key
 
@@ -313,8 +314,10 @@ def _prices(prices_file: Path | None) -> dict[str, object]:
     if prices_file is None:
         return {}
     try:
-        prices = yaml.safe_load(prices_file.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        prices = yaml.safe_load(read_named_file(prices_file).decode("utf-8")) or {}
+    except UnreadableFile as exc:
+        raise ConfigError(f"{prices_file}: cannot read prices: {exc.reason}") from exc
+    except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"{prices_file}: cannot read prices: {exc}") from exc
     if not isinstance(prices, dict):
         raise ConfigError(f"{prices_file}: prices must be a table of rules")

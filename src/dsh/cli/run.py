@@ -31,6 +31,7 @@ from dsh.cli.run_stream import RunStream
 from dsh.cli.turn_answer import TurnAnswer, turn_answer
 from dsh.cli.warning_lines import tapped
 from dsh.config import dsh_home, load_settings
+from dsh.config.small_file import UnreadableFile, read_named_file, read_stream_bounded
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
 from dsh.llm.types import StreamEvent
@@ -151,7 +152,9 @@ def _run(
         raise UsageError("the prompt '-' (read from stdin) may be given once")
     turns = [_stdin_prompt() if prompt == "-" else _argument_prompt(prompt) for prompt in prompts]
     if prompts_file is not None:
-        lines = _utf8_text(prompts_file.read_bytes(), f"--prompts-file {prompts_file}")
+        lines = _utf8_text(_named_file(prompts_file), f"--prompts-file {prompts_file}")
+        lines = lines.removeprefix("\ufeff")  # an editor's "UTF-8 with signature" mark
+
         turns.extend(line for line in lines.splitlines() if line.strip())
     if not turns:
         raise UsageError("give at least one PROMPT or --prompts-file")
@@ -367,6 +370,15 @@ class _Output:
                 self.agent.cancel(standard_streams.CANCELLED_OUTPUT_CLOSED)
 
 
+def _named_file(path: Path) -> bytes:
+    """The bytes of ``--prompts-file`` (``read_named_file``: a pipe read to a limit, a device
+    refused), or a UsageError naming it."""
+    try:
+        return read_named_file(path)
+    except UnreadableFile as exc:
+        raise UsageError(f"--prompts-file {exc}") from None
+
+
 def _utf8_text(data: bytes, what: str) -> str:
     """``data`` decoded as UTF-8, or a UsageError naming ``what`` and the first bad byte: a
     prompt the log cannot store is refused before a session or a turn is written."""
@@ -389,7 +401,11 @@ def _argument_prompt(prompt: str) -> str:
 
 def _stdin_prompt() -> str:
     """``-`` as a PROMPT: the whole of stdin is one prompt."""
-    text = _utf8_text(sys.stdin.buffer.read(), "the prompt read from stdin").strip()
+    try:
+        data = read_stream_bounded(sys.stdin.buffer.fileno(), "stdin")
+    except (UnreadableFile, OSError) as exc:
+        raise UsageError(f"the prompt '-' could not be read: {exc}") from None
+    text = _utf8_text(data, "the prompt read from stdin").strip()
     if not text:
         raise UsageError("the prompt '-' reads stdin, which was empty")
     return text

@@ -132,6 +132,40 @@ def read_regular_file(path: Path) -> bytes:
         return fh.read()
 
 
+NAMED_FILE_LIMIT = 256 * MIB
+"""The most a file named on the command line is read from when it is a pipe (``<(cmd)``,
+``/dev/stdin``): ``/dev/zero`` given by mistake filled memory until the kernel killed dsh."""
+
+
+def read_named_file(path: Path, *, limit: int = NAMED_FILE_LIMIT) -> bytes:
+    """The bytes of a file a person named (``--prompts-file``, ``--script``, an import): a
+    regular file whole; a pipe or FIFO (``<(cmd)``, ``/dev/stdin``) up to ``limit`` bytes, more
+    refused. A device or a directory is an ``UnreadableFile``; so is a failed open, with its
+    reason (no such file, no permission)."""
+    try:
+        with open(path, "rb") as fh:
+            found = os.fstat(fh.fileno())
+            if stat.S_ISREG(found.st_mode):
+                return fh.read()
+            if not stat.S_ISFIFO(found.st_mode) and not stat.S_ISSOCK(found.st_mode):
+                raise UnreadableFile(path, f"{_kind(found.st_mode)}, not a file")
+            data = _read_up_to(fh.fileno(), limit + 1)
+    except OSError as exc:
+        raise _refusal(path, exc) from exc
+    if len(data) > limit:
+        raise UnreadableFile(path, f"more than {shown_size(limit)} read from a pipe; stopped")
+    return data
+
+
+def read_stream_bounded(fd: int, what: str, *, limit: int = NAMED_FILE_LIMIT) -> bytes:
+    """All of the stream ``fd`` (standard input), refused past ``limit`` bytes as
+    ``UnreadableFile`` named ``what``."""
+    data = _read_up_to(fd, limit + 1)
+    if len(data) > limit:
+        raise UnreadableFile(Path(what), f"more than {shown_size(limit)}; stopped")
+    return data
+
+
 def _read(path: Path, limit: int, *, refuse_longer: bool, within: Path | None) -> FileHead:
     try:
         if within is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.config.private_dirs import make_private_directory
+from dsh.config.small_file import UnreadableFile, read_named_file
 from dsh.errors import StoreError, UsageError, printable_line
 from dsh.interop.foreign_route import drop_routes
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
@@ -70,9 +71,9 @@ def import_upstream(
     """Import one TypeScript-harness log; raises a one-line DshError and writes nothing if the
     log cannot be imported."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        data = read_named_file(path)
+    except UnreadableFile as exc:
+        raise UsageError(f"cannot read {exc}") from None
     if data[:4] == b"\x28\xb5\x2f\xfd":
         raise UpstreamFormatError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
     # An editor that saves UTF-8 "with signature" puts a byte-order mark first; the log is

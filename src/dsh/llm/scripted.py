@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from dsh.config.small_file import UnreadableFile, read_named_file
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import (
     AssistantMessageEvent,
@@ -161,9 +162,9 @@ def load_script_sections(
     if suffix not in (".json", ".yaml", ".yml"):
         raise ConfigError(f"{path}: a script must be a .json, .yaml or .yml file")
     try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read script: {exc}") from exc
+        raw = read_named_file(path).decode("utf-8")
+    except UnreadableFile as exc:
+        raise ConfigError(f"{path}: cannot read script: {exc.reason}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: a script must be UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
