@@ -88,7 +88,7 @@ def test_schema_migrations_records_each_applied_migration_once(store):
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     finally:
         db.close()
-    assert names == ["001_sessions_and_events", "002_settings_index"]
+    assert names == ["001_sessions_and_events", "002_settings_index", "003_event_edits"]
     assert {"sessions", "events", "events_settings"} <= tables
 
 

@@ -3,7 +3,8 @@
 A ``LogPosition`` says how far a reader got (the last seq it read) and how to tell that the log
 it read is still the one stored: a hash of the session header, and a hash of the last line (or
 row) it read, the *anchor*. JSONL also keeps the byte offset after that line and the file's
-inode, size and mtime when it was read; SQLite keeps the seq alone (the anchor is that row).
+inode, size and mtime when it was read; SQLite keeps the seq (the anchor is that row) and the
+session's count of rows changed in place (``dsh.store.sqlite_schema``, ``003_event_edits``).
 
 ``AppendedReader.read(header, position, sink)`` hands the events after ``position`` to ``sink``
 in batches and returns the new position. When the position no longer holds (the file was
@@ -32,7 +33,11 @@ changed in place inside what was already read while the file also grew, the anch
 change that kept the file's inode, size and mtime). dsh never rewrites a log in place
 (JSONL repair and import write a new file and rename it); a log cut back in place (SQLite repair,
 a failed write undone) that grows again holds later events at the anchor's place, and each event
-carries its time, so the anchor differs.
+carries its time, so the anchor differs. A SQLite log is read again from its start when its
+count of changed rows is not the one remembered (an ``UPDATE`` of a row by hand, a deleted one):
+the count is one lookup, where checking what was read would read it all again. What it cannot
+see is a change made below SQLite (bytes of the database file edited, a disk fault), which a
+load still refuses.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from dsh.store.base import EventStore, SessionHeader, SessionLog, decode_header,
 from dsh.store.integrity import check_rows, unseal_counted
 from dsh.store.jsonl import READ_CHUNK, JsonlStore, decode_header_line, torn_tail_warning
 from dsh.store.sqlite import SqliteStore, connect_reader
+from dsh.store.sqlite_schema import edits_of
 
 ROWS_PER_BATCH = 2048
 """SQLite rows decoded (and handed on) at a time."""
@@ -85,6 +91,9 @@ class LogPosition(
     """JSONL: the file's mtime when it was read, settled or not (-1: unknown, an older cache).
     A file of the same size with another mtime was changed in place, not appended to: it is
     read again from its start (and so checked line by line)."""
+    edits: int = -1
+    """SQLite: the session's count of rows changed in place when it was read (-1: unknown, so
+    the log is read again from its start next time)."""
 
 
 class EventSink(Protocol):
@@ -215,8 +224,9 @@ class AppendedReader:
                 raise SessionNotFoundError(f"no session {session_id!r} in {path}")
             header = decode_header(bytes(row[0]), where=f"{path}: session {session_id}")
             key = header_key(header)
-            start = LogPosition(seq=-1, header=key, anchor=key)
-            position = _sqlite_rows(self._rows(session_id, 0), session_id, start, sink)
+            edits = edits_of(self._db, session_id)  # before the rows: a later edit reads again
+            start = LogPosition(seq=-1, header=key, anchor=key, edits=edits)
+            position = _sqlite_rows(self._rows(session_id, 0), session_id, start, sink, edits)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read session {session_id}: {exc}") from exc
         return Whole(header, position)
@@ -242,17 +252,21 @@ class AppendedReader:
             self._db = connect_reader(self.store.path)
         session_id = header.id
         try:
+            edits = edits_of(self._db, session_id)  # before the rows: a later edit reads again
+            moved = edits < 0 or edits != position.edits if position is not None else False
+            if moved and position is not None and position.seq >= 0:
+                position = None  # rows it read may have changed: read them again
             if position is not None and position.seq >= 0:
                 cursor = self._rows(session_id, position.seq)
                 first = cursor.fetchone()
                 if first is not None and fingerprint(bytes(first[1])) == position.anchor:
-                    return _sqlite_rows(cursor, session_id, position, sink)
+                    return _sqlite_rows(cursor, session_id, position, sink, edits)
                 cursor.close()
                 position = None
             if position is None:  # else: the remembered empty log, read from its first row
                 sink.restart()
-            start = LogPosition(seq=-1, header=key, anchor=key)
-            return _sqlite_rows(self._rows(session_id, 0), session_id, start, sink)
+            start = LogPosition(seq=-1, header=key, anchor=key, edits=edits)
+            return _sqlite_rows(self._rows(session_id, 0), session_id, start, sink, edits)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read session {session_id}: {exc}") from exc
 
@@ -265,9 +279,10 @@ class AppendedReader:
 
 
 def _sqlite_rows(
-    cursor: sqlite3.Cursor, session_id: str, position: LogPosition, sink: EventSink
+    cursor: sqlite3.Cursor, session_id: str, position: LogPosition, sink: EventSink, edits: int
 ) -> LogPosition:
-    """Decode the rows left in ``cursor`` (those after ``position``) a batch at a time."""
+    """Decode the rows left in ``cursor`` (those after ``position``) a batch at a time; the
+    position after them records ``edits``, the session's count of changed rows read first."""
     seq, anchor = position.seq, position.anchor
     while rows := cursor.fetchmany(ROWS_PER_BATCH):
         bodies = [bytes(body) for _, body in rows]
@@ -279,7 +294,7 @@ def _sqlite_rows(
             raise LogCorruptError(f"session {session_id}: {exc}", seq=exc.seq) from exc
         sink.add(events)
         seq, anchor = events[-1].seq, fingerprint(bodies[-1])
-    return LogPosition(seq=seq, header=position.header, anchor=anchor)
+    return LogPosition(seq=seq, header=position.header, anchor=anchor, edits=edits)
 
 
 # ---- JSONL ---------------------------------------------------------------------------------

@@ -9,6 +9,13 @@ refused (``check_known``).
   latest recorded settings are one index lookup (``LATEST_SETTINGS``,
   ``SqliteStore.latest_settings``) however many events follow them. SQLite keeps it as rows are
   written and deleted (a repair's cut included); it is made once over the rows already stored.
+* ``003_event_edits``: a count per session of its event rows changed other than by an append
+  (``event_edits``, kept by triggers: a row updated or deleted, or inserted before the log's
+  end, as ``INSERT OR REPLACE`` does), so a reader that read a log before can tell, by that one
+  lookup, that rows it read may have changed (``dsh.store.appended``). dsh changes no row but by
+  a repair's cut and a migration's removal; an append fires nothing but the insert trigger's
+  one index probe. A count is never cleared, so a session removed and stored again is read
+  again too.
 """
 
 from __future__ import annotations
@@ -62,13 +69,62 @@ def _m002_settings_index(db: sqlite3.Connection) -> None:
     db.execute(f"CREATE INDEX {SETTINGS_INDEX} ON events (session_id, seq) WHERE {_IS_SETTINGS}")
 
 
+EDITS_TABLE = "event_edits"
+
+
+def _count_edit(session: str) -> str:
+    return (
+        f"INSERT INTO {EDITS_TABLE} VALUES ({session}, 1) "
+        "ON CONFLICT (session_id) DO UPDATE SET edits = edits + 1;"
+    )
+
+
+def _m003_event_edits(db: sqlite3.Connection) -> None:
+    """Count, per session, the event rows changed other than by an append (triggers)."""
+    db.execute(
+        f"CREATE TABLE {EDITS_TABLE} (session_id TEXT PRIMARY KEY, edits INTEGER NOT NULL) "
+        "WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TRIGGER events_updated AFTER UPDATE ON events BEGIN "
+        f"{_count_edit('old.session_id')} {_count_edit('new.session_id')} END"
+    )
+    db.execute(
+        f"CREATE TRIGGER events_deleted AFTER DELETE ON events BEGIN "
+        f"{_count_edit('old.session_id')} END"
+    )
+    # REPLACE deletes the row it replaces without firing a delete trigger (unless the
+    # connection enables recursive triggers): an insert with rows after it is counted instead.
+    db.execute(
+        "CREATE TRIGGER events_inserted_inside AFTER INSERT ON events WHEN EXISTS (SELECT 1 "
+        "FROM events WHERE session_id = new.session_id AND seq > new.seq) BEGIN "
+        f"{_count_edit('new.session_id')} END"
+    )
+
+
+def edits_of(db: sqlite3.Connection, session_id: str) -> int:
+    """How many times ``session_id``'s event rows were changed other than by an append (-1:
+    unknown, a database without ``003_event_edits``, read by a reader that cannot migrate)."""
+    try:
+        row = db.execute(
+            f"SELECT edits FROM {EDITS_TABLE} WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return -1
+    return 0 if row is None else int(row[0])
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_sessions_and_events", _m001_sessions_and_events),
     ("002_settings_index", _m002_settings_index),
+    ("003_event_edits", _m003_event_edits),
 ]
-INDEX_ONLY = frozenset({"002_settings_index"})
-"""Migrations that only add an index: a reader that cannot migrate (``connect_reader``) reads a
-database without them as well, only slower."""
+INDEX_ONLY = frozenset({"002_settings_index", "003_event_edits"})
+"""Migrations a reader that cannot migrate (``connect_reader``) does without: a database
+lacking them reads as well, only slower (without the settings index, a lookup walks the rows;
+without the edit counts, a reader reads every log again from its start)."""
 
 
 def check_known(applied: set[str]) -> None:
