@@ -1,7 +1,9 @@
 """How a session with a changed byte reads in ``dsh sessions list`` and ``dsh sessions repair``,
-on both stores: the listing's title, its reason cut short, still closes every bracket it opens
-(it read ``(unreadable: line 8: checksum mismatch (stored 2625c…)``), and the repair report names
-the first bad place once (it read ``first bad line 8: line 8: …``). The real console script."""
+on both stores: the listing's row gives the whole reason in the one form every unreadable session
+has (it read ``0 turns  (unreadable: line 8: checksum mismatch (stored 2625c…)``, the title the
+reason cut short), while the title the pickers show, cut, still closes every bracket it opens;
+the repair report names the first bad place once (it read ``first bad line 8: line 8: …``) and
+calls a SQLite row a row, as a load does (it said "the line changed"). The real console script."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from dsh.store import JsonlStore, SqliteStore
+from dsh.transcript.listing import session_summaries
 from tests.cli.conftest import DSH
 
 
@@ -66,17 +70,31 @@ def test_a_corrupt_sessions_title_closes_its_brackets_and_repair_names_the_place
     ran = dsh("run", "--script", str(script), "hello there", env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    healthy = dsh("sessions", "list", env=env, cwd=tmp_path)  # the summary cache covers it now
+    assert f"{session_id}  " in healthy.stdout and "UNREADABLE" not in healthy.stdout
     unit, number = change_a_byte(env, backend, session_id)
 
     listed = dsh("sessions", "list", env=env, cwd=tmp_path)
     (row,) = [line for line in listed.stdout.splitlines() if line.startswith(session_id)]
-    title = row.split("  0 turns  ")[1].split("  (try `dsh sessions repair")[0]
-    assert title.startswith(f"(unreadable: {unit} {number}: checksum mismatch (stored ")
-    assert title.endswith("…))") and balanced(title), title
+    noun = "line" if backend == "jsonl" else "row"
+    assert row.startswith(f"{session_id}  UNREADABLE: {unit} {number}: checksum mismatch (stored ")
+    assert row.endswith(
+        f"); the {noun} changed after it was written  (try `dsh sessions repair {session_id}`)"
+    )
+    as_json = dsh("sessions", "list", "--json", env=env, cwd=tmp_path)
+    (record,) = [r for r in json.loads(as_json.stdout) if r["id"] == session_id]
+    assert record["unreadable"].endswith(f"the {noun} changed after it was written")
+    assert "title" not in record and "turns" not in record and record["repairable"] is True
+    home = Path(env["DSH_HOME"])
+    store = JsonlStore(home) if backend == "jsonl" else SqliteStore(home)
+    (summary,) = session_summaries(store)  # what the TUI's and the web's pickers show
+    assert summary.title.startswith(f"(unreadable: {unit} {number}: checksum mismatch (stored ")
+    assert summary.title.endswith("…))") and balanced(summary.title), summary.title
 
     repaired = dsh("sessions", "repair", session_id, env=env, cwd=tmp_path)
     assert repaired.returncode == 0, repaired.stderr
     lines = repaired.stdout.splitlines()
     (dropped,) = [line for line in lines if line.startswith(("dropped lines ", "dropped events "))]
     assert f"; first bad {unit} {number}: checksum mismatch (stored " in dropped
+    assert f"the {noun} changed after it was written" in dropped
     assert f"{unit} {number}: {unit} {number}" not in dropped

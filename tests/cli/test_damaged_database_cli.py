@@ -189,7 +189,7 @@ def test_a_copy_left_by_repair_is_offered_and_putting_it_back_as_told_restores_i
     assert listed.returncode == 0, listed.stderr
     rows = {row.split()[0]: row for row in listed.stdout.splitlines()[:2]}
     assert set(rows) == {first, second}  # as it was before the repair, its bad event and all
-    assert "(unreadable: seq 3: " in rows[first] and "hello 1" in rows[second]
+    assert "UNREADABLE: seq 3: " in rows[first] and "hello 1" in rows[second]
 
 
 def test_a_database_path_that_is_a_directory_is_one_line_not_no_sessions(

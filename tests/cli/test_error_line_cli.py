@@ -73,6 +73,6 @@ def test_a_session_whose_header_does_not_load_is_listed_on_one_bounded_line(
     done = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
     assert done.returncode == 0 and b"\x1b" not in done.stdout
     (row,) = [line for line in done.stdout.decode().splitlines() if line.startswith("s1 ")]
-    prefix = "s1  UNREADABLE (line 1): "  # no repair hint: without its header nothing is kept
+    prefix = "s1  UNREADABLE: "  # no repair hint: without its header nothing is kept
     assert "dsh sessions repair" not in row
-    assert_shown_as_error_line(row, unreadable.reason, prefix)
+    assert_shown_as_error_line(row, unreadable.reason.removeprefix(f"{log}: "), prefix)

@@ -50,7 +50,7 @@ def test_an_empty_log_is_named_by_run_and_no_repair_is_suggested(tmp_path, env):
     assert_named_not_missing(resumed, "line 1: missing session header")
     assert_named_not_missing(shown, "line 1: missing session header")
     (row,) = [line for line in listed.stdout.splitlines() if line.startswith(session_id)]
-    assert "UNREADABLE (line 1)" in row and "dsh sessions repair" not in row
+    assert row == f"{session_id}  UNREADABLE: line 1: missing session header"
     repair = dsh("sessions", "repair", session_id, env=env, cwd=tmp_path)
     assert repair.returncode == 1 and "nothing to salvage" in repair.stderr  # as it always said
 

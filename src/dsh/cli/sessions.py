@@ -30,7 +30,7 @@ from dsh.transcript import (
     render_message,
     transcript_blocks,
 )
-from dsh.transcript.listing import is_unreadable, session_summaries
+from dsh.transcript.listing import session_summaries, without_path
 from dsh.transcript.stats import render_stats, session_stats
 from dsh.transcript.titles import SessionSummary
 
@@ -50,7 +50,8 @@ def sessions() -> None:
     "as_json",
     is_flag=True,
     help="One JSON array on stdout (id, created/updated times in ms, turns, title, workspace, "
-    "trusted; unreadable sessions with why), nothing else.",
+    "trusted; an unreadable session: id, why in `unreadable`, `line`, `repairable`, and its "
+    "creation time and workspace when its header reads), nothing else.",
 )
 def list_sessions(show_all: bool, as_json: bool) -> None:
     """List sessions started in the current directory (oldest first), with their titles."""
@@ -62,23 +63,24 @@ def list_sessions(show_all: bool, as_json: bool) -> None:
     summaries = session_summaries(store, headers)
     trusted = set(trusted_directories())
     if as_json:
-        click.echo(json.dumps(_as_records(summaries, store.unreadable(), trusted), indent=1))
+        records = _as_records(summaries, store.unreadable(), trusted, store)
+        click.echo(json.dumps(records, indent=1))
         return
     unreadable = store.unreadable()
     if not summaries and not unreadable:
         scope = "" if show_all else f" in {shown_here} (use --all to list every session)"
         click.echo(f"no sessions{scope}")
     for summary in summaries:
+        if summary.unreadable is not None:  # its log does not load: why, as a header's
+            click.echo(_unreadable_row(summary.unreadable, store))
+            continue
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
         where = f"  {printable_line(summary.cwd)}" if show_all else ""
         trust = "  [trusted]" if summary.cwd in trusted else ""
         turns = f"{summary.turns} turn{'' if summary.turns == 1 else 's'}"
-        repair = f"  (try `dsh sessions repair {summary.id}`)" if is_unreadable(summary) else ""
-        click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}{repair}")
+        click.echo(f"{summary.id}  {created}  {turns:>9}  {summary.title}{where}{trust}")
     for bad in unreadable:  # their workspace is unknown: listed everywhere
-        line = f" (line {bad.line})" if bad.line is not None else ""
-        hint = f"  (try `dsh sessions repair {bad.id}`)" if bad.repairable else ""
-        click.echo(f"{bad.id}  UNREADABLE{line}: {error_line(bad.reason)}{hint}")
+        click.echo(_unreadable_row(bad, store))
     _mention_the_other_store(store, here=None if show_all else here)
     if not show_all and (Path(here) / PROJECT_CONFIG).is_file():
         # only where a project config makes trust matter; on stderr, so stdout is the list
@@ -91,12 +93,33 @@ def list_sessions(show_all: bool, as_json: bool) -> None:
         click.echo(f"workspace {shown_here}: its {PROJECT_CONFIG} is {state}", err=True)
 
 
+def _unreadable_row(bad: UnreadableSession, store: EventStore) -> str:
+    """A listing's row of a session that does not load, whether its header or a later line
+    (row) is at fault: ``ID  UNREADABLE: why``, and the repair to try when one can help."""
+    hint = f"  (try `dsh sessions repair {bad.id}`)" if bad.repairable else ""
+    return f"{bad.id}  UNREADABLE: {error_line(without_path(bad.reason, store, bad.id))}{hint}"
+
+
+def _unreadable_record(bad: UnreadableSession, store: EventStore) -> dict[str, object]:
+    reason = without_path(bad.reason, store, bad.id)
+    return {"unreadable": reason, "line": bad.line, "repairable": bad.repairable}
+
+
 def _as_records(
-    summaries: list[SessionSummary], unreadable: list[UnreadableSession], trusted: set[str]
+    summaries: list[SessionSummary],
+    unreadable: list[UnreadableSession],
+    trusted: set[str],
+    store: EventStore,
 ) -> list[dict[str, object]]:
-    """``dsh sessions list --json``: each listed session as a JSON object, titles as stored."""
+    """``dsh sessions list --json``: each listed session as a JSON object, titles as stored;
+    one that does not load has no title or figures, only why (``unreadable``)."""
     records: list[dict[str, object]] = []
     for summary in summaries:
+        if summary.unreadable is not None:
+            known = {"id": summary.id, "createdAt": summary.created_at, "cwd": summary.cwd}
+            known["trusted"] = summary.cwd in trusted
+            records.append(known | _unreadable_record(summary.unreadable, store))
+            continue
         record: dict[str, object] = {
             "id": summary.id,
             "createdAt": summary.created_at,
@@ -106,11 +129,9 @@ def _as_records(
             "cwd": summary.cwd,
             "trusted": summary.cwd in trusted,
         }
-        if is_unreadable(summary):
-            record["unreadable"] = summary.title
         records.append(record)
     for bad in unreadable:
-        records.append({"id": bad.id, "unreadable": bad.reason, "line": bad.line})
+        records.append({"id": bad.id} | _unreadable_record(bad, store))
     return records
 
 

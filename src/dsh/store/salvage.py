@@ -31,7 +31,7 @@ from dsh.errors import DshError, HeaderCorruptError, LogCorruptError, StoreError
 from dsh.events import Event, decode_event_line, decode_events
 from dsh.store.base import decode_header
 from dsh.store.derived import drop_derived
-from dsh.store.integrity import check_line
+from dsh.store.integrity import check_line, check_row
 from dsh.store.jsonl import LOCK_NAME, JsonlStore, fsync_dir, write_synced
 from dsh.store.locking import acquire_write_lock
 
@@ -223,7 +223,10 @@ def loadable_prefix(
     canonical: list[bytes] = []
     for index, raw in enumerate(lines):
         try:
-            line = check_line(raw, number=index + first, where="")
+            if unit == "line":
+                line = check_line(raw, number=index + first, where="")
+            else:  # a SQLite row: its seal's mismatch says "the row changed", as a load does
+                line = check_row(raw, seq=index + first, where="")
             event = decode_event_line(line, line=index + first)
         except DshError as exc:
             count, reason = index, _in_units(str(exc), unit)

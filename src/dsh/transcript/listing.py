@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dsh.errors import DshError, UnknownEventTypeError
+from dsh.errors import DshError, LogCorruptError, UnknownEventTypeError
 from dsh.store import EventStore, SessionHeader, SqliteStore
 from dsh.store.appended import AppendedReader, reader_for
+from dsh.store.base import UnreadableSession
 from dsh.store.derived import summary_cache_path
 from dsh.transcript.summary_cache import CachedSummary, load_cache, save_cache
 from dsh.transcript.titles import (
@@ -90,10 +91,14 @@ def read_whole(
     try:
         log = store.open(header.id)
     except DshError as exc:
-        reason = _without_path(str(exc), store, header.id)
+        reason = without_path(str(exc), store, header.id)
         # a newer dsh's log is not damaged: repair would drop what this version cannot read
-        prefix = NEWER if isinstance(exc, UnknownEventTypeError) else UNREADABLE
-        return summarize(header, [], title=f"{prefix}{closed(trim_title(reason, 40))})")
+        newer = isinstance(exc, UnknownEventTypeError)
+        line = exc.line if isinstance(exc, LogCorruptError) else None
+        why = UnreadableSession(header.id, reason, line, repairable=not newer)
+        prefix = NEWER if newer else UNREADABLE
+        title = f"{prefix}{closed(trim_title(reason, 40))})"
+        return summarize(header, [], title=title, unreadable=why)
     try:
         return summarize(header, log.events, title_chars=title_chars)
     finally:
@@ -112,7 +117,7 @@ def closed(text: str) -> str:
     return text + ")" * depth
 
 
-def _without_path(reason: str, store: EventStore, session_id: str) -> str:
+def without_path(reason: str, store: EventStore, session_id: str) -> str:
     """``reason`` without the log's path or the session's id in front (a listing row names the
     session already): what is wrong is what fits in the row. SQLite names its database file and
     then the session (``<path>: session <id>: ``), or the session alone."""
@@ -132,5 +137,6 @@ NEWER = "(needs a newer dsh: "
 
 
 def is_unreadable(summary: SessionSummary) -> bool:
-    """The session's log did not load: its title says why."""
-    return summary.events == 0 and summary.title.startswith(UNREADABLE)
+    """The session's log did not load (damaged, or written by a newer dsh): its title says
+    why, cut, and ``summary.unreadable`` in full."""
+    return summary.unreadable is not None

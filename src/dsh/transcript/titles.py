@@ -24,6 +24,7 @@ from dsh.events import (
     UserSource,
 )
 from dsh.store import SessionHeader
+from dsh.store.base import UnreadableSession
 from dsh.transcript.shell_blocks import typed_part
 
 TITLE_CHARS = 60
@@ -88,6 +89,9 @@ class SessionSummary:
     named: bool = True
     """The title is the session's own (its ``/title`` or first prompt), not ``UNTITLED`` or
     what stops its log from loading."""
+    unreadable: UnreadableSession | None = None
+    """Why its log does not load, in full (its title is then that reason, cut, and its figures
+    the header's alone); None for a log that loads."""
 
 
 def summarize(
@@ -96,9 +100,10 @@ def summarize(
     *,
     title: str | None = None,
     title_chars: int = TITLE_CHARS,
+    unreadable: UnreadableSession | None = None,
 ) -> SessionSummary:
     """The summary of one session from its header and its whole log (``title`` overrides), its
-    title cut at ``title_chars``."""
+    title cut at ``title_chars``; ``unreadable``: why the log did not load."""
     own = None if title else session_title(events, title_chars)
     return SessionSummary(
         id=header.id,
@@ -109,6 +114,7 @@ def summarize(
         turns=sum(1 for e in events if isinstance(e, TurnStartEvent)),
         events=len(events),
         named=own is not None,
+        unreadable=unreadable,
     )
 
 
