@@ -393,6 +393,16 @@ class StoreContract(ABC):
         assert sorted(listed, key=lambda h: h.id) == sorted(headers, key=lambda h: h.id)
         assert [h.created_at for h in listed] == sorted(h.created_at for h in listed)
 
+    def test_list_is_oldest_first_by_creation_time_whatever_the_ids(self, store):
+        """An imported session keeps its creation time and may be given any id (``--id aaa``):
+        the list is in creation order (ties by id), not in id order."""
+        made = [("zzz-oldest", 1_000), ("aaa-newest", 3_000), ("mmm-middle", 2_000)]
+        made += [("b-tie", 2_000)]
+        for session_id, created_at in made:
+            store.create(cwd="/w", session_id=session_id, created_at=created_at).close()
+        listed = [h.id for h in self.reopen_store(store).list()]
+        assert listed == ["zzz-oldest", "b-tie", "mmm-middle", "aaa-newest"]
+
     def test_header_of_one_session_is_what_the_listing_says_of_it(self, store):
         assert self.reopen_store(store).header_of("20260101-000000-000-000000") is None
         made = [self.closed_session(store) for _ in range(3)]

@@ -11,7 +11,7 @@ import secrets
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -113,6 +113,12 @@ def new_header(
         parent_session=parent_session,
         seed_length=seed_length if parent_session is not None else None,
     )
+
+
+def oldest_first(headers: Iterable[SessionHeader]) -> list[SessionHeader]:
+    """``headers`` in creation order, ties by id (what every store's ``list`` returns: an id
+    given on import, ``--id aaa``, says nothing of its session's age)."""
+    return sorted(headers, key=lambda header: (header.created_at, header.id))
 
 
 def decode_header(raw: bytes, *, where: str) -> SessionHeader:
@@ -305,7 +311,8 @@ class EventStore(Protocol):
         ...
 
     def list(self) -> list[SessionHeader]:
-        """Headers of every stored session, oldest first."""
+        """Headers of every stored session, oldest first (``oldest_first``: by creation time,
+        ties by id)."""
         ...
 
     def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:

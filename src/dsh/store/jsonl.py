@@ -46,6 +46,7 @@ from dsh.store.base import (
     encode_header,
     new_header,
     now_millis,
+    oldest_first,
 )
 from dsh.store.derived import live_text_path, settings_record_path
 from dsh.store.fd_write import write_all
@@ -294,7 +295,7 @@ class JsonlStore:
         return UnreadableSession(directory.name, why, repairable=False)
 
     def list(self) -> list[SessionHeader]:
-        return [h for h in self._scan() if isinstance(h, SessionHeader)]
+        return oldest_first(h for h in self._scan() if isinstance(h, SessionHeader))
 
 
 READ_CHUNK = 1 << 18

@@ -19,7 +19,14 @@ from dsh.events import (
     encode_event,
 )
 from dsh.events.types import event_type_name
-from dsh.store.base import SessionHeader, SessionLog, UnreadableSession, new_header, now_millis
+from dsh.store.base import (
+    SessionHeader,
+    SessionLog,
+    UnreadableSession,
+    new_header,
+    now_millis,
+    oldest_first,
+)
 from dsh.store.repair import repair_at_open
 
 _SETTINGS_START = b'{"type":"' + event_type_name(SessionSettingsEvent).encode() + b'",'
@@ -115,7 +122,7 @@ class MemoryStore:
         return []  # headers are kept as objects; nothing to decode
 
     def list(self) -> list[SessionHeader]:
-        return sorted(self.headers.values(), key=lambda h: h.id)
+        return oldest_first(self.headers.values())
 
     def header_of(self, session_id: str) -> SessionHeader | UnreadableSession | None:
         return self.headers.get(session_id)

@@ -53,6 +53,7 @@ from dsh.store.base import (
     encode_header,
     new_header,
     now_millis,
+    oldest_first,
 )
 from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.derived import live_text_path
@@ -365,7 +366,7 @@ class SqliteStore:
             return UnreadableSession(str(session_id), str(exc), repairable=not unheaded)
 
     def list(self) -> list[SessionHeader]:
-        return [h for h in self._scan() if isinstance(h, SessionHeader)]
+        return oldest_first(h for h in self._scan() if isinstance(h, SessionHeader))
 
     def latest_settings(self, session_id: str) -> SessionSettingsEvent | None:
         """The session's last ``session/settings`` event, found in the settings index (one
