@@ -14,11 +14,11 @@ from dsh.store.base import (
     UnreadableSession,
     new_session_id,
     now_millis,
-    resolve_session_id,
 )
 from dsh.store.derived import anchor_cache_dir, anchor_cache_path, span_cache_dir, span_cache_path
 from dsh.store.jsonl import JsonlStore
 from dsh.store.memory import MemoryStore
+from dsh.store.other_store import resolve_session_id
 from dsh.store.repair import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, plan_crash_repair
 from dsh.store.sqlite import SqliteStore
 
