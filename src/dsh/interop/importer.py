@@ -23,8 +23,8 @@ from dsh.errors import StoreError, UsageError, printable_line
 from dsh.interop.foreign_route import drop_routes
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
 from dsh.store import EventStore, new_session_id
+from dsh.store.derived import import_dir
 
-IMPORTS_DIR = "imports"
 ORIGINAL_NAME = "original.jsonl"
 REPORT_NAME = "report.txt"
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -87,7 +87,7 @@ def import_upstream(
         raise UsageError(f"--id {chosen!r}: use letters, digits, '.', '_' and '-' (≤ 100)")
     if store.header_of(chosen) is not None:  # that one session looked up, readable or not
         raise UsageError(f"a session {chosen} already exists; choose another --id")
-    final = home / IMPORTS_DIR / chosen
+    final = import_dir(home, chosen)
     if final.exists():
         raise UsageError(f"{final} already exists; choose another --id")
     workspace = conversion.header.cwd or cwd

@@ -72,6 +72,12 @@ def summary_cache_path(home: Path, backend: str) -> Path:
     return Path(home) / "cache" / f"session-summaries-{backend}.json"
 
 
+def import_dir(home: Path, session_id: str) -> Path:
+    """Where ``dsh sessions import`` keeps the original log of the session it made as
+    ``session_id`` (``dsh.interop.importer``); no other session is ever given that id."""
+    return Path(home) / "imports" / session_id
+
+
 def live_text_path(home: Path, session_id: str) -> Path:
     """The streamed text of ``session_id``'s running model call (``dsh.agent.live_text``)."""
     return Path(home) / "cache" / "live" / f"{session_id}.live"

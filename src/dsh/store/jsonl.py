@@ -48,7 +48,7 @@ from dsh.store.base import (
     now_millis,
     oldest_first,
 )
-from dsh.store.derived import live_text_path, settings_record_path
+from dsh.store.derived import import_dir, live_text_path, settings_record_path
 from dsh.store.fd_write import write_all
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_line, sealed_lines, unseal_counted
@@ -249,7 +249,10 @@ class JsonlStore:
         if lock is not None:
             live = live_text_path(self.home, session_id)
             crashed = lock.unclean_holder is not None
-            repair_at_open(log, now_ms=now_millis(), live_path=live, crashed=crashed)
+            imported = import_dir(self.home, session_id).is_dir()
+            repair_at_open(
+                log, now_ms=now_millis(), live_path=live, crashed=crashed, imported=imported
+            )
         return log
 
     def unreadable(self) -> list[UnreadableSession]:

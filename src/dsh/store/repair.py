@@ -124,7 +124,12 @@ class CrashRepair:
 
 
 def repair_at_open(
-    log: SessionLog, *, now_ms: int, live_path: Path | None = None, crashed: bool = True
+    log: SessionLog,
+    *,
+    now_ms: int,
+    live_path: Path | None = None,
+    crashed: bool = True,
+    imported: bool = False,
 ) -> None:
     """Append what a crashed lifecycle of ``log`` (open for writing) left open, and add the
     warnings that say so to its load warnings (each once: the next open finds it closed).
@@ -132,10 +137,16 @@ def repair_at_open(
     for the reply of a call left streaming, and removed once the repair is on disk.
     ``crashed``: False when the last writer released its lock cleanly
     (``WriteLock.unclean_holder`` None), so it did not crash: it ended with a turn open because
-    it could not write the rest (a full disk), and the warning says so."""
+    it could not write the rest (a full disk), and the warning says so. ``imported``:
+    ``dsh sessions import`` made the session (``imported_log``)."""
     live = read_live_file(live_path) if live_path is not None else None
     repair = plan_crash_repair(
-        log.events, now_ms=now_ms, live=live, session_id=log.id, crashed=crashed
+        log.events,
+        now_ms=now_ms,
+        live=live,
+        session_id=log.id,
+        crashed=crashed,
+        imported=imported,
     )
     if repair.events:
         log.repaired_from = repair.events[0].seq
@@ -153,10 +164,13 @@ def plan_crash_repair(
     live: LiveFile | None = None,
     session_id: str | None = None,
     crashed: bool = True,
+    imported: bool = False,
 ) -> CrashRepair:
     """The events that close the passes and the trailing turn a dead process left open, seqs
     continuing the log, and their warnings; nothing when none is open. ``live``: the session's
-    side file (``session_id``'s), whose streamed reply is logged when it is the open turn's."""
+    side file (``session_id``'s), whose streamed reply is logged when it is the open turn's.
+    ``imported``: an imported session, so a log without ``session/end-seed`` (no dsh process
+    has written to it since, see ``_who``) had its turn left open before it was imported."""
     passes, said = pass_repairs(events, len(events) + 1, now_ms=now_ms)
     start = open_trailing_turn(events)
     if start is None and not passes:
@@ -183,13 +197,22 @@ def plan_crash_repair(
                     f"({len(recovered[1].data.message.text())} characters), as interrupted"
                 )
         _close_turn(events, start, repairs, now_ms=now_ms)
-        said.append(f"closed turn left open by {_who(crashed)} ({len(repairs)} repair events)")
+        who = _who(crashed, imported and not any(map(_is_end_seed, events)))
+        said.append(f"closed turn left open by {who} ({len(repairs)} repair events)")
     return CrashRepair(repairs, said)  # type: ignore[arg-type]
 
 
-def _who(crashed: bool) -> str:
-    """Who left the turn open: a crashed process, or one that released its lock cleanly after
-    its log refused the turn's end (a full disk, a failed write)."""
+def _is_end_seed(event: Event) -> bool:
+    return isinstance(event, SessionEndSeedEvent)
+
+
+def _who(crashed: bool, as_imported: bool = False) -> str:
+    """Who left the turn open: the imported log itself (``as_imported``: every event is the
+    import's — a dsh process's first write to a seeded log is ``session/end-seed`` — so no
+    process of dsh's ever ran the turn), a crashed process, or one that released its lock
+    cleanly after its log refused the turn's end (a full disk, a failed write)."""
+    if as_imported:
+        return "the imported log: it ends inside that turn"
     if crashed:
         return "a crashed process"
     return "a process that did not crash but could not write the rest of its log (disk full?)"

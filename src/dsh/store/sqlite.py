@@ -56,7 +56,7 @@ from dsh.store.base import (
     oldest_first,
 )
 from dsh.store.database_file import damaged_database, database_exists, is_damage
-from dsh.store.derived import live_text_path
+from dsh.store.derived import import_dir, live_text_path
 from dsh.store.group_commit import GroupFsync
 from dsh.store.integrity import check_row, check_rows, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
@@ -324,7 +324,10 @@ class SqliteStore:
         if lock is not None:
             live = live_text_path(self.home, session_id)
             crashed = lock.unclean_holder is not None
-            repair_at_open(log, now_ms=now_millis(), live_path=live, crashed=crashed)
+            imported = import_dir(self.home, session_id).is_dir()
+            repair_at_open(
+                log, now_ms=now_millis(), live_path=live, crashed=crashed, imported=imported
+            )
         return log
 
     def remove_session(self, session_id: str) -> None:
