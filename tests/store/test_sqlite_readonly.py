@@ -130,3 +130,26 @@ def test_a_database_without_the_settings_index_reads_its_settings_where_it_canno
         db.close()
     seen = _read_where_nothing_can_be_written(home, _SETTINGS_READER)
     assert seen == {"model": "older"}
+
+
+def test_a_database_without_the_edit_counts_is_listed_where_it_cannot_migrate(
+    tmp_path: Path,
+) -> None:
+    """An older dsh's database (no ``003_event_edits``) on a read-only mount is read, not
+    refused as a schema too old: without the counts a listing reads each log from its start."""
+    home = tmp_path / "home"
+    store = SqliteStore(home)
+    with new_session(store) as session:
+        append_chat_turn(session, "read me", "ok")
+    db = sqlite3.connect(store.path)
+    try:
+        for trigger in ("events_updated", "events_deleted", "events_inserted_inside"):
+            db.execute(f"DROP TRIGGER {trigger}")
+        db.execute("DROP TABLE event_edits")
+        db.execute("DELETE FROM schema_migrations WHERE name = '003_event_edits'")
+        db.commit()
+    finally:
+        db.close()
+    seen = _read_where_nothing_can_be_written(home)
+    assert "error" not in seen, seen["error"]
+    assert seen["titles"] == ["read me"] and seen["tailed"] == len(session.events)
