@@ -33,6 +33,7 @@ from dsh.errors import ConfigError, DshError, WindowTooSmall
 from dsh.web.app import create_app
 from dsh.web.auth import (
     WEAK_TOKEN_CHARS,
+    LaunchCodes,
     check_bind,
     check_token_text,
     is_loopback,
@@ -141,12 +142,14 @@ def _serve(
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     hosts = loopback_hosts(host, bound) if is_loopback(host) else None
-    app = create_app(registry, token=secret, allowed_hosts=hosts)
-    url = f"http://{url_host(host)}:{sock.getsockname()[1]}/?token={secret}"
-    click.echo(f"dsh web: open {url}")
+    launch_codes = LaunchCodes()
+    app = create_app(registry, token=secret, allowed_hosts=hosts, launch_codes=launch_codes)
+    origin = f"http://{url_host(host)}:{sock.getsockname()[1]}"
+    click.echo(f"dsh web: open {origin}/?token={secret}")
     click.echo("dsh web: Ctrl-C stops the server", err=True)
-    if not no_open:
-        threading.Timer(0.5, webbrowser.open, (url,)).start()
+    if not no_open:  # a browser's command line is seen in ps: it gets a one-use code instead
+        browser_url = f"{origin}/?launch={launch_codes.new()}"
+        threading.Timer(0.5, webbrowser.open, (browser_url,)).start()
     server = make_server(app)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # a Ctrl-C before or after serving

@@ -47,7 +47,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
@@ -60,6 +66,7 @@ from dsh.web.auth import (
     STATIC_PREFIX,
     WS_PROTOCOL,
     FailureLimiter,
+    LaunchCodes,
     OriginGuard,
     SecurityHeaders,
     TokenAuth,
@@ -131,6 +138,10 @@ def static_files(static_dir: Path) -> dict[str, Path]:
     return listed
 
 
+NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+"""A launch redirect carries the token: kept by no cache, sent on by no referrer."""
+
+
 def create_app(
     registry: SessionRegistry,
     *,
@@ -138,6 +149,7 @@ def create_app(
     static_dir: Path = STATIC_DIR,
     allowed_hosts: Collection[str] | None = None,
     limiter: FailureLimiter | None = None,
+    launch_codes: LaunchCodes | None = None,
 ) -> Starlette:
     """The ASGI app of ``dsh web`` over ``registry``, guarded by ``token``. ``allowed_hosts``
     (``host:port`` values) turns on the ``Host`` check; ``None`` accepts any ``Host``."""
@@ -154,6 +166,11 @@ def create_app(
         return info
 
     async def index(request: Request) -> Response:
+        code = request.query_params.get("launch")
+        if code is not None:  # the browser dsh web started: its one-use code for the token
+            redeemed = launch_codes is not None and launch_codes.redeem(code)
+            target = f"/?token={token}" if redeemed else "/"
+            return RedirectResponse(target, status_code=303, headers=NO_STORE)
         html = (static_root / "index.html").read_text(encoding="utf-8")
         html = html.replace("{{STATIC}}", STATIC_PREFIX.rstrip("/"))
         return HTMLResponse(html, headers={"Content-Security-Policy": CSP})

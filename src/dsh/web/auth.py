@@ -353,3 +353,38 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+LAUNCH_CODE_SECONDS = 600.0
+"""How long the browser ``dsh web`` opens has to ask for the page (a cold browser can take a
+while to start)."""
+
+
+class LaunchCodes:
+    """One-use codes that open the page with the token, for the browser ``dsh web`` starts.
+
+    A browser is started with its URL on the command line, where every local user sees it in
+    ``ps`` for as long as the browser runs; a launch URL holding the token gave it away. The
+    browser is given ``/?launch=<code>`` instead: the page's ``GET`` with that code is answered
+    with a redirect to ``/?token=…`` (which the page's script takes and removes from the address
+    bar) once, and within :data:`LAUNCH_CODE_SECONDS`; after that the code opens nothing. Someone
+    watching ``ps`` who uses the code first gets the token, but then the user's own page opens
+    without one and says so — a race of the browser's start, not of its whole life.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._open: dict[str, float] = {}
+
+    def new(self) -> str:
+        """A fresh code (256 random bits), good once."""
+        code = secrets.token_urlsafe(32)
+        self._open[code] = self._clock() + LAUNCH_CODE_SECONDS
+        return code
+
+    def redeem(self, code: str) -> bool:
+        """True the first time ``code`` is presented in time; it is spent either way."""
+        for known in list(self._open):
+            if hmac.compare_digest(known, code):
+                return self._open.pop(known) >= self._clock()
+        return False
