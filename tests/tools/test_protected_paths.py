@@ -100,6 +100,10 @@ def test_edit_file_on_git_config_is_refused_like_write_file(repo: Path, ctx: Too
         "config-link.toml",  # a symlink to .dsh/config.toml
         "dsh-dir-link/commands/x.md",  # through a symlink to the .dsh directory
         "hooks-link/pre-push",  # through a symlink to .git/hooks
+        ".vscode/tasks.json",  # a task can run when the folder is opened
+        ".vscode/settings.json",  # names programs the editor runs (an interpreter, a shell)
+        ".envrc",  # direnv runs it in the shell that enters the directory
+        "sub/.envrc",
     ],
 )
 def test_every_spelling_of_a_protected_path_is_caught(
@@ -121,7 +125,16 @@ def test_an_absolute_path_to_the_project_config_is_caught(repo: Path, ctx: ToolC
 
 
 @pytest.mark.parametrize(
-    "path", ["src/app.py", ".gitignore", ".github/workflows/ci.yml", ".dshrc", "notes/.dsh.md"]
+    "path",
+    [
+        "src/app.py",
+        ".gitignore",
+        ".github/workflows/ci.yml",
+        ".dshrc",
+        "notes/.dsh.md",
+        "docs/vscode.md",
+        ".envrc.example",
+    ],
 )
 def test_ordinary_files_are_not_protected(repo: Path, ctx: ToolContext, path: str) -> None:
     assert protected_write(WRITE_FILE, {"path": path, "content": ""}, ctx.workspace) is None

@@ -63,11 +63,15 @@ from dsh.tools.hook_configs import (
 from dsh.tools.workspace import display_path, is_inside, resolve_in_workspace
 
 GIT_HOOKS = "git hooks"
+VSCODE = "VS Code"
+DIRENV = "direnv"
 PROTECTED_NAMES: dict[str, str] = {
     ".dsh": "dsh",
     ".git": "git",
     ".husky": GIT_HOOKS,
     ".pre-commit-config.yaml": GIT_HOOKS,
+    ".vscode": VSCODE,
+    ".envrc": DIRENV,
     **MANAGED_NAMES,
 }
 """A directory (or file) of this name, anywhere in the workspace → whose configuration it is."""
@@ -75,6 +79,9 @@ WHAT_CHANGES: dict[str, str] = {
     "dsh": "dsh's own configuration, which can run commands",
     "git": "git's own configuration, which can run commands",
     GIT_HOOKS: "the git hooks, which can run commands",
+    VSCODE: "VS Code's workspace configuration, whose tasks and settings can run commands when "
+    "the folder is opened",
+    DIRENV: "direnv's configuration, which your shell runs on entering the directory",
     **WHAT_MANAGERS_RUN,
 }
 """An owner → what a write there changes, as the approval prompt's sentence says it."""
