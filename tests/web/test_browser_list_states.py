@@ -133,3 +133,28 @@ def test_another_process_taking_and_releasing_a_session_shows_in_its_item(
         wait_badge(page, other, "idle")
         assert badge_text(page, shown) == "idle"
         assert page.evaluate("() => window.listReads") == reads  # no reload, nor a list read
+
+
+def test_a_session_created_after_the_list_was_read_shows_in_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Another tab (here, an API client) starts a session and prompts it: the page's list, read
+    before the session existed, lists it once the server's stream names it (its turn), without
+    a reload."""
+    env = make_env(tmp_path)
+    env.script = [{"text": "made elsewhere"}]
+    shown = stored_session(env)
+    with serve(env) as server, open_page(browser) as page:
+        open_counting_list_reads(page, server.base_url, shown)
+        assert page.locator("#session-list .session-item").count() == 1
+        with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=10) as api:
+            created = api.post("/api/sessions", json={}).json()["session"]["id"]
+            assert (
+                api.post(f"/api/sessions/{created}/prompt", json={"text": "hi"}).status_code == 202
+            )
+        page.wait_for_selector(f"#session-list .session-item[data-id='{created}']")
+        wait_badge(page, created, "live here")
+        assert badge_text(page, shown) == "idle"
+        assert (
+            page.locator("#session-list .session-item.selected").get_attribute("data-id") == shown
+        )

@@ -2,10 +2,11 @@
 // newest history page is loaded first; older pages load as you scroll up; the live stream
 // (opened after the first page, catching up from its last seq) feeds new events through the
 // same projector and view, so live and reloaded views are the same DOM.
-import { api, ApiError, liveSocket, sessionPath, tokenSettled } from './api.js';
+import { api, sessionPath, tokenSettled } from './api.js';
 import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
-import { dropApproval, showApproval } from './approvals.js';
+import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
+import { SessionStream, TOKEN_REFUSED, whenChanged } from './connection.js';
 import { say, setStatus, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
@@ -30,12 +31,13 @@ const state = {
   oldestSeq: null,  // first seq of the oldest page fed
   hasMore: false,
   loadingOlder: false,
-  socket: null,
   generation: 0,    // bumps on every session switch; stale async work checks it
   stream: { text: '', reasoning: '', tool: '' },
   toastMs: 8000,    // how long an error toast stays (null: until the next one; tests)
 };
 window.dsh = state; // for tests and the benchmark
+const stream = new SessionStream(onLive, () => toast(TOKEN_REFUSED, { sticky: true }));
+Object.defineProperty(state, 'socket', { get: () => stream.socket });  // the shown session's
 
 // ---- small UI helpers ------------------------------------------------------------------------
 
@@ -151,9 +153,11 @@ function loadSessionList() {
 
 // The server's stream brings the other sessions' states as they change (sidebar.js); each time it
 // (re)connects, the list is read again, so no change falls between a read and the stream.
+// A session the list does not show yet (created since it was read: in another tab, by the
+// terminal UI's /new) is listed once a frame names it.
 function serverFrame(data) {
   if (data.kind === 'hello') loadSessionList();
-  else if (data.kind === 'session-state') sessionStateChanged(data.session, state.sessionId);
+  else if (data.kind === 'session-state' && !sessionStateChanged(data.session, state.sessionId)) loadSessionList();
 }
 
 // A new session is written to the store by its first prompt (dsh.web.drafts); while the one
@@ -189,17 +193,9 @@ function selectedFromHash() {
   }
 }
 
-function closeSocket() {
-  if (state.socket) {
-    state.socket.onclose = null;
-    state.socket.close();
-    state.socket = null;
-  }
-}
-
 async function openSession(id) {
   const generation = ++state.generation;
-  closeSocket();
+  stream.close();
   state.sessionId = id;
   state.info = null;
   state.lastSeq = -1;
@@ -260,7 +256,7 @@ async function openSession(id) {
   if (!$('prompt').disabled) $('prompt').focus();
   if (NARROW.matches) setSidebar(false);
   performance.mark('dsh:first-page');
-  connect(generation);
+  stream.open(id, () => state.lastSeq);
   await fillViewport(generation);
 }
 
@@ -324,39 +320,6 @@ async function fillViewport(generation) {
 
 // ---- live stream ---------------------------------------------------------------------------------------
 
-function connect(generation) {
-  const socket = liveSocket(state.sessionId, state.lastSeq);
-  state.socket = socket;
-  socket.onmessage = (message) => {
-    if (generation !== state.generation) return;
-    onLive(JSON.parse(message.data));
-  };
-  socket.onclose = () => {
-    if (generation !== state.generation) return;
-    state.socket = null;
-    setTimeout(() => reconnect(generation), 1000);
-  };
-}
-
-const TOKEN_REFUSED = 'dsh web no longer accepts this page\'s access token (was it restarted?): '
-  + 'open the URL `dsh web` printed.';
-
-/** Reconnect the live stream, unless the server refuses the token: a browser cannot read why a
- * WebSocket handshake failed, so ask the API first; a refused token retried every second would
- * only be refused again, every second. */
-async function reconnect(generation) {
-  if (generation !== state.generation) return;
-  try {
-    await api('GET', sessionPath(state.sessionId));
-  } catch (error) {
-    if (error instanceof ApiError && (error.status === 401 || error.status === 429)) {
-      if (generation === state.generation) toast(TOKEN_REFUSED, { sticky: true });
-      return;
-    }
-  }
-  if (generation === state.generation) connect(generation);
-}
-
 function onLive(message) {
   switch (message.kind) {
     case 'event': {
@@ -393,7 +356,7 @@ function onLive(message) {
       renderStats(message.session.stats);
       showProgress(message.session.progress);
       renderStatus();
-      for (const approval of message.session.approvals) showApproval(approval, state.sessionId, toast);
+      syncApprovals(message.session.approvals, state.sessionId, toast);  // none its turn left
       state.view.running.pending(message.session.approvals);
       state.warnings.kept(message.warnings);
       return;
@@ -409,6 +372,10 @@ function onLive(message) {
         state.info.open = message.open;
       }
       state.composer.putBack(state.waiting.status(message.running));  // a prompt never logged
+      if (message.running !== 'turn') {  // no turn: no approval is asked
+        dropApprovals();
+        state.view.running.pending([]);
+      }
       renderStatus();
       loadSessionList();
       return;
@@ -450,6 +417,7 @@ function approvalMode(approval) {
 // ---- wiring -----------------------------------------------------------------------------------------------
 
 function init() {
+  whenChanged(renderStatus);  // offline or back: the composer's buttons
   state.context = new ContextInfo();
   state.warnings = new PageWarnings();
   tokenSettled.then((notice) => {  // a link's token refused, the kept one used: said once

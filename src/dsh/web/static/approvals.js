@@ -6,8 +6,13 @@
 // approval answered from the keyboard (its button had the focus) hands the focus to the
 // composer as it goes, not to the page's start: the next approval is a Shift+Tab away. A write
 // to `.dsh/`, `.git/` or a git hook (`approval.protected`: why it is asked every time) offers no "always":
-// the reason shows under the title instead.
+// the reason shows under the title instead. The cards shown are the approvals the server asks
+// now: a stream's `hello` (a page that joins, or came back after dsh web restarted) brings them
+// all, and a card it does not list goes (`syncApprovals`: its turn ended meanwhile, answered or
+// cancelled), and so does every card once the session runs no turn (`dropApprovals`). While the
+// page is disconnected (connection.js) the answers are off.
 import { api, sessionPath } from './api.js';
+import { offline } from './connection.js';
 import { renderUnifiedDiff } from './diff.js';
 import { el, say, shown } from './dom.js';
 import { renderArguments } from './tools.js';
@@ -46,6 +51,7 @@ export function showApproval(approval, sessionId, onError) {
     button.type = 'button';
     button.textContent = shown(label);
     button.dataset.answer = answer;
+    button.disabled = offline();
     button.addEventListener('click', async () => {
       try {
         await api('POST', `${sessionPath(sessionId)}/approvals/${encodeURIComponent(approval.id)}`, { answer });
@@ -73,4 +79,18 @@ export function dropApproval(id) {
   const focused = box.contains(document.activeElement);
   box.remove();
   if (focused && !$('prompt').disabled) $('prompt').focus();
+}
+
+/** The approvals the server asks now, all of them (a `hello`'s): their cards, and no other. */
+export function syncApprovals(approvals, sessionId, onError) {
+  const asked = new Set(approvals.map((approval) => approval.id));
+  for (const box of [...document.querySelectorAll('#approvals .approval')]) {
+    if (!asked.has(box.dataset.id)) dropApproval(box.dataset.id);
+  }
+  for (const approval of approvals) showApproval(approval, sessionId, onError);
+}
+
+/** No turn runs: no approval is asked. */
+export function dropApprovals() {
+  syncApprovals([], null, null);
 }

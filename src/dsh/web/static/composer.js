@@ -20,6 +20,7 @@
 // stop of Tab, brings the focus here.
 import { api, ApiError, sessionPath } from './api.js';
 import { ChangesPanel } from './changes.js';
+import { offline } from './connection.js';
 import { PAGE_COMMAND_LIST } from './commands.js';
 import { Completion, promptCommands } from './completion.js';
 import { say } from './dom.js';
@@ -30,6 +31,8 @@ import { errorLine } from './projection.js';
 const $ = (id) => document.getElementById(id);
 /** `/new` in a new session nothing happened in yet: the terminal UI's words. */
 export const ALREADY_NEW = 'This is a new session already: the next prompt starts it.';
+/** Enter while the page is disconnected from dsh web (connection.js). */
+export const NOT_CONNECTED = 'Not sent: the page is disconnected from dsh web (reconnecting…). The draft stays.';
 
 const APPROVAL_MODES = ['ask', 'auto', 'read-only'];
 
@@ -104,6 +107,10 @@ export class Composer {
     const text = box.value.trim();
     const sessionId = this.page.sessionId();
     if (!text || !sessionId) return;
+    if (offline()) {
+      this.page.toast(NOT_CONNECTED);
+      return;
+    }
     const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
     const typed = command ? command[0] : null;
     const name = typed && typed.slice(1).toLowerCase();

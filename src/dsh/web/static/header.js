@@ -2,13 +2,15 @@
 // first prompt, "New session"), context use and cache-hit ratio, a running /compact's progress,
 // its approval mode when it is not the default `ask` (as the terminal UI's status bar shows it),
 // whether a turn or /compact runs here or another process holds the session; the composer is
-// usable only when the session is loaded and held by none.
+// usable only when the session is loaded and held by none, and Send and Stop only while the page
+// is connected (connection.js).
 // A screen reader hears each change of those states through the polite status
 // `#state-announcer` (the pills themselves only show): the run state ("running", "/compact
 // running", "idle" when it ends), "busy in another process", and a /compact's progress
 // ("compacting…", then each region); the states of a session just opened once, an idle one's
 // not at all.
 import { fmtTokens } from './chrome.js';
+import { offline } from './connection.js';
 import { say, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -74,13 +76,14 @@ export function renderRunState(info) {
   box.hidden = !running;
   box.textContent = running === 'turn' ? 'running' : running === 'compact' ? '/compact running' : '';
   $('cancel').hidden = !running;
+  $('cancel').disabled = offline();
   const holder = info ? info.heldBy : null;
   const busy = $('busy-elsewhere');
   busy.hidden = !holder;
   busy.textContent = holder ? `busy in another process (pid ${holder})` : '';
   const usable = !!info && !holder;
   $('prompt').disabled = !usable;
-  $('send').disabled = !usable || !!running;
+  $('send').disabled = !usable || !!running || offline();
   if (!info) {  // no session, or another one loading: its states are said anew
     said.clear();
   } else {

@@ -8,6 +8,9 @@
 // a turn or /compact here starting or ending, a session opened or released here, another process
 // taking or releasing a writer lock, dsh.web.list_states). A list read while one came may have
 // been read before that change: its item keeps the state that came after the list was asked.
+// A frame about a session the list does not show (created since it was read: in another tab, by
+// the terminal UI's /new in another process) has the list read again (app.js), so it shows. Two
+// reads never overlap: one asked while another is under way is made once that one is done.
 import { api } from './api.js';
 import { filterSessions, fmtWhen } from './chrome.js';
 import { el, shown } from './dom.js';
@@ -52,12 +55,15 @@ export function showSessionState(info) {
 }
 
 /** A `session-state` frame (`s`: {id, open, running, heldBy}): the session's item takes it,
- * unless it is the one shown (`shownId`), whose item is the header's. */
+ * unless it is the one shown (`shownId`), whose item is the header's. False when the list has
+ * no item for it (and it is not the one shown): the list should be read again. */
 export function sessionStateChanged(s, shownId) {
   arrivals += 1;
   pushed.set(s.id, { state: s, at: arrivals });
-  const a = s.id === shownId ? null : itemOf(s.id);
+  if (s.id === shownId) return true;
+  const a = itemOf(s.id);
   if (a) paintState(a, s);
+  return !!a;
 }
 
 function item(s, selected) {
@@ -81,9 +87,32 @@ function item(s, selected) {
   return a;
 }
 
+let reading = null;  // the read under way
+let next = null;     // the arguments of one asked meanwhile
+
 /** The list, read afresh; `shownInfo()`: the info the header shows now (read once the list
  * came: a frame may have changed it meanwhile), whose state the shown session's item takes. */
-export async function loadSessionList(selected, onError, shownInfo = () => null) {
+export function loadSessionList(selected, onError, shownInfo = () => null) {
+  if (reading) {
+    next = [selected, onError, shownInfo];
+    return reading;
+  }
+  reading = (async () => {
+    try {
+      await readSessionList(selected, onError, shownInfo);
+      while (next) {
+        const args = next;
+        next = null;
+        await readSessionList(...args);
+      }
+    } finally {
+      reading = null;
+    }
+  })();
+  return reading;
+}
+
+async function readSessionList(selected, onError, shownInfo) {
   const asked = arrivals;
   let data;
   try {

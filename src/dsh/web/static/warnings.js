@@ -14,7 +14,8 @@
 // Esc in the list closes it, the focus going back where it was. The list belongs to the page: it survives switching sessions and reconnecting;
 // "Clear" empties it (an entry comes back only when it repeats); a reload starts it again from
 // what the server kept (its own warnings and the shown session's).
-import { api, ApiError, serverSocket } from './api.js';
+import { serverSocket } from './api.js';
+import { linkState, tokenRefused } from './connection.js';
 import { el, focusOrigin, hidePanel, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -158,24 +159,25 @@ export class PageWarnings {
     this.socket = socket;
     socket.onmessage = (message) => {
       const data = JSON.parse(message.data);
-      if (data.kind === 'hello') this.kept(data.warnings);
+      if (data.kind === 'hello') {
+        this.kept(data.warnings);
+        linkState('server', true);
+      }
       else if (data.kind === 'warning') this.arrived(data.warning);
       if (this.others) this.others(data);
     };
     socket.onclose = () => {
       this.socket = null;
+      linkState('server', false);  // the page says it is disconnected until the next hello
       setTimeout(() => this.relisten(), RECONNECT_MS);
     };
   }
 
   async relisten() {
-    try {
-      await api('GET', '/api/warnings');
-    } catch (error) {
-      if (error instanceof ApiError && (error.status === 401 || error.status === 429)) {
-        this.refused = true;  // the page says so (app.js) if it shows a session
-        return;
-      }
+    if (await tokenRefused()) {
+      this.refused = true;  // the page says so (app.js) if it shows a session
+      linkState('server', 'refused');
+      return;
     }
     this.listen();
   }
