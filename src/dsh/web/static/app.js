@@ -343,6 +343,7 @@ function onLive(message) {
       }
       state.view.ingest([event]);
       state.waiting.event(event);
+      state.composer.workEvent(event);
       announce(event);
       if (event.type === 'assistant/message' || event.type === 'compaction/end') state.context.changed();
       if (stick) scrollToBottom();
@@ -358,6 +359,7 @@ function onLive(message) {
       renderStatus();
       syncApprovals(message.session.approvals, state.sessionId, toast);  // none its turn left
       state.view.running.pending(message.session.approvals);
+      state.composer.workStatus(message.session.running, true);  // ended while the page was away
       state.warnings.kept(message.warnings);
       return;
     case 'warning':
@@ -372,6 +374,7 @@ function onLive(message) {
         state.info.open = message.open;
       }
       state.composer.putBack(state.waiting.status(message.running));  // a prompt never logged
+      state.composer.workStatus(message.running);  // a queued draft sent, or back in the box
       if (message.running !== 'turn') {  // no turn: no approval is asked
         dropApprovals();
         state.view.running.pending([]);
@@ -402,6 +405,7 @@ function onLive(message) {
       approvalMode(message.approval);
       return;
     case 'error':
+      state.composer.workFailed();
       toast(message.error.message);
       return;
     default:

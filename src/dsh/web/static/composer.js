@@ -17,15 +17,17 @@
 // is kept in the browser as it changes (unsent.js): a reload, or showing the session again,
 // brings it back; sent, it is dropped. Tab completes a `/command` or an `@path` of the session's
 // workspace (completion.js); Esc clears its hint. The page's "Skip to composer" link, its first
-// stop of Tab, brings the focus here.
+// stop of Tab, brings the focus here. While a turn or /compact runs, a draft that is not one of
+// the page's own commands is queued (queue.js) and sent when that work ends well.
 import { api, ApiError, sessionPath } from './api.js';
 import { ChangesPanel } from './changes.js';
 import { offline } from './connection.js';
-import { PAGE_COMMAND_LIST } from './commands.js';
+import { PAGE_COMMAND_LIST, PAGE_COMMAND_NAMES } from './commands.js';
 import { Completion, promptCommands } from './completion.js';
 import { say } from './dom.js';
 import { HelpPanel } from './help.js';
 import { keepDraft, keptDraft } from './unsent.js';
+import { NOT_SENT, QUEUED_ALREADY, QueuedPrompt } from './queue.js';
 import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
@@ -55,6 +57,14 @@ export function promptText(draft) {
   return text.trimStart().startsWith('//') ? text.replace('//', '/') : text;
 }
 
+/** A draft's `/name` as typed (else null), that name lower-cased, and what follows it. */
+function parsed(draft) {
+  const text = draft.trim();
+  const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
+  const typed = command ? command[0] : null;
+  return { typed, name: typed && typed.slice(1).toLowerCase(), arg: typed ? text.slice(typed.length).trim() : '' };
+}
+
 export class Composer {
   // `page`: { sessionId(), info(), resumed(session), approvalMode(approval), toast(message,
   // options), newSession(), showContext(), waiting(), sent() } from the page controller (`resumed`: the
@@ -67,6 +77,10 @@ export class Composer {
     this.changes = new ChangesPanel();
     this.help = new HelpPanel();
     this.completion = new Completion($('prompt'), $('composer-hint'), $('composer-status'), () => page.sessionId());
+    this.queued = new QueuedPrompt($('queued-prompt'), (text) => {
+      this.putBack(text);
+      this.focus();
+    });
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
     $('prompt').addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
@@ -104,30 +118,79 @@ export class Composer {
 
   async submit() {
     const box = $('prompt');
-    const text = box.value.trim();
     const sessionId = this.page.sessionId();
-    if (!text || !sessionId) return;
+    if (!box.value.trim() || !sessionId) return;
     if (offline()) {
       this.page.toast(NOT_CONNECTED);
       return;
     }
-    const command = /^\/[^\s/]*(?=\s|$)/.exec(text);  // not `//…`, nor a path like /usr/lib/x
-    const typed = command ? command[0] : null;
-    const name = typed && typed.slice(1).toLowerCase();
-    const arg = typed ? text.slice(typed.length).trim() : '';
+    if (this.page.info()?.running && !PAGE_COMMAND_NAMES.includes(parsed(box.value).name)) {
+      if (this.queued.has()) {
+        this.page.toast(QUEUED_ALREADY);  // the draft stays
+        return;
+      }
+      this.queued.queue(box.value);
+      box.value = '';
+      this.completion.clear();
+      this.keep();
+      say($('state-announcer'), 'Queued: sent when this turn ends');
+      this.page.sent();
+      return;
+    }
+    await this.go(box.value, true);
+  }
+
+  /** Send or run `draft` (`fromBox`: the box's, cleared once it went; else the queued one, put
+   * back in the box when it is refused). */
+  async go(draft, fromBox) {
+    const box = $('prompt');
+    const sessionId = this.page.sessionId();
+    const { typed, name, arg } = parsed(draft);
     // The last error goes before sending, not after: the error of a turn that fails at once
     // may come over the live stream before the answer to the send does.
     this.page.toast('');
     try {
-      if (!(await this.run(typed, name, arg))) return;  // refused: the draft stays
-      keepDraft(sessionId, '');
+      if (!(await this.run(typed, name, arg, draft))) {  // refused: the draft stays
+        if (!fromBox) this.putBack(draft);
+        return;
+      }
       if (this.page.sessionId() === sessionId) {  // not another session's draft, shown meanwhile
-        box.value = '';
-        this.completion.clear();
+        if (fromBox) {
+          box.value = '';
+          this.completion.clear();
+        }
+        this.keep();
+      } else {
+        keepDraft(sessionId, '');
       }
       this.page.sent();
     } catch (error) {
       this.page.toast(error instanceof ApiError ? error.message : String(error));
+      if (!fromBox && this.page.sessionId() === sessionId) this.putBack(draft);
+    }
+  }
+
+  /** A logged event (a turn's end says how the work a queued draft waits for ended). */
+  workEvent(event) {
+    this.queued.event(event);
+  }
+
+  /** The session's work failed (an `error` frame). */
+  workFailed() {
+    this.queued.failed();
+  }
+
+  /** The session's run state (`running`; `unknown`: how the work ended is not known, a page that
+   * came back): a queued draft is sent once the work ended well, else put back in the box. */
+  workStatus(running, unknown = false) {
+    if (unknown && !running) this.queued.failed();
+    const ended = this.queued.status(running);
+    if (!ended) return;
+    if (ended.back !== undefined) {
+      this.putBack(ended.back);
+      this.page.toast(NOT_SENT, { note: true });
+    } else {
+      this.go(ended.send, false);
     }
   }
 
@@ -135,7 +198,7 @@ export class Composer {
    * lower-cased; `arg`: what follows it): a command that only reads, or `/new`, here; anything
    * else is sent to the session, open here first. False when the page refused it (the toast
    * says why). */
-  async run(typed, name, arg) {
+  async run(typed, name, arg, draft) {
     const path = sessionPath(this.page.sessionId());
     if (name === 'diff') {
       await this.diff();
@@ -150,19 +213,18 @@ export class Composer {
     } else if (name === 'title' && !arg) {
       this.page.toast((await api('GET', `${path}/title`)).note, { note: true });
     } else {
-      return this.send(typed, name, arg);
+      return this.send(typed, name, arg, draft);
     }
     return true;
   }
 
   /** Send the draft (`typed`, `name`, `arg`: as `run` has them) to the session, open here
    * first; false when the page refused it (the toast says why). */
-  async send(typed, name, arg) {
-    const box = $('prompt');
+  async send(typed, name, arg, draft) {
     await this.ensureOpen();
     const path = sessionPath(this.page.sessionId());
     if (name === null) {
-      const text = promptText(box.value);
+      const text = promptText(draft);
       this.page.waiting().sending(text);  // shown once the server took it (waiting.js)
       try {
         await api('POST', `${path}/prompt`, { text });
@@ -197,7 +259,7 @@ export class Composer {
         this.page.toast(`Unknown command ${typed} (commands: ${PAGE_COMMAND_LIST}${yours}; // sends /)`);
         return false;
       }
-      await api('POST', `${path}/prompt`, { text: promptText(box.value), command: true });
+      await api('POST', `${path}/prompt`, { text: promptText(draft), command: true });
     }
     return true;
   }
@@ -231,6 +293,7 @@ export class Composer {
   /** Another session is shown: its own draft comes back into the box (what the hint named was
    * the last one's). */
   reset() {
+    this.queued.take();  // it is in its session's kept draft (`keep`)
     const sessionId = this.page.sessionId();
     $('prompt').value = sessionId ? keptDraft(sessionId) : '';
     this.completion.clear();
@@ -245,10 +308,13 @@ export class Composer {
     this.keep();
   }
 
-  /** The draft as it is now, kept for the session shown. */
+  /** The draft as it is now, kept for the session shown, after the queued one if any: a reload
+   * puts that back in the box, unsent. */
   keep() {
     const sessionId = this.page.sessionId();
-    if (sessionId) keepDraft(sessionId, $('prompt').value);
+    const box = $('prompt').value;
+    const queued = this.queued.text;
+    if (sessionId) keepDraft(sessionId, queued === null ? box : box.trim() ? `${queued}\n${box}` : queued);
   }
 
   async cancel() {

@@ -3,7 +3,7 @@
 // its approval mode when it is not the default `ask` (as the terminal UI's status bar shows it),
 // whether a turn or /compact runs here or another process holds the session; the composer is
 // usable only when the session is loaded and held by none, and Send and Stop only while the page
-// is connected (connection.js).
+// is connected (connection.js); while something runs, Send queues the draft (queue.js).
 // A screen reader hears each change of those states through the polite status
 // `#state-announcer` (the pills themselves only show): the run state ("running", "/compact
 // running", "idle" when it ends), "busy in another process", and a /compact's progress
@@ -83,7 +83,8 @@ export function renderRunState(info) {
   busy.textContent = holder ? `busy in another process (pid ${holder})` : '';
   const usable = !!info && !holder;
   $('prompt').disabled = !usable;
-  $('send').disabled = !usable || !!running || offline();
+  $('send').disabled = !usable || offline();  // while something runs, it queues (queue.js)
+  $('send').title = running ? 'Queue the draft: it is sent when this turn ends' : '';
   if (!info) {  // no session, or another one loading: its states are said anew
     said.clear();
   } else {
