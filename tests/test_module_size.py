@@ -31,3 +31,13 @@ def test_every_module_is_at_most_500_lines() -> None:
         str(path.relative_to(SRC)): lines for path in modules if (lines := line_count(path)) > LIMIT
     }
     assert too_long == {}, f"split these modules (over {LIMIT} lines): {too_long}"
+
+
+def test_every_web_client_module_is_at_most_500_lines() -> None:
+    """The same rule for the page's own ES modules (``dsh web``'s ``static/``, not the vendored
+    libraries): ``app.js`` once reached 500 lines, and a module split off instead."""
+    static = SRC / "web" / "static"
+    modules = sorted(static.glob("*.js"))
+    assert len(modules) > 20  # the client was found
+    too_long = {path.name: lines for path in modules if (lines := line_count(path)) > LIMIT}
+    assert too_long == {}, f"split these modules (over {LIMIT} lines): {too_long}"

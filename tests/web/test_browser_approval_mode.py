@@ -69,9 +69,7 @@ def test_approval_in_the_composer_names_and_changes_the_mode_and_the_header_show
         assert page.input_value("#prompt") == "/approval maybe"  # kept, to mend
 
         send(page, "/Approval auto")
-        page.wait_for_function(
-            "(text) => document.getElementById('toast').textContent === text", arg=AUTO
-        )
+        assert note_toast(page) == AUTO
         assert page.input_value("#prompt") == ""
         assert pill(page) == "approval auto!"
         wait_pill(watcher, "approval auto")  # the session's other page heard it

@@ -1,10 +1,11 @@
 """The terminal UI's ``/help``, ``/context``, ``/cost``, ``/title`` and ``/model`` typed in the
 page's composer, in a real browser: ``/help`` lists the page's commands (the server's list, word
 for word), your prompt commands and the keys in a dialog; ``/context`` opens the Context panel
-with the next request part by part; ``/cost`` says the terminal UI's bills as a note; ``/title``
-says the title and ``/title TEXT`` renames the session (header and session list); ``/model`` names
-the model and ``/model NAME`` moves the next turns to it (the header shows it). What only reads
-does not resume a stored session."""
+with the next request part by part; ``/cost`` says the terminal UI's bills as a note (in the
+conversation, as the terminal UI's notes are, and not logged); ``/title`` says the title and
+``/title TEXT`` renames the session (header and session list); ``/model`` names the model and
+``/model NAME`` moves the next turns to it (the header shows it). What only reads does not
+resume a stored session."""
 
 from __future__ import annotations
 
@@ -43,8 +44,7 @@ def table_rows(page: Any, selector: str) -> list[list[str]]:
 
 
 def fresh_note_after(page: Any, draft: str) -> str:
-    """The note the toast shows once ``draft`` is sent (the last one hidden first)."""
-    page.evaluate("() => { document.getElementById('toast').hidden = true; }")
+    """The note the conversation shows once ``draft`` is sent."""
     send(page, draft)
     return note_toast(page)
 
@@ -214,3 +214,39 @@ def test_model_takes_a_name_with_spaces_as_the_terminal_ui_does(
             )
     finally:
         server.stop()
+
+
+def test_cost_and_model_answers_stay_in_the_conversation_as_notes_not_logged(
+    browser: Any, tmp_path: Path
+) -> None:
+    """They were toasts that went after a few seconds: now each is a row after the newest, which
+    stays (a toast's timer does not touch it), comes before what is sent next, and is the page's
+    only (not in the log: a reload does not show it)."""
+    env = make_env(tmp_path)
+    env.script = [{"text": "first answer"}, {"text": "second answer"}]
+    with serve(env) as server, open_page(browser) as page:
+        sid = open_new_session(page, server.base_url)
+        page.evaluate("() => { window.dsh.toastMs = 1; }")  # a toast would be gone at once
+        send(page, "first")
+        wait_turn_over(page, "first answer")
+        cost = fresh_note_after(page, "/cost")
+        assert cost.startswith("Billed tokens")
+        model = fresh_note_after(page, "/model")
+        assert "scripted" in model
+        assert page.is_hidden("#toast")
+        send(page, "second")
+        wait_turn_over(page, "second answer")
+        rows: list[list[str]] = page.evaluate(
+            """() => window.dsh.view.allRows().map((r) => [r.className, r.innerText])"""
+        )
+        notes = [text for kind, text in rows if "local" in kind.split()]
+        assert notes == [cost, model]
+        kinds = [" ".join(sorted(set(kind.split()) - {"read"})) for kind, _ in rows]
+        assert kinds[-4:] == ["local notice row", "local notice row", "row user", "assistant row"]
+        page.reload()
+        first_page_loaded(page)
+        page.wait_for_function(
+            "() => window.dsh.view.allRows().some((r) => r.textContent.includes('second answer'))"
+        )
+        assert page.evaluate("() => document.querySelectorAll('.notice.local').length") == 0
+    assert all("Billed tokens" not in line.decode() for line in env.log_lines(sid))

@@ -30,6 +30,7 @@ from tests.web.hostile import (
     shown,
 )
 from tests.web.pages import first_page_loaded, open_page, send, serve, wait_turn_over
+from tests.web.test_browser_undo import note_toast
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -228,13 +229,12 @@ def test_hostile_text_arriving_live_is_shown_as_text(browser: Any, tmp_path: Pat
         assert texts(page, ".tool-output")[0] == shown(f"{HOSTILE}\n")
 
         send(page, "/undo --dry-run")
-        page.wait_for_selector("#toast.note")
-        assert shown(target) in page.inner_text("#toast")
+        assert shown(target) in note_toast(page)  # a note of the page's, not logged
         send(page, "/undo")
         page.wait_for_function(
-            "() => window.dsh.view.allRows().some((r) => r.matches('.row.notice'))"
+            "() => window.dsh.view.allRows().some((r) => r.matches('.row.notice:not(.local)'))"
         )
-        assert shown(target) in texts(page, ".row.notice")[-1]
+        assert shown(target) in texts(page, ".row.notice:not(.local)")[-1]
         assert not (env.workspace / target).exists()
 
         send(page, f"/x{PAYLOADS[2]}")

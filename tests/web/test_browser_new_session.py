@@ -21,6 +21,7 @@ import pytest
 from tests.web.conftest import TOKEN, WebEnv, make_env
 from tests.web.pages import open_page, send, serve, wait_turn_over
 from tests.web.real_command import DSH
+from tests.web.test_browser_undo import note_toast
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -104,9 +105,7 @@ def test_new_and_clear_in_the_composer_start_a_new_session_as_the_button_does(
         page.goto(f"{server.base_url}/?token={TOKEN}")
         first = click_new_session(page)
         send(page, "/new")
-        toast = page.locator("#toast.note")
-        toast.wait_for(state="visible")
-        assert toast.inner_text() == "This is a new session already: the next prompt starts it."
+        assert note_toast(page) == "This is a new session already: the next prompt starts it."
         assert page.evaluate("() => window.dsh.sessionId") == first
         assert page.input_value("#prompt") == ""
 

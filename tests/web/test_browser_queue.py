@@ -13,7 +13,7 @@ import pytest
 
 from tests.web.conftest import make_env
 from tests.web.pages import first_page_loaded, open_page, send, serve, wait_idle
-from tests.web.test_browser_undo import open_new_session, toast_says, wait_for_row
+from tests.web.test_browser_undo import note_toast, open_new_session, toast_says, wait_for_row
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -105,5 +105,5 @@ def test_a_queued_draft_can_be_taken_back_survives_a_reload_and_a_stop_puts_it_b
         wait_idle(page)
         page.wait_for_function("() => document.getElementById('prompt').value === 'queued last'")
         assert queued_text(page) is None
-        toast_says(page, "The queued draft was not sent: it is back in the box.")
+        assert note_toast(page) == "The queued draft was not sent: it is back in the box."
     assert prompts(env, sid) == ["first"]

@@ -46,9 +46,20 @@ def wait_for_row(page: Any, selector: str, text: str) -> None:
 
 
 def note_toast(page: Any) -> str:
-    toast = page.locator("#toast.note")
-    toast.wait_for(state="visible")
-    return str(toast.inner_text())
+    """The newest command answer the page shows as a note in the conversation (not logged: a
+    row of its own after the newest), once there is one it had not read (each read is marked)."""
+    page.wait_for_function(
+        "() => window.dsh.view.allRows().some((r) => r.matches('.notice.local:not(.read)'))"
+    )
+    text: str = page.evaluate(
+        """() => {
+            const notes = window.dsh.view.allRows().filter((r) => r.matches('.notice.local'));
+            const newest = notes[notes.length - 1];
+            newest.classList.add('read');
+            return newest.innerText;
+        }"""
+    )
+    return text
 
 
 def toast_says(page: Any, text: str) -> None:
@@ -84,7 +95,7 @@ def test_undo_in_the_composer_restores_the_file_and_shows_its_note(
         assert view_rows(page, ".row.notice") == notices
         send(page, "/undo")  # that turn stays undone: nothing is left, and nothing is logged
         assert note_toast(page) == NOTHING_TO_UNDO
-        assert view_rows(page, ".row.notice") == notices
+        assert view_rows(page, ".row.notice:not(.local)") == notices  # a note, not logged
     types = [json.loads(line)["type"] for line in env.log_lines(sid)]
     assert types[-3:] == ["command/run", "user/message", "command/done"]
 
@@ -101,7 +112,7 @@ def test_a_dry_run_shows_what_it_would_undo_as_a_note_and_changes_nothing(
         send(page, "/undo --dry-run")
         lines = note_toast(page).splitlines()
         assert lines[0].startswith("Would undo turn ") and lines[1:] == ["  would restore calc.py"]
-        assert page.locator("#toast").get_attribute("role") is None  # not an alert: said politely
+        assert page.is_hidden("#toast")  # not an alert: a note in the conversation
         assert page.input_value("#prompt") == ""
         send(page, "/undo now")
         toast_says(page, "Usage: /undo")
@@ -112,7 +123,7 @@ def test_a_dry_run_shows_what_it_would_undo_as_a_note_and_changes_nothing(
         toast_says(page, "/redo")
         toast = page.locator("#toast").inner_text()
         assert toast.startswith("Unknown command /redo") and "/undo [--dry-run]" in toast
-        assert view_rows(page, ".row.notice") == []
+        assert view_rows(page, ".row.notice:not(.local)") == []
     assert (env.workspace / "calc.py").read_text() == AFTER
     assert env.store.log_path(sid).read_bytes() == log
 

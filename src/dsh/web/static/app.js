@@ -66,6 +66,16 @@ function toast(message, { sticky = false, note = false } = {}) {
   }
 }
 
+// What a command answered and did not log (`/cost`, `/model`, `/title`, `/approval`, a dry
+// `/undo`): a note in the conversation, after its newest row, as the terminal UI shows it (not a
+// toast that goes), each line bounded; said through the polite status.
+function note(text) {
+  const lines = text.split('\n').map((line) => /^[ \t]*/.exec(line)[0] + errorLine(line));
+  state.view?.note(lines.join('\n'));
+  say($('state-announcer'), text);
+  scrollToBottom();
+}
+
 // ---- copy buttons ------------------------------------------------------------------------
 
 async function copyFrom(button) {
@@ -440,6 +450,7 @@ function init() {
     resumed: (session) => { state.info = { ...state.info, ...session }; },
     approvalMode,
     toast,
+    note,
     newSession: startSession,
     showContext: () => state.context.show(),
     waiting: () => state.waiting,

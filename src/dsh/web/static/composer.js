@@ -188,7 +188,7 @@ export class Composer {
     if (!ended) return;
     if (ended.back !== undefined) {
       this.putBack(ended.back);
-      this.page.toast(NOT_SENT, { note: true });
+      this.page.note(NOT_SENT);
     } else {
       this.go(ended.send, false);
     }
@@ -203,15 +203,15 @@ export class Composer {
     if (name === 'diff') {
       await this.diff();
     } else if (name === 'new' || name === 'clear') {
-      if (!(await this.page.newSession())) this.page.toast(ALREADY_NEW, { note: true });
+      if (!(await this.page.newSession())) this.page.note(ALREADY_NEW);
     } else if (name === 'context') {
       this.page.showContext();
     } else if (name === 'cost') {
-      this.page.toast((await api('GET', `${path}/cost`)).note, { note: true });
+      this.page.note((await api('GET', `${path}/cost`)).note);
     } else if (name === 'help') {
       this.help.show(await promptCommands(this.page.sessionId()));
     } else if (name === 'title' && !arg) {
-      this.page.toast((await api('GET', `${path}/title`)).note, { note: true });
+      this.page.note((await api('GET', `${path}/title`)).note);
     } else {
       return this.send(typed, name, arg, draft);
     }
@@ -234,7 +234,7 @@ export class Composer {
       }
     } else if (name === 'compact') {
       const answer = await api('POST', `${path}/compact`, arg ? { focus: arg } : {});
-      if (answer.answer) this.page.toast(answer.answer, { note: true });  // a new session's: nothing logged
+      if (answer.answer) this.page.note(answer.answer);  // a new session's: nothing logged
     } else if (name === 'undo') {
       if (arg !== '' && arg !== '--dry-run') {
         this.page.toast(`Usage: /undo [--dry-run] (not ${arg})`);
@@ -248,10 +248,10 @@ export class Composer {
       }
       await this.approval(arg);
     } else if (name === 'title') {  // with its text: `run` says the title without it
-      this.page.toast((await api('POST', `${path}/title`, { title: arg })).note, { note: true });
+      this.page.note((await api('POST', `${path}/title`, { title: arg })).note);
     } else if (name === 'model') {
       const answer = arg ? await api('POST', `${path}/model`, { name: arg }) : await api('GET', `${path}/model`);
-      this.page.toast(answer.note, { note: true });
+      this.page.note(answer.note);
     } else {  // a prompt command's text is sent by the server
       const commands = await promptCommands(this.page.sessionId());
       if (!commands.some((c) => c.name === name)) {
@@ -268,7 +268,7 @@ export class Composer {
    * one line saying there are none or why they cannot be read (a note). */
   async diff() {
     const answer = await api('GET', `${sessionPath(this.page.sessionId())}/diff`);
-    if (answer.note) this.page.toast(answer.note, { note: true });
+    if (answer.note) this.page.note(answer.note);
     else this.changes.show(answer);
   }
 
@@ -277,7 +277,9 @@ export class Composer {
    * here, in the toast (a note unless it refused). */
   async undo(dryRun) {
     const answer = await api('POST', `${sessionPath(this.page.sessionId())}/undo`, dryRun ? { dryRun } : {});
-    if (!answer.logged) this.page.toast(answer.lines.join('\n'), { note: answer.ok });
+    if (answer.logged) return;
+    if (answer.ok) this.page.note(answer.lines.join('\n'));
+    else this.page.toast(answer.lines.join('\n'));
   }
 
   /** `/approval` names the session's approval mode, `/approval MODE` changes it: the server's
@@ -287,7 +289,7 @@ export class Composer {
     const path = `${sessionPath(this.page.sessionId())}/approval`;
     const answer = mode ? await api('POST', path, { mode }) : await api('GET', path);
     this.page.approvalMode({ mode: answer.mode, allow: answer.allow });
-    this.page.toast(answer.note, { note: true });
+    this.page.note(answer.note);
   }
 
   /** Another session is shown: its own draft comes back into the box (what the hint named was

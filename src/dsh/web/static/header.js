@@ -27,9 +27,12 @@ function sayChange(id, text, ended = '') {
 export function renderTitle(info) {
   if (!info) {
     $('session-title').textContent = 'No session selected';
+    $('session-title').title = '';
     return;
   }
-  $('session-title').textContent = shown(info.title || (info.draft ? 'New session' : `Session ${info.id}`));
+  const title = shown(info.title || (info.draft ? 'New session' : `Session ${info.id}`));
+  $('session-title').textContent = title;
+  $('session-title').title = title;  // the whole of it, when the header cuts it
 }
 
 /** The approval mode (`{mode, allow}`, null: none known) when it is not `ask`: `auto` stands

@@ -126,6 +126,18 @@ export class TranscriptView {
     if (index >= 0) this.order.splice(index, 1);
   }
 
+  /** A note the page shows and the log does not hold (a command's answer: `/cost`, `/model`):
+   * a row after the newest, as the terminal UI's notes are; a reload, or showing the session
+   * again, does not show it. Between two events' rows it takes a seq between theirs. */
+  note(text) {
+    const last = this.order.length ? this.order[this.order.length - 1] : -1;
+    const whole = Math.floor(last);
+    const row = el('div', 'row notice local', text);
+    row.title = 'Shown in this page only: not in the session\'s log';
+    this.insert(whole + (last - whole + 1) / 2, row);
+    return row;
+  }
+
   // ---- items -------------------------------------------------------------------------------
 
   add(item) {
@@ -175,6 +187,11 @@ export class TranscriptView {
   markdown(text, breaks = false) {
     const body = el('div', 'body md');
     body.innerHTML = renderMarkdown(text, { breaks });
+    for (const table of body.querySelectorAll('table')) {  // a wide one scrolls in its own box
+      const box = el('div', 'table-wrap');
+      table.replaceWith(box);
+      box.append(table);
+    }
     for (const pre of body.querySelectorAll('pre')) {
       const button = el('button', 'copy copy-code', 'Copy');
       button.type = 'button';
