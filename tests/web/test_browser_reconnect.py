@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dsh.web import BackgroundServer
-from tests.web.pages import send
+from tests.web.pages import ARTIFACTS, send
 from tests.web.test_approval_mode_api import ask_env
 from tests.web.test_browser_undo import open_new_session, wait_for_row
 
@@ -47,6 +47,8 @@ def test_a_restart_says_the_page_is_disconnected_and_drops_the_dead_turns_approv
         assert page.evaluate("() => document.body.dataset.connection") == "lost"
         for off in (ONCE, "#cancel", "#send", "#new-session"):
             assert page.is_disabled(off), off
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "disconnected-1280.png"))
         page.fill("#prompt", "typed while it was gone")
         page.press("#prompt", "Enter")  # nothing to send it to: the draft stays
         page.wait_for_function(
