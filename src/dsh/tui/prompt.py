@@ -262,7 +262,22 @@ class PromptBox(TextArea):
             event.stop()
             event.prevent_default()
             return
+        if not event.is_printable and await self._bound_here(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         await super()._on_key(event)
+
+    async def _bound_here(self, key: str) -> bool:
+        """Run the binding of ``key`` (this box's, TextArea's editing keys, the app's ``esc``)
+        now, in this box's turn, and say whether there was one. Textual runs a widget's
+        non-priority binding only once the key has bubbled up to the app, through each
+        parent's queue, while the keys after it go straight to this box: in a burst (typed
+        ahead, a slow link, a paste right after esc) ctrl+u, backspace or esc took effect after
+        the characters that followed them (``hello`` ctrl+u ``/new`` enter sent ``hello/new``).
+        The chain is the app's own (``App._check_bindings``), so what runs is what would have
+        run later."""
+        return await self.app._check_bindings(key)
 
     # ---- completion ---------------------------------------------------------------------------
 
