@@ -179,14 +179,28 @@ def decode_events(
     the exact line and seq. Unknown types marked ``ignorable`` become :class:`OpaqueEvent`; other
     unknown types refuse the load.
     """
+    events = decode_events_unchecked(lines, first_line=first_line)
+    _validate_loaded(events, first_line, first_seq)
+    return events
+
+
+def decode_events_unchecked(lines: Sequence[bytes], *, first_line: int) -> list[Event]:
+    """The decoding of :func:`decode_events` alone (a line that does not decode raises, naming
+    it), without the checks of the log's rules: a log decoded a batch of lines at a time passes
+    its whole list to :func:`check_events` once every batch is decoded, which gives the events
+    and errors of one :func:`decode_events` over all the lines."""
     decode = _event_decoder.decode
     try:
         with gc_paused():
-            events: list[Event] = [decode(raw) for raw in lines]
+            return [decode(raw) for raw in lines]
     except msgspec.DecodeError:
-        events = [decode_event_line(raw, line=first_line + i) for i, raw in enumerate(lines)]
+        return [decode_event_line(raw, line=first_line + i) for i, raw in enumerate(lines)]
+
+
+def check_events(events: list[Event], *, first_line: int, first_seq: int = 0) -> None:
+    """The checks :func:`decode_events` makes of the decoded events (seqs from ``first_seq``,
+    one more each; the surface rules), raising at the first event that fails one."""
     _validate_loaded(events, first_line, first_seq)
-    return events
 
 
 def _validate_loaded(events: list[Event], first_line: int, first_seq: int = 0) -> None:
