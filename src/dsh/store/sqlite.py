@@ -35,14 +35,12 @@ from dsh.errors import (
     SessionNotFoundError,
     StorageWriteError,
     StoreError,
-    UnknownEventTypeError,
 )
 from dsh.events import (
     Event,
     SessionSettingsEvent,
     check_contiguous,
     decode_event_line,
-    decode_events,
     encode_event,
 )
 from dsh.store.base import (
@@ -58,9 +56,10 @@ from dsh.store.base import (
 from dsh.store.database_file import damaged_database, database_exists, is_damage
 from dsh.store.derived import import_dir, live_text_path
 from dsh.store.group_commit import GroupFsync
-from dsh.store.integrity import check_row, check_rows, seal
+from dsh.store.integrity import check_row, seal
 from dsh.store.locking import WriteLock, acquire_write_lock
 from dsh.store.repair import repair_at_open
+from dsh.store.sqlite_rows import decode_rows
 from dsh.store.sqlite_schema import (
     INDEX_ONLY,
     MIGRATIONS,
@@ -293,10 +292,10 @@ class SqliteStore:
             try:
                 checked = _check_after_crash(db, self.path, lock)
                 header = decode_header(bytes(row[0]), where=f"{self.path}: session {session_id}")
-                bodies = db.execute(
+                rows = db.execute(
                     "SELECT seq, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-                ).fetchall()
-                events = _decode_rows(session_id, bodies)
+                )
+                events = decode_rows(rows, session_id)  # as they are read: a batch held at once
                 log = SqliteSessionLog(
                     db if writable else None,
                     header,
@@ -439,29 +438,3 @@ def _check_after_crash(db: sqlite3.Connection, path: Path, lock: WriteLock | Non
         return f"{what} PRAGMA quick_check: ok"
     shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
     return f"{what} PRAGMA quick_check found {len(problems)} problem(s): {shown}"
-
-
-def _decode_rows(session_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
-    """Decode event rows; errors name the seq (the row key) where a JSONL error names the line."""
-    for position, (seq, _) in enumerate(rows):
-        if seq != position:
-            raise LogCorruptError(
-                f"session {session_id}: expected seq {position} but found seq {seq} "
-                "(a gap in the log)",
-                seq=seq,
-            )
-    where = f"session {session_id}: "
-    lines = check_rows([bytes(body) for _, body in rows], first_seq=0, where=where)
-    try:
-        events = decode_events(lines, first_line=0)
-    except UnknownEventTypeError as exc:  # keep the class: callers tell "newer format" apart
-        raise UnknownEventTypeError(
-            exc.event_type,
-            seq=exc.seq if exc.seq is not None else exc.line,
-            context=f"session {session_id}",
-        ) from exc
-    except LogCorruptError as exc:
-        # first_line=0 makes "line N" equal the row's seq; say so plainly.
-        message = str(exc).replace("line ", "seq ", 1)
-        raise LogCorruptError(f"session {session_id}: {message}", seq=exc.line) from exc
-    return events
