@@ -15,6 +15,8 @@ format version is. A session's latest ``session/settings`` event is one lookup i
 index of those rows (``latest_settings``). Opening a
 session for writing after its previous writer stopped without closing (its lock file still names
 it) runs ``PRAGMA quick_check`` first and reports the outcome as one warning line.
+A session opens a batch of rows at a time, each checked and decoded as the cursor reads it
+(``dsh.store.sqlite_rows``), so the open costs about the memory of the session's events.
 Readers (``list``, a read-only ``open``, ``dsh.store.appended``) also read a
 database whose directory cannot be written (``connect_reader``), one that lacks only an index a
 later migration adds included.
