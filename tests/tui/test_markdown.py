@@ -19,6 +19,14 @@ def texts(rows: list[list[Any]]) -> list[str]:
     return ["".join(s.text for s in row) for row in rows]
 
 
+def shown(text: str, width: int) -> list[str]:
+    """The lines of ``text`` rendered, without the blank lines above it."""
+    lines = texts(markdown_rows(text, width))
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
+
+
 def test_markdown_syntax_is_detected_and_prose_is_not():
     assert looks_like_markdown(ANSWER)
     assert looks_like_markdown("use `ls`")
@@ -63,5 +71,80 @@ def test_markdown_answer_snapshot(snap_compare, rig: Rig):
 
     async def ask(pilot: Any) -> None:
         await run_prompt(pilot, "fix it")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=ask)
+
+
+WIDE_TABLE = (
+    "| "
+    + " | ".join(f"column{i}" for i in range(14))
+    + " |\n|"
+    + "---|" * 14
+    + "\n| "
+    + " | ".join(f"value-{i}-" + "z" * 10 for i in range(14))
+    + " |\n"
+)
+NARROW_TABLE = "| name | size |\n|---|---|\n| calc.py | 12 lines of code |\n"
+
+
+def test_a_table_too_wide_for_its_columns_shows_each_row_as_a_record_uncut():
+    for width in (120, 220):
+        lines = shown(WIDE_TABLE, width)
+        assert not any("…" in line for line in lines)
+        for i in range(14):
+            assert f"column{i}" in lines[i] and f"value-{i}-" + "z" * 10 in lines[i]
+
+
+def test_a_table_whose_columns_fit_wraps_its_cells_as_before():
+    assert shown(NARROW_TABLE, 60) == [
+        " name     size",
+        " " + "─" * 25,
+        " calc.py  12 lines of code",
+    ]
+    lines = shown(NARROW_TABLE, 20)
+    assert lines[2:] == [" calc.py  12 lines", "          of code"]
+
+
+def test_a_wide_table_in_a_reply_can_be_read_in_the_transcript(rig: Rig):
+    app = rig.app([{"text": "Sizes:\n\n" + WIDE_TABLE}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "wide check")
+        lines = lines_of(app)
+        assert any("column13" in line and "value-13-" + "z" * 10 in line for line in lines)
+        assert not any("…" in line for line in lines)
+
+    run(app, body, size=(120, 40))
+
+
+def test_wide_table_snapshot(snap_compare, rig: Rig):
+    app = rig.app([{"text": "Sizes:\n\n" + WIDE_TABLE}])
+
+    async def ask(pilot: Any) -> None:
+        await run_prompt(pilot, "wide check")
+
+    assert snap_compare(app, terminal_size=(120, 32), run_before=ask)
+
+
+TASKS = "Plan:\n\n- [ ] write the test\n- [x] read calc.py\n- [X] ran it\n- [] not a task\n"
+
+
+def test_task_list_items_show_as_checkboxes():
+    lines = shown(TASKS, 60)
+    assert " • ☐ write the test" in lines
+    assert " • ☑ read calc.py" in lines and " • ☑ ran it" in lines
+    assert " • [] not a task" in lines
+    assert not any("[ ]" in line or "[x]" in line for line in lines)
+    assert shown("1. [ ] first\n2. [x] second\n", 60) == [
+        " 1 ☐ first",
+        " 2 ☑ second",
+    ]
+
+
+def test_task_list_in_a_reply_snapshot(snap_compare, rig: Rig):
+    app = rig.app([{"text": TASKS}])
+
+    async def ask(pilot: Any) -> None:
+        await run_prompt(pilot, "plan it")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)

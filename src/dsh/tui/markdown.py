@@ -16,10 +16,12 @@ language and the code theme. The rows are the same as Rich's own ``Markdown`` re
 from __future__ import annotations
 
 import io
+import re
 from functools import cache, lru_cache
 from typing import Any, ClassVar
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import CodeBlock, Markdown, MarkdownElement
 from rich.segment import Segment
@@ -27,10 +29,15 @@ from rich.syntax import Syntax, SyntaxTheme
 
 from dsh.tui.markdown_syntax import MARKDOWN_SYNTAX as MARKDOWN_SYNTAX  # said here too
 from dsh.tui.markdown_syntax import looks_like_markdown as looks_like_markdown
+from dsh.tui.markdown_table import WrappingTableElement
 
 CODE_THEME = "monokai"
 TAB_SIZE = 4
 """Rich's ``Syntax`` default, which its lexers are made with."""
+TASK_BOX = re.compile(r"\[([ xX])\](?=[ \t])")
+"""A task-list item's box at the start of its text (``- [ ] to do``, ``- [x] done``)."""
+UNCHECKED, CHECKED = "\u2610", "\u2611"
+"""How a task's box shows (the web draws a checkbox): ☐ to do, ☑ done."""
 LEXERS_KEPT = 64
 """Lexers kept by language name (a fence's name is the model's text: any string)."""
 
@@ -110,15 +117,35 @@ class ReusingMarkdown(Markdown):
         **Markdown.elements,
         "fence": ReusingCodeBlock,
         "code_block": ReusingCodeBlock,
+        "table_open": WrappingTableElement,
     }
 
     def __init__(self, markup: str) -> None:
         # Markdown.__init__ would build a parser of its own: set what it sets instead
         self.markup = markup
         self.parsed = shared_parser().parse(markup)
+        check_task_boxes(self.parsed)
         self.code_theme = CODE_THEME
         self.justify = None
         self.style = "none"
         self.hyperlinks = False
         self.inline_code_lexer = None
         self.inline_code_theme = CODE_THEME
+
+
+def check_task_boxes(tokens: list[Token]) -> None:
+    """Show a task-list item's ``[ ]`` / ``[x]`` as a box, ☐ / ☑ (GitHub's Markdown, which the
+    web renders, makes it a checkbox; the parser here has no task lists)."""
+    for at, token in enumerate(tokens[:-2]):
+        if token.type != "list_item_open" or tokens[at + 1].type != "paragraph_open":
+            continue
+        inline = tokens[at + 2]
+        first = inline.children[0] if inline.type == "inline" and inline.children else None
+        found = (
+            TASK_BOX.match(first.content) if first is not None and first.type == "text" else None
+        )
+        if first is None or found is None:
+            continue
+        box = UNCHECKED if found.group(1) == " " else CHECKED
+        first.content = box + first.content[found.end() :]
+        inline.content = box + inline.content[found.end() :]
