@@ -4,6 +4,7 @@ result holds the match, highlights the matching row on screen, and esc gives the
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -14,6 +15,7 @@ from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.transcript import PassDetails, ToolResultItem
 from dsh.tui import DshApp
+from dsh.tui import find as find_module
 from dsh.tui.blocks import Block, row_text
 from dsh.tui.find import FindBar, SearchIndex, first_at_or_after, matching_blocks
 from dsh.tui.prompt import PromptBox
@@ -25,7 +27,7 @@ from tests.helpers import (
     next_turn,
     user_message,
 )
-from tests.tui.conftest import SIZE, Rig, settle, status_at_rest
+from tests.tui.conftest import SETTLE_TIMEOUT, SIZE, Rig, settle, status_at_rest
 from tests.tui.test_virtual_scroll import screen_rows
 
 TURNS = 60
@@ -127,6 +129,87 @@ def test_the_search_index_always_equals_a_fresh_search(steps, reasoning):
             fresh = matching_blocks(blocks, needle, show_reasoning=shown, details=details)
             kept = index.matching(blocks, needle, show_reasoning=shown, details=details)
             assert kept == fresh
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=STEPS,
+    chunks=st.lists(st.integers(1, 4), min_size=30, max_size=30),
+    reasoning=st.lists(st.booleans(), min_size=30, max_size=30),
+)
+def test_an_index_folded_in_parts_while_blocks_change_finds_what_a_fresh_search_finds(
+    steps, chunks, reasoning
+):
+    """The find bar's thread folds the stale blocks a part at a time while the transcript
+    goes on changing (``stale`` then ``refresh``, no key reading the index meanwhile): once
+    a search folds what is still stale, it finds what a fresh search over the blocks finds."""
+    index, blocks, details = SearchIndex(), [], {}
+    stale: list[int] = []
+    for n, (op, text) in enumerate(steps):
+        shown = reasoning[n]
+        if not stale:
+            stale = index.stale(blocks, show_reasoning=shown, details=details)
+        part, stale = stale[: chunks[n]], stale[chunks[n] :]
+        index.refresh(blocks, part, show_reasoning=shown, details=details)
+        if op == "marker":
+            blocks.append(Block("marker", n, pass_id=f"p{n}"))
+            details[f"p{n}"] = PassDetails(summaries=[("index", text)])
+        elif op == "summary" and details:
+            details[max(details)].summaries.append(("state", text))
+        elif op == "append":
+            blocks.append(Block("assistant", n, cached_text=text, cached_reasoning=text[::-1]))
+        elif op == "tool":
+            blocks.append(Block("tool", n, label="read_file", arguments=f'{{"q": "{text}"}}'))
+        elif op == "result" and blocks and blocks[-1].kind == "tool":
+            blocks[-1].result = ToolResultItem(seq=n, call_id="c", text=text, is_error=False)
+        elif op == "replace" and blocks:
+            blocks[n % len(blocks)] = Block("user", n, cached_text=text, cached_reasoning="")
+        elif op == "truncate":
+            del blocks[len(blocks) // 2 :]
+        if op == "find":
+            for needle in (text, text.upper(), "kestrel"):
+                fresh = matching_blocks(blocks, needle, show_reasoning=shown, details=details)
+                kept = index.matching(blocks, needle, show_reasoning=shown, details=details)
+                assert kept == fresh
+            stale = []
+
+
+def test_a_long_transcript_is_folded_in_a_thread_while_keys_go_on_echoing(
+    rig: Rig, monkeypatch: Any
+):
+    """The first key in a long session (more blocks to fold than ``FOLDED_ON_THE_LOOP``)
+    leaves the folding to a thread: the bar says ``searching…`` and takes more keys
+    meanwhile; once folded, it finds what a search on the event loop finds."""
+    monkeypatch.setattr(find_module, "FOLDED_ON_THE_LOOP", 0)
+    release = threading.Event()
+    threads: list[str] = []
+    refresh = SearchIndex.refresh
+
+    def held(self: SearchIndex, *args: Any, **kwargs: Any) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            threads.append(threading.current_thread().name)
+            assert release.wait(SETTLE_TIMEOUT)
+        refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(SearchIndex, "refresh", held)
+    app = rig.app([], resume=found_session(rig.store, str(rig.workspace)))
+
+    async def body(pilot: Any, view: TranscriptView, bar: FindBar) -> None:
+        await pilot.press("ctrl+f")
+        await type_needle(pilot, "kes")
+        await settle(pilot, lambda: bool(threads))
+        assert status(bar) == find_module.SEARCHING and view.found is None
+        await type_needle(pilot, "trel")  # the event loop is free: the keys are taken
+        assert bar.needle == "kestrel" and status(bar) == find_module.SEARCHING
+        await pilot.press("enter")  # stepping waits for the folding too
+        assert status(bar) == find_module.SEARCHING and len(threads) == 1
+        release.set()
+        await settle(pilot, lambda: status(bar) == "1 of 2")
+        assert highlighted(view) == "● reply 3 about Kestrel"
+        await type_needle(pilot, "x")  # folded: later keys search on the event loop
+        assert status(bar) == "no match" and len(threads) == 1
+
+    run(app, body)
 
 
 def test_ctrl_f_finds_steps_and_wraps_and_esc_gives_the_prompt_back(rig: Rig):

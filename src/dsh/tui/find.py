@@ -5,12 +5,16 @@ round; ``enter`` or ``down`` goes to the next block that matches, ``shift+enter`
 the previous one, ``esc`` closes the bar and gives the prompt its focus back. A match inside a
 collapsed tool card (or in a compaction pass's summaries, at its marker) opens it; the row
 where the first match begins (``found_row``) is highlighted and put on screen. Reasoning is
-searched only while it is shown (``ctrl+r``).
+searched only while it is shown (``ctrl+r``). In a long session the first key's search folds
+every block's text (``SearchIndex``) in a thread, the bar saying ``searching…`` and taking keys
+meanwhile; the matches are then those a search on the event loop finds.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from contextlib import suppress
 
 from textual import events
 from textual.app import ComposeResult
@@ -33,6 +37,12 @@ KEYS: tuple[Hint, ...] = (
     ("esc back to the prompt", 0),
 )
 """The find bar's keys on the hint line (the highest ranks left out first when it is narrow)."""
+FOLDED_ON_THE_LOOP = 500
+"""At most this many blocks to fold, a key folds them itself; more (the first key in a long
+session: 37,000 blocks take 1-2 s) are folded in a thread while the bar says ``SEARCHING``."""
+FOLDED_AT_ONCE = 200
+"""Blocks the thread folds before it lets the event loop run."""
+SEARCHING = "searching…"
 
 
 def searchable(block: Block, *, show_reasoning: bool, details: PassDetails | None = None) -> str:
@@ -61,14 +71,83 @@ def matching_blocks(
     return SearchIndex().matching(blocks, needle, show_reasoning=show_reasoning, details=details)
 
 
+Entry = tuple[Block, ToolResultItem | None, bool, int, bool, str]
+"""An index entry: the block, its result, whether reasoning was in, how many summaries its pass
+had (a marker), whether it is hidden, then the folded text (the first five are its key)."""
+
+
 class SearchIndex:
     """Each block's searchable text, folded once and kept while the block is unchanged (a
-    find runs on every key typed; folding a long session's text each time would lag)."""
+    find runs on every key typed; folding a long session's text each time would lag).
+
+    Folding every block is the slow part (a tool result is sanitised first): ``stale`` says
+    which blocks need it and ``refresh`` folds some of them, so the find bar folds a long
+    session's blocks in a thread the first time (``FindBar``), not on the event loop."""
 
     def __init__(self) -> None:
-        self._texts: list[tuple[Block, ToolResultItem | None, bool, int, bool, str]] = []
-        """Per block: the block, its result, whether reasoning was in, how many summaries its
-        pass had (a marker), whether it is hidden, the folded text."""
+        self._texts: list[Entry] = []
+
+    @staticmethod
+    def _key(
+        block: Block, show_reasoning: bool, details: Mapping[str, PassDetails]
+    ) -> tuple[tuple[Block, ToolResultItem | None, bool, int, bool], PassDetails | None]:
+        found = details.get(block.pass_id) if block.kind == "marker" else None
+        summaries = len(found.summaries) if found is not None else 0
+        return (block, block.result, show_reasoning, summaries, block.hidden), found
+
+    def stale(
+        self,
+        blocks: list[Block],
+        *,
+        show_reasoning: bool,
+        details: Mapping[str, PassDetails] | None = None,
+    ) -> list[int]:
+        """The indices of the blocks whose folded text is missing or out of date, in order
+        (entries past the last block are dropped)."""
+        texts, details = self._texts, details or {}
+        del texts[len(blocks) :]
+        kept = len(texts)
+        out = [
+            i
+            for i, (entry, block) in enumerate(zip(texts, blocks, strict=False))
+            if entry[0] is not block  # the cheap checks first: this runs on every key
+            or entry[1] is not block.result
+            or entry[2] != show_reasoning
+            or entry[4] != block.hidden
+            or (
+                block.kind == "marker" and entry[:5] != self._key(block, show_reasoning, details)[0]
+            )
+        ]
+        out.extend(range(kept, len(blocks)))
+        return out
+
+    def refresh(
+        self,
+        blocks: list[Block],
+        indices: list[int],
+        *,
+        show_reasoning: bool,
+        details: Mapping[str, PassDetails] | None = None,
+    ) -> None:
+        """Fold the text of the blocks at ``indices`` (ascending, as ``stale`` gives them)."""
+        texts, details = self._texts, details or {}
+        for i in indices:
+            if i >= len(blocks) or i > len(texts):
+                break  # the blocks were cut meanwhile: the next ``stale`` says what is left
+            block = blocks[i]
+            key, found = self._key(block, show_reasoning, details)
+            text = searchable(block, show_reasoning=show_reasoning, details=found)
+            if i < len(texts):
+                texts[i] = (*key, text)
+            else:
+                texts.append((*key, text))
+
+    def found(self, needle: str) -> list[int]:
+        """The indices of the kept texts holding ``needle`` (case-insensitive)."""
+        folded = needle.casefold()
+        if not folded:
+            return []
+        return [i for i, entry in enumerate(self._texts) if folded in entry[5]]
 
     def matching(
         self,
@@ -78,23 +157,11 @@ class SearchIndex:
         show_reasoning: bool,
         details: Mapping[str, PassDetails] | None = None,
     ) -> list[int]:
-        folded = needle.casefold()
-        if not folded:
+        if not needle.casefold():
             return []
-        texts, details = self._texts, details or {}
-        del texts[len(blocks) :]
-        for i, block in enumerate(blocks):
-            found = details.get(block.pass_id) if block.kind == "marker" else None
-            summaries = len(found.summaries) if found is not None else 0
-            key = (block, block.result, show_reasoning, summaries, block.hidden)
-            if i < len(texts) and texts[i][:5] == key:
-                continue
-            text = searchable(block, show_reasoning=show_reasoning, details=found)
-            if i < len(texts):
-                texts[i] = (*key, text)
-            else:
-                texts.append((*key, text))
-        return [i for i, entry in enumerate(texts) if folded in entry[5]]
+        stale = self.stale(blocks, show_reasoning=show_reasoning, details=details)
+        self.refresh(blocks, stale, show_reasoning=show_reasoning, details=details)
+        return self.found(needle)
 
 
 def first_at_or_after(matches: list[int], index: int) -> int:
@@ -167,6 +234,8 @@ class FindBar(Horizontal):
         self.matches: list[int] = []
         self.index = SearchIndex()
         self.position = 0
+        self.folding = False
+        """Whether a thread is folding blocks into ``index`` (no key reads it meanwhile)."""
 
     def compose(self) -> ComposeResult:
         yield Static("find", id="find-label", markup=False)
@@ -209,19 +278,55 @@ class FindBar(Horizontal):
             event.stop()
             self.view.scroll_by_key(event.key.replace("page", "page_"))
 
-    def _matching(self) -> list[int]:
-        view = self.view
-        return self.index.matching(
-            view.model.blocks,
-            self.needle,
-            show_reasoning=view.show_reasoning,
-            details=view.details,
-        )
+    def _matching(self) -> list[int] | None:
+        """The blocks matching the needle; None while the index is folded in a thread, which
+        is started here when many blocks need folding (the search runs again once done)."""
+        if self.folding:
+            return None
+        view, needle = self.view, self.needle
+        if not needle.casefold():
+            return []
+        shown, details = view.show_reasoning, view.details
+        stale = self.index.stale(view.model.blocks, show_reasoning=shown, details=details)
+        if len(stale) > FOLDED_ON_THE_LOOP:
+            self.folding = True
+            blocks, passes = view.model.blocks, dict(details)  # the thread reads these
+            self.run_worker(
+                lambda: self._fold(blocks, stale, shown, passes), thread=True, group="find-index"
+            )
+            return None
+        self.index.refresh(view.model.blocks, stale, show_reasoning=shown, details=details)
+        return self.index.found(needle)
+
+    def _fold(
+        self,
+        blocks: list[Block],
+        stale: list[int],
+        shown: bool,
+        details: Mapping[str, PassDetails],
+    ) -> None:
+        """In a worker thread: fold the stale blocks (a block changed meanwhile is folded
+        again by the next search: its key differs), then search again on the event loop."""
+        for start in range(0, len(stale), FOLDED_AT_ONCE):
+            part = stale[start : start + FOLDED_AT_ONCE]
+            self.index.refresh(blocks, part, show_reasoning=shown, details=details)
+            time.sleep(0)  # let the event loop have the GIL: keys go on echoing
+        with suppress(RuntimeError):  # the app quit meanwhile
+            self.app.call_from_thread(self._folded)
+
+    def _folded(self) -> None:
+        self.folding = False
+        if self.has_class("open"):
+            self.search()
 
     def search(self) -> None:
         """Find from the block at the top of the screen down, wrapping round."""
         view = self.view
-        self.matches = self._matching()
+        matches = self._matching()
+        if matches is None:
+            self._show_searching()
+            return
+        self.matches = matches
         self.position = first_at_or_after(self.matches, view.top_block())
         self._show()
 
@@ -231,13 +336,20 @@ class FindBar(Horizontal):
         last key and reasoning shown or hidden with ctrl+r count."""
         view = self.view
         shown = self.matches[self.position] if self.matches else view.top_block()
-        self.matches = self._matching()
+        matches = self._matching()
+        if matches is None:
+            self._show_searching()
+            return
+        self.matches = matches
         if self.matches:
             after = first_at_or_after(self.matches, shown)
             on_it = self.matches[after] == shown
             moved = step if on_it or step < 0 else 0  # a block no longer matching: stay put
             self.position = (after + moved) % len(self.matches)
         self._show()
+
+    def _show_searching(self) -> None:
+        self.query_one("#find-status", Static).update(SEARCHING)
 
     def _show(self) -> None:
         status = self.query_one("#find-status", Static)
