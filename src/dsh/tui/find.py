@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, Static
+from textual.worker import get_current_worker
 
 from dsh.transcript import PassDetails, ToolResultItem
 from dsh.tui.blocks import Block, card_text
@@ -307,7 +308,10 @@ class FindBar(Horizontal):
     ) -> None:
         """In a worker thread: fold the stale blocks (a block changed meanwhile is folded
         again by the next search: its key differs), then search again on the event loop."""
+        worker = get_current_worker()
         for start in range(0, len(stale), FOLDED_AT_ONCE):
+            if worker.is_cancelled:  # the app quits: it need not wait for the rest
+                return
             part = stale[start : start + FOLDED_AT_ONCE]
             self.index.refresh(blocks, part, show_reasoning=shown, details=details)
             time.sleep(0)  # let the event loop have the GIL: keys go on echoing
