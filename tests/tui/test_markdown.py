@@ -148,3 +148,11 @@ def test_task_list_in_a_reply_snapshot(snap_compare, rig: Rig):
         await run_prompt(pilot, "plan it")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ask)
+
+
+def test_every_cell_of_a_wide_table_is_drawn_whole_at_any_width():
+    cells = [f"column{i}" for i in range(14)] + [f"value-{i}-" + "z" * 10 for i in range(14)]
+    for width in range(1, 130):
+        drawn = "".join(shown(WIDE_TABLE, width))
+        assert "…" not in drawn, width
+        assert sorted(drawn.replace(" ", "")) == sorted("".join(cells)), width

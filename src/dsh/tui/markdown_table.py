@@ -20,6 +20,8 @@ UNBOUNDED = 1_000_000
 """The width a table is measured in (a narrower one would cap what it says it needs)."""
 RECORD_GAP = 2
 """Cells between a record's headings and its values."""
+STACKED_BELOW = 12
+"""Narrower than this, a record's values go under their headings instead of beside them."""
 
 
 class WrappingTableElement(TableElement):
@@ -63,7 +65,8 @@ class WrappingTableElement(TableElement):
 
     def _records(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """Each row as lines of ``heading  value``, a blank line between rows; the headings
-        take at most a third of the width, a value wraps under itself."""
+        take at most a third of the width, a value wraps under itself (in a very narrow
+        width, each value on lines of its own under its heading)."""
         headings = self._headings()
         rows = self._rows() or [[Text("") for _ in headings]]
         widest = max((heading.cell_len for heading in headings), default=0)
@@ -71,6 +74,13 @@ class WrappingTableElement(TableElement):
         for number, row in enumerate(rows):
             if number:
                 yield Segment.line()
+            if options.max_width < STACKED_BELOW:  # no room beside: the value under its heading
+                for heading, value in zip(headings, row, strict=False):
+                    key = heading.copy()
+                    key.stylize("markdown.table.header")
+                    yield key
+                    yield value
+                continue
             grid = Table.grid(padding=(0, RECORD_GAP, 0, 0))
             grid.add_column(width=key_width, overflow="fold")
             grid.add_column(overflow="fold", ratio=1)
