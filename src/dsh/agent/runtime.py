@@ -88,7 +88,7 @@ def resolve_route(
         assert script is not None  # ``missing_feed`` refused the scripted provider without
         model = cfg.model or "scripted"
         return Route(
-            ScriptedProvider.from_file(script, model=model, cache="deepseek"),
+            ScriptedProvider.from_file(script, model=model, cache="deepseek", keep_requests=0),
             model,
             window or DEFAULT_CONTEXT_WINDOW,
         )

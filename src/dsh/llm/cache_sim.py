@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from hashlib import blake2b
 from typing import Protocol
 
 import msgspec
@@ -73,6 +74,14 @@ def request_segments(request: ModelRequest) -> list[Segment]:
         segments.append(("system:" + request.system, system_tokens(request.system)))
     segments.extend(message_segment(m) for m in request.messages)
     return segments
+
+
+def digested(segments: Sequence[Segment]) -> list[Segment]:
+    """``segments`` with each text replaced by its 128-bit BLAKE2b digest: two segments match
+    exactly when their texts do (short of a collision, about 2^-128 a pair), so a rule serves
+    the same hits, and a cache kept for a long run holds 32 characters a segment instead of
+    every message's text (``ScriptedProvider``'s)."""
+    return [(blake2b(text.encode(), digest_size=16).hexdigest(), n) for text, n in segments]
 
 
 # ---- DeepSeek ---------------------------------------------------------------------------------

@@ -48,7 +48,13 @@ from dsh.events import (
     encode_json,
 )
 from dsh.llm.assemble import StreamAssembler
-from dsh.llm.cache_sim import CacheRule, make_cache, message_segment, request_segments
+from dsh.llm.cache_sim import (
+    CacheRule,
+    digested,
+    make_cache,
+    message_segment,
+    request_segments,
+)
 from dsh.llm.errors import ErrorCode, provider_error
 from dsh.llm.types import (
     Finish,
@@ -246,9 +252,12 @@ class ScriptedProvider:
     """Answers model calls from a script (see the module docstring).
 
     Which entry answers is derived from ``history`` alone, so the provider is stateless across
-    processes. Two things are per instance: ``requests`` (every request received, for tests
-    that compare them with requests rebuilt from the log) and the simulated prompt cache
-    (``cache="deepseek"``), which starts cold — a resumed session sees a cold cache.
+    processes. Two things are per instance: ``requests`` (the requests received, for tests
+    that compare them with requests rebuilt from the log: every one, or with ``keep_requests``
+    the last that many — a real ``--script`` run keeps none, so a long run's memory tracks its
+    log rather than every request it sent, tool specs and system prompt included) and the
+    simulated prompt cache (``cache="deepseek"``), which starts cold — a resumed session sees a
+    cold cache.
     """
 
     def __init__(
@@ -261,6 +270,7 @@ class ScriptedProvider:
         chunk_size: int = 0,
         summaries: Iterable[ScriptEntry | Mapping[str, Any]] = (),
         when_over: str | None = None,
+        keep_requests: int | None = None,
     ) -> None:
         self.entries: list[ScriptEntry] = parse_script(list(entries), source="<entries>")
         self.summaries: list[ScriptEntry] = parse_script(list(summaries), source="<summaries>")
@@ -271,6 +281,8 @@ class ScriptedProvider:
         self.model = model
         self.chunk_size = chunk_size
         self.requests: list[ModelRequest] = []
+        self.keep_requests = keep_requests
+        """How many of the latest requests ``requests`` keeps (None: every one)."""
         self._cache: CacheRule | None = make_cache(cache) if cache is not None else None
         self._model_calls = _Counter(_is_model_call)
         self._logged_summaries = _Counter(_is_logged_summary_call)
@@ -293,12 +305,19 @@ class ScriptedProvider:
         Compaction calls are answered from ``summaries`` instead: the k-th call gets summary k,
         k = summaries already logged as one model call (``llmStreamCall``), or more when several
         calls of one pass are in flight before any is logged."""
-        self.requests.append(request)
+        self._keep(request)
         if request.purpose == "compaction":
             k = max(self._logged_summaries(history), self._summaries_served)
             self._summaries_served = k + 1
             return self._serve_summary(k)
         return self._serve(self._model_calls(history), request)
+
+    def _keep(self, request: ModelRequest) -> None:
+        if self.keep_requests is None:
+            self.requests.append(request)
+        elif self.keep_requests > 0:
+            self.requests.append(request)
+            del self.requests[: -self.keep_requests]
 
     async def _serve_summary(self, k: int) -> AsyncIterator[StreamEvent]:
         if k >= len(self.summaries):
@@ -364,8 +383,8 @@ class ScriptedProvider:
         output = message_tokens(reply)
         if self._cache is None:
             return Usage(input_tokens=_request_tokens(request), output_tokens=output)
-        segments = request_segments(request)
+        segments = digested(request_segments(request))  # the cache keeps no message's text
         hit = self._cache.serve(segments)
-        self._cache.save_output([*segments, message_segment(reply)])
+        self._cache.save_output([*segments, *digested([message_segment(reply)])])
         total = sum(tokens for _, tokens in segments)
         return Usage(input_tokens=total - hit, output_tokens=output, cache_read_tokens=hit)
