@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.interop.packing import MIN_PACKED_RUN, PackedRowError, expand_row, pack
+from dsh.interop import packing
+from dsh.interop.packing import MIN_PACKED_RUN, PackedRowError, expand_row, iter_pack, pack
 
 KINDS = ("text-delta", "reasoning-delta", "tool-call-delta")
 
@@ -56,6 +57,33 @@ def unpack(rows: list[dict]) -> list[dict]:
 @given(chunk_logs())
 def test_pack_then_expand_is_the_identity(events):
     assert unpack(pack(events)) == events
+
+
+def _pack_whole(events: list[dict]) -> list[dict]:
+    """``pack`` as it was written for a whole list (indices, runs found by looking ahead)."""
+    rows: list[dict] = []
+    i = 0
+    while i < len(events):
+        key = packing._run_key(events[i])
+        j = i + 1
+        while (
+            key is not None
+            and j < len(events)
+            and packing._run_key(events[j]) == key
+            and events[j]["seq"] == events[j - 1]["seq"] + 1
+        ):
+            j += 1
+        if key is None or j - i < MIN_PACKED_RUN:
+            rows.extend(events[i:j])
+        else:
+            rows.append(packing._packed_row(events[i:j], key))
+        i = j
+    return rows
+
+
+@given(chunk_logs())
+def test_packing_a_stream_gives_the_rows_of_packing_the_whole_list(events):
+    assert list(iter_pack(iter(events))) == _pack_whole(events) == pack(events)
 
 
 @given(chunk_logs())

@@ -5,17 +5,22 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from dsh.cli import context
+from dsh.cli.export_output import write_export
 from dsh.config import dsh_home, trust_state, trusted_directories
 from dsh.errors import LogCorruptError, StoreError, UsageError, error_line, printable_line
 from dsh.events import encode_event, event_type_of
-from dsh.interop import export_upstream, import_upstream
+from dsh.interop import import_upstream
+from dsh.interop.upstream_write import upstream_lines
 from dsh.store import EventStore, JsonlStore, SqliteStore
 from dsh.store.base import SessionLog, UnreadableSession, encode_header
 from dsh.store.migrate import migrate_sessions, store_location
@@ -26,11 +31,11 @@ from dsh.surface.projection import first_refused
 from dsh.tools.terminal_text import printable_text, terminal_json
 from dsh.transcript import (
     TRANSCRIPT_SEPARATOR,
-    render_markdown,
     render_message,
     transcript_blocks,
 )
 from dsh.transcript.listing import session_summaries, without_path
+from dsh.transcript.markdown import markdown_pieces
 from dsh.transcript.stats import render_stats, session_stats
 from dsh.transcript.titles import SessionSummary
 
@@ -217,24 +222,19 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     if output is not None:
         _refuse_store_path(Path(output))
     session = _open(session_id)
+    notes: Counter[str] = Counter()
+    pieces: Iterable[bytes]
     if fmt == "upstream":
-        data, notes = export_upstream(session.header, session.events)
-        for note, count in sorted(notes.items()):
-            context.warn(f"not expressible upstream: {note} ×{count}")
+        pieces = upstream_lines(session.header, session.events, notes)
     elif fmt == "jsonl":
-        lines = [encode_header(session.header)] + [encode_event(e) for e in session.events]
-        data = b"\n".join(lines) + b"\n"
+        header = [encode_header(session.header) + b"\n"]
+        pieces = itertools.chain(header, (encode_event(e) + b"\n" for e in session.events))
     else:  # for people, to a terminal or a file alike: no escape a terminal would act on
-        data = printable_text(render_markdown(session.header, session.events)).encode()
-    if output is None:
-        click.echo(data, nl=False)
-    else:
-        try:
-            with open(output, "wb") as handle:
-                handle.write(data)
-        except OSError as exc:  # a full disk names no file by itself: name the one written
-            exc.filename = exc.filename or output
-            raise
+        markdown = markdown_pieces(session.header, session.events)
+        pieces = (printable_text(piece).encode() for piece in markdown)  # each ends a line
+    write_export(pieces, output)  # as it is made: the export is never held whole
+    for note, count in sorted(notes.items()):
+        context.warn(f"not expressible upstream: {note} ×{count}")
 
 
 def _refuse_store_path(output: Path) -> None:

@@ -18,7 +18,7 @@ Both directions work on plain JSON dicts in upstream shape (``{"type": "text-del
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 PACKED_ROW_TYPES = {
@@ -119,24 +119,29 @@ def _run_key(event: dict[str, Any]) -> tuple[Any, ...] | None:
 def pack(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows to store: runs of ≥ 3 consecutive same-block deltas become one packed row each;
     every other event is kept as it is."""
-    rows: list[dict[str, Any]] = []
-    i = 0
-    while i < len(events):
-        key = _run_key(events[i])
-        j = i + 1
-        while (
-            key is not None
-            and j < len(events)
-            and _run_key(events[j]) == key
-            and events[j]["seq"] == events[j - 1]["seq"] + 1
-        ):
-            j += 1
-        if key is None or j - i < MIN_PACKED_RUN:
-            rows.extend(events[i:j])
-        else:
-            rows.append(_packed_row(events[i:j], key))
-        i = j
-    return rows
+    return list(iter_pack(events))
+
+
+def iter_pack(events: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """:func:`pack` over a stream of events: each row as soon as the run it ends is known (one
+    run of deltas held at a time)."""
+    run: list[dict[str, Any]] = []
+    run_key: tuple[Any, ...] | None = None
+    for event in events:
+        key = _run_key(event)
+        if key is not None and key == run_key and event["seq"] == run[-1]["seq"] + 1:
+            run.append(event)
+            continue
+        yield from _rows(run, run_key)
+        run, run_key = [event], key
+    yield from _rows(run, run_key)
+
+
+def _rows(run: list[dict[str, Any]], key: tuple[Any, ...] | None) -> list[dict[str, Any]]:
+    """A run's rows: one packed row, or its events as they are when it is too short to pack."""
+    if key is None or len(run) < MIN_PACKED_RUN:
+        return run
+    return [_packed_row(run, key)]
 
 
 def _packed_row(run: Sequence[dict[str, Any]], key: tuple[Any, ...]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from dsh.events import (
@@ -25,7 +25,7 @@ from dsh.events import (
     encode_json,
     event_type_of,
 )
-from dsh.interop.packing import pack
+from dsh.interop.packing import iter_pack
 from dsh.interop.to_dsh import DSH_ONLY_TYPES, FOREIGN_MARK, RENAMED_PREFIX
 from dsh.store import SessionHeader
 
@@ -57,14 +57,24 @@ def upstream_header(header: SessionHeader) -> Json:
 def export_upstream(header: SessionHeader, events: Sequence[Event]) -> tuple[bytes, Counter[str]]:
     """The upstream JSONL bytes of a session and the notes on what could not be expressed."""
     notes: Counter[str] = Counter()
+    return b"".join(upstream_lines(header, events, notes)), notes
+
+
+def upstream_lines(
+    header: SessionHeader, events: Sequence[Event], notes: Counter[str]
+) -> Iterator[bytes]:
+    """:func:`export_upstream`'s bytes a line at a time (each ending with a newline), written
+    as the events are converted; what cannot be expressed is counted in ``notes`` meanwhile
+    (complete once the lines are)."""
     command_ids = {
         e.data.compaction_id: e.data.source_command_id
         for e in events
         if isinstance(e, CompactionStartEvent) and e.data.source_command_id is not None
     }
-    rows = [_event(e, notes, command_ids) for e in events]
-    lines = [encode_json(upstream_header(header)), *(encode_json(r) for r in pack(rows))]
-    return b"\n".join(lines) + b"\n", notes
+    yield encode_json(upstream_header(header)) + b"\n"
+    rows = (_event(e, notes, command_ids) for e in events)
+    for row in iter_pack(rows):
+        yield encode_json(row) + b"\n"
 
 
 def _event(event: Event, notes: Counter[str], command_ids: dict[str, str]) -> Json:

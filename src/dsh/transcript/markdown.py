@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from dsh.events import Event, Message, ReasoningBlock, RequestHeaderEvent, ToolResultBlock
@@ -130,14 +130,32 @@ def call_markdown(call: _Call, result: ToolResultItem | None) -> str:
 def render_markdown(header: SessionHeader, events: Sequence[Event]) -> str:
     """The conversation as people saw it, one section per message and per tool call, markers
     included, under a heading that says what the session is (:func:`front_matter`)."""
-    out = front_matter(header, events)
+    return "".join(markdown_pieces(header, events))
+
+
+def markdown_pieces(header: SessionHeader, events: Sequence[Event]) -> Iterator[str]:
+    """:func:`render_markdown` in pieces, a section (and the blank line after it) at a time, so
+    an export can write each as it is made: every piece ends with a newline, where no escape
+    sequence, CR LF or flag can be cut (``printable_text`` of each piece is that of the whole's
+    part)."""
+    sections = _sections(header, events)
+    previous = next(sections)  # the front matter's heading: never none
+    for section in sections:
+        yield previous + "\n\n"
+        previous = section
+    yield previous + "\n"
+
+
+def _sections(header: SessionHeader, events: Sequence[Event]) -> Iterator[str]:
+    yield from front_matter(header, events)
     waiting: dict[int, _Call] = {}  # a call's card seq: the call, until its result comes
     unlogged: dict[str, _Call] = {}  # the last reply's calls no tool/call event opened yet
 
-    def flush() -> None:
-        out.extend(call_markdown(call, None) for call in [*waiting.values(), *unlogged.values()])
+    def unanswered() -> list[str]:
+        sections = [call_markdown(call, None) for call in [*waiting.values(), *unlogged.values()]]
         waiting.clear()
         unlogged.clear()
+        return sections
 
     for item in transcript_items(events):
         if isinstance(item, ToolCallItem):
@@ -148,24 +166,23 @@ def render_markdown(header: SessionHeader, events: Sequence[Event]) -> str:
             call = waiting.pop(item.card_seq, None) if item.card_seq is not None else None
             if call is None:
                 title = "### Tool result (error)" if item.is_error else "### Tool result"
-                out.append(f"{title}\n\n{_fence(item.text)}")
+                yield f"{title}\n\n{_fence(item.text)}"
             else:
-                out.append(call_markdown(call, item))
+                yield call_markdown(call, item)
             continue
-        flush()
+        yield from unanswered()
         if isinstance(item, MarkerItem):
-            out.append(f"> {COMPACTION_MARKER}")
+            yield f"> {COMPACTION_MARKER}"
         elif isinstance(item, MessageItem):
-            out.append(message_markdown(item.message))
+            yield message_markdown(item.message)
             if item.cut_by is not None:
-                out.append(f"*{cut_off_note(item.cut_by)}*")
+                yield f"*{cut_off_note(item.cut_by)}*"
             if item.not_run:
-                out.append(f"*{not_run_note(item.not_run)}*")
+                yield f"*{not_run_note(item.not_run)}*"
             unlogged.update((c.id, _Call(c.name, c.arguments)) for c in item.message.tool_calls())
         elif isinstance(item, NoteItem):
-            out.append(f"*{item.text}*")
-    flush()
-    return "\n\n".join(out) + "\n"
+            yield f"*{item.text}*"
+    yield from unanswered()
 
 
 def front_matter(header: SessionHeader, events: Sequence[Event]) -> list[str]:
