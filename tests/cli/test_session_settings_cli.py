@@ -167,3 +167,24 @@ def test_dsh_compact_says_the_flags_change_only_when_a_pass_logs_it(tmp_path, ho
     assert idle.stdout.startswith("Nothing to compact yet: all ") and idle.stdout.count("\n") == 1
     assert "the flags change" not in idle.stderr
     assert settings_events(home, sid) == before
+
+
+def test_the_settings_view_reads_the_recorded_settings_without_loading_the_log(
+    tmp_path, home, monkeypatch
+):
+    answers = script(tmp_path, [{"text": "one"}, {"text": "two"}])
+    sid = session_of(dsh("run", "--script", answers, "--context-window", "16000", "hi"))
+    dsh("run", "--script", answers, "--session", sid, "--context-window", "24000", "again")
+    from dsh.agent.session_settings import latest
+    from dsh.agent.settings_view import describe
+
+    with Session.open(JsonlStore(home), sid) as session:  # what the view printed by loading it
+        loaded = "".join(f"{line}\n" for line in describe(latest(session)))
+    assert "24000" in loaded and len(settings_events(home, sid)) == 2
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the settings view loaded the log")
+
+    monkeypatch.setattr(JsonlStore, "open", no_load)
+    assert dsh("sessions", "show", sid, "--view", "settings").stdout == loaded
+    assert dsh("sessions", "show", sid[:15], "--view", "settings").stdout == loaded  # a prefix

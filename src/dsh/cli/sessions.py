@@ -17,8 +17,8 @@ import click
 from dsh.cli import context
 from dsh.cli.export_output import write_export
 from dsh.config import dsh_home, trust_state, trusted_directories
-from dsh.errors import LogCorruptError, StoreError, UsageError, error_line, printable_line
-from dsh.events import encode_event, event_type_of
+from dsh.errors import DshError, LogCorruptError, StoreError, UsageError, error_line, printable_line
+from dsh.events import SessionSettings, encode_event, event_type_of
 from dsh.interop import import_upstream
 from dsh.interop.upstream_write import upstream_lines
 from dsh.store import EventStore, JsonlStore, SqliteStore
@@ -186,15 +186,28 @@ def show(session_id: str, view: str) -> None:
                 blocks = [printable_text(block) for block in transcript_blocks(log.events)]
                 context.echo_blocks(blocks, TRANSCRIPT_SEPARATOR)
         return
-    session = _open(session_id)
-    if view == "surface":
-        click.echo(printable_text(render_surface(session)))
-    elif view == "settings":
-        from dsh.agent.session_settings import latest
+    if view == "settings":
         from dsh.agent.settings_view import describe
 
-        for line in describe(latest(session)):
+        for line in describe(_recorded_settings(session_id)):
             click.echo(printable_text(line))
+        return
+    click.echo(printable_text(render_surface(_open(session_id))))
+
+
+def _recorded_settings(session_id: str) -> SessionSettings | None:
+    """The settings the log last recorded, read as a resume reads them
+    (``EventStore.latest_settings``: no load of the log, whatever its length); when that read
+    fails (its settings line does not read), from the loaded log, which says what is wrong."""
+    from dsh.agent.session_settings import latest
+
+    store = context.store()
+    resolved = context.resolve_session_id(store, session_id)
+    try:
+        event = store.latest_settings(resolved)
+    except DshError:
+        return latest(_open(resolved))
+    return event.data if event is not None else None
 
 
 @sessions.command("export")
