@@ -8,6 +8,7 @@ anchors of ``dsh.compaction.anchors`` copied exactly. The same task always gives
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -75,8 +76,10 @@ class ExtractiveSummarizer:
         self.model = model
 
     async def summarize(self, task: SummaryTask) -> SummaryOutput:
-        """Answer ``task``; never raises for a well-formed task."""
-        return SummaryOutput(text=write_extractive(task), provider=PROVIDER, model=self.model)
+        """Answer ``task``; never raises for a well-formed task. Written in a worker thread (a
+        pass's text is O(its span)), so the event loop keeps serving meanwhile."""
+        text = await asyncio.to_thread(write_extractive, task)
+        return SummaryOutput(text=text, provider=PROVIDER, model=self.model)
 
 
 def write_extractive(task: SummaryTask) -> str:

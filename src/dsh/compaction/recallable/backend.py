@@ -412,9 +412,7 @@ class RecallableBackend:
         self._calls_fit = call_window(self.summarizer, self._window)
 
         ranking = plan.pending if isinstance(plan.pending, Ranking) else None
-        completed, settle = start_ranking(
-            plan.regions, ranking, beside_the_call=not reads_rarity(self.summarizer)
-        )
+        completed, settle = start_ranking(plan.regions, ranking)
 
         async def state(region: RegionPlan) -> RegionText:
             # the planned region (a call of its own): its text goes into the ranked one; the
@@ -452,6 +450,8 @@ class RecallableBackend:
                 )
 
         try:
+            if reads_rarity(self.summarizer):
+                await completed()  # its text reads the counts: ranked (in the worker) first
             answered = await answer_pass(
                 self.summarizer,
                 plan.regions,

@@ -8,7 +8,10 @@ The update stores what it added. None of it goes into the call: only the checkpo
 written from the answer use it. So the backend runs it in a worker thread while a model call is
 out, and the pass costs about one call plus what little code runs before and after it. A
 summariser that writes with code and reads the rarity counts (the extractive one) gets the
-completed plan before its call, so its output stays a pure function of the log.
+completed plan before its call, so its output stays a pure function of the log: the pass awaits
+the same worker before the call, so the event loop of the TUI or of ``dsh web`` (every session
+and page it serves) keeps running while the index is built (seconds for a 100,000-event log
+without a stored index).
 
 The work reads only what the plan captured (messages, and the event list's appended prefix,
 which a thread may read while the loop appends), never the surface, which may move.
@@ -71,24 +74,20 @@ CompletedRegions = Callable[[], Awaitable[tuple[RegionPlan, ...]]]
 
 
 def start_ranking(
-    regions: tuple[RegionPlan, ...], ranking: Ranking | None, *, beside_the_call: bool
+    regions: tuple[RegionPlan, ...], ranking: Ranking | None
 ) -> tuple[CompletedRegions, Callable[[], Awaitable[None]]]:
-    """Begin completing ``regions``: in a worker thread when ``beside_the_call``, else now.
-    Returns the awaitable of the completed regions and a ``settle`` that a pass ending with
-    its texts or an error awaits, so its worker is done when it returns. A cancelled pass
-    returns at once; its worker finishes on its own, and the anchor index's lock makes the next
-    pass wait for it."""
-    if ranking is None or not beside_the_call:
-        done = regions if ranking is None else ranking.complete(regions)
-
-        async def ready() -> tuple[RegionPlan, ...]:
-            return done
-
-        async def settled() -> None:
-            return None
-
-        return ready, settled
-    job = asyncio.ensure_future(asyncio.to_thread(ranking.complete, regions))
+    """Begin completing ``regions`` in a worker thread (never on the event loop: it is O(the
+    log) on a first pass without a stored index). Returns the awaitable of the completed
+    regions — awaited before the call by a summariser that reads the rarity counts, after it
+    otherwise — and a ``settle`` that a pass ending with its texts or an error awaits, so its
+    worker is done when it returns. A cancelled pass returns at once; its worker finishes on
+    its own, and the anchor index's lock makes the next pass wait for it."""
+    job: asyncio.Future[tuple[RegionPlan, ...]]
+    if ranking is None:  # nothing to rank: the regions as planned
+        job = asyncio.get_running_loop().create_future()
+        job.set_result(regions)
+    else:
+        job = asyncio.ensure_future(asyncio.to_thread(ranking.complete, regions))
 
     async def later() -> tuple[RegionPlan, ...]:
         return await asyncio.shield(job)
