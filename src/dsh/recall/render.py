@@ -14,6 +14,7 @@ append-only, so spans are cached by summary seq without changing any result.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,6 +145,9 @@ class SpanCache:
         self.conversation = ConversationSpans()
         """The conversation span behind each checkpoint a read named (``history_read``'s
         header): a rollup heading every older stub is walked once, not on every read."""
+        self.lock = threading.Lock()
+        """Not thread-safe itself: a search or read in a worker thread holds this for its whole
+        run (the recall tools do), so two at once, sharing the cache, take turns."""
 
     def __len__(self) -> int:
         return len(self._spans)

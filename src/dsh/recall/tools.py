@@ -5,7 +5,10 @@ session log (no model or embedding call; what they keep, rendered spans and thei
 indexes, is derived from it) and answer with an ordinary tool result.
 ``read_checkpoint`` and ``search_history`` do the work and raise ``RecallError``; the tools add
 the agent-caller check and turn every error into an error ``ToolOutput`` with its code;
-``dsh recall`` on the CLI prints the very same text.
+``dsh recall`` on the CLI prints the very same text. The tools do the work in a worker thread
+(a session's first search builds every span's word index: a second and more on a long log), so
+the TUI, or ``dsh web`` with every session and page it serves, keeps running meanwhile; the two
+share a span cache, which one of them at a time holds (``SpanCache.lock``).
 
 The schemas, descriptions and ``RECALL_PROMPT_SECTION`` are constants: byte-identical in every
 request that carries them (each one from the session's first checkpoint on:
@@ -14,6 +17,7 @@ request that carries them (each one from the session's first checkpoint on:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -399,18 +403,23 @@ class HistoryReadTool:
         self.cache = cache if cache is not None else SpanCache()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            _require_agent(self.name, ctx)
-            return read_checkpoint(
-                ctx.history,
-                args.get("checkpoint"),
-                _or_default(args.get("offset"), 0),
-                budget_chars=self.read_budget_chars,
-                cache=self.cache,
-                index=ctx.history_index,
-            )
-        except RecallError as exc:
-            return error_output(exc)
+        return await asyncio.to_thread(self.read, args, ctx)
+
+    def read(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """What ``run`` answers, worked out in the calling thread."""
+        with self.cache.lock:
+            try:
+                _require_agent(self.name, ctx)
+                return read_checkpoint(
+                    ctx.history,
+                    args.get("checkpoint"),
+                    _or_default(args.get("offset"), 0),
+                    budget_chars=self.read_budget_chars,
+                    cache=self.cache,
+                    index=ctx.history_index,
+                )
+            except RecallError as exc:
+                return error_output(exc)
 
 
 class HistorySearchTool:
@@ -440,20 +449,25 @@ class HistorySearchTool:
         """Where the sessions' span files are (``<home>/cache/recall``); None: memory only."""
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        try:
-            _require_agent(self.name, ctx)
-            if self.span_dir is not None:
-                self.cache.use_file(self.span_dir / f"{ctx.session_id}.spans")
-            return search_history(
-                ctx.history,
-                args.get("query"),
-                checkpoint=args.get("checkpoint"),
-                limit=_or_default(args.get("limit"), self.search_limit),
-                cache=self.cache,
-                index=ctx.history_index,
-            )
-        except RecallError as exc:
-            return error_output(exc)
+        return await asyncio.to_thread(self.search, args, ctx)
+
+    def search(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """What ``run`` answers, worked out in the calling thread."""
+        with self.cache.lock:
+            try:
+                _require_agent(self.name, ctx)
+                if self.span_dir is not None:
+                    self.cache.use_file(self.span_dir / f"{ctx.session_id}.spans")
+                return search_history(
+                    ctx.history,
+                    args.get("query"),
+                    checkpoint=args.get("checkpoint"),
+                    limit=_or_default(args.get("limit"), self.search_limit),
+                    cache=self.cache,
+                    index=ctx.history_index,
+                )
+            except RecallError as exc:
+                return error_output(exc)
 
 
 def recall_tools(settings: RecallSettings, *, span_dir: Path | None = None) -> list[Tool]:
