@@ -6,6 +6,7 @@ as it ends ``dsh run``; a closed stdin, stdout or stderr (``<&-``, ``>&-``, ``2>
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from dsh.cli.standard_streams import CANCELLED_OUTPUT_CLOSED
+from dsh.events import TurnEndEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
+from tests.cli.test_interrupted_cli import wait_for
 
 
 def dsh(*args: str, env, cwd, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -95,6 +99,49 @@ def test_every_view_of_sessions_show_into_a_closed_pipe_ends_quietly(tmp_path, e
         assert (done.returncode, done.stderr) == (141, ""), view
     done = into_a_closed_pipe("sessions", "export", session_id, env=env, cwd=tmp_path)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_plain_run_cancels_the_running_turn_once_its_reader_goes_away(tmp_path, env):
+    """``dsh run "a" "b" | head -1``: without --json a turn writes nothing before its final
+    answer, so the reader that left after the first answer was met only once the second turn
+    had run in full (its tools included). Now it is seen while the turn runs: its ``bash`` call
+    (which would wait for ever) is cancelled, the turn's end says the output was closed, and
+    dsh exits 141, quietly."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    waits = {"name": "bash", "arguments": {"command": "touch started; cat gate"}}
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"text": "first"}, {"toolCalls": [waits]}, {"text": "never"}]))
+    child = subprocess.Popen(
+        [DSH, "run", "--yes", "--script", str(script), "a", "b"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stderr is not None
+        assert child.stdout.readline() == "first\n"  # like `| head -1`
+        wait_for(tmp_path / "started", child)  # the second turn's call is running
+        child.stdout.close()  # the reader goes away
+        status = child.wait(timeout=60)
+        err = child.stderr.read()
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        with contextlib.suppress(OSError):  # a `cat` left waiting (the check failed) ends
+            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
+
+    assert (status, err) == (141, "")
+    store = JsonlStore(Path(env["DSH_HOME"]))
+    (header,) = store.list()
+    events = Session.open(store, header.id).events
+    ends = [e.data.reason for e in events if isinstance(e, TurnEndEvent)]
+    assert [end.kind for end in ends] == ["completed", "aborted"]
+    assert ends[1].error == CANCELLED_OUTPUT_CLOSED
 
 
 def test_run_with_stdin_closed_reads_it_as_empty(tmp_path, env):

@@ -101,7 +101,7 @@ def run(
     each with "v" (the schema's version), "type" and "session". A turn that fails or is
     stopped mid-reply prints what the reply had streamed, then the error on stderr
     (--json-stream: its turn_end has that text, with "partial": true). A closed stdout (| head)
-    cancels the running turn at its next line and exits 141; Ctrl-C cancels it and exits 130.
+    cancels the running turn at once and exits 141; Ctrl-C cancels it and exits 130.
     """
     if as_json and as_stream:
         raise UsageError("--json and --json-stream cannot be combined: choose one")
@@ -236,9 +236,13 @@ def _run(
     termination.install()
     try:
         for n, prompt in enumerate(turns):
+            if n > 0 and standard_streams.stdout_is_a_pipe() and standard_streams.reader_gone():
+                out.reader_gone()  # gone between two turns: the next one is not started
+                break
             if stream is not None:
                 stream.prompt = prompt
-            result = _run_with_interrupt(agent, prompt, first_attached if n == 0 else None, live)
+            attached = first_attached if n == 0 else None
+            result = _run_with_interrupt(agent, prompt, attached, live, out)
             answer = turn_answer(session, result)  # a reply cut short: the text it had streamed
             if live is not None:  # nothing more once the reader has gone (out.closed)
                 out.call(live.finish_turn, answer.text)
@@ -365,9 +369,14 @@ class _Output:
             write(*args)
             sys.stdout.flush()
         except BrokenPipeError:
-            self.closed = True
-            if self.agent is not None:
-                self.agent.cancel(standard_streams.CANCELLED_OUTPUT_CLOSED)
+            self.reader_gone()
+
+    def reader_gone(self) -> None:
+        """Stdout's reader has gone: nothing more is written, and the running turn is
+        cancelled (the next one never starts)."""
+        self.closed = True
+        if self.agent is not None:
+            self.agent.cancel(standard_streams.CANCELLED_OUTPUT_CLOSED)
 
 
 def _named_file(path: Path) -> bytes:
@@ -412,10 +421,16 @@ def _stdin_prompt() -> str:
 
 
 def _run_with_interrupt(
-    agent: Any, prompt: str, attached: Sequence[Attachment] | None, live: LiveDisplay | None
+    agent: Any,
+    prompt: str,
+    attached: Sequence[Attachment] | None,
+    live: LiveDisplay | None,
+    out: _Output,
 ) -> Any:
     """Run one turn; the first Ctrl-C cancels the turn cleanly, a second one exits at once.
-    While it runs, ``live`` shows how long a silent model call has been waiting."""
+    While it runs, ``live`` shows how long a silent model call has been waiting, and a reader
+    of stdout that goes away cancels it at once (``standard_streams.watch_reader``), not at
+    the next line it would have written."""
 
     async def notices(display: LiveDisplay) -> None:
         loop = asyncio.get_running_loop()
@@ -429,6 +444,7 @@ def _run_with_interrupt(
         ticker = None
         if live is not None and live.notices:
             ticker = asyncio.create_task(notices(live))
+        watcher = asyncio.create_task(standard_streams.watch_reader(out.reader_gone))
 
         def on_sigint() -> None:
             nonlocal presses
@@ -451,6 +467,7 @@ def _run_with_interrupt(
         try:
             return await agent.run_turn(prompt, attached)
         finally:
+            watcher.cancel()
             if ticker is not None and live is not None:
                 ticker.cancel()
                 live.show_waiting(None)

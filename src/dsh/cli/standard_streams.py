@@ -13,12 +13,20 @@ tool does (``dsh --help`` and ``dsh --version`` too, which print while the comma
 parses), without a message, with the status a shell reports for a tool its pipe stopped
 (141, 128 + SIGPIPE). A turn ``dsh run`` was running then is cancelled, and its ``turn/end``
 says so (``CANCELLED_OUTPUT_CLOSED``), not that the user cancelled it.
+
+``watch_reader`` looks for that reader going away while a turn runs, every
+``READER_CHECK_EVERY`` seconds, not only when dsh next writes: a plain ``dsh run "a" "b" |
+head -1`` writes nothing during a turn but its final answer, so the reader that left after the
+first answer would only be met once the second turn had run in full (its tools included).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import stat
 import sys
+from collections.abc import Callable
 
 EXIT_PIPE_CLOSED = 141
 """128 + SIGPIPE, what a shell reports for a tool whose output pipe was closed."""
@@ -26,6 +34,9 @@ EXIT_PIPE_CLOSED = 141
 CANCELLED_OUTPUT_CLOSED = "cancelled because dsh's output was closed (its reader went away)"
 """Why a turn stopped that ``dsh run`` cancelled because stdout's reader went away (``dsh run
 --json … | head -1``): its ``turn/end``'s error and its cancelled calls' results."""
+
+READER_CHECK_EVERY = 0.25
+"""Seconds between two looks at stdout's reader while ``watch_reader`` runs."""
 
 _STREAMS = (("stdin", "r"), ("stdout", "w"), ("stderr", "w"))
 
@@ -60,6 +71,27 @@ def reader_gone() -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def stdout_is_a_pipe() -> bool:
+    """True when stdout is a pipe or socket: a reader that can go away (a terminal's end is
+    SIGHUP's, a file has none)."""
+    try:
+        mode = os.fstat(sys.stdout.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+async def watch_reader(on_gone: Callable[[], None]) -> None:
+    """Call ``on_gone`` once stdout's reader has gone (``reader_gone``), looking every
+    ``READER_CHECK_EVERY`` seconds; returns at once when stdout is no pipe or socket. Run it as
+    a task beside the work it stops, and cancel it when that work ends."""
+    if not stdout_is_a_pipe():
+        return
+    while not reader_gone():
+        await asyncio.sleep(READER_CHECK_EVERY)
+    on_gone()
 
 
 def leave_if_reader_gone(exc: BaseException) -> None:
