@@ -132,6 +132,23 @@ def test_a_typed_error_prints_one_line_with_its_code_and_exits_1(stored, args, l
     assert result.stderr.count("\n") == 1
 
 
+def test_a_checkpoint_that_names_none_prints_the_search_of_every_checkpoint_with_a_note(stored):
+    """``--checkpoint c999``: the model's ``history_search`` gets CHECKPOINT_NOT_FOUND with the
+    search of every checkpoint; the command printed that answer as one ``dsh: error:`` line cut
+    at 300 characters, stdout empty, and exited 1. Now the search is on stdout, as without
+    ``--checkpoint``, after one warning that says why."""
+    session_id, _, session = stored
+    result = invoke("search", session_id, NEEDLE, "--checkpoint", "c999")
+    assert result.exit_code == 0
+    everywhere = run_tool(HistorySearchTool(), {"query": NEEDLE}, session).text
+    assert same_but_hint(result.stdout, everywhere, SEARCH_HINT.format(id=session_id))
+    model = run_tool(HistorySearchTool(), {"query": NEEDLE, "checkpoint": "c999"}, session)
+    why = model.text.partition("\n")[0].removesuffix(".")  # the note the model's answer opens with
+    assert result.stderr == f"dsh: warning: {why}\n"
+    assert why.startswith("CHECKPOINT_NOT_FOUND: no checkpoint c999: ")
+    assert why.endswith("; every checkpoint was searched instead")
+
+
 def test_an_unknown_session_is_a_one_line_error(stored):
     result = invoke("read", "no-such-session", "c1")
     assert result.exit_code == 1

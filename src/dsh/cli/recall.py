@@ -3,7 +3,9 @@ nothing but the session's span file, the cache a search shares with the agent's 
 
 They print the text the model would get from ``history_search`` / ``history_read`` on the same
 log, except that hints naming the model's tool name the command to type instead (``dsh recall
-read ID c42 --offset 1``). A typed recall error prints ``dsh: error: CODE: message`` and exits 1.
+read ID c42 --offset 1``). A typed recall error prints ``dsh: error: CODE: message`` and exits 1,
+except a ``--checkpoint`` that names none: the search of every checkpoint the model gets with its
+``CHECKPOINT_NOT_FOUND`` is printed, after a ``dsh: warning:`` line that says so.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dsh.config import Settings, dsh_home
 from dsh.errors import DshError
 from dsh.recall import (
     READ_A_MATCH,
+    SEARCHED_INSTEAD,
     RecallError,
+    SearchedEverywhere,
     SpanCache,
     read_checkpoint,
     search_history,
@@ -127,6 +131,9 @@ def _answer(
             context.warn(warning)
         try:
             output = work(session)
+        except SearchedEverywhere as exc:  # the model's answer, split: a note, then the search
+            context.warn(f"{exc.code}: {exc.why}; {SEARCHED_INSTEAD.removesuffix('.')}")
+            output = exc.found
         except RecallError as exc:
             raise RecallCommandError(f"{exc.code}: {exc.message}") from exc
     click.echo(printable_text(hints(output, session.id)))  # a log's text, never to act

@@ -252,10 +252,7 @@ def search_history(
             if unknown.code != CHECKPOINT_NOT_FOUND or not list_checkpoints(events, index):
                 raise
             found = search_history(events, query, limit=limit, cache=cache, index=index)
-            why = unknown.message.split(". ")[0]
-            raise RecallError(
-                CHECKPOINT_NOT_FOUND, f"{why}; every checkpoint was searched instead.\n{found.text}"
-            ) from None
+            raise SearchedEverywhere(unknown.message.split(". ")[0], found) from None
     spans = cache if cache is not None else SpanCache(max_spans=1)
     try:
         return _search(events, targets, query, checkpoint, limit, spans, index)
@@ -479,6 +476,19 @@ def recall_tools(settings: RecallSettings, *, span_dir: Path | None = None) -> l
         HistoryReadTool(settings.read_budget_chars, cache=cache),
         HistorySearchTool(settings.search_limit, cache=cache, span_dir=span_dir),
     ]
+
+
+class SearchedEverywhere(RecallError):
+    """``CHECKPOINT_NOT_FOUND`` from a search that ran over every checkpoint instead: ``why``
+    (the id names none) and ``found`` (that search), which its message joins for the model;
+    ``dsh recall search`` prints ``found`` and warns of ``why``."""
+
+    def __init__(self, why: str, found: ToolOutput) -> None:
+        super().__init__(CHECKPOINT_NOT_FOUND, f"{why}; {SEARCHED_INSTEAD}\n{found.text}")
+        self.why, self.found = why, found
+
+
+SEARCHED_INSTEAD = "every checkpoint was searched instead."
 
 
 def error_output(exc: RecallError) -> ToolOutput:
