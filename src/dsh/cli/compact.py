@@ -1,7 +1,8 @@
 """``dsh compact ID [--focus TEXT] [--backend B]``: compact an idle stored session now, with the
 session's own recorded settings (``dsh.agent.session_settings``); ``--backend`` switches them, and
 ``--summarizer`` / ``--summarizer-base-url`` override who summarises (logged, as every flag that
-changes them).
+changes them, once the pass has landed: ``_Wiring``). ``--summarizer-base-url`` with a summariser
+that calls no model (extractive) is refused: it would be recorded and never used.
 
 A call with nothing to compact (no plan, no interrupted pass to finish) appends nothing: no
 ``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it. The
@@ -27,17 +28,18 @@ import msgspec
 from dsh.agent import session_settings
 from dsh.agent.asked_window import asks_again
 from dsh.agent.runtime import Route, WindowFrom, resolve_route, summarizer_target
-from dsh.agent.session_runner import (
-    CompactionOff,
-    SessionRunner,
-    SettingsWiring,
-    record_settings,
-)
+from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
 from dsh.cli import context, termination
 from dsh.cli.options import RouteFlags, summarizer_options
 from dsh.config import Settings, load_settings, window_too_small
 from dsh.errors import ConfigError, UsageError
-from dsh.events import Event, RequestContext, RequestContextEvent, SessionSettings
+from dsh.events import (
+    CommandDoneEvent,
+    Event,
+    RequestContext,
+    RequestContextEvent,
+    SessionSettings,
+)
 from dsh.llm.registry import KEYLESS_PROVIDERS, KNOWN_PROVIDERS
 from dsh.llm.types import ModelRequest, StreamEvent
 from dsh.store import EventStore
@@ -87,11 +89,22 @@ def compact(
     try:
         resolved = _own_settings(session, settings, flags, switch=backend is not None)
         settings, changes = resolved.settings, resolved.changes
+        if summarizer_base_url is not None and settings.compaction.summarizer == "extractive":
+            raise UsageError(
+                f"--summarizer-base-url is for a model summariser; session {session.id}'s is "
+                "extractive, which calls no model: name the model with --summarizer MODEL"
+            )
         route = session_route(settings, session, store, resolved.recorded)
-        wiring = _Wiring(settings, lambda: route, recorded_wins=False, changes=changes)
+        switch = given.compaction is not None
+        wiring = _Wiring(
+            settings, lambda: route, recorded_wins=False, changes=changes, switch=switch
+        )
         runner = SessionRunner(session, wiring, approver=_deny)
         termination.install()  # SIGTERM / SIGHUP cancel the pass like Ctrl-C
+        before = len(session.events)
         ok, text = asyncio.run(_compact(runner, focus))
+        if ok and _landed(session, after=before):
+            wiring.land(session)
     except KeyboardInterrupt:
         termination.note_interrupt()  # Ctrl-C itself: said as SIGTERM and SIGHUP are
         context.warn(
@@ -226,19 +239,85 @@ def _logged_route(
 
 
 class _Wiring(SettingsWiring):
-    """The settings wiring on the session's settings as ``_own_settings`` resolved them; what
-    the flags change of the recorded ones is said on stderr when the pass logs it."""
+    """The settings wiring on the session's settings as ``_own_settings`` resolved them.
+
+    What they change of the recorded ones (the flags' changes, said on stderr as they are
+    logged) is logged once the pass has landed (``land``), not as it starts: a pass cancelled,
+    failed or killed, or a call that compacts nothing new, leaves the session's settings as
+    they were, so a plain ``dsh compact`` later does not take a summariser that never wrote a
+    summary. A backend switch (``switch``: ``--backend``, ``--compaction``) is logged as the
+    pass starts, the summariser as recorded beside it: the rest of a pass a killed process left
+    half committed is committed with the recorded backend, which must be the one that planned
+    it (``dsh.compaction.engine``)."""
 
     def __init__(
-        self, *args: Any, changes: Sequence[session_settings.Change], **options: Any
+        self,
+        *args: Any,
+        changes: Sequence[session_settings.Change],
+        switch: bool,
+        **options: Any,
     ) -> None:
         super().__init__(*args, **options)
         self.changes = changes
+        self._switch = switch
+        self._said: list[session_settings.Change] = []
+        self._landing: tuple[Settings, Route] | None = None
 
     def record_settings_of(self, session: Session) -> None:
         settings, route = self.own(session)
-        if record_settings(session, settings, route) and self.changes:
-            context.warn(session_settings.changed_warning(session.id, self.changes))
+        self._landing = settings, route
+        recorded = session_settings.latest(session)
+        backend = settings.compaction.backend
+        kept = recorded.compaction.backend == backend if recorded is not None else not self._switch
+        if kept:
+            return  # all of it logged by ``land``
+        first = _snapshot(session, settings, route)
+        if recorded is not None:  # its summariser kept until the pass lands
+            own = {key: getattr(recorded.compaction, key) for key in _SUMMARIZER_KEYS}
+            compaction = msgspec.structs.replace(first.compaction, **own)
+            first = msgspec.structs.replace(first, compaction=compaction)
+        if session_settings.record(session, first) is not None:
+            self._say(session, [c for c in self.changes if c.key not in _SUMMARIZER_CHANGES])
+
+    def land(self, session: Session) -> None:
+        """The pass landed: log the settings it ran with, saying what the flags changed."""
+        if self._landing is None:
+            return
+        if session_settings.record(session, _snapshot(session, *self._landing)) is not None:
+            self._say(session, [c for c in self.changes if c not in self._said])
+
+    def _say(self, session: Session, changes: Sequence[session_settings.Change]) -> None:
+        if changes:
+            context.warn(session_settings.changed_warning(session.id, changes))
+            self._said.extend(changes)
+
+
+_SUMMARIZER_KEYS = (*sorted(session_settings.SUMMARIZER_ROUTE_KEYS), "summarizer_context_window")
+"""The recorded compaction keys that say who summarises."""
+_SUMMARIZER_CHANGES = frozenset(f"compaction.{key}" for key in _SUMMARIZER_KEYS)
+
+
+def _snapshot(session: Session, settings: Settings, route: Route) -> SessionSettings:
+    """What ``record_settings`` would log for ``session`` run with ``settings`` on ``route``."""
+    recorded = session_settings.latest(session)
+    workspace = recorded.workspace if recorded is not None else session.header.cwd
+    return session_settings.snapshot(
+        settings,
+        route.provider.name,
+        route.model,
+        route.context_window,
+        workspace,
+        summarizer_window=route.summarizer_window,
+        window_asked=route.window_from != "settings",
+    )
+
+
+def _landed(session: Session, *, after: int) -> bool:
+    """Whether the command logged after the first ``after`` events answered with a pass of
+    its own (its ``command/done`` cites the pass's state summary; one that only finished an
+    earlier command's pass, or found nothing, cites none)."""
+    done = [e for e in session.of_type(CommandDoneEvent) if e.seq >= after]
+    return any(e.data.ok and e.data.source_event_seq is not None for e in done)
 
 
 @dataclass(slots=True)
