@@ -179,3 +179,12 @@ def test_a_project_commands_directory_leading_outside_is_skipped_whole(dirs, sec
 def test_your_own_command_may_be_a_symlink_anywhere(dirs, secret):
     (dirs[0] / "commands" / "mine.md").symlink_to(secret)
     assert MARKER in (load(dirs).expand("mine", "") or "")
+
+
+def test_usage_gives_the_prompt_command_limit_as_one_figure_the_one_enforced() -> None:
+    """docs/usage.md said "over 64 KB" in one place and "64,000 bytes" in another; the limit is
+    ``MAX_BYTES``, said as a refused file's warning says it."""
+    usage = (Path(__file__).parents[2] / "docs" / "usage.md").read_text()
+    said = f"{MAX_BYTES:,} bytes"
+    assert usage.count(said) == 2  # the commands' rules, and the bounded reads' list
+    assert "64 KB" not in usage and "64 KiB" not in usage

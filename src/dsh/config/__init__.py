@@ -287,7 +287,11 @@ def validate_settings(settings: Settings) -> None:
 
 def _validate_provider(p: ProviderSettings, where: str) -> None:
     rules = [
-        (p.max_output_tokens is None or p.max_output_tokens >= 1, "max_output_tokens", ">= 1"),
+        (
+            p.max_output_tokens is None or p.max_output_tokens >= 1,
+            "max_output_tokens",
+            "at least 1",
+        ),
         (p.temperature is None or 0 <= p.temperature <= 2, "temperature", "in [0, 2]"),
         (p.top_p is None or 0 < p.top_p <= 1, "top_p", "in (0, 1]"),
         (p.stream_idle_timeout > 0, "stream_idle_timeout", "positive"),

@@ -74,7 +74,7 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
             "must be below threshold_ratio (the stubs must leave room under it)",
             ("threshold_ratio",),
         ),
-        (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be >= 0"),
+        (c.retain_tokens is None or c.retain_tokens >= 0, "retain_tokens", "must be at least 0"),
         (c.chunk >= 100, "chunk_tokens", "must be at least 100"),
         (c.stub >= 20, "stub_tokens", "must be at least 20"),
         (
@@ -86,8 +86,8 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
         (c.state_max >= 100, "state_max_tokens", "must be at least 100"),
         (c.max_concurrency >= 1, "max_concurrency", "must be at least 1"),
         (0 < c.stub_region_ratio < 1, "stub_region_ratio", "must be in (0, 1)"),
-        (c.compaction_retries >= 0, "compaction_retries", "must be non-negative"),
-        (c.max_overflow_retries >= 0, "max_overflow_retries", "must be non-negative"),
+        (c.compaction_retries >= 0, "compaction_retries", "must be at least 0"),
+        (c.max_overflow_retries >= 0, "max_overflow_retries", "must be at least 0"),
         (
             c.prune_head_chars + c.prune_tail_chars < c.prune_threshold_chars,
             "prune_head_chars",
