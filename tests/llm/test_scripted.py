@@ -218,10 +218,15 @@ def test_a_script_says_what_a_call_past_its_end_is_told(tmp_path: Path) -> None:
 
 
 def test_the_demos_script_says_the_demo_is_over_past_its_last_answer() -> None:
+    """Said wherever the demo's session goes on: it told a ``dsh run --session`` user to
+    "Quit (ctrl+q)"; the terminal UI's keys are now named as the UI's."""
     with demo_script() as script:
         provider = ScriptedProvider.from_file(script)
-    assert provider.when_over is not None and "end of the demo" in provider.when_over
-    assert "ctrl+q" in provider.when_over
+    said = provider.when_over
+    assert said is not None and "end of the demo" in said
+    assert "Quit" not in said  # no face's own step as everyone's
+    assert said.endswith("in the terminal UI, leave this demo first with /quit or ctrl+q.")
+    assert said.count("ctrl+q") == 1
 
 
 # ---- errors ---------------------------------------------------------------------------------
