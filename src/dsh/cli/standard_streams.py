@@ -22,7 +22,6 @@ first answer would only be met once the second turn had run in full (its tools i
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 import sys
@@ -87,6 +86,8 @@ async def watch_reader(on_gone: Callable[[], None]) -> None:
     """Call ``on_gone`` once stdout's reader has gone (``reader_gone``), looking every
     ``READER_CHECK_EVERY`` seconds; returns at once when stdout is no pipe or socket. Run it as
     a task beside the work it stops, and cancel it when that work ends."""
+    import asyncio  # here: ``dsh --help`` imports this module, and no event loop
+
     if not stdout_is_a_pipe():
         return
     while not reader_gone():
