@@ -30,7 +30,7 @@ from dsh.recall.render import (
     render_node,
     render_span,
 )
-from dsh.recall.tools import (
+from dsh.recall.tool_specs import (
     HISTORY_READ,
     HISTORY_READ_DESCRIPTION,
     HISTORY_READ_PARAMETERS,
@@ -40,6 +40,8 @@ from dsh.recall.tools import (
     READ_A_MATCH,
     RECALL_PROMPT_SECTION,
     RECALL_TOOL_NAMES,
+)
+from dsh.recall.tools import (
     SEARCHED_INSTEAD,
     HistoryReadTool,
     HistorySearchTool,
