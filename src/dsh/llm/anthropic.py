@@ -20,8 +20,8 @@ from dsh.events import Usage as UsageStruct
 from dsh.llm.anthropic_wire import CACHE_BREAKPOINT, to_wire_messages, tool_to_wire
 from dsh.llm.errors import (
     base_url_refusal,
+    client_credentials,
     content_type,
-    credentials_of,
     map_anthropic_error,
     unfinished_stream,
     without_credentials,
@@ -143,10 +143,10 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
                 async for event in _events(events, content_type(events), self._base_url):
                     yield event
         except ProviderError as exc:
-            raise without_credentials(exc, _credentials(client, self._header_names)) from None
+            raise without_credentials(exc, client_credentials(client, self._header_names)) from None
         except Exception as exc:
             raise without_credentials(
-                map_anthropic_error(exc), _credentials(client, self._header_names)
+                map_anthropic_error(exc), client_credentials(client, self._header_names)
             ) from exc
 
 
@@ -273,14 +273,3 @@ def _take_usage(into: dict[str, int | None], usage: Any) -> None:
     thinking = getattr(details, "thinking_tokens", None)
     if thinking is not None:
         into["reasoning_tokens"] = int(thinking)
-
-
-def _credentials(
-    client: anthropic.AsyncAnthropic, header_names: tuple[str, ...]
-) -> tuple[str, ...]:
-    """What ``client`` sends that an error's text must not carry: its key and the values of
-    the ``provider.headers`` it was made with (read off the client: the key stays its own)."""
-    sent = client.default_headers
-    return credentials_of(
-        client.api_key, {n: v for n in header_names if isinstance(v := sent.get(n), str)}
-    )

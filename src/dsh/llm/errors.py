@@ -34,6 +34,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Protocol
 
 from dsh.config import base_url_problem
 from dsh.errors import ProviderError
@@ -84,6 +85,27 @@ def credentials_of(api_key: str | None, headers: Mapping[str, str]) -> tuple[str
     the longer one)."""
     values = {v for v in (api_key, *headers.values()) if v and len(v) >= MIN_CREDENTIAL_CHARS}
     return tuple(sorted(values, key=lambda v: (-len(v), v)))
+
+
+class SdkClient(Protocol):
+    """What both SDKs' clients say of what they send (``openai.AsyncOpenAI``,
+    ``anthropic.AsyncAnthropic``)."""
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def default_headers(self) -> Mapping[str, object]: ...
+
+
+def client_credentials(client: SdkClient, header_names: Sequence[str]) -> tuple[str, ...]:
+    """What ``client`` sends that an error's text must not carry: its key and the values of
+    the ``provider.headers`` named ``header_names`` it was made with (read off the client, so
+    the key stays the client's own)."""
+    sent = client.default_headers
+    return credentials_of(
+        client.api_key, {n: v for n in header_names if isinstance(v := sent.get(n), str)}
+    )
 
 
 def without_credentials(error: ProviderError, credentials: Sequence[str]) -> ProviderError:

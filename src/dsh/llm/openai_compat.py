@@ -19,8 +19,8 @@ from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import (
     ErrorCode,
     base_url_refusal,
+    client_credentials,
     content_type,
-    credentials_of,
     map_openai_error,
     unfinished_stream,
     without_credentials,
@@ -137,14 +137,16 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
                 async for event in _events(chunks, content_type(chunks), self._base_url):
                     yield event
         except ProviderError as exc:
-            raise without_credentials(exc, _credentials(client, self._header_names)) from None
+            raise without_credentials(exc, client_credentials(client, self._header_names)) from None
         except Exception as exc:
             error = map_openai_error(exc)
             if self._keyless and error.code == ErrorCode.AUTH:
                 error = ProviderError(
                     error.code, f"{error.detail} ({KEYLESS_HINT})", status=error.status
                 )
-            raise without_credentials(error, _credentials(client, self._header_names)) from exc
+            raise without_credentials(
+                error, client_credentials(client, self._header_names)
+            ) from exc
 
 
 KEYLESS_HINT = (
@@ -322,13 +324,4 @@ def usage_from_wire(usage: Any) -> UsageStruct:
         output_tokens=int(usage.completion_tokens or 0),
         cache_read_tokens=cache_read,
         reasoning_tokens=int(reasoning) if reasoning is not None else None,
-    )
-
-
-def _credentials(client: openai.AsyncOpenAI, header_names: tuple[str, ...]) -> tuple[str, ...]:
-    """What ``client`` sends that an error's text must not carry: its key and the values of
-    the ``provider.headers`` it was made with (read off the client: the key stays its own)."""
-    sent = client.default_headers
-    return credentials_of(
-        client.api_key, {n: v for n in header_names if isinstance(v := sent.get(n), str)}
     )
