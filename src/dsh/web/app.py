@@ -51,7 +51,6 @@ from starlette.responses import (
     FileResponse,
     HTMLResponse,
     JSONResponse,
-    RedirectResponse,
     Response,
 )
 from starlette.routing import Route, WebSocketRoute
@@ -96,6 +95,7 @@ from dsh.web.errors import (
     handle_unexpected,
 )
 from dsh.web.follow import Followers, lock_holder
+from dsh.web.launch import NO_STORE, launch_route
 from dsh.web.live import frame, joined_mid_call, stream
 from dsh.web.models import choose_model, shown_model
 from dsh.web.newest import newest_page
@@ -138,10 +138,6 @@ def static_files(static_dir: Path) -> dict[str, Path]:
     return listed
 
 
-NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-"""A launch redirect carries the token: kept by no cache, sent on by no referrer."""
-
-
 def create_app(
     registry: SessionRegistry,
     *,
@@ -166,14 +162,12 @@ def create_app(
         return info
 
     async def index(request: Request) -> Response:
-        code = request.query_params.get("launch")
-        if code is not None:  # the browser dsh web started: its one-use code for the token
-            redeemed = launch_codes is not None and launch_codes.redeem(code)
-            target = f"/?token={token}" if redeemed else "/"
-            return RedirectResponse(target, status_code=303, headers=NO_STORE)
         html = (static_root / "index.html").read_text(encoding="utf-8")
         html = html.replace("{{STATIC}}", STATIC_PREFIX.rstrip("/"))
-        return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
+        headers = {"Content-Security-Policy": CSP}
+        if "launch" in request.query_params:  # its script trades the code (dsh.web.launch)
+            headers.update(NO_STORE)
+        return HTMLResponse(html, headers=headers)
 
     async def static(request: Request) -> Response:
         path = files.get(request.path_params["path"])
@@ -396,6 +390,7 @@ def create_app(
     session_path = "/api/sessions/{session_id}"
     routes = [
         Route("/", index, methods=["GET"]),
+        launch_route(token, launch_codes),
         Route(STATIC_PREFIX + "{path:path}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET", "POST"]),
         Route(session_path, session, methods=["GET"]),
