@@ -17,6 +17,7 @@ import anyio.to_thread
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.live_text import stream_delta
 from dsh.agent.session_runner import Activity, SessionRunner
+from dsh.agent.tool_progress import RUNNING_OUTPUT, Lines
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalAnswer, always_label
 from dsh.tools.planned_change import PlannedChange, planned_change
@@ -78,6 +79,7 @@ class Handle:
         self.watchers = [
             self.runner.subscribe(hub.on_event),
             self.runner.subscribe(self.streamed.heard),
+            RUNNING_OUTPUT.watch(self._printed),
         ]
 
     @property
@@ -92,10 +94,19 @@ class Handle:
             self.streamed.add(*delta)
             self.hub.publish(frame("delta", channel=delta[0], text=delta[1]))
 
+    def _printed(self, session_id: str, lines: dict[int, Lines]) -> None:
+        """Running tool calls printed (``dsh.agent.tool_progress``): their cards' ``tail``."""
+        if session_id == self.session.id:
+            for seq, shown in lines.items():
+                self.hub.publish(frame("tail", seq=seq, lines=list(shown)))
+
     def joined(self) -> tuple[int, list[str]]:
         """For a page joining now: the seq of the last event logged and what the running call
-        streamed after it (both as of now: the page's subscription is made with them)."""
-        return len(self.session.events) - 1, self.streamed.frames()
+        streamed after it, and the last lines each running tool call printed (all as of now:
+        the page's subscription is made with them)."""
+        printed = RUNNING_OUTPUT.lines(self.session.id).items()
+        tails = [frame("tail", seq=seq, lines=list(shown)) for seq, shown in printed]
+        return len(self.session.events) - 1, self.streamed.frames() + tails
 
     async def _approve(
         self, tool: str, args: dict[str, Any], protected: str | None

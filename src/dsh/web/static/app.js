@@ -7,7 +7,7 @@ import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
 import { SessionStream, TOKEN_REFUSED, whenChanged } from './connection.js';
-import { say, setStatus, shown } from './dom.js';
+import { nearBottom, say, setStatus, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
@@ -105,11 +105,6 @@ function announce(event) {
   if (text) $('announcer').textContent = `${who}: ${text.slice(0, ANNOUNCE_CHARS)}`;
 }
 
-function nearBottom() {
-  const c = $('conversation');
-  return c.scrollHeight - c.scrollTop - c.clientHeight < 80;
-}
-
 function scrollToBottom() {
   state.view?.revealEnd();
   const c = $('conversation');
@@ -148,7 +143,8 @@ function paintStream() {
 
 function onDelta(message) {
   const stick = nearBottom();
-  if (message.channel === 'text') state.stream.text += message.text;
+  if (message.kind === 'tail') state.view.running.tail(message.seq, message.lines);  // its output
+  else if (message.channel === 'text') state.stream.text += message.text;
   else if (message.channel === 'reasoning') state.stream.reasoning += message.text;
   else if (message.channel === 'tool') state.stream.tool = message.text;
   paintStream();
@@ -375,7 +371,7 @@ function onLive(message) {
     case 'warning':
       state.warnings.arrived(message.warning);
       return;
-    case 'delta':
+    case 'delta': case 'tail':
       onDelta(message);
       return;
     case 'status':

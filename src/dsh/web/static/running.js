@@ -6,7 +6,11 @@
 // has them). A card counts only while the session shown runs a turn here or is busy in another
 // process: a stored session's card without a result (its process ended mid-call) stays a plain
 // `running…`. One timer for the page ticks once a second while some card counts, and stops when
-// none does; a card's text is written only when it changed.
+// none does; a card's text is written only when it changed. Under a running card, the last lines
+// its command printed so far (`tail` frames, dsh.agent.tool_progress: masked, escapes shown), one
+// row each cut to the card's width; they go with its result (`done`) or an empty `tail`.
+import { el } from './dom.js';
+
 export const RUNNING = 'running…';
 export const ASKING = 'waiting for your approval';
 const SHOWN_AFTER_MS = 1000;
@@ -53,7 +57,24 @@ export class RunningCards {
 
   /** The card at `seq` has its result, or left the view. */
   done(seq) {
+    this.tail(seq, []);
     if (this.cards.delete(seq)) this.update();
+  }
+
+  /** The last `lines` the running call logged at `seq` printed ([]: none). */
+  tail(seq, lines) {
+    const card = this.cards.get(seq);
+    if (!card) return;
+    if (!card.tail && lines.length) {
+      card.tail = el('div', 'tool-tail');
+      card.status.closest('.tool-card').after(card.tail);
+    }
+    if (!card.tail) return;
+    card.tail.replaceChildren(...lines.map((line) => el('div', null, line)));
+    if (!lines.length) {
+      card.tail.remove();
+      card.tail = null;
+    }
   }
 
   /** Whether the session shown runs a turn (here or in another process). */
