@@ -120,8 +120,11 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
     "of provider keys, DSH_PROVIDER_HEADERS, DSH_MCP_SERVERS, *_KEY, *_TOKEN, *_SECRET*, "
     "*PASSWORD*, *PASSWD*, *CREDENTIAL*, *_PAT, *_DSN, *_AUTH, *_AUTH_CONFIG, *AUTHTOKEN*, "
-    "*APIKEY*, *_PASS, *JWT*, *_WEBHOOK*, *DATABASE_URL, MYSQL_PWD, and any variable whose value "
-    "is a URL with a password); their values are masked in tool output.",
+    "*APIKEY*, *_PASS, *JWT*, *_WEBHOOK*, *DATABASE_URL, *PASSPHRASE*, *CONNECTION_STRING*, "
+    "*CONNSTR*, *_COOKIE, *_COOKIES, MYSQL_PWD, BW_SESSION, OP_SESSION_*, SONAR_LOGIN, and any "
+    "variable whose value is a URL with a password or a connection string with a Password=, "
+    "AccountKey=, SharedAccessKey=, SharedAccessSignature= or Pwd=); their values are masked in "
+    "tool output.",
     "tools.max_repeated_calls": "Stop a turn when the model has made the same read-only tool "
     "call (same tool, same arguments) this many times in it and got the same result each "
     "time; from the second time on, the result tells the model so. A write, a command, a todo "
