@@ -73,10 +73,15 @@ def test_an_included_config_file_is_refused_headless_and_git_runs_what_it_sets(
 
 
 def test_every_file_an_include_names_is_caught_whether_it_exists_or_its_condition_holds(
-    workspace: Path, ctx: ToolContext
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("HOME", str(workspace / "home"))
     git(workspace, "init", "-q")
-    git(workspace, "config", "include.path", "../config/shared.gitconfig")  # no such file yet
+    git(workspace, "config", "--add", "include.path", "~/tilde.gitconfig")
+    git(workspace, "config", "--add", "include.path", "%(prefix)/etc/shared.gitconfig")
+    git(
+        workspace, "config", "--add", "include.path", "../config/shared.gitconfig"
+    )  # no such file yet
     git(workspace, "config", "includeIf.onbranch:release.path", "../config/release.gitconfig")
     git(workspace, "config", "--add", "include.path", str(workspace / "abs.gitconfig"))
     (workspace / "abs.gitconfig").write_text("[include]\n\tpath = nested/more.gitconfig\n")
@@ -85,6 +90,7 @@ def test_every_file_an_include_names_is_caught_whether_it_exists_or_its_conditio
         "config/release.gitconfig",  # the branch is not release: git would read it on one
         "abs.gitconfig",
         "nested/more.gitconfig",  # named by an included file, relative to that file
+        "home/tilde.gitconfig",
         "CONFIG/../config/Shared.gitconfig",
     ):
         assert why(ctx, path) == f"writing {path_shown(path)} {GIT_WHY}", path
