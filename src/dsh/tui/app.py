@@ -99,7 +99,7 @@ class DshApp(WarningsApp[None]):
     BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
         Binding("ctrl+c", "interrupt", "Cancel turn", priority=True, show=False),
         Binding("escape", "cancel_turn", "Cancel turn", show=False),
-        Binding("ctrl+r", "toggle_reasoning", "Reasoning", show=False),
+        Binding("ctrl+t", "toggle_reasoning", "Reasoning", show=False),
         Binding("ctrl+o", "toggle_card", "Expand card", show=False),
         Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("pageup", "scroll_transcript('page_up')", "Scroll up", show=False, priority=True),
@@ -145,6 +145,7 @@ class DshApp(WarningsApp[None]):
             commands=lambda: (*COMMANDS, *self.prompt_commands.current().names),
             workspace=self.controller.options.workspace,
             send=self.submit,
+            home=dsh_home(),
             id="prompt",
         )
         prompt.cursor_blink = self._cursor_blink
@@ -482,8 +483,7 @@ class DshApp(WarningsApp[None]):
             )
 
     def action_toggle_reasoning(self) -> None:
-        view = self.transcript
-        view.set_show_reasoning(not view.show_reasoning)
+        self.transcript.set_show_reasoning(not self.transcript.show_reasoning)
 
     def action_toggle_card(self) -> None:
         self.transcript.toggle_current()

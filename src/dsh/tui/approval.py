@@ -63,7 +63,7 @@ class Composer(Protocol):
     """What typing ahead reaches: the draft (``dsh.tui.prompt.PromptBox``)."""
 
     @property
-    def text(self) -> str: ...
+    def value(self) -> str: ...
 
     def insert(self, text: str) -> object: ...
 
@@ -76,7 +76,7 @@ def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
         if isinstance(event, events.Paste):
             box.insert(event.text)
         elif event.key == "enter":
-            send(box.text)
+            send(box.value)
         elif event.is_printable and event.character is not None:
             box.insert(event.character)
 
