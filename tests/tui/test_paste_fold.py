@@ -75,3 +75,16 @@ def test_text_typed_like_a_placeholder_is_sent_as_typed():
     assert folds.widen(f"x{label}", 0, 1) == (0, 1)
     assert folds.widen(f"x{label}y", 4, 4) == (1 + len(label), 1 + len(label))  # typed inside
     assert folds.widen(f"x{label}y", 1, 1) == (1, 1)  # typed just before: as it is
+
+
+def test_a_long_paste_with_the_transcript_focused_folds_too(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        app.transcript.focus()
+        await pilot.pause()
+        await paste(pilot, BLOCK)
+        await settle(pilot, lambda: app.prompt_box.has_focus)
+        assert app.prompt_box.text == "[pasted 200 lines]" and app.prompt_box.value == BLOCK
+
+    run(app, body)

@@ -442,7 +442,7 @@ class DshApp(WarningsApp[None]):
     def on_transcript_view_typed(self, event: TranscriptView.Typed) -> None:
         """Typing (or a paste) with the transcript focused goes to the prompt, not nowhere."""
         self.prompt_box.focus()
-        self.prompt_box.insert(event.text)
+        self.prompt_box.paste(event.text)
 
     def on_prompt_box_scroll(self, event: PromptBox.Scroll) -> None:
         self.action_scroll_transcript(event.where)

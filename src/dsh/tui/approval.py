@@ -67,6 +67,8 @@ class Composer(Protocol):
 
     def insert(self, text: str) -> object: ...
 
+    def paste(self, text: str) -> None: ...
+
 
 def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
     """What the prompt did not take while it waited, as the composer would have had it:
@@ -74,7 +76,7 @@ def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
 
     def typed(event: events.Key | events.Paste) -> None:
         if isinstance(event, events.Paste):
-            box.insert(event.text)
+            box.paste(event.text)
         elif event.key == "enter":
             send(box.value)
         elif event.is_printable and event.character is not None:

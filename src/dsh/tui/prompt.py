@@ -423,6 +423,12 @@ class PromptBox(TextArea):
         self.search.type(event.text.split("\n", 1)[0])
         self._show_search()
 
+    def paste(self, text: str) -> None:
+        """Insert ``text``, pasted (or typed) while something else had the keys, at the cursor:
+        a long paste as its placeholder."""
+        self._end_search()
+        self.insert(self.folds.fold(escape_controls(text)) or text)
+
     def action_edit_in_editor(self) -> None:
         """Edit the draft in $VISUAL / $EDITOR (``dsh.tui.external_editor``); ctrl+z takes
         the editor's change back."""
