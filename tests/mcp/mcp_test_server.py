@@ -14,6 +14,10 @@ then answers nothing (not even ``initialize``) until that file exists. With
 ``MCP_TEST_DAEMON_FILE`` set, it starts ``sleep 600`` in a session of its own (as a daemon does)
 at start and writes that process's pid there. ``--long-argument-names`` adds the tool
 ``labelled``, whose second argument's name is 144 characters long (the web page's layout tests).
+
+For the masking tests: with ``MCP_TEST_SAY`` naming a variable, a crash (``crash``,
+``--crash-at-start``) prints that variable's value on stderr as its last line, as a server that
+dies of a refused key does.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ def image() -> list[object]:
 @server.tool()
 def crash() -> str:
     """Exit at once, mid-call."""
+    say_a_secret()
     os._exit(1)
 
 
@@ -109,6 +114,13 @@ def start_daemon() -> None:
         Path(daemon_file + ".part").rename(daemon_file)
 
 
+def say_a_secret() -> None:
+    """Print the value of the variable ``MCP_TEST_SAY`` names on stderr (a secret of its own)."""
+    named = os.environ.get("MCP_TEST_SAY")
+    if named:
+        print(f"fatal: bad credentials tok={os.environ.get(named)}", file=sys.stderr, flush=True)
+
+
 def hold() -> None:
     """Answer nothing until ``MCP_TEST_HOLD_FILE`` exists (the tests create it)."""
     held = os.environ.get("MCP_TEST_HOLD_FILE")
@@ -126,6 +138,7 @@ if __name__ == "__main__":
     again = restarted()
     if "--crash-at-start" in sys.argv or (again and "--crash-on-restart" in sys.argv):
         print("this server crashes at start", file=sys.stderr)
+        say_a_secret()
         sys.exit(3)
     if again and "--drop-on-restart" in sys.argv:
         server.remove_tool(sys.argv[sys.argv.index("--drop-on-restart") + 1])
