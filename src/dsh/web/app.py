@@ -5,7 +5,7 @@
     GET  /api/sessions                              list
     POST /api/sessions            {cwd?}            create (open here; stored at its first prompt)
     GET  /api/sessions/{id}                         header, stats, progress, approvals, mode
-    GET  /api/sessions/{id}/history?before_seq=&max_messages=
+    GET  /api/sessions/{id}/history?before_seq=|after_seq=|around_seq=&max_messages=
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
     GET  /api/sessions/{id}/cost                    /cost: billed tokens per model, estimates
     GET  /api/sessions/{id}/title                   /title: the title, and its words
@@ -41,7 +41,6 @@ from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -57,9 +56,6 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from dsh.errors import DshError
-from dsh.events import encode_event
-from dsh.transcript.find import MAX_QUERY_CHARS, find_in_transcript
-from dsh.transcript.history import DEFAULT_MAX_MESSAGES
 from dsh.web.auth import (
     CSP,
     STATIC_PREFIX,
@@ -80,8 +76,6 @@ from dsh.web.bodies import (
     PromptBody,
     TitleBody,
     UndoBody,
-    int_param,
-    json_bytes,
     prompt_over_body,
     read_body,
 )
@@ -94,11 +88,12 @@ from dsh.web.errors import (
     handle_http_exception,
     handle_unexpected,
 )
+from dsh.web.find_route import FindIndexes, find_answer
 from dsh.web.follow import Followers, lock_holder
+from dsh.web.history_route import history_answer
 from dsh.web.launch import NO_STORE, launch_route
 from dsh.web.live import frame, joined_mid_call, stream
 from dsh.web.models import choose_model, shown_model
-from dsh.web.newest import newest_page
 from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
 from dsh.web.session_title import new_title, shown_title
@@ -107,8 +102,6 @@ from dsh.web.warning_feed import SessionScope
 from dsh.web.workspace_diff import workspace_changes
 
 STATIC_DIR = Path(__file__).parent / "static"
-MAX_PAGE_MESSAGES = 500
-MAX_FIND_HITS = 1000
 MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8",
@@ -153,6 +146,7 @@ def create_app(
     files = static_files(static_root)
     followers = Followers(registry)
     prompt_commands = WebPromptCommands()
+    find_indexes = FindIndexes()
 
     async def session_info(session_id: str) -> dict[str, Any]:
         """The registry's info plus ``heldBy``: the pid of another process writing it."""
@@ -192,22 +186,7 @@ def create_app(
         return JSONResponse(await session_info(request.path_params["session_id"]))
 
     async def history(request: Request) -> Response:
-        session_id = check_session_id(request.path_params["session_id"])
-        before = int_param(request, "before_seq", low=0)
-        limit = int_param(request, "max_messages", low=1, high=MAX_PAGE_MESSAGES)
-        page_size = limit or DEFAULT_MAX_MESSAGES
-        found = None
-        log_path = getattr(registry.store, "log_path", None)
-        if before is None and log_path is not None and session_id not in registry.handles:
-            # the newest page of a stored log: read from its end, not the whole log
-            found = await anyio.to_thread.run_sync(
-                newest_page, Path(log_path(session_id)), page_size
-            )
-        page, last = found or await registry.history(session_id, before, page_size)
-        events = b",".join(encode_event(e) for e in page.events)
-        first = "null" if page.first_seq is None else str(page.first_seq)
-        tail = f'],"hasMore":{"true" if page.has_more else "false"},"firstSeq":{first},'
-        return json_bytes(b'{"events":[' + events + f'{tail}"lastSeq":{last}}}'.encode())
+        return await history_answer(registry, request)
 
     async def context(request: Request) -> Response:
         return JSONResponse(await session_context(registry, request.path_params["session_id"]))
@@ -246,32 +225,7 @@ def create_app(
         return JSONResponse(await workspace_changes(workspace))
 
     async def find(request: Request) -> Response:
-        session_id = check_session_id(request.path_params["session_id"])
-        query = request.query_params.get("q", "")
-        if not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise bad_request(f"q must be 1 to {MAX_QUERY_CHARS} characters")
-        limit = int_param(request, "limit", low=1, high=MAX_FIND_HITS) or MAX_FIND_HITS
-        events = await registry.events(session_id)
-        hits = await anyio.to_thread.run_sync(
-            lambda: find_in_transcript(events, query, limit=limit + 1)
-        )
-        return JSONResponse(
-            {
-                "query": query,
-                "hits": [
-                    {
-                        "seq": h.seq,
-                        "kind": h.kind,
-                        "snippet": h.snippet,
-                        "callId": h.call_id,
-                        "cardSeq": h.card_seq,
-                        "plugin": h.plugin,
-                    }
-                    for h in hits[:limit]
-                ],
-                "truncated": len(hits) > limit,
-            }
-        )
+        return await find_answer(registry, find_indexes, request)
 
     async def resume(request: Request) -> Response:
         await read_body(request, EmptyBody)
