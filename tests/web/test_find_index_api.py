@@ -18,6 +18,7 @@ from dsh.surface import Session
 from dsh.transcript import find_index as find_module
 from dsh.transcript.find import find_in_transcript
 from dsh.transcript.find_index import FindIndex
+from dsh.web.find_route import FindIndexes
 from tests.agent.log_ops import apply_op, log_ops
 from tests.helpers import append_chat_turn, new_session
 from tests.web.conftest import WebEnv
@@ -105,3 +106,22 @@ def test_the_kept_index_answers_as_a_fresh_search(steps: list[tuple[Any, ...]]) 
             assert index.find(shown, query, limit=limit) == find_in_transcript(
                 shown, query, limit=limit
             )
+
+
+def test_the_indexes_kept_are_the_last_searched_within_their_budget() -> None:
+    store = MemoryStore()
+    session = new_session(store)
+    append_chat_turn(session, "x" * 400, "y" * 400)
+    indexes = FindIndexes(kept=2, chars=2_000)
+    for name in ("a", "b", "c"):
+        indexes.of(name).find(session.events, "x")
+    assert "a" not in indexes and "b" in indexes and "c" in indexes  # two at most
+    indexes.of("b")  # searched again: the newest
+    assert "b" in indexes and "c" in indexes
+    small = FindIndexes(kept=8, chars=1_000)  # each index holds about 800 folded characters
+    for name in ("a", "b"):
+        small.of(name).find(session.events, "x")
+        small.trim()  # as the route does after each search
+    assert "a" not in small and "b" in small
+    small.of("c")  # the one asked for stays whatever it holds
+    assert "c" in small

@@ -56,6 +56,12 @@ class FindIndex:
         """How many events of the log the index holds."""
         return self._fed
 
+    @property
+    def folded_chars(self) -> int:
+        """The length of its folded text (what it keeps beside the log: about one character per
+        character of the transcript's text)."""
+        return self._size
+
     def update(self, events: Sequence[Event]) -> None:
         """Bring the index up to ``events``: appends folded in, anything else from the start."""
         count = len(events)
