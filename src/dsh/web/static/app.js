@@ -7,7 +7,7 @@ import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
 import { SessionStream, TOKEN_REFUSED, whenChanged } from './connection.js';
-import { nearBottom, say, shown } from './dom.js';
+import { say, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';

@@ -59,9 +59,3 @@ export function setStatus(node, text) {
   const wanted = shown(text);
   if (node.textContent !== wanted) node.textContent = wanted;
 }
-
-/** Whether the conversation is scrolled (about) to its end: what grows there keeps it so. */
-export function nearBottom() {
-  const c = document.getElementById('conversation');
-  return c.scrollHeight - c.scrollTop - c.clientHeight < 80;
-}
