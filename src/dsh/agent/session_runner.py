@@ -129,18 +129,20 @@ class SettingsWiring:
     def route(self) -> Route:
         return self._route_of()
 
+    def base(self, workspace: str) -> Settings:
+        """The configured settings (flags in) of a session in ``workspace`` (``dsh web``'s own)."""
+        return self.settings
+
     def own_settings(self, session: Session) -> Settings:
-        """The settings ``session`` runs with: the flags, then its recorded ones, win over the
-        configured."""
+        """The settings ``session`` runs with: the flags, then its recorded ones, over ``base``."""
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        return self._effective(session.id, recorded).settings
+        return self._effective(session.id, recorded, session.header.cwd).settings
 
     def _effective(
-        self, session_id: str | None, recorded: SessionSettings | None
+        self, session_id: str | None, recorded: SessionSettings | None, workspace: str
     ) -> session_settings.Resolved:
-        return session_settings.effective(
-            self.settings, recorded, self._overrides, switch=True, session_id=session_id
-        )
+        base, flags = self.base(workspace), self._overrides
+        return session_settings.effective(base, recorded, flags, switch=True, session_id=session_id)
 
     def own(self, session: Session) -> tuple[Settings, Route]:
         """The settings and route ``session`` runs with: the flags, then its recorded ones, win
@@ -155,15 +157,14 @@ class SettingsWiring:
 
     def _own(self, session: Session) -> tuple[session_settings.Resolved, Route]:
         recorded = session_settings.latest(session) if self._recorded_wins else None
-        return self._own_of(session.id, recorded)
+        return self._own_of(session.id, recorded, session.header.cwd)
 
     def _own_of(
-        self, session_id: str, recorded: SessionSettings | None, *, say: bool = True
+        self, session_id: str, recorded: SessionSettings | None, workspace: str, *, say: bool = True
     ) -> tuple[session_settings.Resolved, Route]:
-        """``_own`` of the session ``session_id`` whose latest record is ``recorded``, read apart
-        (a face reads the session on its loop, and resolves the route in a worker thread);
-        ``say``: False leaves what it would warn of (a record replaced, a window changed) unsaid."""
-        resolved = self._effective(session_id if say else None, recorded)
+        """``_own`` of ``session_id`` (in ``workspace``, latest record ``recorded``) read apart
+        (on a face's loop, its route in a worker thread); ``say``: False warns of nothing."""
+        resolved = self._effective(session_id if say else None, recorded, workspace)
         chosen = self.chosen_route(session_id)
         if chosen is not None:  # its own settings with the chosen model and window
             provider = msgspec.structs.replace(
@@ -187,10 +188,9 @@ class SettingsWiring:
             say_window_change(session_id, recorded, route)
         return resolved, route
 
-    def new_policy(self) -> ApprovalPolicy:
-        """A policy as the flags and the configured mode make it, no "always" answer yet (the
-        same for every session: a session records neither)."""
-        return approval_policy(self.settings, yes=self.yes, allow=self.allow)
+    def new_policy(self, workspace: str) -> ApprovalPolicy:
+        """A policy as the flags and ``workspace``'s configured mode make it (no "always")."""
+        return approval_policy(self.base(workspace), yes=self.yes, allow=self.allow)
 
     def make_agent(
         self, session: Session, *, on_stream: StreamListener, approver: Approver

@@ -9,6 +9,10 @@ cancelled cleanly (``dsh.web.server``). The token can come from
 ``DSH_WEB_TOKEN`` instead of ``--token`` (a flag is visible to everyone in ``ps``). Binding
 anything but a loopback address needs an explicit token of at least 32 characters. A loopback
 server answers only to its own ``Host`` names (no DNS rebinding).
+
+Each session runs with its own workspace's settings (``dsh.web.workspace_settings``: what
+``dsh run --session`` there would give it, the route flags over them), not with the trusted
+project config of the directory the server started in.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import webbrowser
 
 import click
 
+from dsh.agent import session_settings
 from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
 from dsh.agent.runtime import Route
 from dsh.agent.wiring import check_room
@@ -44,6 +49,7 @@ from dsh.web.runtime import WebRuntime
 from dsh.web.server import bind_socket, make_server, url_host
 from dsh.web.sessions import SessionRegistry
 from dsh.web.warning_feed import WarningFeed
+from dsh.web.workspace_settings import WorkspaceSettings
 
 log = logging.getLogger("dsh.web")
 
@@ -108,12 +114,16 @@ def _serve(
             )
     check_bind(host, explicit_token=token is not None, token=token)
     overrides = route_flags.overrides()
-    settings = load_settings(overrides=overrides)
+    here = context.cwd().resolve()
+    settings = load_settings(cwd=here, overrides=overrides)
     store = context.store(settings)
     replayed = context.replayed_session(store, route_flags)
     if replayed is not None:  # a new session starts from the recording's settings, as in dsh run
         resolved = context.session_settings(store, replayed, settings, overrides, switch=True)
         settings = resolved.settings
+    recording = session_settings.read(store, replayed) if replayed is not None else None
+    # a session in another workspace runs with that workspace's settings, not these
+    workspaces = WorkspaceSettings(overrides, started=(here, settings), recorded=recording)
     runtime = WebRuntime(
         settings,
         store=store,
@@ -122,6 +132,7 @@ def _serve(
         replay_from=replayed,
         yes=approval_flags.yes,
         allow=approval_flags.allow,
+        workspaces=workspaces,
     )
     route: Route | None = None
     try:
@@ -131,11 +142,11 @@ def _serve(
     else:
         if route.notice is not None:
             log.warning("%s", route.notice)  # an endpoint that did not report its window, …
-    registry = SessionRegistry(store, runtime, default_cwd=context.cwd().resolve(), warnings=feed)
-    start_session_mcp_servers(settings, context.cwd().resolve())  # a new session's, early
+    registry = SessionRegistry(store, runtime, default_cwd=here, warnings=feed)
+    start_session_mcp_servers(settings, here)  # a new session's, early
     if route is not None:  # a new session's window, with the servers' tools: said at start
         try:
-            check_room(settings, route, context.cwd().resolve())
+            check_room(settings, route, here)
         except WindowTooSmall as exc:
             log.warning("%s — sessions can be browsed, but prompts will fail", exc)
     secret = token or new_token()

@@ -176,7 +176,7 @@ def create_app(
             cwd = registry.default_cwd if body.cwd is None else Path(body.cwd)
             if not cwd.is_absolute() or not cwd.is_dir():
                 raise bad_request(f"cwd must be an existing absolute directory, not {body.cwd!r}")
-            handle = registry.create(cwd)
+            handle = await registry.create(cwd)
             return JSONResponse(
                 {"session": await registry.info(handle.session.id)}, status_code=201
             )
@@ -285,8 +285,7 @@ def create_app(
     async def approval_mode(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         if request.method == "GET":
-            await registry.workspace(session_id)  # 404 for an unknown session
-            return JSONResponse(registry.shown_approval(session_id))
+            return JSONResponse(await registry.shown_approval(session_id))
         await registry.require_open(session_id)
         body = await read_body(request, ApprovalModeBody)
         return JSONResponse(registry.choose_approval(session_id, body.mode))

@@ -1,10 +1,11 @@
 """``/approval`` in ``dsh web``: each session's approval mode, shown and changed from its page.
 
-A session runs with the mode ``dsh web``'s flags and the config give every agent made here
-(``--yes``: ``auto``; else ``tools.approval``), and ``--allow``'s kinds run unasked whatever
-the mode. ``/approval MODE`` in a session's composer changes its mode for the rest of this
-server's run: its running turn's next tool calls, its later turns, and the same session closed
-and opened here again. Not the other sessions (each page changes its own), not the config file,
+A session runs with the mode ``dsh web``'s flags and its own workspace's config give every
+agent made here (``--yes``: ``auto``; else ``tools.approval`` as ``dsh run`` there reads it:
+``dsh.web.workspace_settings``), and ``--allow``'s kinds run unasked whatever the mode.
+``/approval MODE`` in a session's composer changes its mode for the rest of this server's run:
+its running turn's next tool calls, its later turns, and the same session closed and opened
+here again. Not the other sessions (each page changes its own), not the config file,
 not the session's log: a server started again decides by the flags and the config again, as
 the terminal UI's next run does. The words are the terminal UI's
 (``dsh.agent.approval_command``)."""

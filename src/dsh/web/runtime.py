@@ -5,7 +5,11 @@ with its route resolved lazily, so the server starts and lists sessions even whe
 configured; tests pass a keyless route. It keeps the route ``/model NAME`` chose for a session
 (``dsh.web.models``), which that session's next agents and ``/compact`` run on. A session's
 route is resolved in a worker thread and kept (``next_routes``, ``dsh.web.next_route``): the
-agent, the engine and the settings record the runner makes on the loop take it from there."""
+agent, the engine and the settings record the runner makes on the loop take it from there.
+
+A session runs with its own workspace's settings (``base``: ``dsh.web.workspace_settings``),
+not those of the directory the server started in: its approval policy, MCP servers and tool
+settings are what ``dsh run --session`` in its workspace would give it."""
 
 from __future__ import annotations
 
@@ -17,9 +21,11 @@ import msgspec
 
 from dsh.agent import session_settings
 from dsh.agent.asked_window import say_window_change
-from dsh.agent.runtime import Route, resolve_route
+from dsh.agent.runtime import Route, approval_policy, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
+from dsh.errors import DshError
+from dsh.events import SessionSettings
 from dsh.store import EventStore
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
@@ -54,7 +60,9 @@ class Runtime(SessionWiring, Protocol):
 
     def route(self) -> Route: ...
 
-    def new_policy(self) -> ApprovalPolicy: ...
+    def base(self, workspace: str) -> Settings: ...
+
+    def new_policy(self, workspace: str) -> ApprovalPolicy: ...
 
 
 class WebRuntime(SettingsWiring):
@@ -65,7 +73,9 @@ class WebRuntime(SettingsWiring):
     already in ``settings``; they also win over what a session continued here recorded.
     ``script`` and ``replay_from`` feed the keyless providers (``--script``, ``--replay``) on
     every route resolved here, a session's recorded model's too. ``yes`` and ``allow``: the
-    approval flags (``--yes``, ``--allow``) every agent made here runs with."""
+    approval flags (``--yes``, ``--allow``) every agent made here runs with. ``workspaces``:
+    the configured settings of a session by its workspace (``WorkspaceSettings``: each
+    workspace's own, with the flags); None gives every session ``settings`` (tests)."""
 
     def __init__(
         self,
@@ -78,6 +88,7 @@ class WebRuntime(SettingsWiring):
         replay_from: str | None = None,
         yes: bool = False,
         allow: frozenset[ToolKind] = frozenset(),
+        workspaces: Callable[[str], Settings] | None = None,
     ) -> None:
         super().__init__(
             settings,
@@ -91,6 +102,7 @@ class WebRuntime(SettingsWiring):
         self._store = store
         self._script = script
         self._replay_from = replay_from
+        self._workspaces = workspaces
         self._chosen: dict[str, Route] = {}
         """The routes ``/model NAME`` chose, by session id, for the rest of the server's run."""
         self.next_routes = NextRoutes(self)
@@ -100,6 +112,33 @@ class WebRuntime(SettingsWiring):
         return resolve_route(
             settings, script=self._script, replay_from=self._replay_from, store=self._store
         )
+
+    def base(self, workspace: str) -> Settings:
+        """The configured settings of a session in ``workspace``, the flags over them: that
+        workspace's own (``dsh.web.workspace_settings``; read, the first time, where this is
+        called: a worker thread). Raises ``ConfigError`` for a config there that does not load."""
+        return self.settings if self._workspaces is None else self._workspaces(workspace)
+
+    def new_policy(self, workspace: str) -> ApprovalPolicy:
+        """The policy a new agent of a session in ``workspace`` starts from; where that
+        workspace's config does not load (nothing runs there: a turn says why), dsh's default
+        mode under the flags."""
+        try:
+            return super().new_policy(workspace)
+        except DshError:
+            return approval_policy(Settings(), yes=self.yes, allow=self.allow)
+
+    def _own_of(
+        self, session_id: str, recorded: SessionSettings | None, workspace: str, *, say: bool = True
+    ) -> tuple[session_settings.Resolved, Route]:
+        """A session that recorded no settings yet (a new one) in a workspace whose config
+        gives another route than the server's (its own trusted ``[provider]``) runs on that
+        route, as ``dsh run`` there would; else as the wiring gives it."""
+        if recorded is None and self.chosen_route(session_id) is None:
+            own = self.base(workspace)
+            if (own.provider, own.compaction) != (self.settings.provider, self.settings.compaction):
+                return session_settings.Resolved(own), self._resolve_for(own)
+        return super()._own_of(session_id, recorded, workspace, say=say)
 
     def _resolved(self) -> Route:
         if not isinstance(self._route, Route):
@@ -119,9 +158,8 @@ class WebRuntime(SettingsWiring):
         session), called in a worker thread (resolving may ask a server its window; it raises
         ``DshError`` when it cannot be done: a missing key)."""
         settings = self.own_settings(session)
-        provider = msgspec.structs.replace(
-            settings.provider, model=name, context_window=self.settings.provider.context_window
-        )
+        window = self.base(session.header.cwd).provider.context_window
+        provider = msgspec.structs.replace(settings.provider, model=name, context_window=window)
         wanted = msgspec.structs.replace(settings, provider=provider)
         return lambda: self._resolve_for(wanted)
 
@@ -133,9 +171,9 @@ class WebRuntime(SettingsWiring):
         done (a missing key). It says nothing: what it finds to warn of (a recorded value no
         longer valid, a window its server now reports otherwise) is said once a turn or a
         ``/compact`` runs on it, as before, not when a page only shows the session."""
-        session_id = session.id
+        session_id, workspace = session.id, session.header.cwd
         recorded = session_settings.latest(session)
-        return lambda: self._own_of(session_id, recorded, say=False)[1]
+        return lambda: self._own_of(session_id, recorded, workspace, say=False)[1]
 
     def _own(self, session: Session) -> tuple[session_settings.Resolved, Route]:
         """What ``own``, ``record_settings_of`` and so the agent and engine made on the loop
@@ -148,7 +186,7 @@ class WebRuntime(SettingsWiring):
             return super()._own(session)
         recorded = session_settings.latest(session)
         say_window_change(session.id, recorded, kept)  # as ``_own_of`` says it of its route
-        return self._effective(session.id, recorded), kept
+        return self._effective(session.id, recorded, session.header.cwd), kept
 
     def choose_route(self, session_id: str, route: Route) -> None:
         """The session's next agents (and ``/compact``) run on ``route``."""

@@ -38,7 +38,7 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
             "stats": open_figures(registry, handle),
             "progress": handle.hub.progress.public(),
             "approvals": [a.public() for a in handle.approvals.values()],
-            "approval": registry.approval(session.id),
+            "approval": await registry.approval(session.id, session.header.cwd),
             "draft": handle.draft,
         }
 
@@ -56,7 +56,8 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
         if upcoming is not None:
             shown["stats"] = against_window(shown["stats"], session_window(upcoming))
     fixed: dict[str, Any] = {"progress": None, "approvals": [], "draft": False}
-    return {**registry.summary(header), **shown, **fixed, "approval": registry.approval(session_id)}
+    approval = await registry.approval(session_id, header.cwd)
+    return {**registry.summary(header), **shown, **fixed, "approval": approval}
 
 
 def open_figures(registry: SessionRegistry, handle: Handle) -> dict[str, Any]:

@@ -10,7 +10,9 @@ reading on what other processes append).
 Each open session is a ``Handle`` (``dsh.web.handle``: its runner translated to frames, its
 pending approvals). A session created here is a draft until its first prompt: open here, in
 memory, written to the store by that prompt (``dsh.web.drafts``). Each session's approval mode
-is the flags' and the config's unless ``/approval`` chose another (``dsh.web.approval_mode``).
+is the flags' and its workspace's config's unless ``/approval`` chose another
+(``dsh.web.approval_mode``): each session runs with its own workspace's settings, read (in a
+worker thread) before it is first opened or shown here (``dsh.web.workspace_settings``).
 How agents and compaction engines are made is the ``Runtime``'s business, so tests inject the
 keyless ``ScriptedProvider`` through ``WebRuntime(settings, route)``. A session's info is
 ``dsh.web.session_info``'s (measured against its next turn's window, ``dsh.web.next_route``);
@@ -69,6 +71,7 @@ from dsh.web.runtime import Runtime
 from dsh.web.session_info import open_figures, session_info
 from dsh.web.titles import SessionIndex
 from dsh.web.warning_feed import WarningFeed, warn_for_session
+from dsh.web.workspace_settings import new_policy, read_settings
 
 log = logging.getLogger("dsh.web")
 
@@ -239,9 +242,10 @@ class SessionRegistry:
 
     # -- opening and closing ---------------------------------------------------------------
 
-    def create(self, cwd: Path) -> Handle:
+    async def create(self, cwd: Path) -> Handle:
         """A new session in ``cwd``, open here as a draft: the store has it once its first
-        prompt wrote it (``dsh.web.drafts``)."""
+        prompt wrote it (``dsh.web.drafts``). It runs with ``cwd``'s own settings."""
+        await read_settings(self.runtime, cwd)
         handle = self._adopt(self.drafts.create(cwd), draft=True)
         self._status(handle)
         return handle
@@ -259,8 +263,13 @@ class SessionRegistry:
         return self._adopt(session)
 
     async def resume(self, session_id: str) -> Handle:
-        """Open a stored session for writing here (idempotent for one already open here)."""
+        """Open a stored session for writing here (idempotent for one already open here), with
+        its own workspace's settings."""
         check_session_id(session_id)
+        if session_id not in self.handles:  # its header alone (the open below says what is wrong)
+            header = await anyio.to_thread.run_sync(self.store.header_of, session_id)
+            if isinstance(header, SessionHeader):
+                await read_settings(self.runtime, header.cwd)
         async with self._opening:  # two resumes at once must not race for the lock
             handle = self.handles.get(session_id)
             if handle is not None:
@@ -398,19 +407,22 @@ class SessionRegistry:
 
     # -- /approval ------------------------------------------------------------------------------
 
-    def approval(self, session_id: str) -> dict[str, Any]:
-        """``{mode, allow}``: the session's approval mode and ``--allow``'s kinds."""
-        return self.approval_modes.public(session_id, self.runtime.new_policy())
+    async def approval(self, session_id: str, workspace: str) -> dict[str, Any]:
+        """``{mode, allow}``: the approval mode of the session (in ``workspace``) and
+        ``--allow``'s kinds."""
+        return self.approval_modes.public(session_id, await new_policy(self.runtime, workspace))
 
-    def shown_approval(self, session_id: str) -> dict[str, Any]:
-        """``/approval``: the mode, and the line that says it."""
-        return self.approval_modes.shown(session_id, self.runtime.new_policy())
+    async def shown_approval(self, session_id: str) -> dict[str, Any]:
+        """``/approval``: the mode, and the line that says it; 404 for an unknown session."""
+        policy = await new_policy(self.runtime, await self.workspace(session_id))
+        return self.approval_modes.shown(session_id, policy)
 
     def choose_approval(self, session_id: str, arg: str) -> dict[str, Any]:
         """``/approval ARG`` on an open session: its running turn's next calls and its later
         turns are decided by that mode; its pages hear ``approval-mode``."""
         handle = self.open_handle(session_id)
-        chosen = self.approval_modes.choose(session_id, arg, self.runtime.new_policy())
+        policy = self.runtime.new_policy(handle.session.header.cwd)  # read as it was opened
+        chosen = self.approval_modes.choose(session_id, arg, policy)
         handle.runner.choose_approval(chosen["mode"])
         now = {"mode": chosen["mode"], "allow": chosen["allow"]}
         handle.hub.publish(frame("approval-mode", approval=now))
