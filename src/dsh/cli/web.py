@@ -12,7 +12,8 @@ server answers only to its own ``Host`` names (no DNS rebinding).
 
 Each session runs with its own workspace's settings (``dsh.web.workspace_settings``: what
 ``dsh run --session`` there would give it, the route flags over them), not with the trusted
-project config of the directory the server started in.
+project config of the directory the server started in. The browser it opens starts from a
+helper with the environment commands get (``open_browser``: no API key, no ``DSH_WEB_TOKEN``).
 """
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
-import webbrowser
 
 import click
 
 from dsh.agent import session_settings
-from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers
+from dsh.agent.mcp_servers import close_mcp_servers, start_session_mcp_servers, tool_secrets
 from dsh.agent.runtime import Route
 from dsh.agent.wiring import check_room
 from dsh.cli import context
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
-from dsh.config import load_settings
+from dsh.config import Settings, load_settings
 from dsh.errors import ConfigError, DshError, WindowTooSmall
 from dsh.web.app import create_app
 from dsh.web.auth import (
@@ -160,7 +161,7 @@ def _serve(
     click.echo("dsh web: Ctrl-C stops the server", err=True)
     if not no_open:  # a browser's command line is seen in ps: it gets a one-use code instead
         browser_url = f"{origin}/?launch={launch_codes.new()}"
-        threading.Timer(0.5, webbrowser.open, (browser_url,)).start()
+        threading.Timer(0.5, open_browser, (browser_url, settings)).start()
     server = make_server(app)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # a Ctrl-C before or after serving
@@ -173,3 +174,32 @@ def _serve(
         click.echo(f"dsh web: stopped{by}", err=True)
     if signalled is not None:  # SIGTERM, SIGHUP: what a shell sees of a signalled process
         sys.exit(128 + signalled)
+
+
+OPEN_IN_BROWSER = (
+    "import sys, webbrowser; sys.exit(0 if webbrowser.open_new_tab(sys.argv[1]) else 1)"
+)
+"""The helper ``open_browser`` runs: Python's ``webbrowser`` (``$BROWSER``, else the desktop's
+browser), quietly (no browser found: nothing said; the URL line was printed)."""
+
+
+def open_browser(url: str, settings: Settings) -> None:
+    """Open ``url`` in the user's browser from a helper process (``python -I``) started with the
+    environment commands get (``tool_secrets``' scrubbed one) without dsh's own variables: no
+    API key, no ``DSH_WEB_TOKEN``. A browser that was not already running keeps the environment
+    it starts with for its whole life, and any process of the user's can read it in
+    ``/proc/PID/environ`` (``webbrowser.open`` in this process would pass dsh's whole one). The
+    helper runs in a session of its own (the Ctrl-C that stops the server does not reach the
+    browser it started) and is reaped in a daemon thread (a browser started in the foreground
+    keeps it until it quits; the server does not wait for it)."""
+    scrubbed = tool_secrets(settings).scrubbed_environment()
+    environment = {n: v for n, v in scrubbed.items() if not n.upper().startswith("DSH_")}
+    command = [sys.executable, "-I", "-c", OPEN_IN_BROWSER, url]
+    try:
+        helper = subprocess.Popen(
+            command, env=environment, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    except OSError as exc:
+        log.warning("could not open a browser (%s); open the URL above", exc)
+        return
+    threading.Thread(target=helper.wait, name="dsh-browser", daemon=True).start()

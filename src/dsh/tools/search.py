@@ -5,7 +5,8 @@ whose real location is outside the workspace (symlinks pointing out) are dropped
 that are rarely what the model wants (``.git``, ``node_modules``, ``.venv``) are skipped unless the
 pattern or path names them. ``grep`` matches in a worker process (:mod:`dsh.tools.grep_worker`),
 killed after :data:`GREP_TIMEOUT` or when its call is cancelled: a regex that backtracks
-catastrophically holds the GIL and would freeze the whole harness in a thread.
+catastrophically holds the GIL and would freeze the whole harness in a thread. The worker
+starts with almost none of dsh's environment (:func:`worker_environment`): no API key, no token.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -25,7 +26,7 @@ from dsh.config.small_file import UnreadableFile, open_regular_file
 from dsh.errors import ToolError
 from dsh.tools.args import INVALID_ARGUMENT, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
-from dsh.tools.secrets import SecretPolicy
+from dsh.tools.secrets import SecretPolicy, is_secret_variable
 from dsh.tools.workspace import display_path, is_binary, is_inside, resolve_in_workspace
 
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
@@ -35,6 +36,19 @@ MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 GREP_TIMEOUT = 60.0
 """Seconds before a ``grep`` is stopped (its worker process killed)."""
+WORKER_VARIABLES = frozenset({"LANG", "LANGUAGE", "PYTHONHOME", "PYTHONPATH", "PYTHONUTF8"})
+"""What the grep worker keeps of dsh's environment (with the ``LC_*`` variables): how Python
+finds dsh and decodes file names as dsh does."""
+
+
+def worker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The grep worker's environment: ``WORKER_VARIABLES`` and ``LC_*`` of ``environ``
+    (default ``os.environ``), nothing else. A process started afresh is dumpable again, so any
+    process of the user's (a command's background job) could read its ``/proc/PID/environ``:
+    it must hold no API key, no ``DSH_WEB_TOKEN``, no secret of any name."""
+    env = os.environ if environ is None else environ
+    kept = {n: v for n, v in env.items() if n in WORKER_VARIABLES or n.startswith("LC_")}
+    return {n: v for n, v in kept.items() if not is_secret_variable(n, v)}
 
 
 class GlobTool:
@@ -174,6 +188,7 @@ async def _run_worker(request: bytes, timeout: float) -> dict[str, Any]:
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=worker_environment(),
         start_new_session=True,
     )
     try:
