@@ -35,14 +35,14 @@ def _comparable(events) -> list[dict]:
     return out
 
 
-def test_a_streamed_tool_call_without_an_id_ends_the_turn_as_an_error_and_keeps_the_text(
+def test_a_streamed_tool_call_without_a_name_ends_the_turn_as_an_error_and_keeps_the_text(
     harness: Harness,
     server: FakeServer,  # noqa: F811
 ):
     server.queue(
         openai_stream(
             oa_chunk(content="Let me look."),
-            oa_chunk(tool_calls=[oa_tool_call(0, name="read_file", arguments='{"path": "a"}')]),
+            oa_chunk(tool_calls=[oa_tool_call(0, id="c1", arguments='{"path": "a"}')]),
             oa_chunk(finish="tool_calls"),
         ),
         openai_text("fine"),
@@ -52,7 +52,7 @@ def test_a_streamed_tool_call_without_an_id_ends_the_turn_as_an_error_and_keeps_
     assert result.reason == "error" and "INVALID_RESPONSE" in (result.error or "")
     assert harness.types()[-4:] == ["request/error", "assistant/message", "step/end", "turn/end"]
     (error,) = _of(harness, RequestErrorEvent)
-    assert error.data.code == "INVALID_RESPONSE" and "has no id" in error.data.message
+    assert error.data.code == "INVALID_RESPONSE" and "has no name" in error.data.message
     (partial,) = _of(harness, AssistantMessageEvent)
     assert partial.data.interrupted and partial.data.error_code == "INVALID_RESPONSE"
     assert partial.data.message.text() == "Let me look." and not partial.data.message.tool_calls()
@@ -63,6 +63,32 @@ def test_a_streamed_tool_call_without_an_id_ends_the_turn_as_an_error_and_keeps_
         encode_event(e) for e in harness.session.events
     ]
     assert _comparable(_replayed(harness, "one", "two").events) == _comparable(reopened.events)
+
+
+def test_a_streamed_tool_call_without_an_id_runs_under_a_made_id_and_replays_the_same(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+):
+    (harness.workspace / "a").write_text("alpha\n")
+    server.queue(
+        openai_stream(
+            oa_chunk(content="Let me look."),
+            oa_chunk(tool_calls=[oa_tool_call(0, name="read_file", arguments='{"path": "a"}')]),
+            oa_chunk(finish="tool_calls"),
+        ),
+        openai_text("fine"),
+    )
+    agent = _agent(harness, server)
+    result = run(agent.run_turn("one"))
+    assert result.reason == "completed" and result.text == "fine"
+    assert not _of(harness, RequestErrorEvent)
+    reply = _of(harness, AssistantMessageEvent)[0].data.message
+    (call,) = reply.tool_calls()
+    assert call.id == "a-1-1-call-0"
+    (answer,) = [m for m in server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert answer["tool_call_id"] == "a-1-1-call-0" and "alpha" in answer["content"]
+    reopened = harness.reopen()
+    assert _comparable(_replayed(harness, "one").events) == _comparable(reopened.events)
 
 
 def test_a_stream_cut_before_any_complete_content_replays_to_the_same_log(

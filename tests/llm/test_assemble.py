@@ -74,11 +74,21 @@ def test_malformed_arguments_are_kept_verbatim_in_a_complete_message() -> None:
     assert message.tool_calls() == (ToolCallBlock(id="c", name="t", arguments="{not json"),)
 
 
-def test_a_tool_call_without_an_id_is_an_invalid_response() -> None:
-    assembler = StreamAssembler().feed_all([ToolCallDelta(0, name="t", arguments="{}")])
+def test_a_tool_call_without_a_name_is_an_invalid_response() -> None:
+    assembler = StreamAssembler().feed_all([ToolCallDelta(0, id="c", arguments="{}")])
     with pytest.raises(ProviderError) as caught:
         assembler.message("a", "p", "m")
     assert caught.value.code == "INVALID_RESPONSE"
+
+
+def test_a_tool_call_without_an_id_gets_one_made_unique_among_the_replys_ids() -> None:
+    events = [
+        ToolCallDelta(0, id="a-call-1", name="t", arguments="{}"),
+        ToolCallDelta(1, name="t", arguments="{}"),
+        ToolCallDelta(2, id="", name="t", arguments="{}"),
+    ]
+    message = StreamAssembler().feed_all(events).message("a", "p", "m")
+    assert [c.id for c in message.tool_calls()] == ["a-call-1", "a-call-1_2", "a-call-2"]
 
 
 def test_partial_message_keeps_arrived_text_and_only_complete_tool_calls() -> None:
@@ -88,12 +98,14 @@ def test_partial_message_keeps_arrived_text_and_only_complete_tool_calls() -> No
         ToolCallDelta(0, id="c0", name="read_file", arguments='{"path":"a"}'),
         ToolCallDelta(1, id="c1", name="read_file", arguments='{"path":'),
         ToolCallDelta(2, name="no_id", arguments="{}"),
+        ToolCallDelta(3, id="c3", arguments="{}"),
     ]
     message = StreamAssembler().feed_all(events).partial_message("a", "p", "m")
     assert message.content == (
         ReasoningBlock(text="plan"),
         TextBlock(text="Reading both"),
         ToolCallBlock(id="c0", name="read_file", arguments='{"path":"a"}'),
+        ToolCallBlock(id="a-call-2", name="no_id", arguments="{}"),
     )
 
 

@@ -34,6 +34,7 @@ from dsh.llm.sdk_environment import (
     platform_headers_dropped,
     request_platform_headers_dropped,
 )
+from dsh.llm.stream_repair import OutputBound, arguments_text, wire_count
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -140,7 +141,9 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
             )
             # Closing the stream releases the connection when the caller stops early.
             async with events:
-                async for event in _events(events, content_type(events), self._base_url):
+                async for event in _events(
+                    events, content_type(events), self._base_url, max_tokens
+                ):
                     yield event
         except ProviderError as exc:
             raise without_credentials(exc, client_credentials(client, self._header_names)) from None
@@ -197,15 +200,22 @@ def _client(
 
 
 async def _events(
-    stream: AsyncIterator[Any], content_type: str | None = None, base_url: str | None = None
+    stream: AsyncIterator[Any],
+    content_type: str | None = None,
+    base_url: str | None = None,
+    max_tokens: Any = None,
 ) -> AsyncIterator[StreamEvent]:
     """Translate raw Messages stream events; usage and finish come last, in that order. An
     answer without a stop reason is ``unfinished_stream``'s error, said by its
-    ``content_type``."""
+    ``content_type``. A block's text or tool input given whole in its ``content_block_start``
+    (proxies that stream a non-streamed answer) is used; a reply streamed far past
+    ``max_tokens`` is ended as cut at the limit (``dsh.llm.stream_repair.OutputBound``)."""
     usage: dict[str, int | None] = {}
     stop_reason: str | None = None
     tool_index: dict[int, int] = {}  # content block index -> tool call ordinal
     given_input: set[int] = set()  # tool blocks whose input has streamed a piece
+    start_input: dict[int, str] = {}  # tool blocks whose start gave their whole input
+    bound = OutputBound(max_tokens)
     async for event in stream:
         kind = event.type
         if kind == "message_start":
@@ -214,8 +224,15 @@ async def _events(
             block = event.content_block
             if block.type == "tool_use":
                 ordinal = tool_index.setdefault(event.index, len(tool_index))
+                given = getattr(block, "input", None)
+                if given:  # the standard start gives ``{}`` and streams the input
+                    start_input[event.index] = arguments_text(given)
                 yield ToolCallDelta(index=ordinal, id=block.id, name=block.name)
+            elif block.type == "text" and getattr(block, "text", None):
+                bound.take(block.text)
+                yield TextDelta(block.text)
             elif block.type == "thinking":
+                bound.take(block.thinking or "")
                 yield ReasoningDelta(
                     block.thinking or "", signature=block.signature or None, new_block=True
                 )
@@ -224,23 +241,31 @@ async def _events(
         elif kind == "content_block_delta":
             delta = event.delta
             if delta.type == "text_delta":
+                bound.take(delta.text)
                 yield TextDelta(delta.text)
             elif delta.type == "thinking_delta":
+                bound.take(delta.thinking)
                 yield ReasoningDelta(delta.thinking)
             elif delta.type == "signature_delta":
                 yield ReasoningDelta("", signature=delta.signature)
             elif delta.type == "input_json_delta" and event.index in tool_index:
                 if delta.partial_json:
                     given_input.add(event.index)
+                bound.take(delta.partial_json)
                 yield ToolCallDelta(index=tool_index[event.index], arguments=delta.partial_json)
         elif kind == "content_block_stop" and event.index in tool_index:
             if event.index not in given_input:
                 # A call that takes no arguments streams no input: its block's end is what
-                # says it is complete (a partial reply keeps it), and its input is ``{}``.
-                yield ToolCallDelta(index=tool_index[event.index], arguments="{}")
+                # says it is complete (a partial reply keeps it), and its input is ``{}``
+                # unless its start gave it whole.
+                whole = start_input.get(event.index, "{}")
+                yield ToolCallDelta(index=tool_index[event.index], arguments=whole)
         elif kind == "message_delta":
             _take_usage(usage, event.usage)
             stop_reason = event.delta.stop_reason or stop_reason
+        if bound.exceeded():
+            yield Finish("max-tokens")
+            return
     if usage:
         yield UsageReport(
             UsageStruct(
@@ -257,7 +282,9 @@ async def _events(
 
 
 def _take_usage(into: dict[str, int | None], usage: Any) -> None:
-    """Fold a usage object in; message_delta figures are cumulative, so later ones win."""
+    """Fold a usage object in; message_delta figures are cumulative, so later ones win. A
+    figure that is negative counts as 0, one that is not a number as not sent
+    (``wire_count``)."""
     if usage is None:
         return
     for key in (
@@ -266,10 +293,10 @@ def _take_usage(into: dict[str, int | None], usage: Any) -> None:
         "cache_read_input_tokens",
         "cache_creation_input_tokens",
     ):
-        value = getattr(usage, key, None)
+        value = wire_count(getattr(usage, key, None))
         if value is not None:
-            into[key] = int(value)
+            into[key] = value
     details = getattr(usage, "output_tokens_details", None)
-    thinking = getattr(details, "thinking_tokens", None)
+    thinking = wire_count(getattr(details, "thinking_tokens", None))
     if thinking is not None:
-        into["reasoning_tokens"] = int(thinking)
+        into["reasoning_tokens"] = thinking

@@ -49,7 +49,8 @@ class StreamAssembler:
     Blocks come out in a fixed order: reasoning, text, then tool calls sorted by index. A tool
     call's id and name are taken from the first delta that carries them; its argument pieces
     are concatenated. The last ``UsageReport`` and ``Finish`` win. A call whose id repeats an
-    earlier call's in the same reply gets a unique one (``unique_call_ids``).
+    earlier call's in the same reply gets a unique one (``unique_call_ids``); one that came with
+    no id (or ``""``) gets one made (``made_id``).
     """
 
     def __init__(self) -> None:
@@ -81,7 +82,7 @@ class StreamAssembler:
             thinking.redacted = event.redacted or thinking.redacted
         elif isinstance(event, ToolCallDelta):
             parts = self._calls.setdefault(event.index, _ToolCallParts())
-            if parts.id is None and event.id is not None:
+            if parts.id is None and event.id:
                 parts.id = event.id
             if parts.name is None and event.name is not None:
                 parts.name = event.name
@@ -111,30 +112,33 @@ class StreamAssembler:
         return "".join(t for thinking in self._reasoning for t in thinking.text)
 
     def message(self, id: str, provider: str, model: str) -> Message:
-        """The complete assistant message. A tool call that never got an id or a name is an
-        ``INVALID_RESPONSE`` provider error; malformed arguments are kept verbatim (docs/events.md,
-        ToolCallBlock)."""
+        """The complete assistant message. A tool call that never got a name is an
+        ``INVALID_RESPONSE`` provider error; one that never got an id gets one (``made_id``);
+        malformed arguments are kept verbatim (docs/events.md, ToolCallBlock)."""
         calls = []
-        for index, parts in sorted(self._calls.items()):
-            if parts.id is None or parts.name is None:
-                missing = "id" if parts.id is None else "name"
+        for n, (index, parts) in enumerate(sorted(self._calls.items())):
+            if parts.name is None:
                 raise provider_error(
-                    ErrorCode.INVALID_RESPONSE, f"tool call {index} of the stream has no {missing}"
+                    ErrorCode.INVALID_RESPONSE, f"tool call {index} of the stream has no name"
                 )
+            call_id = parts.id or made_id(id, n)
             calls.append(
-                ToolCallBlock(id=parts.id, name=parts.name, arguments="".join(parts.arguments))
+                ToolCallBlock(id=call_id, name=parts.name, arguments="".join(parts.arguments))
             )
         return self._build(id, provider, model, calls)
 
     def partial_message(self, id: str, provider: str, model: str) -> Message:
         """The message of an interrupted stream: whatever text and reasoning arrived, plus only
-        the tool calls that are complete (id, name and arguments that parse as JSON)."""
+        the tool calls that are complete (a name, and arguments that parse as JSON; a call
+        without an id gets one, ``made_id``)."""
         calls = []
-        for _, parts in sorted(self._calls.items()):
+        for n, (_, parts) in enumerate(sorted(self._calls.items())):
             arguments = "".join(parts.arguments)
-            if parts.id is None or parts.name is None or not _is_json(arguments):
+            if parts.name is None or not _is_json(arguments):
                 continue
-            calls.append(ToolCallBlock(id=parts.id, name=parts.name, arguments=arguments))
+            calls.append(
+                ToolCallBlock(id=parts.id or made_id(id, n), name=parts.name, arguments=arguments)
+            )
         return self._build(id, provider, model, calls)
 
     def _build(self, id: str, provider: str, model: str, calls: list[ToolCallBlock]) -> Message:
@@ -156,6 +160,15 @@ class StreamAssembler:
             content=tuple(content),
             source=ModelSource(provider=provider, model=model),
         )
+
+
+def made_id(message_id: str, n: int) -> str:
+    """The id of call ``n`` of reply ``message_id`` when the server sent it none (results
+    answer calls by id): ``{message_id}-call-{n}``, made unique among the reply's calls by
+    ``unique_call_ids`` like any id; a warning says so."""
+    made = f"{message_id}-call-{n}"
+    log.warning("tool call %d of the reply came without an id; logged as %r", n, made)
+    return made
 
 
 def unique_call_ids(calls: list[ToolCallBlock]) -> list[ToolCallBlock]:

@@ -33,6 +33,7 @@ from dsh.llm.sdk_environment import (
     platform_headers_dropped,
     request_platform_headers_dropped,
 )
+from dsh.llm.stream_repair import CallSlots, OutputBound, ThinkSplitter, wire_count
 from dsh.llm.types import (
     Finish,
     FinishReason,
@@ -134,7 +135,8 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             )
             # Closing the stream releases the connection when the caller stops early.
             async with chunks:
-                async for event in _events(chunks, content_type(chunks), self._base_url):
+                events = _events(chunks, content_type(chunks), self._base_url, _output_bound(body))
+                async for event in events:
                     yield event
         except ProviderError as exc:
             raise without_credentials(exc, client_credentials(client, self._header_names)) from None
@@ -147,6 +149,11 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             raise without_credentials(
                 error, client_credentials(client, self._header_names)
             ) from exc
+
+
+def _output_bound(body: Mapping[str, Any]) -> Any:
+    """The output bound the request sends (``OutputBound`` checks it is a count)."""
+    return body.get("max_tokens", body.get("max_completion_tokens"))
 
 
 KEYLESS_HINT = (
@@ -259,69 +266,91 @@ def _message_to_wire(message: Message, *, reasoning_back: bool) -> list[dict[str
 
 
 async def _events(
-    chunks: AsyncIterator[Any], content_type: str | None = None, base_url: str | None = None
+    chunks: AsyncIterator[Any],
+    content_type: str | None = None,
+    base_url: str | None = None,
+    max_tokens: Any = None,
 ) -> AsyncIterator[StreamEvent]:
     """Translate chat-completion chunks; usage and finish come last, in that order. An answer
-    without a finish is ``unfinished_stream``'s error, said by its ``content_type``."""
+    without a finish is ``unfinished_stream``'s error, said by its ``content_type``. What real
+    servers get wrong is put right on the way (``dsh.llm.stream_repair``): tool calls told
+    apart by id, object arguments, a leading ``<think>`` block and ``delta.reasoning`` as
+    reasoning, and a reply streamed far past ``max_tokens`` ended as cut at the limit."""
     finish: str | None = None
     usage: Any = None
-    announced: set[int] = set()
-    named: set[int] = set()
-    identified: set[int] = set()
+    calls = CallSlots()
+    think = ThinkSplitter()
+    bound = OutputBound(max_tokens)
     async for chunk in chunks:
         if chunk.usage is not None:
             usage = chunk.usage
         for choice in chunk.choices or ():
             delta = choice.delta
-            reasoning = getattr(delta, "reasoning_content", None)
-            if isinstance(reasoning, str) and reasoning:
-                yield ReasoningDelta(reasoning)
-            if delta.content:
-                yield TextDelta(delta.content)
-            for position, call in enumerate(delta.tool_calls or ()):
-                index = call.index if isinstance(call.index, int) else position
+            events: list[TextDelta | ReasoningDelta | ToolCallDelta] = []
+            reasoning = _reasoning(delta)
+            if reasoning:
+                events.append(ReasoningDelta(reasoning))
+            if isinstance(delta.content, str) and delta.content:
+                events.extend(think.feed(delta.content))
+            for call in delta.tool_calls or ():
                 fn = call.function
-                announced.add(index)
-                # Some servers repeat id and name on every chunk, some send the name after the
-                # id; the seam wants each once, from the first chunk that has it.
-                call_id = call.id if index not in identified else None
-                name = fn.name if fn is not None and index not in named else None
-                if call_id is not None:
-                    identified.add(index)
-                if name is not None:
-                    named.add(index)
-                yield ToolCallDelta(
-                    index=index,
-                    id=call_id,
-                    name=name,
-                    arguments=(fn.arguments or "") if fn is not None else "",
+                events.append(
+                    calls.delta(
+                        getattr(call, "index", None),
+                        getattr(call, "id", None),
+                        getattr(fn, "name", None),
+                        getattr(fn, "arguments", None),
+                    )
                 )
+            for event in events:
+                bound.take(event.arguments if isinstance(event, ToolCallDelta) else event.text)
+                yield event
             if choice.finish_reason:
                 finish = choice.finish_reason
+        if bound.exceeded():
+            for event in think.end():
+                yield event
+            yield Finish("max-tokens")
+            return
+    for event in think.end():
+        yield event
     if usage is not None:
         yield UsageReport(usage_from_wire(usage))
     if finish is None:
         raise unfinished_stream("finish reason", content_type, base_url)
     reason = _FINISH_REASONS.get(finish, "stop")
-    if reason == "stop" and announced:
+    if reason == "stop" and calls:
         # Ollama and some llama.cpp builds report "stop" for a reply that calls tools.
         reason = "tool-calls"
     yield Finish(reason)
 
 
+def _reasoning(delta: Any) -> str | None:
+    """A delta's reasoning: ``reasoning_content`` (DeepSeek, llama.cpp, older vLLM), else
+    ``reasoning`` (newer vLLM, Ollama, OpenRouter; a server sending both sends it twice)."""
+    for field in ("reasoning_content", "reasoning"):
+        value = getattr(delta, field, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def usage_from_wire(usage: Any) -> UsageStruct:
-    """Chat-completions usage as dsh ``Usage``: input excludes cache reads."""
-    prompt = int(usage.prompt_tokens or 0)
-    cached = getattr(usage, "prompt_cache_hit_tokens", None)  # DeepSeek
+    """Chat-completions usage as dsh ``Usage``: input excludes cache reads. Figures are
+    sanitised (``wire_count``: none is negative), cache reads are at most the prompt and
+    reasoning at most the output."""
+    prompt = wire_count(getattr(usage, "prompt_tokens", None)) or 0
+    output = wire_count(getattr(usage, "completion_tokens", None)) or 0
+    cached = wire_count(getattr(usage, "prompt_cache_hit_tokens", None))  # DeepSeek
     details = getattr(usage, "prompt_tokens_details", None)
     if cached is None and details is not None:
-        cached = details.cached_tokens
+        cached = wire_count(getattr(details, "cached_tokens", None))
     completion_details = getattr(usage, "completion_tokens_details", None)
-    reasoning = completion_details.reasoning_tokens if completion_details is not None else None
-    cache_read = int(cached) if cached is not None else None
+    reasoning = wire_count(getattr(completion_details, "reasoning_tokens", None))
+    cache_read = None if cached is None else min(cached, prompt)
     return UsageStruct(
-        input_tokens=max(prompt - (cache_read or 0), 0),
-        output_tokens=int(usage.completion_tokens or 0),
+        input_tokens=prompt - (cache_read or 0),
+        output_tokens=output,
         cache_read_tokens=cache_read,
-        reasoning_tokens=int(reasoning) if reasoning is not None else None,
+        reasoning_tokens=None if reasoning is None else min(reasoning, output),
     )
