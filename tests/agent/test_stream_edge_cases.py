@@ -91,6 +91,22 @@ def test_a_streamed_tool_call_without_an_id_runs_under_a_made_id_and_replays_the
     assert _comparable(_replayed(harness, "one").events) == _comparable(reopened.events)
 
 
+def test_a_server_that_ignores_max_tokens_ends_the_turn_as_a_reply_cut_at_the_limit(
+    harness: Harness,
+    server: FakeServer,  # noqa: F811
+):
+    # Pieces of 4 characters, a token each; no finish and no end of stream.
+    server.queue(openai_stream(*(oa_chunk(content="abc ") for _ in range(3000)), done=False))
+    agent = _agent(harness, server, params={"max_tokens": 200})
+    result = run(agent.run_turn("one"))
+    assert result.reason == "max-tokens"
+    assert "cut at its output limit (200 tokens)" in (result.error or "")
+    (reply,) = _of(harness, AssistantMessageEvent)
+    assert not reply.data.interrupted
+    assert reply.data.message.text() == "abc " * (200 + 100 + 256 + 1)
+    assert not _of(harness, RequestErrorEvent)
+
+
 def test_a_stream_cut_before_any_complete_content_replays_to_the_same_log(
     harness: Harness,
     server: FakeServer,  # noqa: F811
