@@ -90,3 +90,10 @@ def test_what_is_not_a_call_to_a_known_tool_is_not_named() -> None:
 @given(st.text(alphabet='{}[]":, namearguments\n`<>/toolscal_xyz0123', max_size=200))
 def test_any_text_is_scanned_without_failing(text: str) -> None:
     assert all(found in TOOLS for found in not_run(text))
+
+
+def test_llama_and_mistral_calls_inside_prose_are_named() -> None:
+    llama = json.dumps({"name": "edit_file", "parameters": {"path": "a.py"}})
+    assert not_run(f"I will edit it: <|python_tag|>{llama}") == ["edit_file"]
+    assert not_run(f"Done. [TOOL_CALLS][{BASH}]") == ["bash"]
+    assert not_run(f"Fixed: {llama} (it passed)") == ["edit_file"]

@@ -358,3 +358,50 @@ def test_prose_around_a_read_call_fence_never_changes_which_call_is_recovered(
     assert found is not None
     assert found.calls == [TextToolCall("read_file", '{"path": "notes.txt"}')]
     assert found.before == before.strip()
+
+
+LLAMA_READ = '{"name": "read_file", "parameters": {"path": "f.txt"}}'
+LLAMA_BASH = '{"type": "function", "name": "bash", "parameters": {"command": "ls"}}'
+
+
+def test_llama_calls_with_parameters_bare_or_after_the_python_tag_are_recovered():
+    expected = [TextToolCall("read_file", '{"path": "f.txt"}')]
+    for text in (
+        LLAMA_READ,
+        f"<|python_tag|>{LLAMA_READ}",
+        f"<|python_tag|>{LLAMA_READ}<|eom_id|>",
+    ):
+        assert recover_tool_calls(text, accepts) == expected, text
+    assert recover_tool_calls(f"<|python_tag|>{LLAMA_READ}\n{LLAMA_BASH}", accepts) == [
+        *expected,
+        TextToolCall("bash", '{"command": "ls"}'),
+    ]
+    assert starts_like_a_call('<|python_tag|>{"name": "read_fi')
+
+
+def test_mistral_and_bare_lists_of_calls_are_recovered():
+    both = f'[{READ_CALL}, {{"name": "bash", "arguments": {{"command": "ls"}}}}]'
+    expected = [
+        TextToolCall("read_file", '{"path": "notes.txt"}'),
+        TextToolCall("bash", '{"command": "ls"}'),
+    ]
+    assert recover_tool_calls(f"[TOOL_CALLS]{both}", accepts) == expected
+    assert recover_tool_calls(f"[TOOL_CALLS] {both}</s>", accepts) == expected
+    assert recover_tool_calls(both, accepts) == expected
+    assert starts_like_a_call('[TOOL_CALLS][{"name": "re') and starts_like_a_call('[{"name"')
+
+
+def test_llama_and_mistral_shapes_are_held_to_the_same_rules():
+    for text in (
+        f"[TOOL_CALLS][{READ_CALL}] and then prose",  # prose after the calls
+        "[]",  # no call
+        f'[TOOL_CALLS][{READ_CALL}, "x"]',  # something else in the list
+        '{"name": "read_file", "parameters": {"path": "f.txt"}, "extra": 1}',
+        '{"type": "tool", "name": "read_file", "parameters": {"path": "f.txt"}}',
+        '{"name": "rm_rf", "parameters": {"path": "f.txt"}}',  # not a tool
+    ):
+        assert recover_tool_calls(text, accepts) is None, text
+    # Inside prose only a read is taken out (the first wrapper), never a command.
+    found = recover_calls_in_prose(f"Let me look.\n<|python_tag|>{LLAMA_READ}", reads)
+    assert found is not None and found.before == "Let me look."
+    assert recover_calls_in_prose(f"Run this:\n[TOOL_CALLS][{LLAMA_BASH}]", reads) is None

@@ -8,11 +8,14 @@ only by whitespace, becomes tool calls. Each object stands bare, in a ``<tool_ca
 tag, as the templates write them), or in a ``` / ```json fence or a ``<tools>`` tag, either of
 which may hold several, one after another: Qwen2.5-Coder 1.5B on llama.cpp wrote a read and an
 edit one per line in one fence, and in another reply in ``<tools>`` — the tag its template puts
-around the tool signatures.
-It does so only if every object has exactly the keys ``name`` and ``arguments`` (an object) and
-``accepts`` takes each (the agent loop: a registered tool; its arguments are then checked
-as any call's are). Anything else stays text: prose around the JSON, a call ``accepts``
-refuses, a truncated object.
+around the tool signatures. Llama 3.x writes ``{"name": …, "parameters": …}`` (``"type":
+"function"`` may come with it), bare or after ``<|python_tag|>``; Mistral writes
+``[TOOL_CALLS][{…}, …]``: those two wrappers hold the rest of the reply (an end-of-turn token
+may close it), and a JSON list of calls counts as its calls, there as bare or in any wrapper.
+It does so only if every object has exactly the keys ``name`` and ``arguments`` (or
+``parameters``; an object) and ``accepts`` takes each (the agent loop: a registered tool; its
+arguments are then checked as any call's are). Anything else stays text: prose around the
+JSON, a call ``accepts`` refuses, a truncated object.
 
 A small model also writes a call in a fence in the middle of prose ("Let me search the
 history: ```json {…}``` It returns: …"), then goes on to make up what the call returned. With
@@ -52,12 +55,20 @@ Accepts = Callable[[str, str], bool]
 
 Wrapper = tuple[re.Pattern[str], re.Pattern[str], bool]
 """A wrapper around calls written as text: its opening, its closing, whether it may hold several."""
+_TO_THE_END = re.compile(r"(?:<\|eom_id\|>|<\|eot_id\|>|</s>)?\s*\Z")
+"""The closing of a wrapper that holds the rest of the reply (an end-of-turn token may follow)."""
 WRAPPERS: tuple[Wrapper, ...] = (
     (re.compile(r"```[ \t]*(?:json)?[ \t]*\n?", re.IGNORECASE), re.compile("```"), True),
     (re.compile(r"<tools>", re.IGNORECASE), re.compile(r"</tools>", re.IGNORECASE), True),
     (re.compile(r"<tool_call>", re.IGNORECASE), re.compile(r"</tool_call>", re.IGNORECASE), False),
+    (re.compile(r"<\|python_tag\|>"), _TO_THE_END, True),  # Llama 3.x
+    (re.compile(r"\[TOOL_CALLS\]"), _TO_THE_END, True),  # Mistral
 )
-_CALL_START = re.compile(r"\s*(?:```[ \t]*(?:json)?\s*)?(?:\{|<tool_call>|<tools>)", re.IGNORECASE)
+_CALL_START = re.compile(
+    r"\s*(?:```[ \t]*(?:json)?\s*)?"
+    r"(?:\{|\[\s*\{|<tool_call>|<tools>|<\|python_tag\|>|\[TOOL_CALLS\])",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +198,7 @@ def calls_not_run(text: str, accepts: Accepts, recovered: RecoveredReply | None)
     return [call.name for call in calls]
 
 
-_BARE_CALL = re.compile(r'\{\s*"(?:name|arguments)"\s*:')
+_BARE_CALL = re.compile(r'\{\s*"(?:name|arguments|parameters|type)"\s*:')
 """Where a bare call may begin among prose."""
 
 
@@ -239,6 +250,11 @@ def _json_objects(text: str, wrappers: tuple[Wrapper, ...] = WRAPPERS) -> list[A
             if position < 0:
                 return None
             values.append(value)
+        elif text[position] == "[":  # a list of calls (Mistral's, or bare)
+            value, position = _decode(text, position)
+            if position < 0 or not isinstance(value, list) or not value:
+                return None
+            values.extend(value)
         else:
             return None
 
@@ -255,7 +271,7 @@ def _closing_after_objects(
         closed = closing.match(text, position)
         if closed is not None:
             return closed.start(), closed.end()
-        if position == end or text[position] != "{":
+        if position == end or text[position] not in "{[":
             return None
         _, position = _decode(text, position)
         if position < 0:
@@ -296,10 +312,21 @@ def _decode(text: str, position: int) -> tuple[Any, int]:
         return None, -1
 
 
+_CALL_KEYS = ({"name", "arguments"}, {"name", "parameters"})
+"""The keys of a call written as text: ``parameters`` is Llama 3.x's (which may add
+``"type": "function"``)."""
+
+
 def _as_call(value: Any) -> TextToolCall | None:
-    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+    if not isinstance(value, dict):
         return None
-    name, arguments = value["name"], value["arguments"]
+    keys = set(value)
+    if value.get("type") == "function":
+        keys.discard("type")
+    if keys not in _CALL_KEYS:
+        return None
+    name = value["name"]
+    arguments = value["arguments" if "arguments" in keys else "parameters"]
     if isinstance(arguments, str):  # some models send the arguments as a JSON string
         inner = arguments.strip()
         arguments, used = _decode(inner, 0)
