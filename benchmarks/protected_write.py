@@ -13,11 +13,11 @@ two ways, in the same run on the same workspace:
   (``git config --list --show-origin --includes``; the ``rev-parse`` names the git directories
   too), the user's config files, and a look for a git directory among the file's parents.
 
-The workspace is a git repository whose config includes ``../shared.gitconfig``, with
+The workspace is a git repository whose config includes ``../team.gitconfig``, with
 ``--entries`` files at its top level, a 3 KB package.json with husky and lint-staged set up, and
 a ``--big-kb`` one in ``big/``. The calls: an ordinary ``src/app.py`` write, a dependency edit of
 each package.json (not protected), a ``lint-staged`` edit, a ``lefthook.yml`` write (protected
-by name, no git run), and a write of the included ``shared.gitconfig`` (protected now). Each is
+by name, no git run), and a write of the included ``team.gitconfig`` (protected now). Each is
 the best of ``--runs`` calls, in microseconds, and the ratio now / before; for scale, what
 ``edit_file`` itself takes for the big file's edit; then the same without git on ``PATH`` (no
 process per write: the new steps' own share shows).
@@ -107,9 +107,9 @@ def build(root: Path, entries: int, big_kb: int) -> None:
     (root / "package.json").write_text(package(2))
     (root / "big").mkdir()
     (root / "big" / "package.json").write_text(package(big_kb))
-    (root / "shared.gitconfig").write_text("[diff]\n\trenames = true\n")
+    (root / "team.gitconfig").write_text("[diff]\n\trenames = true\n")
     subprocess.run(
-        ["git", "-C", str(root), "config", "include.path", "../shared.gitconfig"], check=True
+        ["git", "-C", str(root), "config", "include.path", "../team.gitconfig"], check=True
     )
 
 
@@ -122,8 +122,8 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("package.json lint-staged edit", "edit_file",
      {"path": "package.json", "old": '"eslint --fix"', "new": '"sh x"'}),
     ("lefthook.yml write", "write_file", {"path": "lefthook.yml", "content": "pre-commit: {}\n"}),
-    ("included shared.gitconfig write", "write_file",
-     {"path": "shared.gitconfig", "content": "[core]\n"}),
+    ("included team.gitconfig write", "write_file",
+     {"path": "team.gitconfig", "content": "[core]\n"}),
 ]  # fmt: skip
 
 

@@ -86,7 +86,7 @@ def test_a_filter_from_an_included_file_or_the_users_config_does_not_run_either(
     )
     (repo / ".gitattributes").write_text("a.txt filter=inc\nb.txt filter=mine\n")
     git(repo, "commit", "-qam", "attributes")
-    included = tmp_path / "shared.gitconfig"
+    included = tmp_path / "team.gitconfig"
     included.write_text(f"[filter \"inc\"]\n\tclean = sh -c 'touch {marker}; cat'\n")
     git(repo, "config", "include.path", str(included))
     user = tmp_path / "user.gitconfig"

@@ -78,15 +78,15 @@ def test_every_file_an_include_names_is_caught_whether_it_exists_or_its_conditio
     monkeypatch.setenv("HOME", str(workspace / "home"))
     git(workspace, "init", "-q")
     git(workspace, "config", "--add", "include.path", "~/tilde.gitconfig")
-    git(workspace, "config", "--add", "include.path", "%(prefix)/etc/shared.gitconfig")
+    git(workspace, "config", "--add", "include.path", "%(prefix)/etc/team.gitconfig")
     git(
-        workspace, "config", "--add", "include.path", "../config/shared.gitconfig"
+        workspace, "config", "--add", "include.path", "../config/team.gitconfig"
     )  # no such file yet
     git(workspace, "config", "includeIf.onbranch:release.path", "../config/release.gitconfig")
     git(workspace, "config", "--add", "include.path", str(workspace / "abs.gitconfig"))
     (workspace / "abs.gitconfig").write_text("[include]\n\tpath = nested/more.gitconfig\n")
     for path in (
-        "config/shared.gitconfig",
+        "config/team.gitconfig",
         "config/release.gitconfig",  # the branch is not release: git would read it on one
         "abs.gitconfig",
         "nested/more.gitconfig",  # named by an included file, relative to that file
@@ -186,14 +186,14 @@ def test_a_write_to_gits_config_is_asked_every_time_and_never_always_allowed(
     workspace: Path, ctx: ToolContext
 ) -> None:
     git(workspace, "init", "-q", "--separate-git-dir=gitdata", ".")
-    git(workspace, "config", "include.path", "../shared.gitconfig")
+    git(workspace, "config", "include.path", "../team.gitconfig")
     approver = ScriptedApprover("always", "always")
     policy = ApprovalPolicy("auto", approver=approver)
-    for path in ("gitdata/config.extra", "shared.gitconfig"):
+    for path in ("gitdata/config.extra", "team.gitconfig"):
         run_call(ctx, "write_file", {"path": path, "content": "[diff]\n"}, policy)
     assert approver.protected == [
         f"writing gitdata/config.extra {GIT_WHY}",
-        f"writing shared.gitconfig {GIT_WHY}",
+        f"writing team.gitconfig {GIT_WHY}",
     ]
     assert policy.always_allowed_tools == frozenset()
 

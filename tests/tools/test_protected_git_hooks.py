@@ -137,8 +137,8 @@ def test_an_absolute_a_home_relative_and_an_included_hooks_path_are_read_as_git_
     assert protected(ctx, "tilde-hooks/pre-commit") is not None
     assert protected(ctx, "abs-hooks/pre-commit") is None
     git(repo, "config", "--unset", "core.hooksPath")
-    (repo / "shared.gitconfig").write_text("[core]\n\thooksPath = included-hooks\n")
-    git(repo, "config", "include.path", str(repo / "shared.gitconfig"))
+    (repo / "team.gitconfig").write_text("[core]\n\thooksPath = included-hooks\n")
+    git(repo, "config", "include.path", str(repo / "team.gitconfig"))
     assert protected(ctx, "included-hooks/pre-commit") is not None
 
 
