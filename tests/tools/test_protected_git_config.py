@@ -91,7 +91,7 @@ def test_every_file_an_include_names_is_caught_whether_it_exists_or_its_conditio
         "abs.gitconfig",
         "nested/more.gitconfig",  # named by an included file, relative to that file
         "home/tilde.gitconfig",
-        "CONFIG/../config/Shared.gitconfig",
+        "CONFIG/../config/Team.gitconfig",
     ):
         assert why(ctx, path) == f"writing {path_shown(path)} {GIT_WHY}", path
     for ordinary in ("config/other.gitconfig", ".gitconfig", "src/app.py"):
@@ -99,7 +99,7 @@ def test_every_file_an_include_names_is_caught_whether_it_exists_or_its_conditio
 
 
 def path_shown(path: str) -> str:
-    return {"CONFIG/../config/Shared.gitconfig": "config/Shared.gitconfig"}.get(path, path)
+    return {"CONFIG/../config/Team.gitconfig": "config/Team.gitconfig"}.get(path, path)
 
 
 @pytest.mark.parametrize(
