@@ -241,3 +241,19 @@ def test_a_pass_answer_splits_back_into_its_sections_whatever_follows_each_marke
     sections = split_pass_answer(answer, labels)
     for label, text in zip(labels, texts, strict=True):
         assert sections[label] == text.strip()
+
+
+def test_a_thinking_models_monologue_never_reaches_a_stub_or_the_state():
+    """A thinking summariser (the audit's) writes ``<think>…</think>`` after each section's
+    marker of a one-call pass, where the stream cannot take it as reasoning: every stub began
+    "<think> Okay, the user wants me to summarise…" and the state held the whole block."""
+    think = "<think>\nOkay, the user wants me to summarise. Let me look.\n</think>\n"
+    session, result = pass_over_http(think + "Read the module tests.", think + STATE)
+    stubs = [session.events[c.summary_seq].data for c in result.checkpoints if c.kind == "index"]
+    (state,) = [session.events[c.summary_seq].data for c in result.checkpoints if c.kind == "state"]
+    assert len(stubs) >= 2
+    for stub in stubs:
+        assert prose(stub.summary) == ["Read the module tests."]
+    for summary in [s.summary for s in stubs] + [state.summary]:
+        assert "think>" not in summary and "Okay, the user" not in summary
+    assert "## Goal\n- keep going" in state.summary

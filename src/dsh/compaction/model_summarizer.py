@@ -7,6 +7,7 @@ bills exactly what it returns. Error, empty, truncated or timed-out output is a 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -157,7 +158,7 @@ class ModelSummarizer:
             raise provider_error(
                 ErrorCode.TIMEOUT, f"the summariser did not answer within {self.timeout_s:g} s"
             ) from exc
-        text = assembler.text.strip()
+        text = without_thinking(assembler.text).strip()
         if assembler.finish == "max-tokens":
             raise provider_error(
                 ErrorCode.INVALID_RESPONSE, "the summary was cut off at the output limit"
@@ -175,3 +176,17 @@ class ModelSummarizer:
             usage=assembler.usage,
             raw_output=assembler.text,
         )
+
+
+_THINKING = re.compile(r"<(think|thinking)>.*?(?:</\1>|\Z)", re.IGNORECASE | re.DOTALL)
+"""A thinking model's monologue written into its answer: up to its closing tag, or to the end
+when it never closes (an answer cut inside it holds no summary after it)."""
+
+
+def without_thinking(text: str) -> str:
+    """``text`` without the ``<think>…</think>`` blocks a thinking model writes into its answer
+    (a leading one the stream already took as reasoning; one after each ``=== stub N ===``
+    marker of a one-call pass, or a ``<thinking>`` one, it did not), so no monologue ("Okay, the
+    user wants me to summarise…") becomes a frozen stub or the state. The log keeps the answer
+    as it came (``raw_output``)."""
+    return _THINKING.sub("", text)
