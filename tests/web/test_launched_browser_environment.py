@@ -61,10 +61,10 @@ def test_the_browser_dsh_web_opens_gets_neither_the_keys_nor_the_web_token(
             assert time.monotonic() < give_up, "the browser was never started"
             time.sleep(0.05)
         url, *variables = seen.read_text().splitlines()
-        with httpx.Client(base_url=base) as http:  # the URL it got opens the page (once)
-            launched = http.get(url.removeprefix(base))
-        assert launched.status_code == 303
-        assert launched.headers["location"] == f"/?token={TOKEN}"
+        with httpx.Client(base_url=base) as http:  # the code it got is traded for the token
+            code = url.partition("?launch=")[2]
+            launched = http.post("/api/launch", json={"code": code})
+        assert launched.status_code == 200 and launched.json() == {"token": TOKEN}
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
