@@ -149,8 +149,9 @@ class _TimesOut:
 
 def test_a_pressure_pass_whose_summariser_failed_is_said_as_failed_not_as_nothing_to_compact():
     """The request is over the window and a pass could run, but its summariser failed: the
-    warning names the failure and says the next step tries again (failures have no back-off),
-    where it said "nothing can be compacted yet" and to wait for more history."""
+    warning names the failure, where it said "nothing can be compacted yet". The next pass
+    waits for more history, as after a refusal (a dead summariser was called at every step,
+    each call retried with back-off: 119 calls in 12 turns in the audit), and never gives up."""
     session = new_session(MemoryStore())
     for i in range(6):
         append_tool_turn(session, f"p{i}", calls=[("read_file", "{}", f"output {i} " * 80)])
@@ -164,8 +165,13 @@ def test_a_pressure_pass_whose_summariser_failed_is_said_as_failed_not_as_nothin
         f"context is ~{engine.next_request_tokens():,} tokens and the compaction pass did not "
         "finish (summary failed: no answer within 120 s), above the threshold"
     )
-    assert said.endswith("; compaction tries again at the next step")
+    assert said.endswith("; compaction tries again once more of the history can go")
     failed_passes = len(session.of_type(CompactionStartEvent))
     run(engine.compact_if_needed("pressure", turn=None, window=window))
-    assert len(session.of_type(CompactionStartEvent)) == failed_passes + 1  # it did try again
+    assert len(session.of_type(CompactionStartEvent)) == failed_passes  # no call: it waits
+    for i in range(4):  # failures never give up, unlike refusals (MAX_REFUSALS)
+        append_tool_turn(session, f"q{i}", calls=[("read_file", "{}", "more output " * 400)])
+        before = len(session.of_type(CompactionStartEvent))  # more history than a retry step
+        run(engine.compact_if_needed("pressure", turn=None, window=window))
+        assert len(session.of_type(CompactionStartEvent)) == before + 1  # it did try again
     assert len(engine.warnings) == 1  # said once per crossing

@@ -193,6 +193,8 @@ class CompactionEngine:
             if attempt is None:
                 if self._refused:
                     self._note_refusal(stale, threshold)
+                elif self._failed is not None:  # not a plan-less one: that costs no call
+                    crossing.failed(stale)
                 break
             result = attempt
             if self.next_request_tokens(incoming) < threshold:
@@ -205,7 +207,8 @@ class CompactionEngine:
         """Warn (once per crossing) when the next request stays above the threshold after a
         pass, or goes over the window with none: the provider refuses it, or one that
         truncates cuts it. With none, it says whether nothing could be compacted or a pass
-        failed (and why): a failed pass is tried again at the next step."""
+        failed (and why): a failed pass is tried again once the stale material has grown by
+        ``retry_step``, as a refused one is (the window's overflow is recovered meanwhile)."""
         size = self.next_request_tokens(incoming)
         if size >= threshold and (compacted or size > window):
             self._warn_once(self._still_above(threshold, window, incoming, compacted=compacted))

@@ -56,7 +56,7 @@ def still_above(
         after = "and nothing can be compacted yet"
     else:
         after = f"and the compaction pass did not finish ({error_line(failed)})"
-        then = "compaction tries again at the next step"
+        then = "compaction tries again once more of the history can go"
     return (
         f"context {said} ~{sum(parts):,} tokens{counted} {after}, above the "
         f"threshold of {pressure.threshold:,} ({pressure.threshold_ratio:g} of the "

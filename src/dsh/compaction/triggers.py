@@ -26,7 +26,7 @@ class Crossing:
 
     refusals: int = 0
     refused_at: int | None = None
-    """Stale material (tokens) at the last refusal."""
+    """Stale material (tokens) at the last refusal or failed pass."""
     gave_up: bool = False
     warned: bool = False
 
@@ -34,11 +34,18 @@ class Crossing:
         self.refusals, self.refused_at, self.gave_up, self.warned = 0, None, False, False
 
     def waiting(self, stale: int, chunk: int) -> bool:
-        """True while the stale material has not grown by ``chunk`` since the last refusal."""
+        """True while the stale material has not grown by ``chunk`` since the last refusal or
+        failed pass."""
         return self.refused_at is not None and stale < self.refused_at + chunk
 
     def refused(self, stale: int) -> None:
         self.refusals += 1
+        self.refused_at = stale
+
+    def failed(self, stale: int) -> None:
+        """A pass failed (its summariser errored, timed out, answered junk): the next waits for
+        the stale material to grow as after a refusal, so a dead summariser is not called at
+        every step (each call retried with back-off), but failures never give up."""
         self.refused_at = stale
 
 
