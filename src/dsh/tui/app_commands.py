@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
 from dsh.agent.model_command import model_name, model_note, switched_note
+from dsh.agent.retry_command import last_turn_retry
 from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line, printable_line
 from dsh.tui.commands import COMMANDS, HELP, Command, closest_command
@@ -71,8 +72,12 @@ class SlashCommands:
         elif name == "diff":
             workspace = app.controller.options.workspace
             app.run_worker(show_workspace_diff(app, workspace), group="diff")
-        elif name in ("compact", "resume", "title", "undo", "new", "clear") and app.running:
+        elif (
+            name in ("compact", "resume", "title", "undo", "new", "clear", "retry") and app.running
+        ):
             app.note(f"/{name} waits for the running turn (esc cancels it).")
+        elif name == "retry":
+            self.retry()
         elif name == "compact":
             app.start_work(self.compact(arg or None))
         elif name == "undo":
@@ -122,6 +127,14 @@ class SlashCommands:
         if not app.controller.logged_answer(text):  # a logged answer is shown as a note
             app.note(text)
         app.measure_context()
+
+    def retry(self) -> None:
+        """``/retry``: the last turn's prompt sent again when that turn did not complete, else
+        a note saying why not (``dsh.agent.retry_command``, the words ``dsh web`` says too)."""
+        retry = last_turn_retry(self.app.controller.session)
+        self.app.note(retry.note)
+        if retry.prompt is not None:
+            self.app.work.send(retry.prompt)
 
     def pick_session(self) -> None:
         """``/sessions``: the picker over every session; the chosen one opens here."""

@@ -28,6 +28,7 @@
     POST /api/sessions/{id}/title   {title}         /title TEXT: rename it (logged)
     GET  /api/sessions/{id}/model                   /model: the model its next turns run on
     POST /api/sessions/{id}/model   {name}          /model NAME: run its next turns on NAME
+    GET  /api/sessions/{id}/retry                   /retry: the last turn's prompt, if it failed
 
 Every answer that is not a success is ``{"error": {"code", "message"}}``. Only the files
 listed in the static directory when the app is built are served; any other path (a NUL byte,
@@ -98,6 +99,7 @@ from dsh.web.errors import (
 from dsh.web.follow import Followers, lock_holder
 from dsh.web.live import frame, joined_mid_call, stream
 from dsh.web.models import choose_model, shown_model
+from dsh.web.more_routes import more_routes
 from dsh.web.newest import newest_page
 from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
@@ -404,6 +406,7 @@ def create_app(
         Route(session_path + "/cost", cost, methods=["GET"]),
         Route(session_path + "/title", title, methods=["GET", "POST"]),
         Route(session_path + "/model", model, methods=["GET", "POST"]),
+        *more_routes(registry, session_path),  # /retry, /models: dsh.web.more_routes
         Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/commands", commands, methods=["GET"]),
         Route(session_path + "/paths", paths, methods=["GET"]),

@@ -18,6 +18,7 @@ export const PAGE_COMMANDS = [
   { usage: '/title [TEXT]', names: ['title'], does: "show the session's title, or rename it (logged)" },
   { usage: '/new, /clear', names: ['new', 'clear'], does: 'start a new session (the one you leave stays listed)' },
   { usage: '/model [NAME]', names: ['model'], does: "show the model, or use NAME for this session's next turns" },
+  { usage: '/retry', names: ['retry'], does: "send the last turn's prompt again, when that turn failed or was cancelled" },
   {
     usage: '/approval [MODE]',
     names: ['approval'],
