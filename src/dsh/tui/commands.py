@@ -22,7 +22,8 @@ Commands
   /resume ID         open another session (an id or a unique prefix)
   /new, /clear       start a new session here (the one you leave stays listed: /resume
                      opens it again)
-  /model [NAME]      show the model, or use NAME for the next turns
+  /model [NAME]      show the model and pick one the server lists, or use NAME for the
+                     next turns (refused when the server does not list it)
   /retry             send the last turn's prompt again, when that turn failed or was
                      cancelled
   /warnings          dsh's warnings and errors since the UI started, with their times

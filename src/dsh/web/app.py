@@ -406,7 +406,7 @@ def create_app(
         Route(session_path + "/cost", cost, methods=["GET"]),
         Route(session_path + "/title", title, methods=["GET", "POST"]),
         Route(session_path + "/model", model, methods=["GET", "POST"]),
-        *more_routes(registry, session_path),  # /retry, /models: dsh.web.more_routes
+        *more_routes(registry, session_path),  # /retry: dsh.web.more_routes
         Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/commands", commands, methods=["GET"]),
         Route(session_path + "/paths", paths, methods=["GET"]),

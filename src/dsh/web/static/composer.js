@@ -4,7 +4,8 @@
 // of the last turn (or says what it would); `/context` opens the Context panel (context.js);
 // `/cost` says the billed tokens per model and their list-price estimate (a note); `/title` says
 // the session's title, `/title TEXT` renames it (logged: the header and the session list show
-// it); `/model` names the model the session's next turns run on, `/model NAME` runs them on NAME;
+// it); `/model` names the model the session's next turns run on with the models its server lists,
+// `/model NAME` runs them on NAME (refused, the draft kept, when the server does not list it);
 // `/retry` sends the last turn's prompt again when that turn failed or was cancelled (else a note);
 // `/approval [MODE]` names the session's approval mode or changes it (ask, auto or read-only;
 // the terminal UI's words, which the server makes); `/diff` shows the workspace's changes since
