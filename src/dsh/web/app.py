@@ -26,7 +26,7 @@
     GET  /api/sessions/{id}/approval                /approval: the approval mode, and its words
     POST /api/sessions/{id}/approval {mode}         /approval MODE: ask, auto or read-only
     POST /api/sessions/{id}/title   {title}         /title TEXT: rename it (logged)
-    GET  /api/sessions/{id}/model                   /model: the model its next turns run on
+    GET  /api/sessions/{id}/model                   /model: its next turns' model, those listed
     POST /api/sessions/{id}/model   {name}          /model NAME: run its next turns on NAME
     GET  /api/sessions/{id}/retry                   /retry: the last turn's prompt, if it failed
 
