@@ -34,6 +34,16 @@ def test_a_listed_name_passes_an_unlisted_one_is_refused_in_one_line() -> None:
     )
 
 
+def test_an_alias_of_a_listed_snapshot_is_listed() -> None:
+    """Anthropic lists dated snapshots only and takes their aliases (the default model)."""
+    listed = Listed(("claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805"))
+    assert checked_choice("claude-opus-4-1", "anthropic", listed) is None
+    with pytest.raises(UsageError):
+        checked_choice("claude-opus-4", "anthropic", listed)  # not a snapshot's alias
+    note = listing_note("claude-sonnet-4-5", "anthropic", 200_000, listed)
+    assert note.endswith("(in use: claude-sonnet-4-5, the alias of a listed snapshot)")
+
+
 def test_the_list_marks_the_model_in_use_and_says_one_not_listed() -> None:
     note = listing_note("deepseek-chat", "deepseek", 128_000, Listed(MODELS)).splitlines()
     assert note[1:] == [

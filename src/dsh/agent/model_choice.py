@@ -11,14 +11,25 @@ it did."""
 from __future__ import annotations
 
 import difflib
+import re
 
 from dsh.agent.model_command import model_note
 from dsh.errors import UsageError
 from dsh.llm.model_list import Listed, ModelList, NotListed
 
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)")
+"""A dated snapshot's suffix: Anthropic lists ``claude-sonnet-4-5-20250929`` and takes its
+alias ``claude-sonnet-4-5`` too (as ``dsh.agent.billing`` reads the names)."""
 CLOSE_MATCHES = 3
 SHOWN_IN_NOTE = 50
 """At most this many models are listed in a note (a picker shows them all)."""
+
+
+def is_listed(name: str, models: tuple[str, ...]) -> bool:
+    """Whether ``name`` is a listed model, or the alias of a listed dated snapshot."""
+    return name in models or any(
+        m.startswith(name) and _SNAPSHOT.fullmatch(m, len(name)) is not None for m in models
+    )
 
 
 def close_matches(name: str, models: tuple[str, ...], n: int = CLOSE_MATCHES) -> list[str]:
@@ -39,7 +50,7 @@ def checked_choice(name: str, provider: str, listed: ModelList) -> str | None:
     raises ``UsageError`` (one line, the closest names in it) for a name the list lacks."""
     if isinstance(listed, NotListed):
         return f"warning: could not list {provider}'s models ({listed.reason}): {name} not checked."
-    if listed is None or name in listed.models:
+    if listed is None or is_listed(name, listed.models):
         return None
     if not listed.models:
         return None  # an empty list checks nothing
@@ -63,7 +74,9 @@ def listing_note(model: str, provider: str, window: int, listed: ModelList) -> s
     lines += [f"  {'*' if m == model else ' '} {m}" for m in listed.models[:SHOWN_IN_NOTE]]
     if len(listed.models) > SHOWN_IN_NOTE:
         lines.append(f"    … and {len(listed.models) - SHOWN_IN_NOTE} more")
-    if model not in listed.models:
+    if model not in listed.models and is_listed(model, listed.models):
+        lines.append(f"  (in use: {model}, the alias of a listed snapshot)")
+    elif model not in listed.models:
         lines.append(f"  (the model in use, {model}, is not among them)")
     return "\n".join(lines)
 
