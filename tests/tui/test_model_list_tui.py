@@ -162,3 +162,20 @@ def test_the_list_is_bounded_and_the_keys_go_on_while_it_is_asked(
         run(app, body)
     finally:
         answer.set()
+
+
+def test_the_picker_marks_the_snapshot_a_name_is_the_alias_of(rig: Rig, server: FakeServer) -> None:
+    server.fixed["/v1/models"] = listing("other", "scripted-20250929")  # in use: "scripted"
+    app = app_on(rig, f"{server.url}/v1")
+
+    async def body(pilot: Any) -> None:
+        await submit(pilot, "/model")
+        await settle(pilot, lambda: isinstance(app.screen, ModelPicker))
+        picker = app.screen
+        assert isinstance(picker, ModelPicker) and picker.in_use == "scripted-20250929"
+        options = picker.query_one("#models", OptionList)
+        await settle(pilot, lambda: options.highlighted == 1)
+        await pilot.press("enter")  # the model in use, under its snapshot's name: switched to it
+        await settle(pilot, lambda: app.controller.model == "scripted-20250929")
+
+    run(app, body)

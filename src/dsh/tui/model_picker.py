@@ -1,6 +1,7 @@
 """``/model``'s picker: the models the route's server lists (``dsh.llm.model_list``), the one in
-use marked and highlighted; typing filters the rows (each word typed must be in the name, case
-aside), backspace widens them again, enter chooses, esc closes without a change."""
+use marked and highlighted (or the dated snapshot its name is the alias of); typing filters the
+rows (each word typed must be in the name, case aside), backspace widens them again, enter
+chooses, esc closes without a change."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from dsh.agent.model_choice import is_listed
 from dsh.errors import printable_line
 
 IN_USE = "  (in use)"
@@ -54,6 +56,10 @@ class ModelPicker(ModalScreen[str | None]):
         super().__init__()
         self.models = list(models)
         self.current = current
+        self.in_use = next((m for m in self.models if m == current), None) or next(
+            (m for m in self.models if is_listed(current, (m,))), None
+        )
+        """The row of the model in use: its own, else the snapshot its name is the alias of."""
         self.provider = provider
         self.typed = ""
 
@@ -81,7 +87,7 @@ class ModelPicker(ModalScreen[str | None]):
         shown = self.shown
         options = self.query_one(OptionList)
         options.set_options(Option(self._row(m), id=m) for m in shown)
-        options.highlighted = shown.index(self.current) if self.current in shown else 0
+        options.highlighted = shown.index(self.in_use) if self.in_use in shown else 0
         if not shown:
             options.highlighted = None
         typed = printable_line(self.typed)
@@ -92,7 +98,7 @@ class ModelPicker(ModalScreen[str | None]):
 
     def _row(self, model: str) -> Text:
         row = Text(printable_line(model), no_wrap=True, overflow="ellipsis")
-        if model == self.current:
+        if model == self.in_use:
             row.stylize("bold")
             row.append(IN_USE, style="italic")
         return row
