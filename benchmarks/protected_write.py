@@ -1,21 +1,24 @@
-"""What deciding whether a file write is protected costs per write, now that the other hook
-managers' configs and package.json's hook keys count, against the decision before them.
+"""What deciding whether a file write is protected costs per write, now that git's own
+configuration outside ``.git`` counts (the files its config listing names, git directories of
+any name, the user's config files), against the decision before it.
 
 ``protected_write`` (``dsh.tools.protected``, run before every ``write_file``/``edit_file``) in
 two ways, in the same run on the same workspace:
 
 - *before* (the baseline, the earlier decision written out here from the module's own parts):
-  the resolved path's names against ``.dsh``/``.git``/``.husky``/``.pre-commit-config.yaml``,
-  dsh's home, and git's hooks directory (``git rev-parse``, one process per write);
-- *now*: the same, plus the path as given, the workspace's top-level symlinks (one listing of
-  its top level per write), the hook managers' names, and for a ``package.json`` the file read
-  and both texts parsed and their hook keys compared.
+  the names on the way to the file (``.dsh``, ``.git``, the hook managers', ``.vscode``,
+  ``.envrc``), dsh's home, the hooks directory (``git rev-parse --git-path hooks``, one process
+  per write), and a package.json's hook keys;
+- *now*: the same, plus the editor and mise names, one more git process per write
+  (``git config --list --show-origin --includes``; the ``rev-parse`` names the git directories
+  too), the user's config files, and a look for a git directory among the file's parents.
 
-The workspace is a git repository with ``--entries`` files at its top level, a 3 KB
-package.json with husky and lint-staged set up, and a ``--big-kb`` one in ``big/``. The calls:
-an ordinary ``src/app.py`` write, a dependency edit of each package.json (not protected), a
-``lint-staged`` edit (protected now), and a ``lefthook.yml`` write (protected now). Each is the
-best of ``--runs`` calls, in microseconds, and the ratio now / before; for scale, what
+The workspace is a git repository whose config includes ``../shared.gitconfig``, with
+``--entries`` files at its top level, a 3 KB package.json with husky and lint-staged set up, and
+a ``--big-kb`` one in ``big/``. The calls: an ordinary ``src/app.py`` write, a dependency edit of
+each package.json (not protected), a ``lint-staged`` edit, a ``lefthook.yml`` write (protected
+by name, no git run), and a write of the included ``shared.gitconfig`` (protected now). Each is
+the best of ``--runs`` calls, in microseconds, and the ratio now / before; for scale, what
 ``edit_file`` itself takes for the big file's edit; then the same without git on ``PATH`` (no
 process per write: the new steps' own share shows).
 
@@ -39,16 +42,20 @@ from _timing import best_of
 from dsh.errors import ToolError
 from dsh.tools import protected
 from dsh.tools.base import Tool
+from dsh.tools.git_hooks import hooks_dir, runs_as_hook
+from dsh.tools.hook_configs import MANAGED_NAMES, PACKAGE_JSON, package_key_change
 from dsh.tools.registry import default_tools
 from dsh.tools.workspace import display_path, resolve_in_workspace
 
 TOOLS = {tool.name: tool for tool in default_tools()}
-BEFORE_NAMES = {".dsh": "dsh", ".git": "git", ".husky": "git hooks"}
-BEFORE_NAMES[".pre-commit-config.yaml"] = "git hooks"
+BEFORE_NAMES = {".dsh": "dsh", ".git": "git", ".husky": "git hooks", ".vscode": "VS Code"}
+BEFORE_NAMES.update({".pre-commit-config.yaml": "git hooks", ".envrc": "direnv"})
+BEFORE_NAMES.update(MANAGED_NAMES)
 
 
 def decided_before(tool: Tool, args: dict[str, Any], workspace: Path) -> tuple[str, str] | None:
-    """The decision before the hook managers counted: (path, owner) or None."""
+    """The decision before git's configuration outside ``.git`` counted: (path, owner) or
+    None."""
     if tool.kind != "write" or not isinstance(args.get("path"), str):
         return None
     try:
@@ -57,15 +64,23 @@ def decided_before(tool: Tool, args: dict[str, Any], workspace: Path) -> tuple[s
         return None
     root = workspace.resolve()
     shown = display_path(resolved, root)
-    for name in resolved.relative_to(root).parts:
-        owner = BEFORE_NAMES.get(protected._compared(name))
-        if owner is not None:
-            return shown, owner
+    for parts, _ in protected._routes(args["path"], resolved, root):
+        for name in parts:
+            owner = BEFORE_NAMES.get(name)
+            if owner is not None:
+                return shown, owner
     home = protected._resolved_home()
     if home is not None and home.is_relative_to(root) and resolved.is_relative_to(home):
         return shown, "dsh"
-    if protected._run_by_git_as_a_hook(resolved, root):
+    hooks = hooks_dir(root)
+    if hooks is not None and hooks.is_relative_to(root) and resolved.is_relative_to(hooks):
         return shown, "git hooks"
+    if hooks is not None and hooks == root and runs_as_hook(resolved.name):
+        return shown, "git hooks"
+    if resolved.name == PACKAGE_JSON:
+        change = package_key_change(tool.name, args, resolved)
+        if change is not None:
+            return shown, str(change.key)
     return None
 
 
@@ -92,6 +107,10 @@ def build(root: Path, entries: int, big_kb: int) -> None:
     (root / "package.json").write_text(package(2))
     (root / "big").mkdir()
     (root / "big" / "package.json").write_text(package(big_kb))
+    (root / "shared.gitconfig").write_text("[diff]\n\trenames = true\n")
+    subprocess.run(
+        ["git", "-C", str(root), "config", "include.path", "../shared.gitconfig"], check=True
+    )
 
 
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
@@ -103,6 +122,8 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("package.json lint-staged edit", "edit_file",
      {"path": "package.json", "old": '"eslint --fix"', "new": '"sh x"'}),
     ("lefthook.yml write", "write_file", {"path": "lefthook.yml", "content": "pre-commit: {}\n"}),
+    ("included shared.gitconfig write", "write_file",
+     {"path": "shared.gitconfig", "content": "[core]\n"}),
 ]  # fmt: skip
 
 

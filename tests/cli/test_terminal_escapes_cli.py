@@ -158,7 +158,10 @@ def test_the_import_report_shows_the_logs_id_workspace_and_field_names_inert(
     escaped = ascii(ATTACK)[1:-1]  # one-line fields, as a title shows one: each as its escape
     lines = report.splitlines()
     assert lines[0] == f"imported up-{escaped} as session imported-1 (11 events from 12 lines)"
-    assert lines[2] == f"workspace: /tmp/a{escaped}b"
+    assert lines[2] == (
+        f"workspace: {tmp_path.resolve()} (the log ran in /tmp/a{escaped}b; "
+        "--cwd DIR chooses another)"
+    )
     assert f"header field field{escaped} = 1 has no dsh counterpart (kept in the copy)" in lines
 
 

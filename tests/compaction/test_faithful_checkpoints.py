@@ -235,6 +235,17 @@ def test_a_state_line_with_an_invented_literal_is_dropped():
     assert "- tune conf/app.toml" in state and "- retries=5" in state
 
 
+def test_a_state_line_with_an_invented_count_or_date_is_dropped():
+    source = "User: run the tests\nTool result: 12 passed in 0.31s"
+    text = (
+        "## Goal\n- run the tests\n- 777 tests passed, deadline 2031-07-04\n"
+        "## Current state\n- 12 passed"
+    )
+    state = check_state(text, source=source, previous=None)
+    assert "777" not in state and "2031" not in state
+    assert "- run the tests" in state and "- 12 passed" in state
+
+
 def test_a_valid_state_is_kept_byte_for_byte():
     assert check_state(PREVIOUS, source=PREVIOUS, previous=PREVIOUS) == PREVIOUS
 

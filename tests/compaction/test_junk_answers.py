@@ -75,6 +75,37 @@ def test_a_stub_prose_line_naming_an_invented_literal_never_reaches_the_stub():
         assert not any(literal in stub.summary for literal in INVENTED)
 
 
+def test_a_stub_prose_line_naming_an_invented_count_or_date_never_reaches_the_stub():
+    """A model's "777 tests passed, deadline 2031-07-04" (the audit's summariser), a PR number
+    and an amount no message gave: none is an id, path or value, yet each is invented."""
+    answer = (
+        "Read the module tests.\nOutcome: 777 tests passed, deadline 2031-07-04.\n"
+        "Merged PR #4411 for $1200."
+    )
+    session, result = pass_over_http(answer)
+    stubs = [session.events[c.summary_seq].data for c in result.checkpoints if c.kind == "index"]
+    assert len(stubs) >= 2
+    for stub in stubs:
+        assert prose(stub.summary) == ["Read the module tests."]
+        assert not any(n in stub.summary for n in ("777", "2031", "4411", "1200"))
+
+
+def test_numbers_a_line_names_are_checked_against_what_was_said():
+    from dsh.compaction.anchors import literals_said_in, numbers_of
+
+    assert numbers_of("777 tests, 2031-07-04, PR #4411, $1200, v1.2.3, 3 retries, f_12") == [
+        "777",
+        "2031-07-04",
+        "4411",
+        "1200",
+        "2.3",
+    ]
+    said = "pytest: 12 passed in 0.31s on 2026-12-06; see #4411"
+    assert literals_said_in("All 12 passed (0.31s), tracked in #4411.", said)
+    assert not literals_said_in("All 13 passed.", said)
+    assert literals_said_in("3 retries left", said)  # a lone digit is too common to check
+
+
 def test_a_stub_whose_every_prose_line_is_invented_becomes_a_pointer():
     session, result = pass_over_http("Fixed QX-4242 in src/invented_zz.py")
     stubs = [session.events[c.summary_seq].data for c in result.checkpoints if c.kind == "index"]

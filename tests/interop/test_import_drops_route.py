@@ -129,7 +129,7 @@ def test_a_crafted_log_cannot_send_the_users_key_to_its_server(tmp_path, provide
 
 def test_an_import_keeps_no_route_of_its_own_export_but_keeps_the_rest(tmp_path):
     """dsh's own export, imported again: the route and summariser go (the configured ones
-    apply, flags included), the backend, budgets and workspace stay."""
+    apply, flags included), the backend and budgets stay, the workspace is the import's."""
     configured = Settings(
         provider=ProviderSettings(name="openai-compatible", base_url="http://own.example/v1"),
         compaction=CompactionSettings(
@@ -147,7 +147,7 @@ def test_an_import_keeps_no_route_of_its_own_export_but_keeps_the_rest(tmp_path)
     path = tmp_path / "mine.jsonl"
     path.write_bytes(exported)
     home = tmp_path / "home"
-    result = import_upstream(JsonlStore(home), home, path, cwd="/w", session_id="again")
+    result = import_upstream(JsonlStore(home), home, path, cwd="/mine", session_id="again")
     assert "server http://own.example/v1" in result.report()
     (event,) = [e for e in result.conversion.events if isinstance(e, SessionSettingsEvent)]
     kept = event.data
@@ -164,7 +164,7 @@ def test_an_import_keeps_no_route_of_its_own_export_but_keeps_the_rest(tmp_path)
         "summarizer_base_url": None,
         "summarizer_context_window": None,
     }
-    assert kept.workspace == "/elsewhere"
+    assert kept.workspace == "/mine"  # not the record's /elsewhere, nor the header's /w
     shown = describe(kept)
     assert shown[0].split()[:3] == ["route", "none", "recorded"]
     assert not any("summarizer" in line or "provider." in line for line in shown)

@@ -14,10 +14,16 @@ then answers nothing (not even ``initialize``) until that file exists. With
 ``MCP_TEST_DAEMON_FILE`` set, it starts ``sleep 600`` in a session of its own (as a daemon does)
 at start and writes that process's pid there. ``--long-argument-names`` adds the tool
 ``labelled``, whose second argument's name is 144 characters long (the web page's layout tests).
+
+For the placement tests: ``MCP_TEST_WHERE_FILE`` receives, at start, a JSON object with the
+server's working directory, its arguments and its ``DSH_WORKSPACE`` and ``PWD``. For the masking
+tests: with ``MCP_TEST_SAY`` naming a variable, a crash (``crash``, ``--crash-at-start``) prints
+that variable's value on stderr as its last line, as a server that dies of a refused key does.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -65,6 +71,7 @@ def image() -> list[object]:
 @server.tool()
 def crash() -> str:
     """Exit at once, mid-call."""
+    say_a_secret()
     os._exit(1)
 
 
@@ -109,6 +116,26 @@ def start_daemon() -> None:
         Path(daemon_file + ".part").rename(daemon_file)
 
 
+def say_a_secret() -> None:
+    """Print the value of the variable ``MCP_TEST_SAY`` names on stderr (a secret of its own)."""
+    named = os.environ.get("MCP_TEST_SAY")
+    if named:
+        print(f"fatal: bad credentials tok={os.environ.get(named)}", file=sys.stderr, flush=True)
+
+
+def record_where() -> None:
+    """Write where it runs, its arguments and what it was told of the workspace."""
+    where_file = os.environ.get("MCP_TEST_WHERE_FILE")
+    if where_file:
+        where = {
+            "cwd": os.getcwd(),
+            "argv": sys.argv[1:],
+            "workspace": os.environ.get("DSH_WORKSPACE"),
+            "pwd": os.environ.get("PWD"),
+        }
+        Path(where_file).write_text(json.dumps(where))
+
+
 def hold() -> None:
     """Answer nothing until ``MCP_TEST_HOLD_FILE`` exists (the tests create it)."""
     held = os.environ.get("MCP_TEST_HOLD_FILE")
@@ -123,9 +150,11 @@ if __name__ == "__main__":
     pid_file = os.environ.get("MCP_TEST_PID_FILE")
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
+    record_where()
     again = restarted()
     if "--crash-at-start" in sys.argv or (again and "--crash-on-restart" in sys.argv):
         print("this server crashes at start", file=sys.stderr)
+        say_a_secret()
         sys.exit(3)
     if again and "--drop-on-restart" in sys.argv:
         server.remove_tool(sys.argv[sys.argv.index("--drop-on-restart") + 1])

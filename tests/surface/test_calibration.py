@@ -260,3 +260,20 @@ def test_every_calibrated_measure_equals_a_fresh_computation(data):
 def _fresh_ratio(session: Session) -> tuple[int, int] | None:
     fresh = fresh_calibration(session)
     return None if fresh is None else Fraction(*fresh).as_integer_ratio()
+
+
+def test_a_count_no_tokenizer_gives_is_not_taken_as_the_contexts_size():
+    """A server that reports ``prompt_tokens: 100`` for every request (a stand-in's fixed
+    figure, or Ollama counting only what its prompt cache did not hold) made the context look
+    tiny: no compaction ran while requests grew past the window. Too small a count, a huge one
+    and a negative one are not the request's size: the measure is the heuristic's."""
+    store = MemoryStore()
+    for factor in (Fraction(1, 20), Fraction(10**6), Fraction(-1, 10)):
+        session, estimated = _session_with_a_counted_request(store, factor)
+        session.append(user_message("and this file:\n" + CODE))
+        measured = session.measure()
+        assert not measured.anchored and measured.calibration is None, factor
+        assert measured.total_tokens == _estimate(session) > estimated, factor
+        assert (measured.total_tokens, measured.anchored) == fresh_measure(session)
+    believable, estimated = _session_with_a_counted_request(store, Fraction(1, 2))
+    assert believable.measure().anchored  # half the heuristic: a tokenizer can count so

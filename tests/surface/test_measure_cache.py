@@ -42,11 +42,9 @@ from tests.surface.test_properties import TEXT, USAGE, _span
 PROPERTY = settings(max_examples=150, deadline=None)
 
 
-def fresh_calibration(session: Session) -> tuple[int, int] | None:
-    """The calibration from scratch (docs/architecture.md, "Token accounting"), as the bounded
-    ratio's (numerator, denominator): the newest appended reply with usage, not interrupted,
-    against the heuristic of the request it answered (the log folded up to it, the header
-    before it); none under ``MIN_ESTIMATE`` tokens or for a ratio outside 0.5-8."""
+def _fresh_figures(session: Session) -> tuple[int, int] | None:
+    """The newest appended reply with usage, not interrupted: its reported count and the
+    heuristic of the request it answered (the log folded up to it, the header before it)."""
     events = session.events
     anchor = None
     for event in events:
@@ -65,11 +63,30 @@ def fresh_calibration(session: Session) -> tuple[int, int] | None:
     if headers:
         body = headers[-1].data.header
         fixed = system_tokens(body.system) + tools_tokens(body.tools)
-    estimated = fixed + heuristic_price(session, nodes)
-    reported = anchor.data.usage.request_tokens()
+    return anchor.data.usage.request_tokens(), fixed + heuristic_price(session, nodes)
+
+
+def fresh_calibration(session: Session) -> tuple[int, int] | None:
+    """The calibration from scratch (docs/architecture.md, "Token accounting"), as the bounded
+    ratio's (numerator, denominator); none under ``MIN_ESTIMATE`` tokens or for a ratio outside
+    0.5-8."""
+    figures = _fresh_figures(session)
+    if figures is None:
+        return None
+    reported, estimated = figures
     if estimated < MIN_ESTIMATE or 2 * reported < estimated or reported > 8 * estimated:
         return None
     return reported, estimated
+
+
+def fresh_credible(session: Session) -> bool:
+    """Whether the anchor's count can be its request's size, from scratch: positive, and within
+    0.5-8 of the heuristic of its request unless that is under ``MIN_ESTIMATE`` tokens."""
+    figures = _fresh_figures(session)
+    if figures is None or figures[0] <= 0:
+        return False
+    reported, estimated = figures
+    return estimated < MIN_ESTIMATE or estimated <= 2 * reported <= 16 * estimated
 
 
 def fresh_measure(session: Session) -> tuple[int, bool]:
@@ -98,6 +115,7 @@ def fresh_measure(session: Session) -> tuple[int, bool]:
                 anchor = event
     if (
         anchor is not None
+        and fresh_credible(session)
         and anchor.seq > last_replace
         and (header is None or header.seq < anchor.seq)
         and anchor.seq in nodes

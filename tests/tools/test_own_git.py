@@ -15,7 +15,7 @@ import pytest
 
 from dsh.agent.workspace_diff import workspace_diff
 from dsh.bench.suite import versions
-from dsh.tools.git_hooks import hooks_dir
+from dsh.tools.git_hooks import git_layout, hooks_dir
 from dsh.tools.own_git import git_environment
 
 REAL_GIT = shutil.which("git")
@@ -78,6 +78,7 @@ def repo_with_change(tmp_path: Path) -> Path:
     [
         pytest.param(lambda repo: workspace_diff(repo), id="workspace_diff"),
         pytest.param(lambda repo: hooks_dir(repo), id="hooks_dir"),
+        pytest.param(lambda repo: git_layout(repo), id="git_layout"),
         pytest.param(lambda repo: versions(), id="bench-versions"),
     ],
 )

@@ -131,3 +131,28 @@ def test_a_write_that_creates_a_file_diffs_it_from_dev_null(files: Path):
     assert change.lines[:3] == ("--- /dev/null", "+++ b/new.txt", "@@ -0,0 +1,2 @@")
     over = planned_change("write_file", {"path": "calc.py", "content": "x = 1\n"}, files)
     assert over is not None and over.lines is not None and over.lines[0] == "--- a/calc.py"
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+def test_a_path_through_a_symlink_names_the_file_it_changes(files: Path, tool: str):
+    """A repository ships ``NOTES.md -> src/auth.py``: approving a change of ``NOTES.md`` must
+    say that ``src/auth.py`` is the file that changes (the audit's repro rewrote a password
+    check that way, the prompt naming only NOTES.md)."""
+    (files / "src").mkdir()
+    (files / "src" / "auth.py").write_text("return bcrypt.verify(p, HASH)\n")
+    (files / "NOTES.md").symlink_to("src/auth.py")
+    (files / "docs").symlink_to("src")  # a directory on the way leads elsewhere too
+    args: dict[str, Any] = (
+        {"path": "NOTES.md", "content": "return True\n"}
+        if tool == "write_file"
+        else {"path": "NOTES.md", "old": "bcrypt.verify(p, HASH)", "new": "True"}
+    )
+    change = planned_change(tool, args, files)
+    assert change is not None and change.elsewhere
+    assert change.note == "NOTES.md is a link: this changes src/auth.py"
+    assert change.lines is not None and "+return True" in change.lines
+    through_dir = planned_change(tool, {**args, "path": "docs/auth.py"}, files)
+    assert through_dir is not None and through_dir.elsewhere
+    assert through_dir.note == "docs/auth.py is a link: this changes src/auth.py"
+    direct = planned_change(tool, {**args, "path": "./src/auth.py"}, files)
+    assert direct is not None and not direct.elsewhere and direct.note is None

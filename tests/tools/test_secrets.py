@@ -51,6 +51,29 @@ def test_env_in_bash_shows_no_provider_key_nor_secret_named_variable(
         assert name not in text and value not in text
 
 
+AUDITED = {
+    "GPG_PASSPHRASE": "gpgpass12345",
+    "PGPASSWORD": "pgpass12345",
+    "BW_SESSION": "bw-session-0123456789",
+    "AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountKey=azkey0123==",
+    "APP_DB": "Server=db;User Id=sa;Password=hunter22x",  # named like nothing: its value tells
+    "COOKIE": "sid=cookie0123456",
+    "SONAR_LOGIN": "squ_sonar0123456",
+}
+
+
+def test_env_in_bash_shows_none_of_the_variables_a_second_audit_saw_there(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in AUDITED.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DESKTOP_SESSION", "ubuntu-wayland")
+    text = run_bash("env", ctx)
+    assert "DESKTOP_SESSION=ubuntu-wayland" in text
+    for name, value in AUDITED.items():
+        assert name not in text and value not in text
+
+
 def test_a_configured_pattern_is_scrubbed_too(
     ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +114,21 @@ def test_a_configured_pattern_is_scrubbed_too(
         ("CI_JOB_JWT", True),
         ("SLACK_WEBHOOK_URL", True),
         ("MYSQL_PWD", True),
+        ("GPG_PASSPHRASE", True),  # names a second audit found reaching commands
+        ("PASSPHRASE", True),
+        ("BW_SESSION", True),
+        ("OP_SESSION_my_team", True),
+        ("AZURE_STORAGE_CONNECTION_STRING", True),
+        ("CONNECTION_STRING", True),
+        ("SQLAZURECONNSTR_MAIN", True),
+        ("COOKIE", True),
+        ("SESSION_COOKIE", True),
+        ("YT_COOKIES", True),
+        ("SONAR_LOGIN", True),
+        ("DESKTOP_SESSION", False),  # left out on purpose: not secrets, and their values
+        ("XDG_SESSION_TYPE", False),  # would be masked in every output
+        ("DOCKER_LOGIN", False),
+        ("COOKIE_DOMAIN", False),
         ("PWD", False),  # the shell's working directory: never masked
         ("OLDPWD", False),
         ("PASSENGER_APP_ENV", False),
@@ -244,3 +282,53 @@ def test_a_url_with_a_password_is_a_secret_whatever_its_name(value: str, secret:
     policy = SecretPolicy.from_environment({"CACHE": value, "PATH": "/bin"})
     assert ("CACHE" in policy.scrubbed_environment({"CACHE": value})) is not secret
     assert (policy.mask(f"url={value}") == f"url={value}") is not secret
+
+
+@pytest.mark.parametrize(
+    ("value", "secret"),
+    [
+        ("Server=db;User Id=sa;Password=hunter22x;", True),
+        ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abc123==;", True),
+        (
+            "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=r;SharedAccessKey=k1=",
+            True,
+        ),
+        (
+            "BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=sv=2020&sig=x",
+            True,
+        ),
+        ("Driver={ODBC};Server=db; pwd = s3cret", True),
+        ("password=only-one-field", True),
+        ("Server=db;Integrated Security=true;", False),
+        ("Server=db;Password=;", False),  # no password given
+        ("the password= is not set here", False),  # prose, not a connection string
+    ],
+)
+def test_a_connection_string_with_a_password_or_key_is_a_secret_whatever_its_name(
+    value: str, secret: bool
+) -> None:
+    assert is_secret_variable("DB", value) is secret
+    policy = SecretPolicy.from_environment({"DB": value})
+    assert ("DB" in policy.scrubbed_environment({"DB": value})) is not secret
+    assert (policy.mask(f"db={value}") == f"db={value}") is not secret
+
+
+def test_overlapping_values_are_masked_as_one_run_showing_no_part_of_either() -> None:
+    """The audit's ``g[masked PGPASSWORD]``: one secret's value inside another's is masked with
+    it, and two values that overlap are masked as one run, never one masked and the other's
+    remainder shown beside its name."""
+    policy = SecretPolicy.from_environment(
+        {
+            "PGPASSWORD": "pgpass12345",
+            "GPG_PASSPHRASE": "gpgpass12345",
+            "A_TOKEN": "abcdef12",
+            "B_TOKEN": "cdef1234xyz",
+            "C_TOKEN": "34xyz-and-more",
+        }
+    )
+    assert policy.mask("gpg=gpgpass12345 pg=pgpass12345") == (
+        "gpg=[masked GPG_PASSPHRASE] pg=[masked PGPASSWORD]"
+    )
+    assert policy.mask("[abcdef1234xyz]") == "[[masked A_TOKEN, B_TOKEN]]"
+    assert policy.mask("<abcdef1234xyz-and-more>") == "<[masked A_TOKEN, B_TOKEN, C_TOKEN]>"
+    assert policy.mask("abcdef12cdef1234xyz") == "[masked A_TOKEN][masked B_TOKEN]"  # apart

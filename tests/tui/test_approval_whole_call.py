@@ -169,3 +169,18 @@ def test_the_hint_says_what_is_out_of_sight():
     assert more_hint(0, 62).startswith("… 62 more lines")
     assert more_hint(19, 43).startswith("↑ 19 lines above · … 43 more below")
     assert more_hint(62, 0).startswith("↑ 62 lines above")
+
+
+def test_a_change_through_a_symlink_says_first_which_file_it_changes(tmp_path: Path) -> None:
+    """``NOTES.md -> src/auth.py``: the prompt's first line names src/auth.py, in the warning
+    colour of a call that will fail, above the diff headed as the call names it."""
+    from dsh.tui.approval_preview import FAILS_WHY
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "auth.py").write_text("return bcrypt.verify(p, HASH)\n")
+    (tmp_path / "NOTES.md").symlink_to("src/auth.py")
+    shown = describe_call("write_file", {"path": "NOTES.md", "content": "ok\n"}, tmp_path)
+    first = shown.split("\n")[0]
+    assert first.plain == "NOTES.md is a link: this changes src/auth.py"
+    assert first.style == FAILS_WHY or any(span.style == FAILS_WHY for span in first.spans)
+    assert "+ok" in shown.plain

@@ -304,7 +304,7 @@ def test_the_highlight_stays_on_the_matching_row_when_reasoning_is_shown_or_the_
         await pilot.press("ctrl+f")
         await type_needle(pilot, "kestrel")
         assert highlighted(view) == "● the Kestrel answer"
-        await pilot.press("ctrl+r")  # eight reasoning rows now come before the reply's text
+        await pilot.press("ctrl+t")  # eight reasoning rows now come before the reply's text
         await pilot.pause()
         assert view.show_reasoning and highlighted(view) == "● the Kestrel answer"
         await pilot.resize_terminal(40, SIZE[1])

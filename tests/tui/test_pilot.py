@@ -248,15 +248,15 @@ def test_quitting_during_a_turn_cancels_it_so_the_log_closes_the_turn(rig: Rig):
 # ---- reasoning and cards ----------------------------------------------------------------------
 
 
-def test_ctrl_r_shows_and_hides_the_reasoning(rig: Rig):
+def test_ctrl_t_shows_and_hides_the_reasoning_in_place_of_ctrl_r(rig: Rig):
     app = rig.app([{"text": "The answer.", "reasoning": "private chain of thought"}])
 
     async def body(pilot: Any) -> None:
         await run_prompt(pilot, "think")
         assert "private chain of thought" not in text_of(app)
-        await pilot.press("ctrl+r")
+        await pilot.press("ctrl+t")
         assert "  ┊ private chain of thought" in lines_of(app)
-        await pilot.press("ctrl+r")
+        await pilot.press("ctrl+t")
         assert "private chain of thought" not in text_of(app)
 
     run(app, body)

@@ -5,8 +5,6 @@ and the context panel showing the model's view as ``dsh.agent.context_report`` c
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
 from tests.web.builders import long_session, user
 from tests.web.conftest import AUTH, READ_NOTES, TOKEN, make_env
+from tests.web.lock_holders import FlockHolder
 from tests.web.pages import (
     ARTIFACTS,
     first_page_loaded,
@@ -46,13 +45,12 @@ def test_the_sidebar_shows_title_workspace_age_and_state(browser: Any, tmp_path:
     held = long_session(env.store, tmp_path / "beta", turns=1)
     empty = Session.create(env.store, cwd=tmp_path / "gamma")
     empty.close()
+    other = FlockHolder(env.store.session_dir(held) / LOCK_NAME)  # another writer holds it
     with (
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) as other,
         serve(env) as server,
         open_page(browser) as page,
     ):
         try:
-            (env.store.session_dir(held) / LOCK_NAME).write_text(f"{other.pid}\n")
             httpx.post(f"{server.base_url}/api/sessions/{titled}/resume", headers=AUTH)
             page.goto(f"{server.base_url}/?token={TOKEN}")
             page.wait_for_function(
@@ -80,7 +78,7 @@ def test_the_sidebar_shows_title_workspace_age_and_state(browser: Any, tmp_path:
             page.fill("#session-search", "")
             shot(page, "sidebar-titles-states")
         finally:
-            other.kill()
+            other.crash()
 
 
 def test_find_in_session_reaches_compacted_originals_pages_back(

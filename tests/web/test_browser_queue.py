@@ -107,3 +107,24 @@ def test_a_queued_draft_can_be_taken_back_survives_a_reload_and_a_stop_puts_it_b
         assert queued_text(page) is None
         assert note_toast(page) == "The queued draft was not sent: it is back in the box."
     assert prompts(env, sid) == ["first"]
+
+
+def test_esc_in_the_box_takes_a_queued_draft_back(browser: Any, tmp_path: Path) -> None:
+    env = asking_env(tmp_path)
+    with serve(env) as server, open_page(browser) as page:
+        sid = open_new_session(page, server.base_url)
+        send(page, "first")
+        page.wait_for_selector(ONCE)
+        send(page, "queued, then taken back")
+        page.wait_for_selector(QUEUED, state="visible")
+        page.fill("#prompt", "typed since")
+        page.press("#prompt", "Escape")  # the terminal UI's key
+        page.wait_for_selector(QUEUED, state="hidden")
+        assert page.input_value("#prompt") == "queued, then taken back\ntyped since"
+        page.press("#prompt", "Escape")  # nothing queued: the draft stays as it is
+        assert page.input_value("#prompt") == "queued, then taken back\ntyped since"
+        page.fill("#prompt", "")
+        page.click(ONCE)
+        wait_for_row(page, ".row.assistant", "first done")
+        wait_idle(page)
+    assert prompts(env, sid) == ["first"]  # the draft taken back was never sent

@@ -17,6 +17,7 @@ from dsh.web.follow import Followers, lock_holder
 from tests.helpers import append_chat_turn
 from tests.web.builders import run_apart
 from tests.web.conftest import make_env
+from tests.web.lock_holders import FlockHolder
 
 
 def test_the_holder_is_a_live_other_process_never_a_dead_one_or_this_one(tmp_path: Path) -> None:
@@ -28,14 +29,19 @@ def test_the_holder_is_a_live_other_process_never_a_dead_one_or_this_one(tmp_pat
     session.close()
     assert lock_holder(store, sid) is None  # released: the pid is gone from the file
 
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
-        try:
-            lock.write_text(f"{other.pid}\n")
-            assert lock_holder(store, sid) == other.pid
-        finally:
-            other.kill()
-    lock.write_text(f"{other.pid}\n")  # a crashed writer leaves its pid behind
+    other = FlockHolder(lock)  # another writer: its flock taken, its pid written
+    try:
+        assert lock_holder(store, sid) == other.pid
+    finally:
+        other.crash()  # a crashed writer leaves its pid behind, its flock gone
+    assert lock.read_text().startswith(f"{other.pid}\n")
     assert lock_holder(store, sid) is None
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as unrelated:
+        try:  # that pid reused by a live process that holds no lock
+            lock.write_text(f"{unrelated.pid}\n")
+            assert lock_holder(store, sid) is None
+        finally:
+            unrelated.kill()
     lock.write_text(f"{os.getpid()}\n")
     assert lock_holder(store, sid) is None
     lock.write_text("garbage\n")

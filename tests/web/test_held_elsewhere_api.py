@@ -69,3 +69,25 @@ def test_the_listing_and_the_info_name_the_process_running_a_turn_alike(
                 writer.kill()
                 writer.wait()
         assert held_by(client, sid) == (None, None)
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_a_live_pid_left_in_the_lock_file_by_a_crash_is_not_busy(
+    tmp_path: Path, backend: str
+) -> None:
+    """A crashed writer's pid, since reused by an unrelated live process (here a ``sleep``),
+    holds no flock: the listing and the info say ``null``, as the TUI's and CLI's pickers do,
+    not that process's pid."""
+    env = make_env(tmp_path)
+    if backend == "sqlite":
+        env.store = SqliteStore(env.store.home)  # type: ignore[assignment]
+    with Session.create(env.store, cwd=env.workspace) as session:
+        sid = session.id
+    unrelated = subprocess.Popen(["sleep", "60"])
+    try:
+        Path(env.store.lock_path(sid)).write_text(f"{unrelated.pid}\ndsh run\n")
+        with open_client(env) as client:
+            assert held_by(client, sid) == (None, None)
+    finally:
+        unrelated.kill()
+        unrelated.wait()

@@ -1,6 +1,7 @@
 """The browser ``dsh web`` starts is not given the access token on its command line, where
 every local user sees it in ``ps`` for the browser's whole life: it gets a one-use launch code,
-which the page's first request trades for a redirect to ``/?token=…`` once, in time. The real
+which the page's script trades for the token by a ``fetch`` once, in time (a redirect to
+``/?token=…`` made the token a visited URL, kept in the browser's history on disk). The real
 ``dsh web`` process with ``$BROWSER`` a script that records its arguments."""
 
 from __future__ import annotations
@@ -45,12 +46,16 @@ def test_the_browser_gets_a_one_use_code_and_never_the_token(tmp_path: Path) -> 
         assert token not in argv
         (url,) = argv.split()
         assert url.startswith(f"{base}/?launch=")
-        first = httpx.get(url, follow_redirects=False)
-        assert first.status_code == 303
-        assert first.headers["location"] == f"/?token={token}"
-        assert first.headers["cache-control"] == "no-store"
-        again = httpx.get(url, follow_redirects=False)
-        assert (again.status_code, again.headers["location"]) == (303, "/")
+        page = httpx.get(url, follow_redirects=False)  # the page, the code unspent
+        assert page.status_code == 200 and token not in page.text
+        assert page.headers["cache-control"] == "no-store"
+        code = url.partition("?launch=")[2]
+        traded = httpx.post(f"{base}/api/launch", json={"code": code})
+        assert traded.status_code == 200 and traded.json() == {"token": token}
+        assert traded.headers["cache-control"] == "no-store"
+        again = httpx.post(f"{base}/api/launch", json={"code": code})
+        assert again.status_code == 403
+        assert again.json()["error"]["code"] == "LAUNCH_CODE_SPENT" and token not in again.text
     finally:
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=30)

@@ -1,37 +1,24 @@
 """The sweep behind the session list's live states (``dsh.web.list_states``) reads only the lock
 files that are not empty, and still finds what reading every file finds
 (``dsh.web.follow.lock_holder``) at every step: a holder taking a lock, releasing it cleanly,
-dying with its pid left behind, another taking it; and a listing that finds another holder than
-the sweep knew tells the pages."""
+dying with its pid left behind, that pid reused by a process holding no lock, another taking
+it; and a listing that finds another holder than the sweep knew tells the pages."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from dsh.web.follow import lock_holder
 from dsh.web.list_states import ListStates
 from dsh.web.live import LiveHub
+from tests.web.lock_holders import FlockHolder
 
 
-@pytest.fixture
-def alive() -> Iterator[list[int]]:
-    """The pids of two processes that live while the test runs."""
-    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
-    yield [sleeper.pid for sleeper in sleepers]
-    for sleeper in sleepers:
-        sleeper.kill()
-        sleeper.wait()
-
-
-def test_a_sweep_finds_what_reading_every_lock_file_finds(tmp_path: Path, alive: list[int]) -> None:
+def test_a_sweep_finds_what_reading_every_lock_file_finds(tmp_path: Path) -> None:
     store = JsonlStore(tmp_path / "home")
     ids = []
     for _ in range(3):
@@ -39,32 +26,38 @@ def test_a_sweep_finds_what_reading_every_lock_file_finds(tmp_path: Path, alive:
         session.close()
         ids.append(session.id)
     ids.append("20990101-never-opened")  # no lock file at all
-    dead = subprocess.Popen(["true"])
-    dead.wait()
     states = ListStates(store, LiveHub("(server)"), {})
+    holders: dict[str, FlockHolder] = {}
+    unrelated = subprocess.Popen(["sleep", "300"])  # alive, holding no lock
 
-    def holds(session_id: str, pid: int | None) -> None:
-        lock = store.lock_path(session_id)
-        os.truncate(lock, 0)  # as a release leaves it; then the holder's pid, as a taker writes
-        if pid is not None:
-            with lock.open("r+") as file:
-                file.write(f"{pid}\ndsh run\n")
+    def take(session_id: str) -> None:
+        holders[session_id] = FlockHolder(store.lock_path(session_id))
 
-    steps = [
-        {},
-        {ids[0]: alive[0]},
-        {ids[0]: None, ids[1]: alive[1]},
-        {ids[1]: dead.pid},  # it died holding it: its pid stays, its flock is gone
-        {ids[1]: alive[0], ids[2]: alive[1]},
-        {ids[2]: None},
-    ]
-    for step in steps:
-        for session_id, pid in step.items():
-            holds(session_id, pid)
+    def sweep_agrees() -> dict[str, int | None]:
         expected = {session_id: lock_holder(store, session_id) for session_id in ids}
-        assert states.sweep(ids) == expected, step
+        assert states.sweep(ids) == expected
         assert states.sweep(ids) == expected  # and again, as they are
-    assert list(expected.values()) == [None, alive[0], None, None]
+        return expected
+
+    try:
+        assert set(sweep_agrees().values()) == {None}
+        take(ids[0])
+        assert sweep_agrees()[ids[0]] == holders[ids[0]].pid
+        holders[ids[0]].release()
+        take(ids[1])
+        assert sweep_agrees() == {**dict.fromkeys(ids), ids[1]: holders[ids[1]].pid}
+        holders[ids[1]].crash()  # it died holding it: its pid stays, its flock is gone
+        assert set(sweep_agrees().values()) == {None}
+        store.lock_path(ids[1]).write_text(f"{unrelated.pid}\ndsh run\n")  # a reused pid
+        take(ids[2])
+        assert sweep_agrees() == {**dict.fromkeys(ids), ids[2]: holders[ids[2]].pid}
+        holders[ids[2]].release()
+        assert set(sweep_agrees().values()) == {None}
+    finally:
+        for holder in holders.values():
+            holder.crash()
+        unrelated.kill()
+        unrelated.wait()
 
 
 def test_a_listing_that_finds_another_holder_tells_every_page() -> None:

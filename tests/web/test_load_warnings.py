@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from dsh.web.sessions import SessionRegistry
 from tests.helpers import append_chat_turn, leave_lock_of_a_killed_writer
 from tests.web.builders import run_apart
 from tests.web.conftest import make_env
+from tests.web.lock_holders import FlockHolder
 
 TORN = b'{"type":"user/mess'
 
@@ -80,17 +79,13 @@ def test_no_torn_line_is_told_while_another_live_process_writes_the_log(tmp_path
     env = make_env(tmp_path)
     sid, path = stored_with_torn_tail(env.store)
     registry = env.registry()
-    with (
-        registry.warnings.installed(),
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as writer,
-    ):
+    with registry.warnings.installed():
+        writer = FlockHolder(path.parent / LOCK_NAME)  # it holds the lock
         try:
-            (path.parent / LOCK_NAME).write_text(f"{writer.pid}\n")  # it holds the lock
             run_apart(registry.info(sid))
             assert kept(registry, sid) == []
         finally:
-            writer.kill()
-    writer.wait()
+            writer.crash()
     registry = env.registry()  # the pid left in the lock file is dead: a torn line
     with registry.warnings.installed():
         run_apart(registry.info(sid))

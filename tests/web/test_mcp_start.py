@@ -37,7 +37,7 @@ def test_the_server_answers_and_runs_other_turns_while_a_workspace_s_mcp_server_
     other.mkdir()
     (here / "hold").write_text("go")  # a server started here does not hold; in other it does
     pids = tmp_path / "pids"
-    test = server(env={"MCP_TEST_HOLD_FILE": "hold", "MCP_TEST_STARTS_FILE": str(pids)})
+    test = server(env={"MCP_TEST_HOLD_FILE": "{workspace}/hold", "MCP_TEST_STARTS_FILE": str(pids)})
     settings = Settings(
         mcp=McpSettings(servers={"test": test}),
         tools=ToolSettings(approval="auto"),

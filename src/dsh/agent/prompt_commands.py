@@ -56,6 +56,7 @@ BUILT_IN_COMMANDS = (
     "warnings",
     "approval",
     "diff",
+    "copy",
     "help",
     "quit",
     "new",

@@ -9,7 +9,8 @@ what it printed until then in that result, marked as cut short, bounded and mask
 call's output. Each result is logged once, after its call's task is over: a crash before that
 leaves the call for crash repair to answer. Calls that are not run at all (an interrupted,
 stopped or cut reply's) get an error result each (``answer_unrun_calls``), so every call has
-its result.
+its result. While a call runs, what it prints is shown by the faces, never logged
+(``dsh.agent.tool_progress``): its tail ends once its result is logged.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from pathlib import Path
 from dsh.agent.call_order import call_order
 from dsh.agent.cancel import Cancelled, finished_or
 from dsh.agent.repeated_calls import RepeatedCalls
+from dsh.agent.tool_progress import RUNNING_OUTPUT
 from dsh.agent.turn_close import tool_call, tool_result
 from dsh.events import ToolCallBlock
 from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import OutputSoFar, ToolContext, ToolOutput
+from dsh.tools.output_tail import OutputTail
 from dsh.tools.registry import ToolRegistry
 
 Guard = Callable[[Awaitable[ToolOutput]], Awaitable[ToolOutput]]
@@ -52,29 +55,36 @@ async def run_tool_calls(
     read_only = functools.partial(is_read_only, tools)
     tasks: list[asyncio.Task[ToolOutput]] = []
     outputs_so_far = [OutputSoFar() for _ in calls]
-    for call, after, so_far in zip(
-        calls, call_order(calls, read_only), outputs_so_far, strict=True
-    ):
+    order = call_order(calls, read_only)
+    for call, call_seq, after, so_far in zip(calls, call_seqs, order, outputs_so_far, strict=True):
         ready = [tasks[i] for i in after]
-        run = _execute(session, tools, policy, workspace, call, ready, so_far)
+        tail = RUNNING_OUTPUT.begin(session.id, call_seq, tools.secrets)  # shown while it runs
+        run = _execute(session, tools, policy, workspace, call, ready, so_far, tail)
         tasks.append(asyncio.create_task(run))
     cancelled: str | None = None
-    for call, call_seq, task, so_far in zip(calls, call_seqs, tasks, outputs_so_far, strict=True):
-        if cancelled is None:
-            try:
-                output = await guard(asyncio.shield(task))
-            except Cancelled as stop:
-                cancelled = stop.reason
-                for pending in tasks:
-                    pending.cancel()
-        if cancelled is not None:
-            answer = functools.partial(cancelled_answer, tools, cancelled, so_far)
-            output = await finished_or(task, answer)
-        append = functools.partial(log_tool_result, session, turn, step, call, call_seq)
-        if cancelled is not None:
-            append(output)
-        else:
-            repeats.log_result(call, output, append)
+    try:
+        for call, call_seq, task, so_far in zip(
+            calls, call_seqs, tasks, outputs_so_far, strict=True
+        ):
+            if cancelled is None:
+                try:
+                    output = await guard(asyncio.shield(task))
+                except Cancelled as stop:
+                    cancelled = stop.reason
+                    for pending in tasks:
+                        pending.cancel()
+            if cancelled is not None:
+                answer = functools.partial(cancelled_answer, tools, cancelled, so_far)
+                output = await finished_or(task, answer)
+            append = functools.partial(log_tool_result, session, turn, step, call, call_seq)
+            if cancelled is not None:
+                append(output)
+            else:
+                repeats.log_result(call, output, append)
+            RUNNING_OUTPUT.end(session.id, call_seq)  # its result is logged: the log shows it
+    finally:
+        for call_seq in call_seqs:
+            RUNNING_OUTPUT.end(session.id, call_seq)
     return cancelled
 
 
@@ -109,9 +119,11 @@ async def _execute(
     call: ToolCallBlock,
     after: Sequence[asyncio.Task[ToolOutput]],
     so_far: OutputSoFar,
+    tail: OutputTail,
 ) -> ToolOutput:
     """Run ``call`` once the calls it must follow (``call_order``) have finished; if it is
-    cancelled, the tool leaves what it printed in ``so_far``."""
+    cancelled, the tool leaves what it printed in ``so_far``; what it prints while it runs
+    goes to ``tail`` (``dsh.agent.tool_progress``)."""
     if after:
         await asyncio.wait(after)
     ctx = ToolContext(
@@ -121,6 +133,7 @@ async def _execute(
         history=session.events,
         history_index=session,
         output_so_far=so_far,
+        output_tail=tail,
     )
     return await tools.execute(call.id, call.name, call.arguments, ctx, policy)
 

@@ -207,7 +207,7 @@ def session_settings(
     shows)."""
     from dsh.agent import session_settings as recorded_settings
 
-    return recorded_settings.effective(
+    resolved = recorded_settings.effective(
         settings_,
         recorded_settings.read(store_, session_id),
         overrides,
@@ -215,6 +215,14 @@ def session_settings(
         checkpoints=checkpoints,
         session_id=session_id if say_replaced else None,
     )
+    url_flag = overrides.get("compaction", {}).get("summarizer_base_url")
+    if url_flag is not None and resolved.settings.compaction.summarizer == "extractive":
+        whose = "the configured one" if session_id is None else f"session {session_id}'s"
+        raise UsageError(
+            f"--summarizer-base-url is for a model summariser; {whose} is extractive, which "
+            "calls no model: name the model with --summarizer MODEL"
+        )
+    return resolved
 
 
 def record_settings(

@@ -32,7 +32,7 @@ def mcp() -> None:
     "--cwd",
     "workspace_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="The workspace whose configuration to read and where the servers run (default: here).",
+    help="The workspace whose configuration to read, given to the servers (default: here).",
 )
 def list_servers(workspace_dir: Path | None) -> None:
     """Start each configured MCP server, print its tools under the names the model sees, and

@@ -167,7 +167,8 @@ _SUMMARIZER_OPTIONS = [
         "--summarizer-base-url",
         callback=checked_base_url,
         help="Endpoint of the summariser (compaction.summarizer_base_url), e.g. an "
-        "OpenAI-compatible server (Ollama, vLLM, …) with --summarizer openai-compatible:MODEL.",
+        "OpenAI-compatible server (Ollama, vLLM, …) with --summarizer openai-compatible:MODEL "
+        "(refused with the extractive summariser, which calls no model).",
     ),
 ]
 

@@ -270,10 +270,18 @@ def _refuse_store_path(output: Path) -> None:
 @sessions.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--id", "session_id", default=None, help="Id of the new session (default: new).")
-def import_(file: Path, session_id: str | None) -> None:
+@click.option(
+    "--cwd",
+    "workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Workspace the session's tools run in (default: the current directory, never the log's).",
+)
+def import_(file: Path, session_id: str | None, workspace: Path | None) -> None:
     """Import a TypeScript-harness session log as a new session (see docs/interop.md)."""
+    where = (workspace or context.cwd()).resolve()
     result = import_upstream(
-        context.store(), dsh_home(), file, cwd=str(context.cwd()), session_id=session_id
+        context.store(), dsh_home(), file, cwd=str(where), session_id=session_id
     )
     click.echo(printable_text(result.report()))
 

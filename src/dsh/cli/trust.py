@@ -84,4 +84,4 @@ def trust(directory: Path | None, remove: bool, show: bool) -> None:
         state = "trusted as its .dsh/config.toml is now"
     else:
         state = "trusted again, as its .dsh/config.toml is now"
-    click.echo(f"{target}: {state} (recorded in {where})")
+    click.echo(f"{printable_line(str(target))}: {state} (recorded in {printable_line(str(where))})")

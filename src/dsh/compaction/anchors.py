@@ -291,6 +291,26 @@ def occurs_in(literal: str, source: str) -> bool:
     return bool(parts) and all(part in source for part in parts)
 
 
+_NUMBER = re.compile(r"(?<!\w)\d(?:[\d.,:/-]*\d)?")
+"""A number as text writes it: a count, a date, a version, a time, an amount's digits."""
+
+
+def numbers_of(text: str) -> list[str]:
+    """The numbers of two digits or more ``text`` names (``777``, ``2031-07-04``, ``4411`` of
+    ``#4411``, ``1200`` of ``$1200``); a lone digit is too common to check."""
+    return [n for n in _NUMBER.findall(text) if sum(c.isdigit() for c in n) >= 2]
+
+
+def literals_said_in(line: str, source: str) -> bool:
+    """True when every literal ``line`` names — each anchor (``extract_anchors``) and each
+    number of two digits or more (``numbers_of``: "777 tests passed", "deadline 2031-07-04",
+    "PR #4411", none of them an anchor) — occurs in ``source``: a model's line naming what the
+    conversation never said never reaches a checkpoint."""
+    if not all(occurs_in(anchor.text, source) for anchor in extract_anchors(line)):
+        return False
+    return all(number in source for number in numbers_of(line))
+
+
 def parse_keyword_line(line: str) -> list[Anchor]:
     """The anchors of a keyword line, in the line's order; the inverse of ``keyword_line``.
 

@@ -120,8 +120,11 @@ DESCRIPTIONS: dict[str, str] = {
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
     "of provider keys, DSH_PROVIDER_HEADERS, DSH_MCP_SERVERS, *_KEY, *_TOKEN, *_SECRET*, "
     "*PASSWORD*, *PASSWD*, *CREDENTIAL*, *_PAT, *_DSN, *_AUTH, *_AUTH_CONFIG, *AUTHTOKEN*, "
-    "*APIKEY*, *_PASS, *JWT*, *_WEBHOOK*, *DATABASE_URL, MYSQL_PWD, and any variable whose value "
-    "is a URL with a password); their values are masked in tool output.",
+    "*APIKEY*, *_PASS, *JWT*, *_WEBHOOK*, *DATABASE_URL, *PASSPHRASE*, *CONNECTION_STRING*, "
+    "*CONNSTR*, *_COOKIE, *_COOKIES, MYSQL_PWD, BW_SESSION, OP_SESSION_*, SONAR_LOGIN, and any "
+    "variable whose value is a URL with a password or a connection string with a Password=, "
+    "AccountKey=, SharedAccessKey=, SharedAccessSignature= or Pwd=); their values are masked in "
+    "tool output.",
     "tools.max_repeated_calls": "Stop a turn when the model has made the same read-only tool "
     "call (same tool, same arguments) this many times in it and got the same result each "
     "time; from the second time on, the result tells the model so. A write, a command, a todo "
@@ -137,13 +140,19 @@ DESCRIPTIONS: dict[str, str] = {
     "of all layers add up by name. An untrusted ./.dsh/config.toml may not add one (ignored "
     "with a warning naming it).",
     "mcp.servers.NAME.command": "The program and its arguments, started with the scrubbed tool "
-    "environment (see tools.scrub_env) in a session of its own under dsh's process keeper, so "
-    "whatever it starts is stopped with it (and when dsh exits); dsh speaks MCP to it over its "
-    "stdin and stdout.",
-    "mcp.servers.NAME.env": "Variables set for it on top of the scrubbed environment (a key it "
-    "needs goes here).",
-    "mcp.servers.NAME.cwd": "Where it runs; a relative path is taken from the workspace. Unset: "
-    "the workspace.",
+    "environment (see tools.scrub_env) plus DSH_WORKSPACE (the workspace's path) in a session "
+    "of its own under dsh's process keeper, so whatever it starts is stopped with it (and when "
+    "dsh exits); dsh speaks MCP to it over its stdin and stdout. {workspace} in an argument is "
+    "replaced by the workspace's path (the filesystem server's root: \"{workspace}\").",
+    "mcp.servers.NAME.env": "Variables set for it on top of the scrubbed environment and "
+    "DSH_WORKSPACE (a key it needs goes here); {workspace} in a value is replaced by the "
+    "workspace's path.",
+    "mcp.servers.NAME.cwd": "Where it runs; a relative path is taken from the workspace "
+    '("." is the workspace), {workspace} is replaced by its path. Unset: $DSH_HOME/mcp, a '
+    "directory of dsh's own, so that its launcher does not run a cloned repository's code "
+    "(npx runs the package in ./node_modules, python -m imports ./NAME.py); a server that a "
+    "trusted project's .dsh/config.toml defines runs in that project's directory. Set it to "
+    "the workspace only for a program that loads no code from where it runs.",
     "mcp.servers.NAME.enabled": "false keeps it configured but not started.",
     "mcp.servers.NAME.timeout_s": "Seconds one tool call may take (positive); then the call is "
     "an error result (TIMEOUT) and the server keeps running.",

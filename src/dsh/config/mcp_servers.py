@@ -3,6 +3,9 @@
 - An untrusted project layer adds no server (``drop_project_servers``): a server the layers
   below define the same way is kept, any other is dropped, all of them named in one warning
   (never their commands or ``env``, which may hold a key).
+- A trusted project's server with no ``cwd`` runs in that project's directory
+  (``anchor_project_servers``); any other server with no ``cwd`` runs in ``$DSH_HOME/mcp``, out
+  of the workspace's reach (``dsh.tools.mcp.placement``).
 - A server's name is part of every tool name it exposes, so it is 1 to 40 letters, digits, ``_``
   or ``-``; its ``command`` names a program; its timeouts are positive (``validate_server``).
 - Each server is converted on its own first (``check_servers``), so a type error names it
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from dsh.config.sections import McpServerSettings
@@ -44,6 +48,21 @@ def drop_project_servers(
         "not start programs; review that file first: if you want it to apply, run `dsh trust` "
         "in that directory"
     )
+
+
+def anchor_project_servers(layer: dict[str, Any], project: Path) -> None:
+    """Give each server of the trusted project ``layer`` that sets no ``cwd`` the project's
+    directory: the user trusted the programs that config names, which are usually the project's
+    own (``python3 -m its_package``), not the code of whatever workspace dsh later runs in."""
+    servers = layer.get("mcp", {}).get("servers")
+    if not isinstance(servers, Mapping):
+        return
+    layer["mcp"]["servers"] = {
+        name: {**server, "cwd": str(project)}
+        if isinstance(server, Mapping) and "cwd" not in server
+        else server
+        for name, server in servers.items()
+    }
 
 
 def validate_server(name: str, server: McpServerSettings) -> None:

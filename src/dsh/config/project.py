@@ -23,7 +23,7 @@ from typing import Any
 
 from dsh.config.headers import shown_headers
 from dsh.config.layers import merge_layer
-from dsh.config.mcp_servers import drop_project_servers
+from dsh.config.mcp_servers import anchor_project_servers, drop_project_servers
 from dsh.config.reading import parse_toml, read_bytes
 from dsh.config.sections import APPROVAL_STRICTNESS, ProviderSettings, ToolSettings
 from dsh.config.trust import (
@@ -114,6 +114,8 @@ def project_layer(
     layer = restrict_project_layer(
         layer, below, trusted=trusted or as_if_trusted, origin=str(path), warn=warnings.append
     )
+    if trusted or as_if_trusted:
+        anchor_project_servers(layer, workspace)
     return ProjectLayer(path, layer, trusted, warnings)
 
 

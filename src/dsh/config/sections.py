@@ -184,7 +184,8 @@ class McpServerSettings(_Section, frozen=True):
     env: dict[str, str] = {}
     """Set on top of the scrubbed tool environment."""
     cwd: str | None = None
-    """Where it runs (a relative path is taken from the workspace); unset: the workspace."""
+    """Where it runs (a relative path is taken from the workspace); unset: ``$DSH_HOME/mcp``, or
+    a trusted project's directory for a server its config defines (``dsh.tools.mcp.placement``)."""
     enabled: bool = True
     timeout_s: float = 120.0
     """Seconds one tool call may take."""
@@ -292,6 +293,7 @@ ENVIRONMENT_NAMES = frozenset(
     {
         "DSH_HOME",  # dsh.config.reading: where the config, sessions and trust live
         "DSH_WEB_TOKEN",  # dsh.cli.web: the web UI's token
+        "DSH_WORKSPACE",  # dsh.tools.mcp.placement: the workspace, told to each MCP server
         "DSH_HYPOTHESIS_EXPLORE",  # tests/conftest.py: fresh property-test examples
         "DSH_LLAMA_SERVER",  # benchmarks/real_model.py, state_goal.py: the llama-server
         "DSH_LLAMA_MODEL",  # … and its GGUF model file

@@ -7,10 +7,12 @@ untrusted data, as an untrusted project config is (docs/usage.md, "Project trust
 route kept, continuing the session would send the user's key for the provider it names (the
 variable ``provider.api_key_env`` names, ``[provider.headers]`` too) to whatever server it names.
 
-So ``dsh sessions import`` keeps each settings event's compaction backend, budgets and workspace
-and drops the rest: ``provider`` and ``model`` become ``NO_ROUTE``, the server, window and
+So ``dsh sessions import`` keeps each settings event's compaction backend and budgets and
+drops the rest: ``provider`` and ``model`` become ``NO_ROUTE``, the server, window and
 summariser are unset, and the session runs on the configured route and summariser, as a log that
 recorded none does; its first run records them. The report says what was dropped, in one line.
+The recorded workspace becomes the one the import chose (``dsh.interop.importer``): a log from
+elsewhere does not choose the directory its tools run in either.
 """
 
 from __future__ import annotations
@@ -28,15 +30,16 @@ WHY = (
 )
 
 
-def drop_routes(events: list[Event]) -> tuple[list[Event], str | None]:
-    """``events`` with the route of every ``session/settings`` event dropped, and the report's
-    line saying what was dropped and why (None: the log records no settings)."""
+def drop_routes(events: list[Event], workspace: str) -> tuple[list[Event], str | None]:
+    """``events`` with the route of every ``session/settings`` event dropped and its workspace
+    made ``workspace``, and the report's line saying what was dropped and why (None: the log
+    records no settings)."""
     dropped: dict[str, None] = {}  # what the records named, in order, each once
     out: list[Event] = []
     for event in events:
         if isinstance(event, SessionSettingsEvent):
             dropped.update(dict.fromkeys(_named(event.data)))
-            event = msgspec.structs.replace(event, data=_without_route(event.data))
+            event = msgspec.structs.replace(event, data=_without_route(event.data, workspace))
         out.append(event)
     if not any(isinstance(event, SessionSettingsEvent) for event in events):
         return out, None
@@ -44,7 +47,7 @@ def drop_routes(events: list[Event]) -> tuple[list[Event], str | None]:
     return out, printable_line(f"dropped the route the log recorded ({named}): {WHY}")
 
 
-def _without_route(recorded: SessionSettings) -> SessionSettings:
+def _without_route(recorded: SessionSettings, workspace: str) -> SessionSettings:
     compaction = msgspec.structs.replace(
         recorded.compaction,
         summarizer=NO_ROUTE,
@@ -61,6 +64,7 @@ def _without_route(recorded: SessionSettings) -> SessionSettings:
         window_asked=None,
         changed=(),
         compaction=compaction,
+        workspace=workspace,
     )
 
 

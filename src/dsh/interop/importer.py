@@ -46,8 +46,7 @@ class ImportResult:
             f"imported {printable_line(c.header.id)} as session {self.session_id} "
             f"({len(c.events)} events from {c.lines} lines)",
             f"original copied to {self.original}",
-            f"workspace: {printable_line(self.cwd)}"
-            + ("" if c.header.cwd is not None else " (the log names none: the current directory)"),
+            f"workspace: {printable_line(self.cwd)}" + self._ran_in(),
             "converted: " + _counts(c.converted),
             "kept as opaque ignorable events: " + (_counts(c.kept_opaque) or "none"),
         ]
@@ -60,6 +59,14 @@ class ImportResult:
         lines.extend(f"warning: {w}" for w in c.warnings)
         return "\n".join(lines)
 
+    def _ran_in(self) -> str:
+        recorded = self.conversion.header.cwd
+        if recorded is None:
+            return " (the log names none)"
+        if recorded == self.cwd:
+            return ""
+        return f" (the log ran in {printable_line(recorded)}; --cwd DIR chooses another)"
+
 
 def _counts(counter: dict[str, int]) -> str:
     return ", ".join(f"{kind} ×{count}" for kind, count in sorted(counter.items()))
@@ -68,8 +75,9 @@ def _counts(counter: dict[str, int]) -> str:
 def import_upstream(
     store: EventStore, home: Path, path: Path, *, cwd: str, session_id: str | None = None
 ) -> ImportResult:
-    """Import one TypeScript-harness log; raises a one-line DshError and writes nothing if the
-    log cannot be imported."""
+    """Import one TypeScript-harness log as a session whose tools run in ``cwd`` (the user's
+    choice: the log's own ``cwd`` is only reported); raises a one-line DshError and writes
+    nothing if the log cannot be imported."""
     try:
         data = read_named_file(path)
     except UnreadableFile as exc:
@@ -79,7 +87,10 @@ def import_upstream(
     # An editor that saves UTF-8 "with signature" puts a byte-order mark first; the log is
     # read without it (the original is kept byte for byte beside the import).
     conversion = read_upstream(data.removeprefix(b"\xef\xbb\xbf"), name=str(path))
-    conversion.events, dropped = drop_routes(conversion.events)  # the user's config routes it
+    # The user chose where its tools run (the import's directory or --cwd), not the log: a
+    # continued session would otherwise work in whatever directory a foreign log names.
+    workspace = cwd
+    conversion.events, dropped = drop_routes(conversion.events, workspace)  # config routes it
     if dropped is not None:
         conversion.warnings.append(dropped)
     chosen = session_id or new_session_id(conversion.header.created_at)
@@ -90,7 +101,6 @@ def import_upstream(
     final = import_dir(home, chosen)
     if final.exists():
         raise UsageError(f"{final} already exists; choose another --id")
-    workspace = conversion.header.cwd or cwd
     make_private_directory(final.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{chosen}.", dir=final.parent))
     try:

@@ -54,11 +54,22 @@ class Calibration:
         return -((-tokens * ratio.numerator) // ratio.denominator)
 
 
+def credible(reported: int, estimated: int) -> bool:
+    """Whether a provider's count of a request can be a tokenizer's count of it: positive, and
+    within ``[MIN_RATIO, MAX_RATIO]`` of the heuristic once the estimate is ``MIN_ESTIMATE`` or
+    more (a smaller one is too small to judge by). A count outside (a server reporting 100 for
+    every request, or only what its prompt cache did not hold, as Ollama does; an absurd
+    figure) is not used as the request's size either: ``Session.measure`` goes by the heuristic."""
+    if reported <= 0:
+        return False
+    return estimated < MIN_ESTIMATE or MIN_RATIO <= Fraction(reported, estimated) <= MAX_RATIO
+
+
 def calibration(anchor_seq: int, reported: int, estimated: int) -> Calibration | None:
     """The calibration one reported request gives: None when its estimate is under
     ``MIN_ESTIMATE`` or the ratio is outside ``[MIN_RATIO, MAX_RATIO]`` (no count to go by)."""
-    if estimated < MIN_ESTIMATE or not MIN_RATIO <= Fraction(reported, estimated) <= MAX_RATIO:
-        return None
+    if estimated < MIN_ESTIMATE or not credible(reported, estimated):
+        return None  # too small to calibrate by, or no tokenizer's count
     return Calibration(anchor_seq, reported, estimated)
 
 

@@ -39,7 +39,7 @@ from dsh.events import (
 )
 from dsh.events.codec import gc_paused
 from dsh.store import EventStore, SessionHeader, SessionLog, now_millis
-from dsh.surface.calibration import Calibration, calibration, scaled
+from dsh.surface.calibration import Calibration, calibration, credible, scaled
 from dsh.surface.projection import Replacement, SurfaceProjection
 from dsh.surface.tokens import message_tokens, system_tokens, tools_tokens
 
@@ -112,7 +112,8 @@ class Session:
         self._fixed: tuple[RequestHeaderEvent, int] | None = None
         # The calibration the latest usage anchor gives, by the anchor's seq (computed at the
         # first measure after it, then fixed: it depends on that request alone).
-        self._calibrated: tuple[int, Calibration | None] | None = None
+        self._calibrated: tuple[int, Calibration | None, bool] | None = None
+        """The usage anchor's seq, its calibration and whether its count is ``credible``."""
         self._by_type: defaultdict[type, list[Event]] = defaultdict(list)
         apply, by_type = self._surface.apply, self._by_type
         with gc_paused():
@@ -402,6 +403,7 @@ class Session:
         if (
             anchor is not None
             and anchor.data.usage is not None
+            and self._anchor_credible()
             and anchor.seq > self._last_replace_seq
             and (self._header_event is None or self._header_event.seq < anchor.seq)
             and anchor.seq in self._surface
@@ -424,12 +426,28 @@ class Session:
         anchor = self._anchor
         if anchor is None or anchor.data.usage is None:
             return None
+        return self._judged(anchor)[1]
+
+    def _anchor_credible(self) -> bool:
+        """Whether the usage anchor's count can be its request's size (``credible``): a count a
+        tokenizer could not give is not used as the context's size, so a server that reports
+        too little never hides a full window from the pressure check."""
+        anchor = self._anchor
+        return anchor is not None and anchor.data.usage is not None and self._judged(anchor)[2]
+
+    def _judged(self, anchor: AssistantMessageEvent) -> tuple[int, Calibration | None, bool]:
         cached = self._calibrated
         if cached is None or cached[0] != anchor.seq:
+            assert anchor.data.usage is not None
             reported = anchor.data.usage.request_tokens()
-            cached = (anchor.seq, calibration(anchor.seq, reported, self._request_estimate(anchor)))
+            estimated = self._request_estimate(anchor)
+            cached = (
+                anchor.seq,
+                calibration(anchor.seq, reported, estimated),
+                credible(reported, estimated),
+            )
             self._calibrated = cached
-        return cached[1]
+        return cached
 
     def _request_estimate(self, anchor: AssistantMessageEvent) -> int:
         """The heuristic of the request ``anchor`` answered: the latest header before it and

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -43,6 +44,10 @@ Approver = Callable[[str, dict[str, Any], str | None], Awaitable[ApprovalAnswer]
 ``deny``. ``protected`` is None for an ordinary call; for a write to a protected path it is the
 sentence saying why the call is asked every time (``writing .dsh/config.toml changes dsh's own
 configuration, which can run commands``), and the face offers no "always" for it."""
+
+ASKED_CALL: ContextVar[str | None] = ContextVar("dsh_asked_call", default=None)
+"""While an approver is asked: the id of the tool call it is asked about (a face that shows the
+call's card marks that one, two identical calls told apart); None outside."""
 
 ALWAYS_ALLOWED: frozenset[ToolKind] = frozenset({"read", "meta"})
 ALLOW_FLAG_NAMES: dict[ToolKind, str] = {
@@ -109,7 +114,15 @@ class ApprovalPolicy:
         return frozenset(self._always_commands)
 
     async def decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
-        """Allow or deny one call of ``tool`` with ``args``; may ask the approver."""
+        """Allow or deny one call of ``tool`` with ``args``; may ask the approver (with
+        ``ASKED_CALL`` set to the call's id)."""
+        asked = ASKED_CALL.set(ctx.call_id)
+        try:
+            return await self._decide(tool, args, ctx)
+        finally:
+            ASKED_CALL.reset(asked)
+
+    async def _decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
         if tool.kind in ALWAYS_ALLOWED:
             return Decision.allow()
         protected = None

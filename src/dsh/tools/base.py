@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from dsh.events import Event, EventsByType
+from dsh.tools.output_tail import OutputTail
 
 ToolKind = Literal["read", "write", "shell", "meta", "mcp"]
 """What a tool may do; approval policies decide by kind (``read-only`` allows read and meta).
@@ -46,6 +47,8 @@ class ToolContext:
     caller: Caller = "agent"
     output_so_far: OutputSoFar | None = None
     """Where the tool leaves what it printed if its call is cancelled (None: nobody reads it)."""
+    output_tail: OutputTail | None = None
+    """Where the tool shows what it prints while it runs (``bash``; None: nobody shows it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,13 +13,19 @@ checks (``dsh.tools.files``), so the approval shows what will really happen:
   huge file is never read) but the call may still work, the diff of the arguments alone with a
   ``note`` saying so; an overwrite of a file that is not shown says what it replaces.
 
+A path that leads elsewhere through a symlink (``NOTES.md`` → ``src/auth.py``) says so first in
+``note``: the file that will change is the one it leads to, and approving ``NOTES.md`` must not
+hide that.
+
 Without a workspace (a tool card drawn before its result) the change is the arguments'
 alone, ``old`` → ``new`` or an empty file → ``content``, as before.
 """
 
 from __future__ import annotations
 
+import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,7 @@ from dsh.tools.files import (
     read_edit_source,
     write_target,
 )
+from dsh.tools.workspace import display_path
 
 READ_UP_TO = MAX_DIFF_CHARS * 4
 """The largest file read to plan a change (4 bytes a character): ``read_small_text``'s bound."""
@@ -52,7 +59,9 @@ class PlannedChange:
     """Why the call would fail, in the tool's words; None when it would run."""
     note: str | None = None
     """What the diff is when it is not the file's own (the arguments alone), or what an
-    overwrite replaces that is not shown."""
+    overwrite replaces that is not shown; first, which file a path through a symlink changes."""
+    elsewhere: bool = False
+    """The path leads to another file through a symlink (``note`` names it)."""
 
 
 def planned_change(tool: str, args: dict[str, Any], workspace: Path | None) -> PlannedChange | None:
@@ -65,11 +74,35 @@ def planned_change(tool: str, args: dict[str, Any], workspace: Path | None) -> P
         return None
     if tool == "write_file":
         content = args.get("content")
-        return None if not isinstance(content, str) else _write(path, content, workspace)
+        if not isinstance(content, str):
+            return None
+        return _said_where(_write(path, content, workspace), path, workspace, write_target)
     old, new = args.get("old"), args.get("new")
     if not isinstance(old, str) or not isinstance(new, str):
         return None
-    return _edit(path, old, new, workspace)
+    return _said_where(_edit(path, old, new, workspace), path, workspace, edit_target)
+
+
+def _said_where(
+    change: PlannedChange,
+    path: str,
+    workspace: Path | None,
+    target: Callable[[str, Path], tuple[Path, str]],
+) -> PlannedChange:
+    """``change`` whose note says first which file it changes when ``path`` leads there through
+    a symlink (a call that fails says its own error instead)."""
+    if workspace is None or change.fails is not None:
+        return change
+    try:
+        _, shown = target(path, workspace)
+    except (ToolError, OSError):
+        return change
+    named = display_path(Path(os.path.normpath(workspace.resolve() / path)), workspace)
+    if named == shown:
+        return change
+    leads = f"{named} is a link: this changes {shown}"
+    note = leads if change.note is None else f"{leads}; {change.note}"
+    return PlannedChange(change.path, change.lines, change.fails, note, elsewhere=True)
 
 
 def planned_diff(tool: str, args: dict[str, Any], workspace: Path | None) -> list[str] | None:

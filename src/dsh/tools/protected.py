@@ -4,17 +4,29 @@
   project's ``config.toml`` may loosen approval and start MCP servers; ``commands/`` holds the
   project's prompt commands);
 - a ``.git`` directory (or a worktree's ``.git`` file) anywhere in the workspace: its hooks
-  and config run commands on the user's next git operation;
+  and config run commands on the user's next git operation; and git's configuration by any
+  other name, as git reports it at each check (:func:`~dsh.tools.git_hooks.git_layout`): the
+  repository's git directory (``--separate-git-dir=gitdata``), every config file git reads or an
+  include names (``include.path = ../.gitconfig``), the user's ``~/.gitconfig`` and
+  ``~/.config/git/config`` (a workspace that is ``$HOME``); and, without asking git, a
+  directory that is a git directory by its contents (a bare ``origin.git``) above the file;
 - dsh's home (``$DSH_HOME``), when it lies inside the workspace: the user config, whose
   ``[trust]`` and ``tools.approval`` are the user's alone;
 - the git hooks that live outside ``.git``: the directory the repository's ``core.hooksPath``
   names (``.githooks/``, say) when it lies inside the workspace, as git reports it
-  (:func:`~dsh.tools.git_hooks.hooks_dir`, asked at each check); a ``.husky`` directory
+  (:func:`~dsh.tools.git_hooks.git_layout`, asked at each check); a ``.husky`` directory
   anywhere (husky points ``core.hooksPath`` at ``.husky/_``, whose hooks run
   ``.husky/pre-commit`` and the like); a ``.pre-commit-config.yaml`` anywhere (once
   ``pre-commit install`` is done, its hooks, ``language: system`` ones included, run on the next
   commit); and the file a hook that is a symlink points at. When ``core.hooksPath`` names the
   workspace itself, only the files there that git runs as hooks (``pre-commit``, …) are;
+- editor and shell-environment configuration that runs commands, though no git hook: VS
+  Code's ``.vscode/`` and any ``*.code-workspace`` file (tasks run on folder open), the Dev
+  Containers configuration (``.devcontainer/``, ``.devcontainer.json``: ``initializeCommand``
+  runs on the host), direnv's ``.envrc``, and mise's (``mise.toml``, ``.mise.toml``,
+  ``mise.local.toml``, ``mise.<env>.toml``, ``.mise/``, ``.config/mise/``,
+  ``mise/config.toml``, rtx's ``.rtx.toml``, and ``.tool-versions``, whose ``path:`` versions
+  put a directory on ``PATH``): hooks and ``env`` run on entering the directory;
 - the other hook managers' configuration (:mod:`dsh.tools.hook_configs`): lefthook's,
   husky v4's, lint-staged's, simple-git-hooks' and overcommit's files, by name anywhere, and a
   ``package.json`` when the write changes its ``husky``, ``lint-staged`` or
@@ -52,7 +64,7 @@ from typing import Any
 from dsh.config import dsh_home
 from dsh.errors import ConfigError, ToolError
 from dsh.tools.base import Tool
-from dsh.tools.git_hooks import hooks_dir, runs_as_hook
+from dsh.tools.git_hooks import GitLayout, git_layout, looks_like_git_dir, runs_as_hook
 from dsh.tools.hook_configs import (
     MANAGED_NAMES,
     PACKAGE_JSON,
@@ -62,26 +74,48 @@ from dsh.tools.hook_configs import (
 )
 from dsh.tools.workspace import display_path, is_inside, resolve_in_workspace
 
+GIT = "git"
 GIT_HOOKS = "git hooks"
 VSCODE = "VS Code"
+DEV_CONTAINER = "Dev Containers"
 DIRENV = "direnv"
+MISE = "mise"
 PROTECTED_NAMES: dict[str, str] = {
     ".dsh": "dsh",
-    ".git": "git",
+    ".git": GIT,
     ".husky": GIT_HOOKS,
     ".pre-commit-config.yaml": GIT_HOOKS,
     ".vscode": VSCODE,
+    ".devcontainer": DEV_CONTAINER,
+    ".devcontainer.json": DEV_CONTAINER,
     ".envrc": DIRENV,
+    ".mise": MISE,
+    ".tool-versions": MISE,
     **MANAGED_NAMES,
 }
 """A directory (or file) of this name, anywhere in the workspace → whose configuration it is."""
+_NAMED_LIKE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r".+\.code-workspace"), VSCODE),
+    (re.compile(r"\.?mise(\..+)?\.toml|\.rtx(\..+)?\.toml"), MISE),
+)
+"""A file named like this, anywhere → whose configuration it is: a VS Code workspace file;
+mise's ``mise.toml``, ``.mise.toml``, ``mise.local.toml``, ``mise.<env>.toml`` (and rtx's)."""
+_UNDER: dict[tuple[str, str], str] = {(".config", "mise"): MISE}
+"""A directory of the second name right in one of the first → whose configuration it holds
+(mise's ``.config/mise/``)."""
+_MISE_DIR_CONFIG = re.compile(r"config(\..+)?\.toml")
+"""mise's ``mise/config.toml`` (``config.local.toml``, ``config.<env>.toml``)."""
 WHAT_CHANGES: dict[str, str] = {
     "dsh": "dsh's own configuration, which can run commands",
-    "git": "git's own configuration, which can run commands",
+    GIT: "git's own configuration, which can run commands",
     GIT_HOOKS: "the git hooks, which can run commands",
     VSCODE: "VS Code's workspace configuration, whose tasks and settings can run commands when "
     "the folder is opened",
+    DEV_CONTAINER: "the dev container's configuration, whose initializeCommand runs on your "
+    "machine when the container is built",
     DIRENV: "direnv's configuration, which your shell runs on entering the directory",
+    MISE: "mise's configuration, whose hooks, environment and tool paths your shell's mise "
+    "applies on entering the directory",
     **WHAT_MANAGERS_RUN,
 }
 """An owner → what a write there changes, as the approval prompt's sentence says it."""
@@ -135,14 +169,16 @@ def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> Protec
     shown = display_path(resolved, root)
     routes = _routes(path, resolved, root)
     for parts, link in routes:
-        for name in parts:
-            owner = PROTECTED_NAMES.get(name)
-            if owner is not None:
-                return ProtectedWrite(_through(shown, link), owner)
+        owner = _owner_on_the_way(parts)
+        if owner is not None:
+            return ProtectedWrite(_through(shown, link), owner)
     home = _resolved_home()
     if home is not None and is_inside(home, root) and is_inside(resolved, home):
         return ProtectedWrite(shown, "dsh")
-    if _run_by_git_as_a_hook(resolved, root):
+    layout = git_layout(root)
+    if _read_by_git(resolved, root, layout):
+        return ProtectedWrite(shown, GIT)
+    if _run_by_git_as_a_hook(resolved, root, layout.hooks):
         return ProtectedWrite(shown, GIT_HOOKS)
     as_package = [link for parts, link in routes if parts[-1:] == (PACKAGE_JSON,)]
     if as_package:
@@ -176,6 +212,30 @@ def _routes(path: str, resolved: Path, root: Path) -> list[Route]:
     return routes
 
 
+def _owner_on_the_way(parts: tuple[str, ...]) -> str | None:
+    """Whose configuration a file reached by these names (compared) is, if anyone's."""
+    for at, name in enumerate(parts):
+        owner = _owner_of_name(name)
+        if owner is None and at > 0:
+            owner = _UNDER.get((parts[at - 1], name))
+            if (
+                parts[at - 1] == "mise"
+                and at == len(parts) - 1
+                and _MISE_DIR_CONFIG.fullmatch(name)
+            ):
+                owner = MISE
+        if owner is not None:
+            return owner
+    return None
+
+
+def _owner_of_name(name: str) -> str | None:
+    owner = PROTECTED_NAMES.get(name)
+    if owner is None:
+        owner = next((who for shape, who in _NAMED_LIKE if shape.fullmatch(name)), None)
+    return owner
+
+
 def _top_level_links(resolved: Path, root: Path) -> list[Route]:
     """The symlinks at the workspace's top level, named as a protected file or directory (or
     ``package.json``), that lead to ``resolved`` or a directory it lies in."""
@@ -188,7 +248,7 @@ def _top_level_links(resolved: Path, root: Path) -> list[Route]:
         if not entry.is_symlink():
             continue
         name = _compared(entry.name)
-        if name not in PROTECTED_NAMES and name != PACKAGE_JSON:
+        if _owner_of_name(name) is None and name != PACKAGE_JSON:
             continue
         try:
             target = Path(os.path.realpath(entry.path))
@@ -204,11 +264,28 @@ def _through(shown: str, link: str | None) -> str:
     return shown if link is None else f"{shown} ({link} leads there)"
 
 
-def _run_by_git_as_a_hook(resolved: Path, root: Path) -> bool:
+def _read_by_git(resolved: Path, root: Path, layout: GitLayout) -> bool:
+    """True if git reads ``resolved`` as its own: it lies in a git directory git names, or in
+    a directory that is one by its contents (a bare repository, a separate git directory), or
+    it is a config file git reads (an include's target, the user's ``~/.gitconfig``)."""
+    if any(_within(resolved, git_dir) for git_dir in layout.git_dirs):
+        return True
+    if any(_folded(resolved) == _folded(config) for config in layout.config_files):
+        return True
+    folder = resolved.parent
+    while _within(folder, root):
+        if looks_like_git_dir(folder):
+            return True
+        if folder == root:
+            break
+        folder = folder.parent
+    return False
+
+
+def _run_by_git_as_a_hook(resolved: Path, root: Path, hooks: Path | None) -> bool:
     """True if git runs ``resolved`` as a hook: it lies in the hooks directory git names (when
     that lies inside the workspace; when it is the workspace itself, only a hook's own name
     there counts), or a hook there is a symlink to it."""
-    hooks = hooks_dir(root)
     if hooks is None:
         return False
     if _folded(hooks) == _folded(root):

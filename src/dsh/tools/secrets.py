@@ -6,16 +6,26 @@ can carry one (``DSH_PROVIDER_HEADERS``, ``DSH_MCP_SERVERS``: a gateway token, a
 ``env``), and no variable whose name matches ``SECRET_NAME_PATTERNS`` (``*_KEY``, ``*_TOKEN``,
 ``*_SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*_PAT``, ``*_DSN``, ``*_AUTH``,
 ``*_AUTH_CONFIG``, ``*AUTHTOKEN*``, ``*APIKEY*``, ``*_PASS``, ``*JWT*``, ``*_WEBHOOK*``,
-``*DATABASE_URL``; case-insensitive, and the word may begin the name: ``API_KEY``, ``TOKEN``,
-``SECRET_KEY``; and ``MYSQL_PWD``), any variable whose value is a URL with a password
-(``redis://:pass@host``), plus the names or glob patterns configured in ``tools.scrub_env`` and the
-variables the config names as holding a key (``provider.api_key_env``; the policy is built in
+``*DATABASE_URL``, ``*PASSPHRASE*``, ``*CONNECTION_STRING*``, ``*CONNSTR*``, ``*_COOKIE``,
+``*_COOKIES``; case-insensitive, and the word may begin the name: ``API_KEY``, ``TOKEN``,
+``SECRET_KEY``, ``COOKIE``; and the whole names in ``SECRET_NAMES``: ``MYSQL_PWD``,
+``BW_SESSION``, ``OP_SESSION_*``, ``SONAR_LOGIN``), any variable whose value is a URL with a
+password (``redis://:pass@host``) or a connection string with a password or key
+(``…;Password=…``, ``AccountKey=``, ``SharedAccessKey=``, ``SharedAccessSignature=``, ``Pwd=``),
+plus the names or glob patterns configured in ``tools.scrub_env`` and the variables the config
+names as holding a key (``provider.api_key_env``; the policy is built in
 ``dsh.agent.mcp_servers.tool_secrets``). And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
 variable — and a configured ``provider.api_key``, ``provider.headers`` value or secret-named
 MCP server ``env`` value — is masked in every tool output before it is logged. Values shorter
 than :data:`MIN_MASK_CHARS` are not masked (``1`` or ``yes`` would blank ordinary text); they
-are still scrubbed from the environment.
+are still scrubbed from the environment. Where values overlap in a text (one holds another, or
+one begins where another ends), the whole run they cover is masked as one, so no part of either
+shows beside the other's name.
+
+Names left out on purpose: ``*_SESSION`` (``DESKTOP_SESSION``, ``XDG_SESSION_TYPE``…: the
+session managers' own are named above), ``*_LOGIN`` (mostly a user name: masking it would blank
+``/home/<user>`` in every output), and ``*COOKIE*`` (``COOKIE_DOMAIN``, ``COOKIE_SECURE``).
 """
 
 from __future__ import annotations
@@ -50,31 +60,53 @@ SECRET_NAME_PATTERNS = (
     "*JWT*",
     "*_WEBHOOK*",
     "*DATABASE_URL",
+    "*PASSPHRASE*",
+    "*CONNECTION_STRING*",
+    "*CONNSTR*",
+    "*_COOKIE",
+    "*_COOKIES",
 )
 """Names of secrets by convention (``STRIPE_KEY``, ``GH_PAT``, ``SENTRY_DSN``, ``NPM_AUTH``,
 ``DOCKER_AUTH_CONFIG``, ``NPM_CONFIG__AUTHTOKEN``, ``OPENAI_APIKEY``, ``SMTP_PASS``,
-``CI_JOB_JWT``, ``SLACK_WEBHOOK_URL``, ``DATABASE_URL`` with its password); ``*_KEY`` covers
-``*_API_KEY``."""
-SECRET_NAMES = ("MYSQL_PWD", "PGPASSFILE")
-"""Whole names: a ``*_PWD`` pattern would take the shell's own ``PWD`` (the working directory,
-whose value would then be masked in every output)."""
+``CI_JOB_JWT``, ``SLACK_WEBHOOK_URL``, ``DATABASE_URL`` with its password, ``GPG_PASSPHRASE``,
+``AZURE_STORAGE_CONNECTION_STRING``, Azure App Service's ``SQLAZURECONNSTR_<name>``, a
+``SESSION_COOKIE``); ``*_KEY`` covers ``*_API_KEY``."""
+SECRET_NAMES = ("MYSQL_PWD", "PGPASSFILE", "BW_SESSION", "OP_SESSION_*", "SONAR_LOGIN")
+"""Whole names (globs): a ``*_PWD`` pattern would take the shell's own ``PWD`` (the working
+directory, whose value would then be masked in every output), ``*_SESSION`` the desktop's
+``DESKTOP_SESSION``, ``*_LOGIN`` user names. ``BW_SESSION`` unlocks a Bitwarden vault,
+``OP_SESSION_<account>`` a 1Password one; ``SONAR_LOGIN`` is SonarQube's token."""
 _URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]+@")
 """A value such as ``redis://:pass@host`` or ``amqp://user:pass@host``: a secret, whatever the
 variable is called (``REDIS_URL``, ``BROKER``)."""
+_CONNECTION_STRING_SECRET = re.compile(
+    r"(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey|sharedaccesssignature)\s*=\s*[^;\s]",
+    re.IGNORECASE,
+)
+"""A connection string carrying a password or key (``Server=db;User Id=sa;Password=…``,
+Azure's ``…;AccountKey=…`` or ``SharedAccessSignature=…``): a secret, whatever the variable is
+called. Its keys are case-insensitive, as ADO.NET and Azure read them."""
 MIN_MASK_CHARS = 8
 MASK = "[masked {name}]"
 
 
 def is_secret_variable(name: str, value: str, extra_patterns: Iterable[str] = ()) -> bool:
     """True if the variable must not reach a command: its name is a secret's
-    (:func:`is_secret_name`) or its value is a URL carrying a password."""
-    return is_secret_name(name, extra_patterns) or _URL_WITH_PASSWORD.match(value) is not None
+    (:func:`is_secret_name`) or its value is a URL or a connection string carrying a password
+    or key."""
+    return (
+        is_secret_name(name, extra_patterns)
+        or _URL_WITH_PASSWORD.match(value) is not None
+        or _CONNECTION_STRING_SECRET.search(value) is not None
+    )
 
 
 def is_secret_name(name: str, extra_patterns: Iterable[str] = ()) -> bool:
     """True if the variable ``name`` must not reach a command (case-insensitive globs)."""
     upper = name.upper()
-    if upper in PROVIDER_KEY_VARS or upper in SECRET_CONFIG_VARS or upper in SECRET_NAMES:
+    if upper in PROVIDER_KEY_VARS or upper in SECRET_CONFIG_VARS:
+        return True
+    if any(fnmatch.fnmatchcase(upper, whole) for whole in SECRET_NAMES):
         return True
     # The built-in words may also begin the name: API_KEY, TOKEN, SECRET_KEY.
     if any(fnmatch.fnmatchcase(f"_{upper}", pattern) for pattern in SECRET_NAME_PATTERNS):
@@ -140,14 +172,43 @@ class SecretPolicy:
             cut = moved
 
     def mask(self, text: str) -> str:
-        """``text`` with every known secret value replaced by ``[masked NAME]``."""
-        if not self.values or not text:
+        """``text`` with every known secret value replaced by ``[masked NAME]``. Values that
+        overlap there are masked as one run: ``[masked NAME]`` of the value that covers it all,
+        else ``[masked A, B]``, so no part of a value is left beside another's name."""
+        if not self.values or not text or _compiled(self.values).search(text) is None:
             return text
-        pattern = _compiled(self.values)
         names = {value: name for name, value in self.values}
-        return pattern.sub(lambda m: MASK.format(name=names[m.group(0)]), text)
+        shown: list[str] = []
+        done = 0
+        for start, end, covering in _runs(text, names):
+            label = ", ".join(dict.fromkeys(names[value] for value in covering))
+            shown += [text[done:start], MASK.format(name=label)]
+            done = end
+        shown.append(text[done:])
+        return "".join(shown)
+
+
+def _runs(text: str, values: Iterable[str]) -> list[tuple[int, int, list[str]]]:
+    """Each run of ``text`` that known values cover (where they overlap, one run): its start,
+    its end, and the values it is made of, left to right; one value when it covers the run."""
+    found: list[tuple[int, int, str]] = []
+    for value in values:
+        at = text.find(value)
+        while at != -1:
+            found.append((at, at + len(value), value))
+            at = text.find(value, at + 1)
+    found.sort(key=lambda hit: (hit[0], -hit[1]))  # at one start, the longest first
+    runs: list[tuple[int, int, list[str]]] = []
+    for start, end, value in found:
+        if runs and start < runs[-1][1]:
+            run_start, run_end, covering = runs[-1]
+            if end > run_end:  # sticks out: a value of its own in the run
+                runs[-1] = (run_start, end, [*covering, value])
+            continue  # inside the run: the values already there cover it
+        runs.append((start, end, [value]))
+    return runs
 
 
 @functools.lru_cache(maxsize=16)
 def _compiled(values: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(v) for _, v in values))  # longest first: greedy wins
+    return re.compile("|".join(re.escape(v) for _, v in values))

@@ -10,7 +10,8 @@ everything the command started is killed, what left its process group (``setsid`
 double-forked daemon) included; on Linux that holds for dsh's exit too. A cancelled call leaves
 what the command printed until then, capped as a finished call's output is, in the context's
 ``output_so_far``, read once everything is killed (the pipe's rest included): the loop answers
-the call with it.
+the call with it. While it runs, what it prints reaches the context's ``output_tail`` (when
+there is one), as the terminal shows it: the faces show its last lines under the call's card.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from dsh.tools.args import int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.kept_shell import KeptShell
+from dsh.tools.output_tail import OutputTail
 from dsh.tools.secrets import SecretPolicy
 from dsh.tools.terminal_text import TerminalText
 
@@ -41,19 +43,27 @@ class CappedOutput:
 
     With ``secrets``, a little more than each half is kept, so that a secret value across a cut
     can move the cut out of it (``SecretPolicy.safe_cut``): the output then shows the value
-    whole (and masked) or not at all, never a part the mask would not recognise."""
+    whole (and masked) or not at all, never a part the mask would not recognise.
+
+    With ``tail``, each read's text as shown also goes to it (``dsh.tools.output_tail``)."""
 
     def __init__(
-        self, cap: int = OUTPUT_CAP, secrets: SecretPolicy | None = None, *, terminal: bool = True
+        self,
+        cap: int = OUTPUT_CAP,
+        secrets: SecretPolicy | None = None,
+        *,
+        terminal: bool = True,
+        tail: OutputTail | None = None,
     ) -> None:
         self._half = cap // 2
         self._secrets = secrets or SecretPolicy()
         self._keep = self._half + max(self._secrets.longest - 1, 0)
         self._head = ""
-        self._tail = ""
+        self._end = ""
         self._total = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._terminal = TerminalText(max_line=cap) if terminal else None
+        self._tail = tail
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         """Add raw bytes (decoded as UTF-8, invalid bytes replaced)."""
@@ -62,11 +72,13 @@ class CappedOutput:
             shown = self._terminal.feed(shown)
             if final:
                 shown += self._terminal.finish()
-        self._head, self._tail, self._total = self._stored(shown)
+        if self._tail is not None:
+            self._tail.feed(shown, self._terminal.pending() if self._terminal is not None else "")
+        self._head, self._end, self._total = self._stored(shown)
 
     def _stored(self, text: str) -> tuple[str, str, int]:
         """Head, tail and total once ``text`` is added."""
-        head, tail = self._head, self._tail
+        head, tail = self._head, self._end
         room = self._keep - len(head)
         if room > 0:
             head += text[:room]
@@ -131,7 +143,7 @@ class BashTool:
         timeout = int_arg(args, "timeout", DEFAULT_TIMEOUT, minimum=1, maximum=MAX_TIMEOUT)
         env = {**self.secrets.scrubbed_environment(), "PAGER": "cat", "GIT_PAGER": "cat"}
         shell = await KeptShell.start(command, cwd=ctx.workspace, environment=env)
-        out = CappedOutput(secrets=self.secrets)
+        out = CappedOutput(secrets=self.secrets, tail=ctx.output_tail)
         reader = asyncio.create_task(_pump(shell.output, out))
         notes: list[str] = []
         try:

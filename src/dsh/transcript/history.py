@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from dsh.errors import UsageError
 from dsh.events import (
     AssistantMessageEvent,
+    CompactionStartEvent,
     Event,
     UserMessageEvent,
     is_append_surface_event,
+    is_checkpoint_event,
 )
 from dsh.store import EventStore
 
@@ -30,6 +32,8 @@ class HistoryPage:
     events: list[Event]
     has_more: bool
     """True when older events exist before this page (``cut > 0``)."""
+    has_later: bool = False
+    """True when newer events exist after this page (a window or a later page, not the end)."""
 
     @property
     def first_seq(self) -> int | None:
@@ -56,6 +60,56 @@ def history_page(
                 cut = min((event.seq, *sources))
                 break
     return HistoryPage(events=list(events[cut:end]), has_more=cut > 0)
+
+
+def _counted(event: Event) -> bool:
+    return isinstance(event, UserMessageEvent | AssistantMessageEvent) and is_append_surface_event(
+        event
+    )
+
+
+def later_page(
+    events: Sequence[Event], after_seq: int, max_messages: int = DEFAULT_MAX_MESSAGES
+) -> HistoryPage:
+    """The page of ``events`` starting just after ``after_seq``: every event up to the
+    ``max_messages + 1``-th message (a message's tool cards and notes stay with it)."""
+    if max_messages < 1:
+        raise UsageError("max_messages must be at least 1")
+    start = max(0, min(after_seq + 1, len(events)))
+    counted = 0
+    for index in range(start, len(events)):
+        if _counted(events[index]):
+            counted += 1
+            if counted > max_messages:
+                return HistoryPage(list(events[start:index]), start > 0, has_later=True)
+    return HistoryPage(list(events[start:]), start > 0)
+
+
+def window_page(
+    events: Sequence[Event], around_seq: int, max_messages: int = DEFAULT_MAX_MESSAGES
+) -> HistoryPage:
+    """A page of about ``max_messages`` messages around the event ``around_seq`` (half before
+    it, half after), for a jump to it (find): ``has_more`` and ``has_later`` say whether older
+    and newer events lie outside it. A compaction pass's checkpoint brings the pass's start and
+    summaries with it (its marker's details)."""
+    if max_messages < 1:
+        raise UsageError("max_messages must be at least 1")
+    if not events:
+        return HistoryPage([], False)
+    target = max(0, min(around_seq, len(events) - 1))
+    before = max(1, max_messages // 2)
+    older = history_page(events, target + 1, before)
+    cut = older.first_seq if older.first_seq is not None else target
+    event = events[target]
+    if is_checkpoint_event(event):
+        starts = [
+            seq
+            for seq in event.source_event_seqs or ()
+            if 0 <= seq < target and isinstance(events[seq], CompactionStartEvent)
+        ]
+        cut = min((cut, *starts))
+    newer = later_page(events, target, max(1, max_messages - before))
+    return HistoryPage([*events[cut : target + 1], *newer.events], cut > 0, newer.has_later)
 
 
 def history(

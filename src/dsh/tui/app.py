@@ -99,7 +99,7 @@ class DshApp(WarningsApp[None]):
     BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
         Binding("ctrl+c", "interrupt", "Cancel turn", priority=True, show=False),
         Binding("escape", "cancel_turn", "Cancel turn", show=False),
-        Binding("ctrl+r", "toggle_reasoning", "Reasoning", show=False),
+        Binding("ctrl+t", "toggle_reasoning", "Reasoning", show=False),
         Binding("ctrl+o", "toggle_card", "Expand card", show=False),
         Binding("ctrl+f", "find", "Find", show=False, priority=True),
         Binding("pageup", "scroll_transcript('page_up')", "Scroll up", show=False, priority=True),
@@ -145,6 +145,7 @@ class DshApp(WarningsApp[None]):
             commands=lambda: (*COMMANDS, *self.prompt_commands.current().names),
             workspace=self.controller.options.workspace,
             send=self.submit,
+            home=dsh_home(),
             id="prompt",
         )
         prompt.cursor_blink = self._cursor_blink
@@ -441,7 +442,7 @@ class DshApp(WarningsApp[None]):
     def on_transcript_view_typed(self, event: TranscriptView.Typed) -> None:
         """Typing (or a paste) with the transcript focused goes to the prompt, not nowhere."""
         self.prompt_box.focus()
-        self.prompt_box.insert(event.text)
+        self.prompt_box.paste(event.text)
 
     def on_prompt_box_scroll(self, event: PromptBox.Scroll) -> None:
         self.action_scroll_transcript(event.where)
@@ -482,8 +483,7 @@ class DshApp(WarningsApp[None]):
             )
 
     def action_toggle_reasoning(self) -> None:
-        view = self.transcript
-        view.set_show_reasoning(not view.show_reasoning)
+        self.transcript.set_show_reasoning(not self.transcript.show_reasoning)
 
     def action_toggle_card(self) -> None:
         self.transcript.toggle_current()

@@ -17,6 +17,7 @@ from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line, printable_line
 from dsh.tui.commands import COMMANDS, HELP, Command, closest_command
 from dsh.tui.context_view import context_text, cost_text
+from dsh.tui.copy_command import copy_command
 from dsh.tui.diff_view import show_workspace_diff
 from dsh.tui.model_choice import run_model_command
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
@@ -70,6 +71,8 @@ class SlashCommands:
             app.note(app.warnings.text())
         elif name == "approval":
             self.approval(arg)
+        elif name == "copy":
+            copy_command(app, arg)
         elif name == "diff":
             workspace = app.controller.options.workspace
             app.run_worker(show_workspace_diff(app, workspace), group="diff")

@@ -63,9 +63,11 @@ class Composer(Protocol):
     """What typing ahead reaches: the draft (``dsh.tui.prompt.PromptBox``)."""
 
     @property
-    def text(self) -> str: ...
+    def value(self) -> str: ...
 
     def insert(self, text: str) -> object: ...
+
+    def paste(self, text: str) -> None: ...
 
 
 def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
@@ -74,9 +76,9 @@ def to_composer(box: Composer, send: Callable[[str], None]) -> TypedAhead:
 
     def typed(event: events.Key | events.Paste) -> None:
         if isinstance(event, events.Paste):
-            box.insert(event.text)
+            box.paste(event.text)
         elif event.key == "enter":
-            send(box.text)
+            send(box.value)
         elif event.is_printable and event.character is not None:
             box.insert(event.character)
 

@@ -145,7 +145,8 @@ def _describe_change(change: PlannedChange, args: dict[str, Any]) -> Text:
     if change.fails is not None:
         why = Text.assemble((WILL_FAIL, FAILS), (sanitize(change.fails), FAILS_WHY))
         return Text("\n").join([why, Text("The call's arguments:", style="dim"), _arguments(args)])
-    head = [Text(sanitize(change.note), style="dim italic")] if change.note else []
+    style = FAILS_WHY if change.elsewhere else "dim italic"  # a link: the file it leads to
+    head = [Text(sanitize(change.note), style=style)] if change.note else []
     if change.lines is None:  # too large to diff either way
         return Text("\n").join([*head, _arguments(args)])
     diff = logged_diff(change.path, change.lines)

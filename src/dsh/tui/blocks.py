@@ -41,6 +41,7 @@ from dsh.tui.diffs import (
     parse_arguments,
 )
 from dsh.tui.markdown_syntax import looks_like_markdown
+from dsh.tui.output_rows import tail_rows
 from dsh.tui.wrap import one_line, sanitize, wrap
 
 BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
@@ -89,6 +90,8 @@ class Block:
     status: str | None = None
     """What a live card without its result says under it (``dsh.tui.running_cards``; None:
     ``running…``)."""
+    tail: tuple[str, ...] = ()
+    """The last lines its command printed while it runs, shown under that (never logged)."""
     hidden: bool = False
     """A local note taken off the screen (a ``!cmd``'s output once the prompt that carries it
     is sent: that prompt shows it): it has no rows."""
@@ -281,10 +284,11 @@ def _card_rows(block: Block, width: int) -> list[Row]:
         elif block.kind == "tool":
             waiting = f"no result yet · {block.status}" if block.status else "no result yet"
             rows.append([Segment("    "), Segment(waiting, DIM)])
+            rows += tail_rows(block.tail, width)
         return rows
     if result is None:
         rows.append([Segment("    └ ", DIM), Segment(block.status or "running…", DIM)])
-        return rows
+        return rows + tail_rows(block.tail, width)
     text = _result_text(result)
     lines = text.strip().count("\n") + 1 if text.strip() else 0
     more = f" (+{lines - 1} lines)" if lines > 1 else ""

@@ -32,6 +32,7 @@ Commands
                      rest of this run (the config file is unchanged; dsh --yes starts
                      in auto, --allow bash,write,mcp lets those kinds run unasked)
   /diff              the workspace's changes since its last commit (git), coloured
+  /copy [code]       copy the last reply (code: its last code block) to the clipboard
   !cmd               run cmd in the workspace (unasked: you typed it; not under
                      read-only); its output goes to the model with your next prompt
   /help              this help, with your prompt commands (/NAME [args]: the text of
@@ -40,7 +41,12 @@ Commands
   //text             send "/text" as a prompt (a path like /usr/lib/x is sent as it is)
 Keys
   enter              send the prompt        shift+enter, ctrl+j   a new line
-  up / down          earlier prompts (from the first / last line of the draft)
+                     (a paste of more than 20 lines shows as [pasted N lines], sent whole)
+  up / down          earlier prompts, this run's and earlier runs' (from the first / last
+                     line of the draft)
+  ctrl+r             search the earlier prompts: type to search, ctrl+r older, enter
+                     takes the match into the box, esc puts your draft back
+  ctrl+g             edit the draft in $VISUAL / $EDITOR
   pgup / pgdn        scroll the transcript  (home / end too, on an empty draft)
   esc, ctrl+c        cancel the running turn; when idle, clear the draft (ctrl+z
                      brings it back); ctrl+c twice on an empty draft leaves dsh
@@ -50,7 +56,7 @@ Keys
                      esc deny it and cancel the turn; keys typed as it opens go to your
                      draft until you pause; up / down, pgup / pgdn, home / end (or the
                      mouse wheel) scroll a call taller than its box
-  ctrl+r             show / hide the model's reasoning
+  ctrl+t             show / hide the model's reasoning
   ctrl+o             expand / collapse the chosen (or newest) tool card or marker
   ctrl+f             find in the transcript: enter / down next, shift+enter / up
                      previous, esc back to the prompt

@@ -5,7 +5,7 @@ round; ``enter`` or ``down`` goes to the next block that matches, ``shift+enter`
 the previous one, ``esc`` closes the bar and gives the prompt its focus back. A match inside a
 collapsed tool card (or in a compaction pass's summaries, at its marker) opens it; the row
 where the first match begins (``found_row``) is highlighted and put on screen. Reasoning is
-searched only while it is shown (``ctrl+r``). In a long session the first key's search folds
+searched only while it is shown (``ctrl+t``). In a long session the first key's search folds
 every block's text (``SearchIndex``) in a thread, the bar saying ``searching…`` and taking keys
 meanwhile; the matches are then those a search on the event loop finds.
 """
@@ -337,7 +337,7 @@ class FindBar(Horizontal):
     def step(self, step: int) -> None:
         """Go to the next (``1``) or previous (``-1``) matching block. The matches are found
         again first (cheap: the index keeps each block's text), so blocks logged since the
-        last key and reasoning shown or hidden with ctrl+r count."""
+        last key and reasoning shown or hidden with ctrl+t count."""
         view = self.view
         shown = self.matches[self.position] if self.matches else view.top_block()
         matches = self._matching()

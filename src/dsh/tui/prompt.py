@@ -1,9 +1,13 @@
 """The composer: multi-line input with a history of earlier prompts and tab completion.
 
-Enter sends; shift+enter or ctrl+j inserts a newline; a paste of any size is inserted whole.
-Up on the first line and down on the last line walk the history of earlier prompts. Tab
-completes a slash command at the start of the draft, or an ``@path`` from the workspace;
-with several candidates it completes their common prefix and names them in the hint line.
+Enter sends; shift+enter or ctrl+j inserts a newline; a paste of any size arrives whole (one of
+more than 20 lines as one placeholder: ``dsh.tui.paste_fold``).
+Up on the first line and down on the last line walk the history of earlier prompts (this and
+earlier runs: ``dsh.tui.prompt_history``; the open session's own come first), ctrl+r searches it
+(``dsh.tui.history_search``), and ctrl+g opens the draft in your editor
+(``dsh.tui.external_editor``). Tab completes a slash command at the start of the draft, or an
+``@path`` from the workspace (``dsh.tui.completion``); with several candidates it completes
+their common prefix and names them in the hint line.
 
 While something runs, a draft sent waits in the composer (``queue``): the box empties for the
 next one and its border says what is queued; the app sends it when the running work ends well,
@@ -16,17 +20,21 @@ terminal would act on: each shows, and is sent, as its Python escape (``\\x1b``)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from textual import events
+from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import TextArea
-from textual.widgets.text_area import Edit, EditResult
+from textual.widgets.text_area import Edit, EditResult, Selection
 
-from dsh.agent.path_completion import common_prefix, mention, path_candidates
 from dsh.errors import printable_line
+from dsh.tui.completion import Completion, complete_command, complete_path
+from dsh.tui.external_editor import edit_draft
+from dsh.tui.history_search import KEYS_HINT, ReverseSearch
+from dsh.tui.paste_fold import PasteFolds
+from dsh.tui.prompt_history import MAX_ENTRIES, PromptHistory
 from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
@@ -40,62 +48,9 @@ MAX_LISTED = 8
 """Completion candidates named in the hint line; more are counted."""
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
-    start: int
-    """Offset in the draft where the completed word starts."""
-    end: int
-    candidates: tuple[str, ...]
-    """Full replacements for ``draft[start:end]``, sorted."""
-
-    @property
-    def common(self) -> str:
-        return common_prefix(self.candidates)
-
-
-def complete_command(draft: str, commands: Sequence[str]) -> Completion | None:
-    """``/na`` at the start of a one-word draft: the commands it may begin."""
-    if not draft.startswith("/") or any(c.isspace() for c in draft):
-        return None
-    word = draft[1:].lower()
-    found = tuple(sorted(f"/{c}" for c in commands if c.startswith(word)))
-    return Completion(0, len(draft), found) if found else None
-
-
-def complete_path(draft: str, cursor: int, workspace: Path) -> Completion | None:
-    """``@some/pa`` ending at ``cursor``: the workspace entries it may name, as
-    ``dsh.agent.path_completion`` finds them (directories end in ``/``; hidden entries only when
-    the typed part starts with a dot; nothing outside the workspace).
-
-    A name with a space or a quote in it is inserted quoted, ``@"my notes.md"``, the form a
-    mention of it takes (``dsh.agent.mentions``; ``dsh.agent.path_completion.mention``, as
-    ``dsh web``'s composer inserts it); a quoted directory is left open, ``@"my dir/``, so
-    completing goes on inside it, and ``@"my d`` completes as typed."""
-    quoted = _open_quote(draft, cursor)
-    if quoted is not None:
-        start, typed = quoted, draft[quoted + 2 : cursor]
-    else:
-        start = cursor
-        while start > 0 and not draft[start - 1].isspace():
-            start -= 1
-        word = draft[start:cursor]
-        if not word.startswith("@"):
-            return None
-        typed = word[1:]
-    names = path_candidates(typed, workspace)
-    found = tuple(mention(name, quoted=quoted is not None) for name in names)
-    return Completion(start, cursor, found) if found else None
-
-
-def _open_quote(draft: str, cursor: int) -> int | None:
-    """Where an ``@"`` whose quote is still open at ``cursor`` starts (on the cursor's line)."""
-    line_start = draft.rfind("\n", 0, cursor) + 1
-    at = draft.rfind('@"', line_start, cursor)
-    if at < 0 or '"' in draft[at + 2 : cursor]:
-        return None
-    if at > 0 and not (draft[at - 1].isspace() or draft[at - 1] in "([{'\"`"):
-        return None  # inside a word: not a mention
-    return at
+def distinct(prompts: list[str]) -> list[str]:
+    """``prompts`` (oldest first) with each text once, where it was last."""
+    return list(reversed(dict.fromkeys(reversed(prompts))))
 
 
 class PromptBox(TextArea):
@@ -114,6 +69,11 @@ class PromptBox(TextArea):
         border: none;
     }
     """
+
+    BINDINGS = [  # noqa: RUF012 (Textual's declaration style)
+        Binding("ctrl+r", "search_history", "Search history", show=False),
+        Binding("ctrl+g", "edit_in_editor", "Edit in $EDITOR", show=False),
+    ]
 
     class Submitted(Message):
         def __init__(self, prompt: PromptBox, value: str) -> None:
@@ -141,6 +101,7 @@ class PromptBox(TextArea):
         commands: Sequence[str] | Callable[[], Sequence[str]] = (),
         workspace: Path | None = None,
         send: Callable[[str], None] | None = None,
+        home: Path | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(
@@ -156,48 +117,74 @@ class PromptBox(TextArea):
         self.workspace = workspace
         self.send = send
         """Takes the draft as enter is read, before the keys after it (else ``Submitted``)."""
-        self.prompts: list[str] = []
-        """Earlier prompts, oldest first (``history`` is TextArea's undo history)."""
+        self._file = PromptHistory(home)
+        """The history file in ``home`` (None: this run's prompts only)."""
+        self._saved = self._file.load()
+        """The history on file and the prompts sent since, oldest first."""
+        self.prompts: list[str] = distinct(self._saved)
+        """Earlier prompts, oldest first, each once (``history`` is TextArea's undo history)."""
         self._index: int | None = None
         self._draft = ""
-        self._cleared = False
+        self._said = False
+        self.search: ReverseSearch | None = None
+        """The ctrl+r search under way (None: none)."""
+        self.folds = PasteFolds()
+        """The long pastes the draft shows as placeholders (``dsh.tui.paste_fold``)."""
         self.queued: str | None = None
         self._queued_title = QUEUED
         """A draft sent while something ran, to send when it ends (None: none)."""
 
     @property
     def value(self) -> str:
-        return self.text
+        """The draft as it is sent: each long paste's placeholder replaced by the paste
+        (``text`` is what the box shows)."""
+        return self.folds.expand(self.text)
 
     @value.setter
     def value(self, text: str) -> None:
+        self._end_search()
+        if not text:  # sent or queued: its pastes went with it
+            self.folds.clear()
         self.load_text(escape_controls(text))
         self.move_cursor(self.document.end)
 
     def edit(self, edit: Edit) -> EditResult:
         """Every insert, paste and replace comes here (and undo records what it did)."""
         edit.text = escape_controls(edit.text)
+        if self.folds.texts:  # cutting into a placeholder deletes all of it
+            start, end = sorted((self._offset(edit.from_location), self._offset(edit.to_location)))
+            wide = self.folds.widen(self.text, start, end)
+            if wide != (start, end):
+                edit.from_location, edit.to_location = map(self._location, wide)
         return super().edit(edit)
 
     def remember(self, text: str) -> None:
-        """Add a submitted prompt (a repeat of the last one is kept once)."""
-        if text and (not self.prompts or self.prompts[-1] != text):
-            self.prompts.append(text)
+        """Add a submitted prompt, on file too (an earlier copy of it moves to the end)."""
+        if text:
+            self._file.append(text)
+            self._saved = [*self._saved[-MAX_ENTRIES:], text]
+            self.prompts = [*(p for p in self.prompts if p != text), text]
         self._index = None
 
     def seed(self, prompts: list[str]) -> None:
-        self.prompts = list(prompts)
+        """The history with ``prompts`` (the open session's) as its newest."""
+        session = distinct(prompts)
+        own = set(session)
+        self.prompts = [*(p for p in distinct(self._saved) if p not in own), *session]
         self._index = None
 
     def clear_draft(self) -> bool:
         """Empty the box as an edit that ctrl+z undoes (the hint line says so); False if
         there was nothing to clear."""
+        if self.search is not None:  # ctrl+c in a search: the draft back, as esc
+            self._end_search(accept=False)
+            return True
         if not self.text:
             return False
         self.history.checkpoint()
         self.clear()
         self._index = None
-        self._cleared = True
+        self._said = True
         self.post_message(self.Hint(CLEARED_HINT))
         return True
 
@@ -240,18 +227,22 @@ class PromptBox(TextArea):
         self.border_title = Content(self._queued_title + first)
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        if self._cleared and self.text:  # typing again (or the undo): the keys again
-            self._cleared = False
+        if self._said and self.text:  # typing again (or the undo): the keys again
+            self._said = False
             self.post_message(self.Hint(""))
 
     async def _on_key(self, event: events.Key) -> None:
+        if self.search is not None and self._search_key(event):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
             if self.send is not None:  # now: the keys typed after enter are the next draft
-                self.send(self.text)
+                self.send(self.value)
             else:
-                self.post_message(self.Submitted(self, self.text))
+                self.post_message(self.Submitted(self, self.value))
             return
         if event.key in NEWLINE_KEYS:
             event.stop()
@@ -281,17 +272,23 @@ class PromptBox(TextArea):
 
     # ---- completion ---------------------------------------------------------------------------
 
-    def _draft_offset(self) -> int:
-        row, column = self.cursor_location
+    def _offset(self, location: tuple[int, int]) -> int:
+        """The offset in the draft of a (row, column)."""
+        row, column = location
         lines = self.text.split("\n")
         return sum(len(line) + 1 for line in lines[:row]) + column
+
+    def _location(self, offset: int) -> tuple[int, int]:
+        """The (row, column) of ``offset`` in the draft."""
+        before = self.text[:offset].split("\n")
+        return len(before) - 1, len(before[-1])
 
     def completion(self) -> Completion | None:
         draft = self.text
         names = self.commands() if callable(self.commands) else self.commands
         found = complete_command(draft, names)
         if found is None and self.workspace is not None:
-            found = complete_path(draft, self._draft_offset(), self.workspace)
+            found = complete_path(draft, self._offset(self.cursor_location), self.workspace)
         return found
 
     def _complete(self) -> bool:
@@ -308,9 +305,7 @@ class PromptBox(TextArea):
             replacement += " "
         if len(replacement) > len(current):
             self.value = draft[: found.start] + replacement + draft[found.end :]
-            offset = found.start + len(replacement)
-            before = self.text[:offset].split("\n")
-            self.move_cursor((len(before) - 1, len(before[-1])))
+            self.move_cursor(self._location(found.start + len(replacement)))
         if len(found.candidates) > 1:
             listed = "  ".join(printable_line(c) for c in found.candidates[:MAX_LISTED])
             more = len(found.candidates) - MAX_LISTED
@@ -363,3 +358,85 @@ class PromptBox(TextArea):
         self._index = index
         self.value = self.prompts[index]
         return True
+
+    # ---- ctrl+r: search the history; ctrl+g: the draft in your editor ----------------------
+
+    def action_search_history(self) -> None:
+        """Start a search back through the history (ctrl+r again, in it: the next older)."""
+        if self.search is None:
+            self.search = ReverseSearch(self.prompts, self.text)
+            self._said = False
+            self.post_message(self.Hint(KEYS_HINT))
+        else:
+            self.search.older()
+        self._show_search()
+
+    def _search_key(self, event: events.Key) -> bool:
+        """Take a key while searching; False when it is not the search's: the search has
+        ended, taking the prompt shown, and the key does what it does."""
+        assert self.search is not None
+        step = self.search.key(event.key, event.character if event.is_printable else None)
+        if step == "shown":
+            self._show_search()
+        else:
+            self._end_search(accept=step != "cancel")
+        return step != "other"
+
+    def _show_search(self) -> None:
+        search = self.search
+        assert search is not None
+        self.load_text(escape_controls(search.shown))
+        span = search.span(self.text)
+        if span is None:
+            self.move_cursor(self.document.end)
+        else:
+            self.selection = Selection(self._location(span[0]), self._location(span[1]))
+        self.border_title = Content(search.title())
+
+    def _end_search(self, *, accept: bool = True) -> None:
+        """End the search with the prompt shown in the box (``accept``) or the draft back."""
+        search, self.search = self.search, None
+        if search is None:
+            return
+        if not accept:
+            self.load_text(escape_controls(search.draft))
+        self.move_cursor(self.document.end)
+        self._index = None
+        self._show_queued()  # the border as it was
+        self.post_message(self.Hint(""))
+
+    def on_blur(self, _: events.Blur) -> None:
+        self._end_search()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste while searching adds its first line to the query; a long one shows as its
+        placeholder; any other is inserted by TextArea's handler, run after this one."""
+        label = None if self.search else self.folds.fold(escape_controls(event.text))
+        if self.search is None and label is None:
+            return
+        event.stop()
+        event.prevent_default()
+        if label is not None:
+            self.move_cursor(self.replace(label, *self.selection).end_location)
+            return
+        assert self.search is not None
+        self.search.type(event.text.split("\n", 1)[0])
+        self._show_search()
+
+    def paste(self, text: str) -> None:
+        """Insert ``text``, pasted (or typed) while something else had the keys, at the cursor:
+        a long paste as its placeholder."""
+        self._end_search()
+        self.insert(self.folds.fold(escape_controls(text)) or text)
+
+    def action_edit_in_editor(self) -> None:
+        """Edit the draft in $VISUAL / $EDITOR (``dsh.tui.external_editor``); ctrl+z takes
+        the editor's change back."""
+        self._end_search()
+        edited = edit_draft(self.app, self.value)
+        if edited.text is None:
+            self.post_message(self.Hint(edited.note))
+            self._said = True  # until the draft changes
+            return
+        self.replace(edited.text, self.document.start, self.document.end)
+        self.move_cursor(self.document.end)

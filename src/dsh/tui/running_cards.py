@@ -6,6 +6,9 @@ It is transient state: a session opened again shows its cards with their results
 with none as ``running…`` (``dsh.tui.blocks``). The app looks again every ``POLL_EVERY`` seconds
 while work runs (``tick``); a card is drawn again only when what it says changed, so at most once
 a second. Its time is the app's clock, which a test sets (a snapshot never shows a count).
+
+Under that, a card shows the last lines its command printed so far (``Block.tail``), as
+``dsh.agent.tool_progress`` tells them, at most ten times a second; they go with the result.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dsh.agent.tool_progress import RUNNING_OUTPUT, Lines
 from dsh.tui.blocks import Block
 from dsh.tui.diffs import parse_arguments
 from dsh.tui.transcript_view import TranscriptView
@@ -36,6 +40,19 @@ class RunningCards:
         self.clock = clock
         self._since: dict[Block, float] = {}
         self._asking: Block | None = None
+        RUNNING_OUTPUT.watch(self.printed)  # held weakly: it goes with the app
+
+    def printed(self, session_id: str, lines: dict[int, Lines]) -> None:
+        """Running calls printed (``lines`` by the seq of their call): their cards show it."""
+        changed: set[int] = set()
+        for block in self._since:
+            shown = lines.get(block.seq)
+            index = self.view.model.index_of(block)
+            if shown is not None and block.result is None and index is not None:
+                block.tail = shown
+                changed.add(index)
+        if changed:
+            self.view.restyle(changed)
 
     def added(self, blocks: list[Block]) -> None:
         """Blocks the view just added: a tool card among them runs from now."""
@@ -66,7 +83,7 @@ class RunningCards:
             index = self.view.model.index_of(block)
             if block.result is not None or index is None:  # done, or another session shows
                 del self._since[block]
-                block.status = None
+                block.status, block.tail = None, ()
                 continue
             status = ASKING if block is self._asking else running_text(now - since)
             if status != (block.status or RUNNING):

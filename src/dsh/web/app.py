@@ -5,7 +5,7 @@
     GET  /api/sessions                              list
     POST /api/sessions            {cwd?}            create (open here; stored at its first prompt)
     GET  /api/sessions/{id}                         header, stats, progress, approvals, mode
-    GET  /api/sessions/{id}/history?before_seq=&max_messages=
+    GET  /api/sessions/{id}/history?before_seq=|after_seq=|around_seq=&max_messages=
     GET  /api/sessions/{id}/context                 the model's view, tokens and cost
     GET  /api/sessions/{id}/cost                    /cost: billed tokens per model, estimates
     GET  /api/sessions/{id}/title                   /title: the title, and its words
@@ -42,7 +42,6 @@ from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -52,16 +51,12 @@ from starlette.responses import (
     FileResponse,
     HTMLResponse,
     JSONResponse,
-    RedirectResponse,
     Response,
 )
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from dsh.errors import DshError
-from dsh.events import encode_event
-from dsh.transcript.find import MAX_QUERY_CHARS, find_in_transcript
-from dsh.transcript.history import DEFAULT_MAX_MESSAGES
 from dsh.web.auth import (
     CSP,
     STATIC_PREFIX,
@@ -82,8 +77,6 @@ from dsh.web.bodies import (
     PromptBody,
     TitleBody,
     UndoBody,
-    int_param,
-    json_bytes,
     prompt_over_body,
     read_body,
 )
@@ -96,11 +89,13 @@ from dsh.web.errors import (
     handle_http_exception,
     handle_unexpected,
 )
+from dsh.web.find_route import FindIndexes, find_answer
 from dsh.web.follow import Followers, lock_holder
+from dsh.web.history_route import history_answer
+from dsh.web.launch import NO_STORE, launch_route
 from dsh.web.live import frame, joined_mid_call, stream
 from dsh.web.models import choose_model, shown_model
 from dsh.web.more_routes import more_routes
-from dsh.web.newest import newest_page
 from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
 from dsh.web.session_title import new_title, shown_title
@@ -109,8 +104,6 @@ from dsh.web.warning_feed import SessionScope
 from dsh.web.workspace_diff import workspace_changes
 
 STATIC_DIR = Path(__file__).parent / "static"
-MAX_PAGE_MESSAGES = 500
-MAX_FIND_HITS = 1000
 MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8",
@@ -140,10 +133,6 @@ def static_files(static_dir: Path) -> dict[str, Path]:
     return listed
 
 
-NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-"""A launch redirect carries the token: kept by no cache, sent on by no referrer."""
-
-
 def create_app(
     registry: SessionRegistry,
     *,
@@ -159,6 +148,7 @@ def create_app(
     files = static_files(static_root)
     followers = Followers(registry)
     prompt_commands = WebPromptCommands()
+    find_indexes = FindIndexes()
 
     async def session_info(session_id: str) -> dict[str, Any]:
         """The registry's info plus ``heldBy``: the pid of another process writing it."""
@@ -168,14 +158,12 @@ def create_app(
         return info
 
     async def index(request: Request) -> Response:
-        code = request.query_params.get("launch")
-        if code is not None:  # the browser dsh web started: its one-use code for the token
-            redeemed = launch_codes is not None and launch_codes.redeem(code)
-            target = f"/?token={token}" if redeemed else "/"
-            return RedirectResponse(target, status_code=303, headers=NO_STORE)
         html = (static_root / "index.html").read_text(encoding="utf-8")
         html = html.replace("{{STATIC}}", STATIC_PREFIX.rstrip("/"))
-        return HTMLResponse(html, headers={"Content-Security-Policy": CSP})
+        headers = {"Content-Security-Policy": CSP}
+        if "launch" in request.query_params:  # its script trades the code (dsh.web.launch)
+            headers.update(NO_STORE)
+        return HTMLResponse(html, headers=headers)
 
     async def static(request: Request) -> Response:
         path = files.get(request.path_params["path"])
@@ -200,22 +188,7 @@ def create_app(
         return JSONResponse(await session_info(request.path_params["session_id"]))
 
     async def history(request: Request) -> Response:
-        session_id = check_session_id(request.path_params["session_id"])
-        before = int_param(request, "before_seq", low=0)
-        limit = int_param(request, "max_messages", low=1, high=MAX_PAGE_MESSAGES)
-        page_size = limit or DEFAULT_MAX_MESSAGES
-        found = None
-        log_path = getattr(registry.store, "log_path", None)
-        if before is None and log_path is not None and session_id not in registry.handles:
-            # the newest page of a stored log: read from its end, not the whole log
-            found = await anyio.to_thread.run_sync(
-                newest_page, Path(log_path(session_id)), page_size
-            )
-        page, last = found or await registry.history(session_id, before, page_size)
-        events = b",".join(encode_event(e) for e in page.events)
-        first = "null" if page.first_seq is None else str(page.first_seq)
-        tail = f'],"hasMore":{"true" if page.has_more else "false"},"firstSeq":{first},'
-        return json_bytes(b'{"events":[' + events + f'{tail}"lastSeq":{last}}}'.encode())
+        return await history_answer(registry, request)
 
     async def context(request: Request) -> Response:
         return JSONResponse(await session_context(registry, request.path_params["session_id"]))
@@ -254,32 +227,7 @@ def create_app(
         return JSONResponse(await workspace_changes(workspace))
 
     async def find(request: Request) -> Response:
-        session_id = check_session_id(request.path_params["session_id"])
-        query = request.query_params.get("q", "")
-        if not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise bad_request(f"q must be 1 to {MAX_QUERY_CHARS} characters")
-        limit = int_param(request, "limit", low=1, high=MAX_FIND_HITS) or MAX_FIND_HITS
-        events = await registry.events(session_id)
-        hits = await anyio.to_thread.run_sync(
-            lambda: find_in_transcript(events, query, limit=limit + 1)
-        )
-        return JSONResponse(
-            {
-                "query": query,
-                "hits": [
-                    {
-                        "seq": h.seq,
-                        "kind": h.kind,
-                        "snippet": h.snippet,
-                        "callId": h.call_id,
-                        "cardSeq": h.card_seq,
-                        "plugin": h.plugin,
-                    }
-                    for h in hits[:limit]
-                ],
-                "truncated": len(hits) > limit,
-            }
-        )
+        return await find_answer(registry, find_indexes, request)
 
     async def resume(request: Request) -> Response:
         await read_body(request, EmptyBody)
@@ -398,6 +346,7 @@ def create_app(
     session_path = "/api/sessions/{session_id}"
     routes = [
         Route("/", index, methods=["GET"]),
+        launch_route(token, launch_codes),
         Route(STATIC_PREFIX + "{path:path}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET", "POST"]),
         Route(session_path, session, methods=["GET"]),

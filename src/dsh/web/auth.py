@@ -50,6 +50,8 @@ from dsh.errors import UsageError
 from dsh.web.errors import FORBIDDEN, RATE_LIMITED, UNAUTHORIZED, ApiError
 
 STATIC_PREFIX = "/s/"
+LAUNCH_PATH = "/api/launch"
+"""Where the page trades a launch code for the token (``dsh.web.launch``)."""
 WS_PROTOCOL = "dsh"
 WS_TOKEN_PREFIX = "dsh.token."
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9._~-]+$")
@@ -148,10 +150,15 @@ def is_page_request(scope: Scope) -> bool:
 
 def is_public(scope: Scope) -> bool:
     """The page and its client files: public code, served without the token (the page's
-    script holds the token, and presents it on every API call and the live stream)."""
-    if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD"):
+    script holds the token, and presents it on every API call and the live stream); and the
+    launch code's trade for the token (``dsh.web.launch``), where the code stands for it."""
+    if scope["type"] != "http":
         return False
     path: str = scope.get("path", "")
+    if scope.get("method") == "POST":
+        return path == LAUNCH_PATH
+    if scope.get("method") not in ("GET", "HEAD"):
+        return False
     return path == "/" or path.startswith(STATIC_PREFIX)
 
 
@@ -365,9 +372,9 @@ class LaunchCodes:
 
     A browser is started with its URL on the command line, where every local user sees it in
     ``ps`` for as long as the browser runs; a launch URL holding the token gave it away. The
-    browser is given ``/?launch=<code>`` instead: the page's ``GET`` with that code is answered
-    with a redirect to ``/?token=…`` (which the page's script takes and removes from the address
-    bar) once, and within :data:`LAUNCH_CODE_SECONDS`; after that the code opens nothing. Someone
+    browser is given ``/?launch=<code>`` instead: the page's script trades that code for the
+    token (``POST /api/launch``, ``dsh.web.launch``) once, and within
+    :data:`LAUNCH_CODE_SECONDS`; after that the code opens nothing. Someone
     watching ``ps`` who uses the code first gets the token, but then the user's own page opens
     without one and says so — a race of the browser's start, not of its whole life.
     """

@@ -33,6 +33,10 @@ class CreateBody(_Body):
     cwd: str | None = None
 
 
+class LaunchBody(_Body):
+    code: str
+
+
 class PromptBody(_Body):
     text: str
     command: bool = False

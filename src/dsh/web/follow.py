@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -38,7 +37,7 @@ from dsh.store import EventStore, SessionHeader
 from dsh.store.appended import LogPosition, reader_for
 from dsh.store.derived import live_text_path
 from dsh.store.live_file import CALL_ENDS, Delta, LiveCall
-from dsh.store.locking import live_holder, recorded_holder
+from dsh.store.locking import live_holder, session_holder
 from dsh.web.live import LiveHub, Streamed, frame
 
 if TYPE_CHECKING:
@@ -50,15 +49,14 @@ POLL_SECONDS = 0.025
 
 
 def lock_holder(store: Any, session_id: str) -> int | None:
-    """The pid recorded in the session's writer lock file (the store's ``lock_path``: a JSONL
-    session's directory, a SQLite database's ``locks/``; a memory store has none) if that
-    process is alive and is not this one (a crashed writer leaves its pid behind; its flock is
-    gone, so it holds nothing). The session list's states, the info's ``heldBy`` and the
-    follower's ``holder`` frames all read it here."""
-    lock_path = getattr(store, "lock_path", None)
-    if lock_path is None:
-        return None
-    return live_holder(recorded_holder(Path(lock_path(session_id)))[0])
+    """The pid of another live process holding the session's writer lock (the store's
+    ``lock_path``: a JSONL session's directory, a SQLite database's ``locks/``; a memory store
+    has none), as the pickers find it (``session_holder``): a recorded pid that is alive is
+    checked against the flock itself, so neither a crashed writer's pid nor one since reused by
+    an unrelated process shows the session busy. The session list's states, the info's
+    ``heldBy`` and the follower's ``holder`` frames all read it here."""
+    holder = session_holder(store, session_id)
+    return None if holder is None else holder.pid
 
 
 class _Past:

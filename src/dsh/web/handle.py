@@ -17,8 +17,9 @@ import anyio.to_thread
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.live_text import stream_delta
 from dsh.agent.session_runner import Activity, SessionRunner
+from dsh.agent.tool_progress import RUNNING_OUTPUT, Lines
 from dsh.surface import Session
-from dsh.tools.approval import ApprovalAnswer, always_label
+from dsh.tools.approval import ASKED_CALL, ApprovalAnswer, always_label
 from dsh.tools.planned_change import PlannedChange, planned_change
 from dsh.web.live import LiveHub, Streamed, frame
 from dsh.web.runtime import Runtime
@@ -35,6 +36,8 @@ class PendingApproval:
     protected: str | None = None
     """Why this call is asked every time (a write to ``.dsh/`` or ``.git/``): the page offers
     no "always" for it (no ``alwaysLabel``), and the server takes none."""
+    call_id: str | None = None
+    """The id of the tool call asked about (``callId``): the page marks that call's card."""
 
     @property
     def diff(self) -> list[str] | None:
@@ -46,6 +49,7 @@ class PendingApproval:
         call would fail (no diff then), ``note`` what the diff is when not the file's;
         ``protected`` why it is asked every time (then no ``alwaysLabel``)."""
         shown: dict[str, Any] = {"id": self.id, "tool": self.tool, "args": _jsonable(self.args)}
+        shown["callId"] = self.call_id
         if self.protected is None:
             shown["alwaysLabel"] = always_label(self.tool)
         else:
@@ -78,6 +82,7 @@ class Handle:
         self.watchers = [
             self.runner.subscribe(hub.on_event),
             self.runner.subscribe(self.streamed.heard),
+            RUNNING_OUTPUT.watch(self._printed),
         ]
 
     @property
@@ -92,10 +97,19 @@ class Handle:
             self.streamed.add(*delta)
             self.hub.publish(frame("delta", channel=delta[0], text=delta[1]))
 
+    def _printed(self, session_id: str, lines: dict[int, Lines]) -> None:
+        """Running tool calls printed (``dsh.agent.tool_progress``): their cards' ``tail``."""
+        if session_id == self.session.id:
+            for seq, shown in lines.items():
+                self.hub.publish(frame("tail", seq=seq, lines=list(shown)))
+
     def joined(self) -> tuple[int, list[str]]:
         """For a page joining now: the seq of the last event logged and what the running call
-        streamed after it (both as of now: the page's subscription is made with them)."""
-        return len(self.session.events) - 1, self.streamed.frames()
+        streamed after it, and the last lines each running tool call printed (all as of now:
+        the page's subscription is made with them)."""
+        printed = RUNNING_OUTPUT.lines(self.session.id).items()
+        tails = [frame("tail", seq=seq, lines=list(shown)) for seq, shown in printed]
+        return len(self.session.events) - 1, self.streamed.frames() + tails
 
     async def _approve(
         self, tool: str, args: dict[str, Any], protected: str | None
@@ -103,7 +117,9 @@ class Handle:
         future: asyncio.Future[ApprovalAnswer] = asyncio.get_running_loop().create_future()
         workspace = Path(self.session.header.cwd)  # where the runner's tools run
         change = await anyio.to_thread.run_sync(planned_change, tool, args, workspace)
-        pending = PendingApproval(secrets.token_hex(6), tool, args, future, change, protected)
+        pending = PendingApproval(
+            secrets.token_hex(6), tool, args, future, change, protected, ASKED_CALL.get()
+        )
         self.approvals[pending.id] = pending
         self.hub.publish(frame("approval", approval=pending.public()))
         outcome = "cancelled"

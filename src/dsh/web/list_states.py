@@ -15,7 +15,8 @@ is one frame on the server's stream (``WS /api/live``, which every page holds fo
   latest listing named (those not open here), every ``SWEEP_SECONDS`` while a page listens, in a
   worker thread; with no page listening, no sweep and no timer. A lock file is stat'ed, and read
   only when it is not empty (a holder writes its pid into it, a clean release empties it); a pid
-  it records is checked for being alive (a crashed holder's flock is gone): a sweep of a settled
+  it records is checked for being alive and then against the flock (a crashed holder's flock is
+  gone, and its pid may since name an unrelated process): a sweep of a settled
   store costs a ``stat`` per session (``benchmarks/web_list_states.py`` measures the idle
   server's CPU with and without it). Only a change is sent.
 - A listing that finds another holder than the sweep knew (it read the lock in between) sends
@@ -34,7 +35,7 @@ from typing import Any
 import anyio.to_thread
 
 from dsh.store import EventStore
-from dsh.store.locking import live_holder, recorded_holder
+from dsh.store.locking import holder_elsewhere
 from dsh.web.live import LiveHub, frame
 
 SWEEP_SECONDS = 1.0
@@ -116,25 +117,22 @@ class ListStates:
                     self._send(session_id, open_=False, running=None, held=held)
 
     def sweep(self, session_ids: Collection[str]) -> dict[str, int | None]:
-        """The live holder of each session's writer lock, by id (in a worker thread): an empty
-        lock file (none holds it, or its holder released it) is only stat'ed."""
+        """The live holder of each session's writer lock, by id (in a worker thread), as
+        ``lock_holder`` finds it: an empty lock file (none holds it, or its holder released it)
+        is only stat'ed, a live recorded pid is checked against the flock."""
         lock_path = self._lock_path
         assert lock_path is not None
         known = self._paths
         paths = {i: known.get(i) or os.fspath(lock_path(i)) for i in session_ids}
         self._paths = paths
-        return {session_id: live_holder(_recorded(path)) for session_id, path in paths.items()}
+        return {session_id: _holder_pid(path) for session_id, path in paths.items()}
 
     def _send(self, session_id: str, *, open_: bool, running: str | None, held: int | None) -> None:
         state = {"id": session_id, "open": open_, "running": running, "heldBy": held}
         self.hub.publish(frame("session-state", session=state))
 
 
-def _recorded(path: str) -> int | None:
-    """The pid the lock file at ``path`` records (None: no file, or an empty one)."""
-    try:
-        if os.stat(path).st_size == 0:
-            return None
-    except OSError:
-        return None
-    return recorded_holder(Path(path))[0]
+def _holder_pid(path: str) -> int | None:
+    """The pid of another live process holding the writer lock at ``path`` (None: none does)."""
+    holder = holder_elsewhere(Path(path))
+    return None if holder is None else holder.pid

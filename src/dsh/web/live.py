@@ -9,6 +9,10 @@ browser can watch a session before it is resumed. Messages are JSON text frames:
     {"kind": "delta", "channel": "text"|"reasoning"|"tool", "text": "..."}
                                                   (after the catch-up: what the running
                                                   call streamed before the page joined)
+    {"kind": "tail", "seq": SEQ, "lines": ["..."]}
+                                                  the last lines the running tool call
+                                                  logged at SEQ printed (dsh.agent.tool_progress;
+                                                  [] once none; also after the catch-up)
     {"kind": "progress", "progress": {passId, phase, done, total} | null}
     {"kind": "status", "running": "turn"|"compact"|null, "open": bool}
     {"kind": "stats", "stats": {...}}

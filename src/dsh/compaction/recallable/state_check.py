@@ -10,7 +10,8 @@ A state answer is checked before it can replace the previous state (docs/compact
 - every required section is present: one the answer dropped (absent, or a heading with nothing
   under it) is merged in code from the previous state's section, or says ``(none)``;
 - a line naming a literal that occurs neither in the input span nor in the previous state (an
-  invented id, a copied example) is dropped, so an invented literal never becomes state.
+  invented id, a copied example, a count or date no message gave) is dropped, so an invented
+  literal never becomes state.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dsh.compaction.anchors import extract_anchors, occurs_in
+from dsh.compaction.anchors import literals_said_in
 from dsh.compaction.extractive import STATE_SECTIONS
 from dsh.compaction.prompts import echoes_example
 from dsh.errors import ProviderError
@@ -101,12 +102,7 @@ def _blocks(text: str) -> list[_Block]:
 
 def _verified(lines: Sequence[str], source: str) -> list[str]:
     """``lines`` without those naming a literal ``source`` never said (headings stay)."""
-    return [
-        line
-        for line in lines
-        if line.startswith("## ")
-        or all(occurs_in(anchor.text, source) for anchor in extract_anchors(line))
-    ]
+    return [line for line in lines if line.startswith("## ") or literals_said_in(line, source)]
 
 
 def _has_content(lines: Sequence[str]) -> bool:

@@ -19,8 +19,8 @@ from dsh.compaction.anchors import (
     Anchor,
     extract_anchors,
     keyword_line,
+    literals_said_in,
     merge_keyword_lines,
-    occurs_in,
     parse_keyword_line,
     split_config,
 )
@@ -107,9 +107,10 @@ def _prose(body: str) -> list[str]:
 
 
 def said_in(line: str, source: str) -> bool:
-    """True when every literal ``line`` names (``extract_anchors``) occurs in ``source``: a
-    prose line of a stub naming an invented id, path or value never reaches a frozen stub."""
-    return all(occurs_in(anchor.text, source) for anchor in extract_anchors(line))
+    """True when every literal ``line`` names (``literals_said_in``: anchors and numbers)
+    occurs in ``source``: a prose line of a stub naming an invented id, path, value, count or
+    date never reaches a frozen stub."""
+    return literals_said_in(line, source)
 
 
 def _copied_chars(body: str, source: str) -> int:

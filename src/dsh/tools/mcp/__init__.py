@@ -1,7 +1,8 @@
 """MCP (Model Context Protocol) client: the tools of configured MCP servers as dsh tools.
 
 Each ``[mcp.servers.NAME]`` (docs/config.md) is a program dsh starts and speaks MCP to over its
-stdin and stdout (the stdio transport, with the official ``mcp`` SDK, the ``mcp`` extra). Its
+stdin and stdout (the stdio transport, with the official ``mcp`` SDK, the ``mcp`` extra), in
+``$DSH_HOME/mcp`` rather than the workspace (``placement.py``). Its
 tools are listed once, when the session's parts are built, and offered to the model as
 ``mcp__<server>__<tool>`` (``names.py``), kind ``mcp``: each call needs approval unless the policy
 is ``auto`` or ``--allow mcp`` was given. A server that does not start is one warning naming it
@@ -21,6 +22,7 @@ here imports the SDK until a server is started: a session without one never load
 - ``names.py``: exposed names (the provider charset, 64 characters, unique)
 - ``hub.py``: the servers' thread and event loop, start, calls, close
 - ``supervisor.py``: one configured server over the hub's life: restarts after a crash
+- ``placement.py``: where a server runs (not in the workspace) and how it is told the workspace
 - ``connection.py``: one run of a server, its calls, and how it ends (the SDK)
 - ``tool.py``: one server tool as a dsh ``Tool``; ``results.py``: its answers as ``ToolOutput``
 """

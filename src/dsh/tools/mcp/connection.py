@@ -8,7 +8,8 @@ within ``startup_timeout_s`` (then ``ready`` is set, with the tools or with the 
 failed), then wait for ``stop`` or for the server to go away; leaving the contexts closes its
 stdin and, if it does not exit, signals it and then kills all it started (bounded). Its stderr
 goes to a temporary file, not to the terminal a face draws on; the last line of it explains a
-start that failed, or a crash.
+start that failed, or a crash. Every such reason (``error``) has the session's secrets masked, as
+a tool's output has: it is shown in warnings and in the answers of the calls it stops.
 
 The messages from the server pass through ``_watch`` on their way to the SDK's session, so the end
 of its output (the program exited, or closed its stdout) is seen before the session answers the
@@ -119,7 +120,7 @@ class ServerConnection:
                 if not self.ready.is_set():
                     self._failed(self._reason(exc, stderr))
                 elif self.error is None:  # it went away in a way its output did not show
-                    self.error = f"it stopped: {_describe(exc)}"
+                    self.error = self.secrets.mask(f"it stopped: {_describe(exc)}")
                     self._crashed()
                 if not isinstance(exc, Exception):
                     raise
@@ -142,7 +143,7 @@ class ServerConnection:
                 return  # dsh is closing the transport or the session
             if self._stopping or not self.started:  # a start that fails says why itself
                 return
-            said = _last_line(stderr)
+            said = self._last_line(stderr)
             self.error = "its program exited or closed its output" + (
                 f" (its stderr: {said})" if said else ""
             )
@@ -194,7 +195,7 @@ class ServerConnection:
         return tool_output(result, self.secrets)
 
     def _failed(self, reason: str) -> None:
-        self.error = reason
+        self.error = self.secrets.mask(reason)  # a server's words may hold its key
         self.ended_at = asyncio.get_running_loop().time()
         self.ready.set()
 
@@ -207,8 +208,21 @@ class ServerConnection:
             reason = f"not allowed to run {self.settings.command[0]}"
         else:
             reason = _describe(leaf)
-        said = _last_line(stderr)
+        said = self._last_line(stderr)
         return f"{reason} (its stderr: {said})" if said else reason
+
+    def _last_line(self, stderr: Any) -> str:
+        """The last line the server wrote to stderr, its secrets masked (the key in its ``env``
+        that it printed: the line goes into warnings, on the terminal, in ``--json-stream`` and
+        in the web page's toasts), then cut to its end."""
+        with contextlib.suppress(OSError, ValueError):
+            stderr.flush()
+            stderr.seek(0)
+            text: str = stderr.read()
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines:  # masked whole first: a cut through a key would leave a part unmasked
+                return self.secrets.mask(lines[-1])[-STDERR_TAIL_CHARS:]
+        return ""
 
 
 async def _all_tools(session: ClientSession) -> list[RemoteTool]:
@@ -242,14 +256,3 @@ def _describe(exc: BaseException) -> str:
     if name == "MCPError" and message:  # the SDK's JSON-RPC error: its message says it
         return f"the server answered with an error: {message}"
     return f"{name}: {message}" if message else name
-
-
-def _last_line(stderr: Any) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        stderr.flush()
-        stderr.seek(0)
-        text: str = stderr.read()
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if lines:
-            return lines[-1][-STDERR_TAIL_CHARS:]
-    return ""

@@ -32,6 +32,7 @@ from typing import Any
 from dsh.config import McpServerSettings
 from dsh.tools.base import Tool, ToolOutput
 from dsh.tools.mcp.names import exposed_names
+from dsh.tools.mcp.placement import placed
 from dsh.tools.mcp.results import TIMEOUT, failure_output
 from dsh.tools.mcp.supervisor import SupervisedServer
 from dsh.tools.mcp.tool import McpTool, RemoteTool
@@ -68,17 +69,13 @@ class McpHub:
         secrets: SecretPolicy,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        environment = secrets.scrubbed_environment(environ)
-        self._servers = [
-            SupervisedServer(
-                name,
-                settings,
-                environment=environment,
-                cwd=_server_cwd(settings, workspace),
-                secrets=secrets,
+        scrubbed = secrets.scrubbed_environment(environ)
+        self._servers: list[SupervisedServer] = []
+        for name, configured in servers.items():
+            settings, environment, cwd = placed(name, configured, workspace, scrubbed)
+            self._servers.append(
+                SupervisedServer(name, settings, environment=environment, cwd=cwd, secrets=secrets)
             )
-            for name, settings in servers.items()
-        ]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._statuses: list[ServerStatus] = []
@@ -197,12 +194,6 @@ class McpHub:
 
     async def _stop_all(self) -> None:
         await asyncio.gather(*(server.close(CLOSE_TIMEOUT) for server in self._servers))
-
-
-def _server_cwd(settings: McpServerSettings, workspace: Path) -> Path:
-    if settings.cwd is None:
-        return workspace
-    return workspace / Path(settings.cwd).expanduser()
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:

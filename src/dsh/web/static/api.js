@@ -1,4 +1,5 @@
-// The JSON API and the live stream. The launch URL's ?token= is kept in this origin's
+// The JSON API and the live stream. The launch URL's ?token= (or the token a launch code from
+// the browser dsh web started is traded for) is kept in this origin's
 // localStorage (scheme, host and port: no other server on this machine can read it, where a
 // cookie would be sent to every port of 127.0.0.1) and removed from the address bar (and with it
 // from the history and from copied links) before anything else runs. Every API call presents it
@@ -11,8 +12,10 @@
 // reload.
 const TOKEN_KEY = 'dsh-token';
 const LINK_TOKEN_REFUSED = 'The link\'s access token was wrong: this page uses the one this browser kept.';
-const launched = new URLSearchParams(location.search).get('token');
-if (launched !== null) history.replaceState(history.state, '', location.pathname + location.hash);
+const query = new URLSearchParams(location.search);
+let launched = query.get('token');
+const launchCode = query.get('launch'); // the browser dsh web started: traded for the token
+if (launched !== null || launchCode !== null) history.replaceState(history.state, '', location.pathname + location.hash);
 const stored = (() => {
   try { return localStorage.getItem(TOKEN_KEY); } catch { return null; }
 })();
@@ -32,6 +35,7 @@ const answers = (candidate) => fetch('/api/warnings', { headers: { Authorization
  * resolves to the notice to show then (else null). An unreachable server settles nothing: the
  * link's token stays, kept once a call succeeds with it. */
 async function settleToken() {
+  if (launchCode !== null) await tradeLaunchCode(launchCode);
   if (launched === null) return null;
   try {
     const tried = await answers(launched);
@@ -44,6 +48,25 @@ async function settleToken() {
   token = stored;
   unkept = null;
   return LINK_TOKEN_REFUSED;
+}
+
+/** The token for a launch code, asked by a fetch (`dsh.web.launch`): a redirect to
+ * `/?token=` made it a visited URL, which the browser keeps in its history on disk. A spent or
+ * late code leaves the kept token in use, as a page opened without a link. */
+async function tradeLaunchCode(code) {
+  try {
+    const response = await fetch('/api/launch', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ code }),
+    });
+    const data = response.ok ? await response.json() : {};
+    if (typeof data.token === 'string') launched = data.token;
+  } catch { /* unreachable: the kept token, if any */ }
+  if (launched !== null) {
+    token = launched;
+    unkept = launched;
+  }
 }
 
 /** Settled before any API call is made (and before app.js opens the server's stream). */

@@ -7,7 +7,7 @@ import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
 import { SessionStream, TOKEN_REFUSED, whenChanged } from './connection.js';
-import { say, setStatus, shown } from './dom.js';
+import { say, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
@@ -15,10 +15,9 @@ import { FindInSession } from './find.js';
 import { renderApproval, renderProgress, renderRunState, renderStats, renderTitle } from './header.js';
 import { loadSessionList as listSessions, sessionStateChanged, showSessionState } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
+import { PAGE_MESSAGES, Paging } from './paging.js';
 import { WaitingPrompt } from './waiting.js';
 
-const PAGE_MESSAGES = 50;
-const LOAD_OLDER_WITHIN_PX = 400;
 const $ = (id) => document.getElementById(id);
 const NARROW = window.matchMedia('(max-width: 768px)');
 const ANNOUNCE_CHARS = 300;
@@ -27,10 +26,7 @@ const state = {
   sessionId: null,
   info: null,
   view: null,
-  lastSeq: -1,      // newest event fed
-  oldestSeq: null,  // first seq of the oldest page fed
-  hasMore: false,
-  loadingOlder: false,
+  lastSeq: -1,      // newest event known (the view's, or past it: paging.js)
   generation: 0,    // bumps on every session switch; stale async work checks it
   stream: { text: '', reasoning: '', tool: '' },
   toastMs: 8000,    // how long an error toast stays (null: until the next one; tests)
@@ -69,7 +65,8 @@ function toast(message, { sticky = false, note = false } = {}) {
 // What a command answered and did not log (`/cost`, `/model`, `/title`, `/approval`, a dry
 // `/undo`): a note in the conversation, after its newest row, as the terminal UI shows it (not a
 // toast that goes), each line bounded; said through the polite status.
-function note(text) {
+async function note(text) {
+  if (state.hasLater) await state.paging.toLatest();  // a note follows the newest row
   const lines = text.split('\n').map((line) => /^[ \t]*/.exec(line)[0] + errorLine(line));
   state.view?.note(lines.join('\n'));
   say($('state-announcer'), text);
@@ -105,12 +102,13 @@ function announce(event) {
   if (text) $('announcer').textContent = `${who}: ${text.slice(0, ANNOUNCE_CHARS)}`;
 }
 
-function nearBottom() {
+function nearBottom() {  // a window that ends before the session's (paging.js) follows nothing
   const c = $('conversation');
-  return c.scrollHeight - c.scrollTop - c.clientHeight < 80;
+  return !state.hasLater && c.scrollHeight - c.scrollTop - c.clientHeight < 80;
 }
 
 function scrollToBottom() {
+  if (state.hasLater) return void state.paging.toLatest();  // calls back once at the end
   state.view?.revealEnd();
   const c = $('conversation');
   c.scrollTop = c.scrollHeight;
@@ -148,7 +146,8 @@ function paintStream() {
 
 function onDelta(message) {
   const stick = nearBottom();
-  if (message.channel === 'text') state.stream.text += message.text;
+  if (message.kind === 'tail') state.view.running.tail(message.seq, message.lines);  // its output
+  else if (message.channel === 'text') state.stream.text += message.text;
   else if (message.channel === 'reasoning') state.stream.reasoning += message.text;
   else if (message.channel === 'tool') state.stream.tool = message.text;
   paintStream();
@@ -209,14 +208,9 @@ async function openSession(id) {
   state.sessionId = id;
   state.info = null;
   state.lastSeq = -1;
-  state.oldestSeq = null;
-  state.hasMore = false;
-  state.loadingOlder = false;
-  $('log').replaceChildren();
   $('approvals').replaceChildren();
-  setStatus($('history-status'), '');
-  state.view?.disconnect();
-  state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
+  freshView();
+  state.paging.reset();
   clearStream();
   state.waiting.reset();
   state.context.open(id);
@@ -240,15 +234,13 @@ async function openSession(id) {
   try {
     const page = await api('GET', `${sessionPath(id)}/history?max_messages=${PAGE_MESSAGES}`);
     if (generation !== state.generation) return;
-    feedPage(page, true);
+    state.paging.feed(page, true);
     scrollToBottom();
     requestAnimationFrame(() => performance.mark('dsh:first-page-painted'));
     info = await asked;
   } catch (error) {
     if (generation !== state.generation) return;
-    $('log').replaceChildren();
-    state.view.disconnect();
-    state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
+    freshView();
     $('empty').hidden = false;
     $('empty').textContent = error.message;
     $('session-title').textContent = error.status === 404 ? 'Unknown session' : 'Session unavailable';
@@ -267,65 +259,17 @@ async function openSession(id) {
   if (NARROW.matches) setSidebar(false);
   performance.mark('dsh:first-page');
   stream.open(id, () => state.lastSeq);
-  await fillViewport(generation);
+  await state.paging.fill(generation);
 }
 
-function feedPage(page, newest) {
-  const events = page.events;
-  if (newest) {
-    state.view.ingest(events);
-    state.lastSeq = Math.max(state.lastSeq, page.lastSeq, events.length ? events[events.length - 1].seq : -1);
-  } else {
-    state.view.ingest(events);
-  }
-  if (events.length) state.oldestSeq = events[0].seq;
-  else if (newest) state.oldestSeq = page.lastSeq + 1;
-  state.hasMore = page.hasMore;
-  setStatus($('history-status'), state.hasMore ? '' : (state.lastSeq >= 0 ? 'Beginning of the session' : ''));
-  $('log').dataset.oldestSeq = String(state.oldestSeq);
-}
-
-async function loadOlder() {
-  if (!state.hasMore || state.loadingOlder || state.oldestSeq === null) return;
-  const generation = state.generation;
-  state.loadingOlder = true;
-  setStatus($('history-status'), 'Loading earlier history…');
-  try {
-    const page = await api('GET', `${sessionPath(state.sessionId)}/history?before_seq=${state.oldestSeq}&max_messages=${PAGE_MESSAGES}`);
-    if (generation !== state.generation) return;
-    const c = $('conversation');
-    const fromBottom = c.scrollHeight - c.scrollTop;
-    feedPage(page, false);
-    c.scrollTop = c.scrollHeight - fromBottom;
-  } catch (error) {
-    toast(error.message);
-    setStatus($('history-status'), '');
-  } finally {
-    if (generation === state.generation) state.loadingOlder = false;
-  }
-}
-
-// Load older pages until the event `seq` is in the view (for find).
-async function loadUntil(seq) {
-  const generation = state.generation;
-  while (generation === state.generation && state.hasMore && state.oldestSeq > seq) {
-    if (state.loadingOlder) {
-      await new Promise((done) => { setTimeout(done, 30); });
-      continue;
-    }
-    const before = state.oldestSeq;
-    await loadOlder();
-    if (state.oldestSeq === before) break;
-  }
-}
-
-async function fillViewport(generation) {
-  const c = $('conversation');
-  while (generation === state.generation && state.hasMore && c.scrollHeight <= c.clientHeight + LOAD_OLDER_WITHIN_PX) {
-    const before = state.oldestSeq;
-    await loadOlder();
-    if (state.oldestSeq === before) break;
-  }
+/** An empty view in place of the shown one; its cards' run state and approvals carried over. */
+function freshView() {
+  const old = state.view;
+  $('log').replaceChildren();
+  old?.disconnect();
+  state.view = new TranscriptView($('log'), new Projector(), $('conversation'));
+  if (old) state.view.running.asked = old.running.asked;
+  renderStatus();
 }
 
 // ---- live stream ---------------------------------------------------------------------------------------
@@ -351,12 +295,12 @@ function onLive(message) {
         renderTitle(state.info);
         loadSessionList();
       }
-      state.view.ingest([event]);
+      const followed = state.paging.live(event);
       state.waiting.event(event);
       state.composer.workEvent(event);
       announce(event);
       if (event.type === 'assistant/message' || event.type === 'compaction/end') state.context.changed();
-      if (stick) scrollToBottom();
+      if (stick && followed) scrollToBottom();
       return;
     }
     case 'hello':  // what the running call streamed so far comes after it, whole: start over
@@ -375,7 +319,7 @@ function onLive(message) {
     case 'warning':
       state.warnings.arrived(message.warning);
       return;
-    case 'delta':
+    case 'delta': case 'tail':
       onDelta(message);
       return;
     case 'status':
@@ -441,7 +385,7 @@ function init() {
   state.find = new FindInSession({
     sessionId: () => state.sessionId,
     view: () => state.view,
-    loadUntil,
+    loadUntil: (seq) => state.paging.loadUntil(seq),
   });
   state.waiting = new WaitingPrompt($('waiting-prompt'));
   state.composer = new Composer({
@@ -472,9 +416,7 @@ function init() {
   $('session-list').addEventListener('click', (event) => {
     if (NARROW.matches && event.target.closest('.session-item')) setSidebar(false);
   });
-  $('conversation').addEventListener('scroll', () => {
-    if ($('conversation').scrollTop < LOAD_OLDER_WITHIN_PX) loadOlder();
-  });
+  state.paging = new Paging(state, { freshView, toast, toEnd: scrollToBottom });
   window.addEventListener('hashchange', () => openSession(selectedFromHash()));
   loadSessionList();
   openSession(selectedFromHash());

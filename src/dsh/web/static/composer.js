@@ -89,7 +89,8 @@ export class Composer {
         event.preventDefault();
         this.submit();
       } else {
-        this.completion.onKey(event);
+        this.completion.onKey(event);  // Esc closes its list first
+        if (event.key === 'Escape' && !event.defaultPrevented && this.queued.unqueue()) event.preventDefault();
       }
     });
     $('prompt').addEventListener('input', () => this.keep());  // completion.js fires it too

@@ -3,6 +3,7 @@
 // highlighted on its own by highlight.js (from the path's extension) and sanitised.
 import hljs from './vendor/highlight/highlight.min.js';
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
+import { blankMarker, foldRuns, gapsShown, hasWideGap } from './blank_runs.js';
 import { el, shown } from './dom.js';
 
 const CONTEXT = 3;
@@ -117,7 +118,9 @@ function languageOf(path) {
 
 function codeCell(text, language) {
   const cell = el('code', 'diff-code');
-  if (language) {
+  if (hasWideGap(text)) {
+    cell.append(...gapsShown(text));
+  } else if (language) {
     const html = hljs.highlight(shown(text), { language, ignoreIllegals: true }).value;
     cell.innerHTML = DOMPurify.sanitize(html, { ALLOWED_TAGS: ['span'], ALLOWED_ATTR: ['class'] });
   } else {
@@ -154,7 +157,15 @@ function renderHunks(path, parts, plain = false) {
   const table = el('div', 'diff-body');
   for (const hunk of parts) {
     table.append(el('div', 'diff-hunk', `@@ −${range(hunk.aStart, hunk.aLen)} +${range(hunk.bStart, hunk.bLen)} @@`));
-    for (const line of hunk.lines) {
+    for (const line of foldRuns(hunk.lines, (l) => (l.op === '\\' ? 'x' : l.text), (l) => l.op)) {
+      if (line.folded) {  // padding that would push what follows out of sight
+        const kind = line.first.op === '+' ? 'add' : line.first.op === '-' ? 'del' : 'ctx';
+        const row = el('div', `diff-line ${kind} folded`);
+        row.append(el('span', 'diff-num', ''), el('span', 'diff-num', ''),
+          el('span', 'diff-sign', line.first.op), el('code', 'diff-code blank-run', blankMarker(line.folded)));
+        table.append(row);
+        continue;
+      }
       if (line.op === '\\') {
         table.append(el('div', 'diff-note', line.text));
         continue;

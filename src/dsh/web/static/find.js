@@ -1,7 +1,8 @@
 // Find in session: the server searches the whole transcript (GET …/find: every original, the
 // history compaction shadowed included, tool cards and compaction summaries); the bar steps
-// through the matches, loading older pages until a match's row exists, bringing its block back
-// if parked, opening the card or disclosure it sits in, and highlighting the text.
+// through the matches, the view replaced by a window of the log around a match it does not hold
+// (paging.js: a jump, not every page between), bringing its block back if parked, opening the
+// card or disclosure it sits in, and highlighting the text.
 import { api, sessionPath } from './api.js';
 import { focusOrigin, hidePanel } from './dom.js';
 import { modalOpen } from './modal.js';
@@ -9,7 +10,7 @@ import { modalOpen } from './modal.js';
 const $ = (id) => document.getElementById(id);
 
 export class FindInSession {
-  // `page`: { sessionId(), view(), loadUntil(seq) } from the page controller.
+  // `page`: { sessionId(), view(), loadUntil(seq) } from the page controller (paging.js).
   constructor(page) {
     this.page = page;
     this.hits = [];
@@ -100,7 +101,7 @@ export class FindInSession {
     const hit = this.hits[this.index];
     const total = `${this.hits.length}${this.truncated ? '+' : ''}`;
     $('find-status').textContent = `${this.index + 1} of ${total}`;
-    await this.page.loadUntil(hit.seq);
+    await this.page.loadUntil(Math.min(hit.seq, hit.cardSeq ?? hit.seq));  // its card's row
     if (generation !== this.generation) return;
     this.show(hit);
   }

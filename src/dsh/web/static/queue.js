@@ -1,6 +1,7 @@
 // A draft sent while the session runs a turn or /compact here: queued, as the terminal UI queues
 // it (dsh.tui.app_work), not refused. It shows below the conversation, marked "queued: sent when
-// this turn ends", with "Take back", which puts it back in the box, before what was typed since.
+// this turn ends", with "Take back" (or Esc in the box, the terminal UI's key), which puts it back
+// in the box, before what was typed since.
 // One at a time: another Enter meanwhile is refused in the terminal UI's words and its draft
 // stays. When the work ends well (its `turn/end` says completed; a /compact that ended with no
 // error) the draft is sent as if typed then; a turn that ended any other way (Stop, an error, a
@@ -21,11 +22,17 @@ export class QueuedPrompt {
     this.row = row;
     this.text = null;
     this.outcome = null;  // how the work it waits for ended: a turn/end's kind, or 'error'
-    row.querySelector('.queued-take-back').addEventListener('click', () => {
-      const text = this.take();
-      if (text !== null) takeBack(text);
-    });
+    this.takeBack = takeBack;
+    row.querySelector('.queued-take-back').addEventListener('click', () => this.unqueue());
     this.paint();
+  }
+
+  /** "Take back", or Esc in the box (the terminal UI's key): the queued draft back in the box.
+   * False when none was queued. */
+  unqueue() {
+    const text = this.take();
+    if (text !== null) this.takeBack(text);
+    return text !== null;
   }
 
   has() {

@@ -2,11 +2,15 @@
 // (dsh.tui.running_cards): `running… 12 s`, how long since its call was logged (the event's
 // time, so a page that joins or reloads mid-call counts from the call's start; nothing for the
 // first second), or since the page saw its approval answered; `waiting for your approval` while
-// an approval the page was asked matches it (the same tool, and the same arguments when one card
-// has them). A card counts only while the session shown runs a turn here or is busy in another
-// process: a stored session's card without a result (its process ended mid-call) stays a plain
+// an approval the page was asked matches it (the approval names the card's call: `callId`). A
+// card counts only while the session shown runs a turn here or is busy in another process: a
+// stored session's card without a result (its process ended mid-call) stays a plain
 // `running…`. One timer for the page ticks once a second while some card counts, and stops when
-// none does; a card's text is written only when it changed.
+// none does; a card's text is written only when it changed. Under a running card, the last lines
+// its command printed so far (`tail` frames, dsh.agent.tool_progress: masked, escapes shown), one
+// row each cut to the card's width; they go with its result (`done`) or an empty `tail`.
+import { el } from './dom.js';
+
 export const RUNNING = 'running…';
 export const ASKING = 'waiting for your approval';
 const SHOWN_AFTER_MS = 1000;
@@ -26,6 +30,11 @@ function canonical(value) {
   return JSON.stringify(value);
 }
 
+/** A pending approval as the cards match it: its call's id (else its tool and arguments). */
+function asked(approval) {
+  return { tool: approval.tool, args: canonical(approval.args), callId: approval.callId ?? null };
+}
+
 function parsedArguments(text) {
   try {
     return canonical(JSON.parse(text));
@@ -43,17 +52,35 @@ export class RunningCards {
     this.timer = null;
   }
 
-  /** A card without a result: `status` its status element, `time` its call's logged time (ms). */
-  add(seq, status, name, argumentsText, time) {
+  /** A card without a result: `status` its status element, `time` its call's logged time (ms),
+   * `callId` its call's id. */
+  add(seq, status, name, argumentsText, time, callId = null) {
     const now = this.clock();
     const since = typeof time === 'number' ? Math.min(time, now) : now;  // a clock ahead of ours
-    this.cards.set(seq, { status, name, args: parsedArguments(argumentsText), since });
+    this.cards.set(seq, { seq, status, name, args: parsedArguments(argumentsText), since, callId });
     this.update();
   }
 
   /** The card at `seq` has its result, or left the view. */
   done(seq) {
+    this.tail(seq, []);
     if (this.cards.delete(seq)) this.update();
+  }
+
+  /** The last `lines` the running call logged at `seq` printed ([]: none). */
+  tail(seq, lines) {
+    const card = this.cards.get(seq);
+    if (!card) return;
+    if (!card.tail && lines.length) {
+      card.tail = el('div', 'tool-tail');
+      card.status.closest('.tool-card').after(card.tail);
+    }
+    if (!card.tail) return;
+    card.tail.replaceChildren(...lines.map((line) => el('div', null, line)));
+    if (!lines.length) {
+      card.tail.remove();
+      card.tail = null;
+    }
   }
 
   /** Whether the session shown runs a turn (here or in another process). */
@@ -65,12 +92,12 @@ export class RunningCards {
 
   /** The approvals pending now, all of them (a page that joined, or came back). */
   pending(approvals) {
-    this.asked = new Map(approvals.map((a) => [a.id, { tool: a.tool, args: canonical(a.args) }]));
+    this.asked = new Map(approvals.map((a) => [a.id, asked(a)]));
     this.update();
   }
 
   asking(approval) {
-    this.asked.set(approval.id, { tool: approval.tool, args: canonical(approval.args) });
+    this.asked.set(approval.id, asked(approval));
     this.update();
   }
 
@@ -88,14 +115,17 @@ export class RunningCards {
     this.update();
   }
 
-  // Each pending approval's card: the first without one with its tool and arguments, else the
-  // first with its tool.
+  // Each pending approval's card: the newest card of its call (ids repeat across replies, not
+  // within the calls running); from a server that does not say the call, the first without one
+  // with its tool and arguments, else the first with its tool.
   askingCards() {
     const taken = new Map();
     const used = new Set();
-    for (const [id, { tool, args }] of this.asked) {
+    for (const [id, { tool, args, callId }] of this.asked) {
       const free = [...this.cards.values()].filter((c) => c.name === tool && !used.has(c));
-      const card = free.find((c) => c.args === args) || free[0];
+      const card = callId
+        ? free.filter((c) => c.callId === callId).reduce((a, c) => (a && a.seq > c.seq ? a : c), null)
+        : free.find((c) => c.args === args) || free[0];
       if (card) {
         taken.set(id, card);
         used.add(card);

@@ -1,6 +1,7 @@
 // How a tool call's arguments read: edits as diffs, todo_write as a checklist, bash as its
 // command, anything else as a key/value list with the raw JSON behind a toggle. Text goes in
 // through textContent only (the diff's highlighted code is sanitised in diff.js).
+import { foldedText } from './blank_runs.js';
 import { diffLines, renderDiff } from './diff.js';
 import { el } from './dom.js';
 
@@ -41,7 +42,9 @@ function keyValues(args) {
   const list = el('dl', 'kv');
   for (const [key, value] of Object.entries(args)) {
     const text = typeof value === 'string' ? value : JSON.stringify(value);
-    list.append(el('dt', '', key), el('dd', '', text));
+    const shownValue = el('dd');
+    shownValue.append(foldedText(text));
+    list.append(el('dt', '', key), shownValue);
   }
   return list;
 }
@@ -68,7 +71,9 @@ export function renderArguments(name, raw) {
     readable = checklist(args.todos);
   } else if (name === 'bash' && isText(args.command)) {
     readable = el('pre', 'bash-command');
-    readable.append(el('span', 'prompt-sign', '$ '), el('span', 'command', args.command));
+    const command = el('span', 'command');
+    command.append(foldedText(args.command));
+    readable.append(el('span', 'prompt-sign', '$ '), command);
   } else {
     readable = keyValues(args);
   }

@@ -229,7 +229,7 @@ export class TranscriptView {
     }
     row.append(card);
     this.insert(seq, row);
-    if (argumentsText !== null) this.running.add(seq, status, name, argumentsText, this.times.get(seq));
+    if (argumentsText !== null) this.running.add(seq, status, name, argumentsText, this.times.get(seq), callId);
     return { row, card };
   }
 

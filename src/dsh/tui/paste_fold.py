@@ -1,0 +1,64 @@
+"""A long paste shows in the composer as one placeholder, ``[pasted 200 lines]``, and is sent
+(and logged, and kept in the prompt history) as its whole text.
+
+A paste of more than :data:`FOLD_OVER` lines is folded; a second one of the same length is
+``[pasted 200 lines #2]``. A placeholder is one piece: an edit that deletes any part of it
+(backspace after it, a selection across it) deletes all of it, and the paste with it (ctrl+z
+brings both back); text typed inside it goes after it. Text typed that merely looks like a
+placeholder is sent as typed. A draft that leaves the box another way (sent, queued, opened in
+your editor) goes as its whole text.
+"""
+
+from __future__ import annotations
+
+import re
+
+FOLD_OVER = 20
+"""Pastes of more lines than this are folded."""
+
+
+class PasteFolds:
+    """The pastes folded in one composer: each placeholder and the text it stands for."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+
+    def fold(self, text: str) -> str | None:
+        """The placeholder for ``text`` (None: short enough to show as it is)."""
+        lines = len(text.rstrip("\n").split("\n"))
+        if lines <= FOLD_OVER:
+            return None
+        label, count = f"[pasted {lines} lines]", 1
+        while label in self.texts:
+            count += 1
+            label = f"[pasted {lines} lines #{count}]"
+        self.texts[label] = text
+        return label
+
+    def _pattern(self) -> re.Pattern[str] | None:
+        if not self.texts:
+            return None
+        return re.compile("|".join(re.escape(label) for label in self.texts))
+
+    def expand(self, draft: str) -> str:
+        """``draft`` with each placeholder in it replaced by its paste."""
+        pattern = self._pattern()
+        if pattern is None:
+            return draft
+        return pattern.sub(lambda found: self.texts[found.group()], draft)
+
+    def widen(self, draft: str, start: int, end: int) -> tuple[int, int]:
+        """The range an edit of ``draft[start:end]`` takes: one that cuts into a placeholder
+        takes all of it; an insertion inside one goes after it (the placeholder stays whole)."""
+        pattern = self._pattern()
+        if pattern is None:
+            return start, end
+        for found in pattern.finditer(draft):
+            if start == end and found.start() < start < found.end():
+                return found.end(), found.end()
+            if found.start() < end and start < found.end():
+                start, end = min(start, found.start()), max(end, found.end())
+        return start, end
+
+    def clear(self) -> None:
+        self.texts.clear()

@@ -1,0 +1,161 @@
+"""The composer's prompt history on disk: what up / down and ctrl+r walk, across runs of dsh.
+
+``$DSH_HOME/prompt_history.jsonl`` holds one JSON object a line, ``{"text": …, "time": …}``,
+oldest first, created ``0600`` (it holds what you typed). Each prompt sent is appended with one
+``O_APPEND`` write of its whole line, under an exclusive ``flock``, so the lines of dsh
+instances sending at once never interleave. Loading keeps the newest :data:`MAX_ENTRIES`
+entries (within :data:`MAX_BYTES` of lines) and skips a line that is not one (torn by a crash,
+edited by hand, not UTF-8): nothing in the file stops dsh. A file found with more, or with such
+a line, is written again with only what was kept (a temporary file renamed over it, under the
+same lock; a writer that waited on the old file writes to the new one). A prompt over
+:data:`MAX_ENTRY_CHARS` characters is kept for this run only. A file dsh cannot read or write
+is said once, as a warning, and the history then lives in memory for this run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from dsh.config.private_dirs import make_private_directory
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "prompt_history.jsonl"
+MAX_ENTRIES = 1000
+MAX_BYTES = 4 * 1024 * 1024
+"""The newest lines kept, in bytes (a few very long prompts do not make every start slow)."""
+MAX_ENTRY_CHARS = 100_000
+READ_AT_MOST = 2 * MAX_BYTES
+"""Bytes read from the end of the file: an older part of a file grown beyond it is dropped."""
+FILE_MODE = 0o600
+
+
+def entry_line(text: str, when: float) -> bytes:
+    """The line one prompt takes (ASCII: any text, lone surrogates included, round-trips)."""
+    return (json.dumps({"text": text, "time": round(when, 3)}) + "\n").encode("ascii")
+
+
+def entry_text(line: bytes) -> str | None:
+    """The prompt a line holds; None for a line that is not an entry (skipped)."""
+    try:
+        found = json.loads(line)
+    except ValueError:  # not JSON, not UTF-8
+        return None
+    if not isinstance(found, dict):
+        return None
+    text = found.get("text")
+    return text if isinstance(text, str) and text else None
+
+
+def parse(data: bytes) -> tuple[list[tuple[str, bytes]], bool]:
+    """The entries of a file's bytes, oldest first, as (text, line), the newest
+    :data:`MAX_ENTRIES` within :data:`MAX_BYTES`; and whether the file should be written
+    again (a line skipped, a last line torn, more than is kept)."""
+    lines = data.split(b"\n")
+    rewrite = lines[-1] != b""  # the last line has no end: torn (a crash in mid-write)
+    entries: list[tuple[str, bytes]] = []
+    for raw in lines[:-1]:
+        text = entry_text(raw)
+        if text is None:
+            rewrite = rewrite or raw.strip() != b""
+            continue
+        entries.append((text, raw + b"\n"))
+    kept = newest(entries)
+    return kept, rewrite or len(kept) < len(entries)
+
+
+def newest(entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The newest entries, at most :data:`MAX_ENTRIES` and :data:`MAX_BYTES` of lines."""
+    size, start = 0, len(entries)
+    while start > 0 and len(entries) - start < MAX_ENTRIES:
+        size += len(entries[start - 1][1])
+        if size > MAX_BYTES:
+            break
+        start -= 1
+    return entries[start:]
+
+
+class PromptHistory:
+    """The history file of one ``$DSH_HOME``; ``None`` for a path keeps it in memory only."""
+
+    def __init__(self, home: Path | None) -> None:
+        self.path = home / FILE_NAME if home is not None else None
+        self._warned = False
+
+    def load(self) -> list[str]:
+        """The prompts on file, oldest first ([] when there is none, or it cannot be read)."""
+        if self.path is None:
+            return []
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self._warn("read", exc)
+            return []
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            start = max(0, size - READ_AT_MOST)
+            data = os.pread(fd, size - start, start)
+            if start > 0:  # begun in mid-line: from the next whole one
+                data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+            entries, rewrite = parse(data)
+            if rewrite or start > 0:
+                self._rewrite(line for _, line in entries)
+            return [text for text, _ in entries]
+        except OSError as exc:
+            self._warn("read", exc)
+            return []
+        finally:
+            os.close(fd)  # the lock with it
+
+    def _rewrite(self, lines: Iterable[bytes]) -> None:
+        """Replace the file (whose lock the caller holds) with ``lines``."""
+        assert self.path is not None
+        temporary = self.path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.write(fd, b"".join(lines))
+        finally:
+            os.close(fd)
+        os.replace(temporary, self.path)
+
+    def append(self, text: str) -> None:
+        """Add ``text`` as the newest entry: one write of its whole line."""
+        if self.path is None or not text or len(text) > MAX_ENTRY_CHARS:
+            return
+        line = entry_line(text, time.time())
+        try:
+            make_private_directory(self.path.parent)
+            for _ in range(3):  # the file replaced (trimmed) while we waited: the new one
+                fd = os.open(
+                    self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+                )
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                        continue
+                    os.write(fd, line)
+                    return
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            self._warn("write", exc)
+
+    def _warn(self, doing: str, exc: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            reason = exc.strerror or type(exc).__name__
+            log.warning(
+                "Could not %s the prompt history %s (%s); it is kept for this run only.",
+                doing,
+                self.path,
+                reason,
+            )

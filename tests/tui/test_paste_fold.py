@@ -1,0 +1,90 @@
+"""A paste of more than 20 lines shows in the composer as one placeholder and is sent, logged
+and remembered as its whole text; deleting any part of the placeholder deletes the paste."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import events
+
+from dsh.config import dsh_home
+from dsh.events import UserMessageEvent
+from dsh.tui.paste_fold import PasteFolds
+from dsh.tui.prompt_history import PromptHistory
+from tests.tui.conftest import Rig, settle, status_at_rest
+from tests.tui.test_pilot import logged, run
+
+BLOCK = "\n".join(f"row {i}" for i in range(200))
+
+
+async def paste(pilot: Any, text: str) -> None:
+    pilot.app.post_message(events.Paste(text))
+    await pilot.pause()
+
+
+def test_a_long_paste_shows_as_a_placeholder_and_is_sent_whole(rig: Rig):
+    app = rig.app([{"text": "Read them all."}])
+
+    async def body(pilot: Any) -> None:
+        box = app.prompt_box
+        await pilot.press("s", "e", "e", "space")
+        await paste(pilot, BLOCK)
+        await pilot.press("space", "o", "k")
+        assert box.text == "see [pasted 200 lines] ok"
+        assert box.value == f"see {BLOCK} ok"
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.controller.session is not None)
+        await settle(pilot, lambda: not app.running and status_at_rest(app))
+        sent = [e.data.text() for e in logged(app) if isinstance(e, UserMessageEvent)]
+        assert sent == [f"see {BLOCK} ok"]
+        assert box.text == "" and box.folds.texts == {}
+
+    run(app, body)
+    assert PromptHistory(dsh_home()).load() == [f"see {BLOCK} ok"]
+
+
+def test_backspace_into_the_placeholder_deletes_the_paste_and_undo_brings_it_back(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        box = app.prompt_box
+        await pilot.press("a", "space")
+        await paste(pilot, BLOCK)
+        await paste(pilot, BLOCK + "\n")  # the same length again: a placeholder of its own
+        assert box.text == "a [pasted 200 lines][pasted 200 lines #2]"
+        await pilot.press("backspace")
+        assert box.text == "a [pasted 200 lines]" and box.value == f"a {BLOCK}"
+        await pilot.press("left", "left", "x")  # typed inside it: after it
+        assert box.text == "a [pasted 200 lines]x" and box.value == f"a {BLOCK}x"
+        await pilot.press("backspace", "left", "left", "delete")  # inside it: all of it
+        assert box.text == "a " and box.value == "a "
+        await pilot.press("ctrl+z")
+        assert box.text == "a [pasted 200 lines]" and box.value == f"a {BLOCK}"
+
+    run(app, body)
+
+
+def test_text_typed_like_a_placeholder_is_sent_as_typed():
+    folds = PasteFolds()
+    assert folds.fold("a\nb\nc") is None
+    assert folds.expand("[pasted 200 lines]") == "[pasted 200 lines]"
+    label = folds.fold(BLOCK)
+    assert label == "[pasted 200 lines]"
+    assert folds.expand(f"{label}{label}") == BLOCK + BLOCK
+    assert folds.widen(f"x{label}", 5, 6) == (1, 1 + len(label))
+    assert folds.widen(f"x{label}", 0, 1) == (0, 1)
+    assert folds.widen(f"x{label}y", 4, 4) == (1 + len(label), 1 + len(label))  # typed inside
+    assert folds.widen(f"x{label}y", 1, 1) == (1, 1)  # typed just before: as it is
+
+
+def test_a_long_paste_with_the_transcript_focused_folds_too(rig: Rig):
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        app.transcript.focus()
+        await pilot.pause()
+        await paste(pilot, BLOCK)
+        await settle(pilot, lambda: app.prompt_box.has_focus)
+        assert app.prompt_box.text == "[pasted 200 lines]" and app.prompt_box.value == BLOCK
+
+    run(app, body)
