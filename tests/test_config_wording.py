@@ -153,7 +153,7 @@ def test_a_word_of_the_wrong_type_and_one_in_a_route_override_list_the_choices(t
         (
             "xyzzy = 1\n",
             "unknown config key xyzzy in {file}: keys belong in a section ([provider], "
-            "[compaction], [recall], [tools], [store], [mcp], [trust])",
+            "[compaction], [recall], [tools], [store], [mcp], [trust], [ui])",
         ),
     ],
 )

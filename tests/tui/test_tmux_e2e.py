@@ -40,9 +40,14 @@ SCRIPT = [
 ]
 
 
-STATUS = re.compile(r"· cache hits (?:\d+%|n/a)(?P<rest>.*)$", re.MULTILINE)
-"""The status bar's line; after the cache-hit ratio it names what runs (``working…``, the
-waiting notice, ``compacting``…), if anything."""
+STATUS = re.compile(
+    r"· context [^·]*(?:· \$[\d.]+\+? )?(?:· [\d.]+[kM]? tok ?)?(?:· cache hits (?:\d+%|n/a))?"
+    r"(?P<rest>.*)$",
+    re.MULTILINE,
+)
+"""The status bar's line; after the context use, the spend (``$0.0005 · 3.3k tok``) and the
+cache-hit ratio (the spend and the ratio left out on a narrow line) it names what runs
+(``working…``, the waiting notice, ``compacting``…), if anything."""
 
 
 def idle(screen: str) -> bool:

@@ -114,7 +114,7 @@ def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path
         page.fill("#prompt", "/co")
         page.keyboard.press("Tab")
         assert hint(page) == ["/compact", "/context", "/cost"]
-        page.fill("#prompt", "/RE")
+        page.fill("#prompt", "/REV")  # /re: /retry or /review
         page.keyboard.press("Tab")
         wait_for_draft(page, "/review ")
         page.fill("#prompt", "/")
@@ -128,7 +128,7 @@ def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path
             "/diff",
             "/help",
             "/model",
-            "(+4 more)",
+            "(+5 more)",  # /new, /retry, /title, /undo and your /review
         ]
         assert focused(page) == "prompt" and prompt.input_value() == "/"
         page.keyboard.press("Tab")  # completed nothing, pressed again: the focus moves on

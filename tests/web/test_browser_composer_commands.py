@@ -64,7 +64,8 @@ def test_help_lists_the_page_commands_yours_and_the_keys(browser: Any, tmp_path:
         assert ", ".join(usages[:-1]) == WEB_COMMANDS  # the server's list, in its order
         assert usages[-1] == "//text"
         assert dict(commands)["/model [NAME]"] == (
-            "show the model, or use NAME for this session's next turns"
+            "show the model and those the server lists, or use NAME for this session's next "
+            "turns (refused when the server does not list it)"
         )
         assert table_rows(page, "#help-body .help-yours") == [
             ["/review", "Review a file for bugs", "user"]

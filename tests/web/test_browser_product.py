@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from dsh.agent.billing import cost_report
 from dsh.agent.context_report import context_report
+from dsh.agent.spend import spend_of, spend_text
 from dsh.events import TurnEnd, TurnEndReason, TurnStart
 from dsh.store.jsonl import LOCK_NAME
 from dsh.surface import Session
@@ -185,8 +187,12 @@ def test_the_header_and_context_panel_show_the_models_view(browser: Any, tmp_pat
             expected = context_report(stored, default_window=env.window).public()
         usd = served["cost"]["usd"]  # the scripted model is priced as DeepSeek, as in /cost
         assert 0 < usd < 0.01
+        with Session.open(env.store, sid) as stored:
+            billed = cost_report(stored.events)
+        spent = spend_text(spend_of(billed))  # /cost's figure, in the header
+        assert spent is not None and spent.startswith(f"${billed.cost:.4f} · ")
         page.wait_for_function(
-            "text => document.getElementById('cost').textContent === text", arg=f"cost ≈ ${usd:.4f}"
+            "text => document.getElementById('cost').textContent === text", arg=spent
         )
         assert served["parts"] == expected["parts"]
         assert served["items"] == expected["items"]

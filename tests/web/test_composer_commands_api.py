@@ -159,6 +159,8 @@ def test_model_switches_the_next_turns_and_their_log_records_it(env: WebEnv) -> 
             "model": "scripted",
             "window": window,
             "note": model_note("scripted", "scripted", window),
+            "models": None,  # the scripted model has no server to list models
+            "unavailable": None,
         }
         logged = len(env.log_lines(sid))
         chosen = client.post(f"/api/sessions/{sid}/model", json={"name": "bigger-model"})

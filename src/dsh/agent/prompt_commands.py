@@ -61,6 +61,7 @@ BUILT_IN_COMMANDS = (
     "quit",
     "new",
     "clear",
+    "retry",
 )
 """The terminal UI's own commands (the web page's are among them; ``/clear`` is ``/new``): a
 prompt command may not take one of these names in any face, so a command file named so is

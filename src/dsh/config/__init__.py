@@ -81,6 +81,7 @@ from dsh.config.sections import (
     ToolChoice,
     ToolSettings,
     TrustSettings,
+    UiSettings,
     summarizer_window_too_small,
     window_too_large,
     window_too_small,
@@ -128,6 +129,7 @@ __all__ = [
     "ToolSettings",
     "TrustSettings",
     "TrustState",
+    "UiSettings",
     "base_url_problem",
     "compaction_misfit",
     "compaction_problems",
@@ -262,6 +264,8 @@ def validate_settings(settings: Settings) -> None:
     recall = settings.recall
     _require(recall.read_budget_chars >= 50, "recall.read_budget_chars", "must be at least 50")
     _require(1 <= recall.search_limit <= 200, "recall.search_limit", "must be in [1, 200]")
+    after = settings.ui.notify_after_seconds
+    _require(after >= 0, "ui.notify_after_seconds", "must be at least 0")
     repeats = settings.tools.max_repeated_calls
     _require(repeats == 0 or repeats >= 2, "tools.max_repeated_calls", "must be 0 or at least 2")
     window = settings.provider.context_window

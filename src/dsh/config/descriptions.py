@@ -165,4 +165,9 @@ DESCRIPTIONS: dict[str, str] = {
     '("sha256:…", or "absent"): a file changed since is untrusted again, with a warning, until '
     "`dsh trust` is run there again (managed by `dsh trust`).",
     "store.backend": "jsonl (one file per session) or sqlite (one database).",
+    "ui.notify": "bell: the terminal UI rings the terminal's bell when an approval starts "
+    "waiting for you and when a turn that ran at least notify_after_seconds ends (not one you "
+    "cancelled); off: no bell. dsh web marks its tab's title while an approval waits.",
+    "ui.notify_after_seconds": "How long a turn must run for its end to ring the bell "
+    "(seconds, at least 0; 0: every turn).",
 }

@@ -211,6 +211,15 @@ class StoreSettings(_Section, frozen=True):
     backend: Literal["jsonl", "sqlite"] = "jsonl"
 
 
+DEFAULT_NOTIFY_AFTER_SECONDS = 30.0
+"""A turn that ran at least this long rings the terminal's bell when it ends (``ui.notify``)."""
+
+
+class UiSettings(_Section, frozen=True):
+    notify: Literal["bell", "off"] = "bell"
+    notify_after_seconds: float = DEFAULT_NOTIFY_AFTER_SECONDS
+
+
 class Settings(_Section, frozen=True):
     provider: ProviderSettings = ProviderSettings()
     compaction: CompactionSettings = CompactionSettings()
@@ -219,6 +228,7 @@ class Settings(_Section, frozen=True):
     store: StoreSettings = StoreSettings()
     mcp: McpSettings = McpSettings()
     trust: TrustSettings = TrustSettings()
+    ui: UiSettings = UiSettings()
 
 
 DEFAULT_CONTEXT_WINDOW = 128_000

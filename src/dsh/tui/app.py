@@ -306,7 +306,7 @@ class DshApp(WarningsApp[None]):
 
     def measure_context(self) -> None:
         self._context_pending = False
-        self.status_bar.set(context_tokens=self.controller.context_tokens())
+        self.status_bar.measure(self.controller)
 
     def note(self, text: str) -> None:
         self.transcript.add_note(text)

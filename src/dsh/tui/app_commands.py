@@ -11,13 +11,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from dsh.agent.approval_command import changed_note, chosen_mode, shown_note
-from dsh.agent.model_command import model_name, model_note, switched_note
+from dsh.agent.model_command import model_name
+from dsh.agent.retry_command import last_turn_retry
 from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line, printable_line
 from dsh.tui.commands import COMMANDS, HELP, Command, closest_command
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.copy_command import copy_command
 from dsh.tui.diff_view import show_workspace_diff
+from dsh.tui.model_choice import run_model_command
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
@@ -74,8 +76,12 @@ class SlashCommands:
         elif name == "diff":
             workspace = app.controller.options.workspace
             app.run_worker(show_workspace_diff(app, workspace), group="diff")
-        elif name in ("compact", "resume", "title", "undo", "new", "clear") and app.running:
+        elif (
+            name in ("compact", "resume", "title", "undo", "new", "clear", "retry") and app.running
+        ):
             app.note(f"/{name} waits for the running turn (esc cancels it).")
+        elif name == "retry":
+            self.retry()
         elif name == "compact":
             app.start_work(self.compact(arg or None))
         elif name == "undo":
@@ -125,6 +131,14 @@ class SlashCommands:
         if not app.controller.logged_answer(text):  # a logged answer is shown as a note
             app.note(text)
         app.measure_context()
+
+    def retry(self) -> None:
+        """``/retry``: the last turn's prompt sent again when that turn did not complete, else
+        a note saying why not (``dsh.agent.retry_command``, the words ``dsh web`` says too)."""
+        retry = last_turn_retry(self.app.controller.session)
+        self.app.note(retry.note)
+        if retry.prompt is not None:
+            self.app.work.send(retry.prompt)
 
     def pick_session(self) -> None:
         """``/sessions``: the picker over every session; the chosen one opens here."""
@@ -193,26 +207,16 @@ class SlashCommands:
         )
 
     def model(self, arg: str) -> None:
-        """``/model NAME`` switches the model for the next turns; ``/model`` names it (the name
-        as ``dsh web``'s composer takes it: ``dsh.agent.model_command.model_name``)."""
-        app, controller = self.app, self.app.controller
+        """``/model NAME`` switches the model for the next turns, when the server lists it;
+        ``/model`` names it and offers the server's models in a picker (the name as ``dsh
+        web``'s composer takes it: ``dsh.agent.model_command.model_name``). The list is asked
+        in a worker (``dsh.tui.model_choice``), bounded; a provider with none answers at once."""
         try:
             name = model_name(arg)
         except UsageError as exc:
-            app.note(f"error: {error_line(str(exc))}")
+            self.app.note(f"error: {error_line(str(exc))}")
             return
-        if name:
-            try:
-                controller.switch_model(name)
-            except DshError as exc:
-                app.note(f"error: {error_line(str(exc))}")
-                return
-            app.note(switched_note(controller.model))
-            app.update_status()
-            return
-        route = controller.route
-        provider = route.provider.name if route is not None else "?"
-        app.note(model_note(controller.model, provider, controller.window))
+        run_model_command(self.app, name)
 
     def approval(self, arg: str) -> None:
         """``/approval MODE`` decides the later tool calls by MODE for the rest of this run (the

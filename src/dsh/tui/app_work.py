@@ -29,6 +29,7 @@ from textual.worker import Worker
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.errors import SHOWN_AS_ERROR, ConfigError, DshError, PromptTooLarge, error_line
 from dsh.tools.base import OutputSoFar, ToolOutput
+from dsh.tui.notify import Notifier
 from dsh.tui.shell_command import (
     context_block,
     masked_command,
@@ -65,6 +66,8 @@ class Work:
         self._shell_run: asyncio.Future[ToolOutput] | None = None
         """The running ``!cmd`` (``cancel`` stops it)."""
         self._shell_stopped = False
+        self.notifier = Notifier(app)
+        """The bell when an approval waits or a long turn ends (``dsh.tui.notify``)."""
 
     @property
     def running(self) -> bool:
@@ -210,6 +213,7 @@ class Work:
     async def _turn(self, prompt: str, draft: str, context: list[str], notes: list[Block]) -> None:
         app = self.app
         app.set_busy(WORKING, cancels=True, turn=True)
+        self.notifier.turn_started()
         app.live.prompt_sent(prompt, compacting=app.controller.progress.running)
         poll = app.set_interval(POLL_EVERY, self._poll_waiting)
         try:
@@ -230,6 +234,7 @@ class Work:
             app.note(failure)  # shown here: /warnings lists it, no toast repeats it
         finally:
             poll.stop()
+            self.notifier.turn_ended()
             self._waiting = None
             if app.live.turn_ended():  # its prompt never reached the log: nothing is lost
                 self.failed()

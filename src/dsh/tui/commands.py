@@ -22,7 +22,10 @@ Commands
   /resume ID         open another session (an id or a unique prefix)
   /new, /clear       start a new session here (the one you leave stays listed: /resume
                      opens it again)
-  /model [NAME]      show the model, or use NAME for the next turns
+  /model [NAME]      show the model and pick one the server lists, or use NAME for the
+                     next turns (refused when the server does not list it)
+  /retry             send the last turn's prompt again, when that turn failed or was
+                     cancelled
   /warnings          dsh's warnings and errors since the UI started, with their times
                      (each also shows for a moment in a corner)
   /approval [MODE]   show the approval mode, or use ask, auto or read-only for the
@@ -93,12 +96,13 @@ def prompt_text(draft: str) -> str:
 
 def waits(shell: str | None, command: Command | None) -> bool:
     """True if a draft must wait for the running turn (a prompt, a prompt command, ``!cmd``,
-    ``/compact``, ``/new``, ``/resume ID``, ``/title TEXT``); the other commands answer at once."""
+    ``/compact``, ``/new``, ``/retry``, ``/resume ID``, ``/title TEXT``); the other commands
+    answer at once."""
     if shell is not None:
         return bool(shell)
     if command is None or command.name not in COMMANDS:
         return True
-    if command.name in ("compact", "new", "clear"):
+    if command.name in ("compact", "new", "clear", "retry"):
         return True
     return command.name in ("resume", "title") and bool(command.arg)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dsh.agent.billing import render_cost
 from dsh.agent.context_report import context_report, render_context, session_cost_report
+from dsh.agent.spend import spend_of, spend_text
 from dsh.tui.controller import Controller
 
 NOTHING_SENT = "Nothing sent yet: the first prompt starts the session."
@@ -30,3 +31,12 @@ def cost_text(controller: Controller) -> str:
     if session is None:
         return NOTHING_SENT
     return render_cost(session_cost_report(session, fold=controller.context))
+
+
+def spend_line(controller: Controller) -> str | None:
+    """The status bar's spend: ``/cost``'s estimated total and billed tokens, in a few words
+    (None before any call reported usage)."""
+    session = controller.session
+    if session is None:
+        return None
+    return spend_text(spend_of(session_cost_report(session, fold=controller.context)))

@@ -1,6 +1,7 @@
 """The one-line status bar: model, the approval mode (unless ``ask``), the workspace when a
 resumed session runs its tools elsewhere than where ``dsh`` was started
-(``dsh.tui.workspace_shown``), context use, cache-hit ratio, compaction, activity — what runs,
+(``dsh.tui.workspace_shown``), context use, the session's spend so far (``/cost``'s figure:
+``dsh.agent.spend``), cache-hit ratio, compaction, activity — what runs,
 how many drafts wait to be sent after it, and the key that cancels it — and whether the
 workspace's project config is trusted (only when there is one).
 
@@ -25,6 +26,8 @@ from textual.widgets import Static
 from dsh.config import trust_state
 from dsh.config.project import project_config_loads
 from dsh.errors import printable_line
+from dsh.tui.context_view import spend_line
+from dsh.tui.controller import Controller
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,9 @@ class StatusInfo:
     """The approval mode when it is not ``ask`` (``auto``: every call runs unasked)."""
     context_tokens: int = 0
     context_window: int | None = None
+    spend: str | None = None
+    """The session's spend so far, ``/cost``'s figure (``dsh.agent.spend``: ``$0.0420 · 183k
+    tok``); None before any call reported usage."""
     cache_ratio: float | None = None
     compaction: str | None = None
     """``compacting…`` / ``compacting · k of N regions`` while a pass runs."""
@@ -83,6 +89,8 @@ def status_parts(info: StatusInfo) -> list[Part]:
         parts.append((Text(f"context {share:.0f}% of {_tokens(info.context_window)}"), 4))
     else:
         parts.append((Text(f"context {_tokens(info.context_tokens)} tokens"), 4))
+    if info.spend:  # left out before the context figure
+        parts.append((Text(info.spend), 5))
     ratio = "n/a" if info.cache_ratio is None else f"{100 * info.cache_ratio:.0f}%"
     parts.append((Text(f"cache hits {ratio}"), 7))
     if info.compaction:
@@ -154,6 +162,10 @@ class StatusBar(Static):
         if info != self.info:
             self.info = info
             self.refresh()
+
+    def measure(self, controller: Controller) -> None:
+        """Show the open session's context use and spend as they are now."""
+        self.set(context_tokens=controller.context_tokens(), spend=spend_line(controller))
 
     def render(self) -> Text:
         return status_text(self.info, self.content_size.width)

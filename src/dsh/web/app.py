@@ -26,8 +26,9 @@
     GET  /api/sessions/{id}/approval                /approval: the approval mode, and its words
     POST /api/sessions/{id}/approval {mode}         /approval MODE: ask, auto or read-only
     POST /api/sessions/{id}/title   {title}         /title TEXT: rename it (logged)
-    GET  /api/sessions/{id}/model                   /model: the model its next turns run on
+    GET  /api/sessions/{id}/model                   /model: its next turns' model, those listed
     POST /api/sessions/{id}/model   {name}          /model NAME: run its next turns on NAME
+    GET  /api/sessions/{id}/retry                   /retry: the last turn's prompt, if it failed
 
 Every answer that is not a success is ``{"error": {"code", "message"}}``. Only the files
 listed in the static directory when the app is built are served; any other path (a NUL byte,
@@ -94,6 +95,7 @@ from dsh.web.history_route import history_answer
 from dsh.web.launch import NO_STORE, launch_route
 from dsh.web.live import frame, joined_mid_call, stream
 from dsh.web.models import choose_model, shown_model
+from dsh.web.more_routes import more_routes
 from dsh.web.path_completion import checked_prefix, completed_paths
 from dsh.web.prompt_commands import WebPromptCommands
 from dsh.web.session_title import new_title, shown_title
@@ -352,6 +354,7 @@ def create_app(
         Route(session_path + "/cost", cost, methods=["GET"]),
         Route(session_path + "/title", title, methods=["GET", "POST"]),
         Route(session_path + "/model", model, methods=["GET", "POST"]),
+        *more_routes(registry, session_path),  # /retry: dsh.web.more_routes
         Route(session_path + "/find", find, methods=["GET"]),
         Route(session_path + "/commands", commands, methods=["GET"]),
         Route(session_path + "/paths", paths, methods=["GET"]),

@@ -19,10 +19,12 @@ from typing import Any
 
 import anyio.to_thread
 
-from dsh.agent.model_command import model_name, model_note, switched_note
+from dsh.agent.model_choice import checked_choice, listing_note, public_list
+from dsh.agent.model_command import model_name, switched_note
 from dsh.agent.runtime import Route
 from dsh.agent.wiring import session_window
 from dsh.errors import DshError, UsageError
+from dsh.llm.model_list import list_models
 from dsh.web.errors import bad_request, from_dsh_error
 from dsh.web.live import frame
 from dsh.web.next_route import resolved_next_route
@@ -38,18 +40,27 @@ def _public(route: Route) -> dict[str, Any]:
 
 
 async def shown_model(registry: SessionRegistry, session_id: str) -> dict[str, Any]:
-    """``/model``: ``{provider, model, window, note}`` of the route the open session's next turn
-    runs on (``Runtime.own``: the one ``/model`` chose, else its recorded one, else the
-    server's), ``note`` the terminal UI's line. Resolving it may ask a server (a session on
-    another model than the server's): in a worker thread (``dsh.web.next_route``), never on the
-    loop; once resolved, it is kept until the session records new settings."""
-    try:
-        route = await resolved_next_route(registry, session_id)
-    except DshError as exc:
-        raise from_dsh_error(exc) from exc
+    """``/model``: ``{provider, model, window, note, models, unavailable}`` of the route the
+    open session's next turn runs on (``Runtime.own``: the one ``/model`` chose, else its
+    recorded one, else the server's), ``note`` the terminal UI's line with the models the
+    server lists (``dsh.agent.model_choice``: ``models`` null and ``unavailable`` why, when it
+    lists none). Resolving it may ask a server (a session on another model than the server's):
+    in a worker thread (``dsh.web.next_route``), never on the loop; once resolved, it is kept
+    until the session records new settings. The list is asked anew, bounded
+    (``dsh.llm.model_list``)."""
+    route = await _next_route(registry, session_id)
+    listed = await list_models(route.provider)
     registry.open_handle(session_id)  # closed meanwhile?
     shown = _public(route)
-    return {**shown, "note": model_note(route.model, shown["provider"], shown["window"])}
+    note = listing_note(route.model, shown["provider"], shown["window"], listed)
+    return {**shown, "note": note, **public_list(listed)}
+
+
+async def _next_route(registry: SessionRegistry, session_id: str) -> Route:
+    try:
+        return await resolved_next_route(registry, session_id)
+    except DshError as exc:
+        raise from_dsh_error(exc) from exc
 
 
 def checked_name(name: str) -> str:
@@ -67,8 +78,15 @@ def checked_name(name: str) -> str:
 async def choose_model(registry: SessionRegistry, session_id: str, name: str) -> dict[str, Any]:
     """``/model NAME`` on an open session: ``{provider, model, window, note}`` of the route its
     next turns run on from now; its pages hear ``stats`` (the window its context use is
-    measured against may have changed) and fetch its context again."""
+    measured against may have changed) and fetch its context again. A NAME the server of the
+    session's current route does not list is refused (400, naming the closest listed); when
+    the list cannot be had, NAME is taken and ``note`` starts with the warning line."""
     name = checked_name(name)
+    current = await _next_route(registry, session_id)
+    try:  # a name the server does not list is refused; without a list, taken with a warning
+        warning = checked_choice(name, current.provider.name, await list_models(current.provider))
+    except UsageError as exc:
+        raise bad_request(str(exc)) from exc
     resolve = registry.runtime.model_route(registry.open_handle(session_id).session, name)
     try:
         route = await anyio.to_thread.run_sync(resolve)
@@ -78,4 +96,5 @@ async def choose_model(registry: SessionRegistry, session_id: str, name: str) ->
     registry.runtime.choose_route(session_id, route)
     handle.runner.reset_agent()  # the next turn gets an agent on it; a running one keeps its own
     handle.hub.publish(frame("stats", stats=registry.stats(handle)))
-    return {**_public(route), "note": switched_note(route.model)}
+    note = switched_note(route.model)
+    return {**_public(route), "note": note if warning is None else f"{warning}\n{note}"}

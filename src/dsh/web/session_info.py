@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dsh.agent.context_fold import ContextFold
+from dsh.agent.spend import public_spend
 from dsh.agent.wiring import session_window
 from dsh.store import SessionHeader
 from dsh.surface import Session
-from dsh.transcript.stats import SessionStats
 from dsh.web.figures import against_window, session_figures, title_of
 from dsh.web.handle import Handle
 from dsh.web.next_route import Planned, next_route, settled
@@ -46,7 +47,7 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
         # a new load's first update reads the whole index: off the loop
         planned = registry.next_routes.plan(session)
         with registry.stored_context.held(session_id) as fold:
-            stats = figures(registry, session, fold.update(session, items=False).stats)
+            stats = figures(registry, session, fold.update(session, items=False))
         shown = {"title": title_of(session), "lastSeq": len(session.events) - 1, "stats": stats}
         return session.header, shown, planned
 
@@ -62,11 +63,12 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
 
 def open_figures(registry: SessionRegistry, handle: Handle) -> dict[str, Any]:
     """The info's figures of a session open here, from its handle's ``ContextFold``."""
-    stats = handle.context.update(handle.session, items=False).stats
-    return figures(registry, handle.session, stats)
+    return figures(registry, handle.session, handle.context.update(handle.session, items=False))
 
 
-def figures(registry: SessionRegistry, session: Session, stats: SessionStats) -> dict[str, Any]:
-    """``session_figures`` against the window of the session's next turn when it is known."""
+def figures(registry: SessionRegistry, session: Session, fold: ContextFold) -> dict[str, Any]:
+    """``session_figures`` of ``fold`` (up to date) against the window of the session's next
+    turn when it is known, with its spend so far (``/cost``'s figure: ``dsh.agent.spend``)."""
     upcoming = registry.next_routes.kept(session)
-    return session_figures(session, stats, registry.runtime.default_window(), upcoming)
+    shown = session_figures(session, fold.stats, registry.runtime.default_window(), upcoming)
+    return {**shown, "spend": public_spend(fold.bills.report())}

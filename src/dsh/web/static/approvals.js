@@ -10,7 +10,8 @@
 // now: a stream's `hello` (a page that joins, or came back after dsh web restarted) brings them
 // all, and a card it does not list goes (`syncApprovals`: its turn ended meanwhile, answered or
 // cancelled), and so does every card once the session runs no turn (`dropApprovals`). While the
-// page is disconnected (connection.js) the answers are off.
+// page is disconnected (connection.js) the answers are off. While one is shown, the tab's title
+// says so (`● approval waiting · dsh`): a page in a background tab is marked in the tab strip.
 import { api, sessionPath } from './api.js';
 import { offline } from './connection.js';
 import { renderUnifiedDiff } from './diff.js';
@@ -19,6 +20,10 @@ import { renderArguments } from './tools.js';
 
 const $ = (id) => document.getElementById(id);
 let titles = 0;
+const TITLE = document.title;
+new MutationObserver(() => {
+  document.title = $('approvals').querySelector('.approval') ? `● approval waiting · ${TITLE}` : TITLE;
+}).observe($('approvals'), { childList: true });
 
 export function showApproval(approval, sessionId, onError) {
   if (document.querySelector(`.approval[data-id="${CSS.escape(approval.id)}"]`)) return;

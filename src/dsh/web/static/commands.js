@@ -17,7 +17,13 @@ export const PAGE_COMMANDS = [
   { usage: '/cost', names: ['cost'], does: 'billed tokens and a list-price estimate' },
   { usage: '/title [TEXT]', names: ['title'], does: "show the session's title, or rename it (logged)" },
   { usage: '/new, /clear', names: ['new', 'clear'], does: 'start a new session (the one you leave stays listed)' },
-  { usage: '/model [NAME]', names: ['model'], does: "show the model, or use NAME for this session's next turns" },
+  {
+    usage: '/model [NAME]',
+    names: ['model'],
+    does: "show the model and those the server lists, or use NAME for this session's next turns "
+      + '(refused when the server does not list it)',
+  },
+  { usage: '/retry', names: ['retry'], does: "send the last turn's prompt again, when that turn failed or was cancelled" },
   {
     usage: '/approval [MODE]',
     names: ['approval'],

@@ -4,7 +4,9 @@
 // of the last turn (or says what it would); `/context` opens the Context panel (context.js);
 // `/cost` says the billed tokens per model and their list-price estimate (a note); `/title` says
 // the session's title, `/title TEXT` renames it (logged: the header and the session list show
-// it); `/model` names the model the session's next turns run on, `/model NAME` runs them on NAME;
+// it); `/model` names the model the session's next turns run on with the models its server lists,
+// `/model NAME` runs them on NAME (refused, the draft kept, when the server does not list it);
+// `/retry` sends the last turn's prompt again when that turn failed or was cancelled (else a note);
 // `/approval [MODE]` names the session's approval mode or changes it (ask, auto or read-only;
 // the terminal UI's words, which the server makes); `/diff` shows the workspace's changes since
 // its last commit (changes.js); `/new` (or `/clear`) does what "New session" does; `/help` lists
@@ -12,7 +14,7 @@
 // (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the server
 // sends, or it is refused with the commands there are (`//…` sends `/…`). Stop cancels what
 // runs. A session not open here is resumed before anything that acts on it is sent (a prompt,
-// `/compact`, `/undo`, `/approval`, `/title TEXT`, `/model`); what only reads (`/context`,
+// `/compact`, `/undo`, `/approval`, `/title TEXT`, `/model`, `/retry`); what only reads (`/context`,
 // `/cost`, `/title`, `/diff`, `/help`) and `/new` do not resume it. Each session's unsent draft
 // is kept in the browser as it changes (unsent.js): a reload, or showing the session again,
 // brings it back; sent, it is dropped. Tab completes a `/command` or an `@path` of the session's
@@ -225,14 +227,11 @@ export class Composer {
     await this.ensureOpen();
     const path = sessionPath(this.page.sessionId());
     if (name === null) {
-      const text = promptText(draft);
-      this.page.waiting().sending(text);  // shown once the server took it (waiting.js)
-      try {
-        await api('POST', `${path}/prompt`, { text });
-      } catch (error) {
-        this.page.waiting().reset();
-        throw error;
-      }
+      await this.prompt(promptText(draft));
+    } else if (name === 'retry') {  // the last turn's prompt again, if it did not complete
+      const answer = await api('GET', `${path}/retry`);
+      this.page.note(answer.note);
+      if (answer.prompt !== null) await this.prompt(answer.prompt);
     } else if (name === 'compact') {
       const answer = await api('POST', `${path}/compact`, arg ? { focus: arg } : {});
       if (answer.answer) this.page.note(answer.answer);  // a new session's: nothing logged
@@ -263,6 +262,18 @@ export class Composer {
       await api('POST', `${path}/prompt`, { text: promptText(draft), command: true });
     }
     return true;
+  }
+
+  /** Send `text` as the session's next prompt, shown below the conversation once the server
+   * took it (waiting.js). */
+  async prompt(text) {
+    this.page.waiting().sending(text);
+    try {
+      await api('POST', `${sessionPath(this.page.sessionId())}/prompt`, { text });
+    } catch (error) {
+      this.page.waiting().reset();
+      throw error;
+    }
   }
 
   /** `/diff`: the workspace's changes since its last commit in their dialog, or the server's

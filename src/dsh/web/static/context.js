@@ -1,5 +1,5 @@
 // The model's view of the open session (GET …/context: dsh.agent.context_report, the data of the
-// TUI's /context and /cost): the header's model, cost and figures, and the context panel listing
+// TUI's /context): the header's model (its spend is header.js's), and the context panel listing
 // the next request part by part (system, tools, stubs, state, tail) with their tokens, opened by
 // **Context** or by `/context` in the composer (with its figures fetched afresh). The panel
 // is a modal dialog over the page (modal.js): the focus moves into it, Tab stays in it, Escape
@@ -98,8 +98,6 @@ export class ContextInfo {
     const model = data && data.model ? `${data.provider} · ${data.model}` : '';
     $('model').textContent = shown(notice && model ? `${model} ⚠` : model);
     $('model').title = shown(notice);
-    $('cost').textContent = data ? `cost ≈ ${fmtCost(data.cost.usd)}` : '';
-    $('cost').title = data ? `Estimated from ${data.cost.basis}` : '';
     if (!$('context-panel').hidden) this.paintPanel(data);
   }
 

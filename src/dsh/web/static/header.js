@@ -1,5 +1,6 @@
 // The header's figures and states for the shown session: its title (a new session's, until its
-// first prompt, "New session"), context use and cache-hit ratio, a running /compact's progress,
+// first prompt, "New session"), context use, cache-hit ratio and spend so far (`$0.0420 · 183k
+// tok`, /cost's figure, new with each request's stats; tokens alone when no price is known), a running /compact's progress,
 // its approval mode when it is not the default `ask` (as the terminal UI's status bar shows it),
 // whether a turn or /compact runs here or another process holds the session; the composer is
 // usable only when the session is loaded and held by none, and Send and Stop only while the page
@@ -46,6 +47,9 @@ export function renderApproval(approval) {
 }
 
 export function renderStats(stats) {
+  const spend = stats && stats.spend ? stats.spend.text : null;  // /cost's figure (dsh.agent.spend)
+  $('cost').textContent = spend || '';
+  $('cost').title = spend ? "Spent so far: /cost's estimated total at list prices, and the billed tokens" : '';
   if (!stats) {
     $('context-use').textContent = '';
     $('cache-hit').textContent = '';
