@@ -120,3 +120,43 @@ def test_a_newest_result_too_big_to_keep_is_pruned_and_the_retry_answers(
     assert not is_append_surface_event(results[0]) and "pruned" in pruned
     assert "log line 0:" in pruned
     assert "log line 399" in pruned  # head and tail kept
+
+
+@pytest.mark.parametrize("backend_name", ["recallable", "basic"])
+def test_a_reply_whose_calls_alone_overflow_is_compacted_and_the_session_goes_on(
+    harness: Harness, backend_name: str
+):
+    """A model answered with 300 ``read_file`` calls (the audit's: a 38 KB reply in an 8k
+    window). Kept verbatim as the newest exchange, every later request stayed over the window
+    and the session was stuck; now the overflow pass compacts it with the rest."""
+    for i in range(3):
+        append_tool_turn(
+            harness.session, f"step {i}", calls=[("read_file", "{}", f"part {i}\n" * 20)]
+        )
+    (harness.workspace / "f.txt").write_text("one line\n")
+    logged = sum(
+        isinstance(e, AssistantMessageEvent) or type(e).__name__ == "RequestErrorEvent"
+        for e in harness.session.events
+    )
+    calls = [
+        {"name": "read_file", "arguments": {"path": "f.txt", "note": f"read number {n:03d}"}}
+        for n in range(300)
+    ]
+    script = [{"text": "(earlier)"}] * logged + [
+        {"toolCalls": calls},
+        OVERFLOW,
+        {"text": "RECOVERED"},
+    ]
+    window = 8_192
+    agent = harness.agent(script, context_window=window)
+    engine = _engine(harness, backend_name)
+    agent.overflow_handler = compaction_hooks(engine)[1]
+    result = run(agent.run_turn("read f.txt many times"))
+    assert result.reason == "completed" and result.text == "RECOVERED"
+    session = harness.session
+    replies = [session.events[seq] for seq in session.nodes]
+    assert not any(
+        isinstance(e, AssistantMessageEvent) and len(e.data.message.tool_calls()) == 300
+        for e in replies
+    )  # the 300-call reply is behind a checkpoint (its originals in the log)
+    assert engine.next_request_tokens() < window  # the next request fits again

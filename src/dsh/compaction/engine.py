@@ -167,7 +167,8 @@ class CompactionEngine:
         resumed = self.resume_incomplete(turn=turn)
         if reason == "overflow":
             prune_tool_results(self.session, self.settings)
-            retain = keep_newest_tool_exchange(self.session, self.low_watermark(window) // 2)
+            watermark = self.low_watermark(window)
+            retain = keep_newest_tool_exchange(self.session, watermark // 2, ceiling=watermark)
             return await self._attempt(reason, turn=turn, retain=retain, window=window) or resumed
         threshold = self.threshold(window)
         if self.next_request_tokens(incoming) < threshold:

@@ -68,10 +68,13 @@ def retry_step(settings: CompactionSettings, window: int) -> int:
     return max(1, min(settings.chunk, window // 4))
 
 
-def keep_newest_tool_exchange(session: Session, budget: int) -> int:
+def keep_newest_tool_exchange(session: Session, budget: int, ceiling: int | None = None) -> int:
     """Retain figure for an overflow pass: the newest tool call and everything after it stay
     verbatim; a result of that exchange is pruned first when the exchange alone exceeds
-    ``budget`` tokens. 0 when the surface holds no tool call (compact everything)."""
+    ``budget`` tokens. 0 when the surface holds no tool call (compact everything), and when the
+    exchange, its results pruned, still exceeds ``ceiling``: a reply whose calls alone take the
+    room (300 calls, 38 KB, in an 8k window) kept verbatim left every later request over the
+    window, the session stuck; compacted with the rest, the step goes on from its summary."""
     nodes = session.nodes
     start = None
     for index in range(len(nodes) - 1, -1, -1):
@@ -94,4 +97,6 @@ def keep_newest_tool_exchange(session: Session, budget: int) -> int:
             if text is not None and len(text) > head + tail + MARKER_CHARS:
                 prune_result(session, seq, head=head, tail=tail)
         tokens = sum(session.node_tokens(seq) for seq in session.nodes[start:])
+    if ceiling is not None and tokens > ceiling:
+        return 0
     return tokens
