@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 
 from dsh.agent.model_choice import is_listed
 from dsh.errors import printable_line
+from dsh.tui.picker import edited_filter
 
 IN_USE = "  (in use)"
 
@@ -105,15 +106,8 @@ class ModelPicker(ModalScreen[str | None]):
 
     def on_key(self, event: events.Key) -> None:
         """A character narrows the rows, backspace widens them again."""
-        if event.key == "backspace":
-            typed = self.typed[:-1]
-        elif event.is_printable and event.character is not None:
-            typed = self.typed + event.character
-        else:
-            return
-        event.stop()
-        event.prevent_default()
-        if typed != self.typed:
+        typed = edited_filter(self.typed, event)
+        if typed is not None and typed != self.typed:
             self.typed = typed
             self._refill()
 

@@ -135,6 +135,20 @@ BUSY = (
 )
 
 
+def edited_filter(typed: str, event: events.Key) -> str | None:
+    """A picker's filter ``typed`` as ``event`` edits it (a character appended, backspace
+    taking the last one off; the key then goes no further), None for any other key."""
+    if event.key == "backspace":
+        edited = typed[:-1]
+    elif event.is_printable and event.character is not None:
+        edited = typed + event.character
+    else:
+        return None
+    event.stop()
+    event.prevent_default()
+    return edited
+
+
 class SessionPicker(ModalScreen[str | None]):
     """Choose a session; dismisses with its id, or None (esc)."""
 
@@ -283,15 +297,8 @@ class SessionPicker(ModalScreen[str | None]):
 
     def on_key(self, event: events.Key) -> None:
         """A character narrows the rows, backspace widens them again."""
-        if event.key == "backspace":
-            typed = self.typed[:-1]
-        elif event.is_printable and event.character is not None:
-            typed = self.typed + event.character
-        else:
-            return
-        event.stop()
-        event.prevent_default()
-        if typed != self.typed:
+        typed = edited_filter(self.typed, event)
+        if typed is not None and typed != self.typed:
             self.typed = typed
             self._refill()
 
