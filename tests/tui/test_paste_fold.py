@@ -8,9 +8,9 @@ from typing import Any
 from textual import events
 
 from dsh.config import dsh_home
+from dsh.config.prompt_history import PromptHistory
 from dsh.events import UserMessageEvent
 from dsh.tui.paste_fold import PasteFolds
-from dsh.tui.prompt_history import PromptHistory
 from tests.tui.conftest import Rig, settle, status_at_rest
 from tests.tui.test_pilot import logged, run
 

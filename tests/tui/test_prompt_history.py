@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh.config import dsh_home
-from dsh.tui.prompt_history import (
+from dsh.config.prompt_history import (
     FILE_NAME,
     MAX_ENTRIES,
     PromptHistory,
@@ -117,7 +117,7 @@ def test_an_unwritable_home_keeps_the_history_for_the_run(tmp_path: Path, caplog
 WRITER = """
 import sys
 from pathlib import Path
-from dsh.tui.prompt_history import PromptHistory
+from dsh.config.prompt_history import PromptHistory
 history = PromptHistory(Path(sys.argv[1]))
 for i in range(300):
     history.append(sys.argv[2] + str(i) + "x" * 20_000)
@@ -187,7 +187,7 @@ def test_parse_keeps_every_good_entry_in_order_and_skips_the_rest(
 
 def _text(raw: bytes) -> str | None:
     """What a junk line may hold after all (hypothesis can write a valid entry)."""
-    from dsh.tui.prompt_history import entry_text
+    from dsh.config.prompt_history import entry_text
 
     return entry_text(raw)
 

@@ -9,10 +9,10 @@ import os
 import subprocess
 from pathlib import Path
 
+from dsh.config.prompt_history import PromptHistory
 from dsh.events import UserMessageEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
-from dsh.tui.prompt_history import PromptHistory
 from tests.tui.test_tmux_e2e import DSH, Terminal, answered, idle, pytestmark  # noqa: F401
 
 EDITOR = """#!/bin/sh

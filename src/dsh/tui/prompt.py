@@ -3,7 +3,7 @@
 Enter sends; shift+enter or ctrl+j inserts a newline; a paste of any size arrives whole (one of
 more than 20 lines as one placeholder: ``dsh.tui.paste_fold``).
 Up on the first line and down on the last line walk the history of earlier prompts (this and
-earlier runs: ``dsh.tui.prompt_history``; the open session's own come first), ctrl+r searches it
+earlier runs: ``dsh.config.prompt_history``; the open session's own come first), ctrl+r searches it
 (``dsh.tui.history_search``), and ctrl+g opens the draft in your editor
 (``dsh.tui.external_editor``). Tab completes a slash command at the start of the draft, or an
 ``@path`` from the workspace (``dsh.tui.completion``); with several candidates it completes
@@ -29,12 +29,17 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult, Selection
 
+from dsh.config.prompt_history import (
+    MAX_ENTRIES,
+    PromptHistory,
+    distinct,
+    with_session_prompts,
+)
 from dsh.errors import printable_line
 from dsh.tui.completion import Completion, complete_command, complete_path
 from dsh.tui.external_editor import edit_draft
 from dsh.tui.history_search import KEYS_HINT, ReverseSearch
 from dsh.tui.paste_fold import PasteFolds
-from dsh.tui.prompt_history import MAX_ENTRIES, PromptHistory
 from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
@@ -46,11 +51,6 @@ CLEARED_HINT = "draft cleared · ctrl+z brings it back"
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j", "newline"})
 MAX_LISTED = 8
 """Completion candidates named in the hint line; more are counted."""
-
-
-def distinct(prompts: list[str]) -> list[str]:
-    """``prompts`` (oldest first) with each text once, where it was last."""
-    return list(reversed(dict.fromkeys(reversed(prompts))))
 
 
 class PromptBox(TextArea):
@@ -168,9 +168,7 @@ class PromptBox(TextArea):
 
     def seed(self, prompts: list[str]) -> None:
         """The history with ``prompts`` (the open session's) as its newest."""
-        session = distinct(prompts)
-        own = set(session)
-        self.prompts = [*(p for p in distinct(self._saved) if p not in own), *session]
+        self.prompts = with_session_prompts(self._saved, prompts)
         self._index = None
 
     def clear_draft(self) -> bool:

@@ -79,6 +79,11 @@ class TitleBody(_Body):
     """``/title TEXT``'s text: logged as one line, cut as every title is."""
 
 
+class TextBody(_Body):
+    text: str
+    """A draft as the composer sent it (the prompt history's entry)."""
+
+
 class ModelBody(_Body):
     name: str
     """``/model NAME``'s name: one word that prints (``dsh.web.models.checked_name``)."""

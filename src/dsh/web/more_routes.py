@@ -1,6 +1,8 @@
 """Routes of ``dsh web`` added beside ``app.py``'s table (one line there brings them in):
 
     GET  /api/sessions/{id}/retry                   /retry: the last turn's prompt, if it failed
+    GET  /api/prompt-history?session=ID             the composer's history (prompt_history_route)
+    POST /api/prompt-history  {text}                a draft sent, appended to it
 
 ``/retry`` answers ``{prompt, note}``: the prompt of the session's last turn when that turn did
 not complete (failed, cancelled, cut at the output limit), which the page then sends as it sends
@@ -18,6 +20,7 @@ from starlette.routing import Route
 
 from dsh.agent.retry_command import Retry, last_turn_retry
 from dsh.surface import Session
+from dsh.web.prompt_history_route import prompt_history_routes
 from dsh.web.sessions import SessionRegistry, check_session_id
 
 
@@ -43,4 +46,7 @@ def more_routes(registry: SessionRegistry, session_path: str) -> list[Route]:
     async def retry(request: Request) -> Response:
         return JSONResponse(await retry_prompt(registry, request.path_params["session_id"]))
 
-    return [Route(session_path + "/retry", retry, methods=["GET"])]
+    return [
+        Route(session_path + "/retry", retry, methods=["GET"]),
+        *prompt_history_routes(registry),
+    ]

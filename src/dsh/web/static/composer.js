@@ -1,4 +1,5 @@
-// The composer: Enter sends the draft as a prompt (Shift+Enter: a new line). A `/word` that is
+// The composer: Enter sends the draft as a prompt (Shift+Enter: a new line; Up on the first line
+// and Down on the last walk the drafts sent before, the terminal UI's too: prompt_recall.js). A `/word` that is
 // one of the page's own commands (commands.js, the terminal UI's of the same name; the name in
 // any case) runs here: `/compact [focus]` compacts; `/undo [--dry-run]` takes back the file edits
 // of the last turn (or says what it would); `/context` opens the Context panel (context.js);
@@ -30,6 +31,7 @@ import { say } from './dom.js';
 import { HelpPanel } from './help.js';
 import { keepDraft, keptDraft } from './unsent.js';
 import { NOT_SENT, QUEUED_ALREADY, QueuedPrompt } from './queue.js';
+import { PromptRecall } from './prompt_recall.js';
 import { errorLine } from './projection.js';
 
 const $ = (id) => document.getElementById(id);
@@ -79,6 +81,7 @@ export class Composer {
     this.changes = new ChangesPanel();
     this.help = new HelpPanel();
     this.completion = new Completion($('prompt'), $('composer-hint'), $('composer-status'), () => page.sessionId());
+    this.recall = new PromptRecall($('prompt'));  // up / down: earlier prompts
     this.queued = new QueuedPrompt($('queued-prompt'), (text) => {
       this.putBack(text);
       this.focus();
@@ -91,6 +94,7 @@ export class Composer {
       } else {
         this.completion.onKey(event);  // Esc closes its list first
         if (event.key === 'Escape' && !event.defaultPrevented && this.queued.unqueue()) event.preventDefault();
+        if (!event.defaultPrevented) this.recall.onKey(event);
       }
     });
     $('prompt').addEventListener('input', () => this.keep());  // completion.js fires it too
@@ -133,6 +137,7 @@ export class Composer {
         return;
       }
       this.queued.queue(box.value);
+      this.recall.remember(box.value.trimEnd());
       box.value = '';
       this.completion.clear();
       this.keep();
@@ -159,6 +164,7 @@ export class Composer {
       }
       if (this.page.sessionId() === sessionId) {  // not another session's draft, shown meanwhile
         if (fromBox) {
+          this.recall.remember(draft.trimEnd());
           box.value = '';
           this.completion.clear();
         }
@@ -311,6 +317,7 @@ export class Composer {
     const sessionId = this.page.sessionId();
     $('prompt').value = sessionId ? keptDraft(sessionId) : '';
     this.completion.clear();
+    this.recall.load(sessionId);
   }
 
   /** A prompt that never reached the log (its turn ended first, waiting.js; null: none): back

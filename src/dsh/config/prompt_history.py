@@ -81,6 +81,19 @@ def newest(entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     return entries[start:]
 
 
+def distinct(prompts: list[str]) -> list[str]:
+    """``prompts`` (oldest first) with each text once, where it was last."""
+    return list(reversed(dict.fromkeys(reversed(prompts))))
+
+
+def with_session_prompts(saved: list[str], session: list[str]) -> list[str]:
+    """The history to walk in a session: ``saved`` (the file's, oldest first), then the
+    session's own prompts as the newest, each text once."""
+    own = distinct(session)
+    kept = set(own)
+    return [*(p for p in distinct(saved) if p not in kept), *own]
+
+
 class PromptHistory:
     """The history file of one ``$DSH_HOME``; ``None`` for a path keeps it in memory only."""
 
