@@ -12,6 +12,7 @@
 // cancelled), and so does every card once the session runs no turn (`dropApprovals`). While the
 // page is disconnected (connection.js) the answers are off. While one is shown, the tab's title
 // says so (`● approval waiting · dsh`): a page in a background tab is marked in the tab strip.
+// With the focus in a card, its keys answer it as the terminal UI's do (`ANSWER_KEYS`).
 import { api, sessionPath } from './api.js';
 import { offline } from './connection.js';
 import { renderUnifiedDiff } from './diff.js';
@@ -74,8 +75,31 @@ export function showApproval(approval, sessionId, onError) {
     box.append(why);
   }
   box.append(...said, args, buttons);
+  box.addEventListener('keydown', (event) => answerByKey(event, box, sessionId, onError));
   $('approvals').append(box);
   say($('state-announcer'), `Approval needed: dsh wants to run ${approval.tool}`);
+}
+
+/** A key inside an approval card (the terminal UI's): o or y allows once, a always, d or n
+ * denies; Esc stops the turn, the call not run (a cancel alone: a deny sent first could let the
+ * turn go on before the cancel arrives). The card has the focus only when it was moved there
+ * (Shift+Tab from the composer, a click), so nothing typed in the composer answers it. */
+export const ANSWER_KEYS = { o: 'once', y: 'once', a: 'always', d: 'deny', n: 'deny' };
+
+function answerByKey(event, box, sessionId, onError) {
+  if (event.altKey || event.ctrlKey || event.metaKey || event.isComposing) return;
+  if (event.key === 'Escape') {
+    event.preventDefault();
+    event.stopPropagation();
+    if (!offline()) api('POST', `${sessionPath(sessionId)}/cancel`).catch((error) => onError(error.message));
+    return;
+  }
+  const answer = event.key.length === 1 ? ANSWER_KEYS[event.key.toLowerCase()] : undefined;
+  const button = answer && box.querySelector(`button[data-answer="${answer}"]`);
+  if (!button || button.disabled) return;
+  event.preventDefault();
+  event.stopPropagation();
+  button.click();
 }
 
 export function dropApproval(id) {

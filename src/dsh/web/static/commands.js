@@ -50,8 +50,10 @@ export const COMPOSER_KEYS = [
   ['Enter', 'send the prompt'],
   ['Shift+Enter', 'a new line'],
   ['Tab', 'complete a /command or an @path of the workspace; with nothing to complete, move on'],
-  ['Esc', "clear Tab's list of completions"],
+  ['Up, Down', 'on the first or last line: the prompts sent before (the terminal UI\'s too)'],
+  ['Esc', "clear Tab's list of completions; else take back a queued draft; else stop the running turn"],
   ['Ctrl+F', 'find in the session'],
+  ['o, a, d', 'on an approval (Shift+Tab reaches it): allow once, always, deny; Esc stops the turn (the call not run)'],
 ];
 
 /** `//text` sends `/text`, as `/help` says it. */

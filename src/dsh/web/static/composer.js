@@ -14,7 +14,7 @@
 // these, your prompt commands and the keys (help.js). Any other `/word` is a prompt command
 // (`$DSH_HOME/commands/word.md`, the workspace's `.dsh/commands/word.md`), whose text the server
 // sends, or it is refused with the commands there are (`//…` sends `/…`). Stop cancels what
-// runs. A session not open here is resumed before anything that acts on it is sent (a prompt,
+// runs, and so does Esc when it has no list to close nor queued draft to take back. A session not open here is resumed before anything that acts on it is sent (a prompt,
 // `/compact`, `/undo`, `/approval`, `/title TEXT`, `/model`, `/retry`); what only reads (`/context`,
 // `/cost`, `/title`, `/diff`, `/help`) and `/new` do not resume it. Each session's unsent draft
 // is kept in the browser as it changes (unsent.js): a reload, or showing the session again,
@@ -94,6 +94,10 @@ export class Composer {
       } else {
         this.completion.onKey(event);  // Esc closes its list first
         if (event.key === 'Escape' && !event.defaultPrevented && this.queued.unqueue()) event.preventDefault();
+        if (event.key === 'Escape' && !event.defaultPrevented && this.page.info()?.running) {
+          event.preventDefault();  // nothing else to take back: Esc stops the turn, as Stop does
+          this.cancel();
+        }
         if (!event.defaultPrevented) this.recall.onKey(event);
       }
     });
