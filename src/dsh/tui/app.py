@@ -58,6 +58,7 @@ from dsh.tui.hint_line import EscMeans, HintLine, composer_keys
 from dsh.tui.live_tail import LiveTail
 from dsh.tui.no_key import NoKeyScreen
 from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
+from dsh.tui.plan_panel import PlanPanel
 from dsh.tui.prompt import PromptBox
 from dsh.tui.running_cards import RunningCards
 from dsh.tui.shell_command import shell_command
@@ -139,6 +140,7 @@ class DshApp(WarningsApp[None]):
     def compose(self) -> ComposeResult:
         view = TranscriptView(id="transcript")
         yield view
+        yield PlanPanel(id="plan")
         yield StatusBar(id="status")
         yield FindBar(view, cursor_blink=self._cursor_blink, id="find")
         prompt = PromptBox(
@@ -226,6 +228,7 @@ class DshApp(WarningsApp[None]):
         """Show the open session: its transcript, the status bar with its context use as
         ``/context`` measures it, and (``seed``) its prompts as the composer's history."""
         self.transcript.load(items, self.controller.projector.details)
+        self.query_one(PlanPanel).show_session(self.controller.session)
         if seed:
             self.prompt_box.seed(prompts_of(items))
         self.update_status()
@@ -250,6 +253,7 @@ class DshApp(WarningsApp[None]):
     def event_logged(self, event: Event, items: list[TranscriptItem]) -> None:
         view = self.transcript
         self.live.logged(event, compacting=self.controller.progress.running)
+        self.query_one(PlanPanel).logged(event)
         if items:
             self.running_cards.added(view.add_items(items))
         if isinstance(event, CompactionSummaryEvent):

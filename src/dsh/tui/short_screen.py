@@ -5,10 +5,11 @@ keys hint need six rows; below that Textual scrolled the screen, and under three
 prompt's text row went off the bottom: what was typed could not be seen. Here the rows go, in
 order of need, to the find bar while it is open (it has the focus then), the prompt's first
 text row, the status bar (model, context, "working… · esc cancels"), the draft's other rows,
-the prompt's border (two rows), the keys hint, and the transcript last. So as the terminal
-shrinks the transcript yields first, then the hint, then the border (the prompt becomes a bare
-text row, still focused and typed into), then the status bar; nothing is laid out past the
-bottom row. A draft taller than its rows scrolls inside the prompt.
+the prompt's border (two rows), the keys hint, and the transcript last; the plan panel, when
+there is one, shows only while the transcript keeps ``PLAN_LEAVES`` rows beside it. So as the
+terminal shrinks the plan goes, the transcript yields, then the hint, then the border (the
+prompt becomes a bare text row, still focused and typed into), then the status bar; nothing
+is laid out past the bottom row. A draft taller than its rows scrolls inside the prompt.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import TextArea
 
+PLAN_LEAVES = 8
+"""The transcript rows the plan panel leaves at least (``dsh.tui.plan_panel``): below that the
+panel is hidden."""
 MAX_DRAFT_ROWS = 10
 """The prompt's rows of text at most (``PromptBox``'s ``max-height`` less its border)."""
 BORDER_ROWS = 2
@@ -74,6 +78,10 @@ def fit_to_height(screen: Screen[object], height: int) -> None:
     except NoMatches:  # not composed yet, or not the main screen
         return
     shown = fit(height, prompt.wrapped_document.height, finding=finding)
+    plan = screen.query("#plan").first() if screen.query("#plan") else None
+    plan_rows = getattr(plan, "rows", 0)
+    if plan is not None:  # it takes the transcript's rows, while enough of them stay
+        plan.display = plan_rows > 0 and shown.transcript - plan_rows >= PLAN_LEAVES
     _show(parts["transcript"], shown.transcript > 0, prompt)
     _show(parts["status"], shown.status, prompt)
     _show(parts["hint"], shown.hint, prompt)

@@ -1,6 +1,7 @@
 """The session info (``GET /api/sessions/{id}``, the ``hello`` of a session's live stream, the
 answer to a resume or a create): everything the page's header needs about one session, open
-here or read from the store, and the ``stats`` figures its ``stats`` frames carry.
+here or read from the store, and the ``stats`` figures its ``stats`` frames carry; ``plan``,
+the todo list the page pins over its composer (``public_plan``).
 
 Its context use is measured against the window the session's next turn here runs in
 (``dsh.web.next_route``: resolved off the loop before the info is made, then kept), not only the
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.spend import public_spend
 from dsh.agent.wiring import session_window
+from dsh.events import TodoWriteEvent
 from dsh.store import SessionHeader
 from dsh.surface import Session
+from dsh.transcript.plan import current_plan
 from dsh.web.figures import against_window, session_figures, title_of
 from dsh.web.handle import Handle
 from dsh.web.next_route import Planned, next_route, settled
@@ -37,6 +40,7 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
             "title": title_of(session),
             "lastSeq": len(session.events) - 1,
             "stats": open_figures(registry, handle),
+            "plan": public_plan(session),
             "progress": handle.hub.progress.public(),
             "approvals": [a.public() for a in handle.approvals.values()],
             "approval": await registry.approval(session.id, session.header.cwd),
@@ -48,7 +52,12 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
         planned = registry.next_routes.plan(session)
         with registry.stored_context.held(session_id) as fold:
             stats = figures(registry, session, fold.update(session, items=False))
-        shown = {"title": title_of(session), "lastSeq": len(session.events) - 1, "stats": stats}
+        shown = {
+            "title": title_of(session),
+            "lastSeq": len(session.events) - 1,
+            "stats": stats,
+            "plan": public_plan(session),
+        }
         return session.header, shown, planned
 
     header, shown, planned = await registry.stored(session_id, stored_info)
@@ -59,6 +68,13 @@ async def session_info(registry: SessionRegistry, session_id: str) -> dict[str, 
     fixed: dict[str, Any] = {"progress": None, "approvals": [], "draft": False}
     approval = await registry.approval(session_id, header.cwd)
     return {**registry.summary(header), **shown, **fixed, "approval": approval}
+
+
+def public_plan(session: Session) -> list[dict[str, str]]:
+    """The session's pinned plan (``dsh.transcript.plan``): its latest todo list, as the page
+    shows it (``static/plan.js``)."""
+    todos = current_plan(session.of_type(TodoWriteEvent))
+    return [{"content": todo.content, "status": todo.status} for todo in todos]
 
 
 def open_figures(registry: SessionRegistry, handle: Handle) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import { renderApproval, renderProgress, renderRunState, renderStats, renderTitl
 import { loadSessionList as listSessions, sessionStateChanged, showSessionState } from './sidebar.js';
 import { PageWarnings } from './warnings.js';
 import { PAGE_MESSAGES, Paging } from './paging.js';
+import { PlanPanel } from './plan.js';
 import { WaitingPrompt } from './waiting.js';
 
 const $ = (id) => document.getElementById(id);
@@ -223,6 +224,7 @@ async function openSession(id) {
   renderTitle(state.info);   // nothing of the previous session stays on screen while this one loads
   renderApproval(null);
   renderStats(null);
+  state.plan.show(null);
   showProgress(null);
   renderStatus();
   if (!id) return;
@@ -251,6 +253,7 @@ async function openSession(id) {
   renderTitle(state.info);
   renderApproval(info.approval);
   renderStats(info.stats);
+  state.plan.show(info.plan);
   showProgress(info.progress);
   renderStatus();
   for (const approval of info.approvals) showApproval(approval, state.sessionId, toast);
@@ -295,6 +298,7 @@ function onLive(message) {
         renderTitle(state.info);
         loadSessionList();
       }
+      if (event.type === 'todo/write') state.plan.show(event.data.todos);
       const followed = state.paging.live(event);
       state.waiting.event(event);
       state.composer.workEvent(event);
@@ -309,6 +313,7 @@ function onLive(message) {
       renderTitle(state.info);
       renderApproval(message.session.approval);
       renderStats(message.session.stats);
+      state.plan.show(message.session.plan);
       showProgress(message.session.progress);
       renderStatus();
       syncApprovals(message.session.approvals, state.sessionId, toast);  // none its turn left
@@ -417,6 +422,7 @@ function init() {
     if (NARROW.matches && event.target.closest('.session-item')) setSidebar(false);
   });
   state.paging = new Paging(state, { freshView, toast, toEnd: scrollToBottom });
+  state.plan = new PlanPanel($('plan'));
   window.addEventListener('hashchange', () => openSession(selectedFromHash()));
   loadSessionList();
   openSession(selectedFromHash());

@@ -26,7 +26,7 @@ function rawJson(raw) {
 
 const STATUS_MARK = { completed: '☑', in_progress: '◐', pending: '☐' };
 
-function checklist(todos) {
+export function checklist(todos) {
   const list = el('ul', 'todo-list');
   for (const todo of todos) {
     const status = todo && typeof todo.status === 'string' ? todo.status : 'pending';
