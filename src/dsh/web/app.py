@@ -2,6 +2,7 @@
 
     GET  /?token=T                                  the page (its script keeps the token)
     GET  /s/<file>                                  static files (ES modules, CSS, vendor)
+    GET  /api/hello?nonce=N                         the server's proof it knows the token
     GET  /api/sessions                              list
     POST /api/sessions            {cwd?}            create (open here; stored at its first prompt)
     GET  /api/sessions/{id}                         header, stats, progress, approvals, mode
@@ -91,6 +92,7 @@ from dsh.web.errors import (
 )
 from dsh.web.find_route import FindIndexes, find_answer
 from dsh.web.follow import Followers, lock_holder
+from dsh.web.hello import hello_route
 from dsh.web.history_route import history_answer
 from dsh.web.launch import NO_STORE, launch_route
 from dsh.web.live import frame, joined_mid_call, stream
@@ -346,6 +348,7 @@ def create_app(
     routes = [
         Route("/", index, methods=["GET"]),
         launch_route(token, launch_codes),
+        hello_route(token),  # no token needed: dsh.web.hello
         Route(STATIC_PREFIX + "{path:path}", static, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET", "POST"]),
         Route(session_path, session, methods=["GET"]),

@@ -52,6 +52,8 @@ from dsh.web.errors import FORBIDDEN, RATE_LIMITED, UNAUTHORIZED, ApiError
 STATIC_PREFIX = "/s/"
 LAUNCH_PATH = "/api/launch"
 """Where the page trades a launch code for the token (``dsh.web.launch``)."""
+HELLO_PATH = "/api/hello"
+"""Where the server proves it knows the token before a page sends it again (``dsh.web.hello``)."""
 WS_PROTOCOL = "dsh"
 WS_TOKEN_PREFIX = "dsh.token."
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9._~-]+$")
@@ -151,7 +153,8 @@ def is_page_request(scope: Scope) -> bool:
 def is_public(scope: Scope) -> bool:
     """The page and its client files: public code, served without the token (the page's
     script holds the token, and presents it on every API call and the live stream); and the
-    launch code's trade for the token (``dsh.web.launch``), where the code stands for it."""
+    launch code's trade for the token (``dsh.web.launch``), where the code stands for it; and
+    the server's proof that it knows the token (``dsh.web.hello``), asked without it."""
     if scope["type"] != "http":
         return False
     path: str = scope.get("path", "")
@@ -159,7 +162,7 @@ def is_public(scope: Scope) -> bool:
         return path == LAUNCH_PATH
     if scope.get("method") not in ("GET", "HEAD"):
         return False
-    return path == "/" or path.startswith(STATIC_PREFIX)
+    return path in ("/", HELLO_PATH) or path.startswith(STATIC_PREFIX)
 
 
 def request_token(scope: Scope) -> str | None:

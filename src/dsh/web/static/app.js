@@ -6,7 +6,7 @@ import { api, sessionPath, tokenSettled } from './api.js';
 import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
-import { SessionStream, TOKEN_REFUSED, whenChanged } from './connection.js';
+import { SessionStream, whenChanged } from './connection.js';
 import { say, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
@@ -33,7 +33,7 @@ const state = {
   toastMs: 8000,    // how long an error toast stays (null: until the next one; tests)
 };
 window.dsh = state; // for tests and the benchmark
-const stream = new SessionStream(onLive, () => toast(TOKEN_REFUSED, { sticky: true }));
+const stream = new SessionStream(onLive, (message) => toast(message, { sticky: true }));
 Object.defineProperty(state, 'socket', { get: () => stream.socket });  // the shown session's
 
 // ---- small UI helpers ------------------------------------------------------------------------

@@ -8,8 +8,12 @@
 // and what cannot work without the server is off: Send, Stop, "New session" and the approvals'
 // answers (`body[data-connection="lost"]`; the header's run state and figures are the last known,
 // dimmed). A refused token stops the retries: the bar says the page is disconnected, the toast
-// what to do.
-import { api, ApiError, liveSocket, sessionPath } from './api.js';
+// what to do. So does a server that cannot prove it knows the token (`hello.js`: dsh web
+// stopped and another program, or a dsh web with another token, took its port): the API is
+// asked no more and no stream is opened with the token; the bar says the server here is not
+// the dsh web that opened the page. While nothing answers, only that proof is asked, without
+// the token, once a second.
+import { api, ApiError, connectionLost, liveSocket, sessionPath } from './api.js';
 import { say } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -18,8 +22,11 @@ export const LOST = 'Disconnected from dsh web: reconnecting…';
 export const REFUSED = 'Disconnected from dsh web: it no longer accepts this page\'s access token.';
 export const TOKEN_REFUSED = 'dsh web no longer accepts this page\'s access token (was it restarted?): '
   + 'open the URL `dsh web` printed.';
+export const NOT_DSH_BAR = 'Disconnected: the server at this address is not the dsh web that opened this page. '
+  + 'Reload from the URL `dsh web` printed.';
+const SAID = { lost: LOST, refused: REFUSED, 'not-dsh': NOT_DSH_BAR };
 
-const links = new Map();  // stream name → 'lost' | 'refused' (a stream that is up has no entry)
+const links = new Map();  // stream name → 'lost' | 'refused' | 'not-dsh' (one that is up: none)
 let onChange = () => {};
 
 /** Whether some stream is down: what needs the server is off. */
@@ -31,14 +38,16 @@ export function whenChanged(changed) {
   onChange = changed;
 }
 
-/** The stream `name` is up (`up`: true), down and retried (false) or refused ('refused'); a
- * stream the page closed itself (another session shown) counts as up. */
+/** The stream `name` is up (`up`: true), down and retried (false), refused ('refused') or given
+ * up on a server that is not this page's dsh web ('not-dsh'); a stream the page closed itself
+ * (another session shown) counts as up. */
 export function linkState(name, up) {
   const was = offline();
   if (up === true) links.delete(name);
-  else links.set(name, up === 'refused' ? 'refused' : 'lost');
+  else links.set(name, up === 'refused' || up === 'not-dsh' ? up : 'lost');
   const lost = offline();
-  const text = !lost ? '' : [...links.values()].includes('refused') ? REFUSED : LOST;
+  const states = [...links.values()];
+  const text = !lost ? '' : SAID[['not-dsh', 'refused'].find((s) => states.includes(s)) ?? 'lost'];
   const bar = $('connection');
   if (bar.textContent !== text) {
     bar.textContent = text;
@@ -53,19 +62,25 @@ export function linkState(name, up) {
   if (lost !== was) onChange();
 }
 
-/** Whether the API refuses this page's token (asked before a stream is opened again). */
-export async function tokenRefused() {
+/** What the server says of this page's token, asked through the API (`path`) before a stream is
+ * opened again: 'up', 'refused', 'not-dsh' (it cannot prove it knows the token: `api.js`; `why`
+ * says what the page could not check) or 'down' (nothing answered: ask again a second later). */
+export async function serverAnswer(path) {
   try {
-    await api('GET', '/api/warnings');
+    await api('GET', path);
   } catch (error) {
-    return error instanceof ApiError && (error.status === 401 || error.status === 429);
+    if (!(error instanceof ApiError)) return { answer: 'up' };
+    if (error.code === 'NOT_DSH') return { answer: 'not-dsh', why: error.message };
+    if (error.status === 401 || error.status === 429) return { answer: 'refused', why: TOKEN_REFUSED };
+    if (error.status === 0) return { answer: 'down' };
   }
-  return false;
+  return { answer: 'up' };  // or an error the stream says again (a session gone)
 }
 
 /** The shown session's live stream: opened after its first history page, from the last event
  * the page fed (`afterSeq()`, read at each reconnection), its frames to `onFrame`; a drop is
- * retried a second later, unless the server refuses the token (`onRefused`). */
+ * retried a second later, unless the server refuses the token or is not this page's dsh web
+ * (`onRefused`, with what the toast says). */
 export class SessionStream {
   constructor(onFrame, onRefused) {
     this.onFrame = onFrame;
@@ -87,25 +102,27 @@ export class SessionStream {
     socket.onclose = () => {
       if (generation !== this.generation) return;
       this.socket = null;
+      connectionLost();
       linkState('session', false);
-      setTimeout(() => this.reopen(generation, sessionId, afterSeq), RECONNECT_MS);
+      this.retry(generation, sessionId, afterSeq);
     };
+  }
+
+  retry(generation, sessionId, afterSeq) {
+    setTimeout(() => this.reopen(generation, sessionId, afterSeq), RECONNECT_MS);
   }
 
   async reopen(generation, sessionId, afterSeq) {
     if (generation !== this.generation) return;
-    let refused = false;
-    try {
-      await api('GET', sessionPath(sessionId));
-    } catch (error) {
-      refused = error instanceof ApiError && (error.status === 401 || error.status === 429);
-    }
+    const { answer, why } = await serverAnswer(sessionPath(sessionId));
     if (generation !== this.generation) return;
-    if (refused) {
-      linkState('session', 'refused');
-      this.onRefused();
-    } else {
+    if (answer === 'up') {
       this.open(sessionId, afterSeq);
+    } else if (answer === 'down') {
+      this.retry(generation, sessionId, afterSeq);
+    } else {
+      linkState('session', answer);
+      this.onRefused(why);
     }
   }
 

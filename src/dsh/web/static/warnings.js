@@ -14,8 +14,8 @@
 // Esc in the list closes it, the focus going back where it was. The list belongs to the page: it survives switching sessions and reconnecting;
 // "Clear" empties it (an entry comes back only when it repeats); a reload starts it again from
 // what the server kept (its own warnings and the shown session's).
-import { serverSocket } from './api.js';
-import { linkState, tokenRefused } from './connection.js';
+import { connectionLost, serverSocket } from './api.js';
+import { linkState, serverAnswer } from './connection.js';
 import { el, focusOrigin, hidePanel, shown } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -43,7 +43,7 @@ export class PageWarnings {
     this.toastMs = TOAST_MS;   // null: a toast stays until its ✕
     this.unread = false;
     this.socket = null;
-    this.refused = false;  // the server refused this page's token: no more reconnecting
+    this.refused = false;  // the server refused this page's token, or is not its dsh web: no more reconnecting
     this.origin = null;  // focused when the list opened
     this.others = null;  // what the server's stream brings besides warnings goes there (app.js)
     $('warnings-toggle').addEventListener('click', () => this.toggle());
@@ -150,7 +150,8 @@ export class PageWarnings {
   }
 
   /** The server's stream, for the page's life: it reconnects a second after it drops, unless
-   * the server refuses the token (asked through the API first, as for a session's stream).
+   * the server refuses the token or is not this page's dsh web (asked through the API first,
+   * as for a session's stream: `serverAnswer`; while nothing answers, asked again each second).
    * `others`: called with every frame after this has taken its warnings (each `hello`, the
    * sessions' `session-state` frames). */
   listen(others = this.others) {
@@ -168,17 +169,21 @@ export class PageWarnings {
     };
     socket.onclose = () => {
       this.socket = null;
+      connectionLost();  // the token goes to this address again once it proved it knows it
       linkState('server', false);  // the page says it is disconnected until the next hello
       setTimeout(() => this.relisten(), RECONNECT_MS);
     };
   }
 
   async relisten() {
-    if (await tokenRefused()) {
-      this.refused = true;  // the page says so (app.js) if it shows a session
-      linkState('server', 'refused');
-      return;
+    const { answer } = await serverAnswer('/api/warnings');
+    if (answer === 'down') {
+      setTimeout(() => this.relisten(), RECONNECT_MS);
+    } else if (answer === 'up') {
+      this.listen();
+    } else {
+      this.refused = true;  // the bar says so; the session's stream's toast says what to do
+      linkState('server', answer);
     }
-    this.listen();
   }
 }
