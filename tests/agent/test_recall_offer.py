@@ -145,3 +145,27 @@ def test_a_status_figure_counts_the_recall_tools_an_idle_pass_brings(tmp_path: P
     assert figure == engine.next_request_tokens() > session.measure().total_tokens
     log_header_if_changed(session, agent.current_header())  # what the next request logs
     assert next_request_tokens(session, agent.current_header()) == figure
+
+
+def test_the_retry_after_an_overflow_pass_carries_the_recall_tools_its_stubs_point_to(
+    tmp_path: Path,
+):
+    """The first checkpoint can come from overflow recovery, inside one model call: the retried
+    request already shows stubs whose footers name ``history_read``, so it must carry the recall
+    tools and section too (it was built from the header read before the pass)."""
+    replies = [{"text": f"ok {i} " + "words " * 40} for i in range(3)]
+    overflow = {"error": {"code": "CONTEXT_WINDOW_EXCEEDED", "message": "too long"}}
+    provider = ScriptedProvider([*replies, overflow, {"text": "recovered"}])
+    session, _, agent = drive(provider, tmp_path, window=8000)
+    for prompt in PROMPTS[:3]:
+        run(agent.run_turn(prompt))
+    assert not any(isinstance(e, CompactionSummaryEvent) for e in session.events)
+    run(agent.run_turn(PROMPTS[3]))
+    assert any(isinstance(e, CompactionSummaryEvent) for e in session.events)
+    retried = provider.requests[-1]
+    assert "recovered" in session.derive_messages()[-1].text()
+    assert _names(retried.tools) >= RECALL
+    assert RECALL_PROMPT_SECTION in (retried.system or "")
+    _, rebuilt = list(rebuild_requests(session.events))[-1]  # the log holds what was sent
+    assert encode_json(rebuilt.tools) == encode_json(retried.tools)
+    assert rebuilt.system == retried.system

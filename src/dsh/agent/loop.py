@@ -357,9 +357,11 @@ class Agent:
         return header
 
     async def _model_call(self, turn: int, step: int, overflow_retries: int) -> CallOutcome:
-        header = self._log_header_and_route()
         route = (self.config.provider, self.config.model)
         while True:
+            # read again on a retry: the overflow pass may be the first checkpoint, which
+            # brings the recall tools its stubs point to
+            header = self._log_header_and_route()
             request = request_from_state(header, self.session.surface)
             assembler = StreamAssembler()
             self._requested = False
