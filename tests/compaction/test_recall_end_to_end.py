@@ -39,11 +39,13 @@ PROMPTS = [
 
 
 def drive(
-    provider, workspace: Path, *, window: int = 3000
+    provider, workspace: Path, *, window: int = 3000, session: Session | None = None
 ) -> tuple[Session, CompactionEngine, Agent]:
     """An agent wired as ``build_parts`` wires one: the recall tools in the registry, their
-    offer in the config, what the offer adds counted by the engine and the backend."""
-    session = Session(MemoryStore().create(cwd=str(workspace)), clock=fixed_clock)
+    offer in the config, what the offer adds counted by the engine and the backend (on
+    ``session``, else a new one in memory)."""
+    if session is None:
+        session = Session(MemoryStore().create(cwd=str(workspace)), clock=fixed_clock)
     recalled, offer = recall_offer(RecallSettings())
     ids = itertools.count(1)
     to_come = offer.tokens_to_come

@@ -64,13 +64,13 @@ def test_model_offers_the_listed_models_in_a_picker(rig: Rig, server: FakeServer
         await settle(pilot, lambda: isinstance(app.screen, ModelPicker))
         picker = app.screen
         assert isinstance(picker, ModelPicker)
-        assert picker.shown == MODELS
-        options = picker.query_one("#models", OptionList)
+        assert picker.shown_keys == MODELS
+        options = picker.query_one("#picker-rows", OptionList)
         await settle(pilot, lambda: options.highlighted == 2)  # the model in use, once mounted
         assert "Model: scripted (provider openai-compatible" in text_of(app)
         for key in "QWEN":
             await pilot.press(key)
-        assert picker.shown == ["qwen2.5-coder:7b"]
+        assert picker.shown_keys == ["qwen2.5-coder:7b"]
         await pilot.press("enter")
         await settle(pilot, lambda: "Model for the next turns: qwen2.5-coder:7b." in text_of(app))
         assert app.status_bar.info.model == "qwen2.5-coder:7b"
@@ -173,7 +173,7 @@ def test_the_picker_marks_the_snapshot_a_name_is_the_alias_of(rig: Rig, server: 
         await settle(pilot, lambda: isinstance(app.screen, ModelPicker))
         picker = app.screen
         assert isinstance(picker, ModelPicker) and picker.in_use == "scripted-20250929"
-        options = picker.query_one("#models", OptionList)
+        options = picker.query_one("#picker-rows", OptionList)
         await settle(pilot, lambda: options.highlighted == 1)
         await pilot.press("enter")  # the model in use, under its snapshot's name: switched to it
         await settle(pilot, lambda: app.controller.model == "scripted-20250929")

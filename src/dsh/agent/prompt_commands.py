@@ -62,6 +62,8 @@ BUILT_IN_COMMANDS = (
     "new",
     "clear",
     "retry",
+    "rewind",
+    "fork",
 )
 """The terminal UI's own commands (the web page's are among them; ``/clear`` is ``/new``): a
 prompt command may not take one of these names in any face, so a command file named so is

@@ -54,7 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sessions": (
         "dsh.cli.sessions:sessions",
-        "List, show, export, import, repair and move stored sessions.",
+        "List, show, export, import, fork, repair and move stored sessions.",
     ),
     "trust": (
         "dsh.cli.trust:trust",

@@ -16,6 +16,7 @@ import click
 
 from dsh.cli import context
 from dsh.cli.export_output import write_export
+from dsh.cli.fork import fork
 from dsh.config import dsh_home, trust_state, trusted_directories
 from dsh.errors import DshError, LogCorruptError, StoreError, UsageError, error_line, printable_line
 from dsh.events import SessionSettings, encode_event, event_type_of
@@ -45,7 +46,10 @@ PROJECT_CONFIG = ".dsh/config.toml"
 
 @click.group("sessions")
 def sessions() -> None:
-    """List, show, export, import, repair and move stored sessions."""
+    """List, show, export, import, fork, repair and move stored sessions."""
+
+
+sessions.add_command(fork)  # dsh sessions fork: dsh.cli.fork
 
 
 @sessions.command("list")

@@ -20,6 +20,7 @@ from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.copy_command import copy_command
 from dsh.tui.diff_view import show_workspace_diff
 from dsh.tui.model_choice import run_model_command
+from dsh.tui.rewind import fork_command, rewind_command
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
@@ -77,7 +78,9 @@ class SlashCommands:
             workspace = app.controller.options.workspace
             app.run_worker(show_workspace_diff(app, workspace), group="diff")
         elif (
-            name in ("compact", "resume", "title", "undo", "new", "clear", "retry") and app.running
+            name
+            in ("compact", "resume", "title", "undo", "new", "clear", "retry", "rewind", "fork")
+            and app.running
         ):
             app.note(f"/{name} waits for the running turn (esc cancels it).")
         elif name == "retry":
@@ -90,6 +93,10 @@ class SlashCommands:
             self.resume(arg)
         elif name in ("new", "clear"):
             self.new_session()
+        elif name == "rewind":
+            rewind_command(app, arg)
+        elif name == "fork":
+            fork_command(app)
         else:
             app.note(f"Unknown command /{name}; /help lists the commands.")
 

@@ -22,6 +22,9 @@ Commands
   /resume ID         open another session (an id or a unique prefix)
   /new, /clear       start a new session here (the one you leave stays listed: /resume
                      opens it again)
+  /rewind [N]        pick a prompt (or turn N): a copy of the session up to it opens,
+                     the prompt in the composer to change; files stay as they are
+  /fork              continue in a copy of this session (the original stays as it is)
   /model [NAME]      show the model and pick one the server lists, or use NAME for the
                      next turns (refused when the server does not list it)
   /retry             send the last turn's prompt again, when that turn failed or was
