@@ -98,3 +98,27 @@ def test_no_editor_at_all_says_how_to_name_one(
         assert app.prompt_box.value == "keep me" and hint(app) == NO_EDITOR
 
     run(app, body)
+
+
+def test_an_editor_found_only_through_an_empty_path_entry_is_not_run(
+    rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``PATH=:/usr/bin:/bin``: ``$VISUAL``'s ``planted-editor`` in dsh's directory is what
+    ``execvp`` would find; dsh looks in PATH's absolute entries only, and says it found none."""
+    marker = tmp_path / "RAN"
+    planted = tmp_path / "planted-editor"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", ":/usr/bin:/bin")
+    monkeypatch.setenv("VISUAL", "planted-editor")
+    app = rig.app([])
+
+    async def body(pilot: Any) -> None:
+        app.prompt_box.value = "keep me"
+        await pilot.press("ctrl+g")
+        assert app.prompt_box.value == "keep me"
+        assert hint(app).startswith("Could not run the editor planted-editor: not found on PATH")
+
+    run(app, body)
+    assert not marker.exists()

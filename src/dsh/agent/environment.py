@@ -31,6 +31,7 @@ from pathlib import Path
 
 from dsh.config.small_file import KIB, UnreadableFile, read_small_file
 from dsh.errors import printable_line
+from dsh.tools.program_path import clean_path, find_program
 
 log = logging.getLogger(__name__)
 
@@ -123,20 +124,23 @@ BASH_VERSION_SCRIPT = 'printf %s.%s "${BASH_VERSINFO[0]}" "${BASH_VERSINFO[1]}"'
 
 @functools.cache
 def bash_shell() -> str:
-    """``bash MAJOR.MINOR`` of the ``bash`` on PATH (asked once per process, with nothing of
-    dsh's environment but PATH); ``bash`` when it did not say, and says so when there is none."""
+    """``bash MAJOR.MINOR`` of the ``bash`` the bash tool runs (found on PATH's absolute
+    entries, :func:`~dsh.tools.program_path.find_program`: never a workspace's ``./bash``;
+    asked once per process, with nothing of dsh's environment but that PATH); ``bash`` when it
+    did not say, and says so when there is none."""
+    program = find_program("bash")
+    if program is None:
+        return "bash (not found on PATH)"
     try:
         done = subprocess.run(
-            ["bash", "-c", BASH_VERSION_SCRIPT],
-            env={"PATH": os.environ.get("PATH", os.defpath)},
+            [program, "-c", BASH_VERSION_SCRIPT],
+            env={"PATH": clean_path(os.environ.get("PATH"))},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=5,
             check=False,
         )
-    except FileNotFoundError:
-        return "bash (not found on PATH)"
     except (OSError, subprocess.SubprocessError):
         return "bash"
     major, _, minor = done.stdout.partition(".")

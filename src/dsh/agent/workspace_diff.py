@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.errors import DshError
-from dsh.tools.own_git import GitConfigError, filter_settings, git_environment
+from dsh.tools.own_git import GitConfigError, filter_settings, git_environment, git_program
 
 GIT_TIMEOUT_S = 10.0
 MAX_DIFF_BYTES = 4 * 1024 * 1024
@@ -190,8 +190,8 @@ def _git(workspace: Path, env: dict[str, str], *args: str) -> str:
 def _git_capped(workspace: Path, env: dict[str, str], *args: str) -> tuple[str, bool]:
     """Git's output for ``args`` in ``workspace`` with ``env`` (at most ``MAX_DIFF_BYTES``, and
     whether more was left out: git is stopped there rather than read to the end)."""
-    command = ["git", "-C", str(workspace), *args]
     try:
+        command = [git_program(), "-C", str(workspace), *args]
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             env=env,

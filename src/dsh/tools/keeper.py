@@ -3,9 +3,10 @@
 dsh runs this file as a program once per dsh process, at its first ``bash`` call or MCP server
 start (``python -I -S keeper.py LIFELINE LINK CALLS``, an empty environment, in ``/``;
 :mod:`dsh.tools.kept_process`). Of dsh it imports only :mod:`dsh.tools.subreaper` (what the
-keeper and a call keeper share: reaping and killing their subtree), and otherwise the standard
-library. It lives until dsh exits and is named ``dsh-keeper``. LINK and CALLS are Unix
-``SOCK_SEQPACKET`` sockets whose other ends dsh holds.
+keeper and a call keeper share: reaping and killing their subtree) and
+:mod:`dsh.tools.program_path` (a call's program is found in its ``PATH``'s absolute entries
+only), and otherwise the standard library. It lives until dsh exits and is named
+``dsh-keeper``. LINK and CALLS are Unix ``SOCK_SEQPACKET`` sockets whose other ends dsh holds.
 
 Each *call* (one ``bash`` command, or one run of an MCP server) is a ``call`` message on CALLS
 carrying seven descriptors: the program's stdin, stdout and stderr, then SPEC, STATUS and
@@ -56,6 +57,7 @@ import sys
 if not __package__:  # loaded from its file (the keeper program runs isolated): find dsh from it
     sys.path.append(os.path.abspath(__file__).rsplit(os.sep, 3)[0])  # after the standard library
 
+from dsh.tools.program_path import absolute_entries
 from dsh.tools.subreaper import RESET_SIGNALS, Subtree, descendants, sigkill
 
 CALL_FDS = 7
@@ -331,11 +333,13 @@ def receive_call(calls: socket.socket) -> list[int] | None:
 
 
 def _program_path(name: bytes, environment: dict[bytes, bytes]) -> bytes:
-    """``name`` found as ``execvp`` finds it, on the program's own ``PATH``."""
+    """``name`` found as ``execvp`` finds it, on the program's own ``PATH``, but only in its
+    absolute entries (:mod:`dsh.tools.program_path`: an empty or relative one would find the
+    workspace's ``./bash``, where the call runs)."""
     if b"/" in name:
         return name
     denied = False
-    for directory in environment.get(b"PATH", os.defpath.encode()).split(b":"):
+    for directory in absolute_entries(environment.get(b"PATH", os.defpath.encode())):
         candidate = os.path.join(directory, name)
         if os.path.isfile(candidate):
             if os.access(candidate, os.X_OK):

@@ -20,6 +20,9 @@ name, and must see no secret:
   no filter to git, and ``required=false`` lets a file through unfiltered. Reading the config
   runs nothing. A file a filter converts (Git LFS, say) is then compared as it is on disk.
 
+Git itself is :func:`git_program`, found in ``PATH``'s absolute entries only (never a
+workspace's ``./git``: :mod:`dsh.tools.program_path`), and the ``PATH`` it is given is as clean.
+
 The commands' own options do the rest: ``--no-ext-diff`` (a ``diff=<driver>``'s ``command``),
 ``--no-textconv``, ``--ignore-submodules=dirty`` (git would run ``git status`` in each
 submodule, under that submodule's own config).
@@ -27,12 +30,14 @@ submodule, under that submodule's own config).
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from dsh.errors import DshError
+from dsh.tools.program_path import find_program
 from dsh.tools.secrets import SecretPolicy
 
 KEPT_VARIABLES = frozenset(
@@ -61,6 +66,16 @@ class GitConfigError(DshError):
     """Git could not read the repository's config (the message says why, in one line)."""
 
 
+def git_program() -> str:
+    """The ``git`` dsh runs: found on PATH's absolute entries only
+    (:func:`~dsh.tools.program_path.find_program`), never a workspace's ``./git``. Raises
+    ``FileNotFoundError`` when there is none."""
+    found = find_program("git")
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no git on PATH", "git")
+    return found
+
+
 def git_environment(
     environ: Mapping[str, str] | None = None, settings: Iterable[tuple[str, str]] = ()
 ) -> dict[str, str]:
@@ -81,7 +96,8 @@ def filter_settings(
     read that config, ``OSError`` without git, ``subprocess.TimeoutExpired`` past
     ``timeout``."""
     done = subprocess.run(
-        ["git", "-C", str(workspace), "config", "--includes", "-z", "--get-regexp", r"^filter\."],
+        [git_program(), "-C", str(workspace), "config", "--includes", "-z", "--get-regexp",
+         r"^filter\."],
         stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False,
         env=dict(env),
     )  # fmt: skip
@@ -109,7 +125,7 @@ def run_git(
     if filters_off:
         env = git_environment(settings=filter_settings(where, env, timeout=timeout))
     return subprocess.run(
-        ["git", "-C", str(where), *args],
+        [git_program(), "-C", str(where), *args],
         stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False, env=env,
     )  # fmt: skip
 

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from dsh.tools.program_path import clean_path
+
 PROVIDER_KEY_VARS = ("DEEPSEEK_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 SECRET_CONFIG_VARS = ("DSH_PROVIDER_HEADERS", "DSH_MCP_SERVERS")
 """dsh's own variables whose value can hold a secret (a header's token, a server's ``env``):
@@ -142,9 +144,14 @@ class SecretPolicy:
         return cls(extra_patterns=patterns, values=tuple(kept))
 
     def scrubbed_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """``environ`` (default ``os.environ``) without any secret-named variable."""
+        """``environ`` (default ``os.environ``) without any secret-named variable, and its
+        ``PATH`` without empty or relative entries (:mod:`dsh.tools.program_path`: none of them
+        finds a workspace's ``./git`` for a command run by name)."""
         env = os.environ if environ is None else environ
-        return {n: v for n, v in env.items() if not is_secret_variable(n, v, self.extra_patterns)}
+        kept = {n: v for n, v in env.items() if not is_secret_variable(n, v, self.extra_patterns)}
+        if "PATH" in kept:
+            kept["PATH"] = clean_path(kept["PATH"])
+        return kept
 
     @property
     def longest(self) -> int:

@@ -1,7 +1,9 @@
 """ctrl+g in the composer: the draft edited in your own editor.
 
 The editor is ``$VISUAL``, else ``$EDITOR`` (split as a shell would: ``code --wait`` works),
-else the first of :data:`FALLBACKS` on the ``PATH``. The draft goes into a private temporary
+else the first of :data:`FALLBACKS` on the ``PATH``; a program named without a ``/`` is looked
+for in ``PATH``'s absolute entries only (:mod:`dsh.tools.program_path`), never the
+workspace's. The draft goes into a private temporary
 file (``0600``, ``.md`` so the editor colours it as Markdown); the UI suspends (Textual's
 ``App.suspend``: the terminal is the editor's until it exits) and the editor runs on that file.
 An exit status of 0 puts the file's text in the composer (its final line break dropped); any
@@ -15,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from typing import Any
 from textual.app import App, SuspendNotSupported
 
 from dsh.errors import printable_line
+from dsh.tools.program_path import find_program
 
 FALLBACKS = ("nano", "vi")
 NO_EDITOR = "No editor to open: set $VISUAL or $EDITOR (the draft is unchanged)."
@@ -40,9 +42,9 @@ def editor_command(environ: Mapping[str, str]) -> list[str] | None:
             except ValueError:  # an unclosed quote: the value as one word
                 words = [value]
             if words:
-                return words
+                return [find_program(words[0], environ) or words[0], *words[1:]]
     for fallback in FALLBACKS:
-        found = shutil.which(fallback, path=environ.get("PATH"))
+        found = find_program(fallback, environ)
         if found is not None:
             return [found]
     return None
@@ -62,6 +64,10 @@ def edit_draft(app: App[Any], draft: str, environ: Mapping[str, str] | None = No
     if command is None:
         return Edited(None, NO_EDITOR)
     name = printable_line(os.path.basename(command[0]))
+    if os.sep not in command[0]:  # not found where a program may be looked for
+        return Edited(
+            None, f"Could not run the editor {name}: not found on PATH (draft unchanged)."
+        )
     fd, path = tempfile.mkstemp(prefix="dsh-draft-", suffix=".md")  # 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as file:
