@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dsh.config import Settings
 from dsh.tools.mcp import close_mcp_servers, mcp_tools, start_mcp_servers
-from dsh.tools.secrets import SecretPolicy, is_secret_variable
+from dsh.tools.secrets import SecretPolicy, is_secret_variable, own_secrets
 
 __all__ = ["close_mcp_servers", "mcp_tools", "start_session_mcp_servers", "tool_secrets"]
 
@@ -24,8 +24,9 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
     the built-in secret names, ``tools.scrub_env``, the variables the config names as holding
     a key (``provider.api_key_env``, ``compaction.summarizer_api_key_env``: whatever their
     names), the configured ``provider.api_key``, each value of ``provider.headers`` (a
-    gateway's token) and each secret-named variable of an MCP server's ``env`` (the docs put
-    a server's key there; ``cat $DSH_HOME/config.toml`` showed it in clear)."""
+    gateway's token), each secret-named variable of an MCP server's ``env`` (the docs put
+    a server's key there; ``cat $DSH_HOME/config.toml`` showed it in clear), and the secrets
+    dsh was given on its command line (``dsh web --token``: ``ps aux`` shows it)."""
     key_variables = [
         name
         for name in (settings.provider.api_key_env, settings.compaction.summarizer_api_key_env)
@@ -45,6 +46,7 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
             ("provider.api_key", settings.provider.api_key),
             *((f"provider.headers.{n}", v) for n, v in settings.provider.headers.items()),
             *server_keys,
+            *own_secrets(),
         ],
     )
 

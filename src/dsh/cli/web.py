@@ -36,6 +36,7 @@ from dsh.cli import context
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
 from dsh.config import Settings, load_settings
 from dsh.errors import ConfigError, DshError, WindowTooSmall
+from dsh.tools.secrets import add_own_secret
 from dsh.web.app import create_app
 from dsh.web.auth import (
     WEAK_TOKEN_CHARS,
@@ -114,6 +115,8 @@ def _serve(
                 "the web token is shorter than %d characters; easy to guess", WEAK_TOKEN_CHARS
             )
     check_bind(host, explicit_token=token is not None, token=token)
+    secret = token or new_token()
+    add_own_secret("dsh web token", secret)  # masked in tool output: `ps aux` shows a --token
     overrides = route_flags.overrides()
     here = context.cwd().resolve()
     settings = load_settings(cwd=here, overrides=overrides)
@@ -150,7 +153,6 @@ def _serve(
             check_room(settings, route, here)
         except WindowTooSmall as exc:
             log.warning("%s — sessions can be browsed, but prompts will fail", exc)
-    secret = token or new_token()
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     hosts = loopback_hosts(host, bound) if is_loopback(host) else None

@@ -17,7 +17,8 @@ names as holding a key (``provider.api_key_env``; the policy is built in
 ``dsh.agent.mcp_servers.tool_secrets``). And since a key can still reach a tool
 another way (``cat .env``, a shell profile, a file the model reads), the value of every such
 variable — and a configured ``provider.api_key``, ``provider.headers`` value or secret-named
-MCP server ``env`` value — is masked in every tool output before it is logged. Values shorter
+MCP server ``env`` value, and a secret given on dsh's own command line (``dsh web --token``,
+:func:`add_own_secret`) — is masked in every tool output before it is logged. Values shorter
 than :data:`MIN_MASK_CHARS` are not masked (``1`` or ``yes`` would blank ordinary text); they
 are still scrubbed from the environment. Where values overlap in a text (one holds another, or
 one begins where another ends), the whole run they cover is masked as one, so no part of either
@@ -90,6 +91,22 @@ Azure's ``…;AccountKey=…`` or ``SharedAccessSignature=…``): a secret, what
 called. Its keys are case-insensitive, as ADO.NET and Azure read them."""
 MIN_MASK_CHARS = 8
 MASK = "[masked {name}]"
+
+_OWN_SECRETS: dict[str, str] = {}
+"""Secrets dsh learned on its own command line, by the name a mask gives them."""
+
+
+def add_own_secret(name: str, value: str) -> None:
+    """Mask ``value`` as ``[masked name]`` in every tool output from now on (in the policies
+    made after this call: ``dsh.agent.mcp_servers.tool_secrets``). For a secret dsh was given
+    other than in a variable or its config, ``dsh web --token``'s: a command line is anyone's
+    to read (``ps aux``), a command's included."""
+    _OWN_SECRETS[name] = value
+
+
+def own_secrets() -> list[tuple[str, str]]:
+    """The ``(name, value)`` pairs :func:`add_own_secret` was given."""
+    return list(_OWN_SECRETS.items())
 
 
 def is_secret_variable(name: str, value: str, extra_patterns: Iterable[str] = ()) -> bool:
