@@ -223,9 +223,10 @@ class ConsoleScript:
     def start(self) -> None:
         """Once the command line has parsed, before any command runs (so before any tool or
         MCP server): dsh's process is made unreadable to the commands it runs
-        (``dsh.tools.process_guard``), and its warnings go to stderr, one escaped line each
-        (``dsh.cli.warning_lines``; the terminal UI shows them itself while it runs,
-        ``dsh.tui.app_warnings``).
+        (``dsh.tools.process_guard``; the console script did so already, first thing,
+        ``dsh.cli.entry``: this is for a caller of :func:`main` itself), and its warnings go
+        to stderr, one escaped line each (``dsh.cli.warning_lines``; the terminal UI shows
+        them itself while it runs, ``dsh.tui.app_warnings``).
 
         Not earlier, so parsing alone (``dsh --help``, ``dsh --version``) never loads ``logging``.
         """
