@@ -5,16 +5,18 @@ scrubbed environment, no fetch), two things each time it is called, so a config 
 moment ago is what counts; reading them runs nothing a repository's config could name (no index
 refresh: no filesystem monitor):
 
-- ``git rev-parse --git-path hooks --git-dir --git-common-dir``: the directory hooks run from
-  (the one a repository's ``core.hooksPath`` names, read from its config as git reads it:
-  includes, a worktree's own config, ``~`` expanded; a relative one taken from the repository's
-  top level, where git runs hooks; else ``hooks`` under its git directory), and the git
-  directories themselves, whatever their name (``git init --separate-git-dir=gitdata``, a
-  ``gitdir:`` file, a bare repository);
+- ``git rev-parse --git-path hooks --git-dir --git-common-dir --show-cdup``: the directory
+  hooks run from (the one a repository's ``core.hooksPath`` names, read from its config as git
+  reads it: includes, a worktree's own config, ``~`` expanded; a relative one taken from the
+  repository's top level, where git runs hooks; else ``hooks`` under its git directory), the
+  git directories themselves, whatever their name (``git init --separate-git-dir=gitdata``, a
+  ``gitdir:`` file, a bare repository), and the work tree's top level;
 - ``git config --list --show-origin --includes`` (with that git directory): every config file
   git reads that sets something, and every file an ``include.path`` or ``includeIf.<…>.path``
   names (relative to the file naming it, ``~`` expanded), whether or not it exists yet or its
-  condition holds now, since a write can make it so.
+  condition holds now, since a write can make it so; and every setting, of which those git
+  runs name programs (:mod:`dsh.tools.git_programs`: ``core.fsmonitor = ./x``, a relative
+  path taken from that top level and from the workspace).
 
 To those it adds the user's and the system's config files as git finds them, which git names
 only once they set something: ``$GIT_CONFIG_GLOBAL``, else ``~/.gitconfig`` and
@@ -38,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh.tools.git_programs import NamedProgram, named_programs
 from dsh.tools.own_git import run_git
 
 GIT_TIMEOUT_S = 3.0
@@ -67,14 +70,18 @@ class GitLayout:
     """The repository's git directory and its common one (a linked worktree's differ)."""
     config_files: tuple[Path, ...]
     """Every config file git reads, or would read once it exists or its condition holds."""
+    programs: tuple[NamedProgram, ...] = ()
+    """Every file a setting of those names as a program git runs
+    (:mod:`dsh.tools.git_programs`)."""
 
 
 def git_layout(workspace: Path) -> GitLayout:
     """What git names for ``workspace`` (see the module docstring)."""
-    hooks, git_dirs = _rev_parse(workspace)
-    files = _listed_config_files(workspace, git_dirs[0] if git_dirs else None)
+    hooks, git_dirs, top = _rev_parse(workspace)
+    files, entries = _listed_config(workspace, git_dirs[0] if git_dirs else None)
     files += [path for path in _users_config_files(os.environ) if path not in files]
-    return GitLayout(hooks, git_dirs, tuple(files))
+    bases = [workspace] if top is None or top == workspace else [top, workspace]
+    return GitLayout(hooks, git_dirs, tuple(files), named_programs(entries, bases))
 
 
 def hooks_dir(workspace: Path) -> Path | None:
@@ -83,28 +90,32 @@ def hooks_dir(workspace: Path) -> Path | None:
     return _rev_parse(workspace)[0]
 
 
-def _rev_parse(workspace: Path) -> tuple[Path | None, tuple[Path, ...]]:
-    """The hooks directory and the git directories git names for ``workspace``."""
+def _rev_parse(workspace: Path) -> tuple[Path | None, tuple[Path, ...], Path | None]:
+    """The hooks directory, the git directories and the work tree's top level (None in a bare
+    repository) git names for ``workspace``."""
     try:
         done = run_git(
             workspace, "rev-parse", "--git-path", "hooks", "--git-dir", "--git-common-dir",
-            timeout=GIT_TIMEOUT_S, filters_off=False,
+            "--show-cdup", timeout=GIT_TIMEOUT_S, filters_off=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):  # no git, no such directory, or a hung git
-        return None, ()
+        return None, (), None
+    # --show-cdup: an empty line at the top level, none at all in a bare repository
     lines = os.fsdecode(done.stdout).removesuffix("\n").split("\n")
-    if done.returncode != 0 or len(lines) != 3 or not all(lines):
-        return None, ()  # a path with a newline in it cannot be told apart: none named
+    if done.returncode != 0 or len(lines) not in (3, 4) or not all(lines[:3]):
+        return None, (), None  # a path with a newline in it cannot be told apart: none named
     try:  # relative to where git ran; an absolute one stays
-        hooks, *git_dirs = ((workspace / line).resolve() for line in lines)
+        hooks, *git_dirs, top = ((workspace / line).resolve() for line in [*lines, ""][:4])
     except (OSError, RuntimeError):
-        return None, ()
-    return hooks, tuple(dict.fromkeys(git_dirs))
+        return None, (), None
+    return hooks, tuple(dict.fromkeys(git_dirs)), top if len(lines) == 4 else None
 
 
-def _listed_config_files(workspace: Path, git_dir: Path | None) -> list[Path]:
-    """The config files git's own listing names: those that set something, and those an
-    include names (relative to the file naming it)."""
+def _listed_config(
+    workspace: Path, git_dir: Path | None
+) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The config files git's own listing names (those that set something, and those an
+    include names, relative to the file naming it), and every ``(key, value)`` it lists."""
     with_dir = () if git_dir is None else (f"--git-dir={git_dir}",)
     try:
         done = run_git(
@@ -112,25 +123,27 @@ def _listed_config_files(workspace: Path, git_dir: Path | None) -> list[Path]:
             timeout=GIT_TIMEOUT_S, filters_off=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
-        return []
+        return [], []
     if done.returncode != 0:  # a config git cannot read stops git itself too
-        return []
+        return [], []
     fields = done.stdout.split(b"\0")
     found: list[Path] = []
+    entries: list[tuple[str, str]] = []
     for origin, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key, _, value = (os.fsdecode(part) for part in entry.partition(b"\n"))
+        entries.append((key, value))  # the command line's too: the user's GIT_CONFIG_* ones
         if not origin.startswith(b"file:"):
             continue  # the command line's settings (dsh's own among them), a blob, stdin
         named = Path(os.fsdecode(origin.removeprefix(b"file:")))
-        key, _, value = entry.partition(b"\n")
         paths = [named]
-        if _is_include(os.fsdecode(key)):
-            target = _included(os.fsdecode(value), named)
+        if _is_include(key):
+            target = _included(value, named)
             paths += [] if target is None else [target]
         for path in paths:
             resolved = _resolved(workspace / path)
             if resolved is not None and resolved not in found:
                 found.append(resolved)
-    return found
+    return found, entries
 
 
 def _is_include(key: str) -> bool:

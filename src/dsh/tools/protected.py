@@ -20,6 +20,9 @@
   ``pre-commit install`` is done, its hooks, ``language: system`` ones included, run on the next
   commit); and the file a hook that is a symlink points at. When ``core.hooksPath`` names the
   workspace itself, only the files there that git runs as hooks (``pre-commit``, …) are;
+- the files git's config names as programs it runs (:mod:`dsh.tools.git_programs`:
+  ``core.fsmonitor = ./x``, ``diff.<driver>.textconv``, ``filter.<driver>.clean``,
+  ``alias.<name> = !./x``, …), in any config file git reads, from the same listing;
 - editor and shell-environment configuration that runs commands, though no git hook: VS
   Code's ``.vscode/`` and any ``*.code-workspace`` file (tasks run on folder open), the Dev
   Containers configuration (``.devcontainer/``, ``.devcontainer.json``: ``initializeCommand``
@@ -76,6 +79,7 @@ from dsh.tools.workspace import display_path, is_inside, resolve_in_workspace
 
 GIT = "git"
 GIT_HOOKS = "git hooks"
+GIT_PROGRAM = "git program"
 VSCODE = "VS Code"
 DEV_CONTAINER = "Dev Containers"
 DIRENV = "direnv"
@@ -109,6 +113,7 @@ WHAT_CHANGES: dict[str, str] = {
     "dsh": "dsh's own configuration, which can run commands",
     GIT: "git's own configuration, which can run commands",
     GIT_HOOKS: "the git hooks, which can run commands",
+    GIT_PROGRAM: "a program git's config names, which git runs on your next git command",
     VSCODE: "VS Code's workspace configuration, whose tasks and settings can run commands when "
     "the folder is opened",
     DEV_CONTAINER: "the dev container's configuration, whose initializeCommand runs on your "
@@ -139,10 +144,17 @@ class ProtectedWrite:
     compared: bool = True
     """For a package.json key: False when the file's JSON could not be compared before and
     after (the key is named in its text), so the write may change it."""
+    setting: str | None = None
+    """For a program git runs: the config key naming it (``core.fsmonitor``)."""
 
     @property
     def why(self) -> str:
         """The sentence the approval prompt and a denial give."""
+        if self.setting is not None:
+            return (
+                f"writing {self.path} changes a program git's config names ({self.setting}), "
+                "which git runs on your next git command"
+            )
         if self.key is None:
             return f"writing {self.path} changes {WHAT_CHANGES[self.owner]}"
         if self.compared:
@@ -180,6 +192,10 @@ def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> Protec
         return ProtectedWrite(shown, GIT)
     if _run_by_git_as_a_hook(resolved, root, layout.hooks):
         return ProtectedWrite(shown, GIT_HOOKS)
+    written = _compared(str(resolved))  # both resolved: their texts compare as their names
+    program = next((p for p in layout.programs if _compared(str(p.path)) == written), None)
+    if program is not None:
+        return ProtectedWrite(shown, GIT_PROGRAM, setting=program.setting)
     as_package = [link for parts, link in routes if parts[-1:] == (PACKAGE_JSON,)]
     if as_package:
         change = package_key_change(tool.name, args, resolved)
