@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dsh.config import Settings
 from dsh.tools.mcp import close_mcp_servers, mcp_tools, start_mcp_servers
@@ -25,8 +26,9 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
     a key (``provider.api_key_env``, ``compaction.summarizer_api_key_env``: whatever their
     names), the configured ``provider.api_key``, each value of ``provider.headers`` (a
     gateway's token), each secret-named variable of an MCP server's ``env`` (the docs put
-    a server's key there; ``cat $DSH_HOME/config.toml`` showed it in clear), and the secrets
-    dsh was given on its command line (``dsh web --token``: ``ps aux`` shows it)."""
+    a server's key there; ``cat $DSH_HOME/config.toml`` showed it in clear), a base URL's
+    password, and the secrets dsh was given on its command line (``dsh web --token``: ``ps
+    aux`` shows it)."""
     key_variables = [
         name
         for name in (settings.provider.api_key_env, settings.compaction.summarizer_api_key_env)
@@ -46,9 +48,27 @@ def tool_secrets(settings: Settings, environ: Mapping[str, str] | None = None) -
             ("provider.api_key", settings.provider.api_key),
             *((f"provider.headers.{n}", v) for n, v in settings.provider.headers.items()),
             *server_keys,
+            *_url_passwords(settings),
             *own_secrets(),
         ],
     )
+
+
+def _url_passwords(settings: Settings) -> list[tuple[str, str | None]]:
+    """The password of a base URL given with one (``--base-url https://user:pass@host``: a
+    command line ``ps aux`` shows, or a config file), as a configured key."""
+    urls = {
+        "provider.base_url": settings.provider.base_url,
+        "compaction.summarizer_base_url": settings.compaction.summarizer_base_url,
+    }
+    found: list[tuple[str, str | None]] = []
+    for name, url in urls.items():
+        try:
+            password = urlsplit(url).password if url else None
+        except ValueError:  # not a URL the route would take either
+            continue
+        found.append((f"{name} password", password))
+    return found
 
 
 def start_session_mcp_servers(
