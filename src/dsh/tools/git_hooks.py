@@ -80,7 +80,8 @@ def git_layout(workspace: Path) -> GitLayout:
     hooks, git_dirs, top = _rev_parse(workspace)
     files, entries = _listed_config(workspace, git_dirs[0] if git_dirs else None)
     files += [path for path in _users_config_files(os.environ) if path not in files]
-    bases = [workspace] if top is None or top == workspace else [top, workspace]
+    here = _resolved(workspace) or workspace
+    bases = [here] if top is None or top == here else [top, here]
     return GitLayout(hooks, git_dirs, tuple(files), named_programs(entries, bases))
 
 
