@@ -52,6 +52,8 @@ def test_the_rule_keeps_only_absolute_entries_in_order() -> None:
     assert absolute_entries(":/usr/bin:.:bin::/bin:") == ["/usr/bin", "/bin"]
     assert absolute_entries(b":/usr/bin:./x:/bin") == [b"/usr/bin", b"/bin"]
     assert clean_path("/opt/x/bin::.:/usr/bin") == "/opt/x/bin:/usr/bin"
+    home = os.path.expanduser("~")
+    assert clean_path("~/bin:/usr/bin") == f"{home}/bin:/usr/bin"  # bash expands it: kept
     # none left: the system's default, never an empty PATH (the current directory again)
     assert clean_path(":.:bin") == clean_path(None) == os.defpath
     assert find_program("sh", {"PATH": ":/nowhere:/bin:/usr/bin"}) in ("/bin/sh", "/usr/bin/sh")

@@ -7,7 +7,7 @@ repository it has not been told to trust, so looked up that way a program it sta
 (the ``bash`` whose version the system prompt states, git for ``/diff`` and the protected-write
 checks, the bash tool's shell, an MCP server's command, the editor of ctrl+g) could be the
 repository's ``./bash`` or ``./git``, run before anything was approved. Here only the absolute
-entries count:
+entries count (one written ``~/bin``, which bash expands and ``execvp`` does not, expanded):
 
 - :func:`find_program` finds a program by name (an absolute path, or None);
 - :func:`clean_path` is a ``PATH`` value with only those entries, the one every process dsh
@@ -31,9 +31,15 @@ if TYPE_CHECKING:
 
 def absolute_entries(path: AnyStr) -> list[AnyStr]:
     """The absolute directories of the ``PATH`` value ``path``, in order (empty and relative
-    entries, which name the current directory or one below it, left out)."""
+    entries, which name the current directory or one below it, left out; one written with a
+    leading ``~``, which bash expands where ``execvp`` does not, expanded)."""
     separator = os.pathsep if isinstance(path, str) else os.fsencode(os.pathsep)
-    return [entry for entry in path.split(separator) if os.path.isabs(entry)]
+    tilde = "~" if isinstance(path, str) else b"~"
+    entries = (
+        os.path.expanduser(entry) if entry.startswith(tilde) else entry
+        for entry in path.split(separator)
+    )
+    return [entry for entry in entries if os.path.isabs(entry)]
 
 
 def clean_path(path: str | None) -> str:
