@@ -51,6 +51,8 @@ def test_layers_apply_in_order_home_then_project_then_env_then_flags(tmp_path):
         ("[compaction]\nstub_tokens = 2000\n", "compaction.stub_tokens"),
         ("[tools]\nmax_repeated_calls = 1\n", "tools.max_repeated_calls"),
         ("[tools]\nmax_repeated_calls = -3\n", "tools.max_repeated_calls"),
+        ("[tools]\nmax_calls_per_reply = -1\n", "tools.max_calls_per_reply"),
+        ("[tools]\nmax_calls_per_reply = 'many'\n", "tools.max_calls_per_reply"),
         ('[provider]\napi_key_env = "MY-KEY"\n', "provider.api_key_env"),
         ('[provider]\napi_key_env = ""\n', "provider.api_key_env"),
         ('[compaction]\nsummarizer_api_key_env = "A=B"\n', "compaction.summarizer_api_key_env"),
@@ -70,6 +72,22 @@ def test_the_repeat_limit_defaults_to_five_and_comes_from_a_layer(tmp_path):
     assert load_settings(environ=home, cwd=tmp_path).tools.max_repeated_calls == 5
     env = {**home, "DSH_TOOLS_MAX_REPEATED_CALLS": "0"}  # 0: no limit
     assert load_settings(environ=env, cwd=tmp_path).tools.max_repeated_calls == 0
+
+
+def test_the_per_reply_call_limit_defaults_to_32_and_is_refused_in_one_line_when_negative(
+    tmp_path,
+):
+    home = {"DSH_HOME": str(tmp_path / "home")}
+    assert load_settings(environ=home, cwd=tmp_path).tools.max_calls_per_reply == 32
+    env = {**home, "DSH_TOOLS_MAX_CALLS_PER_REPLY": "0"}  # 0: no limit
+    assert load_settings(environ=env, cwd=tmp_path).tools.max_calls_per_reply == 0
+    bad = {**home, "DSH_TOOLS_MAX_CALLS_PER_REPLY": "-2"}
+    with pytest.raises(ConfigError) as info:
+        load_settings(environ=bad, cwd=tmp_path)
+    assert str(info.value) == (
+        "config key tools.max_calls_per_reply must be at least 1, or 0 for no limit "
+        "(set in environment variable DSH_TOOLS_MAX_CALLS_PER_REPLY)"
+    )
 
 
 def test_an_unknown_environment_variable_is_a_warning_naming_it_not_a_refusal(tmp_path, caplog):

@@ -55,6 +55,7 @@ def render_config() -> str:
         "`provider.context_window` set, `retain_tokens`, and `state_max_tokens` plus the "
         "retained tail, below the threshold it makes; `search_limit` in [1, 200]; "
         "`read_budget_chars` ≥ 50; `max_repeated_calls` 0 or ≥ 2 (1 is refused); "
+        "`max_calls_per_reply` ≥ 0 (0: no limit); "
         "`notify_after_seconds` ≥ 0; "
         "`provider.context_window` in [4096, 16777216] and `summarizer_context_window` in "
         "[1024, 16777216]; `max_output_tokens` ≥ 1, `temperature` in [0, 2], `top_p` in (0, 1], "

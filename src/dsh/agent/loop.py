@@ -26,7 +26,8 @@ reply whose whole text is valid tool calls is logged as those calls
 the reply was cut; a cut reply whose text began as such a call is answered with a
 ``user/message`` saying so, and counts as a cut call. A read-only call repeated in a turn with
 the same result is told so in its result, and the turn stops at ``tools.max_repeated_calls``
-such calls (``dsh.agent.repeated_calls``).
+such calls (``dsh.agent.repeated_calls``); at most ``tools.max_calls_per_reply`` calls of a
+reply run (``dsh.agent.call_cap``).
 """
 
 from __future__ import annotations
@@ -51,13 +52,10 @@ from dsh.agent.retry_notice import retry_warning
 from dsh.agent.room import fixed_tokens, prompt_problem
 from dsh.agent.step_outcome import CallOutcome, plan_step
 from dsh.agent.text_replies import read_reply
-from dsh.agent.tool_calls import (
-    answer_unrun_calls,
-    is_read_only,
-    run_tool_calls,
-)
+from dsh.agent.tool_calls import answer_unrun_calls, is_read_only, run_tool_calls
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
-from dsh.config import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_REPEATED_CALLS
+from dsh.config import DEFAULT_CONTEXT_WINDOW as DEFAULT_WINDOW
+from dsh.config import DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_REPEATED_CALLS
 from dsh.errors import PromptTooLarge, ProviderError
 from dsh.events import (
     AssistantMessage,
@@ -115,6 +113,7 @@ class AgentConfig:
     recall: RecallOffer | None = None
     """Tools offered only once the log holds a checkpoint (``dsh.agent.recall_offer``)."""
     max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
+    max_calls_per_reply: int = DEFAULT_MAX_CALLS_PER_REPLY  # dsh.agent.call_cap; 0: no limit
     attach_mentions: bool = False
     """``@path`` in a prompt attaches the file (``dsh.agent.mentions``; ``tools.attach_mentions``
     turns it on for the faces)."""
@@ -186,7 +185,7 @@ class Agent:
         problem = prompt_problem(
             prompt,
             fixed=fixed_tokens(self.standing_header()),
-            window=cfg.context_window or DEFAULT_CONTEXT_WINDOW,
+            window=cfg.context_window or DEFAULT_WINDOW,
             reply=reply if isinstance(reply, int) else 0,
             attach=cfg.attach_mentions,
             attached=attached,
@@ -226,7 +225,7 @@ class Agent:
         blocking file reads: a face on an event loop calls it in a thread."""
         if not self.config.attach_mentions:
             return ()
-        window = self.config.context_window or DEFAULT_CONTEXT_WINDOW
+        window = self.config.context_window or DEFAULT_WINDOW
         return read_attachments(prompt, self.workspace, self.tools.secrets, context_window=window)
 
     async def _turn(self, turn: int, prompt: str, attached: Sequence[Attachment]) -> TurnResult:
@@ -288,6 +287,7 @@ class Agent:
                     from_text=outcome.from_text,
                     guard=self._guard,
                     repeats=self._repeats,
+                    limit=self.config.max_calls_per_reply,
                 )
             if cancelled is not None:
                 end = ("aborted", cancelled)

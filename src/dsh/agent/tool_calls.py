@@ -7,7 +7,9 @@ answers every call that had not finished with a ``CANCELLED`` error result sayin
 stopped; a call that was stopped mid-run with output (a ``bash`` command, ``OutputSoFar``) keeps
 what it printed until then in that result, marked as cut short, bounded and masked as a finished
 call's output. Each result is logged once, after its call's task is over: a crash before that
-leaves the call for crash repair to answer. Calls that are not run at all (an interrupted,
+leaves the call for crash repair to answer. Calls past ``tools.max_calls_per_reply`` are logged
+with the others but never run: each is answered after the calls that ran
+(``dsh.agent.call_cap``). Calls that are not run at all (an interrupted,
 stopped or cut reply's) get an error result each (``answer_unrun_calls``), so every call has
 its result. While a call runs, what it prints is shown by the faces, never logged
 (``dsh.agent.tool_progress``): its tail ends once its result is logged.
@@ -20,6 +22,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from dsh.agent.call_cap import calls_to_run, over_limit_result, over_limit_warning
 from dsh.agent.call_order import call_order
 from dsh.agent.cancel import Cancelled, finished_or
 from dsh.agent.repeated_calls import RepeatedCalls
@@ -48,10 +51,16 @@ async def run_tool_calls(
     from_text: bool,
     guard: Guard,
     repeats: RepeatedCalls,
+    limit: int = 0,
 ) -> str | None:
-    """Log the calls, run them, log results in call order. Why the turn was cancelled, if it
-    was (None: every call finished)."""
-    call_seqs = [session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
+    """Log the calls, run at most ``limit`` of them (0: all; ``dsh.agent.call_cap``), log
+    results in call order. Why the turn was cancelled, if it was (None: every call finished)."""
+    all_seqs = [session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
+    runs = calls_to_run(calls, limit)
+    if runs < len(calls):
+        over_limit_warning(len(calls), runs)
+    over = list(zip(calls[runs:], all_seqs[runs:], strict=True))
+    calls, call_seqs = calls[:runs], all_seqs[:runs]
     read_only = functools.partial(is_read_only, tools)
     tasks: list[asyncio.Task[ToolOutput]] = []
     outputs_so_far = [OutputSoFar() for _ in calls]
@@ -82,6 +91,10 @@ async def run_tool_calls(
             else:
                 repeats.log_result(call, output, append)
             RUNNING_OUTPUT.end(session.id, call_seq)  # its result is logged: the log shows it
+        for call, call_seq in over:  # past the limit: never run, never offered for approval
+            log_tool_result(
+                session, turn, step, call, call_seq, over_limit_result(len(all_seqs), runs)
+            )
     finally:
         for call_seq in call_seqs:
             RUNNING_OUTPUT.end(session.id, call_seq)

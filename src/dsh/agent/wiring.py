@@ -282,6 +282,7 @@ def build_agent(
         stream_idle_timeout=generation.generation.stream_idle_timeout,
         call_timeout=generation.generation.call_timeout,
         max_repeated_calls=settings.tools.max_repeated_calls,
+        max_calls_per_reply=settings.tools.max_calls_per_reply,
         attach_mentions=settings.tools.attach_mentions,
     )
     agent = Agent(

@@ -56,6 +56,7 @@ from dsh.config.rules import (
 from dsh.config.sections import (
     APPROVAL_STRICTNESS,
     DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_CALLS_PER_REPLY,
     DEFAULT_MAX_REPEATED_CALLS,
     ENVIRONMENT_NAMES,
     LARGE_WINDOW_CHUNK,
@@ -101,6 +102,7 @@ __all__ = [
     "APPROVAL_STRICTNESS",
     "BASE_URL_RULE",
     "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_CALLS_PER_REPLY",
     "DEFAULT_MAX_REPEATED_CALLS",
     "ENVIRONMENT_NAMES",
     "LARGE_WINDOW_CHUNK",
@@ -268,6 +270,8 @@ def validate_settings(settings: Settings) -> None:
     _require(after >= 0, "ui.notify_after_seconds", "must be at least 0")
     repeats = settings.tools.max_repeated_calls
     _require(repeats == 0 or repeats >= 2, "tools.max_repeated_calls", "must be 0 or at least 2")
+    per_reply = settings.tools.max_calls_per_reply
+    _require(per_reply >= 0, "tools.max_calls_per_reply", "must be at least 1, or 0 for no limit")
     window = settings.provider.context_window
     _require(not window_too_small(window), "provider.context_window", WINDOW_RULE)
     _require(not window_too_large(window), "provider.context_window", WINDOW_CEILING_RULE)

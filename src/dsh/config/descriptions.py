@@ -130,6 +130,11 @@ DESCRIPTIONS: dict[str, str] = {
     "time; from the second time on, the result tells the model so. A write, a command, a todo "
     "update or an MCP call in between starts the count again. 0 or at least 2 (1 is refused: "
     "a turn would end at its first read-only call); 0: no limit.",
+    "tools.max_calls_per_reply": "Run at most this many of one reply's tool calls; each call "
+    "past it is answered with an error result saying it was not run and why (the model is "
+    "asked to ask for fewer at a time), never offered for approval, and one warning says so. "
+    "Guards against a server that ignores max_tokens or a looping model asking for hundreds "
+    "of commands at once. At least 1; 0: no limit.",
     "tools.attach_mentions": "Attach what a prompt names with @path: a file as read_file shows "
     "it (secret values masked), a directory's listing, each a note after the prompt; all of "
     "them together take at most about a quarter of the context window. false: @path stays "

@@ -168,10 +168,16 @@ DEFAULT_MAX_REPEATED_CALLS = 5
 stops (``tools.max_repeated_calls``; ``dsh.agent.repeated_calls``)."""
 
 
+DEFAULT_MAX_CALLS_PER_REPLY = 32
+"""How many of one reply's tool calls run; the rest are answered without running
+(``tools.max_calls_per_reply``; ``dsh.agent.call_cap``)."""
+
+
 class ToolSettings(_Section, frozen=True):
     approval: Literal["ask", "auto", "read-only"] = "ask"
     scrub_env: list[str] = []
     max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
+    max_calls_per_reply: int = DEFAULT_MAX_CALLS_PER_REPLY
     attach_mentions: bool = True
 
 
