@@ -69,6 +69,24 @@ def test_the_one_model_a_server_lists_is_used_said_once_and_recorded(
     assert [r.path for r in server.fixed_requests] == ["/v1/models", "/props"]
 
 
+def test_a_server_listing_its_one_model_twice_serves_one_model(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """A server listed ``m`` twice and was refused as serving "2 models: m, m"."""
+    listed = [{"id": "qwen-one", "max_model_len": 8192}, {"id": "qwen-one"}]
+    server.fixed["/v1/models"] = json_ok({"data": listed})
+    server.queue(openai_text("one"))
+    url = server.url + "/v1"
+    result = run(tmp_path, "--base-url", url, "first")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"dsh: warning: no model given: using qwen-one, the one model {url} serves (choose "
+        "another with --model or provider.model)"
+    ]
+    assert [body["model"] for body in server.bodies] == ["qwen-one"]
+
+
 def test_a_reopened_session_keeps_its_recorded_model_and_the_window_reported_for_it(
     tmp_path,
     server: FakeServer,  # noqa: F811

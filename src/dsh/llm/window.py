@@ -60,8 +60,10 @@ class Served:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The listed model ids, in the server's order."""
-        return tuple(e["id"] for e in self.entries if isinstance(e.get("id"), str) and e["id"])
+        """The listed model ids, in the server's order, each once (a server may list one
+        twice: one model, not two)."""
+        ids = (e["id"] for e in self.entries if isinstance(e.get("id"), str) and e["id"])
+        return tuple(dict.fromkeys(ids))
 
 
 class _NotConnected(Exception):
