@@ -20,6 +20,7 @@ from dsh.llm.types import (
     ReasoningDelta,
     StreamEvent,
     TextDelta,
+    TextWasReasoning,
     ToolCallDelta,
     UsageReport,
 )
@@ -73,6 +74,11 @@ class StreamAssembler:
         self.started = True
         if isinstance(event, TextDelta):
             self._text.append(event.text)
+        elif isinstance(event, TextWasReasoning):  # a lone </think> closed it: reasoning
+            moved = "".join(self._text).lstrip()
+            self._text = []
+            if moved:
+                self._reasoning.insert(0, _ReasoningParts(text=[moved]))
         elif isinstance(event, ReasoningDelta):
             if event.new_block or not self._reasoning:
                 self._reasoning.append(_ReasoningParts())

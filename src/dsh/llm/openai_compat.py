@@ -10,7 +10,9 @@ is imported, and the client made, on first use (``dsh.llm.sdk_client``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from dsh.errors import ConfigError, ProviderError
@@ -41,6 +43,7 @@ from dsh.llm.types import (
     ReasoningDelta,
     StreamEvent,
     TextDelta,
+    TextWasReasoning,
     ToolCallDelta,
     UsageReport,
 )
@@ -135,7 +138,11 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             )
             # Closing the stream releases the connection when the caller stops early.
             async with chunks:
-                events = _events(chunks, content_type(chunks), self._base_url, _output_bound(body))
+                media = content_type(chunks)
+                source: AsyncIterator[Any] = chunks
+                if _media(media) == "application/json":  # a server that ignored stream: true
+                    source = _whole_reply(await chunks.response.aread(), media, self._base_url)
+                events = _events(source, media, self._base_url, _output_bound(body))
                 async for event in events:
                     yield event
         except ProviderError as exc:
@@ -149,6 +156,57 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             raise without_credentials(
                 error, client_credentials(client, self._header_names)
             ) from exc
+
+
+def _media(content_type: str | None) -> str:
+    return (content_type or "").partition(";")[0].strip().lower()
+
+
+async def _whole_reply(body: bytes, media: str | None, base_url: str | None) -> AsyncIterator[Any]:
+    """A whole ``chat.completion`` (a server or proxy that ignored ``stream: true``) as the one
+    chunk it would have streamed: each choice's ``message`` as its ``delta``, its tool calls
+    numbered, a missing finish a ``stop`` (the reply is whole). A body that is not one is what
+    ``unfinished_stream`` says (not an event stream: check the base URL)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not any(
+        isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices
+    ):
+        raise unfinished_stream("finish reason", media, base_url)
+    assert isinstance(data, dict)
+    chunk = SimpleNamespace(choices=[], usage=_namespace(data.get("usage")))
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        calls = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
+        delta = _namespace({**message, "tool_calls": None})
+        delta.content = message.get("content")
+        delta.tool_calls = [_whole_call(n, call) for n, call in enumerate(calls)]
+        finish = choice.get("finish_reason") or "stop"
+        chunk.choices.append(
+            SimpleNamespace(index=choice.get("index"), delta=delta, finish_reason=finish)
+        )
+    yield chunk
+
+
+def _whole_call(index: int, call: dict[str, Any]) -> SimpleNamespace:
+    """A whole reply's tool call as its one streamed delta (arguments as sent: an object is
+    ``arguments_text``'s to write out)."""
+    fn = call.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    function = SimpleNamespace(name=fn.get("name"), arguments=fn.get("arguments"))
+    return SimpleNamespace(index=index, id=call.get("id"), function=function)
+
+
+def _namespace(value: Any) -> Any:
+    """A JSON object as attributes, as the SDK's chunk types read (nested objects too)."""
+    if isinstance(value, dict):
+        return SimpleNamespace(**{str(k): _namespace(v) for k, v in value.items()})
+    return value
 
 
 def _output_bound(body: Mapping[str, Any]) -> Any:
@@ -274,8 +332,9 @@ async def _events(
     """Translate chat-completion chunks; usage and finish come last, in that order. An answer
     without a finish is ``unfinished_stream``'s error, said by its ``content_type``. What real
     servers get wrong is put right on the way (``dsh.llm.stream_repair``): tool calls told
-    apart by id, object arguments, a leading ``<think>`` block and ``delta.reasoning`` as
-    reasoning, and a reply streamed far past ``max_tokens`` ended as cut at the limit."""
+    apart by id, object arguments, a leading ``<think>`` block (or the text before a lone
+    ``</think>``) and ``delta.reasoning`` as reasoning, only choice 0 read, and a reply
+    streamed far past ``max_tokens`` ended as cut at the limit."""
     finish: str | None = None
     usage: Any = None
     calls = CallSlots()
@@ -285,14 +344,18 @@ async def _events(
         if chunk.usage is not None:
             usage = chunk.usage
         for choice in chunk.choices or ():
+            if _another_choice(choice):
+                continue
             delta = choice.delta
-            events: list[TextDelta | ReasoningDelta | ToolCallDelta] = []
+            events: list[TextDelta | ReasoningDelta | TextWasReasoning | ToolCallDelta] = []
             reasoning = _reasoning(delta)
             if reasoning:
+                events.extend(think.settle())  # the server's own: the content is the answer
                 events.append(ReasoningDelta(reasoning))
             if isinstance(delta.content, str) and delta.content:
                 events.extend(think.feed(delta.content))
             for call in delta.tool_calls or ():
+                events.extend(think.settle())  # a </think> after a call is text
                 fn = call.function
                 events.append(
                     calls.delta(
@@ -303,7 +366,7 @@ async def _events(
                     )
                 )
             for event in events:
-                bound.take(event.arguments if isinstance(event, ToolCallDelta) else event.text)
+                bound.take(_piece(event))
                 yield event
             if choice.finish_reason:
                 finish = choice.finish_reason
@@ -323,6 +386,20 @@ async def _events(
         # Ollama and some llama.cpp builds report "stop" for a reply that calls tools.
         reason = "tool-calls"
     yield Finish(reason)
+
+
+def _piece(event: TextDelta | ReasoningDelta | TextWasReasoning | ToolCallDelta) -> str:
+    """The output ``event`` streamed, for ``OutputBound`` to count."""
+    if isinstance(event, ToolCallDelta):
+        return event.arguments
+    return "" if isinstance(event, TextWasReasoning) else event.text
+
+
+def _another_choice(choice: Any) -> bool:
+    """A choice other than the first (``index`` 1 and on, of a server answering ``n`` > 1 or
+    a proxy that fans out): only choice 0 is the reply; one without an index counts as it."""
+    index = getattr(choice, "index", None)
+    return isinstance(index, int) and not isinstance(index, bool) and index != 0
 
 
 def _reasoning(delta: Any) -> str | None:

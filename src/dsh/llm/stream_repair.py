@@ -11,7 +11,8 @@ misread (docs/local-models.md, "What dsh puts right in a server's stream"):
 - ``arguments_text``: arguments sent as a JSON object instead of a string are its JSON text.
 - ``ThinkSplitter``: a reply that opens with ``<think>…</think>`` in its content (Qwen3,
   DeepSeek-R1 distills on a server without a reasoning parser) streams that block as reasoning,
-  the tags split across chunks or not.
+  the tags split across chunks or not; so is the text before a lone ``</think>`` (a template
+  that put the opening tag in the prompt), by the rule the class states.
 - ``OutputBound``: a server that ignores ``max_tokens`` is stopped at half as much again
   (plus 256 tokens): the reply ends as if cut at the output limit.
 - ``wire_count``: a usage figure that is negative, not a number or missing counts as nothing.
@@ -25,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dsh.llm.types import ReasoningDelta, TextDelta, ToolCallDelta
+from dsh.llm.types import ReasoningDelta, TextDelta, TextWasReasoning, ToolCallDelta
 
 log = logging.getLogger("dsh.llm")
 
@@ -125,23 +126,42 @@ class CallSlots:
 
 _OPEN = "<think>"
 _CLOSE = "</think>"
+_FENCE = "```"
+
+Split = list[TextDelta | ReasoningDelta | TextWasReasoning]
 
 
 class ThinkSplitter:
-    """Content text with a leading ``<think>…</think>`` turned into reasoning. Only a block
-    that opens the reply (after whitespace) is reasoning; the whitespace after its closing tag
-    is dropped. A tag split across chunks is held back until it is whole (or proves not to be
-    one)."""
+    """Content text with its reasoning written in it turned into reasoning.
+
+    - A block that opens the reply (after whitespace), ``<think>…</think>``, is reasoning; the
+      whitespace after its closing tag is dropped.
+    - A lone closing tag: templates that put the opening tag in the prompt (Qwen3 thinking,
+      DeepSeek-R1 distills, QwQ, served without a reasoning parser) make the model write only
+      ``</think>``. The text before the content's first ``</think>`` is reasoning when: no
+      ``<think>`` comes before it in the content; it comes before any tool call and any
+      reasoning the server sent apart (then the content is the answer); and it stands as a tag,
+      not a mention: the rest of its line is blank (spaces, then a line break, the end of the
+      content or a tool call), the character before it is not a backtick, and no ``` fence is
+      open. Otherwise it, and all after it, is text. That text has streamed as text by then:
+      ``TextWasReasoning`` says so, and the whitespace after the tag is dropped.
+
+    A tag split across chunks is held back until it is whole (or proves not to be one), and a
+    lone ``</think>`` until what follows it on its line is known."""
 
     def __init__(self) -> None:
-        self._state: Literal["start", "think", "after", "text"] = "start"
+        self._state: Literal["start", "think", "after", "maybe", "text"] = "start"
         self._held = ""
         self._thinking = False
         """Reasoning has been given (the whitespace that opens the block is not)."""
+        self._seen = ""
+        """The text given while a lone closing tag may still come ("maybe")."""
+        self._apart = False
+        """A tool call or the server's own reasoning came: a lone closing tag is text now."""
 
-    def feed(self, text: str) -> list[TextDelta | ReasoningDelta]:
+    def feed(self, text: str) -> Split:
         """The events ``text`` (the next content piece) makes, in order."""
-        out: list[TextDelta | ReasoningDelta] = []
+        out: Split = []
         if self._state == "text":
             return [TextDelta(text)] if text else []
         held = self._held + text
@@ -152,10 +172,12 @@ class ThinkSplitter:
                 self._held = held  # whitespace, or the tag's beginning: wait for more
                 return out
             if not lead.startswith(_OPEN):
-                self._state = "text"
-                return [TextDelta(held)]
+                self._state = "text" if self._apart else "maybe"
+                return self.feed(held)
             self._state = "think"
             held = lead[len(_OPEN) :]
+        if self._state == "maybe":
+            return self._maybe(held)
         if self._state == "think":
             if not self._thinking:
                 held = held.lstrip()
@@ -170,18 +192,67 @@ class ThinkSplitter:
                 out.append(ReasoningDelta(held[:end]))
             self._state = "after"
             held = held[end + len(_CLOSE) :]
-        rest = held.lstrip()  # "after": the whitespace after the closing tag is not text
-        if rest:
-            self._state = "text"
-            out.append(TextDelta(rest))
-        return out
+        return out + self._after(held)
 
-    def end(self) -> list[TextDelta | ReasoningDelta]:
+    def _after(self, held: str) -> Split:
+        rest = held.lstrip()  # the whitespace after the closing tag is not text
+        if not rest:
+            return []
+        self._state = "text"
+        return [TextDelta(rest)]
+
+    def _maybe(self, held: str) -> Split:
+        """Text while a lone closing tag may still come."""
+        end = held.find(_CLOSE)
+        if end < 0:
+            keep = _partial_tail(held, _CLOSE)
+            self._held = held[len(held) - keep :] if keep else ""
+            return self._given(held[: len(held) - keep])
+        line = held[end + len(_CLOSE) :].lstrip(" \t")
+        if not line:  # what follows the tag on its line is not known yet
+            self._held = held[end:]
+            return self._given(held[:end])
+        if line[0] in "\r\n" and self._lone(held[:end]):
+            out = [*self._given(held[:end]), TextWasReasoning()]
+            self._state = "after"
+            return out + self._after(held[end + len(_CLOSE) :])
+        self._state = "text"
+        return self._given(held)
+
+    def _given(self, text: str) -> Split:
+        self._seen += text
+        return [TextDelta(text)] if text else []
+
+    def _lone(self, before: str) -> bool:
+        """A closing tag after ``before`` (and what was given) closes reasoning never opened."""
+        seen = self._seen + before
+        return _OPEN not in seen and seen.count(_FENCE) % 2 == 0 and not seen.endswith("`")
+
+    def settle(self) -> Split:
+        """A tool call, or reasoning the server sent apart, came: what is held goes out (a held
+        lone closing tag closes the reasoning before it), and a closing tag after it is text."""
+        self._apart = True
+        if self._state != "maybe":
+            return []
+        self._state = "text"
+        return self._closed(self._held)
+
+    def end(self) -> Split:
         """What is still held when the content ends (an unfinished tag is what it says)."""
+        if self._state == "maybe":
+            return self._closed(self._held)
         held, self._held = self._held, ""
         if not held:
             return []
         return [ReasoningDelta(held)] if self._state == "think" else [TextDelta(held)]
+
+    def _closed(self, held: str) -> Split:
+        """``held`` when nothing more comes on its line: a lone tag (only blanks after it)
+        closes the reasoning before it; anything else is text."""
+        self._held = ""
+        if held.startswith(_CLOSE) and not held[len(_CLOSE) :].strip(" \t") and self._lone(""):
+            return [TextWasReasoning()]
+        return self._given(held)
 
 
 def _partial_tail(text: str, tag: str) -> int:

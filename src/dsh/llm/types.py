@@ -55,6 +55,13 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class TextWasReasoning:
+    """All the text this reply has streamed so far was reasoning: a lone ``</think>`` closed it
+    (``dsh.llm.stream_repair.ThinkSplitter``). The reply's message keeps it as reasoning; a
+    live view that showed it as text may move it."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A piece of tool call ``index``; ``id`` and ``name`` arrive once, arguments in pieces."""
 
@@ -101,7 +108,7 @@ class Finish:
     None: the loop reads them in the text."""
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Finish
+StreamEvent = TextDelta | ReasoningDelta | TextWasReasoning | ToolCallDelta | UsageReport | Finish
 
 
 class Provider(Protocol):

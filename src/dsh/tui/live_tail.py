@@ -21,7 +21,13 @@ from rich.segment import Segment
 
 from dsh.agent.loggable import loggable_text
 from dsh.events import AssistantMessageEvent, Event, UserMessageEvent, UserSource
-from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+from dsh.llm.types import (
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    TextWasReasoning,
+    ToolCallDelta,
+)
 from dsh.tui.blocks import DIM, NOTE, Block, Row, block_rows
 from dsh.tui.wrap import sanitize, wrap
 
@@ -100,6 +106,8 @@ class LiveTail:
             self._text += event.text
         elif isinstance(event, ReasoningDelta):
             self._reasoning += event.text
+        elif isinstance(event, TextWasReasoning):  # a lone </think>: the text so far was that
+            self._reasoning, self._text = self._reasoning + self._text.lstrip(), ""
         elif isinstance(event, ToolCallDelta):
             if event.name or event.index not in self._calls:
                 self._calls[event.index] = event.name or ""
