@@ -10,10 +10,14 @@ from typing import Any
 
 import pytest
 
+from dsh.compaction import ModelSummarizer
+from dsh.compaction.summarizer import SummaryTask
 from dsh.events import ReasoningBlock
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.openai_compat import OpenAICompatProvider, to_wire_messages
 from dsh.llm.types import StreamEvent, TextWasReasoning
+from tests.agent.conftest import run
+from tests.helpers import assistant_message, user_message
 from tests.llm.fake_server import FakeServer, json_ok, oa_chunk, oa_tool_call, openai_stream
 from tests.llm.provider_helpers import collect, make_request
 
@@ -110,3 +114,20 @@ def test_a_closing_tag_after_a_tool_call_or_the_server_s_own_reasoning_is_text(
         _stream(server, oa_chunk(reasoning="mine"), *_pieces(text, 3), oa_chunk(finish="stop"))
     )
     assert after_reasoning.text() == text and _reasoning(after_reasoning) == "mine"
+
+
+def test_a_summariser_s_monologue_before_a_lone_closing_tag_is_not_its_summary(
+    server: FakeServer,
+):
+    """The summariser streams through the same adapter: its answer is what follows the tag
+    (``without_thinking`` only knows blocks with both tags)."""
+    answer = "Okay, the user wants me to summarise.\n</think>\n\nThe user fixed the bug."
+    server.queue(openai_stream(*_pieces(answer, 4), oa_chunk(finish="stop")))
+    provider = OpenAICompatProvider("openai-compatible", "fake-model", server.url, "k")
+    task = SummaryTask(
+        kind="summary",
+        messages=(user_message("fix it"), assistant_message("fixed")),
+        max_tokens=100,
+    )
+    output = run(ModelSummarizer(provider, "fake-model").summarize(task))
+    assert output.text == "The user fixed the bug." and "Okay" not in (output.raw_output or "")
