@@ -17,6 +17,11 @@ replace endpoints stay valid unchanged. What differs (see docs/interop.md):
   import. A known log-only type whose shape differs is kept opaque as ``upstream:<type>``.
 
 Every lossy step is counted in ``notes`` (the import report lists them).
+
+A foreign log is untrusted input of any shape: each value is checked for the JSON type it is
+read as (an object, an array, text) where it is read, with :func:`_object`, :func:`_array` and
+:func:`_text`, so a field of the wrong type is a :class:`MappingError` naming it (the import
+refuses in one line) and never a Python error from a ``.get`` or a loop over it.
 """
 
 from __future__ import annotations
@@ -47,6 +52,43 @@ class MappingError(ValueError):
     """An upstream event that cannot become a dsh event (the import refuses)."""
 
 
+_JSON_TYPES = {dict: "an object", list: "an array", str: "text", bool: "a boolean"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a value's type, for a message: ``an array``, ``a number``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _object(value: Any, where: str) -> Json:
+    """``value`` if it is a JSON object, else a MappingError naming ``where``."""
+    if not isinstance(value, dict):
+        raise MappingError(f"{where} must be an object, not {json_type(value)}")
+    return value
+
+
+def _array(value: Any, where: str) -> list[Any]:
+    """``value`` if it is a JSON array (an absent one, ``None``, is empty), else a
+    MappingError naming ``where``."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MappingError(f"{where} must be an array, not {json_type(value)}")
+    return value
+
+
+def _text(value: Any, where: str) -> str | None:
+    """``value`` if it is text or absent (``None``), else a MappingError naming ``where``: a
+    name looked up in a table (a kind, a block type) must be text."""
+    if value is not None and not isinstance(value, str):
+        raise MappingError(f"{where} must be text, not {json_type(value)}")
+    return value
+
+
 # ---- messages -------------------------------------------------------------------------------
 
 
@@ -61,7 +103,7 @@ def _text_of(value: Any, where: str) -> str:
                 raise MappingError(f"{where} holds a {_kind(block)} block; only text is expected")
             parts.append(str(block.get("text", "")))
         return "".join(parts)
-    raise MappingError(f"{where} must be text or a list of text blocks, not {_kind(value)}")
+    raise MappingError(f"{where} must be text or a list of text blocks, not {json_type(value)}")
 
 
 def _kind(value: Any) -> str:
@@ -72,6 +114,7 @@ def _kind(value: Any) -> str:
 
 def _keep(obj: Json, fields: tuple[str, ...], where: str, notes: Notes) -> Json:
     """The known fields of an object; every other field is counted as dropped."""
+    _object(obj, where)
     for key in obj:
         if key not in fields:
             notes[f"dropped field {where}.{key}"] += 1
@@ -90,7 +133,7 @@ def _text_only(obj: Json, fields: tuple[str, ...], where: str, notes: Notes) -> 
 def _block(block: Any, notes: Notes) -> Json:
     if not isinstance(block, dict):
         raise MappingError(f"content block {block!r} is not an object")
-    kind = block.get("type")
+    kind = _text(block.get("type"), "content block type")
     if kind == "text":
         return {"type": kind, **_keep(block, ("type", "text"), "text block", notes)}
     if kind == "reasoning":  # a signature and redacted reasoning: what dsh's own export wrote
@@ -107,7 +150,8 @@ def _block(block: Any, notes: Notes) -> Json:
         return out
     if kind == "tool-result":
         out = _keep(block, ("type", "toolCallId", "content", "isError"), "tool-result block", notes)
-        out["content"] = [_result_part(b, notes) for b in block.get("content") or []]
+        parts = _array(block.get("content"), "tool-result block content")
+        out["content"] = [_result_part(b, notes) for b in parts]
         if not out.get("isError", True):
             del out["isError"]
         return out
@@ -125,9 +169,7 @@ def _result_part(block: Any, notes: Notes) -> Json:
 
 
 def _source(source: Any, notes: Notes) -> Json:
-    if not isinstance(source, dict):
-        raise MappingError("message source is not an object")
-    kind = source.get("kind")
+    kind = _text(_object(source, "message source").get("kind"), "message source kind")
     if kind == "agent-instructions":
         notes["source kind agent-instructions stored as plugin 'agent-instructions'"] += 1
         rest = {k: v for k, v in source.items() if k != "kind"}
@@ -149,10 +191,8 @@ def _source(source: Any, notes: Notes) -> Json:
 
 
 def _message(message: Any, notes: Notes, *, role: str | None = None) -> Json:
-    if not isinstance(message, dict):
-        raise MappingError("message is not an object")
     out = _keep(message, ("id", "role", "content", "source"), "message", notes)
-    out["content"] = [_block(b, notes) for b in message.get("content") or []]
+    out["content"] = [_block(b, notes) for b in _array(message.get("content"), "message content")]
     out["source"] = _source(message.get("source"), notes)
     if role is not None and out.get("role") != role:
         notes[f"{out.get('role')}-role tool result stored as role {role}"] += 1
@@ -212,7 +252,11 @@ def _tool_result(data: Json, notes: Notes) -> Json:
 
 
 def _turn_end(data: Json, notes: Notes) -> Json:
-    reason = dict(data.get("reason") or {})
+    given = data.get("reason")
+    if isinstance(given, str):  # a bare kind, as a log may write a reason without an error
+        notes["turn/end reason given as text, stored as {kind}"] += 1
+        given = {"kind": given}
+    reason = dict(_object(given, "turn/end reason") if given is not None else {})
     if reason.get("kind") == "blocked":
         notes["turn/end reason 'blocked' stored as 'aborted'"] += 1
         reason = {"kind": "aborted", "error": _error_text(reason.get("error")) or "blocked"}
@@ -228,7 +272,7 @@ def _request_header(data: Json, notes: Notes) -> Json:
         raise MappingError("request/header needs header.config")
     config = header["config"]
     params = {k: v for k, v in config.items() if k not in ("provider", "model", "params")}
-    params.update(config.get("params") or {})
+    params.update(_object(config.get("params") or {}, "request/header header.config.params"))
     new_config = {k: config[k] for k in ("provider", "model") if k in config}
     if params:
         new_config["params"] = params
@@ -310,7 +354,7 @@ def _chunk_event(event: Json, notes: Notes) -> Json | None:
     if not isinstance(data, dict) or not isinstance(data.get("chunk"), dict):
         raise MappingError("assistant/chunk needs data.chunk")
     chunk = data["chunk"]
-    kind = chunk.get("type")
+    kind = _text(chunk.get("type"), "assistant/chunk chunk.type")
     envelope = {"type": "assistant/chunk", "seq": event.get("seq"), "time": event.get("time")}
     if kind in _DELTA_TYPES:
         delta = chunk.get("delta", chunk.get("argumentsDelta", chunk.get("text")))
