@@ -96,7 +96,9 @@ def test_request_header_config_extras_become_params():
 @pytest.mark.parametrize(
     ("header", "message"),
     [
-        ({"type": "session", "version": 1, "id": "x", "createdAt": 1}, "version 1"),
+        ({"type": "session", "version": 2, "id": "x", "createdAt": 1}, "version 2 .*newer dsh"),
+        ({"type": "session", "version": 1, "id": "x", "createdAt": 1}, "not a valid dsh session"),
+        ({"type": "session", "version": True, "id": "x", "createdAt": 1}, "version True"),
         ({"type": "session", "version": 0, "createdAt": 1}, "no id"),
         ({"type": "session", "version": 0, "id": "x", "createdAt": "soon"}, "createdAt"),
         ({"type": "turn/start", "seq": 0}, "session header"),

@@ -282,7 +282,8 @@ def _refuse_store_path(output: Path) -> None:
     help="Workspace the session's tools run in (default: the current directory, never the log's).",
 )
 def import_(file: Path, session_id: str | None, workspace: Path | None) -> None:
-    """Import a TypeScript-harness session log as a new session (see docs/interop.md)."""
+    """Import a TypeScript-harness session log, or a dsh log (`export --format jsonl`), as a
+    new session (see docs/interop.md)."""
     where = (workspace or context.cwd()).resolve()
     result = import_upstream(
         context.store(), dsh_home(), file, cwd=str(where), session_id=session_id

@@ -6,6 +6,11 @@ staging directory; create the session with every converted event in one write; o
 the staged copy to ``$DSH_HOME/imports/<session-id>/`` beside the report. If creating the session
 fails, the staged copy is removed. The route a ``session/settings`` event records is dropped
 (``dsh.interop.foreign_route``): the user's config alone chooses where their key is sent.
+
+The file must be a regular file, looked at before it is opened (a FIFO would block the read
+forever, a device never ends). A dsh log (version 1: an export, or a store's ``session.jsonl``)
+imports the same way without conversion and keeps its own id when that id is free here; when a
+session already has it, the import takes a fresh id and the report says so.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.config.private_dirs import make_private_directory
-from dsh.config.small_file import UnreadableFile, read_named_file
+from dsh.config.small_file import MIB, UnreadableFile, read_small_file
 from dsh.errors import StoreError, UsageError, printable_line
 from dsh.interop.foreign_route import drop_routes
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
@@ -28,6 +33,8 @@ from dsh.store.derived import import_dir
 ORIGINAL_NAME = "original.jsonl"
 REPORT_NAME = "report.txt"
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+IMPORT_LIMIT = 4096 * MIB
+"""The largest log an import reads (it is held in memory while it converts)."""
 
 
 @dataclass
@@ -36,20 +43,29 @@ class ImportResult:
     cwd: str
     original: Path
     conversion: Conversion
+    taken: bool = False
+    """True when a dsh log's own id was taken here, so the session got a fresh one."""
 
     def report(self) -> str:
         """What the import converted, kept opaque and changed (also saved as report.txt). What
         the log names (its id, its workspace, a header field's name) is shown as
         ``printable_line`` shows text: one line, a terminal escape as its escape."""
         c = self.conversion
+        what = "dsh session " if c.dsh_log else ""
         lines = [
-            f"imported {printable_line(c.header.id)} as session {self.session_id} "
+            f"imported {what}{printable_line(c.header.id)} as session {self.session_id} "
             f"({len(c.events)} events from {c.lines} lines)",
             f"original copied to {self.original}",
             f"workspace: {printable_line(self.cwd)}" + self._ran_in(),
             "converted: " + _counts(c.converted),
             "kept as opaque ignorable events: " + (_counts(c.kept_opaque) or "none"),
         ]
+        if self.taken:
+            lines.insert(
+                1,
+                f"a session {printable_line(c.header.id)} exists already: "
+                "given a new id (--id ID chooses one)",
+            )
         for key, value in c.header.extras.items():
             lines.append(
                 f"header field {printable_line(key)} = {value!r} has no dsh counterpart "
@@ -78,10 +94,10 @@ def import_upstream(
     """Import one TypeScript-harness log as a session whose tools run in ``cwd`` (the user's
     choice: the log's own ``cwd`` is only reported); raises a one-line DshError and writes
     nothing if the log cannot be imported."""
-    try:
-        data = read_named_file(path)
+    try:  # a regular file only: looked at first, so a FIFO or a device is never opened
+        data = read_small_file(path, IMPORT_LIMIT)
     except UnreadableFile as exc:
-        raise UsageError(f"cannot read {exc}") from None
+        raise UsageError(f"cannot import {exc}") from None
     if data[:4] == b"\x28\xb5\x2f\xfd":
         raise UpstreamFormatError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
     # An editor that saves UTF-8 "with signature" puts a byte-order mark first; the log is
@@ -93,7 +109,11 @@ def import_upstream(
     conversion.events, dropped = drop_routes(conversion.events, workspace)  # config routes it
     if dropped is not None:
         conversion.warnings.append(dropped)
-    chosen = session_id or new_session_id(conversion.header.created_at)
+    chosen, taken = session_id or new_session_id(conversion.header.created_at), False
+    own = conversion.header.id
+    if session_id is None and conversion.dsh_log and _SAFE_ID.fullmatch(own):
+        taken = store.header_of(own) is not None or import_dir(home, own).exists()
+        chosen = chosen if taken else own  # its own id, so `dsh run --session ID` still finds it
     if not _SAFE_ID.fullmatch(chosen):
         raise UsageError(f"--id {chosen!r}: use letters, digits, '.', '_' and '-' (≤ 100)")
     if store.header_of(chosen) is not None:  # that one session looked up, readable or not
@@ -117,7 +137,7 @@ def import_upstream(
             raise
         raise StoreError(f"cannot copy {path}: {exc.strerror or exc}") from exc
     log.close()
-    result = ImportResult(chosen, workspace, final / ORIGINAL_NAME, conversion)
+    result = ImportResult(chosen, workspace, final / ORIGINAL_NAME, conversion, taken)
     (staging / REPORT_NAME).write_text(result.report() + "\n", encoding="utf-8")
     os.replace(staging, final)
     return result

@@ -6,6 +6,11 @@ roles, block summaries and ``{start, end}`` ranges; every event type of its voca
 result is checked with dsh's own codec and surface fold before anything is stored, so a log that
 converts is a log dsh could have written. Any problem raises :class:`UpstreamFormatError` naming
 the line, and nothing has been written by then.
+
+It also reads a *dsh* log (version 1: ``dsh sessions export --format jsonl``, or a store's own
+``session.jsonl`` with its CRC seals, each checked), which needs no conversion: its events are
+decoded and folded the same way, its undo records dropped and its route dropped by the importer,
+so a dsh log from elsewhere is exactly as trusted as a foreign one (docs/interop.md).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from dsh.events import (
 )
 from dsh.interop.packing import PACKED_ROW_TYPES, PackedRowError, expand_row
 from dsh.interop.to_dsh import SOFT_TYPES, SURFACE_TYPES, MappingError, opaque, to_dsh
+from dsh.store.base import FORMAT_VERSION, decode_header
+from dsh.store.integrity import check_line
 from dsh.surface.projection import SurfaceProjection
 
 UPSTREAM_VERSION = 0
@@ -74,48 +81,81 @@ class Conversion:
     notes: Counter[str] = field(default_factory=Counter)
     """Every lossy or renaming step, counted."""
     warnings: list[str] = field(default_factory=list)
+    dsh_log: bool = False
+    """True when the log was a dsh log (version 1), read without conversion."""
 
 
 def _fail(name: str, line: int, message: str) -> UpstreamFormatError:
     return UpstreamFormatError(f"{name}: line {line}: {message}")
 
 
-def _parse_lines(data: bytes, name: str, warnings: list[str]) -> list[tuple[int, Any]]:
-    """(line number, JSON value) of every non-empty line; a torn last line is dropped."""
+def _check_text(data: bytes, name: str) -> None:
+    """Refuse a file that is not UTF-8 text (an image, a database, a compressed log) at its
+    first such byte, rather than as JSON it never was or as an empty file."""
+    bad = data.find(b"\x00")  # valid UTF-8, and not text
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.start if bad < 0 else min(bad, exc.start)
+    if bad >= 0:
+        line = data.count(b"\n", 0, bad) + 1
+        raise _fail(
+            name,
+            line,
+            f"not a text file (byte 0x{data[bad]:02x} at offset {bad:,}): a session log is "
+            "UTF-8 JSON lines",
+        )
+
+
+def _raw_lines(data: bytes, name: str, warnings: list[str]) -> list[tuple[int, bytes]]:
+    """(line number, bytes) of every non-empty line. A torn last line (no newline) is kept if
+    it is whole JSON, else dropped with a warning, unless it is the only line: then the file
+    is not a log at all."""
     raw_lines = data.split(b"\n")
     torn = raw_lines.pop() if raw_lines else b""
-    parsed = []
-    for number, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            parsed.append((number, _json(raw)))
-        except msgspec.DecodeError as exc:
-            raise _fail(name, number, f"not valid JSON ({json_problem(exc, raw)})") from exc
+    lines = [(number, raw) for number, raw in enumerate(raw_lines, start=1) if raw.strip()]
     if torn.strip():
         try:
-            parsed.append((len(raw_lines) + 1, _json(torn)))
-        except msgspec.DecodeError:
+            _json(torn)
+            lines.append((len(raw_lines) + 1, torn))
+        except msgspec.DecodeError as exc:
+            if not lines:
+                problem = json_problem(exc, torn)
+                raise _fail(name, len(raw_lines) + 1, f"not valid JSON ({problem})") from exc
             warnings.append(
                 f"dropped a torn last line ({len(torn)} bytes) left by an interrupted write"
             )
-    return parsed
+    return lines
+
+
+def _parse(raw: bytes, line: int, name: str) -> Any:
+    try:
+        return _json(raw)
+    except msgspec.DecodeError as exc:
+        raise _fail(name, line, f"not valid JSON ({json_problem(exc, raw)})") from exc
 
 
 _json = msgspec.json.Decoder().decode
 """Strict JSON: no NaN or infinities, so whatever converts is lossless."""
 
 
-def _header(value: Any, name: str) -> UpstreamHeader:
+def _header(value: Any, name: str, line: int = 1) -> UpstreamHeader:
     if not isinstance(value, dict) or value.get("type") != "session":
-        raise _fail(name, 1, "missing the session header (type 'session')")
-    if value.get("version") != UPSTREAM_VERSION:
+        raise _fail(name, line, "missing the session header (type 'session')")
+    version = value.get("version")
+    if version not in (UPSTREAM_VERSION, FORMAT_VERSION) or isinstance(version, bool):
         raise _fail(
             name,
-            1,
-            f"session format version {value.get('version')!r} is not the TypeScript harness's "
-            f"({UPSTREAM_VERSION}); a dsh log needs no import",
+            line,
+            f"session format version {version!r} is neither the TypeScript harness's "
+            f"({UPSTREAM_VERSION}) nor dsh's ({FORMAT_VERSION})"
+            + (": a newer dsh wrote it" if isinstance(version, int) and version > 1 else ""),
         )
+    if version == FORMAT_VERSION:  # dsh's own header: its codec checks every field
+        try:
+            decode_header(encode_json(value), where="")
+        except LogCorruptError as exc:
+            raise _fail(name, line, f"not a valid dsh session header ({exc.__cause__})") from exc
     ident, created, cwd = value.get("id"), value.get("createdAt"), value.get("cwd")
     if not isinstance(ident, str) or not ident:
         raise _fail(name, 1, "the session header has no id")
@@ -137,7 +177,9 @@ def _header(value: Any, name: str) -> UpstreamHeader:
     if cwd and any(char in cwd for char in _LINE_BREAKING):
         raise _fail(name, 1, f"the session header's cwd holds a line break or NUL: {cwd!r}")
     extras = {
-        k: v for k, v in value.items() if k not in ("type", "version", "id", "cwd", "createdAt")
+        k: v
+        for k, v in value.items()
+        if k not in ("type", "version", "id", "cwd", "createdAt", "crc")
     }
     return UpstreamHeader(id=ident, created_at=created, cwd=cwd, extras=extras)
 
@@ -168,14 +210,22 @@ def expand_rows(parsed: list[tuple[int, Any]], name: str) -> list[tuple[int, dic
 
 
 def read_upstream(data: bytes, *, name: str) -> Conversion:
-    """Convert a TypeScript-harness log; raises UpstreamFormatError naming the line."""
+    """Convert a TypeScript-harness log, or check a dsh log; raises UpstreamFormatError naming
+    the line."""
+    _check_text(data, name)
     warnings: list[str] = []
-    parsed = _parse_lines(data, name, warnings)
-    if not parsed:
+    lines = _raw_lines(data, name, warnings)
+    if not lines:
         raise _fail(name, 1, "empty file (no session header)")
-    header = _header(parsed[0][1], name)
-    records = expand_rows(parsed[1:], name)
-    result = Conversion(header=header, events=[], lines=parsed[-1][0], warnings=warnings)
+    first, raw = lines[0]
+    value = _parse(_unsealed(raw, first, name), first, name)
+    header = _header(value, name, first)
+    result = Conversion(header=header, events=[], lines=lines[-1][0], warnings=warnings)
+    if value["version"] == FORMAT_VERSION:
+        result.dsh_log = True
+        records = _dsh_records(lines[1:], name)
+    else:
+        records = expand_rows([(n, _parse(raw, n, name)) for n, raw in lines[1:]], name)
     surface = SurfaceProjection()
     for line, record in records:
         event = _convert(record, line, name, result)
@@ -188,6 +238,32 @@ def read_upstream(data: bytes, *, name: str) -> Conversion:
                 raise _fail(name, line, str(exc)) from exc
         result.events.append(event)
     return result
+
+
+def _unsealed(raw: bytes, line: int, name: str) -> bytes:
+    """A dsh store line without its CRC seal, checked (a line without one is returned as is)."""
+    try:
+        return check_line(raw, number=line, where="")
+    except LogCorruptError as exc:
+        raise _fail(name, line, _strip_line(str(exc), line)) from exc
+
+
+def _dsh_records(lines: list[tuple[int, bytes]], name: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line, event dict) of a dsh log's events: seals checked and removed, seqs 0, 1, 2, …"""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for line, raw in lines:
+        value = _parse(_unsealed(raw, line, name), line, name)
+        if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+            raise _fail(name, line, "not an event object")
+        if value.get("seq") != len(out):
+            raise _fail(
+                name,
+                line,
+                f"expected seq {len(out)} but found seq {value.get('seq')!r} "
+                "(a gap or reordering in the log)",
+            )
+        out.append((line, value))
+    return out
 
 
 def _check_summaries(
@@ -209,19 +285,24 @@ def _check_summaries(
 
 def _convert(record: dict[str, Any], line: int, name: str, result: Conversion) -> Event:
     notes: Counter[str] = Counter()
-    try:
-        mapped, is_opaque = to_dsh(record, notes)
-    except MappingError as exc:
-        raise _fail(name, line, f"seq {record.get('seq')} ({record['type']}): {exc}") from exc
+    if result.dsh_log:  # dsh's own event: nothing to convert
+        mapped, is_opaque = record, False
+    else:
+        try:
+            mapped, is_opaque = to_dsh(record, notes)
+        except MappingError as exc:
+            raise _fail(name, line, f"seq {record.get('seq')} ({record['type']}): {exc}") from exc
     if mapped.get("type") == "tool/result":
         _drop_undo(mapped.get("data"), notes)
     try:
         event = _decode(mapped, line)
     except (LogCorruptError, EventError) as exc:
-        if record["type"] not in SOFT_TYPES:
+        if result.dsh_log or record["type"] not in SOFT_TYPES:
             raise _fail(name, line, _strip_line(str(exc), line)) from exc
         notes = Counter({f"{record['type']} of another shape kept opaque": 1})
         event, is_opaque = _decode(opaque(record, renamed=True), line), True
+    if result.dsh_log:
+        is_opaque = isinstance(event, OpaqueEvent)
     result.notes.update(notes)
     kind = event_type_of(event)
     (result.kept_opaque if is_opaque else result.converted)[kind] += 1
