@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,26 +72,54 @@ def store(cfg: Settings | None = None) -> EventStore:
 
 
 ECHO_PIECE = 100
-"""Blocks that :func:`echo_blocks` writes per ``click.echo``."""
+"""Blocks that :func:`echo_blocks` writes per ``click.echo`` at most."""
+ECHO_CHARS = 1 << 20
+"""Characters after which :func:`echo_blocks` writes a piece, however few its blocks."""
 
 
-def echo_blocks(blocks: Sequence[str], separator: str, *, per_piece: int = ECHO_PIECE) -> None:
-    """``click.echo(separator.join(blocks))``, written ``per_piece`` blocks at a time: the same
-    bytes, without building one string of a long output (then copied for its newline, scanned
-    for colour codes and encoded whole; one non-ASCII character makes all of it wide).
+def echo_blocks(
+    blocks: Iterable[str],
+    separator: str,
+    *,
+    per_piece: int = ECHO_PIECE,
+    piece_chars: int = ECHO_CHARS,
+) -> None:
+    """``click.echo(separator.join(blocks))``, written ``per_piece`` blocks (or about
+    ``piece_chars`` characters) at a time: the same bytes, without building one string of a long
+    output (then copied for its newline, scanned for colour codes and encoded whole; one
+    non-ASCII character makes all of it wide). ``blocks`` may be a generator: it is consumed as
+    the output is written, so a view of a session of large tool results holds one piece of its
+    text at a time, never all of it (``benchmarks/large_results_cli.py``).
 
     A piece ends with a separator, which holds a newline, and a colour code never spans a
     newline: stripping codes piece by piece (when the output is not a terminal) strips what
     stripping the whole would. A piece without an escape character has no code to strip, and
     is written as it is."""
     assert "\n" in separator
-    count = len(blocks)
-    for start in range(0, max(count, 1), per_piece):
-        last = start + per_piece >= count
-        piece = separator.join(blocks[start : start + per_piece])
-        if not last:
-            piece += separator
-        click.echo(piece, nl=last, color=True if "\x1b" not in piece else None)
+    pieces = _pieces(blocks, per_piece, piece_chars)
+    piece = next(pieces, [])
+    while True:
+        following = next(pieces, None)  # one piece ahead: the last one ends without a separator
+        text = separator.join(piece)
+        if following is not None:
+            text += separator
+        click.echo(text, nl=following is None, color=True if "\x1b" not in text else None)
+        if following is None:
+            return
+        piece = following
+
+
+def _pieces(blocks: Iterable[str], per_piece: int, piece_chars: int) -> Iterator[list[str]]:
+    held: list[str] = []
+    size = 0
+    for block in blocks:
+        held.append(block)
+        size += len(block)
+        if len(held) >= per_piece or size >= piece_chars:
+            yield held
+            held, size = [], 0
+    if held:
+        yield held
 
 
 def warn(message: str) -> None:

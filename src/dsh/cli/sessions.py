@@ -9,7 +9,7 @@ import itertools
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -30,14 +30,11 @@ from dsh.store.salvage_sqlite import salvage_sqlite_session
 from dsh.surface import Session, checkpoint_kind
 from dsh.surface.projection import first_refused
 from dsh.tools.terminal_text import printable_text, terminal_json
-from dsh.transcript import (
-    TRANSCRIPT_SEPARATOR,
-    render_message,
-    transcript_blocks,
-)
+from dsh.transcript import TRANSCRIPT_SEPARATOR, render_message
 from dsh.transcript.listing import session_summaries, without_path
 from dsh.transcript.markdown import markdown_pieces
 from dsh.transcript.stats import render_stats, session_stats
+from dsh.transcript.text import iter_transcript_blocks
 from dsh.transcript.titles import SessionSummary
 
 PROJECT_CONFIG = ".dsh/config.toml"
@@ -181,13 +178,15 @@ VIEWS = ("transcript", "surface", "events", "settings")
 )
 def show(session_id: str, view: str) -> None:
     """Print one session."""
+    # Each view is written a piece at a time as it is rendered (``echo_blocks``): a session of
+    # large tool results never has all its text in memory at once, only its events.
     if view in ("transcript", "events"):  # the log's events alone: no surface fold needed
         with _open_log(session_id) as log:
             if view == "events" and log.events:
                 lines = (terminal_json(encode_event(event).decode()) for event in log.events)
-                click.echo("\n".join(lines))
+                context.echo_blocks(lines, "\n")
             elif view == "transcript":  # what a file or a reply held, never sent to act
-                blocks = [printable_text(block) for block in transcript_blocks(log.events)]
+                blocks = (printable_text(block) for block in iter_transcript_blocks(log.events))
                 context.echo_blocks(blocks, TRANSCRIPT_SEPARATOR)
         return
     if view == "settings":
@@ -196,7 +195,9 @@ def show(session_id: str, view: str) -> None:
         for line in describe(_recorded_settings(session_id)):
             click.echo(printable_text(line))
         return
-    click.echo(printable_text(render_surface(_open(session_id))))
+    with _open(session_id) as session:
+        blocks = (printable_text(block) for block in surface_blocks(session))
+        context.echo_blocks(blocks, SURFACE_SEPARATOR)
 
 
 def _recorded_settings(session_id: str) -> SessionSettings | None:
@@ -359,10 +360,13 @@ def _open(session_id: str) -> Session:
     return session
 
 
-def render_surface(session: Session) -> str:
+SURFACE_SEPARATOR = "\n\n"
+
+
+def surface_blocks(session: Session) -> Iterator[str]:
     """Each current node with its seq and op, in model order, marked as index stub, state or
-    tail (the layout ``[stub…][state][tail]`` after a recallable pass)."""
-    blocks = []
+    tail (the layout ``[stub…][state][tail]`` after a recallable pass): one block a node, made
+    as it is written."""
     for seq in session.nodes:
         event = session.events[seq]
         op = "append" if getattr(event, "surface_op", None) == "append" else "replace"
@@ -371,5 +375,4 @@ def render_surface(session: Session) -> str:
         message = session.node_message(seq)
         label = f"[{kind} checkpoint]" if kind is not None else None
         body = render_message(message, label=label) if message is not None else "(empty)"
-        blocks.append(f"#{seq} {event_type_of(event)} ({op}) — {role}\n{body}")
-    return "\n\n".join(blocks)
+        yield f"#{seq} {event_type_of(event)} ({op}) — {role}\n{body}"

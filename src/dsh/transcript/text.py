@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from dsh.events import (
     AssistantMessageEvent,
@@ -91,6 +91,12 @@ leaves: the exact type is the class)."""
 
 
 def transcript_blocks(events: Iterable[Event]) -> list[str]:
+    """The blocks of the transcript people see of ``events``: :func:`iter_transcript_blocks`
+    as a list."""
+    return list(iter_transcript_blocks(events))
+
+
+def iter_transcript_blocks(events: Iterable[Event]) -> Iterator[str]:
     """The blocks of the transcript people see of ``events`` (a log, in order): exactly
     ``render_item`` of each item ``TranscriptProjector`` gives (tests/transcript/test_text.py
     holds the two equal over random logs), in one pass that builds no items.
@@ -100,37 +106,35 @@ def transcript_blocks(events: Iterable[Event]) -> list[str]:
     already) and the passes' summary details. It applies the projector's rules through the
     same helpers: ``surface_message``, ``PassMarks`` (markers, and the notes of passes that did
     not finish), ``turn_end_note`` and the renderers.
-    It dispatches on the exact type, as the projector does (event classes are leaves)."""
-    blocks: list[str] = []
-    add = blocks.append
+    It dispatches on the exact type, as the projector does (event classes are leaves). A
+    generator: ``dsh sessions show`` writes each block as it comes, never holding them all."""
     passes = PassMarks()
     for event in events:
         if type(event) not in _TEXT_EVENTS:
             continue  # most of a long log: turn and step brackets, requests
         if type(event) is AssistantMessageEvent:
             if event.surface_op == "append" and (message := surface_message(event)) is not None:
-                add(_message_text(message, event.data.error_code, event.data.text_calls_not_run))
+                yield _message_text(message, event.data.error_code, event.data.text_calls_not_run)
         elif type(event) is ToolResultEvent:
             if event.surface_op == "append":
                 block = event.data.message.content[0]
                 assert type(block) is ToolResultBlock
                 text = "".join([part.text for part in block.content])
-                add(tool_result_line(text, is_error=block.is_error))
+                yield tool_result_line(text, is_error=block.is_error)
         elif type(event) is UserMessageEvent:
             if event.surface_op == "append":
-                add(human_message_text(event.data))
+                yield human_message_text(event.data)
             elif is_checkpoint_event(event) and passes.first_checkpoint(event) is not None:
-                add(COMPACTION_MARKER)
+                yield COMPACTION_MARKER
         elif type(event) is TurnEndEvent:
             if (note := turn_end_note(event.data.reason)) is not None:
-                add(_note_text(note))
+                yield _note_text(note)
         elif type(event) is CommandDoneEvent:
-            add(_note_text(event.data.text))
+            yield _note_text(event.data.text)
         elif type(event) is CompactionStartEvent:
             passes.started(event.data)
         elif type(event) is CompactionEndEvent and (note := passes.failed(event.data)):
-            add(_note_text(note))
-    return blocks
+            yield _note_text(note)
 
 
 def render_human_transcript(events: Iterable[Event]) -> str:
