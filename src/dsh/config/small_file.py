@@ -126,6 +126,16 @@ def open_regular_file(path: Path) -> BinaryIO:
         raise
 
 
+def check_regular_file(path: Path) -> None:
+    """``UnreadableFile`` unless ``path`` (symlinks followed) is a regular file: a look only,
+    nothing opened (a FIFO's open would block, a device's read never end)."""
+    try:
+        found = os.stat(path)
+    except OSError as exc:
+        raise _refusal(path, exc) from exc
+    _check_regular(path, found, None)
+
+
 def read_regular_file(path: Path) -> bytes:
     """All the bytes of the regular file at ``path`` (:func:`open_regular_file`)."""
     with open_regular_file(path) as fh:

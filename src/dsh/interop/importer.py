@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.config.private_dirs import make_private_directory
-from dsh.config.small_file import MIB, UnreadableFile, read_small_file
+from dsh.config.small_file import UnreadableFile, check_regular_file, read_regular_file
 from dsh.errors import StoreError, UsageError, printable_line
 from dsh.interop.foreign_route import drop_routes
 from dsh.interop.upstream_read import Conversion, UpstreamFormatError, read_upstream
@@ -33,8 +33,6 @@ from dsh.store.derived import import_dir
 ORIGINAL_NAME = "original.jsonl"
 REPORT_NAME = "report.txt"
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-IMPORT_LIMIT = 4096 * MIB
-"""The largest log an import reads (it is held in memory while it converts)."""
 
 
 @dataclass
@@ -95,9 +93,12 @@ def import_upstream(
     choice: the log's own ``cwd`` is only reported); raises a one-line DshError and writes
     nothing if the log cannot be imported."""
     try:  # a regular file only: looked at first, so a FIFO or a device is never opened
-        data = read_small_file(path, IMPORT_LIMIT)
+        check_regular_file(path)
+        data = read_regular_file(path)  # checks what it opened too (a path swapped since)
     except UnreadableFile as exc:
         raise UsageError(f"cannot import {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot import {path}: {exc.strerror or exc}") from None
     if data[:4] == b"\x28\xb5\x2f\xfd":
         raise UpstreamFormatError(f"{path}: zstd-compressed; decompress it first (zstd -d)")
     # An editor that saves UTF-8 "with signature" puts a byte-order mark first; the log is
