@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -91,29 +90,24 @@ def _snapshot(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def home():
-    with tempfile.TemporaryDirectory() as directory:
-        yield Path(directory)
-
-
 @settings(
     max_examples=int(os.environ.get("DSH_FUZZ_EXAMPLES", "300")),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(mutated_logs())
-def test_a_mutated_log_imports_or_is_refused_in_one_line(home, case):
+def test_a_mutated_log_imports_or_is_refused_in_one_line(case):
     name, _line, text = case
-    log = home / "in" / name
-    log.parent.mkdir(exist_ok=True)
-    log.write_text(text)
-    store = JsonlStore(home / "dsh")
-    before = _snapshot(home / "dsh")
-    try:
-        import_upstream(store, home / "dsh", log, cwd=str(home))
-    except DshError as exc:
-        message = str(exc)
-        assert "\n" not in message
-        assert re.match(rf"{re.escape(str(log))}: line \d+: \S", message), message
-        assert _snapshot(home / "dsh") == before
+    with tempfile.TemporaryDirectory() as directory:  # a store of its own for each example
+        root = Path(directory)
+        log, home = root / name, root / "dsh"
+        log.write_text(text)
+        JsonlStore(home).create(cwd=str(root)).close()  # a store that already holds a session
+        before = _snapshot(home)
+        try:
+            import_upstream(JsonlStore(home), home, log, cwd=str(root))
+        except DshError as exc:
+            message = str(exc)
+            assert "\n" not in message
+            assert re.match(rf"{re.escape(str(log))}: line \d+: \S", message), message
+            assert _snapshot(home) == before
