@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
 from starlette.requests import Request
@@ -77,6 +77,11 @@ class ApprovalModeBody(_Body):
 class TitleBody(_Body):
     title: str
     """``/title TEXT``'s text: logged as one line, cut as every title is."""
+
+
+class ForkBody(_Body, rename="camel"):
+    before_turn: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """``/rewind N``'s turn (None: ``/fork``, the whole session)."""
 
 
 class TextBody(_Body):

@@ -3,6 +3,8 @@
     GET  /api/sessions/{id}/retry                   /retry: the last turn's prompt, if it failed
     GET  /api/prompt-history?session=ID             the composer's history (prompt_history_route)
     POST /api/prompt-history  {text}                a draft sent, appended to it
+    GET  /api/sessions/{id}/turns                   /rewind's list (fork_route)
+    POST /api/sessions/{id}/fork  {beforeTurn?}     /rewind N, /fork: a copy of the session
 
 ``/retry`` answers ``{prompt, note}``: the prompt of the session's last turn when that turn did
 not complete (failed, cancelled, cut at the output limit), which the page then sends as it sends
@@ -20,6 +22,7 @@ from starlette.routing import Route
 
 from dsh.agent.retry_command import Retry, last_turn_retry
 from dsh.surface import Session
+from dsh.web.fork_route import fork_routes
 from dsh.web.prompt_history_route import prompt_history_routes
 from dsh.web.sessions import SessionRegistry, check_session_id
 
@@ -49,4 +52,5 @@ def more_routes(registry: SessionRegistry, session_path: str) -> list[Route]:
     return [
         Route(session_path + "/retry", retry, methods=["GET"]),
         *prompt_history_routes(registry),
+        *fork_routes(registry, session_path),
     ]

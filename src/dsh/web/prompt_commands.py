@@ -21,7 +21,7 @@ from dsh.web.errors import ApiError, bad_request
 
 WEB_COMMANDS = (
     "/compact [focus], /undo [--dry-run], /context, /cost, /title [TEXT], /new, /clear, "
-    "/model [NAME], /retry, /approval [MODE], /diff, /help"
+    "/model [NAME], /retry, /rewind [N], /fork, /approval [MODE], /diff, /help"
 )
 """The page's own commands (``static/commands.js``, whose list the page's own "Unknown command"
 line names, word for word this one: a browser test holds them equal)."""

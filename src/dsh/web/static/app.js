@@ -263,6 +263,8 @@ async function openSession(id) {
   performance.mark('dsh:first-page');
   stream.open(id, () => state.lastSeq);
   await state.paging.fill(generation);
+  if (generation === state.generation && state.pendingNote) note(state.pendingNote);
+  state.pendingNote = null;
 }
 
 /** An empty view in place of the shown one; its cards' run state and approvals carried over. */
@@ -401,6 +403,11 @@ function init() {
     toast,
     note,
     newSession: startSession,
+    opened: (id, said) => {  // a fork (/rewind, /fork): shown, then `said` under it
+      state.pendingNote = said;
+      location.hash = `#s=${encodeURIComponent(id)}`;
+      loadSessionList();
+    },
     showContext: () => state.context.show(),
     waiting: () => state.waiting,
     sent: () => {  // what you sent, and its answer, are at the end

@@ -25,6 +25,13 @@ export const PAGE_COMMANDS = [
   },
   { usage: '/retry', names: ['retry'], does: "send the last turn's prompt again, when that turn failed or was cancelled" },
   {
+    usage: '/rewind [N]',
+    names: ['rewind'],
+    does: "list the session's prompts, or open a copy of the session up to turn N, its prompt in the "
+      + 'composer to change (files stay as they are; the original stays as it is)',
+  },
+  { usage: '/fork', names: ['fork'], does: 'open a copy of the whole session, to go on another way (the original stays as it is)' },
+  {
     usage: '/approval [MODE]',
     names: ['approval'],
     does: 'show the approval mode, or use ask, auto or read-only for this session while dsh web runs '

@@ -8,6 +8,8 @@
 // it); `/model` names the model the session's next turns run on with the models its server lists,
 // `/model NAME` runs them on NAME (refused, the draft kept, when the server does not list it);
 // `/retry` sends the last turn's prompt again when that turn failed or was cancelled (else a note);
+// `/rewind` lists the prompts, `/rewind N` and `/fork` open a copy of the session (up to turn N,
+// its prompt in the box; or whole);
 // `/approval [MODE]` names the session's approval mode or changes it (ask, auto or read-only;
 // the terminal UI's words, which the server makes); `/diff` shows the workspace's changes since
 // its last commit (changes.js); `/new` (or `/clear`) does what "New session" does; `/help` lists
@@ -225,6 +227,8 @@ export class Composer {
       this.help.show(await promptCommands(this.page.sessionId()));
     } else if (name === 'title' && !arg) {
       this.page.note((await api('GET', `${path}/title`)).note);
+    } else if (name === 'rewind' || name === 'fork') {  // the session is only read: not resumed
+      return this.fork(name, arg);
     } else {
       return this.send(typed, name, arg, draft);
     }
@@ -284,6 +288,32 @@ export class Composer {
       this.page.waiting().reset();
       throw error;
     }
+  }
+
+  /** `/rewind` lists the session's prompts; `/rewind N` and `/fork` make a copy of the session
+   * (up to turn N, or whole: fork_route.py) and open it, turn N's prompt in its composer. */
+  async fork(name, arg) {
+    const path = sessionPath(this.page.sessionId());
+    if (name === 'rewind' && !arg) {
+      const { turns } = await api('GET', `${path}/turns`);
+      const rows = turns.slice().reverse().map((t) => `  ${t.turn}  ${t.prompt.trim().split('\n', 1)[0]}`);
+      this.page.note(rows.length
+        ? ['/rewind N opens a copy of the session up to turn N, its prompt in the composer:', ...rows].join('\n')
+        : 'Nothing to rewind: no prompt has started a turn in this session yet.');
+      return true;
+    }
+    if (name === 'rewind' && !/^[1-9][0-9]*$/.test(arg)) {
+      this.page.toast(`Usage: /rewind [N] (a turn number, not ${arg})`);
+      return false;
+    }
+    if (name === 'fork' && arg) {
+      this.page.toast('Usage: /fork (it takes nothing after it)');
+      return false;
+    }
+    const made = await api('POST', `${path}/fork`, name === 'rewind' ? { beforeTurn: Number(arg) } : {});
+    if (made.prompt !== null) keepDraft(made.id, made.prompt);  // in the box once it shows
+    this.page.opened(made.id, made.note);
+    return true;
   }
 
   /** `/diff`: the workspace's changes since its last commit in their dialog, or the server's

@@ -1,0 +1,63 @@
+"""``/rewind`` and ``/fork`` for ``dsh web``'s composer (``dsh.agent.fork``, as the terminal UI's):
+
+    GET  /api/sessions/{id}/turns                   the turns a prompt started, with it
+    POST /api/sessions/{id}/fork  {beforeTurn?}     a copy of the session, whole or up to a turn
+
+The fork answers ``{id, prompt, note}``: the new session's id (the page opens it), the prompt of
+the turn left out (null for a whole copy; the page puts it in the composer) and the line that
+says what was done, in the terminal UI's words. A session running a turn or a ``/compact`` here
+is refused (409), as is one nothing is stored of yet (a new session: nothing to copy); a turn
+no prompt started is a 400 naming those there are. The parent is only read, on a worker thread,
+whoever holds it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from dsh.agent.fork import fork_note, fork_session, turn_prompts
+from dsh.errors import DshError
+from dsh.surface import Session
+from dsh.web.bodies import ForkBody, read_body
+from dsh.web.errors import bad_request, from_dsh_error
+from dsh.web.sessions import SessionRegistry, check_session_id
+
+NOTHING_STORED = "nothing to copy: no prompt has been sent in this session yet"
+
+
+def fork_routes(registry: SessionRegistry, session_path: str) -> list[Route]:
+    def turns_of(session: Session) -> list[dict[str, Any]]:
+        return [{"turn": t.turn, "prompt": t.prompt} for t in turn_prompts(session.events)]
+
+    async def turns(request: Request) -> Response:
+        session_id = check_session_id(request.path_params["session_id"])
+        handle = registry.handles.get(session_id)
+        if handle is not None:
+            return JSONResponse({"turns": turns_of(handle.session)})
+        return JSONResponse({"turns": await registry.stored(session_id, turns_of)})
+
+    async def fork(request: Request) -> Response:
+        session_id = check_session_id(request.path_params["session_id"])
+        body = await read_body(request, ForkBody)
+        handle = registry.handles.get(session_id)
+        if handle is not None:
+            registry.ensure_idle(handle)
+            if handle.draft:
+                raise bad_request(NOTHING_STORED)
+        try:
+            made = await anyio.to_thread.run_sync(
+                lambda: fork_session(registry.store, session_id, before_turn=body.before_turn)
+            )
+        except DshError as exc:
+            raise from_dsh_error(exc) from exc
+        prompt = made.before.prompt if made.before is not None else None
+        return JSONResponse({"id": made.session_id, "prompt": prompt, "note": fork_note(made)})
+
+    return [
+        Route(session_path + "/turns", turns, methods=["GET"]),
+        Route(session_path + "/fork", fork, methods=["POST"]),
+    ]
