@@ -158,6 +158,35 @@ def test_another_provider_by_flag_takes_the_whole_route_from_flags_and_config():
     assert resolved.settings.compaction.backend == "basic"  # compaction is still the session's
 
 
+@pytest.mark.parametrize(
+    "moved", [{"base_url": "http://127.0.0.1:9/v1"}, {"model": "other"}], ids=["server", "model"]
+)
+def test_a_window_set_stays_the_sessions_when_a_flag_moves_it_to_another_server_or_model(
+    moved: dict[str, str],
+) -> None:
+    """``--context-window 8000`` on the first run, only ``--base-url`` (or ``--model``) on the
+    reopen: the window and the budgets scaled to it stay (they used to give way to the
+    configured window, unset, so a server that reports none ran the session in 128,000)."""
+    configured = Settings(provider=ProviderSettings(name="openai-compatible"))
+    first = msgspec.structs.replace(
+        configured.provider, model="m", base_url="http://127.0.0.1:8/v1", context_window=8000
+    )
+    recorded = ss.snapshot(
+        msgspec.structs.replace(configured, provider=first), "openai-compatible", "m", 8000, "/w"
+    )
+    resolved = ss.effective(configured, recorded, {"provider": moved})
+    assert resolved.settings.provider.context_window == 8000
+    assert resolved.settings.compaction.state_max_tokens == 400  # scaled to 8,000, kept
+    assert [change.key for change in resolved.changes] == [f"provider.{next(iter(moved))}"]
+    asked = msgspec.structs.replace(recorded, window_asked=True)  # its server's: asked again
+    assert (
+        ss.effective(configured, asked, {"provider": moved}).settings.provider.context_window
+        is None
+    )
+    other = ss.effective(configured, recorded, {"provider": {"name": "deepseek"}})
+    assert other.settings.provider.context_window is None  # another provider: its own route
+
+
 def test_a_replay_runs_in_the_recorded_window():
     resolved = ss.effective(Settings(), _recorded(), {"provider": {"name": "replay"}})
     assert resolved.settings.provider.context_window == 8000

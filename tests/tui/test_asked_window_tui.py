@@ -120,9 +120,58 @@ def test_the_flags_change_is_said_when_the_ui_logs_it_not_for_a_refused_prompt(
     asyncio.run(main())
     assert said(app, FLAGS_CHANGE) == [
         (
-            f"session {session_id}: {FLAGS_CHANGE}: provider.context_window 8192 -> 4096",
+            f"session {session_id}: {FLAGS_CHANGE}: provider.context_window 8192 -> 4096; "
+            "with them: compaction.chunk_tokens 1024 -> 512; compaction.stub_tokens 81 -> 40; "
+            "compaction.state_max_tokens 409 -> 204",  # the budgets scaled to the window
             1,
         )
     ]
     with_flag = [line for line in log.read_bytes().splitlines() if b"session/settings" in line]
     assert len(with_flag) == 2 and b'"contextWindow":4096' in with_flag[-1]
+
+
+def test_a_window_the_user_set_stays_when_the_ui_reopens_the_session_on_another_server(
+    ui: UI,
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+) -> None:
+    """``dsh --resume ID --base-url OTHER`` of a session run with ``--context-window 8000``,
+    the other server reporting no window: the UI opens it in its 8,000 tokens (it used to open
+    it in the 128,000 assumed for a new session), and the turn's warning names the move."""
+    ui.home(tmp_path / "home")
+    server.queue(openai_text("first answer"))
+    first, _ = launched(
+        ui, "--base-url", server.url + "/v1", "--model", "m", "--context-window", "8000"
+    )
+    ui.turn(first, "hello")
+    (session_id,) = [header.id for header in first.store.list()]
+    window_module._CACHE.clear()  # what a new process knows: nothing
+    with FakeServer() as other:  # answers no window probe (404): a silent server
+        other.queue(openai_text("second answer"))
+        url = other.url + "/v1"
+        options, _ = launched(ui, "--resume", session_id, "--base-url", url, "--model", "m")
+        app = DshApp(options)
+
+        async def main() -> list[Any]:
+            async with app.run_test(size=SIZE) as pilot:
+                await settle(pilot, lambda: app.ready)
+                assert app.controller.window == 8000
+                assert app.status_bar.info.context_window == 8000
+                await run_prompt(pilot, "again")
+                assert app.controller.session is not None
+                return list(app.controller.session.events)
+
+        events = asyncio.run(main())
+        assert other.bodies[-1]["max_tokens"] == 1600  # the reply bound of an 8,000 window
+    assert said(app, FLAGS_CHANGE) == [
+        (
+            f"session {session_id}: {FLAGS_CHANGE}: provider.base_url {server.url}/v1 -> {url}",
+            1,
+        )
+    ]
+    latest = [e.data for e in events if isinstance(e, SessionSettingsEvent)][-1]
+    assert (latest.context_window, latest.window_asked, latest.changed) == (
+        8000,
+        False,
+        ("provider.base_url",),
+    )

@@ -86,6 +86,57 @@ def test_the_flags_change_is_said_when_a_turn_logs_it_not_for_a_refused_prompt(
         assert client.post(f"/api/sessions/{sid}/prompt", json={"text": "hi"}).status_code == 202
         wait_idle(client, sid)
     warned = [r.getMessage() for r in caplog.records if FLAGS_CHANGE in r.getMessage()]
-    assert warned == [f"session {sid}: {FLAGS_CHANGE}: provider.context_window 16000 -> 4096"]
+    assert warned == [
+        f"session {sid}: {FLAGS_CHANGE}: provider.context_window 16000 -> 4096; with them: "
+        "compaction.stub_tokens 160 -> 40; compaction.state_max_tokens 800 -> 204"
+    ]  # the budgets scaled to the window go with it (the chunk budget was set)
     with Session.open(env.store, sid) as session:
         assert session.of_type(SessionSettingsEvent)[-1].data.context_window == 4096
+
+
+def test_a_window_the_user_set_stays_when_the_page_continues_the_session_on_another_server(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A session run with ``--context-window 8000`` on another server, continued by a
+    ``dsh web --base-url URL`` whose server reports no window: it runs in its 8,000 tokens
+    (it used to run in the 128,000 assumed for a new session), and the turn's warning names
+    the move, the only recorded value it changes."""
+    env = make_env(tmp_path, backend="basic")
+    url = server.url + "/v1"
+    before = "http://127.0.0.1:9/v1"  # where it ran first (nothing listens there now)
+    first = ProviderSettings(name="openai-compatible", base_url=before, model="m")
+    with Session.create(env.store, cwd=env.workspace) as session:
+        ran = Settings(provider=first, compaction=CompactionSettings(backend="basic"))
+        recorded = session_settings.snapshot(
+            ran, "openai-compatible", "m", 8000, str(env.workspace)
+        )
+        session_settings.record(session, recorded)
+        sid = session.id
+    flags = {"provider": {"base_url": url}}
+    settings = Settings(
+        provider=ProviderSettings(name="openai-compatible", base_url=url, model="m"),
+        compaction=CompactionSettings(backend="basic"),
+        tools=ToolSettings(approval="auto"),
+    )
+    server.queue(openai_text("answered"))
+    caplog.set_level(logging.WARNING, logger="dsh")
+    runtime = WebRuntime(settings, store=env.store, overrides=flags)
+    with open_client(env, runtime) as client:
+        assert client.get(f"/api/sessions/{sid}").json()["stats"]["contextWindow"] == 8000
+        assert client.post(f"/api/sessions/{sid}/resume").status_code == 200
+        assert client.post(f"/api/sessions/{sid}/prompt", json={"text": "hi"}).status_code == 202
+        info = wait_idle(client, sid)
+        assert info["stats"]["contextWindow"] == 8000
+    assert server.bodies[-1]["max_tokens"] == 1600  # the reply bound of an 8,000 window
+    warned = [r.getMessage() for r in caplog.records if FLAGS_CHANGE in r.getMessage()]
+    assert warned == [f"session {sid}: {FLAGS_CHANGE}: provider.base_url {before} -> {url}"]
+    with Session.open(env.store, sid) as session:
+        assert session.of_type(RequestContextEvent)[-1].data.context_window == 8000
+        latest = session.of_type(SessionSettingsEvent)[-1].data
+    assert (latest.context_window, latest.window_asked, latest.changed) == (
+        8000,
+        False,
+        ("provider.base_url",),
+    )

@@ -133,7 +133,8 @@ def test_a_session_continued_from_the_page_moves_to_the_flags_route_and_says_so(
     assert said == [
         f"dsh: warning: session {session_id}: the flags change its recorded settings: "
         f"provider.name scripted -> openai-compatible; provider.model scripted -> qwen-local; "
-        f"provider.base_url (none) -> {url}"
+        f"provider.base_url (none) -> {url}; with them: provider.context_window 128000 -> "
+        "32768; compaction.state_max_tokens 4096 -> 1638"  # the new route's window, its state
     ], web.stderr[0]
 
 

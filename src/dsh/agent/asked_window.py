@@ -25,6 +25,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from dsh.agent.settings_record import redact
 from dsh.config import DEFAULT_CONTEXT_WINDOW, window_too_small
 from dsh.events import SessionSettings
 from dsh.llm.registry import KNOWN_PROVIDERS
@@ -59,10 +60,13 @@ def with_own_window(route: Route, window: int | None) -> Route:
 def keep_reported(route: Route, recorded: SessionSettings | None) -> Route:
     """``route`` for a reopened session whose server, asked again, gave no window (it says
     nothing now, or cannot be reached): the window it reported before, not the default a new
-    session assumes, with the route's notice saying so."""
+    session assumes, with the route's notice saying so; still the server's (``window_from``
+    "server": what it reported), so the record stays as it was."""
     from dsh.agent.runtime import ASSUMED  # here: this module is imported by the light layer
 
     if route.window_from != "default" or recorded is None or not asks_again(recorded):
+        return route
+    if recorded.window_reported is False:  # it reported none then either: nothing to keep
         return route
     window = recorded.context_window
     if window is None or window == DEFAULT_CONTEXT_WINDOW or window_too_small(window):
@@ -74,18 +78,24 @@ def keep_reported(route: Route, recorded: SessionSettings | None) -> Route:
         "provider.context_window or --context-window to choose another)"
     )
     notice = route.notice.replace(ASSUMED, kept) if route.notice is not None else None
-    return replace(route, context_window=window, notice=notice)
+    return replace(route, context_window=window, notice=notice, window_from="server")
 
 
 def window_change(session_id: str, recorded: SessionSettings | None, route: Route) -> str | None:
     """The line that says the server reopening ``session_id`` on ``route`` reports another
     window than the session recorded from it (None: nothing to say — the same window, one the
-    user gave, another route, or a server that said nothing, which the route's notice says)."""
+    user gave, a server that said nothing, which the route's notice says, or another route:
+    provider, model or server, whose move the flags' warning says with the window)."""
     if recorded is None or recorded.context_window is None or not asks_again(recorded):
         return None
     if route.window_from != "server" or route.context_window == recorded.context_window:
         return None
-    if (route.provider.name, route.model) != (recorded.provider, recorded.model):
+    moved = (route.provider.name, route.model, redact(route.base_url)) != (
+        recorded.provider,
+        recorded.model,
+        recorded.base_url,
+    )
+    if moved:
         return None  # a flag moved the route: the flags' own warning says so
     now, before = route.context_window or 0, recorded.context_window
     return (

@@ -64,6 +64,9 @@ class Route:
     one, a keyless provider's default), the route's ``server`` (asked, it reported it), or the
     ``default`` assumed because the server, asked, did not say. A session records whether it
     was asked (``dsh.agent.asked_window``)."""
+    base_url: str | None = None
+    """The server the route's calls go to, as the settings give it (None: its provider's own
+    endpoint, or a keyless provider); a session records it without credentials."""
 
 
 def resolve_route(
@@ -149,7 +152,7 @@ def resolve_route(
             said = implausible or f"{cfg.base_url} does not report its context window"
             notice = f"{said}; {ASSUMED}"
     notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
-    return Route(provider, model, window, notice, summarizer_window, window_from)
+    return Route(provider, model, window, notice, summarizer_window, window_from, cfg.base_url)
 
 
 def missing_feed(

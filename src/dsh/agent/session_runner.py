@@ -29,6 +29,7 @@ from dsh.agent.loop import Agent, StreamListener, TurnResult
 from dsh.agent.mcp_servers import start_session_mcp_servers
 from dsh.agent.mentions import Attachment
 from dsh.agent.runtime import Route, approval_policy
+from dsh.agent.settings_record import record_settings
 from dsh.agent.undo import UndoResult, undo_last_turn, undo_last_turn_in_threads
 from dsh.agent.wiring import build_agent, build_parts, session_window
 from dsh.compaction import (
@@ -227,38 +228,9 @@ class SettingsWiring:
         changed, saying what the flags changed of the recorded ones as it logs them; a route a
         face chose (``chosen_route``) is what runs, so it is what is logged."""
         resolved, route = self._own(session)
-        record_settings(session, resolved.settings, route, changes=resolved.changes)
-
-
-def record_settings(
-    session: Session,
-    settings: Settings,
-    route: Route,
-    workspace: str | None = None,
-    *,
-    changes: Sequence[session_settings.Change] = (),
-) -> bool:
-    """Log the settings ``session`` runs with, when they are new or changed (True: logged);
-    ``workspace`` unset keeps the recorded one (a ``--cwd`` run's), else the header's.
-    ``changes``, what the flags change of its recorded settings, are said once
-    (``say_changed``) when this logs them: a face says them here, not where it resolved them,
-    so a prompt refused before anything is logged (which changes nothing) says nothing."""
-    if workspace is None:
-        recorded = session_settings.latest(session)
-        workspace = recorded.workspace if recorded is not None else session.header.cwd
-    snapshot = session_settings.snapshot(
-        settings,
-        route.provider.name,
-        route.model,
-        route.context_window,
-        workspace,
-        summarizer_window=route.summarizer_window,
-        window_asked=route.window_from != "settings",
-    )
-    if session_settings.record(session, snapshot) is None:
-        return False
-    session_settings.say_changed(session.id, changes)
-    return True
+        record_settings(
+            session, resolved.settings, route, changes=resolved.changes, said=resolved.said
+        )
 
 
 @dataclass(frozen=True, slots=True)

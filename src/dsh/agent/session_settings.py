@@ -12,8 +12,11 @@ wins). Every face runs this layer before it builds anything::
     record(session, snapshot(resolved.settings, route_name, model, window, workspace))
 
 A flag given on reopen overrides the recorded value explicitly (``resolved.changes``) and the
-next ``record`` logs the change, which the face says then (``changed_warning``): a prompt refused
-before anything is logged changes nothing, and says nothing. The config file never re-routes a
+next ``record`` logs the change, which the face says then (``changed_warning``, naming what
+changes with it: ``dsh.agent.settings_record``): a prompt refused before anything is logged
+changes nothing, and says nothing. A window the user set stays when a flag moves the session
+to another model or server of its provider; another provider is a new route, its window its
+own. The config file never re-routes a
 recorded session. A window the route's server reported (``window_asked``) is the server's: it is
 left unset (unless the user sets one) for the route to ask again (``dsh.agent.asked_window``),
 and the budgets scaled to it follow, as they follow a flag's window. A log without the event
@@ -39,16 +42,23 @@ merges every checkpoint in its range).
 from __future__ import annotations
 
 import contextlib
-import logging
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
 from dsh.agent.asked_window import asks_again
+from dsh.agent.settings_record import (
+    COMPACTION_KEYS,
+    Change,
+    changed_warning,
+    latest,
+    record,
+    snapshot,
+)
+from dsh.agent.settings_record import redact as _redact
+from dsh.agent.settings_record import say_once as _say_once
 from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     WINDOW_RULE,
@@ -64,7 +74,6 @@ from dsh.events import (
     Event,
     RecordedCompaction,
     SessionSettings,
-    SessionSettingsEvent,
     is_checkpoint_event,
 )
 from dsh.store import EventStore
@@ -90,35 +99,17 @@ __all__ = [
 
 ROUTE_KEYS = ("name", "model", "base_url", "context_window")
 """``provider.*`` keys that belong to the session."""
-COMPACTION_KEYS: tuple[str, ...] = RecordedCompaction.__struct_fields__
-"""``compaction.*`` keys that belong to the session."""
 SUMMARIZER_ROUTE_KEYS = frozenset({"summarizer", "summarizer_provider", "summarizer_base_url"})
 """``compaction.*`` keys that choose who summarises: a flag moving one drops the recorded
 summariser window (the new summariser's is set or asked for again)."""
 REPLAY = "replay"
 """The provider that serves a recorded session's calls again (``--provider replay``)."""
-_RECORDED_ROUTE = {"name": "provider", "model": "model", "base_url": "base_url"}
 WINDOW_KEY = "provider.context_window"
 BASE_URL_KEY = "provider.base_url"
 WINDOW_SCALED_KEYS = ("chunk_tokens", "stub_tokens", "state_max_tokens")
 """The budgets ``snapshot`` records scaled to the window when the config leaves them unset: a
 replaced window, or one a flag changes, takes those it scaled back to the configured ones
 (unset: scaled to the new window); one that is not what it scaled was set, and is kept."""
-log = logging.getLogger(__name__)
-_said: set[str] = set()
-_said_lock = threading.Lock()
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """A flag that overrides what the session recorded."""
-
-    key: str
-    recorded: Any
-    now: Any
-
-    def describe(self) -> str:
-        return f"{self.key} {_show(self.recorded)} -> {_show(self.now)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +139,10 @@ class Resolved:
     recorded: SessionSettings | None = None
     replaced: tuple[Replaced, ...] = ()
 
-
-def latest(session: Session) -> SessionSettings | None:
-    """The settings the log last recorded (None: a log written before they were recorded)."""
-    recorded = session.of_type(SessionSettingsEvent)
-    return recorded[-1].data if recorded else None
+    @property
+    def said(self) -> frozenset[str]:
+        """The keys the replaced values' own line says (``replaced_warning``)."""
+        return frozenset(replaced.key for replaced in self.replaced)
 
 
 def read(store: EventStore, session_id: str | None) -> SessionSettings | None:
@@ -185,13 +175,15 @@ def effective(
     """``settings`` (config and flags merged) with the session's recorded values put back
     wherever no flag in ``overrides`` says otherwise.
 
-    A flag that moves the route (provider, model or base URL) takes the route from the flags and
-    the config; a flag that changes the backend of a session with ``checkpoints`` needs
-    ``switch`` (else ``UsageError``). A recorded window its server reported is not put back:
-    the configured one (None: the route asks the server again, ``dsh.agent.asked_window``). A
-    recorded value no longer valid is replaced by the configured one (``Resolved.replaced``);
-    given the ``session_id``, that is logged as one warning line, once per process. A record
-    without a route (``NO_ROUTE``) keeps its budgets, on the configured route and summariser."""
+    A flag that moves the route to another provider takes the route from the flags and the
+    config; one that moves it to another model or base URL keeps the recorded window when it
+    was set (not asked of a server). A flag that changes the backend of a session with
+    ``checkpoints`` needs ``switch`` (else ``UsageError``). A recorded window its server
+    reported is not put back: the configured one (None: the route asks the server again,
+    ``dsh.agent.asked_window``). A recorded value no longer valid is replaced by the
+    configured one (``Resolved.replaced``); given the ``session_id``, that is logged as one
+    warning line, once per process. A record without a route (``NO_ROUTE``) keeps its
+    budgets, on the configured route and summariser."""
     if recorded is None:
         return Resolved(settings)
     flags = {section: dict(values) for section, values in (overrides or {}).items()}
@@ -233,17 +225,11 @@ def replaced_warning(session_id: str, replaced: Sequence[Replaced]) -> str:
     )
 
 
-def changed_warning(session_id: str | None, changes: Sequence[Change]) -> str:
-    """The one line that says which recorded values the flags given now override."""
-    values = "; ".join(change.describe() for change in changes)
-    return f"session {session_id}: the flags change its recorded settings: {values}"
-
-
-def say_changed(session_id: str, changes: Sequence[Change]) -> None:
+def say_changed(session_id: str, changes: Sequence[Change], moved: Sequence[Change] = ()) -> None:
     """Log ``changed_warning`` once per process, when there is a change (a face says it as the
     change is recorded: ``dsh.agent.session_runner.record_settings``)."""
     if changes:
-        _say_once(changed_warning(session_id, changes))
+        _say_once(changed_warning(session_id, changes, moved))
 
 
 def logged_window(session_id: str, logged: int | None, configured: int | None) -> int | None:
@@ -255,16 +241,6 @@ def logged_window(session_id: str, logged: int | None, configured: int | None) -
     replaced = Replaced(WINDOW_KEY, logged, configured, WINDOW_RULE)
     _say_once(replaced_warning(session_id, [replaced]))
     return configured
-
-
-def _say_once(line: str) -> None:
-    """Log ``line`` as a warning unless this process already did (every face resolves a
-    session's settings more than once while it opens it)."""
-    with _said_lock:
-        if line in _said:
-            return
-        _said.add(line)
-    log.warning("%s", line)
 
 
 def _still_valid(
@@ -373,8 +349,9 @@ def _route(
             # a replay serves the recorded calls again: it runs in the recorded window
             provider = msgspec.structs.replace(provider, context_window=recorded.context_window)
         return provider, changes
-    if moved & {"model", "base_url"} and "context_window" not in flags:
-        values["context_window"] = settings.provider.context_window  # the new model's own
+    # another model or server of the same provider: a window set stays the session's (one
+    # asked is asked of the new one, above); it once gave way, and a silent server's assumed
+    # 128,000 tokens replaced the 8,000 the user set for the model
     values.update({key: flags[key] for key in ROUTE_KEYS if key in flags})
     return msgspec.structs.replace(settings.provider, **values), changes
 
@@ -408,88 +385,6 @@ def _configured_summarizer(
     chosen = {key: getattr(configured, key) for key in keys}
     url = _redact(configured.summarizer_base_url)  # ``_compaction`` puts its credentials back
     return msgspec.structs.replace(recorded, **chosen, summarizer_base_url=url)
-
-
-def snapshot(
-    settings: Settings,
-    provider: str,
-    model: str,
-    window: int | None,
-    workspace: str,
-    *,
-    summarizer_window: int | None = None,
-    window_asked: bool = False,
-) -> SessionSettings:
-    """What to record for a session run with ``settings`` on the route ``provider:model``;
-    ``summarizer_window`` is what the summariser's server reported (the route's);
-    ``window_asked``, whether ``window`` is what the route's server was asked for."""
-    budgets = settings.compaction.for_route(provider, model)
-    budgets = budgets.for_window(window or DEFAULT_CONTEXT_WINDOW)  # the budgets it runs with
-    compaction = {key: getattr(budgets, key) for key in COMPACTION_KEYS}
-    if compaction["summarizer_context_window"] is None:
-        compaction["summarizer_context_window"] = summarizer_window
-    compaction["summarizer_base_url"] = _redact(budgets.summarizer_base_url)
-    return SessionSettings(
-        provider=provider,
-        model=model,
-        compaction=RecordedCompaction(**compaction),
-        workspace=workspace,
-        base_url=_redact(settings.provider.base_url),
-        context_window=window,
-        window_asked=window_asked,
-    )
-
-
-def record(session: Session, settings: SessionSettings) -> SessionSettingsEvent | None:
-    """Log ``settings`` unless they are what the session last recorded; ``changed`` names the
-    keys that differ from that record. Returns the event written, if any."""
-    before = latest(session)
-    fresh = msgspec.structs.replace(settings, changed=())
-    if before is not None and msgspec.structs.replace(before, changed=()) == fresh:
-        return None
-    changed = () if before is None else _differences(before, fresh)
-    event = session.append(msgspec.structs.replace(fresh, changed=changed))
-    assert isinstance(event, SessionSettingsEvent)
-    return event
-
-
-def _differences(before: SessionSettings, after: SessionSettings) -> tuple[str, ...]:
-    keys: list[str] = []
-    for key, field in _RECORDED_ROUTE.items():
-        if getattr(before, field) != getattr(after, field):
-            keys.append(f"provider.{key}")
-    if before.context_window != after.context_window:
-        keys.append("provider.context_window")
-    keys += [
-        f"compaction.{key}"
-        for key in COMPACTION_KEYS
-        if getattr(before.compaction, key) != getattr(after.compaction, key)
-    ]
-    if before.workspace != after.workspace:
-        keys.append("workspace")
-    return tuple(keys)
-
-
-def _show(value: Any) -> str:
-    return "(none)" if value is None else str(value)
-
-
-def _redact(url: Any) -> Any:
-    """A URL without the user and password it may carry (they never enter the log)."""
-    if not isinstance(url, str):
-        return url
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # not a URL (a recorded one validation refuses): no credentials to find
-        return url
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address keeps its brackets
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _with_credentials(recorded: str | None, configured: str | None) -> str | None:

@@ -6,15 +6,22 @@ from typing import Any
 
 from dsh.agent.session_settings import COMPACTION_KEYS, SUMMARIZER_ROUTE_KEYS
 from dsh.events import NO_ROUTE, SessionSettings
+from dsh.llm.registry import KNOWN_PROVIDERS
 
 __all__ = ["describe"]
 
 WINDOW_ASKED = {
-    True: "yes (its server reported it: asked again on reopen)",
-    False: "no (set: kept on reopen)",
+    (True, True): "yes (its server reported it: asked again on reopen)",
+    (True, False): (
+        "yes (its server reported none: the {window:,} tokens dsh assumes; asked again on reopen)"
+    ),
+    (True, None): "yes (asked of its server: asked again on reopen)",
+    (False, None): "no (set: kept on reopen)",
 }
-"""Where the recorded window came from (``dsh.agent.asked_window``); a record made before dsh
-said has no such line."""
+"""Where the recorded window came from (``dsh.agent.asked_window``), by ``window_asked`` and
+``window_reported``; a record made before dsh said has no such line, one made before it said
+whether the server reported it the third."""
+KNOWN = "no (its provider's known window, or set: kept on reopen)"
 
 NO_ROUTE_SHOWN = (
     "none recorded (the import dropped the log's route and summariser): it runs on the "
@@ -39,7 +46,7 @@ def describe(recorded: SessionSettings | None) -> list[str]:
     if recorded.provider == NO_ROUTE:
         rows = [("route", NO_ROUTE_SHOWN)]
     if recorded.window_asked is not None and recorded.context_window is not None:
-        rows.append(("window_asked", WINDOW_ASKED[recorded.window_asked]))
+        rows.append(("window_asked", _window_asked(recorded, recorded.context_window)))
     rows += [
         (f"compaction.{k}", getattr(recorded.compaction, k))
         for k in COMPACTION_KEYS
@@ -50,6 +57,15 @@ def describe(recorded: SessionSettings | None) -> list[str]:
         rows.append(("last changed", ", ".join(recorded.changed)))
     width = max(len(key) for key, _ in rows)
     return [f"{key.ljust(width)}  {_show(value)}" for key, value in rows]
+
+
+def _window_asked(recorded: SessionSettings, window: int) -> str:
+    """Where ``recorded``'s window came from, as its record says it."""
+    known = KNOWN_PROVIDERS.get(recorded.provider)
+    if not recorded.window_asked and known is not None and known.context_window == window:
+        return KNOWN
+    reported = recorded.window_reported if recorded.window_asked else None
+    return WINDOW_ASKED[(recorded.window_asked is True, reported)].format(window=window)
 
 
 def _show(value: Any) -> str:

@@ -18,7 +18,7 @@ number).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +29,7 @@ from dsh.agent import session_settings
 from dsh.agent.asked_window import asks_again
 from dsh.agent.runtime import Route, WindowFrom, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
+from dsh.agent.settings_record import changes_with
 from dsh.cli import context, termination
 from dsh.cli.options import RouteFlags, summarizer_options
 from dsh.config import Settings, load_settings, window_too_small
@@ -97,7 +98,12 @@ def compact(
         route = session_route(settings, session, store, resolved.recorded)
         switch = given.compaction is not None
         wiring = _Wiring(
-            settings, lambda: route, recorded_wins=False, changes=changes, switch=switch
+            settings,
+            lambda: route,
+            recorded_wins=False,
+            changes=changes,
+            said=resolved.said,
+            switch=switch,
         )
         runner = SessionRunner(session, wiring, approver=_deny)
         termination.install()  # SIGTERM / SIGHUP cancel the pass like Ctrl-C
@@ -159,7 +165,9 @@ def session_route(
     _refuse_a_keyless_summariser(settings, session, conversation)
     # a window its server gave stays the server's (recorded so); only a call to it asks again
     asked = recorded is not None and asks_again(recorded) and not settings.provider.context_window
-    origin: WindowFrom = "server" if asked else "settings"
+    # ... and stays what it was: reported, or the default assumed when the server gave none
+    reported: WindowFrom = "default" if recorded and recorded.window_reported is False else "server"
+    origin: WindowFrom = reported if asked else "settings"
     if not _summarizes_on(settings, conversation):
         if logged is None:
             cfg = settings.provider
@@ -254,11 +262,14 @@ class _Wiring(SettingsWiring):
         self,
         *args: Any,
         changes: Sequence[session_settings.Change],
+        said: Collection[str],
         switch: bool,
         **options: Any,
     ) -> None:
         super().__init__(*args, **options)
         self.changes = changes
+        self._said_apart = said
+        """The recorded keys another line says (the replaced values no longer valid)."""
         self._switch = switch
         self._said: list[session_settings.Change] = []
         self._landing: tuple[Settings, Route] | None = None
@@ -276,19 +287,29 @@ class _Wiring(SettingsWiring):
             own = {key: getattr(recorded.compaction, key) for key in _SUMMARIZER_KEYS}
             compaction = msgspec.structs.replace(first.compaction, **own)
             first = msgspec.structs.replace(first, compaction=compaction)
-        if session_settings.record(session, first) is not None:
-            self._say(session, [c for c in self.changes if c.key not in _SUMMARIZER_CHANGES])
+        event = session_settings.record(session, first)
+        if event is not None:
+            changes = [c for c in self.changes if c.key not in _SUMMARIZER_CHANGES]
+            self._say(session, changes, changes_with(recorded, event, changes, self._said_apart))
 
     def land(self, session: Session) -> None:
         """The pass landed: log the settings it ran with, saying what the flags changed."""
         if self._landing is None:
             return
-        if session_settings.record(session, _snapshot(session, *self._landing)) is not None:
-            self._say(session, [c for c in self.changes if c not in self._said])
+        before = session_settings.latest(session)
+        event = session_settings.record(session, _snapshot(session, *self._landing))
+        if event is not None:
+            changes = [c for c in self.changes if c not in self._said]
+            self._say(session, changes, changes_with(before, event, changes, self._said_apart))
 
-    def _say(self, session: Session, changes: Sequence[session_settings.Change]) -> None:
+    def _say(
+        self,
+        session: Session,
+        changes: Sequence[session_settings.Change],
+        moved: Sequence[session_settings.Change],
+    ) -> None:
         if changes:
-            context.warn(session_settings.changed_warning(session.id, changes))
+            context.warn(session_settings.changed_warning(session.id, changes, moved))
             self._said.extend(changes)
 
 
@@ -309,6 +330,7 @@ def _snapshot(session: Session, settings: Settings, route: Route) -> SessionSett
         workspace,
         summarizer_window=route.summarizer_window,
         window_asked=route.window_from != "settings",
+        window_reported=route.window_from == "server",
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,14 +259,14 @@ def record_settings(
     route: Route,
     workspace: Path,
     changes: Sequence[Change] = (),
+    said: Collection[str] = (),
 ) -> None:
     """Log the settings the session runs with, when they are new or changed, saying the
-    ``changes`` the flags make to its recorded ones on stderr as it logs them."""
-    from dsh.agent import session_settings as recorded_settings
+    ``changes`` the flags make to its recorded ones, and what changes with them (but the keys
+    ``said`` by another line), on stderr as it logs them."""
     from dsh.agent.session_runner import record_settings as record
 
-    if record(session, settings_, route, str(workspace)) and changes:
-        warn(recorded_settings.changed_warning(session.id, changes))
+    record(session, settings_, route, str(workspace), changes=changes, said=said, warn=warn)
 
 
 def replayed_session(store_: EventStore, flags: RouteFlags) -> str | None:

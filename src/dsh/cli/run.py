@@ -228,7 +228,8 @@ def _run(
     if resumed is not None:
         context.record_workspace(session, workspace)
     changes = resolved.changes if resumed is not None else ()  # not the recording's (--replay)
-    context.record_settings(session, settings, route, workspace, changes)  # --json prints it
+    said = resolved.said  # the replaced values: said as they were resolved
+    context.record_settings(session, settings, route, workspace, changes, said)  # --json: it
     out.agent = agent
     if live is not None:
         session.subscribe(live.on_event)

@@ -66,6 +66,10 @@ class SessionSettings(Payload["SessionSettingsEvent"], frozen=True):
     default assumed when it gave none), asked again when the session reopens; False: the
     settings gave it (``provider.context_window``, ``--context-window``, the provider's known
     window), kept; None: recorded before dsh said which (``dsh.agent.asked_window``)."""
+    window_reported: bool | None = None
+    """Of a window asked (``window_asked``): True, the server reported it; False, it gave none
+    (silent, or not reached) and ``context_window`` is the default assumed; None: not asked,
+    or recorded before dsh said which."""
 
 
 class SessionTitle(Payload["SessionTitleEvent"], frozen=True):

@@ -123,7 +123,7 @@ class Controller:
         self._route_factory = options.route_factory or settings_route_factory(options.settings)
         self.settings = options.settings
         """The open session's own settings (recorded, then the flags; else the configured)."""
-        self.changes: tuple[session_settings.Change, ...] = ()
+        self.resolved = session_settings.Resolved(options.settings)
         """What the flags change of the open session's recorded settings: said when logged."""
         self.route: Route | None = None
         self.runner: SessionRunner | None = None
@@ -174,7 +174,7 @@ class Controller:
             runner.close()
             raise
         self.close()
-        self.settings, self.route, self.changes = resolved.settings, route, resolved.changes
+        self.settings, self.route, self.resolved = resolved.settings, route, resolved
         started = time.perf_counter()
         self._adopt(runner)
         session = runner.session
@@ -201,7 +201,8 @@ class Controller:
         left = self.session.id if self.session is not None else None
         route = self._route_factory(None)  # may raise: the open session is kept then
         self.close()
-        self.settings, self.route, self.changes = self.options.settings, route, ()
+        self.settings, self.route = self.options.settings, route
+        self.resolved = session_settings.Resolved(self.settings)
         self.projector = TranscriptProjector()
         self.cache = CacheCounter()
         self.progress = CompactionProgress()
@@ -233,10 +234,8 @@ class Controller:
             session_id=session.id,
         )
         wanted, route = resolved.settings.provider, self.route
-        here = (
-            route.provider.name if route is not None else wanted.name,
-            self.options.settings.provider.base_url,
-        )
+        name = route.provider.name if route is not None else wanted.name
+        here = (name, self.options.settings.provider.base_url)
         if recorded is not None and (wanted.name, wanted.base_url) != here:
             raise UsageError(
                 f"session {session.id} runs on provider {wanted.name}"
@@ -326,8 +325,8 @@ class Controller:
 
     def _record(self, session: Session, route: Route) -> None:
         """Log the settings this session runs with, when new or changed."""
-        workspace = str(self.options.workspace)
-        record_settings(session, self.settings, route, workspace, changes=self.changes)
+        own, cwd = self.resolved, str(self.options.workspace)
+        record_settings(session, self.settings, route, cwd, changes=own.changes, said=own.said)
 
     async def run_turn(self, prompt: str) -> TurnResult:
         if self.busy is not None:
