@@ -85,6 +85,25 @@ def test_esc_cancels_a_running_compact_and_its_command_is_answered(rig: Rig):
     assert_closed_as_cancelled(rig.store, ids[0])
 
 
+def test_the_status_bar_says_a_running_compact_once_with_the_key_that_cancels_it(rig: Rig):
+    """The bar showed ``compacting… · compacting · esc cancels`` (the pass's progress and the
+    work's name): the progress alone now says it, then the key, which does cancel it."""
+    app = compacting_app(rig)
+    shown: list[str] = []
+
+    async def body(pilot: Any) -> None:
+        await start_a_compact_that_hangs(pilot)
+        await settle(pilot, lambda: app.status_bar.info.compaction is not None)
+        shown.append(app.status_bar.render().plain)
+        await pilot.press("escape")
+        await settle(pilot, lambda: not app.running)
+
+    run(app, body)
+    (line,) = shown
+    assert line.endswith(" · compacting… · esc cancels"), line
+    assert line.count("compacting") == 1, line
+
+
 @pytest.mark.usefixtures("patient_quit")
 def test_quitting_during_a_compact_answers_its_command(rig: Rig):
     app = compacting_app(rig)

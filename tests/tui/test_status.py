@@ -121,6 +121,22 @@ def test_status_text_reads_model_context_cache_and_activity():
     )
 
 
+def test_a_compact_is_named_once_by_its_progress_and_kept_when_the_line_is_narrow():
+    """``/compact`` runs as "compacting" and its pass shows its progress: the bar says the
+    progress once, where what runs goes (never left out), then the key that cancels it."""
+    info = StatusInfo(
+        model="m",
+        context_window=8000,
+        compaction="compacting · 2 of 5 regions",
+        busy="compacting",
+        cancels=True,
+    )
+    assert status_text(info).plain == (
+        " m · context 0% of 8k · cache hits n/a · compacting · 2 of 5 regions · esc cancels"
+    )
+    assert status_text(info, width=46).plain == " m · compacting · 2 of 5 regions · esc cancels"
+
+
 def test_status_text_names_the_queue_and_the_cancel_key_and_fits_the_width():
     """A queued draft is counted, and the key named is ctrl+c (esc would take the draft back);
     a narrow line leaves out the highest ranks first — cache hits, trust, context — and

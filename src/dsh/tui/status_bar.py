@@ -93,10 +93,13 @@ def status_parts(info: StatusInfo) -> list[Part]:
         parts.append((Text(info.spend), 5))
     ratio = "n/a" if info.cache_ratio is None else f"{100 * info.cache_ratio:.0f}%"
     parts.append((Text(f"cache hits {ratio}"), 7))
-    if info.compaction:
-        parts.append((Text(info.compaction, style="bold yellow"), 3))
-    if info.busy:
-        parts.append((Text(printable_line(info.busy), style="italic"), 0))
+    busy, compaction = info.busy, info.compaction
+    if busy and compaction and compaction.startswith(busy):  # a /compact: its progress says it
+        busy, compaction = compaction, None  # once ("compacting… · compacting" it was)
+    if compaction:
+        parts.append((Text(compaction, style="bold yellow"), 3))
+    if busy:
+        parts.append((Text(printable_line(busy), style="italic"), 0))
     if info.busy and info.queued:
         parts.append((Text(f"{info.queued} queued", style="bold"), 1))
     key = cancel_key(info)
