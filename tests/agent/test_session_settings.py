@@ -361,3 +361,39 @@ def test_a_recorded_window_over_the_ceiling_gives_way_to_the_configured_one():
         f"compaction.summarizer_context_window 1000000000000 -> (unset) {ceiling}",
         f"provider.context_window 1000000000000 -> 32000 {ceiling}",
     ]
+
+
+def test_the_settings_view_says_where_the_window_came_from():
+    """Set, its provider's known window, reported by its server, assumed when the server gave
+    none, or asked of a server by a record made before dsh said whether it answered."""
+    configured = Settings(provider=ProviderSettings(name="openai-compatible"))
+
+    def shown(recorded: SessionSettings) -> str:
+        (row,) = [line for line in describe(recorded) if line.startswith("window_asked")]
+        return row.split(None, 1)[1]
+
+    def made(provider: str, window: int, **where: bool) -> SessionSettings:
+        return ss.snapshot(configured, provider, "m", window, "/w", **where)
+
+    assert shown(made("openai-compatible", 8000)) == "no (set: kept on reopen)"
+    assert shown(made("deepseek", 128_000)) == (
+        "no (its provider's known window, or set: kept on reopen)"
+    )
+    reported = made("openai-compatible", 8192, window_asked=True, window_reported=True)
+    assert shown(reported) == "yes (its server reported it: asked again on reopen)"
+    assumed = made("openai-compatible", 128_000, window_asked=True, window_reported=False)
+    assert shown(assumed) == (
+        "yes (its server reported none: the 128,000 tokens dsh assumes; asked again on reopen)"
+    )
+    older = msgspec.structs.replace(reported, window_reported=None)
+    assert shown(older) == "yes (asked of its server: asked again on reopen)"
+
+
+def test_a_record_made_before_dsh_said_whether_the_server_answered_is_not_logged_again_for_it():
+    session = Session.create(MemoryStore(), cwd="/w")
+    configured = Settings(provider=ProviderSettings(name="openai-compatible"))
+    older = ss.snapshot(configured, "openai-compatible", "m", 8192, "/w", window_asked=True)
+    assert older.window_reported is None  # as an older dsh recorded it
+    assert ss.record(session, older) is not None
+    again = msgspec.structs.replace(older, window_reported=True)
+    assert ss.record(session, again) is None
