@@ -161,6 +161,26 @@ def changed_warning(
     return line
 
 
+def route_snapshot(
+    session: Session, settings: Settings, route: Route, workspace: str | None = None
+) -> SessionSettings:
+    """What ``record_settings`` logs for ``session`` run with ``settings`` on ``route``;
+    ``workspace`` unset keeps the recorded one (a ``--cwd`` run's), else the header's."""
+    if workspace is None:
+        recorded = latest(session)
+        workspace = recorded.workspace if recorded is not None else session.header.cwd
+    return snapshot(
+        settings,
+        route.provider.name,
+        route.model,
+        route.context_window,
+        workspace,
+        summarizer_window=route.summarizer_window,
+        window_asked=route.window_from != "settings",
+        window_reported=route.window_from == "server",
+    )
+
+
 def record_settings(
     session: Session,
     settings: Settings,
@@ -179,19 +199,7 @@ def record_settings(
     it resolved them, so a prompt refused before anything is logged (which changes nothing)
     says nothing."""
     before = latest(session)
-    if workspace is None:
-        workspace = before.workspace if before is not None else session.header.cwd
-    settings_now = snapshot(
-        settings,
-        route.provider.name,
-        route.model,
-        route.context_window,
-        workspace,
-        summarizer_window=route.summarizer_window,
-        window_asked=route.window_from != "settings",
-        window_reported=route.window_from == "server",
-    )
-    event = record(session, settings_now)
+    event = record(session, route_snapshot(session, settings, route, workspace))
     if event is None:
         return False
     moved = changes_with(before, event, changes, said)

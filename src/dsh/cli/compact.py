@@ -29,7 +29,7 @@ from dsh.agent import session_settings
 from dsh.agent.asked_window import asks_again
 from dsh.agent.runtime import Route, WindowFrom, resolve_route, summarizer_target
 from dsh.agent.session_runner import CompactionOff, SessionRunner, SettingsWiring
-from dsh.agent.settings_record import changes_with
+from dsh.agent.settings_record import changes_with, route_snapshot
 from dsh.cli import context, termination
 from dsh.cli.options import RouteFlags, summarizer_options
 from dsh.config import Settings, load_settings, window_too_small
@@ -282,7 +282,7 @@ class _Wiring(SettingsWiring):
         kept = recorded.compaction.backend == backend if recorded is not None else not self._switch
         if kept:
             return  # all of it logged by ``land``
-        first = _snapshot(session, settings, route)
+        first = route_snapshot(session, settings, route)
         if recorded is not None:  # its summariser kept until the pass lands
             own = {key: getattr(recorded.compaction, key) for key in _SUMMARIZER_KEYS}
             compaction = msgspec.structs.replace(first.compaction, **own)
@@ -297,7 +297,7 @@ class _Wiring(SettingsWiring):
         if self._landing is None:
             return
         before = session_settings.latest(session)
-        event = session_settings.record(session, _snapshot(session, *self._landing))
+        event = session_settings.record(session, route_snapshot(session, *self._landing))
         if event is not None:
             changes = [c for c in self.changes if c not in self._said]
             self._say(session, changes, changes_with(before, event, changes, self._said_apart))
@@ -316,22 +316,6 @@ class _Wiring(SettingsWiring):
 _SUMMARIZER_KEYS = (*sorted(session_settings.SUMMARIZER_ROUTE_KEYS), "summarizer_context_window")
 """The recorded compaction keys that say who summarises."""
 _SUMMARIZER_CHANGES = frozenset(f"compaction.{key}" for key in _SUMMARIZER_KEYS)
-
-
-def _snapshot(session: Session, settings: Settings, route: Route) -> SessionSettings:
-    """What ``record_settings`` would log for ``session`` run with ``settings`` on ``route``."""
-    recorded = session_settings.latest(session)
-    workspace = recorded.workspace if recorded is not None else session.header.cwd
-    return session_settings.snapshot(
-        settings,
-        route.provider.name,
-        route.model,
-        route.context_window,
-        workspace,
-        summarizer_window=route.summarizer_window,
-        window_asked=route.window_from != "settings",
-        window_reported=route.window_from == "server",
-    )
 
 
 def _landed(session: Session, *, after: int) -> bool:
