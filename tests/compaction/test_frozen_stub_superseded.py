@@ -131,3 +131,45 @@ def test_a_state_carrying_an_old_value_from_the_previous_state_marks_it_replaced
     )
     lines = [line for line in state.splitlines() if OLD in line]
     assert lines and all(f"({OLD} → {NEW})" in line for line in lines)
+
+
+def test_a_value_set_back_is_not_marked_replaced_by_the_rollup_that_compacts_the_revert():
+    """8080 → 9090 → 8080 (audit finding 3): the rollup made when the revert leaves the surface
+    drops the carried mark on 8080 and marks 9090 only."""
+    head = rollup_body(
+        [
+            "Did a.\nKeywords — config: port = 8080\n"
+            "[checkpoint c1: shadows conversation span #1–#2; "
+            "originals retrievable via history_read]"
+        ],
+        {OLD: NEW},
+    )
+    assert marks_replaced(head, OLD)
+    stub = (
+        "Did b.\nKeywords — config: port = 9090\n"
+        "[checkpoint c2: shadows conversation span #3–#4; originals retrievable via history_read]"
+    )
+    revert = (user_message(f"revert: set {OLD}"),)
+    count, replaced = superseded_in_stubs([head, stub], revert, ())
+    assert (count, replaced) == (2, {OLD: OLD, NEW: OLD})
+    again = rollup_body([head, stub], replaced)
+    assert marks_replaced(again, NEW) and not marks_replaced(again, OLD)
+    assert f"config: {OLD}" in again  # cued as a current value again
+    # while the revert is still verbatim in the tail, nothing is rolled up for it
+    assert superseded_in_stubs([head], (), revert) == (0, {})
+    # a value still replaced keeps its mark
+    assert superseded_in_stubs([head], (user_message(f"still {NEW}"),), ()) == (0, {})
+
+
+def test_a_session_setting_a_value_back_never_gets_a_rollup_marking_the_current_value():
+    session, engine = _session_with_a_frozen_old_value()
+    append_tool_turn(session, "change the port", calls=[("edit_file", "{}", f"now {NEW}")])
+    _filler(session, 10, 12)
+    run(engine.compact_now(window=100_000))
+    assert any(marks_replaced(text, OLD) for text in _stubs_naming(session, OLD))
+    append_tool_turn(session, "set it back", calls=[("edit_file", "{}", f"revert: {OLD}")])
+    _filler(session, 22, 12)
+    run(engine.compact_now(window=100_000))
+    assert_layout(session)
+    rollups = [t for t in _stubs_naming(session, OLD) if "<compacted-rollup>" in t]
+    assert rollups and not any(marks_replaced(text, OLD) for text in _stubs_naming(session, OLD))

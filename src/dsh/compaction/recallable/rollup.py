@@ -16,7 +16,9 @@ could make room and every later pass wrote no stub at all (measured: from the 14
 A frozen stub cannot be corrected, so one that names a setting whose value later changed would
 present the old value as current for good (issue 22). The pass that compacts the change finds
 such stubs (``superseded_in_stubs``) and rolls them up too: the rollup marks each old literal
-as replaced, and the mark travels on through later rollups.
+as replaced, and the mark travels on through later rollups — until the value is set back
+(8080 → 9090 → 8080): the pass that compacts the revert rolls up the checkpoint carrying the
+mark and drops it, so no rollup lists the current value as replaced.
 """
 
 from __future__ import annotations
@@ -50,17 +52,21 @@ def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) ->
     a line naming how many entries it holds, the merged keyword line, each entry's own footer
     (its last footer line: a rolled-up rollup's inner footers stay inside it) in order.
     The keyword line marks as replaced each old literal of ``replaced`` and each one a rolled-up
-    checkpoint already marked."""
+    checkpoint already marked — except a value of ``replaced`` (a value set back is current
+    again: the frozen rollup never contradicts what is current when it is made)."""
     footers: list[str] = []
     per_stub: list[list[Anchor]] = []
-    marks = dict(replaced or {})
+    current = set((replaced or {}).values())  # a value set back is current again: never marked
+    marks = {old: new for old, new in (replaced or {}).items() if old not in current}
     for text in texts:
         footers.extend(FOOTER_LINE.findall(text)[-1:])
         anchors: list[Anchor] = []
         for line in text.splitlines():
             if line.startswith("Keywords"):
                 for anchor in parse_keyword_line(line):
-                    if anchor.kind == REPLACED_KIND:  # the mark travels on, with its literal
+                    if anchor.kind == REPLACED_KIND and anchor.text in current:
+                        anchor = Anchor("config", anchor.text)  # the mark is dropped
+                    elif anchor.kind == REPLACED_KIND:  # the mark travels on, with its literal
                         marks.setdefault(anchor.text, anchor.text)
                     anchors.append(anchor)
         per_stub.append(anchors)
@@ -84,19 +90,21 @@ def superseded_in_stubs(
     """For frozen stubs whose surface ``texts`` are given (the leading run, oldest first), the
     messages of the ``span`` a pass compacts and the retained ``tail`` after it: how many of the
     oldest stubs a rollup must take so that no stub left names, unmarked, a setting whose value
-    changed later on while the new value leaves the surface with this pass — and ``old literal
-    -> newest literal`` for that rollup to mark. A new value still verbatim in the tail waits
+    changed later on while the new value leaves the surface with this pass, nor marks as
+    replaced a value set back since — and ``old literal -> newest literal`` for that rollup to
+    mark (``literal -> literal`` for a marked value that is current again: the rollup drops
+    its mark). A new value still verbatim in the tail waits
     for the pass that compacts it (until then the model reads it there). ``(0, {})`` when no
     frozen stub names a superseded value."""
-    named: list[tuple[int, str, str, str]] = []  # (stub position, literal, key, value)
+    named: list[tuple[int, str, str, str, bool]] = []  # (position, literal, key, value, marked)
     for position, text in enumerate(texts):
         for literal in _config_literals(text):
             parts = split_config(literal)
-            if parts is not None and not _marked(text, literal):
-                named.append((position, literal, *parts))
+            if parts is not None:
+                named.append((position, literal, *parts, _marked(text, literal)))
     if not named:
         return 0, {}
-    keys = {key for _, _, key, _ in named}
+    keys = {key for _, _, key, _, _ in named}
     latest: dict[str, tuple[str, str]] = {}
     tail_texts = [render_message(message) for message in tail]
     for text in [*(render_message(message) for message in span), *tail_texts]:
@@ -107,11 +115,13 @@ def superseded_in_stubs(
             if parts is not None and parts[0] in keys:
                 latest[parts[0]] = (parts[1], anchor.text)
     count, replaced = 0, {}
-    for position, literal, key, value in named:
-        if key not in latest or latest[key][0] == value:
+    for position, literal, key, value, marked in named:
+        # an unmarked old value, or a marked one set back since (current again)
+        if key not in latest or (latest[key][0] == value) != marked:
             continue
         if not any(latest[key][1] in text for text in tail_texts):
-            replaced[literal] = latest[key][1]
+            # ``literal -> literal`` unmarks a value that is current again
+            replaced[literal] = literal if marked else latest[key][1]
             count = max(count, position + 1)
     return count, replaced
 
@@ -122,7 +132,9 @@ def _config_literals(text: str) -> list[str]:
     literals: list[str] = []
     for line in text.splitlines():
         if line.startswith("Keywords"):
-            literals.extend(a.text for a in parse_keyword_line(line) if a.kind == "config")
+            literals.extend(
+                a.text for a in parse_keyword_line(line) if a.kind in ("config", REPLACED_KIND)
+            )
         elif not FOOTER_LINE.match(line):
             literals.extend(a.text for a in extract_anchors(line, kinds=("config",)))
     return list(dict.fromkeys(literals))
