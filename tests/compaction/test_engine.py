@@ -143,7 +143,7 @@ def test_a_second_pass_merges_the_previous_checkpoint_instead_of_nesting_it():
     session = long_session()
     engine = engine_for(session)
     run(engine.compact_now(window=10_000))
-    for i in range(3):
+    for i in range(4):
         append_chat_turn(session, f"later question {i}", f"later answer {i}")
     run(engine.compact_now(window=10_000))
     checkpoint = session.events[session.nodes[0]]

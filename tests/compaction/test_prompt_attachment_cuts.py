@@ -266,13 +266,15 @@ def test_a_pass_whose_retain_boundary_falls_among_a_prompts_attachments_keeps_th
 def test_a_prompt_group_larger_than_the_retained_tail_is_compacted_whole(backend: str):
     """The walk ends on report.py's note, but the prompt and pricing.py's note before it are
     larger than the retained tail itself: the whole group goes into the compacted history
-    (the tail would more than double), the request with both files, none left orphaned."""
+    (the tail would more than double), the request with both files, none left orphaned — and
+    with the answer to it, so the tail does not open on an answer whose request was compacted
+    (a state covering the request alone listed it as a next step)."""
     session, prompt, notes = _straddling_session(pricing_lines=400)
     result = _pass_ending_on(session, notes[1], backend)
     shadowed = {s for ref in result.checkpoints for s in ref.shadowed_seqs}
-    assert {prompt, *notes} <= shadowed
+    assert {prompt, *notes, notes[1] + 1} <= shadowed
     tail = [seq for seq in session.nodes if not is_checkpoint_event(session.events[seq])]
-    assert session.events[tail[0]].data.message.text().startswith("Fixed: the discount")
+    assert session.events[tail[0]].data.text() == "thanks"
     texts = "\n".join(session.events[ref.checkpoint_seq].data.text() for ref in result.checkpoints)
     assert "Second task: fix pricing.py" in texts
 

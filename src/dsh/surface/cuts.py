@@ -11,6 +11,10 @@ A cut between two surface nodes is *clean* when it separates nothing that belong
   belongs to the node before it when that node is the prompt or another of its notes; one
   whose prompt is already shadowed (an older dsh split them) binds to nothing.
 
+The retain boundary also never parts a prompt (with its notes) from the assistant message that
+answers it (``answered_group_start``): a state covering only the prompt listed an answered
+request under "Next steps" while its answer opened the tail (an audit saw it in every run).
+
 A ``!cmd`` line's output is no separate message: it goes into the prompt's own text. The retain
 boundary (``retain_boundary``, behind every backend's pass and overflow recovery's) and the
 recallable chunking's edges (every stub slice) only cut where ``clean_cut_after`` holds.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from dsh.events import (
     ATTACH_PLUGIN,
+    AssistantMessageEvent,
     Event,
     Message,
     PluginSource,
@@ -72,6 +77,21 @@ def clean_cut_after(session: Session, seq: int) -> bool:
     return clean_cut_before(session, session.surface.position(seq) + 1)
 
 
+def answered_group_start(session: Session, position: int) -> int | None:
+    """When the surface node at ``position`` is an assistant message right after a prompt and
+    its attachment notes, the position of that prompt (a cut before ``position`` would part the
+    request from its answer); else None."""
+    nodes, events = session.nodes, session.events
+    if position <= 0 or position >= len(nodes):
+        return None
+    if not isinstance(events[nodes[position]], AssistantMessageEvent):
+        return None
+    start = position - 1
+    while attached_to_previous(session, start):
+        start -= 1
+    return start if is_prompt(events[nodes[start]]) else None
+
+
 def retain_boundary(session: Session, retain_tokens: int) -> int:
     """Index of the first tail node to keep: the cut before it is clean (no tool call split
     from its result, no prompt from its attachment notes) and the tail holds at least
@@ -84,7 +104,11 @@ def retain_boundary(session: Session, retain_tokens: int) -> int:
     is at most ``retain_tokens``; else after its last note, so the prompt and every note go
     into the compacted history together: the tail stays under about twice its size, and the
     big files an earlier prompt attached do not hold the request above the threshold. Then it
-    moves earlier until no tool call is left open (a prompt's notes carry none)."""
+    moves earlier until no tool call is left open (a prompt's notes carry none). A cut that
+    lands between a prompt (and its notes) and the assistant message answering it moves the
+    same way: before the prompt when the group is at most ``retain_tokens``, else past the
+    answer (to the next clean cut: its calls' results go with it), so the compacted slice never
+    ends on a request whose answer opens the tail."""
     nodes = session.nodes
     keep = len(nodes)
     kept = 0
@@ -100,6 +124,17 @@ def retain_boundary(session: Session, retain_tokens: int) -> int:
         else:
             while attached_to_previous(session, keep):
                 keep += 1  # past the last note
+    while not clean_cut_before(session, keep):
+        keep -= 1
+    asked = answered_group_start(session, keep)
+    if asked is not None:  # the cut would part a prompt from its answer
+        if sum(session.node_tokens(seq) for seq in nodes[asked:keep]) <= retain_tokens:
+            keep = asked
+        else:
+            end = keep + 1  # the answer goes with its prompt, up to the next clean cut
+            while end < len(nodes) and not clean_cut_before(session, end):
+                end += 1
+            keep = end if clean_cut_before(session, end) else asked
     while not clean_cut_before(session, keep):
         keep -= 1
     return keep
