@@ -114,7 +114,8 @@ DESCRIPTIONS: dict[str, str] = {
     "compaction.prune_head_chars": "Characters kept from the start of a pruned result; this "
     "plus prune_tail_chars must be below prune_threshold_chars.",
     "compaction.prune_tail_chars": "Characters kept from the end of a pruned result.",
-    "recall.read_budget_chars": "history_read page size in characters; at least 50.",
+    "recall.read_budget_chars": "history_read page size in characters, and the most one "
+    "history_search answer takes; at least 50.",
     "recall.search_limit": "Default maximum snippets returned by history_search; in [1, 200].",
     "tools.approval": "ask (interactive default), auto, or read-only.",
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "

@@ -1,7 +1,11 @@
 """What a search hit shows of its message: about ``SNIPPET_CHARS`` around the hit, on one line,
-found by offsets into the lower-cased text (the scan's) mapped back to the original's."""
+found by offsets into the lower-cased text (the scan's) mapped back to the original's; and how
+many hits fit in one answer (``Bound``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 SNIPPET_CHARS = 200
 """About this many characters of context around a search hit."""
@@ -33,3 +37,26 @@ def _original_offset(text: str, lowered_offset: int) -> int:
             return index
         lowered += 2 if char == _TWO_WHEN_LOWERED else 1
     return len(text)
+
+
+ANSWER_FRAME_CHARS = 800
+"""What a search answer's header and closing line may take besides its hits and the query
+(which the header repeats): the room for hits is the answer's bound less both."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """How many hits a search answer shows: at most ``limit``, and as many as fit in ``room``
+    characters (None: no size bound), the first one always."""
+
+    limit: int
+    room: int | None = None
+
+    def fitting(self, lines: Sequence[str]) -> int:
+        """How many of ``lines`` (hits, one per line, best first) fit."""
+        used = 0
+        for count, line in enumerate(lines[: self.limit]):
+            used += len(line) + 1
+            if self.room is not None and count and used > self.room:
+                return count
+        return min(len(lines), self.limit)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dsh.config import RecallSettings
-from dsh.events import Event, EventsByType
+from dsh.events import Event, EventsByType, RequestContextEvent
 from dsh.recall.checkpoints import (
     CHECKPOINT_NOT_FOUND,
     INVALID_ARGUMENT,
@@ -38,8 +37,9 @@ from dsh.recall.checkpoints import (
     list_checkpoints,
     resolve_checkpoint,
 )
+from dsh.recall.hits import Found, hits_text, scan, word_hits_text
 from dsh.recall.render import SpanCache
-from dsh.recall.snippets import snippet
+from dsh.recall.snippets import ANSWER_FRAME_CHARS, Bound, snippet
 from dsh.recall.tool_specs import (
     HISTORY_READ,
     HISTORY_READ_DESCRIPTION,
@@ -50,9 +50,8 @@ from dsh.recall.tool_specs import (
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
     MIN_SEARCH_LIMIT,
-    READ_A_MATCH,
 )
-from dsh.recall.word_search import WordHit, locate, query_terms, search_words
+from dsh.recall.word_search import locate, query_terms, search_words
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
 
 # ---- the work (shared with the CLI) ---------------------------------------------------------
@@ -151,11 +150,14 @@ def search_history(
     limit: object = 25,
     cache: SpanCache | None = None,
     index: EventsByType | None = None,
+    budget_chars: int | None = None,
 ) -> ToolOutput:
     """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
 
-    One snippet per matching message, at most ``limit``, in log order; ``meta`` holds the
-    coverage ``{scanned, matched, truncated}``. A well-formed ``checkpoint`` with no checkpoint
+    One snippet per matching message, at most ``limit`` and as many as fit in ``budget_chars``
+    (None: no size bound), in log order; ``meta`` holds the coverage
+    ``{scanned, matched, truncated}``; a cut answer names the checkpoints holding the
+    hits not shown. A well-formed ``checkpoint`` with no checkpoint
     at its seq is still ``CHECKPOINT_NOT_FOUND``, whose message holds the search of every
     checkpoint. When nothing matches anywhere, the messages
     holding the query's words (``dsh.recall.word_search``), best first, with ``meta.byWords``.
@@ -200,11 +202,14 @@ def search_history(
             # a search, so the error carries the search of every checkpoint
             if unknown.code != CHECKPOINT_NOT_FOUND or not list_checkpoints(events, index):
                 raise
-            found = search_history(events, query, limit=limit, cache=cache, index=index)
+            found = search_history(
+                events, query, limit=limit, cache=cache, index=index, budget_chars=budget_chars
+            )
             raise SearchedEverywhere(unknown.message.split(". ")[0], found) from None
     spans = cache if cache is not None else SpanCache(max_spans=1)
+    room = None if budget_chars is None else budget_chars - ANSWER_FRAME_CHARS - len(query)
     try:
-        return _search(events, targets, query, checkpoint, limit, spans, index)
+        return _search(events, targets, query, checkpoint, Bound(limit, room), spans, index)
     finally:
         spans.flush()  # the spans lower-cased by this search, stored in one write
 
@@ -214,18 +219,18 @@ def _search(
     targets: list[Checkpoint],
     query: str,
     checkpoint: object,
-    limit: int,
+    bound: Bound,
     spans: SpanCache,
     index: EventsByType | None,
 ) -> ToolOutput:
-    found = _scan(events, targets, query, limit, spans)
-    widened: _Found | None = None
+    found = scan(events, targets, query, bound, spans)
+    widened: Found | None = None
     others: list[Checkpoint] = []
     if checkpoint is not None and not found.matched:
         # a checkpoint's footer may name a wider range than its own span (a state folds the
         # whole pass): rather than send the model away empty-handed, search everything
         others = [c for c in list_checkpoints(events, index) if c.id != targets[0].id]
-        widened = _scan(events, others, query, limit, spans)
+        widened = scan(events, others, query, bound, spans)
     header = (
         f"Found {found.matched} match(es) across {found.checkpoints} checkpoint(s) "
         f"(scanned {len(targets)}) for {query!r}."
@@ -240,17 +245,26 @@ def _search(
             f" Every other checkpoint: {widened.matched} match(es) across "
             f"{widened.checkpoints} checkpoint(s) (scanned {len(others)})."
         )
-        return ToolOutput(_hits_text(header, widened), meta=meta)
-    meta = {"scanned": len(targets), "matched": found.matched, "truncated": found.truncated}
+        return ToolOutput(hits_text(header, widened), meta=meta)
+    meta = {
+        "scanned": len(targets),
+        "matched": found.matched,
+        "truncated": found.truncated,
+    }
     if not found.matched:
         words = search_words(events, [*targets, *others], query_terms(query), spans)
         if words.count:
             meta["byWords"] = words.count
             hits = [
                 (hit, spans.message(events, hit.checkpoint, hit.index), locate(events, hit, spans))
-                for hit in words.best(limit)
+                for hit in words.best(bound.limit)
             ]
-            text = _word_hits_text(header, query_terms(query), words.count, hits)
+            lines = [
+                f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, *place)}"
+                for hit, message, place in hits
+            ]
+            shown = bound.fitting(lines)
+            text = word_hits_text(header, query_terms(query), words.count, hits, lines[:shown])
             return ToolOutput(text, meta=meta)
         plausible = targets[-1].id
         which = "the checkpoint searched" if checkpoint is not None else "the most recent one"
@@ -260,71 +274,7 @@ def _search(
             f'history_read with checkpoint "{plausible}" ({which}).'
         )
         return ToolOutput(text, meta=meta)
-    return ToolOutput(_hits_text(header, found), meta=meta)
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    hits: list[str]
-    matched: int
-    checkpoints: int
-
-    @property
-    def truncated(self) -> bool:
-        return self.matched > len(self.hits)
-
-
-def _scan(
-    events: Sequence[Event], targets: Sequence[Checkpoint], query: str, limit: int, spans: SpanCache
-) -> _Found:
-    """One snippet per matching message of ``targets``, at most ``limit``, in log order."""
-    needle = query.lower()
-    hits: list[str] = []
-    matched = checkpoints = 0
-    for target in targets:
-        found_here = False
-        for index, position in spans.matches(events, target, needle):
-            matched += 1
-            found_here = True
-            if len(hits) < limit:
-                message = spans.message(events, target, index)
-                shown = snippet(message, position, len(needle))
-                hits.append(f"[{target.id} #msg {index}] {shown}")
-        checkpoints += found_here
-    return _Found(hits, matched, checkpoints)
-
-
-def _hits_text(header: str, found: _Found) -> str:
-    if found.truncated:
-        header += (
-            f" Showing the first {len(found.hits)}; use a more specific query, pass a checkpoint, "
-            "or raise limit to see more."
-        )
-    return "\n\n".join([header, "\n".join(found.hits), READ_A_MATCH])
-
-
-def _word_hits_text(
-    header: str,
-    terms: Sequence[str],
-    total: int,
-    hits: Sequence[tuple[WordHit, str, tuple[int, int]]],
-) -> str:
-    """The answer when no message holds the query literally but ``total`` hold enough of its
-    words (``terms``); ``hits``: the best ones shown, each with its message and where its
-    snippet is centred (``locate``)."""
-    whole = sum(len(hit.held) == len(terms) for hit, _, _ in hits)
-    header += (
-        " The literal scan found nothing, so the query's words were looked for on their own "
-        f"(any order, any word form, stop words dropped): {total} message(s) hold at least half "
-        f"of its {len(terms)} word(s); best first."
-    )
-    if total > len(hits):
-        header += f" Showing the first {len(hits)} ({whole} holding all); raise limit to see more."
-    lines = [
-        f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, *place)}"
-        for hit, message, place in hits
-    ]
-    return "\n\n".join([header, "\n".join(lines), READ_A_MATCH])
+    return ToolOutput(hits_text(header, found), meta=meta)
 
 
 def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) -> tuple[str, ...]:
@@ -383,6 +333,7 @@ class HistorySearchTool:
         *,
         cache: SpanCache | None = None,
         span_dir: Path | None = None,
+        answer_chars: int = 8000,
     ) -> None:
         if not MIN_SEARCH_LIMIT <= search_limit <= MAX_SEARCH_LIMIT:
             raise ValueError(
@@ -393,6 +344,8 @@ class HistorySearchTool:
         self.cache = cache if cache is not None else SpanCache()
         self.span_dir = span_dir
         """Where the sessions' span files are (``<home>/cache/recall``); None: memory only."""
+        self.answer_chars = answer_chars
+        """An answer's size bound: ``read_budget_chars``, a ``history_read`` page."""
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return await asyncio.to_thread(self.search, args, ctx)
@@ -411,9 +364,20 @@ class HistorySearchTool:
                     limit=_or_default(args.get("limit"), self.search_limit),
                     cache=self.cache,
                     index=ctx.history_index,
+                    budget_chars=self.bound_chars(ctx),
                 )
             except RecallError as exc:
                 return error_output(exc)
+
+    def bound_chars(self, ctx: ToolContext) -> int:
+        """The answer's size bound: ``answer_chars``, and no more characters than the session's
+        window has tokens (about a quarter of it), so one answer is never pruned or compacted
+        before the model reads it."""
+        window = None
+        if ctx.history_index is not None:
+            routes = ctx.history_index.of_type(RequestContextEvent)
+            window = routes[-1].data.context_window if routes else None
+        return self.answer_chars if window is None else min(self.answer_chars, window)
 
 
 def recall_tools(settings: RecallSettings, *, span_dir: Path | None = None) -> list[Tool]:
@@ -423,7 +387,12 @@ def recall_tools(settings: RecallSettings, *, span_dir: Path | None = None) -> l
     cache = SpanCache()
     return [
         HistoryReadTool(settings.read_budget_chars, cache=cache),
-        HistorySearchTool(settings.search_limit, cache=cache, span_dir=span_dir),
+        HistorySearchTool(
+            settings.search_limit,
+            cache=cache,
+            span_dir=span_dir,
+            answer_chars=settings.read_budget_chars,
+        ),
     ]
 
 
