@@ -18,6 +18,7 @@ from dsh.recall import (
     ORPHANED_COMPACTION,
     PRIOR_STATE_LABEL,
     HistoryReadTool,
+    HistorySearchTool,
     list_checkpoints,
     read_checkpoint,
     render_span,
@@ -276,3 +277,37 @@ def test_an_offset_into_a_checkpoint_with_no_messages_says_there_are_none(monkey
     output = read_page(session, checkpoint.id, 1)
     assert output.is_error and output.code == INVALID_OFFSET
     assert "which has no messages (offset 0)" in output.text and "0–" not in output.text
+
+
+def test_every_refusal_of_a_recall_tool_reads_its_code_bad_arguments_too():
+    """The audit's bad calls (finding 8): a wrong type, an unknown argument or invalid JSON
+    answered ``history_search: limit must be an integer, got string`` with no code in the text
+    the model reads, while the tools' own refusals read ``INVALID_ARGUMENT: …``."""
+    session, checkpoint = long_span()
+    registry = ToolRegistry([HistoryReadTool(), HistorySearchTool()])
+    ctx = ToolContext(
+        workspace=Path("/tmp"), session_id=session.id, call_id="c", history=session.events
+    )
+
+    def call(name: str, arguments: str):
+        return asyncio.run(registry.execute("c", name, arguments, ctx, ApprovalPolicy("read-only")))
+
+    for name, arguments in [
+        ("history_search", '{"query": "ZEBRA", "limit": "5"}'),
+        ("history_search", '{"query": "ZEBRA", "limit": 2.5}'),
+        ("history_search", '{"query": "ZEBRA", "limit": true}'),
+        ("history_search", '{"query": 12345}'),
+        ("history_search", '{"query": "ZEBRA", "checkpoint": 180}'),
+        ("history_search", '{"query": "ZEBRA", "bogus": 1}'),
+        ("history_search", '{"query": "   "}'),
+        ("history_search", "not json at all"),
+        ("history_search", "[1]"),
+        ("history_read", '{"offset": 1}'),
+        ("history_read", f'{{"checkpoint": "{checkpoint.id}", "offset": "2"}}'),
+        ("history_read", '{"checkpoint": "c5x"}'),
+    ]:
+        output = call(name, arguments)
+        assert output.is_error and output.code == INVALID_ARGUMENT, arguments
+        assert output.text.startswith("INVALID_ARGUMENT: "), output.text
+    offset = call("history_read", f'{{"checkpoint": "{checkpoint.id}", "offset": -1}}')
+    assert offset.text.startswith(f"{INVALID_OFFSET}: ")

@@ -291,6 +291,8 @@ class HistoryReadTool:
     kind: ToolKind = "read"
     description: str = HISTORY_READ_DESCRIPTION
     parameters: dict[str, Any] = HISTORY_READ_PARAMETERS
+    codes_in_text: bool = True
+    """Every refusal reads ``CODE: …``, a bad argument the registry's schema check finds too."""
 
     def __init__(self, read_budget_chars: int = 8000, *, cache: SpanCache | None = None) -> None:
         if read_budget_chars < 1:
@@ -326,6 +328,8 @@ class HistorySearchTool:
     kind: ToolKind = "read"
     description: str = HISTORY_SEARCH_DESCRIPTION
     parameters: dict[str, Any] = HISTORY_SEARCH_PARAMETERS
+    codes_in_text: bool = True
+    """Every refusal reads ``CODE: …``, a bad argument the registry's schema check finds too."""
 
     def __init__(
         self,

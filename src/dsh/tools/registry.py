@@ -4,9 +4,11 @@
 model can make — an unknown tool, arguments that are not a JSON object, a missing, unknown or
 wrongly typed key — comes back as an error output with a code (``UNKNOWN_TOOL``,
 ``INVALID_ARGUMENT``), as does a denial (``DENIED``), a ``ToolError`` (its own code) and any other
-exception inside a tool (``TOOL_FAILED``). Only cancellation propagates. Every output, success or
-error, has known secret values masked (``SecretPolicy.mask``) before it is returned; ``masked``
-does the same for a cancelled call's answer, made by the loop from what the tool left.
+exception inside a tool (``TOOL_FAILED``); a tool with ``codes_in_text`` (the recall tools)
+gets the code at the start of a bad-argument answer's text too. Only cancellation propagates.
+Every output, success or error, has known secret values masked (``SecretPolicy.mask``) before it
+is returned; ``masked`` does the same for a cancelled call's answer, made by the loop from what
+the tool left.
 """
 
 from __future__ import annotations
@@ -102,7 +104,9 @@ class ToolRegistry:
         try:
             args = parse_arguments(arguments_json, tool.parameters)
         except ToolError as exc:
-            return _error(f"{name}: {exc}", exc.code)
+            # a tool whose own refusals read ``CODE: …`` (the recall tools) gets that form here too
+            coded = f"{exc.code}: " if getattr(tool, "codes_in_text", False) else ""
+            return _error(f"{coded}{name}: {exc}", exc.code)
         try:
             decision = await policy.decide(tool, args, ctx)
         except Exception as exc:
