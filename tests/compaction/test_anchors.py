@@ -3,6 +3,7 @@ and "Checkpoints hold only what the conversation said")."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -347,3 +348,44 @@ def test_settings_beside_labels_and_type_like_words_stay_config_anchors():
         "int = 5",
         "timeout=timeout_s",
     ]
+
+
+@given(
+    name=st.from_regex(r"[A-Z][A-Z0-9_]{2,20}[0-9_][A-Z0-9_]{0,5}", fullmatch=True),
+    before=st.sampled_from(["token: ", "Tool result: ", "export KEY=", "the value is ", ""]),
+)
+def test_a_masked_secrets_placeholder_is_never_an_anchor(name, before):
+    """The audit's keyword lines listed ``id: AUDIT_API_TOKEN``: the masking placeholder's
+    variable name, which dsh wrote and nobody said (finding 9)."""
+    text = f"{before}[masked {name}] and [masked {name}, OTHER_1]."
+    anchors = extract_anchors(text)
+    assert not any(name in a.text or "masked" in a.text for a in anchors), anchors
+
+
+def test_a_name_said_outside_the_placeholder_is_still_an_anchor():
+    anchors = extract_anchors(
+        "set AUDIT_API_TOKEN first; cat secret.txt gave [masked AUDIT_API_TOKEN]"
+    )
+    assert Anchor("id", "AUDIT_API_TOKEN") in anchors
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "seq 1 9000 | sed 's/^/line-3-entry /' > out.txt",
+        "sed -i 's/port = 8080/port = 9090/g' conf/net.toml",
+        "sed -e s/foo/bar_baz/g -e 's/\\/old\\/dir/new/' conf/net.toml",
+        "perl -pe 's/v1\\/api/v2\\/api/' conf/net.toml",
+    ],
+)
+def test_no_path_is_cut_out_of_a_sed_substitution(command):
+    """``path: /line-3-entry`` came out of ``sed 's/^/line-3-entry /'``: the slashes of a sed
+    substitution delimit a regex and its replacement; the real path beside it stays."""
+    paths = [a.text for a in extract_anchors(f"Tool result: {command}") if a.kind == "path"]
+    assert paths == ["conf/net.toml"] or paths == ["out.txt"], paths
+
+
+def test_paths_with_an_s_segment_or_in_a_sed_with_other_delimiters_stay_paths():
+    text = "read docs/s/a/b.md and ./s/x/y.py; sed 's|/usr/lib|/opt/lib|' run.sh"
+    paths = [a.text for a in extract_anchors(text) if a.kind == "path"]
+    assert paths == ["docs/s/a/b.md", "./s/x/y.py", "/usr/lib", "/opt/lib", "run.sh"]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dsh.compaction.anchor_patterns import BLOCKED_BY, EXTRACTION_ORDER, NEEDLES, PATTERNS
+from dsh.tools.secrets import MASK
 
 KINDS = ("error", "path", "id", "value", "config", "quoted")
 """Anchor kinds, in the order a keyword line shows them."""
@@ -50,6 +51,13 @@ _NOT_CONFIG_KEYS = frozenset({"error", "warning", "note", "hint", "info", "debug
 _DIFF_HEADER = re.compile(r"(?:^|\s)(?:---|\+\+\+|diff --git) ", re.MULTILINE)
 """A diff header before a path on its line: at the line's start or after a label or a line
 number (a rendered tool result begins ``Tool result: diff --git a/…``)."""
+_MASK_HEAD, _MASK_TAIL = MASK.split("{name}")
+_MASKED = re.compile(re.escape(_MASK_HEAD) + r"[^\[\]\n]+" + re.escape(_MASK_TAIL))
+"""A masked secret's placeholder (``[masked AUDIT_API_TOKEN]``): dsh wrote it, nobody said it,
+so no anchor of any kind is taken from it."""
+_SED_SUBSTITUTION = re.compile(r"(?<![\w/.~-])s/(?:[^/\\\n]|\\.)*/(?:[^/\\\n]|\\.)*/[A-Za-z0-9]*")
+"""A sed substitution ``s/regex/replacement/flags``: code, whose slashes delimit a regex and
+its replacement — ``/line-3-entry`` out of ``s/^/line-3-entry /`` is no path."""
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("<", ">"))
 _QUOTES = "\"'`"
 
@@ -73,10 +81,14 @@ def extract_anchors(
             needed.update(BLOCKED_BY[kind])
     # One byte per character and kind: 1 where a match of that kind was taken (linear time).
     taken = {kind: bytearray(len(text)) for kind in KINDS}
+    masked = bytearray(len(text))  # 1 inside a masked secret's placeholder: no kind's
+    if _MASK_HEAD in text:
+        for match in _MASKED.finditer(text):
+            masked[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     found: list[tuple[int, int, str]] = []  # (start, kind index, anchor text)
     lowered = text.lower() if prefilter else ""
     for kind in (k for k in EXTRACTION_ORDER if k in needed):
-        blockers = [taken[kind]] + [taken[other] for other in BLOCKED_BY[kind]]
+        blockers = [masked, taken[kind]] + [taken[other] for other in BLOCKED_BY[kind]]
         for pattern, needles in zip(PATTERNS[kind], NEEDLES[kind], strict=True):
             if prefilter and needles is not None and needles.absent(text, lowered):
                 continue  # no match can exist: skip the scan
@@ -142,13 +154,21 @@ _TYPE_NAMES = frozenset({"int", "str", "float", "bool", "bytes", "list", "dict",
 
 def _path_text(path: str, text: str, start: int) -> str:
     """Drop git's ``a/``/``b/`` on diff headers (the header may follow a label or a line
-    number on its line); refuse ``8080/tcp``, ``1/2`` and ``and/or``."""
+    number on its line); refuse ``8080/tcp``, ``1/2``, ``and/or`` and any piece of a sed
+    substitution (``s/^/line-3-entry /``: its slashes delimit a regex, not directories)."""
     segments = path.split("/")
     if segments[0].isdigit():
         return ""
     if len(segments) == 2 and all(segment.isalpha() for segment in segments):
         return ""  # prose like "and/or" or "client/server"
     line_start = text.rfind("\n", 0, start) + 1
+    if "s/" in text[line_start : start + len(path)]:
+        line_end = text.find("\n", start)
+        for expression in _SED_SUBSTITUTION.finditer(
+            text, line_start, len(text) if line_end < 0 else line_end
+        ):
+            if expression.start() < start + len(path) and start < expression.end():
+                return ""
     if path[:2] in ("a/", "b/") and _DIFF_HEADER.search(text, line_start, start):
         return path[2:]
     return path
