@@ -102,8 +102,13 @@ class Lab:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def session_of(stdout: str) -> str:
-    return stdout.strip().splitlines()[-1].removeprefix("session: ")
+def session_of(stderr: str) -> str:
+    """The id ``dsh run`` names on stderr (``session: ID``) as its first turn starts."""
+    return next(
+        line.removeprefix("session: ")
+        for line in stderr.splitlines()
+        if line.startswith("session: ")
+    )
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -182,7 +187,7 @@ def step_tool_turn(lab: Lab) -> tuple[list[Row], str | None]:
     done, seconds = lab.dsh("run", *lab.route(), "--max-steps", "4", TOOL_PROMPT)
     if "session:" not in done.stdout:
         return [Row("dsh run turn + window", False, seconds, done.stderr.strip()[-200:])], None
-    sid = session_of(done.stdout)
+    sid = session_of(done.stderr)
     events = lab.events(sid)
     windows = [e["data"].get("contextWindow") for e in of_type(events, "request/context")]
     calls = [e["data"] for e in of_type(events, "tool/call")]
@@ -228,7 +233,7 @@ def long_history(lab: Lab, turns: int, chars: int, **settings: str) -> str:
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"seeding failed: {done.stderr.strip()}")
-    return session_of(done.stdout)
+    return session_of(done.stderr)
 
 
 def step_overflow(lab: Lab) -> Row:

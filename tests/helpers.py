@@ -346,3 +346,12 @@ def writer_in_child_process(
     finally:
         child.kill()
         child.wait(timeout=10)
+
+
+def run_session_id(stderr: str | bytes) -> str:
+    """The session id ``dsh run`` names on stderr (``session: ID``, before its first turn)."""
+    text = stderr.decode() if isinstance(stderr, bytes) else stderr
+    for line in text.splitlines():
+        if line.startswith("session: "):
+            return line.removeprefix("session: ")
+    raise AssertionError(f"no session line on stderr: {text!r}")

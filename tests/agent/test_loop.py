@@ -192,7 +192,7 @@ def test_an_overflow_handler_that_changes_nothing_ends_the_turn_after_one_try(ha
 def test_max_steps_stops_a_model_that_keeps_calling_tools(harness: Harness):
     loop_forever = {"toolCalls": [{"name": "list_dir", "arguments": {}}]}
     result = run(harness.agent([loop_forever] * 5, max_steps=3).run_turn("go"))
-    assert result.reason == "aborted" and "max_steps" in (result.error or "")
+    assert result.reason == "max-steps" and "max_steps" in (result.error or "")
     assert harness.types().count("step/start") == 3
     assert harness.session.tool_pairing_balanced_after(harness.session.nodes[-1])
 

@@ -130,7 +130,7 @@ def test_the_turn_stops_when_one_read_got_the_same_result_the_limit_times(harnes
     script = [reply(read()), reply(read(), read()), reply(read()), {"text": "never"}]
     agent = harness.agent(script, max_repeated_calls=3)
     result = run(agent.run_turn("go"))
-    assert result.reason == "aborted"
+    assert result.reason == "repeated-calls"  # a limit of its own, not a cancel's "aborted"
     assert result.error == (
         'the model called read_file {"path":"a.txt"} 3 times in this turn and got the same '
         "result each time (tools.max_repeated_calls = 3)"
@@ -203,7 +203,7 @@ def test_a_result_the_model_no_longer_sees_is_not_counted(harness: Harness):
 def test_arguments_that_are_not_json_are_quoted_on_the_stop_line(harness: Harness):
     broken = {"name": "read_file", "arguments": '{\n "path": '}  # cut mid-object
     result = run(harness.agent([reply(broken)] * 3, max_repeated_calls=2).run_turn("go"))
-    assert result.reason == "aborted" and "\n" not in (result.error or "")
+    assert result.reason == "repeated-calls" and "\n" not in (result.error or "")
     assert result.error is not None
     assert result.error.startswith('the model called read_file "{\\n \\"path\\": " 2 times')
     assert [noted(t) for t in texts(harness)] == [False, True]

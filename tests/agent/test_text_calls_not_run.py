@@ -141,7 +141,7 @@ def test_after_the_last_step_max_steps_allows_no_note_is_logged_that_no_call_wou
     first = f"Let me look.\n```json\n{READ}\n```\nNow the fix:\n```json\n{EDIT}\n```\nDone!"
     recording = agent_for(harness, [first, "never asked"], max_steps=1)
     result = run(harness.ran.run_turn("fix the bug"))  # type: ignore[attr-defined]
-    assert result.reason == "aborted" and result.error == "stopped after 1 steps (max_steps)"
+    assert result.reason == "max-steps" and result.error == "stopped after 1 steps (max_steps)"
     assert len(recording.requests) == 1
     assert [r.data.text_calls_not_run for r in replies(harness)] == [("edit_file",)]
     assert notices(harness) == []

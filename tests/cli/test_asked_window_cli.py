@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import run_session_id
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import Canned, FakeServer, json_ok, openai_text
 
@@ -38,7 +39,7 @@ def first_session(tmp_path: Path, server: FakeServer, n_ctx: int, *flags: str) -
     server.queue(openai_text("first answer"))
     first = dsh(tmp_path, server.url + "/v1", *flags, "hello")
     assert first.returncode == 0, first.stderr
-    return first.stdout.splitlines()[-1].removeprefix("session: ")
+    return run_session_id(first.stderr)
 
 
 def logged(stdout: str, kind: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str | bytes, env, cwd, stdin: bytes = b""):
@@ -38,7 +39,7 @@ def script(tmp_path) -> Path:
 
 def test_a_non_utf8_prompt_argument_leaves_a_resumed_session_untouched(tmp_path, env, script):
     first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    session_id = first.stdout.decode().splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     before = event_types(session_id, env=env, cwd=tmp_path)
 
     bad = dsh("run", "--session", session_id, b"caf\xe9", env=env, cwd=tmp_path)

@@ -16,6 +16,7 @@ from dsh.events import SessionSettingsEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 from tests.llm.fake_server import Canned, FakeServer, Recorded, openai_text
 
 PROXIES = {"http_proxy", "https_proxy", "all_proxy"}
@@ -48,7 +49,7 @@ def scripted_session(tmp_path: Path, env: dict[str, str]) -> str:
     ran = dsh("run", "--context-window", "8000", "--script", str(script), "first",
               env=env, cwd=tmp_path)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     for i in range(3):
         more = dsh("run", "--session", session_id, "--script", str(script), f"q{i} " + "z" * 1500,
                    env=env, cwd=tmp_path)  # fmt: skip

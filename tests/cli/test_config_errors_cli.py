@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.cli.test_run_cli import dsh, env, write_script  # noqa: F401
+from tests.helpers import run_session_id
 
 
 def session_files(home):
@@ -37,7 +38,7 @@ def test_an_unknown_summariser_provider_creates_no_session(tmp_path, env):  # no
 def test_a_config_error_on_resume_appends_nothing_and_holds_no_lock(tmp_path, env):  # noqa: F811
     script = write_script(tmp_path / "s.json", [{"text": "first"}, {"text": "second"}])
     first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     log = next((tmp_path / "home" / "sessions").rglob("session.jsonl"))
     before = log.read_bytes()
     failed = dsh(

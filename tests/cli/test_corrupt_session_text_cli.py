@@ -17,6 +17,7 @@ import pytest
 from dsh.store import JsonlStore, SqliteStore
 from dsh.transcript.listing import session_summaries
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str, env, cwd) -> subprocess.CompletedProcess[str]:
@@ -69,7 +70,7 @@ def test_a_corrupt_sessions_title_closes_its_brackets_and_repair_names_the_place
     script.write_text(json.dumps([{"text": "hi"}, {"text": "again"}]))
     ran = dsh("run", "--script", str(script), "hello there", env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     healthy = dsh("sessions", "list", env=env, cwd=tmp_path)  # the summary cache covers it now
     assert f"{session_id}  " in healthy.stdout and "UNREADABLE" not in healthy.stdout
     unit, number = change_a_byte(env, backend, session_id)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str, env, cwd) -> subprocess.CompletedProcess[str]:
@@ -31,7 +32,7 @@ def sqlite_sessions(tmp_path: Path, env: dict[str, str], count: int = 2) -> list
     for i in range(count):
         ran = dsh("run", "--script", str(script), f"hello {i}", env=env, cwd=tmp_path)
         assert ran.returncode == 0, ran.stderr
-        ids.append(ran.stdout.splitlines()[-1].removeprefix("session: "))
+        ids.append(run_session_id(ran.stderr))
     moved = dsh("sessions", "migrate", "--to", "sqlite", env=env, cwd=tmp_path)
     assert moved.returncode == 0 and f"moved {count} session(s)" in moved.stdout, moved.stderr
     env["DSH_STORE_BACKEND"] = "sqlite"
@@ -145,7 +146,7 @@ def test_moving_a_damaged_database_aside_as_told_starts_a_new_one_and_keeps_it(
 
     assert listed.returncode == 0 and listed.stdout.startswith("no sessions"), listed.stderr
     assert ran.returncode == 0, ran.stderr
-    new = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    new = run_session_id(ran.stderr)
     assert dsh("sessions", "list", env=env, cwd=tmp_path).stdout.startswith(new)
     assert (aside / "dsh.sqlite3").read_bytes() == damaged
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from dsh.errors import ERROR_LINE_CHARS
 from dsh.store import JsonlStore
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 from tests.hostile_errors import HOSTILE, assert_shown_as_error_line, unopenable_session
 
 
@@ -43,7 +44,7 @@ def test_a_file_the_os_refuses_is_one_bounded_line(tmp_path: Path, env: dict[str
     script = tmp_path / "s.json"
     script.write_text('[{"text": "hi"}]')
     ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    session_id = ran.stdout.decode().splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     # a name of many parts (each within NAME_MAX) under a directory that does not exist
     target = tmp_path / "no-such-dir" / HOSTILE[:40] / (("x" * 200 + "/") * 9) / "out.md"
     done = dsh("sessions", "export", session_id, "-o", str(target), env=env, cwd=tmp_path)

@@ -9,6 +9,7 @@ import json
 from dsh.agent.step_outcome import CUT_TEXT_CALL_NOT_RUN
 from tests.cli.test_run_cli import dsh, env, write_script
 from tests.cli.test_undo_cli import edit_session
+from tests.helpers import run_session_id
 
 __all__ = ["env"]  # the fixture, shared with dsh run's tests
 
@@ -34,8 +35,8 @@ def test_sessions_show_labels_the_output_limit_notice_as_context(tmp_path, env):
         tmp_path / "s.json", [{"text": cut_call, "finish": "max-tokens"}, {"text": "Sorry."}]
     )
     env = {**env, "DSH_PROVIDER_TEXT_TOOL_CALLS": "true"}
-    out = dsh("run", "--script", str(script), "make x", env=env, cwd=tmp_path).stdout
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    ran = dsh("run", "--script", str(script), "make x", env=env, cwd=tmp_path)
+    session_id = run_session_id(ran.stderr)
     events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
     sources = [json.loads(line)["data"].get("source") for line in events.stdout.splitlines()]
     assert {"kind": "plugin", "plugin": "output-limit"} in sources  # the notice was logged

@@ -15,6 +15,7 @@ from pathlib import Path
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def with_default_sigint() -> None:
@@ -67,14 +68,14 @@ def test_ctrl_c_during_run_cancels_the_turn_and_exits_130(tmp_path, env):
     script.write_text(
         json.dumps([{"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}])
     )
-    status, out, err = signalled(
+    status, _, err = signalled(
         ["run", "--yes", "--script", str(script), "wait for it"],
         env=env,
         cwd=tmp_path,
         ready=lambda child: wait_for(started, child),
     )
 
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(err)
     assert status == 130, err
     assert f"stopped by SIGINT; continue with --session {session_id}" in err
     assert "Traceback" not in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli.test_run_cli import dsh, env, write_script
+from tests.helpers import run_session_id
 
 __all__ = ["env"]  # the fixture, shared with dsh run's tests
 
@@ -16,7 +17,7 @@ def run_and_show(tmp_path: Path, env) -> str:
     (workspace / "a.txt").write_text("the answer is 42\n")
     script = write_script(tmp_path / "s.json", [{"text": "It says 42."}])
     done = dsh("run", "--script", str(script), "what does @a.txt say?", env=env, cwd=workspace)
-    session_id = done.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(done.stderr)
     return dsh("sessions", "show", session_id, env=env, cwd=workspace).stdout
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str, env, cwd) -> subprocess.CompletedProcess[str]:
@@ -22,7 +23,7 @@ def test_export_into_a_missing_directory_is_one_line(tmp_path, env):
     script = tmp_path / "s.json"
     script.write_text(json.dumps([{"text": "hi"}]))
     ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     target = tmp_path / "no-such-dir" / "out.md"
 
     done = dsh("sessions", "export", session_id, "-o", str(target), env=env, cwd=tmp_path)
@@ -75,7 +76,7 @@ def test_export_to_a_full_disk_names_the_file_it_could_not_write(tmp_path, env):
     script = tmp_path / "s.json"
     script.write_text(json.dumps([{"text": "hi"}]))
     ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
 
     done = dsh("sessions", "export", session_id, "-o", "/dev/full", env=env, cwd=tmp_path)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_security_cli import DSH, bash_script, log_of, tool_results
+from tests.helpers import run_session_id
 from tests.tools.test_keeper import parent_of, the_idle_call_keeper
 from tests.tools.test_shell import alive, read_pid
 
@@ -80,15 +81,15 @@ def finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return out, err
 
 
-def result_texts(env: dict[str, str], out: str) -> list[str]:
+def result_texts(env: dict[str, str], err: str) -> list[str]:
     return [
         r["message"]["content"][0]["content"][0]["text"]
-        for r in tool_results(env, session_id_of(out))
+        for r in tool_results(env, session_id_of(err))
     ]
 
 
-def session_id_of(out: str) -> str:
-    return out.splitlines()[-1].removeprefix("session: ")
+def session_id_of(err: str) -> str:
+    return run_session_id(err)
 
 
 def decoded_tokens(text: str) -> list[bytes]:
@@ -157,10 +158,10 @@ def test_a_command_reads_its_own_environment_but_not_dsh_s_key_under_proc(
     env |= {"DEEPSEEK_API_KEY": KEY, "VISIBLE_SETTING": "plain-value-42"}
     proc = start_dsh(tmp_path, env, WALK_UP, None)
     out, err = finish(proc)
-    (text,) = result_texts(env, out)
+    (text,) = result_texts(env, err)
     walk = sections(text)
 
-    log = log_of(env, session_id_of(out))
+    log = log_of(env, session_id_of(err))
     assert KEY not in log + out + err
     for seen in [*strings_in(log), out, err]:
         assert not any(KEY.encode() in block for block in decoded_tokens(seen)), "base64 of it"
@@ -183,9 +184,9 @@ def test_what_a_command_leaves_running_stays_under_dsh_is_reaped_and_dies_with_i
         'echo "waiter left: $(cat /proc/$w/stat)"'
     )
     proc = start_dsh(tmp_path, env, LEAVE_BEHIND, check, None)
-    out, _ = finish(proc)
+    _, err = finish(proc)
     workspace = tmp_path / "ws"
-    _, seen = result_texts(env, out)
+    _, seen = result_texts(env, err)
 
     # after the call that started them, they still run, under the call's keeper, under dsh's
     # keeper, under dsh
@@ -231,7 +232,7 @@ def test_an_mcp_server_dsh_starts_is_an_ordinary_process_again(
     (home / "config.toml").write_text(toml_server("test", env={"MCP_TEST_PID_FILE": str(pid_file)}))
     look = f"tr '\\0' '\\n' < /proc/$(cat {pid_file})/environ | grep -c MCP_TEST_PID_FILE"
     proc = start_dsh(tmp_path, env, WALK_UP, look, None)
-    out, _ = finish(proc)
-    walk, seen = result_texts(env, out)
+    _, err = finish(proc)
+    walk, seen = result_texts(env, err)
     assert "Permission denied" in sections(walk)[str(proc.pid)][1]  # dsh: closed
     assert seen.strip() == "1"  # its child, the server: readable like any process of yours

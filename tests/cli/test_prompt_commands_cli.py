@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from tests.cli.test_run_cli import dsh, env, write_script
+from tests.helpers import run_session_id
 
 __all__ = ["env"]  # the fixture, shared with dsh run's tests
 
@@ -40,7 +41,7 @@ def test_run_sends_a_prompt_commands_text_and_an_unknown_name_as_typed(tmp_path,
         env=env,
         cwd=workspace,
     )
-    session_id = done.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(done.stderr)
     assert user_prompts(session_id, env, workspace) == [
         "Review src/app.py for bugs.",
         "Ship it.\n\ntoday",

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import run_session_id
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import (
     FakeServer,
@@ -66,7 +67,7 @@ def test_a_refused_prompt_among_several_runs_none_and_leaves_a_resumed_session_a
     server.queue(openai_text("first answer"))
     first = dsh(tmp_path, url, "hello")
     assert first.returncode == 0, first.stderr
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     (log,) = _logs(tmp_path)
     before = log.read_bytes()
     again = dsh(tmp_path, url, "--session", session_id, "a short one", "-", stdin=PASTE)
@@ -143,7 +144,7 @@ def test_a_prompt_that_overflows_the_server_is_kept_whole_through_recovery(
     server.queue(openai_text("noted"), openai_text("noted again"))
     first = dsh(tmp_path, url, "remember ZEBRA-7731 " + "please " * 300, "and this " * 300)
     assert first.returncode == 0, first.stderr
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     overflow = {
         "error": {
             "code": 400,
@@ -185,7 +186,7 @@ def test_a_refused_prompt_under_a_new_window_flag_leaves_the_session_s_settings_
     url = _llama(server)
     server.queue(openai_text("first answer"))
     first = dsh(tmp_path, url, "hello")
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     (log,) = _logs(tmp_path)
     before = log.read_bytes()
     prompt = "word " * 2400  # ~3k tokens: room in 8,192, none in 4,096
@@ -232,7 +233,7 @@ def test_the_flags_change_is_said_only_when_a_run_logs_it(
     url = _llama(server)
     server.queue(openai_text("first answer"))
     first = dsh(tmp_path, url, "hello")
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     prompt = "word " * 2400  # ~3k tokens: room in 8,192, none in 4,096
     refused = dsh(tmp_path, url, "--session", session_id, "--context-window", "4096", prompt)
     assert refused.returncode == 2

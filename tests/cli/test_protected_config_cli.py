@@ -14,6 +14,7 @@ import pytest
 import yaml  # type: ignore[import-untyped,unused-ignore]
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 LOOSENED = '[tools]\napproval = "auto"\n'
 COMMAND = "echo RAN-UNASKED > pwned.txt"
@@ -40,7 +41,7 @@ def bash_call(command: str) -> dict[str, Any]:
 
 
 def session_id(result: subprocess.CompletedProcess[str]) -> str:
-    return result.stdout.splitlines()[-1].removeprefix("session: ")
+    return run_session_id(result.stderr)
 
 
 def tool_errors(env: dict[str, str], sid: str) -> list[tuple[str, str]]:

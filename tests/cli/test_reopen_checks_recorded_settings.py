@@ -19,6 +19,7 @@ from dsh.config import Settings
 from dsh.events import RequestContext, RequestContextEvent, SessionSettingsEvent
 from dsh.store import JsonlStore
 from dsh.surface import Session
+from tests.helpers import run_session_id
 
 DSH = str(Path(sys.executable).with_name("dsh"))
 WARNING = "recorded settings that are no longer valid"
@@ -46,7 +47,7 @@ def recorded_by_an_older_dsh(
     """A session run once, then recorded with the windows a server reported before dsh had a
     lower bound (512 tokens, the budgets scaled to it): its id and its log file."""
     first = dsh(tmp_path, "run", "--script", answers(tmp_path, 1), "hello")
-    sid = first.stdout.strip().splitlines()[-1].removeprefix("session: ")
+    sid = run_session_id(first.stderr)
     home = tmp_path / "home"
     with Session.open(JsonlStore(home), sid, writable=True) as session:
         current = session_settings.latest(session)

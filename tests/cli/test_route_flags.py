@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from dsh.cli.main import cli, load_command
 from tests.cli.route_flag_values import CONFIG, FLAGS, has_the_flag_values
+from tests.helpers import run_session_id
 
 DSH = str(Path(sys.executable).with_name("dsh"))
 
@@ -177,8 +178,7 @@ def dsh(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProce
 
 def answered(done: subprocess.CompletedProcess[str]) -> tuple[str, str]:
     """``dsh run``'s first answer and its session id."""
-    lines = done.stdout.splitlines()
-    return lines[0], lines[-1].removeprefix("session: ")
+    return done.stdout.splitlines()[0], run_session_id(done.stderr)
 
 
 def write_script(tmp_path: Path) -> Path:

@@ -26,6 +26,7 @@ from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
 from tests.cli.test_interrupted_cli import signalled, wait_for
+from tests.helpers import run_session_id
 from tests.tools.test_shell import gone_soon, read_pid
 
 COMMAND = (
@@ -52,7 +53,7 @@ def test_a_signal_during_a_command_keeps_its_output_and_logs_what_stopped_the_tu
     script = tmp_path / "s.json"
     call = {"name": "bash", "arguments": {"command": COMMAND}}
     script.write_text(json.dumps([{"toolCalls": [call]}]))
-    status, out, err = signalled(
+    status, _, err = signalled(
         ["run", "--yes", "--script", str(script), "run the build"],
         env=env,
         cwd=tmp_path,
@@ -63,7 +64,7 @@ def test_a_signal_during_a_command_keeps_its_output_and_logs_what_stopped_the_tu
     assert status == 128 + signum, err
     assert "Traceback" not in err
     assert gone_soon(read_pid(tmp_path / "sleeper.pid"))
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(err)
     events = Session.open(JsonlStore(Path(env["DSH_HOME"])), session_id).events
     (answer,) = [e for e in events if isinstance(e, ToolResultEvent)]
     assert answer.data.error is not None and answer.data.error.code == "CANCELLED"

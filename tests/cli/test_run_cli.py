@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_session_id
+
 DSH = str(Path(sys.executable).with_name("dsh"))
 
 
@@ -38,11 +40,12 @@ def test_a_session_continues_across_processes_with_session(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"text": "first answer"}, {"text": "second"}])
     one = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
     assert one.stdout.splitlines()[0] == "first answer"
-    session_id = one.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(one.stderr)
     two = dsh(
         "run", "--script", str(script), "--session", session_id, "again", env=env, cwd=tmp_path
     )
-    assert two.stdout.splitlines() == ["second", f"session: {session_id}"]
+    assert two.stdout.splitlines() == ["second"]  # the answer alone: the id is on stderr
+    assert two.stderr == f"session: {session_id}\n"
     shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
     assert shown.index("User: hello") < shown.index("first answer") < shown.index("User: again")
     events = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=tmp_path)
@@ -89,13 +92,14 @@ def test_missing_api_key_names_the_variable_and_exits_2(tmp_path, env):
 
 
 def test_no_prompt_is_a_usage_error(tmp_path, env):
-    result = dsh(
-        "run",
-        "--script",
-        str(write_script(tmp_path / "s.json", [])),
+    result = subprocess.run(
+        [DSH, "run", "--script", str(write_script(tmp_path / "s.json", []))],
         env=env,
         cwd=tmp_path,
-        check=False,
+        stdin=subprocess.DEVNULL,  # no prompt there either
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2 and "PROMPT" in result.stderr
 
@@ -104,7 +108,7 @@ def test_a_failed_turn_exits_1_and_says_why(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"error": {"code": "AUTH", "message": "nope"}}])
     result = dsh("run", "--script", str(script), "hi", env=env, cwd=tmp_path, check=False)
     assert result.returncode == 1 and "AUTH" in result.stderr
-    assert result.stdout.startswith("session: ") or "session: " in result.stdout
+    assert result.stderr.startswith("session: ")
 
 
 def test_a_turn_that_ends_with_an_empty_reply_says_so(tmp_path, env):
@@ -137,7 +141,10 @@ def test_a_turn_cut_twice_at_the_output_limit_says_which_option_raises_it(tmp_pa
     call = {"name": "bash", "arguments": {"command": "echo RAN > ran.txt"}}
     cut = {"text": "Writing it.", "toolCalls": [call], "finish": "max-tokens"}
     script = write_script(tmp_path / "s.json", [cut, cut])
-    result = dsh("run", "--script", str(script), "--allow", "bash", "go", env=env, cwd=tmp_path)
+    result = dsh(
+        "run", "--script", str(script), "--allow", "bash", "go", env=env, cwd=tmp_path, check=False
+    )
+    assert result.returncode == 4  # cut at the output limit
     assert not (tmp_path / "ran.txt").exists()
     (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
     assert "twice in a row" in line and "provider.max_output_tokens" in line
@@ -148,7 +155,8 @@ def test_an_answer_cut_at_the_output_limit_is_printed_with_a_warning_naming_the_
 ):
     cut = {"text": "The steps are: first, open the", "finish": "max-tokens"}
     script = write_script(tmp_path / "s.json", [cut])
-    result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path)
+    result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 4  # a $? check does not take it for a complete answer
     assert result.stdout.startswith(cut["text"])  # the cut answer is still printed
     (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
     assert "cut at its output limit" in line and "may be incomplete" in line
@@ -165,7 +173,8 @@ def test_text_tool_calls_cut_twice_at_the_output_limit_run_nothing_and_name_the_
     cut = {"text": f'{call}\n{call}\n{{"name": "ba', "finish": "max-tokens"}
     script = write_script(tmp_path / "s.json", [cut, cut])
     env = {**env, "DSH_PROVIDER_TEXT_TOOL_CALLS": "true"}
-    result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path)
+    result = dsh("run", "--script", str(script), "--yes", "go", env=env, cwd=tmp_path, check=False)
+    assert result.returncode == 4
     assert not (tmp_path / "ran.txt").exists()
     assert result.stdout.startswith(call)  # the last reply is still printed
     (line,) = [x for x in result.stderr.splitlines() if "turn 1 stopped" in x]
@@ -175,8 +184,8 @@ def test_text_tool_calls_cut_twice_at_the_output_limit_run_nothing_and_name_the_
 def test_stats_reports_tokens_cache_ratio_steps_and_tool_calls(tmp_path, env):
     entries = [{"toolCalls": [{"name": "list_dir", "arguments": {}}]}, {"text": "done"}]
     script = write_script(tmp_path / "s.json", entries)
-    out = dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path).stdout
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    ran = dsh("run", "--script", str(script), "go", env=env, cwd=tmp_path)
+    session_id = run_session_id(ran.stderr)
     stats = dsh("sessions", "stats", session_id, env=env, cwd=tmp_path).stdout
     assert "steps              2" in stats
     assert "tool calls         1" in stats
@@ -210,10 +219,10 @@ def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, en
     entries = [{"text": f"answer {i} " + "detail " * 200} for i in range(6)]
     script = write_script(tmp_path / "s.json", entries)
     prompts = [f"question {i} " + "context " * 200 for i in range(6)]
-    out = dsh(
+    ran = dsh(
         "run", "--script", str(script), "--context-window", "8000", *prompts, env=env, cwd=tmp_path
-    ).stdout
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    )
+    session_id = run_session_id(ran.stderr)
     result = dsh("compact", session_id, "--focus", "question 2", env=env, cwd=tmp_path)
     assert result.stdout.startswith("Compacted ") and "history items (~" in result.stdout
     again = dsh("compact", session_id, env=env, cwd=tmp_path)
@@ -228,8 +237,8 @@ def test_compact_command_compacts_an_idle_session_and_says_how_much(tmp_path, en
 
 def test_compact_with_nothing_to_compact_appends_nothing(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"text": "short answer"}])
-    out = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path).stdout
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
+    session_id = run_session_id(ran.stderr)
     (log,) = (Path(env["DSH_HOME"]) / "sessions").glob(f"{session_id}/session.jsonl")
     before = log.read_bytes()
     for _ in range(2):
@@ -253,10 +262,10 @@ def test_compact_uses_the_budgets_of_the_sessions_own_model(tmp_path, env):
     home.mkdir(parents=True, exist_ok=True)
     config = home / "config.toml"
     config.write_text('[compaction.overrides."scripted:scripted"]\nretain_tokens = 7000\n')
-    out = dsh(
+    ran = dsh(
         "run", "--script", str(script), "--context-window", "8000", *prompts, env=env, cwd=tmp_path
-    ).stdout
-    session_id = out.splitlines()[-1].removeprefix("session: ")
+    )
+    session_id = run_session_id(ran.stderr)
     config.unlink()  # the session recorded the budgets of its model; the config no longer matters
     # with the override the whole session fits in the retained tail: nothing to compact
     result = dsh("compact", session_id, env=env, cwd=tmp_path)
@@ -337,14 +346,17 @@ def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is
         "dsh: error: turn 1 failed: CONNECTION: nothing listens at 127.0.0.1:1 (connection "
         "refused): is the server running?"
     )
-    assert lines[-1] == "dsh: error: the provider was never reached; no session was kept"
+    session_id = run_session_id(result.stderr)  # named as it started, then removed
+    assert lines[-1] == (
+        f"dsh: error: the provider was never reached; session {session_id} was not kept"
+    )
     # The only warning: the server could not be reached to ask its context window.
     warnings = [line for line in lines if line.startswith("dsh: warning:")]
     assert warnings == [
         f"dsh: warning: {url} could not be reached (connection refused) to ask its context "
         "window; assuming 128,000 tokens (set provider.context_window or --context-window)"
     ]
-    assert "session: " not in result.stdout
+    assert result.stdout == ""
     listed = dsh("sessions", "list", "--all", env=env, cwd=tmp_path)
     assert listed.stdout.strip() == "no sessions"  # no empty session left behind
 
@@ -352,11 +364,11 @@ def test_base_url_alone_reaches_an_openai_compatible_server_and_a_refused_one_is
 def test_a_resumed_session_that_cannot_connect_is_kept(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"text": "first answer"}])
     first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     url = "http://127.0.0.1:1/v1"
     args = ["run", "--session", session_id, "--base-url", url, "--model", "m", "--context-window"]
     again = dsh(*args, "8000", "more", env=env, cwd=tmp_path, check=False)
-    assert again.returncode == 1 and "no session was kept" not in again.stderr
+    assert again.returncode == 1 and "was not kept" not in again.stderr
     shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path)
     assert "first answer" in shown.stdout
 
@@ -375,7 +387,7 @@ def test_a_configuration_error_leaves_no_session_and_no_lock_file(tmp_path, env)
 def test_replay_alone_serves_the_recorded_session_not_the_configured_provider(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"text": "recorded answer"}])
     first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    recorded = first.stdout.splitlines()[-1].removeprefix("session: ")
+    recorded = run_session_id(first.stderr)
     env["DEEPSEEK_API_KEY"] = "sk-not-a-real-key"  # the configured default must not be called
     env["DSH_PROVIDER_BASE_URL"] = "http://127.0.0.1:9/v1"  # and could not be reached
 
@@ -383,7 +395,7 @@ def test_replay_alone_serves_the_recorded_session_not_the_configured_provider(tm
 
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.splitlines()[0] == "recorded answer"
-    session_id = replayed.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(replayed.stderr)
     settings = dsh("sessions", "show", session_id, "--view", "settings", env=env, cwd=tmp_path)
     assert settings.stdout.splitlines()[0].split() == ["provider.name", "replay"]
 
@@ -401,12 +413,12 @@ def test_replay_with_another_provider_is_a_usage_error(tmp_path, env):
 def test_continue_goes_on_with_the_session_used_last_in_this_workspace(tmp_path, env):
     script = write_script(tmp_path / "s.json", [{"text": "one"}, {"text": "two"}, {"text": "3"}])
     first = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
-    first_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    first_id = run_session_id(first.stderr)
     dsh("run", "--script", str(script), "another session", env=env, cwd=tmp_path)
     # the first session is used again, so it is the one used last
     dsh("run", "--script", str(script), "--session", first_id, "again", env=env, cwd=tmp_path)
     went_on = dsh("run", "--script", str(script), "-c", "and again", env=env, cwd=tmp_path)
-    assert went_on.stdout.splitlines()[-1] == f"session: {first_id}"
+    assert run_session_id(went_on.stderr) == first_id
     shown = dsh("sessions", "show", first_id, env=env, cwd=tmp_path).stdout
     assert shown.index("User: again") < shown.index("User: and again")
 
@@ -453,7 +465,6 @@ def test_a_new_session_whose_server_died_mid_reply_is_kept(tmp_path, env):
     assert result.returncode == 1
     assert "CONNECTION" in result.stderr
     assert "never reached" not in result.stderr
-    assert "session: " in result.stdout, (result.stdout, result.stderr)
-    session_id = result.stdout.strip().splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(result.stderr)
     shown = dsh("sessions", "show", session_id, env=env, cwd=tmp_path).stdout
     assert "The answer is forty" in shown

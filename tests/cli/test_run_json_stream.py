@@ -250,7 +250,7 @@ def test_a_text_call_after_the_last_step_max_steps_allows_is_said_and_no_note_is
                script(tmp_path, [{"text": reply}, {"text": "never"}]), "fix app.py",
                env=local, cwd=tmp_path)  # fmt: skip
 
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 3, done.stderr  # stopped at a limit
     stream = lines(done.stdout)
     said = [line["message"] for line in stream if line["type"] == "warning"]
     assert said == [
@@ -259,7 +259,7 @@ def test_a_text_call_after_the_last_step_max_steps_allows_is_said_and_no_note_is
         "turn 1 stopped: stopped after 1 steps (max_steps)",
     ]
     end = stream[-1]
-    assert (end["type"], end["reason"]) == ("turn_end", "aborted")
+    assert (end["type"], end["reason"]) == ("turn_end", "max-steps")
     events = Session.open(JsonlStore(Path(env["DSH_HOME"])), stream[0]["session"]).events
     notes = [
         e for e in events if isinstance(e, UserMessageEvent)

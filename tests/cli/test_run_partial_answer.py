@@ -22,6 +22,7 @@ import pytest
 
 from tests.cli.conftest import DSH
 from tests.cli.test_run_waiting import NOTICE, _read_rest, _read_until
+from tests.helpers import run_session_id
 from tests.llm.fake_server import Canned, FakeServer, oa_chunk, oa_tool_call, openai_stream
 
 PARTIAL = "The failing test expects 42, but"
@@ -108,8 +109,7 @@ def test_plain_output_prints_the_streamed_text_of_a_turn_that_failed_before_its_
     finally:
         held.set()
     assert done.returncode == 1, done.stderr
-    *answer, session_line = done.stdout.splitlines()
-    assert answer == [PARTIAL] and session_line.startswith("session: ")
+    assert done.stdout.splitlines() == [PARTIAL] and run_session_id(done.stderr)
     assert done.stdout.startswith(PARTIAL + "\n")
     (error,) = [line for line in done.stderr.splitlines() if line.startswith("dsh: error: ")]
     assert error.startswith(f"dsh: error: turn 1 failed: {code}")
@@ -182,7 +182,7 @@ def test_a_cut_reply_prints_its_text_and_no_tool_call_is_shown_or_run(
     streamed = dsh("run", "--yes", "--json-stream", *route(server), "fix it", env=env, cwd=tmp_path)
 
     assert (plain.returncode, streamed.returncode) == (1, 1)
-    assert plain.stdout.splitlines()[:-1] == [PARTIAL]
+    assert plain.stdout.splitlines() == [PARTIAL]
     assert "bash" not in plain.stdout and "touch" not in plain.stdout + plain.stderr
     lines = stream_lines(streamed.stdout)
     shown = [(line["type"], line.get("callId")) for line in lines if "callId" in line]
@@ -235,8 +235,7 @@ def test_sigterm_mid_stream_prints_the_text_streamed_so_far_to_a_pipe(
             child.kill()
         os.close(master)
     assert child.returncode == 128 + signal.SIGTERM, err
-    *answer, session_line = out.splitlines()
-    assert answer == [PARTIAL] and session_line.startswith("session: ")
+    assert out.splitlines() == [PARTIAL] and run_session_id(err)
     assert "stopped by SIGTERM" in err
     assert len(server.requests) == 1  # the second prompt never ran
 

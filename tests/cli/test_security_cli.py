@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import run_session_id
+
 DSH = str(Path(sys.executable).with_name("dsh"))
 KEY = "sk-test-0123456789abcdefghij"
 
@@ -45,7 +47,7 @@ def bash_script(path: Path, *steps: str | None) -> Path:
 
 
 def session_id(result: Any) -> str:
-    return str(result.stdout.splitlines()[-1].removeprefix("session: "))
+    return str(run_session_id(result.stderr))
 
 
 def log_of(env: dict[str, str], sid: str) -> str:

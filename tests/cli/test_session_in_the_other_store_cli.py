@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str, env, cwd) -> subprocess.CompletedProcess[str]:
@@ -29,7 +30,7 @@ def test_a_session_in_the_other_store_is_named_there_by_every_command(
     env["DSH_STORE_BACKEND"] = configured
     ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     moved = dsh("sessions", "migrate", "--to", kept, env=env, cwd=tmp_path)
     assert moved.returncode == 0, moved.stderr
     prefix = session_id[:15]

@@ -14,6 +14,7 @@ from dsh.events import SessionTitle
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 OSC_CSI_NEWLINE = "\x1b]0;pwned\x07\x1b[31m\nred"
 """A terminal title change (OSC, ended by a bell), a colour (CSI) and a second line."""
@@ -40,7 +41,7 @@ def test_a_first_prompt_with_escapes_is_listed_escaped_on_one_line(
     script = tmp_path / "s.json"
     script.write_text(json.dumps([{"text": "ok"}]))
     ran = dsh("run", "--script", str(script), f"fix {OSC_CSI_NEWLINE}", env=env, cwd=tmp_path)
-    session_id = ran.stdout.decode().splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     for _ in range(2):  # read whole, then from the summary cache
         row = row_of(dsh("sessions", "list", env=env, cwd=tmp_path), session_id)
         assert row.endswith(f"1 turn  fix {SHOWN}")

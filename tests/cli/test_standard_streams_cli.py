@@ -20,6 +20,7 @@ from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
 from tests.cli.test_interrupted_cli import wait_for
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str, env, cwd, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -47,7 +48,7 @@ def scripted_session(tmp_path: Path, env, *answers: str) -> str:
     prompts = [f"prompt {n}" for n in range(len(answers))]
     ran = dsh("run", "--script", str(script), *prompts, env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    return ran.stdout.splitlines()[-1].removeprefix("session: ")
+    return run_session_id(ran.stderr)
 
 
 def into_a_closed_pipe(*args: str, env, cwd) -> subprocess.CompletedProcess[str]:
@@ -135,9 +136,9 @@ def test_plain_run_cancels_the_running_turn_once_its_reader_goes_away(tmp_path, 
         with contextlib.suppress(OSError):  # a `cat` left waiting (the check failed) ends
             os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
 
-    assert (status, err) == (141, "")
     store = JsonlStore(Path(env["DSH_HOME"]))
     (header,) = store.list()
+    assert (status, err) == (141, f"session: {header.id}\n")  # said as it started: no more
     events = Session.open(store, header.id).events
     ends = [e.data.reason for e in events if isinstance(e, TurnEndEvent)]
     assert [end.kind for end in ends] == ["completed", "aborted"]
@@ -158,9 +159,9 @@ def test_run_with_stdout_closed_runs_its_turn_and_keeps_the_session_whole(tmp_pa
 
     done = in_shell(f'exec "$DSH" run --script "{script}" hello >&-', env=env, cwd=tmp_path)
 
-    assert (done.returncode, done.stderr) == (0, "")
     store = JsonlStore(Path(env["DSH_HOME"]))
     (header,) = store.list()
+    assert (done.returncode, done.stderr) == (0, f"session: {header.id}\n")
     events = Session.open(store, header.id).events
     ends = [e.data.reason.kind for e in events if type(e).__name__ == "TurnEndEvent"]
     assert ends == ["completed"]
@@ -173,5 +174,4 @@ def test_run_with_stderr_closed_still_answers_on_stdout(tmp_path, env):
     done = in_shell(f'exec "$DSH" run --script "{script}" hello 2>&-', env=env, cwd=tmp_path)
 
     assert done.returncode == 0
-    assert done.stdout.splitlines()[0] == "answered"
-    assert done.stdout.splitlines()[-1].startswith("session: ")
+    assert done.stdout == "answered\n"  # its session line went to the closed stderr

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from tests.cli.test_compact_keyless_cli import dsh
+from tests.helpers import run_session_id
 
 URL = "http://127.0.0.1:1/v1"
 REFUSAL = (
@@ -30,7 +31,7 @@ def test_dsh_run_refuses_a_summariser_url_with_the_extractive_summariser(
     assert not sessions.exists() or not any(sessions.iterdir())  # no session created
 
     ran = dsh("run", "--script", str(script), "first", env=env, cwd=tmp_path)
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     log = sessions / session_id / "session.jsonl"
     before = log.read_bytes()
     resumed = dsh("run", "--session", session_id, "--script", str(script),

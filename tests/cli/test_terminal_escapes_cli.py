@@ -30,7 +30,7 @@ from dsh.cli.main import cli
 from dsh.store import JsonlStore
 from dsh.surface import Session
 from tests.cli.conftest import DSH
-from tests.helpers import append_tool_turn
+from tests.helpers import append_tool_turn, run_session_id
 from tests.recall.builders import bracket
 
 ATTACK = "\x1b]0;PWNED_TITLE\x07\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x1b[Hhidden"
@@ -90,7 +90,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, s
     )
     assert done.returncode == 0, done.stderr
     stdout = done.stdout.decode()
-    session_id = stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(done.stderr)
     yield root / "home", session_id, stdout
 
 

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 EDIT = {"name": "edit_file", "arguments": {"path": "app.py", "old": "bug", "new": "fix"}}
 CLAIM = f"I will fix it.\n<tools>{json.dumps(EDIT)}</tools>\nThe tests passed: the bug is fixed."
@@ -42,9 +43,9 @@ def test_dsh_run_says_the_call_written_in_the_answer_was_not_run(
     done = dsh("run", "--script", "s.json", "fix the bug", env=local, cwd=ws)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(CLAIM)  # the answer as the model wrote it
-    assert done.stderr == f"dsh: warning: turn 1: {NOTE}\n"
+    session_id = run_session_id(done.stderr)
+    assert done.stderr == f"session: {session_id}\ndsh: warning: turn 1: {NOTE}\n"
     assert (ws / "app.py").read_text() == "bug\n"
-    session_id = done.stdout.splitlines()[-1].removeprefix("session: ")
     shown = dsh("sessions", "show", session_id, env=local, cwd=ws)
     assert f"The tests passed: the bug is fixed.\n({NOTE})" in shown.stdout
 

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 REFUSED = "dsh: error: the terminal UI reads keys from stdin, which is not a terminal; "
 
@@ -57,7 +58,7 @@ def test_resume_without_a_terminal_refuses_after_checking_the_id(tmp_path, env):
         [DSH, "run", "--script", str(script), "hello"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     log = Path(env["DSH_HOME"]) / "sessions" / session_id / "session.jsonl"
     before = log.read_bytes()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.agent.test_undo_kill import KILLED_UNDO
 from tests.cli.test_run_cli import dsh, env, write_script
+from tests.helpers import run_session_id
 
 __all__ = ["env"]  # the fixture, shared with dsh run's tests
 
@@ -23,9 +24,9 @@ def edit_session(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
     script = write_script(
         tmp_path / "s.json", [{"toolCalls": [call]}, {"toolCalls": [created]}, {"text": "done"}]
     )
-    out = dsh("run", "--yes", "--script", str(script), "edit it", env=env, cwd=workspace).stdout
+    ran = dsh("run", "--yes", "--script", str(script), "edit it", env=env, cwd=workspace)
     assert (workspace / "a.txt").read_bytes() == b"alpha\r\nBETA"
-    return workspace, out.splitlines()[-1].removeprefix("session: ")
+    return workspace, run_session_id(ran.stderr)
 
 
 def test_dsh_undo_reverts_the_last_turn_of_this_directorys_latest_session(tmp_path, env):

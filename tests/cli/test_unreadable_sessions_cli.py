@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 
 def dsh(*args: str, env, cwd, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -27,7 +28,7 @@ def scripted_session(tmp_path: Path, env) -> tuple[str, Path]:
     script.write_text(json.dumps([{"text": "hi"}, {"text": "again"}]))
     ran = dsh("run", "--script", str(script), "hello", env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
     return session_id, Path(env["DSH_HOME"]) / "sessions" / session_id / "session.jsonl"
 
 

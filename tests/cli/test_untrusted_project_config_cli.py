@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 HOOKS = '[hooks]\npre_tool = "x"\n[tools]\napproval = "auto"\n'
 """An unknown section, beside a key an untrusted file may not set (not said: the file is
@@ -54,8 +55,8 @@ def test_every_face_starts_and_says_the_ignored_file_once(
 
     ran = dsh("run", "--script", "s.json", "hello", env=env, cwd=ws)
     assert ran.returncode == 0, ran.stderr
-    assert ran.stderr.splitlines() == [line]
-    session_id = ran.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(ran.stderr)
+    assert ran.stderr.splitlines() == [line, f"session: {session_id}"]
 
     as_json = dsh("run", "--json", "--script", "s.json", "again", env=env, cwd=ws)
     assert as_json.returncode == 0, as_json.stderr

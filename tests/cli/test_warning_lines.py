@@ -14,6 +14,7 @@ from pathlib import Path
 from dsh.cli.warning_lines import OneLineFormatter
 from dsh.errors import WARNING_LINE_CHARS, error_line
 from tests.cli.conftest import DSH
+from tests.helpers import run_session_id
 
 OSC_CSI_NEWLINE = "\x1b]0;pwned\x07\x1b[31m\nred"
 """A terminal title change (OSC, ended by a bell), a colour (CSI) and a second line."""
@@ -76,14 +77,16 @@ def test_a_commands_warning_quoting_a_directory_name_reaches_stderr_escaped(
     script.write_text(json.dumps([{"text": "first"}, {"text": "second"}]))
     first = dsh("run", "--script", str(script), "hello", env=env, cwd=hostile)
     assert first.returncode == 0, first.stderr
-    session_id = first.stdout.decode().splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     again = dsh(
         "run", "--script", str(script), "--session", session_id, "--cwd", str(elsewhere), "again",
         env=env, cwd=tmp_path,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert b"\x1b" not in again.stdout
-    line = assert_one_clean_line(again.stderr)
+    named, rest = again.stderr.split(b"\n", 1)  # the session line first, then the warning
+    assert named == f"session: {session_id}".encode()
+    line = assert_one_clean_line(rest)
     shown = f"{tmp_path}/ws\\x1b]0;pwned\\x07\\x1b[31m red"
     assert line == (
         f"dsh: warning: session {session_id} ran in {shown}; its tools now run in {elsewhere} "

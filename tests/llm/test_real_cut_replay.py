@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.llm.types import CUT_REPLY
+from tests.helpers import run_session_id
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sessions" / "real-qwen2.5-coder-0.5b-cut.jsonl"
 DSH = str(Path(sys.executable).with_name("dsh"))
@@ -78,11 +79,11 @@ def test_a_keyless_replay_runs_only_the_uncut_call(tmp_path):
          prompt],
         env=env, cwd=workspace, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # cut at the output limit
     assert (workspace / "log.txt").read_text() == "x\n"  # one line: none of the 6 cut calls ran
     (warning,) = [x for x in done.stderr.splitlines() if "turn 1 stopped" in x]
     assert "twice in a row" in warning and "provider.max_output_tokens" in warning
-    replayed_id = done.stdout.strip().splitlines()[-1].removeprefix("session: ")
+    replayed_id = run_session_id(done.stderr)
     replayed = events_of(home / "sessions" / replayed_id / "session.jsonl")
     assert result_texts(replayed)[1:] == result_texts(recorded)[1:]  # the same NOT_RUN answers
     assert [e["data"] for e in of_type(replayed, "tool/call")] == [

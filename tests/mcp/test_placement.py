@@ -13,6 +13,7 @@ from dsh.config import McpServerSettings, load_settings, set_trust
 from dsh.tools.mcp.hub import McpHub
 from dsh.tools.secrets import SecretPolicy
 from tests.cli.test_run_cli import write_script
+from tests.helpers import run_session_id
 from tests.mcp.conftest import SERVER, server, toml_server
 from tests.mcp.test_run_with_mcp import configure, dsh
 
@@ -65,7 +66,7 @@ def test_a_module_a_repository_plants_is_not_what_python_m_runs(tmp_path, env):
     assert done.returncode == 0, done.stderr
     assert not planted.exists()  # the repository's file never ran
     assert "MCP server" not in done.stderr  # the user's server started, from its own place
-    session_id = done.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(done.stderr)
     shown = dsh("sessions", "show", session_id, "--view", "events", env=env, cwd=workspace)
     assert '"text": "42"' in shown.stdout or '"text":"42"' in shown.stdout
 

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.test_run_cli import DSH, write_script
+from tests.helpers import run_session_id
 from tests.mcp.conftest import process_is_gone, started_pids, toml_server
 
 ADD = {"name": "mcp__test__add", "arguments": {"a": 2, "b": 40}}
@@ -44,7 +45,7 @@ def run(tmp_path: Path, env: dict[str, str], *flags: str, calls=(ADD,), steps=No
     steps = steps or [{"toolCalls": list(calls)}]
     script = write_script(tmp_path / "s.json", [*steps, {"text": "done"}])
     done = dsh("run", "--script", str(script), *flags, "use the tool", env=env, cwd=tmp_path)
-    session_id = done.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(done.stderr)
     return done, events(env, tmp_path, session_id)
 
 

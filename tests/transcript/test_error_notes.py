@@ -48,3 +48,41 @@ def test_a_short_reason_is_noted_as_it_was_logged() -> None:
     (item,) = TranscriptProjector().feed(ended("aborted", "stopped after 3 steps (max_steps)"))
     assert isinstance(item, NoteItem)
     assert item.text == "Turn stopped: stopped after 3 steps (max_steps)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "error", "note"),
+    [
+        ("max-steps", "stopped after 3 steps (max_steps)", "stopped after 3 steps (max_steps)"),
+        ("max-steps", None, "it took every step it is allowed (max_steps)"),
+        ("repeated-calls", None, "the same tool call repeated too often"),
+    ],
+)
+def test_a_turn_a_limit_stopped_is_noted_as_stopped(
+    kind: TurnEndKind, error: str | None, note: str
+) -> None:
+    """The two limits have kinds of their own (not ``aborted``, a cancel's): each face notes
+    them as stopped, never as a turn that completed."""
+    (item,) = TranscriptProjector().feed(ended(kind, error))
+    assert isinstance(item, NoteItem)
+    assert item.text.startswith(f"Turn stopped: {note}")
+
+
+@pytest.mark.parametrize(
+    ("kind", "how"),
+    [("max-steps", "stopped at its step limit"), ("repeated-calls", "stopped repeating")],
+)
+def test_retry_says_how_a_turn_a_limit_stopped_ended(kind: TurnEndKind, how: str) -> None:
+    from dsh.agent.retry_command import last_turn_retry
+    from dsh.events import Message, TextBlock, TurnStart, UserSource
+    from dsh.store import MemoryStore
+    from dsh.surface import Session
+
+    session = Session.create(MemoryStore(), cwd="/w")
+    session.append(TurnStart(turn=1))
+    session.append(
+        Message(id="u", role="user", content=(TextBlock(text="go"),), source=UserSource())
+    )
+    session.append(TurnEnd(turn=1, reason=TurnEndReason(kind, "why")))
+    retry = last_turn_retry(session)
+    assert retry.prompt == "go" and f"(that turn {how}" in retry.note

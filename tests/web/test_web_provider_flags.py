@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from dsh.store import JsonlStore
+from tests.helpers import run_session_id
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import FakeServer, json_ok, openai_text
 from tests.web.real_command import DshWeb, dsh_web_process
@@ -106,7 +107,7 @@ def test_a_session_continued_from_the_page_moves_to_the_flags_route_and_says_so(
         [DSH, "run", "--script", str(script), "remember the number 41"],
         env=env, cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
-    session_id = first.stdout.splitlines()[-1].removeprefix("session: ")
+    session_id = run_session_id(first.stderr)
     url = local_server(server)
     with dsh_web_process(tmp_path, ("--base-url", url, "--model", "qwen-local")) as web:
         auth = {"Authorization": f"Bearer {web.token}"}

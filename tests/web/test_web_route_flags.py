@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from tests.cli.route_flag_values import CONFIG, FLAGS, has_the_flag_values
+from tests.helpers import run_session_id
 from tests.web.real_command import DSH, DshWeb, dsh_web_process
 from tests.web.test_web_provider_flags import answers, events_of, prompt_and_wait, recorded_settings
 
@@ -29,7 +30,7 @@ def run(home: Path, cwd: Path, *args: str) -> str:
         [DSH, "run", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()[-1].removeprefix("session: ")
+    return run_session_id(done.stderr)
 
 
 def session_from_the_page(web: DshWeb, cwd: Path, prompt: str) -> str:

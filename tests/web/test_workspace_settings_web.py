@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from dsh.config.trust import set_trust
+from tests.helpers import run_session_id
 from tests.mcp.conftest import started_pids, toml_server
 from tests.web.real_command import URL_LINE, DshWeb
 
@@ -143,7 +144,7 @@ def test_a_session_in_an_untrusted_workspace_is_asked_though_the_server_s_own_is
         check=True,
     )
     assert "denied by approval policy 'ask'" in ran.stdout + ran.stderr
-    older = ran.stdout.strip().splitlines()[-1].removeprefix("session: ")
+    older = run_session_id(ran.stderr)
     with web_in(x, home, script) as web, client(web) as http:
         resumed = http.post(f"/api/sessions/{older}/resume", json={})
         assert resumed.status_code == 200, resumed.text

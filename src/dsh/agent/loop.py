@@ -27,7 +27,8 @@ the reply was cut; a cut reply whose text began as such a call is answered with 
 ``user/message`` saying so, and counts as a cut call. A read-only call repeated in a turn with
 the same result is told so in its result, and the turn stops at ``tools.max_repeated_calls``
 such calls (``dsh.agent.repeated_calls``); at most ``tools.max_calls_per_reply`` calls of a
-reply run (``dsh.agent.call_cap``).
+reply run (``dsh.agent.call_cap``).(``dsh.agent.repeated_calls``), ending ``repeated-calls``; one that takes every step
+``max_steps`` allows ends ``max-steps``.
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ class Agent:
             step += 1
             if step > self.config.max_steps:
                 why = f"stopped after {self.config.max_steps} steps (max_steps)"
-                return self._end_turn(turn, "aborted", last_text, why)
+                return self._end_turn(turn, "max-steps", last_text, why)
             self.session.append(StepStart(turn=turn, step=step))
             for message in pending:
                 self.session.append(message)
@@ -292,7 +293,7 @@ class Agent:
             if cancelled is not None:
                 end = ("aborted", cancelled)
             elif self._repeats.stop is not None:  # the same read-only call, once too often
-                end = ("aborted", self._repeats.stop)
+                end = ("repeated-calls", self._repeats.stop)
             goes_on = end is None and step < self.config.max_steps  # a next step may run
             if goes_on and plan.after_calls is not None:  # the model reads it in the next step
                 self.session.append(plan.after_calls)

@@ -21,9 +21,9 @@ ended with an empty answer). The loop tells the model, and stops it:
 - A result that differs from that call's latest one (the file changed although no call of the
   turn changed it) is not a repeat: the count starts again from it.
 - When one call has got the same result ``limit`` times (``tools.max_repeated_calls``, the first
-  time included; 0: no limit), the turn ends after that step's results are logged, ``aborted``
-  with a one-line reason (``stop``), which every face shows as it shows a turn stopped at
-  ``max_steps``.
+  time included; 0: no limit), the turn ends after that step's results are logged,
+  ``repeated-calls`` with a one-line reason (``stop``), which every face shows as it shows a
+  turn stopped at ``max_steps`` (``max-steps``).
 
 Calls answered without being run (a cut, filtered or cancelled reply's) are not seen here.
 """

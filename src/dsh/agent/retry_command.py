@@ -1,6 +1,7 @@
 """``/retry`` for every face that has it (the terminal UI, ``dsh web``'s composer): the prompt of
 the session's last turn, to be sent again as a new turn, when that turn did not complete (it
-failed — a provider error, an error the loop logged —, was cancelled or stopped, was cut at the
+failed — a provider error, an error the loop logged —, was cancelled or stopped (a cancel, its
+step limit, a tool call repeated too often), was cut at the
 output limit, or a crash left it open); otherwise the one line that says why there is nothing
 to retry.
 
@@ -25,6 +26,8 @@ ENDED_AS = {
     "error": "failed",
     "max-tokens": "was cut at the output limit",
     "interrupted": "was interrupted",
+    "max-steps": "stopped at its step limit",
+    "repeated-calls": "stopped repeating the same tool call",
 }
 
 

@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "run": (
         "dsh.cli.run:run",
-        "Run prompts headless and print each turn's final answer, then the session id.",
+        "Run prompts headless: each turn's final answer on stdout, the session id on stderr.",
     ),
     "sessions": (
         "dsh.cli.sessions:sessions",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -27,11 +26,11 @@ from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
+from dsh.cli.run_input import read_prompts
 from dsh.cli.run_stream import RunStream
 from dsh.cli.turn_answer import TurnAnswer, turn_answer
 from dsh.cli.warning_lines import tapped
 from dsh.config import dsh_home, load_settings
-from dsh.config.small_file import UnreadableFile, read_named_file, read_stream_bounded
 from dsh.errors import UsageError, error_line
 from dsh.events import AssistantMessageEvent, Event, RequestErrorEvent, encode_event
 from dsh.llm.types import StreamEvent
@@ -41,7 +40,7 @@ from dsh.tools.terminal_text import terminal_json
 
 
 @click.command("run")
-@click.argument("prompts", nargs=-1)  # "-": read one prompt from stdin
+@click.argument("prompts", nargs=-1)  # "-", or none and stdin not a terminal: stdin's prompt
 @click.option("--session", "session_id", help="Continue this session instead of starting one.")
 @click.option(
     "--continue",
@@ -60,8 +59,8 @@ from dsh.tools.terminal_text import terminal_json
 @route_options
 @click.option(
     "--prompts-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="One prompt per line (blank lines skipped).",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    help="One prompt per line (blank lines skipped); - reads them from stdin.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every event as a JSON line.")
 @click.option(
@@ -91,17 +90,26 @@ def run(
     approval_flags: ApprovalFlags,
     max_steps: int,
 ) -> None:
-    """Run prompts headless and print each turn's final answer, then the session id.
+    """Run prompts headless: each turn's final answer on stdout, the session id on stderr.
 
-    A PROMPT of - reads one prompt from stdin; a PROMPT "/NAME ARGS" naming a prompt command
-    ($DSH_HOME/commands/NAME.md, ./.dsh/commands/NAME.md) sends its text. With --json the
-    first line names the session ({"type":"session","session":ID}), then every event follows
-    as a line. With --json-stream each turn is followed live, one JSON line per thing that
-    happens (its text as it streams, its tool calls and results, its end with usage and cost),
-    each with "v" (the schema's version), "type" and "session". A turn that fails or is
-    stopped mid-reply prints what the reply had streamed, then the error on stderr
-    (--json-stream: its turn_end has that text, with "partial": true). A closed stdout (| head)
-    cancels the running turn at once and exits 141; Ctrl-C cancels it and exits 130.
+    The id is said as "session: ID" before the first turn runs (--json and --json-stream name
+    it in their first line instead).
+
+    With no PROMPT, a prompt piped on stdin is read (echo PROMPT | dsh run); a PROMPT of - reads
+    one prompt from stdin, and --prompts-file - reads prompts from it, one per line. A PROMPT
+    "/NAME ARGS" naming a prompt command ($DSH_HOME/commands/NAME.md, ./.dsh/commands/NAME.md)
+    sends its text. With --json the first line names the session
+    ({"type":"session","session":ID}), then every event follows as a line. With --json-stream
+    each turn is followed live, one JSON line per thing that happens (its text as it streams,
+    its tool calls and results, its end with usage and cost), each with "v" (the schema's
+    version), "type" and "session". A turn that fails or is stopped mid-reply prints what the
+    reply had streamed, then the error on stderr (--json-stream: its turn_end has that text,
+    with "partial": true).
+
+    Exit status: 0 every turn completed; 1 a turn failed; 2 refused before it ran (a usage or
+    configuration error, a prompt too large); 3 a turn stopped at a limit (--max-steps,
+    tools.max_repeated_calls); 4 a reply cut at the model's output limit (its answer may be
+    incomplete); 130 Ctrl-C, 128 + N another signal; 141 stdout closed (| head).
     """
     if as_json and as_stream:
         raise UsageError("--json and --json-stream cannot be combined: choose one")
@@ -148,16 +156,7 @@ def _run(
     """``run``'s work; ``stream``: the ``--json-stream`` lines (None: without the flag)."""
     if last and session_id is not None:
         raise UsageError("--continue and --session cannot be combined")
-    if prompts.count("-") > 1:  # stdin is read whole once: a second '-' would find it empty
-        raise UsageError("the prompt '-' (read from stdin) may be given once")
-    turns = [_stdin_prompt() if prompt == "-" else _argument_prompt(prompt) for prompt in prompts]
-    if prompts_file is not None:
-        lines = _utf8_text(_named_file(prompts_file), f"--prompts-file {prompts_file}")
-        lines = lines.removeprefix("\ufeff")  # an editor's "UTF-8 with signature" mark
-
-        turns.extend(line for line in lines.splitlines() if line.strip())
-    if not turns:
-        raise UsageError("give at least one PROMPT or --prompts-file")
+    turns = read_prompts(prompts, prompts_file)
     overrides = route_flags.overrides()
     store = context.store()
     resumed = None
@@ -222,6 +221,8 @@ def _run(
     if as_json:
         out.line(json.dumps({"type": "session", "session": session.id}, separators=(",", ":")))
         session.subscribe(lambda event: out.line(terminal_json(encode_event(event).decode())))
+    elif stream is None:  # on stderr, now: a run killed later still leaves its id behind
+        click.echo(f"session: {session.id}", err=True)
     if stream is not None:
         stream.start(session, agent.tools.secrets, resumed=resumed is not None)
         session.subscribe(stream.on_event)
@@ -233,7 +234,7 @@ def _run(
     out.agent = agent
     if live is not None:
         session.subscribe(live.on_event)
-    failed = False
+    status = 0
     termination.install()
     try:
         for n, prompt in enumerate(turns):
@@ -250,9 +251,10 @@ def _run(
             if out.closed or termination.stopped_by() is not None:
                 _turn_end(stream, result, answer)
                 break
-            failed = _say_how_it_ended(session, result)
+            ended = _say_how_it_ended(session, result)
+            status = ended or status
             _turn_end(stream, result, answer)
-            if failed:
+            if ended in STOPS_THE_RUN:
                 break
     finally:
         session.close()
@@ -260,8 +262,6 @@ def _run(
     if resumed is None and never_connected(session.events):
         _discard(store, session.id)
         sys.exit(1)
-    if not as_json and stream is None:  # the JSON lines named it first
-        out.call(click.echo, f"session: {session.id}")
     if out.closed:
         # stdout was closed by its reader (``dsh run … | head``): stop quietly, as a shell
         # tool does; the session is logged and closed
@@ -269,29 +269,41 @@ def _run(
     if termination.stopped_by() is not None:
         context.warn(f"stopped by {termination.name()}; continue with --session {session.id}")
         sys.exit(termination.exit_status())
-    if failed:
-        sys.exit(1)
+    if status:
+        sys.exit(status)
 
 
-def _say_how_it_ended(session: Session, result: TurnResult) -> bool:
+EXIT_FAILED = 1
+"""A turn failed (a provider error, a failure inside dsh) or was cancelled: the run stops."""
+EXIT_LIMIT = 3
+"""A turn stopped at a limit, ``--max-steps`` or ``tools.max_repeated_calls`` (``max-steps``,
+``repeated-calls``): the run stops there; the session goes on with ``--session``."""
+EXIT_CUT = 4
+"""A reply was cut at the model's output limit (``max-tokens``): its answer, printed, may be
+incomplete; the run's later prompts still run, and a later status other than 0 wins."""
+STOPS_THE_RUN = (EXIT_FAILED, EXIT_LIMIT)
+
+
+def _say_how_it_ended(session: Session, result: TurnResult) -> int:
     """Warn of what the answer printed does not say (calls written in its text not run, a
-    turn stopped or cut, an empty answer); True if the run stops there (the turn failed or was
-    stopped)."""
+    turn stopped or cut, an empty answer); the exit status the turn asks for (0: none;
+    ``STOPS_THE_RUN``: the run stops there)."""
     if (not_run := turn_not_run_warning(session, result.turn)) is not None:
         context.warn(not_run)  # the answer may say what those calls would have done
     if result.reason == "error":
         context.error(f"turn {result.turn} failed: {_why(result.error)}")
-        return True
-    if result.reason == "aborted":
-        context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
-        return True
-    if result.reason == "max-tokens":  # the answer printed may end mid-sentence
-        context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
-    if result.reason == "completed" and not result.text.strip():
-        context.warn(
-            f"turn {result.turn} ended without an answer: the model's last reply was empty"
-        )
-    return False
+        return EXIT_FAILED
+    if result.reason == "completed":
+        if not result.text.strip():
+            context.warn(
+                f"turn {result.turn} ended without an answer: the model's last reply was empty"
+            )
+        return 0
+    # stopped: cancelled (aborted), at a limit, or cut (the answer may end mid-sentence)
+    context.warn(f"turn {result.turn} stopped: {_why(result.error)}")
+    if result.reason in ("max-steps", "repeated-calls"):
+        return EXIT_LIMIT
+    return EXIT_CUT if result.reason == "max-tokens" else EXIT_FAILED
 
 
 def _turn_end(stream: RunStream | None, result: TurnResult, answer: TurnAnswer) -> None:
@@ -348,7 +360,7 @@ def never_connected(events: Sequence[Event]) -> bool:
 def _discard(store: Any, session_id: str) -> None:
     """Remove a session the provider never answered: a retry starts clean, not beside it."""
     if remove_kept_session(store, session_id):
-        context.error("the provider was never reached; no session was kept")
+        context.error(f"the provider was never reached; session {session_id} was not kept")
 
 
 class _Output:
@@ -378,47 +390,6 @@ class _Output:
         self.closed = True
         if self.agent is not None:
             self.agent.cancel(standard_streams.CANCELLED_OUTPUT_CLOSED)
-
-
-def _named_file(path: Path) -> bytes:
-    """The bytes of ``--prompts-file`` (``read_named_file``: a pipe read to a limit, a device
-    refused), or a UsageError naming it."""
-    try:
-        return read_named_file(path)
-    except UnreadableFile as exc:
-        raise UsageError(f"--prompts-file {exc}") from None
-
-
-def _utf8_text(data: bytes, what: str) -> str:
-    """``data`` decoded as UTF-8, or a UsageError naming ``what`` and the first bad byte: a
-    prompt the log cannot store is refused before a session or a turn is written."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        byte = data[exc.start]
-        raise UsageError(f"{what} is not UTF-8 text (byte 0x{byte:02x} on line {line})") from None
-
-
-def _argument_prompt(prompt: str) -> str:
-    """A PROMPT argument; bytes that were not UTF-8 arrive as lone surrogates (PEP 383). A
-    blank one (``dsh run "$UNSET"``) is refused, as an empty stdin and blank file lines are."""
-    text = _utf8_text(os.fsencode(prompt), "a PROMPT argument")
-    if not text.strip():
-        raise UsageError("a PROMPT argument is empty; give the prompt text")
-    return text
-
-
-def _stdin_prompt() -> str:
-    """``-`` as a PROMPT: the whole of stdin is one prompt."""
-    try:
-        data = read_stream_bounded(sys.stdin.buffer.fileno(), "stdin")
-    except (UnreadableFile, OSError) as exc:
-        raise UsageError(f"the prompt '-' could not be read: {exc}") from None
-    text = _utf8_text(data, "the prompt read from stdin").strip()
-    if not text:
-        raise UsageError("the prompt '-' reads stdin, which was empty")
-    return text
 
 
 def _run_with_interrupt(

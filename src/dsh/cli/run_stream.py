@@ -311,7 +311,9 @@ def _usage(usage: Usage | None) -> dict[str, Any] | None:
 
 
 def _billed(bills: Iterable[Bill]) -> dict[str, int]:
-    """The billed tokens of ``bills`` (``dsh.agent.billing.Bill``s), summed."""
+    """The billed tokens of ``bills`` (``dsh.agent.billing.Bill``s), summed: ``calls`` counts
+    every model call, ``unreported`` those of them that sent no usage figure (their tokens are
+    in no count)."""
     total = {
         "calls": 0,
         "inputTokens": 0,
@@ -321,7 +323,7 @@ def _billed(bills: Iterable[Bill]) -> dict[str, int]:
         "unreported": 0,
     }
     for bill in bills:
-        total["calls"] += bill.calls
+        total["calls"] += bill.calls + bill.unreported
         total["inputTokens"] += bill.uncached
         total["cacheReadTokens"] += bill.cache_read
         total["cacheWriteTokens"] += bill.cache_write

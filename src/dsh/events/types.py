@@ -66,7 +66,15 @@ class TurnStart(Payload["TurnStartEvent"], frozen=True):
     turn: int
 
 
-TurnEndKind = Literal["completed", "aborted", "error", "max-tokens", "interrupted"]
+TurnEndKind = Literal[
+    "completed", "aborted", "error", "max-tokens", "interrupted", "max-steps", "repeated-calls"
+]
+"""How a turn ended: ``completed``; ``aborted`` (cancelled: by the user, a signal, a closed
+output); ``error`` (a provider or dsh failure); ``max-tokens`` (a reply cut at the output
+limit); ``interrupted`` (the process ended mid-turn: closed on repair); ``max-steps`` (it took
+the steps the face allows, ``dsh run --max-steps``); ``repeated-calls`` (the same read-only
+tool call with the same result too often, ``tools.max_repeated_calls``). A log an older dsh
+wrote ended the last two ``aborted``."""
 
 
 class TurnEndReason(Struct, frozen=True):

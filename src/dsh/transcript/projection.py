@@ -127,7 +127,16 @@ def turn_end_note(reason: TurnEndReason) -> str | None:
         return "The reply was cut at the model's output limit (provider.max_output_tokens)."
     if reason.kind == "interrupted":
         return "Turn interrupted: dsh stopped before it ended."
+    if reason.kind in ("max-steps", "repeated-calls"):  # a limit, not a cancel
+        return f"Turn stopped: {error or LIMIT_REACHED[reason.kind]}"
     return None
+
+
+LIMIT_REACHED = {
+    "max-steps": "it took every step it is allowed (max_steps)",
+    "repeated-calls": "the same tool call repeated too often (tools.max_repeated_calls)",
+}
+"""What a turn a limit stopped says when its log gives no reason."""
 
 
 @dataclass(slots=True)

@@ -175,6 +175,8 @@ const TURN_END_TEXT = {
   error: 'failed',
   'max-tokens': 'stopped at the model\'s output limit',
   interrupted: 'was interrupted (the process ended mid-turn)',
+  'max-steps': 'stopped at its step limit',
+  'repeated-calls': 'stopped: the same tool call repeated too often',
 };
 
 export class Projector {
