@@ -12,6 +12,7 @@ with a warning; a trusted one would be refused by every command there).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -26,7 +27,8 @@ from dsh.config import (
     trust_records,
     trust_state,
 )
-from dsh.errors import ConfigError, printable_line
+from dsh.config.trust import forget_trust
+from dsh.errors import ConfigError, UsageError, printable_line
 
 LISTED_STATES: dict[TrustState, str] = {
     "trusted": "current",
@@ -43,9 +45,13 @@ LISTED_STATES: dict[TrustState, str] = {
 @click.argument(
     "directory",
     required=False,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),  # --remove takes a directory gone since
 )
-@click.option("--remove", is_flag=True, help="Stop trusting the directory.")
+@click.option(
+    "--remove",
+    is_flag=True,
+    help="Stop trusting the directory (one deleted since: by the path it was recorded with).",
+)
 @click.option(
     "--list", "show", is_flag=True, help="List the trusted directories and whether each holds."
 )
@@ -65,6 +71,13 @@ def trust(directory: Path | None, remove: bool, show: bool) -> None:
         if not listed:
             click.echo("no trusted directories")
         return
+    if remove and directory is not None and not directory.is_dir():
+        _remove_gone(directory)
+        return
+    if directory is not None and not directory.is_dir():  # as click's own check says it
+        raise click.BadParameter(
+            f"Directory {str(directory)!r} does not exist.", param_hint="'[DIRECTORY]'"
+        )
     target = (directory or context.cwd()).resolve()
     if not remove:  # trusted, a file that does not load would stop every command there
         try:
@@ -76,8 +89,11 @@ def trust(directory: Path | None, remove: bool, show: bool) -> None:
     before = trust_state(target)
     changed = set_trust(target, not remove)
     where = dsh_home() / "config.toml"
+    if remove and not changed:  # nothing recorded, nothing written
+        click.echo(f"{printable_line(str(target))}: was not trusted; nothing to remove")
+        return
     if remove:
-        state = "no longer trusted" if changed else "was not trusted"
+        state = "no longer trusted"
     elif not changed:
         state = "already trusted"
     elif before == "untrusted":
@@ -85,3 +101,24 @@ def trust(directory: Path | None, remove: bool, show: bool) -> None:
     else:
         state = "trusted again, as its .dsh/config.toml is now"
     click.echo(f"{printable_line(str(target))}: {state} (recorded in {printable_line(str(where))})")
+
+
+def _remove_gone(directory: Path) -> None:
+    """``--remove`` of a directory that is not there (deleted, moved): its record, found by the
+    path as given, made absolute (``..`` collapsed) or resolved through the symlinks that are
+    still there, is removed; a path no record names is refused, with where to look."""
+    where = dsh_home() / "config.toml"
+    absolute = Path(os.path.abspath(context.cwd() / directory))
+    for name in dict.fromkeys([str(directory), str(absolute), str(absolute.resolve())]):
+        if forget_trust(name):
+            shown = printable_line(name)
+            click.echo(
+                f"{shown}: no longer trusted (the directory is gone; its record was removed from "
+                f"{printable_line(str(where))})"
+            )
+            return
+    what = "is not a directory" if absolute.exists() else "does not exist"
+    raise UsageError(
+        f"{printable_line(str(absolute))} {what}, and no trusted directory is recorded by that "
+        "path (dsh trust --list shows them)"
+    )

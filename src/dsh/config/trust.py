@@ -143,7 +143,6 @@ def set_trust(directory: Path, trusted: bool, environ: Mapping[str, str] | None 
     The rest of the user config is kept byte for byte: only the ``[trust]`` tables are
     rewritten (moved to the end of the file; dsh owns them).
     """
-    path = dsh_home(environ) / "config.toml"
     current = trust_records(environ)
     name = str(directory.resolve())
     wanted = dict(current)
@@ -151,8 +150,26 @@ def set_trust(directory: Path, trusted: bool, environ: Mapping[str, str] | None 
         wanted[name] = project_digest(directory)
     else:
         wanted.pop(name, None)
+    return _write_records(current, wanted, environ)
+
+
+def forget_trust(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Remove the trust record of the directory recorded as ``name``, as written (a directory
+    deleted since, or moved: nothing is looked up on disk); True if there was one."""
+    current = trust_records(environ)
+    wanted = {directory: digest for directory, digest in current.items() if directory != name}
+    return _write_records(current, wanted, environ)
+
+
+def _write_records(
+    current: dict[str, str | None],
+    wanted: dict[str, str | None],
+    environ: Mapping[str, str] | None,
+) -> bool:
+    """Rewrite the ``[trust]`` tables with ``wanted`` (False, nothing written: no change)."""
     if wanted == current:
         return False
+    path = dsh_home(environ) / "config.toml"
     text = read_bytes(path).decode("utf-8") if path.is_file() else ""  # read_toml checked it
     kept = _without_trust(text).rstrip("\n")
     listed = sorted(wanted)
