@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from dsh.cli.main import cli
 from dsh.store import JsonlStore
 from dsh.surface import Session
+from tests.helpers import run_session_id
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sessions" / "compaction-basic.jsonl"
 FIXTURE_ID = json.loads(FIXTURE.read_text().splitlines()[0])["id"]
@@ -57,7 +58,7 @@ def view(session_id: str) -> dict[str, str]:
 
 
 def session_of(result: Any) -> str:
-    return result.stdout.strip().splitlines()[-1].removeprefix("session: ")
+    return run_session_id(result.stderr)
 
 
 def test_dsh_run_session_reopens_with_its_recorded_window_and_backend_not_the_config(
@@ -158,15 +159,25 @@ def test_a_log_written_before_settings_were_recorded_still_opens_with_the_config
     assert recorded.changed == ()
 
 
-def test_dsh_compact_says_the_flags_change_only_when_a_pass_logs_it(tmp_path, home):
-    """A compact with nothing to compact logs nothing, so the ``--backend`` it was given
-    changed nothing, and nothing is said of it (it used to be said before the pass looked)."""
+def test_dsh_compact_switches_the_backend_even_with_nothing_to_compact(tmp_path, home):
+    """``--backend`` switches the backend as README and ``--help`` promise, even when there is
+    nothing to compact: logged as a pass logs it and said (an audit saw it say nothing and
+    switch nothing); a summariser given beside it waits for a pass that lands, and a plain
+    compact with nothing to compact still logs nothing."""
     sid = _long_session(tmp_path, 1, "--compaction", "basic")
     before = settings_events(home, sid)
-    idle = dsh("compact", sid, "--backend", "recallable")
+    idle = dsh("compact", sid, "--backend", "recallable", "--summarizer", "extractive")
     assert idle.stdout.startswith("Nothing to compact yet: all ") and idle.stdout.count("\n") == 1
-    assert "the flags change" not in idle.stderr
-    assert settings_events(home, sid) == before
+    assert idle.stdout.rstrip().endswith("Its compaction backend is now recallable (recorded).")
+    assert idle.stderr.count("the flags change its recorded settings") == 1
+    assert "compaction.backend basic -> recallable" in idle.stderr
+    *_, switched = settings_events(home, sid)
+    assert len(settings_events(home, sid)) == len(before) + 1
+    assert switched.compaction.backend == "recallable"
+    assert view(sid)["compaction.backend"].strip() == "recallable"
+    again = dsh("compact", sid, "--backend", "recallable")  # already its backend: nothing new
+    assert "now recallable" not in again.stdout and "the flags change" not in again.stderr
+    assert len(settings_events(home, sid)) == len(before) + 1
 
 
 def test_the_settings_view_reads_the_recorded_settings_without_loading_the_log(

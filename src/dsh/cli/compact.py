@@ -5,7 +5,9 @@ changes them, once the pass has landed: ``_Wiring``). ``--summarizer-base-url`` 
 that calls no model (extractive) is refused: it would be recorded and never used.
 
 A call with nothing to compact (no plan, no interrupted pass to finish) appends nothing: no
-``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it. The
+``command/run``/``command/done`` pair and no ``session/end-seed`` are logged for it; a backend
+switch it was given (``--backend``, ``--compaction``) is still made, logged as ``session/settings``
+as a pass would log it, said on stderr and in its answer. The
 summariser, the budgets and the window come from the same builder as the TUI's and the web's
 ``/compact`` (``dsh.agent.wiring``), on the route the session last ran with.
 
@@ -57,7 +59,8 @@ from dsh.tools.terminal_text import printable_text
     "--backend",
     type=click.Choice(["recallable", "basic"]),
     default=None,
-    help="Switch the session's compaction backend (it adopts the checkpoints it has).",
+    help="Switch the session's compaction backend (it adopts the checkpoints it has), even "
+    "when there is nothing to compact yet.",
 )
 @click.option(
     "--compaction",
@@ -111,6 +114,12 @@ def compact(
         ok, text = asyncio.run(_compact(runner, focus))
         if ok and _landed(session, after=before):
             wiring.land(session)
+        elif ok and switch and len(session.events) == before:  # nothing to compact: the
+            # switch asked for is made all the same, logged as a pass would log it
+            wiring.record_settings_of(session)
+            if len(session.events) > before:
+                backend = settings.compaction.backend
+                text += f" Its compaction backend is now {backend} (recorded)."
     except KeyboardInterrupt:
         termination.note_interrupt()  # Ctrl-C itself: said as SIGTERM and SIGHUP are
         context.warn(
