@@ -61,6 +61,16 @@ def checked_base_url(_ctx: click.Context, _param: click.Parameter, value: str | 
     return value
 
 
+def checked_model(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A ``--model`` callback: a name with a character that does not print (a line break, a
+    tab, a terminal escape) is refused as ``/model`` refuses it, the character shown as its
+    escape: the name is recorded, sent to the server and shown on every face."""
+    if value is not None and not value.isprintable():
+        shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in value)
+        raise click.BadParameter(f"takes a model name on one line, not '{shown}'")
+    return value
+
+
 REPLAY = "replay"
 """The provider ``--replay`` serves model calls with."""
 
@@ -177,7 +187,7 @@ _ROUTE_OPTIONS = [
         "--provider",
         help="deepseek, openai, anthropic, openai-compatible, scripted, replay.",
     ),
-    click.option("--model", help="Model name (defaults per provider)."),
+    click.option("--model", callback=checked_model, help="Model name (defaults per provider)."),
     click.option(
         "--base-url",
         callback=checked_base_url,

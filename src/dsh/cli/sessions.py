@@ -274,7 +274,14 @@ def _refuse_store_path(output: Path) -> None:
 
 @sessions.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--id", "session_id", default=None, help="Id of the new session (default: new).")
+@click.option(
+    "--id",
+    "session_id",
+    default=None,
+    callback=lambda _ctx, _param, value: _checked_id(value),
+    help="Id of the new session (default: new): a letter or digit, then letters, digits, '.', "
+    "'_' and '-', at most 100.",
+)
 @click.option(
     "--cwd",
     "workspace",
@@ -290,6 +297,22 @@ def import_(file: Path, session_id: str | None, workspace: Path | None) -> None:
         context.store(), dsh_home(), file, cwd=str(where), session_id=session_id
     )
     click.echo(printable_text(result.report()))
+
+
+def _checked_id(value: str | None) -> str | None:
+    """``--id``: a name a session's directory can have, or a one-line refusal saying why (``.``
+    and ``..`` are made of allowed characters, but name directories already)."""
+    if value is None:
+        return None
+    if not value or len(value) > 100:
+        why = "is empty" if not value else f"has {len(value)} characters, over 100"
+    elif not value[0].isascii() or not value[0].isalnum():
+        why = "must start with a letter or a digit"
+    elif bad := next((c for c in value if not (c.isascii() and (c.isalnum() or c in "._-"))), ""):
+        why = f"may hold only letters, digits, '.', '_' and '-', not {printable_line(repr(bad))}"
+    else:
+        return value
+    raise click.BadParameter(f"{printable_line(repr(value))} {why}")
 
 
 @sessions.command("stats")
