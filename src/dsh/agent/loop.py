@@ -26,9 +26,9 @@ reply whose whole text is valid tool calls is logged as those calls
 the reply was cut; a cut reply whose text began as such a call is answered with a
 ``user/message`` saying so, and counts as a cut call. A read-only call repeated in a turn with
 the same result is told so in its result, and the turn stops at ``tools.max_repeated_calls``
-such calls (``dsh.agent.repeated_calls``); at most ``tools.max_calls_per_reply`` calls of a
-reply run (``dsh.agent.call_cap``).(``dsh.agent.repeated_calls``), ending ``repeated-calls``; one that takes every step
-``max_steps`` allows ends ``max-steps``.
+such calls (``dsh.agent.repeated_calls``), ending ``repeated-calls``; one that takes every step
+``max_steps`` allows ends ``max-steps``; at most ``tools.max_calls_per_reply`` calls of a
+reply run (``dsh.agent.call_cap``).
 """
 
 from __future__ import annotations
