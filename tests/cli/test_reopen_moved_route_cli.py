@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import run_session_id
 from tests.llm.conftest import server  # noqa: F401
 from tests.llm.fake_server import FakeServer, json_ok, openai_text
 
@@ -30,7 +31,7 @@ def dsh(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def first_run(tmp_path: Path, url: str, *flags: str) -> str:
     first = dsh(tmp_path, "run", "--base-url", url, "--model", "fake", *flags, "--yes", "hello one")
     assert first.returncode == 0, first.stderr
-    return first.stdout.splitlines()[-1].removeprefix("session: ")
+    return run_session_id(first.stderr)
 
 
 def logged(stdout: str, kind: str) -> list[dict[str, Any]]:
