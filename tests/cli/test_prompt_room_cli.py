@@ -244,7 +244,8 @@ def test_the_flags_change_is_said_only_when_a_run_logs_it(
     assert fits.returncode == 0, fits.stderr
     assert fits.stderr.splitlines() == [
         f"dsh: warning: session {session_id}: the flags change its recorded settings: "
-        "provider.context_window 8192 -> 4096"
+        "provider.context_window 8192 -> 4096; with them: compaction.chunk_tokens 1024 -> 512; "
+        "compaction.stub_tokens 81 -> 40; compaction.state_max_tokens 409 -> 204"
     ]
     events = [json.loads(line) for line in fits.stdout.splitlines()]
     (recorded,) = [e["data"] for e in events if e["type"] == "session/settings"]
