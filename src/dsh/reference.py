@@ -51,7 +51,9 @@ def render_config() -> str:
         "`stub_tokens` ≥ 20; `state_max_tokens` ≥ 100; `prune_head_chars` + `prune_tail_chars` "
         "< `prune_threshold_chars`; `max_concurrency` ≥ 1; `retain_tokens`, `compaction_retries` "
         "and `max_overflow_retries` ≥ 0; `summarizer` extractive, a model name, or "
-        "provider:model with both parts; `summarizer_timeout_s` positive; with "
+        "provider:model with both parts; `provider.model`, `summarizer` and a `--model` or "
+        "`--summarizer` flag on one line, every character printing (no line break, tab or "
+        "terminal escape), as `/model` takes a name; `summarizer_timeout_s` positive; with "
         "`provider.context_window` set, `retain_tokens`, and `state_max_tokens` plus the "
         "retained tail, below the threshold it makes; `search_limit` in [1, 200]; "
         "`read_budget_chars` ≥ 50; `max_repeated_calls` 0 or ≥ 2 (1 is refused); "
@@ -74,7 +76,10 @@ def render_config() -> str:
         + ", ".join(f"`provider.{k}`" for k in ROUTE_KEYS)
         + " and "
         + ", ".join(f"`compaction.{k}`" for k in COMPACTION_KEYS)
-        + " are recorded in its log (`session/settings`, never a key) when it first runs, and "
+        + " are recorded in its log (`session/settings`, never a key: a base URL without its user "
+        "and password and with a key-like query parameter's value as `***`, as every warning, "
+        "error and view says it; a reopen on the configured endpoint gets the configured URL "
+        "back) when it first runs, and "
         "every reopen uses them, not the layers above; a flag given on reopen overrides them and "
         "is logged, said in one warning line when it is, naming every recorded value it "
         "changes, those that change with it included (a window asked of the server it moves "

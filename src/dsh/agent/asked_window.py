@@ -93,7 +93,7 @@ def window_change(session_id: str, recorded: SessionSettings | None, route: Rout
     moved = (route.provider.name, route.model, redact(route.base_url)) != (
         recorded.provider,
         recorded.model,
-        recorded.base_url,
+        redact(recorded.base_url),
     )
     if moved:
         return None  # a flag moved the route: the flags' own warning says so

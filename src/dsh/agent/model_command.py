@@ -8,6 +8,7 @@ wherever it is typed."""
 
 from __future__ import annotations
 
+from dsh.config import model_name_problem
 from dsh.errors import UsageError
 
 
@@ -16,14 +17,13 @@ def model_name(arg: str) -> str | None:
     it kept (a server may list a model as ``Qwen2.5 7B Instruct``); None when there is none
     (``/model`` alone names the model in use). A name with a character that does not print (a
     line break, a tab, a terminal escape, a bidi control) is refused with ``UsageError`` in one
-    line, the character shown as its escape: no model is named so, and the name is logged and
-    shown on every face."""
+    line, the character shown as its escape (``dsh.config.model_name_problem``, the rule the
+    config and ``--model`` say too)."""
     name = arg.strip()
     if not name:
         return None
-    if not name.isprintable():
-        shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
-        raise UsageError(f"/model takes a model name on one line, not '{shown}'")
+    if (problem := model_name_problem(name)) is not None:
+        raise UsageError(f"/model {problem}")
     return name
 
 

@@ -26,6 +26,7 @@ from dsh.config import (
     ProviderSettings,
     Settings,
     compaction_misfit,
+    redact,
     summarizer_window_too_small,
     window_too_large,
     window_too_small,
@@ -116,7 +117,7 @@ def resolve_route(
     adopted = None
     if served is not None:
         adopted = (
-            f"no model given: using {model}, the one model {cfg.base_url} serves (choose "
+            f"no model given: using {model}, the one model {redact(cfg.base_url)} serves (choose "
             "another with --model or provider.model)"
         )
     window_from: WindowFrom = "settings"
@@ -128,14 +129,14 @@ def resolve_route(
             cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=env
         )
         found = discover_window(cfg.base_url, model, key, cfg.headers, served=served)
-        implausible = _implausible(found, f"{cfg.base_url} reports", model)
+        implausible = _implausible(found, f"{redact(cfg.base_url)} reports", model)
         if implausible:
             found = None
         if isinstance(found, Discovered) and window_too_small(found.window):
             raise ConfigError(
-                f"{cfg.base_url} reports a {found.window:,}-token context window for {model} "
-                f"({found.source}); dsh needs at least {MIN_CONTEXT_WINDOW:,}: give the model "
-                "a larger one on the server (llama-server -c, Ollama's num_ctx, vLLM's "
+                f"{redact(cfg.base_url)} reports a {found.window:,}-token context window for "
+                f"{model} ({found.source}); dsh needs at least {MIN_CONTEXT_WINDOW:,}: give the "
+                "model a larger one on the server (llama-server -c, Ollama's num_ctx, vLLM's "
                 "--max-model-len)"
             )
         window_from = "server" if isinstance(found, Discovered) else "default"
@@ -144,12 +145,12 @@ def resolve_route(
         elif isinstance(found, Unreachable):
             window = DEFAULT_CONTEXT_WINDOW
             notice = (
-                f"{cfg.base_url} could not be reached ({found.reason}) to ask its context "
+                f"{redact(cfg.base_url)} could not be reached ({found.reason}) to ask its context "
                 f"window; {ASSUMED}"
             )
         else:
             window = DEFAULT_CONTEXT_WINDOW
-            said = implausible or f"{cfg.base_url} does not report its context window"
+            said = implausible or f"{redact(cfg.base_url)} does not report its context window"
             notice = f"{said}; {ASSUMED}"
     notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
     return Route(provider, model, window, notice, summarizer_window, window_from, cfg.base_url)
@@ -194,14 +195,14 @@ def chosen_model(
     if isinstance(served, Served) and len(served.models) == 1:
         return served.models[0], served
     if isinstance(served, Unreachable):
-        why = f"{cfg.base_url} could not be asked which it serves ({served.reason})"
+        why = f"{redact(cfg.base_url)} could not be asked which it serves ({served.reason})"
     elif not served.models:
-        why = f"{cfg.base_url} lists no model at /v1/models"
+        why = f"{redact(cfg.base_url)} lists no model at /v1/models"
     else:
         names = served.models
         more = f" and {len(names) - LISTED_MODELS} more" if len(names) > LISTED_MODELS else ""
         shown = ", ".join(names[:LISTED_MODELS])
-        why = f"{cfg.base_url} serves {len(names)} models: {shown}{more}"
+        why = f"{redact(cfg.base_url)} serves {len(names)} models: {shown}{more}"
     raise ConfigError(f"{needs_model(cfg.name)}; {why}")
 
 
@@ -241,13 +242,13 @@ def _summarizer_window(
     )
     found = discover_window(base_url, summarizer_model, key, endpoint.headers)
     implausible = _implausible(
-        found, f"the summariser's server {base_url} reports", summarizer_model
+        found, f"the summariser's server {redact(base_url)} reports", summarizer_model
     )
     if implausible:
         found = None
     if isinstance(found, Discovered) and summarizer_window_too_small(found.window):
         raise ConfigError(
-            f"the summariser's server {base_url} reports a {found.window:,}-token "
+            f"the summariser's server {redact(base_url)} reports a {found.window:,}-token "
             f"context window for {summarizer_model} ({found.source}); a summariser needs at "
             f"least {MIN_SUMMARIZER_WINDOW:,}: give it a larger window, choose another "
             "compaction.summarizer, or set compaction.summarizer_context_window"

@@ -364,7 +364,7 @@ def _compaction(
         recorded.summarizer_base_url, configured.summarizer_base_url
     )
     changes = [
-        Change(f"compaction.{key}", values[key], flags[key])
+        Change(f"compaction.{key}", _redact(values[key]), _redact(flags[key]))
         for key in COMPACTION_KEYS
         if key in flags and flags[key] != values[key]
     ]
@@ -388,7 +388,8 @@ def _configured_summarizer(
 
 
 def _with_credentials(recorded: str | None, configured: str | None) -> str | None:
-    """The recorded URL, with the configured credentials back if it is the same endpoint."""
-    if recorded is not None and configured is not None and _redact(configured) == recorded:
+    """The recorded URL, with the configured credentials back if it is the same endpoint (a
+    log written before dsh masked a secret query parameter recorded it whole)."""
+    if recorded is not None and configured is not None and _redact(configured) == _redact(recorded):
         return configured
     return recorded

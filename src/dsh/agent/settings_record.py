@@ -2,10 +2,11 @@
 what a reopen's flags change of them.
 
 ``snapshot`` is what to record for a session run with some settings on a route (never a key:
-a URL's credentials are dropped); ``record`` logs it unless it is what the session last
-recorded, naming the keys that differ in ``changed``. A flag given on reopen changes a recorded
-value (``Change``), and what it changes may move others with it (a window asked of another
-server, the budgets scaled to the window): ``changed_warning`` says every one of them in one
+a URL's credentials are dropped, a secret query parameter masked: ``dsh.config.redact``);
+``record`` logs it unless it is what the session last recorded, naming the keys that differ
+in ``changed``. A flag given on reopen changes a recorded value (``Change``), and what it
+changes may move others with it (a window asked of another server, the budgets scaled to the
+window): ``changed_warning`` says every one of them in one
 line, the flags' own first, as the record logs them (``changes_with``). The rules that choose
 the values are ``dsh.agent.session_settings``'s.
 """
@@ -17,11 +18,10 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, redact
 from dsh.events import RecordedCompaction, SessionSettings, SessionSettingsEvent
 from dsh.surface import Session
 
@@ -60,7 +60,10 @@ class Change:
     now: Any
 
     def describe(self) -> str:
-        return f"{self.key} {_show(self.recorded)} -> {_show(self.now)}"
+        """``key recorded -> now``, a base URL as the log records it (``dsh.config.redact``:
+        never its password nor a secret query parameter, whatever gave it)."""
+        shown = redact if self.key.endswith("base_url") else (lambda value: value)
+        return f"{self.key} {_show(shown(self.recorded))} -> {_show(shown(self.now))}"
 
 
 def latest(session: Session) -> SessionSettings | None:
@@ -234,21 +237,3 @@ def _recorded(settings: SessionSettings, key: str) -> Any:
 
 def _show(value: Any) -> str:
     return "(none)" if value is None else str(value)
-
-
-def redact(url: Any) -> Any:
-    """A URL without the user and password it may carry (they never enter the log)."""
-    if not isinstance(url, str):
-        return url
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # not a URL (a recorded one validation refuses): no credentials to find
-        return url
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address keeps its brackets
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit(parts._replace(netloc=netloc))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh.agent.session_settings import COMPACTION_KEYS, SUMMARIZER_ROUTE_KEYS
+from dsh.config import redact
 from dsh.events import NO_ROUTE, SessionSettings
 from dsh.llm.registry import KNOWN_PROVIDERS
 
@@ -40,7 +41,7 @@ def describe(recorded: SessionSettings | None) -> list[str]:
     rows: list[tuple[str, Any]] = [
         ("provider.name", recorded.provider),
         ("provider.model", recorded.model),
-        ("provider.base_url", recorded.base_url),
+        ("provider.base_url", redact(recorded.base_url)),
         ("provider.context_window", recorded.context_window),
     ]
     if recorded.provider == NO_ROUTE:
@@ -48,7 +49,7 @@ def describe(recorded: SessionSettings | None) -> list[str]:
     if recorded.window_asked is not None and recorded.context_window is not None:
         rows.append(("window_asked", _window_asked(recorded, recorded.context_window)))
     rows += [
-        (f"compaction.{k}", getattr(recorded.compaction, k))
+        (f"compaction.{k}", redact(getattr(recorded.compaction, k)))
         for k in COMPACTION_KEYS
         if recorded.provider != NO_ROUTE or k not in SUMMARIZER_KEYS
     ]

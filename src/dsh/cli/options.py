@@ -62,12 +62,14 @@ def checked_base_url(_ctx: click.Context, _param: click.Parameter, value: str | 
 
 
 def checked_model(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """A ``--model`` callback: a name with a character that does not print (a line break, a
-    tab, a terminal escape) is refused as ``/model`` refuses it, the character shown as its
-    escape: the name is recorded, sent to the server and shown on every face."""
-    if value is not None and not value.isprintable():
-        shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in value)
-        raise click.BadParameter(f"takes a model name on one line, not '{shown}'")
+    """A ``--model`` and ``--summarizer`` callback: a name with a character that does not
+    print (a line break, a tab, a terminal escape) is refused as ``/model`` and the config
+    refuse it (``dsh.config.model_name_problem``), the character shown as its escape: the name
+    is recorded, sent to the server and shown on every face."""
+    from dsh.config import model_name_problem  # only when the flag is given: --help stays light
+
+    if value is not None and (problem := model_name_problem(value)) is not None:
+        raise click.BadParameter(problem)
     return value
 
 
@@ -170,6 +172,7 @@ def summarizer_options(command: F) -> F:
 _SUMMARIZER_OPTIONS = [
     click.option(
         "--summarizer",
+        callback=checked_model,
         help="Who summarises for compaction (compaction.summarizer): extractive (keyless), a "
         "model name (tags allowed) or provider:model.",
     ),

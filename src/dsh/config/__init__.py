@@ -46,11 +46,14 @@ from dsh.config.project import (
 from dsh.config.reading import dsh_home, read_toml
 from dsh.config.rules import (
     BASE_URL_RULE,
+    MODEL_NAME_RULE,
     Problem,
     base_url_problem,
     base_url_problems,
     compaction_problems,
     misfit,
+    model_name_problem,
+    redact,
     session_problems,
 )
 from dsh.config.sections import (
@@ -111,6 +114,7 @@ __all__ = [
     "MAX_CONTEXT_WINDOW",
     "MIN_CONTEXT_WINDOW",
     "MIN_SUMMARIZER_WINDOW",
+    "MODEL_NAME_RULE",
     "SECTIONS",
     "SUMMARIZER_WINDOW_RULE",
     "USER_ONLY_SECTIONS",
@@ -138,6 +142,8 @@ __all__ = [
     "dsh_home",
     "is_trusted",
     "load_settings",
+    "model_name_problem",
+    "redact",
     "restrict_project_layer",
     "session_problems",
     "set_trust",
@@ -258,6 +264,9 @@ def _set_in(message: str, origins: Mapping[str, str]) -> str:
 def validate_settings(settings: Settings) -> None:
     """Range checks that a type cannot express; each error names the offending key."""
     _refuse(base_url_problems(settings))
+    if settings.provider.model is not None:
+        unnamed = model_name_problem(settings.provider.model)
+        _require(unnamed is None, "provider.model", unnamed or "")
     _refuse(compaction_problems(settings.compaction))
     for name in settings.compaction.overrides:
         provider, _, model = name.rpartition(":")

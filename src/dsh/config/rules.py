@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from dsh.config.sections import (
     SUMMARIZER_WINDOW_RULE,
@@ -101,6 +101,11 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
             "summarizer",
             "must be extractive, a model name, or provider:model with both parts",
         ),
+        (
+            model_name_problem(c.summarizer) is None,
+            "summarizer",
+            model_name_problem(c.summarizer),
+        ),
     ]
     problems = []
     for ok, key, rule, *involves in rules:  # a rule between keys names the others last
@@ -113,13 +118,65 @@ def compaction_problems(c: CompactionSettings, where: str = "compaction") -> lis
 BASE_URL_RULE = "must be an http:// or https:// URL with a host"
 """How ``base_url_problem`` is said after a key's name."""
 
+MODEL_NAME_RULE = "takes a model name on one line"
+"""How ``model_name_problem`` is said after what names the model (a key, ``--model``)."""
+
+MASK = "***"
+"""What ``redact`` shows in place of a secret query parameter's value."""
+_SECRET_PARAMETERS = ("key", "token", "secret", "passw", "pwd", "auth", "signature", "credential")
+"""Parts of a query parameter's name that make its value a secret (``api_key``, ``token``,
+``access_token``, ``X-Amz-Signature``, ``password``, ``auth``)."""
+
+
+def model_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a model (None: it can), after what names it (``config key
+    provider.model``, ``--model``, ``/model``): a character that does not print (a line break,
+    a tab, a terminal escape, a bidi control), shown as its escape. The name is logged, sent to
+    the server and shown on every face. The one rule the config, ``--model`` and ``/model``
+    say."""
+    if name.isprintable():
+        return None
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+    return f"{MODEL_NAME_RULE}, not '{shown}'"
+
+
+def redact(url: Any) -> Any:
+    """``url`` as it may be logged and shown: without the user and password it may carry
+    (they never enter the log; a reopen puts the configured ones back), and with the value of
+    each query parameter whose name looks secret (``?api_key=``, ``token``, ``sig``…) masked as
+    ``***``. Anything else (None, a string that does not parse as a URL, a URL with
+    nothing to hide) is returned as is."""
+    if not isinstance(url, str):
+        return url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # not a URL (a recorded one validation refuses): no credentials to find
+        return url
+    redacted = parts
+    if parts.username is not None or parts.password is not None:
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address keeps its brackets
+            host = f"[{host}]"
+        redacted = parts._replace(netloc=host if port is None else f"{host}:{port}")
+    if parts.query:
+        redacted = redacted._replace(query="&".join(map(_masked, parts.query.split("&"))))
+    return url if redacted == parts else urlunsplit(redacted)
+
+
+def _masked(parameter: str) -> str:
+    name, equals, value = parameter.partition("=")
+    plain = unquote_plus(name).lower().replace("-", "").replace("_", "")
+    secret = plain == "sig" or any(part in plain for part in _SECRET_PARAMETERS)
+    return f"{name}={MASK}" if secret and equals and value else parameter
+
 
 def base_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be an endpoint's base URL (None: it can), as the end of a line naming
     its key: it must parse (``urllib.parse``), with the scheme http or https, a host and a
     readable port, and hold no control character nor white space (a terminal escape pasted
     with it, a newline). The URL itself is shown escaped (``repr``)."""
-    shown = repr(url)
+    shown = repr(redact(url))
     if any(c.isspace() for c in url):
         return f"{BASE_URL_RULE}; {shown} holds white space"
     if not url.isprintable():

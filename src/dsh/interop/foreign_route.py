@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
+from dsh.config import redact
 from dsh.errors import printable_line
 from dsh.events import NO_ROUTE, Event, SessionSettings, SessionSettingsEvent
 
@@ -75,12 +76,12 @@ def _named(recorded: SessionSettings) -> list[str]:
     if recorded.provider != NO_ROUTE:
         names += [f"provider {recorded.provider}", f"model {recorded.model}"]
     if recorded.base_url is not None:
-        names.append(f"server {recorded.base_url}")
+        names.append(f"server {redact(recorded.base_url)}")
     summarizer = recorded.compaction
     if summarizer.summarizer not in (NO_ROUTE, "extractive"):
         names.append(f"summariser {summarizer.summarizer}")
     if summarizer.summarizer_provider is not None:
         names.append(f"summariser provider {summarizer.summarizer_provider}")
     if summarizer.summarizer_base_url is not None:
-        names.append(f"summariser server {summarizer.summarizer_base_url}")
+        names.append(f"summariser server {redact(summarizer.summarizer_base_url)}")
     return names

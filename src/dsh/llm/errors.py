@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
-from dsh.config import base_url_problem
+from dsh.config import base_url_problem, redact
 from dsh.errors import ProviderError
 
 
@@ -156,7 +156,7 @@ def unfinished_stream(
     if media == EVENT_STREAM:
         return provider_error(ErrorCode.INVALID_RESPONSE, f"stream ended without a {missing}")
     said = f"Content-Type {media}" if media else "no Content-Type"
-    where = f" {base_url}" if base_url else ""
+    where = f" {redact(base_url)}" if base_url else ""
     return provider_error(
         ErrorCode.INVALID_RESPONSE,
         f"the server did not send an event stream ({said}, not {EVENT_STREAM}): check that "

@@ -39,7 +39,7 @@ from dsh.agent.session_runner import (
 )
 from dsh.agent.undo import NOTHING_TO_UNDO
 from dsh.agent.wiring import build_parts, check_room, session_window
-from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, redact
 from dsh.errors import PromptTooLarge, UsageError
 from dsh.events import CommandDoneEvent, Event, UserSource
 from dsh.events.codec import gc_paused
@@ -239,7 +239,7 @@ class Controller:
         if recorded is not None and (wanted.name, wanted.base_url) != here:
             raise UsageError(
                 f"session {session.id} runs on provider {wanted.name}"
-                + (f" at {recorded.base_url}" if recorded.base_url else "")
+                + (f" at {redact(recorded.base_url)}" if recorded.base_url else "")
                 + f"; quit and run `dsh --resume {session.id}` to open it on its own route"
             )
         if route is not None and wanted.model is not None and wanted.model != route.model:
