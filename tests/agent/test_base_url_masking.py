@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -150,3 +151,19 @@ def test_dsh_run_never_says_nor_logs_a_flags_url_with_its_secrets(tmp_path: Path
     (log,) = (home / "sessions").glob(f"{sid}/session.jsonl")
     for text in (again.stderr, again.stdout, shown, log.read_text()):
         _no_secret(text)
+
+
+def test_the_routes_notice_names_an_unreachable_server_without_its_secrets(tmp_path: Path):
+    from dsh.agent.runtime import resolve_route
+    from dsh.config import load_settings
+
+    with socket.socket() as taken:  # a port nothing listens on once it is closed
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+    url = f"http://alice:s3cret@127.0.0.1:{port}/v1?api_key=KEY1"
+    overrides = {"provider": {"name": "openai-compatible", "base_url": url, "model": "m"}}
+    settings = load_settings(overrides=overrides, environ={}, cwd=tmp_path)
+    route = resolve_route(settings, environ={})
+    assert route.notice is not None
+    assert route.notice.startswith(f"http://127.0.0.1:{port}/v1?api_key=*** could not be reached (")
+    assert route.base_url == url  # what is connected to keeps them
