@@ -167,3 +167,11 @@ def test_the_routes_notice_names_an_unreachable_server_without_its_secrets(tmp_p
     assert route.notice is not None
     assert route.notice.startswith(f"http://127.0.0.1:{port}/v1?api_key=*** could not be reached (")
     assert route.base_url == url  # what is connected to keeps them
+
+
+def test_an_answer_that_is_no_event_stream_names_the_base_url_without_its_secrets():
+    from dsh.llm.errors import unfinished_stream
+
+    error = unfinished_stream("finish reason", "text/html", CONFIGURED)
+    _no_secret(str(error))
+    assert "check that the base URL http://127.0.0.1:9/v1?api_key=*** is the API's" in str(error)
