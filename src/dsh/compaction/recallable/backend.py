@@ -49,7 +49,8 @@ from dsh.compaction.recallable.riding import riding_input
 from dsh.compaction.recallable.rollup import (
     message_tokens_of,
     node_text,
-    rollup_body,
+    rollup_keyword_chars,
+    rollup_region,
     rollup_text,
     superseded_in_stubs,
 )
@@ -172,13 +173,14 @@ class RecallableBackend:
         chunks = self._chunks(session, span, held=held)
         leading = self._leading_stubs(session)
         rollup: Sequence[int] = ()
-        if window is not None:
+        budget = None if window is None else self.stub_budget(session, window, retain_tokens)
+        if budget is not None:
             chunks, rollup = fit_stub_region(
                 session,
                 span,
                 chunks,
                 leading,
-                budget=self.stub_budget(session, window, retain_tokens),
+                budget=budget,
                 stub_estimate=self._stub_estimate,
             )
             chunks = after_held(chunks, held)
@@ -197,6 +199,7 @@ class RecallableBackend:
             focus,
             rollup=rollup,
             replaced=replaced,
+            keyword_chars=rollup_keyword_chars(budget),  # as ``fit_stub_region`` priced it
             as_sent=reason != "overflow",  # a refused request is not cached, nor did it fit
             read=session.nodes[first:keep] if held is not None else None,
         )
@@ -204,13 +207,11 @@ class RecallableBackend:
     def stub_budget(self, session: Session, window: int, retain_tokens: int) -> int:
         """The stub region's share: ``window × stub_region_ratio``, lowered (at most to half
         of it) so the layout after a pass (system and tools, stubs, the state at its cap, the
-        retained tail) can reach the low watermark — else every pass would leave little room
-        and the next crossing would come at once — and never below room for
-        ``MIN_SHARE_STUBS`` stubs (up to 15% of the window): with less, a rollup and a new
-        stub no longer fit together and the session stops indexing. The tail counts at least
-        at its configured size: a pass planned deeper to reach the watermark (a smaller
-        ``retain_tokens``) frees room to reach it, not room for more stubs (which would
-        squeeze the tail and land no lower)."""
+        retained tail) can reach the low watermark (else the next crossing comes at once), and
+        never below room for ``MIN_SHARE_STUBS`` stubs (up to 15% of the window): with less, a
+        rollup and a new stub no longer fit together. The tail counts at least at its
+        configured size: a pass planned deeper (a smaller ``retain_tokens``) frees room to
+        reach the watermark, not room for more stubs (which would squeeze the tail)."""
         share = int(window * self.settings.stub_region_ratio)
         header = session.request_header
         fixed = (
@@ -253,6 +254,7 @@ class RecallableBackend:
         *,
         rollup: Sequence[int] = (),
         replaced: dict[str, str] | None = None,
+        keyword_chars: int = rollup_keyword_chars(None),
         as_sent: bool = True,
         read: Sequence[int] | None = None,
     ) -> Plan:
@@ -296,7 +298,8 @@ class RecallableBackend:
         )
         regions: list[RegionPlan] = []
         if rollup:
-            regions.append(self._rollup_region(session, rollup, replaced or {}))
+            texts = [node_text(session, seq) for seq in rollup]
+            regions.append(rollup_region(rollup, texts, replaced or {}, keyword_chars))
         slices: dict[int, tuple[Message, ...]] = {}
         for begin, end in chunks[:-1]:
             seqs = tuple(span[begin:end])
@@ -369,20 +372,6 @@ class RecallableBackend:
         header = session.request_header
         return route is None or (
             header is not None and (header.config.provider, header.config.model) == tuple(route)
-        )
-
-    def _rollup_region(
-        self, session: Session, seqs: Sequence[int], replaced: dict[str, str]
-    ) -> RegionPlan:
-        body = rollup_body([node_text(session, seq) for seq in seqs], replaced)
-        price = message_tokens_of(rollup_text(body, _BIG, (_BIG, _BIG)))
-        return RegionPlan(
-            kind="index",
-            shadowed_seqs=tuple(seqs),
-            task=None,
-            code_text=body,
-            estimate_tokens=price,
-            min_tokens=price,
         )
 
     def _pass_start_state(self, session: Session, span: Sequence[int]) -> str | None:

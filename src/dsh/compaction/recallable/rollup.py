@@ -33,7 +33,7 @@ from dsh.compaction.anchors import (
     parse_keyword_line,
     split_config,
 )
-from dsh.compaction.base import checkpoint_message
+from dsh.compaction.base import RegionPlan, checkpoint_message
 from dsh.compaction.prompts import footer, frame_rollup
 from dsh.compaction.recallable.texts import REPLACED_KIND, mark_replaced
 from dsh.events import Message
@@ -41,19 +41,39 @@ from dsh.surface import Session, message_tokens
 from dsh.transcript import render_message
 
 ROLLUP_KEYWORD_CHARS = 600
-"""Length cap of a rollup's merged keyword line."""
+"""Length cap of a rollup's merged keyword line in a window whose stub share is large enough."""
+MIN_ROLLUP_KEYWORD_CHARS = 100
+"""The least a scaled cap goes down to (``rollup_keyword_chars``)."""
 
 FOOTER_LINE = re.compile(r"^\[checkpoint c\d+: shadows conversation span #\d+–#\d+;[^\n]*\]$", re.M)
 ROLLUP_TAG = "<compacted-rollup>"
 
 
-def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) -> str:
+def rollup_keyword_chars(budget: int | None) -> int:
+    """The cap of a new rollup's keyword line for a stub region of ``budget`` tokens (``None``:
+    no window known): a quarter of the region in characters (at ~4 characters a token, its
+    token count), between ``MIN_ROLLUP_KEYWORD_CHARS`` and ``ROLLUP_KEYWORD_CHARS``. A fixed
+    600 made a rollup ~245 tokens, too big for a small window's share: at 4,096 tokens one
+    rollup and one new stub filled the region and every later pass rolled up again. Frozen
+    rollups keep the line they were made with; only new ones use the cap of their pass."""
+    if budget is None:
+        return ROLLUP_KEYWORD_CHARS
+    return max(MIN_ROLLUP_KEYWORD_CHARS, min(ROLLUP_KEYWORD_CHARS, budget))
+
+
+def rollup_body(
+    texts: Sequence[str],
+    replaced: dict[str, str] | None = None,
+    *,
+    max_chars: int = ROLLUP_KEYWORD_CHARS,
+) -> str:
     """The summary of a rollup of checkpoints whose surface ``texts`` are given, oldest first:
     a line naming how many entries it holds, the merged keyword line, each entry's own footer
     (its last footer line: a rolled-up rollup's inner footers stay inside it) in order.
     The keyword line marks as replaced each old literal of ``replaced`` and each one a rolled-up
     checkpoint already marked — except a value of ``replaced`` (a value set back is current
-    again: the frozen rollup never contradicts what is current when it is made)."""
+    again: the frozen rollup never contradicts what is current when it is made). The keyword
+    line is trimmed to ``max_chars`` (``rollup_keyword_chars``); footers are never dropped."""
     footers: list[str] = []
     per_stub: list[list[Anchor]] = []
     current = set((replaced or {}).values())  # a value set back is current again: never marked
@@ -77,7 +97,7 @@ def rollup_body(texts: Sequence[str], replaced: dict[str, str] | None = None) ->
         merged.extend(anchors[rank] for anchors in per_stub if rank < len(anchors))
     entries = f"{len(footers)} earlier checkpoint" + ("" if len(footers) == 1 else "s")
     lines = [f"Rolled-up index of {entries}; open one by its footer id."]
-    keywords = keyword_line(merged, max_chars=ROLLUP_KEYWORD_CHARS)
+    keywords = keyword_line(merged, max_chars=max_chars)
     if keywords:
         lines.append(mark_replaced(keywords, marks))
     lines.extend(footers)
@@ -158,12 +178,15 @@ def rollup_text(body: str, summary_seq: int, span: tuple[int, int]) -> str:
     return f"{frame_rollup(body)}\n{footer(summary_seq, span)}"
 
 
-def rollup_gains(session: Session, leading: Sequence[int]) -> list[int]:
+def rollup_gains(
+    session: Session, leading: Sequence[int], *, max_chars: int = ROLLUP_KEYWORD_CHARS
+) -> list[int]:
     """Entry ``k - 1``: the tokens the stub region loses when the first ``k`` of the
     ``leading`` checkpoints become one rollup (0 when none). A rollup takes two or more, or one
     earlier rollup alone (down to its own footer); a lone stub is never rolled up for room — it
     would trade its lines for a rollup's header and save a few tokens at the price of a head
-    rewrite. Computed once per plan, whatever the number of new stubs it then tries."""
+    rewrite. Computed once per plan, whatever the number of new stubs it then tries; each
+    rollup priced as ``rollup_body`` makes it with the keyword cap ``max_chars``."""
     texts: list[str] = []
     removed = 0
     gains: list[int] = []
@@ -173,17 +196,42 @@ def rollup_gains(session: Session, leading: Sequence[int]) -> list[int]:
         if len(texts) == 1 and ROLLUP_TAG not in texts[0]:
             gains.append(0)
             continue
-        added = message_tokens_of(rollup_text(rollup_body(texts), 10**9, (10**9, 10**9)))
+        added = rollup_tokens(rollup_body(texts, max_chars=max_chars))
         gains.append(max(0, removed - added))
     return gains
 
 
-def reroll_tokens(session: Session, leading: Sequence[int]) -> int:
+def reroll_tokens(
+    session: Session, leading: Sequence[int], *, max_chars: int = ROLLUP_KEYWORD_CHARS
+) -> int:
     """Tokens of the rollup a later pass would make of the rollup of every ``leading``
-    checkpoint, rolled up alone (down to its own footer)."""
-    body = rollup_body([node_text(session, seq) for seq in leading])
+    checkpoint, rolled up alone (down to its own footer), both with the keyword cap
+    ``max_chars``."""
+    body = rollup_body([node_text(session, seq) for seq in leading], max_chars=max_chars)
     once = rollup_text(body, 10**9, (10**9, 10**9))
-    return message_tokens_of(rollup_text(rollup_body([once]), 10**9, (10**9, 10**9)))
+    return rollup_tokens(rollup_body([once], max_chars=max_chars))
+
+
+def rollup_region(
+    seqs: Sequence[int], texts: Sequence[str], replaced: dict[str, str], max_chars: int
+) -> RegionPlan:
+    """The plan's region rolling up the checkpoints at ``seqs`` (surface ``texts``): written
+    by code, priced by ``rollup_tokens`` as ``rollup_gains`` priced it with the same cap."""
+    body = rollup_body(texts, replaced, max_chars=max_chars)
+    price = rollup_tokens(body)
+    return RegionPlan(
+        kind="index",
+        shadowed_seqs=tuple(seqs),
+        task=None,
+        code_text=body,
+        estimate_tokens=price,
+        min_tokens=price,
+    )
+
+
+def rollup_tokens(body: str) -> int:
+    """The size a rollup of ``body`` is priced at (its footer with the widest ids)."""
+    return message_tokens_of(rollup_text(body, 10**9, (10**9, 10**9)))
 
 
 def rollup_count(region: int, gains: Sequence[int], *, target: int) -> int:

@@ -24,7 +24,12 @@ import logging
 from collections.abc import Sequence
 
 from dsh.compaction.recallable.chunking import coarsen_chunks
-from dsh.compaction.recallable.rollup import reroll_tokens, rollup_count, rollup_gains
+from dsh.compaction.recallable.rollup import (
+    reroll_tokens,
+    rollup_count,
+    rollup_gains,
+    rollup_keyword_chars,
+)
 from dsh.surface import Session, checkpoint_kind
 
 log = logging.getLogger("dsh.compaction")
@@ -52,7 +57,8 @@ def fit_stub_region(
 ) -> tuple[Chunks, Sequence[int]]:
     """The chunks a pass over ``span`` commits and the oldest of the ``leading`` stubs it rolls
     up, so the stub region stays within ``budget`` (each new stub priced ``stub_estimate``): the
-    first rung of the ladder that works, trying the most new stubs first."""
+    first rung of the ladder that works, trying the most new stubs first. A rollup is priced
+    with the keyword cap it is made with (``rollup_keyword_chars`` of ``budget``)."""
     committed = stub_region_tokens(session)
     tokens = [sum(session.node_tokens(seq) for seq in span[begin:end]) for begin, end in chunks]
     most = len(chunks) - 1
@@ -60,7 +66,8 @@ def fit_stub_region(
         if committed + stubs * stub_estimate <= budget:
             return coarsen_chunks(chunks, tokens, stubs), ()
     leading_tokens = sum(session.node_tokens(seq) for seq in leading)
-    gains = rollup_gains(session, leading)
+    keyword_chars = rollup_keyword_chars(budget)
+    gains = rollup_gains(session, leading, max_chars=keyword_chars)
     for stubs in range(most, 0, -1) if most else (0,):
         count = rollup_count(leading_tokens + stubs * stub_estimate, gains, target=budget // 2)
         if count:
@@ -69,7 +76,11 @@ def fit_stub_region(
     rolled = leading_tokens - whole
     if whole > 0 and rolled + min(most, 1) * stub_estimate <= budget:
         return coarsen_chunks(chunks, tokens, min(most, 1)), leading
-    if most and whole > 0 and reroll_tokens(session, leading) + stub_estimate <= budget:
+    if (
+        most
+        and whole > 0
+        and reroll_tokens(session, leading, max_chars=keyword_chars) + stub_estimate <= budget
+    ):
         log.info(
             "stub region of %d tokens leaves no room for a new stub within its share (%d): "
             "this pass rolls every stub up and writes no new one; the next can roll that up "
