@@ -23,31 +23,18 @@ from dsh.compaction import (
     RecallableBackend,
 )
 from dsh.config import CompactionSettings
-from dsh.events import ATTACH_PLUGIN, PluginSource, UserSource, is_checkpoint_event
+from dsh.events import is_checkpoint_event
 from dsh.store import MemoryStore
-from dsh.surface import Session, retain_boundary
+from dsh.surface import retain_boundary
 from tests.agent.conftest import run
-from tests.compaction.test_prompt_attachment_cuts import BUDGETS, TURNS, _bad_cuts, _turn
+from tests.compaction.test_prompt_attachment_cuts import (
+    BUDGETS,
+    TURNS,
+    _bad_cuts,
+    _parting_cuts,
+    _turn,
+)
 from tests.helpers import append_chat_turn, heuristic_price, new_session
-
-
-def _parting_cuts(session: Session) -> set[int]:
-    """The oracle: surface positions of an assistant message whose nearest earlier node that
-    is not an attachment note is a person's prompt — a cut before it parts request and answer."""
-    parting: set[int] = set()
-    last = None  # the source kind of the nearest earlier node that is no attachment note
-    for position, seq in enumerate(session.nodes):
-        message = session.node_message(seq)
-        if message is None:
-            last = None
-            continue
-        source = message.source
-        if isinstance(source, PluginSource) and source.plugin == ATTACH_PLUGIN:
-            continue
-        if message.role == "assistant" and last == "prompt":
-            parting.add(position)
-        last = "prompt" if isinstance(source, UserSource) else message.role
-    return parting
 
 
 @settings(max_examples=50, deadline=None)
