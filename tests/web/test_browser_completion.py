@@ -126,9 +126,9 @@ def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path
             "/context",
             "/cost",
             "/diff",
+            "/fork",
             "/help",
-            "/model",
-            "(+5 more)",  # /new, /retry, /title, /undo and your /review
+            "(+7 more)",  # /model, /new, /retry, /rewind, /title, /undo and your /review
         ]
         assert focused(page) == "prompt" and prompt.input_value() == "/"
         page.keyboard.press("Tab")  # completed nothing, pressed again: the focus moves on

@@ -1,6 +1,6 @@
 """The page's transcript notes a turn that a limit stopped (``max-steps``, ``repeated-calls``:
 kinds of their own, no longer ``aborted``, a cancel's) as the terminal UI does: stopped, with its
-reason, in a real browser's ``Projector``."""
+reason (the limit's words when the log gives none), in a real browser's ``Projector``."""
 
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ def test_the_page_notes_a_turn_a_limit_stopped(browser: Any, tmp_path: Path) -> 
             """async () => {
                 const { Projector } = await import('/s/projection.js');
                 const kinds = ['max-steps', 'repeated-calls'];
-                return kinds.map((kind, i) => new Projector().feed({
+                const ends = [...kinds.map((kind) => [kind, 'why']), [kinds[0], null]];
+                return ends.map(([kind, error], i) => new Projector().feed({
                     type: 'turn/end', seq: 10 + i, time: 0,
-                    data: { turn: 2, reason: { kind, error: 'why' } },
+                    data: { turn: 2, reason: { kind, error } },
                 }).map((op) => `${op.item.kind}|${op.item.tone}|${op.item.text}`));
             }"""
         )
-    assert notes == [
-        ["notice||Turn 2 stopped at its step limit: why"],
-        ["notice||Turn 2 stopped: the same tool call repeated too often: why"],
+    assert notes == [  # the terminal UI's words (dsh.transcript.projection.turn_end_note)
+        ["notice||Turn 2 stopped: why"],
+        ["notice||Turn 2 stopped: why"],
+        ["notice||Turn 2 stopped: it took every step it is allowed (max_steps)"],
     ]

@@ -50,8 +50,8 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_is_refused(
     assert error_of(refused) == (400, "UNKNOWN_COMMAND")
     assert refused.json()["error"]["message"] == (
         "Unknown command /nosuch (commands: /compact [focus], /undo [--dry-run], /context, "
-        "/cost, /title [TEXT], /new, /clear, /model [NAME], /retry, /approval [MODE], /diff, "
-        "/help, /review, /ship; // sends /)"
+        "/cost, /title [TEXT], /new, /clear, /model [NAME], /retry, /rewind [N], /fork, "
+        "/approval [MODE], /diff, /help, /review, /ship; // sends /)"
     )
     plain = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/review as typed"})
     assert plain.status_code == 202  # without "command", the text is the prompt
@@ -109,6 +109,6 @@ def test_a_command_file_named_new_or_clear_is_skipped_as_in_the_terminal_ui(
     assert error_of(refused) == (400, "UNKNOWN_COMMAND")
     assert refused.json()["error"]["message"] == (
         "Unknown command /new (commands: /compact [focus], /undo [--dry-run], /context, /cost, "
-        "/title [TEXT], /new, /clear, /model [NAME], /retry, /approval [MODE], /diff, /help, "
-        "/review; // sends /)"
+        "/title [TEXT], /new, /clear, /model [NAME], /retry, /rewind [N], /fork, "
+        "/approval [MODE], /diff, /help, /review; // sends /)"
     )

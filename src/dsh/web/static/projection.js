@@ -175,8 +175,14 @@ const TURN_END_TEXT = {
   error: 'failed',
   'max-tokens': 'stopped at the model\'s output limit',
   interrupted: 'was interrupted (the process ended mid-turn)',
-  'max-steps': 'stopped at its step limit',
-  'repeated-calls': 'stopped: the same tool call repeated too often',
+  'max-steps': 'stopped',
+  'repeated-calls': 'stopped',
+};
+/** A limit's stop without its error in the log: the terminal UI's words
+ * (dsh.transcript.projection.LIMIT_REACHED). */
+const LIMIT_REACHED = {
+  'max-steps': 'it took every step it is allowed (max_steps)',
+  'repeated-calls': 'the same tool call repeated too often (tools.max_repeated_calls)',
 };
 
 export class Projector {
@@ -248,7 +254,8 @@ export class Projector {
       const reason = event.data.reason;
       if (reason.kind === 'completed') return [];
       const what = TURN_END_TEXT[reason.kind] || reason.kind;
-      const text = `Turn ${event.data.turn} ${what}${reason.error ? `: ${errorLine(reason.error)}` : ''}`;
+      const why = reason.error ? errorLine(reason.error) : LIMIT_REACHED[reason.kind];
+      const text = `Turn ${event.data.turn} ${what}${why ? `: ${why}` : ''}`;
       return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text, tone: reason.kind === 'error' ? 'error' : '' } }];
     }
     return [];
