@@ -9,7 +9,11 @@ began looking for a query's words when nothing matches literally: paraphrase rec
 when the system prompt began stating the environment, ``BENCH_ENVIRONMENT``: 49 tokens more on
 every request of every arm, the same passes, the probed run's third and fourth a step earlier,
 and when the extractive state stopped listing an answered request under Next steps: recallable
-$0.0001 more on OpenAI, $0.0001 less on Anthropic).
+$0.0001 more on OpenAI, $0.0001 less on Anthropic, and when ``history_search`` began listing
+hits in checkpoint texts after those in the originals: the fake provider answers with the last
+``ZEBRA-77xx`` of the search answer, at the probe's sixth pass a stub's keyword line's
+``ZEBRA-7731`` where it was an original's decoy ``ZEBRA-7713``, so 6/11 exact answers where
+there were 5/11; the fake's rule, not a measure of recall).
 
 The run directory holds the four offline arms of the small test scenario, one online run
 against the keyless fake provider (the probe section) and one failed run. Wall times and the

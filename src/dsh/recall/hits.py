@@ -18,16 +18,43 @@ from dsh.recall.word_search import WordHit
 @dataclass(frozen=True, slots=True)
 class Found:
     hits: list[str]
+    """The hits shown: those in original messages, then those in checkpoint texts."""
     matched: int
     checkpoints: int
     full: bool = False
     """Hits were left out because the answer's size bound was reached (not ``limit``)."""
     unshown: dict[str, int] = field(default_factory=dict)
     """Per checkpoint id, in log order: how many of its hits are not shown."""
+    copies: int = 0
+    """How many of ``matched`` are in checkpoint texts (``SpanCache.copied``)."""
+    shown_copies: int = 0
+    """How many of ``hits`` (the last ones) are in checkpoint texts."""
 
     @property
     def truncated(self) -> bool:
         return self.matched > len(self.hits)
+
+    @property
+    def counted(self) -> str:
+        """``12 match(es)``, or with hits in checkpoint texts ``9 match(es) in the originals
+        (+3 in checkpoint texts, listed after them)``."""
+        if not self.copies:
+            return f"{self.matched} match(es)"
+        return (
+            f"{self.matched - self.copies} match(es) in the originals (+{self.copies} in "
+            "checkpoint texts, listed after them)"
+        )
+
+
+COPIES_HEADING = (
+    "In checkpoint texts (a summary's or stub's words, copied into a later checkpoint's span; "
+    "not the original messages):"
+)
+"""The line before the hits in checkpoint texts: those are a checkpoint's paraphrase or
+keyword index of original messages, which the hits before it are."""
+
+_Match = tuple[Checkpoint, int, int]
+"""A checkpoint, the message of its span holding the query, and where in its lower-cased text."""
 
 
 def scan(
@@ -37,44 +64,63 @@ def scan(
     bound: Bound,
     spans: SpanCache,
 ) -> Found:
-    """One snippet per matching message of ``targets``, within ``bound``, in log order."""
+    """One snippet per matching message of ``targets``, within ``bound``: the original
+    messages' in log order, then those of checkpoint texts in log order (a checkpoint's text
+    nested in a later one's span, a copy of what it shadows). ``bound`` is filled in that
+    order and stops at the first hit that does not fit, so no original is left out while a
+    copy is shown."""
     needle = query.lower()
+    originals: list[_Match] = []
+    copies: list[_Match] = []
+    checkpoints = 0
+    for target in targets:
+        found = spans.matches(events, target, needle)
+        checkpoints += bool(found)
+        for index, position in found:
+            copied = spans.copied(events, target, index)
+            (copies if copied else originals).append((target, index, position))
     hits: list[str] = []
     unshown: dict[str, int] = {}
-    matched = checkpoints = used = 0
+    used = shown_copies = 0
     full = False
-    for target in targets:
-        found_here = False
-        for index, position in spans.matches(events, target, needle):
-            matched += 1
-            found_here = True
+    for group, heading in ((originals, 0), (copies, len(COPIES_HEADING) + 1)):
+        for number, (target, index, position) in enumerate(group):
             if len(hits) < bound.limit and not full:
                 message = spans.message(events, target, index)
                 hit = f"[{target.id} #msg {index}] {snippet(message, position, len(needle))}"
-                if bound.room is None or not hits or used + len(hit) + 1 <= bound.room:
+                cost = len(hit) + 1 + (heading if number == 0 else 0)
+                if bound.room is None or not hits or used + cost <= bound.room:
                     hits.append(hit)
-                    used += len(hit) + 1
+                    used += cost
+                    shown_copies += group is copies
                     continue
                 full = True
             unshown[target.id] = unshown.get(target.id, 0) + 1
-        checkpoints += found_here
-    return Found(hits, matched, checkpoints, full, unshown)
+    in_log_order = {t.id: unshown[t.id] for t in targets if t.id in unshown}
+    matched = len(originals) + len(copies)
+    return Found(hits, matched, checkpoints, full, in_log_order, len(copies), shown_copies)
 
 
 def hits_text(header: str, found: Found) -> str:
+    shown = f"the first {len(found.hits)}"
+    if found.copies:
+        shown += " (originals first)"
     if found.full:
         header += (
-            f" Showing the first {len(found.hits)} of {found.matched}, as many as fit in one "
+            f" Showing {shown} of {found.matched}, as many as fit in one "
             f"answer; the other {found.matched - len(found.hits)} are in "
             f"{_where(found.unshown)}: pass one of those checkpoints or use a more specific "
             "query to see them."
         )
     elif found.truncated:
         header += (
-            f" Showing the first {len(found.hits)}; use a more specific query, pass a checkpoint, "
+            f" Showing {shown}; use a more specific query, pass a checkpoint, "
             "or raise limit to see more."
         )
-    return "\n\n".join([header, "\n".join(found.hits), READ_A_MATCH])
+    lines = list(found.hits)
+    if found.shown_copies:
+        lines.insert(len(lines) - found.shown_copies, COPIES_HEADING)
+    return "\n\n".join([header, "\n".join(lines), READ_A_MATCH])
 
 
 def _where(unshown: dict[str, int], most: int = 8) -> str:

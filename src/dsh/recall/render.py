@@ -236,6 +236,16 @@ class SpanCache:
                 found.append((index, position))
         return found
 
+    def copied(self, events: Sequence[Event], checkpoint: Checkpoint, index: int) -> bool:
+        """Whether message ``index`` of the span is a checkpoint's text (a prior state or an
+        index stub, shown with its label) rather than an original message: a copy, in a
+        summary's or stub's words, of what that checkpoint shadows."""
+        entry = self._entry(events, checkpoint)
+        if entry.nodes is None and self._stored(entry, checkpoint) is None:
+            self.span(events, checkpoint)
+        nodes = entry.nodes or ()
+        return is_checkpoint_event(events[nodes[index]])
+
     def message(self, events: Sequence[Event], checkpoint: Checkpoint, index: int) -> str:
         """Message ``index`` of the span: from the rendered span when it is here, else the one
         node rendered again (a hit found in the span file)."""

@@ -155,8 +155,10 @@ def search_history(
     """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
 
     One snippet per matching message, at most ``limit`` and as many as fit in ``budget_chars``
-    (None: no size bound), in log order; ``meta`` holds the coverage
-    ``{scanned, matched, truncated}``; a cut answer names the checkpoints holding the
+    (None: no size bound): the original messages' in log order, then those of checkpoint texts
+    (``dsh.recall.hits.scan``); ``meta`` holds the coverage
+    ``{scanned, matched, truncated}`` (and ``inCheckpointTexts``, how many of ``matched`` are in
+    checkpoint texts, when any are); a cut answer names the checkpoints holding the
     hits not shown. A well-formed ``checkpoint`` with no checkpoint
     at its seq is still ``CHECKPOINT_NOT_FOUND``, whose message holds the search of every
     checkpoint. When nothing matches anywhere, the messages
@@ -232,7 +234,7 @@ def _search(
         others = [c for c in list_checkpoints(events, index) if c.id != targets[0].id]
         widened = scan(events, others, query, bound, spans)
     header = (
-        f"Found {found.matched} match(es) across {found.checkpoints} checkpoint(s) "
+        f"Found {found.counted} across {found.checkpoints} checkpoint(s) "
         f"(scanned {len(targets)}) for {query!r}."
     )
     if widened is not None and widened.matched:
@@ -240,9 +242,9 @@ def _search(
             "scanned": len(targets) + len(others),
             "matched": widened.matched,
             "truncated": widened.truncated,
-        }
+        } | _copies(widened)
         header += (
-            f" Every other checkpoint: {widened.matched} match(es) across "
+            f" Every other checkpoint: {widened.counted} across "
             f"{widened.checkpoints} checkpoint(s) (scanned {len(others)})."
         )
         return ToolOutput(hits_text(header, widened), meta=meta)
@@ -250,7 +252,7 @@ def _search(
         "scanned": len(targets),
         "matched": found.matched,
         "truncated": found.truncated,
-    }
+    } | _copies(found)
     if not found.matched:
         words = search_words(events, [*targets, *others], query_terms(query), spans)
         if words.count:
@@ -275,6 +277,11 @@ def _search(
         )
         return ToolOutput(text, meta=meta)
     return ToolOutput(hits_text(header, found), meta=meta)
+
+
+def _copies(found: Found) -> dict[str, int]:
+    """``inCheckpointTexts``: how many of ``matched`` are in checkpoint texts, when any are."""
+    return {"inCheckpointTexts": found.copies} if found.copies else {}
 
 
 def _span(events: Sequence[Event], target: Checkpoint, cache: SpanCache | None) -> tuple[str, ...]:
