@@ -151,11 +151,11 @@ def test_the_tool_answers_the_same_order():
     assert output.text == search_history(case.session.events, QUERY).text
 
 
-def test_copied_is_found_from_a_fresh_cache_and_from_the_span_file(tmp_path: Path):
+def test_copies_are_found_from_a_fresh_cache_and_from_the_span_file(tmp_path: Path):
     case = copy_first()
     events = case.session.events
     stub = next(c for c in list_checkpoints(events) if c.id == case.stub.id)
-    assert [SpanCache().copied(events, stub, i) for i in range(3)] == [True, False, False]
+    assert SpanCache().copies(events, stub) == {0}
     path = tmp_path / "s.spans"
     writer = SpanCache()
     writer.use_file(path)
@@ -163,7 +163,8 @@ def test_copied_is_found_from_a_fresh_cache_and_from_the_span_file(tmp_path: Pat
     writer.flush()
     reader = SpanCache()
     reader.use_file(path)
-    assert [reader.copied(events, stub, i) for i in range(3)] == [True, False, False]
+    assert reader.copies(events, stub) == {0}
+    assert reader.copies(events, stub) is reader.copies(events, stub)  # found once
 
 
 def test_dsh_recall_search_prints_the_same_order(tmp_path, monkeypatch):
@@ -205,8 +206,8 @@ class _Spans:
     def matches(self, events, target, needle):
         return [(index, 0) for index in range(len(self.spans[target.id]))]
 
-    def copied(self, events, target, index):
-        return self.spans[target.id][index][0]
+    def copies(self, events, target):
+        return {index for index, (copy, _) in enumerate(self.spans[target.id]) if copy}
 
     def message(self, events, target, index):
         return "needle " + "x" * self.spans[target.id][index][1]

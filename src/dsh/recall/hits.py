@@ -26,7 +26,7 @@ class Found:
     unshown: dict[str, int] = field(default_factory=dict)
     """Per checkpoint id, in log order: how many of its hits are not shown."""
     copies: int = 0
-    """How many of ``matched`` are in checkpoint texts (``SpanCache.copied``)."""
+    """How many of ``matched`` are in checkpoint texts (``SpanCache.copies``)."""
     shown_copies: int = 0
     """How many of ``hits`` (the last ones) are in checkpoint texts."""
 
@@ -76,9 +76,9 @@ def scan(
     for target in targets:
         found = spans.matches(events, target, needle)
         checkpoints += bool(found)
+        copied = spans.copies(events, target) if found else frozenset()
         for index, position in found:
-            copied = spans.copied(events, target, index)
-            (copies if copied else originals).append((target, index, position))
+            (copies if index in copied else originals).append((target, index, position))
     hits: list[str] = []
     unshown: dict[str, int] = {}
     used = shown_copies = 0

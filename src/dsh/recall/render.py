@@ -236,15 +236,19 @@ class SpanCache:
                 found.append((index, position))
         return found
 
-    def copied(self, events: Sequence[Event], checkpoint: Checkpoint, index: int) -> bool:
-        """Whether message ``index`` of the span is a checkpoint's text (a prior state or an
-        index stub, shown with its label) rather than an original message: a copy, in a
-        summary's or stub's words, of what that checkpoint shadows."""
+    def copies(self, events: Sequence[Event], checkpoint: Checkpoint) -> frozenset[int]:
+        """The messages of the span that are a checkpoint's text (a prior state or an index
+        stub, shown with its label) rather than original messages: a copy, in a summary's or
+        stub's words, of what that checkpoint shadows. Found once per entry."""
         entry = self._entry(events, checkpoint)
-        if entry.nodes is None and self._stored(entry, checkpoint) is None:
-            self.span(events, checkpoint)
-        nodes = entry.nodes or ()
-        return is_checkpoint_event(events[nodes[index]])
+        if entry.copies is None:
+            if entry.nodes is None and self._stored(entry, checkpoint) is None:
+                self.span(events, checkpoint)
+            nodes = entry.nodes or ()
+            entry.copies = frozenset(
+                index for index, seq in enumerate(nodes) if is_checkpoint_event(events[seq])
+            )
+        return entry.copies
 
     def message(self, events: Sequence[Event], checkpoint: Checkpoint, index: int) -> str:
         """Message ``index`` of the span: from the rendered span when it is here, else the one
@@ -291,7 +295,7 @@ class SpanCache:
 
 
 class _Entry:
-    __slots__ = ("lowered", "messages", "nodes", "summary", "words")
+    __slots__ = ("copies", "lowered", "messages", "nodes", "summary", "words")
 
     def __init__(self, summary: CompactionSummaryEvent) -> None:
         self.summary = summary
@@ -299,6 +303,7 @@ class _Entry:
         self.lowered: tuple[str, ...] | None = None
         self.nodes: tuple[int, ...] | None = None
         self.words: WordIndex | None = None
+        self.copies: frozenset[int] | None = None
 
     def size(self) -> int:
         texts = sum(_size(part) for part in (self.messages, self.lowered) if part is not None)
