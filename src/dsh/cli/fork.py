@@ -11,6 +11,7 @@ from dsh.cli import context
 from dsh.errors import printable_line
 from dsh.surface import Session
 from dsh.tools.terminal_text import printable_text
+from dsh.transcript.plan import first_line
 
 PROMPT_SHOWN = 100
 """Characters of a prompt ``--turns`` shows (its first line)."""
@@ -33,7 +34,7 @@ def fork(session_id: str, before_turn: int | None, list_turns: bool) -> None:
         with Session.open(store, wanted) as session:
             turns = turn_prompts(session.events)
         for turn in turns:
-            line = printable_line(turn.prompt.strip().split("\n", 1)[0])
+            line = printable_line(first_line(turn.prompt))
             shown = line if len(line) <= PROMPT_SHOWN else line[: PROMPT_SHOWN - 1] + "…"
             click.echo(f"turn {turn.turn}  {shown}")
         if not turns:

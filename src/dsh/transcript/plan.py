@@ -63,6 +63,7 @@ def plan_lines(todos: Sequence[Todo], rows: int = PLAN_ROWS) -> list[str]:
 
 
 def first_line(text: str) -> str:
-    """An item's first line (the panel gives each one row)."""
+    """A text's first line, `` …`` marking more (the plan panel's items, ``/rewind``'s and
+    ``dsh sessions fork --turns``' prompts: one row each)."""
     line = text.strip().split("\n", 1)[0]
     return line if line == text.strip() else f"{line} …"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from dsh.agent.fork import TurnPrompt, fork_note, fork_session, turn_prompts
 from dsh.errors import DshError, error_line, printable_line
+from dsh.transcript.plan import first_line
 from dsh.tui.filtered_picker import FilteredPicker
 
 if TYPE_CHECKING:
@@ -26,17 +27,12 @@ class TurnPicker(FilteredPicker):
     ROWS_NAMED = "prompts"
 
     def __init__(self, turns: list[TurnPrompt]) -> None:
-        rows = [(str(t.turn), f"turn {t.turn}  {_first_line(t.prompt)}") for t in reversed(turns)]
+        rows = [(str(t.turn), f"turn {t.turn}  {first_line(t.prompt)}") for t in reversed(turns)]
         title = (
             "Rewind to before a prompt: enter opens a copy of the session up to it, the prompt "
             "in the composer (this session stays as it is); esc closes"
         )
         super().__init__(rows, title)
-
-
-def _first_line(text: str) -> str:
-    line = text.strip().split("\n", 1)[0]
-    return line if line == text.strip() else f"{line} …"
 
 
 def rewind_command(app: DshApp, arg: str) -> None:
