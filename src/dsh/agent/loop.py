@@ -44,7 +44,8 @@ from dsh.agent.cancel import CANCELLED_BY_USER, CancelRequest, guarded
 from dsh.agent.cancel import Cancelled as _Cancelled
 from dsh.agent.log_scan import LogScan
 from dsh.agent.loggable import loggable_message, loggable_text
-from dsh.agent.mentions import Attachment, attachment_notes, read_attachments
+from dsh.agent.mentions import Attachment, attachment_notes
+from dsh.agent.recall_matches import prompt_notes
 from dsh.agent.recall_offer import RecallOffer
 from dsh.agent.repeated_calls import RepeatedCalls
 from dsh.agent.request import request_from_state
@@ -118,6 +119,7 @@ class AgentConfig:
     attach_mentions: bool = False
     """``@path`` in a prompt attaches the file (``dsh.agent.mentions``; ``tools.attach_mentions``
     turns it on for the faces)."""
+    attach_matches: bool = False  # compacted messages matching a prompt: dsh.agent.recall_matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +206,8 @@ class Agent:
         thread) raises before the turn starts: nothing is logged."""
         self.check_prompt(prompt)
         self._cancel = CancelRequest()  # a cancel while the attachments are read ends the turn
-        if attached is None:  # read in a thread; nothing to read without an "@"
-            attached = await asyncio.to_thread(self.attachments, prompt) if "@" in prompt else ()
+        if attached is None:  # read in a thread
+            attached = await asyncio.to_thread(self.attachments, prompt)
         self.check_prompt(prompt, attached)
         self._repeats.start_turn(self.config.max_repeated_calls)
         turn = 1 + self._log_scan.update(self.session).turns
@@ -222,12 +224,9 @@ class Agent:
             raise
 
     def attachments(self, prompt: str) -> tuple[Attachment, ...]:
-        """What ``@path`` mentions in ``prompt`` attach, when that is on (``dsh.agent.mentions``);
-        blocking file reads: a face on an event loop calls it in a thread."""
-        if not self.config.attach_mentions:
-            return ()
-        window = self.config.context_window or DEFAULT_WINDOW
-        return read_attachments(prompt, self.workspace, self.tools.secrets, context_window=window)
+        """The notes that follow ``prompt`` (``dsh.agent.recall_matches.prompt_notes``); blocking
+        reads: a face on an event loop calls it in a thread."""
+        return prompt_notes(self, prompt)
 
     async def _turn(self, turn: int, prompt: str, attached: Sequence[Attachment]) -> TurnResult:
         pending: list[Message] = [

@@ -79,6 +79,8 @@ class Attachment:
     """The path as mentioned."""
     text: str
     """What the model is shown: a heading line, then the file or listing (or why not)."""
+    plugin: str = ATTACH_PLUGIN
+    """Who adds the note: ``attach``, or ``recall`` (``dsh.agent.recall_matches``)."""
 
 
 def attach(
@@ -166,7 +168,7 @@ def attachment_notes(attachments: Sequence[Attachment], *, turn: int) -> list[Me
             id=f"attach-{turn}-{n}",
             role="user",
             content=(TextBlock(text=loggable_text(a.text)),),
-            source=PluginSource(plugin=ATTACH_PLUGIN),
+            source=PluginSource(plugin=a.plugin),
         )
         for n, a in enumerate(attachments, 1)
     ]

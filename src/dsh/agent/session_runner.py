@@ -464,8 +464,8 @@ class SessionRunner:
 
 
 async def _attachments_of(agent: Agent, prompt: str) -> tuple[Attachment, ...]:
-    """``agent.attachments`` in a worker thread (blocking reads); none without an ``@``."""
-    return await asyncio.to_thread(agent.attachments, prompt) if "@" in prompt else ()
+    """``agent.attachments`` in a worker thread (blocking reads)."""
+    return await asyncio.to_thread(agent.attachments, prompt)
 
 
 async def _answer(ok: bool, text: str) -> tuple[bool, str]:

@@ -48,11 +48,12 @@ from dsh.config import (
     DEFAULT_CONTEXT_WINDOW,
     CompactionSettings,
     ProviderSettings,
+    RecallSettings,
     Settings,
     dsh_home,
 )
 from dsh.errors import DshError, WindowTooSmall
-from dsh.llm.registry import route_params, text_tool_calls_enabled
+from dsh.llm.registry import TEXT_TOOL_CALL_PROVIDERS, route_params, text_tool_calls_enabled
 from dsh.llm.types import Provider
 from dsh.store import MemoryStore, anchor_cache_path, span_cache_dir
 from dsh.surface import Session
@@ -284,6 +285,7 @@ def build_agent(
         max_repeated_calls=settings.tools.max_repeated_calls,
         max_calls_per_reply=settings.tools.max_calls_per_reply,
         attach_mentions=settings.tools.attach_mentions,
+        attach_matches=attach_matches_on(settings.recall, route.provider.name),
     )
     agent = Agent(
         session,
@@ -328,3 +330,10 @@ def check_room(
         return
     finally:
         scratch.close()
+
+
+def attach_matches_on(recall: RecallSettings, provider: str) -> bool:
+    """Whether prompts get the compacted messages matching them (``recall.attach_matches``;
+    unset: where text tool calls are read by default, the small local models' routes)."""
+    chosen = recall.attach_matches
+    return provider in TEXT_TOOL_CALL_PROVIDERS if chosen is None else chosen

@@ -117,6 +117,10 @@ DESCRIPTIONS: dict[str, str] = {
     "recall.read_budget_chars": "history_read page size in characters, and the most one "
     "history_search answer takes; at least 50.",
     "recall.search_limit": "Default maximum snippets returned by history_search; in [1, 200].",
+    "recall.attach_matches": "After a prompt, give the model up to 3 snippets of compacted "
+    "messages that hold most of its rarer words (a note the transcript shows as Context from "
+    "recall), for models that do not search on their own; unset: on for openai-compatible, "
+    "off for the others.",
     "tools.approval": "ask (interactive default), auto, or read-only.",
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
     "of provider keys, DSH_PROVIDER_HEADERS, DSH_MCP_SERVERS, *_KEY, *_TOKEN, *_SECRET*, "

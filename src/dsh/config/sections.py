@@ -161,6 +161,9 @@ class CompactionSettings(_Section, frozen=True):
 class RecallSettings(_Section, frozen=True):
     read_budget_chars: int = 8000
     search_limit: int = 25
+    attach_matches: bool | None = None
+    """Attach compacted messages matching a prompt's words (``dsh.agent.recall_matches``);
+    None: on where ``provider.text_tool_calls`` is on by default (openai-compatible)."""
 
 
 DEFAULT_MAX_REPEATED_CALLS = 5

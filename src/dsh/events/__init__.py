@@ -19,6 +19,8 @@ from dsh.events.compaction_payloads import unfinished_pass_note
 from dsh.events.messages import (
     ATTACH_PLUGIN,
     COMPACT_PLUGIN,
+    PROMPT_NOTE_PLUGINS,
+    RECALL_PLUGIN,
     Block,
     Message,
     ModelSource,
@@ -52,6 +54,8 @@ __all__ = [
     "ModelSource",
     "OpenCalls",
     "ATTACH_PLUGIN",
+    "PROMPT_NOTE_PLUGINS",
+    "RECALL_PLUGIN",
     "PluginSource",
     "ReasoningBlock",
     "Source",

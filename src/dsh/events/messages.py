@@ -86,6 +86,13 @@ class UserSource(Struct, tag="user", tag_field="kind", frozen=True):
 ATTACH_PLUGIN = "attach"
 """``PluginSource.plugin`` of the notes a prompt's ``@path`` mentions attach after it."""
 
+RECALL_PLUGIN = "recall"
+"""``PluginSource.plugin`` of the note of compacted messages matching a prompt's words that
+follows it (``recall.attach_matches``; ``dsh.agent.recall_matches``)."""
+
+PROMPT_NOTE_PLUGINS = frozenset({ATTACH_PLUGIN, RECALL_PLUGIN})
+"""The plugins whose notes belong to the prompt before them (no cut parts them)."""
+
 
 class PluginSource(Struct, tag="plugin", tag_field="kind", frozen=True):
     """Context injected by a plugin; ``plugin == "compact"`` marks a compaction checkpoint."""

@@ -120,6 +120,7 @@ class WordSearch:
         lengths: Sequence[Sequence[int]],
         groups: Sequence[_Group],
         messages: int,
+        rarity: dict[str, float] | None = None,
     ) -> None:
         self._targets = targets
         self._lengths = lengths
@@ -128,6 +129,8 @@ class WordSearch:
         """How many messages were scanned."""
         self.count = sum(len(group.places) for group in groups)
         """How many messages are hits."""
+        self.rarity = rarity or {}
+        """Each term some scanned message holds: its inverse document frequency (``_idf``)."""
 
     @property
     def hits(self) -> list[WordHit]:
@@ -212,7 +215,7 @@ def search_words(
         rarest = max(held, key=lambda term: rarity[term])
         score = sum(rarity[term] for term in held)
         groups.append(_Group(held, score, rarest, places))
-    return WordSearch(targets, lengths, groups, messages)
+    return WordSearch(targets, lengths, groups, messages, rarity)
 
 
 def locate(events: Sequence[Event], hit: WordHit, spans: SpanCache) -> tuple[int, int]:

@@ -23,7 +23,7 @@ recallable chunking's edges (every stub slice) only cut where ``clean_cut_after`
 from __future__ import annotations
 
 from dsh.events import (
-    ATTACH_PLUGIN,
+    PROMPT_NOTE_PLUGINS,
     AssistantMessageEvent,
     Event,
     Message,
@@ -40,8 +40,9 @@ def is_prompt(event: Event) -> bool:
 
 
 def is_attachment(message: Message) -> bool:
-    """A note an ``@path`` mention of the prompt before it attached (a user-role message)."""
-    return isinstance(message.source, PluginSource) and message.source.plugin == ATTACH_PLUGIN
+    """A note that belongs to the prompt before it (a user-role message): what an ``@path``
+    mention attached, or the compacted messages matching its words (``PROMPT_NOTE_PLUGINS``)."""
+    return isinstance(message.source, PluginSource) and message.source.plugin in PROMPT_NOTE_PLUGINS
 
 
 def is_attachment_note(event: Event) -> bool:
