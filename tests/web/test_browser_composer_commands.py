@@ -174,7 +174,8 @@ def test_model_names_the_model_and_moves_the_next_turns(browser: Any, tmp_path: 
                 "tokens). /model NAME switches for the next turns."
             )
             assert fresh_note_after(page, "/model bigger-model") == (
-                "Model for the next turns: bigger-model."
+                f"Model for the next turns: bigger-model. "
+                f"Context window: {DEFAULT_CONTEXT_WINDOW:,} tokens."
             )
             page.wait_for_function(
                 "() => document.getElementById('model').textContent === 'scripted · bigger-model'"
@@ -203,7 +204,8 @@ def test_model_takes_a_name_with_spaces_as_the_terminal_ui_does(
         with open_page(browser) as page:
             open_new_session(page, server.base_url)
             assert fresh_note_after(page, "/model  Qwen 7B Instruct ") == (
-                "Model for the next turns: Qwen 7B Instruct."
+                f"Model for the next turns: Qwen 7B Instruct. "
+                f"Context window: {DEFAULT_CONTEXT_WINDOW:,} tokens."
             )
             page.wait_for_function(
                 "() => document.getElementById('model').textContent"

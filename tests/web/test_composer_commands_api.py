@@ -140,11 +140,12 @@ def scripted_runtime(env: WebEnv, window: int | None = None) -> WebRuntime:
     a model ``/model`` names included, is the scripted provider's, fed by the file."""
     script = env.root / "script.json"
     script.write_text(json.dumps(env.script))
-    settings = env.settings
+    settings, flags = env.settings, None
     if window is not None:
         provider = ProviderSettings(context_window=window)
         settings = msgspec.structs.replace(settings, provider=provider)
-    return WebRuntime(settings, script=script)
+        flags = {"provider": {"context_window": window}}
+    return WebRuntime(settings, script=script, overrides=flags)
 
 
 def test_model_switches_the_next_turns_and_their_log_records_it(env: WebEnv) -> None:
@@ -168,9 +169,9 @@ def test_model_switches_the_next_turns_and_their_log_records_it(env: WebEnv) -> 
             "provider": "scripted",
             "model": "bigger-model",
             "window": window,
-            "note": "Model for the next turns: bigger-model.",
+            "note": "Model for the next turns: bigger-model. Context window: 128,000 tokens.",
         }
-        assert chosen.json()["note"] == switched_note("bigger-model")
+        assert chosen.json()["note"] == switched_note("bigger-model", window)
         assert len(env.log_lines(sid)) == logged  # nothing is logged until a turn runs on it
         assert client.get(f"/api/sessions/{sid}/model").json()["model"] == "bigger-model"
         assert client.get(f"/api/sessions/{sid}/context").json()["model"] == "bigger-model"
@@ -219,21 +220,25 @@ def test_a_running_turn_keeps_its_model_and_the_next_one_takes_the_new(tmp_path:
         assert models == ["scripted", "scripted", "bigger-model"]
 
 
-def test_another_model_runs_in_the_configured_window_and_the_header_measures_against_it(
+def test_another_model_runs_in_the_flags_window_and_the_header_measures_against_it(
     env: WebEnv,
 ) -> None:
-    """As the terminal UI's ``/model NAME``: the new model's window is the one configured (or
-    the flags'), not the one the session recorded for its old model; the header's context use
-    is measured against it at once."""
+    """``dsh web --context-window 32000`` on a session recorded in 16,000: the flags' window,
+    which the session runs in, stays when ``/model NAME`` moves it to another model, and the
+    header's context use is measured against it at once."""
     env.script = [{"text": "first"}, {"text": "second"}]
     with open_client(env, scripted_runtime(env, window=16_000)) as client:
         sid = new_session(client)
         prompt(client, sid, "one")
     with open_client(env, scripted_runtime(env, window=32_000)) as client:
         assert client.post(f"/api/sessions/{sid}/resume").status_code == 200
-        assert client.get(f"/api/sessions/{sid}/model").json()["window"] == 16_000  # recorded
+        assert client.get(f"/api/sessions/{sid}/model").json()["window"] == 32_000  # the flag's
         chosen = client.post(f"/api/sessions/{sid}/model", json={"name": "other"}).json()
         assert chosen["window"] == 32_000
+        assert chosen["note"] == (
+            "Model for the next turns: other. Its context window stays 32,000 tokens (set for "
+            "this session)."
+        )
         assert client.get(f"/api/sessions/{sid}").json()["stats"]["contextWindow"] == 32_000
         assert client.get(f"/api/sessions/{sid}/context").json()["window"] == 32_000
         prompt(client, sid, "two")
@@ -270,7 +275,7 @@ def test_a_model_name_must_print_on_one_line_on_a_session_open_here(env: WebEnv)
         )
         spaced = client.post(f"/api/sessions/{sid}/model", json={"name": "  Qwen 7B Instruct "})
         assert spaced.json()["model"] == "Qwen 7B Instruct"
-        assert spaced.json()["note"] == switched_note("Qwen 7B Instruct")
+        assert spaced.json()["note"] == switched_note("Qwen 7B Instruct", DEFAULT_CONTEXT_WINDOW)
         prompt(client, sid, "one")
         assert client.post(f"/api/sessions/{sid}/close").status_code == 200
         for answer in (

@@ -64,7 +64,10 @@ def test_model_lists_and_checks_the_servers_models(tmp_path: Path, server: FakeS
         assert client.get(f"/api/sessions/{sid}/model").json()["model"] == "m1"  # unchanged
         chosen = client.post(f"/api/sessions/{sid}/model", json={"name": "m2-large"}).json()
         assert chosen["model"] == "m2-large"
-        assert chosen["note"] == "Model for the next turns: m2-large."
+        assert chosen["note"] == (
+            "Model for the next turns: m2-large. Its context window stays 8,000 tokens (set "
+            "for this session)."
+        )
     assert [r.path for r in server.fixed_requests] == ["/v1/models"] * 4
 
 
@@ -80,7 +83,8 @@ def test_a_name_is_taken_with_a_warning_when_there_is_no_list(
         chosen = client.post(f"/api/sessions/{sid}/model", json={"name": "any-model"}).json()
         assert chosen["note"] == (
             "warning: could not list openai-compatible's models (the server answered 404): "
-            "any-model not checked.\nModel for the next turns: any-model."
+            "any-model not checked.\nModel for the next turns: any-model. Its context window "
+            "stays 8,000 tokens (set for this session)."
         )
 
 

@@ -26,6 +26,7 @@ from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.context_report import next_request_tokens
 from dsh.agent.loop import Agent, StreamListener, TurnResult
+from dsh.agent.model_command import switched
 from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.session_runner import (
     COMPACT_CANCELLED,
@@ -353,8 +354,7 @@ class Controller:
         return self.runner.waiting_since if self.runner is not None else None
 
     def cancel(self, reason: str = CANCELLED_BY_USER) -> bool:
-        """Cancel the running turn or ``/compact`` (a turn ends with ``reason``); False if
-        nothing runs."""
+        """Cancel the running turn or ``/compact`` (a turn ends with ``reason``); False: none."""
         return self.runner is not None and self.runner.cancel(reason) is not None
 
     async def compact(self, focus: str | None) -> str:
@@ -447,12 +447,13 @@ class Controller:
         last = events[-1] if events else None
         return isinstance(last, CommandDoneEvent) and last.data.text == text
 
-    def switch_model(self, name: str) -> Route:
-        """Use ``name`` for the next turns (the running one keeps its model)."""
-        self.route = self._route_factory(name)
+    def switch_model(self, name: str) -> str:
+        """``/model NAME`` for the next turns (``dsh.agent.model_command.switched``); its line."""
+        own, configured = self.settings.provider, self.options.settings.provider
+        self.route, said = switched(self._route_factory(name), own, configured, self.window)
         if self.runner is not None:
             self.runner.reset_agent()
-        return self.route
+        return said
 
 
 BUSY = {"turn": "working…", "compact": "compacting", "undo": "undoing…"}

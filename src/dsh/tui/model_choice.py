@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dsh.agent.model_choice import checked_choice, listing_note
-from dsh.agent.model_command import model_note, switched_note
+from dsh.agent.model_command import model_note
 from dsh.errors import DshError, UsageError, error_line
 from dsh.llm.model_list import Listed, ModelList, list_models, lists_models
 from dsh.tui.model_picker import ModelPicker
@@ -67,11 +67,12 @@ def picked(app: DshApp, chosen: str | None) -> None:
 
 
 def switch(app: DshApp, name: str) -> None:
-    """Use ``name`` for the next turns."""
+    """Use ``name`` for the next turns, in the window the session set, else the new model's
+    (``Controller.switch_model``)."""
     try:
-        app.controller.switch_model(name)
+        said = app.controller.switch_model(name)
     except DshError as exc:
         app.note(f"error: {error_line(str(exc))}")
         return
-    app.note(switched_note(app.controller.model))
+    app.note(said)
     app.update_status()

@@ -3,7 +3,8 @@ page, as the terminal UI's ``/model`` does.
 
 A session runs on the model it recorded (else the server's: its flags and the config).
 ``/model NAME`` in its composer resolves NAME on the session's provider as the terminal UI
-resolves it (a missing key, a window too small: refused in one line, nothing changed), and from
+resolves it (a missing key, a window too small: refused in one line, nothing changed; in the
+window the session set, which stays, else the new model's: ``dsh.agent.model_command``), and from
 then on the session's next turns and ``/compact`` run on it: not a running turn, which keeps its
 model; not the other sessions (each page changes its own); for the rest of this server's run,
 the session closed and resumed here included. Nothing is logged at once: the next turn (or
@@ -20,7 +21,7 @@ from typing import Any
 import anyio.to_thread
 
 from dsh.agent.model_choice import checked_choice, listing_note, public_list
-from dsh.agent.model_command import model_name, switched_note
+from dsh.agent.model_command import model_name
 from dsh.agent.runtime import Route
 from dsh.agent.wiring import session_window
 from dsh.errors import DshError, UsageError
@@ -87,14 +88,14 @@ async def choose_model(registry: SessionRegistry, session_id: str, name: str) ->
         warning = checked_choice(name, current.provider.name, await list_models(current.provider))
     except UsageError as exc:
         raise bad_request(str(exc)) from exc
-    resolve = registry.runtime.model_route(registry.open_handle(session_id).session, name)
+    session = registry.open_handle(session_id).session
+    resolve = registry.runtime.model_route(session, name, current.context_window)
     try:
-        route = await anyio.to_thread.run_sync(resolve)
+        route, note = await anyio.to_thread.run_sync(resolve)
     except DshError as exc:
         raise from_dsh_error(exc) from exc
     handle = registry.open_handle(session_id)  # closed while it resolved?
     registry.runtime.choose_route(session_id, route)
     handle.runner.reset_agent()  # the next turn gets an agent on it; a running one keeps its own
     handle.hub.publish(frame("stats", stats=registry.stats(handle)))
-    note = switched_note(route.model)
     return {**_public(route), "note": note if warning is None else f"{warning}\n{note}"}

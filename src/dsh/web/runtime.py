@@ -21,6 +21,7 @@ import msgspec
 
 from dsh.agent import session_settings
 from dsh.agent.asked_window import say_window_change
+from dsh.agent.model_command import switched
 from dsh.agent.runtime import Route, approval_policy, resolve_route
 from dsh.agent.session_runner import SessionWiring, SettingsWiring
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
@@ -50,7 +51,9 @@ class Runtime(SessionWiring, Protocol):
 
     def own_later(self, session: Session) -> Callable[[], Route]: ...
 
-    def model_route(self, session: Session, name: str) -> Callable[[], Route]: ...
+    def model_route(
+        self, session: Session, name: str, before: int | None = None
+    ) -> Callable[[], tuple[Route, str]]: ...
 
     def choose_route(self, session_id: str, route: Route) -> None: ...
 
@@ -151,17 +154,22 @@ class WebRuntime(SettingsWiring):
             return self._route.context_window
         return self.settings.provider.context_window or DEFAULT_CONTEXT_WINDOW
 
-    def model_route(self, session: Session, name: str) -> Callable[[], Route]:
-        """The route of model ``name`` on the session's provider, resolved as the terminal UI's
-        ``/model NAME`` resolves it (in the window ``dsh web``'s flags or the config set, else
-        the one the provider reports), the way ``mcp_start`` is: made on the loop (it reads the
+    def model_route(
+        self, session: Session, name: str, before: int | None = None
+    ) -> Callable[[], tuple[Route, str]]:
+        """The route of model ``name`` on the session's provider and the line that says it,
+        resolved as the terminal UI's ``/model NAME`` resolves it (``dsh.agent.model_command
+        .switched``: in the window the session set — ``dsh web``'s flags, else one it recorded
+        as set, else the config's — else the one the new model's server reports; ``before``,
+        the window it ran in), the way ``mcp_start`` is: made on the loop (it reads the
         session), called in a worker thread (resolving may ask a server its window; it raises
         ``DshError`` when it cannot be done: a missing key)."""
-        settings = self.own_settings(session)
-        window = self.base(session.header.cwd).provider.context_window
+        settings = self.own_settings(session)  # its window: unset when its server gave it
+        configured = self.base(session.header.cwd).provider
+        window = configured.context_window
         provider = msgspec.structs.replace(settings.provider, model=name, context_window=window)
         wanted = msgspec.structs.replace(settings, provider=provider)
-        return lambda: self._resolve_for(wanted)
+        return lambda: switched(self._resolve_for(wanted), settings.provider, configured, before)
 
     def own_later(self, session: Session) -> Callable[[], Route]:
         """The route ``own`` gives ``session``, in two steps: the session read now (on the
