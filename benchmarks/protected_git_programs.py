@@ -1,6 +1,8 @@
 """What protecting the files git's config names as programs (``core.fsmonitor = ./x``, a
-``textconv``, a filter, an ``alias`` with ``!``: ``dsh.tools.git_programs``) adds to deciding
-whether a write is protected, per write.
+``textconv``, a filter, an ``alias`` with ``!``: ``dsh.tools.git_programs``), and what routes
+files through them or puts hooks in new repositories (a ``.gitattributes`` while a driver is
+configured, ``init.templateDir``: ``dsh.tools.git_attributes``), adds to deciding whether a
+write is protected, per write.
 
 No git process is added: the settings come from the ``git config --list --show-origin
 --includes`` listing the check already runs at each write (``dsh.tools.git_hooks``), and the
@@ -8,18 +10,18 @@ top level from one more option of its ``rev-parse``. What is added is reading th
 values and resolving the paths they name. ``protected_write`` is timed two ways in the same run
 on the same workspace:
 
-- *before* (the baseline): the same call with the programs step left out (``named_programs``
-  replaced by one that names nothing; the extra ``rev-parse`` option stays, as it costs no
-  process);
+- *before* (the baseline): the same call with those steps left out (``named_programs`` and
+  ``git_attributes``' readers replaced by ones that name nothing; the extra ``rev-parse``
+  option stays, as it costs no process);
 - *now*: as dsh runs it.
 
 The workspace is a git repository whose config has what a real one often has: Git LFS's three
 filter settings, a ``textconv``, an editor, a pager, ``--aliases`` aliases (every third a ``!``
-command naming a script), and a ``core.fsmonitor`` script; the calls are an ordinary write, and
-the write of the fsmonitor script (protected now). Each figure is the best of ``--runs`` calls,
-the two ways taking turns, in microseconds, with the ratio now / before; then what reading the
-settings alone costs, the added step measured without git's processes around it, and its share
-of the check before.
+command naming a script), and a ``core.fsmonitor`` script; the calls are an ordinary write,
+and the writes of the fsmonitor script and of ``.gitattributes`` (protected now). Each figure is
+the best of ``--runs`` calls, the two ways taking turns, in microseconds, with the ratio now /
+before; then what reading the settings alone costs, the added steps measured without git's
+processes around them, and their share of the check before.
 
 Run: ``uv run python benchmarks/protected_git_programs.py [--runs N] [--aliases N]``
 """
@@ -37,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import best_of
 from dsh.tools import git_hooks
+from dsh.tools.git_attributes import attributes_files, drivers, template_dirs
 from dsh.tools.git_programs import named_programs
 from dsh.tools.protected import protected_write
 from dsh.tools.registry import default_tools
@@ -45,6 +48,7 @@ WRITE_FILE = next(tool for tool in default_tools() if tool.name == "write_file")
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("ordinary write", {"path": "src/app.py", "content": "print(1)\n"}),
     ("core.fsmonitor's script", {"path": "tools/fsmonitor.sh", "content": "#!/bin/sh\n"}),
+    (".gitattributes (LFS's filter)", {"path": ".gitattributes", "content": "* text\n"}),
 ]
 
 
@@ -69,6 +73,17 @@ def build(root: Path, aliases: int) -> None:
         subprocess.run(["git", "-C", str(root), "config", "--add", key, value], check=True)
 
 
+ATTRS = (git_hooks.drivers, git_hooks.attributes_files, git_hooks.template_dirs)
+
+
+def _stubbed() -> None:
+    """The check as it was before it read programs, drivers, attributes files and templates."""
+    git_hooks.named_programs = lambda entries, bases: ()  # type: ignore[assignment]
+    git_hooks.drivers = lambda entries: ()  # type: ignore[assignment]
+    git_hooks.attributes_files = lambda entries, bases, environ: ()  # type: ignore[assignment]
+    git_hooks.template_dirs = lambda entries, bases, environ: ()  # type: ignore[assignment]
+
+
 def measure(root: Path, runs: int) -> float:
     """Each call timed both ways in turn, ``runs`` times: load on a shared machine falls on
     both alike; the best of each."""
@@ -78,12 +93,13 @@ def measure(root: Path, runs: int) -> float:
     for label, args in CALLS:
         before = now = float("inf")
         for _ in range(runs):
-            git_hooks.named_programs = lambda entries, bases: ()  # type: ignore[assignment]
+            _stubbed()
             try:
                 took = best_of(1, lambda: protected_write(WRITE_FILE, args, root))  # noqa: B023
                 before = min(before, took)
             finally:
                 git_hooks.named_programs = real
+                git_hooks.drivers, git_hooks.attributes_files, git_hooks.template_dirs = ATTRS
             now = min(now, best_of(1, lambda: protected_write(WRITE_FILE, args, root)))  # noqa: B023
         found = protected_write(WRITE_FILE, args, root)
         decided = "not protected" if found is None else found.owner
@@ -115,6 +131,18 @@ def main() -> None:
             f"  reading the settings and resolving what they name alone: {alone * 1e6:.0f} µs, "
             f"{alone / before:.1%} of an ordinary write's check before (the git processes are "
             "the rest, and their spread on a loaded machine is wider than this)"
+        )
+        environ = os.environ
+
+        def attributes() -> None:
+            drivers(entries)
+            attributes_files(entries, [root], environ)
+            template_dirs(entries, [root], environ)
+
+        alone = best_of(args.runs * 10, attributes)
+        print(
+            f"  the drivers, attributes files and template directories alone: {alone * 1e6:.0f} "
+            f"µs, {alone / before:.1%} of it"
         )
 
 

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh.tools.git_attributes import attributes_files, drivers, template_dirs
 from dsh.tools.git_programs import NamedProgram, named_programs
 from dsh.tools.own_git import run_git
 
@@ -73,6 +74,13 @@ class GitLayout:
     programs: tuple[NamedProgram, ...] = ()
     """Every file a setting of those names as a program git runs
     (:mod:`dsh.tools.git_programs`)."""
+    drivers: tuple[str, ...] = ()
+    """The settings that define a driver running a program (``filter.lfs.process``), which
+    the attributes route files through (:mod:`dsh.tools.git_attributes`)."""
+    attributes_files: tuple[Path, ...] = ()
+    """The attributes files a config or the environment names (``core.attributesFile``)."""
+    templates: tuple[Path, ...] = ()
+    """The template directories git copies into a repository it makes (``init.templateDir``)."""
 
 
 def git_layout(workspace: Path) -> GitLayout:
@@ -82,7 +90,12 @@ def git_layout(workspace: Path) -> GitLayout:
     files += [path for path in _users_config_files(os.environ) if path not in files]
     here = _resolved(workspace) or workspace
     bases = [here] if top is None or top == here else [top, here]
-    return GitLayout(hooks, git_dirs, tuple(files), named_programs(entries, bases))
+    programs = named_programs(entries, bases)
+    attributes = attributes_files(entries, bases, os.environ)
+    templates = template_dirs(entries, bases, os.environ)
+    return GitLayout(
+        hooks, git_dirs, tuple(files), programs, drivers(entries), attributes, templates
+    )
 
 
 def hooks_dir(workspace: Path) -> Path | None:

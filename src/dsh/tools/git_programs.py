@@ -13,13 +13,16 @@ user's own among them, and every value, overridden ones too, since a write can m
 - ``BANG_SETTINGS``: a key whose value is a shell command only when it begins with ``!``
   (``alias.<name>``, ``submodule.<name>.update``); ``credential.helper``'s ``!`` is dropped too.
 
-What a value names: each of its words as a shell splits it (:func:`named_files`) but options,
-git's placeholders (``%f``) and a command's own name without a ``/`` (found on ``PATH``, not
-in the workspace): ``./x --flag`` names ``./x``, ``sh scripts/conv.sh`` and ``python3
-conv.py`` their script, ``!f() { ./x; }; f`` ``./x``. A word may name no file at all (``git
-lfs filter-process`` names ``lfs`` and ``filter-process``): asking for a write of such a file
-is the price of not parsing every program's options. A value of several words whose first has
-a ``/`` also names itself whole (``/opt/My Tools/gpg``, a path with a space in it, unquoted).
+What a value names (:func:`named_words`): each of its words as a shell splits it that can be a
+file git runs, but options and git's placeholders (``%f``): a word with a ``/`` (``./x
+--flag`` names ``./x``, ``sh scripts/conv.sh`` its script, ``!f() { ./x; }; f`` ``./x``); a
+bare word a program is given only when it names a file there, or is named like one (``python3
+conv.py``'s ``conv.py``, which a write would create), so ``git lfs filter-process``'s
+``filter-process`` or ``--timeout 3600``'s ``3600`` protects nothing; a command's own name
+without a ``/`` only through a relative directory on ``PATH`` (``.``, an empty entry, ``bin``),
+since git and the shell look it up there, not in the current directory. A value of several
+words whose first has a ``/`` also names itself whole (``/opt/My Tools/gpg``, a path with a
+space in it, unquoted).
 A relative path is taken from the repository's top level, where git runs these (``alias``'s
 ``!`` commands, filters and ``textconv`` by its documentation; the others since git moves
 there before running a command), and from the workspace too, where the user may run git; ``~``
@@ -37,6 +40,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from dsh.errors import printable_line
 
@@ -69,6 +73,9 @@ _SHELL_SYNTAX = re.compile(r"[\"'\\;&|()<>]")
 """What ``shlex`` is needed for: quotes, escapes, operators."""
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(.*)", re.DOTALL)
 SHOWN_SETTING_CHARS = 80
+WordKind = Literal["path", "argument", "command"]
+_FILE_NAMED = re.compile(r"[^/]*[A-Za-z_][^/]*\.[A-Za-z][A-Za-z0-9]*")
+"""A bare word named like a file (a name, a dot, an extension: ``conv.py``, ``clean.sh``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +103,18 @@ def program_setting(key: str) -> str | None:
     return None
 
 
-def named_files(value: str, *, bang: bool = False) -> list[str]:
-    """The paths ``value`` names as a program or a script it runs (module docstring), as
-    written; with ``bang``, only when it begins with ``!``."""
+def named_words(value: str, *, bang: bool = False) -> list[tuple[str, WordKind]]:
+    """What ``value`` names as a program or a script it runs (module docstring), each word as
+    written with its kind: ``"path"`` (it has a ``/``), ``"argument"`` (a bare word a program
+    is given, ``conv.py`` in ``python3 conv.py``), ``"command"`` (a command's own bare name,
+    which a shell looks up on ``PATH``); with ``bang``, only when it begins with ``!``."""
     if bang and not value.startswith("!"):
         return []
     command = value.removeprefix("!").strip()
     words = _words(command)
-    # a program's path with a space in it, unquoted: the whole value is the path
-    named = [command] if len(words) > 1 and "/" in words[0] else []
+    named: dict[str, WordKind] = {}
+    if len(words) > 1 and "/" in words[0]:  # a program's path with a space in it, unquoted
+        named[command] = "path"
     position = True  # the next word is a command's name
     for word in words:
         if (word and set(word) <= _OPERATORS) or word in _STARTS_A_COMMAND:
@@ -119,19 +129,37 @@ def named_files(value: str, *, bang: bool = False) -> list[str]:
             else:
                 assigned_value = assigned.group(1)
             if "/" in assigned_value:
-                named.append(assigned_value)
+                named.setdefault(assigned_value, "path")
             continue
-        if not (position and "/" not in word):
-            named.append(word)
+        kind: WordKind = "path" if "/" in word else "command" if position else "argument"
+        named.setdefault(word, kind)
         position = False
-    return list(dict.fromkeys(named))
+    return list(named.items())
+
+
+def named_files(value: str, *, bang: bool = False) -> list[str]:
+    """The words ``value`` names that may be files of the workspace (``named_words``'s paths
+    and arguments; a command's bare name is looked up on ``PATH``), as written."""
+    return [word for word, kind in named_words(value, bang=bang) if kind != "command"]
 
 
 def named_programs(
-    entries: Iterable[tuple[str, str]], bases: Sequence[Path]
+    entries: Iterable[tuple[str, str]],
+    bases: Sequence[Path],
+    search_path: str | None = None,
 ) -> tuple[NamedProgram, ...]:
     """The files the config ``entries`` (``(key, value)`` as git lists them) name as programs,
-    a relative one taken from each of ``bases`` (the repository's top level, the workspace)."""
+    a relative one taken from each of ``bases`` (the repository's top level, the workspace).
+
+    A word with a ``/`` names its file, whether it exists or not. A bare argument names a file
+    only where one of that name is there (``python3 conv.py``'s ``conv.py``), or where it is
+    named like one a write would create (a name with an extension, ``conv.py``): ``git lfs
+    filter-process``'s ``filter-process``, ``--timeout 3600``'s ``3600``, ``-L ours``'s
+    ``ours`` name no file, and a file made of that name is none git runs. A command's bare name
+    is looked up on ``search_path`` (``PATH``: the environment's when None), as a shell and git
+    look it up: it names a file of the workspace only through a relative directory there
+    (``.``, an empty entry, ``bin``), taken from each base."""
+    relative = _relative_dirs(os.environ.get("PATH", "") if search_path is None else search_path)
     found: dict[Path, NamedProgram] = {}
     seen: set[str] = set()
     for key, value in entries:
@@ -139,13 +167,29 @@ def named_programs(
         if kind is None:
             continue
         setting = printable_line(key)[:SHOWN_SETTING_CHARS]
-        for written in named_files(value, bang=kind == "bang"):
+        for written, word_kind in named_words(value, bang=kind == "bang"):
             if written in seen:
                 continue  # named by an earlier setting, which the prompt names
             seen.add(written)
-            for path in _places(written, bases):
+            if word_kind == "command":
+                places = [p for d in relative for p in _places(os.path.join(d, written), bases)]
+            elif word_kind == "argument" and not _FILE_NAMED.fullmatch(written):
+                # no "/" in it: one lstat a base, before anything is resolved
+                there = [base for base in bases if os.path.lexists(os.path.join(base, written))]
+                places = _places(written, there)
+            else:
+                places = _places(written, bases)
+            for path in places:
                 found.setdefault(path, NamedProgram(path, setting))
     return tuple(found.values())
+
+
+def _relative_dirs(search_path: str) -> list[str]:
+    """The entries of a ``PATH`` a shell takes from the current directory (an empty one is
+    ``.``)."""
+    return list(
+        dict.fromkeys(d or "." for d in search_path.split(os.pathsep) if not d.startswith("/"))
+    )
 
 
 def _words(command: str) -> list[str]:

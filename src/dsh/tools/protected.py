@@ -22,7 +22,12 @@
   workspace itself, only the files there that git runs as hooks (``pre-commit``, …) are;
 - the files git's config names as programs it runs (:mod:`dsh.tools.git_programs`:
   ``core.fsmonitor = ./x``, ``diff.<driver>.textconv``, ``filter.<driver>.clean``,
-  ``alias.<name> = !./x``, …), in any config file git reads, from the same listing;
+  ``alias.<name> = !./x``, …), in any config file git reads, from the same listing; while a
+  config defines a driver running a program (``filter.<driver>.clean``, ``diff.<driver>
+  .textconv``, ``merge.<driver>.driver``, …), the attributes that route files through it: a
+  ``.gitattributes`` anywhere, the file ``core.attributesFile`` names; and the template
+  directory ``init.templateDir`` names, whose hooks git copies into every repository it makes
+  (:mod:`dsh.tools.git_attributes`);
 - editor and shell-environment configuration that runs commands, though no git hook: VS
   Code's ``.vscode/`` and any ``*.code-workspace`` file (tasks run on folder open), the Dev
   Containers configuration (``.devcontainer/``, ``.devcontainer.json``: ``initializeCommand``
@@ -67,6 +72,7 @@ from typing import Any
 from dsh.config import dsh_home
 from dsh.errors import ConfigError, ToolError
 from dsh.tools.base import Tool
+from dsh.tools.git_attributes import ATTRIBUTES_NAME, shown_drivers
 from dsh.tools.git_hooks import GitLayout, git_layout, looks_like_git_dir, runs_as_hook
 from dsh.tools.hook_configs import (
     MANAGED_NAMES,
@@ -80,6 +86,8 @@ from dsh.tools.workspace import display_path, is_inside, resolve_in_workspace
 GIT = "git"
 GIT_HOOKS = "git hooks"
 GIT_PROGRAM = "git program"
+GIT_TEMPLATES = "git templates"
+GIT_ATTRIBUTES = "git attributes"
 VSCODE = "VS Code"
 DEV_CONTAINER = "Dev Containers"
 DIRENV = "direnv"
@@ -114,6 +122,9 @@ WHAT_CHANGES: dict[str, str] = {
     GIT: "git's own configuration, which can run commands",
     GIT_HOOKS: "the git hooks, which can run commands",
     GIT_PROGRAM: "a program git's config names, which git runs on your next git command",
+    GIT_TEMPLATES: "git's template directory, whose hooks git init and git clone copy into the "
+    "repositories they make (a post-checkout hook there runs in the next clone)",
+    GIT_ATTRIBUTES: "which files git runs through the programs its config names",
     VSCODE: "VS Code's workspace configuration, whose tasks and settings can run commands when "
     "the folder is opened",
     DEV_CONTAINER: "the dev container's configuration, whose initializeCommand runs on your "
@@ -150,6 +161,11 @@ class ProtectedWrite:
     @property
     def why(self) -> str:
         """The sentence the approval prompt and a denial give."""
+        if self.owner == GIT_ATTRIBUTES:
+            return (
+                f"writing {self.path} changes which files git runs through the programs its "
+                f"config names ({self.setting}), on your next git command"
+            )
         if self.setting is not None:
             return (
                 f"writing {self.path} changes a program git's config names ({self.setting}), "
@@ -196,6 +212,10 @@ def protected_write(tool: Tool, args: dict[str, Any], workspace: Path) -> Protec
     program = next((p for p in layout.programs if _compared(str(p.path)) == written), None)
     if program is not None:
         return ProtectedWrite(shown, GIT_PROGRAM, setting=program.setting)
+    if any(_within(resolved, templates) for templates in layout.templates):
+        return ProtectedWrite(shown, GIT_TEMPLATES)
+    if layout.drivers and _attributes(routes, resolved, layout.attributes_files):
+        return ProtectedWrite(shown, GIT_ATTRIBUTES, setting=shown_drivers(layout.drivers))
     as_package = [link for parts, link in routes if parts[-1:] == (PACKAGE_JSON,)]
     if as_package:
         change = package_key_change(tool.name, args, resolved)
@@ -278,6 +298,15 @@ def _top_level_links(resolved: Path, root: Path) -> list[Route]:
 def _through(shown: str, link: str | None) -> str:
     """The written file as a prompt names it: reached through ``link``, both."""
     return shown if link is None else f"{shown} ({link} leads there)"
+
+
+def _attributes(routes: list[Route], resolved: Path, named: tuple[Path, ...]) -> bool:
+    """True if git reads the written file as attributes: a ``.gitattributes`` (its own name,
+    or the name it is written by: a git before 2.32 follows one that is a symlink), or a file
+    a config names."""
+    if any(parts[-1:] == (ATTRIBUTES_NAME,) for parts, _ in routes):
+        return True
+    return any(_folded(resolved) == _folded(path) for path in named)
 
 
 def _read_by_git(resolved: Path, root: Path, layout: GitLayout) -> bool:
