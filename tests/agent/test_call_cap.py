@@ -78,6 +78,8 @@ def test_calls_past_the_limit_are_answered_not_run_and_every_call_keeps_its_resu
     calls = [e.data.call_id for e in events if isinstance(e, ToolCallEvent)]
     results = [e for e in events if isinstance(e, ToolResultEvent)]
     assert calls == [f"call_{n}" for n in range(12)]
+    marks = [e.data.over_limit for e in events if isinstance(e, ToolCallEvent)]
+    assert marks == [0] * 5 + [5] * 7  # past the limit, marked so: the transcripts fold them
     assert [e.data.message.source.call_id for e in results] == calls  # type: ignore[union-attr]
     assert [e.data.error for e in results[:5]] == [None] * 5
     assert {e.data.error.code for e in results[5:] if e.data.error} == {"TOO_MANY_CALLS"}

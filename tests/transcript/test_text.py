@@ -123,13 +123,14 @@ _event = st.one_of(
     ),
     st.builds(_result, _calls, st.lists(_text, max_size=2), st.booleans(), _op),
     st.builds(
-        lambda call, name: ToolCallEvent(
+        lambda call, name, mark: ToolCallEvent(
             seq=0,
             time=0,
-            data=ToolCall(turn=1, step=1, call_id=call, name=name, arguments="{}"),
+            data=ToolCall(turn=1, step=1, call_id=call, name=name, arguments="{}", over_limit=mark),
         ),
         _calls,
         _text,
+        st.sampled_from([0, 0, 1, 2]),  # past tools.max_calls_per_reply: folded
     ),
     st.builds(
         lambda kind, error: TurnEndEvent(

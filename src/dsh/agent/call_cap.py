@@ -3,13 +3,14 @@
 A server that ignores ``max_tokens``, or a small model caught in a loop, can send one reply
 asking for hundreds of calls, and under ``--yes`` every one of them would run. The first
 ``limit`` calls run as any others do (approval, order, repeat notes); each call past them is
-logged (``tool/call``) with the others and answered, after the calls that ran, with a
-``TOO_MANY_CALLS`` error result (``over_limit_result``) telling the model plainly that it was
-not run, why, and to ask for fewer at a time, so every call has its result for every
-provider. Such a call never reaches the tool registry: it is never offered for approval. The
-person is told once per such reply, in one warning (``over_limit_warning``: a toast and
-``/warnings`` in the terminal UI, the web's warning list, a ``dsh: warning:`` line from ``dsh
-run``). A limit of 0 runs every call.
+logged (``tool/call``, marked ``overLimit``) with the others and answered, after the calls
+that ran, with a ``TOO_MANY_CALLS`` error result (``over_limit_result``) telling the model
+plainly that it was not run, why, and to ask for fewer at a time, so every call has its result
+for every provider. Such a call never reaches the tool registry: it is never offered for
+approval. The person is told once per such reply, in one warning (``over_limit_warning``: a
+toast and ``/warnings`` in the terminal UI, the web's warning list, a ``dsh: warning:`` line
+from ``dsh run``), and sees those calls as one card in every transcript
+(``dsh.transcript.call_fold``). A limit of 0 runs every call.
 
 Calls a reply carries but that are not run for another reason (a reply cut at the output limit,
 stopped by a filter, cancelled) are answered as before and do not meet this limit.

@@ -8,8 +8,8 @@ stopped; a call that was stopped mid-run with output (a ``bash`` command, ``Outp
 what it printed until then in that result, marked as cut short, bounded and masked as a finished
 call's output. Each result is logged once, after its call's task is over: a crash before that
 leaves the call for crash repair to answer. Calls past ``tools.max_calls_per_reply`` are logged
-with the others but never run: each is answered after the calls that ran
-(``dsh.agent.call_cap``). Calls that are not run at all (an interrupted,
+with the others, marked (``overLimit``), but never run: each is answered after the calls that
+ran (``dsh.agent.call_cap``). Calls that are not run at all (an interrupted,
 stopped or cut reply's) get an error result each (``answer_unrun_calls``), so every call has
 its result. While a call runs, what it prints is shown by the faces, never logged
 (``dsh.agent.tool_progress``): its tail ends once its result is logged.
@@ -55,8 +55,12 @@ async def run_tool_calls(
 ) -> str | None:
     """Log the calls, run at most ``limit`` of them (0: all; ``dsh.agent.call_cap``), log
     results in call order. Why the turn was cancelled, if it was (None: every call finished)."""
-    all_seqs = [session.append(tool_call(turn, step, c, from_text)).seq for c in calls]
     runs = calls_to_run(calls, limit)
+    marks = [0 if index < runs else runs for index in range(len(calls))]  # past it: not run
+    all_seqs = [
+        session.append(tool_call(turn, step, c, from_text, mark)).seq
+        for c, mark in zip(calls, marks, strict=True)
+    ]
     if runs < len(calls):
         over_limit_warning(len(calls), runs)
     over = list(zip(calls[runs:], all_seqs[runs:], strict=True))

@@ -50,10 +50,13 @@ def tool_result(
     return ToolResult(turn=turn, step=step, message=message, error=error, meta=loggable_value(meta))
 
 
-def tool_call(turn: int, step: int, call: ToolCallBlock, from_text: bool) -> ToolCall:
-    """The logged ``tool/call`` of ``call`` (``from_text``: recovered from the reply's text)."""
+def tool_call(
+    turn: int, step: int, call: ToolCallBlock, from_text: bool, over_limit: int = 0
+) -> ToolCall:
+    """The logged ``tool/call`` of ``call`` (``from_text``: recovered from the reply's text;
+    ``over_limit``: the per-reply limit this call is past, so it is not run; 0: it is not)."""
     fields = {"call_id": call.id, "name": call.name, "arguments": call.arguments}
-    return ToolCall(turn=turn, step=step, from_text=from_text, **fields)
+    return ToolCall(turn=turn, step=step, from_text=from_text, over_limit=over_limit, **fields)
 
 
 def log_unsent_prompt(session: Session, turn: int, step: int, pending: Sequence[Message]) -> None:

@@ -133,7 +133,10 @@ class AssistantMessage(Payload["AssistantMessageEvent"], frozen=True):
 
 
 class ToolCall(Payload["ToolCallEvent"], frozen=True):
-    """``fromText``: the model wrote this call as text and dsh recovered it."""
+    """``fromText``: the model wrote this call as text and dsh recovered it. ``overLimit``:
+    the reply asked for more calls than ``tools.max_calls_per_reply`` and this one is past
+    that limit (its value): it is never run, and its result says ``TOO_MANY_CALLS``; the
+    person-facing transcripts fold such calls of a reply into one card."""
 
     turn: int
     step: int
@@ -141,6 +144,7 @@ class ToolCall(Payload["ToolCallEvent"], frozen=True):
     name: str
     arguments: str
     from_text: bool = False
+    over_limit: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 class ToolErrorInfo(Struct, frozen=True):

@@ -1,5 +1,6 @@
 """The human projection of the log, and the plain-text renderer shared with the model side."""
 
+from dsh.transcript.call_fold import OverLimitItem, UnrunCall, calls_by_name, over_limit_note
 from dsh.transcript.history import HistoryPage, history, history_page
 from dsh.transcript.markdown import render_markdown
 from dsh.transcript.projection import (
@@ -30,16 +31,20 @@ __all__ = [
     "MarkerItem",
     "MessageItem",
     "NoteItem",
+    "OverLimitItem",
     "PassDetails",
     "ToolCallItem",
     "ToolResultItem",
     "TranscriptItem",
     "TranscriptProjector",
+    "UnrunCall",
+    "calls_by_name",
     "cut_off_note",
     "history",
     "history_page",
     "logged_diff",
     "not_run_note",
+    "over_limit_note",
     "project",
     "render_human_transcript",
     "render_markdown",

@@ -4,7 +4,9 @@ A conversation reads as people saw it: each message a section; each tool call a 
 own with what it is about in its heading (a command, a path, a query: ``call_summary``, as the
 terminal UI's cards say it) and its result under it — a shell command as an ``sh`` block, a file
 edit as the ``diff`` it logged, a file ``write_file`` created as its content. A call whose
-result never came (a turn cut off) still has its section, saying so. Compaction passes show as
+result never came (a turn cut off) still has its section, saying so; the calls a reply asked
+for past ``tools.max_calls_per_reply`` are one line after the calls that ran
+(``dsh.transcript.call_fold``). Compaction passes show as
 one marker line each. The file opens with the session's title and what places it: its id, when
 and in which workspace it started, the models that answered.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from dsh.events import Event, Message, ReasoningBlock, RequestHeaderEvent, ToolResultBlock
 from dsh.store import SessionHeader
+from dsh.transcript.call_fold import OverLimitItem, over_limit_text
 from dsh.transcript.call_summary import call_summary
 from dsh.transcript.projection import (
     MarkerItem,
@@ -150,11 +153,14 @@ def _sections(header: SessionHeader, events: Sequence[Event]) -> Iterator[str]:
     yield from front_matter(header, events)
     waiting: dict[int, _Call] = {}  # a call's card seq: the call, until its result comes
     unlogged: dict[str, _Call] = {}  # the last reply's calls no tool/call event opened yet
+    folds: list[str] = []  # the calls a reply's limit kept from running: after those that ran
 
     def unanswered() -> list[str]:
         sections = [call_markdown(call, None) for call in [*waiting.values(), *unlogged.values()]]
         waiting.clear()
         unlogged.clear()
+        sections += folds
+        folds.clear()
         return sections
 
     for item in transcript_items(events):
@@ -169,6 +175,14 @@ def _sections(header: SessionHeader, events: Sequence[Event]) -> Iterator[str]:
                 yield f"{title}\n\n{_fence(item.text)}"
             else:
                 yield call_markdown(call, item)
+            if not waiting and folds:
+                yield from folds
+                folds.clear()
+            continue
+        if isinstance(item, OverLimitItem):
+            for unrun in item.calls:
+                unlogged.pop(unrun.call_id, None)
+            folds.append(f"*{over_limit_text(item)}*")
             continue
         yield from unanswered()
         if isinstance(item, MarkerItem):

@@ -51,6 +51,7 @@ from dsh.events import (
     unfinished_pass_note,
 )
 from dsh.events.codec import gc_paused
+from dsh.transcript.call_fold import CallFold, OverLimitItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ class NoteItem:
     text: str
 
 
-TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem | NoteItem
+TranscriptItem = MessageItem | ToolCallItem | ToolResultItem | MarkerItem | NoteItem | OverLimitItem
 
 
 def turn_end_note(reason: TurnEndReason) -> str | None:
@@ -206,6 +207,8 @@ class TranscriptProjector:
         """The callIds of the latest append-origin assistant message: its tool/calls show."""
         self._cards: OpenCalls[int] = OpenCalls()
         """The seqs of the cards that have no result yet, by callId."""
+        self._fold = CallFold()
+        """The latest reply's calls past ``tools.max_calls_per_reply``: one item for all."""
         self.details: dict[str, PassDetails] = {}
         self._handlers: dict[type, Callable[[Any], list[TranscriptItem]]] = {
             CompactionStartEvent: self._compaction_start,
@@ -255,7 +258,9 @@ class TranscriptProjector:
     def _assistant_message(self, event: AssistantMessageEvent) -> list[TranscriptItem]:
         if event.surface_op != "append":
             return []
-        self._reply_calls = frozenset(call.id for call in event.data.message.tool_calls())
+        calls = event.data.message.tool_calls()
+        self._reply_calls = frozenset(call.id for call in calls)
+        self._fold.reply(calls)
         message = surface_message(event)  # None for an empty message, as on the surface
         if message is None:
             return []
@@ -270,6 +275,8 @@ class TranscriptProjector:
         text = "".join([part.text for part in block.content])
         diff = logged_diff(event.data.meta)
         call_id = block.tool_call_id
+        if self._fold.result(call_id):
+            return []  # its call's fold says it was not run
         card = self._cards.answer(call_id)
         return [ToolResultItem(event.seq, call_id, text, block.is_error, diff, card)]
 
@@ -277,6 +284,9 @@ class TranscriptProjector:
         data = event.data
         if data.call_id not in self._reply_calls:
             return []
+        folded, fold = self._fold.call(event.seq, data)
+        if folded:
+            return [] if fold is None else [fold]
         self._cards.open(data.call_id, event.seq)
         return [ToolCallItem(event.seq, data.call_id, data.name, data.arguments)]
 

@@ -11,6 +11,7 @@ from dsh.events import (
     CompactionStartEvent,
     Event,
     Message,
+    ToolCallEvent,
     ToolResultBlock,
     ToolResultEvent,
     TurnEndEvent,
@@ -18,6 +19,7 @@ from dsh.events import (
     is_checkpoint_event,
     surface_message,
 )
+from dsh.transcript.call_fold import CallFold, OverLimitItem, over_limit_text
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
@@ -51,6 +53,8 @@ def render_item(item: TranscriptItem) -> str | None:
         return tool_result_line(item.text, is_error=item.is_error)
     if isinstance(item, NoteItem):
         return _note_text(item.text)
+    if isinstance(item, OverLimitItem):
+        return _note_text(over_limit_text(item))
     return None
 
 
@@ -79,6 +83,7 @@ _TEXT_EVENTS = frozenset(
     {
         AssistantMessageEvent,
         ToolResultEvent,
+        ToolCallEvent,
         UserMessageEvent,
         TurnEndEvent,
         CommandDoneEvent,
@@ -105,20 +110,30 @@ def iter_transcript_blocks(events: Iterable[Event]) -> Iterator[str]:
     leaves out: the items' objects, the tool-call cards (lines of their assistant message
     already) and the passes' summary details. It applies the projector's rules through the
     same helpers: ``surface_message``, ``PassMarks`` (markers, and the notes of passes that did
-    not finish), ``turn_end_note`` and the renderers.
+    not finish), ``CallFold`` (a reply's calls past ``tools.max_calls_per_reply`` as one
+    block), ``turn_end_note`` and the renderers.
     It dispatches on the exact type, as the projector does (event classes are leaves). A
     generator: ``dsh sessions show`` writes each block as it comes, never holding them all."""
     passes = PassMarks()
+    fold = CallFold()
     for event in events:
         if type(event) not in _TEXT_EVENTS:
             continue  # most of a long log: turn and step brackets, requests
         if type(event) is AssistantMessageEvent:
-            if event.surface_op == "append" and (message := surface_message(event)) is not None:
+            if event.surface_op != "append":
+                continue
+            fold.reply(event.data.message.tool_calls())
+            if (message := surface_message(event)) is not None:
                 yield _message_text(message, event.data.error_code, event.data.text_calls_not_run)
+        elif type(event) is ToolCallEvent:
+            if event.data.over_limit and (item := fold.call(event.seq, event.data)[1]):
+                yield _note_text(over_limit_text(item))
         elif type(event) is ToolResultEvent:
             if event.surface_op == "append":
                 block = event.data.message.content[0]
                 assert type(block) is ToolResultBlock
+                if fold.result(block.tool_call_id):
+                    continue
                 text = "".join([part.text for part in block.content])
                 yield tool_result_line(text, is_error=block.is_error)
         elif type(event) is UserMessageEvent:

@@ -25,6 +25,7 @@ from dsh.transcript import (
     COMPACTION_MARKER,
     MarkerItem,
     NoteItem,
+    OverLimitItem,
     PassDetails,
     ToolCallItem,
     ToolResultItem,
@@ -42,9 +43,10 @@ from dsh.tui.diffs import (
 )
 from dsh.tui.markdown_syntax import looks_like_markdown
 from dsh.tui.output_rows import tail_rows
+from dsh.tui.unrun_card import unrun_rows, unrun_text
 from dsh.tui.wrap import one_line, sanitize, wrap
 
-BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note"]
+BlockKind = Literal["user", "assistant", "context", "tool", "result", "marker", "note", "unrun"]
 Row = list[Segment]
 
 USER = Style(bold=True)
@@ -58,7 +60,7 @@ RESULT_ERROR = Style(color="red")
 NOTE = Style(dim=True, italic=True)
 TYPING = Style(dim=True, italic=True)
 
-EXPANDABLE: frozenset[BlockKind] = frozenset({"tool", "result", "marker", "context"})
+EXPANDABLE: frozenset[BlockKind] = frozenset({"tool", "result", "marker", "context", "unrun"})
 
 
 def compacted_line(details: PassDetails) -> str:
@@ -92,6 +94,9 @@ class Block:
     ``running…``)."""
     tail: tuple[str, ...] = ()
     """The last lines its command printed while it runs, shown under that (never logged)."""
+    unrun: OverLimitItem | None = None
+    """The calls of a reply that ``tools.max_calls_per_reply`` kept from running (an
+    ``unrun`` card: ``dsh.tui.unrun_card``)."""
     hidden: bool = False
     """A local note taken off the screen (a ``!cmd``'s output once the prompt that carries it
     is sent: that prompt shows it): it has no rows."""
@@ -132,6 +137,10 @@ def block_for(item: TranscriptItem) -> Block | None:
         return Block("result", item.seq, label="tool result", call_id=item.call_id, result=item)
     if isinstance(item, NoteItem):
         return Block("note", item.seq, cached_text=sanitize(item.text), cached_reasoning="")
+    if isinstance(item, OverLimitItem):  # its text: what a find looks in
+        return Block(
+            "unrun", item.seq, unrun=item, cached_text=unrun_text(item), cached_reasoning=""
+        )
     message = item.message
     if message.role == "assistant":
         return Block(
@@ -376,6 +385,8 @@ def block_rows(
         rows = _marker_rows(block, width, details)
     elif block.kind == "context":
         rows = _context_rows(block, width)
+    elif block.unrun is not None:
+        rows = unrun_rows(block.unrun, width, expanded=block.expanded)
     else:
         rows = _indented(block.text, width, 2, NOTE)
     if rows:
@@ -399,7 +410,7 @@ def estimated_height(block: Block, width: int, *, show_reasoning: bool) -> int:
         if show_reasoning and block.reasoning:
             guess += block.reasoning.count("\n") + 1 + len(block.reasoning) // room
         return guess + 1 if guess else 0
-    if block.expanded or block.kind == "note":
+    if block.expanded or block.kind in ("note", "unrun"):
         return -1
     if block.kind in ("tool", "result"):
         return 3

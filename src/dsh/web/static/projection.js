@@ -9,6 +9,10 @@
 // first checkpoint, with details from the pass's compaction/summary events. Other replacements
 // show nothing. Classification uses the events' own marks (surfaceOp, the checkpoint source).
 //
+// A reply's calls that tools.max_calls_per_reply kept from running (tool/call's overLimit) are
+// one 'unrun' item where the first of them is, their cards and results nothing more
+// (dsh.transcript.call_fold, whose rule foldCall and foldResult follow).
+//
 // Beyond the Python projector this adds what a page needs: a manual /compact pairs with its
 // pass only through command/done.sourceEventSeq (= the state summary's seq); a /compact that
 // landed nothing, any other command (an /undo, whose sourceEventSeq is the turn it undid), a
@@ -170,6 +174,26 @@ export class CardPairing {
   }
 }
 
+function counts(ids) {
+  const counted = new Map();
+  for (const id of ids) counted.set(id, (counted.get(id) || 0) + 1);
+  return counted;
+}
+
+/** Take one `id` from the `counted` ids: whether there was one. */
+function take(counted, id) {
+  const count = counted.get(id) || 0;
+  if (count > 0) counted.set(id, count - 1);
+  return count > 0;
+}
+
+/** Whether a result of `callId` answers a call of `fold` (the calls that ran with the same id
+ * are answered first: their results are logged before the unrun ones'). */
+function foldResult(fold, callId) {
+  if (take(fold.ran, callId)) return false;
+  return take(fold.unanswered, callId);
+}
+
 const TURN_END_TEXT = {
   aborted: 'stopped',
   error: 'failed',
@@ -190,6 +214,8 @@ export class Projector {
     this.passOf = new Map();        // compactionId -> passId
     this.replies = [];              // seqs of append-origin assistant messages, ascending
     this.replyCalls = new Map();    // reply seq -> the callIds it issued
+    this.replyBlocks = new Map();   // reply seq -> its tool-call blocks, in order
+    this.folds = new Map();         // reply seq -> its calls past the limit (foldCall)
     this.pairing = new CardPairing();
     this.details = new Map();       // passId -> {summaries: [{seq, kind, text}], items, tokens}
     this.markerSeq = new Map();     // passId -> seq of the marker (its first checkpoint)
@@ -241,6 +267,8 @@ export class Projector {
       const d = event.data;
       const reply = lastBelow(this.replies, event.seq);
       if (reply < 0 || !this.replyCalls.get(this.replies[reply]).has(d.callId)) return [];
+      const folded = d.overLimit ? this.foldCall(this.replies[reply], event.seq, d) : null;
+      if (folded !== null) return folded;
       const moved = this.pairing.card(d.callId, event.seq);
       return [
         { op: 'add', item: { kind: 'tool-call', seq: event.seq, callId: d.callId, name: d.name, arguments: d.arguments } },
@@ -259,6 +287,28 @@ export class Projector {
       return [{ op: 'add', item: { kind: 'notice', seq: event.seq, text, tone: reason.kind === 'error' ? 'error' : '' } }];
     }
     return [];
+  }
+
+  // A tool/call the reply at `replySeq` marked past the limit: [] when it folds (with the 'unrun'
+  // item when it is the first), null when the reply does not bear the mark out (a card then).
+  foldCall(replySeq, seq, d) {
+    const known = this.folds.get(replySeq);
+    if (known) return take(known.unlogged, d.callId) ? [] : null;
+    const calls = this.replyBlocks.get(replySeq);
+    const limit = d.overLimit;
+    if (!(limit > 0 && limit < calls.length)) return null;
+    const over = calls.slice(limit);
+    if (!over.some((call) => call.id === d.callId)) return null;
+    const overIds = new Set(over.map((call) => call.id));
+    const fold = {
+      unlogged: counts(over.map((call) => call.id)),
+      unanswered: counts(over.map((call) => call.id)),
+      ran: counts(calls.slice(0, limit).map((call) => call.id).filter((id) => overIds.has(id))),
+    };
+    take(fold.unlogged, d.callId);
+    this.folds.set(replySeq, fold);
+    const unrun = over.map((call) => ({ callId: call.id, name: call.name, arguments: call.arguments }));
+    return [{ op: 'add', item: { kind: 'unrun', seq, asked: calls.length, limit, calls: unrun } }];
   }
 
   // dsh.transcript.projection.PassMarks.failed: one notice per automatic pass that did not
@@ -317,6 +367,8 @@ export class Projector {
   surface(event) {
     if (event.type === 'tool/result') {
       const block = event.data.message.content[0];
+      const fold = this.folds.get(this.replies[lastBelow(this.replies, event.seq)]);
+      if (fold && foldResult(fold, block.toolCallId)) return [];  // its call's fold says it
       const text = block.content.map((part) => part.text).join('');
       const name = event.data.error ? event.data.error.name : null;
       const diff = loggedDiff(event.data.meta);
@@ -327,9 +379,10 @@ export class Projector {
       ];
     }
     if (event.type === 'assistant/message') {
-      const ids = event.data.message.content.filter((b) => b.type === 'tool-call').map((b) => b.id);
+      const calls = event.data.message.content.filter((b) => b.type === 'tool-call');
       insertSorted(this.replies, event.seq);
-      this.replyCalls.set(event.seq, new Set(ids));
+      this.replyCalls.set(event.seq, new Set(calls.map((b) => b.id)));
+      this.replyBlocks.set(event.seq, calls);
     }
     const message = surfaceMessage(event);
     if (message === null) return [];

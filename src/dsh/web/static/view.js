@@ -12,6 +12,7 @@ import { callSummary, renderArguments } from './tools.js';
 import { RowBlocks } from './blocks.js';
 import { el } from './dom.js';
 import { RUNNING, RunningCards } from './running.js';
+import { unrunRow } from './unrun.js';
 
 const PREVIEW_CHARS = 120;
 
@@ -145,6 +146,7 @@ export class TranscriptView {
     else if (item.kind === 'tool-call') this.addToolCall(item);
     else if (item.kind === 'tool-result') this.addToolResult(item);
     else if (item.kind === 'marker') this.addMarker(item);
+    else if (item.kind === 'unrun') this.insert(item.seq, unrunRow(item));
     else if (item.kind === 'notice') {
       const row = el('div', `row notice${item.tone ? ` ${item.tone}` : ''}`, item.text);
       this.insert(item.seq, row);

@@ -1,0 +1,98 @@
+"""The web page shows the calls ``tools.max_calls_per_reply`` kept from running as ONE dim card
+(``dsh.transcript.call_fold``), not a red card each, live and drawn again from the log; opened,
+it lists each call. The page's words (``unrun.js``) are Python's. A real browser on a real
+server, the scripted model asking for more calls than the limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from dsh.config import ToolSettings
+from dsh.transcript import calls_by_name, over_limit_note
+from tests.web.conftest import TOKEN, make_env
+from tests.web.pages import (
+    first_page_loaded,
+    open_page,
+    same_as_one_pass,
+    send,
+    serve,
+    view_rows,
+    wait_turn_over,
+)
+from tests.web.test_browser_new_session import click_new_session
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+RAN = [{"name": "read_file", "arguments": {"path": "notes.txt"}}] * 2
+UNRUN = [
+    *[{"name": "list_dir", "arguments": {"path": f"d{n}"}} for n in range(2)],
+    *[{"name": "read_file", "arguments": {"path": f"f{n}.txt"}} for n in range(3)],
+]
+NOTE = over_limit_note(7, 2)
+NAMES = "read_file ×3, list_dir ×2"
+
+
+def test_the_pages_words_are_pythons(browser: Any, tmp_path: Path) -> None:
+    notes = [[7, 2], [300, 32], [33, 32]]
+    names = [["bash"], ["bash", "read_file", "read_file"], ["a", "b", "b", "a", "c"], []]
+    with serve(make_env(tmp_path)) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        shown = page.evaluate(
+            """async ([notes, names]) => {
+                const { overLimitNote, callsByName } = await import('/s/unrun.js');
+                return [notes.map(([a, l]) => overLimitNote(a, l)), names.map(callsByName)];
+            }""",
+            [notes, names],
+        )
+    assert shown == [
+        [over_limit_note(asked, limit) for asked, limit in notes],
+        [calls_by_name(each) for each in names],
+    ]
+
+
+def unrun_rows(page: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = page.evaluate(
+        """() => window.dsh.view.allRows().filter((r) => r.matches('.row.unrun')).map((r) => ({
+            note: r.querySelector('.unrun-note').textContent,
+            names: r.querySelector('.unrun-names').textContent,
+            calls: [...r.querySelectorAll('.unrun-call')].map((c) => c.textContent),
+        }))"""
+    )
+    return rows
+
+
+def test_the_calls_past_the_limit_are_one_card_live_and_after_a_reload(
+    browser: Any, tmp_path: Path
+) -> None:
+    env = make_env(tmp_path)
+    env.settings = msgspec.structs.replace(
+        env.settings, tools=ToolSettings(approval="auto", max_calls_per_reply=2)
+    )
+    env.script = [{"toolCalls": RAN + UNRUN}, {"text": "all read"}]
+    with serve(env) as server, open_page(browser) as page:
+        page.goto(f"{server.base_url}/?token={TOKEN}")
+        click_new_session(page)
+        send(page, "read them")
+        wait_turn_over(page, "all read")
+        assert len(view_rows(page, ".row.tool")) == 2  # the two that ran
+        assert unrun_rows(page) == [{"note": NOTE, "names": NAMES, "calls": []}]
+        assert not any("TOO_MANY_CALLS" in row for row in view_rows(page, ".row"))
+        assert same_as_one_pass(page)  # live is the whole log fed at once
+        page.reload()  # drawn again from the stored log
+        first_page_loaded(page)
+        page.wait_for_function("() => document.querySelector('.row.unrun') !== null")
+        assert len(view_rows(page, ".row.tool")) == 2
+        assert unrun_rows(page) == [{"note": NOTE, "names": NAMES, "calls": []}]
+        page.click(".row.unrun summary")
+        page.wait_for_function("() => document.querySelectorAll('.unrun-call').length === 5")
+        assert unrun_rows(page)[0]["calls"] == [
+            "list_dird0",
+            "list_dird1",
+            "read_filef0.txt",
+            "read_filef1.txt",
+            "read_filef2.txt",
+        ]
