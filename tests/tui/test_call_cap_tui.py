@@ -105,3 +105,37 @@ def test_the_calls_past_the_limit_are_one_card_that_expands_live_as_opened_cold(
         "      read_file  f1.txt",
         "      read_file  f2.txt",
     ]
+
+
+def test_the_fold_card_expanded_snapshot(snap_compare, rig: Rig):
+    """The card as the screen draws it (dim, the note in yellow) in a log opened cold,
+    expanded to its calls."""
+    (rig.workspace / "a.txt").write_text("hello\n")
+    ran = [{"name": "read_file", "arguments": {"path": "a.txt"}}]
+    unrun = [{"name": "bash", "arguments": {"command": f"echo {n}"}} for n in range(4)]
+    app = rig.app(
+        [{"toolCalls": ran + unrun}, {"text": "done"}], agent_config={"max_calls_per_reply": 1}
+    )
+    ids: list[str] = []
+
+    async def record(pilot: Any) -> None:
+        await submit(pilot, "go")
+        await settle(pilot, lambda: "done" in text_of(app) and not app.running)
+        assert app.controller.session is not None
+        ids.append(app.controller.session.id)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)
+            await record(pilot)
+
+    asyncio.run(main())
+    cold = rig.app([], resume=ids[0])
+
+    async def expand(pilot: Any) -> None:
+        await settle(pilot, lambda: cold.ready)
+        index = next(i for i, b in enumerate(cold.transcript.model.blocks) if b.kind == "unrun")
+        cold.transcript.toggle(index)
+        await settle(pilot, lambda: "echo 3" in text_of(cold))
+
+    assert snap_compare(cold, terminal_size=(80, 24), run_before=expand)
