@@ -38,6 +38,7 @@ from dsh.transcript import (
     transcript_items,
 )
 from dsh.transcript.call_fold import calls_by_name, over_limit_note, over_limit_text
+from dsh.transcript.find import find_in_transcript
 from dsh.transcript.text import render_item
 
 
@@ -178,6 +179,9 @@ def test_a_300_call_reply_is_its_32_cards_and_one_line_naming_the_rest():
     text = transcript_blocks(log)
     assert len(text) == 1 + 1 + 1 + 32  # prompt, reply, the fold, the results that ran
     assert text[2] == f"({over_limit_text(fold)})"
+    (hit,) = find_in_transcript(log, "read_file ×68")  # a find goes to the one card
+    assert (hit.seq, hit.card_seq, hit.kind) == (fold.seq, fold.seq, "tool-call")
+    assert [h.seq for h in find_in_transcript(log, "TOO_MANY_CALLS")] == []
     assert over_limit_note(2, 1) == (
         "1 more call not run: the reply asked for 2, at most 1 run per reply "
         "(tools.max_calls_per_reply)"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dsh.events import Event, Message, ReasoningBlock, TextBlock
+from dsh.transcript.call_fold import OverLimitItem, calls_by_name, over_limit_note
 from dsh.transcript.projection import (
     MarkerItem,
     MessageItem,
@@ -85,6 +86,8 @@ def _texts(
         return [("tool-call", f"{item.name} {item.arguments}", item.call_id)]
     if isinstance(item, ToolResultItem):
         return [("tool-result", item.text, item.call_id)]
+    if isinstance(item, OverLimitItem):  # the one card of a reply's calls that did not run
+        return [("tool-call", unrun_text(item), None)]
     if isinstance(item, MarkerItem):
         found = details.get(item.pass_id)
         summaries = found.summaries if found is not None else []
@@ -101,8 +104,16 @@ def _message_kind(message: Message) -> HitKind:
     return "system" if message.role == "system" else "user"
 
 
+def unrun_text(item: OverLimitItem) -> str:
+    """What a find looks in for the card of a reply's calls that did not run: its note, the
+    tools named, and each call (``name arguments``, as a tool card's)."""
+    lines = [over_limit_note(item.asked, item.limit), calls_by_name([c.name for c in item.calls])]
+    lines += [f"{call.name} {call.arguments}" for call in item.calls]
+    return "\n".join(lines)
+
+
 def _card_seq(item: object) -> int | None:
-    if isinstance(item, ToolCallItem):
+    if isinstance(item, ToolCallItem | OverLimitItem):
         return item.seq
     if isinstance(item, ToolResultItem):
         return item.card_seq if item.card_seq is not None else item.seq

@@ -12,6 +12,7 @@ from rich.style import Style
 
 from dsh.transcript import OverLimitItem, calls_by_name, over_limit_note
 from dsh.transcript.call_summary import call_summary
+from dsh.transcript.find import unrun_text as find_text
 from dsh.tui.wrap import one_line, sanitize, wrap
 
 Row = list[Segment]
@@ -22,10 +23,9 @@ TOOL_NAME = Style(dim=True, bold=True, color="yellow")
 
 
 def unrun_text(item: OverLimitItem) -> str:
-    """All the card can show, as a find looks in it: the note, the names and each call."""
-    lines = [over_limit_note(item.asked, item.limit), calls_by_name(_names(item))]
-    lines += [f"{call.name} {call.arguments}" for call in item.calls]
-    return sanitize("\n".join(lines))
+    """What a find looks in (``dsh.transcript.find.unrun_text``: the note, the names and each
+    call), as the screen shows text."""
+    return sanitize(find_text(item))
 
 
 def unrun_rows(item: OverLimitItem, width: int, *, expanded: bool) -> list[Row]:

@@ -2,7 +2,7 @@
 // (dsh.transcript.call_fold): the page's mirror of that module's words, held equal by a browser
 // test. Collapsed, the card says how many did not run and why, with the tool names they gave
 // (`bash ×200, read_file ×68`); opened, one line per call (its tool and what it was about, as a
-// tool card's summary says it), built when it is first opened.
+// tool card's summary says it), where find looks too.
 import { el } from './dom.js';
 import { callSummary } from './tools.js';
 
@@ -41,17 +41,13 @@ export function unrunRow(item) {
     el('span', 'unrun-note', overLimitNote(item.asked, item.limit)),
     el('span', 'unrun-names', callsByName(item.calls.map((call) => call.name))),
   );
-  card.append(summary);
-  card.addEventListener('toggle', () => {
-    if (!card.open || card.querySelector('.unrun-calls')) return;
-    const list = el('ol', 'unrun-calls');
-    for (const call of item.calls) {
-      const line = el('li', 'unrun-call');
-      line.append(el('span', 'tool-name', call.name), el('code', 'tool-preview', preview(callSummary(call.name, call.arguments))));
-      list.append(line);
-    }
-    card.append(list);
-  });
+  const list = el('ol', 'unrun-calls');
+  for (const call of item.calls) {
+    const line = el('li', 'unrun-call');
+    line.append(el('span', 'tool-name', call.name), el('code', 'tool-preview', preview(callSummary(call.name, call.arguments))));
+    list.append(line);
+  }
+  card.append(summary, list);
   row.append(card);
   return row;
 }
