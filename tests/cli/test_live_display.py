@@ -12,6 +12,7 @@ from dsh.events import (
     CompactionStartEvent,
     RegionText,
     ToolCall,
+    ToolCallBlock,
     ToolCallEvent,
     ToolErrorInfo,
     ToolResult,
@@ -20,6 +21,7 @@ from dsh.events import (
 from dsh.llm.types import TextDelta
 from dsh.tools.approval import FOR_THE_MODEL
 from tests.helpers import tool_result_message
+from tests.transcript.test_call_fold import Reply, write
 
 
 def test_on_a_terminal_text_streams_and_tool_activity_goes_to_stderr(capsys):
@@ -192,3 +194,24 @@ def test_the_final_answer_and_the_tool_previews_reach_the_terminal_inert(capsys,
     assert "✓ a\\x1b]0;TITLE\\x07b" in err  # one line, as printable_line shows it
     LiveDisplay(streaming=False).finish_turn(HOSTILE)  # stdout a pipe: the answer at the end
     assert capsys.readouterr().out == HOSTILE_SHOWN + "\n"
+
+
+def test_on_a_terminal_the_calls_past_the_limit_are_one_line(capsys):
+    """A reply asking for 5 calls with ``tools.max_calls_per_reply`` 2: its two calls that ran
+    and their results, then one line for the other three, not a call and a red result each."""
+    calls = tuple(
+        ToolCallBlock(id=f"call_{n}", name="bash" if n < 4 else "read_file", arguments="{}")
+        for n in range(5)
+    )
+    live = LiveDisplay(streaming=True)
+    for event in write([Reply(calls, 2, (False,) * 5)]).events:
+        live.on_event(event)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "  → bash({})",
+        "  → bash({})",
+        "  ⋯ 3 more calls not run: the reply asked for 5, at most 2 run per reply "
+        "(tools.max_calls_per_reply); they named bash ×2, read_file ×1",
+        "    ✓ out 0.0",
+        "    ✓ out 0.1",
+    ]

@@ -6,7 +6,8 @@ When stderr is a terminal, a model call that has produced nothing for a second s
 "waiting for the model (N s)" line there, rewritten in place and erased once the reply starts.
 A compaction pass is announced when it starts; with stderr on a terminal its line counts the
 summary calls done so far, in place. A tool call the approval policy denied is told on stderr
-in full (with how to allow it) whether or not stdout is a terminal.
+in full (with how to allow it) whether or not stdout is a terminal. The calls of a reply that
+``tools.max_calls_per_reply`` kept from running are one line, not a line and a result each.
 
 What the model wrote and what its tools read are text, never for a terminal to act on: the
 answer, streamed or not, is printed as ``dsh.tools.terminal_text.printable_text`` makes it (no
@@ -22,16 +23,19 @@ import click
 
 from dsh.errors import printable_line
 from dsh.events import (
+    AssistantMessageEvent,
     CompactionEndEvent,
     CompactionPlanEvent,
     CompactionStartEvent,
     Event,
     ToolCallEvent,
+    ToolResultBlock,
     ToolResultEvent,
 )
 from dsh.llm.types import StreamEvent, TextDelta
 from dsh.tools.approval import for_a_person
 from dsh.tools.terminal_text import PrintableStream, printable_text
+from dsh.transcript.call_fold import CallFold, over_limit_text
 
 PREVIEW_CHARS = 100
 
@@ -48,6 +52,8 @@ class LiveDisplay:
         self._calls = 0
         self._text = PrintableStream()
         """The streamed reply, made printable (an escape cut between pieces held back)."""
+        self._fold = CallFold()
+        """The latest reply's calls past ``tools.max_calls_per_reply``: one line for all."""
 
     @classmethod
     def for_terminal(cls) -> LiveDisplay:
@@ -73,6 +79,8 @@ class LiveDisplay:
 
     def on_event(self, event: Event) -> None:
         self.show_waiting(None)
+        if self._folded(event):
+            return
         if isinstance(event, ToolResultEvent) and self._told_denial(event):
             return
         if not self.streaming:
@@ -91,6 +99,24 @@ class LiveDisplay:
             block = event.data.message.content[0]
             mark = "✗" if getattr(block, "is_error", False) else "✓"
             click.echo(f"    {mark} {_preview(_result_text(event))}", err=True)
+
+    def _folded(self, event: Event) -> bool:
+        """Whether ``event`` is a call past ``tools.max_calls_per_reply`` or its result, which
+        show as one line for the reply, at its first call (``dsh.transcript.call_fold``)."""
+        if isinstance(event, AssistantMessageEvent):
+            if event.surface_op == "append":
+                self._fold.reply(event.data.message.tool_calls())
+            return False
+        if isinstance(event, ToolCallEvent):
+            folded, fold = self._fold.call(event.seq, event.data)
+            if fold is not None and self.streaming:
+                self._break_line()
+                click.echo(f"  ⋯ {printable_line(over_limit_text(fold))}", err=True)
+            return folded
+        if isinstance(event, ToolResultEvent) and event.surface_op == "append":
+            block = event.data.message.content[0]
+            return isinstance(block, ToolResultBlock) and self._fold.result(block.tool_call_id)
+        return False
 
     def summary_call_done(self) -> None:
         """One summary call of the running pass finished (the count shows on a terminal)."""
