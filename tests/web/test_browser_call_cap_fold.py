@@ -36,6 +36,7 @@ from tests.web.pages import (
     view_rows,
     wait_turn_over,
 )
+from tests.web.test_browser_find_jump import find
 from tests.web.test_browser_new_session import click_new_session
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -103,7 +104,8 @@ def test_the_calls_past_the_limit_are_one_card_live_and_after_a_reload(
         page.wait_for_function("() => document.querySelector('.row.unrun') !== null")
         assert len(view_rows(page, ".row.tool")) == 2
         assert unrun_rows(page) == [SHUT]
-        page.click(".row.unrun summary")
+        find(page, "f1.txt")  # a find goes to the card and opens it at the call
+        assert page.evaluate("() => document.querySelector('.find-current').matches('.unrun')")
         page.wait_for_function("() => document.querySelector('.row.unrun details').open")
         shown = page.locator(".unrun-call").all_inner_texts()  # on screen now, a line each
         assert [" ".join(text.split()) for text in shown] == [
