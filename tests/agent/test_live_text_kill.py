@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.events import AssistantMessageEvent, RequestErrorEvent, TurnEndEvent
+from dsh.events import AssistantMessageEvent, ReasoningBlock, RequestErrorEvent, TurnEndEvent
 from dsh.store import JsonlStore
 from dsh.store.derived import live_text_path
 from dsh.store.live_file import PROCESS_ENDED
@@ -119,4 +119,31 @@ def test_a_killed_run_leaves_its_streamed_text_logged_once_as_the_interrupted_re
     assert texts(session) == [FIRST, SECOND]
     assert len(session.events) == length
     assert not live.exists()
+    session.close()
+
+
+def test_a_killed_run_whose_text_proved_reasoning_logs_it_as_reasoning(
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+    release: threading.Event,
+) -> None:
+    """The reply wrote its reasoning as text closed by a lone ``</think>`` (its template opened
+    ``<think>``): the side file says the text so far was reasoning (``was-reasoning``), so the
+    reply recovered from it is split as the reply logged whole would have been."""
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    store = JsonlStore(home)
+    session = Session.create(store, cwd=workspace)
+    sid = session.id
+    session.close()
+    reasoning = "Okay, the notes first.\n"
+    server.queue(held_reply(f"{reasoning}</think>\n\n{FIRST}", release))
+    kill_while_streaming(home, workspace, sid, server.url, FIRST)
+    assert b'"was-reasoning"' in live_text_path(home, sid).read_bytes()
+    session = Session.open(store, sid, writable=True)
+    (reply,) = [e for e in session.events if isinstance(e, AssistantMessageEvent)]
+    assert reply.data.error_code == PROCESS_ENDED
+    assert reply.data.message.text() == FIRST
+    thought = [b.text for b in reply.data.message.content if isinstance(b, ReasoningBlock)]
+    assert thought == [reasoning]
     session.close()

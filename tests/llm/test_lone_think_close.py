@@ -15,7 +15,7 @@ from dsh.compaction.summarizer import SummaryTask
 from dsh.events import ReasoningBlock
 from dsh.llm.assemble import StreamAssembler
 from dsh.llm.openai_compat import OpenAICompatProvider, to_wire_messages
-from dsh.llm.types import StreamEvent, TextWasReasoning
+from dsh.llm.types import StreamEvent, TextDelta, TextWasReasoning
 from tests.agent.conftest import run
 from tests.helpers import assistant_message, user_message
 from tests.llm.fake_server import FakeServer, json_ok, oa_chunk, oa_tool_call, openai_stream
@@ -131,3 +131,37 @@ def test_a_summariser_s_monologue_before_a_lone_closing_tag_is_not_its_summary(
     )
     output = run(ModelSummarizer(provider, "fake-model").summarize(task))
     assert output.text == "The user fixed the bug." and "Okay" not in (output.raw_output or "")
+
+
+def _provisional(events: list[StreamEvent]) -> list[tuple[str, bool]]:
+    return [(e.text, e.provisional) for e in events if isinstance(e, TextDelta)]
+
+
+def test_text_is_provisional_until_the_splitter_knows_it_is_not_reasoning(server: FakeServer):
+    """Text a lone ``</think>`` may yet make reasoning is marked ``provisional`` (a face that
+    cannot take text back holds it: ``dsh.cli.held_text``); the text after the tag, after a
+    tool call or a ``<think>`` mention, and a leading block's answer are not."""
+    events = _stream(
+        server,
+        oa_chunk(content="Okay, the sum.\n"),
+        oa_chunk(content="</think>\n\n"),
+        oa_chunk(content="It is 4."),
+        oa_chunk(finish="stop"),
+    )
+    assert _provisional(events) == [("Okay, the sum.\n", True), ("It is 4.", False)]
+    mention = _stream(
+        server,
+        oa_chunk(content="Tags: <think> opens"),
+        oa_chunk(content=" and </think> closes.\n"),
+        oa_chunk(finish="stop"),
+    )
+    assert [p for _, p in _provisional(mention)] == [False, False]
+    call = oa_tool_call(0, id="c1", name="bash", arguments='{"command": "ls"}')
+    after_call = _stream(
+        server, oa_chunk(tool_calls=[call]), oa_chunk(content="done"), oa_chunk(finish="stop")
+    )
+    assert _provisional(after_call) == [("done", False)]
+    block = _stream(server, oa_chunk(content="<think>hm</think>It is 4."), oa_chunk(finish="stop"))
+    assert _provisional(block) == [("It is 4.", False)]
+    plain = _stream(server, oa_chunk(content="Hello"), oa_chunk(finish="stop"))
+    assert _provisional(plain) == [("Hello", True)]  # no tag ever came: undecided to its end

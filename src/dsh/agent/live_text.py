@@ -7,14 +7,16 @@ streams. The process running the call keeps what has streamed in a side file ins
 delta. The file is JSON lines::
 
     {"session": ID, "after": SEQ, "pid": PID, "started": MS}   the call
-    {"channel": "text"|"reasoning"|"tool", "text": "..."}      its deltas, in order
+    {"channel": "text"|"reasoning"|"tool"|"was-reasoning", "text": "..."}   its deltas
 
 ``after`` is the seq of the last event logged when the call's first delta came: the call's end
 (``CALL_ENDS``: its reply, its ``request/error``, the turn's end, or a new lifecycle's
 ``session/end-seed``) is logged after it, so a log holding a call end past ``after`` has ended
 the call. ``pid`` is the writer's (a file whose writer is gone is stale); ``started`` (epoch
 ms) tells two calls apart. A delta is what the page of a turn run in its own process is sent
-(``stream_delta``): text and reasoning pieces, and the name of a tool call being written.
+(``stream_delta``): text and reasoning pieces, the name of a tool call being written, and
+``was-reasoning`` (no text) when a lone ``</think>`` made the text so far reasoning
+(``TextWasReasoning``): a reader moves it, as the terminal UI does.
 
 ``LiveTextWriter`` (one per session opened in a process: ``share_stream``, which
 ``dsh.agent.wiring.build_agent`` wires into every agent every face builds) makes the file at a
@@ -47,11 +49,18 @@ from weakref import WeakKeyDictionary
 
 from dsh.config.private_dirs import make_private_directory
 from dsh.events import Event
-from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, ToolCallDelta
+from dsh.llm.types import ReasoningDelta, StreamEvent, TextDelta, TextWasReasoning, ToolCallDelta
 from dsh.store.base import now_millis
 from dsh.store.derived import live_text_path
 from dsh.store.fd_write import write_all
-from dsh.store.live_file import CALL_ENDS, Delta, LiveCall, parse_call, parse_delta
+from dsh.store.live_file import (
+    CALL_ENDS,
+    WAS_REASONING,
+    Delta,
+    LiveCall,
+    parse_call,
+    parse_delta,
+)
 from dsh.surface import Session
 
 log = logging.getLogger("dsh.agent")
@@ -65,7 +74,10 @@ _warned = False
 
 def stream_delta(event: StreamEvent) -> Delta | None:
     """What a stream event shows while it streams (None: nothing): a text or reasoning piece,
-    or the name of the tool call being written (the ``tool`` channel names the latest one)."""
+    the name of the tool call being written (the ``tool`` channel names the latest one), or
+    that the text so far was reasoning (``was-reasoning``, no text)."""
+    if isinstance(event, TextWasReasoning):
+        return WAS_REASONING, ""
     if isinstance(event, TextDelta) and event.text:
         return "text", event.text
     if isinstance(event, ReasoningDelta) and event.text:
@@ -128,7 +140,7 @@ class LiveTextWriter:
             else:
                 self._pieces = [text]
                 self._pending.append((channel, self._pieces))
-                self._channel = None if channel == "tool" else channel
+                self._channel = channel if channel in ("text", "reasoning") else None
             self._pending_size += len(text)
             if self._pending_size >= FLUSH_BYTES:
                 self._flush()

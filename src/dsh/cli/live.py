@@ -13,6 +13,10 @@ What the model wrote and what its tools read are text, never for a terminal to a
 answer, streamed or not, is printed as ``dsh.tools.terminal_text.printable_text`` makes it (no
 escape sequence, other control characters as their escapes; a sequence cut between streamed
 pieces is dropped whole), and a tool call's and result's previews as ``printable_line`` does.
+
+Text that may yet prove to be reasoning (a lone ``</think>`` may close it) is printed by the
+rule ``dsh.cli.held_text`` states: held back for a model known to write one; printed at once
+otherwise, and if it proves to be reasoning, a line on stderr says the text above was that.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 
 import click
 
+from dsh.cli.held_text import HeldText
 from dsh.errors import printable_line
 from dsh.events import (
     AssistantMessageEvent,
@@ -32,12 +37,17 @@ from dsh.events import (
     ToolResultBlock,
     ToolResultEvent,
 )
-from dsh.llm.types import StreamEvent, TextDelta
+from dsh.llm.types import StreamEvent
+from dsh.store.live_file import CALL_ENDS
 from dsh.tools.approval import for_a_person
 from dsh.tools.terminal_text import PrintableStream, printable_text
 from dsh.transcript.call_fold import CallFold, over_limit_text
 
 PREVIEW_CHARS = 100
+WAS_REASONING = (
+    "  (the text above was the model's reasoning: it ended with a lone </think>; from now on "
+    "this model's reasoning is held back)"
+)
 
 
 class LiveDisplay:
@@ -54,6 +64,9 @@ class LiveDisplay:
         """The streamed reply, made printable (an escape cut between pieces held back)."""
         self._fold = CallFold()
         """The latest reply's calls past ``tools.max_calls_per_reply``: one line for all."""
+        self.held = HeldText()
+        """Text that may be reasoning, held back (``dsh.cli.held_text``; ``dsh run`` gives it
+        the endpoint's memory)."""
 
     @classmethod
     def for_terminal(cls) -> LiveDisplay:
@@ -68,8 +81,14 @@ class LiveDisplay:
 
     def on_stream(self, event: StreamEvent) -> None:
         self.show_waiting(None)
-        if self.streaming and isinstance(event, TextDelta) and event.text:
-            self._write(self._text.feed(event.text))
+        shown = self.held.feed(event)  # fed even to a pipe: a lone </think> is remembered
+        if not self.streaming:
+            return
+        if shown.text:
+            self._write(self._text.feed(shown.text))
+        if shown.retracted:
+            self._break_line()
+            click.echo(WAS_REASONING, err=True)
 
     def _write(self, shown: str) -> None:
         """Streamed answer text, already printable."""
@@ -79,6 +98,10 @@ class LiveDisplay:
 
     def on_event(self, event: Event) -> None:
         self.show_waiting(None)
+        if isinstance(event, CALL_ENDS):  # the reply's end (one cut short too): its text
+            held = self.held.release()
+            if self.streaming:
+                self._write(self._text.feed(held))
         if self._folded(event):
             return
         if isinstance(event, ToolResultEvent) and self._told_denial(event):

@@ -24,6 +24,7 @@ from dsh.agent.text_replies import turn_not_run_warning
 from dsh.agent.waiting import POLL_EVERY, waiting_notice
 from dsh.agent.wiring import build_agent, wire
 from dsh.cli import context, standard_streams, termination
+from dsh.cli.held_text import EndpointMemory, HeldText, endpoint_key
 from dsh.cli.live import LiveDisplay
 from dsh.cli.options import ApprovalFlags, RouteFlags, approval_options, route_options
 from dsh.cli.run_input import read_prompts
@@ -197,6 +198,12 @@ def _run(
     for warning in session.warnings:
         context.warn(warning)
     live = LiveDisplay.for_terminal() if not as_json and stream is None else None
+    known = EndpointMemory(
+        dsh_home(), endpoint_key(route.provider.name, route.base_url, route.model)
+    )
+    for face in (live, stream):
+        if face is not None:
+            face.held = HeldText(known)  # text that may be reasoning (a lone </think>)
     try:
         agent = build_agent(
             session,

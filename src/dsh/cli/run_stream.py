@@ -7,8 +7,12 @@ coalesced_text``), each reply, tool call, approval refusal and tool result, each
 (its start and end, with figures), every warning and error line the command prints on stderr
 (``dsh.cli.warning_lines.tapped``), and each turn's end with its final answer (a reply a
 failure or a signal cut short: its text so far, marked ``partial``), usage and estimated cost.
-Every line has ``v`` (``VERSION``: the schema's version, raised only when a field is removed or
-changes meaning; new fields and types may appear within a version), ``type`` and ``session``.
+Text that may yet prove to be reasoning (a lone ``</think>`` may close it) is streamed by the
+rule ``dsh.cli.held_text`` states: held back for a model known to write one; streamed at once
+otherwise, and if it proves to be reasoning a ``text_was_reasoning`` line says that the step's
+``text_delta`` lines so far were its reasoning. Every line has ``v`` (``VERSION``: the schema's
+version, raised only when a field is removed or changes meaning; new fields and types may appear
+within a version), ``type`` and ``session``.
 
 What comes from the log is shown as the log has it; a tool call's arguments are masked besides,
 with the tools' own ``SecretPolicy`` (the one that masks every tool output and a ``!cmd`` line
@@ -34,6 +38,7 @@ from typing import Any
 from dsh.agent.billing import Bill, BilledTokens
 from dsh.agent.loggable import loggable_value
 from dsh.cli.coalesced_text import CoalescedText, Schedule, on_running_loop
+from dsh.cli.held_text import HeldText
 from dsh.events import (
     AssistantMessageEvent,
     CompactionEndEvent,
@@ -49,7 +54,8 @@ from dsh.events import (
     TurnStartEvent,
     Usage,
 )
-from dsh.llm.types import StreamEvent, TextDelta
+from dsh.llm.types import StreamEvent
+from dsh.store.live_file import CALL_ENDS
 from dsh.surface import Session
 from dsh.tools.approval import for_a_person
 from dsh.tools.secrets import SecretPolicy
@@ -84,6 +90,9 @@ class RunStream:
         self._session: Session | None = None
         self._secrets = SecretPolicy()
         self._text = CoalescedText(self._text_delta, schedule=schedule)
+        self.held = HeldText()
+        """Text that may be reasoning, held back (``dsh.cli.held_text``; ``dsh run`` gives it
+        the endpoint's memory)."""
         self._started = False
         self._held: list[tuple[str, str]] = []
         """Lines of stderr told before the stream started (written after its first line)."""
@@ -132,12 +141,18 @@ class RunStream:
         """The model's stream: its text, as ``text_delta`` lines."""
         self._loop = asyncio.get_running_loop()
         self._drain()
-        if isinstance(event, TextDelta):
-            self._text.add(event.text)
+        shown = self.held.feed(event)
+        if shown.text:
+            self._text.add(shown.text)
+        if shown.retracted:
+            self._text.flush()
+            self._line("text_was_reasoning", turn=self._turn, step=self._step)
 
     def on_event(self, event: Event) -> None:
         """One event logged: its line, if it has one."""
         self._drain()
+        if isinstance(event, CALL_ENDS):  # a reply cut short: the text held is its answer
+            self._text.add(self.held.release())
         self._text.flush()
         self._billed.feed(event)
         self._follow_compaction(event)

@@ -144,7 +144,9 @@ class ThinkSplitter:
       not a mention: the rest of its line is blank (spaces, then a line break, the end of the
       content or a tool call), the character before it is not a backtick, and no ``` fence is
       open. Otherwise it, and all after it, is text. That text has streamed as text by then:
-      ``TextWasReasoning`` says so, and the whitespace after the tag is dropped.
+      ``TextWasReasoning`` says so, and the whitespace after the tag is dropped. Until the
+      splitter knows, the text it gives is ``provisional``; a ``<think>`` in the content (a
+      mention: no lone tag can close after it) decides it is text.
 
     A tag split across chunks is held back until it is whole (or proves not to be one), and a
     lone ``</think>`` until what follows it on its line is known."""
@@ -163,6 +165,7 @@ class ThinkSplitter:
         """The events ``text`` (the next content piece) makes, in order."""
         out: Split = []
         if self._state == "text":
+            text, self._held = self._held + text, ""  # a tag held when a mention decided
             return [TextDelta(text)] if text else []
         held = self._held + text
         self._held = ""
@@ -221,7 +224,9 @@ class ThinkSplitter:
 
     def _given(self, text: str) -> Split:
         self._seen += text
-        return [TextDelta(text)] if text else []
+        if self._state == "maybe" and _OPEN in self._seen:
+            self._state = "text"  # a closing tag after a <think> closes no reasoning
+        return [TextDelta(text, provisional=self._state == "maybe")] if text else []
 
     def _lone(self, before: str) -> bool:
         """A closing tag after ``before`` (and what was given) closes reasoning never opened."""
@@ -232,6 +237,8 @@ class ThinkSplitter:
         """A tool call, or reasoning the server sent apart, came: what is held goes out (a held
         lone closing tag closes the reasoning before it), and a closing tag after it is text."""
         self._apart = True
+        if self._state == "text":
+            return self.feed("")
         if self._state != "maybe":
             return []
         self._state = "text"
@@ -240,6 +247,7 @@ class ThinkSplitter:
     def end(self) -> Split:
         """What is still held when the content ends (an unfinished tag is what it says)."""
         if self._state == "maybe":
+            self._state = "text"
             return self._closed(self._held)
         held, self._held = self._held, ""
         if not held:

@@ -41,6 +41,11 @@ class ModelRequest:
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
+    provisional: bool = field(default=False, compare=False)
+    """A lone ``</think>`` may yet make this text reasoning (``TextWasReasoning``): the
+    splitter has not decided (``dsh.llm.stream_repair.ThinkSplitter``). A face that cannot take
+    text back holds it (``dsh.cli.held_text``); one that can shows it and moves it if told. Not
+    compared: the text is the same text, decided or not."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 call recovered from it (``dsh.agent.live_text`` writes it; ``dsh.store.derived`` names its path).
 
 The file is JSON lines: a header naming the call (``{"session", "after", "pid", "started"}``),
-then its deltas in order (``{"channel": "text"|"reasoning"|"tool", "text"}``). ``after`` is the
+then its deltas in order (``{"channel": "text"|"reasoning"|"tool"|"was-reasoning", "text"}``;
+``was-reasoning``, with no text: a lone ``</think>`` made the text so far reasoning,
+``fold_deltas``). ``after`` is the
 seq of the last event logged when the call's first delta came; a log holding a call end
 (``CALL_ENDS``) past ``after`` has ended the call.
 
@@ -47,7 +49,10 @@ from dsh.events import (
 
 CALL_ENDS = (AssistantMessageEvent, RequestErrorEvent, TurnEndEvent, SessionEndSeedEvent)
 """Logged events that end the model call streaming when they are logged."""
-CHANNELS = ("text", "reasoning", "tool")
+WAS_REASONING = "was-reasoning"
+"""The channel of a delta saying the text streamed so far was reasoning (a lone ``</think>``
+closed it: ``dsh.llm.types.TextWasReasoning``)."""
+CHANNELS = ("text", "reasoning", "tool", WAS_REASONING)
 MAX_LIVE_BYTES = 16 * 1024 * 1024
 """A side file larger than this is not read for a crashed call's reply (no reply is so long)."""
 PROCESS_ENDED = "PROCESS_ENDED"
@@ -130,6 +135,23 @@ def read_live_file(path: Path) -> LiveFile | None:
     return LiveFile(call, tuple(deltas))
 
 
+def fold_deltas(deltas: Sequence[Delta]) -> tuple[str, str]:
+    """The reasoning and the text ``deltas`` streamed, as the reply's message holds them: a
+    ``was-reasoning`` delta moves the text before it to the reasoning (its leading whitespace
+    dropped, as ``dsh.llm.assemble`` does)."""
+    reasoning: list[str] = []
+    text: list[str] = []
+    for channel, piece in deltas:
+        if channel == "reasoning":
+            reasoning.append(piece)
+        elif channel == "text":
+            text.append(piece)
+        elif channel == WAS_REASONING:
+            reasoning.append("".join(text).lstrip())
+            text = []
+    return "".join(reasoning), "".join(text)
+
+
 def _encodable(text: str) -> str:
     """``text`` with a split surrogate pair joined and any lone half made U+FFFD (the log's
     codec refuses surrogates; the file's JSON may carry them, as a model's stream can)."""
@@ -166,8 +188,7 @@ def recover_reply(
             step = event.data.step
     if step is None:
         return None
-    reasoning = _encodable("".join(text for channel, text in live.deltas if channel == "reasoning"))
-    text = _encodable("".join(text for channel, text in live.deltas if channel == "text"))
+    reasoning, text = (_encodable(part) for part in fold_deltas(live.deltas))
     if not reasoning and not text:
         return None
     content: list[Block] = []

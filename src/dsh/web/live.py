@@ -6,9 +6,11 @@ browser can watch a session before it is resumed. Messages are JSON text frames:
 
     {"kind": "hello", "session": {...}}           first frame (then catch-up events)
     {"kind": "event", "event": {...}}             an appended event, byte-identical to the log
-    {"kind": "delta", "channel": "text"|"reasoning"|"tool", "text": "..."}
+    {"kind": "delta", "channel": "text"|"reasoning"|"tool"|"was-reasoning", "text": "..."}
                                                   (after the catch-up: what the running
-                                                  call streamed before the page joined)
+                                                  call streamed before the page joined;
+                                                  was-reasoning: the text so far was
+                                                  reasoning, a lone </think> closed it)
     {"kind": "tail", "seq": SEQ, "lines": ["..."]}
                                                   the last lines the running tool call
                                                   logged at SEQ printed (dsh.agent.tool_progress;
@@ -49,7 +51,7 @@ from dsh.events import (
     TurnEndEvent,
     encode_event,
 )
-from dsh.store.live_file import CALL_ENDS
+from dsh.store.live_file import CALL_ENDS, WAS_REASONING, fold_deltas
 
 log = logging.getLogger("dsh.web")
 
@@ -76,7 +78,12 @@ class Streamed:
         self._text: dict[str, list[str]] = {}
 
     def add(self, channel: str, text: str) -> None:
-        if channel == "tool":
+        if channel == WAS_REASONING:  # the text so far was reasoning: the page moves it too
+            joined = [(c, "".join(self._text.pop(c, ()))) for c in ("reasoning", "text")]
+            reasoning, _ = fold_deltas([*joined, (WAS_REASONING, "")])
+            if reasoning:
+                self._text["reasoning"] = [reasoning]
+        elif channel == "tool":
             self._text[channel] = [text]
         else:
             self._text.setdefault(channel, []).append(text)

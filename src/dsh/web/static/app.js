@@ -151,6 +151,10 @@ function onDelta(message) {
   else if (message.channel === 'text') state.stream.text += message.text;
   else if (message.channel === 'reasoning') state.stream.reasoning += message.text;
   else if (message.channel === 'tool') state.stream.tool = message.text;
+  else if (message.channel === 'was-reasoning') {  // a lone </think>: the text so far was reasoning
+    state.stream.reasoning += state.stream.text.trimStart();
+    state.stream.text = '';
+  }
   paintStream();
   if (stick) scrollToBottom();
 }
