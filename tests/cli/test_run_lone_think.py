@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dsh.cli.held_text import MEMORY_FILE
+from dsh.cli.held_text import MEMORY_FILE, endpoint_key
 from tests.cli.conftest import DSH
 from tests.cli.test_run_partial_answer import deltas, dsh, env, route, server, stream_lines
 from tests.cli.test_run_waiting import _read_rest
@@ -209,3 +209,11 @@ def test_a_run_printing_to_a_pipe_learns_the_model_too(
     status, shown, err = _on_a_terminal(env, tmp_path, *route(server), "2+2?")
     assert status == 0, err
     assert shown == ANSWER + "\n"
+
+
+def test_an_endpoint_is_remembered_without_the_credentials_its_url_carries() -> None:
+    url = "http://user:secret@127.0.0.1:8080/v1?api_key=k3y&x=1"
+    assert (
+        endpoint_key("openai-compatible", url, "m") == "http://127.0.0.1:8080/v1?api_key=***&x=1 m"
+    )
+    assert endpoint_key("deepseek", None, "r1") == "deepseek r1"

@@ -30,6 +30,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh.config import redact
 from dsh.config.private_dirs import make_private_directory
 from dsh.llm.types import StreamEvent, TextDelta, TextWasReasoning
 
@@ -42,9 +43,9 @@ MAX_REMEMBERED = 200
 
 
 def endpoint_key(provider: str, base_url: str | None, model: str) -> str:
-    """What an endpoint is remembered by: its server (the base URL, else the provider's name)
-    and its model."""
-    return f"{base_url or provider} {model}"
+    """What an endpoint is remembered by: its server (the base URL, without the credentials
+    it may carry, ``dsh.config.redact``; else the provider's name) and its model."""
+    return f"{redact(base_url) or provider} {model}"
 
 
 class EndpointMemory:
