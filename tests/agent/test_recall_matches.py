@@ -270,3 +270,24 @@ def test_an_earlier_prompt_in_the_same_words_is_no_match_one_that_adds_a_fact_is
     assert note(session, "Run the tests for validation and tell me what fails.") is None
     text = note(session, "Which ticket tracks the refactor?")
     assert text is not None and "KESTREL-0419" in text
+
+
+def test_a_fact_the_person_gave_and_the_reply_repeating_it_are_found_in_a_short_history():
+    # four compacted messages, two of them holding the words: not "common" for so few
+    said = "The staging service listens on port 8443 behind the proxy; remember it."
+    session = compacted_prompts([(said, f"echo: {said}"), ("go on", "done")])
+    text = note(session, QUESTION)
+    assert text is not None
+    assert [line.split("] ", 1)[1] for line in text.splitlines()[1:]] == [
+        f"User: {said}",
+        f"Assistant: echo: {said}",
+    ]
+
+
+def compacted_prompts(turns: list[tuple[str, str]]) -> Session:
+    """A session whose chat turns ``(prompt, reply)`` one state checkpoint shadows."""
+    session = new_session(MemoryStore())
+    seqs = [append_chat_turn(session, prompt, reply) for prompt, reply in turns]
+    bracket(session, [s for turn in seqs for s in turn.surface], "## Goal\nw", compaction_id="k")
+    append_chat_turn(session, "and now?", "next")
+    return session

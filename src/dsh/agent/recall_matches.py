@@ -13,8 +13,8 @@ A compacted message is a match when it holds the rarest of the prompt's words th
 messages hold, and at least ``COVERAGE`` of those words weighed by their rarity (BM25's inverse
 document frequency; a question's own words no message holds do not count); when those words
 are not common (their mean rarity at least that of a word one message in ``COMMON_SHARE``
-holds); when, a user-role message, more than ``NEW_SHARE`` of its own words are not the
-prompt's (an earlier prompt in the same words is an instruction repeated, not a fact); when it
+holds, or two messages in a short history); when, a user-role message, more than
+``NEW_SHARE`` of its own words are not the prompt's (an earlier prompt in the same words is an instruction repeated, not a fact); when it
 is an original (not a checkpoint's text copied into a later span, nor an earlier such note); and
 when no note since the latest checkpoint showed it already. The note takes at most
 ``MAX_NOTE_CHARS`` characters, and no more characters than an eighth of the window has tokens;
@@ -58,10 +58,11 @@ CANDIDATES = 20
 """How many of the best hits by words are looked at for ``MAX_MATCHES`` that qualify."""
 PROMPT_LABEL = "User: "
 """How a span renders a user-role message: a prompt (or a note dsh added after one)."""
-NEW_SHARE = 1 / 2
+NEW_SHARE = 1 / 3
 """More than this share of a user-role match's own words must not be the prompt's: an earlier
-prompt in mostly the same words ("run the tests for parser …") is an instruction repeated, not a
-fact."""
+prompt in mostly the same words ("run the tests for parser …" for "… for validation …") is an
+instruction repeated, not a fact ("the staging service listens on port 8443; remember it" for
+"which port does the staging service listen on?" is half new)."""
 COVERAGE = 2 / 3
 """The share of a prompt's words, each weighed by its rarity, a match must hold."""
 COMMON_SHARE = 10
@@ -76,8 +77,9 @@ HEADING = (
 
 def common_floor(messages: int) -> float:
     """The least mean inverse document frequency (BM25's, as the search ranks by) of the words
-    a match holds: that of a word held by one message in ``COMMON_SHARE`` of ``messages``."""
-    holding = max(1, math.ceil(messages / COMMON_SHARE))
+    a match holds: that of a word held by one message in ``COMMON_SHARE`` of ``messages``, or by
+    two (a fact and the reply that repeats it) in a short history."""
+    holding = max(2, math.ceil(messages / COMMON_SHARE))
     return math.log(1 + (messages - holding + 0.5) / (holding + 0.5))
 
 
