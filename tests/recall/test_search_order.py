@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.cli.recall import recall
-from dsh.recall import HistorySearchTool, SpanCache, search_history
+from dsh.recall import HistorySearchTool, SearchedEverywhere, SpanCache, search_history
 from dsh.recall.checkpoints import list_checkpoints
 from dsh.recall.hits import COPIES_HEADING, hits_text, scan
 from dsh.recall.snippets import Bound
@@ -28,6 +28,9 @@ from dsh.store import JsonlStore, MemoryStore, span_cache_path
 from dsh.surface import Session
 from tests.helpers import append_chat_turn, fixed_clock, new_session
 from tests.recall.builders import Bracket, bracket, run_tool
+from tests.recall.test_word_index import is_copy, query, random_session
+
+word_query = query.filter(str.strip)
 
 QUERY = "port = 9090"
 
@@ -254,3 +257,73 @@ def test_any_hits_are_shown_originals_first_and_the_bound_never_drops_an_origina
     assert (COPIES_HEADING in lines) == bool(found.shown_copies)
     if found.shown_copies:
         assert lines.index(COPIES_HEADING) == len(shown) - found.shown_copies
+
+
+# ---- a search by words ranks the same way ---------------------------------------------------
+
+
+def test_word_matches_list_originals_first_then_checkpoint_texts_counted_apart():
+    """Nothing holds "restarted config" literally; the stub's text (copied into the rollup's
+    span) holds both words and the two originals only one, yet the originals come first."""
+    case = copy_first()
+    output = search_history(case.session.events, "restarted config")
+    stub, rollup = case.stub.id, case.rollup.id
+    assert hit_ids(output.text) == [f"[{stub} #msg 1]", f"[{stub} #msg 2]", f"[{rollup} #msg 0]"]
+    assert (
+        "2 message(s) in the originals (+1 in checkpoint texts, listed after them) hold at least "
+        "half of its 2 word(s); best first."
+    ) in output.text
+    lines = output.text.splitlines()
+    assert lines[lines.index(COPIES_HEADING) + 1].startswith(f"[{rollup} #msg 0] ")
+    assert output.meta == {
+        "scanned": 3,
+        "matched": 0,
+        "truncated": False,
+        "byWords": 3,
+        "inCheckpointTexts": 1,
+    }
+
+
+def test_word_matches_fill_limit_and_the_size_bound_with_originals_first():
+    case = copy_first()
+    limited = search_history(case.session.events, "restarted config", limit=2)
+    assert hit_ids(limited.text) == [f"[{case.stub.id} #msg 1]", f"[{case.stub.id} #msg 2]"]
+    assert "Showing the first 2 (originals first; 0 holding all); raise limit" in limited.text
+    assert COPIES_HEADING not in limited.text
+    whole = search_history(case.session.events, "restarted config")
+    originals = whole.text.split("\n\n")[1].split(COPIES_HEADING)[0]
+    # room for the two originals and the copy, not for the heading besides
+    copy_line = whole.text.split(COPIES_HEADING + "\n")[1].split("\n\n")[0]
+    room = len(originals) + len(copy_line) + 1
+    query = "restarted config"
+    bounded = search_history(case.session.events, query, budget_chars=room + 800 + len(query))
+    assert hit_ids(bounded.text) == hit_ids(whole.text)[:2]
+    assert "Showing the best 2 (originals first; 0 holding all), as many as fit" in bounded.text
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_for_any_log_and_query_no_checkpoint_text_hit_precedes_an_original(data):
+    """Literal or by words, scoped or not: every hit in a checkpoint's text (told by its label)
+    comes after every hit in an original message, under the heading, counted apart."""
+    session = random_session(data)
+    events = session.events
+    targets = list_checkpoints(events)
+    if not targets:
+        return
+    query = data.draw(word_query, label="query")
+    scope = data.draw(st.sampled_from([None, *[t.id for t in targets]]), label="checkpoint")
+    try:
+        output = search_history(events, query, checkpoint=scope, limit=200)
+    except SearchedEverywhere as moved:  # pragma: no cover - a scope always names a checkpoint
+        output = moved.found
+    by_id = {t.id: t for t in targets}
+    shown = [re.match(r"\[(c\d+) #msg (\d+)\]", line) for line in output.text.splitlines()]
+    kinds = [is_copy(events, by_id[m[1]], int(m[2])) for m in shown if m]
+    assert kinds == sorted(kinds)  # False (an original) before True (a copy)
+    copies = sum(kinds)
+    assert output.meta.get("inCheckpointTexts", 0) == copies
+    assert (COPIES_HEADING in output.text) == bool(copies)
+    if copies:
+        lines = output.text.split("\n\n")[1].splitlines()
+        assert lines.index(COPIES_HEADING) == len(kinds) - copies

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dsh.events import Event
 from dsh.recall import list_checkpoints
 from dsh.recall.checkpoints import Checkpoint
-from dsh.recall.render import SpanCache
+from dsh.recall.render import INDEX_LABEL, PRIOR_STATE_LABEL, SpanCache, render_span
 from dsh.recall.word_index import WORD, WordIndex
 from dsh.recall.word_search import _probe, locate, needed, query_terms, search_words, stem
 from dsh.store import MemoryStore
@@ -30,7 +30,8 @@ def reference_search(
     events: Sequence[Event], targets: Sequence[Checkpoint], terms: Sequence[str], spans: SpanCache
 ) -> list[tuple[str, int, tuple[str, ...], float, int, int, int]]:
     """Every hit, best first, as (checkpoint id, #msg, held, score, chars, at, width): the
-    word fallback as it was before the index, every message of every span scanned."""
+    word fallback as it was before the index, every message of every span scanned, ranked
+    with the originals before the checkpoint texts."""
     probes = [(term, _probe(term)) for term in terms]
     found = []
     holding = dict.fromkeys(terms, 0)
@@ -53,14 +54,22 @@ def reference_search(
         if count
     }
     hits = []
+    copied = {}
     for target, index, chars, places in found:
         held = tuple(term for term in terms if term in places)
         rarest = max(held, key=lambda term: rarity[term])
         at, width = places[rarest]
         score = sum(rarity[term] for term in held)
         hits.append((target.id, index, held, score, chars, at, width))
-    hits.sort(key=lambda hit: (-len(hit[2]), -hit[3], hit[4]))
+        copied[target.id, index] = is_copy(events, target, index)
+    # originals first, then checkpoint texts (a checkpoint's words nested in a later span)
+    hits.sort(key=lambda hit: (copied[hit[0], hit[1]], -len(hit[2]), -hit[3], hit[4]))
     return hits
+
+
+def is_copy(events: Sequence[Event], target: Checkpoint, index: int) -> bool:
+    """Whether message ``index`` of ``target``'s span is a checkpoint's text, by its label."""
+    return render_span(events, target)[index].startswith((PRIOR_STATE_LABEL, INDEX_LABEL))
 
 
 def reference_first_word(lower: str, term: str, probe: str) -> tuple[int, int] | None:

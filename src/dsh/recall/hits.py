@@ -12,7 +12,7 @@ from dsh.recall.checkpoints import Checkpoint
 from dsh.recall.render import SpanCache
 from dsh.recall.snippets import Bound, snippet
 from dsh.recall.tool_specs import READ_A_MATCH
-from dsh.recall.word_search import WordHit
+from dsh.recall.word_search import WordHit, WordSearch, locate
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,27 +130,68 @@ def _where(unshown: dict[str, int], most: int = 8) -> str:
     return ", ".join(named) + (f" and {more} more checkpoint(s)" if more > 0 else "")
 
 
+def word_hits(
+    events: Sequence[Event],
+    header: str,
+    terms: Sequence[str],
+    words: WordSearch,
+    bound: Bound,
+    spans: SpanCache,
+) -> tuple[str, int]:
+    """The answer when no message holds the query literally but ``words.count`` hold enough
+    of its words (``terms``), and how many hits it shows: the best ones up to ``bound``,
+    originals before checkpoint texts (``WordSearch.best``), those under ``COPIES_HEADING``,
+    the bound filled in that order and stopping at the first hit that does not fit."""
+    best = words.best(bound.limit)
+    hits = [
+        (hit, spans.message(events, hit.checkpoint, hit.index), locate(events, hit, spans))
+        for hit in best
+    ]
+    lines = [
+        f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, *place)}"
+        for hit, message, place in hits
+    ]
+    first_copy = next((n for n, hit in enumerate(best) if hit.copy), None)
+    heading = None if first_copy is None else (first_copy, len(COPIES_HEADING))
+    shown = bound.fitting(lines, heading)
+    text = word_hits_text(header, terms, words.count, words.copies, hits, lines[:shown])
+    return text, shown
+
+
 def word_hits_text(
     header: str,
     terms: Sequence[str],
     total: int,
+    copies: int,
     hits: Sequence[tuple[WordHit, str, tuple[int, int]]],
     lines: Sequence[str],
 ) -> str:
     """The answer when no message holds the query literally but ``total`` hold enough of its
-    words (``terms``); ``hits``: the best ones up to the limit, each with its message and where
-    its snippet is centred (``locate``); ``lines``: the first of them, as many as fit."""
+    words (``terms``), ``copies`` of them in checkpoint texts; ``hits``: the best ones up to
+    the limit, each with its message and where its snippet is centred (``locate``); ``lines``:
+    the first of them, as many as fit."""
     whole = sum(len(hit.held) == len(terms) for hit, _, _ in hits[: len(lines)])
+    held = f"{total} message(s)"
+    if copies:
+        held = (
+            f"{total - copies} message(s) in the originals (+{copies} in checkpoint texts, "
+            "listed after them)"
+        )
     header += (
         " The literal scan found nothing, so the query's words were looked for on their own "
-        f"(any order, any word form, stop words dropped): {total} message(s) hold at least half "
+        f"(any order, any word form, stop words dropped): {held} hold at least half "
         f"of its {len(terms)} word(s); best first."
     )
+    ranked = f"{'originals first; ' if copies else ''}{whole} holding all"
     if len(lines) < len(hits):
         header += (
-            f" Showing the best {len(lines)} ({whole} holding all), as many as fit in one "
+            f" Showing the best {len(lines)} ({ranked}), as many as fit in one "
             "answer; use fewer or rarer words to see others."
         )
     elif total > len(hits):
-        header += f" Showing the first {len(hits)} ({whole} holding all); raise limit to see more."
-    return "\n\n".join([header, "\n".join(lines), READ_A_MATCH])
+        header += f" Showing the first {len(hits)} ({ranked}); raise limit to see more."
+    shown = list(lines)
+    shown_copies = sum(hit.copy for hit, _, _ in hits[: len(lines)])
+    if shown_copies:
+        shown.insert(len(shown) - shown_copies, COPIES_HEADING)
+    return "\n\n".join([header, "\n".join(shown), READ_A_MATCH])

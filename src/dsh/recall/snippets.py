@@ -52,11 +52,14 @@ class Bound:
     limit: int
     room: int | None = None
 
-    def fitting(self, lines: Sequence[str]) -> int:
-        """How many of ``lines`` (hits, one per line, best first) fit."""
+    def fitting(self, lines: Sequence[str], heading: tuple[int, int] | None = None) -> int:
+        """How many of ``lines`` (hits, one per line, best first) fit; ``heading``: (the
+        place of the line a heading goes before, that heading's length)."""
         used = 0
         for count, line in enumerate(lines[: self.limit]):
             used += len(line) + 1
+            if heading is not None and count == heading[0]:
+                used += heading[1] + 1
             if self.room is not None and count and used > self.room:
                 return count
         return min(len(lines), self.limit)

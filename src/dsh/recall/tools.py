@@ -37,9 +37,9 @@ from dsh.recall.checkpoints import (
     list_checkpoints,
     resolve_checkpoint,
 )
-from dsh.recall.hits import Found, hits_text, scan, word_hits_text
+from dsh.recall.hits import Found, hits_text, scan, word_hits
 from dsh.recall.render import SpanCache
-from dsh.recall.snippets import ANSWER_FRAME_CHARS, Bound, snippet
+from dsh.recall.snippets import ANSWER_FRAME_CHARS, Bound
 from dsh.recall.tool_specs import (
     HISTORY_READ,
     HISTORY_READ_DESCRIPTION,
@@ -51,7 +51,7 @@ from dsh.recall.tool_specs import (
     MAX_SEARCH_LIMIT,
     MIN_SEARCH_LIMIT,
 )
-from dsh.recall.word_search import locate, query_terms, search_words
+from dsh.recall.word_search import query_terms, search_words
 from dsh.tools.base import Tool, ToolContext, ToolKind, ToolOutput
 
 # ---- the work (shared with the CLI) ---------------------------------------------------------
@@ -157,12 +157,14 @@ def search_history(
     One snippet per matching message, at most ``limit`` and as many as fit in ``budget_chars``
     (None: no size bound): the original messages' in log order, then those of checkpoint texts
     (``dsh.recall.hits.scan``); ``meta`` holds the coverage
-    ``{scanned, matched, truncated}`` (and ``inCheckpointTexts``, how many of ``matched`` are in
-    checkpoint texts, when any are); a cut answer names the checkpoints holding the
+    ``{scanned, matched, truncated}`` (and ``inCheckpointTexts``, how many of ``matched`` — or
+    of ``byWords`` — are in checkpoint texts, when any are); a cut answer names the checkpoints
+    holding the
     hits not shown. A well-formed ``checkpoint`` with no checkpoint
     at its seq is still ``CHECKPOINT_NOT_FOUND``, whose message holds the search of every
     checkpoint. When nothing matches anywhere, the messages
-    holding the query's words (``dsh.recall.word_search``), best first, with ``meta.byWords``.
+    holding the query's words (``dsh.recall.word_search``), originals first, then best first,
+    with ``meta.byWords``.
     ``index``: the log's per-type index, if it has one (``dsh.recall.checkpoints``). Raises
     ``RecallError``.
     """
@@ -257,16 +259,10 @@ def _search(
         words = search_words(events, [*targets, *others], query_terms(query), spans)
         if words.count:
             meta["byWords"] = words.count
-            hits = [
-                (hit, spans.message(events, hit.checkpoint, hit.index), locate(events, hit, spans))
-                for hit in words.best(bound.limit)
-            ]
-            lines = [
-                f"[{hit.checkpoint.id} #msg {hit.index}] {snippet(message, *place)}"
-                for hit, message, place in hits
-            ]
-            shown = bound.fitting(lines)
-            text = word_hits_text(header, query_terms(query), words.count, hits, lines[:shown])
+            if words.copies:
+                meta["inCheckpointTexts"] = words.copies
+            terms = query_terms(query)
+            text, _ = word_hits(events, header, terms, words, bound, spans)
             return ToolOutput(text, meta=meta)
         plausible = targets[-1].id
         which = "the checkpoint searched" if checkpoint is not None else "the most recent one"

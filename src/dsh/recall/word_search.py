@@ -11,9 +11,11 @@ it finds nothing anywhere are the query's words looked for on their own:
   Snowball stem, so ``retry``, ``retries`` and ``retried`` are one word;
 * a message is a hit when it holds at least half of the query's words (all of one, one of two,
   two of three …);
-* hits rank by how many of the words they hold, then by how rare those words are among the
-  messages scanned (the sum of each word's BM25 inverse document frequency), then the shorter
-  message, then log order.
+* hits in original messages come first, then hits in checkpoint texts (a state or stub nested in
+  a later checkpoint's span: a paraphrase or keyword index of messages the search scans too),
+  as the literal scan lists them (``dsh.recall.hits``); within each, hits rank by how many of
+  the words they hold, then by how rare those words are among the messages scanned (the sum of
+  each word's BM25 inverse document frequency), then the shorter message, then log order.
 
 Still a pure function of the log: no model or embedding call. A message holds a query word when
 one of its words begins with the word's beginning (its stem's first ``PROBE_CHARS`` characters)
@@ -92,12 +94,16 @@ class WordHit:
     """The message's length."""
     rarest: str
     """The rarest term held (the first such in query order): what its snippet shows."""
+    copy: bool = False
+    """The message is a checkpoint's text (``SpanCache.copies``), listed after the originals."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Group:
-    """The hits that hold the same terms (one ``mask`` of the distinct terms)."""
+    """The hits that hold the same terms (one ``mask`` of the distinct terms), all in original
+    messages or all in checkpoint texts (``copy``)."""
 
+    copy: bool
     held: tuple[str, ...]
     score: float
     rarest: str
@@ -131,6 +137,8 @@ class WordSearch:
         """How many messages are hits."""
         self.rarity = rarity or {}
         """Each term some scanned message holds: its inverse document frequency (``_idf``)."""
+        self.copies = sum(len(group.places) for group in groups if group.copy)
+        """How many of them are checkpoint texts (ranked after every original)."""
 
     @property
     def hits(self) -> list[WordHit]:
@@ -138,11 +146,11 @@ class WordSearch:
         return self.best(self.count)
 
     def best(self, limit: int) -> list[WordHit]:
-        """The first ``limit`` hits, best first: most terms held, then the rarest, then the
-        shortest message, then log order."""
+        """The first ``limit`` hits, best first: originals before checkpoint texts, then most
+        terms held, then the rarest, then the shortest message, then log order."""
         chosen: list[WordHit] = []
-        groups = sorted(self._groups, key=lambda group: (-len(group.held), -group.score))
-        for _, tied in itertools.groupby(groups, key=lambda group: (len(group.held), group.score)):
+        groups = sorted(self._groups, key=_rank)
+        for _, tied in itertools.groupby(groups, key=_rank):
             if len(chosen) >= limit:
                 break
             owner: dict[int, _Group] = {}
@@ -162,12 +170,18 @@ class WordSearch:
                     group.score,
                     self._chars(place),
                     group.rarest,
+                    group.copy,
                 )
                 chosen.append(hit)
         return chosen
 
     def _chars(self, place: int) -> int:
         return self._lengths[place >> PLACE_BITS][place & _NUMBER]
+
+
+def _rank(group: _Group) -> tuple[bool, int, float]:
+    """A group's place in the ranking: originals first, then most terms held, then the rarest."""
+    return group.copy, -len(group.held), -group.score
 
 
 _NUMBER = (1 << PLACE_BITS) - 1
@@ -181,12 +195,13 @@ def search_words(
     """The messages of ``targets`` holding at least :func:`needed` of ``terms``, ranked.
 
     Each span's words are looked up in its index (``spans.words``, ``dsh.recall.word_index``),
-    so the cost is that of the messages holding the terms, not of every message."""
+    so the cost is that of the messages holding the terms, not of every message. Which hits are
+    checkpoint texts is asked of ``spans`` (``SpanCache.copies``) only for a span with hits."""
     distinct = tuple(dict.fromkeys(terms))
     least = needed(terms)
     holding = dict.fromkeys(distinct, 0)
     """How many of the messages scanned hold each term, hits or not."""
-    by_mask: dict[int, list[int]] = {}
+    by_mask: dict[tuple[bool, int], list[int]] = {}
     lengths = []
     messages = 0
     for position, target in enumerate(targets):
@@ -204,17 +219,21 @@ def search_words(
                         masks[number] = mask | flag
                         count += 1
             holding[term] += count
+        copied: frozenset[int] | None = None
         for number, mask in masks.items():
             if mask.bit_count() >= least:
-                by_mask.setdefault(mask, []).append(position << PLACE_BITS | number)
+                if copied is None:
+                    copied = spans.copies(events, target)
+                key = (number in copied, mask)
+                by_mask.setdefault(key, []).append(position << PLACE_BITS | number)
     rarity = {term: _idf(messages, count) for term, count in holding.items() if count}
     bits = {term: 1 << bit for bit, term in enumerate(distinct)}
     groups = []
-    for mask, places in by_mask.items():
+    for (copy, mask), places in by_mask.items():
         held = tuple(term for term in terms if mask & bits[term])
         rarest = max(held, key=lambda term: rarity[term])
         score = sum(rarity[term] for term in held)
-        groups.append(_Group(held, score, rarest, places))
+        groups.append(_Group(copy, held, score, rarest, places))
     return WordSearch(targets, lengths, groups, messages, rarity)
 
 
