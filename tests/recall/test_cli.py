@@ -65,8 +65,18 @@ def test_search_honours_checkpoint_and_limit(stored):
         {"query": "users", "checkpoint": passes.state1.id, "limit": 1},
         session,
     ).text
-    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id))
-    assert "Showing the first 1;" in result.stdout
+    # the model's words for its arguments name the flags; the last line, the hit left out
+    expected = expected.replace("pass a checkpoint", "pass --checkpoint")
+    expected = expected.replace("raise limit", "raise --limit")
+    more = (
+        f"\n1 more match(es) not shown: `dsh recall search {session_id} users --checkpoint "
+        f"{passes.state1.id} --limit 0` prints every one.\n"
+    )
+    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id) + more)
+    assert (
+        "Showing the first 1; use a more specific query, pass --checkpoint, or raise --limit"
+        in (result.stdout)
+    )
 
 
 def test_search_takes_its_default_limit_from_the_recall_config(stored, monkeypatch):
@@ -74,7 +84,13 @@ def test_search_takes_its_default_limit_from_the_recall_config(stored, monkeypat
     monkeypatch.setenv("DSH_RECALL_SEARCH_LIMIT", "2")
     result = invoke("search", session_id, "users")
     expected = run_tool(HistorySearchTool(search_limit=2), {"query": "users"}, session).text
-    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id))
+    expected = expected.replace("pass a checkpoint", "pass --checkpoint")
+    expected = expected.replace("raise limit", "raise --limit")
+    more = (
+        f"\n2 more match(es) not shown: `dsh recall search {session_id} users --limit 0` prints "
+        "every one.\n"
+    )
+    assert same_but_hint(result.stdout, expected, SEARCH_HINT.format(id=session_id) + more)
 
 
 def test_read_prints_the_text_history_read_returns_and_follows_the_offset(stored):
@@ -119,7 +135,7 @@ def test_the_session_id_may_be_a_unique_prefix(stored):
         (("read", "{id}", "{start}"), "dsh: error: ORPHANED_COMPACTION: c"),
         (("read", "{id}", "{state1}", "--offset", "-1"), "dsh: error: INVALID_OFFSET: offset"),
         (("search", "{id}", ""), "dsh: error: INVALID_ARGUMENT: query must be"),
-        (("search", "{id}", "x", "--limit", "0"), "dsh: error: INVALID_ARGUMENT: limit must be"),
+        (("search", "{id}", "x", "--limit", "-1"), "dsh: error: INVALID_ARGUMENT: --limit must be"),
     ],
 )
 def test_a_typed_error_prints_one_line_with_its_code_and_exits_1(stored, args, line):

@@ -45,10 +45,12 @@ from dsh.recall.tools import (
     SEARCHED_INSTEAD,
     HistoryReadTool,
     HistorySearchTool,
+    SearchAnswer,
     SearchedEverywhere,
     error_output,
     read_checkpoint,
     recall_tools,
+    search_answer,
     search_history,
 )
 
@@ -76,6 +78,7 @@ __all__ = [
     "HistorySearchTool",
     "RecallError",
     "RecallErrorCode",
+    "SearchAnswer",
     "SearchedEverywhere",
     "SpanCache",
     "checkpoint_id",
@@ -88,5 +91,6 @@ __all__ = [
     "render_node",
     "render_span",
     "resolve_checkpoint",
+    "search_answer",
     "search_history",
 ]

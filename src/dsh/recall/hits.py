@@ -35,6 +35,10 @@ class Found:
         return self.matched > len(self.hits)
 
     @property
+    def unshown_count(self) -> int:
+        return self.matched - len(self.hits)
+
+    @property
     def counted(self) -> str:
         """``12 match(es)``, or with hits in checkpoint texts ``9 match(es) in the originals
         (+3 in checkpoint texts, listed after them)``."""

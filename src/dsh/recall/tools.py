@@ -17,7 +17,9 @@ byte-identical in every request that carries them, whatever the configuration or
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +154,41 @@ def search_history(
     index: EventsByType | None = None,
     budget_chars: int | None = None,
 ) -> ToolOutput:
+    """What ``history_search`` answers (``search_answer``, its output)."""
+    return search_answer(
+        events,
+        query,
+        checkpoint=checkpoint,
+        limit=limit,
+        cache=cache,
+        index=index,
+        budget_chars=budget_chars,
+    ).output
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """A search's answer and how many of the hits it counts it does not show (``limit`` or
+    the size bound left them out): what ``dsh recall search`` tells a person how to see."""
+
+    output: ToolOutput
+    unshown: int = 0
+
+
+def search_answer(
+    events: Sequence[Event],
+    query: object,
+    *,
+    checkpoint: object = None,
+    limit: object = 25,
+    cache: SpanCache | None = None,
+    index: EventsByType | None = None,
+    budget_chars: int | None = None,
+    every: bool = False,
+) -> SearchAnswer:
     """Case-insensitive literal scan of every completed checkpoint's span (or one checkpoint's).
+    With ``every`` (``dsh recall search --limit 0``), every hit, whatever ``limit`` and
+    ``budget_chars`` say.
 
     One snippet per matching message, at most ``limit`` and as many as fit in ``budget_chars``
     (None: no size bound): the original messages' in log order, then those of checkpoint texts
@@ -178,7 +214,9 @@ def search_history(
             f"query is {len(query)} characters; look for a fragment of at most "
             f"{MAX_QUERY_CHARS} (a name, a number, a phrase)",
         )
-    if (
+    if every:
+        limit, budget_chars = sys.maxsize, None
+    elif (
         not isinstance(limit, int)
         or isinstance(limit, bool)
         or not MIN_SEARCH_LIMIT <= limit <= MAX_SEARCH_LIMIT
@@ -194,10 +232,8 @@ def search_history(
         targets = list_checkpoints(events, index)
         if not targets:
             meta = {"scanned": 0, "matched": 0, "truncated": False}
-            return ToolOutput(
-                f"{NO_COMPACTED_HISTORY} There is nothing to search.",
-                meta=meta,
-            )
+            text = f"{NO_COMPACTED_HISTORY} There is nothing to search."
+            return SearchAnswer(ToolOutput(text, meta=meta))
     else:
         try:
             targets = [resolve_checkpoint(events, checkpoint, index)]
@@ -206,8 +242,14 @@ def search_history(
             # a search, so the error carries the search of every checkpoint
             if unknown.code != CHECKPOINT_NOT_FOUND or not list_checkpoints(events, index):
                 raise
-            found = search_history(
-                events, query, limit=limit, cache=cache, index=index, budget_chars=budget_chars
+            found = search_answer(
+                events,
+                query,
+                limit=limit,
+                cache=cache,
+                index=index,
+                budget_chars=budget_chars,
+                every=every,
             )
             raise SearchedEverywhere(unknown.message.split(". ")[0], found) from None
     spans = cache if cache is not None else SpanCache(max_spans=1)
@@ -226,7 +268,7 @@ def _search(
     bound: Bound,
     spans: SpanCache,
     index: EventsByType | None,
-) -> ToolOutput:
+) -> SearchAnswer:
     found = scan(events, targets, query, bound, spans)
     widened: Found | None = None
     others: list[Checkpoint] = []
@@ -249,7 +291,8 @@ def _search(
             f" Every other checkpoint: {widened.counted} across "
             f"{widened.checkpoints} checkpoint(s) (scanned {len(others)})."
         )
-        return ToolOutput(hits_text(header, widened), meta=meta)
+        unshown = widened.matched - len(widened.hits)
+        return SearchAnswer(ToolOutput(hits_text(header, widened), meta=meta), unshown)
     meta = {
         "scanned": len(targets),
         "matched": found.matched,
@@ -262,8 +305,8 @@ def _search(
             if words.copies:
                 meta["inCheckpointTexts"] = words.copies
             terms = query_terms(query)
-            text, _ = word_hits(events, header, terms, words, bound, spans)
-            return ToolOutput(text, meta=meta)
+            text, shown = word_hits(events, header, terms, words, bound, spans)
+            return SearchAnswer(ToolOutput(text, meta=meta), words.count - shown)
         plausible = targets[-1].id
         which = "the checkpoint searched" if checkpoint is not None else "the most recent one"
         text = (
@@ -271,8 +314,8 @@ def _search(
             "fragment or another spelling, or read a plausible checkpoint directly, e.g. "
             f'history_read with checkpoint "{plausible}" ({which}).'
         )
-        return ToolOutput(text, meta=meta)
-    return ToolOutput(hits_text(header, found), meta=meta)
+        return SearchAnswer(ToolOutput(text, meta=meta))
+    return SearchAnswer(ToolOutput(hits_text(header, found), meta=meta), found.unshown_count)
 
 
 def _copies(found: Found) -> dict[str, int]:
@@ -408,9 +451,10 @@ class SearchedEverywhere(RecallError):
     (the id names none) and ``found`` (that search), which its message joins for the model;
     ``dsh recall search`` prints ``found`` and warns of ``why``."""
 
-    def __init__(self, why: str, found: ToolOutput) -> None:
+    def __init__(self, why: str, answer: SearchAnswer) -> None:
+        found = answer.output
         super().__init__(CHECKPOINT_NOT_FOUND, f"{why}; {SEARCHED_INSTEAD}\n{found.text}")
-        self.why, self.found = why, found
+        self.why, self.found, self.answer = why, found, answer
 
 
 SEARCHED_INSTEAD = "every checkpoint was searched instead."
