@@ -175,3 +175,58 @@ def test_an_answer_that_is_no_event_stream_names_the_base_url_without_its_secret
     error = unfinished_stream("finish reason", "text/html", CONFIGURED)
     _no_secret(str(error))
     assert "check that the base URL http://127.0.0.1:9/v1?api_key=*** is the API's" in str(error)
+
+
+def test_the_events_view_shows_an_older_records_secrets_masked_as_it_records_them_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """An older dsh logged ``?api_key=`` and ``user:password@`` as given: ``--view events``
+    printed them, though ``--view settings`` masked them. It now prints that record as this
+    dsh records one — the same line but for the two URLs — and every other event as logged;
+    the log itself is not rewritten."""
+    from click.testing import CliRunner
+
+    from dsh.agent.settings_record import as_recorded_today
+    from dsh.cli.main import cli
+    from dsh.events import SessionSettingsEvent, encode_event
+    from dsh.store import JsonlStore
+    from dsh.surface import Session
+    from tests.helpers import append_chat_turn
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("DSH_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    store = JsonlStore(home)
+    session = Session(store.create(cwd=str(tmp_path)))
+    snapshot = ss.snapshot(_config(), "openai-compatible", "m", 32_000, str(tmp_path))
+    older = msgspec.structs.replace(
+        snapshot,
+        base_url="http://alice:s3cret@127.0.0.1:9/v1?api_key=KEY1&x=1",
+        compaction=msgspec.structs.replace(
+            snapshot.compaction, summarizer_base_url="http://127.0.0.1:9/v2?token=T0K2"
+        ),
+    )
+    session.append(older)
+    append_chat_turn(session, "hi", "hello")
+    session.append(snapshot)  # as this dsh records: nothing to mask
+    session.close()
+    logged = (home / "sessions" / session.id / "session.jsonl").read_text()
+    assert "KEY1" in logged  # what the older dsh wrote
+
+    result = CliRunner().invoke(cli, ["sessions", "show", session.id, "--view", "events"])
+    assert result.exit_code == 0, result.output
+    _no_secret(result.stdout)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    events = Session.open(store, session.id).events
+    assert len(lines) == len(events)
+    first = lines[0]["data"]
+    assert first["baseUrl"] == "http://127.0.0.1:9/v1?api_key=***&x=1"
+    assert first["compaction"]["summarizerBaseUrl"] == "http://127.0.0.1:9/v2?token=***"
+    # but for the two URLs, the line is the record as logged; every other event as logged
+    first["baseUrl"] = older.base_url
+    first["compaction"]["summarizerBaseUrl"] = older.compaction.summarizer_base_url
+    assert lines == [json.loads(encode_event(event)) for event in events]
+    assert (home / "sessions" / session.id / "session.jsonl").read_text() == logged
+    clean = events[-1]
+    assert isinstance(clean, SessionSettingsEvent)
+    assert as_recorded_today(clean) is clean and as_recorded_today(events[1]) is events[1]

@@ -17,13 +17,15 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, redact
-from dsh.events import RecordedCompaction, SessionSettings, SessionSettingsEvent
+from dsh.events import Event, RecordedCompaction, SessionSettings, SessionSettingsEvent
 from dsh.surface import Session
+
+E = TypeVar("E", bound=Event)
 
 if TYPE_CHECKING:  # only named: this module stays light (``dsh.agent.session_settings``'s)
     from dsh.agent.runtime import Route
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # only named: this module stays light (``dsh.agent.session_se
 __all__ = [
     "COMPACTION_KEYS",
     "Change",
+    "as_recorded_today",
     "changed_warning",
     "changes_with",
     "latest",
@@ -104,6 +107,24 @@ def snapshot(
         window_asked=window_asked,
         window_reported=window_reported if window_asked else None,
     )
+
+
+def as_recorded_today(event: E) -> E:
+    """``event`` as this dsh would record it: a ``session/settings`` an older dsh logged with a
+    base URL's user and password or a secret query value (``?api_key=…``, before ``snapshot``
+    redacted them) has its ``base_url`` and ``compaction.summarizer_base_url`` redacted, as
+    ``--view settings`` shows them; any other event, and a record with nothing to hide, is
+    returned as it is. The log itself is never rewritten."""
+    if not isinstance(event, SessionSettingsEvent):
+        return event
+    data = event.data
+    base_url = redact(data.base_url)
+    summarizer_base_url = redact(data.compaction.summarizer_base_url)
+    if base_url == data.base_url and summarizer_base_url == data.compaction.summarizer_base_url:
+        return event
+    compaction = msgspec.structs.replace(data.compaction, summarizer_base_url=summarizer_base_url)
+    today = msgspec.structs.replace(data, base_url=base_url, compaction=compaction)
+    return msgspec.structs.replace(event, data=today)
 
 
 def record(session: Session, settings: SessionSettings) -> SessionSettingsEvent | None:

@@ -183,7 +183,13 @@ def show(session_id: str, view: str) -> None:
     if view in ("transcript", "events"):  # the log's events alone: no surface fold needed
         with _open_log(session_id) as log:
             if view == "events" and log.events:
-                lines = (terminal_json(encode_event(event).decode()) for event in log.events)
+                # a base URL's secret an older dsh recorded shown masked, as it is recorded now
+                from dsh.agent.settings_record import as_recorded_today
+
+                lines = (
+                    terminal_json(encode_event(as_recorded_today(event)).decode())
+                    for event in log.events
+                )
                 context.echo_blocks(lines, "\n")
             elif view == "transcript":  # what a file or a reply held, never sent to act
                 blocks = (printable_text(block) for block in iter_transcript_blocks(log.events))
