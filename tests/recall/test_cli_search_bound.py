@@ -171,3 +171,33 @@ def test_a_checkpoint_that_names_none_is_left_out_of_the_command(stored):
         f"55 more match(es) not shown: `dsh recall search {session_id} 'deploy id' --limit 0` "
         "prints every one."
     )
+
+
+def test_the_flags_are_named_in_the_advice_only_and_a_leading_dash_query_stays_a_query(
+    tmp_path, monkeypatch
+):
+    """A hit's text and the query keep the model's words ("raise limit"); a query beginning
+    with ``-`` follows ``--`` in the command, which prints every match."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("DSH_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    store = JsonlStore(home)
+    session = Session(store.create(cwd=str(tmp_path)), clock=fixed_clock)
+    surface = []
+    for n in range(4):
+        surface += append_chat_turn(session, f"-raise limit to {n}", "ok").surface
+    bracket(session, surface, "limits", compaction_id="k1")
+    append_chat_turn(session, "and now?", "done")
+    session.close()
+    result = invoke("search", "--limit", "2", "--", session.id, "-raise limit")
+    assert result.exit_code == 0
+    assert "for '-raise limit'. Showing the first 2;" in result.stdout
+    assert "or raise --limit to see more." in result.stdout
+    assert hits(result.stdout)[0].endswith("] User: -raise limit to 0")
+    last = result.stdout.rstrip("\n").splitlines()[-1]
+    assert last == (
+        f"2 more match(es) not shown: `dsh recall search --limit 0 -- {session.id} "
+        "'-raise limit'` prints every one."
+    )
+    every = invoke(*shlex.split(last.split("`")[1])[2:])
+    assert every.exit_code == 0 and len(hits(every.stdout)) == 4

@@ -72,7 +72,7 @@ def search(session_id: str, query: str, checkpoint: str | None, limit: int | Non
         )
     # by default the model's answer and its bound; a count asked for is shown whole
     budget = cfg.recall.read_budget_chars if limit is None else None
-    asked = SearchAsked(query, checkpoint, limit)
+    asked = SearchAsked(query, checkpoint)
     _answer(
         cfg,
         session_id,
@@ -154,25 +154,34 @@ class SearchAsked:
 
     query: str
     checkpoint: str | None
-    limit: int | None
 
     def hints(self, answer: SearchAnswer, session_id: str, everywhere: bool) -> str:
-        text = answer.output.text.replace(
+        header, gap, rest = answer.output.text.partition("\n\n")
+        # the advice after the query in the header: never the query's or a hit's own text
+        quoted = repr(self.query)
+        after = header.find(quoted) + len(quoted) if quoted in header else 0
+        advice = header[after:]
+        for model_words, flag_words in _TOOL_ADVICE:
+            advice = advice.replace(model_words, flag_words)
+        text = (header[:after] + advice + gap + rest).replace(
             READ_A_MATCH,
             f"Read a match in context with `dsh recall read {session_id} CHECKPOINT --offset N` "
             "(N = the #msg number).",
         )
-        for model_words, flag_words in _TOOL_ADVICE:
-            text = text.replace(model_words, flag_words)
         text = _READ_PLAUSIBLE.sub(lambda m: f"`dsh recall read {session_id} {m[1]}`", text)
         if not answer.unshown:
             return text
-        command = ["dsh", "recall", "search", session_id, self.query]
+        flags = ["--limit", "0"]
         if self.checkpoint is not None and not everywhere:
-            command += ["--checkpoint", self.checkpoint]
+            flags = ["--checkpoint", self.checkpoint, *flags]
+        arguments = [session_id, self.query]
+        if self.query.startswith("-"):  # not to be read as an option
+            arguments = [*flags, "--", *arguments]
+        else:
+            arguments += flags
         return (
             f"{text}\n\n{answer.unshown} more match(es) not shown: "
-            f"`{shlex.join([*command, '--limit', '0'])}` prints every one."
+            f"`{shlex.join(['dsh', 'recall', 'search', *arguments])}` prints every one."
         )
 
 

@@ -115,8 +115,9 @@ DESCRIPTIONS: dict[str, str] = {
     "plus prune_tail_chars must be below prune_threshold_chars.",
     "compaction.prune_tail_chars": "Characters kept from the end of a pruned result.",
     "recall.read_budget_chars": "history_read page size in characters, and the most one "
-    "history_search answer takes; at least 50.",
-    "recall.search_limit": "Default maximum snippets returned by history_search; in [1, 200].",
+    "history_search answer (or dsh recall search without --limit) takes; at least 50.",
+    "recall.search_limit": "Default maximum snippets returned by history_search and dsh recall "
+    "search; in [1, 200].",
     "recall.attach_matches": "After a prompt, give the model up to 3 snippets of compacted "
     "messages that hold most of its rarer words (a note the transcript shows as Context from "
     "recall), for models that do not search on their own; unset: on for openai-compatible, "
