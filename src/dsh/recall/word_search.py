@@ -196,12 +196,14 @@ def search_words(
 
     Each span's words are looked up in its index (``spans.words``, ``dsh.recall.word_index``),
     so the cost is that of the messages holding the terms, not of every message. Which hits are
-    checkpoint texts is asked of ``spans`` (``SpanCache.copies``) only for a span with hits."""
+    checkpoint texts is asked of ``spans`` (``SpanCache.copies``) only for a span holding a term."""
     distinct = tuple(dict.fromkeys(terms))
     least = needed(terms)
     holding = dict.fromkeys(distinct, 0)
     """How many of the messages scanned hold each term, hits or not."""
-    by_mask: dict[tuple[bool, int], list[int]] = {}
+    by_mask: dict[int, list[int]] = {}
+    by_copy_mask: dict[int, list[int]] = {}
+    """Hits in original messages and in checkpoint texts, by the terms they hold."""
     lengths = []
     messages = 0
     for position, target in enumerate(targets):
@@ -219,21 +221,22 @@ def search_words(
                         masks[number] = mask | flag
                         count += 1
             holding[term] += count
-        copied: frozenset[int] | None = None
-        for number, mask in masks.items():
-            if mask.bit_count() >= least:
-                if copied is None:
-                    copied = spans.copies(events, target)
-                key = (number in copied, mask)
-                by_mask.setdefault(key, []).append(position << PLACE_BITS | number)
+        # the few checkpoint texts taken out first, so each hit costs what it did before
+        copied = spans.copies(events, target) if masks else ()
+        in_copies = {number: masks.pop(number) for number in copied if number in masks}
+        for kind, found in ((by_mask, masks), (by_copy_mask, in_copies)):
+            for number, mask in found.items():
+                if mask.bit_count() >= least:
+                    kind.setdefault(mask, []).append(position << PLACE_BITS | number)
     rarity = {term: _idf(messages, count) for term, count in holding.items() if count}
     bits = {term: 1 << bit for bit, term in enumerate(distinct)}
     groups = []
-    for (copy, mask), places in by_mask.items():
-        held = tuple(term for term in terms if mask & bits[term])
-        rarest = max(held, key=lambda term: rarity[term])
-        score = sum(rarity[term] for term in held)
-        groups.append(_Group(copy, held, score, rarest, places))
+    for copy, kind in ((False, by_mask), (True, by_copy_mask)):
+        for mask, places in kind.items():
+            held = tuple(term for term in terms if mask & bits[term])
+            rarest = max(held, key=lambda term: rarity[term])
+            score = sum(rarity[term] for term in held)
+            groups.append(_Group(copy, held, score, rarest, places))
     return WordSearch(targets, lengths, groups, messages, rarity)
 
 
