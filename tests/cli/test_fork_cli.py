@@ -1,6 +1,7 @@
 """``dsh sessions fork``: ``--turns`` lists the turns and their prompts; ``--before-turn N``
 makes a copy up to turn N, says its id and hands back turn N's prompt; the copy continues with
-``dsh run --session``; a turn that is not there is one line, exit 2, and nothing is made."""
+``dsh run --session``; a turn that is not there is one line, exit 2, and nothing is made.
+``--turns`` lists what was typed (not the ``!cmd`` output sent ahead), numbers aligned."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from dsh.cli.main import cli
+from dsh.store import JsonlStore
+from dsh.transcript.shell_blocks import shell_block
+from tests.helpers import append_chat_turn, new_session
 
 
 def test_fork_lists_turns_and_copies_up_to_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -47,3 +51,22 @@ def test_fork_lists_turns_and_copies_up_to_one(tmp_path: Path, monkeypatch: pyte
         for row in json.loads(runner.invoke(cli, ["sessions", "list", "--json"]).output)
     }
     assert titles[fork_id] == "do one (fork)"
+
+
+def test_turns_lists_what_was_typed_aligned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    store = JsonlStore(tmp_path / "home")
+    with new_session(store, cwd=str(tmp_path)) as session:
+        for n in range(1, 11):
+            prompt = f"prompt {n}"
+            if n == 9:  # sent after a ``!cmd``: its output went ahead of what was typed
+                prompt = (
+                    shell_block("echo CMDOUT-77", "CMDOUT-77\n", failed=False) + "\n\n" + prompt
+                )
+            append_chat_turn(session, prompt, f"reply {n}")
+        sid = session.id
+    listed = CliRunner().invoke(cli, ["sessions", "fork", sid, "--turns"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0] == "turn  1  prompt 1"
+    assert lines[8:] == ["turn  9  prompt 9", "turn 10  prompt 10"]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh.agent.fork import FORK_MARK
+from dsh.agent.fork import FORK_MARK, TurnPrompt
+from dsh.agent.settings_record import latest
 from dsh.events import SessionEndSeedEvent, SessionTitleEvent, TurnStartEvent
 from dsh.surface import Session
+from dsh.transcript.titles import session_title
 from dsh.tui import DshApp
 from dsh.tui.rewind import TurnPicker
 from tests.tui.conftest import Rig, run_prompt, settle, submit
@@ -83,3 +85,73 @@ def test_fork_copies_the_whole_session_and_a_missing_turn_is_refused(rig: Rig) -
         assert fork.header.parent_session == ids["original"]
         title = [e.data.title for e in fork.of_type(SessionTitleEvent)]
         assert title == ["first prompt" + FORK_MARK]
+
+
+def test_rewind_lists_and_puts_back_what_was_typed_after_a_shell_command(rig: Rig) -> None:
+    """A prompt sent after ``!cmd`` is listed by what was typed (not ``I ran `echo …```), put
+    back so, and the command's output it was sent with goes again with it."""
+    app = rig.app([{"text": "answer one"}, {"text": "answer two"}, {"text": "answer two"}])
+    ids: dict[str, str] = {}
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "first prompt")
+        await submit(pilot, "!echo CMDOUT-77")
+        await settle(pilot, lambda: not app.running and len(app.shell_context) == 1)
+        await run_prompt(pilot, "after cmd prompt")
+        ids["original"] = opened(app)
+        sent = rig.provider.requests[-1].messages[-1].text()
+        await submit(pilot, "/rewind")
+        await settle(pilot, lambda: isinstance(app.screen, TurnPicker))
+        picker = app.screen
+        assert isinstance(picker, TurnPicker)
+        assert [text for _, text in picker.shown] == [
+            "turn 2  after cmd prompt",
+            "turn 1  first prompt",
+        ]
+        await pilot.press("enter")
+        await settle(pilot, lambda: opened(app) != ids["original"])
+        assert app.prompt_box.text == "after cmd prompt"
+        assert len(app.shell_context) == 1 and "CMDOUT-77" in app.shell_context[0]
+        await pilot.press("enter")
+        await settle(pilot, lambda: not app.running and len(rig.provider.requests) == 3)
+        assert rig.provider.requests[-1].messages[-1].text() == sent  # as it went the first time
+
+    run(app, body)
+
+
+def test_the_picker_aligns_two_digit_turns(rig: Rig) -> None:
+    turns = [TurnPrompt(n, n * 10, f"prompt {n}") for n in (9, 10)]
+    assert [text for _, text in TurnPicker(turns).rows] == [
+        "turn 10  prompt 10",
+        "turn  9  prompt 9",
+    ]
+
+
+def test_fork_and_rewind_keep_the_model_chosen_and_name_copies_apart(rig: Rig) -> None:
+    """``/model`` chose another model (logged by no turn yet): ``/fork`` and ``/rewind`` open
+    copies that run on it, and record it; their titles are the parent's, numbered."""
+    app = rig.app(SCRIPT)
+    ids: dict[str, str] = {}
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "first prompt")
+        ids["original"] = opened(app)
+        await submit(pilot, "/model other-model")
+        await settle(pilot, lambda: "Model for the next turns: other-model." in text_of(app))
+        await submit(pilot, "/fork")
+        await settle(pilot, lambda: opened(app) != ids["original"])
+        ids["fork"] = opened(app)
+        assert app.controller.model == "other-model"
+        await submit(pilot, "/rewind 1")
+        await settle(pilot, lambda: opened(app) != ids["fork"])
+        ids["rewound"] = opened(app)
+        assert app.controller.model == "other-model"
+
+    run(app, body)
+    titles = {}
+    for name in ("fork", "rewound"):
+        with Session.open(rig.store, ids[name]) as session:
+            recorded = latest(session)
+            assert recorded is not None and recorded.model == "other-model"
+            titles[name] = session_title(session.events)
+    assert titles == {"fork": "first prompt (fork)", "rewound": "first prompt (fork 2)"}

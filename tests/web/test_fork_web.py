@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 
+from dsh.agent.settings_record import latest
 from dsh.events import TurnStartEvent
 from dsh.surface import Session
+from dsh.transcript.shell_blocks import shell_block
 from tests.web.conftest import WebEnv, make_env, new_session, open_client, wait_idle
 from tests.web.pages import open_page, send, serve, wait_turn_over
 from tests.web.test_browser_undo import open_new_session
+from tests.web.test_composer_commands_api import scripted_runtime
 
 
 def turn_count(env: WebEnv, sid: str) -> int:
@@ -77,3 +80,33 @@ def test_the_composers_rewind_opens_the_copy_with_the_prompt(browser: Any, tmp_p
         log = str(page.evaluate("() => document.getElementById('log').innerText"))
         assert "one done" in log and "two done" not in log
     assert turn_count(env, sid) == 2
+
+
+def test_a_copy_keeps_the_model_chosen_and_turns_list_what_was_typed(tmp_path: Path) -> None:
+    """``/model`` chose another model (no turn logged it): a whole copy and a rewound one run
+    on it and record it; a prompt sent after a terminal UI's ``!cmd`` is listed by what was
+    typed, and handed back whole (the page has no ``!cmd`` to send its output again)."""
+    env = make_env(tmp_path)
+    env.script = [{"text": "one done"}, {"text": "two done"}]
+    typed = "after cmd prompt"
+    whole = shell_block("echo CMDOUT-77", "CMDOUT-77\n", failed=False) + "\n\n" + typed
+    with open_client(env, scripted_runtime(env)) as client:
+        sid = new_session(client)
+        for text in ("do one", whole):
+            client.post(f"/api/sessions/{sid}/prompt", json={"text": text})
+            wait_idle(client, sid)
+        turns = client.get(f"/api/sessions/{sid}/turns").json()["turns"]
+        assert turns == [{"turn": 1, "prompt": "do one"}, {"turn": 2, "prompt": typed}]
+        chosen = client.post(f"/api/sessions/{sid}/model", json={"name": "bigger-model"})
+        assert chosen.status_code == 200
+        copy = client.post(f"/api/sessions/{sid}/fork", json={}).json()
+        rewound = client.post(f"/api/sessions/{sid}/fork", json={"beforeTurn": 2}).json()
+        assert rewound["prompt"] == whole
+        for made in (copy, rewound):
+            assert client.post(f"/api/sessions/{made['id']}/resume").status_code == 200
+            shown = client.get(f"/api/sessions/{made['id']}/model").json()
+            assert shown.get("model") == "bigger-model", shown
+    for made in (copy, rewound):
+        with Session.open(env.store, made["id"]) as session:
+            recorded = latest(session)
+        assert recorded is not None and recorded.model == "bigger-model"

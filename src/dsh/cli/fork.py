@@ -1,6 +1,8 @@
 """``dsh sessions fork ID [--before-turn N]``: a new session copying ID's log, whole or up to the
 start of turn N (``dsh.agent.fork``), to continue another way; the original stays as it was.
-``--turns`` lists the turns that can be cut before, with their prompts."""
+``--turns`` lists the turns that can be cut before, with what was typed to start them (not the
+``!cmd`` output sent ahead of it), numbers aligned. A whole copy of a session running a turn
+elsewhere ends with its last finished turn (the line says so)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dsh.errors import printable_line
 from dsh.surface import Session
 from dsh.tools.terminal_text import printable_text
 from dsh.transcript.plan import first_line
+from dsh.transcript.shell_blocks import typed_part
 
 PROMPT_SHOWN = 100
 """Characters of a prompt ``--turns`` shows (its first line)."""
@@ -33,10 +36,11 @@ def fork(session_id: str, before_turn: int | None, list_turns: bool) -> None:
     if list_turns:
         with Session.open(store, wanted) as session:
             turns = turn_prompts(session.events)
+        width = len(str(max((turn.turn for turn in turns), default=0)))
         for turn in turns:
-            line = printable_line(first_line(turn.prompt))
+            line = printable_line(first_line(typed_part(turn.prompt)))
             shown = line if len(line) <= PROMPT_SHOWN else line[: PROMPT_SHOWN - 1] + "…"
-            click.echo(f"turn {turn.turn}  {shown}")
+            click.echo(f"turn {turn.turn:>{width}}  {shown}")
         if not turns:
             click.echo(f"session {wanted} has no turn started by a prompt yet")
         return

@@ -13,7 +13,7 @@ prompt, each command as one block ahead of what was typed::
 The fence is longer than any run of backticks in the output, so the block ends at the first line
 holding just that fence. A session's title is what the person typed, not the first command's
 output ("I ran `echo …` in the work…" titled such sessions): :func:`typed_part` takes the blocks
-off the front.
+off the front (:func:`split_blocks` keeps them: ``/rewind`` puts them back to go again).
 """
 
 from __future__ import annotations
@@ -40,7 +40,15 @@ def shell_block(command: str, text: str, *, failed: bool) -> str:
 def typed_part(prompt: str) -> str:
     """``prompt`` without the ``!cmd`` blocks at its start: what the person typed (the whole
     prompt when nothing follows the blocks)."""
+    return split_blocks(prompt)[1]
+
+
+def split_blocks(prompt: str) -> tuple[list[str], str]:
+    """The ``!cmd`` blocks at the start of ``prompt`` (as ``shell_block`` made them) and what the
+    person typed after them; no blocks and the whole prompt when nothing follows them."""
+    blocks: list[str] = []
     rest = prompt
     while (found := _BLOCK.match(rest)) is not None:
+        blocks.append(found.group().removesuffix("\n\n"))
         rest = rest[found.end() :]
-    return rest if rest.strip() else prompt
+    return (blocks, rest) if rest.strip() else ([], prompt)

@@ -8,7 +8,13 @@ the turn left out (null for a whole copy; the page puts it in the composer) and 
 says what was done, in the terminal UI's words. A session running a turn or a ``/compact`` here
 is refused (409), as is one nothing is stored of yet (a new session: nothing to copy); a turn
 no prompt started is a 400 naming those there are. The parent is only read, on a worker thread,
-whoever holds it."""
+whoever holds it (a turn it runs elsewhere is left out of a whole copy: ``dsh.agent.fork``).
+
+The turns list what was typed to start them, not the ``!cmd`` output a terminal UI sent ahead
+of it (``dsh.transcript.shell_blocks.typed_part``); the prompt handed back is the whole one, that
+output included (the page has no ``!cmd`` to send it again otherwise). The copy runs on the
+route ``/model`` chose for the parent here, its window with it (kept for the copy, and recorded
+in it), else on the parent's latest record."""
 
 from __future__ import annotations
 
@@ -20,8 +26,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from dsh.agent.fork import fork_note, fork_session, turn_prompts
+from dsh.agent.settings_record import route_snapshot
 from dsh.errors import DshError
+from dsh.events import SessionSettings
 from dsh.surface import Session
+from dsh.transcript.shell_blocks import typed_part
 from dsh.web.bodies import ForkBody, read_body
 from dsh.web.errors import bad_request, from_dsh_error
 from dsh.web.sessions import SessionRegistry, check_session_id
@@ -31,7 +40,9 @@ NOTHING_STORED = "nothing to copy: no prompt has been sent in this session yet"
 
 def fork_routes(registry: SessionRegistry, session_path: str) -> list[Route]:
     def turns_of(session: Session) -> list[dict[str, Any]]:
-        return [{"turn": t.turn, "prompt": t.prompt} for t in turn_prompts(session.events)]
+        return [
+            {"turn": t.turn, "prompt": typed_part(t.prompt)} for t in turn_prompts(session.events)
+        ]
 
     async def turns(request: Request) -> Response:
         session_id = check_session_id(request.path_params["session_id"])
@@ -44,16 +55,26 @@ def fork_routes(registry: SessionRegistry, session_path: str) -> list[Route]:
         session_id = check_session_id(request.path_params["session_id"])
         body = await read_body(request, ForkBody)
         handle = registry.handles.get(session_id)
+        runtime = registry.runtime
+        chosen = runtime.chosen_route(session_id)
+        running: SessionSettings | None = None
         if handle is not None:
             registry.ensure_idle(handle)
             if handle.draft:
                 raise bad_request(NOTHING_STORED)
+            if chosen is not None:  # ``/model``'s choice, logged by no turn yet perhaps
+                settings, route = runtime.own(handle.session)
+                running = route_snapshot(handle.session, settings, route)
         try:
             made = await anyio.to_thread.run_sync(
-                lambda: fork_session(registry.store, session_id, before_turn=body.before_turn)
+                lambda: fork_session(
+                    registry.store, session_id, before_turn=body.before_turn, settings=running
+                )
             )
         except DshError as exc:
             raise from_dsh_error(exc) from exc
+        if chosen is not None:  # the copy goes on on it, whatever the flags say
+            runtime.choose_route(made.session_id, chosen)
         prompt = made.before.prompt if made.before is not None else None
         return JSONResponse({"id": made.session_id, "prompt": prompt, "note": fork_note(made)})
 
