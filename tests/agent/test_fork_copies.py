@@ -26,7 +26,7 @@ from dsh.events import (
     TurnStart,
     TurnStartEvent,
 )
-from dsh.store import JsonlStore
+from dsh.store import EventStore, JsonlStore, open_store
 from dsh.surface import Session
 from dsh.transcript.titles import session_title
 from tests.helpers import append_chat_turn, new_session, user_message
@@ -35,11 +35,11 @@ _RUNNING = """
 import sys, time
 from pathlib import Path
 from dsh.events import StepStart, TurnStart
-from dsh.store import JsonlStore
+from dsh.store import open_store
 from dsh.surface import Session
 from tests.helpers import user_message
-home, session_id, turn = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with Session.open(JsonlStore(Path(home)), session_id, writable=True) as session:
+home, backend, session_id, turn = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with Session.open(open_store(Path(home), backend), session_id, writable=True) as session:
     session.append(TurnStart(turn=turn))
     session.append(StepStart(turn=turn, step=1))
     session.append(user_message(f"prompt {turn}"))
@@ -49,7 +49,7 @@ with Session.open(JsonlStore(Path(home)), session_id, writable=True) as session:
 """
 
 
-def finished_session(store: JsonlStore, finished: int) -> str:
+def finished_session(store: EventStore, finished: int) -> str:
     with new_session(store) as session:
         for n in range(finished):
             append_chat_turn(session, f"prompt {n + 1}", f"reply {n + 1}")
@@ -57,10 +57,10 @@ def finished_session(store: JsonlStore, finished: int) -> str:
 
 
 @contextlib.contextmanager
-def turn_running(home: Path, session_id: str, turn: int) -> Iterator[None]:
+def turn_running(home: Path, session_id: str, turn: int, backend: str = "jsonl") -> Iterator[None]:
     """Another process holding the session, its turn ``turn`` begun (its prompt logged, no
     reply yet, no ``turn/end``), as a terminal UI running it leaves the log."""
-    argv = [sys.executable, "-c", _RUNNING, str(home), session_id, str(turn)]
+    argv = [sys.executable, "-c", _RUNNING, str(home), backend, session_id, str(turn)]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
@@ -86,16 +86,19 @@ def running_session(store: JsonlStore, finished: int = 1) -> str:
         return session.id
 
 
-def opened_warnings(store: JsonlStore, session_id: str) -> list[str]:
+def opened_warnings(store: EventStore, session_id: str) -> list[str]:
     with Session.open(store, session_id, writable=True) as session:
         return list(session.warnings)
 
 
-def test_a_whole_copy_of_a_running_session_ends_with_its_last_finished_turn(tmp_path: Path):
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_a_whole_copy_of_a_running_session_ends_with_its_last_finished_turn(
+    tmp_path: Path, backend: str
+):
     home = tmp_path / "home"
-    store = JsonlStore(home)
+    store = open_store(home, backend)
     parent = finished_session(store, 1)
-    with turn_running(home, parent, 2):
+    with turn_running(home, parent, 2, backend):
         with Session.open(store, parent) as session:
             running_at = session.of_type(TurnStartEvent)[-1].seq
         made = fork_session(store, parent)
