@@ -189,3 +189,17 @@ def test_the_note_counts_one_event_in_the_singular(tmp_path: Path):
         parent = session.id
     made = fork_session(store, parent, before_turn=1)
     assert made.copied == 1 and "(1 event copied;" in fork_note(made)
+
+
+def test_a_turn_this_process_runs_is_said_running(tmp_path: Path):
+    """A face forking the session it has open while its turn runs (the web's other pages, a
+    command typed meanwhile): the turn is running, not left unfinished."""
+    store = JsonlStore(tmp_path / "home")
+    with new_session(store) as session:
+        append_chat_turn(session, "prompt 1", "reply 1")
+        session.append(TurnStart(turn=2))
+        session.append(user_message("prompt 2"))
+        session.sync()
+        made = fork_session(store, session.id)
+    assert (made.unfinished, made.running) == (2, True)
+    assert "(turn 2 is still running: not copied)" in fork_note(made)

@@ -21,6 +21,7 @@ workspace are not touched: what the turns left out changed stays changed (the fa
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from dsh.events import (
     UserSource,
 )
 from dsh.store import EventStore
-from dsh.store.locking import session_holder
+from dsh.store.locking import recorded_holder, session_holder
 from dsh.surface import Session
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import TITLE_CHARS, session_title, trim_title
@@ -126,7 +127,7 @@ def fork_session(
         unfinished = open_turn(events)
         seed = events if unfinished is None else events[: unfinished.seq]
         if unfinished is not None:
-            running = session_holder(store, parent_id) is not None
+            running = _held(store, parent_id)
             if not any(isinstance(event, TurnEndEvent) for event in seed):
                 state = "is still running" if running else "did not finish"
                 raise UsageError(
@@ -166,6 +167,15 @@ def fork_title(store: EventStore, events: Sequence[Event], parent_id: str) -> st
         if found is not None and found["base"] == base:
             taken = max(taken, int(found["n"] or 1))
     return base + (FORK_MARK if taken == 0 else f" (fork {taken + 1})")
+
+
+def _held(store: EventStore, session_id: str) -> bool:
+    """Whether a live process holds the session for writing: another one, or this one (a face
+    that has it open: its repair on open closed any turn a crash left, so an open turn runs)."""
+    if session_holder(store, session_id) is not None:
+        return True
+    lock_path = getattr(store, "lock_path", None)
+    return lock_path is not None and recorded_holder(lock_path(session_id))[0] == os.getpid()
 
 
 def _unmarked(title: str) -> str:
