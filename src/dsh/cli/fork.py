@@ -30,7 +30,9 @@ PROMPT_SHOWN = 100
 )
 @click.option("--turns", "list_turns", is_flag=True, help="List the turns and their prompts.")
 def fork(session_id: str, before_turn: int | None, list_turns: bool) -> None:
-    """Copy a session into a new one, whole or up to a turn, to continue it another way."""
+    """Copy a session into a new one, whole or up to a turn, to continue it another way.
+
+    A whole copy of a session running a turn elsewhere ends with its last finished turn."""
     store = context.store()
     wanted = context.resolve_session_id(store, session_id)
     if list_turns:
