@@ -14,13 +14,14 @@ messages hold, and at least ``COVERAGE`` of those words weighed by their rarity 
 document frequency; a question's own words no message holds do not count); when those words
 are not common (their mean rarity at least that of a word one message in ``COMMON_SHARE``
 holds, or two messages in a short history); when, a user-role message, more than
-``NEW_SHARE`` of its own words are not the prompt's (an earlier prompt in the same words is an instruction repeated, not a fact); when it
-is an original (not a checkpoint's text copied into a later span, nor an earlier such note); and
-when no note since the latest checkpoint showed it already. The note takes at most
-``MAX_NOTE_CHARS`` characters, and no more characters than an eighth of the window has tokens;
-it is left out rather than make a prompt too large (``dsh.agent.room``). The search is a pure
-function of the log (no model call); it runs in the thread that reads the prompt's ``@path``
-attachments, once per turn, and is what the turn sends and logs.
+``NEW_SHARE`` of its own words are not the prompt's (an earlier prompt in the same words is an
+instruction repeated, not a fact); when it is an original (not a checkpoint's text copied into
+a later span, nor an earlier such note); and when no note since the latest checkpoint showed
+it already. The note takes at most ``MAX_NOTE_CHARS`` characters, and no more characters than
+an eighth of the window has tokens; it is left out rather than make a prompt too large
+(``dsh.agent.room``). The search is a pure function of the log (no model call); it runs in the
+thread that reads the prompt's ``@path`` attachments, once per turn, and is what the turn sends
+and logs.
 
 ``recall.attach_matches`` turns it on or off; unset, it is on where replies are read for tool
 calls written as text (``provider.text_tool_calls``' default: openai-compatible servers), and
