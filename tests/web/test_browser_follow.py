@@ -22,8 +22,9 @@ from tests.web.pages import ARTIFACTS, first_page_loaded, open_page, same_as_one
 DSH = Path(sys.executable).parent / "dsh"  # the console script of this environment
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-RUNS = f"^{RUNNING}( [0-9]+ s)?$"
-COUNTED = f"^{RUNNING} [0-9]+ s$"
+ELSEWHERE = "in another process…"  # static/running.js: it may wait there for its approval
+RUNS = f"^{ELSEWHERE}( [0-9]+ s)?$"
+COUNTED = f"^{ELSEWHERE} [0-9]+ s$"
 
 
 def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
@@ -67,8 +68,12 @@ def test_a_session_written_by_another_process_streams_in_and_shows_who_holds_it(
             # its events so far are on the page without a reload, and it holds the session
             page.wait_for_selector("#log .row.user:has-text('hello from a terminal')")
             page.wait_for_selector("#log .row.assistant:has-text('working in another process')")
-            # it runs there, counted from its call's start (``running… N s`` from its first second)
+            # it is there, counted from its call's start (``… N s`` from its first second); the
+            # page cannot tell it runs from it waiting there for its approval: it says neither
             page.wait_for_selector(f"#log .row.tool .tool-status:text-matches('{RUNS}')")
+            status = page.locator("#log .row.tool .tool-status")
+            assert "waiting there for its approval" in str(status.get_attribute("title"))
+            assert RUNNING not in status.inner_text()
             busy = page.locator("#busy-elsewhere")
             busy.wait_for()
             assert busy.inner_text() == f"busy in another process (pid {writer.pid})"

@@ -113,6 +113,24 @@ function scrollToBottom() {
   state.view?.revealEnd();
   const c = $('conversation');
   c.scrollTop = c.scrollHeight;
+  state.atEnd = true;
+}
+
+// A page that shows the end keeps showing it when the conversation's box shrinks (an approval
+// card, the plan panel, a taller draft under it) or the window changes: whether it was at the end
+// is the last scroll's (a shrink scrolls nothing), judged by the box's height before the resize
+// (a scroll event can come after the box shrank and before the observer heard of it), re-pinned
+// after each resize.
+function followResizes() {
+  const c = $('conversation');
+  let height = c.clientHeight;
+  c.addEventListener('scroll', () => {
+    state.atEnd = !state.hasLater && c.scrollHeight - c.scrollTop - height < 80;
+  }, { passive: true });
+  new ResizeObserver(() => {
+    height = c.clientHeight;
+    if (state.atEnd && !state.hasLater) scrollToBottom();
+  }).observe(c);
 }
 
 // ---- header (header.js) and streaming tail --------------------------------------------------------
@@ -122,7 +140,8 @@ function scrollToBottom() {
 function renderStatus() {
   if (!renderRunState(state.info)) clearStream();  // a turn's stream ends with it
   showSessionState(state.info);
-  state.view?.running.running(!!state.info && (state.info.running === 'turn' || !!state.info.heldBy));
+  const elsewhere = !!state.info?.heldBy && state.info.running !== 'turn';
+  state.view?.running.running(!!state.info && (state.info.running === 'turn' || elsewhere), elsewhere);
 }
 
 // The header's compaction progress, and the mark of a prompt waiting for that pass.
@@ -325,6 +344,8 @@ function onLive(message) {
       syncApprovals(message.session.approvals, state.sessionId, toast);  // none its turn left
       state.view.running.pending(message.session.approvals);
       state.composer.workStatus(message.session.running, true);  // ended while the page was away
+      state.composer.recall.refresh();  // what either face sent meanwhile
+      state.context.refresh();  // the model a restarted server runs the next turn on
       state.warnings.kept(message.warnings);
       return;
     case 'warning':
@@ -434,6 +455,7 @@ function init() {
   });
   state.paging = new Paging(state, { freshView, toast, toEnd: scrollToBottom });
   state.plan = new PlanPanel($('plan'));
+  followResizes();
   window.addEventListener('hashchange', () => openSession(selectedFromHash()));
   loadSessionList();
   openSession(selectedFromHash());

@@ -17,8 +17,10 @@
 // item each, labelled with their count. Each Tab's outcome is said through the polite status
 // `#composer-status` (the text changed by the page is not read out otherwise): what it inserted,
 // how many candidates there are and the first MAX_LISTED, that there is nothing to complete, or
-// that Tab again moves on. There is no selected candidate to point `aria-activedescendant` at:
-// Tab inserts what every candidate begins with, as the terminal UI does.
+// that Tab again moves on. Tab inserts what every candidate begins with, as the terminal UI does;
+// while the list is open (the draft as Tab left it), Down and Up move a selection in it (not the
+// prompt history), the textarea's `aria-activedescendant` pointing at the selected item, and Tab
+// or Enter inserts the selected candidate as a lone one would be.
 //
 // No keyboard trap: Tab is taken only when the word at the cursor is such a `/command` or
 // `@path` (with nothing selected); anywhere else it moves the focus, as in any form. A Tab that
@@ -122,9 +124,11 @@ export class Completion {
     this.status = status;
     this.sessionId = sessionId;
     this.stuck = null;  // {draft, cursor} after a Tab that completed nothing: Tab again moves on
+    this.open = null;  // the list shown: {draft, cursor, start, names, selected (-1: none)}
   }
 
-  /** The composer's keydown (Tab, Esc); calls `preventDefault` on a key it takes. */
+  /** The composer's keydown (Tab, Esc; Up, Down and Enter in an open list); calls
+   * `preventDefault` on a key it takes. */
   onKey(event) {
     if (event.key === 'Escape') {
       if (!this.hint.hidden) {
@@ -172,7 +176,11 @@ export class Completion {
       this.box.dispatchEvent(new Event('input', { bubbles: true }));  // as typing would
     }
     this.stuck = done ? null : { draft, cursor };
-    if (found.candidates.length > 1) this.list(found.candidates, found.total);
+    if (found.candidates.length > 1) {
+      this.list(found.candidates, found.total);
+      const end = this.box.selectionEnd;
+      this.open = { draft: this.box.value, cursor: end, start: target.start, names: found.candidates, selected: -1 };
+    }
     else if (!found.candidates.length) this.say(`Nothing to complete for ${word} (Tab again moves on)`);
     else this.clear();
     if (found.candidates.length) say(this.status, outcome(done, found.candidates, found.total));
@@ -199,7 +207,11 @@ export class Completion {
   /** Name the candidates in the hint line, a list of them (each as text), and how many more
    * there are. */
   list(candidates, total) {
-    const named = candidates.slice(0, MAX_LISTED).map((name) => el('li', 'candidate', name));
+    const named = candidates.slice(0, MAX_LISTED).map((name, at) => {
+      const item = el('li', 'candidate', name);
+      item.id = `completion-${at}`;
+      return item;
+    });
     const more = total - named.length;
     if (more > 0) named.push(el('li', 'more', `(+${more} more)`));
     const list = el('ul', 'candidates');
@@ -211,14 +223,52 @@ export class Completion {
 
   /** A note in the hint line, said through the status too. */
   say(message) {
+    this.open = null;
     this.hint.replaceChildren(el('span', 'hint-note', message));
     this.hint.hidden = false;
     say(this.status, message);
   }
 
+  /** Down, Up, Tab or Enter while the list is open and the draft as it left it: the selection
+   * moves, or the selected candidate goes in. True when the key was taken. */
+  inList(event) {
+    const open = this.open;
+    if (!open || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || event.isComposing) return false;
+    const box = this.box;
+    if (box.value !== open.draft || box.selectionStart !== open.cursor || box.selectionEnd !== open.cursor) return false;
+    const items = [...this.hint.querySelectorAll('.candidate')];
+    if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
+      event.preventDefault();
+      const step = event.key === 'ArrowDown' ? 1 : -1;
+      const from = open.selected < 0 && step < 0 ? items.length : open.selected;
+      this.select(items, (from + step + items.length) % items.length);
+      return true;
+    }
+    if ((event.key !== 'Enter' && event.key !== 'Tab') || open.selected < 0) return false;
+    event.preventDefault();
+    const name = open.names[open.selected];
+    const replacement = name.endsWith('/') ? name : `${name} `;
+    box.setRangeText(replacement, open.start, open.cursor, 'end');
+    box.dispatchEvent(new Event('input', { bubbles: true }));  // as typing would
+    this.clear();
+    say(this.status, `Completed ${name}`);
+    return true;
+  }
+
+  select(items, index) {
+    items.forEach((item, at) => {
+      item.classList.toggle('selected', at === index);
+    });
+    this.open.selected = index;
+    this.box.setAttribute('aria-activedescendant', items[index].id);
+    say(this.status, this.open.names[index]);
+  }
+
   /** Empty the hint; the next Tab completes again. */
   clear() {
     this.stuck = null;
+    this.open = null;
+    this.box.removeAttribute('aria-activedescendant');
     this.hint.replaceChildren();
     this.hint.hidden = true;
   }

@@ -90,6 +90,7 @@ export class Composer {
     });
     $('composer').addEventListener('submit', (event) => { event.preventDefault(); this.submit(); });
     $('prompt').addEventListener('keydown', (event) => {
+      if (this.completion.inList(event)) return;  // Up, Down, Enter in an open completion list
       if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         this.submit();
@@ -143,7 +144,7 @@ export class Composer {
         return;
       }
       this.queued.queue(box.value);
-      this.recall.remember(box.value.trimEnd());
+      this.recall.left();  // remembered once it is sent: one taken back never was
       box.value = '';
       this.completion.clear();
       this.keep();
@@ -168,9 +169,9 @@ export class Composer {
         if (!fromBox) this.putBack(draft);
         return;
       }
+      this.recall.remember(draft.trimEnd());  // sent (a queued one too), or run
       if (this.page.sessionId() === sessionId) {  // not another session's draft, shown meanwhile
         if (fromBox) {
-          this.recall.remember(draft.trimEnd());
           box.value = '';
           this.completion.clear();
         }

@@ -17,6 +17,16 @@ export function shown(text) {
     .replace(TAGS, (ch, flag) => flag || `\\U${ch.codePointAt(0).toString(16).padStart(8, '0')}`);
 }
 
+// A message's text holds no character a terminal acts on as it is drawn: the terminal UI drops a
+// reply's C0 controls (an escape sequence's ESC, BEL, a lone carriage return) and so does the
+// page, tabs and line breaks but (a CR LF is a line break), rather than draw each as a box.
+const C0_CONTROLS = /[\x00-\x08\x0b-\x1f\x7f]/g;
+
+/** `text` without its C0 controls (and DEL), `\t` and `\n` kept: a message as drawn. */
+export function plain(text) {
+  return String(text).replace(C0_CONTROLS, '');
+}
+
 export function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;

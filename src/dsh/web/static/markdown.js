@@ -1,6 +1,7 @@
 // Markdown for messages: marked (GFM) -> highlight.js for fenced code -> DOMPurify.
 // Raw HTML in a message is shown as text, never interpreted; links open in a new tab without a
-// referrer (the page URL carries the access token); a bidi control shows as its escape (dom.js).
+// referrer (the page URL carries the access token); a bidi control shows as its escape, and a C0
+// control (ESC, BEL, a lone CR) is dropped, as the terminal UI drops it (dom.js).
 // An image the page may load (this origin's, or a data: URL) shows as an image; one from another
 // site, which the page's CSP (img-src 'self' data:) refuses, as a link to it instead of a broken
 // image and a console error: its alt text (else its URL), made by marked's link renderer and
@@ -8,7 +9,7 @@
 import { Marked } from './vendor/marked/marked.esm.js';
 import hljs from './vendor/highlight/highlight.min.js';
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
-import { shown } from './dom.js';
+import { plain, shown } from './dom.js';
 
 const ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export function escapeHtml(text) {
@@ -84,5 +85,5 @@ const PURIFY = { USE_PROFILES: { html: true }, FORBID_TAGS: ['style', 'form', 'i
 
 /** Markdown as safe HTML; `breaks`: every newline is a line break (a prompt, a reply). */
 export function renderMarkdown(text, { breaks = false } = {}) {
-  return DOMPurify.sanitize((breaks ? typed : marked).parse(shown(text || '')), PURIFY);
+  return DOMPurify.sanitize((breaks ? typed : marked).parse(shown(plain(text || ''))), PURIFY);
 }

@@ -9,15 +9,21 @@
 // none does; a card's text is written only when it changed. Under a running card, the last lines
 // its command printed so far (`tail` frames, dsh.agent.tool_progress: masked, escapes shown), one
 // row each cut to the card's width; they go with its result (`done`) or an empty `tail`.
+// While another process runs the turn (the terminal UI, `dsh run`), the page cannot tell a call
+// that runs there from one waiting there for its approval (neither is logged, nor in the side
+// file the page follows): such a card says `in another process… 12 s`, never `running`, and its
+// title says why.
 import { el } from './dom.js';
 
 export const RUNNING = 'running…';
 export const ASKING = 'waiting for your approval';
+export const ELSEWHERE = 'in another process…';
+const ELSEWHERE_TITLE = 'Running in another process, or waiting there for its approval: this page cannot tell which';
 const SHOWN_AFTER_MS = 1000;
 const TICK_MS = 1000;
 
-export function runningText(ms) {
-  return ms < SHOWN_AFTER_MS ? RUNNING : `${RUNNING} ${Math.floor(ms / 1000)} s`;
+export function runningText(ms, words = RUNNING) {
+  return ms < SHOWN_AFTER_MS ? words : `${words} ${Math.floor(ms / 1000)} s`;
 }
 
 /** `value` as JSON with its objects' keys sorted: arguments compared whatever their order. */
@@ -49,6 +55,7 @@ export class RunningCards {
     this.cards = new Map();      // card seq -> {status, name, args, since}
     this.asked = new Map();      // approval id -> {tool, args}
     this.live = false;
+    this.elsewhere = false;  // the turn runs in another process
     this.timer = null;
   }
 
@@ -64,6 +71,7 @@ export class RunningCards {
   /** The card at `seq` has its result, or left the view. */
   done(seq) {
     this.tail(seq, []);
+    if (this.cards.get(seq)?.titled) this.cards.get(seq).status.removeAttribute('title');
     if (this.cards.delete(seq)) this.update();
   }
 
@@ -83,10 +91,11 @@ export class RunningCards {
     }
   }
 
-  /** Whether the session shown runs a turn (here or in another process). */
-  running(live) {
-    if (live === this.live) return;
+  /** Whether the session shown runs a turn (here or, `elsewhere`, in another process). */
+  running(live, elsewhere = false) {
+    if (live === this.live && elsewhere === this.elsewhere) return;
     this.live = live;
+    this.elsewhere = elsewhere;
     this.update();
   }
 
@@ -143,10 +152,16 @@ export class RunningCards {
       let text = RUNNING;
       if (asking.has(card)) text = ASKING;
       else if (this.live) {
-        text = runningText(now - card.since);
+        text = runningText(now - card.since, this.elsewhere ? ELSEWHERE : RUNNING);
         counting = true;
       }
       if (card.status.textContent !== text) card.status.textContent = text;
+      const titled = this.live && this.elsewhere && !asking.has(card);
+      if (titled !== !!card.titled) {
+        card.titled = titled;
+        if (titled) card.status.title = ELSEWHERE_TITLE;
+        else card.status.removeAttribute('title');
+      }
     }
     if (counting && this.timer === null) this.timer = setInterval(() => this.update(), TICK_MS);
     else if (!counting && this.timer !== null) {

@@ -10,7 +10,7 @@ import { renderMarkdown } from './markdown.js';
 import { renderUnifiedDiff } from './diff.js';
 import { callSummary, renderArguments } from './tools.js';
 import { RowBlocks } from './blocks.js';
-import { el } from './dom.js';
+import { el, plain } from './dom.js';
 import { RUNNING, RunningCards } from './running.js';
 import { unrunRow } from './unrun.js';
 
@@ -164,7 +164,7 @@ export class TranscriptView {
       row.append(who('Assistant'));
       if (reasoning) {
         const details = el('details', 'reasoning');
-        details.append(el('summary', '', 'Reasoning'), el('div', 'reasoning-text', reasoning));
+        details.append(el('summary', '', 'Reasoning'), el('div', 'reasoning-text', plain(reasoning)));
         row.append(details);
       }
       if (text) row.append(this.markdown(text, true));  // its lines as written
