@@ -7,7 +7,7 @@ import { API_MESSAGE_CHARS, errorLine, Projector } from './projection.js';
 import { TranscriptView } from './view.js';
 import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
 import { SessionStream, whenChanged } from './connection.js';
-import { say, shown } from './dom.js';
+import { plain, say, shown } from './dom.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
@@ -158,8 +158,8 @@ function clearStream() {
 function paintStream() {
   const tail = $('live-tail');
   const s = state.stream;
-  tail.querySelector('.stream-text').textContent = shown(s.text);
-  tail.querySelector('.stream-reasoning').textContent = shown(s.reasoning);
+  tail.querySelector('.stream-text').textContent = shown(plain(s.text));  // drawn as logged text is
+  tail.querySelector('.stream-reasoning').textContent = shown(plain(s.reasoning));
   tail.querySelector('.stream-tool').textContent = s.tool ? shown(`calling ${s.tool}…`) : '';
   tail.hidden = !(s.text || s.reasoning || s.tool);
 }
