@@ -174,3 +174,42 @@ def test_a_prompt_command_sent_during_a_turn_is_queued_too(rig: Rig):
         assert sent(app) == ["first", "Review notes.txt."]
 
     run(app, body)
+
+
+def test_fork_and_rewind_sent_during_a_turn_are_queued_and_run_when_it_ends(rig: Rig):
+    # They used to be dropped: "/fork waits for the running turn" was noted, the box emptied,
+    # and nothing ran when the turn ended.
+    app, held = held_app(rig, [{"text": "first answer"}])
+
+    async def body(pilot: Any) -> None:
+        await first_turn_waiting(pilot)
+        original = app.controller.session.id
+        await type_and_send(pilot, "/fork")
+        box = app.prompt_box
+        assert box.queued == "/fork" and box.value == ""
+        assert str(box.border_title).endswith("/fork")
+        assert "waits for the running turn" not in text_of(app)
+        await type_and_send(pilot, "/rewind 1")  # one queued at a time: this one stays
+        assert box.value == "/rewind 1" and box.queued == "/fork"
+        held[0].release.set()
+        await settle(pilot, lambda: app.controller.session.id != original)
+        await idle(pilot)
+        assert "Forked session" in text_of(app) and box.queued is None
+        assert box.value == "/rewind 1"
+
+    run(app, body)
+
+
+def test_undo_sent_during_a_turn_comes_back_unrun_when_the_turn_is_cancelled(rig: Rig):
+    app, _ = held_app(rig, [{"text": "never"}])
+
+    async def body(pilot: Any) -> None:
+        await first_turn_waiting(pilot)
+        await type_and_send(pilot, "/undo")
+        assert app.prompt_box.queued == "/undo"
+        await pilot.press("ctrl+c")
+        await idle(pilot)
+        assert app.prompt_box.queued is None and app.prompt_box.value == "/undo"
+        assert "Undid" not in text_of(app) and "Nothing to undo" not in text_of(app)
+
+    run(app, body)

@@ -84,8 +84,10 @@ def test_undo_waits_for_a_running_turn_and_takes_only_dry_run_as_argument(rig: R
         await settle(pilot, lambda: "/undo takes no argument but --dry-run" in flat(app))
         await submit(pilot, "take your time")
         await settle(pilot, lambda: app.running and app.controller.busy is not None)
-        await submit(pilot, "/undo")
-        await settle(pilot, lambda: "/undo waits for the running turn" in flat(app))
+        await submit(pilot, "/undo")  # queued: it runs when the turn ends well
+        await settle(pilot, lambda: app.prompt_box.queued == "/undo")
+        await pilot.press("escape")  # takes it back
+        await settle(pilot, lambda: app.prompt_box.value == "/undo")
         await pilot.press("escape")
         await settle(pilot, lambda: not app.running)
 

@@ -15,7 +15,7 @@ from dsh.agent.model_command import model_name
 from dsh.agent.retry_command import last_turn_retry
 from dsh.agent.session_runner import COMPACT_CANCELLED
 from dsh.errors import SHOWN_AS_ERROR, DshError, UsageError, error_line, printable_line
-from dsh.tui.commands import COMMANDS, HELP, Command, closest_command
+from dsh.tui.commands import COMMANDS, HELP, Command, closest_command, waits
 from dsh.tui.context_view import context_text, cost_text
 from dsh.tui.copy_command import copy_command
 from dsh.tui.diff_view import show_workspace_diff
@@ -77,12 +77,8 @@ class SlashCommands:
         elif name == "diff":
             workspace = app.controller.options.workspace
             app.run_worker(show_workspace_diff(app, workspace), group="diff")
-        elif (
-            name
-            in ("compact", "resume", "title", "undo", "new", "clear", "retry", "rewind", "fork")
-            and app.running
-        ):
-            app.note(f"/{name} waits for the running turn (esc cancels it).")
+        elif app.running and waits(None, command):  # the app queues these: not reached
+            app.note(f"/{name} was not run: a turn is running (esc cancels it).")
         elif name == "retry":
             self.retry()
         elif name == "compact":

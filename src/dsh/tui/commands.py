@@ -97,15 +97,20 @@ def prompt_text(draft: str) -> str:
     return text[1:] if text.lstrip().startswith("//") else text
 
 
+WAITING_COMMANDS = frozenset({"compact", "new", "clear", "retry", "undo", "rewind", "fork"})
+"""The commands that change the session (or open another): one typed while a turn runs is
+queued like a prompt, and runs when the turn ends well."""
+
+
 def waits(shell: str | None, command: Command | None) -> bool:
     """True if a draft must wait for the running turn (a prompt, a prompt command, ``!cmd``,
-    ``/compact``, ``/new``, ``/retry``, ``/resume ID``, ``/title TEXT``); the other commands
-    answer at once."""
+    ``/compact``, ``/new``, ``/retry``, ``/undo``, ``/rewind``, ``/fork``, ``/resume ID``,
+    ``/title TEXT``); the other commands answer at once."""
     if shell is not None:
         return bool(shell)
     if command is None or command.name not in COMMANDS:
         return True
-    if command.name in ("compact", "new", "clear", "retry"):
+    if command.name in WAITING_COMMANDS:
         return True
     return command.name in ("resume", "title") and bool(command.arg)
 
