@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual import events
 
 from dsh.config import dsh_home
@@ -12,7 +13,8 @@ from dsh.config.prompt_history import PromptHistory
 from dsh.events import UserMessageEvent
 from dsh.tui.paste_fold import PasteFolds
 from tests.tui.conftest import Rig, settle, status_at_rest
-from tests.tui.test_pilot import logged, run
+from tests.tui.test_pilot import logged, run, text_of
+from tests.tui.test_queue import first_turn_waiting, held_app
 
 BLOCK = "\n".join(f"row {i}" for i in range(200))
 
@@ -86,5 +88,63 @@ def test_a_long_paste_with_the_transcript_focused_folds_too(rig: Rig):
         await paste(pilot, BLOCK)
         await settle(pilot, lambda: app.prompt_box.has_focus)
         assert app.prompt_box.text == "[pasted 200 lines]" and app.prompt_box.value == BLOCK
+
+    run(app, body)
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_a_paste_whose_line_breaks_are_carriage_returns_folds_and_sends_line_feeds(
+    rig: Rig, newline: str
+):
+    # tmux, xterm, VTE and iTerm2 send a bracketed paste's line breaks as CR: such a paste
+    # was one "line" to the fold, and filled the composer.
+    app = rig.app([{"text": "Read them all."}])
+
+    async def body(pilot: Any) -> None:
+        box = app.prompt_box
+        await paste(pilot, BLOCK.replace("\n", newline))
+        assert box.text == "[pasted 200 lines]" and box.value == BLOCK
+        await paste(pilot, f"{newline}two{newline}short lines")  # not folded: LF too
+        assert box.value == f"{BLOCK}\ntwo\nshort lines"
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.controller.session is not None)
+        await settle(pilot, lambda: not app.running and status_at_rest(app))
+        sent = [e.data.text() for e in logged(app) if isinstance(e, UserMessageEvent)]
+        assert sent == [f"{BLOCK}\ntwo\nshort lines"]
+
+    run(app, body)
+
+
+def test_a_prompt_refused_as_too_long_comes_back_with_its_placeholder(rig: Rig):
+    # It came back as its 2,800 raw lines, filling the composer.
+    huge = "\n".join(f"{i:05d} " + "x" * 80 for i in range(2800))
+    app = rig.app([{"text": "never asked"}])
+
+    async def body(pilot: Any) -> None:
+        box = app.prompt_box
+        await pilot.press("a", "colon", "space")
+        await paste(pilot, huge)
+        assert box.text == "a: [pasted 2800 lines]"
+        await pilot.press("enter")
+        await settle(pilot, lambda: "error: the prompt is" in text_of(app) and not app.running)
+        await settle(pilot, lambda: box.text != "")
+        assert box.text == "a: [pasted 2800 lines]" and box.value == f"a: {huge}"
+
+    run(app, body)
+
+
+def test_a_queued_draft_taken_back_keeps_its_placeholder(rig: Rig):
+    app, _ = held_app(rig, [{"text": "never"}])
+
+    async def body(pilot: Any) -> None:
+        await first_turn_waiting(pilot)
+        box = app.prompt_box
+        await paste(pilot, BLOCK)
+        await pilot.press("space", "o", "k", "enter")
+        assert box.queued == f"{BLOCK} ok" and box.text == ""
+        await pilot.press("escape")
+        assert box.text == "[pasted 200 lines] ok" and box.value == f"{BLOCK} ok"
+        await pilot.press("escape")
+        await settle(pilot, lambda: not app.running)
 
     run(app, body)

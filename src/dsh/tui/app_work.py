@@ -192,9 +192,7 @@ class Work:
         self.shell_context = [*context, *self.shell_context]
         self.shell_notes = [*notes, *self.shell_notes]
         self.app.transcript.show_notes(notes, shown=True)
-        box = self.app.prompt_box
-        typed = box.text
-        box.value = f"{draft}\n{typed}" if typed.strip() else draft
+        self.app.prompt_box.put_back(draft)  # its long pastes as placeholders again
 
     def _poll_waiting(self) -> None:
         """While a model call is silent, the status says for how long (after a second); a

@@ -6,7 +6,11 @@ A paste of more than :data:`FOLD_OVER` lines is folded; a second one of the same
 (backspace after it, a selection across it) deletes all of it, and the paste with it (ctrl+z
 brings both back); text typed inside it goes after it. Text typed that merely looks like a
 placeholder is sent as typed. A draft that leaves the box another way (sent, queued, opened in
-your editor) goes as its whole text.
+your editor) goes as its whole text; one that comes back (a prompt refused as too long, a
+queued draft taken back) shows its long pastes as placeholders again (``refold``).
+
+A paste's line breaks are line feeds whatever the terminal sent: tmux, xterm, VTE and iTerm2
+send a bracketed paste's line breaks as carriage returns (``line_breaks``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,13 @@ import re
 
 FOLD_OVER = 20
 """Pastes of more lines than this are folded."""
+KEPT_GONE = 8
+"""Pastes of drafts that left the box kept to fold again should a draft come back."""
+
+
+def line_breaks(text: str) -> str:
+    """``text`` with each CR LF and each lone CR as a LF (as a paste's line breaks)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 class PasteFolds:
@@ -22,6 +33,8 @@ class PasteFolds:
 
     def __init__(self) -> None:
         self.texts: dict[str, str] = {}
+        self._gone: dict[str, None] = {}
+        """The pastes of drafts that left the box, oldest first (``refold``)."""
 
     def fold(self, text: str) -> str | None:
         """The placeholder for ``text`` (None: short enough to show as it is)."""
@@ -60,5 +73,22 @@ class PasteFolds:
                 start, end = min(start, found.start()), max(end, found.end())
         return start, end
 
+    def refold(self, draft: str) -> str:
+        """``draft`` (one that left the box and came back) with each long paste it held as
+        a placeholder again."""
+        for text in reversed(self._gone):
+            while text in draft:
+                label = self.fold(text)
+                if label is None:
+                    break
+                draft = draft.replace(text, label, 1)
+        return draft
+
     def clear(self) -> None:
+        """The draft left the box: its pastes are kept a while for ``refold``."""
+        for text in self.texts.values():
+            self._gone.pop(text, None)
+            self._gone[text] = None
+        for text in list(self._gone)[:-KEPT_GONE]:
+            del self._gone[text]
         self.texts.clear()

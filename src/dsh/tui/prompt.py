@@ -39,7 +39,7 @@ from dsh.errors import printable_line
 from dsh.tui.completion import Completion, complete_command, complete_path
 from dsh.tui.external_editor import edit_draft
 from dsh.tui.history_search import KEYS_HINT, ReverseSearch
-from dsh.tui.paste_fold import PasteFolds
+from dsh.tui.paste_fold import PasteFolds, line_breaks
 from dsh.tui.wrap import escape_controls
 
 PLACEHOLDER = "Ask dsh…  (/help for commands, @ for files, esc cancels a running turn)"
@@ -214,7 +214,7 @@ class PromptBox(TextArea):
     def put_back(self, draft: str) -> None:
         """``draft`` (one taken from the queue to send) back in the box, before anything
         typed since: it was not sent."""
-        typed = self.text
+        typed, draft = self.text, self.folds.refold(draft)
         self.value = f"{draft}\n{typed}" if typed.strip() else draft
 
     def _show_queued(self) -> None:
@@ -409,22 +409,23 @@ class PromptBox(TextArea):
     def on_paste(self, event: events.Paste) -> None:
         """A paste while searching adds its first line to the query; a long one shows as its
         placeholder; any other is inserted by TextArea's handler, run after this one."""
-        label = None if self.search else self.folds.fold(escape_controls(event.text))
-        if self.search is None and label is None:
+        text = line_breaks(event.text)
+        label = None if self.search else self.folds.fold(escape_controls(text))
+        if self.search is None and label is None and text == event.text:
             return
         event.stop()
         event.prevent_default()
-        if label is not None:
-            self.move_cursor(self.replace(label, *self.selection).end_location)
+        if self.search is None:
+            self.move_cursor(self.replace(label or text, *self.selection).end_location)
             return
-        assert self.search is not None
-        self.search.type(event.text.split("\n", 1)[0])
+        self.search.type(text.split("\n", 1)[0])
         self._show_search()
 
     def paste(self, text: str) -> None:
         """Insert ``text``, pasted (or typed) while something else had the keys, at the cursor:
         a long paste as its placeholder."""
         self._end_search()
+        text = line_breaks(text)
         self.insert(self.folds.fold(escape_controls(text)) or text)
 
     def action_edit_in_editor(self) -> None:
