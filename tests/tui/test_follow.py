@@ -77,3 +77,48 @@ def test_expanding_the_last_card_at_the_end_keeps_following(rig: Rig):
         assert at_end(view) and "  later output" in screen_rows(view)
 
     run(app, body)
+
+
+def test_a_view_at_the_end_keeps_its_end_in_view_when_the_composer_grows(rig: Rig):
+    # The composer growing with a multi-line draft hid the transcript's last rows (the reply
+    # being answered) until the draft was cleared.
+    app = rig.app([{"text": "the question you answer"}])
+
+    async def body(pilot: Any, view: TranscriptView) -> None:
+        for i in range(40):
+            app.note(f"note {i}")
+        await run_prompt(pilot, "ask me")
+        assert at_end(view) and "● the question you answer" in screen_rows(view)
+        height = view.size.height
+        for word in ("one", "two", "three", "four", "five", "six", "seven", "eight"):
+            await pilot.press(*word, "ctrl+j")
+        await settle(pilot, lambda: view.size.height <= height - 8)
+        await pilot.pause()
+        assert at_end(view) and "● the question you answer" in screen_rows(view)
+        await pilot.press("escape")  # the draft cleared: the view grows back, at its end
+        await settle(pilot, lambda: view.size.height == height)
+        await pilot.pause()
+        assert at_end(view) and "● the question you answer" in screen_rows(view)
+
+    run(app, body)
+
+
+def test_a_view_scrolled_away_from_the_end_stays_where_it_is_when_the_composer_grows(rig: Rig):
+    app = rig.app([{"text": "the answer"}])
+
+    async def body(pilot: Any, view: TranscriptView) -> None:
+        for i in range(60):
+            app.note(f"note {i}")
+        await run_prompt(pilot, "ask me")
+        await pilot.press("pageup")
+        await pilot.pause()
+        top = round(view.scroll_y)
+        assert not at_end(view)
+        height = view.size.height
+        for word in ("one", "two", "three", "four"):
+            await pilot.press(*word, "ctrl+j")
+        await settle(pilot, lambda: view.size.height <= height - 4)
+        await pilot.pause()
+        assert round(view.scroll_y) == top and not at_end(view)
+
+    run(app, body)

@@ -15,6 +15,7 @@ from dsh.tui.paste_fold import PasteFolds
 from tests.tui.conftest import Rig, settle, status_at_rest
 from tests.tui.test_pilot import logged, run, text_of
 from tests.tui.test_queue import first_turn_waiting, held_app
+from tests.tui.test_virtual_scroll import screen_rows
 
 BLOCK = "\n".join(f"row {i}" for i in range(200))
 
@@ -122,13 +123,19 @@ def test_a_prompt_refused_as_too_long_comes_back_with_its_placeholder(rig: Rig):
 
     async def body(pilot: Any) -> None:
         box = app.prompt_box
-        await pilot.press("a", "colon", "space")
+        for i in range(40):
+            app.note(f"note {i}")
+        await pilot.press(*"asks", "ctrl+j", *"on", "ctrl+j", *"five", "ctrl+j", *"lines")
+        await pilot.press("ctrl+j", "a", "colon", "space")
         await paste(pilot, huge)
-        assert box.text == "a: [pasted 2800 lines]"
+        draft = "asks\non\nfive\nlines\na: "
+        assert box.text == f"{draft}[pasted 2800 lines]"
         await pilot.press("enter")
         await settle(pilot, lambda: "error: the prompt is" in text_of(app) and not app.running)
         await settle(pilot, lambda: box.text != "")
-        assert box.text == "a: [pasted 2800 lines]" and box.value == f"a: {huge}"
+        assert box.text == f"{draft}[pasted 2800 lines]" and box.value == f"{draft}{huge}"
+        await pilot.pause()  # the note saying why stays in view above the draft
+        assert any(row.startswith("  error: the prompt is") for row in screen_rows(app.transcript))
 
     run(app, body)
 

@@ -405,6 +405,10 @@ class TranscriptLayout(ScrollView):
     def on_resize(self, event: events.Resize) -> None:
         if self._content_width() != self._width:
             self._relayout(keep_position=True)
+        elif self._follow and self._width > 0:  # shorter (a taller composer, a panel): the end
+            self._restore(None)  # stays in view as the view follows it
+            self._measure_viewport()
+            self.refresh()
 
     def rows_of(self, index: int) -> list[Row]:
         rows = self._rows.get(index)
