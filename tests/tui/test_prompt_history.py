@@ -207,3 +207,38 @@ def test_parse_keeps_the_newest_entries_up_to_the_bound(count: int):
     entries, rewrite = parse(data)
     assert [t for t, _ in entries] == [f"p{i}" for i in range(max(0, count - MAX_ENTRIES), count)]
     assert rewrite == (count > MAX_ENTRIES)
+
+
+def test_prompts_another_dsh_sends_meanwhile_show_on_up_and_in_ctrl_r(rig: Rig):
+    # The file was read once, at start: a prompt sent from `dsh web` never showed on up.
+    app = rig.app([{"text": "one"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, "sent here")
+        PromptHistory(dsh_home()).append("sent from the web 🌐")  # another dsh, another time
+        box = app.prompt_box
+        await pilot.press("up")
+        assert box.value == "sent here"  # the session's own prompts come first
+        await pilot.press("up")
+        assert box.value == "sent from the web 🌐"
+        await pilot.press("down", "down")
+        assert box.value == ""
+        PromptHistory(dsh_home()).append("and another")
+        await pilot.press("ctrl+r", *"another")
+        assert box.text == "and another"
+
+    run(app, body)
+
+
+def test_changed_tells_another_writer_from_this_ones_own(tmp_path: Path):
+    mine, theirs = PromptHistory(tmp_path), PromptHistory(tmp_path)
+    assert mine.load() == [] and not mine.changed()
+    theirs.append("theirs")
+    assert mine.changed()
+    assert mine.load() == ["theirs"] and not mine.changed()
+    mine.append("mine")  # its own line: nothing to read again
+    assert not mine.changed()
+    theirs.append("theirs again")
+    mine.append("mine again")
+    assert mine.changed()
+    assert mine.load() == ["theirs", "mine", "theirs again", "mine again"]

@@ -7,7 +7,9 @@ instances sending at once never interleave. Loading keeps the newest :data:`MAX_
 entries (within :data:`MAX_BYTES` of lines) and skips a line that is not one (torn by a crash,
 edited by hand, not UTF-8): nothing in the file stops dsh. A file found with more, or with such
 a line, is written again with only what was kept (a temporary file renamed over it, under the
-same lock; a writer that waited on the old file writes to the new one). A prompt over
+same lock; a writer that waited on the old file writes to the new one). ``changed`` tells,
+with one ``stat``, whether another instance wrote to the file since it was read, so a running
+terminal UI reads it again before walking it. A prompt over
 :data:`MAX_ENTRY_CHARS` characters is kept for this run only. A file dsh cannot read or write
 is said once, as a warning, and the history then lives in memory for this run.
 """
@@ -34,6 +36,21 @@ MAX_ENTRY_CHARS = 100_000
 READ_AT_MOST = 2 * MAX_BYTES
 """Bytes read from the end of the file: an older part of a file grown beyond it is dropped."""
 FILE_MODE = 0o600
+
+
+Signature = tuple[int, int, int]
+"""A file's inode, size and modification time (ns): what tells that it changed."""
+
+
+def _stat_signature(found: os.stat_result) -> Signature:
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def _signature(path: Path) -> Signature | None:
+    try:
+        return _stat_signature(os.stat(path))
+    except OSError:
+        return None
 
 
 def entry_line(text: str, when: float) -> bytes:
@@ -100,6 +117,13 @@ class PromptHistory:
     def __init__(self, home: Path | None) -> None:
         self.path = home / FILE_NAME if home is not None else None
         self._warned = False
+        self._seen: Signature | None = None
+        """The file as this history last read or wrote it (``changed``)."""
+
+    def changed(self) -> bool:
+        """Whether the file is not as this history last read or wrote it: another dsh (a
+        ``dsh web``, another terminal) appended to it since. One ``stat``."""
+        return self.path is not None and _signature(self.path) != self._seen
 
     def load(self) -> list[str]:
         """The prompts on file, oldest first ([] when there is none, or it cannot be read)."""
@@ -108,8 +132,10 @@ class PromptHistory:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:
+            self._seen = None
             return []
         except OSError as exc:
+            self._seen = _signature(self.path)  # said once: not read again until it changes
             self._warn("read", exc)
             return []
         try:
@@ -122,8 +148,10 @@ class PromptHistory:
             entries, rewrite = parse(data)
             if rewrite or start > 0:
                 self._rewrite(line for _, line in entries)
+            self._seen = _signature(self.path)  # under the lock: no other write in between
             return [text for text, _ in entries]
         except OSError as exc:
+            self._seen = _signature(self.path)
             self._warn("read", exc)
             return []
         finally:
@@ -153,9 +181,12 @@ class PromptHistory:
                 )
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
-                    if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                    before = os.fstat(fd)
+                    if before.st_ino != os.stat(self.path).st_ino:
                         continue
                     os.write(fd, line)
+                    if _stat_signature(before) == self._seen:  # only this line added since
+                        self._seen = _stat_signature(os.fstat(fd))
                     return
                 finally:
                     os.close(fd)

@@ -3,7 +3,8 @@
 Enter sends; shift+enter or ctrl+j inserts a newline; a paste of any size arrives whole (one of
 more than 20 lines as one placeholder: ``dsh.tui.paste_fold``).
 Up on the first line and down on the last line walk the history of earlier prompts (this and
-earlier runs: ``dsh.config.prompt_history``; the open session's own come first), ctrl+r searches it
+earlier runs: ``dsh.config.prompt_history``, read again when another dsh wrote to it; the open
+session's own come first), ctrl+r searches it
 (``dsh.tui.history_search``), and ctrl+g opens the draft in your editor
 (``dsh.tui.external_editor``). Tab completes a slash command at the start of the draft, or an
 ``@path`` from the workspace (``dsh.tui.completion``); with several candidates it completes
@@ -123,6 +124,8 @@ class PromptBox(TextArea):
         """The history on file and the prompts sent since, oldest first."""
         self.prompts: list[str] = distinct(self._saved)
         """Earlier prompts, oldest first, each once (``history`` is TextArea's undo history)."""
+        self._own: list[str] = []
+        """The open session's prompts and those sent since, the newest of ``prompts``."""
         self._index: int | None = None
         self._draft = ""
         self._said = False
@@ -163,13 +166,22 @@ class PromptBox(TextArea):
         if text:
             self._file.append(text)
             self._saved = [*self._saved[-MAX_ENTRIES:], text]
+            self._own = [*self._own[-MAX_ENTRIES:], text]
             self.prompts = [*(p for p in self.prompts if p != text), text]
         self._index = None
 
     def seed(self, prompts: list[str]) -> None:
         """The history with ``prompts`` (the open session's) as its newest."""
+        self._own = list(prompts)
         self.prompts = with_session_prompts(self._saved, prompts)
         self._index = None
+
+    def _read_again(self) -> None:
+        """As a walk or a search of the history starts: the file read again if another dsh
+        (``dsh web``, another terminal) wrote to it since (one ``stat`` when none did)."""
+        if self._file.changed():
+            self._saved = self._file.load()
+            self.prompts = with_session_prompts(self._saved, self._own)
 
     def clear_draft(self) -> bool:
         """Empty the box as an edit that ctrl+z undoes (the hint line says so); False if
@@ -339,6 +351,8 @@ class PromptBox(TextArea):
 
     def _history(self, step: int) -> bool:
         """Show an earlier (-1) or later (1) prompt; False when there is none to show."""
+        if self._index is None and step < 0:
+            self._read_again()
         if not self.prompts:
             return False
         if self._index is None:
@@ -362,6 +376,7 @@ class PromptBox(TextArea):
     def action_search_history(self) -> None:
         """Start a search back through the history (ctrl+r again, in it: the next older)."""
         if self.search is None:
+            self._read_again()
             self.search = ReverseSearch(self.prompts, self.text)
             self._said = False
             self.post_message(self.Hint(KEYS_HINT))
