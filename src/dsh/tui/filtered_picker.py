@@ -1,6 +1,7 @@
 """A modal list to choose one row from, filtered by typing: each word typed must be in the row's
 text (case aside), backspace widens the rows again, enter chooses (the screen dismisses with the
-row's key), esc closes with None. ``/model``'s picker (``dsh.tui.model_picker``) and
+row's key), esc closes with None. Its title (what enter does, that esc closes) wraps to the
+width, up to four rows. ``/model``'s picker (``dsh.tui.model_picker``) and
 ``/rewind``'s (``dsh.tui.rewind``) are ones."""
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ class FilteredPicker(ModalScreen[str | None]):
         background: $surface;
         padding: 0 1;
     }
-    FilteredPicker #picker-title, FilteredPicker #picker-filter {
+    FilteredPicker #picker-title {
+        height: auto;
+        max-height: 4;
+    }
+    FilteredPicker #picker-filter {
         height: 1;
     }
     FilteredPicker #picker-filter {
