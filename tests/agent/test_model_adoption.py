@@ -135,21 +135,29 @@ def test_a_server_listing_several_models_stops_the_run_naming_them(
 
 
 @pytest.mark.parametrize(
-    "answer",
-    [json_ok({"data": []}), json_error(404, {"error": "not found"}), json_ok({"object": "x"})],
+    ("answer", "why"),
+    [
+        (json_ok({"data": []}), "lists no model at /v1/models"),
+        (json_ok({"object": "x"}), "lists no model at /v1/models"),
+        # an error status is said as one, not as an empty list (a proxy whose server is down)
+        (
+            json_error(404, {"error": "not found"}),
+            "could not be asked which it serves (the server answered 404)",
+        ),
+    ],
 )
 def test_a_server_listing_no_model_stops_the_run_naming_every_way_to_give_one(
     tmp_path,
     server: FakeServer,  # noqa: F811
     answer,
+    why,
 ):
     server.fixed["/v1/models"] = answer
     url = server.url + "/v1"
     result = run(tmp_path, "--base-url", url, "hi")
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        f"dsh: error: provider 'openai-compatible' needs a model: {WAYS}; {url} lists no model "
-        "at /v1/models"
+        f"dsh: error: provider 'openai-compatible' needs a model: {WAYS}; {url} {why}"
     ]
     assert session_files(tmp_path) == []
 

@@ -36,7 +36,16 @@ from dsh.llm.registry import KNOWN_PROVIDERS, make_provider, needs_model, route_
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
 from dsh.llm.types import Provider
-from dsh.llm.window import Discovered, Served, Unreachable, discover_window, served_models
+from dsh.llm.window import (
+    NOT_READY_WAIT,
+    Discovered,
+    NotReady,
+    Served,
+    Unreachable,
+    Waiting,
+    discover_window,
+    served_models,
+)
 from dsh.store import EventStore
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
@@ -77,8 +86,12 @@ def resolve_route(
     replay_from: str | None = None,
     store: EventStore | None = None,
     environ: Mapping[str, str] | None = None,
+    waiting: Waiting | None = None,
 ) -> Route:
-    """The provider, model and context window the settings (and flags) ask for. A window the
+    """The provider, model and context window the settings (and flags) ask for; ``waiting``
+    is told once when the server answers 503 (loading its model) and is waited for
+    (``dsh.llm.window``); one still not ready is refused in one line (``ConfigError``), no
+    window assumed. A window the
     server reports under ``MIN_CONTEXT_WINDOW`` is refused in one line (``ConfigError``), as a
     configured one is: assuming another would send requests the server cannot take. One over
     ``MAX_CONTEXT_WINDOW`` is a server's bug: it is ignored, as a server that says nothing is,
@@ -103,7 +116,7 @@ def resolve_route(
             ReplayProvider.from_log(store, replay_from), model, window or DEFAULT_CONTEXT_WINDOW
         )
     env = os.environ if environ is None else environ
-    chosen, served = chosen_model(cfg, env)
+    chosen, served = chosen_model(cfg, env, waiting)
     provider, model, known_window = make_provider(
         cfg.name,
         model=chosen,
@@ -113,7 +126,7 @@ def resolve_route(
         environ=env,
         headers=cfg.headers,
     )
-    summarizer_window, summarizer_notice = _summarizer_window(settings, model, env)
+    summarizer_window, summarizer_notice = _summarizer_window(settings, model, env, waiting)
     adopted = None
     if served is not None:
         adopted = (
@@ -128,7 +141,11 @@ def resolve_route(
         key = route_api_key(
             cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=env
         )
-        found = discover_window(cfg.base_url, model, key, cfg.headers, served=served)
+        found = discover_window(
+            cfg.base_url, model, key, cfg.headers, served=served, waiting=waiting
+        )
+        if isinstance(found, NotReady):
+            raise ConfigError(not_ready(cfg.base_url, found))
         implausible = _implausible(found, f"{redact(cfg.base_url)} reports", model)
         if implausible:
             found = None
@@ -179,8 +196,16 @@ LISTED_MODELS = 5
 """How many of a server's models the error of a route without a model names."""
 
 
+def not_ready(base_url: str, found: NotReady) -> str:
+    """The line of a server that stayed not ready (503) while it was waited for."""
+    return (
+        f"{redact(base_url)} is not ready: {found.reason} for {NOT_READY_WAIT:g} s; start dsh "
+        "again once it has loaded its model"
+    )
+
+
 def chosen_model(
-    cfg: ProviderSettings, environ: Mapping[str, str]
+    cfg: ProviderSettings, environ: Mapping[str, str], waiting: Waiting | None = None
 ) -> tuple[str | None, Served | None]:
     """The model the route names (None: its provider's default), and when it names none on a
     provider without a default but with a server, that server's one listed model with the list
@@ -191,11 +216,15 @@ def chosen_model(
     key = route_api_key(
         cfg.name, cfg.base_url, api_key=cfg.api_key, api_key_env=cfg.api_key_env, environ=environ
     )
-    served = served_models(cfg.base_url, key, cfg.headers)
+    served = served_models(cfg.base_url, key, cfg.headers, waiting=waiting)
+    if isinstance(served, NotReady):
+        raise ConfigError(not_ready(cfg.base_url, served))
     if isinstance(served, Served) and len(served.models) == 1:
         return served.models[0], served
     if isinstance(served, Unreachable):
         why = f"{redact(cfg.base_url)} could not be asked which it serves ({served.reason})"
+    elif served.refused is not None:
+        why = f"{redact(cfg.base_url)} could not be asked which it serves ({served.refused})"
     elif not served.models:
         why = f"{redact(cfg.base_url)} lists no model at /v1/models"
     else:
@@ -207,7 +236,7 @@ def chosen_model(
 
 
 def _summarizer_window(
-    settings: Settings, model: str, environ: Mapping[str, str]
+    settings: Settings, model: str, environ: Mapping[str, str], waiting: Waiting | None = None
 ) -> tuple[int | None, str | None]:
     """The window of a summariser on another model or server than the conversation's ``model``
     and what to say when its server does not report one (its calls are then sized to the
@@ -240,7 +269,7 @@ def _summarizer_window(
         api_key_env=endpoint.api_key_env,
         environ=environ,
     )
-    found = discover_window(base_url, summarizer_model, key, endpoint.headers)
+    found = discover_window(base_url, summarizer_model, key, endpoint.headers, waiting=waiting)
     implausible = _implausible(
         found, f"the summariser's server {redact(base_url)} reports", summarizer_model
     )
@@ -259,7 +288,7 @@ def _summarizer_window(
         return known.context_window, None
     said = (
         f"could not be reached ({found.reason}) to ask"
-        if isinstance(found, Unreachable)
+        if isinstance(found, Unreachable | NotReady)
         else "does not report"
     )
     asked = (
@@ -271,7 +300,9 @@ def _summarizer_window(
     )
 
 
-def _implausible(found: Discovered | Unreachable | None, reports: str, model: str) -> str | None:
+def _implausible(
+    found: Discovered | Unreachable | NotReady | None, reports: str, model: str
+) -> str | None:
     """What to say of a window the server reports over ``MAX_CONTEXT_WINDOW`` (None: it
     reports none, or a believable one): ``reports`` is who says it."""
     if not isinstance(found, Discovered) or not window_too_large(found.window):

@@ -181,7 +181,13 @@ def _run(
         store, context.settings_source(resumed, replayed), settings, overrides, switch=True
     )
     settings = resolved.settings
-    route = resolve_route(settings, script=route_flags.script, replay_from=replayed, store=store)
+    route = resolve_route(
+        settings,
+        script=route_flags.script,
+        replay_from=replayed,
+        store=store,
+        waiting=context.warn,
+    )
     if resumed is not None:  # its server's window, asked again: kept if it says none now
         route = keep_reported(route, resolved.recorded)
     if route.notice is not None:

@@ -10,8 +10,13 @@ for a route that names no model (``dsh.agent.runtime`` adopts a server's one mod
 - Ollama (its ``/v1/models`` entries are ``owned_by: library``): ``POST /api/show`` →
   ``num_ctx`` in the model's parameters, else ``model_info["<arch>.context_length"]``.
 
-Anything else (an error status, a body without the figure) is "the server does not say". A
-server that cannot be connected to at all (refused, no route, a name that does not resolve, no
+Anything else (an error status, a body without the figure) is "the server does not say", but
+for ``503``: llama-server answers every route so while it loads its model, so a 503 is "not
+ready yet", not "no window". The question is asked again after a pause, the pauses doubling
+(``FIRST_PAUSE`` to ``MAX_PAUSE``), for ``NOT_READY_WAIT`` seconds in all; ``waiting`` (the
+caller's, for a line on stderr) is told once when the first 503 comes. A server still not ready
+then is ``NotReady``: the caller stops with one line, it does not assume a window. A server
+that cannot be connected to at all (refused, no route, a name that does not resolve, no
 connection within ``TIMEOUT``) is ``Unreachable``: nothing more is asked of it, so an
 unreachable server costs one connection attempt, not one per endpoint. Each question carries
 the route's key and its ``provider.headers`` (a gateway in front of the server wants them on
@@ -24,10 +29,12 @@ have started since).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from dsh.config import redact
 from dsh.llm.errors import connect_failure
 from dsh.llm.sdk_environment import dsh_user_agent
 
@@ -35,6 +42,19 @@ TIMEOUT = 5.0
 """Seconds one discovery request may take (a busy local server answers /props at once)."""
 MAX_BODY = 1_000_000
 """A longer answer is not one of the three the module reads."""
+NOT_READY_WAIT = 60.0
+"""Seconds of pauses a server answering 503 (llama-server loading its model) is waited for."""
+FIRST_PAUSE = 0.5
+MAX_PAUSE = 8.0
+NOT_READY = 503
+
+_sleep: Callable[[float], None] = time.sleep
+"""How a pause is waited (a test's own counts them instead)."""
+
+_T = TypeVar("_T")
+
+Waiting = Callable[[str], None]
+"""Told once, with a line to show, when the server first answers that it is not ready."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +73,21 @@ class Unreachable:
 
 
 @dataclass(frozen=True, slots=True)
+class NotReady:
+    """The server still answered 503 after ``NOT_READY_WAIT`` seconds of waiting."""
+
+    reason: str
+    """What it answered: ``the server answered 503 (Loading model)``."""
+
+
+@dataclass(frozen=True, slots=True)
 class Served:
     """What ``GET /v1/models`` listed (empty: no list, or an unreadable one)."""
 
     entries: tuple[dict[str, Any], ...]
+    refused: str | None = None
+    """Why there is no list when the server answered an error status: ``the server answered
+    502`` (None: it answered one, or something that was not a list)."""
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -72,6 +103,20 @@ class _NotConnected(Exception):
         self.reason = reason
 
 
+class _NotReady(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Refused(Exception):
+    """An error status other than 503, for ``_served`` to say (the others read it as None)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 _CACHE: dict[tuple[str, str], Discovered | None] = {}
 
 
@@ -82,34 +127,71 @@ def discover_window(
     headers: Mapping[str, str] | None = None,
     *,
     served: Served | None = None,
-) -> Discovered | Unreachable | None:
+    waiting: Waiting | None = None,
+) -> Discovered | Unreachable | NotReady | None:
     """The window the server at ``base_url`` reports for ``model``, ``Unreachable`` if it
-    could not be connected to, or None if it says nothing; each question sends ``api_key``
-    and ``headers``. ``served``: its ``/v1/models`` list, already asked (not asked again)."""
+    could not be connected to, ``NotReady`` if it answered 503 throughout the wait (module
+    docstring; ``waiting`` is told when it starts), or None if it says nothing; each question
+    sends ``api_key`` and ``headers``. ``served``: its ``/v1/models`` list, already asked (not
+    asked again)."""
     key = (base_url.rstrip("/"), model)
     if key in _CACHE:
         return _CACHE[key]
+    sent = _request_headers(api_key, headers or {})
     try:
-        found = _ask(key[0], model, _request_headers(api_key, headers or {}), served)
+        found = _patiently(key[0], lambda: _ask(key[0], model, sent, served), waiting)
     except _NotConnected as failure:
         return Unreachable(failure.reason)
+    except _NotReady as failure:
+        return NotReady(failure.reason)
     _CACHE[key] = found
     return found
 
 
 def served_models(
-    base_url: str, api_key: str | None = None, headers: Mapping[str, str] | None = None
-) -> Served | Unreachable:
+    base_url: str,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    waiting: Waiting | None = None,
+) -> Served | Unreachable | NotReady:
     """What the server at ``base_url`` lists at ``/v1/models`` (one question, not cached: a
-    route asks it once, when it names no model)."""
+    route asks it once, when it names no model), waited for as the window is while it answers
+    503."""
+    base, sent = base_url.rstrip("/"), _request_headers(api_key, headers or {})
     try:
-        return _served(base_url.rstrip("/"), _request_headers(api_key, headers or {}))
+        return _patiently(base, lambda: _served(base, sent), waiting)
     except _NotConnected as failure:
         return Unreachable(failure.reason)
+    except _NotReady as failure:
+        return NotReady(failure.reason)
+
+
+def _patiently(base: str, ask: Callable[[], _T], waiting: Waiting | None) -> _T:
+    """``ask()``, asked again after a pause while the server answers 503, for at most
+    ``NOT_READY_WAIT`` seconds of pauses; then its ``_NotReady`` is raised."""
+    waited, pause = 0.0, FIRST_PAUSE
+    while True:
+        try:
+            return ask()
+        except _NotReady as busy:
+            if waited >= NOT_READY_WAIT:
+                raise
+            if waited == 0 and waiting is not None:
+                waiting(
+                    f"{redact(base)}: {busy.reason}; waiting up to {NOT_READY_WAIT:g} s for the "
+                    "server to load its model…"
+                )
+            step = min(pause, NOT_READY_WAIT - waited)
+            _sleep(step)
+            waited, pause = waited + step, min(pause * 2, MAX_PAUSE)
 
 
 def _served(base: str, headers: dict[str, str]) -> Served:
-    answer = _get_json(f"{base}/models", headers)
+    try:
+        answer = _get_json(f"{base}/models", headers, refuse=True)
+    except _Refused as refused:
+        return Served((), f"the server answered {refused.status}")
     entries = answer.get("data") if isinstance(answer, dict) else None
     listed = entries if isinstance(entries, list) else []
     return Served(tuple(e for e in listed if isinstance(e, dict)))
@@ -167,10 +249,11 @@ def _entry_for(entries: list[Any], model: str) -> dict[str, Any] | None:
     return dicts[0] if len(dicts) == 1 else None  # a one-model server serves any name
 
 
-def _get_json(url: str, headers: dict[str, str], *, body: Any = None) -> Any:
+def _get_json(url: str, headers: dict[str, str], *, body: Any = None, refuse: bool = False) -> Any:
     """The JSON ``url`` answers, or None (an error status, bad JSON, a body over
     ``MAX_BODY``, a timeout once connected); raises ``_NotConnected`` when no connection could
-    be made. httpx, as the provider's own client does, takes a ``user:password@`` in the base
+    be made, ``_NotReady`` for a 503 and, with ``refuse``, ``_Refused`` for another error
+    status. httpx, as the provider's own client does, takes a ``user:password@`` in the base
     URL as basic auth."""
     import httpx  # here, not at the top: a route that asks no server must not pay for it
 
@@ -180,7 +263,11 @@ def _get_json(url: str, headers: dict[str, str], *, body: Any = None) -> Any:
             httpx.Client(timeout=TIMEOUT) as client,
             client.stream(method, url, headers=headers, json=payload) as response,
         ):
+            if response.status_code == NOT_READY:
+                raise _NotReady(_not_ready(response))
             if response.status_code >= 400:
+                if refuse:
+                    raise _Refused(response.status_code)
                 return None
             data = bytearray()
             for chunk in response.iter_bytes():
@@ -194,6 +281,28 @@ def _get_json(url: str, headers: dict[str, str], *, body: Any = None) -> Any:
         raise _NotConnected(connect_failure(error)) from None
     except (httpx.HTTPError, httpx.InvalidURL, ValueError):  # timeouts, a dropped answer, bad JSON
         return None
+
+
+def _not_ready(response: Any) -> str:
+    """``the server answered 503``, with the ``error.message`` of its JSON body when it is a
+    short line (llama-server's ``Loading model``)."""
+    data = bytearray()
+    for chunk in response.iter_bytes():
+        data += chunk
+        if len(data) > MAX_NOT_READY_BODY:
+            return f"the server answered {NOT_READY}"
+    try:
+        said = _dig(json.loads(bytes(data)), "error", "message")
+    except ValueError:
+        said = None
+    if isinstance(said, str) and said.isprintable() and 0 < len(said) <= MAX_SAID:
+        return f"the server answered {NOT_READY} ({said})"
+    return f"the server answered {NOT_READY}"
+
+
+MAX_NOT_READY_BODY = 4096
+MAX_SAID = 60
+"""The longest 503 message a line repeats (a page of HTML is not said)."""
 
 
 def _dig(value: Any, *keys: str) -> Any:
