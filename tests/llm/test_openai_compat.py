@@ -502,3 +502,23 @@ def test_caller_stopping_early_closes_the_stream_cleanly(server: FakeServer):
 
     assert asyncio.run(first_event_then_stop()) == TextDelta("first")
     assert collect(p.stream(make_request(), history=()))[0] == TextDelta("second")
+
+
+def test_a_llama_server_without_jinja_is_not_retried_and_says_to_start_it_with_jinja(
+    server: FakeServer,
+):
+    """llama-server --no-jinja answers every request carrying tools with this 500 (its exact
+    body): it was UNAVAILABLE, retried three times, and said nothing of the flag."""
+    body = (
+        b'{"error":{"code":500,"message":"tools param requires --jinja flag",'
+        b'"type":"server_error"}}'
+    )
+    server.queue(Canned(500, {"Content-Type": "application/json; charset=utf-8"}, (body,)))
+
+    events, error = collect_until_error(provider(server).stream(make_request(), history=()))
+
+    assert events == [] and (error.code, error.retryable) == (ErrorCode.BAD_REQUEST, False)
+    assert error.detail == (
+        "tools param requires --jinja flag: start llama-server with --jinja (dsh sends tool "
+        "schemas)"
+    )

@@ -232,10 +232,24 @@ def is_context_overflow(message: str) -> bool:
     return any(phrase in lowered for phrase in OVERFLOW_PHRASES)
 
 
+JINJA_HINT = "start llama-server with --jinja (dsh sends tool schemas)"
+"""What a llama-server started with ``--no-jinja`` (older builds' default) needs: it answers
+every request carrying tools ``500 tools param requires --jinja flag``, so no retry helps."""
+
+
+def needs_jinja(message: str) -> bool:
+    """Whether an error's ``message`` is llama-server refusing tools for want of ``--jinja``."""
+    return "--jinja" in message.lower()
+
+
 def map_http_status(
     status: int, message: str, *, retry_after: float | None = None
 ) -> ProviderError:
-    """The error for an HTTP error ``status`` whose body said ``message``."""
+    """The error for an HTTP error ``status`` whose body said ``message``. A server refusing
+    the tools for want of a flag (``needs_jinja``) is ``BAD_REQUEST`` whatever its status (its
+    500 is no passing fault: not retried), with ``JINJA_HINT``."""
+    if needs_jinja(message):
+        return provider_error(ErrorCode.BAD_REQUEST, f"{message}: {JINJA_HINT}", status=status)
     if status in (400, 413, 422) and is_context_overflow(message):
         code = ErrorCode.CONTEXT_WINDOW_EXCEEDED
     elif status in (401, 403):
