@@ -415,15 +415,51 @@ def test_overflow_error_inside_the_stream_maps_to_context_window_exceeded(server
     assert (error.code, error.retryable) == (ErrorCode.CONTEXT_WINDOW_EXCEEDED, False)
 
 
-def test_stream_that_ends_without_finish_is_an_invalid_response(server: FakeServer):
-    server.queue(openai_stream(oa_chunk(content="cut off")))
+def test_an_event_stream_that_ends_without_finish_says_the_connection_closed_mid_reply(
+    server: FakeServer,
+):
+    """A proxy whose server died closes the stream cleanly: it was INVALID_RESPONSE "stream
+    ended without a finish reason", blaming the server's output, not the dropped connection."""
+    server.queue(openai_stream(oa_chunk(content="cut off"), done=False))
 
     events, error = collect_until_error(provider(server).stream(make_request(), history=()))
 
     assert events == [TextDelta("cut off")]
-    assert error.code == ErrorCode.INVALID_RESPONSE
-    assert not error.retryable
-    assert error.detail == "stream ended without a finish reason"  # an event stream, cut short
+    assert (error.code, error.retryable) == (ErrorCode.CONNECTION, True)
+    assert error.detail == (
+        "the server closed the connection mid-reply (7 characters received), without a finish "
+        "reason"
+    )
+
+
+def test_a_connection_dropped_mid_body_says_how_much_of_the_reply_came(server: FakeServer):
+    """A killed llama-server: the chunked body breaks off. It was said as httpx's own text
+    (``Connection error. (RemoteProtocolError: peer closed connection without sending complete
+    message body (incomplete chunked read))``)."""
+    stream = openai_stream(
+        oa_chunk(content="Once upon"), oa_chunk(content=" a time"), oa_chunk(finish="stop")
+    )
+    server.queue(Canned(200, stream.headers, stream.parts, chunked=True, drop_after=2))
+
+    events, error = collect_until_error(provider(server).stream(make_request(), history=()))
+
+    assert events == [TextDelta("Once upon"), TextDelta(" a time")]
+    assert (error.code, error.retryable) == (ErrorCode.CONNECTION, True)
+    assert error.detail == "the server closed the connection mid-reply (16 characters received)"
+
+
+def test_an_event_stream_closed_before_anything_came_is_retried_as_a_connection(
+    server: FakeServer,
+):
+    server.queue(openai_stream(done=False))
+
+    events, error = collect_until_error(provider(server).stream(make_request(), history=()))
+
+    assert events == [] and (error.code, error.retryable) == (ErrorCode.CONNECTION, True)
+    assert error.detail == (
+        "the server closed the connection before the reply's first character, without a finish "
+        "reason"
+    )
 
 
 @pytest.mark.parametrize("media", ["text/html; charset=utf-8", "application/json", None])

@@ -19,11 +19,13 @@ from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event, Message, ReasoningBlock, TextBlock, ToolResultBlock
 from dsh.events import Usage as UsageStruct
 from dsh.llm.errors import (
+    EVENT_STREAM,
     ErrorCode,
     base_url_refusal,
     client_credentials,
     content_type,
     map_openai_error,
+    provider_error,
     unfinished_stream,
     without_credentials,
 )
@@ -127,6 +129,7 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
             body["max_completion_tokens"] = body.pop("max_tokens")
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]
+        received, opened = 0, False  # characters streamed; the answer's headers came
         try:
             chunks = await client.chat.completions.create(
                 model=model,
@@ -136,6 +139,7 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
                 extra_body=body,
                 extra_headers=request_headers,
             )
+            opened = True
             # Closing the stream releases the connection when the caller stops early.
             async with chunks:
                 media = content_type(chunks)
@@ -144,11 +148,16 @@ class OpenAICompatProvider(ClientOnFirstUse["Sdk"]):
                     source = _whole_reply(await chunks.response.aread(), media, self._base_url)
                 events = _events(source, media, self._base_url, _output_bound(body))
                 async for event in events:
+                    received += _received(event)
                     yield event
+        except _NoFinish:
+            raise closed_mid_reply(received, no_finish=True) from None
         except ProviderError as exc:
             raise without_credentials(exc, client_credentials(client, self._header_names)) from None
         except Exception as exc:
             error = map_openai_error(exc)
+            if opened and error.code == ErrorCode.CONNECTION and error.retryable:
+                error = closed_mid_reply(received)  # the answer's body broke off
             if self._keyless and error.code == ErrorCode.AUTH:
                 error = ProviderError(
                     error.code, f"{error.detail} ({KEYLESS_HINT})", status=error.status
@@ -379,6 +388,8 @@ async def _events(
         yield event
     if usage is not None:
         yield UsageReport(usage_from_wire(usage))
+    if finish is None and _media(content_type) == EVENT_STREAM:
+        raise _NoFinish  # said with what the caller received (``closed_mid_reply``)
     if finish is None:
         raise unfinished_stream("finish reason", content_type, base_url)
     reason = _FINISH_REASONS.get(finish, "stop")
@@ -386,6 +397,33 @@ async def _events(
         # Ollama and some llama.cpp builds report "stop" for a reply that calls tools.
         reason = "tool-calls"
     yield Finish(reason)
+
+
+def closed_mid_reply(received: int, *, no_finish: bool = False) -> ProviderError:
+    """The ``CONNECTION`` error of a reply whose connection closed before its end, after
+    ``received`` characters (text, reasoning, call arguments). ``no_finish``: the stream closed
+    cleanly but without a finish reason (a proxy whose server died closes it so). Retried like
+    any ``CONNECTION`` while nothing has reached the caller."""
+    where = (
+        f"mid-reply ({received:,} characters received)"
+        if received
+        else "before the reply's first character"
+    )
+    without = ", without a finish reason" if no_finish else ""
+    return provider_error(
+        ErrorCode.CONNECTION, f"the server closed the connection {where}{without}"
+    )
+
+
+class _NoFinish(Exception):
+    """An event stream that ended without a finish reason: its connection closed mid-reply."""
+
+
+def _received(event: StreamEvent) -> int:
+    """The characters ``event`` carries (the figure a reply cut short is said with)."""
+    if isinstance(event, TextDelta | ReasoningDelta | ToolCallDelta):
+        return len(_piece(event))
+    return 0
 
 
 def _piece(event: TextDelta | ReasoningDelta | TextWasReasoning | ToolCallDelta) -> str:
