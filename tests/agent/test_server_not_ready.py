@@ -14,7 +14,7 @@ from dsh.errors import ConfigError
 from dsh.llm import window as window_module
 from dsh.llm.window import Discovered, NotReady, discover_window
 from tests.llm.conftest import server  # noqa: F401
-from tests.llm.fake_server import Canned, FakeServer, json_ok
+from tests.llm.fake_server import Canned, FakeServer, json_ok, openai_text
 
 LOADED = b'{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}'
 LOADING = Canned(503, {"Content-Type": "application/json"}, (LOADED,))
@@ -117,3 +117,41 @@ def test_a_503_page_that_is_not_a_short_message_is_not_repeated(server, monkeypa
     server.fixed["/props"] = Canned(503, {"Content-Type": "application/json"}, (page,))
     found = discover_window(server.url + "/v1", "m")
     assert found == NotReady("the server answered 503")
+
+
+def test_dsh_run_says_it_waits_once_then_runs_in_the_window_reported_after_loading(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """The real command, real pauses: the server answers 503 until the test has seen dsh ask
+    (a condition waited for, not a timer), then reports 8,192 tokens."""
+    import os
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    server.fixed["/props"] = LOADING
+    server.queue(openai_text("hello"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_")}
+    env["DSH_HOME"] = str(tmp_path / "home")
+    dsh = str(Path(sys.executable).with_name("dsh"))
+    command = [dsh, "run", "--base-url", server.url + "/v1", "--model", "m", "--json", "hi"]
+
+    def load_once_asked() -> None:
+        deadline = time.monotonic() + 120
+        while not server.fixed_requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.fixed["/props"] = json_ok({"default_generation_settings": {"n_ctx": 8192}})
+
+    loader = threading.Thread(target=load_once_asked, daemon=True)
+    loader.start()
+    result = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+    )
+    loader.join()
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    windows = [e["data"]["contextWindow"] for e in events if e["type"] == "request/context"]
+    assert windows == [8192]
+    assert result.stderr.count("the server answered 503 (Loading model); waiting up to 60 s") == 1
+    assert "assuming 128,000" not in result.stderr
