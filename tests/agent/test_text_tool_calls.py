@@ -113,15 +113,21 @@ def test_a_text_call_with_arguments_its_tool_refuses_is_answered_not_left_as_tex
     assert "'path'" in results[1].data.message.content[0].content[0].text
 
 
-def test_a_text_call_to_an_unknown_tool_leaves_the_reply_text(tmp_path, server: FakeServer):  # noqa: F811
+def test_a_text_call_to_an_unknown_tool_runs_nothing_and_the_model_is_told(
+    tmp_path,
+    server: FakeServer,  # noqa: F811
+):
+    """A whole reply of calls, one naming no tool: none runs (the reply is not split), and the
+    model is told which tool does not exist (tests/agent/test_unread_text_calls.py)."""
     reply = (
         '{"name": "read_file", "arguments": {"path": "notes.txt"}}\n'
         '{"name": "delete_everything", "arguments": {}}'
     )
-    server.queue(_text_reply(reply))
+    server.queue(_text_reply(reply), openai_text("ok"))
     agent = _local_agent(tmp_path, server.url + "/v1")
-    assert run(agent.run_turn("q")).text == reply
+    assert run(agent.run_turn("q")).text == "ok"
     assert not any(isinstance(e, ToolCallEvent) for e in agent.session.events)
+    assert "no tool `delete_everything`" in json.dumps(server.bodies[1]["messages"])
 
 
 def test_a_recovered_call_goes_through_approval_as_usual(tmp_path, server: FakeServer):  # noqa: F811

@@ -24,7 +24,8 @@ cut in a row ends it ``max-tokens`` (``dsh.agent.step_outcome``). With ``text_to
 reply whose whole text is valid tool calls is logged as those calls
 (``dsh.llm.text_tool_calls``) and they run through approval like any other, or not at all when
 the reply was cut; a cut reply whose text began as such a call is answered with a
-``user/message`` saying so, and counts as a cut call. A read-only call repeated in a turn with
+``user/message`` saying so, and counts as a cut call; one not cut that cannot run (not JSON, no
+such tool) is answered too (``dsh.agent.unread_calls``). A read-only call repeated in a turn with
 the same result is told so in its result, and the turn stops at ``tools.max_repeated_calls``
 such calls (``dsh.agent.repeated_calls``), ending ``repeated-calls``; one that takes every step
 ``max_steps`` allows ends ``max-steps``; at most ``tools.max_calls_per_reply`` calls of a
@@ -52,7 +53,7 @@ from dsh.agent.request import request_from_state
 from dsh.agent.request_header import log_header_if_changed
 from dsh.agent.retry_notice import retry_warning
 from dsh.agent.room import fixed_tokens, prompt_problem
-from dsh.agent.step_outcome import CallOutcome, plan_step
+from dsh.agent.step_outcome import CallOutcome, StepPlan, plan_step
 from dsh.agent.text_replies import read_reply
 from dsh.agent.tool_calls import answer_unrun_calls, is_read_only, run_tool_calls
 from dsh.agent.turn_close import close_failed_turn, log_unsent_prompt
@@ -241,7 +242,7 @@ class Agent:
         last_text = ""
         step = 0
         overflow_retries = 0
-        cut_before = False  # the step before was cut at the output limit with tool calls
+        before: StepPlan | None = None  # the plan of the step before (a cut, an unread call)
         while True:
             self.incoming_tokens = sum(message_tokens(message) for message in pending)
             try:
@@ -263,15 +264,15 @@ class Agent:
                 last_text = outcome.message.text() or last_text
             plan = plan_step(
                 outcome,
-                cut_before=cut_before,
+                before=before,
                 params=self.config.params,
                 text_calls=self.config.text_tool_calls,
             )
-            cut_before = plan.cut
+            before = plan
             calls = outcome.message.tool_calls() if outcome.message is not None else ()
             if plan.unrun is not None:
                 answer_unrun_calls(self.session, turn, step, calls, *plan.unrun, outcome.from_text)
-            if plan.notice is not None:  # a text tool call was cut: the model is told
+            if plan.notice is not None:  # a text tool call was cut or cannot run: it is told
                 self.session.append(plan.notice)
             end = plan.end
             cancelled = None
@@ -431,9 +432,7 @@ class Agent:
                 finish=assembler.finish,
                 output_limit=assembler.output_limit,
                 overflow_retries=overflow_retries,
-                from_text=reply.recovered_from_text is not None,
-                calls_complete=reply.from_prose,
-                not_run=reply.not_run,
+                read=reply,
             )
 
     def _log_partial(

@@ -20,6 +20,11 @@ run (so tool pairing holds), and the turn goes on or ends after the step:
   runs. It counts as a cut call: the model is told in a ``user/message`` (``CUT_CALL_NOTICE``)
   that its call was cut and not run, and the turn goes on; a second cut in a row ends it as
   above;
+- the reply (not cut) has no tool call, but with ``text_tool_calls`` on its whole text is a call
+  that cannot run: not valid JSON, or naming a tool that does not exist
+  (``dsh.agent.unread_calls``). Nothing runs; the model is told why in a ``user/message``
+  (``CallOutcome.unread``) and the turn goes on; a second such reply in a row ends it
+  ``error`` (``UNREAD_TWICE``);
 - otherwise the calls run and the turn goes on (when the reply also wrote calls in its text
   that are not run, the model is told after them: ``after_calls``); a reply without calls ends
   the turn
@@ -32,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dsh.agent.text_replies import not_run_notice
+from dsh.agent.text_replies import ReadReply, not_run_notice
 from dsh.events import Message, PluginSource, TextBlock, TurnEndKind
 from dsh.llm.text_tool_calls import starts_like_a_call
 from dsh.llm.types import CUT_CALL_NOTICE, CUT_REPLY, FILTERED_REPLY
@@ -50,6 +55,13 @@ CUT_TEXT_CALL_NOT_RUN = (
 """What the model is told after a cut reply whose tool call, written as text, no longer parses."""
 
 
+UNREAD_TWICE = (
+    "the model's reply was a tool call that could not be run (not valid JSON, or a tool that "
+    "does not exist) twice in a row; nothing in it ran"
+)
+"""The error of a turn whose replies were such calls twice in a row (``StepPlan.unread``)."""
+
+
 @dataclass(slots=True)
 class CallOutcome:
     """How one model call ended: the logged reply and its finish reason, or an error."""
@@ -60,16 +72,32 @@ class CallOutcome:
     cancelled: str | None = None
     """Why the turn was cancelled during the call (``turn/end``'s error); None: it was not."""
     overflow_retries: int = 0
-    from_text: bool = False
-    """The reply's tool calls were recovered from its text (``provider.text_tool_calls``)."""
-    calls_complete: bool = False
-    """The reply's calls ended before what a cut at the output limit cut (calls taken out of
-    prose: their fence closed, and the text after it was dropped): they run even then."""
     output_limit: int | None = None
     """The bound a cut reply was cut at, as the provider reported it (a replay: the recorded
     request's); None: the request's ``max_tokens``."""
-    not_run: tuple[str, ...] = ()
-    """The calls the reply wrote in its text that are not run (``dsh.agent.text_replies``)."""
+    read: ReadReply | None = None
+    """What the loop read in the reply's text (``dsh.agent.text_replies``)."""
+
+    @property
+    def from_text(self) -> bool:
+        """The reply's tool calls were recovered from its text (``provider.text_tool_calls``)."""
+        return self.read is not None and self.read.recovered_from_text is not None
+
+    @property
+    def calls_complete(self) -> bool:
+        """The reply's calls ended before what a cut at the output limit cut (calls taken out
+        of prose: their fence closed, and the text after it was dropped): they run even then."""
+        return self.read is not None and self.read.from_prose
+
+    @property
+    def not_run(self) -> tuple[str, ...]:
+        """The calls the reply wrote in its text that are not run."""
+        return () if self.read is None else self.read.not_run
+
+    @property
+    def unread(self) -> Message | None:
+        """What the model is told when the whole reply is a text call that cannot run."""
+        return None if self.read is None else self.read.unread
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +110,11 @@ class StepPlan:
     """(kind, error) the turn ends with after this step; None: the turn goes on."""
     cut: bool = False
     """The reply was cut at the output-token limit with tool calls in it (or one as text)."""
+    unread: bool = False
+    """The whole reply was a call written as text that cannot run (``CallOutcome.unread``)."""
     notice: Message | None = None
-    """A message to log after the reply, for the model: its text tool call was cut."""
+    """A message to log after the reply, for the model: its text tool call was cut, or cannot
+    run."""
     after_calls: Message | None = None
     """A message to log after the reply's calls ran, if the turn goes on to another step (not
     after the last one ``max_steps`` allows: no model call would read it), for the model: calls
@@ -91,10 +122,14 @@ class StepPlan:
 
 
 def plan_step(
-    outcome: CallOutcome, *, cut_before: bool, params: dict[str, Any], text_calls: bool = False
+    outcome: CallOutcome,
+    *,
+    before: StepPlan | None,
+    params: dict[str, Any],
+    text_calls: bool = False,
 ) -> StepPlan:
-    """The plan for a step whose model call ended with ``outcome``; ``cut_before``: the step
-    before in this turn was cut at the output limit with tool calls in it; ``params``: the
+    """The plan for a step whose model call ended with ``outcome``; ``before``: the plan of the
+    step before in this turn (None: this is its first); ``params``: the
     request's generation parameters (their ``max_tokens`` is named in the error, unless the
     provider reported the bound, ``CallOutcome.output_limit``);
     ``text_calls``: replies are searched for tool calls written as text."""
@@ -111,6 +146,7 @@ def plan_step(
     calls = message is not None and bool(message.tool_calls())
     cut = outcome.finish == "max-tokens"
     bound = outcome.output_limit or params.get("max_tokens")
+    cut_before = before is not None and before.cut
     if cut and calls and not outcome.calls_complete:
         unrun = ("NOT_RUN", CUT_CALL_NOT_RUN)
         if not cut_before:  # the turn goes on: the model may issue the calls again
@@ -126,6 +162,10 @@ def plan_step(
         return StepPlan(end=("max-tokens", cut_twice(bound)))
     if cut:
         return StepPlan(end=("max-tokens", cut_answer(bound)))
+    if outcome.unread is not None:  # the model is told why, and may send it again, once
+        if before is not None and before.unread:
+            return StepPlan(end=("error", UNREAD_TWICE))
+        return StepPlan(notice=outcome.unread, unread=True)
     return StepPlan(end=("completed", None))
 
 

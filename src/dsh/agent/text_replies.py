@@ -28,16 +28,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsh.agent.tool_calls import names_read_only
+from dsh.agent.unread_calls import unknown_tools_notice, unreadable_notice
 from dsh.events import AssistantMessageEvent, Message, PluginSource, TextBlock
 from dsh.llm.assemble import StreamAssembler
-from dsh.llm.text_tool_calls import calls_not_run, recover_reply
+from dsh.llm.text_tool_calls import (
+    calls_not_run,
+    recover_reply,
+    recover_tool_calls,
+    unknown_tool_calls,
+    unreadable_call,
+)
+from dsh.llm.types import TEXT_CALLS_NOTICE
 from dsh.surface import Session
 from dsh.tools.registry import ToolRegistry
 from dsh.transcript.render import not_run_note
-
-TEXT_CALLS_NOTICE = "text-tool-calls"
-"""The plugin (``PluginSource``) of the ``user/message`` that tells the model which calls it
-wrote as text were not run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,9 @@ class ReadReply:
     """The calls were taken out of prose (they run even when the reply was then cut)."""
     not_run: tuple[str, ...]
     """The tool names of the calls written in the text that are not run, in order."""
+    unread: Message | None = None
+    """What the model is told when the whole reply is a call written as text that cannot run:
+    not valid JSON, or naming a tool that does not exist (``dsh.agent.unread_calls``)."""
 
 
 def read_reply(
@@ -76,19 +83,42 @@ def read_reply(
         return names_read_only(tools, name)
 
     enabled = assembler.text_calls if assembler.text_calls is not None else configured
-    recovered = recover_reply(message, accepts, id_prefix, in_prose=in_prose) if enabled else None
+    text = message.text()
+    unread = _unread(message, tools) if enabled and not message.tool_calls() else None
+    recovered = (
+        recover_reply(message, accepts, id_prefix, in_prose=in_prose)
+        if enabled and unread is None
+        else None
+    )
     if assembler.text_calls_not_run is not None:  # a replay: as its log named them
         not_run = assembler.text_calls_not_run
     elif enabled and not message.tool_calls():
-        not_run = tuple(calls_not_run(message.text(), accepts, recovered))
+        not_run = tuple(calls_not_run(text, accepts, recovered))
     else:
         not_run = ()
     return ReadReply(
         message=message if recovered is None else recovered.message,
-        recovered_from_text=message.text() if recovered is not None else None,
+        recovered_from_text=text if recovered is not None else None,
         from_prose=recovered is not None and recovered.from_prose,
         not_run=not_run,
+        unread=unread,
     )
+
+
+def _unread(message: Message, tools: ToolRegistry) -> Message | None:
+    """What the model is told when ``message``'s whole text is a call written as text that
+    cannot run: calls naming a tool that does not exist, or one that is not valid JSON."""
+    text = message.text()
+
+    def known(name: str, arguments: str) -> bool:
+        return tools.get(name) is not None
+
+    if unknown := unknown_tool_calls(text, known):
+        calls = len(recover_tool_calls(text, lambda name, arguments: True) or ())
+        return unknown_tools_notice(message.id, unknown, calls, tools.names)
+    if recover_tool_calls(text, known) is None and (why := unreadable_call(text)) is not None:
+        return unreadable_notice(message.id, why)
+    return None
 
 
 def turn_not_run_warning(session: Session, turn: int) -> str | None:

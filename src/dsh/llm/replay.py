@@ -5,10 +5,11 @@ Conversation calls are answered by the recorded ``assistant/message`` and ``requ
 events in order (a failed stream's partial message is streamed again before its error; tool
 calls recovered from text are served as that text, so the loop recovers them again, and a reply
 the log kept as text is marked so that it stays text whatever the recovery rules are now
-(``Finish.text_calls``), and the calls written in a reply's text that did not run are those the
-log named (``Finish.text_calls_not_run``); a reply that was cut finishes ``max-tokens`` with its
-recorded request's ``max_tokens``, so the turn's error names the same bound); compaction calls
-by the recorded ``compaction/summary`` events that came from exactly one model call
+(``Finish.text_calls``; one the model was told could not run as calls is read as calls again),
+and the calls written in a reply's text that did not run are those the log named
+(``Finish.text_calls_not_run``); a reply that was cut finishes ``max-tokens`` with its recorded
+request's ``max_tokens``, so the turn's error names the same bound); compaction calls by the
+recorded ``compaction/summary`` events that came from exactly one model call
 (``llmStreamCall: true``), via their ``rawOutput``.
 """
 
@@ -43,6 +44,7 @@ from dsh.llm.types import (
     CUT_CALL_NOTICE,
     CUT_REPLY,
     FILTERED_REPLY,
+    TEXT_CALLS_NOTICE,
     Finish,
     FinishReason,
     ModelRequest,
@@ -102,6 +104,21 @@ def _output_limits(events: Sequence[Event]) -> dict[int, int]:
     return limits
 
 
+def _told_unread(events: Sequence[Event]) -> set[int]:
+    """The answers the model was told could not run as tool calls (a ``TEXT_CALLS_NOTICE``
+    message ``{reply}-unread`` follows them): the log read their text as calls."""
+    replies = {e.data.message.id: e.seq for e in events if isinstance(e, AssistantMessageEvent)}
+    return {
+        replies[e.data.id.removesuffix("-unread")]
+        for e in events
+        if isinstance(e, UserMessageEvent)
+        and isinstance(e.data.source, PluginSource)
+        and e.data.source.plugin == TEXT_CALLS_NOTICE
+        and e.data.id.endswith("-unread")
+        and e.data.id.removesuffix("-unread") in replies
+    }
+
+
 def _answers_a_cut(event: Event) -> bool:
     """A call's ``NOT_RUN`` result for a cut reply, or the message telling the model its text
     tool call was cut (``CUT_CALL_NOTICE``)."""
@@ -149,6 +166,7 @@ class ReplayProvider:
         self._finishes = _stopped_finishes(recorded_events)
         """Recorded answer → the finish that ended its turn early (output limit, filter)."""
         self._limits = _output_limits(recorded_events)
+        self._unread = _told_unread(recorded_events)
         """Recorded answer → the output bound of its request (a cut reply reports it)."""
         self._summaries = _replayable_summaries(recorded_events)
         self._compactions_served = 0
@@ -210,7 +228,7 @@ class ReplayProvider:
         yield Finish(
             finish,
             cut_at,
-            text_calls=recorded.recovered_from_text is not None,
+            text_calls=recorded.recovered_from_text is not None or event.seq in self._unread,
             text_calls_not_run=recorded.text_calls_not_run,
         )
 

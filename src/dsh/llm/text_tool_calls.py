@@ -35,6 +35,11 @@ in the wrapper that ran), so people are told the reply's words were not acted on
 A reply cut at the output limit may end in the middle of such a call, so it no longer parses:
 ``starts_like_a_call`` tells the loop its text began as one (a JSON object, bare or fenced, or a
 ``<tool_call>`` or ``<tools>`` tag), so the model can be told its call was cut and not run.
+A whole reply that begins as a call, its first key a call's, but is not valid JSON (a missing
+``}``, a stray ``]``) was not cut: ``unreadable_call`` says why, so the model can be told to send
+it again. One common template artefact is read as meant: ``{{"name": …}}`` (an extra opening
+brace, and maybe an extra closing one) is the call inside. A whole reply of calls some of which
+name no tool ``accepts`` takes: ``unknown_tool_calls`` gives them, so the model can be told.
 
 Recovery is a pure function of the text, so a replayed reply recovers the same calls.
 """
@@ -90,6 +95,56 @@ def recover_tool_calls(text: str, accepts: Accepts) -> list[TextToolCall] | None
             return None
         calls.append(call)
     return calls
+
+
+def unknown_tool_calls(text: str, accepts: Accepts) -> list[TextToolCall]:
+    """The calls of ``text`` that ``accepts`` refuses, when its whole text is calls (as
+    ``recover_tool_calls`` reads it); empty otherwise."""
+    calls = [_as_call(value) for value in _json_objects(text) or ()]
+    if not calls or any(call is None for call in calls):
+        return []
+    return [c for c in calls if c is not None and not accepts(c.name, c.arguments)]
+
+
+_CALL_OBJECT = re.compile(r'\[?\s*\{+\s*"(?:name|arguments|parameters|type)"\s*:')
+"""The start of a call object (or of a list of them), its first key a call's."""
+_CLOSINGS = re.compile(r"(?:```|</tools>|</tool_call>)\s*\Z", re.IGNORECASE)
+_ARGUMENTS = re.compile(r'"(?:arguments|parameters)"\s*:')
+
+
+def unreadable_call(text: str) -> str | None:
+    """Why ``text`` is a call that cannot be read: the whole text begins as a call (bare or
+    after a wrapper's opening, its first key a call's) whose JSON is not valid, or is followed
+    by nothing but stray brackets. None when it is not such a text."""
+    position = len(text) - len(text.lstrip())
+    for opening, _, _ in WRAPPERS:
+        if (opened := opening.match(text, position)) is not None:
+            position = opened.end() + len(text[opened.end() :]) - len(text[opened.end() :].lstrip())
+            break
+    if _CALL_OBJECT.match(text, position) is None or _ARGUMENTS.search(text) is None:
+        return None
+    try:
+        _DECODER.raw_decode(text, _unbraced(text, position))
+    except ValueError as exc:
+        at = getattr(exc, "pos", None)
+        if not isinstance(at, int) or at >= len(text.rstrip()):
+            return f"it ends at character {len(text.rstrip())} before the JSON is closed"
+        found = text[at]
+        return f"not valid JSON at character {at}: {getattr(exc, 'msg', exc)}, found {found!r}"
+    except RecursionError:
+        return "not valid JSON: nested too deeply"
+    _, end = _decode(text, _unbraced(text, position))
+    rest = _CLOSINGS.sub("", text[end:]).strip()
+    if rest and set(rest) <= set("}]),;"):
+        return f"not valid JSON: {rest[0]!r} at character {text.index(rest[0], end)} is extra"
+    return None
+
+
+def _unbraced(text: str, position: int) -> int:
+    """Where the call at ``position`` starts: after one extra ``{`` of ``{{"name": …``."""
+    if text.startswith("{{", position) and _decode(text, position + 1)[1] >= 0:
+        return position + 1
+    return position
 
 
 def starts_like_a_call(text: str) -> bool:
@@ -246,9 +301,13 @@ def _json_objects(text: str, wrappers: tuple[Wrapper, ...] = WRAPPERS) -> list[A
                 return None
             values.extend(held)
         elif text[position] == "{":
-            value, position = _decode(text, position)
-            if position < 0:
+            start = _unbraced(text, position)
+            value, after = _decode(text, start)
+            if after < 0:
                 return None
+            if start > position and text.startswith("}", after):
+                after += 1  # the closing brace of ``{{…}}``
+            position = after
             values.append(value)
         elif text[position] == "[":  # a list of calls (Mistral's, or bare)
             value, position = _decode(text, position)

@@ -89,6 +89,10 @@ FILTERED_REPLY = "the provider stopped the reply (content filter or refusal)"
 CUT_REPLY = "your reply was cut at the output-token limit"
 """Named in the ``NOT_RUN`` result of each tool call of a reply that finished ``max-tokens``
 (its arguments may be cut, so it is not run); the replay provider finds such replies by it."""
+TEXT_CALLS_NOTICE = "text-tool-calls"
+"""The plugin (``PluginSource``) of the ``user/message`` that tells the model which calls it
+wrote as text were not run, or that its reply, a call written as text, could not be run (id
+``{reply}-unread``: the replay provider reads such a reply's text as calls again)."""
 
 CUT_CALL_NOTICE = "output-limit"
 """The plugin (``PluginSource``) of the ``user/message`` that tells the model its reply was cut
