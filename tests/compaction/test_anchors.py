@@ -389,3 +389,27 @@ def test_paths_with_an_s_segment_or_in_a_sed_with_other_delimiters_stay_paths():
     text = "read docs/s/a/b.md and ./s/x/y.py; sed 's|/usr/lib|/opt/lib|' run.sh"
     paths = [a.text for a in extract_anchors(text) if a.kind == "path"]
     assert paths == ["docs/s/a/b.md", "./s/x/y.py", "/usr/lib", "/opt/lib", "run.sh"]
+
+
+@pytest.mark.parametrize("prefix", ["", "User: ", "Tool result (error): ", "Tool result: "])
+def test_the_code_dsh_own_notes_begin_with_is_never_an_anchor(prefix):
+    """A stub's keywords listed ``id: NOT_RUN``, out of dsh's ``[NOT_RUN]`` note telling the
+    model its call was cut (the llama audit, finding 6): dsh wrote it, nobody said it."""
+    from dsh.agent.call_cap import TOO_MANY_CALLS
+    from dsh.agent.step_outcome import CUT_TEXT_CALL_NOT_RUN
+    from dsh.agent.unread_calls import unreadable_notice
+
+    notes = [
+        CUT_TEXT_CALL_NOT_RUN,
+        unreadable_notice("a-1-1", "it ends at character 65 before the JSON is closed").text(),
+        f"[{TOO_MANY_CALLS}] not run: your reply asked for 12 tool calls",
+        "[CANCELLED] cancelled by the user",
+    ]
+    for note in notes:
+        anchors = extract_anchors(f"Assistant: Let me look.\n{prefix}{note}")
+        assert not any(a.text in ("NOT_RUN", TOO_MANY_CALLS, "CANCELLED") for a in anchors)
+
+
+def test_a_code_the_conversation_says_is_still_an_anchor():
+    anchors = extract_anchors("User: the job fails with NOT_RUN and [E_QUOTA] at 3pm")
+    assert Anchor("id", "NOT_RUN") in anchors and Anchor("id", "E_QUOTA") in anchors

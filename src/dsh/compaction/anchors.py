@@ -55,6 +55,12 @@ _MASK_HEAD, _MASK_TAIL = MASK.split("{name}")
 _MASKED = re.compile(re.escape(_MASK_HEAD) + r"[^\[\]\n]+" + re.escape(_MASK_TAIL))
 """A masked secret's placeholder (``[masked AUDIT_API_TOKEN]``): dsh wrote it, nobody said it,
 so no anchor of any kind is taken from it."""
+_DSH_CODE = re.compile(
+    r"^[ \t]*(?:(?:User|Tool result(?: \(error\))?):[ \t]*)?\[[A-Z][A-Z0-9_]+\](?= )", re.MULTILINE
+)
+"""The code dsh's own notes and the results of calls it did not run begin with (``[NOT_RUN]
+your reply was cut…``, ``[TOO_MANY_CALLS] not run: …``): dsh wrote it, nobody said it, so no
+anchor is taken from it (a stub's keywords listed ``id: NOT_RUN``)."""
 _SED_SUBSTITUTION = re.compile(r"(?<![\w/.~-])s/(?:[^/\\\n]|\\.)*/(?:[^/\\\n]|\\.)*/[A-Za-z0-9]*")
 """A sed substitution ``s/regex/replacement/flags``: code, whose slashes delimit a regex and
 its replacement — ``/line-3-entry`` out of ``s/^/line-3-entry /`` is no path."""
@@ -81,9 +87,12 @@ def extract_anchors(
             needed.update(BLOCKED_BY[kind])
     # One byte per character and kind: 1 where a match of that kind was taken (linear time).
     taken = {kind: bytearray(len(text)) for kind in KINDS}
-    masked = bytearray(len(text))  # 1 inside a masked secret's placeholder: no kind's
+    masked = bytearray(len(text))  # 1 inside a secret's placeholder or dsh's code: no kind's
     if _MASK_HEAD in text:
         for match in _MASKED.finditer(text):
+            masked[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    if "[" in text:
+        for match in _DSH_CODE.finditer(text):
             masked[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
     found: list[tuple[int, int, str]] = []  # (start, kind index, anchor text)
     lowered = text.lower() if prefilter else ""
