@@ -155,7 +155,7 @@ def matches_text(
     for hit in words.best(CANDIDATES):
         if rarest not in hit.held or sum(weight[term] for term in hit.held) < need:
             continue
-        line = _line(events, hit, cache, terms) if _qualifies(events, hit, floor, cache) else None
+        line = _line(events, hit, cache, terms) if _qualifies(hit, floor) else None
         if line is None or line.split("]", 1)[0] + "]" in shown:
             continue
         if lines and sum(len(kept) + 1 for kept in lines) + len(line) + 1 > room:
@@ -166,10 +166,9 @@ def matches_text(
     return "\n".join([HEADING, *lines]) if lines else None
 
 
-def _qualifies(events: Sequence[Event], hit: WordHit, floor: float, cache: SpanCache) -> bool:
-    if hit.score / len(hit.held) < floor:
-        return False
-    return hit.index not in cache.copies(events, hit.checkpoint)
+def _qualifies(hit: WordHit, floor: float) -> bool:
+    """An original (not a checkpoint's text copied into a later span) whose words are rare."""
+    return not hit.copy and hit.score / len(hit.held) >= floor
 
 
 def _echoes(message: str, prompt_terms: Sequence[str]) -> bool:

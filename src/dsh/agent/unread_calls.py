@@ -13,11 +13,11 @@ such reply in a row ends it (``dsh.agent.step_outcome``).
 
 from __future__ import annotations
 
-import difflib
 import json
 import shlex
 from collections.abc import Sequence
 
+from dsh.config.wording import closest
 from dsh.events import Message, PluginSource, TextBlock
 from dsh.llm.text_tool_calls import TextToolCall
 from dsh.llm.types import TEXT_CALLS_NOTICE
@@ -121,7 +121,9 @@ def closest_tools(name: str, tools: Sequence[str]) -> list[str]:
     same = _SAME_AS.get(name.lower())
     if same is not None and same in tools:
         found.append(same)
-    found += difflib.get_close_matches(name, tools, n=1, cutoff=0.6)
+    near = closest(name, tools)
+    if near is not None:
+        found.append(near)
     return list(dict.fromkeys(found))
 
 
