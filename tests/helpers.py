@@ -38,9 +38,10 @@ from dsh.events import (
     TurnStartEvent,
     Usage,
     UserSource,
+    model_message,
 )
 from dsh.store import EventStore, JsonlStore, SqliteStore
-from dsh.surface import Session, message_tokens, surface_message
+from dsh.surface import Session, message_tokens
 
 FIXED_TIME = 1_790_000_000_000
 """Epoch milliseconds used by every deterministic test clock (2026-09-21)."""
@@ -249,7 +250,7 @@ def heuristic_price(session: Session, seqs: Sequence[int]) -> int:
     accounting")."""
     total = 0
     for seq in seqs:
-        message = surface_message(session.events[seq])  # type: ignore[arg-type]
+        message = model_message(session.events[seq])  # type: ignore[arg-type]
         total += 0 if message is None else message_tokens(message)
     return total
 

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from dsh.events import AssistantMessageEvent, ReasoningBlock, RequestErrorEvent, TurnEndEvent
+from dsh.events import (
+    AssistantMessageEvent,
+    ReasoningBlock,
+    RequestErrorEvent,
+    TurnEndEvent,
+    interruption_note,
+)
 from dsh.store import JsonlStore
 from dsh.store.derived import live_text_path
 from dsh.store.live_file import PROCESS_ENDED
@@ -106,9 +112,9 @@ def test_a_killed_run_leaves_its_streamed_text_logged_once_as_the_interrupted_re
 
     server.queue(held_reply(SECOND, release))
     kill_while_streaming(home, workspace, sid, server.url, SECOND)
-    # the next call sent the model the recovered text as its earlier reply
+    # the next call sent the model the recovered text as its earlier reply, marked cut off
     sent = [m for m in server.bodies[1]["messages"] if m["role"] == "assistant"]
-    assert [m["content"] for m in sent] == [FIRST]
+    assert [m["content"] for m in sent] == [f"{FIRST}\n\n{interruption_note(PROCESS_ENDED)}"]
     session = Session.open(store, sid, writable=True)
     assert texts(session) == [FIRST, SECOND]
     length = len(session.events)

@@ -108,7 +108,8 @@ def test_the_next_request_carries_the_partial_and_every_request_rebuilds_from_th
     assert run(agent.run_turn("first")).reason == "error"
     assert run(agent.run_turn("go on")).text == "whole answer"
     wire = server.bodies[1]["messages"]
-    assert {"role": "assistant", "content": "half an answer"} in wire
+    cut = "half an answer\n\n[This reply was cut off here: the model server failed (CONNECTION).]"
+    assert {"role": "assistant", "content": cut} in wire
     calls = list(rebuild_requests(harness.session.events))
     assert len(calls) == 2  # the partial belongs to its request/error, not a call of its own
     sent = [body["messages"] for body in server.bodies]
@@ -153,6 +154,7 @@ def test_a_half_streamed_tool_call_is_never_sent_back_and_a_complete_one_is_answ
     answered = [m["tool_call_id"] for m in wire if m["role"] == "tool"]
     assert sent_calls == answered == ["c0"]
     assert "alpha" not in str(wire)  # the complete call was answered, never run
+    assert "cut off here" not in str(wire)  # its NOT_RUN result already says the reply was cut
 
 
 def test_a_stream_that_goes_quiet_fails_with_a_retryable_timeout_and_keeps_its_text(

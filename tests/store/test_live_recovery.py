@@ -20,6 +20,7 @@ from dsh.events import (
     StepStart,
     TurnEndEvent,
     TurnStart,
+    interruption_note,
 )
 from dsh.store import JsonlStore, SqliteStore
 from dsh.store import live_file as live_file_module
@@ -109,8 +110,9 @@ def test_the_streamed_text_is_logged_as_the_calls_interrupted_reply_before_the_t
     assert isinstance(repairs[3], StepEndEvent) and isinstance(repairs[4], TurnEndEvent)
     assert any("was streaming" in w for w in session.warnings)
     assert not path.exists()
-    # the model is sent the recovered text, as an in-process interrupted reply's
-    assert session.surface.messages()[-1].text() == STREAMED
+    # the model is sent the recovered text, marked cut off as an in-process interrupted reply's
+    cut = interruption_note(PROCESS_ENDED)
+    assert session.surface.messages()[-1].text() == f"{STREAMED}\n\n{cut}"
     text = "\n".join(transcript_blocks(session.events))
     assert STREAMED in text and f"cut off: {PROCESS_ENDED}" in text
     length = len(session.events)

@@ -20,7 +20,7 @@ from dsh.events import (
     RequestHeaderBody,
     RequestHeaderEvent,
     Usage,
-    surface_message,
+    model_message,
 )
 from dsh.store import MemoryStore
 from dsh.surface import Draft, Session, fold_surface, message_tokens
@@ -241,7 +241,7 @@ def test_anchored_measure_prices_only_nodes_after_the_anchor(monkeypatch):
     measured = session.measure()
     assert measured.anchored and len(calls) == 1  # the new message; the calibration is kept
     later = sum(
-        message_tokens(surface_message(session.events[s]))  # type: ignore[arg-type]
+        message_tokens(model_message(session.events[s]))  # type: ignore[arg-type]
         for s in session.nodes[-3:]  # the anchor and the two user messages after it
     )
     assert measured.calibration is not None

@@ -37,10 +37,12 @@ from dsh.events.messages import (
 )
 from dsh.events.pairing import OpenCalls
 from dsh.events.predicates import (
+    interruption_note,
     is_append_surface_event,
     is_checkpoint_event,
     is_replacement_surface_event,
     is_surface_event,
+    model_message,
     surface_message,
 )
 from dsh.events.types import *  # noqa: F403 - the vocabulary is the module's purpose
@@ -81,6 +83,8 @@ __all__ = [
     "is_compact_checkpoint_source",
     "is_replacement_surface_event",
     "is_surface_event",
+    "interruption_note",
+    "model_message",
     "surface_message",
     "unfinished_pass_note",
     "validate_event_shape",

@@ -46,6 +46,7 @@ from dsh.events import (
     TextBlock,
     TurnEndEvent,
 )
+from dsh.events.predicates import PROCESS_ENDED_CODE
 
 CALL_ENDS = (AssistantMessageEvent, RequestErrorEvent, TurnEndEvent, SessionEndSeedEvent)
 """Logged events that end the model call streaming when they are logged."""
@@ -55,7 +56,7 @@ closed it: ``dsh.llm.types.TextWasReasoning``)."""
 CHANNELS = ("text", "reasoning", "tool", WAS_REASONING)
 MAX_LIVE_BYTES = 16 * 1024 * 1024
 """A side file larger than this is not read for a crashed call's reply (no reply is so long)."""
-PROCESS_ENDED = "PROCESS_ENDED"
+PROCESS_ENDED = PROCESS_ENDED_CODE
 """The error code of a reply recovered from the side file its dead process left."""
 RECOVERED_NOTE = (
     "the process ended while the reply streamed; the text it had streamed was recovered from "

@@ -1,6 +1,6 @@
 """The model's projection of the log: fold, live session, derived messages, pairing, measure."""
 
-from dsh.events import surface_message
+from dsh.events import model_message, surface_message
 from dsh.surface.calibration import Calibration
 from dsh.surface.checkpoints import (
     checkpoint_kind,
@@ -43,6 +43,7 @@ __all__ = [
     "is_attachment",
     "is_prompt",
     "message_tokens",
+    "model_message",
     "repair_on_open",
     "retain_boundary",
     "summary_kind",

@@ -25,7 +25,7 @@ from dsh.events import (
     ToolResultEvent,
     UserMessageEvent,
     event_type_of,
-    surface_message,
+    model_message,
 )
 
 _SURFACE = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
@@ -88,7 +88,7 @@ class SurfaceProjection:
     def messages(self) -> list[Message]:
         """The model's messages in node order (empty assistant messages skipped)."""
         if self._messages is None:
-            self._messages = [surface_message(self._events[seq]) for seq in self.nodes]
+            self._messages = [model_message(self._events[seq]) for seq in self.nodes]
         return [m for m in self._messages if m is not None]
 
     # ---- folding ----------------------------------------------------------------------------
@@ -103,7 +103,7 @@ class SurfaceProjection:
         self._position[event.seq] = len(self.nodes)
         self.nodes.append(event.seq)
         if self._messages is not None:
-            self._messages.append(surface_message(event))
+            self._messages.append(model_message(event))
         self._events[event.seq] = event
         return _UNDO_APPEND
 
@@ -157,7 +157,7 @@ class SurfaceProjection:
             )
         self.nodes[first : last + 1] = [seq]
         if self._messages is not None:
-            self._messages[first : last + 1] = [surface_message(event)]
+            self._messages[first : last + 1] = [model_message(event)]
         for old in shadowed:
             del self._position[old]
         self._events[seq] = event
@@ -180,7 +180,7 @@ class SurfaceProjection:
         self.nodes[undo.position : undo.position + 1] = list(undo.removed)
         if self._messages is not None:
             self._messages[undo.position : undo.position + 1] = [
-                surface_message(self._events[seq]) for seq in undo.removed
+                model_message(self._events[seq]) for seq in undo.removed
             ]
         self._reindex(undo.position)
         self.replace_generation -= 1

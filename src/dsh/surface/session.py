@@ -34,7 +34,7 @@ from dsh.events import (
     UserMessageEvent,
     event_type_of,
     is_surface_event,
-    surface_message,
+    model_message,
     validate_event_shape,
 )
 from dsh.events.codec import gc_paused
@@ -380,7 +380,7 @@ class Session:
         """The message event ``seq`` contributes to the model: None for an empty assistant
         message, and for an event that is not a surface event."""
         event = self._log.events[seq]
-        return surface_message(event) if is_surface_event(event) else None
+        return model_message(event) if is_surface_event(event) else None
 
     def node_tokens(self, seq: int) -> int:
         """Heuristic price of one surface event's message (0 for an empty assistant message)."""
