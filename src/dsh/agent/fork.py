@@ -9,7 +9,9 @@ name seqs the copy holds — so the model recalls what they stand for as it woul
 The fork is titled after its parent's title (its latest ``session/title`` in the whole log,
 else its first prompt), its first event of its own: ``… (fork)``, then ``… (fork 2)``,
 ``… (fork 3)`` for the later copies of that title (a copy of a copy counts on, it does not
-stack marks), so the pickers tell them apart. It then records the settings the parent runs
+stack marks), so the pickers tell them apart; the number is chosen and the title written under
+a lock of the store's (``<home>/locks/fork-numbering.lock``), so forks made at the same time by
+other processes never share one. It then records the settings the parent runs
 with (a face's ``/model`` choice, else the parent's latest record), so the copy goes on on the
 parent's model and window, not on those of an earlier record the cut kept.
 
@@ -40,7 +42,7 @@ from dsh.events import (
     UserSource,
 )
 from dsh.store import EventStore
-from dsh.store.locking import recorded_holder, session_holder
+from dsh.store.locking import recorded_holder, session_holder, store_mutex
 from dsh.surface import Session
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import TITLE_CHARS, session_title, trim_title
@@ -49,6 +51,10 @@ FORK_MARK = " (fork)"
 _MARKED = re.compile(r"^(?P<base>.*?) \(fork(?: (?P<n>\d+))?\)$", re.DOTALL)
 BASE_CHARS = TITLE_CHARS - len(" (fork 999)")
 """A fork's title is its parent's cut to this, its mark kept whole after it."""
+NUMBERING_LOCK = "fork-numbering"
+"""``store_mutex``'s name: from the numbers looked at to the fork's title written, one fork at
+a time in the whole store, so forks made at once (two ``dsh sessions fork``, a terminal UI's
+``/fork`` and a page's) never take the same number."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +140,15 @@ def fork_session(
                     f"nothing finished to copy yet: turn {unfinished.data.turn} of session "
                     f"{parent_id} {state}; fork it once a turn has ended"
                 )
-    title = fork_title(store, events, parent_id)
     carried = settings if settings is not None else _latest_settings(events)
-    log = store.create(cwd=cwd, parent_session=parent_id, seed=seed)
-    with Session(log) as fork:
-        fork.append(SessionTitle(title=title))
-        if carried is not None:
-            record(fork, carried)
-        fork.sync()
+    with store_mutex(store, NUMBERING_LOCK):  # the number chosen and taken by one at a time
+        title = fork_title(store, events, parent_id)
+        log = store.create(cwd=cwd, parent_session=parent_id, seed=seed)
+        with Session(log) as fork:
+            fork.append(SessionTitle(title=title))
+            if carried is not None:
+                record(fork, carried)
+            fork.sync()
     turn = unfinished.data.turn if unfinished is not None else None
     return Fork(log.id, parent_id, before, len(seed), turn, running)
 

@@ -6,6 +6,8 @@ next taken means its holder stopped without closing (``WriteLock.unclean_holder`
 refused the lock is told, in one line, who holds the session and what lets it in
 (``release_hint``). Who holds a session is found without taking its lock
 (``holder_elsewhere``): what the session list of ``dsh web`` and the session picker mark busy.
+A choice that must be made by one process at a time across the whole store (a fork's number)
+is made under ``store_mutex``: a blocking ``flock`` on ``<home>/locks/<name>.lock``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import contextlib
 import fcntl
 import os
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from dsh.config.private_dirs import make_private_directory
 from dsh.errors import SessionLockedError, StoreError
 
 
@@ -39,6 +44,34 @@ class WriteLock:
 
 
 LABEL_CHARS = 60
+
+_IN_MEMORY = threading.Lock()
+"""``store_mutex`` of a store with no home (the memory store): its sessions are this process's."""
+
+
+@contextlib.contextmanager
+def store_mutex(store: Any, name: str) -> Iterator[None]:
+    """Held by one process (and thread) at a time among all that use ``store``: an exclusive
+    ``flock`` on ``<home>/locks/<name>.lock``, waited for (the kernel drops it if its holder
+    dies, so it never goes stale; each taking opens the file anew, so threads exclude each
+    other too); a store with no home takes a lock of this process's. ``StoreError`` when the
+    file cannot be made."""
+    home = getattr(store, "home", None)
+    if home is None:
+        with _IN_MEMORY:
+            yield
+        return
+    path = Path(home) / "locks" / f"{name}.lock"
+    try:
+        make_private_directory(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create lock file {path}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock with it
 
 
 def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
