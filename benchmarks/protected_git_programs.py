@@ -21,7 +21,10 @@ command naming a script), and a ``core.fsmonitor`` script; the calls are an ordi
 and the writes of the fsmonitor script and of ``.gitattributes`` (protected now). Each figure is
 the best of ``--runs`` calls, the two ways taking turns, in microseconds, with the ratio now /
 before; then what reading the settings alone costs, the added steps measured without git's
-processes around them, and their share of the check before.
+processes around them, and their share of the check before. Git LFS's filter runs git-lfs,
+which runs nothing it is given, so it defines no driver: the ``.gitattributes`` write is
+protected there by the ``textconv``; a second repository whose config has LFS's settings alone
+shows that write's check deciding it is an ordinary file.
 
 Run: ``uv run python benchmarks/protected_git_programs.py [--runs N] [--aliases N]``
 """
@@ -48,8 +51,15 @@ WRITE_FILE = next(tool for tool in default_tools() if tool.name == "write_file")
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("ordinary write", {"path": "src/app.py", "content": "print(1)\n"}),
     ("core.fsmonitor's script", {"path": "tools/fsmonitor.sh", "content": "#!/bin/sh\n"}),
-    (".gitattributes (LFS's filter)", {"path": ".gitattributes", "content": "* text\n"}),
+    (".gitattributes (a textconv)", {"path": ".gitattributes", "content": "* text\n"}),
 ]
+LFS_SETTINGS = [
+    ("filter.lfs.clean", "git-lfs clean -- %f"),
+    ("filter.lfs.smudge", "git-lfs smudge -- %f"),
+    ("filter.lfs.process", "git-lfs filter-process"),
+    ("filter.lfs.required", "true"),
+]
+"""What ``git lfs install`` writes."""
 
 
 def build(root: Path, aliases: int) -> None:
@@ -57,10 +67,7 @@ def build(root: Path, aliases: int) -> None:
     (root / "src").mkdir()
     (root / "src" / "app.py").write_text("print('app')\n")
     settings = [
-        ("filter.lfs.clean", "git-lfs clean -- %f"),
-        ("filter.lfs.smudge", "git-lfs smudge -- %f"),
-        ("filter.lfs.process", "git-lfs filter-process"),
-        ("filter.lfs.required", "true"),
+        *LFS_SETTINGS,
         ("diff.pdf.textconv", "sh tools/pdf2txt.sh"),
         ("core.editor", "code --wait"),
         ("core.pager", "less -FRX"),
@@ -144,6 +151,15 @@ def main() -> None:
             f"  the drivers, attributes files and template directories alone: {alone * 1e6:.0f} "
             f"µs, {alone / before:.1%} of it"
         )
+        lfs = Path(tmp).resolve() / "lfs"
+        subprocess.run(["git", "init", "-q", str(lfs)], check=True)
+        for key, value in LFS_SETTINGS:
+            subprocess.run(["git", "-C", str(lfs), "config", key, value], check=True)
+        write = {"path": ".gitattributes", "content": "*.psd filter=lfs diff=lfs merge=lfs -text\n"}
+        took = best_of(args.runs, lambda: protected_write(WRITE_FILE, write, lfs))
+        found = protected_write(WRITE_FILE, write, lfs)
+        decided = "not protected" if found is None else found.owner
+        print(f"  .gitattributes with Git LFS alone: {took * 1e6:.0f} µs, {decided}")
 
 
 if __name__ == "__main__":

@@ -159,7 +159,7 @@ def named_programs(
     is looked up on ``search_path`` (``PATH``: the environment's when None), as a shell and git
     look it up: it names a file of the workspace only through a relative directory there
     (``.``, an empty entry, ``bin``), taken from each base."""
-    relative = _relative_dirs(os.environ.get("PATH", "") if search_path is None else search_path)
+    relative = relative_dirs(os.environ.get("PATH", "") if search_path is None else search_path)
     found: dict[Path, NamedProgram] = {}
     seen: set[str] = set()
     for key, value in entries:
@@ -184,7 +184,7 @@ def named_programs(
     return tuple(found.values())
 
 
-def _relative_dirs(search_path: str) -> list[str]:
+def relative_dirs(search_path: str) -> list[str]:
     """The entries of a ``PATH`` a shell takes from the current directory (an empty one is
     ``.``)."""
     return list(
