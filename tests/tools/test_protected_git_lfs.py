@@ -4,7 +4,9 @@ by the program it runs, not by the config that defines it. What ``git lfs instal
 given and runs none of it: with that alone, a ``.gitattributes`` is an ordinary file, even
 headless. A command that only looks like it, an LFS extension, any other driver (the user's
 own ``~/.gitconfig``'s too) and a ``PATH`` with a relative directory, where ``git-lfs`` could
-be the workspace's, keep it protected. Real repositories and the real git's config listing."""
+be the workspace's, keep it protected; the files git-lfs's own settings name as programs (an
+extension's, a custom transfer agent) are protected as git's programs are. Real repositories
+and the real git's config listing."""
 
 from __future__ import annotations
 
@@ -123,3 +125,26 @@ def test_what_only_looks_like_git_lfs_extensions_and_a_relative_path_still_count
     monkeypatch.setenv("PATH", "bin:/usr/local/bin:/usr/bin:/bin")
     said = why(workspace, ".gitattributes")
     assert said is not None and "(filter.lfs.clean, filter.lfs.smudge, filter.lfs.process)" in said
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "written"),
+    [
+        ("lfs.extension.foo.clean", "./foo-clean %f", "foo-clean"),
+        ("lfs.extension.foo.smudge", "python3 tools/foo.py smudge %f", "tools/foo.py"),
+        ("lfs.customtransfer.agent.path", "scripts/transfer-agent", "scripts/transfer-agent"),
+    ],
+)
+def test_the_programs_git_lfs_runs_are_protected_as_git_programs(
+    workspace: Path, key: str, value: str, written: str
+) -> None:
+    """git-lfs, which git runs as a filter (and its hooks on a push), runs an extension's
+    program on each file it is given and a custom transfer agent on a push or a fetch:
+    writing the file one names runs it, as writing ``core.fsmonitor``'s would."""
+    git(workspace, "init", "-q")
+    git(workspace, "config", key, value)
+    said = why(workspace, written)
+    assert said == (
+        f"writing {written} changes a program git's config names ({key}), which git runs on "
+        "your next git command"
+    )

@@ -9,7 +9,8 @@ user's own among them, and every value, overridden ones too, since a write can m
 
 - ``PROGRAM_SETTINGS``: a key git runs as a shell command or a program (``core.fsmonitor``,
   ``core.sshCommand``, ``core.editor``, ``core.pager``, ``sequence.editor``, ``gpg.program``,
-  ``credential.helper``, ``diff.<driver>.textconv``, ``filter.<driver>.clean``, …);
+  ``credential.helper``, ``diff.<driver>.textconv``, ``filter.<driver>.clean``, …; and
+  the programs of git-lfs, which git runs as a filter: ``lfs.extension.<name>.clean``, …);
 - ``BANG_SETTINGS``: a key whose value is a shell command only when it begins with ``!``
   (``alias.<name>``, ``submodule.<name>.update``); ``credential.helper``'s ``!`` is dropped too.
 
@@ -57,10 +58,13 @@ PROGRAM_SETTINGS = frozenset(
         "mergetool.*.path", "difftool.*.cmd", "difftool.*.path", "remote.*.uploadpack",
         "remote.*.receivepack", "browser.*.cmd", "browser.*.path", "man.*.cmd", "man.*.path",
         "tar.*.command", "trailer.*.command", "trailer.*.cmd", "guitool.*.cmd", "pager.?",
+        "lfs.*.clean", "lfs.*.smudge", "lfs.*.path",
     }
 )  # fmt: skip
 """Keys whose value git runs (git-config(1)), as git lists them (section and name lower case):
-``*`` stands for any subsection, ``pager.?`` for any name in ``[pager]``."""
+``*`` stands for any subsection, ``pager.?`` for any name in ``[pager]``; and those git-lfs
+runs, the filter git runs (git-lfs-config(5): ``lfs.extension.<name>.clean`` and ``.smudge``,
+on each file it is given, and ``lfs.customtransfer.<name>.path``, on a push or a fetch)."""
 BANG_SETTINGS = frozenset({"alias.?", "submodule.*.update"})
 """Keys whose value git runs as a shell command when it begins with ``!``."""
 _OPERATORS = frozenset(";&|()<>")
