@@ -68,9 +68,12 @@ def test_a_fork_made_while_another_process_numbers_one_takes_the_next_number(
         real_flock = fcntl.flock
 
         def spied_flock(fd: int, operation: int) -> None:
-            if operation == fcntl.LOCK_EX and threading.current_thread() is forking:
-                waiting_or_done.set()  # a blocking take: the other process holds it
-            real_flock(fd, operation)
+            try:
+                real_flock(fd, operation)
+            except BlockingIOError:
+                if threading.current_thread() is forking and operation & fcntl.LOCK_EX:
+                    waiting_or_done.set()  # refused: the other process holds the lock
+                raise
 
         monkeypatch.setattr(fcntl, "flock", spied_flock)
         made: list[str] = []

@@ -9,11 +9,12 @@ name seqs the copy holds — so the model recalls what they stand for as it woul
 The fork is titled after its parent's title (its latest ``session/title`` in the whole log,
 else its first prompt), its first event of its own: ``… (fork)``, then ``… (fork 2)``,
 ``… (fork 3)`` for the later copies of that title (a copy of a copy counts on, it does not
-stack marks), so the pickers tell them apart; the number is chosen and the title written under
-a lock of the store's (``<home>/locks/fork-numbering.lock``), so forks made at the same time by
-other processes never share one. It then records the settings the parent runs
-with (a face's ``/model`` choice, else the parent's latest record), so the copy goes on on the
-parent's model and window, not on those of an earlier record the cut kept.
+stack marks), so the pickers tell them apart; once the copy is made, its number is chosen and
+its title written under a lock of the store's (``NUMBERING_LOCK``), so forks made at the same
+time by other processes never share one (a holder stuck past the lock's wait costs a fork only
+that: it is numbered without waiting, with a warning). It then records the settings the parent
+runs with (a face's ``/model`` choice, else the parent's latest record), so the copy goes on on
+the parent's model and window, not on those of an earlier record the cut kept.
 
 The parent is only read: it may be open elsewhere, even running a turn. A copy of the whole
 session is the session as it stands between turns: a turn still running (or one a crashed
@@ -23,6 +24,7 @@ workspace are not touched: what the turns left out changed stays changed (the fa
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -42,10 +44,12 @@ from dsh.events import (
     UserSource,
 )
 from dsh.store import EventStore
-from dsh.store.locking import recorded_holder, session_holder, store_mutex
+from dsh.store.locking import MutexUnavailable, recorded_holder, session_holder, store_mutex
 from dsh.surface import Session
 from dsh.transcript.listing import session_summaries
 from dsh.transcript.titles import TITLE_CHARS, session_title, trim_title
+
+log = logging.getLogger(__name__)
 
 FORK_MARK = " (fork)"
 _MARKED = re.compile(r"^(?P<base>.*?) \(fork(?: (?P<n>\d+))?\)$", re.DOTALL)
@@ -54,7 +58,8 @@ BASE_CHARS = TITLE_CHARS - len(" (fork 999)")
 NUMBERING_LOCK = "fork-numbering"
 """``store_mutex``'s name: from the numbers looked at to the fork's title written, one fork at
 a time in the whole store, so forks made at once (two ``dsh sessions fork``, a terminal UI's
-``/fork`` and a page's) never take the same number."""
+``/fork`` and a page's) never take the same number. The copy is made before, unlocked: the
+lock is held for a listing and one synced append, not for a long log's copy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,16 +146,34 @@ def fork_session(
                     f"{parent_id} {state}; fork it once a turn has ended"
                 )
     carried = settings if settings is not None else _latest_settings(events)
-    with store_mutex(store, NUMBERING_LOCK):  # the number chosen and taken by one at a time
-        title = fork_title(store, events, parent_id)
-        log = store.create(cwd=cwd, parent_session=parent_id, seed=seed)
-        with Session(log) as fork:
-            fork.append(SessionTitle(title=title))
-            if carried is not None:
-                record(fork, carried)
-            fork.sync()
+    created = store.create(cwd=cwd, parent_session=parent_id, seed=seed)
+    with Session(created) as fork:
+        try:
+            with store_mutex(store, NUMBERING_LOCK):  # numbers chosen and taken one at a time
+                _title(store, fork, events, parent_id, carried)
+        except MutexUnavailable as exc:  # a stuck holder costs the copy no more than its number
+            log.warning(
+                "%s",
+                f"forks are numbered one at a time, but {exc}: {fork.id} was numbered without "
+                "waiting (another fork may have its number)",
+            )
+            _title(store, fork, events, parent_id, carried)
     turn = unfinished.data.turn if unfinished is not None else None
-    return Fork(log.id, parent_id, before, len(seed), turn, running)
+    return Fork(created.id, parent_id, before, len(seed), turn, running)
+
+
+def _title(
+    store: EventStore,
+    fork: Session,
+    events: Sequence[Event],
+    parent_id: str,
+    carried: SessionSettings | None,
+) -> None:
+    """The fork's first events of its own, on disk: its title, then the settings it runs with."""
+    fork.append(SessionTitle(title=fork_title(store, events, parent_id, made=fork.id)))
+    if carried is not None:
+        record(fork, carried)
+    fork.sync()
 
 
 def open_turn(events: Sequence[Event]) -> TurnStartEvent | None:
@@ -163,11 +186,14 @@ def open_turn(events: Sequence[Event]) -> TurnStartEvent | None:
     return None
 
 
-def fork_title(store: EventStore, events: Sequence[Event], parent_id: str) -> str:
+def fork_title(
+    store: EventStore, events: Sequence[Event], parent_id: str, *, made: str | None = None
+) -> str:
     """The parent's title (its id when it has none) without a fork mark, then ``(fork)`` for
-    the first copy of that title, ``(fork N)`` for the next ones (one past the highest)."""
+    the first copy of that title, ``(fork N)`` for the next ones (one past the highest among
+    the forks but ``made``, the copy being titled, whose copied log holds its parent's)."""
     base = trim_title(_unmarked(session_title(events, 10 * TITLE_CHARS) or parent_id), BASE_CHARS)
-    forks = [header for header in store.list() if header.parent_session is not None]
+    forks = [h for h in store.list() if h.parent_session is not None and h.id != made]
     taken = 0
     for summary in session_summaries(store, forks):
         found = _MARKED.match(summary.title)

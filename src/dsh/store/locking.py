@@ -7,7 +7,7 @@ refused the lock is told, in one line, who holds the session and what lets it in
 (``release_hint``). Who holds a session is found without taking its lock
 (``holder_elsewhere``): what the session list of ``dsh web`` and the session picker mark busy.
 A choice that must be made by one process at a time across the whole store (a fork's number)
-is made under ``store_mutex``: a blocking ``flock`` on ``<home>/locks/<name>.lock``.
+is made under ``store_mutex``: an ``flock`` on ``<home>/locks/<name>.lock``, waited for.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import fcntl
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,33 +46,74 @@ class WriteLock:
 
 LABEL_CHARS = 60
 
+MUTEX_WAIT_S = 30.0
+"""How long ``store_mutex`` waits for another holder before it gives up: what it guards takes
+milliseconds, so a holder this slow is stuck (stopped, on a hung disk)."""
+
+
+class MutexUnavailable(StoreError):
+    """``store_mutex`` could not be taken: held elsewhere past its wait, or no lock file."""
+
+
 _IN_MEMORY = threading.Lock()
 """``store_mutex`` of a store with no home (the memory store): its sessions are this process's."""
 
 
 @contextlib.contextmanager
-def store_mutex(store: Any, name: str) -> Iterator[None]:
+def store_mutex(store: Any, name: str, *, wait_s: float | None = None) -> Iterator[None]:
     """Held by one process (and thread) at a time among all that use ``store``: an exclusive
-    ``flock`` on ``<home>/locks/<name>.lock``, waited for (the kernel drops it if its holder
-    dies, so it never goes stale; each taking opens the file anew, so threads exclude each
-    other too); a store with no home takes a lock of this process's. ``StoreError`` when the
-    file cannot be made."""
+    ``flock`` on ``<home>/locks/<name>.lock``, whose holder writes its pid and label there (the
+    kernel drops it if its holder dies, so it never goes stale; each taking opens the file
+    anew, so threads exclude each other too); a store with no home takes a lock of this
+    process's. Waited for up to ``wait_s`` seconds (``MUTEX_WAIT_S`` when None), then
+    ``MutexUnavailable`` naming the holder, as when the file cannot be made."""
+    wait_s = MUTEX_WAIT_S if wait_s is None else wait_s
     home = getattr(store, "home", None)
     if home is None:
-        with _IN_MEMORY:
+        if not _IN_MEMORY.acquire(timeout=wait_s):
+            raise MutexUnavailable(f"this process has held the {name} lock for over {wait_s:g} s")
+        try:
             yield
+        finally:
+            _IN_MEMORY.release()
         return
     path = Path(home) / "locks" / f"{name}.lock"
     try:
         make_private_directory(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        raise StoreError(f"cannot create lock file {path}: {exc.strerror}") from exc
+        raise MutexUnavailable(f"cannot create lock file {path}: {exc.strerror}") from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        _wait_for(fd, path, wait_s)
+        with contextlib.suppress(OSError):  # the pid is only informative; the flock matters
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n{holder_label()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):  # released: no holder named
+                os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # the lock with it
+
+
+def _wait_for(fd: int, path: Path, wait_s: float) -> None:
+    """Take the exclusive ``flock`` on ``fd``, trying again at growing pauses (1 ms to 50 ms)
+    while another holds it, for up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder, label = _read_holder(fd)
+                who = f"process {holder}" if holder is not None else "another process"
+                who += f" ({label})" if label else ""
+                raise MutexUnavailable(f"{who} has held {path} for over {wait_s:g} s") from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def acquire_write_lock(path: Path, session_id: str) -> WriteLock:
