@@ -100,4 +100,4 @@ def test_a_fork_made_while_another_process_numbers_one_takes_the_next_number(
     theirs = out.strip()
     assert title_of(store, theirs) == "plan the release (fork)"
     assert title_of(store, made[0]) == "plan the release (fork 2)"
-    assert (home / "locks" / "fork-numbering.lock").is_file()
+    assert (home / "locks" / "_fork-numbering.lock").is_file()

@@ -1,5 +1,5 @@
 """``store_mutex`` (``dsh.store.locking``): one holder at a time among every process and thread
-using a store, on ``<home>/locks/<name>.lock``; its holder's pid in the file while held, the
+using a store, on ``<home>/locks/_<name>.lock``; its holder's pid in the file while held, the
 file emptied on release; the kernel drops it with a killed holder; a holder past the wait is
 named in one line, ``MutexUnavailable``. And what a fork does when the numbering lock stays
 held (``dsh.agent.fork``): it is made, numbered without waiting, and a warning says so."""
@@ -37,7 +37,7 @@ def test_a_second_taker_is_refused_past_its_wait_naming_the_holder(
     tmp_path: Path, make: type
 ) -> None:
     store = make(tmp_path / "home")
-    path = tmp_path / "home" / "locks" / "numbers.lock"
+    path = tmp_path / "home" / "locks" / "_numbers.lock"
     with store_mutex(store, "numbers"):
         assert path.read_text().split("\n")[0] == str(os.getpid())
         with pytest.raises(MutexUnavailable) as refused, store_mutex(store, "numbers", wait_s=0):
@@ -95,3 +95,22 @@ def test_a_fork_is_made_while_the_numbering_lock_stays_held(
     assert warning.endswith(
         f"{made.session_id} was numbered without waiting (another fork may have its number)"
     )
+
+
+def test_a_session_named_as_the_lock_does_not_hold_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dsh sessions import --id fork-numbering`` into SQLite: its writer lock is
+    ``locks/fork-numbering.lock``; open for writing, it does not keep forks from being
+    numbered (nor would a fork keep it from being opened)."""
+    store = SqliteStore(tmp_path / "home")
+    with new_session(store) as session:
+        append_chat_turn(session, "plan", "ok")
+        parent = session.id
+    monkeypatch.setattr(locking, "MUTEX_WAIT_S", 0.0)
+    named = Session(store.create(cwd=str(tmp_path), session_id=NUMBERING_LOCK))
+    with named, caplog.at_level(logging.WARNING):
+        made = fork_session(store, parent)
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+    with Session.open(store, made.session_id) as fork:
+        assert session_title(fork.events) == "plan (fork)"

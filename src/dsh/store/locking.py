@@ -7,7 +7,7 @@ refused the lock is told, in one line, who holds the session and what lets it in
 (``release_hint``). Who holds a session is found without taking its lock
 (``holder_elsewhere``): what the session list of ``dsh web`` and the session picker mark busy.
 A choice that must be made by one process at a time across the whole store (a fork's number)
-is made under ``store_mutex``: an ``flock`` on ``<home>/locks/<name>.lock``, waited for.
+is made under ``store_mutex``: an ``flock`` on ``<home>/locks/_<name>.lock``, waited for.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ _IN_MEMORY = threading.Lock()
 @contextlib.contextmanager
 def store_mutex(store: Any, name: str, *, wait_s: float | None = None) -> Iterator[None]:
     """Held by one process (and thread) at a time among all that use ``store``: an exclusive
-    ``flock`` on ``<home>/locks/<name>.lock``, whose holder writes its pid and label there (the
+    ``flock`` on ``<home>/locks/_<name>.lock`` (no session's lock: an id begins with a letter or
+    a digit), whose holder writes its pid and label there (the
     kernel drops it if its holder dies, so it never goes stale; each taking opens the file
     anew, so threads exclude each other too); a store with no home takes a lock of this
     process's. Waited for up to ``wait_s`` seconds (``MUTEX_WAIT_S`` when None), then
@@ -77,7 +78,7 @@ def store_mutex(store: Any, name: str, *, wait_s: float | None = None) -> Iterat
         finally:
             _IN_MEMORY.release()
         return
-    path = Path(home) / "locks" / f"{name}.lock"
+    path = Path(home) / "locks" / f"_{name}.lock"
     try:
         make_private_directory(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
