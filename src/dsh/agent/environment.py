@@ -152,18 +152,28 @@ def bash_shell() -> str:
 def git_facts(workspace: Path) -> GitFacts | None:
     """The git repository ``workspace`` is in (it or a parent holds ``.git``: a directory, or a
     worktree's or submodule's file naming it), read from its ``HEAD``; None when there is none."""
+    root = git_root(workspace)
+    if root is None:
+        return None
+    marker = root / ".git"
+    if marker.is_dir():
+        return _head_facts(marker)
+    git_dir = _linked_git_dir(marker)
+    return _head_facts(git_dir) if git_dir is not None else GitFacts()
+
+
+def git_root(workspace: Path) -> Path | None:
+    """The nearest directory from ``workspace`` (absolute, not resolved) up that holds ``.git``
+    (a directory, or a worktree's or submodule's file); None when there is none, or when a
+    directory on the way cannot be looked into (git could not either)."""
     start = workspace.absolute()
     for directory in (start, *start.parents):
         marker = directory / ".git"
         try:
-            is_dir, is_file = marker.is_dir(), marker.is_file()
-        except OSError:  # a directory dsh may not look into: git could not either
+            if marker.is_dir() or marker.is_file():
+                return directory
+        except OSError:
             return None
-        if is_dir:
-            return _head_facts(marker)
-        if is_file:
-            git_dir = _linked_git_dir(marker)
-            return _head_facts(git_dir) if git_dir is not None else GitFacts()
     return None
 
 

@@ -4,13 +4,13 @@
 compaction hooks, the tools (the configured MCP servers' too; the recall tools and their prompt
 section when the backend is recallable, offered to the model once the log holds a checkpoint:
 ``dsh.agent.recall_offer``) and the window are made; ``build_agent`` puts them into an ``Agent``
-with the system prompt, whose environment is detected once per opened session
-(``session_environment``). Every face builds through here (turns through ``build_agent``,
-``/compact`` through ``build_parts``), so a configured summariser, the per-model overrides and
-the window are the same in the TUI, the web and ``dsh compact``. The bench substitutes parts
-only through ``Injection``. Every agent's stream also goes to its session's side file
-(``dsh.agent.live_text.share_stream``), so a ``dsh web`` in another process shows the reply
-as it streams, whichever face runs the turn.
+with the system prompt, whose environment and instructions files are read once per opened
+session (``session_environment``, ``session_instructions``). Every face builds through here
+(turns through ``build_agent``, ``/compact`` through ``build_parts``), so a configured
+summariser, the per-model overrides and the window are the same in the TUI, the web and ``dsh
+compact``. The bench substitutes parts only through ``Injection``. Every agent's stream also
+goes to its session's side file (``dsh.agent.live_text.share_stream``), so a ``dsh web`` in
+another process shows the reply as it streams, whichever face runs the turn.
 
 The window rule: the route's window (config or flag, then what the provider says, see
 ``resolve_route``), else ``DEFAULT_CONTEXT_WINDOW``.
@@ -32,7 +32,7 @@ from dsh.agent.hooks import compaction_hooks
 from dsh.agent.live_text import share_stream
 from dsh.agent.loop import Agent, AgentConfig, OverflowHandler, PreStepHook, StreamListener
 from dsh.agent.mcp_servers import mcp_tools, tool_secrets
-from dsh.agent.prompt import system_prompt
+from dsh.agent.prompt import instructions_section, prompt_with
 from dsh.agent.recall_offer import RecallOffer, recall_offer
 from dsh.agent.room import fixed_tokens, window_problem
 from dsh.agent.runtime import Route, summarizer_route
@@ -247,6 +247,20 @@ def session_environment(session: Session, workspace: Path) -> Environment:
     return known
 
 
+_INSTRUCTIONS: WeakKeyDictionary[Session, str | None] = WeakKeyDictionary()
+
+
+def session_instructions(session: Session, workspace: Path, home: Path) -> str | None:
+    """The instructions files ``session``'s system prompt states (``instructions_section``),
+    under the environment's rule: read when the first agent is built on this opened session,
+    the same for every later agent of it in this process (an ``AGENTS.md`` edited meanwhile,
+    here or in a parent directory, changes no request of it), read afresh when it is opened
+    again."""
+    if session not in _INSTRUCTIONS:
+        _INSTRUCTIONS[session] = instructions_section(workspace, home=home)
+    return _INSTRUCTIONS[session]
+
+
 def build_agent(
     session: Session,
     settings: Settings,
@@ -273,7 +287,11 @@ def build_agent(
     config = AgentConfig(
         provider=route.provider.name,
         model=route.model,
-        system=system_prompt(workspace, session_environment(session, workspace)),
+        system=prompt_with(
+            workspace,
+            session_environment(session, workspace),
+            session_instructions(session, workspace, dsh_home(environ)),
+        ),
         recall=parts.recall,
         context_window=route.context_window,
         params=generation.params,
