@@ -50,3 +50,37 @@ def test_run_sends_a_prompt_commands_text_and_an_unknown_name_as_typed(tmp_path,
     (warning,) = [line for line in done.stderr.splitlines() if "Bad Name.md" in line]
     assert warning.startswith("dsh: warning: prompt command ")
     assert "skipped: a name is 1 to 40 letters" in warning
+
+
+def test_init_and_a_namespaced_command_run_headless_and_the_write_needs_approval(tmp_path, env):
+    """``/init`` sends dsh's own prompt; the model's write of AGENTS.md is a write like any other:
+    denied in a headless run unless allowed. ``/ops:deploy`` is ``ops/deploy.md``."""
+    from dsh.agent.init_command import INIT_TEMPLATE
+
+    workspace = tmp_path / "ws"
+    (workspace / ".dsh" / "commands" / "ops").mkdir(parents=True)
+    (workspace / ".dsh" / "commands" / "ops" / "deploy.md").write_text("Deploy $1 to $2.")
+    write = {"name": "write_file", "arguments": {"path": "AGENTS.md", "content": "Run make.\n"}}
+    entries = [{"toolCalls": [write]}, {"text": "wrote it"}, {"text": "deployed"}]
+    script = write_script(tmp_path / "s.json", entries)
+
+    denied = dsh("run", "--script", str(script), "/init", env=env, cwd=workspace)
+    assert not (workspace / "AGENTS.md").exists()
+    assert "dsh: write_file was not run: denied by approval policy" in denied.stderr
+
+    done = dsh(
+        "run",
+        "--script",
+        str(script),
+        "--allow",
+        "write",
+        "/init",
+        '/ops:deploy web "the staging cluster"',
+        env=env,
+        cwd=workspace,
+    )
+    assert (workspace / "AGENTS.md").read_text() == "Run make.\n"
+    assert user_prompts(run_session_id(done.stderr), env, workspace) == [
+        INIT_TEMPLATE,
+        "Deploy web to the staging cluster.",
+    ]

@@ -110,3 +110,26 @@ def test_every_face_reserves_the_commands_the_terminal_ui_answers():
 
     assert set(COMMANDS) == set(BUILT_IN_COMMANDS)
     assert {"new", "clear"} <= set(BUILT_IN_COMMANDS)
+
+
+def test_a_namespaced_command_and_init_run_and_tab_complete(rig: Rig):
+    """``frontend/component.md`` is ``/frontend:component`` (``$1`` its first word); ``/init``,
+    dsh's own, sends its prompt: the same machinery as ``dsh web``'s, no face's own code."""
+    from dsh.agent.init_command import INIT_TEMPLATE
+
+    project = rig.workspace / ".dsh" / "commands" / "frontend"
+    project.mkdir(parents=True)
+    (project / "component.md").write_text("Write the $1 component with $2.\n")
+    app = rig.app([{"text": "written"}, {"text": "inited"}])
+
+    async def body(pilot: Any) -> None:
+        await run_prompt(pilot, '/frontend:component Button "a loading state"')
+        assert prompts(app) == ["Write the Button component with a loading state."]
+        await run_prompt(pilot, "/init")
+        assert prompts(app)[-1] == INIT_TEMPLATE
+        app.prompt_box.value = "/front"
+        app.prompt_box.move_cursor((0, 6))
+        await pilot.press("tab")
+        assert app.prompt_box.value == "/frontend:component "
+
+    run(app, body)

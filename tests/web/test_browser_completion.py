@@ -128,7 +128,7 @@ def test_tab_completes_commands_and_never_traps_the_focus(browser: Any, tmp_path
             "/diff",
             "/fork",
             "/help",
-            "(+7 more)",  # /model, /new, /retry, /rewind, /title, /undo and your /review
+            "(+8 more)",  # /model, /new, /retry, /rewind, /title, /undo, dsh's /init, your /review
         ]
         assert focused(page) == "prompt" and prompt.input_value() == "/"
         page.keyboard.press("Tab")  # completed nothing, pressed again: the focus moves on

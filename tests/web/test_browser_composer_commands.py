@@ -68,7 +68,8 @@ def test_help_lists_the_page_commands_yours_and_the_keys(browser: Any, tmp_path:
             "turns (refused when the server does not list it)"
         )
         assert table_rows(page, "#help-body .help-yours") == [
-            ["/review", "Review a file for bugs", "user"]
+            ["/init", "Inspect the project and write or refresh its AGENTS.md", "dsh"],
+            ["/review", "Review a file for bugs", "user"],
         ]
         keys = [row[0] for row in table_rows(page, "#help-body .help-keys")]
         assert keys == ["Enter", "Shift+Enter", "Tab", "Up, Down", "Esc", "Ctrl+F", "o, a, d"]

@@ -35,6 +35,6 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_lists_them(
         toast_says(page, "Unknown command /reveiw")
         # the page's list of its own commands is the server's, word for word
         assert page.locator("#toast").inner_text() == (
-            f"Unknown command /reveiw (commands: {WEB_COMMANDS}, /review; // sends /)"
+            f"Unknown command /reveiw (commands: {WEB_COMMANDS}, /init, /review; // sends /)"
         )
         assert page.input_value("#prompt") == "/reveiw notes.txt"

@@ -16,6 +16,13 @@ from dsh.web import SessionRegistry, session_info
 from tests.helpers import append_chat_turn
 from tests.web.conftest import WebEnv, error_of, new_session, wait_idle
 
+INIT = {
+    "name": "init",
+    "description": "Inspect the project and write or refresh its AGENTS.md",
+    "scope": "dsh",
+}
+"""dsh's own prompt command (``dsh.agent.init_command``), listed with the files'."""
+
 
 def prompts(env: WebEnv, sid: str) -> list[str]:
     texts = []
@@ -37,6 +44,7 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_is_refused(
     listed = client.get(f"/api/sessions/{sid}/commands")
     assert listed.json() == {
         "commands": [
+            INIT,
             {"name": "review", "description": "Review $ARGUMENTS for bugs.", "scope": "user"},
             {"name": "ship", "description": "Ship it.", "scope": "project"},
         ]
@@ -51,7 +59,7 @@ def test_a_prompt_command_sends_its_text_and_an_unknown_one_is_refused(
     assert refused.json()["error"]["message"] == (
         "Unknown command /nosuch (commands: /compact [focus], /undo [--dry-run], /context, "
         "/cost, /title [TEXT], /new, /clear, /model [NAME], /retry, /rewind [N], /fork, "
-        "/approval [MODE], /diff, /help, /review, /ship; // sends /)"
+        "/approval [MODE], /diff, /help, /init, /review, /ship; // sends /)"
     )
     plain = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/review as typed"})
     assert plain.status_code == 202  # without "command", the text is the prompt
@@ -82,7 +90,7 @@ def test_the_command_list_reads_the_session_workspace_not_its_info(
     for sid in (opened, stored.id):
         listed = client.get(f"/api/sessions/{sid}/commands")
         assert listed.json() == {
-            "commands": [{"name": "ship", "description": "Ship it.", "scope": "project"}]
+            "commands": [INIT, {"name": "ship", "description": "Ship it.", "scope": "project"}]
         }
     assert built == []
     assert client.get(f"/api/sessions/{stored.id}").status_code == 200  # the spies do count
@@ -104,11 +112,11 @@ def test_a_command_file_named_new_or_clear_is_skipped_as_in_the_terminal_ui(
     (dsh_home() / "commands" / "review.md").write_text("Review it.")
     sid = new_session(client)
     listed = client.get(f"/api/sessions/{sid}/commands").json()["commands"]
-    assert [command["name"] for command in listed] == ["review"]
+    assert [command["name"] for command in listed] == ["init", "review"]
     refused = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/new", "command": True})
     assert error_of(refused) == (400, "UNKNOWN_COMMAND")
     assert refused.json()["error"]["message"] == (
         "Unknown command /new (commands: /compact [focus], /undo [--dry-run], /context, /cost, "
         "/title [TEXT], /new, /clear, /model [NAME], /retry, /rewind [N], /fork, "
-        "/approval [MODE], /diff, /help, /review; // sends /)"
+        "/approval [MODE], /diff, /help, /init, /review; // sends /)"
     )
