@@ -120,3 +120,14 @@ def test_a_command_file_named_new_or_clear_is_skipped_as_in_the_terminal_ui(
         "/title [TEXT], /new, /clear, /model [NAME], /retry, /rewind [N], /fork, "
         "/approval [MODE], /diff, /help, /init, /review; // sends /)"
     )
+
+
+def test_init_is_sent_as_dshs_own_prompt_command(client: TestClient, env: WebEnv) -> None:
+    """``/init`` needs no page code of its own: the server sends its prompt as any command's."""
+    from dsh.agent.init_command import INIT_TEMPLATE
+
+    sid = new_session(client)
+    sent = client.post(f"/api/sessions/{sid}/prompt", json={"text": "/init", "command": True})
+    assert sent.status_code == 202
+    wait_idle(client, sid)
+    assert prompts(env, sid) == [INIT_TEMPLATE]
