@@ -51,6 +51,15 @@ def test_servers_add_up_by_name_across_layers(tmp_path: Path) -> None:
         ),
         ("enabled = true\n", "config key mcp.servers.docs: Object missing required field"),
         ('command = "x"\n', "config key mcp.servers.docs.command: Expected `array`"),
+        (  # a remote server, as Claude Code's and Codex's configs write one
+            'url = "https://api.example.com/mcp"\n',
+            "config key mcp.servers.docs.url: dsh supports stdio MCP servers only, a program it "
+            'starts (command = ["program", "arg", …]), not a remote server at a URL',
+        ),
+        (
+            'command = ["npx"]\nargs = ["-y", "docs-server"]\n',
+            "config key mcp.servers.docs.args: dsh takes a server's arguments in command",
+        ),
     ],
 )
 def test_a_bad_server_is_refused_in_one_line_naming_its_key_and_file(

@@ -9,7 +9,9 @@
 - A server's name is part of every tool name it exposes, so it is 1 to 40 letters, digits, ``_``
   or ``-``; its ``command`` names a program; its timeouts are positive (``validate_server``).
 - Each server is converted on its own first (``check_servers``), so a type error names it
-  (``mcp.servers.docs.command``) where a whole conversion says ``mcp.servers[...]``.
+  (``mcp.servers.docs.command``) where a whole conversion says ``mcp.servers[...]``. A server
+  written as other tools write one is refused saying what dsh takes instead: a ``url`` (a
+  remote server: dsh runs stdio servers only) or ``args`` (the arguments go in ``command``).
 """
 
 from __future__ import annotations
@@ -86,9 +88,27 @@ def validate_server(name: str, server: McpServerSettings) -> None:
         _require(ok, f"mcp.servers.{name}.{key}", rule)
 
 
+FOREIGN_KEYS = {
+    "url": "dsh supports stdio MCP servers only, a program it starts (command = "
+    '["program", "arg", …]), not a remote server at a URL',
+    "args": 'dsh takes a server\'s arguments in command (command = ["program", "arg", …])',
+}
+"""Keys other tools' MCP configs have and dsh does not (Claude Code's, Codex's), and what to
+write instead: said in place of "unknown config key"."""
+
+
 def check_servers(merged: Mapping[str, Mapping[str, Any]]) -> None:
     """Convert each merged server on its own, so an error names its key."""
     servers = merged.get("mcp", {}).get("servers")
+    if isinstance(servers, Mapping):
+        for name, table in servers.items():
+            foreign = next(
+                (k for k in FOREIGN_KEYS if isinstance(table, Mapping) and k in table), None
+            )
+            if foreign is not None:
+                raise ConfigError(
+                    f"config key mcp.servers.{name}.{foreign}: {FOREIGN_KEYS[foreign]}"
+                )
     check_named_tables(servers, McpServerSettings, "mcp.servers.{}".format)
 
 
