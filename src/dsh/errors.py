@@ -105,11 +105,24 @@ class ConfigError(DshError):
 class MissingApiKeyError(ConfigError):
     """A provider needs an API key and none was configured; ``variable`` is the one to set."""
 
-    def __init__(self, variable: str, *, provider: str | None = None) -> None:
+    def __init__(
+        self,
+        variable: str,
+        *,
+        provider: str | None = None,
+        keyed: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         who = f" for {provider}" if provider else ""
-        super().__init__(f"no API key{who}: set {variable} (or run `dsh demo`, which needs none)")
+        other = " or ".join(f"--provider {name} ({key})" for name, key in keyed)
+        how = f", or choose a provider whose key is set: {other}"
+        if not keyed:
+            how = " (or run `dsh demo`, which needs none)"
+        super().__init__(f"no API key{who}: set {variable}{how}")
         self.variable = variable
         self.provider = provider
+        self.keyed = keyed
+        """The other providers whose key is set, each with its variable (``dsh.agent.runtime``):
+        to choose with ``--provider``."""
 
 
 class EventError(DshError):

@@ -477,3 +477,24 @@ def test_what_resolving_the_route_found_is_said_once_when_the_ui_opens(rig: Rig)
         assert "context window" not in text_of(quiet)
 
     run(quiet, nothing)
+
+
+def test_the_no_key_screen_offers_the_providers_whose_key_is_set(rig: Rig, monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "a")
+    monkeypatch.setenv("OPENAI_API_KEY", "o")
+    options = TuiOptions(settings=rig.settings(), store=rig.store, workspace=rig.workspace)
+    app = DshApp(options)  # deepseek, its key unset, two others set
+
+    async def body(pilot: Any) -> None:
+        assert isinstance(app.screen, NoKeyScreen)
+        text = str(app.screen.query_one("#no-key").render())
+        assert "Or start it on a provider whose key is set:" in text
+        assert "dsh --provider openai   (OPENAI_API_KEY is set)" in text
+        assert "dsh --provider anthropic   (ANTHROPIC_API_KEY is set)" in text
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 2
+
+    run(app, body)
+

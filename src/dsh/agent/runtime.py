@@ -31,7 +31,7 @@ from dsh.config import (
     window_too_large,
     window_too_small,
 )
-from dsh.errors import ConfigError
+from dsh.errors import ConfigError, MissingApiKeyError
 from dsh.llm.registry import KNOWN_PROVIDERS, make_provider, needs_model, route_api_key
 from dsh.llm.replay import ReplayProvider
 from dsh.llm.scripted import ScriptedProvider
@@ -117,15 +117,21 @@ def resolve_route(
         )
     env = os.environ if environ is None else environ
     chosen, served = chosen_model(cfg, env, waiting)
-    provider, model, known_window = make_provider(
-        cfg.name,
-        model=chosen,
-        base_url=cfg.base_url,
-        api_key=cfg.api_key,
-        api_key_env=cfg.api_key_env,
-        environ=env,
-        headers=cfg.headers,
-    )
+    try:
+        provider, model, known_window = make_provider(
+            cfg.name,
+            model=chosen,
+            base_url=cfg.base_url,
+            api_key=cfg.api_key,
+            api_key_env=cfg.api_key_env,
+            environ=env,
+            headers=cfg.headers,
+        )
+    except MissingApiKeyError as no_key:
+        keyed = other_keys(cfg, no_key, env)
+        if not keyed:
+            raise
+        raise MissingApiKeyError(no_key.variable, provider=cfg.name, keyed=keyed) from None
     summarizer_window, summarizer_notice = _summarizer_window(settings, model, env, waiting)
     adopted = None
     if served is not None:
@@ -171,6 +177,21 @@ def resolve_route(
             notice = f"{said}; {ASSUMED}"
     notice = "; ".join(n for n in (adopted, notice, summarizer_notice) if n) or None
     return Route(provider, model, window, notice, summarizer_window, window_from, cfg.base_url)
+
+
+def other_keys(
+    cfg: ProviderSettings, missing: MissingApiKeyError, environ: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """The other providers whose key is set in ``environ`` when the conversation's provider
+    misses its own (not a variable ``provider.api_key_env`` names): the error offers them."""
+    known = KNOWN_PROVIDERS.get(cfg.name)
+    if known is None or cfg.api_key_env is not None or missing.variable != known.key_env:
+        return ()
+    return tuple(
+        (name, other.key_env)
+        for name, other in KNOWN_PROVIDERS.items()
+        if name != cfg.name and other.key_required and environ.get(other.key_env)
+    )
 
 
 def missing_feed(

@@ -167,7 +167,7 @@ def _run(
         here = (workspace_dir or context.cwd()).resolve()
         resumed = context.last_used_session_id(store, str(here))
     workspace = context.session_workspace(store, resumed, workspace_dir)
-    settings = load_settings(cwd=workspace, overrides=overrides)
+    settings = load_settings(cwd=workspace, overrides=overrides, choose_provider=resumed is None)
     commands = load_prompt_commands(dsh_home(), workspace, BUILT_IN_COMMANDS)
     for warning in commands.warnings:
         context.warn(warning)

@@ -155,7 +155,8 @@ def _opening(
     settings, the store they name and the session ``--replay`` serves; ``DshError`` for what
     keeps it from opening."""
     workspace = context.session_workspace(store, session_id, workspace_dir)
-    settings = load_settings(cwd=workspace, overrides=flags)
+    # a new session with no provider named runs on the one whose key is set (said once)
+    settings = load_settings(cwd=workspace, overrides=flags, choose_provider=session_id is None)
     store = context.store(settings)
     replayed = context.replayed_session(store, route_flags)
     # a resumed session runs with its own recorded settings; a flag overrides them (logged); a

@@ -119,7 +119,7 @@ def _serve(
     add_own_secret("dsh web token", secret)  # masked in tool output: `ps aux` shows a --token
     overrides = route_flags.overrides()
     here = context.cwd().resolve()
-    settings = load_settings(cwd=here, overrides=overrides)
+    settings = load_settings(cwd=here, overrides=overrides, choose_provider=True)
     store = context.store(settings)
     replayed = context.replayed_session(store, route_flags)
     if replayed is not None:  # a new session starts from the recording's settings, as in dsh run

@@ -43,6 +43,7 @@ from dsh.config.project import (
     project_layer,
     restrict_project_layer,
 )
+from dsh.config.provider_keys import provider_from_keys
 from dsh.config.reading import dsh_home, read_toml
 from dsh.config.rules import (
     BASE_URL_RULE,
@@ -168,8 +169,13 @@ def load_settings(
     cwd: Path | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     trust_project: bool = False,
+    choose_provider: bool = False,
 ) -> Settings:
     """Merge every layer into one validated ``Settings``.
+
+    ``choose_provider`` (a face starting a new session): when nothing names the route and only
+    another provider's key than the default's is set, take that provider, with one warning
+    (:mod:`dsh.config.provider_keys`).
 
     An untrusted project config that does not load (unreadable, not TOML, an unknown section
     or key, a value refused alone or with the other layers) is ignored whole, with one warning
@@ -191,14 +197,16 @@ def load_settings(
         env, SECTIONS, skip=ENVIRONMENT_NAMES, refuse=USER_ONLY_SECTIONS
     )
     flags = {k: dict(v) for k, v in (overrides or {}).items()}
+    keys = env if choose_provider else None
     if project is None:
-        return _settled(below, origins, None, environment, flags)
+        return _settled(below, origins, None, environment, flags, keys)
     try:
-        settings = _settled(below, origins, project, environment, flags)
+        settings = _settled(below, origins, project, environment, flags, keys)
     except ConfigError as exc:
         if project.trusted and not trust_project:
             raise
-        settings = _settled(below, origins, None, environment, flags)  # the others' errors raise
+        # the others' errors raise
+        settings = _settled(below, origins, None, environment, flags, keys)
         problem = ProjectConfigError(project.path, exc)
         if trust_project:
             raise problem from exc
@@ -215,9 +223,11 @@ def _settled(
     project: ProjectLayer | None,
     environment: Mapping[str, Mapping[str, Any]],
     flags: Mapping[str, Mapping[str, Any]],
+    keys: Mapping[str, str] | None = None,
 ) -> Settings:
     """The layers merged over the user config ``below`` and validated; ``ConfigError`` naming
-    where a refused value was set."""
+    where a refused value was set. ``keys``: the environment whose API keys choose the provider
+    when nothing names one (None: they do not)."""
     merged = {section: dict(values) for section, values in below.items()}
     origins = dict(below_origins)
     if project is not None:
@@ -228,6 +238,9 @@ def _settled(
             origins[f"{section}.{key}"] = "environment variable " + f"DSH_{section}_{key}".upper()
     if flags:
         merge_layer(merged, flags, origin="command line", origins=origins)
+    chosen = provider_from_keys(merged.get("provider", {}), keys) if keys is not None else None
+    if chosen is not None:
+        merged["provider"] = {**merged.get("provider", {}), "name": chosen[0]}
     try:
         check_servers(merged)
         _check_overrides(merged)
@@ -238,6 +251,8 @@ def _settled(
         raise ConfigError(_set_in(describe(exc, Settings), origins)) from exc
     except ConfigError as exc:
         raise ConfigError(_set_in(str(exc), origins)) from exc
+    if chosen is not None:  # said once the settings stand
+        log.warning("%s", chosen[1])
     return settings
 
 

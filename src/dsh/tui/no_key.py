@@ -14,10 +14,12 @@ from dsh.errors import MissingApiKeyError
 def no_key_text(error: MissingApiKeyError) -> str:
     """The missing key, and every way into dsh: each provider's key, a local server, no key."""
     who = f" for {error.provider}" if error.provider else ""
+    found = "".join(f"    dsh --provider {name}   ({key} is set)\n" for name, key in error.keyed)
     return (
         f"dsh needs an API key{who}. Set {error.variable} and start dsh again:\n\n"
         f"    export {error.variable}=…\n\n"
-        "Other ways in:\n\n"
+        + (f"Or start it on a provider whose key is set:\n\n{found}\n" if found else "")
+        + "Other ways in:\n\n"
         "  DeepSeek       export DEEPSEEK_API_KEY=…   then  dsh\n"
         "  Anthropic      export ANTHROPIC_API_KEY=…  then  dsh --provider anthropic\n"
         "  OpenAI         export OPENAI_API_KEY=…     then  dsh --provider openai\n"

@@ -78,7 +78,9 @@ class WorkspaceSettings:
             return kept
 
     def _read(self, workspace: Path) -> Settings:
-        settings = load_settings(cwd=workspace, overrides=self._overrides, environ=self._environ)
+        settings = load_settings(  # a new session with no provider named: the keys set choose
+            cwd=workspace, overrides=self._overrides, environ=self._environ, choose_provider=True
+        )
         if self._recorded is None:
             return settings
         resolved = session_settings.effective(
