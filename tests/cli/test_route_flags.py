@@ -44,7 +44,7 @@ APPROVAL_FLAGS = {"--yes", "--allow"}
 """The approval flags every such face takes too (``tests/cli/test_approval_flags.py``)."""
 
 OWN_FLAGS = {
-    "dsh": {"--version", "--resume", "--continue", "-c", "--cwd", "--help"},
+    "dsh": {"--version", "--resume", "--continue", "-c", "--cwd", "--help", "-p", "--print"},
     "run": {
         "--session",
         "--continue",

@@ -498,3 +498,16 @@ def test_the_no_key_screen_offers_the_providers_whose_key_is_set(rig: Rig, monke
 
     run(app, body)
 
+
+def test_a_first_prompt_is_sent_as_the_first_turn_once_the_session_is_open(rig: Rig):
+    app = rig.app([{"text": "Fixed it."}])
+    app.first_prompt = "fix the bug"  # dsh "fix the bug"
+
+    async def body(pilot: Any) -> None:
+        await settle(pilot, lambda: "● Fixed it." in lines_of(app) and not app.work.running)
+        assert lines_of(app)[:3] == ["❯ fix the bug", "", "● Fixed it."]
+        assert app.prompt_box.queued is None and app.prompt_box.value == ""
+        prompts = [e.data.text() for e in logged(app) if event_type_of(e) == "user/message"]
+        assert prompts == ["fix the bug"]
+
+    run(app, body)

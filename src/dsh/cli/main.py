@@ -71,6 +71,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 """name -> ("module:attribute", the first sentence of its help, which ``--help`` shortens)."""
 
 
+PRINT_FLAGS = ("-p", "--print")
+"""``dsh -p PROMPT``: ``dsh run PROMPT`` (``as_run``)."""
+
+
+def as_run(args: list[str]) -> list[str]:
+    """``args`` with ``-p`` / ``--print`` given before any command (or after the prompt) made
+    ``run`` in front of the rest: ``dsh --model m -p "fix it"`` is ``dsh run --model m "fix
+    it"``, so it takes ``run``'s options. Unchanged when neither is given, or only after ``--``
+    or a command's name."""
+    for index, word in enumerate(args):
+        if word == "--" or word in COMMANDS:
+            return args
+        if word in PRINT_FLAGS:
+            return ["run", *args[:index], *args[index + 1 :]]
+    return args
+
+
 def load_command(name: str) -> click.Command:
     """Import the command ``name`` from its module (``COMMANDS`` says where it lives)."""
     target, _ = COMMANDS[name]
@@ -90,6 +107,30 @@ class LazyGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.add_command(load_command(cmd_name), cmd_name)
         return self.commands.get(cmd_name)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``dsh -p …`` is ``dsh run …`` (``as_run``); the words as given are kept for
+        ``resolve_command`` (a ``--`` before them makes them a prompt)."""
+        args = as_run(args)
+        ctx.meta["dsh.args"] = list(args)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A first word that names no command is a prompt: the terminal UI opens with it
+        (``dsh.cli.first_prompt``, which says the rule), unless it looks like a command
+        misspelt; after ``--`` it always is."""
+        raw = ctx.meta.get("dsh.args", [])
+        dashed = "--" in raw and raw[raw.index("--") + 1 :] == args
+        if not dashed and (args[0] in COMMANDS or args[0] in self.commands):
+            return super().resolve_command(ctx, args)
+        from dsh.cli import first_prompt  # only for a prompt: --help stays light
+
+        near = first_prompt.typo_of(args[0], COMMANDS)
+        if near is not None and not dashed:
+            first_prompt.refuse_typo(args[0], near)
+        return first_prompt.PROMPT, first_prompt.prompt_command, args
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
@@ -146,8 +187,19 @@ def _cwd_exists() -> bool:
     return True
 
 
-@click.group(cls=LazyGroup, invoke_without_command=True)
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    subcommand_metavar="[PROMPT | COMMAND [ARGS]...]",
+)
 @click.version_option(__version__, "--version", prog_name="dsh")
+@click.option(
+    "-p",
+    "--print",
+    "print_mode",
+    is_flag=True,
+    help="Run PROMPT headless, as `dsh run PROMPT` with its options (dsh -p PROMPT --json …).",
+)
 @click.option(
     "--resume",
     is_flag=False,
@@ -177,6 +229,7 @@ def _cwd_exists() -> bool:
 @click.pass_context
 def cli(
     ctx: click.Context,
+    print_mode: bool,
     resume: str | None,
     last: bool,
     workspace_dir: Path | None,
@@ -185,9 +238,22 @@ def cli(
 ) -> None:
     """dsh: an agent harness for long coding sessions that never loses history.
 
-    With no command, dsh opens the terminal UI in the current directory. Every interaction is
-    an append-only event log; what the model sees and what you see are two projections of it.
+    With no command, dsh opens the terminal UI in the current directory; `dsh PROMPT` opens it
+    with PROMPT sent as the first turn (any first word that is not a command; after `--`, any
+    word), `dsh -p PROMPT` runs it headless (`dsh run`). Every interaction is an append-only
+    event log; what the model sees and what you see are two projections of it.
     """
+    if print_mode:  # ``as_run`` took it out, unless it came where it cannot apply
+        raise click.UsageError("-p/--print goes before the prompt: dsh -p PROMPT")
+    if ctx.invoked_subcommand == "PROMPT":  # the UI flags given before it: the prompt's
+        ctx.meta["dsh.before_prompt"] = {
+            "resume": resume,
+            "last": last,
+            "workspace_dir": workspace_dir,
+            "route_flags": route_flags,
+            "approval_flags": approval_flags,
+        }
+        return
     if ctx.invoked_subcommand is None:
         from dsh.cli.tui import launch  # Textual loads only when the UI is wanted
 

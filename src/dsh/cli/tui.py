@@ -47,6 +47,7 @@ def launch(
     greeting: str | None = None,
     on_quit: Callable[[str], Sequence[str]] | None = None,
     last: bool = False,
+    first_prompt: str | None = None,
 ) -> None:
     """Run the terminal UI until the person quits; exits with the app's return code.
 
@@ -60,7 +61,8 @@ def launch(
     ``tools.approval`` for this process (a session does not record them; ``/approval`` changes
     the mode later). ``on_quit`` says what to print about the last session once the UI quits
     (default: ``resume_hint``, how to open it again). ``last`` (``--continue``) opens the
-    session used last in the workspace, without a picker."""
+    session used last in the workspace, without a picker. ``first_prompt`` (``dsh PROMPT``) is
+    sent as the first turn once the session is open."""
     from dsh.tui import DshApp, TuiOptions  # Textual is imported only for the UI
     from dsh.tui.app_warnings import WarningLog
     from dsh.tui.factories import settings_route_factory
@@ -128,6 +130,7 @@ def launch(
     # and the first turn does not wait for them
     start_session_mcp_servers(settings, workspace)
     app = DshApp(options, warnings=shown)
+    app.first_prompt = first_prompt
     try:
         app.run()
     finally:

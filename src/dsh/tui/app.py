@@ -132,6 +132,7 @@ class DshApp(WarningsApp[None]):
         test sets its own)."""
         self._idle_interrupt_at: float | None = None
         self._unsent_warned_at: float | None = None
+        self.first_prompt: str | None = None  # ``dsh PROMPT``: sent once the session is open
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, made to quit when the terminal goes away (``hangup_safe``)."""
@@ -166,6 +167,8 @@ class DshApp(WarningsApp[None]):
         self.status_bar = self.query_one(StatusBar)
         self.prompt_box = self.query_one(PromptBox)
         self.screen.set_focus(self.prompt_box)  # now: keys typed while dsh started come here
+        if self.first_prompt:
+            self.work.queue(self.first_prompt, opening=True)
         workspace = self.controller.options.workspace
         self.status_bar.set(
             trust=trust_label(workspace), workspace=workspace_shown(self.controller.options)
