@@ -248,11 +248,16 @@ def export(session_id: str, fmt: str, output: str | None) -> None:
     session = _open(session_id)
     notes: Counter[str] = Counter()
     pieces: Iterable[bytes]
+    if fmt in ("upstream", "jsonl"):
+        # a base URL's secret an older dsh recorded goes out masked, as it is recorded now
+        from dsh.agent.settings_record import as_recorded_today
+
+        events = [as_recorded_today(event) for event in session.events]  # the same objects
     if fmt == "upstream":
-        pieces = upstream_lines(session.header, session.events, notes)
+        pieces = upstream_lines(session.header, events, notes)
     elif fmt == "jsonl":
         header = [encode_header(session.header) + b"\n"]
-        pieces = itertools.chain(header, (encode_event(e) + b"\n" for e in session.events))
+        pieces = itertools.chain(header, (encode_event(e) + b"\n" for e in events))
     else:  # for people, to a terminal or a file alike: no escape a terminal would act on
         markdown = markdown_pieces(session.header, session.events)
         pieces = (printable_text(piece).encode() for piece in markdown)  # each ends a line

@@ -19,6 +19,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 
+from dsh.agent.settings_record import as_recorded_today
 from dsh.events import Event, encode_event
 from dsh.transcript.history import (
     DEFAULT_MAX_MESSAGES,
@@ -64,7 +65,8 @@ async def history_answer(registry: SessionRegistry, request: Request) -> Respons
     if found is None:
         found = await registry.stored(session_id, lambda session: paged(session.events))
     page, last = found
-    events = b",".join(encode_event(e) for e in page.events)
+    # a base URL's secret an older dsh recorded is sent masked, as it is recorded now
+    events = b",".join(encode_event(as_recorded_today(e)) for e in page.events)
     first = "null" if page.first_seq is None else str(page.first_seq)
     flags = f'"hasMore":{_js(page.has_more)},"hasLater":{_js(page.has_later)}'
     return json_bytes(

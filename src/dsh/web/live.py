@@ -6,6 +6,8 @@ browser can watch a session before it is resumed. Messages are JSON text frames:
 
     {"kind": "hello", "session": {...}}           first frame (then catch-up events)
     {"kind": "event", "event": {...}}             an appended event, byte-identical to the log
+                                                  (but for a base URL's secret an older dsh
+                                                  recorded: masked, ``event_frame``)
     {"kind": "delta", "channel": "text"|"reasoning"|"tool"|"was-reasoning", "text": "..."}
                                                   (after the catch-up: what the running
                                                   call streamed before the page joined;
@@ -42,6 +44,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from dsh.agent.settings_record import as_recorded_today
 from dsh.events import (
     CompactionEndEvent,
     CompactionPlanEvent,
@@ -64,7 +67,9 @@ def frame(kind: str, **fields: Any) -> str:
 
 
 def event_frame(event: Event) -> str:
-    return '{"kind":"event","event":' + encode_event(event).decode() + "}"
+    """``event``'s frame: its JSON as logged, but for a base URL's secret an older dsh recorded
+    in a ``session/settings`` (masked, as it is recorded now: ``as_recorded_today``)."""
+    return '{"kind":"event","event":' + encode_event(as_recorded_today(event)).decode() + "}"
 
 
 class Streamed:
