@@ -3,16 +3,18 @@
     GET  /api/sessions/{id}/turns                   the turns a prompt started, with it
     POST /api/sessions/{id}/fork  {beforeTurn?}     a copy of the session, whole or up to a turn
 
-The fork answers ``{id, prompt, note}``: the new session's id (the page opens it), the prompt of
-the turn left out (null for a whole copy; the page puts it in the composer) and the line that
-says what was done, in the terminal UI's words. A session running a turn or a ``/compact`` here
+The fork answers ``{id, prompt, sentWith, note}``: the new session's id (the page opens it), what
+was typed to start the turn left out (null for a whole copy; the page puts it in the composer),
+the ``!cmd`` output blocks that prompt was sent with ([] for none) and the line that says what was
+done, in the terminal UI's words. A session running a turn or a ``/compact`` here
 is refused (409), as is one nothing is stored of yet (a new session: nothing to copy); a turn
 no prompt started is a 400 naming those there are. The parent is only read, on a worker thread,
 whoever holds it (a turn it runs elsewhere is left out of a whole copy: ``dsh.agent.fork``).
 
 The turns list what was typed to start them, not the ``!cmd`` output a terminal UI sent ahead
-of it (``dsh.transcript.shell_blocks.typed_part``); the prompt handed back is the whole one, that
-output included (the page has no ``!cmd`` to send it again otherwise). The copy runs on the
+of it (``dsh.transcript.shell_blocks.typed_part``), and the prompt handed back is what was typed
+too: that output comes apart (``split_blocks``), and the page shows it and sends it again ahead
+of the copy's next prompt, as the terminal UI's ``/rewind`` does. The copy runs on the
 route ``/model`` chose for the parent here, its window with it (kept for the copy, and recorded
 in it), else on the parent's latest record."""
 
@@ -30,7 +32,7 @@ from dsh.agent.settings_record import route_snapshot
 from dsh.errors import DshError
 from dsh.events import SessionSettings
 from dsh.surface import Session
-from dsh.transcript.shell_blocks import typed_part
+from dsh.transcript.shell_blocks import split_blocks, typed_part
 from dsh.web.bodies import ForkBody, read_body
 from dsh.web.errors import bad_request, from_dsh_error
 from dsh.web.sessions import SessionRegistry, check_session_id
@@ -75,8 +77,10 @@ def fork_routes(registry: SessionRegistry, session_path: str) -> list[Route]:
             raise from_dsh_error(exc) from exc
         if chosen is not None:  # the copy goes on on it, whatever the flags say
             runtime.choose_route(made.session_id, chosen)
-        prompt = made.before.prompt if made.before is not None else None
-        return JSONResponse({"id": made.session_id, "prompt": prompt, "note": fork_note(made)})
+        blocks, prompt = split_blocks(made.before.prompt) if made.before else ([], None)
+        return JSONResponse(
+            {"id": made.session_id, "prompt": prompt, "sentWith": blocks, "note": fork_note(made)}
+        )
 
     return [
         Route(session_path + "/turns", turns, methods=["GET"]),

@@ -9,7 +9,8 @@
 // `/model NAME` runs them on NAME (refused, the draft kept, when the server does not list it);
 // `/retry` sends the last turn's prompt again when that turn failed or was cancelled (else a note);
 // `/rewind` lists the prompts, `/rewind N` and `/fork` open a copy of the session (up to turn N,
-// its prompt in the box; or whole);
+// what was typed for it in the box, the `!cmd` output it was sent with shown and sent again ahead
+// of the next prompt, as the terminal UI does; or whole);
 // `/approval [MODE]` names the session's approval mode or changes it (ask, auto or read-only;
 // the terminal UI's words, which the server makes); `/diff` shows the workspace's changes since
 // its last commit (changes.js); `/new` (or `/clear`) does what "New session" does; `/help` lists
@@ -31,7 +32,7 @@ import { PAGE_COMMAND_LIST, PAGE_COMMAND_NAMES } from './commands.js';
 import { Completion, promptCommands } from './completion.js';
 import { say } from './dom.js';
 import { HelpPanel } from './help.js';
-import { keepDraft, keptDraft } from './unsent.js';
+import { keepDraft, keepSentWith, keptDraft, keptSentWith } from './unsent.js';
 import { NOT_SENT, QUEUED_ALREADY, QueuedPrompt } from './queue.js';
 import { PromptRecall } from './prompt_recall.js';
 import { errorLine } from './projection.js';
@@ -43,6 +44,8 @@ export const ALREADY_NEW = 'This is a new session already: the next prompt start
 export const NOT_CONNECTED = 'Not sent: the page is disconnected from dsh web (reconnecting…). The draft stays.';
 
 const APPROVAL_MODES = ['ask', 'auto', 'read-only'];
+/** Under each `!cmd` output block a rewound prompt was sent with: the terminal UI's words. */
+export const SENT_AGAIN = '(sent to the model with your next prompt, as it was with this one)';
 
 /** `/approval ARG`'s refusal of an ARG that names no mode, word for word the server's and the
  * terminal UI's (dsh.agent.approval_command.chosen_mode: the argument as one printable line, as
@@ -241,8 +244,10 @@ export class Composer {
   async send(typed, name, arg, draft) {
     await this.ensureOpen();
     const path = sessionPath(this.page.sessionId());
-    if (name === null) {
-      await this.prompt(promptText(draft));
+    if (name === null) {  // the `!cmd` output a rewound prompt was sent with goes ahead of it
+      const sessionId = this.page.sessionId();
+      await this.prompt([...keptSentWith(sessionId), promptText(draft)].join('\n\n'));
+      keepSentWith(sessionId, []);
     } else if (name === 'retry') {  // the last turn's prompt again, if it did not complete
       const answer = await api('GET', `${path}/retry`);
       this.page.note(answer.note);
@@ -313,7 +318,10 @@ export class Composer {
     }
     const made = await api('POST', `${path}/fork`, name === 'rewind' ? { beforeTurn: Number(arg) } : {});
     if (made.prompt !== null) keepDraft(made.id, made.prompt);  // in the box once it shows
-    this.page.opened(made.id, made.note);
+    // the `!cmd` output that prompt was sent with goes again with the copy's next one
+    keepSentWith(made.id, made.sentWith);
+    const again = made.sentWith.map((block) => `\n\n${block}\n${SENT_AGAIN}`).join('');
+    this.page.opened(made.id, made.note + again);
     return true;
   }
 

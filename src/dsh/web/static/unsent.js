@@ -25,3 +25,28 @@ export function keepDraft(sessionId, text) {
     // storage off, or full: the draft stays in the box only
   }
 }
+
+// The `!cmd` output a rewound prompt was sent with (a terminal UI's: fork_route.py hands it apart
+// from what was typed), kept the same way under `dsh-sent-with:<session id>` as a JSON list of
+// blocks, until the session's next prompt goes with them ahead of it.
+const SENT_WITH = 'dsh-sent-with:';
+
+/** The `!cmd` output blocks waiting for `sessionId`'s next prompt ([] when none). */
+export function keptSentWith(sessionId) {
+  try {
+    const blocks = JSON.parse(sessionStorage.getItem(SENT_WITH + sessionId) ?? '[]');
+    return Array.isArray(blocks) ? blocks.filter((b) => typeof b === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Keep `blocks` for `sessionId`'s next prompt; none drops them. */
+export function keepSentWith(sessionId, blocks) {
+  try {
+    if (blocks.length) sessionStorage.setItem(SENT_WITH + sessionId, JSON.stringify(blocks));
+    else sessionStorage.removeItem(SENT_WITH + sessionId);
+  } catch {
+    // storage off, or full: the output is not sent again (the note said what it was)
+  }
+}
