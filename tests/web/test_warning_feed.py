@@ -66,7 +66,7 @@ def test_a_warning_raised_serving_a_session_reaches_its_pages_only_and_not_its_l
         first, other = served.new_session(), served.new_session()
         live, server = served.live(first), server_live(served)
         assert live.next()["warnings"] == []
-        assert server.next() == {"kind": "hello", "warnings": []}
+        assert server.next() == {"kind": "hello", "warnings": [], "routeWaits": []}
         # the session's first turn starts its MCP servers (in a worker thread): one never starts
         served.http.post(f"/api/sessions/{first}/prompt", json={"text": "hi"})
         warning = live.until(warning_frame, timeout=120)[-1]["warning"]

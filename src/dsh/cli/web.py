@@ -137,6 +137,7 @@ def _serve(
         yes=approval_flags.yes,
         allow=approval_flags.allow,
         workspaces=workspaces,
+        echo_waits=context.warn,  # a server loading its model: said, as dsh run says it
     )
     route: Route | None = None
     try:

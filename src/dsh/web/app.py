@@ -332,7 +332,8 @@ def create_app(
         hub = registry.warnings.server
         subscriber = hub.subscribe()  # before the kept ones are read: nothing falls between
         registry.list_states.ensure_sweeping()  # the other processes' locks, while pages listen
-        hello = frame("hello", warnings=registry.warnings.kept(None))
+        waits = registry.runtime.route_waits.going_on()  # a route's server loading its model
+        hello = frame("hello", warnings=registry.warnings.kept(None), routeWaits=waits)
         await stream(websocket, hub, hello, (), subscriber)
 
     @contextlib.asynccontextmanager

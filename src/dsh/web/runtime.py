@@ -32,6 +32,7 @@ from dsh.surface import Session
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolKind
 from dsh.web.next_route import NextRoutes
+from dsh.web.route_wait import RouteWaits
 
 __all__ = ["Runtime", "WebRuntime"]
 
@@ -61,6 +62,8 @@ class Runtime(SessionWiring, Protocol):
 
     def mcp_start(self, session: Session) -> Callable[[], None]: ...
 
+    route_waits: RouteWaits
+
     def route(self) -> Route: ...
 
     def base(self, workspace: str) -> Settings: ...
@@ -78,7 +81,9 @@ class WebRuntime(SettingsWiring):
     every route resolved here, a session's recorded model's too. ``yes`` and ``allow``: the
     approval flags (``--yes``, ``--allow``) every agent made here runs with. ``workspaces``:
     the configured settings of a session by its workspace (``WorkspaceSettings``: each
-    workspace's own, with the flags); None gives every session ``settings`` (tests)."""
+    workspace's own, with the flags); None gives every session ``settings`` (tests).
+    ``echo_waits``: told the line saying a route's server is loading its model, as the pages
+    are (``dsh.web.route_wait``; ``dsh web``'s: stderr, as ``dsh run`` says it)."""
 
     def __init__(
         self,
@@ -92,6 +97,7 @@ class WebRuntime(SettingsWiring):
         yes: bool = False,
         allow: frozenset[ToolKind] = frozenset(),
         workspaces: Callable[[str], Settings] | None = None,
+        echo_waits: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(
             settings,
@@ -110,11 +116,19 @@ class WebRuntime(SettingsWiring):
         """The routes ``/model NAME`` chose, by session id, for the rest of the server's run."""
         self.next_routes = NextRoutes(self)
         """Each session's next route, resolved in a worker thread (``dsh.web.next_route``)."""
+        self.route_waits = RouteWaits(echo_waits)
+        """A server loading its model, waited for while a route resolves: said to the pages
+        (``dsh.web.route_wait``) and to ``echo_waits``."""
 
     def _resolve_for(self, settings: Settings) -> Route:
-        return resolve_route(
-            settings, script=self._script, replay_from=self._replay_from, store=self._store
-        )
+        with self.route_waits.around() as waiting:
+            return resolve_route(
+                settings,
+                script=self._script,
+                replay_from=self._replay_from,
+                store=self._store,
+                waiting=waiting,
+            )
 
     def base(self, workspace: str) -> Settings:
         """The configured settings of a session in ``workspace``, the flags over them: that

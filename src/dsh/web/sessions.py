@@ -107,6 +107,7 @@ class SessionRegistry:
         self.warnings = warnings if warnings is not None else WarningFeed()
         """dsh's warnings, kept and sent to the pages (the sessions' to their live streams)."""
         self.warnings.deliver_to(self.hubs)
+        runtime.route_waits.deliver_to(self.warnings.server)  # a server loading its model
         self.readers = ReadCache(store, on_load=self._loaded)
         self.titles = SessionIndex(store)
         """The session list's titles, last activity and writers."""

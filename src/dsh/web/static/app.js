@@ -18,6 +18,7 @@ import { PageWarnings } from './warnings.js';
 import { PAGE_MESSAGES, Paging } from './paging.js';
 import { PlanPanel } from './plan.js';
 import { WaitingPrompt } from './waiting.js';
+import { repaintRouteWait, routeWaitFrame, showRouteWaits } from './route_wait.js';
 
 const $ = (id) => document.getElementById(id);
 const NARROW = window.matchMedia('(max-width: 768px)');
@@ -189,6 +190,7 @@ function loadSessionList() {
 // A session the list does not show yet (created since it was read: in another tab, by the
 // terminal UI's /new) is listed once a frame names it.
 function serverFrame(data) {
+  routeWaitFrame(data);  // a route's server loading its model
   if (data.kind === 'hello') loadSessionList();
   else if (data.kind === 'session-state' && !sessionStateChanged(data.session, state.sessionId)) loadSessionList();
 }
@@ -230,6 +232,7 @@ async function openSession(id) {
   const generation = ++state.generation;
   stream.close();
   state.sessionId = id;
+  repaintRouteWait();
   state.info = null;
   state.lastSeq = -1;
   $('approvals').replaceChildren();
@@ -409,6 +412,7 @@ function approvalMode(approval) {
 function init() {
   whenChanged(renderStatus);  // offline or back: the composer's buttons
   state.context = new ContextInfo();
+  showRouteWaits(() => state.sessionId);
   state.warnings = new PageWarnings();
   tokenSettled.then((notice) => {  // a link's token refused, the kept one used: said once
     if (notice) toast(notice, { note: true });
