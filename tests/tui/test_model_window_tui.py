@@ -120,3 +120,33 @@ def test_a_window_its_server_gave_is_asked_of_the_new_models_server(
     assert app.controller.window == 16384
     latest = recorded[-1]
     assert (latest.model, latest.context_window, latest.window_asked) == ("m2", 16384, True)
+
+
+def test_a_window_the_session_set_is_not_asked_of_the_new_models_server(
+    ui: UI,
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+) -> None:
+    """The session's own 8,000 tokens stay on ``/model m2``, so the server is not asked m2's
+    window: no ``GET /props`` (a round trip, and a wait when the server is slow or loading)
+    after the switch; only the model list ``/model`` checks the name against."""
+    ui.home(tmp_path / "home")
+    url = server.url + "/v1"
+    server.fixed["/props"] = props(32768)
+    server.fixed["/v1/models"] = listing("m", "m2")
+    server.queue(openai_text("first answer"))
+    first, _ = launched(ui, "--base-url", url, "--model", "m", "--context-window", "8000")
+    ui.turn(first, "hello")
+    (session_id,) = [header.id for header in first.store.list()]
+    window_module._CACHE.clear()  # what a new process knows: nothing
+    server.queue(openai_text("second answer"))
+    said = "Model for the next turns: m2. Its context window stays 8,000 tokens (set for this"
+    asked_from: list[int] = []
+
+    def opened(app: DshApp) -> None:
+        asked_from.append(len(server.fixed_requests))
+
+    app, _ = switched_and_ran(ui, session_id, url, said, opened)
+    asked = [r.path for r in server.fixed_requests[asked_from[0] :]]
+    assert "/props" not in asked and asked.count("/v1/models") == 1
+    assert app.controller.window == 8000

@@ -57,9 +57,10 @@ from dsh.tui.find import FindBar
 from dsh.tui.hint_line import EscMeans, HintLine, composer_keys
 from dsh.tui.live_tail import LiveTail
 from dsh.tui.no_key import NoKeyScreen
-from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, first_page, open_off_the_loop
+from dsh.tui.opening import FIRST_PAGE_FROM_BYTES, STILL_OPENING, begin
 from dsh.tui.plan_panel import PlanPanel
 from dsh.tui.prompt import PromptBox
+from dsh.tui.route_wait import ServerWait
 from dsh.tui.running_cards import RunningCards
 from dsh.tui.shell_command import shell_command
 from dsh.tui.short_screen import fit_to_height
@@ -120,6 +121,7 @@ class DshApp(WarningsApp[None]):
         self._cursor_blink = options.cursor_blink
         self.ready = False
         self.work = Work(self)
+        self.server_wait = ServerWait(self)
         self.last_session_id: str | None = None
         """The session open when the app closed (``dsh`` then prints how to resume it)."""
         self._busy: str | None = None
@@ -173,35 +175,16 @@ class DshApp(WarningsApp[None]):
         self.status_bar.set(
             trust=trust_label(workspace), workspace=workspace_shown(self.controller.options)
         )
-        resume = self.controller.options.resume
-        page = first_page(self.controller.options.store, resume, from_bytes=self.first_page_from)
-        try:
-            items = self.controller.start(resume=page is None)
-        except (MissingApiKeyError, DshError) as exc:
-            self._open_failed(exc)
-            return
-        if page is None or resume is None:  # nothing to resume, or a log short enough to open
-            self._opened(items)
-            return
-        self.transcript.load(page.items, page.details)  # the newest page now, the rest after
-        self.update_status()
-        self.call_after_refresh(lambda: self.run_worker(self._finish_open(resume), group="open"))
+        self.server_wait.attach()
+        begin(self)  # at once, or off the loop (``dsh.tui.opening``)
 
-    async def _finish_open(self, session_id: str) -> None:
-        try:
-            items = await open_off_the_loop(self.controller, session_id, lambda: self._closed)
-        except (MissingApiKeyError, DshError) as exc:
-            return self._open_failed(exc)
-        if items is not None:
-            self._opened(items)
-
-    def _open_failed(self, exc: DshError) -> None:
+    def open_failed(self, exc: DshError) -> None:
         if isinstance(exc, MissingApiKeyError):
             self.push_screen(NoKeyScreen(exc))
         else:
             self.exit(return_code=1, message=f"dsh: error: {error_line(str(exc))}")
 
-    def _opened(self, items: list[TranscriptItem]) -> None:
+    def opened(self, items: list[TranscriptItem]) -> None:
         self.show_session(items)
         for text in self.controller.opening_notes():
             self.note(text)

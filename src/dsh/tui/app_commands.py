@@ -21,6 +21,7 @@ from dsh.tui.copy_command import copy_command
 from dsh.tui.diff_view import show_workspace_diff
 from dsh.tui.model_choice import run_model_command
 from dsh.tui.rewind import fork_command, rewind_command
+from dsh.tui.route_wait import new_session, open_session
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
 
 if TYPE_CHECKING:
@@ -183,6 +184,9 @@ class SlashCommands:
                     f"workspace) or `dsh --resume {session_id} --cwd {here}`."
                 )
                 return
+            if controller.resolves_off_the_loop:  # its route may wait for its server
+                open_session(app, session_id, f"Resumed session {session_id}.")
+                return
             items = controller.open(session_id)
         except DshError as exc:
             app.note(f"error: {error_line(str(exc))}")
@@ -197,17 +201,22 @@ class SlashCommands:
         if controller.session is None:
             app.note("This is a new session already: the next prompt starts it.")
             return
+
+        def left(session_id: str | None) -> None:
+            app.switched(
+                [],
+                f"New session (model {controller.model}). The one you left stays listed: "
+                f"/resume {session_id} opens it again.",
+                seed=False,
+            )
+
+        if controller.resolves_off_the_loop:  # its route may wait for its server
+            new_session(app, left)
+            return
         try:
-            left = controller.new_session()
+            left(controller.new_session())
         except DshError as exc:
             app.note(f"error: {error_line(str(exc))}")
-            return
-        app.switched(
-            [],
-            f"New session (model {controller.model}). The one you left stays listed: "
-            f"/resume {left} opens it again.",
-            seed=False,
-        )
 
     def model(self, arg: str) -> None:
         """``/model NAME`` switches the model for the next turns, when the server lists it;

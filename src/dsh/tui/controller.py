@@ -25,37 +25,38 @@ from dsh.agent.asked_window import keep_reported, say_window_change, with_own_wi
 from dsh.agent.cancel import CANCELLED_BY_USER
 from dsh.agent.context_fold import ContextFold
 from dsh.agent.context_report import next_request_tokens
-from dsh.agent.loop import Agent, StreamListener, TurnResult
-from dsh.agent.model_command import switched
+from dsh.agent.loop import Agent, TurnResult
+from dsh.agent.model_command import switched, switched_note
 from dsh.agent.runtime import Route, approval_policy
 from dsh.agent.session_runner import (
     COMPACT_CANCELLED,
     NOTHING_TO_COMPACT,
-    CompactionEngine,
     CompactionOff,
     SessionBusy,
     SessionRunner,
-    SettingsWiring,
     record_settings,
 )
 from dsh.agent.undo import NOTHING_TO_UNDO
-from dsh.agent.wiring import build_parts, check_room, session_window
+from dsh.agent.wiring import check_room, session_window
 from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, redact
 from dsh.errors import PromptTooLarge, UsageError
 from dsh.events import CommandDoneEvent, Event, UserSource
 from dsh.events.codec import gc_paused
 from dsh.llm.sdk_client import warm
 from dsh.llm.types import StreamEvent
+from dsh.llm.window import Waiting
 from dsh.store import EventStore, SessionHeader
 from dsh.store.migrate import remove_kept_session
 from dsh.surface import Session
-from dsh.tools.approval import ApprovalAnswer, ApprovalMode, ApprovalPolicy, Approver
+from dsh.tools.approval import ApprovalAnswer, ApprovalMode, ApprovalPolicy
 from dsh.tools.base import ToolKind
 from dsh.transcript import MessageItem, TranscriptItem, TranscriptProjector
+from dsh.tui.face_wiring import FaceWiring
 from dsh.tui.factories import (
     AgentFactory,
     RouteFactory,
-    settings_agent_factory,
+    SettingsRoutes,
+    route_of,
     settings_route_factory,
 )
 from dsh.tui.progress import CacheCounter, CompactionProgress
@@ -139,6 +140,8 @@ class Controller:
         self.load_seconds = 0.0
         self.project_seconds = 0.0
         self._unsubscribe: Callable[[], None] | None = None
+        self.on_server_wait: Waiting | None = None
+        """Told when resolving a route starts waiting for its server to load its model."""
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -147,7 +150,7 @@ class Controller:
         session to resume, if any (and ``resume``: False leaves that to the caller); returns
         its transcript items."""
         tell_load_warnings(self.options.load_warnings)
-        self.route = self._route_factory(None)
+        self.route = self.route_of(None)
         if resume and self.options.resume is not None:
             return self.open(self.options.resume)
         self._check_room(self.settings, self.route)
@@ -164,7 +167,7 @@ class Controller:
         """Open a stored session for writing (closing the current one) and project it."""
         started = time.perf_counter()
         runner = SessionRunner.open(
-            self.options.store, session_id, _FaceWiring(self), approver=self._approve
+            self.options.store, session_id, FaceWiring(self), approver=self._approve
         )
         self.load_seconds = time.perf_counter() - started
         tell_load_warnings(runner.session.warnings)  # what this open repaired, once
@@ -195,12 +198,13 @@ class Controller:
         self.project_seconds = time.perf_counter() - started
         return items
 
-    def new_session(self) -> str | None:
+    def new_session(self, route: Route | None = None) -> str | None:
         """Close the open session (it stays in the store) and start afresh as ``dsh`` does:
-        the configured settings and route, a new approval policy; the next prompt creates the
-        session. Returns the id of the session left (None: none was open)."""
+        the configured settings and ``route`` (None: resolved here), a new approval policy;
+        the next prompt creates the session. Returns the id of the session left (None: none
+        was open)."""
         left = self.session.id if self.session is not None else None
-        route = self._route_factory(None)  # may raise: the open session is kept then
+        route = route or self.route_of(None)  # may raise: the open session is kept then
         self.close()
         self.settings, self.route = self.options.settings, route
         self.resolved = session_settings.Resolved(self.settings)
@@ -244,7 +248,7 @@ class Controller:
                 + f"; quit and run `dsh --resume {session.id}` to open it on its own route"
             )
         if route is not None and wanted.model is not None and wanted.model != route.model:
-            route = self._route_factory(wanted.model)
+            route = self.route_of(wanted.model, window=wanted.context_window)
         if route is not None:  # its own window (set), else the route's (asked)
             route = keep_reported(with_own_window(route, wanted.context_window), recorded)
             say_window_change(session.id, recorded, route)
@@ -309,7 +313,7 @@ class Controller:
             runner = SessionRunner.create(
                 self.options.store,
                 self.options.workspace,
-                _FaceWiring(self),
+                FaceWiring(self),
                 approver=self._approve,
             )
             self._adopt(runner)
@@ -447,46 +451,42 @@ class Controller:
         last = events[-1] if events else None
         return isinstance(last, CommandDoneEvent) and last.data.text == text
 
-    def switch_model(self, name: str) -> str:
-        """``/model NAME`` for the next turns (``dsh.agent.model_command.switched``); its line."""
+    def route_of(self, model: str | None, *, window: int | None = None) -> Route:
+        """The route of ``model`` (None: the configured one) in ``window`` (None: the
+        route's own, which may be asked of its server: ``on_server_wait`` is told of a wait)."""
+        return route_of(self._route_factory, model, window=window, waiting=self.on_server_wait)
+
+    @property
+    def resolves_off_the_loop(self) -> bool:
+        """Whether resolving a route may ask a server (and wait for it to load its model):
+        the app then resolves it in a thread, the screen live meanwhile."""
+        factory = self._route_factory
+        return isinstance(factory, SettingsRoutes) and factory.asks_servers
+
+    def model_route(self, name: str) -> tuple[Route, str]:
+        """``/model NAME``'s route and the line that says it, not used yet (``use_route``). A
+        window the session set stays, and is not asked of the new model's server; else the
+        new model's is (``dsh.agent.model_command.switched``)."""
         own, configured = self.settings.provider, self.options.settings.provider
-        self.route, said = switched(self._route_factory(name), own, configured, self.window)
+        route = self.route_of(name, window=own.context_window)
+        if own.context_window is not None:
+            return route, switched_note(route.model, own.context_window, kept=True)
+        return switched(route, own, configured, self.window)
+
+    def use_route(self, route: Route) -> None:
+        """Run the next turns on ``route``."""
+        self.route = route
         if self.runner is not None:
             self.runner.reset_agent()
+
+    def switch_model(self, name: str) -> str:
+        """``/model NAME`` for the next turns (``model_route``, ``use_route``); its line."""
+        route, said = self.model_route(name)
+        self.use_route(route)
         return said
 
 
 BUSY = {"turn": "working…", "compact": "compacting", "undo": "undoing…"}
-
-
-class _FaceWiring(SettingsWiring):
-    """The settings wiring every face uses, on the controller's current route, with the agent
-    from ``agent_factory`` and the session's approval policy."""
-
-    def __init__(self, controller: Controller) -> None:
-        super().__init__(controller.options.settings, self._current_route, recorded_wins=False)
-        self.controller = controller
-
-    def _current_route(self) -> Route:
-        route = self.controller.route
-        assert route is not None, "start() resolves the route first"
-        return route
-
-    def make_agent(
-        self, session: Session, *, on_stream: StreamListener, approver: Approver
-    ) -> Agent:
-        controller = self.controller
-        factory = controller.options.agent_factory or settings_agent_factory(
-            controller.settings, controller.options.workspace
-        )
-        return factory(session, self.route(), controller.policy, on_stream)
-
-    def make_engine(self, session: Session) -> CompactionEngine | None:
-        """The engine on the session's own settings (its recorded budgets and summariser)."""
-        return build_parts(self.controller.settings, self.route(), session).engine
-
-    def record_settings_of(self, session: Session) -> None:
-        self.controller._record(session, self.route())
 
 
 def prompts_of(items: list[TranscriptItem]) -> list[str]:

@@ -18,6 +18,7 @@ from dsh.agent.model_command import model_note
 from dsh.errors import DshError, UsageError, error_line
 from dsh.llm.model_list import Listed, ModelList, list_models, lists_models
 from dsh.tui.model_picker import ModelPicker
+from dsh.tui.route_wait import switch_model
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
@@ -68,7 +69,11 @@ def picked(app: DshApp, chosen: str | None) -> None:
 
 def switch(app: DshApp, name: str) -> None:
     """Use ``name`` for the next turns, in the window the session set, else the new model's
-    (``Controller.switch_model``)."""
+    (``Controller.switch_model``): resolved off the loop when it may ask a server
+    (``dsh.tui.route_wait``)."""
+    if app.controller.resolves_off_the_loop:
+        switch_model(app, name)
+        return
     try:
         said = app.controller.switch_model(name)
     except DshError as exc:

@@ -18,6 +18,7 @@ from dsh.tui.blocks import Block, plain_lines, row_text
 from dsh.tui.found_row import first_row_with
 from dsh.tui.live_tail import WaitingPrompt
 from dsh.tui.transcript_layout import TranscriptLayout
+from dsh.tui.wrap import sanitize
 
 
 class TranscriptView(TranscriptLayout, can_focus=True):
@@ -91,6 +92,16 @@ class TranscriptView(TranscriptLayout, can_focus=True):
 
         self._change(add)
         return added[0]
+
+    def set_note(self, note: Block, text: str) -> bool:
+        """Say ``text`` in a local note instead; False if it is no longer in the transcript
+        (another was loaded since)."""
+        index = self.model.index_of(note)
+        if index is None:
+            return False
+        note.cached_text = sanitize(text)
+        self._change(lambda: {index})
+        return True
 
     def show_notes(self, notes: Iterable[Block], *, shown: bool) -> None:
         """Take local notes off the screen (``shown`` False) or put them back in place; a
