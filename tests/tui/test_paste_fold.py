@@ -155,3 +155,62 @@ def test_a_queued_draft_taken_back_keeps_its_placeholder(rig: Rig):
         await settle(pilot, lambda: not app.running)
 
     run(app, body)
+
+
+def test_a_prompt_recalled_from_the_history_shows_its_long_paste_folded_and_sends_it_whole(
+    rig: Rig,
+):
+    """Up brings back ``see [pasted 200 lines] ok``, as it was typed, not 200 raw lines; sent
+    again, it is the whole text; a later dsh (the history on file) recalls it folded too, by
+    up and by ctrl+r, and the draft put aside keeps its own paste."""
+    app = rig.app([{"text": "Read them all."}, {"text": "Again."}])
+    prompt = f"see {BLOCK} ok"
+
+    async def body(pilot: Any) -> None:
+        box = app.prompt_box
+        await pilot.press("s", "e", "e", "space")
+        await paste(pilot, BLOCK)
+        await pilot.press("space", "o", "k", "enter")
+        await settle(pilot, lambda: app.controller.session is not None)
+        await settle(pilot, lambda: not app.running and status_at_rest(app))
+        await pilot.press("up")
+        assert box.text == "see [pasted 200 lines] ok" and box.value == prompt
+        await pilot.press("enter")
+        await settle(pilot, lambda: not app.running and status_at_rest(app))
+        sent = [e.data.text() for e in logged(app) if isinstance(e, UserMessageEvent)]
+        assert sent == [prompt, prompt]
+
+    run(app, body)
+    later = rig.app([])
+    other = "\n".join(f"line {i}" for i in range(30))
+
+    async def again(pilot: Any) -> None:
+        box = later.prompt_box
+        await paste(pilot, other)  # a draft of its own, put aside while the history shows
+        await pilot.press("up")
+        assert box.text == "see [pasted 200 lines] ok" and box.value == prompt
+        await pilot.press("down")
+        assert box.text == "[pasted 30 lines]" and box.value == other
+        await pilot.press("ctrl+r", "s", "e", "e", "enter")
+        assert box.text == "see [pasted 200 lines] ok" and box.value == prompt
+
+    run(later, again)
+
+
+def test_the_history_keeps_where_the_pastes_are_and_reads_an_entry_without_them(tmp_path):
+    """An entry names its pastes' spans; one without (an older dsh, ``dsh web``) or with spans
+    that do not fit its text is read as its text, shown unfolded: nothing is lost."""
+    history = PromptHistory(tmp_path)
+    history.append("old style")
+    history.append(f"see {BLOCK} ok", ((4, 4 + len(BLOCK)),))
+    path = tmp_path / "prompt_history.jsonl"
+    with path.open("ab") as file:
+        file.write(b'{"text": "bad spans", "time": 1.0, "pasted": [[3, 99]]}\n')
+    again = PromptHistory(tmp_path)
+    assert again.load() == ["old style", f"see {BLOCK} ok", "bad spans"]
+    assert again.pasted == {f"see {BLOCK} ok": ((4, 4 + len(BLOCK)),)}
+    folds = PasteFolds()
+    assert (
+        folds.fold_spans(f"see {BLOCK} ok", ((4, 4 + len(BLOCK)),)) == "see [pasted 200 lines] ok"
+    )
+    assert folds.spans_in(f"again {BLOCK}") == ((6, 6 + len(BLOCK)),)  # it knows that paste

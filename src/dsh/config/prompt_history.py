@@ -1,7 +1,9 @@
 """The composer's prompt history on disk: what up / down and ctrl+r walk, across runs of dsh.
 
 ``$DSH_HOME/prompt_history.jsonl`` holds one JSON object a line, ``{"text": …, "time": …}``,
-oldest first, created ``0600`` (it holds what you typed). Each prompt sent is appended with one
+with ``"pasted": [[start, end], …]`` when the prompt held long pastes (the character spans of
+each in ``text``: the terminal UI shows them folded again when the prompt is recalled), oldest
+first, created ``0600`` (it holds what you typed). Each prompt sent is appended with one
 ``O_APPEND`` write of its whole line, under an exclusive ``flock``, so the lines of dsh
 instances sending at once never interleave. Loading keeps the newest :data:`MAX_ENTRIES`
 entries (within :data:`MAX_BYTES` of lines) and skips a line that is not one (torn by a crash,
@@ -53,9 +55,35 @@ def _signature(path: Path) -> Signature | None:
         return None
 
 
-def entry_line(text: str, when: float) -> bytes:
+Spans = tuple[tuple[int, int], ...]
+"""Where a prompt's long pastes are in it: ``(start, end)`` character offsets, in order."""
+
+
+def entry_line(text: str, when: float, pasted: Spans = ()) -> bytes:
     """The line one prompt takes (ASCII: any text, lone surrogates included, round-trips)."""
-    return (json.dumps({"text": text, "time": round(when, 3)}) + "\n").encode("ascii")
+    entry: dict[str, object] = {"text": text, "time": round(when, 3)}
+    if pasted:
+        entry["pasted"] = [list(span) for span in pasted]
+    return (json.dumps(entry) + "\n").encode("ascii")
+
+
+def entry_pasted(line: bytes, text: str) -> Spans:
+    """The spans of the pastes an entry's line gives, when they fit ``text`` (else none: the
+    prompt shows unfolded, nothing else is lost)."""
+    try:
+        found = json.loads(line).get("pasted")
+    except (ValueError, AttributeError):
+        return ()
+    if not isinstance(found, list):
+        return ()
+    spans, end = [], 0
+    for span in found:
+        ok = isinstance(span, list) and len(span) == 2 and all(type(n) is int for n in span)
+        if not ok or not end <= span[0] < span[1] <= len(text):
+            return ()
+        spans.append((span[0], span[1]))
+        end = span[1]
+    return tuple(spans)
 
 
 def entry_text(line: bytes) -> str | None:
@@ -119,6 +147,8 @@ class PromptHistory:
         self._warned = False
         self._seen: Signature | None = None
         """The file as this history last read or wrote it (``changed``)."""
+        self.pasted: dict[str, Spans] = {}
+        """The spans of the long pastes of the prompts read or added that held any."""
 
     def changed(self) -> bool:
         """Whether the file is not as this history last read or wrote it: another dsh (a
@@ -149,6 +179,9 @@ class PromptHistory:
             if rewrite or start > 0:
                 self._rewrite(line for _, line in entries)
             self._seen = _signature(self.path)  # under the lock: no other write in between
+            for text, line in entries:
+                if b'"pasted"' in line and (spans := entry_pasted(line, text)):
+                    self.pasted[text] = spans
             return [text for text, _ in entries]
         except OSError as exc:
             self._seen = _signature(self.path)
@@ -168,11 +201,14 @@ class PromptHistory:
             os.close(fd)
         os.replace(temporary, self.path)
 
-    def append(self, text: str) -> None:
-        """Add ``text`` as the newest entry: one write of its whole line."""
+    def append(self, text: str, pasted: Spans = ()) -> None:
+        """Add ``text`` as the newest entry, with the spans of its long pastes: one write of
+        its whole line."""
+        if pasted:
+            self.pasted[text] = pasted
         if self.path is None or not text or len(text) > MAX_ENTRY_CHARS:
             return
-        line = entry_line(text, time.time())
+        line = entry_line(text, time.time(), pasted)
         try:
             make_private_directory(self.path.parent)
             for _ in range(3):  # the file replaced (trimmed) while we waited: the new one

@@ -7,7 +7,10 @@ A paste of more than :data:`FOLD_OVER` lines is folded; a second one of the same
 brings both back); text typed inside it goes after it. Text typed that merely looks like a
 placeholder is sent as typed. A draft that leaves the box another way (sent, queued, opened in
 your editor) goes as its whole text; one that comes back (a prompt refused as too long, a
-queued draft taken back) shows its long pastes as placeholders again (``refold``).
+queued draft taken back) shows its long pastes as placeholders again (``refold``), and so does
+a prompt recalled from the history (up / down, ctrl+r): the history keeps where each prompt's
+long pastes are (``spans_in``; ``dsh.config.prompt_history``), and a recalled prompt shows them
+folded (``fold_spans``), sent whole as the original was.
 
 A paste's line breaks are line feeds whatever the terminal sent: tmux, xterm, VTE and iTerm2
 send a bracketed paste's line breaks as carriage returns (``line_breaks``).
@@ -83,6 +86,33 @@ class PasteFolds:
                     break
                 draft = draft.replace(text, label, 1)
         return draft
+
+    def spans_in(self, text: str) -> tuple[tuple[int, int], ...]:
+        """Where the long pastes this composer folded (in the draft, or in drafts that left
+        it) are in ``text`` (a sent prompt), in order, none overlapping; a paste that ended the
+        draft counts without its last line breaks (a sent prompt's end is stripped)."""
+        found: list[tuple[int, int]] = []
+        for paste in {*self.texts.values(), *self._gone}:
+            for sought in {paste, paste.rstrip()}:
+                start = text.find(sought) if sought else -1
+                while start >= 0:
+                    found.append((start, start + len(sought)))
+                    start = text.find(sought, start + len(sought))
+        spans: list[tuple[int, int]] = []
+        for start, end in sorted(found, key=lambda span: (span[0], -span[1])):
+            if not spans or start >= spans[-1][1]:
+                spans.append((start, end))
+        return tuple(spans)
+
+    def fold_spans(self, text: str, spans: tuple[tuple[int, int], ...]) -> str:
+        """``text`` with each of its ``spans`` (from ``spans_in``) shown as a placeholder, as
+        when it was pasted (one of ``FOLD_OVER`` lines or fewer shows as it is)."""
+        parts, at = [], 0
+        for start, end in spans:
+            pasted = text[start:end]
+            parts += [text[at:start], self.fold(pasted) or pasted]
+            at = end
+        return "".join([*parts, text[at:]])
 
     def clear(self) -> None:
         """The draft left the box: its pastes are kept a while for ``refold``."""

@@ -128,6 +128,8 @@ class PromptBox(TextArea):
         """The open session's prompts and those sent since, the newest of ``prompts``."""
         self._index: int | None = None
         self._draft = ""
+        self._draft_folds: dict[str, str] = {}
+        """The draft's long pastes, while the history shows in its place."""
         self._said = False
         self.search: ReverseSearch | None = None
         """The ctrl+r search under way (None: none)."""
@@ -164,7 +166,7 @@ class PromptBox(TextArea):
     def remember(self, text: str) -> None:
         """Add a submitted prompt, on file too (an earlier copy of it moves to the end)."""
         if text:
-            self._file.append(text)
+            self._file.append(text, self.folds.spans_in(text))
             self._saved = [*self._saved[-MAX_ENTRIES:], text]
             self._own = [*self._own[-MAX_ENTRIES:], text]
             self.prompts = [*(p for p in self.prompts if p != text), text]
@@ -358,18 +360,29 @@ class PromptBox(TextArea):
         if self._index is None:
             if step > 0:
                 return False
-            self._draft = self.text
+            self._draft, self._draft_folds = self.text, dict(self.folds.texts)
             index = len(self.prompts) - 1
         else:
             index = self._index + step
             if index >= len(self.prompts):
                 self._index = None
+                self.folds.texts = dict(self._draft_folds)
                 self.value = self._draft
                 return True
             index = max(0, index)
         self._index = index
-        self.value = self.prompts[index]
+        self._recall(self.prompts[index])
         return True
+
+    def _recall(self, prompt: str) -> None:
+        """Show an earlier prompt in place of the draft, its long pastes folded as they were
+        when it was sent (where the history says they are; else those this composer knows)."""
+        self.folds.texts = dict(self._draft_folds)  # the draft's, and none recalled before
+        spans = self._file.pasted.get(prompt)
+        if spans and escape_controls(prompt) == prompt:
+            self.value = self.folds.fold_spans(prompt, spans)
+        else:
+            self.value = self.folds.refold(prompt)
 
     # ---- ctrl+r: search the history; ctrl+g: the draft in your editor ----------------------
 
@@ -377,6 +390,7 @@ class PromptBox(TextArea):
         """Start a search back through the history (ctrl+r again, in it: the next older)."""
         if self.search is None:
             self._read_again()
+            self._draft_folds = dict(self.folds.texts)
             self.search = ReverseSearch(self.prompts, self.text)
             self._said = False
             self.post_message(self.Hint(KEYS_HINT))
@@ -413,6 +427,8 @@ class PromptBox(TextArea):
             return
         if not accept:
             self.load_text(escape_controls(search.draft))
+        elif search.index is not None:  # a prompt taken from the history: folded as sent
+            self._recall(search.shown)
         self.move_cursor(self.document.end)
         self._index = None
         self._show_queued()  # the border as it was
