@@ -23,6 +23,7 @@ from dsh.tui.model_choice import run_model_command
 from dsh.tui.rewind import fork_command, rewind_command
 from dsh.tui.route_wait import new_session, open_session
 from dsh.tui.sessions_view import session_picker, sessions_text, title_command
+from dsh.tui.undo_queued import refusal
 
 if TYPE_CHECKING:
     from dsh.tui.app import DshApp
@@ -85,7 +86,7 @@ class SlashCommands:
         elif name == "compact":
             app.start_work(self.compact(arg or None))
         elif name == "undo":
-            app.start_work(self.undo(arg))
+            app.start_work(self.undo(arg, after_turn=app.work.sent_after_turn))
         elif name == "resume":
             self.resume(arg)
         elif name in ("new", "clear"):
@@ -113,10 +114,16 @@ class SlashCommands:
             app.set_busy(None)
             app.measure_context()
 
-    async def undo(self, arg: str) -> None:
+    async def undo(self, arg: str, *, after_turn: bool = False) -> None:
         """``/undo``: the last turn's file edits taken back, all or nothing; in the work slot,
-        like a ``/compact`` (a draft sent meanwhile waits for it), its file work off the loop."""
+        like a ``/compact`` (a draft sent meanwhile waits for it), its file work off the loop.
+        ``after_turn``: it was queued while a turn ran, and takes back that turn's edits only
+        (``dsh.tui.undo_queued``)."""
         app = self.app
+        refused = refusal(app.controller.session) if after_turn and not arg else None
+        if refused is not None:
+            app.note(refused)
+            return
         app.set_busy("undoing…")
         try:
             text = await app.controller.undo(arg)

@@ -62,6 +62,9 @@ class Work:
         self.shell_notes: list[Block] = []
         """The notes that show them on the screen meanwhile."""
         self._failed = False
+        self._turn_worker: Worker[None] | None = None
+        self.sent_after_turn = False
+        """The queued draft being sent waited for a turn (it ended well, just now)."""
         self._waiting: str | None = None
         self._shell_run: asyncio.Future[ToolOutput] | None = None
         """The running ``!cmd`` (``cancel`` stops it)."""
@@ -118,7 +121,11 @@ class Work:
         if box.queued is not None and (self._failed or worker.error is not None):
             box.unqueue()
             app.notify(NOT_SENT)
-        self.send_queued()
+        self.sent_after_turn = worker is self._turn_worker
+        try:
+            self.send_queued()
+        finally:
+            self.sent_after_turn = False
         app.show_keys()
 
     def send_queued(self) -> None:
@@ -142,6 +149,7 @@ class Work:
             self.shell_context, self.shell_notes = [], []
             self.app.transcript.show_notes(notes, shown=False)
         self.start(self._turn(prompt, prompt if draft is None else draft, context, notes))
+        self._turn_worker = self.worker
 
     def drop_shell_context(self) -> list[str]:
         """Forget the ``!cmd`` output waiting (another session is open); returns it."""
