@@ -203,3 +203,32 @@ def test_quitting_while_the_server_loads_leaves_without_waiting_for_it(
     loading.load()
     asking.join(timeout=60)
     assert not asking.is_alive() and app.controller.session is None
+
+
+def test_a_server_still_loading_after_the_wait_leaves_the_model_as_it_was(
+    ui: UI,
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``/model m2`` on a server answering 503 throughout the wait (its pauses not slept): the
+    note says the server is still not ready, the error says why in one line, and the next
+    turns stay on the model in use."""
+    ui.home(tmp_path / "home")
+    server.fixed["/props"] = props(8192)
+    server.fixed["/v1/models"] = listing("m", "m2")
+    options, _ = launched(ui, "--base-url", server.url + "/v1", "--model", "m")
+    app = DshApp(options)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: app.ready)
+            monkeypatch.setattr(window_module, "_sleep", lambda seconds: None)
+            server.fixed["/props"] = LOADING
+            await submit(pilot, "/model m2")
+            await settle(pilot, lambda: "error:" in flat(app))
+            assert "the server answered 503 (Loading model); still not ready after" in flat(app)
+            assert "is not ready: the server answered 503 (Loading model) for 60 s" in flat(app)
+            assert WAITING not in flat(app) and app.controller.model == "m"
+
+    asyncio.run(main())

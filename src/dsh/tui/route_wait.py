@@ -3,12 +3,13 @@
 A route from the settings may ask its server which model it serves and how large its window
 is; llama-server answers 503 ("Loading model") while it loads a GGUF, and ``dsh.llm.window``
 waits for it, up to ``NOT_READY_WAIT`` seconds. So the app resolves such a route in a thread
-(at start, on ``/model NAME``, when ``/resume``, ``/sessions`` or ``/new`` opens a session),
-the screen and the keys live meanwhile, and shows one note while the server loads: the line
-``dsh run`` prints on stderr (the server, what it answered, how long dsh waits). When the route
-is resolved the note says so (``ready after N s``; ``not ready`` when dsh gave up, under the
-error that says why). While a session opens this way the composer queues what is sent, as it
-does while a long session opens (``dsh.tui.opening``).
+of its own (at start, on ``/model NAME``, when ``/resume``, ``/sessions`` or ``/new`` opens a
+session), the screen and the keys live meanwhile, and shows one note while the server loads:
+the line ``dsh run`` prints on stderr (the server, what it answered, how long dsh waits). When
+the route is resolved the note says so (``ready after N s``; ``still not ready after N s`` when
+dsh gave up, the error that says why after it). While a session opens this way the composer
+queues what is sent, as it does while a long session opens (``dsh.tui.opening``). The thread is
+a daemon: quitting during the wait leaves at once.
 """
 
 from __future__ import annotations
