@@ -97,7 +97,7 @@ def child_dsh(out: str, argv: list[str]) -> None:
 
     marks: dict[str, list[float]] = {}
     app_class = app_module.DshApp
-    on_mount, opened = app_class.on_mount, app_class._opened
+    on_mount, opened = app_class.on_mount, app_class.opened
 
     async def settle(app: app_module.DshApp) -> None:
         while getattr(app.transcript, "measuring", False) or any(
@@ -122,7 +122,7 @@ def child_dsh(out: str, argv: list[str]) -> None:
         self.call_after_refresh(ready)
 
     app_class.on_mount = after_mount  # type: ignore[method-assign]
-    app_class._opened = after_open  # type: ignore[method-assign]
+    app_class.opened = after_open  # type: ignore[method-assign]
     import contextlib
 
     from dsh.cli.main import main
