@@ -31,6 +31,7 @@ from dsh.config import (
     window_too_large,
     window_too_small,
 )
+from dsh.config.command_rules import CommandRules
 from dsh.errors import ConfigError, MissingApiKeyError
 from dsh.llm.registry import KNOWN_PROVIDERS, make_provider, needs_model, route_api_key
 from dsh.llm.replay import ReplayProvider
@@ -437,5 +438,8 @@ def approval_policy(settings: Settings, *, yes: bool, allow: frozenset[ToolKind]
     """The policy of ``--yes`` (mode ``auto``) and ``--allow`` (``allow``'s kinds run unasked),
     else the configured mode (``tools.approval``, which an untrusted project could only tighten).
     The flags are the user's own choice, so they win over the config; ``allow`` is kept under
-    ``yes`` for a later switch of mode (the terminal UI's ``/approval``)."""
-    return ApprovalPolicy("auto" if yes else settings.tools.approval, allow=allow)
+    ``yes`` for a later switch of mode (the terminal UI's ``/approval``). The command rules
+    (``tools.allow_commands``, ``tools.deny_commands``) apply under every mode."""
+    rules = CommandRules.of(settings.tools.allow_commands, settings.tools.deny_commands)
+    mode = "auto" if yes else settings.tools.approval
+    return ApprovalPolicy(mode, allow=allow, commands=rules)

@@ -8,7 +8,8 @@ refused by name, and so is a value of the wrong type or out of range.
 A project's ``./.dsh/config.toml`` comes with the repository, so it is not trusted by default: it
 may tighten the safety settings (``tools.approval``, ``tools.scrub_env``, ``provider.base_url``,
 the key and the variable it is read from, ``provider.headers``, the summariser's route and key
-variable) but never loosen them, nor start a program (an MCP server under ``[mcp.servers]``). A
+variable; it may add ``tools.deny_commands`` but not ``tools.allow_commands``) but never loosen
+them, nor start a program (an MCP server under ``[mcp.servers]``). A
 loosening key or a server is ignored with a warning naming it (a key or a header's value is
 never shown), until the user trusts that directory (``dsh trust``), which records it under
 ``[trust] directories`` in the user's own ``$DSH_HOME/config.toml`` with the file's digest: a
@@ -33,6 +34,7 @@ from typing import Any
 
 import msgspec
 
+from dsh.config.command_rules import CommandRules
 from dsh.config.environment import environment_layer
 from dsh.config.headers import check_header_types, header_problems
 from dsh.config.layers import merge_layer
@@ -306,6 +308,7 @@ def validate_settings(settings: Settings) -> None:
         named = variable is None or _VARIABLE_NAME.fullmatch(variable) is not None
         _require(named, key, "must be an environment variable name (letters, digits and _)")
     _refuse(header_problems(settings.provider.headers))
+    CommandRules.of(settings.tools.allow_commands, settings.tools.deny_commands)
     _validate_provider(settings.provider, "provider")
     for name in settings.provider.overrides:
         provider, _, model = name.rpartition(":")

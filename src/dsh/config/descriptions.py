@@ -123,6 +123,17 @@ DESCRIPTIONS: dict[str, str] = {
     "recall), for models that do not search on their own; unset: on for openai-compatible, "
     "off for the others.",
     "tools.approval": "ask (interactive default), auto, or read-only.",
+    "tools.allow_commands": "Shell commands the bash tool runs without asking, in every "
+    "approval mode (read-only too): each a command's words as the shell splits them, exactly "
+    '("git status"), or followed by any further words when the last is * ("pytest *"). A '
+    "command holding ; & | < > ` $( ${ or a line break never matches one. Only from the user "
+    "config, the environment (comma-separated) or a trusted project config, whose rules are "
+    "added to the user's.",
+    "tools.deny_commands": "Shell commands the bash tool refuses in every approval mode, auto "
+    "(--yes) included, over allow_commands and an always answer; patterns as allow_commands, "
+    "matched against each command of a line (cut at ; & | < > ` $( and the like, leading "
+    "VAR=value, sudo, env… skipped). A guard against mistakes, not a sandbox. A project config, "
+    "trusted or not, adds to the user's.",
     "tools.scrub_env": "Extra variable names or glob patterns kept out of shell commands (on top "
     "of provider keys, DSH_PROVIDER_HEADERS, DSH_MCP_SERVERS, *_KEY, *_TOKEN, *_SECRET*, "
     "*PASSWORD*, *PASSWD*, *CREDENTIAL*, *_PAT, *_DSN, *_AUTH, *_AUTH_CONFIG, *AUTHTOKEN*, "

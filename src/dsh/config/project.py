@@ -131,16 +131,18 @@ def restrict_project_layer(
     ``warn``, a line naming it; default: logged as a warning); ``below`` is what the defaults
     and the user config give so far.
 
-    Untrusted, a project may only: choose a stricter ``tools.approval``; add to
-    ``tools.scrub_env`` (the lists are joined); repeat the ``provider.name``, ``base_url``,
-    ``provider.api_key``, ``provider.api_key_env``, ``provider.headers`` and the summariser
-    route (``summarizer_provider``, ``summarizer_base_url``, ``summarizer_api_key_env``)
-    already in effect (or switch the summariser to ``extractive`` or a bare model name on the
-    conversation's provider); a key variable it named could be another of the user's secrets,
-    sent to the endpoint, and headers it chose would go with the user's key (an organisation,
-    a gateway's routing). Nor may it start a program: its ``[mcp.servers]`` are ignored (a
-    server the user config already defines the same way is kept). Nobody's project may set
-    ``[trust]``.
+    A project's ``tools.allow_commands`` and ``tools.deny_commands`` add to the user's (the
+    lists are joined), trusted or not. Untrusted, a project may only: choose a stricter
+    ``tools.approval``; add to ``tools.scrub_env`` and ``tools.deny_commands`` (the lists are
+    joined); repeat the user's ``tools.allow_commands`` (add none); repeat the
+    ``provider.name``, ``base_url``, ``provider.api_key``, ``provider.api_key_env``,
+    ``provider.headers`` and the summariser route (``summarizer_provider``,
+    ``summarizer_base_url``, ``summarizer_api_key_env``) already in effect (or switch the
+    summariser to ``extractive`` or a bare model name on the conversation's provider); a key
+    variable it named could be another of the user's secrets, sent to the endpoint, and headers
+    it chose would go with the user's key (an organisation, a gateway's routing). Nor may it
+    start a program: its ``[mcp.servers]`` are ignored (a server the user config already defines
+    the same way is kept). Nobody's project may set ``[trust]``.
     """
     out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
     say = warn or _log_warning
@@ -155,9 +157,17 @@ def restrict_project_layer(
     if "trust" in out:
         say(f"{origin}: ignored [trust]: only the user config may trust directories")
         del out["trust"]
+    tools, provider = out.get("tools", {}), out.get("provider", {})
+    users_tools = below.get("tools", {})
+    users_allow = _listed(users_tools, "allow_commands")
+    if not trusted and any(r not in users_allow for r in _listed(tools, "allow_commands")):
+        drop("tools", "allow_commands", "a project may not let commands run unasked")
+    for key in ("allow_commands", "deny_commands"):  # a project's rules add to the user's
+        if isinstance(tools.get(key), list):
+            own = _listed(users_tools, key)
+            tools[key] = [*own, *(rule for rule in tools[key] if rule not in own)]
     if trusted:
         return out
-    tools, provider = out.get("tools", {}), out.get("provider", {})
     compaction = out.get("compaction", {})
     default_tools = ToolSettings()
     if "approval" in tools:
@@ -192,6 +202,12 @@ def restrict_project_layer(
         drop("provider", "headers", "a project may not choose what is sent with the user's key")
     drop_project_servers(out, below, origin, say)
     return out
+
+
+def _listed(table: Mapping[str, Any], key: str) -> list[Any]:
+    """``table[key]`` if it is a list, else no items (a wrong type is refused later)."""
+    value = table.get(key, [])
+    return value if isinstance(value, list) else []
 
 
 def _log_warning(line: str) -> None:

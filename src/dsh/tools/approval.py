@@ -18,6 +18,11 @@ all of these: no "always", ``allow`` kind nor ``auto`` covers it. Every mode but
 argument; a face then offers no "always", and an "always" answer counts only as "once"), and a
 headless run refuses it.
 
+Command rules (:mod:`dsh.config.command_rules`, ``tools.allow_commands`` and
+``tools.deny_commands``) decide a shell command before the mode: a command a deny rule matches
+is refused in every mode, ``auto`` and ``--allow bash`` too, naming the rule; one an allow rule
+matches runs unasked in every mode, ``read-only`` too (the user listed it).
+
 The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,mcp`` to
 ``allow={"shell", "write", "mcp"}`` (``mcp``: every MCP server's tools).
 Denial reasons tell the model not to work around them and the human what would let the call
@@ -32,6 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from dsh.config.command_rules import CommandRules
 from dsh.errors import ConfigError
 from dsh.tools.base import Tool, ToolContext, ToolKind
 from dsh.tools.protected import ProtectedWrite, protected_write
@@ -93,6 +99,7 @@ class ApprovalPolicy:
         mode: ApprovalMode,
         allow: frozenset[ToolKind] = frozenset(),
         approver: Approver | None = None,
+        commands: CommandRules | None = None,
     ) -> None:
         if mode not in get_args(ApprovalMode):
             choices = ", ".join(get_args(ApprovalMode))
@@ -100,6 +107,7 @@ class ApprovalPolicy:
         self.mode: ApprovalMode = mode
         self.allow = frozenset(allow)
         self.approver = approver
+        self.commands = commands or CommandRules()
         self._always: set[str] = set()
         self._always_commands: set[tuple[str, str]] = set()
 
@@ -125,6 +133,17 @@ class ApprovalPolicy:
     async def _decide(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
         if tool.kind in ALWAYS_ALLOWED:
             return Decision.allow()
+        command = shell_command(tool, args)
+        if command is not None:
+            denied = self.commands.denying(command)
+            if denied is not None:
+                return Decision.deny(
+                    f"{tool.name} was not run: the command matches the rule {denied.pattern!r} "
+                    f"in tools.deny_commands, which refuses it in every approval mode. "
+                    f"{FOR_THE_MODEL} The user can remove the rule to permit it."
+                )
+            if self.commands.allowing(command) is not None:
+                return Decision.allow()
         protected = None
         if tool.kind == "write":  # resolving the path reads the disk: off the event loop
             protected = await asyncio.to_thread(protected_write, tool, args, ctx.workspace)
@@ -138,7 +157,6 @@ class ApprovalPolicy:
                 f"only read tools. {FOR_THE_MODEL} The user can rerun with "
                 f"--allow {_flag(tool.kind)} or --yes to permit {tool.kind} tools."
             )
-        command = shell_command(tool, args)
         if tool.name in self._always or (tool.name, command) in self._always_commands:
             return Decision.allow()
         if self.approver is None:
