@@ -221,3 +221,15 @@ def test_rules_leave_other_tools_alone(ctx: ToolContext) -> None:
     rules = CommandRules.of(allow=["write_file *"], deny=["write_file *"])
     policy = ApprovalPolicy("auto", commands=rules)
     assert decide(policy, WRITE, {"path": "a.txt", "content": "x"}, ctx).allowed
+
+
+def test_a_headless_or_read_only_refusal_of_a_simple_command_names_the_allow_list(
+    ctx: ToolContext,
+) -> None:
+    """Only a command a rule could allow is said to be allowable by one."""
+    for mode, said in (("ask", "--yes"), ("read-only", "to permit shell tools")):
+        policy = ApprovalPolicy(mode)  # type: ignore[arg-type]
+        simple = for_a_person(decide(policy, BASH, bash("make test"), ctx).reason)
+        assert simple.endswith(f"{said}, or list the command in tools.allow_commands.")
+        chained = for_a_person(decide(policy, BASH, bash("make && make test"), ctx).reason)
+        assert chained.endswith(f"{said}.")

@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from dsh.config.command_rules import CommandRules
+from dsh.config.command_rules import CommandRules, simple_words
 from dsh.errors import ConfigError
 from dsh.tools.base import Tool, ToolContext, ToolKind
 from dsh.tools.protected import ProtectedWrite, protected_write
@@ -155,7 +155,8 @@ class ApprovalPolicy:
             return Decision.deny(
                 f"{tool.name} was not run: denied by approval policy 'read-only', which allows "
                 f"only read tools. {FOR_THE_MODEL} The user can rerun with "
-                f"--allow {_flag(tool.kind)} or --yes to permit {tool.kind} tools."
+                f"--allow {_flag(tool.kind)} or --yes to permit {tool.kind} tools"
+                f"{_rule_hint(command)}."
             )
         if tool.name in self._always or (tool.name, command) in self._always_commands:
             return Decision.allow()
@@ -163,7 +164,7 @@ class ApprovalPolicy:
             return Decision.deny(
                 f"{tool.name} was not run: denied by approval policy 'ask' in a headless run, "
                 f"which has no one to ask. {FOR_THE_MODEL} The user can rerun with "
-                f"--allow {_flag(tool.kind)} or --yes."
+                f"--allow {_flag(tool.kind)} or --yes{_rule_hint(command)}."
             )
         answer = await self.approver(tool.name, args, None)
         if answer == "always":
@@ -224,6 +225,14 @@ def shell_command(tool: Tool, args: dict[str, Any]) -> str | None:
         return None
     command = args.get("command")
     return command.strip() if isinstance(command, str) else ""
+
+
+def _rule_hint(command: str | None) -> str:
+    """For a single simple shell command (one a rule could allow): how to let it through for
+    good; else nothing."""
+    if command is None or not simple_words(command):
+        return ""
+    return ", or list the command in tools.allow_commands"
 
 
 def _flag(kind: ToolKind) -> str:
