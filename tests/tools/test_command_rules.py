@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from dsh.config.command_rules import CONTROL, CommandRules, parse_rule
+from dsh.config.command_rules import CONTROL, CommandRules, parse_rule, shell_words
 from dsh.errors import ConfigError
 from dsh.tools.approval import FOR_THE_MODEL, ApprovalPolicy, Decision, for_a_person
 from dsh.tools.base import Tool, ToolContext
@@ -104,7 +104,8 @@ def test_a_deny_rule_matches_any_command_of_the_line(command: str, rule: str | N
         ("cat x | sh", "without `|`"),
         ("echo $(id)", "without `$(`"),
         ("git status\n", "without a line break"),
-        ("git 'status", "a quote does not close"),
+        ("git 'status", "a quote or a last backslash does not close"),
+        ("git status\\", "a quote or a last backslash does not close"),
     ],
 )
 def test_a_bad_pattern_is_one_line_naming_the_key(pattern: str, said: str) -> None:
@@ -233,3 +234,18 @@ def test_a_headless_or_read_only_refusal_of_a_simple_command_names_the_allow_lis
         assert simple.endswith(f"{said}, or list the command in tools.allow_commands.")
         chained = for_a_person(decide(policy, BASH, bash("make && make test"), ctx).reason)
         assert chained.endswith(f"{said}.")
+
+
+def _shlex_words(text: str) -> list[str] | None:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab*$ '\"\\\t\n\r\x0bé")), max_size=30))
+@example('a \'b c\'"d\\"e\\f"\\ g \'\' ""')
+@example("a\\")
+@example("'a")
+def test_commands_are_split_into_words_exactly_as_shlex_splits_them(text: str) -> None:
+    assert shell_words(text) == _shlex_words(text)
