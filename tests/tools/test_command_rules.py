@@ -249,3 +249,12 @@ def _shlex_words(text: str) -> list[str] | None:
 @example("'a")
 def test_commands_are_split_into_words_exactly_as_shlex_splits_them(text: str) -> None:
     assert shell_words(text) == _shlex_words(text)
+
+
+def test_approval_says_read_only_runs_the_listed_commands_too() -> None:
+    from dsh.agent.approval_command import mode_text
+
+    assert mode_text("read-only", ()) == (
+        "read-only (only read tools and the commands tools.allow_commands lists run; the "
+        "others are denied)"
+    )

@@ -17,7 +17,8 @@ from dsh.tools.base import ToolKind
 APPROVAL_MEANS: dict[str, str] = {
     "ask": "tools that change things ask first",
     "auto": "every tool call runs without asking",
-    "read-only": "only read tools run; the others are denied",
+    "read-only": "only read tools and the commands tools.allow_commands lists run; the others "
+    "are denied",
 }
 """What each approval mode means, as ``/approval`` says it."""
 

@@ -1,7 +1,8 @@
 """Approval policies: which tool calls may run without asking, which need a human, which not.
 
 - ``auto``: everything runs (``--yes``).
-- ``read-only``: read and meta tools run; other kinds only if listed in ``allow``.
+- ``read-only``: read and meta tools run; other kinds only if listed in ``allow`` (and a shell
+  command an allow rule matches, below).
 - ``ask``: read and meta tools run; kinds in ``allow`` run; any other call is put to the
   ``approver`` callback (``"once"``, ``"always"`` or ``"deny"``). Without an approver (a headless
   run) those calls are denied.
