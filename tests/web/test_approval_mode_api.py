@@ -28,8 +28,8 @@ from tests.web.conftest import (
 
 ASKS = "Approval mode: ask (tools that change things ask first). /approval ask, auto or read-only "
 ASKS += "changes it for the rest of this run."
-AUTO = "Approval mode for the rest of this run: auto (every tool call runs without asking). The "
-AUTO += "config file is unchanged."
+AUTO = "Approval mode for the rest of this run: auto (every tool call runs without asking but "
+AUTO += "what tools.deny_commands refuses). The config file is unchanged."
 
 
 def bash_script(*commands: str) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from dsh.tools.base import ToolKind
 
 APPROVAL_MEANS: dict[str, str] = {
     "ask": "tools that change things ask first",
-    "auto": "every tool call runs without asking",
+    "auto": "every tool call runs without asking but what tools.deny_commands refuses",
     "read-only": "only read tools and the commands tools.allow_commands lists run; the others "
     "are denied",
 }
@@ -31,7 +31,7 @@ def allowed_flags(allow: Iterable[ToolKind]) -> list[str]:
 
 
 def mode_text(mode: ApprovalMode, allow: Iterable[ToolKind]) -> str:
-    """``auto (every tool call runs without asking)``, with what ``--allow`` lets through."""
+    """``ask (tools that change things ask first)``, with what ``--allow`` lets through."""
     allowed = allowed_flags(allow)
     extra = f"; --allow {','.join(allowed)} runs unasked" if allowed and mode != "auto" else ""
     return f"{mode} ({APPROVAL_MEANS[mode]}{extra})"
