@@ -34,12 +34,12 @@ def test_export_into_a_missing_directory_is_one_line(tmp_path, env):
 
 def test_trust_when_the_config_cannot_be_written_is_one_line(tmp_path, env):
     home = Path(env["DSH_HOME"])
-    (home / "config.toml.tmp").mkdir(parents=True)  # where trust writes its new config
+    (home / ".config.toml.lock").mkdir(parents=True)  # the lock trust takes to write it
 
     done = dsh("trust", str(tmp_path), env=env, cwd=tmp_path)
 
     assert done.returncode == 1
-    assert done.stderr == f"dsh: error: {home / 'config.toml.tmp'}: Is a directory\n"
+    assert done.stderr == f"dsh: error: {home / '.config.toml.lock'}: Is a directory\n"
     assert not (home / "config.toml").exists()
 
 

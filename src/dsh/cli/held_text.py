@@ -23,14 +23,13 @@ never provisional); a reply of a known endpoint that does not reason is printed 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from dsh.config import redact
+from dsh.config.file_update import replace_file, update_lock
 from dsh.config.private_dirs import make_private_directory
 from dsh.llm.types import StreamEvent, TextDelta, TextWasReasoning
 
@@ -69,20 +68,19 @@ class EndpointMemory:
         return [item for item in endpoints if isinstance(item, str)]
 
     def learn(self) -> None:
-        """``key``'s endpoint wrote a lone ``</think>``: remember it (once)."""
+        """``key``'s endpoint wrote a lone ``</think>``: remember it (once). The file is read
+        and replaced under its update lock (``dsh.config.file_update``), so endpoints learnt
+        by other processes at the same moment are kept."""
         if self.known:
             return
         self.known = True
-        endpoints = [item for item in self._read() if item != self.key] + [self.key]
-        body = json.dumps({"endpoints": endpoints[-MAX_REMEMBERED:]}, indent=1) + "\n"
-        beside = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             make_private_directory(self.path.parent)
-            beside.write_text(body, encoding="utf-8")
-            os.replace(beside, self.path)
+            with update_lock(self.path):
+                endpoints = [item for item in self._read() if item != self.key] + [self.key]
+                body = json.dumps({"endpoints": endpoints[-MAX_REMEMBERED:]}, indent=1) + "\n"
+                replace_file(self.path, body.encode("utf-8"), 0o644)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                beside.unlink()
             log.debug("could not remember %s in %s: %s", self.key, self.path, exc)
 
 

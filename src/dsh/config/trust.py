@@ -16,7 +16,8 @@ it); recording whatever is there now, on the first load, would pin exactly that 
 Re-trusting costs the user one command, after a look at the file.
 
 dsh owns the ``[trust]`` table: :func:`set_trust` rewrites it (and ``[trust.digests]``) at the
-end of the file and keeps every other byte of the user config.
+end of the file and keeps every other byte of the user config. It reads and rewrites under the
+config's update lock (``dsh.config.file_update``), so concurrent ``dsh trust`` commands all land.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from dsh.config.file_update import replace_file, update_lock
 from dsh.config.private_dirs import make_private_directory
 from dsh.config.reading import dsh_home, parse_toml, read_bytes, read_toml
 from dsh.errors import ConfigError
@@ -143,33 +145,55 @@ def set_trust(directory: Path, trusted: bool, environ: Mapping[str, str] | None 
     The rest of the user config is kept byte for byte: only the ``[trust]`` tables are
     rewritten (moved to the end of the file; dsh owns them).
     """
-    current = trust_records(environ)
     name = str(directory.resolve())
-    wanted = dict(current)
-    if trusted:
-        wanted[name] = project_digest(directory)
-    else:
-        wanted.pop(name, None)
-    return _write_records(current, wanted, environ)
+    digest = project_digest(directory) if trusted else None
+
+    def change(current: dict[str, str | None]) -> dict[str, str | None]:
+        wanted = dict(current)
+        if digest is not None:
+            wanted[name] = digest
+        else:
+            wanted.pop(name, None)
+        return wanted
+
+    return _update_records(change, environ)
 
 
 def forget_trust(name: str, environ: Mapping[str, str] | None = None) -> bool:
     """Remove the trust record of the directory recorded as ``name``, as written (a directory
     deleted since, or moved: nothing is looked up on disk); True if there was one."""
+    return _update_records(
+        lambda current: {d: digest for d, digest in current.items() if d != name}, environ
+    )
+
+
+def _update_records(
+    change: Callable[[dict[str, str | None]], dict[str, str | None]],
+    environ: Mapping[str, str] | None,
+) -> bool:
+    """Apply ``change`` to the trust records on file; True if it changed them. The read, the
+    change and the rewrite hold the user config's update lock (``dsh.config.file_update``),
+    so two ``dsh trust`` commands at once both land: neither rewrites the records the other
+    read before its change."""
     current = trust_records(environ)
-    wanted = {directory: digest for directory, digest in current.items() if directory != name}
-    return _write_records(current, wanted, environ)
+    if change(current) == current:  # nothing to do (as of a whole file: no lock needed)
+        return False
+    path = dsh_home(environ) / "config.toml"
+    make_private_directory(path.parent)
+    with update_lock(path):
+        current = trust_records(environ)  # again, under the lock
+        return _write_records(current, change(current), path)
 
 
 def _write_records(
     current: dict[str, str | None],
     wanted: dict[str, str | None],
-    environ: Mapping[str, str] | None,
+    path: Path,
 ) -> bool:
-    """Rewrite the ``[trust]`` tables with ``wanted`` (False, nothing written: no change)."""
+    """Rewrite the ``[trust]`` tables of the user config at ``path`` with ``wanted`` (False,
+    nothing written: no change); the caller holds its update lock."""
     if wanted == current:
         return False
-    path = dsh_home(environ) / "config.toml"
     text = read_bytes(path).decode("utf-8") if path.is_file() else ""  # read_toml checked it
     kept = _without_trust(text).rstrip("\n")
     listed = sorted(wanted)
@@ -181,27 +205,19 @@ def _write_records(
         )
     new_text = (kept + "\n\n" if kept else "") + table
     parse_toml(new_text, path)  # never write a file that would not load
-    make_private_directory(path.parent)
     _replace_keeping_mode(path, new_text)
     return True
 
 
 def _replace_keeping_mode(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` whole (a temporary file renamed over it), keeping the
-    old file's permissions — a config holding ``provider.api_key`` is often readable by its
+    """Replace ``path`` with ``text`` whole (``dsh.config.file_update.replace_file``), keeping
+    the old file's permissions — a config holding ``provider.api_key`` is often readable by its
     owner alone — and owner-only for a new file."""
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = 0o600
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        os.fchmod(fd, mode)  # the umask narrowed the create; the old file's mode is the rule
-        fh.write(text)
-        fh.flush()
-        os.fsync(fd)
-    os.replace(temporary, path)
+    replace_file(path, text.encode("utf-8"), mode)
 
 
 def _string(value: str) -> str:
