@@ -16,8 +16,12 @@ span's lower-cased messages as UTF-8 (``surrogatepass``), one after another. ``k
 CRC32 of the summary event's encoding: a record is used only for that very summary at that seq.
 A search looks for the needle's UTF-8 in each message's bytes, in place (a UTF-8 needle only
 matches at character boundaries, so the first byte match is the first character match); only a
-hit is decoded. A record that does not check out ends the reading (the rest is computed again);
-any error reading or writing the file only means the spans are rendered as without it.
+hit is decoded. A record that does not check out ends the reading (the rest is computed again),
+and the next write replaces the file with its whole records and the new ones (appended behind
+bytes no reader gets past, they would never be read, and the file would grow at every search).
+A new file appears whole, first line and first records (written aside, then linked into place),
+and every other write appends (``O_APPEND``): two processes writing at once never write over
+each other. Any error reading or writing the file only means the spans are rendered as without it.
 ``dsh sessions repair`` deletes the file when it cuts a log, the one operation that changes
 events below an existing summary.
 """
@@ -29,12 +33,14 @@ import itertools
 import logging
 import mmap
 import os
+import secrets
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
+from dsh.config.file_update import replace_file
 from dsh.config.private_dirs import make_private_directory
 from dsh.events import (
     CompactionSummaryEvent,
@@ -159,6 +165,8 @@ class SpanFile:
         self._dir_made = False
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        self._whole: bytes | None = None
+        """The file's first line and whole records, when the read found more after them."""
 
     def get(self, summary: CompactionSummaryEvent) -> StoredSpan | None:
         """The stored span of exactly ``summary``, if the file has it."""
@@ -198,38 +206,81 @@ class SpanFile:
         if not self._dir_made:
             make_private_directory(self.path.parent)
             self._dir_made = True
-        append_records(self.path, MAGIC, frame)
+        append_records(self.path, MAGIC, frame, self._whole)
+        self._whole = None
 
     def _read(self) -> dict[int, StoredSpan]:
         data = map_file(self.path)
         if data is None:
+            if _is_empty(self.path):  # not even the first line: write it whole
+                self._whole = MAGIC
             return {}
         if data[: len(MAGIC)] != MAGIC:  # another format or renderer: start the file again
             with contextlib.suppress(OSError):
                 self.path.unlink()
             return {}
         spans: dict[int, StoredSpan] = {}
+        end = len(MAGIC)
         for frame in read_frames(data, len(MAGIC)):
             header = _decoder.decode(frame.header)
             starts = list(itertools.accumulate(header.lengths, initial=frame.body_start))
             spans[header.seq] = StoredSpan(  # the latest record of a seq wins
                 header.key, header.nodes, tuple(starts[:-1]), tuple(starts[1:]), data
             )
+            end = frame.stop
+        if end != len(data):  # a torn or damaged record: the next write repairs the file
+            self._whole = data[:end]
         return spans
 
 
-def append_records(path: Path, magic: bytes, records: bytes) -> None:
-    """Append ``records`` to the derived file at ``path``; a file this creates begins with its
-    first line, ``magic`` (created exclusively: two writers never both write it)."""
+def append_records(path: Path, magic: bytes, records: bytes, whole: bytes | None = None) -> None:
+    """Add ``records`` to the derived file at ``path``, whose first line is ``magic``.
+
+    ``whole``: a reader found the file's whole records (with its first line) to be these bytes,
+    followed by more that do not check out; the file is replaced with ``whole`` and ``records``
+    (a temporary file renamed over it) rather than appended to. Else the records are appended
+    (``O_APPEND``: at the end as it is then, whoever else appends); a missing file is created
+    with ``magic`` and ``records`` written aside and linked into place, so that no writer ever
+    sees it without its first line nor writes over another's records."""
+    if whole is not None:
+        replace_file(path, whole + records, 0o644)
+        return
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        records = magic + records
-    except FileExistsError:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if _create(path, magic + records):
+            return
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)  # another made it first
     try:
         write_all(fd, records)
     finally:
         os.close(fd)
+
+
+def _create(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data``, whole as it appears; False if it exists already."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.link(temporary, path)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    return True
+
+
+def _is_empty(path: Path) -> bool:
+    """Whether ``path`` is an empty file (a derived file whose creation left nothing)."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def map_file(path: Path) -> mmap.mmap | None:

@@ -11,11 +11,13 @@ built (one write at the end of a search), read whole by the next process that lo
 The file holds a first line naming the format, the span file's (which fingerprints the
 renderer), the word pattern and how the machine stores a posting (an ``array('I')`` item), then
 frames (``dsh.store.frames``): a msgpack header ``[summarySeq, key, wordBytes, wordCount,
-lengths]`` and a body of the words (UTF-8, ``surrogatepass``, one per line), then the
-``starts`` and ``postings`` arrays as stored in memory. ``key`` is the span file's: a record
-serves only that very summary at that seq. A record that does not check out ends the reading
-(the rest is built again); any error reading or writing the file only means the indexes are
-built as without it. ``dsh sessions repair`` deletes it with the span file.
+lengths]`` and a body of the words (UTF-8, ``surrogatepass``, one per line), then the ``starts``
+and ``postings`` arrays as stored in memory. ``key`` is the span file's: a record serves only
+that very summary at that seq. A record that does not check out ends the reading (the rest is
+built again, and the next write replaces the file with its whole records and the new ones, as
+``dsh.recall.span_file.append_records`` does for spans); any error reading or writing the file
+only means the indexes are built as without it. ``dsh sessions repair`` deletes it with the span
+file.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class WordFile:
         self.path = path
         self._indexes: dict[int, tuple[int, WordIndex]] | None = None
         self._pending: list[bytes] = []
+        self._whole: bytes | None = None
+        """The file's first line and whole records, when the read found more after them."""
 
     def get(self, summary: CompactionSummaryEvent) -> WordIndex | None:
         """The stored index of exactly ``summary``'s span, if the file has it."""
@@ -91,7 +95,8 @@ class WordFile:
         self._pending = []
         try:
             make_private_directory(self.path.parent)
-            append_records(self.path, MAGIC, records)
+            append_records(self.path, MAGIC, records, self._whole)
+            self._whole = None
         except OSError as exc:
             log.debug("cannot write the word index cache %s: %s", self.path, exc)
 
@@ -104,8 +109,11 @@ class WordFile:
             if data:
                 with contextlib.suppress(OSError):
                     self.path.unlink()
+            else:  # not even the first line: write it whole
+                self._whole = MAGIC
             return {}
         indexes: dict[int, tuple[int, WordIndex]] = {}
+        end = len(MAGIC)
         for frame in read_frames(data, len(MAGIC)):
             try:
                 header = _decoder.decode(frame.header)
@@ -113,6 +121,9 @@ class WordFile:
             except (msgspec.ValidationError, msgspec.DecodeError, ValueError):
                 break
             indexes[header.seq] = (header.key, index)  # the latest record of a seq wins
+            end = frame.stop
+        if end != len(data):  # a torn or damaged record: the next write repairs the file
+            self._whole = data[:end]
         return indexes
 
 
