@@ -5,19 +5,21 @@ with ``"pasted": [[start, end], …]`` when the prompt held long pastes (the cha
 each in ``text``: the terminal UI shows them folded again when the prompt is recalled), oldest
 first, created ``0600`` (it holds what you typed). Each prompt sent is appended with one
 ``O_APPEND`` write of its whole line, under an exclusive ``flock``, so the lines of dsh
-instances sending at once never interleave. Loading keeps the newest :data:`MAX_ENTRIES`
-entries (within :data:`MAX_BYTES` of lines) and skips a line that is not one (torn by a crash,
-edited by hand, not UTF-8): nothing in the file stops dsh. A file found with more, or with such
-a line, is written again with only what was kept (a temporary file renamed over it, under the
-same lock; a writer that waited on the old file writes to the new one). ``changed`` tells,
-with one ``stat``, whether another instance wrote to the file since it was read, so a running
-terminal UI reads it again before walking it. A prompt over
-:data:`MAX_ENTRY_CHARS` characters is kept for this run only. A file dsh cannot read or write
-is said once, as a warning, and the history then lives in memory for this run.
+instances sending at once never interleave; a write cut short (a full disk) is taken back, and a
+line left unended (a crash) is ended before the next, so it never swallows the next prompt.
+Loading keeps the newest :data:`MAX_ENTRIES` entries (within :data:`MAX_BYTES` of lines) and
+skips a line that is not one (torn by a crash, edited by hand, not UTF-8): nothing in the file
+stops dsh. A file found with more, or with such a line, is written again with only what was kept
+(a temporary file renamed over it, under the same lock; a writer that waited on the old file
+writes to the new one). ``changed`` tells, with one ``stat``, whether another instance wrote to
+the file since it was read, so a running terminal UI reads it again before walking it. A prompt
+over :data:`MAX_ENTRY_CHARS` characters is kept for this run only. A file dsh cannot read or
+write is said once, as a warning, and the history then lives in memory for this run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -139,6 +141,25 @@ def with_session_prompts(saved: list[str], session: list[str]) -> list[str]:
     return [*(p for p in distinct(saved) if p not in kept), *own]
 
 
+def _write_line(fd: int, size: int, line: bytes) -> None:
+    """Append ``line`` to the history open on ``fd`` (locked, ``size`` bytes long) whole: every
+    byte, however many writes it takes; a write that fails (a full disk) cuts the file back to
+    ``size``, so no part of the line stays to swallow the next one. A file that does not end
+    its last line (torn by a crash, or a cut that failed too) gets that line ended first: the
+    torn line alone is lost, never the prompt after it."""
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        line = b"\n" + line
+    left = line
+    try:
+        while left:  # one write, but for a short one (a slice copied only then)
+            left = left[os.write(fd, left) :]
+    except OSError:
+        if len(left) < len(line):  # part of it written
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+        raise
+
+
 class PromptHistory:
     """The history file of one ``$DSH_HOME``; ``None`` for a path keeps it in memory only."""
 
@@ -203,7 +224,7 @@ class PromptHistory:
 
     def append(self, text: str, pasted: Spans = ()) -> None:
         """Add ``text`` as the newest entry, with the spans of its long pastes: one write of
-        its whole line."""
+        its whole line, or nothing (see ``_write_line``)."""
         if pasted:
             self.pasted[text] = pasted
         if self.path is None or not text or len(text) > MAX_ENTRY_CHARS:
@@ -213,14 +234,14 @@ class PromptHistory:
             make_private_directory(self.path.parent)
             for _ in range(3):  # the file replaced (trimmed) while we waited: the new one
                 fd = os.open(
-                    self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+                    self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
                 )
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                     before = os.fstat(fd)
                     if before.st_ino != os.stat(self.path).st_ino:
                         continue
-                    os.write(fd, line)
+                    _write_line(fd, before.st_size, line)
                     if _stat_signature(before) == self._seen:  # only this line added since
                         self._seen = _stat_signature(os.fstat(fd))
                     return
