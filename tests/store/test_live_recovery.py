@@ -176,3 +176,29 @@ def test_a_side_file_not_of_the_open_call_is_not_believed(
     assert isinstance(session.events[-1], TurnEndEvent)  # the turn is closed all the same
     assert path.exists() == (case == "other session")  # a file naming the session is removed
     session.close()
+
+
+@pytest.mark.parametrize(
+    ("deltas", "said"),
+    [
+        (
+            [("reasoning", "thinking about the answer")],
+            "(no answer text; 25 characters of reasoning)",
+        ),
+        ([("reasoning", "think"), ("text", "Hello")], "(5 characters, and 5 of reasoning)"),
+        ([("text", "Hello")], "(5 characters)"),
+    ],
+)
+def test_the_repair_warning_counts_the_reasoning_it_recovered(
+    tmp_path: Path, deltas: list[tuple[str, str]], said: str
+) -> None:
+    """A process killed while only reasoning had streamed: its reasoning is logged, and the
+    warning says so instead of "(0 characters)"."""
+    home = tmp_path / "home"
+    store = JsonlStore(home)
+    sid, after, _ = crashed_mid_call(store, tmp_path)
+    write_live(home, sid, after, deltas)
+    session = Session.open(store, sid, writable=True)
+    (warning,) = [w for w in session.warnings if "was streaming" in w]
+    assert f"as far as it had come {said}, as interrupted" in warning
+    session.close()

@@ -30,6 +30,7 @@ from dsh.events import (
     EventBase,
     Message,
     OpenCalls,
+    ReasoningBlock,
     SessionEndSeed,
     SessionEndSeedEvent,
     StepEnd,
@@ -194,12 +195,25 @@ def plan_crash_repair(
                 repairs.extend(recovered)
                 said.append(
                     "logged the reply a crashed process was streaming, as far as it had come "
-                    f"({len(recovered[1].data.message.text())} characters), as interrupted"
+                    f"({_recovered_size(recovered[1].data.message)}), as interrupted"
                 )
         _close_turn(events, start, repairs, now_ms=now_ms)
         who = _who(crashed, imported and not any(map(_is_end_seed, events)))
         said.append(f"closed turn left open by {who} ({len(repairs)} repair events)")
     return CrashRepair(repairs, said)  # type: ignore[arg-type]
+
+
+def _recovered_size(message: Message) -> str:
+    """What a recovered reply holds, for the repair's warning: its answer text's characters,
+    and its reasoning's when it has some (a reply cut while it was still reasoning holds no
+    answer text, yet its reasoning was recovered)."""
+    text = len(message.text())
+    reasoning = sum(len(b.text) for b in message.content if type(b) is ReasoningBlock)
+    if not reasoning:
+        return f"{text} characters"
+    if not text:
+        return f"no answer text; {reasoning} characters of reasoning"
+    return f"{text} characters, and {reasoning} of reasoning"
 
 
 def _is_end_seed(event: Event) -> bool:
