@@ -47,6 +47,7 @@ import dsh.events.predicates
 import dsh.transcript.render
 from dsh import __version__
 from dsh.compaction.anchors import AnchorIndex
+from dsh.config.file_update import replace_file
 from dsh.config.private_dirs import make_private_directory
 from dsh.errors import EventValidationError
 from dsh.events import (
@@ -311,22 +312,12 @@ class AnchorFile:
         return True
 
     def _rewrite(self, frame: bytes) -> None:
-        """Replace the file with one holding ``frame``: a crash leaves the old file or this."""
+        """Replace the file with one holding ``frame``: a crash leaves the old file or this
+        (``replace_file``: a temporary name of this call's own, so two processes rewriting at
+        once never write into one temporary file)."""
         make_private_directory(self.path.parent)
-        temporary = self.path.with_name(self.path.name + ".tmp")
         data = self._magic + frame
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
+        replace_file(self.path, data, 0o600)
         self._size = len(data)
 
 
