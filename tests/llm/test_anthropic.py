@@ -316,7 +316,7 @@ def _error(type_: str, message: str) -> dict:
             "BAD_REQUEST",
             False,
         ),
-        (404, _error("not_found_error", "model: fake-model"), ErrorCode.BAD_REQUEST, False),
+        (404, _error("not_found_error", "no such route"), ErrorCode.BAD_REQUEST, False),
         (401, _error("authentication_error", "invalid x-api-key"), ErrorCode.AUTH, False),
         (403, _error("permission_error", "no access"), ErrorCode.AUTH, False),
         (429, _error("rate_limit_error", "slow down"), ErrorCode.RATE_LIMITED, True),

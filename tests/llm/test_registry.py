@@ -58,7 +58,7 @@ def test_openai_and_anthropic_defaults():
     assert isinstance(openai_provider, OpenAICompatProvider)
     assert (openai_model, openai_window) == ("gpt-4.1", 1_047_576)
     assert isinstance(anthropic_provider, AnthropicProvider)
-    assert (anthropic_model, anthropic_window) == ("claude-sonnet-4-5", 200_000)
+    assert (anthropic_model, anthropic_window) == ("claude-sonnet-5-5", 1_000_000)
 
 
 def test_configured_model_overrides_the_default():

@@ -89,7 +89,7 @@ print(json.dumps(seen))
 
 @pytest.mark.parametrize(
     ("provider", "sdk", "model"),
-    [("deepseek", "openai", "deepseek-chat"), ("anthropic", "anthropic", "claude-sonnet-4-5")],
+    [("deepseek", "openai", "deepseek-chat"), ("anthropic", "anthropic", "claude-sonnet-5-5")],
 )
 def test_a_new_session_imports_its_sdk_only_after_its_first_frame(
     tmp_path: Path, provider: str, sdk: str, model: str

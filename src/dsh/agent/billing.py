@@ -20,7 +20,7 @@ from dsh.events import (
     ModelSource,
     Usage,
 )
-from dsh.llm.prices import DEFAULT_PRICES, Price
+from dsh.llm.prices import DEFAULT_PRICES, MODEL_PRICES, Price
 from dsh.transcript.stats import SessionStats
 
 PRICE_RULE_OF_PROVIDER = {
@@ -35,7 +35,7 @@ DeepSeek's rule, so it is priced as DeepSeek; others (a local server) have no li
 PRICED_MODELS = {
     "deepseek": ("deepseek-chat", "deepseek-reasoner"),
     "openai": ("gpt-4.1",),
-    "anthropic": ("claude-sonnet-4-5",),
+    "anthropic": ("claude-sonnet-5-5", "claude-sonnet-5", "claude-sonnet-4-5"),
 }
 """The models each list price is the price of (``deepseek-reasoner`` costs what
 ``deepseek-chat`` does); a dated snapshot of one (``claude-sonnet-4-5-20250929``) is that model.
@@ -50,19 +50,24 @@ def price_of(provider: str | None, model: str | None) -> Price | None:
     rule = PRICE_RULE_OF_PROVIDER.get(provider or "")
     if rule is None:
         return None
-    if provider != "scripted" and not _is_priced(model, PRICED_MODELS[rule]):
+    if provider == "scripted":
+        return DEFAULT_PRICES[rule]
+    name = _priced_name(model, PRICED_MODELS[rule])
+    if name is None:
         return None
-    return DEFAULT_PRICES[rule]
+    return MODEL_PRICES.get(name, DEFAULT_PRICES[rule])
 
 
-def _is_priced(model: str | None, names: tuple[str, ...]) -> bool:
+def _priced_name(model: str | None, names: tuple[str, ...]) -> str | None:
+    """The name in ``names`` that ``model`` is (itself or a dated snapshot of it)."""
     if model is None:
-        return False
-    return any(
-        model == name
-        or (model.startswith(name) and _SNAPSHOT.fullmatch(model, len(name)) is not None)
-        for name in names
-    )
+        return None
+    for name in names:
+        if model == name or (
+            model.startswith(name) and _SNAPSHOT.fullmatch(model, len(name)) is not None
+        ):
+            return name
+    return None
 
 
 # ---- the estimate beside the context -------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 from dsh.agent.session_settings import COMPACTION_KEYS, SUMMARIZER_ROUTE_KEYS
 from dsh.config import redact
 from dsh.events import NO_ROUTE, SessionSettings
-from dsh.llm.registry import KNOWN_PROVIDERS
+from dsh.llm.registry import known_window
 
 __all__ = ["describe"]
 
@@ -62,8 +62,8 @@ def describe(recorded: SessionSettings | None) -> list[str]:
 
 def _window_asked(recorded: SessionSettings, window: int) -> str:
     """Where ``recorded``'s window came from, as its record says it."""
-    known = KNOWN_PROVIDERS.get(recorded.provider)
-    if not recorded.window_asked and known is not None and known.context_window == window:
+    known = known_window(recorded.provider, recorded.model)
+    if not recorded.window_asked and known is not None and known == window:
         return KNOWN
     reported = recorded.window_reported if recorded.window_asked else None
     return WINDOW_ASKED[(recorded.window_asked is True, reported)].format(window=window)

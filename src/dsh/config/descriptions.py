@@ -39,9 +39,9 @@ DESCRIPTIONS: dict[str, str] = {
     "unset: a default per provider and model (4096 for openai-compatible), lowered to what the "
     "window leaves above the compaction threshold (820 in a 4096 window).",
     "provider.temperature": "Sampling temperature sent with every request, in [0, 2] (unset: "
-    "the server's).",
+    "the server's; not sent to Claude Sonnet 5 and later, which refuse it: one warning).",
     "provider.top_p": "Nucleus sampling top_p sent with every request, in (0, 1] (unset: the "
-    "server's).",
+    "server's; not sent to Claude Sonnet 5 and later, which refuse it: one warning).",
     "provider.tool_choice": "auto, required or none (OpenAI-compatible routes only).",
     "provider.text_tool_calls": "Recover a reply whose whole text is JSON tool calls (bare, "
     "fenced, in <tool_call> or <tools> tags) as tool calls, and read-only calls in a fence "

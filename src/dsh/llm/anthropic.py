@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from dsh.errors import ConfigError, ProviderError
 from dsh.events import Event
 from dsh.events import Usage as UsageStruct
+from dsh.llm.anthropic_models import fit_body, retired_model_hint
 from dsh.llm.anthropic_wire import CACHE_BREAKPOINT, to_wire_messages, tool_to_wire
 from dsh.llm.errors import (
     base_url_refusal,
@@ -122,7 +123,9 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
         client, request_headers = await self._sdk.when_made()
         # Everything but max_tokens goes in the body verbatim: the SDK has no keyword argument
         # for some API parameters (temperature, top_k…) and rejects unknown ones.
-        body: dict[str, Any] = {**self._default_params, **request.params}
+        # What the model refuses (sampling parameters on Sonnet 5 and later…) is left out, and
+        # Sonnet 5.5 is asked for its thinking summarized (``dsh.llm.anthropic_models``).
+        body = fit_body(model, {**self._default_params, **request.params})
         max_tokens = int(body.pop("max_tokens", DEFAULT_MAX_TOKENS))
         if request.system:
             body["system"] = [
@@ -134,7 +137,7 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
             events = await client.messages.create(
                 model=model,
                 max_tokens=max_tokens,
-                messages=to_wire_messages(request.messages),
+                messages=to_wire_messages(request.messages, model=model),
                 stream=True,
                 extra_body=body,
                 extra_headers=request_headers,
@@ -149,8 +152,18 @@ class AnthropicProvider(ClientOnFirstUse["Sdk"]):
             raise without_credentials(exc, client_credentials(client, self._header_names)) from None
         except Exception as exc:
             raise without_credentials(
-                map_anthropic_error(exc), client_credentials(client, self._header_names)
+                _retired(map_anthropic_error(exc), model),
+                client_credentials(client, self._header_names),
             ) from exc
+
+
+def _retired(error: ProviderError, model: str) -> ProviderError:
+    """A 404 naming ``model`` (Anthropic's answer for a model it does not serve, a retired one
+    among them) said in one line with how to switch (``retired_model_hint``)."""
+    hint = retired_model_hint(model, error.detail) if error.status == 404 else None
+    if hint is None:
+        return error
+    return ProviderError(error.code, hint, retryable=False, status=error.status)
 
 
 def _sdk_client(base_url: str, api_key: str | None, headers: Mapping[str, str]) -> Sdk:

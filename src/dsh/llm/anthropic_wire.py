@@ -17,12 +17,14 @@ from typing import Any
 
 from dsh.events import (
     Message,
+    ModelSource,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     is_compact_checkpoint_source,
 )
+from dsh.llm.anthropic_models import thinking_in_blocks_between_tools
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 """A prompt-cache breakpoint (at most four per request)."""
@@ -37,17 +39,19 @@ def tool_to_wire(tool: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def to_wire_messages(messages: Sequence[Message]) -> list[Any]:
+def to_wire_messages(messages: Sequence[Message], *, model: str | None = None) -> list[Any]:
     """Messages API ``messages``: same-role neighbours merged, a cache breakpoint at the end,
     and one at the end of the frozen stub region (``stub_region_end``), so after a compaction
     pass the stubs are read from cache instead of written again. With the system block that
-    makes at most three breakpoints (the API allows four)."""
+    makes at most three breakpoints (the API allows four). Given the ``model`` called, Claude
+    Sonnet 5.5 or later, the thinking another model wrote is not sent (it binds a thinking
+    block to the model that wrote it, and refuses another's)."""
     wire: list[dict[str, Any]] = []
     stubs_end = stub_region_end(messages)
     marked: tuple[int, int] | None = None
     for index, message in enumerate(messages):
         role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks_to_wire(message)
+        blocks = _blocks_to_wire(message, _thinking_kept(message, model))
         if not blocks:
             continue  # the API rejects empty content (e.g. a reply that was only reasoning)
         if wire and wire[-1]["role"] == role:
@@ -74,11 +78,21 @@ def stub_region_end(messages: Sequence[Message]) -> int | None:
     return run - 2 if run >= 2 else None
 
 
-def _blocks_to_wire(message: Message) -> list[dict[str, Any]]:
+def _thinking_kept(message: Message, model: str | None) -> bool:
+    """Whether ``message``'s thinking goes back to ``model``: not when another model wrote it."""
+    source = message.source
+    if model is None or not thinking_in_blocks_between_tools(model):
+        return True
+    return not isinstance(source, ModelSource) or source.model == model
+
+
+def _blocks_to_wire(message: Message, thinking: bool = True) -> list[dict[str, Any]]:
     # Thinking goes back as it came, signature intact (the API checks it); reasoning without a
     # signature (another provider's, or a stream cut before the signature) is not sent.
     blocks: list[dict[str, Any]] = []
     for block in message.content:
+        if isinstance(block, ReasoningBlock) and not thinking:
+            continue
         if isinstance(block, ReasoningBlock) and block.redacted:
             blocks.append({"type": "redacted_thinking", "data": block.redacted})
         elif isinstance(block, ReasoningBlock) and block.signature:

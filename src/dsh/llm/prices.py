@@ -39,3 +39,17 @@ DEFAULT_PRICES: dict[str, Price] = {
         model="claude-sonnet-4-5", input=3.0, output=15.0, cache_read=0.1, cache_write=1.25
     ),
 }
+
+MODEL_PRICES: dict[str, Price] = {
+    # Claude Sonnet 5.5 and Claude Sonnet 5 (their model pages): $2 input, $10 output,
+    # 5-minute cache write $2.50 (1.25×), cache read $0.20 (0.1×).
+    "claude-sonnet-5-5": Price(
+        model="claude-sonnet-5-5", input=2.0, output=10.0, cache_read=0.1, cache_write=1.25
+    ),
+    "claude-sonnet-5": Price(
+        model="claude-sonnet-5", input=2.0, output=10.0, cache_read=0.1, cache_write=1.25
+    ),
+    "claude-sonnet-4-5": DEFAULT_PRICES["anthropic"],
+}
+"""List prices of models other than their rule's own (``DEFAULT_PRICES``): ``/cost`` bills a
+call to one of them at its price. The bench's Anthropic rule stays ``claude-sonnet-4-5``'s."""

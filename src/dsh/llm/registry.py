@@ -10,6 +10,7 @@ error message.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,7 +18,10 @@ from urllib.parse import urlsplit
 
 from dsh.config import ProviderSettings
 from dsh.errors import ConfigError, MissingApiKeyError
+from dsh.llm.anthropic_models import CURRENT_SONNET, sampling_dropped
 from dsh.llm.types import Provider
+
+log = logging.getLogger(__name__)
 
 Adapter = Literal["openai-compat", "anthropic"]
 
@@ -58,9 +62,7 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
     "openai": KnownProvider(
         "openai-compat", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4.1", 1_047_576
     ),
-    "anthropic": KnownProvider(
-        "anthropic", None, "ANTHROPIC_API_KEY", "claude-sonnet-4-5", 200_000
-    ),
+    "anthropic": KnownProvider("anthropic", None, "ANTHROPIC_API_KEY", CURRENT_SONNET, 200_000),
     "openai-compatible": KnownProvider(
         "openai-compat",
         None,
@@ -76,10 +78,19 @@ KNOWN_PROVIDERS: dict[str, KnownProvider] = {
 MODEL_MAX_OUTPUT_TOKENS: dict[str, int] = {
     "deepseek:deepseek-reasoner": 32_768,
     "openai:gpt-4.1": 32_768,
+    "anthropic:claude-sonnet-5-5": 128_000,
+    "anthropic:claude-sonnet-5": 128_000,
     "anthropic:claude-sonnet-4-5": 16_384,
     "anthropic:claude-opus-4-1": 16_384,
 }
 """Default output bounds of known models that differ from their provider's default."""
+
+MODEL_CONTEXT_WINDOWS: dict[str, int] = {
+    "anthropic:claude-sonnet-5-5": 1_000_000,
+    "anthropic:claude-sonnet-5": 1_000_000,
+}
+"""Context windows of known models that differ from their provider's (Anthropic's older models
+and any it does not list here: 200K, the smaller, so compaction comes early enough)."""
 
 TEXT_TOOL_CALL_PROVIDERS = frozenset({"openai-compatible"})
 """Providers whose replies are searched for tool calls written as text by default."""
@@ -119,6 +130,14 @@ def route_params(
         params["temperature"] = route.temperature
     if route.top_p is not None:
         params["top_p"] = route.top_p
+    if known.adapter == "anthropic" and (refused := sampling_dropped(model, params)):
+        for name in refused:
+            del params[name]
+        log.warning(
+            "provider.%s is not sent to %s: Claude Sonnet 5 and later refuse sampling parameters",
+            "/".join(refused),
+            model,
+        )
     if route.tool_choice is not None:
         if known.adapter != "openai-compat":
             raise ConfigError(
@@ -237,4 +256,12 @@ def make_provider(
         from dsh.llm.openai_compat import OpenAICompatProvider
 
         provider = OpenAICompatProvider(name, resolved_model, url, key, headers=headers)
-    return provider, resolved_model, known.context_window
+    return provider, resolved_model, known_window(name, resolved_model)
+
+
+def known_window(provider: str, model: str) -> int | None:
+    """The context window dsh knows for ``provider:model`` (None: the server is asked)."""
+    known = KNOWN_PROVIDERS.get(provider)
+    if known is None:
+        return None
+    return MODEL_CONTEXT_WINDOWS.get(f"{provider}:{model}", known.context_window)
