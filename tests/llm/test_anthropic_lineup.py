@@ -15,7 +15,12 @@ from dsh.config import ProviderSettings
 from dsh.events import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock
 from dsh.llm.anthropic import AnthropicProvider
 from dsh.llm.errors import ErrorCode
-from dsh.llm.registry import KNOWN_PROVIDERS, default_max_output_tokens, route_params
+from dsh.llm.registry import (
+    KNOWN_PROVIDERS,
+    default_max_output_tokens,
+    known_window,
+    route_params,
+)
 from dsh.llm.types import ReasoningDelta, TextDelta, ToolCallDelta
 from tests.llm.fake_server import (
     FakeServer,
@@ -54,6 +59,10 @@ def test_the_default_model_is_sonnet_5_5_with_its_window_and_output_bound():
     assert KNOWN_PROVIDERS["anthropic"].default_model == SONNET_55
     assert default_max_output_tokens("anthropic", SONNET_55) == 128_000
     assert route_params(ProviderSettings(), "anthropic", SONNET_55) == {"max_tokens": 128_000}
+    assert known_window("anthropic", SONNET_55) == 1_000_000
+    # A session recorded on an older model keeps its 200K window and 16K bound.
+    assert known_window("anthropic", "claude-sonnet-4-5") == 200_000
+    assert default_max_output_tokens("anthropic", "claude-sonnet-4-5") == 16_384
 
 
 def test_sonnet_5_5_is_billed_at_its_own_list_price_and_4_5_sessions_at_theirs():
@@ -203,3 +212,23 @@ def test_a_retired_model_is_one_line_saying_how_to_switch(server: FakeServer):
         "BAD_REQUEST: model claude-sonnet-4-5 does not exist on this server or is retired; "
         f"switch with /model {SONNET_55} (or --model {SONNET_55})"
     )
+
+
+def test_a_session_on_sonnet_5_5_shows_its_1m_window_as_the_known_one():
+    import msgspec
+
+    from dsh.agent import session_settings as ss
+    from dsh.agent.settings_view import KNOWN, describe
+    from dsh.config import Settings
+
+    def recorded(model: str, window: int) -> ss.SessionSettings:
+        base = ss.snapshot(Settings(), "anthropic", model, window, "/work/a")
+        return msgspec.structs.replace(base, window_asked=False)
+
+    def asked(model: str, window: int) -> str:
+        lines = describe(recorded(model, window))
+        return next(line for line in lines if line.startswith("window_asked")).split("  ")[-1]
+
+    assert asked(SONNET_55, 1_000_000).strip() == KNOWN
+    assert asked("claude-sonnet-4-5", 200_000).strip() == KNOWN
+    assert asked("claude-sonnet-4-5", 1_000_000).strip() != KNOWN
