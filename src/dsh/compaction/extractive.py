@@ -317,7 +317,7 @@ def _summary(task: SummaryTask) -> str:
     for message, text in zip(material, texts, strict=True):
         _summary_items(message, text, tools, path_tools, found)
     replies = et.replies(material)
-    if replies:
+    if replies and et.sentences(replies[-1]):
         found["Current state"].append((et.clip(et.sentences(replies[-1])[0]), replies[-1]))
     prompts = et.prompts(material)
     if prompts:
@@ -423,7 +423,7 @@ def _stub_lines(material: Sequence[Message]) -> list[str]:
         names = ", ".join(f"{name}×{n}" if n > 1 else name for name, n in counts.items())
         parts.append(f"{total} tool call{'s' if total > 1 else ''} ({names})")
     replies = et.replies(material)
-    if replies:
+    if replies and et.first_line(replies[-1]):
         parts.append(et.first_line(replies[-1]))
     if parts:
         lines.append("Assistant: " + "; ".join(parts))
@@ -458,7 +458,7 @@ def _state(task: SummaryTask) -> str:
                 found["Constraints" if is_user else "Decisions"].append(et.clip(sentence))
     found["Decisions"].extend(_settings(texts))
     if replies:
-        lines = [line for line in replies[-1].splitlines() if line.strip()][:3]
+        lines = et.said_lines(replies[-1])[:3]
         found["Current state"].extend(et.clip(line) for line in lines)
     if _answered(material):
         found["Next steps"].append(ANSWERED)

@@ -50,16 +50,40 @@ def clip(text: str, limit: int = BULLET_CHARS) -> str:
     return cut.rstrip() + "…"
 
 
+_FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+.#-]*")
+"""A code fence's opening or closing line (```` ```json ````)."""
+_MARKUP_LINE = re.compile(r"[^\w]*")
+"""Punctuation alone (``{``, ``]``, ``---``)."""
+
+
+def said_lines(text: str) -> list[str]:
+    """The non-blank lines of ``text``, stripped, that say something: no code fence's line and
+    no line of punctuation alone."""
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not _says_nothing(line)]
+
+
+def _says_nothing(line: str) -> bool:
+    return bool(_FENCE_LINE.fullmatch(line) or _MARKUP_LINE.fullmatch(line))
+
+
 def first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first line of ``text`` that says something: never a code fence's line, and a line
+    of punctuation alone only when no line has words ("" when ``text`` is only fences). A stub
+    quotes it after ``User asked:`` or ``Assistant:``; a quoted fence opener (```` ```json ````)
+    made the keyword line under it read as the fenced body of that reply, and small models
+    answered the next prompt with a copy of it (docs/local-models.md)."""
+    said = said_lines(text)
+    if said:
+        return said[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not _FENCE_LINE.fullmatch(line)]
+    return lines[0] if lines else ""
 
 
 def sentences(text: str) -> list[str]:
     parts = (BULLET_MARK.sub("", part).strip() for part in SENTENCE_END.split(text))
-    return [part for part in parts if part]
+    return [part for part in parts if part and not _says_nothing(part)]
 
 
 def line_of(text: str, literal: str) -> str:
