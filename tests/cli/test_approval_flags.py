@@ -83,7 +83,7 @@ def test_every_face_refuses_an_unknown_kind_in_the_same_line_before_starting(
 ) -> None:
     result = invoke(name, "--allow", "bash,rm")
     assert result.exit_code == 2, result.output
-    assert result.output == "dsh: error: --allow takes bash, write and/or mcp, not 'rm'\n"
+    assert result.output == "dsh: error: --allow takes bash, write, network and/or mcp, not 'rm'\n"
     assert handed_on == {}
 
 

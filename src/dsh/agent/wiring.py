@@ -191,7 +191,7 @@ def build_parts(
             max_output_tokens=parts.summarizer_max_output,
         )
     secrets = tool_secrets(settings, environ)
-    tool_list = default_tools(secrets)
+    tool_list = default_tools(secrets, web_fetch=settings.tools.web_fetch)
     if mcp:
         where = workspace or Path(session.header.cwd)
         tool_list += mcp_tools(settings.mcp, workspace=where, secrets=secrets, environ=environ)

@@ -1,12 +1,13 @@
 """Driving one scenario through the real agent loop with one backend (arm).
 
 ``run_scenario`` builds the parts through the builder every face uses
-(``dsh.agent.wiring.build_parts``: default tools, plus the recall tools and their prompt section
-where the arm offers them, the engine and its compaction hooks) with the bench's injection points:
-the route's provider is a ``RecordingProvider`` around the ``scripted`` provider, an ``on_pass``
-observer records each pass, the summariser is the extractive one billed as a model call
-(``SimulatedSummarizer``) or, online, a real ``ModelSummarizer``; the pre-step hook is wrapped
-(records each threshold crossing) and the approval policy is ``auto``. Tools are the real ones,
+(``dsh.agent.wiring.build_parts``: default tools but ``web_fetch`` (``BENCH_TOOLS``), plus the
+recall tools and their prompt section where the arm offers them, the engine and its compaction
+hooks) with the bench's injection points: the route's provider is a ``RecordingProvider`` around
+the ``scripted`` provider, an ``on_pass`` observer records each pass, the summariser is the
+extractive one billed as a model call (``SimulatedSummarizer``) or, online, a real
+``ModelSummarizer``; the pre-step hook is wrapped (records each threshold crossing) and the
+approval policy is ``auto``. Tools are the real ones,
 run in a temporary workspace that the scenario seeds with its files. The system prompt names a
 fixed workspace path and states a fixed environment (``BENCH_ENVIRONMENT``: the shape and about
 the size of a real one), so token counts (and so every figure but time) are the same on every
@@ -44,7 +45,7 @@ from dsh.bench.trace import RecordingProvider, SimulatedSummarizer, Trace
 from dsh.compaction import ExtractiveSummarizer, ModelSummarizer
 from dsh.compaction.engine import PassOutcome
 from dsh.compaction.summarizer import Summarizer
-from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings
+from dsh.config import DEFAULT_CONTEXT_WINDOW, Settings, ToolSettings
 from dsh.config.small_file import UnreadableFile, read_named_file
 from dsh.errors import DshError
 from dsh.llm.scripted import ScriptedProvider
@@ -62,6 +63,9 @@ BENCH_ENVIRONMENT = Environment(
     platform="Linux (Ubuntu 24.04)", shell="bash 5.2", date=date(2026, 1, 1), git=GitFacts("main")
 )
 """The environment the system prompt states (the real machine's would vary the figures)."""
+BENCH_TOOLS = ToolSettings(web_fetch=False)
+"""The scenarios run offline and never fetch: ``web_fetch``'s schema would only add to every
+request's header (the figures in docs/compaction.md were measured without it)."""
 
 Progress = Callable[[int, int, int], None]
 """(turns done, turns in total, passes so far)."""
@@ -148,7 +152,7 @@ class _Run:
         self._calls_seen = 0
         ids = itertools.count(1)
         self.parts = build_parts(
-            Settings(compaction=self.settings),
+            Settings(compaction=self.settings, tools=BENCH_TOOLS),
             Route(self.provider, "scripted", scenario.window),
             self.session,
             inject=Injection(

@@ -249,6 +249,7 @@ ALLOW_NAMES: dict[str, ToolKind] = {
     "bash": "shell",
     "shell": "shell",
     "write": "write",
+    "network": "network",
     "mcp": "mcp",
 }
 """What ``--allow`` takes, and the tool kind each name lets through."""
@@ -275,7 +276,7 @@ def parse_allow(allow: str) -> frozenset[ToolKind]:
         if name not in ALLOW_NAMES:
             from dsh.errors import UsageError  # only when refused: --help stays light
 
-            raise UsageError(f"--allow takes bash, write and/or mcp, not {name!r}")
+            raise UsageError(f"--allow takes bash, write, network and/or mcp, not {name!r}")
         kinds.add(ALLOW_NAMES[name])
     return frozenset(kinds)
 
@@ -291,8 +292,8 @@ _APPROVAL_OPTIONS = [
         "--allow",
         default="",
         metavar="KINDS",
-        help="Allow these tool kinds without asking: bash,write,mcp (MCP servers), on top of "
-        "tools.approval.",
+        help="Allow these tool kinds without asking: bash,write,network (web_fetch),mcp (MCP "
+        "servers), on top of tools.approval.",
     ),
 ]
 

@@ -144,9 +144,9 @@ DESCRIPTIONS: dict[str, str] = {
     "tool output.",
     "tools.max_repeated_calls": "Stop a turn when the model has made the same read-only tool "
     "call (same tool, same arguments) this many times in it and got the same result each "
-    "time; from the second time on, the result tells the model so. A write, a command, a todo "
-    "update or an MCP call in between starts the count again. 0 or at least 2 (1 is refused: "
-    "a turn would end at its first read-only call); 0: no limit.",
+    "time; from the second time on, the result tells the model so. A write, a command, a "
+    "fetch, a todo update or an MCP call in between starts the count again. 0 or at least 2 "
+    "(1 is refused: a turn would end at its first read-only call); 0: no limit.",
     "tools.max_calls_per_reply": "Run at most this many of one reply's tool calls; each call "
     "past it is answered with an error result saying it was not run and why (the model is "
     "asked to ask for fewer at a time), never offered for approval, and one warning says so. "
@@ -156,6 +156,10 @@ DESCRIPTIONS: dict[str, str] = {
     "it (secret values masked), a directory's listing, each a note after the prompt; all of "
     "them together take at most about a quarter of the context window. false: @path stays "
     "text only.",
+    "tools.web_fetch": "Offer the model the web_fetch tool (GET an http(s) URL, its HTML as "
+    "Markdown). Its kind is network: asked for under ask, run unasked with --allow network or "
+    "--yes, denied under read-only and in a headless run without those flags. false: the model "
+    "is not offered it (a call is answered as an unknown tool).",
     "mcp.servers": "MCP servers whose tools the model may call, one table each: "
     '[mcp.servers.NAME] with command = ["program", "arg", …] and optionally env, cwd, enabled, '
     "timeout_s, startup_timeout_s (below). NAME is 1 to 40 letters, digits, _ or -; the servers "

@@ -133,7 +133,8 @@ def restrict_project_layer(
 
     A project's ``tools.allow_commands`` and ``tools.deny_commands`` add to the user's (the
     lists are joined), trusted or not. Untrusted, a project may only: choose a stricter
-    ``tools.approval``; add to ``tools.scrub_env`` and ``tools.deny_commands`` (the lists are
+    ``tools.approval``; turn ``web_fetch``
+    off, never on when the user config turned it off; add to ``tools.scrub_env`` and ``tools.deny_commands`` (the lists are
     joined); repeat the user's ``tools.allow_commands`` (add none); repeat the
     ``provider.name``, ``base_url``, ``provider.api_key``, ``provider.api_key_env``,
     ``provider.headers`` and the summariser route (``summarizer_provider``,
@@ -175,6 +176,8 @@ def restrict_project_layer(
         wanted = tools["approval"]
         if APPROVAL_STRICTNESS.get(wanted, 99) < APPROVAL_STRICTNESS.get(current, 0):
             drop("tools", "approval", f"it is looser than {current!r}")
+    if tools.get("web_fetch") is True and below.get("tools", {}).get("web_fetch") is False:
+        drop("tools", "web_fetch", "the user config turns web_fetch off")
     if "scrub_env" in tools and isinstance(tools["scrub_env"], list):
         tools["scrub_env"] = [*below.get("tools", {}).get("scrub_env", []), *tools["scrub_env"]]
     current_name = below.get("provider", {}).get("name", ProviderSettings().name)

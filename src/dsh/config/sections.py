@@ -184,6 +184,8 @@ class ToolSettings(_Section, frozen=True):
     max_repeated_calls: int = DEFAULT_MAX_REPEATED_CALLS
     max_calls_per_reply: int = DEFAULT_MAX_CALLS_PER_REPLY
     attach_mentions: bool = True
+    web_fetch: bool = True
+    """Offer the ``web_fetch`` tool (kind ``network``: approval guards each call)."""
 
 
 class McpServerSettings(_Section, frozen=True):

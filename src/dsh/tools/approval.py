@@ -24,8 +24,10 @@ Command rules (:mod:`dsh.config.command_rules`, ``tools.allow_commands`` and
 is refused in every mode, ``auto`` and ``--allow bash`` too, naming the rule; one an allow rule
 matches runs unasked in every mode, ``read-only`` too (the user listed it).
 
-The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,mcp`` to
-``allow={"shell", "write", "mcp"}`` (``mcp``: every MCP server's tools).
+The CLI maps ``--yes`` to ``auto`` and ``--allow bash,write,network,mcp`` to
+``allow={"shell", "write", "network", "mcp"}`` (``network``: ``web_fetch``; ``mcp``: every MCP
+server's tools). A ``network`` call is asked for as a shell call is, but its "always" covers
+the tool (every later ``web_fetch``), not one URL.
 Denial reasons tell the model not to work around them and the human what would let the call
 through.
 """
@@ -60,6 +62,7 @@ ALWAYS_ALLOWED: frozenset[ToolKind] = frozenset({"read", "meta"})
 ALLOW_FLAG_NAMES: dict[ToolKind, str] = {
     "shell": "bash",
     "write": "write",
+    "network": "network",
     "read": "read",
     "mcp": "mcp",
 }

@@ -15,9 +15,10 @@ from typing import Any, Literal, Protocol
 from dsh.events import Event, EventsByType
 from dsh.tools.output_tail import OutputTail
 
-ToolKind = Literal["read", "write", "shell", "meta", "mcp"]
+ToolKind = Literal["read", "write", "shell", "network", "meta", "mcp"]
 """What a tool may do; approval policies decide by kind (``read-only`` allows read and meta).
-``mcp``: a tool of a configured MCP server (``dsh.tools.mcp``), which may do anything."""
+``network``: a request to a URL the model chose (``web_fetch``). ``mcp``: a tool of a
+configured MCP server (``dsh.tools.mcp``), which may do anything."""
 
 Caller = Literal["agent", "cli", "human"]
 

@@ -28,6 +28,7 @@ from dsh.tools.search import GlobTool, GrepTool
 from dsh.tools.secrets import SecretPolicy
 from dsh.tools.shell import BashTool
 from dsh.tools.todo import TodoWriteTool
+from dsh.tools.web_fetch import WebFetchTool
 
 
 class ToolRegistry:
@@ -160,11 +161,13 @@ def _has_lone_surrogate(value: object) -> bool:
     return False
 
 
-def default_tools(secrets: SecretPolicy | None = None) -> list[Tool]:
+def default_tools(secrets: SecretPolicy | None = None, *, web_fetch: bool = True) -> list[Tool]:
     """The built-in tools (recall tools are registered by the session, not here); ``bash``
-    scrubs its environment with ``secrets``, and the tools that shorten an output (``bash``,
-    ``read_file``, ``grep``) never cut inside one of its values."""
-    return [
+    scrubs its environment with ``secrets``, the tools that shorten an output (``bash``,
+    ``read_file``, ``grep``, ``web_fetch``) never cut inside one of its values, and
+    ``web_fetch`` refuses a URL holding one. ``web_fetch``: offer that tool
+    (``tools.web_fetch``)."""
+    tools: list[Tool] = [
         ReadFileTool(secrets),
         WriteFileTool(),
         EditFileTool(),
@@ -174,6 +177,9 @@ def default_tools(secrets: SecretPolicy | None = None) -> list[Tool]:
         BashTool(secrets),
         TodoWriteTool(),
     ]
+    if web_fetch:
+        tools.append(WebFetchTool(secrets))
+    return tools
 
 
 def _error(text: str, code: str) -> ToolOutput:

@@ -1,11 +1,12 @@
 """What a tool call is about, in one line, and a ``todo_write`` call's todos as a checklist:
 the terminal UI's collapsed card and the Markdown export say it the same way.
 
-A call to ``bash`` is its command, ``read_file`` the path and the lines asked for,
-``history_search`` the query — what a person scanning the transcript wants — rather than the
-arguments' JSON. Arguments that are not what the tool takes (a model's malformed call) fall back
-to the compact JSON, so nothing is hidden. Pure functions of the call's name and arguments; the
-text is the model's, as it is (the terminal UI makes it safe to draw, ``dsh.tui.wrap``).
+A call to ``bash`` is its command, ``read_file`` the path and the lines asked for, ``web_fetch``
+the URL, ``history_search`` the query — what a person scanning the transcript wants — rather
+than the arguments' JSON. Arguments that are not what the tool takes (a model's malformed call)
+fall back to the compact JSON, so nothing is hidden. Pure functions of the call's name and
+arguments; the text is the model's, as it is (the terminal UI makes it safe to draw,
+``dsh.tui.wrap``).
 """
 
 from __future__ import annotations
@@ -101,6 +102,14 @@ def _path(args: dict[str, Any]) -> str | None:
     return _text(args.get("path"))
 
 
+def _web_fetch(args: dict[str, Any]) -> str | None:
+    url = _text(args.get("url"))
+    if url is None:
+        return None
+    most = _number(args.get("max_chars"))
+    return url if most is None else f"{url} (at most {most:,} characters)"
+
+
 def _todo_write(args: dict[str, Any]) -> str | None:
     todos = args.get("todos")
     if not isinstance(todos, list) or not all(isinstance(t, dict) for t in todos):
@@ -139,6 +148,7 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "write_file": _path,
     "edit_file": _path,
     "todo_write": _todo_write,
+    "web_fetch": _web_fetch,
     "history_read": _history_read,
     "history_search": _history_search,
 }

@@ -33,7 +33,8 @@ Commands
                      (each also shows for a moment in a corner)
   /approval [MODE]   show the approval mode, or use ask, auto or read-only for the
                      rest of this run (the config file is unchanged; dsh --yes starts
-                     in auto, --allow bash,write,mcp lets those kinds run unasked)
+                     in auto, --allow bash,write,network,mcp lets those kinds run
+                     unasked)
   /diff              the workspace's changes since its last commit (git), coloured
   /copy [code]       copy the last reply (code: its last code block) to the clipboard
   !cmd               run cmd in the workspace (unasked: you typed it; not under
