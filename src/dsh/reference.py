@@ -167,7 +167,7 @@ def render_tools() -> str:
         "answers with an error. `dsh mcp list` shows each server's tools under these names.",
         "",
     ]
-    for tool in [*default_tools(), *recall_tools(RecallSettings())]:
+    for tool in [*default_tools(web_fetch=True), *recall_tools(RecallSettings())]:
         spec = tool_spec(tool)
         out += [
             f"## `{tool.name}` ({tool.kind})",

@@ -132,7 +132,7 @@ def test_dsh_compact_replaces_it_too_and_a_pass_with_nothing_to_do_leaves_the_lo
 
 
 def test_a_context_window_flag_under_the_bound_is_refused_in_one_line(tmp_path: Path):
-    """2,048 tokens: dsh's own system prompt and tools (~1.6k) would leave a conversation no
+    """2,048 tokens: dsh's own system prompt and tools (~1.7k) would leave a conversation no
     room under the compaction threshold (``dsh.agent.room``)."""
     refused = dsh(
         tmp_path, "run", "--script", answers(tmp_path, 1), "--context-window", "2048", "hi",

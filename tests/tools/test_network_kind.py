@@ -24,7 +24,7 @@ from dsh.transcript.call_summary import call_summary
 from tests.tools.test_approval import ScriptedApprover
 from tests.tools.web_server import Seen, serving
 
-FETCH = next(tool for tool in default_tools() if tool.name == "web_fetch")
+FETCH = default_tools(web_fetch=True)[-1]
 ARGS = {"url": "https://example.com/"}
 DSH = str(Path(sys.executable).with_name("dsh"))
 

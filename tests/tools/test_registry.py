@@ -41,7 +41,7 @@ def execute(
     return asyncio.run(reg.execute("call-9", name, raw, ctx, policy))
 
 
-def test_default_tools_are_the_nine_builtins_in_order() -> None:
+def test_default_tools_are_the_eight_builtins_in_order() -> None:
     assert [t.name for t in default_tools()] == [
         "read_file",
         "write_file",
@@ -51,7 +51,6 @@ def test_default_tools_are_the_nine_builtins_in_order() -> None:
         "grep",
         "bash",
         "todo_write",
-        "web_fetch",
     ]
     kinds = {t.name: t.kind for t in default_tools()}
     assert kinds == {
@@ -63,7 +62,6 @@ def test_default_tools_are_the_nine_builtins_in_order() -> None:
         "grep": "read",
         "bash": "shell",
         "todo_write": "meta",
-        "web_fetch": "network",
     }
 
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from dsh.config import ToolSettings
 from dsh.tools.approval import ApprovalPolicy
 from dsh.tools.base import ToolContext, ToolOutput
 from dsh.tools.registry import ToolRegistry, default_tools
 from dsh.tools.secrets import SecretPolicy
 from dsh.tools.web_fetch import DEFAULT_MAX_CHARS, MAX_BYTES, WebFetchTool
+from dsh.tools.web_page import without_hidden
 from tests.tools.web_server import HUGE_LIMIT, SECRET, Seen, serving
 
 SECRETS = SecretPolicy(values=(("MY_TOKEN", SECRET),))
@@ -162,6 +165,39 @@ def test_the_text_is_cut_at_max_chars_with_a_line_saying_how_to_see_more(
     )
 
 
+def test_only_the_start_of_a_long_pages_markup_is_converted_and_the_result_says_so(
+    server: tuple[str, Seen], ctx: ToolContext
+) -> None:
+    base, _ = server
+    out = fetch(ctx, f"{base}/busy.html", max_chars=100)  # 400 characters of markup converted
+    body = out.text.split("\n\n", 1)[1]
+    assert body == (
+        "word\n\nword\n\nword\n\nword\n\nword\n\n[the page's markup is 13,226 characters without "
+        "its scripts and styles: only the first 400 were converted, so the text above is the "
+        "page's start; call web_fetch again with a larger max_chars (at most 100,000) to see "
+        "more]"
+    )
+    whole = fetch(ctx, f"{base}/busy.html", max_chars=5000)
+    assert whole.text.count("word") == 200
+    assert "markup" not in whole.text
+
+
+def test_a_pages_scripts_do_not_count_against_the_markup_converted(
+    server: tuple[str, Seen], ctx: ToolContext
+) -> None:
+    base, _ = server  # 5,500 characters of script, then the text: 400 characters converted
+    out = fetch(ctx, f"{base}/scripted.html", max_chars=100)
+    assert out.text.endswith("\n\nvisible")
+
+
+def test_scripts_and_styles_are_cut_out_before_the_page_is_parsed() -> None:
+    page = (
+        "<p>a</p><SCRIPT type=x>if (a < b) { '</p>' }</script ><p>b</p>"
+        "<style>p { x: '<p>' }</style><svg><text>c</text></svg><p>d</p><script>never closed"
+    )
+    assert without_hidden(page) == "<p>a</p><p>b</p><p>d</p><script>never closed"
+
+
 @pytest.mark.parametrize("path", ["/silent", "/trickle"])
 def test_a_server_that_does_not_answer_in_time_is_a_timeout(
     server: tuple[str, Seen], ctx: ToolContext, path: str
@@ -201,6 +237,16 @@ def test_an_error_status_is_an_error_result_with_the_pages_text(
     )
     teapot = fetch(ctx, f"{base}/teapot")  # a body that is not text is not shown
     assert teapot.text == f"web_fetch: {base}/teapot answered HTTP 418 I'm a Teapot"
+
+
+def test_a_refused_connection_is_one_line_saying_so(ctx: ToolContext) -> None:
+    with socket.socket() as sock:  # a port nobody listens on once it is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = fetch(ctx, f"http://127.0.0.1:{port}/x")
+    assert (out.is_error, out.code) == (True, "FETCH_FAILED")
+    assert out.text.startswith(f"web_fetch: could not fetch http://127.0.0.1:{port}/x: Connect")
+    assert "\n" not in out.text
 
 
 def test_a_secret_in_the_page_is_masked_as_in_every_tool_output(
@@ -260,8 +306,11 @@ def test_max_chars_is_bounded_by_the_schema(ctx: ToolContext) -> None:
     )
 
 
-def test_the_tool_is_a_default_one_unless_turned_off() -> None:
-    assert "web_fetch" in [tool.name for tool in default_tools()]
-    assert "web_fetch" not in [tool.name for tool in default_tools(web_fetch=False)]
-    (tool,) = [tool for tool in default_tools() if tool.name == "web_fetch"]
-    assert tool.kind == "network"
+def test_the_tool_is_on_by_default_and_comes_last() -> None:
+    assert ToolSettings().web_fetch is True  # the builder passes it to default_tools
+    tools = default_tools(web_fetch=True)
+    assert [tool.name for tool in tools] == [
+        *(tool.name for tool in default_tools()),
+        "web_fetch",
+    ]
+    assert tools[-1].kind == "network"

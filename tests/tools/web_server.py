@@ -69,6 +69,13 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.partition("?")[0]
         if path == "/docs/page.html":
             self._send(200, PAGE.encode(), "text/html; charset=utf-8")
+        elif path == "/busy.html":  # markup heavy: little text for its size
+            div = '<div class="a-long-class-name another-long-class-name">word</div>\n'
+            self._send(200, f"<html><body>{div * 200}</body></html>".encode(), "text/html")
+        elif path == "/scripted.html":  # a head of script far longer than the text
+            script = "<script>" + "var a = 1;\n" * 500 + "</script>"
+            body = f"<html><head>{script}</head><body><p>visible</p></body></html>"
+            self._send(200, body.encode(), "text/html")
         elif path == "/latin1.html":
             body = "<html><body><p>caf\u00e9 cr\u00e8me</p></body></html>".encode("latin-1")
             self._send(200, body, "text/html; charset=ISO-8859-1")

@@ -16,7 +16,7 @@ anything is logged, each in one line, the same in every face (they all run turns
 - ``window_problem``: a window in which the fixed part, the state checkpoint's cap and the
   retained tail reach the compaction threshold: no pass could bring a request below it, so
   every step would compact again and still be above it (a 2,048-token window, where dsh's own
-  system prompt and tools take about 1.6k of its 1,638-token threshold). Refused where the
+  system prompt and tools take about 1.7k of its 1,638-token threshold). Refused where the
   agent is built, at start, in every face. Budgets that reach the threshold on their own are
   ``dsh.config.rules.misfit``'s to say (a configured window is refused there, a reported one
   is said). ``MIN_CONTEXT_WINDOW`` is this rule applied to dsh's own fixed part, so config

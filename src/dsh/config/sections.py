@@ -251,7 +251,7 @@ place this default lives."""
 MIN_CONTEXT_WINDOW = 4096
 """The smallest context window a conversation runs in (``provider.context_window``, a flag, a
 window a server reports or a session recorded). Every request carries the system prompt and
-the tool schemas, about 1.6k tokens of dsh's own with the recall tools (``dsh.agent.room``),
+the tool schemas, about 1.7k tokens of dsh's own with the recall tools (``dsh.agent.room``),
 and that fixed part plus the state cap and the retained tail must stay below the compaction
 threshold, else no pass can bring a request under it: with the default budgets that takes
 about 2,700 tokens, and 4,096 leaves room beside dsh's own part for a short AGENTS.md or a few

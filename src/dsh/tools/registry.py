@@ -161,12 +161,12 @@ def _has_lone_surrogate(value: object) -> bool:
     return False
 
 
-def default_tools(secrets: SecretPolicy | None = None, *, web_fetch: bool = True) -> list[Tool]:
+def default_tools(secrets: SecretPolicy | None = None, *, web_fetch: bool = False) -> list[Tool]:
     """The built-in tools (recall tools are registered by the session, not here); ``bash``
     scrubs its environment with ``secrets``, the tools that shorten an output (``bash``,
     ``read_file``, ``grep``, ``web_fetch``) never cut inside one of its values, and
-    ``web_fetch`` refuses a URL holding one. ``web_fetch``: offer that tool
-    (``tools.web_fetch``)."""
+    ``web_fetch`` refuses a URL holding one. ``web_fetch``: add that tool; the builder
+    (``dsh.agent.wiring``) passes ``tools.web_fetch``, which is on unless configured off."""
     tools: list[Tool] = [
         ReadFileTool(secrets),
         WriteFileTool(),

@@ -49,6 +49,11 @@ MIN_CHARS = 100
 TIMEOUT_SECONDS = 20.0
 MAX_BYTES = 2 * 1024 * 1024
 MAX_REDIRECTS = 5
+MARKUP_PER_CHAR = 4
+"""An HTML page's markup converted per character of ``max_chars``: 200,000 characters for the
+default, counted without the page's scripts and styles. Converting is slow: a 2 MB page of
+table rows took 43 s whole on a 2-core machine at a load of 10, 11 s for its first 400,000
+characters (which gave 250,000 of text); prose gives more text than a quarter of its markup."""
 ERROR_BODY_CHARS = 2000
 """How much of an error page's text an ``HTTP_ERROR`` result shows."""
 _OTHER_SCHEMES = frozenset({"file", "ftp", "data", "javascript", "mailto", "about", "blob", "tel"})
@@ -115,14 +120,11 @@ class WebFetchTool:
     name: str = "web_fetch"
     kind: ToolKind = "network"
     description: str = (
-        "Fetch a URL (http:// or https://) with a GET request and return its content as text: "
-        "an HTML page converted to Markdown (links made absolute), plain text, JSON or XML as "
-        "it is; images, PDFs and other binary content are refused. No cookies or credentials "
-        f"are sent. Redirects are followed (at most {MAX_REDIRECTS}); the call times out after "
-        f"{TIMEOUT_SECONDS:g} s and reads at most {MAX_BYTES // (1024 * 1024)} MB. The text is "
-        f"cut to max_chars characters (default {DEFAULT_MAX_CHARS}), with a last line saying "
-        "so. Use it to read documentation, an issue, an API's answer or a raw file."
+        "Fetch an http(s) URL with GET and return its text: HTML as Markdown, plain text and "
+        "JSON as they are; binary content is refused. Sends no cookies or credentials."
     )
+    """Short: every request carries it, and a 4,096-token window has little room
+    (``dsh.agent.room``). The limits are said by the result when they apply."""
 
     def __init__(
         self,
@@ -138,16 +140,12 @@ class WebFetchTool:
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {
-                "url": {
-                    "type": "string",
-                    "description": "The http:// or https:// URL to fetch.",
-                },
+                "url": {"type": "string", "description": "The http:// or https:// URL."},
                 "max_chars": {
                     "type": "integer",
                     "minimum": MIN_CHARS,
                     "maximum": MAX_CHARS,
-                    "description": "The most characters of text to return. Default "
-                    f"{DEFAULT_MAX_CHARS}.",
+                    "description": f"Most characters returned. Default {DEFAULT_MAX_CHARS}.",
                 },
             },
             "required": ["url"],
@@ -170,7 +168,7 @@ class WebFetchTool:
                 f"web_fetch: {_shown(url)} did not answer in full within {self.timeout:g} s",
                 code="TIMEOUT",
             ) from exc
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL: httpx's own parse
             raise ToolError(
                 f"web_fetch: could not fetch {_shown(url)}: {_describe(exc)}", code="FETCH_FAILED"
             ) from exc
@@ -274,7 +272,8 @@ class WebFetchTool:
                 "JSON and XML only",
                 code="UNSUPPORTED_CONTENT",
             )
-        page = self._page(fetched)
+        max_markup = MARKUP_PER_CHAR * max_chars
+        page = self._page(fetched, max_markup)
         lines = [f"URL: {shown}"]
         if fetched.redirected_from:
             lines.append(f"Redirected from: {_shown(fetched.redirected_from[0])}")
@@ -282,7 +281,13 @@ class WebFetchTool:
             lines.append(f"Title: {page.title}")
         size = f"{len(fetched.body):,} bytes" + (" read" if fetched.cut else "")
         lines += [f"Content-Type: {media} ({size})", ""]
-        lines.append(self._capped(page.text, max_chars) if page.text else "(no text)")
+        lines.append(self._capped(page, max_chars) if page.text else "(no text)")
+        if page.partial and len(page.text) <= max_chars:
+            lines.append(
+                f"\n[the page's markup is {page.markup_chars:,} characters without its scripts "
+                f"and styles: only the first {max_markup:,} were converted, so the text above "
+                f"is the page's start; {_more(max_chars)}]"
+            )
         if fetched.cut:
             lines.append(
                 f"[the body is longer than {self.max_bytes:,} bytes: only that much was "
@@ -290,27 +295,30 @@ class WebFetchTool:
             )
         return ToolOutput("\n".join(lines))
 
-    def _page(self, fetched: Fetched) -> Page:
+    def _page(self, fetched: Fetched, max_markup: int | None = None) -> Page:
         charset = fetched.content_type.charset
         if fetched.reading == "html":
-            return html_page(fetched.body, charset, fetched.url)
+            return html_page(fetched.body, charset, fetched.url, max_markup)
         return text_page(fetched.body, charset)
 
-    def _capped(self, text: str, max_chars: int) -> str:
-        """``text`` cut to ``max_chars`` (never inside a secret's value), with a line saying
-        how much was left out and how to see more."""
+    def _capped(self, page: Page, max_chars: int) -> str:
+        """``page``'s text cut to ``max_chars`` (never inside a secret's value), with a line
+        saying how much was left out and how to see more."""
+        text = page.text
         if len(text) <= max_chars:
             return text
         cut = self.secrets.safe_cut(text, max_chars)
-        more = (
-            f"call web_fetch again with a larger max_chars (at most {MAX_CHARS:,}) to see more"
-            if max_chars < MAX_CHARS
-            else f"at most {MAX_CHARS:,} characters are shown"
-        )
+        total = f"more than {len(text):,}" if page.partial else f"{len(text):,}"
         return (
-            f"{text[:cut]}\n\n[cut: the first {cut:,} of the text's {len(text):,} characters "
-            f"are shown; {more}]"
+            f"{text[:cut]}\n\n[cut: the first {cut:,} of the text's {total} characters are "
+            f"shown; {_more(max_chars)}]"
         )
+
+
+def _more(max_chars: int) -> str:
+    if max_chars < MAX_CHARS:
+        return f"call web_fetch again with a larger max_chars (at most {MAX_CHARS:,}) to see more"
+    return f"at most {MAX_CHARS:,} characters are shown"
 
 
 def _shown(url: str) -> str:
@@ -318,6 +326,6 @@ def _shown(url: str) -> str:
     return str(redact(url))
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _describe(exc: Exception) -> str:
     message = str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

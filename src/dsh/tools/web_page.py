@@ -20,6 +20,7 @@ from typing import Any, Literal
 from urllib.parse import urljoin
 
 from bs4 import BeautifulSoup, Tag
+from bs4.dammit import UnicodeDammit
 from markdownify import ATX, MarkdownConverter
 
 Reading = Literal["html", "text"]
@@ -60,6 +61,7 @@ _HIDDEN = (
 )
 """Elements whose content a reader does not see as text (a ``<head>``'s title is kept apart)."""
 
+_HIDDEN_OPENING = re.compile(r"<(script|style|noscript|template|svg)\b")
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*){2,}")
 
 
@@ -125,13 +127,31 @@ class Page:
 
     text: str
     title: str | None = None
+    partial: bool = False
+    """Only the start of the page's markup was converted (``max_markup``)."""
+    markup_chars: int = 0
+    """How long the page's markup is without what a reader never sees."""
 
 
-def html_page(body: bytes, charset: str | None, url: str) -> Page:
+def html_page(body: bytes, charset: str | None, url: str, max_markup: int | None = None) -> Page:
     """The Markdown of an HTML ``body`` fetched from ``url`` (its final URL: relative links
     are made absolute against it, or against the page's ``<base href>``). The charset is the
-    header's, else the page's own ``<meta charset>`` (Beautiful Soup finds it), else a guess."""
-    markup: str | bytes = decoded(body, charset) if charset else body
+    header's, else the page's own ``<meta charset>``, else a guess (Beautiful Soup's).
+
+    Converting is slow (``dsh.tools.web_fetch.MARKUP_PER_CHAR``), so the elements a reader
+    never sees are cut out of the text first (:func:`without_hidden`: on most pages the bulk of
+    the bytes is inline script and style), and only the first ``max_markup`` characters of what
+    is left are converted, cut before a tag (``partial`` says so)."""
+    if charset:
+        markup = decoded(body, charset)
+    else:
+        markup = str(UnicodeDammit(body, is_html=True).unicode_markup or "")
+    markup = without_hidden(markup)
+    markup_chars = len(markup)
+    partial = max_markup is not None and len(markup) > max_markup
+    if max_markup is not None and partial:
+        before_tag = markup.rfind("<", 0, max_markup)
+        markup = markup[: before_tag if before_tag > 0 else max_markup]
     soup = BeautifulSoup(markup, "html.parser")
     title_tag = soup.find("title")
     title = " ".join(title_tag.get_text().split()) if title_tag is not None else ""
@@ -148,7 +168,28 @@ def html_page(body: bytes, charset: str | None, url: str) -> Page:
         text = _Converter(heading_style=ATX, bullets="-", escape_misc=False).convert_soup(soup)
     except RecursionError:  # nested deeper than the converter recurses: the text without markup
         text = soup.get_text("\n")
-    return Page(tidy(text), title or None)
+    return Page(tidy(text), title or None, partial, markup_chars)
+
+
+def without_hidden(markup: str) -> str:
+    """``markup`` without the content of its ``script``, ``style``, ``noscript``, ``template``
+    and ``svg`` elements, found by their tags in one pass (no backtracking: an element never
+    closed is left for the parser, with all that follows it)."""
+    lower = markup.lower()
+    kept: list[str] = []
+    done = 0
+    for opening in _HIDDEN_OPENING.finditer(lower, done):
+        if opening.start() < done:
+            continue  # inside an element already cut out
+        close = lower.find(f"</{opening.group(1)}", opening.end())
+        if close == -1:
+            break
+        end = lower.find(">", close)
+        end = len(markup) if end == -1 else end + 1
+        kept.append(markup[done : opening.start()])
+        done = end
+    kept.append(markup[done:])
+    return "".join(kept)
 
 
 def text_page(body: bytes, charset: str | None) -> Page:
