@@ -133,17 +133,16 @@ def restrict_project_layer(
 
     A project's ``tools.allow_commands`` and ``tools.deny_commands`` add to the user's (the
     lists are joined), trusted or not. Untrusted, a project may only: choose a stricter
-    ``tools.approval``; turn ``web_fetch``
-    off, never on when the user config turned it off; add to ``tools.scrub_env`` and ``tools.deny_commands`` (the lists are
-    joined); repeat the user's ``tools.allow_commands`` (add none); repeat the
-    ``provider.name``, ``base_url``, ``provider.api_key``, ``provider.api_key_env``,
-    ``provider.headers`` and the summariser route (``summarizer_provider``,
-    ``summarizer_base_url``, ``summarizer_api_key_env``) already in effect (or switch the
-    summariser to ``extractive`` or a bare model name on the conversation's provider); a key
-    variable it named could be another of the user's secrets, sent to the endpoint, and headers
-    it chose would go with the user's key (an organisation, a gateway's routing). Nor may it
-    start a program: its ``[mcp.servers]`` are ignored (a server the user config already defines
-    the same way is kept). Nobody's project may set ``[trust]``.
+    ``tools.approval``; turn ``web_fetch`` off, never on when the user config turned it off; add
+    to ``tools.scrub_env`` and ``tools.deny_commands`` (the lists are joined); repeat the user's
+    ``tools.allow_commands`` (add none); repeat the ``provider.name``, ``base_url``,
+    ``provider.api_key``, ``provider.api_key_env``, ``provider.headers`` and the summariser
+    route (``summarizer_provider``, ``summarizer_base_url``, ``summarizer_api_key_env``) already
+    in effect (or switch the summariser to ``extractive`` or a bare model name on the
+    conversation's provider); a key variable it named could be another of the user's secrets,
+    sent to the endpoint, and headers it chose would go with the user's key (an organisation, a
+    gateway's routing). Nor may it start a program: its ``[mcp.servers]`` are ignored (a server
+    the user config already defines the same way is kept). Nobody's project may set ``[trust]``.
     """
     out: dict[str, Any] = {s: dict(v) if isinstance(v, Mapping) else v for s, v in layer.items()}
     say = warn or _log_warning
