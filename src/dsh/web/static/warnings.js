@@ -11,12 +11,14 @@
 // after `toastMs` or with its ✕. Entries a hello brings are listed without a toast: the ⚠ button
 // is marked instead (its name says so to a screen reader: "Warnings and errors: 2, new ones
 // unseen"). The ⚠ button opens the list of every entry this page got, with its count and times;
-// Esc in the list closes it, the focus going back where it was. The list belongs to the page: it survives switching sessions and reconnecting;
+// Esc (wherever the focus is, a modal dialog's own Esc first) or a click outside the list closes
+// it, the focus going back where it was when it opened if it was in the list. The list belongs to the page: it survives switching sessions and reconnecting;
 // "Clear" empties it (an entry comes back only when it repeats); a reload starts it again from
 // what the server kept (its own warnings and the shown session's).
 import { connectionLost, serverSocket } from './api.js';
 import { linkState, serverAnswer } from './connection.js';
 import { el, focusOrigin, hidePanel, shown } from './dom.js';
+import { modalOpen } from './modal.js';
 
 const $ = (id) => document.getElementById(id);
 const TOAST_MS = 12000;
@@ -48,9 +50,19 @@ export class PageWarnings {
     this.others = null;  // what the server's stream brings besides warnings goes there (app.js)
     $('warnings-toggle').addEventListener('click', () => this.toggle());
     $('warnings-close').addEventListener('click', () => this.toggle(false));
-    $('warnings-panel').addEventListener('keydown', (event) => {
-      if (event.key === 'Escape') this.toggle(false);
-    });
+    // Esc anywhere closes the list (before the composer's Esc stops a turn; a modal dialog over
+    // it takes its own first), and so does a click outside it, the ⚠ button's aside.
+    document.addEventListener('keydown', (event) => {
+      if (event.key !== 'Escape' || !this.panelOpen() || modalOpen() || event.isComposing) return;
+      event.preventDefault();
+      event.stopPropagation();
+      this.toggle(false);
+    }, true);
+    document.addEventListener('pointerdown', (event) => {
+      if (!this.panelOpen() || modalOpen()) return;
+      if (event.target.closest('#warnings-panel, #warnings-toggle, #warning-toasts')) return;
+      this.toggle(false);
+    }, true);
     $('warnings-clear').addEventListener('click', () => this.clear());
     $('warning-toasts').addEventListener('click', (event) => {
       const close = event.target.closest('button.toast-close');
@@ -118,11 +130,13 @@ export class PageWarnings {
     return !$('warnings-panel').hidden;
   }
 
-  // Esc in the list closes it; the focus goes back where it was when it opened.
+  // Opened, or closed (Esc, its ✕, the ⚠ button, a click outside): the focus, when it was in the
+  // list, goes back where it was when the list opened (the ⚠ button, opened by a click there);
+  // elsewhere (the composer, the ⚠ button, where a click outside put it) it stays.
   toggle(open = !this.panelOpen()) {
     if (open && !this.panelOpen()) this.origin = focusOrigin($('warnings-toggle'));
     if (open) $('warnings-panel').hidden = false;
-    else hidePanel($('warnings-panel'), this.origin, $('warnings-toggle'));
+    else if (this.panelOpen()) hidePanel($('warnings-panel'), this.origin, $('warnings-toggle'));
     $('warnings-toggle').setAttribute('aria-expanded', String(open));
     if (open) this.unread = false;
     this.paint();
