@@ -8,6 +8,7 @@ import { TranscriptView } from './view.js';
 import { dropApproval, dropApprovals, showApproval, syncApprovals } from './approvals.js';
 import { SessionStream, whenChanged } from './connection.js';
 import { plain, say, shown } from './dom.js';
+import { keepDraft } from './unsent.js';
 import { applyTheme, filterSessions, nextTheme, setSidebar, storedTheme } from './chrome.js';
 import { Composer } from './composer.js';
 import { ContextInfo } from './context.js';
@@ -139,7 +140,7 @@ function followResizes() {
 // The header's run state and the shown session's item in the list: one state, both places.
 // A tool card without its result counts its time while a turn runs, here or elsewhere.
 function renderStatus() {
-  if (!renderRunState(state.info)) clearStream();  // a turn's stream ends with it
+  if (!renderRunState(state.info, state.sessionId === null)) clearStream();  // a turn's stream ends with it
   showSessionState(state.info);
   const elsewhere = !!state.info?.heldBy && state.info.running !== 'turn';
   state.view?.running.running(!!state.info && (state.info.running === 'turn' || elsewhere), elsewhere);
@@ -203,8 +204,25 @@ async function startSession() {
   const info = state.info;
   if (info && info.draft && info.open && state.lastSeq < 0 && info.id === state.sessionId) return false;
   const data = await api('POST', '/api/sessions', {});
+  if (state.sessionId === null) {  // what was typed with no session shown goes with it
+    keepDraft(data.session.id, $('prompt').value);
+    keepDraft(null, '');
+  }
   location.hash = `#s=${encodeURIComponent(data.session.id)}`;
   return true;
+}
+
+// A page with no session shown: Enter starts one as "New session" does (in the server's default
+// workspace; stored by its first prompt) and shows it, `draft` in its composer (composer.js then
+// sends it there). True once it is shown; an error when the server refused (nothing shown).
+async function startWith(draft) {
+  const data = await api('POST', '/api/sessions', {});
+  const id = data.session.id;
+  keepDraft(id, draft);  // what opening it puts in the box
+  state.hashOpened = id;  // shown below, not again by the hash's change
+  location.hash = `#s=${encodeURIComponent(id)}`;
+  await openSession(id);
+  return state.sessionId === id && state.info?.id === id;
 }
 
 /** The "New session" button. */
@@ -245,7 +263,7 @@ async function openSession(id) {
   state.composer.reset();
   document.querySelectorAll('.session-item').forEach((a) => a.classList.toggle('selected', a.dataset.id === id));
   $('empty').hidden = !!id;
-  $('empty').textContent = 'Select a session or start a new one.';
+  $('empty').textContent = 'Type a prompt to start a new session, or pick one.';
   $('announcer').textContent = '';
   renderTitle(state.info);   // nothing of the previous session stays on screen while this one loads
   renderApproval(null);
@@ -253,7 +271,10 @@ async function openSession(id) {
   state.plan.show(null);
   showProgress(null);
   renderStatus();
-  if (!id) return;
+  if (!id) {  // type straight away: Enter starts a session (composer.js)
+    if (!NARROW.matches) $('prompt').focus();
+    return;
+  }
   // The conversation first (its newest page is read from the log's end); the header follows
   // with the info, which sums the whole log.
   const asked = api('GET', sessionPath(id));
@@ -432,6 +453,7 @@ function init() {
     toast,
     note,
     newSession: startSession,
+    startWith,
     opened: (id, said) => {  // a fork (/rewind, /fork): shown, then `said` under it
       state.pendingNote = said;
       location.hash = `#s=${encodeURIComponent(id)}`;
@@ -460,7 +482,11 @@ function init() {
   state.paging = new Paging(state, { freshView, toast, toEnd: scrollToBottom });
   state.plan = new PlanPanel($('plan'));
   followResizes();
-  window.addEventListener('hashchange', () => openSession(selectedFromHash()));
+  window.addEventListener('hashchange', () => {
+    const id = selectedFromHash();
+    if (id !== null && id === state.hashOpened) state.hashOpened = null;  // startWith shows it
+    else openSession(id);
+  });
   loadSessionList();
   openSession(selectedFromHash());
 }

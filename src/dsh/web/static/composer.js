@@ -24,7 +24,9 @@
 // brings it back; sent, it is dropped. Tab completes a `/command` or an `@path` of the session's
 // workspace (completion.js); Esc clears its hint. The page's "Skip to composer" link, its first
 // stop of Tab, brings the focus here. While a turn or /compact runs, a draft that is not one of
-// the page's own commands is queued (queue.js) and sent when that work ends well.
+// the page's own commands is queued (queue.js) and sent when that work ends well. On a page with
+// no session shown the box is usable too: Enter starts a new session as "New session" does and
+// sends the draft there (`start`), or keeps it in the box, saying why, when none could start.
 import { api, ApiError, sessionPath } from './api.js';
 import { ChangesPanel } from './changes.js';
 import { offline } from './connection.js';
@@ -121,9 +123,9 @@ export class Composer {
       $('prompt').focus();
       return;
     }
-    say($('state-announcer'), this.page.sessionId()
+    say($('state-announcer'), this.page.info()
       ? 'The composer is off: another process is writing this session.'
-      : 'The composer is off until a session is open: pick one or start a new session.');
+      : 'The composer is off until this session is loaded.');
   }
 
   async ensureOpen() {
@@ -136,9 +138,13 @@ export class Composer {
   async submit() {
     const box = $('prompt');
     const sessionId = this.page.sessionId();
-    if (!box.value.trim() || !sessionId) return;
+    if (!box.value.trim()) return;
     if (offline()) {
       this.page.toast(NOT_CONNECTED);
+      return;
+    }
+    if (!sessionId) {
+      await this.start(box.value);
       return;
     }
     if (this.page.info()?.running && !PAGE_COMMAND_NAMES.includes(parsed(box.value).name)) {
@@ -156,6 +162,32 @@ export class Composer {
       return;
     }
     await this.go(box.value, true);
+  }
+
+  /** Enter on a page with no session shown: a new session is started (as "New session" does, in
+   * the server's default workspace) and shown, then `draft` goes to it as to any new session: a
+   * prompt is its first turn, a command runs there (`/help` lists that workspace's prompt
+   * commands, `/model NAME` chooses the model its turns run on); `/new` and `/clear` only start
+   * it. Refused, nothing is shown and the draft stays in the box (the toast says why). */
+  async start(draft) {
+    if (this.starting) return;  // Enter again while it starts
+    this.starting = true;
+    const { name } = parsed(draft);
+    const only = name === 'new' || name === 'clear';
+    this.page.toast('');
+    let shown;
+    try {
+      shown = await this.page.startWith(only ? '' : draft);
+    } catch (error) {
+      const why = error instanceof ApiError ? error.message : String(error);
+      this.page.toast(`Not sent: no new session could be started (${why}). The draft stays.`);
+      return;
+    } finally {
+      this.starting = false;
+    }
+    keepDraft(null, '');  // now the new session's (or sent)
+    if (only) this.recall.remember(draft.trimEnd());
+    else if (shown) await this.go(draft, true);
   }
 
   /** Send or run `draft` (`fromBox`: the box's, cleared once it went; else the queued one, put
@@ -358,7 +390,7 @@ export class Composer {
   reset() {
     this.queued.take();  // it is in its session's kept draft (`keep`)
     const sessionId = this.page.sessionId();
-    $('prompt').value = sessionId ? keptDraft(sessionId) : '';
+    $('prompt').value = keptDraft(sessionId);  // no session: the draft typed with none shown
     this.completion.clear();
     this.recall.load(sessionId);
   }
@@ -378,7 +410,7 @@ export class Composer {
     const sessionId = this.page.sessionId();
     const box = $('prompt').value;
     const queued = this.queued.text;
-    if (sessionId) keepDraft(sessionId, queued === null ? box : box.trim() ? `${queued}\n${box}` : queued);
+    keepDraft(sessionId, queued === null ? box : box.trim() ? `${queued}\n${box}` : queued);
   }
 
   async cancel() {

@@ -3,8 +3,8 @@
 // tok`, /cost's figure, new with each request's stats; tokens alone when no price is known), a running /compact's progress,
 // its approval mode when it is not the default `ask` (as the terminal UI's status bar shows it),
 // whether a turn or /compact runs here or another process holds the session; the composer is
-// usable only when the session is loaded and held by none, and Send and Stop only while the page
-// is connected (connection.js); while something runs, Send queues the draft (queue.js).
+// usable when the session is loaded and held by none, or when no session is shown (Enter starts
+// one: composer.js), and Send and Stop only while the page is connected (connection.js); while something runs, Send queues the draft (queue.js).
 // A screen reader hears each change of those states through the polite status
 // `#state-announcer` (the pills themselves only show): the run state ("running", "/compact
 // running", "idle" when it ends), "busy in another process", and a /compact's progress
@@ -76,8 +76,9 @@ export function renderProgress(progress) {
   sayChange('progress', box.textContent);
 }
 
-/** The run state, "busy elsewhere" and the composer's buttons; returns what runs (null: nothing). */
-export function renderRunState(info) {
+/** The run state, "busy elsewhere" and the composer's buttons; returns what runs (null: nothing).
+ * `none`: no session is shown (a fresh page): the composer is usable, Enter starting one. */
+export function renderRunState(info, none = false) {
   const running = info ? info.running : null;
   const box = $('run-state');
   box.hidden = !running;
@@ -88,7 +89,7 @@ export function renderRunState(info) {
   const busy = $('busy-elsewhere');
   busy.hidden = !holder;
   busy.textContent = holder ? `busy in another process (pid ${holder})` : '';
-  const usable = !!info && !holder;
+  const usable = none || (!!info && !holder);
   $('prompt').disabled = !usable;
   $('send').disabled = !usable || offline();  // while something runs, it queues (queue.js)
   $('send').title = running ? 'Queue the draft: it is sent when this turn ends' : '';

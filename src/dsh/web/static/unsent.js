@@ -1,16 +1,18 @@
 // Each session's unsent draft, kept in this tab's sessionStorage under `dsh-draft:<session id>`
-// as it changes (typed, pasted, completed), so a reload brings it back into the composer, and
+// as it changes (typed, pasted, completed; with no session shown, under `dsh-draft:`, until Enter
+// starts a session with it), so a reload brings it back into the composer, and
 // each session shown gets its own draft back; once sent it is dropped. sessionStorage rather
 // than localStorage: a draft stays with the tab it was typed in (two tabs on one session do not
 // overwrite each other's) and goes with the tab, not left on the disk for good. It is never sent
 // to the server, nor written to the session's log. With storage off or full, the draft is only
 // in the box, as before.
 const PREFIX = 'dsh-draft:';
+const key = (sessionId) => PREFIX + (sessionId ?? '');
 
-/** The draft kept for `sessionId` ('' when none). */
+/** The draft kept for `sessionId` (null: no session shown; '' when none). */
 export function keptDraft(sessionId) {
   try {
-    return sessionStorage.getItem(PREFIX + sessionId) ?? '';
+    return sessionStorage.getItem(key(sessionId)) ?? '';
   } catch {
     return '';
   }
@@ -19,8 +21,8 @@ export function keptDraft(sessionId) {
 /** Keep `text` as the draft of `sessionId`; an empty one is dropped. */
 export function keepDraft(sessionId, text) {
   try {
-    if (text) sessionStorage.setItem(PREFIX + sessionId, text);
-    else sessionStorage.removeItem(PREFIX + sessionId);
+    if (text) sessionStorage.setItem(key(sessionId), text);
+    else sessionStorage.removeItem(key(sessionId));
   } catch {
     // storage off, or full: the draft stays in the box only
   }
