@@ -53,11 +53,11 @@ def test_a_file_the_os_refuses_is_one_bounded_line(tmp_path: Path, env: dict[str
 
 
 def test_a_usage_error_is_one_bounded_line(tmp_path: Path, env: dict[str, str]) -> None:
-    done = dsh(HOSTILE, env=env, cwd=tmp_path)
+    done = dsh("sessions", HOSTILE, env=env, cwd=tmp_path)  # a first word alone is a prompt
     assert done.returncode == 2
     said = error_said(done)
-    assert said.endswith(" (see `dsh --help`)")
-    shown = said.removesuffix(" (see `dsh --help`)")
+    assert said.endswith(" (see `dsh sessions --help`)")
+    shown = said.removesuffix(" (see `dsh sessions --help`)")
     assert shown.startswith("No such command '\\x1b[31mowned") and shown.endswith("…")
     assert len(shown) == ERROR_LINE_CHARS
 

@@ -21,7 +21,15 @@ def dsh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ("args", "line"),
     [
         (["run", "--bogus"], "dsh: error: No such option '--bogus' (see `dsh run --help`)"),
-        (["nosuch"], "dsh: error: No such command 'nosuch' (see `dsh --help`)"),
+        (
+            ["sessions", "nosuch"],
+            "dsh: error: No such command 'nosuch' (see `dsh sessions --help`)",
+        ),
+        (
+            ["sesions"],  # a first word that is no command is a prompt, but not a near miss
+            "dsh: error: no command 'sesions' (did you mean sessions?); to send it as the first "
+            "prompt: dsh -- sesions (see `dsh --help`)",
+        ),
         (
             ["run", "--max-steps", "x", "hi"],
             "dsh: error: Invalid value for '--max-steps': 'x' is not a valid integer range "
