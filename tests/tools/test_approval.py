@@ -8,9 +8,11 @@ import pytest
 from dsh.errors import ConfigError
 from dsh.tools.approval import (
     FOR_THE_MODEL,
+    REASON_LIMIT,
     ApprovalAnswer,
     ApprovalPolicy,
     Decision,
+    DenyWithReason,
     always_label,
     for_a_person,
 )
@@ -126,6 +128,54 @@ def test_ask_deny_refuses_with_a_reason(ctx: ToolContext) -> None:
     decision = decide(ApprovalPolicy("ask", approver=ScriptedApprover("deny")), SHELL, ctx)
     assert not decision.allowed
     assert "user denied" in decision.reason
+
+
+PLAIN_DENIAL = (
+    "bash was not run: the user denied this call. Do not retry it as is; ask the user how to "
+    "proceed or take a different approach."
+)
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("use `make test` instead", "use `make test` instead"),
+        ("  first\nsecond\r\n\tthird\u2028fourth  ", "first second third fourth"),
+        ("no\x1b[31mred\x07 \u202eevil\ud800 here", "no[31mred evil here"),
+        ("é" * (REASON_LIMIT + 5), "é" * REASON_LIMIT),
+    ],
+    ids=["plain", "line-breaks", "controls", "too-long"],
+)
+def test_a_deny_with_a_reason_gives_the_model_one_printable_line(
+    typed: str, said: str, ctx: ToolContext
+) -> None:
+    approver = ScriptedApprover(DenyWithReason(typed))
+    decision = decide(ApprovalPolicy("ask", approver=approver), SHELL, ctx)
+    assert not decision.allowed
+    assert decision.reason == (
+        f"bash was not run: the user denied this call and said: {said}\n"
+        "Do not retry it as is; follow what the user said."
+    )
+
+
+@pytest.mark.parametrize("typed", ["", "  \n\t ", "\x00\x1b"], ids=["empty", "blank", "ctl"])
+def test_a_deny_with_a_reason_that_says_nothing_is_a_plain_deny(
+    typed: str, ctx: ToolContext
+) -> None:
+    approver = ScriptedApprover(DenyWithReason(typed), "deny")
+    policy = ApprovalPolicy("ask", approver=approver)
+    assert decide(policy, SHELL, ctx).reason == PLAIN_DENIAL == decide(policy, SHELL, ctx).reason
+
+
+def test_a_protected_writes_deny_carries_its_reason_too(ctx: ToolContext) -> None:
+    approver = ScriptedApprover(DenyWithReason("leave the config alone"))
+    policy = ApprovalPolicy("auto", approver=approver)
+    args = {"path": ".dsh/config.toml", "content": "[tools]\n"}
+    decision = asyncio.run(policy.decide(WRITE, args, ctx))
+    assert approver.protected[0] is not None
+    assert decision.reason.startswith(
+        "write_file was not run: the user denied this call and said: leave the config alone\n"
+    )
 
 
 @pytest.mark.parametrize(("tool", "flag"), [(WRITE, "write"), (SHELL, "bash")], ids=["w", "s"])

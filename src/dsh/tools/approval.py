@@ -4,8 +4,9 @@
 - ``read-only``: read and meta tools run; other kinds only if listed in ``allow`` (and a shell
   command an allow rule matches, below).
 - ``ask``: read and meta tools run; kinds in ``allow`` run; any other call is put to the
-  ``approver`` callback (``"once"``, ``"always"`` or ``"deny"``). Without an approver (a headless
-  run) those calls are denied.
+  ``approver`` callback (``"once"``, ``"always"``, ``"deny"`` or a ``DenyWithReason``: a
+  denial whose reason, what the person wants done instead, the model reads). Without an
+  approver (a headless run) those calls are denied.
 
 "always" is remembered for the rest of the session: for a shell tool, for that exact command
 (stripped of surrounding blanks) — one answer about ``python3 test_calc.py`` must not let
@@ -47,12 +48,27 @@ from dsh.tools.protected import ProtectedWrite, protected_write
 from dsh.tools.shell import BashTool
 
 ApprovalMode = Literal["ask", "auto", "read-only"]
-ApprovalAnswer = Literal["once", "always", "deny"]
+REASON_LIMIT = 2_000
+"""The most characters a denial's reason keeps (the faces take no more, ``dsh web`` refuses
+more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DenyWithReason:
+    """A denial with what the person said (what to do instead): the model reads it in the call's
+    result. ``reason`` is taken through :func:`one_line_reason` by the policy."""
+
+    reason: str
+
+
+ApprovalChoice = Literal["once", "always", "deny"]
+ApprovalAnswer = ApprovalChoice | DenyWithReason
 Approver = Callable[[str, dict[str, Any], str | None], Awaitable[ApprovalAnswer]]
-"""``approver(tool_name, args, protected)``: asks the human; returns ``once``, ``always`` or
-``deny``. ``protected`` is None for an ordinary call; for a write to a protected path it is the
-sentence saying why the call is asked every time (``writing .dsh/config.toml changes dsh's own
-configuration, which can run commands``), and the face offers no "always" for it."""
+"""``approver(tool_name, args, protected)``: asks the human; returns ``once``, ``always``,
+``deny`` or a :class:`DenyWithReason`. ``protected`` is None for an ordinary call; for a write
+to a protected path it is the sentence saying why the call is asked every time (``writing
+.dsh/config.toml changes dsh's own configuration, which can run commands``), and the face
+offers no "always" for it."""
 
 ASKED_CALL: ContextVar[str | None] = ContextVar("dsh_asked_call", default=None)
 """While an approver is asked: the id of the tool call it is asked about (a face that shows the
@@ -179,7 +195,7 @@ class ApprovalPolicy:
             return Decision.allow()
         if answer == "once":
             return Decision.allow()
-        return _denied_by_the_user(tool)
+        return _denied_by_the_user(tool, answer)
 
     async def _ask_each_time(
         self, tool: Tool, args: dict[str, Any], protected: ProtectedWrite
@@ -195,14 +211,30 @@ class ApprovalPolicy:
         answer = await self.approver(tool.name, args, protected.why)
         if answer in ("once", "always"):
             return Decision.allow()
-        return _denied_by_the_user(tool)
+        return _denied_by_the_user(tool, answer)
 
 
-def _denied_by_the_user(tool: Tool) -> Decision:
+def _denied_by_the_user(tool: Tool, answer: ApprovalAnswer) -> Decision:
+    """A person's denial; with a reason (one printable line, at most ``REASON_LIMIT``
+    characters), it ends the first line (a collapsed card shows it), the advice on the next."""
+    reason = one_line_reason(answer.reason) if isinstance(answer, DenyWithReason) else ""
+    if reason:
+        return Decision.deny(
+            f"{tool.name} was not run: the user denied this call and said: {reason}\n"
+            "Do not retry it as is; follow what the user said."
+        )
     return Decision.deny(
         f"{tool.name} was not run: the user denied this call. Do not retry it as is; "
         "ask the user how to proceed or take a different approach."
     )
+
+
+def one_line_reason(text: str) -> str:
+    """A denial's reason as it is logged: one line of printable characters (line breaks, tabs
+    and other blanks become one space; other control and format characters, lone surrogates
+    included, go), without blanks around it, cut at ``REASON_LIMIT`` characters."""
+    kept = "".join(c if c.isprintable() else " " if c.isspace() else "" for c in text)
+    return " ".join(kept.split())[:REASON_LIMIT]
 
 
 def always_label(tool_name: str) -> str:

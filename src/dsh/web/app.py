@@ -23,7 +23,7 @@
     POST /api/sessions/{id}/cancel                  cancel the running turn or /compact
     POST /api/sessions/{id}/compact {focus?}        manual /compact (202)
     POST /api/sessions/{id}/undo    {dryRun?}       /undo: the last turn's file edits taken back
-    POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny}
+    POST /api/sessions/{id}/approvals/{aid} {answer: once|always|deny, reason?}
     GET  /api/sessions/{id}/approval                /approval: the approval mode, and its words
     POST /api/sessions/{id}/approval {mode}         /approval MODE: ask, auto or read-only
     POST /api/sessions/{id}/title   {title}         /title TEXT: rename it (logged)
@@ -283,7 +283,7 @@ def create_app(
         session_id = request.path_params["session_id"]
         await registry.require_open(session_id)
         body = await read_body(request, AnswerBody)
-        registry.answer(session_id, request.path_params["approval_id"], body.answer)
+        registry.answer(session_id, request.path_params["approval_id"], body.chosen())
         return JSONResponse({"answered": body.answer})
 
     async def approval_mode(request: Request) -> Response:

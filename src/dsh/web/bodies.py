@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from dsh.agent.room import MAX_PROMPT_CHARS
 from dsh.errors import error_line, json_problem
+from dsh.tools.approval import REASON_LIMIT, ApprovalAnswer, DenyWithReason
 from dsh.web.errors import (
     INVALID_JSON,
     PAYLOAD_TOO_LARGE,
@@ -67,6 +68,17 @@ class EmptyBody(_Body):
 
 class AnswerBody(_Body):
     answer: Literal["once", "always", "deny"]
+    reason: Annotated[str, msgspec.Meta(max_length=REASON_LIMIT)] | None = None
+    """With ``deny``: what the user said to do instead, which the model reads (made one printable
+    line: ``dsh.tools.approval.one_line_reason``); refused with another answer."""
+
+    def chosen(self) -> ApprovalAnswer:
+        """The answer the approver returns: ``deny`` with a reason as ``DenyWithReason``."""
+        if self.reason is None:
+            return self.answer
+        if self.answer != "deny":
+            raise bad_request(f"a reason goes only with answer deny, not {self.answer}")
+        return DenyWithReason(self.reason)
 
 
 class ApprovalModeBody(_Body):

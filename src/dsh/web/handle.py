@@ -19,7 +19,7 @@ from dsh.agent.live_text import stream_delta
 from dsh.agent.session_runner import Activity, SessionRunner
 from dsh.agent.tool_progress import RUNNING_OUTPUT, Lines
 from dsh.surface import Session
-from dsh.tools.approval import ASKED_CALL, ApprovalAnswer, always_label
+from dsh.tools.approval import ASKED_CALL, ApprovalAnswer, DenyWithReason, always_label
 from dsh.tools.planned_change import PlannedChange, planned_change
 from dsh.web.live import LiveHub, Streamed, frame
 from dsh.web.runtime import Runtime
@@ -125,7 +125,7 @@ class Handle:
         outcome = "cancelled"
         try:
             answer = await future
-            outcome = answer
+            outcome = "deny" if isinstance(answer, DenyWithReason) else answer
             return answer
         finally:
             self.approvals.pop(pending.id, None)
