@@ -1,5 +1,9 @@
 """The approval prompt for tools under the ``ask`` policy: allow once, always, deny (this call),
-or stop (deny it and cancel the turn).
+deny with a reason, or stop (deny it and cancel the turn).
+
+``e`` opens a one-line input under the buttons (``dsh.tui.deny_reason``): enter denies the call
+and the model reads what was typed in its result (an empty line: a plain deny); esc there goes
+back to the choice, denying nothing, the text kept for another ``e``.
 
 A write to a protected path (``.dsh/``, ``.git/``, git hooks: :mod:`dsh.tools.protected`) is asked
 every time: its prompt says why under the question and offers no "always" (no button, and ``a``
@@ -32,10 +36,17 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Input, Static
 
-from dsh.tools.approval import ApprovalAnswer, always_label
+from dsh.tools.approval import (
+    REASON_LIMIT,
+    ApprovalAnswer,
+    DenyWithReason,
+    always_label,
+    one_line_reason,
+)
 from dsh.tui.approval_preview import SCROLLS, Preview, describe_call, more_hint
+from dsh.tui.deny_reason import ReasonInput
 from dsh.tui.wrap import sanitize
 
 FRAME_ROWS = 12
@@ -48,12 +59,16 @@ PROTECTED_ROWS = 3
 """The rows a protected write's reason takes (two wrapped lines and a margin)."""
 HINT_ROWS = 1
 """The row kept for the line under a preview taller than its box (two on a narrow screen)."""
+REASON_ROWS = 4
+"""The rows the reason's input takes while it is open (its box of three and a margin)."""
 QUIET_SECONDS = 0.5
 """The prompt answers keys only once none has come for this long since it opened."""
 QUIET_POLL = 0.1
 """How often a waiting prompt checks whether the typing has stopped (to wake its buttons)."""
 KEYS_WAITING = "Waiting for you to stop typing: keys go to your draft."
-KEYS_READY = "d or n: deny this call · esc: deny and cancel the turn"
+KEYS_READY = "d or n: deny · e: deny with a reason · esc: cancel the turn"
+KEYS_REASON = "enter: deny, the model reads this · esc: back to the choice"
+CUT_NOTE = f"The reason holds at most {REASON_LIMIT:,} characters: the paste was cut."
 
 TypedAhead = Callable[[events.Key | events.Paste], None]
 """Where a key or a paste goes that the prompt did not take (the composer)."""
@@ -138,6 +153,13 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
     ApprovalScreen Button {
         margin-right: 1;
     }
+    ApprovalScreen #reason {
+        display: none;
+        margin-top: 1;
+    }
+    ApprovalScreen.reasoning #reason {
+        display: block;
+    }
     ApprovalScreen.narrow > Vertical {
         width: 100%;
         min-width: 0;
@@ -156,6 +178,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         Binding("o,y", "answer('once')", "Allow once"),
         Binding("a", "answer('always')", "Always"),
         Binding("d,n", "answer('deny')", "Deny"),
+        Binding("e", "deny_with_reason", "Deny with a reason"),
         Binding("escape", "stop", "Deny and cancel the turn"),
         *(Binding(key, f"scroll_preview('{key}')", "Scroll", show=False) for key in SCROLLS),
     ]
@@ -198,6 +221,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
                     label = f"{always_label(self.tool)} (a)"
                     yield Button(label, id="always", disabled=True)
                 yield Button("Deny (d)", id="deny", variant="error", disabled=True)
+            yield ReasonInput(id="reason")
             yield Static(KEYS_WAITING, id="keys", markup=False)
 
     def on_mount(self) -> None:
@@ -264,6 +288,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
         self.set_class(narrow, "narrow")
         extra = (STACKED_ROWS if narrow else 0) + (PROTECTED_ROWS if self.protected else 0)
         extra += HINT_ROWS * (2 if narrow else 1)
+        extra += REASON_ROWS if self.has_class("reasoning") else 0
         room = max(1, self.app.size.height - FRAME_ROWS - extra)
         self.query_one("#preview", Preview).styles.max_height = room
 
@@ -278,9 +303,35 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer]):
             self.dismiss(answer)
 
     def action_stop(self) -> None:
-        """Esc: deny this call and have the turn cancelled (taken at once, waiting or not)."""
+        """Esc: deny this call and have the turn cancelled (taken at once, waiting or not);
+        in the reason's input, back to the choice."""
+        if self.has_class("reasoning"):
+            self.remove_class("reasoning")
+            self.on_resize()
+            self.query_one("#once", Button).focus()
+            self.query_one("#keys", Static).update(KEYS_READY)
+            return
         self.cancels_turn = True
         self.dismiss("deny")
+
+    def action_deny_with_reason(self) -> None:
+        """``e``: open the reason's input (once the prompt takes answers)."""
+        if self.accepting():
+            self.add_class("reasoning")
+            self.on_resize()
+            self.query_one("#reason", ReasonInput).focus()
+            self.query_one("#keys", Static).update(KEYS_REASON)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Say so when a paste was cut to fit the reason's limit."""
+        if isinstance(event.input, ReasonInput) and event.input.cut:
+            self.query_one("#keys", Static).update(f"{CUT_NOTE} {KEYS_REASON}")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the reason's input: deny, with the reason (none typed: a plain deny)."""
+        event.stop()
+        reason = one_line_reason(event.value)
+        self.dismiss(DenyWithReason(reason) if reason else "deny")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         answers: dict[str | None, ApprovalAnswer] = {
