@@ -72,7 +72,7 @@ def test_help_lists_the_page_commands_yours_and_the_keys(browser: Any, tmp_path:
             ["/review", "Review a file for bugs", "user"],
         ]
         keys = [row[0] for row in table_rows(page, "#help-body .help-keys")]
-        assert keys == ["Enter", "Shift+Enter", "Tab", "Up, Down", "Esc", "Ctrl+F", "o, a, d"]
+        assert keys == ["Enter", "Shift+Enter", "Tab", "Up, Down", "Esc", "Ctrl+F", "o, a, d, e"]
         assert page.input_value("#prompt") == ""  # done: the draft went
         assert focused(page) == "help-body"  # its text scrolls with the keys
         page.keyboard.press("Escape")

@@ -44,7 +44,9 @@ def test_an_approval_answered_from_the_keyboard_hands_the_focus_to_the_composer(
         send(page, "run the command")
         page.locator("#approvals .approval").wait_for()
         page.locator("#prompt").focus()
-        page.keyboard.press("Shift+Tab")  # the approval's last answer is one step back
+        page.keyboard.press("Shift+Tab")  # the approval's last control is one step back
+        assert page.evaluate("() => document.activeElement.dataset.action") == "reason"
+        page.keyboard.press("Shift+Tab")
         assert page.evaluate("() => document.activeElement.dataset.answer") == "deny"
         page.keyboard.press("Shift+Tab")
         page.keyboard.press("Shift+Tab")

@@ -82,7 +82,9 @@ def test_the_page_says_why_and_offers_no_always_for_a_protected_write(
         approval = page.locator("#approvals .approval")
         approval.wait_for()
         assert approval.locator(".protected").inner_text() == f"Asked every time: {WHY}."
-        answers = approval.locator("button").evaluate_all("(bs) => bs.map((b) => b.dataset.answer)")
+        answers = approval.locator("button[data-answer]").evaluate_all(
+            "(bs) => bs.map((b) => b.dataset.answer)"
+        )
         assert answers == ["once", "deny"]
         approval.locator("button[data-answer='once']").click()
         approval.wait_for(state="detached")

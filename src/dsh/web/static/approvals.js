@@ -13,11 +13,19 @@
 // page is disconnected (connection.js) the answers are off. While one is shown, the tab's title
 // says so (`● approval waiting · dsh`): a page in a background tab is marked in the tab strip.
 // With the focus in a card, its keys answer it as the terminal UI's do (`ANSWER_KEYS`).
+// "Deny with reason…" (or e) opens a one-line input under the buttons: Enter denies the call
+// with what was typed (`{answer: 'deny', reason}`: the model reads it in the call's result; an
+// empty line is a plain deny), Esc there goes back to the buttons, denying nothing, the text
+// kept. A paste into it is one line (its line breaks become spaces, not dropped) and is cut to
+// `REASON_LIMIT` characters, saying so.
 import { api, sessionPath } from './api.js';
 import { offline } from './connection.js';
 import { renderUnifiedDiff } from './diff.js';
 import { el, say, shown } from './dom.js';
 import { renderArguments } from './tools.js';
+
+/** The most characters a denial's reason takes (the server refuses more). */
+export const REASON_LIMIT = 2000;
 
 const $ = (id) => document.getElementById(id);
 let titles = 0;
@@ -67,6 +75,16 @@ export function showApproval(approval, sessionId, onError) {
     });
     buttons.append(button);
   }
+  const reason = reasonRow(approval, sessionId, onError);
+  const withReason = el('button', 'deny-reason', 'Deny with reason…');
+  withReason.type = 'button';
+  withReason.dataset.action = 'reason';
+  withReason.disabled = offline();
+  withReason.addEventListener('click', () => {
+    reason.hidden = false;
+    reason.querySelector('input').focus();
+  });
+  buttons.append(withReason);
   box.append(title);
   if (protectedWhy) {
     const why = document.createElement('div');
@@ -74,7 +92,7 @@ export function showApproval(approval, sessionId, onError) {
     why.textContent = shown(`Asked every time: ${protectedWhy}.`);
     box.append(why);
   }
-  box.append(...said, args, buttons);
+  box.append(...said, args, buttons, reason);
   box.addEventListener('keydown', (event) => answerByKey(event, box, sessionId, onError));
   $('approvals').append(box);
   say($('state-announcer'), `Approval needed: dsh wants to run ${approval.tool}`);
@@ -88,18 +106,67 @@ export const ANSWER_KEYS = { o: 'once', y: 'once', a: 'always', d: 'deny', n: 'd
 
 function answerByKey(event, box, sessionId, onError) {
   if (event.altKey || event.ctrlKey || event.metaKey || event.isComposing) return;
+  if (event.target.closest && event.target.closest('.deny-reason-row')) return;  // typing a reason
   if (event.key === 'Escape') {
     event.preventDefault();
     event.stopPropagation();
     if (!offline()) api('POST', `${sessionPath(sessionId)}/cancel`).catch((error) => onError(error.message));
     return;
   }
-  const answer = event.key.length === 1 ? ANSWER_KEYS[event.key.toLowerCase()] : undefined;
-  const button = answer && box.querySelector(`button[data-answer="${answer}"]`);
+  const key = event.key.length === 1 ? event.key.toLowerCase() : '';
+  const answer = ANSWER_KEYS[key];
+  const button = key === 'e'
+    ? box.querySelector('button[data-action="reason"]')
+    : answer && box.querySelector(`button[data-answer="${answer}"]`);
   if (!button || button.disabled) return;
   event.preventDefault();
   event.stopPropagation();
   button.click();
+}
+
+/** The card's reason row, hidden until "Deny with reason…": its input, and a line under it. */
+function reasonRow(approval, sessionId, onError) {
+  const row = el('div', 'deny-reason-row');
+  row.hidden = true;
+  const input = document.createElement('input');
+  input.type = 'text';
+  input.maxLength = REASON_LIMIT;
+  input.placeholder = 'Deny, and tell the model what to do instead';
+  input.setAttribute('aria-label', `Reason for denying ${approval.tool}: what the model should do instead`);
+  const note = el('div', 'deny-reason-note', 'Enter: deny, the model reads this · Esc: back to the choice');
+  row.append(input, note);
+  input.addEventListener('paste', (event) => {
+    const text = event.clipboardData ? event.clipboardData.getData('text') : '';
+    event.preventDefault();
+    const line = text.split(/\s+/).filter(Boolean).join(' ');
+    const start = input.selectionStart ?? input.value.length;
+    const end = input.selectionEnd ?? start;
+    const room = REASON_LIMIT - (input.value.length - (end - start));
+    input.setRangeText(line.slice(0, Math.max(0, room)), start, end, 'end');
+    if (line.length > room) {
+      note.textContent = `The reason holds at most ${REASON_LIMIT.toLocaleString('en')} characters: the paste was cut.`;
+    }
+  });
+  input.addEventListener('keydown', async (event) => {
+    if (event.isComposing) return;
+    if (event.key === 'Escape') {
+      event.preventDefault();
+      event.stopPropagation();
+      row.hidden = true;
+      row.closest('.approval').querySelector('button[data-action="reason"]').focus();
+    } else if (event.key === 'Enter') {
+      event.preventDefault();
+      event.stopPropagation();
+      if (offline()) return;
+      try {
+        const path = `${sessionPath(sessionId)}/approvals/${encodeURIComponent(approval.id)}`;
+        await api('POST', path, { answer: 'deny', reason: input.value });
+      } catch (error) {
+        onError(error.message);
+      }
+    }
+  });
+  return row;
 }
 
 export function dropApproval(id) {

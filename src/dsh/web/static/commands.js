@@ -60,7 +60,7 @@ export const COMPOSER_KEYS = [
   ['Up, Down', 'on the first or last line: the prompts sent before (the terminal UI\'s too)'],
   ['Esc', "clear Tab's list of completions; else take back a queued draft; else stop the running turn"],
   ['Ctrl+F', 'find in the session'],
-  ['o, a, d', 'on an approval (Shift+Tab reaches it): allow once, always, deny; Esc stops the turn (the call not run)'],
+  ['o, a, d, e', 'on an approval (Shift+Tab reaches it): allow once, always, deny, deny with a reason (typed, then Enter); Esc stops the turn (the call not run)'],
 ];
 
 /** `//text` sends `/text`, as `/help` says it. */

@@ -56,7 +56,7 @@ export function linkState(name, up) {
   }
   bar.hidden = !lost;
   document.body.dataset.connection = lost ? 'lost' : 'up';
-  for (const button of document.querySelectorAll('#approvals button[data-answer], #new-session')) {
+  for (const button of document.querySelectorAll('#approvals button[data-answer], #approvals button[data-action], #new-session')) {
     button.disabled = lost;
   }
   if (lost !== was) onChange();
