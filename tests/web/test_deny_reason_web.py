@@ -126,10 +126,10 @@ def test_the_page_denies_with_a_reason_typed_after_e_and_esc_goes_back(
             wait_turn_over(page, "understood")
             reason = "do not delete anything yet and run make test"
             assert result_text(provider.requests[-1]) == denial(reason)
-            assert page.evaluate(
-                "(text) => window.dsh.view.allRows().some((row) => row.textContent.includes(text))",
-                reason,
-            )  # the call's card shows the denial with its reason
+            tool_card = page.locator("#log .row.tool details.tool-card")
+            tool_card.locator("> summary").click()  # opened, the card shows the denial with it
+            output = tool_card.locator(".tool-result-section .tool-output")
+            assert output.inner_text() == denial(reason)
     finally:
         server.stop()
     assert not (env.workspace / "build").exists()
