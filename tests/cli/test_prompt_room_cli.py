@@ -51,7 +51,7 @@ def test_a_paste_the_window_cannot_hold_is_refused_at_start(tmp_path, server: Fa
     result = dsh(tmp_path, _llama(server), "-", stdin=PASTE)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.splitlines() == [
-        "dsh: error: the prompt is ~31k tokens; the 8,192-token context window leaves ~5k "
+        "dsh: error: the prompt is ~31k tokens; the 8,192-token context window leaves ~4.8k "
         "for it beside the system prompt, tools and reply: shorten it or attach the file with "
         "@path"
     ]
