@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
-
-import httpx
 
 from dsh.config.rules import redact
 from dsh.errors import ToolError
@@ -40,7 +38,11 @@ from dsh.tools.args import INVALID_ARGUMENT, int_arg, str_arg
 from dsh.tools.base import ToolContext, ToolKind, ToolOutput
 from dsh.tools.files import MAX_READ_CHARS
 from dsh.tools.secrets import SecretPolicy
-from dsh.tools.web_page import ContentType, Page, Reading, html_page, sniff, text_page
+
+if TYPE_CHECKING:  # httpx and the HTML converter are imported by the first fetch, not at start
+    import httpx
+
+    from dsh.tools.web_page import ContentType, Page, Reading
 
 DEFAULT_MAX_CHARS = 50_000
 MAX_CHARS = MAX_READ_CHARS
@@ -154,6 +156,8 @@ class WebFetchTool:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Fetch ``args.url``; every failure is a ``ToolError`` with its code."""
+        import httpx
+
         url = str_arg(args, "url").strip()
         max_chars = int_arg(args, "max_chars", DEFAULT_MAX_CHARS, minimum=MIN_CHARS)
         max_chars = min(max_chars, MAX_CHARS)
@@ -176,6 +180,8 @@ class WebFetchTool:
 
     async def _fetch(self, url: str) -> Fetched:
         """GET ``url``, following redirects; the body read only when it is text."""
+        import httpx
+
         hops: list[str] = []
         async with httpx.AsyncClient(
             headers=HEADERS, follow_redirects=False, timeout=self.timeout
@@ -192,6 +198,8 @@ class WebFetchTool:
 
     def _next_hop(self, current: httpx.URL, location: str, hops: list[str]) -> httpx.URL:
         """Where a redirect from ``current`` leads, checked; ``hops`` gets ``current``."""
+        import httpx
+
         hops.append(str(current))
         try:
             target = str(current.join(location.strip()))
@@ -217,6 +225,8 @@ class WebFetchTool:
         return httpx.URL(target)
 
     async def _read(self, response: httpx.Response, url: str, hops: list[str]) -> Fetched:
+        from dsh.tools.web_page import ContentType, sniff
+
         content_type = ContentType.parse(response.headers.get("content-type"))
         fetched = Fetched(
             url,
@@ -296,6 +306,8 @@ class WebFetchTool:
         return ToolOutput("\n".join(lines))
 
     def _page(self, fetched: Fetched, max_markup: int | None = None) -> Page:
+        from dsh.tools.web_page import html_page, text_page
+
         charset = fetched.content_type.charset
         if fetched.reading == "html":
             return html_page(fetched.body, charset, fetched.url, max_markup)
